@@ -1,0 +1,1 @@
+"""edgec: PyTorch -> int8 C99 for Cortex-M."""

@@ -1,0 +1,179 @@
+/*
+ * edgec_nn.h -- the one public header of edgec's int8 neural-network kernels.
+ *
+ * Conventions (the same as Arm CMSIS-NN's s8 kernels, and bit-exact with edgec.sim):
+ *  - Activations are int8, NHWC, per-tensor asymmetric: real = scale * (q - zero_point).
+ *  - "input_offset" is the NEGATED input zero point; "output_offset" is the output zero point.
+ *  - Weights are int8 symmetric (zero point 0). Conv filters are OHWI
+ *    [C_out][KH][KW][C_in/groups]; depthwise filters are [KH][KW][C_in*ch_mult] with output
+ *    channel ic*ch_mult + m; fully connected filters are [C_out][C_in].
+ *  - Bias is int32 (may be NULL for "no bias").
+ *  - Requantization is arm_nn_requantize in double-rounding mode: (multiplier, shift) come from
+ *    TFLite's QuantizeMultiplier; positive shift means left shift.
+ *  - Fused activations are only the clamp bounds act_min..act_max.
+ *  - Padding: pad_top/pad_left are explicit; bottom/right padding is implied by the output size
+ *    (taps that fall outside the input contribute nothing), so asymmetric padding is free.
+ *  - No kernel allocates memory. A kernel that needs scratch says so in its comment; the
+ *    portable C paths need none. Input and output buffers must not overlap unless a kernel's
+ *    comment says in-place is allowed.
+ */
+#ifndef EDGEC_NN_H
+#define EDGEC_NN_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    EDGEC_OK = 0,
+    EDGEC_ARG_ERROR = -1
+} edgec_status;
+
+/* Tensor dimensions in NHWC order. */
+typedef struct {
+    int32_t n;
+    int32_t h;
+    int32_t w;
+    int32_t c;
+} edgec_dims;
+
+/* Per-output-channel requantization: arrays of C_out entries (in flash). */
+typedef struct {
+    const int32_t *multiplier;
+    const int32_t *shift;
+} edgec_per_channel_quant;
+
+typedef struct {
+    int32_t input_offset;  /* -input_zero_point, in [-127, 128] */
+    int32_t output_offset; /* output_zero_point, in [-128, 127] */
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t groups;        /* conv: C_in and C_out are divisible by groups */
+    int32_t ch_mult;       /* depthwise: C_out = C_in * ch_mult */
+    int32_t act_min;
+    int32_t act_max;
+} edgec_conv_params;
+
+typedef struct {
+    int32_t input_offset;  /* -input_zero_point */
+    int32_t output_offset; /* output_zero_point */
+    int32_t per_channel;   /* 0: quant arrays hold one entry for all outputs */
+    int32_t act_min;
+    int32_t act_max;
+} edgec_fc_params;
+
+typedef struct {
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t filter_h;
+    int32_t filter_w;
+    int32_t act_min;
+    int32_t act_max;
+} edgec_pool_params;
+
+typedef struct {
+    int32_t input1_offset;     /* -zero_point of input 1 */
+    int32_t input1_multiplier;
+    int32_t input1_shift;
+    int32_t input2_offset;     /* -zero_point of input 2 */
+    int32_t input2_multiplier;
+    int32_t input2_shift;
+    int32_t left_shift;        /* 20 */
+    int32_t output_offset;
+    int32_t output_multiplier;
+    int32_t output_shift;
+    int32_t act_min;
+    int32_t act_max;
+} edgec_add_params;
+
+typedef struct {
+    int32_t input_multiplier; /* from QuantizeMultiplierGreaterThanOne(beta*s_in*2^(31-5)) */
+    int32_t input_left_shift;
+    int32_t diff_min;         /* differences below this give exp = 0 */
+} edgec_softmax_params;
+
+/*
+ * Generic 2-D convolution, any kernel size, stride, dilation, padding and groups.
+ *   acc = bias[c] + sum w[c,ky,kx,ic] * (x + input_offset); y = clamp(requant(acc) + output_offset)
+ * input_dims: [N,H,W,C_in]; filter_dims: [C_out, KH, KW, C_in/groups] (n=C_out, h=KH, w=KW,
+ * c=C_in/groups); output_dims: [N,H_out,W_out,C_out]. Scratch: none (may be NULL).
+ */
+edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                           const edgec_dims *input_dims, const int8_t *input,
+                           const edgec_dims *filter_dims, const int8_t *filter,
+                           const int32_t *bias, const edgec_dims *output_dims, int8_t *output,
+                           int8_t *scratch);
+
+/*
+ * 1x1 convolution fast path. Constraints: KH = KW = 1, groups = 1, no padding, dilation 1;
+ * any stride. Same arithmetic and arguments as edgec_conv_s8. Scratch: none.
+ */
+edgec_status edgec_conv_1x1_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                               const edgec_dims *input_dims, const int8_t *input,
+                               const edgec_dims *filter_dims, const int8_t *filter,
+                               const int32_t *bias, const edgec_dims *output_dims, int8_t *output,
+                               int8_t *scratch);
+
+/*
+ * Depthwise convolution with channel multiplier params->ch_mult (groups is ignored).
+ * filter_dims: n=1, h=KH, w=KW, c=C_in*ch_mult; output channel ic*ch_mult + m.
+ * Any stride, dilation and padding. Scratch: none.
+ */
+edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                                     const edgec_dims *input_dims, const int8_t *input,
+                                     const edgec_dims *filter_dims, const int8_t *filter,
+                                     const int32_t *bias, const edgec_dims *output_dims, int8_t *output,
+                                     int8_t *scratch);
+
+/*
+ * Fully connected: for each of `batches` rows of `input_size` int8 values,
+ *   acc[o] = bias[o] + sum_j w[o][j] * (x[j] + input_offset).
+ * quant arrays hold output_size entries if params->per_channel, else one. Scratch: none.
+ */
+edgec_status edgec_fully_connected_s8(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
+                                      int32_t batches, int32_t input_size, const int8_t *input,
+                                      int32_t output_size, const int8_t *filter, const int32_t *bias,
+                                      int8_t *output);
+
+/*
+ * Average pool over in-bounds taps (padding excluded from the count), rounding half away from
+ * zero; input and output share scale and zero point. Scratch: none.
+ */
+edgec_status edgec_avgpool_s8(const edgec_pool_params *params, const edgec_dims *input_dims,
+                              const int8_t *input, const edgec_dims *output_dims, int8_t *output);
+
+/* Max pool over in-bounds taps, then clamp; shares qparams in and out. Scratch: none. */
+edgec_status edgec_maxpool_s8(const edgec_pool_params *params, const edgec_dims *input_dims,
+                              const int8_t *input, const edgec_dims *output_dims, int8_t *output);
+
+/*
+ * Elementwise add of two int8 tensors of `size` elements with independent qparams
+ * (TFLite/CMSIS-NN scheme, left_shift 20). output may alias input1 or input2 (in place).
+ */
+edgec_status edgec_add_s8(const edgec_add_params *params, const int8_t *input1, const int8_t *input2,
+                          int8_t *output, int32_t size);
+
+/* Clamp `size` int8 values to [act_min, act_max] in place (a standalone ReLU/ReLU6/clamp). */
+edgec_status edgec_clamp_s8(int8_t *data, int32_t size, int32_t act_min, int32_t act_max);
+
+/*
+ * Softmax over the last dimension: num_rows rows of row_size int8 values. Output qparams are
+ * fixed: scale 1/256, zero point -128. Arithmetic is gemmlowp fixed point as TFLite Micro's
+ * reference softmax (5 integer bits in, 12 accumulator bits). Scratch: none.
+ */
+edgec_status edgec_softmax_s8(const edgec_softmax_params *params, const int8_t *input,
+                              int32_t num_rows, int32_t row_size, int8_t *output);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EDGEC_NN_H */

@@ -1,0 +1,77 @@
+"""ctypes bindings to runtime_c/, compiled once per test session into a shared library.
+
+Kernel tests call the real C kernels through these bindings and compare with edgec's golden
+numpy kernels byte for byte. The library is built with UBSan so undefined behaviour fails tests.
+"""
+from __future__ import annotations
+
+import ctypes as C
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNTIME = ROOT / "runtime_c"
+CFLAGS = ["-std=c99", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-shared",
+          "-fsanitize=undefined", "-fno-sanitize-recover=undefined"]
+
+
+class Dims(C.Structure):
+    _fields_ = [("n", C.c_int32), ("h", C.c_int32), ("w", C.c_int32), ("c", C.c_int32)]
+
+
+class PerChannelQuant(C.Structure):
+    _fields_ = [("multiplier", C.POINTER(C.c_int32)), ("shift", C.POINTER(C.c_int32))]
+
+
+class ConvParams(C.Structure):
+    _fields_ = [(name, C.c_int32) for name in (
+        "input_offset", "output_offset", "stride_h", "stride_w", "pad_top", "pad_left",
+        "dilation_h", "dilation_w", "groups", "ch_mult", "act_min", "act_max")]
+
+
+class FcParams(C.Structure):
+    _fields_ = [(name, C.c_int32) for name in (
+        "input_offset", "output_offset", "per_channel", "act_min", "act_max")]
+
+
+class PoolParams(C.Structure):
+    _fields_ = [(name, C.c_int32) for name in (
+        "stride_h", "stride_w", "pad_top", "pad_left", "filter_h", "filter_w", "act_min", "act_max")]
+
+
+class AddParams(C.Structure):
+    _fields_ = [(name, C.c_int32) for name in (
+        "input1_offset", "input1_multiplier", "input1_shift", "input2_offset", "input2_multiplier",
+        "input2_shift", "left_shift", "output_offset", "output_multiplier", "output_shift",
+        "act_min", "act_max")]
+
+
+class SoftmaxParams(C.Structure):
+    _fields_ = [(name, C.c_int32) for name in ("input_multiplier", "input_left_shift", "diff_min")]
+
+
+def build_shared_library(out_dir: Path) -> Path:
+    sources = sorted(str(p) for p in (RUNTIME / "src").rglob("*.c"))
+    lib = out_dir / "libedgec_nn.so"
+    subprocess.run(["cc", *CFLAGS, f"-I{RUNTIME / 'include'}", *sources, "-o", str(lib)],
+                   check=True, capture_output=True, text=True)
+    return lib
+
+
+def ptr(array: np.ndarray, ctype):
+    """Pointer to a C-contiguous numpy array's data (the array must outlive the call)."""
+    assert array.flags["C_CONTIGUOUS"]
+    return array.ctypes.data_as(C.POINTER(ctype))
+
+
+def dims(shape) -> Dims:
+    return Dims(*[int(v) for v in shape])
+
+
+def per_channel_quant(multiplier: np.ndarray, shift: np.ndarray, keep: list) -> PerChannelQuant:
+    m = np.ascontiguousarray(multiplier, dtype=np.int32)
+    s = np.ascontiguousarray(shift, dtype=np.int32)
+    keep.extend([m, s])
+    return PerChannelQuant(ptr(m, C.c_int32), ptr(s, C.c_int32))
