@@ -1,1 +1,3 @@
-"""edgec: PyTorch -> int8 C99 for Cortex-M."""
+"""edgec: PyTorch -> int8 C99 for Arm Cortex-M."""
+
+__version__ = "0.1.0"

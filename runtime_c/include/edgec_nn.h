@@ -105,6 +105,11 @@ typedef struct {
  *   acc = bias[c] + sum w[c,ky,kx,ic] * (x + input_offset); y = clamp(requant(acc) + output_offset)
  * input_dims: [N,H,W,C_in]; filter_dims: [C_out, KH, KW, C_in/groups] (n=C_out, h=KH, w=KW,
  * c=C_in/groups); output_dims: [N,H_out,W_out,C_out]. Scratch: none (may be NULL).
+ * Any output size is accepted: taps outside the input contribute 0 (implied bottom/right pad).
+ * The accumulator is int32: needs KH*KW*(C_in/groups)*32640 + |bias| < 2^31 (any real layer).
+ * EDGEC_ARG_ERROR: NULL pointer (bias excepted), non-positive dims, stride/dilation/groups < 1,
+ * negative padding, groups not dividing C_in/C_out or not matching filter_dims, act bounds
+ * outside int8 or crossed.
  */
 edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
                            const edgec_dims *input_dims, const int8_t *input,
@@ -115,6 +120,8 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
 /*
  * 1x1 convolution fast path. Constraints: KH = KW = 1, groups = 1, no padding, dilation 1;
  * any stride. Same arithmetic and arguments as edgec_conv_s8. Scratch: none.
+ * EDGEC_ARG_ERROR also when these constraints do not hold or an output pixel would read past
+ * the input ((H_out-1)*stride_h >= H or (W_out-1)*stride_w >= W).
  */
 edgec_status edgec_conv_1x1_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
                                const edgec_dims *input_dims, const int8_t *input,
@@ -125,7 +132,9 @@ edgec_status edgec_conv_1x1_s8(const edgec_conv_params *params, const edgec_per_
 /*
  * Depthwise convolution with channel multiplier params->ch_mult (groups is ignored).
  * filter_dims: n=1, h=KH, w=KW, c=C_in*ch_mult; output channel ic*ch_mult + m.
- * Any stride, dilation and padding. Scratch: none.
+ * Any stride, dilation and padding. Scratch: none. Not in place.
+ * int32 accumulator: needs KH*KW*32640 + |bias| < 2^31. EDGEC_ARG_ERROR as edgec_conv_s8, or
+ * when ch_mult < 1, filter_dims->n != 1 or C_out != C_in*ch_mult.
  */
 edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
                                      const edgec_dims *input_dims, const int8_t *input,
@@ -167,7 +176,12 @@ edgec_status edgec_clamp_s8(int8_t *data, int32_t size, int32_t act_min, int32_t
 /*
  * Softmax over the last dimension: num_rows rows of row_size int8 values. Output qparams are
  * fixed: scale 1/256, zero point -128. Arithmetic is gemmlowp fixed point as TFLite Micro's
- * reference softmax (5 integer bits in, 12 accumulator bits). Scratch: none.
+ * reference softmax and CMSIS-NN's arm_softmax_s8, bit for bit (5 integer bits in, 12 accumulator
+ * bits); params come from edgec.ops.softmax.softmax_params. Where those references are undefined
+ * (row sum of exps >= 512, possible only with row_size >= 512) every output of the row is -128,
+ * the exact rounding of the last step. EDGEC_ARG_ERROR for NULL pointers, num_rows < 0,
+ * row_size < 1, input_left_shift outside 0..31, a negative multiplier or a diff_min below
+ * -floor(31 * 2^26 / 2^input_left_shift). Scratch: none.
  */
 edgec_status edgec_softmax_s8(const edgec_softmax_params *params, const int8_t *input,
                               int32_t num_rows, int32_t row_size, int8_t *output);

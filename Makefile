@@ -1,0 +1,45 @@
+# edgec -- the two set-up-and-go commands are `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+STAMP := .make
+TORCH := torch==2.13.0
+
+.PHONY: demo test install install-test toolchain bench clean
+
+# torch is installed first and pinned, so nothing can pull another (multi-GB CUDA) build.
+$(STAMP)/install: pyproject.toml
+	@mkdir -p $(STAMP)
+	$(PIP) install -q $(TORCH)
+	$(PIP) install -q -e .
+	@touch $@
+
+$(STAMP)/install-test: $(STAMP)/install
+	$(PIP) install -q -e ".[test]"
+	@touch $@
+
+install: $(STAMP)/install
+install-test: $(STAMP)/install-test toolchain
+
+# The Cortex-M cross compiler and emulator (Debian packages).
+toolchain:
+	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+			gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm >/dev/null; \
+	else \
+		echo "Cortex-M toolchain missing; run as root:"; \
+		echo "  apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"; \
+		exit 1; \
+	fi
+
+# Build the bundled digits model, prove the C bit-exact on the host, measure int8 accuracy.
+demo: $(STAMP)/install
+	edgec build examples/digits/digits.pt2 --calib examples/digits/calib.npy --name digits -o build/digits
+	edgec verify examples/digits/digits.pt2 --calib examples/digits/calib.npy --name digits --quiet
+	$(PYTHON) examples/digits/evaluate.py build/digits
+
+test: install-test
+	$(PYTHON) -m pytest -n 2 tests
+
+clean:
+	rm -rf build $(STAMP)

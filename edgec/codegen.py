@@ -1,0 +1,117 @@
+"""Emit the self-contained C directory for a planned graph.
+
+The directory holds <name>.h/.c (the model), <name>_weights.h/.c (flash constants), runtime/
+(only the kernels the model calls, copied from runtime_c/), edgec.mk, CMakeLists.txt and
+report.json. The same graph always renders to byte-identical files.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import numpy as np
+
+from edgec import __version__
+from edgec.ir import Graph, Op
+from edgec.ops import KINDS
+from edgec.plan import MemoryPlan, offset_of
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES = ROOT / "templates"
+RUNTIME = ROOT / "runtime_c"
+C_TYPES = {"int8_t": np.int8, "int32_t": np.int32}
+SHARED_RUNTIME_FILES = ("include/edgec_nn.h", "src/support/edgec_support.h")
+
+
+@dataclass
+class Names:
+    """How the generated C refers to a graph's buffers and per-layer symbols."""
+    model: str
+    graph: Graph
+    plan: MemoryPlan
+
+    def symbol(self, op: Op, suffix: str) -> str:
+        return f"{self.model}_{op.name}_{suffix}"
+
+    def ptr(self, tensor: str) -> str:
+        return f"({self.model}_arena + {offset_of(self.plan, self.graph, tensor)})"
+
+    def scratch(self, op: Op) -> str:
+        if op.name not in self.plan.scratch:
+            return "NULL"
+        return f"({self.model}_arena + {self.plan.scratch[op.name][0]})"
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True, trim_blocks=False)
+
+
+def _float_literal(value: float) -> str:
+    return f"{np.float32(value):.9e}f"
+
+
+def _array_body(values: np.ndarray) -> str:
+    flat = [str(int(v)) for v in np.asarray(values).ravel()]
+    return "\n".join("    " + ", ".join(flat[i:i + 16]) + "," for i in range(0, len(flat), 16))
+
+
+def _io(graph: Graph, plan: MemoryPlan, name: str) -> dict:
+    tensor = graph.tensors[name]
+    axes = ("N", "H", "W", "C") if len(tensor.shape) == 4 else tuple(f"DIM{i}" for i in range(len(tensor.shape)))
+    return {"scale_literal": _float_literal(tensor.scale), "zero_point": tensor.zero_point,
+            "size": tensor.size, "dims": list(zip(axes, tensor.shape)),
+            "offset": offset_of(plan, graph, name)}
+
+
+def runtime_sources(graph: Graph) -> list[str]:
+    """The runtime_c/src files the model's kernels need, in a stable order."""
+    return sorted({source for op in graph.ops for source in KINDS[op.kind].runtime_sources})
+
+
+def report(graph: Graph, plan: MemoryPlan, name: str, target: str, weights_bytes: int) -> dict:
+    layers = []
+    for op in graph.ops:
+        out = graph.tensors[op.outputs[0]]
+        layers.append({
+            "name": op.name, "op": op.kind, "macs": KINDS[op.kind].macs(op, graph),
+            "output_shape": list(out.shape), "arena_offset": offset_of(plan, graph, op.outputs[0]),
+            "output_bytes": 0 if out.alias_of else out.size,
+            "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1], "source": op.source})
+    return {"name": name, "target": target, "macs": sum(layer["macs"] for layer in layers),
+            "arena_bytes": plan.arena_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
+            "weights_bytes": weights_bytes, "layers": layers}
+
+
+def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, origin: str) -> dict:
+    """Writes every file into `out_dir` (which must exist and be empty); returns the report."""
+    names = Names(name, graph, plan)
+    calls = [KINDS[op.kind].emit(op, graph, names) for op in graph.ops]
+    constants = [{"ctype": ctype, "symbol": symbol, "count": int(np.asarray(values).size),
+                  "body": _array_body(np.asarray(values).astype(C_TYPES[ctype]))}
+                 for call in calls for ctype, symbol, values in call.constants]
+    weights_bytes = sum(c["count"] * np.dtype(C_TYPES[c["ctype"]]).itemsize for c in constants)
+    layers = [{"index": i, "name": op.name, "op": op.kind, "code": call.code, "params": call.params,
+               "shape": "x".join(str(v) for v in graph.tensors[op.outputs[0]].shape), "source": op.source}
+              for i, (op, call) in enumerate(zip(graph.ops, calls))]
+    sources = [f"{name}.c", f"{name}_weights.c"] + [f"runtime/src/{s}" for s in runtime_sources(graph)]
+    context = {"name": name, "NAME": name.upper(), "version": __version__, "origin": Path(origin).name,
+               "target": target.name, "target_cflags": " ".join(target.cflags), "arena_bytes": plan.arena_bytes,
+               "macs": sum(KINDS[op.kind].macs(op, graph) for op in graph.ops),
+               "input": _io(graph, plan, graph.inputs[0]), "output": _io(graph, plan, graph.outputs[0]),
+               "layers": layers, "constants": constants, "sources": sources}
+    env = _environment()
+    for template, filename in (("model.h.j2", f"{name}.h"), ("model.c.j2", f"{name}.c"),
+                               ("weights.h.j2", f"{name}_weights.h"), ("weights.c.j2", f"{name}_weights.c"),
+                               ("edgec.mk.j2", "edgec.mk"), ("CMakeLists.txt.j2", "CMakeLists.txt")):
+        (out_dir / filename).write_text(env.get_template(template).render(**context))
+    for relative in list(SHARED_RUNTIME_FILES) + [f"src/{s}" for s in runtime_sources(graph)]:
+        destination = out_dir / "runtime" / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(RUNTIME / relative, destination)
+    summary = report(graph, plan, name, target.name, weights_bytes)
+    (out_dir / "report.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary

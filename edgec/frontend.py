@@ -1,0 +1,111 @@
+"""Load a model the user hands us and turn it into an exported FX graph module.
+
+Accepted: a `torch.export.save`d ExportedProgram (`.pt2`), or `path/to/file.py:factory` where
+`factory()` returns `(nn.Module, example_inputs)`. Pickled modules (`torch.save(model)`) run
+arbitrary code when loaded, so they are refused with instructions instead of being loaded.
+"""
+from __future__ import annotations
+
+import importlib.util
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch.fx import GraphModule, Node
+
+from edgec.errors import EdgecError
+
+HOW_TO_EXPORT = ("export it instead: torch.export.save(torch.export.export(model.eval(), "
+                 "(example_input,)), 'model.pt2'), or pass 'file.py:factory'")
+
+
+@dataclass
+class LoadedModel:
+    module: GraphModule  # exported graph module (training IR), parameters as get_attr
+    example_inputs: tuple
+    origin: str  # what the user passed, for messages
+
+
+def load(spec: str) -> LoadedModel:
+    file_part, separator, factory = spec.rpartition(":")
+    if separator and file_part.endswith(".py"):
+        return _load_factory(Path(file_part), factory, spec)
+    return _load_program(Path(spec))
+
+
+def _load_program(path: Path) -> LoadedModel:
+    if not path.is_file():
+        raise EdgecError(f"{path}: no such file")
+    if not zipfile.is_zipfile(path):
+        raise EdgecError(f"{path}: not a torch.export program (.pt2); {HOW_TO_EXPORT}")
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+    if any(name.endswith("data.pkl") for name in names) and not any(n.endswith("archive_format") for n in names):
+        raise EdgecError(f"{path}: is a pickled module (torch.save), which edgec will not unpickle "
+                         f"because loading it runs arbitrary code; {HOW_TO_EXPORT}")
+    try:
+        program = torch.export.load(str(path))
+    except Exception as exc:  # torch raises many types for a corrupt archive
+        raise EdgecError(f"{path}: cannot load as a torch.export program: {_first_line(exc)}") from None
+    example = program.example_inputs[0] if program.example_inputs else _example_from_signature(program)
+    return LoadedModel(program.module(), tuple(example), str(path))
+
+
+def _example_from_signature(program) -> tuple:
+    user_inputs = set(program.graph_signature.user_inputs)
+    return tuple(torch.zeros(node.meta["val"].shape) for node in program.graph.nodes
+                 if node.op == "placeholder" and node.name in user_inputs)
+
+
+def _load_factory(path: Path, factory: str, spec: str) -> LoadedModel:
+    if not path.is_file():
+        raise EdgecError(f"{path}: no such file")
+    module_spec = importlib.util.spec_from_file_location(f"edgec_user_{path.stem}", path)
+    user_module = importlib.util.module_from_spec(module_spec)
+    try:
+        module_spec.loader.exec_module(user_module)
+    except Exception as exc:
+        raise EdgecError(f"{path}: failed to import: {_first_line(exc)}") from None
+    fn = getattr(user_module, factory, None)
+    if not callable(fn):
+        raise EdgecError(f"{path}: has no function '{factory}'")
+    result = fn()
+    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], torch.nn.Module)):
+        raise EdgecError(f"{spec}: must return (nn.Module, example_inputs)")
+    model, example = result
+    example = tuple(example) if isinstance(example, (tuple, list)) else (example,)
+    return LoadedModel(export(model, example, spec), example, spec)
+
+
+def export(model: torch.nn.Module, example_inputs: tuple, origin: str) -> GraphModule:
+    try:
+        program = torch.export.export(model.eval(), example_inputs)
+    except Exception as exc:
+        raise EdgecError(f"{origin}: torch.export failed: {_first_line(exc)}") from None
+    return program.module()
+
+
+def source_line(node: Node) -> str:
+    """'file.py:LINE: code' of the user's frame that created `node` (skipping torch's own frames)."""
+    lines = (node.meta.get("stack_trace") or "").strip().splitlines()
+    frames = [(lines[i].strip(), lines[i + 1].strip() if i + 1 < len(lines) else "")
+              for i in range(len(lines)) if lines[i].strip().startswith('File "')]
+    user_frames = [f for f in frames if "/torch/" not in f[0]]
+    if not user_frames:  # e.g. inside nn.Sequential: name the submodule instead
+        stack = node.meta.get("nn_module_stack") or {}
+        if stack:
+            path, kind = list(stack.values())[-1]
+            return f"module '{path}' ({getattr(kind, '__name__', str(kind).rsplit('.', 1)[-1])})"
+        if not frames:
+            return "source unknown"
+        user_frames = frames
+    header, code = user_frames[-1]
+    filename = header.split('"')[1].rsplit("/", 1)[-1]
+    number = header.split("line ")[1].split(",")[0]
+    return f"{filename}:{number}: {code}"
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -1,0 +1,85 @@
+"""edgec's small graph IR: plain dataclasses, no torch, no edgec imports.
+
+A Graph is a list of Ops in execution order over named activation Tensors. Constants (weights,
+bias, requantization arrays) live in each Op's attrs as numpy arrays; only activations are
+Tensors, because only activations occupy the arena.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+import numpy as np
+
+
+@dataclass
+class Tensor:
+    name: str
+    shape: tuple[int, ...]
+    scale: float | None = None  # None until the quantized graph gives it qparams
+    zero_point: int = 0
+    alias_of: str | None = None  # a view (reshape/flatten) shares its base tensor's bytes
+    source: str = ""  # name of the float graph node whose value this tensor quantizes
+
+    @property
+    def quantized(self) -> bool:
+        return self.scale is not None
+
+    @property
+    def size(self) -> int:
+        return prod(self.shape)
+
+    def dequantize(self, q: np.ndarray) -> np.ndarray:
+        return (q.astype(np.float64) - self.zero_point) * self.scale
+
+
+@dataclass
+class Op:
+    name: str
+    kind: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict = field(default_factory=dict)
+    source: str = ""  # user's Python source line, for messages
+
+
+@dataclass
+class Graph:
+    tensors: dict[str, Tensor] = field(default_factory=dict)
+    ops: list[Op] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    layout: str = "NCHW"
+
+    def add_tensor(self, tensor: Tensor) -> Tensor:
+        if tensor.name in self.tensors:
+            raise ValueError(f"duplicate tensor {tensor.name}")
+        self.tensors[tensor.name] = tensor
+        return tensor
+
+    def storage(self, name: str) -> str:
+        """The tensor that owns `name`'s bytes (follows view aliases)."""
+        while self.tensors[name].alias_of is not None:
+            name = self.tensors[name].alias_of
+        return name
+
+    def producer(self, name: str) -> Op | None:
+        return next((op for op in self.ops if name in op.outputs), None)
+
+    def consumers(self, name: str) -> list[Op]:
+        return [op for op in self.ops if name in op.inputs]
+
+    def replace_uses(self, old: str, new: str) -> None:
+        for op in self.ops:
+            op.inputs = [new if t == old else t for t in op.inputs]
+        self.outputs = [new if t == old else t for t in self.outputs]
+
+    def remove_unused_tensors(self) -> None:
+        used = set(self.inputs) | set(self.outputs)
+        for op in self.ops:
+            used.update(op.inputs)
+            used.update(op.outputs)
+        used |= {self.storage(name) for name in used}
+        for name in list(self.tensors):
+            if name not in used:
+                del self.tensors[name]

@@ -1,0 +1,241 @@
+"""2-D convolution (any kernel, stride, padding, dilation, groups): golden int8 kernel and op unit.
+
+The golden kernel is the specification the C kernels (runtime_c/src/conv/) are tested against,
+byte for byte. Arithmetic: docs numerics.md, "Conv / depthwise".
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.errors import EdgecError
+from edgec.frontend import source_line
+from edgec.numerics import (
+    INT8_MAX,
+    INT8_MIN,
+    activation_bounds,
+    quantize_bias,
+    quantize_multiplier,
+    requantize,
+    saturate_int8,
+    wrap_int32,
+)
+from edgec.ops.base import CCall, OpDef
+from edgec.torch_ops import CONVS, aten
+
+# The largest |product| of an int8 weight and an offset-corrected int8 activation:
+# w in [-128, 127], x - zp in [-255, 255].
+_MAX_ABS_PRODUCT = 128 * 255
+# float64 represents every integer below 2^53 exactly, so a float matmul of integer operands is
+# exact (whatever the BLAS summation order or FMA use) while every partial sum stays below 2^53.
+_FLOAT64_EXACT = 2**53
+
+
+def conv_output_size(in_size: int, kernel: int, stride: int, pad_before: int, pad_after: int,
+                     dilation: int) -> int:
+    """Output length along one axis (PyTorch/TFLite floor convention)."""
+    span = dilation * (kernel - 1) + 1
+    out = (in_size + pad_before + pad_after - span) // stride + 1
+    if out < 1:
+        raise ValueError(f"empty conv output: in={in_size} kernel={kernel} stride={stride} "
+                         f"pad=({pad_before},{pad_after}) dilation={dilation}")
+    return out
+
+
+def padded_input(x: np.ndarray, zero_point: int, pad: tuple[int, int], kernel: tuple[int, int],
+                     stride: tuple[int, int], dilation: tuple[int, int],
+                     out_hw: tuple[int, int]) -> np.ndarray:
+    """x - zero_point as int32, zero-padded top/left by `pad` and bottom/right as far as the taps
+    of an `out_hw` output reach (so padded taps contribute 0, and excess input rows are unused)."""
+    n, h, w, c = x.shape
+    need_h = (out_hw[0] - 1) * stride[0] + (kernel[0] - 1) * dilation[0] + 1
+    need_w = (out_hw[1] - 1) * stride[1] + (kernel[1] - 1) * dilation[1] + 1
+    xp = np.zeros((n, max(need_h, pad[0] + h), max(need_w, pad[1] + w), c), dtype=np.int32)
+    xp[:, pad[0]:pad[0] + h, pad[1]:pad[1] + w, :] = x.astype(np.int32) - np.int32(zero_point)
+    return xp
+
+
+def tap_view(xp: np.ndarray, ky: int, kx: int, stride: tuple[int, int], dilation: tuple[int, int],
+         out_hw: tuple[int, int]) -> np.ndarray:
+    """The [N, Ho, Wo, C] view of the padded input that kernel tap (ky, kx) multiplies."""
+    y0, x0 = ky * dilation[0], kx * dilation[1]
+    return xp[:, y0:y0 + (out_hw[0] - 1) * stride[0] + 1:stride[0],
+              x0:x0 + (out_hw[1] - 1) * stride[1] + 1:stride[1], :]
+
+
+def conv_output_stage(acc: np.ndarray, bias, multiplier, shift, output_zp: int, act_min: int,
+                  act_max: int) -> np.ndarray:
+    """bias add, int32 wrap (the C accumulator), per-channel requantize, offset, clamp."""
+    if bias is not None:
+        acc = acc + np.asarray(bias, dtype=np.int64)
+    acc = wrap_int32(acc)
+    y = requantize(acc, np.asarray(multiplier, dtype=np.int64), np.asarray(shift, dtype=np.int64))
+    return saturate_int8(y + output_zp, act_min, act_max)
+
+
+def check_conv_args(x, multiplier, shift, bias, c_out, input_zp, output_zp, stride, pad, dilation,
+                    out_hw, act_min, act_max):
+    """ValueError for arguments the C kernels would reject (EDGEC_ARG_ERROR)."""
+    if x.ndim != 4 or x.dtype != np.int8:
+        raise ValueError("x must be int8 NHWC")
+    if len(multiplier) != c_out or len(shift) != c_out or (bias is not None and len(bias) != c_out):
+        raise ValueError("multiplier, shift and bias need one entry per output channel")
+    if not (INT8_MIN <= input_zp <= INT8_MAX and INT8_MIN <= output_zp <= INT8_MAX):
+        raise ValueError("zero points must be int8")
+    if min(stride) < 1 or min(dilation) < 1 or min(pad) < 0:
+        raise ValueError("stride and dilation must be >= 1, padding >= 0")
+    if min(out_hw) < 1:
+        raise ValueError(f"output size {out_hw} is empty")
+    if not INT8_MIN <= act_min <= act_max <= INT8_MAX:
+        raise ValueError("need -128 <= act_min <= act_max <= 127")
+
+
+def conv2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *, input_zp: int,
+              output_zp: int, stride=(1, 1), pad=(0, 0), dilation=(1, 1), groups: int = 1,
+              out_hw, act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> np.ndarray:
+    """Golden int8 conv. x int8 NHWC, w int8 OHWI [C_out, KH, KW, C_in/groups], bias int32 [C_out]
+    or None, multiplier/shift [C_out]; pad = (pad_top, pad_left), bottom/right implied by out_hw.
+    Returns int8 [N, Ho, Wo, C_out] (edgec_conv_s8 / edgec_conv_1x1_s8 bit for bit)."""
+    x = np.asarray(x)
+    w = np.asarray(w)
+    c_out, kh, kw, cin_g = w.shape
+    n, _, _, c_in = x.shape
+    check_conv_args(x, multiplier, shift, bias, c_out, input_zp, output_zp, stride, pad, dilation,
+                    out_hw, act_min, act_max)
+    if w.dtype != np.int8 or groups < 1 or c_in != cin_g * groups or c_out % groups:
+        raise ValueError(f"int8 OHWI filter {w.shape} does not fit C_in={c_in}, groups={groups}")
+    if kh * kw * cin_g * _MAX_ABS_PRODUCT >= _FLOAT64_EXACT:
+        raise ValueError("reduction too long for the exact float64 accumulation")
+    ho, wo = out_hw
+    cout_g = c_out // groups
+    xp = padded_input(x, input_zp, pad, (kh, kw), stride, dilation, out_hw)
+    # Filter as [G, KH, KW, C_in/G, C_out/G] so each tap is a batched [C_in/G, C_out/G] matrix.
+    wg = w.reshape(groups, cout_g, kh, kw, cin_g).transpose(0, 2, 3, 4, 1).astype(np.float64)
+    acc = np.zeros((groups, n * ho * wo, cout_g), dtype=np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            # [N,Ho,Wo,C_in] -> [G, N*Ho*Wo, C_in/G]; one exact float64 (BLAS) matmul per tap.
+            cols = tap_view(xp, ky, kx, stride, dilation, out_hw)
+            cols = cols.reshape(n * ho * wo, groups, cin_g).transpose(1, 0, 2).astype(np.float64)
+            acc += np.matmul(cols, wg[:, ky, kx]).astype(np.int64)
+    # [G, P, C_out/G] -> [P, C_out] with output channel g*C_out/G + j.
+    acc = acc.transpose(1, 0, 2).reshape(n, ho, wo, c_out)
+    return conv_output_stage(acc, bias, multiplier, shift, output_zp, act_min, act_max)
+
+
+# -- the op unit ------------------------------------------------------------------------------
+
+def conv_attrs(node) -> tuple:
+    """(stride, padding, dilation, groups) of aten.conv2d / aten.convolution, as tuples."""
+    if node.target == aten.convolution.default:
+        _, _, _, stride, padding, dilation, transposed, _, groups = node.args
+        if transposed:
+            raise EdgecError(f"{source_line(node)}: transposed convolution is not supported")
+    else:
+        defaults = ([1, 1], [0, 0], [1, 1], 1)
+        stride, padding, dilation, groups = (list(node.args[3:]) + list(defaults[len(node.args) - 3:]))[:4]
+    if isinstance(padding, str):
+        raise EdgecError(f"{source_line(node)}: padding='{padding}' is not supported; give explicit padding")
+    pair = lambda v: (int(v[0]), int(v[-1])) if isinstance(v, (list, tuple)) else (int(v), int(v))
+    return pair(stride), pair(padding), pair(dilation), int(groups)
+
+
+class Conv2d(OpDef):
+    kind = "conv2d"
+    targets = frozenset(CONVS)
+    runtime_sources = ("conv/edgec_conv_s8.c", "conv/edgec_conv_1x1_s8.c")
+    fuses_activation = True
+
+    def lower(self, ctx, node) -> None:
+        x = ctx.tensor(node.args[0])
+        weight = ctx.constant(node.args[1])
+        bias = ctx.constant(node.args[2] if len(node.args) > 2 else None)
+        if weight is None or not weight.quantized:
+            raise EdgecError(f"{source_line(node)}: conv weight is not quantized")
+        if len(x.shape) != 4:
+            raise EdgecError(f"{source_line(node)}: only 2-D convolution on NCHW input is supported, got {list(x.shape)}")
+        stride, padding, dilation, groups = conv_attrs(node)
+        c_out, c_in = weight.value.shape[0], x.shape[1]
+        weight_scales = np.broadcast_to(weight.scales, (c_out,)).astype(np.float64)
+        depthwise = groups == c_in and groups > 1
+        out = ctx.output(node)
+        ctx.add_op("depthwise_conv2d" if depthwise else "conv2d", node, [x], [out],
+                   weight=weight.value, weight_scales=weight_scales,
+                   bias=quantized_bias(bias, x.scale, weight_scales),
+                   stride=stride, pad=(padding[0], padding[1], padding[0], padding[1]),
+                   dilation=dilation, groups=groups, clamp=(None, None))
+
+    def to_nhwc(self, op, graph) -> None:
+        op.attrs["weight"] = np.ascontiguousarray(op.attrs["weight"].transpose(0, 2, 3, 1))  # OIHW -> OHWI
+
+    def finalize(self, op, graph) -> None:
+        finalize_output_stage(op, graph)
+
+    def golden(self, op, graph, inputs):
+        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        a = op.attrs
+        return conv2d_s8(inputs[0], a["weight"], a["bias"], a["multiplier"], a["shift"],
+                         input_zp=x_t.zero_point, output_zp=out_t.zero_point, stride=a["stride"],
+                         pad=a["pad"][:2], dilation=a["dilation"], groups=a["groups"],
+                         out_hw=out_t.shape[1:3], act_min=a["act_min"], act_max=a["act_max"])
+
+    def emit(self, op, graph, names) -> CCall:
+        a = op.attrs
+        pointwise = a["weight"].shape[1:3] == (1, 1) and a["groups"] == 1 and not any(a["pad"]) \
+            and a["dilation"] == (1, 1)
+        kernel = "edgec_conv_1x1_s8" if pointwise else "edgec_conv_s8"
+        return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape)
+
+    def macs(self, op, graph) -> int:
+        out = graph.tensors[op.outputs[0]].shape
+        return int(np.prod(out) * np.prod(op.attrs["weight"].shape[1:]))
+
+
+def quantized_bias(bias, input_scale: float, weight_scales: np.ndarray):
+    """int32 bias: taken as is from a quantized program, else round(b / (s_in * s_w))."""
+    if bias is None:
+        return None
+    if bias.quantized or bias.value.dtype == np.int32:
+        return bias.value.astype(np.int32)
+    return quantize_bias(bias.value, input_scale, weight_scales)
+
+
+def finalize_output_stage(op, graph) -> None:
+    """Per-channel (multiplier, shift) of s_in*s_w/s_out, and the fused clamp's int8 bounds."""
+    x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    pairs = [quantize_multiplier(x_t.scale * float(s) / out_t.scale) for s in op.attrs["weight_scales"]]
+    op.attrs["multiplier"] = np.array([m for m, _ in pairs], dtype=np.int32)
+    op.attrs["shift"] = np.array([s for _, s in pairs], dtype=np.int32)
+    op.attrs["act_min"], op.attrs["act_max"] = activation_bounds(out_t.zero_point, out_t.scale, *op.attrs["clamp"])
+
+
+def emit_conv_call(kernel: str, op, graph, names, filter_dims) -> CCall:
+    """The call shared by the conv family: params, per-channel quant, dims, arena pointers."""
+    a = op.attrs
+    x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    p = names.symbol(op, "")
+    params = [
+        ("edgec_conv_params", f"{p}params", "{" + ", ".join(str(v) for v in (
+            -x_t.zero_point, out_t.zero_point, *a["stride"], a["pad"][0], a["pad"][1], *a["dilation"],
+            a.get("groups", 1), a.get("ch_mult", 1), a["act_min"], a["act_max"])) + "}"),
+        ("edgec_per_channel_quant", f"{p}quant", f"{{{p}multiplier, {p}shift}}"),
+        ("edgec_dims", f"{p}input_dims", c_dims(x_t.shape)),
+        ("edgec_dims", f"{p}filter_dims", c_dims(filter_dims)),
+        ("edgec_dims", f"{p}output_dims", c_dims(out_t.shape)),
+    ]
+    constants = [("int8_t", f"{p}weights", a["weight"]), ("int32_t", f"{p}multiplier", a["multiplier"]),
+                 ("int32_t", f"{p}shift", a["shift"])]
+    bias = "NULL"
+    if a["bias"] is not None:
+        constants.append(("int32_t", f"{p}bias", a["bias"]))
+        bias = f"{p}bias"
+    code = (f"status |= {kernel}(&{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
+            f"&{p}filter_dims, {p}weights, {bias}, &{p}output_dims, {names.ptr(op.outputs[0])}, "
+            f"{names.scratch(op)});")
+    return CCall(code, constants, params)
+
+
+def c_dims(shape) -> str:
+    return "{" + ", ".join(str(int(v)) for v in shape) + "}"
+
+
+UNIT = Conv2d()

@@ -1,0 +1,81 @@
+"""Depthwise 2-D convolution with channel multiplier: golden int8 kernel and op unit.
+
+The golden kernel is the specification edgec_depthwise_conv_s8 (runtime_c/src/depthwise/) is
+tested against, byte for byte. Arithmetic: docs numerics.md, "Conv / depthwise".
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.numerics import INT8_MAX, INT8_MIN
+from edgec.ops.base import CCall, OpDef
+from edgec.ops.conv import (
+    check_conv_args,
+    conv_output_stage,
+    emit_conv_call,
+    finalize_output_stage,
+    padded_input,
+    tap_view,
+)
+
+
+def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *, input_zp: int,
+                        output_zp: int, stride=(1, 1), pad=(0, 0), dilation=(1, 1),
+                        ch_mult: int = 1, out_hw, act_min: int = INT8_MIN,
+                        act_max: int = INT8_MAX) -> np.ndarray:
+    """Golden int8 depthwise conv. x int8 NHWC [N,H,W,C_in], w int8 [1, KH, KW, C_in*ch_mult]
+    (output channel ic*ch_mult + m reads input channel ic), bias int32 [C_out] or None,
+    multiplier/shift [C_out]; pad = (pad_top, pad_left), bottom/right implied by out_hw.
+    Returns int8 [N, Ho, Wo, C_in*ch_mult] (edgec_depthwise_conv_s8 bit for bit)."""
+    x = np.asarray(x)
+    w = np.asarray(w)
+    _, kh, kw, c_out = w.shape
+    check_conv_args(x, multiplier, shift, bias, c_out, input_zp, output_zp, stride, pad, dilation,
+                    out_hw, act_min, act_max)
+    if w.dtype != np.int8 or w.shape[0] != 1 or ch_mult < 1 or c_out != x.shape[3] * ch_mult:
+        raise ValueError(f"int8 filter {w.shape} does not fit C_in={x.shape[3]}, ch_mult={ch_mult}")
+    xp = padded_input(x, input_zp, pad, (kh, kw), stride, dilation, out_hw)
+    if ch_mult > 1:
+        # Output channel ic*ch_mult + m reads input channel ic: repeat each channel ch_mult times.
+        xp = np.repeat(xp, ch_mult, axis=3)
+    acc = np.zeros((x.shape[0], out_hw[0], out_hw[1], c_out), dtype=np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            # int32 products are exact (|w * (x - zp)| <= 128 * 255); the sum is int64.
+            acc += tap_view(xp, ky, kx, stride, dilation, out_hw) * w[0, ky, kx].astype(np.int32)
+    return conv_output_stage(acc, bias, multiplier, shift, output_zp, act_min, act_max)
+
+
+# -- the op unit (lowered from torch by conv.Conv2d when groups == C_in) ------------------------
+
+class DepthwiseConv2d(OpDef):
+    kind = "depthwise_conv2d"
+    runtime_sources = ("depthwise/edgec_depthwise_conv_s8.c",)
+    fuses_activation = True
+
+    def to_nhwc(self, op, graph) -> None:
+        weight = op.attrs["weight"]  # [C_in*mult, 1, KH, KW] -> [1, KH, KW, C_in*mult]
+        op.attrs["weight"] = np.ascontiguousarray(weight.transpose(1, 2, 3, 0))
+        op.attrs["ch_mult"] = weight.shape[0] // op.attrs["groups"]
+
+    def finalize(self, op, graph) -> None:
+        finalize_output_stage(op, graph)
+
+    def golden(self, op, graph, inputs):
+        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        a = op.attrs
+        return depthwise_conv2d_s8(inputs[0], a["weight"], a["bias"], a["multiplier"], a["shift"],
+                                   input_zp=x_t.zero_point, output_zp=out_t.zero_point,
+                                   stride=a["stride"], pad=a["pad"][:2], dilation=a["dilation"],
+                                   ch_mult=a["ch_mult"], out_hw=out_t.shape[1:3],
+                                   act_min=a["act_min"], act_max=a["act_max"])
+
+    def emit(self, op, graph, names) -> CCall:
+        return emit_conv_call("edgec_depthwise_conv_s8", op, graph, names, op.attrs["weight"].shape)
+
+    def macs(self, op, graph) -> int:
+        out = graph.tensors[op.outputs[0]].shape
+        return int(np.prod(out) * np.prod(op.attrs["weight"].shape[1:3]))
+
+
+UNIT = DepthwiseConv2d()

@@ -1,0 +1,116 @@
+"""Fully connected (nn.Linear): golden int8 kernel and op unit.
+
+C kernel: runtime_c/src/fc/edgec_fully_connected_s8.c (edgec_fully_connected_s8).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.errors import EdgecError
+from edgec.frontend import source_line
+from edgec.numerics import INT8_MAX, INT8_MIN, requantize, saturate_int8, wrap_int32
+from edgec.ops.base import CCall, OpDef
+from edgec.ops.conv import finalize_output_stage, quantized_bias
+from edgec.torch_ops import LINEARS
+
+
+def fully_connected_s8(x, w, bias, multiplier, shift, *, input_zp: int, output_zp: int,
+                       act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> np.ndarray:
+    """Golden int8 fully connected layer, bit-exact with edgec_fully_connected_s8.
+
+    x: int8 [B, IN]; w: int8 [OUT, IN] (nn.Linear.weight layout); bias: int32 [OUT] or None.
+    multiplier/shift: scalars (per-tensor) or int arrays [OUT] (per-channel), from
+    edgec.numerics.quantize_multiplier. Returns int8 [B, OUT]:
+        acc = int32(bias[o] + sum_j w[o, j] * (x[b, j] - input_zp))    (wraps like the C)
+        y   = clamp(requantize(acc, m[o], s[o]) + output_zp, act_min, act_max)
+    """
+    x = np.asarray(x)
+    w = np.asarray(w)
+    if x.dtype != np.int8 or w.dtype != np.int8:
+        raise TypeError(f"fully_connected_s8 expects int8 x and w, got {x.dtype} and {w.dtype}")
+    if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
+        raise ValueError(f"fully_connected_s8 shapes do not match: x {x.shape}, w {w.shape}")
+    acc = (x.astype(np.int64) - int(input_zp)) @ w.astype(np.int64).T
+    if bias is not None:
+        bias = np.asarray(bias, dtype=np.int64)
+        if bias.shape != (w.shape[0],):
+            raise ValueError(f"bias shape {bias.shape} does not match {w.shape[0]} outputs")
+        acc = acc + bias
+    # The C accumulates modulo 2^32 (no signed overflow UB); a real model never gets near it.
+    acc = wrap_int32(acc)
+    y = requantize(acc, np.asarray(multiplier, dtype=np.int64), np.asarray(shift, dtype=np.int64))
+    return saturate_int8(y + int(output_zp), act_min, act_max)
+
+
+# -- the op unit ------------------------------------------------------------------------------
+
+class FullyConnected(OpDef):
+    kind = "fully_connected"
+    targets = frozenset(LINEARS)
+    runtime_sources = ("fc/edgec_fully_connected_s8.c",)
+    fuses_activation = True
+
+    def lower(self, ctx, node) -> None:
+        x = ctx.tensor(node.args[0])
+        weight = ctx.constant(node.args[1])
+        bias = ctx.constant(node.args[2] if len(node.args) > 2 else None)
+        if weight is None or not weight.quantized:
+            raise EdgecError(f"{source_line(node)}: linear weight is not quantized")
+        if len(x.shape) != 2:
+            raise EdgecError(f"{source_line(node)}: linear needs a 2-D [batch, features] input, "
+                             f"got {list(x.shape)}; flatten it first")
+        out = ctx.output(node)
+        scales = np.asarray(weight.scales, dtype=np.float64)
+        ctx.add_op(self.kind, node, [x], [out], weight=weight.value, weight_scales=scales,
+                   bias=quantized_bias(bias, x.scale, np.broadcast_to(scales, (weight.value.shape[0],))),
+                   clamp=(None, None))
+
+    def to_nhwc(self, op, graph) -> None:
+        """After an NCHW flatten the features arrive in HWC order: permute the weight columns."""
+        base = graph.tensors[graph.storage(op.inputs[0])]
+        if len(base.shape) == 4 and base.shape[2] * base.shape[3] > 1:
+            n, c, h, w = base.shape
+            weight = op.attrs["weight"]
+            op.attrs["weight"] = np.ascontiguousarray(
+                weight.reshape(weight.shape[0], c, h, w).transpose(0, 2, 3, 1).reshape(weight.shape[0], -1))
+
+    def finalize(self, op, graph) -> None:
+        finalize_output_stage(op, graph)
+
+    def golden(self, op, graph, inputs):
+        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        a = op.attrs
+        return fully_connected_s8(inputs[0], a["weight"], a["bias"], per_tensor_or_channel(a["multiplier"]),
+                                  per_tensor_or_channel(a["shift"]), input_zp=x_t.zero_point,
+                                  output_zp=out_t.zero_point, act_min=a["act_min"], act_max=a["act_max"])
+
+    def emit(self, op, graph, names) -> CCall:
+        a = op.attrs
+        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        p = names.symbol(op, "")
+        per_channel = int(len(a["multiplier"]) > 1)
+        params = [
+            ("edgec_fc_params", f"{p}params",
+             f"{{{-x_t.zero_point}, {out_t.zero_point}, {per_channel}, {a['act_min']}, {a['act_max']}}}"),
+            ("edgec_per_channel_quant", f"{p}quant", f"{{{p}multiplier, {p}shift}}"),
+        ]
+        constants = [("int8_t", f"{p}weights", a["weight"]), ("int32_t", f"{p}multiplier", a["multiplier"]),
+                     ("int32_t", f"{p}shift", a["shift"])]
+        bias = "NULL"
+        if a["bias"] is not None:
+            constants.append(("int32_t", f"{p}bias", a["bias"]))
+            bias = f"{p}bias"
+        batches, in_size = x_t.shape
+        code = (f"status |= edgec_fully_connected_s8(&{p}params, &{p}quant, {batches}, {in_size}, "
+                f"{names.ptr(op.inputs[0])}, {out_t.shape[1]}, {p}weights, {bias}, {names.ptr(op.outputs[0])});")
+        return CCall(code, constants, params)
+
+    def macs(self, op, graph) -> int:
+        return int(graph.tensors[op.inputs[0]].shape[0] * op.attrs["weight"].size)
+
+
+def per_tensor_or_channel(values: np.ndarray):
+    return int(values[0]) if len(values) == 1 else values
+
+
+UNIT = FullyConnected()

@@ -1,0 +1,190 @@
+"""2-D pooling (average and max, NHWC): golden int8 kernels and op units.
+
+C kernels: runtime_c/src/pool/edgec_avgpool_s8.c and edgec_maxpool_s8.c. Padding: pad_top/pad_left
+are explicit, bottom/right padding is implied by out_hw; padded taps never contribute. Every
+output window must overlap the input (the C kernels reject other geometries with EDGEC_ARG_ERROR).
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from edgec.errors import EdgecError
+from edgec.frontend import source_line
+from edgec.ir import Tensor
+from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, saturate_int8
+from edgec.ops.base import CCall, OpDef
+from edgec.ops.conv import c_dims
+from edgec.torch_ops import POOLS, aten
+
+
+def _check_axis(name: str, in_size: int, out_size: int, k: int, s: int, p: int) -> None:
+    """Same rule as the C pool_axis_valid: windows move monotonically, so check first and last."""
+    if in_size < 1 or out_size < 1 or k < 1 or s < 1 or p < 0:
+        raise ValueError(f"bad pool {name} geometry: in={in_size} out={out_size} kernel={k} stride={s} pad={p}")
+    if p >= k or (out_size - 1) * s - p >= in_size:
+        raise ValueError(f"pool {name}: some output window lies entirely in padding "
+                         f"(in={in_size} out={out_size} kernel={k} stride={s} pad={p})")
+
+
+def _taps(x: np.ndarray, kernel, stride, pad, out_hw) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Yield, for each kernel tap (ky, kx), the gathered values [N, Ho, Wo, C] and a [Ho, Wo]
+    in-bounds mask. Vectorised over pixels; the Python loop is only over the kh*kw taps."""
+    if x.dtype != np.int8 or x.ndim != 4:
+        raise TypeError(f"pooling expects an int8 NHWC tensor, got {x.dtype} {x.shape}")
+    _, h, w, _ = x.shape
+    (kh, kw), (sh, sw), (pt, pl), (ho, wo) = kernel, stride, pad, out_hw
+    _check_axis("height", h, ho, kh, sh, pt)
+    _check_axis("width", w, wo, kw, sw, pl)
+    oy = np.arange(ho) * sh - pt
+    ox = np.arange(wo) * sw - pl
+    for ky in range(kh):
+        iy = oy + ky
+        valid_y = (iy >= 0) & (iy < h)
+        if not valid_y.any():
+            continue
+        rows = x[:, np.clip(iy, 0, h - 1)]
+        for kx in range(kw):
+            ix = ox + kx
+            valid_x = (ix >= 0) & (ix < w)
+            if not valid_x.any():
+                continue
+            yield rows[:, :, np.clip(ix, 0, w - 1)], valid_y[:, None] & valid_x[None, :]
+
+
+def avg_pool2d_s8(x, *, kernel, stride, pad, out_hw, act_min: int = INT8_MIN,
+                  act_max: int = INT8_MAX) -> np.ndarray:
+    """Golden int8 average pool, bit-exact with edgec_avgpool_s8.
+
+    x int8 NHWC; kernel=(kh, kw), stride=(sh, sw), pad=(pad_top, pad_left), out_hw=(Ho, Wo).
+    y = clamp(trunc_div(sum > 0 ? sum + n//2 : sum - n//2, n)) over the n in-bounds taps.
+    """
+    x = np.asarray(x)
+    total = None
+    count = None
+    for values, valid in _taps(x, kernel, stride, pad, out_hw):
+        contrib = np.where(valid[None, :, :, None], values.astype(np.int64), 0)
+        total = contrib if total is None else total + contrib
+        count = valid.astype(np.int64) if count is None else count + valid
+    n = count[None, :, :, None]
+    num = np.where(total > 0, total + n // 2, total - n // 2)
+    mean = np.sign(num) * (np.abs(num) // n)  # C truncating division
+    return saturate_int8(mean, act_min, act_max)
+
+
+def max_pool2d_s8(x, *, kernel, stride, pad, out_hw, act_min: int = INT8_MIN,
+                  act_max: int = INT8_MAX) -> np.ndarray:
+    """Golden int8 max pool, bit-exact with edgec_maxpool_s8: max over in-bounds taps, then clamp.
+    Arguments as avg_pool2d_s8."""
+    x = np.asarray(x)
+    best = None
+    for values, valid in _taps(x, kernel, stride, pad, out_hw):
+        # INT8_MIN is the identity of max over int8, so padded taps can simply take it.
+        contrib = np.where(valid[None, :, :, None], values, np.int8(INT8_MIN))
+        best = contrib if best is None else np.maximum(best, contrib)
+    return saturate_int8(best, act_min, act_max)
+
+
+# -- the op units -------------------------------------------------------------------------------
+
+def _pair(v, default=None) -> tuple[int, int]:
+    if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
+        return default
+    return (int(v[0]), int(v[-1])) if isinstance(v, (list, tuple)) else (int(v), int(v))
+
+
+def _arg(node, index, default):
+    return node.args[index] if len(node.args) > index else default
+
+
+class Pool2d(OpDef):
+    """avg/max pooling, global average (adaptive_avg_pool2d, mean over H,W) included."""
+    targets = frozenset(POOLS)
+    runtime_sources = ("pool/edgec_avgpool_s8.c", "pool/edgec_maxpool_s8.c")
+    fuses_activation = True
+
+    def lower(self, ctx, node) -> None:
+        x = ctx.tensor(node.args[0])
+        if len(x.shape) != 4:
+            raise EdgecError(f"{source_line(node)}: pooling needs an NCHW input, got {list(x.shape)}")
+        kind, kernel, stride, padding = self._window(node, x.shape)
+        keep_dims = node.target != aten.mean.dim or _arg(node, 2, False)
+        pooled_shape = tuple(node.meta["val"].shape) if keep_dims else (*x.shape[:2], 1, 1)
+        if keep_dims:
+            out = ctx.output(node, qparams_of=x)
+        else:  # mean without keepdim: pool to [N,C,1,1], then view it as [N,C] for free
+            out = ctx.graph.add_tensor(Tensor(f"{node.name}_pooled", pooled_shape, x.scale, x.zero_point, source=node.name))
+        ctx.add_op(kind, node, [x], [out], kernel=kernel, stride=stride,
+                   pad=(padding[0], padding[1], padding[0], padding[1]), clamp=(None, None))
+        if not keep_dims:
+            view = ctx.output(node, alias_of=out.name, qparams_of=x)
+            ctx.add_op("reshape", node, [out], [view])
+
+    @staticmethod
+    def _window(node, shape):
+        h, w = shape[2], shape[3]
+        where = source_line(node)
+        if node.target in (aten.max_pool2d.default, aten.max_pool2d_with_indices.default):
+            kernel = _pair(node.args[1])
+            if _pair(_arg(node, 4, 1)) != (1, 1):
+                raise EdgecError(f"{where}: dilated max pooling is not supported")
+            return "max_pool2d", kernel, _pair(_arg(node, 2, None), kernel), _pair(_arg(node, 3, 0))
+        if node.target == aten.avg_pool2d.default:
+            kernel = _pair(node.args[1])
+            padding = _pair(_arg(node, 3, 0))
+            if padding != (0, 0) and _arg(node, 5, True):
+                raise EdgecError(f"{where}: avg_pool2d with padding needs count_include_pad=False "
+                                 f"(edgec, like TFLite, averages only the real taps)")
+            if _arg(node, 6, None) is not None:
+                raise EdgecError(f"{where}: avg_pool2d divisor_override is not supported")
+            return "avg_pool2d", kernel, _pair(_arg(node, 2, None), kernel), padding
+        if node.target == aten.adaptive_avg_pool2d.default:
+            oh, ow = _pair(node.args[1])
+            if h % oh or w % ow:
+                raise EdgecError(f"{where}: adaptive_avg_pool2d from {h}x{w} to {oh}x{ow} is not a uniform window")
+            return "avg_pool2d", (h // oh, w // ow), (h // oh, w // ow), (0, 0)
+        dims = sorted(d % 4 for d in node.args[1])
+        if dims != [2, 3]:
+            raise EdgecError(f"{where}: mean is supported over H and W (dims 2, 3) only, got {list(node.args[1])}")
+        return "avg_pool2d", (h, w), (h, w), (0, 0)
+
+    def finalize(self, op, graph) -> None:
+        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if (x_t.scale, x_t.zero_point) != (out_t.scale, out_t.zero_point):
+            raise EdgecError(f"{op.source}: pooling must keep its input's qparams "
+                             f"({x_t.scale}, {x_t.zero_point}) != ({out_t.scale}, {out_t.zero_point})")
+        op.attrs["act_min"], op.attrs["act_max"] = activation_bounds(out_t.zero_point, out_t.scale, *op.attrs["clamp"])
+
+    def golden(self, op, graph, inputs):
+        a = op.attrs
+        kernel = avg_pool2d_s8 if op.kind == "avg_pool2d" else max_pool2d_s8
+        return kernel(inputs[0], kernel=a["kernel"], stride=a["stride"], pad=a["pad"][:2],
+                      out_hw=graph.tensors[op.outputs[0]].shape[1:3], act_min=a["act_min"], act_max=a["act_max"])
+
+    def emit(self, op, graph, names) -> CCall:
+        a = op.attrs
+        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        p = names.symbol(op, "")
+        values = (*a["stride"], a["pad"][0], a["pad"][1], *a["kernel"], a["act_min"], a["act_max"])
+        params = [("edgec_pool_params", f"{p}params", "{" + ", ".join(str(v) for v in values) + "}"),
+                  ("edgec_dims", f"{p}input_dims", c_dims(x_t.shape)),
+                  ("edgec_dims", f"{p}output_dims", c_dims(out_t.shape))]
+        kernel = "edgec_avgpool_s8" if op.kind == "avg_pool2d" else "edgec_maxpool_s8"
+        code = (f"status |= {kernel}(&{p}params, &{p}input_dims, {names.ptr(op.inputs[0])}, "
+                f"&{p}output_dims, {names.ptr(op.outputs[0])});")
+        return CCall(code, [], params)
+
+
+class AvgPool2d(Pool2d):
+    kind = "avg_pool2d"
+    runtime_sources = ("pool/edgec_avgpool_s8.c",)
+
+
+class MaxPool2d(Pool2d):
+    kind = "max_pool2d"
+    targets = frozenset()
+    runtime_sources = ("pool/edgec_maxpool_s8.c",)
+
+
+UNITS = (AvgPool2d(), MaxPool2d())

@@ -1,0 +1,192 @@
+"""Softmax over the last dimension: golden int8 kernel, its compile-time parameters and the op unit.
+
+C kernel: runtime_c/src/softmax/edgec_softmax_s8.c. Bit-exact with TFLite Micro's reference int8
+softmax (reference_ops::Softmax with SoftmaxParams from PreprocessSoftmaxScaling) and CMSIS-NN's
+arm_softmax_s8 / arm_nn_softmax_common_s8. Output qparams are fixed: scale 1/256, zero point -128.
+
+Per row (all values int32, gemmlowp fixed point):
+  diff = x - max(row); elements with diff < diff_min contribute nothing and output -128.
+  s = SRDHM(diff << input_left_shift, input_multiplier)          # Q5.26, <= 0
+  e = exp_on_negative_values(s)                                   # Q0.31
+  sum = sum of RoundingDivideByPOT(e, 12)                         # Q12.19
+  headroom = clz(sum); r = one_over_one_plus_x((sum << headroom) - 2^31)
+  y = clamp(RoundingDivideByPOT(SRDHM(r, e), 35 - headroom) - 128, -128, 127)
+The one deliberate extension: TFLite aborts (TFLITE_CHECK) and CMSIS-NN shifts by >= 32 (undefined)
+when sum >= 2^28 (an effective row mass of 512 or more, only possible with >= 512 elements). The
+exact value of that final division is 0 there, so the whole row outputs -128 (every probability is
+below 1/512, which rounds to 0 at scale 1/256). A sum of 0 (only with a diff_min > 0, which
+CMSIS-NN's tests use as "invalid") also gives -128 everywhere.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from edgec.errors import EdgecError
+from edgec.frontend import source_line
+from edgec.numerics import INT8_MAX, INT8_MIN, INT32_MAX, INT32_MIN, divide_by_power_of_two, round_half_away
+from edgec.ops.base import CCall, OpDef
+from edgec.torch_ops import SOFTMAXES
+
+SOFTMAX_OUTPUT_SCALE = 1.0 / 256.0
+SOFTMAX_OUTPUT_ZERO_POINT = -128
+SCALED_DIFF_INTEGER_BITS = 5      # exp() input is Q5.26
+ACCUM_INTEGER_BITS = 12           # sum of exps is Q12.19
+_SUM_LIMIT = 1 << 28              # sum >= this gives a final shift > 31 (see module docstring)
+
+
+def softmax_params(input_scale: float, beta: float = 1.0) -> dict:
+    """TFLite PreprocessSoftmaxScaling + CalculateInputRadius for int8 softmax.
+
+    Returns {"input_multiplier", "input_left_shift", "diff_min"} (the edgec_softmax_params fields).
+    For bit-exact parity with a TFLite model pass the float32 scale and beta (as Python floats).
+    """
+    real = min(float(beta) * float(input_scale) * float(1 << (31 - SCALED_DIFF_INTEGER_BITS)),
+               float(INT32_MAX))
+    if not real > 1.0 or not math.isfinite(real):
+        raise ValueError(f"softmax beta * input_scale = {beta * input_scale} is too small "
+                         "(QuantizeMultiplierGreaterThanOne needs beta*scale*2^26 > 1)")
+    # QuantizeMultiplier (double-rounding build). The cap at 2^31-1 can give shift 31, which
+    # edgec.numerics.quantize_multiplier rejects for requantization, so it is inlined here.
+    q, shift = math.frexp(real)
+    q_fixed = round_half_away(q * (1 << 31))
+    if q_fixed == 1 << 31:
+        q_fixed //= 2
+        shift += 1
+    assert 0 <= shift <= 31 and q_fixed <= INT32_MAX
+    return {"input_multiplier": int(q_fixed), "input_left_shift": int(shift), "diff_min": -_input_radius(shift)}
+
+
+def _input_radius(left_shift: int) -> int:
+    """CalculateInputRadius(5, left_shift, 31) = floor(31 * 2^26 / 2^left_shift), exact in integers."""
+    return (((1 << SCALED_DIFF_INTEGER_BITS) - 1) << (31 - SCALED_DIFF_INTEGER_BITS)) >> left_shift
+
+
+def _srdhm(a: np.ndarray, b) -> np.ndarray:
+    """gemmlowp SaturatingRoundingDoublingHighMul on int32 values held in int64.
+
+    Its nudge-and-truncate form equals floor((a*b + 2^30) / 2^31); the only overflow is
+    INT32_MIN * INT32_MIN, which saturates to INT32_MAX.
+    """
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    return np.minimum((a * b + (1 << 30)) >> 31, INT32_MAX)
+
+
+def _saturating_shift_left(x: np.ndarray, exponent: int) -> np.ndarray:
+    """gemmlowp SaturatingRoundingMultiplyByPOT<exponent> for exponent > 0."""
+    threshold = (1 << (31 - exponent)) - 1
+    return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, x << exponent))
+
+
+def _exp_on_negative_values(a: np.ndarray) -> np.ndarray:
+    """gemmlowp exp_on_negative_values: Q5.26 input <= 0 -> Q0.31 output."""
+    quarter = 1 << 24                                     # 1/4 in Q5.26
+    a_mod_quarter_minus_quarter = (a & (quarter - 1)) - quarter
+    # exp on [-1/4, 0): Taylor series around -1/8, argument rescaled to Q0.31 (<< 5).
+    x = (a_mod_quarter_minus_quarter << 5) + (1 << 28)
+    x2 = _srdhm(x, x)
+    x3 = _srdhm(x2, x)
+    x4 = _srdhm(x2, x2)
+    x4_over_4 = divide_by_power_of_two(x4, 2)
+    poly = divide_by_power_of_two(_srdhm(x4_over_4 + x3, 715827883) + x2, 1)
+    result = 1895147668 + _srdhm(1895147668, x + poly)   # exp(-1/8) * (1 + x + ...)
+    # Barrel shifter: multiply by exp(-2^k) for each set bit of the remaining whole quarters.
+    remainder = a_mod_quarter_minus_quarter - a
+    for bit, multiplier in enumerate((1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242)):
+        hit = (remainder & (1 << (24 + bit))) != 0
+        result = np.where(hit, _srdhm(result, multiplier), result)
+    return np.where(a == 0, INT32_MAX, result)
+
+
+def _one_over_one_plus_x_for_x_in_0_1(a: np.ndarray) -> np.ndarray:
+    """gemmlowp one_over_one_plus_x_for_x_in_0_1: Q0.31 in [0, 1) -> Q0.31 1/(1+a)."""
+    total = a + INT32_MAX                                 # RoundingHalfSum(a, One)
+    half_denominator = np.where(total >= 0, (total + 1) // 2, -((-(total - 1)) // 2))
+    # Newton-Raphson in Q2.29, starting from 48/17 - 32/17 * d.
+    x = 1515870810 + _srdhm(half_denominator, -1010580540)
+    for _ in range(3):
+        one_minus_dx = (1 << 29) - _srdhm(half_denominator, x)
+        x = x + _saturating_shift_left(_srdhm(x, one_minus_dx), 2)
+    return _saturating_shift_left(x, 1)
+
+
+def _bit_length(v: np.ndarray) -> np.ndarray:
+    """Exact bit length of non-negative integers below 2^53 (frexp is exact)."""
+    return np.frexp(v.astype(np.float64))[1].astype(np.int64)
+
+
+def softmax_s8(x: np.ndarray, params: dict) -> np.ndarray:
+    """Golden int8 softmax over the last axis, bit-exact with edgec_softmax_s8.
+
+    x: int8 array [..., row_size] (typically [rows, row_size]); params from softmax_params.
+    Returns int8 of the same shape with scale 1/256 and zero point -128.
+    """
+    x = np.asarray(x)
+    if x.dtype != np.int8 or x.ndim < 1 or x.shape[-1] < 1:
+        raise TypeError(f"softmax expects a non-empty int8 array, got {x.dtype} {x.shape}")
+    mult = int(params["input_multiplier"])
+    shift = int(params["input_left_shift"])
+    diff_min = int(params["diff_min"])
+    # Same check as the C kernel: keeps the exp() argument inside Q5.26 (-32, 0].
+    if not 0 <= shift <= 31 or mult < 0 or diff_min < -_input_radius(shift):
+        raise ValueError(f"invalid softmax params {params}")
+    rows = x.reshape(-1, x.shape[-1]).astype(np.int64)
+
+    diff = rows - rows.max(axis=1, keepdims=True)
+    valid = diff >= diff_min
+    # Skipped elements are computed as diff 0 and masked out afterwards, which keeps every
+    # intermediate in int32 range (the C code simply never evaluates them).
+    scaled = _srdhm(np.where(valid, diff, 0) << shift, mult)
+    exp = _exp_on_negative_values(scaled)
+    total = np.where(valid, divide_by_power_of_two(exp, ACCUM_INTEGER_BITS), 0).sum(axis=1)
+
+    usable = (total > 0) & (total < _SUM_LIMIT)
+    safe_total = np.where(usable, total, 1 << 20)
+    headroom = 32 - _bit_length(safe_total)               # clz of a 32-bit value
+    reciprocal = _one_over_one_plus_x_for_x_in_0_1((safe_total << headroom) - (1 << 31))
+    exponent = (ACCUM_INTEGER_BITS - headroom) + 31 - 8   # num_bits_over_unit + 31 - output bits
+    out = divide_by_power_of_two(_srdhm(reciprocal[:, None], exp), exponent[:, None]) + INT8_MIN
+    out = np.clip(out, INT8_MIN, INT8_MAX)
+    out = np.where(valid & usable[:, None], out, INT8_MIN)
+    return out.astype(np.int8).reshape(x.shape)
+
+
+# -- the op unit ------------------------------------------------------------------------------
+
+class Softmax(OpDef):
+    kind = "softmax"
+    targets = frozenset(SOFTMAXES)
+    runtime_sources = ("softmax/edgec_softmax_s8.c",)
+
+    def lower(self, ctx, node) -> None:
+        x = ctx.tensor(node.args[0])
+        dim = node.args[1] % len(x.shape)
+        # NHWC puts the channel axis last, so softmax over channels of a 4-D tensor is a row softmax.
+        if dim != len(x.shape) - 1 and not (len(x.shape) == 4 and dim == 1):
+            raise EdgecError(f"{source_line(node)}: softmax is supported over the last or channel axis only")
+        ctx.add_op(self.kind, node, [x], [ctx.output(node)])
+
+    def finalize(self, op, graph) -> None:
+        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if (out_t.scale, out_t.zero_point) != (SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT):
+            raise EdgecError(f"{op.source}: softmax output must be quantized with scale 1/256 and "
+                             f"zero point -128, got ({out_t.scale}, {out_t.zero_point})")
+        op.attrs["params"] = softmax_params(x_t.scale)
+
+    def golden(self, op, graph, inputs):
+        x = inputs[0]
+        return softmax_s8(x.reshape(-1, x.shape[-1]), op.attrs["params"]).reshape(x.shape)
+
+    def emit(self, op, graph, names) -> CCall:
+        p = names.symbol(op, "")
+        shape = graph.tensors[op.inputs[0]].shape
+        params = op.attrs["params"]
+        values = f"{{{params['input_multiplier']}, {params['input_left_shift']}, {params['diff_min']}}}"
+        code = (f"status |= edgec_softmax_s8(&{p}params, {names.ptr(op.inputs[0])}, "
+                f"{int(np.prod(shape[:-1]))}, {shape[-1]}, {names.ptr(op.outputs[0])});")
+        return CCall(code, [], [("edgec_softmax_params", f"{p}params", values)])
+
+
+UNIT = Softmax()

@@ -1,0 +1,101 @@
+"""The target table: compiler flags, ISA features, QEMU board and memory budget of every target.
+
+Memory budgets are those of a typical part with that core (named per entry), so a build can be
+checked against a real device; the QEMU boards themselves have far more memory. `cortex-m0plus`
+has no QEMU board: it is compiled and linked (to measure sizes) but never run.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from edgec.errors import EdgecError
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    cflags: tuple[str, ...]      # code-generation flags for gcc (empty for the host compiler)
+    dsp: bool                    # ARMv7E-M/ARMv8-M DSP extension (SMLAD, SSAT, ...)
+    mve: bool                    # Helium (M-profile Vector Extension)
+    fpu: bool                    # hardware floating point
+    qemu_machine: str | None     # `qemu-system-arm -M` board; None: cannot be run
+    qemu_cpu: str | None         # `qemu-system-arm -cpu`
+    linker_script: str | None    # file name in runtime_c/port/; None for the host
+    ram_bytes: int | None        # RAM budget of the typical part; None: no budget (host)
+    flash_bytes: int | None      # flash budget of the typical part; None: no budget (host)
+    part: str = ""               # the typical part the budgets come from
+
+    @property
+    def is_host(self) -> bool:
+        return self.name == "host"
+
+    @property
+    def can_run(self) -> bool:
+        """True if the target runs under QEMU (the host runs natively and is not included)."""
+        return self.qemu_machine is not None
+
+
+def _arm(name: str, cflags: str, *, dsp: bool = False, mve: bool = False, fpu: bool = False,
+         machine: str | None, linker_script: str, ram: str, flash: str, part: str) -> Target:
+    cpu = name if machine is not None else None
+    return Target(name=name, cflags=tuple(cflags.split()), dsp=dsp, mve=mve, fpu=fpu,
+                  qemu_machine=machine, qemu_cpu=cpu, linker_script=linker_script,
+                  ram_bytes=parse_size(ram), flash_bytes=parse_size(flash), part=part)
+
+
+def parse_size(size: str | int) -> int:
+    """Bytes from "256K", "1M", "512KiB", "2MB" (all binary multiples), "4096" or an int."""
+    if isinstance(size, int) and not isinstance(size, bool):
+        if size < 0:
+            raise ValueError(f"size must not be negative, got {size}")
+        return size
+    match = re.fullmatch(r"\s*(\d+)\s*(k|kb|kib|m|mb|mib|)\s*", str(size), re.IGNORECASE)
+    if not match:
+        raise ValueError(f"bad size {size!r}: expected bytes or a number with K/M (e.g. 256K, 1M)")
+    unit = match.group(2).lower()[:1]
+    return int(match.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[unit]
+
+
+_TARGET_LIST = (
+    Target(name="host", cflags=(), dsp=False, mve=False, fpu=True, qemu_machine=None,
+           qemu_cpu=None, linker_script=None, ram_bytes=None, flash_bytes=None,
+           part="the machine running edgec (native build, for verification)"),
+    # Never run: links with the generic layout of mps2_an385.ld (flash at 0, RAM at 0x20000000)
+    # only so that flash and RAM sizes can be measured.
+    _arm("cortex-m0plus", "-mcpu=cortex-m0plus -mthumb -mfloat-abi=soft", machine=None,
+         linker_script="mps2_an385.ld", ram="32K", flash="256K",
+         part="Microchip ATSAMD21G18A (32 KiB SRAM, 256 KiB flash)"),
+    _arm("cortex-m3", "-mcpu=cortex-m3 -mthumb -mfloat-abi=soft", machine="mps2-an385",
+         linker_script="mps2_an385.ld", ram="64K", flash="256K",
+         part="NXP LPC1766 (64 KiB SRAM, 256 KiB flash)"),
+    _arm("cortex-m4", "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16", dsp=True,
+         fpu=True, machine="mps2-an386", linker_script="mps2_an386.ld", ram="128K", flash="1M",
+         part="ST STM32F407VG (128 KiB SRAM1+SRAM2, CCM not counted; 1 MiB flash)"),
+    _arm("cortex-m7", "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16", dsp=True,
+         fpu=True, machine="mps2-an500", linker_script="mps2_an500.ld", ram="512K", flash="2M",
+         part="ST STM32F767ZI (512 KiB SRAM, 2 MiB flash)"),
+    _arm("cortex-m33", "-mcpu=cortex-m33 -mthumb -mfloat-abi=hard -mfpu=fpv5-sp-d16", dsp=True,
+         fpu=True, machine="mps2-an505", linker_script="mps2_an505.ld", ram="256K", flash="1M",
+         part="Nordic nRF9160 (256 KiB SRAM, 1 MiB flash)"),
+    _arm("cortex-m55", "-mcpu=cortex-m55 -mthumb -mfloat-abi=hard", dsp=True, mve=True,
+         fpu=True, machine="mps3-an547", linker_script="mps3_an547.ld", ram="512K", flash="2M",
+         part="Arm Corstone-300 class (512 KiB DTCM; 2 MiB code and weights)"),
+)
+
+TARGETS: dict[str, Target] = {t.name: t for t in _TARGET_LIST}
+
+
+class UnknownTargetError(EdgecError, ValueError):
+    """An unknown target name (a ValueError, and an EdgecError for the CLI)."""
+
+
+def get_target(name: str | Target) -> Target:
+    """The target called `name` (a Target is returned as is)."""
+    if isinstance(name, Target):
+        return name
+    try:
+        return TARGETS[name]
+    except (KeyError, TypeError):
+        raise UnknownTargetError(f"unknown target {name!r}; valid targets: "
+                                 f"{', '.join(TARGETS)}") from None

@@ -1,0 +1,29 @@
+"""The ATen operators edgec understands, grouped by how they quantize and lower.
+
+Both spellings are listed where torch.export's training IR and the decomposed core-ATen IR differ
+(a user's own PT2E program may come in either).
+"""
+import operator
+
+import torch
+
+aten = torch.ops.aten
+
+CONVS = {aten.conv2d.default, aten.convolution.default}
+LINEARS = {aten.linear.default}
+ADDS = {aten.add.Tensor}
+SOFTMAXES = {aten.softmax.int, aten._softmax.default}
+ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
+               aten.hardtanh_.default, aten.clamp.default}
+POOLS = {aten.max_pool2d.default, aten.max_pool2d_with_indices.default, aten.avg_pool2d.default,
+         aten.adaptive_avg_pool2d.default, aten.mean.dim}
+VIEWS = {aten.flatten.using_ints, aten.view.default, aten.reshape.default, aten._unsafe_view.default,
+         aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default}
+PADS = {aten.pad.default, aten.constant_pad_nd.default}
+# Ops whose output keeps the input's qparams because their kernel does not requantize.
+SHARED_QPARAMS = POOLS | VIEWS | PADS | {aten.dropout.default}
+BATCH_NORMS = {aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default}
+# Ops that vanish at inference.
+IDENTITIES = {aten.dropout.default, aten.clone.default, aten.contiguous.default, aten.alias.default,
+              aten.detach.default}
+GETITEM = operator.getitem

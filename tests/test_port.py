@@ -1,0 +1,171 @@
+"""The bare-metal port and toolchain layer, for real: cross-compiled programs run under QEMU.
+
+Programs live in tests/data/port/. Each QEMU run takes about 50 ms; objects are cached per session.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgec import toolchain
+from edgec.targets import TARGETS, UnknownTargetError, get_target, parse_size
+
+DATA = Path(__file__).resolve().parent / "data" / "port"
+RUNNABLE = ["cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55"]
+FAULT_KINDS = ["bad_address", "undefined_instruction", "deep_recursion", "oversized_frame"]  # fault.c
+
+needs_toolchain = pytest.mark.skipif(
+    toolchain.find_arm_gcc() is None or toolchain.find_qemu() is None,
+    reason=f"needs arm-none-eabi-gcc and qemu-system-arm: {toolchain.APT_INSTALL}")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("edgec-cache")
+
+
+def build(target, program, out_dir, cache_dir, **kwargs):
+    return toolchain.cross_compile(target, [DATA / program], [], out_dir / f"{target}.elf",
+                                   cache_dir=cache_dir, **kwargs)
+
+
+def expected_output(data: bytes) -> bytes:
+    n = len(data)
+    xored = bytes(b ^ ((i * 7 + 1) & 0xFF) for i, b in enumerate(data))
+    return xored + sum(data).to_bytes(4, "little") + (n // 2).to_bytes(4, "little")
+
+
+@needs_toolchain
+@pytest.mark.parametrize("target", RUNNABLE)
+def test_file_io_exit_status_and_startup(target, tmp_path, cache_dir):
+    elf = build(target, "xor_file.c", tmp_path, cache_dir,
+                extra_cflags=["-Wall", "-Wextra", "-Werror"])
+    data = np.random.default_rng(1).integers(0, 256, 1003, dtype=np.uint8).tobytes()
+    (tmp_path / "input.bin").write_bytes(data)
+
+    result = toolchain.run_qemu(target, elf, timeout=20, cwd=tmp_path)
+
+    assert result.returncode == 7, result.stderr
+    assert "processed 1003 bytes" in result.stderr
+    assert (tmp_path / "output.bin").read_bytes() == expected_output(data)
+
+
+@needs_toolchain
+@pytest.mark.parametrize("target", RUNNABLE)
+def test_instruction_counts_are_exact_and_linear(target, tmp_path, cache_dir):
+    n = 100
+    elf = build(target, "bench_loop.c", tmp_path, cache_dir, defines={"N": n})
+
+    first = toolchain.count_instructions(target, elf, timeout=20, cache_dir=cache_dir)
+    second = toolchain.count_instructions(target, elf, timeout=20, cache_dir=cache_dir)
+
+    assert first["regions"] == second["regions"] and first["total"] == second["total"]
+    once, twice, thrice, empty = first["insns"]
+    per_n = twice - once
+    assert per_n > 0 and thrice - twice == per_n   # N more iterations cost the same each time
+    assert per_n % n == 0                           # a whole number of instructions per iteration
+    assert once >= per_n                            # region 0 holds N iterations plus overhead
+    assert empty == 2                               # only `movs r0, #3` and `bl bench_end`
+    assert first["total"] > once + twice + thrice
+
+
+@needs_toolchain
+@pytest.mark.parametrize("target", ["cortex-m3", "cortex-m33"])
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+def test_fault_exits_instead_of_hanging(target, kind, tmp_path, cache_dir):
+    elf = build(target, "fault.c", tmp_path, cache_dir, defines={"FAULT_KIND": FAULT_KINDS.index(kind)},
+                extra_cflags=["-Wall", "-Wextra", "-Werror"])
+
+    result = toolchain.run_qemu(target, elf, timeout=10)
+
+    assert result.returncode == toolchain.FAULT_STATUS, result.stderr
+    assert "HardFault" in result.stderr
+    assert result.seconds < 5
+
+
+@needs_toolchain
+def test_cortex_m0plus_compiles_and_links_but_does_not_run(tmp_path, cache_dir):
+    elf = build("cortex-m0plus", "xor_file.c", tmp_path, cache_dir,
+                extra_cflags=["-Wall", "-Wextra", "-Werror"])
+
+    header = elf.read_bytes()[:20]
+    assert header[:4] == b"\x7fELF" and int.from_bytes(header[18:20], "little") == 40  # EM_ARM
+    memory = toolchain.elf_memory(elf)
+    target = get_target("cortex-m0plus")
+    assert 0 < memory["flash_bytes"] <= target.flash_bytes
+    assert memory["ram_bytes"] <= target.ram_bytes
+    with pytest.raises(toolchain.ToolchainError, match="no QEMU board"):
+        toolchain.run_qemu(target, elf)
+
+
+@needs_toolchain
+def test_elf_memory_counts_sections_and_stack(tmp_path, cache_dir):
+    source = tmp_path / "sizes.c"
+    source.write_text(
+        "#include <stdint.h>\n"
+        "const uint8_t table[5000] = {1, 2, 3, 4};\n"
+        "uint8_t arena[10000];\n"
+        "uint32_t counter = 3;\n"
+        "int main(void) { arena[counter] = table[counter]; return arena[3]; }\n")
+    small = toolchain.cross_compile("cortex-m4", [source], [], tmp_path / "small.elf",
+                                    cache_dir=cache_dir, stack_size=4096)
+    large = toolchain.cross_compile("cortex-m4", [source], [], tmp_path / "large.elf",
+                                    cache_dir=cache_dir, stack_size=8192)
+
+    small_memory, large_memory = toolchain.elf_memory(small), toolchain.elf_memory(large)
+    assert small_memory["rodata"] >= 5000 and small_memory["bss"] >= 10000
+    assert small_memory["data"] >= 4 and small_memory["stack"] == 4096
+    assert large_memory["ram_bytes"] - small_memory["ram_bytes"] == 4096
+    assert large_memory["flash_bytes"] == small_memory["flash_bytes"]
+    assert toolchain.run_qemu("cortex-m4", small, timeout=10).returncode == 4
+
+
+@needs_toolchain
+def test_object_cache_reuses_objects_and_notices_header_changes(tmp_path, cache_dir):
+    header = tmp_path / "value.h"
+    source = tmp_path / "uses_header.c"
+    header.write_text("#define VALUE 1\n")
+    source.write_text('#include "value.h"\nint value(void) { return VALUE; }\n')
+
+    first = toolchain.compile_object("cortex-m4", source, cache_dir=cache_dir)
+    stamp, content = first.stat().st_mtime_ns, first.read_bytes()
+    time.sleep(0.01)
+    again = toolchain.compile_object("cortex-m4", source, cache_dir=cache_dir)
+    assert again == first and again.stat().st_mtime_ns == stamp
+
+    header.write_text("#define VALUE 123456\n")
+    changed = toolchain.compile_object("cortex-m4", source, cache_dir=cache_dir)
+    assert changed.read_bytes() != content
+    other_flags = toolchain.compile_object("cortex-m4", source, cache_dir=cache_dir, opt="-O0")
+    assert other_flags != changed
+
+
+def test_missing_cross_toolchain_says_how_to_install(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(toolchain.ToolchainError, match="apt-get install .*gcc-arm-none-eabi"):
+        toolchain.require_cross_toolchain()
+
+
+def test_target_table():
+    assert set(TARGETS) == {"host", "cortex-m0plus", *RUNNABLE}
+    with pytest.raises(ValueError, match="valid targets: host, cortex-m0plus, cortex-m3"):
+        get_target("cortex-m85")
+    with pytest.raises(UnknownTargetError):
+        get_target("m4")
+    m55 = get_target("cortex-m55")
+    assert m55.mve and m55.dsp and m55.qemu_machine == "mps3-an547" and m55.ram_bytes == 512 * 1024
+    assert not get_target("cortex-m3").dsp and get_target("cortex-m0plus").qemu_machine is None
+    for target in TARGETS.values():
+        if target.linker_script:
+            assert (toolchain.PORT_DIR / target.linker_script).exists()
+
+
+def test_parse_size():
+    assert parse_size("256K") == 262144
+    assert parse_size("1M") == parse_size("1MiB") == 1048576
+    assert parse_size("4096") == parse_size(4096) == 4096
+    with pytest.raises(ValueError):
+        parse_size("12 parsecs")
