@@ -12,8 +12,8 @@ import click
 
 # torch and torchao chatter at import time (optional CUDA extensions, deprecations) about
 # things that do not concern a CPU-only compiler; keep the user's terminal for edgec's output.
-for _logger in ("torchao", "torch.utils._pytree", "torch._export", "torch.export"):
-    logging.getLogger(_logger).setLevel(logging.ERROR)
+for _logger in ("torchao", "torch"):
+    logging.getLogger(_logger).setLevel(logging.CRITICAL)
 warnings.filterwarnings("ignore", category=FutureWarning)
 warnings.filterwarnings("ignore", category=UserWarning, module="torch")
 

@@ -1,0 +1,169 @@
+"""The command line as a user meets it: real files, real exits, one-line errors, no tracebacks."""
+from __future__ import annotations
+
+import filecmp
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from edgec import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+DIGITS = ROOT / "examples" / "digits"
+MODEL_FILE = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(1, 4, 3, padding=1)
+            self.fc = nn.Linear(4 * 6 * 6, 3)
+
+        def forward(self, x):
+            x = torch.relu(self.conv(x))
+            {extra}
+            return self.fc(torch.flatten(x, 1))
+
+
+    def factory():
+        torch.manual_seed(0)
+        return Net().eval(), (torch.randn(1, 1, 6, 6),)
+""")
+
+
+def run_cli(*args, capsys) -> tuple[int, str, str]:
+    """edgec's real entry point in-process (fast), with its exit code and output."""
+    old_argv = sys.argv
+    sys.argv = ["edgec", *map(str, args)]
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code or 0
+    finally:
+        sys.argv = old_argv
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write_model(tmp_path: Path, extra: str = "pass") -> Path:
+    path = tmp_path / "model.py"
+    path.write_text(MODEL_FILE.format(extra=extra))
+    return path
+
+
+def test_build_writes_the_documented_directory(tmp_path, capsys):
+    code, out, err = run_cli("build", DIGITS / "digits.pt2", "--calib", DIGITS / "calib.npy", "--name", "digits",
+                             "-o", tmp_path / "out", "--quiet", capsys=capsys)
+    assert code == 0, err
+    files = {p.name for p in (tmp_path / "out").iterdir()}
+    assert {"digits.h", "digits.c", "digits_weights.c", "digits_weights.h", "edgec.mk", "CMakeLists.txt",
+            "report.json", "runtime"} <= files
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert set(report) >= {"name", "target", "macs", "arena_bytes", "weights_bytes", "layers"}
+    assert "arena" in out
+    header = (tmp_path / "out" / "digits.h").read_text()
+    for macro in ("DIGITS_INPUT_SCALE", "DIGITS_INPUT_ZERO_POINT", "DIGITS_ARENA_SIZE", "DIGITS_OUTPUT_SIZE", "NHWC"):
+        assert macro in header
+    # Only the kernels this model calls are copied.
+    assert not (tmp_path / "out" / "runtime" / "src" / "softmax").exists()
+
+
+def test_same_input_gives_byte_identical_output(tmp_path, capsys):
+    for out in ("a", "b"):
+        code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", DIGITS / "calib.npy", "-o", tmp_path / out,
+                               "--quiet", capsys=capsys)
+        assert code == 0, err
+    comparison = filecmp.dircmp(tmp_path / "a", tmp_path / "b")
+    assert not comparison.diff_files and not comparison.left_only and not comparison.right_only
+    for sub in ("runtime",):
+        assert not filecmp.dircmp(tmp_path / "a" / sub, tmp_path / "b" / sub).diff_files
+
+
+@pytest.mark.parametrize("external_arena", [False, True])
+def test_generated_code_is_strict_c99(tmp_path, capsys, external_arena):
+    out = tmp_path / "out"
+    assert run_cli("build", DIGITS / "digits.pt2", "--calib", DIGITS / "calib.npy", "--name", "digits", "-o", out,
+                   "--quiet", capsys=capsys)[0] == 0
+    sources = [str(p) for p in out.glob("*.c")] + [str(p) for p in (out / "runtime" / "src").rglob("*.c")]
+    defines = ["-DDIGITS_EXTERNAL_ARENA"] if external_arena else []
+    main = tmp_path / "main.c"
+    arena = "int8_t digits_arena[DIGITS_ARENA_SIZE];\n" if external_arena else ""
+    main.write_text(f'#include "digits.h"\n{arena}int main(void) {{ return digits_invoke(); }}\n')
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", *defines, f"-I{out}",
+                    f"-I{out / 'runtime' / 'include'}", str(main), *sources, "-o", str(tmp_path / "prog")], check=True)
+    assert subprocess.run([str(tmp_path / "prog")]).returncode == 0
+
+
+def test_verify_passes_and_reports_accuracy(capsys):
+    code, out, err = run_cli("verify", DIGITS / "digits.pt2", "--calib", DIGITS / "calib.npy", "--samples", "8",
+                             "--quiet", "--per-layer", capsys=capsys)
+    assert code == 0, err
+    assert "OK: 8 samples" in out and "0 LSB" in out
+    assert "SQNR" in out and "top-1 agreement" in out
+
+
+def test_factory_spec_and_missing_calibration_warns(tmp_path, capsys):
+    model = write_model(tmp_path)
+    code, out, err = run_cli("build", f"{model}:factory", "-o", tmp_path / "out", "--quiet", capsys=capsys)
+    assert code == 0, err
+    assert "WARNING" in err and "--calib" in err
+    assert (tmp_path / "out" / "model.h").exists()
+
+
+def test_unsupported_operator_names_op_and_source_line(tmp_path, capsys):
+    model = write_model(tmp_path, extra="x = torch.sigmoid(x) * 2.0")
+    code, out, err = run_cli("build", f"{model}:factory", "-o", tmp_path / "out", capsys=capsys)
+    assert code == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "aten.sigmoid" in err and "aten.mul" in err and "model.py:" in err and "torch.sigmoid(x)" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_pickled_module_is_refused_with_instructions(tmp_path, capsys):
+    path = tmp_path / "model.pt2"
+    torch.save(torch.nn.Sequential(torch.nn.Linear(2, 2)), path)
+    code, _, err = run_cli("build", path, "-o", tmp_path / "out", capsys=capsys)
+    assert code == 2
+    assert "pickled" in err and "torch.export.save" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("problem", ["missing_model", "missing_calib", "bad_calib_shape", "bad_name"])
+def test_bad_input_is_one_line_and_nonzero(tmp_path, capsys, problem):
+    model, calib, extra = DIGITS / "digits.pt2", DIGITS / "calib.npy", []
+    if problem == "missing_model":
+        model = tmp_path / "nope.pt2"
+    elif problem == "missing_calib":
+        calib = tmp_path / "nope.npy"
+    elif problem == "bad_calib_shape":
+        calib = tmp_path / "calib.npy"
+        np.save(calib, np.zeros((4, 3, 8, 8), np.float32))
+    else:
+        extra = ["--name", "9lives"]
+    code, _, err = run_cli("build", model, "--calib", calib, "-o", tmp_path / "out", *extra, capsys=capsys)
+    assert code == 2
+    assert len([line for line in err.splitlines() if line.strip()]) == 1, err
+    assert err.startswith("edgec: error:")
+    assert not (tmp_path / "out").exists()
+    if problem == "bad_calib_shape":
+        assert "[4, 3, 8, 8]" in err and "[1, 1, 8, 8]" in err
+
+
+def test_console_script_exits_without_traceback(tmp_path):
+    """The installed entry point, as a subprocess: errors reach the shell as one line + exit 2."""
+    result = subprocess.run([sys.executable, "-m", "edgec.cli", "build", str(tmp_path / "missing.pt2"), "-o",
+                             str(tmp_path / "out")], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [f"edgec: error: {tmp_path / 'missing.pt2'}: no such file"]

@@ -1,0 +1,116 @@
+"""Lowering and fusion of every supported op form, and programs that arrive already quantized."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+from edgec import verify
+from edgec.pipeline import compile_model, emit
+from edgec.quantize import EdgecQuantizer
+
+
+class AllOps(nn.Module):
+    """One of each op form edgec lowers: asymmetric pad, dilation, groups, depthwise multiplier,
+    BN, every activation, a standalone clamp, residual add, pools, flatten into linear, softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, (3, 2), stride=(2, 1))
+        self.bn = nn.BatchNorm2d(8)
+        self.dilated = nn.Conv2d(8, 8, 3, padding=2, dilation=2)
+        self.grouped = nn.Conv2d(8, 8, 3, padding=1, groups=2)
+        self.depthwise = nn.Conv2d(8, 16, 3, padding=1, groups=8)  # channel multiplier 2
+        self.pointwise = nn.Conv2d(16, 8, 1)
+        self.fc = nn.Linear(8 * 4 * 5, 12)
+        self.head = nn.Linear(12, 5)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        x = F.pad(x, (1, 0, 2, 1))  # left, right, top, bottom: asymmetric
+        x = F.relu6(self.bn(self.stem(x)))
+        y = self.dilated(x)
+        z = torch.clamp(y, -1.0, 2.0)  # y has two users, so this clamp runs on its own
+        x = F.relu(self.grouped(z) + y)
+        x = F.hardtanh(self.depthwise(x), -2.0, 2.0)
+        x = F.max_pool2d(self.pointwise(x), 2, ceil_mode=True)
+        x = F.avg_pool2d(x, 3, stride=1, padding=1, count_include_pad=False)
+        x = F.relu(self.fc(torch.flatten(x, 1)))
+        return torch.softmax(self.head(x), dim=1)
+
+
+class Simple(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        x = F.relu(self.conv(x))
+        x = F.relu(self.dw(x)) + x
+        x = F.adaptive_avg_pool2d(x, 1)
+        return torch.softmax(self.fc(torch.flatten(x, 1)), dim=1)
+
+
+def _bit_exact(compiled, out_dir, tmp_path, floats):
+    emit(compiled, out_dir, "m")
+    inputs = verify.quantized_inputs(compiled.graph, floats)
+    exe = verify.build_host(out_dir, "m", tmp_path / "build", sanitize=True)
+    device = verify.run_host(exe, inputs, compiled.graph.tensors[compiled.graph.outputs[0]].size)
+    return verify.compare(verify.golden_outputs(compiled.graph, inputs), device)
+
+
+def _factory_file(tmp_path, cls_name: str) -> str:
+    path = tmp_path / "allops.py"
+    path.write_text(
+        "import torch\nfrom tests.test_pipeline import AllOps, Simple  # noqa: F401\n\n"
+        f"def factory():\n    torch.manual_seed(0)\n    return {cls_name}().eval(), (torch.randn(1, 3, 13, 9),)\n")
+    return f"{path}:factory"
+
+
+def test_simple_graph_lowers_to_the_expected_fused_ops(tmp_path):
+    rng = np.random.default_rng(0)
+    compiled = compile_model(_factory_file(tmp_path, "Simple"), calibration=rng.standard_normal((8, 3, 13, 9)))
+    kinds = [op.kind for op in compiled.graph.ops]
+    assert kinds == ["conv2d", "depthwise_conv2d", "add", "avg_pool2d", "reshape", "fully_connected", "softmax"]
+    assert compiled.graph.ops[0].attrs["clamp"] == (0.0, None)  # ReLU fused as clamp bounds
+    assert compiled.graph.layout == "NHWC"
+    assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((6, 3, 13, 9))).exact
+
+
+def test_every_supported_op_form_is_bit_exact(tmp_path):
+    rng = np.random.default_rng(2)
+    compiled = compile_model(_factory_file(tmp_path, "AllOps"), calibration=rng.standard_normal((16, 3, 13, 9)))
+    kinds = [op.kind for op in compiled.graph.ops]
+    assert "pad" not in kinds and kinds.count("clamp") == 1
+    assert compiled.graph.ops[0].attrs["pad"] == (2, 1, 1, 0)  # F.pad folded into the stem conv
+    depthwise = next(op for op in compiled.graph.ops if op.kind == "depthwise_conv2d")
+    assert depthwise.attrs["ch_mult"] == 2
+    assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((10, 3, 13, 9))).exact
+
+
+def test_prequantized_program_keeps_its_qparams_exactly(tmp_path):
+    torch.manual_seed(0)
+    model, example = Simple().eval(), (torch.randn(1, 3, 13, 9),)
+    module = torch.export.export(model, example).module()
+    prepared = prepare_pt2e(module, EdgecQuantizer())
+    for _ in range(4):
+        prepared(torch.randn(1, 3, 13, 9) * 2)
+    converted = convert_pt2e(prepared, fold_quantize=True)
+    path = tmp_path / "quantized.pt2"
+    torch.export.save(torch.export.export(converted, example), path)
+    input_q = next(n for n in converted.graph.nodes if "quantize_per_tensor" in str(n.target) and n.args[0].op == "placeholder")
+
+    warnings = []
+    compiled = compile_model(str(path), calibration=None, warn=warnings.append)
+    assert not warnings, "a quantized program needs no calibration"
+    assert compiled.float_module is None
+    tensor = compiled.graph.tensors[compiled.graph.inputs[0]]
+    assert (tensor.scale, tensor.zero_point) == (input_q.args[1], input_q.args[2])
+    assert _bit_exact(compiled, tmp_path / "out", tmp_path, np.random.default_rng(3).standard_normal((5, 3, 13, 9))).exact
