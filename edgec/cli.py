@@ -9,10 +9,11 @@ import warnings
 from pathlib import Path
 
 import click
+import torch  # noqa: F401  -- first, so its logging set-up cannot undo the levels below
 
 # torch and torchao chatter at import time (optional CUDA extensions, deprecations) about
 # things that do not concern a CPU-only compiler; keep the user's terminal for edgec's output.
-for _logger in ("torchao", "torch"):
+for _logger in ("torchao", "torch", "torch.utils._pytree"):
     logging.getLogger(_logger).setLevel(logging.CRITICAL)
 warnings.filterwarnings("ignore", category=FutureWarning)
 warnings.filterwarnings("ignore", category=UserWarning, module="torch")
@@ -37,10 +38,45 @@ def _warn(message: str) -> None:
     click.secho(message, fg="yellow", err=True)
 
 
-def _compile(model: str, calib: str | None, target: str, quiet: bool):
+def _size(_ctx, param, value: str | None) -> int | None:
+    from edgec.targets import parse_size
+    try:
+        return None if value is None else parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param=param) from None
+
+
+def _budget_options(command):
+    """--ram/--flash: the memory budget of the user's part, replacing the target's typical one."""
+    command = click.option("--flash", callback=_size, help="flash budget for the constants, e.g. 1M "
+                           "(default: a typical part's)")(command)
+    return click.option("--ram", callback=_size, help="RAM budget for the arena, e.g. 256K "
+                        "(default: a typical part's)")(command)
+
+
+def _target(name: str, ram: int | None = None, flash: int | None = None):
+    from edgec.targets import get_target
+    return get_target(name).with_budget(ram, flash)
+
+
+def _compile(model: str, calib: str | None, target, quiet: bool):
     from edgec.pipeline import compile_model, load_samples
     data = load_samples(calib) if calib else None
     return compile_model(model, calibration=data, target=target, progress=_progress(quiet), warn=_warn)
+
+
+def _quantized_samples(compiled, calib: str | None, count: int):
+    """The first `count` --calib samples, else seeded random normal ones, as int8 model inputs."""
+    import numpy as np
+
+    from edgec.pipeline import as_samples, load_samples
+    from edgec.verify import quantized_inputs
+    shape = tuple(compiled.example_inputs[0].shape)
+    if calib:
+        floats = as_samples(load_samples(calib), shape, "verification data")[:count]
+    else:
+        floats = np.random.default_rng(1).standard_normal((count, *shape[1:]), dtype=np.float32)
+    return floats, quantized_inputs(compiled.graph, floats)
 
 
 def _default_name(model: str) -> str:
@@ -67,12 +103,13 @@ def cli():
 @click.option("--calib", type=click.Path(), help=".npy/.npz of float calibration samples shaped like the input")
 @click.option("--name", help="C symbol prefix (default: the model file's name)")
 @click.option("--target", default="host", show_default=True, help=TARGET_HELP)
+@_budget_options
 @click.option("--quiet", is_flag=True, help="no progress bar")
-def build(model, out_dir, calib, name, target, quiet):
+def build(model, out_dir, calib, name, target, ram, flash, quiet):
     """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory."""
     from edgec.pipeline import emit
     name = _check_name(name or _default_name(model))
-    compiled = _compile(model, calib, target, quiet)
+    compiled = _compile(model, calib, _target(target, ram, flash), quiet)
     report = emit(compiled, Path(out_dir), name)
     click.echo(f"{out_dir}: {name} for {report['target']}: {len(report['layers'])} layers, "
                f"{report['macs']:,} MACs, arena {report['arena_bytes']:,} B "
@@ -84,25 +121,22 @@ def build(model, out_dir, calib, name, target, quiet):
 @click.option("--calib", type=click.Path(), help=".npy/.npz of float samples; also the verification inputs")
 @click.option("--samples", default=20, show_default=True, help="how many samples to compare")
 @click.option("--name", help="C symbol prefix")
-@click.option("--target", default="host", show_default=True, help=TARGET_HELP)
+@click.option("--target", default="host", show_default=True,
+              help=f"{TARGET_HELP}; a Cortex-M target runs under QEMU")
+@_budget_options
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--per-layer", is_flag=True, help="also print each layer's int8-vs-float SQNR")
-def verify(model, calib, samples, name, target, quiet, per_layer):
+def verify(model, calib, samples, name, target, ram, flash, quiet, per_layer):
     """Check that the generated C's output equals the golden simulator's, byte for byte."""
-    import numpy as np
-
-    from edgec import sim
+    from edgec import device, sim
     from edgec import verify as checks
-    from edgec.pipeline import as_samples, emit
+    from edgec.pipeline import emit
     name = _check_name(name or _default_name(model))
-    compiled = _compile(model, calib, target, quiet)
-    shape = tuple(compiled.example_inputs[0].shape)
-    if calib:
-        from edgec.pipeline import load_samples
-        floats = as_samples(load_samples(calib), shape, "verification data")[:samples]
-    else:
-        floats = np.random.default_rng(1).standard_normal((samples, *shape[1:]), dtype=np.float32)
-    inputs = checks.quantized_inputs(compiled.graph, floats)
+    target_info = _target(target, ram, flash)
+    if not target_info.is_host:
+        device.require_runnable(target_info)
+    compiled = _compile(model, calib, target_info, quiet)
+    floats, inputs = _quantized_samples(compiled, calib, samples)
     with tempfile.TemporaryDirectory(prefix="edgec-verify-") as tmp:
         out_dir = Path(tmp) / name
         emit(compiled, out_dir, name)
@@ -123,6 +157,39 @@ def verify(model, calib, samples, name, target, quiet, per_layer):
         int8_values = [sim.run(compiled.graph, x) for x in inputs]
         for row in sim.layer_sqnr(compiled.graph, floats_ref, int8_values):
             click.echo(f"  {row['layer']:<28} {row['op']:<18} SQNR {row['sqnr_db']:6.1f} dB")
+
+
+@cli.command()
+@click.argument("model")
+@click.option("--target", default="cortex-m4", show_default=True,
+              help="cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55")
+@click.option("--calib", type=click.Path(), help=".npy/.npz of float samples; the first is the benchmark input")
+@click.option("--name", help="C symbol prefix")
+@_budget_options
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), help="also keep the generated C directory")
+@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+@click.option("--quiet", is_flag=True, help="no progress bar")
+def bench(model, target, calib, name, ram, flash, out_dir, as_json, quiet):
+    """Count the instructions one inference executes on an emulated Cortex-M, per layer and in
+    total (exact, from QEMU), with MACs and the program's flash and RAM."""
+    import json
+
+    from edgec import device
+    from edgec import verify as checks
+    from edgec.pipeline import emit
+    name = _check_name(name or _default_name(model))
+    target_info = _target(target, ram, flash)
+    device.require_runnable(target_info)
+    compiled = _compile(model, calib, target_info, quiet)
+    _, sample = _quantized_samples(compiled, calib, 1)
+    with tempfile.TemporaryDirectory(prefix="edgec-bench-") as tmp:
+        model_dir = Path(out_dir) if out_dir else Path(tmp) / name
+        emit(compiled, model_dir, name)
+        result = device.bench(target_info, model_dir, name, sample[0], Path(tmp) / "build")
+    if not checks.compare(checks.golden_outputs(compiled.graph, sample), result.output[None]).exact:
+        raise EdgecError(f"the output on {target} differs from the golden simulator's; "
+                         f"run edgec verify --target {target}")
+    click.echo(json.dumps(result.to_json(), indent=2) if as_json else device.format_table(result, name))
 
 
 def main():

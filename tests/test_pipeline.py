@@ -69,7 +69,7 @@ def _bit_exact(compiled, out_dir, tmp_path, floats):
 def _factory_file(tmp_path, cls_name: str) -> str:
     path = tmp_path / "allops.py"
     path.write_text(
-        "import torch\nfrom tests.test_pipeline import AllOps, Simple  # noqa: F401\n\n"
+        "import torch\nfrom tests.test_pipeline import AllOps, MeanHead, Simple  # noqa: F401\n\n"
         f"def factory():\n    torch.manual_seed(0)\n    return {cls_name}().eval(), (torch.randn(1, 3, 13, 9),)\n")
     return f"{path}:factory"
 
@@ -114,3 +114,24 @@ def test_prequantized_program_keeps_its_qparams_exactly(tmp_path):
     tensor = compiled.graph.tensors[compiled.graph.inputs[0]]
     assert (tensor.scale, tensor.zero_point) == (input_q.args[1], input_q.args[2])
     assert _bit_exact(compiled, tmp_path / "out", tmp_path, np.random.default_rng(3).standard_normal((5, 3, 13, 9))).exact
+
+
+class MeanHead(nn.Module):
+    """Global average pooling spelled as torch.mean without keepdim: a pool plus a free view."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 3)
+        self.fc = nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.fc(torch.mean(F.relu(self.conv(x)), dim=(-1, -2)))
+
+
+def test_mean_over_height_and_width_is_a_global_pool(tmp_path):
+    rng = np.random.default_rng(4)
+    compiled = compile_model(_factory_file(tmp_path, "MeanHead"), calibration=rng.standard_normal((8, 3, 13, 9)))
+    kinds = [op.kind for op in compiled.graph.ops]
+    assert kinds == ["conv2d", "avg_pool2d", "reshape", "fully_connected"]
+    assert compiled.graph.ops[1].attrs["kernel"] == (11, 7)
+    assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((5, 3, 13, 9))).exact
