@@ -25,7 +25,7 @@ from edgec.passes.fuse import fold_pad, fuse_activations
 from edgec.passes.to_nhwc import to_nhwc
 from edgec.plan import MemoryPlan, plan_memory
 from edgec.quantize import is_quantized, quantize
-from edgec.targets import Target, get_target
+from edgec.targets import TARGETS, Target, get_target
 from edgec.torch_ops import GETITEM, IDENTITIES
 
 RANDOM_CALIBRATION_SAMPLES = 32
@@ -66,19 +66,34 @@ def compile_model(spec: str, *, calibration: np.ndarray | None, target: str = "h
 
 def emit(compiled: Compiled, out_dir: Path, name: str) -> dict:
     """Writes the C directory atomically: to a sibling temporary folder, then renamed into place,
-    so a failure never leaves a half-written output directory."""
+    so a failure (or a model over the target's memory budget) never leaves an output directory."""
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         report = codegen.emit(compiled.graph, compiled.plan, staging, name=name,
                               target=compiled.target, origin=compiled.origin)
+        check_memory_budget(report, compiled.target)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         staging.rename(out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return report
+
+
+def check_memory_budget(report: dict, target: Target) -> None:
+    """One error, with the figures, if the arena exceeds the target's RAM budget or the constants
+    its flash budget. Targets without a budget (the host) accept any model."""
+    excess = []
+    if target.ram_bytes is not None and report["arena_bytes"] > target.ram_bytes:
+        excess.append(f"arena {report['arena_bytes']:,} B > RAM budget {target.ram_bytes:,} B")
+    if target.flash_bytes is not None and report["weights_bytes"] > target.flash_bytes:
+        excess.append(f"constants {report['weights_bytes']:,} B > flash budget {target.flash_bytes:,} B")
+    if excess:
+        typical = target == TARGETS.get(target.name)
+        origin = f"budget of {target.part}; set yours with --ram/--flash" if typical else target.part
+        raise EdgecError(f"model does not fit {target.name}: {'; '.join(excess)} ({origin})")
 
 
 def check_supported(module: GraphModule, origin: str) -> None:
@@ -115,6 +130,8 @@ def as_samples(data: np.ndarray, input_shape: tuple, what: str) -> np.ndarray:
     if data.ndim < 1 or data.shape[1:] != per_sample or data.shape[0] == 0:
         raise EdgecError(f"{what} has shape {list(data.shape)}; expected [N, {', '.join(map(str, per_sample))}] "
                          f"for model input {list(input_shape)}")
+    if not np.all(np.isfinite(data)):
+        raise EdgecError(f"{what} contains NaN or infinite values")
     return data.astype(np.float32)
 
 

@@ -13,10 +13,8 @@ The Quantizer encodes what edgec's kernels can execute (numerics.md):
 """
 from __future__ import annotations
 
-import operator
 from typing import Callable, Iterable
 
-import numpy as np
 import torch
 from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e import MinMaxObserver, PerChannelMinMaxObserver
@@ -29,7 +27,6 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
-from edgec.errors import EdgecError
 from edgec.torch_ops import ACTIVATIONS, ADDS, CONVS, LINEARS, SHARED_QPARAMS, SOFTMAXES
 
 ANNOTATION_KEY = "quantization_annotation"
@@ -110,15 +107,4 @@ def quantize(module: GraphModule, calibration: Iterable[tuple], progress: Callab
     with torch.no_grad():
         for sample in (progress(calibration) if progress else calibration):
             prepared(*sample)
-    converted = convert_pt2e(prepared, fold_quantize=True)
-    _check_calibrated(converted)
-    return converted
-
-
-def _check_calibrated(module: GraphModule) -> None:
-    for node in module.graph.nodes:
-        if node.op == "call_function" and node.target == operator.getitem:
-            continue
-        scale = node.args[1] if node.op == "call_function" and "quantize_per_tensor" in str(node.target) else None
-        if isinstance(scale, float) and not np.isfinite(scale):
-            raise EdgecError(f"calibration produced a non-finite scale at {node.name}")
+    return convert_pt2e(prepared, fold_quantize=True)

@@ -135,8 +135,21 @@ def conv_attrs(node) -> tuple:
         stride, padding, dilation, groups = (list(node.args[3:]) + list(defaults[len(node.args) - 3:]))[:4]
     if isinstance(padding, str):
         raise EdgecError(f"{source_line(node)}: padding='{padding}' is not supported; give explicit padding")
-    pair = lambda v: (int(v[0]), int(v[-1])) if isinstance(v, (list, tuple)) else (int(v), int(v))
-    return pair(stride), pair(padding), pair(dilation), int(groups)
+    return _pair(stride), _pair(padding), _pair(dilation), int(groups)
+
+
+def _pair(value) -> tuple[int, int]:
+    return (int(value[0]), int(value[-1])) if isinstance(value, (list, tuple)) else (int(value), int(value))
+
+
+def weighted_operands(ctx, node, what: str):
+    """(activation, int8 weight, bias or None) of a conv/linear node; the weight must be quantized."""
+    x = ctx.tensor(node.args[0])
+    weight = ctx.constant(node.args[1])
+    bias = ctx.constant(node.args[2] if len(node.args) > 2 else None)
+    if weight is None or not weight.quantized:
+        raise EdgecError(f"{source_line(node)}: {what} weight is not quantized")
+    return x, weight, bias
 
 
 class Conv2d(OpDef):
@@ -146,11 +159,7 @@ class Conv2d(OpDef):
     fuses_activation = True
 
     def lower(self, ctx, node) -> None:
-        x = ctx.tensor(node.args[0])
-        weight = ctx.constant(node.args[1])
-        bias = ctx.constant(node.args[2] if len(node.args) > 2 else None)
-        if weight is None or not weight.quantized:
-            raise EdgecError(f"{source_line(node)}: conv weight is not quantized")
+        x, weight, bias = weighted_operands(ctx, node, "conv")
         if len(x.shape) != 4:
             raise EdgecError(f"{source_line(node)}: only 2-D convolution on NCHW input is supported, got {list(x.shape)}")
         stride, padding, dilation, groups = conv_attrs(node)

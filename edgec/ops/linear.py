@@ -10,7 +10,7 @@ from edgec.errors import EdgecError
 from edgec.frontend import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, requantize, saturate_int8, wrap_int32
 from edgec.ops.base import CCall, OpDef
-from edgec.ops.conv import finalize_output_stage, quantized_bias
+from edgec.ops.conv import finalize_output_stage, quantized_bias, weighted_operands
 from edgec.torch_ops import LINEARS
 
 
@@ -51,11 +51,7 @@ class FullyConnected(OpDef):
     fuses_activation = True
 
     def lower(self, ctx, node) -> None:
-        x = ctx.tensor(node.args[0])
-        weight = ctx.constant(node.args[1])
-        bias = ctx.constant(node.args[2] if len(node.args) > 2 else None)
-        if weight is None or not weight.quantized:
-            raise EdgecError(f"{source_line(node)}: linear weight is not quantized")
+        x, weight, bias = weighted_operands(ctx, node, "linear")
         if len(x.shape) != 2:
             raise EdgecError(f"{source_line(node)}: linear needs a 2-D [batch, features] input, "
                              f"got {list(x.shape)}; flatten it first")
