@@ -68,6 +68,8 @@ def emit(compiled: Compiled, out_dir: Path, name: str) -> dict:
     """Writes the C directory atomically: to a sibling temporary folder, then renamed into place,
     so a failure (or a model over the target's memory budget) never leaves an output directory."""
     out_dir = Path(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / "report.json").is_file():
+        raise EdgecError(f"{out_dir}: exists and is not an edgec output directory; refusing to replace it")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:

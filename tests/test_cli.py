@@ -167,3 +167,13 @@ def test_console_script_exits_without_traceback(tmp_path):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [f"edgec: error: {tmp_path / 'missing.pt2'}: no such file"]
+
+
+def test_build_never_replaces_a_foreign_directory(tmp_path, capsys):
+    precious = tmp_path / "firmware"
+    precious.mkdir()
+    (precious / "main.c").write_text("int main(void) { return 0; }\n")
+    code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", DIGITS / "calib.npy", "-o", precious,
+                           "--quiet", capsys=capsys)
+    assert code == 2 and "not an edgec output directory" in err
+    assert (precious / "main.c").exists()
