@@ -38,6 +38,26 @@ demo: $(STAMP)/install
 	edgec verify examples/digits/digits.pt2 --calib examples/digits/calib.npy --name digits --quiet
 	$(PYTHON) examples/digits/evaluate.py build/digits
 
+# Exact instruction counts, flash and RAM of the four reference models on Cortex-M4 and M55 under
+# QEMU, written to BENCHMARKS.md next to CMSIS-NN's figures.
+BENCH_DIR := build/bench
+BENCH_MODELS := ds_cnn mobilenet_v1_025 resnet8 fc_autoencoder
+BENCH_TARGETS := cortex-m4 cortex-m55
+bench: $(STAMP)/install toolchain
+	@mkdir -p $(BENCH_DIR)
+	@for model in $(BENCH_MODELS); do \
+		$(PYTHON) -c "import numpy, sys; from edgec import zoo; numpy.save(sys.argv[1], zoo.calibration_data(sys.argv[2], 32))" \
+			$(BENCH_DIR)/$$model.npy $$model || exit 1; \
+		for target in $(BENCH_TARGETS); do \
+			echo "edgec bench $$model --target $$target"; mkdir -p $(BENCH_DIR)/$$target; \
+			$(PYTHON) -m edgec.cli bench edgec/zoo.py:$$model --calib $(BENCH_DIR)/$$model.npy \
+				--target $$target --json --quiet -o $(BENCH_DIR)/$$target/$$model \
+				> $(BENCH_DIR)/$$target/$$model.json || exit 1; \
+		done; \
+	done
+	$(PYTHON) scripts/write_benchmarks.py $(BENCH_DIR) > BENCHMARKS.md
+	@echo "wrote BENCHMARKS.md"
+
 test: install-test
 	$(PYTHON) -m pytest -n 2 tests
 

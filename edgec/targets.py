@@ -7,7 +7,7 @@ has no QEMU board: it is compiled and linked (to measure sizes) but never run.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from edgec.errors import EdgecError
 
@@ -34,6 +34,15 @@ class Target:
     def can_run(self) -> bool:
         """True if the target runs under QEMU (the host runs natively and is not included)."""
         return self.qemu_machine is not None
+
+    def with_budget(self, ram: int | None = None, flash: int | None = None) -> "Target":
+        """This target with the memory budget of the user's own part (bytes; None keeps the
+        typical part's figure)."""
+        if ram is None and flash is None:
+            return self
+        return replace(self, ram_bytes=self.ram_bytes if ram is None else ram,
+                       flash_bytes=self.flash_bytes if flash is None else flash,
+                       part="budget from --ram/--flash")
 
 
 def _arm(name: str, cflags: str, *, dsp: bool = False, mve: bool = False, fpu: bool = False,

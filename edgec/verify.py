@@ -13,7 +13,7 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from edgec import sim
+from edgec import device, sim
 from edgec.codegen import TEMPLATES
 from edgec.errors import EdgecError
 from edgec.ir import Graph
@@ -75,10 +75,10 @@ def quantized_inputs(graph: Graph, float_samples: np.ndarray) -> np.ndarray:
 
 def run_on(compiled, out_dir: Path, name: str, inputs: np.ndarray, build_dir: Path) -> np.ndarray:
     """Run the generated directory on the compiled target: the host, or its emulated board."""
-    output_size = compiled.graph.tensors[compiled.graph.outputs[0]].size
-    if compiled.target.name == "host":
+    if compiled.target.is_host:
+        output_size = compiled.graph.tensors[compiled.graph.outputs[0]].size
         return run_host(build_host(out_dir, name, build_dir), inputs, output_size)
-    raise EdgecError(f"verification on {compiled.target.name} is not available yet")
+    return device.run_model(compiled.target, out_dir, name, inputs, build_dir)
 
 
 def float_node_values(module, x: np.ndarray) -> dict[str, np.ndarray]:

@@ -1,0 +1,201 @@
+"""Run a generated model directory on an emulated Cortex-M: cross-compile it with a bare-metal
+driver (templates/target_main.c.j2), run it under QEMU and read its outputs back, or count the
+instructions each layer executes (edgec bench).
+
+Samples travel as host files over semihosting: the driver reads int8 inputs from INPUTS_FILE and
+writes int8 outputs to OUTPUTS_FILE, both in the build directory (QEMU's working directory), so
+one QEMU run serves any number of samples. Imports nothing of torch.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import numpy as np
+
+from edgec import toolchain
+from edgec.codegen import TEMPLATES
+from edgec.errors import EdgecError
+from edgec.targets import TARGETS, Target
+
+INPUTS_FILE = "inputs.bin"
+OUTPUTS_FILE = "outputs.bin"
+WARNING_FLAGS = ("-Wall", "-Wextra", "-Werror", "-pedantic")
+# Emulated guests run 400-750 million instructions a second; allow for ~100 per MAC.
+QEMU_SECONDS_PER_MAC = 100 / 400e6
+QEMU_MIN_TIMEOUT = 30.0
+LAYER_MARKER = re.compile(r"EDGEC_LAYER_BEGIN\((\d+)\);")
+# How the counts are taken, for every bench report.
+COUNTED = ("instructions executed inside each layer's EDGEC_LAYER_BEGIN/END markers during one "
+           "invoke, summed: kernel calls and their argument set-up; start-up, the test driver and "
+           "the few instructions of invoke's own prologue are not counted")
+
+
+def require_runnable(target: Target) -> None:
+    if not target.can_run:
+        runnable = ", ".join(t.name for t in TARGETS.values() if t.can_run)
+        raise EdgecError(f"{target.name} has no emulated board to run on (targets that run under "
+                         f"QEMU: {runnable})")
+
+
+def model_sources(model_dir: Path, name: str) -> list[Path]:
+    """The C files of a generated directory, as its edgec.mk lists them."""
+    runtime = sorted((model_dir / "runtime" / "src").rglob("*.c"))
+    return [model_dir / f"{name}.c", model_dir / f"{name}_weights.c", *runtime]
+
+
+def build_program(target: Target, model_dir: Path, name: str, build_dir: Path, *,
+                  bench: bool = False) -> Path:
+    """The model directory and the semihosting driver, cross-compiled and linked into one ELF."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    driver = build_dir / "target_main.c"
+    template = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                                  undefined=jinja2.StrictUndefined).get_template("target_main.c.j2")
+    driver.write_text(template.render(name=name, NAME=name.upper(), inputs_file=INPUTS_FILE,
+                                      outputs_file=OUTPUTS_FILE))
+    suffix = "_bench" if bench else ""
+    return toolchain.cross_compile(target, [driver, *model_sources(model_dir, name)],
+                                   [model_dir, model_dir / "runtime" / "include"],
+                                   build_dir / f"{name}{suffix}.elf",
+                                   defines=["EDGEC_BENCH"] if bench else (),
+                                   extra_cflags=WARNING_FLAGS)
+
+
+def qemu_timeout(macs: int, samples: int) -> float:
+    return QEMU_MIN_TIMEOUT + samples * macs * QEMU_SECONDS_PER_MAC
+
+
+def _write_inputs(build_dir: Path, inputs: np.ndarray) -> None:
+    (build_dir / INPUTS_FILE).write_bytes(np.ascontiguousarray(inputs, dtype=np.int8).tobytes())
+    (build_dir / OUTPUTS_FILE).unlink(missing_ok=True)
+
+
+def _read_outputs(build_dir: Path, samples: int, output_size: int) -> np.ndarray:
+    data = (build_dir / OUTPUTS_FILE).read_bytes()
+    if len(data) != samples * output_size:
+        raise EdgecError(f"the target wrote {len(data)} output bytes, expected {samples} x {output_size}")
+    return np.frombuffer(data, dtype=np.int8).reshape(samples, output_size)
+
+
+def _check_exit(result: toolchain.QemuResult, target: Target) -> None:
+    if result.returncode != 0:
+        message = " ".join(result.stderr.split())[:300]
+        raise EdgecError(f"the model program failed on {target.name} (exit {result.returncode}): {message}")
+
+
+def run_model(target: Target, model_dir: Path, name: str, inputs: np.ndarray, build_dir: Path) -> np.ndarray:
+    """The model's int8 outputs on `target` for int8 `inputs` ([samples, input_size]), from one
+    QEMU run."""
+    require_runnable(target)
+    report = read_report(model_dir)
+    elf = build_program(target, model_dir, name, build_dir)
+    _write_inputs(build_dir, inputs)
+    result = toolchain.run_qemu(target, elf, timeout=qemu_timeout(report["macs"], len(inputs)), cwd=build_dir)
+    _check_exit(result, target)
+    return _read_outputs(build_dir, len(inputs), output_size(model_dir, name))
+
+
+def read_report(model_dir: Path) -> dict:
+    return json.loads((model_dir / "report.json").read_text())
+
+
+def output_size(model_dir: Path, name: str) -> int:
+    header = (model_dir / f"{name}.h").read_text()
+    return int(re.search(rf"#define {name.upper()}_OUTPUT_SIZE (\d+)", header).group(1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Benchmarks
+
+@dataclass
+class LayerCount:
+    name: str
+    op: str
+    macs: int
+    instructions: int
+
+
+@dataclass
+class Bench:
+    target: str
+    layers: list[LayerCount]  # the layers that emit code, in execution order
+    flash_bytes: int           # the whole bench program: text + rodata + data
+    ram_bytes: int             # data + bss (the arena) + stack
+    memory: dict               # toolchain.elf_memory of the bench program
+    arena_bytes: int
+    weights_bytes: int
+    output: np.ndarray         # the model's int8 output for the benchmarked sample
+
+    @property
+    def total_instructions(self) -> int:
+        return sum(layer.instructions for layer in self.layers)
+
+    @property
+    def macs(self) -> int:
+        return sum(layer.macs for layer in self.layers)
+
+    def to_json(self) -> dict:
+        return {"target": self.target, "total_instructions": self.total_instructions, "macs": self.macs,
+                "flash_bytes": self.flash_bytes, "ram_bytes": self.ram_bytes,
+                "layers": [{"name": l.name, "op": l.op, "macs": l.macs, "instructions": l.instructions}
+                           for l in self.layers]}
+
+    def by_op(self) -> dict[str, tuple[int, int]]:
+        """op kind -> (MACs, instructions), over all its layers."""
+        totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for layer in self.layers:
+            totals[layer.op][0] += layer.macs
+            totals[layer.op][1] += layer.instructions
+        return {op: (macs, insns) for op, (macs, insns) in totals.items()}
+
+
+def marker_layers(model_c: Path) -> list[int]:
+    """Indices (into report.json's layers) of the layers bracketed in the generated C, in order.
+    Layers that emit no code (views) have no markers."""
+    return [int(index) for index in LAYER_MARKER.findall(model_c.read_text())]
+
+
+def bench(target: Target, model_dir: Path, name: str, sample: np.ndarray, build_dir: Path) -> Bench:
+    """One invoke on `sample` (int8, one row) under QEMU with the instruction-count plugin."""
+    require_runnable(target)
+    report = read_report(model_dir)
+    elf = build_program(target, model_dir, name, build_dir, bench=True)
+    _write_inputs(build_dir, sample.reshape(1, -1))
+    counts = toolchain.count_instructions(target, elf, timeout=qemu_timeout(report["macs"], 1),
+                                          cwd=build_dir, expect_status=None)
+    _check_exit(counts["result"], target)
+    indices = marker_layers(model_dir / f"{name}.c")
+    if len(counts["insns"]) != len(indices):
+        raise EdgecError(f"{len(counts['insns'])} measured regions for {len(indices)} bracketed layers")
+    layers = [LayerCount(report["layers"][i]["name"], report["layers"][i]["op"], report["layers"][i]["macs"], n)
+              for i, n in zip(indices, counts["insns"])]
+    memory = toolchain.elf_memory(elf)
+    return Bench(target.name, layers, memory["flash_bytes"], memory["ram_bytes"], memory,
+                 report["arena_bytes"], report["weights_bytes"],
+                 _read_outputs(build_dir, 1, output_size(model_dir, name))[0])
+
+
+def format_table(result: Bench, model: str) -> str:
+    """The human-readable form of a bench result."""
+    def per_mac(insns: int, macs: int) -> str:
+        return f"{insns / macs:9.2f}" if macs else f"{'-':>9}"
+
+    lines = [f"{model} on {result.target} (QEMU, exact instruction counts)",
+             f"{'layer':<28} {'op':<18} {'MACs':>12} {'instructions':>14} {'insn/MAC':>9}"]
+    lines += [f"{l.name:<28} {l.op:<18} {l.macs:>12,} {l.instructions:>14,} {per_mac(l.instructions, l.macs)}"
+              for l in result.layers]
+    lines.append(f"{'total':<47} {result.macs:>12,} {result.total_instructions:>14,} "
+                 f"{per_mac(result.total_instructions, result.macs)}")
+    lines.append("by op: " + ", ".join(f"{op} {insns:,} ({per_mac(insns, macs).strip()}/MAC)"
+                                       for op, (macs, insns) in result.by_op().items()))
+    m = result.memory
+    lines.append(f"flash {result.flash_bytes:,} B (text {m['text']:,} + rodata {m['rodata']:,} + data {m['data']:,}; "
+                 f"model constants {result.weights_bytes:,})")
+    lines.append(f"RAM {result.ram_bytes:,} B (data {m['data']:,} + bss {m['bss']:,} + stack {m['stack']:,}; "
+                 f"arena {result.arena_bytes:,})")
+    lines.append(f"counted: {COUNTED}; flash and RAM are those of the whole bench program.")
+    return "\n".join(lines)

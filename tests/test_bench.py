@@ -1,0 +1,74 @@
+"""edgec bench for real: exact per-layer instruction counts under QEMU, identical run to run,
+mapped onto the layers that emit code, with the program's flash and RAM."""
+from __future__ import annotations
+
+import json
+
+from edgec import device
+from edgec.toolchain import elf_memory
+from tests.device_support import ALL_OPS, DIGITS, edgec_cache, needs_toolchain, small_digits_calib  # noqa: F401
+from tests.test_cli import run_cli
+
+import pytest
+
+pytestmark = [needs_toolchain, pytest.mark.usefixtures("edgec_cache")]
+JSON_KEYS = ["target", "total_instructions", "macs", "flash_bytes", "ram_bytes", "layers"]
+
+
+def bench_json(capsys, *args) -> dict:
+    code, out, err = run_cli("bench", *args, "--json", "--quiet", capsys=capsys)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_bench_counts_are_identical_run_to_run(tmp_path, small_digits_calib, capsys):
+    args = (DIGITS / "digits.pt2", "--calib", small_digits_calib, "--target", "cortex-m55")
+    first = bench_json(capsys, *args, "-o", tmp_path / "digits")
+    second = bench_json(capsys, *args)
+
+    assert first == second
+    assert list(first) == JSON_KEYS
+    assert first["target"] == "cortex-m55"
+    assert all(list(layer) == ["name", "op", "macs", "instructions"] for layer in first["layers"])
+
+
+def test_bench_maps_markers_to_the_layers_that_emit_code(tmp_path, small_digits_calib, capsys):
+    result = bench_json(capsys, DIGITS / "digits.pt2", "--calib", small_digits_calib, "--target", "cortex-m4",
+                        "-o", tmp_path / "digits")
+
+    report = json.loads((tmp_path / "digits" / "report.json").read_text())
+    assert "reshape" in [layer["op"] for layer in report["layers"]]  # a view: no code, no markers
+    expected = [(layer["name"], layer["op"], layer["macs"]) for layer in report["layers"] if layer["op"] != "reshape"]
+    assert [(layer["name"], layer["op"], layer["macs"]) for layer in result["layers"]] == expected
+    assert all(layer["instructions"] > layer["macs"] for layer in result["layers"])
+    assert result["total_instructions"] == sum(layer["instructions"] for layer in result["layers"])
+    assert result["macs"] == report["macs"]
+    assert result["ram_bytes"] >= report["arena_bytes"] + 8192  # arena in bss, plus the stack
+    assert result["flash_bytes"] >= report["weights_bytes"]
+
+
+def test_bench_of_every_kernel_with_sizes_from_the_elf(tmp_path):
+    from edgec.pipeline import compile_model, emit
+    from edgec.verify import golden_outputs, quantized_inputs
+    from tests.data.models import all_ops_samples
+
+    compiled = compile_model(ALL_OPS, calibration=all_ops_samples(16, 0), target="cortex-m3", warn=lambda _: None)
+    emit(compiled, tmp_path / "model", "model")
+    sample = quantized_inputs(compiled.graph, all_ops_samples(1, 1))
+
+    result = device.bench(compiled.target, tmp_path / "model", "model", sample[0], tmp_path / "build")
+
+    assert {layer.op for layer in result.layers} == {op.kind for op in compiled.graph.ops} - {"reshape"}
+    assert (result.output == golden_outputs(compiled.graph, sample)[0]).all()
+    memory = elf_memory(tmp_path / "build" / "model_bench.elf")
+    assert result.flash_bytes == memory["text"] + memory["rodata"] + memory["data"]
+    assert result.ram_bytes == memory["data"] + memory["bss"] + memory["stack"]
+    table = device.format_table(result, "all_ops")
+    assert f"{result.total_instructions:,}" in table and "counted:" in table
+    assert all(layer.name in table for layer in result.layers)
+
+
+def test_bench_needs_a_target_that_runs(capsys):
+    code, out, err = run_cli("bench", DIGITS / "digits.pt2", "--target", "host", capsys=capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("edgec: error: host has no emulated board to run on")

@@ -1,0 +1,140 @@
+"""Generated C on emulated Cortex-M cores, for real (arm-none-eabi-gcc, QEMU): byte for byte equal
+to the golden simulator for every kernel kind and the four reference models; targets that cannot
+run; the memory budget check of `edgec build`.
+
+Each case compiles its model for its target once and runs all samples in one QEMU run.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from edgec import device, zoo
+from edgec.errors import EdgecError
+from edgec.ops import KINDS
+from edgec.pipeline import check_memory_budget, compile_model, emit
+from edgec.targets import get_target
+from edgec.toolchain import elf_memory
+from edgec.verify import compare, golden_outputs, quantized_inputs, run_on
+from tests.data.models import all_ops_samples
+from tests.device_support import ALL_OPS, DIGITS, ROOT, edgec_cache, needs_toolchain, small_digits_calib  # noqa: F401
+from tests.test_cli import run_cli
+
+SPECS = {"all_ops": ALL_OPS, **{name: f"{ROOT / 'edgec' / 'zoo.py'}:{name}" for name in zoo.ZOO}}
+SAMPLES = 8
+CALIBRATION_SAMPLES = 16
+EVERY_TARGET_MODELS = ("all_ops", "ds_cnn")
+CASES = ([(model, target) for target in ("cortex-m4", "cortex-m55") for model in SPECS]
+         + [(model, target) for target in ("cortex-m3", "cortex-m7", "cortex-m33") for model in EVERY_TARGET_MODELS])
+
+
+def float_samples(model: str, count: int, seed: int) -> np.ndarray:
+    if model == "all_ops":
+        return all_ops_samples(count, seed)
+    return zoo.calibration_data(model, count, seed)
+
+
+def compile_for(model: str, target: str):
+    return compile_model(SPECS[model], calibration=float_samples(model, CALIBRATION_SAMPLES, 0), target=target,
+                         warn=lambda _: None)
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("model,target", CASES)
+def test_generated_c_is_bit_exact_on_target(model, target, tmp_path):
+    compiled = compile_for(model, target)
+    inputs = quantized_inputs(compiled.graph, float_samples(model, SAMPLES, seed=1))
+    emit(compiled, tmp_path / "model", "model")
+
+    outputs = run_on(compiled, tmp_path / "model", "model", inputs, tmp_path / "build")
+
+    result = compare(golden_outputs(compiled.graph, inputs), outputs)
+    assert result.exact, f"{result.mismatched_samples} of {result.samples} samples differ ({result.mismatched_bytes} bytes)"
+
+
+def test_all_ops_model_calls_every_kernel(tmp_path):
+    compiled = compile_for("all_ops", "cortex-m4")
+    # Zero padding is folded into the next convolution, so no pad op ever reaches the device.
+    assert {op.kind for op in compiled.graph.ops} == set(KINDS) - {"pad"}
+    emit(compiled, tmp_path / "model", "model")
+    model_c = (tmp_path / "model" / "model.c").read_text()
+    for kernel in ("edgec_conv_s8", "edgec_conv_1x1_s8", "edgec_depthwise_conv_s8"):
+        assert f"{kernel}(" in model_c
+    assert any(op.attrs.get("ch_mult", 1) > 1 for op in compiled.graph.ops)
+    assert any(op.attrs.get("dilation", (1, 1)) != (1, 1) for op in compiled.graph.ops)
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+def test_a_wrong_weight_is_caught(tmp_path):
+    compiled = compile_for("all_ops", "cortex-m4")
+    inputs = quantized_inputs(compiled.graph, float_samples("all_ops", SAMPLES, seed=1))
+    emit(compiled, tmp_path / "model", "model")
+    weights = tmp_path / "model" / "model_weights.c"
+    first_value = re.compile(r"(= \{\n    )(-?\d+)")
+    weights.write_text(first_value.sub(lambda m: m.group(1) + ("-128" if m.group(2) != "-128" else "127"),
+                                       weights.read_text(), count=1))
+
+    outputs = run_on(compiled, tmp_path / "model", "model", inputs, tmp_path / "build")
+
+    assert not compare(golden_outputs(compiled.graph, inputs), outputs).exact
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+def test_verify_command_on_a_target(small_digits_calib, capsys):
+    code, out, err = run_cli("verify", DIGITS / "digits.pt2", "--calib", small_digits_calib, "--target", "cortex-m7",
+                             "--samples", 5, "--quiet", capsys=capsys)
+    assert code == 0, err
+    assert "OK: 5 samples, golden simulator == cortex-m7 (QEMU), 0 LSB" in out
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+def test_cortex_m0plus_builds_but_does_not_run(tmp_path, capsys):
+    compiled = compile_for("all_ops", "cortex-m0plus")
+    emit(compiled, tmp_path / "model", "model")
+    elf = device.build_program(compiled.target, tmp_path / "model", "model", tmp_path / "build")
+    memory = elf_memory(elf)
+    assert 0 < memory["flash_bytes"] <= compiled.target.flash_bytes
+    assert memory["ram_bytes"] <= compiled.target.ram_bytes
+
+    code, _, err = run_cli("verify", DIGITS / "digits.pt2", "--target", "cortex-m0plus", capsys=capsys)
+    assert code == 2
+    assert err.strip().splitlines() == [
+        "edgec: error: cortex-m0plus has no emulated board to run on (targets that run under QEMU: "
+        "cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55)"]
+
+
+def test_build_refuses_a_model_over_the_budget(tmp_path, small_digits_calib, capsys):
+    out = tmp_path / "out"
+    code, stdout, err = run_cli("build", DIGITS / "digits.pt2", "--calib", small_digits_calib, "--target", "cortex-m4",
+                                "--ram", "512", "--flash", "1K", "-o", out, "--quiet", capsys=capsys)
+    assert code == 2 and stdout == ""
+    [line] = err.strip().splitlines()
+    assert re.fullmatch(r"edgec: error: model does not fit cortex-m4: arena [\d,]+ B > RAM budget 512 B; "
+                        r"constants [\d,]+ B > flash budget 1,024 B \(budget from --ram/--flash\)", line), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == [small_digits_calib.name]  # no output, no staging left
+
+    code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", small_digits_calib, "--target", "cortex-m4",
+                           "--ram", "256K", "--flash", "1M", "-o", out, "--quiet", capsys=capsys)
+    assert code == 0, err
+    assert (out / "report.json").exists()
+
+
+def test_budget_error_names_the_typical_part():
+    m3 = get_target("cortex-m3")
+    with pytest.raises(EdgecError, match=r"^model does not fit cortex-m3: arena 70,000 B > RAM budget 65,536 B "
+                                         r"\(budget of NXP LPC1766 .*; set yours with --ram/--flash\)$"):
+        check_memory_budget({"arena_bytes": 70000, "weights_bytes": 1000}, m3)
+    check_memory_budget({"arena_bytes": m3.ram_bytes, "weights_bytes": m3.flash_bytes}, m3)
+    check_memory_budget({"arena_bytes": 10**9, "weights_bytes": 10**9}, get_target("host"))
+
+
+def test_bad_budget_size_is_a_usage_error(capsys):
+    code, _, err = run_cli("build", DIGITS / "digits.pt2", "--ram", "12 parsecs", "-o", "unused", capsys=capsys)
+    assert code == 2
+    assert "Invalid value for '--ram'" in err
