@@ -17,7 +17,7 @@ import numpy as np
 from edgec import __version__
 from edgec.ir import Graph, Op
 from edgec.ops import KINDS
-from edgec.plan import MemoryPlan, offset_of
+from edgec.plan import Buffer, MemoryPlan, live_bytes, offset_of, scratch_buffer_name
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -74,16 +74,27 @@ def runtime_sources(graph: Graph) -> list[str]:
 
 def report(graph: Graph, plan: MemoryPlan, name: str, target: str, weights_bytes: int) -> dict:
     layers = []
-    for op in graph.ops:
+    for index, op in enumerate(graph.ops):
         out = graph.tensors[op.outputs[0]]
         layers.append({
             "name": op.name, "op": op.kind, "macs": KINDS[op.kind].macs(op, graph),
             "output_shape": list(out.shape), "arena_offset": offset_of(plan, graph, op.outputs[0]),
             "output_bytes": 0 if out.alias_of else out.size,
-            "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1], "source": op.source})
+            "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1], "source": op.source,
+            "live_bytes": live_bytes(plan.buffers, index)})
     return {"name": name, "target": target, "macs": sum(layer["macs"] for layer in layers),
             "arena_bytes": plan.arena_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
-            "weights_bytes": weights_bytes, "layers": layers}
+            "weights_bytes": weights_bytes, "planner": plan.strategy, "layers": layers,
+            "buffers": [_buffer_entry(buffer, plan, len(graph.ops)) for buffer in plan.buffers]}
+
+
+def _buffer_entry(buffer: Buffer, plan: MemoryPlan, steps: int) -> dict:
+    """One arena buffer's bytes and lifetime; first_layer -1 / last_layer == len(layers) mean it is
+    live before the first / after the last layer (the model's input / output)."""
+    scratch = buffer.name in {scratch_buffer_name(op) for op in plan.scratch}
+    kind = "scratch" if scratch else "input" if buffer.first < 0 else "output" if buffer.last >= steps else "activation"
+    return {"name": buffer.name, "kind": kind, "offset": plan.offsets[buffer.name], "bytes": buffer.size,
+            "first_layer": buffer.first, "last_layer": buffer.last}
 
 
 def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, origin: str) -> dict:

@@ -1,0 +1,245 @@
+"""The HTML memory report: one self-contained page (inline CSS and SVG, no scripts, nothing fetched)
+made from a build's report.json, for a person to open in a browser.
+
+It shows the summary, a timeline of the arena (x: execution step, y: arena offset; one rectangle
+per buffer over its lifetime and byte range, like TFLM's arena visualiser but for the whole run)
+and the per-layer table.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+
+from edgec import __version__
+from edgec.errors import EdgecError
+
+TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "report.html.j2"
+
+# Timeline geometry, in SVG user units (CSS px unless the page is narrower and the SVG shrinks).
+PLOT_LEFT, PLOT_RIGHT_MARGIN, PLOT_TOP, PLOT_HEIGHT = 70, 170, 16, 440
+WIDTH, MIN_COLUMN_WIDTH, MAX_COLUMN_WIDTH = 1150, 8, 90  # about the page's width, so text keeps its size
+CHAR_WIDTH = 6.2  # of the 11 px label font, to decide whether a label fits its rectangle
+KIND_COLOURS = {"input": "#8da0cb", "output": "#66c2a5", "scratch": "#fc8d62"}
+ACTIVATION_COLOURS = ("#fdd49e", "#c6dbef", "#d9f0d3", "#f2d7ee", "#fee391", "#d4e6f1", "#e5d8bd", "#ccebc5")
+
+
+def write_html_report(report: dict | str | Path, out_html: str | Path) -> Path:
+    """Writes the HTML memory report for `report` (a report.json dict, the path of a report.json,
+    or a build directory holding one) to `out_html`; returns that path."""
+    out_html = Path(out_html)
+    out_html.write_text(render_html_report(load_report(report)), encoding="utf-8")
+    return out_html
+
+
+def load_report(report: dict | str | Path) -> dict:
+    if not isinstance(report, dict):
+        path = Path(report)
+        report = json.loads((path / "report.json" if path.is_dir() else path).read_text())
+    if "buffers" not in report:
+        raise EdgecError("report.json has no buffer lifetimes (it predates the memory report): rebuild the model")
+    return report
+
+
+def render_html_report(report: dict) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE.parent)), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    env.filters["thousands"] = lambda value: f"{value:,}"
+    env.filters["kib"] = kib
+    arena, bound = report["arena_bytes"], report["lower_bound_bytes"]
+    return env.get_template(TEMPLATE.name).render(
+        report=report, version=__version__, timeline=Markup(timeline_svg(report)),
+        over_bound=(arena - bound) / bound * 100 if bound else 0.0)
+
+
+def kib(size: int) -> str:
+    return f"{size / 1024:.1f} KiB" if size >= 1024 else f"{size} B"
+
+
+# --- the timeline -----------------------------------------------------------------------------
+
+@dataclass
+class Axes:
+    """Maps (step, byte offset) to SVG coordinates; step -1 is the model input, len(layers) its output."""
+    steps: int  # layers
+    top_bytes: float
+    column: float
+
+    def x(self, step: float) -> float:
+        return PLOT_LEFT + (step + 1) * self.column
+
+    def y(self, offset: float) -> float:
+        return PLOT_TOP + PLOT_HEIGHT * (1 - offset / self.top_bytes)
+
+    @property
+    def right(self) -> float:
+        return self.x(self.steps + 1)
+
+
+def timeline_svg(report: dict) -> str:
+    layers, buffers = report["layers"], report["buffers"]
+    steps = len(layers)
+    arena, bound = report["arena_bytes"], report["lower_bound_bytes"]
+    column = min(MAX_COLUMN_WIDTH, max(MIN_COLUMN_WIDTH, (WIDTH - PLOT_LEFT - PLOT_RIGHT_MARGIN) / (steps + 2)))
+    axes = Axes(steps, max(arena, bound, 1) * 1.04, column)  # headroom so the arena line is not on the frame
+    width = axes.right + PLOT_RIGHT_MARGIN
+    longest_name = max(len(_column_name(step, layers)) for step in range(-1, steps + 1))
+    height = PLOT_TOP + PLOT_HEIGHT + 16 + longest_name * CHAR_WIDTH
+    live = [sum(b["bytes"] for b in buffers if b["first_layer"] <= step <= b["last_layer"])
+            for step in range(-1, steps + 1)]
+    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+              f'viewBox="0 0 {width:.0f} {height:.0f}" class="timeline" role="img" aria-label="arena timeline">'),
+             _defs(),
+             _peak_bands(axes, live),
+             _y_grid(axes, arena),
+             *(_buffer_rect(axes, index, buffer, layers) for index, buffer in enumerate(buffers)),
+             _live_curve(axes, live),
+             *(_buffer_label(axes, buffer) for buffer in buffers),  # over the curve, to stay legible
+             _limit_lines(axes, arena, bound),
+             _x_labels(axes, layers),
+             (f'<rect x="{PLOT_LEFT}" y="{PLOT_TOP}" width="{axes.right - PLOT_LEFT:.1f}" height="{PLOT_HEIGHT}" '
+              f'class="frame"/>'),
+             "</svg>"]
+    return "\n".join(part for part in parts if part)
+
+
+def _defs() -> str:
+    return ('<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
+            'patternTransform="rotate(45)"><rect width="6" height="6" fill="#fdd0b8"/>'
+            f'<line x1="0" y1="0" x2="0" y2="6" stroke="{KIND_COLOURS["scratch"]}" stroke-width="3"/></pattern></defs>')
+
+
+def _fill(index: int, kind: str) -> str:
+    if kind == "scratch":
+        return "url(#hatch)"
+    return KIND_COLOURS.get(kind, ACTIVATION_COLOURS[index % len(ACTIVATION_COLOURS)])
+
+
+def _buffer_box(axes: Axes, buffer: dict) -> tuple[float, float, float, float]:
+    """(left, right, top, height) of the buffer's rectangle: its lifetime by its byte range."""
+    x0, x1 = axes.x(buffer["first_layer"]) + 1, axes.x(buffer["last_layer"] + 1) - 1
+    y0, y1 = axes.y(buffer["offset"] + buffer["bytes"]), axes.y(buffer["offset"])
+    return x0, x1, y0, max(y1 - y0 - 1, 1.0)  # a 1-unit gap keeps stacked buffers apart
+
+
+def _buffer_rect(axes: Axes, index: int, buffer: dict, layers: list[dict]) -> str:
+    x0, x1, y0, height = _buffer_box(axes, buffer)
+    first = buffer["first_layer"]
+    writer = f"#layer-{first}" if 0 <= first < len(layers) else "#layers"
+    return (f'<a href="{writer}" class="buffer"><title>{escape(_buffer_tooltip(buffer, layers))}</title>'
+            f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{height:.1f}" rx="2" '
+            f'fill="{_fill(index, buffer["kind"])}"/></a>')
+
+
+def _buffer_label(axes: Axes, buffer: dict) -> str:
+    """The buffer's name (and size, if there is room) across its rectangle, else along it if the
+    rectangle is tall and narrow, else nothing: the tooltip still names it."""
+    x0, x1, y0, height = _buffer_box(axes, buffer)
+    name, width = escape(buffer["name"]), x1 - x0
+    text_length = len(buffer["name"]) * CHAR_WIDTH + 8
+    cx, cy = (x0 + x1) / 2, y0 + height / 2
+    if width >= text_length and height >= 30:
+        return (f'<text x="{cx:.1f}" y="{cy - 2:.1f}" class="label">{name}</text>'
+                f'<text x="{cx:.1f}" y="{cy + 11:.1f}" class="sublabel">{kib(buffer["bytes"])}</text>')
+    if width >= text_length and height >= 14:
+        return f'<text x="{cx:.1f}" y="{cy + 4:.1f}" class="label">{name}</text>'
+    if height >= text_length and width >= 14:
+        return (f'<text x="{cx + 4:.1f}" y="{cy:.1f}" class="label" '
+                f'transform="rotate(-90 {cx + 4:.1f} {cy:.1f})">{name}</text>')
+    return ""
+
+
+def _step_name(step: int, layers: list[dict]) -> str:
+    if step < 0:
+        return "before the first layer"
+    if step >= len(layers):
+        return "after the last layer"
+    return f"layer {step} ({layers[step]['name']})"
+
+
+def _buffer_tooltip(buffer: dict, layers: list[dict]) -> str:
+    start, size = buffer["offset"], buffer["bytes"]
+    return (f"{buffer['name']} ({buffer['kind']}): {size:,} B at [{start:,}, {start + size:,})\n"
+            f"live from {_step_name(buffer['first_layer'], layers)} to {_step_name(buffer['last_layer'], layers)}")
+
+
+def _peak_bands(axes: Axes, live: list[int]) -> str:
+    """Shades the steps at which the live bytes peak: the steps that set the lower bound."""
+    peak = max(live, default=0)
+    return "".join(f'<rect x="{axes.x(step - 1):.1f}" y="{PLOT_TOP}" width="{axes.column:.1f}" '
+                   f'height="{PLOT_HEIGHT}" class="peak-band"><title>peak: {peak:,} B live</title></rect>'
+                   for step, value in enumerate(live) if peak and value == peak)
+
+
+def _nice_step(top: float, ticks: int = 6) -> int:
+    raw = top / ticks
+    magnitude = 10 ** math.floor(math.log10(raw)) if raw >= 1 else 1
+    return int(next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw))
+
+
+def _y_grid(axes: Axes, arena: int) -> str:
+    unit = 1024 if arena >= 4096 else 1
+    step = _nice_step(axes.top_bytes / unit) * unit
+    lines = []
+    for value in range(0, int(axes.top_bytes) + 1, step):
+        y = axes.y(value)
+        text = f"{value // 1024:,} KiB" if unit == 1024 else f"{value:,} B"
+        lines.append(f'<line x1="{PLOT_LEFT}" x2="{axes.right:.1f}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+                     f'<text x="{PLOT_LEFT - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{text}</text>')
+    label_y = PLOT_TOP + PLOT_HEIGHT / 2
+    lines.append(f'<text x="14" y="{label_y:.1f}" class="axis-title" '
+                 f'transform="rotate(-90 14 {label_y:.1f})">arena offset</text>')
+    return "".join(lines)
+
+
+def _live_curve(axes: Axes, live: list[int]) -> str:
+    points = []
+    for step, value in enumerate(live, start=-1):
+        y = axes.y(value)
+        points += [f"{axes.x(step):.1f},{y:.1f}", f"{axes.x(step + 1):.1f},{y:.1f}"]
+    return f'<polyline points="{" ".join(points)}" class="live"/>'
+
+
+def _limit_lines(axes: Axes, arena: int, bound: int) -> str:
+    """The arena (the plan's peak) and the liveness lower bound, labelled at the right; one label
+    when they coincide, and labels pushed apart when they would overlap."""
+    y_arena, y_bound = axes.y(arena), axes.y(bound)
+    label_x = axes.right + 8
+    arena_line = _horizontal(axes, y_arena, "arena-line")
+    if arena == bound:
+        return (f'{arena_line}<text x="{label_x:.1f}" y="{y_arena - 2:.1f}" class="line-label arena-text">'
+                f'arena {arena:,} B</text><text x="{label_x:.1f}" y="{y_arena + 12:.1f}" class="line-label bound-text">'
+                f'= liveness bound</text>')
+    return (f'{_horizontal(axes, y_bound, "bound-line")}{arena_line}'
+            f'<text x="{label_x:.1f}" y="{y_arena + 4:.1f}" class="line-label arena-text">arena {arena:,} B</text>'
+            f'<text x="{label_x:.1f}" y="{max(y_bound + 4, y_arena + 18):.1f}" class="line-label bound-text">'
+            f'liveness bound {bound:,} B</text>')
+
+
+def _horizontal(axes: Axes, y: float, css_class: str) -> str:
+    return f'<line x1="{PLOT_LEFT}" x2="{axes.right:.1f}" y1="{y:.1f}" y2="{y:.1f}" class="{css_class}"/>'
+
+
+def _x_labels(axes: Axes, layers: list[dict]) -> str:
+    """Each column's layer index and, where columns are wide enough to read them, the layer names."""
+    top = PLOT_TOP + PLOT_HEIGHT + 8
+    every = max(1, math.ceil(12 / axes.column))  # keep the vertical names at least 12 units apart
+    labels = []
+    for step in range(-1, len(layers) + 1):
+        if step not in (-1, len(layers)) and step % every:
+            continue
+        x = axes.x(step) + axes.column / 2 + 4
+        labels.append(f'<text x="{x:.1f}" y="{top:.1f}" class="tick" text-anchor="end" '
+                      f'transform="rotate(-90 {x:.1f} {top:.1f})">{escape(_column_name(step, layers))}</text>')
+    return "".join(labels)
+
+
+def _column_name(step: int, layers: list[dict]) -> str:
+    if step < 0:
+        return "input"
+    return "output" if step == len(layers) else f"{step} {layers[step]['name']}"

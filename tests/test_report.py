@@ -1,0 +1,67 @@
+"""report.json's memory fields and the HTML memory report made from a real compiled model."""
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from edgec import zoo
+from edgec.pipeline import compile_model, emit
+from edgec.report import write_html_report
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def build_dir(tmp_path_factory):
+    """resnet8 (residual adds keep buffers alive across layers), emitted to a C directory."""
+    compiled = compile_model(f"{zoo.__file__}:resnet8", calibration=zoo.calibration_data("resnet8", 8, seed=0))
+    out_dir = tmp_path_factory.mktemp("build") / "resnet8"
+    emit(compiled, out_dir, "resnet8")
+    return out_dir
+
+
+@pytest.fixture(scope="module")
+def report(build_dir):
+    return json.loads((build_dir / "report.json").read_text())
+
+
+def test_report_json_has_live_bytes_and_buffer_lifetimes(report):
+    layers, buffers = report["layers"], report["buffers"]
+    for index, layer in enumerate(layers):
+        live = [b for b in buffers if b["first_layer"] <= index <= b["last_layer"]]
+        assert layer["live_bytes"] == sum(b["bytes"] for b in live)
+    assert max(layer["live_bytes"] for layer in layers) <= report["lower_bound_bytes"] <= report["arena_bytes"]
+    for buffer in buffers:
+        assert set(buffer) >= {"name", "offset", "bytes", "first_layer", "last_layer"}
+        assert 0 <= buffer["offset"] and buffer["offset"] + buffer["bytes"] <= report["arena_bytes"]
+        assert -1 <= buffer["first_layer"] <= buffer["last_layer"] <= len(layers)
+    assert [b["kind"] for b in buffers if b["kind"] in ("input", "output")] == ["input", "output"]
+
+
+def test_html_report_draws_one_rectangle_per_buffer(report, build_dir, tmp_path):
+    page = write_html_report(build_dir, tmp_path / "report.html").read_text()
+    svg = ET.fromstring(re.search(r"<svg.*?</svg>", page, re.DOTALL).group(0))  # the SVG is well-formed XML
+    buffers = svg.findall(f"{SVG}a[@class='buffer']")
+    assert len(buffers) == len(report["buffers"])
+    assert all(len(a.findall(f"{SVG}rect")) == 1 for a in buffers)
+    tooltips = [a.find(f"{SVG}title").text for a in buffers]
+    assert all(tip.startswith(b["name"]) for tip, b in zip(tooltips, report["buffers"]))
+    assert svg.find(f"{SVG}line[@class='arena-line']") is not None
+
+
+def test_html_report_shows_summary_and_every_layer(report, tmp_path):
+    page = write_html_report(report, tmp_path / "report.html").read_text()
+    for figure in (report["arena_bytes"], report["lower_bound_bytes"], report["weights_bytes"], report["macs"]):
+        assert f"{figure:,}" in page
+    rows = re.findall(r'<tr id="layer-(\d+)">', page)
+    assert rows == [str(i) for i in range(len(report["layers"]))]
+    assert all(layer["name"] in page for layer in report["layers"])
+
+
+def test_html_report_is_self_contained(build_dir, tmp_path):
+    page = write_html_report(build_dir / "report.json", tmp_path / "report.html").read_text()
+    assert not re.search(r'(src|href)="(https?:)?//', page)
+    assert "<script" not in page
