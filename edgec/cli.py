@@ -80,7 +80,8 @@ def _quantized_samples(compiled, calib: str | None, count: int):
 
 
 def _default_name(model: str) -> str:
-    stem = Path(model.split(":")[0]).stem
+    file_part, _, factory = model.rpartition(":")
+    stem = factory if file_part.endswith(".py") else Path(model).stem
     name = "".join(c if c.isalnum() else "_" for c in stem).lower().strip("_") or "model"
     return name if not name[0].isdigit() else f"m_{name}"
 
@@ -104,16 +105,41 @@ def cli():
 @click.option("--name", help="C symbol prefix (default: the model file's name)")
 @click.option("--target", default="host", show_default=True, help=TARGET_HELP)
 @_budget_options
+@click.option("--report", "html_report", is_flag=True, help="also write report.html (layer table, memory timeline)")
 @click.option("--quiet", is_flag=True, help="no progress bar")
-def build(model, out_dir, calib, name, target, ram, flash, quiet):
+def build(model, out_dir, calib, name, target, ram, flash, html_report, quiet):
     """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory."""
-    from edgec.pipeline import emit
+    from edgec.pipeline import check_output_dir, emit
     name = _check_name(name or _default_name(model))
+    check_output_dir(Path(out_dir))
     compiled = _compile(model, calib, _target(target, ram, flash), quiet)
     report = emit(compiled, Path(out_dir), name)
     click.echo(f"{out_dir}: {name} for {report['target']}: {len(report['layers'])} layers, "
-               f"{report['macs']:,} MACs, arena {report['arena_bytes']:,} B "
-               f"(liveness bound {report['lower_bound_bytes']:,} B), constants {report['weights_bytes']:,} B")
+               f"{report['macs']:,} MACs, constants {report['weights_bytes']:,} B (flash)")
+    click.echo(f"arena {report['arena_bytes']:,} B (RAM; liveness bound {report['lower_bound_bytes']:,} B); "
+               f"{_peak_breakdown(report)}")
+    if html_report:
+        from edgec.report import write_html_report
+        click.echo(f"report: {write_html_report(report, Path(out_dir) / 'report.html')}")
+
+
+def _peak_breakdown(report: dict) -> str:
+    """Which layer needs the most live bytes, and which buffers make them up."""
+    if not report["layers"]:
+        return "no layers"
+    step = max(range(len(report["layers"])), key=lambda i: report["layers"][i]["live_bytes"])
+    live = [b for b in report["buffers"] if b["first_layer"] <= step <= b["last_layer"]]
+    parts = " + ".join(f"{b['name']} {b['bytes']:,}" for b in sorted(live, key=lambda b: -b["bytes"]))
+    return f"peak {report['layers'][step]['live_bytes']:,} B at {report['layers'][step]['name']}: {parts}"
+
+
+@cli.command()
+@click.argument("out_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("-o", "--out", "html", type=click.Path(dir_okay=False), help="HTML file (default: OUT_DIR/report.html)")
+def report(out_dir, html):
+    """Write an HTML memory report (layer table, arena timeline) for a built directory."""
+    from edgec.report import write_html_report
+    click.echo(write_html_report(Path(out_dir), Path(html) if html else Path(out_dir) / "report.html"))
 
 
 @cli.command()

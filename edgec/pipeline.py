@@ -68,8 +68,7 @@ def emit(compiled: Compiled, out_dir: Path, name: str) -> dict:
     """Writes the C directory atomically: to a sibling temporary folder, then renamed into place,
     so a failure (or a model over the target's memory budget) never leaves an output directory."""
     out_dir = Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / "report.json").is_file():
-        raise EdgecError(f"{out_dir}: exists and is not an edgec output directory; refusing to replace it")
+    check_output_dir(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
@@ -96,6 +95,13 @@ def check_memory_budget(report: dict, target: Target) -> None:
         typical = target == TARGETS.get(target.name)
         origin = f"budget of {target.part}; set yours with --ram/--flash" if typical else target.part
         raise EdgecError(f"model does not fit {target.name}: {'; '.join(excess)} ({origin})")
+
+
+def check_output_dir(out_dir: Path) -> None:
+    """An existing output directory is replaced only if edgec wrote it (it has a report.json)."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / "report.json").is_file())):
+        raise EdgecError(f"{out_dir}: exists and is not an edgec output directory; refusing to replace it")
 
 
 def check_supported(module: GraphModule, origin: str) -> None:

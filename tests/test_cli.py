@@ -177,3 +177,16 @@ def test_build_never_replaces_a_foreign_directory(tmp_path, capsys):
                            "--quiet", capsys=capsys)
     assert code == 2 and "not an edgec output directory" in err
     assert (precious / "main.c").exists()
+
+
+def test_html_memory_report_from_build_and_report_command(tmp_path, capsys):
+    out = tmp_path / "out"
+    code, text, err = run_cli("build", DIGITS / "digits.pt2", "--calib", DIGITS / "calib.npy", "-o", out,
+                              "--quiet", "--report", capsys=capsys)
+    assert code == 0, err
+    assert "peak" in text and "liveness bound" in text
+    page = (out / "report.html").read_text()
+    assert "<svg" in page and "conv2d_0" in page
+    code, text, err = run_cli("report", out, "-o", tmp_path / "again.html", capsys=capsys)
+    assert code == 0, err
+    assert (tmp_path / "again.html").read_text() == page
