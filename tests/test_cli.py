@@ -116,7 +116,7 @@ def test_factory_spec_and_missing_calibration_warns(tmp_path, capsys):
     code, out, err = run_cli("build", f"{model}:factory", "-o", tmp_path / "out", "--quiet", capsys=capsys)
     assert code == 0, err
     assert "WARNING" in err and "--calib" in err
-    assert (tmp_path / "out" / "model.h").exists()
+    assert (tmp_path / "out" / "factory.h").exists()  # the factory names the C symbols
 
 
 def test_unsupported_operator_names_op_and_source_line(tmp_path, capsys):
