@@ -12,39 +12,18 @@
 
 #include <stddef.h>
 
-static edgec_status check_args(const edgec_conv_params *params,
-                               const edgec_per_channel_quant *quant,
-                               const edgec_dims *input_dims, const int8_t *input,
-                               const edgec_dims *filter_dims, const int8_t *filter,
-                               const edgec_dims *output_dims, const int8_t *output)
+/*
+ * The fast path's constraints on top of edgec_conv_args_valid; anything else must go through
+ * edgec_conv_s8. Without padding every output pixel must read an input pixel.
+ */
+static int pointwise_layout_valid(const edgec_conv_params *params, const edgec_dims *input_dims,
+                                  const edgec_dims *filter_dims, const edgec_dims *output_dims)
 {
-    if (params == NULL || quant == NULL || quant->multiplier == NULL || quant->shift == NULL ||
-        input_dims == NULL || input == NULL || filter_dims == NULL || filter == NULL ||
-        output_dims == NULL || output == NULL) {
-        return EDGEC_ARG_ERROR;
-    }
-    if (input_dims->n < 1 || input_dims->h < 1 || input_dims->w < 1 || input_dims->c < 1 ||
-        output_dims->n != input_dims->n || output_dims->h < 1 || output_dims->w < 1 ||
-        output_dims->c < 1) {
-        return EDGEC_ARG_ERROR;
-    }
-    /* The fast path's constraints; anything else must go through edgec_conv_s8. */
-    if (filter_dims->h != 1 || filter_dims->w != 1 || filter_dims->c != input_dims->c ||
-        filter_dims->n != output_dims->c || params->groups != 1 || params->pad_top != 0 ||
-        params->pad_left != 0 || params->dilation_h != 1 || params->dilation_w != 1 ||
-        params->stride_h < 1 || params->stride_w < 1) {
-        return EDGEC_ARG_ERROR;
-    }
-    /* Without padding every output pixel must read an input pixel. */
-    if ((output_dims->h - 1) * params->stride_h >= input_dims->h ||
-        (output_dims->w - 1) * params->stride_w >= input_dims->w) {
-        return EDGEC_ARG_ERROR;
-    }
-    if (params->act_min < INT8_MIN || params->act_max > INT8_MAX ||
-        params->act_min > params->act_max) {
-        return EDGEC_ARG_ERROR;
-    }
-    return EDGEC_OK;
+    return filter_dims->h == 1 && filter_dims->w == 1 && filter_dims->c == input_dims->c &&
+           filter_dims->n == output_dims->c && params->groups == 1 && params->pad_top == 0 &&
+           params->pad_left == 0 && params->dilation_h == 1 && params->dilation_w == 1 &&
+           (output_dims->h - 1) * params->stride_h < input_dims->h &&
+           (output_dims->w - 1) * params->stride_w < input_dims->w;
 }
 
 edgec_status edgec_conv_1x1_s8(const edgec_conv_params *params,
@@ -55,18 +34,17 @@ edgec_status edgec_conv_1x1_s8(const edgec_conv_params *params,
                                int8_t *scratch)
 {
     (void)scratch; /* the portable path needs none */
-    if (check_args(params, quant, input_dims, input, filter_dims, filter, output_dims, output) !=
-        EDGEC_OK) {
+    if (!edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims,
+                               output) ||
+        !pointwise_layout_valid(params, input_dims, filter_dims, output_dims)) {
         return EDGEC_ARG_ERROR;
     }
     const int32_t in_c = input_dims->c;
     const int32_t in_row_len = input_dims->w * in_c;
     const int32_t out_c = output_dims->c;
     const int32_t input_offset = params->input_offset;
-    const int32_t output_offset = params->output_offset;
-    /* Clamp before adding the output offset: same as clamp(y + offset), without int32 overflow. */
-    const int32_t lo = params->act_min - output_offset;
-    const int32_t hi = params->act_max - output_offset;
+    const edgec_output_stage stage =
+        edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
     int8_t *out = output;
 
     for (int32_t b = 0; b < output_dims->n; b++) {
@@ -81,9 +59,8 @@ edgec_status edgec_conv_1x1_s8(const edgec_conv_params *params,
                         acc += ((int32_t)in_px[ic] + input_offset) * (int32_t)w_row[ic];
                     }
                     w_row += in_c;
-                    acc = edgec_requantize(acc, quant->multiplier[oc], quant->shift[oc]);
-                    acc = EDGEC_MIN(EDGEC_MAX(acc, lo), hi);
-                    *out++ = (int8_t)(acc + output_offset);
+                    *out++ =
+                        edgec_requantize_s8(acc, quant->multiplier[oc], quant->shift[oc], stage);
                 }
             }
         }

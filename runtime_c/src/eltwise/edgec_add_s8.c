@@ -16,19 +16,14 @@
 /* (x + off) is within [-255, 255]; 255 << 23 still fits int32, so 23 is the largest safe shift. */
 #define ADD_MAX_LEFT_SHIFT 23
 
-static int shift_valid(int32_t shift)
-{
-    return shift >= -31 && shift <= 31; /* the range edgec_requantize handles without UB */
-}
-
 static int add_params_valid(const edgec_add_params *p)
 {
     return p->input1_offset >= -127 && p->input1_offset <= 128 &&
            p->input2_offset >= -127 && p->input2_offset <= 128 &&
            p->output_offset >= -128 && p->output_offset <= 127 &&
            p->left_shift >= 0 && p->left_shift <= ADD_MAX_LEFT_SHIFT &&
-           shift_valid(p->input1_shift) && shift_valid(p->input2_shift) && shift_valid(p->output_shift) &&
-           p->act_min >= -128 && p->act_max <= 127 && p->act_min <= p->act_max;
+           edgec_shift_valid(p->input1_shift) && edgec_shift_valid(p->input2_shift) &&
+           edgec_shift_valid(p->output_shift) && edgec_act_range_valid(p->act_min, p->act_max);
 }
 
 /*
@@ -39,7 +34,8 @@ edgec_status edgec_add_s8(const edgec_add_params *params, const int8_t *input1, 
                           int8_t *output, int32_t size)
 {
     int32_t i;
-    int32_t scale, act_lo, act_hi;
+    int32_t scale;
+    edgec_output_stage stage;
 
     if (params == NULL || input1 == NULL || input2 == NULL || output == NULL || size < 0 ||
         !add_params_valid(params)) {
@@ -47,10 +43,7 @@ edgec_status edgec_add_s8(const edgec_add_params *params, const int8_t *input1, 
     }
     /* Multiplying by 2^left_shift instead of `<<`: left-shifting a negative value is UB in C99. */
     scale = (int32_t)1 << params->left_shift;
-    /* clamp(r + off, lo, hi) == clamp(r, lo - off, hi - off) + off, and the right-hand form
-     * cannot overflow even if requantize returns a value near INT32_MAX. */
-    act_lo = params->act_min - params->output_offset;
-    act_hi = params->act_max - params->output_offset;
+    stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
 
     for (i = 0; i < size; ++i) {
         const int32_t x1 = ((int32_t)input1[i] + params->input1_offset) * scale;
@@ -60,10 +53,7 @@ edgec_status edgec_add_s8(const edgec_add_params *params, const int8_t *input1, 
         /* Sum through uint32_t: with arbitrary multipliers a + b may exceed int32, and the
          * golden models that as a two's-complement wrap rather than undefined behaviour. */
         const int32_t sum = (int32_t)((uint32_t)a + (uint32_t)b);
-        int32_t r = edgec_requantize(sum, params->output_multiplier, params->output_shift);
-        r = EDGEC_MAX(r, act_lo);
-        r = EDGEC_MIN(r, act_hi);
-        output[i] = (int8_t)(r + params->output_offset);
+        output[i] = edgec_requantize_s8(sum, params->output_multiplier, params->output_shift, stage);
     }
     return EDGEC_OK;
 }

@@ -14,7 +14,7 @@ edgec_status edgec_clamp_s8(int8_t *data, int32_t size, int32_t act_min, int32_t
     int8_t *end;
     int8_t lo, hi;
 
-    if (data == NULL || size < 0 || act_min < -128 || act_max > 127 || act_min > act_max) {
+    if (data == NULL || size < 0 || !edgec_act_range_valid(act_min, act_max)) {
         return EDGEC_ARG_ERROR;
     }
     end = data + size;

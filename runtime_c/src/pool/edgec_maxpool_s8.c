@@ -4,52 +4,8 @@
  * Each output is the maximum of the taps that fall inside the input (padding never wins), then
  * clamped to act_min..act_max. Input and output share qparams. Golden: edgec.ops.pool.max_pool2d_s8.
  */
-#include <stddef.h>
-
 #include "edgec_nn.h"
 #include "../support/edgec_support.h"
-
-/*
- * One spatial axis. Every output window must overlap the input (a window made only of padding
- * has no maximum), and the furthest window end must fit int32 so the index arithmetic in the
- * kernel cannot overflow. Windows move monotonically, so checking the first and the last is
- * enough. Computed in 64 bits because the arguments are untrusted.
- */
-static int pool_axis_valid(int32_t in_size, int32_t out_size, int32_t filter, int32_t stride, int32_t pad)
-{
-    int64_t last_origin;
-    if (in_size < 1 || out_size < 1 || filter < 1 || stride < 1 || pad < 0 || pad >= filter) {
-        return 0;
-    }
-    last_origin = (int64_t)(out_size - 1) * stride - pad;
-    return last_origin < in_size && last_origin + filter <= INT32_MAX;
-}
-
-static int maxpool_args_valid(const edgec_pool_params *params, const edgec_dims *input_dims,
-                              const int8_t *input, const edgec_dims *output_dims, const int8_t *output)
-{
-    if (params == NULL || input_dims == NULL || input == NULL || output_dims == NULL || output == NULL) {
-        return 0;
-    }
-    if (input_dims->n < 1 || input_dims->c < 1 || output_dims->n != input_dims->n ||
-        output_dims->c != input_dims->c) {
-        return 0;
-    }
-    if (params->act_min < -128 || params->act_max > 127 || params->act_min > params->act_max) {
-        return 0;
-    }
-    return pool_axis_valid(input_dims->h, output_dims->h, params->filter_h, params->stride_h, params->pad_top) &&
-           pool_axis_valid(input_dims->w, output_dims->w, params->filter_w, params->stride_w, params->pad_left);
-}
-
-/* In-bounds tap range [*start, *end) of the window at output index `o` along one axis. */
-static void pool_window(int32_t o, int32_t stride, int32_t pad, int32_t filter, int32_t in_size,
-                        int32_t *start, int32_t *end)
-{
-    const int32_t origin = o * stride - pad;
-    *start = EDGEC_MAX(origin, 0);
-    *end = EDGEC_MIN(origin + filter, in_size);
-}
 
 /* Max of one channel over a non-empty rows x cols window; `p` points at the top-left tap. */
 static int32_t window_max(const int8_t *p, int32_t rows, int32_t cols, int32_t row_stride, int32_t col_stride)
@@ -73,7 +29,7 @@ edgec_status edgec_maxpool_s8(const edgec_pool_params *params, const edgec_dims 
     int32_t n, oy, ox, c;
     int32_t in_h, in_w, channels, out_h, out_w, row_stride;
 
-    if (!maxpool_args_valid(params, input_dims, input, output_dims, output)) {
+    if (!edgec_pool_args_valid(params, input_dims, input, output_dims, output)) {
         return EDGEC_ARG_ERROR;
     }
     in_h = input_dims->h;
@@ -88,11 +44,11 @@ edgec_status edgec_maxpool_s8(const edgec_pool_params *params, const edgec_dims 
         const int8_t *const image = input + n * in_h * row_stride;
         for (oy = 0; oy < out_h; ++oy) {
             int32_t y0, y1;
-            pool_window(oy, params->stride_h, params->pad_top, params->filter_h, in_h, &y0, &y1);
+            edgec_pool_window(oy, params->stride_h, params->pad_top, params->filter_h, in_h, &y0, &y1);
             for (ox = 0; ox < out_w; ++ox) {
                 int32_t x0, x1;
                 const int8_t *window;
-                pool_window(ox, params->stride_w, params->pad_left, params->filter_w, in_w, &x0, &x1);
+                edgec_pool_window(ox, params->stride_w, params->pad_left, params->filter_w, in_w, &x0, &x1);
                 window = image + y0 * row_stride + x0 * channels;
                 for (c = 0; c < channels; ++c) {
                     const int32_t max = window_max(window + c, y1 - y0, x1 - x0, row_stride, channels);

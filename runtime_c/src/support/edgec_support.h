@@ -1,13 +1,19 @@
 /*
- * edgec_support.h -- fixed-point helpers shared by the kernels (internal, header-only).
- * Mirrors edgec/numerics.py exactly. Written without undefined behaviour: shifts of negative
- * values use the implementation-defined arithmetic right shift every Arm and host compiler
- * provides, and left shifts that may wrap go through uint32_t.
+ * edgec_support.h -- helpers shared by the kernels (internal, header-only, static inline).
+ * Code generation copies this header next to only the kernel sources a model uses, so it must
+ * stay self-contained: it includes <stdint.h> and the public edgec_nn.h, nothing else, and has no
+ * companion .c file.
+ *
+ * The fixed-point part mirrors edgec/numerics.py exactly. Written without undefined behaviour:
+ * shifts of negative values use the implementation-defined arithmetic right shift every Arm and
+ * host compiler provides, and left shifts that may wrap go through uint32_t.
  */
 #ifndef EDGEC_SUPPORT_H
 #define EDGEC_SUPPORT_H
 
 #include <stdint.h>
+
+#include "edgec_nn.h"
 
 #define EDGEC_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define EDGEC_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -46,6 +52,170 @@ static inline int8_t edgec_clamp_to_s8(int32_t x, int32_t act_min, int32_t act_m
     x = EDGEC_MAX(x, act_min);
     x = EDGEC_MIN(x, act_max);
     return (int8_t)x;
+}
+
+/* ---- Output stage --------------------------------------------------------------------------- */
+
+/*
+ * y = clamp(r + offset, act_min, act_max), computed as clamp(r, act_min - offset,
+ * act_max - offset) + offset: the same result, but the int32 addition cannot overflow even when
+ * r, a requantized value, is near INT32_MIN/MAX. Make one per call with edgec_output_stage_make.
+ */
+typedef struct {
+    int32_t lo;     /* act_min - offset */
+    int32_t hi;     /* act_max - offset */
+    int32_t offset; /* the output zero point */
+} edgec_output_stage;
+
+static inline edgec_output_stage edgec_output_stage_make(int32_t offset, int32_t act_min,
+                                                         int32_t act_max)
+{
+    edgec_output_stage stage;
+    stage.lo = act_min - offset;
+    stage.hi = act_max - offset;
+    stage.offset = offset;
+    return stage;
+}
+
+static inline int8_t edgec_output_s8(edgec_output_stage stage, int32_t r)
+{
+    r = EDGEC_MAX(r, stage.lo);
+    r = EDGEC_MIN(r, stage.hi);
+    return (int8_t)(r + stage.offset);
+}
+
+/* requantize, then the output stage: the last step of conv, depthwise, fully connected and add. */
+static inline int8_t edgec_requantize_s8(int32_t acc, int32_t multiplier, int32_t shift,
+                                         edgec_output_stage stage)
+{
+    return edgec_output_s8(stage, edgec_requantize(acc, multiplier, shift));
+}
+
+/* ---- Argument checks ------------------------------------------------------------------------ */
+
+/* act_min..act_max is a non-empty int8 range. */
+static inline int edgec_act_range_valid(int32_t act_min, int32_t act_max)
+{
+    return act_min >= INT8_MIN && act_max <= INT8_MAX && act_min <= act_max;
+}
+
+/* The shifts edgec_requantize handles without undefined behaviour (QuantizeMultiplier: -31..30). */
+static inline int edgec_shift_valid(int32_t shift)
+{
+    return shift >= -31 && shift <= 31;
+}
+
+static inline int edgec_dims_positive(const edgec_dims *d)
+{
+    return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
+}
+
+/*
+ * The checks every convolution kernel (conv, 1x1, depthwise) starts with: no NULL pointer,
+ * positive input and output dimensions, one batch size, stride >= 1 and an int8 activation range.
+ * Each kernel then checks its filter and window (edgec_conv_window_valid or stricter).
+ */
+static inline int edgec_conv_args_valid(const edgec_conv_params *params,
+                                        const edgec_per_channel_quant *quant,
+                                        const edgec_dims *input_dims, const int8_t *input,
+                                        const edgec_dims *filter_dims, const int8_t *filter,
+                                        const edgec_dims *output_dims, const int8_t *output)
+{
+    if (!params || !quant || !quant->multiplier || !quant->shift || !input_dims || !input ||
+        !filter_dims || !filter || !output_dims || !output) {
+        return 0;
+    }
+    return edgec_dims_positive(input_dims) && edgec_dims_positive(output_dims) &&
+           output_dims->n == input_dims->n && params->stride_h >= 1 && params->stride_w >= 1 &&
+           edgec_act_range_valid(params->act_min, params->act_max);
+}
+
+/* A general convolution window: positive filter dimensions, dilation >= 1, padding >= 0. */
+static inline int edgec_conv_window_valid(const edgec_conv_params *params,
+                                          const edgec_dims *filter_dims)
+{
+    return edgec_dims_positive(filter_dims) && params->dilation_h >= 1 &&
+           params->dilation_w >= 1 && params->pad_top >= 0 && params->pad_left >= 0;
+}
+
+/* ---- Convolution windows -------------------------------------------------------------------- */
+
+/*
+ * The taps of the window at output index o along one axis: tap k reads input coordinate
+ * base + k * dilation, and the taps in [first, last) are the ones inside [0, in_size). The range
+ * is empty (first == last) when no tap is in bounds. Computing it once per output pixel spares
+ * the inner loops a bounds test per tap.
+ */
+typedef struct {
+    int32_t base;
+    int32_t first;
+    int32_t last;
+} edgec_tap_range;
+
+static inline edgec_tap_range edgec_conv_taps(int32_t o, int32_t stride, int32_t pad,
+                                              int32_t dilation, int32_t kernel, int32_t in_size)
+{
+    edgec_tap_range taps;
+    int32_t lo = 0;
+    int32_t hi = 0;
+    taps.base = o * stride - pad;
+    if (taps.base < 0) {
+        lo = (-taps.base + dilation - 1) / dilation; /* ceil(-base / dilation) */
+    }
+    if (taps.base < in_size) {
+        hi = (in_size - taps.base + dilation - 1) / dilation; /* ceil((in_size - base) / dilation) */
+    }
+    hi = EDGEC_MIN(hi, kernel);
+    taps.first = lo;
+    taps.last = EDGEC_MAX(lo, hi);
+    return taps;
+}
+
+/* ---- Pooling -------------------------------------------------------------------------------- */
+
+/*
+ * One spatial axis of a pooling window. Every output window must overlap the input (a window
+ * made only of padding has no maximum or average), and the furthest window end must fit int32 so
+ * the index arithmetic in the kernel cannot overflow. Windows move monotonically, so checking the
+ * first and the last is enough. Computed in 64 bits because the arguments are untrusted.
+ */
+static inline int edgec_pool_axis_valid(int32_t in_size, int32_t out_size, int32_t filter,
+                                        int32_t stride, int32_t pad)
+{
+    int64_t last_origin;
+    if (in_size < 1 || out_size < 1 || filter < 1 || stride < 1 || pad < 0 || pad >= filter) {
+        return 0;
+    }
+    last_origin = (int64_t)(out_size - 1) * stride - pad;
+    return last_origin < in_size && last_origin + filter <= INT32_MAX;
+}
+
+/* The checks shared by max and average pooling. */
+static inline int edgec_pool_args_valid(const edgec_pool_params *params,
+                                        const edgec_dims *input_dims, const int8_t *input,
+                                        const edgec_dims *output_dims, const int8_t *output)
+{
+    if (!params || !input_dims || !input || !output_dims || !output) {
+        return 0;
+    }
+    if (input_dims->n < 1 || input_dims->c < 1 || output_dims->n != input_dims->n ||
+        output_dims->c != input_dims->c) {
+        return 0;
+    }
+    return edgec_act_range_valid(params->act_min, params->act_max) &&
+           edgec_pool_axis_valid(input_dims->h, output_dims->h, params->filter_h, params->stride_h,
+                                 params->pad_top) &&
+           edgec_pool_axis_valid(input_dims->w, output_dims->w, params->filter_w, params->stride_w,
+                                 params->pad_left);
+}
+
+/* In-bounds input range [*start, *end) of the window at output index o along one axis. */
+static inline void edgec_pool_window(int32_t o, int32_t stride, int32_t pad, int32_t filter,
+                                     int32_t in_size, int32_t *start, int32_t *end)
+{
+    const int32_t origin = o * stride - pad;
+    *start = EDGEC_MAX(origin, 0);
+    *end = EDGEC_MIN(origin + filter, in_size);
 }
 
 #endif /* EDGEC_SUPPORT_H */
