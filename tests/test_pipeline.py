@@ -8,7 +8,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-from edgec import verify
+from edgec import sim, verify
 from edgec.pipeline import compile_model, emit
 from edgec.quantize import EdgecQuantizer
 
@@ -92,7 +92,13 @@ def test_every_supported_op_form_is_bit_exact(tmp_path):
     assert compiled.graph.ops[0].attrs["pad"] == (2, 1, 1, 0)  # F.pad folded into the stem conv
     depthwise = next(op for op in compiled.graph.ops if op.kind == "depthwise_conv2d")
     assert depthwise.attrs["ch_mult"] == 2
-    assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((10, 3, 13, 9))).exact
+    floats = rng.standard_normal((10, 3, 13, 9)).astype(np.float32)
+    assert _bit_exact(compiled, tmp_path / "out", tmp_path, floats).exact
+    # The NHWC layout (flatten into linear permutes the weight columns) must keep the float meaning.
+    # Checked per layer: a wrong permutation drops the flatten-fed linear layer to ~0 dB.
+    int8_values = [sim.run(compiled.graph, x) for x in verify.quantized_inputs(compiled.graph, floats)]
+    rows = sim.layer_sqnr(compiled.graph, verify.float_reference(compiled, floats), int8_values)
+    assert len(rows) >= 8 and min(row["sqnr_db"] for row in rows) > 20, rows
 
 
 def test_prequantized_program_keeps_its_qparams_exactly(tmp_path):
