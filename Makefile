@@ -39,7 +39,8 @@ demo: $(STAMP)/install
 	$(PYTHON) examples/digits/evaluate.py build/digits
 
 # Exact instruction counts, flash and RAM of the four reference models on Cortex-M4 and M55 under
-# QEMU, written to BENCHMARKS.md next to CMSIS-NN's figures.
+# QEMU, written to BENCHMARKS.md next to CMSIS-NN's figures; its Memory section (arena, liveness
+# bounds, RAM besides the arena) comes from the same runs, next to TFLite Micro's arena.
 BENCH_DIR := build/bench
 BENCH_MODELS := ds_cnn mobilenet_v1_025 resnet8 fc_autoencoder
 BENCH_TARGETS := cortex-m4 cortex-m55

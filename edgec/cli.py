@@ -118,6 +118,9 @@ def build(model, out_dir, calib, name, target, ram, flash, html_report, quiet):
                f"{report['macs']:,} MACs, constants {report['weights_bytes']:,} B (flash)")
     click.echo(f"arena {report['arena_bytes']:,} B (RAM; liveness bound {report['lower_bound_bytes']:,} B); "
                f"{_peak_breakdown(report)}")
+    click.echo(f"in place: {report['in_place_layers']} layers (liveness bound without: "
+               f"{report['lower_bound_without_in_place_bytes']:,} B); kernel scratch {report['scratch_bytes']:,} B "
+               f"in {sum(1 for layer in report['layers'] if layer['scratch_bytes'])} layers")
     if html_report:
         from edgec.report import write_html_report
         click.echo(f"report: {write_html_report(report, Path(out_dir) / 'report.html')}")
@@ -129,7 +132,8 @@ def _peak_breakdown(report: dict) -> str:
         return "no layers"
     step = max(range(len(report["layers"])), key=lambda i: report["layers"][i]["live_bytes"])
     live = [b for b in report["buffers"] if b["first_layer"] <= step <= b["last_layer"]]
-    parts = " + ".join(f"{b['name']} {b['bytes']:,}" for b in sorted(live, key=lambda b: -b["bytes"]))
+    parts = " + ".join(f"{b['name']} {b['bytes']:,}" + (f" (over {b['overwrites']})" if b["overwrites"] else "")
+                       for b in sorted(live, key=lambda b: -b["bytes"]))
     return f"peak {report['layers'][step]['live_bytes']:,} B at {report['layers'][step]['name']}: {parts}"
 
 

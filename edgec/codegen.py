@@ -17,7 +17,7 @@ import numpy as np
 from edgec import __version__
 from edgec.ir import Graph, Op
 from edgec.ops import KINDS
-from edgec.plan import Buffer, MemoryPlan, live_bytes, offset_of, scratch_buffer_name
+from edgec.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_buffer_name
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -44,6 +44,10 @@ class Names:
             return "NULL"
         return f"({self.model}_arena + {self.plan.scratch[op.name][0]})"
 
+    def in_place(self, op: Op) -> bool:
+        """Whether the plan writes `op`'s output over one of its inputs (its in-place kernel then)."""
+        return op.name in self.plan.in_place
+
 
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
@@ -67,13 +71,29 @@ def _io(graph: Graph, plan: MemoryPlan, name: str) -> dict:
             "offset": offset_of(plan, graph, name)}
 
 
+def allowed_writes(op: Op, graph: Graph, plan: MemoryPlan) -> list[tuple[int, int]]:
+    """The arena bytes layer `op` may change: its output's and its scratch's [start, end), in
+    address order after (0, 0) fillers, so there are always two (checked by EDGEC_CHECK_WRITES)."""
+    out = graph.tensors[op.outputs[0]]
+    start = offset_of(plan, graph, op.outputs[0])
+    ranges = [] if out.alias_of else [(start, start + out.size)]  # a view writes nothing
+    if op.name in plan.scratch:
+        offset, size = plan.scratch[op.name]
+        ranges.append((offset, offset + size))
+    return [(0, 0)] * (2 - len(ranges)) + sorted(ranges)
+
+
 def runtime_sources(graph: Graph) -> list[str]:
     """The runtime_c/src files the model's kernels need, in a stable order."""
     return sorted({source for op in graph.ops for source in KINDS[op.kind].runtime_sources})
 
 
 def report(graph: Graph, plan: MemoryPlan, name: str, target: str, weights_bytes: int) -> dict:
+    """report.json. Per layer: live_bytes, the arena bytes in use while it runs; in_place, the
+    input its output is written over (null: none). Per buffer: overwrites, the buffer it is
+    written over in place (null: none)."""
     layers = []
+    overwritten = _overwritten(graph, plan)
     for index, op in enumerate(graph.ops):
         out = graph.tensors[op.outputs[0]]
         layers.append({
@@ -81,20 +101,29 @@ def report(graph: Graph, plan: MemoryPlan, name: str, target: str, weights_bytes
             "output_shape": list(out.shape), "arena_offset": offset_of(plan, graph, op.outputs[0]),
             "output_bytes": 0 if out.alias_of else out.size,
             "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1], "source": op.source,
-            "live_bytes": live_bytes(plan.buffers, index)})
+            "in_place": overwritten.get(graph.storage(op.outputs[0])) if op.name in plan.in_place else None,
+            "live_bytes": occupied_bytes(plan, index)})
     return {"name": name, "target": target, "macs": sum(layer["macs"] for layer in layers),
             "arena_bytes": plan.arena_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
+            "lower_bound_without_in_place_bytes": plan.lower_bound_without_in_place_bytes,
+            "in_place_layers": len(plan.in_place), "scratch_bytes": sum(size for _, size in plan.scratch.values()),
             "weights_bytes": weights_bytes, "planner": plan.strategy, "layers": layers,
-            "buffers": [_buffer_entry(buffer, plan, len(graph.ops)) for buffer in plan.buffers]}
+            "buffers": [_buffer_entry(buffer, plan, len(graph.ops), overwritten) for buffer in plan.buffers]}
 
 
-def _buffer_entry(buffer: Buffer, plan: MemoryPlan, steps: int) -> dict:
+def _overwritten(graph: Graph, plan: MemoryPlan) -> dict[str, str]:
+    """In-place output buffer -> the input buffer it is written over."""
+    return {graph.storage(op.outputs[0]): graph.storage(op.inputs[plan.in_place[op.name].input])
+            for op in graph.ops if op.name in plan.in_place}
+
+
+def _buffer_entry(buffer: Buffer, plan: MemoryPlan, steps: int, overwritten: dict[str, str]) -> dict:
     """One arena buffer's bytes and lifetime; first_layer -1 / last_layer == len(layers) mean it is
     live before the first / after the last layer (the model's input / output)."""
     scratch = buffer.name in {scratch_buffer_name(op) for op in plan.scratch}
     kind = "scratch" if scratch else "input" if buffer.first < 0 else "output" if buffer.last >= steps else "activation"
     return {"name": buffer.name, "kind": kind, "offset": plan.offsets[buffer.name], "bytes": buffer.size,
-            "first_layer": buffer.first, "last_layer": buffer.last}
+            "first_layer": buffer.first, "last_layer": buffer.last, "overwrites": overwritten.get(buffer.name)}
 
 
 def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, origin: str) -> dict:
@@ -106,7 +135,8 @@ def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, or
                  for call in calls for ctype, symbol, values in call.constants]
     weights_bytes = sum(c["count"] * np.dtype(C_TYPES[c["ctype"]]).itemsize for c in constants)
     layers = [{"index": i, "name": op.name, "op": op.kind, "code": call.code, "params": call.params,
-               "shape": "x".join(str(v) for v in graph.tensors[op.outputs[0]].shape), "source": op.source}
+               "shape": "x".join(str(v) for v in graph.tensors[op.outputs[0]].shape), "source": op.source,
+               "writes": allowed_writes(op, graph, plan)}
               for i, (op, call) in enumerate(zip(graph.ops, calls))]
     sources = [f"{name}.c", f"{name}_weights.c"] + [f"runtime/src/{s}" for s in runtime_sources(graph)]
     context = {"name": name, "NAME": name.upper(), "version": __version__, "origin": Path(origin).name,

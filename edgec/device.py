@@ -1,6 +1,7 @@
 """Run a generated model directory on an emulated Cortex-M: cross-compile it with a bare-metal
-driver (templates/target_main.c.j2), run it under QEMU and read its outputs back, or count the
-instructions each layer executes (edgec bench).
+driver (templates/target_main.c.j2), run it under QEMU and read its outputs back (every layer's
+arena writes checked), count the instructions each layer executes (edgec bench), or measure the RAM
+the model needs besides its arena.
 
 Samples travel as host files over semihosting: the driver reads int8 inputs from INPUTS_FILE and
 writes int8 outputs to OUTPUTS_FILE, both in the build directory (QEMU's working directory), so
@@ -48,20 +49,25 @@ def model_sources(model_dir: Path, name: str) -> list[Path]:
     return [model_dir / f"{name}.c", model_dir / f"{name}_weights.c", *runtime]
 
 
+# What a program is built for: "verify" checks every layer's writes (EDGEC_CHECK_WRITES), "bench"
+# brackets the layers for instruction counting, "memory" measures the stack one invoke uses.
+BUILD_DEFINES = {"verify": ("EDGEC_CHECK_WRITES",), "bench": ("EDGEC_BENCH",), "memory": ("EDGEC_REPORT_STACK",)}
+INVOKE_STACK = re.compile(r"invoke_stack_bytes (\d+)")
+
+
 def build_program(target: Target, model_dir: Path, name: str, build_dir: Path, *,
-                  bench: bool = False) -> Path:
-    """The model directory and the semihosting driver, cross-compiled and linked into one ELF."""
+                  purpose: str = "verify") -> Path:
+    """The model directory and the semihosting driver, cross-compiled and linked into one ELF
+    built for `purpose` (a BUILD_DEFINES key)."""
     build_dir.mkdir(parents=True, exist_ok=True)
     driver = build_dir / "target_main.c"
     template = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                                   undefined=jinja2.StrictUndefined).get_template("target_main.c.j2")
     driver.write_text(template.render(name=name, NAME=name.upper(), inputs_file=INPUTS_FILE,
                                       outputs_file=OUTPUTS_FILE))
-    suffix = "_bench" if bench else ""
     return toolchain.cross_compile(target, [driver, *model_sources(model_dir, name)],
                                    [model_dir, model_dir / "runtime" / "include"],
-                                   build_dir / f"{name}{suffix}.elf",
-                                   defines=["EDGEC_BENCH"] if bench else (),
+                                   build_dir / f"{name}_{purpose}.elf", defines=BUILD_DEFINES[purpose],
                                    extra_cflags=WARNING_FLAGS)
 
 
@@ -99,6 +105,66 @@ def run_model(target: Target, model_dir: Path, name: str, inputs: np.ndarray, bu
     return _read_outputs(build_dir, len(inputs), output_size(model_dir, name))
 
 
+# ---------------------------------------------------------------------------------------------
+# RAM besides the arena
+
+@dataclass
+class RamBeyondArena:
+    """What a model needs in RAM on a target besides its arena."""
+    invoke_stack_bytes: int  # the deepest stack one invoke used (QEMU, painted stack; up to 64 B high)
+    data_bytes: int  # .data of the generated code and kernels (copied from flash at reset)
+    bss_bytes: int  # .bss of the generated code and kernels, the arena excepted
+    writable_sections: list[str]  # every writable section of those objects, the arena's included
+
+    @property
+    def total_bytes(self) -> int:
+        return self.invoke_stack_bytes + self.data_bytes + self.bss_bytes
+
+    def to_json(self) -> dict:
+        return {"invoke_stack_bytes": self.invoke_stack_bytes, "data_bytes": self.data_bytes,
+                "bss_bytes": self.bss_bytes, "total_bytes": self.total_bytes}
+
+
+def ram_beyond_arena(target: Target, model_dir: Path, name: str, sample: np.ndarray, build_dir: Path) -> RamBeyondArena:
+    """Measures, for one invoke on `sample` under QEMU, the stack it uses, and, from the object
+    files of the generated code and kernels (as a firmware would link them), their .data and their
+    .bss other than the arena."""
+    require_runnable(target)
+    elf = build_program(target, model_dir, name, build_dir, purpose="memory")
+    _write_inputs(build_dir, sample.reshape(1, -1))
+    result = toolchain.run_qemu(target, elf, timeout=qemu_timeout(read_report(model_dir)["macs"], 1), cwd=build_dir)
+    _check_exit(result, target)
+    stack = INVOKE_STACK.search(result.stderr)
+    if stack is None:
+        raise EdgecError(f"the stack-measuring program printed no invoke_stack_bytes: {result.stderr[:300]}")
+    sections = writable_sections(target, model_dir, name)
+    arena = f".bss.{name}_arena"
+    return RamBeyondArena(int(stack.group(1)),
+                          sum(size for section, (size, nobits) in sections.items() if not nobits),
+                          sum(size for section, (size, nobits) in sections.items() if nobits and section != arena),
+                          sorted(sections))
+
+
+def writable_sections(target: Target, model_dir: Path, name: str) -> dict[str, tuple[int, bool]]:
+    """Section name -> (bytes, whether it is .bss-like) of every non-empty writable section in
+    the objects of the generated directory, compiled for `target`."""
+    from elftools.elf.constants import SH_FLAGS
+    from elftools.elf.elffile import ELFFile
+
+    objects = toolchain.compile_objects(target, model_sources(model_dir, name),
+                                        include_dirs=[model_dir, model_dir / "runtime" / "include"],
+                                        defines=BUILD_DEFINES["memory"], extra_cflags=WARNING_FLAGS)
+    sections: dict[str, tuple[int, bool]] = {}
+    for path in objects:
+        with open(path, "rb") as f:
+            for section in ELFFile(f).iter_sections():
+                flags = section["sh_flags"]
+                if flags & SH_FLAGS.SHF_ALLOC and flags & SH_FLAGS.SHF_WRITE and section["sh_size"]:
+                    size, nobits = sections.get(section.name, (0, section["sh_type"] == "SHT_NOBITS"))
+                    sections[section.name] = (size + section["sh_size"], nobits)
+    return sections
+
+
 def read_report(model_dir: Path) -> dict:
     return json.loads((model_dir / "report.json").read_text())
 
@@ -129,6 +195,7 @@ class Bench:
     arena_bytes: int
     weights_bytes: int
     output: np.ndarray         # the model's int8 output for the benchmarked sample
+    ram_beyond_arena: RamBeyondArena  # of the model alone, measured apart from the bench program
 
     @property
     def total_instructions(self) -> int:
@@ -141,6 +208,7 @@ class Bench:
     def to_json(self) -> dict:
         return {"target": self.target, "total_instructions": self.total_instructions, "macs": self.macs,
                 "flash_bytes": self.flash_bytes, "ram_bytes": self.ram_bytes,
+                "ram_beyond_arena": self.ram_beyond_arena.to_json(),
                 "layers": [{"name": l.name, "op": l.op, "macs": l.macs, "instructions": l.instructions}
                            for l in self.layers]}
 
@@ -163,7 +231,7 @@ def bench(target: Target, model_dir: Path, name: str, sample: np.ndarray, build_
     """One invoke on `sample` (int8, one row) under QEMU with the instruction-count plugin."""
     require_runnable(target)
     report = read_report(model_dir)
-    elf = build_program(target, model_dir, name, build_dir, bench=True)
+    elf = build_program(target, model_dir, name, build_dir, purpose="bench")
     _write_inputs(build_dir, sample.reshape(1, -1))
     counts = toolchain.count_instructions(target, elf, timeout=qemu_timeout(report["macs"], 1),
                                           cwd=build_dir, expect_status=None)
@@ -174,9 +242,10 @@ def bench(target: Target, model_dir: Path, name: str, sample: np.ndarray, build_
     layers = [LayerCount(report["layers"][i]["name"], report["layers"][i]["op"], report["layers"][i]["macs"], n)
               for i, n in zip(indices, counts["insns"])]
     memory = toolchain.elf_memory(elf)
+    output = _read_outputs(build_dir, 1, output_size(model_dir, name))[0]
     return Bench(target.name, layers, memory["flash_bytes"], memory["ram_bytes"], memory,
-                 report["arena_bytes"], report["weights_bytes"],
-                 _read_outputs(build_dir, 1, output_size(model_dir, name))[0])
+                 report["arena_bytes"], report["weights_bytes"], output,
+                 ram_beyond_arena(target, model_dir, name, sample, build_dir))
 
 
 def format_table(result: Bench, model: str) -> str:
@@ -197,5 +266,8 @@ def format_table(result: Bench, model: str) -> str:
                  f"model constants {result.weights_bytes:,})")
     lines.append(f"RAM {result.ram_bytes:,} B (data {m['data']:,} + bss {m['bss']:,} + stack {m['stack']:,}; "
                  f"arena {result.arena_bytes:,})")
+    extra = result.ram_beyond_arena
+    lines.append(f"the model's RAM besides the arena: {extra.total_bytes:,} B (invoke stack {extra.invoke_stack_bytes:,} "
+                 f"+ data {extra.data_bytes:,} + bss {extra.bss_bytes:,})")
     lines.append(f"counted: {COUNTED}; flash and RAM are those of the whole bench program.")
     return "\n".join(lines)

@@ -11,6 +11,8 @@ from math import prod
 
 import numpy as np
 
+ARENA_ALIGNMENT = 4  # every arena offset is a multiple: kernels may read activations 32 bits at a time
+
 
 @dataclass
 class Tensor:
@@ -31,6 +33,20 @@ class Tensor:
 
     def dequantize(self, q: np.ndarray) -> np.ndarray:
         return (q.astype(np.float64) - self.zero_point) * self.scale
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """One way an op's kernel can write its output over one of its inputs (see OpDef.in_place).
+
+    The planner may use it only when nothing reads that input's bytes after the op; then the two
+    tensors share bytes, the input starting `input_offset` bytes after the output's start
+    (0: head-aligned; output size - input size: tail-aligned, the two end together), and the
+    kernel needs `scratch_bytes` of scratch instead of its usual scratch.
+    """
+    input: int  # index into op.inputs
+    input_offset: int  # bytes, a multiple of the arena alignment; may be negative
+    scratch_bytes: int = 0
 
 
 @dataclass

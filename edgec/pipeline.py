@@ -1,5 +1,5 @@
 """The whole compiler, top to bottom:
-load -> export -> fold BN -> quantize -> lower -> fuse -> layout -> finalize -> plan -> emit.
+load -> export -> fold BN -> quantize -> lower -> fuse -> layout -> finalize -> schedule + plan -> emit.
 """
 from __future__ import annotations
 
@@ -23,8 +23,9 @@ from edgec.ops import KINDS, OPS
 from edgec.passes.fold_batchnorm import fold_batchnorm
 from edgec.passes.fuse import fold_pad, fuse_activations
 from edgec.passes.to_nhwc import to_nhwc
-from edgec.plan import MemoryPlan, plan_memory
+from edgec.plan import MemoryPlan
 from edgec.quantize import is_quantized, quantize
+from edgec.schedule import schedule_and_plan
 from edgec.targets import TARGETS, Target, get_target
 from edgec.torch_ops import GETITEM, IDENTITIES
 
@@ -60,7 +61,8 @@ def compile_model(spec: str, *, calibration: np.ndarray | None, target: str = "h
     to_nhwc(graph)
     for op in graph.ops:
         KINDS[op.kind].finalize(op, graph)
-    plan = plan_memory(graph, target_info)
+        KINDS[op.kind].specialize(op, graph, target_info)
+    plan = schedule_and_plan(graph, target_info)
     return Compiled(graph, plan, target_info, loaded.origin, loaded.example_inputs, float_module, quantized_module)
 
 

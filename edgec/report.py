@@ -3,7 +3,9 @@ made from a build's report.json, for a person to open in a browser.
 
 It shows the summary, a timeline of the arena (x: execution step, y: arena offset; one rectangle
 per buffer over its lifetime and byte range, like TFLM's arena visualiser but for the whole run)
-and the per-layer table.
+and the per-layer table. A layer that runs in place hands its input's bytes over to its output in
+the middle of its column (a dashed line marks it), and a chain of such layers, one block of the
+plan, keeps one colour.
 """
 from __future__ import annotations
 
@@ -90,16 +92,18 @@ def timeline_svg(report: dict) -> str:
     width = axes.right + PLOT_RIGHT_MARGIN
     longest_name = max(len(_column_name(step, layers)) for step in range(-1, steps + 1))
     height = PLOT_TOP + PLOT_HEIGHT + 16 + longest_name * CHAR_WIDTH
-    live = [sum(b["bytes"] for b in buffers if b["first_layer"] <= step <= b["last_layer"])
-            for step in range(-1, steps + 1)]
+    live = [occupied_bytes(buffers, step) for step in range(-1, steps + 1)]
+    overwritten_by = {b["overwrites"]: b["name"] for b in buffers if b.get("overwrites")}
     parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
               f'viewBox="0 0 {width:.0f} {height:.0f}" class="timeline" role="img" aria-label="arena timeline">'),
              _defs(),
              _peak_bands(axes, live),
              _y_grid(axes, arena),
-             *(_buffer_rect(axes, index, buffer, layers) for index, buffer in enumerate(buffers)),
+             *(_buffer_rect(axes, buffer, layers, _block_colour(buffer, buffers), overwritten_by)
+               for buffer in buffers),
+             *(_handover(axes, buffer, buffers, layers) for buffer in buffers if buffer.get("overwrites")),
              _live_curve(axes, live),
-             *(_buffer_label(axes, buffer) for buffer in buffers),  # over the curve, to stay legible
+             *(_buffer_label(axes, buffer, overwritten_by) for buffer in buffers),  # over the curve, to stay legible
              _limit_lines(axes, arena, bound),
              _x_labels(axes, layers),
              (f'<rect x="{PLOT_LEFT}" y="{PLOT_TOP}" width="{axes.right - PLOT_LEFT:.1f}" height="{PLOT_HEIGHT}" '
@@ -114,32 +118,68 @@ def _defs() -> str:
             f'<line x1="0" y1="0" x2="0" y2="6" stroke="{KIND_COLOURS["scratch"]}" stroke-width="3"/></pattern></defs>')
 
 
-def _fill(index: int, kind: str) -> str:
-    if kind == "scratch":
+def occupied_bytes(buffers: list[dict], step: int) -> int:
+    """Arena bytes in use at `step`: the union of the live buffers' byte ranges (so an in-place
+    layer's input and output count once), as report.json's live_bytes."""
+    ranges = sorted((b["offset"], b["offset"] + b["bytes"]) for b in buffers if b["first_layer"] <= step <= b["last_layer"])
+    total, covered = 0, 0
+    for start, stop in ranges:
+        total += max(0, stop - max(start, covered))
+        covered = max(covered, stop)
+    return total
+
+
+def _block_colour(buffer: dict, buffers: list[dict]) -> str:
+    """Scratch is hatched, the model's input and output have their colours; an activation takes
+    the colour of the first buffer of its in-place chain, so a block reads as one."""
+    if buffer["kind"] == "scratch":
         return "url(#hatch)"
-    return KIND_COLOURS.get(kind, ACTIVATION_COLOURS[index % len(ACTIVATION_COLOURS)])
+    if buffer["kind"] in KIND_COLOURS:
+        return KIND_COLOURS[buffer["kind"]]
+    by_name = {b["name"]: b for b in buffers}
+    root = buffer
+    while root.get("overwrites") and by_name[root["overwrites"]]["kind"] == "activation":
+        root = by_name[root["overwrites"]]
+    return ACTIVATION_COLOURS[buffers.index(root) % len(ACTIVATION_COLOURS)]
 
 
-def _buffer_box(axes: Axes, buffer: dict) -> tuple[float, float, float, float]:
-    """(left, right, top, height) of the buffer's rectangle: its lifetime by its byte range."""
+def _buffer_box(axes: Axes, buffer: dict, overwritten_by: dict[str, str]) -> tuple[float, float, float, float]:
+    """(left, right, top, height) of the buffer's rectangle: its lifetime by its byte range. An
+    in-place layer's input ends, and its output starts, in the middle of the layer's column."""
     x0, x1 = axes.x(buffer["first_layer"]) + 1, axes.x(buffer["last_layer"] + 1) - 1
+    if buffer.get("overwrites"):
+        x0 = axes.x(buffer["first_layer"]) + axes.column / 2
+    if buffer["name"] in overwritten_by:
+        x1 = axes.x(buffer["last_layer"]) + axes.column / 2
     y0, y1 = axes.y(buffer["offset"] + buffer["bytes"]), axes.y(buffer["offset"])
     return x0, x1, y0, max(y1 - y0 - 1, 1.0)  # a 1-unit gap keeps stacked buffers apart
 
 
-def _buffer_rect(axes: Axes, index: int, buffer: dict, layers: list[dict]) -> str:
-    x0, x1, y0, height = _buffer_box(axes, buffer)
+def _buffer_rect(axes: Axes, buffer: dict, layers: list[dict], fill: str, overwritten_by: dict[str, str]) -> str:
+    x0, x1, y0, height = _buffer_box(axes, buffer, overwritten_by)
     first = buffer["first_layer"]
     writer = f"#layer-{first}" if 0 <= first < len(layers) else "#layers"
     return (f'<a href="{writer}" class="buffer"><title>{escape(_buffer_tooltip(buffer, layers))}</title>'
             f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{height:.1f}" rx="2" '
-            f'fill="{_fill(index, buffer["kind"])}"/></a>')
+            f'fill="{fill}"/></a>')
 
 
-def _buffer_label(axes: Axes, buffer: dict) -> str:
+def _handover(axes: Axes, output: dict, buffers: list[dict], layers: list[dict]) -> str:
+    """A dashed line where an in-place layer's output takes over its input's bytes."""
+    source = next(b for b in buffers if b["name"] == output["overwrites"])
+    x = axes.x(output["first_layer"]) + axes.column / 2
+    low = min(source["offset"], output["offset"])
+    high = max(source["offset"] + source["bytes"], output["offset"] + output["bytes"])
+    tooltip = (f"{_step_name(output['first_layer'], layers)} runs in place: it writes {output['name']} "
+               f"over {source['name']}")
+    return (f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{axes.y(high):.1f}" y2="{axes.y(low):.1f}" class="handover">'
+            f'<title>{escape(tooltip)}</title></line>')
+
+
+def _buffer_label(axes: Axes, buffer: dict, overwritten_by: dict[str, str]) -> str:
     """The buffer's name (and size, if there is room) across its rectangle, else along it if the
     rectangle is tall and narrow, else nothing: the tooltip still names it."""
-    x0, x1, y0, height = _buffer_box(axes, buffer)
+    x0, x1, y0, height = _buffer_box(axes, buffer, overwritten_by)
     name, width = escape(buffer["name"]), x1 - x0
     text_length = len(buffer["name"]) * CHAR_WIDTH + 8
     cx, cy = (x0 + x1) / 2, y0 + height / 2
@@ -164,8 +204,10 @@ def _step_name(step: int, layers: list[dict]) -> str:
 
 def _buffer_tooltip(buffer: dict, layers: list[dict]) -> str:
     start, size = buffer["offset"], buffer["bytes"]
+    over = f"\nwritten in place over {buffer['overwrites']}" if buffer.get("overwrites") else ""
     return (f"{buffer['name']} ({buffer['kind']}): {size:,} B at [{start:,}, {start + size:,})\n"
-            f"live from {_step_name(buffer['first_layer'], layers)} to {_step_name(buffer['last_layer'], layers)}")
+            f"live from {_step_name(buffer['first_layer'], layers)} to {_step_name(buffer['last_layer'], layers)}"
+            f"{over}")
 
 
 def _peak_bands(axes: Axes, live: list[int]) -> str:

@@ -1,8 +1,8 @@
 """Prove the generated C equals the golden simulator, byte for byte, on the host.
 
 The generated directory is compiled with the host C compiler (strict C99 warnings as errors,
-optionally with sanitizers) together with a small driver that streams int8 samples through
-<name>_invoke(); every output byte is compared with edgec.sim.
+optionally with sanitizers, every layer's arena writes checked) together with a small driver that
+streams int8 samples through <name>_invoke(); every output byte is compared with edgec.sim.
 """
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from edgec.errors import EdgecError
 from edgec.ir import Graph
 
 HOST_CFLAGS = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic")
+# A test build: each layer may change only its own output and scratch bytes (templates/model.c.j2).
+CHECK_WRITES = "-DEDGEC_CHECK_WRITES"
 SANITIZE_FLAGS = ("-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
 
 
@@ -36,14 +38,15 @@ class Comparison:
 
 
 def build_host(out_dir: Path, name: str, build_dir: Path, sanitize: bool = False) -> Path:
-    """Compile the generated directory and the stdin/stdout driver into one host executable."""
+    """Compile the generated directory and the stdin/stdout driver into one host executable that
+    checks every layer's writes."""
     build_dir.mkdir(parents=True, exist_ok=True)
     driver = build_dir / "host_main.c"
     template = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES))).get_template("host_main.c.j2")
     driver.write_text(template.render(name=name, NAME=name.upper()))
     sources = [str(p) for p in sorted(out_dir.glob("*.c"))] + [str(p) for p in sorted((out_dir / "runtime" / "src").rglob("*.c"))]
     exe = build_dir / f"{name}_host"
-    command = ["cc", *HOST_CFLAGS, *(SANITIZE_FLAGS if sanitize else ()), f"-I{out_dir}",
+    command = ["cc", *HOST_CFLAGS, CHECK_WRITES, *(SANITIZE_FLAGS if sanitize else ()), f"-I{out_dir}",
                f"-I{out_dir / 'runtime' / 'include'}", str(driver), *sources, "-o", str(exe)]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:

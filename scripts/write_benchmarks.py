@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,10 @@ CMSIS_NN = {
 }
 CMSIS_NN_PATH = {"cortex-m4": "DSP (SMLAD)", "cortex-m55": "MVE (Helium)"}
 KERNEL_OPS = ("conv2d", "depthwise_conv2d", "fully_connected")
+MEMORY_TARGET = "cortex-m4"
+# TFLite Micro's published arena for these models (kB): the whole arena, and its activations part.
+TFLM_ARENA_KB = {"ds_cnn": (24.3, 16.0), "mobilenet_v1_025": (103.7, 73.7), "resnet8": (56.0, 49.2),
+                 "fc_autoencoder": (4.0, 0.8)}
 
 
 def millions(n: float) -> str:
@@ -78,6 +83,83 @@ def per_op_table(bench_dir: Path) -> list[str]:
     return lines + [""]
 
 
+def layer_kernels(bench_dir: Path, target: str, model: str) -> dict[int, str]:
+    """Layer index -> the kernel function its generated call runs, from the bench's model C file."""
+    model_dir = bench_dir / target / model
+    [source] = [f for f in model_dir.glob("*.c") if not f.name.endswith("_weights.c")]
+    calls = re.findall(r"EDGEC_LAYER_BEGIN\((\d+)\);\s*(?:memcpy\([^;]*;\s*)?status \|= (\w+)\(",
+                       source.read_text())
+    return {int(index): kernel for index, kernel in calls}
+
+
+def per_kernel_table(bench_dir: Path) -> list[str]:
+    """Instructions per kernel function: which layers run the DSP/MVE kernels and which the
+    portable ones."""
+    lines = ["| model | target | kernel | layers | MACs | instructions | insn/MAC |",
+             "|---|---|---|---:|---:|---:|---:|"]
+    for target in TARGETS:
+        for model, task in MODELS.items():
+            result, report = load(bench_dir, target, model)
+            kernels = layer_kernels(bench_dir, target, model)
+            index = {layer["name"]: i for i, layer in enumerate(report["layers"])}
+            totals: dict[str, list[int]] = {}
+            for layer in result["layers"]:
+                kernel = kernels[index[layer["name"]]]
+                counts = totals.setdefault(kernel, [0, 0, 0])
+                counts[0] += 1
+                counts[1] += layer["macs"]
+                counts[2] += layer["instructions"]
+            for kernel, (count, macs, insns) in totals.items():
+                per_mac = f"{insns / macs:.2f}" if macs else "-"
+                lines.append(f"| {task} | {target} | `{kernel}` | {count} | {millions(macs) if macs else '-'} "
+                             f"| {millions(insns)} | {per_mac} |")
+    return lines + [""]
+
+
+def kb(n: int) -> str:
+    return f"{n / 1000:.1f} kB"
+
+
+def memory_table(bench_dir: Path) -> list[str]:
+    lines = ["| model | edgec arena | its liveness bound | bound without in-place | layers in place "
+             "| TFLM arena | TFLM activations | edgec RAM besides the arena |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for model, task in MODELS.items():
+        result, report = load(bench_dir, MEMORY_TARGET, model)
+        extra = result["ram_beyond_arena"]
+        total, activations = TFLM_ARENA_KB[model]
+        lines.append(f"| {task} | {report['arena_bytes']:,} B ({kb(report['arena_bytes'])}) "
+                     f"| {kb(report['lower_bound_bytes'])} | {kb(report['lower_bound_without_in_place_bytes'])} "
+                     f"| {report['in_place_layers']} of {len(report['layers'])} | {total:.1f} kB | {activations:.1f} kB "
+                     f"| {extra['total_bytes']:,} B (stack {extra['invoke_stack_bytes']:,}, data {extra['data_bytes']:,}, "
+                     f"bss {extra['bss_bytes']:,}) |")
+    return lines + [""]
+
+
+def memory_section(bench_dir: Path) -> list[str]:
+    return [
+        "## Memory",
+        "",
+        f"RAM on {MEMORY_TARGET}, from the `make bench` runs above (kB = 1000 B, as in TFLite Micro's",
+        "figures). **edgec arena**: the one static buffer for every activation and all kernel scratch",
+        "(report.json `arena_bytes`); its **liveness",
+        "bound** is the most bytes live at once in the model's schedule, counting an in-place layer's",
+        "input and output once, which no plan can beat; **bound without in-place** is the same with",
+        "every layer writing a fresh output (what a plan without in-place kernels can reach at best).",
+        "**TFLM arena**: TensorFlow Lite Micro's published arena for the same models, whose activation",
+        "part is the comparable figure (the rest holds the interpreter's tensor, operator and",
+        "quantization structures, which edgec keeps in flash or does not have). **RAM besides the",
+        "arena**: what the generated code and kernels need on top, measured by `edgec bench` (JSON",
+        "`ram_beyond_arena`): the deepest stack one `<name>_invoke` uses, found under QEMU by painting",
+        "the stack (`port_stack_used_by` in runtime_c/port; at most 64 B high), and the .data and .bss",
+        "of the model's and the kernels' object files other than the arena. Every weight, bias,",
+        "multiplier, shift and layer parameter is `const`, in flash: the only writable section of those",
+        "objects is the arena's .bss.",
+        "",
+        *memory_table(bench_dir),
+    ]
+
+
 def render(bench_dir: Path) -> str:
     lines = [
         "# Benchmarks",
@@ -102,9 +184,12 @@ def render(bench_dir: Path) -> str:
         "  semihosting driver); **RAM**: data + bss + the 8 KiB stack; **arena**: the model's",
         "  activation buffer (part of bss).",
         "",
-        "edgec's kernels are portable C99 for now: the Cortex-M4 DSP (SMLAD) and Cortex-M55 MVE paths",
-        "that the CMSIS-NN figures use are a later issue, so edgec executes several times more",
-        "instructions. The outputs are bit-exact with edgec's golden simulator (bench checks it).",
+        "On cores with the DSP extension (Cortex-M4/M7/M33) and with Helium (Cortex-M55), the generic",
+        "convolution, fully connected and add layers run edgec's SMLAD and MVE kernels (`_dsp`/`_mve`,",
+        "their filters re-laid and input offsets folded into the bias at compile time); the 1x1 and",
+        "depthwise convolutions are still portable C99 (a later issue), so the model totals still",
+        "include their portable counts (see *By kernel*). The outputs are bit-exact with edgec's golden",
+        "simulator (bench checks it).",
         "",
         "## Whole models",
         "",
@@ -115,6 +200,11 @@ def render(bench_dir: Path) -> str:
               "Instructions summed over all layers of a type (instructions per MAC in brackets); "
               "other layers are pooling, softmax and add, which have no MACs.", ""]
     lines += per_op_table(bench_dir)
+    lines += ["## By kernel", "",
+              "Instructions summed over the layers that call each kernel function (the 1x1 fast path and the",
+              "generic convolution are both `conv2d` layers above).", ""]
+    lines += per_kernel_table(bench_dir)
+    lines += memory_section(bench_dir)
     return "\n".join(lines)
 
 

@@ -4,6 +4,7 @@ Programs live in tests/data/port/. Each QEMU run takes about 50 ms; objects are 
 """
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -84,6 +85,20 @@ def test_fault_exits_instead_of_hanging(target, kind, tmp_path, cache_dir):
     assert result.returncode == toolchain.FAULT_STATUS, result.stderr
     assert "HardFault" in result.stderr
     assert result.seconds < 5
+
+
+@needs_toolchain
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_stack_used_by_a_function_is_measured(target, tmp_path, cache_dir):
+    frame = 512
+    elf = build(target, "stack_depth.c", tmp_path, cache_dir, defines={"EDGEC_REPORT_STACK": None, "FRAME_BYTES": frame},
+                extra_cflags=["-Wall", "-Wextra", "-Werror"])
+
+    result = toolchain.run_qemu(target, elf, timeout=10)
+
+    assert result.returncode == sum(range(256)) * 2 & 0x7F, result.stderr
+    used = int(re.search(r"used (\d+)", result.stderr).group(1))
+    assert frame <= used <= frame + 64 + 32  # its frame, a few saved registers, at most 64 unpainted bytes
 
 
 @needs_toolchain

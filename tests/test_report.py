@@ -32,13 +32,30 @@ def test_report_json_has_live_bytes_and_buffer_lifetimes(report):
     layers, buffers = report["layers"], report["buffers"]
     for index, layer in enumerate(layers):
         live = [b for b in buffers if b["first_layer"] <= index <= b["last_layer"]]
-        assert layer["live_bytes"] == sum(b["bytes"] for b in live)
+        in_use = set().union(*(range(b["offset"], b["offset"] + b["bytes"]) for b in live))
+        assert layer["live_bytes"] == len(in_use)  # an in-place layer's input and output count once
     assert max(layer["live_bytes"] for layer in layers) <= report["lower_bound_bytes"] <= report["arena_bytes"]
+    assert report["lower_bound_bytes"] <= report["lower_bound_without_in_place_bytes"]
     for buffer in buffers:
         assert set(buffer) >= {"name", "offset", "bytes", "first_layer", "last_layer"}
         assert 0 <= buffer["offset"] and buffer["offset"] + buffer["bytes"] <= report["arena_bytes"]
         assert -1 <= buffer["first_layer"] <= buffer["last_layer"] <= len(layers)
     assert [b["kind"] for b in buffers if b["kind"] in ("input", "output")] == ["input", "output"]
+
+
+def test_report_json_shows_in_place_layers_and_scratch(report):
+    by_name = {b["name"]: b for b in report["buffers"]}
+    in_place = [layer for layer in report["layers"] if layer["in_place"]]
+    assert {layer["op"] for layer in in_place} == {"add", "conv2d"}  # residual adds, strided shortcuts
+    assert report["in_place_layers"] == len(in_place)
+    for layer in in_place:
+        source = by_name[layer["in_place"]]
+        output = next(b for b in report["buffers"] if b["overwrites"] == source["name"])
+        assert output["first_layer"] == source["last_layer"]  # written over it by the layer that reads it last
+        assert layer["arena_offset"] == output["offset"]
+    assert report["scratch_bytes"] == sum(layer["scratch_bytes"] for layer in report["layers"])
+    assert all(by_name[f"{layer['name']}.scratch"]["kind"] == "scratch"
+               for layer in report["layers"] if layer["scratch_bytes"])
 
 
 def test_html_report_draws_one_rectangle_per_buffer(report, build_dir, tmp_path):
@@ -50,6 +67,10 @@ def test_html_report_draws_one_rectangle_per_buffer(report, build_dir, tmp_path)
     tooltips = [a.find(f"{SVG}title").text for a in buffers]
     assert all(tip.startswith(b["name"]) for tip, b in zip(tooltips, report["buffers"]))
     assert svg.find(f"{SVG}line[@class='arena-line']") is not None
+    # Each in-place layer hands its input's bytes over to its output at a dashed line.
+    handovers = svg.findall(f"{SVG}line[@class='handover']")
+    assert len(handovers) == report["in_place_layers"] > 0
+    assert all("runs in place" in line.find(f"{SVG}title").text for line in handovers)
 
 
 def test_html_report_shows_summary_and_every_layer(report, tmp_path):

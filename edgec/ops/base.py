@@ -3,7 +3,8 @@
 An op module (conv.py, pool.py, ...) defines the golden numpy kernel and an OpDef subclass that
 says how a torch node lowers to an IR Op, how its constants are laid out for NHWC, which kernel
 constants it needs, how the golden kernel runs it, which C call it emits and which runtime
-sources that call needs, and what memory it uses besides its input and output.
+sources that call needs, what memory it uses besides its input and output, and whether it can
+run in place.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgec.ir import Graph, Op
+from edgec.ir import Graph, InPlace, Op
 
 
 @dataclass
@@ -37,6 +38,10 @@ class OpDef:
     def finalize(self, op: Op, graph: Graph) -> None:
         """Compute kernel constants (multipliers, shifts, bounds) from the final qparams."""
 
+    def specialize(self, op: Op, graph: Graph, target) -> None:
+        """Choose the kernel variant `target` runs (after finalize, before planning), recorded in
+        op.attrs for scratch_bytes and emit; by default every target runs the portable kernel."""
+
     def golden(self, op: Op, graph: Graph, inputs: list[np.ndarray]) -> np.ndarray:
         raise NotImplementedError
 
@@ -47,4 +52,11 @@ class OpDef:
         return 0
 
     def scratch_bytes(self, op: Op, graph: Graph, target) -> int:
+        """Scratch the kernel needs when its output has bytes of its own."""
         return 0
+
+    def in_place(self, op: Op, graph: Graph, target) -> tuple[InPlace, ...]:
+        """The ways the kernel can write its output over one of its inputs, best first. The
+        planner takes one only where that input's bytes are read by no later op and are not a
+        graph output, and the emitted call must then be correct on that overlapping layout."""
+        return ()

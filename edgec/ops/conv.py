@@ -9,6 +9,7 @@ import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.frontend import source_line
+from edgec.ir import ARENA_ALIGNMENT, InPlace
 from edgec.numerics import (
     INT8_MAX,
     INT8_MIN,
@@ -20,11 +21,15 @@ from edgec.numerics import (
     wrap_int32,
 )
 from edgec.ops.base import CCall, OpDef
+from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa
 from edgec.torch_ops import CONVS, aten
 
 # The largest |product| of an int8 weight and an offset-corrected int8 activation:
 # w in [-128, 127], x - zp in [-255, 255].
 _MAX_ABS_PRODUCT = 128 * 255
+# The generic conv's packed kernels (edgec_conv_s8_dsp/_mve): channels per micro-kernel step and
+# filter bytes per channel and step.
+CONV_BLOCKING = {DSP: RowBlocking(rows=2, group=4), MVE: RowBlocking(rows=2, group=16)}
 # float64 represents every integer below 2^53 exactly, so a float matmul of integer operands is
 # exact (whatever the BLAS summation order or FMA use) while every partial sum stays below 2^53.
 _FLOAT64_EXACT = 2**53
@@ -187,16 +192,81 @@ class Conv2d(OpDef):
                          pad=a["pad"][:2], dilation=a["dilation"], groups=a["groups"],
                          out_hw=out_t.shape[1:3], act_min=a["act_min"], act_max=a["act_max"])
 
+    def specialize(self, op, graph, target) -> None:
+        """Ungrouped generic convolutions run the target's packed kernel, if it has one."""
+        a = op.attrs
+        a["isa"] = kernel_isa(target) if a["groups"] == 1 and not is_pointwise(a) else None
+
+    def scratch_bytes(self, op, graph, target) -> int:
+        isa = op.attrs.get("isa")
+        return 0 if isa is None else packed_conv_scratch_bytes(isa, op.attrs["weight"].shape)
+
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
-        pointwise = a["weight"].shape[1:3] == (1, 1) and a["groups"] == 1 and not any(a["pad"]) \
-            and a["dilation"] == (1, 1)
-        kernel = "edgec_conv_1x1_s8" if pointwise else "edgec_conv_s8"
+        if a.get("isa") is not None:
+            return emit_packed_conv_call(op, graph, names)
+        if is_pointwise(a):
+            kernel = "edgec_conv_1x1_s8_in_place" if names.in_place(op) else "edgec_conv_1x1_s8"
+        else:
+            kernel = "edgec_conv_s8"
         return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape)
+
+    def in_place(self, op, graph, target):
+        """A 1x1 conv runs in place: edgec_conv_1x1_s8_in_place computes output pixel q (C_out
+        bytes, into scratch) from input pixel r(q) alone, then stores it, for q = 0, 1, ... With
+        the input starting d bytes after the output, storing pixel q writes input bytes
+        [q*C_out - d, (q+1)*C_out - d), and the pixels still to be read start at byte
+        r(q+1)*C_in (r increases with q). So the layout is safe when d >= q*C_out - r(q)*C_in for
+        every q >= 1. Of the safe offsets the one closest to tail alignment (d = output bytes -
+        input bytes: the two end together) is taken, rounded up to the alignment, so a chain of
+        in-place layers keeps one end. At stride 1 with C_out > C_in that is tail alignment itself
+        (the bound is (P-1)*(C_out - C_in)); with C_out <= C_in, it is C_in - C_out bytes from head
+        alignment."""
+        if not is_pointwise(op.attrs):
+            return ()
+        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        read = pointwise_input_pixels(x_t.shape, out_t.shape, op.attrs["stride"])
+        later = np.arange(1, len(read), dtype=np.int64)
+        safe = int((later * out_t.shape[3] - read[1:] * x_t.shape[3]).max(initial=out_t.size - x_t.size))
+        offset = -(-safe // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
+        return (InPlace(0, offset, scratch_bytes=out_t.shape[3]),)
 
     def macs(self, op, graph) -> int:
         out = graph.tensors[op.outputs[0]].shape
         return int(np.prod(out) * np.prod(op.attrs["weight"].shape[1:]))
+
+
+def packed_conv_scratch_bytes(isa: str, weight_shape) -> int:
+    """EDGEC_CONV_S8_DSP/MVE_SCRATCH_BYTES for an OHWI filter: DSP two receptive fields widened
+    to int16, plus one as int8 when C_in is not a multiple of 4; MVE three int8 receptive fields."""
+    k = CONV_BLOCKING[isa].padded_k(int(np.prod(weight_shape[1:])))
+    if isa == DSP:
+        return 4 * k + (0 if weight_shape[3] % 4 == 0 else k)
+    return 3 * k
+
+
+def is_pointwise(attrs) -> bool:
+    """A 1x1 ungrouped, unpadded, undilated convolution: edgec_conv_1x1_s8's case."""
+    return attrs["weight"].shape[1:3] == (1, 1) and attrs["groups"] == 1 and not any(attrs["pad"]) \
+        and attrs["dilation"] == (1, 1)
+
+
+def emit_packed_conv_call(op, graph, names) -> CCall:
+    """edgec_conv_s8_dsp/_mve: the filter re-laid for the micro-kernel, the input offset folded
+    into the bias (see edgec.ops.kernel_layout)."""
+    a = op.attrs
+    rows = a["weight"].reshape(a["weight"].shape[0], -1)
+    zero_point = graph.tensors[op.inputs[0]].zero_point
+    return emit_conv_call(f"edgec_conv_s8_{a['isa']}", op, graph, names, filter_dims=a["weight"].shape,
+                          weights=("packed_weights", interleave_rows(rows, CONV_BLOCKING[a["isa"]])),
+                          bias=("folded_bias", folded_bias(a["bias"], rows, zero_point)))
+
+
+def pointwise_input_pixels(input_shape, output_shape, stride) -> np.ndarray:
+    """For each output pixel of a 1x1 conv (NHWC order), the index of the input pixel it reads."""
+    n, h, w, _ = input_shape
+    batch, oy, ox = np.unravel_index(np.arange(n * output_shape[1] * output_shape[2]), (n, *output_shape[1:3]))
+    return ((batch * h + oy * stride[0]) * w + ox * stride[1]).astype(np.int64)
 
 
 def quantized_bias(bias, input_scale: float, weight_scales: np.ndarray):
@@ -217,9 +287,12 @@ def finalize_output_stage(op, graph) -> None:
     op.attrs["act_min"], op.attrs["act_max"] = activation_bounds(out_t.zero_point, out_t.scale, *op.attrs["clamp"])
 
 
-def emit_conv_call(kernel: str, op, graph, names, filter_dims) -> CCall:
-    """The call shared by the conv family: params, per-channel quant, dims, arena pointers."""
+def emit_conv_call(kernel: str, op, graph, names, filter_dims, *, weights=None, bias=None) -> CCall:
+    """The call shared by the conv family: params, per-channel quant, dims, arena pointers.
+    `weights` and `bias`, (symbol suffix, array), replace op.attrs' for a packed kernel."""
     a = op.attrs
+    weights = weights or ("weights", a["weight"])
+    bias = bias or (None if a["bias"] is None else ("bias", a["bias"]))
     x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     p = names.symbol(op, "")
     params = [
@@ -231,14 +304,14 @@ def emit_conv_call(kernel: str, op, graph, names, filter_dims) -> CCall:
         ("edgec_dims", f"{p}filter_dims", c_dims(filter_dims)),
         ("edgec_dims", f"{p}output_dims", c_dims(out_t.shape)),
     ]
-    constants = [("int8_t", f"{p}weights", a["weight"]), ("int32_t", f"{p}multiplier", a["multiplier"]),
+    constants = [("int8_t", f"{p}{weights[0]}", weights[1]), ("int32_t", f"{p}multiplier", a["multiplier"]),
                  ("int32_t", f"{p}shift", a["shift"])]
-    bias = "NULL"
-    if a["bias"] is not None:
-        constants.append(("int32_t", f"{p}bias", a["bias"]))
-        bias = f"{p}bias"
+    bias_arg = "NULL"
+    if bias is not None:
+        constants.append(("int32_t", f"{p}{bias[0]}", bias[1]))
+        bias_arg = f"{p}{bias[0]}"
     code = (f"status |= {kernel}(&{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
-            f"&{p}filter_dims, {p}weights, {bias}, &{p}output_dims, {names.ptr(op.outputs[0])}, "
+            f"&{p}filter_dims, {p}{weights[0]}, {bias_arg}, &{p}output_dims, {names.ptr(op.outputs[0])}, "
             f"{names.scratch(op)});")
     return CCall(code, constants, params)
 

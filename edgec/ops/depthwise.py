@@ -5,8 +5,11 @@ tested against, byte for byte. Arithmetic: docs numerics.md, "Conv / depthwise".
 """
 from __future__ import annotations
 
+from math import lcm
+
 import numpy as np
 
+from edgec.ir import ARENA_ALIGNMENT, InPlace
 from edgec.numerics import INT8_MAX, INT8_MIN
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.conv import (
@@ -17,6 +20,10 @@ from edgec.ops.conv import (
     padded_input,
     tap_view,
 )
+
+# Channels edgec_depthwise_conv_s8_in_place computes per pass (EDGEC_DEPTHWISE_IN_PLACE_CHANNELS in
+# edgec_nn.h), each into its own N*Ho*Wo-byte scratch plane.
+IN_PLACE_CHANNELS = 4
 
 
 def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *, input_zp: int,
@@ -71,7 +78,25 @@ class DepthwiseConv2d(OpDef):
                                    act_min=a["act_min"], act_max=a["act_max"])
 
     def emit(self, op, graph, names) -> CCall:
-        return emit_conv_call("edgec_depthwise_conv_s8", op, graph, names, op.attrs["weight"].shape)
+        kernel = "edgec_depthwise_conv_s8_in_place" if names.in_place(op) else "edgec_depthwise_conv_s8"
+        return emit_conv_call(kernel, op, graph, names, op.attrs["weight"].shape)
+
+    def in_place(self, op, graph, target):
+        """With one output channel per input channel (ch_mult 1), output and input element (p, c)
+        sit at p*C + c: an output channel overlaps only the same input channel as long as the two
+        tensors start a multiple of C bytes apart. edgec_depthwise_conv_s8_in_place computes
+        IN_PLACE_CHANNELS channels at a time into N*Ho*Wo-byte scratch planes, then scatters them
+        into the output, over the input channels it no longer needs. The input is tail-aligned
+        (the two end together, rounded to a multiple of C and of the alignment): a stride-2
+        layer's smaller output then ends where the expanding 1x1 conv after it ends too, so a
+        chain of in-place layers keeps one end and stays compact."""
+        if op.attrs["ch_mult"] != 1:
+            return ()
+        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        step = lcm(x_t.shape[3], ARENA_ALIGNMENT)
+        n, ho, wo, channels = out_t.shape
+        scratch = n * ho * wo * min(IN_PLACE_CHANNELS, channels)
+        return (InPlace(0, (out_t.size - x_t.size) // step * step, scratch_bytes=scratch),)
 
     def macs(self, op, graph) -> int:
         out = graph.tensors[op.outputs[0]].shape

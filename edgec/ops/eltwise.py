@@ -19,7 +19,9 @@ from edgec.numerics import (
     saturate_int8,
     wrap_int32,
 )
+from edgec.ir import InPlace
 from edgec.ops.base import CCall, OpDef
+from edgec.ops.kernel_layout import kernel_isa
 from edgec.torch_ops import ACTIVATIONS, ADDS, aten
 
 
@@ -78,6 +80,11 @@ def clamp_s8(x, act_min: int, act_max: int) -> np.ndarray:
 
 # -- the op units -------------------------------------------------------------------------------
 
+# edgec_add_s8_dsp/_mve's scratch (EDGEC_ADD_S8_SCRATCH_BYTES): each input's 256 rescaled values
+# as int32 lookup tables.
+ADD_SCRATCH_BYTES = 2 * 256 * 4
+
+
 class Add(OpDef):
     kind = "add"
     targets = frozenset(ADDS)
@@ -101,12 +108,26 @@ class Add(OpDef):
     def golden(self, op, graph, inputs):
         return add_s8(inputs[0], inputs[1], op.attrs["params"])
 
+    def specialize(self, op, graph, target) -> None:
+        op.attrs["isa"] = kernel_isa(target)
+
+    def scratch_bytes(self, op, graph, target) -> int:
+        return 0 if op.attrs.get("isa") is None else ADD_SCRATCH_BYTES
+
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "")
+        isa = op.attrs.get("isa")
         values = ", ".join(str(v) for v in op.attrs["params"].values())
-        code = (f"status |= edgec_add_s8(&{p}params, {names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, "
-                f"{names.ptr(op.outputs[0])}, {graph.tensors[op.outputs[0]].size});")
+        kernel, scratch = ("edgec_add_s8", "") if isa is None else (f"edgec_add_s8_{isa}", f", {names.scratch(op)}")
+        code = (f"status |= {kernel}(&{p}params, {names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, "
+                f"{names.ptr(op.outputs[0])}, {graph.tensors[op.outputs[0]].size}{scratch});")
         return CCall(code, [], [("edgec_add_params", f"{p}params", f"{{{values}}}")])
+
+    def in_place(self, op, graph, target):
+        # Every add kernel reads element i of both inputs before writing element i of the output
+        # (the packed ones four at a time); they keep their lookup tables in scratch.
+        scratch = self.scratch_bytes(op, graph, target)
+        return (InPlace(0, 0, scratch_bytes=scratch), InPlace(1, 0, scratch_bytes=scratch))
 
 
 def clamp_bounds(node) -> tuple[float | None, float | None]:
@@ -124,7 +145,8 @@ def clamp_bounds(node) -> tuple[float | None, float | None]:
 
 class Clamp(OpDef):
     """A ReLU/ReLU6/hardtanh/clamp. Usually fused into its producer; runs alone only when it
-    cannot be (its producer has other users)."""
+    cannot be (its producer has other users). The kernel clamps in place: the output is a copy of
+    the input clamped, unless the plan puts it over its input."""
     kind = "clamp"
     targets = frozenset(ACTIVATIONS)
     runtime_sources = ("eltwise/edgec_clamp_s8.c",)
@@ -147,6 +169,9 @@ class Clamp(OpDef):
         src, dst = names.ptr(op.inputs[0]), names.ptr(op.outputs[0])
         copy = "" if src == dst else f"memcpy({dst}, {src}, {size}); "
         return CCall(f"{copy}status |= edgec_clamp_s8({dst}, {size}, {op.attrs['act_min']}, {op.attrs['act_max']});", [], [])
+
+    def in_place(self, op, graph, target):
+        return (InPlace(0, 0),)  # edgec_clamp_s8 works in place: planned so, the copy disappears
 
 
 UNITS = (Add(), Clamp())

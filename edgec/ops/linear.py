@@ -11,6 +11,7 @@ from edgec.frontend import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, requantize, saturate_int8, wrap_int32
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.conv import finalize_output_stage, quantized_bias, weighted_operands
+from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa
 from edgec.torch_ops import LINEARS
 
 
@@ -43,6 +44,11 @@ def fully_connected_s8(x, w, bias, multiplier, shift, *, input_zp: int, output_z
 
 
 # -- the op unit ------------------------------------------------------------------------------
+
+# The packed kernels (edgec_fully_connected_s8_dsp/_mve): outputs per micro-kernel step and filter
+# bytes per output and step.
+FC_BLOCKING = {DSP: RowBlocking(rows=4, group=4), MVE: RowBlocking(rows=4, group=16)}
+
 
 class FullyConnected(OpDef):
     kind = "fully_connected"
@@ -80,8 +86,12 @@ class FullyConnected(OpDef):
                                   per_tensor_or_channel(a["shift"]), input_zp=x_t.zero_point,
                                   output_zp=out_t.zero_point, act_min=a["act_min"], act_max=a["act_max"])
 
+    def specialize(self, op, graph, target) -> None:
+        op.attrs["isa"] = kernel_isa(target)
+
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
+        isa = a.get("isa")
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         p = names.symbol(op, "")
         per_channel = int(len(a["multiplier"]) > 1)
@@ -90,15 +100,21 @@ class FullyConnected(OpDef):
              f"{{{-x_t.zero_point}, {out_t.zero_point}, {per_channel}, {a['act_min']}, {a['act_max']}}}"),
             ("edgec_per_channel_quant", f"{p}quant", f"{{{p}multiplier, {p}shift}}"),
         ]
-        constants = [("int8_t", f"{p}weights", a["weight"]), ("int32_t", f"{p}multiplier", a["multiplier"]),
+        if isa is None:
+            weights, bias = ("weights", a["weight"]), (None if a["bias"] is None else ("bias", a["bias"]))
+        else:  # the filter re-laid for the micro-kernel, the input offset folded into the bias
+            weights = ("packed_weights", interleave_rows(a["weight"], FC_BLOCKING[isa]))
+            bias = ("folded_bias", folded_bias(a["bias"], a["weight"], x_t.zero_point))
+        constants = [("int8_t", f"{p}{weights[0]}", weights[1]), ("int32_t", f"{p}multiplier", a["multiplier"]),
                      ("int32_t", f"{p}shift", a["shift"])]
-        bias = "NULL"
-        if a["bias"] is not None:
-            constants.append(("int32_t", f"{p}bias", a["bias"]))
-            bias = f"{p}bias"
+        bias_arg = "NULL"
+        if bias is not None:
+            constants.append(("int32_t", f"{p}{bias[0]}", bias[1]))
+            bias_arg = f"{p}{bias[0]}"
+        kernel = "edgec_fully_connected_s8" + ("" if isa is None else f"_{isa}")
         batches, in_size = x_t.shape
-        code = (f"status |= edgec_fully_connected_s8(&{p}params, &{p}quant, {batches}, {in_size}, "
-                f"{names.ptr(op.inputs[0])}, {out_t.shape[1]}, {p}weights, {bias}, {names.ptr(op.outputs[0])});")
+        code = (f"status |= {kernel}(&{p}params, &{p}quant, {batches}, {in_size}, {names.ptr(op.inputs[0])}, "
+                f"{out_t.shape[1]}, {p}{weights[0]}, {bias_arg}, {names.ptr(op.outputs[0])});")
         return CCall(code, constants, params)
 
     def macs(self, op, graph) -> int:

@@ -118,8 +118,44 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
                            int8_t *scratch);
 
 /*
+ * edgec_conv_s8 on Arm cores with the DSP extension (Cortex-M4/M7/M33/M55) or Helium (Cortex-M55),
+ * from constants edgec lays out at compile time (edgec.ops.kernel_layout). The arithmetic and the
+ * other arguments are edgec_conv_s8's, except:
+ *  - groups must be 1 (grouped convolutions use edgec_conv_s8), and -input_offset must be int8;
+ *  - packed_filter: each output channel's K = KH*KW*C_in OHWI weights, zero-padded to a multiple
+ *    of G bytes, in blocks of R channels (C_out zero-padded to a multiple of R) whose rows
+ *    interleave every G bytes: block, then group of G taps, then channel. DSP: R = 2, G = 4;
+ *    MVE: R = 2, G = 16. Word-aligned;
+ *  - folded_bias (required): bias[c] + input_offset * sum_k w[c][k], wrapped to int32, so the
+ *    inner loops need no input offset;
+ *  - scratch (required, word-aligned): EDGEC_CONV_S8_DSP_SCRATCH_BYTES(K, C_in) or
+ *    EDGEC_CONV_S8_MVE_SCRATCH_BYTES(K) bytes, for im2col.
+ * Declared only where the build's -mcpu has the extension, so calling them elsewhere does not
+ * compile.
+ */
+#if defined(__ARM_FEATURE_DSP)
+#define EDGEC_CONV_S8_DSP_SCRATCH_BYTES(k, c_in) (((c_in) % 4 == 0 ? 16 : 20) * (((k) + 3) / 4))
+edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
+                               const edgec_per_channel_quant *quant,
+                               const edgec_dims *input_dims, const int8_t *input,
+                               const edgec_dims *filter_dims, const int8_t *packed_filter,
+                               const int32_t *folded_bias, const edgec_dims *output_dims,
+                               int8_t *output, int8_t *scratch);
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#define EDGEC_CONV_S8_MVE_SCRATCH_BYTES(k) (48 * (((k) + 15) / 16))
+edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
+                               const edgec_per_channel_quant *quant,
+                               const edgec_dims *input_dims, const int8_t *input,
+                               const edgec_dims *filter_dims, const int8_t *packed_filter,
+                               const int32_t *folded_bias, const edgec_dims *output_dims,
+                               int8_t *output, int8_t *scratch);
+#endif
+
+/*
  * 1x1 convolution fast path. Constraints: KH = KW = 1, groups = 1, no padding, dilation 1;
- * any stride. Same arithmetic and arguments as edgec_conv_s8. Scratch: none.
+ * any stride. Same arithmetic and arguments as edgec_conv_s8. Scratch: none. Not in place (see
+ * the next function).
  * EDGEC_ARG_ERROR also when these constraints do not hold or an output pixel would read past
  * the input ((H_out-1)*stride_h >= H or (W_out-1)*stride_w >= W).
  */
@@ -130,9 +166,25 @@ edgec_status edgec_conv_1x1_s8(const edgec_conv_params *params, const edgec_per_
                                int8_t *scratch);
 
 /*
+ * edgec_conv_1x1_s8 with the output allowed to overlap the input. Scratch (required): C_out
+ * bytes, apart from both. Output pixel q (NHWC order, C_out bytes) is computed from input pixel
+ * r(q) into scratch and stored after that pixel is read in full; r increases with q. So, with the
+ * input starting d bytes after the output (d may be negative), the result is exact when the two
+ * do not overlap or when d >= q*C_out - r(q)*C_in for every output pixel q >= 1: e.g. d = 0
+ * (head-aligned) when C_out <= C_in, or d = P*(C_out - C_in) (tail-aligned: they end together)
+ * at stride 1 with P pixels. edgec's planner (edgec.ops.conv.Conv2d.in_place) picks such a d.
+ */
+edgec_status edgec_conv_1x1_s8_in_place(const edgec_conv_params *params,
+                                        const edgec_per_channel_quant *quant,
+                                        const edgec_dims *input_dims, const int8_t *input,
+                                        const edgec_dims *filter_dims, const int8_t *filter,
+                                        const int32_t *bias, const edgec_dims *output_dims,
+                                        int8_t *output, int8_t *scratch);
+
+/*
  * Depthwise convolution with channel multiplier params->ch_mult (groups is ignored).
  * filter_dims: n=1, h=KH, w=KW, c=C_in*ch_mult; output channel ic*ch_mult + m.
- * Any stride, dilation and padding. Scratch: none. Not in place.
+ * Any stride, dilation and padding. Scratch: none. Not in place (see the next function).
  * int32 accumulator: needs KH*KW*32640 + |bias| < 2^31. EDGEC_ARG_ERROR as edgec_conv_s8, or
  * when ch_mult < 1, filter_dims->n != 1 or C_out != C_in*ch_mult.
  */
@@ -143,6 +195,26 @@ edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params, const edge
                                      int8_t *scratch);
 
 /*
+ * edgec_depthwise_conv_s8 with ch_mult 1 and the output allowed to overlap the input: exact
+ * when the two do not overlap or start a multiple of C bytes apart (either way round), e.g.
+ * head-aligned or tail-aligned (ending together). Element (p, c) of either tensor sits at
+ * p*C + c, so output channel c can only land on input channel c: the channels are computed
+ * EDGEC_DEPTHWISE_IN_PLACE_CHANNELS at a time for all N*H_out*W_out pixels into scratch
+ * (required, apart from both: EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES(N*H_out*W_out, C) bytes)
+ * before they are stored. EDGEC_ARG_ERROR as edgec_depthwise_conv_s8, or when ch_mult != 1 or
+ * scratch is NULL.
+ */
+#define EDGEC_DEPTHWISE_IN_PLACE_CHANNELS 4
+#define EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES(pixels, c) \
+    ((pixels) * ((c) < EDGEC_DEPTHWISE_IN_PLACE_CHANNELS ? (c) : EDGEC_DEPTHWISE_IN_PLACE_CHANNELS))
+edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params,
+                                              const edgec_per_channel_quant *quant,
+                                              const edgec_dims *input_dims, const int8_t *input,
+                                              const edgec_dims *filter_dims, const int8_t *filter,
+                                              const int32_t *bias, const edgec_dims *output_dims,
+                                              int8_t *output, int8_t *scratch);
+
+/*
  * Fully connected: for each of `batches` rows of `input_size` int8 values,
  *   acc[o] = bias[o] + sum_j w[o][j] * (x[j] + input_offset).
  * quant arrays hold output_size entries if params->per_channel, else one. Scratch: none.
@@ -151,6 +223,31 @@ edgec_status edgec_fully_connected_s8(const edgec_fc_params *params, const edgec
                                       int32_t batches, int32_t input_size, const int8_t *input,
                                       int32_t output_size, const int8_t *filter, const int32_t *bias,
                                       int8_t *output);
+
+/*
+ * edgec_fully_connected_s8 on Arm cores with the DSP extension (Cortex-M4/M7/M33/M55) or Helium
+ * (Cortex-M55), from constants edgec lays out at compile time (edgec.ops.kernel_layout). The
+ * arithmetic and the other arguments are edgec_fully_connected_s8's, except:
+ *  - packed_filter: each output's input_size weights, zero-padded to a multiple of G bytes, in
+ *    blocks of 4 outputs (output_size zero-padded to a multiple of 4) whose rows interleave every
+ *    G bytes: block, then group of G inputs, then output. DSP: G = 4; MVE: G = 16. Word-aligned;
+ *  - folded_bias (required): bias[o] + input_offset * sum_j w[o][j], wrapped to int32.
+ * Scratch: none. Declared only where the build's -mcpu has the extension.
+ */
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_fully_connected_s8_dsp(const edgec_fc_params *params,
+                                          const edgec_per_channel_quant *quant, int32_t batches,
+                                          int32_t input_size, const int8_t *input,
+                                          int32_t output_size, const int8_t *packed_filter,
+                                          const int32_t *folded_bias, int8_t *output);
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_fully_connected_s8_mve(const edgec_fc_params *params,
+                                          const edgec_per_channel_quant *quant, int32_t batches,
+                                          int32_t input_size, const int8_t *input,
+                                          int32_t output_size, const int8_t *packed_filter,
+                                          const int32_t *folded_bias, int8_t *output);
+#endif
 
 /*
  * Average pool over in-bounds taps (padding excluded from the count), rounding half away from
@@ -169,6 +266,22 @@ edgec_status edgec_maxpool_s8(const edgec_pool_params *params, const edgec_dims 
  */
 edgec_status edgec_add_s8(const edgec_add_params *params, const int8_t *input1, const int8_t *input2,
                           int8_t *output, int32_t size);
+
+/*
+ * edgec_add_s8 on Arm cores with the DSP extension (Cortex-M4/M7/M33/M55) or Helium (Cortex-M55):
+ * same arguments and arithmetic, output may alias an input likewise, plus scratch (required,
+ * word-aligned): EDGEC_ADD_S8_SCRATCH_BYTES, for the two inputs' rescaled values as lookup tables.
+ * Declared only where the build's -mcpu has the extension.
+ */
+#define EDGEC_ADD_S8_SCRATCH_BYTES (2 * 256 * 4)
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_add_s8_dsp(const edgec_add_params *params, const int8_t *input1,
+                              const int8_t *input2, int8_t *output, int32_t size, int8_t *scratch);
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_add_s8_mve(const edgec_add_params *params, const int8_t *input1,
+                              const int8_t *input2, int8_t *output, int32_t size, int8_t *scratch);
+#endif
 
 /* Clamp `size` int8 values to [act_min, act_max] in place (a standalone ReLU/ReLU6/clamp). */
 edgec_status edgec_clamp_s8(int8_t *data, int32_t size, int32_t act_min, int32_t act_max);

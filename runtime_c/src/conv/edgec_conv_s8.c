@@ -1,8 +1,13 @@
 /*
- * edgec_conv_s8 -- generic int8 2-D convolution, portable C path.
+ * edgec_conv_s8 -- generic int8 2-D convolution.
  * Golden kernel: edgec.ops.conv.conv2d_s8. Arithmetic: docs/numerics.md.
  *
- * Loop order: output pixel, then output channel, then the in-bounds taps, then the input
+ * edgec_conv_s8 is the portable C path and the reference. On Arm cores with the DSP extension
+ * (edgec_conv_s8_dsp) or Helium (edgec_conv_s8_mve) the same file also holds a path that reads
+ * its filter re-laid at compile time (edgec.ops.kernel_layout) and its bias with the input
+ * offset folded in, so that the inner loops carry no offset arithmetic.
+ *
+ * Portable loop order: output pixel, then output channel, then the in-bounds taps, then the input
  * channels of the group (innermost, contiguous in both the NHWC input and the OHWI filter).
  * The in-bounds tap range is computed once per output pixel instead of testing every tap.
  *
@@ -13,6 +18,7 @@
 #include "../support/edgec_support.h"
 
 #include <stddef.h>
+#include <string.h>
 
 /* This kernel's own constraints: a general window and a grouped OHWI filter (C_in and C_out
  * divisible by groups). */
@@ -86,3 +92,588 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
     }
     return EDGEC_OK;
 }
+
+/* ==== Packed paths: Arm DSP extension and Helium ============================================= */
+#if defined(__ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+
+static int word_aligned(const void *p)
+{
+    return ((uintptr_t)p & 3u) == 0;
+}
+
+/*
+ * The packed paths' constraints on top of the portable ones: one group (grouped convolutions stay
+ * on edgec_conv_s8), a folded bias, a word-aligned filter and scratch (LDRD and vector loads), and
+ * an input zero point that is an int8 value, because padding taps read it.
+ */
+static int packed_conv_args_valid(const edgec_conv_params *params,
+                                  const edgec_per_channel_quant *quant,
+                                  const edgec_dims *input_dims, const int8_t *input,
+                                  const edgec_dims *filter_dims, const int8_t *filter,
+                                  const int32_t *bias, const edgec_dims *output_dims,
+                                  const int8_t *output, const int8_t *scratch)
+{
+    return edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims,
+                                 output) &&
+           edgec_conv_window_valid(params, filter_dims) && params->groups == 1 &&
+           filter_dims->c == input_dims->c && filter_dims->n == output_dims->c &&
+           params->input_offset >= -INT8_MAX && params->input_offset <= -INT8_MIN &&
+           bias != NULL && scratch != NULL && word_aligned(filter) && word_aligned(scratch);
+}
+
+/* ---- im2col: one output pixel's receptive field, in filter order ------------------------- */
+
+/* The output positions along one axis whose window lies inside the input: [first, last). */
+typedef struct {
+    int32_t first;
+    int32_t last;
+} inside_range;
+
+static inside_range inside_positions(int32_t out_size, int32_t stride, int32_t pad,
+                                     int32_t dilation, int32_t kernel, int32_t in_size)
+{
+    /* o * stride - pad >= 0 and o * stride - pad + (kernel - 1) * dilation <= in_size - 1 */
+    const int32_t span_end = in_size - 1 + pad - (kernel - 1) * dilation;
+    inside_range range;
+    range.first = (pad + stride - 1) / stride;
+    range.last = span_end < 0 ? 0 : EDGEC_MIN(out_size, span_end / stride + 1);
+    return range;
+}
+
+/* What im2col needs to know about the layer. */
+typedef struct {
+    const edgec_conv_params *params;
+    const edgec_dims *input_dims;
+    const int8_t *input;
+    int32_t k_h;
+    int32_t k_w;
+    int32_t in_row_len; /* W * C_in: bytes of an input row */
+    int32_t run_len;    /* KW * C_in: bytes of a filter row's receptive field */
+    int32_t row_step;   /* dilation_h * in_row_len: from one filter row's run to the next */
+    inside_range inside_y;
+    inside_range inside_x; /* empty unless dilation_w is 1, so that a filter row reads one run */
+    int8_t pad_value;      /* the input zero point: what taps outside the input read */
+} conv_window;
+
+static conv_window conv_window_make(const edgec_conv_params *params, const edgec_dims *input_dims,
+                                    const int8_t *input, const edgec_dims *filter_dims,
+                                    const edgec_dims *output_dims)
+{
+    conv_window win;
+    win.params = params;
+    win.input_dims = input_dims;
+    win.input = input;
+    win.k_h = filter_dims->h;
+    win.k_w = filter_dims->w;
+    win.in_row_len = input_dims->w * input_dims->c;
+    win.run_len = filter_dims->w * input_dims->c;
+    win.row_step = params->dilation_h * win.in_row_len;
+    win.inside_y = inside_positions(output_dims->h, params->stride_h, params->pad_top,
+                                    params->dilation_h, filter_dims->h, input_dims->h);
+    win.inside_x = inside_positions(output_dims->w, params->stride_w, params->pad_left,
+                                    params->dilation_w, filter_dims->w, input_dims->w);
+    if (params->dilation_w != 1) {
+        win.inside_x.last = 0;
+    }
+    win.pad_value = (int8_t)-params->input_offset;
+    return win;
+}
+
+/* An output pixel; pixel_next walks them in NHWC order. */
+typedef struct {
+    int32_t b;
+    int32_t oy;
+    int32_t ox;
+} pixel_cursor;
+
+static void pixel_next(pixel_cursor *px, const edgec_dims *output_dims)
+{
+    if (++px->ox == output_dims->w) {
+        px->ox = 0;
+        if (++px->oy == output_dims->h) {
+            px->oy = 0;
+            ++px->b;
+        }
+    }
+}
+
+/*
+ * Where im2col writes the receptive field: `copy` stores n input bytes, `fill` n padding bytes,
+ * and receptive-field byte k lands at dst + k * scale. The int8 row (scale 1) serves every path;
+ * the DSP path also writes its int16 columns directly (scale 4, see dsp_widen).
+ */
+typedef struct {
+    void (*copy)(int8_t *dst, const int8_t *src, int32_t n);
+    void (*fill)(int8_t *dst, int8_t value, int32_t n);
+    int32_t scale;
+} im2col_sink;
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/* n bytes from src to dst, 16 at a time, the last vector predicated. */
+static inline void copy_run(int8_t *dst, const int8_t *src, int32_t n)
+{
+    int32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        vstrbq_s8(dst + i, vldrbq_s8(src + i));
+    }
+    if (i < n) {
+        const mve_pred16_t lanes = vctp8q((uint32_t)(n - i));
+        vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, lanes), lanes);
+    }
+}
+
+static void fill_run(int8_t *dst, int8_t value, int32_t n)
+{
+    const int8x16_t values = vdupq_n_s8(value);
+    for (int32_t i = 0; i < n; i += 16) {
+        vstrbq_p_s8(dst + i, values, vctp8q((uint32_t)(n - i)));
+    }
+}
+#else
+/*
+ * n bytes from src to dst, a word at a time (every core with the DSP extension loads and stores
+ * unaligned words). The runs are short -- C_in or KW*C_in bytes, 9 for an RGB 3x3 stem -- where a
+ * library memcpy call would cost more than the copy.
+ */
+static inline void copy_run(int8_t *dst, const int8_t *src, int32_t n)
+{
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint32_t word;
+        memcpy(&word, src + i, 4);
+        memcpy(dst + i, &word, 4);
+    }
+    for (; i < n; i++) {
+        dst[i] = src[i];
+    }
+}
+
+static void fill_run(int8_t *dst, int8_t value, int32_t n)
+{
+    const uint32_t word = (uint8_t)value * 0x01010101u;
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        memcpy(dst + i, &word, 4);
+    }
+    for (; i < n; i++) {
+        dst[i] = value;
+    }
+}
+#endif
+
+static const im2col_sink int8_row = {copy_run, fill_run, 1};
+
+/*
+ * The first byte of output pixel px's receptive field if its window lies inside the input: then
+ * the field is KH runs of run_len bytes, row_step apart, and needs no padding. Else NULL.
+ */
+static inline const int8_t *window_inside(const conv_window *win, pixel_cursor px)
+{
+    if (px.oy < win->inside_y.first || px.oy >= win->inside_y.last ||
+        px.ox < win->inside_x.first || px.ox >= win->inside_x.last) {
+        return NULL;
+    }
+    const edgec_conv_params *p = win->params;
+    const int32_t iy = (px.b * win->input_dims->h + px.oy * p->stride_h - p->pad_top);
+    const int32_t ix = px.ox * p->stride_w - p->pad_left;
+    return win->input + iy * win->in_row_len + ix * win->input_dims->c;
+}
+
+/*
+ * The receptive field of output pixel px, KH*KW*C_in bytes in filter (OHWI) order, into `sink`.
+ * Taps outside the input read the input zero point: with the input offset folded into the bias
+ * they then add nothing, exactly as the golden kernel's zero padding of (x - zero point).
+ */
+static void im2col_pixel(int8_t *dst, const im2col_sink *sink, const conv_window *win,
+                         pixel_cursor px)
+{
+    const edgec_conv_params *p = win->params;
+    const edgec_dims *in = win->input_dims;
+    const edgec_tap_range ty =
+        edgec_conv_taps(px.oy, p->stride_h, p->pad_top, p->dilation_h, win->k_h, in->h);
+    const edgec_tap_range tx =
+        edgec_conv_taps(px.ox, p->stride_w, p->pad_left, p->dilation_w, win->k_w, in->w);
+    /* edgec_conv_taps may put an empty range past the last tap. */
+    const int32_t first = EDGEC_MIN(tx.first, win->k_w);
+    const int32_t last = EDGEC_MIN(tx.last, win->k_w);
+    const int8_t *in_batch = win->input + px.b * in->h * win->in_row_len;
+    const int32_t step = win->run_len * sink->scale;
+
+    for (int32_t ky = 0; ky < win->k_h; ky++, dst += step) {
+        if (ky < ty.first || ky >= ty.last || first == last) {
+            sink->fill(dst, win->pad_value, win->run_len);
+            continue;
+        }
+        const int8_t *in_y = in_batch + (ty.base + ky * p->dilation_h) * win->in_row_len;
+        if (first > 0) {
+            sink->fill(dst, win->pad_value, first * in->c);
+        }
+        if (p->dilation_w == 1) {
+            sink->copy(dst + first * in->c * sink->scale, in_y + (tx.base + first) * in->c,
+                       (last - first) * in->c);
+        } else {
+            for (int32_t kx = first; kx < last; kx++) {
+                sink->copy(dst + kx * in->c * sink->scale,
+                           in_y + (tx.base + kx * p->dilation_w) * in->c, in->c);
+            }
+        }
+        if (last < win->k_w) {
+            sink->fill(dst + last * in->c * sink->scale, win->pad_value,
+                       (win->k_w - last) * in->c);
+        }
+    }
+}
+
+/* The receptive field of output pixel px as an int8 row. */
+static void im2col_row(int8_t *row, const conv_window *win, pixel_cursor px)
+{
+    const int8_t *src = window_inside(win, px);
+    if (src == NULL) {
+        im2col_pixel(row, &int8_row, win, px);
+        return;
+    }
+    for (int32_t ky = 0; ky < win->k_h; ky++, row += win->run_len, src += win->row_step) {
+        copy_run(row, src, win->run_len);
+    }
+}
+
+#endif /* packed paths */
+
+/* ==== Arm DSP extension: 2 channels x 2 pixels per SMLAD micro-kernel step ==================== */
+#if defined(__ARM_FEATURE_DSP)
+
+/*
+ * The receptive field widened to int16 for SMLAD: each group of 4 int8 (x0..x3) becomes the pairs
+ * (x0, x2) and (x1, x3) -- the order SXTB16 widens the filter in, so the pairs line up -- in the
+ * first 8 of every 16 bytes: the columns of the two pixels of a pair interleave per group.
+ */
+static void dsp_widen(int8_t *cols, const int8_t *src, int32_t n)
+{
+    for (int32_t i = 0; i < n; i += 4) {
+        int32_t x;
+        memcpy(&x, src + i, 4);
+        const int32_t even = __sxtb16(x);
+        const int32_t odd = edgec_sxtb16_ror8(x);
+        memcpy(cols + 4 * i, &even, 4);
+        memcpy(cols + 4 * i + 4, &odd, 4);
+    }
+}
+
+static void dsp_fill_widened(int8_t *cols, int8_t value, int32_t n)
+{
+    const int32_t pair = (int32_t)((uint16_t)value * 0x00010001u);
+    for (int32_t i = 0; i < n; i += 4) {
+        memcpy(cols + 4 * i, &pair, 4);
+        memcpy(cols + 4 * i + 4, &pair, 4);
+    }
+}
+
+/* im2col straight into a column: when C_in is a multiple of 4, every run starts on a group. */
+static const im2col_sink dsp_column = {dsp_widen, dsp_fill_widened, 4};
+
+static void dsp_im2col_column(int8_t *cols, const conv_window *win, pixel_cursor px)
+{
+    const int8_t *src = window_inside(win, px);
+    if (src == NULL) {
+        im2col_pixel(cols, &dsp_column, win, px);
+        return;
+    }
+    for (int32_t ky = 0; ky < win->k_h; ky++, cols += 4 * win->run_len, src += win->row_step) {
+        dsp_widen(cols, src, win->run_len);
+    }
+}
+
+/* One SMLAD step of the micro-kernel (see dsp_mac_2x2); sums are c0_a, c0_b, c1_a, c1_b. */
+static inline void dsp_mac_2x2_group(const int8_t **filter, const int8_t **cols, int32_t sums[4])
+{
+    int32_t a_even, a_odd, b_even, b_odd, w0, w1;
+    edgec_dsp_load_2words(cols, &a_even, &a_odd);
+    edgec_dsp_load_2words(cols, &b_even, &b_odd);
+    edgec_dsp_load_2words(filter, &w0, &w1);
+    int32_t even = __sxtb16(w0);
+    int32_t odd = edgec_sxtb16_ror8(w0);
+    sums[0] = __smlad(even, a_even, sums[0]);
+    sums[0] = __smlad(odd, a_odd, sums[0]);
+    sums[1] = __smlad(even, b_even, sums[1]);
+    sums[1] = __smlad(odd, b_odd, sums[1]);
+    even = __sxtb16(w1);
+    odd = edgec_sxtb16_ror8(w1);
+    sums[2] = __smlad(even, a_even, sums[2]);
+    sums[2] = __smlad(odd, a_odd, sums[2]);
+    sums[3] = __smlad(even, b_even, sums[3]);
+    sums[3] = __smlad(odd, b_odd, sums[3]);
+}
+
+/*
+ * The micro-kernel: a channel pair at a pixel pair. Per group of 4 taps, the pair's 8 filter
+ * bytes (channel 0's 4, then channel 1's) are widened once and multiplied with both pixels'
+ * widened columns: 16 MACs in 3 LDRD, 4 SXTB16 and 8 SMLAD, two groups per loop iteration. SMLAD
+ * wraps modulo 2^32 like the golden int32 accumulator.
+ */
+static inline void dsp_mac_2x2(const int8_t *filter, const int8_t *cols, int32_t groups,
+                               int32_t sums[4])
+{
+    int32_t s[4] = {sums[0], sums[1], sums[2], sums[3]};
+    if (groups & 1) {
+        dsp_mac_2x2_group(&filter, &cols, s);
+    }
+    for (groups >>= 1; groups > 0; --groups) {
+        dsp_mac_2x2_group(&filter, &cols, s);
+        dsp_mac_2x2_group(&filter, &cols, s);
+    }
+    sums[0] = s[0];
+    sums[1] = s[1];
+    sums[2] = s[2];
+    sums[3] = s[3];
+}
+
+/* 1 if every channel's (multiplier, shift) admits the short requantization. */
+static int requant_all_short(const edgec_per_channel_quant *quant, int32_t out_c)
+{
+    for (int32_t c = 0; c < out_c; c++) {
+        if (!edgec_dsp_requant_short(quant->multiplier[c], quant->shift[c])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* What the output stage of a pixel pair needs besides the sums. */
+typedef struct {
+    const edgec_per_channel_quant *quant;
+    edgec_output_stage stage;
+    uint32_t lows;  /* act_min in every byte */
+    uint32_t highs; /* act_max in every byte */
+    int short_requant;
+} dsp_output;
+
+/* Channel c's short requantization constants. */
+static inline edgec_dsp_requant dsp_channel_requant(const dsp_output *o, int32_t c)
+{
+    return edgec_dsp_requant_make(o->quant->multiplier[c], o->quant->shift[c], o->stage.offset);
+}
+
+/* requantize + offset by the short form, saturated to int8. */
+static inline int32_t dsp_short_output(int32_t acc, edgec_dsp_requant q)
+{
+    return __ssat(edgec_dsp_requantize(acc, q), 8);
+}
+
+/*
+ * Stores channels c (and c + 1 when has_c1) of pixels a and b (b when out_b is not NULL) from
+ * sums c0_a, c0_b, c1_a, c1_b: by the short requantization the four go through one packed clamp.
+ */
+static void dsp_store_2x2(const int32_t sums[4], const dsp_output *o, int32_t c, int has_c1,
+                          int8_t *out_a, int8_t *out_b)
+{
+    if (!o->short_requant) {
+        for (int32_t i = 0; i < 1 + has_c1; i++) {
+            const int32_t m = o->quant->multiplier[c + i];
+            const int32_t shift = o->quant->shift[c + i];
+            out_a[c + i] = edgec_requantize_s8(sums[2 * i], m, shift, o->stage);
+            if (out_b != NULL) {
+                out_b[c + i] = edgec_requantize_s8(sums[2 * i + 1], m, shift, o->stage);
+            }
+        }
+        return;
+    }
+    const edgec_dsp_requant q0 = dsp_channel_requant(o, c);
+    /* an odd last channel's partner is not stored */
+    const edgec_dsp_requant q1 = has_c1 ? dsp_channel_requant(o, c + 1) : q0;
+    const uint32_t packed = edgec_dsp_clamp_s8x4(
+        edgec_dsp_pack_s8x4(dsp_short_output(sums[0], q0), dsp_short_output(sums[2], q1),
+                            dsp_short_output(sums[1], q0), dsp_short_output(sums[3], q1)),
+        o->lows, o->highs);
+    const uint16_t pair_a = (uint16_t)packed;
+    const uint16_t pair_b = (uint16_t)(packed >> 16);
+    if (has_c1) {
+        memcpy(out_a + c, &pair_a, 2);
+        if (out_b != NULL) {
+            memcpy(out_b + c, &pair_b, 2);
+        }
+    } else {
+        out_a[c] = (int8_t)pair_a;
+        if (out_b != NULL) {
+            out_b[c] = (int8_t)pair_b;
+        }
+    }
+}
+
+/* Every output channel of a pixel pair; out_b NULL: the second column is a copy of the first. */
+static void dsp_conv_pixel_pair(const int8_t *cols, int32_t groups, const int8_t *filter,
+                                const int32_t *bias, const dsp_output *o, int32_t out_c,
+                                int8_t *out_a, int8_t *out_b)
+{
+    for (int32_t c = 0; c < out_c; c += 2, filter += 8 * groups) {
+        const int has_c1 = c + 1 < out_c; /* an odd last channel pairs with a zero filter row */
+        int32_t sums[4];
+        sums[0] = sums[1] = bias[c];
+        sums[2] = sums[3] = has_c1 ? bias[c + 1] : 0;
+        dsp_mac_2x2(filter, cols, groups, sums);
+        dsp_store_2x2(sums, o, c, has_c1, out_a, out_b);
+    }
+}
+
+edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
+                               const edgec_per_channel_quant *quant,
+                               const edgec_dims *input_dims, const int8_t *input,
+                               const edgec_dims *filter_dims, const int8_t *packed_filter,
+                               const int32_t *folded_bias, const edgec_dims *output_dims,
+                               int8_t *output, int8_t *scratch)
+{
+    if (!packed_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter,
+                                folded_bias, output_dims, output, scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t k = filter_dims->h * filter_dims->w * filter_dims->c;
+    const int32_t groups = (k + 3) / 4;
+    const int32_t out_c = output_dims->c;
+    const int32_t pixels = output_dims->n * output_dims->h * output_dims->w;
+    const conv_window win = conv_window_make(params, input_dims, input, filter_dims, output_dims);
+    dsp_output o;
+    o.quant = quant;
+    o.stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    o.lows = edgec_dsp_bytes(params->act_min);
+    o.highs = edgec_dsp_bytes(params->act_max);
+    o.short_requant = requant_all_short(quant, out_c);
+    /* Scratch: the two int16 columns, interleaved per group; when C_in is not a multiple of 4
+     * the receptive fields go through an int8 row after them, else straight into the columns. */
+    const int direct = filter_dims->c % 4 == 0;
+    int8_t *cols = scratch;
+    int8_t *row = cols + 16 * groups;
+    pixel_cursor px = {0, 0, 0};
+
+    if (!direct) {
+        fill_run(row + k, 0, 4 * groups - k); /* the filter is zero there: any value does */
+    }
+    for (int32_t p = 0; p < pixels; p += 2) {
+        int8_t *out_a = output + p * out_c;
+        const int has_b = p + 1 < pixels;
+        for (int32_t column = 0; column < 2; column++) {
+            /* A lone last pixel fills both columns. */
+            if (direct) {
+                dsp_im2col_column(cols + 8 * column, &win, px);
+            } else {
+                im2col_row(row, &win, px);
+                dsp_widen(cols + 8 * column, row, 4 * groups);
+            }
+            if (column == 0 && has_b) {
+                pixel_next(&px, output_dims);
+            }
+        }
+        pixel_next(&px, output_dims);
+        dsp_conv_pixel_pair(cols, groups, packed_filter, folded_bias, &o, out_c, out_a,
+                            has_b ? out_a + out_c : NULL);
+    }
+    return EDGEC_OK;
+}
+
+#endif /* __ARM_FEATURE_DSP */
+
+/* ==== Helium: 2 channels x 3 pixels per VMLADAVA micro-kernel step ============================ */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+
+#define MVE_PIXELS 3 /* per micro-kernel call: six sums, as VMLADAVA's even registers hold */
+
+/*
+ * The micro-kernel: a channel pair at three pixels. Per group of 16 taps, the pair's 32 filter
+ * bytes (channel 0's 16, then channel 1's) and the three receptive fields' 16 bytes are loaded
+ * once each: 96 MACs in 5 loads and 6 VMLADAVA. The sums wrap modulo 2^32 like the golden int32
+ * accumulator; they come back as one vector per channel, lane = pixel (lane 3 unused).
+ */
+static inline void mve_mac_2x3(const int8_t *filter, const int8_t *rows, int32_t row_len,
+                               int32_t groups, int32x4_t *sums0, int32x4_t *sums1)
+{
+    const int8_t *row_a = rows;
+    const int8_t *row_b = rows + row_len;
+    const int8_t *row_c = rows + 2 * row_len;
+    int32_t a0 = 0, a1 = 0, b0 = 0, b1 = 0, c0 = 0, c1 = 0;
+    do {
+        const int8x16_t xa = vldrbq_s8(row_a);
+        const int8x16_t xb = vldrbq_s8(row_b);
+        const int8x16_t xc = vldrbq_s8(row_c);
+        const int8x16_t w0 = vldrbq_s8(filter);
+        const int8x16_t w1 = vldrbq_s8(filter + 16);
+        a0 = vmladavaq_s8(a0, w0, xa);
+        b0 = vmladavaq_s8(b0, w0, xb);
+        c0 = vmladavaq_s8(c0, w0, xc);
+        a1 = vmladavaq_s8(a1, w1, xa);
+        b1 = vmladavaq_s8(b1, w1, xb);
+        c1 = vmladavaq_s8(c1, w1, xc);
+        filter += 32;
+        row_a += 16;
+        row_b += 16;
+        row_c += 16;
+    } while (--groups > 0);
+    *sums0 = vsetq_lane_s32(c0, vsetq_lane_s32(b0, vdupq_n_s32(a0), 1), 2);
+    *sums1 = vsetq_lane_s32(c1, vsetq_lane_s32(b1, vdupq_n_s32(a1), 1), 2);
+}
+
+/*
+ * Channel c of `pixels` pixels from their sums (lane = pixel): bias, requantization and clamp
+ * on the vector, then one byte per pixel, C_out bytes apart (a scatter store).
+ */
+static inline void mve_store_channel(int32x4_t sums, int32_t c, const int32_t *bias,
+                                     const edgec_per_channel_quant *quant,
+                                     edgec_output_stage stage, uint32x4_t pixel_offsets,
+                                     mve_pred16_t pixels, int8_t *out)
+{
+    const int32x4_t acc = vaddq_n_s32(sums, bias[c]);
+    const int32x4_t y = edgec_mve_requantize(acc, vdupq_n_s32(quant->multiplier[c]),
+                                             vdupq_n_s32(quant->shift[c]));
+    vstrbq_scatter_offset_p_s32(out + c, pixel_offsets, edgec_mve_output(y, stage), pixels);
+}
+
+edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
+                               const edgec_per_channel_quant *quant,
+                               const edgec_dims *input_dims, const int8_t *input,
+                               const edgec_dims *filter_dims, const int8_t *packed_filter,
+                               const int32_t *folded_bias, const edgec_dims *output_dims,
+                               int8_t *output, int8_t *scratch)
+{
+    if (!packed_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter,
+                                folded_bias, output_dims, output, scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t k = filter_dims->h * filter_dims->w * filter_dims->c;
+    const int32_t groups = (k + 15) / 16;
+    const int32_t row_len = 16 * groups;
+    const int32_t out_c = output_dims->c;
+    const int32_t pixels = output_dims->n * output_dims->h * output_dims->w;
+    const conv_window win = conv_window_make(params, input_dims, input, filter_dims, output_dims);
+    const edgec_output_stage stage =
+        edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    /* Lane i: output pixel i of the three, C_out bytes apart in the NHWC output. */
+    const uint32x4_t pixel_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c);
+    int8_t *rows = scratch; /* three receptive fields of row_len int8 */
+    pixel_cursor px = {0, 0, 0};
+
+    for (int32_t r = 0; r < MVE_PIXELS; r++) {
+        fill_run(rows + r * row_len + k, 0, row_len - k); /* the filter is zero there */
+    }
+    for (int32_t p = 0; p < pixels; p += MVE_PIXELS) {
+        const int32_t count = EDGEC_MIN(MVE_PIXELS, pixels - p);
+        const mve_pred16_t stored = vctp32q((uint32_t)count);
+        int8_t *out = output + p * out_c;
+        for (int32_t r = 0; r < count; r++) {
+            im2col_row(rows + r * row_len, &win, px);
+            pixel_next(&px, output_dims);
+        }
+        for (int32_t r = count; r < MVE_PIXELS; r++) { /* the last pixels' copies: not stored */
+            copy_run(rows + r * row_len, rows, row_len);
+        }
+        const int8_t *filter = packed_filter;
+        for (int32_t c = 0; c < out_c; c += 2, filter += 32 * groups) {
+            int32x4_t sums0, sums1;
+            mve_mac_2x3(filter, rows, row_len, groups, &sums0, &sums1);
+            mve_store_channel(sums0, c, folded_bias, quant, stage, pixel_offsets, stored, out);
+            if (c + 1 < out_c) { /* an odd last channel pairs with a zero filter row */
+                mve_store_channel(sums1, c + 1, folded_bias, quant, stage, pixel_offsets, stored,
+                                  out);
+            }
+        }
+    }
+    return EDGEC_OK;
+}
+
+#endif /* __ARM_FEATURE_MVE */

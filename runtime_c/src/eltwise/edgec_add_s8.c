@@ -1,5 +1,6 @@
 /*
- * edgec_add_s8.c -- int8 elementwise add with independent qparams (portable C99 path).
+ * edgec_add_s8.c -- int8 elementwise add with independent qparams: the portable C99 path (the
+ * reference) and, on Arm cores with the DSP extension or Helium, edgec_add_s8_dsp/_mve.
  *
  * TFLite/CMSIS-NN scheme: both inputs are rescaled onto a common fixed-point grid with
  * left_shift (20) bits of headroom, added, then requantized to the output scale:
@@ -9,6 +10,7 @@
  * Golden: edgec.ops.eltwise.add_s8 (params from edgec.ops.eltwise.add_params).
  */
 #include <stddef.h>
+#include <string.h>
 
 #include "edgec_nn.h"
 #include "../support/edgec_support.h"
@@ -57,3 +59,165 @@ edgec_status edgec_add_s8(const edgec_add_params *params, const int8_t *input1, 
     }
     return EDGEC_OK;
 }
+
+/* ==== Packed paths: Arm DSP extension and Helium ============================================= */
+#if defined(__ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+
+/*
+ * Each input takes only 256 values, so its rescaled form (a or b above) is looked up: two tables
+ * of 256 int32 in scratch, indexed by the input byte as uint8, built once per call. Per element
+ * there remain two loads, an add and the output requantization.
+ */
+#define ADD_TABLE_ENTRIES 256
+
+static int add_args_valid(const edgec_add_params *params, const int8_t *input1,
+                          const int8_t *input2, const int8_t *output, int32_t size,
+                          const int8_t *scratch)
+{
+    return params != NULL && input1 != NULL && input2 != NULL && output != NULL && size >= 0 &&
+           add_params_valid(params) && scratch != NULL && ((uintptr_t)scratch & 3u) == 0;
+}
+
+/* The rescaled input, requantize((x + offset) * 2^left_shift, multiplier, shift), of x = (int8)u. */
+static int32_t add_rescaled(int32_t u, int32_t offset, int32_t left_shift, int32_t multiplier,
+                            int32_t shift)
+{
+    const int32_t x = (int32_t)(int8_t)(uint8_t)u;
+    return edgec_requantize((x + offset) * ((int32_t)1 << left_shift), multiplier, shift);
+}
+
+#endif /* packed paths */
+
+/* ==== Arm DSP extension ====================================================================== */
+#if defined(__ARM_FEATURE_DSP)
+
+static void dsp_add_table(int8_t *table, int32_t offset, int32_t left_shift, int32_t multiplier,
+                          int32_t shift)
+{
+    for (int32_t u = 0; u < ADD_TABLE_ENTRIES; u++) {
+        const int32_t value = add_rescaled(u, offset, left_shift, multiplier, shift);
+        memcpy(table + 4 * u, &value, 4);
+    }
+}
+
+/* a + b of element i, wrapped to int32 like the golden kernel. The inputs are read as uint8,
+ * the tables' index. */
+static inline int32_t dsp_add_sum(const int8_t *tables, const uint8_t *input1,
+                                  const uint8_t *input2, int32_t i)
+{
+    int32_t a, b;
+    memcpy(&a, tables + 4 * input1[i], 4);
+    memcpy(&b, tables + 4 * (ADD_TABLE_ENTRIES + input2[i]), 4);
+    return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+
+static inline int32_t dsp_add_short_one(const int8_t *tables, const uint8_t *input1,
+                                        const uint8_t *input2, int32_t i, edgec_dsp_requant q)
+{
+    return __ssat(edgec_dsp_requantize(dsp_add_sum(tables, input1, input2, i), q), 8);
+}
+
+/* The elements through the short requantization, four per word. */
+static void dsp_add_short(const int8_t *tables, const uint8_t *input1, const uint8_t *input2,
+                          int8_t *output, int32_t size, edgec_dsp_requant q,
+                          edgec_output_stage stage)
+{
+    const int32_t act_min = stage.lo + stage.offset;
+    const int32_t act_max = stage.hi + stage.offset;
+    const uint32_t lows = edgec_dsp_bytes(act_min);
+    const uint32_t highs = edgec_dsp_bytes(act_max);
+    int32_t i = 0;
+    for (; i + 4 <= size; i += 4) {
+        const uint32_t packed = edgec_dsp_pack_s8x4(
+            dsp_add_short_one(tables, input1, input2, i, q),
+            dsp_add_short_one(tables, input1, input2, i + 1, q),
+            dsp_add_short_one(tables, input1, input2, i + 2, q),
+            dsp_add_short_one(tables, input1, input2, i + 3, q));
+        const uint32_t clamped = edgec_dsp_clamp_s8x4(packed, lows, highs);
+        memcpy(output + i, &clamped, 4); /* after reading all four: output may alias an input */
+    }
+    for (; i < size; i++) {
+        const int32_t y = dsp_add_short_one(tables, input1, input2, i, q);
+        output[i] = (int8_t)EDGEC_MIN(EDGEC_MAX(y, act_min), act_max);
+    }
+}
+
+edgec_status edgec_add_s8_dsp(const edgec_add_params *params, const int8_t *input1,
+                              const int8_t *input2, int8_t *output, int32_t size, int8_t *scratch)
+{
+    if (!add_args_valid(params, input1, input2, output, size, scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_output_stage stage =
+        edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    dsp_add_table(scratch, params->input1_offset, params->left_shift, params->input1_multiplier,
+                  params->input1_shift);
+    dsp_add_table(scratch + 4 * ADD_TABLE_ENTRIES, params->input2_offset, params->left_shift,
+                  params->input2_multiplier, params->input2_shift);
+    const uint8_t *bytes1 = (const uint8_t *)input1;
+    const uint8_t *bytes2 = (const uint8_t *)input2;
+    if (edgec_dsp_requant_short(params->output_multiplier, params->output_shift)) {
+        dsp_add_short(scratch, bytes1, bytes2, output, size,
+                      edgec_dsp_requant_make(params->output_multiplier, params->output_shift,
+                                             params->output_offset),
+                      stage);
+        return EDGEC_OK;
+    }
+    for (int32_t i = 0; i < size; i++) {
+        output[i] = edgec_requantize_s8(dsp_add_sum(scratch, bytes1, bytes2, i),
+                                        params->output_multiplier, params->output_shift, stage);
+    }
+    return EDGEC_OK;
+}
+
+#endif /* __ARM_FEATURE_DSP */
+
+/* ==== Helium: four elements per step, the tables read by gather loads ======================== */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+
+/* The table of one input, four entries per step (edgec_mve_requantize on (x + offset) << shift). */
+static void mve_add_table(int32_t *table, int32_t offset, int32_t left_shift, int32_t multiplier,
+                          int32_t shift)
+{
+    const int32x4_t m = vdupq_n_s32(multiplier);
+    const int32x4_t sh = vdupq_n_s32(shift);
+    for (int32_t u = 0; u < ADD_TABLE_ENTRIES; u += 4) {
+        /* x = (int8)u for u, u+1, u+2, u+3: the byte sign-extended by a shift pair */
+        const int32x4_t bytes = vreinterpretq_s32_u32(vidupq_n_u32((uint32_t)u, 1));
+        const int32x4_t x = vshrq_n_s32(vshlq_n_s32(bytes, 24), 24);
+        const int32x4_t scaled = vshlq_r_s32(vaddq_n_s32(x, offset), left_shift);
+        vstrwq_s32(table + u, edgec_mve_requantize(scaled, m, sh));
+    }
+}
+
+edgec_status edgec_add_s8_mve(const edgec_add_params *params, const int8_t *input1,
+                              const int8_t *input2, int8_t *output, int32_t size, int8_t *scratch)
+{
+    if (!add_args_valid(params, input1, input2, output, size, scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    /* The tables are int32 objects in the arena's scratch, written and read only by vector
+     * loads and stores. */
+    int32_t *table1 = (int32_t *)(void *)scratch;
+    int32_t *table2 = table1 + ADD_TABLE_ENTRIES;
+    const edgec_output_stage stage =
+        edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    const int32x4_t m = vdupq_n_s32(params->output_multiplier);
+    const int32x4_t sh = vdupq_n_s32(params->output_shift);
+
+    mve_add_table(table1, params->input1_offset, params->left_shift, params->input1_multiplier,
+                  params->input1_shift);
+    mve_add_table(table2, params->input2_offset, params->left_shift, params->input2_multiplier,
+                  params->input2_shift);
+    for (int32_t i = 0; i < size; i += 4) {
+        const mve_pred16_t lanes = vctp32q((uint32_t)(size - i));
+        const uint32x4_t u1 = vldrbq_z_u32((const uint8_t *)input1 + i, lanes);
+        const uint32x4_t u2 = vldrbq_z_u32((const uint8_t *)input2 + i, lanes);
+        const int32x4_t sum = vaddq_s32(vldrwq_gather_shifted_offset_s32(table1, u1),
+                                        vldrwq_gather_shifted_offset_s32(table2, u2));
+        vstrbq_p_s32(output + i, edgec_mve_output(edgec_mve_requantize(sum, m, sh), stage), lanes);
+    }
+    return EDGEC_OK;
+}
+
+#endif /* __ARM_FEATURE_MVE */

@@ -1,5 +1,8 @@
 /*
- * edgec_fully_connected_s8.c -- int8 fully connected layer (portable C99 path).
+ * edgec_fully_connected_s8.c -- int8 fully connected layer: the portable C99 path (the reference)
+ * and, on Arm cores with the DSP extension or Helium, edgec_fully_connected_s8_dsp/_mve, which
+ * read a filter re-laid at compile time (edgec.ops.kernel_layout) and a bias with the input
+ * offset folded in.
  *
  * acc[o] = bias[o] + sum_j w[o][j] * (x[j] + input_offset)
  * y[o]   = clamp(requantize(acc[o], m, s) + output_offset, act_min, act_max)
@@ -10,6 +13,7 @@
  * kernel (edgec.ops.linear.fully_connected_s8) models, and compiles to the same MLA instructions.
  */
 #include <stddef.h>
+#include <string.h>
 
 #include "edgec_nn.h"
 #include "../support/edgec_support.h"
@@ -122,3 +126,215 @@ edgec_status edgec_fully_connected_s8(const edgec_fc_params *params, const edgec
     }
     return EDGEC_OK;
 }
+
+/* ==== Packed paths: Arm DSP extension and Helium ============================================= */
+#if defined(__ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+
+/* The packed paths' arguments: fc_args_valid's, plus a folded bias and a word-aligned filter. */
+static int packed_fc_args_valid(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
+                                int32_t batches, int32_t input_size, const int8_t *input,
+                                int32_t output_size, const int8_t *filter, const int32_t *bias,
+                                const int8_t *output)
+{
+    return fc_args_valid(params, quant, batches, input_size, input, output_size, filter, output) &&
+           bias != NULL && ((uintptr_t)filter & 3u) == 0;
+}
+
+#endif /* packed paths */
+
+/* ==== Arm DSP extension: 4 outputs per SMLAD micro-kernel step =============================== */
+#if defined(__ARM_FEATURE_DSP)
+
+/* One step of dsp_mac_4x1: 4 inputs, widened here, against the 4 rows' 16 filter bytes. */
+static inline void dsp_mac_4x1_group(const int8_t **filter, int32_t x, int32_t sums[4])
+{
+    int32_t w0, w1, w2, w3;
+    const int32_t x_even = __sxtb16(x);
+    const int32_t x_odd = edgec_sxtb16_ror8(x);
+    edgec_dsp_load_2words(filter, &w0, &w1);
+    edgec_dsp_load_2words(filter, &w2, &w3);
+    sums[0] = __smlad(__sxtb16(w0), x_even, sums[0]);
+    sums[0] = __smlad(edgec_sxtb16_ror8(w0), x_odd, sums[0]);
+    sums[1] = __smlad(__sxtb16(w1), x_even, sums[1]);
+    sums[1] = __smlad(edgec_sxtb16_ror8(w1), x_odd, sums[1]);
+    sums[2] = __smlad(__sxtb16(w2), x_even, sums[2]);
+    sums[2] = __smlad(edgec_sxtb16_ror8(w2), x_odd, sums[2]);
+    sums[3] = __smlad(__sxtb16(w3), x_even, sums[3]);
+    sums[3] = __smlad(edgec_sxtb16_ror8(w3), x_odd, sums[3]);
+}
+
+/*
+ * The micro-kernel: four outputs' dot products with the input row. Per group of 4 inputs, the
+ * input word and the block's 16 filter bytes (4 per output) are widened with SXTB16 (pairs
+ * (x0, x2) and (x1, x3) on both sides) and multiplied: 16 MACs in 3 loads, 10 SXTB16 and 8
+ * SMLAD. A last partial group reads only the input bytes there are (the filter is zero past
+ * them). SMLAD wraps modulo 2^32, as the golden kernel's int32 accumulator. Not inlined: GCC then
+ * keeps the loop's 13 values in registers instead of spilling the caller's.
+ */
+static __attribute__((noinline)) void dsp_mac_4x1(const int8_t *filter, const int8_t *x,
+                                                  int32_t n, int32_t sums[4])
+{
+    int32_t s[4] = {sums[0], sums[1], sums[2], sums[3]};
+    const int8_t *const full_end = x + (n & ~3);
+    while (x < full_end) {
+        int32_t group;
+        __asm__ volatile("ldr %0, [%1], #4" : "=r"(group), "+r"(x) : : "memory");
+        dsp_mac_4x1_group(&filter, group, s);
+    }
+    if ((n & 3) != 0) {
+        uint32_t group = 0;
+        for (int32_t j = (n & 3) - 1; j >= 0; j--) { /* little-endian: input j is byte j */
+            group = group << 8 | (uint8_t)x[j];
+        }
+        dsp_mac_4x1_group(&filter, (int32_t)group, s);
+    }
+    sums[0] = s[0];
+    sums[1] = s[1];
+    sums[2] = s[2];
+    sums[3] = s[3];
+}
+
+/* 1 if every output's (multiplier, shift) admits the short requantization. */
+static int dsp_fc_requant_short(const edgec_per_channel_quant *quant, int32_t count)
+{
+    for (int32_t i = 0; i < count; i++) {
+        if (!edgec_dsp_requant_short(quant->multiplier[i], quant->shift[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* requantize(acc) + offset of output o by the short form, saturated to int8. */
+static inline int32_t dsp_fc_output_short(int32_t acc, const edgec_per_channel_quant *quant,
+                                          int32_t quant_index, int32_t offset)
+{
+    const edgec_dsp_requant q = edgec_dsp_requant_make(quant->multiplier[quant_index],
+                                                       quant->shift[quant_index], offset);
+    return __ssat(edgec_dsp_requantize(acc, q), 8);
+}
+
+/*
+ * The output stage of a block of 4 outputs, `valid` of them real. quant_step 0: one
+ * (multiplier, shift) for all outputs. short_requant: every pair admits the short form. Not
+ * inlined, for the same reason as dsp_mac_4x1.
+ */
+static __attribute__((noinline)) void dsp_fc_output_block(const int32_t sums[4], int32_t valid,
+                                                          const edgec_per_channel_quant *quant,
+                                                          int32_t quant_step, int32_t o,
+                                                          int short_requant,
+                                                          edgec_output_stage stage, int8_t *y)
+{
+    if (short_requant && valid == 4) {
+        const uint32_t packed = edgec_dsp_pack_s8x4(
+            dsp_fc_output_short(sums[0], quant, o * quant_step, stage.offset),
+            dsp_fc_output_short(sums[1], quant, (o + 1) * quant_step, stage.offset),
+            dsp_fc_output_short(sums[2], quant, (o + 2) * quant_step, stage.offset),
+            dsp_fc_output_short(sums[3], quant, (o + 3) * quant_step, stage.offset));
+        const uint32_t clamped = edgec_dsp_clamp_s8x4(packed, edgec_dsp_bytes(stage.lo + stage.offset),
+                                                      edgec_dsp_bytes(stage.hi + stage.offset));
+        memcpy(y + o, &clamped, 4);
+        return;
+    }
+    for (int32_t i = 0; i < valid; i++) {
+        const int32_t q = (o + i) * quant_step;
+        y[o + i] = edgec_requantize_s8(sums[i], quant->multiplier[q], quant->shift[q], stage);
+    }
+}
+
+edgec_status edgec_fully_connected_s8_dsp(const edgec_fc_params *params,
+                                          const edgec_per_channel_quant *quant, int32_t batches,
+                                          int32_t input_size, const int8_t *input,
+                                          int32_t output_size, const int8_t *packed_filter,
+                                          const int32_t *folded_bias, int8_t *output)
+{
+    if (!packed_fc_args_valid(params, quant, batches, input_size, input, output_size,
+                              packed_filter, folded_bias, output)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t groups = (input_size + 3) / 4;
+    const int32_t quant_step = params->per_channel ? 1 : 0;
+    const int short_requant = dsp_fc_requant_short(quant, params->per_channel ? output_size : 1);
+    const edgec_output_stage stage =
+        edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+
+    for (int32_t b = 0; b < batches; b++) {
+        const int8_t *filter = packed_filter;
+        for (int32_t o = 0; o < output_size; o += 4, filter += 16 * groups) {
+            const int32_t valid = EDGEC_MIN(4, output_size - o); /* the rest are zero rows */
+            int32_t sums[4] = {0, 0, 0, 0};
+            if (valid == 4) { /* a fixed-size copy is inlined, a variable one is a call */
+                memcpy(sums, folded_bias + o, sizeof(sums));
+            } else {
+                memcpy(sums, folded_bias + o, (size_t)valid * sizeof(int32_t));
+            }
+            dsp_mac_4x1(filter, input + b * input_size, input_size, sums);
+            dsp_fc_output_block(sums, valid, quant, quant_step, o, short_requant, stage,
+                                output + b * output_size);
+        }
+    }
+    return EDGEC_OK;
+}
+
+#endif /* __ARM_FEATURE_DSP */
+
+/* ==== Helium: 4 outputs per VMLADAVA micro-kernel step ======================================= */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+
+/*
+ * The micro-kernel: four outputs' dot products with the input. Per group of 16 inputs, the
+ * block's 64 filter bytes (16 per output) are each loaded once: 64 MACs in 5 loads and 4
+ * VMLADAVA. The last partial group reads the input predicated (zeros past its end; the filter
+ * is zero there). The sums wrap modulo 2^32, as the golden kernel's int32 accumulator.
+ */
+static int32x4_t mve_mac_4x1(const int8_t *filter, const int8_t *x, int32_t n)
+{
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (int32_t i = 0; i < n; i += 16, filter += 64) {
+        const int8x16_t xv = vldrbq_z_s8(x + i, vctp8q((uint32_t)(n - i)));
+        s0 = vmladavaq_s8(s0, vldrbq_s8(filter), xv);
+        s1 = vmladavaq_s8(s1, vldrbq_s8(filter + 16), xv);
+        s2 = vmladavaq_s8(s2, vldrbq_s8(filter + 32), xv);
+        s3 = vmladavaq_s8(s3, vldrbq_s8(filter + 48), xv);
+    }
+    int32x4_t sums = vdupq_n_s32(s0);
+    sums = vsetq_lane_s32(s1, sums, 1);
+    sums = vsetq_lane_s32(s2, sums, 2);
+    return vsetq_lane_s32(s3, sums, 3);
+}
+
+edgec_status edgec_fully_connected_s8_mve(const edgec_fc_params *params,
+                                          const edgec_per_channel_quant *quant, int32_t batches,
+                                          int32_t input_size, const int8_t *input,
+                                          int32_t output_size, const int8_t *packed_filter,
+                                          const int32_t *folded_bias, int8_t *output)
+{
+    if (!packed_fc_args_valid(params, quant, batches, input_size, input, output_size,
+                              packed_filter, folded_bias, output)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t block_bytes = 64 * ((input_size + 15) / 16);
+    const edgec_output_stage stage =
+        edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    int32x4_t m = vdupq_n_s32(quant->multiplier[0]);
+    int32x4_t shift = vdupq_n_s32(quant->shift[0]);
+
+    for (int32_t b = 0; b < batches; b++) {
+        const int8_t *filter = packed_filter;
+        int8_t *y = output + b * output_size;
+        for (int32_t o = 0; o < output_size; o += 4, filter += block_bytes) {
+            const mve_pred16_t lanes = vctp32q((uint32_t)(output_size - o));
+            if (params->per_channel) {
+                m = vldrwq_z_s32(quant->multiplier + o, lanes);
+                shift = vldrwq_z_s32(quant->shift + o, lanes);
+            }
+            int32x4_t acc = vaddq_s32(mve_mac_4x1(filter, input + b * input_size, input_size),
+                                      vldrwq_z_s32(folded_bias + o, lanes));
+            acc = edgec_mve_output(edgec_mve_requantize(acc, m, shift), stage);
+            vstrbq_p_s32(y + o, acc, lanes);
+        }
+    }
+    return EDGEC_OK;
+}
+
+#endif /* __ARM_FEATURE_MVE */

@@ -1,7 +1,8 @@
 /*
  * edgec_support.h -- helpers shared by the kernels (internal, header-only, static inline).
  * Code generation copies this header next to only the kernel sources a model uses, so it must
- * stay self-contained: it includes <stdint.h> and the public edgec_nn.h, nothing else, and has no
+ * stay self-contained: it includes <stdint.h>, the public edgec_nn.h and, on Arm cores with the
+ * DSP extension or Helium, the compiler's own arm_acle.h / arm_mve.h; nothing else, and it has no
  * companion .c file.
  *
  * The fixed-point part mirrors edgec/numerics.py exactly. Written without undefined behaviour:
@@ -217,5 +218,137 @@ static inline void edgec_pool_window(int32_t o, int32_t stride, int32_t pad, int
     *start = EDGEC_MAX(origin, 0);
     *end = EDGEC_MIN(origin + filter, in_size);
 }
+
+/* ---- Arm DSP extension (Cortex-M4/M7/M33/M55): SMLAD on SXTB16-widened pairs --------------- */
+#if defined(__ARM_FEATURE_DSP)
+#include <arm_acle.h>
+
+/*
+ * Bytes 1 and 3 of x, sign-extended into the two int16 halves of the result: SXTB16 with ROR #8.
+ * With __sxtb16(x) (bytes 0 and 2) it widens four int8 in two instructions; GCC 12's arm_acle.h
+ * has no __ror to express the rotated form.
+ */
+static inline int32_t edgec_sxtb16_ror8(int32_t x)
+{
+    int32_t result;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(result) : "r"(x));
+    return result;
+}
+
+/* The two words at *p (word-aligned), then *p += 8: one LDRD, which GCC 12 does not form from two
+ * unaligned-capable word loads. */
+static inline void edgec_dsp_load_2words(const int8_t **p, int32_t *first, int32_t *second)
+{
+    __asm__ volatile("ldrd %0, %1, [%2], #8" : "=r"(*first), "=r"(*second), "+r"(*p) : : "memory");
+}
+
+/*
+ * The short form of requantize-and-add-offset, for a channel whose multiplier is at least 2^30
+ * and whose shift is -2..-24 (QuantizeMultiplier gives 2^30 <= m < 2^31; conv, fully connected
+ * and add outputs shift right by 2 to 24 bits): 7 instructions instead of about 30.
+ *
+ * With t = x*m + 2^30 and r = -shift, requantize is round-half-away-from-zero of floor(t / 2^31)
+ * / 2^r, which is floor((t + 2^(30+r) - [t < 0]*2^31) / 2^(31+r)); adding the output offset
+ * adds offset*2^(31+r). As m >= 2^30, t < 0 exactly when x + k < 0 with k = floor(2^30 / m), 0
+ * or 1 (QADD keeps x + k from wrapping). So one SMLAL of x*m onto a 64-bit constant (high word
+ * round_high, minus 1 if x + k < 0; low word 0x40000000, plus 2^31 if x + k < 0) and an
+ * arithmetic shift of the high word by r - 1 give requantize(x) + offset exactly: the 64-bit sum
+ * cannot overflow, and its high word stays within int32 (|x*m| / 2^32 < 2^30 and |round_high|
+ * <= 2^30 + 2^22).
+ */
+typedef struct {
+    int32_t multiplier;
+    int32_t sign_bias;  /* k: 1 if the multiplier is 2^30, else 0 */
+    int32_t round_high; /* (1 + 2 * offset) * 2^(r-2) */
+    int32_t shift;      /* r - 1 */
+} edgec_dsp_requant;
+
+static inline int edgec_dsp_requant_short(int32_t multiplier, int32_t shift)
+{
+    return multiplier >= (1 << 30) && shift <= -2 && shift >= -24;
+}
+
+/* Only for (multiplier, shift) that edgec_dsp_requant_short accepts. */
+static inline edgec_dsp_requant edgec_dsp_requant_make(int32_t multiplier, int32_t shift,
+                                                       int32_t offset)
+{
+    edgec_dsp_requant q;
+    q.multiplier = multiplier;
+    q.sign_bias = multiplier == (1 << 30);
+    q.round_high = (int32_t)((uint32_t)(1 + 2 * offset) << (-shift - 2));
+    q.shift = -shift - 1;
+    return q;
+}
+
+/* requantize(x, multiplier, shift) + offset, for an edgec_dsp_requant. */
+static inline int32_t edgec_dsp_requantize(int32_t x, edgec_dsp_requant q)
+{
+    const int32_t sign_source = __qadd(x, q.sign_bias);
+    uint32_t low = ((uint32_t)sign_source & 0x80000000u) | 0x40000000u;
+    int32_t high = q.round_high + (sign_source >> 31);
+    __asm__("smlal %0, %1, %2, %3" : "+r"(low), "+r"(high) : "r"(x), "r"(q.multiplier));
+    return high >> q.shift;
+}
+
+/* Four int8 in one word, bytes in order (three BFI): each y must already be in [-128, 127]. */
+static inline uint32_t edgec_dsp_pack_s8x4(int32_t y0, int32_t y1, int32_t y2, int32_t y3)
+{
+    uint32_t word = (uint32_t)y0;
+    __asm__("bfi %0, %1, #8, #8\n\tbfi %0, %2, #16, #8\n\tbfi %0, %3, #24, #8"
+            : "+r"(word)
+            : "r"(y1), "r"(y2), "r"(y3));
+    return word;
+}
+
+/*
+ * The fused activation on four packed int8: bytewise clamp to [act_min, act_max] (SSUB8 sets
+ * the GE flags per byte, SEL picks by them). lows/highs hold act_min/act_max in every byte.
+ */
+static inline uint32_t edgec_dsp_clamp_s8x4(uint32_t y, uint32_t lows, uint32_t highs)
+{
+    uint32_t difference;
+    __asm__("ssub8 %1, %0, %2\n\tsel %0, %0, %2\n\tssub8 %1, %0, %3\n\tsel %0, %3, %0"
+            : "+r"(y), "=&r"(difference)
+            : "r"(lows), "r"(highs)
+            : "cc");
+    return y;
+}
+
+/* act_min or act_max in every byte of a word, for edgec_dsp_clamp_s8x4. */
+static inline uint32_t edgec_dsp_bytes(int32_t value)
+{
+    return (uint8_t)value * 0x01010101u;
+}
+
+#endif /* __ARM_FEATURE_DSP */
+
+/* ---- Helium (MVE, Cortex-M55): four requantizations at once --------------------------------- */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#include <arm_mve.h>
+
+/*
+ * edgec_requantize on four lanes, bit-exact: VQRDMULH is doubling_high_mult_no_sat (it saturates
+ * only for INT32_MIN * INT32_MIN, and multipliers are never negative). VRSHL rounds half up, so
+ * negative values are first moved down by one when there is a right shift, which makes the result
+ * round half away from zero (saturating that step cannot change the shifted result).
+ */
+static inline int32x4_t edgec_mve_requantize(int32x4_t x, int32x4_t multiplier, int32x4_t shift)
+{
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int32x4_t left = vmaxq_s32(shift, zero);
+    const int32x4_t minus_right = vminq_s32(shift, zero);
+    const int32x4_t high = vqrdmulhq_s32(vshlq_s32(x, left), multiplier);
+    const int32x4_t fixup = vshrq_n_s32(vandq_s32(high, minus_right), 31);
+    return vrshlq_s32(vqaddq_s32(high, fixup), minus_right);
+}
+
+/* edgec_output_s8 on four lanes (clamp first, then add the offset: nothing can overflow). */
+static inline int32x4_t edgec_mve_output(int32x4_t r, edgec_output_stage stage)
+{
+    r = vmaxq_s32(r, vdupq_n_s32(stage.lo));
+    r = vminq_s32(r, vdupq_n_s32(stage.hi));
+    return vaddq_n_s32(r, stage.offset);
+}
+#endif /* __ARM_FEATURE_MVE */
 
 #endif /* EDGEC_SUPPORT_H */

@@ -1,0 +1,59 @@
+"""Constants laid out for the Cortex-M DSP (SMLAD) and Helium (MVE) kernels, at compile time.
+
+Those kernels (edgec_conv_s8_dsp/_mve, edgec_fully_connected_s8_dsp/_mve in runtime_c) read a
+filter re-laid into the order their inner loops consume it, and a bias with the input offset
+folded in. Neither changes the arithmetic: the golden kernels stay the specification.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from edgec.numerics import wrap_int32
+
+DSP = "dsp"
+MVE = "mve"
+
+
+@dataclass(frozen=True)
+class RowBlocking:
+    """How a micro-kernel walks a [rows, K] filter: `rows` output rows at once, `group` bytes of
+    each row per step (a word of 4 int8 for SXTB16/SMLAD, a 16-byte vector for VMLADAVA)."""
+    rows: int
+    group: int
+
+    def padded_k(self, k: int) -> int:
+        return -(-k // self.group) * self.group
+
+    def padded_rows(self, rows: int) -> int:
+        return -(-rows // self.rows) * self.rows
+
+
+def kernel_isa(target) -> str | None:
+    """The packed kernel family `target` runs: Helium, else the DSP extension, else None (the
+    portable kernels, as on the host, Cortex-M0+ and M3)."""
+    if target.mve:
+        return MVE
+    if target.dsp:
+        return DSP
+    return None
+
+
+def interleave_rows(weights: np.ndarray, blocking: RowBlocking) -> np.ndarray:
+    """A [rows, K] int8 filter as the micro-kernel reads it, flat: K zero-padded to a multiple of
+    `group`, rows zero-padded to a multiple of `rows`, then per block of `rows` rows, per group of
+    `group` taps, each row's `group` bytes in turn."""
+    rows, k = weights.shape
+    padded = np.zeros((blocking.padded_rows(rows), blocking.padded_k(k)), dtype=np.int8)
+    padded[:rows, :k] = weights
+    blocks, groups = padded.shape[0] // blocking.rows, padded.shape[1] // blocking.group
+    return padded.reshape(blocks, blocking.rows, groups, blocking.group).transpose(0, 2, 1, 3).reshape(-1)
+
+
+def folded_bias(bias: np.ndarray | None, weights: np.ndarray, input_zero_point: int) -> np.ndarray:
+    """bias[o] - zp_in * sum_k w[o, k], wrapped to int32 like the C accumulator: then
+    bias + sum w * (x - zp) == folded + sum w * x (mod 2^32) and the kernels skip the offset."""
+    sums = weights.reshape(weights.shape[0], -1).astype(np.int64).sum(axis=1)
+    base = np.zeros(weights.shape[0], dtype=np.int64) if bias is None else np.asarray(bias, dtype=np.int64)
+    return wrap_int32(base - int(input_zero_point) * sums).astype(np.int32)

@@ -1,0 +1,261 @@
+/*
+ * Runs edgec's DSP (SMLAD) and Helium (MVE) kernels on cases written by tests/test_kernels_arm.py.
+ *
+ * cases.bin holds records, each a header of HEADER_WORDS little-endian int32 then `payload` bytes
+ * of arrays, each starting on a 4-byte boundary in the order the header's kind lists below. For
+ * every record the program writes to results.bin: int32 status, int32 guards_intact (the bytes
+ * after the output and after the scratch are untouched), then `output_bytes` output bytes.
+ * Exit status 0 after all records, 2 on an I/O or size error.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "edgec_nn.h"
+#include "semihost.h"
+
+enum { KIND_CONV = 1, KIND_FC = 2, KIND_ADD = 3 };
+enum { ISA_DSP = 1, ISA_MVE = 2 };
+enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
+
+/* Header words. conv: params (12), input, filter, output dims (4 each). fc: params (5), batches,
+ * input_size, output_size. add: params (12), size. */
+enum {
+    H_KIND,
+    H_ISA,
+    H_PAYLOAD,      /* bytes after the header */
+    H_OUTPUT_BYTES,
+    H_SCRATCH_BYTES,
+    H_SCRATCH_SKEW, /* bytes added to the scratch address (1: misaligned, for the checks) */
+    H_FIELDS,       /* the kernel's own fields start here */
+    HEADER_WORDS = 48
+};
+
+#define ARENA_BYTES (256 * 1024)
+#define GUARD_BYTES 16
+#define GUARD_VALUE 0x5A
+
+/* int32 words, so the kernels' int32 arrays (bias, quant) in it are int32 objects. */
+static int32_t arena_words[ARENA_BYTES / 4] __attribute__((aligned(16)));
+static int8_t *const arena = (int8_t *)arena_words;
+
+static int32_t align4(int32_t n)
+{
+    return (n + 3) & ~3;
+}
+
+/* Cursor over a record's payload: each array starts on a 4-byte boundary. */
+typedef struct {
+    int8_t *next;
+} payload_cursor;
+
+static int8_t *take(payload_cursor *cursor, int32_t bytes)
+{
+    int8_t *start = cursor->next;
+    cursor->next += align4(bytes);
+    return start;
+}
+
+static edgec_dims dims_at(const int32_t *words)
+{
+    edgec_dims d;
+    d.n = words[0];
+    d.h = words[1];
+    d.w = words[2];
+    d.c = words[3];
+    return d;
+}
+
+static int32_t run_conv(const int32_t *h, payload_cursor *cursor, int8_t *output, int8_t *scratch)
+{
+    const int32_t *f = h + H_FIELDS;
+    edgec_conv_params params;
+    memcpy(&params, f, sizeof(params));
+    const edgec_dims input_dims = dims_at(f + 12);
+    const edgec_dims filter_dims = dims_at(f + 16);
+    const edgec_dims output_dims = dims_at(f + 20);
+    const int32_t isa = h[H_ISA];
+    const int32_t c_out = output_dims.c;
+    const int32_t rows = (c_out + 1) / 2 * 2;
+    const int32_t group = isa == ISA_MVE ? 16 : 4;
+    const int32_t k = filter_dims.h * filter_dims.w * filter_dims.c;
+    const int8_t *input = take(cursor, input_dims.n * input_dims.h * input_dims.w * input_dims.c);
+    const int8_t *filter = take(cursor, rows * ((k + group - 1) / group * group));
+    const int32_t *bias = (const int32_t *)(void *)take(cursor, 4 * c_out);
+    edgec_per_channel_quant quant;
+    quant.multiplier = (const int32_t *)(void *)take(cursor, 4 * c_out);
+    quant.shift = (const int32_t *)(void *)take(cursor, 4 * c_out);
+#if defined(__ARM_FEATURE_DSP)
+    if (isa == ISA_DSP) {
+        return edgec_conv_s8_dsp(&params, &quant, &input_dims, input, &filter_dims, filter, bias,
+                                 &output_dims, output, scratch);
+    }
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+    if (isa == ISA_MVE) {
+        return edgec_conv_s8_mve(&params, &quant, &input_dims, input, &filter_dims, filter, bias,
+                                 &output_dims, output, scratch);
+    }
+#endif
+    (void)input;
+    (void)filter;
+    (void)bias;
+    (void)output;
+    (void)scratch;
+    return UNSUPPORTED;
+}
+
+static int32_t run_fc(const int32_t *h, payload_cursor *cursor, int8_t *output)
+{
+    const int32_t *f = h + H_FIELDS;
+    edgec_fc_params params;
+    memcpy(&params, f, sizeof(params));
+    const int32_t batches = f[5];
+    const int32_t input_size = f[6];
+    const int32_t output_size = f[7];
+    const int32_t isa = h[H_ISA];
+    const int32_t group = isa == ISA_MVE ? 16 : 4;
+    const int32_t quant_count = params.per_channel ? output_size : 1;
+    const int8_t *input = take(cursor, batches * input_size);
+    const int8_t *filter =
+        take(cursor, (output_size + 3) / 4 * 4 * ((input_size + group - 1) / group * group));
+    const int32_t *bias = (const int32_t *)(void *)take(cursor, 4 * output_size);
+    edgec_per_channel_quant quant;
+    quant.multiplier = (const int32_t *)(void *)take(cursor, 4 * quant_count);
+    quant.shift = (const int32_t *)(void *)take(cursor, 4 * quant_count);
+#if defined(__ARM_FEATURE_DSP)
+    if (isa == ISA_DSP) {
+        return edgec_fully_connected_s8_dsp(&params, &quant, batches, input_size, input,
+                                            output_size, filter, bias, output);
+    }
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+    if (isa == ISA_MVE) {
+        return edgec_fully_connected_s8_mve(&params, &quant, batches, input_size, input,
+                                            output_size, filter, bias, output);
+    }
+#endif
+    (void)input;
+    (void)filter;
+    (void)bias;
+    (void)output;
+    return UNSUPPORTED;
+}
+
+static int32_t run_add(const int32_t *h, payload_cursor *cursor, int8_t *output, int8_t *scratch)
+{
+    const int32_t *f = h + H_FIELDS;
+    edgec_add_params params;
+    memcpy(&params, f, sizeof(params));
+    const int32_t size = f[12];
+    const int8_t *input1 = take(cursor, size);
+    const int8_t *input2 = take(cursor, size);
+#if defined(__ARM_FEATURE_DSP)
+    if (h[H_ISA] == ISA_DSP) {
+        return edgec_add_s8_dsp(&params, input1, input2, output, size, scratch);
+    }
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+    if (h[H_ISA] == ISA_MVE) {
+        return edgec_add_s8_mve(&params, input1, input2, output, size, scratch);
+    }
+#endif
+    (void)input1;
+    (void)input2;
+    (void)output;
+    (void)scratch;
+    return UNSUPPORTED;
+}
+
+static int guards_intact(const int8_t *guard)
+{
+    for (int32_t i = 0; i < GUARD_BYTES; i++) {
+        if (guard[i] != GUARD_VALUE) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Reads len bytes (a semihosting read may return fewer before the end of the file): len, or
+ * fewer at the end of the file, or -1. */
+static int read_bytes(int fd, void *buffer, int len)
+{
+    int total = 0;
+    while (total < len) {
+        const int n = semihost_read(fd, (int8_t *)buffer + total, len - total);
+        if (n < 0) {
+            return -1;
+        }
+        if (n == 0) {
+            break;
+        }
+        total += n;
+    }
+    return total;
+}
+
+/* One record: 1 done, 0 end of file, -1 error. */
+static int run_record(int in, int out)
+{
+    int32_t h[HEADER_WORDS];
+    const int got = read_bytes(in, h, (int)sizeof(h));
+    if (got == 0) {
+        return 0;
+    }
+    if (got != (int)sizeof(h)) {
+        return -1;
+    }
+    const int32_t output_at = align4(h[H_PAYLOAD]);
+    const int32_t scratch_at = output_at + align4(h[H_OUTPUT_BYTES] + GUARD_BYTES);
+    if (h[H_PAYLOAD] < 0 || h[H_OUTPUT_BYTES] < 0 || h[H_SCRATCH_BYTES] < 0 ||
+        scratch_at + h[H_SCRATCH_SKEW] + h[H_SCRATCH_BYTES] + GUARD_BYTES > ARENA_BYTES ||
+        read_bytes(in, arena, h[H_PAYLOAD]) != h[H_PAYLOAD]) {
+        return -1;
+    }
+    int8_t *output = arena + output_at;
+    int8_t *scratch = arena + scratch_at + h[H_SCRATCH_SKEW];
+    memset(output, GUARD_VALUE, (size_t)(h[H_OUTPUT_BYTES] + GUARD_BYTES));
+    memset(scratch, GUARD_VALUE, (size_t)(h[H_SCRATCH_BYTES] + GUARD_BYTES));
+    payload_cursor cursor = {arena};
+    int32_t result[2];
+    switch (h[H_KIND]) {
+    case KIND_CONV:
+        result[0] = run_conv(h, &cursor, output, scratch);
+        break;
+    case KIND_FC:
+        result[0] = run_fc(h, &cursor, output);
+        break;
+    case KIND_ADD:
+        result[0] = run_add(h, &cursor, output, scratch);
+        break;
+    default:
+        return -1;
+    }
+    result[1] = guards_intact(output + h[H_OUTPUT_BYTES]) &&
+                guards_intact(scratch + h[H_SCRATCH_BYTES]);
+    if (semihost_write(out, result, (int)sizeof(result)) != (int)sizeof(result) ||
+        semihost_write(out, output, h[H_OUTPUT_BYTES]) != h[H_OUTPUT_BYTES]) {
+        return -1;
+    }
+    return 1;
+}
+
+int main(void)
+{
+    const int in = semihost_open("cases.bin", SEMIHOST_MODE_READ_BINARY);
+    const int out = semihost_open("results.bin", SEMIHOST_MODE_WRITE_BINARY);
+    int status = 2;
+    if (in >= 0 && out >= 0) {
+        int done;
+        while ((done = run_record(in, out)) == 1) {
+        }
+        status = done == 0 ? 0 : 2;
+    }
+    if (in >= 0) {
+        (void)semihost_close(in);
+    }
+    if (out >= 0 && semihost_close(out) != 0) {
+        status = 2;
+    }
+    return status;
+}

@@ -1,0 +1,255 @@
+"""The Cortex-M DSP (SMLAD) and Helium (MVE) kernels against the golden kernels, byte for byte.
+
+Those paths only compile for Arm, so tests/data/port/packed_kernels.c runs them under QEMU: many
+random cases (odd channel counts, tails, padding, dilation, extreme zero points, multipliers and
+shifts, including those outside the short requantization) go in one file, with their constants
+laid out by the same edgec.ops.kernel_layout functions code generation uses, and come back in
+another. Guard bytes after every output and scratch buffer catch writes past them, and each
+scratch buffer is exactly the size the op unit declares to the planner.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgec import toolchain
+from edgec.numerics import quantize_multiplier
+from edgec.ops.conv import CONV_BLOCKING, conv2d_s8, conv_output_size, packed_conv_scratch_bytes
+from edgec.ops.eltwise import ADD_SCRATCH_BYTES, add_params, add_s8
+from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, folded_bias, interleave_rows
+from edgec.ops.linear import FC_BLOCKING, fully_connected_s8
+from edgec.pipeline import compile_model, emit
+from tests.data.models import all_ops_samples
+from tests.device_support import ALL_OPS, ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+
+DRIVER = ROOT / "tests" / "data" / "port" / "packed_kernels.c"
+RUNTIME = ROOT / "runtime_c"
+SOURCES = [RUNTIME / "src" / f for f in ("conv/edgec_conv_s8.c", "fc/edgec_fully_connected_s8.c",
+                                         "eltwise/edgec_add_s8.c")]
+KIND = {"conv": 1, "fc": 2, "add": 3}
+ISA_CODE = {DSP: 1, MVE: 2}
+HEADER_WORDS = 48
+ARG_ERROR = -1
+GUARD_BYTE = 0x5A  # the driver's GUARD_VALUE: it fills every output and scratch buffer with it first
+ISAS = {"cortex-m4": (DSP,), "cortex-m55": (MVE, DSP)}
+CASES = {"conv": 400, "fc": 200, "add": 160}
+
+
+@dataclass
+class Case:
+    kind: str
+    isa: str
+    fields: list[int]      # the kernel's header words
+    arrays: list[np.ndarray]
+    expected: np.ndarray   # int8 output (the size of the output buffer for an argument error)
+    scratch_bytes: int
+    scratch_skew: int = 0  # 1: a misaligned scratch pointer, which the kernel must refuse
+    status: int = 0
+
+    def record(self) -> bytes:
+        payload = b"".join(_padded(np.ascontiguousarray(a).tobytes()) for a in self.arrays)
+        header = [KIND[self.kind], ISA_CODE[self.isa], len(payload), self.expected.size,
+                  self.scratch_bytes, self.scratch_skew, *self.fields]
+        return struct.pack(f"<{HEADER_WORDS}i", *header, *[0] * (HEADER_WORDS - len(header))) + payload
+
+
+def _padded(data: bytes) -> bytes:
+    return data + bytes(-len(data) % 4)
+
+
+# --- random arguments ------------------------------------------------------------------------
+
+def zero_point(rng) -> int:
+    return int(rng.choice([-128, 127, 0, int(rng.integers(-128, 128))]))
+
+
+def act_bounds(rng) -> tuple[int, int]:
+    lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2))
+    return [(-128, 127), (lo, 127), (lo, hi)][int(rng.integers(3))]
+
+
+def multipliers(rng, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(multiplier, shift) pairs, mostly realistic, some that need the general requantization:
+    exact powers of two (multiplier 2^30), shifts of -1 or more, or below -24."""
+    style = int(rng.integers(4))
+    if style == 0:
+        real = 2.0 ** rng.uniform(-14, -1, count)
+    elif style == 1:
+        real = 2.0 ** rng.integers(-20, -1, count).astype(np.float64)
+    elif style == 2:
+        real = 2.0 ** rng.uniform(-30, 1.5, count)
+    else:
+        real = 2.0 ** rng.uniform(-26, -24, count)
+    pairs = [quantize_multiplier(float(v)) for v in real]
+    return (np.array([m for m, _ in pairs], dtype=np.int32), np.array([s for _, s in pairs], dtype=np.int32))
+
+
+def int8_array(rng, shape) -> np.ndarray:
+    if rng.random() < 0.1:
+        return rng.choice(np.array([-128, 127], dtype=np.int8), shape)
+    return rng.integers(-128, 128, shape, dtype=np.int8)
+
+
+# --- cases -----------------------------------------------------------------------------------
+
+def conv_case(rng, isa: str) -> Case:
+    while True:
+        c_in = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 12, 16, 17]))
+        kh, kw = (int(v) for v in rng.integers(1, 6, 2))
+        stride, dilation = tuple(int(v) for v in rng.integers(1, 4, 2)), tuple(int(v) for v in rng.integers(1, 3, 2))
+        pad = tuple(int(rng.integers(0, k)) for k in (kh, kw))
+        pad_end = tuple(int(rng.integers(0, k)) for k in (kh, kw))
+        n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 11)), int(rng.integers(1, 11))
+        try:
+            out_hw = (conv_output_size(h, kh, stride[0], pad[0], pad_end[0], dilation[0]),
+                      conv_output_size(w, kw, stride[1], pad[1], pad_end[1], dilation[1]))
+            break
+        except ValueError:
+            continue
+    c_out = int(rng.integers(1, 14))
+    x = int8_array(rng, (n, h, w, c_in))
+    weights = int8_array(rng, (c_out, kh, kw, c_in))
+    bias = None if rng.random() < 0.2 else rng.integers(-2**20, 2**20, c_out).astype(np.int32)
+    m, s = multipliers(rng, c_out)
+    zp_in, zp_out = zero_point(rng), zero_point(rng)
+    act_min, act_max = act_bounds(rng)
+    expected = conv2d_s8(x, weights, bias, m, s, input_zp=zp_in, output_zp=zp_out, stride=stride,
+                         pad=pad, dilation=dilation, out_hw=out_hw, act_min=act_min, act_max=act_max)
+    rows = weights.reshape(c_out, -1)
+    params = [-zp_in, zp_out, *stride, *pad, *dilation, 1, 1, act_min, act_max]
+    fields = params + [n, h, w, c_in] + [c_out, kh, kw, c_in] + [n, *out_hw, c_out]
+    arrays = [x, interleave_rows(rows, CONV_BLOCKING[isa]), folded_bias(bias, rows, zp_in), m, s]
+    return Case("conv", isa, fields, arrays, expected, packed_conv_scratch_bytes(isa, weights.shape))
+
+
+def fc_case(rng, isa: str) -> Case:
+    batches = int(rng.integers(1, 4))
+    in_size = int(rng.choice([1, 3, 4, 15, 16, 17, 33, int(rng.integers(1, 300))]))
+    out_size = int(rng.integers(1, 21))
+    per_channel = bool(rng.random() < 0.7)
+    x = int8_array(rng, (batches, in_size))
+    weights = int8_array(rng, (out_size, in_size))
+    bias = None if rng.random() < 0.2 else rng.integers(-2**20, 2**20, out_size).astype(np.int32)
+    m, s = multipliers(rng, out_size if per_channel else 1)
+    zp_in, zp_out = zero_point(rng), zero_point(rng)
+    act_min, act_max = act_bounds(rng)
+    scalar_or_array = (lambda v: v) if per_channel else (lambda v: int(v[0]))
+    expected = fully_connected_s8(x, weights, bias, scalar_or_array(m), scalar_or_array(s), input_zp=zp_in,
+                                  output_zp=zp_out, act_min=act_min, act_max=act_max)
+    fields = [-zp_in, zp_out, int(per_channel), act_min, act_max, batches, in_size, out_size]
+    arrays = [x, interleave_rows(weights, FC_BLOCKING[isa]), folded_bias(bias, weights, zp_in), m, s]
+    return Case("fc", isa, fields, arrays, expected, scratch_bytes=0)
+
+
+def add_case(rng, isa: str) -> Case:
+    size = int(rng.choice([0, 1, 3, 4, 5, 64, 257, int(rng.integers(1, 600))]))
+    x1, x2 = int8_array(rng, size), int8_array(rng, size)
+    if rng.random() < 0.75:
+        s1, s2, s_out = 2.0 ** rng.uniform(-10, 0, 3)
+        if rng.random() < 0.3:
+            s2 = s_out = s1  # equal scales: the output multiplier is exactly 2^30
+        params = add_params(s1, zero_point(rng), s2, zero_point(rng), s_out, zero_point(rng), *act_bounds(rng))
+    else:  # any valid parameters, e.g. left shifts of the sum or no headroom at all
+        params = dict(zip(
+            ("input1_offset", "input1_multiplier", "input1_shift", "input2_offset", "input2_multiplier",
+             "input2_shift", "left_shift", "output_offset", "output_multiplier", "output_shift"),
+            (-zero_point(rng), int(rng.integers(0, 2**31)), int(rng.integers(-31, 8)), -zero_point(rng),
+             int(rng.integers(0, 2**31)), int(rng.integers(-31, 8)), int(rng.integers(0, 24)),
+             zero_point(rng), int(rng.integers(0, 2**31)), int(rng.integers(-31, 8)))))
+        params["act_min"], params["act_max"] = act_bounds(rng)
+    expected = add_s8(x1, x2, params)
+    return Case("add", isa, list(params.values()) + [size], [x1, x2], expected, ADD_SCRATCH_BYTES)
+
+
+MAKERS = {"conv": conv_case, "fc": fc_case, "add": add_case}
+
+
+def misaligned_scratch(case: Case) -> Case:
+    """The same call with scratch one byte off a word boundary: the kernel must refuse it and
+    write nothing."""
+    return Case(case.kind, case.isa, case.fields, case.arrays, case.expected, case.scratch_bytes,
+                scratch_skew=1, status=ARG_ERROR)
+
+
+def all_cases(target: str, seed: int) -> list[Case]:
+    """Random cases of every kind for each of the target's kernel families, then, per family and
+    kind with scratch, two of them with a misaligned scratch pointer."""
+    rng = np.random.default_rng(seed)
+    cases = [MAKERS[kind](rng, isa) for isa in ISAS[target] for kind, count in CASES.items() for _ in range(count)]
+    refused = [misaligned_scratch(c) for isa in ISAS[target] for kind in ("conv", "add")
+               for c in [c for c in cases if (c.isa, c.kind) == (isa, kind) and c.expected.size][:2]]
+    return cases + refused
+
+
+def run_on_target(target: str, cases: list[Case], tmp_path: Path) -> list[tuple[int, bool, np.ndarray]]:
+    elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [RUNTIME / "include"], tmp_path / "kernels.elf",
+                                  extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
+    (tmp_path / "cases.bin").write_bytes(b"".join(c.record() for c in cases))
+    result = toolchain.run_qemu(target, elf, timeout=120, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    data, at, results = (tmp_path / "results.bin").read_bytes(), 0, []
+    for case in cases:
+        status, guards = struct.unpack_from("<2i", data, at)
+        at += 8
+        results.append((status, bool(guards), np.frombuffer(data, np.int8, case.expected.size, at)))
+        at += case.expected.size
+    assert at == len(data)
+    return results
+
+
+def describe(case: Case) -> str:
+    return f"{case.kind} on {case.isa}: fields {case.fields}, arrays {[a.shape for a in case.arrays]}"
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("target", sorted(ISAS))
+def test_packed_kernels_match_golden(target, tmp_path):
+    cases = all_cases(target, seed=5)
+    results = run_on_target(target, cases, tmp_path)
+    failures = []
+    for case, (status, guards, output) in zip(cases, results):
+        if status != case.status or not guards:
+            failures.append(f"status {status} (expected {case.status}), guards intact {guards}: {describe(case)}")
+        elif status != 0 and not (output == np.int8(GUARD_BYTE)).all():
+            failures.append(f"refused, but wrote its output: {describe(case)}")
+        elif status == 0 and not np.array_equal(output, case.expected.ravel()):
+            differ = int(np.count_nonzero(output != case.expected.ravel()))
+            failures.append(f"{differ} of {output.size} bytes differ: {describe(case)}")
+    assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures[:10])
+
+
+@pytest.mark.parametrize("target,suffix", [("cortex-m3", ""), ("cortex-m4", "_dsp"), ("cortex-m55", "_mve")])
+def test_each_target_calls_its_kernels(target, suffix, tmp_path):
+    compiled = compile_model(ALL_OPS, calibration=all_ops_samples(8, 0), target=target, warn=lambda _: None)
+    emit(compiled, tmp_path / "model", "model")
+    model_c = (tmp_path / "model" / "model.c").read_text()
+    for kernel in ("edgec_conv_s8", "edgec_fully_connected_s8", "edgec_add_s8"):
+        assert f"{kernel}{suffix}(" in model_c
+
+
+# --- the layouts themselves (host) -------------------------------------------------------------
+
+def test_interleave_rows_orders_blocks_then_groups_then_rows():
+    weights = np.arange(5 * 6, dtype=np.int8).reshape(5, 6)
+    packed = interleave_rows(weights, RowBlocking(rows=2, group=4))
+    padded = np.zeros((6, 8), dtype=np.int8)
+    padded[:5, :6] = weights
+    expected = [padded[block * 2 + row, group * 4 + byte] for block in range(3) for group in range(2)
+                for row in range(2) for byte in range(4)]
+    np.testing.assert_array_equal(packed, expected)
+
+
+def test_folded_bias_moves_the_input_offset_into_the_bias():
+    rng = np.random.default_rng(0)
+    weights = rng.integers(-128, 128, (7, 40), dtype=np.int8)
+    x = rng.integers(-128, 128, 40)
+    bias = rng.integers(-2**31, 2**31, 7)
+    zp = -97
+    exact = bias + weights.astype(np.int64) @ (x - zp)
+    folded = folded_bias(bias, weights, zp).astype(np.int64) + weights.astype(np.int64) @ x
+    np.testing.assert_array_equal(folded % 2**32, exact % 2**32)

@@ -1,0 +1,171 @@
+"""The in-place kernels on real overlapping layouts: edgec_depthwise_conv_s8_in_place and
+edgec_conv_1x1_s8_in_place, run with the output over the input at the offsets the planner's
+hooks (DepthwiseConv2d.in_place, Conv2d.in_place) choose and at other valid ones, equal the
+golden kernels byte for byte and write nothing outside the two tensors and their scratch.
+(The library is built with UBSan; the models' ASan/UBSan host runs use these kernels in place.)
+"""
+from __future__ import annotations
+
+import ctypes as C
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from edgec.ir import ARENA_ALIGNMENT, Graph, Op, Tensor
+from edgec.ops.conv import UNIT as CONV
+from edgec.ops.conv import pointwise_input_pixels
+from edgec.ops.depthwise import UNIT as DEPTHWISE
+from tests.kernel_lib import ConvParams, dims, per_channel_quant, ptr
+from tests.test_kernels_conv import (
+    _CONV_ARGTYPES,
+    SETTINGS,
+    Case,
+    _data_mode,
+    _geometry,
+    _int8,
+    _qparams,
+    pointwise_cases,
+)
+
+GUARD = 16
+GUARD_BYTE = 0x5A
+
+
+def _kernel(lib, name):
+    fn = getattr(lib, name)
+    fn.argtypes = _CONV_ARGTYPES
+    fn.restype = C.c_int
+    return fn
+
+
+def _at(buffer: np.ndarray, offset: int):
+    return C.cast(buffer.ctypes.data + offset, C.POINTER(C.c_int8))
+
+
+def run_in_place(lib, name: str, case: Case, input_offset: int, scratch_bytes: int) -> tuple[int, np.ndarray]:
+    """Runs kernel `name` with its input starting `input_offset` bytes after its output, inside one
+    guarded buffer; returns (status, output). Fails if any byte outside the two tensors, or past
+    the scratch, changed."""
+    x = np.ascontiguousarray(case.x)
+    out_shape = (x.shape[0], *case.out_hw, case.c_out)
+    out_size = int(np.prod(out_shape))
+    low, high = min(0, input_offset), max(out_size, input_offset + x.size)
+    block = np.full(GUARD + high - low + GUARD, GUARD_BYTE, dtype=np.int8)
+    output_at = GUARD - low
+    input_at = output_at + input_offset
+    block[input_at:input_at + x.size] = x.ravel()
+    scratch = np.full(scratch_bytes + GUARD, GUARD_BYTE, dtype=np.int8)
+    keep: list = []
+    params = ConvParams(-case.input_zp, case.output_zp, *case.stride, *case.pad, *case.dilation, case.groups,
+                        case.ch_mult, case.act_min, case.act_max)
+    quant = per_channel_quant(case.multiplier, case.shift, keep)
+    w = np.ascontiguousarray(case.w)
+    bias = None if case.bias is None else np.ascontiguousarray(case.bias, dtype=np.int32)
+    status = _kernel(lib, name)(
+        C.byref(params), C.byref(quant), C.byref(dims(x.shape)), _at(block, input_at), C.byref(dims(w.shape)),
+        ptr(w, C.c_int8), None if bias is None else ptr(bias, C.c_int32), C.byref(dims(out_shape)),
+        _at(block, output_at), ptr(scratch, C.c_int8))
+    untouched = np.ones(block.size, dtype=bool)
+    untouched[output_at:output_at + out_size] = False
+    untouched[input_at:input_at + x.size] = False
+    assert (block[untouched] == GUARD_BYTE).all(), "kernel wrote outside its input and output"
+    assert (scratch[scratch_bytes:] == GUARD_BYTE).all(), "kernel wrote past its scratch"
+    return status, block[output_at:output_at + out_size].reshape(out_shape)
+
+
+def _ir_op(kind: str, case: Case) -> tuple[Op, Graph]:
+    """The IR op the planner would see for `case` (shapes and the attrs its in_place hook reads)."""
+    graph = Graph(inputs=["x"], outputs=["y"], layout="NHWC")
+    graph.add_tensor(Tensor("x", case.x.shape))
+    graph.add_tensor(Tensor("y", (case.x.shape[0], *case.out_hw, case.c_out)))
+    attrs = dict(weight=case.w, stride=case.stride, pad=(*case.pad, 0, 0), dilation=case.dilation,
+                 groups=case.groups, ch_mult=case.ch_mult)
+    op = Op("layer", kind, ["x"], ["y"], attrs)
+    graph.ops = [op]
+    return op, graph
+
+
+@st.composite
+def depthwise_cases(draw, max_hw=12):
+    """ch_mult 1 (the in-place form's case): any geometry, batch 1 or 2."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    (h, w), (kh, kw), stride, pad, dilation, out_hw = draw(_geometry(max_hw))
+    c = draw(st.integers(1, 16))
+    x = _int8(rng, (draw(st.integers(1, 2)), h, w, c), draw(_data_mode))
+    wt = _int8(rng, (1, kh, kw, c), draw(_data_mode))
+    return Case(x=x, w=wt, stride=stride, pad=pad, dilation=dilation, out_hw=out_hw, is_depthwise=True,
+                **draw(_qparams(rng, c, kh * kw)))
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(case=depthwise_cases(), data=st.data())
+def test_depthwise_in_place_equals_golden(kernel_lib, case, data):
+    op, graph = _ir_op("depthwise_conv2d", case)
+    [planned] = DEPTHWISE.in_place(op, graph, None)
+    c = case.x.shape[3]
+    assert planned.input_offset % c == 0 and planned.input_offset % ARENA_ALIGNMENT == 0
+    out_size = case.x.shape[0] * case.out_hw[0] * case.out_hw[1] * c
+    # The planner's offset, head and tail alignment, any other multiple of C, and no overlap.
+    offset = data.draw(st.sampled_from([planned.input_offset, 0, out_size - case.x.size, -case.x.size, out_size,
+                                        c * data.draw(st.integers(-case.x.size // c, out_size // c))]))
+    status, out = run_in_place(kernel_lib, "edgec_depthwise_conv_s8_in_place", case, offset, planned.scratch_bytes)
+    assert status == 0
+    np.testing.assert_array_equal(out, case.golden())
+
+
+def _lowest_safe_offset(case: Case) -> int:
+    """The smallest input offset at which storing output pixel q never clobbers a pixel still to be read."""
+    read = pointwise_input_pixels(case.x.shape, (case.x.shape[0], *case.out_hw, case.c_out), case.stride)
+    later = np.arange(1, len(read))
+    return int((later * case.c_out - read[1:] * case.x.shape[3]).max(initial=-case.x.size))
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(case=pointwise_cases(), data=st.data())
+def test_conv_1x1_in_place_equals_golden(kernel_lib, case, data):
+    op, graph = _ir_op("conv2d", case)
+    [planned] = CONV.in_place(op, graph, None)
+    lowest = _lowest_safe_offset(case)
+    assert planned.input_offset >= lowest and planned.input_offset % ARENA_ALIGNMENT == 0
+    assert planned.scratch_bytes == case.c_out
+    offset = data.draw(st.sampled_from([planned.input_offset, lowest, lowest + data.draw(st.integers(0, 64)),
+                                        -case.x.size]))
+    status, out = run_in_place(kernel_lib, "edgec_conv_1x1_s8_in_place", case, offset, case.c_out)
+    assert status == 0
+    np.testing.assert_array_equal(out, case.golden())
+
+
+def test_tail_aligned_1x1_expansion_writes_over_its_input(kernel_lib):
+    # 4x4 pixels, 8 -> 16 channels, stride 1: tail-aligned, the input's first byte is the output's
+    # byte 128, so pixels 8 and on of the output land on the input.
+    rng = np.random.default_rng(3)
+    case = Case(x=rng.integers(-128, 128, (1, 4, 4, 8)).astype(np.int8),
+                w=rng.integers(-128, 128, (16, 1, 1, 8)).astype(np.int8), bias=None,
+                multiplier=np.full(16, 2**30), shift=np.full(16, -8), input_zp=3, output_zp=-2, stride=(1, 1),
+                pad=(0, 0), dilation=(1, 1), out_hw=(4, 4), act_min=-128, act_max=127)
+    op, graph = _ir_op("conv2d", case)
+    [planned] = CONV.in_place(op, graph, None)
+    assert planned.input_offset == 16 * (16 - 8) == 128  # P * (C_out - C_in)
+    status, out = run_in_place(kernel_lib, "edgec_conv_1x1_s8_in_place", case, planned.input_offset, 16)
+    assert status == 0
+    np.testing.assert_array_equal(out, case.golden())
+
+
+def test_in_place_kernels_need_scratch_and_depthwise_needs_ch_mult_1(kernel_lib):
+    rng = np.random.default_rng(4)
+    case = Case(x=rng.integers(-128, 128, (1, 3, 3, 4)).astype(np.int8),
+                w=rng.integers(-128, 128, (1, 3, 3, 8)).astype(np.int8), bias=None, multiplier=np.full(8, 2**30),
+                shift=np.zeros(8), input_zp=0, output_zp=0, stride=(1, 1), pad=(1, 1), dilation=(1, 1),
+                out_hw=(3, 3), act_min=-128, act_max=127, ch_mult=2, is_depthwise=True)
+    status, _ = run_in_place(kernel_lib, "edgec_depthwise_conv_s8_in_place", case, -case.x.size, 9)
+    assert status == -1
+    fn = _kernel(kernel_lib, "edgec_conv_1x1_s8_in_place")
+    x = np.zeros((1, 2, 2, 4), np.int8)
+    w = np.zeros((4, 1, 1, 4), np.int8)
+    out = np.zeros(16, np.int8)
+    keep: list = []
+    params = ConvParams(0, 0, 1, 1, 0, 0, 1, 1, 1, 1, -128, 127)
+    quant = per_channel_quant(np.full(4, 2**30), np.zeros(4), keep)
+    assert fn(C.byref(params), C.byref(quant), C.byref(dims(x.shape)), ptr(x, C.c_int8), C.byref(dims(w.shape)),
+              ptr(w, C.c_int8), None, C.byref(dims((1, 2, 2, 4))), ptr(out, C.c_int8), None) == -1
