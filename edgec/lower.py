@@ -128,7 +128,7 @@ class LoweringContext:
             return
         if not source.quantized:
             source.scale, source.zero_point = float(scale[0]), int(zero_point[0])
-        elif not (np.isclose(source.scale, scale[0], rtol=0, atol=0) and source.zero_point == zero_point[0]):
+        elif (source.scale, source.zero_point) != (float(scale[0]), int(zero_point[0])):
             raise EdgecError(f"{source_line(node)}: requantizing an activation to new qparams "
                              f"is not supported (tensor {source.name})")
         self.values[node.name] = source

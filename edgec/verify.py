@@ -1,8 +1,10 @@
-"""Prove the generated C equals the golden simulator, byte for byte, on the host.
+"""Prove the generated C equals the golden simulator, byte for byte.
 
-The generated directory is compiled with the host C compiler (strict C99 warnings as errors,
-optionally with sanitizers, every layer's arena writes checked) together with a small driver that
-streams int8 samples through <name>_invoke(); every output byte is compared with edgec.sim.
+On the host, the generated directory is compiled with the host C compiler (strict C99 warnings as
+errors, optionally with sanitizers, every layer's arena writes checked) together with a small
+driver that streams int8 samples through <name>_invoke(); on a Cortex-M target, edgec.device runs
+the same samples on QEMU. Every output byte is compared with edgec.sim, and the int8 outputs are
+measured against the float model.
 """
 from __future__ import annotations
 
