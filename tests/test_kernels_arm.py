@@ -18,7 +18,18 @@ import pytest
 
 from edgec import toolchain
 from edgec.numerics import quantize_multiplier
-from edgec.ops.conv import CONV_BLOCKING, conv2d_s8, conv_output_size, packed_conv_scratch_bytes
+from edgec.ir import Graph, Op, Tensor
+from edgec.ops.conv import (
+    CONV_BLOCKING,
+    POINTWISE_BLOCKING,
+    conv2d_s8,
+    conv_output_size,
+    packed_conv_scratch_bytes,
+    pointwise_input_pixels,
+)
+from edgec.ops.conv import UNIT as CONV
+from edgec.ops.depthwise import UNIT as DEPTHWISE
+from edgec.ops.depthwise import depthwise_conv2d_s8
 from edgec.ops.eltwise import ADD_SCRATCH_BYTES, add_params, add_s8
 from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, folded_bias, interleave_rows
 from edgec.ops.linear import FC_BLOCKING, fully_connected_s8
@@ -28,15 +39,16 @@ from tests.device_support import ALL_OPS, ROOT, edgec_cache, needs_toolchain  # 
 
 DRIVER = ROOT / "tests" / "data" / "port" / "packed_kernels.c"
 RUNTIME = ROOT / "runtime_c"
-SOURCES = [RUNTIME / "src" / f for f in ("conv/edgec_conv_s8.c", "fc/edgec_fully_connected_s8.c",
-                                         "eltwise/edgec_add_s8.c")]
-KIND = {"conv": 1, "fc": 2, "add": 3}
+SOURCES = [RUNTIME / "src" / f for f in ("conv/edgec_conv_s8.c", "conv/edgec_conv_1x1_s8.c",
+                                         "fc/edgec_fully_connected_s8.c", "eltwise/edgec_add_s8.c",
+                                         "depthwise/edgec_depthwise_conv_s8.c")]
+KIND = {"conv": 1, "fc": 2, "add": 3, "pointwise": 4, "depthwise": 5}
 ISA_CODE = {DSP: 1, MVE: 2}
 HEADER_WORDS = 48
 ARG_ERROR = -1
 GUARD_BYTE = 0x5A  # the driver's GUARD_VALUE: it fills every output and scratch buffer with it first
 ISAS = {"cortex-m4": (DSP,), "cortex-m55": (MVE, DSP)}
-CASES = {"conv": 400, "fc": 200, "add": 160}
+CASES = {"conv": 400, "fc": 200, "add": 160, "pointwise": 300, "depthwise": 300}
 
 
 @dataclass
@@ -145,6 +157,102 @@ def fc_case(rng, isa: str) -> Case:
     return Case("fc", isa, fields, arrays, expected, scratch_bytes=0)
 
 
+def pointwise_case(rng, isa: str) -> Case:
+    """A 1x1 conv, half the time in place: the output written over its input at the planner's
+    offset (Conv2d.in_place), at the lowest safe one, or apart from it (d = -input bytes)."""
+    c_in = int(rng.choice([1, 3, 4, 5, 15, 16, 17, 33, int(rng.integers(1, 80))]))
+    c_out = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 13, 16, int(rng.integers(1, 70))]))
+    n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 7)), int(rng.integers(1, 7))
+    stride = tuple(int(v) for v in rng.choice([1, 1, 2, 3], 2))
+    # Mostly the whole input (stride 1: one FC call for the layer); sometimes rows or columns left over.
+    out_hw = tuple((size - 1) // s + 1 - int(rng.random() < 0.2 and size > s) for size, s in zip((h, w), stride))
+    x = int8_array(rng, (n, h, w, c_in))
+    weights = int8_array(rng, (c_out, 1, 1, c_in))
+    bias = None if rng.random() < 0.2 else rng.integers(-2**20, 2**20, c_out).astype(np.int32)
+    m, s = multipliers(rng, c_out)
+    zp_in, zp_out = zero_point(rng), zero_point(rng)
+    act_min, act_max = act_bounds(rng)
+    golden = conv2d_s8(x, weights, bias, m, s, input_zp=zp_in, output_zp=zp_out, stride=stride,
+                       out_hw=out_hw, act_min=act_min, act_max=act_max)
+    rows = weights.reshape(c_out, -1)
+    out_shape = (n, *out_hw, c_out)
+    fields = ([-zp_in, zp_out, *stride, 0, 0, 1, 1, 1, 1, act_min, act_max] + [n, h, w, c_in]
+              + [c_out, 1, 1, c_in] + list(out_shape))
+    arrays = [x, interleave_rows(rows, POINTWISE_BLOCKING[isa]), folded_bias(bias, rows, zp_in), m, s]
+    op, graph = _pointwise_op(x.shape, weights, stride, out_shape)
+    if rng.random() < 0.5:
+        return Case("pointwise", isa, fields + [0, 0, 0], arrays, golden, CONV.scratch_bytes(op, graph, None))
+    [planned] = CONV.in_place(op, graph, None)
+    read = pointwise_input_pixels(x.shape, out_shape, stride)
+    lowest = int((np.arange(1, len(read)) * c_out - read[1:] * c_in).max(initial=-x.size))
+    offset = [planned.input_offset, lowest, -x.size][int(rng.integers(3))]
+    low, high = min(0, offset), max(golden.size, offset + x.size)
+    input_at, output_at = offset - low, -low
+    block = np.full(high - low, GUARD_BYTE, dtype=np.int8)
+    block[input_at:input_at + x.size] = x.ravel()
+    block[output_at:output_at + golden.size] = golden.ravel()
+    return Case("pointwise", isa, fields + [1, input_at, output_at], arrays, block, planned.scratch_bytes)
+
+
+def depthwise_case(rng, isa: str) -> Case:
+    """edgec_depthwise_conv_s8_in_place (its DSP path on both targets: the -mcpu picks it), with
+    the output over its input at the planner's offset (DepthwiseConv2d.in_place), head-aligned, or
+    apart from it. Mostly 3x3 with channel counts around the 4-channel group, so full groups,
+    tails and borders all occur; some other windows, strides, dilations and pads."""
+    if isa != DSP:
+        return depthwise_case(rng, DSP)
+    while True:
+        c = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, int(rng.integers(1, 40))]))
+        kh, kw = (3, 3) if rng.random() < 0.6 else tuple(int(v) for v in rng.integers(1, 6, 2))
+        stride = tuple(int(v) for v in rng.choice([1, 1, 2, 3], 2))
+        dilation = tuple(int(v) for v in rng.choice([1, 1, 1, 2], 2))
+        pad = tuple(int(rng.integers(0, k)) for k in (kh, kw))
+        pad_end = tuple(int(rng.integers(0, k)) for k in (kh, kw))
+        n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 11)), int(rng.integers(1, 11))
+        try:
+            out_hw = (conv_output_size(h, kh, stride[0], pad[0], pad_end[0], dilation[0]),
+                      conv_output_size(w, kw, stride[1], pad[1], pad_end[1], dilation[1]))
+            break
+        except ValueError:
+            continue
+    x = int8_array(rng, (n, h, w, c))
+    weights = int8_array(rng, (1, kh, kw, c))
+    bias = None if rng.random() < 0.2 else rng.integers(-2**20, 2**20, c).astype(np.int32)
+    m, s = multipliers(rng, c)
+    zp_in, zp_out = zero_point(rng), zero_point(rng)
+    act_min, act_max = act_bounds(rng)
+    golden = depthwise_conv2d_s8(x, weights, bias, m, s, input_zp=zp_in, output_zp=zp_out,
+                                 stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
+                                 act_min=act_min, act_max=act_max)
+    graph = Graph(inputs=["x"], outputs=["y"], layout="NHWC")
+    graph.add_tensor(Tensor("x", x.shape))
+    graph.add_tensor(Tensor("y", golden.shape))
+    op = Op("layer", "depthwise_conv2d", ["x"], ["y"], dict(weight=weights, ch_mult=1))
+    [planned] = DEPTHWISE.in_place(op, graph, None)
+    offset = [planned.input_offset, 0, -x.size][int(rng.integers(3))]
+    low, high = min(0, offset), max(golden.size, offset + x.size)
+    input_at, output_at = offset - low, -low
+    block = np.full(high - low, GUARD_BYTE, dtype=np.int8)
+    block[input_at:input_at + x.size] = x.ravel()
+    block[output_at:output_at + golden.size] = golden.ravel()
+    params = [-zp_in, zp_out, *stride, *pad, *dilation, 1, 1, act_min, act_max]
+    fields = (params + [n, h, w, c] + [1, kh, kw, c] + list(golden.shape)
+              + [1, input_at, output_at, int(bias is not None)])
+    arrays = [x, weights] + ([] if bias is None else [bias]) + [m, s]
+    return Case("depthwise", isa, fields, arrays, block, planned.scratch_bytes)
+
+
+def _pointwise_op(input_shape, weights, stride, out_shape) -> tuple[Op, Graph]:
+    """The IR op the planner and Conv2d's hooks see for a 1x1 conv."""
+    graph = Graph(inputs=["x"], outputs=["y"], layout="NHWC")
+    graph.add_tensor(Tensor("x", input_shape))
+    graph.add_tensor(Tensor("y", out_shape))
+    op = Op("layer", "conv2d", ["x"], ["y"], dict(weight=weights, stride=stride, pad=(0, 0, 0, 0),
+                                                  dilation=(1, 1), groups=1, isa=DSP))
+    graph.ops = [op]
+    return op, graph
+
+
 def add_case(rng, isa: str) -> Case:
     size = int(rng.choice([0, 1, 3, 4, 5, 64, 257, int(rng.integers(1, 600))]))
     x1, x2 = int8_array(rng, size), int8_array(rng, size)
@@ -165,7 +273,8 @@ def add_case(rng, isa: str) -> Case:
     return Case("add", isa, list(params.values()) + [size], [x1, x2], expected, ADD_SCRATCH_BYTES)
 
 
-MAKERS = {"conv": conv_case, "fc": fc_case, "add": add_case}
+MAKERS = {"conv": conv_case, "fc": fc_case, "add": add_case, "pointwise": pointwise_case,
+          "depthwise": depthwise_case}
 
 
 def misaligned_scratch(case: Case) -> Case:
@@ -230,6 +339,11 @@ def test_each_target_calls_its_kernels(target, suffix, tmp_path):
     model_c = (tmp_path / "model" / "model.c").read_text()
     for kernel in ("edgec_conv_s8", "edgec_fully_connected_s8", "edgec_add_s8"):
         assert f"{kernel}{suffix}(" in model_c
+    assert f"edgec_conv_1x1_s8{suffix}_in_place(" in model_c  # all_ops' 1x1 conv runs in place
+
+
+def test_pointwise_filters_are_laid_out_for_the_fc_kernels_they_call():
+    assert POINTWISE_BLOCKING == FC_BLOCKING
 
 
 # --- the layouts themselves (host) -------------------------------------------------------------

@@ -30,6 +30,10 @@ _MAX_ABS_PRODUCT = 128 * 255
 # The generic conv's packed kernels (edgec_conv_s8_dsp/_mve): channels per micro-kernel step and
 # filter bytes per channel and step.
 CONV_BLOCKING = {DSP: RowBlocking(rows=2, group=4), MVE: RowBlocking(rows=2, group=16)}
+# The 1x1 conv's packed kernels (edgec_conv_1x1_s8_dsp/_mve) run the packed FC kernels over the
+# pixels, so their filter is laid out as edgec.ops.linear.FC_BLOCKING's (not imported: linear
+# imports this module).
+POINTWISE_BLOCKING = {DSP: RowBlocking(rows=4, group=4), MVE: RowBlocking(rows=4, group=16)}
 # float64 represents every integer below 2^53 exactly, so a float matmul of integer operands is
 # exact (whatever the BLAS summation order or FMA use) while every partial sum stays below 2^53.
 _FLOAT64_EXACT = 2**53
@@ -160,7 +164,8 @@ def weighted_operands(ctx, node, what: str):
 class Conv2d(OpDef):
     kind = "conv2d"
     targets = frozenset(CONVS)
-    runtime_sources = ("conv/edgec_conv_s8.c", "conv/edgec_conv_1x1_s8.c")
+    # The 1x1 conv's packed paths call the packed FC kernels.
+    runtime_sources = ("conv/edgec_conv_s8.c", "conv/edgec_conv_1x1_s8.c", "fc/edgec_fully_connected_s8.c")
     fuses_activation = True
 
     def lower(self, ctx, node) -> None:
@@ -193,20 +198,27 @@ class Conv2d(OpDef):
                          out_hw=out_t.shape[1:3], act_min=a["act_min"], act_max=a["act_max"])
 
     def specialize(self, op, graph, target) -> None:
-        """Ungrouped generic convolutions run the target's packed kernel, if it has one."""
+        """Ungrouped convolutions (generic and 1x1) run the target's packed kernel, if it has one."""
         a = op.attrs
-        a["isa"] = kernel_isa(target) if a["groups"] == 1 and not is_pointwise(a) else None
+        a["isa"] = kernel_isa(target) if a["groups"] == 1 else None
 
     def scratch_bytes(self, op, graph, target) -> int:
         isa = op.attrs.get("isa")
-        return 0 if isa is None else packed_conv_scratch_bytes(isa, op.attrs["weight"].shape)
+        # The packed 1x1 kernels read the pixels where they are (in place, Conv2d.in_place's
+        # InPlace.scratch_bytes covers the staging buffer).
+        if isa is None or is_pointwise(op.attrs):
+            return 0
+        return packed_conv_scratch_bytes(isa, op.attrs["weight"].shape)
 
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
-        if a.get("isa") is not None:
-            return emit_packed_conv_call(op, graph, names)
         if is_pointwise(a):
-            kernel = "edgec_conv_1x1_s8_in_place" if names.in_place(op) else "edgec_conv_1x1_s8"
+            isa = "" if a.get("isa") is None else f"_{a['isa']}"
+            kernel = f"edgec_conv_1x1_s8{isa}" + ("_in_place" if names.in_place(op) else "")
+            if isa:
+                return emit_packed_conv_call(kernel, POINTWISE_BLOCKING[a["isa"]], op, graph, names)
+        elif a.get("isa") is not None:
+            return emit_packed_conv_call(f"edgec_conv_s8_{a['isa']}", CONV_BLOCKING[a["isa"]], op, graph, names)
         else:
             kernel = "edgec_conv_s8"
         return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape)
@@ -251,14 +263,14 @@ def is_pointwise(attrs) -> bool:
         and attrs["dilation"] == (1, 1)
 
 
-def emit_packed_conv_call(op, graph, names) -> CCall:
-    """edgec_conv_s8_dsp/_mve: the filter re-laid for the micro-kernel, the input offset folded
-    into the bias (see edgec.ops.kernel_layout)."""
+def emit_packed_conv_call(kernel: str, blocking: RowBlocking, op, graph, names) -> CCall:
+    """edgec_conv_s8_dsp/_mve, edgec_conv_1x1_s8_dsp/_mve[_in_place]: the filter re-laid for the
+    micro-kernel, the input offset folded into the bias (see edgec.ops.kernel_layout)."""
     a = op.attrs
     rows = a["weight"].reshape(a["weight"].shape[0], -1)
     zero_point = graph.tensors[op.inputs[0]].zero_point
-    return emit_conv_call(f"edgec_conv_s8_{a['isa']}", op, graph, names, filter_dims=a["weight"].shape,
-                          weights=("packed_weights", interleave_rows(rows, CONV_BLOCKING[a["isa"]])),
+    return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape,
+                          weights=("packed_weights", interleave_rows(rows, blocking)),
                           bias=("folded_bias", folded_bias(a["bias"], rows, zero_point)))
 
 

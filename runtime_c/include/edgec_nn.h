@@ -182,6 +182,47 @@ edgec_status edgec_conv_1x1_s8_in_place(const edgec_conv_params *params,
                                         int8_t *output, int8_t *scratch);
 
 /*
+ * edgec_conv_1x1_s8 and edgec_conv_1x1_s8_in_place on Arm cores with the DSP extension or Helium:
+ * same constraints, arithmetic, scratch and (for _in_place) overlap contract, except that
+ * packed_filter and folded_bias are laid out as for edgec_fully_connected_s8_dsp/_mve (the
+ * [C_out, C_in] filter as its [output_size, input_size] one; folded_bias required). They call
+ * that kernel, so a build using them also compiles edgec_fully_connected_s8.c. Declared only
+ * where the build's -mcpu has the extension.
+ */
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_conv_1x1_s8_dsp(const edgec_conv_params *params,
+                                   const edgec_per_channel_quant *quant,
+                                   const edgec_dims *input_dims, const int8_t *input,
+                                   const edgec_dims *filter_dims, const int8_t *packed_filter,
+                                   const int32_t *folded_bias, const edgec_dims *output_dims,
+                                   int8_t *output, int8_t *scratch);
+edgec_status edgec_conv_1x1_s8_dsp_in_place(const edgec_conv_params *params,
+                                            const edgec_per_channel_quant *quant,
+                                            const edgec_dims *input_dims, const int8_t *input,
+                                            const edgec_dims *filter_dims,
+                                            const int8_t *packed_filter,
+                                            const int32_t *folded_bias,
+                                            const edgec_dims *output_dims, int8_t *output,
+                                            int8_t *scratch);
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_conv_1x1_s8_mve(const edgec_conv_params *params,
+                                   const edgec_per_channel_quant *quant,
+                                   const edgec_dims *input_dims, const int8_t *input,
+                                   const edgec_dims *filter_dims, const int8_t *packed_filter,
+                                   const int32_t *folded_bias, const edgec_dims *output_dims,
+                                   int8_t *output, int8_t *scratch);
+edgec_status edgec_conv_1x1_s8_mve_in_place(const edgec_conv_params *params,
+                                            const edgec_per_channel_quant *quant,
+                                            const edgec_dims *input_dims, const int8_t *input,
+                                            const edgec_dims *filter_dims,
+                                            const int8_t *packed_filter,
+                                            const int32_t *folded_bias,
+                                            const edgec_dims *output_dims, int8_t *output,
+                                            int8_t *scratch);
+#endif
+
+/*
  * Depthwise convolution with channel multiplier params->ch_mult (groups is ignored).
  * filter_dims: n=1, h=KH, w=KW, c=C_in*ch_mult; output channel ic*ch_mult + m.
  * Any stride, dilation and padding. Scratch: none. Not in place (see the next function).
