@@ -195,7 +195,8 @@ def pointwise_case(rng, isa: str) -> Case:
 
 
 def depthwise_case(rng, isa: str) -> Case:
-    """edgec_depthwise_conv_s8_in_place (its DSP path on both targets: the -mcpu picks it), with
+    """edgec_depthwise_conv_s8_in_place (the build's -mcpu picks its path: DSP on cortex-m4,
+    Helium on cortex-m55; the cases are made once per target, under DSP), with
     the output over its input at the planner's offset (DepthwiseConv2d.in_place), head-aligned, or
     apart from it. Mostly 3x3 with channel counts around the 4-channel group, so full groups,
     tails and borders all occur; some other windows, strides, dilations and pads."""

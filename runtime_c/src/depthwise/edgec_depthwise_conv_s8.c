@@ -11,7 +11,11 @@
  * tensors start a multiple of C bytes apart, because element (p, c) of either sits at p*C + c.
  * So the kernel computes a few channels at a time (EDGEC_DEPTHWISE_IN_PLACE_CHANNELS, sharing
  * each pixel's tap ranges), for every output pixel, into scratch, and only then stores them: what
- * it overwrites are those input channels, which no later channel reads.
+ * it overwrites are those input channels, which no later channel reads. A full group of four
+ * (depthwise_four_channels) keeps its accumulators in registers, unrolls the interior 3x3 window
+ * and, where the core has the DSP extension (M4/M7/M33/M55), does each tap's four channels with
+ * one word load each of input and filter and four SMLAxy; with Helium (M55) the four channels
+ * are one vector's lanes instead. Other groups take the general loop.
  *
  * int32 accumulator as in CMSIS-NN: KH*KW * 32640 + |bias| < 2^31 for any realistic layer.
  */
@@ -19,6 +23,7 @@
 #include "../support/edgec_support.h"
 
 #include <stddef.h>
+#include <string.h>
 
 /*
  * What every output value of one layer needs, fixed for the whole call. The scalars the inner
@@ -169,6 +174,233 @@ static void depthwise_channels(const depthwise_layer layer, const edgec_dims *ou
     }
 }
 
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/*
+ * depthwise_channels for exactly four channels, the in-place kernel's usual group, on Helium: the
+ * four channels are the four int32 lanes of one vector (VLDRB.S32 widens each tap's four input
+ * and four filter bytes, a VMUL and a VADD accumulate them), requantized and narrowed together.
+ * Indices are only formed for in-bounds taps.
+ */
+static void depthwise_four_channels(const depthwise_layer layer, const edgec_dims *output_dims,
+                                    const int8_t *input, int32_t first, int8_t *planes)
+{
+    const int32_t c = layer.in_c; /* == out_c: ch_mult is 1 */
+    const int32_t in_step_x = layer.dilation_w * c;
+    const int32_t in_step_y = layer.dilation_h * layer.in_row_len;
+    const int32_t offset = layer.input_offset;
+    const int32x4_t multiplier = vldrwq_s32(layer.quant->multiplier + first);
+    const int32x4_t shift = vldrwq_s32(layer.quant->shift + first);
+    const int32x4_t bias = layer.bias != NULL ? vldrwq_s32(layer.bias + first) : vdupq_n_s32(0);
+
+    for (int32_t b = 0; b < output_dims->n; b++) {
+        const int8_t *in_batch = input + b * layer.in_h * layer.in_w * c + first;
+        for (int32_t oy = 0; oy < output_dims->h; oy++) {
+            const edgec_tap_range ty = row_taps(layer, oy);
+            for (int32_t ox = 0; ox < output_dims->w; ox++) {
+                const edgec_tap_range tx = column_taps(layer, ox);
+                int32x4_t acc = bias;
+                if (ty.first < ty.last && tx.first < tx.last) {
+                    /* First in-bounds tap of the window, in the input and in the filter. */
+                    const int8_t *in = in_batch +
+                                       (ty.base + ty.first * layer.dilation_h) * layer.in_row_len +
+                                       (tx.base + tx.first * layer.dilation_w) * c;
+                    const int8_t *w = layer.filter + ty.first * layer.filter_row_len +
+                                      tx.first * c + first;
+                    const int32_t taps_x = tx.last - tx.first;
+                    for (int32_t ky = ty.first; ky < ty.last; ky++) {
+                        int32_t i = 0;
+                        int32_t j = 0;
+                        for (int32_t kx = 0; kx < taps_x; kx++) {
+                            acc = vaddq_s32(acc, vmulq_s32(vaddq_n_s32(vldrbq_s32(in + i), offset),
+                                                           vldrbq_s32(w + j)));
+                            i += in_step_x;
+                            j += c;
+                        }
+                        if (ky + 1 < ty.last) {
+                            in += in_step_y;
+                            w += layer.filter_row_len;
+                        }
+                    }
+                }
+                vstrbq_s32(planes, edgec_mve_output(edgec_mve_requantize(acc, multiplier, shift),
+                                                    layer.stage));
+                planes += 4;
+            }
+        }
+    }
+}
+
+#elif defined(__ARM_FEATURE_DSP)
+/* add + bytes 1 and 3 of x sign-extended, per int16 half: SXTAB16 with ROR #8 (GCC 12's
+ * arm_acle.h cannot express the rotation). */
+static inline int32_t sxtab16_ror8(int32_t add, int32_t x)
+{
+    int32_t result;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(result) : "r"(add), "r"(x));
+    return result;
+}
+
+/* The input offset in both int16 halves (bit pattern of offset + offset * 2^16), for tap_four. */
+static inline int32_t tap_offset_make(int32_t input_offset)
+{
+    return (int32_t)(((uint32_t)input_offset & 0xFFFFu) * 0x10001u);
+}
+
+/*
+ * One tap of four adjacent channels, acc_k += (in[k] + offset) * w[k]: one word each of input and
+ * filter; SXTAB16 widens channels 0/2 and 1/3 with the offset added in each int16 half ([-255,
+ * 255] fits), and SMLAxy multiplies one half pair into each channel.
+ */
+static inline void tap_four(const int8_t *in, const int8_t *w, int32_t offset_pair, int32_t *a0,
+                            int32_t *a1, int32_t *a2, int32_t *a3)
+{
+    int32_t xs;
+    int32_t ws;
+    memcpy(&xs, in, sizeof xs);
+    memcpy(&ws, w, sizeof ws);
+    const int32_t x02 = __sxtab16(offset_pair, xs);
+    const int32_t x13 = sxtab16_ror8(offset_pair, xs);
+    const int32_t w02 = __sxtb16(ws);
+    const int32_t w13 = edgec_sxtb16_ror8(ws);
+    *a0 = __smlabb(x02, w02, *a0);
+    *a2 = __smlatt(x02, w02, *a2);
+    *a1 = __smlabb(x13, w13, *a1);
+    *a3 = __smlatt(x13, w13, *a3);
+}
+
+/*
+ * The four outputs of one pixel by the short requantization (all four channels admit it), each
+ * saturated to int8, then clamped to the activation bytewise and stored as one word. Not inlined:
+ * the tap loop around it needs the registers.
+ */
+static __attribute__((noinline)) void dsp_output_four(const int32_t sums[4],
+                                                      const edgec_dsp_requant q[4], uint32_t lows,
+                                                      uint32_t highs, int8_t *dst)
+{
+    const uint32_t packed = edgec_dsp_pack_s8x4(__ssat(edgec_dsp_requantize(sums[0], q[0]), 8),
+                                                __ssat(edgec_dsp_requantize(sums[1], q[1]), 8),
+                                                __ssat(edgec_dsp_requantize(sums[2], q[2]), 8),
+                                                __ssat(edgec_dsp_requantize(sums[3], q[3]), 8));
+    const uint32_t clamped = edgec_dsp_clamp_s8x4(packed, lows, highs);
+    memcpy(dst, &clamped, sizeof clamped);
+}
+
+#else
+static inline int32_t tap_offset_make(int32_t input_offset)
+{
+    return input_offset;
+}
+
+/* One tap of four adjacent channels: acc_k += (in[k] + offset) * w[k]. */
+static inline void tap_four(const int8_t *in, const int8_t *w, int32_t offset, int32_t *a0,
+                            int32_t *a1, int32_t *a2, int32_t *a3)
+{
+    *a0 += ((int32_t)in[0] + offset) * (int32_t)w[0];
+    *a1 += ((int32_t)in[1] + offset) * (int32_t)w[1];
+    *a2 += ((int32_t)in[2] + offset) * (int32_t)w[2];
+    *a3 += ((int32_t)in[3] + offset) * (int32_t)w[3];
+}
+#endif
+
+#if !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+/*
+ * depthwise_channels for exactly four channels, the in-place kernel's usual group: the four
+ * accumulators stay in registers over the taps, the four requantization constants are read once
+ * per layer, and taps are walked by index steps instead of recomputing each tap's address. The
+ * four channels are adjacent in both input and filter, so one tap costs four neighbouring loads.
+ * Indices are only formed for in-bounds taps (no pointer is stepped past the buffer).
+ */
+static void depthwise_four_channels(const depthwise_layer layer, const edgec_dims *output_dims,
+                                    const int8_t *input, int32_t first, int8_t *planes)
+{
+    const int32_t tap_offset = tap_offset_make(layer.input_offset);
+    const int32_t c = layer.in_c; /* == out_c: ch_mult is 1 */
+    const int32_t in_step_x = layer.dilation_w * c;
+    const int32_t in_step_y = layer.dilation_h * layer.in_row_len;
+    const int full_3x3 = layer.k_h == 3 && layer.k_w == 3;
+    const int32_t *mult = layer.quant->multiplier + first;
+    const int32_t *shift = layer.quant->shift + first;
+    const int32_t m0 = mult[0], m1 = mult[1], m2 = mult[2], m3 = mult[3];
+    const int32_t s0 = shift[0], s1 = shift[1], s2 = shift[2], s3 = shift[3];
+#if defined(__ARM_FEATURE_DSP)
+    const int short_requant = edgec_dsp_requant_short(m0, s0) && edgec_dsp_requant_short(m1, s1) &&
+                              edgec_dsp_requant_short(m2, s2) && edgec_dsp_requant_short(m3, s3);
+    edgec_dsp_requant q[4];
+    if (short_requant) {
+        for (int32_t k = 0; k < 4; k++) {
+            q[k] = edgec_dsp_requant_make(mult[k], shift[k], layer.stage.offset);
+        }
+    }
+    const uint32_t lows = edgec_dsp_bytes(layer.stage.lo + layer.stage.offset);
+    const uint32_t highs = edgec_dsp_bytes(layer.stage.hi + layer.stage.offset);
+#endif
+    const int32_t b0 = layer.bias != NULL ? layer.bias[first] : 0;
+    const int32_t b1 = layer.bias != NULL ? layer.bias[first + 1] : 0;
+    const int32_t b2 = layer.bias != NULL ? layer.bias[first + 2] : 0;
+    const int32_t b3 = layer.bias != NULL ? layer.bias[first + 3] : 0;
+
+    for (int32_t b = 0; b < output_dims->n; b++) {
+        const int8_t *in_batch = input + b * layer.in_h * layer.in_w * c + first;
+        for (int32_t oy = 0; oy < output_dims->h; oy++) {
+            const edgec_tap_range ty = row_taps(layer, oy);
+            for (int32_t ox = 0; ox < output_dims->w; ox++) {
+                const edgec_tap_range tx = column_taps(layer, ox);
+                int32_t a0 = b0, a1 = b1, a2 = b2, a3 = b3;
+                if (full_3x3 && ty.first == 0 && ty.last == 3 && tx.first == 0 && tx.last == 3) {
+                    /* The common interior case, unrolled: no tap loop or index bookkeeping. */
+                    const int8_t *in = in_batch + ty.base * layer.in_row_len + tx.base * c;
+                    const int8_t *w = layer.filter + first;
+                    for (int32_t ky = 0; ky < 3; ky++) {
+                        tap_four(in, w, tap_offset, &a0, &a1, &a2, &a3);
+                        tap_four(in + in_step_x, w + c, tap_offset, &a0, &a1, &a2, &a3);
+                        tap_four(in + 2 * in_step_x, w + 2 * c, tap_offset, &a0, &a1, &a2, &a3);
+                        if (ky < 2) {
+                            in += in_step_y;
+                            w += layer.filter_row_len;
+                        }
+                    }
+                } else if (ty.first < ty.last && tx.first < tx.last) {
+                    /* First in-bounds tap of the window, in the input and in the filter. */
+                    const int8_t *in = in_batch +
+                                       (ty.base + ty.first * layer.dilation_h) * layer.in_row_len +
+                                       (tx.base + tx.first * layer.dilation_w) * c;
+                    const int8_t *w = layer.filter + ty.first * layer.filter_row_len +
+                                      tx.first * c + first;
+                    const int32_t taps_x = tx.last - tx.first;
+                    for (int32_t ky = ty.first; ky < ty.last; ky++) {
+                        int32_t i = 0;
+                        int32_t j = 0;
+                        for (int32_t kx = 0; kx < taps_x; kx++) {
+                            tap_four(in + i, w + j, tap_offset, &a0, &a1, &a2, &a3);
+                            i += in_step_x;
+                            j += c;
+                        }
+                        if (ky + 1 < ty.last) {
+                            in += in_step_y;
+                            w += layer.filter_row_len;
+                        }
+                    }
+                }
+#if defined(__ARM_FEATURE_DSP)
+                if (short_requant) {
+                    const int32_t sums[4] = {a0, a1, a2, a3};
+                    dsp_output_four(sums, q, lows, highs, planes);
+                    planes += 4;
+                    continue;
+                }
+#endif
+                planes[0] = edgec_requantize_s8(a0, m0, s0, layer.stage);
+                planes[1] = edgec_requantize_s8(a1, m1, s1, layer.stage);
+                planes[2] = edgec_requantize_s8(a2, m2, s2, layer.stage);
+                planes[3] = edgec_requantize_s8(a3, m3, s3, layer.stage);
+                planes += 4;
+            }
+        }
+    }
+}
+
+#endif
+
 edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params,
                                               const edgec_per_channel_quant *quant,
                                               const edgec_dims *input_dims, const int8_t *input,
@@ -189,10 +421,18 @@ edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params,
     for (int32_t first = 0; first < layer.out_c; first += EDGEC_DEPTHWISE_IN_PLACE_CHANNELS) {
         const int32_t count = EDGEC_MIN(EDGEC_DEPTHWISE_IN_PLACE_CHANNELS, layer.out_c - first);
         /* Every read of these input channels happens here, before any of their bytes is stored. */
-        depthwise_channels(layer, output_dims, input, first, count, scratch);
-        for (int32_t p = 0; p < pixels; p++) {
-            for (int32_t k = 0; k < count; k++) {
-                output[p * layer.out_c + first + k] = scratch[p * count + k];
+        if (count == 4) {
+            depthwise_four_channels(layer, output_dims, input, first, scratch);
+            for (int32_t p = 0; p < pixels; p++) {
+                /* A fixed-size memcpy: one (unaligned-capable) word load and store. */
+                memcpy(output + p * layer.out_c + first, scratch + 4 * p, 4);
+            }
+        } else {
+            depthwise_channels(layer, output_dims, input, first, count, scratch);
+            for (int32_t p = 0; p < pixels; p++) {
+                for (int32_t k = 0; k < count; k++) {
+                    output[p * layer.out_c + first + k] = scratch[p * count + k];
+                }
             }
         }
     }

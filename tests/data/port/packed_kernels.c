@@ -21,8 +21,8 @@ enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have 
  * input_size, output_size. add: params (12), size. pointwise (1x1 conv): conv's, then in_place,
  * input_at, output_at: in place, the output buffer is one block holding both tensors, the input
  * (copied there from the payload) at byte input_at and the output at byte output_at. depthwise:
- * pointwise's fields for edgec_depthwise_conv_s8_in_place (always in place), whose DSP path is
- * chosen by the build's -mcpu, not by the ISA word; its filter is [KH][KW][C] as given. */
+ * pointwise's fields, then has_bias, for edgec_depthwise_conv_s8_in_place (always in place),
+ * whose DSP or Helium path the build's -mcpu chooses, not the ISA word; filter [KH][KW][C]. */
 enum {
     H_KIND,
     H_ISA,
