@@ -316,16 +316,23 @@ def emit_conv_call(kernel: str, op, graph, names, filter_dims, *, weights=None, 
         ("edgec_dims", f"{p}filter_dims", c_dims(filter_dims)),
         ("edgec_dims", f"{p}output_dims", c_dims(out_t.shape)),
     ]
-    constants = [("int8_t", f"{p}{weights[0]}", weights[1]), ("int32_t", f"{p}multiplier", a["multiplier"]),
-                 ("int32_t", f"{p}shift", a["shift"])]
-    bias_arg = "NULL"
-    if bias is not None:
-        constants.append(("int32_t", f"{p}{bias[0]}", bias[1]))
-        bias_arg = f"{p}{bias[0]}"
+    constants, bias_arg = weighted_constants(p, a, weights, bias)
     code = (f"status |= {kernel}(&{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
             f"&{p}filter_dims, {p}{weights[0]}, {bias_arg}, &{p}output_dims, {names.ptr(op.outputs[0])}, "
             f"{names.scratch(op)});")
     return CCall(code, constants, params)
+
+
+def weighted_constants(prefix: str, attrs: dict, weights: tuple, bias: tuple | None) -> tuple[list, str]:
+    """The flash constants of a conv/linear layer -- weights, multipliers, shifts and the optional
+    bias, each given as (symbol suffix, array) -- and the C expression for the bias argument."""
+    constants = [("int8_t", f"{prefix}{weights[0]}", weights[1]),
+                 ("int32_t", f"{prefix}multiplier", attrs["multiplier"]),
+                 ("int32_t", f"{prefix}shift", attrs["shift"])]
+    if bias is None:
+        return constants, "NULL"
+    constants.append(("int32_t", f"{prefix}{bias[0]}", bias[1]))
+    return constants, f"{prefix}{bias[0]}"
 
 
 def c_dims(shape) -> str:

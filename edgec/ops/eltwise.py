@@ -9,6 +9,7 @@ from torch.fx import Node
 
 from edgec.errors import EdgecError
 from edgec.frontend import source_line
+from edgec.ir import InPlace
 from edgec.numerics import (
     ADD_LEFT_SHIFT,
     INT8_MAX,
@@ -19,7 +20,6 @@ from edgec.numerics import (
     saturate_int8,
     wrap_int32,
 )
-from edgec.ir import InPlace
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.kernel_layout import kernel_isa
 from edgec.torch_ops import ACTIVATIONS, ADDS, aten

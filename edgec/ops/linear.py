@@ -10,7 +10,7 @@ from edgec.errors import EdgecError
 from edgec.frontend import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, requantize, saturate_int8, wrap_int32
 from edgec.ops.base import CCall, OpDef
-from edgec.ops.conv import finalize_output_stage, quantized_bias, weighted_operands
+from edgec.ops.conv import finalize_output_stage, quantized_bias, weighted_constants, weighted_operands
 from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa
 from edgec.torch_ops import LINEARS
 
@@ -105,12 +105,7 @@ class FullyConnected(OpDef):
         else:  # the filter re-laid for the micro-kernel, the input offset folded into the bias
             weights = ("packed_weights", interleave_rows(a["weight"], FC_BLOCKING[isa]))
             bias = ("folded_bias", folded_bias(a["bias"], a["weight"], x_t.zero_point))
-        constants = [("int8_t", f"{p}{weights[0]}", weights[1]), ("int32_t", f"{p}multiplier", a["multiplier"]),
-                     ("int32_t", f"{p}shift", a["shift"])]
-        bias_arg = "NULL"
-        if bias is not None:
-            constants.append(("int32_t", f"{p}{bias[0]}", bias[1]))
-            bias_arg = f"{p}{bias[0]}"
+        constants, bias_arg = weighted_constants(p, a, weights, bias)
         kernel = "edgec_fully_connected_s8" + ("" if isa is None else f"_{isa}")
         batches, in_size = x_t.shape
         code = (f"status |= {kernel}(&{p}params, &{p}quant, {batches}, {in_size}, {names.ptr(op.inputs[0])}, "
