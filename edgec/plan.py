@@ -365,12 +365,13 @@ def _halfway(low: int, high: int) -> int:
     return max(low, (low + high) // 2 // ALIGNMENT * ALIGNMENT)
 
 
-def place(items: list[Block], steps: int) -> tuple[str, dict[str, int]]:
-    """(strategy, offsets by block name): the best greedy plan, improved by the search on small graphs."""
+def place(items: list[Block], steps: int, *, search_too: bool = True) -> tuple[str, dict[str, int]]:
+    """(strategy, offsets by block name): the best greedy plan, improved by the search on small
+    graphs (unless `search_too` is False)."""
     strategy, offsets = best_greedy(items)
     bound = liveness_lower_bound(items, steps)
     arena = arena_size(items, offsets)
-    if arena > bound and len(items) <= SEARCH_MAX_BUFFERS:
+    if search_too and arena > bound and len(items) <= SEARCH_MAX_BUFFERS:
         found = search(items, steps, bound, arena)
         if found is not None:
             strategy, offsets = "skyline search", {b.name: o for b, o in zip(items, found)}
@@ -379,14 +380,32 @@ def place(items: list[Block], steps: int) -> tuple[str, dict[str, int]]:
 
 def plan_memory(graph: Graph, target, *, in_place: bool = True) -> MemoryPlan:
     """The plan for graph.ops in their order. Ops run in place where in_place_choices allows
-    (unless `in_place` is False); that plan is kept unless the plan without any in-place op has a
-    smaller arena (in-place chains are rigid, which can cost more than their overlaps save)."""
-    chosen = _plan(graph, target, in_place_choices(graph, target) if in_place else {})
+    (unless `in_place` is False). In-place chains are rigid: a chain's buffers keep their offsets
+    from each other even after some die, which can cost more than the overlaps save. So while the
+    greedy arena is above the bound, the in-place op whose removal shrinks the greedy arena most
+    runs out of place (which splits its chain); the survivors get the full plan, which is kept
+    unless the full plan without any in-place op is smaller."""
+    choices = in_place_choices(graph, target) if in_place else {}
+    arena, bound = _greedy_arena(graph, target, choices)
+    while arena > bound:
+        trials = [{op: form for op, form in choices.items() if op != name} for name in choices]
+        results = [(*_greedy_arena(graph, target, trial), trial) for trial in trials]
+        best = min(results, key=lambda result: result[0], default=None)
+        if best is None or best[0] >= arena:
+            break
+        arena, bound, choices = best
+    chosen = _plan(graph, target, choices)
     if chosen.in_place and chosen.arena_bytes > chosen.lower_bound_bytes:
         without = _plan(graph, target, {})
         if without.arena_bytes < chosen.arena_bytes:
             return without
     return chosen
+
+
+def _greedy_arena(graph: Graph, target, in_place: dict[str, InPlace]) -> tuple[int, int]:
+    grouped = blocks(graph, buffers(graph, target, in_place), in_place)
+    _, offsets = place(grouped, len(graph.ops), search_too=False)
+    return arena_size(grouped, offsets), liveness_lower_bound(grouped, len(graph.ops))
 
 
 def _plan(graph: Graph, target, in_place: dict[str, InPlace]) -> MemoryPlan:

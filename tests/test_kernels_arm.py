@@ -24,8 +24,10 @@ from edgec.ops.conv import (
     POINTWISE_BLOCKING,
     conv2d_s8,
     conv_output_size,
+    is_pointwise,
     packed_conv_scratch_bytes,
     pointwise_input_pixels,
+    window_first_pixels,
 )
 from edgec.ops.conv import UNIT as CONV
 from edgec.ops.depthwise import UNIT as DEPTHWISE
@@ -135,7 +137,35 @@ def conv_case(rng, isa: str) -> Case:
     params = [-zp_in, zp_out, *stride, *pad, *dilation, 1, 1, act_min, act_max]
     fields = params + [n, h, w, c_in] + [c_out, kh, kw, c_in] + [n, *out_hw, c_out]
     arrays = [x, interleave_rows(rows, CONV_BLOCKING[isa]), folded_bias(bias, rows, zp_in), m, s]
-    return Case("conv", isa, fields, arrays, expected, packed_conv_scratch_bytes(isa, weights.shape))
+    scratch = packed_conv_scratch_bytes(isa, weights.shape)
+    if rng.random() < 0.5:
+        return Case("conv", isa, fields + [0, 0, 0], arrays, expected, scratch)
+    # In place: the output over its input at the planner's offset (Conv2d.in_place), at the
+    # lowest safe one, or apart from it.
+    op, graph = _conv_op(x.shape, weights, stride, expected.shape, (*pad, *pad_end), dilation)
+    op.attrs["isa"] = isa
+    first = window_first_pixels(x.shape, expected.shape, stride, pad)
+    lowest = int((np.arange(1, len(first) + 1) * c_out - first * c_in).max())
+    offsets = [lowest, -x.size]
+    if not is_pointwise(op.attrs):  # a 1x1 conv has its own in-place kernel
+        [planned] = CONV.in_place(op, graph, None)
+        assert planned.scratch_bytes == scratch and planned.input_offset >= lowest
+        offsets.append(planned.input_offset)
+    offset = offsets[int(rng.integers(len(offsets)))]
+    input_at, output_at, block = in_place_block(x, expected, offset)
+    return Case("conv", isa, fields + [1, input_at, output_at], arrays, block, scratch)
+
+
+def in_place_block(x: np.ndarray, output: np.ndarray, input_offset: int) -> tuple[int, int, np.ndarray]:
+    """(input_at, output_at, expected block) for a kernel run with its input starting
+    `input_offset` bytes after its output inside one guard-filled block: afterwards the block
+    holds the output, the input's bytes the output does not cover, and guard bytes elsewhere."""
+    low, high = min(0, input_offset), max(output.size, input_offset + x.size)
+    input_at, output_at = input_offset - low, -low
+    block = np.full(high - low, GUARD_BYTE, dtype=np.int8)
+    block[input_at:input_at + x.size] = x.ravel()
+    block[output_at:output_at + output.size] = output.ravel()
+    return input_at, output_at, block
 
 
 def fc_case(rng, isa: str) -> Case:
@@ -179,18 +209,14 @@ def pointwise_case(rng, isa: str) -> Case:
     fields = ([-zp_in, zp_out, *stride, 0, 0, 1, 1, 1, 1, act_min, act_max] + [n, h, w, c_in]
               + [c_out, 1, 1, c_in] + list(out_shape))
     arrays = [x, interleave_rows(rows, POINTWISE_BLOCKING[isa]), folded_bias(bias, rows, zp_in), m, s]
-    op, graph = _pointwise_op(x.shape, weights, stride, out_shape)
+    op, graph = _conv_op(x.shape, weights, stride, out_shape)
     if rng.random() < 0.5:
         return Case("pointwise", isa, fields + [0, 0, 0], arrays, golden, CONV.scratch_bytes(op, graph, None))
     [planned] = CONV.in_place(op, graph, None)
     read = pointwise_input_pixels(x.shape, out_shape, stride)
     lowest = int((np.arange(1, len(read)) * c_out - read[1:] * c_in).max(initial=-x.size))
     offset = [planned.input_offset, lowest, -x.size][int(rng.integers(3))]
-    low, high = min(0, offset), max(golden.size, offset + x.size)
-    input_at, output_at = offset - low, -low
-    block = np.full(high - low, GUARD_BYTE, dtype=np.int8)
-    block[input_at:input_at + x.size] = x.ravel()
-    block[output_at:output_at + golden.size] = golden.ravel()
+    input_at, output_at, block = in_place_block(x, golden, offset)
     return Case("pointwise", isa, fields + [1, input_at, output_at], arrays, block, planned.scratch_bytes)
 
 
@@ -231,11 +257,7 @@ def depthwise_case(rng, isa: str) -> Case:
     op = Op("layer", "depthwise_conv2d", ["x"], ["y"], dict(weight=weights, ch_mult=1))
     [planned] = DEPTHWISE.in_place(op, graph, None)
     offset = [planned.input_offset, 0, -x.size][int(rng.integers(3))]
-    low, high = min(0, offset), max(golden.size, offset + x.size)
-    input_at, output_at = offset - low, -low
-    block = np.full(high - low, GUARD_BYTE, dtype=np.int8)
-    block[input_at:input_at + x.size] = x.ravel()
-    block[output_at:output_at + golden.size] = golden.ravel()
+    input_at, output_at, block = in_place_block(x, golden, offset)
     params = [-zp_in, zp_out, *stride, *pad, *dilation, 1, 1, act_min, act_max]
     fields = (params + [n, h, w, c] + [1, kh, kw, c] + list(golden.shape)
               + [1, input_at, output_at, int(bias is not None)])
@@ -243,13 +265,13 @@ def depthwise_case(rng, isa: str) -> Case:
     return Case("depthwise", isa, fields, arrays, block, planned.scratch_bytes)
 
 
-def _pointwise_op(input_shape, weights, stride, out_shape) -> tuple[Op, Graph]:
-    """The IR op the planner and Conv2d's hooks see for a 1x1 conv."""
+def _conv_op(input_shape, weights, stride, out_shape, pad=(0, 0, 0, 0), dilation=(1, 1)) -> tuple[Op, Graph]:
+    """The IR op the planner and Conv2d's hooks see for a convolution."""
     graph = Graph(inputs=["x"], outputs=["y"], layout="NHWC")
     graph.add_tensor(Tensor("x", input_shape))
     graph.add_tensor(Tensor("y", out_shape))
-    op = Op("layer", "conv2d", ["x"], ["y"], dict(weight=weights, stride=stride, pad=(0, 0, 0, 0),
-                                                  dilation=(1, 1), groups=1, isa=DSP))
+    op = Op("layer", "conv2d", ["x"], ["y"], dict(weight=weights, stride=stride, pad=pad, dilation=dilation,
+                                                  groups=1, isa=DSP))
     graph.ops = [op]
     return op, graph
 
@@ -287,11 +309,12 @@ def misaligned_scratch(case: Case) -> Case:
 
 def all_cases(target: str, seed: int) -> list[Case]:
     """Random cases of every kind for each of the target's kernel families, then, per family and
-    kind with scratch, two of them with a misaligned scratch pointer."""
+    kind with scratch, two of them (not in place) with a misaligned scratch pointer."""
     rng = np.random.default_rng(seed)
     cases = [MAKERS[kind](rng, isa) for isa in ISAS[target] for kind, count in CASES.items() for _ in range(count)]
+    apart = [c for c in cases if c.kind == "add" or (c.kind == "conv" and not c.fields[24])]
     refused = [misaligned_scratch(c) for isa in ISAS[target] for kind in ("conv", "add")
-               for c in [c for c in cases if (c.isa, c.kind) == (isa, kind) and c.expected.size][:2]]
+               for c in [c for c in apart if (c.isa, c.kind) == (isa, kind) and c.expected.size][:2]]
     return cases + refused
 
 

@@ -1,7 +1,9 @@
-"""The in-place kernels on real overlapping layouts: edgec_depthwise_conv_s8_in_place and
-edgec_conv_1x1_s8_in_place, run with the output over the input at the offsets the planner's
-hooks (DepthwiseConv2d.in_place, Conv2d.in_place) choose and at other valid ones, equal the
-golden kernels byte for byte and write nothing outside the two tensors and their scratch.
+"""The in-place kernels on real overlapping layouts: edgec_depthwise_conv_s8_in_place,
+edgec_conv_1x1_s8_in_place and the generic edgec_conv_s8 (which needs no variant), run with the
+output over the input at the offsets the planner's hooks (DepthwiseConv2d.in_place,
+Conv2d.in_place) choose and at other valid ones, equal the golden kernels byte for byte and write
+nothing outside the two tensors and their scratch. (The DSP and MVE paths get the same cases under
+QEMU in test_kernels_arm.py.)
 (The library is built with UBSan; the models' ASan/UBSan host runs use these kernels in place.)
 """
 from __future__ import annotations
@@ -14,7 +16,7 @@ from hypothesis import strategies as st
 
 from edgec.ir import ARENA_ALIGNMENT, Graph, Op, Tensor
 from edgec.ops.conv import UNIT as CONV
-from edgec.ops.conv import pointwise_input_pixels
+from edgec.ops.conv import is_pointwise, pointwise_input_pixels, window_first_pixels
 from edgec.ops.depthwise import UNIT as DEPTHWISE
 from tests.kernel_lib import ConvParams, dims, per_channel_quant, ptr
 from tests.test_kernels_conv import (
@@ -22,6 +24,7 @@ from tests.test_kernels_conv import (
     SETTINGS,
     Case,
     _data_mode,
+    conv_cases,
     _geometry,
     _int8,
     _qparams,
@@ -132,6 +135,40 @@ def test_conv_1x1_in_place_equals_golden(kernel_lib, case, data):
     offset = data.draw(st.sampled_from([planned.input_offset, lowest, lowest + data.draw(st.integers(0, 64)),
                                         -case.x.size]))
     status, out = run_in_place(kernel_lib, "edgec_conv_1x1_s8_in_place", case, offset, case.c_out)
+    assert status == 0
+    np.testing.assert_array_equal(out, case.golden())
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(case=conv_cases(), data=st.data())
+def test_conv_over_its_input_equals_golden(kernel_lib, case, data):
+    op, graph = _ir_op("conv2d", case)
+    out_shape = (case.x.shape[0], *case.out_hw, case.c_out)
+    first = window_first_pixels(case.x.shape, out_shape, case.stride, case.pad)
+    lowest = int((np.arange(1, len(first) + 1) * case.c_out - first * case.x.shape[3]).max())
+    offsets = [lowest, lowest + data.draw(st.integers(0, 64)), -case.x.size]
+    if not is_pointwise(op.attrs):  # a 1x1 conv has its own in-place kernel
+        [planned] = CONV.in_place(op, graph, None)
+        assert planned.input_offset >= lowest and planned.input_offset % ARENA_ALIGNMENT == 0
+        assert planned.scratch_bytes == 0  # the portable kernel's scratch: none
+        offsets.append(planned.input_offset)
+    status, out = run_in_place(kernel_lib, "edgec_conv_s8", case, data.draw(st.sampled_from(offsets)), 0)
+    assert status == 0
+    np.testing.assert_array_equal(out, case.golden())
+
+
+def test_same_padded_3x3_conv_needs_only_a_row_and_two_pixels_more(kernel_lib):
+    # 8x8x4 -> 8x8x4, 3x3, pad 1: pixel (y, x)'s field starts at pixel (y-1, x-1), so the output
+    # may start W + 2 pixels (40 bytes) below the input and the pair spans 296 bytes, not 512.
+    rng = np.random.default_rng(5)
+    case = Case(x=rng.integers(-128, 128, (1, 8, 8, 4)).astype(np.int8),
+                w=rng.integers(-128, 128, (4, 3, 3, 4)).astype(np.int8), bias=None,
+                multiplier=np.full(4, 2**30), shift=np.full(4, -6), input_zp=1, output_zp=0, stride=(1, 1),
+                pad=(1, 1), dilation=(1, 1), out_hw=(8, 8), act_min=-128, act_max=127)
+    op, graph = _ir_op("conv2d", case)
+    [planned] = CONV.in_place(op, graph, None)
+    assert planned.input_offset == (8 + 2) * 4
+    status, out = run_in_place(kernel_lib, "edgec_conv_s8", case, planned.input_offset, 0)
     assert status == 0
     np.testing.assert_array_equal(out, case.golden())
 

@@ -10,6 +10,7 @@ import pytest
 
 from edgec import device, zoo
 from edgec.errors import EdgecError
+from edgec.ops.conv import is_pointwise
 from edgec.pipeline import compile_model, emit
 from edgec.plan import check_plan
 from edgec.verify import compare, golden_outputs, quantized_inputs, run_on
@@ -54,7 +55,8 @@ def _written_byte(error: EdgecError, layer: int) -> int:
 
 
 def _in_place_pointwise(compiled):
-    return next(op for op in compiled.graph.ops if op.name in compiled.plan.in_place and op.kind == "conv2d")
+    return next(op for op in compiled.graph.ops
+                if op.name in compiled.plan.in_place and op.kind == "conv2d" and is_pointwise(op.attrs))
 
 
 @pytest.mark.parametrize("target", ["host", pytest.param("cortex-m4", marks=needs_toolchain)])

@@ -38,12 +38,12 @@ DIGITS = ROOT / "examples" / "digits"
 
 # Arena bytes on the host target (portable kernels: no scratch), each the liveness bound of the
 # model's schedule; and that bound without in-place execution, where it differs.
-EXPECTED_ARENA = {"ds_cnn": 8_500, "mobilenet_v1_025": 46_080, "resnet8": 49_152, "fc_autoencoder": 768,
-                  "digits": 768}
-BOUND_WITHOUT_IN_PLACE = {"ds_cnn": 16_000, "mobilenet_v1_025": 55_296}
+EXPECTED_ARENA = {"ds_cnn": 8_500, "mobilenet_v1_025": 39_168, "resnet8": 33_312, "fc_autoencoder": 768}
+BOUND_WITHOUT_IN_PLACE = {"ds_cnn": 16_000, "mobilenet_v1_025": 55_296, "resnet8": 49_152}
 # Issue #4's goals for the activation arena, all kernel scratch included, on cortex-m4 (whose
-# packed conv kernels need im2col scratch): 8.5, 46, 49.2 and 0.75 KiB.
-CORTEX_M4_GOALS = {"ds_cnn": 8_704, "mobilenet_v1_025": 47_104, "resnet8": 50_380, "fc_autoencoder": 768}
+# packed kernels need im2col and table scratch): 8.5, 46, 49.2 and 0.8 kB, with kB = 1000 B as in
+# the TFLite Micro figures the issue compares against.
+CORTEX_M4_GOALS = {"ds_cnn": 8_500, "mobilenet_v1_025": 46_000, "resnet8": 49_200, "fc_autoencoder": 800}
 
 
 def _compile(name: str, target: str = "host"):
@@ -53,7 +53,7 @@ def _compile(name: str, target: str = "host"):
                          warn=lambda _: None)
 
 
-@pytest.fixture(scope="module", params=sorted(EXPECTED_ARENA))
+@pytest.fixture(scope="module", params=[*sorted(EXPECTED_ARENA), "digits"])
 def compiled(request):
     return request.param, _compile(request.param)
 
@@ -61,8 +61,13 @@ def compiled(request):
 def test_reference_model_arena_equals_liveness_bound(compiled):
     name, model = compiled
     plan = model.plan
-    assert plan.arena_bytes == plan.lower_bound_bytes == EXPECTED_ARENA[name]
-    assert plan.lower_bound_without_in_place_bytes == BOUND_WITHOUT_IN_PLACE.get(name, EXPECTED_ARENA[name])
+    if name == "digits":
+        # Its in-place chain (stem over the input, stride-2 conv over the stem's output, then the
+        # 1x1) is rigid: the chain's offsets leave the input's last 4 bytes above the bound.
+        assert (plan.arena_bytes, plan.lower_bound_bytes, plan.lower_bound_without_in_place_bytes) == (548, 544, 768)
+    else:
+        assert plan.arena_bytes == plan.lower_bound_bytes == EXPECTED_ARENA[name]
+        assert plan.lower_bound_without_in_place_bytes == BOUND_WITHOUT_IN_PLACE.get(name, EXPECTED_ARENA[name])
     assert check_plan(model.graph, plan, model.target) == []
 
 

@@ -234,14 +234,26 @@ class Conv2d(OpDef):
         in-place layers keeps one end. At stride 1 with C_out > C_in that is tail alignment itself
         (the bound is (P-1)*(C_out - C_in)); with C_out <= C_in, it is C_in - C_out bytes from head
         alignment."""
-        if not is_pointwise(op.attrs):
-            return ()
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if not is_pointwise(op.attrs):
+            return self._overlapping(op, x_t, out_t, target)
         read = pointwise_input_pixels(x_t.shape, out_t.shape, op.attrs["stride"])
         later = np.arange(1, len(read), dtype=np.int64)
         safe = int((later * out_t.shape[3] - read[1:] * x_t.shape[3]).max(initial=out_t.size - x_t.size))
-        offset = -(-safe // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
-        return (InPlace(0, offset, scratch_bytes=out_t.shape[3]),)
+        return (InPlace(0, _aligned_up(safe), scratch_bytes=out_t.shape[3]),)
+
+    def _overlapping(self, op, x_t, out_t, target):
+        """The generic kernels (portable, DSP, MVE) need no in-place variant: each computes the
+        output pixels in order and finishes reading pixel q's receptive field before it writes
+        anything past pixel q, and no field starts before an earlier pixel's. So the output may
+        start d bytes below the input when every output pixel q ends at or below the first byte
+        of its own field, (q+1)*C_out <= d + first(q)*C_in: the output then overwrites only input
+        bytes no pixel will read again. As for the 1x1 conv, the safe offset nearest tail alignment
+        is taken; the kernel's scratch stays as it is."""
+        first = window_first_pixels(x_t.shape, out_t.shape, op.attrs["stride"], op.attrs["pad"])
+        ends = np.arange(1, len(first) + 1, dtype=np.int64) * out_t.shape[3]
+        safe = int((ends - first * x_t.shape[3]).max(initial=out_t.size - x_t.size))
+        return (InPlace(0, _aligned_up(safe), scratch_bytes=self.scratch_bytes(op, None, target)),)
 
     def macs(self, op, graph) -> int:
         out = graph.tensors[op.outputs[0]].shape
@@ -279,6 +291,20 @@ def pointwise_input_pixels(input_shape, output_shape, stride) -> np.ndarray:
     n, h, w, _ = input_shape
     batch, oy, ox = np.unravel_index(np.arange(n * output_shape[1] * output_shape[2]), (n, *output_shape[1:3]))
     return ((batch * h + oy * stride[0]) * w + ox * stride[1]).astype(np.int64)
+
+
+def window_first_pixels(input_shape, output_shape, stride, pad) -> np.ndarray:
+    """For each output pixel of a convolution (NHWC order), the index of the first input pixel
+    its receptive field reads (top-left, clipped to the image)."""
+    n, h, w, _ = input_shape
+    batch, oy, ox = np.unravel_index(np.arange(n * output_shape[1] * output_shape[2]), (n, *output_shape[1:3]))
+    row = np.maximum(oy * stride[0] - pad[0], 0)
+    col = np.maximum(ox * stride[1] - pad[1], 0)
+    return ((batch * h + row) * w + col).astype(np.int64)
+
+
+def _aligned_up(value: int) -> int:
+    return -(-value // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
 
 
 def quantized_bias(bias, input_scale: float, weight_scales: np.ndarray):

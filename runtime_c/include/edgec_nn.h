@@ -107,6 +107,12 @@ typedef struct {
  * c=C_in/groups); output_dims: [N,H_out,W_out,C_out]. Scratch: none (may be NULL).
  * Any output size is accepted: taps outside the input contribute 0 (implied bottom/right pad).
  * The accumulator is int32: needs KH*KW*(C_in/groups)*32640 + |bias| < 2^31 (any real layer).
+ * In place (this and the _dsp/_mve paths below): the output may overlap the input when it starts
+ * d >= 0 bytes before it and every output pixel q (raster order, batch first) ends at or below the
+ * first byte of its own receptive field: (q+1)*C_out <= d + first(q)*C_in, first(q) being the
+ * pixel index of the field's top-left tap clipped to the image. Pixels are computed in order, each
+ * field read before anything past its pixel is written, so only bytes no later pixel reads are
+ * overwritten. (3x3, pad 1, stride 1: d = (W+2)*C suffices.)
  * EDGEC_ARG_ERROR: NULL pointer (bias excepted), non-positive dims, stride/dilation/groups < 1,
  * negative padding, groups not dividing C_in/C_out or not matching filter_dims, act bounds
  * outside int8 or crossed.

@@ -18,7 +18,7 @@ enum { ISA_DSP = 1, ISA_MVE = 2 };
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
 /* Header words. conv: params (12), input, filter, output dims (4 each). fc: params (5), batches,
- * input_size, output_size. add: params (12), size. pointwise (1x1 conv): conv's, then in_place,
+ * input_size, output_size. add: params (12), size. conv and pointwise (1x1 conv) also in_place,
  * input_at, output_at: in place, the output buffer is one block holding both tensors, the input
  * (copied there from the payload) at byte input_at and the output at byte output_at. depthwise:
  * pointwise's fields, then has_bias, for edgec_depthwise_conv_s8_in_place (always in place),
@@ -69,7 +69,7 @@ static edgec_dims dims_at(const int32_t *words)
     return d;
 }
 
-static int32_t run_conv(const int32_t *h, payload_cursor *cursor, int8_t *output, int8_t *scratch)
+static int32_t run_conv(const int32_t *h, payload_cursor *cursor, int8_t *block, int8_t *scratch)
 {
     const int32_t *f = h + H_FIELDS;
     edgec_conv_params params;
@@ -82,12 +82,19 @@ static int32_t run_conv(const int32_t *h, payload_cursor *cursor, int8_t *output
     const int32_t rows = (c_out + 1) / 2 * 2;
     const int32_t group = isa == ISA_MVE ? 16 : 4;
     const int32_t k = filter_dims.h * filter_dims.w * filter_dims.c;
-    const int8_t *input = take(cursor, input_dims.n * input_dims.h * input_dims.w * input_dims.c);
+    const int32_t input_bytes = input_dims.n * input_dims.h * input_dims.w * input_dims.c;
+    const int8_t *input = take(cursor, input_bytes);
     const int8_t *filter = take(cursor, rows * ((k + group - 1) / group * group));
     const int32_t *bias = (const int32_t *)(void *)take(cursor, 4 * c_out);
     edgec_per_channel_quant quant;
     quant.multiplier = (const int32_t *)(void *)take(cursor, 4 * c_out);
     quant.shift = (const int32_t *)(void *)take(cursor, 4 * c_out);
+    int8_t *output = block;
+    if (f[24]) { /* in place: the generic kernels need no variant, only a safe offset */
+        memcpy(block + f[25], input, (size_t)input_bytes);
+        input = block + f[25];
+        output = block + f[26];
+    }
 #if defined(__ARM_FEATURE_DSP)
     if (isa == ISA_DSP) {
         return edgec_conv_s8_dsp(&params, &quant, &input_dims, input, &filter_dims, filter, bias,
