@@ -184,12 +184,12 @@ def render(bench_dir: Path) -> str:
         "  semihosting driver); **RAM**: data + bss + the 8 KiB stack; **arena**: the model's",
         "  activation buffer (part of bss).",
         "",
-        "On cores with the DSP extension (Cortex-M4/M7/M33) and with Helium (Cortex-M55), the generic",
-        "and 1x1 convolutions, fully connected and add layers run edgec's SMLAD and MVE kernels",
+        "On cores with the DSP extension (Cortex-M4/M7/M33) and with Helium (Cortex-M55), the",
+        "convolutions (1x1 ones too), fully connected and add layers run edgec's SMLAD and MVE kernels",
         "(`_dsp`/`_mve`, their filters re-laid and input offsets folded into the bias at compile time);",
-        "the in-place depthwise kernel has DSP and MVE inner loops for groups of 4 channels; pooling and",
-        "softmax are portable C99 everywhere (see *By kernel*). The outputs are bit-exact with edgec's",
-        "golden simulator (bench checks it).",
+        "the depthwise kernels (in place or not) have DSP and MVE inner loops for groups of 4 channels;",
+        "pooling and softmax are portable C99 everywhere (see *By kernel*). The outputs are bit-exact",
+        "with edgec's golden simulator (bench checks it).",
         "",
         "## Whole models",
         "",
@@ -201,8 +201,8 @@ def render(bench_dir: Path) -> str:
               "other layers are pooling, softmax and add, which have no MACs.", ""]
     lines += per_op_table(bench_dir)
     lines += ["## By kernel", "",
-              "Instructions summed over the layers that call each kernel function (the 1x1 fast path and the",
-              "generic convolution are both `conv2d` layers above).", ""]
+              "Instructions summed over the layers that call each kernel function (`conv2d` layers above:",
+              "the generic convolution, 1x1 layers included; `edgec_conv_1x1_s8` is the portable build's).", ""]
     lines += per_kernel_table(bench_dir)
     lines += memory_section(bench_dir)
     return "\n".join(lines)

@@ -21,12 +21,9 @@ from edgec.numerics import quantize_multiplier
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops.conv import (
     CONV_BLOCKING,
-    POINTWISE_BLOCKING,
     conv2d_s8,
     conv_output_size,
-    is_pointwise,
     packed_conv_scratch_bytes,
-    pointwise_input_pixels,
     window_first_pixels,
 )
 from edgec.ops.conv import UNIT as CONV
@@ -44,7 +41,7 @@ RUNTIME = ROOT / "runtime_c"
 SOURCES = [RUNTIME / "src" / f for f in ("conv/edgec_conv_s8.c", "conv/edgec_conv_1x1_s8.c",
                                          "fc/edgec_fully_connected_s8.c", "eltwise/edgec_add_s8.c",
                                          "depthwise/edgec_depthwise_conv_s8.c")]
-KIND = {"conv": 1, "fc": 2, "add": 3, "pointwise": 4, "depthwise": 5}
+KIND = {"conv": 1, "fc": 2, "add": 3, "depthwise": 5}
 ISA_CODE = {DSP: 1, MVE: 2}
 HEADER_WORDS = 48
 ARG_ERROR = -1
@@ -124,34 +121,48 @@ def conv_case(rng, isa: str) -> Case:
             break
         except ValueError:
             continue
-    c_out = int(rng.integers(1, 14))
-    x = int8_array(rng, (n, h, w, c_in))
-    weights = int8_array(rng, (c_out, kh, kw, c_in))
+    return _conv_case(rng, isa, int8_array(rng, (n, h, w, c_in)), int8_array(rng, (int(rng.integers(1, 14)), kh, kw, c_in)),
+                      stride, dilation, (*pad, *pad_end), out_hw)
+
+
+def pointwise_case(rng, isa: str) -> Case:
+    """A 1x1 conv (edgec runs those on the generic packed kernels too): wider channel counts,
+    any stride, the output the whole input or cropped."""
+    c_in = int(rng.choice([1, 3, 4, 5, 15, 16, 17, 33, int(rng.integers(1, 80))]))
+    c_out = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 13, 16, int(rng.integers(1, 70))]))
+    n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 7)), int(rng.integers(1, 7))
+    stride = tuple(int(v) for v in rng.choice([1, 1, 2, 3], 2))
+    out_hw = tuple((size - 1) // s + 1 - int(rng.random() < 0.2 and size > s) for size, s in zip((h, w), stride))
+    return _conv_case(rng, isa, int8_array(rng, (n, h, w, c_in)), int8_array(rng, (c_out, 1, 1, c_in)),
+                      stride, (1, 1), (0, 0, 0, 0), out_hw)
+
+
+def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw) -> Case:
+    """edgec_conv_s8_dsp/_mve on x and weights with random quantization; half the time in place:
+    the output over its input at the planner's offset (Conv2d.in_place), at the lowest offset the
+    packed kernels' contract (edgec_nn.h) allows, or apart from it."""
+    n, h, w, c_in = x.shape
+    c_out, kh, kw, _ = weights.shape
     bias = None if rng.random() < 0.2 else rng.integers(-2**20, 2**20, c_out).astype(np.int32)
     m, s = multipliers(rng, c_out)
     zp_in, zp_out = zero_point(rng), zero_point(rng)
     act_min, act_max = act_bounds(rng)
     expected = conv2d_s8(x, weights, bias, m, s, input_zp=zp_in, output_zp=zp_out, stride=stride,
-                         pad=pad, dilation=dilation, out_hw=out_hw, act_min=act_min, act_max=act_max)
+                         pad=pad[:2], dilation=dilation, out_hw=out_hw, act_min=act_min, act_max=act_max)
     rows = weights.reshape(c_out, -1)
-    params = [-zp_in, zp_out, *stride, *pad, *dilation, 1, 1, act_min, act_max]
+    params = [-zp_in, zp_out, *stride, *pad[:2], *dilation, 1, 1, act_min, act_max]
     fields = params + [n, h, w, c_in] + [c_out, kh, kw, c_in] + [n, *out_hw, c_out]
     arrays = [x, interleave_rows(rows, CONV_BLOCKING[isa]), folded_bias(bias, rows, zp_in), m, s]
     scratch = packed_conv_scratch_bytes(isa, weights.shape)
     if rng.random() < 0.5:
         return Case("conv", isa, fields + [0, 0, 0], arrays, expected, scratch)
-    # In place: the output over its input at the planner's offset (Conv2d.in_place), at the
-    # lowest safe one, or apart from it.
-    op, graph = _conv_op(x.shape, weights, stride, expected.shape, (*pad, *pad_end), dilation)
+    op, graph = _conv_op(x.shape, weights, stride, expected.shape, pad, dilation)
     op.attrs["isa"] = isa
+    [planned] = CONV.in_place(op, graph, None)
     first = window_first_pixels(x.shape, expected.shape, stride, pad)
-    lowest = int((np.arange(1, len(first) + 1) * c_out - first * c_in).max())
-    offsets = [lowest, -x.size]
-    if not is_pointwise(op.attrs):  # a 1x1 conv has its own in-place kernel
-        [planned] = CONV.in_place(op, graph, None)
-        assert planned.scratch_bytes == scratch and planned.input_offset >= lowest
-        offsets.append(planned.input_offset)
-    offset = offsets[int(rng.integers(len(offsets)))]
+    lowest = int((np.arange(len(first)) * c_out - first * c_in).max())  # the packed kernels' bound
+    assert planned.scratch_bytes == scratch and planned.input_offset >= lowest
+    offset = [planned.input_offset, lowest, -x.size][int(rng.integers(3))]
     input_at, output_at, block = in_place_block(x, expected, offset)
     return Case("conv", isa, fields + [1, input_at, output_at], arrays, block, scratch)
 
@@ -185,39 +196,6 @@ def fc_case(rng, isa: str) -> Case:
     fields = [-zp_in, zp_out, int(per_channel), act_min, act_max, batches, in_size, out_size]
     arrays = [x, interleave_rows(weights, FC_BLOCKING[isa]), folded_bias(bias, weights, zp_in), m, s]
     return Case("fc", isa, fields, arrays, expected, scratch_bytes=0)
-
-
-def pointwise_case(rng, isa: str) -> Case:
-    """A 1x1 conv, half the time in place: the output written over its input at the planner's
-    offset (Conv2d.in_place), at the lowest safe one, or apart from it (d = -input bytes)."""
-    c_in = int(rng.choice([1, 3, 4, 5, 15, 16, 17, 33, int(rng.integers(1, 80))]))
-    c_out = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 13, 16, int(rng.integers(1, 70))]))
-    n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 7)), int(rng.integers(1, 7))
-    stride = tuple(int(v) for v in rng.choice([1, 1, 2, 3], 2))
-    # Mostly the whole input (stride 1: one FC call for the layer); sometimes rows or columns left over.
-    out_hw = tuple((size - 1) // s + 1 - int(rng.random() < 0.2 and size > s) for size, s in zip((h, w), stride))
-    x = int8_array(rng, (n, h, w, c_in))
-    weights = int8_array(rng, (c_out, 1, 1, c_in))
-    bias = None if rng.random() < 0.2 else rng.integers(-2**20, 2**20, c_out).astype(np.int32)
-    m, s = multipliers(rng, c_out)
-    zp_in, zp_out = zero_point(rng), zero_point(rng)
-    act_min, act_max = act_bounds(rng)
-    golden = conv2d_s8(x, weights, bias, m, s, input_zp=zp_in, output_zp=zp_out, stride=stride,
-                       out_hw=out_hw, act_min=act_min, act_max=act_max)
-    rows = weights.reshape(c_out, -1)
-    out_shape = (n, *out_hw, c_out)
-    fields = ([-zp_in, zp_out, *stride, 0, 0, 1, 1, 1, 1, act_min, act_max] + [n, h, w, c_in]
-              + [c_out, 1, 1, c_in] + list(out_shape))
-    arrays = [x, interleave_rows(rows, POINTWISE_BLOCKING[isa]), folded_bias(bias, rows, zp_in), m, s]
-    op, graph = _conv_op(x.shape, weights, stride, out_shape)
-    if rng.random() < 0.5:
-        return Case("pointwise", isa, fields + [0, 0, 0], arrays, golden, CONV.scratch_bytes(op, graph, None))
-    [planned] = CONV.in_place(op, graph, None)
-    read = pointwise_input_pixels(x.shape, out_shape, stride)
-    lowest = int((np.arange(1, len(read)) * c_out - read[1:] * c_in).max(initial=-x.size))
-    offset = [planned.input_offset, lowest, -x.size][int(rng.integers(3))]
-    input_at, output_at, block = in_place_block(x, golden, offset)
-    return Case("pointwise", isa, fields + [1, input_at, output_at], arrays, block, planned.scratch_bytes)
 
 
 def depthwise_case(rng, isa: str) -> Case:
@@ -363,11 +341,8 @@ def test_each_target_calls_its_kernels(target, suffix, tmp_path):
     model_c = (tmp_path / "model" / "model.c").read_text()
     for kernel in ("edgec_conv_s8", "edgec_fully_connected_s8", "edgec_add_s8"):
         assert f"{kernel}{suffix}(" in model_c
-    assert f"edgec_conv_1x1_s8{suffix}_in_place(" in model_c  # all_ops' 1x1 conv runs in place
-
-
-def test_pointwise_filters_are_laid_out_for_the_fc_kernels_they_call():
-    assert POINTWISE_BLOCKING == FC_BLOCKING
+    # all_ops' 1x1 conv: the portable fast path in place, else the packed generic kernel.
+    assert ("edgec_conv_1x1_s8_in_place(" in model_c) == (suffix == "")
 
 
 # --- the layouts themselves (host) -------------------------------------------------------------

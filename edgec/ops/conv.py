@@ -30,10 +30,6 @@ _MAX_ABS_PRODUCT = 128 * 255
 # The generic conv's packed kernels (edgec_conv_s8_dsp/_mve): channels per micro-kernel step and
 # filter bytes per channel and step.
 CONV_BLOCKING = {DSP: RowBlocking(rows=2, group=4), MVE: RowBlocking(rows=2, group=16)}
-# The 1x1 conv's packed kernels (edgec_conv_1x1_s8_dsp/_mve) run the packed FC kernels over the
-# pixels, so their filter is laid out as edgec.ops.linear.FC_BLOCKING's (not imported: linear
-# imports this module).
-POINTWISE_BLOCKING = {DSP: RowBlocking(rows=4, group=4), MVE: RowBlocking(rows=4, group=16)}
 # float64 represents every integer below 2^53 exactly, so a float matmul of integer operands is
 # exact (whatever the BLAS summation order or FMA use) while every partial sum stays below 2^53.
 _FLOAT64_EXACT = 2**53
@@ -164,8 +160,7 @@ def weighted_operands(ctx, node, what: str):
 class Conv2d(OpDef):
     kind = "conv2d"
     targets = frozenset(CONVS)
-    # The 1x1 conv's packed paths call the packed FC kernels.
-    runtime_sources = ("conv/edgec_conv_s8.c", "conv/edgec_conv_1x1_s8.c", "fc/edgec_fully_connected_s8.c")
+    runtime_sources = ("conv/edgec_conv_s8.c", "conv/edgec_conv_1x1_s8.c")
     fuses_activation = True
 
     def lower(self, ctx, node) -> None:
@@ -198,33 +193,27 @@ class Conv2d(OpDef):
                          out_hw=out_t.shape[1:3], act_min=a["act_min"], act_max=a["act_max"])
 
     def specialize(self, op, graph, target) -> None:
-        """Ungrouped convolutions (generic and 1x1) run the target's packed kernel, if it has one."""
+        """Ungrouped convolutions run the target's packed kernel, if it has one: 1x1 ones too, whose
+        receptive field im2col merely widens (measured faster than a per-pixel matrix-vector
+        product at every channel count of the reference models)."""
         a = op.attrs
         a["isa"] = kernel_isa(target) if a["groups"] == 1 else None
 
     def scratch_bytes(self, op, graph, target) -> int:
         isa = op.attrs.get("isa")
-        # The packed 1x1 kernels read the pixels where they are (in place, Conv2d.in_place's
-        # InPlace.scratch_bytes covers the staging buffer).
-        if isa is None or is_pointwise(op.attrs):
-            return 0
-        return packed_conv_scratch_bytes(isa, op.attrs["weight"].shape)
+        return 0 if isa is None else packed_conv_scratch_bytes(isa, op.attrs["weight"].shape)
 
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
-        if is_pointwise(a):
-            isa = "" if a.get("isa") is None else f"_{a['isa']}"
-            kernel = f"edgec_conv_1x1_s8{isa}" + ("_in_place" if names.in_place(op) else "")
-            if isa:
-                return emit_packed_conv_call(kernel, POINTWISE_BLOCKING[a["isa"]], op, graph, names)
-        elif a.get("isa") is not None:
+        if a.get("isa") is not None:
             return emit_packed_conv_call(f"edgec_conv_s8_{a['isa']}", CONV_BLOCKING[a["isa"]], op, graph, names)
-        else:
-            kernel = "edgec_conv_s8"
+        kernel = "edgec_conv_s8"
+        if is_pointwise(a):
+            kernel = "edgec_conv_1x1_s8" + ("_in_place" if names.in_place(op) else "")
         return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape)
 
     def in_place(self, op, graph, target):
-        """A 1x1 conv runs in place: edgec_conv_1x1_s8_in_place computes output pixel q (C_out
+        """A portable 1x1 conv runs in place: edgec_conv_1x1_s8_in_place computes output pixel q (C_out
         bytes, into scratch) from input pixel r(q) alone, then stores it, for q = 0, 1, ... With
         the input starting d bytes after the output, storing pixel q writes input bytes
         [q*C_out - d, (q+1)*C_out - d), and the pixels still to be read start at byte
@@ -235,7 +224,7 @@ class Conv2d(OpDef):
         (the bound is (P-1)*(C_out - C_in)); with C_out <= C_in, it is C_in - C_out bytes from head
         alignment."""
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        if not is_pointwise(op.attrs):
+        if not is_pointwise(op.attrs) or op.attrs.get("isa") is not None:
             return self._overlapping(op, x_t, out_t, target)
         read = pointwise_input_pixels(x_t.shape, out_t.shape, op.attrs["stride"])
         later = np.arange(1, len(read), dtype=np.int64)
@@ -243,16 +232,18 @@ class Conv2d(OpDef):
         return (InPlace(0, _aligned_up(safe), scratch_bytes=out_t.shape[3]),)
 
     def _overlapping(self, op, x_t, out_t, target):
-        """The generic kernels (portable, DSP, MVE) need no in-place variant: each computes the
-        output pixels in order and finishes reading pixel q's receptive field before it writes
-        anything past pixel q, and no field starts before an earlier pixel's. So the output may
-        start d bytes below the input when every output pixel q ends at or below the first byte
-        of its own field, (q+1)*C_out <= d + first(q)*C_in: the output then overwrites only input
-        bytes no pixel will read again. As for the 1x1 conv, the safe offset nearest tail alignment
-        is taken; the kernel's scratch stays as it is."""
+        """The generic kernels need no in-place variant: each computes the output pixels in order,
+        reads pixel q's whole receptive field before it writes anything past pixel q, and no field
+        starts before an earlier pixel's. So the output may start d bytes below the input when no
+        output byte written before a field is read reaches that field, first(q) being the pixel
+        index of q's first (top-left, clipped) tap: the portable kernel writes pixel q's channels
+        while still reading its field, so it needs (q+1)*C_out <= d + first(q)*C_in; the packed
+        ones copy a block of fields into scratch before writing those pixels, so q*C_out <= d +
+        first(q)*C_in is enough. As for the 1x1 conv, the safe offset nearest tail alignment is
+        taken; the kernel's scratch stays as it is."""
         first = window_first_pixels(x_t.shape, out_t.shape, op.attrs["stride"], op.attrs["pad"])
-        ends = np.arange(1, len(first) + 1, dtype=np.int64) * out_t.shape[3]
-        safe = int((ends - first * x_t.shape[3]).max(initial=out_t.size - x_t.size))
+        written = np.arange(len(first), dtype=np.int64) + (1 if op.attrs.get("isa") is None else 0)
+        safe = int((written * out_t.shape[3] - first * x_t.shape[3]).max(initial=out_t.size - x_t.size))
         return (InPlace(0, _aligned_up(safe), scratch_bytes=self.scratch_bytes(op, None, target)),)
 
     def macs(self, op, graph) -> int:
@@ -276,7 +267,7 @@ def is_pointwise(attrs) -> bool:
 
 
 def emit_packed_conv_call(kernel: str, blocking: RowBlocking, op, graph, names) -> CCall:
-    """edgec_conv_s8_dsp/_mve, edgec_conv_1x1_s8_dsp/_mve[_in_place]: the filter re-laid for the
+    """edgec_conv_s8_dsp/_mve: the filter re-laid for the
     micro-kernel, the input offset folded into the bias (see edgec.ops.kernel_layout)."""
     a = op.attrs
     rows = a["weight"].reshape(a["weight"].shape[0], -1)

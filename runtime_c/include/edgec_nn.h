@@ -107,12 +107,13 @@ typedef struct {
  * c=C_in/groups); output_dims: [N,H_out,W_out,C_out]. Scratch: none (may be NULL).
  * Any output size is accepted: taps outside the input contribute 0 (implied bottom/right pad).
  * The accumulator is int32: needs KH*KW*(C_in/groups)*32640 + |bias| < 2^31 (any real layer).
- * In place (this and the _dsp/_mve paths below): the output may overlap the input when it starts
- * d >= 0 bytes before it and every output pixel q (raster order, batch first) ends at or below the
- * first byte of its own receptive field: (q+1)*C_out <= d + first(q)*C_in, first(q) being the
- * pixel index of the field's top-left tap clipped to the image. Pixels are computed in order, each
- * field read before anything past its pixel is written, so only bytes no later pixel reads are
- * overwritten. (3x3, pad 1, stride 1: d = (W+2)*C suffices.)
+ * In place: the output may overlap the input when it starts d >= 0 bytes before it and every
+ * output pixel q (raster order, batch first) ends at or below the first byte of its own receptive
+ * field: (q+1)*C_out <= d + first(q)*C_in, first(q) being the pixel index of the field's top-left
+ * tap clipped to the image. Pixels are computed in order, each field read before anything past
+ * its pixel is written, so only bytes no later pixel reads are overwritten. (3x3, pad 1, stride 1:
+ * d = (W+2)*C suffices.) The _dsp/_mve paths below copy each block of fields into scratch before
+ * writing its pixels, so for them q*C_out <= d + first(q)*C_in is enough (1x1, C_out <= C_in: d=0).
  * EDGEC_ARG_ERROR: NULL pointer (bias excepted), non-positive dims, stride/dilation/groups < 1,
  * negative padding, groups not dividing C_in/C_out or not matching filter_dims, act bounds
  * outside int8 or crossed.
@@ -159,8 +160,9 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
 #endif
 
 /*
- * 1x1 convolution fast path. Constraints: KH = KW = 1, groups = 1, no padding, dilation 1;
- * any stride. Same arithmetic and arguments as edgec_conv_s8. Scratch: none. Not in place (see
+ * 1x1 convolution fast path of the portable build (on Arm cores with the DSP extension or
+ * Helium, edgec_conv_s8_dsp/_mve are faster for 1x1 layers too, and edgec uses them).
+ * Constraints: KH = KW = 1, groups = 1, no padding, dilation 1; any stride. Same arithmetic and arguments as edgec_conv_s8. Scratch: none. Not in place (see
  * the next function).
  * EDGEC_ARG_ERROR also when these constraints do not hold or an output pixel would read past
  * the input ((H_out-1)*stride_h >= H or (W_out-1)*stride_w >= W).
@@ -186,47 +188,6 @@ edgec_status edgec_conv_1x1_s8_in_place(const edgec_conv_params *params,
                                         const edgec_dims *filter_dims, const int8_t *filter,
                                         const int32_t *bias, const edgec_dims *output_dims,
                                         int8_t *output, int8_t *scratch);
-
-/*
- * edgec_conv_1x1_s8 and edgec_conv_1x1_s8_in_place on Arm cores with the DSP extension or Helium:
- * same constraints, arithmetic, scratch and (for _in_place) overlap contract, except that
- * packed_filter and folded_bias are laid out as for edgec_fully_connected_s8_dsp/_mve (the
- * [C_out, C_in] filter as its [output_size, input_size] one; folded_bias required). They call
- * that kernel, so a build using them also compiles edgec_fully_connected_s8.c. Declared only
- * where the build's -mcpu has the extension.
- */
-#if defined(__ARM_FEATURE_DSP)
-edgec_status edgec_conv_1x1_s8_dsp(const edgec_conv_params *params,
-                                   const edgec_per_channel_quant *quant,
-                                   const edgec_dims *input_dims, const int8_t *input,
-                                   const edgec_dims *filter_dims, const int8_t *packed_filter,
-                                   const int32_t *folded_bias, const edgec_dims *output_dims,
-                                   int8_t *output, int8_t *scratch);
-edgec_status edgec_conv_1x1_s8_dsp_in_place(const edgec_conv_params *params,
-                                            const edgec_per_channel_quant *quant,
-                                            const edgec_dims *input_dims, const int8_t *input,
-                                            const edgec_dims *filter_dims,
-                                            const int8_t *packed_filter,
-                                            const int32_t *folded_bias,
-                                            const edgec_dims *output_dims, int8_t *output,
-                                            int8_t *scratch);
-#endif
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-edgec_status edgec_conv_1x1_s8_mve(const edgec_conv_params *params,
-                                   const edgec_per_channel_quant *quant,
-                                   const edgec_dims *input_dims, const int8_t *input,
-                                   const edgec_dims *filter_dims, const int8_t *packed_filter,
-                                   const int32_t *folded_bias, const edgec_dims *output_dims,
-                                   int8_t *output, int8_t *scratch);
-edgec_status edgec_conv_1x1_s8_mve_in_place(const edgec_conv_params *params,
-                                            const edgec_per_channel_quant *quant,
-                                            const edgec_dims *input_dims, const int8_t *input,
-                                            const edgec_dims *filter_dims,
-                                            const int8_t *packed_filter,
-                                            const int32_t *folded_bias,
-                                            const edgec_dims *output_dims, int8_t *output,
-                                            int8_t *scratch);
-#endif
 
 /*
  * Depthwise convolution with channel multiplier params->ch_mult (groups is ignored).

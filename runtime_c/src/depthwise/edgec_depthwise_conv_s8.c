@@ -3,15 +3,16 @@
  * and edgec_depthwise_conv_s8_in_place, the same layer written over its own input.
  * Golden kernel: edgec.ops.depthwise.depthwise_conv2d_s8. Arithmetic: docs/numerics.md.
  *
- * Output channel oc = ic * ch_mult + m reads input channel ic only. Loop order: output pixel,
- * input channel, multiplier, then the in-bounds taps (range computed once per output pixel, so
- * there is no per-tap bounds test). Output writes stay sequential in NHWC order.
+ * Output channel oc = ic * ch_mult + m reads input channel ic only. With ch_mult > 1 the loop
+ * order is output pixel, input channel, multiplier, then the in-bounds taps (range computed once
+ * per output pixel, so there is no per-tap bounds test).
  *
- * In place (ch_mult 1): channel c of the output overlaps only channel c of the input when the two
- * tensors start a multiple of C bytes apart, because element (p, c) of either sits at p*C + c.
- * So the kernel computes a few channels at a time (EDGEC_DEPTHWISE_IN_PLACE_CHANNELS, sharing
- * each pixel's tap ranges), for every output pixel, into scratch, and only then stores them: what
- * it overwrites are those input channels, which no later channel reads. A full group of four
+ * With ch_mult 1 (the usual layer) both kernels compute a few channels at a time
+ * (EDGEC_DEPTHWISE_IN_PLACE_CHANNELS, sharing each pixel's tap ranges) for every output pixel.
+ * In place, channel c of the output overlaps only channel c of the input when the two tensors
+ * start a multiple of C bytes apart, because element (p, c) of either sits at p*C + c; so each
+ * group goes into scratch first and only then into the output: what it overwrites are those
+ * input channels, which no later channel reads. A full group of four
  * (depthwise_four_channels) keeps its accumulators in registers, unrolls the interior 3x3 window
  * and, where the core has the DSP extension (M4/M7/M33/M55), does each tap's four channels with
  * one word load each of input and filter and four SMLAxy; with Helium (M55) the four channels
@@ -118,6 +119,9 @@ static edgec_tap_range column_taps(const depthwise_layer layer, int32_t ox)
     return edgec_conv_taps(ox, p->stride_w, p->pad_left, p->dilation_w, layer.k_w, layer.in_w);
 }
 
+static void depthwise_groups(const depthwise_layer layer, const edgec_dims *output_dims,
+                             const int8_t *input, int8_t *output, int8_t *staging);
+
 edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params,
                                      const edgec_per_channel_quant *quant,
                                      const edgec_dims *input_dims, const int8_t *input,
@@ -133,6 +137,10 @@ edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params,
     }
     const depthwise_layer layer =
         depthwise_layer_make(params, quant, input_dims, filter_dims, filter, bias, output_dims);
+    if (params->ch_mult == 1) {
+        depthwise_groups(layer, output_dims, input, output, NULL);
+        return EDGEC_OK;
+    }
     int8_t *out = output;
 
     for (int32_t b = 0; b < output_dims->n; b++) {
@@ -155,10 +163,12 @@ edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params,
 
 /*
  * Channels first .. first + count - 1 of every output pixel (all batches), pixel by pixel in NHWC
- * order, into `planes` ([pixels][count]).
+ * order, into `out`, whose pixels are `pixel_step` bytes apart: count for the in-place kernel's
+ * scratch planes ([pixels][count]), C for the output itself (out = output + first).
  */
 static void depthwise_channels(const depthwise_layer layer, const edgec_dims *output_dims,
-                               const int8_t *input, int32_t first, int32_t count, int8_t *planes)
+                               const int8_t *input, int32_t first, int32_t count, int8_t *out,
+                               int32_t pixel_step)
 {
     for (int32_t b = 0; b < output_dims->n; b++) {
         const int8_t *in_batch = input + b * layer.in_h * layer.in_w * layer.in_c;
@@ -166,9 +176,10 @@ static void depthwise_channels(const depthwise_layer layer, const edgec_dims *ou
             const edgec_tap_range ty = row_taps(layer, oy);
             for (int32_t ox = 0; ox < output_dims->w; ox++) {
                 const edgec_tap_range tx = column_taps(layer, ox);
-                for (int32_t c = first; c < first + count; c++) {
-                    *planes++ = depthwise_value(layer, in_batch, ty, tx, c, c);
+                for (int32_t c = 0; c < count; c++) {
+                    out[c] = depthwise_value(layer, in_batch, ty, tx, first + c, first + c);
                 }
+                out += pixel_step;
             }
         }
     }
@@ -182,7 +193,8 @@ static void depthwise_channels(const depthwise_layer layer, const edgec_dims *ou
  * Indices are only formed for in-bounds taps.
  */
 static void depthwise_four_channels(const depthwise_layer layer, const edgec_dims *output_dims,
-                                    const int8_t *input, int32_t first, int8_t *planes)
+                                    const int8_t *input, int32_t first, int8_t *out,
+                                    int32_t pixel_step)
 {
     const int32_t c = layer.in_c; /* == out_c: ch_mult is 1 */
     const int32_t in_step_x = layer.dilation_w * c;
@@ -222,9 +234,9 @@ static void depthwise_four_channels(const depthwise_layer layer, const edgec_dim
                         }
                     }
                 }
-                vstrbq_s32(planes, edgec_mve_output(edgec_mve_requantize(acc, multiplier, shift),
-                                                    layer.stage));
-                planes += 4;
+                vstrbq_s32(out, edgec_mve_output(edgec_mve_requantize(acc, multiplier, shift),
+                                                 layer.stage));
+                out += pixel_step;
             }
         }
     }
@@ -311,7 +323,8 @@ static inline void tap_four(const int8_t *in, const int8_t *w, int32_t offset, i
  * Indices are only formed for in-bounds taps (no pointer is stepped past the buffer).
  */
 static void depthwise_four_channels(const depthwise_layer layer, const edgec_dims *output_dims,
-                                    const int8_t *input, int32_t first, int8_t *planes)
+                                    const int8_t *input, int32_t first, int8_t *out,
+                                    int32_t pixel_step)
 {
     const int32_t tap_offset = tap_offset_make(layer.input_offset);
     const int32_t c = layer.in_c; /* == out_c: ch_mult is 1 */
@@ -384,22 +397,55 @@ static void depthwise_four_channels(const depthwise_layer layer, const edgec_dim
 #if defined(__ARM_FEATURE_DSP)
                 if (short_requant) {
                     const int32_t sums[4] = {a0, a1, a2, a3};
-                    dsp_output_four(sums, q, lows, highs, planes);
-                    planes += 4;
+                    dsp_output_four(sums, q, lows, highs, out);
+                    out += pixel_step;
                     continue;
                 }
 #endif
-                planes[0] = edgec_requantize_s8(a0, m0, s0, layer.stage);
-                planes[1] = edgec_requantize_s8(a1, m1, s1, layer.stage);
-                planes[2] = edgec_requantize_s8(a2, m2, s2, layer.stage);
-                planes[3] = edgec_requantize_s8(a3, m3, s3, layer.stage);
-                planes += 4;
+                out[0] = edgec_requantize_s8(a0, m0, s0, layer.stage);
+                out[1] = edgec_requantize_s8(a1, m1, s1, layer.stage);
+                out[2] = edgec_requantize_s8(a2, m2, s2, layer.stage);
+                out[3] = edgec_requantize_s8(a3, m3, s3, layer.stage);
+                out += pixel_step;
             }
         }
     }
 }
 
 #endif
+
+/*
+ * A ch_mult 1 layer, EDGEC_DEPTHWISE_IN_PLACE_CHANNELS channels at a time (groups of four take
+ * depthwise_four_channels). Without `staging` each group goes straight into the output; with it
+ * (in place) into staging first, then into the output: every read of a group's input channels
+ * happens before any of their bytes is stored.
+ */
+static void depthwise_groups(const depthwise_layer layer, const edgec_dims *output_dims,
+                             const int8_t *input, int8_t *output, int8_t *staging)
+{
+    const int32_t pixels = output_dims->n * output_dims->h * output_dims->w;
+
+    for (int32_t first = 0; first < layer.out_c; first += EDGEC_DEPTHWISE_IN_PLACE_CHANNELS) {
+        const int32_t count = EDGEC_MIN(EDGEC_DEPTHWISE_IN_PLACE_CHANNELS, layer.out_c - first);
+        int8_t *const out = staging != NULL ? staging : output + first;
+        const int32_t pixel_step = staging != NULL ? count : layer.out_c;
+        if (count == 4) {
+            depthwise_four_channels(layer, output_dims, input, first, out, pixel_step);
+        } else {
+            depthwise_channels(layer, output_dims, input, first, count, out, pixel_step);
+        }
+        if (staging != NULL && count == 4) {
+            for (int32_t p = 0; p < pixels; p++) {
+                /* A fixed-size memcpy: one (unaligned-capable) word load and store. */
+                memcpy(output + p * layer.out_c + first, staging + 4 * p, 4);
+            }
+        } else if (staging != NULL) {
+            for (int32_t p = 0; p < pixels; p++) {
+                memcpy(output + p * layer.out_c + first, staging + p * count, (size_t)count);
+            }
+        }
+    }
+}
 
 edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params,
                                               const edgec_per_channel_quant *quant,
@@ -416,25 +462,6 @@ edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params,
     }
     const depthwise_layer layer =
         depthwise_layer_make(params, quant, input_dims, filter_dims, filter, bias, output_dims);
-    const int32_t pixels = output_dims->n * output_dims->h * output_dims->w;
-
-    for (int32_t first = 0; first < layer.out_c; first += EDGEC_DEPTHWISE_IN_PLACE_CHANNELS) {
-        const int32_t count = EDGEC_MIN(EDGEC_DEPTHWISE_IN_PLACE_CHANNELS, layer.out_c - first);
-        /* Every read of these input channels happens here, before any of their bytes is stored. */
-        if (count == 4) {
-            depthwise_four_channels(layer, output_dims, input, first, scratch);
-            for (int32_t p = 0; p < pixels; p++) {
-                /* A fixed-size memcpy: one (unaligned-capable) word load and store. */
-                memcpy(output + p * layer.out_c + first, scratch + 4 * p, 4);
-            }
-        } else {
-            depthwise_channels(layer, output_dims, input, first, count, scratch);
-            for (int32_t p = 0; p < pixels; p++) {
-                for (int32_t k = 0; k < count; k++) {
-                    output[p * layer.out_c + first + k] = scratch[p * count + k];
-                }
-            }
-        }
-    }
+    depthwise_groups(layer, output_dims, input, output, scratch);
     return EDGEC_OK;
 }

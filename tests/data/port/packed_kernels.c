@@ -13,15 +13,15 @@
 #include "edgec_nn.h"
 #include "semihost.h"
 
-enum { KIND_CONV = 1, KIND_FC = 2, KIND_ADD = 3, KIND_POINTWISE = 4, KIND_DEPTHWISE = 5 };
+enum { KIND_CONV = 1, KIND_FC = 2, KIND_ADD = 3, KIND_DEPTHWISE = 5 };
 enum { ISA_DSP = 1, ISA_MVE = 2 };
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
 /* Header words. conv: params (12), input, filter, output dims (4 each). fc: params (5), batches,
- * input_size, output_size. add: params (12), size. conv and pointwise (1x1 conv) also in_place,
- * input_at, output_at: in place, the output buffer is one block holding both tensors, the input
- * (copied there from the payload) at byte input_at and the output at byte output_at. depthwise:
- * pointwise's fields, then has_bias, for edgec_depthwise_conv_s8_in_place (always in place),
+ * input_size, output_size. add: params (12), size. conv also in_place, input_at, output_at:
+ * in place, the output buffer is one block holding both tensors, the input (copied there from the
+ * payload) at byte input_at and the output at byte output_at. depthwise: conv's fields, then
+ * has_bias, for edgec_depthwise_conv_s8_in_place (always in place),
  * whose DSP or Helium path the build's -mcpu chooses, not the ISA word; filter [KH][KW][C]. */
 enum {
     H_KIND,
@@ -152,56 +152,6 @@ static int32_t run_fc(const int32_t *h, payload_cursor *cursor, int8_t *output)
     return UNSUPPORTED;
 }
 
-static int32_t run_pointwise(const int32_t *h, payload_cursor *cursor, int8_t *block,
-                             int8_t *scratch)
-{
-    const int32_t *f = h + H_FIELDS;
-    edgec_conv_params params;
-    memcpy(&params, f, sizeof(params));
-    const edgec_dims input_dims = dims_at(f + 12);
-    const edgec_dims filter_dims = dims_at(f + 16);
-    const edgec_dims output_dims = dims_at(f + 20);
-    const int32_t in_place = f[24];
-    const int32_t isa = h[H_ISA];
-    const int32_t c_out = output_dims.c;
-    const int32_t group = isa == ISA_MVE ? 16 : 4;
-    const int32_t input_bytes = input_dims.n * input_dims.h * input_dims.w * input_dims.c;
-    const int8_t *payload_input = take(cursor, input_bytes);
-    const int8_t *filter =
-        take(cursor, (c_out + 3) / 4 * 4 * ((filter_dims.c + group - 1) / group * group));
-    const int32_t *bias = (const int32_t *)(void *)take(cursor, 4 * c_out);
-    edgec_per_channel_quant quant;
-    quant.multiplier = (const int32_t *)(void *)take(cursor, 4 * c_out);
-    quant.shift = (const int32_t *)(void *)take(cursor, 4 * c_out);
-    const int8_t *input = payload_input;
-    int8_t *output = block;
-    if (in_place) {
-        memcpy(block + f[25], payload_input, (size_t)input_bytes);
-        input = block + f[25];
-        output = block + f[26];
-    }
-#if defined(__ARM_FEATURE_DSP)
-    if (isa == ISA_DSP) {
-        return (in_place ? edgec_conv_1x1_s8_dsp_in_place : edgec_conv_1x1_s8_dsp)(
-            &params, &quant, &input_dims, input, &filter_dims, filter, bias, &output_dims, output,
-            scratch);
-    }
-#endif
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-    if (isa == ISA_MVE) {
-        return (in_place ? edgec_conv_1x1_s8_mve_in_place : edgec_conv_1x1_s8_mve)(
-            &params, &quant, &input_dims, input, &filter_dims, filter, bias, &output_dims, output,
-            scratch);
-    }
-#endif
-    (void)input;
-    (void)filter;
-    (void)bias;
-    (void)output;
-    (void)scratch;
-    return UNSUPPORTED;
-}
-
 static int32_t run_depthwise(const int32_t *h, payload_cursor *cursor, int8_t *block,
                              int8_t *scratch)
 {
@@ -311,9 +261,6 @@ static int run_record(int in, int out)
         break;
     case KIND_ADD:
         result[0] = run_add(h, &cursor, output, scratch);
-        break;
-    case KIND_POINTWISE:
-        result[0] = run_pointwise(h, &cursor, output, scratch);
         break;
     case KIND_DEPTHWISE:
         result[0] = run_depthwise(h, &cursor, output, scratch);
