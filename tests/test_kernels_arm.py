@@ -234,13 +234,15 @@ def depthwise_case(rng, isa: str) -> Case:
     graph.add_tensor(Tensor("y", golden.shape))
     op = Op("layer", "depthwise_conv2d", ["x"], ["y"], dict(weight=weights, ch_mult=1))
     [planned] = DEPTHWISE.in_place(op, graph, None)
-    offset = [planned.input_offset, 0, -x.size][int(rng.integers(3))]
+    # Apart from its input, half the time by the plain kernel (same groups, no scratch).
+    offset = [planned.input_offset, 0, -x.size, -x.size][int(rng.integers(4))]
+    plain = offset == -x.size and rng.random() < 0.5
     input_at, output_at, block = in_place_block(x, golden, offset)
     params = [-zp_in, zp_out, *stride, *pad, *dilation, 1, 1, act_min, act_max]
     fields = (params + [n, h, w, c] + [1, kh, kw, c] + list(golden.shape)
-              + [1, input_at, output_at, int(bias is not None)])
+              + [1, input_at, output_at, int(bias is not None), int(plain)])
     arrays = [x, weights] + ([] if bias is None else [bias]) + [m, s]
-    return Case("depthwise", isa, fields, arrays, block, planned.scratch_bytes)
+    return Case("depthwise", isa, fields, arrays, block, 0 if plain else planned.scratch_bytes)
 
 
 def _conv_op(input_shape, weights, stride, out_shape, pad=(0, 0, 0, 0), dilation=(1, 1)) -> tuple[Op, Graph]:

@@ -89,22 +89,22 @@ static depthwise_layer depthwise_layer_make(const edgec_conv_params *params,
  * Output channel oc (reading input channel ic) at the output pixel whose in-bounds taps are
  * ty x tx, from one batch's input. Pointers are formed for in-bounds taps only.
  */
-static int8_t depthwise_value(const depthwise_layer layer, const int8_t *in_batch,
+static int8_t depthwise_value(const depthwise_layer *layer, const int8_t *in_batch,
                               edgec_tap_range ty, edgec_tap_range tx, int32_t ic, int32_t oc)
 {
-    int32_t acc = layer.bias != NULL ? layer.bias[oc] : 0;
+    int32_t acc = layer->bias != NULL ? layer->bias[oc] : 0;
     for (int32_t ky = ty.first; ky < ty.last; ky++) {
-        const int32_t iy = ty.base + ky * layer.dilation_h;
-        const int8_t *in_y = in_batch + iy * layer.in_row_len + ic;
-        const int8_t *w_y = layer.filter + ky * layer.filter_row_len + oc;
+        const int32_t iy = ty.base + ky * layer->dilation_h;
+        const int8_t *in_y = in_batch + iy * layer->in_row_len + ic;
+        const int8_t *w_y = layer->filter + ky * layer->filter_row_len + oc;
         for (int32_t kx = tx.first; kx < tx.last; kx++) {
-            const int32_t ix = tx.base + kx * layer.dilation_w;
-            acc += ((int32_t)in_y[ix * layer.in_c] + layer.input_offset) *
-                   (int32_t)w_y[kx * layer.out_c];
+            const int32_t ix = tx.base + kx * layer->dilation_w;
+            acc += ((int32_t)in_y[ix * layer->in_c] + layer->input_offset) *
+                   (int32_t)w_y[kx * layer->out_c];
         }
     }
-    return edgec_requantize_s8(acc, layer.quant->multiplier[oc], layer.quant->shift[oc],
-                               layer.stage);
+    return edgec_requantize_s8(acc, layer->quant->multiplier[oc], layer->quant->shift[oc],
+                               layer->stage);
 }
 
 static edgec_tap_range row_taps(const depthwise_layer layer, int32_t oy)
@@ -119,7 +119,7 @@ static edgec_tap_range column_taps(const depthwise_layer layer, int32_t ox)
     return edgec_conv_taps(ox, p->stride_w, p->pad_left, p->dilation_w, layer.k_w, layer.in_w);
 }
 
-static void depthwise_groups(const depthwise_layer layer, const edgec_dims *output_dims,
+static void depthwise_groups(const depthwise_layer *layer, const edgec_dims *output_dims,
                              const int8_t *input, int8_t *output, int8_t *staging);
 
 edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params,
@@ -138,7 +138,7 @@ edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params,
     const depthwise_layer layer =
         depthwise_layer_make(params, quant, input_dims, filter_dims, filter, bias, output_dims);
     if (params->ch_mult == 1) {
-        depthwise_groups(layer, output_dims, input, output, NULL);
+        depthwise_groups(&layer, output_dims, input, output, NULL);
         return EDGEC_OK;
     }
     int8_t *out = output;
@@ -152,7 +152,7 @@ edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params,
                 for (int32_t ic = 0; ic < layer.in_c; ic++) {
                     for (int32_t m = 0; m < params->ch_mult; m++) {
                         const int32_t oc = ic * params->ch_mult + m;
-                        *out++ = depthwise_value(layer, in_batch, ty, tx, ic, oc);
+                        *out++ = depthwise_value(&layer, in_batch, ty, tx, ic, oc);
                     }
                 }
             }
@@ -166,16 +166,16 @@ edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params,
  * order, into `out`, whose pixels are `pixel_step` bytes apart: count for the in-place kernel's
  * scratch planes ([pixels][count]), C for the output itself (out = output + first).
  */
-static void depthwise_channels(const depthwise_layer layer, const edgec_dims *output_dims,
+static void depthwise_channels(const depthwise_layer *layer, const edgec_dims *output_dims,
                                const int8_t *input, int32_t first, int32_t count, int8_t *out,
                                int32_t pixel_step)
 {
     for (int32_t b = 0; b < output_dims->n; b++) {
-        const int8_t *in_batch = input + b * layer.in_h * layer.in_w * layer.in_c;
+        const int8_t *in_batch = input + b * layer->in_h * layer->in_w * layer->in_c;
         for (int32_t oy = 0; oy < output_dims->h; oy++) {
-            const edgec_tap_range ty = row_taps(layer, oy);
+            const edgec_tap_range ty = row_taps(*layer, oy);
             for (int32_t ox = 0; ox < output_dims->w; ox++) {
-                const edgec_tap_range tx = column_taps(layer, ox);
+                const edgec_tap_range tx = column_taps(*layer, ox);
                 for (int32_t c = 0; c < count; c++) {
                     out[c] = depthwise_value(layer, in_batch, ty, tx, first + c, first + c);
                 }
@@ -185,64 +185,101 @@ static void depthwise_channels(const depthwise_layer layer, const edgec_dims *ou
     }
 }
 
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-/*
- * depthwise_channels for exactly four channels, the in-place kernel's usual group, on Helium: the
- * four channels are the four int32 lanes of one vector (VLDRB.S32 widens each tap's four input
- * and four filter bytes, a VMUL and a VADD accumulate them), requantized and narrowed together.
- * Indices are only formed for in-bounds taps.
+/* ---- Groups of four channels ---------------------------------------------------------------
+ * A four_group holds what one group's pixels need; per ISA, four_group_make builds it, four_pixel
+ * computes one pixel from its in-bounds taps (any window), and four_inside_run a run of pixels
+ * whose 3x3 window lies wholly inside the input (no tap ranges, unrolled). The walk over the
+ * pixels, depthwise_four_channels, is shared.
  */
-static void depthwise_four_channels(const depthwise_layer layer, const edgec_dims *output_dims,
-                                    const int8_t *input, int32_t first, int8_t *out,
-                                    int32_t pixel_step)
-{
-    const int32_t c = layer.in_c; /* == out_c: ch_mult is 1 */
-    const int32_t in_step_x = layer.dilation_w * c;
-    const int32_t in_step_y = layer.dilation_h * layer.in_row_len;
-    const int32_t offset = layer.input_offset;
-    const int32x4_t multiplier = vldrwq_s32(layer.quant->multiplier + first);
-    const int32x4_t shift = vldrwq_s32(layer.quant->shift + first);
-    const int32x4_t bias = layer.bias != NULL ? vldrwq_s32(layer.bias + first) : vdupq_n_s32(0);
+typedef struct {
+    const depthwise_layer *layer;
+    int32_t first;     /* the group's first channel */
+    int32_t in_step_x; /* input bytes between horizontally adjacent taps */
+    int32_t in_step_y; /* ... and vertically adjacent ones */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+    int32x4_t multiplier;
+    int32x4_t shift;
+    int32x4_t bias;
+    int32x4_t inside_bias; /* bias + input offset * the sum of the 9 taps' weights */
+    int8_t taps[9 * 4];    /* a 3x3 filter's taps for the group, packed */
+#else
+    int32_t tap_offset;    /* tap_offset_make(input offset) */
+    int32_t bias[4];
+#if defined(__ARM_FEATURE_DSP)
+    int short_requant;     /* all four channels admit the short requantization */
+    edgec_dsp_requant q[4];
+    uint32_t lows;
+    uint32_t highs;
+    int32_t w[9][2];       /* a 3x3 filter's taps widened: channels 0/2, 1/3 (one LDRD) */
+#endif
+#endif
+} four_group;
 
-    for (int32_t b = 0; b < output_dims->n; b++) {
-        const int8_t *in_batch = input + b * layer.in_h * layer.in_w * c + first;
-        for (int32_t oy = 0; oy < output_dims->h; oy++) {
-            const edgec_tap_range ty = row_taps(layer, oy);
-            for (int32_t ox = 0; ox < output_dims->w; ox++) {
-                const edgec_tap_range tx = column_taps(layer, ox);
-                int32x4_t acc = bias;
-                if (ty.first < ty.last && tx.first < tx.last) {
-                    /* First in-bounds tap of the window, in the input and in the filter. */
-                    const int8_t *in = in_batch +
-                                       (ty.base + ty.first * layer.dilation_h) * layer.in_row_len +
-                                       (tx.base + tx.first * layer.dilation_w) * c;
-                    const int8_t *w = layer.filter + ty.first * layer.filter_row_len +
-                                      tx.first * c + first;
-                    const int32_t taps_x = tx.last - tx.first;
-                    for (int32_t ky = ty.first; ky < ty.last; ky++) {
-                        int32_t i = 0;
-                        int32_t j = 0;
-                        for (int32_t kx = 0; kx < taps_x; kx++) {
-                            acc = vaddq_s32(acc, vmulq_s32(vaddq_n_s32(vldrbq_s32(in + i), offset),
-                                                           vldrbq_s32(w + j)));
-                            i += in_step_x;
-                            j += c;
-                        }
-                        if (ky + 1 < ty.last) {
-                            in += in_step_y;
-                            w += layer.filter_row_len;
-                        }
-                    }
-                }
-                vstrbq_s32(out, edgec_mve_output(edgec_mve_requantize(acc, multiplier, shift),
-                                                 layer.stage));
-                out += pixel_step;
-            }
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/* Helium: the four channels are the four int32 lanes of one vector (VLDRB.S32 widens each tap's
+ * four input and four filter bytes, a VMUL and a VADD accumulate them), requantized and narrowed
+ * together. */
+static void four_group_make(four_group *g, int32_t first)
+{
+    const depthwise_layer *layer = g->layer;
+    g->multiplier = vldrwq_s32(layer->quant->multiplier + first);
+    g->shift = vldrwq_s32(layer->quant->shift + first);
+    g->bias = layer->bias != NULL ? vldrwq_s32(layer->bias + first) : vdupq_n_s32(0);
+    g->inside_bias = g->bias;
+    if (layer->k_h == 3 && layer->k_w == 3) {
+        /* Inside, the offset folds into the bias: each tap is then two loads, a VMUL and a VADD.
+         * The sums wrap like the golden kernel's int32 accumulator. */
+        for (int32_t t = 0; t < 9; t++) {
+            memcpy(g->taps + 4 * t,
+                   layer->filter + (t / 3) * layer->filter_row_len + (t % 3) * layer->in_c + first, 4);
+            g->inside_bias = vmlaq_n_s32(g->inside_bias, vldrbq_s32(g->taps + 4 * t), layer->input_offset);
         }
     }
 }
 
-#elif defined(__ARM_FEATURE_DSP)
+static inline void mve_store_four(const four_group *g, int32x4_t acc, int8_t *out)
+{
+    vstrbq_s32(out, edgec_mve_output(edgec_mve_requantize(acc, g->multiplier, g->shift), g->layer->stage));
+}
+
+static EDGEC_NOINLINE void four_pixel(const four_group *g, const int8_t *in, const int8_t *w,
+                                      int32_t taps_y, int32_t taps_x, int8_t *out)
+{
+    const int32_t offset = g->layer->input_offset;
+    int32x4_t acc = g->bias;
+    for (int32_t ky = 0; ky < taps_y; ky++) {
+        for (int32_t kx = 0; kx < taps_x; kx++) {
+            acc = vaddq_s32(acc, vmulq_s32(vaddq_n_s32(vldrbq_s32(in + kx * g->in_step_x), offset),
+                                           vldrbq_s32(w + kx * g->layer->in_c)));
+        }
+        if (ky + 1 < taps_y) {
+            in += g->in_step_y;
+            w += g->layer->filter_row_len;
+        }
+    }
+    mve_store_four(g, acc, out);
+}
+
+static EDGEC_NOINLINE void four_inside_run(const four_group *g, const int8_t *in, int32_t count,
+                                           int32_t in_step, int8_t *out, int32_t out_step)
+{
+    const int32_t sx = g->in_step_x;
+    const int32_t sy = g->in_step_y;
+    for (int32_t p = 0; p < count; p++, in += in_step, out += out_step) {
+        int32x4_t acc = g->inside_bias;
+        for (int32_t ky = 0; ky < 3; ky++) {
+            const int8_t *row = in + ky * sy;
+            const int8_t *w = g->taps + 12 * ky;
+            acc = vaddq_s32(acc, vmulq_s32(vldrbq_s32(row), vldrbq_s32(w)));
+            acc = vaddq_s32(acc, vmulq_s32(vldrbq_s32(row + sx), vldrbq_s32(w + 4)));
+            acc = vaddq_s32(acc, vmulq_s32(vldrbq_s32(row + 2 * sx), vldrbq_s32(w + 8)));
+        }
+        mve_store_four(g, acc, out);
+    }
+}
+
+#else
+#if defined(__ARM_FEATURE_DSP)
 /* add + bytes 1 and 3 of x sign-extended, per int16 half: SXTAB16 with ROR #8 (GCC 12's
  * arm_acle.h cannot express the rotation). */
 static inline int32_t sxtab16_ror8(int32_t add, int32_t x)
@@ -259,25 +296,31 @@ static inline int32_t tap_offset_make(int32_t input_offset)
 }
 
 /*
- * One tap of four adjacent channels, acc_k += (in[k] + offset) * w[k]: one word each of input and
- * filter; SXTAB16 widens channels 0/2 and 1/3 with the offset added in each int16 half ([-255,
- * 255] fits), and SMLAxy multiplies one half pair into each channel.
+ * One tap of four adjacent channels, acc_k += (in[k] + offset) * w[k], with the filter word
+ * already widened (w02: channels 0/2, w13: 1/3): SXTAB16 widens the input's channels 0/2 and 1/3
+ * with the offset added in each int16 half ([-255, 255] fits), and SMLAxy multiplies one half pair
+ * into each channel.
  */
-static inline void tap_four(const int8_t *in, const int8_t *w, int32_t offset_pair, int32_t *a0,
-                            int32_t *a1, int32_t *a2, int32_t *a3)
+static inline void tap_four_widened(const int8_t *in, int32_t w02, int32_t w13, int32_t offset_pair,
+                                    int32_t *a0, int32_t *a1, int32_t *a2, int32_t *a3)
 {
     int32_t xs;
-    int32_t ws;
     memcpy(&xs, in, sizeof xs);
-    memcpy(&ws, w, sizeof ws);
     const int32_t x02 = __sxtab16(offset_pair, xs);
     const int32_t x13 = sxtab16_ror8(offset_pair, xs);
-    const int32_t w02 = __sxtb16(ws);
-    const int32_t w13 = edgec_sxtb16_ror8(ws);
     *a0 = __smlabb(x02, w02, *a0);
     *a2 = __smlatt(x02, w02, *a2);
     *a1 = __smlabb(x13, w13, *a1);
     *a3 = __smlatt(x13, w13, *a3);
+}
+
+/* One tap of four adjacent channels: one word each of input and filter. */
+static inline void tap_four(const int8_t *in, const int8_t *w, int32_t offset_pair, int32_t *a0,
+                            int32_t *a1, int32_t *a2, int32_t *a3)
+{
+    int32_t ws;
+    memcpy(&ws, w, sizeof ws);
+    tap_four_widened(in, __sxtb16(ws), edgec_sxtb16_ror8(ws), offset_pair, a0, a1, a2, a3);
 }
 
 /*
@@ -314,105 +357,187 @@ static inline void tap_four(const int8_t *in, const int8_t *w, int32_t offset, i
 }
 #endif
 
-#if !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+/* The portable and DSP group: four accumulators in registers over the taps, the requantization
+ * constants read once per group. */
+static void four_group_make(four_group *g, int32_t first)
+{
+    const depthwise_layer *layer = g->layer;
+    g->tap_offset = tap_offset_make(layer->input_offset);
+    for (int32_t k = 0; k < 4; k++) {
+        g->bias[k] = layer->bias != NULL ? layer->bias[first + k] : 0;
+    }
+#if defined(__ARM_FEATURE_DSP)
+    const int32_t *mult = layer->quant->multiplier + first;
+    const int32_t *shift = layer->quant->shift + first;
+    g->short_requant = 1;
+    for (int32_t k = 0; k < 4; k++) {
+        g->short_requant = g->short_requant && edgec_dsp_requant_short(mult[k], shift[k]);
+    }
+    for (int32_t k = 0; g->short_requant && k < 4; k++) {
+        g->q[k] = edgec_dsp_requant_make(mult[k], shift[k], layer->stage.offset);
+    }
+    g->lows = edgec_dsp_bytes(layer->stage.lo + layer->stage.offset);
+    g->highs = edgec_dsp_bytes(layer->stage.hi + layer->stage.offset);
+    if (layer->k_h == 3 && layer->k_w == 3) {
+        for (int32_t t = 0; t < 9; t++) {
+            int32_t ws;
+            memcpy(&ws, layer->filter + (t / 3) * layer->filter_row_len + (t % 3) * layer->in_c + first, 4);
+            g->w[t][0] = __sxtb16(ws);
+            g->w[t][1] = edgec_sxtb16_ror8(ws);
+        }
+    }
+#endif
+}
+
+static inline void store_four(const four_group *g, int32_t a0, int32_t a1, int32_t a2, int32_t a3,
+                              int8_t *out)
+{
+#if defined(__ARM_FEATURE_DSP)
+    if (g->short_requant) {
+        const int32_t sums[4] = {a0, a1, a2, a3};
+        dsp_output_four(sums, g->q, g->lows, g->highs, out);
+        return;
+    }
+#endif
+    const int32_t *mult = g->layer->quant->multiplier + g->first;
+    const int32_t *shift = g->layer->quant->shift + g->first;
+    out[0] = edgec_requantize_s8(a0, mult[0], shift[0], g->layer->stage);
+    out[1] = edgec_requantize_s8(a1, mult[1], shift[1], g->layer->stage);
+    out[2] = edgec_requantize_s8(a2, mult[2], shift[2], g->layer->stage);
+    out[3] = edgec_requantize_s8(a3, mult[3], shift[3], g->layer->stage);
+}
+
+static EDGEC_NOINLINE void four_pixel(const four_group *g, const int8_t *in, const int8_t *w,
+                                      int32_t taps_y, int32_t taps_x, int8_t *out)
+{
+    int32_t a0 = g->bias[0], a1 = g->bias[1], a2 = g->bias[2], a3 = g->bias[3];
+    for (int32_t ky = 0; ky < taps_y; ky++) {
+        int32_t i = 0;
+        int32_t j = 0;
+        for (int32_t kx = 0; kx < taps_x; kx++) {
+            tap_four(in + i, w + j, g->tap_offset, &a0, &a1, &a2, &a3);
+            i += g->in_step_x;
+            j += g->layer->in_c;
+        }
+        if (ky + 1 < taps_y) {
+            in += g->in_step_y;
+            w += g->layer->filter_row_len;
+        }
+    }
+    store_four(g, a0, a1, a2, a3, out);
+}
+
+static EDGEC_NOINLINE void four_inside_run(const four_group *g, const int8_t *in, int32_t count,
+                                           int32_t in_step, int8_t *out, int32_t out_step)
+{
+#if defined(__ARM_FEATURE_DSP)
+    const int32_t sx = g->in_step_x;
+    const int32_t sy = g->in_step_y;
+    const int32_t off = g->tap_offset;
+    const int32_t(*w)[2] = g->w;
+    for (int32_t p = 0; p < count; p++, in += in_step, out += out_step) {
+        int32_t a0 = g->bias[0], a1 = g->bias[1], a2 = g->bias[2], a3 = g->bias[3];
+        const int8_t *r0 = in;
+        const int8_t *r1 = in + sy;
+        const int8_t *r2 = in + 2 * sy;
+        tap_four_widened(r0, w[0][0], w[0][1], off, &a0, &a1, &a2, &a3);
+        tap_four_widened(r0 + sx, w[1][0], w[1][1], off, &a0, &a1, &a2, &a3);
+        tap_four_widened(r0 + 2 * sx, w[2][0], w[2][1], off, &a0, &a1, &a2, &a3);
+        tap_four_widened(r1, w[3][0], w[3][1], off, &a0, &a1, &a2, &a3);
+        tap_four_widened(r1 + sx, w[4][0], w[4][1], off, &a0, &a1, &a2, &a3);
+        tap_four_widened(r1 + 2 * sx, w[5][0], w[5][1], off, &a0, &a1, &a2, &a3);
+        tap_four_widened(r2, w[6][0], w[6][1], off, &a0, &a1, &a2, &a3);
+        tap_four_widened(r2 + sx, w[7][0], w[7][1], off, &a0, &a1, &a2, &a3);
+        tap_four_widened(r2 + 2 * sx, w[8][0], w[8][1], off, &a0, &a1, &a2, &a3);
+        store_four(g, a0, a1, a2, a3, out);
+    }
+#else
+    const int8_t *w = g->layer->filter + g->first;
+    const int32_t c = g->layer->in_c;
+    const int32_t filter_row_len = g->layer->filter_row_len;
+    for (int32_t p = 0; p < count; p++, in += in_step, out += out_step) {
+        int32_t a0 = g->bias[0], a1 = g->bias[1], a2 = g->bias[2], a3 = g->bias[3];
+        for (int32_t ky = 0; ky < 3; ky++) {
+            for (int32_t kx = 0; kx < 3; kx++) {
+                tap_four(in + ky * g->in_step_y + kx * g->in_step_x, w + ky * filter_row_len + kx * c,
+                         g->tap_offset, &a0, &a1, &a2, &a3);
+            }
+        }
+        store_four(g, a0, a1, a2, a3, out);
+    }
+#endif
+}
+#endif
+
+/* The output columns [*lo, *hi) whose 3x3 window lies wholly inside the input's width. */
+static void inside_columns(const depthwise_layer *layer, int32_t out_w, int32_t *lo, int32_t *hi)
+{
+    *lo = 0;
+    while (*lo < out_w && column_taps(*layer, *lo).first != 0) {
+        ++*lo;
+    }
+    *hi = *lo;
+    while (*hi < out_w && column_taps(*layer, *hi).first == 0 && column_taps(*layer, *hi).last == 3) {
+        ++*hi;
+    }
+}
+
 /*
- * depthwise_channels for exactly four channels, the in-place kernel's usual group: the four
- * accumulators stay in registers over the taps, the four requantization constants are read once
- * per layer, and taps are walked by index steps instead of recomputing each tap's address. The
- * four channels are adjacent in both input and filter, so one tap costs four neighbouring loads.
- * Indices are only formed for in-bounds taps (no pointer is stepped past the buffer).
+ * depthwise_channels for exactly four channels, the usual group: each output row's inside columns
+ * (a 3x3 window wholly inside the input) go to four_inside_run in one call, every other pixel to
+ * four_pixel with its in-bounds taps. Indices are only formed for in-bounds taps (no pointer is
+ * stepped past the buffer).
  */
-static void depthwise_four_channels(const depthwise_layer layer, const edgec_dims *output_dims,
+static void depthwise_four_channels(const depthwise_layer *layer, const edgec_dims *output_dims,
                                     const int8_t *input, int32_t first, int8_t *out,
                                     int32_t pixel_step)
 {
-    const int32_t tap_offset = tap_offset_make(layer.input_offset);
-    const int32_t c = layer.in_c; /* == out_c: ch_mult is 1 */
-    const int32_t in_step_x = layer.dilation_w * c;
-    const int32_t in_step_y = layer.dilation_h * layer.in_row_len;
-    const int full_3x3 = layer.k_h == 3 && layer.k_w == 3;
-    const int32_t *mult = layer.quant->multiplier + first;
-    const int32_t *shift = layer.quant->shift + first;
-    const int32_t m0 = mult[0], m1 = mult[1], m2 = mult[2], m3 = mult[3];
-    const int32_t s0 = shift[0], s1 = shift[1], s2 = shift[2], s3 = shift[3];
-#if defined(__ARM_FEATURE_DSP)
-    const int short_requant = edgec_dsp_requant_short(m0, s0) && edgec_dsp_requant_short(m1, s1) &&
-                              edgec_dsp_requant_short(m2, s2) && edgec_dsp_requant_short(m3, s3);
-    edgec_dsp_requant q[4];
-    if (short_requant) {
-        for (int32_t k = 0; k < 4; k++) {
-            q[k] = edgec_dsp_requant_make(mult[k], shift[k], layer.stage.offset);
-        }
+    four_group g;
+    g.layer = layer;
+    g.first = first;
+    g.in_step_x = layer->dilation_w * layer->in_c;
+    g.in_step_y = layer->dilation_h * layer->in_row_len;
+    four_group_make(&g, first);
+    const int full_3x3 = layer->k_h == 3 && layer->k_w == 3;
+    int32_t lo = 0;
+    int32_t hi = 0;
+    if (full_3x3) {
+        inside_columns(layer, output_dims->w, &lo, &hi);
     }
-    const uint32_t lows = edgec_dsp_bytes(layer.stage.lo + layer.stage.offset);
-    const uint32_t highs = edgec_dsp_bytes(layer.stage.hi + layer.stage.offset);
-#endif
-    const int32_t b0 = layer.bias != NULL ? layer.bias[first] : 0;
-    const int32_t b1 = layer.bias != NULL ? layer.bias[first + 1] : 0;
-    const int32_t b2 = layer.bias != NULL ? layer.bias[first + 2] : 0;
-    const int32_t b3 = layer.bias != NULL ? layer.bias[first + 3] : 0;
+    const int32_t in_step = layer->params->stride_w * layer->in_c;
 
     for (int32_t b = 0; b < output_dims->n; b++) {
-        const int8_t *in_batch = input + b * layer.in_h * layer.in_w * c + first;
+        const int8_t *in_batch = input + b * layer->in_h * layer->in_w * layer->in_c + first;
         for (int32_t oy = 0; oy < output_dims->h; oy++) {
-            const edgec_tap_range ty = row_taps(layer, oy);
+            const edgec_tap_range ty = row_taps(*layer, oy);
+            const int inside_row = full_3x3 && ty.first == 0 && ty.last == 3;
             for (int32_t ox = 0; ox < output_dims->w; ox++) {
-                const edgec_tap_range tx = column_taps(layer, ox);
-                int32_t a0 = b0, a1 = b1, a2 = b2, a3 = b3;
-                if (full_3x3 && ty.first == 0 && ty.last == 3 && tx.first == 0 && tx.last == 3) {
-                    /* The common interior case, unrolled: no tap loop or index bookkeeping. */
-                    const int8_t *in = in_batch + ty.base * layer.in_row_len + tx.base * c;
-                    const int8_t *w = layer.filter + first;
-                    for (int32_t ky = 0; ky < 3; ky++) {
-                        tap_four(in, w, tap_offset, &a0, &a1, &a2, &a3);
-                        tap_four(in + in_step_x, w + c, tap_offset, &a0, &a1, &a2, &a3);
-                        tap_four(in + 2 * in_step_x, w + 2 * c, tap_offset, &a0, &a1, &a2, &a3);
-                        if (ky < 2) {
-                            in += in_step_y;
-                            w += layer.filter_row_len;
-                        }
-                    }
-                } else if (ty.first < ty.last && tx.first < tx.last) {
-                    /* First in-bounds tap of the window, in the input and in the filter. */
-                    const int8_t *in = in_batch +
-                                       (ty.base + ty.first * layer.dilation_h) * layer.in_row_len +
-                                       (tx.base + tx.first * layer.dilation_w) * c;
-                    const int8_t *w = layer.filter + ty.first * layer.filter_row_len +
-                                      tx.first * c + first;
-                    const int32_t taps_x = tx.last - tx.first;
-                    for (int32_t ky = ty.first; ky < ty.last; ky++) {
-                        int32_t i = 0;
-                        int32_t j = 0;
-                        for (int32_t kx = 0; kx < taps_x; kx++) {
-                            tap_four(in + i, w + j, tap_offset, &a0, &a1, &a2, &a3);
-                            i += in_step_x;
-                            j += c;
-                        }
-                        if (ky + 1 < ty.last) {
-                            in += in_step_y;
-                            w += layer.filter_row_len;
-                        }
-                    }
-                }
-#if defined(__ARM_FEATURE_DSP)
-                if (short_requant) {
-                    const int32_t sums[4] = {a0, a1, a2, a3};
-                    dsp_output_four(sums, q, lows, highs, out);
-                    out += pixel_step;
+                if (inside_row && ox == lo && lo < hi) {
+                    const int8_t *in = in_batch + ty.base * layer->in_row_len +
+                                       column_taps(*layer, lo).base * layer->in_c;
+                    four_inside_run(&g, in, hi - lo, in_step, out, pixel_step);
+                    out += (hi - lo) * pixel_step;
+                    ox = hi - 1;
                     continue;
                 }
-#endif
-                out[0] = edgec_requantize_s8(a0, m0, s0, layer.stage);
-                out[1] = edgec_requantize_s8(a1, m1, s1, layer.stage);
-                out[2] = edgec_requantize_s8(a2, m2, s2, layer.stage);
-                out[3] = edgec_requantize_s8(a3, m3, s3, layer.stage);
+                const edgec_tap_range tx = column_taps(*layer, ox);
+                if (ty.first < ty.last && tx.first < tx.last) {
+                    /* First in-bounds tap of the window, in the input and in the filter. */
+                    const int8_t *in = in_batch +
+                                       (ty.base + ty.first * layer->dilation_h) * layer->in_row_len +
+                                       (tx.base + tx.first * layer->dilation_w) * layer->in_c;
+                    const int8_t *w = layer->filter + ty.first * layer->filter_row_len +
+                                      tx.first * layer->in_c + first;
+                    four_pixel(&g, in, w, ty.last - ty.first, tx.last - tx.first, out);
+                } else {
+                    four_pixel(&g, NULL, NULL, 0, 0, out);
+                }
                 out += pixel_step;
             }
         }
     }
 }
 
-#endif
 
 /*
  * A ch_mult 1 layer, EDGEC_DEPTHWISE_IN_PLACE_CHANNELS channels at a time (groups of four take
@@ -420,15 +545,15 @@ static void depthwise_four_channels(const depthwise_layer layer, const edgec_dim
  * (in place) into staging first, then into the output: every read of a group's input channels
  * happens before any of their bytes is stored.
  */
-static void depthwise_groups(const depthwise_layer layer, const edgec_dims *output_dims,
+static void depthwise_groups(const depthwise_layer *layer, const edgec_dims *output_dims,
                              const int8_t *input, int8_t *output, int8_t *staging)
 {
     const int32_t pixels = output_dims->n * output_dims->h * output_dims->w;
 
-    for (int32_t first = 0; first < layer.out_c; first += EDGEC_DEPTHWISE_IN_PLACE_CHANNELS) {
-        const int32_t count = EDGEC_MIN(EDGEC_DEPTHWISE_IN_PLACE_CHANNELS, layer.out_c - first);
+    for (int32_t first = 0; first < layer->out_c; first += EDGEC_DEPTHWISE_IN_PLACE_CHANNELS) {
+        const int32_t count = EDGEC_MIN(EDGEC_DEPTHWISE_IN_PLACE_CHANNELS, layer->out_c - first);
         int8_t *const out = staging != NULL ? staging : output + first;
-        const int32_t pixel_step = staging != NULL ? count : layer.out_c;
+        const int32_t pixel_step = staging != NULL ? count : layer->out_c;
         if (count == 4) {
             depthwise_four_channels(layer, output_dims, input, first, out, pixel_step);
         } else {
@@ -437,11 +562,11 @@ static void depthwise_groups(const depthwise_layer layer, const edgec_dims *outp
         if (staging != NULL && count == 4) {
             for (int32_t p = 0; p < pixels; p++) {
                 /* A fixed-size memcpy: one (unaligned-capable) word load and store. */
-                memcpy(output + p * layer.out_c + first, staging + 4 * p, 4);
+                memcpy(output + p * layer->out_c + first, staging + 4 * p, 4);
             }
         } else if (staging != NULL) {
             for (int32_t p = 0; p < pixels; p++) {
-                memcpy(output + p * layer.out_c + first, staging + p * count, (size_t)count);
+                memcpy(output + p * layer->out_c + first, staging + p * count, (size_t)count);
             }
         }
     }
@@ -462,6 +587,6 @@ edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params,
     }
     const depthwise_layer layer =
         depthwise_layer_make(params, quant, input_dims, filter_dims, filter, bias, output_dims);
-    depthwise_groups(layer, output_dims, input, output, scratch);
+    depthwise_groups(&layer, output_dims, input, output, scratch);
     return EDGEC_OK;
 }

@@ -19,6 +19,14 @@
 #define EDGEC_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define EDGEC_MIN(a, b) ((a) < (b) ? (a) : (b))
 
+/* Keeps a register-heavy loop out of its caller, whose frame would otherwise hold the loop's
+ * spills for the whole call (stack is RAM). Only a hint: other compilers may inline anyway. */
+#if defined(__GNUC__)
+#define EDGEC_NOINLINE __attribute__((noinline))
+#else
+#define EDGEC_NOINLINE
+#endif
+
 /* (a * m + 2^30) >> 31 on the 64-bit product, truncated to int32. */
 static inline int32_t edgec_doubling_high_mult_no_sat(int32_t a, int32_t m)
 {

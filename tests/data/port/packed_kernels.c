@@ -21,7 +21,8 @@ enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have 
  * input_size, output_size. add: params (12), size. conv also in_place, input_at, output_at:
  * in place, the output buffer is one block holding both tensors, the input (copied there from the
  * payload) at byte input_at and the output at byte output_at. depthwise: conv's fields, then
- * has_bias, for edgec_depthwise_conv_s8_in_place (always in place),
+ * has_bias and plain: edgec_depthwise_conv_s8_in_place (always given one block), or with plain
+ * edgec_depthwise_conv_s8 (the tensors apart),
  * whose DSP or Helium path the build's -mcpu chooses, not the ISA word; filter [KH][KW][C]. */
 enum {
     H_KIND,
@@ -170,9 +171,9 @@ static int32_t run_depthwise(const int32_t *h, payload_cursor *cursor, int8_t *b
     quant.multiplier = (const int32_t *)(void *)take(cursor, 4 * c);
     quant.shift = (const int32_t *)(void *)take(cursor, 4 * c);
     memcpy(block + f[25], payload_input, (size_t)input_bytes);
-    return edgec_depthwise_conv_s8_in_place(&params, &quant, &input_dims, block + f[25],
-                                            &filter_dims, filter, bias, &output_dims,
-                                            block + f[26], scratch);
+    return (f[28] ? edgec_depthwise_conv_s8 : edgec_depthwise_conv_s8_in_place)(
+        &params, &quant, &input_dims, block + f[25], &filter_dims, filter, bias, &output_dims,
+        block + f[26], scratch);
 }
 
 static int32_t run_add(const int32_t *h, payload_cursor *cursor, int8_t *output, int8_t *scratch)
