@@ -26,6 +26,17 @@ CMSIS_NN = {
                    "resnet8": (4.91e6, 0.39), "fc_autoencoder": (0.147e6, 0.56)},
 }
 CMSIS_NN_PATH = {"cortex-m4": "DSP (SMLAD)", "cortex-m55": "MVE (Helium)"}
+# Issue #5's goals: edgec's instructions at most this fraction of CMSIS-NN's, per model.
+GOAL_RATIO = {"cortex-m4": 0.5, "cortex-m55": 0.8}
+# CMSIS-NN's instructions per MAC by layer type, as issue #5 gives them ("-": not given).
+CMSIS_NN_LAYER_TYPES = {
+    "1x1 conv, C_in >= 64": {"cortex-m4": "1.8-2.2"},
+    "1x1 conv, C_in < 64": {"cortex-m4": "2.7-6.6"},
+    "kxk conv": {"cortex-m4": "1.8-2.3"},
+    "stem conv (C_in <= 3)": {"cortex-m4": "4.8-6.1", "cortex-m55": "1.4-2.1"},
+    "depthwise conv": {"cortex-m4": "6.9-8.9", "cortex-m55": "2.3-5.4"},
+    "fully connected": {"cortex-m4": "1.95-2.4"},
+}
 KERNEL_OPS = ("conv2d", "depthwise_conv2d", "fully_connected")
 MEMORY_TARGET = "cortex-m4"
 # TFLite Micro's published arena for these models (kB): the whole arena, and its activations part.
@@ -55,15 +66,55 @@ def load(bench_dir: Path, target: str, model: str) -> tuple[dict, dict]:
 def summary_table(bench_dir: Path, target: str) -> list[str]:
     lines = [f"### {target} (CMSIS-NN reference: its {CMSIS_NN_PATH[target]} kernels)", "",
              "| model | MACs | instructions | insn/MAC | CMSIS-NN insn | CMSIS-NN insn/MAC | edgec / CMSIS-NN "
-             "| flash | RAM | arena |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             f"| goal (<= {GOAL_RATIO[target]}x) | flash | RAM | arena |",
+             "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     for model, task in MODELS.items():
         result, report = load(bench_dir, target, model)
         insns, macs = result["total_instructions"], result["macs"]
         ref_insns, ref_per_mac = CMSIS_NN[target][model]
+        met = "met" if insns <= GOAL_RATIO[target] * ref_insns else "not met"
         lines.append(f"| {task} | {millions(macs)} | {millions(insns)} | {insns / macs:.2f} | {millions(ref_insns)} "
-                     f"| {ref_per_mac:.2f} | {insns / ref_insns:.1f}x | {kib(result['flash_bytes'])} "
+                     f"| {ref_per_mac:.2f} | {insns / ref_insns:.2f}x | {met} | {kib(result['flash_bytes'])} "
                      f"| {kib(result['ram_bytes'])} | {kib(report['arena_bytes'])} |")
+    return lines + [""]
+
+
+def layer_type(layer: dict) -> str | None:
+    """The CMSIS_NN_LAYER_TYPES row of a report.json layer, if it has one."""
+    if layer["op"] == "depthwise_conv2d":
+        return "depthwise conv"
+    if layer["op"] == "fully_connected":
+        return "fully connected"
+    if layer["op"] != "conv2d":
+        return None
+    c_in = layer["input_shape"][-1]
+    outputs = 1
+    for size in layer["output_shape"]:
+        outputs *= size
+    taps = layer["macs"] // outputs // c_in
+    if c_in <= 3:
+        return "stem conv (C_in <= 3)"
+    if taps == 1:
+        return "1x1 conv, C_in >= 64" if c_in >= 64 else "1x1 conv, C_in < 64"
+    return "kxk conv"
+
+
+def layer_type_table(bench_dir: Path) -> list[str]:
+    """Per layer type and model, edgec's instructions per MAC next to CMSIS-NN's."""
+    lines = ["| layer type | model | " + " | ".join(f"{t} edgec | {t} CMSIS-NN" for t in TARGETS) + " |",
+             "|---|---|" + "---:|---:|" * len(TARGETS)]
+    for kind, reference in CMSIS_NN_LAYER_TYPES.items():
+        for model, task in MODELS.items():
+            cells = []
+            for target in TARGETS:
+                result, report = load(bench_dir, target, model)
+                types = {layer["name"]: layer_type(layer) for layer in report["layers"]}
+                chosen = [layer for layer in result["layers"] if types.get(layer["name"]) == kind]
+                macs = sum(layer["macs"] for layer in chosen)
+                insns = sum(layer["instructions"] for layer in chosen)
+                cells += [f"{insns / macs:.2f}" if macs else "", reference.get(target, "-") if macs else ""]
+            if any(cells):
+                lines.append(f"| {kind} | {task} | " + " | ".join(cells) + " |")
     return lines + [""]
 
 
@@ -144,8 +195,13 @@ def memory_section(bench_dir: Path) -> list[str]:
         "figures). **edgec arena**: the one static buffer for every activation and all kernel scratch",
         "(report.json `arena_bytes`); its **liveness",
         "bound** is the most bytes live at once in the model's schedule, counting an in-place layer's",
-        "input and output once, which no plan can beat; **bound without in-place** is the same with",
-        "every layer writing a fresh output (what a plan without in-place kernels can reach at best).",
+        "input and output by the bytes they span together, which no plan can beat; **bound without",
+        "in-place** is the same with every layer writing a fresh output (what a plan without in-place",
+        "kernels can reach at best). In place: depthwise layers and adds over their input, and any",
+        "convolution with its output starting below its input by an offset proven safe for its kernel",
+        "(it overwrites only input rows no later output pixel reads; edgec.ops.conv.Conv2d.in_place).",
+        "The goals of issue #4 on this target: DS-CNN <= 8.5 kB, MobileNetV1-0.25 <= 46 kB, ResNet-8",
+        "<= 49.2 kB, FC autoencoder <= 0.8 kB (checked by tests/test_plan.py).",
         "**TFLM arena**: TensorFlow Lite Micro's published arena for the same models, whose activation",
         "part is the comparable figure (the rest holds the interpreter's tensor, operator and",
         "quantization structures, which edgec keeps in flash or does not have). **RAM besides the",
@@ -200,6 +256,9 @@ def render(bench_dir: Path) -> str:
               "Instructions summed over all layers of a type (instructions per MAC in brackets); "
               "other layers are pooling, softmax and add, which have no MACs.", ""]
     lines += per_op_table(bench_dir)
+    lines += ["Against CMSIS-NN's instructions per MAC by layer type (the ranges issue #5 gives; on",
+              "cortex-m55 it gives only depthwise and stems).", ""]
+    lines += layer_type_table(bench_dir)
     lines += ["## By kernel", "",
               "Instructions summed over the layers that call each kernel function (`conv2d` layers above:",
               "the generic convolution, 1x1 layers included; `edgec_conv_1x1_s8` is the portable build's).", ""]
