@@ -28,6 +28,7 @@ from edgec.ops import KINDS
 ALIGNMENT = ARENA_ALIGNMENT
 SEARCH_MAX_BUFFERS = 128  # larger graphs keep the greedy plan: each search node costs blocks x steps
 SEARCH_NODE_BUDGET = 20_000  # bounds planning time (about a second); unlike a clock, it is deterministic
+SPLIT_TRIAL_BUDGET = 400  # greedy plans tried when splitting in-place chains (plan_memory); deterministic
 SEARCH_RESTART_NODES = 2_000  # per capacity and tie order, so a bad order cannot eat the whole budget
 
 
@@ -383,11 +384,14 @@ def plan_memory(graph: Graph, target, *, in_place: bool = True) -> MemoryPlan:
     (unless `in_place` is False). In-place chains are rigid: a chain's buffers keep their offsets
     from each other even after some die, which can cost more than the overlaps save. So while the
     greedy arena is above the bound, the in-place op whose removal shrinks the greedy arena most
-    runs out of place (which splits its chain); the survivors get the full plan, which is kept
-    unless the full plan without any in-place op is smaller."""
+    runs out of place (which splits its chain), within SPLIT_TRIAL_BUDGET trial plans; the
+    survivors get the full plan, which is kept unless the full plan without any in-place op is
+    smaller."""
     choices = in_place_choices(graph, target) if in_place else {}
     arena, bound = _greedy_arena(graph, target, choices)
-    while arena > bound:
+    trials_left = SPLIT_TRIAL_BUDGET
+    while arena > bound and len(choices) <= trials_left:
+        trials_left -= len(choices)
         trials = [{op: form for op, form in choices.items() if op != name} for name in choices]
         results = [(*_greedy_arena(graph, target, trial), trial) for trial in trials]
         best = min(results, key=lambda result: result[0], default=None)
