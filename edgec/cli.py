@@ -199,7 +199,8 @@ def verify(model, calib, samples, name, target, ram, flash, quiet, per_layer):
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), help="also keep the generated C directory")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @click.option("--quiet", is_flag=True, help="no progress bar")
-def bench(model, target, calib, name, ram, flash, out_dir, as_json, quiet):
+@click.option("--profile", is_flag=True, help="also count the instructions of each function (whole run)")
+def bench(model, target, calib, name, ram, flash, out_dir, as_json, quiet, profile):
     """Count the instructions one inference executes on an emulated Cortex-M, per layer and in
     total (exact, from QEMU), with MACs and the program's flash and RAM."""
     import json
@@ -215,7 +216,7 @@ def bench(model, target, calib, name, ram, flash, out_dir, as_json, quiet):
     with tempfile.TemporaryDirectory(prefix="edgec-bench-") as tmp:
         model_dir = Path(out_dir) if out_dir else Path(tmp) / name
         emit(compiled, model_dir, name)
-        result = device.bench(target_info, model_dir, name, sample[0], Path(tmp) / "build")
+        result = device.bench(target_info, model_dir, name, sample[0], Path(tmp) / "build", profile=profile)
     if not checks.compare(checks.golden_outputs(compiled.graph, sample), result.output[None]).exact:
         raise EdgecError(f"the output on {target} differs from the golden simulator's; "
                          f"run edgec verify --target {target}")

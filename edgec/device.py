@@ -30,6 +30,7 @@ WARNING_FLAGS = ("-Wall", "-Wextra", "-Werror", "-pedantic")
 QEMU_SECONDS_PER_MAC = 100 / 400e6
 QEMU_MIN_TIMEOUT = 30.0
 LAYER_MARKER = re.compile(r"EDGEC_LAYER_BEGIN\((\d+)\);")
+PROFILE_ROWS = 15  # functions format_table lists with a profile
 # How the counts are taken, for every bench report.
 COUNTED = ("instructions executed inside each layer's EDGEC_LAYER_BEGIN/END markers during one "
            "invoke, summed: kernel calls and their argument set-up; start-up, the test driver and "
@@ -196,6 +197,7 @@ class Bench:
     weights_bytes: int
     output: np.ndarray         # the model's int8 output for the benchmarked sample
     ram_beyond_arena: RamBeyondArena  # of the model alone, measured apart from the bench program
+    functions: dict[str, int] | None = None  # with a profile: instructions per function, whole run
 
     @property
     def total_instructions(self) -> int:
@@ -210,7 +212,8 @@ class Bench:
                 "flash_bytes": self.flash_bytes, "ram_bytes": self.ram_bytes,
                 "ram_beyond_arena": self.ram_beyond_arena.to_json(),
                 "layers": [{"name": l.name, "op": l.op, "macs": l.macs, "instructions": l.instructions}
-                           for l in self.layers]}
+                           for l in self.layers],
+                **({} if self.functions is None else {"functions": self.functions})}
 
     def by_op(self) -> dict[str, tuple[int, int]]:
         """op kind -> (MACs, instructions), over all its layers."""
@@ -227,14 +230,16 @@ def marker_layers(model_c: Path) -> list[int]:
     return [int(index) for index in LAYER_MARKER.findall(model_c.read_text())]
 
 
-def bench(target: Target, model_dir: Path, name: str, sample: np.ndarray, build_dir: Path) -> Bench:
-    """One invoke on `sample` (int8, one row) under QEMU with the instruction-count plugin."""
+def bench(target: Target, model_dir: Path, name: str, sample: np.ndarray, build_dir: Path,
+          profile: bool = False) -> Bench:
+    """One invoke on `sample` (int8, one row) under QEMU with the instruction-count plugin; with
+    `profile`, also the instructions of each function over the whole run."""
     require_runnable(target)
     report = read_report(model_dir)
     elf = build_program(target, model_dir, name, build_dir, purpose="bench")
     _write_inputs(build_dir, sample.reshape(1, -1))
     counts = toolchain.count_instructions(target, elf, timeout=qemu_timeout(report["macs"], 1),
-                                          cwd=build_dir, expect_status=None)
+                                          cwd=build_dir, expect_status=None, profile=profile)
     _check_exit(counts["result"], target)
     indices = marker_layers(model_dir / f"{name}.c")
     if len(counts["insns"]) != len(indices):
@@ -245,7 +250,7 @@ def bench(target: Target, model_dir: Path, name: str, sample: np.ndarray, build_
     output = _read_outputs(build_dir, 1, output_size(model_dir, name))[0]
     return Bench(target.name, layers, memory["flash_bytes"], memory["ram_bytes"], memory,
                  report["arena_bytes"], report["weights_bytes"], output,
-                 ram_beyond_arena(target, model_dir, name, sample, build_dir))
+                 ram_beyond_arena(target, model_dir, name, sample, build_dir), counts.get("functions"))
 
 
 def format_table(result: Bench, model: str) -> str:
@@ -270,4 +275,9 @@ def format_table(result: Bench, model: str) -> str:
     lines.append(f"the model's RAM besides the arena: {extra.total_bytes:,} B (invoke stack {extra.invoke_stack_bytes:,} "
                  f"+ data {extra.data_bytes:,} + bss {extra.bss_bytes:,})")
     lines.append(f"counted: {COUNTED}; flash and RAM are those of the whole bench program.")
+    if result.functions is not None:
+        whole = sum(result.functions.values())
+        lines.append("instructions by function, whole run (start-up and test driver included):")
+        lines += [f"  {count:>14,} {100 * count / whole:5.1f}%  {function}"
+                  for function, count in list(result.functions.items())[:PROFILE_ROWS]]
     return "\n".join(lines)

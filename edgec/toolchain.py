@@ -7,6 +7,7 @@ shared runtime and port sources once per target and flag set.
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import json
@@ -258,11 +259,13 @@ def _qemu_option_value(text: str) -> str:
 
 
 def run_qemu(target: Target | str, elf: Path, timeout: float = 60, cwd: Path | None = None,
-             plugin_out: Path | None = None, cache_dir: Path | None = None) -> QemuResult:
+             plugin_out: Path | None = None, cache_dir: Path | None = None,
+             profile_out: Path | None = None) -> QemuResult:
     """Run `elf` on the target's QEMU board; semihosting file paths are relative to `cwd`.
 
     The exit status is main's return value (3 after a fault). With `plugin_out`, edgec's
-    instruction-count plugin writes its results there (see count_instructions). Raises
+    instruction-count plugin writes its results there (see count_instructions), and with
+    `profile_out` too how often each instruction address ran. Raises
     QemuTimeout if the program has not exited after `timeout` seconds.
     """
     target = get_target(target)
@@ -273,7 +276,7 @@ def run_qemu(target: Target | str, elf: Path, timeout: float = 60, cwd: Path | N
     cmd = [require_qemu(), "-M", target.qemu_machine, "-cpu", target.qemu_cpu, *QEMU_FLAGS,
            "-kernel", str(elf)]
     if plugin_out is not None:
-        cmd += ["-plugin", _plugin_option(elf, Path(plugin_out).resolve(), cache_dir),
+        cmd += ["-plugin", _plugin_option(elf, Path(plugin_out).resolve(), cache_dir, profile_out),
                 "-d", "plugin"]
     start = time.monotonic()
     try:
@@ -323,8 +326,10 @@ def elf_function(elf: Path, name: str) -> tuple[int, int] | None:
     return None
 
 
-def _plugin_option(elf: Path, out: Path, cache_dir: Path | None) -> str:
+def _plugin_option(elf: Path, out: Path, cache_dir: Path | None, profile_out: Path | None = None) -> str:
     parts = [_qemu_option_value(build_insn_plugin(cache_dir)), f"out={_qemu_option_value(out)}"]
+    if profile_out is not None:
+        parts.append(f"pcs={_qemu_option_value(Path(profile_out).resolve())}")
     for marker in ("begin", "end"):
         found = elf_function(elf, f"bench_{marker}")
         if found is not None:  # --gc-sections drops markers a program never calls
@@ -358,7 +363,7 @@ def parse_plugin_output(text: str) -> dict:
 
 def count_instructions(target: Target | str, elf: Path, timeout: float = 60,
                        cwd: Path | None = None, cache_dir: Path | None = None,
-                       expect_status: int | None = 0) -> dict:
+                       expect_status: int | None = 0, profile: bool = False) -> dict:
     """Run `elf` under QEMU with the instruction-count plugin.
 
     Returns {"total": all instructions executed, "regions": [(begin, end), ...] the counts at
@@ -366,20 +371,47 @@ def count_instructions(target: Target | str, elf: Path, timeout: float = 60,
     "result": the QemuResult}. A region counts the instructions after bench_begin returns up to
     and including the branch into bench_end (so its call site: usually `movs r0, #id` + `bl`,
     2 instructions); the marker functions' own instructions are never counted in a region.
+    With `profile`, also "functions": {function: instructions} over the whole run (see
+    instructions_by_function).
     Raises ToolchainError if the exit status differs from `expect_status` (None: any).
     """
     with tempfile.TemporaryDirectory(prefix="edgec-insn-") as tmp:
         out = Path(tmp) / "counts.txt"
+        pcs = Path(tmp) / "pcs.txt" if profile else None
         result = run_qemu(target, elf, timeout=timeout, cwd=cwd, plugin_out=out,
-                          cache_dir=cache_dir)
+                          cache_dir=cache_dir, profile_out=pcs)
         if expect_status is not None and result.returncode != expect_status:
             raise ToolchainError(f"{Path(elf).name} exited with {result.returncode}, expected "
                                  f"{expect_status}:\n{result.stderr}")
         if not out.exists():
             raise ToolchainError(f"instruction-count plugin wrote nothing:\n{result.stderr}")
         counts = parse_plugin_output(out.read_text())
+        if pcs is not None:
+            counts["functions"] = instructions_by_function(elf, pcs.read_text())
     counts["result"] = result
     return counts
+
+
+def instructions_by_function(elf: Path, pcs: str) -> dict[str, int]:
+    """The plugin's per-address counts ("ADDRESS COUNT" lines) summed per function of `elf`,
+    most first; addresses in no function symbol count as "?"."""
+    from elftools.elf.elffile import ELFFile
+
+    with open(elf, "rb") as f:
+        symtab = ELFFile(f).get_section_by_name(".symtab")
+        functions = sorted((sym["st_value"] & ~1, sym["st_size"], sym.name) for sym in symtab.iter_symbols()
+                           if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"] > 0)
+    starts = [start for start, _, _ in functions]
+    totals: dict[str, int] = {}
+    for line in pcs.split("\n"):
+        if not line.strip():
+            continue
+        address, count = (int(field, 0) for field in line.split())
+        index = bisect.bisect_right(starts, address) - 1
+        start, size, name = functions[index] if index >= 0 else (0, 0, "?")
+        name = name if start <= address < start + size else "?"
+        totals[name] = totals.get(name, 0) + count
+    return dict(sorted(totals.items(), key=lambda item: (-item[1], item[0])))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -72,3 +72,18 @@ def test_bench_needs_a_target_that_runs(capsys):
     code, out, err = run_cli("bench", DIGITS / "digits.pt2", "--target", "host", capsys=capsys)
     assert code == 2 and out == ""
     assert err.startswith("edgec: error: host has no emulated board to run on")
+
+
+def test_bench_profile_counts_every_instruction_by_function(tmp_path, small_digits_calib, capsys):
+    args = (DIGITS / "digits.pt2", "--calib", small_digits_calib, "--target", "cortex-m4")
+    plain = bench_json(capsys, *args)
+    profiled = bench_json(capsys, *args, "--profile")
+
+    functions = profiled.pop("functions")
+    assert profiled == plain  # profiling changes no count
+    # The whole run: every counted layer instruction, plus start-up and the test driver.
+    assert sum(functions.values()) > plain["total_instructions"]
+    assert list(functions.values()) == sorted(functions.values(), reverse=True)
+    assert functions["edgec_conv_s8_dsp"] > 0 and functions.get("?", 0) == 0
+    hot = next(iter(functions))
+    assert hot.startswith("edgec_") or hot.startswith("four_")  # a kernel, not the driver

@@ -4,9 +4,10 @@
  *     gcc -shared -fPIC -O2 -o libedgec_insn.so qemu_insn_plugin.c
  * Run:
  *     qemu-system-arm ... -plugin ./libedgec_insn.so,begin=0xADDR,end=0xADDR,out=PATH
- *                         [,begin_size=N,end_size=N]
+ *                         [,begin_size=N,end_size=N,pcs=PATH]
  * begin/end are the (even) addresses of bench_begin()/bench_end(), sizes their byte lengths
- * (default 2: a single 16-bit `bx lr`).
+ * (default 2: a single 16-bit `bx lr`). pcs=PATH also writes how often each instruction address
+ * ran (`edgec bench --profile` sums them per function).
  *
  * What is counted: every executed guest instruction gets an inline counter increment placed
  * before it, so counts are exact (not sampled, not per-block estimates) and identical run to
@@ -83,6 +84,7 @@ static marker markers[MARKER_COUNT] = {
 static uint64_t counted_insns;  /* all instructions outside the marker functions */
 static uint64_t marker_insns;   /* instructions inside the marker functions */
 static const char *out_path;
+static const char *pcs_path;    /* pcs=PATH: also count every instruction address (a profile) */
 static marker_event *events;
 static size_t event_count;
 static size_t event_capacity;
@@ -102,6 +104,35 @@ static int append_event(const char *label, uint64_t count)
     events[event_count].count = count;
     ++event_count;
     return 0;
+}
+
+/* Per-address counters for pcs=PATH, in chunks that never move (inline ops hold pointers). A
+ * block translated twice gets two counters per address; the reader sums them. */
+enum { PC_CHUNK = 4096 };
+typedef struct {
+    uint64_t vaddr;
+    uint64_t count;
+} pc_count;
+typedef struct pc_chunk {
+    struct pc_chunk *next;
+    size_t used;
+    pc_count entries[PC_CHUNK];
+} pc_chunk;
+static pc_chunk *pc_chunks;
+
+static uint64_t *pc_counter(uint64_t vaddr)
+{
+    if (!pc_chunks || pc_chunks->used == PC_CHUNK) {
+        pc_chunk *chunk = calloc(1, sizeof(*chunk));
+        if (!chunk) {
+            return NULL;
+        }
+        chunk->next = pc_chunks;
+        pc_chunks = chunk;
+    }
+    pc_count *entry = &pc_chunks->entries[pc_chunks->used++];
+    entry->vaddr = vaddr;
+    return &entry->count;
 }
 
 /* Runs before the first instruction of a marker; that instruction is not in counted_insns. */
@@ -134,6 +165,10 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         const uint64_t vaddr = qemu_plugin_insn_vaddr(insn);
         const marker *m = marker_containing(vaddr);
+        uint64_t *counter = pcs_path ? pc_counter(vaddr) : NULL;
+        if (counter) {
+            qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, counter, 1);
+        }
         if (!m) {
             qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64,
                                                        &counted_insns, 1);
@@ -157,6 +192,26 @@ static void write_results(FILE *f)
     }
 }
 
+/* "ADDRESS COUNT" lines, one per counter that ran. */
+static void write_pcs(void)
+{
+    FILE *f = fopen(pcs_path, "w");
+    const pc_chunk *chunk;
+    size_t i;
+    if (!f) {
+        qemu_plugin_outs("edgec insn plugin: cannot write the pcs file\n");
+        return;
+    }
+    for (chunk = pc_chunks; chunk; chunk = chunk->next) {
+        for (i = 0; i < chunk->used; ++i) {
+            if (chunk->entries[i].count) {
+                fprintf(f, "%#" PRIx64 " %" PRIu64 "\n", chunk->entries[i].vaddr, chunk->entries[i].count);
+            }
+        }
+    }
+    fclose(f);
+}
+
 static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
 {
     FILE *f;
@@ -172,6 +227,9 @@ static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
     }
     write_results(f);
     fclose(f);
+    if (pcs_path) {
+        write_pcs();
+    }
     free(events);
     events = NULL;
 }
@@ -200,6 +258,10 @@ static int parse_arg(const char *arg)
         out_path = value;
         return 0;
     }
+    if (KEY_IS("pcs")) {
+        pcs_path = value;
+        return 0;
+    }
     if (KEY_IS("begin")) {
         return parse_u64(value, &markers[MARKER_BEGIN].address);
     }
@@ -225,7 +287,7 @@ PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_inf
         if (parse_arg(argv[i]) != 0) {
             char message[512];
             snprintf(message, sizeof(message), "edgec insn plugin: bad argument '%s' (expected "
-                     "begin=ADDR,end=ADDR,out=PATH[,begin_size=N,end_size=N])\n", argv[i]);
+                     "begin=ADDR,end=ADDR,out=PATH[,begin_size=N,end_size=N,pcs=PATH])\n", argv[i]);
             qemu_plugin_outs(message);
             return -1;
         }
