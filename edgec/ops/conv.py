@@ -227,9 +227,8 @@ class Conv2d(OpDef):
         if not is_pointwise(op.attrs) or op.attrs.get("isa") is not None:
             return self._overlapping(op, x_t, out_t, target)
         read = pointwise_input_pixels(x_t.shape, out_t.shape, op.attrs["stride"])
-        later = np.arange(1, len(read), dtype=np.int64)
-        safe = int((later * out_t.shape[3] - read[1:] * x_t.shape[3]).max(initial=out_t.size - x_t.size))
-        return (InPlace(0, _aligned_up(safe), scratch_bytes=out_t.shape[3]),)
+        offset = _safe_offset_nearest_tail(np.arange(1, len(read)), read[1:], x_t, out_t)
+        return (InPlace(0, offset, scratch_bytes=out_t.shape[3]),)
 
     def _overlapping(self, op, x_t, out_t, target):
         """The generic kernels need no in-place variant: each computes the output pixels in order,
@@ -242,9 +241,9 @@ class Conv2d(OpDef):
         first(q)*C_in is enough. As for the 1x1 conv, the safe offset nearest tail alignment is
         taken; the kernel's scratch stays as it is."""
         first = window_first_pixels(x_t.shape, out_t.shape, op.attrs["stride"], op.attrs["pad"])
-        written = np.arange(len(first), dtype=np.int64) + (1 if op.attrs.get("isa") is None else 0)
-        safe = int((written * out_t.shape[3] - first * x_t.shape[3]).max(initial=out_t.size - x_t.size))
-        return (InPlace(0, _aligned_up(safe), scratch_bytes=self.scratch_bytes(op, None, target)),)
+        written = np.arange(len(first)) + (1 if op.attrs.get("isa") is None else 0)
+        offset = _safe_offset_nearest_tail(written, first, x_t, out_t)
+        return (InPlace(0, offset, scratch_bytes=self.scratch_bytes(op, None, target)),)
 
     def macs(self, op, graph) -> int:
         out = graph.tensors[op.outputs[0]].shape
@@ -294,8 +293,14 @@ def window_first_pixels(input_shape, output_shape, stride, pad) -> np.ndarray:
     return ((batch * h + row) * w + col).astype(np.int64)
 
 
-def _aligned_up(value: int) -> int:
-    return -(-value // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
+def _safe_offset_nearest_tail(written_pixels, read_pixel, x_t, out_t) -> int:
+    """The input offset d (bytes after the output's start) of an in-place conv: before the kernel
+    reads from input pixel read_pixel[i] on, it has stored written_pixels[i] output pixels, so d
+    must be at least written*C_out - read*C_in for every i. Of the safe offsets the one nearest
+    tail alignment (output bytes - input bytes) is taken, rounded up to the arena alignment."""
+    needed = np.asarray(written_pixels, dtype=np.int64) * out_t.shape[3] - np.asarray(read_pixel) * x_t.shape[3]
+    safe = int(needed.max(initial=out_t.size - x_t.size))
+    return -(-safe // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
 
 
 def quantized_bias(bias, input_scale: float, weight_scales: np.ndarray):
