@@ -119,6 +119,18 @@ static edgec_tap_range column_taps(const depthwise_layer layer, int32_t ox)
     return edgec_conv_taps(ox, p->stride_w, p->pad_left, p->dilation_w, layer.k_w, layer.in_w);
 }
 
+/* A 3x3 filter: the four-channel groups run their rows' inside columns unrolled. */
+static int is_3x3(const depthwise_layer *layer)
+{
+    return layer->k_h == 3 && layer->k_w == 3;
+}
+
+/* Filter tap (ky, kx) of channel `first` (ch_mult 1: the filter is [KH][KW][C]). */
+static const int8_t *filter_tap(const depthwise_layer *layer, int32_t ky, int32_t kx, int32_t first)
+{
+    return layer->filter + ky * layer->filter_row_len + kx * layer->in_c + first;
+}
+
 static void depthwise_groups(const depthwise_layer *layer, const edgec_dims *output_dims,
                              const int8_t *input, int8_t *output, int8_t *staging);
 
@@ -219,19 +231,19 @@ typedef struct {
 /* Helium: the four channels are the four int32 lanes of one vector (VLDRB.S32 widens each tap's
  * four input and four filter bytes, a VMUL and a VADD accumulate them), requantized and narrowed
  * together. */
-static void four_group_make(four_group *g, int32_t first)
+static void four_group_make(four_group *g)
 {
     const depthwise_layer *layer = g->layer;
+    const int32_t first = g->first;
     g->multiplier = vldrwq_s32(layer->quant->multiplier + first);
     g->shift = vldrwq_s32(layer->quant->shift + first);
     g->bias = layer->bias != NULL ? vldrwq_s32(layer->bias + first) : vdupq_n_s32(0);
     g->inside_bias = g->bias;
-    if (layer->k_h == 3 && layer->k_w == 3) {
+    if (is_3x3(layer)) {
         /* Inside, the offset folds into the bias: each tap is then two loads, a VMUL and a VADD.
          * The sums wrap like the golden kernel's int32 accumulator. */
         for (int32_t t = 0; t < 9; t++) {
-            memcpy(g->taps + 4 * t,
-                   layer->filter + (t / 3) * layer->filter_row_len + (t % 3) * layer->in_c + first, 4);
+            memcpy(g->taps + 4 * t, filter_tap(layer, t / 3, t % 3, first), 4);
             g->inside_bias = vmlaq_n_s32(g->inside_bias, vldrbq_s32(g->taps + 4 * t), layer->input_offset);
         }
     }
@@ -359,9 +371,10 @@ static inline void tap_four(const int8_t *in, const int8_t *w, int32_t offset, i
 
 /* The portable and DSP group: four accumulators in registers over the taps, the requantization
  * constants read once per group. */
-static void four_group_make(four_group *g, int32_t first)
+static void four_group_make(four_group *g)
 {
     const depthwise_layer *layer = g->layer;
+    const int32_t first = g->first;
     g->tap_offset = tap_offset_make(layer->input_offset);
     for (int32_t k = 0; k < 4; k++) {
         g->bias[k] = layer->bias != NULL ? layer->bias[first + k] : 0;
@@ -378,10 +391,10 @@ static void four_group_make(four_group *g, int32_t first)
     }
     g->lows = edgec_dsp_bytes(layer->stage.lo + layer->stage.offset);
     g->highs = edgec_dsp_bytes(layer->stage.hi + layer->stage.offset);
-    if (layer->k_h == 3 && layer->k_w == 3) {
+    if (is_3x3(layer)) {
         for (int32_t t = 0; t < 9; t++) {
             int32_t ws;
-            memcpy(&ws, layer->filter + (t / 3) * layer->filter_row_len + (t % 3) * layer->in_c + first, 4);
+            memcpy(&ws, filter_tap(layer, t / 3, t % 3, first), 4);
             g->w[t][0] = __sxtb16(ws);
             g->w[t][1] = edgec_sxtb16_ror8(ws);
         }
@@ -407,8 +420,9 @@ static inline void store_four(const four_group *g, int32_t a0, int32_t a1, int32
     out[3] = edgec_requantize_s8(a3, mult[3], shift[3], g->layer->stage);
 }
 
-static EDGEC_NOINLINE void four_pixel(const four_group *g, const int8_t *in, const int8_t *w,
-                                      int32_t taps_y, int32_t taps_x, int8_t *out)
+/* One pixel's taps_y x taps_x taps from `in` and `w` (its first in-bounds tap), then its outputs. */
+static inline void four_taps_store(const four_group *g, const int8_t *in, const int8_t *w,
+                                   int32_t taps_y, int32_t taps_x, int8_t *out)
 {
     int32_t a0 = g->bias[0], a1 = g->bias[1], a2 = g->bias[2], a3 = g->bias[3];
     for (int32_t ky = 0; ky < taps_y; ky++) {
@@ -425,6 +439,12 @@ static EDGEC_NOINLINE void four_pixel(const four_group *g, const int8_t *in, con
         }
     }
     store_four(g, a0, a1, a2, a3, out);
+}
+
+static EDGEC_NOINLINE void four_pixel(const four_group *g, const int8_t *in, const int8_t *w,
+                                      int32_t taps_y, int32_t taps_x, int8_t *out)
+{
+    four_taps_store(g, in, w, taps_y, taps_x, out);
 }
 
 static EDGEC_NOINLINE void four_inside_run(const four_group *g, const int8_t *in, int32_t count,
@@ -452,18 +472,10 @@ static EDGEC_NOINLINE void four_inside_run(const four_group *g, const int8_t *in
         store_four(g, a0, a1, a2, a3, out);
     }
 #else
-    const int8_t *w = g->layer->filter + g->first;
-    const int32_t c = g->layer->in_c;
-    const int32_t filter_row_len = g->layer->filter_row_len;
+    /* The general loop, inlined here: a call per pixel would cost more than its taps save. */
+    const int8_t *w = filter_tap(g->layer, 0, 0, g->first);
     for (int32_t p = 0; p < count; p++, in += in_step, out += out_step) {
-        int32_t a0 = g->bias[0], a1 = g->bias[1], a2 = g->bias[2], a3 = g->bias[3];
-        for (int32_t ky = 0; ky < 3; ky++) {
-            for (int32_t kx = 0; kx < 3; kx++) {
-                tap_four(in + ky * g->in_step_y + kx * g->in_step_x, w + ky * filter_row_len + kx * c,
-                         g->tap_offset, &a0, &a1, &a2, &a3);
-            }
-        }
-        store_four(g, a0, a1, a2, a3, out);
+        four_taps_store(g, in, w, 3, 3, out);
     }
 #endif
 }
@@ -497,11 +509,11 @@ static void depthwise_four_channels(const depthwise_layer *layer, const edgec_di
     g.first = first;
     g.in_step_x = layer->dilation_w * layer->in_c;
     g.in_step_y = layer->dilation_h * layer->in_row_len;
-    four_group_make(&g, first);
-    const int full_3x3 = layer->k_h == 3 && layer->k_w == 3;
+    four_group_make(&g);
+    const int inside_runs = is_3x3(layer);
     int32_t lo = 0;
     int32_t hi = 0;
-    if (full_3x3) {
+    if (inside_runs) {
         inside_columns(layer, output_dims->w, &lo, &hi);
     }
     const int32_t in_step = layer->params->stride_w * layer->in_c;
@@ -510,7 +522,7 @@ static void depthwise_four_channels(const depthwise_layer *layer, const edgec_di
         const int8_t *in_batch = input + b * layer->in_h * layer->in_w * layer->in_c + first;
         for (int32_t oy = 0; oy < output_dims->h; oy++) {
             const edgec_tap_range ty = row_taps(*layer, oy);
-            const int inside_row = full_3x3 && ty.first == 0 && ty.last == 3;
+            const int inside_row = inside_runs && ty.first == 0 && ty.last == 3;
             for (int32_t ox = 0; ox < output_dims->w; ox++) {
                 if (inside_row && ox == lo && lo < hi) {
                     const int8_t *in = in_batch + ty.base * layer->in_row_len +
@@ -526,9 +538,8 @@ static void depthwise_four_channels(const depthwise_layer *layer, const edgec_di
                     const int8_t *in = in_batch +
                                        (ty.base + ty.first * layer->dilation_h) * layer->in_row_len +
                                        (tx.base + tx.first * layer->dilation_w) * layer->in_c;
-                    const int8_t *w = layer->filter + ty.first * layer->filter_row_len +
-                                      tx.first * layer->in_c + first;
-                    four_pixel(&g, in, w, ty.last - ty.first, tx.last - tx.first, out);
+                    four_pixel(&g, in, filter_tap(layer, ty.first, tx.first, first), ty.last - ty.first,
+                               tx.last - tx.first, out);
                 } else {
                     four_pixel(&g, NULL, NULL, 0, 0, out);
                 }
@@ -537,7 +548,6 @@ static void depthwise_four_channels(const depthwise_layer *layer, const edgec_di
         }
     }
 }
-
 
 /*
  * A ch_mult 1 layer, EDGEC_DEPTHWISE_IN_PLACE_CHANNELS channels at a time (groups of four take
