@@ -107,20 +107,28 @@ def int8_array(rng, shape) -> np.ndarray:
 
 # --- cases -----------------------------------------------------------------------------------
 
+def _padded_image(rng, kernel, stride, dilation):
+    """(pad, pad_end, (n, h, w), out_hw) drawn for a window: pads below the kernel size, a small
+    image, and its output size (None when the window does not fit)."""
+    pad = tuple(int(rng.integers(0, k)) for k in kernel)
+    pad_end = tuple(int(rng.integers(0, k)) for k in kernel)
+    n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 11)), int(rng.integers(1, 11))
+    try:
+        out_hw = tuple(conv_output_size(size, k, s, p, e, d)
+                       for size, k, s, p, e, d in zip((h, w), kernel, stride, pad, pad_end, dilation))
+    except ValueError:
+        out_hw = None
+    return pad, pad_end, (n, h, w), out_hw
+
+
 def conv_case(rng, isa: str) -> Case:
     while True:
         c_in = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 12, 16, 17]))
         kh, kw = (int(v) for v in rng.integers(1, 6, 2))
         stride, dilation = tuple(int(v) for v in rng.integers(1, 4, 2)), tuple(int(v) for v in rng.integers(1, 3, 2))
-        pad = tuple(int(rng.integers(0, k)) for k in (kh, kw))
-        pad_end = tuple(int(rng.integers(0, k)) for k in (kh, kw))
-        n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 11)), int(rng.integers(1, 11))
-        try:
-            out_hw = (conv_output_size(h, kh, stride[0], pad[0], pad_end[0], dilation[0]),
-                      conv_output_size(w, kw, stride[1], pad[1], pad_end[1], dilation[1]))
+        pad, pad_end, (n, h, w), out_hw = _padded_image(rng, (kh, kw), stride, dilation)
+        if out_hw is not None:
             break
-        except ValueError:
-            continue
     return _conv_case(rng, isa, int8_array(rng, (n, h, w, c_in)), int8_array(rng, (int(rng.integers(1, 14)), kh, kw, c_in)),
                       stride, dilation, (*pad, *pad_end), out_hw)
 
@@ -211,15 +219,9 @@ def depthwise_case(rng, isa: str) -> Case:
         kh, kw = (3, 3) if rng.random() < 0.6 else tuple(int(v) for v in rng.integers(1, 6, 2))
         stride = tuple(int(v) for v in rng.choice([1, 1, 2, 3], 2))
         dilation = tuple(int(v) for v in rng.choice([1, 1, 1, 2], 2))
-        pad = tuple(int(rng.integers(0, k)) for k in (kh, kw))
-        pad_end = tuple(int(rng.integers(0, k)) for k in (kh, kw))
-        n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 11)), int(rng.integers(1, 11))
-        try:
-            out_hw = (conv_output_size(h, kh, stride[0], pad[0], pad_end[0], dilation[0]),
-                      conv_output_size(w, kw, stride[1], pad[1], pad_end[1], dilation[1]))
+        pad, pad_end, (n, h, w), out_hw = _padded_image(rng, (kh, kw), stride, dilation)
+        if out_hw is not None:
             break
-        except ValueError:
-            continue
     x = int8_array(rng, (n, h, w, c))
     weights = int8_array(rng, (1, kh, kw, c))
     bias = None if rng.random() < 0.2 else rng.integers(-2**20, 2**20, c).astype(np.int32)
