@@ -98,7 +98,8 @@ def report(graph: Graph, plan: MemoryPlan, name: str, target: str, weights_bytes
         out = graph.tensors[op.outputs[0]]
         layers.append({
             "name": op.name, "op": op.kind, "macs": KINDS[op.kind].macs(op, graph),
-            "input_shape": list(graph.tensors[op.inputs[0]].shape), "output_shape": list(out.shape), "arena_offset": offset_of(plan, graph, op.outputs[0]),
+            "input_shape": list(graph.tensors[op.inputs[0]].shape), "output_shape": list(out.shape),
+            "arena_offset": offset_of(plan, graph, op.outputs[0]),
             "output_bytes": 0 if out.alias_of else out.size,
             "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1], "source": op.source,
             "in_place": overwritten.get(graph.storage(op.outputs[0])) if op.name in plan.in_place else None,

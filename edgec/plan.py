@@ -370,9 +370,11 @@ def place(items: list[Block], steps: int, *, search_too: bool = True) -> tuple[s
     """(strategy, offsets by block name): the best greedy plan, improved by the search on small
     graphs (unless `search_too` is False)."""
     strategy, offsets = best_greedy(items)
+    if not search_too or len(items) > SEARCH_MAX_BUFFERS:
+        return strategy, offsets
     bound = liveness_lower_bound(items, steps)
     arena = arena_size(items, offsets)
-    if search_too and arena > bound and len(items) <= SEARCH_MAX_BUFFERS:
+    if arena > bound:
         found = search(items, steps, bound, arena)
         if found is not None:
             strategy, offsets = "skyline search", {b.name: o for b, o in zip(items, found)}

@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+from math import prod
 from pathlib import Path
 
 MODELS = {  # zoo factory -> MLPerf Tiny task
@@ -88,10 +89,7 @@ def layer_type(layer: dict) -> str | None:
     if layer["op"] != "conv2d":
         return None
     c_in = layer["input_shape"][-1]
-    outputs = 1
-    for size in layer["output_shape"]:
-        outputs *= size
-    taps = layer["macs"] // outputs // c_in
+    taps = layer["macs"] // prod(layer["output_shape"]) // c_in
     if c_in <= 3:
         return "stem conv (C_in <= 3)"
     if taps == 1:
