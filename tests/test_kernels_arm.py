@@ -28,7 +28,7 @@ from edgec.ops.conv import (
 )
 from edgec.ops.conv import UNIT as CONV
 from edgec.ops.depthwise import UNIT as DEPTHWISE
-from edgec.ops.depthwise import depthwise_conv2d_s8
+from edgec.ops.depthwise import depthwise_conv2d_s8, packed_depthwise_bias, packed_depthwise_filter
 from edgec.ops.eltwise import ADD_SCRATCH_BYTES, add_params, add_s8
 from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, folded_bias, interleave_rows
 from edgec.ops.linear import FC_BLOCKING, fully_connected_s8
@@ -40,7 +40,7 @@ DRIVER = ROOT / "tests" / "data" / "port" / "packed_kernels.c"
 RUNTIME = ROOT / "runtime_c"
 SOURCES = [RUNTIME / "src" / f for f in ("conv/edgec_conv_s8.c", "conv/edgec_conv_1x1_s8.c",
                                          "fc/edgec_fully_connected_s8.c", "eltwise/edgec_add_s8.c",
-                                         "depthwise/edgec_depthwise_conv_s8.c")]
+                                         "depthwise/edgec_depthwise_conv_s8_packed.c")]
 KIND = {"conv": 1, "fc": 2, "add": 3, "depthwise": 5}
 ISA_CODE = {DSP: 1, MVE: 2}
 HEADER_WORDS = 48
@@ -207,13 +207,11 @@ def fc_case(rng, isa: str) -> Case:
 
 
 def depthwise_case(rng, isa: str) -> Case:
-    """edgec_depthwise_conv_s8_in_place (the build's -mcpu picks its path: DSP on cortex-m4,
-    Helium on cortex-m55; the cases are made once per target, under DSP), with
-    the output over its input at the planner's offset (DepthwiseConv2d.in_place), head-aligned, or
-    apart from it. Mostly 3x3 with channel counts around the 4-channel group, so full groups,
-    tails and borders all occur; some other windows, strides, dilations and pads."""
-    if isa != DSP:
-        return depthwise_case(rng, DSP)
+    """edgec_depthwise_conv_s8_packed and _in_place (the build's -mcpu picks the path: DSP on
+    cortex-m4, Helium on cortex-m55), with the output over its input at the planner's offset
+    (DepthwiseConv2d.in_place), head-aligned, or apart from it (half of those by the plain
+    kernel). Mostly 3x3 with channel counts around the 4-channel group, so full groups, tails,
+    borders and every row phase occur; some other windows, strides, dilations and pads."""
     while True:
         c = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, int(rng.integers(1, 40))]))
         kh, kw = (3, 3) if rng.random() < 0.6 else tuple(int(v) for v in rng.integers(1, 6, 2))
@@ -234,17 +232,17 @@ def depthwise_case(rng, isa: str) -> Case:
     graph = Graph(inputs=["x"], outputs=["y"], layout="NHWC")
     graph.add_tensor(Tensor("x", x.shape))
     graph.add_tensor(Tensor("y", golden.shape))
-    op = Op("layer", "depthwise_conv2d", ["x"], ["y"], dict(weight=weights, ch_mult=1))
+    op = Op("layer", "depthwise_conv2d", ["x"], ["y"], dict(weight=weights, ch_mult=1, stride=stride,
+                                                            dilation=dilation, isa=isa))
     [planned] = DEPTHWISE.in_place(op, graph, None)
-    # Apart from its input, half the time by the plain kernel (same groups, no scratch).
     offset = [planned.input_offset, 0, -x.size, -x.size][int(rng.integers(4))]
     plain = offset == -x.size and rng.random() < 0.5
     input_at, output_at, block = in_place_block(x, golden, offset)
     params = [-zp_in, zp_out, *stride, *pad, *dilation, 1, 1, act_min, act_max]
-    fields = (params + [n, h, w, c] + [1, kh, kw, c] + list(golden.shape)
-              + [1, input_at, output_at, int(bias is not None), int(plain)])
-    arrays = [x, weights] + ([] if bias is None else [bias]) + [m, s]
-    return Case("depthwise", isa, fields, arrays, block, 0 if plain else planned.scratch_bytes)
+    fields = (params + [n, h, w, c] + [1, kh, kw, c] + list(golden.shape) + [1, input_at, output_at, int(plain)])
+    arrays = [x, packed_depthwise_filter(weights), packed_depthwise_bias(bias, weights, zp_in), m, s]
+    scratch = DEPTHWISE.scratch_bytes(op, graph, None) if plain else planned.scratch_bytes
+    return Case("depthwise", isa, fields, arrays, block, scratch)
 
 
 def _conv_op(input_shape, weights, stride, out_shape, pad=(0, 0, 0, 0), dilation=(1, 1)) -> tuple[Op, Graph]:
@@ -284,8 +282,12 @@ MAKERS = {"conv": conv_case, "fc": fc_case, "add": add_case, "pointwise": pointw
 
 def misaligned_scratch(case: Case) -> Case:
     """The same call with scratch one byte off a word boundary: the kernel must refuse it and
-    write nothing."""
-    return Case(case.kind, case.isa, case.fields, case.arrays, case.expected, case.scratch_bytes,
+    write nothing, so its buffer keeps the guard bytes (and a depthwise block its input)."""
+    untouched = np.full(case.expected.size, GUARD_BYTE, dtype=np.int8)
+    if case.kind == "depthwise":  # a plain case: its block holds the input, then the output
+        x = case.arrays[0].ravel()
+        untouched[case.fields[25]:case.fields[25] + x.size] = x
+    return Case(case.kind, case.isa, case.fields, case.arrays, untouched, case.scratch_bytes,
                 scratch_skew=1, status=ARG_ERROR)
 
 
@@ -293,9 +295,11 @@ def all_cases(target: str, seed: int) -> list[Case]:
     """Random cases of every kind for each of the target's kernel families, then, per family and
     kind with scratch, two of them (not in place) with a misaligned scratch pointer."""
     rng = np.random.default_rng(seed)
-    cases = [MAKERS[kind](rng, isa) for isa in ISAS[target] for kind, count in CASES.items() for _ in range(count)]
-    apart = [c for c in cases if c.kind == "add" or (c.kind == "conv" and not c.fields[24])]
-    refused = [misaligned_scratch(c) for isa in ISAS[target] for kind in ("conv", "add")
+    cases = [MAKERS[kind](rng, isa) for isa in ISAS[target] for kind, count in CASES.items() for _ in range(count)
+             if kind != "depthwise" or isa == ISAS[target][0]]  # the build's -mcpu picks its path
+    apart = [c for c in cases if c.kind == "add" or (c.kind == "conv" and not c.fields[24])
+             or (c.kind == "depthwise" and c.fields[27])]
+    refused = [misaligned_scratch(c) for isa in ISAS[target] for kind in ("conv", "add", "depthwise")
                for c in [c for c in apart if (c.isa, c.kind) == (isa, kind) and c.expected.size][:2]]
     return cases + refused
 
@@ -330,7 +334,7 @@ def test_packed_kernels_match_golden(target, tmp_path):
     for case, (status, guards, output) in zip(cases, results):
         if status != case.status or not guards:
             failures.append(f"status {status} (expected {case.status}), guards intact {guards}: {describe(case)}")
-        elif status != 0 and not (output == np.int8(GUARD_BYTE)).all():
+        elif status != 0 and not np.array_equal(output, case.expected.ravel()):
             failures.append(f"refused, but wrote its output: {describe(case)}")
         elif status == 0 and not np.array_equal(output, case.expected.ravel()):
             differ = int(np.count_nonzero(output != case.expected.ravel()))

@@ -150,14 +150,15 @@ def _bias(rng: np.random.Generator, n: int, reduction: int, mode: int) -> np.nda
 
 
 @st.composite
-def _geometry(draw, max_hw=12):
-    """(H, W, KH, KW, stride, pad, dilation, out_hw) with independent implied bottom/right pads."""
+def _geometry(draw, max_hw=12, kernels=st.integers(1, 5), dilations=st.integers(1, 3)):
+    """(H, W, KH, KW, stride, pad, dilation, out_hw) with independent implied bottom/right pads
+    (the window shrinks where the padded image is smaller)."""
     in_hw, k, strides, pads, dil, out_hw = [], [], [], [], [], []
     for _ in range(2):
         size = draw(st.integers(1, max_hw))
-        kernel = draw(st.integers(1, 5))
+        kernel = draw(kernels)
         stride = draw(st.integers(1, 3))
-        dilation = draw(st.integers(1, 3))
+        dilation = draw(dilations)
         before = draw(st.integers(0, 2))
         after = draw(st.integers(0, 3))
         while dilation * (kernel - 1) + 1 > size + before + after:

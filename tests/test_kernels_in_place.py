@@ -18,6 +18,8 @@ from edgec.ir import ARENA_ALIGNMENT, Graph, Op, Tensor
 from edgec.ops.conv import UNIT as CONV
 from edgec.ops.conv import is_pointwise, pointwise_input_pixels, window_first_pixels
 from edgec.ops.depthwise import UNIT as DEPTHWISE
+from edgec.ops.depthwise import packed_depthwise_bias, packed_depthwise_filter
+from edgec.ops.kernel_layout import MVE
 from tests.kernel_lib import ConvParams, dims, per_channel_quant, ptr
 from tests.test_kernels_conv import (
     _CONV_ARGTYPES,
@@ -46,10 +48,12 @@ def _at(buffer: np.ndarray, offset: int):
     return C.cast(buffer.ctypes.data + offset, C.POINTER(C.c_int8))
 
 
-def run_in_place(lib, name: str, case: Case, input_offset: int, scratch_bytes: int) -> tuple[int, np.ndarray]:
+def run_in_place(lib, name: str, case: Case, input_offset: int, scratch_bytes: int,
+                 packed: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[int, np.ndarray]:
     """Runs kernel `name` with its input starting `input_offset` bytes after its output, inside one
     guarded buffer; returns (status, output). Fails if any byte outside the two tensors, or past
-    the scratch, changed."""
+    the scratch, changed. `packed`: the (filter, bias) arrays passed instead of case.w and
+    case.bias (the filter dimensions stay case.w's)."""
     x = np.ascontiguousarray(case.x)
     out_shape = (x.shape[0], *case.out_hw, case.c_out)
     out_size = int(np.prod(out_shape))
@@ -63,10 +67,11 @@ def run_in_place(lib, name: str, case: Case, input_offset: int, scratch_bytes: i
     params = ConvParams(-case.input_zp, case.output_zp, *case.stride, *case.pad, *case.dilation, case.groups,
                         case.ch_mult, case.act_min, case.act_max)
     quant = per_channel_quant(case.multiplier, case.shift, keep)
-    w = np.ascontiguousarray(case.w)
-    bias = None if case.bias is None else np.ascontiguousarray(case.bias, dtype=np.int32)
+    w, bias = packed or (case.w, case.bias)
+    w = np.ascontiguousarray(w)
+    bias = None if bias is None else np.ascontiguousarray(bias, dtype=np.int32)
     status = _kernel(lib, name)(
-        C.byref(params), C.byref(quant), C.byref(dims(x.shape)), _at(block, input_at), C.byref(dims(w.shape)),
+        C.byref(params), C.byref(quant), C.byref(dims(x.shape)), _at(block, input_at), C.byref(dims(case.w.shape)),
         ptr(w, C.c_int8), None if bias is None else ptr(bias, C.c_int32), C.byref(dims(out_shape)),
         _at(block, output_at), ptr(scratch, C.c_int8))
     untouched = np.ones(block.size, dtype=bool)
@@ -90,10 +95,10 @@ def _ir_op(kind: str, case: Case) -> tuple[Op, Graph]:
 
 
 @st.composite
-def depthwise_cases(draw, max_hw=12):
+def depthwise_cases(draw, max_hw=12, kernels=st.integers(1, 5), dilations=st.integers(1, 3)):
     """ch_mult 1 (the in-place form's case): any geometry, batch 1 or 2."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    (h, w), (kh, kw), stride, pad, dilation, out_hw = draw(_geometry(max_hw))
+    (h, w), (kh, kw), stride, pad, dilation, out_hw = draw(_geometry(max_hw, kernels, dilations))
     c = draw(st.integers(1, 16))
     x = _int8(rng, (draw(st.integers(1, 2)), h, w, c), draw(_data_mode))
     wt = _int8(rng, (1, kh, kw, c), draw(_data_mode))
@@ -113,6 +118,30 @@ def test_depthwise_in_place_equals_golden(kernel_lib, case, data):
     offset = data.draw(st.sampled_from([planned.input_offset, 0, out_size - case.x.size, -case.x.size, out_size,
                                         c * data.draw(st.integers(-case.x.size // c, out_size // c))]))
     status, out = run_in_place(kernel_lib, "edgec_depthwise_conv_s8_in_place", case, offset, planned.scratch_bytes)
+    assert status == 0
+    np.testing.assert_array_equal(out, case.golden())
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(case=st.one_of(depthwise_cases(), depthwise_cases(kernels=st.just(3), dilations=st.just(1))), data=st.data())
+def test_depthwise_packed_equals_golden(kernel_lib, case, data):
+    """edgec_depthwise_conv_s8_packed apart from its input and _in_place over it (at the offsets of
+    the test above): on the host their portable path, which shares the row cache, its slots and
+    the 3x3 phases with the DSP and Helium paths (test_kernels_arm.py runs those). Half the cases
+    are 3x3 undilated windows (where the image allows), the unrolled rows' case."""
+    op, graph = _ir_op("depthwise_conv2d", case)
+    op.attrs["isa"] = MVE  # the host's cache entries are Helium's: 4 int8
+    [planned] = DEPTHWISE.in_place(op, graph, None)
+    rows = DEPTHWISE.scratch_bytes(op, graph, None)
+    c = case.x.shape[3]
+    out_size = case.x.shape[0] * case.out_hw[0] * case.out_hw[1] * c
+    packed = (packed_depthwise_filter(case.w), packed_depthwise_bias(case.bias, case.w, case.input_zp))
+    if data.draw(st.booleans()):
+        status, out = run_in_place(kernel_lib, "edgec_depthwise_conv_s8_packed", case, -case.x.size, rows, packed)
+    else:
+        offset = data.draw(st.sampled_from([planned.input_offset, 0, out_size - case.x.size, -case.x.size]))
+        status, out = run_in_place(kernel_lib, "edgec_depthwise_conv_s8_packed_in_place", case, offset,
+                                   planned.scratch_bytes, packed)
     assert status == 0
     np.testing.assert_array_equal(out, case.golden())
 

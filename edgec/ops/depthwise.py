@@ -20,10 +20,14 @@ from edgec.ops.conv import (
     padded_input,
     tap_view,
 )
+from edgec.ops.kernel_layout import DSP, folded_bias, kernel_isa
 
 # Channels edgec_depthwise_conv_s8_in_place computes per pass (EDGEC_DEPTHWISE_IN_PLACE_CHANNELS in
-# edgec_nn.h), each into its own N*Ho*Wo-byte scratch plane.
+# edgec_nn.h), each into its own N*Ho*Wo-byte scratch plane; the packed kernels' group too.
 IN_PLACE_CHANNELS = 4
+# edgec_depthwise_conv_s8_packed's limits (edgec_nn.h): filter rows, bytes per cached pixel.
+PACKED_MAX_K = 16
+PACKED_PIXEL_BYTES = {DSP: 8}  # int16 pairs; Helium and portable C cache the 4 int8
 
 
 def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *, input_zp: int,
@@ -57,7 +61,7 @@ def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *
 
 class DepthwiseConv2d(OpDef):
     kind = "depthwise_conv2d"
-    runtime_sources = ("depthwise/edgec_depthwise_conv_s8.c",)
+    runtime_sources = ("depthwise/edgec_depthwise_conv_s8.c", "depthwise/edgec_depthwise_conv_s8_packed.c")
     fuses_activation = True
 
     def to_nhwc(self, op, graph) -> None:
@@ -77,9 +81,28 @@ class DepthwiseConv2d(OpDef):
                                    ch_mult=a["ch_mult"], out_hw=out_t.shape[1:3],
                                    act_min=a["act_min"], act_max=a["act_max"])
 
+    def specialize(self, op, graph, target) -> None:
+        """On cores with the DSP extension or Helium a ch_mult-1 layer runs the packed kernel."""
+        fits = op.attrs["ch_mult"] == 1 and op.attrs["weight"].shape[1] <= PACKED_MAX_K
+        op.attrs["isa"] = kernel_isa(target) if fits else None
+
+    def scratch_bytes(self, op, graph, target) -> int:
+        isa = op.attrs.get("isa")
+        if isa is None:
+            return 0
+        out_w = graph.tensors[op.outputs[0]].shape[2]
+        return packed_scratch_bytes(isa, op.attrs["weight"].shape, out_w, op.attrs["stride"][1],
+                                    op.attrs["dilation"][1])
+
     def emit(self, op, graph, names) -> CCall:
-        kernel = "edgec_depthwise_conv_s8_in_place" if names.in_place(op) else "edgec_depthwise_conv_s8"
-        return emit_conv_call(kernel, op, graph, names, op.attrs["weight"].shape)
+        suffix = "_in_place" if names.in_place(op) else ""
+        a = op.attrs
+        if a.get("isa") is None:
+            return emit_conv_call(f"edgec_depthwise_conv_s8{suffix}", op, graph, names, a["weight"].shape)
+        zero_point = graph.tensors[op.inputs[0]].zero_point
+        return emit_conv_call(f"edgec_depthwise_conv_s8_packed{suffix}", op, graph, names, a["weight"].shape,
+                              weights=("packed_weights", packed_depthwise_filter(a["weight"])),
+                              bias=("folded_bias", packed_depthwise_bias(a["bias"], a["weight"], zero_point)))
 
     def in_place(self, op, graph, target):
         """With one output channel per input channel (ch_mult 1), output and input element (p, c)
@@ -95,12 +118,37 @@ class DepthwiseConv2d(OpDef):
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         step = lcm(x_t.shape[3], ARENA_ALIGNMENT)
         n, ho, wo, channels = out_t.shape
-        scratch = n * ho * wo * min(IN_PLACE_CHANNELS, channels)
+        scratch = n * ho * wo * min(IN_PLACE_CHANNELS, channels) + self.scratch_bytes(op, graph, target)
         return (InPlace(0, (out_t.size - x_t.size) // step * step, scratch_bytes=scratch),)
 
     def macs(self, op, graph) -> int:
         out = graph.tensors[op.outputs[0]].shape
         return int(np.prod(out) * np.prod(op.attrs["weight"].shape[1:3]))
+
+
+def packed_depthwise_filter(weight: np.ndarray) -> np.ndarray:
+    """A [1, KH, KW, C] filter as edgec_depthwise_conv_s8_packed reads it, flat: C zero-padded to
+    a multiple of 4, then per group of 4 channels its KH*KW taps of 4 bytes."""
+    _, kh, kw, c = weight.shape
+    groups = -(-c // IN_PLACE_CHANNELS)
+    padded = np.zeros((kh * kw, groups * IN_PLACE_CHANNELS), dtype=np.int8)
+    padded[:, :c] = weight.reshape(kh * kw, c)
+    return padded.reshape(kh * kw, groups, IN_PLACE_CHANNELS).transpose(1, 0, 2).reshape(-1)
+
+
+def packed_depthwise_bias(bias, weight: np.ndarray, input_zero_point: int) -> np.ndarray:
+    """The packed kernel's folded bias: bias - zp * the sum of each channel's taps, zero-padded to a
+    multiple of 4 channels."""
+    c = weight.shape[3]
+    folded = folded_bias(bias, weight.reshape(-1, c).T, input_zero_point)
+    return np.concatenate([folded, np.zeros(-c % IN_PLACE_CHANNELS, dtype=np.int32)])
+
+
+def packed_scratch_bytes(isa: str, weight_shape, out_w: int, stride_w: int, dilation_w: int) -> int:
+    """EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES: a cached input row per filter row."""
+    _, kh, kw, _ = weight_shape
+    row_pixels = (out_w - 1) * stride_w + (kw - 1) * dilation_w + 1
+    return kh * row_pixels * PACKED_PIXEL_BYTES.get(isa, 4)
 
 
 UNIT = DepthwiseConv2d()

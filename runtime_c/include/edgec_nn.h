@@ -223,6 +223,48 @@ edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params,
                                               int8_t *output, int8_t *scratch);
 
 /*
+ * edgec_depthwise_conv_s8 for ch_mult 1 from constants edgec lays out at compile time
+ * (edgec.ops.depthwise.packed_depthwise_filter): 4 channels at a time over a cache of the input
+ * rows, padded with the zero point, so border pixels cost what inside ones do. Uses the DSP
+ * extension or Helium where the build's -mcpu has them, else portable C. The arithmetic and the
+ * other arguments are edgec_depthwise_conv_s8's, except:
+ *  - packed_filter: per group of 4 channels (C zero-padded to a multiple of 4), its KH*KW taps of
+ *    4 bytes each in [KH][KW] order. Word-aligned;
+ *  - folded_bias (required): bias[c] + input_offset * the sum of channel c's taps, wrapped to
+ *    int32, then zeros up to a multiple of 4 entries. Word-aligned;
+ *  - KH <= EDGEC_DEPTHWISE_PACKED_MAX_K;
+ *  - scratch (required, word-aligned, apart from input and output):
+ *    EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES(KH, EDGEC_DEPTHWISE_PACKED_ROW_PIXELS(W_out, stride_w,
+ *    KW, dilation_w)) bytes: KH cached rows of that many pixels.
+ * _in_place: the output may overlap the input as edgec_depthwise_conv_s8_in_place's may; its
+ * scratch is those bytes followed by EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES(N*H_out*W_out, C).
+ */
+#define EDGEC_DEPTHWISE_PACKED_MAX_K 16
+#if defined(__ARM_FEATURE_DSP) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+#define EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES 8 /* 4 channels widened to int16 */
+#else
+#define EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES 4
+#endif
+#define EDGEC_DEPTHWISE_PACKED_ROW_PIXELS(out_w, stride_w, k_w, dilation_w) \
+    (((out_w) - 1) * (stride_w) + ((k_w) - 1) * (dilation_w) + 1)
+#define EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES(k_h, row_pixels) \
+    ((k_h) * (row_pixels) * EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES)
+edgec_status edgec_depthwise_conv_s8_packed(const edgec_conv_params *params,
+                                            const edgec_per_channel_quant *quant,
+                                            const edgec_dims *input_dims, const int8_t *input,
+                                            const edgec_dims *filter_dims, const int8_t *packed_filter,
+                                            const int32_t *folded_bias, const edgec_dims *output_dims,
+                                            int8_t *output, int8_t *scratch);
+edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_conv_params *params,
+                                                     const edgec_per_channel_quant *quant,
+                                                     const edgec_dims *input_dims, const int8_t *input,
+                                                     const edgec_dims *filter_dims,
+                                                     const int8_t *packed_filter,
+                                                     const int32_t *folded_bias,
+                                                     const edgec_dims *output_dims, int8_t *output,
+                                                     int8_t *scratch);
+
+/*
  * Fully connected: for each of `batches` rows of `input_size` int8 values,
  *   acc[o] = bias[o] + sum_j w[o][j] * (x[j] + input_offset).
  * quant arrays hold output_size entries if params->per_channel, else one. Scratch: none.

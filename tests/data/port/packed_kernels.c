@@ -21,9 +21,9 @@ enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have 
  * input_size, output_size. add: params (12), size. conv also in_place, input_at, output_at:
  * in place, the output buffer is one block holding both tensors, the input (copied there from the
  * payload) at byte input_at and the output at byte output_at. depthwise: conv's fields, then
- * has_bias and plain: edgec_depthwise_conv_s8_in_place (always given one block), or with plain
- * edgec_depthwise_conv_s8 (the tensors apart),
- * whose DSP or Helium path the build's -mcpu chooses, not the ISA word; filter [KH][KW][C]. */
+ * plain: edgec_depthwise_conv_s8_packed_in_place (always given one block), or with plain
+ * edgec_depthwise_conv_s8_packed (the tensors apart), whose DSP or Helium path the build's -mcpu
+ * chooses, not the ISA word; the packed filter and folded bias of edgec_nn.h. */
 enum {
     H_KIND,
     H_ISA,
@@ -163,15 +163,16 @@ static int32_t run_depthwise(const int32_t *h, payload_cursor *cursor, int8_t *b
     const edgec_dims filter_dims = dims_at(f + 16);
     const edgec_dims output_dims = dims_at(f + 20);
     const int32_t c = output_dims.c;
+    const int32_t padded_c = (c + 3) / 4 * 4;
     const int32_t input_bytes = input_dims.n * input_dims.h * input_dims.w * input_dims.c;
     const int8_t *payload_input = take(cursor, input_bytes);
-    const int8_t *filter = take(cursor, filter_dims.h * filter_dims.w * filter_dims.c);
-    const int32_t *bias = f[27] ? (const int32_t *)(void *)take(cursor, 4 * c) : NULL;
+    const int8_t *filter = take(cursor, filter_dims.h * filter_dims.w * padded_c);
+    const int32_t *bias = (const int32_t *)(void *)take(cursor, 4 * padded_c);
     edgec_per_channel_quant quant;
     quant.multiplier = (const int32_t *)(void *)take(cursor, 4 * c);
     quant.shift = (const int32_t *)(void *)take(cursor, 4 * c);
     memcpy(block + f[25], payload_input, (size_t)input_bytes);
-    return (f[28] ? edgec_depthwise_conv_s8 : edgec_depthwise_conv_s8_in_place)(
+    return (f[27] ? edgec_depthwise_conv_s8_packed : edgec_depthwise_conv_s8_packed_in_place)(
         &params, &quant, &input_dims, block + f[25], &filter_dims, filter, bias, &output_dims,
         block + f[26], scratch);
 }

@@ -1,0 +1,523 @@
+/*
+ * edgec_depthwise_conv_s8_packed -- int8 depthwise convolution (ch_mult 1) over a cache of padded
+ * input rows, from a filter and bias edgec lays out at compile time; and _in_place, the same layer
+ * written over its own input. Golden kernel: edgec.ops.depthwise.depthwise_conv2d_s8.
+ *
+ * Why a row cache: a window that overhangs the image has its own tap ranges, and handling those
+ * per pixel cost more than the taps themselves -- and border pixels are nearly half of a 25x5 or
+ * 6x6 layer. So the kernel takes 4 channels at a time and keeps in scratch the KH input rows one
+ * output row reads, padded left and right (and rows above or below the image) with the input zero
+ * point. A padded tap then adds w * zp, which the folded bias (bias - zp * the sum of the
+ * channel's taps) takes away again: every pixel is the same KH x KW taps of x * w, with no offset
+ * add and no bounds test, and the sums equal the golden int32 accumulator modulo 2^32.
+ *
+ * The cache is column-major: for each padded column, its KH rows' entries side by side, so a 3x3
+ * pixel's nine taps are nine consecutive entries (one pointer, no per-row pointers to keep). With
+ * dilation_h 1 padded row r lives in slot r mod KH, so moving down one output row at stride 1
+ * copies one new row per group; the filter taps are kept in each of the KH slot orders (phases).
+ *
+ * An entry holds the group's 4 channels of one pixel: with the DSP extension (M4/M7/M33) widened
+ * to int16 pairs, channels 0/2 then 1/3, so a tap is one LDRD and four SMLAxy; with Helium (M55)
+ * the 4 int8, one VLDRB.S32 per tap with the lanes as channels; else the 4 int8.
+ */
+#include "edgec_nn.h"
+#include "../support/edgec_support.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#define GROUP 4  /* channels per pass */
+#define PHASES 3 /* slot orders of a 3x3 window's rows */
+
+/* What every pass needs, fixed for the call. */
+typedef struct {
+    const edgec_per_channel_quant *quant;
+    const int8_t *filter; /* [groups][KH*KW][4] */
+    const int32_t *bias;  /* [groups * 4] */
+    const int8_t *input;
+    int32_t in_h;
+    int32_t in_w;
+    int32_t c;
+    int32_t k_h;
+    int32_t k_w;
+    int32_t out_h;
+    int32_t out_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t padded_w;     /* cached columns */
+    int32_t column_bytes; /* KH entries */
+    int unrolled;         /* a 3x3 undilated window: group_row_3x3 */
+    int8_t pad;           /* the input zero point */
+    edgec_output_stage stage;
+    int8_t *cache;        /* [padded_w][KH] entries */
+} packed_layer;
+
+/* One pass: channels first .. first + count - 1 (count <= 4; the filter and bias are zero-padded
+ * to 4 channels), with its constants read once. */
+typedef struct {
+    const packed_layer *layer;
+    int32_t first;
+    int32_t count;
+    const int8_t *taps; /* the group's KH*KW taps of 4 bytes, [KH][KW] */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+    int32x4_t bias;
+    int32x4_t multiplier;
+    int32x4_t shift;
+#else
+    int32_t bias[4];
+#endif
+#if defined(__ARM_FEATURE_DSP) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+    int short_requant; /* all four channels admit the short requantization */
+    edgec_dsp_requant q[4];
+    uint32_t lows;
+    uint32_t highs;
+    int32_t w[PHASES][9][2]; /* 3x3 taps widened (0/2, 1/3) in cache order: [kx][slot] */
+#else
+    int8_t w[PHASES][9][4];  /* 3x3 taps in cache order: [kx][slot] */
+#endif
+} packed_group;
+
+/* The tap of a 3x3 window that slot s of column kx holds in phase p (slot s holds filter row
+ * (s - p) mod 3), at the cache-order index kx * 3 + s. */
+static const int8_t *phase_tap(const packed_group *g, int32_t p, int32_t kx, int32_t s)
+{
+    return g->taps + 4 * (((s - p + PHASES) % PHASES) * 3 + kx);
+}
+
+/* ---- Per ISA: an entry, the group's constants, one output pixel ------------------------------ */
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+
+static inline void cache_entry(int8_t *dst, uint32_t four)
+{
+    memcpy(dst, &four, 4);
+}
+
+static void group_make(packed_group *g)
+{
+    const packed_layer *layer = g->layer;
+    int32_t mult[4] = {1 << 30, 1 << 30, 1 << 30, 1 << 30}; /* unused lanes: any valid pair */
+    int32_t shift[4] = {0, 0, 0, 0};
+    memcpy(mult, layer->quant->multiplier + g->first, 4 * (size_t)g->count);
+    memcpy(shift, layer->quant->shift + g->first, 4 * (size_t)g->count);
+    g->multiplier = vldrwq_s32(mult);
+    g->shift = vldrwq_s32(shift);
+    g->bias = vldrwq_s32(layer->bias + g->first);
+}
+
+static inline void group_store(const packed_group *g, int32x4_t acc, int8_t *out)
+{
+    const int32x4_t y = edgec_mve_output(edgec_mve_requantize(acc, g->multiplier, g->shift), g->layer->stage);
+    if (g->count == GROUP) {
+        vstrbq_s32(out, y);
+    } else {
+        vstrbq_p_s32(out, y, vctp32q((uint32_t)g->count));
+    }
+}
+
+/* The output pixel whose window starts at cached column `at`, filter row ky in slot slots[ky]. */
+static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at, int8_t *out)
+{
+    const packed_layer *layer = g->layer;
+    const int8_t *w = g->taps;
+    int32x4_t acc = g->bias;
+    for (int32_t ky = 0; ky < layer->k_h; ky++) {
+        const int8_t *x = layer->cache + at * layer->column_bytes + 4 * slots[ky];
+        for (int32_t kx = 0; kx < layer->k_w; kx++, w += 4, x += layer->dilation_w * layer->column_bytes) {
+            acc = vaddq_s32(acc, vmulq_s32(vldrbq_s32(x), vldrbq_s32(w)));
+        }
+    }
+    group_store(g, acc, out);
+}
+
+/* A row of 3x3 undilated pixels in phase p: nine consecutive entries each, a VLDRB.S32, VMUL
+ * and VADD per tap. */
+static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_t *out, int32_t out_step)
+{
+    const int8_t *x = g->layer->cache;
+    const int32_t step = 12 * g->layer->stride_w;
+    const int8_t *w = g->w[p][0];
+    for (int32_t ox = 0; ox < g->layer->out_w; ox++, x += step, out += out_step) {
+        int32x4_t acc = g->bias;
+        for (int32_t t = 0; t < 9; t++) {
+            acc = vaddq_s32(acc, vmulq_s32(vldrbq_s32(x + 4 * t), vldrbq_s32(w + 4 * t)));
+        }
+        group_store(g, acc, out);
+    }
+}
+
+#else /* DSP and portable: four int32 accumulators */
+
+#if defined(__ARM_FEATURE_DSP)
+/* The four channels widened to int16 pairs (0/2, then 1/3): one STRD (GCC would copy the pair
+ * through the stack). */
+static inline void cache_entry(int8_t *dst, uint32_t four)
+{
+    const int32_t x02 = __sxtb16((int32_t)four);
+    const int32_t x13 = edgec_sxtb16_ror8((int32_t)four);
+    __asm__("strd %1, %2, [%3]" : "=m"(*(int8_t(*)[8])dst) : "r"(x02), "r"(x13), "r"(dst));
+}
+
+/* acc_k += x_k * w_k for the four channels, x and w as int16 pairs (0/2, 1/3); x is the entry at
+ * *x, and *x steps to the next one (one LDRD with writeback). */
+static inline void tap_four(const int8_t **x, int32_t w02, int32_t w13, int32_t *a0, int32_t *a1,
+                            int32_t *a2, int32_t *a3)
+{
+    int32_t x02;
+    int32_t x13;
+    __asm__("ldrd %0, %1, [%2], #8" : "=r"(x02), "=r"(x13), "+r"(*x) : "m"(*(const int8_t(*)[8]) * x));
+    *a0 = __smlabb(x02, w02, *a0);
+    *a2 = __smlatt(x02, w02, *a2);
+    *a1 = __smlabb(x13, w13, *a1);
+    *a3 = __smlatt(x13, w13, *a3);
+}
+
+static void tap_four_int8(const int8_t *x, const int8_t *w, int32_t *a0, int32_t *a1, int32_t *a2,
+                          int32_t *a3)
+{
+    int32_t ws;
+    memcpy(&ws, w, 4);
+    tap_four(&x, __sxtb16(ws), edgec_sxtb16_ror8(ws), a0, a1, a2, a3);
+}
+
+/*
+ * The four outputs by the short requantization, each saturated to int8, clamped to the activation
+ * bytewise and stored as one word. Not inlined: the tap loop around it needs the registers.
+ */
+static EDGEC_NOINLINE void dsp_store_four(const packed_group *g, int32_t a0, int32_t a1, int32_t a2,
+                                          int32_t a3, int8_t *out)
+{
+    const uint32_t packed = edgec_dsp_pack_s8x4(__ssat(edgec_dsp_requantize(a0, g->q[0]), 8),
+                                                __ssat(edgec_dsp_requantize(a1, g->q[1]), 8),
+                                                __ssat(edgec_dsp_requantize(a2, g->q[2]), 8),
+                                                __ssat(edgec_dsp_requantize(a3, g->q[3]), 8));
+    const uint32_t clamped = edgec_dsp_clamp_s8x4(packed, g->lows, g->highs);
+    memcpy(out, &clamped, sizeof clamped);
+}
+#else
+static inline void cache_entry(int8_t *dst, uint32_t four)
+{
+    memcpy(dst, &four, 4);
+}
+
+/* acc += x * w, wrapping like SMLAxy: the folded bias may take a sum past int32 and back. */
+static inline void mac_wrapping(int32_t *acc, int8_t x, int8_t w)
+{
+    *acc = (int32_t)((uint32_t)*acc + (uint32_t)((int32_t)x * (int32_t)w));
+}
+
+static inline void tap_four_int8(const int8_t *x, const int8_t *w, int32_t *a0, int32_t *a1,
+                                 int32_t *a2, int32_t *a3)
+{
+    mac_wrapping(a0, x[0], w[0]);
+    mac_wrapping(a1, x[1], w[1]);
+    mac_wrapping(a2, x[2], w[2]);
+    mac_wrapping(a3, x[3], w[3]);
+}
+#endif
+
+static void group_make(packed_group *g)
+{
+    const packed_layer *layer = g->layer;
+    memcpy(g->bias, layer->bias + g->first, sizeof g->bias);
+#if defined(__ARM_FEATURE_DSP)
+    const int32_t *mult = layer->quant->multiplier + g->first;
+    const int32_t *shift = layer->quant->shift + g->first;
+    g->short_requant = g->count == GROUP;
+    for (int32_t k = 0; g->short_requant && k < GROUP; k++) {
+        g->short_requant = edgec_dsp_requant_short(mult[k], shift[k]);
+    }
+    for (int32_t k = 0; g->short_requant && k < GROUP; k++) {
+        g->q[k] = edgec_dsp_requant_make(mult[k], shift[k], layer->stage.offset);
+    }
+    g->lows = edgec_dsp_bytes(layer->stage.lo + layer->stage.offset);
+    g->highs = edgec_dsp_bytes(layer->stage.hi + layer->stage.offset);
+#endif
+}
+
+static inline void group_store(const packed_group *g, int32_t a0, int32_t a1, int32_t a2, int32_t a3,
+                               int8_t *out)
+{
+#if defined(__ARM_FEATURE_DSP)
+    if (g->short_requant) {
+        dsp_store_four(g, a0, a1, a2, a3, out);
+        return;
+    }
+#endif
+    const int32_t sums[4] = {a0, a1, a2, a3};
+    const int32_t *mult = g->layer->quant->multiplier + g->first;
+    const int32_t *shift = g->layer->quant->shift + g->first;
+    for (int32_t k = 0; k < g->count; k++) {
+        out[k] = edgec_requantize_s8(sums[k], mult[k], shift[k], g->layer->stage);
+    }
+}
+
+static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at, int8_t *out)
+{
+    const packed_layer *layer = g->layer;
+    const int32_t entry = (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
+    const int8_t *w = g->taps;
+    int32_t a0 = g->bias[0], a1 = g->bias[1], a2 = g->bias[2], a3 = g->bias[3];
+    for (int32_t ky = 0; ky < layer->k_h; ky++) {
+        const int8_t *x = layer->cache + at * layer->column_bytes + entry * slots[ky];
+        for (int32_t kx = 0; kx < layer->k_w; kx++, w += 4, x += layer->dilation_w * layer->column_bytes) {
+            tap_four_int8(x, w, &a0, &a1, &a2, &a3);
+        }
+    }
+    group_store(g, a0, a1, a2, a3, out);
+}
+
+/* A row of 3x3 undilated pixels in phase p: nine consecutive entries each. */
+static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_t *out, int32_t out_step)
+{
+    const int32_t entry = (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
+    const int32_t step = 3 * entry * g->layer->stride_w;
+    const int8_t *x = g->layer->cache;
+    for (int32_t ox = 0; ox < g->layer->out_w; ox++, x += step, out += out_step) {
+        int32_t a0 = g->bias[0], a1 = g->bias[1], a2 = g->bias[2], a3 = g->bias[3];
+#if defined(__ARM_FEATURE_DSP)
+        const int32_t(*w)[2] = g->w[p];
+        const int8_t *tap = x; /* the nine taps unrolled: GCC -O2 keeps the loop */
+        tap_four(&tap, w[0][0], w[0][1], &a0, &a1, &a2, &a3);
+        tap_four(&tap, w[1][0], w[1][1], &a0, &a1, &a2, &a3);
+        tap_four(&tap, w[2][0], w[2][1], &a0, &a1, &a2, &a3);
+        tap_four(&tap, w[3][0], w[3][1], &a0, &a1, &a2, &a3);
+        tap_four(&tap, w[4][0], w[4][1], &a0, &a1, &a2, &a3);
+        tap_four(&tap, w[5][0], w[5][1], &a0, &a1, &a2, &a3);
+        tap_four(&tap, w[6][0], w[6][1], &a0, &a1, &a2, &a3);
+        tap_four(&tap, w[7][0], w[7][1], &a0, &a1, &a2, &a3);
+        tap_four(&tap, w[8][0], w[8][1], &a0, &a1, &a2, &a3);
+#else
+        for (int32_t t = 0; t < 9; t++) {
+            tap_four_int8(x + entry * t, g->w[p][t], &a0, &a1, &a2, &a3);
+        }
+#endif
+        group_store(g, a0, a1, a2, a3, out);
+    }
+}
+#endif
+
+/* The 3x3 taps in each phase's cache order (widened where the entries are). */
+static void group_phases(packed_group *g)
+{
+    for (int32_t p = 0; p < PHASES; p++) {
+        for (int32_t t = 0; t < 9; t++) {
+            const int8_t *tap = phase_tap(g, p, t / 3, t % 3);
+#if defined(__ARM_FEATURE_DSP) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+            int32_t ws;
+            memcpy(&ws, tap, 4);
+            g->w[p][t][0] = __sxtb16(ws);
+            g->w[p][t][1] = edgec_sxtb16_ror8(ws);
+#else
+            memcpy(g->w[p][t], tap, 4);
+#endif
+        }
+    }
+}
+
+/* ---- The row cache -------------------------------------------------------------------------- */
+
+/* Padded row r (input row r - pad_top) of batch b into cache slot `slot`: the pad byte outside
+ * the image, and past the group's last channel. */
+static void fill_row(const packed_group *g, int32_t b, int32_t r, int32_t slot)
+{
+    const packed_layer *layer = g->layer;
+    const int32_t step = layer->column_bytes;
+    const uint32_t pad_four = (uint8_t)layer->pad * 0x01010101u;
+    const int32_t iy = r - layer->pad_top;
+    int8_t *dst = layer->cache + slot * (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
+    int32_t j = 0;
+    if (iy >= 0 && iy < layer->in_h) {
+        const int32_t image_start = EDGEC_MIN(layer->pad_left, layer->padded_w);
+        const int32_t image_end = EDGEC_MIN(layer->pad_left + layer->in_w, layer->padded_w);
+        for (; j < image_start; j++, dst += step) {
+            cache_entry(dst, pad_four);
+        }
+        if (j < image_end) {
+            const int32_t c = layer->c;
+            const int8_t *src = layer->input + ((b * layer->in_h + iy) * layer->in_w + j - layer->pad_left) * c + g->first;
+            uint32_t four;
+            for (; j < image_end; j++, dst += step) {
+                if (g->count == GROUP) {
+                    memcpy(&four, src, 4);
+                } else {
+                    int8_t bytes[4] = {layer->pad, layer->pad, layer->pad, layer->pad};
+                    memcpy(bytes, src, (size_t)g->count);
+                    memcpy(&four, bytes, 4);
+                }
+                cache_entry(dst, four);
+                src += j + 1 < image_end ? c : 0; /* not stepped past the image */
+            }
+        }
+    }
+    for (; j < layer->padded_w; j++, dst += step) {
+        cache_entry(dst, pad_four);
+    }
+}
+
+/*
+ * Brings the rows output row oy reads into the cache; slots[ky] = the slot of filter row ky.
+ * Undilated, padded row r stays in slot r mod KH until overwritten: rows below `*cached` are
+ * there already. Dilated, every row is copied into slot ky.
+ */
+static void cache_rows(const packed_group *g, int32_t b, int32_t oy, int32_t *cached, int32_t *slots)
+{
+    const packed_layer *layer = g->layer;
+    const int32_t first = oy * layer->stride_h;
+    for (int32_t ky = 0; ky < layer->k_h; ky++) {
+        const int32_t r = first + ky * layer->dilation_h;
+        if (layer->dilation_h != 1) {
+            slots[ky] = ky;
+            fill_row(g, b, r, ky);
+            continue;
+        }
+        slots[ky] = r % layer->k_h;
+        if (r >= *cached) {
+            fill_row(g, b, r, slots[ky]);
+        }
+    }
+    *cached = first + layer->k_h;
+}
+
+/* All output pixels of one group, in NHWC order, into `out` (pixels `pixel_step` bytes apart). */
+static void group_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out,
+                          int32_t pixel_step)
+{
+    packed_group g;
+    g.layer = layer;
+    g.first = first;
+    g.count = EDGEC_MIN(GROUP, layer->c - first);
+    g.taps = layer->filter + first * layer->k_h * layer->k_w;
+    group_make(&g);
+    if (layer->unrolled) {
+        group_phases(&g);
+    }
+    int32_t slots[EDGEC_DEPTHWISE_PACKED_MAX_K];
+
+    for (int32_t b = 0; b < batches; b++) {
+        int32_t cached = 0;
+        for (int32_t oy = 0; oy < layer->out_h; oy++) {
+            cache_rows(&g, b, oy, &cached, slots);
+            if (layer->unrolled) {
+                group_row_3x3(&g, slots[0], out, pixel_step);
+                out += layer->out_w * pixel_step;
+                continue;
+            }
+            for (int32_t ox = 0; ox < layer->out_w; ox++, out += pixel_step) {
+                group_pixel(&g, slots, ox * layer->stride_w, out);
+            }
+        }
+    }
+}
+
+/* ---- Entry points --------------------------------------------------------------------------- */
+
+static int word_aligned(const void *p)
+{
+    return ((uintptr_t)p & 3u) == 0;
+}
+
+static int packed_args_valid(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                             const edgec_dims *input_dims, const int8_t *input,
+                             const edgec_dims *filter_dims, const int8_t *packed_filter,
+                             const int32_t *folded_bias, const edgec_dims *output_dims,
+                             const int8_t *output, const int8_t *scratch)
+{
+    return edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter,
+                                 output_dims, output) &&
+           edgec_conv_window_valid(params, filter_dims) && params->ch_mult == 1 &&
+           filter_dims->n == 1 && filter_dims->c == input_dims->c && output_dims->c == input_dims->c &&
+           filter_dims->h <= EDGEC_DEPTHWISE_PACKED_MAX_K && folded_bias != NULL && scratch != NULL &&
+           word_aligned(packed_filter) && word_aligned(folded_bias) && word_aligned(scratch);
+}
+
+static packed_layer packed_layer_make(const edgec_conv_params *params,
+                                      const edgec_per_channel_quant *quant,
+                                      const edgec_dims *input_dims, const int8_t *input,
+                                      const edgec_dims *filter_dims, const int8_t *packed_filter,
+                                      const int32_t *folded_bias, const edgec_dims *output_dims,
+                                      int8_t *scratch)
+{
+    packed_layer layer;
+    layer.quant = quant;
+    layer.filter = packed_filter;
+    layer.bias = folded_bias;
+    layer.input = input;
+    layer.in_h = input_dims->h;
+    layer.in_w = input_dims->w;
+    layer.c = input_dims->c;
+    layer.k_h = filter_dims->h;
+    layer.k_w = filter_dims->w;
+    layer.out_h = output_dims->h;
+    layer.out_w = output_dims->w;
+    layer.stride_h = params->stride_h;
+    layer.stride_w = params->stride_w;
+    layer.dilation_h = params->dilation_h;
+    layer.dilation_w = params->dilation_w;
+    layer.pad_top = params->pad_top;
+    layer.pad_left = params->pad_left;
+    layer.padded_w = EDGEC_DEPTHWISE_PACKED_ROW_PIXELS(output_dims->w, params->stride_w, filter_dims->w,
+                                                       params->dilation_w);
+    layer.column_bytes = filter_dims->h * (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
+    layer.unrolled = filter_dims->h == 3 && filter_dims->w == 3 && params->dilation_h == 1 &&
+                     params->dilation_w == 1;
+    layer.pad = (int8_t)(-params->input_offset);
+    layer.stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    layer.cache = scratch;
+    return layer;
+}
+
+edgec_status edgec_depthwise_conv_s8_packed(const edgec_conv_params *params,
+                                            const edgec_per_channel_quant *quant,
+                                            const edgec_dims *input_dims, const int8_t *input,
+                                            const edgec_dims *filter_dims, const int8_t *packed_filter,
+                                            const int32_t *folded_bias, const edgec_dims *output_dims,
+                                            int8_t *output, int8_t *scratch)
+{
+    if (!packed_args_valid(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias,
+                           output_dims, output, scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const packed_layer layer = packed_layer_make(params, quant, input_dims, input, filter_dims,
+                                                 packed_filter, folded_bias, output_dims, scratch);
+    for (int32_t first = 0; first < layer.c; first += GROUP) {
+        group_outputs(&layer, output_dims->n, first, output + first, layer.c);
+    }
+    return EDGEC_OK;
+}
+
+edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_conv_params *params,
+                                                     const edgec_per_channel_quant *quant,
+                                                     const edgec_dims *input_dims, const int8_t *input,
+                                                     const edgec_dims *filter_dims,
+                                                     const int8_t *packed_filter,
+                                                     const int32_t *folded_bias,
+                                                     const edgec_dims *output_dims, int8_t *output,
+                                                     int8_t *scratch)
+{
+    if (!packed_args_valid(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias,
+                           output_dims, output, scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const packed_layer layer = packed_layer_make(params, quant, input_dims, input, filter_dims,
+                                                 packed_filter, folded_bias, output_dims, scratch);
+    const int32_t pixels = output_dims->n * output_dims->h * output_dims->w;
+    int8_t *staging = scratch + EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES(filter_dims->h, layer.padded_w);
+    for (int32_t first = 0; first < layer.c; first += GROUP) {
+        const int32_t count = EDGEC_MIN(GROUP, layer.c - first);
+        /* The whole group into staging first: its input channels are read until the last row. */
+        group_outputs(&layer, output_dims->n, first, staging, count);
+        for (int32_t p = 0; p < pixels; p++) {
+            if (count == GROUP) {
+                memcpy(output + p * layer.c + first, staging + GROUP * p, GROUP); /* one word */
+            } else {
+                memcpy(output + p * layer.c + first, staging + p * count, (size_t)count);
+            }
+        }
+    }
+    return EDGEC_OK;
+}
