@@ -48,6 +48,10 @@ class Names:
         """Whether the plan writes `op`'s output over one of its inputs (its in-place kernel then)."""
         return op.name in self.plan.in_place
 
+    def in_place_form(self, op: Op):
+        """The InPlace form the plan runs `op` in, or None."""
+        return self.plan.in_place.get(op.name)
+
 
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,

@@ -208,9 +208,10 @@ def fc_case(rng, isa: str) -> Case:
 
 def depthwise_case(rng, isa: str) -> Case:
     """edgec_depthwise_conv_s8_packed and _in_place (the build's -mcpu picks the path: DSP on
-    cortex-m4, Helium on cortex-m55), with the output over its input at the planner's offset
-    (DepthwiseConv2d.in_place), head-aligned, or apart from it (half of those by the plain
-    kernel). Mostly 3x3 with channel counts around the 4-channel group, so full groups, tails,
+    cortex-m4, Helium on cortex-m55): the plain kernel apart from its input, over it at the
+    planner's unstaged offset (DepthwiseConv2d.in_place) and at the lowest multiple of C its
+    contract allows; the _in_place kernel at the staged form's offset, head-aligned, or apart.
+    Mostly 3x3 with channel counts around the 4-channel group, so full groups, tails,
     borders and every row phase occur; some other windows, strides, dilations and pads."""
     while True:
         c = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, int(rng.integers(1, 40))]))
@@ -232,16 +233,17 @@ def depthwise_case(rng, isa: str) -> Case:
     graph = Graph(inputs=["x"], outputs=["y"], layout="NHWC")
     graph.add_tensor(Tensor("x", x.shape))
     graph.add_tensor(Tensor("y", golden.shape))
-    op = Op("layer", "depthwise_conv2d", ["x"], ["y"], dict(weight=weights, ch_mult=1, stride=stride,
+    op = Op("layer", "depthwise_conv2d", ["x"], ["y"], dict(weight=weights, ch_mult=1, stride=stride, pad=pad,
                                                             dilation=dilation, isa=isa))
-    [planned] = DEPTHWISE.in_place(op, graph, None)
-    offset = [planned.input_offset, 0, -x.size, -x.size][int(rng.integers(4))]
-    plain = offset == -x.size and rng.random() < 0.5
+    unstaged, staged = DEPTHWISE.in_place(op, graph, None)
+    tightest = DEPTHWISE._unstaged(op, graph.tensors["x"], graph.tensors["y"], c, 0).input_offset
+    plain, offset = [(True, -x.size), (True, unstaged.input_offset), (True, tightest),
+                     (False, staged.input_offset), (False, 0), (False, -x.size)][int(rng.integers(6))]
     input_at, output_at, block = in_place_block(x, golden, offset)
     params = [-zp_in, zp_out, *stride, *pad, *dilation, 1, 1, act_min, act_max]
     fields = (params + [n, h, w, c] + [1, kh, kw, c] + list(golden.shape) + [1, input_at, output_at, int(plain)])
     arrays = [x, packed_depthwise_filter(weights), packed_depthwise_bias(bias, weights, zp_in), m, s]
-    scratch = DEPTHWISE.scratch_bytes(op, graph, None) if plain else planned.scratch_bytes
+    scratch = unstaged.scratch_bytes if plain else staged.scratch_bytes
     return Case("depthwise", isa, fields, arrays, block, scratch)
 
 
@@ -284,7 +286,7 @@ def misaligned_scratch(case: Case) -> Case:
     """The same call with scratch one byte off a word boundary: the kernel must refuse it and
     write nothing, so its buffer keeps the guard bytes (and a depthwise block its input)."""
     untouched = np.full(case.expected.size, GUARD_BYTE, dtype=np.int8)
-    if case.kind == "depthwise":  # a plain case: its block holds the input, then the output
+    if case.kind == "depthwise":  # its block holds the input
         x = case.arrays[0].ravel()
         untouched[case.fields[25]:case.fields[25] + x.size] = x
     return Case(case.kind, case.isa, case.fields, case.arrays, untouched, case.scratch_bytes,
@@ -298,7 +300,7 @@ def all_cases(target: str, seed: int) -> list[Case]:
     cases = [MAKERS[kind](rng, isa) for isa in ISAS[target] for kind, count in CASES.items() for _ in range(count)
              if kind != "depthwise" or isa == ISAS[target][0]]  # the build's -mcpu picks its path
     apart = [c for c in cases if c.kind == "add" or (c.kind == "conv" and not c.fields[24])
-             or (c.kind == "depthwise" and c.fields[27])]
+             or c.kind == "depthwise"]
     refused = [misaligned_scratch(c) for isa in ISAS[target] for kind in ("conv", "add", "depthwise")
                for c in [c for c in apart if (c.isa, c.kind) == (isa, kind) and c.expected.size][:2]]
     return cases + refused

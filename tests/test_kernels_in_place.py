@@ -125,23 +125,26 @@ def test_depthwise_in_place_equals_golden(kernel_lib, case, data):
 @settings(max_examples=300, **SETTINGS)
 @given(case=st.one_of(depthwise_cases(), depthwise_cases(kernels=st.just(3), dilations=st.just(1))), data=st.data())
 def test_depthwise_packed_equals_golden(kernel_lib, case, data):
-    """edgec_depthwise_conv_s8_packed apart from its input and _in_place over it (at the offsets of
-    the test above): on the host their portable path, which shares the row cache, its slots and
+    """edgec_depthwise_conv_s8_packed apart from its input and over it (unstaged), and _in_place
+    (staged, at the offsets of the test above): on the host their portable path, which shares the row cache, its slots and
     the 3x3 phases with the DSP and Helium paths (test_kernels_arm.py runs those). Half the cases
     are 3x3 undilated windows (where the image allows), the unrolled rows' case."""
     op, graph = _ir_op("depthwise_conv2d", case)
     op.attrs["isa"] = MVE  # the host's cache entries are Helium's: 4 int8
-    [planned] = DEPTHWISE.in_place(op, graph, None)
-    rows = DEPTHWISE.scratch_bytes(op, graph, None)
+    unstaged, staged = DEPTHWISE.in_place(op, graph, None)
     c = case.x.shape[3]
     out_size = case.x.shape[0] * case.out_hw[0] * case.out_hw[1] * c
     packed = (packed_depthwise_filter(case.w), packed_depthwise_bias(case.bias, case.w, case.input_zp))
     if data.draw(st.booleans()):
-        status, out = run_in_place(kernel_lib, "edgec_depthwise_conv_s8_packed", case, -case.x.size, rows, packed)
+        # Apart, at the planner's unstaged offset, and at the lowest multiple of C the contract allows.
+        tightest = DEPTHWISE._unstaged(op, graph.tensors["x"], graph.tensors["y"], c, 0).input_offset
+        offset = data.draw(st.sampled_from([-case.x.size, unstaged.input_offset, tightest]))
+        status, out = run_in_place(kernel_lib, "edgec_depthwise_conv_s8_packed", case, offset,
+                                   unstaged.scratch_bytes, packed)
     else:
-        offset = data.draw(st.sampled_from([planned.input_offset, 0, out_size - case.x.size, -case.x.size]))
+        offset = data.draw(st.sampled_from([staged.input_offset, 0, out_size - case.x.size, -case.x.size]))
         status, out = run_in_place(kernel_lib, "edgec_depthwise_conv_s8_packed_in_place", case, offset,
-                                   planned.scratch_bytes, packed)
+                                   staged.scratch_bytes, packed)
     assert status == 0
     np.testing.assert_array_equal(out, case.golden())
 

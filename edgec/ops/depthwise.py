@@ -95,10 +95,13 @@ class DepthwiseConv2d(OpDef):
                                     op.attrs["dilation"][1])
 
     def emit(self, op, graph, names) -> CCall:
-        suffix = "_in_place" if names.in_place(op) else ""
         a = op.attrs
+        form = names.in_place_form(op)
         if a.get("isa") is None:
+            suffix = "" if form is None else "_in_place"
             return emit_conv_call(f"edgec_depthwise_conv_s8{suffix}", op, graph, names, a["weight"].shape)
+        # The plain packed kernel runs unstaged in place too; the staged form's scratch adds the planes.
+        suffix = "" if form is None or form.scratch_bytes == self.scratch_bytes(op, graph, None) else "_in_place"
         zero_point = graph.tensors[op.inputs[0]].zero_point
         return emit_conv_call(f"edgec_depthwise_conv_s8_packed{suffix}", op, graph, names, a["weight"].shape,
                               weights=("packed_weights", packed_depthwise_filter(a["weight"])),
@@ -107,19 +110,43 @@ class DepthwiseConv2d(OpDef):
     def in_place(self, op, graph, target):
         """With one output channel per input channel (ch_mult 1), output and input element (p, c)
         sit at p*C + c: an output channel overlaps only the same input channel as long as the two
-        tensors start a multiple of C bytes apart. edgec_depthwise_conv_s8_in_place computes
-        IN_PLACE_CHANNELS channels at a time into N*Ho*Wo-byte scratch planes, then scatters them
-        into the output, over the input channels it no longer needs. The input is tail-aligned
-        (the two end together, rounded to a multiple of C and of the alignment): a stride-2
-        layer's smaller output then ends where the expanding 1x1 conv after it ends too, so a
-        chain of in-place layers keeps one end and stays compact."""
+        tensors start a multiple of C bytes apart. The _in_place kernels compute IN_PLACE_CHANNELS
+        channels at a time into N*Ho*Wo-byte scratch planes, then scatter them into the output,
+        over the input channels they no longer need. The input is tail-aligned (the two end
+        together, rounded to a multiple of C and of the alignment): a stride-2 layer's smaller
+        output then ends where the expanding 1x1 conv after it ends too, so a chain of in-place
+        layers keeps one end and stays compact. The packed kernel first offers to run without the
+        planes (see _unstaged)."""
         if op.attrs["ch_mult"] != 1:
             return ()
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         step = lcm(x_t.shape[3], ARENA_ALIGNMENT)
         n, ho, wo, channels = out_t.shape
-        scratch = n * ho * wo * min(IN_PLACE_CHANNELS, channels) + self.scratch_bytes(op, graph, target)
-        return (InPlace(0, (out_t.size - x_t.size) // step * step, scratch_bytes=scratch),)
+        scratch = self.scratch_bytes(op, graph, target)
+        staged = InPlace(0, (out_t.size - x_t.size) // step * step, n * ho * wo * min(IN_PLACE_CHANNELS, channels) + scratch)
+        if op.attrs.get("isa") is None:
+            return (staged,)
+        return (self._unstaged(op, x_t, out_t, step, scratch), staged)
+
+    @staticmethod
+    def _unstaged(op, x_t, out_t, step, scratch) -> InPlace:
+        """edgec_depthwise_conv_s8_packed itself over its input: it stores output row oy only after
+        caching every input row it reads, and reads no input row again once cached (undilated; a
+        dilated layer re-reads rows from (oy+1)*stride on). So with the input starting k*C bytes
+        after the output, storing row oy must not reach the first input pixel read after it:
+        k >= (its last pixel + 1) - that pixel, for every row. Of the safe k the one nearest tail
+        alignment is taken, rounded up to a multiple of C and of the alignment."""
+        n, h, w, c = x_t.shape
+        _, ho, wo, _ = out_t.shape
+        kh, stride, pad_top = op.attrs["weight"].shape[1], op.attrs["stride"][0], op.attrs["pad"][0]
+        keeps_rows = op.attrs["dilation"][0] == 1 and stride < kh
+        needed = out_t.size - x_t.size
+        for b in range(n):
+            for oy in range(ho if b < n - 1 else ho - 1):
+                next_row = (oy * stride + kh if keeps_rows else (oy + 1) * stride) - pad_top
+                next_read = (b * h + max(next_row, 0)) * w if next_row < h and oy + 1 < ho else (b + 1) * h * w
+                needed = max(needed, ((b * ho + oy + 1) * wo - next_read) * c)
+        return InPlace(0, -(-needed // step) * step, scratch)
 
     def macs(self, op, graph) -> int:
         out = graph.tensors[op.outputs[0]].shape

@@ -236,6 +236,13 @@ edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params,
  *  - scratch (required, word-aligned, apart from input and output):
  *    EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES(KH, EDGEC_DEPTHWISE_PACKED_ROW_PIXELS(W_out, stride_w,
  *    KW, dilation_w)) bytes: KH cached rows of that many pixels.
+ * The output may overlap the input when the input starts k*C bytes after it (k may be negative)
+ * and storing each output row leaves the first input pixel read after it alone: the kernel
+ * stores row oy (4 channels at a time) only after caching every input row it reads, and reads
+ * those channels of input row i = oy*stride_h + KH - pad_top next (undilated with stride_h < KH;
+ * else i = (oy+1)*stride_h - pad_top), or the next batch's first row when i >= H_in or oy is the
+ * last row. So k*C >= (oy+1)*W_out*C - (first pixel of i)*C for every row but the very last
+ * (edgec.ops.depthwise.DepthwiseConv2d._unstaged).
  * _in_place: the output may overlap the input as edgec_depthwise_conv_s8_in_place's may; its
  * scratch is those bytes followed by EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES(N*H_out*W_out, C).
  */

@@ -13,10 +13,9 @@
  * start a multiple of C bytes apart, because element (p, c) of either sits at p*C + c; so each
  * group goes into scratch first and only then into the output: what it overwrites are those
  * input channels, which no later channel reads. A full group of four
- * (depthwise_four_channels) keeps its accumulators in registers, unrolls the interior 3x3 window
- * and, where the core has the DSP extension (M4/M7/M33/M55), does each tap's four channels with
- * one word load each of input and filter and four SMLAxy; with Helium (M55) the four channels
- * are one vector's lanes instead. Other groups take the general loop.
+ * (depthwise_four_channels) keeps its accumulators in registers and runs the interior of a 3x3
+ * window without tap ranges. Other groups take the general loop. (On cores with the DSP
+ * extension or Helium edgec runs ch_mult-1 layers on edgec_depthwise_conv_s8_packed instead.)
  *
  * int32 accumulator as in CMSIS-NN: KH*KW * 32640 + |bias| < 2^31 for any realistic layer.
  */
@@ -198,165 +197,17 @@ static void depthwise_channels(const depthwise_layer *layer, const edgec_dims *o
 }
 
 /* ---- Groups of four channels ---------------------------------------------------------------
- * A four_group holds what one group's pixels need; per ISA, four_group_make builds it, four_pixel
- * computes one pixel from its in-bounds taps (any window), and four_inside_run a run of pixels
- * whose 3x3 window lies wholly inside the input (no tap ranges, unrolled). The walk over the
- * pixels, depthwise_four_channels, is shared.
+ * A four_group holds what one group's pixels need; four_pixel computes one pixel from its
+ * in-bounds taps (any window), and four_inside_run a run of pixels whose 3x3 window lies wholly
+ * inside the input (no tap ranges); depthwise_four_channels walks the pixels.
  */
 typedef struct {
     const depthwise_layer *layer;
     int32_t first;     /* the group's first channel */
     int32_t in_step_x; /* input bytes between horizontally adjacent taps */
     int32_t in_step_y; /* ... and vertically adjacent ones */
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-    int32x4_t multiplier;
-    int32x4_t shift;
-    int32x4_t bias;
-    int32x4_t inside_bias; /* bias + input offset * the sum of the 9 taps' weights */
-    int8_t taps[9 * 4];    /* a 3x3 filter's taps for the group, packed */
-#else
-    int32_t tap_offset;    /* tap_offset_make(input offset) */
     int32_t bias[4];
-#if defined(__ARM_FEATURE_DSP)
-    int short_requant;     /* all four channels admit the short requantization */
-    edgec_dsp_requant q[4];
-    uint32_t lows;
-    uint32_t highs;
-    int32_t w[9][2];       /* a 3x3 filter's taps widened: channels 0/2, 1/3 (one LDRD) */
-#endif
-#endif
 } four_group;
-
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-/* Helium: the four channels are the four int32 lanes of one vector (VLDRB.S32 widens each tap's
- * four input and four filter bytes, a VMUL and a VADD accumulate them), requantized and narrowed
- * together. */
-static void four_group_make(four_group *g)
-{
-    const depthwise_layer *layer = g->layer;
-    const int32_t first = g->first;
-    g->multiplier = vldrwq_s32(layer->quant->multiplier + first);
-    g->shift = vldrwq_s32(layer->quant->shift + first);
-    g->bias = layer->bias != NULL ? vldrwq_s32(layer->bias + first) : vdupq_n_s32(0);
-    g->inside_bias = g->bias;
-    if (is_3x3(layer)) {
-        /* Inside, the offset folds into the bias: each tap is then two loads, a VMUL and a VADD.
-         * The sums wrap like the golden kernel's int32 accumulator. */
-        for (int32_t t = 0; t < 9; t++) {
-            memcpy(g->taps + 4 * t, filter_tap(layer, t / 3, t % 3, first), 4);
-            g->inside_bias = vmlaq_n_s32(g->inside_bias, vldrbq_s32(g->taps + 4 * t), layer->input_offset);
-        }
-    }
-}
-
-static inline void mve_store_four(const four_group *g, int32x4_t acc, int8_t *out)
-{
-    vstrbq_s32(out, edgec_mve_output(edgec_mve_requantize(acc, g->multiplier, g->shift), g->layer->stage));
-}
-
-static EDGEC_NOINLINE void four_pixel(const four_group *g, const int8_t *in, const int8_t *w,
-                                      int32_t taps_y, int32_t taps_x, int8_t *out)
-{
-    const int32_t offset = g->layer->input_offset;
-    int32x4_t acc = g->bias;
-    for (int32_t ky = 0; ky < taps_y; ky++) {
-        for (int32_t kx = 0; kx < taps_x; kx++) {
-            acc = vaddq_s32(acc, vmulq_s32(vaddq_n_s32(vldrbq_s32(in + kx * g->in_step_x), offset),
-                                           vldrbq_s32(w + kx * g->layer->in_c)));
-        }
-        if (ky + 1 < taps_y) {
-            in += g->in_step_y;
-            w += g->layer->filter_row_len;
-        }
-    }
-    mve_store_four(g, acc, out);
-}
-
-static EDGEC_NOINLINE void four_inside_run(const four_group *g, const int8_t *in, int32_t count,
-                                           int32_t in_step, int8_t *out, int32_t out_step)
-{
-    const int32_t sx = g->in_step_x;
-    const int32_t sy = g->in_step_y;
-    for (int32_t p = 0; p < count; p++, in += in_step, out += out_step) {
-        int32x4_t acc = g->inside_bias;
-        for (int32_t ky = 0; ky < 3; ky++) {
-            const int8_t *row = in + ky * sy;
-            const int8_t *w = g->taps + 12 * ky;
-            acc = vaddq_s32(acc, vmulq_s32(vldrbq_s32(row), vldrbq_s32(w)));
-            acc = vaddq_s32(acc, vmulq_s32(vldrbq_s32(row + sx), vldrbq_s32(w + 4)));
-            acc = vaddq_s32(acc, vmulq_s32(vldrbq_s32(row + 2 * sx), vldrbq_s32(w + 8)));
-        }
-        mve_store_four(g, acc, out);
-    }
-}
-
-#else
-#if defined(__ARM_FEATURE_DSP)
-/* add + bytes 1 and 3 of x sign-extended, per int16 half: SXTAB16 with ROR #8 (GCC 12's
- * arm_acle.h cannot express the rotation). */
-static inline int32_t sxtab16_ror8(int32_t add, int32_t x)
-{
-    int32_t result;
-    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(result) : "r"(add), "r"(x));
-    return result;
-}
-
-/* The input offset in both int16 halves (bit pattern of offset + offset * 2^16), for tap_four. */
-static inline int32_t tap_offset_make(int32_t input_offset)
-{
-    return (int32_t)(((uint32_t)input_offset & 0xFFFFu) * 0x10001u);
-}
-
-/*
- * One tap of four adjacent channels, acc_k += (in[k] + offset) * w[k], with the filter word
- * already widened (w02: channels 0/2, w13: 1/3): SXTAB16 widens the input's channels 0/2 and 1/3
- * with the offset added in each int16 half ([-255, 255] fits), and SMLAxy multiplies one half pair
- * into each channel.
- */
-static inline void tap_four_widened(const int8_t *in, int32_t w02, int32_t w13, int32_t offset_pair,
-                                    int32_t *a0, int32_t *a1, int32_t *a2, int32_t *a3)
-{
-    int32_t xs;
-    memcpy(&xs, in, sizeof xs);
-    const int32_t x02 = __sxtab16(offset_pair, xs);
-    const int32_t x13 = sxtab16_ror8(offset_pair, xs);
-    *a0 = __smlabb(x02, w02, *a0);
-    *a2 = __smlatt(x02, w02, *a2);
-    *a1 = __smlabb(x13, w13, *a1);
-    *a3 = __smlatt(x13, w13, *a3);
-}
-
-/* One tap of four adjacent channels: one word each of input and filter. */
-static inline void tap_four(const int8_t *in, const int8_t *w, int32_t offset_pair, int32_t *a0,
-                            int32_t *a1, int32_t *a2, int32_t *a3)
-{
-    int32_t ws;
-    memcpy(&ws, w, sizeof ws);
-    tap_four_widened(in, __sxtb16(ws), edgec_sxtb16_ror8(ws), offset_pair, a0, a1, a2, a3);
-}
-
-/*
- * The four outputs of one pixel by the short requantization (all four channels admit it), each
- * saturated to int8, then clamped to the activation bytewise and stored as one word. Not inlined:
- * the tap loop around it needs the registers.
- */
-static __attribute__((noinline)) void dsp_output_four(const int32_t sums[4],
-                                                      const edgec_dsp_requant q[4], uint32_t lows,
-                                                      uint32_t highs, int8_t *dst)
-{
-    const uint32_t packed = edgec_dsp_pack_s8x4(__ssat(edgec_dsp_requantize(sums[0], q[0]), 8),
-                                                __ssat(edgec_dsp_requantize(sums[1], q[1]), 8),
-                                                __ssat(edgec_dsp_requantize(sums[2], q[2]), 8),
-                                                __ssat(edgec_dsp_requantize(sums[3], q[3]), 8));
-    const uint32_t clamped = edgec_dsp_clamp_s8x4(packed, lows, highs);
-    memcpy(dst, &clamped, sizeof clamped);
-}
-
-#else
-static inline int32_t tap_offset_make(int32_t input_offset)
-{
-    return input_offset;
-}
 
 /* One tap of four adjacent channels: acc_k += (in[k] + offset) * w[k]. */
 static inline void tap_four(const int8_t *in, const int8_t *w, int32_t offset, int32_t *a0,
@@ -367,51 +218,17 @@ static inline void tap_four(const int8_t *in, const int8_t *w, int32_t offset, i
     *a2 += ((int32_t)in[2] + offset) * (int32_t)w[2];
     *a3 += ((int32_t)in[3] + offset) * (int32_t)w[3];
 }
-#endif
 
-/* The portable and DSP group: four accumulators in registers over the taps, the requantization
- * constants read once per group. */
 static void four_group_make(four_group *g)
 {
-    const depthwise_layer *layer = g->layer;
-    const int32_t first = g->first;
-    g->tap_offset = tap_offset_make(layer->input_offset);
     for (int32_t k = 0; k < 4; k++) {
-        g->bias[k] = layer->bias != NULL ? layer->bias[first + k] : 0;
+        g->bias[k] = g->layer->bias != NULL ? g->layer->bias[g->first + k] : 0;
     }
-#if defined(__ARM_FEATURE_DSP)
-    const int32_t *mult = layer->quant->multiplier + first;
-    const int32_t *shift = layer->quant->shift + first;
-    g->short_requant = 1;
-    for (int32_t k = 0; k < 4; k++) {
-        g->short_requant = g->short_requant && edgec_dsp_requant_short(mult[k], shift[k]);
-    }
-    for (int32_t k = 0; g->short_requant && k < 4; k++) {
-        g->q[k] = edgec_dsp_requant_make(mult[k], shift[k], layer->stage.offset);
-    }
-    g->lows = edgec_dsp_bytes(layer->stage.lo + layer->stage.offset);
-    g->highs = edgec_dsp_bytes(layer->stage.hi + layer->stage.offset);
-    if (is_3x3(layer)) {
-        for (int32_t t = 0; t < 9; t++) {
-            int32_t ws;
-            memcpy(&ws, filter_tap(layer, t / 3, t % 3, first), 4);
-            g->w[t][0] = __sxtb16(ws);
-            g->w[t][1] = edgec_sxtb16_ror8(ws);
-        }
-    }
-#endif
 }
 
 static inline void store_four(const four_group *g, int32_t a0, int32_t a1, int32_t a2, int32_t a3,
                               int8_t *out)
 {
-#if defined(__ARM_FEATURE_DSP)
-    if (g->short_requant) {
-        const int32_t sums[4] = {a0, a1, a2, a3};
-        dsp_output_four(sums, g->q, g->lows, g->highs, out);
-        return;
-    }
-#endif
     const int32_t *mult = g->layer->quant->multiplier + g->first;
     const int32_t *shift = g->layer->quant->shift + g->first;
     out[0] = edgec_requantize_s8(a0, mult[0], shift[0], g->layer->stage);
@@ -424,12 +241,13 @@ static inline void store_four(const four_group *g, int32_t a0, int32_t a1, int32
 static inline void four_taps_store(const four_group *g, const int8_t *in, const int8_t *w,
                                    int32_t taps_y, int32_t taps_x, int8_t *out)
 {
+    const int32_t offset = g->layer->input_offset;
     int32_t a0 = g->bias[0], a1 = g->bias[1], a2 = g->bias[2], a3 = g->bias[3];
     for (int32_t ky = 0; ky < taps_y; ky++) {
         int32_t i = 0;
         int32_t j = 0;
         for (int32_t kx = 0; kx < taps_x; kx++) {
-            tap_four(in + i, w + j, g->tap_offset, &a0, &a1, &a2, &a3);
+            tap_four(in + i, w + j, offset, &a0, &a1, &a2, &a3);
             i += g->in_step_x;
             j += g->layer->in_c;
         }
@@ -447,39 +265,15 @@ static EDGEC_NOINLINE void four_pixel(const four_group *g, const int8_t *in, con
     four_taps_store(g, in, w, taps_y, taps_x, out);
 }
 
+/* The general loop, inlined here: a call per pixel would cost more than its taps save. */
 static EDGEC_NOINLINE void four_inside_run(const four_group *g, const int8_t *in, int32_t count,
                                            int32_t in_step, int8_t *out, int32_t out_step)
 {
-#if defined(__ARM_FEATURE_DSP)
-    const int32_t sx = g->in_step_x;
-    const int32_t sy = g->in_step_y;
-    const int32_t off = g->tap_offset;
-    const int32_t(*w)[2] = g->w;
-    for (int32_t p = 0; p < count; p++, in += in_step, out += out_step) {
-        int32_t a0 = g->bias[0], a1 = g->bias[1], a2 = g->bias[2], a3 = g->bias[3];
-        const int8_t *r0 = in;
-        const int8_t *r1 = in + sy;
-        const int8_t *r2 = in + 2 * sy;
-        tap_four_widened(r0, w[0][0], w[0][1], off, &a0, &a1, &a2, &a3);
-        tap_four_widened(r0 + sx, w[1][0], w[1][1], off, &a0, &a1, &a2, &a3);
-        tap_four_widened(r0 + 2 * sx, w[2][0], w[2][1], off, &a0, &a1, &a2, &a3);
-        tap_four_widened(r1, w[3][0], w[3][1], off, &a0, &a1, &a2, &a3);
-        tap_four_widened(r1 + sx, w[4][0], w[4][1], off, &a0, &a1, &a2, &a3);
-        tap_four_widened(r1 + 2 * sx, w[5][0], w[5][1], off, &a0, &a1, &a2, &a3);
-        tap_four_widened(r2, w[6][0], w[6][1], off, &a0, &a1, &a2, &a3);
-        tap_four_widened(r2 + sx, w[7][0], w[7][1], off, &a0, &a1, &a2, &a3);
-        tap_four_widened(r2 + 2 * sx, w[8][0], w[8][1], off, &a0, &a1, &a2, &a3);
-        store_four(g, a0, a1, a2, a3, out);
-    }
-#else
-    /* The general loop, inlined here: a call per pixel would cost more than its taps save. */
     const int8_t *w = filter_tap(g->layer, 0, 0, g->first);
     for (int32_t p = 0; p < count; p++, in += in_step, out += out_step) {
         four_taps_store(g, in, w, 3, 3, out);
     }
-#endif
 }
-#endif
 
 /* The output columns [*lo, *hi) whose 3x3 window lies wholly inside the input's width. */
 static void inside_columns(const depthwise_layer *layer, int32_t out_w, int32_t *lo, int32_t *hi)
