@@ -471,33 +471,13 @@ static packed_layer packed_layer_make(const edgec_conv_params *params,
     return layer;
 }
 
-edgec_status edgec_depthwise_conv_s8_packed(const edgec_conv_params *params,
-                                            const edgec_per_channel_quant *quant,
-                                            const edgec_dims *input_dims, const int8_t *input,
-                                            const edgec_dims *filter_dims, const int8_t *packed_filter,
-                                            const int32_t *folded_bias, const edgec_dims *output_dims,
-                                            int8_t *output, int8_t *scratch)
-{
-    if (!packed_args_valid(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias,
-                           output_dims, output, scratch)) {
-        return EDGEC_ARG_ERROR;
-    }
-    const packed_layer layer = packed_layer_make(params, quant, input_dims, input, filter_dims,
-                                                 packed_filter, folded_bias, output_dims, scratch);
-    for (int32_t first = 0; first < layer.c; first += GROUP) {
-        group_outputs(&layer, output_dims->n, first, output + first, layer.c);
-    }
-    return EDGEC_OK;
-}
-
-edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_conv_params *params,
-                                                     const edgec_per_channel_quant *quant,
-                                                     const edgec_dims *input_dims, const int8_t *input,
-                                                     const edgec_dims *filter_dims,
-                                                     const int8_t *packed_filter,
-                                                     const int32_t *folded_bias,
-                                                     const edgec_dims *output_dims, int8_t *output,
-                                                     int8_t *scratch)
+/* Every group straight into the output, or with `staged` into scratch after the cache first
+ * (its input channels are read until its last row), then into the output. */
+static edgec_status packed_depthwise(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                                     const edgec_dims *input_dims, const int8_t *input,
+                                     const edgec_dims *filter_dims, const int8_t *packed_filter,
+                                     const int32_t *folded_bias, const edgec_dims *output_dims,
+                                     int8_t *output, int8_t *scratch, int staged)
 {
     if (!packed_args_valid(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias,
                            output_dims, output, scratch)) {
@@ -509,7 +489,10 @@ edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_conv_params *pa
     int8_t *staging = scratch + EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES(filter_dims->h, layer.padded_w);
     for (int32_t first = 0; first < layer.c; first += GROUP) {
         const int32_t count = EDGEC_MIN(GROUP, layer.c - first);
-        /* The whole group into staging first: its input channels are read until the last row. */
+        if (!staged) {
+            group_outputs(&layer, output_dims->n, first, output + first, layer.c);
+            continue;
+        }
         group_outputs(&layer, output_dims->n, first, staging, count);
         for (int32_t p = 0; p < pixels; p++) {
             if (count == GROUP) {
@@ -520,4 +503,28 @@ edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_conv_params *pa
         }
     }
     return EDGEC_OK;
+}
+
+edgec_status edgec_depthwise_conv_s8_packed(const edgec_conv_params *params,
+                                            const edgec_per_channel_quant *quant,
+                                            const edgec_dims *input_dims, const int8_t *input,
+                                            const edgec_dims *filter_dims, const int8_t *packed_filter,
+                                            const int32_t *folded_bias, const edgec_dims *output_dims,
+                                            int8_t *output, int8_t *scratch)
+{
+    return packed_depthwise(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias,
+                            output_dims, output, scratch, 0);
+}
+
+edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_conv_params *params,
+                                                     const edgec_per_channel_quant *quant,
+                                                     const edgec_dims *input_dims, const int8_t *input,
+                                                     const edgec_dims *filter_dims,
+                                                     const int8_t *packed_filter,
+                                                     const int32_t *folded_bias,
+                                                     const edgec_dims *output_dims, int8_t *output,
+                                                     int8_t *scratch)
+{
+    return packed_depthwise(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias,
+                            output_dims, output, scratch, 1);
 }
