@@ -295,14 +295,13 @@ def misaligned_scratch(case: Case) -> Case:
 
 def all_cases(target: str, seed: int) -> list[Case]:
     """Random cases of every kind for each of the target's kernel families, then, per family and
-    kind with scratch, two of them (not in place) with a misaligned scratch pointer."""
+    kind with scratch, two of them (conv: not in place) with a misaligned scratch pointer."""
     rng = np.random.default_rng(seed)
     cases = [MAKERS[kind](rng, isa) for isa in ISAS[target] for kind, count in CASES.items() for _ in range(count)
              if kind != "depthwise" or isa == ISAS[target][0]]  # the build's -mcpu picks its path
-    apart = [c for c in cases if c.kind == "add" or (c.kind == "conv" and not c.fields[24])
-             or c.kind == "depthwise"]
+    refusable = [c for c in cases if c.kind != "conv" or not c.fields[24]]
     refused = [misaligned_scratch(c) for isa in ISAS[target] for kind in ("conv", "add", "depthwise")
-               for c in [c for c in apart if (c.isa, c.kind) == (isa, kind) and c.expected.size][:2]]
+               for c in [c for c in refusable if (c.isa, c.kind) == (isa, kind) and c.expected.size][:2]]
     return cases + refused
 
 

@@ -453,12 +453,6 @@ static inline edgec_dsp_requant dsp_channel_requant(const dsp_output *o, int32_t
     return edgec_dsp_requant_make(o->quant->multiplier[c], o->quant->shift[c], o->stage.offset);
 }
 
-/* requantize + offset by the short form, saturated to int8. */
-static inline int32_t dsp_short_output(int32_t acc, edgec_dsp_requant q)
-{
-    return __ssat(edgec_dsp_requantize(acc, q), 8);
-}
-
 /*
  * Stores channels c (and c + 1 when has_c1) of pixels a and b (b when out_b is not NULL) from
  * sums c0_a, c0_b, c1_a, c1_b: by the short requantization the four go through one packed clamp.
@@ -481,8 +475,8 @@ static void dsp_store_2x2(const int32_t sums[4], const dsp_output *o, int32_t c,
     /* an odd last channel's partner is not stored */
     const edgec_dsp_requant q1 = has_c1 ? dsp_channel_requant(o, c + 1) : q0;
     const uint32_t packed = edgec_dsp_clamp_s8x4(
-        edgec_dsp_pack_s8x4(dsp_short_output(sums[0], q0), dsp_short_output(sums[2], q1),
-                            dsp_short_output(sums[1], q0), dsp_short_output(sums[3], q1)),
+        edgec_dsp_pack_s8x4(edgec_dsp_requantize_ssat8(sums[0], q0), edgec_dsp_requantize_ssat8(sums[2], q1),
+                            edgec_dsp_requantize_ssat8(sums[1], q0), edgec_dsp_requantize_ssat8(sums[3], q1)),
         o->lows, o->highs);
     const uint16_t pair_a = (uint16_t)packed;
     const uint16_t pair_b = (uint16_t)(packed >> 16);

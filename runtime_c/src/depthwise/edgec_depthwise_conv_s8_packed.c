@@ -69,13 +69,15 @@ typedef struct {
     int32x4_t shift;
 #else
     int32_t bias[4];
-#endif
-#if defined(__ARM_FEATURE_DSP) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+#if defined(__ARM_FEATURE_DSP)
     int short_requant; /* all four channels admit the short requantization */
     edgec_dsp_requant q[4];
     uint32_t lows;
     uint32_t highs;
-    int32_t w[PHASES][9][2]; /* 3x3 taps widened (0/2, 1/3) in cache order: [kx][slot] */
+#endif
+#endif
+#if EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES == 8
+    int32_t w[PHASES][9][2]; /* 3x3 taps widened like the entries (0/2, 1/3), cache order [kx][slot] */
 #else
     int8_t w[PHASES][9][4];  /* 3x3 taps in cache order: [kx][slot] */
 #endif
@@ -191,10 +193,9 @@ static void tap_four_int8(const int8_t *x, const int8_t *w, int32_t *a0, int32_t
 static EDGEC_NOINLINE void dsp_store_four(const packed_group *g, int32_t a0, int32_t a1, int32_t a2,
                                           int32_t a3, int8_t *out)
 {
-    const uint32_t packed = edgec_dsp_pack_s8x4(__ssat(edgec_dsp_requantize(a0, g->q[0]), 8),
-                                                __ssat(edgec_dsp_requantize(a1, g->q[1]), 8),
-                                                __ssat(edgec_dsp_requantize(a2, g->q[2]), 8),
-                                                __ssat(edgec_dsp_requantize(a3, g->q[3]), 8));
+    const uint32_t packed = edgec_dsp_pack_s8x4(
+        edgec_dsp_requantize_ssat8(a0, g->q[0]), edgec_dsp_requantize_ssat8(a1, g->q[1]),
+        edgec_dsp_requantize_ssat8(a2, g->q[2]), edgec_dsp_requantize_ssat8(a3, g->q[3]));
     const uint32_t clamped = edgec_dsp_clamp_s8x4(packed, g->lows, g->highs);
     memcpy(out, &clamped, sizeof clamped);
 }
@@ -307,7 +308,7 @@ static void group_phases(packed_group *g)
     for (int32_t p = 0; p < PHASES; p++) {
         for (int32_t t = 0; t < 9; t++) {
             const int8_t *tap = phase_tap(g, p, t / 3, t % 3);
-#if defined(__ARM_FEATURE_DSP) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+#if EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES == 8
             int32_t ws;
             memcpy(&ws, tap, 4);
             g->w[p][t][0] = __sxtb16(ws);

@@ -114,7 +114,7 @@ static inline int32_t dsp_add_sum(const int8_t *tables, const uint8_t *input1,
 static inline int32_t dsp_add_short_one(const int8_t *tables, const uint8_t *input1,
                                         const uint8_t *input2, int32_t i, edgec_dsp_requant q)
 {
-    return __ssat(edgec_dsp_requantize(dsp_add_sum(tables, input1, input2, i), q), 8);
+    return edgec_dsp_requantize_ssat8(dsp_add_sum(tables, input1, input2, i), q);
 }
 
 /* The elements through the short requantization, four per word. */

@@ -211,7 +211,7 @@ static inline int32_t dsp_fc_output_short(int32_t acc, const edgec_per_channel_q
 {
     const edgec_dsp_requant q = edgec_dsp_requant_make(quant->multiplier[quant_index],
                                                        quant->shift[quant_index], offset);
-    return __ssat(edgec_dsp_requantize(acc, q), 8);
+    return edgec_dsp_requantize_ssat8(acc, q);
 }
 
 /*

@@ -298,6 +298,13 @@ static inline int32_t edgec_dsp_requantize(int32_t x, edgec_dsp_requant q)
     return high >> q.shift;
 }
 
+/* edgec_dsp_requantize saturated to int8 (SSAT): ready for edgec_dsp_pack_s8x4, before the
+ * activation clamp. */
+static inline int32_t edgec_dsp_requantize_ssat8(int32_t x, edgec_dsp_requant q)
+{
+    return __ssat(edgec_dsp_requantize(x, q), 8);
+}
+
 /* Four int8 in one word, bytes in order (three BFI): each y must already be in [-128, 127]. */
 static inline uint32_t edgec_dsp_pack_s8x4(int32_t y0, int32_t y1, int32_t y2, int32_t y3)
 {
