@@ -442,53 +442,45 @@ static int requant_all_short(const edgec_per_channel_quant *quant, int32_t out_c
 typedef struct {
     const edgec_per_channel_quant *quant;
     edgec_output_stage stage;
-    uint32_t lows;  /* act_min in every byte */
-    uint32_t highs; /* act_max in every byte */
+    int32_t round_base; /* edgec_dsp_round_base of the output offset */
+    uint32_t lows;      /* act_min in every byte */
+    uint32_t highs;     /* act_max in every byte */
     int short_requant;
 } dsp_output;
 
-/* Channel c's short requantization constants. */
-static inline edgec_dsp_requant dsp_channel_requant(const dsp_output *o, int32_t c)
-{
-    return edgec_dsp_requant_make(o->quant->multiplier[c], o->quant->shift[c], o->stage.offset);
-}
-
 /*
- * Stores channels c (and c + 1 when has_c1) of pixels a and b (b when out_b is not NULL) from
- * sums c0_a, c0_b, c1_a, c1_b: by the short requantization the four go through one packed clamp.
+ * Channels c and c + 1 of a pixel pair (pixel b out_c bytes after pixel a) from sums c0_a, c0_b,
+ * c1_a, c1_b, by the short requantization: the four go through one packed clamp and two halfword
+ * stores.
  */
-static void dsp_store_2x2(const int32_t sums[4], const dsp_output *o, int32_t c, int has_c1,
-                          int8_t *out_a, int8_t *out_b)
+static inline void dsp_store_2x2_short(const int32_t sums[4], const dsp_output *o, int32_t c,
+                                       int8_t *out_a, int32_t out_c)
 {
-    if (!o->short_requant) {
-        for (int32_t i = 0; i < 1 + has_c1; i++) {
-            const int32_t m = o->quant->multiplier[c + i];
-            const int32_t shift = o->quant->shift[c + i];
-            out_a[c + i] = edgec_requantize_s8(sums[2 * i], m, shift, o->stage);
-            if (out_b != NULL) {
-                out_b[c + i] = edgec_requantize_s8(sums[2 * i + 1], m, shift, o->stage);
-            }
-        }
-        return;
-    }
-    const edgec_dsp_requant q0 = dsp_channel_requant(o, c);
-    /* an odd last channel's partner is not stored */
-    const edgec_dsp_requant q1 = has_c1 ? dsp_channel_requant(o, c + 1) : q0;
+    const edgec_dsp_requant q0 =
+        edgec_dsp_requant_make(o->quant->multiplier[c], o->quant->shift[c], o->round_base);
+    const edgec_dsp_requant q1 =
+        edgec_dsp_requant_make(o->quant->multiplier[c + 1], o->quant->shift[c + 1], o->round_base);
     const uint32_t packed = edgec_dsp_clamp_s8x4(
         edgec_dsp_pack_s8x4(edgec_dsp_requantize_ssat8(sums[0], q0), edgec_dsp_requantize_ssat8(sums[2], q1),
                             edgec_dsp_requantize_ssat8(sums[1], q0), edgec_dsp_requantize_ssat8(sums[3], q1)),
         o->lows, o->highs);
     const uint16_t pair_a = (uint16_t)packed;
     const uint16_t pair_b = (uint16_t)(packed >> 16);
-    if (has_c1) {
-        memcpy(out_a + c, &pair_a, 2);
+    memcpy(out_a + c, &pair_a, 2);
+    memcpy(out_a + out_c + c, &pair_b, 2);
+}
+
+/* The general output stage of dsp_store_2x2_short: any (multiplier, shift); channel c alone when
+ * has_c1 is 0, pixel a alone when out_b is NULL. */
+static void dsp_store_2x2(const int32_t sums[4], const dsp_output *o, int32_t c, int has_c1,
+                          int8_t *out_a, int8_t *out_b)
+{
+    for (int32_t i = 0; i < 1 + has_c1; i++) {
+        const int32_t m = o->quant->multiplier[c + i];
+        const int32_t shift = o->quant->shift[c + i];
+        out_a[c + i] = edgec_requantize_s8(sums[2 * i], m, shift, o->stage);
         if (out_b != NULL) {
-            memcpy(out_b + c, &pair_b, 2);
-        }
-    } else {
-        out_a[c] = (int8_t)pair_a;
-        if (out_b != NULL) {
-            out_b[c] = (int8_t)pair_b;
+            out_b[c + i] = edgec_requantize_s8(sums[2 * i + 1], m, shift, o->stage);
         }
     }
 }
@@ -498,7 +490,15 @@ static void dsp_conv_pixel_pair(const int8_t *cols, int32_t groups, const int8_t
                                 const int32_t *bias, const dsp_output *o, int32_t out_c,
                                 int8_t *out_a, int8_t *out_b)
 {
-    for (int32_t c = 0; c < out_c; c += 2, filter += 8 * groups) {
+    int32_t c = 0;
+    if (o->short_requant && out_b != NULL) {
+        for (; c + 1 < out_c; c += 2, filter += 8 * groups) {
+            int32_t sums[4] = {bias[c], bias[c], bias[c + 1], bias[c + 1]};
+            dsp_mac_2x2(filter, cols, groups, sums);
+            dsp_store_2x2_short(sums, o, c, out_a, out_c);
+        }
+    }
+    for (; c < out_c; c += 2, filter += 8 * groups) {
         const int has_c1 = c + 1 < out_c; /* an odd last channel pairs with a zero filter row */
         int32_t sums[4];
         sums[0] = sums[1] = bias[c];
@@ -527,6 +527,7 @@ edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
     dsp_output o;
     o.quant = quant;
     o.stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    o.round_base = edgec_dsp_round_base(params->output_offset);
     o.lows = edgec_dsp_bytes(params->act_min);
     o.highs = edgec_dsp_bytes(params->act_max);
     o.short_requant = requant_all_short(quant, out_c);

@@ -233,7 +233,7 @@ static void group_make(packed_group *g)
         g->short_requant = edgec_dsp_requant_short(mult[k], shift[k]);
     }
     for (int32_t k = 0; g->short_requant && k < GROUP; k++) {
-        g->q[k] = edgec_dsp_requant_make(mult[k], shift[k], layer->stage.offset);
+        g->q[k] = edgec_dsp_requant_make(mult[k], shift[k], edgec_dsp_round_base(layer->stage.offset));
     }
     g->lows = edgec_dsp_bytes(layer->stage.lo + layer->stage.offset);
     g->highs = edgec_dsp_bytes(layer->stage.hi + layer->stage.offset);

@@ -159,7 +159,7 @@ edgec_status edgec_add_s8_dsp(const edgec_add_params *params, const int8_t *inpu
     if (edgec_dsp_requant_short(params->output_multiplier, params->output_shift)) {
         dsp_add_short(scratch, bytes1, bytes2, output, size,
                       edgec_dsp_requant_make(params->output_multiplier, params->output_shift,
-                                             params->output_offset),
+                                             edgec_dsp_round_base(params->output_offset)),
                       stage);
         return EDGEC_OK;
     }

@@ -207,10 +207,10 @@ static int dsp_fc_requant_short(const edgec_per_channel_quant *quant, int32_t co
 
 /* requantize(acc) + offset of output o by the short form, saturated to int8. */
 static inline int32_t dsp_fc_output_short(int32_t acc, const edgec_per_channel_quant *quant,
-                                          int32_t quant_index, int32_t offset)
+                                          int32_t quant_index, int32_t round_base)
 {
     const edgec_dsp_requant q = edgec_dsp_requant_make(quant->multiplier[quant_index],
-                                                       quant->shift[quant_index], offset);
+                                                       quant->shift[quant_index], round_base);
     return edgec_dsp_requantize_ssat8(acc, q);
 }
 
@@ -226,11 +226,12 @@ static __attribute__((noinline)) void dsp_fc_output_block(const int32_t sums[4],
                                                           edgec_output_stage stage, int8_t *y)
 {
     if (short_requant && valid == 4) {
+        const int32_t round_base = edgec_dsp_round_base(stage.offset);
         const uint32_t packed = edgec_dsp_pack_s8x4(
-            dsp_fc_output_short(sums[0], quant, o * quant_step, stage.offset),
-            dsp_fc_output_short(sums[1], quant, (o + 1) * quant_step, stage.offset),
-            dsp_fc_output_short(sums[2], quant, (o + 2) * quant_step, stage.offset),
-            dsp_fc_output_short(sums[3], quant, (o + 3) * quant_step, stage.offset));
+            dsp_fc_output_short(sums[0], quant, o * quant_step, round_base),
+            dsp_fc_output_short(sums[1], quant, (o + 1) * quant_step, round_base),
+            dsp_fc_output_short(sums[2], quant, (o + 2) * quant_step, round_base),
+            dsp_fc_output_short(sums[3], quant, (o + 3) * quant_step, round_base));
         const uint32_t clamped = edgec_dsp_clamp_s8x4(packed, edgec_dsp_bytes(stage.lo + stage.offset),
                                                       edgec_dsp_bytes(stage.hi + stage.offset));
         memcpy(y + o, &clamped, 4);
