@@ -49,9 +49,12 @@ typedef struct {
     int32_t pad_top;
     int32_t pad_left;
     int32_t padded_w;     /* cached columns */
+    int32_t image_start;  /* the cached columns that hold image pixels: [image_start, image_end) */
+    int32_t image_end;
     int32_t column_bytes; /* KH entries */
     int unrolled;         /* a 3x3 undilated window: group_row_3x3 */
     int8_t pad;           /* the input zero point */
+    uint32_t pad_four;    /* ... in each byte */
     edgec_output_stage stage;
     int8_t *cache;        /* [padded_w][KH] entries */
 } packed_layer;
@@ -328,35 +331,34 @@ static void fill_row(const packed_group *g, int32_t b, int32_t r, int32_t slot)
 {
     const packed_layer *layer = g->layer;
     const int32_t step = layer->column_bytes;
-    const uint32_t pad_four = (uint8_t)layer->pad * 0x01010101u;
     const int32_t iy = r - layer->pad_top;
     int8_t *dst = layer->cache + slot * (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
     int32_t j = 0;
     if (iy >= 0 && iy < layer->in_h) {
-        const int32_t image_start = EDGEC_MIN(layer->pad_left, layer->padded_w);
-        const int32_t image_end = EDGEC_MIN(layer->pad_left + layer->in_w, layer->padded_w);
-        for (; j < image_start; j++, dst += step) {
-            cache_entry(dst, pad_four);
+        for (; j < layer->image_start; j++, dst += step) {
+            cache_entry(dst, layer->pad_four);
         }
-        if (j < image_end) {
+        if (j < layer->image_end) {
             const int32_t c = layer->c;
+            const int32_t n = layer->image_end - j;
             const int8_t *src = layer->input + ((b * layer->in_h + iy) * layer->in_w + j - layer->pad_left) * c + g->first;
-            uint32_t four;
-            for (; j < image_end; j++, dst += step) {
-                if (g->count == GROUP) {
-                    memcpy(&four, src, 4);
-                } else {
-                    int8_t bytes[4] = {layer->pad, layer->pad, layer->pad, layer->pad};
-                    memcpy(bytes, src, (size_t)g->count);
-                    memcpy(&four, bytes, 4);
+            uint32_t four = layer->pad_four; /* past the group's last channel: the pad byte */
+            if (g->count == GROUP) { /* a fixed-size copy is one load, a variable one a call */
+                for (int32_t k = 0; k < n; k++, dst += step) {
+                    memcpy(&four, src + k * c, 4);
+                    cache_entry(dst, four);
                 }
-                cache_entry(dst, four);
-                src += j + 1 < image_end ? c : 0; /* not stepped past the image */
+            } else {
+                for (int32_t k = 0; k < n; k++, dst += step) {
+                    memcpy(&four, src + k * c, (size_t)g->count);
+                    cache_entry(dst, four);
+                }
             }
+            j = layer->image_end;
         }
     }
     for (; j < layer->padded_w; j++, dst += step) {
-        cache_entry(dst, pad_four);
+        cache_entry(dst, layer->pad_four);
     }
 }
 
@@ -369,17 +371,20 @@ static void cache_rows(const packed_group *g, int32_t b, int32_t oy, int32_t *ca
 {
     const packed_layer *layer = g->layer;
     const int32_t first = oy * layer->stride_h;
-    for (int32_t ky = 0; ky < layer->k_h; ky++) {
-        const int32_t r = first + ky * layer->dilation_h;
-        if (layer->dilation_h != 1) {
+    if (layer->dilation_h != 1) {
+        for (int32_t ky = 0; ky < layer->k_h; ky++) {
             slots[ky] = ky;
-            fill_row(g, b, r, ky);
-            continue;
+            fill_row(g, b, first + ky * layer->dilation_h, ky);
         }
-        slots[ky] = r % layer->k_h;
+        return;
+    }
+    int32_t slot = first % layer->k_h;
+    for (int32_t r = first; r < first + layer->k_h; r++) {
+        slots[r - first] = slot;
         if (r >= *cached) {
-            fill_row(g, b, r, slots[ky]);
+            fill_row(g, b, r, slot);
         }
+        slot = slot + 1 == layer->k_h ? 0 : slot + 1;
     }
     *cached = first + layer->k_h;
 }
@@ -467,6 +472,9 @@ static packed_layer packed_layer_make(const edgec_conv_params *params,
     layer.unrolled = filter_dims->h == 3 && filter_dims->w == 3 && params->dilation_h == 1 &&
                      params->dilation_w == 1;
     layer.pad = (int8_t)(-params->input_offset);
+    layer.pad_four = (uint8_t)layer.pad * 0x01010101u;
+    layer.image_start = EDGEC_MIN(layer.pad_left, layer.padded_w);
+    layer.image_end = EDGEC_MIN(layer.pad_left + layer.in_w, layer.padded_w);
     layer.stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
     layer.cache = scratch;
     return layer;
