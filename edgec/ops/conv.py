@@ -29,7 +29,7 @@ from edgec.torch_ops import CONVS, aten
 _MAX_ABS_PRODUCT = 128 * 255
 # The generic conv's packed kernels (edgec_conv_s8_dsp/_mve): channels per micro-kernel step and
 # filter bytes per channel and step.
-CONV_BLOCKING = {DSP: RowBlocking(rows=2, group=4), MVE: RowBlocking(rows=2, group=16)}
+CONV_BLOCKING = {DSP: RowBlocking(rows=2, group=4), MVE: RowBlocking(rows=4, group=16)}
 # float64 represents every integer below 2^53 exactly, so a float matmul of integer operands is
 # exact (whatever the BLAS summation order or FMA use) while every partial sum stays below 2^53.
 _FLOAT64_EXACT = 2**53
@@ -252,11 +252,11 @@ class Conv2d(OpDef):
 
 def packed_conv_scratch_bytes(isa: str, weight_shape) -> int:
     """EDGEC_CONV_S8_DSP/MVE_SCRATCH_BYTES for an OHWI filter: DSP two receptive fields widened
-    to int16, plus one as int8 when C_in is not a multiple of 4; MVE three int8 receptive fields."""
+    to int16, plus one as int8 when C_in is not a multiple of 4; MVE two int8 receptive fields."""
     k = CONV_BLOCKING[isa].padded_k(int(np.prod(weight_shape[1:])))
     if isa == DSP:
         return 4 * k + (0 if weight_shape[3] % 4 == 0 else k)
-    return 3 * k
+    return 2 * k
 
 
 def is_pointwise(attrs) -> bool:

@@ -132,7 +132,7 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
  *  - packed_filter: each output channel's K = KH*KW*C_in OHWI weights, zero-padded to a multiple
  *    of G bytes, in blocks of R channels (C_out zero-padded to a multiple of R) whose rows
  *    interleave every G bytes: block, then group of G taps, then channel. DSP: R = 2, G = 4;
- *    MVE: R = 2, G = 16. Word-aligned;
+ *    MVE: R = 4, G = 16. Word-aligned;
  *  - folded_bias (required): bias[c] + input_offset * sum_k w[c][k], wrapped to int32, so the
  *    inner loops need no input offset;
  *  - scratch (required, word-aligned): EDGEC_CONV_S8_DSP_SCRATCH_BYTES(K, C_in) or
@@ -150,7 +150,7 @@ edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
                                int8_t *output, int8_t *scratch);
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-#define EDGEC_CONV_S8_MVE_SCRATCH_BYTES(k) (48 * (((k) + 15) / 16))
+#define EDGEC_CONV_S8_MVE_SCRATCH_BYTES(k) (32 * (((k) + 15) / 16))
 edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
                                const edgec_per_channel_quant *quant,
                                const edgec_dims *input_dims, const int8_t *input,

@@ -565,58 +565,72 @@ edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
 
 #endif /* __ARM_FEATURE_DSP */
 
-/* ==== Helium: 2 channels x 3 pixels per VMLADAVA micro-kernel step ============================ */
+/* ==== Helium: 4 channels x 2 pixels per VMLADAVA micro-kernel step ============================ */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 
-#define MVE_PIXELS 3 /* per micro-kernel call: six sums, as VMLADAVA's even registers hold */
-
 /*
- * The micro-kernel: a channel pair at three pixels. Per group of 16 taps, the pair's 32 filter
- * bytes (channel 0's 16, then channel 1's) and the three receptive fields' 16 bytes are loaded
- * once each: 96 MACs in 5 loads and 6 VMLADAVA. The sums wrap modulo 2^32 like the golden int32
- * accumulator; they come back as one vector per channel, lane = pixel (lane 3 unused).
+ * The micro-kernel: a block of 4 channels at a pixel pair. Per group of 16 taps, the block's 64
+ * filter bytes (16 per channel) and the two receptive fields' 16 bytes are loaded once each:
+ * 128 MACs in 6 loads and 8 VMLADAVA. The eight sums need VMLADAVA's even registers r0..lr, so
+ * the loop is one assembly block that owns them and stores them with one STM (GCC spills
+ * register variables). The sums wrap modulo 2^32 like the golden int32 accumulator; sums[i] is
+ * channel i of pixel a, sums[4 + i] of pixel b.
  */
-static inline void mve_mac_2x3(const int8_t *filter, const int8_t *rows, int32_t row_len,
-                               int32_t groups, int32x4_t *sums0, int32x4_t *sums1)
+static void mve_mac_4x2(const int8_t *filter, const int8_t *row_a, const int8_t *row_b,
+                        int32_t groups, int32_t sums[8])
 {
-    const int8_t *row_a = rows;
-    const int8_t *row_b = rows + row_len;
-    const int8_t *row_c = rows + 2 * row_len;
-    int32_t a0 = 0, a1 = 0, b0 = 0, b1 = 0, c0 = 0, c1 = 0;
-    do {
-        const int8x16_t xa = vldrbq_s8(row_a);
-        const int8x16_t xb = vldrbq_s8(row_b);
-        const int8x16_t xc = vldrbq_s8(row_c);
-        const int8x16_t w0 = vldrbq_s8(filter);
-        const int8x16_t w1 = vldrbq_s8(filter + 16);
-        a0 = vmladavaq_s8(a0, w0, xa);
-        b0 = vmladavaq_s8(b0, w0, xb);
-        c0 = vmladavaq_s8(c0, w0, xc);
-        a1 = vmladavaq_s8(a1, w1, xa);
-        b1 = vmladavaq_s8(b1, w1, xb);
-        c1 = vmladavaq_s8(c1, w1, xc);
-        filter += 32;
-        row_a += 16;
-        row_b += 16;
-        row_c += 16;
-    } while (--groups > 0);
-    *sums0 = vsetq_lane_s32(c0, vsetq_lane_s32(b0, vdupq_n_s32(a0), 1), 2);
-    *sums1 = vsetq_lane_s32(c1, vsetq_lane_s32(b1, vdupq_n_s32(a1), 1), 2);
+    __asm__ volatile("movs r0, #0\n\t"
+                     "movs r2, #0\n\t"
+                     "movs r4, #0\n\t"
+                     "movs r6, #0\n\t"
+                     "mov r8, r0\n\t"
+                     "mov r10, r0\n\t"
+                     "mov r12, r0\n\t"
+                     "mov lr, r0\n"
+                     "1:\n\t"
+                     "vldrb.u8 q0, [%[xa]], #16\n\t"
+                     "vldrb.u8 q1, [%[xb]], #16\n\t"
+                     "vldrb.u8 q2, [%[w]], #16\n\t"
+                     "vldrb.u8 q3, [%[w]], #16\n\t"
+                     "vmladava.s8 r0, q2, q0\n\t"
+                     "vmladava.s8 r8, q2, q1\n\t"
+                     "vldrb.u8 q2, [%[w]], #16\n\t"
+                     "vmladava.s8 r2, q3, q0\n\t"
+                     "vmladava.s8 r10, q3, q1\n\t"
+                     "vldrb.u8 q3, [%[w]], #16\n\t"
+                     "vmladava.s8 r4, q2, q0\n\t"
+                     "vmladava.s8 r12, q2, q1\n\t"
+                     "subs %[n], %[n], #1\n\t"
+                     "vmladava.s8 r6, q3, q0\n\t"
+                     "vmladava.s8 lr, q3, q1\n\t"
+                     "bne 1b\n\t"
+                     "stm %[sums], {r0, r2, r4, r6, r8, r10, r12, lr}"
+                     : [w] "+r"(filter), [xa] "+r"(row_a), [xb] "+r"(row_b), [n] "+r"(groups)
+                     : [sums] "r"(sums)
+                     : "r0", "r2", "r4", "r6", "r8", "r10", "r12", "lr", "q0", "q1", "q2", "q3",
+                       "memory", "cc");
 }
 
 /*
- * Channel c of `pixels` pixels from their sums (lane = pixel): bias, requantization and clamp
- * on the vector, then one byte per pixel, C_out bytes apart (a scatter store).
+ * Channels c .. c + 3 of one pixel from their sums (lane = channel): folded bias, requantization
+ * and clamp on the vector, then one 4-byte store. The last block of a C_out that is not a
+ * multiple of 4 stores only its `count` channels.
  */
-static inline void mve_store_channel(int32x4_t sums, int32_t c, const int32_t *bias,
-                                     const edgec_per_channel_quant *quant,
-                                     edgec_output_stage stage, uint32x4_t pixel_offsets,
-                                     mve_pred16_t pixels, int8_t *out)
+static inline void mve_store_block(const int32_t *sums, int32_t c, int32_t count,
+                                   const int32_t *bias, const edgec_per_channel_quant *quant,
+                                   edgec_output_stage stage, int8_t *out)
 {
-    const int32x4_t acc = vaddq_n_s32(sums, bias[c]);
-    const int32x4_t y = edgec_mve_requantize(acc, vdupq_n_s32(quant->multiplier[c]),
-                                             vdupq_n_s32(quant->shift[c]));
-    vstrbq_scatter_offset_p_s32(out + c, pixel_offsets, edgec_mve_output(y, stage), pixels);
+    if (count >= 4) {
+        const int32x4_t acc = vaddq_s32(vldrwq_s32(sums), vldrwq_s32(bias + c));
+        const int32x4_t y = edgec_mve_requantize(acc, vldrwq_s32(quant->multiplier + c),
+                                                 vldrwq_s32(quant->shift + c));
+        vstrbq_s32(out + c, edgec_mve_output(y, stage));
+        return;
+    }
+    for (int32_t i = 0; i < count; i++) {
+        out[c + i] = edgec_requantize_s8(sums[i] + bias[c + i], quant->multiplier[c + i],
+                                         quant->shift[c + i], stage);
+    }
 }
 
 edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
@@ -638,33 +652,29 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
     const conv_window win = conv_window_make(params, input_dims, input, filter_dims, output_dims);
     const edgec_output_stage stage =
         edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
-    /* Lane i: output pixel i of the three, C_out bytes apart in the NHWC output. */
-    const uint32x4_t pixel_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c);
-    int8_t *rows = scratch; /* three receptive fields of row_len int8 */
+    int8_t *row_a = scratch; /* two receptive fields of row_len int8 */
+    int8_t *row_b = scratch + row_len;
     pixel_cursor px = {0, 0, 0};
 
-    for (int32_t r = 0; r < MVE_PIXELS; r++) {
-        fill_run(rows + r * row_len + k, 0, row_len - k); /* the filter is zero there */
-    }
-    for (int32_t p = 0; p < pixels; p += MVE_PIXELS) {
-        const int32_t count = EDGEC_MIN(MVE_PIXELS, pixels - p);
-        const mve_pred16_t stored = vctp32q((uint32_t)count);
-        int8_t *out = output + p * out_c;
-        for (int32_t r = 0; r < count; r++) {
-            im2col_row(rows + r * row_len, &win, px);
+    fill_run(row_a + k, 0, row_len - k); /* the filter is zero there */
+    fill_run(row_b + k, 0, row_len - k);
+    for (int32_t p = 0; p < pixels; p += 2) {
+        const int has_b = p + 1 < pixels; /* a lone last pixel is computed twice, stored once */
+        int8_t *out_a = output + p * out_c;
+        im2col_row(row_a, &win, px);
+        pixel_next(&px, output_dims);
+        if (has_b) {
+            im2col_row(row_b, &win, px);
             pixel_next(&px, output_dims);
         }
-        for (int32_t r = count; r < MVE_PIXELS; r++) { /* the last pixels' copies: not stored */
-            copy_run(rows + r * row_len, rows, row_len);
-        }
         const int8_t *filter = packed_filter;
-        for (int32_t c = 0; c < out_c; c += 2, filter += 32 * groups) {
-            int32x4_t sums0, sums1;
-            mve_mac_2x3(filter, rows, row_len, groups, &sums0, &sums1);
-            mve_store_channel(sums0, c, folded_bias, quant, stage, pixel_offsets, stored, out);
-            if (c + 1 < out_c) { /* an odd last channel pairs with a zero filter row */
-                mve_store_channel(sums1, c + 1, folded_bias, quant, stage, pixel_offsets, stored,
-                                  out);
+        for (int32_t c = 0; c < out_c; c += 4, filter += 64 * groups) {
+            const int32_t count = out_c - c; /* the filter's rows past C_out are zero */
+            int32_t sums[8];
+            mve_mac_4x2(filter, row_a, has_b ? row_b : row_a, groups, sums);
+            mve_store_block(sums, c, count, folded_bias, quant, stage, out_a);
+            if (has_b) {
+                mve_store_block(sums + 4, c, count, folded_bias, quant, stage, out_a + out_c);
             }
         }
     }

@@ -80,7 +80,8 @@ static int32_t run_conv(const int32_t *h, payload_cursor *cursor, int8_t *block,
     const edgec_dims output_dims = dims_at(f + 20);
     const int32_t isa = h[H_ISA];
     const int32_t c_out = output_dims.c;
-    const int32_t rows = (c_out + 1) / 2 * 2;
+    const int32_t blocking = isa == ISA_MVE ? 4 : 2; /* channels per micro-kernel block */
+    const int32_t rows = (c_out + blocking - 1) / blocking * blocking;
     const int32_t group = isa == ISA_MVE ? 16 : 4;
     const int32_t k = filter_dims.h * filter_dims.w * filter_dims.c;
     const int32_t input_bytes = input_dims.n * input_dims.h * input_dims.w * input_dims.c;
