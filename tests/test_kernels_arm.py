@@ -30,7 +30,7 @@ from edgec.ops.conv import UNIT as CONV
 from edgec.ops.depthwise import UNIT as DEPTHWISE
 from edgec.ops.depthwise import depthwise_conv2d_s8, packed_depthwise_bias, packed_depthwise_filter
 from edgec.ops.eltwise import ADD_SCRATCH_BYTES, add_params, add_s8
-from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, folded_bias, interleave_rows
+from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, folded_bias, interleave_rows
 from edgec.ops.linear import FC_BLOCKING, fully_connected_s8
 from edgec.pipeline import compile_model, emit
 from tests.data.models import all_ops_samples
@@ -160,7 +160,7 @@ def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw) -> Case
     rows = weights.reshape(c_out, -1)
     params = [-zp_in, zp_out, *stride, *pad[:2], *dilation, 1, 1, act_min, act_max]
     fields = params + [n, h, w, c_in] + [c_out, kh, kw, c_in] + [n, *out_hw, c_out]
-    arrays = [x, interleave_rows(rows, CONV_BLOCKING[isa]), folded_bias(bias, rows, zp_in), m, s]
+    arrays = [x, interleave_rows(rows, CONV_BLOCKING[isa]), blocked_bias(bias, rows, zp_in, CONV_BLOCKING[isa]), m, s]
     scratch = packed_conv_scratch_bytes(isa, weights.shape)
     if rng.random() < 0.5:
         return Case("conv", isa, fields + [0, 0, 0], arrays, expected, scratch)

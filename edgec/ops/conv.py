@@ -21,7 +21,7 @@ from edgec.numerics import (
     wrap_int32,
 )
 from edgec.ops.base import CCall, OpDef
-from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa
+from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows, kernel_isa
 from edgec.torch_ops import CONVS, aten
 
 # The largest |product| of an int8 weight and an offset-corrected int8 activation:
@@ -273,7 +273,7 @@ def emit_packed_conv_call(kernel: str, blocking: RowBlocking, op, graph, names) 
     zero_point = graph.tensors[op.inputs[0]].zero_point
     return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape,
                           weights=("packed_weights", interleave_rows(rows, blocking)),
-                          bias=("folded_bias", folded_bias(a["bias"], rows, zero_point)))
+                          bias=("folded_bias", blocked_bias(a["bias"], rows, zero_point, blocking)))
 
 
 def pointwise_input_pixels(input_shape, output_shape, stride) -> np.ndarray:

@@ -57,3 +57,11 @@ def folded_bias(bias: np.ndarray | None, weights: np.ndarray, input_zero_point: 
     sums = weights.reshape(weights.shape[0], -1).astype(np.int64).sum(axis=1)
     base = np.zeros(weights.shape[0], dtype=np.int64) if bias is None else np.asarray(bias, dtype=np.int64)
     return wrap_int32(base - int(input_zero_point) * sums).astype(np.int32)
+
+
+def blocked_bias(bias: np.ndarray | None, weights: np.ndarray, input_zero_point: int,
+                 blocking: RowBlocking) -> np.ndarray:
+    """folded_bias, zero-padded like the filter's rows to a multiple of `blocking.rows`: a
+    micro-kernel block then loads its biases whole."""
+    folded = folded_bias(bias, weights, input_zero_point)
+    return np.concatenate([folded, np.zeros(blocking.padded_rows(len(folded)) - len(folded), dtype=np.int32)])

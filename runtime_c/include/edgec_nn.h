@@ -134,7 +134,7 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
  *    interleave every G bytes: block, then group of G taps, then channel. DSP: R = 2, G = 4;
  *    MVE: R = 4, G = 16. Word-aligned;
  *  - folded_bias (required): bias[c] + input_offset * sum_k w[c][k], wrapped to int32, so the
- *    inner loops need no input offset;
+ *    inner loops need no input offset, then zeros up to a multiple of R entries. Word-aligned;
  *  - scratch (required, word-aligned): EDGEC_CONV_S8_DSP_SCRATCH_BYTES(K, C_in) or
  *    EDGEC_CONV_S8_MVE_SCRATCH_BYTES(K) bytes, for im2col.
  * Declared only where the build's -mcpu has the extension, so calling them elsewhere does not

@@ -103,8 +103,8 @@ static int word_aligned(const void *p)
 
 /*
  * The packed paths' constraints on top of the portable ones: one group (grouped convolutions stay
- * on edgec_conv_s8), a folded bias, a word-aligned filter and scratch (LDRD and vector loads), and
- * an input zero point that is an int8 value, because padding taps read it.
+ * on edgec_conv_s8), a folded bias, a word-aligned filter, bias and scratch (LDRD, LDM and vector
+ * loads), and an input zero point that is an int8 value, because padding taps read it.
  */
 static int packed_conv_args_valid(const edgec_conv_params *params,
                                   const edgec_per_channel_quant *quant,
@@ -118,7 +118,8 @@ static int packed_conv_args_valid(const edgec_conv_params *params,
            edgec_conv_window_valid(params, filter_dims) && params->groups == 1 &&
            filter_dims->c == input_dims->c && filter_dims->n == output_dims->c &&
            params->input_offset >= -INT8_MAX && params->input_offset <= -INT8_MIN &&
-           bias != NULL && scratch != NULL && word_aligned(filter) && word_aligned(scratch);
+           bias != NULL && scratch != NULL && word_aligned(filter) && word_aligned(bias) &&
+           word_aligned(scratch);
 }
 
 /* ---- im2col: one output pixel's receptive field, in filter order ------------------------- */
@@ -569,24 +570,21 @@ edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 
 /*
- * The micro-kernel: a block of 4 channels at a pixel pair. Per group of 16 taps, the block's 64
- * filter bytes (16 per channel) and the two receptive fields' 16 bytes are loaded once each:
- * 128 MACs in 6 loads and 8 VMLADAVA. The eight sums need VMLADAVA's even registers r0..lr, so
- * the loop is one assembly block that owns them and stores them with one STM (GCC spills
- * register variables). The sums wrap modulo 2^32 like the golden int32 accumulator; sums[i] is
- * channel i of pixel a, sums[4 + i] of pixel b.
+ * The micro-kernel: a block of 4 channels at a pixel pair, the sums starting from the block's 4
+ * folded biases. Per group of 16 taps, the block's 64 filter bytes (16 per channel) and the two
+ * receptive fields' 16 bytes are loaded once each: 128 MACs in 6 loads and 8 VMLADAVA. The
+ * eight sums need VMLADAVA's even registers r0..lr, so the loop is one assembly block that owns
+ * them and stores them with one STM (GCC spills register variables). The sums wrap modulo 2^32
+ * like the golden int32 accumulator; sums[i] is channel i of pixel a, sums[4 + i] of pixel b.
  */
-static void mve_mac_4x2(const int8_t *filter, const int8_t *row_a, const int8_t *row_b,
-                        int32_t groups, int32_t sums[8])
+static void mve_mac_4x2(const int8_t *filter, const int32_t *bias, const int8_t *row_a,
+                        const int8_t *row_b, int32_t groups, int32_t sums[8])
 {
-    __asm__ volatile("movs r0, #0\n\t"
-                     "movs r2, #0\n\t"
-                     "movs r4, #0\n\t"
-                     "movs r6, #0\n\t"
+    __asm__ volatile("ldm %[bias], {r0, r2, r4, r6}\n\t"
                      "mov r8, r0\n\t"
-                     "mov r10, r0\n\t"
-                     "mov r12, r0\n\t"
-                     "mov lr, r0\n"
+                     "mov r10, r2\n\t"
+                     "mov r12, r4\n\t"
+                     "mov lr, r6\n"
                      "1:\n\t"
                      "vldrb.u8 q0, [%[xa]], #16\n\t"
                      "vldrb.u8 q1, [%[xb]], #16\n\t"
@@ -606,30 +604,37 @@ static void mve_mac_4x2(const int8_t *filter, const int8_t *row_a, const int8_t 
                      "bne 1b\n\t"
                      "stm %[sums], {r0, r2, r4, r6, r8, r10, r12, lr}"
                      : [w] "+r"(filter), [xa] "+r"(row_a), [xb] "+r"(row_b), [n] "+r"(groups)
-                     : [sums] "r"(sums)
+                     : [bias] "r"(bias), [sums] "r"(sums)
                      : "r0", "r2", "r4", "r6", "r8", "r10", "r12", "lr", "q0", "q1", "q2", "q3",
                        "memory", "cc");
 }
 
 /*
- * Channels c .. c + 3 of one pixel from their sums (lane = channel): folded bias, requantization
- * and clamp on the vector, then one 4-byte store. The last block of a C_out that is not a
+ * Channels c .. c + 3 of a pixel pair from their sums (lane = channel): requantization and clamp
+ * on one vector per pixel, the block's multipliers and shifts loaded once, then a 4-byte store
+ * each. Pixel b (out_c bytes after a) only when has_b. The last block of a C_out that is not a
  * multiple of 4 stores only its `count` channels.
  */
-static inline void mve_store_block(const int32_t *sums, int32_t c, int32_t count,
-                                   const int32_t *bias, const edgec_per_channel_quant *quant,
-                                   edgec_output_stage stage, int8_t *out)
+static void mve_store_block(const int32_t sums[8], int32_t c, int32_t count, int has_b,
+                            const edgec_per_channel_quant *quant, edgec_output_stage stage,
+                            int8_t *out_a, int32_t out_c)
 {
-    if (count >= 4) {
-        const int32x4_t acc = vaddq_s32(vldrwq_s32(sums), vldrwq_s32(bias + c));
-        const int32x4_t y = edgec_mve_requantize(acc, vldrwq_s32(quant->multiplier + c),
-                                                 vldrwq_s32(quant->shift + c));
-        vstrbq_s32(out + c, edgec_mve_output(y, stage));
+    if (count < 4) {
+        for (int32_t i = 0; i < count; i++) {
+            out_a[c + i] = edgec_requantize_s8(sums[i], quant->multiplier[c + i], quant->shift[c + i], stage);
+            if (has_b) {
+                out_a[out_c + c + i] =
+                    edgec_requantize_s8(sums[4 + i], quant->multiplier[c + i], quant->shift[c + i], stage);
+            }
+        }
         return;
     }
-    for (int32_t i = 0; i < count; i++) {
-        out[c + i] = edgec_requantize_s8(sums[i] + bias[c + i], quant->multiplier[c + i],
-                                         quant->shift[c + i], stage);
+    const int32x4_t multiplier = vldrwq_s32(quant->multiplier + c);
+    const int32x4_t shift = vldrwq_s32(quant->shift + c);
+    vstrbq_s32(out_a + c, edgec_mve_output(edgec_mve_requantize(vldrwq_s32(sums), multiplier, shift), stage));
+    if (has_b) {
+        vstrbq_s32(out_a + out_c + c,
+                   edgec_mve_output(edgec_mve_requantize(vldrwq_s32(sums + 4), multiplier, shift), stage));
     }
 }
 
@@ -671,11 +676,8 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
         for (int32_t c = 0; c < out_c; c += 4, filter += 64 * groups) {
             const int32_t count = out_c - c; /* the filter's rows past C_out are zero */
             int32_t sums[8];
-            mve_mac_4x2(filter, row_a, has_b ? row_b : row_a, groups, sums);
-            mve_store_block(sums, c, count, folded_bias, quant, stage, out_a);
-            if (has_b) {
-                mve_store_block(sums + 4, c, count, folded_bias, quant, stage, out_a + out_c);
-            }
+            mve_mac_4x2(filter, folded_bias + c, row_a, has_b ? row_b : row_a, groups, sums);
+            mve_store_block(sums, c, count, has_b, quant, stage, out_a, out_c);
         }
     }
     return EDGEC_OK;

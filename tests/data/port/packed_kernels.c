@@ -87,7 +87,7 @@ static int32_t run_conv(const int32_t *h, payload_cursor *cursor, int8_t *block,
     const int32_t input_bytes = input_dims.n * input_dims.h * input_dims.w * input_dims.c;
     const int8_t *input = take(cursor, input_bytes);
     const int8_t *filter = take(cursor, rows * ((k + group - 1) / group * group));
-    const int32_t *bias = (const int32_t *)(void *)take(cursor, 4 * c_out);
+    const int32_t *bias = (const int32_t *)(void *)take(cursor, 4 * rows);
     edgec_per_channel_quant quant;
     quant.multiplier = (const int32_t *)(void *)take(cursor, 4 * c_out);
     quant.shift = (const int32_t *)(void *)take(cursor, 4 * c_out);
