@@ -139,6 +139,53 @@ static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at,
     group_store(g, acc, out);
 }
 
+#define MVE_TAP(t) \
+    "vldrb.s32 q1, [%[x], #" #t "]\n\tvldrb.s32 q2, [%[w], #" #t "]\n\t" \
+    "vmul.i32 q1, q1, q2\n\tvadd.i32 q0, q0, q1\n\t"
+
+/*
+ * A row of 3x3 undilated pixels of a full group: the loop of group_row_3x3 in assembly, because
+ * GCC spills the output stage's constants and reloads them per pixel (each store may alias
+ * them). Per pixel: the bias, nine taps of VLDRB.S32 x2, VMUL and VADD, then
+ * edgec_mve_requantize and edgec_mve_output step for step, the constants held in q3..q7.
+ */
+static void row_3x3_full(const packed_group *g, const int8_t *x, const int8_t *w, int8_t *out,
+                         int32_t out_step)
+{
+    const edgec_output_stage stage = g->layer->stage;
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int32x4_t constants[5] = {g->multiplier, vmaxq_s32(g->shift, zero), vminq_s32(g->shift, zero),
+                                    vdupq_n_s32(stage.lo), vdupq_n_s32(stage.hi)};
+    const int32_t step = 12 * g->layer->stride_w;
+    __asm__ volatile("vldrw.u32 q3, [%[k]]\n\t"
+                     "vldrw.u32 q4, [%[k], #16]\n\t"
+                     "vldrw.u32 q5, [%[k], #32]\n\t"
+                     "vldrw.u32 q6, [%[k], #48]\n\t"
+                     "vldrw.u32 q7, [%[k], #64]\n\t"
+                     "dls lr, %[n]\n"
+                     "1:\n\t"
+                     "vldrw.u32 q0, [%[bias]]\n\t"
+                     MVE_TAP(0) MVE_TAP(4) MVE_TAP(8) MVE_TAP(12) MVE_TAP(16)
+                     MVE_TAP(20) MVE_TAP(24) MVE_TAP(28) MVE_TAP(32)
+                     "vshl.s32 q0, q0, q4\n\t"
+                     "vqrdmulh.s32 q0, q0, q3\n\t"
+                     "vand q1, q0, q5\n\t"
+                     "vshr.s32 q1, q1, #31\n\t"
+                     "vqadd.s32 q0, q0, q1\n\t"
+                     "vrshl.s32 q0, q0, q5\n\t"
+                     "vmax.s32 q0, q0, q6\n\t"
+                     "vmin.s32 q0, q0, q7\n\t"
+                     "vadd.i32 q0, q0, %[offset]\n\t"
+                     "vstrb.32 q0, [%[out]]\n\t"
+                     "add %[x], %[x], %[step]\n\t"
+                     "add %[out], %[out], %[out_step]\n\t"
+                     "le lr, 1b"
+                     : [x] "+r"(x), [out] "+r"(out)
+                     : [w] "r"(w), [bias] "r"(&g->bias), [k] "r"(constants), [n] "r"(g->layer->out_w),
+                       [step] "r"(step), [out_step] "r"(out_step), [offset] "r"(stage.offset)
+                     : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory");
+}
+
 /* A row of 3x3 undilated pixels in phase p: nine consecutive entries each, a VLDRB.S32, VMUL
  * and VADD per tap. */
 static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_t *out, int32_t out_step)
@@ -146,6 +193,10 @@ static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_
     const int8_t *x = g->layer->cache;
     const int32_t step = 12 * g->layer->stride_w;
     const int8_t *w = g->w[p][0];
+    if (g->count == GROUP) {
+        row_3x3_full(g, x, w, out, out_step);
+        return;
+    }
     for (int32_t ox = 0; ox < g->layer->out_w; ox++, x += step, out += out_step) {
         int32x4_t acc = g->bias;
         for (int32_t t = 0; t < 9; t++) {
