@@ -570,73 +570,151 @@ edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 
 /*
- * The micro-kernel: a block of 4 channels at a pixel pair, the sums starting from the block's 4
- * folded biases. Per group of 16 taps, the block's 64 filter bytes (16 per channel) and the two
- * receptive fields' 16 bytes are loaded once each: 128 MACs in 6 loads and 8 VMLADAVA. The
- * eight sums need VMLADAVA's even registers r0..lr, so the loop is one assembly block that owns
- * them and stores them with one STM (GCC spills register variables). The sums wrap modulo 2^32
- * like the golden int32 accumulator; sums[i] is channel i of pixel a, sums[4 + i] of pixel b.
+ * The micro-kernel: a block of 4 channels at a pixel pair. Per group of 16 taps, the block's 64
+ * filter bytes (16 per channel) and the two receptive fields' 16 bytes are loaded once each:
+ * 128 MACs in 6 loads and 8 VMLADAVA. sums[0..3] hold the block's biases on entry; on return
+ * sums[i] is channel i of pixel a, sums[4 + i] of pixel b, wrapped modulo 2^32 like the golden
+ * int32 accumulator. mve_blocks_4x2 runs it, in assembly, for every full block of an optimised
+ * build; this C form the rest.
  */
-static void mve_mac_4x2(const int8_t *filter, const int32_t *bias, const int8_t *row_a,
-                        const int8_t *row_b, int32_t groups, int32_t sums[8])
+static void mve_mac_4x2(const int8_t *filter, const int8_t *row_a, const int8_t *row_b,
+                        int32_t groups, int32_t sums[8])
 {
-    __asm__ volatile("ldm %[bias], {r0, r2, r4, r6}\n\t"
+    for (int32_t i = 0; i < 4; i++) {
+        sums[4 + i] = sums[i];
+    }
+    do {
+        const int8x16_t xa = vldrbq_s8(row_a);
+        const int8x16_t xb = vldrbq_s8(row_b);
+        for (int32_t i = 0; i < 4; i++, filter += 16) {
+            const int8x16_t w = vldrbq_s8(filter);
+            sums[i] = vmladavaq_s8(sums[i], w, xa);
+            sums[4 + i] = vmladavaq_s8(sums[4 + i], w, xb);
+        }
+        row_a += 16;
+        row_b += 16;
+    } while (--groups > 0);
+}
+
+/*
+ * Channels c .. c + count - 1 (count <= 4) of a pixel pair from mve_mac_4x2's sums, one at a
+ * time (pixel b, out_c bytes after a, only when has_b): the last block of a C_out that is not a
+ * multiple of 4, and every block of an unoptimised build.
+ */
+static void mve_store_block(const int32_t sums[8], int32_t c, int32_t count, int has_b,
+                           const edgec_per_channel_quant *quant, edgec_output_stage stage,
+                           int8_t *out_a, int32_t out_c)
+{
+    for (int32_t i = 0; i < count; i++) {
+        const int32_t m = quant->multiplier[c + i];
+        const int32_t shift = quant->shift[c + i];
+        out_a[c + i] = edgec_requantize_s8(sums[i], m, shift, stage);
+        if (has_b) {
+            out_a[out_c + c + i] = edgec_requantize_s8(sums[4 + i], m, shift, stage);
+        }
+    }
+}
+
+/* The assembly needs registers that an unoptimised build keeps for its frame. */
+#if defined(__OPTIMIZE__)
+/* What mve_blocks_4x2 reads and advances; its assembly addresses the fields by offset. */
+typedef struct {
+    int32x4_t lo;              /*  0: act_min - offset in every lane */
+    int32x4_t hi;              /* 16: act_max - offset */
+    const int8_t *filter;      /* 32: the next block's */
+    const int32_t *bias;       /* 36 */
+    const int32_t *multiplier; /* 40 */
+    const int32_t *shift;      /* 44 */
+    int8_t *out_a;             /* 48 */
+    int8_t *out_b;             /* 52 */
+    const int8_t *row_a;       /* 56 */
+    const int8_t *row_b;       /* 60 */
+    int32_t groups;            /* 64 */
+    int32_t blocks;            /* 68: >= 1 */
+    int32_t offset;            /* 72 */
+} mve_block_run;
+
+typedef char mve_block_run_layout[offsetof(mve_block_run, filter) == 32 &&
+                                          offsetof(mve_block_run, offset) == 72 ? 1 : -1];
+
+/* edgec_mve_requantize then edgec_mve_output on q (shift split into q5 left, q3 minus_right,
+ * multiplier q2, bounds q6/q7, offset r9; q4 scratch). */
+#define MVE_OUTPUT(q)                                                                              \
+    "vshl.s32 " q ", " q ", q5\n\tvqrdmulh.s32 " q ", " q ", q2\n\tvand q4, " q ", q3\n\t"          \
+    "vshr.s32 q4, q4, #31\n\tvqadd.s32 " q ", " q ", q4\n\tvrshl.s32 " q ", " q ", q3\n\t"          \
+    "vmax.s32 " q ", " q ", q6\n\tvmin.s32 " q ", " q ", q7\n\tvadd.i32 " q ", " q ", r9\n\t"
+
+/*
+ * Every full block of 4 channels of a pixel pair: mve_mac_4x2's loop, then the output stage on
+ * one vector per pixel (lane = channel), both in one assembly loop over the blocks -- in C, GCC
+ * spilled the loop's pointers and reloaded the stage's constants per block. The run's pointers
+ * are advanced in memory (r7 and r11, which may be the frame pointer, are left alone).
+ */
+static void mve_blocks_4x2(mve_block_run *run)
+{
+    __asm__ volatile("vldrw.u32 q6, [%[run]]\n\t"
+                     "vldrw.u32 q7, [%[run], #16]\n"
+                     "2:\n\t"
+                     "ldr r1, [%[run], #32]\n\t"
+                     "ldr r3, [%[run], #56]\n\t"
+                     "ldr r5, [%[run], #60]\n\t"
+                     "ldr r9, [%[run], #36]\n\t"
+                     "ldm r9!, {r0, r2, r4, r6}\n\t"
+                     "str r9, [%[run], #36]\n\t"
+                     "ldr r9, [%[run], #64]\n\t"
                      "mov r8, r0\n\t"
                      "mov r10, r2\n\t"
                      "mov r12, r4\n\t"
                      "mov lr, r6\n"
                      "1:\n\t"
-                     "vldrb.u8 q0, [%[xa]], #16\n\t"
-                     "vldrb.u8 q1, [%[xb]], #16\n\t"
-                     "vldrb.u8 q2, [%[w]], #16\n\t"
-                     "vldrb.u8 q3, [%[w]], #16\n\t"
+                     "vldrb.u8 q0, [r3], #16\n\t"
+                     "vldrb.u8 q1, [r5], #16\n\t"
+                     "vldrb.u8 q2, [r1], #16\n\t"
+                     "vldrb.u8 q3, [r1], #16\n\t"
                      "vmladava.s8 r0, q2, q0\n\t"
                      "vmladava.s8 r8, q2, q1\n\t"
-                     "vldrb.u8 q2, [%[w]], #16\n\t"
+                     "vldrb.u8 q2, [r1], #16\n\t"
                      "vmladava.s8 r2, q3, q0\n\t"
                      "vmladava.s8 r10, q3, q1\n\t"
-                     "vldrb.u8 q3, [%[w]], #16\n\t"
+                     "vldrb.u8 q3, [r1], #16\n\t"
                      "vmladava.s8 r4, q2, q0\n\t"
                      "vmladava.s8 r12, q2, q1\n\t"
-                     "subs %[n], %[n], #1\n\t"
+                     "subs r9, r9, #1\n\t"
                      "vmladava.s8 r6, q3, q0\n\t"
                      "vmladava.s8 lr, q3, q1\n\t"
                      "bne 1b\n\t"
-                     "stm %[sums], {r0, r2, r4, r6, r8, r10, r12, lr}"
-                     : [w] "+r"(filter), [xa] "+r"(row_a), [xb] "+r"(row_b), [n] "+r"(groups)
-                     : [bias] "r"(bias), [sums] "r"(sums)
-                     : "r0", "r2", "r4", "r6", "r8", "r10", "r12", "lr", "q0", "q1", "q2", "q3",
-                       "memory", "cc");
+                     "str r1, [%[run], #32]\n\t"
+                     "vmov q0[2], q0[0], r0, r4\n\t"
+                     "vmov q0[3], q0[1], r2, r6\n\t"
+                     "vmov q1[2], q1[0], r8, r12\n\t"
+                     "vmov q1[3], q1[1], r10, lr\n\t"
+                     "ldr r3, [%[run], #40]\n\t"
+                     "vldrw.u32 q2, [r3], #16\n\t"
+                     "str r3, [%[run], #40]\n\t"
+                     "ldr r3, [%[run], #44]\n\t"
+                     "vldrw.u32 q3, [r3], #16\n\t"
+                     "str r3, [%[run], #44]\n\t"
+                     "vmov.i32 q4, #0\n\t"
+                     "vmax.s32 q5, q3, q4\n\t"
+                     "vmin.s32 q3, q3, q4\n\t"
+                     "ldr r9, [%[run], #72]\n\t"
+                     MVE_OUTPUT("q0") MVE_OUTPUT("q1")
+                     "ldr r3, [%[run], #48]\n\t"
+                     "vstrb.32 q0, [r3], #4\n\t"
+                     "str r3, [%[run], #48]\n\t"
+                     "ldr r3, [%[run], #52]\n\t"
+                     "vstrb.32 q1, [r3], #4\n\t"
+                     "str r3, [%[run], #52]\n\t"
+                     "ldr r3, [%[run], #68]\n\t"
+                     "subs r3, r3, #1\n\t"
+                     "str r3, [%[run], #68]\n\t"
+                     "bne 2b"
+                     :
+                     : [run] "r"(run)
+                     : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr", "q0",
+                       "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc");
 }
-
-/*
- * Channels c .. c + 3 of a pixel pair from their sums (lane = channel): requantization and clamp
- * on one vector per pixel, the block's multipliers and shifts loaded once, then a 4-byte store
- * each. Pixel b (out_c bytes after a) only when has_b. The last block of a C_out that is not a
- * multiple of 4 stores only its `count` channels.
- */
-static void mve_store_block(const int32_t sums[8], int32_t c, int32_t count, int has_b,
-                            const edgec_per_channel_quant *quant, edgec_output_stage stage,
-                            int8_t *out_a, int32_t out_c)
-{
-    if (count < 4) {
-        for (int32_t i = 0; i < count; i++) {
-            out_a[c + i] = edgec_requantize_s8(sums[i], quant->multiplier[c + i], quant->shift[c + i], stage);
-            if (has_b) {
-                out_a[out_c + c + i] =
-                    edgec_requantize_s8(sums[4 + i], quant->multiplier[c + i], quant->shift[c + i], stage);
-            }
-        }
-        return;
-    }
-    const int32x4_t multiplier = vldrwq_s32(quant->multiplier + c);
-    const int32x4_t shift = vldrwq_s32(quant->shift + c);
-    vstrbq_s32(out_a + c, edgec_mve_output(edgec_mve_requantize(vldrwq_s32(sums), multiplier, shift), stage));
-    if (has_b) {
-        vstrbq_s32(out_a + out_c + c,
-                   edgec_mve_output(edgec_mve_requantize(vldrwq_s32(sums + 4), multiplier, shift), stage));
-    }
-}
+#endif
 
 edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
                                const edgec_per_channel_quant *quant,
@@ -660,11 +738,18 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
     int8_t *row_a = scratch; /* two receptive fields of row_len int8 */
     int8_t *row_b = scratch + row_len;
     pixel_cursor px = {0, 0, 0};
+#if defined(__OPTIMIZE__)
+    mve_block_run run;
+    run.lo = vdupq_n_s32(stage.lo);
+    run.hi = vdupq_n_s32(stage.hi);
+    run.groups = groups;
+    run.offset = stage.offset;
+#endif
 
     fill_run(row_a + k, 0, row_len - k); /* the filter is zero there */
     fill_run(row_b + k, 0, row_len - k);
     for (int32_t p = 0; p < pixels; p += 2) {
-        const int has_b = p + 1 < pixels; /* a lone last pixel is computed twice, stored once */
+        const int has_b = p + 1 < pixels;
         int8_t *out_a = output + p * out_c;
         im2col_row(row_a, &win, px);
         pixel_next(&px, output_dims);
@@ -672,12 +757,28 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
             im2col_row(row_b, &win, px);
             pixel_next(&px, output_dims);
         }
-        const int8_t *filter = packed_filter;
-        for (int32_t c = 0; c < out_c; c += 4, filter += 64 * groups) {
-            const int32_t count = out_c - c; /* the filter's rows past C_out are zero */
+        int32_t c = 0;
+#if defined(__OPTIMIZE__)
+        if (out_c >= 4) {
+            /* A lone last pixel is its own pixel b: the same bytes stored twice. */
+            run.filter = packed_filter;
+            run.bias = folded_bias;
+            run.multiplier = quant->multiplier;
+            run.shift = quant->shift;
+            run.out_a = out_a;
+            run.out_b = has_b ? out_a + out_c : out_a;
+            run.row_a = row_a;
+            run.row_b = has_b ? row_b : row_a;
+            run.blocks = out_c / 4;
+            mve_blocks_4x2(&run);
+            c = out_c / 4 * 4;
+        }
+#endif
+        for (; c < out_c; c += 4) { /* the filter's rows past C_out are zero */
             int32_t sums[8];
-            mve_mac_4x2(filter, folded_bias + c, row_a, has_b ? row_b : row_a, groups, sums);
-            mve_store_block(sums, c, count, has_b, quant, stage, out_a, out_c);
+            memcpy(sums, folded_bias + c, 4 * sizeof(int32_t)); /* zero-padded to the block */
+            mve_mac_4x2(packed_filter + 16 * groups * c, row_a, has_b ? row_b : row_a, groups, sums);
+            mve_store_block(sums, c, EDGEC_MIN(4, out_c - c), has_b, quant, stage, out_a, out_c);
         }
     }
     return EDGEC_OK;
