@@ -376,40 +376,48 @@ static void group_phases(packed_group *g)
 
 /* ---- The row cache -------------------------------------------------------------------------- */
 
-/* Padded row r (input row r - pad_top) of batch b into cache slot `slot`: the pad byte outside
- * the image, and past the group's last channel. */
+/* Every cache entry the pad value, once per group: the padding columns keep it, fill_row rewrites
+ * only the image columns. */
+static void cache_pad(const packed_layer *layer)
+{
+    int8_t *dst = layer->cache;
+    for (int32_t j = 0; j < layer->padded_w * layer->k_h; j++, dst += EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES) {
+        cache_entry(dst, layer->pad_four);
+    }
+}
+
+/* The image columns of padded row r (input row r - pad_top) of batch b into cache slot `slot`:
+ * the group's channels (the pad byte past its last one), or the pad value above and below the
+ * image. */
 static void fill_row(const packed_group *g, int32_t b, int32_t r, int32_t slot)
 {
     const packed_layer *layer = g->layer;
     const int32_t step = layer->column_bytes;
     const int32_t iy = r - layer->pad_top;
-    int8_t *dst = layer->cache + slot * (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
-    int32_t j = 0;
-    if (iy >= 0 && iy < layer->in_h) {
-        for (; j < layer->image_start; j++, dst += step) {
+    const int32_t n = layer->image_end - layer->image_start;
+    int8_t *dst = layer->cache + layer->image_start * step + slot * (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
+    if (iy < 0 || iy >= layer->in_h) {
+        for (int32_t k = 0; k < n; k++, dst += step) {
             cache_entry(dst, layer->pad_four);
         }
-        if (j < layer->image_end) {
-            const int32_t c = layer->c;
-            const int32_t n = layer->image_end - j;
-            const int8_t *src = layer->input + ((b * layer->in_h + iy) * layer->in_w + j - layer->pad_left) * c + g->first;
-            uint32_t four = layer->pad_four; /* past the group's last channel: the pad byte */
-            if (g->count == GROUP) { /* a fixed-size copy is one load, a variable one a call */
-                for (int32_t k = 0; k < n; k++, dst += step) {
-                    memcpy(&four, src + k * c, 4);
-                    cache_entry(dst, four);
-                }
-            } else {
-                for (int32_t k = 0; k < n; k++, dst += step) {
-                    memcpy(&four, src + k * c, (size_t)g->count);
-                    cache_entry(dst, four);
-                }
-            }
-            j = layer->image_end;
-        }
+        return;
     }
-    for (; j < layer->padded_w; j++, dst += step) {
-        cache_entry(dst, layer->pad_four);
+    if (n <= 0) {
+        return;
+    }
+    const int32_t c = layer->c;
+    const int8_t *src = layer->input + ((b * layer->in_h + iy) * layer->in_w + layer->image_start - layer->pad_left) * c + g->first;
+    uint32_t four = layer->pad_four; /* past the group's last channel: the pad byte */
+    if (g->count == GROUP) { /* a fixed-size copy is one load, a variable one a call */
+        for (int32_t k = 0; k < n; k++, dst += step) {
+            memcpy(&four, src + k * c, 4);
+            cache_entry(dst, four);
+        }
+    } else {
+        for (int32_t k = 0; k < n; k++, dst += step) {
+            memcpy(&four, src + k * c, (size_t)g->count);
+            cache_entry(dst, four);
+        }
     }
 }
 
@@ -453,6 +461,7 @@ static void group_outputs(const packed_layer *layer, int32_t batches, int32_t fi
     if (layer->unrolled) {
         group_phases(&g);
     }
+    cache_pad(layer);
     int32_t slots[EDGEC_DEPTHWISE_PACKED_MAX_K];
 
     for (int32_t b = 0; b < batches; b++) {
