@@ -32,6 +32,7 @@ from edgec.ops.depthwise import depthwise_conv2d_s8, packed_depthwise_bias, pack
 from edgec.ops.eltwise import ADD_SCRATCH_BYTES, add_params, add_s8
 from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, folded_bias, interleave_rows
 from edgec.ops.linear import FC_BLOCKING, fully_connected_s8
+from edgec.ops.pool import avg_pool2d_s8
 from edgec.pipeline import compile_model, emit
 from tests.data.models import all_ops_samples
 from tests.device_support import ALL_OPS, ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
@@ -40,14 +41,14 @@ DRIVER = ROOT / "tests" / "data" / "port" / "packed_kernels.c"
 RUNTIME = ROOT / "runtime_c"
 SOURCES = [RUNTIME / "src" / f for f in ("conv/edgec_conv_s8.c", "conv/edgec_conv_1x1_s8.c",
                                          "fc/edgec_fully_connected_s8.c", "eltwise/edgec_add_s8.c",
-                                         "depthwise/edgec_depthwise_conv_s8_packed.c")]
-KIND = {"conv": 1, "fc": 2, "add": 3, "depthwise": 5}
+                                         "depthwise/edgec_depthwise_conv_s8_packed.c", "pool/edgec_avgpool_s8.c")]
+KIND = {"conv": 1, "fc": 2, "add": 3, "depthwise": 5, "avgpool": 6}
 ISA_CODE = {DSP: 1, MVE: 2}
 HEADER_WORDS = 48
 ARG_ERROR = -1
 GUARD_BYTE = 0x5A  # the driver's GUARD_VALUE: it fills every output and scratch buffer with it first
 ISAS = {"cortex-m4": (DSP,), "cortex-m55": (MVE, DSP)}
-CASES = {"conv": 400, "fc": 200, "add": 160, "pointwise": 300, "depthwise": 300}
+CASES = {"conv": 400, "fc": 200, "add": 160, "pointwise": 300, "depthwise": 300, "avgpool": 150}
 
 
 @dataclass
@@ -278,8 +279,27 @@ def add_case(rng, isa: str) -> Case:
     return Case("add", isa, list(params.values()) + [size], [x1, x2], expected, ADD_SCRATCH_BYTES)
 
 
+def avgpool_case(rng, isa: str) -> Case:
+    """edgec_avgpool_s8, whose Helium path the build's -mcpu picks: channel counts around its
+    four lanes, windows with padding (excluded from the count) and global pools."""
+    c = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 16, 17, 64]))
+    n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    if rng.random() < 0.3:
+        kernel, stride, pad, out_hw = (h, w), (1, 1), (0, 0), (1, 1)
+    else:
+        kernel = tuple(int(v) for v in rng.integers(1, 4, 2))
+        stride = tuple(int(v) for v in rng.integers(1, 3, 2))
+        pad = tuple(int(rng.integers(0, k)) for k in kernel)
+        out_hw = tuple((size + p - 1) // s + 1 for size, p, s in zip((h, w), pad, stride))  # last window starts inside
+    x = int8_array(rng, (n, h, w, c))
+    act_min, act_max = act_bounds(rng)
+    expected = avg_pool2d_s8(x, kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, act_min=act_min, act_max=act_max)
+    fields = [*stride, *pad, *kernel, act_min, act_max, n, h, w, c, n, *out_hw, c]
+    return Case("avgpool", isa, fields, [x], expected, 0)
+
+
 MAKERS = {"conv": conv_case, "fc": fc_case, "add": add_case, "pointwise": pointwise_case,
-          "depthwise": depthwise_case}
+          "depthwise": depthwise_case, "avgpool": avgpool_case}
 
 
 def misaligned_scratch(case: Case) -> Case:
@@ -298,7 +318,7 @@ def all_cases(target: str, seed: int) -> list[Case]:
     kind with scratch, two of them (conv: not in place) with a misaligned scratch pointer."""
     rng = np.random.default_rng(seed)
     cases = [MAKERS[kind](rng, isa) for isa in ISAS[target] for kind, count in CASES.items() for _ in range(count)
-             if kind != "depthwise" or isa == ISAS[target][0]]  # the build's -mcpu picks its path
+             if kind not in ("depthwise", "avgpool") or isa == ISAS[target][0]]  # the build's -mcpu picks the path
     refusable = [c for c in cases if c.kind != "conv" or not c.fields[24]]
     refused = [misaligned_scratch(c) for isa in ISAS[target] for kind in ("conv", "add", "depthwise")
                for c in [c for c in refusable if (c.isa, c.kind) == (isa, kind) and c.expected.size][:2]]
