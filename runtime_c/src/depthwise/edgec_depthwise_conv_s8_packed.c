@@ -70,6 +70,8 @@ typedef struct {
     int32x4_t bias;
     int32x4_t multiplier;
     int32x4_t shift;
+    int right_shifts_only; /* no channel's shift is positive: the 3x3 rows take pixel pairs */
+    int32x4_t row_constants[6]; /* the 3x3 rows' assembly's (see mve_pixels_3x3) */
 #else
     int32_t bias[4];
 #if defined(__ARM_FEATURE_DSP)
@@ -112,6 +114,14 @@ static void group_make(packed_group *g)
     g->multiplier = vldrwq_s32(mult);
     g->shift = vldrwq_s32(shift);
     g->bias = vldrwq_s32(layer->bias + g->first);
+    g->right_shifts_only = shift[0] <= 0 && shift[1] <= 0 && shift[2] <= 0 && shift[3] <= 0;
+    const int32x4_t zero = vdupq_n_s32(0);
+    g->row_constants[0] = g->multiplier;
+    g->row_constants[1] = vmaxq_s32(g->shift, zero);
+    g->row_constants[2] = vminq_s32(g->shift, zero);
+    g->row_constants[3] = vdupq_n_s32(layer->stage.lo);
+    g->row_constants[4] = vdupq_n_s32(layer->stage.hi);
+    g->row_constants[5] = g->bias;
 }
 
 static inline void group_store(const packed_group *g, int32x4_t acc, int8_t *out)
@@ -139,24 +149,32 @@ static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at,
     group_store(g, acc, out);
 }
 
+/* The assembly needs registers that an unoptimised build keeps for its frame. */
+#if defined(__OPTIMIZE__)
+/*
+ * The rows of a full group in assembly: GCC spills the output stage's constants and reloads them
+ * per pixel (each store may alias them). A tap is VLDRB.S32 of the entry and the weights, VMUL
+ * and VADD; the output stage is edgec_mve_requantize then edgec_mve_output, step for step, with
+ * the constants held in registers: mve_constants = multiplier, left shift, minus right shift,
+ * lo, hi, then the bias (one pointer for all: an unoptimised build has 8 registers for operands). VLDRB.S32 and VSTRB.32 address through low registers only ("l").
+ */
 #define MVE_TAP(t) \
     "vldrb.s32 q1, [%[x], #" #t "]\n\tvldrb.s32 q2, [%[w], #" #t "]\n\t" \
     "vmul.i32 q1, q1, q2\n\tvadd.i32 q0, q0, q1\n\t"
+#define MVE_TAP_PAIR(t) \
+    "vldrb.s32 q3, [%[w], #" #t "]\n\t" \
+    "vldrb.s32 q2, [%[x], #" #t "]\n\tvmul.i32 q2, q2, q3\n\tvadd.i32 q0, q0, q2\n\t" \
+    "vldrb.s32 q2, [%[x2], #" #t "]\n\tvmul.i32 q2, q2, q3\n\tvadd.i32 q1, q1, q2\n\t"
+/* requantize q (multiplier q4, minus right shift q5; no left shift), clamp to q6..q7, offset */
+#define MVE_RIGHT_SHIFT_OUTPUT(q) \
+    "vqrdmulh.s32 " q ", " q ", q4\n\tvand q2, " q ", q5\n\tvshr.s32 q2, q2, #31\n\t" \
+    "vqadd.s32 " q ", " q ", q2\n\tvrshl.s32 " q ", " q ", q5\n\tvmax.s32 " q ", " q ", q6\n\t" \
+    "vmin.s32 " q ", " q ", q7\n\tvadd.i32 " q ", " q ", %[offset]\n\t"
 
-/*
- * A row of 3x3 undilated pixels of a full group: the loop of group_row_3x3 in assembly, because
- * GCC spills the output stage's constants and reloads them per pixel (each store may alias
- * them). Per pixel: the bias, nine taps of VLDRB.S32 x2, VMUL and VADD, then
- * edgec_mve_requantize and edgec_mve_output step for step, the constants held in q3..q7.
- */
-static void row_3x3_full(const packed_group *g, const int8_t *x, const int8_t *w, int8_t *out,
-                         int32_t out_step)
+/* n >= 1 pixels, one at a time. */
+static void mve_pixels_3x3(const int32x4_t *mve_constants, const int8_t *x, const int8_t *w,
+                           int32_t n, int32_t step, int8_t *out, int32_t out_step, int32_t offset)
 {
-    const edgec_output_stage stage = g->layer->stage;
-    const int32x4_t zero = vdupq_n_s32(0);
-    const int32x4_t constants[5] = {g->multiplier, vmaxq_s32(g->shift, zero), vminq_s32(g->shift, zero),
-                                    vdupq_n_s32(stage.lo), vdupq_n_s32(stage.hi)};
-    const int32_t step = 12 * g->layer->stride_w;
     __asm__ volatile("vldrw.u32 q3, [%[k]]\n\t"
                      "vldrw.u32 q4, [%[k], #16]\n\t"
                      "vldrw.u32 q5, [%[k], #32]\n\t"
@@ -164,7 +182,7 @@ static void row_3x3_full(const packed_group *g, const int8_t *x, const int8_t *w
                      "vldrw.u32 q7, [%[k], #64]\n\t"
                      "dls lr, %[n]\n"
                      "1:\n\t"
-                     "vldrw.u32 q0, [%[bias]]\n\t"
+                     "vldrw.u32 q0, [%[k], #80]\n\t"
                      MVE_TAP(0) MVE_TAP(4) MVE_TAP(8) MVE_TAP(12) MVE_TAP(16)
                      MVE_TAP(20) MVE_TAP(24) MVE_TAP(28) MVE_TAP(32)
                      "vshl.s32 q0, q0, q4\n\t"
@@ -180,11 +198,70 @@ static void row_3x3_full(const packed_group *g, const int8_t *x, const int8_t *w
                      "add %[x], %[x], %[step]\n\t"
                      "add %[out], %[out], %[out_step]\n\t"
                      "le lr, 1b"
-                     : [x] "+r"(x), [out] "+r"(out)
-                     : [w] "r"(w), [bias] "r"(&g->bias), [k] "r"(constants), [n] "r"(g->layer->out_w),
-                       [step] "r"(step), [out_step] "r"(out_step), [offset] "r"(stage.offset)
+                     : [x] "+l"(x), [out] "+l"(out)
+                     : [w] "l"(w), [k] "r"(mve_constants), [n] "r"(n),
+                       [step] "r"(step), [out_step] "r"(out_step), [offset] "r"(offset)
                      : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory");
 }
+
+/* For a group without left shifts: n >= 0 pixel pairs, each weight load serving both pixels,
+ * then one more pixel when `odd`. */
+static void mve_pixel_pairs_3x3(const int32x4_t *mve_constants, const int8_t *x, const int8_t *w,
+                                int32_t n, int32_t odd, int32_t step, int8_t *out,
+                                int32_t out_step, int32_t offset)
+{
+    const int8_t *x2 = x + step;
+    int8_t *out2 = out + out_step;
+    __asm__ volatile("vldrw.u32 q4, [%[k]]\n\t"
+                     "vldrw.u32 q5, [%[k], #32]\n\t"
+                     "vldrw.u32 q6, [%[k], #48]\n\t"
+                     "vldrw.u32 q7, [%[k], #64]\n\t"
+                     "wls lr, %[n], 2f\n"
+                     "1:\n\t"
+                     "vldrw.u32 q0, [%[k], #80]\n\t"
+                     "vldrw.u32 q1, [%[k], #80]\n\t"
+                     MVE_TAP_PAIR(0) MVE_TAP_PAIR(4) MVE_TAP_PAIR(8) MVE_TAP_PAIR(12)
+                     MVE_TAP_PAIR(16) MVE_TAP_PAIR(20) MVE_TAP_PAIR(24) MVE_TAP_PAIR(28)
+                     MVE_TAP_PAIR(32)
+                     MVE_RIGHT_SHIFT_OUTPUT("q0") MVE_RIGHT_SHIFT_OUTPUT("q1")
+                     "vstrb.32 q0, [%[out]]\n\t"
+                     "vstrb.32 q1, [%[out2]]\n\t"
+                     "add %[x], %[x], %[step2]\n\t"
+                     "add %[x2], %[x2], %[step2]\n\t"
+                     "add %[out], %[out], %[out_step2]\n\t"
+                     "add %[out2], %[out2], %[out_step2]\n\t"
+                     "le lr, 1b\n"
+                     "2:\n\t"
+                     "cmp %[odd], #0\n\t"
+                     "beq 3f\n\t"
+                     "vldrw.u32 q0, [%[k], #80]\n\t"
+                     MVE_TAP(0) MVE_TAP(4) MVE_TAP(8) MVE_TAP(12) MVE_TAP(16)
+                     MVE_TAP(20) MVE_TAP(24) MVE_TAP(28) MVE_TAP(32)
+                     MVE_RIGHT_SHIFT_OUTPUT("q0")
+                     "vstrb.32 q0, [%[out]]\n"
+                     "3:"
+                     : [x] "+l"(x), [x2] "+l"(x2), [out] "+l"(out), [out2] "+l"(out2)
+                     : [w] "l"(w), [k] "r"(mve_constants), [n] "r"(n), [odd] "r"(odd),
+                       [step2] "r"(2 * step), [out_step2] "r"(2 * out_step), [offset] "r"(offset)
+                     : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc");
+}
+
+/* A row of 3x3 undilated pixels of a full group: by pixel pairs when no channel shifts left. */
+static void row_3x3_full(const packed_group *g, const int8_t *x, const int8_t *w, int8_t *out,
+                         int32_t out_step)
+{
+    const int32_t offset = g->layer->stage.offset;
+    const int32x4_t *constants = g->row_constants;
+    const int32_t step = 12 * g->layer->stride_w;
+    const int32_t out_w = g->layer->out_w;
+    if (g->right_shifts_only) {
+        mve_pixel_pairs_3x3(constants, x, w, out_w / 2, out_w % 2, step, out, out_step, offset);
+    } else {
+        mve_pixels_3x3(constants, x, w, out_w, step, out, out_step, offset);
+    }
+}
+
+#endif
 
 /* A row of 3x3 undilated pixels in phase p: nine consecutive entries each, a VLDRB.S32, VMUL
  * and VADD per tap. */
@@ -193,10 +270,12 @@ static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_
     const int8_t *x = g->layer->cache;
     const int32_t step = 12 * g->layer->stride_w;
     const int8_t *w = g->w[p][0];
+#if defined(__OPTIMIZE__)
     if (g->count == GROUP) {
         row_3x3_full(g, x, w, out, out_step);
         return;
     }
+#endif
     for (int32_t ox = 0; ox < g->layer->out_w; ox++, x += step, out += out_step) {
         int32x4_t acc = g->bias;
         for (int32_t t = 0; t < 9; t++) {
