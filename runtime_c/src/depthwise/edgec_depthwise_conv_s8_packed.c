@@ -88,11 +88,12 @@ typedef struct {
 #endif
 } packed_group;
 
-/* The tap of a 3x3 window that slot s of column kx holds in phase p (slot s holds filter row
- * (s - p) mod 3), at the cache-order index kx * 3 + s. */
+/* The tap of a 3x3 window that slot s of column kx holds in phase p: slot s holds filter row
+ * (s - p) mod 3. The phase tables are built once per group; a subtraction, not a division. */
 static const int8_t *phase_tap(const packed_group *g, int32_t p, int32_t kx, int32_t s)
 {
-    return g->taps + 4 * (((s - p + PHASES) % PHASES) * 3 + kx);
+    const int32_t row = s >= p ? s - p : s - p + PHASES;
+    return g->taps + 4 * (row * 3 + kx);
 }
 
 /* ---- Per ISA: an entry, the group's constants, one output pixel ------------------------------ */
@@ -439,16 +440,18 @@ static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_
 static void group_phases(packed_group *g)
 {
     for (int32_t p = 0; p < PHASES; p++) {
-        for (int32_t t = 0; t < 9; t++) {
-            const int8_t *tap = phase_tap(g, p, t / 3, t % 3);
+        for (int32_t kx = 0; kx < 3; kx++) {
+            for (int32_t s = 0; s < 3; s++) {
+                const int8_t *tap = phase_tap(g, p, kx, s);
 #if EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES == 8
-            int32_t ws;
-            memcpy(&ws, tap, 4);
-            g->w[p][t][0] = __sxtb16(ws);
-            g->w[p][t][1] = edgec_sxtb16_ror8(ws);
+                int32_t ws;
+                memcpy(&ws, tap, 4);
+                g->w[p][kx * 3 + s][0] = __sxtb16(ws);
+                g->w[p][kx * 3 + s][1] = edgec_sxtb16_ror8(ws);
 #else
-            memcpy(g->w[p][t], tap, 4);
+                memcpy(g->w[p][kx * 3 + s], tap, 4);
 #endif
+            }
         }
     }
 }
@@ -508,23 +511,24 @@ static void fill_row(const packed_group *g, int32_t b, int32_t r, int32_t slot)
 static void cache_rows(const packed_group *g, int32_t b, int32_t oy, int32_t *cached, int32_t *slots)
 {
     const packed_layer *layer = g->layer;
+    const int32_t k_h = layer->k_h;
     const int32_t first = oy * layer->stride_h;
     if (layer->dilation_h != 1) {
-        for (int32_t ky = 0; ky < layer->k_h; ky++) {
+        for (int32_t ky = 0; ky < k_h; ky++) {
             slots[ky] = ky;
             fill_row(g, b, first + ky * layer->dilation_h, ky);
         }
         return;
     }
-    int32_t slot = first % layer->k_h;
-    for (int32_t r = first; r < first + layer->k_h; r++) {
-        slots[r - first] = slot;
-        if (r >= *cached) {
-            fill_row(g, b, r, slot);
-        }
-        slot = slot + 1 == layer->k_h ? 0 : slot + 1;
+    for (int32_t r = EDGEC_MAX(first, *cached); r < first + k_h; r++) {
+        fill_row(g, b, r, r % k_h);
     }
-    *cached = first + layer->k_h;
+    *cached = first + k_h;
+    int32_t slot = first % k_h;
+    for (int32_t ky = 0; ky < k_h; ky++) {
+        slots[ky] = slot;
+        slot = slot + 1 == k_h ? 0 : slot + 1;
+    }
 }
 
 /* All output pixels of one group, in NHWC order, into `out` (pixels `pixel_step` bytes apart). */
