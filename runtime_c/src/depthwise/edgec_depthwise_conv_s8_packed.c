@@ -407,11 +407,88 @@ static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at,
 }
 
 /* A row of 3x3 undilated pixels in phase p: nine consecutive entries each. */
+#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__)
+/* What dsp_row_3x3's assembly reads per row besides the group. */
+typedef struct {
+    int32_t out_step;
+    int32_t x_advance; /* from the entry after a pixel's ninth to the next pixel's first */
+    int32_t pixels;    /* >= 1; counted down */
+} dsp_row;
+
+#define DSP_TAP                                                                                    \
+    "ldrd r8, r9, [%[x]], #8\n\tldrd r10, r12, [%[w]], #8\n\t"                                     \
+    "smlabb r0, r8, r10, r0\n\tsmlatt r2, r8, r10, r2\n\t"                                         \
+    "smlabb r1, r9, r12, r1\n\tsmlatt r3, r9, r12, r3\n\t"
+
+/*
+ * A row of 3x3 undilated pixels of a full group with the short requantization, in assembly (an
+ * optimised build's: the unoptimised one keeps r7 for its frame): per pixel the folded biases,
+ * the nine taps of group_row_3x3 (LDRD of the entry and of the weights, four SMLAxy), then
+ * dsp_store_four's requantization, packing, clamp and store -- GCC spilled the accumulators
+ * around a call to it.
+ */
+static void dsp_row_3x3(const packed_group *g, const int32_t (*w)[2], const int8_t *x, int8_t *out,
+                        dsp_row *row)
+{
+    __asm__ volatile(
+        "1:\n\t"
+        "ldrd r0, r1, [%[g], %[bias]]\n\t"
+        "ldrd r2, r3, [%[g], %[bias2]]\n\t"
+        DSP_TAP DSP_TAP DSP_TAP DSP_TAP DSP_TAP DSP_TAP DSP_TAP DSP_TAP DSP_TAP
+        "sub %[w], %[w], #72\n\t"
+        "ldrd r8, r9, [%[g], %[q0]]\n\tldr r10, [%[g], %[q0s]]\n\t"
+        "and r12, r0, #0x80000000\n\torr r12, r12, #0x40000000\n\tadd r9, r9, r0, asr #31\n\t"
+        "smlal r12, r9, r0, r8\n\tasr r0, r9, r10\n\tssat r0, #8, r0\n\t"
+        "ldrd r8, r9, [%[g], %[q1]]\n\tldr r10, [%[g], %[q1s]]\n\t"
+        "and r12, r1, #0x80000000\n\torr r12, r12, #0x40000000\n\tadd r9, r9, r1, asr #31\n\t"
+        "smlal r12, r9, r1, r8\n\tasr r1, r9, r10\n\tssat r1, #8, r1\n\t"
+        "ldrd r8, r9, [%[g], %[q2]]\n\tldr r10, [%[g], %[q2s]]\n\t"
+        "and r12, r2, #0x80000000\n\torr r12, r12, #0x40000000\n\tadd r9, r9, r2, asr #31\n\t"
+        "smlal r12, r9, r2, r8\n\tasr r2, r9, r10\n\tssat r2, #8, r2\n\t"
+        "ldrd r8, r9, [%[g], %[q3]]\n\tldr r10, [%[g], %[q3s]]\n\t"
+        "and r12, r3, #0x80000000\n\torr r12, r12, #0x40000000\n\tadd r9, r9, r3, asr #31\n\t"
+        "smlal r12, r9, r3, r8\n\tasr r3, r9, r10\n\tssat r3, #8, r3\n\t"
+        "bfi r0, r1, #8, #8\n\tbfi r0, r2, #16, #8\n\tbfi r0, r3, #24, #8\n\t"
+        "ldrd r8, r9, [%[g], %[lows]]\n\t"
+        "ssub8 r10, r0, r8\n\tsel r0, r0, r8\n\tssub8 r10, r0, r9\n\tsel r0, r9, r0\n\t"
+        "str r0, [%[out]]\n\t"
+        "ldrd r8, r9, [%[row]]\n\t"
+        "add %[out], %[out], r8\n\t"
+        "add %[x], %[x], r9\n\t"
+        "ldr r8, [%[row], #8]\n\t"
+        "subs r8, r8, #1\n\t"
+        "str r8, [%[row], #8]\n\t"
+        "bne 1b"
+        : [x] "+r"(x), [out] "+r"(out), [w] "+r"(w)
+        : [g] "r"(g), [row] "r"(row), [bias] "i"(offsetof(packed_group, bias)),
+          [bias2] "i"(offsetof(packed_group, bias) + 8),
+          [q0] "i"(offsetof(packed_group, q)), [q0s] "i"(offsetof(packed_group, q) + 8),
+          [q1] "i"(offsetof(packed_group, q) + 12), [q1s] "i"(offsetof(packed_group, q) + 20),
+          [q2] "i"(offsetof(packed_group, q) + 24), [q2s] "i"(offsetof(packed_group, q) + 32),
+          [q3] "i"(offsetof(packed_group, q) + 36), [q3s] "i"(offsetof(packed_group, q) + 44),
+          [lows] "i"(offsetof(packed_group, lows))
+        : "r0", "r1", "r2", "r3", "r8", "r9", "r10", "r12", "memory", "cc");
+}
+
+typedef char dsp_requant_layout[sizeof(edgec_dsp_requant) == 12 && offsetof(edgec_dsp_requant, round_high) == 4 &&
+                                        offsetof(edgec_dsp_requant, shift) == 8 &&
+                                        offsetof(packed_group, highs) == offsetof(packed_group, lows) + 4
+                                    ? 1
+                                    : -1];
+#endif
+
 static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_t *out, int32_t out_step)
 {
     const int32_t entry = (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
     const int32_t step = 3 * entry * g->layer->stride_w;
     const int8_t *x = g->layer->cache;
+#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__)
+    if (g->short_requant) { /* a full group */
+        dsp_row row = {out_step, step - 9 * entry, g->layer->out_w};
+        dsp_row_3x3(g, g->w[p], x, out, &row);
+        return;
+    }
+#endif
     for (int32_t ox = 0; ox < g->layer->out_w; ox++, x += step, out += out_step) {
         int32_t a0 = g->bias[0], a1 = g->bias[1], a2 = g->bias[2], a3 = g->bias[3];
 #if defined(__ARM_FEATURE_DSP)
