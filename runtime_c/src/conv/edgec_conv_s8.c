@@ -439,40 +439,120 @@ static int requant_all_short(const edgec_per_channel_quant *quant, int32_t out_c
     return 1;
 }
 
+/* The assembly needs registers that an unoptimised build keeps for its frame. */
+#if defined(__OPTIMIZE__)
+/* What dsp_blocks_2x2 reads and advances; its assembly addresses the fields by offset. */
+typedef struct {
+    const int8_t *filter;      /*  0: the next block's */
+    const int32_t *bias;       /*  4 */
+    const int32_t *multiplier; /*  8 */
+    const int32_t *shift;      /* 12 */
+    int8_t *out;               /* 16: pixel a's next channel pair */
+    int32_t out_c;             /* 20: from pixel a to pixel b */
+    uint32_t lows;             /* 24: act_min in every byte */
+    uint32_t highs;            /* 28: act_max in every byte */
+    const int8_t *cols;        /* 32 */
+    const int8_t *cols_end;    /* 36 */
+    int32_t odd;               /* 40: an odd number of groups */
+    int32_t round_base;        /* 44: edgec_dsp_round_base of the output offset */
+    int32_t blocks;            /* 48: channel pairs left, >= 1 */
+} dsp_block_run;
+
+typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 16 && offsetof(dsp_block_run, lows) == 24 &&
+                                          offsetof(dsp_block_run, blocks) == 48
+                                      ? 1
+                                      : -1];
+
+/* One group of dsp_mac_2x2_group: the channel pair's 8 filter bytes widened once (r9/r12 channel
+ * 0, r10/lr channel 1), each pixel's widened columns loaded in turn (r6/r8). */
+#define DSP_GROUP_2X2                                                                              \
+    "ldrd r9, r10, [r5], #8\n\t"                                                                   \
+    "sxtb16 r12, r9, ror #8\n\tsxtb16 r9, r9\n\tsxtb16 lr, r10, ror #8\n\tsxtb16 r10, r10\n\t"       \
+    "ldrd r6, r8, [r4], #8\n\t"                                                                    \
+    "smlad r0, r9, r6, r0\n\tsmlad r0, r12, r8, r0\n\tsmlad r2, r10, r6, r2\n\tsmlad r2, lr, r8, r2\n\t" \
+    "ldrd r6, r8, [r4], #8\n\t"                                                                    \
+    "smlad r1, r9, r6, r1\n\tsmlad r1, r12, r8, r1\n\tsmlad r3, r10, r6, r3\n\tsmlad r3, lr, r8, r3\n\t"
+/* edgec_dsp_requantize_ssat8 of acc: multiplier m, shift register sh holding r - 1, round_high
+ * in r5 (r6, r8 scratch) */
+#define DSP_REQUANT(acc, m, sh)                                                                    \
+    "and r6, " acc ", #0x80000000\n\torr r6, r6, #0x40000000\n\tadd r8, r5, " acc ", asr #31\n\t"   \
+    "smlal r6, r8, " acc ", " m "\n\tasr " acc ", r8, " sh "\n\tssat " acc ", #8, " acc "\n\t"
+
+/*
+ * Every channel pair of a pixel pair whose channels all take the short requantization:
+ * dsp_mac_2x2 and the output stage of dsp_store_2x2 (the four values through one packed clamp,
+ * two halfword stores) in one assembly loop over the pairs -- in C, GCC spilled the pointers
+ * and recomputed the constants' addresses per pair. The loop over the groups is entered in its
+ * middle when their number is odd; the run holds every pointer between pairs (r7 and r11,
+ * which may be the frame pointer, are left alone).
+ */
+static void dsp_blocks_2x2(dsp_block_run *run)
+{
+    __asm__ volatile(
+        "2:\n\t"
+        "ldr r4, [%[run], #32]\n\t"
+        "ldr r5, [%[run], #0]\n\t"
+        "ldr r6, [%[run], #4]\n\t"
+        "ldrd r0, r2, [r6], #8\n\t"
+        "str r6, [%[run], #4]\n\t"
+        "mov r1, r0\n\t"
+        "mov r3, r2\n\t"
+        "ldr r6, [%[run], #40]\n\t"
+        "cbnz r6, 5f\n"
+        "1:\n\t" DSP_GROUP_2X2
+        "5:\n\t" DSP_GROUP_2X2
+        "ldr r6, [%[run], #36]\n\t"
+        "cmp r4, r6\n\t"
+        "bne 1b\n\t"
+        "str r5, [%[run], #0]\n\t"
+        "ldr r6, [%[run], #8]\n\t"
+        "ldrd r9, r10, [r6], #8\n\t"
+        "str r6, [%[run], #8]\n\t"
+        "ldr r6, [%[run], #12]\n\t"
+        "ldrd r12, lr, [r6], #8\n\t"
+        "str r6, [%[run], #12]\n\t"
+        "mvn r12, r12\n\t"
+        "mvn lr, lr\n\t"
+        "ldr r4, [%[run], #44]\n\t"
+        "sub r5, r12, #1\n\t"
+        "lsl r5, r4, r5\n\t"
+        DSP_REQUANT("r0", "r9", "r12") DSP_REQUANT("r1", "r9", "r12")
+        "sub r5, lr, #1\n\t"
+        "lsl r5, r4, r5\n\t"
+        DSP_REQUANT("r2", "r10", "lr") DSP_REQUANT("r3", "r10", "lr")
+        "bfi r0, r2, #8, #8\n\t"
+        "bfi r0, r1, #16, #8\n\t"
+        "bfi r0, r3, #24, #8\n\t"
+        "ldrd r4, r5, [%[run], #24]\n\t"
+        "ssub8 r6, r0, r4\n\tsel r0, r0, r4\n\tssub8 r6, r0, r5\n\tsel r0, r5, r0\n\t"
+        "ldrd r4, r5, [%[run], #16]\n\t"
+        "strh r0, [r4]\n\t"
+        "lsr r0, r0, #16\n\t"
+        "strh r0, [r4, r5]\n\t"
+        "add r4, r4, #2\n\t"
+        "str r4, [%[run], #16]\n\t"
+        "ldr r4, [%[run], #48]\n\t"
+        "subs r4, r4, #1\n\t"
+        "str r4, [%[run], #48]\n\t"
+        "bne 2b"
+        :
+        : [run] "r"(run)
+        : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr", "memory", "cc");
+}
+#endif
+
 /* What the output stage of a pixel pair needs besides the sums. */
 typedef struct {
     const edgec_per_channel_quant *quant;
     edgec_output_stage stage;
-    int32_t round_base; /* edgec_dsp_round_base of the output offset */
-    uint32_t lows;      /* act_min in every byte */
-    uint32_t highs;     /* act_max in every byte */
-    int short_requant;
+    int short_requant; /* every channel admits the short requantization */
+#if defined(__OPTIMIZE__)
+    dsp_block_run *run; /* its per-call fields set */
+#endif
 } dsp_output;
 
-/*
- * Channels c and c + 1 of a pixel pair (pixel b out_c bytes after pixel a) from sums c0_a, c0_b,
- * c1_a, c1_b, by the short requantization: the four go through one packed clamp and two halfword
- * stores.
- */
-static inline void dsp_store_2x2_short(const int32_t sums[4], const dsp_output *o, int32_t c,
-                                       int8_t *out_a, int32_t out_c)
-{
-    const edgec_dsp_requant q0 =
-        edgec_dsp_requant_make(o->quant->multiplier[c], o->quant->shift[c], o->round_base);
-    const edgec_dsp_requant q1 =
-        edgec_dsp_requant_make(o->quant->multiplier[c + 1], o->quant->shift[c + 1], o->round_base);
-    const uint32_t packed = edgec_dsp_clamp_s8x4(
-        edgec_dsp_pack_s8x4(edgec_dsp_requantize_ssat8(sums[0], q0), edgec_dsp_requantize_ssat8(sums[2], q1),
-                            edgec_dsp_requantize_ssat8(sums[1], q0), edgec_dsp_requantize_ssat8(sums[3], q1)),
-        o->lows, o->highs);
-    const uint16_t pair_a = (uint16_t)packed;
-    const uint16_t pair_b = (uint16_t)(packed >> 16);
-    memcpy(out_a + c, &pair_a, 2);
-    memcpy(out_a + out_c + c, &pair_b, 2);
-}
-
-/* The general output stage of dsp_store_2x2_short: any (multiplier, shift); channel c alone when
- * has_c1 is 0, pixel a alone when out_b is NULL. */
+/* The general output stage: any (multiplier, shift); channel c alone when has_c1 is 0, pixel a
+ * alone when out_b is NULL. */
 static void dsp_store_2x2(const int32_t sums[4], const dsp_output *o, int32_t c, int has_c1,
                           int8_t *out_a, int8_t *out_b)
 {
@@ -492,13 +572,20 @@ static void dsp_conv_pixel_pair(const int8_t *cols, int32_t groups, const int8_t
                                 int8_t *out_a, int8_t *out_b)
 {
     int32_t c = 0;
-    if (o->short_requant && out_b != NULL) {
-        for (; c + 1 < out_c; c += 2, filter += 8 * groups) {
-            int32_t sums[4] = {bias[c], bias[c], bias[c + 1], bias[c + 1]};
-            dsp_mac_2x2(filter, cols, groups, sums);
-            dsp_store_2x2_short(sums, o, c, out_a, out_c);
-        }
+#if defined(__OPTIMIZE__)
+    if (o->short_requant && out_b != NULL && out_c >= 2) {
+        dsp_block_run *run = o->run;
+        run->filter = filter;
+        run->bias = bias;
+        run->multiplier = o->quant->multiplier;
+        run->shift = o->quant->shift;
+        run->out = out_a;
+        run->blocks = out_c / 2;
+        dsp_blocks_2x2(run);
+        c = out_c / 2 * 2;
+        filter += 4 * groups * c;
     }
+#endif
     for (; c < out_c; c += 2, filter += 8 * groups) {
         const int has_c1 = c + 1 < out_c; /* an odd last channel pairs with a zero filter row */
         int32_t sums[4];
@@ -528,9 +615,6 @@ edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
     dsp_output o;
     o.quant = quant;
     o.stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
-    o.round_base = edgec_dsp_round_base(params->output_offset);
-    o.lows = edgec_dsp_bytes(params->act_min);
-    o.highs = edgec_dsp_bytes(params->act_max);
     o.short_requant = requant_all_short(quant, out_c);
     /* Scratch: the two int16 columns, interleaved per group; when C_in is not a multiple of 4
      * the receptive fields go through an int8 row after them, else straight into the columns. */
@@ -538,6 +622,17 @@ edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
     int8_t *cols = scratch;
     int8_t *row = cols + 16 * groups;
     pixel_cursor px = {0, 0, 0};
+#if defined(__OPTIMIZE__)
+    dsp_block_run run;
+    run.out_c = out_c;
+    run.lows = edgec_dsp_bytes(params->act_min);
+    run.highs = edgec_dsp_bytes(params->act_max);
+    run.cols = cols;
+    run.cols_end = cols + 16 * groups;
+    run.odd = groups & 1;
+    run.round_base = edgec_dsp_round_base(params->output_offset);
+    o.run = &run;
+#endif
 
     if (!direct) {
         fill_run(row + k, 0, 4 * groups - k); /* the filter is zero there: any value does */
