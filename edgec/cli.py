@@ -46,17 +46,21 @@ def _size(_ctx, param, value: str | None) -> int | None:
         raise click.BadParameter(str(exc), param=param) from None
 
 
-def _budget_options(command):
-    """--ram/--flash: the memory budget of the user's part, replacing the target's typical one."""
+def _target_options(command):
+    """--ram/--flash: the memory budget of the user's part, replacing the target's typical one;
+    --opt: whether to trade flash for speed."""
+    command = click.option("--opt", type=click.Choice(["speed", "size"]), default="speed", show_default=True,
+                           help="speed: faster kernels where they take more flash (DSP convolutions' "
+                           "filters widened to int16); size: the smallest constants")(command)
     command = click.option("--flash", callback=_size, help="flash budget for the constants, e.g. 1M "
                            "(default: a typical part's)")(command)
     return click.option("--ram", callback=_size, help="RAM budget for the arena, e.g. 256K "
                         "(default: a typical part's)")(command)
 
 
-def _target(name: str, ram: int | None = None, flash: int | None = None):
+def _target(name: str, ram: int | None = None, flash: int | None = None, opt: str = "speed"):
     from edgec.targets import get_target
-    return get_target(name).with_budget(ram, flash)
+    return get_target(name).with_budget(ram, flash).with_opt(opt)
 
 
 def _compile(model: str, calib: str | None, target, quiet: bool):
@@ -104,15 +108,15 @@ def cli():
 @click.option("--calib", type=click.Path(), help=".npy/.npz of float calibration samples shaped like the input")
 @click.option("--name", help="C symbol prefix (default: the model file's name)")
 @click.option("--target", default="host", show_default=True, help=TARGET_HELP)
-@_budget_options
+@_target_options
 @click.option("--report", "html_report", is_flag=True, help="also write report.html (layer table, memory timeline)")
 @click.option("--quiet", is_flag=True, help="no progress bar")
-def build(model, out_dir, calib, name, target, ram, flash, html_report, quiet):
+def build(model, out_dir, calib, name, target, ram, flash, opt, html_report, quiet):
     """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory."""
     from edgec.pipeline import check_output_dir, emit
     name = _check_name(name or _default_name(model))
     check_output_dir(Path(out_dir))
-    compiled = _compile(model, calib, _target(target, ram, flash), quiet)
+    compiled = _compile(model, calib, _target(target, ram, flash, opt), quiet)
     report = emit(compiled, Path(out_dir), name)
     click.echo(f"{out_dir}: {name} for {report['target']}: {len(report['layers'])} layers, "
                f"{report['macs']:,} MACs, constants {report['weights_bytes']:,} B (flash)")
@@ -153,16 +157,16 @@ def report(out_dir, html):
 @click.option("--name", help="C symbol prefix")
 @click.option("--target", default="host", show_default=True,
               help=f"{TARGET_HELP}; a Cortex-M target runs under QEMU")
-@_budget_options
+@_target_options
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--per-layer", is_flag=True, help="also print each layer's int8-vs-float SQNR")
-def verify(model, calib, samples, name, target, ram, flash, quiet, per_layer):
+def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer):
     """Check that the generated C's output equals the golden simulator's, byte for byte."""
     from edgec import device, sim
     from edgec import verify as checks
     from edgec.pipeline import emit
     name = _check_name(name or _default_name(model))
-    target_info = _target(target, ram, flash)
+    target_info = _target(target, ram, flash, opt)
     if not target_info.is_host:
         device.require_runnable(target_info)
     compiled = _compile(model, calib, target_info, quiet)
@@ -195,12 +199,12 @@ def verify(model, calib, samples, name, target, ram, flash, quiet, per_layer):
               help="cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55")
 @click.option("--calib", type=click.Path(), help=".npy/.npz of float samples; the first is the benchmark input")
 @click.option("--name", help="C symbol prefix")
-@_budget_options
+@_target_options
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), help="also keep the generated C directory")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--profile", is_flag=True, help="also count the instructions of each function (whole run)")
-def bench(model, target, calib, name, ram, flash, out_dir, as_json, quiet, profile):
+def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile):
     """Count the instructions one inference executes on an emulated Cortex-M, per layer and in
     total (exact, from QEMU), with MACs and the program's flash and RAM."""
     import json
@@ -209,7 +213,7 @@ def bench(model, target, calib, name, ram, flash, out_dir, as_json, quiet, profi
     from edgec import verify as checks
     from edgec.pipeline import emit
     name = _check_name(name or _default_name(model))
-    target_info = _target(target, ram, flash)
+    target_info = _target(target, ram, flash, opt)
     device.require_runnable(target_info)
     compiled = _compile(model, calib, target_info, quiet)
     _, sample = _quantized_samples(compiled, calib, 1)

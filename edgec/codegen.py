@@ -22,7 +22,7 @@ from edgec.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_bu
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
 RUNTIME = ROOT / "runtime_c"
-C_TYPES = {"int8_t": np.int8, "int32_t": np.int32}
+C_TYPES = {"int8_t": np.int8, "int16_t": np.int16, "int32_t": np.int32}
 SHARED_RUNTIME_FILES = ("include/edgec_nn.h", "src/support/edgec_support.h")
 
 
@@ -145,7 +145,7 @@ def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, or
               for i, (op, call) in enumerate(zip(graph.ops, calls))]
     sources = [f"{name}.c", f"{name}_weights.c"] + [f"runtime/src/{s}" for s in runtime_sources(graph)]
     context = {"name": name, "NAME": name.upper(), "version": __version__, "origin": Path(origin).name,
-               "target": target.name, "target_cflags": " ".join(target.cflags), "arena_bytes": plan.arena_bytes,
+               "target": target.name, "opt": target.opt, "target_cflags": " ".join(target.cflags), "arena_bytes": plan.arena_bytes,
                "macs": sum(KINDS[op.kind].macs(op, graph) for op in graph.ops),
                "input": _io(graph, plan, graph.inputs[0]), "output": _io(graph, plan, graph.outputs[0]),
                "layers": layers, "constants": constants, "sources": sources}

@@ -25,6 +25,7 @@ class Target:
     ram_bytes: int | None        # RAM budget of the typical part; None: no budget (host)
     flash_bytes: int | None      # flash budget of the typical part; None: no budget (host)
     part: str = ""               # the typical part the budgets come from
+    opt: str = "speed"           # `edgec build --opt`: "speed" trades flash for speed, "size" does not
 
     @property
     def is_host(self) -> bool:
@@ -43,6 +44,18 @@ class Target:
         return replace(self, ram_bytes=self.ram_bytes if ram is None else ram,
                        flash_bytes=self.flash_bytes if flash is None else flash,
                        part="budget from --ram/--flash")
+
+
+    def with_opt(self, opt: str) -> "Target":
+        """This target building for `opt` (OPT_LEVELS)."""
+        if opt not in OPT_LEVELS:
+            raise EdgecError(f"--opt {opt!r}: expected one of {', '.join(OPT_LEVELS)}")
+        return replace(self, opt=opt)
+
+
+# What `--opt` trades: "speed" lays some constants out for the fastest kernels even where that
+# takes more flash (e.g. the DSP convolution's filter widened to int16); "size" never does.
+OPT_LEVELS = ("speed", "size")
 
 
 def _arm(name: str, cflags: str, *, dsp: bool = False, mve: bool = False, fpu: bool = False,

@@ -30,10 +30,11 @@ from edgec.ops.conv import UNIT as CONV
 from edgec.ops.depthwise import UNIT as DEPTHWISE
 from edgec.ops.depthwise import depthwise_conv2d_s8, packed_depthwise_bias, packed_depthwise_filter
 from edgec.ops.eltwise import ADD_SCRATCH_BYTES, add_params, add_s8
-from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, folded_bias, interleave_rows
+from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, folded_bias, interleave_rows, widen_taps
 from edgec.ops.linear import FC_BLOCKING, fully_connected_s8
 from edgec.ops.pool import avg_pool2d_s8
 from edgec.pipeline import compile_model, emit
+from edgec.targets import get_target
 from tests.data.models import all_ops_samples
 from tests.device_support import ALL_OPS, ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
 
@@ -43,11 +44,12 @@ SOURCES = [RUNTIME / "src" / f for f in ("conv/edgec_conv_s8.c", "conv/edgec_con
                                          "fc/edgec_fully_connected_s8.c", "eltwise/edgec_add_s8.c",
                                          "depthwise/edgec_depthwise_conv_s8_packed.c", "pool/edgec_avgpool_s8.c")]
 KIND = {"conv": 1, "fc": 2, "add": 3, "depthwise": 5, "avgpool": 6}
-ISA_CODE = {DSP: 1, MVE: 2}
+WIDE = "dsp_wide"  # edgec_conv_s8_dsp_wide (edgec build --opt speed): conv cases only
+ISA_CODE = {DSP: 1, MVE: 2, WIDE: 3}
 HEADER_WORDS = 48
 ARG_ERROR = -1
 GUARD_BYTE = 0x5A  # the driver's GUARD_VALUE: it fills every output and scratch buffer with it first
-ISAS = {"cortex-m4": (DSP,), "cortex-m55": (MVE, DSP)}
+ISAS = {"cortex-m4": (DSP, WIDE), "cortex-m55": (MVE, DSP)}
 CASES = {"conv": 400, "fc": 200, "add": 160, "pointwise": 300, "depthwise": 300, "avgpool": 150}
 
 
@@ -161,12 +163,14 @@ def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw) -> Case
     rows = weights.reshape(c_out, -1)
     params = [-zp_in, zp_out, *stride, *pad[:2], *dilation, 1, 1, act_min, act_max]
     fields = params + [n, h, w, c_in] + [c_out, kh, kw, c_in] + [n, *out_hw, c_out]
-    arrays = [x, interleave_rows(rows, CONV_BLOCKING[isa]), blocked_bias(bias, rows, zp_in, CONV_BLOCKING[isa]), m, s]
-    scratch = packed_conv_scratch_bytes(isa, weights.shape)
+    family = DSP if isa == WIDE else isa
+    packed = interleave_rows(rows, CONV_BLOCKING[family])
+    arrays = [x, widen_taps(packed) if isa == WIDE else packed, blocked_bias(bias, rows, zp_in, CONV_BLOCKING[family]), m, s]
+    scratch = packed_conv_scratch_bytes(family, weights.shape)
     if rng.random() < 0.5:
         return Case("conv", isa, fields + [0, 0, 0], arrays, expected, scratch)
     op, graph = _conv_op(x.shape, weights, stride, expected.shape, pad, dilation)
-    op.attrs["isa"] = isa
+    op.attrs["isa"] = family
     [planned] = CONV.in_place(op, graph, None)
     first = window_first_pixels(x.shape, expected.shape, stride, pad)
     lowest = int((np.arange(len(first)) * c_out - first * c_in).max())  # the packed kernels' bound
@@ -318,7 +322,8 @@ def all_cases(target: str, seed: int) -> list[Case]:
     kind with scratch, two of them (conv: not in place) with a misaligned scratch pointer."""
     rng = np.random.default_rng(seed)
     cases = [MAKERS[kind](rng, isa) for isa in ISAS[target] for kind, count in CASES.items() for _ in range(count)
-             if kind not in ("depthwise", "avgpool") or isa == ISAS[target][0]]  # the build's -mcpu picks the path
+             if (kind not in ("depthwise", "avgpool") or isa == ISAS[target][0])  # the build's -mcpu picks the path
+             and (isa != WIDE or kind in ("conv", "pointwise"))]
     refusable = [c for c in cases if c.kind != "conv" or not c.fields[24]]
     refused = [misaligned_scratch(c) for isa in ISAS[target] for kind in ("conv", "add", "depthwise")
                for c in [c for c in refusable if (c.isa, c.kind) == (isa, kind) and c.expected.size][:2]]
@@ -363,13 +368,21 @@ def test_packed_kernels_match_golden(target, tmp_path):
     assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures[:10])
 
 
-@pytest.mark.parametrize("target,suffix", [("cortex-m3", ""), ("cortex-m4", "_dsp"), ("cortex-m55", "_mve")])
-def test_each_target_calls_its_kernels(target, suffix, tmp_path):
-    compiled = compile_model(ALL_OPS, calibration=all_ops_samples(8, 0), target=target, warn=lambda _: None)
+@pytest.mark.parametrize("target,opt,suffix,conv_suffix", [
+    ("cortex-m3", "speed", "", ""), ("cortex-m4", "speed", "_dsp", "_dsp_wide"),
+    ("cortex-m4", "size", "_dsp", "_dsp"), ("cortex-m55", "speed", "_mve", "_mve")])
+def test_each_target_calls_its_kernels(target, opt, suffix, conv_suffix, tmp_path):
+    """Each target's kernel family; --opt speed widens the DSP convolution's filter to int16
+    (twice its flash), --opt size keeps it int8."""
+    compiled = compile_model(ALL_OPS, calibration=all_ops_samples(8, 0), target=get_target(target).with_opt(opt),
+                             warn=lambda _: None)
     emit(compiled, tmp_path / "model", "model")
     model_c = (tmp_path / "model" / "model.c").read_text()
-    for kernel in ("edgec_conv_s8", "edgec_fully_connected_s8", "edgec_add_s8"):
+    assert f"edgec_conv_s8{conv_suffix}(" in model_c
+    for kernel in ("edgec_fully_connected_s8", "edgec_add_s8"):
         assert f"{kernel}{suffix}(" in model_c
+    weights_h = (tmp_path / "model" / "model_weights.h").read_text()
+    assert ("const int16_t" in weights_h) == (conv_suffix == "_dsp_wide")
     # all_ops' 1x1 conv: the portable fast path in place, else the packed generic kernel.
     assert ("edgec_conv_1x1_s8_in_place(" in model_c) == (suffix == "")
 

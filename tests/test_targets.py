@@ -61,7 +61,7 @@ def test_all_ops_model_calls_every_kernel(tmp_path):
     assert {op.kind for op in compiled.graph.ops} == set(KINDS) - {"pad"}
     emit(compiled, tmp_path / "model", "model")
     model_c = (tmp_path / "model" / "model.c").read_text()
-    for kernel in ("edgec_conv_s8_dsp", "edgec_depthwise_conv_s8"):
+    for kernel in ("edgec_conv_s8_dsp_wide", "edgec_depthwise_conv_s8"):
         assert f"{kernel}(" in model_c
     # The 1x1 conv's input dies there, so it runs over it (plain 1x1: tests/test_kernels_conv.py).
     assert any(op.kind == "conv2d" and op.name in compiled.plan.in_place for op in compiled.graph.ops)

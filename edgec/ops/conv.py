@@ -21,7 +21,7 @@ from edgec.numerics import (
     wrap_int32,
 )
 from edgec.ops.base import CCall, OpDef
-from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows, kernel_isa
+from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows, kernel_isa, widen_taps
 from edgec.torch_ops import CONVS, aten
 
 # The largest |product| of an int8 weight and an offset-corrected int8 activation:
@@ -198,6 +198,8 @@ class Conv2d(OpDef):
         product at every channel count of the reference models)."""
         a = op.attrs
         a["isa"] = kernel_isa(target) if a["groups"] == 1 else None
+        # --opt speed: the DSP kernel reads its filter widened to int16 (twice the flash)
+        a["wide"] = a["isa"] == DSP and target.opt == "speed"
 
     def scratch_bytes(self, op, graph, target) -> int:
         isa = op.attrs.get("isa")
@@ -206,7 +208,7 @@ class Conv2d(OpDef):
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
         if a.get("isa") is not None:
-            return emit_packed_conv_call(f"edgec_conv_s8_{a['isa']}", CONV_BLOCKING[a["isa"]], op, graph, names)
+            return emit_packed_conv_call(op, graph, names)
         kernel = "edgec_conv_s8"
         if is_pointwise(a):
             kernel = "edgec_conv_1x1_s8" + ("_in_place" if names.in_place(op) else "")
@@ -265,14 +267,18 @@ def is_pointwise(attrs) -> bool:
         and attrs["dilation"] == (1, 1)
 
 
-def emit_packed_conv_call(kernel: str, blocking: RowBlocking, op, graph, names) -> CCall:
-    """edgec_conv_s8_dsp/_mve: the filter re-laid for the
-    micro-kernel, the input offset folded into the bias (see edgec.ops.kernel_layout)."""
+def emit_packed_conv_call(op, graph, names) -> CCall:
+    """edgec_conv_s8_dsp/_dsp_wide/_mve: the filter re-laid for the micro-kernel (widened to
+    int16 for _dsp_wide), the input offset folded into the bias (see edgec.ops.kernel_layout)."""
     a = op.attrs
+    blocking = CONV_BLOCKING[a["isa"]]
     rows = a["weight"].reshape(a["weight"].shape[0], -1)
     zero_point = graph.tensors[op.inputs[0]].zero_point
-    return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape,
-                          weights=("packed_weights", interleave_rows(rows, blocking)),
+    weights = ("packed_weights", interleave_rows(rows, blocking))
+    kernel = f"edgec_conv_s8_{a['isa']}"
+    if a.get("wide"):
+        weights, kernel = ("wide_weights", widen_taps(weights[1])), kernel + "_wide"
+    return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape, weights=weights,
                           bias=("folded_bias", blocked_bias(a["bias"], rows, zero_point, blocking)))
 
 
@@ -348,7 +354,8 @@ def emit_conv_call(kernel: str, op, graph, names, filter_dims, *, weights=None, 
 def weighted_constants(prefix: str, attrs: dict, weights: tuple, bias: tuple | None) -> tuple[list, str]:
     """The flash constants of a conv/linear layer -- weights, multipliers, shifts and the optional
     bias, each given as (symbol suffix, array) -- and the C expression for the bias argument."""
-    constants = [("int8_t", f"{prefix}{weights[0]}", weights[1]),
+    weight_type = "int16_t" if np.asarray(weights[1]).dtype == np.int16 else "int8_t"
+    constants = [(weight_type, f"{prefix}{weights[0]}", weights[1]),
                  ("int32_t", f"{prefix}multiplier", attrs["multiplier"]),
                  ("int32_t", f"{prefix}shift", attrs["shift"])]
     if bias is None:

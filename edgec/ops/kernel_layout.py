@@ -65,3 +65,10 @@ def blocked_bias(bias: np.ndarray | None, weights: np.ndarray, input_zero_point:
     micro-kernel block then loads its biases whole."""
     folded = folded_bias(bias, weights, input_zero_point)
     return np.concatenate([folded, np.zeros(blocking.padded_rows(len(folded)) - len(folded), dtype=np.int32)])
+
+
+def widen_taps(packed: np.ndarray) -> np.ndarray:
+    """A DSP-packed filter (groups of 4 int8 taps) as edgec_conv_s8_dsp_wide reads it: each
+    group's taps (w0, w1, w2, w3) as the int16 values (w0, w2, w1, w3), the pairs SXTB16 and
+    SXTB16 ROR #8 make."""
+    return np.asarray(packed, dtype=np.int8).reshape(-1, 4)[:, [0, 2, 1, 3]].astype(np.int16).reshape(-1)

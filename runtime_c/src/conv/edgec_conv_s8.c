@@ -384,43 +384,51 @@ static void dsp_im2col_column(int8_t *cols, const conv_window *win, pixel_cursor
     }
 }
 
-/* One SMLAD step of the micro-kernel (see dsp_mac_2x2); sums are c0_a, c0_b, c1_a, c1_b. */
-static inline void dsp_mac_2x2_group(const int8_t **filter, const int8_t **cols, int32_t sums[4])
+/* sums[0..1] += channel 0's widened taps (even, odd) at pixels a, b; sums[2..3] channel 1's. */
+static inline void dsp_mac_pixels(int32_t *sums, int32_t even, int32_t odd, int32_t a_even,
+                                  int32_t a_odd, int32_t b_even, int32_t b_odd)
+{
+    sums[0] = __smlad(even, a_even, sums[0]);
+    sums[0] = __smlad(odd, a_odd, sums[0]);
+    sums[1] = __smlad(even, b_even, sums[1]);
+    sums[1] = __smlad(odd, b_odd, sums[1]);
+}
+
+/* One SMLAD step of the micro-kernel (see dsp_mac_2x2); sums are c0_a, c0_b, c1_a, c1_b. A wide
+ * filter holds the taps already widened: two words per channel instead of one. */
+static inline void dsp_mac_2x2_group(const int8_t **filter, const int8_t **cols, int32_t sums[4],
+                                     int wide)
 {
     int32_t a_even, a_odd, b_even, b_odd, w0, w1;
     edgec_dsp_load_2words(cols, &a_even, &a_odd);
     edgec_dsp_load_2words(cols, &b_even, &b_odd);
     edgec_dsp_load_2words(filter, &w0, &w1);
-    int32_t even = __sxtb16(w0);
-    int32_t odd = edgec_sxtb16_ror8(w0);
-    sums[0] = __smlad(even, a_even, sums[0]);
-    sums[0] = __smlad(odd, a_odd, sums[0]);
-    sums[1] = __smlad(even, b_even, sums[1]);
-    sums[1] = __smlad(odd, b_odd, sums[1]);
-    even = __sxtb16(w1);
-    odd = edgec_sxtb16_ror8(w1);
-    sums[2] = __smlad(even, a_even, sums[2]);
-    sums[2] = __smlad(odd, a_odd, sums[2]);
-    sums[3] = __smlad(even, b_even, sums[3]);
-    sums[3] = __smlad(odd, b_odd, sums[3]);
+    if (wide) {
+        dsp_mac_pixels(sums, w0, w1, a_even, a_odd, b_even, b_odd);
+        edgec_dsp_load_2words(filter, &w0, &w1);
+        dsp_mac_pixels(sums + 2, w0, w1, a_even, a_odd, b_even, b_odd);
+        return;
+    }
+    dsp_mac_pixels(sums, __sxtb16(w0), edgec_sxtb16_ror8(w0), a_even, a_odd, b_even, b_odd);
+    dsp_mac_pixels(sums + 2, __sxtb16(w1), edgec_sxtb16_ror8(w1), a_even, a_odd, b_even, b_odd);
 }
 
 /*
  * The micro-kernel: a channel pair at a pixel pair. Per group of 4 taps, the pair's 8 filter
  * bytes (channel 0's 4, then channel 1's) are widened once and multiplied with both pixels'
- * widened columns: 16 MACs in 3 LDRD, 4 SXTB16 and 8 SMLAD, two groups per loop iteration. SMLAD
- * wraps modulo 2^32 like the golden int32 accumulator.
+ * widened columns: 16 MACs in 3 LDRD, 4 SXTB16 and 8 SMLAD (wide: 4 LDRD and 8 SMLAD), two
+ * groups per loop iteration. SMLAD wraps modulo 2^32 like the golden int32 accumulator.
  */
 static inline void dsp_mac_2x2(const int8_t *filter, const int8_t *cols, int32_t groups,
-                               int32_t sums[4])
+                               int32_t sums[4], int wide)
 {
     int32_t s[4] = {sums[0], sums[1], sums[2], sums[3]};
     if (groups & 1) {
-        dsp_mac_2x2_group(&filter, &cols, s);
+        dsp_mac_2x2_group(&filter, &cols, s, wide);
     }
     for (groups >>= 1; groups > 0; --groups) {
-        dsp_mac_2x2_group(&filter, &cols, s);
-        dsp_mac_2x2_group(&filter, &cols, s);
+        dsp_mac_2x2_group(&filter, &cols, s, wide);
+        dsp_mac_2x2_group(&filter, &cols, s, wide);
     }
     sums[0] = s[0];
     sums[1] = s[1];
@@ -472,6 +480,15 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 16 && offsetof
     "smlad r0, r9, r6, r0\n\tsmlad r0, r12, r8, r0\n\tsmlad r2, r10, r6, r2\n\tsmlad r2, lr, r8, r2\n\t" \
     "ldrd r6, r8, [r4], #8\n\t"                                                                    \
     "smlad r1, r9, r6, r1\n\tsmlad r1, r12, r8, r1\n\tsmlad r3, r10, r6, r3\n\tsmlad r3, lr, r8, r3\n\t"
+/* ... of a wide filter: each channel's taps loaded already widened (r12/lr), pixel a's columns
+ * in r6/r8, pixel b's in r9/r10: 4 LDRD and 8 SMLAD. */
+#define DSP_GROUP_2X2_WIDE                                                                         \
+    "ldrd r12, lr, [r5], #8\n\t"                                                                   \
+    "ldrd r6, r8, [r4], #8\n\t"                                                                    \
+    "ldrd r9, r10, [r4], #8\n\t"                                                                   \
+    "smlad r0, r12, r6, r0\n\tsmlad r0, lr, r8, r0\n\tsmlad r1, r12, r9, r1\n\tsmlad r1, lr, r10, r1\n\t" \
+    "ldrd r12, lr, [r5], #8\n\t"                                                                   \
+    "smlad r2, r12, r6, r2\n\tsmlad r2, lr, r8, r2\n\tsmlad r3, r12, r9, r3\n\tsmlad r3, lr, r10, r3\n\t"
 /* edgec_dsp_requantize_ssat8 of acc: multiplier m, shift register sh holding r - 1, round_high
  * in r5 (r6, r8 scratch) */
 #define DSP_REQUANT(acc, m, sh)                                                                    \
@@ -484,60 +501,68 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 16 && offsetof
  * two halfword stores) in one assembly loop over the pairs -- in C, GCC spilled the pointers
  * and recomputed the constants' addresses per pair. The loop over the groups is entered in its
  * middle when their number is odd; the run holds every pointer between pairs (r7 and r11,
- * which may be the frame pointer, are left alone).
+ * which may be the frame pointer, are left alone). `group`: DSP_GROUP_2X2 or _WIDE.
  */
+#define DSP_BLOCKS_2X2(group)                                                                        \
+    __asm__ volatile(                                                                                \
+        "2:\n\t"                                                                                     \
+        "ldr r4, [%[run], #32]\n\t"                                                                  \
+        "ldr r5, [%[run], #0]\n\t"                                                                   \
+        "ldr r6, [%[run], #4]\n\t"                                                                   \
+        "ldrd r0, r2, [r6], #8\n\t"                                                                  \
+        "str r6, [%[run], #4]\n\t"                                                                   \
+        "mov r1, r0\n\t"                                                                             \
+        "mov r3, r2\n\t"                                                                             \
+        "ldr r6, [%[run], #40]\n\t"                                                                  \
+        "cbnz r6, 5f\n"                                                                              \
+        "1:\n\t" group                                                                               \
+        "5:\n\t" group                                                                               \
+        "ldr r6, [%[run], #36]\n\t"                                                                  \
+        "cmp r4, r6\n\t"                                                                             \
+        "bne 1b\n\t"                                                                                 \
+        "str r5, [%[run], #0]\n\t"                                                                   \
+        "ldr r6, [%[run], #8]\n\t"                                                                   \
+        "ldrd r9, r10, [r6], #8\n\t"                                                                 \
+        "str r6, [%[run], #8]\n\t"                                                                   \
+        "ldr r6, [%[run], #12]\n\t"                                                                  \
+        "ldrd r12, lr, [r6], #8\n\t"                                                                 \
+        "str r6, [%[run], #12]\n\t"                                                                  \
+        "mvn r12, r12\n\t"                                                                           \
+        "mvn lr, lr\n\t"                                                                             \
+        "ldr r4, [%[run], #44]\n\t"                                                                  \
+        "sub r5, r12, #1\n\t"                                                                        \
+        "lsl r5, r4, r5\n\t"                                                                         \
+        DSP_REQUANT("r0", "r9", "r12") DSP_REQUANT("r1", "r9", "r12")                                \
+        "sub r5, lr, #1\n\t"                                                                         \
+        "lsl r5, r4, r5\n\t"                                                                         \
+        DSP_REQUANT("r2", "r10", "lr") DSP_REQUANT("r3", "r10", "lr")                                \
+        "bfi r0, r2, #8, #8\n\t"                                                                     \
+        "bfi r0, r1, #16, #8\n\t"                                                                    \
+        "bfi r0, r3, #24, #8\n\t"                                                                    \
+        "ldrd r4, r5, [%[run], #24]\n\t"                                                             \
+        "ssub8 r6, r0, r4\n\tsel r0, r0, r4\n\tssub8 r6, r0, r5\n\tsel r0, r5, r0\n\t"               \
+        "ldrd r4, r5, [%[run], #16]\n\t"                                                             \
+        "strh r0, [r4]\n\t"                                                                          \
+        "lsr r0, r0, #16\n\t"                                                                        \
+        "strh r0, [r4, r5]\n\t"                                                                      \
+        "add r4, r4, #2\n\t"                                                                         \
+        "str r4, [%[run], #16]\n\t"                                                                  \
+        "ldr r4, [%[run], #48]\n\t"                                                                  \
+        "subs r4, r4, #1\n\t"                                                                        \
+        "str r4, [%[run], #48]\n\t"                                                                  \
+        "bne 2b"                                                                                     \
+        :                                                                                            \
+        : [run] "r"(run)                                                                             \
+        : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr", "memory", "cc")
+
 static void dsp_blocks_2x2(dsp_block_run *run)
 {
-    __asm__ volatile(
-        "2:\n\t"
-        "ldr r4, [%[run], #32]\n\t"
-        "ldr r5, [%[run], #0]\n\t"
-        "ldr r6, [%[run], #4]\n\t"
-        "ldrd r0, r2, [r6], #8\n\t"
-        "str r6, [%[run], #4]\n\t"
-        "mov r1, r0\n\t"
-        "mov r3, r2\n\t"
-        "ldr r6, [%[run], #40]\n\t"
-        "cbnz r6, 5f\n"
-        "1:\n\t" DSP_GROUP_2X2
-        "5:\n\t" DSP_GROUP_2X2
-        "ldr r6, [%[run], #36]\n\t"
-        "cmp r4, r6\n\t"
-        "bne 1b\n\t"
-        "str r5, [%[run], #0]\n\t"
-        "ldr r6, [%[run], #8]\n\t"
-        "ldrd r9, r10, [r6], #8\n\t"
-        "str r6, [%[run], #8]\n\t"
-        "ldr r6, [%[run], #12]\n\t"
-        "ldrd r12, lr, [r6], #8\n\t"
-        "str r6, [%[run], #12]\n\t"
-        "mvn r12, r12\n\t"
-        "mvn lr, lr\n\t"
-        "ldr r4, [%[run], #44]\n\t"
-        "sub r5, r12, #1\n\t"
-        "lsl r5, r4, r5\n\t"
-        DSP_REQUANT("r0", "r9", "r12") DSP_REQUANT("r1", "r9", "r12")
-        "sub r5, lr, #1\n\t"
-        "lsl r5, r4, r5\n\t"
-        DSP_REQUANT("r2", "r10", "lr") DSP_REQUANT("r3", "r10", "lr")
-        "bfi r0, r2, #8, #8\n\t"
-        "bfi r0, r1, #16, #8\n\t"
-        "bfi r0, r3, #24, #8\n\t"
-        "ldrd r4, r5, [%[run], #24]\n\t"
-        "ssub8 r6, r0, r4\n\tsel r0, r0, r4\n\tssub8 r6, r0, r5\n\tsel r0, r5, r0\n\t"
-        "ldrd r4, r5, [%[run], #16]\n\t"
-        "strh r0, [r4]\n\t"
-        "lsr r0, r0, #16\n\t"
-        "strh r0, [r4, r5]\n\t"
-        "add r4, r4, #2\n\t"
-        "str r4, [%[run], #16]\n\t"
-        "ldr r4, [%[run], #48]\n\t"
-        "subs r4, r4, #1\n\t"
-        "str r4, [%[run], #48]\n\t"
-        "bne 2b"
-        :
-        : [run] "r"(run)
-        : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr", "memory", "cc");
+    DSP_BLOCKS_2X2(DSP_GROUP_2X2);
+}
+
+static void dsp_blocks_2x2_wide(dsp_block_run *run)
+{
+    DSP_BLOCKS_2X2(DSP_GROUP_2X2_WIDE);
 }
 #endif
 
@@ -546,6 +571,7 @@ typedef struct {
     const edgec_per_channel_quant *quant;
     edgec_output_stage stage;
     int short_requant; /* every channel admits the short requantization */
+    int wide;          /* the filter's taps are widened to int16 pairs (edgec_conv_s8_dsp_wide) */
 #if defined(__OPTIMIZE__)
     dsp_block_run *run; /* its per-call fields set */
 #endif
@@ -581,27 +607,27 @@ static void dsp_conv_pixel_pair(const int8_t *cols, int32_t groups, const int8_t
         run->shift = o->quant->shift;
         run->out = out_a;
         run->blocks = out_c / 2;
-        dsp_blocks_2x2(run);
+        (o->wide ? dsp_blocks_2x2_wide : dsp_blocks_2x2)(run);
         c = out_c / 2 * 2;
-        filter += 4 * groups * c;
+        filter += (o->wide ? 8 : 4) * groups * c;
     }
 #endif
-    for (; c < out_c; c += 2, filter += 8 * groups) {
+    for (; c < out_c; c += 2, filter += (o->wide ? 16 : 8) * groups) {
         const int has_c1 = c + 1 < out_c; /* an odd last channel pairs with a zero filter row */
         int32_t sums[4];
         sums[0] = sums[1] = bias[c];
         sums[2] = sums[3] = has_c1 ? bias[c + 1] : 0;
-        dsp_mac_2x2(filter, cols, groups, sums);
+        dsp_mac_2x2(filter, cols, groups, sums, o->wide);
         dsp_store_2x2(sums, o, c, has_c1, out_a, out_b);
     }
 }
 
-edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
-                               const edgec_per_channel_quant *quant,
-                               const edgec_dims *input_dims, const int8_t *input,
-                               const edgec_dims *filter_dims, const int8_t *packed_filter,
-                               const int32_t *folded_bias, const edgec_dims *output_dims,
-                               int8_t *output, int8_t *scratch)
+/* edgec_conv_s8_dsp and _wide: packed_filter holds int8 taps, or with `wide` int16 ones. */
+static edgec_status dsp_conv(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                             const edgec_dims *input_dims, const int8_t *input,
+                             const edgec_dims *filter_dims, const int8_t *packed_filter,
+                             const int32_t *folded_bias, const edgec_dims *output_dims,
+                             int8_t *output, int8_t *scratch, int wide)
 {
     if (!packed_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter,
                                 folded_bias, output_dims, output, scratch)) {
@@ -616,6 +642,7 @@ edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
     o.quant = quant;
     o.stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
     o.short_requant = requant_all_short(quant, out_c);
+    o.wide = wide;
     /* Scratch: the two int16 columns, interleaved per group; when C_in is not a multiple of 4
      * the receptive fields go through an int8 row after them, else straight into the columns. */
     const int direct = filter_dims->c % 4 == 0;
@@ -657,6 +684,28 @@ edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
                             has_b ? out_a + out_c : NULL);
     }
     return EDGEC_OK;
+}
+
+edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
+                               const edgec_per_channel_quant *quant,
+                               const edgec_dims *input_dims, const int8_t *input,
+                               const edgec_dims *filter_dims, const int8_t *packed_filter,
+                               const int32_t *folded_bias, const edgec_dims *output_dims,
+                               int8_t *output, int8_t *scratch)
+{
+    return dsp_conv(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias,
+                    output_dims, output, scratch, 0);
+}
+
+edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_params *params,
+                                    const edgec_per_channel_quant *quant,
+                                    const edgec_dims *input_dims, const int8_t *input,
+                                    const edgec_dims *filter_dims, const int16_t *wide_filter,
+                                    const int32_t *folded_bias, const edgec_dims *output_dims,
+                                    int8_t *output, int8_t *scratch)
+{
+    return dsp_conv(params, quant, input_dims, input, filter_dims, (const int8_t *)(const void *)wide_filter,
+                    folded_bias, output_dims, output, scratch, 1);
 }
 
 #endif /* __ARM_FEATURE_DSP */

@@ -14,7 +14,7 @@
 #include "semihost.h"
 
 enum { KIND_CONV = 1, KIND_FC = 2, KIND_ADD = 3, KIND_DEPTHWISE = 5, KIND_AVGPOOL = 6 };
-enum { ISA_DSP = 1, ISA_MVE = 2 };
+enum { ISA_DSP = 1, ISA_MVE = 2, ISA_DSP_WIDE = 3 }; /* DSP_WIDE: conv only, the int16 filter */
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
 /* Header words. conv: params (12), input, filter, output dims (4 each). fc: params (5), batches,
@@ -87,7 +87,8 @@ static int32_t run_conv(const int32_t *h, payload_cursor *cursor, int8_t *block,
     const int32_t k = filter_dims.h * filter_dims.w * filter_dims.c;
     const int32_t input_bytes = input_dims.n * input_dims.h * input_dims.w * input_dims.c;
     const int8_t *input = take(cursor, input_bytes);
-    const int8_t *filter = take(cursor, rows * ((k + group - 1) / group * group));
+    const int32_t tap_bytes = isa == ISA_DSP_WIDE ? 2 : 1;
+    const int8_t *filter = take(cursor, tap_bytes * rows * ((k + group - 1) / group * group));
     const int32_t *bias = (const int32_t *)(void *)take(cursor, 4 * rows);
     edgec_per_channel_quant quant;
     quant.multiplier = (const int32_t *)(void *)take(cursor, 4 * c_out);
@@ -102,6 +103,11 @@ static int32_t run_conv(const int32_t *h, payload_cursor *cursor, int8_t *block,
     if (isa == ISA_DSP) {
         return edgec_conv_s8_dsp(&params, &quant, &input_dims, input, &filter_dims, filter, bias,
                                  &output_dims, output, scratch);
+    }
+    if (isa == ISA_DSP_WIDE) {
+        return edgec_conv_s8_dsp_wide(&params, &quant, &input_dims, input, &filter_dims,
+                                      (const int16_t *)(const void *)filter, bias, &output_dims,
+                                      output, scratch);
     }
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
