@@ -1,5 +1,6 @@
 """Render BENCHMARKS.md from the results `make bench` leaves in its build directory:
-<dir>/<target>/<model>.json (edgec bench --json) and <dir>/<target>/<model>/report.json.
+<dir>/<target>/<model>.json (edgec bench --json) and <dir>/<target>/<model>/report.json, and the
+same for cortex-m4 built with --opt size in <dir>/cortex-m4-size/.
 
     python scripts/write_benchmarks.py build/bench > BENCHMARKS.md
 """
@@ -40,6 +41,7 @@ CMSIS_NN_LAYER_TYPES = {
 }
 KERNEL_OPS = ("conv2d", "depthwise_conv2d", "fully_connected")
 MEMORY_TARGET = "cortex-m4"
+SIZE_TARGET = "cortex-m4"  # also benchmarked with --opt size, in <dir>/cortex-m4-size
 # TFLite Micro's published arena for these models (kB): the whole arena, and its activations part.
 TFLM_ARENA_KB = {"ds_cnn": (24.3, 16.0), "mobilenet_v1_025": (103.7, 73.7), "resnet8": (56.0, 49.2),
                  "fc_autoencoder": (4.0, 0.8)}
@@ -129,6 +131,22 @@ def per_op_table(bench_dir: Path) -> list[str]:
                 cells.append(f"{millions(insns)} ({insns / macs:.2f}/MAC)" if macs else "-")
             other = sum(l["instructions"] for l in layers if l["op"] not in KERNEL_OPS)
             lines.append(f"| {task} | {target} | " + " | ".join(cells) + f" | {millions(other) if other else '-'} |")
+    return lines + [""]
+
+
+def opt_table(bench_dir: Path) -> list[str]:
+    """--opt speed (the default, every other table) against --opt size on SIZE_TARGET."""
+    lines = [f"| model | target | speed: instructions | x CMSIS-NN | flash | size: instructions | x CMSIS-NN "
+             "| flash |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    ref = CMSIS_NN[SIZE_TARGET]
+    for model, task in MODELS.items():
+        speed = load(bench_dir, SIZE_TARGET, model)[0]
+        size = load(bench_dir, f"{SIZE_TARGET}-size", model)[0]
+        cells = []
+        for result in (speed, size):
+            insns = result["total_instructions"]
+            cells += [millions(insns), f"{insns / ref[model][0]:.2f}x", kib(result["flash_bytes"])]
+        lines.append(f"| {task} | {SIZE_TARGET} | " + " | ".join(cells) + " |")
     return lines + [""]
 
 
@@ -224,7 +242,9 @@ def render(bench_dir: Path) -> str:
         "        --target <target> --json --quiet -o build/bench/<target>/<model>",
         "",
         "(the calibration data is `edgec.zoo.calibration_data(<model>, 32)`, and the benchmarked input",
-        "its first sample), then `python scripts/write_benchmarks.py build/bench > BENCHMARKS.md`.",
+        "its first sample; the default `--opt speed`), and on cortex-m4 the same with `--opt size`",
+        "into `build/bench/cortex-m4-size/<model>`; then",
+        "`python scripts/write_benchmarks.py build/bench > BENCHMARKS.md`.",
         f"Tools: {tool_version('arm-none-eabi-gcc')} at -O2; {tool_version('qemu-system-arm')}.",
         "",
         "What is measured:",
@@ -240,17 +260,22 @@ def render(bench_dir: Path) -> str:
         "",
         "On cores with the DSP extension (Cortex-M4/M7/M33) and with Helium (Cortex-M55), the",
         "convolutions (1x1 ones too), fully connected and add layers run edgec's SMLAD and MVE kernels",
-        "(`_dsp`/`_mve`, their filters re-laid and input offsets folded into the bias at compile time);",
+        "(`_dsp`/`_mve`, their filters re-laid and input offsets folded into the bias at compile time;",
+        "with `--opt speed` the DSP convolution is `_dsp_wide`, its filter widened to int16);",
         "depthwise layers run `edgec_depthwise_conv_s8_packed` (4 channels at a time over a cache of",
         "zero-point-padded input rows, so border pixels cost what inside ones do; SMLAxy or MVE taps);",
-        "pooling and softmax are portable C99 everywhere (see *By kernel*). The outputs are bit-exact",
-        "with edgec's golden simulator (bench checks it).",
+        "average pooling sums on Helium, max pooling and softmax are portable C99 (see *By kernel*).",
+        "The outputs are bit-exact with edgec's golden simulator (bench checks it).",
         "",
         "## Whole models",
         "",
     ]
     for target in TARGETS:
         lines += summary_table(bench_dir, target)
+    lines += ["### --opt speed and --opt size", "",
+              "`--opt speed` (above) trades flash for instructions; `--opt size` keeps every constant at its",
+              "smallest. They differ only on the DSP cores (Helium's kernels are the same either way).", ""]
+    lines += opt_table(bench_dir)
     lines += ["## By layer type", "",
               "Instructions summed over all layers of a type (instructions per MAC in brackets); "
               "other layers are pooling, softmax and add, which have no MACs.", ""]
