@@ -44,7 +44,7 @@ SOURCES = [RUNTIME / "src" / f for f in ("conv/edgec_conv_s8.c", "conv/edgec_con
                                          "fc/edgec_fully_connected_s8.c", "eltwise/edgec_add_s8.c",
                                          "depthwise/edgec_depthwise_conv_s8_packed.c", "pool/edgec_avgpool_s8.c")]
 KIND = {"conv": 1, "fc": 2, "add": 3, "depthwise": 5, "avgpool": 6}
-WIDE = "dsp_wide"  # edgec_conv_s8_dsp_wide (edgec build --opt speed): conv cases only
+WIDE = "dsp_wide"  # edgec_conv_s8_dsp_wide, edgec_fully_connected_s8_dsp_wide (--opt speed)
 ISA_CODE = {DSP: 1, MVE: 2, WIDE: 3}
 HEADER_WORDS = 48
 ARG_ERROR = -1
@@ -207,7 +207,8 @@ def fc_case(rng, isa: str) -> Case:
     expected = fully_connected_s8(x, weights, bias, scalar_or_array(m), scalar_or_array(s), input_zp=zp_in,
                                   output_zp=zp_out, act_min=act_min, act_max=act_max)
     fields = [-zp_in, zp_out, int(per_channel), act_min, act_max, batches, in_size, out_size]
-    arrays = [x, interleave_rows(weights, FC_BLOCKING[isa]), folded_bias(bias, weights, zp_in), m, s]
+    packed = interleave_rows(weights, FC_BLOCKING[DSP if isa == WIDE else isa])
+    arrays = [x, widen_taps(packed) if isa == WIDE else packed, folded_bias(bias, weights, zp_in), m, s]
     return Case("fc", isa, fields, arrays, expected, scratch_bytes=0)
 
 
@@ -323,7 +324,7 @@ def all_cases(target: str, seed: int) -> list[Case]:
     rng = np.random.default_rng(seed)
     cases = [MAKERS[kind](rng, isa) for isa in ISAS[target] for kind, count in CASES.items() for _ in range(count)
              if (kind not in ("depthwise", "avgpool") or isa == ISAS[target][0])  # the build's -mcpu picks the path
-             and (isa != WIDE or kind in ("conv", "pointwise"))]
+             and (isa != WIDE or kind in ("conv", "pointwise", "fc"))]
     refusable = [c for c in cases if c.kind != "conv" or not c.fields[24]]
     refused = [misaligned_scratch(c) for isa in ISAS[target] for kind in ("conv", "add", "depthwise")
                for c in [c for c in refusable if (c.isa, c.kind) == (isa, kind) and c.expected.size][:2]]
@@ -372,15 +373,15 @@ def test_packed_kernels_match_golden(target, tmp_path):
     ("cortex-m3", "speed", "", ""), ("cortex-m4", "speed", "_dsp", "_dsp_wide"),
     ("cortex-m4", "size", "_dsp", "_dsp"), ("cortex-m55", "speed", "_mve", "_mve")])
 def test_each_target_calls_its_kernels(target, opt, suffix, conv_suffix, tmp_path):
-    """Each target's kernel family; --opt speed widens the DSP convolution's filter to int16
-    (twice its flash), --opt size keeps it int8."""
+    """Each target's kernel family; --opt speed widens the DSP convolution's and fully connected
+    layer's filters to int16 (twice their flash), --opt size keeps them int8."""
     compiled = compile_model(ALL_OPS, calibration=all_ops_samples(8, 0), target=get_target(target).with_opt(opt),
                              warn=lambda _: None)
     emit(compiled, tmp_path / "model", "model")
     model_c = (tmp_path / "model" / "model.c").read_text()
     assert f"edgec_conv_s8{conv_suffix}(" in model_c
-    for kernel in ("edgec_fully_connected_s8", "edgec_add_s8"):
-        assert f"{kernel}{suffix}(" in model_c
+    assert f"edgec_fully_connected_s8{conv_suffix}(" in model_c
+    assert f"edgec_add_s8{suffix}(" in model_c
     weights_h = (tmp_path / "model" / "model_weights.h").read_text()
     assert ("const int16_t" in weights_h) == (conv_suffix == "_dsp_wide")
     # all_ops' 1x1 conv: the portable fast path in place, else the packed generic kernel.

@@ -11,7 +11,7 @@ from edgec.frontend import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, requantize, saturate_int8, wrap_int32
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.conv import finalize_output_stage, quantized_bias, weighted_constants, weighted_operands
-from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa
+from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa, widen_taps
 from edgec.torch_ops import LINEARS
 
 
@@ -88,6 +88,8 @@ class FullyConnected(OpDef):
 
     def specialize(self, op, graph, target) -> None:
         op.attrs["isa"] = kernel_isa(target)
+        # --opt speed: the DSP kernel reads its filter widened to int16 (twice the flash)
+        op.attrs["wide"] = op.attrs["isa"] == DSP and target.opt == "speed"
 
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
@@ -104,9 +106,11 @@ class FullyConnected(OpDef):
             weights, bias = ("weights", a["weight"]), (None if a["bias"] is None else ("bias", a["bias"]))
         else:  # the filter re-laid for the micro-kernel, the input offset folded into the bias
             weights = ("packed_weights", interleave_rows(a["weight"], FC_BLOCKING[isa]))
+            if a.get("wide"):
+                weights = ("wide_weights", widen_taps(weights[1]))
             bias = ("folded_bias", folded_bias(a["bias"], a["weight"], x_t.zero_point))
         constants, bias_arg = weighted_constants(p, a, weights, bias)
-        kernel = "edgec_fully_connected_s8" + ("" if isa is None else f"_{isa}")
+        kernel = "edgec_fully_connected_s8" + ("" if isa is None else f"_{isa}") + ("_wide" if a.get("wide") else "")
         batches, in_size = x_t.shape
         code = (f"status |= {kernel}(&{p}params, &{p}quant, {batches}, {in_size}, {names.ptr(op.inputs[0])}, "
                 f"{out_t.shape[1]}, {p}{weights[0]}, {bias_arg}, {names.ptr(op.outputs[0])});")

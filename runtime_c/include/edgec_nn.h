@@ -309,6 +309,13 @@ edgec_status edgec_fully_connected_s8_dsp(const edgec_fc_params *params,
                                           int32_t input_size, const int8_t *input,
                                           int32_t output_size, const int8_t *packed_filter,
                                           const int32_t *folded_bias, int8_t *output);
+/* edgec_fully_connected_s8_dsp with its filter widened like edgec_conv_s8_dsp_wide's (edgec build
+ * --opt speed): each group of 4 taps (w0, w1, w2, w3) as the int16 values (w0, w2, w1, w3). */
+edgec_status edgec_fully_connected_s8_dsp_wide(const edgec_fc_params *params,
+                                               const edgec_per_channel_quant *quant, int32_t batches,
+                                               int32_t input_size, const int8_t *input,
+                                               int32_t output_size, const int16_t *wide_filter,
+                                               const int32_t *folded_bias, int8_t *output);
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 edgec_status edgec_fully_connected_s8_mve(const edgec_fc_params *params,

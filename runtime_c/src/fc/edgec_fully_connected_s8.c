@@ -145,12 +145,24 @@ static int packed_fc_args_valid(const edgec_fc_params *params, const edgec_per_c
 /* ==== Arm DSP extension: 4 outputs per SMLAD micro-kernel step =============================== */
 #if defined(__ARM_FEATURE_DSP)
 
-/* One step of dsp_mac_4x1: 4 inputs, widened here, against the 4 rows' 16 filter bytes. */
-static inline void dsp_mac_4x1_group(const int8_t **filter, int32_t x, int32_t sums[4])
+/* One step of dsp_mac_4x1: 4 inputs, widened here, against the 4 rows' 16 filter bytes (wide:
+ * their taps already widened, 8 bytes a row). */
+static inline void dsp_mac_4x1_group(const int8_t **filter, int32_t x, int32_t sums[4], int wide)
 {
-    int32_t w0, w1, w2, w3;
     const int32_t x_even = __sxtb16(x);
     const int32_t x_odd = edgec_sxtb16_ror8(x);
+    int32_t w0, w1, w2, w3;
+    if (wide) { /* unrolled by hand: a loop over sums[] keeps them in memory */
+        edgec_dsp_load_2words(filter, &w0, &w1);
+        sums[0] = __smlad(w1, x_odd, __smlad(w0, x_even, sums[0]));
+        edgec_dsp_load_2words(filter, &w0, &w1);
+        sums[1] = __smlad(w1, x_odd, __smlad(w0, x_even, sums[1]));
+        edgec_dsp_load_2words(filter, &w0, &w1);
+        sums[2] = __smlad(w1, x_odd, __smlad(w0, x_even, sums[2]));
+        edgec_dsp_load_2words(filter, &w0, &w1);
+        sums[3] = __smlad(w1, x_odd, __smlad(w0, x_even, sums[3]));
+        return;
+    }
     edgec_dsp_load_2words(filter, &w0, &w1);
     edgec_dsp_load_2words(filter, &w2, &w3);
     sums[0] = __smlad(__sxtb16(w0), x_even, sums[0]);
@@ -167,31 +179,42 @@ static inline void dsp_mac_4x1_group(const int8_t **filter, int32_t x, int32_t s
  * The micro-kernel: four outputs' dot products with the input row. Per group of 4 inputs, the
  * input word and the block's 16 filter bytes (4 per output) are widened with SXTB16 (pairs
  * (x0, x2) and (x1, x3) on both sides) and multiplied: 16 MACs in 3 loads, 10 SXTB16 and 8
- * SMLAD. A last partial group reads only the input bytes there are (the filter is zero past
- * them). SMLAD wraps modulo 2^32, as the golden kernel's int32 accumulator. Not inlined: GCC then
- * keeps the loop's 13 values in registers instead of spilling the caller's.
+ * SMLAD; a wide filter, its taps widened at compile time: 5 loads, 2 SXTB16 and 8 SMLAD. A last
+ * partial group reads only the input bytes there are (the filter is zero past them). SMLAD wraps
+ * modulo 2^32, as the golden kernel's int32 accumulator.
  */
-static __attribute__((noinline)) void dsp_mac_4x1(const int8_t *filter, const int8_t *x,
-                                                  int32_t n, int32_t sums[4])
+static inline void dsp_mac_4x1(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4], int wide)
 {
     int32_t s[4] = {sums[0], sums[1], sums[2], sums[3]};
     const int8_t *const full_end = x + (n & ~3);
     while (x < full_end) {
         int32_t group;
         __asm__ volatile("ldr %0, [%1], #4" : "=r"(group), "+r"(x) : : "memory");
-        dsp_mac_4x1_group(&filter, group, s);
+        dsp_mac_4x1_group(&filter, group, s, wide);
     }
     if ((n & 3) != 0) {
         uint32_t group = 0;
         for (int32_t j = (n & 3) - 1; j >= 0; j--) { /* little-endian: input j is byte j */
             group = group << 8 | (uint8_t)x[j];
         }
-        dsp_mac_4x1_group(&filter, (int32_t)group, s);
+        dsp_mac_4x1_group(&filter, (int32_t)group, s, wide);
     }
     sums[0] = s[0];
     sums[1] = s[1];
     sums[2] = s[2];
     sums[3] = s[3];
+}
+
+/* dsp_mac_4x1 for each filter form. Not inlined: GCC then keeps the loop's 13 values in registers
+ * instead of spilling the caller's. */
+static EDGEC_NOINLINE void dsp_mac_4x1_int8(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4])
+{
+    dsp_mac_4x1(filter, x, n, sums, 0);
+}
+
+static EDGEC_NOINLINE void dsp_mac_4x1_wide(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4])
+{
+    dsp_mac_4x1(filter, x, n, sums, 1);
 }
 
 /* 1 if every output's (multiplier, shift) admits the short requantization. */
@@ -243,11 +266,11 @@ static __attribute__((noinline)) void dsp_fc_output_block(const int32_t sums[4],
     }
 }
 
-edgec_status edgec_fully_connected_s8_dsp(const edgec_fc_params *params,
-                                          const edgec_per_channel_quant *quant, int32_t batches,
-                                          int32_t input_size, const int8_t *input,
-                                          int32_t output_size, const int8_t *packed_filter,
-                                          const int32_t *folded_bias, int8_t *output)
+/* edgec_fully_connected_s8_dsp and _wide: packed_filter holds int8 taps, or with `wide` int16. */
+static edgec_status dsp_fc(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
+                           int32_t batches, int32_t input_size, const int8_t *input,
+                           int32_t output_size, const int8_t *packed_filter,
+                           const int32_t *folded_bias, int8_t *output, int wide)
 {
     if (!packed_fc_args_valid(params, quant, batches, input_size, input, output_size,
                               packed_filter, folded_bias, output)) {
@@ -261,7 +284,7 @@ edgec_status edgec_fully_connected_s8_dsp(const edgec_fc_params *params,
 
     for (int32_t b = 0; b < batches; b++) {
         const int8_t *filter = packed_filter;
-        for (int32_t o = 0; o < output_size; o += 4, filter += 16 * groups) {
+        for (int32_t o = 0; o < output_size; o += 4, filter += (wide ? 32 : 16) * groups) {
             const int32_t valid = EDGEC_MIN(4, output_size - o); /* the rest are zero rows */
             int32_t sums[4] = {0, 0, 0, 0};
             if (valid == 4) { /* a fixed-size copy is inlined, a variable one is a call */
@@ -269,12 +292,32 @@ edgec_status edgec_fully_connected_s8_dsp(const edgec_fc_params *params,
             } else {
                 memcpy(sums, folded_bias + o, (size_t)valid * sizeof(int32_t));
             }
-            dsp_mac_4x1(filter, input + b * input_size, input_size, sums);
+            (wide ? dsp_mac_4x1_wide : dsp_mac_4x1_int8)(filter, input + b * input_size, input_size, sums);
             dsp_fc_output_block(sums, valid, quant, quant_step, o, short_requant, stage,
                                 output + b * output_size);
         }
     }
     return EDGEC_OK;
+}
+
+edgec_status edgec_fully_connected_s8_dsp(const edgec_fc_params *params,
+                                          const edgec_per_channel_quant *quant, int32_t batches,
+                                          int32_t input_size, const int8_t *input,
+                                          int32_t output_size, const int8_t *packed_filter,
+                                          const int32_t *folded_bias, int8_t *output)
+{
+    return dsp_fc(params, quant, batches, input_size, input, output_size, packed_filter, folded_bias,
+                  output, 0);
+}
+
+edgec_status edgec_fully_connected_s8_dsp_wide(const edgec_fc_params *params,
+                                               const edgec_per_channel_quant *quant, int32_t batches,
+                                               int32_t input_size, const int8_t *input,
+                                               int32_t output_size, const int16_t *wide_filter,
+                                               const int32_t *folded_bias, int8_t *output)
+{
+    return dsp_fc(params, quant, batches, input_size, input, output_size,
+                  (const int8_t *)(const void *)wide_filter, folded_bias, output, 1);
 }
 
 #endif /* __ARM_FEATURE_DSP */

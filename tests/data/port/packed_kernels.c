@@ -14,7 +14,7 @@
 #include "semihost.h"
 
 enum { KIND_CONV = 1, KIND_FC = 2, KIND_ADD = 3, KIND_DEPTHWISE = 5, KIND_AVGPOOL = 6 };
-enum { ISA_DSP = 1, ISA_MVE = 2, ISA_DSP_WIDE = 3 }; /* DSP_WIDE: conv only, the int16 filter */
+enum { ISA_DSP = 1, ISA_MVE = 2, ISA_DSP_WIDE = 3 }; /* DSP_WIDE: conv and fc, the int16 filter */
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
 /* Header words. conv: params (12), input, filter, output dims (4 each). fc: params (5), batches,
@@ -134,10 +134,11 @@ static int32_t run_fc(const int32_t *h, payload_cursor *cursor, int8_t *output)
     const int32_t output_size = f[7];
     const int32_t isa = h[H_ISA];
     const int32_t group = isa == ISA_MVE ? 16 : 4;
+    const int32_t tap_bytes = isa == ISA_DSP_WIDE ? 2 : 1;
     const int32_t quant_count = params.per_channel ? output_size : 1;
     const int8_t *input = take(cursor, batches * input_size);
     const int8_t *filter =
-        take(cursor, (output_size + 3) / 4 * 4 * ((input_size + group - 1) / group * group));
+        take(cursor, tap_bytes * ((output_size + 3) / 4 * 4) * ((input_size + group - 1) / group * group));
     const int32_t *bias = (const int32_t *)(void *)take(cursor, 4 * output_size);
     edgec_per_channel_quant quant;
     quant.multiplier = (const int32_t *)(void *)take(cursor, 4 * quant_count);
@@ -146,6 +147,11 @@ static int32_t run_fc(const int32_t *h, payload_cursor *cursor, int8_t *output)
     if (isa == ISA_DSP) {
         return edgec_fully_connected_s8_dsp(&params, &quant, batches, input_size, input,
                                             output_size, filter, bias, output);
+    }
+    if (isa == ISA_DSP_WIDE) {
+        return edgec_fully_connected_s8_dsp_wide(&params, &quant, batches, input_size, input,
+                                                 output_size, (const int16_t *)(const void *)filter,
+                                                 bias, output);
     }
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
