@@ -456,7 +456,7 @@ typedef struct {
     const int32_t *multiplier; /*  8 */
     const int32_t *shift;      /* 12 */
     int8_t *out;               /* 16: pixel a's next channel pair */
-    int32_t out_c;             /* 20: from pixel a to pixel b */
+    int32_t pixel_b;           /* 20: bytes from pixel a to pixel b */
     uint32_t lows;             /* 24: act_min in every byte */
     uint32_t highs;            /* 28: act_max in every byte */
     const int8_t *cols;        /* 32 */
@@ -599,13 +599,16 @@ static void dsp_conv_pixel_pair(const int8_t *cols, int32_t groups, const int8_t
 {
     int32_t c = 0;
 #if defined(__OPTIMIZE__)
-    if (o->short_requant && out_b != NULL && out_c >= 2) {
+    if (o->short_requant && out_c >= 2) {
         dsp_block_run *run = o->run;
         run->filter = filter;
         run->bias = bias;
         run->multiplier = o->quant->multiplier;
         run->shift = o->quant->shift;
         run->out = out_a;
+        /* A lone last pixel's second column is a copy of the first: pixel b is pixel a, the
+         * same bytes stored twice. */
+        run->pixel_b = out_b != NULL ? out_c : 0;
         run->blocks = out_c / 2;
         (o->wide ? dsp_blocks_2x2_wide : dsp_blocks_2x2)(run);
         c = out_c / 2 * 2;
@@ -651,7 +654,6 @@ static edgec_status dsp_conv(const edgec_conv_params *params, const edgec_per_ch
     pixel_cursor px = {0, 0, 0};
 #if defined(__OPTIMIZE__)
     dsp_block_run run;
-    run.out_c = out_c;
     run.lows = edgec_dsp_bytes(params->act_min);
     run.highs = edgec_dsp_bytes(params->act_max);
     run.cols = cols;
