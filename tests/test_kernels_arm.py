@@ -30,7 +30,8 @@ from edgec.ops.conv import UNIT as CONV
 from edgec.ops.depthwise import UNIT as DEPTHWISE
 from edgec.ops.depthwise import depthwise_conv2d_s8, packed_depthwise_bias, packed_depthwise_filter
 from edgec.ops.eltwise import ADD_SCRATCH_BYTES, add_params, add_s8
-from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, folded_bias, interleave_rows, widen_taps
+from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, blocked_bias, dsp_channel_table, folded_bias,
+                                     interleave_rows, widen_taps)
 from edgec.ops.linear import FC_BLOCKING, fully_connected_s8
 from edgec.ops.pool import avg_pool2d_s8
 from edgec.pipeline import compile_model, emit
@@ -165,7 +166,10 @@ def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw) -> Case
     fields = params + [n, h, w, c_in] + [c_out, kh, kw, c_in] + [n, *out_hw, c_out]
     family = DSP if isa == WIDE else isa
     packed = interleave_rows(rows, CONV_BLOCKING[family])
-    arrays = [x, widen_taps(packed) if isa == WIDE else packed, blocked_bias(bias, rows, zp_in, CONV_BLOCKING[family]), m, s]
+    folded = blocked_bias(bias, rows, zp_in, CONV_BLOCKING[family])
+    if isa == WIDE:
+        packed, folded = widen_taps(packed), dsp_channel_table(folded, m, s, zp_out)
+    arrays = [x, packed, folded, m, s]
     scratch = packed_conv_scratch_bytes(family, weights.shape)
     if rng.random() < 0.5:
         return Case("conv", isa, fields + [0, 0, 0], arrays, expected, scratch)

@@ -21,7 +21,8 @@ from edgec.numerics import (
     wrap_int32,
 )
 from edgec.ops.base import CCall, OpDef
-from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows, kernel_isa, widen_taps
+from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, blocked_bias, dsp_channel_table, interleave_rows,
+                                     kernel_isa, widen_taps)
 from edgec.torch_ops import CONVS, aten
 
 # The largest |product| of an int8 weight and an offset-corrected int8 activation:
@@ -269,17 +270,20 @@ def is_pointwise(attrs) -> bool:
 
 def emit_packed_conv_call(op, graph, names) -> CCall:
     """edgec_conv_s8_dsp/_dsp_wide/_mve: the filter re-laid for the micro-kernel (widened to
-    int16 for _dsp_wide), the input offset folded into the bias (see edgec.ops.kernel_layout)."""
+    int16 for _dsp_wide), the input offset folded into the bias (see edgec.ops.kernel_layout);
+    _dsp_wide takes the biases in its channel table."""
     a = op.attrs
     blocking = CONV_BLOCKING[a["isa"]]
     rows = a["weight"].reshape(a["weight"].shape[0], -1)
     zero_point = graph.tensors[op.inputs[0]].zero_point
     weights = ("packed_weights", interleave_rows(rows, blocking))
+    bias = ("folded_bias", blocked_bias(a["bias"], rows, zero_point, blocking))
     kernel = f"edgec_conv_s8_{a['isa']}"
     if a.get("wide"):
         weights, kernel = ("wide_weights", widen_taps(weights[1])), kernel + "_wide"
-    return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape, weights=weights,
-                          bias=("folded_bias", blocked_bias(a["bias"], rows, zero_point, blocking)))
+        bias = ("channel_table", dsp_channel_table(bias[1], a["multiplier"], a["shift"],
+                                                   graph.tensors[op.outputs[0]].zero_point))
+    return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape, weights=weights, bias=bias)
 
 
 def pointwise_input_pixels(input_shape, output_shape, stride) -> np.ndarray:

@@ -72,3 +72,19 @@ def widen_taps(packed: np.ndarray) -> np.ndarray:
     group's taps (w0, w1, w2, w3) as the int16 values (w0, w2, w1, w3), the pairs SXTB16 and
     SXTB16 ROR #8 make."""
     return np.asarray(packed, dtype=np.int8).reshape(-1, 4)[:, [0, 2, 1, 3]].astype(np.int16).reshape(-1)
+
+
+def dsp_channel_table(folded: np.ndarray, multiplier: np.ndarray, shift: np.ndarray, output_zero_point: int) -> np.ndarray:
+    """edgec_conv_s8_dsp_wide's channel table: per channel pair, its two folded biases,
+    multipliers, round_high = (1 + 2 * zp_out) * 2^(r-2) and r - 1 (r = -shift) of the short
+    requantization (edgec_dsp_requant; zeros where a channel does not admit it), so one LDRD and
+    one LDM fetch a pair's constants. `folded` is already padded to whole pairs."""
+    pairs = len(folded) // 2
+    m = np.zeros(2 * pairs, dtype=np.int64)
+    s = np.zeros(2 * pairs, dtype=np.int64)
+    m[:len(multiplier)], s[:len(shift)] = multiplier, shift
+    short = (m >= 1 << 30) & (s <= -2) & (s >= -24)
+    r = np.where(short, -s, 2)
+    round_high = wrap_int32(np.where(short, (1 + 2 * int(output_zero_point)) * 2 ** (r - 2), 0))
+    columns = [folded, np.where(short, m, 0), round_high, np.where(short, r - 1, 0)]
+    return np.stack([np.asarray(c, dtype=np.int64).reshape(pairs, 2) for c in columns], axis=1).reshape(-1).astype(np.int32)

@@ -149,16 +149,22 @@ edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
                                const int32_t *folded_bias, const edgec_dims *output_dims,
                                int8_t *output, int8_t *scratch);
 /*
- * edgec_conv_s8_dsp with its filter already widened (edgec build --opt speed): wide_filter is
- * packed_filter with each group of 4 taps (w0, w1, w2, w3) of a channel as the int16 values
- * (w0, w2, w1, w3) -- the pairs SXTB16 would make -- so the inner loop loads instead of widening:
- * twice the filter's flash for about a fifth fewer instructions per MAC. Word-aligned.
+ * edgec_conv_s8_dsp with constants laid out for speed (edgec build --opt speed), the other
+ * arguments as there:
+ *  - wide_filter: packed_filter with each group of 4 taps (w0, w1, w2, w3) of a channel as the
+ *    int16 values (w0, w2, w1, w3) -- the pairs SXTB16 would make -- so the inner loop loads
+ *    instead of widening: twice the filter's flash for a fifth fewer instructions per MAC;
+ *  - channel_table (instead of folded_bias): per channel pair (c, c + 1), 8 words: folded bias c,
+ *    c + 1, multiplier c, c + 1, round_high c, c + 1, r - 1 for c, c + 1, where a channel's
+ *    r = -shift and round_high = (1 + 2 * output_offset) * 2^(r-2) (edgec_dsp_requant; zeros for
+ *    a channel that does not admit the short requantization), the last pair zero-padded.
+ * Both word-aligned.
  */
 edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_params *params,
                                     const edgec_per_channel_quant *quant,
                                     const edgec_dims *input_dims, const int8_t *input,
                                     const edgec_dims *filter_dims, const int16_t *wide_filter,
-                                    const int32_t *folded_bias, const edgec_dims *output_dims,
+                                    const int32_t *channel_table, const edgec_dims *output_dims,
                                     int8_t *output, int8_t *scratch);
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)

@@ -452,7 +452,7 @@ static int requant_all_short(const edgec_per_channel_quant *quant, int32_t out_c
 /* What dsp_blocks_2x2 reads and advances; its assembly addresses the fields by offset. */
 typedef struct {
     const int8_t *filter;      /*  0: the next block's */
-    const int32_t *bias;       /*  4 */
+    const int32_t *bias;       /*  4: the bias array, or (wide) the channel table */
     const int32_t *multiplier; /*  8 */
     const int32_t *shift;      /* 12 */
     int8_t *out;               /* 16: pixel a's next channel pair */
@@ -489,11 +489,26 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 16 && offsetof
     "smlad r0, r12, r6, r0\n\tsmlad r0, lr, r8, r0\n\tsmlad r1, r12, r9, r1\n\tsmlad r1, lr, r10, r1\n\t" \
     "ldrd r12, lr, [r5], #8\n\t"                                                                   \
     "smlad r2, r12, r6, r2\n\tsmlad r2, lr, r8, r2\n\tsmlad r3, r12, r9, r3\n\tsmlad r3, lr, r10, r3\n\t"
-/* edgec_dsp_requantize_ssat8 of acc: multiplier m, shift register sh holding r - 1, round_high
- * in r5 (r6, r8 scratch) */
-#define DSP_REQUANT(acc, m, sh)                                                                    \
-    "and r6, " acc ", #0x80000000\n\torr r6, r6, #0x40000000\n\tadd r8, r5, " acc ", asr #31\n\t"   \
+/* edgec_dsp_requantize_ssat8 of acc: multiplier m, round_high rh, sh holding r - 1 (r6, r8
+ * scratch) */
+#define DSP_REQUANT(acc, m, rh, sh)                                                                \
+    "and r6, " acc ", #0x80000000\n\torr r6, r6, #0x40000000\n\tadd r8, " rh ", " acc ", asr #31\n\t" \
     "smlal r6, r8, " acc ", " m "\n\tasr " acc ", r8, " sh "\n\tssat " acc ", #8, " acc "\n\t"
+/* A block's biases into r0 and r2, and after its taps its output constants: multipliers r4/r5,
+ * round_high r9/r10, r - 1 in r12/lr. From the bias, multiplier and shift arrays and the round
+ * base (edgec_conv_s8_dsp) ... */
+#define DSP_BIASES "ldr r6, [%[run], #4]\n\tldrd r0, r2, [r6], #8\n\tstr r6, [%[run], #4]\n\t"
+#define DSP_OUTPUT_CONSTANTS                                                                       \
+    "ldr r6, [%[run], #8]\n\tldrd r4, r5, [r6], #8\n\tstr r6, [%[run], #8]\n\t"                     \
+    "ldr r6, [%[run], #12]\n\tldrd r12, lr, [r6], #8\n\tstr r6, [%[run], #12]\n\t"                  \
+    "mvn r12, r12\n\tmvn lr, lr\n\tldr r8, [%[run], #44]\n\t"                                       \
+    "sub r6, r12, #1\n\tlsl r9, r8, r6\n\tsub r6, lr, #1\n\tlsl r10, r8, r6\n\t"
+/* ... or from the compile-time channel table (edgec_conv_s8_dsp_wide): 8 words per pair, read
+ * by one LDRD and one LDM. */
+#define DSP_TABLE_BIASES "ldr r6, [%[run], #4]\n\tldrd r0, r2, [r6]\n\t"
+#define DSP_TABLE_OUTPUT_CONSTANTS                                                                 \
+    "ldr r6, [%[run], #4]\n\tadds r6, r6, #8\n\tldm r6!, {r4, r5, r9, r10, r12, lr}\n\t"            \
+    "str r6, [%[run], #4]\n\t"
 
 /*
  * Every channel pair of a pixel pair whose channels all take the short requantization:
@@ -501,16 +516,15 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 16 && offsetof
  * two halfword stores) in one assembly loop over the pairs -- in C, GCC spilled the pointers
  * and recomputed the constants' addresses per pair. The loop over the groups is entered in its
  * middle when their number is odd; the run holds every pointer between pairs (r7 and r11,
- * which may be the frame pointer, are left alone). `group`: DSP_GROUP_2X2 or _WIDE.
+ * which may be the frame pointer, are left alone). `group`: DSP_GROUP_2X2 or _WIDE; `biases`
+ * and `constants`: DSP_BIASES and DSP_OUTPUT_CONSTANTS or their _TABLE forms.
  */
-#define DSP_BLOCKS_2X2(group)                                                                        \
+#define DSP_BLOCKS_2X2(group, biases, constants)                                                     \
     __asm__ volatile(                                                                                \
         "2:\n\t"                                                                                     \
         "ldr r4, [%[run], #32]\n\t"                                                                  \
         "ldr r5, [%[run], #0]\n\t"                                                                   \
-        "ldr r6, [%[run], #4]\n\t"                                                                   \
-        "ldrd r0, r2, [r6], #8\n\t"                                                                  \
-        "str r6, [%[run], #4]\n\t"                                                                   \
+        biases                                                                                       \
         "mov r1, r0\n\t"                                                                             \
         "mov r3, r2\n\t"                                                                             \
         "ldr r6, [%[run], #40]\n\t"                                                                  \
@@ -521,21 +535,9 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 16 && offsetof
         "cmp r4, r6\n\t"                                                                             \
         "bne 1b\n\t"                                                                                 \
         "str r5, [%[run], #0]\n\t"                                                                   \
-        "ldr r6, [%[run], #8]\n\t"                                                                   \
-        "ldrd r9, r10, [r6], #8\n\t"                                                                 \
-        "str r6, [%[run], #8]\n\t"                                                                   \
-        "ldr r6, [%[run], #12]\n\t"                                                                  \
-        "ldrd r12, lr, [r6], #8\n\t"                                                                 \
-        "str r6, [%[run], #12]\n\t"                                                                  \
-        "mvn r12, r12\n\t"                                                                           \
-        "mvn lr, lr\n\t"                                                                             \
-        "ldr r4, [%[run], #44]\n\t"                                                                  \
-        "sub r5, r12, #1\n\t"                                                                        \
-        "lsl r5, r4, r5\n\t"                                                                         \
-        DSP_REQUANT("r0", "r9", "r12") DSP_REQUANT("r1", "r9", "r12")                                \
-        "sub r5, lr, #1\n\t"                                                                         \
-        "lsl r5, r4, r5\n\t"                                                                         \
-        DSP_REQUANT("r2", "r10", "lr") DSP_REQUANT("r3", "r10", "lr")                                \
+        constants                                                                                    \
+        DSP_REQUANT("r0", "r4", "r9", "r12") DSP_REQUANT("r1", "r4", "r9", "r12")                    \
+        DSP_REQUANT("r2", "r5", "r10", "lr") DSP_REQUANT("r3", "r5", "r10", "lr")                    \
         "bfi r0, r2, #8, #8\n\t"                                                                     \
         "bfi r0, r1, #16, #8\n\t"                                                                    \
         "bfi r0, r3, #24, #8\n\t"                                                                    \
@@ -557,12 +559,12 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 16 && offsetof
 
 static void dsp_blocks_2x2(dsp_block_run *run)
 {
-    DSP_BLOCKS_2X2(DSP_GROUP_2X2);
+    DSP_BLOCKS_2X2(DSP_GROUP_2X2, DSP_BIASES, DSP_OUTPUT_CONSTANTS);
 }
 
 static void dsp_blocks_2x2_wide(dsp_block_run *run)
 {
-    DSP_BLOCKS_2X2(DSP_GROUP_2X2_WIDE);
+    DSP_BLOCKS_2X2(DSP_GROUP_2X2_WIDE, DSP_TABLE_BIASES, DSP_TABLE_OUTPUT_CONSTANTS);
 }
 #endif
 
@@ -617,15 +619,17 @@ static void dsp_conv_pixel_pair(const int8_t *cols, int32_t groups, const int8_t
 #endif
     for (; c < out_c; c += 2, filter += (o->wide ? 16 : 8) * groups) {
         const int has_c1 = c + 1 < out_c; /* an odd last channel pairs with a zero filter row */
+        const int32_t *pair_bias = o->wide ? bias + 4 * c : bias + c; /* the table: 8 words a pair */
         int32_t sums[4];
-        sums[0] = sums[1] = bias[c];
-        sums[2] = sums[3] = has_c1 ? bias[c + 1] : 0;
+        sums[0] = sums[1] = pair_bias[0];
+        sums[2] = sums[3] = has_c1 ? pair_bias[1] : 0;
         dsp_mac_2x2(filter, cols, groups, sums, o->wide);
         dsp_store_2x2(sums, o, c, has_c1, out_a, out_b);
     }
 }
 
-/* edgec_conv_s8_dsp and _wide: packed_filter holds int8 taps, or with `wide` int16 ones. */
+/* edgec_conv_s8_dsp and _wide: packed_filter holds int8 taps and folded_bias the biases, or with
+ * `wide` int16 taps and the channel table. */
 static edgec_status dsp_conv(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
                              const edgec_dims *input_dims, const int8_t *input,
                              const edgec_dims *filter_dims, const int8_t *packed_filter,
@@ -703,11 +707,11 @@ edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_params *params,
                                     const edgec_per_channel_quant *quant,
                                     const edgec_dims *input_dims, const int8_t *input,
                                     const edgec_dims *filter_dims, const int16_t *wide_filter,
-                                    const int32_t *folded_bias, const edgec_dims *output_dims,
+                                    const int32_t *channel_table, const edgec_dims *output_dims,
                                     int8_t *output, int8_t *scratch)
 {
     return dsp_conv(params, quant, input_dims, input, filter_dims, (const int8_t *)(const void *)wide_filter,
-                    folded_bias, output_dims, output, scratch, 1);
+                    channel_table, output_dims, output, scratch, 1);
 }
 
 #endif /* __ARM_FEATURE_DSP */

@@ -89,7 +89,8 @@ static int32_t run_conv(const int32_t *h, payload_cursor *cursor, int8_t *block,
     const int8_t *input = take(cursor, input_bytes);
     const int32_t tap_bytes = isa == ISA_DSP_WIDE ? 2 : 1;
     const int8_t *filter = take(cursor, tap_bytes * rows * ((k + group - 1) / group * group));
-    const int32_t *bias = (const int32_t *)(void *)take(cursor, 4 * rows);
+    /* the folded bias, or (DSP_WIDE) the channel table: 8 words per channel pair */
+    const int32_t *bias = (const int32_t *)(void *)take(cursor, (isa == ISA_DSP_WIDE ? 16 : 4) * rows);
     edgec_per_channel_quant quant;
     quant.multiplier = (const int32_t *)(void *)take(cursor, 4 * c_out);
     quant.shift = (const int32_t *)(void *)take(cursor, 4 * c_out);
