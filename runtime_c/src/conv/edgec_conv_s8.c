@@ -494,10 +494,11 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 16 && offsetof
 #define DSP_REQUANT(acc, m, rh, sh)                                                                \
     "and r6, " acc ", #0x80000000\n\torr r6, r6, #0x40000000\n\tadd r8, " rh ", " acc ", asr #31\n\t" \
     "smlal r6, r8, " acc ", " m "\n\tasr " acc ", r8, " sh "\n\tssat " acc ", #8, " acc "\n\t"
-/* A block's biases into r0 and r2, and after its taps its output constants: multipliers r4/r5,
+/* A block's biases into r0/r1 and r2/r3 (both pixels' sums start from them), and after its taps
+ * its output constants: multipliers r4/r5,
  * round_high r9/r10, r - 1 in r12/lr. From the bias, multiplier and shift arrays and the round
  * base (edgec_conv_s8_dsp) ... */
-#define DSP_BIASES "ldr r6, [%[run], #4]\n\tldrd r0, r2, [r6], #8\n\tstr r6, [%[run], #4]\n\t"
+#define DSP_BIASES "ldr r6, [%[run], #4]\n\tldrd r1, r3, [r6]\n\tldrd r0, r2, [r6], #8\n\tstr r6, [%[run], #4]\n\t"
 #define DSP_OUTPUT_CONSTANTS                                                                       \
     "ldr r6, [%[run], #8]\n\tldrd r4, r5, [r6], #8\n\tstr r6, [%[run], #8]\n\t"                     \
     "ldr r6, [%[run], #12]\n\tldrd r12, lr, [r6], #8\n\tstr r6, [%[run], #12]\n\t"                  \
@@ -505,7 +506,7 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 16 && offsetof
     "sub r6, r12, #1\n\tlsl r9, r8, r6\n\tsub r6, lr, #1\n\tlsl r10, r8, r6\n\t"
 /* ... or from the compile-time channel table (edgec_conv_s8_dsp_wide): 8 words per pair, read
  * by one LDRD and one LDM. */
-#define DSP_TABLE_BIASES "ldr r6, [%[run], #4]\n\tldrd r0, r2, [r6]\n\t"
+#define DSP_TABLE_BIASES "ldr r6, [%[run], #4]\n\tldrd r0, r2, [r6]\n\tldrd r1, r3, [r6]\n\t"
 #define DSP_TABLE_OUTPUT_CONSTANTS                                                                 \
     "ldr r6, [%[run], #4]\n\tadds r6, r6, #8\n\tldm r6!, {r4, r5, r9, r10, r12, lr}\n\t"            \
     "str r6, [%[run], #4]\n\t"
@@ -525,8 +526,6 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 16 && offsetof
         "ldr r4, [%[run], #32]\n\t"                                                                  \
         "ldr r5, [%[run], #0]\n\t"                                                                   \
         biases                                                                                       \
-        "mov r1, r0\n\t"                                                                             \
-        "mov r3, r2\n\t"                                                                             \
         "ldr r6, [%[run], #40]\n\t"                                                                  \
         "cbnz r6, 5f\n"                                                                              \
         "1:\n\t" group                                                                               \
