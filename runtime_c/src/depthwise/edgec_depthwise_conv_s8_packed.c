@@ -88,13 +88,9 @@ typedef struct {
 #endif
 } packed_group;
 
-/* The tap of a 3x3 window that slot s of column kx holds in phase p: slot s holds filter row
- * (s - p) mod 3. The phase tables are built once per group; a subtraction, not a division. */
-static const int8_t *phase_tap(const packed_group *g, int32_t p, int32_t kx, int32_t s)
-{
-    const int32_t row = s >= p ? s - p : s - p + PHASES;
-    return g->taps + 4 * (row * 3 + kx);
-}
+/* Phase p's slot s holds filter row (s - p) mod 3: phase 0's slot (s - p) mod 3, so phases 1 and 2
+ * are phase 0's entries permuted (no division per tap). */
+static const int8_t phase_source_slot[PHASES][3] = {{0, 1, 2}, {2, 0, 1}, {1, 2, 0}};
 
 /* ---- Per ISA: an entry, the group's constants, one output pixel ------------------------------ */
 
@@ -516,18 +512,21 @@ static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_
 /* The 3x3 taps in each phase's cache order (widened where the entries are). */
 static void group_phases(packed_group *g)
 {
-    for (int32_t p = 0; p < PHASES; p++) {
+    for (int32_t t = 0; t < 9; t++) { /* phase 0: cache order [kx][slot], slot s = filter row s */
+        const int8_t *tap = g->taps + 4 * ((t % 3) * 3 + t / 3);
+#if EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES == 8
+        int32_t ws;
+        memcpy(&ws, tap, 4);
+        g->w[0][t][0] = __sxtb16(ws);
+        g->w[0][t][1] = edgec_sxtb16_ror8(ws);
+#else
+        memcpy(g->w[0][t], tap, 4);
+#endif
+    }
+    for (int32_t p = 1; p < PHASES; p++) {
         for (int32_t kx = 0; kx < 3; kx++) {
             for (int32_t s = 0; s < 3; s++) {
-                const int8_t *tap = phase_tap(g, p, kx, s);
-#if EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES == 8
-                int32_t ws;
-                memcpy(&ws, tap, 4);
-                g->w[p][kx * 3 + s][0] = __sxtb16(ws);
-                g->w[p][kx * 3 + s][1] = edgec_sxtb16_ror8(ws);
-#else
-                memcpy(g->w[p][kx * 3 + s], tap, 4);
-#endif
+                memcpy(g->w[p][kx * 3 + s], g->w[0][kx * 3 + phase_source_slot[p][s]], sizeof g->w[0][0]);
             }
         }
     }
