@@ -94,8 +94,11 @@ def check_memory_budget(report: dict, target: Target) -> None:
     if target.flash_bytes is not None and report["weights_bytes"] > target.flash_bytes:
         excess.append(f"constants {report['weights_bytes']:,} B > flash budget {target.flash_bytes:,} B")
     if excess:
-        typical = target == TARGETS.get(target.name)
+        table = TARGETS.get(target.name)
+        typical = table is not None and (target.ram_bytes, target.flash_bytes) == (table.ram_bytes, table.flash_bytes)
         origin = f"budget of {target.part}; set yours with --ram/--flash" if typical else target.part
+        if report["weights_bytes"] > (target.flash_bytes or 0) and target.opt == "speed" and target.dsp and not target.mve:
+            origin += "; --opt size keeps the DSP kernels' constants smaller"
         raise EdgecError(f"model does not fit {target.name}: {'; '.join(excess)} ({origin})")
 
 

@@ -118,7 +118,8 @@ def test_build_refuses_a_model_over_the_budget(tmp_path, small_digits_calib, cap
     assert code == 2 and stdout == ""
     [line] = err.strip().splitlines()
     assert re.fullmatch(r"edgec: error: model does not fit cortex-m4: arena [\d,]+ B > RAM budget 512 B; "
-                        r"constants [\d,]+ B > flash budget 1,024 B \(budget from --ram/--flash\)", line), line
+                        r"constants [\d,]+ B > flash budget 1,024 B \(budget from --ram/--flash; "
+                        r"--opt size keeps the DSP kernels' constants smaller\)", line), line
     assert sorted(p.name for p in tmp_path.iterdir()) == [small_digits_calib.name]  # no output, no staging left
 
     code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", small_digits_calib, "--target", "cortex-m4",
@@ -134,9 +135,17 @@ def test_budget_error_names_the_typical_part():
         check_memory_budget({"arena_bytes": 70000, "weights_bytes": 1000}, m3)
     check_memory_budget({"arena_bytes": m3.ram_bytes, "weights_bytes": m3.flash_bytes}, m3)
     check_memory_budget({"arena_bytes": 10**9, "weights_bytes": 10**9}, get_target("host"))
+    # --opt size: still the typical part's budget, and no hint to shrink the constants further
+    m4_size = get_target("cortex-m4").with_opt("size")
+    with pytest.raises(EdgecError, match=r"^model does not fit cortex-m4: constants 2,000,000 B > flash budget "
+                                         r"1,048,576 B \(budget of ST STM32F407VG .*; set yours with --ram/--flash\)$"):
+        check_memory_budget({"arena_bytes": 1000, "weights_bytes": 2_000_000}, m4_size)
 
 
 def test_bad_budget_size_is_a_usage_error(capsys):
     code, _, err = run_cli("build", DIGITS / "digits.pt2", "--ram", "12 parsecs", "-o", "unused", capsys=capsys)
     assert code == 2
     assert "Invalid value for '--ram'" in err
+    code, _, err = run_cli("build", DIGITS / "digits.pt2", "--opt", "fast", "-o", "unused", capsys=capsys)
+    assert code == 2
+    assert "Invalid value for '--opt'" in err
