@@ -145,9 +145,11 @@ static int packed_fc_args_valid(const edgec_fc_params *params, const edgec_per_c
 /* ==== Arm DSP extension: 4 outputs per SMLAD micro-kernel step =============================== */
 #if defined(__ARM_FEATURE_DSP)
 
-/* One step of dsp_mac_4x1: 4 inputs, widened here, against the 4 rows' 16 filter bytes (wide:
- * their taps already widened, 8 bytes a row). */
-static inline void dsp_mac_4x1_group(const int8_t **filter, int32_t x, int32_t sums[4], int wide)
+/* One step of dsp_mac_4x1: 4 inputs, widened here, against the block's 4 rows of 4 filter bytes
+ * (wide: their taps already widened, 8 bytes a row); with rows 2, the first two rows only (a
+ * last block of 1 or 2 outputs: the others are zero). */
+static inline void dsp_mac_4x1_group(const int8_t **filter, int32_t x, int32_t sums[4], int wide,
+                                     int rows)
 {
     const int32_t x_even = __sxtb16(x);
     const int32_t x_odd = edgec_sxtb16_ror8(x);
@@ -157,6 +159,10 @@ static inline void dsp_mac_4x1_group(const int8_t **filter, int32_t x, int32_t s
         sums[0] = __smlad(w1, x_odd, __smlad(w0, x_even, sums[0]));
         edgec_dsp_load_2words(filter, &w0, &w1);
         sums[1] = __smlad(w1, x_odd, __smlad(w0, x_even, sums[1]));
+        if (rows == 2) {
+            *filter += 16;
+            return;
+        }
         edgec_dsp_load_2words(filter, &w0, &w1);
         sums[2] = __smlad(w1, x_odd, __smlad(w0, x_even, sums[2]));
         edgec_dsp_load_2words(filter, &w0, &w1);
@@ -164,11 +170,15 @@ static inline void dsp_mac_4x1_group(const int8_t **filter, int32_t x, int32_t s
         return;
     }
     edgec_dsp_load_2words(filter, &w0, &w1);
-    edgec_dsp_load_2words(filter, &w2, &w3);
     sums[0] = __smlad(__sxtb16(w0), x_even, sums[0]);
     sums[0] = __smlad(edgec_sxtb16_ror8(w0), x_odd, sums[0]);
     sums[1] = __smlad(__sxtb16(w1), x_even, sums[1]);
     sums[1] = __smlad(edgec_sxtb16_ror8(w1), x_odd, sums[1]);
+    if (rows == 2) {
+        *filter += 8;
+        return;
+    }
+    edgec_dsp_load_2words(filter, &w2, &w3);
     sums[2] = __smlad(__sxtb16(w2), x_even, sums[2]);
     sums[2] = __smlad(edgec_sxtb16_ror8(w2), x_odd, sums[2]);
     sums[3] = __smlad(__sxtb16(w3), x_even, sums[3]);
@@ -181,23 +191,24 @@ static inline void dsp_mac_4x1_group(const int8_t **filter, int32_t x, int32_t s
  * (x0, x2) and (x1, x3) on both sides) and multiplied: 16 MACs in 3 loads, 10 SXTB16 and 8
  * SMLAD; a wide filter, its taps widened at compile time: 5 loads, 2 SXTB16 and 8 SMLAD. A last
  * partial group reads only the input bytes there are (the filter is zero past them). SMLAD wraps
- * modulo 2^32, as the golden kernel's int32 accumulator.
+ * modulo 2^32, as the golden kernel's int32 accumulator. rows 2: sums[0..1] only.
  */
-static inline void dsp_mac_4x1(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4], int wide)
+static inline void dsp_mac_4x1(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4], int wide,
+                               int rows)
 {
     int32_t s[4] = {sums[0], sums[1], sums[2], sums[3]};
     const int8_t *const full_end = x + (n & ~3);
     while (x < full_end) {
         int32_t group;
         __asm__ volatile("ldr %0, [%1], #4" : "=r"(group), "+r"(x) : : "memory");
-        dsp_mac_4x1_group(&filter, group, s, wide);
+        dsp_mac_4x1_group(&filter, group, s, wide, rows);
     }
     if ((n & 3) != 0) {
         uint32_t group = 0;
         for (int32_t j = (n & 3) - 1; j >= 0; j--) { /* little-endian: input j is byte j */
             group = group << 8 | (uint8_t)x[j];
         }
-        dsp_mac_4x1_group(&filter, (int32_t)group, s, wide);
+        dsp_mac_4x1_group(&filter, (int32_t)group, s, wide, rows);
     }
     sums[0] = s[0];
     sums[1] = s[1];
@@ -205,16 +216,28 @@ static inline void dsp_mac_4x1(const int8_t *filter, const int8_t *x, int32_t n,
     sums[3] = s[3];
 }
 
-/* dsp_mac_4x1 for each filter form. Not inlined: GCC then keeps the loop's 13 values in registers
- * instead of spilling the caller's. */
+/* dsp_mac_4x1 for each filter form, and for a last block of at most 2 outputs. Not inlined: GCC
+ * then keeps the loop's 13 values in registers instead of spilling the caller's. */
+typedef void (*dsp_fc_micro_kernel)(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4]);
+
 static EDGEC_NOINLINE void dsp_mac_4x1_int8(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4])
 {
-    dsp_mac_4x1(filter, x, n, sums, 0);
+    dsp_mac_4x1(filter, x, n, sums, 0, 4);
 }
 
 static EDGEC_NOINLINE void dsp_mac_4x1_wide(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4])
 {
-    dsp_mac_4x1(filter, x, n, sums, 1);
+    dsp_mac_4x1(filter, x, n, sums, 1, 4);
+}
+
+static EDGEC_NOINLINE void dsp_mac_2x1_int8(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4])
+{
+    dsp_mac_4x1(filter, x, n, sums, 0, 2);
+}
+
+static EDGEC_NOINLINE void dsp_mac_2x1_wide(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4])
+{
+    dsp_mac_4x1(filter, x, n, sums, 1, 2);
 }
 
 /* 1 if every output's (multiplier, shift) admits the short requantization. */
@@ -292,7 +315,9 @@ static edgec_status dsp_fc(const edgec_fc_params *params, const edgec_per_channe
             } else {
                 memcpy(sums, folded_bias + o, (size_t)valid * sizeof(int32_t));
             }
-            (wide ? dsp_mac_4x1_wide : dsp_mac_4x1_int8)(filter, input + b * input_size, input_size, sums);
+            const dsp_fc_micro_kernel mac = valid <= 2 ? (wide ? dsp_mac_2x1_wide : dsp_mac_2x1_int8)
+                                                       : (wide ? dsp_mac_4x1_wide : dsp_mac_4x1_int8);
+            mac(filter, input + b * input_size, input_size, sums);
             dsp_fc_output_block(sums, valid, quant, quant_step, o, short_requant, stage,
                                 output + b * output_size);
         }
