@@ -158,6 +158,10 @@ static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at,
 #define MVE_TAP(t) \
     "vldrb.s32 q1, [%[x], #" #t "]\n\tvldrb.s32 q2, [%[w], #" #t "]\n\t" \
     "vmul.i32 q1, q1, q2\n\tvadd.i32 q0, q0, q1\n\t"
+/* one pixel's sums in q0: the bias (mve_constants[5]), then the nine taps */
+#define MVE_PIXEL \
+    "vldrw.u32 q0, [%[k], #80]\n\t" MVE_TAP(0) MVE_TAP(4) MVE_TAP(8) MVE_TAP(12) MVE_TAP(16) \
+    MVE_TAP(20) MVE_TAP(24) MVE_TAP(28) MVE_TAP(32)
 #define MVE_TAP_PAIR(t) \
     "vldrb.s32 q3, [%[w], #" #t "]\n\t" \
     "vldrb.s32 q2, [%[x], #" #t "]\n\tvmul.i32 q2, q2, q3\n\tvadd.i32 q0, q0, q2\n\t" \
@@ -172,25 +176,16 @@ static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at,
 static void mve_pixels_3x3(const int32x4_t *mve_constants, const int8_t *x, const int8_t *w,
                            int32_t n, int32_t step, int8_t *out, int32_t out_step, int32_t offset)
 {
-    __asm__ volatile("vldrw.u32 q3, [%[k]]\n\t"
-                     "vldrw.u32 q4, [%[k], #16]\n\t"
+    __asm__ volatile("vldrw.u32 q4, [%[k]]\n\t"
+                     "vldrw.u32 q3, [%[k], #16]\n\t"
                      "vldrw.u32 q5, [%[k], #32]\n\t"
                      "vldrw.u32 q6, [%[k], #48]\n\t"
                      "vldrw.u32 q7, [%[k], #64]\n\t"
                      "dls lr, %[n]\n"
                      "1:\n\t"
-                     "vldrw.u32 q0, [%[k], #80]\n\t"
-                     MVE_TAP(0) MVE_TAP(4) MVE_TAP(8) MVE_TAP(12) MVE_TAP(16)
-                     MVE_TAP(20) MVE_TAP(24) MVE_TAP(28) MVE_TAP(32)
-                     "vshl.s32 q0, q0, q4\n\t"
-                     "vqrdmulh.s32 q0, q0, q3\n\t"
-                     "vand q1, q0, q5\n\t"
-                     "vshr.s32 q1, q1, #31\n\t"
-                     "vqadd.s32 q0, q0, q1\n\t"
-                     "vrshl.s32 q0, q0, q5\n\t"
-                     "vmax.s32 q0, q0, q6\n\t"
-                     "vmin.s32 q0, q0, q7\n\t"
-                     "vadd.i32 q0, q0, %[offset]\n\t"
+                     MVE_PIXEL
+                     "vshl.s32 q0, q0, q3\n\t" /* the left shift (q3), then as without one */
+                     MVE_RIGHT_SHIFT_OUTPUT("q0")
                      "vstrb.32 q0, [%[out]]\n\t"
                      "add %[x], %[x], %[step]\n\t"
                      "add %[out], %[out], %[out_step]\n\t"
@@ -231,9 +226,7 @@ static void mve_pixel_pairs_3x3(const int32x4_t *mve_constants, const int8_t *x,
                      "2:\n\t"
                      "cmp %[odd], #0\n\t"
                      "beq 3f\n\t"
-                     "vldrw.u32 q0, [%[k], #80]\n\t"
-                     MVE_TAP(0) MVE_TAP(4) MVE_TAP(8) MVE_TAP(12) MVE_TAP(16)
-                     MVE_TAP(20) MVE_TAP(24) MVE_TAP(28) MVE_TAP(32)
+                     MVE_PIXEL
                      MVE_RIGHT_SHIFT_OUTPUT("q0")
                      "vstrb.32 q0, [%[out]]\n"
                      "3:"
