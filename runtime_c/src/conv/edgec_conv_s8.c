@@ -353,10 +353,7 @@ static void dsp_widen(int8_t *cols, const int8_t *src, int32_t n)
     for (int32_t i = 0; i < n; i += 4) {
         int32_t x;
         memcpy(&x, src + i, 4);
-        const int32_t even = __sxtb16(x);
-        const int32_t odd = edgec_sxtb16_ror8(x);
-        memcpy(cols + 4 * i, &even, 4);
-        memcpy(cols + 4 * i + 4, &odd, 4);
+        edgec_dsp_store_widened(cols + 4 * i, x);
     }
 }
 
@@ -451,23 +448,23 @@ static int requant_all_short(const edgec_per_channel_quant *quant, int32_t out_c
 #if defined(__OPTIMIZE__)
 /* What dsp_blocks_2x2 reads and advances; its assembly addresses the fields by offset. */
 typedef struct {
-    const int8_t *filter;      /*  0: the next block's */
-    const int32_t *bias;       /*  4: the bias array, or (wide) the channel table */
-    const int32_t *multiplier; /*  8 */
-    const int32_t *shift;      /* 12 */
-    int8_t *out;               /* 16: pixel a's next channel pair */
-    int32_t pixel_b;           /* 20: bytes from pixel a to pixel b */
-    uint32_t lows;             /* 24: act_min in every byte */
-    uint32_t highs;            /* 28: act_max in every byte */
-    const int8_t *cols;        /* 32 */
+    const int8_t *cols;        /*  0 */
+    const int8_t *filter;      /*  4: the next block's */
+    const int32_t *bias;       /*  8: the bias array, or (wide) the channel table */
+    const int32_t *multiplier; /* 12 */
+    const int32_t *shift;      /* 16 */
+    int8_t *out;               /* 20: pixel a's next channel pair */
+    int32_t pixel_b;           /* 24: bytes from pixel a to pixel b */
+    uint32_t lows;             /* 28: act_min in every byte */
+    uint32_t highs;            /* 32: act_max in every byte */
     const int8_t *cols_end;    /* 36 */
     int32_t odd;               /* 40: an odd number of groups */
     int32_t round_base;        /* 44: edgec_dsp_round_base of the output offset */
-    int32_t blocks;            /* 48: channel pairs left, >= 1 */
+    int8_t *out_end;           /* 48: past pixel a's last channel pair */
 } dsp_block_run;
 
-typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 16 && offsetof(dsp_block_run, lows) == 24 &&
-                                          offsetof(dsp_block_run, blocks) == 48
+typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 20 && offsetof(dsp_block_run, lows) == 28 &&
+                                          offsetof(dsp_block_run, out_end) == 48
                                       ? 1
                                       : -1];
 
@@ -498,18 +495,18 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 16 && offsetof
  * its output constants: multipliers r4/r5,
  * round_high r9/r10, r - 1 in r12/lr. From the bias, multiplier and shift arrays and the round
  * base (edgec_conv_s8_dsp) ... */
-#define DSP_BIASES "ldr r6, [%[run], #4]\n\tldrd r1, r3, [r6]\n\tldrd r0, r2, [r6], #8\n\tstr r6, [%[run], #4]\n\t"
+#define DSP_BIASES "ldr r6, [%[run], #8]\n\tldrd r1, r3, [r6]\n\tldrd r0, r2, [r6], #8\n\tstr r6, [%[run], #8]\n\t"
 #define DSP_OUTPUT_CONSTANTS                                                                       \
-    "ldr r6, [%[run], #8]\n\tldrd r4, r5, [r6], #8\n\tstr r6, [%[run], #8]\n\t"                     \
-    "ldr r6, [%[run], #12]\n\tldrd r12, lr, [r6], #8\n\tstr r6, [%[run], #12]\n\t"                  \
+    "ldr r6, [%[run], #12]\n\tldrd r4, r5, [r6], #8\n\tstr r6, [%[run], #12]\n\t"                  \
+    "ldr r6, [%[run], #16]\n\tldrd r12, lr, [r6], #8\n\tstr r6, [%[run], #16]\n\t"                  \
     "mvn r12, r12\n\tmvn lr, lr\n\tldr r8, [%[run], #44]\n\t"                                       \
     "sub r6, r12, #1\n\tlsl r9, r8, r6\n\tsub r6, lr, #1\n\tlsl r10, r8, r6\n\t"
 /* ... or from the compile-time channel table (edgec_conv_s8_dsp_wide): 8 words per pair, read
  * by one LDRD and one LDM. */
-#define DSP_TABLE_BIASES "ldr r6, [%[run], #4]\n\tldrd r0, r2, [r6]\n\tldrd r1, r3, [r6]\n\t"
+#define DSP_TABLE_BIASES "ldr r6, [%[run], #8]\n\tldrd r0, r2, [r6]\n\tldrd r1, r3, [r6]\n\t"
 #define DSP_TABLE_OUTPUT_CONSTANTS                                                                 \
-    "ldr r6, [%[run], #4]\n\tadds r6, r6, #8\n\tldm r6!, {r4, r5, r9, r10, r12, lr}\n\t"            \
-    "str r6, [%[run], #4]\n\t"
+    "ldr r6, [%[run], #8]\n\tadds r6, r6, #8\n\tldm r6!, {r4, r5, r9, r10, r12, lr}\n\t"            \
+    "str r6, [%[run], #8]\n\t"
 
 /*
  * Every channel pair of a pixel pair whose channels all take the short requantization:
@@ -523,8 +520,7 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 16 && offsetof
 #define DSP_BLOCKS_2X2(group, biases, constants)                                                     \
     __asm__ volatile(                                                                                \
         "2:\n\t"                                                                                     \
-        "ldr r4, [%[run], #32]\n\t"                                                                  \
-        "ldr r5, [%[run], #0]\n\t"                                                                   \
+        "ldrd r4, r5, [%[run], #0]\n\t"                                                              \
         biases                                                                                       \
         "ldr r6, [%[run], #40]\n\t"                                                                  \
         "cbnz r6, 5f\n"                                                                              \
@@ -533,24 +529,23 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 16 && offsetof
         "ldr r6, [%[run], #36]\n\t"                                                                  \
         "cmp r4, r6\n\t"                                                                             \
         "bne 1b\n\t"                                                                                 \
-        "str r5, [%[run], #0]\n\t"                                                                   \
+        "str r5, [%[run], #4]\n\t"                                                                   \
         constants                                                                                    \
         DSP_REQUANT("r0", "r4", "r9", "r12") DSP_REQUANT("r1", "r4", "r9", "r12")                    \
         DSP_REQUANT("r2", "r5", "r10", "lr") DSP_REQUANT("r3", "r5", "r10", "lr")                    \
         "bfi r0, r2, #8, #8\n\t"                                                                     \
         "bfi r0, r1, #16, #8\n\t"                                                                    \
         "bfi r0, r3, #24, #8\n\t"                                                                    \
-        "ldrd r4, r5, [%[run], #24]\n\t"                                                             \
+        "ldrd r4, r5, [%[run], #28]\n\t"                                                             \
         "ssub8 r6, r0, r4\n\tsel r0, r0, r4\n\tssub8 r6, r0, r5\n\tsel r0, r5, r0\n\t"               \
-        "ldrd r4, r5, [%[run], #16]\n\t"                                                             \
+        "ldrd r4, r5, [%[run], #20]\n\t"                                                             \
         "strh r0, [r4]\n\t"                                                                          \
         "lsr r0, r0, #16\n\t"                                                                        \
         "strh r0, [r4, r5]\n\t"                                                                      \
         "add r4, r4, #2\n\t"                                                                         \
-        "str r4, [%[run], #16]\n\t"                                                                  \
-        "ldr r4, [%[run], #48]\n\t"                                                                  \
-        "subs r4, r4, #1\n\t"                                                                        \
-        "str r4, [%[run], #48]\n\t"                                                                  \
+        "str r4, [%[run], #20]\n\t"                                                                  \
+        "ldr r6, [%[run], #48]\n\t"                                                                  \
+        "cmp r4, r6\n\t"                                                                             \
         "bne 2b"                                                                                     \
         :                                                                                            \
         : [run] "r"(run)                                                                             \
@@ -610,7 +605,7 @@ static void dsp_conv_pixel_pair(const int8_t *cols, int32_t groups, const int8_t
         /* A lone last pixel's second column is a copy of the first: pixel b is pixel a, the
          * same bytes stored twice. */
         run->pixel_b = out_b != NULL ? out_c : 0;
-        run->blocks = out_c / 2;
+        run->out_end = out_a + out_c / 2 * 2;
         (o->wide ? dsp_blocks_2x2_wide : dsp_blocks_2x2)(run);
         c = out_c / 2 * 2;
         filter += (o->wide ? 8 : 4) * groups * c;

@@ -278,13 +278,10 @@ static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_
 #else /* DSP and portable: four int32 accumulators */
 
 #if defined(__ARM_FEATURE_DSP)
-/* The four channels widened to int16 pairs (0/2, then 1/3): one STRD (GCC would copy the pair
- * through the stack). */
+/* The four channels widened to int16 pairs (0/2, then 1/3). */
 static inline void cache_entry(int8_t *dst, uint32_t four)
 {
-    const int32_t x02 = __sxtb16((int32_t)four);
-    const int32_t x13 = edgec_sxtb16_ror8((int32_t)four);
-    __asm__("strd %1, %2, [%3]" : "=m"(*(int8_t(*)[8])dst) : "r"(x02), "r"(x13), "r"(dst));
+    edgec_dsp_store_widened(dst, (int32_t)four);
 }
 
 /* acc_k += x_k * w_k for the four channels, x and w as int16 pairs (0/2, 1/3); x is the entry at
@@ -558,17 +555,18 @@ static void fill_row(const packed_group *g, int32_t b, int32_t r, int32_t slot)
     }
     const int32_t c = layer->c;
     const int8_t *src = layer->input + ((b * layer->in_h + iy) * layer->in_w + layer->image_start - layer->pad_left) * c + g->first;
-    uint32_t four = layer->pad_four; /* past the group's last channel: the pad byte */
     if (g->count == GROUP) { /* a fixed-size copy is one load, a variable one a call */
         for (int32_t k = 0; k < n; k++, dst += step) {
+            uint32_t four;
             memcpy(&four, src + k * c, 4);
             cache_entry(dst, four);
         }
-    } else {
-        for (int32_t k = 0; k < n; k++, dst += step) {
-            memcpy(&four, src + k * c, (size_t)g->count);
-            cache_entry(dst, four);
-        }
+        return;
+    }
+    uint32_t four = layer->pad_four; /* past the group's last channel: the pad byte */
+    for (int32_t k = 0; k < n; k++, dst += step) {
+        memcpy(&four, src + k * c, (size_t)g->count);
+        cache_entry(dst, four);
     }
 }
 

@@ -243,6 +243,16 @@ static inline int32_t edgec_sxtb16_ror8(int32_t x)
     return result;
 }
 
+/* Four int8 (x0..x3, little-endian in `four`) as the int16 pairs (x0, x2) and (x1, x3) the
+ * SMLAD/SMLAxy kernels read, stored at dst (word-aligned) with one STRD (GCC would copy the pair
+ * through the stack). */
+static inline void edgec_dsp_store_widened(int8_t *dst, int32_t four)
+{
+    const int32_t even = __sxtb16(four);
+    const int32_t odd = edgec_sxtb16_ror8(four);
+    __asm__("strd %1, %2, [%3]" : "=m"(*(int8_t(*)[8])dst) : "r"(even), "r"(odd), "r"(dst));
+}
+
 /* The two words at *p (word-aligned), then *p += 8: one LDRD, which GCC 12 does not form from two
  * unaligned-capable word loads. */
 static inline void edgec_dsp_load_2words(const int8_t **p, int32_t *first, int32_t *second)
