@@ -524,13 +524,18 @@ static void group_phases(packed_group *g)
 
 /* ---- The row cache -------------------------------------------------------------------------- */
 
-/* Every cache entry the pad value, once per group: the padding columns keep it, fill_row rewrites
- * only the image columns. */
+/* The padding columns' entries the pad value, once per group: they keep it, and fill_row writes
+ * the image columns of every row it brings in (the pad value too, above and below the image). */
 static void cache_pad(const packed_layer *layer)
 {
+    const int32_t entry = (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
     int8_t *dst = layer->cache;
-    for (int32_t j = 0; j < layer->padded_w * layer->k_h; j++, dst += EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES) {
+    for (int32_t j = 0; j < layer->image_start * layer->k_h; j++, dst += entry) { /* left */
         cache_entry(dst, layer->pad_four);
+    }
+    dst = layer->cache + layer->image_end * layer->column_bytes;
+    for (int32_t j = layer->image_end * layer->k_h; j < layer->padded_w * layer->k_h; j++, dst += entry) {
+        cache_entry(dst, layer->pad_four); /* right */
     }
 }
 
