@@ -1,6 +1,7 @@
 /*
- * edgec_avgpool_s8.c -- int8 average pooling: portable C99, and on Helium (Cortex-M55) the
- * window sums of four channels at a time (VLDRB.S32 and VADD per tap).
+ * edgec_avgpool_s8.c -- int8 average pooling: portable C99, and the window sums of four channels
+ * at a time on Helium (Cortex-M55: VLDRB.S32 and VADD per tap) and with the DSP extension
+ * (Cortex-M4/M7/M33: two SXTAB16 per tap, into int16 halves, for windows of up to 256 taps).
  *
  * Each output is the mean of the taps that fall inside the input (padding is excluded from both
  * the sum and the count), rounded half away from zero exactly as TFLite/CMSIS-NN do:
@@ -10,6 +11,8 @@
  */
 #include "edgec_nn.h"
 #include "../support/edgec_support.h"
+
+#include <string.h>
 
 static int avgpool_args_valid(const edgec_pool_params *params, const edgec_dims *input_dims,
                               const int8_t *input, const edgec_dims *output_dims, const int8_t *output)
@@ -52,6 +55,30 @@ static int32x4_t window_sum_four(const int8_t *p, int32_t rows, int32_t cols, in
         }
     }
     return sum;
+}
+#elif defined(__ARM_FEATURE_DSP)
+#define DSP_MAX_TAPS 256 /* |sum| <= 256 * 128: a window's sums fit the int16 halves exactly */
+
+/* window_sum of channels 0..3 at p at once: each tap's four int8 added into two registers of
+ * int16 halves (channels 0/2 and 1/3) by SXTAB16, for windows of at most DSP_MAX_TAPS taps. */
+static void window_sum_four(const int8_t *p, int32_t rows, int32_t cols, int32_t row_stride,
+                            int32_t col_stride, int32_t sums[4])
+{
+    int32_t even = 0;
+    int32_t odd = 0;
+    for (int32_t r = 0; r < rows; ++r, p += row_stride) {
+        const int8_t *q = p;
+        for (int32_t k = 0; k < cols; ++k, q += col_stride) {
+            int32_t x;
+            memcpy(&x, q, 4);
+            even = __sxtab16(even, x);
+            __asm__("sxtab16 %0, %0, %1, ror #8" : "+r"(odd) : "r"(x));
+        }
+    }
+    sums[0] = (int16_t)even;
+    sums[1] = (int16_t)odd;
+    sums[2] = even >> 16;
+    sums[3] = odd >> 16;
 }
 #endif
 
@@ -97,6 +124,14 @@ edgec_status edgec_avgpool_s8(const edgec_pool_params *params, const edgec_dims 
                     vstrwq_s32(sums, window_sum_four(window + c, y1 - y0, x1 - x0, row_stride, channels,
                                                      vctp32q((uint32_t)(channels - c))));
                     for (int32_t i = 0; i < EDGEC_MIN(4, channels - c); ++i) {
+                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i], count), params->act_min, params->act_max);
+                    }
+                }
+#elif defined(__ARM_FEATURE_DSP)
+                for (; count <= DSP_MAX_TAPS && c + 4 <= channels; c += 4) {
+                    int32_t sums[4];
+                    window_sum_four(window + c, y1 - y0, x1 - x0, row_stride, channels, sums);
+                    for (int32_t i = 0; i < 4; ++i) {
                         *output++ = edgec_clamp_to_s8(rounded_mean(sums[i], count), params->act_min, params->act_max);
                     }
                 }
