@@ -603,6 +603,34 @@ static void cache_rows(const packed_group *g, int32_t b, int32_t oy, int32_t *ca
     }
 }
 
+#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+/*
+ * Every row of batch b of a full group with a 3x3 undilated window and the short requantization:
+ * cache_rows and group_row_3x3 with their bookkeeping cut to the bone (filter row 0 in slot
+ * first mod 3, so that is the phase), as a DS-CNN-sized row of 5 pixels spent as much on it as on
+ * two of its pixels.
+ */
+static void dsp_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step)
+{
+    const packed_layer *layer = g->layer;
+    const int32_t entry = (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
+    const int32_t row_bytes = layer->out_w * pixel_step;
+    dsp_row row;
+    row.out_step = pixel_step;
+    row.x_advance = 3 * entry * layer->stride_w - 9 * entry;
+    int32_t cached = 0;
+    for (int32_t oy = 0; oy < layer->out_h; oy++) {
+        const int32_t first = oy * layer->stride_h;
+        for (int32_t r = EDGEC_MAX(first, cached); r < first + 3; r++) {
+            fill_row(g, b, r, r % 3);
+        }
+        cached = first + 3;
+        row.pixels = layer->out_w;
+        dsp_row_3x3(g, g->w[first % 3], layer->cache, out + oy * row_bytes, &row);
+    }
+}
+#endif
+
 /* All output pixels of one group, in NHWC order, into `out` (pixels `pixel_step` bytes apart). */
 static void group_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out,
                           int32_t pixel_step)
@@ -620,6 +648,12 @@ static void group_outputs(const packed_layer *layer, int32_t batches, int32_t fi
     int32_t slots[EDGEC_DEPTHWISE_PACKED_MAX_K];
 
     for (int32_t b = 0; b < batches; b++) {
+#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+        if (layer->unrolled && g.short_requant) {
+            dsp_group_rows_3x3(&g, b, out + b * layer->out_h * layer->out_w * pixel_step, pixel_step);
+            continue;
+        }
+#endif
         int32_t cached = 0;
         for (int32_t oy = 0; oy < layer->out_h; oy++) {
             cache_rows(&g, b, oy, &cached, slots);
