@@ -401,8 +401,8 @@ typedef struct {
     int32_t pixels;    /* >= 1; counted down */
 } dsp_row;
 
-#define DSP_TAP                                                                                    \
-    "ldrd r8, r9, [%[x]], #8\n\tldrd r10, r12, [%[w]], #8\n\t"                                     \
+#define DSP_TAP(t)                                                                                 \
+    "ldrd r8, r9, [%[x]], #8\n\tldrd r10, r12, [%[w], #" #t "]\n\t"                                \
     "smlabb r0, r8, r10, r0\n\tsmlatt r2, r8, r10, r2\n\t"                                         \
     "smlabb r1, r9, r12, r1\n\tsmlatt r3, r9, r12, r3\n\t"
 
@@ -420,8 +420,8 @@ static void dsp_row_3x3(const packed_group *g, const int32_t (*w)[2], const int8
         "1:\n\t"
         "ldrd r0, r1, [%[g], %[bias]]\n\t"
         "ldrd r2, r3, [%[g], %[bias2]]\n\t"
-        DSP_TAP DSP_TAP DSP_TAP DSP_TAP DSP_TAP DSP_TAP DSP_TAP DSP_TAP DSP_TAP
-        "sub %[w], %[w], #72\n\t"
+        DSP_TAP(0) DSP_TAP(8) DSP_TAP(16) DSP_TAP(24) DSP_TAP(32) DSP_TAP(40) DSP_TAP(48) DSP_TAP(56)
+        DSP_TAP(64)
         "ldrd r8, r9, [%[g], %[q0]]\n\tldr r10, [%[g], %[q0s]]\n\t"
         "and r12, r0, #0x80000000\n\torr r12, r12, #0x40000000\n\tadd r9, r9, r0, asr #31\n\t"
         "smlal r12, r9, r0, r8\n\tasr r0, r9, r10\n\tssat r0, #8, r0\n\t"
@@ -445,8 +445,8 @@ static void dsp_row_3x3(const packed_group *g, const int32_t (*w)[2], const int8
         "subs r8, r8, #1\n\t"
         "str r8, [%[row], #8]\n\t"
         "bne 1b"
-        : [x] "+r"(x), [out] "+r"(out), [w] "+r"(w)
-        : [g] "r"(g), [row] "r"(row), [bias] "i"(offsetof(packed_group, bias)),
+        : [x] "+r"(x), [out] "+r"(out)
+        : [w] "r"(w), [g] "r"(g), [row] "r"(row), [bias] "i"(offsetof(packed_group, bias)),
           [bias2] "i"(offsetof(packed_group, bias) + 8),
           [q0] "i"(offsetof(packed_group, q)), [q0s] "i"(offsetof(packed_group, q) + 8),
           [q1] "i"(offsetof(packed_group, q) + 12), [q1s] "i"(offsetof(packed_group, q) + 20),
