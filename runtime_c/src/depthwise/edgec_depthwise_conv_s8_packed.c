@@ -539,6 +539,16 @@ static void cache_pad(const packed_layer *layer)
     }
 }
 
+/* n image columns of a full group: four channels from src (pixels c bytes apart) per entry. */
+static inline void fill_image_columns(int8_t *dst, const int8_t *src, int32_t n, int32_t c, int32_t step)
+{
+    for (int32_t k = 0; k < n; k++, dst += step) {
+        uint32_t four;
+        memcpy(&four, src + k * c, 4);
+        cache_entry(dst, four);
+    }
+}
+
 /* The image columns of padded row r (input row r - pad_top) of batch b into cache slot `slot`:
  * the group's channels (the pad byte past its last one), or the pad value above and below the
  * image. */
@@ -561,11 +571,7 @@ static void fill_row(const packed_group *g, int32_t b, int32_t r, int32_t slot)
     const int32_t c = layer->c;
     const int8_t *src = layer->input + ((b * layer->in_h + iy) * layer->in_w + layer->image_start - layer->pad_left) * c + g->first;
     if (g->count == GROUP) { /* a fixed-size copy is one load, a variable one a call */
-        for (int32_t k = 0; k < n; k++, dst += step) {
-            uint32_t four;
-            memcpy(&four, src + k * c, 4);
-            cache_entry(dst, four);
-        }
+        fill_image_columns(dst, src, n, c, step);
         return;
     }
     uint32_t four = layer->pad_four; /* past the group's last channel: the pad byte */
@@ -615,6 +621,8 @@ static void dsp_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, in
     const packed_layer *layer = g->layer;
     const int32_t entry = (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
     const int32_t row_bytes = layer->out_w * pixel_step;
+    const int32_t n = layer->image_end - layer->image_start;
+    int8_t *columns = layer->cache + layer->image_start * layer->column_bytes;
     dsp_row row;
     row.out_step = pixel_step;
     row.x_advance = 3 * entry * layer->stride_w - 9 * entry;
@@ -622,7 +630,15 @@ static void dsp_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, in
     for (int32_t oy = 0; oy < layer->out_h; oy++) {
         const int32_t first = oy * layer->stride_h;
         for (int32_t r = EDGEC_MAX(first, cached); r < first + 3; r++) {
-            fill_row(g, b, r, r % 3);
+            const int32_t iy = r - layer->pad_top;
+            if (iy < 0 || iy >= layer->in_h || n <= 0) {
+                fill_row(g, b, r, r % 3); /* the pad value, above or below the image */
+                continue;
+            }
+            /* an image row: n > 0 means image_start == pad_left, so column image_start is pixel 0 */
+            fill_image_columns(columns + (r % 3) * entry,
+                               layer->input + (b * layer->in_h + iy) * layer->in_w * layer->c + g->first, n,
+                               layer->c, layer->column_bytes);
         }
         cached = first + 3;
         row.pixels = layer->out_w;
