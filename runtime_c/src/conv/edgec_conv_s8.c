@@ -517,38 +517,48 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 20 && offsetof
  * which may be the frame pointer, are left alone). `group`: DSP_GROUP_2X2 or _WIDE; `biases`
  * and `constants`: DSP_BIASES and DSP_OUTPUT_CONSTANTS or their _TABLE forms.
  */
-#define DSP_BLOCKS_2X2(group, biases, constants)                                                     \
-    __asm__ volatile(                                                                                \
-        "2:\n\t"                                                                                     \
-        "ldrd r4, r5, [%[run], #0]\n\t"                                                              \
-        biases                                                                                       \
-        "ldr r6, [%[run], #40]\n\t"                                                                  \
-        "cbnz r6, 5f\n"                                                                              \
-        "1:\n\t" group                                                                               \
-        "5:\n\t" group                                                                               \
-        "ldr r6, [%[run], #36]\n\t"                                                                  \
-        "cmp r4, r6\n\t"                                                                             \
-        "bne 1b\n\t"                                                                                 \
-        "str r5, [%[run], #4]\n\t"                                                                   \
-        constants                                                                                    \
-        DSP_REQUANT("r0", "r4", "r9", "r12") DSP_REQUANT("r1", "r4", "r9", "r12")                    \
-        DSP_REQUANT("r2", "r5", "r10", "lr") DSP_REQUANT("r3", "r5", "r10", "lr")                    \
-        "bfi r0, r2, #8, #8\n\t"                                                                     \
-        "bfi r0, r1, #16, #8\n\t"                                                                    \
-        "bfi r0, r3, #24, #8\n\t"                                                                    \
-        "ldrd r4, r5, [%[run], #28]\n\t"                                                             \
-        "ssub8 r6, r0, r4\n\tsel r0, r0, r4\n\tssub8 r6, r0, r5\n\tsel r0, r5, r0\n\t"               \
-        "ldrd r4, r5, [%[run], #20]\n\t"                                                             \
-        "strh r0, [r4]\n\t"                                                                          \
-        "lsr r0, r0, #16\n\t"                                                                        \
-        "strh r0, [r4, r5]\n\t"                                                                      \
-        "add r4, r4, #2\n\t"                                                                         \
-        "str r4, [%[run], #20]\n\t"                                                                  \
-        "ldr r6, [%[run], #48]\n\t"                                                                  \
-        "cmp r4, r6\n\t"                                                                             \
-        "bne 2b"                                                                                     \
-        :                                                                                            \
-        : [run] "r"(run)                                                                             \
+/* One copy of the loop over the channel pairs: `start` its label, `enter` what follows the
+ * biases (nothing, or a branch into the middle of the group loop for an odd group count). */
+#define DSP_BLOCK_LOOP(start, enter, group, biases, constants)                          \
+        start ":\n\t"                                                                   \
+        "ldrd r4, r5, [%[run], #0]\n\t"                                                 \
+        biases enter                                                                    \
+        "1:\n\t" group                                                                  \
+        "5:\n\t" group                                                                  \
+        "ldr r6, [%[run], #36]\n\t"                                                     \
+        "cmp r4, r6\n\t"                                                                \
+        "bne 1b\n\t"                                                                    \
+        "str r5, [%[run], #4]\n\t"                                                      \
+        constants                                                                       \
+        DSP_REQUANT("r0", "r4", "r9", "r12") DSP_REQUANT("r1", "r4", "r9", "r12")       \
+        DSP_REQUANT("r2", "r5", "r10", "lr") DSP_REQUANT("r3", "r5", "r10", "lr")       \
+        "bfi r0, r2, #8, #8\n\t"                                                        \
+        "bfi r0, r1, #16, #8\n\t"                                                       \
+        "bfi r0, r3, #24, #8\n\t"                                                       \
+        "ldrd r4, r5, [%[run], #28]\n\t"                                                \
+        "ssub8 r6, r0, r4\n\tsel r0, r0, r4\n\tssub8 r6, r0, r5\n\tsel r0, r5, r0\n\t"  \
+        "ldrd r4, r5, [%[run], #20]\n\t"                                                \
+        "strh r0, [r4]\n\t"                                                             \
+        "lsr r0, r0, #16\n\t"                                                           \
+        "strh r0, [r4, r5]\n\t"                                                         \
+        "add r4, r4, #2\n\t"                                                            \
+        "str r4, [%[run], #20]\n\t"                                                     \
+        "ldr r6, [%[run], #48]\n\t"                                                     \
+        "cmp r4, r6\n\t"                                                                \
+        "bne " start "b\n"
+
+/* ... twice, so that the group count's parity is tested once per call, not per pair. */
+#define DSP_BLOCKS_2X2(group, biases, constants)                                        \
+    __asm__ volatile(                                                                   \
+        "ldr r6, [%[run], #40]\n\t"                                                     \
+        "cmp r6, #0\n\t"                                                                \
+        "bne 8f\n"                                                                      \
+        DSP_BLOCK_LOOP("2", "", group, biases, constants)                               \
+        "b 9f\n"                                                                        \
+        DSP_BLOCK_LOOP("8", "b 5f\n\t", group, biases, constants)                       \
+        "9:"                                                                            \
+        :                                                                               \
+        : [run] "r"(run)                                                                \
         : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr", "memory", "cc")
 
 static void dsp_blocks_2x2(dsp_block_run *run)
