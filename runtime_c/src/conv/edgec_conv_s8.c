@@ -3,9 +3,10 @@
  * Golden kernel: edgec.ops.conv.conv2d_s8. Arithmetic: docs/numerics.md.
  *
  * edgec_conv_s8 is the portable C path and the reference. On Arm cores with the DSP extension
- * (edgec_conv_s8_dsp) or Helium (edgec_conv_s8_mve) the same file also holds a path that reads
- * its filter re-laid at compile time (edgec.ops.kernel_layout) and its bias with the input
- * offset folded in, so that the inner loops carry no offset arithmetic.
+ * (edgec_conv_s8_dsp, and _dsp_wide with its filter widened to int16 for --opt speed) or Helium
+ * (edgec_conv_s8_mve) the same file also holds a path that reads its filter re-laid at compile
+ * time (edgec.ops.kernel_layout) and its bias with the input offset folded in, so that the inner
+ * loops carry no offset arithmetic; their hottest loops are inline assembly in optimised builds.
  *
  * Portable loop order: output pixel, then output channel, then the in-bounds taps, then the input
  * channels of the group (innermost, contiguous in both the NHWC input and the OHWI filter).

@@ -1,8 +1,8 @@
 /*
  * edgec_fully_connected_s8.c -- int8 fully connected layer: the portable C99 path (the reference)
- * and, on Arm cores with the DSP extension or Helium, edgec_fully_connected_s8_dsp/_mve, which
- * read a filter re-laid at compile time (edgec.ops.kernel_layout) and a bias with the input
- * offset folded in.
+ * and, on Arm cores with the DSP extension or Helium, edgec_fully_connected_s8_dsp (_dsp_wide:
+ * its filter widened to int16, for --opt speed) and _mve, which read a filter re-laid at compile
+ * time (edgec.ops.kernel_layout) and a bias with the input offset folded in.
  *
  * acc[o] = bias[o] + sum_j w[o][j] * (x[j] + input_offset)
  * y[o]   = clamp(requantize(acc[o], m, s) + output_offset, act_min, act_max)
