@@ -166,7 +166,7 @@ def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw) -> Case
     fields = params + [n, h, w, c_in] + [c_out, kh, kw, c_in] + [n, *out_hw, c_out]
     family = DSP if isa == WIDE else isa
     packed = interleave_rows(rows, CONV_BLOCKING[family])
-    folded = blocked_bias(bias, rows, zp_in, CONV_BLOCKING[family])
+    folded = blocked_bias(bias, rows, zp_in, CONV_BLOCKING[family].rows)
     if isa == WIDE:
         packed, folded = widen_taps(packed), dsp_channel_table(folded, m, s, zp_out)
     arrays = [x, packed, folded, m, s]

@@ -277,7 +277,7 @@ def emit_packed_conv_call(op, graph, names) -> CCall:
     rows = a["weight"].reshape(a["weight"].shape[0], -1)
     zero_point = graph.tensors[op.inputs[0]].zero_point
     weights = ("packed_weights", interleave_rows(rows, blocking))
-    bias = ("folded_bias", blocked_bias(a["bias"], rows, zero_point, blocking))
+    bias = ("folded_bias", blocked_bias(a["bias"], rows, zero_point, blocking.rows))
     kernel = f"edgec_conv_s8_{a['isa']}"
     if a.get("wide"):
         weights, kernel = ("wide_weights", widen_taps(weights[1])), kernel + "_wide"

@@ -20,7 +20,7 @@ from edgec.ops.conv import (
     padded_input,
     tap_view,
 )
-from edgec.ops.kernel_layout import DSP, folded_bias, kernel_isa
+from edgec.ops.kernel_layout import DSP, blocked_bias, kernel_isa
 
 # Channels edgec_depthwise_conv_s8_in_place computes per pass (EDGEC_DEPTHWISE_IN_PLACE_CHANNELS in
 # edgec_nn.h), each into its own N*Ho*Wo-byte scratch plane; the packed kernels' group too.
@@ -166,9 +166,7 @@ def packed_depthwise_filter(weight: np.ndarray) -> np.ndarray:
 def packed_depthwise_bias(bias, weight: np.ndarray, input_zero_point: int) -> np.ndarray:
     """The packed kernel's folded bias: bias - zp * the sum of each channel's taps, zero-padded to a
     multiple of 4 channels."""
-    c = weight.shape[3]
-    folded = folded_bias(bias, weight.reshape(-1, c).T, input_zero_point)
-    return np.concatenate([folded, np.zeros(-c % IN_PLACE_CHANNELS, dtype=np.int32)])
+    return blocked_bias(bias, weight.reshape(-1, weight.shape[3]).T, input_zero_point, IN_PLACE_CHANNELS)
 
 
 def packed_scratch_bytes(isa: str, weight_shape, out_w: int, stride_w: int, dilation_w: int) -> int:

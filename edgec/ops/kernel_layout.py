@@ -59,12 +59,11 @@ def folded_bias(bias: np.ndarray | None, weights: np.ndarray, input_zero_point: 
     return wrap_int32(base - int(input_zero_point) * sums).astype(np.int32)
 
 
-def blocked_bias(bias: np.ndarray | None, weights: np.ndarray, input_zero_point: int,
-                 blocking: RowBlocking) -> np.ndarray:
-    """folded_bias, zero-padded like the filter's rows to a multiple of `blocking.rows`: a
-    micro-kernel block then loads its biases whole."""
+def blocked_bias(bias: np.ndarray | None, weights: np.ndarray, input_zero_point: int, rows: int) -> np.ndarray:
+    """folded_bias, zero-padded like the filter's rows to a multiple of `rows`: a micro-kernel
+    block (or a depthwise kernel's channel group) then loads its biases whole."""
     folded = folded_bias(bias, weights, input_zero_point)
-    return np.concatenate([folded, np.zeros(blocking.padded_rows(len(folded)) - len(folded), dtype=np.int32)])
+    return np.concatenate([folded, np.zeros(-len(folded) % rows, dtype=np.int32)])
 
 
 def widen_taps(packed: np.ndarray) -> np.ndarray:

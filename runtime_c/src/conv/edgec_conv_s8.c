@@ -434,17 +434,6 @@ static inline void dsp_mac_2x2(const int8_t *filter, const int8_t *cols, int32_t
     sums[3] = s[3];
 }
 
-/* 1 if every channel's (multiplier, shift) admits the short requantization. */
-static int requant_all_short(const edgec_per_channel_quant *quant, int32_t out_c)
-{
-    for (int32_t c = 0; c < out_c; c++) {
-        if (!edgec_dsp_requant_short(quant->multiplier[c], quant->shift[c])) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* The assembly needs registers that an unoptimised build keeps for its frame. */
 #if defined(__OPTIMIZE__)
 /* What dsp_blocks_2x2 reads and advances; its assembly addresses the fields by offset. */
@@ -493,9 +482,8 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 20 && offsetof
     "and r6, " acc ", #0x80000000\n\torr r6, r6, #0x40000000\n\tadd r8, " rh ", " acc ", asr #31\n\t" \
     "smlal r6, r8, " acc ", " m "\n\tasr " acc ", r8, " sh "\n\tssat " acc ", #8, " acc "\n\t"
 /* A block's biases into r0/r1 and r2/r3 (both pixels' sums start from them), and after its taps
- * its output constants: multipliers r4/r5,
- * round_high r9/r10, r - 1 in r12/lr. From the bias, multiplier and shift arrays and the round
- * base (edgec_conv_s8_dsp) ... */
+ * its output constants: multipliers r4/r5, round_high r9/r10, r - 1 in r12/lr. From the bias,
+ * multiplier and shift arrays and the round base (edgec_conv_s8_dsp) ... */
 #define DSP_BIASES "ldr r6, [%[run], #8]\n\tldrd r1, r3, [r6]\n\tldrd r0, r2, [r6], #8\n\tstr r6, [%[run], #8]\n\t"
 #define DSP_OUTPUT_CONSTANTS                                                                       \
     "ldr r6, [%[run], #12]\n\tldrd r4, r5, [r6], #8\n\tstr r6, [%[run], #12]\n\t"                  \
@@ -509,17 +497,9 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 20 && offsetof
     "ldr r6, [%[run], #8]\n\tadds r6, r6, #8\n\tldm r6!, {r4, r5, r9, r10, r12, lr}\n\t"            \
     "str r6, [%[run], #8]\n\t"
 
-/*
- * Every channel pair of a pixel pair whose channels all take the short requantization:
- * dsp_mac_2x2 and the output stage of dsp_store_2x2 (the four values through one packed clamp,
- * two halfword stores) in one assembly loop over the pairs -- in C, GCC spilled the pointers
- * and recomputed the constants' addresses per pair. The loop over the groups is entered in its
- * middle when their number is odd; the run holds every pointer between pairs (r7 and r11,
- * which may be the frame pointer, are left alone). `group`: DSP_GROUP_2X2 or _WIDE; `biases`
- * and `constants`: DSP_BIASES and DSP_OUTPUT_CONSTANTS or their _TABLE forms.
- */
-/* One copy of the loop over the channel pairs: `start` its label, `enter` what follows the
- * biases (nothing, or a branch into the middle of the group loop for an odd group count). */
+/* One copy of DSP_BLOCKS_2X2's loop over the channel pairs: `start` its label, `enter` what
+ * follows the biases (nothing, or a branch into the middle of the group loop for an odd group
+ * count). */
 #define DSP_BLOCK_LOOP(start, enter, group, biases, constants)                          \
         start ":\n\t"                                                                   \
         "ldrd r4, r5, [%[run], #0]\n\t"                                                 \
@@ -548,7 +528,15 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 20 && offsetof
         "cmp r4, r6\n\t"                                                                \
         "bne " start "b\n"
 
-/* ... twice, so that the group count's parity is tested once per call, not per pair. */
+/*
+ * Every channel pair of a pixel pair whose channels all take the short requantization:
+ * dsp_mac_2x2, the short requantization, one packed clamp of the four values and two halfword
+ * stores, in one assembly loop over the pairs -- in C, GCC spilled the pointers and recomputed
+ * the constants' addresses per pair. The loop is there twice, so that the group count's parity
+ * is tested once per call, not per pair; the run holds every pointer between pairs (r7 and r11,
+ * which may be the frame pointer, are left alone). `group`: DSP_GROUP_2X2 or _WIDE; `biases`
+ * and `constants`: DSP_BIASES and DSP_OUTPUT_CONSTANTS or their _TABLE forms.
+ */
 #define DSP_BLOCKS_2X2(group, biases, constants)                                        \
     __asm__ volatile(                                                                   \
         "ldr r6, [%[run], #40]\n\t"                                                     \
@@ -653,7 +641,7 @@ static edgec_status dsp_conv(const edgec_conv_params *params, const edgec_per_ch
     dsp_output o;
     o.quant = quant;
     o.stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
-    o.short_requant = requant_all_short(quant, out_c);
+    o.short_requant = edgec_dsp_requant_all_short(quant->multiplier, quant->shift, out_c);
     o.wide = wide;
     /* Scratch: the two int16 columns, interleaved per group; when C_in is not a multiple of 4
      * the receptive fields go through an int8 row after them, else straight into the columns. */

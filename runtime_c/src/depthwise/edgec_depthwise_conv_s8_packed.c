@@ -67,11 +67,15 @@ typedef struct {
     int32_t count;
     const int8_t *taps; /* the group's KH*KW taps of 4 bytes, [KH][KW] */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-    int32x4_t bias;
+    /* From multiplier to bias in the order the 3x3 rows' assembly reads them (mve_pixels_3x3). */
     int32x4_t multiplier;
+    int32x4_t left;        /* max(shift, 0) */
+    int32x4_t minus_right; /* min(shift, 0) */
+    int32x4_t lo;          /* the output stage's bounds, in every lane */
+    int32x4_t hi;
+    int32x4_t bias;
     int32x4_t shift;
     int right_shifts_only; /* no channel's shift is positive: the 3x3 rows take pixel pairs */
-    int32x4_t row_constants[6]; /* the 3x3 rows' assembly's (see mve_pixels_3x3) */
 #else
     int32_t bias[4];
 #if defined(__ARM_FEATURE_DSP)
@@ -108,17 +112,15 @@ static void group_make(packed_group *g)
     int32_t shift[4] = {0, 0, 0, 0};
     memcpy(mult, layer->quant->multiplier + g->first, 4 * (size_t)g->count);
     memcpy(shift, layer->quant->shift + g->first, 4 * (size_t)g->count);
+    const int32x4_t zero = vdupq_n_s32(0);
     g->multiplier = vldrwq_s32(mult);
     g->shift = vldrwq_s32(shift);
+    g->left = vmaxq_s32(g->shift, zero);
+    g->minus_right = vminq_s32(g->shift, zero);
+    g->lo = vdupq_n_s32(layer->stage.lo);
+    g->hi = vdupq_n_s32(layer->stage.hi);
     g->bias = vldrwq_s32(layer->bias + g->first);
     g->right_shifts_only = shift[0] <= 0 && shift[1] <= 0 && shift[2] <= 0 && shift[3] <= 0;
-    const int32x4_t zero = vdupq_n_s32(0);
-    g->row_constants[0] = g->multiplier;
-    g->row_constants[1] = vmaxq_s32(g->shift, zero);
-    g->row_constants[2] = vminq_s32(g->shift, zero);
-    g->row_constants[3] = vdupq_n_s32(layer->stage.lo);
-    g->row_constants[4] = vdupq_n_s32(layer->stage.hi);
-    g->row_constants[5] = g->bias;
 }
 
 static inline void group_store(const packed_group *g, int32x4_t acc, int8_t *out)
@@ -152,13 +154,18 @@ static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at,
  * The rows of a full group in assembly: GCC spills the output stage's constants and reloads them
  * per pixel (each store may alias them). A tap is VLDRB.S32 of the entry and the weights, VMUL
  * and VADD; the output stage is edgec_mve_requantize then edgec_mve_output, step for step, with
- * the constants held in registers: mve_constants = multiplier, left shift, minus right shift,
- * lo, hi, then the bias (one pointer for all: an unoptimised build has 8 registers for operands). VLDRB.S32 and VSTRB.32 address through low registers only ("l").
+ * the constants held in registers, read through one pointer to the group's multiplier .. bias
+ * (layout checked below). VLDRB.S32 and VSTRB.32 address through low registers only ("l").
  */
 #define MVE_TAP(t) \
     "vldrb.s32 q1, [%[x], #" #t "]\n\tvldrb.s32 q2, [%[w], #" #t "]\n\t" \
     "vmul.i32 q1, q1, q2\n\tvadd.i32 q0, q0, q1\n\t"
-/* one pixel's sums in q0: the bias (mve_constants[5]), then the nine taps */
+typedef char mve_group_layout[offsetof(packed_group, left) - offsetof(packed_group, multiplier) == 16 &&
+                                      offsetof(packed_group, bias) - offsetof(packed_group, multiplier) == 80
+                                  ? 1
+                                  : -1];
+
+/* one pixel's sums in q0: the bias (80 bytes after the multiplier), then the nine taps */
 #define MVE_PIXEL \
     "vldrw.u32 q0, [%[k], #80]\n\t" MVE_TAP(0) MVE_TAP(4) MVE_TAP(8) MVE_TAP(12) MVE_TAP(16) \
     MVE_TAP(20) MVE_TAP(24) MVE_TAP(28) MVE_TAP(32)
@@ -173,7 +180,7 @@ static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at,
     "vmin.s32 " q ", " q ", q7\n\tvadd.i32 " q ", " q ", %[offset]\n\t"
 
 /* n >= 1 pixels, one at a time. */
-static void mve_pixels_3x3(const int32x4_t *mve_constants, const int8_t *x, const int8_t *w,
+static void mve_pixels_3x3(const int32x4_t *constants, const int8_t *x, const int8_t *w,
                            int32_t n, int32_t step, int8_t *out, int32_t out_step, int32_t offset)
 {
     __asm__ volatile("vldrw.u32 q4, [%[k]]\n\t"
@@ -191,14 +198,14 @@ static void mve_pixels_3x3(const int32x4_t *mve_constants, const int8_t *x, cons
                      "add %[out], %[out], %[out_step]\n\t"
                      "le lr, 1b"
                      : [x] "+l"(x), [out] "+l"(out)
-                     : [w] "l"(w), [k] "r"(mve_constants), [n] "r"(n),
+                     : [w] "l"(w), [k] "r"(constants), [n] "r"(n),
                        [step] "r"(step), [out_step] "r"(out_step), [offset] "r"(offset)
                      : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory");
 }
 
 /* For a group without left shifts: n >= 0 pixel pairs, each weight load serving both pixels,
  * then one more pixel when `odd`. */
-static void mve_pixel_pairs_3x3(const int32x4_t *mve_constants, const int8_t *x, const int8_t *w,
+static void mve_pixel_pairs_3x3(const int32x4_t *constants, const int8_t *x, const int8_t *w,
                                 int32_t n, int32_t odd, int32_t step, int8_t *out,
                                 int32_t out_step, int32_t offset)
 {
@@ -231,7 +238,7 @@ static void mve_pixel_pairs_3x3(const int32x4_t *mve_constants, const int8_t *x,
                      "vstrb.32 q0, [%[out]]\n"
                      "3:"
                      : [x] "+l"(x), [x2] "+l"(x2), [out] "+l"(out), [out2] "+l"(out2)
-                     : [w] "l"(w), [k] "r"(mve_constants), [n] "r"(n), [odd] "r"(odd),
+                     : [w] "l"(w), [k] "r"(constants), [n] "r"(n), [odd] "r"(odd),
                        [step2] "r"(2 * step), [out_step2] "r"(2 * out_step), [offset] "r"(offset)
                      : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc");
 }
@@ -241,7 +248,7 @@ static void row_3x3_full(const packed_group *g, const int8_t *x, const int8_t *w
                          int32_t out_step)
 {
     const int32_t offset = g->layer->stage.offset;
-    const int32x4_t *constants = g->row_constants;
+    const int32x4_t *constants = &g->multiplier; /* .. bias: see mve_group_layout */
     const int32_t step = 12 * g->layer->stride_w;
     const int32_t out_w = g->layer->out_w;
     if (g->right_shifts_only) {
@@ -348,10 +355,7 @@ static void group_make(packed_group *g)
 #if defined(__ARM_FEATURE_DSP)
     const int32_t *mult = layer->quant->multiplier + g->first;
     const int32_t *shift = layer->quant->shift + g->first;
-    g->short_requant = g->count == GROUP;
-    for (int32_t k = 0; g->short_requant && k < GROUP; k++) {
-        g->short_requant = edgec_dsp_requant_short(mult[k], shift[k]);
-    }
+    g->short_requant = g->count == GROUP && edgec_dsp_requant_all_short(mult, shift, GROUP);
     for (int32_t k = 0; g->short_requant && k < GROUP; k++) {
         g->q[k] = edgec_dsp_requant_make(mult[k], shift[k], edgec_dsp_round_base(layer->stage.offset));
     }

@@ -240,17 +240,6 @@ static EDGEC_NOINLINE void dsp_mac_2x1_wide(const int8_t *filter, const int8_t *
     dsp_mac_4x1(filter, x, n, sums, 1, 2);
 }
 
-/* 1 if every output's (multiplier, shift) admits the short requantization. */
-static int dsp_fc_requant_short(const edgec_per_channel_quant *quant, int32_t count)
-{
-    for (int32_t i = 0; i < count; i++) {
-        if (!edgec_dsp_requant_short(quant->multiplier[i], quant->shift[i])) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* requantize(acc) + offset of output o by the short form, saturated to int8. */
 static inline int32_t dsp_fc_output_short(int32_t acc, const edgec_per_channel_quant *quant,
                                           int32_t quant_index, int32_t round_base)
@@ -301,7 +290,8 @@ static edgec_status dsp_fc(const edgec_fc_params *params, const edgec_per_channe
     }
     const int32_t groups = (input_size + 3) / 4;
     const int32_t quant_step = params->per_channel ? 1 : 0;
-    const int short_requant = dsp_fc_requant_short(quant, params->per_channel ? output_size : 1);
+    const int short_requant =
+        edgec_dsp_requant_all_short(quant->multiplier, quant->shift, params->per_channel ? output_size : 1);
     const edgec_output_stage stage =
         edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
 

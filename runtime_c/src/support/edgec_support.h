@@ -285,6 +285,18 @@ static inline int edgec_dsp_requant_short(int32_t multiplier, int32_t shift)
     return multiplier >= (1 << 30) && shift <= -2 && shift >= -24;
 }
 
+/* 1 if each of the `count` (multiplier, shift) pairs admits the short requantization. */
+static inline int edgec_dsp_requant_all_short(const int32_t *multiplier, const int32_t *shift,
+                                              int32_t count)
+{
+    for (int32_t i = 0; i < count; i++) {
+        if (!edgec_dsp_requant_short(multiplier[i], shift[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* 1 + 2 * offset: what edgec_dsp_requant_make scales into round_high, once per call. */
 static inline int32_t edgec_dsp_round_base(int32_t offset)
 {
