@@ -97,11 +97,6 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
 /* ==== Packed paths: Arm DSP extension and Helium ============================================= */
 #if defined(__ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
 
-static int word_aligned(const void *p)
-{
-    return ((uintptr_t)p & 3u) == 0;
-}
-
 /*
  * The packed paths' constraints on top of the portable ones: one group (grouped convolutions stay
  * on edgec_conv_s8), a folded bias, a word-aligned filter, bias and scratch (LDRD, LDM and vector
@@ -119,8 +114,8 @@ static int packed_conv_args_valid(const edgec_conv_params *params,
            edgec_conv_window_valid(params, filter_dims) && params->groups == 1 &&
            filter_dims->c == input_dims->c && filter_dims->n == output_dims->c &&
            params->input_offset >= -INT8_MAX && params->input_offset <= -INT8_MIN &&
-           bias != NULL && scratch != NULL && word_aligned(filter) && word_aligned(bias) &&
-           word_aligned(scratch);
+           bias != NULL && scratch != NULL && edgec_word_aligned(filter) && edgec_word_aligned(bias) &&
+           edgec_word_aligned(scratch);
 }
 
 /* ---- im2col: one output pixel's receptive field, in filter order ------------------------- */

@@ -691,11 +691,6 @@ static void group_outputs(const packed_layer *layer, int32_t batches, int32_t fi
 
 /* ---- Entry points --------------------------------------------------------------------------- */
 
-static int word_aligned(const void *p)
-{
-    return ((uintptr_t)p & 3u) == 0;
-}
-
 static int packed_args_valid(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
                              const edgec_dims *input_dims, const int8_t *input,
                              const edgec_dims *filter_dims, const int8_t *packed_filter,
@@ -707,7 +702,8 @@ static int packed_args_valid(const edgec_conv_params *params, const edgec_per_ch
            edgec_conv_window_valid(params, filter_dims) && params->ch_mult == 1 &&
            filter_dims->n == 1 && filter_dims->c == input_dims->c && output_dims->c == input_dims->c &&
            filter_dims->h <= EDGEC_DEPTHWISE_PACKED_MAX_K && folded_bias != NULL && scratch != NULL &&
-           word_aligned(packed_filter) && word_aligned(folded_bias) && word_aligned(scratch);
+           edgec_word_aligned(packed_filter) && edgec_word_aligned(folded_bias) &&
+           edgec_word_aligned(scratch);
 }
 
 static packed_layer packed_layer_make(const edgec_conv_params *params,

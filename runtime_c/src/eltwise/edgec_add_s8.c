@@ -75,7 +75,7 @@ static int add_args_valid(const edgec_add_params *params, const int8_t *input1,
                           const int8_t *scratch)
 {
     return params != NULL && input1 != NULL && input2 != NULL && output != NULL && size >= 0 &&
-           add_params_valid(params) && scratch != NULL && ((uintptr_t)scratch & 3u) == 0;
+           add_params_valid(params) && scratch != NULL && edgec_word_aligned(scratch);
 }
 
 /* The rescaled input, requantize((x + offset) * 2^left_shift, multiplier, shift), of x = (int8)u. */

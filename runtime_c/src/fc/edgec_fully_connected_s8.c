@@ -137,7 +137,7 @@ static int packed_fc_args_valid(const edgec_fc_params *params, const edgec_per_c
                                 const int8_t *output)
 {
     return fc_args_valid(params, quant, batches, input_size, input, output_size, filter, output) &&
-           bias != NULL && ((uintptr_t)filter & 3u) == 0;
+           bias != NULL && edgec_word_aligned(filter);
 }
 
 #endif /* packed paths */

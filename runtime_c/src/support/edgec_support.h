@@ -114,6 +114,13 @@ static inline int edgec_shift_valid(int32_t shift)
     return shift >= -31 && shift <= 31;
 }
 
+/* p is on a 4-byte boundary, as LDRD, LDM and vector word loads of packed constants or scratch
+ * need it. */
+static inline int edgec_word_aligned(const void *p)
+{
+    return ((uintptr_t)p & 3u) == 0;
+}
+
 static inline int edgec_dims_positive(const edgec_dims *d)
 {
     return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
