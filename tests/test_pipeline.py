@@ -69,7 +69,7 @@ def _bit_exact(compiled, out_dir, tmp_path, floats):
 def _factory_file(tmp_path, cls_name: str) -> str:
     path = tmp_path / "allops.py"
     path.write_text(
-        "import torch\nfrom tests.test_pipeline import AllOps, MeanHead, Simple  # noqa: F401\n\n"
+        "import torch\nfrom tests.test_pipeline import AllOps, BiasFree, MeanHead, Simple  # noqa: F401\n\n"
         f"def factory():\n    torch.manual_seed(0)\n    return {cls_name}().eval(), (torch.randn(1, 3, 13, 9),)\n")
     return f"{path}:factory"
 
@@ -140,4 +140,27 @@ def test_mean_over_height_and_width_is_a_global_pool(tmp_path):
     kinds = [op.kind for op in compiled.graph.ops]
     assert kinds == ["conv2d", "avg_pool2d", "reshape", "fully_connected"]
     assert compiled.graph.ops[1].attrs["kernel"] == (11, 7)
+    assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((5, 3, 13, 9))).exact
+
+
+class BiasFree(nn.Module):
+    """Convolutions without bias and with default stride/padding, no BatchNorm after them: aten.conv2d
+    then has only (input, weight) as arguments."""
+
+    def __init__(self):
+        super().__init__()
+        self.pointwise = nn.Conv2d(3, 8, 1, bias=False)
+        self.conv = nn.Conv2d(8, 8, 3, bias=False)
+        self.fc = nn.Linear(8 * 11 * 7, 4, bias=False)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.conv(F.relu(self.pointwise(x))), 1))
+
+
+def test_convolutions_without_bias_or_default_arguments(tmp_path):
+    rng = np.random.default_rng(5)
+    compiled = compile_model(_factory_file(tmp_path, "BiasFree"), calibration=rng.standard_normal((8, 3, 13, 9)))
+    assert [op.kind for op in compiled.graph.ops] == ["conv2d", "conv2d", "reshape", "fully_connected"]
+    assert all(op.attrs["bias"] is None for op in compiled.graph.ops if op.kind != "reshape")
+    assert compiled.graph.ops[1].attrs["stride"] == (1, 1) and compiled.graph.ops[1].attrs["pad"] == (0, 0, 0, 0)
     assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((5, 3, 13, 9))).exact

@@ -137,11 +137,19 @@ def conv_attrs(node) -> tuple:
         if transposed:
             raise EdgecError(f"{source_line(node)}: transposed convolution is not supported")
     else:
-        defaults = ([1, 1], [0, 0], [1, 1], 1)
-        stride, padding, dilation, groups = (list(node.args[3:]) + list(defaults[len(node.args) - 3:]))[:4]
+        stride, padding, dilation, groups = (
+            node_arg(node, index, name, default)
+            for index, name, default in ((3, "stride", 1), (4, "padding", 0), (5, "dilation", 1), (6, "groups", 1)))
     if isinstance(padding, str):
         raise EdgecError(f"{source_line(node)}: padding='{padding}' is not supported; give explicit padding")
     return _pair(stride), _pair(padding), _pair(dilation), int(groups)
+
+
+def node_arg(node, index: int, name: str, default):
+    """Argument `name` of an ATen call, given positionally (at `index`) or by keyword, else `default`."""
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
 
 
 def _pair(value) -> tuple[int, int]:
@@ -152,7 +160,7 @@ def weighted_operands(ctx, node, what: str):
     """(activation, int8 weight, bias or None) of a conv/linear node; the weight must be quantized."""
     x = ctx.tensor(node.args[0])
     weight = ctx.constant(node.args[1])
-    bias = ctx.constant(node.args[2] if len(node.args) > 2 else None)
+    bias = ctx.constant(node_arg(node, 2, "bias", None))
     if weight is None or not weight.quantized:
         raise EdgecError(f"{source_line(node)}: {what} weight is not quantized")
     return x, weight, bias
