@@ -27,13 +27,35 @@ DEQUANTIZE = {"dequantize_per_tensor", "dequantize_per_channel"}
 
 @dataclass
 class Constant:
-    """A compile-time value: float, or int8 with per-channel (or per-tensor) scales."""
+    """A compile-time value: float, or integer (int8 weights, int32 biases) with per-channel (or
+    per-tensor) scales and zero points: real = scales * (value - zero_points) along `axis`."""
     value: np.ndarray
     scales: np.ndarray | None = None
+    zero_points: np.ndarray | None = None
+    axis: int = 0
 
     @property
     def quantized(self) -> bool:
         return self.scales is not None
+
+
+@dataclass(frozen=True)
+class QuantizeArgs:
+    """The parameters of a quantized_decomposed quantize/dequantize node."""
+    scale: np.ndarray  # float64, one entry (per tensor) or one per channel
+    zero_point: np.ndarray  # int64, likewise
+    axis: int | None  # the channel axis of a per-channel node
+    quant_min: int
+    quant_max: int
+    dtype: np.dtype
+
+    def broadcast(self, array: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """`values` shaped to broadcast against `array` along the channel axis."""
+        if self.axis is None or array.ndim == 0:
+            return values.reshape(()) if values.size == 1 else values
+        shape = [1] * array.ndim
+        shape[self.axis] = -1
+        return values.reshape(shape)
 
 
 def _qop_name(node: Node) -> str | None:
@@ -111,24 +133,40 @@ class LoweringContext:
         else:
             OPS[node.target].lower(self, node)
 
-    def _qparams(self, node: Node) -> tuple[np.ndarray, np.ndarray]:
-        scale, zero_point = (self._scalar_or_array(a) for a in node.args[1:3])
-        return np.atleast_1d(np.asarray(scale, np.float64)), np.atleast_1d(np.asarray(zero_point, np.int64))
+    def _quantize_args(self, node: Node) -> QuantizeArgs:
+        per_channel = _qop_name(node).endswith("per_channel")
+        names = ("scales", "zero_points", "axis") if per_channel else ("scale", "zero_point")
+        values = [_node_arg(node, 1 + i, name) for i, name in enumerate(names)]
+        rest = [_node_arg(node, 1 + len(names) + i, name) for i, name in enumerate(("quant_min", "quant_max", "dtype"))]
+        scale, zero_point = (np.atleast_1d(np.asarray(self._scalar_or_array(v), dtype=t)).ravel()
+                             for v, t in zip(values, (np.float64, np.int64)))
+        dtype = {torch.int8: np.int8, torch.uint8: np.uint8, torch.int16: np.int16, torch.int32: np.int32}.get(rest[2])
+        if dtype is None or not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+            raise EdgecError(f"{source_line(node)}: {node.name}: unsupported quantization "
+                             f"(dtype {rest[2]}, scale {scale.tolist()[:4]})")
+        return QuantizeArgs(scale, zero_point, int(values[2]) if per_channel else None, int(rest[0]), int(rest[1]), np.dtype(dtype))
 
     def _scalar_or_array(self, arg):
         if isinstance(arg, Node):
-            return self.values[arg.name].value
+            value = self.values.get(arg.name)
+            if not isinstance(value, Constant):
+                raise EdgecError(f"{source_line(arg)}: quantization parameters must be constants ({arg.name})")
+            return value.value
         return arg
 
     def _quantize(self, node: Node) -> None:
         source = self.values[node.args[0].name]
-        scale, zero_point = self._qparams(node)
+        args = self._quantize_args(node)
         if isinstance(source, Constant):  # weights when convert_pt2e did not fold them
-            self.values[node.name] = source
+            self.values[node.name] = Constant(quantize_constant(source, args, node), None)
             return
+        if args.axis is not None or args.dtype != np.int8:
+            raise EdgecError(f"{source_line(node)}: activations must be quantized per tensor to int8 "
+                             f"({node.name}: {args.dtype}{', per channel' if args.axis is not None else ''})")
+        scale, zero_point = float(args.scale[0]), int(args.zero_point[0])
         if not source.quantized:
-            source.scale, source.zero_point = float(scale[0]), int(zero_point[0])
-        elif (source.scale, source.zero_point) != (float(scale[0]), int(zero_point[0])):
+            source.scale, source.zero_point = scale, zero_point
+        elif (source.scale, source.zero_point) != (scale, zero_point):
             raise EdgecError(f"{source_line(node)}: requantizing an activation to new qparams "
                              f"is not supported (tensor {source.name})")
         self.values[node.name] = source
@@ -138,10 +176,37 @@ class LoweringContext:
         if isinstance(source, Tensor):
             self.values[node.name] = source
             return
-        scale, zero_point = self._qparams(node)
-        if np.any(zero_point != 0):
-            raise EdgecError(f"{source_line(node)}: weights must be symmetric (zero point 0)")
-        self.values[node.name] = Constant(source.value.astype(np.int8), scale)
+        args = self._quantize_args(node)
+        value = np.asarray(source.value)
+        if source.quantized or value.dtype != args.dtype or value.min(initial=args.quant_min) < args.quant_min \
+                or value.max(initial=args.quant_max) > args.quant_max:
+            raise EdgecError(f"{source_line(node)}: {node.name}: constant of dtype {value.dtype} "
+                             f"does not match its dequantize ({args.dtype}, [{args.quant_min}, {args.quant_max}])")
+        self.values[node.name] = Constant(value, args.scale, args.zero_point, args.axis or 0)
+
+
+def quantize_constant(source: Constant, args: QuantizeArgs, node: Node) -> np.ndarray:
+    """A float constant quantized as the TFLite converter does it: in float64, rounding half away
+    from zero, then clamped to [quant_min, quant_max] in the node's integer dtype."""
+    value = np.asarray(source.value)
+    if source.quantized or value.dtype.kind != "f":
+        raise EdgecError(f"{source_line(node)}: {node.name} quantizes a constant that is not float ({value.dtype})")
+    if not np.all(np.isfinite(value)):
+        raise EdgecError(f"{source_line(node)}: {node.name} quantizes a constant holding NaN or infinity")
+    if args.axis is not None and (value.ndim <= args.axis or value.shape[args.axis] != len(args.scale)):
+        raise EdgecError(f"{source_line(node)}: {node.name}: {len(args.scale)} scales for axis {args.axis} "
+                         f"of a constant shaped {list(value.shape)}")
+    scaled = value.astype(np.float64) / args.broadcast(value, args.scale)
+    rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5) + args.broadcast(value, args.zero_point)
+    return np.clip(rounded, args.quant_min, args.quant_max).astype(args.dtype)
+
+
+def _node_arg(node: Node, index: int, name: str):
+    if len(node.args) > index:
+        return node.args[index]
+    if name in node.kwargs:
+        return node.kwargs[name]
+    raise EdgecError(f"{source_line(node)}: {node.name} has no '{name}' argument")
 
 
 def _attr_value(module: GraphModule, target: str) -> np.ndarray:

@@ -157,12 +157,19 @@ def _pair(value) -> tuple[int, int]:
 
 
 def weighted_operands(ctx, node, what: str):
-    """(activation, int8 weight, bias or None) of a conv/linear node; the weight must be quantized."""
+    """(activation, int8 weight, bias or None) of a conv/linear node; the weight must be quantized
+    to int8, symmetric, per tensor or per output channel."""
     x = ctx.tensor(node.args[0])
     weight = ctx.constant(node.args[1])
     bias = ctx.constant(node_arg(node, 2, "bias", None))
     if weight is None or not weight.quantized:
         raise EdgecError(f"{source_line(node)}: {what} weight is not quantized")
+    if weight.value.dtype != np.int8 or np.any(weight.zero_points != 0):
+        raise EdgecError(f"{source_line(node)}: {what} weight must be int8 and symmetric (zero point 0), "
+                         f"got {weight.value.dtype} with zero points {sorted(set(weight.zero_points.tolist()))[:4]}")
+    if len(weight.scales) > 1 and weight.axis != 0:
+        raise EdgecError(f"{source_line(node)}: {what} weight is quantized per channel along axis "
+                         f"{weight.axis}; edgec needs the output-channel axis 0")
     return x, weight, bias
 
 
@@ -183,7 +190,7 @@ class Conv2d(OpDef):
         out = ctx.output(node)
         ctx.add_op("depthwise_conv2d" if depthwise else "conv2d", node, [x], [out],
                    weight=weight.value, weight_scales=weight_scales,
-                   bias=quantized_bias(bias, x.scale, weight_scales),
+                   bias=quantized_bias(bias, x.scale, weight_scales, source_line(node)),
                    stride=stride, pad=(padding[0], padding[1], padding[0], padding[1]),
                    dilation=dilation, groups=groups, clamp=(None, None))
 
@@ -321,13 +328,23 @@ def _safe_offset_nearest_tail(written_pixels, read_pixel, x_t, out_t) -> int:
     return -(-safe // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
 
 
-def quantized_bias(bias, input_scale: float, weight_scales: np.ndarray):
-    """int32 bias: taken as is from a quantized program, else round(b / (s_in * s_w))."""
+def quantized_bias(bias, input_scale: float, weight_scales: np.ndarray, where: str):
+    """int32 bias at scale s_in * s_w[c]: a program's own int32 bias as it is when its scales are
+    those (to float32 precision, as the converters compute them), else round(b / (s_in * s_w))
+    of its real value."""
     if bias is None:
         return None
-    if bias.quantized or bias.value.dtype == np.int32:
+    if not bias.quantized:
+        if bias.value.dtype.kind != "f":
+            raise EdgecError(f"{where}: bias of dtype {bias.value.dtype} carries no scale")
+        return quantize_bias(bias.value, input_scale, weight_scales)
+    if bias.value.dtype != np.int32 or np.any(bias.zero_points != 0):
+        raise EdgecError(f"{where}: a quantized bias must be int32 with zero point 0, got {bias.value.dtype}")
+    expected = input_scale * np.asarray(weight_scales, dtype=np.float64)
+    scales = np.broadcast_to(bias.scales, expected.shape)
+    if np.allclose(scales, expected, rtol=2**-20, atol=0):
         return bias.value.astype(np.int32)
-    return quantize_bias(bias.value, input_scale, weight_scales)
+    return quantize_bias(bias.value.astype(np.float64) * scales, input_scale, weight_scales)
 
 
 def finalize_output_stage(op, graph) -> None:

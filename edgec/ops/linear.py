@@ -64,7 +64,7 @@ class FullyConnected(OpDef):
         out = ctx.output(node)
         scales = np.asarray(weight.scales, dtype=np.float64)
         ctx.add_op(self.kind, node, [x], [out], weight=weight.value, weight_scales=scales,
-                   bias=quantized_bias(bias, x.scale, np.broadcast_to(scales, (weight.value.shape[0],))),
+                   bias=quantized_bias(bias, x.scale, np.broadcast_to(scales, (weight.value.shape[0],)), source_line(node)),
                    clamp=(None, None))
 
     def to_nhwc(self, op, graph) -> None:
