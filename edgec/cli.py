@@ -70,16 +70,17 @@ def _compile(model: str, calib: str | None, target, quiet: bool):
 
 
 def _quantized_samples(compiled, calib: str | None, count: int):
-    """The first `count` --calib samples, else seeded random normal ones, as int8 model inputs."""
+    """The first `count` --calib samples, else seeded random normal ones: as float samples (one
+    array per model input) and as rows of the model's stored input bytes."""
     import numpy as np
 
-    from edgec.pipeline import as_samples, load_samples
+    from edgec.pipeline import load_samples, per_input_samples
     from edgec.verify import quantized_inputs
-    shape = tuple(compiled.example_inputs[0].shape)
     if calib:
-        floats = as_samples(load_samples(calib), shape, "verification data")[:count]
+        floats = [x[:count] for x in per_input_samples(load_samples(calib), compiled.example_inputs, "verification data")]
     else:
-        floats = np.random.default_rng(1).standard_normal((count, *shape[1:]), dtype=np.float32)
+        rng = np.random.default_rng(1)
+        floats = [rng.standard_normal((count, *x.shape[1:]), dtype=np.float32) for x in compiled.example_inputs]
     return floats, quantized_inputs(compiled.graph, floats)
 
 
@@ -188,7 +189,7 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
     click.echo(f"int8 vs {reference}: output SQNR {summary['output_sqnr_db']:.1f} dB, "
                f"top-1 agreement {summary['top1_agreement']:.0%}, max |error| {summary['max_abs_error']:.4f}")
     if per_layer:
-        int8_values = [sim.run(compiled.graph, x) for x in inputs]
+        int8_values = [checks.golden_values(compiled.graph, row) for row in inputs]
         for row in sim.layer_sqnr(compiled.graph, floats_ref, int8_values):
             click.echo(f"  {row['layer']:<28} {row['op']:<18} SQNR {row['sqnr_db']:6.1f} dB")
 

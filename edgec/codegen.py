@@ -22,7 +22,7 @@ from edgec.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_bu
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
 RUNTIME = ROOT / "runtime_c"
-C_TYPES = {"int8_t": np.int8, "int16_t": np.int16, "int32_t": np.int32}
+C_TYPES = {"int8_t": np.int8, "int16_t": np.int16, "int32_t": np.int32, "uint8_t": np.uint8, "uint16_t": np.uint16}
 SHARED_RUNTIME_FILES = ("include/edgec_nn.h", "src/support/edgec_support.h")
 
 
@@ -67,12 +67,30 @@ def _array_body(values: np.ndarray) -> str:
     return "\n".join("    " + ", ".join(flat[i:i + 16]) + "," for i in range(0, len(flat), 16))
 
 
-def _io(graph: Graph, plan: MemoryPlan, name: str) -> dict:
+C_TYPE_OF = {"int8": "int8_t", "int16": "int16_t"}
+# <name>_quantize_input clips the scaled value to +-this before converting it to an integer, so the
+# conversion is always defined; beyond the dtype's range, then saturated (edgec.sim does the same).
+QUANTIZE_CLIP = {"int8": 300, "int16": 70000}
+INT_RANGE = {"int8": (-128, 127), "int16": (-32768, 32767)}
+
+
+def io_entry(graph: Graph, plan: MemoryPlan, index: int, name: str) -> dict:
+    """A model input or output as the header, the drivers and report.json describe it."""
     tensor = graph.tensors[name]
-    axes = ("N", "H", "W", "C") if len(tensor.shape) == 4 else tuple(f"DIM{i}" for i in range(len(tensor.shape)))
-    return {"scale_literal": _float_literal(tensor.scale), "zero_point": tensor.zero_point,
-            "size": tensor.size, "dims": list(zip(axes, tensor.shape)),
-            "offset": offset_of(plan, graph, name)}
+    channels_last = tensor.perm is not None and len(tensor.shape) == 4
+    axes = ("N", "H", "W", "C") if channels_last else tuple(f"DIM{i}" for i in range(len(tensor.shape)))
+    return {"index": index, "torch_name": tensor.source or name, "dtype": tensor.dtype, "ctype": C_TYPE_OF[tensor.dtype],
+            "layout": "NHWC" if channels_last else "stored as " + ("permuted " + str(list(tensor.perm)) if tensor.perm else "in PyTorch order"),
+            "shape": list(tensor.shape), "torch_shape": list(tensor.torch_shape), "perm": list(tensor.perm) if tensor.perm else None,
+            "scale": tensor.scale, "scale_literal": _float_literal(tensor.scale), "zero_point": tensor.zero_point,
+            "size": tensor.elements, "bytes": tensor.nbytes, "dims": list(zip(axes, tensor.shape)),
+            "offset": offset_of(plan, graph, name), "clip": QUANTIZE_CLIP[tensor.dtype],
+            "qmin": INT_RANGE[tensor.dtype][0], "qmax": INT_RANGE[tensor.dtype][1]}
+
+
+def io_entries(graph: Graph, plan: MemoryPlan) -> dict:
+    return {"inputs": [io_entry(graph, plan, i, name) for i, name in enumerate(graph.inputs)],
+            "outputs": [io_entry(graph, plan, i, name) for i, name in enumerate(graph.outputs)]}
 
 
 def allowed_writes(op: Op, graph: Graph, plan: MemoryPlan) -> list[tuple[int, int]]:
@@ -80,7 +98,7 @@ def allowed_writes(op: Op, graph: Graph, plan: MemoryPlan) -> list[tuple[int, in
     address order after (0, 0) fillers, so there are always two (checked by EDGEC_CHECK_WRITES)."""
     out = graph.tensors[op.outputs[0]]
     start = offset_of(plan, graph, op.outputs[0])
-    ranges = [] if out.alias_of else [(start, start + out.size)]  # a view writes nothing
+    ranges = [] if out.alias_of else [(start, start + out.nbytes)]  # a view writes nothing
     if op.name in plan.scratch:
         offset, size = plan.scratch[op.name]
         ranges.append((offset, offset + size))
@@ -104,11 +122,11 @@ def report(graph: Graph, plan: MemoryPlan, name: str, target: str, weights_bytes
             "name": op.name, "op": op.kind, "macs": KINDS[op.kind].macs(op, graph),
             "input_shape": list(graph.tensors[op.inputs[0]].shape), "output_shape": list(out.shape),
             "arena_offset": offset_of(plan, graph, op.outputs[0]),
-            "output_bytes": 0 if out.alias_of else out.size,
+            "output_bytes": 0 if out.alias_of else out.nbytes,
             "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1], "source": op.source,
             "in_place": overwritten.get(graph.storage(op.outputs[0])) if op.name in plan.in_place else None,
             "live_bytes": occupied_bytes(plan, index)})
-    return {"name": name, "target": target, "macs": sum(layer["macs"] for layer in layers),
+    return {"name": name, "target": target, "macs": sum(layer["macs"] for layer in layers), **io_entries(graph, plan),
             "arena_bytes": plan.arena_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
             "lower_bound_without_in_place_bytes": plan.lower_bound_without_in_place_bytes,
             "in_place_layers": len(plan.in_place), "scratch_bytes": sum(size for _, size in plan.scratch.values()),
@@ -147,7 +165,7 @@ def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, or
     context = {"name": name, "NAME": name.upper(), "version": __version__, "origin": Path(origin).name,
                "target": target.name, "opt": target.opt, "target_cflags": " ".join(target.cflags), "arena_bytes": plan.arena_bytes,
                "macs": sum(KINDS[op.kind].macs(op, graph) for op in graph.ops),
-               "input": _io(graph, plan, graph.inputs[0]), "output": _io(graph, plan, graph.outputs[0]),
+               **io_entries(graph, plan),
                "layers": layers, "constants": constants, "sources": sources}
     env = _environment()
     for template, filename in (("model.h.j2", f"{name}.h"), ("model.c.j2", f"{name}.c"),

@@ -64,8 +64,9 @@ def build_program(target: Target, model_dir: Path, name: str, build_dir: Path, *
     driver = build_dir / "target_main.c"
     template = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                                   undefined=jinja2.StrictUndefined).get_template("target_main.c.j2")
+    report = read_report(model_dir)
     driver.write_text(template.render(name=name, NAME=name.upper(), inputs_file=INPUTS_FILE,
-                                      outputs_file=OUTPUTS_FILE))
+                                      outputs_file=OUTPUTS_FILE, inputs=report["inputs"], outputs=report["outputs"]))
     return toolchain.cross_compile(target, [driver, *model_sources(model_dir, name)],
                                    [model_dir, model_dir / "runtime" / "include"],
                                    build_dir / f"{name}_{purpose}.elf", defines=BUILD_DEFINES[purpose],
@@ -171,8 +172,8 @@ def read_report(model_dir: Path) -> dict:
 
 
 def output_size(model_dir: Path, name: str) -> int:
-    header = (model_dir / f"{name}.h").read_text()
-    return int(re.search(rf"#define {name.upper()}_OUTPUT_SIZE (\d+)", header).group(1))
+    """The bytes of one sample's outputs, all of them in order."""
+    return sum(output["bytes"] for output in read_report(model_dir)["outputs"])
 
 
 # ---------------------------------------------------------------------------------------------

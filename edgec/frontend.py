@@ -93,10 +93,8 @@ def source_line(node: Node) -> str:
               for i in range(len(lines)) if lines[i].strip().startswith('File "')]
     user_frames = [f for f in frames if "/torch/" not in f[0]]
     if not user_frames:  # e.g. inside nn.Sequential: name the submodule instead
-        stack = node.meta.get("nn_module_stack") or {}
-        if stack:
-            path, kind = list(stack.values())[-1]
-            return f"module '{path}' ({getattr(kind, '__name__', str(kind).rsplit('.', 1)[-1])})"
+        if module_path(node) is not None:
+            return f"module {module_path(node)}"
         if not frames:
             return "source unknown"
         user_frames = frames
@@ -104,6 +102,24 @@ def source_line(node: Node) -> str:
     filename = header.split('"')[1].rsplit("/", 1)[-1]
     number = header.split("line ")[1].split(",")[0]
     return f"{filename}:{number}: {code}"
+
+
+def module_path(node: Node) -> str | None:
+    """'features.3.block.1 (Hardswish)': the innermost nn.Module the node was traced in."""
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return None
+    path, kind = list(stack.values())[-1]
+    kind_name = getattr(kind, "__name__", str(kind).rsplit(".", 1)[-1])
+    return f"{path} ({kind_name})" if path else kind_name
+
+
+def node_location(node: Node) -> str:
+    """Where a user finds the node: module path and source line, whichever are known."""
+    path, line = module_path(node), source_line(node)
+    if path is None or line.startswith("module ") or not list(node.meta["nn_module_stack"].values())[-1][0]:
+        return line  # the top-level module: its source line says it all
+    return f"{path} at {line}"
 
 
 def _first_line(exc: Exception) -> str:

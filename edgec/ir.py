@@ -12,6 +12,7 @@ from math import prod
 import numpy as np
 
 ARENA_ALIGNMENT = 4  # every arena offset is a multiple: kernels may read activations 32 bits at a time
+ITEMSIZE = {"int8": 1, "int16": 2, "int32": 4}  # bytes per element of each activation dtype
 
 
 @dataclass
@@ -22,17 +23,59 @@ class Tensor:
     zero_point: int = 0
     alias_of: str | None = None  # a view (reshape/flatten) shares its base tensor's bytes
     source: str = ""  # name of the float graph node whose value this tensor quantizes
+    dtype: str = "int8"  # a key of ITEMSIZE
+    # The PyTorch axis each stored axis holds: shape[i] is the float graph's dimension perm[i], or
+    # 1 where perm[i] is None (an axis of size 1 the storage adds). Channels-last NHWC data of an
+    # NCHW tensor: (0, 2, 3, 1); of an NCL tensor, stored as N,1,L,C: (0, None, 2, 1).
+    # None: stored in PyTorch order.
+    perm: tuple[int | None, ...] | None = None
 
     @property
     def quantized(self) -> bool:
         return self.scale is not None
 
     @property
-    def size(self) -> int:
+    def elements(self) -> int:
         return prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.elements * ITEMSIZE[self.dtype]
+
+    @property
+    def torch_shape(self) -> tuple[int, ...]:
+        """The shape in the float graph's axis order."""
+        if self.perm is None:
+            return self.shape
+        return tuple(size for _, size in sorted((axis, size) for axis, size in zip(self.perm, self.shape)
+                                                if axis is not None))
+
+    def stored_axis(self, axis: int) -> int:
+        """Where PyTorch axis `axis` (negative counts from the end) is stored."""
+        axis %= len(self.torch_shape)
+        return axis if self.perm is None else self.perm.index(axis)
 
     def dequantize(self, q: np.ndarray) -> np.ndarray:
         return (q.astype(np.float64) - self.zero_point) * self.scale
+
+
+def stored_offsets(shape: tuple[int, ...], perm) -> np.ndarray:
+    """For each element in PyTorch (C) order of a tensor of torch `shape` stored with `perm`, its
+    element offset in storage."""
+    if perm is None:
+        return np.arange(prod(shape))
+    axes = [axis for axis in perm if axis is not None]
+    stored_shape = tuple(shape[axis] for axis in axes)
+    return np.arange(prod(shape)).reshape(stored_shape).transpose(np.argsort(axes)).ravel()
+
+
+def stored_shape(torch_shape: tuple[int, ...], perm) -> tuple[int, ...]:
+    return torch_shape if perm is None else tuple(1 if axis is None else torch_shape[axis] for axis in perm)
+
+
+def same_bytes(source_shape, source_perm, target_shape, target_perm) -> bool:
+    """Whether a reshape of a tensor (torch shape, perm) into another moves no byte."""
+    return np.array_equal(stored_offsets(tuple(source_shape), source_perm), stored_offsets(tuple(target_shape), target_perm))
 
 
 @dataclass(frozen=True)
@@ -65,7 +108,6 @@ class Graph:
     ops: list[Op] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
-    layout: str = "NCHW"
 
     def add_tensor(self, tensor: Tensor) -> Tensor:
         if tensor.name in self.tensors:

@@ -19,7 +19,7 @@ from edgec.errors import EdgecError
 from edgec.frontend import source_line
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops import OPS
-from edgec.torch_ops import GETITEM, IDENTITIES
+from edgec.torch_ops import GETITEM
 
 QUANTIZE = {"quantize_per_tensor", "quantize_per_channel"}
 DEQUANTIZE = {"dequantize_per_tensor", "dequantize_per_channel"}
@@ -121,13 +121,15 @@ class LoweringContext:
             return  # torch.export's input guards (_guards_fn): nothing to run on the device
         elif node.op == "output":
             outputs = node.args[0] if isinstance(node.args[0], (tuple, list)) else [node.args[0]]
-            self.graph.outputs = [self.tensor(arg).name for arg in outputs]
+            names = [self.tensor(arg).name for arg in outputs]
+            if len(set(names)) != len(names) or set(names) & set(self.graph.inputs):
+                raise EdgecError("the model returns the same tensor twice, or returns an input unchanged; "
+                                 "return each output once")
+            self.graph.outputs = names
         elif _qop_name(node) in QUANTIZE:
             self._quantize(node)
         elif _qop_name(node) in DEQUANTIZE:
             self._dequantize(node)
-        elif node.target in IDENTITIES:
-            self.values[node.name] = self.values[node.args[0].name]
         elif node.target == GETITEM:
             self.values[node.name] = self.values[node.args[0].name]  # max_pool2d_with_indices[0]
         else:
@@ -220,9 +222,8 @@ def _attr_value(module: GraphModule, target: str) -> np.ndarray:
 
 def lower(module: GraphModule) -> Graph:
     graph = LoweringContext(module).run()
-    if len(graph.inputs) != 1 or len(graph.outputs) != 1:
-        raise EdgecError(f"edgec supports one input and one output; this model has "
-                         f"{len(graph.inputs)} inputs and {len(graph.outputs)} outputs")
+    if not graph.inputs or not graph.outputs:
+        raise EdgecError("the model has no tensor input or no tensor output")
     for name in graph.inputs + graph.outputs:
         if not graph.tensors[name].quantized:
             raise EdgecError(f"model {'input' if name in graph.inputs else 'output'} '{name}' is not quantized")

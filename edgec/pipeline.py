@@ -22,12 +22,13 @@ from edgec.lower import lower
 from edgec.ops import KINDS, OPS
 from edgec.passes.fold_batchnorm import fold_batchnorm
 from edgec.passes.fuse import fold_pad, fuse_activations
-from edgec.passes.to_nhwc import to_nhwc
+from edgec.passes.normalize import normalize
+from edgec.passes.layout import assign_layouts, relayout
 from edgec.plan import MemoryPlan
 from edgec.quantize import is_quantized, quantize
 from edgec.schedule import schedule_and_plan
 from edgec.targets import TARGETS, Target, get_target
-from edgec.torch_ops import GETITEM, IDENTITIES
+from edgec.torch_ops import GETITEM
 
 RANDOM_CALIBRATION_SAMPLES = 32
 
@@ -43,11 +44,11 @@ class Compiled:
     quantized_module: GraphModule
 
 
-def compile_model(spec: str, *, calibration: np.ndarray | None, target: str = "host",
+def compile_model(spec: str, *, calibration, target: str = "host",
                   progress: Callable | None = None, warn: Callable[[str], None] = print) -> Compiled:
     target_info = get_target(target)
     loaded = frontend.load(spec)
-    module = fold_batchnorm(loaded.module)
+    module = fold_batchnorm(normalize(loaded.module))
     check_supported(module, loaded.origin)
     if is_quantized(module):
         float_module, quantized_module = None, module
@@ -58,7 +59,8 @@ def compile_model(spec: str, *, calibration: np.ndarray | None, target: str = "h
     graph = lower(quantized_module)
     fold_pad(graph)
     fuse_activations(graph)
-    to_nhwc(graph)
+    assign_layouts(graph)
+    relayout(graph)
     for op in graph.ops:
         KINDS[op.kind].finalize(op, graph)
         KINDS[op.kind].specialize(op, graph, target_info)
@@ -110,26 +112,59 @@ def check_output_dir(out_dir: Path) -> None:
 
 
 def check_supported(module: GraphModule, origin: str) -> None:
-    """One error naming every operator edgec cannot compile, with the user's source line."""
-    known = set(OPS) | IDENTITIES | {GETITEM}
-    problems = []
+    """One error listing every operator edgec cannot compile and every use of a supported one
+    beyond its limits (OpDef.check), grouped by operator and source line, before any work."""
+    known = set(OPS) | {GETITEM}
+    problems: dict[tuple[str, str], int] = {}
     for node in module.graph.nodes:
-        if node.op != "call_function" or node.target in known or "quantized_decomposed" in str(node.target):
+        if node.op != "call_function" or "quantized_decomposed" in str(node.target):
             continue
-        problems.append(f"{node.target} at {frontend.source_line(node)}")
+        if node.target not in known:
+            problem = f"{node.target} (unsupported operator)"
+        elif node.target == GETITEM or (problem := OPS[node.target].check(node)) is None:
+            continue
+        key = (problem, frontend.node_location(node))
+        problems[key] = problems.get(key, 0) + 1
     if problems:
-        raise EdgecError(f"{origin}: unsupported operator{'s' if len(problems) > 1 else ''}: " + "; ".join(problems))
+        lines = [f"  {problem}{f' x{count}' if count > 1 else ''}: {where}" for (problem, where), count in problems.items()]
+        raise EdgecError(f"{origin}: cannot compile {sum(problems.values())} operator use"
+                         f"{'s' if sum(problems.values()) > 1 else ''}:\n" + "\n".join(lines))
 
 
-def calibration_samples(calibration: np.ndarray | None, example_inputs: tuple, warn) -> list[tuple]:
-    shape = tuple(example_inputs[0].shape)
+def calibration_samples(calibration, example_inputs: tuple, warn) -> list[tuple]:
+    """Calibration as one tuple of tensors per sample, each shaped like its example input."""
+    shapes = [tuple(x.shape) for x in example_inputs]
     if calibration is None:
         warn(f"WARNING: no --calib data given: calibrating on {RANDOM_CALIBRATION_SAMPLES} random normal "
              f"samples; int8 accuracy on real data will likely be poor. Pass --calib samples.npy.")
         rng = np.random.default_rng(0)
-        calibration = rng.standard_normal((RANDOM_CALIBRATION_SAMPLES, *shape[1:]), dtype=np.float32)
-    return [(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).reshape(shape),)
-            for x in as_samples(calibration, shape, "calibration data")]
+        calibration = [rng.standard_normal((RANDOM_CALIBRATION_SAMPLES, *shape[1:]), dtype=np.float32) for shape in shapes]
+    per = per_input_samples(calibration, example_inputs, "calibration data")
+    return [tuple(torch.from_numpy(np.ascontiguousarray(x[i])).reshape(shape) for x, shape in zip(per, shapes))
+            for i in range(len(per[0]))]
+
+
+def per_input_samples(data, example_inputs: tuple, what: str) -> list[np.ndarray]:
+    """Float samples as one [N, ...] array per model input: `data` is an array (a one-input
+    model), a list of arrays in input order, or a dict of arrays (an .npz: its one known key for a
+    one-input model, else one array per input in file order)."""
+    count = len(example_inputs)
+    if isinstance(data, dict):
+        if count == 1:
+            key = next((k for k in ("x", "calib", "inputs", "data") if k in data), next(iter(data)))
+            data = [data[key]]
+        else:
+            data = list(data.values())
+    elif not isinstance(data, (list, tuple)):
+        data = [data]
+    if len(data) != count:
+        raise EdgecError(f"{what} has {len(data)} array{'s' if len(data) != 1 else ''}; the model has {count} "
+                         f"inputs (give an .npz with one array per input, in input order)")
+    per = [as_samples(x, tuple(example.shape), f"{what}{f' for input {i}' if count > 1 else ''}")
+           for i, (x, example) in enumerate(zip(data, example_inputs))]
+    if len({len(x) for x in per}) != 1:
+        raise EdgecError(f"{what}: the inputs' arrays hold different numbers of samples ({[len(x) for x in per]})")
+    return per
 
 
 def as_samples(data: np.ndarray, input_shape: tuple, what: str) -> np.ndarray:
@@ -148,7 +183,8 @@ def as_samples(data: np.ndarray, input_shape: tuple, what: str) -> np.ndarray:
     return data.astype(np.float32)
 
 
-def load_samples(path: str | Path) -> np.ndarray:
+def load_samples(path: str | Path):
+    """A .npy file's array, or an .npz file's arrays as a dict (in file order)."""
     path = Path(path)
     if not path.is_file():
         raise EdgecError(f"{path}: no such file")
@@ -158,9 +194,7 @@ def load_samples(path: str | Path) -> np.ndarray:
     except Exception as exc:
         raise EdgecError(f"{path}: not a .npy/.npz file ({str(exc).splitlines()[0]})") from None
     if isinstance(loaded, np.lib.npyio.NpzFile):
-        keys = list(loaded.keys())
-        if not keys:
+        if not loaded.files:
             raise EdgecError(f"{path}: the .npz file is empty")
-        key = next((k for k in ("x", "calib", "inputs", "data") if k in keys), keys[0])
-        return loaded[key]
+        return {key: loaded[key] for key in loaded.files}
     return loaded

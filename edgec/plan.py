@@ -116,7 +116,7 @@ def buffers(graph: Graph, target, in_place: dict[str, InPlace] | None = None) ->
         for name in op.inputs:
             storage = graph.storage(name)
             last[storage] = max(last.get(storage, index), index)
-    result = [Buffer(name, graph.tensors[name].size, first[name], last.get(name, first[name]))
+    result = [Buffer(name, graph.tensors[name].nbytes, first[name], last.get(name, first[name]))
               for name in first]
     for index, op in enumerate(graph.ops):
         size = _scratch_size(op, graph, target, in_place.get(op.name))
@@ -161,8 +161,8 @@ def _input_dies_at(graph: Graph, op: Op, input_index: int, lives: dict[str, Buff
 
 
 def _saves_bytes(graph: Graph, op: Op, option: InPlace, target) -> bool:
-    x = graph.tensors[graph.storage(op.inputs[option.input])].size
-    y = graph.tensors[op.outputs[0]].size
+    x = graph.tensors[graph.storage(op.inputs[option.input])].nbytes
+    y = graph.tensors[op.outputs[0]].nbytes
     usual = _align(x) + _align(y) + _align(KINDS[op.kind].scratch_bytes(op, graph, target))
     return in_place_span(x, y, option.input_offset) + _align(option.scratch_bytes) <= usual
 
@@ -462,7 +462,7 @@ def _occupied_regions(graph: Graph, plan: MemoryPlan) -> tuple[list[list[tuple[s
     def region(name: str) -> tuple[str, int, int]:
         owner = _owner(graph, name)
         start = plan.offsets.get(owner)
-        return (owner, -1, -1) if start is None else (owner, start, start + graph.tensors[owner].size)
+        return (owner, -1, -1) if start is None else (owner, start, start + graph.tensors[owner].nbytes)
 
     live_after = {_owner(graph, name) for name in graph.outputs}
     during_ops, needed_after = [], []

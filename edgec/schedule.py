@@ -63,7 +63,7 @@ class _Scheduler:
         producer = {name: index for index, op in enumerate(ops) for name in op.outputs}
         self.needs = [sum(1 << producer[name] for name in op.inputs if name in producer) for op in ops]
         self.kept = {graph.storage(name) for name in graph.outputs}
-        self.sizes = {name: _align(graph.tensors[name].size) for name in graph.tensors}
+        self.sizes = {name: _align(graph.tensors[name].nbytes) for name in graph.tensors}
         self.readers: dict[str, int] = {}
         for index, op in enumerate(ops):
             for name in op.inputs:
@@ -125,7 +125,7 @@ class _Scheduler:
         for option in KINDS[op.kind].in_place(op, graph, self.target):
             source = graph.storage(op.inputs[option.input])
             if self._dies_at(source, done, index) and sum(graph.storage(n) == source for n in op.inputs) == 1:
-                span = in_place_span(graph.tensors[source].size, graph.tensors[output].size, option.input_offset)
+                span = in_place_span(graph.tensors[source].nbytes, graph.tensors[output].nbytes, option.input_offset)
                 shared = before - self.sizes[source] + span + _align(option.scratch_bytes)
                 if shared <= usual:
                     return shared

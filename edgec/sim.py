@@ -7,46 +7,55 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec.ir import Graph
+from edgec.ir import Graph, Tensor, stored_shape
 from edgec.ops import KINDS
 
-QUANTIZE_CLIP = np.float32(300.0)  # keeps C's float->int conversion defined
+# <name>_quantize_input clips the scaled value to +-this before converting it (codegen.QUANTIZE_CLIP).
+QUANTIZE_CLIP = {"int8": np.float32(300.0), "int16": np.float32(70000.0)}
+INT_DTYPES = {"int8": np.int8, "int16": np.int16}
 
 
-def quantize_input(graph: Graph, x_float_nchw: np.ndarray) -> np.ndarray:
-    """Float model input (PyTorch layout) -> int8 NHWC, exactly as <name>_quantize_input in C:
-    float32 division, round half away from zero, saturate (NaN and huge values included)."""
-    tensor = graph.tensors[graph.inputs[0]]
-    x = np.asarray(x_float_nchw, dtype=np.float32).reshape(_torch_shape(tensor.shape))
+def stored(tensor: Tensor, value: np.ndarray) -> np.ndarray:
+    """A value in the float graph's axis order, laid out as `tensor` is stored (e.g. NHWC)."""
+    value = np.asarray(value)
+    if tensor.perm is None:
+        return value
+    axes = [axis for axis in tensor.perm if axis is not None]
+    return np.ascontiguousarray(value.transpose(axes)).reshape(stored_shape(value.shape, tensor.perm))
+
+
+def quantize_input(graph: Graph, x_float: np.ndarray, index: int = 0) -> np.ndarray:
+    """Float model input `index` (PyTorch layout) -> its stored integer tensor, exactly as
+    <name>_quantize_input_<index> in C: float32 division, round half away from zero, saturate (NaN
+    and huge values included)."""
+    tensor = graph.tensors[graph.inputs[index]]
+    x = np.asarray(x_float, dtype=np.float32).reshape(tensor.torch_shape)
     v = x / np.float32(tensor.scale)
     v = np.where(v >= 0, v + np.float32(0.5), v - np.float32(0.5))
-    v = np.where(v >= -QUANTIZE_CLIP, np.minimum(v, QUANTIZE_CLIP), -QUANTIZE_CLIP)  # NaN -> low end
+    clip = QUANTIZE_CLIP[tensor.dtype]
+    v = np.where(v >= -clip, np.minimum(v, clip), -clip)  # NaN -> low end
     q = np.trunc(v).astype(np.int32) + tensor.zero_point
-    return to_nhwc(np.clip(q, -128, 127).astype(np.int8))
+    info = np.iinfo(INT_DTYPES[tensor.dtype])
+    return stored(tensor, np.clip(q, info.min, info.max).astype(INT_DTYPES[tensor.dtype]))
 
 
-def run(graph: Graph, x: np.ndarray) -> dict[str, np.ndarray]:
-    """All tensor values for one int8 NHWC input."""
-    values = {graph.inputs[0]: np.asarray(x, dtype=np.int8).reshape(graph.tensors[graph.inputs[0]].shape)}
+def run(graph: Graph, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """All tensor values for one sample: `inputs` holds each model input's stored integer tensor."""
+    if len(inputs) != len(graph.inputs):
+        raise ValueError(f"the graph has {len(graph.inputs)} inputs, got {len(inputs)}")
+    values = {name: np.asarray(x, dtype=INT_DTYPES[graph.tensors[name].dtype]).reshape(graph.tensors[name].shape)
+              for name, x in zip(graph.inputs, inputs)}
     for op in graph.ops:
-        values[op.outputs[0]] = KINDS[op.kind].golden(op, graph, [values[name] for name in op.inputs])
+        results = KINDS[op.kind].golden(op, graph, [values[name] for name in op.inputs])
+        for name, result in zip(op.outputs, results if isinstance(results, (list, tuple)) else [results]):
+            values[name] = result
     return values
 
 
-def invoke(graph: Graph, x: np.ndarray) -> np.ndarray:
-    return run(graph, x)[graph.outputs[0]]
-
-
-def to_nhwc(x: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if x.ndim == 4 else x
-
-
-def to_nchw(x: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if x.ndim == 4 else x
-
-
-def _torch_shape(shape: tuple) -> tuple:
-    return (shape[0], shape[3], shape[1], shape[2]) if len(shape) == 4 else shape
+def invoke(graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Every model output's stored integer tensor for one sample."""
+    values = run(graph, inputs)
+    return [values[name] for name in graph.outputs]
 
 
 def sqnr_db(reference: np.ndarray, approximation: np.ndarray) -> float:
@@ -60,14 +69,16 @@ def sqnr_db(reference: np.ndarray, approximation: np.ndarray) -> float:
 
 
 def layer_sqnr(graph: Graph, float_values: list[dict], int8_values: list[dict]) -> list[dict]:
-    """Per op output: SQNR of the dequantized int8 tensor against the float model's value of the
-    same node, over all samples (ops whose float node is unknown are skipped)."""
+    """Per op output: SQNR of the dequantized tensor against the float model's value of the same
+    node, over all samples (ops whose float node is unknown or shaped otherwise are skipped)."""
     rows = []
     for op in graph.ops:
         tensor = graph.tensors[op.outputs[0]]
         if op.kind == "reshape" or tensor.source not in float_values[0]:
             continue
-        ref = np.concatenate([np.ravel(to_nhwc(f[tensor.source])) for f in float_values])
+        if tuple(np.shape(float_values[0][tensor.source])) != tensor.torch_shape:
+            continue
+        ref = np.concatenate([np.ravel(stored(tensor, f[tensor.source])) for f in float_values])
         got = np.concatenate([np.ravel(tensor.dequantize(v[tensor.name])) for v in int8_values])
         rows.append({"layer": op.name, "op": op.kind, "sqnr_db": sqnr_db(ref, got)})
     return rows

@@ -9,7 +9,7 @@ import torch
 
 aten = torch.ops.aten
 
-CONVS = {aten.conv2d.default, aten.convolution.default}
+CONVS = {aten.conv1d.default, aten.conv2d.default, aten.convolution.default}
 LINEARS = {aten.linear.default}
 ADDS = {aten.add.Tensor}
 SOFTMAXES = {aten.softmax.int, aten._softmax.default}
@@ -23,7 +23,8 @@ PADS = {aten.pad.default, aten.constant_pad_nd.default}
 # Ops whose output keeps the input's qparams because their kernel does not requantize.
 SHARED_QPARAMS = POOLS | VIEWS | PADS | {aten.dropout.default}
 BATCH_NORMS = {aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default}
-# Ops that vanish at inference.
-IDENTITIES = {aten.dropout.default, aten.clone.default, aten.contiguous.default, aten.alias.default,
-              aten.detach.default}
+# Ops that vanish at inference (passes/normalize.py removes them before anything else runs).
+IDENTITIES = {aten.dropout.default, aten.feature_dropout.default, aten.alpha_dropout.default,
+              aten.feature_alpha_dropout.default, aten.clone.default, aten.contiguous.default,
+              aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default}
 GETITEM = operator.getitem

@@ -11,7 +11,8 @@ from torchao.quantization.pt2e.quantizer import DerivedQuantizationSpec
 from edgec import verify
 from edgec.errors import EdgecError
 from edgec.pipeline import compile_model
-from edgec.quantize import ANNOTATION_KEY, EdgecQuantizer
+from edgec.ops.qspec import ANNOTATION_KEY
+from edgec.quantize import EdgecQuantizer
 from edgec.torch_ops import CONVS, LINEARS
 from tests.test_pipeline import Simple
 

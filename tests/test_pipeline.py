@@ -62,7 +62,7 @@ def _bit_exact(compiled, out_dir, tmp_path, floats):
     emit(compiled, out_dir, "m")
     inputs = verify.quantized_inputs(compiled.graph, floats)
     exe = verify.build_host(out_dir, "m", tmp_path / "build", sanitize=True)
-    device = verify.run_host(exe, inputs, compiled.graph.tensors[compiled.graph.outputs[0]].size)
+    device = verify.run_host(exe, inputs, verify.output_bytes(compiled.graph))
     return verify.compare(verify.golden_outputs(compiled.graph, inputs), device)
 
 
@@ -80,7 +80,7 @@ def test_simple_graph_lowers_to_the_expected_fused_ops(tmp_path):
     kinds = [op.kind for op in compiled.graph.ops]
     assert kinds == ["conv2d", "depthwise_conv2d", "add", "avg_pool2d", "reshape", "fully_connected", "softmax"]
     assert compiled.graph.ops[0].attrs["clamp"] == (0.0, None)  # ReLU fused as clamp bounds
-    assert compiled.graph.layout == "NHWC"
+    assert compiled.graph.tensors[compiled.graph.inputs[0]].perm == (0, 2, 3, 1)
     assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((6, 3, 13, 9))).exact
 
 
@@ -96,7 +96,7 @@ def test_every_supported_op_form_is_bit_exact(tmp_path):
     assert _bit_exact(compiled, tmp_path / "out", tmp_path, floats).exact
     # The NHWC layout (flatten into linear permutes the weight columns) must keep the float meaning.
     # Checked per layer: a wrong permutation drops the flatten-fed linear layer to ~0 dB.
-    int8_values = [sim.run(compiled.graph, x) for x in verify.quantized_inputs(compiled.graph, floats)]
+    int8_values = [verify.golden_values(compiled.graph, row) for row in verify.quantized_inputs(compiled.graph, floats)]
     rows = sim.layer_sqnr(compiled.graph, verify.float_reference(compiled, floats), int8_values)
     assert len(rows) >= 8 and min(row["sqnr_db"] for row in rows) > 20, rows
 

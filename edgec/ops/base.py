@@ -23,17 +23,49 @@ class CCall:
     params: list  # [(c_type, symbol, initializer)] emitted static const into the model file
 
 
+C_ARRAY_TYPES = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dtype(np.int32): "int32_t",
+                 np.dtype(np.uint8): "uint8_t", np.dtype(np.uint16): "uint16_t"}
+
+
+def descriptor(ctype: str, symbol: str, fields: dict) -> CCall:
+    """A kernel descriptor as a static const struct with designated initializers: integer fields
+    as literals, array fields (numpy) as const arrays in flash named `<symbol>_<field>` that the
+    field points to. Returns the CCall's constants and params (its code is the caller's)."""
+    constants, values = [], []
+    for field, value in fields.items():
+        if isinstance(value, np.ndarray):
+            constants.append((C_ARRAY_TYPES[value.dtype], f"{symbol}_{field}", value))
+            values.append(f".{field} = {symbol}_{field}")
+        elif isinstance(value, (list, tuple)):
+            values.append(f".{field} = {{{', '.join(str(int(v)) for v in value)}}}")
+        else:
+            values.append(f".{field} = {int(value)}")
+    return CCall("", constants, [(ctype, symbol, "{" + ", ".join(values) + "}")])
+
+
 class OpDef:
     kind: str = ""
     targets: frozenset = frozenset()  # the torch ops this unit lowers
     runtime_sources: tuple[str, ...] = ()  # files under runtime_c/src the C call needs
     fuses_activation: bool = False  # its output stage can take clamp bounds
+    spatial: bool = False  # its activations are stored channels last (passes/layout.py)
+    layout_follows_input: bool = False  # its output is stored like its same-rank inputs
+
+    def annotate(self, node) -> None:
+        """Record how `node` is quantized, with the helpers of edgec.ops.qspec (before calibration)."""
+        raise NotImplementedError
+
+    def check(self, node) -> str | None:
+        """What keeps edgec from compiling this use of the operator (e.g. an argument beyond the
+        kernel's limits), or None; asked of every node before calibration, so all come at once."""
+        return None
 
     def lower(self, ctx, node) -> None:
         raise NotImplementedError
 
-    def to_nhwc(self, op: Op, graph: Graph) -> None:
-        """Re-lay constants for NHWC activations (tensor shapes are converted generically)."""
+    def relayout(self, op: Op, graph: Graph) -> None:
+        """Re-lay constants and map axis attributes for the layouts the tensors are stored in
+        (Tensor.shape is the stored shape by now; Tensor.torch_shape and .perm give the rest)."""
 
     def finalize(self, op: Op, graph: Graph) -> None:
         """Compute kernel constants (multipliers, shifts, bounds) from the final qparams."""

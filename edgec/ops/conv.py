@@ -21,6 +21,7 @@ from edgec.numerics import (
     wrap_int32,
 )
 from edgec.ops.base import CCall, OpDef
+from edgec.ops.qspec import ACTIVATION_QSPEC, CONV_WEIGHT_QSPEC, annotate_with_output
 from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, blocked_bias, dsp_channel_table, interleave_rows,
                                      kernel_isa, widen_taps)
 from edgec.torch_ops import CONVS, aten
@@ -178,12 +179,19 @@ class Conv2d(OpDef):
     targets = frozenset(CONVS)
     runtime_sources = ("conv/edgec_conv_s8.c", "conv/edgec_conv_1x1_s8.c")
     fuses_activation = True
+    spatial = True
+
+    def annotate(self, node) -> None:
+        annotate_with_output(node, {node.args[0]: ACTIVATION_QSPEC, node.args[1]: CONV_WEIGHT_QSPEC})
 
     def lower(self, ctx, node) -> None:
         x, weight, bias = weighted_operands(ctx, node, "conv")
-        if len(x.shape) != 4:
-            raise EdgecError(f"{source_line(node)}: only 2-D convolution on NCHW input is supported, got {list(x.shape)}")
+        if len(x.shape) not in (3, 4) or weight.value.ndim != len(x.shape):
+            raise EdgecError(f"{source_line(node)}: only 1-D and 2-D convolution on NCL/NCHW input is supported, "
+                             f"got {list(x.shape)}")
         stride, padding, dilation, groups = conv_attrs(node)
+        if len(x.shape) == 3:  # Conv1d: a 2-D convolution with H = 1 (its tensors are stored N,1,L,C)
+            stride, padding, dilation = (1, stride[1]), (0, padding[1]), (1, dilation[1])
         c_out, c_in = weight.value.shape[0], x.shape[1]
         weight_scales = np.broadcast_to(weight.scales, (c_out,)).astype(np.float64)
         depthwise = groups == c_in and groups > 1
@@ -194,8 +202,8 @@ class Conv2d(OpDef):
                    stride=stride, pad=(padding[0], padding[1], padding[0], padding[1]),
                    dilation=dilation, groups=groups, clamp=(None, None))
 
-    def to_nhwc(self, op, graph) -> None:
-        op.attrs["weight"] = np.ascontiguousarray(op.attrs["weight"].transpose(0, 2, 3, 1))  # OIHW -> OHWI
+    def relayout(self, op, graph) -> None:
+        op.attrs["weight"] = np.ascontiguousarray(as_2d_filter(op.attrs["weight"]).transpose(0, 2, 3, 1))  # OIHW -> OHWI
 
     def finalize(self, op, graph) -> None:
         finalize_output_stage(op, graph)
@@ -268,6 +276,11 @@ class Conv2d(OpDef):
         return int(np.prod(out) * np.prod(op.attrs["weight"].shape[1:]))
 
 
+def as_2d_filter(weight: np.ndarray) -> np.ndarray:
+    """A Conv1d filter [O, I, K] as the Conv2d filter [O, I, 1, K] it runs as; a 2-D one as is."""
+    return weight[:, :, None, :] if weight.ndim == 3 else weight
+
+
 def packed_conv_scratch_bytes(isa: str, weight_shape) -> int:
     """EDGEC_CONV_S8_DSP/MVE_SCRATCH_BYTES for an OHWI filter: DSP two receptive fields widened
     to int16, plus one as int8 when C_in is not a multiple of 4; MVE two int8 receptive fields."""
@@ -324,7 +337,7 @@ def _safe_offset_nearest_tail(written_pixels, read_pixel, x_t, out_t) -> int:
     must be at least written*C_out - read*C_in for every i. Of the safe offsets the one nearest
     tail alignment (output bytes - input bytes) is taken, rounded up to the arena alignment."""
     needed = np.asarray(written_pixels, dtype=np.int64) * out_t.shape[3] - np.asarray(read_pixel) * x_t.shape[3]
-    safe = int(needed.max(initial=out_t.size - x_t.size))
+    safe = int(needed.max(initial=out_t.nbytes - x_t.nbytes))
     return -(-safe // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
 
 

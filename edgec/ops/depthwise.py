@@ -13,6 +13,7 @@ from edgec.ir import ARENA_ALIGNMENT, InPlace
 from edgec.numerics import INT8_MAX, INT8_MIN
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.conv import (
+    as_2d_filter,
     check_conv_args,
     conv_output_stage,
     emit_conv_call,
@@ -63,9 +64,10 @@ class DepthwiseConv2d(OpDef):
     kind = "depthwise_conv2d"
     runtime_sources = ("depthwise/edgec_depthwise_conv_s8.c", "depthwise/edgec_depthwise_conv_s8_packed.c")
     fuses_activation = True
+    spatial = True
 
-    def to_nhwc(self, op, graph) -> None:
-        weight = op.attrs["weight"]  # [C_in*mult, 1, KH, KW] -> [1, KH, KW, C_in*mult]
+    def relayout(self, op, graph) -> None:
+        weight = as_2d_filter(op.attrs["weight"])  # [C_in*mult, 1, KH, KW] -> [1, KH, KW, C_in*mult]
         op.attrs["weight"] = np.ascontiguousarray(weight.transpose(1, 2, 3, 0))
         op.attrs["ch_mult"] = weight.shape[0] // op.attrs["groups"]
 
@@ -123,7 +125,7 @@ class DepthwiseConv2d(OpDef):
         step = lcm(x_t.shape[3], ARENA_ALIGNMENT)
         n, ho, wo, channels = out_t.shape
         scratch = self.scratch_bytes(op, graph, target)
-        staged = InPlace(0, (out_t.size - x_t.size) // step * step, n * ho * wo * min(IN_PLACE_CHANNELS, channels) + scratch)
+        staged = InPlace(0, (out_t.nbytes - x_t.nbytes) // step * step, n * ho * wo * min(IN_PLACE_CHANNELS, channels) + scratch)
         if op.attrs.get("isa") is None:
             return (staged,)
         return (self._unstaged(op, x_t, out_t, step, scratch), staged)
@@ -140,7 +142,7 @@ class DepthwiseConv2d(OpDef):
         _, ho, wo, _ = out_t.shape
         kh, stride, pad_top = op.attrs["weight"].shape[1], op.attrs["stride"][0], op.attrs["pad"][0]
         keeps_rows = op.attrs["dilation"][0] == 1 and stride < kh
-        needed = out_t.size - x_t.size
+        needed = out_t.nbytes - x_t.nbytes
         for b in range(n):
             for oy in range(ho if b < n - 1 else ho - 1):
                 next_row = (oy * stride + kh if keeps_rows else (oy + 1) * stride) - pad_top

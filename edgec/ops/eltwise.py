@@ -21,6 +21,7 @@ from edgec.numerics import (
     wrap_int32,
 )
 from edgec.ops.base import CCall, OpDef
+from edgec.ops.qspec import activation_inputs, annotate_shared, annotate_with_output
 from edgec.ops.kernel_layout import kernel_isa
 from edgec.torch_ops import ACTIVATIONS, ADDS, aten
 
@@ -90,6 +91,10 @@ class Add(OpDef):
     targets = frozenset(ADDS)
     runtime_sources = ("eltwise/edgec_add_s8.c",)
     fuses_activation = True
+    layout_follows_input = True
+
+    def annotate(self, node) -> None:
+        annotate_with_output(node, activation_inputs(node, 2))
 
     def lower(self, ctx, node) -> None:
         if len(node.args) < 2 or not isinstance(node.args[1], Node) or node.kwargs.get("alpha", 1) != 1:
@@ -120,7 +125,7 @@ class Add(OpDef):
         values = ", ".join(str(v) for v in op.attrs["params"].values())
         kernel, scratch = ("edgec_add_s8", "") if isa is None else (f"edgec_add_s8_{isa}", f", {names.scratch(op)}")
         code = (f"status |= {kernel}(&{p}params, {names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, "
-                f"{names.ptr(op.outputs[0])}, {graph.tensors[op.outputs[0]].size}{scratch});")
+                f"{names.ptr(op.outputs[0])}, {graph.tensors[op.outputs[0]].elements}{scratch});")
         return CCall(code, [], [("edgec_add_params", f"{p}params", f"{{{values}}}")])
 
     def in_place(self, op, graph, target):
@@ -150,6 +155,10 @@ class Clamp(OpDef):
     kind = "clamp"
     targets = frozenset(ACTIVATIONS)
     runtime_sources = ("eltwise/edgec_clamp_s8.c",)
+    layout_follows_input = True
+
+    def annotate(self, node) -> None:
+        annotate_shared(node)
 
     def lower(self, ctx, node) -> None:
         x = ctx.tensor(node.args[0])  # unquantized when PT2E fused it with its producer
@@ -165,7 +174,7 @@ class Clamp(OpDef):
         return clamp_s8(inputs[0], op.attrs["act_min"], op.attrs["act_max"])
 
     def emit(self, op, graph, names) -> CCall:
-        size = graph.tensors[op.outputs[0]].size
+        size = graph.tensors[op.outputs[0]].elements
         src, dst = names.ptr(op.inputs[0]), names.ptr(op.outputs[0])
         copy = "" if src == dst else f"memcpy({dst}, {src}, {size}); "
         return CCall(f"{copy}status |= edgec_clamp_s8({dst}, {size}, {op.attrs['act_min']}, {op.attrs['act_max']});", [], [])

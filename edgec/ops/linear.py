@@ -7,9 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from edgec.errors import EdgecError
+from edgec.ir import stored_offsets
 from edgec.frontend import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, requantize, saturate_int8, wrap_int32
 from edgec.ops.base import CCall, OpDef
+from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
 from edgec.ops.conv import finalize_output_stage, quantized_bias, weighted_constants, weighted_operands
 from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa, widen_taps
 from edgec.torch_ops import LINEARS
@@ -56,6 +58,9 @@ class FullyConnected(OpDef):
     runtime_sources = ("fc/edgec_fully_connected_s8.c",)
     fuses_activation = True
 
+    def annotate(self, node) -> None:
+        annotate_with_output(node, {node.args[0]: ACTIVATION_QSPEC, node.args[1]: LINEAR_WEIGHT_QSPEC})
+
     def lower(self, ctx, node) -> None:
         x, weight, bias = weighted_operands(ctx, node, "linear")
         if len(x.shape) != 2:
@@ -67,14 +72,16 @@ class FullyConnected(OpDef):
                    bias=quantized_bias(bias, x.scale, np.broadcast_to(scales, (weight.value.shape[0],)), source_line(node)),
                    clamp=(None, None))
 
-    def to_nhwc(self, op, graph) -> None:
-        """After an NCHW flatten the features arrive in HWC order: permute the weight columns."""
+    def relayout(self, op, graph) -> None:
+        """A flatten of channels-last data brings the features in stored order: the weight column
+        of each feature moves to where the feature is stored."""
         base = graph.tensors[graph.storage(op.inputs[0])]
-        if len(base.shape) == 4 and base.shape[2] * base.shape[3] > 1:
-            n, c, h, w = base.shape
+        if base.perm is not None:
             weight = op.attrs["weight"]
-            op.attrs["weight"] = np.ascontiguousarray(
-                weight.reshape(weight.shape[0], c, h, w).transpose(0, 2, 3, 1).reshape(weight.shape[0], -1))
+            stored = np.empty_like(weight)
+            features = tuple(None if axis is None else axis - 1 for axis in base.perm[1:])
+            stored[:, stored_offsets(base.torch_shape[1:], features)] = weight
+            op.attrs["weight"] = stored
 
     def finalize(self, op, graph) -> None:
         finalize_output_stage(op, graph)

@@ -15,6 +15,7 @@ from edgec.frontend import source_line
 from edgec.ir import Tensor
 from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, saturate_int8
 from edgec.ops.base import CCall, OpDef
+from edgec.ops.qspec import annotate_shared
 from edgec.ops.conv import c_dims
 from edgec.torch_ops import POOLS, aten
 
@@ -103,6 +104,10 @@ class Pool2d(OpDef):
     targets = frozenset(POOLS)
     runtime_sources = ("pool/edgec_avgpool_s8.c", "pool/edgec_maxpool_s8.c")
     fuses_activation = True
+    spatial = True
+
+    def annotate(self, node) -> None:
+        annotate_shared(node)
 
     def lower(self, ctx, node) -> None:
         x = ctx.tensor(node.args[0])

@@ -27,6 +27,7 @@ from edgec.errors import EdgecError
 from edgec.frontend import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, INT32_MAX, INT32_MIN, divide_by_power_of_two, round_half_away
 from edgec.ops.base import CCall, OpDef
+from edgec.ops.qspec import activation_inputs, annotate, fixed_qspec
 from edgec.torch_ops import SOFTMAXES
 
 SOFTMAX_OUTPUT_SCALE = 1.0 / 256.0
@@ -159,14 +160,21 @@ class Softmax(OpDef):
     kind = "softmax"
     targets = frozenset(SOFTMAXES)
     runtime_sources = ("softmax/edgec_softmax_s8.c",)
+    layout_follows_input = True
+
+    def annotate(self, node) -> None:
+        annotate(node, activation_inputs(node, 1), fixed_qspec(SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT))
 
     def lower(self, ctx, node) -> None:
         x = ctx.tensor(node.args[0])
-        dim = node.args[1] % len(x.shape)
-        # NHWC puts the channel axis last, so softmax over channels of a 4-D tensor is a row softmax.
-        if dim != len(x.shape) - 1 and not (len(x.shape) == 4 and dim == 1):
-            raise EdgecError(f"{source_line(node)}: softmax is supported over the last or channel axis only")
-        ctx.add_op(self.kind, node, [x], [ctx.output(node)])
+        ctx.add_op(self.kind, node, [x], [ctx.output(node)], dim=node.args[1] % len(x.shape))
+
+    def relayout(self, op, graph) -> None:
+        """Channels-last storage puts the channel axis last, so a softmax over it is a row softmax."""
+        x = graph.tensors[op.inputs[0]]
+        if x.stored_axis(op.attrs["dim"]) != len(x.shape) - 1:
+            raise EdgecError(f"{op.source}: softmax is supported over the stored last axis only "
+                             f"(axis {op.attrs['dim']} of {list(x.shape)})")
 
     def finalize(self, op, graph) -> None:
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]

@@ -1,0 +1,81 @@
+"""The quantization specs edgec's kernels execute, and the helpers op units annotate nodes with.
+
+Each op unit's `annotate(node)` says how its torch node is quantized (numerics: docs/numerics.md):
+  - activations: int8 asymmetric per tensor, min/max observed;
+  - conv / depthwise weights: int8 symmetric per output channel, range [-127, 127];
+  - linear weights: int8 symmetric per tensor (the FC kernel's cheapest output stage);
+  - bias stays float here and is quantized to int32 at lowering as round(b / (s_in * s_w)), so it
+    always matches the scales actually chosen;
+  - an op whose kernel does not requantize shares its input's qparams (`annotate_shared`);
+  - an op followed by its only user ReLU/ReLU6/hardtanh/clamp is one quantized unit with it
+    (`annotate_with_output`), so the activation becomes clamp bounds of the producer.
+"""
+from __future__ import annotations
+
+import torch
+from torch.fx import Node
+from torchao.quantization.pt2e import MinMaxObserver, PerChannelMinMaxObserver
+from torchao.quantization.pt2e.quantizer import (
+    FixedQParamsQuantizationSpec,
+    QuantizationAnnotation,
+    QuantizationSpec,
+    SharedQuantizationSpec,
+)
+
+from edgec.torch_ops import ACTIVATIONS
+
+ANNOTATION_KEY = "quantization_annotation"
+
+ACTIVATION_QSPEC = QuantizationSpec(
+    dtype=torch.int8, quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine,
+    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
+)
+CONV_WEIGHT_QSPEC = QuantizationSpec(
+    dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric, ch_axis=0,
+    observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
+)
+LINEAR_WEIGHT_QSPEC = QuantizationSpec(
+    dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_tensor_symmetric,
+    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
+)
+
+
+def fixed_qspec(scale: float, zero_point: int) -> FixedQParamsQuantizationSpec:
+    """An int8 output whose qparams do not depend on data (softmax, sigmoid, tanh)."""
+    return FixedQParamsQuantizationSpec(dtype=torch.int8, scale=scale, zero_point=zero_point, quant_min=-128,
+                                        quant_max=127, qscheme=torch.per_tensor_affine)
+
+
+def annotate(node: Node, inputs: dict, output) -> None:
+    node.meta[ANNOTATION_KEY] = QuantizationAnnotation(input_qspec_map=inputs, output_qspec=output, _annotated=True)
+
+
+def activation_inputs(node: Node, count: int | None = None) -> dict:
+    """Every tensor argument among the first `count` (all by default), observed as an activation."""
+    args = node.args if count is None else node.args[:count]
+    return {arg: ACTIVATION_QSPEC for arg in args if isinstance(arg, Node)}
+
+
+def fused_activation(node: Node) -> Node | None:
+    """The clamp-like op that is `node`'s only user, which then owns the quantized output."""
+    users = list(node.users)
+    if len(users) == 1 and users[0].op == "call_function" and users[0].target in ACTIVATIONS:
+        return users[0]
+    return None
+
+
+def annotate_with_output(node: Node, inputs: dict) -> None:
+    """`node` quantizes its output itself (its kernel requantizes), or leaves that to the clamp
+    that is its only user, which its kernel's output stage then applies."""
+    activation = fused_activation(node)
+    if activation is None:
+        annotate(node, inputs, ACTIVATION_QSPEC)
+        return
+    annotate(node, inputs, None)
+    annotate(activation, {}, ACTIVATION_QSPEC)
+
+
+def annotate_shared(node: Node) -> None:
+    """`node`'s output keeps its first input's qparams (a kernel that moves or compares values)."""
+    source = node.args[0]
+    annotate(node, {source: ACTIVATION_QSPEC}, SharedQuantizationSpec((source, node)))

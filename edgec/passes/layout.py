@@ -1,0 +1,69 @@
+"""Layout: choose how each activation is stored, then let every op re-lay its constants to match.
+
+Spatial ops (convolutions, pooling: OpDef.spatial) run on channels-last data: NHWC for a 4-D
+tensor, and a 3-D (N, C, L) one stored as N, 1, L, C, so the 2-D kernels run 1-D layers as H = 1. Ops whose output is laid out like their inputs (elementwise ops,
+activations: OpDef.layout_follows_input) tie their same-rank tensors into one group; a group that
+touches a spatial op is stored channels last, any other tensor in PyTorch's order -- except that
+a group fed by a reshape of channels-last data is stored channels last too when that keeps the
+reshape free. A reshape is a free view when the two tensors' stored bytes coincide element for
+element; a flatten of channels-last data feeding only linear layers is free as well, the linear
+layers permuting their weight columns.
+"""
+from __future__ import annotations
+
+from edgec.ir import Graph, same_bytes, stored_shape
+from edgec.ops import KINDS
+
+
+def channels_last(rank: int) -> tuple[int | None, ...] | None:
+    """The perm storing channels (axis 1) last, for ranks with spatial axes (see Tensor.perm)."""
+    if rank == 3:
+        return (0, None, 2, 1)
+    return (0, *range(2, rank), 1) if rank >= 4 else None
+
+
+def assign_layouts(graph: Graph) -> None:
+    groups = _Groups(graph)
+    spatial = {groups.find(name) for op in graph.ops if KINDS[op.kind].spatial
+               for name in op.inputs + op.outputs if len(graph.tensors[name].shape) >= 3}
+    changed = True
+    while changed:  # across a reshape, channels last spreads where it keeps the reshape free
+        changed = False
+        for op in graph.ops:
+            if op.kind != "reshape":
+                continue
+            a, b = (graph.tensors[name].shape for name in (op.inputs[0], op.outputs[0]))
+            ends = (groups.find(op.inputs[0]), groups.find(op.outputs[0]))
+            if (ends[0] in spatial) != (ends[1] in spatial) and None not in (channels_last(len(a)), channels_last(len(b))) \
+                    and same_bytes(a, channels_last(len(a)), b, channels_last(len(b))):
+                spatial.update(ends)
+                changed = True
+    for name, tensor in graph.tensors.items():
+        if groups.find(name) in spatial:
+            tensor.perm = channels_last(len(tensor.shape))
+            tensor.shape = stored_shape(tensor.shape, tensor.perm)
+
+
+def relayout(graph: Graph) -> None:
+    """Each op re-lays its constants and maps its axis attributes for the stored layouts."""
+    for op in graph.ops:
+        KINDS[op.kind].relayout(op, graph)
+
+
+class _Groups:
+    """Union-find over tensors whose layouts must agree."""
+
+    def __init__(self, graph: Graph):
+        self.parent = {name: name for name in graph.tensors}
+        for op in graph.ops:
+            if KINDS[op.kind].layout_follows_input:
+                out = op.outputs[0]
+                for name in op.inputs:
+                    if len(graph.tensors[name].shape) == len(graph.tensors[out].shape):
+                        self.parent[self.find(name)] = self.find(out)
+
+    def find(self, name: str) -> str:
+        while self.parent[name] != name:
+            self.parent[name] = self.parent[self.parent[name]]
+            name = self.parent[name]
+        return name
