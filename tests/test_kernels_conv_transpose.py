@@ -396,15 +396,19 @@ def arm_cases(target: str) -> list[tuple[Case, str, int]]:
     return cases
 
 
+BENCH_NAMES = ("ConvTranspose2d(32, 16, 2, stride 2) on 16x16",
+               "ConvTranspose2d(16, 8, 3, stride 2, pad 1, output_padding 1) on 8x8")
+
+
 def bench_layers(rng) -> list[Case]:
     """ConvTranspose2d(32, 16, 2, stride 2) on 16x16 and (16, 8, 3, stride 2, pad 1, output_padding 1)
     on 8x8, with realistic quantization."""
     layers = []
-    for c_in, c_out, k, pad, op, hw in ((32, 16, 2, 0, 0, 16), (16, 8, 3, 1, 1, 8)):
+    for bench, (c_in, c_out, k, pad, op, hw) in enumerate(((32, 16, 2, 0, 0, 16), (16, 8, 3, 1, 1, 8))):
         x, w = int8_array(rng, (1, hw, hw, c_in)), int8_array(rng, (c_in, c_out, k, k))
         m, s = multipliers(rng, c_out, 0, scale=_spread(x, w, 1, (k, k)))
         layers.append(Case(x, w, rng.integers(-5000, 5000, c_out).astype(np.int32), m, s, 5, -9, (2, 2), (pad, pad),
-                           (op, op), (1, 1), 1))
+                           (op, op), (1, 1), 1, extra=dict(bench=bench)))
     return layers
 
 
@@ -418,10 +422,13 @@ def test_conv_transpose_arm(target, tmp_path):
                                   tmp_path / "kernels.elf", extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
     (tmp_path / "cases.bin").write_bytes(b"".join(record(c, isa, e.size, skew)
                                                    for (c, isa, skew), e in zip(cases, expected)))
-    result = toolchain.run_qemu(target, elf, timeout=120, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    counts = toolchain.count_instructions(target, elf, timeout=180, cwd=tmp_path)
+    assert len(counts["insns"]) == len(cases)
     data, at, failures = (tmp_path / "results.bin").read_bytes(), 0, []
-    for (case, isa, skew), want in zip(cases, expected):
+    per_mac: dict[tuple[str, int], float] = {}
+    for (case, isa, skew), want, insns in zip(cases, expected, counts["insns"]):
+        if case.extra.get("bench") is not None:
+            per_mac[isa, case.extra["bench"]] = insns / useful_macs(case)
         status, guards = struct.unpack_from("<2i", data, at)
         out = np.frombuffer(data, np.int8, want.size, at + 8)
         at += 8 + want.size
@@ -435,3 +442,15 @@ def test_conv_transpose_arm(target, tmp_path):
             failures.append(f"{np.count_nonzero(out != want)} of {want.size} bytes differ: {what}")
     assert at == len(data)
     assert not failures, f"{len(failures)} of {len(cases)} fail:\n" + "\n".join(failures[:10])
+    for layer in range(2):
+        print(f"{target} {BENCH_NAMES[layer]}: " + ", ".join(f"{isa} {per_mac[isa, layer]:.2f}"
+                                                             for isa in ISAS[target]) + " instructions/MAC")
+        for isa in ISAS[target][1:]:
+            assert per_mac[isa, layer] < per_mac[PORTABLE, layer] / 2
+
+
+def useful_macs(case: Case) -> int:
+    """The multiply-accumulates whose product lands inside the output (cropped ones excluded)."""
+    ones = conv_transpose_accumulator(np.ones_like(case.x), np.ones_like(case.w), input_zp=0, out_hw=case.out_hw,
+                                      **case.geometry)
+    return int(ones.sum())

@@ -297,16 +297,70 @@ static void dsp_mac_2x2(const int8_t *filter, const int8_t *cols, int32_t groups
     s[3] = s3;
 }
 
-/* Channel c's output of sum: the short requantization when every channel admits it. */
-static inline int8_t dsp_output(int32_t sum, const edgec_conv_transpose_desc *d, int32_t c,
-                                int short_form, edgec_output_stage stage)
+/*
+ * Output gy of a widened gathered input, when C_in is a multiple of 4 (every tap's run starts on
+ * a group of 4): straight from the input into pixel slot `cols` (dsp_widen_row's layout), taps
+ * outside the image as the zero point's pairs. K_phase is then a multiple of 4: no tail.
+ */
+static void dsp_gather_columns(int8_t *cols, const edgec_conv_transpose_desc *d, const phase *p,
+                               const int8_t *input, pixel px)
 {
-    if (short_form) {
-        const edgec_dsp_requant q = edgec_dsp_requant_make(d->multiplier[c], d->shift[c],
-                                                           edgec_dsp_round_base(d->output_offset));
-        return (int8_t)EDGEC_MIN(EDGEC_MAX(edgec_dsp_requantize(sum, q), d->act_min), d->act_max);
+    const gather_range gy = gather_range_make(px.oy, &p->th, d->stride_h, d->dilation_h, d->pad_h, d->input_h);
+    const gather_range gx = gather_range_make(px.ox, &p->tw, d->stride_w, d->dilation_w, d->pad_w, d->input_w);
+    const int32_t c = d->input_c;
+    const int32_t zero_pairs = (int32_t)((uint16_t)(int16_t)-d->input_offset * 0x00010001u);
+    const int8_t *in_batch = input + px.b * d->input_h * d->input_w * c;
+    for (int32_t jh = 0; jh < p->th.count; jh++) {
+        const int inside_y = jh >= gy.first && jh < gy.last;
+        const int8_t *in_y = inside_y ? in_batch + (gy.origin - jh * p->th.in_step) * d->input_w * c : input;
+        for (int32_t jw = 0; jw < p->tw.count; jw++) {
+            if (inside_y && jw >= gx.first && jw < gx.last) {
+                const int8_t *src = in_y + (gx.origin - jw * p->tw.in_step) * c;
+                for (int32_t i = 0; i < c; i += 4, cols += 16) {
+                    int32_t x;
+                    memcpy(&x, src + i, 4);
+                    edgec_dsp_store_widened(cols, x);
+                }
+            } else {
+                for (int32_t i = 0; i < c; i += 4, cols += 16) {
+                    memcpy(cols, &zero_pairs, 4);
+                    memcpy(cols + 4, &zero_pairs, 4);
+                }
+            }
+        }
     }
-    return edgec_requantize_s8(sum, d->multiplier[c], d->shift[c], stage);
+}
+
+/* One pixel's gathered input widened into its slot of the columns (see dsp_widen_row). */
+static void dsp_gather(int8_t *cols, int8_t *row, const edgec_conv_transpose_desc *d,
+                       const phase *p, const int8_t *input, pixel px, int32_t padded_k)
+{
+    if (d->input_c % 4 == 0) {
+        dsp_gather_columns(cols, d, p, input, px);
+        return;
+    }
+    gather_row(row, d, p, input, px, padded_k);
+    dsp_widen_row(cols, row, padded_k);
+}
+
+/* Output y of channel c at pixels a and b from their sums: the short requantization (made once
+ * for both pixels) when every channel admits it, else the general one. */
+static inline void dsp_store_channel(int32_t sum_a, int32_t sum_b, const edgec_conv_transpose_desc *d,
+                                     int32_t c, int short_form, int32_t round_base,
+                                     edgec_output_stage stage, int8_t *out_a, int8_t *out_b)
+{
+    const int32_t m = d->multiplier[c];
+    const int32_t shift = d->shift[c];
+    if (short_form) {
+        const edgec_dsp_requant q = edgec_dsp_requant_make(m, shift, round_base);
+        const int32_t y_b = edgec_dsp_requantize(sum_b, q);
+        const int32_t y_a = edgec_dsp_requantize(sum_a, q);
+        out_b[c] = (int8_t)EDGEC_MIN(EDGEC_MAX(y_b, d->act_min), d->act_max);
+        out_a[c] = (int8_t)EDGEC_MIN(EDGEC_MAX(y_a, d->act_min), d->act_max);
+    } else {
+        out_b[c] = edgec_requantize_s8(sum_b, m, shift, stage);
+        out_a[c] = edgec_requantize_s8(sum_a, m, shift, stage);
+    }
 }
 
 edgec_status edgec_conv_transpose_s8_dsp(const edgec_conv_transpose_desc *desc,
@@ -319,6 +373,7 @@ edgec_status edgec_conv_transpose_s8_dsp(const edgec_conv_transpose_desc *desc,
     const int32_t out_c = d->output_c;
     const int32_t rows = (out_c + 1) / 2 * 2;
     const int short_form = edgec_dsp_requant_all_short(d->multiplier, d->shift, out_c);
+    const int32_t round_base = edgec_dsp_round_base(d->output_offset);
     const edgec_output_stage stage = edgec_output_stage_make(d->output_offset, d->act_min, d->act_max);
     const int8_t *phase_filter = d->filter;
     const int32_t *phase_bias = d->bias;
@@ -331,25 +386,23 @@ edgec_status edgec_conv_transpose_s8_dsp(const edgec_conv_transpose_desc *desc,
             int8_t *cols = scratch + padded_k;    /* 4 * padded_k: two pixels' int16 columns */
             pixel px = {0, p.th.start, p.tw.start};
             for (int32_t n = phase_pixels(d, &p); n > 0; n -= 2) {
-                int8_t *out_a = output_pixel(d, output, px);
-                gather_row(row, d, &p, input, px, padded_k);
-                dsp_widen_row(cols, row, padded_k);
+                const pixel px_a = px;
+                pixel px_b = px; /* a lone last pixel is its own pixel b */
                 pixel_next(&px, d, &p);
-                int8_t *out_b = out_a; /* a lone last pixel is its own pixel b */
                 if (n > 1) {
-                    out_b = output_pixel(d, output, px);
-                    gather_row(row, d, &p, input, px, padded_k);
+                    px_b = px;
                     pixel_next(&px, d, &p);
                 }
-                dsp_widen_row(cols + 8, row, padded_k);
+                int8_t *out_a = output_pixel(d, output, px_a);
+                int8_t *out_b = output_pixel(d, output, px_b);
+                dsp_gather(cols, row, d, &p, input, px_a, padded_k);
+                dsp_gather(cols + 8, row, d, &p, input, px_b, padded_k);
                 for (int32_t c = 0; c < out_c; c += 2) {
                     int32_t s[4] = {phase_bias[c], phase_bias[c], phase_bias[c + 1], phase_bias[c + 1]};
                     dsp_mac_2x2(phase_filter + c * padded_k, cols, padded_k / 4, s);
-                    out_b[c] = dsp_output(s[1], d, c, short_form, stage);
-                    out_a[c] = dsp_output(s[0], d, c, short_form, stage);
+                    dsp_store_channel(s[0], s[1], d, c, short_form, round_base, stage, out_a, out_b);
                     if (c + 1 < out_c) {
-                        out_b[c + 1] = dsp_output(s[3], d, c + 1, short_form, stage);
-                        out_a[c + 1] = dsp_output(s[2], d, c + 1, short_form, stage);
+                        dsp_store_channel(s[2], s[3], d, c + 1, short_form, round_base, stage, out_a, out_b);
                     }
                 }
             }
