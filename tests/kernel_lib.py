@@ -65,6 +65,14 @@ class ConvTransposeDesc(C.Structure):
         ("filter", C.POINTER(C.c_int8)), ("bias", C.POINTER(C.c_int32)),
         ("multiplier", C.POINTER(C.c_int32)), ("shift", C.POINTER(C.c_int32))]
 
+
+class AvgPool2dDesc(C.Structure):
+    """edgec_avg_pool2d_desc (edgec.ops.pool.avg_pool2d_desc gives the values)."""
+    _fields_ = [(name, C.c_int32) for name in (
+        "batches", "input_h", "input_w", "channels", "output_h", "output_w", "filter_h", "filter_w",
+        "stride_h", "stride_w", "pad_top", "pad_left", "count_include_pad", "divisor_override",
+        "act_min", "act_max")]
+
 def build_shared_library(out_dir: Path) -> Path:
     sources = sorted(str(p) for p in (RUNTIME / "src").rglob("*.c"))
     lib = out_dir / "libedgec_nn.so"

@@ -381,7 +381,7 @@ edgec_status edgec_clamp_s8(int8_t *data, int32_t size, int32_t act_min, int32_t
 edgec_status edgec_softmax_s8(const edgec_softmax_params *params, const int8_t *input,
                               int32_t num_rows, int32_t row_size, int8_t *output);
 
-/* ==== Transposed convolution (family: convt) ================================================= */
+/* ==== Transposed convolution and the remaining pooling forms (family: convt) ================= */
 
 /*
  * Transposed 2-D convolution (PyTorch ConvTranspose2d; ConvTranspose1d as H = 1) with TFLite's
@@ -464,7 +464,48 @@ edgec_status edgec_conv_transpose_s8_mve(const edgec_conv_transpose_desc *desc,
                                          const int8_t *input, int8_t *output, int8_t *scratch);
 #endif
 
-/* ==== end of transposed convolution ========================================================== */
+/*
+ * Average pooling with PyTorch's divisor rules (and TFLite's): edgec_avgpool_s8's arithmetic,
+ * sum over the taps inside the input, rounded half away from zero,
+ *   y = clamp(trunc_div(sum > 0 ? sum + n/2 : sum - n/2, n), act_min, act_max),
+ * with the divisor n:
+ *  - divisor_override > 0: that value (PyTorch's divisor_override);
+ *  - else count_include_pad = 1: PyTorch's count_include_pad=True, (hend - hstart) * (wend -
+ *    wstart) with hstart = oy * stride_h - pad_top, hend = min(hstart + filter_h, input_h +
+ *    pad_top) (the window clipped to the padded input, not to the input);
+ *  - else (0, 0): the in-bounds taps, as edgec_avgpool_s8 (TFLite's rule).
+ * ceil_mode=True is an output size: any output_h whose last window starts inside the input or
+ * its top/left padding ((output_h - 1) * stride_h - pad_top < input_h) is accepted, which is
+ * PyTorch's rule (it drops a last window that would start in the bottom/right padding); windows
+ * are clipped. Paths (portable, DSP, Helium) as edgec_avgpool_s8, bit-exact.
+ * Golden: edgec.ops.pool.avg_pool2d_s8 (divisor argument); values from edgec.ops.pool.
+ * avg_pool2d_desc. Scratch: none. EDGEC_ARG_ERROR as edgec_avgpool_s8, and for a negative
+ * divisor_override, count_include_pad outside 0..1, or a count_include_pad divisor that could
+ * pass INT32_MAX.
+ */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t channels;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t filter_h;
+    int32_t filter_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t count_include_pad; /* 0 or 1 */
+    int32_t divisor_override;  /* 0: none */
+    int32_t act_min;
+    int32_t act_max;
+} edgec_avg_pool2d_desc;
+
+edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *desc, const int8_t *input,
+                                 int8_t *output);
+
+/* ==== end of transposed convolution and pooling forms ========================================= */
 
 #ifdef __cplusplus
 }
