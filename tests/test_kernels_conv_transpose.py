@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes as C
 import struct
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pytest

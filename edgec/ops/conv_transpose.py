@@ -153,7 +153,8 @@ def conv_transpose_accumulator(x: np.ndarray, w: np.ndarray, *, input_zp: int, s
     cin_g = c_in // groups
     if cin_g * 128 * 255 * kh * kw >= _FLOAT64_EXACT:
         raise ValueError("reduction too long for the exact float64 accumulation")
-    full = [(size - 1) * s + d * (k - 1) + 1 + op for size, s, d, k, op in zip((h, wd), stride, dilation, (kh, kw), output_padding)]
+    full = [(size - 1) * s + d * (k - 1) + 1 + op
+            for size, s, d, k, op in zip((h, wd), stride, dilation, (kh, kw), output_padding)]
     acc = np.zeros((n, full[0], full[1], groups, cout_g), dtype=np.int64)
     xg = (x.astype(np.float64) - input_zp).reshape(n, h, wd, groups, cin_g)
     wg = w.reshape(groups, cin_g, cout_g, kh, kw).astype(np.float64)

@@ -220,6 +220,36 @@ static int packed_desc_valid(const edgec_conv_transpose_desc *d, const int8_t *i
            edgec_word_aligned(scratch);
 }
 
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/* n bytes copied / set 16 at a time, the last vector predicated: the runs are one tap's C_in
+ * bytes, where a library call would cost more than the copy. */
+static inline void copy_bytes(int8_t *dst, const int8_t *src, int32_t n)
+{
+    for (int32_t i = 0; i < n; i += 16) {
+        const mve_pred16_t lanes = vctp8q((uint32_t)(n - i));
+        vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, lanes), lanes);
+    }
+}
+
+static inline void fill_bytes(int8_t *dst, int8_t value, int32_t n)
+{
+    const int8x16_t values = vdupq_n_s8(value);
+    for (int32_t i = 0; i < n; i += 16) {
+        vstrbq_p_s8(dst + i, values, vctp8q((uint32_t)(n - i)));
+    }
+}
+#else
+static inline void copy_bytes(int8_t *dst, const int8_t *src, int32_t n)
+{
+    memcpy(dst, src, (size_t)n);
+}
+
+static inline void fill_bytes(int8_t *dst, int8_t value, int32_t n)
+{
+    memset(dst, value, (size_t)n);
+}
+#endif
+
 /*
  * Output pixel px's gathered input, K_phase int8 in the filter's (jh, jw, ic) order, into row;
  * taps outside the image read the input zero point (the folded bias expects it), and row's bytes
@@ -237,19 +267,19 @@ static void gather_row(int8_t *row, const edgec_conv_transpose_desc *d, const ph
     int8_t *dst = row;
     for (int32_t jh = 0; jh < p->th.count; jh++, dst += run) {
         if (jh < gy.first || jh >= gy.last) {
-            memset(dst, zero_point, (size_t)run);
+            fill_bytes(dst, zero_point, run);
             continue;
         }
         const int8_t *in_y = in_batch + (gy.origin - jh * p->th.in_step) * d->input_w * c;
         for (int32_t jw = 0; jw < p->tw.count; jw++) {
             if (jw < gx.first || jw >= gx.last) {
-                memset(dst + jw * c, zero_point, (size_t)c);
+                fill_bytes(dst + jw * c, zero_point, c);
             } else {
-                memcpy(dst + jw * c, in_y + (gx.origin - jw * p->tw.in_step) * c, (size_t)c);
+                copy_bytes(dst + jw * c, in_y + (gx.origin - jw * p->tw.in_step) * c, c);
             }
         }
     }
-    memset(row + p->k, 0, (size_t)(padded_k - p->k));
+    fill_bytes(row + p->k, 0, padded_k - p->k);
 }
 
 #endif /* packed paths */
