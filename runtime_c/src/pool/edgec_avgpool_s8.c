@@ -210,7 +210,8 @@ AVGPOOL_FLATTEN edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *de
         return EDGEC_ARG_ERROR;
     }
     /* The count_include_pad divisor, at most the padded extents' product, must fit int32. */
-    if ((int64_t)EDGEC_MIN(desc->filter_h, (int64_t)desc->input_h + 2 * (int64_t)desc->pad_top) *
+    if (desc->count_include_pad &&
+        (int64_t)EDGEC_MIN(desc->filter_h, (int64_t)desc->input_h + 2 * (int64_t)desc->pad_top) *
             EDGEC_MIN(desc->filter_w, (int64_t)desc->input_w + 2 * (int64_t)desc->pad_left) > INT32_MAX) {
         return EDGEC_ARG_ERROR;
     }
