@@ -52,6 +52,27 @@ class SoftmaxParams(C.Structure):
     _fields_ = [(name, C.c_int32) for name in ("input_multiplier", "input_left_shift", "diff_min")]
 
 
+
+CONV_TRANSPOSE_INT_FIELDS = (
+    "batches", "input_h", "input_w", "input_c", "output_h", "output_w", "output_c", "kernel_h", "kernel_w",
+    "stride_h", "stride_w", "pad_h", "pad_w", "output_padding_h", "output_padding_w", "dilation_h", "dilation_w",
+    "groups", "input_offset", "output_offset", "act_min", "act_max")
+
+
+class ConvTransposeDesc(C.Structure):
+    """edgec_conv_transpose_desc (edgec.ops.conv_transpose.conv_transpose_desc gives the values)."""
+    _fields_ = [(name, C.c_int32) for name in CONV_TRANSPOSE_INT_FIELDS] + [
+        ("filter", C.POINTER(C.c_int8)), ("bias", C.POINTER(C.c_int32)),
+        ("multiplier", C.POINTER(C.c_int32)), ("shift", C.POINTER(C.c_int32))]
+
+
+class AvgPool2dDesc(C.Structure):
+    """edgec_avg_pool2d_desc (edgec.ops.pool.avg_pool2d_desc gives the values)."""
+    _fields_ = [(name, C.c_int32) for name in (
+        "batches", "input_h", "input_w", "channels", "output_h", "output_w", "filter_h", "filter_w",
+        "stride_h", "stride_w", "pad_top", "pad_left", "count_include_pad", "divisor_override",
+        "act_min", "act_max")]
+
 def build_shared_library(out_dir: Path) -> Path:
     sources = sorted(str(p) for p in (RUNTIME / "src").rglob("*.c"))
     lib = out_dir / "libedgec_nn.so"

@@ -13,7 +13,7 @@ import numpy as np
 from edgec.errors import EdgecError
 from edgec.frontend import source_line
 from edgec.ir import Tensor
-from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, saturate_int8
+from edgec.numerics import INT8_MAX, INT8_MIN, INT32_MAX, activation_bounds, saturate_int8
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import annotate_shared
 from edgec.ops.conv import c_dims
@@ -55,11 +55,16 @@ def _taps(x: np.ndarray, kernel, stride, pad, out_hw) -> Iterator[tuple[np.ndarr
 
 
 def avg_pool2d_s8(x, *, kernel, stride, pad, out_hw, act_min: int = INT8_MIN,
-                  act_max: int = INT8_MAX) -> np.ndarray:
-    """Golden int8 average pool, bit-exact with edgec_avgpool_s8.
+                  act_max: int = INT8_MAX, divisor: str | int = "in_bounds") -> np.ndarray:
+    """Golden int8 average pool, bit-exact with edgec_avgpool_s8 (divisor "in_bounds") and
+    edgec_avg_pool2d_s8 (any divisor).
 
     x int8 NHWC; kernel=(kh, kw), stride=(sh, sw), pad=(pad_top, pad_left), out_hw=(Ho, Wo).
-    y = clamp(trunc_div(sum > 0 ? sum + n//2 : sum - n//2, n)) over the n in-bounds taps.
+    y = clamp(trunc_div(sum > 0 ? sum + n//2 : sum - n//2, n)), the sum over the in-bounds taps,
+    n by `divisor`: "in_bounds" the number of those taps (TFLite); "include_pad" PyTorch's
+    count_include_pad=True, (hend - hstart) * (wend - wstart) with hstart = oy*sh - pad_top and
+    hend = min(hstart + kh, H + pad_top) (the window clipped to the padded input); an int > 0
+    that value (PyTorch's divisor_override). ceil_mode is only an out_hw (pool_output_size).
     """
     x = np.asarray(x)
     total = None
@@ -68,10 +73,48 @@ def avg_pool2d_s8(x, *, kernel, stride, pad, out_hw, act_min: int = INT8_MIN,
         contrib = np.where(valid[None, :, :, None], values.astype(np.int64), 0)
         total = contrib if total is None else total + contrib
         count = valid.astype(np.int64) if count is None else count + valid
-    n = count[None, :, :, None]
+    n = _divisor(divisor, count, x.shape[1:3], kernel, stride, pad, out_hw)[None, :, :, None]
     num = np.where(total > 0, total + n // 2, total - n // 2)
     mean = np.sign(num) * (np.abs(num) // n)  # C truncating division
     return saturate_int8(mean, act_min, act_max)
+
+
+def _divisor(divisor, in_bounds: np.ndarray, in_hw, kernel, stride, pad, out_hw) -> np.ndarray:
+    """avg_pool2d_s8's [Ho, Wo] divisors."""
+    if divisor == "in_bounds":
+        return in_bounds
+    if divisor == "include_pad":
+        extents = []
+        for size, k, s, p, o in zip(in_hw, kernel, stride, pad, out_hw):
+            start = np.arange(o, dtype=np.int64) * s - p
+            extents.append(np.minimum(start + k, size + p) - start)
+        return extents[0][:, None] * extents[1][None, :]
+    if isinstance(divisor, (int, np.integer)) and not isinstance(divisor, bool) and 0 < divisor <= INT32_MAX:
+        return np.full(in_bounds.shape, int(divisor), dtype=np.int64)
+    raise ValueError(f"divisor must be 'in_bounds', 'include_pad' or a positive int32, got {divisor!r}")
+
+
+def pool_output_size(in_size: int, kernel: int, stride: int, pad: int, ceil_mode: bool = False) -> int:
+    """PyTorch's pooling output length: floor (or ceil) of (in + 2*pad - kernel) / stride, plus
+    1, less the last window with ceil_mode when it would start in the bottom/right padding."""
+    span = in_size + 2 * pad - kernel
+    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (out - 1) * stride >= in_size + pad:
+        out -= 1
+    return out
+
+
+def avg_pool2d_desc(input_shape, *, kernel, stride, pad, out_hw, divisor: str | int = "in_bounds",
+                    act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> dict:
+    """The field values of edgec_avg_pool2d_desc in declaration order, for avg_pool2d_s8's
+    arguments (NHWC input_shape; divisor as there)."""
+    n, h, w, c = (int(v) for v in input_shape)
+    _divisor(divisor, np.zeros((1, 1), np.int64), (h, w), kernel, stride, pad, (1, 1))  # validates it
+    return dict(batches=n, input_h=h, input_w=w, channels=c, output_h=int(out_hw[0]), output_w=int(out_hw[1]),
+                filter_h=int(kernel[0]), filter_w=int(kernel[1]), stride_h=int(stride[0]), stride_w=int(stride[1]),
+                pad_top=int(pad[0]), pad_left=int(pad[1]), count_include_pad=int(divisor == "include_pad"),
+                divisor_override=divisor if isinstance(divisor, (int, np.integer)) else 0,
+                act_min=int(act_min), act_max=int(act_max))
 
 
 def max_pool2d_s8(x, *, kernel, stride, pad, out_hw, act_min: int = INT8_MIN,

@@ -381,6 +381,132 @@ edgec_status edgec_clamp_s8(int8_t *data, int32_t size, int32_t act_min, int32_t
 edgec_status edgec_softmax_s8(const edgec_softmax_params *params, const int8_t *input,
                               int32_t num_rows, int32_t row_size, int8_t *output);
 
+/* ==== Transposed convolution and the remaining pooling forms (family: convt) ================= */
+
+/*
+ * Transposed 2-D convolution (PyTorch ConvTranspose2d; ConvTranspose1d as H = 1) with TFLite's
+ * int8 TRANSPOSE_CONV arithmetic (reference_integer_ops::TransposeConv), per-channel:
+ *   acc = bias[co] + sum over the input pixels i and taps k that reach output o of
+ *         (x[i] + input_offset) * w[k], modulo 2^32,
+ *   y = clamp(requantize(acc, multiplier[co], shift[co]) + output_offset, act_min, act_max),
+ * where input pixel i and tap k reach o = i * stride - pad + k * dilation (per axis). TFLite
+ * scatters into an int32 buffer of the whole output; these kernels gather each output pixel's
+ * terms instead (no such buffer): the same terms summed modulo 2^32 in another order, so the same
+ * bits. Golden: edgec.ops.conv_transpose.conv_transpose2d_s8; the descriptor's values come from
+ * edgec.ops.conv_transpose.conv_transpose_desc (filter re-laid per phase, see there).
+ * All fields are compile-time constants; generated code defines the descriptor static const.
+ */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t input_c;
+    int32_t output_h;          /* (input_h - 1) * stride_h - 2 * pad_h                      */
+    int32_t output_w;          /*   + dilation_h * (kernel_h - 1) + output_padding_h + 1     */
+    int32_t output_c;
+    int32_t kernel_h;
+    int32_t kernel_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_h;             /* PyTorch padding: removed from both ends of the output */
+    int32_t pad_w;
+    int32_t output_padding_h;  /* 0 <= output_padding < max(stride, dilation), as PyTorch */
+    int32_t output_padding_w;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t groups;            /* divides C_in and C_out; depthwise: groups == C_in */
+    int32_t input_offset;      /* -input zero point, in [-127, 128] */
+    int32_t output_offset;     /* output zero point, in [-128, 127] */
+    int32_t act_min;
+    int32_t act_max;
+    const int8_t *filter;      /* per phase (r_h, r_w) in raster order: [C_out][K_phase] rows */
+    const int32_t *bias;       /* portable: [C_out] or NULL; _dsp/_mve: folded per phase */
+    const int32_t *multiplier; /* [C_out] */
+    const int32_t *shift;      /* [C_out], -31..31 */
+} edgec_conv_transpose_desc;
+
+/*
+ * Portable C, any groups (1, depthwise with any channel multiplier, or in between). filter: for
+ * each phase (r_h = 0..stride_h-1, then r_w = 0..stride_w-1), the taps (ky, kx) with
+ * ky * dilation_h % stride_h == r_h (likewise kx), in (ky, kx) order; per output channel co,
+ * those taps' C_in/groups weights of co's group one after another: C_out rows of
+ * K_phase = taps_h * taps_w * C_in/groups bytes (edgec.ops.conv_transpose.conv_transpose_filter,
+ * isa "portable"). Scratch: none. Not in place.
+ * EDGEC_ARG_ERROR: a NULL pointer (bias excepted), non-positive dims, stride/dilation/groups < 1,
+ * a negative pad or output_padding, output_padding >= max(stride, dilation), an output size other
+ * than the formula above (or whose uncropped extent passes INT32_MAX), groups not dividing C_in and
+ * C_out, offsets outside their ranges, act bounds outside int8 or crossed, a shift outside -31..31
+ * or a negative multiplier.
+ */
+edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, const int8_t *input,
+                                     int8_t *output);
+
+/*
+ * edgec_conv_transpose_s8 on Arm cores with the DSP extension (2 output channels x 2 output
+ * pixels per SMLAD step) or Helium (4 x 2 per VMLADAVA step): groups must be 1; per phase the
+ * [C_out][K_phase] rows are laid out like edgec_conv_s8_dsp/_mve's packed filter (DSP: blocks of
+ * 2 rows, groups of 4 bytes; MVE: 4 rows, 16 bytes; zero-padded), phases one after another
+ * (conv_transpose_filter, isa "dsp"/"mve"); bias (required) is folded per phase: for each phase,
+ * bias[co] + input_offset * the sum of co's weights in that phase, zero-padded to whole blocks
+ * (conv_transpose_bias). filter, bias and scratch word-aligned. scratch (required, apart from
+ * input and output): EDGEC_CONV_TRANSPOSE_S8_DSP/MVE_SCRATCH_BYTES(k) with k the largest
+ * K_phase (edgec.ops.conv_transpose.conv_transpose_scratch_bytes). Same results, bit for bit.
+ * Declared only where the build's -mcpu has the extension.
+ */
+#define EDGEC_CONV_TRANSPOSE_S8_DSP_SCRATCH_BYTES(k) (5 * (((k) + 3) / 4 * 4))
+#define EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES(k) (2 * (((k) + 15) / 16 * 16))
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_conv_transpose_s8_dsp(const edgec_conv_transpose_desc *desc,
+                                         const int8_t *input, int8_t *output, int8_t *scratch);
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_conv_transpose_s8_mve(const edgec_conv_transpose_desc *desc,
+                                         const int8_t *input, int8_t *output, int8_t *scratch);
+#endif
+
+/*
+ * Average pooling with PyTorch's divisor rules (and TFLite's): edgec_avgpool_s8's arithmetic,
+ * sum over the taps inside the input, rounded half away from zero,
+ *   y = clamp(trunc_div(sum > 0 ? sum + n/2 : sum - n/2, n), act_min, act_max),
+ * with the divisor n:
+ *  - divisor_override > 0: that value (PyTorch's divisor_override);
+ *  - else count_include_pad = 1: PyTorch's count_include_pad=True, (hend - hstart) * (wend -
+ *    wstart) with hstart = oy * stride_h - pad_top, hend = min(hstart + filter_h, input_h +
+ *    pad_top) (the window clipped to the padded input, not to the input);
+ *  - else (0, 0): the in-bounds taps, as edgec_avgpool_s8 (TFLite's rule).
+ * ceil_mode=True is an output size: any output_h whose last window starts inside the input or
+ * its top/left padding ((output_h - 1) * stride_h - pad_top < input_h) is accepted, which is
+ * PyTorch's rule (it drops a last window that would start in the bottom/right padding); windows
+ * are clipped. Paths (portable, DSP, Helium) as edgec_avgpool_s8, bit-exact.
+ * Golden: edgec.ops.pool.avg_pool2d_s8 (divisor argument); values from edgec.ops.pool.
+ * avg_pool2d_desc. Scratch: none. EDGEC_ARG_ERROR as edgec_avgpool_s8, and for a negative
+ * divisor_override, count_include_pad outside 0..1, or a count_include_pad divisor that could
+ * pass INT32_MAX.
+ */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t channels;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t filter_h;
+    int32_t filter_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t count_include_pad; /* 0 or 1 */
+    int32_t divisor_override;  /* 0: none */
+    int32_t act_min;
+    int32_t act_max;
+} edgec_avg_pool2d_desc;
+
+edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *desc, const int8_t *input,
+                                 int8_t *output);
+
+/* ==== end of transposed convolution and pooling forms ========================================= */
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,9 +3,12 @@
  * at a time on Helium (Cortex-M55: VLDRB.S32 and VADD per tap) and with the DSP extension
  * (Cortex-M4/M7/M33: two SXTAB16 per tap, into int16 halves, for windows of up to 256 taps).
  *
- * Each output is the mean of the taps that fall inside the input (padding is excluded from both
- * the sum and the count), rounded half away from zero exactly as TFLite/CMSIS-NN do:
- *   y = clamp(trunc_div(sum > 0 ? sum + n/2 : sum - n/2, n), act_min, act_max).
+ * Each output is a window's sum divided by a divisor and rounded half away from zero exactly as
+ * TFLite/CMSIS-NN do:
+ *   y = clamp(trunc_div(sum > 0 ? sum + n/2 : sum - n/2, n), act_min, act_max),
+ * the sum over the taps inside the input. edgec_avgpool_s8's divisor n is the number of those
+ * taps (TFLite's rule: padding excluded); edgec_avg_pool2d_s8's may also be PyTorch's
+ * count_include_pad rule or its divisor_override (edgec_nn.h).
  * Input and output share scale and zero point, so no requantization is needed.
  * Golden: edgec.ops.pool.avg_pool2d_s8.
  */
@@ -13,6 +16,15 @@
 #include "../support/edgec_support.h"
 
 #include <string.h>
+
+/* Both entry points inline every helper (the support header's checks too), as edgec_avgpool_s8
+ * did when it was their only caller: its code, and so its instruction counts, stay what they
+ * were. */
+#if defined(__GNUC__)
+#define AVGPOOL_FLATTEN __attribute__((flatten))
+#else
+#define AVGPOOL_FLATTEN
+#endif
 
 static int avgpool_args_valid(const edgec_pool_params *params, const edgec_dims *input_dims,
                               const int8_t *input, const edgec_dims *output_dims, const int8_t *output)
@@ -82,6 +94,14 @@ static void window_sum_four(const int8_t *p, int32_t rows, int32_t cols, int32_t
 }
 #endif
 
+/* PyTorch's count_include_pad divisor along one axis: the window at output o clipped to the
+ * padded input [-pad, in_size + pad), not to the input itself. */
+static inline int32_t padded_extent(int32_t o, int32_t stride, int32_t pad, int32_t filter, int32_t in_size)
+{
+    const int32_t origin = o * stride - pad;
+    return EDGEC_MIN(origin + filter, in_size + pad) - origin;
+}
+
 /* Round-half-away-from-zero mean; C99 `/` truncates toward zero, which this relies on. */
 static int32_t rounded_mean(int32_t sum, int32_t count)
 {
@@ -89,15 +109,18 @@ static int32_t rounded_mean(int32_t sum, int32_t count)
     return (sum > 0 ? sum + half : sum - half) / count;
 }
 
-edgec_status edgec_avgpool_s8(const edgec_pool_params *params, const edgec_dims *input_dims,
-                              const int8_t *input, const edgec_dims *output_dims, int8_t *output)
+/*
+ * The pooling loop. divisor_override > 0: every output divides by it; else count_include_pad:
+ * by the window's extent clipped to the padded input (PyTorch); else by its in-bounds taps.
+ * Inlined with constant modes, so edgec_avgpool_s8 compiles to the loop it always had.
+ */
+static inline void avgpool(const edgec_pool_params *params, const edgec_dims *input_dims,
+                           const int8_t *input, const edgec_dims *output_dims, int8_t *output,
+                           int32_t count_include_pad, int32_t divisor_override)
 {
     int32_t n, oy, ox, c;
     int32_t in_h, in_w, channels, out_h, out_w, row_stride;
 
-    if (!avgpool_args_valid(params, input_dims, input, output_dims, output)) {
-        return EDGEC_ARG_ERROR;
-    }
     in_h = input_dims->h;
     in_w = input_dims->w;
     channels = input_dims->c;
@@ -112,10 +135,17 @@ edgec_status edgec_avgpool_s8(const edgec_pool_params *params, const edgec_dims 
             int32_t y0, y1;
             edgec_pool_window(oy, params->stride_h, params->pad_top, params->filter_h, in_h, &y0, &y1);
             for (ox = 0; ox < out_w; ++ox) {
-                int32_t x0, x1, count;
+                int32_t x0, x1, count, divisor;
                 const int8_t *window;
                 edgec_pool_window(ox, params->stride_w, params->pad_left, params->filter_w, in_w, &x0, &x1);
                 count = (y1 - y0) * (x1 - x0);
+                divisor = count;
+                if (divisor_override > 0) {
+                    divisor = divisor_override;
+                } else if (count_include_pad) {
+                    divisor = padded_extent(oy, params->stride_h, params->pad_top, params->filter_h, in_h) *
+                              padded_extent(ox, params->stride_w, params->pad_left, params->filter_w, in_w);
+                }
                 window = image + y0 * row_stride + x0 * channels;
                 c = 0;
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
@@ -124,7 +154,7 @@ edgec_status edgec_avgpool_s8(const edgec_pool_params *params, const edgec_dims 
                     vstrwq_s32(sums, window_sum_four(window + c, y1 - y0, x1 - x0, row_stride, channels,
                                                      vctp32q((uint32_t)(channels - c))));
                     for (int32_t i = 0; i < EDGEC_MIN(4, channels - c); ++i) {
-                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i], count), params->act_min, params->act_max);
+                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i], divisor), params->act_min, params->act_max);
                     }
                 }
 #elif defined(__ARM_FEATURE_DSP)
@@ -132,16 +162,59 @@ edgec_status edgec_avgpool_s8(const edgec_pool_params *params, const edgec_dims 
                     int32_t sums[4];
                     window_sum_four(window + c, y1 - y0, x1 - x0, row_stride, channels, sums);
                     for (int32_t i = 0; i < 4; ++i) {
-                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i], count), params->act_min, params->act_max);
+                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i], divisor), params->act_min, params->act_max);
                     }
                 }
 #endif
                 for (; c < channels; ++c) {
                     const int32_t sum = window_sum(window + c, y1 - y0, x1 - x0, row_stride, channels);
-                    *output++ = edgec_clamp_to_s8(rounded_mean(sum, count), params->act_min, params->act_max);
+                    *output++ = edgec_clamp_to_s8(rounded_mean(sum, divisor), params->act_min, params->act_max);
                 }
             }
         }
     }
+}
+
+AVGPOOL_FLATTEN edgec_status edgec_avgpool_s8(const edgec_pool_params *params, const edgec_dims *input_dims,
+                              const int8_t *input, const edgec_dims *output_dims, int8_t *output)
+{
+    if (!avgpool_args_valid(params, input_dims, input, output_dims, output)) {
+        return EDGEC_ARG_ERROR;
+    }
+    avgpool(params, input_dims, input, output_dims, output, 0, 0);
+    return EDGEC_OK;
+}
+
+AVGPOOL_FLATTEN edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *desc, const int8_t *input, int8_t *output)
+{
+    edgec_pool_params params;
+    edgec_dims input_dims, output_dims;
+    if (desc == NULL || desc->divisor_override < 0 || desc->count_include_pad < 0 || desc->count_include_pad > 1) {
+        return EDGEC_ARG_ERROR;
+    }
+    params.stride_h = desc->stride_h;
+    params.stride_w = desc->stride_w;
+    params.pad_top = desc->pad_top;
+    params.pad_left = desc->pad_left;
+    params.filter_h = desc->filter_h;
+    params.filter_w = desc->filter_w;
+    params.act_min = desc->act_min;
+    params.act_max = desc->act_max;
+    input_dims.n = output_dims.n = desc->batches;
+    input_dims.h = desc->input_h;
+    input_dims.w = desc->input_w;
+    output_dims.h = desc->output_h;
+    output_dims.w = desc->output_w;
+    input_dims.c = output_dims.c = desc->channels;
+    if (!avgpool_args_valid(&params, &input_dims, input, &output_dims, output)) {
+        return EDGEC_ARG_ERROR;
+    }
+    /* The count_include_pad divisor, at most the padded extents' product, must fit int32. */
+    if (desc->count_include_pad &&
+        (int64_t)EDGEC_MIN(desc->filter_h, (int64_t)desc->input_h + 2 * (int64_t)desc->pad_top) *
+            EDGEC_MIN(desc->filter_w, (int64_t)desc->input_w + 2 * (int64_t)desc->pad_left) > INT32_MAX) {
+        return EDGEC_ARG_ERROR;
+    }
+    avgpool(&params, &input_dims, input, &output_dims, output, desc->count_include_pad, desc->divisor_override);
     return EDGEC_OK;
 }

@@ -1,0 +1,217 @@
+"""Transposed 2-D convolution (nn.ConvTranspose2d, and ConvTranspose1d as H = 1): golden int8
+kernel, filter re-layout and descriptor builder.
+
+C kernels: runtime_c/src/conv/edgec_conv_transpose_s8.c (portable, any groups; _dsp and _mve for
+groups 1). Arithmetic: TFLite's int8 TRANSPOSE_CONV with per-channel quantization
+(tensorflow/lite/kernels/internal/reference/integer_ops/transpose_conv.h, TransposeConv): every
+input pixel scatters (x + input_offset) * w into an int32 buffer of the whole output, then per
+output element bias is added, MultiplyByQuantizedMultiplier (edgec.numerics.requantize is the same
+function: gemmlowp's SaturatingRoundingDoublingHighMul rounds exactly like arm_nn's
+doubling_high_mult_no_sat for non-negative multipliers), the output offset, and the clamp. The
+geometry is PyTorch's: input pixel i and tap k reach output o = i * stride - pad + k * dilation,
+kept when 0 <= o < out = (H - 1) * stride - 2 * pad + dilation * (K - 1) + output_padding + 1;
+groups split C_in and C_out (depthwise: groups == C_in, any channel multiplier).
+
+Gather instead of scatter: the C kernels compute each output pixel from the input pixels and taps
+that reach it, so they need no int32 buffer of the output. The result is the same bits: each
+output element is the same multiset of int32 products summed modulo 2^32 (TFLite's int32 adds
+wrap, edgec's accumulate in uint32), and addition modulo 2^32 is associative and commutative, so
+the order does not matter; bias and the folded input offset move through the sum the same way.
+
+Phases: output o along an axis is reached by taps k with k * dilation == o + pad (mod stride),
+i.e. one "phase" r = (o + pad) mod stride selects a fixed tap list (conv_transpose_phase_taps), and
+consecutive taps of that list read input pixels dilation / gcd(stride, dilation) apart. The
+filter is re-laid per phase (r_h, r_w) as rows [C_out][taps_h * taps_w * C_in/groups] so that an
+output pixel's gather is one contiguous dot product per channel, as a convolution's would be.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.numerics import INT8_MAX, INT8_MIN
+from edgec.ops.conv import CONV_BLOCKING, conv_output_stage
+from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows
+
+PORTABLE = "portable"
+# Rows of the portable kernel's filter: one channel's taps after another, no padding.
+_PLAIN = RowBlocking(rows=1, group=1)
+# float64 is exact for integers below 2^53: the golden's matmuls stay below it when
+# C_in/groups * 128 * 255 * taps does (checked).
+_FLOAT64_EXACT = 2**53
+
+
+def conv_transpose_output_size(in_size: int, kernel: int, stride: int, pad: int, output_padding: int,
+                               dilation: int) -> int:
+    """PyTorch's ConvTranspose output length along one axis; ValueError for a geometry PyTorch
+    rejects (output_padding must be smaller than stride or dilation) or an empty output."""
+    if in_size < 1 or kernel < 1 or stride < 1 or dilation < 1 or pad < 0 or output_padding < 0:
+        raise ValueError(f"bad transposed conv geometry: in={in_size} kernel={kernel} stride={stride} "
+                         f"pad={pad} dilation={dilation} output_padding={output_padding}")
+    if output_padding >= max(stride, dilation):
+        raise ValueError(f"output_padding {output_padding} must be smaller than stride {stride} or "
+                         f"dilation {dilation}")
+    out = (in_size - 1) * stride - 2 * pad + dilation * (kernel - 1) + output_padding + 1
+    if out < 1:
+        raise ValueError(f"empty transposed conv output along an axis: {out}")
+    return out
+
+
+def conv_transpose_phase_taps(kernel: int, stride: int, dilation: int) -> list[list[int]]:
+    """Per phase r in 0..stride-1, the taps k (ascending) with k * dilation % stride == r."""
+    return [[k for k in range(kernel) if k * dilation % stride == r] for r in range(stride)]
+
+
+def _check_groups(c_in: int, c_out: int, groups: int) -> None:
+    if groups < 1 or c_in % groups or c_out % groups:
+        raise ValueError(f"groups={groups} must divide C_in={c_in} and C_out={c_out}")
+
+
+def conv_transpose_phase_rows(w: np.ndarray, *, stride, dilation, groups: int) -> list[np.ndarray]:
+    """PyTorch's ConvTranspose2d weight [C_in, C_out/groups, KH, KW] as one [C_out, K_phase] int8
+    matrix per phase (r_h, r_w), phases in raster order: row co holds, for each tap (ky, kx) of the
+    phase in (ky, kx) order, w[g * C_in/groups + i, co - g * C_out/groups, ky, kx] over i (the
+    C_in/groups input channels of co's group g). K_phase = taps_h * taps_w * C_in/groups; a phase
+    without taps has K_phase = 0."""
+    w = np.asarray(w)
+    if w.dtype != np.int8 or w.ndim != 4:
+        raise ValueError(f"expected an int8 [C_in, C_out/groups, KH, KW] filter, got {w.dtype} {w.shape}")
+    c_in, cout_g, kh, kw = w.shape
+    _check_groups(c_in, cout_g * groups, groups)
+    cin_g = c_in // groups
+    # [G, C_in/G, C_out/G, KH, KW] -> [G, C_out/G, KH, KW, C_in/G] -> [C_out, KH, KW, C_in/G]
+    ohwi = w.reshape(groups, cin_g, cout_g, kh, kw).transpose(0, 2, 3, 4, 1).reshape(groups * cout_g, kh, kw, cin_g)
+    rows = []
+    for taps_h in conv_transpose_phase_taps(kh, stride[0], dilation[0]):
+        for taps_w in conv_transpose_phase_taps(kw, stride[1], dilation[1]):
+            rows.append(ohwi[:, taps_h][:, :, taps_w].reshape(groups * cout_g, -1))
+    return rows
+
+
+def conv_transpose_filter(w: np.ndarray, *, stride, dilation, groups: int = 1, isa: str = PORTABLE) -> np.ndarray:
+    """The filter as edgec_conv_transpose_s8 (isa "portable") or its _dsp / _mve forms read it:
+    the phases' conv_transpose_phase_rows one after another, each phase plain (portable) or laid
+    out by interleave_rows with the generic conv's blocking (DSP: 2 rows, groups of 4 bytes; MVE:
+    4 rows, groups of 16 bytes). Flat int8."""
+    blocking = _blocking(isa, groups)
+    parts = [interleave_rows(rows, blocking) for rows in
+             conv_transpose_phase_rows(w, stride=stride, dilation=dilation, groups=groups)]
+    return np.concatenate(parts).astype(np.int8)
+
+
+def conv_transpose_bias(bias, w: np.ndarray, input_zp: int, *, stride, dilation, groups: int = 1,
+                        isa: str = PORTABLE) -> np.ndarray | None:
+    """The bias the kernel reads: the portable kernel's is the int32 bias itself (or None); the
+    _dsp/_mve kernels' is folded per phase: for each phase, bias[co] - input_zp * (the sum of
+    co's taps in that phase), wrapped to int32 and zero-padded to whole blocks (blocked_bias)."""
+    blocking = _blocking(isa, groups)
+    if isa == PORTABLE:
+        return None if bias is None else np.ascontiguousarray(bias, dtype=np.int32)
+    return np.concatenate([blocked_bias(bias, rows, input_zp, blocking.rows) for rows in
+                           conv_transpose_phase_rows(w, stride=stride, dilation=dilation, groups=groups)])
+
+
+def _blocking(isa: str, groups: int) -> RowBlocking:
+    if isa == PORTABLE:
+        return _PLAIN
+    if isa not in (DSP, MVE):
+        raise ValueError(f"unknown kernel family {isa!r}")
+    if groups != 1:
+        raise ValueError("the _dsp/_mve transposed conv kernels take groups=1 only")
+    return CONV_BLOCKING[isa]
+
+
+def conv_transpose_scratch_bytes(isa: str, weight_shape, *, stride, dilation) -> int:
+    """Scratch bytes of edgec_conv_transpose_s8 (none) or _dsp/_mve, from the largest phase's K
+    (groups 1): DSP the int8 row of one pixel plus two pixels' int16 columns, 5 bytes per tap
+    rounded to 4 (EDGEC_CONV_TRANSPOSE_S8_DSP_SCRATCH_BYTES); MVE two int8 rows rounded to 16
+    (EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES)."""
+    if isa == PORTABLE:
+        return 0
+    c_in, _, kh, kw = weight_shape
+    k = c_in * max(len(t) for t in conv_transpose_phase_taps(kh, stride[0], dilation[0])) * \
+        max(len(t) for t in conv_transpose_phase_taps(kw, stride[1], dilation[1]))
+    padded = CONV_BLOCKING[isa].padded_k(k)
+    return 5 * padded if isa == DSP else 2 * padded
+
+
+def conv_transpose_accumulator(x: np.ndarray, w: np.ndarray, *, input_zp: int, stride=(1, 1), pad=(0, 0),
+                               output_padding=(0, 0), dilation=(1, 1), groups: int = 1, out_hw) -> np.ndarray:
+    """The exact (unwrapped, int64) sums sum (x - input_zp) * w of a transposed conv, [N, Ho, Wo,
+    C_out], in scatter form: each tap (ky, kx) adds the [N, H, W, C_out] products of every input
+    pixel at o = i * stride - pad + k * dilation (one exact float64 matmul per tap and group), into
+    a buffer of the uncropped output, which is then cropped by pad."""
+    x = np.asarray(x)
+    w = np.asarray(w)
+    n, h, wd, c_in = x.shape
+    c_in_w, cout_g, kh, kw = w.shape
+    if x.dtype != np.int8 or w.dtype != np.int8 or c_in_w != c_in:
+        raise ValueError(f"need int8 NHWC x and int8 [C_in, C_out/groups, KH, KW] w, got {x.shape}, {w.shape}")
+    _check_groups(c_in, cout_g * groups, groups)
+    expected = tuple(conv_transpose_output_size(*a) for a in zip((h, wd), (kh, kw), stride, pad, output_padding, dilation))
+    if tuple(out_hw) != expected:
+        raise ValueError(f"out_hw {tuple(out_hw)} is not the ConvTranspose2d output size {expected}")
+    cin_g = c_in // groups
+    if cin_g * 128 * 255 * kh * kw >= _FLOAT64_EXACT:
+        raise ValueError("reduction too long for the exact float64 accumulation")
+    full = [(size - 1) * s + d * (k - 1) + 1 + op
+            for size, s, d, k, op in zip((h, wd), stride, dilation, (kh, kw), output_padding)]
+    acc = np.zeros((n, full[0], full[1], groups, cout_g), dtype=np.int64)
+    xg = (x.astype(np.float64) - input_zp).reshape(n, h, wd, groups, cin_g)
+    wg = w.reshape(groups, cin_g, cout_g, kh, kw).astype(np.float64)
+    for ky in range(kh):
+        for kx in range(kw):
+            products = np.einsum("nhwgi,gio->nhwgo", xg, wg[..., ky, kx]).astype(np.int64)
+            y0, x0 = ky * dilation[0], kx * dilation[1]
+            acc[:, y0:y0 + (h - 1) * stride[0] + 1:stride[0], x0:x0 + (wd - 1) * stride[1] + 1:stride[1]] += products
+    acc = acc.reshape(n, full[0], full[1], groups * cout_g)
+    return acc[:, pad[0]:pad[0] + out_hw[0], pad[1]:pad[1] + out_hw[1]]
+
+
+def conv_transpose2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *, input_zp: int,
+                        output_zp: int, stride=(1, 1), pad=(0, 0), output_padding=(0, 0), dilation=(1, 1),
+                        groups: int = 1, out_hw, act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> np.ndarray:
+    """Golden int8 transposed convolution, bit-exact with edgec_conv_transpose_s8 (and _dsp/_mve).
+
+    x int8 NHWC [N, H, W, C_in]; w int8 in PyTorch's ConvTranspose2d layout [C_in, C_out/groups,
+    KH, KW]; bias int32 [C_out] or None; multiplier/shift [C_out] (QuantizeMultiplier); pad,
+    output_padding, stride, dilation as PyTorch's (pad on both sides); out_hw must be PyTorch's
+    output size. Per output element (TFLite TransposeConv):
+      acc = wrap32(sum over (i, k) reaching it of (x[i] - input_zp) * w[k]  +  bias[co])
+      y = clamp(requantize(acc, multiplier[co], shift[co]) + output_zp, act_min, act_max).
+    Returns int8 [N, Ho, Wo, C_out].
+    """
+    c_out = np.asarray(w).shape[1] * groups
+    if len(multiplier) != c_out or len(shift) != c_out or (bias is not None and len(bias) != c_out):
+        raise ValueError("multiplier, shift and bias need one entry per output channel")
+    if not (INT8_MIN <= input_zp <= INT8_MAX and INT8_MIN <= output_zp <= INT8_MAX):
+        raise ValueError("zero points must be int8")
+    if not INT8_MIN <= act_min <= act_max <= INT8_MAX:
+        raise ValueError("need -128 <= act_min <= act_max <= 127")
+    acc = conv_transpose_accumulator(x, w, input_zp=input_zp, stride=stride, pad=pad, output_padding=output_padding,
+                                     dilation=dilation, groups=groups, out_hw=out_hw)
+    return conv_output_stage(acc, bias, multiplier, shift, output_zp, act_min, act_max)
+
+
+def conv_transpose_desc(input_shape, w: np.ndarray, bias, multiplier, shift, *, input_zp: int, output_zp: int,
+                        stride=(1, 1), pad=(0, 0), output_padding=(0, 0), dilation=(1, 1), groups: int = 1,
+                        act_min: int = INT8_MIN, act_max: int = INT8_MAX, isa: str = PORTABLE) -> dict:
+    """The field values of edgec_conv_transpose_desc, in declaration order, for the kernel of
+    `isa` (PORTABLE: edgec_conv_transpose_s8, DSP/MVE: its _dsp/_mve forms): ints, and numpy
+    arrays for the pointer fields (filter re-laid by conv_transpose_filter, bias by
+    conv_transpose_bias -- None for "no bias" on the portable kernel)."""
+    n, h, wd, c_in = (int(v) for v in input_shape)
+    w = np.asarray(w)
+    _, cout_g, kh, kw = w.shape
+    out_h, out_w = (conv_transpose_output_size(*a) for a in zip((h, wd), (kh, kw), stride, pad, output_padding, dilation))
+    layout = dict(stride=stride, dilation=dilation, groups=groups, isa=isa)
+    return dict(
+        batches=n, input_h=h, input_w=wd, input_c=c_in, output_h=out_h, output_w=out_w, output_c=cout_g * groups,
+        kernel_h=kh, kernel_w=kw, stride_h=stride[0], stride_w=stride[1], pad_h=pad[0], pad_w=pad[1],
+        output_padding_h=output_padding[0], output_padding_w=output_padding[1],
+        dilation_h=dilation[0], dilation_w=dilation[1], groups=groups,
+        input_offset=-int(input_zp), output_offset=int(output_zp), act_min=int(act_min), act_max=int(act_max),
+        filter=conv_transpose_filter(w, **layout),
+        bias=conv_transpose_bias(bias, w, input_zp, **layout),
+        multiplier=np.ascontiguousarray(multiplier, dtype=np.int32),
+        shift=np.ascontiguousarray(shift, dtype=np.int32))
+
