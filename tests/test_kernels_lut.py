@@ -312,6 +312,28 @@ def test_requantize_table_is_tflites_arithmetic(s_in, zp_in, s_out, zp_out):
     np.testing.assert_array_equal(table, expected)
 
 
+@pytest.mark.parametrize("ratio", [1 - 2.0**-33, 1 - 2.0**-31, 1 - 2.0**-30, 2.0**-31, 2.0**-31 * 1.5, 2.0**-32,
+                                   2.0**-40, 2.0**22, 2.0**22 * (1 - 2.0**-40), 0.5, 1.0, 3.0, 1 / 3])
+@pytest.mark.parametrize("zp_in, zp_out", [(-128, 127), (127, -128), (0, 0)])
+def test_integer_tables_at_extreme_multipliers(ratio, zp_in, zp_out):
+    """Multipliers that round up to 2^31 (renormalised), that reach 2^31 - 1, right shifts of 31
+    and below (flushed to zero), left shifts up to the overflow bound."""
+    try:
+        table = lut_table("requantize", ratio, zp_in, 1.0, zp_out)
+    except ValueError:
+        assert ratio * max(127 - zp_in, zp_in + 128) > 2.0**30
+    else:
+        np.testing.assert_array_equal(table, [ref_requantize(q, ratio, zp_in, 1.0, zp_out) for q in range(-128, 128)])
+    for slope in (ratio, -ratio):
+        try:
+            table = lut_table("leaky_relu", 1.0, zp_in, 1.0, zp_out, negative_slope=slope)
+        except ValueError:
+            assert abs(float(np.float32(slope))) * (zp_in + 128) > 2.0**30
+        else:
+            expected = [ref_leaky_relu(q, 1.0, zp_in, 1.0, zp_out, slope) for q in range(-128, 128)]
+            np.testing.assert_array_equal(table, expected)
+
+
 def test_integer_tables_on_exact_ratios():
     """Power-of-two ratios make MBQM land on exact .5 ties: ratio 1/2 is multiplier 2^30 with no
     right shift, so SRDHM alone rounds, ties up; ratio 1/4 adds a right shift by one, whose
