@@ -73,6 +73,23 @@ class AvgPool2dDesc(C.Structure):
         "stride_h", "stride_w", "pad_top", "pad_left", "count_include_pad", "divisor_override",
         "act_min", "act_max")]
 
+# lut family: field names and order as the dicts of edgec.ops.lut.lut_desc,
+# edgec.ops.softmax.softmax_axis_desc and log_softmax_desc.
+class LutDesc(C.Structure):
+    _fields_ = [("size", C.c_int32), ("table", C.POINTER(C.c_int8))]
+
+
+class SoftmaxDesc(C.Structure):
+    _fields_ = [(name, C.c_int32) for name in (
+        "outer", "axis_size", "inner", "input_multiplier", "input_left_shift", "diff_min")]
+
+
+class LogSoftmaxDesc(C.Structure):
+    _fields_ = [(name, C.c_int32) for name in (
+        "outer", "axis_size", "inner", "input_multiplier", "input_left_shift", "reverse_scaling_divisor",
+        "reverse_scaling_right_shift", "diff_min")]
+
+
 def build_shared_library(out_dir: Path) -> Path:
     sources = sorted(str(p) for p in (RUNTIME / "src").rglob("*.c"))
     lib = out_dir / "libedgec_nn.so"

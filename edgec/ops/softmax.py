@@ -1,8 +1,13 @@
-"""Softmax over the last dimension: golden int8 kernel, its compile-time parameters and the op unit.
+"""Softmax and log_softmax: golden int8 kernels, their compile-time parameters and the op unit.
 
-C kernel: runtime_c/src/softmax/edgec_softmax_s8.c. Bit-exact with TFLite Micro's reference int8
-softmax (reference_ops::Softmax with SoftmaxParams from PreprocessSoftmaxScaling) and CMSIS-NN's
-arm_softmax_s8 / arm_nn_softmax_common_s8. Output qparams are fixed: scale 1/256, zero point -128.
+C kernels: runtime_c/src/softmax/edgec_softmax_s8.c (edgec_softmax_s8 over rows of the last
+dimension, edgec_softmax_axis_s8 and edgec_log_softmax_s8 over any axis). Softmax is bit-exact with
+TFLite Micro's reference int8 softmax (reference_ops::Softmax with SoftmaxParams from
+PreprocessSoftmaxScaling) and CMSIS-NN's arm_softmax_s8 / arm_nn_softmax_common_s8. Output qparams
+are fixed: scale 1/256, zero point -128. log_softmax: see log_softmax_s8 below.
+
+Any axis: a tensor is viewed as [outer][axis_size][inner] (element (o, a, i) at
+(o * axis_size + a) * inner + i) and each of the outer * inner strided rows is one row below.
 
 Per row (all values int32, gemmlowp fixed point):
   diff = x - max(row); elements with diff < diff_min contribute nothing and output -128.
@@ -25,7 +30,8 @@ import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.frontend import source_line
-from edgec.numerics import INT8_MAX, INT8_MIN, INT32_MAX, INT32_MIN, divide_by_power_of_two, round_half_away
+from edgec.numerics import (INT8_MAX, INT8_MIN, INT32_MAX, INT32_MIN, divide_by_power_of_two, quantize_multiplier,
+                            requantize, round_half_away)
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import activation_inputs, annotate, fixed_qspec
 from edgec.torch_ops import SOFTMAXES
@@ -75,8 +81,9 @@ def _srdhm(a: np.ndarray, b) -> np.ndarray:
     return np.minimum((a * b + (1 << 30)) >> 31, INT32_MAX)
 
 
-def _saturating_shift_left(x: np.ndarray, exponent: int) -> np.ndarray:
-    """gemmlowp SaturatingRoundingMultiplyByPOT<exponent> for exponent > 0."""
+def _saturating_shift_left(x: np.ndarray, exponent) -> np.ndarray:
+    """gemmlowp SaturatingRoundingMultiplyByPOT<exponent> (TFLite's ...Param form) for exponents
+    >= 0, an int or an array: exponent 0 leaves x unchanged."""
     threshold = (1 << (31 - exponent)) - 1
     return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, x << exponent))
 
@@ -101,10 +108,15 @@ def _exp_on_negative_values(a: np.ndarray) -> np.ndarray:
     return np.where(a == 0, INT32_MAX, result)
 
 
+def _rounding_half_sum(a: np.ndarray, b) -> np.ndarray:
+    """gemmlowp RoundingHalfSum: (a + b + sign(a + b)) / 2, the division truncating."""
+    total = np.asarray(a, dtype=np.int64) + b
+    return np.where(total >= 0, (total + 1) // 2, -((-(total - 1)) // 2))
+
+
 def _one_over_one_plus_x_for_x_in_0_1(a: np.ndarray) -> np.ndarray:
     """gemmlowp one_over_one_plus_x_for_x_in_0_1: Q0.31 in [0, 1) -> Q0.31 1/(1+a)."""
-    total = a + INT32_MAX                                 # RoundingHalfSum(a, One)
-    half_denominator = np.where(total >= 0, (total + 1) // 2, -((-(total - 1)) // 2))
+    half_denominator = _rounding_half_sum(a, INT32_MAX)   # RoundingHalfSum(a, One)
     # Newton-Raphson in Q2.29, starting from 48/17 - 32/17 * d.
     x = 1515870810 + _srdhm(half_denominator, -1010580540)
     for _ in range(3):
@@ -152,6 +164,167 @@ def softmax_s8(x: np.ndarray, params: dict) -> np.ndarray:
     out = np.clip(out, INT8_MIN, INT8_MAX)
     out = np.where(valid & usable[:, None], out, INT8_MIN)
     return out.astype(np.int8).reshape(x.shape)
+
+
+# -- any axis -----------------------------------------------------------------------------------
+
+def outer_axis_inner(shape, axis: int) -> tuple[int, int, int]:
+    """(outer, axis_size, inner) of a contiguous tensor reduced over `axis`."""
+    shape = tuple(int(d) for d in shape)
+    axis = axis % len(shape)
+    return int(np.prod(shape[:axis])), shape[axis], int(np.prod(shape[axis + 1:]))
+
+
+def _rows(x: np.ndarray, desc: dict) -> np.ndarray:
+    """The [outer * inner, axis_size] rows of x viewed as [outer][axis_size][inner]."""
+    x = np.asarray(x)
+    outer, axis_size, inner = desc["outer"], desc["axis_size"], desc["inner"]
+    if x.dtype != np.int8 or x.size != outer * axis_size * inner or min(outer, axis_size, inner) < 1:
+        raise TypeError(f"expected {outer}x{axis_size}x{inner} int8 values, got {x.dtype} {x.shape}")
+    return x.reshape(outer, axis_size, inner).transpose(0, 2, 1).reshape(-1, axis_size)
+
+
+def _unrows(rows: np.ndarray, desc: dict, shape) -> np.ndarray:
+    outer, axis_size, inner = desc["outer"], desc["axis_size"], desc["inner"]
+    return rows.reshape(outer, inner, axis_size).transpose(0, 2, 1).reshape(shape)
+
+
+def softmax_axis_desc(shape, axis: int, input_scale: float, beta: float = 1.0) -> dict:
+    """Fields of the C struct edgec_softmax_desc (same names, same order): softmax over `axis` of
+    a contiguous tensor of `shape`, parameters as softmax_params."""
+    outer, axis_size, inner = outer_axis_inner(shape, axis)
+    return {"outer": outer, "axis_size": axis_size, "inner": inner, **softmax_params(input_scale, beta)}
+
+
+def softmax_axis_s8(x: np.ndarray, desc: dict) -> np.ndarray:
+    """Golden edgec_softmax_axis_s8: softmax_s8 on each strided row of x viewed as
+    [outer][axis_size][inner]; returns x's shape (scale 1/256, zero point -128)."""
+    params = {key: desc[key] for key in ("input_multiplier", "input_left_shift", "diff_min")}
+    return _unrows(softmax_s8(_rows(x, desc), params), desc, np.shape(x))
+
+
+# -- log_softmax ----------------------------------------------------------------------------------
+#
+# TFLite's int8 LOG_SOFTMAX, bit for bit: reference_integer_ops::LogSoftmax (TFLite) /
+# reference_ops::LogSoftmaxQuantized (TFLite Micro), same arithmetic. Parameters, from TFLite
+# Micro's log_softmax.cc CalculateOpData and TFLite's LogSoftmaxPrepare (activations.cc), which
+# agree: the CalculateInputRadius path, not a lookup table (PopulateSoftmaxLookupTable serves only
+# the uint8 kernel):
+#   PreprocessLogSoftmaxScalingExp(beta = 1, input_scale, 5):
+#     PreprocessSoftmaxScaling: (input_multiplier, input_left_shift) =
+#       QuantizeMultiplierGreaterThanOne(min(input_scale * 2^26, 2^31 - 1))   (= softmax_params)
+#     reverse = 2^(31 - input_left_shift) / input_multiplier, the inverse of that real multiplier;
+#     (reverse_scaling_divisor, shift) = QuantizeMultiplierSmallerThanOneExp(reverse), shift <= 0,
+#     reverse_scaling_right_shift = -shift
+#   diff_min = -CalculateInputRadius(5, input_left_shift) = -floor(31 * 2^26 / 2^input_left_shift)
+# Output qparams are fixed: scale 16/256, zero point 127 (TFLite rejects any other).
+# Per row (int32 gemmlowp fixed point):
+#   diff = x - max(row); d5 = SRDHM(diff << input_left_shift, input_multiplier)      # Q5.26
+#   sum = sum over diff >= diff_min of RoundingDivideByPOT(exp_on_negative_values(d5), 12)  # Q12.19
+#   log_sum = log_x_for_x_greater_than_or_equal_to_1<5>(sum)                            # Q5.26
+#   adjusted = max(diff_min - 1, MBQM(log_sum + INT32_MIN, reverse_scaling_divisor,
+#                                     -reverse_scaling_right_shift))
+#   y = diff > adjusted ? clamp(RoundingDivideByPOT(d5 - log_sum, 22) + 127) : -128
+# Rows are limited to 4095 elements: at 4096 the Q12.19 sum of TFLite's int32 accumulator
+# overflows (TFLite does not check; edgec refuses). Where d5 - log_sum would fall below INT32_MIN
+# (TFLite's int32 subtraction overflows) the output is -128, the exact value.
+
+LOG_SOFTMAX_OUTPUT_SCALE = 16.0 / 256.0
+LOG_SOFTMAX_OUTPUT_ZERO_POINT = 127
+LOG_SOFTMAX_MAX_AXIS = 4095
+_LOG_OUTPUT_SHIFT = 31 - SCALED_DIFF_INTEGER_BITS - 4      # Q5.26 -> units of 1/16 (4 integer bits)
+
+# log_x_for_x_greater_than_or_equal_to_1 constants (Q0.31), as in TFLite's common.h.
+_LOG_2 = 1488522236
+_SQRT_SQRT_HALF = 1805811301
+_SQRT_HALF = 1518500250
+_ALPHA_N, _ALPHA_D, _ALPHA_I, _ALPHA_F = 117049297, 127690142, 1057819769, 638450708
+
+
+def log_softmax_params(input_scale: float) -> dict:
+    """TFLite PreprocessLogSoftmaxScalingExp + CalculateInputRadius for int8 log_softmax.
+
+    Returns {"input_multiplier", "input_left_shift", "reverse_scaling_divisor",
+    "reverse_scaling_right_shift", "diff_min"}. Pass the float32 scale for parity with TFLite.
+    """
+    forward = softmax_params(input_scale)
+    multiplier, left_shift = forward["input_multiplier"], forward["input_left_shift"]
+    reverse = float(1 << (31 - left_shift)) / float(multiplier)
+    if not 0.0 < reverse < 1.0:
+        raise ValueError(f"log_softmax reverse scaling {reverse} is not in (0, 1) "
+                         f"(TFLite's QuantizeMultiplierSmallerThanOneExp check)")
+    divisor, shift = quantize_multiplier(reverse)
+    if shift > 0:
+        raise ValueError(f"log_softmax reverse scaling {reverse} rounds up to 1")
+    return {"input_multiplier": multiplier, "input_left_shift": left_shift,
+            "reverse_scaling_divisor": divisor, "reverse_scaling_right_shift": -shift,
+            "diff_min": forward["diff_min"]}
+
+
+def log_softmax_desc(shape, axis: int, input_scale: float) -> dict:
+    """Fields of the C struct edgec_log_softmax_desc (same names, same order)."""
+    outer, axis_size, inner = outer_axis_inner(shape, axis)
+    if axis_size > LOG_SOFTMAX_MAX_AXIS:
+        raise ValueError(f"log_softmax over {axis_size} elements: TFLite's int8 sum of exps "
+                         f"overflows beyond {LOG_SOFTMAX_MAX_AXIS}")
+    params = log_softmax_params(input_scale)
+    return {"outer": outer, "axis_size": axis_size, "inner": inner,
+            **{key: params[key] for key in ("input_multiplier", "input_left_shift", "reverse_scaling_divisor",
+                                            "reverse_scaling_right_shift", "diff_min")}}
+
+
+def _log_x_for_x_ge_1(z: np.ndarray) -> np.ndarray:
+    """TFLite log_x_for_x_greater_than_or_equal_to_1<5> of a Q12.19 value in [1, 4096) (raw
+    [2^19, 2^31)): log(z) in Q5.26. The saturating additions of TFLite's source never saturate
+    in this domain, so they are plain additions here (the tests check against the saturating
+    forms)."""
+    z = np.asarray(z, dtype=np.int64)
+    clz_a = 32 - _bit_length(z)
+    z_b = _srdhm(z, _SQRT_HALF)
+    headroom_b = 32 - _bit_length(z_b) - 1
+    r_a = _saturating_shift_left(_srdhm(_saturating_shift_left(z, clz_a - 1), _SQRT_HALF), 1)
+    r_b = _saturating_shift_left(z, headroom_b)
+    quarter_q6 = 1 << 23                                  # 1/4 in Q6.25
+    pow_2_a = ((ACCUM_INTEGER_BITS - clz_a) << 25) + quarter_q6
+    pow_2_b = ((ACCUM_INTEGER_BITS - headroom_b) << 25) - quarter_q6
+    r = np.minimum(r_a, r_b)
+    z_pow_2_adj = np.maximum(pow_2_a, pow_2_b)
+    p = _rounding_half_sum(r, _SQRT_SQRT_HALF)
+    q = 2 * (r - _SQRT_SQRT_HALF)
+    common_sq = _srdhm(q, q)
+    num = _srdhm(q, r) + _srdhm(_srdhm(q, common_sq), _ALPHA_N)
+    denom_minus_one = _srdhm(p, _ALPHA_I + q + _srdhm(_ALPHA_D, common_sq)) + _srdhm(_ALPHA_F, q)
+    recip_denom = _one_over_one_plus_x_for_x_in_0_1(denom_minus_one)
+    num_q6 = divide_by_power_of_two(num, 6)
+    return _saturating_shift_left(_srdhm(z_pow_2_adj, _LOG_2) + _srdhm(num_q6, recip_denom), 1)
+
+
+def _log_softmax_desc_valid(desc: dict) -> bool:
+    """The C kernel's check: as softmax's, plus the reverse scaling, diff_min <= 0 and the row limit."""
+    shift = int(desc["input_left_shift"])
+    return (0 <= shift <= 31 and desc["input_multiplier"] >= 0 and desc["reverse_scaling_divisor"] >= 0
+            and 0 <= desc["reverse_scaling_right_shift"] <= 31 and -_input_radius(shift) <= desc["diff_min"] <= 0
+            and desc["axis_size"] <= LOG_SOFTMAX_MAX_AXIS)
+
+
+def log_softmax_s8(x: np.ndarray, desc: dict) -> np.ndarray:
+    """Golden edgec_log_softmax_s8 (the steps above) over the strided rows of x viewed as
+    [outer][axis_size][inner]; returns x's shape, scale 16/256, zero point 127."""
+    if not _log_softmax_desc_valid(desc):
+        raise ValueError(f"invalid log_softmax descriptor {desc}")
+    rows = _rows(x, desc).astype(np.int64)
+    diff = rows - rows.max(axis=1, keepdims=True)
+    valid = diff >= desc["diff_min"]
+    # Elements failing diff_min are computed as diff 0 and masked out (kept in int32 range).
+    scaled = _srdhm(np.where(valid, diff, 0) << desc["input_left_shift"], desc["input_multiplier"])
+    total = np.where(valid, divide_by_power_of_two(_exp_on_negative_values(scaled), ACCUM_INTEGER_BITS), 0).sum(axis=1)
+    log_sum = _log_x_for_x_ge_1(total)[:, None]
+    reverse = requantize(log_sum + INT32_MIN, desc["reverse_scaling_divisor"], -desc["reverse_scaling_right_shift"])
+    adjusted_diff_min = np.maximum(desc["diff_min"] - 1, reverse)
+    shifted = scaled - log_sum
+    out = divide_by_power_of_two(np.maximum(shifted, INT32_MIN), _LOG_OUTPUT_SHIFT) + LOG_SOFTMAX_OUTPUT_ZERO_POINT
+    out = np.where((diff > adjusted_diff_min) & (shifted >= INT32_MIN), np.clip(out, INT8_MIN, INT8_MAX), INT8_MIN)
+    return _unrows(out.astype(np.int8), desc, np.shape(x))
 
 
 # -- the op unit ------------------------------------------------------------------------------

@@ -507,6 +507,73 @@ edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *desc, const int8_t
 
 /* ==== end of transposed convolution and pooling forms ========================================= */
 
+/* ==== lut family: lookup-table activations, softmax over any axis, log_softmax ============== */
+
+/* Descriptor of edgec_lut_s8 (fields from edgec.ops.lut.lut_desc). */
+typedef struct {
+    int32_t size;         /* number of elements, >= 1 */
+    const int8_t *table;  /* 256 entries in flash: entry x + 128 is the output for input x */
+} edgec_lut_desc;
+
+/*
+ * Any int8 -> int8 elementwise function: output[i] = table[input[i] + 128] for i < size. The
+ * table (edgec.ops.lut.lut_table: sigmoid, tanh, hardswish, GELU, ..., TFLite's leaky_relu and
+ * int8 requantization) is the whole arithmetic. Paths by the build's -mcpu: portable C, four
+ * elements per (unaligned) word load and store on Armv7-M and later (Cortex-M3/M4/M7/M33), a
+ * 16-lane byte gather with Helium (Cortex-M55); all give the same bytes.
+ * In place: output == input is allowed; otherwise the buffers must not overlap. No alignment
+ * needed. Scratch: none. EDGEC_ARG_ERROR: a NULL pointer (desc, table, input, output) or size < 1.
+ */
+edgec_status edgec_lut_s8(const edgec_lut_desc *desc, const int8_t *input, int8_t *output);
+
+/*
+ * Descriptor of edgec_softmax_axis_s8 (fields from edgec.ops.softmax.softmax_axis_desc). The
+ * tensor is viewed as [outer][axis_size][inner]: element (o, a, i) is at (o*axis_size + a)*inner + i.
+ */
+typedef struct {
+    int32_t outer;
+    int32_t axis_size;
+    int32_t inner;
+    int32_t input_multiplier; /* edgec_softmax_params' three fields */
+    int32_t input_left_shift;
+    int32_t diff_min;
+} edgec_softmax_desc;
+
+/*
+ * Softmax over the middle axis of [outer][axis_size][inner]: edgec_softmax_s8's arithmetic
+ * (TFLite / CMSIS-NN, bit for bit; output scale 1/256, zero point -128) on each of the
+ * outer*inner strided rows. inner == 1 runs edgec_softmax_s8's row code unchanged.
+ * Not in place. Scratch: none. EDGEC_ARG_ERROR: a NULL pointer, a dimension < 1, a tensor of
+ * 2^31 elements or more, or the parameters edgec_softmax_s8 refuses.
+ */
+edgec_status edgec_softmax_axis_s8(const edgec_softmax_desc *desc, const int8_t *input, int8_t *output);
+
+/* Descriptor of edgec_log_softmax_s8 (fields from edgec.ops.softmax.log_softmax_desc). */
+typedef struct {
+    int32_t outer;
+    int32_t axis_size;                   /* 1..4095: TFLite's Q12.19 sum of exps overflows at 4096 */
+    int32_t inner;
+    int32_t input_multiplier;            /* PreprocessLogSoftmaxScalingExp (beta 1, 5 integer bits) */
+    int32_t input_left_shift;
+    int32_t reverse_scaling_divisor;
+    int32_t reverse_scaling_right_shift;
+    int32_t diff_min;                    /* -CalculateInputRadius(5, input_left_shift) */
+} edgec_log_softmax_desc;
+
+/*
+ * log_softmax over the middle axis of [outer][axis_size][inner], bit-exact with TFLite's int8
+ * LOG_SOFTMAX (reference_integer_ops::LogSoftmax / reference_ops::LogSoftmaxQuantized): gemmlowp
+ * exp of Q5.26 differences summed in Q12.19, log_x_for_x_greater_than_or_equal_to_1 into Q5.26,
+ * y = clamp(RoundingDivideByPOT(diff_q5 - log_sum, 22) + 127) where the difference passes the
+ * adjusted diff_min, else -128. Output scale 16/256, zero point 127. Not in place. Scratch:
+ * none. EDGEC_ARG_ERROR: a NULL pointer, a dimension < 1, axis_size > 4095, a tensor of 2^31
+ * elements or more, shifts outside 0..31, a negative multiplier or divisor, diff_min outside
+ * [-floor(31 * 2^26 / 2^input_left_shift), 0].
+ */
+edgec_status edgec_log_softmax_s8(const edgec_log_softmax_desc *desc, const int8_t *input, int8_t *output);
+
+/* ==== end of the lut family ================================================================= */
+
 #ifdef __cplusplus
 }
 #endif

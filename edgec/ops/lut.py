@@ -1,0 +1,235 @@
+"""Lookup-table activations: any int8 -> int8 elementwise function as a 256-entry table.
+
+C kernel: runtime_c/src/activation/edgec_lut_s8.c (edgec_lut_s8, descriptor edgec_lut_desc).
+The table IS the specification: y[i] = table[x[i] + 128]. The golden kernel (lut_s8) is that
+lookup, so the golden, the host C and the Cortex-M C agree by construction; what has to be right
+is the table, built here at compile time from the op and both tensors' qparams.
+
+Float functions (sigmoid, tanh, hardswish, hardsigmoid, silu, gelu with approximate 'none' or
+'tanh', elu, softplus, mish, exp) follow one rule, computed in float64:
+    y_q = clamp(round_half_away(f(s_in * (q - zp_in)) / s_out) + zp_out, -128, 127)
+with f written as PyTorch defines it (the test checks each table against torch's own float64
+function). Rounding is exact ties-away-from-zero on the float64 quotient.
+
+Two tables instead reproduce TFLite's int8 integer arithmetic, so a TFLite-quantized model gives
+the same bytes:
+  * leaky_relu: tflite::reference_ops::QuantizeLeakyRelu with the multipliers of TFLite Micro's
+    CalculateOpDataLeakyRelu (leaky_relu_common.cc) / TFLite's LeakyReluPrepare (activations.cc);
+  * requantize: tflite::reference_ops::Requantize with the multiplier of TFLite Micro's
+    quantize_common.cc (PrepareQuantizeReference), the int8 -> int8 QUANTIZE op.
+Both are MultiplyByQuantizedMultiplier (edgec.numerics.requantize, double rounding) of
+x - zp_in, plus zp_out, clamped. TFLite's int32 `x * (1 << left_shift)` overflows (undefined)
+when a multiplier is at least about 2^23; such qparams are refused with a ValueError.
+
+Output qparams: FIXED_OUTPUT_QPARAMS lists the functions whose int8 output TFLite fixes (and
+hardsigmoid, fixed the same way as sigmoid: its range is [0, 1] too). Every other function needs
+observed output qparams (OBSERVED_OUTPUT_FUNCTIONS).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from edgec.numerics import INT8_MAX, INT8_MIN, INT32_MAX, quantize_multiplier, requantize
+
+LUT_SIZE = 256
+INT8_VALUES = np.arange(INT8_MIN, INT8_MAX + 1, dtype=np.int64)  # table index i holds q = i - 128
+
+# (scale, zero_point) of the int8 output. TFLite's int8 quantization spec fixes LOGISTIC at 1/256
+# and -128 and TANH at 1/128 and 0 (its int8 kernels produce exactly those; TFLite Micro's
+# logistic_common.cc checks the zero point). hardsigmoid's range is sigmoid's, [0, 1].
+FIXED_OUTPUT_QPARAMS: dict[str, tuple[float, int]] = {
+    "sigmoid": (1.0 / 256.0, -128),
+    "tanh": (1.0 / 128.0, 0),
+    "hardsigmoid": (1.0 / 256.0, -128),
+}
+
+
+# -- float functions (float64, as PyTorch defines them) ----------------------------------------
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _hardsigmoid(x: np.ndarray) -> np.ndarray:
+    return np.minimum(np.maximum(x + 3.0, 0.0), 6.0) / 6.0
+
+
+def _hardswish(x: np.ndarray) -> np.ndarray:
+    return x * np.minimum(np.maximum(x + 3.0, 0.0), 6.0) / 6.0
+
+
+def _silu(x: np.ndarray) -> np.ndarray:
+    return x / (1.0 + np.exp(-x))
+
+
+def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
+    if approximate == "tanh":
+        inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)
+        return 0.5 * x * (1.0 + np.tanh(inner))
+    if approximate != "none":
+        raise ValueError(f"gelu approximate must be 'none' or 'tanh', got {approximate!r}")
+    erf = np.array([math.erf(v) for v in (x * math.sqrt(0.5)).tolist()])
+    return x * 0.5 * (1.0 + erf)
+
+
+def _elu(x: np.ndarray, alpha: float = 1.0) -> np.ndarray:
+    return np.where(x > 0, x, float(alpha) * np.expm1(np.minimum(x, 0.0)))
+
+
+def _softplus(x: np.ndarray, beta: float = 1.0, threshold: float = 20.0) -> np.ndarray:
+    """torch.nn.functional.softplus: x itself where beta * x > threshold (linear region)."""
+    beta = float(beta)
+    bx = beta * x
+    return np.where(bx > float(threshold), x, np.log1p(np.exp(np.minimum(bx, float(threshold)))) / beta)
+
+
+def _mish(x: np.ndarray) -> np.ndarray:
+    # torch computes x * tanh(log1p(exp(x))) without softplus's threshold; logaddexp(0, x) is
+    # the same function without exp's overflow for large x.
+    return x * np.tanh(np.logaddexp(0.0, x))
+
+
+FLOAT_FUNCTIONS: dict[str, Callable[..., np.ndarray]] = {
+    "sigmoid": _sigmoid,
+    "tanh": np.tanh,
+    "hardswish": _hardswish,
+    "hardsigmoid": _hardsigmoid,
+    "silu": _silu,
+    "gelu": _gelu,
+    "elu": _elu,
+    "softplus": _softplus,
+    "mish": _mish,
+    "exp": np.exp,
+}
+INTEGER_FUNCTIONS = ("leaky_relu", "requantize")
+# Activations whose output qparams come from observation (requantize takes the op's own).
+OBSERVED_OUTPUT_FUNCTIONS = (frozenset(FLOAT_FUNCTIONS) - frozenset(FIXED_OUTPUT_QPARAMS)) | {"leaky_relu"}
+
+
+def _check_qparams(s_in: float, zp_in: int, s_out: float, zp_out: int) -> None:
+    for name, scale in (("input", s_in), ("output", s_out)):
+        if not (math.isfinite(scale) and scale > 0):
+            raise ValueError(f"{name} scale must be a finite positive number, got {scale}")
+    for name, zp in (("input", zp_in), ("output", zp_out)):
+        if not INT8_MIN <= zp <= INT8_MAX:
+            raise ValueError(f"{name} zero point {zp} is outside int8")
+
+
+def round_half_away_exact(v: np.ndarray) -> np.ndarray:
+    """Round float64 values to the nearest integer, ties away from zero, exactly.
+
+    trunc and the fraction v - trunc(v) are exact in float64, so a value just below a tie
+    (0.49999999999999994) is not pushed over it as floor(|v| + 0.5) would."""
+    whole = np.trunc(v)
+    return whole + np.sign(v) * (np.abs(v - whole) >= 0.5)
+
+
+def float_table(function: str, s_in: float, zp_in: int, s_out: float, zp_out: int, **attrs) -> np.ndarray:
+    """The table of a float function (FLOAT_FUNCTIONS): the module docstring's rule in float64."""
+    _check_qparams(s_in, zp_in, s_out, zp_out)
+    with np.errstate(over="ignore"):
+        y = FLOAT_FUNCTIONS[function](float(s_in) * (INT8_VALUES - int(zp_in)).astype(np.float64), **attrs)
+    if np.isnan(y).any():
+        raise ValueError(f"{function}{attrs} is not a number on part of the input range (scale {s_in})")
+    # Clipping first changes nothing (|zp_out| <= 128) and keeps infinities out of the rounding.
+    q = round_half_away_exact(np.clip(y / float(s_out), -1024.0, 1024.0)) + int(zp_out)
+    return np.clip(q, INT8_MIN, INT8_MAX).astype(np.int8)
+
+
+def _tflite_multiplier(real: float, largest_input: int, what: str) -> tuple[int, int]:
+    """TFLite QuantizeMultiplier of a positive double, refusing multipliers whose left shift
+    makes TFLite's int32 `x * (1 << shift)` overflow for an |x| up to largest_input."""
+    if real >= 2.0**30 or largest_input << max(quantize_multiplier(real)[1], 0) > INT32_MAX:
+        raise ValueError(f"{what} multiplier {real} is too large: TFLite's int32 arithmetic "
+                         f"overflows for an input {largest_input} away from its zero point")
+    return quantize_multiplier(real)
+
+
+def _clamped(y: np.ndarray) -> np.ndarray:
+    return np.clip(y, INT8_MIN, INT8_MAX).astype(np.int8)
+
+
+def leaky_relu_multipliers(s_in: float, zp_in: int, s_out: float, negative_slope: float) -> dict:
+    """TFLite's LeakyReluOpData multipliers: identity s_in / s_out, alpha s_in * alpha / s_out.
+
+    TFLite computes both ratios in float32 (the scales and alpha are float fields; the float
+    expression is converted to double afterwards), then QuantizeMultiplier. A negative alpha
+    gives a negative multiplier; the reference kernel multiplies by its magnitude and negates the
+    product (reference/leaky_relu.h). QuantizeMultiplier's rounding is symmetric and a float32
+    ratio never rounds up to 2^31, so that magnitude is QuantizeMultiplier(|ratio|).
+    Returns {"identity": (m, shift), "alpha": (m, shift), "alpha_negative": bool}.
+    """
+    f32 = np.float32
+    identity = float(f32(s_in) / f32(s_out))
+    alpha = float(f32(f32(s_in) * f32(negative_slope)) / f32(s_out))
+    return {"identity": _tflite_multiplier(identity, INT8_MAX - zp_in, "leaky_relu identity"),
+            "alpha": _tflite_multiplier(abs(alpha), zp_in - INT8_MIN, "leaky_relu alpha"),
+            "alpha_negative": alpha < 0}
+
+
+def leaky_relu_table(s_in: float, zp_in: int, s_out: float, zp_out: int, negative_slope: float = 0.01) -> np.ndarray:
+    """TFLite int8 LEAKY_RELU as a table (reference_ops::QuantizeLeakyRelu):
+        d = q - zp_in
+        y = zp_out + (d >= 0 ? MBQM(d, identity) : sign(alpha) * MBQM(d, |alpha|)), clamped to int8
+    with MultiplyByQuantizedMultiplier (MBQM = edgec.numerics.requantize) and the multipliers of
+    leaky_relu_multipliers.
+    """
+    _check_qparams(s_in, zp_in, s_out, zp_out)
+    multipliers = leaky_relu_multipliers(s_in, zp_in, s_out, negative_slope)
+    d = INT8_VALUES - int(zp_in)
+    positive = requantize(d, *multipliers["identity"])
+    negative = requantize(d, *multipliers["alpha"])
+    if multipliers["alpha_negative"]:
+        negative = -negative
+    return _clamped(np.where(d >= 0, positive, negative) + int(zp_out))
+
+
+def requantize_table(s_in: float, zp_in: int, s_out: float, zp_out: int) -> np.ndarray:
+    """TFLite int8 -> int8 QUANTIZE as a table (reference_ops::Requantize):
+        y = clamp(MBQM(q - zp_in, m, shift) + zp_out), (m, shift) = QuantizeMultiplier(s_in / s_out)
+    with the ratio in double (TFLite Micro casts both float scales to double before dividing:
+    pass float32-valued scales for bit parity with a TFLite model)."""
+    _check_qparams(s_in, zp_in, s_out, zp_out)
+    largest = max(INT8_MAX - zp_in, zp_in - INT8_MIN)
+    multiplier, shift = _tflite_multiplier(float(s_in) / float(s_out), largest, "requantize")
+    return _clamped(requantize(INT8_VALUES - int(zp_in), multiplier, shift) + int(zp_out))
+
+
+def lut_table(function: str, s_in: float, zp_in: int, s_out: float, zp_out: int, **attrs) -> np.ndarray:
+    """The int8[256] table of `function` (a FLOAT_FUNCTIONS name, 'leaky_relu' or 'requantize')
+    for input qparams (s_in, zp_in) and output qparams (s_out, zp_out); entry i is the output
+    for input q = i - 128. attrs: gelu approximate='none'|'tanh'; elu alpha; softplus beta,
+    threshold; leaky_relu negative_slope (the torch names and defaults)."""
+    if function == "leaky_relu":
+        return leaky_relu_table(s_in, zp_in, s_out, zp_out, **attrs)
+    if function == "requantize":
+        return requantize_table(s_in, zp_in, s_out, zp_out, **attrs)
+    if function not in FLOAT_FUNCTIONS:
+        known = sorted(FLOAT_FUNCTIONS) + list(INTEGER_FUNCTIONS)
+        raise ValueError(f"no lookup table for {function!r}; known: {known}")
+    return float_table(function, s_in, zp_in, s_out, zp_out, **attrs)
+
+
+# -- the kernel ---------------------------------------------------------------------------------
+
+def lut_desc(table: np.ndarray, size: int) -> dict:
+    """Fields of the C struct edgec_lut_desc (same names, same order): `size` elements through
+    the int8[256] `table` (a flash constant in generated code)."""
+    table = np.asarray(table)
+    if table.dtype != np.int8 or table.shape != (LUT_SIZE,):
+        raise ValueError(f"a lookup table is int8[{LUT_SIZE}], got {table.dtype}{list(table.shape)}")
+    if size < 1:
+        raise ValueError(f"lookup of {size} elements")
+    return {"size": int(size), "table": table}
+
+
+def lut_s8(x: np.ndarray, desc: dict) -> np.ndarray:
+    """Golden edgec_lut_s8: y = table[x + 128] for each of the desc['size'] int8 elements of x
+    (any shape with that many elements; the result has x's shape)."""
+    x = np.asarray(x)
+    if x.dtype != np.int8 or x.size != desc["size"]:
+        raise TypeError(f"lut_s8 expects {desc['size']} int8 values, got {x.dtype} {x.shape}")
+    return desc["table"][x.astype(np.int64) - INT8_MIN]
