@@ -242,6 +242,344 @@ edgec_status edgec_binary_s8(const edgec_binary_desc *desc, const int8_t *input1
     return EDGEC_OK;
 }
 
+/* ==== The ISA entry points ================================================================== */
+#if defined(__ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+
+/* The innermost strides the packed rows take: both inputs contiguous, or one of them a single
+ * value (NHWC per-channel rows, scalar operands, per-pixel operands). */
+static int unit_steps(int32_t step1, int32_t step2)
+{
+    return (step1 == 1 && (step2 == 0 || step2 == 1)) || (step1 == 0 && step2 == 1);
+}
+
+/* The row function of an ISA entry point: `packed` where it applies, else the portable one. */
+static binary_row_fn isa_row(const edgec_binary_desc *d, binary_row_fn packed)
+{
+    const int32_t inner = d->num_dims - 1;
+    return packed != NULL && unit_steps(d->strides1[inner], d->strides2[inner]) ? packed
+                                                                              : portable_row(d->op);
+}
+
+#endif
+
+/* ---- Arm DSP extension ---------------------------------------------------------------------- */
+#if defined(__ARM_FEATURE_DSP)
+
+/* v in both int16 halves of a word. */
+static inline int32_t dsp_pair(int32_t v)
+{
+    return (int32_t)((uint32_t)(uint16_t)v * 0x10001u);
+}
+
+/* Bytes 1 and 3 of x sign-extended and added to the int16 halves of pair: SXTAB16 with ROR #8
+ * (GCC 12's arm_acle.h has no __ror to express the rotation). */
+static inline int32_t dsp_sxtab16_ror8(int32_t pair, int32_t x)
+{
+    int32_t result;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(result) : "r"(pair), "r"(x));
+    return result;
+}
+
+/* The products of the bottom and of the top int16 halves: SMULBB and SMULTT (GCC 12's
+ * arm_acle.h has neither, and from plain C it widens a loop-invariant operand's top half first,
+ * spending an extra ASR and MUL). */
+static inline int32_t dsp_mul_bottoms(int32_t a, int32_t b)
+{
+    int32_t result;
+    __asm__("smulbb %0, %1, %2" : "=r"(result) : "r"(a), "r"(b));
+    return result;
+}
+
+static inline int32_t dsp_mul_tops(int32_t a, int32_t b)
+{
+    int32_t result;
+    __asm__("smultt %0, %1, %2" : "=r"(result) : "r"(a), "r"(b));
+    return result;
+}
+
+/* Four MUL outputs, packed and clamped, from (x + offset) of elements 0..3 of both operands as
+ * int16 pairs: even = (element 0, element 2), odd = (element 1, element 3). The products fit
+ * SMULBB/SMULTT (|x + offset| <= 255). */
+static inline uint32_t dsp_mul_four(int32_t a_even, int32_t a_odd, int32_t b_even, int32_t b_odd,
+                                    edgec_dsp_requant q, uint32_t lows, uint32_t highs)
+{
+    const int32_t y0 = edgec_dsp_requantize_ssat8(dsp_mul_bottoms(a_even, b_even), q);
+    const int32_t y1 = edgec_dsp_requantize_ssat8(dsp_mul_bottoms(a_odd, b_odd), q);
+    const int32_t y2 = edgec_dsp_requantize_ssat8(dsp_mul_tops(a_even, b_even), q);
+    const int32_t y3 = edgec_dsp_requantize_ssat8(dsp_mul_tops(a_odd, b_odd), q);
+    return edgec_dsp_clamp_s8x4(edgec_dsp_pack_s8x4(y0, y1, y2, y3), lows, highs);
+}
+
+/*
+ * MUL row on unit steps with the short requantization (edgec_dsp_requant: the output offset is
+ * in its rounding constant): four elements per step, both operands widened with their offsets by
+ * SXTAB16, products by SMULBB/SMULTT. The operand with step 1 is `vector`; the other has step
+ * 1 too or is one value.
+ */
+static void dsp_mul_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                        const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+{
+    const edgec_binary_desc *d = ctx->desc;
+    const int swap = step1 == 0; /* MUL commutes: in2 becomes the vector operand */
+    const int8_t *vector = swap ? in2 : in1;
+    const int8_t *other = swap ? in1 : in2;
+    const int32_t vector_offset = swap ? d->input2_offset : d->input1_offset;
+    const int32_t other_offset = swap ? d->input1_offset : d->input2_offset;
+    const int32_t other_step = swap ? step1 : step2;
+    const int32_t vector_pair = dsp_pair(vector_offset);
+    const int32_t other_pair = dsp_pair(other_offset);
+    const edgec_dsp_requant q = ctx->requant;
+    const uint32_t lows = edgec_dsp_bytes(d->act_min);
+    const uint32_t highs = edgec_dsp_bytes(d->act_max);
+    int32_t i = 0;
+    if (other_step == 0) {
+        const int32_t b = dsp_pair(other[0] + other_offset);
+        for (; i + 4 <= n; i += 4) {
+            int32_t x;
+            memcpy(&x, vector + i, 4);
+            const uint32_t y = dsp_mul_four(__sxtab16(vector_pair, x),
+                                            dsp_sxtab16_ror8(vector_pair, x), b, b, q, lows, highs);
+            memcpy(out + i, &y, 4); /* after reading: out may be the vector operand */
+        }
+    } else {
+        for (; i + 4 <= n; i += 4) {
+            int32_t x1, x2;
+            memcpy(&x1, vector + i, 4);
+            memcpy(&x2, other + i, 4);
+            const uint32_t y = dsp_mul_four(__sxtab16(vector_pair, x1),
+                                            dsp_sxtab16_ror8(vector_pair, x1),
+                                            __sxtab16(other_pair, x2),
+                                            dsp_sxtab16_ror8(other_pair, x2), q, lows, highs);
+            memcpy(out + i, &y, 4);
+        }
+    }
+    for (; i < n; i++) {
+        const int32_t product = (vector[i] + vector_offset) * (other[i * other_step] + other_offset);
+        const int32_t y = edgec_dsp_requantize_ssat8(product, q);
+        out[i] = (int8_t)EDGEC_MIN(EDGEC_MAX(y, d->act_min), d->act_max);
+    }
+}
+
+/* Bytewise maximum (maximum != 0) or minimum of four int8: SSUB8 sets GE where a >= b, SEL picks. */
+static inline uint32_t dsp_select4(uint32_t a, uint32_t b, int maximum)
+{
+    uint32_t result, difference;
+    if (maximum) {
+        __asm__("ssub8 %1, %2, %3\n\tsel %0, %2, %3" : "=r"(result), "=&r"(difference) : "r"(a), "r"(b) : "cc");
+    } else {
+        __asm__("ssub8 %1, %2, %3\n\tsel %0, %3, %2" : "=r"(result), "=&r"(difference) : "r"(a), "r"(b) : "cc");
+    }
+    return result;
+}
+
+/* MINIMUM/MAXIMUM row on unit steps, four bytes per step (both commute, so a single-value
+ * operand is simply in every byte of its word). */
+static inline void dsp_select_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                                  const int8_t *in2, int32_t step2, int8_t *out, int32_t n,
+                                  int maximum)
+{
+    const edgec_binary_desc *d = ctx->desc;
+    const uint32_t lows = edgec_dsp_bytes(d->act_min);
+    const uint32_t highs = edgec_dsp_bytes(d->act_max);
+    const uint32_t splat1 = edgec_dsp_bytes(in1[0]);
+    const uint32_t splat2 = edgec_dsp_bytes(in2[0]);
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint32_t a = splat1, b = splat2;
+        if (step1 != 0) {
+            memcpy(&a, in1 + i, 4);
+        }
+        if (step2 != 0) {
+            memcpy(&b, in2 + i, 4);
+        }
+        const uint32_t y = edgec_dsp_clamp_s8x4(dsp_select4(a, b, maximum), lows, highs);
+        memcpy(out + i, &y, 4);
+    }
+    for (; i < n; i++) {
+        const int32_t a = in1[i * step1];
+        const int32_t b = in2[i * step2];
+        out[i] = edgec_clamp_to_s8(maximum ? EDGEC_MAX(a, b) : EDGEC_MIN(a, b), d->act_min, d->act_max);
+    }
+}
+
+static void dsp_minimum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                            const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+{
+    dsp_select_row(ctx, in1, step1, in2, step2, out, n, 0);
+}
+
+static void dsp_maximum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                            const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+{
+    dsp_select_row(ctx, in1, step1, in2, step2, out, n, 1);
+}
+
+edgec_status edgec_binary_s8_dsp(const edgec_binary_desc *desc, const int8_t *input1,
+                                 const int8_t *input2, int8_t *output)
+{
+    if (!binary_args_valid(desc, input1, input2, output)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const binary_ctx ctx = binary_ctx_make(desc);
+    binary_row_fn packed = NULL;
+    if (desc->op == EDGEC_BINARY_MUL &&
+        edgec_dsp_requant_short(desc->output_multiplier, desc->output_shift)) {
+        packed = dsp_mul_row;
+    } else if (desc->op == EDGEC_BINARY_MINIMUM) {
+        packed = dsp_minimum_row;
+    } else if (desc->op == EDGEC_BINARY_MAXIMUM) {
+        packed = dsp_maximum_row;
+    }
+    binary_desc_rows(&ctx, isa_row(desc, packed), input1, input2, output);
+    return EDGEC_OK;
+}
+
+#endif /* __ARM_FEATURE_DSP */
+
+/* ---- Helium --------------------------------------------------------------------------------- */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+
+/* The output stage on eight int16 lanes: r (saturated to int16 from int32, which the clamp
+ * bounds, within [-255, 255], make harmless) clamped, then the offset added. */
+static inline int16x8_t mve_output_s16(int16x8_t r, edgec_output_stage stage)
+{
+    r = vmaxq_s16(r, vdupq_n_s16((int16_t)stage.lo));
+    r = vminq_s16(r, vdupq_n_s16((int16_t)stage.hi));
+    return vaddq_n_s16(r, (int16_t)stage.offset);
+}
+
+/* Eight MUL outputs from (x + offset) of both operands in int16 lanes: the even and the odd
+ * lanes' int32 products (VMULLB/VMULLT) requantized, narrowed back into their lanes. */
+static inline int16x8_t mve_mul_eight(int16x8_t a, int16x8_t b, int32x4_t multiplier,
+                                      int32x4_t shift, edgec_output_stage stage)
+{
+    const int32x4_t even = edgec_mve_requantize(vmullbq_int_s16(a, b), multiplier, shift);
+    const int32x4_t odd = edgec_mve_requantize(vmulltq_int_s16(a, b), multiplier, shift);
+    return mve_output_s16(vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), even), odd), stage);
+}
+
+/* MUL row on unit steps, eight elements per step (the tail predicated). */
+static void mve_mul_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                        const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+{
+    const edgec_binary_desc *d = ctx->desc;
+    const int swap = step1 == 0; /* MUL commutes: in2 becomes the vector operand */
+    const int8_t *vector = swap ? in2 : in1;
+    const int8_t *other = swap ? in1 : in2;
+    const int16x8_t vector_offset = vdupq_n_s16((int16_t)(swap ? d->input2_offset : d->input1_offset));
+    const int32_t other_offset = swap ? d->input1_offset : d->input2_offset;
+    const int32x4_t multiplier = vdupq_n_s32(d->output_multiplier);
+    const int32x4_t shift = vdupq_n_s32(d->output_shift);
+    if ((swap ? step1 : step2) == 0) {
+        const int16x8_t b = vdupq_n_s16((int16_t)(other[0] + other_offset));
+        for (int32_t i = 0; i < n; i += 8) {
+            const mve_pred16_t lanes = vctp16q((uint32_t)(n - i));
+            const int16x8_t a = vaddq_s16(vldrbq_z_s16(vector + i, lanes), vector_offset);
+            vstrbq_p_s16(out + i, mve_mul_eight(a, b, multiplier, shift, ctx->stage), lanes);
+        }
+    } else {
+        const int16x8_t b_offset = vdupq_n_s16((int16_t)other_offset);
+        for (int32_t i = 0; i < n; i += 8) {
+            const mve_pred16_t lanes = vctp16q((uint32_t)(n - i));
+            const int16x8_t a = vaddq_s16(vldrbq_z_s16(vector + i, lanes), vector_offset);
+            const int16x8_t b = vaddq_s16(vldrbq_z_s16(other + i, lanes), b_offset);
+            vstrbq_p_s16(out + i, mve_mul_eight(a, b, multiplier, shift, ctx->stage), lanes);
+        }
+    }
+}
+
+/* An add/sub operand's four lanes rescaled onto the common grid (rescaled() on each lane). */
+static inline int32x4_t mve_rescaled(const int8_t *x, mve_pred16_t lanes, int32_t offset,
+                                     int32_t left_shift, int32x4_t multiplier, int32x4_t shift)
+{
+    const int32x4_t v = vaddq_n_s32(vldrbq_z_s32(x, lanes), offset);
+    return edgec_mve_requantize(vshlq_r_s32(v, left_shift), multiplier, shift);
+}
+
+/* ADD/SUB row on unit steps, four elements per step; a single-value operand is rescaled once. */
+static inline void mve_add_sub_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                                   const int8_t *in2, int32_t step2, int8_t *out, int32_t n,
+                                   int subtract)
+{
+    const edgec_binary_desc *d = ctx->desc;
+    const int32x4_t m1 = vdupq_n_s32(d->input1_multiplier);
+    const int32x4_t s1 = vdupq_n_s32(d->input1_shift);
+    const int32x4_t m2 = vdupq_n_s32(d->input2_multiplier);
+    const int32x4_t s2 = vdupq_n_s32(d->input2_shift);
+    const int32x4_t mo = vdupq_n_s32(d->output_multiplier);
+    const int32x4_t so = vdupq_n_s32(d->output_shift);
+    const int32x4_t single1 = vdupq_n_s32(
+        rescaled(in1[0], d->input1_offset, ctx->scale, d->input1_multiplier, d->input1_shift));
+    const int32x4_t single2 = vdupq_n_s32(
+        rescaled(in2[0], d->input2_offset, ctx->scale, d->input2_multiplier, d->input2_shift));
+    for (int32_t i = 0; i < n; i += 4) {
+        const mve_pred16_t lanes = vctp32q((uint32_t)(n - i));
+        const int32x4_t a = step1 ? mve_rescaled(in1 + i, lanes, d->input1_offset, d->left_shift, m1, s1)
+                                  : single1;
+        const int32x4_t b = step2 ? mve_rescaled(in2 + i, lanes, d->input2_offset, d->left_shift, m2, s2)
+                                  : single2;
+        /* VADD/VSUB wrap like the portable path's uint32_t arithmetic */
+        const int32x4_t total = subtract ? vsubq_s32(a, b) : vaddq_s32(a, b);
+        vstrbq_p_s32(out + i, edgec_mve_output(edgec_mve_requantize(total, mo, so), ctx->stage), lanes);
+    }
+}
+
+static void mve_add_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                        const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+{
+    mve_add_sub_row(ctx, in1, step1, in2, step2, out, n, 0);
+}
+
+static void mve_sub_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                        const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+{
+    mve_add_sub_row(ctx, in1, step1, in2, step2, out, n, 1);
+}
+
+/* MINIMUM/MAXIMUM row on unit steps, sixteen bytes per step. */
+static inline void mve_select_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                                  const int8_t *in2, int32_t step2, int8_t *out, int32_t n,
+                                  int maximum)
+{
+    const edgec_binary_desc *d = ctx->desc;
+    const int8x16_t lo = vdupq_n_s8((int8_t)d->act_min);
+    const int8x16_t hi = vdupq_n_s8((int8_t)d->act_max);
+    for (int32_t i = 0; i < n; i += 16) {
+        const mve_pred16_t lanes = vctp8q((uint32_t)(n - i));
+        const int8x16_t a = step1 ? vldrbq_z_s8(in1 + i, lanes) : vdupq_n_s8(in1[0]);
+        const int8x16_t b = step2 ? vldrbq_z_s8(in2 + i, lanes) : vdupq_n_s8(in2[0]);
+        const int8x16_t y = maximum ? vmaxq_s8(a, b) : vminq_s8(a, b);
+        vstrbq_p_s8(out + i, vminq_s8(vmaxq_s8(y, lo), hi), lanes);
+    }
+}
+
+static void mve_minimum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                            const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+{
+    mve_select_row(ctx, in1, step1, in2, step2, out, n, 0);
+}
+
+static void mve_maximum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                            const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+{
+    mve_select_row(ctx, in1, step1, in2, step2, out, n, 1);
+}
+
+edgec_status edgec_binary_s8_mve(const edgec_binary_desc *desc, const int8_t *input1,
+                                 const int8_t *input2, int8_t *output)
+{
+    static const binary_row_fn rows[] = {mve_add_row, mve_sub_row, mve_mul_row, mve_minimum_row,
+                                         mve_maximum_row};
+    if (!binary_args_valid(desc, input1, input2, output)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const binary_ctx ctx = binary_ctx_make(desc);
+    binary_desc_rows(&ctx, isa_row(desc, rows[desc->op]), input1, input2, output);
+    return EDGEC_OK;
+}
+
+#endif /* __ARM_FEATURE_MVE */
+
 /* ==== PReLU ================================================================================== */
 
 static int prelu_desc_valid(const edgec_prelu_desc *d)
