@@ -3,10 +3,13 @@
  * minimum, maximum) and PReLU: the portable C99 path (the reference) and, on Arm cores with the
  * DSP extension or Helium, edgec_binary_s8_dsp/_mve.
  *
- * The descriptor's layout (edgec_nn.h) is walked as rows: the innermost dimension is one row of
- * dims[num_dims-1] contiguous output bytes, read from each input at a fixed step (its innermost
- * stride, 0 when broadcast); the outer dimensions only move the rows' starting offsets. The
- * arithmetic is TFLite's reference int8 ADD, SUB, MUL, MINIMUM/MAXIMUM and PRELU.
+ * The descriptor's layout (edgec_nn.h) is walked as planes of its innermost two dimensions: a
+ * plane is `rows` rows of n contiguous output bytes, each row read from each input at a fixed
+ * step (its innermost stride, 0 when broadcast) from a start that moves by a fixed stride per
+ * row; the outer dimensions only move the planes' starting offsets. One call of a plane function
+ * covers the whole of the common layouts (same shape, per-channel, scalar operands), so its
+ * set-up is paid once. The arithmetic is TFLite's reference int8 ADD, SUB, MUL, MINIMUM/MAXIMUM
+ * and PRELU.
  * Golden: edgec.ops.binary.binary_s8 and prelu_s8 (descriptors from binary_desc, prelu_desc).
  */
 #include <stddef.h>
@@ -46,17 +49,17 @@ static int layout_valid(int32_t num_dims, const int32_t *dims, const int32_t *st
     return 1;
 }
 
-/* Where the rows start: the index of the current row along each outer dimension and the two
+/* Where the planes start: the index of the current plane along each outer dimension and the two
  * inputs' offsets there. */
 typedef struct {
     int32_t index[EDGEC_BINARY_MAX_DIMS];
     int32_t offset1;
     int32_t offset2;
-} row_walk;
+} plane_walk;
 
-/* Move to the next row (odometer order over dims[0 .. outer-1], the last fastest). The offsets
+/* Move to the next plane (odometer order over dims[0 .. outer-1], the last fastest). The offsets
  * stay within the inputs' validated extents. */
-static void next_row(row_walk *walk, int32_t outer, const int32_t *dims, const int32_t *strides1,
+static void next_plane(plane_walk *walk, int32_t outer, const int32_t *dims, const int32_t *strides1,
                      const int32_t *strides2)
 {
     for (int32_t d = outer - 1; d >= 0; d--) {
@@ -80,16 +83,38 @@ typedef struct {
     const edgec_prelu_desc *prelu; /* edgec_prelu_s8 */
     edgec_output_stage stage;
     int32_t scale; /* 2^left_shift */
-#if defined(__ARM_FEATURE_DSP)
-    edgec_dsp_requant requant; /* MUL's output requantization, when it admits the short form */
-#endif
 } binary_ctx;
 
-/* One row: out[i] = op(in1[i * step1], in2[i * step2]) for i < n. Every row function reads
- * element i of both inputs (or, packed, elements i..i+k) before it writes output element i (i..i+k),
- * so the output may be an unbroadcast input exactly. */
+/* A plane of the layout: out[r * n + i] = op(in1[r * outer1 + i * step1],
+ * in2[r * outer2 + i * step2]) for r < rows, i < n. */
+typedef struct {
+    int32_t rows;
+    int32_t n;
+    int32_t outer1;
+    int32_t outer2;
+    int32_t step1;
+    int32_t step2;
+} binary_plane;
+
+/* Computes a plane. Every plane function reads element i of a row of both inputs (or, packed,
+ * elements i..i+k) before it writes output element i (i..i+k), row after row, so the output
+ * may be an unbroadcast input exactly. */
+typedef void (*binary_plane_fn)(const binary_ctx *ctx, const binary_plane *plane,
+                                const int8_t *in1, const int8_t *in2, int8_t *out);
+
+/* One row of a plane: out[i] = op(in1[i * step1], in2[i * step2]) for i < n. */
 typedef void (*binary_row_fn)(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
                               const int8_t *in2, int32_t step2, int8_t *out, int32_t n);
+
+/* A plane as rows of `row` (a constant where this is inlined). The offsets r * outer stay within
+ * the inputs' validated extents. */
+static inline void plane_rows(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                              const int8_t *in2, int8_t *out, binary_row_fn row)
+{
+    for (int32_t r = 0; r < p->rows; r++) {
+        row(ctx, in1 + r * p->outer1, p->step1, in2 + r * p->outer2, p->step2, out + r * p->n, p->n);
+    }
+}
 
 static int binary_desc_valid(const edgec_binary_desc *d)
 {
@@ -111,69 +136,105 @@ static inline int32_t rescaled(int32_t x, int32_t offset, int32_t scale, int32_t
     return edgec_requantize((x + offset) * scale, multiplier, shift);
 }
 
-static void add_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1, const int8_t *in2,
-                    int32_t step2, int8_t *out, int32_t n)
+static inline void add_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                           const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
 {
-    const edgec_binary_desc *d = ctx->desc;
+    const edgec_binary_desc d = *ctx->desc; /* in registers: stores through out may alias *desc */
+    const edgec_output_stage stage = ctx->stage;
+    const int32_t scale = ctx->scale;
     for (int32_t i = 0; i < n; i++) {
-        const int32_t a = rescaled(in1[i * step1], d->input1_offset, ctx->scale,
-                                   d->input1_multiplier, d->input1_shift);
-        const int32_t b = rescaled(in2[i * step2], d->input2_offset, ctx->scale,
-                                   d->input2_multiplier, d->input2_shift);
+        const int32_t a = rescaled(in1[i * step1], d.input1_offset, scale,
+                                   d.input1_multiplier, d.input1_shift);
+        const int32_t b = rescaled(in2[i * step2], d.input2_offset, scale,
+                                   d.input2_multiplier, d.input2_shift);
         /* through uint32_t: a + b may exceed int32 with arbitrary multipliers, which the golden
          * models as a two's-complement wrap */
         const int32_t sum = (int32_t)((uint32_t)a + (uint32_t)b);
-        out[i] = edgec_requantize_s8(sum, d->output_multiplier, d->output_shift, ctx->stage);
+        out[i] = edgec_requantize_s8(sum, d.output_multiplier, d.output_shift, stage);
     }
 }
 
-static void sub_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1, const int8_t *in2,
-                    int32_t step2, int8_t *out, int32_t n)
+static inline void sub_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                           const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
 {
-    const edgec_binary_desc *d = ctx->desc;
+    const edgec_binary_desc d = *ctx->desc; /* in registers: stores through out may alias *desc */
+    const edgec_output_stage stage = ctx->stage;
+    const int32_t scale = ctx->scale;
     for (int32_t i = 0; i < n; i++) {
-        const int32_t a = rescaled(in1[i * step1], d->input1_offset, ctx->scale,
-                                   d->input1_multiplier, d->input1_shift);
-        const int32_t b = rescaled(in2[i * step2], d->input2_offset, ctx->scale,
-                                   d->input2_multiplier, d->input2_shift);
+        const int32_t a = rescaled(in1[i * step1], d.input1_offset, scale,
+                                   d.input1_multiplier, d.input1_shift);
+        const int32_t b = rescaled(in2[i * step2], d.input2_offset, scale,
+                                   d.input2_multiplier, d.input2_shift);
         const int32_t difference = (int32_t)((uint32_t)a - (uint32_t)b);
-        out[i] = edgec_requantize_s8(difference, d->output_multiplier, d->output_shift, ctx->stage);
+        out[i] = edgec_requantize_s8(difference, d.output_multiplier, d.output_shift, stage);
     }
 }
 
 /* (x1 + o1) * (x2 + o2) is within 255 * 255: no overflow. */
-static void mul_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1, const int8_t *in2,
-                    int32_t step2, int8_t *out, int32_t n)
+static inline void mul_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                           const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
 {
-    const edgec_binary_desc *d = ctx->desc;
+    const edgec_binary_desc d = *ctx->desc; /* in registers: stores through out may alias *desc */
+    const edgec_output_stage stage = ctx->stage;
     for (int32_t i = 0; i < n; i++) {
-        const int32_t product = (in1[i * step1] + d->input1_offset) * (in2[i * step2] + d->input2_offset);
-        out[i] = edgec_requantize_s8(product, d->output_multiplier, d->output_shift, ctx->stage);
+        const int32_t product = (in1[i * step1] + d.input1_offset) * (in2[i * step2] + d.input2_offset);
+        out[i] = edgec_requantize_s8(product, d.output_multiplier, d.output_shift, stage);
     }
 }
 
-static void minimum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                        const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+static inline void minimum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                               const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
 {
-    const edgec_binary_desc *d = ctx->desc;
+    const edgec_binary_desc d = *ctx->desc; /* in registers: stores through out may alias *desc */
     for (int32_t i = 0; i < n; i++) {
-        out[i] = edgec_clamp_to_s8(EDGEC_MIN(in1[i * step1], in2[i * step2]), d->act_min, d->act_max);
+        out[i] = edgec_clamp_to_s8(EDGEC_MIN(in1[i * step1], in2[i * step2]), d.act_min, d.act_max);
     }
 }
 
-static void maximum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                        const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+static inline void maximum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
+                               const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
 {
-    const edgec_binary_desc *d = ctx->desc;
+    const edgec_binary_desc d = *ctx->desc; /* in registers: stores through out may alias *desc */
     for (int32_t i = 0; i < n; i++) {
-        out[i] = edgec_clamp_to_s8(EDGEC_MAX(in1[i * step1], in2[i * step2]), d->act_min, d->act_max);
+        out[i] = edgec_clamp_to_s8(EDGEC_MAX(in1[i * step1], in2[i * step2]), d.act_min, d.act_max);
     }
 }
 
-static binary_row_fn portable_row(int32_t op)
+static void add_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                      const int8_t *in2, int8_t *out)
 {
-    static const binary_row_fn rows[] = {add_row, sub_row, mul_row, minimum_row, maximum_row};
-    return rows[op];
+    plane_rows(ctx, p, in1, in2, out, add_row);
+}
+
+static void sub_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                      const int8_t *in2, int8_t *out)
+{
+    plane_rows(ctx, p, in1, in2, out, sub_row);
+}
+
+static void mul_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                      const int8_t *in2, int8_t *out)
+{
+    plane_rows(ctx, p, in1, in2, out, mul_row);
+}
+
+static void minimum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                          const int8_t *in2, int8_t *out)
+{
+    plane_rows(ctx, p, in1, in2, out, minimum_row);
+}
+
+static void maximum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                          const int8_t *in2, int8_t *out)
+{
+    plane_rows(ctx, p, in1, in2, out, maximum_row);
+}
+
+static binary_plane_fn portable_plane(int32_t op)
+{
+    static const binary_plane_fn planes[] = {add_plane, sub_plane, mul_plane, minimum_plane,
+                                             maximum_plane};
+    return planes[op];
 }
 
 static binary_ctx binary_ctx_make(const edgec_binary_desc *desc)
@@ -183,45 +244,52 @@ static binary_ctx binary_ctx_make(const edgec_binary_desc *desc)
     ctx.prelu = NULL;
     ctx.stage = edgec_output_stage_make(desc->output_offset, desc->act_min, desc->act_max);
     ctx.scale = (int32_t)1 << desc->left_shift;
-#if defined(__ARM_FEATURE_DSP)
-    ctx.requant.multiplier = 0;
-    ctx.requant.round_high = 0;
-    ctx.requant.shift = 0;
-    if (edgec_dsp_requant_short(desc->output_multiplier, desc->output_shift)) {
-        ctx.requant = edgec_dsp_requant_make(desc->output_multiplier, desc->output_shift,
-                                             edgec_dsp_round_base(desc->output_offset));
-    }
-#endif
     return ctx;
 }
 
-/* Every row of a layout through `row`. */
-static void binary_rows(const binary_ctx *ctx, binary_row_fn row, int32_t num_dims,
-                        const int32_t *dims, const int32_t *strides1, const int32_t *strides2,
-                        const int8_t *input1, const int8_t *input2, int8_t *output)
+/* The plane of a layout's innermost two dimensions (one row for a single dimension). */
+static binary_plane layout_plane(int32_t num_dims, const int32_t *dims, const int32_t *strides1,
+                                 const int32_t *strides2)
 {
-    const int32_t outer = num_dims - 1;
-    const int32_t n = dims[outer];
-    int32_t rows = 1;
-    row_walk walk;
+    const int32_t inner = num_dims - 1;
+    binary_plane p;
+    p.n = dims[inner];
+    p.step1 = strides1[inner];
+    p.step2 = strides2[inner];
+    p.rows = inner > 0 ? dims[inner - 1] : 1;
+    p.outer1 = inner > 0 ? strides1[inner - 1] : 0;
+    p.outer2 = inner > 0 ? strides2[inner - 1] : 0;
+    return p;
+}
+
+/* Every plane of a layout through `plane_fn`. */
+static void binary_planes(const binary_ctx *ctx, binary_plane_fn plane_fn, int32_t num_dims,
+                          const int32_t *dims, const int32_t *strides1, const int32_t *strides2,
+                          const int8_t *input1, const int8_t *input2, int8_t *output)
+{
+    const binary_plane plane = layout_plane(num_dims, dims, strides1, strides2);
+    const int32_t outer = EDGEC_MAX(num_dims - 2, 0);
+    const int32_t plane_size = plane.rows * plane.n;
+    int32_t planes = 1;
+    plane_walk walk;
     memset(&walk, 0, sizeof(walk));
     for (int32_t k = 0; k < outer; k++) {
-        rows *= dims[k];
+        planes *= dims[k];
     }
-    for (int32_t r = 0; r < rows; r++) {
-        row(ctx, input1 + walk.offset1, strides1[outer], input2 + walk.offset2, strides2[outer],
-            output, n);
-        output += n;
-        next_row(&walk, outer, dims, strides1, strides2);
+    for (int32_t q = 0; q < planes; q++) {
+        plane_fn(ctx, &plane, input1 + walk.offset1, input2 + walk.offset2, output);
+        output += plane_size;
+        next_plane(&walk, outer, dims, strides1, strides2);
     }
 }
 
-/* binary_rows over a binary descriptor's layout. */
-static void binary_desc_rows(const binary_ctx *ctx, binary_row_fn row, const int8_t *input1,
-                             const int8_t *input2, int8_t *output)
+/* binary_planes over a binary descriptor's layout. */
+static void binary_desc_planes(const binary_ctx *ctx, binary_plane_fn plane_fn,
+                               const int8_t *input1, const int8_t *input2, int8_t *output)
 {
     const edgec_binary_desc *d = ctx->desc;
-    binary_rows(ctx, row, d->num_dims, d->dims, d->strides1, d->strides2, input1, input2, output);
+    binary_planes(ctx, plane_fn, d->num_dims, d->dims, d->strides1, d->strides2, input1, input2,
+                  output);
 }
 
 static int binary_args_valid(const edgec_binary_desc *desc, const int8_t *input1,
@@ -238,26 +306,56 @@ edgec_status edgec_binary_s8(const edgec_binary_desc *desc, const int8_t *input1
         return EDGEC_ARG_ERROR;
     }
     const binary_ctx ctx = binary_ctx_make(desc);
-    binary_desc_rows(&ctx, portable_row(desc->op), input1, input2, output);
+    binary_desc_planes(&ctx, portable_plane(desc->op), input1, input2, output);
     return EDGEC_OK;
 }
 
 /* ==== The ISA entry points ================================================================== */
 #if defined(__ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
 
-/* The innermost strides the packed rows take: both inputs contiguous, or one of them a single
- * value (NHWC per-channel rows, scalar operands, per-pixel operands). */
+/* The innermost strides the packed planes take: both inputs contiguous, or one of them a single
+ * value per row (NHWC per-channel planes, scalar operands, per-pixel operands). */
 static int unit_steps(int32_t step1, int32_t step2)
 {
     return (step1 == 1 && (step2 == 0 || step2 == 1)) || (step1 == 0 && step2 == 1);
 }
 
-/* The row function of an ISA entry point: `packed` where it applies, else the portable one. */
-static binary_row_fn isa_row(const edgec_binary_desc *d, binary_row_fn packed)
+/* The plane function of an ISA entry point: `packed` where it applies, else the portable one. */
+static binary_plane_fn isa_plane(const edgec_binary_desc *d, binary_plane_fn packed)
 {
     const int32_t inner = d->num_dims - 1;
     return packed != NULL && unit_steps(d->strides1[inner], d->strides2[inner]) ? packed
-                                                                              : portable_row(d->op);
+                                                                              : portable_plane(d->op);
+}
+
+/*
+ * A plane of a commutative op (MUL, MINIMUM, MAXIMUM) on unit steps seen from its operand with
+ * step 1, `vector`; the other operand has step 1 too or is one value per row (other_step 0).
+ * Row r starts at vector + r * vector_outer, other + r * other_outer, out + r * n.
+ */
+typedef struct {
+    const int8_t *vector;
+    const int8_t *other;
+    int32_t vector_outer;
+    int32_t other_outer;
+    int32_t other_step;
+    int32_t vector_offset; /* the op's input offset of each */
+    int32_t other_offset;
+} commuted_plane;
+
+static commuted_plane commute(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                              const int8_t *in2)
+{
+    const int swap = p->step1 == 0;
+    commuted_plane c;
+    c.vector = swap ? in2 : in1;
+    c.other = swap ? in1 : in2;
+    c.vector_outer = swap ? p->outer2 : p->outer1;
+    c.other_outer = swap ? p->outer1 : p->outer2;
+    c.other_step = swap ? p->step1 : p->step2;
+    c.vector_offset = swap ? ctx->desc->input2_offset : ctx->desc->input1_offset;
+    c.other_offset = swap ? ctx->desc->input1_offset : ctx->desc->input2_offset;
+    return c;
 }
 
 #endif
@@ -297,66 +395,83 @@ static inline int32_t dsp_mul_tops(int32_t a, int32_t b)
     return result;
 }
 
+/* What the DSP MUL rows keep in registers. */
+typedef struct {
+    edgec_dsp_requant q; /* the output requantization, offset included */
+    uint32_t lows;       /* act_min in every byte */
+    uint32_t highs;      /* act_max in every byte */
+    int32_t vector_pair; /* the vector operand's offset in both halves */
+    int32_t other_pair;
+} dsp_mul_consts;
+
 /* Four MUL outputs, packed and clamped, from (x + offset) of elements 0..3 of both operands as
  * int16 pairs: even = (element 0, element 2), odd = (element 1, element 3). The products fit
  * SMULBB/SMULTT (|x + offset| <= 255). */
 static inline uint32_t dsp_mul_four(int32_t a_even, int32_t a_odd, int32_t b_even, int32_t b_odd,
-                                    edgec_dsp_requant q, uint32_t lows, uint32_t highs)
+                                    const dsp_mul_consts *c)
 {
-    const int32_t y0 = edgec_dsp_requantize_ssat8(dsp_mul_bottoms(a_even, b_even), q);
-    const int32_t y1 = edgec_dsp_requantize_ssat8(dsp_mul_bottoms(a_odd, b_odd), q);
-    const int32_t y2 = edgec_dsp_requantize_ssat8(dsp_mul_tops(a_even, b_even), q);
-    const int32_t y3 = edgec_dsp_requantize_ssat8(dsp_mul_tops(a_odd, b_odd), q);
-    return edgec_dsp_clamp_s8x4(edgec_dsp_pack_s8x4(y0, y1, y2, y3), lows, highs);
+    const int32_t y0 = edgec_dsp_requantize_ssat8(dsp_mul_bottoms(a_even, b_even), c->q);
+    const int32_t y1 = edgec_dsp_requantize_ssat8(dsp_mul_bottoms(a_odd, b_odd), c->q);
+    const int32_t y2 = edgec_dsp_requantize_ssat8(dsp_mul_tops(a_even, b_even), c->q);
+    const int32_t y3 = edgec_dsp_requantize_ssat8(dsp_mul_tops(a_odd, b_odd), c->q);
+    return edgec_dsp_clamp_s8x4(edgec_dsp_pack_s8x4(y0, y1, y2, y3), c->lows, c->highs);
 }
 
-/*
- * MUL row on unit steps with the short requantization (edgec_dsp_requant: the output offset is
- * in its rounding constant): four elements per step, both operands widened with their offsets by
- * SXTAB16, products by SMULBB/SMULTT. The operand with step 1 is `vector`; the other has step
- * 1 too or is one value.
- */
-static void dsp_mul_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                        const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+/* One MUL row, four elements per step (other_step, 0 or 1, is a constant where this is
+ * inlined), the last n % 4 one by one. */
+static inline void dsp_mul_row(const int8_t *vector, const int8_t *other, int32_t other_step,
+                               int8_t *out, int32_t n, const dsp_mul_consts *c,
+                               const edgec_binary_desc *d, int32_t vector_offset,
+                               int32_t other_offset)
 {
-    const edgec_binary_desc *d = ctx->desc;
-    const int swap = step1 == 0; /* MUL commutes: in2 becomes the vector operand */
-    const int8_t *vector = swap ? in2 : in1;
-    const int8_t *other = swap ? in1 : in2;
-    const int32_t vector_offset = swap ? d->input2_offset : d->input1_offset;
-    const int32_t other_offset = swap ? d->input1_offset : d->input2_offset;
-    const int32_t other_step = swap ? step1 : step2;
-    const int32_t vector_pair = dsp_pair(vector_offset);
-    const int32_t other_pair = dsp_pair(other_offset);
-    const edgec_dsp_requant q = ctx->requant;
-    const uint32_t lows = edgec_dsp_bytes(d->act_min);
-    const uint32_t highs = edgec_dsp_bytes(d->act_max);
+    const int32_t single = dsp_pair(other[0] + other_offset);
     int32_t i = 0;
-    if (other_step == 0) {
-        const int32_t b = dsp_pair(other[0] + other_offset);
-        for (; i + 4 <= n; i += 4) {
-            int32_t x;
-            memcpy(&x, vector + i, 4);
-            const uint32_t y = dsp_mul_four(__sxtab16(vector_pair, x),
-                                            dsp_sxtab16_ror8(vector_pair, x), b, b, q, lows, highs);
-            memcpy(out + i, &y, 4); /* after reading: out may be the vector operand */
-        }
-    } else {
-        for (; i + 4 <= n; i += 4) {
-            int32_t x1, x2;
-            memcpy(&x1, vector + i, 4);
+    for (; i + 4 <= n; i += 4) {
+        int32_t x1, x2;
+        uint32_t y;
+        memcpy(&x1, vector + i, 4);
+        if (other_step == 0) {
+            y = dsp_mul_four(__sxtab16(c->vector_pair, x1), dsp_sxtab16_ror8(c->vector_pair, x1),
+                             single, single, c);
+        } else {
             memcpy(&x2, other + i, 4);
-            const uint32_t y = dsp_mul_four(__sxtab16(vector_pair, x1),
-                                            dsp_sxtab16_ror8(vector_pair, x1),
-                                            __sxtab16(other_pair, x2),
-                                            dsp_sxtab16_ror8(other_pair, x2), q, lows, highs);
-            memcpy(out + i, &y, 4);
+            y = dsp_mul_four(__sxtab16(c->vector_pair, x1), dsp_sxtab16_ror8(c->vector_pair, x1),
+                             __sxtab16(c->other_pair, x2), dsp_sxtab16_ror8(c->other_pair, x2), c);
         }
+        memcpy(out + i, &y, 4); /* after reading: out may be the vector operand */
     }
     for (; i < n; i++) {
         const int32_t product = (vector[i] + vector_offset) * (other[i * other_step] + other_offset);
-        const int32_t y = edgec_dsp_requantize_ssat8(product, q);
+        const int32_t y = edgec_dsp_requantize_ssat8(product, c->q);
         out[i] = (int8_t)EDGEC_MIN(EDGEC_MAX(y, d->act_min), d->act_max);
+    }
+}
+
+/*
+ * MUL plane on unit steps with the short requantization (edgec_dsp_requant: the output offset is
+ * in its rounding constant): both operands widened with their offsets by SXTAB16, products by
+ * SMULBB/SMULTT.
+ */
+static void dsp_mul_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                          const int8_t *in2, int8_t *out)
+{
+    const edgec_binary_desc *d = ctx->desc;
+    const commuted_plane m = commute(ctx, p, in1, in2);
+    dsp_mul_consts c;
+    c.q = edgec_dsp_requant_make(d->output_multiplier, d->output_shift,
+                                 edgec_dsp_round_base(d->output_offset));
+    c.lows = edgec_dsp_bytes(d->act_min);
+    c.highs = edgec_dsp_bytes(d->act_max);
+    c.vector_pair = dsp_pair(m.vector_offset);
+    c.other_pair = dsp_pair(m.other_offset);
+    for (int32_t r = 0; r < p->rows; r++) {
+        const int8_t *vector = m.vector + r * m.vector_outer;
+        const int8_t *other = m.other + r * m.other_outer;
+        if (m.other_step == 0) {
+            dsp_mul_row(vector, other, 0, out + r * p->n, p->n, &c, d, m.vector_offset, m.other_offset);
+        } else {
+            dsp_mul_row(vector, other, 1, out + r * p->n, p->n, &c, d, m.vector_offset, m.other_offset);
+        }
     }
 }
 
@@ -372,46 +487,49 @@ static inline uint32_t dsp_select4(uint32_t a, uint32_t b, int maximum)
     return result;
 }
 
-/* MINIMUM/MAXIMUM row on unit steps, four bytes per step (both commute, so a single-value
- * operand is simply in every byte of its word). */
-static inline void dsp_select_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                                  const int8_t *in2, int32_t step2, int8_t *out, int32_t n,
-                                  int maximum)
+/* MINIMUM/MAXIMUM plane on unit steps, four bytes per step (a single-value operand in every byte
+ * of its word). */
+static inline void dsp_select_plane(const binary_ctx *ctx, const binary_plane *p,
+                                    const int8_t *in1, const int8_t *in2, int8_t *out, int maximum)
 {
     const edgec_binary_desc *d = ctx->desc;
+    const commuted_plane m = commute(ctx, p, in1, in2);
     const uint32_t lows = edgec_dsp_bytes(d->act_min);
     const uint32_t highs = edgec_dsp_bytes(d->act_max);
-    const uint32_t splat1 = edgec_dsp_bytes(in1[0]);
-    const uint32_t splat2 = edgec_dsp_bytes(in2[0]);
-    int32_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        uint32_t a = splat1, b = splat2;
-        if (step1 != 0) {
-            memcpy(&a, in1 + i, 4);
+    const int32_t n = p->n;
+    for (int32_t r = 0; r < p->rows; r++) {
+        const int8_t *vector = m.vector + r * m.vector_outer;
+        const int8_t *other = m.other + r * m.other_outer;
+        int8_t *row = out + r * n;
+        uint32_t b = edgec_dsp_bytes(other[0]);
+        int32_t i = 0;
+        for (; i + 4 <= n; i += 4) {
+            uint32_t a;
+            memcpy(&a, vector + i, 4);
+            if (m.other_step != 0) {
+                memcpy(&b, other + i, 4);
+            }
+            const uint32_t y = edgec_dsp_clamp_s8x4(dsp_select4(a, b, maximum), lows, highs);
+            memcpy(row + i, &y, 4);
         }
-        if (step2 != 0) {
-            memcpy(&b, in2 + i, 4);
+        for (; i < n; i++) {
+            const int32_t x = vector[i];
+            const int32_t y = other[i * m.other_step];
+            row[i] = edgec_clamp_to_s8(maximum ? EDGEC_MAX(x, y) : EDGEC_MIN(x, y), d->act_min, d->act_max);
         }
-        const uint32_t y = edgec_dsp_clamp_s8x4(dsp_select4(a, b, maximum), lows, highs);
-        memcpy(out + i, &y, 4);
-    }
-    for (; i < n; i++) {
-        const int32_t a = in1[i * step1];
-        const int32_t b = in2[i * step2];
-        out[i] = edgec_clamp_to_s8(maximum ? EDGEC_MAX(a, b) : EDGEC_MIN(a, b), d->act_min, d->act_max);
     }
 }
 
-static void dsp_minimum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                            const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+static void dsp_minimum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                              const int8_t *in2, int8_t *out)
 {
-    dsp_select_row(ctx, in1, step1, in2, step2, out, n, 0);
+    dsp_select_plane(ctx, p, in1, in2, out, 0);
 }
 
-static void dsp_maximum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                            const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+static void dsp_maximum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                              const int8_t *in2, int8_t *out)
 {
-    dsp_select_row(ctx, in1, step1, in2, step2, out, n, 1);
+    dsp_select_plane(ctx, p, in1, in2, out, 1);
 }
 
 edgec_status edgec_binary_s8_dsp(const edgec_binary_desc *desc, const int8_t *input1,
@@ -421,16 +539,16 @@ edgec_status edgec_binary_s8_dsp(const edgec_binary_desc *desc, const int8_t *in
         return EDGEC_ARG_ERROR;
     }
     const binary_ctx ctx = binary_ctx_make(desc);
-    binary_row_fn packed = NULL;
+    binary_plane_fn packed = NULL;
     if (desc->op == EDGEC_BINARY_MUL &&
         edgec_dsp_requant_short(desc->output_multiplier, desc->output_shift)) {
-        packed = dsp_mul_row;
+        packed = dsp_mul_plane;
     } else if (desc->op == EDGEC_BINARY_MINIMUM) {
-        packed = dsp_minimum_row;
+        packed = dsp_minimum_plane;
     } else if (desc->op == EDGEC_BINARY_MAXIMUM) {
-        packed = dsp_maximum_row;
+        packed = dsp_maximum_plane;
     }
-    binary_desc_rows(&ctx, isa_row(desc, packed), input1, input2, output);
+    binary_desc_planes(&ctx, isa_plane(desc, packed), input1, input2, output);
     return EDGEC_OK;
 }
 
@@ -439,142 +557,232 @@ edgec_status edgec_binary_s8_dsp(const edgec_binary_desc *desc, const int8_t *in
 /* ---- Helium --------------------------------------------------------------------------------- */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 
-/* The output stage on eight int16 lanes: r (saturated to int16 from int32, which the clamp
- * bounds, within [-255, 255], make harmless) clamped, then the offset added. */
-static inline int16x8_t mve_output_s16(int16x8_t r, edgec_output_stage stage)
+/*
+ * requantize (edgec_requantize) on four lanes with the multiplier and shift in core registers,
+ * bit-exact: VQRDMULH is doubling_high_mult_no_sat for multipliers >= 0. Left (shift >= 0):
+ * VSHL, which wraps like the portable uint32_t shift, then VQRDMULH. Right (shift <= -1): VRSHL
+ * by shift rounds half up, so negative lanes are first moved down by one, which makes it round
+ * half away from zero (edgec_mve_requantize's fixup; saturating that step cannot change the
+ * shifted result).
+ */
+static inline int32x4_t mve_requantize_left(int32x4_t x, int32_t multiplier, int32_t shift)
 {
-    r = vmaxq_s16(r, vdupq_n_s16((int16_t)stage.lo));
-    r = vminq_s16(r, vdupq_n_s16((int16_t)stage.hi));
-    return vaddq_n_s16(r, (int16_t)stage.offset);
+    return vqrdmulhq_n_s32(vshlq_r_s32(x, shift), multiplier);
 }
 
-/* Eight MUL outputs from (x + offset) of both operands in int16 lanes: the even and the odd
- * lanes' int32 products (VMULLB/VMULLT) requantized, narrowed back into their lanes. */
-static inline int16x8_t mve_mul_eight(int16x8_t a, int16x8_t b, int32x4_t multiplier,
-                                      int32x4_t shift, edgec_output_stage stage)
+static inline int32x4_t mve_requantize_right(int32x4_t x, int32_t multiplier, int32_t shift)
 {
-    const int32x4_t even = edgec_mve_requantize(vmullbq_int_s16(a, b), multiplier, shift);
-    const int32x4_t odd = edgec_mve_requantize(vmulltq_int_s16(a, b), multiplier, shift);
-    return mve_output_s16(vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), even), odd), stage);
+    const int32x4_t high = vqrdmulhq_n_s32(x, multiplier);
+    return vrshlq_n_s32(vqaddq_s32(high, vshrq_n_s32(high, 31)), shift);
 }
 
-/* MUL row on unit steps, eight elements per step (the tail predicated). */
-static void mve_mul_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                        const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+/* requantize by mve_requantize_left or _right (`left`: a constant where this is inlined). */
+static inline int32x4_t mve_requantize(int32x4_t x, int32_t multiplier, int32_t shift, int left)
 {
-    const edgec_binary_desc *d = ctx->desc;
-    const int swap = step1 == 0; /* MUL commutes: in2 becomes the vector operand */
-    const int8_t *vector = swap ? in2 : in1;
-    const int8_t *other = swap ? in1 : in2;
-    const int16x8_t vector_offset = vdupq_n_s16((int16_t)(swap ? d->input2_offset : d->input1_offset));
-    const int32_t other_offset = swap ? d->input1_offset : d->input2_offset;
-    const int32x4_t multiplier = vdupq_n_s32(d->output_multiplier);
-    const int32x4_t shift = vdupq_n_s32(d->output_shift);
-    if ((swap ? step1 : step2) == 0) {
-        const int16x8_t b = vdupq_n_s16((int16_t)(other[0] + other_offset));
-        for (int32_t i = 0; i < n; i += 8) {
-            const mve_pred16_t lanes = vctp16q((uint32_t)(n - i));
-            const int16x8_t a = vaddq_s16(vldrbq_z_s16(vector + i, lanes), vector_offset);
-            vstrbq_p_s16(out + i, mve_mul_eight(a, b, multiplier, shift, ctx->stage), lanes);
-        }
-    } else {
-        const int16x8_t b_offset = vdupq_n_s16((int16_t)other_offset);
-        for (int32_t i = 0; i < n; i += 8) {
-            const mve_pred16_t lanes = vctp16q((uint32_t)(n - i));
-            const int16x8_t a = vaddq_s16(vldrbq_z_s16(vector + i, lanes), vector_offset);
-            const int16x8_t b = vaddq_s16(vldrbq_z_s16(other + i, lanes), b_offset);
-            vstrbq_p_s16(out + i, mve_mul_eight(a, b, multiplier, shift, ctx->stage), lanes);
-        }
+    return left ? mve_requantize_left(x, multiplier, shift)
+                : mve_requantize_right(x, multiplier, shift);
+}
+
+/* What the Helium MUL rows keep in registers. */
+typedef struct {
+    int32_t multiplier;
+    int32_t shift;
+    int16x8_t lo; /* act_min - output_offset */
+    int16x8_t hi; /* act_max - output_offset */
+    int16_t offset;
+    int16_t vector_offset;
+    int16_t other_offset;
+} mve_mul_consts;
+
+/*
+ * Eight MUL outputs from (x + offset) of both operands in int16 lanes: the even and the odd
+ * lanes' int32 products (VMULLB/VMULLT) requantized, narrowed back into their lanes with
+ * saturation (harmless: the clamp bounds are within [-255, 255]), clamped, offset added.
+ */
+static inline int16x8_t mve_mul_eight(int16x8_t a, int16x8_t b, const mve_mul_consts *c, int left)
+{
+    const int32x4_t even = mve_requantize(vmullbq_int_s16(a, b), c->multiplier, c->shift, left);
+    const int32x4_t odd = mve_requantize(vmulltq_int_s16(a, b), c->multiplier, c->shift, left);
+    int16x8_t r = vqmovntq_s32(vqmovnbq_s32(vuninitializedq_s16(), even), odd);
+    r = vminq_s16(vmaxq_s16(r, c->lo), c->hi);
+    return vaddq_n_s16(r, c->offset);
+}
+
+/* One MUL row: whole steps of eight unpredicated, then one predicated step for the rest
+ * (other_step and left are constants where this is inlined). */
+static inline void mve_mul_row(const int8_t *vector, const int8_t *other, int32_t other_step,
+                               int8_t *out, int32_t n, const mve_mul_consts *c, int left)
+{
+    const int16x8_t single = vdupq_n_s16((int16_t)(other[0] + c->other_offset));
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const int16x8_t a = vaddq_n_s16(vldrbq_s16(vector + i), c->vector_offset);
+        const int16x8_t b =
+            other_step ? vaddq_n_s16(vldrbq_s16(other + i), c->other_offset) : single;
+        vstrbq_s16(out + i, mve_mul_eight(a, b, c, left));
+    }
+    if (i < n) {
+        const mve_pred16_t lanes = vctp16q((uint32_t)(n - i));
+        const int16x8_t a = vaddq_n_s16(vldrbq_z_s16(vector + i, lanes), c->vector_offset);
+        const int16x8_t b =
+            other_step ? vaddq_n_s16(vldrbq_z_s16(other + i, lanes), c->other_offset) : single;
+        vstrbq_p_s16(out + i, mve_mul_eight(a, b, c, left), lanes);
     }
 }
+
+/* The rows of a MUL plane (other_step and left constants where this is inlined). */
+static inline void mve_mul_rows(const commuted_plane *m, const binary_plane *p, int8_t *out,
+                                const mve_mul_consts *c, int32_t other_step, int left)
+{
+    for (int32_t r = 0; r < p->rows; r++) {
+        mve_mul_row(m->vector + r * m->vector_outer, m->other + r * m->other_outer, other_step,
+                    out + r * p->n, p->n, c, left);
+    }
+}
+
+/* MUL plane on unit steps, eight elements per step. */
+static void mve_mul_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                          const int8_t *in2, int8_t *out)
+{
+    const edgec_binary_desc *d = ctx->desc;
+    const commuted_plane m = commute(ctx, p, in1, in2);
+    mve_mul_consts c;
+    c.multiplier = d->output_multiplier;
+    c.shift = d->output_shift;
+    c.lo = vdupq_n_s16((int16_t)ctx->stage.lo);
+    c.hi = vdupq_n_s16((int16_t)ctx->stage.hi);
+    c.offset = (int16_t)ctx->stage.offset;
+    c.vector_offset = (int16_t)m.vector_offset;
+    c.other_offset = (int16_t)m.other_offset;
+    if (c.shift >= 0) {
+        mve_mul_rows(&m, p, out, &c, m.other_step, 1);
+    } else if (m.other_step == 0) {
+        mve_mul_rows(&m, p, out, &c, 0, 0);
+    } else {
+        mve_mul_rows(&m, p, out, &c, 1, 0);
+    }
+}
+
+/* What the Helium ADD/SUB rows keep in registers. */
+typedef struct {
+    int32_t offset1, multiplier1, shift1;
+    int32_t offset2, multiplier2, shift2;
+    int32_t left_shift;
+    int32_t output_multiplier, output_shift;
+    edgec_output_stage stage;
+} mve_add_consts;
 
 /* An add/sub operand's four lanes rescaled onto the common grid (rescaled() on each lane). */
-static inline int32x4_t mve_rescaled(const int8_t *x, mve_pred16_t lanes, int32_t offset,
-                                     int32_t left_shift, int32x4_t multiplier, int32x4_t shift)
+static inline int32x4_t mve_rescaled(int32x4_t x, int32_t offset, int32_t left_shift,
+                                     int32_t multiplier, int32_t shift)
 {
-    const int32x4_t v = vaddq_n_s32(vldrbq_z_s32(x, lanes), offset);
-    return edgec_mve_requantize(vshlq_r_s32(v, left_shift), multiplier, shift);
+    const int32x4_t v = vshlq_r_s32(vaddq_n_s32(x, offset), left_shift);
+    return mve_requantize(v, multiplier, shift, shift >= 0);
 }
 
-/* ADD/SUB row on unit steps, four elements per step; a single-value operand is rescaled once. */
-static inline void mve_add_sub_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                                   const int8_t *in2, int32_t step2, int8_t *out, int32_t n,
-                                   int subtract)
+/* Four ADD/SUB outputs: a single-value operand arrives rescaled (single1/single2, step 0). */
+static inline int32x4_t mve_add_sub_four(const int8_t *in1, int32_t step1, int32x4_t single1,
+                                         const int8_t *in2, int32_t step2, int32x4_t single2,
+                                         mve_pred16_t lanes, const mve_add_consts *c, int subtract)
+{
+    const int32x4_t a = step1 ? mve_rescaled(vldrbq_z_s32(in1, lanes), c->offset1, c->left_shift,
+                                             c->multiplier1, c->shift1)
+                              : single1;
+    const int32x4_t b = step2 ? mve_rescaled(vldrbq_z_s32(in2, lanes), c->offset2, c->left_shift,
+                                             c->multiplier2, c->shift2)
+                              : single2;
+    /* VADD/VSUB wrap like the portable path's uint32_t arithmetic */
+    const int32x4_t total = subtract ? vsubq_s32(a, b) : vaddq_s32(a, b);
+    const int32x4_t r = mve_requantize(total, c->output_multiplier, c->output_shift,
+                                       c->output_shift >= 0);
+    return edgec_mve_output(r, c->stage);
+}
+
+/* ADD/SUB plane on unit steps, four elements per step; a single-value operand is rescaled once
+ * per row. */
+static inline void mve_add_sub_plane(const binary_ctx *ctx, const binary_plane *p,
+                                     const int8_t *in1, const int8_t *in2, int8_t *out,
+                                     int subtract)
 {
     const edgec_binary_desc *d = ctx->desc;
-    const int32x4_t m1 = vdupq_n_s32(d->input1_multiplier);
-    const int32x4_t s1 = vdupq_n_s32(d->input1_shift);
-    const int32x4_t m2 = vdupq_n_s32(d->input2_multiplier);
-    const int32x4_t s2 = vdupq_n_s32(d->input2_shift);
-    const int32x4_t mo = vdupq_n_s32(d->output_multiplier);
-    const int32x4_t so = vdupq_n_s32(d->output_shift);
-    const int32x4_t single1 = vdupq_n_s32(
-        rescaled(in1[0], d->input1_offset, ctx->scale, d->input1_multiplier, d->input1_shift));
-    const int32x4_t single2 = vdupq_n_s32(
-        rescaled(in2[0], d->input2_offset, ctx->scale, d->input2_multiplier, d->input2_shift));
-    for (int32_t i = 0; i < n; i += 4) {
-        const mve_pred16_t lanes = vctp32q((uint32_t)(n - i));
-        const int32x4_t a = step1 ? mve_rescaled(in1 + i, lanes, d->input1_offset, d->left_shift, m1, s1)
-                                  : single1;
-        const int32x4_t b = step2 ? mve_rescaled(in2 + i, lanes, d->input2_offset, d->left_shift, m2, s2)
-                                  : single2;
-        /* VADD/VSUB wrap like the portable path's uint32_t arithmetic */
-        const int32x4_t total = subtract ? vsubq_s32(a, b) : vaddq_s32(a, b);
-        vstrbq_p_s32(out + i, edgec_mve_output(edgec_mve_requantize(total, mo, so), ctx->stage), lanes);
+    const mve_add_consts c = {d->input1_offset, d->input1_multiplier, d->input1_shift,
+                              d->input2_offset, d->input2_multiplier, d->input2_shift,
+                              d->left_shift, d->output_multiplier, d->output_shift, ctx->stage};
+    for (int32_t r = 0; r < p->rows; r++) {
+        const int8_t *row1 = in1 + r * p->outer1;
+        const int8_t *row2 = in2 + r * p->outer2;
+        int8_t *row = out + r * p->n;
+        const int32x4_t single1 = vdupq_n_s32(
+            rescaled(row1[0], c.offset1, ctx->scale, c.multiplier1, c.shift1));
+        const int32x4_t single2 = vdupq_n_s32(
+            rescaled(row2[0], c.offset2, ctx->scale, c.multiplier2, c.shift2));
+        for (int32_t i = 0; i < p->n; i += 4) {
+            const mve_pred16_t lanes = vctp32q((uint32_t)(p->n - i));
+            const int32x4_t y = mve_add_sub_four(row1 + i * p->step1, p->step1, single1,
+                                                 row2 + i * p->step2, p->step2, single2, lanes, &c,
+                                                 subtract);
+            vstrbq_p_s32(row + i, y, lanes);
+        }
     }
 }
 
-static void mve_add_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                        const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+static void mve_add_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                          const int8_t *in2, int8_t *out)
 {
-    mve_add_sub_row(ctx, in1, step1, in2, step2, out, n, 0);
+    mve_add_sub_plane(ctx, p, in1, in2, out, 0);
 }
 
-static void mve_sub_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                        const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+static void mve_sub_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                          const int8_t *in2, int8_t *out)
 {
-    mve_add_sub_row(ctx, in1, step1, in2, step2, out, n, 1);
+    mve_add_sub_plane(ctx, p, in1, in2, out, 1);
 }
 
-/* MINIMUM/MAXIMUM row on unit steps, sixteen bytes per step. */
-static inline void mve_select_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                                  const int8_t *in2, int32_t step2, int8_t *out, int32_t n,
-                                  int maximum)
+/* MINIMUM/MAXIMUM plane on unit steps, sixteen bytes per step. */
+static inline void mve_select_plane(const binary_ctx *ctx, const binary_plane *p,
+                                    const int8_t *in1, const int8_t *in2, int8_t *out, int maximum)
 {
     const edgec_binary_desc *d = ctx->desc;
+    const commuted_plane m = commute(ctx, p, in1, in2);
     const int8x16_t lo = vdupq_n_s8((int8_t)d->act_min);
     const int8x16_t hi = vdupq_n_s8((int8_t)d->act_max);
-    for (int32_t i = 0; i < n; i += 16) {
-        const mve_pred16_t lanes = vctp8q((uint32_t)(n - i));
-        const int8x16_t a = step1 ? vldrbq_z_s8(in1 + i, lanes) : vdupq_n_s8(in1[0]);
-        const int8x16_t b = step2 ? vldrbq_z_s8(in2 + i, lanes) : vdupq_n_s8(in2[0]);
-        const int8x16_t y = maximum ? vmaxq_s8(a, b) : vminq_s8(a, b);
-        vstrbq_p_s8(out + i, vminq_s8(vmaxq_s8(y, lo), hi), lanes);
+    for (int32_t r = 0; r < p->rows; r++) {
+        const int8_t *vector = m.vector + r * m.vector_outer;
+        const int8_t *other = m.other + r * m.other_outer;
+        int8_t *row = out + r * p->n;
+        const int8x16_t single = vdupq_n_s8(other[0]);
+        for (int32_t i = 0; i < p->n; i += 16) {
+            const mve_pred16_t lanes = vctp8q((uint32_t)(p->n - i));
+            const int8x16_t a = vldrbq_z_s8(vector + i, lanes);
+            const int8x16_t b = m.other_step ? vldrbq_z_s8(other + i, lanes) : single;
+            const int8x16_t y = maximum ? vmaxq_s8(a, b) : vminq_s8(a, b);
+            vstrbq_p_s8(row + i, vminq_s8(vmaxq_s8(y, lo), hi), lanes);
+        }
     }
 }
 
-static void mve_minimum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                            const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+static void mve_minimum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                              const int8_t *in2, int8_t *out)
 {
-    mve_select_row(ctx, in1, step1, in2, step2, out, n, 0);
+    mve_select_plane(ctx, p, in1, in2, out, 0);
 }
 
-static void mve_maximum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                            const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+static void mve_maximum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                              const int8_t *in2, int8_t *out)
 {
-    mve_select_row(ctx, in1, step1, in2, step2, out, n, 1);
+    mve_select_plane(ctx, p, in1, in2, out, 1);
 }
 
 edgec_status edgec_binary_s8_mve(const edgec_binary_desc *desc, const int8_t *input1,
                                  const int8_t *input2, int8_t *output)
 {
-    static const binary_row_fn rows[] = {mve_add_row, mve_sub_row, mve_mul_row, mve_minimum_row,
-                                         mve_maximum_row};
+    static const binary_plane_fn planes[] = {mve_add_plane, mve_sub_plane, mve_mul_plane,
+                                             mve_minimum_plane, mve_maximum_plane};
     if (!binary_args_valid(desc, input1, input2, output)) {
         return EDGEC_ARG_ERROR;
     }
     const binary_ctx ctx = binary_ctx_make(desc);
-    binary_desc_rows(&ctx, isa_row(desc, rows[desc->op]), input1, input2, output);
+    binary_desc_planes(&ctx, isa_plane(desc, planes[desc->op]), input1, input2, output);
     return EDGEC_OK;
 }
 
@@ -594,17 +802,24 @@ static int prelu_desc_valid(const edgec_prelu_desc *d)
 
 /* One row of PReLU, a binary_row_fn (input as input1, alpha as input2). v * (alpha + offset)
  * is within 255 * 255. */
-static void prelu_row(const binary_ctx *ctx, const int8_t *input, int32_t input_step,
-                      const int8_t *alpha, int32_t alpha_step, int8_t *out, int32_t n)
+static inline void prelu_row(const binary_ctx *ctx, const int8_t *input, int32_t input_step,
+                             const int8_t *alpha, int32_t alpha_step, int8_t *out, int32_t n)
 {
-    const edgec_prelu_desc *d = ctx->prelu;
+    const edgec_prelu_desc d = *ctx->prelu; /* in registers: stores through out may alias it */
+    const edgec_output_stage stage = ctx->stage;
     for (int32_t i = 0; i < n; i++) {
-        const int32_t v = input[i * input_step] + d->input_offset;
-        const int32_t r = v >= 0 ? edgec_requantize(v, d->identity_multiplier, d->identity_shift)
-                                 : edgec_requantize(v * (alpha[i * alpha_step] + d->alpha_offset),
-                                                    d->alpha_multiplier, d->alpha_shift);
-        out[i] = edgec_output_s8(ctx->stage, r);
+        const int32_t v = input[i * input_step] + d.input_offset;
+        const int32_t r = v >= 0 ? edgec_requantize(v, d.identity_multiplier, d.identity_shift)
+                                 : edgec_requantize(v * (alpha[i * alpha_step] + d.alpha_offset),
+                                                    d.alpha_multiplier, d.alpha_shift);
+        out[i] = edgec_output_s8(stage, r);
     }
+}
+
+static void prelu_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *input,
+                        const int8_t *alpha, int8_t *out)
+{
+    plane_rows(ctx, p, input, alpha, out, prelu_row);
 }
 
 edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input,
@@ -617,7 +832,7 @@ edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input,
     memset(&ctx, 0, sizeof(ctx));
     ctx.prelu = desc;
     ctx.stage = edgec_output_stage_make(desc->output_offset, desc->act_min, desc->act_max);
-    binary_rows(&ctx, prelu_row, desc->num_dims, desc->dims, desc->input_strides,
-                desc->alpha_strides, input, alpha, output);
+    binary_planes(&ctx, prelu_plane, desc->num_dims, desc->dims, desc->input_strides,
+                  desc->alpha_strides, input, alpha, output);
     return EDGEC_OK;
 }
