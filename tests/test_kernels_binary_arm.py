@@ -156,9 +156,26 @@ def benchmark_cases(isas) -> list[Case]:
     return cases
 
 
+def mul_shift_sweep(rng, isa: int) -> list[Case]:
+    """MUL at every right shift of the DSP requantization (-1..-24) and beyond, with extreme and
+    random multipliers and offsets: every int8 value of input 1 against random input 2."""
+    cases = []
+    for shift in range(-26, 2):
+        multiplier = int(rng.choice([0, 1, 2**30 - 1, 2**30, 2**31 - 1, int(rng.integers(0, 2**31))]))
+        desc = binary_desc("mul", (16, 256), (16, 256), (1.0, 0), (1.0, 0), (1.0, 0), *act_bounds(rng))
+        desc.update(input1_offset=int(rng.choice([-127, 128, int(rng.integers(-127, 129))])),
+                    input2_offset=int(rng.choice([-127, 128, int(rng.integers(-127, 129))])),
+                    output_offset=zero_point(rng), output_multiplier=multiplier, output_shift=shift)
+        x1 = np.tile(np.arange(-128, 128, dtype=np.int8), (16, 1))
+        x2 = int8_array(rng, (16, 256))
+        cases.append(Case("binary", isa, desc, x1, x2, binary_s8(x1, x2, desc)))
+    return cases
+
+
 def all_cases(target: str, seed: int) -> list[Case]:
     rng = np.random.default_rng(seed)
     cases = [binary_case(rng, isa) for isa in ISAS[target] for _ in range(CASES_PER_ISA)]
+    cases += [case for isa in ISAS[target] if isa != PORTABLE for case in mul_shift_sweep(rng, isa)]
     cases += [prelu_case(rng) for _ in range(PRELU_CASES)]
     return cases + benchmark_cases(ISAS[target])
 

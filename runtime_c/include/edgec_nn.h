@@ -434,10 +434,10 @@ edgec_status edgec_binary_s8(const edgec_binary_desc *desc, const int8_t *input1
  * edgec_binary_s8 with the innermost loop level on the Arm DSP extension (Cortex-M4/M7/M33/M55)
  * or on Helium (Cortex-M55), where the innermost strides are (1, 1), (1, 0) or (0, 1): the same
  * arguments, arithmetic and in-place rule, byte for byte. DSP: MUL four elements per step
- * (SXTAB16, SMULBB/SMULTT, SMLAL requantization) when output_multiplier >= 2^30 and
- * output_shift is -2..-24 (QuantizeMultiplier of s1*s2/s_out below 1/2), MINIMUM/MAXIMUM four
- * bytes per SSUB8/SEL; other cases run the portable loop. Helium: MUL eight lanes per step,
- * ADD/SUB four, MINIMUM/MAXIMUM sixteen. Declared only where the build's -mcpu has the extension.
+ * (SXTAB16, SMULBB/SMULTT, an SMMLAR requantization) when output_shift is -1..-24
+ * (QuantizeMultiplier of s1*s2/s_out in [2^-25, 1/2)), MINIMUM/MAXIMUM four bytes per SSUB8/SEL;
+ * ADD/SUB and other cases run the portable loop. Helium: MUL eight lanes per step, ADD/SUB four,
+ * MINIMUM/MAXIMUM sixteen, any fields. Declared only where the build's -mcpu has the extension.
  */
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_binary_s8_dsp(const edgec_binary_desc *desc, const int8_t *input1,

@@ -395,83 +395,136 @@ static inline int32_t dsp_mul_tops(int32_t a, int32_t b)
     return result;
 }
 
+/*
+ * MUL's requantization plus output offset on the DSP extension, for output_shift -1..-24 and any
+ * multiplier >= 0, from the doubled product d = 2 * p (|p| <= 255 * 255, so d fits):
+ *  - (2 p m + 2^31) >> 32 = (p m + 2^30) >> 31 is doubling_high_mult_no_sat(p, m) exactly; call
+ *    it h (|h| <= |p| as m < 2^31). SMMLAR(d, m, bias) gives h + bias in one instruction;
+ *  - divide_by_power_of_two(h, r), r = -shift >= 1, rounds half away from zero, which is
+ *    floor((h + 2^(r-1) - [h < 0]) / 2^r); adding offset * 2^r inside adds the output offset:
+ *    y = (h + bias - [h < 0]) >> r with bias = 2^(r-1) + offset * 2^r;
+ *  - [h < 0] may be read as [d < 0] (d >> 31 = -1): they differ only when p < 0 and h = 0, and
+ *    then (bias - 1) >> r = bias >> r = offset, as 0 <= 2^(r-1) - 1 < 2^(r-1) < 2^r.
+ * For r <= 24 and |offset| <= 128, |bias| <= 2^31 - 2^23, so no sum overflows. Four
+ * instructions after the product: SMMLAR, ADD (of d ASR #31), ASR, SSAT.
+ */
+static inline int dsp_mul_requant_fits(int32_t shift)
+{
+    return shift >= -24 && shift <= -1;
+}
+
+static inline int32_t dsp_smmlar(int32_t a, int32_t b, int32_t accumulator)
+{
+    int32_t result;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(result) : "r"(a), "r"(b), "r"(accumulator));
+    return result;
+}
+
 /* What the DSP MUL rows keep in registers. */
 typedef struct {
-    edgec_dsp_requant q; /* the output requantization, offset included */
+    int32_t multiplier;
+    int32_t bias;        /* 2^(r-1) + output_offset * 2^r */
+    int32_t right;       /* r = -output_shift */
     uint32_t lows;       /* act_min in every byte */
     uint32_t highs;      /* act_max in every byte */
     int32_t vector_pair; /* the vector operand's offset in both halves */
-    int32_t other_pair;
+    int32_t other_pair;  /* the other operand's offset in both halves */
 } dsp_mul_consts;
 
-/* Four MUL outputs, packed and clamped, from (x + offset) of elements 0..3 of both operands as
- * int16 pairs: even = (element 0, element 2), odd = (element 1, element 3). The products fit
- * SMULBB/SMULTT (|x + offset| <= 255). */
-static inline uint32_t dsp_mul_four(int32_t a_even, int32_t a_odd, int32_t b_even, int32_t b_odd,
-                                    const dsp_mul_consts *c)
+/* requantize(p) + output_offset saturated to int8, from d = 2 * p (see above). */
+static inline int32_t dsp_mul_output(int32_t doubled_product, const dsp_mul_consts *c)
 {
-    const int32_t y0 = edgec_dsp_requantize_ssat8(dsp_mul_bottoms(a_even, b_even), c->q);
-    const int32_t y1 = edgec_dsp_requantize_ssat8(dsp_mul_bottoms(a_odd, b_odd), c->q);
-    const int32_t y2 = edgec_dsp_requantize_ssat8(dsp_mul_tops(a_even, b_even), c->q);
-    const int32_t y3 = edgec_dsp_requantize_ssat8(dsp_mul_tops(a_odd, b_odd), c->q);
-    return edgec_dsp_clamp_s8x4(edgec_dsp_pack_s8x4(y0, y1, y2, y3), c->lows, c->highs);
+    const int32_t biased = dsp_smmlar(doubled_product, c->multiplier, c->bias);
+    return __ssat((biased + (doubled_product >> 31)) >> c->right, 8);
 }
 
-/* One MUL row, four elements per step (other_step, 0 or 1, is a constant where this is
- * inlined), the last n % 4 one by one. */
-static inline void dsp_mul_row(const int8_t *vector, const int8_t *other, int32_t other_step,
-                               int8_t *out, int32_t n, const dsp_mul_consts *c,
-                               const edgec_binary_desc *d, int32_t vector_offset,
-                               int32_t other_offset)
+/* Four MUL outputs, packed, clamped unless `clamp` is 0 (act range the whole of int8; a constant
+ * where this is inlined), from (x + offset) of elements 0..3 of the vector operand and twice that
+ * of the other as int16 pairs: even = (element 0, element 2), odd = (element 1, element 3). The
+ * products fit SMULBB/SMULTT (|x + offset| <= 255). */
+static inline uint32_t dsp_mul_four(int32_t a_even, int32_t a_odd, int32_t b2_even,
+                                    int32_t b2_odd, const dsp_mul_consts *c, int clamp)
 {
-    const int32_t single = dsp_pair(other[0] + other_offset);
+    const int32_t y0 = dsp_mul_output(dsp_mul_bottoms(a_even, b2_even), c);
+    const int32_t y1 = dsp_mul_output(dsp_mul_bottoms(a_odd, b2_odd), c);
+    const int32_t y2 = dsp_mul_output(dsp_mul_tops(a_even, b2_even), c);
+    const int32_t y3 = dsp_mul_output(dsp_mul_tops(a_odd, b2_odd), c);
+    const uint32_t packed = edgec_dsp_pack_s8x4(y0, y1, y2, y3);
+    return clamp ? edgec_dsp_clamp_s8x4(packed, c->lows, c->highs) : packed;
+}
+
+/* One MUL row, four elements per step (other_step, 0 or 1, and clamp are constants where this
+ * is inlined), the last n % 4 one by one. */
+static inline void dsp_mul_row(const int8_t *vector, const int8_t *other, int32_t other_step,
+                               int8_t *out, int32_t n, const dsp_mul_consts *c, int clamp,
+                               int32_t vector_offset, int32_t other_offset, int32_t act_min,
+                               int32_t act_max)
+{
+    const int32_t single2 = dsp_pair(2 * (other[0] + other_offset));
     int32_t i = 0;
     for (; i + 4 <= n; i += 4) {
         int32_t x1, x2;
         uint32_t y;
         memcpy(&x1, vector + i, 4);
+        const int32_t a_even = __sxtab16(c->vector_pair, x1);
+        const int32_t a_odd = dsp_sxtab16_ror8(c->vector_pair, x1);
         if (other_step == 0) {
-            y = dsp_mul_four(__sxtab16(c->vector_pair, x1), dsp_sxtab16_ror8(c->vector_pair, x1),
-                             single, single, c);
+            y = dsp_mul_four(a_even, a_odd, single2, single2, c, clamp);
         } else {
             memcpy(&x2, other + i, 4);
-            y = dsp_mul_four(__sxtab16(c->vector_pair, x1), dsp_sxtab16_ror8(c->vector_pair, x1),
-                             __sxtab16(c->other_pair, x2), dsp_sxtab16_ror8(c->other_pair, x2), c);
+            const int32_t b_even = __sxtab16(c->other_pair, x2);
+            const int32_t b_odd = dsp_sxtab16_ror8(c->other_pair, x2);
+            y = dsp_mul_four(a_even, a_odd, __sadd16(b_even, b_even), __sadd16(b_odd, b_odd), c,
+                             clamp);
         }
         memcpy(out + i, &y, 4); /* after reading: out may be the vector operand */
     }
     for (; i < n; i++) {
         const int32_t product = (vector[i] + vector_offset) * (other[i * other_step] + other_offset);
-        const int32_t y = edgec_dsp_requantize_ssat8(product, c->q);
-        out[i] = (int8_t)EDGEC_MIN(EDGEC_MAX(y, d->act_min), d->act_max);
+        out[i] = (int8_t)EDGEC_MIN(EDGEC_MAX(dsp_mul_output(2 * product, c), act_min), act_max);
+    }
+}
+
+/* The rows of a MUL plane (other_step and clamp constants where this is inlined). */
+static inline void dsp_mul_rows(const commuted_plane *m, const binary_plane *p, int8_t *out,
+                                const dsp_mul_consts *c, int32_t other_step, int clamp,
+                                const edgec_binary_desc *d)
+{
+    for (int32_t r = 0; r < p->rows; r++) {
+        dsp_mul_row(m->vector + r * m->vector_outer, m->other + r * m->other_outer, other_step,
+                    out + r * p->n, p->n, c, clamp, m->vector_offset, m->other_offset, d->act_min,
+                    d->act_max);
     }
 }
 
 /*
- * MUL plane on unit steps with the short requantization (edgec_dsp_requant: the output offset is
- * in its rounding constant): both operands widened with their offsets by SXTAB16, products by
- * SMULBB/SMULTT.
+ * MUL plane on unit steps with output_shift -1..-24: both operands widened with their offsets by
+ * SXTAB16 (the other one doubled by SADD16), products by SMULBB/SMULTT, then dsp_mul_output.
  */
 static void dsp_mul_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
                           const int8_t *in2, int8_t *out)
 {
     const edgec_binary_desc *d = ctx->desc;
     const commuted_plane m = commute(ctx, p, in1, in2);
+    const int clamp = d->act_min > INT8_MIN || d->act_max < INT8_MAX;
     dsp_mul_consts c;
-    c.q = edgec_dsp_requant_make(d->output_multiplier, d->output_shift,
-                                 edgec_dsp_round_base(d->output_offset));
+    c.multiplier = d->output_multiplier;
+    c.right = -d->output_shift;
+    c.bias = (int32_t)((1u << (c.right - 1)) + (uint32_t)d->output_offset * (1u << c.right));
     c.lows = edgec_dsp_bytes(d->act_min);
     c.highs = edgec_dsp_bytes(d->act_max);
     c.vector_pair = dsp_pair(m.vector_offset);
     c.other_pair = dsp_pair(m.other_offset);
-    for (int32_t r = 0; r < p->rows; r++) {
-        const int8_t *vector = m.vector + r * m.vector_outer;
-        const int8_t *other = m.other + r * m.other_outer;
-        if (m.other_step == 0) {
-            dsp_mul_row(vector, other, 0, out + r * p->n, p->n, &c, d, m.vector_offset, m.other_offset);
+    if (m.other_step == 0) {
+        if (clamp) {
+            dsp_mul_rows(&m, p, out, &c, 0, 1, d);
         } else {
-            dsp_mul_row(vector, other, 1, out + r * p->n, p->n, &c, d, m.vector_offset, m.other_offset);
+            dsp_mul_rows(&m, p, out, &c, 0, 0, d);
         }
+    } else if (clamp) {
+        dsp_mul_rows(&m, p, out, &c, 1, 1, d);
+    } else {
+        dsp_mul_rows(&m, p, out, &c, 1, 0, d);
     }
 }
 
@@ -540,8 +593,7 @@ edgec_status edgec_binary_s8_dsp(const edgec_binary_desc *desc, const int8_t *in
     }
     const binary_ctx ctx = binary_ctx_make(desc);
     binary_plane_fn packed = NULL;
-    if (desc->op == EDGEC_BINARY_MUL &&
-        edgec_dsp_requant_short(desc->output_multiplier, desc->output_shift)) {
+    if (desc->op == EDGEC_BINARY_MUL && dsp_mul_requant_fits(desc->output_shift)) {
         packed = dsp_mul_plane;
     } else if (desc->op == EDGEC_BINARY_MINIMUM) {
         packed = dsp_minimum_plane;
