@@ -313,6 +313,11 @@ edgec_status edgec_binary_s8(const edgec_binary_desc *desc, const int8_t *input1
 /* ==== The ISA entry points ================================================================== */
 #if defined(__ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
 
+/* A row loop written once and specialised by constant flags (a single-value operand, clamping,
+ * add or subtract): it must be inlined for the flags to fold, which GCC's size heuristics do not
+ * always do. Only the Arm builds, by GCC or Arm's clang, compile these paths. */
+#define BINARY_ALWAYS_INLINE inline __attribute__((always_inline))
+
 /* The innermost strides the packed planes take: both inputs contiguous, or one of them a single
  * value per row (NHWC per-channel planes, scalar operands, per-pixel operands). */
 static int unit_steps(int32_t step1, int32_t step2)
@@ -455,7 +460,7 @@ static inline uint32_t dsp_mul_four(int32_t a_even, int32_t a_odd, int32_t b2_ev
 
 /* One MUL row, four elements per step (other_step, 0 or 1, and clamp are constants where this
  * is inlined), the last n % 4 one by one. */
-static inline void dsp_mul_row(const int8_t *vector, const int8_t *other, int32_t other_step,
+static BINARY_ALWAYS_INLINE void dsp_mul_row(const int8_t *vector, const int8_t *other, int32_t other_step,
                                int8_t *out, int32_t n, const dsp_mul_consts *c, int clamp,
                                int32_t vector_offset, int32_t other_offset, int32_t act_min,
                                int32_t act_max)
@@ -486,7 +491,7 @@ static inline void dsp_mul_row(const int8_t *vector, const int8_t *other, int32_
 }
 
 /* The rows of a MUL plane (other_step and clamp constants where this is inlined). */
-static inline void dsp_mul_rows(const commuted_plane *m, const binary_plane *p, int8_t *out,
+static BINARY_ALWAYS_INLINE void dsp_mul_rows(const commuted_plane *m, const binary_plane *p, int8_t *out,
                                 const dsp_mul_consts *c, int32_t other_step, int clamp,
                                 const edgec_binary_desc *d)
 {
@@ -542,7 +547,7 @@ static inline uint32_t dsp_select4(uint32_t a, uint32_t b, int maximum)
 
 /* MINIMUM/MAXIMUM plane on unit steps, four bytes per step (a single-value operand in every byte
  * of its word). */
-static inline void dsp_select_plane(const binary_ctx *ctx, const binary_plane *p,
+static BINARY_ALWAYS_INLINE void dsp_select_plane(const binary_ctx *ctx, const binary_plane *p,
                                     const int8_t *in1, const int8_t *in2, int8_t *out, int maximum)
 {
     const edgec_binary_desc *d = ctx->desc;
@@ -662,7 +667,7 @@ static inline int16x8_t mve_mul_eight(int16x8_t a, int16x8_t b, const mve_mul_co
 
 /* One MUL row: whole steps of eight unpredicated, then one predicated step for the rest
  * (other_step and left are constants where this is inlined). */
-static inline void mve_mul_row(const int8_t *vector, const int8_t *other, int32_t other_step,
+static BINARY_ALWAYS_INLINE void mve_mul_row(const int8_t *vector, const int8_t *other, int32_t other_step,
                                int8_t *out, int32_t n, const mve_mul_consts *c, int left)
 {
     const int16x8_t single = vdupq_n_s16((int16_t)(other[0] + c->other_offset));
@@ -683,7 +688,7 @@ static inline void mve_mul_row(const int8_t *vector, const int8_t *other, int32_
 }
 
 /* The rows of a MUL plane (other_step and left constants where this is inlined). */
-static inline void mve_mul_rows(const commuted_plane *m, const binary_plane *p, int8_t *out,
+static BINARY_ALWAYS_INLINE void mve_mul_rows(const commuted_plane *m, const binary_plane *p, int8_t *out,
                                 const mve_mul_consts *c, int32_t other_step, int left)
 {
     for (int32_t r = 0; r < p->rows; r++) {
@@ -715,66 +720,129 @@ static void mve_mul_plane(const binary_ctx *ctx, const binary_plane *p, const in
     }
 }
 
-/* What the Helium ADD/SUB rows keep in registers. */
+/*
+ * requantize on four lanes without a left shift (the callers fold it into theirs), any shift:
+ * mve_requantize_right's steps with the fixup masked to the lanes' sign only where
+ * minus_right = min(shift, 0) is negative (edgec_mve_requantize's form), so shift 0 needs no
+ * branch.
+ */
+static inline int32x4_t mve_requantize_high(int32x4_t x, int32_t multiplier, int32x4_t minus_right)
+{
+    const int32x4_t high = vqrdmulhq_n_s32(x, multiplier);
+    const int32x4_t fixup = vshrq_n_s32(vandq_s32(high, minus_right), 31);
+    return vrshlq_s32(vqaddq_s32(high, fixup), minus_right);
+}
+
+/* What the Helium ADD/SUB rows keep in registers. The inputs' left shifts are left_shift plus
+ * max(shift, 0): one VSHL (mve_add_sub_fits keeps them below 32, where VSHL wraps like the
+ * portable path's two shifts). */
 typedef struct {
-    int32_t offset1, multiplier1, shift1;
-    int32_t offset2, multiplier2, shift2;
-    int32_t left_shift;
-    int32_t output_multiplier, output_shift;
+    int32_t offset1, left1, multiplier1;
+    int32_t offset2, left2, multiplier2;
+    int32_t left_out, multiplier_out;
+    int32x4_t minus_right1, minus_right2, minus_right_out;
     edgec_output_stage stage;
 } mve_add_consts;
 
+static int mve_add_sub_fits(const edgec_binary_desc *d)
+{
+    return d->left_shift + EDGEC_MAX(d->input1_shift, 0) <= 31 &&
+           d->left_shift + EDGEC_MAX(d->input2_shift, 0) <= 31;
+}
+
 /* An add/sub operand's four lanes rescaled onto the common grid (rescaled() on each lane). */
-static inline int32x4_t mve_rescaled(int32x4_t x, int32_t offset, int32_t left_shift,
-                                     int32_t multiplier, int32_t shift)
+static inline int32x4_t mve_rescaled(int32x4_t x, int32_t offset, int32_t left, int32_t multiplier,
+                                     int32x4_t minus_right)
 {
-    const int32x4_t v = vshlq_r_s32(vaddq_n_s32(x, offset), left_shift);
-    return mve_requantize(v, multiplier, shift, shift >= 0);
+    return mve_requantize_high(vshlq_r_s32(vaddq_n_s32(x, offset), left), multiplier, minus_right);
 }
 
-/* Four ADD/SUB outputs: a single-value operand arrives rescaled (single1/single2, step 0). */
-static inline int32x4_t mve_add_sub_four(const int8_t *in1, int32_t step1, int32x4_t single1,
-                                         const int8_t *in2, int32_t step2, int32x4_t single2,
-                                         mve_pred16_t lanes, const mve_add_consts *c, int subtract)
+/* Four ADD/SUB outputs from the operands on the common grid. */
+static inline int32x4_t mve_add_sub_four(int32x4_t a, int32x4_t b, const mve_add_consts *c,
+                                         int subtract)
 {
-    const int32x4_t a = step1 ? mve_rescaled(vldrbq_z_s32(in1, lanes), c->offset1, c->left_shift,
-                                             c->multiplier1, c->shift1)
-                              : single1;
-    const int32x4_t b = step2 ? mve_rescaled(vldrbq_z_s32(in2, lanes), c->offset2, c->left_shift,
-                                             c->multiplier2, c->shift2)
-                              : single2;
     /* VADD/VSUB wrap like the portable path's uint32_t arithmetic */
-    const int32x4_t total = subtract ? vsubq_s32(a, b) : vaddq_s32(a, b);
-    const int32x4_t r = mve_requantize(total, c->output_multiplier, c->output_shift,
-                                       c->output_shift >= 0);
-    return edgec_mve_output(r, c->stage);
+    const int32x4_t total = vshlq_r_s32(subtract ? vsubq_s32(a, b) : vaddq_s32(a, b), c->left_out);
+    return edgec_mve_output(mve_requantize_high(total, c->multiplier_out, c->minus_right_out),
+                            c->stage);
 }
 
-/* ADD/SUB plane on unit steps, four elements per step; a single-value operand is rescaled once
- * per row. */
-static inline void mve_add_sub_plane(const binary_ctx *ctx, const binary_plane *p,
+/* One ADD/SUB row, four elements per step (step1, step2 and subtract constants where this is
+ * inlined); a single-value operand (step 0) is rescaled once. */
+static BINARY_ALWAYS_INLINE void mve_add_sub_row(const int8_t *in1, int32_t step1, const int8_t *in2,
+                                   int32_t step2, int8_t *out, int32_t n, const mve_add_consts *c,
+                                   int subtract)
+{
+    const int32x4_t single1 =
+        mve_rescaled(vdupq_n_s32(in1[0]), c->offset1, c->left1, c->multiplier1, c->minus_right1);
+    const int32x4_t single2 =
+        mve_rescaled(vdupq_n_s32(in2[0]), c->offset2, c->left2, c->multiplier2, c->minus_right2);
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const int32x4_t a = step1 ? mve_rescaled(vldrbq_s32(in1 + i), c->offset1, c->left1,
+                                                 c->multiplier1, c->minus_right1)
+                                  : single1;
+        const int32x4_t b = step2 ? mve_rescaled(vldrbq_s32(in2 + i), c->offset2, c->left2,
+                                                 c->multiplier2, c->minus_right2)
+                                  : single2;
+        vstrbq_s32(out + i, mve_add_sub_four(a, b, c, subtract));
+    }
+    if (i < n) {
+        const mve_pred16_t lanes = vctp32q((uint32_t)(n - i));
+        const int32x4_t a = step1 ? mve_rescaled(vldrbq_z_s32(in1 + i, lanes), c->offset1,
+                                                 c->left1, c->multiplier1, c->minus_right1)
+                                  : single1;
+        const int32x4_t b = step2 ? mve_rescaled(vldrbq_z_s32(in2 + i, lanes), c->offset2,
+                                                 c->left2, c->multiplier2, c->minus_right2)
+                                  : single2;
+        vstrbq_p_s32(out + i, mve_add_sub_four(a, b, c, subtract), lanes);
+    }
+}
+
+/* The rows of an ADD/SUB plane (step1, step2, subtract constants where this is inlined). */
+static BINARY_ALWAYS_INLINE void mve_add_sub_rows(const binary_plane *p, const int8_t *in1, int32_t step1,
+                                    const int8_t *in2, int32_t step2, int8_t *out,
+                                    const mve_add_consts *c, int subtract)
+{
+    const int32_t rows = p->rows;
+    const int32_t n = p->n;
+    const int32_t outer1 = p->outer1;
+    const int32_t outer2 = p->outer2;
+    for (int32_t r = 0; r < rows; r++) {
+        mve_add_sub_row(in1 + r * outer1, step1, in2 + r * outer2, step2, out + r * n, n, c,
+                        subtract);
+    }
+}
+
+/* ADD/SUB plane on unit steps (mve_add_sub_fits: else the portable plane). */
+static BINARY_ALWAYS_INLINE void mve_add_sub_plane(const binary_ctx *ctx, const binary_plane *p,
                                      const int8_t *in1, const int8_t *in2, int8_t *out,
                                      int subtract)
 {
     const edgec_binary_desc *d = ctx->desc;
-    const mve_add_consts c = {d->input1_offset, d->input1_multiplier, d->input1_shift,
-                              d->input2_offset, d->input2_multiplier, d->input2_shift,
-                              d->left_shift, d->output_multiplier, d->output_shift, ctx->stage};
-    for (int32_t r = 0; r < p->rows; r++) {
-        const int8_t *row1 = in1 + r * p->outer1;
-        const int8_t *row2 = in2 + r * p->outer2;
-        int8_t *row = out + r * p->n;
-        const int32x4_t single1 = vdupq_n_s32(
-            rescaled(row1[0], c.offset1, ctx->scale, c.multiplier1, c.shift1));
-        const int32x4_t single2 = vdupq_n_s32(
-            rescaled(row2[0], c.offset2, ctx->scale, c.multiplier2, c.shift2));
-        for (int32_t i = 0; i < p->n; i += 4) {
-            const mve_pred16_t lanes = vctp32q((uint32_t)(p->n - i));
-            const int32x4_t y = mve_add_sub_four(row1 + i * p->step1, p->step1, single1,
-                                                 row2 + i * p->step2, p->step2, single2, lanes, &c,
-                                                 subtract);
-            vstrbq_p_s32(row + i, y, lanes);
-        }
+    if (!mve_add_sub_fits(d)) {
+        (subtract ? sub_plane : add_plane)(ctx, p, in1, in2, out);
+        return;
+    }
+    mve_add_consts c;
+    c.offset1 = d->input1_offset;
+    c.left1 = d->left_shift + EDGEC_MAX(d->input1_shift, 0);
+    c.multiplier1 = d->input1_multiplier;
+    c.minus_right1 = vdupq_n_s32(EDGEC_MIN(d->input1_shift, 0));
+    c.offset2 = d->input2_offset;
+    c.left2 = d->left_shift + EDGEC_MAX(d->input2_shift, 0);
+    c.multiplier2 = d->input2_multiplier;
+    c.minus_right2 = vdupq_n_s32(EDGEC_MIN(d->input2_shift, 0));
+    c.left_out = EDGEC_MAX(d->output_shift, 0);
+    c.multiplier_out = d->output_multiplier;
+    c.minus_right_out = vdupq_n_s32(EDGEC_MIN(d->output_shift, 0));
+    c.stage = ctx->stage;
+    if (p->step1 == 0) {
+        mve_add_sub_rows(p, in1, 0, in2, 1, out, &c, subtract);
+    } else if (p->step2 == 0) {
+        mve_add_sub_rows(p, in1, 1, in2, 0, out, &c, subtract);
+    } else {
+        mve_add_sub_rows(p, in1, 1, in2, 1, out, &c, subtract);
     }
 }
 
@@ -790,26 +858,51 @@ static void mve_sub_plane(const binary_ctx *ctx, const binary_plane *p, const in
     mve_add_sub_plane(ctx, p, in1, in2, out, 1);
 }
 
-/* MINIMUM/MAXIMUM plane on unit steps, sixteen bytes per step. */
-static inline void mve_select_plane(const binary_ctx *ctx, const binary_plane *p,
+/* One MINIMUM/MAXIMUM row, sixteen bytes per step (other_step and maximum constants where this
+ * is inlined). */
+static BINARY_ALWAYS_INLINE void mve_select_row(const int8_t *vector, const int8_t *other, int32_t other_step,
+                                  int8_t *out, int32_t n, int8x16_t lo, int8x16_t hi, int maximum)
+{
+    const int8x16_t single = vdupq_n_s8(other[0]);
+    int32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const int8x16_t a = vldrbq_s8(vector + i);
+        const int8x16_t b = other_step ? vldrbq_s8(other + i) : single;
+        const int8x16_t y = maximum ? vmaxq_s8(a, b) : vminq_s8(a, b);
+        vstrbq_s8(out + i, vminq_s8(vmaxq_s8(y, lo), hi));
+    }
+    if (i < n) {
+        const mve_pred16_t lanes = vctp8q((uint32_t)(n - i));
+        const int8x16_t a = vldrbq_z_s8(vector + i, lanes);
+        const int8x16_t b = other_step ? vldrbq_z_s8(other + i, lanes) : single;
+        const int8x16_t y = maximum ? vmaxq_s8(a, b) : vminq_s8(a, b);
+        vstrbq_p_s8(out + i, vminq_s8(vmaxq_s8(y, lo), hi), lanes);
+    }
+}
+
+/* The rows of a MINIMUM/MAXIMUM plane (other_step and maximum constants where inlined). */
+static BINARY_ALWAYS_INLINE void mve_select_rows(const commuted_plane *m, const binary_plane *p, int8_t *out,
+                                   int32_t other_step, int8x16_t lo, int8x16_t hi, int maximum)
+{
+    const int32_t rows = p->rows;
+    const int32_t n = p->n;
+    for (int32_t r = 0; r < rows; r++) {
+        mve_select_row(m->vector + r * m->vector_outer, m->other + r * m->other_outer, other_step,
+                       out + r * n, n, lo, hi, maximum);
+    }
+}
+
+/* MINIMUM/MAXIMUM plane on unit steps. */
+static BINARY_ALWAYS_INLINE void mve_select_plane(const binary_ctx *ctx, const binary_plane *p,
                                     const int8_t *in1, const int8_t *in2, int8_t *out, int maximum)
 {
-    const edgec_binary_desc *d = ctx->desc;
     const commuted_plane m = commute(ctx, p, in1, in2);
-    const int8x16_t lo = vdupq_n_s8((int8_t)d->act_min);
-    const int8x16_t hi = vdupq_n_s8((int8_t)d->act_max);
-    for (int32_t r = 0; r < p->rows; r++) {
-        const int8_t *vector = m.vector + r * m.vector_outer;
-        const int8_t *other = m.other + r * m.other_outer;
-        int8_t *row = out + r * p->n;
-        const int8x16_t single = vdupq_n_s8(other[0]);
-        for (int32_t i = 0; i < p->n; i += 16) {
-            const mve_pred16_t lanes = vctp8q((uint32_t)(p->n - i));
-            const int8x16_t a = vldrbq_z_s8(vector + i, lanes);
-            const int8x16_t b = m.other_step ? vldrbq_z_s8(other + i, lanes) : single;
-            const int8x16_t y = maximum ? vmaxq_s8(a, b) : vminq_s8(a, b);
-            vstrbq_p_s8(row + i, vminq_s8(vmaxq_s8(y, lo), hi), lanes);
-        }
+    const int8x16_t lo = vdupq_n_s8((int8_t)ctx->desc->act_min);
+    const int8x16_t hi = vdupq_n_s8((int8_t)ctx->desc->act_max);
+    if (m.other_step == 0) {
+        mve_select_rows(&m, p, out, 0, lo, hi, maximum);
+    } else {
+        mve_select_rows(&m, p, out, 1, lo, hi, maximum);
     }
 }
 
