@@ -1,15 +1,15 @@
 """The binary family on Cortex-M under QEMU against the golden kernels, byte for byte.
 
 tests/data/port/binary_kernels.c runs edgec_binary_s8 (portable C), edgec_binary_s8_dsp and,
-on cortex-m55, edgec_binary_s8_mve, and edgec_prelu_s8, on random cases: every op, the shapes the
-packed rows take (same shape with odd tails, NHWC per-channel and per-pixel operands either way
-round, scalars) and general broadcasts, float-derived and raw extreme qparams, MUL requantizations
-inside and outside the DSP short form, in place over the unbroadcast input. Guard bytes after
-every output catch writes past it.
+on cortex-m55, edgec_binary_s8_mve, and edgec_prelu_s8, on random cases: every op, the layouts
+the packed planes take (same shape with odd tails, NHWC per-channel and per-pixel operands either
+way round, scalars) and general broadcasts, float-derived and raw extreme qparams, MUL at every
+right shift around the DSP path's (-1..-24) with extreme multipliers, in place over the
+unbroadcast input. Guard bytes after every output catch writes past it.
 
-The same run counts each call's instructions (edgec's QEMU plugin), so the benchmark cases give
-the speed of the paths: a [1,8,8,64] * [1,1,1,64] MUL (squeeze-excite) and a same-shape 4096-element
-MUL, portable vs DSP vs Helium.
+The same run counts each call's instructions (edgec's QEMU plugin): the benchmark cases give the
+speed of each op on each path for a squeeze-excite layout [1,8,8,64] with [1,1,1,64] and a
+same-shape 4096-element one (printed with -s; the packed paths must beat the portable one).
 """
 from __future__ import annotations
 
@@ -122,9 +122,9 @@ def binary_case(rng, isa: int) -> Case:
     if op in ("minimum", "maximum"):
         q2 = q_out = q1
     else:
-        q2, q_out = (float(2.0 ** rng.uniform(-10, 0)), zero_point(rng)), (float(2.0 ** rng.uniform(-10, 0)), zero_point(rng))
-        if op == "mul" and rng.random() < 0.3:  # M >= 1/2: outside the DSP short form (shift >= -1)
-            q_out = (q1[0] * q2[0] / float(2.0 ** rng.uniform(-1, 6)), q_out[1])
+        q2, q_out = [(float(2.0 ** rng.uniform(-10, 0)), zero_point(rng)) for _ in range(2)]
+        if op == "mul" and rng.random() < 0.3:  # M around and above 1/2: in and past the DSP path's shifts
+            q_out = (q1[0] * q2[0] / float(2.0 ** rng.uniform(-2, 6)), q_out[1])
     desc = binary_desc(op, shape1, shape2, q1, q2, q_out, *act_bounds(rng))
     if rng.random() < 0.2:
         desc = raw_fields(rng, desc)
@@ -230,3 +230,11 @@ def test_binary_kernels_match_golden_on_cortex_m(target, tmp_path):
         if MVE in ISAS[target]:
             assert insns[f"mul {layout}", MVE] < 0.5 * insns[f"mul {layout}", DSP]
             assert insns[f"add {layout}", MVE] < 0.3 * insns[f"add {layout}", PORTABLE]
+
+
+def test_benchmark_mul_takes_the_dsp_path():
+    """The benchmark MUL's multiplier (0.05 / 256 / 0.04) has a right shift edgec_binary_s8_dsp
+    packs (-1..-24), so its DSP count is the packed path's."""
+    multiplier, shift = quantize_multiplier(0.05 / 256 / 0.04)
+    assert -24 <= shift <= -1
+    assert math.isclose(multiplier * 2.0 ** (shift - 31), 0.05 / 256 / 0.04, rel_tol=1e-9)

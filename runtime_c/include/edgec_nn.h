@@ -431,13 +431,15 @@ edgec_status edgec_binary_s8(const edgec_binary_desc *desc, const int8_t *input1
                              const int8_t *input2, int8_t *output);
 
 /*
- * edgec_binary_s8 with the innermost loop level on the Arm DSP extension (Cortex-M4/M7/M33/M55)
- * or on Helium (Cortex-M55), where the innermost strides are (1, 1), (1, 0) or (0, 1): the same
- * arguments, arithmetic and in-place rule, byte for byte. DSP: MUL four elements per step
- * (SXTAB16, SMULBB/SMULTT, an SMMLAR requantization) when output_shift is -1..-24
- * (QuantizeMultiplier of s1*s2/s_out in [2^-25, 1/2)), MINIMUM/MAXIMUM four bytes per SSUB8/SEL;
- * ADD/SUB and other cases run the portable loop. Helium: MUL eight lanes per step, ADD/SUB four,
- * MINIMUM/MAXIMUM sixteen, any fields. Declared only where the build's -mcpu has the extension.
+ * edgec_binary_s8 with its innermost two loop levels on the Arm DSP extension (Cortex-M4/M7/M33/
+ * M55) or on Helium (Cortex-M55) where the innermost strides are (1, 1), (1, 0) or (0, 1) (same
+ * shape, per-channel, per-pixel and scalar operands): the same arguments, arithmetic and in-place
+ * rule, byte for byte. DSP: MUL four elements per step (SXTAB16, SMULBB/SMULTT, an SMMLAR
+ * requantization) when output_shift is -1..-24 (QuantizeMultiplier of s1*s2/s_out in
+ * [2^-25, 1/2)), MINIMUM/MAXIMUM four bytes per SSUB8/SEL. Helium: MUL eight lanes per step,
+ * ADD/SUB four (when left_shift + max(input shift, 0) <= 31 for both inputs, as binary_desc's
+ * are), MINIMUM/MAXIMUM sixteen. Other cases run the portable loops. Declared only where the
+ * build's -mcpu has the extension.
  */
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_binary_s8_dsp(const edgec_binary_desc *desc, const int8_t *input1,

@@ -59,8 +59,8 @@ typedef struct {
 
 /* Move to the next plane (odometer order over dims[0 .. outer-1], the last fastest). The offsets
  * stay within the inputs' validated extents. */
-static void next_plane(plane_walk *walk, int32_t outer, const int32_t *dims, const int32_t *strides1,
-                     const int32_t *strides2)
+static void next_plane(plane_walk *walk, int32_t outer, const int32_t *dims,
+                       const int32_t *strides1, const int32_t *strides2)
 {
     for (int32_t d = outer - 1; d >= 0; d--) {
         if (walk->index[d] + 1 < dims[d]) {
@@ -77,7 +77,7 @@ static void next_plane(plane_walk *walk, int32_t outer, const int32_t *dims, con
 
 /* ==== The binary ops ========================================================================= */
 
-/* What a row needs, computed once per call. */
+/* What every plane of a call needs, computed once. */
 typedef struct {
     const edgec_binary_desc *desc; /* edgec_binary_s8 */
     const edgec_prelu_desc *prelu; /* edgec_prelu_s8 */
