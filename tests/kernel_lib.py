@@ -89,6 +89,41 @@ class LogSoftmaxDesc(C.Structure):
         "outer", "axis_size", "inner", "input_multiplier", "input_left_shift", "reverse_scaling_divisor",
         "reverse_scaling_right_shift", "diff_min")]
 
+BINARY_MAX_DIMS = 6  # EDGEC_BINARY_MAX_DIMS
+
+
+def _descriptor_fields(names: tuple[str, ...], arrays: tuple[str, ...]) -> list:
+    """ctypes fields of an all-int32 descriptor: names in `arrays` are int32[BINARY_MAX_DIMS]."""
+    return [(name, C.c_int32 * BINARY_MAX_DIMS if name in arrays else C.c_int32) for name in names]
+
+
+class BinaryDesc(C.Structure):
+    _fields_ = _descriptor_fields(
+        ("op", "num_dims", "dims", "strides1", "strides2", "input1_offset", "input1_multiplier",
+         "input1_shift", "input2_offset", "input2_multiplier", "input2_shift", "left_shift",
+         "output_offset", "output_multiplier", "output_shift", "act_min", "act_max"),
+        ("dims", "strides1", "strides2"))
+
+
+class PreluDesc(C.Structure):
+    _fields_ = _descriptor_fields(
+        ("num_dims", "dims", "input_strides", "alpha_strides", "input_offset", "alpha_offset",
+         "output_offset", "identity_multiplier", "identity_shift", "alpha_multiplier", "alpha_shift",
+         "act_min", "act_max"),
+        ("dims", "input_strides", "alpha_strides"))
+
+
+def descriptor(cls, fields: dict):
+    """A ctypes descriptor from a dict of its fields in declaration order (an edgec desc dict):
+    the keys must be exactly the struct's fields, in order."""
+    names = [name for name, _ in cls._fields_]
+    if list(fields) != names:
+        raise ValueError(f"{cls.__name__} fields {names}, got {list(fields)}")
+    values = []
+    for (name, ctype), value in zip(cls._fields_, fields.values()):
+        values.append(ctype(*[int(v) for v in value]) if hasattr(ctype, "_length_") else int(value))
+    return cls(*values)
+
 
 def build_shared_library(out_dir: Path) -> Path:
     sources = sorted(str(p) for p in (RUNTIME / "src").rglob("*.c"))

@@ -365,6 +365,123 @@ edgec_status edgec_add_s8_mve(const edgec_add_params *params, const int8_t *inpu
                               const int8_t *input2, int8_t *output, int32_t size, int8_t *scratch);
 #endif
 
+/* ==== Binary family: elementwise ops with NumPy broadcasting (eltwise/edgec_binary_s8.c) ==== */
+
+/*
+ * Broadcasting, shared by edgec_binary_desc and edgec_prelu_desc: the output is a contiguous
+ * tensor of dims[0] x ... x dims[num_dims-1] elements (outermost first); its element
+ * (i_0, ..., i_k) reads input j at sum_d i_d * strides_j[d] elements, a stride being 0 along a
+ * dimension where that input is broadcast. edgec.ops.binary.broadcast_layout merges dimensions so
+ * that the common cases need one or two: same shape [N] with strides 1 and 1; a scalar operand,
+ * strides 1 and 0; NHWC [1,H,W,C] with a per-channel [1,1,1,C] operand, [H*W, C] with strides
+ * (C, 1) and (0, 1). Entries from num_dims on are ignored.
+ */
+#define EDGEC_BINARY_MAX_DIMS 6
+
+/* edgec_binary_desc.op */
+typedef enum {
+    EDGEC_BINARY_ADD = 0,
+    EDGEC_BINARY_SUB = 1,
+    EDGEC_BINARY_MUL = 2,
+    EDGEC_BINARY_MINIMUM = 3,
+    EDGEC_BINARY_MAXIMUM = 4
+} edgec_binary_op;
+
+/* Fields from edgec.ops.binary.binary_desc. The quantization fields are edgec_add_params' (the
+ * same names and order); each op reads those its arithmetic names below, the others are 0. */
+typedef struct {
+    int32_t op;                              /* an edgec_binary_op */
+    int32_t num_dims;                        /* 1..EDGEC_BINARY_MAX_DIMS */
+    int32_t dims[EDGEC_BINARY_MAX_DIMS];     /* output dims, each >= 1 */
+    int32_t strides1[EDGEC_BINARY_MAX_DIMS]; /* input1 element strides, >= 0 */
+    int32_t strides2[EDGEC_BINARY_MAX_DIMS]; /* input2 element strides, >= 0 */
+    int32_t input1_offset;                   /* -zero_point of input 1, in [-127, 128] */
+    int32_t input1_multiplier;               /* add/sub; all multipliers >= 0 */
+    int32_t input1_shift;
+    int32_t input2_offset;                   /* -zero_point of input 2, in [-127, 128] */
+    int32_t input2_multiplier;               /* add/sub */
+    int32_t input2_shift;
+    int32_t left_shift;                      /* add/sub: 20; 0..23 */
+    int32_t output_offset;                   /* output zero point, in [-128, 127] */
+    int32_t output_multiplier;
+    int32_t output_shift;                    /* shifts: -31..31, positive to the left */
+    int32_t act_min;
+    int32_t act_max;
+} edgec_binary_desc;
+
+/*
+ * y = op(x1, x2) elementwise with broadcasting, int8 in and out, TFLite's int8 arithmetic
+ * (requantize = arm_nn_requantize, double rounding; r below is clamped to [act_min - offset,
+ * act_max - offset], then offset = output_offset added):
+ *  ADD/SUB: a = requantize((x1 + input1_offset) * 2^left_shift, input1_multiplier, input1_shift),
+ *           b likewise from input2; r = requantize(a + b, or a - b, wrapped to int32,
+ *           output_multiplier, output_shift)            (TFLite reference_integer_ops::Add, Sub)
+ *  MUL:     r = requantize((x1 + input1_offset) * (x2 + input2_offset), output_multiplier,
+ *           output_shift)                               (TFLite reference_integer_ops::Mul)
+ *  MINIMUM/MAXIMUM: y = clamp(min/max(x1, x2), act_min, act_max) on the raw int8 values, which
+ *           assumes (as TFLite's MINIMUM/MAXIMUM do) that both inputs and the output share scale
+ *           and zero point; the offset and multiplier fields are not read.
+ * In place: output may be input1 or input2 exactly when that input is not broadcast (it has the
+ * output's shape, contiguous); never a broadcast input. Scratch: none.
+ * EDGEC_ARG_ERROR: NULL pointer, an unknown op, num_dims outside 1..EDGEC_BINARY_MAX_DIMS, a
+ * dim < 1, a negative stride, more than INT32_MAX output elements or input offsets, a field
+ * outside its range above, act bounds outside int8 or crossed.
+ */
+edgec_status edgec_binary_s8(const edgec_binary_desc *desc, const int8_t *input1,
+                             const int8_t *input2, int8_t *output);
+
+/*
+ * edgec_binary_s8 with its innermost two loop levels on the Arm DSP extension (Cortex-M4/M7/M33/
+ * M55) or on Helium (Cortex-M55) where the innermost strides are (1, 1), (1, 0) or (0, 1) (same
+ * shape, per-channel, per-pixel and scalar operands): the same arguments, arithmetic and in-place
+ * rule, byte for byte. DSP: MUL four elements per step (SXTAB16, SMULBB/SMULTT, an SMMLAR
+ * requantization) when output_shift is -1..-24 (QuantizeMultiplier of s1*s2/s_out in
+ * [2^-25, 1/2)), MINIMUM/MAXIMUM four bytes per SSUB8/SEL. Helium: MUL eight lanes per step,
+ * ADD/SUB four (when left_shift + max(input shift, 0) <= 31 for both inputs, as binary_desc's
+ * are), MINIMUM/MAXIMUM sixteen. Other cases run the portable loops. Declared only where the
+ * build's -mcpu has the extension.
+ */
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_binary_s8_dsp(const edgec_binary_desc *desc, const int8_t *input1,
+                                 const int8_t *input2, int8_t *output);
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_binary_s8_mve(const edgec_binary_desc *desc, const int8_t *input1,
+                                 const int8_t *input2, int8_t *output);
+#endif
+
+/* Fields from edgec.ops.binary.prelu_desc; the layout as edgec_binary_desc's, input and alpha in
+ * the roles of input1 and input2. */
+typedef struct {
+    int32_t num_dims;
+    int32_t dims[EDGEC_BINARY_MAX_DIMS];
+    int32_t input_strides[EDGEC_BINARY_MAX_DIMS];
+    int32_t alpha_strides[EDGEC_BINARY_MAX_DIMS];
+    int32_t input_offset;        /* -zero_point of the input, in [-127, 128] */
+    int32_t alpha_offset;        /* -zero_point of alpha, in [-127, 128] */
+    int32_t output_offset;       /* in [-128, 127] */
+    int32_t identity_multiplier; /* QuantizeMultiplier(s_in / s_out), >= 0 */
+    int32_t identity_shift;
+    int32_t alpha_multiplier;    /* QuantizeMultiplier(s_in * s_alpha / s_out), >= 0 */
+    int32_t alpha_shift;         /* shifts: -31..31 */
+    int32_t act_min;             /* -128 and 127 for TFLite's PRELU */
+    int32_t act_max;
+} edgec_prelu_desc;
+
+/*
+ * PReLU, TFLite's int8 PRELU (reference_ops::BroadcastPrelu4DSlow) with alpha broadcast (NHWC per
+ * channel: alpha strides (0, 1) over [H*W, C]; or one alpha): with v = x + input_offset,
+ *   v >= 0: r = requantize(v, identity_multiplier, identity_shift)
+ *   v <  0: r = requantize(v * (alpha + alpha_offset), alpha_multiplier, alpha_shift)
+ *   y = clamp(r + output_offset, act_min, act_max).
+ * In place: output may be input exactly when input is not broadcast. Scratch: none.
+ * EDGEC_ARG_ERROR as edgec_binary_s8's.
+ */
+edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input,
+                            const int8_t *alpha, int8_t *output);
+
+/* ==== end of the binary family ==== */
+
 /* Clamp `size` int8 values to [act_min, act_max] in place (a standalone ReLU/ReLU6/clamp). */
 edgec_status edgec_clamp_s8(int8_t *data, int32_t size, int32_t act_min, int32_t act_max);
 

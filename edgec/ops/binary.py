@@ -1,0 +1,206 @@
+"""Elementwise binary ops with NumPy broadcasting (add, sub, mul, minimum, maximum, PReLU):
+golden int8 kernels and their descriptors.
+
+C kernels: runtime_c/src/eltwise/edgec_binary_s8.c (edgec_binary_s8, edgec_prelu_s8). The
+same-shape add keeps its own faster kernel, edgec_add_s8 (edgec.ops.eltwise); add and sub here
+take their constants from the same add_params.
+
+Broadcasting is described to the kernels by `broadcast_layout`: the output shape with every size-1
+dimension dropped and adjacent dimensions merged wherever both inputs allow it, plus each input's
+element stride per remaining dimension (0 where that input is broadcast). The common cases then
+need one or two loop levels: same shape [N] (strides 1, 1), a scalar operand [N] (1, 0), a
+per-channel operand over pixels, NHWC [1,H,W,C] * [1,1,1,C]: [H*W, C] with strides (C, 1) and
+(0, 1). The small operand is read in place, never copied.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.numerics import (
+    INT8_MAX,
+    INT8_MIN,
+    quantize_multiplier,
+    requantize,
+    saturate_int8,
+    wrap_int32,
+)
+from edgec.ops.eltwise import add_params
+
+# Op codes of edgec_binary_desc.op (enum edgec_binary_op in edgec_nn.h).
+BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "minimum": 3, "maximum": 4}
+BINARY_MAX_DIMS = 6  # EDGEC_BINARY_MAX_DIMS
+
+# edgec_binary_desc's quantization fields, after op and the layout (edgec_add_params' names and
+# order, so add and sub fill them straight from add_params).
+_QUANT_FIELDS = ("input1_offset", "input1_multiplier", "input1_shift", "input2_offset",
+                 "input2_multiplier", "input2_shift", "left_shift", "output_offset",
+                 "output_multiplier", "output_shift", "act_min", "act_max")
+
+
+def broadcast_layout(shape1, shape2) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(out_dims, strides1, strides2) of the NumPy broadcast of two contiguous tensors, with the
+    fewest dimensions: output element (i_0, ..., i_k) reads input j at sum_d i_d * strides_j[d].
+
+    Size-1 output dimensions are dropped; two adjacent dimensions merge when each input is either
+    broadcast along both or has both (then its outer stride is the inner one times the inner
+    size), which is the only way they can merge, so merging every such run is minimal. A
+    single-element output is ((1,), (1,), (1,)).
+    """
+    shape1, shape2 = tuple(int(d) for d in shape1), tuple(int(d) for d in shape2)
+    if any(d < 1 for d in shape1 + shape2):
+        raise ValueError(f"broadcast_layout needs positive dimensions, got {shape1} and {shape2}")
+    out_shape = np.broadcast_shapes(shape1, shape2)  # raises ValueError when not broadcastable
+    rank = len(out_shape)
+    strides = []
+    for shape in (shape1, shape2):
+        padded = (1,) * (rank - len(shape)) + shape
+        contiguous = [int(np.prod(padded[d + 1:], dtype=np.int64)) for d in range(rank)]
+        strides.append([0 if size == 1 else step for size, step in zip(padded, contiguous)])
+    dims, merged1, merged2 = [], [], []
+    for d in range(rank):
+        if out_shape[d] == 1:
+            continue
+        if dims and (merged1[-1] == 0) == (strides[0][d] == 0) and (merged2[-1] == 0) == (strides[1][d] == 0):
+            dims[-1] *= out_shape[d]
+            merged1[-1], merged2[-1] = strides[0][d], strides[1][d]  # the inner stride of the run
+            continue
+        dims.append(int(out_shape[d]))
+        merged1.append(strides[0][d])
+        merged2.append(strides[1][d])
+    if not dims:
+        return (1,), (1,), (1,)
+    return tuple(dims), tuple(merged1), tuple(merged2)
+
+
+def _layout_fields(shape1, shape2, stride_names: tuple[str, str]) -> dict:
+    """num_dims, dims and the two stride arrays, padded to BINARY_MAX_DIMS (dims with 1,
+    strides with 0; the kernels read only the first num_dims)."""
+    dims, strides1, strides2 = broadcast_layout(shape1, shape2)
+    if len(dims) > BINARY_MAX_DIMS:
+        raise ValueError(f"broadcasting {tuple(shape1)} with {tuple(shape2)} needs {len(dims)} loop levels, "
+                         f"more than {BINARY_MAX_DIMS}")
+    pad = BINARY_MAX_DIMS - len(dims)
+    return {"num_dims": len(dims), "dims": dims + (1,) * pad,
+            stride_names[0]: strides1 + (0,) * pad, stride_names[1]: strides2 + (0,) * pad}
+
+
+def binary_desc(op: str, shape1, shape2, q1: tuple[float, int], q2: tuple[float, int],
+                q_out: tuple[float, int], act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> dict:
+    """Fields of the C struct edgec_binary_desc (same names, same order) for y = op(x1, x2) with
+    NumPy broadcasting; q1, q2, q_out are (scale, zero_point). Tuple values are the C arrays.
+
+    add, sub: add_params' constants (TFLite's int8 ADD/SUB: left_shift 20, inputs rescaled by
+    s_i / (2 max(s1, s2)), the sum or difference by 2 max(s1, s2) / (2^20 s_out)).
+    mul: output multiplier QuantizeMultiplier(s1 * s2 / s_out) (a left shift when >= 1), the
+    rescale fields 0. minimum, maximum: compare the raw int8 values (TFLite's MAXIMUM/MINIMUM),
+    which is only right when all three tensors share scale and zero point: else ValueError.
+    """
+    if op not in BINARY_OPS:
+        raise ValueError(f"unknown binary op {op!r}; expected one of {sorted(BINARY_OPS)}")
+    (s1, zp1), (s2, zp2), (s_out, zp_out) = q1, q2, q_out
+    desc = {"op": BINARY_OPS[op], **_layout_fields(shape1, shape2, ("strides1", "strides2"))}
+    if op in ("add", "sub"):
+        quant = add_params(s1, zp1, s2, zp2, s_out, zp_out, act_min, act_max)
+    elif op == "mul":
+        multiplier, shift = quantize_multiplier(float(s1) * float(s2) / float(s_out))
+        quant = dict.fromkeys(_QUANT_FIELDS, 0)
+        quant.update(input1_offset=-int(zp1), input2_offset=-int(zp2), output_offset=int(zp_out),
+                     output_multiplier=multiplier, output_shift=shift)
+    else:
+        if not (float(s1), int(zp1)) == (float(s2), int(zp2)) == (float(s_out), int(zp_out)):
+            raise ValueError(f"{op} compares raw int8 values: its inputs and output need the same scale and "
+                             f"zero point, got {q1}, {q2} and {q_out}")
+        quant = dict.fromkeys(_QUANT_FIELDS, 0)
+    quant["act_min"], quant["act_max"] = int(act_min), int(act_max)
+    return {**desc, **{name: quant[name] for name in _QUANT_FIELDS}}
+
+
+def prelu_desc(input_shape, alpha_shape, q_in: tuple[float, int], q_alpha: tuple[float, int],
+               q_out: tuple[float, int], act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> dict:
+    """Fields of the C struct edgec_prelu_desc (same names, same order) for y = x if x >= 0 else
+    alpha * x, alpha broadcast against x (NHWC per channel: alpha [C] over [1,H,W,C]; or one
+    alpha). TFLite's int8 PRELU (CalculatePreluParams): identity multiplier
+    QuantizeMultiplier(s_in / s_out), alpha multiplier QuantizeMultiplier(s_in * s_alpha / s_out).
+    act_min/act_max: the int8 range unless an activation is fused.
+    """
+    (s_in, zp_in), (s_alpha, zp_alpha), (s_out, zp_out) = q_in, q_alpha, q_out
+    identity_multiplier, identity_shift = quantize_multiplier(float(s_in) / float(s_out))
+    alpha_multiplier, alpha_shift = quantize_multiplier(float(s_in) * float(s_alpha) / float(s_out))
+    return {**_layout_fields(input_shape, alpha_shape, ("input_strides", "alpha_strides")),
+            "input_offset": -int(zp_in), "alpha_offset": -int(zp_alpha), "output_offset": int(zp_out),
+            "identity_multiplier": identity_multiplier, "identity_shift": identity_shift,
+            "alpha_multiplier": alpha_multiplier, "alpha_shift": alpha_shift,
+            "act_min": int(act_min), "act_max": int(act_max)}
+
+
+def _gathered(x1: np.ndarray, x2: np.ndarray, desc: dict, stride_names: tuple[str, str]):
+    """The two inputs read element by element through the descriptor's layout, as the C kernel
+    reads them (flat int64 arrays of the output's size), and the output shape."""
+    for x in (x1, x2):
+        if np.asarray(x).dtype != np.int8:
+            raise TypeError(f"binary kernels expect int8 inputs, got {np.asarray(x).dtype}")
+    out_shape = np.broadcast_shapes(np.shape(x1), np.shape(x2))
+    dims = desc["dims"][:desc["num_dims"]]
+    if int(np.prod(dims, dtype=np.int64)) != int(np.prod(out_shape, dtype=np.int64)):
+        raise ValueError(f"descriptor dims {dims} do not cover the broadcast shape {out_shape}")
+    flat = []
+    for x, name in zip((x1, x2), stride_names):
+        index = np.zeros((), dtype=np.int64)
+        for size, stride in zip(dims, desc[name][:desc["num_dims"]]):
+            index = index[..., None] + np.arange(size, dtype=np.int64) * stride
+        flat.append(np.ascontiguousarray(x).reshape(-1).astype(np.int64)[index.reshape(-1)])
+    return flat[0], flat[1], out_shape
+
+
+def rescale_for_add(x: np.ndarray, offset: int, multiplier: int, shift: int, left_shift: int) -> np.ndarray:
+    """An add/sub operand on the common grid: requantize((x + offset) * 2^left_shift, m, shift)."""
+    return requantize((np.asarray(x, dtype=np.int64) + offset) << left_shift, multiplier, shift)
+
+
+def binary_s8(x1, x2, desc: dict) -> np.ndarray:
+    """Golden edgec_binary_s8: y = op(x1, x2) broadcast to np.broadcast_shapes(x1.shape, x2.shape),
+    the inputs read through desc's layout (binary_desc). With p the fields of desc:
+      add/sub: a = requantize((x1 + input1_offset) << left_shift, input1_multiplier, input1_shift),
+               b likewise; r = requantize(a +/- b wrapped to int32, output_multiplier, output_shift)
+      mul:     r = requantize((x1 + input1_offset) * (x2 + input2_offset), output_multiplier,
+               output_shift)
+      then y = clamp(r + output_offset, act_min, act_max);
+      minimum/maximum: y = clamp(min/max(x1, x2), act_min, act_max) on the raw values.
+    requantize is arm_nn_requantize (double rounding), as in TFLite's reference int8 ADD, SUB
+    (reference_integer_ops::Add, reference_ops::Sub) and MUL (reference_integer_ops::Mul).
+    """
+    a, b, out_shape = _gathered(x1, x2, desc, ("strides1", "strides2"))
+    p = desc
+    op = p["op"]
+    if op in (BINARY_OPS["add"], BINARY_OPS["sub"]):
+        scaled1 = rescale_for_add(a, p["input1_offset"], p["input1_multiplier"], p["input1_shift"], p["left_shift"])
+        scaled2 = rescale_for_add(b, p["input2_offset"], p["input2_multiplier"], p["input2_shift"], p["left_shift"])
+        # The C works through uint32 (no signed overflow); with binary_desc's constants it never wraps.
+        total = wrap_int32(scaled1 + scaled2 if op == BINARY_OPS["add"] else scaled1 - scaled2)
+        y = requantize(total, p["output_multiplier"], p["output_shift"]) + p["output_offset"]
+    elif op == BINARY_OPS["mul"]:
+        product = (a + p["input1_offset"]) * (b + p["input2_offset"])
+        y = requantize(product, p["output_multiplier"], p["output_shift"]) + p["output_offset"]
+    elif op == BINARY_OPS["minimum"]:
+        y = np.minimum(a, b)
+    elif op == BINARY_OPS["maximum"]:
+        y = np.maximum(a, b)
+    else:
+        raise ValueError(f"unknown binary op code {op}")
+    return saturate_int8(y, p["act_min"], p["act_max"]).reshape(out_shape)
+
+
+def prelu_s8(x, alpha, desc: dict) -> np.ndarray:
+    """Golden edgec_prelu_s8 (TFLite reference_ops::BroadcastPrelu4DSlow on int8), alpha and x
+    read through desc's layout (prelu_desc). With v = x + input_offset:
+      v >= 0: r = requantize(v, identity_multiplier, identity_shift)
+      v <  0: r = requantize(v * (alpha + alpha_offset), alpha_multiplier, alpha_shift)
+      y = clamp(r + output_offset, act_min, act_max).
+    """
+    v, a, out_shape = _gathered(x, alpha, desc, ("input_strides", "alpha_strides"))
+    v = v + desc["input_offset"]
+    positive = requantize(v, desc["identity_multiplier"], desc["identity_shift"])
+    negative = requantize(v * (a + desc["alpha_offset"]), desc["alpha_multiplier"], desc["alpha_shift"])
+    y = np.where(v >= 0, positive, negative) + desc["output_offset"]
+    return saturate_int8(y, desc["act_min"], desc["act_max"]).reshape(out_shape)
+
