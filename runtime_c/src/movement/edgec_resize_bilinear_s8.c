@@ -1,0 +1,79 @@
+/*
+ * edgec_resize_bilinear_s8.c -- int8 bilinear resize (NHWC), TFLite's RESIZE_BILINEAR integer path
+ * (tensorflow/lite/kernels/internal/reference/resize_bilinear.h, ResizeBilinearInteger, built
+ * without TFLITE_SINGLE_ROUNDING) bit for bit.
+ *
+ * TFLite sums four int64 products per element; here the same sum is taken as a vertical blend of
+ * each column pair, then a horizontal one: (a*wy0 + b*wy1)*wx0 + (c*wy0 + d*wy1)*wx1. Integer
+ * arithmetic is exact and |v| <= 128 * 3072 * 3072 < 2^31 for fractions in -1024..1024, so int32
+ * gives TFLite's value. The positions (TFLite's ComputeInterpolationValuesInteger) come as tables
+ * from edgec.ops.movement.bilinear_axis_table. Golden: edgec.ops.movement.resize_bilinear_s8.
+ */
+#include <stddef.h>
+
+#include "edgec_nn.h"
+#include "../support/edgec_support.h"
+
+#define ONE 1024         /* 1.0 in TFLite's 10-bit positions */
+#define HALF (1 << 19)   /* 0.5 of the 20-bit product */
+
+/* Every (lower, upper, fraction) triple indexes the input and has a fraction in -ONE..ONE. */
+static int table_valid(const int16_t *table, int32_t count, int32_t in_size)
+{
+    for (int32_t i = 0; i < 3 * count; i += 3) {
+        if (table[i] < 0 || table[i] >= in_size || table[i + 1] < 0 || table[i + 1] >= in_size ||
+            table[i + 2] < -ONE || table[i + 2] > ONE) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* TFLite's rounding of the 20-bit sum: half away from zero, C division truncating. */
+static int8_t round_20(int32_t v)
+{
+    return edgec_clamp_to_s8((v > 0 ? v + HALF : v - HALF) / (1 << 20), INT8_MIN, INT8_MAX);
+}
+
+edgec_status edgec_resize_bilinear_s8(const edgec_resize_bilinear_desc *desc, const int8_t *input,
+                                      int8_t *output)
+{
+    int32_t channels, row_bytes;
+
+    if (desc == NULL || input == NULL || output == NULL || desc->y_table == NULL || desc->x_table == NULL ||
+        desc->batches < 1 || desc->input_h < 1 || desc->input_w < 1 || desc->channels < 1 ||
+        desc->output_h < 1 || desc->output_w < 1 ||
+        (int64_t)desc->batches * desc->input_h * desc->input_w * desc->channels > INT32_MAX ||
+        (int64_t)desc->batches * desc->output_h * desc->output_w * desc->channels > INT32_MAX ||
+        !table_valid(desc->y_table, desc->output_h, desc->input_h) ||
+        !table_valid(desc->x_table, desc->output_w, desc->input_w)) {
+        return EDGEC_ARG_ERROR;
+    }
+    channels = desc->channels;
+    row_bytes = desc->input_w * channels;
+    for (int32_t b = 0; b < desc->batches; ++b) {
+        const int8_t *const image = input + b * desc->input_h * row_bytes;
+        const int16_t *y = desc->y_table;
+        for (int32_t oy = 0; oy < desc->output_h; ++oy, y += 3) {
+            const int8_t *const top = image + y[0] * row_bytes;
+            const int8_t *const bottom = image + y[1] * row_bytes;
+            const int32_t wy1 = y[2];
+            const int32_t wy0 = ONE - wy1;
+            const int16_t *x = desc->x_table;
+            for (int32_t ox = 0; ox < desc->output_w; ++ox, x += 3) {
+                const int8_t *const a = top + x[0] * channels;
+                const int8_t *const b0 = bottom + x[0] * channels;
+                const int8_t *const c = top + x[1] * channels;
+                const int8_t *const d = bottom + x[1] * channels;
+                const int32_t wx1 = x[2];
+                const int32_t wx0 = ONE - wx1;
+                for (int32_t ch = 0; ch < channels; ++ch) {
+                    const int32_t left = a[ch] * wy0 + b0[ch] * wy1;
+                    const int32_t right = c[ch] * wy0 + d[ch] * wy1;
+                    *output++ = round_20(left * wx0 + right * wx1);
+                }
+            }
+        }
+    }
+    return EDGEC_OK;
+}
