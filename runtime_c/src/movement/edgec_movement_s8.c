@@ -19,16 +19,46 @@
 
 /* ---- runs ------------------------------------------------------------------------------------ */
 
-/* dst[0, n) = src[0, n); the two do not overlap. */
-static void copy_run(int8_t *dst, const int8_t *src, int32_t n)
+#if !defined(EDGEC_MOVEMENT_MVE)
+/* dst[0, n) = src[0, n) for n < 16: the tail of copy_run, out of line so that copying whole
+ * 16-byte blocks costs no tests beyond one. */
+static EDGEC_NOINLINE void copy_short(int8_t *dst, const int8_t *src, int32_t n)
 {
     int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint32_t w;
+        memcpy(&w, src + i, 4);
+        memcpy(dst + i, &w, 4);
+    }
+    for (; i < n; ++i) {
+        dst[i] = src[i];
+    }
+}
+#endif
+
+/* dst[0, n) = src[0, n); the two do not overlap. */
+static inline void copy_run(int8_t *dst, const int8_t *src, int32_t n)
+{
 #if defined(EDGEC_MOVEMENT_MVE)
-    for (; i < n; i += 16) {
+    for (int32_t i = 0; i < n; i += 16) {
         const mve_pred16_t lanes = vctp8q((uint32_t)(n - i));
         vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, lanes), lanes);
     }
 #else
+    int32_t i = 0;
+#if defined(__GNUC__) && defined(__thumb2__)
+    if (edgec_word_aligned(src) && edgec_word_aligned(dst)) {
+        /* 16 bytes per LDM/STM pair (both need word-aligned addresses) */
+        const int8_t *const end = src + (n & ~15);
+        while (src != end) {
+            __asm__ volatile("ldmia %0!, {r4, r5, r6, r12}\n\tstmia %1!, {r4, r5, r6, r12}"
+                             : "+r"(src), "+r"(dst)
+                             :
+                             : "r4", "r5", "r6", "r12", "memory");
+        }
+        n &= 15;
+    }
+#endif
     for (; i + 16 <= n; i += 16) { /* four words in registers, not one 16-byte object on the stack */
         uint32_t w0, w1, w2, w3;
         memcpy(&w0, src + i, 4);
@@ -40,19 +70,14 @@ static void copy_run(int8_t *dst, const int8_t *src, int32_t n)
         memcpy(dst + i + 8, &w2, 4);
         memcpy(dst + i + 12, &w3, 4);
     }
-    for (; i + 4 <= n; i += 4) {
-        uint32_t w;
-        memcpy(&w, src + i, 4);
-        memcpy(dst + i, &w, 4);
-    }
-    for (; i < n; ++i) {
-        dst[i] = src[i];
+    if (i < n) {
+        copy_short(dst + i, src + i, n - i);
     }
 #endif
 }
 
 /* dst[0, n) = value. */
-static void fill_run(int8_t *dst, int8_t value, int32_t n)
+static inline void fill_run(int8_t *dst, int8_t value, int32_t n)
 {
     int32_t i = 0;
 #if defined(EDGEC_MOVEMENT_MVE)
@@ -78,23 +103,41 @@ static void copy_strided(int8_t *dst, int32_t dst_stride, const int8_t *src, int
     int32_t d = 0;
     int32_t s = 0;
     for (; k + 4 <= n; k += 4) {
-        const int8_t a = src[s];
-        const int8_t b = src[s + src_stride];
-        const int8_t c = src[s + 2 * src_stride];
-        const int8_t e = src[s + 3 * src_stride];
-        dst[d] = a;
-        dst[d + dst_stride] = b;
-        dst[d + 2 * dst_stride] = c;
-        dst[d + 3 * dst_stride] = e;
-        s += 4 * src_stride;
-        d += 4 * dst_stride;
+        dst[d] = src[s];
+        d += dst_stride;
+        s += src_stride;
+        dst[d] = src[s];
+        d += dst_stride;
+        s += src_stride;
+        dst[d] = src[s];
+        d += dst_stride;
+        s += src_stride;
+        dst[d] = src[s];
+        d += dst_stride;
+        s += src_stride;
     }
     for (; k < n; ++k) {
         dst[d] = src[s];
-        s += src_stride;
         d += dst_stride;
+        s += src_stride;
     }
 }
+
+#if defined(__ARM_FEATURE_DSP) && !defined(EDGEC_MOVEMENT_MVE)
+/* Stores the 8 bytes a0 b0 a1 b1 a2 b2 a3 b3 of the words x = (a0 a1 a2 a3), y = (b0 b1 b2 b3):
+ * SEL picks bytes by the GE flags zip_pairs sets (bytes 1 and 3 from its first operand), PKHBT
+ * and PKHTB join halfwords. */
+static inline void zip_word_dsp(int8_t *dst, uint32_t x, uint32_t y)
+{
+    const uint32_t even = __sel(y << 8, x); /* a0 b0 a2 b2 */
+    const uint32_t odd = __sel(y, x >> 8);  /* a1 b1 a3 b3 */
+    uint32_t lo, hi;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(lo) : "r"(even), "r"(odd));
+    __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(hi) : "r"(odd), "r"(even));
+    memcpy(dst, &lo, 4);
+    memcpy(dst + 4, &hi, 4);
+}
+#endif
 
 /* dst[2k] = a[k], dst[2k + 1] = b[k] for k < n: the inner loops of a channel shuffle with 2
  * groups. Four pairs per step through words where the byte order is known to be little-endian. */
@@ -107,6 +150,18 @@ static void zip_pairs(int8_t *dst, const int8_t *a, const int8_t *b, int32_t n)
         pair.val[0] = vld1q_s8(a + k);
         pair.val[1] = vld1q_s8(b + k);
         vst2q_s8(dst + 2 * k, pair);
+    }
+#elif defined(__ARM_FEATURE_DSP)
+    /* 8 pairs per step, two words of each input: 12 instructions besides loads and stores. */
+    (void)__usub8(0xFF00FF00u, 0x01010101u); /* GE = 0b1010: SEL takes bytes 1 and 3 from its first operand */
+    for (; k + 8 <= n; k += 8) {
+        uint32_t x0, x1, y0, y1;
+        memcpy(&x0, a + k, 4);
+        memcpy(&x1, a + k + 4, 4);
+        memcpy(&y0, b + k, 4);
+        memcpy(&y1, b + k + 4, 4);
+        zip_word_dsp(dst + 2 * k, x0, y0);
+        zip_word_dsp(dst + 2 * k + 8, x1, y1);
     }
 #elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     for (; k + 4 <= n; k += 4) {
