@@ -376,7 +376,11 @@ def reduce_desc(shape, axes, op: str, *, input_scale: float = 1.0, input_zero_po
     QuantizedMeanOrSum): (multiplier, shift) = QuantizeMultiplier(s_in / s_out); for the mean,
     with n reduced elements, k = min(floor(log2 n), 32, 31 + shift), multiplier =
     (multiplier << k) / n (int64, truncating), shift -= k. The same path serves equal qparams
-    (multiplier 2^30, shift 1 before the division)."""
+    (multiplier 2^30, shift 1 before the division). TFLite proper (tensorflow/lite/kernels/reduce.cc)
+    differs for MEAN in two cases TFLite Micro dropped in 2023 ("Align mean kernel to TFL"): a
+    keep_dims 4-D mean over axes 1, 2 (reference_integer_ops::Mean: requantize, then a rounded
+    division by n) and equal qparams (reference_ops::Mean: the raw sum divided by n, truncating).
+    A mean over H, W with equal qparams is edgec_avgpool_s8's job (its own rounding: pool.py)."""
     if op not in REDUCE_OPS:
         raise ValueError(f"unknown reduction {op!r}")
     kept, reduced = simplify_reduce(shape, axes)
