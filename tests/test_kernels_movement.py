@@ -398,7 +398,8 @@ def test_resize_bilinear_tables_and_refusals(lib):
     x = np.zeros(4, np.int8)
     for desc in [dict(good, channels=0), dict(good, y_table=np.array([0, 2, 0] * 3, np.int16)),
                  dict(good, x_table=np.array([0, 0, 1025] * 3, np.int16)),
-                 dict(good, x_table=np.array([-1, 0, 0] * 3, np.int16))]:
+                 dict(good, x_table=np.array([-1, 0, 0] * 3, np.int16)),
+                 dict(good, x_table=np.array([0, 1, -1] * 3, np.int16))]:  # extrapolation
         status, out = run_c(lib, "resize_bilinear", desc, x, np.full(9, GUARD_BYTE, np.int8))
         assert status == EDGEC_ARG_ERROR and (out == GUARD_BYTE).all()
 

@@ -323,9 +323,15 @@ def resize_bilinear_s8(desc: dict, x: np.ndarray) -> np.ndarray:
     default double-rounding build): with (y0, y1, fy) = y_table[oy], (x0, x1, fx) = x_table[ox],
       v = x[y0,x0]*(1024-fy)*(1024-fx) + x[y1,x0]*fy*(1024-fx) + x[y0,x1]*(1024-fy)*fx + x[y1,x1]*fy*fx
       output = trunc_div(v + (v > 0 ? 2^19 : -2^19), 2^20)
-    exact in int32 (|v| < 2^31 for fractions in -1024..1024). The result lies between the four
-    inputs for TFLite's tables; the int8 clamp only makes any table safe."""
+    exact in int32 (|v| < 2^31 for fractions in -1024..1024). A fraction is in 0..1024, or
+    negative only with lower == upper (TFLite's first half-pixel positions), so the result lies
+    between the four inputs: no clamp. Raises ValueError for other tables (the C refuses them)."""
     n, h, w, c = desc["batches"], desc["input_h"], desc["input_w"], desc["channels"]
+    for name, size in (("y_table", h), ("x_table", w)):
+        lower, upper, fraction = np.asarray(desc[name], np.int64).reshape(-1, 3).T
+        if ((lower < 0) | (lower >= size) | (upper < 0) | (upper >= size) | (np.abs(fraction) > ONE)
+                | ((fraction < 0) & (lower != upper))).any():
+            raise ValueError(f"{name} is not a table of bilinear_axis_table's form")
     x = np.asarray(x, dtype=np.int8).reshape(n, h, w, c).astype(np.int64)
     y0, y1, fy = np.asarray(desc["y_table"], np.int64).reshape(-1, 3).T
     x0, x1, fx = np.asarray(desc["x_table"], np.int64).reshape(-1, 3).T
@@ -334,7 +340,7 @@ def resize_bilinear_s8(desc: dict, x: np.ndarray) -> np.ndarray:
     v = (top[:, :, x0] * (ONE - fy) * (ONE - fx) + bottom[:, :, x0] * fy * (ONE - fx)
          + top[:, :, x1] * (ONE - fy) * fx + bottom[:, :, x1] * fy * fx)
     half = 1 << (2 * FRACTION_BITS - 1)
-    return saturate_int8(_c_div(np.where(v > 0, v + half, v - half), 1 << (2 * FRACTION_BITS))).ravel()
+    return _c_div(np.where(v > 0, v + half, v - half), 1 << (2 * FRACTION_BITS)).astype(np.int8).ravel()
 
 
 # -- reductions ------------------------------------------------------------------------------------

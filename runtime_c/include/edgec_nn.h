@@ -460,8 +460,8 @@ edgec_status edgec_upsample_nearest_s8(const edgec_upsample_nearest_desc *desc, 
  * PyTorch's align_corners=False, or align_corners). For each output element:
  *   v = in[y0][x0]*(1024-fy)*(1024-fx) + in[y1][x0]*fy*(1024-fx) + in[y0][x1]*(1024-fy)*fx
  *     + in[y1][x1]*fy*fx;  output = (v + (v > 0 ? 2^19 : -2^19)) / 2^20 (C division).
- * EDGEC_ARG_ERROR: a dim < 1, NULL tables, a table index outside the input or a fraction outside
- * -1024..1024.
+ * EDGEC_ARG_ERROR: a dim < 1, NULL tables, a table index outside the input, a fraction outside
+ * -1024..1024, or a negative one with y0 != y1 (x0 != x1): TFLite's tables never have those.
  */
 typedef struct {
     int32_t batches;

@@ -17,22 +17,29 @@
 #define ONE 1024         /* 1.0 in TFLite's 10-bit positions */
 #define HALF (1 << 19)   /* 0.5 of the 20-bit product */
 
-/* Every (lower, upper, fraction) triple indexes the input and has a fraction in -ONE..ONE. */
+/* Every (lower, upper, fraction) triple indexes the input, and its fraction lies in 0..ONE, or in
+ * -ONE..ONE with lower == upper (TFLite's first half-pixel positions): the blend of a pair is then
+ * a convex combination or the one value times ONE, so results stay inside int8 with no clamp. */
 static int table_valid(const int16_t *table, int32_t count, int32_t in_size)
 {
     for (int32_t i = 0; i < 3 * count; i += 3) {
-        if (table[i] < 0 || table[i] >= in_size || table[i + 1] < 0 || table[i + 1] >= in_size ||
-            table[i + 2] < -ONE || table[i + 2] > ONE) {
+        const int32_t lower = table[i];
+        const int32_t upper = table[i + 1];
+        const int32_t fraction = table[i + 2];
+        if (lower < 0 || lower >= in_size || upper < 0 || upper >= in_size || fraction < -ONE || fraction > ONE ||
+            (fraction < 0 && lower != upper)) {
             return 0;
         }
     }
     return 1;
 }
 
-/* TFLite's rounding of the 20-bit sum: half away from zero, C division truncating. */
-static int8_t round_20(int32_t v)
+/* TFLite's rounding of the 20-bit sum, (v + (v > 0 ? HALF : -HALF)) / 2^20 with C's truncating
+ * division, as one floor shift: for v <= 0 the truncation is a ceiling, floor((v - HALF + 2^20 - 1)
+ * / 2^20) = (v + HALF - 1) >> 20. */
+static inline int8_t round_20(int32_t v)
 {
-    return edgec_clamp_to_s8((v > 0 ? v + HALF : v - HALF) / (1 << 20), INT8_MIN, INT8_MAX);
+    return (int8_t)((v + HALF - (v <= 0 ? 1 : 0)) >> 20);
 }
 
 edgec_status edgec_resize_bilinear_s8(const edgec_resize_bilinear_desc *desc, const int8_t *input,
@@ -61,17 +68,16 @@ edgec_status edgec_resize_bilinear_s8(const edgec_resize_bilinear_desc *desc, co
             const int32_t wy0 = ONE - wy1;
             const int16_t *x = desc->x_table;
             for (int32_t ox = 0; ox < desc->output_w; ++ox, x += 3) {
-                const int8_t *const a = top + x[0] * channels;
-                const int8_t *const b0 = bottom + x[0] * channels;
-                const int8_t *const c = top + x[1] * channels;
-                const int8_t *const d = bottom + x[1] * channels;
+                const int32_t left = x[0] * channels;
+                const int32_t right = x[1] * channels;
                 const int32_t wx1 = x[2];
                 const int32_t wx0 = ONE - wx1;
                 for (int32_t ch = 0; ch < channels; ++ch) {
-                    const int32_t left = a[ch] * wy0 + b0[ch] * wy1;
-                    const int32_t right = c[ch] * wy0 + d[ch] * wy1;
-                    *output++ = round_20(left * wx0 + right * wx1);
+                    const int32_t l = top[left + ch] * wy0 + bottom[left + ch] * wy1;
+                    const int32_t r = top[right + ch] * wy0 + bottom[right + ch] * wy1;
+                    output[ch] = round_20(l * wx0 + r * wx1);
                 }
+                output += channels;
             }
         }
     }
