@@ -2,10 +2,13 @@
  * edgec_movement_s8.c -- int8 data movement: the strided copy (permute, slice, cat, expand,
  * channel shuffle), constant padding and nearest upsampling. Values are moved, never changed.
  *
- * All three build on two run primitives: copy_run (a contiguous run of bytes, a word at a time
- * through memcpy, which is one LDR/STR on cores with unaligned access, or 16 bytes per predicated
- * vector on Helium) and fill_run (a run of one repeated byte, likewise). The descriptors come from
- * edgec.ops.movement, whose simplifiers leave as few and as long inner runs as the layout allows.
+ * All three build on two run primitives: copy_run (a contiguous run of bytes: 16 bytes per
+ * LDM/STM pair on Thumb-2 cores when both ends are word-aligned, else a word at a time through
+ * memcpy, one LDR/STR where unaligned access is allowed; 16 bytes per predicated vector on Helium)
+ * and fill_run (a run of one repeated byte, likewise). The copy's rows are runs, fills, strided
+ * element loops, or zips of two runs (a channel shuffle with 2 groups: SEL/PKHBT with the DSP
+ * extension, VST2 on Helium). The descriptors come from edgec.ops.movement, whose simplifiers
+ * leave as few and as long inner loops as the layout allows.
  * Golden: edgec.ops.movement.copy_s8, pad_s8, upsample_nearest_s8.
  */
 #include <string.h>
