@@ -148,3 +148,53 @@ def per_channel_quant(multiplier: np.ndarray, shift: np.ndarray, keep: list) -> 
     s = np.ascontiguousarray(shift, dtype=np.int32)
     keep.extend([m, s])
     return PerChannelQuant(ptr(m, C.c_int32), ptr(s, C.c_int32))
+
+
+# -- data movement and reductions (edgec.ops.movement; runtime_c/src/movement/) -----------------
+MAX_DIMS = 6
+DimsArray = C.c_int32 * MAX_DIMS
+
+
+class CopyDesc(C.Structure):
+    _fields_ = [("rank", C.c_int32), ("dims", DimsArray), ("input_strides", DimsArray),
+                ("output_strides", DimsArray), ("input_start", C.c_int32), ("output_start", C.c_int32),
+                ("input_elements", C.c_int32), ("output_elements", C.c_int32)]
+
+
+class PadDesc(C.Structure):
+    _fields_ = [("rank", C.c_int32), ("input_dims", DimsArray), ("pad_before", DimsArray),
+                ("pad_after", DimsArray), ("fill", C.c_int32)]
+
+
+class UpsampleNearestDesc(C.Structure):
+    _fields_ = [(name, C.c_int32) for name in ("batches", "input_h", "input_w", "channels", "scale_h", "scale_w")]
+
+
+class ResizeBilinearDesc(C.Structure):
+    _fields_ = [*[(name, C.c_int32) for name in ("batches", "input_h", "input_w", "channels", "output_h", "output_w")],
+                ("y_table", C.POINTER(C.c_int16)), ("x_table", C.POINTER(C.c_int16))]
+
+
+class ReduceDesc(C.Structure):
+    _fields_ = [("op", C.c_int32), ("kept_rank", C.c_int32), ("kept_dims", DimsArray), ("kept_strides", DimsArray),
+                ("reduced_rank", C.c_int32), ("reduced_dims", DimsArray), ("reduced_strides", DimsArray),
+                *[(name, C.c_int32) for name in ("sum_offset", "multiplier", "shift", "output_offset",
+                                                 "act_min", "act_max")]]
+
+
+def struct_from_desc(cls, desc: dict, keep: list):
+    """A ctypes descriptor from an edgec.ops.movement *_desc dict (keys = the struct's fields in
+    order): tuples fill the fixed arrays (the rest zero), numpy arrays become pointers (kept alive
+    in `keep`)."""
+    assert list(desc) == [name for name, _ in cls._fields_], (list(desc), cls._fields_)
+    values = []
+    for (name, ctype), value in zip(cls._fields_, desc.values()):
+        if isinstance(value, np.ndarray):
+            array = np.ascontiguousarray(value)
+            keep.append(array)
+            values.append(array.ctypes.data_as(ctype))
+        elif isinstance(value, tuple):
+            values.append(DimsArray(*value))
+        else:
+            values.append(value)
+    return cls(*values)
