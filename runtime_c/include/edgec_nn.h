@@ -512,65 +512,6 @@ edgec_status edgec_softmax_s8(const edgec_softmax_params *params, const int8_t *
  * bits. Golden: edgec.ops.conv_transpose.conv_transpose2d_s8; the descriptor's values come from
  * edgec.ops.conv_transpose.conv_transpose_desc (filter re-laid per phase, see there).
  * All fields are compile-time constants; generated code defines the descriptor static const.
-
-/* ==== Data movement and reductions (runtime_c/src/movement/, golden: edgec/ops/movement.py) ====
- * Every kernel below takes one descriptor made at compile time by edgec.ops.movement (its
- * <kernel>_desc functions), moves or reduces int8 values of flat buffers, and returns
- * EDGEC_ARG_ERROR without writing anything for a NULL pointer or an invalid descriptor. None may
- * run in place (the output must not overlap the input). Scratch: none. Input and output share
- * scale and zero point, except for the requantizing sum and mean of edgec_reduce_s8. */
-
-#define EDGEC_MAX_DIMS 6
-
-/*
- * Strided copy: for every index (i_0, ..., i_{rank-1}) < dims,
- *   output[output_start + sum_k i_k * output_strides[k]] = input[input_start + sum_k i_k * input_strides[k]].
- * Strides and starts are in elements. Input strides may be anything: 0 repeats (expand), negative
- * walks backwards (flip, slices with negative steps). Permute, slice, cat (one call per input,
- * each writing its block of the output), expand and channel shuffle are all this one kernel; the
- * loops come simplified (edgec.ops.movement.simplify_copy), the last one innermost, so a
- * contiguous run is copied a word at a time (16 bytes per vector on Helium) and a repeated
- * element is a fill. Other output bytes are left alone.
- * EDGEC_ARG_ERROR: rank outside 1..EDGEC_MAX_DIMS, a dim < 1, or an access outside
- * input[0, input_elements) or output[0, output_elements). The output strides must map distinct
- * indices to distinct elements (edgec's descriptors do; not checked).
- */
-typedef struct {
-    int32_t rank;
-    int32_t dims[EDGEC_MAX_DIMS];
-    int32_t input_strides[EDGEC_MAX_DIMS];
-    int32_t output_strides[EDGEC_MAX_DIMS];
-    int32_t input_start;
-    int32_t output_start;
-    int32_t input_elements;  /* size of the input buffer */
-    int32_t output_elements; /* size of the output buffer */
-} edgec_copy_desc;
-
-edgec_status edgec_copy_s8(const edgec_copy_desc *desc, const int8_t *input, int8_t *output);
-
-/*
- * Constant padding of a contiguous tensor of input_dims: pad_before[k] and pad_after[k] (>= 0)
- * elements of value `fill` (int8, already quantized) on each side of dim k; the output is
- * contiguous, (input_dims[k] + pad_before[k] + pad_after[k]) along dim k. Written in one pass in
- * memory order (each pad run filled, each input row copied), no separate fill of the whole output.
- * EDGEC_ARG_ERROR: rank outside 1..EDGEC_MAX_DIMS, a dim < 1, a negative pad, fill not int8.
- */
-typedef struct {
-    int32_t rank;
-    int32_t input_dims[EDGEC_MAX_DIMS];
-    int32_t pad_before[EDGEC_MAX_DIMS];
-    int32_t pad_after[EDGEC_MAX_DIMS];
-    int32_t fill;
-} edgec_pad_desc;
-
-edgec_status edgec_pad_s8(const edgec_pad_desc *desc, const int8_t *input, int8_t *output);
-
-/*
- * Nearest-neighbour upsampling of an NHWC tensor by integer factors:
- *   output[n][y][x][c] = input[n][y / scale_h][x / scale_w][c], output [N][H*scale_h][W*scale_w][C]
- * (PyTorch interpolate(mode='nearest') at integer scales = TFLite RESIZE_NEAREST_NEIGHBOR with
- * align_corners and half_pixel_centers false). Each output row is built once, then copied.
- * EDGEC_ARG_ERROR: a dim or scale < 1.
  */
 typedef struct {
     int32_t batches;
@@ -658,25 +599,6 @@ edgec_status edgec_conv_transpose_s8_mve(const edgec_conv_transpose_desc *desc,
  * avg_pool2d_desc. Scratch: none. EDGEC_ARG_ERROR as edgec_avgpool_s8, and for a negative
  * divisor_override, count_include_pad outside 0..1, or a count_include_pad divisor that could
  * pass INT32_MAX.
-
-    int32_t channels;
-    int32_t scale_h;
-    int32_t scale_w;
-} edgec_upsample_nearest_desc;
-
-edgec_status edgec_upsample_nearest_s8(const edgec_upsample_nearest_desc *desc, const int8_t *input,
-                                       int8_t *output);
-
-/*
- * Bilinear resize of an NHWC tensor [N][input_h][input_w][C] to [N][output_h][output_w][C], TFLite's
- * int8 RESIZE_BILINEAR (reference_ops::ResizeBilinearInteger, default double rounding), bit for bit.
- * y_table holds output_h triples (y0, y1, fy) and x_table output_w triples (x0, x1, fx), from
- * edgec.ops.movement.bilinear_axis_table (TFLite's 10-bit positions: half_pixel_centers for
- * PyTorch's align_corners=False, or align_corners). For each output element:
- *   v = in[y0][x0]*(1024-fy)*(1024-fx) + in[y1][x0]*fy*(1024-fx) + in[y0][x1]*(1024-fy)*fx
- *     + in[y1][x1]*fy*fx;  output = (v + (v > 0 ? 2^19 : -2^19)) / 2^20 (C division).
- * EDGEC_ARG_ERROR: a dim < 1, NULL tables, a table index outside the input, a fraction outside
- * -1024..1024, or a negative one with y0 != y1 (x0 != x1): TFLite's tables never have those.
  */
 typedef struct {
     int32_t batches;
@@ -769,6 +691,95 @@ edgec_status edgec_log_softmax_s8(const edgec_log_softmax_desc *desc, const int8
 
 /* ==== end of the lut family ================================================================= */
 
+/* ==== Data movement and reductions (runtime_c/src/movement/, golden: edgec/ops/movement.py) ====
+ * Every kernel below takes one descriptor made at compile time by edgec.ops.movement (its
+ * <kernel>_desc functions), moves or reduces int8 values of flat buffers, and returns
+ * EDGEC_ARG_ERROR without writing anything for a NULL pointer or an invalid descriptor. None may
+ * run in place (the output must not overlap the input). Scratch: none. Input and output share
+ * scale and zero point, except for the requantizing sum and mean of edgec_reduce_s8. */
+
+#define EDGEC_MAX_DIMS 6
+
+/*
+ * Strided copy: for every index (i_0, ..., i_{rank-1}) < dims,
+ *   output[output_start + sum_k i_k * output_strides[k]] = input[input_start + sum_k i_k * input_strides[k]].
+ * Strides and starts are in elements. Input strides may be anything: 0 repeats (expand), negative
+ * walks backwards (flip, slices with negative steps). Permute, slice, cat (one call per input,
+ * each writing its block of the output), expand and channel shuffle are all this one kernel; the
+ * loops come simplified (edgec.ops.movement.simplify_copy), the last one innermost, so a
+ * contiguous run is copied a word at a time (16 bytes per vector on Helium) and a repeated
+ * element is a fill. Other output bytes are left alone.
+ * EDGEC_ARG_ERROR: rank outside 1..EDGEC_MAX_DIMS, a dim < 1, or an access outside
+ * input[0, input_elements) or output[0, output_elements). The output strides must map distinct
+ * indices to distinct elements (edgec's descriptors do; not checked).
+ */
+typedef struct {
+    int32_t rank;
+    int32_t dims[EDGEC_MAX_DIMS];
+    int32_t input_strides[EDGEC_MAX_DIMS];
+    int32_t output_strides[EDGEC_MAX_DIMS];
+    int32_t input_start;
+    int32_t output_start;
+    int32_t input_elements;  /* size of the input buffer */
+    int32_t output_elements; /* size of the output buffer */
+} edgec_copy_desc;
+
+edgec_status edgec_copy_s8(const edgec_copy_desc *desc, const int8_t *input, int8_t *output);
+
+/*
+ * Constant padding of a contiguous tensor of input_dims: pad_before[k] and pad_after[k] (>= 0)
+ * elements of value `fill` (int8, already quantized) on each side of dim k; the output is
+ * contiguous, (input_dims[k] + pad_before[k] + pad_after[k]) along dim k. Written in one pass in
+ * memory order (each pad run filled, each input row copied), no separate fill of the whole output.
+ * EDGEC_ARG_ERROR: rank outside 1..EDGEC_MAX_DIMS, a dim < 1, a negative pad, fill not int8.
+ */
+typedef struct {
+    int32_t rank;
+    int32_t input_dims[EDGEC_MAX_DIMS];
+    int32_t pad_before[EDGEC_MAX_DIMS];
+    int32_t pad_after[EDGEC_MAX_DIMS];
+    int32_t fill;
+} edgec_pad_desc;
+
+edgec_status edgec_pad_s8(const edgec_pad_desc *desc, const int8_t *input, int8_t *output);
+
+/*
+ * Nearest-neighbour upsampling of an NHWC tensor by integer factors:
+ *   output[n][y][x][c] = input[n][y / scale_h][x / scale_w][c], output [N][H*scale_h][W*scale_w][C]
+ * (PyTorch interpolate(mode='nearest') at integer scales = TFLite RESIZE_NEAREST_NEIGHBOR with
+ * align_corners and half_pixel_centers false). Each output row is built once, then copied.
+ * EDGEC_ARG_ERROR: a dim or scale < 1.
+ */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t channels;
+    int32_t scale_h;
+    int32_t scale_w;
+} edgec_upsample_nearest_desc;
+
+edgec_status edgec_upsample_nearest_s8(const edgec_upsample_nearest_desc *desc, const int8_t *input,
+                                       int8_t *output);
+
+/*
+ * Bilinear resize of an NHWC tensor [N][input_h][input_w][C] to [N][output_h][output_w][C], TFLite's
+ * int8 RESIZE_BILINEAR (reference_ops::ResizeBilinearInteger, default double rounding), bit for bit.
+ * y_table holds output_h triples (y0, y1, fy) and x_table output_w triples (x0, x1, fx), from
+ * edgec.ops.movement.bilinear_axis_table (TFLite's 10-bit positions: half_pixel_centers for
+ * PyTorch's align_corners=False, or align_corners). For each output element:
+ *   v = in[y0][x0]*(1024-fy)*(1024-fx) + in[y1][x0]*fy*(1024-fx) + in[y0][x1]*(1024-fy)*fx
+ *     + in[y1][x1]*fy*fx;  output = (v + (v > 0 ? 2^19 : -2^19)) / 2^20 (C division).
+ * EDGEC_ARG_ERROR: a dim < 1, NULL tables, a table index outside the input, a fraction outside
+ * -1024..1024, or a negative one with y0 != y1 (x0 != x1): TFLite's tables never have those.
+ */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t channels;
+    int32_t output_h;
+    int32_t output_w;
     const int16_t *y_table; /* output_h * 3 */
     const int16_t *x_table; /* output_w * 3 */
 } edgec_resize_bilinear_desc;
