@@ -78,6 +78,10 @@ class LoweringContext:
                              f"expected a quantized activation here")
         return value
 
+    def is_tensor(self, node) -> bool:
+        """Whether `node` is an activation (not a constant or a Python scalar)."""
+        return isinstance(node, Node) and isinstance(self.values.get(node.name), Tensor)
+
     def constant(self, node) -> Constant | None:
         if node is None:
             return None
@@ -169,9 +173,14 @@ class LoweringContext:
         if not source.quantized:
             source.scale, source.zero_point = scale, zero_point
         elif (source.scale, source.zero_point) != (scale, zero_point):
-            raise EdgecError(f"{source_line(node)}: requantizing an activation to new qparams "
-                             f"is not supported (tensor {source.name})")
+            source = self.requantize(node, source, scale, zero_point)
         self.values[node.name] = source
+
+    def requantize(self, node: Node, source: Tensor, scale: float, zero_point: int) -> Tensor:
+        """A new tensor holding `source` at other qparams (TFLite's int8 QUANTIZE, as a table)."""
+        out = self.graph.add_tensor(Tensor(node.name, source.shape, scale, zero_point, source=source.source))
+        self.add_op("lut", node, [source], [out], function="requantize", function_attrs={})
+        return out
 
     def _dequantize(self, node: Node) -> None:
         source = self.values[node.args[0].name]

@@ -13,6 +13,7 @@ CONVS = {aten.conv1d.default, aten.conv2d.default, aten.convolution.default}
 LINEARS = {aten.linear.default}
 ADDS = {aten.add.Tensor}
 SOFTMAXES = {aten.softmax.int, aten._softmax.default}
+LOG_SOFTMAXES = {aten.log_softmax.int, aten._log_softmax.default}
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
                aten.hardtanh_.default, aten.clamp.default}
 POOLS = {aten.max_pool2d.default, aten.max_pool2d_with_indices.default, aten.avg_pool2d.default,

@@ -14,17 +14,30 @@ per-channel operand over pixels, NHWC [1,H,W,C] * [1,1,1,C]: [H*W, C] with strid
 """
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import dataclass
 
+import numpy as np
+from torch.fx import Node
+from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
+
+from edgec.errors import EdgecError
+from edgec.frontend import source_line
+from edgec.ir import InPlace, Tensor, same_bytes, stored_shape
 from edgec.numerics import (
     INT8_MAX,
     INT8_MIN,
+    activation_bounds,
+    round_half_away,
     quantize_multiplier,
     requantize,
     saturate_int8,
     wrap_int32,
 )
+from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.eltwise import add_params
+from edgec.ops.kernel_layout import kernel_isa
+from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, annotate_with_output
+from edgec.torch_ops import aten
 
 # Op codes of edgec_binary_desc.op (enum edgec_binary_op in edgec_nn.h).
 BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "minimum": 3, "maximum": 4}
@@ -204,3 +217,247 @@ def prelu_s8(x, alpha, desc: dict) -> np.ndarray:
     y = np.where(v >= 0, positive, negative) + desc["output_offset"]
     return saturate_int8(y, desc["act_min"], desc["act_max"]).reshape(out_shape)
 
+
+
+# -- the op units ---------------------------------------------------------------------------------
+
+# torch target -> (binary op, operands swapped, the constant operand is a divisor)
+_TARGETS = {
+    aten.add.Tensor: ("add", False, False), aten.add.Scalar: ("add", False, False),
+    aten.sub.Tensor: ("sub", False, False), aten.sub.Scalar: ("sub", False, False),
+    aten.rsub.Tensor: ("sub", True, False), aten.rsub.Scalar: ("sub", True, False),
+    aten.mul.Tensor: ("mul", False, False), aten.mul.Scalar: ("mul", False, False),
+    aten.div.Tensor: ("mul", False, True), aten.div.Scalar: ("mul", False, True),
+    aten.minimum.default: ("minimum", False, False), aten.maximum.default: ("maximum", False, False),
+}
+_SHARED_QPARAMS = ("minimum", "maximum")  # they compare raw int8: inputs and output share qparams
+
+
+@dataclass
+class ConstantOperand:
+    """A binary op's compile-time operand: int8 values (in PyTorch axis order until relayout, then
+    stored like the output) with their qparams."""
+    index: int  # which operand (0 or 1)
+    values: np.ndarray
+    scale: float
+    zero_point: int
+
+
+def scalar_operand(value: float, op: str, like: Tensor | None) -> tuple[np.ndarray, float, int]:
+    """A Python scalar as an int8 constant: exact at scale |value| / 127 (q = +-127), or at the
+    other operand's qparams for minimum/maximum, which must share them."""
+    if op in _SHARED_QPARAMS:
+        q = np.clip(like.zero_point + round_half_away(value / like.scale), INT8_MIN, INT8_MAX)
+        return np.array(q, dtype=np.int8), like.scale, like.zero_point
+    if value == 0:
+        return np.array(0, dtype=np.int8), 1.0, 0
+    return np.array(127 if value > 0 else -127, dtype=np.int8), abs(value) / 127.0, 0
+
+
+def _broadcast_stored(torch_shape, out: Tensor) -> tuple[int, ...]:
+    """An operand's shape, padded to the output's rank, in the output's stored axis order."""
+    padded = (1,) * (len(out.torch_shape) - len(torch_shape)) + tuple(torch_shape)
+    return stored_shape(padded, out.perm)
+
+
+class Binary(OpDef):
+    """add, sub, mul, div by a constant, minimum, maximum with NumPy broadcasting, between two
+    activations or an activation and a constant (a tensor or a Python scalar). The same-shape add
+    of two activations runs edgec_add_s8 (kind 'add', edgec.ops.eltwise); everything else
+    edgec_binary_s8, whose descriptor reads a broadcast operand in place."""
+    kind = "binary"
+    targets = frozenset(_TARGETS)
+    runtime_sources = ("eltwise/edgec_binary_s8.c",)
+    fuses_activation = True
+    layout_follows_input = True
+
+    def annotate(self, node) -> None:
+        op = _TARGETS[node.target][0]
+        if op not in _SHARED_QPARAMS:
+            annotate_with_output(node, activation_inputs(node, 2))
+            return
+        first = node.args[0]
+        inputs = {first: ACTIVATION_QSPEC}
+        if isinstance(node.args[1], Node):
+            inputs[node.args[1]] = SharedQuantizationSpec((first, node))
+        annotate(node, inputs, SharedQuantizationSpec((first, node)))
+
+    def check(self, node) -> str | None:
+        if node.kwargs.get("alpha", node.args[2] if len(node.args) > 2 else 1) != 1:
+            return f"{node.target} with alpha other than 1"
+        if _TARGETS[node.target][2] and isinstance(node.args[1], Node) and node.args[1].op != "get_attr":
+            return "division by an activation (only by a constant)"
+        if node.kwargs.get("rounding_mode") is not None:
+            return f"{node.target} with rounding_mode"
+        return None
+
+    def lower(self, ctx, node) -> None:
+        op, swapped, divisor = _TARGETS[node.target]
+        args = [node.args[1], node.args[0]] if swapped else list(node.args[:2])
+        tensors = [ctx.tensor(a) if ctx.is_tensor(a) else None for a in args]
+        if all(t is None for t in tensors):
+            raise EdgecError(f"{source_line(node)}: {op} of two constants (fold it in the model)")
+        like = next(t for t in tensors if t is not None)
+        constant = None
+        for index, (arg, tensor) in enumerate(zip(args, tensors)):
+            if tensor is None:
+                constant = self._constant(ctx, node, index, arg, op, divisor, like)
+        out = ctx.output(node)
+        live = [t for t in tensors if t is not None]
+        if op == "add" and constant is None and tensors[0].shape == tensors[1].shape == out.shape:
+            ctx.add_op("add", node, live, [out], clamp=(None, None))
+            return
+        ctx.add_op(self.kind, node, live, [out], op=op, constant=constant, clamp=(None, None),
+                   torch_shapes=[tuple(like.shape) if t is None else None for t in tensors])
+
+    @staticmethod
+    def _constant(ctx, node, index, arg, op, divisor, like) -> ConstantOperand:
+        if isinstance(arg, Node):
+            value = ctx.constant(arg)
+            if not value.quantized or value.value.dtype != np.int8 or len(value.scales) != 1:
+                raise EdgecError(f"{source_line(node)}: the constant operand of {op} must be quantized per tensor to int8")
+            if divisor:
+                raise EdgecError(f"{source_line(node)}: division by a constant tensor is not supported; multiply by its inverse")
+            return ConstantOperand(index, value.value, float(value.scales[0]), int(value.zero_points[0]))
+        scalar = float(arg)
+        if divisor:
+            if scalar == 0:
+                raise EdgecError(f"{source_line(node)}: division by zero")
+            scalar = 1.0 / scalar
+        values, scale, zero_point = scalar_operand(scalar, op, like)
+        return ConstantOperand(index, values, scale, zero_point)
+
+    def relayout(self, op, graph) -> None:
+        """Each operand's shape in the output's stored order; a constant re-laid to match."""
+        out = graph.tensors[op.outputs[0]]
+        constant = op.attrs["constant"]
+        shapes, live = [], iter(op.inputs)
+        for index in range(2):
+            if constant is not None and constant.index == index:
+                shape = _broadcast_stored(constant.values.shape, out)
+                padded = constant.values.reshape((1,) * (len(out.torch_shape) - constant.values.ndim) + constant.values.shape)
+                constant.values = np.ascontiguousarray(_to_stored(padded, out.perm)).reshape(shape)
+            else:
+                tensor = graph.tensors[next(live)]
+                shape = _broadcast_stored(tensor.torch_shape, out)
+                padded = (1,) * (len(out.torch_shape) - len(tensor.torch_shape)) + tensor.torch_shape
+                if not same_bytes(tensor.torch_shape, tensor.perm, padded, out.perm):
+                    raise EdgecError(f"{op.source}: {op.attrs['op']} broadcasts an operand stored as "
+                                     f"{list(tensor.shape)} against {list(out.shape)}; edgec cannot read it in place")
+            shapes.append(shape)
+        op.attrs["shapes"] = shapes
+
+    def _qparams(self, op, graph) -> list[tuple[float, int]]:
+        constant, live, result = op.attrs["constant"], iter(op.inputs), []
+        for index in range(2):
+            if constant is not None and constant.index == index:
+                result.append((constant.scale, constant.zero_point))
+            else:
+                tensor = graph.tensors[next(live)]
+                result.append((tensor.scale, tensor.zero_point))
+        return result
+
+    def finalize(self, op, graph) -> None:
+        out = graph.tensors[op.outputs[0]]
+        bounds = activation_bounds(out.zero_point, out.scale, *op.attrs["clamp"])
+        try:
+            op.attrs["desc"] = binary_desc(op.attrs["op"], *op.attrs["shapes"], *self._qparams(op, graph),
+                                           (out.scale, out.zero_point), *bounds)
+        except ValueError as exc:
+            raise EdgecError(f"{op.source}: {exc}") from None
+
+    def _operands(self, op, inputs):
+        constant, live = op.attrs["constant"], iter(inputs)
+        return [constant.values if constant is not None and constant.index == index else next(live)
+                for index in range(2)]
+
+    def golden(self, op, graph, inputs):
+        x1, x2 = (np.asarray(x).reshape(shape) for x, shape in zip(self._operands(op, inputs), op.attrs["shapes"]))
+        return binary_s8(x1, x2, op.attrs["desc"]).reshape(graph.tensors[op.outputs[0]].shape)
+
+    def specialize(self, op, graph, target) -> None:
+        op.attrs["isa"] = kernel_isa(target)
+
+    def emit(self, op, graph, names) -> CCall:
+        p = names.symbol(op, "desc")
+        call = descriptor("edgec_binary_desc", p, op.attrs["desc"])
+        constant = op.attrs["constant"]
+        pointers = []
+        live = iter(op.inputs)
+        for index in range(2):
+            if constant is not None and constant.index == index:
+                symbol = names.symbol(op, "constant")
+                call.constants.append(("int8_t", symbol, constant.values.ravel()))
+                pointers.append(symbol)
+            else:
+                pointers.append(names.ptr(next(live)))
+        isa = op.attrs.get("isa")
+        kernel = "edgec_binary_s8" + ("" if isa is None else f"_{isa}")
+        call.code = f"status |= {kernel}(&{p}, {pointers[0]}, {pointers[1]}, {names.ptr(op.outputs[0])});"
+        return call
+
+    def in_place(self, op, graph, target):
+        """The kernels read element i of both inputs before writing element i: an input that is not
+        broadcast may be overwritten."""
+        out = graph.tensors[op.outputs[0]]
+        return tuple(InPlace(i, 0) for i, name in enumerate(op.inputs) if graph.tensors[name].shape == out.shape)
+
+
+def _to_stored(value: np.ndarray, perm) -> np.ndarray:
+    if perm is None:
+        return value
+    return value.transpose([axis for axis in perm if axis is not None]).reshape(stored_shape(value.shape, perm))
+
+
+class Prelu(OpDef):
+    """nn.PReLU: per-channel (or one) slope, TFLite's int8 PRELU arithmetic, the slopes read in
+    place per channel."""
+    kind = "prelu"
+    targets = frozenset({aten.prelu.default, aten._prelu_kernel.default})
+    runtime_sources = ("eltwise/edgec_binary_s8.c",)
+    fuses_activation = True
+    layout_follows_input = True
+
+    def annotate(self, node) -> None:
+        annotate_with_output(node, activation_inputs(node, 2))
+
+    def lower(self, ctx, node) -> None:
+        x = ctx.tensor(node.args[0])
+        alpha = ctx.constant(node.args[1])
+        if not alpha.quantized or alpha.value.dtype != np.int8 or len(alpha.scales) != 1:
+            raise EdgecError(f"{source_line(node)}: PReLU slopes must be quantized per tensor to int8")
+        slopes = alpha.value.reshape(-1)
+        shape = [1] * len(x.shape)
+        if slopes.size > 1:
+            shape[1 if len(x.shape) > 1 else 0] = slopes.size
+        ctx.add_op(self.kind, node, [x], [ctx.output(node)], clamp=(None, None),
+                   alpha=ConstantOperand(1, slopes.reshape(shape), float(alpha.scales[0]), int(alpha.zero_points[0])))
+
+    def relayout(self, op, graph) -> None:
+        out = graph.tensors[op.outputs[0]]
+        alpha = op.attrs["alpha"]
+        shape = _broadcast_stored(alpha.values.shape, out)
+        alpha.values = np.ascontiguousarray(_to_stored(alpha.values, out.perm)).reshape(shape)
+
+    def finalize(self, op, graph) -> None:
+        x, out, alpha = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]], op.attrs["alpha"]
+        bounds = activation_bounds(out.zero_point, out.scale, *op.attrs["clamp"])
+        op.attrs["desc"] = prelu_desc(x.shape, alpha.values.shape, (x.scale, x.zero_point),
+                                      (alpha.scale, alpha.zero_point), (out.scale, out.zero_point), *bounds)
+
+    def golden(self, op, graph, inputs):
+        return prelu_s8(inputs[0], op.attrs["alpha"].values, op.attrs["desc"])
+
+    def emit(self, op, graph, names) -> CCall:
+        p = names.symbol(op, "desc")
+        call = descriptor("edgec_prelu_desc", p, op.attrs["desc"])
+        symbol = names.symbol(op, "alpha")
+        call.constants.append(("int8_t", symbol, op.attrs["alpha"].values.ravel()))
+        call.code = f"status |= edgec_prelu_s8(&{p}, {names.ptr(op.inputs[0])}, {symbol}, {names.ptr(op.outputs[0])});"
+        return call
+
+    def in_place(self, op, graph, target):
+        return (InPlace(0, 0),)
+
+
+UNITS = (Binary(), Prelu())

@@ -5,10 +5,8 @@ C kernels: runtime_c/src/eltwise/edgec_add_s8.c and edgec_clamp_s8.c.
 from __future__ import annotations
 
 import numpy as np
-from torch.fx import Node
 
 from edgec.errors import EdgecError
-from edgec.frontend import source_line
 from edgec.ir import InPlace
 from edgec.numerics import (
     ADD_LEFT_SHIFT,
@@ -21,9 +19,9 @@ from edgec.numerics import (
     wrap_int32,
 )
 from edgec.ops.base import CCall, OpDef
-from edgec.ops.qspec import activation_inputs, annotate_shared, annotate_with_output
+from edgec.ops.qspec import annotate_shared
 from edgec.ops.kernel_layout import kernel_isa
-from edgec.torch_ops import ACTIVATIONS, ADDS, aten
+from edgec.torch_ops import ACTIVATIONS, aten
 
 
 def add_params(s1: float, zp1: int, s2: float, zp2: int, s_out: float, zp_out: int,
@@ -87,22 +85,11 @@ ADD_SCRATCH_BYTES = 2 * 256 * 4
 
 
 class Add(OpDef):
+    """The same-shape add of two activations (lowered by edgec.ops.binary.Binary)."""
     kind = "add"
-    targets = frozenset(ADDS)
     runtime_sources = ("eltwise/edgec_add_s8.c",)
     fuses_activation = True
     layout_follows_input = True
-
-    def annotate(self, node) -> None:
-        annotate_with_output(node, activation_inputs(node, 2))
-
-    def lower(self, ctx, node) -> None:
-        if len(node.args) < 2 or not isinstance(node.args[1], Node) or node.kwargs.get("alpha", 1) != 1:
-            raise EdgecError(f"{source_line(node)}: add is supported between two tensors only")
-        a, b = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
-        if a.shape != b.shape:
-            raise EdgecError(f"{source_line(node)}: broadcasting add {list(a.shape)} + {list(b.shape)} is not supported")
-        ctx.add_op(self.kind, node, [a, b], [ctx.output(node)], clamp=(None, None))
 
     def finalize(self, op, graph) -> None:
         a, b, out = (graph.tensors[n] for n in op.inputs + op.outputs)

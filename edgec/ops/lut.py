@@ -32,7 +32,12 @@ from typing import Callable
 
 import numpy as np
 
+from edgec.errors import EdgecError
+from edgec.ir import InPlace
 from edgec.numerics import INT8_MAX, INT8_MIN, INT32_MAX, quantize_multiplier, requantize
+from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, fixed_qspec
+from edgec.torch_ops import aten
 
 LUT_SIZE = 256
 INT8_VALUES = np.arange(INT8_MIN, INT8_MAX + 1, dtype=np.int64)  # table index i holds q = i - 128
@@ -233,3 +238,76 @@ def lut_s8(x: np.ndarray, desc: dict) -> np.ndarray:
     if x.dtype != np.int8 or x.size != desc["size"]:
         raise TypeError(f"lut_s8 expects {desc['size']} int8 values, got {x.dtype} {x.shape}")
     return desc["table"][x.astype(np.int64) - INT8_MIN]
+
+
+# -- the op unit ----------------------------------------------------------------------------------
+
+# torch target -> (table function, {attribute: (argument index, torch default)})
+_FUNCTIONS = {
+    aten.sigmoid.default: ("sigmoid", {}),
+    aten.tanh.default: ("tanh", {}),
+    aten.hardswish.default: ("hardswish", {}),
+    aten.hardsigmoid.default: ("hardsigmoid", {}),
+    aten.silu.default: ("silu", {}),
+    aten.gelu.default: ("gelu", {"approximate": (None, "none")}),
+    aten.elu.default: ("elu", {"alpha": (1, 1.0)}),
+    aten.softplus.default: ("softplus", {"beta": (1, 1.0), "threshold": (2, 20.0)}),
+    aten.mish.default: ("mish", {}),
+    aten.leaky_relu.default: ("leaky_relu", {"negative_slope": (1, 0.01)}),
+    aten.exp.default: ("exp", {}),
+}
+
+
+def _attribute(node, name: str, index: int | None, default):
+    if index is not None and len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+class Lut(OpDef):
+    """Any int8 -> int8 elementwise function as a 256-entry table, run in place; also the requantize
+    op lowering inserts where an activation's qparams change (function 'requantize')."""
+    kind = "lut"
+    targets = frozenset(_FUNCTIONS)
+    runtime_sources = ("activation/edgec_lut_s8.c",)
+    layout_follows_input = True
+
+    def annotate(self, node) -> None:
+        function = _FUNCTIONS[node.target][0]
+        fixed = FIXED_OUTPUT_QPARAMS.get(function)
+        annotate(node, activation_inputs(node, 1), ACTIVATION_QSPEC if fixed is None else fixed_qspec(*fixed))
+
+    def check(self, node) -> str | None:
+        if node.target == aten.elu.default and any(_attribute(node, n, i, 1) != 1 for n, i in (("scale", 2), ("input_scale", 3))):
+            return "elu with scale or input_scale other than 1 (selu/celu)"
+        return None
+
+    def lower(self, ctx, node) -> None:
+        function, attributes = _FUNCTIONS[node.target]
+        x = ctx.tensor(node.args[0])
+        values = {name: _attribute(node, name, index, default) for name, (index, default) in attributes.items()}
+        ctx.add_op(self.kind, node, [x], [ctx.output(node)], function=function, function_attrs=values)
+
+    def finalize(self, op, graph) -> None:
+        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        try:
+            table = lut_table(op.attrs["function"], x_t.scale, x_t.zero_point, out_t.scale, out_t.zero_point,
+                              **op.attrs["function_attrs"])
+        except ValueError as exc:
+            raise EdgecError(f"{op.source}: {op.attrs['function']}: {exc}") from None
+        op.attrs["desc"] = lut_desc(table, out_t.elements)
+
+    def golden(self, op, graph, inputs):
+        return lut_s8(inputs[0], op.attrs["desc"])
+
+    def emit(self, op, graph, names) -> CCall:
+        p = names.symbol(op, "desc")
+        call = descriptor("edgec_lut_desc", p, op.attrs["desc"])
+        call.code = f"status |= edgec_lut_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        return call
+
+    def in_place(self, op, graph, target):
+        return (InPlace(0, 0),)  # edgec_lut_s8 reads element i before writing it
+
+
+UNIT = Lut()

@@ -29,12 +29,11 @@ import math
 import numpy as np
 
 from edgec.errors import EdgecError
-from edgec.frontend import source_line
 from edgec.numerics import (INT8_MAX, INT8_MIN, INT32_MAX, INT32_MIN, divide_by_power_of_two, quantize_multiplier,
                             requantize, round_half_away)
-from edgec.ops.base import CCall, OpDef
+from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import activation_inputs, annotate, fixed_qspec
-from edgec.torch_ops import SOFTMAXES
+from edgec.torch_ops import LOG_SOFTMAXES, SOFTMAXES
 
 SOFTMAX_OUTPUT_SCALE = 1.0 / 256.0
 SOFTMAX_OUTPUT_ZERO_POINT = -128
@@ -330,44 +329,70 @@ def log_softmax_s8(x: np.ndarray, desc: dict) -> np.ndarray:
 # -- the op unit ------------------------------------------------------------------------------
 
 class Softmax(OpDef):
+    """softmax and log_softmax over any axis: the row kernel when the axis is stored last (the
+    channel axis of channels-last data), the strided one otherwise."""
     kind = "softmax"
     targets = frozenset(SOFTMAXES)
     runtime_sources = ("softmax/edgec_softmax_s8.c",)
     layout_follows_input = True
+    output_qparams = (SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT)
 
     def annotate(self, node) -> None:
-        annotate(node, activation_inputs(node, 1), fixed_qspec(SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT))
+        annotate(node, activation_inputs(node, 1), fixed_qspec(*self.output_qparams))
+
+    def check(self, node) -> str | None:
+        if len(node.args) > 2 and node.args[2] not in (False, None):
+            return f"{node.target} with half_to_float"
+        return None
 
     def lower(self, ctx, node) -> None:
         x = ctx.tensor(node.args[0])
         ctx.add_op(self.kind, node, [x], [ctx.output(node)], dim=node.args[1] % len(x.shape))
 
     def relayout(self, op, graph) -> None:
-        """Channels-last storage puts the channel axis last, so a softmax over it is a row softmax."""
-        x = graph.tensors[op.inputs[0]]
-        if x.stored_axis(op.attrs["dim"]) != len(x.shape) - 1:
-            raise EdgecError(f"{op.source}: softmax is supported over the stored last axis only "
-                             f"(axis {op.attrs['dim']} of {list(x.shape)})")
+        op.attrs["stored_dim"] = graph.tensors[op.inputs[0]].stored_axis(op.attrs["dim"])
 
     def finalize(self, op, graph) -> None:
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        if (out_t.scale, out_t.zero_point) != (SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT):
-            raise EdgecError(f"{op.source}: softmax output must be quantized with scale 1/256 and "
-                             f"zero point -128, got ({out_t.scale}, {out_t.zero_point})")
-        op.attrs["params"] = softmax_params(x_t.scale)
+        if (out_t.scale, out_t.zero_point) != self.output_qparams:
+            raise EdgecError(f"{op.source}: {self.kind} output must be quantized with scale {self.output_qparams[0]} "
+                             f"and zero point {self.output_qparams[1]}, got ({out_t.scale}, {out_t.zero_point})")
+        op.attrs["desc"] = self.descriptor(x_t.shape, op.attrs["stored_dim"], x_t.scale, op)
+
+    def descriptor(self, shape, axis, scale, op) -> dict:
+        return softmax_axis_desc(shape, axis, scale)
 
     def golden(self, op, graph, inputs):
-        x = inputs[0]
-        return softmax_s8(x.reshape(-1, x.shape[-1]), op.attrs["params"]).reshape(x.shape)
+        return softmax_axis_s8(inputs[0], op.attrs["desc"])
 
     def emit(self, op, graph, names) -> CCall:
-        p = names.symbol(op, "")
-        shape = graph.tensors[op.inputs[0]].shape
-        params = op.attrs["params"]
-        values = f"{{{params['input_multiplier']}, {params['input_left_shift']}, {params['diff_min']}}}"
-        code = (f"status |= edgec_softmax_s8(&{p}params, {names.ptr(op.inputs[0])}, "
-                f"{int(np.prod(shape[:-1]))}, {shape[-1]}, {names.ptr(op.outputs[0])});")
-        return CCall(code, [], [("edgec_softmax_params", f"{p}params", values)])
+        p = names.symbol(op, "desc")
+        desc = op.attrs["desc"]
+        if self.kind == "softmax" and desc["inner"] == 1:  # rows: the kernel without the descriptor's loop
+            params = {key: desc[key] for key in ("input_multiplier", "input_left_shift", "diff_min")}
+            call = descriptor("edgec_softmax_params", p, params)
+            call.code = (f"status |= edgec_softmax_s8(&{p}, {names.ptr(op.inputs[0])}, {desc['outer']}, "
+                         f"{desc['axis_size']}, {names.ptr(op.outputs[0])});")
+            return call
+        kernel = "edgec_softmax_axis_s8" if self.kind == "softmax" else "edgec_log_softmax_s8"
+        call = descriptor(f"edgec_{self.kind}_desc", p, desc)
+        call.code = f"status |= {kernel}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        return call
 
 
-UNIT = Softmax()
+class LogSoftmax(Softmax):
+    kind = "log_softmax"
+    targets = frozenset(LOG_SOFTMAXES)
+    output_qparams = (LOG_SOFTMAX_OUTPUT_SCALE, LOG_SOFTMAX_OUTPUT_ZERO_POINT)
+
+    def descriptor(self, shape, axis, scale, op) -> dict:
+        try:
+            return log_softmax_desc(shape, axis, scale)
+        except ValueError as exc:
+            raise EdgecError(f"{op.source}: {exc}") from None
+
+    def golden(self, op, graph, inputs):
+        return log_softmax_s8(inputs[0], op.attrs["desc"])
+
+
+UNITS = (Softmax(), LogSoftmax())
