@@ -69,6 +69,25 @@ def stored_offsets(shape: tuple[int, ...], perm) -> np.ndarray:
     return np.arange(prod(shape)).reshape(stored_shape).transpose(np.argsort(axes)).ravel()
 
 
+def to_stored(tensor: "Tensor", value: np.ndarray) -> np.ndarray:
+    """A value in the float graph's axis order, laid out as `tensor` is stored (e.g. NHWC)."""
+    value = np.asarray(value)
+    if tensor.perm is None:
+        return value
+    axes = [axis for axis in tensor.perm if axis is not None]
+    return np.ascontiguousarray(value.transpose(axes)).reshape(stored_shape(value.shape, tensor.perm))
+
+
+def to_torch_order(tensor: "Tensor", value: np.ndarray) -> np.ndarray:
+    """A stored value (shaped as `tensor` is stored) back in the float graph's axis order."""
+    value = np.asarray(value)
+    if tensor.perm is None:
+        return value
+    axes = [axis for axis in tensor.perm if axis is not None]
+    squeezed = value.reshape([tensor.shape[i] for i, axis in enumerate(tensor.perm) if axis is not None])
+    return np.ascontiguousarray(squeezed.transpose(np.argsort(axes)))
+
+
 def stored_shape(torch_shape: tuple[int, ...], perm) -> tuple[int, ...]:
     return torch_shape if perm is None else tuple(1 if axis is None else torch_shape[axis] for axis in perm)
 

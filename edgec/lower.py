@@ -135,7 +135,13 @@ class LoweringContext:
         elif _qop_name(node) in DEQUANTIZE:
             self._dequantize(node)
         elif node.target == GETITEM:
-            self.values[node.name] = self.values[node.args[0].name]  # max_pool2d_with_indices[0]
+            source = self.values[node.args[0].name]
+            if hasattr(source, "lower_item"):  # split, chunk, unbind: each item is its own copy
+                source.lower_item(self, node, node.args[1])
+            elif node.args[1] == 0:  # max_pool2d_with_indices[0]
+                self.values[node.name] = source
+            else:
+                raise EdgecError(f"{source_line(node)}: item {node.args[1]} of {node.args[0].target} is not supported")
         else:
             OPS[node.target].lower(self, node)
 

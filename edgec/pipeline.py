@@ -1,5 +1,6 @@
 """The whole compiler, top to bottom:
-load -> export -> fold BN -> quantize -> lower -> fuse -> layout -> finalize -> schedule + plan -> emit.
+load -> export -> normalize -> fold BN -> quantize -> lower -> fuse -> unify qparams -> layout ->
+fuse copies -> finalize -> schedule + plan -> emit.
 """
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ from edgec.ir import Graph
 from edgec.lower import lower
 from edgec.ops import KINDS, OPS
 from edgec.passes.fold_batchnorm import fold_batchnorm
-from edgec.passes.fuse import fold_pad, fuse_activations
+from edgec.passes.fuse import fold_pad, fuse_activations, fuse_copies
 from edgec.passes.normalize import normalize
+from edgec.passes.qparams import unify_qparams
 from edgec.passes.layout import assign_layouts, relayout
 from edgec.plan import MemoryPlan
 from edgec.quantize import is_quantized, quantize
@@ -59,8 +61,10 @@ def compile_model(spec: str, *, calibration, target: str = "host",
     graph = lower(quantized_module)
     fold_pad(graph)
     fuse_activations(graph)
+    unify_qparams(graph)
     assign_layouts(graph)
     relayout(graph)
+    fuse_copies(graph)
     for op in graph.ops:
         KINDS[op.kind].finalize(op, graph)
         KINDS[op.kind].specialize(op, graph, target_info)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec.ir import Graph, Tensor, stored_shape
+from edgec.ir import Graph, to_stored
 from edgec.ops import KINDS
 
 # <name>_quantize_input clips the scaled value to +-this before converting it (codegen.QUANTIZE_CLIP).
@@ -15,13 +15,7 @@ QUANTIZE_CLIP = {"int8": np.float32(300.0), "int16": np.float32(70000.0)}
 INT_DTYPES = {"int8": np.int8, "int16": np.int16}
 
 
-def stored(tensor: Tensor, value: np.ndarray) -> np.ndarray:
-    """A value in the float graph's axis order, laid out as `tensor` is stored (e.g. NHWC)."""
-    value = np.asarray(value)
-    if tensor.perm is None:
-        return value
-    axes = [axis for axis in tensor.perm if axis is not None]
-    return np.ascontiguousarray(value.transpose(axes)).reshape(stored_shape(value.shape, tensor.perm))
+stored = to_stored  # a float graph value laid out as a tensor is stored
 
 
 def quantize_input(graph: Graph, x_float: np.ndarray, index: int = 0) -> np.ndarray:

@@ -16,8 +16,12 @@ SOFTMAXES = {aten.softmax.int, aten._softmax.default}
 LOG_SOFTMAXES = {aten.log_softmax.int, aten._log_softmax.default}
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
                aten.hardtanh_.default, aten.clamp.default}
-POOLS = {aten.max_pool2d.default, aten.max_pool2d_with_indices.default, aten.avg_pool2d.default,
-         aten.adaptive_avg_pool2d.default, aten.mean.dim}
+MAX_POOLS = {aten.max_pool1d.default, aten.max_pool2d.default, aten.max_pool2d_with_indices.default,
+             aten.max_pool1d_with_indices.default}
+AVG_POOLS = {aten.avg_pool1d.default, aten.avg_pool2d.default}
+ADAPTIVE_POOLS = {aten.adaptive_avg_pool1d.default, aten.adaptive_avg_pool2d.default}
+MEANS = {aten.mean.dim}
+POOLS = MAX_POOLS | AVG_POOLS | ADAPTIVE_POOLS | MEANS
 VIEWS = {aten.flatten.using_ints, aten.view.default, aten.reshape.default, aten._unsafe_view.default,
          aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default}
 PADS = {aten.pad.default, aten.constant_pad_nd.default}
@@ -29,3 +33,16 @@ IDENTITIES = {aten.dropout.default, aten.feature_dropout.default, aten.alpha_dro
               aten.feature_alpha_dropout.default, aten.clone.default, aten.contiguous.default,
               aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default}
 GETITEM = operator.getitem
+
+# Data movement run as strided copies (edgec.ops.movement.Copy); the multi-output ones return a
+# tuple that getitem nodes pick from.
+MULTI_OUTPUT_COPIES = {aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.unbind.int,
+                       aten.tensor_split.sections, aten.tensor_split.indices}
+COPIES = {aten.cat.default, aten.concat.default, aten.stack.default, aten.permute.default, aten.transpose.int,
+          aten.t.default, aten.slice.Tensor, aten.select.int, aten.narrow.default, aten.expand.default,
+          aten.repeat.default, aten.flip.default, aten.roll.default, aten.pixel_shuffle.default,
+          aten.pixel_unshuffle.default, aten.channel_shuffle.default, aten.movedim.int, aten.swapaxes.default,
+          aten.tile.default, aten.hstack.default, aten.vstack.default} | MULTI_OUTPUT_COPIES
+NEAREST_RESIZES = {aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default}
+RESIZES = NEAREST_RESIZES | {aten.upsample_bilinear2d.vec, aten.upsample_bilinear2d.default}
+REDUCTIONS = {aten.sum.dim_IntList, aten.amax.default, aten.amin.default}

@@ -36,6 +36,8 @@ def descriptor(ctype: str, symbol: str, fields: dict) -> CCall:
         if isinstance(value, np.ndarray):
             constants.append((C_ARRAY_TYPES[value.dtype], f"{symbol}_{field}", value))
             values.append(f".{field} = {symbol}_{field}")
+        elif value is None:
+            values.append(f".{field} = NULL")
         elif isinstance(value, (list, tuple)):
             values.append(f".{field} = {{{', '.join(str(int(v)) for v in value)}}}")
         else:
@@ -50,6 +52,7 @@ class OpDef:
     fuses_activation: bool = False  # its output stage can take clamp bounds
     spatial: bool = False  # its activations are stored channels last (passes/layout.py)
     layout_follows_input: bool = False  # its output is stored like its same-rank inputs
+    keeps_qparams: bool = False  # its kernel moves or compares values: output qparams = inputs'
 
     def annotate(self, node) -> None:
         """Record how `node` is quantized, with the helpers of edgec.ops.qspec (before calibration)."""

@@ -131,12 +131,20 @@ def conv2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *, input_zp
 
 # -- the op unit ------------------------------------------------------------------------------
 
+def is_transposed(node) -> bool:
+    """aten.convolution spells transposed convolutions too (a core-ATen program's form)."""
+    return node.target == aten.convolution.default and bool(node.args[6])
+
+
+def _transposed_unit():
+    from edgec.ops.conv_transpose import UNIT  # it builds on this module
+    return UNIT
+
+
 def conv_attrs(node) -> tuple:
-    """(stride, padding, dilation, groups) of aten.conv2d / aten.convolution, as tuples."""
+    """(stride, padding, dilation, groups) of aten.conv1d / conv2d / convolution, as tuples."""
     if node.target == aten.convolution.default:
-        _, _, _, stride, padding, dilation, transposed, _, groups = node.args
-        if transposed:
-            raise EdgecError(f"{source_line(node)}: transposed convolution is not supported")
+        _, _, _, stride, padding, dilation, _, _, groups = node.args
     else:
         stride, padding, dilation, groups = (
             node_arg(node, index, name, default)
@@ -157,9 +165,9 @@ def _pair(value) -> tuple[int, int]:
     return (int(value[0]), int(value[-1])) if isinstance(value, (list, tuple)) else (int(value), int(value))
 
 
-def weighted_operands(ctx, node, what: str):
+def weighted_operands(ctx, node, what: str, channel_axis: int = 0):
     """(activation, int8 weight, bias or None) of a conv/linear node; the weight must be quantized
-    to int8, symmetric, per tensor or per output channel."""
+    to int8, symmetric, per tensor or per output channel (along `channel_axis`)."""
     x = ctx.tensor(node.args[0])
     weight = ctx.constant(node.args[1])
     bias = ctx.constant(node_arg(node, 2, "bias", None))
@@ -168,9 +176,9 @@ def weighted_operands(ctx, node, what: str):
     if weight.value.dtype != np.int8 or np.any(weight.zero_points != 0):
         raise EdgecError(f"{source_line(node)}: {what} weight must be int8 and symmetric (zero point 0), "
                          f"got {weight.value.dtype} with zero points {sorted(set(weight.zero_points.tolist()))[:4]}")
-    if len(weight.scales) > 1 and weight.axis != 0:
+    if len(weight.scales) > 1 and weight.axis != channel_axis:
         raise EdgecError(f"{source_line(node)}: {what} weight is quantized per channel along axis "
-                         f"{weight.axis}; edgec needs the output-channel axis 0")
+                         f"{weight.axis}; edgec needs the output-channel axis {channel_axis}")
     return x, weight, bias
 
 
@@ -182,9 +190,13 @@ class Conv2d(OpDef):
     spatial = True
 
     def annotate(self, node) -> None:
+        if is_transposed(node):
+            return _transposed_unit().annotate(node)
         annotate_with_output(node, {node.args[0]: ACTIVATION_QSPEC, node.args[1]: CONV_WEIGHT_QSPEC})
 
     def lower(self, ctx, node) -> None:
+        if is_transposed(node):
+            return _transposed_unit().lower(ctx, node)
         x, weight, bias = weighted_operands(ctx, node, "conv")
         if len(x.shape) not in (3, 4) or weight.value.ndim != len(x.shape):
             raise EdgecError(f"{source_line(node)}: only 1-D and 2-D convolution on NCL/NCHW input is supported, "

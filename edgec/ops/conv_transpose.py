@@ -27,10 +27,19 @@ output pixel's gather is one contiguous dot product per channel, as a convolutio
 from __future__ import annotations
 
 import numpy as np
+import torch
+from torchao.quantization.pt2e import PerChannelMinMaxObserver
+from torchao.quantization.pt2e.quantizer import QuantizationSpec
 
+from edgec.errors import EdgecError
+from edgec.frontend import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN
-from edgec.ops.conv import CONV_BLOCKING, conv_output_stage
-from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows
+from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.conv import (CONV_BLOCKING, conv_output_stage, finalize_output_stage, node_arg, quantized_bias,
+                            weighted_operands)
+from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows, kernel_isa
+from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
+from edgec.torch_ops import aten
 
 PORTABLE = "portable"
 # Rows of the portable kernel's filter: one channel's taps after another, no padding.
@@ -215,3 +224,110 @@ def conv_transpose_desc(input_shape, w: np.ndarray, bias, multiplier, shift, *, 
         multiplier=np.ascontiguousarray(multiplier, dtype=np.int32),
         shift=np.ascontiguousarray(shift, dtype=np.int32))
 
+
+
+# -- the op unit ----------------------------------------------------------------------------------
+
+CONV_TRANSPOSES = {aten.conv_transpose1d.default, aten.conv_transpose2d.input}
+# ConvTranspose weights are [C_in, C_out/groups, ...]: per output channel is axis 1 when groups
+# is 1; grouped layers (depthwise included) share one scale per tensor.
+WEIGHT_QSPEC = QuantizationSpec(
+    dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric, ch_axis=1,
+    observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
+)
+
+
+def transpose_attrs(node) -> tuple:
+    """(stride, padding, output_padding, dilation, groups) of a transposed convolution node."""
+    if node.target == aten.convolution.default:
+        _, _, _, stride, padding, dilation, _, output_padding, groups = node.args
+    else:
+        stride, padding, output_padding, groups, dilation = (
+            node_arg(node, index, name, default) for index, name, default in
+            ((3, "stride", 1), (4, "padding", 0), (5, "output_padding", 0), (6, "groups", 1), (7, "dilation", 1)))
+    return stride, padding, output_padding, dilation, int(groups)
+
+
+def _pairs(node, values, rank: int) -> list[tuple[int, int]]:
+    """Each attribute as (H, W); a 1-D layer's as (neutral, L), so it runs as H = 1."""
+    neutral = (1, 0, 0, 1)  # stride, padding, output_padding, dilation
+    pairs = []
+    for value, default in zip(values, neutral):
+        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        pairs.append((default, int(items[-1])) if rank == 3 else (int(items[0]), int(items[-1])))
+    return pairs
+
+
+class ConvTranspose(OpDef):
+    kind = "conv_transpose2d"
+    targets = frozenset(CONV_TRANSPOSES)
+    runtime_sources = ("conv/edgec_conv_transpose_s8.c",)
+    fuses_activation = True
+    spatial = True
+
+    def annotate(self, node) -> None:
+        groups = transpose_attrs(node)[4]
+        weight = WEIGHT_QSPEC if groups == 1 else LINEAR_WEIGHT_QSPEC
+        annotate_with_output(node, {node.args[0]: ACTIVATION_QSPEC, node.args[1]: weight})
+
+    def lower(self, ctx, node) -> None:
+        stride, padding, output_padding, dilation, groups = transpose_attrs(node)
+        x, weight, bias = weighted_operands(ctx, node, "transposed conv", channel_axis=1)
+        if len(x.shape) not in (3, 4) or weight.value.ndim != len(x.shape):
+            raise EdgecError(f"{source_line(node)}: transposed convolution on {list(x.shape)} is not supported")
+        stride, padding, output_padding, dilation = _pairs(node, (stride, padding, output_padding, dilation), len(x.shape))
+        c_out = weight.value.shape[1] * groups
+        scales = np.broadcast_to(np.repeat(weight.scales, groups) if len(weight.scales) > 1 else weight.scales, (c_out,))
+        scales = scales.astype(np.float64)
+        ctx.add_op(self.kind, node, [x], [ctx.output(node)], weight=weight.value, weight_scales=scales,
+                   bias=quantized_bias(bias, x.scale, scales, source_line(node)), stride=stride, pad=padding,
+                   output_padding=output_padding, dilation=dilation, groups=groups, clamp=(None, None))
+
+    def relayout(self, op, graph) -> None:
+        weight = op.attrs["weight"]  # [C_in, C_out/groups, (KH,) KW]
+        op.attrs["weight"] = weight[:, :, None, :] if weight.ndim == 3 else weight
+
+    def finalize(self, op, graph) -> None:
+        finalize_output_stage(op, graph)
+
+    def specialize(self, op, graph, target) -> None:
+        isa = kernel_isa(target) if op.attrs["groups"] == 1 else None
+        op.attrs["isa"] = PORTABLE if isa is None else isa
+
+    def _geometry(self, op) -> dict:
+        a = op.attrs
+        return dict(stride=a["stride"], pad=a["pad"], output_padding=a["output_padding"], dilation=a["dilation"],
+                    groups=a["groups"], act_min=a["act_min"], act_max=a["act_max"])
+
+    def golden(self, op, graph, inputs):
+        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        a = op.attrs
+        return conv_transpose2d_s8(inputs[0], a["weight"], a["bias"], a["multiplier"], a["shift"],
+                                   input_zp=x_t.zero_point, output_zp=out_t.zero_point,
+                                   out_hw=out_t.shape[1:3], **self._geometry(op))
+
+    def scratch_bytes(self, op, graph, target) -> int:
+        a = op.attrs
+        return conv_transpose_scratch_bytes(a.get("isa", PORTABLE), a["weight"].shape, stride=a["stride"],
+                                            dilation=a["dilation"])
+
+    def emit(self, op, graph, names) -> CCall:
+        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        a = op.attrs
+        desc = conv_transpose_desc(x_t.shape, a["weight"], a["bias"], a["multiplier"], a["shift"],
+                                   input_zp=x_t.zero_point, output_zp=out_t.zero_point, isa=a["isa"],
+                                   **self._geometry(op))
+        p = names.symbol(op, "desc")
+        call = descriptor("edgec_conv_transpose_desc", p, desc)
+        kernel, scratch = ("edgec_conv_transpose_s8", "") if a["isa"] == PORTABLE else \
+            (f"edgec_conv_transpose_s8_{a['isa']}", f", {names.scratch(op)}")
+        call.code = f"status |= {kernel}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}{scratch});"
+        return call
+
+    def macs(self, op, graph) -> int:
+        x = graph.tensors[op.inputs[0]].shape
+        c_in, cout_g, kh, kw = op.attrs["weight"].shape
+        return int(np.prod(x[:3]) * c_in * cout_g * kh * kw)
+
+
+UNIT = ConvTranspose()

@@ -143,6 +143,7 @@ class Clamp(OpDef):
     targets = frozenset(ACTIVATIONS)
     runtime_sources = ("eltwise/edgec_clamp_s8.c",)
     layout_follows_input = True
+    keeps_qparams = True
 
     def annotate(self, node) -> None:
         annotate_shared(node)

@@ -19,11 +19,23 @@ offsets are in elements (= bytes, int8).
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
+import torch
+from torch.fx import Node
+from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
-from edgec.numerics import INT8_MAX, INT8_MIN, quantize_multiplier, requantize, saturate_int8, wrap_int32
+from edgec.errors import EdgecError
+from edgec.frontend import source_line
+from edgec.ir import to_stored, to_torch_order
+from edgec.numerics import (INT8_MAX, INT8_MIN, activation_bounds, quantize_multiplier, requantize, round_half_away,
+                            saturate_int8, wrap_int32)
+from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, annotate_shared
+from edgec.torch_ops import COPIES, MULTI_OUTPUT_COPIES, NEAREST_RESIZES, REDUCTIONS, RESIZES, aten
 
 MAX_DIMS = 6  # EDGEC_MAX_DIMS: the rank of a descriptor after simplification
 
@@ -431,3 +443,366 @@ def reduce_s8(desc: dict, x: np.ndarray) -> np.ndarray:
         return saturate_int8(values.min(axis=1), desc["act_min"], desc["act_max"])
     scaled = requantize(wrap_int32(values.sum(axis=1) + desc["sum_offset"]), desc["multiplier"], desc["shift"])
     return saturate_int8(scaled + desc["output_offset"], desc["act_min"], desc["act_max"])
+
+
+# == the op units ===================================================================================
+#
+# Data movement is defined by PyTorch itself: a "copy" op keeps the ATen call that made it, and at
+# compile time that call runs on tensors of element ids (input k's elements numbered after the
+# earlier inputs' ones, each id its byte's place in storage). The result says, for every stored
+# output byte, which input byte it is; `strided_copies` fits those pairs to edgec_copy_s8 loop
+# nests, one per input. So permute, transpose, slice, select, narrow, split, chunk, unbind, cat,
+# stack, expand, repeat, flip, pixel_shuffle and a reshape that reorders bytes all run the same
+# kernel, in any stored layout, and consecutive copies compose into one (passes/fuse.fuse_copies).
+
+def _substitute(args, activations: list, ctx, node):
+    """`args` with every activation Node replaced by a slot marker (collected in `activations`)."""
+    if isinstance(args, (list, tuple)):
+        return type(args)(_substitute(a, activations, ctx, node) for a in args)
+    if isinstance(args, Node):
+        if not ctx.is_tensor(args):
+            raise EdgecError(f"{source_line(node)}: {node.target} of a constant tensor is not supported")
+        activations.append(ctx.tensor(args))
+        return _Slot(len(activations) - 1)
+    return args
+
+
+@dataclass(frozen=True)
+class _Slot:
+    index: int
+
+
+def _fill(args, tensors):
+    if isinstance(args, (list, tuple)):
+        return type(args)(_fill(a, tensors) for a in args)
+    return tensors[args.index] if isinstance(args, _Slot) else args
+
+
+@dataclass(frozen=True)
+class Gather:
+    """An ATen call on the op's inputs (then item `item` of its result, for split-like ops)."""
+    target: object
+    args: tuple
+    kwargs: dict
+    item: int | None = None
+
+    def __call__(self, *tensors):
+        result = self.target(*_fill(self.args, tensors), **self.kwargs)
+        return result if self.item is None else result[self.item]
+
+
+@dataclass(frozen=True)
+class Composed:
+    """`outer` with its input `slot` computed by `inner` from `count` inputs in its place."""
+    outer: object
+    slot: int
+    inner: object
+    count: int
+
+    def __call__(self, *tensors):
+        inner = self.inner(*tensors[self.slot:self.slot + self.count])
+        return self.outer(*tensors[:self.slot], inner, *tensors[self.slot + self.count:])
+
+
+def compose_at(outer, slot: int, inner, count: int) -> Composed:
+    return Composed(outer, slot, inner, count)
+
+
+def reshape_gather(shape) -> Gather:
+    return Gather(torch.ops.aten.reshape.default, (_Slot(0), list(shape)), {})
+
+
+def source_ids(graph, op) -> tuple[list, list[int]]:
+    """Per input, its elements' ids in PyTorch order (a torch int64 tensor), and where each
+    input's ids start."""
+    tensors, starts, base = [], [], 0
+    for name in op.inputs:
+        t = graph.tensors[name]
+        ids = np.arange(base, base + t.elements, dtype=np.int64).reshape(t.shape)
+        tensors.append(torch.from_numpy(to_torch_order(t, ids)))
+        starts.append(base)
+        base += t.elements
+    return tensors, starts
+
+
+def gathered_ids(op, graph) -> np.ndarray:
+    """For each stored output byte, the id of the input byte it copies."""
+    tensors, _ = source_ids(graph, op)
+    with torch.no_grad():
+        result = op.attrs["gather"](*tensors)
+    out = graph.tensors[op.outputs[0]]
+    if tuple(result.shape) != out.torch_shape:
+        raise EdgecError(f"{op.source}: the data movement gives {list(result.shape)}, expected {list(out.torch_shape)}")
+    return to_stored(out, result.numpy()).ravel()
+
+
+def fit_loops(outputs: np.ndarray, inputs: np.ndarray) -> tuple[list[int], list[int], list[int]] | None:
+    """Loop dims and the output and input strides (outermost first) under which the pairs
+    (outputs[i], inputs[i]), in order, are start + sum_k i_k * stride_k; None if there are none.
+    Innermost first: the longest run that splits every row alike into arithmetic steps."""
+    dims, out_strides, in_strides = [], [], []
+    while len(outputs) > 1:
+        steps = (int(outputs[1] - outputs[0]), int(inputs[1] - inputs[0]))
+        run = 1
+        while run < len(outputs) and outputs[run] - outputs[run - 1] == steps[0] and inputs[run] - inputs[run - 1] == steps[1]:
+            run += 1
+        for length in range(run, 1, -1):
+            if len(outputs) % length:
+                continue
+            rows_out, rows_in = outputs.reshape(-1, length), inputs.reshape(-1, length)
+            expected = np.arange(length, dtype=np.int64)
+            if np.array_equal(rows_out, rows_out[:, :1] + expected * steps[0]) and \
+                    np.array_equal(rows_in, rows_in[:, :1] + expected * steps[1]):
+                break
+        else:
+            return None
+        dims.insert(0, length)
+        out_strides.insert(0, steps[0])
+        in_strides.insert(0, steps[1])
+        outputs, inputs = outputs[::length], inputs[::length]
+    return dims or [1], out_strides or [1], in_strides or [1]
+
+
+def strided_copies(op, graph) -> list[tuple[int, dict]]:
+    """(input index, edgec_copy_desc) for each input that reaches the output."""
+    ids = gathered_ids(op, graph)
+    _, starts = source_ids(graph, op)
+    out = graph.tensors[op.outputs[0]]
+    copies = []
+    for index, name in enumerate(op.inputs):
+        size = graph.tensors[name].elements
+        positions = np.nonzero((ids >= starts[index]) & (ids < starts[index] + size))[0].astype(np.int64)
+        if not len(positions):
+            continue
+        sources = ids[positions] - starts[index]
+        loops = fit_loops(positions, sources)
+        if loops is None:
+            raise EdgecError(f"{op.source}: this data movement is not a strided copy edgec can run")
+        dims, out_strides, in_strides = loops
+        try:
+            desc = copy_desc(dims, in_strides, out_strides, input_elements=size, output_elements=out.elements,
+                             input_start=int(sources[0]), output_start=int(positions[0]))
+        except ValueError as exc:
+            raise EdgecError(f"{op.source}: {exc}") from None
+        copies.append((index, desc))
+    if sum(int(np.prod(desc["dims"][:desc["rank"]])) for _, desc in copies) != out.elements:
+        raise EdgecError(f"{op.source}: the data movement leaves output bytes unwritten")
+    return copies
+
+
+class MultiOutput:
+    """A split-like node's tuple result; each getitem of it lowers to its own copy."""
+
+    def __init__(self, unit, node):
+        self.unit, self.node = unit, node
+
+    def lower_item(self, ctx, getitem, item: int) -> None:
+        self.unit.lower_copy(ctx, self.node, getitem, item)
+
+
+class Copy(OpDef):
+    kind = "copy"
+    targets = frozenset(COPIES)
+    runtime_sources = ("movement/edgec_movement_s8.c",)
+    keeps_qparams = True
+    layout_follows_input = True  # slices, chunks and cats of channels-last data stay channels last
+
+    def annotate(self, node) -> None:
+        """Inputs and output share the first input's qparams (TFLite's CONCATENATION needs it, and
+        a copy cannot requantize); so do the items a split-like op's getitems take."""
+        sources = [a for a in _flatten_args(node.args) if isinstance(a, Node)]
+        first = sources[0]
+        inputs = {first: ACTIVATION_QSPEC}
+        inputs.update({source: SharedQuantizationSpec((first, node)) for source in sources[1:]})
+        annotate(node, inputs, SharedQuantizationSpec((first, node)))
+        for user in node.users:
+            if user.target is operator.getitem:
+                annotate(user, {}, SharedQuantizationSpec((first, node)))
+
+    def lower(self, ctx, node) -> None:
+        if node.target in MULTI_OUTPUT_COPIES:
+            ctx.alias(node, MultiOutput(self, node))
+            return
+        self.lower_copy(ctx, node, node, None)
+
+    def lower_copy(self, ctx, node, result_node, item: int | None) -> None:
+        activations: list = []
+        args = _substitute(node.args, activations, ctx, node)
+        out = ctx.output(result_node, qparams_of=activations[0])
+        ctx.add_op(self.kind, node, activations, [out], gather=Gather(node.target, args, dict(node.kwargs), item))
+
+    def finalize(self, op, graph) -> None:
+        op.attrs["copies"] = strided_copies(op, graph)
+
+    def golden(self, op, graph, inputs):
+        out = graph.tensors[op.outputs[0]]
+        result = np.zeros(out.elements, dtype=np.int8)
+        for index, desc in op.attrs["copies"]:
+            result = copy_s8(desc, inputs[index], result)
+        return result.reshape(out.shape)
+
+    def emit(self, op, graph, names) -> CCall:
+        call = CCall("", [], [])
+        for number, (index, desc) in enumerate(op.attrs["copies"]):
+            p = names.symbol(op, f"desc{number}")
+            part = descriptor("edgec_copy_desc", p, desc)
+            call.params += part.params
+            call.code += (" " if call.code else "") + \
+                f"status |= edgec_copy_s8(&{p}, {names.ptr(op.inputs[index])}, {names.ptr(op.outputs[0])});"
+        return call
+
+
+def _flatten_args(args):
+    for arg in args:
+        if isinstance(arg, (list, tuple)):
+            yield from _flatten_args(arg)
+        else:
+            yield arg
+
+
+def make_copy(op, graph, gather: Gather) -> None:
+    """Turn `op` (a reshape whose output is not a free view) into a copy."""
+    op.kind = "copy"
+    op.attrs["gather"] = gather
+    graph.tensors[op.outputs[0]].alias_of = None
+
+
+class ConstantPad(OpDef):
+    """A constant pad that no convolution absorbs (passes/fuse.fold_pad folds the others)."""
+    kind = "constant_pad"
+    runtime_sources = ("movement/edgec_movement_s8.c",)
+    layout_follows_input = True
+    keeps_qparams = True
+
+    def finalize(self, op, graph) -> None:
+        x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        rank = len(x.torch_shape)
+        before, after = [0] * len(x.shape), [0] * len(x.shape)
+        pads = op.attrs["torch_pad"]  # PyTorch's order: the last axis first, (before, after) pairs
+        for k in range(len(pads) // 2):
+            stored = x.stored_axis(rank - 1 - k)
+            before[stored], after[stored] = int(pads[2 * k]), int(pads[2 * k + 1])
+        fill = int(np.clip(out.zero_point + round_half_away(op.attrs["value"] / out.scale), INT8_MIN, INT8_MAX))
+        try:
+            op.attrs["desc"] = pad_desc(x.shape, before, after, fill)
+        except ValueError as exc:
+            raise EdgecError(f"{op.source}: {exc}") from None
+
+    def golden(self, op, graph, inputs):
+        return pad_s8(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
+
+    def emit(self, op, graph, names) -> CCall:
+        p = names.symbol(op, "desc")
+        call = descriptor("edgec_pad_desc", p, op.attrs["desc"])
+        call.code = f"status |= edgec_pad_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        return call
+
+
+class Resize(OpDef):
+    """upsample / interpolate: nearest by integer factors (edgec_upsample_nearest_s8; any other
+    nearest resize is a copy) and bilinear (TFLite's integer RESIZE_BILINEAR), NHWC."""
+    kind = "resize"
+    targets = frozenset(RESIZES)
+    runtime_sources = ("movement/edgec_movement_s8.c", "movement/edgec_resize_bilinear_s8.c")
+    spatial = True
+    keeps_qparams = True
+
+    def annotate(self, node) -> None:
+        annotate_shared(node)
+
+    def lower(self, ctx, node) -> None:
+        x = ctx.tensor(node.args[0])
+        out = ctx.output(node, qparams_of=x)
+        if len(x.shape) != 4:
+            raise EdgecError(f"{source_line(node)}: {node.target} needs an NCHW input")
+        if node.target in NEAREST_RESIZES:
+            if any(o % i for o, i in zip(out.shape[2:], x.shape[2:])):  # not integer factors: a gather
+                ctx.add_op("copy", node, [x], [out], gather=Gather(node.target, (_Slot(0), *node.args[1:]), dict(node.kwargs)))
+                return
+            ctx.add_op(self.kind, node, [x], [out], mode="nearest")
+            return
+        align_corners = bool(node.args[2]) if len(node.args) > 2 else bool(node.kwargs.get("align_corners", False))
+        ctx.add_op(self.kind, node, [x], [out], mode="bilinear", align_corners=align_corners)
+
+    def finalize(self, op, graph) -> None:
+        x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        try:
+            if op.attrs["mode"] == "nearest":
+                op.attrs["desc"] = upsample_nearest_desc(x.shape, out.shape[1:3])
+            else:
+                align = op.attrs["align_corners"]
+                op.attrs["desc"] = resize_bilinear_desc(x.shape, out.shape[1:3], align_corners=align, half_pixel_centers=not align)
+        except ValueError as exc:
+            raise EdgecError(f"{op.source}: {exc}") from None
+
+    def golden(self, op, graph, inputs):
+        kernel = upsample_nearest_s8 if op.attrs["mode"] == "nearest" else resize_bilinear_s8
+        return kernel(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
+
+    def emit(self, op, graph, names) -> CCall:
+        p = names.symbol(op, "desc")
+        name = "upsample_nearest" if op.attrs["mode"] == "nearest" else "resize_bilinear"
+        call = descriptor(f"edgec_{name}_desc", p, op.attrs["desc"])
+        call.code = f"status |= edgec_{name}_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        return call
+
+
+class Reduce(OpDef):
+    """sum, mean (other than over the spatial axes: a pool), amax, amin over any axes."""
+    kind = "reduce"
+    targets = frozenset(REDUCTIONS)
+    runtime_sources = ("movement/edgec_reduce_s8.c",)
+    fuses_activation = True
+
+    def annotate(self, node) -> None:
+        if node.target in (aten.amax.default, aten.amin.default):
+            annotate_shared(node)
+        else:
+            annotate(node, activation_inputs(node, 1), ACTIVATION_QSPEC)
+
+    def check(self, node) -> str | None:
+        if node.target == aten.sum.dim_IntList and node.kwargs.get("dtype") is not None:
+            return "sum with a dtype"
+        return None
+
+    def lower(self, ctx, node) -> None:
+        x = ctx.tensor(node.args[0])
+        op = {aten.amax.default: "max", aten.amin.default: "min", aten.sum.dim_IntList: "sum"}.get(node.target, "mean")
+        dims = node.args[1] if len(node.args) > 1 and node.args[1] not in (None, []) else list(range(len(x.shape)))
+        ctx.add_op(self.kind, node, [x], [ctx.output(node)], reduction=op,
+                   dims=sorted({int(d) % len(x.shape) for d in dims}), clamp=(None, None))
+
+    def relayout(self, op, graph) -> None:
+        x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        op.attrs["stored_dims"] = [x.stored_axis(d) for d in op.attrs["dims"]]
+        kept = [axis for axis in (x.perm or range(len(x.shape))) if axis is not None and axis not in op.attrs["dims"]]
+        if len(out.torch_shape) == len(x.torch_shape):  # keepdim
+            order = [axis for axis in (out.perm or range(len(out.shape))) if axis is not None and axis not in op.attrs["dims"]]
+        else:
+            renumber = [axis for axis in range(len(x.torch_shape)) if axis not in op.attrs["dims"]]
+            order = [renumber[axis] for axis in (out.perm or range(len(out.shape))) if axis is not None]
+        if [a for a in kept if x.torch_shape[a] > 1] != [a for a in order if x.torch_shape[a] > 1]:
+            raise EdgecError(f"{op.source}: the reduction's output is stored in another order than its input")
+
+    def finalize(self, op, graph) -> None:
+        x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        bounds = activation_bounds(out.zero_point, out.scale, *op.attrs["clamp"])
+        try:
+            op.attrs["desc"] = reduce_desc(x.shape, op.attrs["stored_dims"], op.attrs["reduction"],
+                                           input_scale=x.scale, input_zero_point=x.zero_point, output_scale=out.scale,
+                                           output_zero_point=out.zero_point, act_min=bounds[0], act_max=bounds[1])
+        except ValueError as exc:
+            raise EdgecError(f"{op.source}: {exc}") from None
+
+    def golden(self, op, graph, inputs):
+        return reduce_s8(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
+
+    def emit(self, op, graph, names) -> CCall:
+        p = names.symbol(op, "desc")
+        call = descriptor("edgec_reduce_desc", p, op.attrs["desc"])
+        call.code = f"status |= edgec_reduce_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        return call
+
+
+REDUCE = Reduce()
+UNITS = (Copy(), ConstantPad(), Resize(), REDUCE)

@@ -14,10 +14,10 @@ from edgec.errors import EdgecError
 from edgec.frontend import source_line
 from edgec.ir import Tensor
 from edgec.numerics import INT8_MAX, INT8_MIN, INT32_MAX, activation_bounds, saturate_int8
-from edgec.ops.base import CCall, OpDef
+from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import annotate_shared
 from edgec.ops.conv import c_dims
-from edgec.torch_ops import POOLS, aten
+from edgec.torch_ops import ADAPTIVE_POOLS, AVG_POOLS, MAX_POOLS, MEANS, POOLS
 
 
 def _check_axis(name: str, in_size: int, out_size: int, k: int, s: int, p: int) -> None:
@@ -143,59 +143,70 @@ def _arg(node, index, default):
 
 
 class Pool2d(OpDef):
-    """avg/max pooling, global average (adaptive_avg_pool2d, mean over H,W) included."""
+    """avg/max pooling in 2-D and 1-D (as H = 1), global average (adaptive pooling to 1, mean over
+    the spatial axes) included. A mean over other axes is a reduction (edgec.ops.movement)."""
     targets = frozenset(POOLS)
     runtime_sources = ("pool/edgec_avgpool_s8.c", "pool/edgec_maxpool_s8.c")
     fuses_activation = True
     spatial = True
+    keeps_qparams = True
 
     def annotate(self, node) -> None:
+        if node.target in MEANS and not is_spatial_mean(node, len(node.args[0].meta["val"].shape)):
+            return reduction_unit().annotate(node)
         annotate_shared(node)
 
+    def check(self, node) -> str | None:
+        if node.target in MAX_POOLS and _pair(_arg(node, 4, 1)) != (1, 1):
+            return "dilated max pooling"
+        return None
+
     def lower(self, ctx, node) -> None:
+        if node.target in MEANS and not is_spatial_mean(node, len(ctx.tensor(node.args[0]).shape)):
+            return reduction_unit().lower(ctx, node)
         x = ctx.tensor(node.args[0])
-        if len(x.shape) != 4:
-            raise EdgecError(f"{source_line(node)}: pooling needs an NCHW input, got {list(x.shape)}")
-        kind, kernel, stride, padding = self._window(node, x.shape)
-        keep_dims = node.target != aten.mean.dim or _arg(node, 2, False)
-        pooled_shape = tuple(node.meta["val"].shape) if keep_dims else (*x.shape[:2], 1, 1)
+        if len(x.shape) not in (3, 4):
+            raise EdgecError(f"{source_line(node)}: pooling needs an NCL or NCHW input, got {list(x.shape)}")
+        kind, kernel, stride, padding, divisor = self._window(node, x.shape)
+        keep_dims = node.target not in MEANS or _arg(node, 2, False)
         if keep_dims:
             out = ctx.output(node, qparams_of=x)
-        else:  # mean without keepdim: pool to [N,C,1,1], then view it as [N,C] for free
+        else:  # mean without keepdim: pool to [N,C,1(,1)], then view it as [N,C] for free
+            pooled_shape = (*x.shape[:2], *(1,) * (len(x.shape) - 2))
             out = ctx.graph.add_tensor(Tensor(f"{node.name}_pooled", pooled_shape, x.scale, x.zero_point, source=node.name))
         ctx.add_op(kind, node, [x], [out], kernel=kernel, stride=stride,
-                   pad=(padding[0], padding[1], padding[0], padding[1]), clamp=(None, None))
+                   pad=(padding[0], padding[1], padding[0], padding[1]), divisor=divisor, clamp=(None, None))
         if not keep_dims:
             view = ctx.output(node, alias_of=out.name, qparams_of=x)
             ctx.add_op("reshape", node, [out], [view])
 
     @staticmethod
     def _window(node, shape):
-        h, w = shape[2], shape[3]
-        where = source_line(node)
-        if node.target in (aten.max_pool2d.default, aten.max_pool2d_with_indices.default):
-            kernel = _pair(node.args[1])
-            if _pair(_arg(node, 4, 1)) != (1, 1):
-                raise EdgecError(f"{where}: dilated max pooling is not supported")
-            return "max_pool2d", kernel, _pair(_arg(node, 2, None), kernel), _pair(_arg(node, 3, 0))
-        if node.target == aten.avg_pool2d.default:
-            kernel = _pair(node.args[1])
-            padding = _pair(_arg(node, 3, 0))
-            if padding != (0, 0) and _arg(node, 5, True):
-                raise EdgecError(f"{where}: avg_pool2d with padding needs count_include_pad=False "
-                                 f"(edgec, like TFLite, averages only the real taps)")
-            if _arg(node, 6, None) is not None:
-                raise EdgecError(f"{where}: avg_pool2d divisor_override is not supported")
-            return "avg_pool2d", kernel, _pair(_arg(node, 2, None), kernel), padding
-        if node.target == aten.adaptive_avg_pool2d.default:
-            oh, ow = _pair(node.args[1])
-            if h % oh or w % ow:
-                raise EdgecError(f"{where}: adaptive_avg_pool2d from {h}x{w} to {oh}x{ow} is not a uniform window")
-            return "avg_pool2d", (h // oh, w // ow), (h // oh, w // ow), (0, 0)
-        dims = sorted(d % 4 for d in node.args[1])
-        if dims != [2, 3]:
-            raise EdgecError(f"{where}: mean is supported over H and W (dims 2, 3) only, got {list(node.args[1])}")
-        return "avg_pool2d", (h, w), (h, w), (0, 0)
+        """(kind, kernel, stride, padding, divisor) in (H, W); a 1-D pool's H entries are neutral."""
+        one_d = len(shape) == 3
+        spatial = (1, shape[2]) if one_d else (shape[2], shape[3])
+
+        def pair(value, neutral):
+            pair_value = _pair(value)
+            return (neutral, pair_value[1]) if one_d and pair_value is not None else pair_value
+
+        if node.target in MAX_POOLS:
+            kernel = pair(node.args[1], 1)
+            return "max_pool2d", kernel, pair(_arg(node, 2, None), 1) or kernel, pair(_arg(node, 3, 0), 0), "in_bounds"
+        if node.target in AVG_POOLS:
+            kernel, padding = pair(node.args[1], 1), pair(_arg(node, 3, 0), 0)
+            override = _arg(node, 6, None) if not one_d else None
+            include_pad = _arg(node, 5, True) and padding != (0, 0)
+            divisor = override if override is not None else "include_pad" if include_pad else "in_bounds"
+            return "avg_pool2d", kernel, pair(_arg(node, 2, None), 1) or kernel, padding, divisor
+        if node.target in ADAPTIVE_POOLS:
+            out = pair(node.args[1], 1)
+            if spatial[0] % out[0] or spatial[1] % out[1]:
+                raise EdgecError(f"{source_line(node)}: adaptive average pooling from {spatial} to {out} "
+                                 f"is not a uniform window")
+            window = (spatial[0] // out[0], spatial[1] // out[1])
+            return "avg_pool2d", window, window, (0, 0), "in_bounds"
+        return "avg_pool2d", spatial, spatial, (0, 0), "in_bounds"  # mean over the spatial axes
 
     def finalize(self, op, graph) -> None:
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -206,13 +217,22 @@ class Pool2d(OpDef):
 
     def golden(self, op, graph, inputs):
         a = op.attrs
-        kernel = avg_pool2d_s8 if op.kind == "avg_pool2d" else max_pool2d_s8
-        return kernel(inputs[0], kernel=a["kernel"], stride=a["stride"], pad=a["pad"][:2],
-                      out_hw=graph.tensors[op.outputs[0]].shape[1:3], act_min=a["act_min"], act_max=a["act_max"])
+        window = dict(kernel=a["kernel"], stride=a["stride"], pad=a["pad"][:2], out_hw=graph.tensors[op.outputs[0]].shape[1:3],
+                      act_min=a["act_min"], act_max=a["act_max"])
+        if op.kind == "max_pool2d":
+            return max_pool2d_s8(inputs[0], **window)
+        return avg_pool2d_s8(inputs[0], divisor=a["divisor"], **window)
 
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if op.kind == "avg_pool2d" and a["divisor"] != "in_bounds":  # PyTorch's divisors
+            p = names.symbol(op, "desc")
+            call = descriptor("edgec_avg_pool2d_desc", p, avg_pool2d_desc(
+                x_t.shape, kernel=a["kernel"], stride=a["stride"], pad=a["pad"][:2], out_hw=out_t.shape[1:3],
+                divisor=a["divisor"], act_min=a["act_min"], act_max=a["act_max"]))
+            call.code = f"status |= edgec_avg_pool2d_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+            return call
         p = names.symbol(op, "")
         values = (*a["stride"], a["pad"][0], a["pad"][1], *a["kernel"], a["act_min"], a["act_max"])
         params = [("edgec_pool_params", f"{p}params", "{" + ", ".join(str(v) for v in values) + "}"),
@@ -222,6 +242,16 @@ class Pool2d(OpDef):
         code = (f"status |= {kernel}(&{p}params, &{p}input_dims, {names.ptr(op.inputs[0])}, "
                 f"&{p}output_dims, {names.ptr(op.outputs[0])});")
         return CCall(code, [], params)
+
+
+def is_spatial_mean(node, rank: int) -> bool:
+    """A mean over exactly the spatial axes (H, W of NCHW; L of NCL): a global average pool."""
+    return rank in (3, 4) and sorted(d % rank for d in node.args[1]) == list(range(2, rank))
+
+
+def reduction_unit():
+    from edgec.ops.movement import REDUCE  # movement does not import pooling
+    return REDUCE
 
 
 class AvgPool2d(Pool2d):

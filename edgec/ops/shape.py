@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from edgec.errors import EdgecError
 from edgec.ir import same_bytes
+from edgec.ops.movement import make_copy, reshape_gather
 from edgec.frontend import source_line
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import annotate_shared
@@ -24,8 +25,13 @@ class Reshape(OpDef):
         x = ctx.tensor(node.args[0])
         ctx.add_op(self.kind, node, [x], [ctx.output(node, alias_of=x.name, qparams_of=x)])
 
+    keeps_qparams = True
+
     def relayout(self, op, graph) -> None:
-        check_reshape(op, graph)
+        """A reshape that would reorder stored bytes becomes a copy, unless it is a flatten that
+        only linear layers read (they permute their weight columns instead)."""
+        if not is_free_view(op, graph):
+            make_copy(op, graph, reshape_gather(graph.tensors[op.outputs[0]].torch_shape))
 
     def golden(self, op, graph, inputs):
         return inputs[0].reshape(graph.tensors[op.outputs[0]].shape)
@@ -35,35 +41,38 @@ class Reshape(OpDef):
 
 
 class Pad(OpDef):
+    """Constant padding: folded into the convolutions it feeds (passes/fuse.fold_pad) when it pads
+    with zeros along the spatial axes only, else a constant_pad op (edgec.ops.movement)."""
     kind = "pad"
     targets = frozenset(PADS)
+    keeps_qparams = True
 
     def annotate(self, node) -> None:
         annotate_shared(node)
 
+    def check(self, node) -> str | None:
+        mode = node.args[2] if node.target == aten.pad.default and len(node.args) > 2 else node.kwargs.get("mode", "constant")
+        return None if mode == "constant" else f"padding mode '{mode}'"
+
     def lower(self, ctx, node) -> None:
         x = ctx.tensor(node.args[0])
-        pad = list(node.args[1])
-        mode = node.args[2] if node.target == aten.pad.default and len(node.args) > 2 else "constant"
-        value = node.args[-1] if len(node.args) > (3 if node.target == aten.pad.default else 2) else 0.0
-        if mode != "constant" or (value or 0.0) != 0.0 or len(pad) != 2 * (len(x.shape) - 2) or len(x.shape) not in (3, 4):
-            raise EdgecError(f"{source_line(node)}: only zero padding of H and W (or L) before a conv is supported")
-        left, right, top, bottom = (*(int(v) for v in pad), 0, 0)[:4]
-        ctx.add_op(self.kind, node, [x], [ctx.output(node, qparams_of=x)], pad=(top, left, bottom, right))
+        pad = [int(v) for v in node.args[1]]
+        value = node.args[3] if node.target == aten.pad.default and len(node.args) > 3 else \
+            node.args[2] if node.target != aten.pad.default and len(node.args) > 2 else node.kwargs.get("value")
+        if min(pad, default=0) < 0:
+            raise EdgecError(f"{source_line(node)}: negative padding (a crop) is not supported; slice instead")
+        ctx.add_op(self.kind, node, [x], [ctx.output(node, qparams_of=x)], torch_pad=pad, value=float(value or 0.0))
 
 
-def check_reshape(op, graph) -> None:
-    """A reshape must move no byte, or be a flatten feeding only linear layers (which absorb the
+def is_free_view(op, graph) -> bool:
+    """A reshape that moves no byte, or a flatten feeding only linear layers (which absorb the
     order by permuting their weight columns)."""
     source, target = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     if same_bytes(source.torch_shape, source.perm, target.torch_shape, target.perm):
-        return
+        return True
     consumers = graph.consumers(op.outputs[0])
-    if len(target.shape) == 2 and op.outputs[0] not in graph.outputs and consumers \
-            and all(c.kind == "fully_connected" for c in consumers):
-        return
-    raise EdgecError(f"{op.source}: reshaping {list(source.torch_shape)} to {list(target.torch_shape)} reorders "
-                     f"the stored bytes; edgec supports it only as a flatten feeding linear layers")
+    return (len(target.shape) == 2 and op.outputs[0] not in graph.outputs and bool(consumers)
+            and all(c.kind == "fully_connected" for c in consumers))
 
 
 UNITS = (Reshape(), Pad())

@@ -1,26 +1,59 @@
 """Fusion on the IR: zero padding into the following conv, activations into their producer.
 
-After these passes no `pad` op is left, and a `clamp` op survives only where its producer has
-other users (then it runs alone, in place on a copy).
+After these passes a zero `pad` before convolutions is part of their padding, a `clamp` op
+survives only where its producer has other users (then it runs alone, in place on a copy), and no
+copy feeds only another copy.
 """
 from __future__ import annotations
 
 from edgec.errors import EdgecError
 from edgec.ir import Graph
 from edgec.ops import KINDS
+from edgec.ops.movement import compose_at
 
 CONV_KINDS = {"conv2d", "depthwise_conv2d"}
 
 
 def fold_pad(graph: Graph) -> None:
+    """A zero pad of the spatial axes that only convolutions read becomes their padding; any other
+    pad runs as a constant_pad op."""
     for pad in [op for op in graph.ops if op.kind == "pad"]:
         consumers = graph.consumers(pad.outputs[0])
-        if not consumers or any(op.kind not in CONV_KINDS for op in consumers) or pad.outputs[0] in graph.outputs:
-            raise EdgecError(f"{pad.source}: zero padding is supported only directly before a convolution")
+        rank = len(graph.tensors[pad.inputs[0]].shape)
+        torch_pad = pad.attrs["torch_pad"] + [0] * (2 * (rank - 2) - len(pad.attrs["torch_pad"]))
+        foldable = (pad.attrs["value"] == 0.0 and rank in (3, 4) and len(torch_pad) == 2 * (rank - 2) and consumers
+                    and all(op.kind in CONV_KINDS for op in consumers) and pad.outputs[0] not in graph.outputs)
+        if not foldable:
+            pad.kind = "constant_pad"
+            continue
+        left, right, top, bottom = (*torch_pad, 0, 0)[:4]
         for conv in consumers:
-            conv.attrs["pad"] = tuple(a + b for a, b in zip(conv.attrs["pad"], pad.attrs["pad"]))
+            conv.attrs["pad"] = tuple(a + b for a, b in zip(conv.attrs["pad"], (top, left, bottom, right)))
         graph.replace_uses(pad.outputs[0], pad.inputs[0])
         graph.ops.remove(pad)
+    graph.remove_unused_tensors()
+
+
+def fuse_copies(graph: Graph) -> None:
+    """A copy whose output only one copy reads, and that is no model output, merges into it: the
+    reader gathers straight from the first one's inputs (a channel shuffle's reshape, transpose
+    and reshape become one pass; a chunk feeding a cat reads the chunked tensor)."""
+    changed = True
+    while changed:
+        changed = False
+        for first in [op for op in graph.ops if op.kind == "copy"]:
+            readers = graph.consumers(first.outputs[0])
+            if len(readers) != 1 or readers[0].kind != "copy" or first.outputs[0] in graph.outputs:
+                continue
+            second = readers[0]
+            if second.inputs.count(first.outputs[0]) != 1:
+                continue
+            slot = second.inputs.index(first.outputs[0])
+            second.attrs["gather"] = compose_at(second.attrs["gather"], slot, first.attrs["gather"], len(first.inputs))
+            second.inputs[slot:slot + 1] = first.inputs
+            graph.ops.remove(first)
+            changed = True
+            break
     graph.remove_unused_tensors()
 
 

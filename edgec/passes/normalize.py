@@ -1,5 +1,6 @@
 """Normalise the exported float graph before anything reads it: in-place ATen spellings become
-their functional form and eval-time no-ops disappear, so every later stage (and every op unit)
+their functional form, eval-time no-ops disappear (and views become reshapes, which stay valid
+without the `contiguous` that may have preceded them), so every later stage (and every op unit)
 sees one spelling per operator and a user never has to rewrite `out += identity`.
 """
 from __future__ import annotations
@@ -17,7 +18,10 @@ def normalize(module: GraphModule) -> GraphModule:
     for node in list(module.graph.nodes):
         if node.op != "call_function":
             continue
-        if node.target in IDENTITIES:
+        if node.target in (aten.view.default, aten._unsafe_view.default):
+            node.target = aten.reshape.default  # stays valid once the no-op `contiguous` before it is gone
+            changed = True
+        elif node.target in IDENTITIES:
             node.replace_all_uses_with(node.args[0])
             module.graph.erase_node(node)
             changed = True
