@@ -273,3 +273,21 @@ def test_normalised_outputs():
             first = _as_tuple(model(torch.from_numpy(calibration_data(name, 4, seed=2))))[0]
         probabilities = first.exp() if name == "mlp_log_softmax" else first
         torch.testing.assert_close(probabilities.sum(dim=1), torch.ones(4))
+
+
+def test_activation_peak_estimate_follows_liveness():
+    class Skip(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+            self.bn = nn.BatchNorm2d(8)
+            self.conv2 = nn.Conv2d(8, 4, 1)
+
+        def forward(self, x):
+            y = torch.relu_(self.bn(self.conv1(x)))  # BN and in-place ReLU reuse conv1's buffer
+            return torch.cat([self.conv2(y), y], dim=1).flatten(1)  # flatten is a view
+
+    program = torch.export.export(Skip().eval(), (torch.zeros(1, 3, 16, 16),))
+    pixels = 16 * 16
+    # At the cat: y (8 ch), conv2's output (4 ch) and the cat result (12 ch) are alive; x is dead.
+    assert estimate_int8_activation_peak(program) == (8 + 4 + 12) * pixels
