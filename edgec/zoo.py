@@ -9,6 +9,8 @@ drift geometrically and make int8 quantization tests meaningless).
 """
 from __future__ import annotations
 
+import math
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -32,6 +34,11 @@ _BATCHNORM_STATISTICS_SAMPLES = 64
 def calibration_data(name: str, n: int, seed: int = 0) -> np.ndarray:
     """`n` float32 inputs for zoo model `name`, shaped [n, *input_shape[1:]]."""
     shape, distribution = _INPUTS[name]
+    return random_inputs(shape, distribution, n, seed)
+
+
+def random_inputs(shape: tuple[int, ...], distribution: str, n: int, seed: int) -> np.ndarray:
+    """`n` float32 samples shaped [n, *shape[1:]]: standard "normal", or "unit" uniform in [0, 1)."""
     rng = np.random.default_rng(seed)
     size = (n, *shape[1:])
     if distribution == "normal":
@@ -40,13 +47,16 @@ def calibration_data(name: str, n: int, seed: int = 0) -> np.ndarray:
 
 
 def count_macs(module: nn.Module, example_inputs: tuple[torch.Tensor, ...]) -> int:
-    """Multiply-accumulates of every Conv2d and Linear in one forward pass over `example_inputs`."""
+    """Multiply-accumulates of every convolution (1-D, 2-D, transposed) and Linear in one forward pass."""
     total = 0
 
-    def count_conv(conv: nn.Conv2d, _inputs, output: torch.Tensor) -> None:
+    def count_conv(conv: nn.modules.conv._ConvNd, inputs, output: torch.Tensor) -> None:
         nonlocal total
-        kernel_h, kernel_w = conv.kernel_size
-        total += output.numel() * (conv.in_channels // conv.groups) * kernel_h * kernel_w
+        kernel_size = math.prod(conv.kernel_size)
+        if conv.transposed:  # every input element is scattered through the kernel to out/groups channels
+            total += inputs[0].numel() * (conv.out_channels // conv.groups) * kernel_size
+        else:
+            total += output.numel() * (conv.in_channels // conv.groups) * kernel_size
 
     def count_linear(linear: nn.Linear, _inputs, output: torch.Tensor) -> None:
         nonlocal total
@@ -54,7 +64,7 @@ def count_macs(module: nn.Module, example_inputs: tuple[torch.Tensor, ...]) -> i
 
     handles = []
     for layer in module.modules():
-        if isinstance(layer, nn.Conv2d):
+        if isinstance(layer, nn.modules.conv._ConvNd):
             handles.append(layer.register_forward_hook(count_conv))
         elif isinstance(layer, nn.Linear):
             handles.append(layer.register_forward_hook(count_linear))
@@ -111,39 +121,48 @@ def _dense_bn_relu(in_features: int, out_features: int) -> list[nn.Module]:
 # --- randomisation ---------------------------------------------------------------------------
 
 def _randomise_parameters(model: nn.Module) -> None:
-    """He-normal weights (keeps activation scale through ReLU layers), small biases, random BN affine."""
+    """He-normal weights (keeps activation scale through ReLU layers), small biases, random BN affine,
+    PReLU slopes different per channel."""
     for layer in model.modules():
-        if isinstance(layer, (nn.Conv2d, nn.Linear)):
+        if isinstance(layer, (nn.modules.conv._ConvNd, nn.Linear)):
             nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
             if layer.bias is not None:
                 nn.init.uniform_(layer.bias, -0.1, 0.1)
         elif isinstance(layer, (nn.BatchNorm1d, nn.BatchNorm2d)):
             nn.init.uniform_(layer.weight, 0.5, 1.5)
             nn.init.uniform_(layer.bias, -0.25, 0.25)
+        elif isinstance(layer, nn.PReLU):
+            nn.init.uniform_(layer.weight, 0.05, 0.3)
 
 
 def _measure_batchnorm_statistics(model: nn.Module, inputs: torch.Tensor) -> None:
     """Set every BN's running mean/var to the statistics of its input over one batch of `inputs`."""
     batchnorms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    momenta = [bn.momentum for bn in batchnorms]
     for bn in batchnorms:
         bn.reset_running_stats()
         bn.momentum = None  # cumulative average: after one batch, running stats == batch stats
     model.train()
     with torch.no_grad():
         model(inputs)
-    for bn in batchnorms:
-        bn.momentum = 0.1
+    for bn, momentum in zip(batchnorms, momenta):
+        bn.momentum = momentum
 
 
-def _build(name: str, make_model: Callable[[], nn.Module], seed: int) -> ModelAndInputs:
+def build_model(make_model: Callable[[], nn.Module], calibration: Callable[[int, int], np.ndarray],
+                seed: int) -> ModelAndInputs:
+    """Make a model with random deterministic weights and measured BatchNorm statistics.
+
+    `calibration(n, seed)` gives the model's float inputs; its sample `seed` is the example input.
+    """
     # fork_rng: building a zoo model must not perturb the caller's global torch RNG.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = make_model()
         _randomise_parameters(model)
-        statistics_inputs = calibration_data(name, _BATCHNORM_STATISTICS_SAMPLES, seed + 1)
+        statistics_inputs = calibration(_BATCHNORM_STATISTICS_SAMPLES, seed + 1)
         _measure_batchnorm_statistics(model, torch.from_numpy(statistics_inputs))
-    example = torch.from_numpy(calibration_data(name, 1, seed))
+    example = torch.from_numpy(calibration(1, seed))
     return model.eval(), (example,)
 
 
@@ -164,7 +183,7 @@ def ds_cnn(seed: int = 0) -> ModelAndInputs:
             nn.Softmax(dim=1),
         )
 
-    return _build("ds_cnn", make, seed)
+    return build_model(make, partial(calibration_data, "ds_cnn"), seed)
 
 
 # (output channels, stride) of MobileNetV1's 13 depthwise-separable blocks at width 0.25.
@@ -186,7 +205,7 @@ def mobilenet_v1_025(seed: int = 0) -> ModelAndInputs:
         layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(in_ch, 2), nn.Softmax(dim=1)]
         return nn.Sequential(*layers)
 
-    return _build("mobilenet_v1_025", make, seed)
+    return build_model(make, partial(calibration_data, "mobilenet_v1_025"), seed)
 
 
 def resnet8(seed: int = 0) -> ModelAndInputs:
@@ -204,7 +223,7 @@ def resnet8(seed: int = 0) -> ModelAndInputs:
             nn.Softmax(dim=1),
         )
 
-    return _build("resnet8", make, seed)
+    return build_model(make, partial(calibration_data, "resnet8"), seed)
 
 
 def fc_autoencoder(seed: int = 0) -> ModelAndInputs:
@@ -215,7 +234,7 @@ def fc_autoencoder(seed: int = 0) -> ModelAndInputs:
         blocks = [layer for a, b in zip(widths, widths[1:]) for layer in _dense_bn_relu(a, b)]
         return nn.Sequential(*blocks, nn.Linear(128, 640))
 
-    return _build("fc_autoencoder", make, seed)
+    return build_model(make, partial(calibration_data, "fc_autoencoder"), seed)
 
 
 ZOO: dict[str, Callable[..., ModelAndInputs]] = {
