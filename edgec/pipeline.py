@@ -36,29 +36,44 @@ RANDOM_CALIBRATION_SAMPLES = 32
 
 
 @dataclass
-class Compiled:
-    graph: Graph
-    plan: MemoryPlan
-    target: Target
+class Quantized:
+    """A model quantized for edgec's kernels, before anything target-specific."""
     origin: str
     example_inputs: tuple
     float_module: GraphModule | None  # BN-folded float model; None for a pre-quantized program
     quantized_module: GraphModule
 
 
+@dataclass
+class Compiled(Quantized):
+    graph: Graph = None
+    plan: MemoryPlan = None
+    target: Target = None
+
+
 def compile_model(spec: str, *, calibration, target: str = "host",
                   progress: Callable | None = None, warn: Callable[[str], None] = print) -> Compiled:
-    target_info = get_target(target)
+    return compile_for(quantize_model(spec, calibration=calibration, progress=progress, warn=warn), target)
+
+
+def quantize_model(spec: str, *, calibration, progress: Callable | None = None,
+                   warn: Callable[[str], None] = print) -> Quantized:
+    """load -> export -> normalize -> fold BN -> quantize (or keep a program's own Q/DQ)."""
     loaded = frontend.load(spec)
     module = fold_batchnorm(normalize(loaded.module))
     check_supported(module, loaded.origin)
     if is_quantized(module):
-        float_module, quantized_module = None, module
-    else:
-        samples = calibration_samples(calibration, loaded.example_inputs, warn)
-        float_module = copy.deepcopy(module)
-        quantized_module = quantize(module, samples, progress)
-    graph = lower(quantized_module)
+        return Quantized(loaded.origin, loaded.example_inputs, None, module)
+    samples = calibration_samples(calibration, loaded.example_inputs, warn)
+    float_module = copy.deepcopy(module)
+    return Quantized(loaded.origin, loaded.example_inputs, float_module, quantize(module, samples, progress))
+
+
+def compile_for(quantized: Quantized, target: str | Target = "host") -> Compiled:
+    """lower -> fuse -> unify qparams -> layout -> fuse copies -> finalize -> specialize for
+    `target` -> schedule + plan."""
+    target_info = get_target(target)
+    graph = lower(quantized.quantized_module)
     fold_pad(graph)
     fuse_activations(graph)
     unify_qparams(graph)
@@ -69,7 +84,8 @@ def compile_model(spec: str, *, calibration, target: str = "host",
         KINDS[op.kind].finalize(op, graph)
         KINDS[op.kind].specialize(op, graph, target_info)
     plan = schedule_and_plan(graph, target_info)
-    return Compiled(graph, plan, target_info, loaded.origin, loaded.example_inputs, float_module, quantized_module)
+    return Compiled(quantized.origin, quantized.example_inputs, quantized.float_module, quantized.quantized_module,
+                    graph, plan, target_info)
 
 
 def emit(compiled: Compiled, out_dir: Path, name: str) -> dict:

@@ -18,15 +18,15 @@ def normalize(module: GraphModule) -> GraphModule:
     for node in list(module.graph.nodes):
         if node.op != "call_function":
             continue
+        if (functional := functional_form(node.target)) is not None:
+            _make_functional(module, node, functional)
+            changed = True
         if node.target in (aten.view.default, aten._unsafe_view.default):
             node.target = aten.reshape.default  # stays valid once the no-op `contiguous` before it is gone
             changed = True
         elif node.target in IDENTITIES:
             node.replace_all_uses_with(node.args[0])
             module.graph.erase_node(node)
-            changed = True
-        elif (functional := functional_form(node.target)) is not None:
-            _make_functional(module, node, functional)
             changed = True
     if changed:
         module.graph.lint()
