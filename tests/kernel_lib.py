@@ -71,7 +71,7 @@ class AvgPool2dDesc(C.Structure):
     _fields_ = [(name, C.c_int32) for name in (
         "batches", "input_h", "input_w", "channels", "output_h", "output_w", "filter_h", "filter_w",
         "stride_h", "stride_w", "pad_top", "pad_left", "count_include_pad", "divisor_override",
-        "act_min", "act_max")]
+        "zero_point", "act_min", "act_max")]
 
 # lut family: field names and order as the dicts of edgec.ops.lut.lut_desc,
 # edgec.ops.softmax.softmax_axis_desc and log_softmax_desc.

@@ -35,7 +35,8 @@ ARG_ERROR = -1
 def random_pool(rng, *, torch_pads: bool = False, max_hw: int = 9) -> dict:
     """Arguments of avg_pool2d_s8: channel counts around 4 lanes, kernels 1..4 (or the whole
     image), strides 1..3, pads below the kernel (PyTorch's <= kernel/2 with torch_pads),
-    floor or ceil output sizes, and every divisor kind (overrides up to 2^31 - 1)."""
+    floor or ceil output sizes, every divisor kind (overrides up to the kernel's 2^23) and any
+    zero point (the value of the taps outside the input that a divisor counts)."""
     c = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 16, 17]))
     n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, max_hw + 1)), int(rng.integers(1, max_hw + 1))
     if rng.random() < 0.15:
@@ -49,26 +50,27 @@ def random_pool(rng, *, torch_pads: bool = False, max_hw: int = 9) -> dict:
     if min(out_hw) < 1:
         return random_pool(rng, torch_pads=torch_pads, max_hw=max_hw)
     divisor = ["in_bounds", "include_pad", "include_pad", int(rng.integers(1, 20)),
-               int(rng.choice([1, 2, 2**31 - 1]))][int(rng.integers(5))]
+               int(rng.choice([1, 2, 2**23]))][int(rng.integers(5))]
     x = rng.integers(-128, 128, (n, h, w, c), dtype=np.int8)
     if rng.random() < 0.15:
         x = rng.choice(np.array([-128, 127], dtype=np.int8), x.shape)
     lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2))
     act_min, act_max = [(-128, 127), (-128, 127), (lo, hi)][int(rng.integers(3))]
+    zero_point = int(rng.choice([0, -128, 127, int(rng.integers(-128, 128))]))
     return dict(x=x, kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, divisor=divisor, act_min=act_min,
-                act_max=act_max, ceil_mode=ceil_mode)
+                act_max=act_max, ceil_mode=ceil_mode, zero_point=zero_point)
 
 
 def golden(case: dict) -> np.ndarray:
     return avg_pool2d_s8(case["x"], kernel=case["kernel"], stride=case["stride"], pad=case["pad"],
                          out_hw=case["out_hw"], act_min=case["act_min"], act_max=case["act_max"],
-                         divisor=case["divisor"])
+                         divisor=case["divisor"], zero_point=case.get("zero_point", 0))
 
 
 def desc_values(case: dict) -> dict:
     return avg_pool2d_desc(case["x"].shape, kernel=case["kernel"], stride=case["stride"], pad=case["pad"],
                            out_hw=case["out_hw"], divisor=case["divisor"], act_min=case["act_min"],
-                           act_max=case["act_max"])
+                           act_max=case["act_max"], zero_point=case.get("zero_point", 0))
 
 
 def run_c(lib, values: dict, x: np.ndarray, output_size: int) -> tuple[int, np.ndarray]:
@@ -144,8 +146,10 @@ def slow_reference(case: dict) -> np.ndarray:
     """PyTorch's avg_pool2d CPU kernel, window by window: hstart = oh*sH - padH, hend =
     min(hstart + kH, iH + padH), pool_size = (hend - hstart) * (wend - wstart), then hstart, hend
     clipped to the input; divide_factor = divisor_override, else pool_size if count_include_pad,
-    else the clipped window's size. Then edgec's rounding (half away from zero) and the clamp."""
-    x = case["x"].astype(int)
+    else the clipped window's size, on real values (q - zero_point; padding is real 0). Then the
+    zero point back, edgec's rounding (half away from zero) and the clamp."""
+    zero_point = case.get("zero_point", 0)
+    x = case["x"].astype(int) - zero_point
     n, h, w, c = x.shape
     (kh, kw), (sh, sw), (ph, pw), (ho, wo) = case["kernel"], case["stride"], case["pad"], case["out_hw"]
     out = np.zeros((n, ho, wo, c), dtype=np.int8)
@@ -164,7 +168,7 @@ def slow_reference(case: dict) -> np.ndarray:
                     divide_factor = (hend - hstart) * (wend - wstart)
                 for ch in range(c):
                     total = sum(x[b, i, j, ch] for i in range(hstart, hend) for j in range(wstart, wend))
-                    y = _round_half_away(Fraction(total, divide_factor))
+                    y = _round_half_away(Fraction(total, divide_factor) + zero_point)
                     out[b, oh, ow, ch] = min(max(y, case["act_min"]), case["act_max"])
     return out
 
@@ -178,14 +182,14 @@ def test_golden_matches_slow_reference():
 
 def test_golden_is_torch_rounded():
     """torch.nn.functional.avg_pool2d (float64, NCHW, PyTorch's own geometry and divisor
-    arguments) rounded half away from zero and clamped is the golden, byte for byte; unclamped,
-    the two differ by at most 1/2."""
+    arguments) on real values (q - zero_point) plus the zero point, rounded half away from zero
+    and clamped, is the golden, byte for byte; unclamped, the two differ by at most 1/2."""
     rng = np.random.default_rng(13)
     for _ in range(150):
         case = random_pool(rng, torch_pads=True)
         divisor = case["divisor"]
-        mean = torch.nn.functional.avg_pool2d(
-            torch.from_numpy(case["x"].astype(np.float64)).permute(0, 3, 1, 2), case["kernel"], case["stride"],
+        mean = case["zero_point"] + torch.nn.functional.avg_pool2d(
+            torch.from_numpy(case["x"].astype(np.float64) - case["zero_point"]).permute(0, 3, 1, 2), case["kernel"], case["stride"],
             case["pad"], ceil_mode=case["ceil_mode"], count_include_pad=divisor == "include_pad",
             divisor_override=divisor if isinstance(divisor, int) else None).permute(0, 2, 3, 1).numpy()
         assert mean.shape[1:3] == case["out_hw"]
@@ -212,7 +216,7 @@ def arm_cases() -> list[dict]:
     for divisor in ("in_bounds", "include_pad", 7):
         x = rng.integers(-128, 128, (1, 17, 17, 8), dtype=np.int8)
         cases.append(dict(x=x, kernel=(17, 17), stride=(1, 1), pad=(3, 5), out_hw=(4, 6), divisor=divisor,
-                          act_min=-128, act_max=127))
+                          act_min=-128, act_max=127, zero_point=-37))
     return cases
 
 

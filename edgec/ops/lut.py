@@ -6,7 +6,7 @@ lookup, so the golden, the host C and the Cortex-M C agree by construction; what
 is the table, built here at compile time from the op and both tensors' qparams.
 
 Float functions (sigmoid, tanh, hardswish, hardsigmoid, silu, gelu with approximate 'none' or
-'tanh', elu, softplus, mish, exp) follow one rule, computed in float64:
+'tanh', elu, softplus, mish, exp, abs, neg, erf, log_sigmoid, softsign, sin, cos) follow one rule, computed in float64:
     y_q = clamp(round_half_away(f(s_in * (q - zp_in)) / s_out) + zp_out, -128, 127)
 with f written as PyTorch defines it (the test checks each table against torch's own float64
 function). Rounding is exact ties-away-from-zero on the float64 quotient.
@@ -108,6 +108,13 @@ FLOAT_FUNCTIONS: dict[str, Callable[..., np.ndarray]] = {
     "softplus": _softplus,
     "mish": _mish,
     "exp": np.exp,
+    "abs": np.abs,
+    "neg": np.negative,
+    "erf": np.vectorize(math.erf, otypes=[np.float64]),
+    "log_sigmoid": lambda x: -np.logaddexp(0.0, -x),
+    "softsign": lambda x: x / (1.0 + np.abs(x)),
+    "sin": np.sin,
+    "cos": np.cos,
 }
 INTEGER_FUNCTIONS = ("leaky_relu", "requantize")
 # Activations whose output qparams come from observation (requantize takes the op's own).
@@ -255,6 +262,12 @@ _FUNCTIONS = {
     aten.mish.default: ("mish", {}),
     aten.leaky_relu.default: ("leaky_relu", {"negative_slope": (1, 0.01)}),
     aten.exp.default: ("exp", {}),
+    aten.abs.default: ("abs", {}),
+    aten.neg.default: ("neg", {}),
+    aten.erf.default: ("erf", {}),
+    aten.log_sigmoid.default: ("log_sigmoid", {}),
+    aten.sin.default: ("sin", {}),
+    aten.cos.default: ("cos", {}),
 }
 
 

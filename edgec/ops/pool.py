@@ -13,7 +13,9 @@ import numpy as np
 from edgec.errors import EdgecError
 from edgec.frontend import source_line
 from edgec.ir import Tensor
-from edgec.numerics import INT8_MAX, INT8_MIN, INT32_MAX, activation_bounds, saturate_int8
+from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, saturate_int8
+
+MAX_DIVISOR = 1 << 23  # EDGEC_AVG_POOL2D_MAX_DIVISOR: (divisor - taps) * zero point stays inside int32
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import annotate_shared
 from edgec.ops.conv import c_dims
@@ -55,7 +57,7 @@ def _taps(x: np.ndarray, kernel, stride, pad, out_hw) -> Iterator[tuple[np.ndarr
 
 
 def avg_pool2d_s8(x, *, kernel, stride, pad, out_hw, act_min: int = INT8_MIN,
-                  act_max: int = INT8_MAX, divisor: str | int = "in_bounds") -> np.ndarray:
+                  act_max: int = INT8_MAX, divisor: str | int = "in_bounds", zero_point: int = 0) -> np.ndarray:
     """Golden int8 average pool, bit-exact with edgec_avgpool_s8 (divisor "in_bounds") and
     edgec_avg_pool2d_s8 (any divisor).
 
@@ -65,6 +67,8 @@ def avg_pool2d_s8(x, *, kernel, stride, pad, out_hw, act_min: int = INT8_MIN,
     count_include_pad=True, (hend - hstart) * (wend - wstart) with hstart = oy*sh - pad_top and
     hend = min(hstart + kh, H + pad_top) (the window clipped to the padded input); an int > 0
     that value (PyTorch's divisor_override). ceil_mode is only an out_hw (pool_output_size).
+    Taps a divisor counts outside the input hold real 0 (PyTorch pads with zeros), the value
+    zero_point: the sum gains (n - in-bounds taps) * zero_point.
     """
     x = np.asarray(x)
     total = None
@@ -74,6 +78,7 @@ def avg_pool2d_s8(x, *, kernel, stride, pad, out_hw, act_min: int = INT8_MIN,
         total = contrib if total is None else total + contrib
         count = valid.astype(np.int64) if count is None else count + valid
     n = _divisor(divisor, count, x.shape[1:3], kernel, stride, pad, out_hw)[None, :, :, None]
+    total = total + (n - count[None, :, :, None]) * int(zero_point)
     num = np.where(total > 0, total + n // 2, total - n // 2)
     mean = np.sign(num) * (np.abs(num) // n)  # C truncating division
     return saturate_int8(mean, act_min, act_max)
@@ -89,9 +94,9 @@ def _divisor(divisor, in_bounds: np.ndarray, in_hw, kernel, stride, pad, out_hw)
             start = np.arange(o, dtype=np.int64) * s - p
             extents.append(np.minimum(start + k, size + p) - start)
         return extents[0][:, None] * extents[1][None, :]
-    if isinstance(divisor, (int, np.integer)) and not isinstance(divisor, bool) and 0 < divisor <= INT32_MAX:
+    if isinstance(divisor, (int, np.integer)) and not isinstance(divisor, bool) and 0 < divisor <= MAX_DIVISOR:
         return np.full(in_bounds.shape, int(divisor), dtype=np.int64)
-    raise ValueError(f"divisor must be 'in_bounds', 'include_pad' or a positive int32, got {divisor!r}")
+    raise ValueError(f"divisor must be 'in_bounds', 'include_pad' or an int in 1..2^23, got {divisor!r}")
 
 
 def pool_output_size(in_size: int, kernel: int, stride: int, pad: int, ceil_mode: bool = False) -> int:
@@ -105,7 +110,7 @@ def pool_output_size(in_size: int, kernel: int, stride: int, pad: int, ceil_mode
 
 
 def avg_pool2d_desc(input_shape, *, kernel, stride, pad, out_hw, divisor: str | int = "in_bounds",
-                    act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> dict:
+                    act_min: int = INT8_MIN, act_max: int = INT8_MAX, zero_point: int = 0) -> dict:
     """The field values of edgec_avg_pool2d_desc in declaration order, for avg_pool2d_s8's
     arguments (NHWC input_shape; divisor as there)."""
     n, h, w, c = (int(v) for v in input_shape)
@@ -114,7 +119,7 @@ def avg_pool2d_desc(input_shape, *, kernel, stride, pad, out_hw, divisor: str | 
                 filter_h=int(kernel[0]), filter_w=int(kernel[1]), stride_h=int(stride[0]), stride_w=int(stride[1]),
                 pad_top=int(pad[0]), pad_left=int(pad[1]), count_include_pad=int(divisor == "include_pad"),
                 divisor_override=divisor if isinstance(divisor, (int, np.integer)) else 0,
-                act_min=int(act_min), act_max=int(act_max))
+                zero_point=int(zero_point), act_min=int(act_min), act_max=int(act_max))
 
 
 def max_pool2d_s8(x, *, kernel, stride, pad, out_hw, act_min: int = INT8_MIN,
@@ -159,6 +164,8 @@ class Pool2d(OpDef):
     def check(self, node) -> str | None:
         if node.target in MAX_POOLS and _pair(_arg(node, 4, 1)) != (1, 1):
             return "dilated max pooling"
+        if node.target in AVG_POOLS and not 0 < (_arg(node, 6, None) or 1) <= MAX_DIVISOR:
+            return f"avg_pool2d with divisor_override {_arg(node, 6, None)} (1..{MAX_DIVISOR} supported)"
         return None
 
     def lower(self, ctx, node) -> None:
@@ -221,7 +228,7 @@ class Pool2d(OpDef):
                       act_min=a["act_min"], act_max=a["act_max"])
         if op.kind == "max_pool2d":
             return max_pool2d_s8(inputs[0], **window)
-        return avg_pool2d_s8(inputs[0], divisor=a["divisor"], **window)
+        return avg_pool2d_s8(inputs[0], divisor=a["divisor"], zero_point=graph.tensors[op.inputs[0]].zero_point, **window)
 
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
@@ -230,7 +237,7 @@ class Pool2d(OpDef):
             p = names.symbol(op, "desc")
             call = descriptor("edgec_avg_pool2d_desc", p, avg_pool2d_desc(
                 x_t.shape, kernel=a["kernel"], stride=a["stride"], pad=a["pad"][:2], out_hw=out_t.shape[1:3],
-                divisor=a["divisor"], act_min=a["act_min"], act_max=a["act_max"]))
+                divisor=a["divisor"], act_min=a["act_min"], act_max=a["act_max"], zero_point=x_t.zero_point))
             call.code = f"status |= edgec_avg_pool2d_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
             return call
         p = names.symbol(op, "")

@@ -597,9 +597,12 @@ edgec_status edgec_conv_transpose_s8_mve(const edgec_conv_transpose_desc *desc,
  * are clipped. Paths (portable, DSP, Helium) as edgec_avgpool_s8, bit-exact.
  * Golden: edgec.ops.pool.avg_pool2d_s8 (divisor argument); values from edgec.ops.pool.
  * avg_pool2d_desc. Scratch: none. EDGEC_ARG_ERROR as edgec_avgpool_s8, and for a negative
- * divisor_override, count_include_pad outside 0..1, or a count_include_pad divisor that could
- * pass INT32_MAX.
+ * divisor_override, count_include_pad outside 0..1, a zero_point outside int8, or a divisor
+ * above EDGEC_AVG_POOL2D_MAX_DIVISOR (2^23: with |zero_point| <= 128 the padded taps' share of
+ * the sum stays inside int32). A divisor that counts taps outside the input counts them as real
+ * 0 (PyTorch pads with zeros): the sum gains (divisor - in-bounds taps) * zero_point.
  */
+#define EDGEC_AVG_POOL2D_MAX_DIVISOR (1 << 23)
 typedef struct {
     int32_t batches;
     int32_t input_h;
@@ -614,7 +617,8 @@ typedef struct {
     int32_t pad_top;
     int32_t pad_left;
     int32_t count_include_pad; /* 0 or 1 */
-    int32_t divisor_override;  /* 0: none */
+    int32_t divisor_override;  /* 0: none; at most EDGEC_AVG_POOL2D_MAX_DIVISOR */
+    int32_t zero_point;        /* input's (and output's): taps outside the input count as it (real 0) */
     int32_t act_min;
     int32_t act_max;
 } edgec_avg_pool2d_desc;

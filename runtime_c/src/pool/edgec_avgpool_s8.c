@@ -111,12 +111,14 @@ static int32_t rounded_mean(int32_t sum, int32_t count)
 
 /*
  * The pooling loop. divisor_override > 0: every output divides by it; else count_include_pad:
- * by the window's extent clipped to the padded input (PyTorch); else by its in-bounds taps.
+ * by the window's extent clipped to the padded input (PyTorch); else by its in-bounds taps. A
+ * divisor counting taps outside the input counts them at real 0, the value zero_point: the sum
+ * gains (divisor - in-bounds taps) * zero_point.
  * Inlined with constant modes, so edgec_avgpool_s8 compiles to the loop it always had.
  */
 static inline void avgpool(const edgec_pool_params *params, const edgec_dims *input_dims,
                            const int8_t *input, const edgec_dims *output_dims, int8_t *output,
-                           int32_t count_include_pad, int32_t divisor_override)
+                           int32_t count_include_pad, int32_t divisor_override, int32_t zero_point)
 {
     int32_t n, oy, ox, c;
     int32_t in_h, in_w, channels, out_h, out_w, row_stride;
@@ -135,7 +137,7 @@ static inline void avgpool(const edgec_pool_params *params, const edgec_dims *in
             int32_t y0, y1;
             edgec_pool_window(oy, params->stride_h, params->pad_top, params->filter_h, in_h, &y0, &y1);
             for (ox = 0; ox < out_w; ++ox) {
-                int32_t x0, x1, count, divisor;
+                int32_t x0, x1, count, divisor, correction;
                 const int8_t *window;
                 edgec_pool_window(ox, params->stride_w, params->pad_left, params->filter_w, in_w, &x0, &x1);
                 count = (y1 - y0) * (x1 - x0);
@@ -146,6 +148,7 @@ static inline void avgpool(const edgec_pool_params *params, const edgec_dims *in
                     divisor = padded_extent(oy, params->stride_h, params->pad_top, params->filter_h, in_h) *
                               padded_extent(ox, params->stride_w, params->pad_left, params->filter_w, in_w);
                 }
+                correction = (divisor - count) * zero_point;
                 window = image + y0 * row_stride + x0 * channels;
                 c = 0;
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
@@ -154,7 +157,8 @@ static inline void avgpool(const edgec_pool_params *params, const edgec_dims *in
                     vstrwq_s32(sums, window_sum_four(window + c, y1 - y0, x1 - x0, row_stride, channels,
                                                      vctp32q((uint32_t)(channels - c))));
                     for (int32_t i = 0; i < EDGEC_MIN(4, channels - c); ++i) {
-                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i], divisor), params->act_min, params->act_max);
+                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i] + correction, divisor), params->act_min,
+                                                      params->act_max);
                     }
                 }
 #elif defined(__ARM_FEATURE_DSP)
@@ -162,13 +166,14 @@ static inline void avgpool(const edgec_pool_params *params, const edgec_dims *in
                     int32_t sums[4];
                     window_sum_four(window + c, y1 - y0, x1 - x0, row_stride, channels, sums);
                     for (int32_t i = 0; i < 4; ++i) {
-                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i], divisor), params->act_min, params->act_max);
+                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i] + correction, divisor), params->act_min,
+                                                      params->act_max);
                     }
                 }
 #endif
                 for (; c < channels; ++c) {
                     const int32_t sum = window_sum(window + c, y1 - y0, x1 - x0, row_stride, channels);
-                    *output++ = edgec_clamp_to_s8(rounded_mean(sum, divisor), params->act_min, params->act_max);
+                    *output++ = edgec_clamp_to_s8(rounded_mean(sum + correction, divisor), params->act_min, params->act_max);
                 }
             }
         }
@@ -181,7 +186,7 @@ AVGPOOL_FLATTEN edgec_status edgec_avgpool_s8(const edgec_pool_params *params, c
     if (!avgpool_args_valid(params, input_dims, input, output_dims, output)) {
         return EDGEC_ARG_ERROR;
     }
-    avgpool(params, input_dims, input, output_dims, output, 0, 0);
+    avgpool(params, input_dims, input, output_dims, output, 0, 0, 0);
     return EDGEC_OK;
 }
 
@@ -189,7 +194,9 @@ AVGPOOL_FLATTEN edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *de
 {
     edgec_pool_params params;
     edgec_dims input_dims, output_dims;
-    if (desc == NULL || desc->divisor_override < 0 || desc->count_include_pad < 0 || desc->count_include_pad > 1) {
+    if (desc == NULL || desc->divisor_override < 0 || desc->divisor_override > EDGEC_AVG_POOL2D_MAX_DIVISOR ||
+        desc->count_include_pad < 0 || desc->count_include_pad > 1 || desc->zero_point < -128 ||
+        desc->zero_point > 127) {
         return EDGEC_ARG_ERROR;
     }
     params.stride_h = desc->stride_h;
@@ -209,12 +216,13 @@ AVGPOOL_FLATTEN edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *de
     if (!avgpool_args_valid(&params, &input_dims, input, &output_dims, output)) {
         return EDGEC_ARG_ERROR;
     }
-    /* The count_include_pad divisor, at most the padded extents' product, must fit int32. */
+    /* The count_include_pad divisor, at most the padded extents' product, is bounded like an override. */
     if (desc->count_include_pad &&
         (int64_t)EDGEC_MIN(desc->filter_h, (int64_t)desc->input_h + 2 * (int64_t)desc->pad_top) *
-            EDGEC_MIN(desc->filter_w, (int64_t)desc->input_w + 2 * (int64_t)desc->pad_left) > INT32_MAX) {
+            EDGEC_MIN(desc->filter_w, (int64_t)desc->input_w + 2 * (int64_t)desc->pad_left) > EDGEC_AVG_POOL2D_MAX_DIVISOR) {
         return EDGEC_ARG_ERROR;
     }
-    avgpool(&params, &input_dims, input, &output_dims, output, desc->count_include_pad, desc->divisor_override);
+    avgpool(&params, &input_dims, input, &output_dims, output, desc->count_include_pad, desc->divisor_override,
+            desc->zero_point);
     return EDGEC_OK;
 }

@@ -11,7 +11,7 @@
 #include "edgec_nn.h"
 #include "semihost.h"
 
-enum { H_PAYLOAD, H_OUTPUT_BYTES, H_FIELDS, FIELDS = 16, HEADER_WORDS = 20 };
+enum { H_PAYLOAD, H_OUTPUT_BYTES, H_FIELDS, FIELDS = 17, HEADER_WORDS = 20 };
 
 #define ARENA_BYTES (64 * 1024)
 #define GUARD_BYTES 16
