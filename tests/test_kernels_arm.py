@@ -89,8 +89,12 @@ def act_bounds(rng) -> tuple[int, int]:
 
 def multipliers(rng, count: int) -> tuple[np.ndarray, np.ndarray]:
     """(multiplier, shift) pairs, mostly realistic, some that need the general requantization:
-    exact powers of two (multiplier 2^30), shifts of -1 or more, or below -24."""
-    style = int(rng.integers(4))
+    exact powers of two (multiplier 2^30), shifts of -1 or more, or below -24, and some at the
+    limits (multipliers 2^31 - 1 and 2^30, shifts -31, 30 and 31)."""
+    style = int(rng.integers(5))
+    if style == 4:
+        return (rng.choice(np.array([2**31 - 1, 2**30], dtype=np.int32), count),
+                rng.choice(np.array([-31, -24, -2, -1, 0, 30, 31], dtype=np.int32), count))
     if style == 0:
         real = 2.0 ** rng.uniform(-14, -1, count)
     elif style == 1:
@@ -101,6 +105,17 @@ def multipliers(rng, count: int) -> tuple[np.ndarray, np.ndarray]:
         real = 2.0 ** rng.uniform(-26, -24, count)
     pairs = [quantize_multiplier(float(v)) for v in real]
     return (np.array([m for m, _ in pairs], dtype=np.int32), np.array([s for _, s in pairs], dtype=np.int32))
+
+
+def bias_values(rng, count: int) -> np.ndarray | None:
+    """No bias, typical biases, or (one case in ten) biases at the int32 limits, where the folded
+    bias and the sums wrap modulo 2^32 as the golden's."""
+    style = rng.random()
+    if style < 0.2:
+        return None
+    if style < 0.3:
+        return rng.choice(np.array([-2**31, -2**31 + 1, 2**31 - 2, 2**31 - 1], dtype=np.int32), count)
+    return rng.integers(-2**20, 2**20, count).astype(np.int32)
 
 
 def int8_array(rng, shape) -> np.ndarray:
@@ -155,7 +170,7 @@ def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw) -> Case
     packed kernels' contract (edgec_nn.h) allows, or apart from it."""
     n, h, w, c_in = x.shape
     c_out, kh, kw, _ = weights.shape
-    bias = None if rng.random() < 0.2 else rng.integers(-2**20, 2**20, c_out).astype(np.int32)
+    bias = bias_values(rng, c_out)
     m, s = multipliers(rng, c_out)
     zp_in, zp_out = zero_point(rng), zero_point(rng)
     act_min, act_max = act_bounds(rng)
@@ -203,7 +218,7 @@ def fc_case(rng, isa: str) -> Case:
     per_channel = bool(rng.random() < 0.7)
     x = int8_array(rng, (batches, in_size))
     weights = int8_array(rng, (out_size, in_size))
-    bias = None if rng.random() < 0.2 else rng.integers(-2**20, 2**20, out_size).astype(np.int32)
+    bias = bias_values(rng, out_size)
     m, s = multipliers(rng, out_size if per_channel else 1)
     zp_in, zp_out = zero_point(rng), zero_point(rng)
     act_min, act_max = act_bounds(rng)
@@ -233,7 +248,7 @@ def depthwise_case(rng, isa: str) -> Case:
             break
     x = int8_array(rng, (n, h, w, c))
     weights = int8_array(rng, (1, kh, kw, c))
-    bias = None if rng.random() < 0.2 else rng.integers(-2**20, 2**20, c).astype(np.int32)
+    bias = bias_values(rng, c)
     m, s = multipliers(rng, c)
     zp_in, zp_out = zero_point(rng), zero_point(rng)
     act_min, act_max = act_bounds(rng)

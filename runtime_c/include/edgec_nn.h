@@ -8,6 +8,14 @@
  *    [C_out][KH][KW][C_in/groups]; depthwise filters are [KH][KW][C_in*ch_mult] with output
  *    channel ic*ch_mult + m; fully connected filters are [C_out][C_in].
  *  - Bias is int32 (may be NULL for "no bias").
+ *  - Accumulators are 32 bits and wrap modulo 2^32 (summed in uint32_t, or by SMLAD/VMLADAVA),
+ *    exactly as the golden kernels' int32 wrap: no input or bias is undefined behaviour. A wrapped
+ *    sum is not the layer's true value, so edgec refuses at compile time any conv, depthwise or
+ *    fully connected layer where |bias| + sum |w| * max|x - zero_point| (at most K * 32640 for K
+ *    taps per output) can exceed 2^31 - 1: in generated models the wrap never happens.
+ *  - Zero points are int8 (input_offset in [-127, 128], output_offset in [-128, 127]) and shifts
+ *    in [-31, 31]; kernels return EDGEC_ARG_ERROR otherwise, and for dimensions whose element
+ *    count or window index arithmetic would not fit int32.
  *  - Requantization is arm_nn_requantize in double-rounding mode: (multiplier, shift) come from
  *    TFLite's QuantizeMultiplier; positive shift means left shift.
  *  - Fused activations are only the clamp bounds act_min..act_max.
@@ -106,7 +114,7 @@ typedef struct {
  * input_dims: [N,H,W,C_in]; filter_dims: [C_out, KH, KW, C_in/groups] (n=C_out, h=KH, w=KW,
  * c=C_in/groups); output_dims: [N,H_out,W_out,C_out]. Scratch: none (may be NULL).
  * Any output size is accepted: taps outside the input contribute 0 (implied bottom/right pad).
- * The accumulator is int32: needs KH*KW*(C_in/groups)*32640 + |bias| < 2^31 (any real layer).
+ * The accumulator wraps modulo 2^32 (see the conventions above).
  * In place: the output may overlap the input when it starts d >= 0 bytes before it and every
  * output pixel q (raster order, batch first) ends at or below the first byte of its own receptive
  * field: (q+1)*C_out <= d + first(q)*C_in, first(q) being the pixel index of the field's top-left
@@ -116,7 +124,9 @@ typedef struct {
  * writing its pixels, so for them q*C_out <= d + first(q)*C_in is enough (1x1, C_out <= C_in: d=0).
  * EDGEC_ARG_ERROR: NULL pointer (bias excepted), non-positive dims, stride/dilation/groups < 1,
  * negative padding, groups not dividing C_in/C_out or not matching filter_dims, act bounds
- * outside int8 or crossed.
+ * outside int8 or crossed, zero points outside int8, a shift outside [-31, 31], or a geometry
+ * whose index arithmetic ((H_out-1)*stride + (KH-1)*dilation + 1, H + pad + stride + dilation,
+ * likewise for W) or element counts exceed int32.
  */
 edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
                            const edgec_dims *input_dims, const int8_t *input,
@@ -211,7 +221,7 @@ edgec_status edgec_conv_1x1_s8_in_place(const edgec_conv_params *params,
  * Depthwise convolution with channel multiplier params->ch_mult (groups is ignored).
  * filter_dims: n=1, h=KH, w=KW, c=C_in*ch_mult; output channel ic*ch_mult + m.
  * Any stride, dilation and padding. Scratch: none. Not in place (see the next function).
- * int32 accumulator: needs KH*KW*32640 + |bias| < 2^31. EDGEC_ARG_ERROR as edgec_conv_s8, or
+ * The accumulator wraps modulo 2^32. EDGEC_ARG_ERROR as edgec_conv_s8, or
  * when ch_mult < 1, filter_dims->n != 1 or C_out != C_in*ch_mult.
  */
 edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
@@ -291,8 +301,11 @@ edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_conv_params *pa
 
 /*
  * Fully connected: for each of `batches` rows of `input_size` int8 values,
- *   acc[o] = bias[o] + sum_j w[o][j] * (x[j] + input_offset).
+ *   acc[o] = bias[o] + sum_j w[o][j] * (x[j] + input_offset), modulo 2^32.
  * quant arrays hold output_size entries if params->per_channel, else one. Scratch: none.
+ * EDGEC_ARG_ERROR: NULL pointer (bias excepted), a size < 1, batches*input_size,
+ * batches*output_size or output_size*input_size past int32, zero points outside int8, a shift
+ * outside [-31, 31], act bounds outside int8 or crossed.
  */
 edgec_status edgec_fully_connected_s8(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
                                       int32_t batches, int32_t input_size, const int8_t *input,
