@@ -6,6 +6,10 @@ shifts, including those outside the short requantization) go in one file, with t
 laid out by the same edgec.ops.kernel_layout functions code generation uses, and come back in
 another. Guard bytes after every output and scratch buffer catch writes past them, and each
 scratch buffer is exactly the size the op unit declares to the planner.
+
+The kernels are built at -O2 (what edgec's builds use) and, on a fifth of the cases, at -Os and
+-O0: optimised builds (__OPTIMIZE__, -Os included) run the hand-written assembly loops, -O0 builds
+their C fallbacks, which must agree too.
 """
 from __future__ import annotations
 
@@ -52,6 +56,9 @@ ARG_ERROR = -1
 GUARD_BYTE = 0x5A  # the driver's GUARD_VALUE: it fills every output and scratch buffer with it first
 ISAS = {"cortex-m4": (DSP, WIDE), "cortex-m55": (MVE, DSP)}
 CASES = {"conv": 400, "fc": 200, "add": 160, "pointwise": 300, "depthwise": 300, "avgpool": 150}
+# Optimisation levels and the share of CASES each runs: -Os takes the assembly paths like -O2,
+# -O0 the C fallbacks.
+OPT_LEVELS = {"-O2": 1, "-Os": 5, "-O0": 5}
 
 
 @dataclass
@@ -337,11 +344,13 @@ def misaligned_scratch(case: Case) -> Case:
                 scratch_skew=1, status=ARG_ERROR)
 
 
-def all_cases(target: str, seed: int) -> list[Case]:
-    """Random cases of every kind for each of the target's kernel families, then, per family and
-    kind with scratch, two of them (conv: not in place) with a misaligned scratch pointer."""
+def all_cases(target: str, seed: int, divisor: int = 1) -> list[Case]:
+    """Random cases of every kind for each of the target's kernel families (CASES, divided by
+    `divisor`), then, per family and kind with scratch, two of them (conv: not in place) with a
+    misaligned scratch pointer."""
     rng = np.random.default_rng(seed)
-    cases = [MAKERS[kind](rng, isa) for isa in ISAS[target] for kind, count in CASES.items() for _ in range(count)
+    cases = [MAKERS[kind](rng, isa) for isa in ISAS[target] for kind, count in CASES.items()
+             for _ in range(count // divisor)
              if (kind not in ("depthwise", "avgpool") or isa == ISAS[target][0])  # the build's -mcpu picks the path
              and (isa != WIDE or kind in ("conv", "pointwise", "fc"))]
     refusable = [c for c in cases if c.kind != "conv" or not c.fields[24]]
@@ -350,9 +359,10 @@ def all_cases(target: str, seed: int) -> list[Case]:
     return cases + refused
 
 
-def run_on_target(target: str, cases: list[Case], tmp_path: Path) -> list[tuple[int, bool, np.ndarray]]:
+def run_on_target(target: str, cases: list[Case], tmp_path: Path,
+                  opt: str = "-O2") -> list[tuple[int, bool, np.ndarray]]:
     elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [RUNTIME / "include"], tmp_path / "kernels.elf",
-                                  extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
+                                  opt=opt, extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
     (tmp_path / "cases.bin").write_bytes(b"".join(c.record() for c in cases))
     result = toolchain.run_qemu(target, elf, timeout=120, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -372,10 +382,11 @@ def describe(case: Case) -> str:
 
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("opt", list(OPT_LEVELS))
 @pytest.mark.parametrize("target", sorted(ISAS))
-def test_packed_kernels_match_golden(target, tmp_path):
-    cases = all_cases(target, seed=5)
-    results = run_on_target(target, cases, tmp_path)
+def test_packed_kernels_match_golden(target, opt, tmp_path):
+    cases = all_cases(target, seed=5 + list(OPT_LEVELS).index(opt), divisor=OPT_LEVELS[opt])
+    results = run_on_target(target, cases, tmp_path, opt)
     failures = []
     for case, (status, guards, output) in zip(cases, results):
         if status != case.status or not guards:

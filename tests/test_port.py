@@ -13,14 +13,11 @@ import pytest
 
 from edgec import toolchain
 from edgec.targets import TARGETS, UnknownTargetError, get_target, parse_size
+from tests.device_support import needs_toolchain
 
 DATA = Path(__file__).resolve().parent / "data" / "port"
 RUNNABLE = ["cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55"]
 FAULT_KINDS = ["bad_address", "undefined_instruction", "deep_recursion", "oversized_frame"]  # fault.c
-
-needs_toolchain = pytest.mark.skipif(
-    toolchain.find_arm_gcc() is None or toolchain.find_qemu() is None,
-    reason=f"needs arm-none-eabi-gcc and qemu-system-arm: {toolchain.APT_INSTALL}")
 
 
 @pytest.fixture(scope="session")
