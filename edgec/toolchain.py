@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgec.errors import EdgecError
-from edgec.targets import Target, get_target
+from edgec.targets import Target, get_target, parse_size
 
 ROOT = Path(__file__).resolve().parent.parent
 PORT_DIR = ROOT / "runtime_c" / "port"
@@ -238,6 +238,17 @@ def cross_compile(target: Target | str, sources: Sequence[Path], include_dirs: S
            *extra_ldflags, "-o", str(out_elf)]
     _run_build(cmd, f"linking {out_elf} for {target.name}")
     return out_elf
+
+
+def board_regions(target: Target | str) -> dict[str, int]:
+    """The memory regions (name -> bytes) of the target's linker script: what its QEMU board, or
+    the generic layout of a target without one, gives a program."""
+    target = get_target(target)
+    if target.linker_script is None:
+        return {}
+    text = (PORT_DIR / target.linker_script).read_text()
+    regions = re.findall(r"^\s*(\w+)\s*\([a-z]+\)\s*:\s*ORIGIN\s*=\s*\w+\s*,\s*LENGTH\s*=\s*(\w+)", text, re.MULTILINE)
+    return {name: parse_size(length) for name, length in regions}
 
 
 # ---------------------------------------------------------------------------------------------
