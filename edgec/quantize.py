@@ -1,6 +1,6 @@
 """Quantize a float exported program with torchao's PT2E flow and edgec's own Quantizer.
 
-The Quantizer encodes what edgec's kernels can execute (numerics.md):
+The Quantizer encodes what edgec's kernels can execute (docs/numerics.md):
   - conv / depthwise weights: int8 symmetric per output channel, range [-127, 127];
   - linear weights: int8 symmetric per tensor (the FC kernel's cheapest output stage);
   - activations: int8 asymmetric per tensor; bias stays float here and is quantized to int32 at

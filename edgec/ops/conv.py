@@ -1,7 +1,7 @@
 """2-D convolution (any kernel, stride, padding, dilation, groups): golden int8 kernel and op unit.
 
 The golden kernel is the specification the C kernels (runtime_c/src/conv/) are tested against,
-byte for byte. Arithmetic: docs numerics.md, "Conv / depthwise".
+byte for byte. Arithmetic: docs/numerics.md, "Convolution".
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Depthwise 2-D convolution with channel multiplier: golden int8 kernel and op unit.
 
 The golden kernel is the specification edgec_depthwise_conv_s8 (runtime_c/src/depthwise/) is
-tested against, byte for byte. Arithmetic: docs numerics.md, "Conv / depthwise".
+tested against, byte for byte. Arithmetic: docs/numerics.md, "Depthwise".
 """
 from __future__ import annotations
 

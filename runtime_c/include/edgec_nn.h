@@ -1,7 +1,8 @@
 /*
  * edgec_nn.h -- the one public header of edgec's int8 neural-network kernels.
  *
- * Conventions (the same as Arm CMSIS-NN's s8 kernels, and bit-exact with edgec.sim):
+ * Conventions (the same as Arm CMSIS-NN's s8 kernels, and bit-exact with edgec.sim; the exact
+ * arithmetic of every kernel is in docs/numerics.md):
  *  - Activations are int8, NHWC, per-tensor asymmetric: real = scale * (q - zero_point).
  *  - "input_offset" is the NEGATED input zero point; "output_offset" is the output zero point.
  *  - Weights are int8 symmetric (zero point 0). Conv filters are OHWI
