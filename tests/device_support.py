@@ -35,14 +35,19 @@ def require_tools(*tools: str, install: str = toolchain.APT_INSTALL) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture
-def cortex_m_toolchain() -> None:
-    """The cross compiler and the emulator (conftest.py makes this fixture visible to every test)."""
-    require_tools("arm-none-eabi-gcc", "qemu-system-arm")
+# Marks a test, a parameter set or (in pytestmark) a module that cross-compiles and runs under
+# QEMU; the two hooks below, which conftest.py installs, act on it.
+needs_toolchain = pytest.mark.needs_toolchain
 
 
-# Marks a test (or, in pytestmark, a module) that cross-compiles and runs under QEMU.
-needs_toolchain = pytest.mark.usefixtures("cortex_m_toolchain")
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "needs_toolchain: cross-compiles with arm-none-eabi-gcc and runs under "
+                            f"qemu-system-arm (skipped without them, failed with {REQUIRE_TOOLCHAIN}=1)")
+
+
+def pytest_runtest_setup(item) -> None:
+    if item.get_closest_marker("needs_toolchain") is not None:
+        require_tools("arm-none-eabi-gcc", "qemu-system-arm")
 
 
 @pytest.fixture(scope="session")

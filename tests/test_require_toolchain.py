@@ -10,7 +10,9 @@ import sys
 from tests.device_support import REQUIRE_TOOLCHAIN, ROOT, needs_toolchain
 
 SESSION = '''
-from tests.device_support import cortex_m_toolchain, needs_toolchain, require_tools  # noqa: F401
+import pytest
+
+from tests.device_support import needs_toolchain, require_tools
 
 
 @needs_toolchain
@@ -24,6 +26,11 @@ def test_builds_with_cmake():
 
 def test_needs_nothing():
     pass
+
+
+@pytest.mark.parametrize("target", ["host", pytest.param("cortex-m4", marks=needs_toolchain)])
+def test_on_a_target(target):
+    pass
 '''
 
 
@@ -34,7 +41,9 @@ def run_session(tmp_path, *, path: str, require: bool) -> subprocess.CompletedPr
     env.update(PATH=path, PYTHONPATH=str(ROOT))
     if require:
         env[REQUIRE_TOOLCHAIN] = "1"
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "test_tiny.py"],
+    # -p: the hooks behind needs_toolchain, as tests/conftest.py installs them
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p",
+                           "tests.device_support", "test_tiny.py"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -44,13 +53,13 @@ def test_missing_tools_skip_with_a_reason_and_fail_when_required(tmp_path):
 
     skipped = run_session(tmp_path, path=str(no_tools), require=False)
     assert skipped.returncode == 0, skipped.stdout + skipped.stderr
-    assert "1 passed, 2 skipped" in skipped.stdout
+    assert "2 passed, 3 skipped" in skipped.stdout
     assert "SKIPPED" in skipped.stdout and "needs arm-none-eabi-gcc and qemu-system-arm" in skipped.stdout  # -rs
 
     failed = run_session(tmp_path, path=str(no_tools), require=True)
     assert failed.returncode == 1, failed.stdout + failed.stderr
-    # the fixture behind needs_toolchain fails at set-up (an error), require_tools in the test body
-    assert "1 failed, 1 passed, 1 error" in failed.stdout and "skipped" not in failed.stdout
+    # needs_toolchain fails a test at set-up (an error), require_tools in the test body (a failure)
+    assert "1 failed, 2 passed, 2 errors" in failed.stdout and "skipped" not in failed.stdout
     assert f"{REQUIRE_TOOLCHAIN}=1 makes a missing tool a failure" in failed.stdout
     assert "needs arm-none-eabi-gcc and qemu-system-arm" in failed.stdout and "needs cmake" in failed.stdout
 
@@ -59,4 +68,4 @@ def test_missing_tools_skip_with_a_reason_and_fail_when_required(tmp_path):
 def test_required_tools_that_are_present_pass(tmp_path):
     result = run_session(tmp_path, path=os.environ["PATH"], require=True)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "3 passed" in result.stdout
+    assert "5 passed" in result.stdout
