@@ -297,7 +297,11 @@ def emit_packed_conv_call(op, graph, names) -> CCall:
         weights, kernel = ("wide_weights", widen_taps(weights[1])), kernel + "_wide"
         bias = ("channel_table", dsp_channel_table(bias[1], a["multiplier"], a["shift"],
                                                    graph.tensors[op.outputs[0]].zero_point))
-    return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape, weights=weights, bias=bias)
+    k, c_in = int(np.prod(a["weight"].shape[1:])), a["weight"].shape[3]
+    required = (f"EDGEC_CONV_S8_DSP_SCRATCH_BYTES({k}, {c_in})" if a["isa"] == DSP
+                else f"EDGEC_CONV_S8_MVE_SCRATCH_BYTES({k})")
+    return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape, weights=weights, bias=bias,
+                          scratch_required=required)
 
 
 def pointwise_input_pixels(input_shape, output_shape, stride) -> np.ndarray:
@@ -367,9 +371,11 @@ def check_accumulator_range(op, input_zp: int, channel_axis: int) -> None:
                          f"for the layer's input and weight scales")
 
 
-def emit_conv_call(kernel: str, op, graph, names, filter_dims, *, weights=None, bias=None) -> CCall:
+def emit_conv_call(kernel: str, op, graph, names, filter_dims, *, weights=None, bias=None,
+                   scratch_required: str | None = None) -> CCall:
     """The call shared by the conv family: params, per-channel quant, dims, arena pointers.
-    `weights` and `bias`, (symbol suffix, array), replace op.attrs' for a packed kernel."""
+    `weights` and `bias`, (symbol suffix, array), replace op.attrs' for a packed kernel;
+    `scratch_required` is CCall's."""
     a = op.attrs
     weights = weights or ("weights", a["weight"])
     bias = bias or (None if a["bias"] is None else ("bias", a["bias"]))
@@ -388,7 +394,7 @@ def emit_conv_call(kernel: str, op, graph, names, filter_dims, *, weights=None, 
     code = (f"status |= {kernel}(&{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
             f"&{p}filter_dims, {p}{weights[0]}, {bias_arg}, &{p}output_dims, {names.ptr(op.outputs[0])}, "
             f"{names.scratch(op)});")
-    return CCall(code, constants, params)
+    return CCall(code, constants, params, scratch_required)
 
 
 def weighted_constants(prefix: str, attrs: dict, weights: tuple, bias: tuple | None) -> tuple[list, str]:
