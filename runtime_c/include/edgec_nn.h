@@ -139,7 +139,8 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
  * edgec_conv_s8 on Arm cores with the DSP extension (Cortex-M4/M7/M33/M55) or Helium (Cortex-M55),
  * from constants edgec lays out at compile time (edgec.ops.kernel_layout). The arithmetic and the
  * other arguments are edgec_conv_s8's, except:
- *  - groups must be 1 (grouped convolutions use edgec_conv_s8), and -input_offset must be int8;
+ *  - groups must be 1 (grouped convolutions use edgec_conv_s8), -input_offset must be int8 and
+ *    K = KH*KW*C_in at most EDGEC_CONV_S8_PACKED_MAX_K;
  *  - packed_filter: each output channel's K = KH*KW*C_in OHWI weights, zero-padded to a multiple
  *    of G bytes, in blocks of R channels (C_out zero-padded to a multiple of R) whose rows
  *    interleave every G bytes: block, then group of G taps, then channel. DSP: R = 2, G = 4;
@@ -151,6 +152,7 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
  * Declared only where the build's -mcpu has the extension, so calling them elsewhere does not
  * compile.
  */
+#define EDGEC_CONV_S8_PACKED_MAX_K (1 << 26)
 #if defined(__ARM_FEATURE_DSP)
 #define EDGEC_CONV_S8_DSP_SCRATCH_BYTES(k, c_in) (((c_in) % 4 == 0 ? 16 : 20) * (((k) + 3) / 4))
 edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,

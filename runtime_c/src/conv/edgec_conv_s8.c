@@ -103,8 +103,9 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
 /*
  * The packed paths' constraints on top of the portable ones: one group (grouped convolutions stay
  * on edgec_conv_s8), a folded bias, a word-aligned filter, bias and scratch (LDRD, LDM and vector
- * loads). (edgec_conv_args_valid's int8 zero points matter here too: padding taps read the input
- * zero point.)
+ * loads), and at most EDGEC_CONV_S8_PACKED_MAX_K taps per output channel, so that the scratch
+ * and filter offsets (up to 20 bytes a tap) fit int32. (edgec_conv_args_valid's int8 zero points
+ * matter here too: padding taps read the input zero point.)
  */
 static int packed_conv_args_valid(const edgec_conv_params *params,
                                   const edgec_per_channel_quant *quant,
@@ -117,7 +118,9 @@ static int packed_conv_args_valid(const edgec_conv_params *params,
                                  output) &&
            edgec_conv_window_valid(params, input_dims, filter_dims, output_dims) &&
            params->groups == 1 && filter_dims->c == input_dims->c &&
-           filter_dims->n == output_dims->c && bias != NULL && scratch != NULL &&
+           filter_dims->n == output_dims->c &&
+           (int64_t)filter_dims->h * filter_dims->w * filter_dims->c <= EDGEC_CONV_S8_PACKED_MAX_K &&
+           bias != NULL && scratch != NULL &&
            edgec_word_aligned(filter) && edgec_word_aligned(bias) && edgec_word_aligned(scratch);
 }
 
