@@ -20,15 +20,15 @@ $(STAMP)/install-test: $(STAMP)/install
 install: $(STAMP)/install
 install-test: $(STAMP)/install-test toolchain
 
-# The Cortex-M cross compiler and emulator (Debian packages).
+# The Cortex-M cross compiler and emulator, and cmake for the firmware example (Debian packages).
 toolchain:
-	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null; then :; \
+	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null && command -v cmake >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ]; then \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-			gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm >/dev/null; \
+			gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake >/dev/null; \
 	else \
 		echo "Cortex-M toolchain missing; run as root:"; \
-		echo "  apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"; \
+		echo "  apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake"; \
 		exit 1; \
 	fi
 
@@ -65,8 +65,10 @@ bench: $(STAMP)/install toolchain
 	$(PYTHON) scripts/write_benchmarks.py $(BENCH_DIR) > BENCHMARKS.md
 	@echo "wrote BENCHMARKS.md"
 
+# -rs lists every skipped test and why; with EDGEC_REQUIRE_TOOLCHAIN=1 (.ci/run) a test whose
+# tool is missing fails instead of skipping.
 test: install-test
-	$(PYTHON) -m pytest -n 2 tests
+	$(PYTHON) -m pytest -n 2 -rs tests
 
 clean:
 	rm -rf build $(STAMP)

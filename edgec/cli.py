@@ -1,6 +1,11 @@
-"""edgec's command line: parse, call the pipeline, print. Errors are one line and a non-zero exit."""
+"""edgec's command line: parse, call the pipeline, print. Errors are one line and a non-zero exit.
+
+Only click and edgec's light modules load at start-up: torch (seconds to import) is loaded by
+the commands that compile (_quiet_torch), so `edgec --help` and `edgec report` never import it.
+"""
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -9,16 +14,8 @@ import warnings
 from pathlib import Path
 
 import click
-import torch  # noqa: F401  -- first, so its logging set-up cannot undo the levels below
 
-# torch and torchao chatter at import time (optional CUDA extensions, deprecations) about
-# things that do not concern a CPU-only compiler; keep the user's terminal for edgec's output.
-for _logger in ("torchao", "torch", "torch.utils._pytree"):
-    logging.getLogger(_logger).setLevel(logging.CRITICAL)
-warnings.filterwarnings("ignore", category=FutureWarning)
-warnings.filterwarnings("ignore", category=UserWarning, module="torch")
-
-from edgec.errors import EdgecError  # noqa: E402
+from edgec.errors import EdgecError
 
 TARGET_HELP = "host, cortex-m0plus, cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55"
 
@@ -61,6 +58,19 @@ def _target_options(command):
 def _target(name: str, ram: int | None = None, flash: int | None = None, opt: str = "speed"):
     from edgec.targets import get_target
     return get_target(name).with_budget(ram, flash).with_opt(opt)
+
+
+@functools.cache
+def _quiet_torch() -> None:
+    """Imports torch, then silences what torch and torchao say at import time (optional CUDA
+    extensions, deprecations) that does not concern a CPU-only compiler, to keep the user's
+    terminal for edgec's output. torch first, so its logging set-up cannot undo these levels."""
+    import torch  # noqa: F401
+
+    for name in ("torchao", "torch", "torch.utils._pytree"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=UserWarning, module="torch")
 
 
 def _compile(model: str, calib: str | None, target, quiet: bool):
@@ -114,6 +124,7 @@ def cli():
 @click.option("--quiet", is_flag=True, help="no progress bar")
 def build(model, out_dir, calib, name, target, ram, flash, opt, html_report, quiet):
     """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory."""
+    _quiet_torch()
     from edgec.pipeline import check_output_dir, emit
     name = _check_name(name or _default_name(model))
     check_output_dir(Path(out_dir))
@@ -163,6 +174,7 @@ def report(out_dir, html):
 @click.option("--per-layer", is_flag=True, help="also print each layer's int8-vs-float SQNR")
 def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer):
     """Check that the generated C's output equals the golden simulator's, byte for byte."""
+    _quiet_torch()
     from edgec import device, sim
     from edgec import verify as checks
     from edgec.pipeline import emit
@@ -208,6 +220,7 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
 def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile):
     """Count the instructions one inference executes on an emulated Cortex-M, per layer and in
     total (exact, from QEMU), with MACs and the program's flash and RAM."""
+    _quiet_torch()
     import json
 
     from edgec import device

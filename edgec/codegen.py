@@ -54,8 +54,16 @@ class Names:
 
 
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
-                              keep_trailing_newline=True, trim_blocks=False)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, trim_blocks=False)
+    env.filters["c_comment"] = c_comment
+    return env
+
+
+def c_comment(text: str) -> str:
+    """User text (a source line, a file name) made safe inside a C block comment: nothing in it
+    can end the comment, open a nested one (-Wcomment) or form a trigraph."""
+    return " ".join(str(text).split()).replace("*/", "* /").replace("/*", "/ *").replace("??", "? ?")
 
 
 def _float_literal(value: float) -> str:
@@ -159,11 +167,13 @@ def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, or
     weights_bytes = sum(c["count"] * np.dtype(C_TYPES[c["ctype"]]).itemsize for c in constants)
     layers = [{"index": i, "name": op.name, "op": op.kind, "code": call.code, "params": call.params,
                "shape": "x".join(str(v) for v in graph.tensors[op.outputs[0]].shape), "source": op.source,
-               "writes": allowed_writes(op, graph, plan)}
+               "writes": allowed_writes(op, graph, plan), "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1],
+               "scratch_required": call.scratch_required}
               for i, (op, call) in enumerate(zip(graph.ops, calls))]
     sources = [f"{name}.c", f"{name}_weights.c"] + [f"runtime/src/{s}" for s in runtime_sources(graph)]
     context = {"name": name, "NAME": name.upper(), "version": __version__, "origin": Path(origin).name,
                "target": target.name, "opt": target.opt, "target_cflags": " ".join(target.cflags), "arena_bytes": plan.arena_bytes,
+               "dsp": target.dsp, "mve": target.mve,
                "macs": sum(KINDS[op.kind].macs(op, graph) for op in graph.ops),
                **io_entries(graph, plan),
                "layers": layers, "constants": constants, "sources": sources}

@@ -67,10 +67,31 @@ def build_program(target: Target, model_dir: Path, name: str, build_dir: Path, *
     report = read_report(model_dir)
     driver.write_text(template.render(name=name, NAME=name.upper(), inputs_file=INPUTS_FILE,
                                       outputs_file=OUTPUTS_FILE, inputs=report["inputs"], outputs=report["outputs"]))
-    return toolchain.cross_compile(target, [driver, *model_sources(model_dir, name)],
-                                   [model_dir, model_dir / "runtime" / "include"],
-                                   build_dir / f"{name}_{purpose}.elf", defines=BUILD_DEFINES[purpose],
-                                   extra_cflags=WARNING_FLAGS)
+    try:
+        return toolchain.cross_compile(target, [driver, *model_sources(model_dir, name)],
+                                       [model_dir, model_dir / "runtime" / "include"],
+                                       build_dir / f"{name}_{purpose}.elf", defines=BUILD_DEFINES[purpose],
+                                       extra_cflags=WARNING_FLAGS)
+    except toolchain.ToolchainError as exc:
+        overflow = REGION_OVERFLOW.search(str(exc))
+        if overflow is None:
+            raise
+        raise EdgecError(board_overflow_message(target, overflow.group(1), int(overflow.group(2)))) from None
+
+
+# The linker's complaint when a program does not fit a memory region of the board's linker script.
+REGION_OVERFLOW = re.compile(r"region `(\w+)' overflowed by (\d+) bytes")
+
+
+def board_overflow_message(target: Target, region: str, excess: int) -> str:
+    """One line for a model program that does not fit the memory of the QEMU board emulating
+    `target` (which may be smaller than a --ram/--flash budget, made for a real part)."""
+    size = toolchain.board_regions(target).get(region)
+    budget = target.ram_bytes if region == "RAM" else target.flash_bytes
+    beyond = (f"; the budget of {budget:,} B (--ram/--flash) is larger than the board, which can only run "
+              f"models that fit it" if budget is not None and size is not None and budget > size else "")
+    return (f"the model program does not fit QEMU's {target.qemu_machine} board for {target.name}: its {region} "
+            f"({size:,} B) overflows by {excess:,} B{beyond}")
 
 
 def qemu_timeout(macs: int, samples: int) -> float:

@@ -3,6 +3,7 @@
 This module is the ground floor of the simulator: it imports nothing of edgec. Every function
 works on numpy integer arrays (int64 internally, so intermediate products never overflow) and
 reproduces the C kernels' int32 behaviour exactly, including the wrap of `x << shift`.
+docs/numerics.md states the arithmetic every kernel shares.
 """
 from __future__ import annotations
 

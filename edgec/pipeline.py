@@ -60,6 +60,7 @@ def quantize_model(spec: str, *, calibration, progress: Callable | None = None,
                    warn: Callable[[str], None] = print) -> Quantized:
     """load -> export -> normalize -> fold BN -> quantize (or keep a program's own Q/DQ)."""
     loaded = frontend.load(spec)
+    check_finite(loaded.module, loaded.origin)
     module = fold_batchnorm(normalize(loaded.module))
     check_supported(module, loaded.origin)
     if is_quantized(module):
@@ -129,6 +130,16 @@ def check_output_dir(out_dir: Path) -> None:
     out_dir = Path(out_dir)
     if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / "report.json").is_file())):
         raise EdgecError(f"{out_dir}: exists and is not an edgec output directory; refusing to replace it")
+
+
+def check_finite(module: GraphModule, origin: str) -> None:
+    """One error naming the first float parameter or buffer that holds NaN or an infinity, which
+    no int8 scale can represent (calibration would otherwise fail deep inside the observers)."""
+    for name, tensor in (*module.named_parameters(), *module.named_buffers()):
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            what = "NaN" if bool(torch.isnan(tensor).any()) else "an infinite value"
+            raise EdgecError(f"{origin}: {'parameter' if isinstance(tensor, torch.nn.Parameter) else 'buffer'} "
+                             f"'{name}' contains {what}; a model's weights and buffers must be finite")
 
 
 def check_supported(module: GraphModule, origin: str) -> None:

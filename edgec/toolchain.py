@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgec.errors import EdgecError
-from edgec.targets import Target, get_target
+from edgec.targets import Target, get_target, parse_size
 
 ROOT = Path(__file__).resolve().parent.parent
 PORT_DIR = ROOT / "runtime_c" / "port"
@@ -240,6 +240,17 @@ def cross_compile(target: Target | str, sources: Sequence[Path], include_dirs: S
     return out_elf
 
 
+def board_regions(target: Target | str) -> dict[str, int]:
+    """The memory regions (name -> bytes) of the target's linker script: what its QEMU board, or
+    the generic layout of a target without one, gives a program."""
+    target = get_target(target)
+    if target.linker_script is None:
+        return {}
+    text = (PORT_DIR / target.linker_script).read_text()
+    regions = re.findall(r"^\s*(\w+)\s*\([a-z]+\)\s*:\s*ORIGIN\s*=\s*\w+\s*,\s*LENGTH\s*=\s*(\w+)", text, re.MULTILINE)
+    return {name: parse_size(length) for name, length in regions}
+
+
 # ---------------------------------------------------------------------------------------------
 # Running under QEMU
 
@@ -312,6 +323,24 @@ def build_insn_plugin(cache_dir: Path | None = None) -> Path:
     return lib
 
 
+def qemu_version() -> str:
+    """The version qemu-system-arm reports ("7.2.22"), or "(unknown version)"."""
+    result = subprocess.run([require_qemu(), "--version"], capture_output=True, text=True, check=False)
+    found = re.search(r"version (\d+\.\d+(?:\.\d+)?)", result.stdout)
+    return found.group(1) if found else "(unknown version)"
+
+
+# What QEMU or the plugin print when the plugin cannot be loaded or installed: an API version
+# outside the QEMU build's range, a QEMU without plugin support, or the plugin refusing the API.
+_PLUGIN_LOAD_FAILURE = re.compile(r"API version|[Cc]ould not load plugin|TCG plugin|unsupported QEMU plugin API|"
+                                  r"-plugin")
+
+
+def plugin_load_failure(stderr: str) -> str | None:
+    """The line of a QEMU run's stderr saying that the instruction-count plugin was refused, if any."""
+    return next((line.strip() for line in stderr.splitlines() if _PLUGIN_LOAD_FAILURE.search(line)), None)
+
+
 def elf_function(elf: Path, name: str) -> tuple[int, int] | None:
     """(address, size) of function `name` in `elf`, or None. The Thumb bit is cleared."""
     from elftools.elf.elffile import ELFFile
@@ -380,6 +409,11 @@ def count_instructions(target: Target | str, elf: Path, timeout: float = 60,
         pcs = Path(tmp) / "pcs.txt" if profile else None
         result = run_qemu(target, elf, timeout=timeout, cwd=cwd, plugin_out=out,
                           cache_dir=cache_dir, profile_out=pcs)
+        refused = None if out.exists() else plugin_load_failure(result.stderr)
+        if refused is not None:
+            raise ToolchainError(f"QEMU {qemu_version()} cannot run edgec's instruction-count plugin "
+                                 f"({refused}); it supports QEMU's plugin API versions 1 (QEMU 7.2 to 8.2) "
+                                 f"and 2 on (QEMU 9.x)")
         if expect_status is not None and result.returncode != expect_status:
             raise ToolchainError(f"{Path(elf).name} exited with {result.returncode}, expected "
                                  f"{expect_status}:\n{result.stderr}")

@@ -2,6 +2,7 @@ import ctypes
 
 import pytest
 
+from tests.device_support import pytest_configure, pytest_runtest_setup  # noqa: F401 (needs_toolchain's hooks)
 from tests.kernel_lib import build_shared_library
 
 

@@ -1,7 +1,13 @@
-"""Shared by the tests that build generated code for Cortex-M targets and run it under QEMU."""
+"""Shared by the tests that build generated code for Cortex-M targets and run it under QEMU.
+
+A test that needs a tool this machine lacks (arm-none-eabi-gcc, qemu-system-arm, make, cmake) is
+skipped, and `pytest -rs` lists it -- unless EDGEC_REQUIRE_TOOLCHAIN=1 (set by .ci/run), which
+turns every such skip into a failure, so CI cannot go green by skipping the Cortex-M tests.
+"""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +19,35 @@ ROOT = Path(__file__).resolve().parent.parent
 DIGITS = ROOT / "examples" / "digits"
 ALL_OPS = f"{ROOT / 'tests' / 'data' / 'models.py'}:all_ops"
 
-needs_toolchain = pytest.mark.skipif(
-    toolchain.find_arm_gcc() is None or toolchain.find_qemu() is None,
-    reason=f"needs arm-none-eabi-gcc and qemu-system-arm: {toolchain.APT_INSTALL}")
+REQUIRE_TOOLCHAIN = "EDGEC_REQUIRE_TOOLCHAIN"
+
+
+def require_tools(*tools: str, install: str = toolchain.APT_INSTALL) -> None:
+    """Skip the calling test if one of the programs `tools` is not on PATH -- or, with
+    EDGEC_REQUIRE_TOOLCHAIN=1, fail it."""
+    missing = [tool for tool in tools if shutil.which(tool) is None]
+    if not missing:
+        return
+    message = f"needs {' and '.join(missing)} ({install})"
+    if os.environ.get(REQUIRE_TOOLCHAIN) == "1":
+        pytest.fail(f"{message}; {REQUIRE_TOOLCHAIN}=1 makes a missing tool a failure, not a skip",
+                    pytrace=False)
+    pytest.skip(message)
+
+
+# Marks a test, a parameter set or (in pytestmark) a module that cross-compiles and runs under
+# QEMU; the two hooks below, which conftest.py installs, act on it.
+needs_toolchain = pytest.mark.needs_toolchain
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "needs_toolchain: cross-compiles with arm-none-eabi-gcc and runs under "
+                            f"qemu-system-arm (skipped without them, failed with {REQUIRE_TOOLCHAIN}=1)")
+
+
+def pytest_runtest_setup(item) -> None:
+    if item.get_closest_marker("needs_toolchain") is not None:
+        require_tools("arm-none-eabi-gcc", "qemu-system-arm")
 
 
 @pytest.fixture(scope="session")

@@ -3,13 +3,12 @@ through the generated CMakeLists.txt, and run under QEMU: it prints the predicte
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401
+from tests.device_support import ROOT, edgec_cache, needs_toolchain, require_tools  # noqa: F401
 
 FIRMWARE = ROOT / "examples" / "firmware"
 PREDICTION = re.compile(r"predicted digit (\d), label (\d)")
@@ -29,8 +28,8 @@ def assert_correct_prediction(output: str) -> None:
     assert match.group(1) == match.group(2)  # the bundled test image 0 is classified correctly
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
 def test_makefile_firmware_runs_on_qemu(tmp_path):
+    require_tools("make", install="apt-get install make")
     result = run(["make", "-C", FIRMWARE, "TARGET=cortex-m4", f"BUILD_DIR={tmp_path}", f"PYTHON={sys.executable}",
                   "run"])
 
@@ -38,8 +37,8 @@ def test_makefile_firmware_runs_on_qemu(tmp_path):
     assert (tmp_path / "digits" / "edgec.mk").exists()
 
 
-@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
 def test_cmake_firmware_runs_on_qemu(tmp_path):
+    require_tools("cmake", install="apt-get install cmake")
     build = tmp_path / "build"
     run(["cmake", "-S", FIRMWARE, "-B", build, f"-DCMAKE_TOOLCHAIN_FILE={FIRMWARE / 'arm-none-eabi.cmake'}",
          "-DEDGEC_TARGET=cortex-m33", f"-DPython3_EXECUTABLE={sys.executable}"])

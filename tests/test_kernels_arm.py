@@ -6,6 +6,10 @@ shifts, including those outside the short requantization) go in one file, with t
 laid out by the same edgec.ops.kernel_layout functions code generation uses, and come back in
 another. Guard bytes after every output and scratch buffer catch writes past them, and each
 scratch buffer is exactly the size the op unit declares to the planner.
+
+The kernels are built at -O2 (what edgec's builds use) and, on a fifth of the cases, at -Os and
+-O0: optimised builds (__OPTIMIZE__, -Os included) run the hand-written assembly loops, -O0 builds
+their C fallbacks, which must agree too.
 """
 from __future__ import annotations
 
@@ -52,6 +56,9 @@ ARG_ERROR = -1
 GUARD_BYTE = 0x5A  # the driver's GUARD_VALUE: it fills every output and scratch buffer with it first
 ISAS = {"cortex-m4": (DSP, WIDE), "cortex-m55": (MVE, DSP)}
 CASES = {"conv": 400, "fc": 200, "add": 160, "pointwise": 300, "depthwise": 300, "avgpool": 150}
+# Optimisation levels and the share of CASES each runs: -Os takes the assembly paths like -O2,
+# -O0 the C fallbacks.
+OPT_LEVELS = {"-O2": 1, "-Os": 5, "-O0": 5}
 
 
 @dataclass
@@ -89,8 +96,12 @@ def act_bounds(rng) -> tuple[int, int]:
 
 def multipliers(rng, count: int) -> tuple[np.ndarray, np.ndarray]:
     """(multiplier, shift) pairs, mostly realistic, some that need the general requantization:
-    exact powers of two (multiplier 2^30), shifts of -1 or more, or below -24."""
-    style = int(rng.integers(4))
+    exact powers of two (multiplier 2^30), shifts of -1 or more, or below -24, and some at the
+    limits (multipliers 2^31 - 1 and 2^30, shifts -31, 30 and 31)."""
+    style = int(rng.integers(5))
+    if style == 4:
+        return (rng.choice(np.array([2**31 - 1, 2**30], dtype=np.int32), count),
+                rng.choice(np.array([-31, -24, -2, -1, 0, 30, 31], dtype=np.int32), count))
     if style == 0:
         real = 2.0 ** rng.uniform(-14, -1, count)
     elif style == 1:
@@ -101,6 +112,17 @@ def multipliers(rng, count: int) -> tuple[np.ndarray, np.ndarray]:
         real = 2.0 ** rng.uniform(-26, -24, count)
     pairs = [quantize_multiplier(float(v)) for v in real]
     return (np.array([m for m, _ in pairs], dtype=np.int32), np.array([s for _, s in pairs], dtype=np.int32))
+
+
+def bias_values(rng, count: int) -> np.ndarray | None:
+    """No bias, typical biases, or (one case in ten) biases at the int32 limits, where the folded
+    bias and the sums wrap modulo 2^32 as the golden's."""
+    style = rng.random()
+    if style < 0.2:
+        return None
+    if style < 0.3:
+        return rng.choice(np.array([-2**31, -2**31 + 1, 2**31 - 2, 2**31 - 1], dtype=np.int32), count)
+    return rng.integers(-2**20, 2**20, count).astype(np.int32)
 
 
 def int8_array(rng, shape) -> np.ndarray:
@@ -155,7 +177,7 @@ def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw) -> Case
     packed kernels' contract (edgec_nn.h) allows, or apart from it."""
     n, h, w, c_in = x.shape
     c_out, kh, kw, _ = weights.shape
-    bias = None if rng.random() < 0.2 else rng.integers(-2**20, 2**20, c_out).astype(np.int32)
+    bias = bias_values(rng, c_out)
     m, s = multipliers(rng, c_out)
     zp_in, zp_out = zero_point(rng), zero_point(rng)
     act_min, act_max = act_bounds(rng)
@@ -203,7 +225,7 @@ def fc_case(rng, isa: str) -> Case:
     per_channel = bool(rng.random() < 0.7)
     x = int8_array(rng, (batches, in_size))
     weights = int8_array(rng, (out_size, in_size))
-    bias = None if rng.random() < 0.2 else rng.integers(-2**20, 2**20, out_size).astype(np.int32)
+    bias = bias_values(rng, out_size)
     m, s = multipliers(rng, out_size if per_channel else 1)
     zp_in, zp_out = zero_point(rng), zero_point(rng)
     act_min, act_max = act_bounds(rng)
@@ -233,7 +255,7 @@ def depthwise_case(rng, isa: str) -> Case:
             break
     x = int8_array(rng, (n, h, w, c))
     weights = int8_array(rng, (1, kh, kw, c))
-    bias = None if rng.random() < 0.2 else rng.integers(-2**20, 2**20, c).astype(np.int32)
+    bias = bias_values(rng, c)
     m, s = multipliers(rng, c)
     zp_in, zp_out = zero_point(rng), zero_point(rng)
     act_min, act_max = act_bounds(rng)
@@ -322,11 +344,13 @@ def misaligned_scratch(case: Case) -> Case:
                 scratch_skew=1, status=ARG_ERROR)
 
 
-def all_cases(target: str, seed: int) -> list[Case]:
-    """Random cases of every kind for each of the target's kernel families, then, per family and
-    kind with scratch, two of them (conv: not in place) with a misaligned scratch pointer."""
+def all_cases(target: str, seed: int, divisor: int = 1) -> list[Case]:
+    """Random cases of every kind for each of the target's kernel families (CASES, divided by
+    `divisor`), then, per family and kind with scratch, two of them (conv: not in place) with a
+    misaligned scratch pointer."""
     rng = np.random.default_rng(seed)
-    cases = [MAKERS[kind](rng, isa) for isa in ISAS[target] for kind, count in CASES.items() for _ in range(count)
+    cases = [MAKERS[kind](rng, isa) for isa in ISAS[target] for kind, count in CASES.items()
+             for _ in range(count // divisor)
              if (kind not in ("depthwise", "avgpool") or isa == ISAS[target][0])  # the build's -mcpu picks the path
              and (isa != WIDE or kind in ("conv", "pointwise", "fc"))]
     refusable = [c for c in cases if c.kind != "conv" or not c.fields[24]]
@@ -335,9 +359,10 @@ def all_cases(target: str, seed: int) -> list[Case]:
     return cases + refused
 
 
-def run_on_target(target: str, cases: list[Case], tmp_path: Path) -> list[tuple[int, bool, np.ndarray]]:
+def run_on_target(target: str, cases: list[Case], tmp_path: Path,
+                  opt: str = "-O2") -> list[tuple[int, bool, np.ndarray]]:
     elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [RUNTIME / "include"], tmp_path / "kernels.elf",
-                                  extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
+                                  opt=opt, extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
     (tmp_path / "cases.bin").write_bytes(b"".join(c.record() for c in cases))
     result = toolchain.run_qemu(target, elf, timeout=120, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -357,10 +382,11 @@ def describe(case: Case) -> str:
 
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("opt", list(OPT_LEVELS))
 @pytest.mark.parametrize("target", sorted(ISAS))
-def test_packed_kernels_match_golden(target, tmp_path):
-    cases = all_cases(target, seed=5)
-    results = run_on_target(target, cases, tmp_path)
+def test_packed_kernels_match_golden(target, opt, tmp_path):
+    cases = all_cases(target, seed=5 + list(OPT_LEVELS).index(opt), divisor=OPT_LEVELS[opt])
+    results = run_on_target(target, cases, tmp_path, opt)
     failures = []
     for case, (status, guards, output) in zip(cases, results):
         if status != case.status or not guards:

@@ -7,6 +7,7 @@ kernels themselves against a slow reference written straight from docs/numerics.
 from __future__ import annotations
 
 import ctypes as C
+import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -16,13 +17,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from edgec.errors import EdgecError
+from edgec.ir import Graph, Op, Tensor
 from edgec.numerics import quantize_multiplier
+from edgec.ops.conv import UNIT as CONV
 from edgec.ops.conv import conv2d_s8, conv_output_size
+from edgec.ops.depthwise import UNIT as DEPTHWISE
 from edgec.ops.depthwise import depthwise_conv2d_s8
+from edgec.ops.linear import UNIT as LINEAR
 from tests.kernel_lib import ConvParams, Dims, PerChannelQuant, dims, per_channel_quant, ptr
 
-MAX_ABS_PRODUCT = 128 * 255  # |w * (x - zp)|, the bound the C int32 accumulator relies on
-INT32_MAX = 2**31 - 1
+MAX_ABS_PRODUCT = 128 * 255  # |w * (x - zp)|
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # --------------------------------------------------------------------------------------------
@@ -136,9 +142,10 @@ def _int8(rng: np.random.Generator, shape, mode: int, lo: int = -128) -> np.ndar
 
 
 def _bias(rng: np.random.Generator, n: int, reduction: int, mode: int) -> np.ndarray | None:
-    # The C int32 accumulator starts at bias and adds `reduction` products of at most 32640:
-    # keep every partial sum inside int32 (overflow would be UB in C and never happens in real
-    # layers), but go right up to that edge.
+    # The accumulator starts at bias and adds `reduction` products of at most 32640: modes 2 and 3
+    # keep every partial sum inside int32 but go right up to that edge (edgec compiles no layer
+    # beyond it); mode 4 puts biases at the int32 limits, where the sum wraps modulo 2^32 in C
+    # (uint32_t, UBSan-checked) and golden alike.
     limit = INT32_MAX - reduction * MAX_ABS_PRODUCT
     if mode == 0:
         return None
@@ -146,7 +153,9 @@ def _bias(rng: np.random.Generator, n: int, reduction: int, mode: int) -> np.nda
         return rng.integers(-2000, 2001, n).astype(np.int32)
     if mode == 2:
         return rng.integers(-limit, limit + 1, n).astype(np.int32)
-    return rng.choice(np.array([-limit, limit]), n).astype(np.int32)
+    if mode == 3:
+        return rng.choice(np.array([-limit, limit]), n).astype(np.int32)
+    return rng.choice(np.array([INT32_MIN, INT32_MIN + 1, INT32_MAX - 1, INT32_MAX]), n).astype(np.int32)
 
 
 @st.composite
@@ -185,7 +194,7 @@ def _qparams(draw, rng, c_out, reduction):
         input_zp=draw(zero_points), output_zp=draw(zero_points),
         multiplier=np.array([m for m, _ in qm], dtype=np.int32),
         shift=np.array([s for _, s in qm], dtype=np.int32),
-        bias=_bias(rng, c_out, reduction, draw(st.sampled_from([0, 0, 1, 1, 1, 1, 2, 3]))),
+        bias=_bias(rng, c_out, reduction, draw(st.sampled_from([0, 0, 1, 1, 1, 1, 2, 3, 4]))),
         act_min=act_min, act_max=act_max)
 
 
@@ -294,7 +303,7 @@ def _round_half_away(q: Fraction) -> int:
 
 
 def _ref_requantize(acc: int, multiplier: int, shift: int) -> int:
-    assert -2**31 <= acc < 2**31
+    acc = (acc + 2**31) % 2**32 - 2**31                 # the 32-bit accumulator wraps
     v = acc << max(shift, 0)
     v = (v + 2**31) % 2**32 - 2**31                     # int32(x << left)
     high = math.floor(Fraction(v * multiplier, 2**31) + Fraction(1, 2))  # rounds half up
@@ -481,3 +490,128 @@ def test_depthwise_rejects_channel_mismatch(kernel_lib):
     assert run_c(kernel_lib, "edgec_depthwise_conv_s8", case)[0] == 0
     assert run_c(kernel_lib, "edgec_depthwise_conv_s8", case, ch_mult=3)[0] == -1
     assert run_c(kernel_lib, "edgec_depthwise_conv_s8", case, ch_mult=0)[0] == -1
+
+
+# --------------------------------------------------------------------------------------------
+# Extreme values: biases at the int32 limits (the accumulator wraps), zero points -128/127 in and
+# out, multipliers 2^31 - 1 and 2^30, shifts at their limits -- every kernel, golden == C (UBSan)
+# --------------------------------------------------------------------------------------------
+
+EXTREME_BIASES = np.array([INT32_MIN, INT32_MAX, INT32_MIN + 1, INT32_MAX - 1, 0, -1, 2**30, -2**30],
+                          dtype=np.int32)
+EXTREME_SHIFTS = ([-31] * 8, [30] * 8, [31] * 8, [-31, 30, 0, -1, 1, -24, -2, 31])
+EXTREME_CASES = list(itertools.product([(-128, 127), (127, -128), (-128, -128), (127, 127)],
+                                       [2**31 - 1, 2**30], range(len(EXTREME_SHIFTS))))
+
+
+def extreme_case(zero_points, multiplier: int, shifts: int, *, kernel: str, seed: int = 0) -> Case:
+    """8 output channels (one per extreme bias) over inputs and weights of -128/127 only, so the
+    sums are as large as they get and wrap past both int32 limits."""
+    rng = np.random.default_rng(seed)
+    extremes = np.array([-128, 127], dtype=np.int8)
+    common = dict(bias=EXTREME_BIASES, multiplier=np.full(8, multiplier), shift=np.array(EXTREME_SHIFTS[shifts]),
+                  input_zp=zero_points[0], output_zp=zero_points[1], act_min=-128, act_max=127)
+    if kernel == "edgec_conv_1x1_s8":
+        return Case(x=rng.choice(extremes, (2, 3, 5, 11)), w=rng.choice(extremes, (8, 1, 1, 11)), stride=(2, 1),
+                    pad=(0, 0), dilation=(1, 1), out_hw=(2, 5), **common)
+    if kernel == "edgec_depthwise_conv_s8":
+        # ch_mult 1 runs the groups of four (3x3 inside runs and border pixels), 2 the general loop
+        ch_mult = 1 + seed % 2
+        return Case(x=rng.choice(extremes, (2, 6, 5, 8 // ch_mult)), w=rng.choice(extremes, (1, 3, 3, 8)),
+                    stride=(1, 2), pad=(1, 1), dilation=(1, 1), out_hw=(6, 3), ch_mult=ch_mult, is_depthwise=True,
+                    **common)
+    return Case(x=rng.choice(extremes, (2, 5, 6, 6)), w=rng.choice(extremes, (8, 3, 2, 3)), stride=(1, 2),
+                pad=(1, 0), dilation=(2, 1), out_hw=(3, 3), groups=2, **common)
+
+
+@pytest.mark.parametrize("kernel", ["edgec_conv_s8", "edgec_conv_1x1_s8", "edgec_depthwise_conv_s8"])
+@pytest.mark.parametrize("zero_points,multiplier,shifts", EXTREME_CASES)
+def test_extreme_values_wrap_like_golden(kernel_lib, kernel, zero_points, multiplier, shifts):
+    for seed in (0, 1):
+        case = extreme_case(zero_points, multiplier, shifts, kernel=kernel, seed=seed)
+        status, out = run_c(kernel_lib, kernel, case)
+        assert status == 0
+        np.testing.assert_array_equal(out, case.golden())
+
+
+def test_extreme_values_golden_matches_slow_reference():
+    for zero_points, multiplier, shifts in EXTREME_CASES[::3]:
+        case = extreme_case(zero_points, multiplier, shifts, kernel="edgec_conv_s8")
+        np.testing.assert_array_equal(case.golden(), ref_conv(case))
+        case = extreme_case(zero_points, multiplier, shifts, kernel="edgec_depthwise_conv_s8", seed=1)
+        np.testing.assert_array_equal(case.golden(), ref_depthwise(case))
+
+
+@pytest.mark.parametrize("kernel", ["edgec_conv_s8", "edgec_conv_1x1_s8", "edgec_depthwise_conv_s8"])
+@pytest.mark.parametrize("override", [
+    dict(input_offset=129), dict(input_offset=-128), dict(output_offset=128), dict(output_offset=-129),
+    dict(input_offset=2**31 - 1), dict(stride_h=2**30), dict(stride_w=2**31 - 1)])
+def test_rejects_offsets_outside_int8_and_overflowing_strides(kernel_lib, kernel, override):
+    """Zero points outside int8 would take x + input_offset and the output stage past int32, and a
+    stride of 2^30 over 3 output rows the index arithmetic: refused, without undefined behaviour."""
+    case = extreme_case((0, 0), 2**30, 0, kernel=kernel)
+    assert run_c(kernel_lib, kernel, case)[0] == 0
+    assert run_c(kernel_lib, kernel, case, **override)[0] == -1
+
+
+@pytest.mark.parametrize("kernel", ["edgec_conv_s8", "edgec_depthwise_conv_s8"])
+@pytest.mark.parametrize("override", [
+    dict(pad_top=2**31 - 1), dict(pad_left=2**31 - 4), dict(dilation_h=2**30), dict(dilation_w=2**31 - 1)])
+def test_rejects_windows_whose_index_arithmetic_overflows(kernel_lib, kernel, override):
+    case = extreme_case((0, 0), 2**30, 0, kernel=kernel)
+    assert run_c(kernel_lib, kernel, case, **override)[0] == -1
+
+
+@pytest.mark.parametrize("kernel", ["edgec_conv_s8", "edgec_conv_1x1_s8", "edgec_depthwise_conv_s8"])
+@pytest.mark.parametrize("bad_shift", [32, -32, 2**31 - 1, -2**31])
+def test_rejects_shifts_outside_their_range(kernel_lib, kernel, bad_shift):
+    case = extreme_case((0, 0), 2**30, 0, kernel=kernel)
+    case.shift = case.shift.copy()
+    case.shift[5] = bad_shift
+    assert run_c(kernel_lib, kernel, case)[0] == -1
+    with pytest.raises(ValueError):
+        case.golden()
+
+
+# --------------------------------------------------------------------------------------------
+# Compile time: a layer whose accumulator could leave int32 is refused, naming the layer
+# --------------------------------------------------------------------------------------------
+
+def _finalize(unit, kind: str, weight: np.ndarray, bias, x_shape, y_shape, input_zp: int = 0) -> None:
+    graph = Graph(inputs=["x"], outputs=["y"], layout="NHWC")
+    graph.add_tensor(Tensor("x", x_shape, scale=0.02, zero_point=input_zp))
+    graph.add_tensor(Tensor("y", y_shape, scale=0.05, zero_point=0))
+    c_out = y_shape[-1]
+    op = Op("conv_3", kind, ["x"], ["y"], dict(weight=weight, weight_scales=np.full(c_out, 1e-3), bias=bias,
+                                             clamp=(None, None)), source="model.py:12 (self.conv(x))")
+    graph.ops = [op]
+    unit.finalize(op, graph)
+
+
+@pytest.mark.parametrize("unit,kind,weight_shape,x_shape,y_shape", [
+    (CONV, "conv2d", (3, 3, 3, 16), (1, 8, 8, 16), (1, 8, 8, 3)),
+    (DEPTHWISE, "depthwise_conv2d", (1, 3, 3, 3), (1, 8, 8, 3), (1, 8, 8, 3)),
+    (LINEAR, "fully_connected", (3, 144), (1, 144), (1, 3))])
+def test_finalize_refuses_a_bias_the_accumulator_cannot_hold(unit, kind, weight_shape, x_shape, y_shape):
+    weight = np.full(weight_shape, -128, dtype=np.int8)
+    taps = int(np.prod(weight_shape)) // 3
+    for zp, largest_x in ((0, 128), (127, 255), (-128, 255)):
+        worst = taps * 128 * largest_x
+        fits = np.array([0, INT32_MAX - worst, -(INT32_MAX - worst)], dtype=np.int32)
+        _finalize(unit, kind, weight, fits, x_shape, y_shape, input_zp=zp)
+        _finalize(unit, kind, weight, fits - np.array([0, 0, 1], np.int32), x_shape, y_shape, input_zp=zp)
+        too_large = fits.copy()
+        too_large[2] -= 2  # a sum of exactly -2^31 still fits
+        with pytest.raises(EdgecError, match=r"model\.py:12 \(self\.conv\(x\)\).*output channel 2"):
+            _finalize(unit, kind, weight, too_large, x_shape, y_shape, input_zp=zp)
+
+
+def test_finalize_accepts_a_saturated_bias_on_a_dead_channel():
+    """quantize_bias saturates to int32 when a channel's weight scale is tiny; with all-zero weights
+    that channel's accumulator is the bias alone, which fits."""
+    weight = np.ones((3, 3, 3, 16), dtype=np.int8)
+    weight[1] = 0
+    bias = np.array([1000, INT32_MAX, -1000], dtype=np.int32)
+    _finalize(CONV, "conv2d", weight, bias, (1, 8, 8, 16), (1, 8, 8, 3))
+    bias[1] = INT32_MIN
+    _finalize(CONV, "conv2d", weight, bias, (1, 8, 8, 16), (1, 8, 8, 3))

@@ -559,3 +559,84 @@ def test_add_and_clamp_reject_bad_args(lib):
     assert lib.edgec_clamp_s8(ptr(x, C.c_int8), -1, 0, 6) == EDGEC_ARG_ERROR
     assert lib.edgec_clamp_s8(None, 4, 0, 6) == EDGEC_ARG_ERROR
     assert lib.edgec_clamp_s8(ptr(x, C.c_int8), 4, -128, 128) == EDGEC_ARG_ERROR
+
+
+# --------------------------------------------------------------------------------------------
+# 4. Extreme values: biases at the int32 limits, zero points -128/127 in and out, multipliers
+#    2^31 - 1 and 2^30, shifts at their limits (golden == C, UBSan-checked, 0 LSB)
+# --------------------------------------------------------------------------------------------
+EXTREME_ZERO_POINTS = [(-128, 127), (127, -128), (-128, -128), (127, 127)]
+EXTREME_MULTIPLIERS = [2**31 - 1, 2**30]
+EXTREME_SHIFTS = [-31, -1, 0, 30, 31]
+INT32_LIMITS = np.array([-2**31, 2**31 - 1, -2**31 + 1, 2**31 - 2, 0, -1, 1, 2**30], dtype=np.int32)
+
+
+@pytest.mark.parametrize("zp_in,zp_out", EXTREME_ZERO_POINTS)
+@pytest.mark.parametrize("multiplier", EXTREME_MULTIPLIERS)
+@pytest.mark.parametrize("shift", EXTREME_SHIFTS)
+def test_fully_connected_extreme_values(lib, zp_in, zp_out, multiplier, shift):
+    """Inputs and weights of -128/127 only (maximal dot products) on biases at the int32 limits:
+    the accumulators wrap past both limits; per channel and per tensor."""
+    rng = np.random.default_rng(shift + 40)
+    x = rng.choice(np.array([-128, 127], np.int8), (3, 301))
+    w = rng.choice(np.array([-128, 127], np.int8), (8, 301))
+    for per_channel in (False, True):
+        mult = np.full(8, multiplier) if per_channel else multiplier
+        shifts = np.roll(np.array(EXTREME_SHIFTS * 2)[:8], shift) if per_channel else shift
+        kwargs = dict(input_zp=zp_in, output_zp=zp_out)
+        status, got = c_fully_connected(lib, x, w, INT32_LIMITS, mult, shifts, **kwargs)
+        assert status == EDGEC_OK
+        np.testing.assert_array_equal(got, fully_connected_s8(x, w, INT32_LIMITS, mult, shifts, **kwargs))
+
+
+@pytest.mark.parametrize("zp1,zp_out", EXTREME_ZERO_POINTS)
+@pytest.mark.parametrize("multiplier", EXTREME_MULTIPLIERS)
+@pytest.mark.parametrize("shift", EXTREME_SHIFTS)
+@pytest.mark.parametrize("left_shift", [0, 20, 23])
+def test_add_extreme_values(lib, zp1, zp_out, multiplier, shift, left_shift):
+    """Every input pair of -128/127 against the other input's zero point at the opposite limit."""
+    x1 = np.array([-128, -128, 127, 127, 0, -1], np.int8)
+    x2 = np.array([-128, 127, -128, 127, 0, 1], np.int8)
+    names = [name for name, _ in AddParams._fields_]
+    for out_shift in (shift, -shift if abs(shift) <= 30 else 0):
+        params = dict(zip(names, [-zp1, multiplier, shift, -zp_out, multiplier, -1, left_shift, zp_out,
+                                  multiplier, out_shift, -128, 127]))
+        status, got = c_add(lib, x1, x2, params)
+        assert status == EDGEC_OK
+        np.testing.assert_array_equal(got, add_s8(x1, x2, params))
+
+
+@pytest.mark.parametrize("kind", ["avg", "max"])
+@pytest.mark.parametrize("shape,kernel,stride,pad,out_hw", [
+    ((1, 1, 1, 1), (1, 1), (2**31 - 1, 2**31 - 1), (0, 0), (1, 1)),  # the largest stride
+    ((1, 5, 3, 2), (5, 3), (2**31 - 1, 2**30), (4, 2), (1, 1)),      # padding k - 1, windows at its edge
+    ((2, 16, 16, 5), (16, 16), (1, 1), (15, 15), (31, 31)),          # 256-tap windows (DSP's int16 limit)
+    ((1, 17, 16, 4), (17, 16), (1, 1), (0, 0), (1, 1)),              # 272 taps: past it
+])
+@pytest.mark.parametrize("act", [(-128, 127), (-128, -128), (127, 127)])
+def test_pool_extreme_values(lib, kind, shape, kernel, stride, pad, out_hw, act):
+    golden, c_fn = {"avg": (avg_pool2d_s8, lib.edgec_avgpool_s8),
+                    "max": (max_pool2d_s8, lib.edgec_maxpool_s8)}[kind]
+    rng = np.random.default_rng(3)
+    for x in (np.full(shape, -128, np.int8), np.full(shape, 127, np.int8),
+              rng.choice(np.array([-128, 127], np.int8), shape)):
+        kwargs = dict(kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, act_min=act[0], act_max=act[1])
+        status, got = c_pool(c_fn, x, **kwargs)
+        assert status == EDGEC_OK
+        np.testing.assert_array_equal(got, golden(x, **kwargs))
+
+
+def test_kernels_reject_sizes_past_int32(lib):
+    """Element counts or index arithmetic past int32: refused before any index is formed."""
+    x = np.zeros((1, 4), dtype=np.int8)
+    keep = []
+    quant = per_channel_quant(np.array([2**30]), np.array([0]), keep)
+    params = FcParams(0, 0, 0, -128, 127)
+    out = np.zeros(4, dtype=np.int8)
+    for batches, n_in, n_out in ((2**20, 2**12, 1), (1, 2**16, 2**16), (2**16, 1, 2**16)):
+        assert lib.edgec_fully_connected_s8(C.byref(params), C.byref(quant), batches, n_in, ptr(x, C.c_int8),
+                                            n_out, ptr(x, C.c_int8), None, ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
+    pool = PoolParams(1, 1, 0, 0, 1, 1, -128, 127)
+    for fn in (lib.edgec_avgpool_s8, lib.edgec_maxpool_s8):
+        big = dims((2**16, 2**8, 2**8, 1))
+        assert fn(C.byref(pool), C.byref(big), ptr(x, C.c_int8), C.byref(big), ptr(out, C.c_int8)) == EDGEC_ARG_ERROR

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes as C
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +24,7 @@ from edgec.ops.kernel_layout import MVE
 from tests.kernel_lib import ConvParams, dims, per_channel_quant, ptr
 from tests.test_kernels_conv import (
     _CONV_ARGTYPES,
+    EXTREME_CASES,
     SETTINGS,
     Case,
     _data_mode,
@@ -30,6 +32,7 @@ from tests.test_kernels_conv import (
     _geometry,
     _int8,
     _qparams,
+    extreme_case,
     pointwise_cases,
 )
 
@@ -238,3 +241,27 @@ def test_in_place_kernels_need_scratch_and_depthwise_needs_ch_mult_1(kernel_lib)
     quant = per_channel_quant(np.full(4, 2**30), np.zeros(4), keep)
     assert fn(C.byref(params), C.byref(quant), C.byref(dims(x.shape)), ptr(x, C.c_int8), C.byref(dims(w.shape)),
               ptr(w, C.c_int8), None, C.byref(dims((1, 2, 2, 4))), ptr(out, C.c_int8), None) == -1
+
+
+@pytest.mark.parametrize("zero_points,multiplier,shifts", EXTREME_CASES)
+def test_depthwise_packed_extreme_values(kernel_lib, zero_points, multiplier, shifts):
+    """The packed kernel's portable path on biases at the int32 limits (their folded form wraps, and
+    so do the sums), zero points -128/127 in and out, multipliers 2^31 - 1 and 2^30 and shifts at
+    their limits, with 3x3 rows unrolled (pad 1) and dilated: golden == C, apart and in place."""
+    for dilation in ((1, 1), (2, 1)):
+        case = extreme_case(zero_points, multiplier, shifts, kernel="edgec_depthwise_conv_s8")
+        case.stride, case.dilation = (1, 1), dilation
+        case.out_hw = (case.x.shape[1] + 2 - 2 * dilation[0], case.x.shape[2])
+        op, graph = _ir_op("depthwise_conv2d", case)
+        op.attrs["isa"] = MVE  # the host's cache entries are Helium's: 4 int8
+        unstaged, staged = DEPTHWISE.in_place(op, graph, None)
+        packed = (packed_depthwise_filter(case.w), packed_depthwise_bias(case.bias, case.w, case.input_zp))
+        expected = case.golden()
+        status, out = run_in_place(kernel_lib, "edgec_depthwise_conv_s8_packed", case, -case.x.size,
+                                   unstaged.scratch_bytes, packed)
+        assert status == 0
+        np.testing.assert_array_equal(out, expected)
+        status, out = run_in_place(kernel_lib, "edgec_depthwise_conv_s8_packed_in_place", case, staged.input_offset,
+                                   staged.scratch_bytes, packed)
+        assert status == 0
+        np.testing.assert_array_equal(out, expected)

@@ -369,3 +369,21 @@ def test_c_rejects_bad_arguments(lib):
         assert call(bad) == EDGEC_ARG_ERROR, bad
         with pytest.raises(ValueError):
             softmax_s8(x, bad)
+
+
+# --------------------------------------------------------------------------------------------
+# 5. Extreme parameters: multipliers 2^31 - 1 and 2^30, left shifts at their limits, diff_min at
+#    the input radius, rows of -128/127 (golden == C, UBSan-checked, 0 LSB)
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("multiplier", [2**31 - 1, 2**30, 1, 0])
+@pytest.mark.parametrize("left_shift", [0, 1, 26, 30, 31])
+@pytest.mark.parametrize("diff_min_kind", ["radius", "minus_one", "zero"])
+def test_extreme_params_golden_equals_c(lib, multiplier, left_shift, diff_min_kind):
+    radius = ((31 << 26) >> left_shift)
+    diff_min = {"radius": -radius, "minus_one": -min(1, radius), "zero": 0}[diff_min_kind]
+    params = dict(input_multiplier=multiplier, input_left_shift=left_shift, diff_min=diff_min)
+    rng = np.random.default_rng(left_shift)
+    x = np.concatenate([np.array([[-128, 127, -128, 127, 127], [127] * 5, [-128] * 5, [-128, -127, 126, 127, 0]],
+                                 np.int8).repeat(120, axis=1),
+                        rng.choice(np.array([-128, 127], np.int8), (2, 600))])
+    np.testing.assert_array_equal(run_c(lib, x, params), softmax_s8(x, params))

@@ -72,7 +72,10 @@ def test_a_scratch_smaller_than_the_kernel_writes_is_caught(target, tmp_path):
     with pytest.raises(EdgecError) as failure:
         _run(compiled, tmp_path)
 
-    assert offset + size - 8 <= _written_byte(failure.value, compiled.graph.ops.index(op)) < offset + size
+    if target == "host":  # the portable 1x1 in-place kernel's scratch (C_out bytes): caught as it runs
+        assert offset + size - 8 <= _written_byte(failure.value, compiled.graph.ops.index(op)) < offset + size
+    else:  # the packed kernel's has an edgec_nn.h size: the generated C does not compile, naming the layer
+        assert f"size of array 'model_{op.name}_scratch_too_small' is negative" in str(failure.value)
 
 
 @pytest.mark.parametrize("target", ["host", pytest.param("cortex-m55", marks=needs_toolchain)])

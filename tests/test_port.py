@@ -4,7 +4,9 @@ Programs live in tests/data/port/. Each QEMU run takes about 50 ms; objects are 
 """
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -13,14 +15,11 @@ import pytest
 
 from edgec import toolchain
 from edgec.targets import TARGETS, UnknownTargetError, get_target, parse_size
+from tests.device_support import needs_toolchain
 
 DATA = Path(__file__).resolve().parent / "data" / "port"
 RUNNABLE = ["cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55"]
 FAULT_KINDS = ["bad_address", "undefined_instruction", "deep_recursion", "oversized_frame"]  # fault.c
-
-needs_toolchain = pytest.mark.skipif(
-    toolchain.find_arm_gcc() is None or toolchain.find_qemu() is None,
-    reason=f"needs arm-none-eabi-gcc and qemu-system-arm: {toolchain.APT_INSTALL}")
 
 
 @pytest.fixture(scope="session")
@@ -184,3 +183,66 @@ def test_parse_size():
     assert parse_size("4096") == parse_size(4096) == 4096
     with pytest.raises(ValueError):
         parse_size("12 parsecs")
+
+
+# --- the instruction-count plugin across QEMU's plugin API versions -----------------------------
+# This machine's QEMU is 7.2 (API version 1); tests/data/port/fake_plugin_host.c stands in for
+# the loaders of other versions: QEMU 9.x's (only versions 2 on, per-vCPU scoreboards) and one
+# with neither inline API. Each runs the same guest trace (fake_plugin_host.c: 16 counted
+# instructions, two regions of 4 and 8, the markers run 4 times).
+FAKE_HOST = DATA / "fake_plugin_host.c"
+FAKE_TRACE_COUNTS = "total 20\nbegin 3\nend 7\nbegin 7\nend 15\n"
+
+
+def fake_host(api: int, tmp_path: Path) -> Path:
+    host = tmp_path / f"host{api}"
+    subprocess.run([toolchain.require_host_cc(), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-rdynamic",
+                    f"-DHOST_API={api}", str(FAKE_HOST), "-o", str(host), "-ldl"], check=True, capture_output=True)
+    return host
+
+
+@pytest.mark.parametrize("api,version", [(1, 1), (2, 2)])
+def test_plugin_declares_the_api_version_its_qemu_accepts_and_counts_alike(api, version, tmp_path, cache_dir):
+    plugin = toolchain.build_insn_plugin(cache_dir)
+    out, pcs = tmp_path / "counts.txt", tmp_path / "pcs.txt"
+    result = subprocess.run([fake_host(api, tmp_path), plugin, "begin=0x100", "end=0x200", f"out={out}", f"pcs={pcs}"],
+                            capture_output=True, text=True, check=False)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"version {version}\n"
+    assert out.read_text() == FAKE_TRACE_COUNTS
+    assert toolchain.parse_plugin_output(out.read_text())["insns"] == [4, 8]
+    assert sorted(pcs.read_text().split("\n")[:-1]) == sorted(
+        ["0x10 1", "0x12 1", "0x14 1", "0x100 2", "0x20 3", "0x22 3", "0x24 3", "0x26 3", "0x200 2", "0x30 1"])
+
+
+def test_plugin_refuses_a_qemu_without_either_api_in_one_line(tmp_path, cache_dir):
+    plugin = toolchain.build_insn_plugin(cache_dir)
+    result = subprocess.run([fake_host(0, tmp_path), plugin, "begin=0x100", "end=0x200", f"out={tmp_path / 'x'}"],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 3
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("edgec insn plugin: unsupported QEMU plugin API (versions 0 to 1)")
+    assert toolchain.plugin_load_failure(result.stderr) == result.stderr.strip()
+
+
+@needs_toolchain
+def test_a_qemu_that_refuses_the_plugin_is_one_clear_error(tmp_path, cache_dir, monkeypatch):
+    """A QEMU whose plugin API does not take the plugin (here a stand-in for a future QEMU with
+    minimum version 3) fails edgec's counting with one line naming the QEMU version."""
+    elf = build("cortex-m4", "bench_loop.c", tmp_path, cache_dir, defines={"N": 3})
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake_qemu = bin_dir / "qemu-system-arm"
+    fake_qemu.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "QEMU emulator version 11.0.0"; exit 0; fi\n'
+                         'echo "qemu-system-arm: -plugin x: Could not load plugin x: plugin requires API version 2, '
+                         'but this QEMU supports only a minimum version of 3" >&2\nexit 1\n')
+    fake_qemu.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+    with pytest.raises(toolchain.ToolchainError) as error:
+        toolchain.count_instructions("cortex-m4", elf, timeout=20, cache_dir=cache_dir)
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.startswith("QEMU 11.0.0 cannot run edgec's instruction-count plugin (qemu-system-arm: -plugin x: "
+                              "Could not load plugin x: plugin requires API version 2")

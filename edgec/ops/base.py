@@ -21,6 +21,9 @@ class CCall:
     code: str  # C statement(s) ending in ';' -- they set `status`
     constants: list  # [(c_type, symbol, np.ndarray)] emitted const into the weights file
     params: list  # [(c_type, symbol, initializer)] emitted static const into the model file
+    # The scratch bytes the kernel needs as a C constant expression of edgec_nn.h's macros (which
+    # follow the compiler's -mcpu), checked at compile time against the plan's; None: no macro.
+    scratch_required: str | None = None
 
 
 C_ARRAY_TYPES = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dtype(np.int32): "int32_t",

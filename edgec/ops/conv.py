@@ -1,7 +1,7 @@
 """2-D convolution (any kernel, stride, padding, dilation, groups): golden int8 kernel and op unit.
 
 The golden kernel is the specification the C kernels (runtime_c/src/conv/) are tested against,
-byte for byte. Arithmetic: docs numerics.md, "Conv / depthwise".
+byte for byte. Arithmetic: docs/numerics.md, "Convolution".
 """
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from edgec.ir import ARENA_ALIGNMENT, InPlace
 from edgec.numerics import (
     INT8_MAX,
     INT8_MIN,
+    INT32_MAX,
+    INT32_MIN,
     activation_bounds,
     quantize_bias,
     quantize_multiplier,
@@ -29,6 +31,8 @@ from edgec.torch_ops import CONVS, aten
 # The largest |product| of an int8 weight and an offset-corrected int8 activation:
 # w in [-128, 127], x - zp in [-255, 255].
 _MAX_ABS_PRODUCT = 128 * 255
+# The requantization shifts the C kernels accept (edgec_shift_valid).
+MAX_ABS_SHIFT = 31
 # The generic conv's packed kernels (edgec_conv_s8_dsp/_mve): channels per micro-kernel step and
 # filter bytes per channel and step.
 CONV_BLOCKING = {DSP: RowBlocking(rows=2, group=4), MVE: RowBlocking(rows=4, group=16)}
@@ -88,6 +92,8 @@ def check_conv_args(x, multiplier, shift, bias, c_out, input_zp, output_zp, stri
         raise ValueError("multiplier, shift and bias need one entry per output channel")
     if not (INT8_MIN <= input_zp <= INT8_MAX and INT8_MIN <= output_zp <= INT8_MAX):
         raise ValueError("zero points must be int8")
+    if np.any(np.abs(np.asarray(shift, dtype=np.int64)) > MAX_ABS_SHIFT):
+        raise ValueError(f"shifts must be in [-{MAX_ABS_SHIFT}, {MAX_ABS_SHIFT}]")
     if min(stride) < 1 or min(dilation) < 1 or min(pad) < 0:
         raise ValueError("stride and dilation must be >= 1, padding >= 0")
     if min(out_hw) < 1:
@@ -323,7 +329,11 @@ def emit_packed_conv_call(op, graph, names) -> CCall:
         weights, kernel = ("wide_weights", widen_taps(weights[1])), kernel + "_wide"
         bias = ("channel_table", dsp_channel_table(bias[1], a["multiplier"], a["shift"],
                                                    graph.tensors[op.outputs[0]].zero_point))
-    return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape, weights=weights, bias=bias)
+    k, c_in = int(np.prod(a["weight"].shape[1:])), a["weight"].shape[3]
+    required = (f"EDGEC_CONV_S8_DSP_SCRATCH_BYTES({k}, {c_in})" if a["isa"] == DSP
+                else f"EDGEC_CONV_S8_MVE_SCRATCH_BYTES({k})")
+    return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape, weights=weights, bias=bias,
+                          scratch_required=required)
 
 
 def pointwise_input_pixels(input_shape, output_shape, stride) -> np.ndarray:
@@ -372,18 +382,42 @@ def quantized_bias(bias, input_scale: float, weight_scales: np.ndarray, where: s
     return quantize_bias(bias.value.astype(np.float64) * scales, input_scale, weight_scales)
 
 
-def finalize_output_stage(op, graph) -> None:
-    """Per-channel (multiplier, shift) of s_in*s_w/s_out, and the fused clamp's int8 bounds."""
+def finalize_output_stage(op, graph, channel_axis: int = 0) -> None:
+    """Per-channel (multiplier, shift) of s_in*s_w/s_out, and the fused clamp's int8 bounds, after
+    checking that no output channel's accumulator can leave int32 (`channel_axis`: the output
+    channels' axis of op.attrs["weight"])."""
     x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    check_accumulator_range(op, x_t.zero_point, channel_axis)
     pairs = [quantize_multiplier(x_t.scale * float(s) / out_t.scale) for s in op.attrs["weight_scales"]]
     op.attrs["multiplier"] = np.array([m for m, _ in pairs], dtype=np.int32)
     op.attrs["shift"] = np.array([s for _, s in pairs], dtype=np.int32)
     op.attrs["act_min"], op.attrs["act_max"] = activation_bounds(out_t.zero_point, out_t.scale, *op.attrs["clamp"])
 
 
-def emit_conv_call(kernel: str, op, graph, names, filter_dims, *, weights=None, bias=None) -> CCall:
+def check_accumulator_range(op, input_zp: int, channel_axis: int) -> None:
+    """EdgecError naming the layer if some input could take an output channel's accumulator,
+    bias + sum w * (x - zp), outside int32: the C kernels would wrap it modulo 2^32 (defined, and
+    what the golden does, but not the layer's value). The bound, bias +- sum |w| * max |x - zp|, is
+    reached by the worst input (and is at most |bias| + K * 32640 for K taps), so a dead channel
+    (all-zero weights) with a saturated bias still compiles."""
+    weight = np.moveaxis(np.asarray(op.attrs["weight"], dtype=np.int64), channel_axis, 0)
+    largest_x = max(INT8_MAX - input_zp, input_zp - INT8_MIN)
+    taps = np.abs(weight).reshape(weight.shape[0], -1).sum(axis=1) * largest_x
+    bias = np.zeros_like(taps) if op.attrs["bias"] is None else np.asarray(op.attrs["bias"], dtype=np.int64)
+    over = np.flatnonzero((bias + taps > INT32_MAX) | (bias - taps < INT32_MIN))
+    if over.size:
+        c = int(over[0])
+        others = f" (and {over.size - 1} more channels)" if over.size > 1 else ""
+        raise EdgecError(f"{op.source or op.name}: the int32 accumulator of output channel {c}{others} can overflow: "
+                         f"bias {bias[c]} +- worst-case weighted sum {taps[c]} leaves int32; the bias is too large "
+                         f"for the layer's input and weight scales")
+
+
+def emit_conv_call(kernel: str, op, graph, names, filter_dims, *, weights=None, bias=None,
+                   scratch_required: str | None = None) -> CCall:
     """The call shared by the conv family: params, per-channel quant, dims, arena pointers.
-    `weights` and `bias`, (symbol suffix, array), replace op.attrs' for a packed kernel."""
+    `weights` and `bias`, (symbol suffix, array), replace op.attrs' for a packed kernel;
+    `scratch_required` is CCall's."""
     a = op.attrs
     weights = weights or ("weights", a["weight"])
     bias = bias or (None if a["bias"] is None else ("bias", a["bias"]))
@@ -402,7 +436,7 @@ def emit_conv_call(kernel: str, op, graph, names, filter_dims, *, weights=None, 
     code = (f"status |= {kernel}(&{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
             f"&{p}filter_dims, {p}{weights[0]}, {bias_arg}, &{p}output_dims, {names.ptr(op.outputs[0])}, "
             f"{names.scratch(op)});")
-    return CCall(code, constants, params)
+    return CCall(code, constants, params, scratch_required)
 
 
 def weighted_constants(prefix: str, attrs: dict, weights: tuple, bias: tuple | None) -> tuple[list, str]:

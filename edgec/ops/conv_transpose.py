@@ -136,11 +136,15 @@ def conv_transpose_scratch_bytes(isa: str, weight_shape, *, stride, dilation) ->
     (EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES)."""
     if isa == PORTABLE:
         return 0
-    c_in, _, kh, kw = weight_shape
-    k = c_in * max(len(t) for t in conv_transpose_phase_taps(kh, stride[0], dilation[0])) * \
-        max(len(t) for t in conv_transpose_phase_taps(kw, stride[1], dilation[1]))
-    padded = CONV_BLOCKING[isa].padded_k(k)
+    padded = CONV_BLOCKING[isa].padded_k(largest_phase_taps(weight_shape, stride, dilation))
     return 5 * padded if isa == DSP else 2 * padded
+
+
+def largest_phase_taps(weight_shape, stride, dilation) -> int:
+    """K of the largest phase: C_in times its taps along H and along W (groups 1)."""
+    c_in, _, kh, kw = weight_shape
+    return c_in * max(len(t) for t in conv_transpose_phase_taps(kh, stride[0], dilation[0])) * \
+        max(len(t) for t in conv_transpose_phase_taps(kw, stride[1], dilation[1]))
 
 
 def conv_transpose_accumulator(x: np.ndarray, w: np.ndarray, *, input_zp: int, stride=(1, 1), pad=(0, 0),
@@ -322,6 +326,9 @@ class ConvTranspose(OpDef):
         kernel, scratch = ("edgec_conv_transpose_s8", "") if a["isa"] == PORTABLE else \
             (f"edgec_conv_transpose_s8_{a['isa']}", f", {names.scratch(op)}")
         call.code = f"status |= {kernel}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}{scratch});"
+        if a["isa"] != PORTABLE:
+            k = largest_phase_taps(a["weight"].shape, a["stride"], a["dilation"])
+            call.scratch_required = f"EDGEC_CONV_TRANSPOSE_S8_{a['isa'].upper()}_SCRATCH_BYTES({k})"
         return call
 
     def macs(self, op, graph) -> int:

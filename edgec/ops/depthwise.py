@@ -1,7 +1,7 @@
 """Depthwise 2-D convolution with channel multiplier: golden int8 kernel and op unit.
 
 The golden kernel is the specification edgec_depthwise_conv_s8 (runtime_c/src/depthwise/) is
-tested against, byte for byte. Arithmetic: docs numerics.md, "Conv / depthwise".
+tested against, byte for byte. Arithmetic: docs/numerics.md, "Depthwise".
 """
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ class DepthwiseConv2d(OpDef):
         op.attrs["ch_mult"] = weight.shape[0] // op.attrs["groups"]
 
     def finalize(self, op, graph) -> None:
-        finalize_output_stage(op, graph)
+        finalize_output_stage(op, graph, channel_axis=3)  # the filter is [1, KH, KW, C_out]
 
     def golden(self, op, graph, inputs):
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -99,15 +99,22 @@ class DepthwiseConv2d(OpDef):
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
         form = names.in_place_form(op)
+        n, ho, wo, c = graph.tensors[op.outputs[0]].shape
+        planes = f"EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES({n * ho * wo}, {c})"
         if a.get("isa") is None:
             suffix = "" if form is None else "_in_place"
-            return emit_conv_call(f"edgec_depthwise_conv_s8{suffix}", op, graph, names, a["weight"].shape)
+            return emit_conv_call(f"edgec_depthwise_conv_s8{suffix}", op, graph, names, a["weight"].shape,
+                                  scratch_required=planes if suffix else None)
         # The plain packed kernel runs unstaged in place too; the staged form's scratch adds the planes.
         suffix = "" if form is None or form.scratch_bytes == self.scratch_bytes(op, graph, None) else "_in_place"
+        _, kh, kw, _ = a["weight"].shape
+        rows = (f"EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES({kh}, EDGEC_DEPTHWISE_PACKED_ROW_PIXELS({wo}, "
+                f"{a['stride'][1]}, {kw}, {a['dilation'][1]}))")
         zero_point = graph.tensors[op.inputs[0]].zero_point
         return emit_conv_call(f"edgec_depthwise_conv_s8_packed{suffix}", op, graph, names, a["weight"].shape,
                               weights=("packed_weights", packed_depthwise_filter(a["weight"])),
-                              bias=("folded_bias", packed_depthwise_bias(a["bias"], a["weight"], zero_point)))
+                              bias=("folded_bias", packed_depthwise_bias(a["bias"], a["weight"], zero_point)),
+                              scratch_required=f"{rows} + {planes}" if suffix else rows)
 
     def in_place(self, op, graph, target):
         """With one output channel per input channel (ch_mult 1), output and input element (p, c)

@@ -113,7 +113,8 @@ class Add(OpDef):
         kernel, scratch = ("edgec_add_s8", "") if isa is None else (f"edgec_add_s8_{isa}", f", {names.scratch(op)}")
         code = (f"status |= {kernel}(&{p}params, {names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, "
                 f"{names.ptr(op.outputs[0])}, {graph.tensors[op.outputs[0]].elements}{scratch});")
-        return CCall(code, [], [("edgec_add_params", f"{p}params", f"{{{values}}}")])
+        return CCall(code, [], [("edgec_add_params", f"{p}params", f"{{{values}}}")],
+                     None if isa is None else "EDGEC_ADD_S8_SCRATCH_BYTES")
 
     def in_place(self, op, graph, target):
         # Every add kernel reads element i of both inputs before writing element i of the output

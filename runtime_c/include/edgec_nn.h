@@ -1,13 +1,22 @@
 /*
  * edgec_nn.h -- the one public header of edgec's int8 neural-network kernels.
  *
- * Conventions (the same as Arm CMSIS-NN's s8 kernels, and bit-exact with edgec.sim):
+ * Conventions (the same as Arm CMSIS-NN's s8 kernels, and bit-exact with edgec.sim; the exact
+ * arithmetic of every kernel is in docs/numerics.md):
  *  - Activations are int8, NHWC, per-tensor asymmetric: real = scale * (q - zero_point).
  *  - "input_offset" is the NEGATED input zero point; "output_offset" is the output zero point.
  *  - Weights are int8 symmetric (zero point 0). Conv filters are OHWI
  *    [C_out][KH][KW][C_in/groups]; depthwise filters are [KH][KW][C_in*ch_mult] with output
  *    channel ic*ch_mult + m; fully connected filters are [C_out][C_in].
  *  - Bias is int32 (may be NULL for "no bias").
+ *  - Accumulators are 32 bits and wrap modulo 2^32 (summed in uint32_t, or by SMLAD/VMLADAVA),
+ *    exactly as the golden kernels' int32 wrap: no input or bias is undefined behaviour. A wrapped
+ *    sum is not the layer's true value, so edgec refuses at compile time any conv, depthwise or
+ *    fully connected layer where |bias| + sum |w| * max|x - zero_point| (at most K * 32640 for K
+ *    taps per output) can exceed 2^31 - 1: in generated models the wrap never happens.
+ *  - Zero points are int8 (input_offset in [-127, 128], output_offset in [-128, 127]) and shifts
+ *    in [-31, 31]; kernels return EDGEC_ARG_ERROR otherwise, and for dimensions whose element
+ *    count or window index arithmetic would not fit int32.
  *  - Requantization is arm_nn_requantize in double-rounding mode: (multiplier, shift) come from
  *    TFLite's QuantizeMultiplier; positive shift means left shift.
  *  - Fused activations are only the clamp bounds act_min..act_max.
@@ -106,7 +115,7 @@ typedef struct {
  * input_dims: [N,H,W,C_in]; filter_dims: [C_out, KH, KW, C_in/groups] (n=C_out, h=KH, w=KW,
  * c=C_in/groups); output_dims: [N,H_out,W_out,C_out]. Scratch: none (may be NULL).
  * Any output size is accepted: taps outside the input contribute 0 (implied bottom/right pad).
- * The accumulator is int32: needs KH*KW*(C_in/groups)*32640 + |bias| < 2^31 (any real layer).
+ * The accumulator wraps modulo 2^32 (see the conventions above).
  * In place: the output may overlap the input when it starts d >= 0 bytes before it and every
  * output pixel q (raster order, batch first) ends at or below the first byte of its own receptive
  * field: (q+1)*C_out <= d + first(q)*C_in, first(q) being the pixel index of the field's top-left
@@ -116,7 +125,9 @@ typedef struct {
  * writing its pixels, so for them q*C_out <= d + first(q)*C_in is enough (1x1, C_out <= C_in: d=0).
  * EDGEC_ARG_ERROR: NULL pointer (bias excepted), non-positive dims, stride/dilation/groups < 1,
  * negative padding, groups not dividing C_in/C_out or not matching filter_dims, act bounds
- * outside int8 or crossed.
+ * outside int8 or crossed, zero points outside int8, a shift outside [-31, 31], or a geometry
+ * whose index arithmetic ((H_out-1)*stride + (KH-1)*dilation + 1, H + pad + stride + dilation,
+ * likewise for W) or element counts exceed int32.
  */
 edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
                            const edgec_dims *input_dims, const int8_t *input,
@@ -128,7 +139,8 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
  * edgec_conv_s8 on Arm cores with the DSP extension (Cortex-M4/M7/M33/M55) or Helium (Cortex-M55),
  * from constants edgec lays out at compile time (edgec.ops.kernel_layout). The arithmetic and the
  * other arguments are edgec_conv_s8's, except:
- *  - groups must be 1 (grouped convolutions use edgec_conv_s8), and -input_offset must be int8;
+ *  - groups must be 1 (grouped convolutions use edgec_conv_s8), -input_offset must be int8 and
+ *    K = KH*KW*C_in at most EDGEC_CONV_S8_PACKED_MAX_K;
  *  - packed_filter: each output channel's K = KH*KW*C_in OHWI weights, zero-padded to a multiple
  *    of G bytes, in blocks of R channels (C_out zero-padded to a multiple of R) whose rows
  *    interleave every G bytes: block, then group of G taps, then channel. DSP: R = 2, G = 4;
@@ -140,6 +152,7 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
  * Declared only where the build's -mcpu has the extension, so calling them elsewhere does not
  * compile.
  */
+#define EDGEC_CONV_S8_PACKED_MAX_K (1 << 26)
 #if defined(__ARM_FEATURE_DSP)
 #define EDGEC_CONV_S8_DSP_SCRATCH_BYTES(k, c_in) (((c_in) % 4 == 0 ? 16 : 20) * (((k) + 3) / 4))
 edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
@@ -211,7 +224,7 @@ edgec_status edgec_conv_1x1_s8_in_place(const edgec_conv_params *params,
  * Depthwise convolution with channel multiplier params->ch_mult (groups is ignored).
  * filter_dims: n=1, h=KH, w=KW, c=C_in*ch_mult; output channel ic*ch_mult + m.
  * Any stride, dilation and padding. Scratch: none. Not in place (see the next function).
- * int32 accumulator: needs KH*KW*32640 + |bias| < 2^31. EDGEC_ARG_ERROR as edgec_conv_s8, or
+ * The accumulator wraps modulo 2^32. EDGEC_ARG_ERROR as edgec_conv_s8, or
  * when ch_mult < 1, filter_dims->n != 1 or C_out != C_in*ch_mult.
  */
 edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
@@ -291,8 +304,11 @@ edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_conv_params *pa
 
 /*
  * Fully connected: for each of `batches` rows of `input_size` int8 values,
- *   acc[o] = bias[o] + sum_j w[o][j] * (x[j] + input_offset).
+ *   acc[o] = bias[o] + sum_j w[o][j] * (x[j] + input_offset), modulo 2^32.
  * quant arrays hold output_size entries if params->per_channel, else one. Scratch: none.
+ * EDGEC_ARG_ERROR: NULL pointer (bias excepted), a size < 1, batches*input_size,
+ * batches*output_size or output_size*input_size past int32, zero points outside int8, a shift
+ * outside [-31, 31], act bounds outside int8 or crossed.
  */
 edgec_status edgec_fully_connected_s8(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
                                       int32_t batches, int32_t input_size, const int8_t *input,

@@ -1,6 +1,6 @@
 /*
- * qemu_insn_plugin.c -- exact guest instruction counts for edgec benchmarks (QEMU TCG plugin,
- * plugin API version 1 as in QEMU 7.2). Built on the host:
+ * qemu_insn_plugin.c -- exact guest instruction counts for edgec benchmarks (QEMU TCG plugin).
+ * Built on the host:
  *     gcc -shared -fPIC -O2 -o libedgec_insn.so qemu_insn_plugin.c
  * Run:
  *     qemu-system-arm ... -plugin ./libedgec_insn.so,begin=0xADDR,end=0xADDR,out=PATH
@@ -20,11 +20,29 @@
  *
  * Output, written to `out` when QEMU exits: "total N" (every executed instruction, markers
  * included), then one "begin C" or "end C" line per marker entry, in execution order. The guest
- * cannot pass the marker's id here (API version 1 cannot read registers): the i-th begin/end pair
- * is the i-th region the program bracketed.
+ * does not pass the marker's id here: the i-th begin/end pair is the i-th region the program
+ * bracketed.
  *
- * The API is declared here rather than taken from QEMU's qemu-plugin.h, which is not installed;
- * the declarations match QEMU 7.2's header.
+ * QEMU versions. QEMU loads a plugin only if its exported qemu_plugin_version lies in the range
+ * [QEMU_PLUGIN_MIN_VERSION, QEMU_PLUGIN_VERSION] of that QEMU build (plugins/loader.c), and the
+ * inline counter API changed on the way:
+ *   - API version 1 (QEMU 5.x to 8.2, min 0, current 1 -- Debian 12's QEMU 7.2): an inline op
+ *     adds to a plain uint64_t (qemu_plugin_register_vcpu_insn_exec_inline);
+ *   - API version 2 (QEMU 9.0 on, min 2, current 2 in 9.0, 3 in 9.1, 4 in 9.2): that call is
+ *     gone; inline ops add to a per-vCPU scoreboard entry (qemu_plugin_scoreboard_new,
+ *     qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu, qemu_plugin_u64_sum).
+ * No single version number is accepted by both (7.2 refuses 2, 9.x refuses 1), so the plugin
+ * refers to the version-specific functions as weak symbols (NULL where the loading QEMU lacks
+ * them: QEMU opens plugins with RTLD_NOW, which would refuse a plain unresolved reference), and a
+ * constructor, which runs inside dlopen before QEMU reads qemu_plugin_version, declares 2 when
+ * the scoreboard API is there and 1 otherwise. A QEMU with neither makes qemu_plugin_install
+ * fail with one line; a QEMU whose minimum version is above 2 refuses the plugin with its own
+ * one-line message, which edgec (edgec.toolchain) reports as an unsupported QEMU.
+ *
+ * The API is declared here rather than taken from QEMU's include/qemu/qemu-plugin.h because no
+ * QEMU package of this system installs that header (Debian 12's qemu-system-common, -arm and
+ * -data ship none). The declarations below are the subset used, with the types, enum values
+ * and signatures of that header in the releases above.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -34,11 +52,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- The subset of QEMU 7.2's plugin API used here ---- */
+/* ---- The subset of QEMU's plugin API used here (include/qemu/qemu-plugin.h) ---- */
 typedef uint64_t qemu_plugin_id_t;
-struct qemu_info_t;
 struct qemu_plugin_tb;
 struct qemu_plugin_insn;
+struct qemu_plugin_scoreboard;
+
+/* The leading fields of qemu_info_t, unchanged since the version range was added to it. */
+typedef struct {
+    const char *target_name;
+    struct {
+        int min;
+        int cur;
+    } version;
+} qemu_info_t;
+
+/* A uint64_t at `offset` in each vCPU's element of a scoreboard (API version 2 on). */
+typedef struct {
+    struct qemu_plugin_scoreboard *score;
+    size_t offset;
+} qemu_plugin_u64;
 
 enum qemu_plugin_cb_flags { QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_CB_R_REGS, QEMU_PLUGIN_CB_RW_REGS };
 enum qemu_plugin_op { QEMU_PLUGIN_INLINE_ADD_U64 };
@@ -47,12 +80,11 @@ typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_
 typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
 typedef void (*qemu_plugin_udata_cb_t)(qemu_plugin_id_t id, void *userdata);
 
+/* In every API version this plugin supports. */
 void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_tb_trans_cb_t cb);
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
 struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
 uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
-void qemu_plugin_register_vcpu_insn_exec_inline(struct qemu_plugin_insn *insn,
-                                                enum qemu_plugin_op op, void *ptr, uint64_t imm);
 void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn,
                                             qemu_plugin_vcpu_udata_cb_t cb,
                                             enum qemu_plugin_cb_flags flags, void *userdata);
@@ -60,10 +92,90 @@ void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t 
                                     void *userdata);
 void qemu_plugin_outs(const char *string);
 
-#define PLUGIN_EXPORT __attribute__((visibility("default")))
-PLUGIN_EXPORT int qemu_plugin_version = 1;
+/* API version 1 only. */
+#define WEAK __attribute__((weak))
+WEAK void qemu_plugin_register_vcpu_insn_exec_inline(struct qemu_plugin_insn *insn,
+                                                     enum qemu_plugin_op op, void *ptr,
+                                                     uint64_t imm);
+/* API version 2 on. */
+WEAK struct qemu_plugin_scoreboard *qemu_plugin_scoreboard_new(size_t element_size);
+WEAK void qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(struct qemu_plugin_insn *insn,
+                                                              enum qemu_plugin_op op,
+                                                              qemu_plugin_u64 entry, uint64_t imm);
+WEAK uint64_t qemu_plugin_u64_sum(qemu_plugin_u64 entry);
 
-/* ---- State (the boards are single-core, so plain counters are exact) ---- */
+#define PLUGIN_EXPORT __attribute__((visibility("default")))
+enum { API_PLAIN_COUNTERS = 1, API_SCOREBOARDS = 2 };
+PLUGIN_EXPORT int qemu_plugin_version = API_PLAIN_COUNTERS;
+
+static int scoreboard_api_present(void)
+{
+    return qemu_plugin_scoreboard_new != NULL &&
+           qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu != NULL &&
+           qemu_plugin_u64_sum != NULL;
+}
+
+/* Runs inside dlopen, before QEMU reads qemu_plugin_version (see the top of the file). */
+__attribute__((constructor)) static void declare_api_version(void)
+{
+    if (scoreboard_api_present()) {
+        qemu_plugin_version = API_SCOREBOARDS;
+    }
+}
+
+/* ---- Counters: plain uint64_t (API version 1) or scoreboard entries (version 2 on) ---- */
+typedef struct {
+    uint64_t *plain;
+    qemu_plugin_u64 entry;
+} counter;
+
+/* `count` counters, zero to start with. */
+typedef struct {
+    uint64_t *plain;
+    struct qemu_plugin_scoreboard *score;
+} counter_block;
+
+static int counter_block_init(counter_block *block, size_t count)
+{
+    if (qemu_plugin_version == API_SCOREBOARDS) {
+        block->score = qemu_plugin_scoreboard_new(count * sizeof(uint64_t));
+        return block->score ? 0 : -1;
+    }
+    block->plain = calloc(count, sizeof(uint64_t));
+    return block->plain ? 0 : -1;
+}
+
+static counter counter_at(const counter_block *block, size_t index)
+{
+    counter c;
+    memset(&c, 0, sizeof(c));
+    if (qemu_plugin_version == API_SCOREBOARDS) {
+        c.entry.score = block->score;
+        c.entry.offset = index * sizeof(uint64_t);
+    } else {
+        c.plain = &block->plain[index];
+    }
+    return c;
+}
+
+/* Adds 1 to `c` each time `insn` executes, before it does. */
+static void count_executions(struct qemu_plugin_insn *insn, counter c)
+{
+    if (qemu_plugin_version == API_SCOREBOARDS) {
+        qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(insn, QEMU_PLUGIN_INLINE_ADD_U64,
+                                                            c.entry, 1);
+    } else {
+        qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, c.plain, 1);
+    }
+}
+
+/* The counter's value, summed over the vCPUs (the boards have one). */
+static uint64_t counter_value(counter c)
+{
+    return qemu_plugin_version == API_SCOREBOARDS ? qemu_plugin_u64_sum(c.entry) : *c.plain;
+}
+
+/* ---- State ---- */
 typedef struct {
     uint64_t address;
     uint64_t size;
@@ -81,8 +193,10 @@ static marker markers[MARKER_COUNT] = {
     {UINT64_MAX, 2, "begin"},
     {UINT64_MAX, 2, "end"},
 };
-static uint64_t counted_insns;  /* all instructions outside the marker functions */
-static uint64_t marker_insns;   /* instructions inside the marker functions */
+enum { COUNTED_INSNS, MARKER_INSNS, TOTALS };
+static counter_block totals;   /* all instructions outside / inside the marker functions */
+static counter counted_insns;
+static counter marker_insns;
 static const char *out_path;
 static const char *pcs_path;    /* pcs=PATH: also count every instruction address (a profile) */
 static marker_event *events;
@@ -106,33 +220,32 @@ static int append_event(const char *label, uint64_t count)
     return 0;
 }
 
-/* Per-address counters for pcs=PATH, in chunks that never move (inline ops hold pointers). A
+/* Per-address counters for pcs=PATH, in chunks that never move (inline ops refer to them). A
  * block translated twice gets two counters per address; the reader sums them. */
 enum { PC_CHUNK = 4096 };
-typedef struct {
-    uint64_t vaddr;
-    uint64_t count;
-} pc_count;
 typedef struct pc_chunk {
     struct pc_chunk *next;
     size_t used;
-    pc_count entries[PC_CHUNK];
+    counter_block counts;
+    uint64_t vaddr[PC_CHUNK];
 } pc_chunk;
 static pc_chunk *pc_chunks;
 
-static uint64_t *pc_counter(uint64_t vaddr)
+/* A new counter for address vaddr, or 0 (out of memory). */
+static int pc_counter(uint64_t vaddr, counter *c)
 {
     if (!pc_chunks || pc_chunks->used == PC_CHUNK) {
         pc_chunk *chunk = calloc(1, sizeof(*chunk));
-        if (!chunk) {
-            return NULL;
+        if (!chunk || counter_block_init(&chunk->counts, PC_CHUNK) != 0) {
+            free(chunk);
+            return 0;
         }
         chunk->next = pc_chunks;
         pc_chunks = chunk;
     }
-    pc_count *entry = &pc_chunks->entries[pc_chunks->used++];
-    entry->vaddr = vaddr;
-    return &entry->count;
+    pc_chunks->vaddr[pc_chunks->used] = vaddr;
+    *c = counter_at(&pc_chunks->counts, pc_chunks->used++);
+    return 1;
 }
 
 /* Runs before the first instruction of a marker; that instruction is not in counted_insns. */
@@ -140,7 +253,7 @@ static void on_marker_entry(unsigned int vcpu_index, void *userdata)
 {
     const marker *m = userdata;
     (void)vcpu_index;
-    if (append_event(m->label, counted_insns) != 0) {
+    if (append_event(m->label, counter_value(counted_insns)) != 0) {
         qemu_plugin_outs("edgec insn plugin: out of memory, marker event dropped\n");
     }
 }
@@ -165,17 +278,15 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         const uint64_t vaddr = qemu_plugin_insn_vaddr(insn);
         const marker *m = marker_containing(vaddr);
-        uint64_t *counter = pcs_path ? pc_counter(vaddr) : NULL;
-        if (counter) {
-            qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, counter, 1);
+        counter at_address;
+        if (pcs_path && pc_counter(vaddr, &at_address)) {
+            count_executions(insn, at_address);
         }
         if (!m) {
-            qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64,
-                                                       &counted_insns, 1);
+            count_executions(insn, counted_insns);
             continue;
         }
-        qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64,
-                                                   &marker_insns, 1);
+        count_executions(insn, marker_insns);
         if (vaddr == m->address) {
             qemu_plugin_register_vcpu_insn_exec_cb(insn, on_marker_entry, QEMU_PLUGIN_CB_NO_REGS,
                                                    (void *)m);
@@ -186,7 +297,7 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 static void write_results(FILE *f)
 {
     size_t i;
-    fprintf(f, "total %" PRIu64 "\n", counted_insns + marker_insns);
+    fprintf(f, "total %" PRIu64 "\n", counter_value(counted_insns) + counter_value(marker_insns));
     for (i = 0; i < event_count; ++i) {
         fprintf(f, "%s %" PRIu64 "\n", events[i].label, events[i].count);
     }
@@ -204,8 +315,9 @@ static void write_pcs(void)
     }
     for (chunk = pc_chunks; chunk; chunk = chunk->next) {
         for (i = 0; i < chunk->used; ++i) {
-            if (chunk->entries[i].count) {
-                fprintf(f, "%#" PRIx64 " %" PRIu64 "\n", chunk->entries[i].vaddr, chunk->entries[i].count);
+            const uint64_t count = counter_value(counter_at(&chunk->counts, i));
+            if (count) {
+                fprintf(f, "%#" PRIx64 " %" PRIu64 "\n", chunk->vaddr[i], count);
             }
         }
     }
@@ -278,11 +390,18 @@ static int parse_arg(const char *arg)
     return -1;
 }
 
-PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_info_t *info,
-                                      int argc, char **argv)
+PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
+                                      char **argv)
 {
     int i;
-    (void)info;
+    if (qemu_plugin_version == API_PLAIN_COUNTERS && !qemu_plugin_register_vcpu_insn_exec_inline) {
+        char message[256];
+        snprintf(message, sizeof(message), "edgec insn plugin: unsupported QEMU plugin API (versions "
+                 "%d to %d): it has neither plain-counter (version 1) nor scoreboard (version 2) "
+                 "inline operations\n", info->version.min, info->version.cur);
+        qemu_plugin_outs(message);
+        return -1;
+    }
     for (i = 0; i < argc; ++i) {
         if (parse_arg(argv[i]) != 0) {
             char message[512];
@@ -296,6 +415,12 @@ PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_inf
         qemu_plugin_outs("edgec insn plugin: missing out=PATH\n");
         return -1;
     }
+    if (counter_block_init(&totals, TOTALS) != 0) {
+        qemu_plugin_outs("edgec insn plugin: out of memory\n");
+        return -1;
+    }
+    counted_insns = counter_at(&totals, COUNTED_INSNS);
+    marker_insns = counter_at(&totals, MARKER_INSNS);
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
     qemu_plugin_register_atexit_cb(id, on_qemu_exit, NULL);
     return 0;

@@ -8,7 +8,8 @@
  * there is no im2col and no bounds logic; the inner loop walks two contiguous int8 rows.
  * In place, each output pixel goes to a C_out-byte scratch first and is stored only once its
  * input pixel has been read in full (see edgec_nn.h for the layouts that allows).
- * int32 accumulator as in edgec_conv_s8 (C_in * 32640 + |bias| < 2^31 for realistic layers).
+ * The accumulator wraps modulo 2^32 (uint32_t) as in edgec_conv_s8: no undefined behaviour for any
+ * bias, bit-exact with the golden kernel.
  */
 #include "edgec_nn.h"
 #include "../support/edgec_support.h"
@@ -26,8 +27,8 @@ static int pointwise_layout_valid(const edgec_conv_params *params, const edgec_d
     return filter_dims->h == 1 && filter_dims->w == 1 && filter_dims->c == input_dims->c &&
            filter_dims->n == output_dims->c && params->groups == 1 && params->pad_top == 0 &&
            params->pad_left == 0 && params->dilation_h == 1 && params->dilation_w == 1 &&
-           (output_dims->h - 1) * params->stride_h < input_dims->h &&
-           (output_dims->w - 1) * params->stride_w < input_dims->w;
+           (int64_t)(output_dims->h - 1) * params->stride_h < input_dims->h &&
+           (int64_t)(output_dims->w - 1) * params->stride_w < input_dims->w;
 }
 
 static int pointwise_args_valid(const edgec_conv_params *params,
@@ -48,12 +49,13 @@ static void pointwise_pixel(const edgec_conv_params *params, const edgec_per_cha
 {
     const int8_t *w_row = filter;
     for (int32_t oc = 0; oc < out_c; oc++) {
-        int32_t acc = bias != NULL ? bias[oc] : 0;
+        uint32_t acc = bias != NULL ? (uint32_t)bias[oc] : 0u;
         for (int32_t ic = 0; ic < in_c; ic++) {
-            acc += ((int32_t)in_px[ic] + params->input_offset) * (int32_t)w_row[ic];
+            acc += (uint32_t)(((int32_t)in_px[ic] + params->input_offset) * (int32_t)w_row[ic]);
         }
         w_row += in_c;
-        out_px[oc] = edgec_requantize_s8(acc, quant->multiplier[oc], quant->shift[oc], stage);
+        out_px[oc] =
+            edgec_requantize_s8((int32_t)acc, quant->multiplier[oc], quant->shift[oc], stage);
     }
 }
 

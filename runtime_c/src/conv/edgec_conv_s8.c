@@ -12,8 +12,10 @@
  * channels of the group (innermost, contiguous in both the NHWC input and the OHWI filter).
  * The in-bounds tap range is computed once per output pixel instead of testing every tap.
  *
- * The accumulator is int32, as in CMSIS-NN: |w * (x + input_offset)| <= 128 * 255, so the sum
- * plus bias fits for any realistic layer (KH*KW*C_in/groups * 32640 + |bias| < 2^31).
+ * The accumulator is 32 bits, as in CMSIS-NN: |w * (x + input_offset)| <= 128 * 255. It is summed
+ * in uint32_t, so a sum past int32 (possible only when |bias| + KH*KW*C_in/groups * 32640 >= 2^31,
+ * which edgec refuses at compile time) wraps modulo 2^32 like the golden kernel instead of being
+ * undefined behaviour; the SMLAD and VMLADAVA paths wrap the same way.
  */
 #include "edgec_nn.h"
 #include "../support/edgec_support.h"
@@ -26,7 +28,7 @@
 static int conv_layout_valid(const edgec_conv_params *params, const edgec_dims *input_dims,
                              const edgec_dims *filter_dims, const edgec_dims *output_dims)
 {
-    return edgec_conv_window_valid(params, filter_dims) && params->groups >= 1 &&
+    return edgec_conv_window_valid(params, input_dims, filter_dims, output_dims) && params->groups >= 1 &&
            input_dims->c % params->groups == 0 && output_dims->c % params->groups == 0 &&
            filter_dims->c * params->groups == input_dims->c && filter_dims->n == output_dims->c;
 }
@@ -70,7 +72,7 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
                     /* This channel's group of input channels, and its OHWI filter. */
                     const int8_t *in_group = in_batch + (oc / cout_g) * cin_g;
                     const int8_t *w_oc = filter + oc * filter_len;
-                    int32_t acc = bias != NULL ? bias[oc] : 0;
+                    uint32_t acc = bias != NULL ? (uint32_t)bias[oc] : 0u;
                     /* Pointers are formed for in-bounds taps only (no out-of-array arithmetic). */
                     for (int32_t ky = ty.first; ky < ty.last; ky++) {
                         const int32_t iy = ty.base + ky * params->dilation_h;
@@ -81,12 +83,13 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
                             const int8_t *in_tap = in_y + ix * in_c;
                             const int8_t *w_tap = w_y + kx * cin_g;
                             for (int32_t ic = 0; ic < cin_g; ic++) {
-                                acc += ((int32_t)in_tap[ic] + input_offset) * (int32_t)w_tap[ic];
+                                acc += (uint32_t)(((int32_t)in_tap[ic] + input_offset) *
+                                                  (int32_t)w_tap[ic]);
                             }
                         }
                     }
-                    *out++ =
-                        edgec_requantize_s8(acc, quant->multiplier[oc], quant->shift[oc], stage);
+                    *out++ = edgec_requantize_s8((int32_t)acc, quant->multiplier[oc],
+                                                 quant->shift[oc], stage);
                 }
             }
         }
@@ -100,7 +103,9 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
 /*
  * The packed paths' constraints on top of the portable ones: one group (grouped convolutions stay
  * on edgec_conv_s8), a folded bias, a word-aligned filter, bias and scratch (LDRD, LDM and vector
- * loads), and an input zero point that is an int8 value, because padding taps read it.
+ * loads), and at most EDGEC_CONV_S8_PACKED_MAX_K taps per output channel, so that the scratch
+ * and filter offsets (up to 20 bytes a tap) fit int32. (edgec_conv_args_valid's int8 zero points
+ * matter here too: padding taps read the input zero point.)
  */
 static int packed_conv_args_valid(const edgec_conv_params *params,
                                   const edgec_per_channel_quant *quant,
@@ -111,11 +116,12 @@ static int packed_conv_args_valid(const edgec_conv_params *params,
 {
     return edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims,
                                  output) &&
-           edgec_conv_window_valid(params, filter_dims) && params->groups == 1 &&
-           filter_dims->c == input_dims->c && filter_dims->n == output_dims->c &&
-           params->input_offset >= -INT8_MAX && params->input_offset <= -INT8_MIN &&
-           bias != NULL && scratch != NULL && edgec_word_aligned(filter) && edgec_word_aligned(bias) &&
-           edgec_word_aligned(scratch);
+           edgec_conv_window_valid(params, input_dims, filter_dims, output_dims) &&
+           params->groups == 1 && filter_dims->c == input_dims->c &&
+           filter_dims->n == output_dims->c &&
+           (int64_t)filter_dims->h * filter_dims->w * filter_dims->c <= EDGEC_CONV_S8_PACKED_MAX_K &&
+           bias != NULL && scratch != NULL &&
+           edgec_word_aligned(filter) && edgec_word_aligned(bias) && edgec_word_aligned(scratch);
 }
 
 /* ---- im2col: one output pixel's receptive field, in filter order ------------------------- */

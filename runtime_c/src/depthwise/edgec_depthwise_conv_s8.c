@@ -17,7 +17,9 @@
  * window without tap ranges. Other groups take the general loop. (On cores with the DSP
  * extension or Helium edgec runs ch_mult-1 layers on edgec_depthwise_conv_s8_packed instead.)
  *
- * int32 accumulator as in CMSIS-NN: KH*KW * 32640 + |bias| < 2^31 for any realistic layer.
+ * 32-bit accumulators as in CMSIS-NN, summed in uint32_t: a sum past int32 (possible only when
+ * |bias| + KH*KW * 32640 >= 2^31, which edgec refuses at compile time) wraps modulo 2^32 like the
+ * golden kernel instead of being undefined behaviour.
  */
 #include "edgec_nn.h"
 #include "../support/edgec_support.h"
@@ -53,7 +55,8 @@ typedef struct {
 static int depthwise_layout_valid(const edgec_conv_params *params, const edgec_dims *input_dims,
                                   const edgec_dims *filter_dims, const edgec_dims *output_dims)
 {
-    return edgec_conv_window_valid(params, filter_dims) && params->ch_mult >= 1 &&
+    return edgec_conv_window_valid(params, input_dims, filter_dims, output_dims) &&
+           params->ch_mult >= 1 &&
            filter_dims->n == 1 && filter_dims->c == input_dims->c * params->ch_mult &&
            output_dims->c == filter_dims->c;
 }
@@ -91,19 +94,19 @@ static depthwise_layer depthwise_layer_make(const edgec_conv_params *params,
 static int8_t depthwise_value(const depthwise_layer *layer, const int8_t *in_batch,
                               edgec_tap_range ty, edgec_tap_range tx, int32_t ic, int32_t oc)
 {
-    int32_t acc = layer->bias != NULL ? layer->bias[oc] : 0;
+    uint32_t acc = layer->bias != NULL ? (uint32_t)layer->bias[oc] : 0u;
     for (int32_t ky = ty.first; ky < ty.last; ky++) {
         const int32_t iy = ty.base + ky * layer->dilation_h;
         const int8_t *in_y = in_batch + iy * layer->in_row_len + ic;
         const int8_t *w_y = layer->filter + ky * layer->filter_row_len + oc;
         for (int32_t kx = tx.first; kx < tx.last; kx++) {
             const int32_t ix = tx.base + kx * layer->dilation_w;
-            acc += ((int32_t)in_y[ix * layer->in_c] + layer->input_offset) *
-                   (int32_t)w_y[kx * layer->out_c];
+            acc += (uint32_t)(((int32_t)in_y[ix * layer->in_c] + layer->input_offset) *
+                              (int32_t)w_y[kx * layer->out_c]);
         }
     }
-    return edgec_requantize_s8(acc, layer->quant->multiplier[oc], layer->quant->shift[oc],
-                               layer->stage);
+    return edgec_requantize_s8((int32_t)acc, layer->quant->multiplier[oc],
+                               layer->quant->shift[oc], layer->stage);
 }
 
 static edgec_tap_range row_taps(const depthwise_layer layer, int32_t oy)
@@ -206,35 +209,35 @@ typedef struct {
     int32_t first;     /* the group's first channel */
     int32_t in_step_x; /* input bytes between horizontally adjacent taps */
     int32_t in_step_y; /* ... and vertically adjacent ones */
-    int32_t bias[4];
+    uint32_t bias[4];
 } four_group;
 
-/* One tap of four adjacent channels: acc_k += (in[k] + offset) * w[k]. */
-static inline void tap_four(const int8_t *in, const int8_t *w, int32_t offset, int32_t *a0,
-                            int32_t *a1, int32_t *a2, int32_t *a3)
+/* One tap of four adjacent channels: acc_k += (in[k] + offset) * w[k], modulo 2^32. */
+static inline void tap_four(const int8_t *in, const int8_t *w, int32_t offset, uint32_t *a0,
+                            uint32_t *a1, uint32_t *a2, uint32_t *a3)
 {
-    *a0 += ((int32_t)in[0] + offset) * (int32_t)w[0];
-    *a1 += ((int32_t)in[1] + offset) * (int32_t)w[1];
-    *a2 += ((int32_t)in[2] + offset) * (int32_t)w[2];
-    *a3 += ((int32_t)in[3] + offset) * (int32_t)w[3];
+    *a0 += (uint32_t)(((int32_t)in[0] + offset) * (int32_t)w[0]);
+    *a1 += (uint32_t)(((int32_t)in[1] + offset) * (int32_t)w[1]);
+    *a2 += (uint32_t)(((int32_t)in[2] + offset) * (int32_t)w[2]);
+    *a3 += (uint32_t)(((int32_t)in[3] + offset) * (int32_t)w[3]);
 }
 
 static void four_group_make(four_group *g)
 {
     for (int32_t k = 0; k < 4; k++) {
-        g->bias[k] = g->layer->bias != NULL ? g->layer->bias[g->first + k] : 0;
+        g->bias[k] = g->layer->bias != NULL ? (uint32_t)g->layer->bias[g->first + k] : 0u;
     }
 }
 
-static inline void store_four(const four_group *g, int32_t a0, int32_t a1, int32_t a2, int32_t a3,
-                              int8_t *out)
+static inline void store_four(const four_group *g, uint32_t a0, uint32_t a1, uint32_t a2,
+                              uint32_t a3, int8_t *out)
 {
     const int32_t *mult = g->layer->quant->multiplier + g->first;
     const int32_t *shift = g->layer->quant->shift + g->first;
-    out[0] = edgec_requantize_s8(a0, mult[0], shift[0], g->layer->stage);
-    out[1] = edgec_requantize_s8(a1, mult[1], shift[1], g->layer->stage);
-    out[2] = edgec_requantize_s8(a2, mult[2], shift[2], g->layer->stage);
-    out[3] = edgec_requantize_s8(a3, mult[3], shift[3], g->layer->stage);
+    out[0] = edgec_requantize_s8((int32_t)a0, mult[0], shift[0], g->layer->stage);
+    out[1] = edgec_requantize_s8((int32_t)a1, mult[1], shift[1], g->layer->stage);
+    out[2] = edgec_requantize_s8((int32_t)a2, mult[2], shift[2], g->layer->stage);
+    out[3] = edgec_requantize_s8((int32_t)a3, mult[3], shift[3], g->layer->stage);
 }
 
 /* One pixel's taps_y x taps_x taps from `in` and `w` (its first in-bounds tap), then its outputs. */
@@ -242,7 +245,7 @@ static inline void four_taps_store(const four_group *g, const int8_t *in, const 
                                    int32_t taps_y, int32_t taps_x, int8_t *out)
 {
     const int32_t offset = g->layer->input_offset;
-    int32_t a0 = g->bias[0], a1 = g->bias[1], a2 = g->bias[2], a3 = g->bias[3];
+    uint32_t a0 = g->bias[0], a1 = g->bias[1], a2 = g->bias[2], a3 = g->bias[3];
     for (int32_t ky = 0; ky < taps_y; ky++) {
         int32_t i = 0;
         int32_t j = 0;

@@ -699,9 +699,15 @@ static int packed_args_valid(const edgec_conv_params *params, const edgec_per_ch
 {
     return edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter,
                                  output_dims, output) &&
-           edgec_conv_window_valid(params, filter_dims) && params->ch_mult == 1 &&
+           edgec_conv_window_valid(params, input_dims, filter_dims, output_dims) &&
+           params->ch_mult == 1 &&
            filter_dims->n == 1 && filter_dims->c == input_dims->c && output_dims->c == input_dims->c &&
-           filter_dims->h <= EDGEC_DEPTHWISE_PACKED_MAX_K && folded_bias != NULL && scratch != NULL &&
+           filter_dims->h <= EDGEC_DEPTHWISE_PACKED_MAX_K &&
+           (int64_t)filter_dims->h * (int64_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES *
+                   EDGEC_DEPTHWISE_PACKED_ROW_PIXELS(output_dims->w, params->stride_w,
+                                                     filter_dims->w, params->dilation_w) <=
+               INT32_MAX && /* the row cache's size: the row itself fits (window check) */
+           folded_bias != NULL && scratch != NULL &&
            edgec_word_aligned(packed_filter) && edgec_word_aligned(folded_bias) &&
            edgec_word_aligned(scratch);
 }

@@ -18,17 +18,6 @@
 #include "edgec_nn.h"
 #include "../support/edgec_support.h"
 
-static int fc_shifts_valid(const int32_t *shift, int32_t count)
-{
-    int32_t i;
-    for (i = 0; i < count; ++i) {
-        if (!edgec_shift_valid(shift[i])) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 static int fc_args_valid(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
                          int32_t batches, int32_t input_size, const int8_t *input,
                          int32_t output_size, const int8_t *filter, const int8_t *output)
@@ -37,18 +26,20 @@ static int fc_args_valid(const edgec_fc_params *params, const edgec_per_channel_
         input == NULL || filter == NULL || output == NULL) {
         return 0;
     }
-    if (batches < 1 || input_size < 1 || output_size < 1) {
+    /* Every index into the input, filter and output fits int32. */
+    if (batches < 1 || input_size < 1 || output_size < 1 ||
+        (int64_t)batches * input_size > INT32_MAX || (int64_t)batches * output_size > INT32_MAX ||
+        (int64_t)output_size * input_size > INT32_MAX) {
         return 0;
     }
     /* The offset ranges keep x + input_offset and the products far from int32 overflow. */
-    if (params->input_offset < -127 || params->input_offset > 128 ||
-        params->output_offset < -128 || params->output_offset > 127) {
+    if (!edgec_offsets_valid(params->input_offset, params->output_offset)) {
         return 0;
     }
     if (!edgec_act_range_valid(params->act_min, params->act_max)) {
         return 0;
     }
-    return fc_shifts_valid(quant->shift, params->per_channel ? output_size : 1);
+    return edgec_shifts_valid(quant->shift, params->per_channel ? output_size : 1);
 }
 
 /*

@@ -114,6 +114,33 @@ static inline int edgec_shift_valid(int32_t shift)
     return shift >= -31 && shift <= 31;
 }
 
+/* Every one of `count` shifts is valid: per-channel requantization reads them all. */
+static inline int edgec_shifts_valid(const int32_t *shift, int32_t count)
+{
+    for (int32_t i = 0; i < count; i++) {
+        if (!edgec_shift_valid(shift[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* -input_zero_point and output_zero_point of int8 tensors: |x + input_offset| <= 255 keeps every
+ * product with an int8 weight within 128 * 255, and the output stage's act_min - offset within
+ * int32. */
+static inline int edgec_offsets_valid(int32_t input_offset, int32_t output_offset)
+{
+    return input_offset >= -INT8_MAX && input_offset <= -INT8_MIN && output_offset >= INT8_MIN &&
+           output_offset <= INT8_MAX;
+}
+
+/* Positive dimensions whose element count fits int32, so that every index into the tensor does. */
+static inline int edgec_dims_valid(const edgec_dims *d)
+{
+    return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0 &&
+           (int64_t)d->n * d->h * d->w * d->c <= INT32_MAX;
+}
+
 /* p is on a 4-byte boundary, as LDRD, LDM and vector word loads of packed constants or scratch
  * need it. */
 static inline int edgec_word_aligned(const void *p)
@@ -121,14 +148,10 @@ static inline int edgec_word_aligned(const void *p)
     return ((uintptr_t)p & 3u) == 0;
 }
 
-static inline int edgec_dims_positive(const edgec_dims *d)
-{
-    return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
-}
-
 /*
  * The checks every convolution kernel (conv, 1x1, depthwise) starts with: no NULL pointer,
- * positive input and output dimensions, one batch size, stride >= 1 and an int8 activation range.
+ * positive input, filter and output dimensions whose element counts fit int32, one batch size,
+ * stride >= 1, int8 zero points, an int8 activation range and a valid shift per output channel.
  * Each kernel then checks its filter and window (edgec_conv_window_valid or stricter).
  */
 static inline int edgec_conv_args_valid(const edgec_conv_params *params,
@@ -141,17 +164,38 @@ static inline int edgec_conv_args_valid(const edgec_conv_params *params,
         !filter_dims || !filter || !output_dims || !output) {
         return 0;
     }
-    return edgec_dims_positive(input_dims) && edgec_dims_positive(output_dims) &&
-           output_dims->n == input_dims->n && params->stride_h >= 1 && params->stride_w >= 1 &&
-           edgec_act_range_valid(params->act_min, params->act_max);
+    return edgec_dims_valid(input_dims) && edgec_dims_valid(filter_dims) &&
+           edgec_dims_valid(output_dims) && output_dims->n == input_dims->n &&
+           params->stride_h >= 1 && params->stride_w >= 1 &&
+           edgec_offsets_valid(params->input_offset, params->output_offset) &&
+           edgec_act_range_valid(params->act_min, params->act_max) &&
+           edgec_shifts_valid(quant->shift, output_dims->c);
 }
 
-/* A general convolution window: positive filter dimensions, dilation >= 1, padding >= 0. */
-static inline int edgec_conv_window_valid(const edgec_conv_params *params,
-                                          const edgec_dims *filter_dims)
+/*
+ * One spatial axis of a convolution window whose index arithmetic fits int32: the kernels form
+ * o * stride - pad + k * dilation for every output o and tap k, and edgec_conv_taps the sums of
+ * in_size, pad, stride and dilation. Computed in 64 bits because the arguments are untrusted.
+ */
+static inline int edgec_conv_axis_valid(int32_t in_size, int32_t out_size, int32_t kernel,
+                                        int32_t stride, int32_t pad, int32_t dilation)
 {
-    return edgec_dims_positive(filter_dims) && params->dilation_h >= 1 &&
-           params->dilation_w >= 1 && params->pad_top >= 0 && params->pad_left >= 0;
+    const int64_t span = (int64_t)(out_size - 1) * stride + (int64_t)(kernel - 1) * dilation + 1;
+    return span <= INT32_MAX && (int64_t)in_size + pad + stride + dilation <= INT32_MAX;
+}
+
+/* A general convolution window: dilation >= 1, padding >= 0, index arithmetic within int32. */
+static inline int edgec_conv_window_valid(const edgec_conv_params *params,
+                                          const edgec_dims *input_dims,
+                                          const edgec_dims *filter_dims,
+                                          const edgec_dims *output_dims)
+{
+    return params->dilation_h >= 1 && params->dilation_w >= 1 && params->pad_top >= 0 &&
+           params->pad_left >= 0 &&
+           edgec_conv_axis_valid(input_dims->h, output_dims->h, filter_dims->h, params->stride_h,
+                                 params->pad_top, params->dilation_h) &&
+           edgec_conv_axis_valid(input_dims->w, output_dims->w, filter_dims->w, params->stride_w,
+                                 params->pad_left, params->dilation_w);
 }
 
 /* ---- Convolution windows -------------------------------------------------------------------- */
@@ -214,8 +258,8 @@ static inline int edgec_pool_args_valid(const edgec_pool_params *params,
     if (!params || !input_dims || !input || !output_dims || !output) {
         return 0;
     }
-    if (input_dims->n < 1 || input_dims->c < 1 || output_dims->n != input_dims->n ||
-        output_dims->c != input_dims->c) {
+    if (!edgec_dims_valid(input_dims) || !edgec_dims_valid(output_dims) ||
+        output_dims->n != input_dims->n || output_dims->c != input_dims->c) {
         return 0;
     }
     return edgec_act_range_valid(params->act_min, params->act_max) &&
