@@ -28,3 +28,11 @@ def test_citations_point_at_existing_sections():
             assert reference.group(2) is None or reference.group(2) in headings, (path, reference.group(2))
             cited += 1
     assert cited >= 8
+
+
+def test_readme_operator_table_is_generated_from_the_op_units():
+    import sys
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from write_operator_table import with_table
+    readme = (ROOT / "README.md").read_text()
+    assert with_table(readme) == readme, "run python scripts/write_operator_table.py"

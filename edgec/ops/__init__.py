@@ -1,7 +1,19 @@
 """The op units, and the two lookups the pipeline needs: by torch target and by IR kind."""
 from edgec.ops import binary, conv, conv_transpose, depthwise, eltwise, linear, lut, movement, pool, shape, softmax
+from edgec.torch_ops import IDENTITIES
 
-_UNITS = (conv.UNIT, conv_transpose.UNIT, depthwise.UNIT, linear.UNIT, *softmax.UNITS, lut.UNIT, *binary.UNITS, *movement.UNITS, *pool.UNITS, *eltwise.UNITS, *shape.UNITS)
+_UNITS = (conv.UNIT, conv_transpose.UNIT, depthwise.UNIT, linear.UNIT, *pool.UNITS, *binary.UNITS, lut.UNIT,
+          *softmax.UNITS, *movement.UNITS, *eltwise.UNITS, *shape.UNITS)
 
 KINDS = {unit.kind: unit for unit in _UNITS}  # IR op kind -> unit
 OPS = {target: unit for unit in _UNITS for target in unit.targets}  # torch op -> unit that lowers it
+
+
+def operator_table() -> list[tuple[str, list[str]]]:
+    """Every ATen operator edgec accepts, by the unit that lowers it (README's table is this)."""
+    rows = [(f"{unit.family or unit.kind} (ops/{type(unit).__module__.rsplit('.', 1)[-1]}.py)",
+             sorted(str(t) for t in unit.targets)) for unit in _UNITS if unit.targets]
+    rows.append(("removed before lowering (passes/normalize.py)", sorted(str(t) for t in IDENTITIES)))
+    rows.append(("normalised to the forms above (passes/normalize.py)",
+                 ["every in-place `name_` overload of an operator above (e.g. aten.add_.Tensor, aten.hardswish_.default)"]))
+    return rows

@@ -50,6 +50,7 @@ def descriptor(ctype: str, symbol: str, fields: dict) -> CCall:
 
 class OpDef:
     kind: str = ""
+    family: str = ""  # how README's operator table names the unit (default: its kind)
     targets: frozenset = frozenset()  # the torch ops this unit lowers
     runtime_sources: tuple[str, ...] = ()  # files under runtime_c/src the C call needs
     fuses_activation: bool = False  # its output stage can take clamp bounds

@@ -151,6 +151,7 @@ class Pool2d(OpDef):
     """avg/max pooling in 2-D and 1-D (as H = 1), global average (adaptive pooling to 1, mean over
     the spatial axes) included. A mean over other axes is a reduction (edgec.ops.movement)."""
     targets = frozenset(POOLS)
+    family = "max_pool2d / avg_pool2d"
     runtime_sources = ("pool/edgec_avgpool_s8.c", "pool/edgec_maxpool_s8.c")
     fuses_activation = True
     spatial = True

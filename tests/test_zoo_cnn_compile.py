@@ -1,0 +1,61 @@
+"""The public-architecture zoo (edgec.zoo_cnn) through the whole compiler: real torch.export and
+PT2E, then the generated C on the host (ASan/UBSan, arena writes checked), on Cortex-M4 and on
+Cortex-M55 under QEMU, byte for byte equal to the golden simulator.
+
+Each model is quantized once and compiled for every target. The int8-vs-float floors are the
+measured SQNR less a margin; these are random-weight networks, whose quantization noise grows with
+depth (PyTorch's own Q/DQ simulation of the same program is as far from float: see the closing
+notes), so the floors guard against regressions, not the LSB (that must be zero)."""
+from __future__ import annotations
+
+import pytest
+
+from edgec import verify, zoo_cnn
+from edgec.pipeline import compile_for, emit, quantize_model
+from edgec.targets import get_target
+from tests.device_support import edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+
+MIN_SQNR_DB = {
+    "binary_classifier": 20, "efficientnet_b0": 6, "kws_conv1d": 26, "lenet5_tanh": 26, "mlp_log_softmax": 21,
+    "mnasnet0_5": 3, "mobilenet_v3_small": 7, "resnet18": 16, "shufflenet_v2_x0_5": 6, "squeezenet1_1": 27,
+    "two_heads": 29, "unet_nearest": 15, "unet_transposed": 17,
+}
+# Weights that --opt speed's int16 DSP filters would take past the Cortex-M4 part's 1 MiB flash.
+OPT_SIZE_ON_M4 = {"efficientnet_b0", "mnasnet0_5", "resnet18", "squeezenet1_1"}
+SAMPLES = {"host": 4, "cortex-m4": 2, "cortex-m55": 2}
+
+
+@pytest.fixture(scope="module", params=sorted(zoo_cnn.ZOO_CNN))
+def quantized(request):
+    name = request.param
+    return name, quantize_model(f"{zoo_cnn.__file__}:{name}", calibration=zoo_cnn.calibration_data(name, 16, seed=0))
+
+
+def _run(quantized, target_name, tmp_path):
+    name, q = quantized
+    target = get_target(target_name)
+    if target_name == "cortex-m4" and name in OPT_SIZE_ON_M4:
+        target = target.with_opt("size")
+    compiled = compile_for(q, target)
+    emit(compiled, tmp_path / name, name)
+    floats = zoo_cnn.calibration_data(name, SAMPLES[target_name], seed=1)
+    inputs = verify.quantized_inputs(compiled.graph, floats)
+    outputs = verify.run_on(compiled, tmp_path / name, name, inputs, tmp_path / "build")
+    return compiled, floats, outputs, verify.compare(verify.golden_outputs(compiled.graph, inputs), outputs)
+
+
+def test_zoo_model_is_bit_exact_on_host(quantized, tmp_path):
+    name, _ = quantized
+    compiled, floats, outputs, result = _run(quantized, "host", tmp_path)
+    assert result.exact, f"{name}: {result.mismatched_bytes} bytes differ"
+    summary = verify.accuracy_summary(compiled, verify.float_reference(compiled, floats), outputs)
+    assert summary["output_sqnr_db"] >= MIN_SQNR_DB[name], summary
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_zoo_model_is_bit_exact_on_cortex_m(quantized, target, tmp_path):
+    name, _ = quantized
+    *_, result = _run(quantized, target, tmp_path)
+    assert result.exact, f"{name} on {target}: {result.mismatched_bytes} bytes differ"
