@@ -44,6 +44,8 @@ demo: $(STAMP)/install
 BENCH_DIR := build/bench
 BENCH_MODELS := ds_cnn mobilenet_v1_025 resnet8 fc_autoencoder
 BENCH_TARGETS := cortex-m4 cortex-m55
+# Public architectures of the operator-coverage work (edgec.zoo_cnn), default options.
+BENCH_CNN_MODELS := mobilenet_v3_small efficientnet_b0
 # --opt changes only the DSP cores' kernels: cortex-m4 is also benchmarked with --opt size.
 BENCH_SIZE_TARGET := cortex-m4
 bench: $(STAMP)/install toolchain
@@ -61,6 +63,16 @@ bench: $(STAMP)/install toolchain
 		$(PYTHON) -m edgec.cli bench edgec/zoo.py:$$model --calib $(BENCH_DIR)/$$model.npy \
 			--target $(BENCH_SIZE_TARGET) --opt size --json --quiet -o $(BENCH_DIR)/$(BENCH_SIZE_TARGET)-size/$$model \
 			> $(BENCH_DIR)/$(BENCH_SIZE_TARGET)-size/$$model.json || exit 1; \
+	done
+	@for model in $(BENCH_CNN_MODELS); do \
+		$(PYTHON) -c "import numpy, sys; from edgec import zoo_cnn; numpy.save(sys.argv[1], zoo_cnn.calibration_data(sys.argv[2], 32))" \
+			$(BENCH_DIR)/$$model.npy $$model || exit 1; \
+		for target in $(BENCH_TARGETS); do \
+			echo "edgec bench $$model --target $$target"; mkdir -p $(BENCH_DIR)/$$target; \
+			$(PYTHON) -m edgec.cli bench edgec/zoo_cnn.py:$$model --calib $(BENCH_DIR)/$$model.npy \
+				--target $$target --json --quiet -o $(BENCH_DIR)/$$target/$$model \
+				> $(BENCH_DIR)/$$target/$$model.json || exit 1; \
+		done; \
 	done
 	$(PYTHON) scripts/write_benchmarks.py $(BENCH_DIR) > BENCHMARKS.md
 	@echo "wrote BENCHMARKS.md"

@@ -20,6 +20,8 @@ MODELS = {  # zoo factory -> MLPerf Tiny task
     "fc_autoencoder": "AD (FC autoencoder)",
 }
 TARGETS = ("cortex-m4", "cortex-m55")
+# edgec.zoo_cnn models benchmarked for the operator-coverage work (default options).
+CNN_MODELS = {"mobilenet_v3_small": "MobileNetV3-Small (x0.5, 96x96)", "efficientnet_b0": "EfficientNet-B0 (x0.5, 64x64)"}
 # CMSIS-NN's optimised kernels on the same architectures: (instructions, instructions per MAC).
 CMSIS_NN = {
     "cortex-m4": {"ds_cnn": (7.70e6, 2.90), "mobilenet_v1_025": (24.09e6, 3.22),
@@ -232,6 +234,36 @@ def memory_section(bench_dir: Path) -> list[str]:
     ]
 
 
+def cnn_section(bench_dir: Path) -> list[str]:
+    """The public architectures: whole-model figures, then where their instructions go by op."""
+    lines = ["## Public architectures", "",
+             "Models of `edgec.zoo_cnn` (random weights, reduced width and resolution to fit the boards),",
+             "benchmarked like the reference models (`python -m edgec.cli bench edgec/zoo_cnn.py:<model>`,",
+             "same options, calibration `edgec.zoo_cnn.calibration_data(<model>, 32)`). No CMSIS-NN",
+             "reference figures exist for them.", "",
+             "| model | target | MACs | instructions | insn/MAC | flash | RAM | arena | liveness bound |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for model, title in CNN_MODELS.items():
+        for target in TARGETS:
+            result, report = load(bench_dir, target, model)
+            insns, macs = result["total_instructions"], result["macs"]
+            lines.append(f"| {title} | {target} | {millions(macs)} | {millions(insns)} | {insns / macs:.2f} "
+                         f"| {kib(result['flash_bytes'])} | {kib(result['ram_bytes'])} | {kib(report['arena_bytes'])} "
+                         f"| {kib(report['lower_bound_bytes'])} |")
+    lines += ["", "Instructions by op kind (share of the model's):", "",
+              "| model | target | " + " | ".join(("conv", "depthwise", "binary / add", "lookup table", "pooling", "other")) + " |",
+              "|---|---|" + "---:|" * 6]
+    groups = {"conv2d": 0, "depthwise_conv2d": 1, "binary": 2, "add": 2, "lut": 3, "avg_pool2d": 4, "max_pool2d": 4}
+    for model, title in CNN_MODELS.items():
+        for target in TARGETS:
+            totals = [0] * 6
+            for layer in load(bench_dir, target, model)[0]["layers"]:
+                totals[groups.get(layer["op"], 5)] += layer["instructions"]
+            whole = sum(totals) or 1
+            lines.append(f"| {title} | {target} | " + " | ".join(f"{t / whole:.0%}" for t in totals) + " |")
+    return lines + [""]
+
+
 def render(bench_dir: Path) -> str:
     lines = [
         "# Benchmarks",
@@ -288,6 +320,7 @@ def render(bench_dir: Path) -> str:
               "the generic convolution, 1x1 layers included; `edgec_conv_1x1_s8` is the portable build's).", ""]
     lines += per_kernel_table(bench_dir)
     lines += memory_section(bench_dir)
+    lines += cnn_section(bench_dir)
     return "\n".join(lines)
 
 

@@ -262,7 +262,7 @@ def depthwise_case(rng, isa: str) -> Case:
     golden = depthwise_conv2d_s8(x, weights, bias, m, s, input_zp=zp_in, output_zp=zp_out,
                                  stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
                                  act_min=act_min, act_max=act_max)
-    graph = Graph(inputs=["x"], outputs=["y"], layout="NHWC")
+    graph = Graph(inputs=["x"], outputs=["y"])
     graph.add_tensor(Tensor("x", x.shape))
     graph.add_tensor(Tensor("y", golden.shape))
     op = Op("layer", "depthwise_conv2d", ["x"], ["y"], dict(weight=weights, ch_mult=1, stride=stride, pad=pad,
@@ -281,7 +281,7 @@ def depthwise_case(rng, isa: str) -> Case:
 
 def _conv_op(input_shape, weights, stride, out_shape, pad=(0, 0, 0, 0), dilation=(1, 1)) -> tuple[Op, Graph]:
     """The IR op the planner and Conv2d's hooks see for a convolution."""
-    graph = Graph(inputs=["x"], outputs=["y"], layout="NHWC")
+    graph = Graph(inputs=["x"], outputs=["y"])
     graph.add_tensor(Tensor("x", input_shape))
     graph.add_tensor(Tensor("y", out_shape))
     op = Op("layer", "conv2d", ["x"], ["y"], dict(weight=weights, stride=stride, pad=pad, dilation=dilation,

@@ -578,7 +578,7 @@ def test_rejects_shifts_outside_their_range(kernel_lib, kernel, bad_shift):
 # --------------------------------------------------------------------------------------------
 
 def _finalize(unit, kind: str, weight: np.ndarray, bias, x_shape, y_shape, input_zp: int = 0) -> None:
-    graph = Graph(inputs=["x"], outputs=["y"], layout="NHWC")
+    graph = Graph(inputs=["x"], outputs=["y"])
     graph.add_tensor(Tensor("x", x_shape, scale=0.02, zero_point=input_zp))
     graph.add_tensor(Tensor("y", y_shape, scale=0.05, zero_point=0))
     c_out = y_shape[-1]

@@ -87,7 +87,7 @@ def run_in_place(lib, name: str, case: Case, input_offset: int, scratch_bytes: i
 
 def _ir_op(kind: str, case: Case) -> tuple[Op, Graph]:
     """The IR op the planner would see for `case` (shapes and the attrs its in_place hook reads)."""
-    graph = Graph(inputs=["x"], outputs=["y"], layout="NHWC")
+    graph = Graph(inputs=["x"], outputs=["y"])
     graph.add_tensor(Tensor("x", case.x.shape))
     graph.add_tensor(Tensor("y", (case.x.shape[0], *case.out_hw, case.c_out)))
     attrs = dict(weight=case.w, stride=case.stride, pad=(*case.pad, 0, 0), dilation=case.dilation,

@@ -382,27 +382,27 @@ def quantized_bias(bias, input_scale: float, weight_scales: np.ndarray, where: s
     return quantize_bias(bias.value.astype(np.float64) * scales, input_scale, weight_scales)
 
 
-def finalize_output_stage(op, graph, channel_axis: int = 0) -> None:
+def finalize_output_stage(op, graph, weight_rows: np.ndarray | None = None) -> None:
     """Per-channel (multiplier, shift) of s_in*s_w/s_out, and the fused clamp's int8 bounds, after
-    checking that no output channel's accumulator can leave int32 (`channel_axis`: the output
-    channels' axis of op.attrs["weight"])."""
+    checking that no output channel's accumulator can leave int32 (`weight_rows`: each output
+    channel's weights, [C_out, K]; by default op.attrs["weight"] with the output channels first)."""
     x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    check_accumulator_range(op, x_t.zero_point, channel_axis)
+    rows = op.attrs["weight"] if weight_rows is None else weight_rows
+    check_accumulator_range(op, x_t.zero_point, np.asarray(rows).reshape(len(rows), -1))
     pairs = [quantize_multiplier(x_t.scale * float(s) / out_t.scale) for s in op.attrs["weight_scales"]]
     op.attrs["multiplier"] = np.array([m for m, _ in pairs], dtype=np.int32)
     op.attrs["shift"] = np.array([s for _, s in pairs], dtype=np.int32)
     op.attrs["act_min"], op.attrs["act_max"] = activation_bounds(out_t.zero_point, out_t.scale, *op.attrs["clamp"])
 
 
-def check_accumulator_range(op, input_zp: int, channel_axis: int) -> None:
+def check_accumulator_range(op, input_zp: int, weight_rows: np.ndarray) -> None:
     """EdgecError naming the layer if some input could take an output channel's accumulator,
     bias + sum w * (x - zp), outside int32: the C kernels would wrap it modulo 2^32 (defined, and
     what the golden does, but not the layer's value). The bound, bias +- sum |w| * max |x - zp|, is
     reached by the worst input (and is at most |bias| + K * 32640 for K taps), so a dead channel
     (all-zero weights) with a saturated bias still compiles."""
-    weight = np.moveaxis(np.asarray(op.attrs["weight"], dtype=np.int64), channel_axis, 0)
     largest_x = max(INT8_MAX - input_zp, input_zp - INT8_MIN)
-    taps = np.abs(weight).reshape(weight.shape[0], -1).sum(axis=1) * largest_x
+    taps = np.abs(np.asarray(weight_rows, dtype=np.int64)).sum(axis=1) * largest_x
     bias = np.zeros_like(taps) if op.attrs["bias"] is None else np.asarray(op.attrs["bias"], dtype=np.int64)
     over = np.flatnonzero((bias + taps > INT32_MAX) | (bias - taps < INT32_MIN))
     if over.size:

@@ -292,7 +292,12 @@ class ConvTranspose(OpDef):
         op.attrs["weight"] = weight[:, :, None, :] if weight.ndim == 3 else weight
 
     def finalize(self, op, graph) -> None:
-        finalize_output_stage(op, graph)
+        """Output channel g * C_out/groups + j sums group g's input channels' taps into j (a bound:
+        each output pixel takes one phase's taps only)."""
+        weight, groups = op.attrs["weight"], op.attrs["groups"]
+        c_in, cout_g = weight.shape[:2]
+        rows = weight.reshape(groups, c_in // groups, cout_g, -1).transpose(0, 2, 1, 3).reshape(groups * cout_g, -1)
+        finalize_output_stage(op, graph, rows)
 
     def specialize(self, op, graph, target) -> None:
         isa = kernel_isa(target) if op.attrs["groups"] == 1 else None

@@ -72,7 +72,8 @@ class DepthwiseConv2d(OpDef):
         op.attrs["ch_mult"] = weight.shape[0] // op.attrs["groups"]
 
     def finalize(self, op, graph) -> None:
-        finalize_output_stage(op, graph, channel_axis=3)  # the filter is [1, KH, KW, C_out]
+        weight = op.attrs["weight"]  # [1, KH, KW, C_out]
+        finalize_output_stage(op, graph, weight.reshape(-1, weight.shape[3]).T)
 
     def golden(self, op, graph, inputs):
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
