@@ -165,7 +165,8 @@ def _torch_function(function: str, attrs: dict):
     if function == "softplus":
         return lambda t: F.softplus(t, beta=attrs.get("beta", 1.0), threshold=attrs.get("threshold", 20.0))
     return {"sigmoid": torch.sigmoid, "tanh": torch.tanh, "hardswish": F.hardswish, "hardsigmoid": F.hardsigmoid,
-            "silu": F.silu, "mish": F.mish, "exp": torch.exp}[function]
+            "silu": F.silu, "mish": F.mish, "exp": torch.exp, "abs": torch.abs, "neg": torch.neg, "erf": torch.erf,
+            "log_sigmoid": F.logsigmoid, "softsign": F.softsign, "sin": torch.sin, "cos": torch.cos}[function]
 
 
 def torch_table(function: str, s_in, zp_in, s_out, zp_out, **attrs) -> tuple[np.ndarray, np.ndarray]:
@@ -215,7 +216,8 @@ def test_float_table_rounds_exact_ties_away_from_zero():
 
 def test_fixed_output_qparams():
     assert FIXED_OUTPUT_QPARAMS == {"sigmoid": (1 / 256, -128), "tanh": (1 / 128, 0), "hardsigmoid": (1 / 256, -128)}
-    assert OBSERVED_OUTPUT_FUNCTIONS == {"hardswish", "silu", "gelu", "elu", "softplus", "mish", "exp", "leaky_relu"}
+    assert OBSERVED_OUTPUT_FUNCTIONS == {"hardswish", "silu", "gelu", "elu", "softplus", "mish", "exp", "leaky_relu",
+                                         "abs", "neg", "erf", "log_sigmoid", "softsign", "sin", "cos"}
     # The fixed ones cover the function's whole range: sigmoid(+-large) -> -128 / 127 etc.
     for function, (s_out, zp_out) in FIXED_OUTPUT_QPARAMS.items():
         table = lut_table(function, 0.25, 0, s_out, zp_out)
