@@ -238,9 +238,10 @@ def cnn_section(bench_dir: Path) -> list[str]:
     """The public architectures: whole-model figures, then where their instructions go by op."""
     lines = ["## Public architectures", "",
              "Models of `edgec.zoo_cnn` (random weights, reduced width and resolution to fit the boards),",
-             "benchmarked like the reference models (`python -m edgec.cli bench edgec/zoo_cnn.py:<model>`,",
-             "same options, calibration `edgec.zoo_cnn.calibration_data(<model>, 32)`). No CMSIS-NN",
-             "reference figures exist for them.", "",
+             "benchmarked like the reference models (`python -m edgec.cli bench edgec/zoo_cnn.py:<model>`),",
+             "calibration `edgec.zoo_cnn.calibration_data(<model>, 32)`, with `--opt size` (EfficientNet's",
+             "int16-widened DSP filters would not fit the typical M4 part's 1 MiB flash; Helium ignores",
+             "`--opt`). No CMSIS-NN reference figures exist for them.", "",
              "| model | target | MACs | instructions | insn/MAC | flash | RAM | arena | liveness bound |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for model, title in CNN_MODELS.items():

@@ -289,6 +289,12 @@ class Binary(OpDef):
             return "division by an activation (only by a constant)"
         if node.kwargs.get("rounding_mode") is not None:
             return f"{node.target} with rounding_mode"
+        shapes = [tuple(a.meta["val"].shape) if isinstance(a, Node) and "val" in a.meta else () for a in node.args[:2]]
+        try:
+            if len(broadcast_layout(*shapes)[0]) > BINARY_MAX_DIMS:
+                return f"{node.target} broadcasting {list(shapes[0])} with {list(shapes[1])} (more than {BINARY_MAX_DIMS} loop levels)"
+        except ValueError:
+            return f"{node.target} of shapes {list(shapes[0])} and {list(shapes[1])} that do not broadcast"
         return None
 
     def lower(self, ctx, node) -> None:
