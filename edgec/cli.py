@@ -173,7 +173,8 @@ def report(out_dir, html):
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--per-layer", is_flag=True, help="also print each layer's int8-vs-float SQNR")
 def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer):
-    """Check that the generated C's output equals the golden simulator's, byte for byte."""
+    """Check that the generated C's output equals the golden simulator's, byte for byte, and that
+    every layer computes what the quantized program means (within a step of its Q/DQ graph)."""
     _quiet_torch()
     from edgec import device, sim
     from edgec import verify as checks
@@ -204,6 +205,9 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
         int8_values = [checks.golden_values(compiled.graph, row) for row in inputs]
         for row in sim.layer_sqnr(compiled.graph, floats_ref, int8_values):
             click.echo(f"  {row['layer']:<28} {row['op']:<18} SQNR {row['sqnr_db']:6.1f} dB")
+    checked = checks.check_against_reference(compiled, floats)
+    click.echo(f"OK: all {checked} checked layers within {checks.LAYER_TOLERANCE_STEPS} step of the program's Q/DQ "
+               f"graph run in float, fed its values")
 
 
 @cli.command()

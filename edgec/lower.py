@@ -184,7 +184,8 @@ class LoweringContext:
 
     def requantize(self, node: Node, source: Tensor, scale: float, zero_point: int) -> Tensor:
         """A new tensor holding `source` at other qparams (TFLite's int8 QUANTIZE, as a table)."""
-        out = self.graph.add_tensor(Tensor(node.name, source.shape, scale, zero_point, source=source.source))
+        # Its float reference is the value the program requantizes: the dequantize feeding `node`.
+        out = self.graph.add_tensor(Tensor(node.name, source.shape, scale, zero_point, source=node.args[0].name))
         self.add_op("lut", node, [source], [out], function="requantize", function_attrs={})
         return out
 

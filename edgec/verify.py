@@ -19,7 +19,8 @@ import numpy as np
 from edgec import device, sim
 from edgec.codegen import TEMPLATES
 from edgec.errors import EdgecError
-from edgec.ir import Graph
+from edgec.ir import Graph, to_torch_order
+from edgec.ops import KINDS
 
 HOST_CFLAGS = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic")
 # A test build: each layer may change only its own output and scratch bytes (templates/model.c.j2).
@@ -176,3 +177,85 @@ def _output_value(values: dict, node) -> np.ndarray:
     while node.name not in values and node.args:
         node = node.args[0]
     return values[node.name]
+
+
+# How far one layer may be from the program's own Q/DQ arithmetic: both round the same real value
+# to the same int8 grid, by different but exact-to-the-LSB formulas (double rounding, integer
+# lookup tables, fixed-point softmax and resampling), so an element may land one step away; more
+# than that on more than a sliver of a layer means the layer computes something else (collapsed
+# weights, a wrong bias scale, a misread layout).
+LAYER_TOLERANCE_STEPS = 1
+LAYER_MAX_BEYOND_FRACTION = 0.01
+
+
+def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
+    """Per layer: the golden kernel run on the reference's own quantized inputs, against the
+    reference's output quantized at the layer's output qparams. The reference is the program's Q/DQ
+    graph run in float (compiled.quantized_module: for a float model, edgec's own quantization of
+    it). Comparing layer by layer, each fed the reference's values, keeps one layer's rounding from
+    compounding through the next, so a deep model is judged as fairly as a shallow one."""
+    graph = compiled.graph
+    rows = []
+    for op in graph.ops:
+        # A view's bytes are its base's (a flatten of channels-last data is not in PyTorch order).
+        tensors = [graph.tensors[graph.storage(name)] for name in op.inputs] + [graph.tensors[op.outputs[0]]]
+        if op.kind == "reshape" or any(not t.quantized or t.source not in float_values[0] or
+                                       tuple(np.shape(float_values[0][t.source])) != t.torch_shape for t in tensors):
+            continue
+        beyond = total = worst = 0
+        for values in float_values:
+            stored = [_quantized(t, values[t.source]) for t in tensors]
+            if op.kind == "lut" and op.attrs["function"] == "requantize":
+                # The program requantizes the value its input holds, not the float before that.
+                x = tensors[0]
+                held = (stored[0].astype(np.float64) - x.zero_point) * x.scale
+                stored[-1] = _quantized(tensors[-1], to_torch_order(tensors[-1], held.reshape(tensors[-1].shape)))
+            inputs = [x.reshape(graph.tensors[name].shape) for x, name in zip(stored, op.inputs)]
+            got = KINDS[op.kind].golden(op, graph, inputs)
+            got = got[0] if isinstance(got, (list, tuple)) else got
+            diff = np.abs(np.asarray(got, np.int64) - stored[-1].astype(np.int64))
+            beyond += int(np.count_nonzero(diff > LAYER_TOLERANCE_STEPS))
+            total += diff.size
+            worst = max(worst, int(diff.max(initial=0)))
+        rows.append({"layer": op.name, "op": op.kind, "source": op.source, "beyond_fraction": beyond / max(total, 1),
+                     "max_steps": worst})
+    return rows
+
+
+def _quantized(tensor, value: np.ndarray) -> np.ndarray:
+    """`value` quantized exactly as the program's quantize nodes do (float32, half to even): a
+    rounding one step off here would move the layer's output by up to |M * w| steps."""
+    import torch
+    info = np.iinfo(sim.INT_DTYPES[tensor.dtype])
+    q = torch.ops.quantized_decomposed.quantize_per_tensor(
+        torch.from_numpy(np.ascontiguousarray(value, dtype=np.float32)), tensor.scale, tensor.zero_point,
+        int(info.min), int(info.max), getattr(torch, tensor.dtype))
+    return sim.stored(tensor, q.numpy())
+
+
+def disagreeing_layers(rows: list[dict]) -> list[dict]:
+    return [row for row in rows if row["beyond_fraction"] > LAYER_MAX_BEYOND_FRACTION]
+
+
+def check_against_reference(compiled, float_samples) -> int:
+    """EdgecError naming the layers whose int8 result departs from the program's own Q/DQ graph
+    beyond what rounding explains (LAYER_TOLERANCE_STEPS on more than LAYER_MAX_BEYOND_FRACTION of
+    their elements); else the number of layers checked. The C equal to the golden proves only
+    that both run the same integer program; this proves the program is the model."""
+    rows = layer_agreement(compiled, qdq_reference(compiled, float_samples))
+    bad = disagreeing_layers(rows)
+    if bad:
+        described = "; ".join(f"{row['layer']} ({row['op']}, {row['source']}): {row['beyond_fraction']:.0%} of "
+                              f"its values off by more than {LAYER_TOLERANCE_STEPS} step (up to {row['max_steps']})"
+                              for row in bad[:3])
+        more = f" and {len(bad) - 3} more layers" if len(bad) > 3 else ""
+        raise EdgecError(f"the int8 model departs from its quantized program at {described}{more}")
+    return len(rows)
+
+
+def qdq_reference(compiled, float_samples) -> list[dict[str, np.ndarray]]:
+    """Per-sample values of the program's Q/DQ graph run in float (the layer check's reference)."""
+    per = per_input(float_samples)
+    shapes = [tuple(example.shape) for example in compiled.example_inputs]
+    return [float_node_values(compiled.quantized_module, tuple(arrays[i].reshape(shape) for arrays, shape in zip(per, shapes)))
+            for i in range(len(per[0]))]

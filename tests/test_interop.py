@@ -117,3 +117,19 @@ def test_a_weight_with_a_zero_point_is_refused_by_name(tmp_path):
     torch.export.save(torch.export.export(converted, (torch.randn(SHAPE),)), path)
     with pytest.raises(EdgecError, match="symmetric"):
         compile_model(str(path), calibration=None)
+
+
+def test_verify_fails_a_model_whose_weights_collapsed(tmp_path, capsys, monkeypatch):
+    """The bug this file's first test guards against, put back: float weights behind quantize nodes
+    cast to int8 (all zeros). The C still equals the golden -- both run the broken program -- so
+    only the check against the program's own Q/DQ graph can see it, and verify must fail."""
+    from edgec import lower
+    from tests.test_cli import run_cli
+
+    path = _program(tmp_path, EdgecQuantizer(), False)
+    code, out, err = run_cli("verify", path, "--samples", "4", "--quiet", capsys=capsys)
+    assert code == 0 and "checked layers within 1 step" in out, err
+    monkeypatch.setattr(lower, "quantize_constant", lambda source, args, node: source.value.astype(args.dtype))
+    code, out, err = run_cli("verify", path, "--samples", "4", "--quiet", capsys=capsys)
+    assert "0 LSB" in out, "the C still matches the (broken) golden"
+    assert code != 0 and "departs from its quantized program" in err and "conv2d" in err, (out, err)

@@ -52,6 +52,7 @@ def test_zoo_model_is_bit_exact_on_host(quantized, tmp_path):
     assert result.exact, f"{name}: {result.mismatched_bytes} bytes differ"
     summary = verify.accuracy_summary(compiled, verify.float_reference(compiled, floats), outputs)
     assert summary["output_sqnr_db"] >= MIN_SQNR_DB[name], summary
+    verify.check_against_reference(compiled, floats)  # every layer within a step of the Q/DQ program
 
 
 @needs_toolchain
