@@ -145,6 +145,10 @@ def float_reference(compiled, float_samples) -> list[dict[str, np.ndarray]]:
     """Per-sample float values of the float model (or, for a program that came quantized, of its
     Q/DQ graph run in float), each input shaped like its example (batch of one)."""
     module = compiled.float_module if compiled.float_module is not None else compiled.quantized_module
+    return _node_values_per_sample(compiled, module, float_samples)
+
+
+def _node_values_per_sample(compiled, module, float_samples) -> list[dict[str, np.ndarray]]:
     per = per_input(float_samples)
     shapes = [tuple(example.shape) for example in compiled.example_inputs]
     return [float_node_values(module, tuple(arrays[i].reshape(shape) for arrays, shape in zip(per, shapes)))
@@ -255,7 +259,4 @@ def check_against_reference(compiled, float_samples) -> int:
 
 def qdq_reference(compiled, float_samples) -> list[dict[str, np.ndarray]]:
     """Per-sample values of the program's Q/DQ graph run in float (the layer check's reference)."""
-    per = per_input(float_samples)
-    shapes = [tuple(example.shape) for example in compiled.example_inputs]
-    return [float_node_values(compiled.quantized_module, tuple(arrays[i].reshape(shape) for arrays, shape in zip(per, shapes)))
-            for i in range(len(per[0]))]
+    return _node_values_per_sample(compiled, compiled.quantized_module, float_samples)

@@ -22,7 +22,7 @@ from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
 from edgec.frontend import source_line
-from edgec.ir import InPlace, Tensor, same_bytes, stored_shape
+from edgec.ir import InPlace, Tensor, same_bytes, stored_shape, to_stored
 from edgec.numerics import (
     INT8_MAX,
     INT8_MIN,
@@ -342,7 +342,7 @@ class Binary(OpDef):
             if constant is not None and constant.index == index:
                 shape = _broadcast_stored(constant.values.shape, out)
                 padded = constant.values.reshape((1,) * (len(out.torch_shape) - constant.values.ndim) + constant.values.shape)
-                constant.values = np.ascontiguousarray(_to_stored(padded, out.perm)).reshape(shape)
+                constant.values = to_stored(out, padded).reshape(shape)
             else:
                 tensor = graph.tensors[next(live)]
                 shape = _broadcast_stored(tensor.torch_shape, out)
@@ -409,12 +409,6 @@ class Binary(OpDef):
         return tuple(InPlace(i, 0) for i, name in enumerate(op.inputs) if graph.tensors[name].shape == out.shape)
 
 
-def _to_stored(value: np.ndarray, perm) -> np.ndarray:
-    if perm is None:
-        return value
-    return value.transpose([axis for axis in perm if axis is not None]).reshape(stored_shape(value.shape, perm))
-
-
 class Prelu(OpDef):
     """nn.PReLU: per-channel (or one) slope, TFLite's int8 PRELU arithmetic, the slopes read in
     place per channel."""
@@ -443,7 +437,7 @@ class Prelu(OpDef):
         out = graph.tensors[op.outputs[0]]
         alpha = op.attrs["alpha"]
         shape = _broadcast_stored(alpha.values.shape, out)
-        alpha.values = np.ascontiguousarray(_to_stored(alpha.values, out.perm)).reshape(shape)
+        alpha.values = to_stored(out, alpha.values).reshape(shape)
 
     def finalize(self, op, graph) -> None:
         x, out, alpha = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]], op.attrs["alpha"]
