@@ -3,12 +3,15 @@ and run bit-exact on the host with ASan/UBSan and the arena write checks, or be 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from edgec import verify
+from edgec.errors import EdgecError
 from edgec.pipeline import compile_model, emit
+
 
 class SelfAdd(nn.Module):
     """Fuzz seed 16: an add reading one tensor twice (x0 + x0) crashed the scheduler, which
@@ -46,3 +49,15 @@ def test_an_add_of_a_tensor_with_itself_is_scheduled(tmp_path):
     compiled, comparison = _compile_and_compare(tmp_path, "SelfAdd()", (1, 1, 3, 2), 0.0, 0.4)
     assert [op.kind for op in compiled.graph.ops] == ["add", "conv2d", "add"]
     assert comparison.exact
+
+
+@pytest.mark.parametrize("body", ["torch.flatten(x, 1)", "x.view(1, 16)", "x.reshape(4, 4)"])
+def test_a_model_that_computes_nothing_is_refused(tmp_path, body):
+    """Fuzz seed 186: a model whose only op is a view emitted C that does not compile with the
+    documented flags (an unused status variable; in a test build also unused check functions)."""
+    path = tmp_path / "nothing.py"
+    path.write_text("import torch\n\n\nclass Nothing(torch.nn.Module):\n"
+                    f"    def forward(self, x):\n        return {body}\n\n\n"
+                    "def factory():\n    return Nothing(), (torch.zeros(1, 1, 4, 4),)\n")
+    with pytest.raises(EdgecError, match="computes nothing"):
+        compile_model(f"{path}:factory", calibration=np.ones((2, 1, 4, 4), dtype=np.float32))
