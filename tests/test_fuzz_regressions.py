@@ -61,3 +61,27 @@ def test_a_model_that_computes_nothing_is_refused(tmp_path, body):
                     "def factory():\n    return Nothing(), (torch.zeros(1, 1, 4, 4),)\n")
     with pytest.raises(EdgecError, match="computes nothing"):
         compile_model(f"{path}:factory", calibration=np.ones((2, 1, 4, 4), dtype=np.float32))
+
+
+class DisjointClamps(nn.Module):
+    """Fuzz seed 247: hardtanh(-1, -0.5) then ReLU, both fused into the add before them, gave the
+    clamp bounds [0, -0.5] (an intersection, empty), so act_min > act_max and the add kernel
+    returned EDGEC_ARG_ERROR ("invoke failed"). Clamping to [a, b] then [c, d] is one clamp to
+    [clamp(a, c, d), clamp(b, c, d)]: here the constant 0. torch.clamp with min > max (every
+    element becomes max) gave the same invalid bounds."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 2, 1)
+
+    def forward(self, x):
+        return F.relu(F.hardtanh(x + x, -1.0, -0.5)) + torch.clamp(self.conv(x), 1.0, 0.5)
+
+
+def test_clamps_with_disjoint_bounds_compose_to_a_constant(tmp_path):
+    compiled, comparison = _compile_and_compare(tmp_path, "DisjointClamps()", (1, 2, 3, 3), -1.0, 1.0)
+    assert comparison.exact
+    assert [op.kind for op in compiled.graph.ops] == ["add", "conv2d", "add"]
+    assert compiled.graph.ops[0].attrs["clamp"] == (0.0, 0.0) and compiled.graph.ops[1].attrs["clamp"] == (0.5, 0.5)
+    out = compiled.graph.tensors[compiled.graph.outputs[0]]
+    assert np.allclose(out.dequantize(comparison.golden), 0.5, atol=out.scale)
