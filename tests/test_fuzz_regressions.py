@@ -85,3 +85,28 @@ def test_clamps_with_disjoint_bounds_compose_to_a_constant(tmp_path):
     assert compiled.graph.ops[0].attrs["clamp"] == (0.0, 0.0) and compiled.graph.ops[1].attrs["clamp"] == (0.5, 0.5)
     out = compiled.graph.tensors[compiled.graph.outputs[0]]
     assert np.allclose(out.dequantize(comparison.golden), 0.5, atol=out.scale)
+
+
+class NarrowingActivations(nn.Module):
+    """Fuzz seeds 28, 230, 280 (v2): a conv followed by clamp(max=0.5) then hardtanh(0, 6), both
+    fused into it, took the qparams observed after the first activation (range up to -7800),
+    so the fused output [0, 0.5] was all one value: 0 dB from the float model, bit-exact."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3, padding=1)
+        with torch.no_grad():
+            self.conv.weight.mul_(1000.0)
+
+    def forward(self, x):
+        return F.hardtanh(self.conv(x).clamp(max=0.5), 0.0, 6.0)
+
+
+def test_fused_activations_take_the_qparams_after_the_last_one(tmp_path):
+    compiled, comparison = _compile_and_compare(tmp_path, "NarrowingActivations()", (1, 2, 5, 5), -1.0, 2.0)
+    assert comparison.exact
+    assert [op.kind for op in compiled.graph.ops] == ["conv2d"] and compiled.graph.ops[0].attrs["clamp"] == (0.0, 0.5)
+    assert compiled.graph.tensors[compiled.graph.outputs[0]].scale == pytest.approx(0.5 / 255)
+    floats = (-1.0 + 2.0 * np.abs(np.random.default_rng(2).standard_normal((4, 2, 5, 5)))).astype(np.float32)
+    int8 = verify.golden_outputs(compiled.graph, verify.quantized_inputs(compiled.graph, floats))
+    assert verify.accuracy_summary(compiled, verify.float_reference(compiled, floats), int8)["output_sqnr_db"] > 30
