@@ -110,3 +110,24 @@ def test_fused_activations_take_the_qparams_after_the_last_one(tmp_path):
     floats = (-1.0 + 2.0 * np.abs(np.random.default_rng(2).standard_normal((4, 2, 5, 5)))).astype(np.float32)
     int8 = verify.golden_outputs(compiled.graph, verify.quantized_inputs(compiled.graph, floats))
     assert verify.accuracy_summary(compiled, verify.float_reference(compiled, floats), int8)["output_sqnr_db"] > 30
+
+
+class NearestResize(nn.Module):
+    def __init__(self, size: tuple):
+        super().__init__()
+        self.size = size
+
+    def forward(self, x):
+        return F.interpolate(F.relu(x), size=self.size, mode="nearest")
+
+
+def test_a_nearest_resize_to_an_uneven_size_is_refused_not_crashed(tmp_path):
+    """Fuzz seed 35 (v3): a nearest resize that the data movement unit takes, to a size that is
+    not a whole multiple, crashed while working out its copies (NotImplementedError: ATen has no
+    int64 upsample_nearest2d for the element ids); it is now refused with the unit's message, and
+    the resizes it can copy still compile."""
+    with pytest.raises(EdgecError, match="not a strided copy"):
+        compile_model(_factory_file(tmp_path, "NearestResize((8, 11))", (1, 3, 4, 5)),
+                      calibration=np.ones((2, 3, 4, 5), dtype=np.float32))
+    compiled, comparison = _compile_and_compare(tmp_path, "NearestResize((2, 5))", (1, 3, 4, 5), -1.0, 1.0)
+    assert comparison.exact and "copy" in [op.kind for op in compiled.graph.ops]
