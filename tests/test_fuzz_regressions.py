@@ -131,3 +131,16 @@ def test_a_nearest_resize_to_an_uneven_size_is_refused_not_crashed(tmp_path):
                       calibration=np.ones((2, 3, 4, 5), dtype=np.float32))
     compiled, comparison = _compile_and_compare(tmp_path, "NearestResize((2, 5))", (1, 3, 4, 5), -1.0, 1.0)
     assert comparison.exact and "copy" in [op.kind for op in compiled.graph.ops]
+
+
+class ReduceOverSizeOne(nn.Module):
+    """Fuzz seeds 144, 251 (v3): a reduction over axes of size 1 has no kept and no reduced loop
+    left, and its descriptor's empty arrays were emitted as {} -- not C99 (-pedantic fails)."""
+
+    def forward(self, x):
+        return x.sum(1, keepdim=True) + x.amax(2, keepdim=True).amin((1, 2), keepdim=True)
+
+
+def test_a_reduction_over_size_one_axes_compiles(tmp_path):
+    compiled, comparison = _compile_and_compare(tmp_path, "ReduceOverSizeOne()", (1, 1, 1, 3), -1.0, 2.0)
+    assert comparison.exact and "reduce" in [op.kind for op in compiled.graph.ops]
