@@ -144,3 +144,17 @@ class ReduceOverSizeOne(nn.Module):
 def test_a_reduction_over_size_one_axes_compiles(tmp_path):
     compiled, comparison = _compile_and_compare(tmp_path, "ReduceOverSizeOne()", (1, 1, 1, 3), -1.0, 2.0)
     assert comparison.exact and "reduce" in [op.kind for op in compiled.graph.ops]
+
+
+class SelfMaximum(nn.Module):
+    """Fuzz seed 254 (v3): torch.maximum(x, x) annotated its second input edge to share the
+    qparams of the first, the same edge, and PT2E's prepare recursed until RecursionError."""
+
+    def forward(self, x):
+        y = F.elu(x, alpha=0.7)
+        return torch.maximum(y, y) + torch.minimum(x, x)
+
+
+def test_a_minimum_or_maximum_of_a_tensor_with_itself_compiles(tmp_path):
+    compiled, comparison = _compile_and_compare(tmp_path, "SelfMaximum()", (1, 2, 3, 3), -1.0, 2.0)
+    assert comparison.exact
