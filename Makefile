@@ -4,7 +4,7 @@ PIP := $(PYTHON) -m pip
 STAMP := .make
 TORCH := torch==2.13.0
 
-.PHONY: demo test install install-test toolchain bench clean
+.PHONY: demo test install install-test toolchain bench fuzz clean
 
 # torch is installed first and pinned, so nothing can pull another (multi-GB CUDA) build.
 $(STAMP)/install: pyproject.toml
@@ -82,6 +82,19 @@ bench: $(STAMP)/install toolchain
 # tool is missing fails instead of skipping.
 test: install-test
 	$(PYTHON) -m pytest -n 2 -rs tests
+
+# Differential fuzzing: N random models (seeds START..START+N-1) compiled for TARGET (host: built
+# with ASan/UBSan; a Cortex-M target: run under QEMU), compared byte for byte with the golden
+# simulator, each layer checked against the quantized program (OPT=size: edgec build --opt size).
+# Reproducers of every failure, summary.txt and summary.json go to build/fuzz/TARGET[-size]; the
+# exit status is 1 if any model mismatched, departed or crashed. See tests/fuzz/__init__.py.
+N ?= 100
+START ?= 0
+TARGET ?= host
+OPT ?= speed
+fuzz: $(STAMP)/install-test $(if $(filter host,$(TARGET)),,toolchain)
+	$(PYTHON) -m tests.fuzz run --seeds $(N) --start $(START) --target $(TARGET) --opt $(OPT) \
+		--out build/fuzz/$(TARGET)$(if $(filter size,$(OPT)),-size)
 
 clean:
 	rm -rf build $(STAMP)

@@ -240,6 +240,9 @@ def lower(module: GraphModule) -> Graph:
     graph = LoweringContext(module).run()
     if not graph.inputs or not graph.outputs:
         raise EdgecError("the model has no tensor input or no tensor output")
+    if all(op.kind == "reshape" for op in graph.ops):
+        raise EdgecError("the model computes nothing (its outputs are its inputs, reshaped at most); "
+                         "there is nothing to compile")
     for name in graph.inputs + graph.outputs:
         if not graph.tensors[name].quantized:
             raise EdgecError(f"model {'input' if name in graph.inputs else 'output'} '{name}' is not quantized")

@@ -61,7 +61,9 @@ class _Scheduler:
         self.graph, self.target = graph, target
         ops = graph.ops
         producer = {name: index for index, op in enumerate(ops) for name in op.outputs}
-        self.needs = [sum(1 << producer[name] for name in op.inputs if name in producer) for op in ops]
+        # A set: an op may read one tensor twice (x + x), which must not add its producer's bit twice.
+        self.needs = [sum(1 << index for index in {producer[name] for name in op.inputs if name in producer})
+                      for op in ops]
         self.kept = {graph.storage(name) for name in graph.outputs}
         self.sizes = {name: _align(graph.tensors[name].nbytes) for name in graph.tensors}
         self.readers: dict[str, int] = {}

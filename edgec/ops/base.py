@@ -42,7 +42,8 @@ def descriptor(ctype: str, symbol: str, fields: dict) -> CCall:
         elif value is None:
             values.append(f".{field} = NULL")
         elif isinstance(value, (list, tuple)):
-            values.append(f".{field} = {{{', '.join(str(int(v)) for v in value)}}}")
+            # An empty list is {0}: C99 has no empty initializer (the fixed-size array is all zero either way).
+            values.append(f".{field} = {{{', '.join(str(int(v)) for v in value) or '0'}}}")
         else:
             values.append(f".{field} = {int(value)}")
     return CCall("", constants, [(ctype, symbol, "{" + ", ".join(values) + "}")])

@@ -278,7 +278,7 @@ class Binary(OpDef):
             return
         first = node.args[0]
         inputs = {first: ACTIVATION_QSPEC}
-        if isinstance(node.args[1], Node):
+        if isinstance(node.args[1], Node) and node.args[1] is not first:  # maximum(x, x): one input edge
             inputs[node.args[1]] = SharedQuantizationSpec((first, node))
         annotate(node, inputs, SharedQuantizationSpec((first, node)))
 

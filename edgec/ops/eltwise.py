@@ -133,6 +133,8 @@ def clamp_bounds(node) -> tuple[float | None, float | None]:
         return (float(node.args[1]) if len(node.args) > 1 else -1.0), (float(node.args[2]) if len(node.args) > 2 else 1.0)
     low = node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
     high = node.args[2] if len(node.args) > 2 else node.kwargs.get("max")
+    if low is not None and high is not None and low > high:
+        low = high  # torch.clamp with min > max sets every element to max
     return (None if low is None else float(low)), (None if high is None else float(high))
 
 

@@ -526,14 +526,15 @@ def source_ids(graph, op) -> tuple[list, list[int]]:
 
 
 def gathered_ids(op, graph) -> np.ndarray:
-    """For each stored output byte, the id of the input byte it copies."""
+    """For each stored output byte, the id of the input byte it copies. The ids travel as float64
+    (exact below 2^53): ATen has no int64 kernel for some copies (upsample_nearest2d)."""
     tensors, _ = source_ids(graph, op)
     with torch.no_grad():
-        result = op.attrs["gather"](*tensors)
+        result = op.attrs["gather"](*(t.to(torch.float64) for t in tensors))
     out = graph.tensors[op.outputs[0]]
     if tuple(result.shape) != out.torch_shape:
         raise EdgecError(f"{op.source}: the data movement gives {list(result.shape)}, expected {list(out.torch_shape)}")
-    return to_stored(out, result.numpy()).ravel()
+    return to_stored(out, result.numpy().astype(np.int64)).ravel()
 
 
 def fit_loops(outputs: np.ndarray, inputs: np.ndarray) -> tuple[list[int], list[int], list[int]] | None:

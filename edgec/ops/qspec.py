@@ -7,8 +7,9 @@ Each op unit's `annotate(node)` says how its torch node is quantized (numerics: 
   - bias stays float here and is quantized to int32 at lowering as round(b / (s_in * s_w)), so it
     always matches the scales actually chosen;
   - an op whose kernel does not requantize shares its input's qparams (`annotate_shared`);
-  - an op followed by its only user ReLU/ReLU6/hardtanh/clamp is one quantized unit with it
-    (`annotate_with_output`), so the activation becomes clamp bounds of the producer.
+  - an op followed by its only user ReLU/ReLU6/hardtanh/clamp (and that by its only user clamp,
+    ...) is one quantized unit with them (`annotate_with_output`), so the activations become
+    clamp bounds of the producer, with the qparams observed after the last of them.
 """
 from __future__ import annotations
 
@@ -56,23 +57,31 @@ def activation_inputs(node: Node, count: int | None = None) -> dict:
     return {arg: ACTIVATION_QSPEC for arg in args if isinstance(arg, Node)}
 
 
-def fused_activation(node: Node) -> Node | None:
-    """The clamp-like op that is `node`'s only user, which then owns the quantized output."""
-    users = list(node.users)
-    if len(users) == 1 and users[0].op == "call_function" and users[0].target in ACTIVATIONS:
-        return users[0]
-    return None
+def fused_activations(node: Node) -> list[Node]:
+    """The clamp-like ops that follow `node`, each the only user of the one before: they all fuse
+    into `node`, and the last of them owns the quantized output (its observer sees the range the
+    whole chain keeps; the first one's could be far wider than a later clamp keeps)."""
+    chain = []
+    while len(node.users) == 1:
+        (user,) = node.users
+        if user.op != "call_function" or user.target not in ACTIVATIONS:
+            break
+        chain.append(user)
+        node = user
+    return chain
 
 
 def annotate_with_output(node: Node, inputs: dict) -> None:
-    """`node` quantizes its output itself (its kernel requantizes), or leaves that to the clamp
-    that is its only user, which its kernel's output stage then applies."""
-    activation = fused_activation(node)
-    if activation is None:
+    """`node` quantizes its output itself (its kernel requantizes), or leaves that to the chain
+    of clamps that follows it, which its kernel's output stage then applies."""
+    activations = fused_activations(node)
+    if not activations:
         annotate(node, inputs, ACTIVATION_QSPEC)
         return
     annotate(node, inputs, None)
-    annotate(activation, {}, ACTIVATION_QSPEC)
+    for unquantized in activations[:-1]:
+        annotate(unquantized, {}, None)
+    annotate(activations[-1], {}, ACTIVATION_QSPEC)
 
 
 def annotate_shared(node: Node) -> None:

@@ -6,6 +6,8 @@ copy feeds only another copy.
 """
 from __future__ import annotations
 
+import math
+
 from edgec.errors import EdgecError
 from edgec.ir import Graph
 from edgec.ops import KINDS
@@ -64,7 +66,7 @@ def fuse_activations(graph: Graph) -> None:
         fusable = (producer is not None and KINDS[producer.kind].fuses_activation
                    and len(graph.consumers(source)) == 1 and source not in graph.outputs)
         if fusable:
-            producer.attrs["clamp"] = _intersect(producer.attrs["clamp"], clamp.attrs["clamp"])
+            producer.attrs["clamp"] = _compose(producer.attrs["clamp"], clamp.attrs["clamp"])
             producer.outputs = list(clamp.outputs)
             graph.ops.remove(clamp)
         elif not graph.tensors[source].quantized:
@@ -72,7 +74,15 @@ def fuse_activations(graph: Graph) -> None:
     graph.remove_unused_tensors()
 
 
-def _intersect(a, b):
-    low = max((v for v in (a[0], b[0]) if v is not None), default=None)
-    high = min((v for v in (a[1], b[1]) if v is not None), default=None)
-    return low, high
+def _compose(first, then):
+    """The one clamp equal to clamping to `first`, then to `then` ((low, high), None: unbounded):
+    both bounds of `first` clamped into `then`. Overlapping intervals give their intersection,
+    disjoint ones a constant (an empty intersection would be an invalid act_min > act_max)."""
+    def into_then(value: float) -> float:
+        if then[0] is not None:
+            value = max(value, then[0])
+        return value if then[1] is None else min(value, then[1])
+
+    low = into_then(-math.inf if first[0] is None else first[0])
+    high = into_then(math.inf if first[1] is None else first[1])
+    return (None if low == -math.inf else low), (None if high == math.inf else high)

@@ -1,0 +1,509 @@
+"""Compile a fuzz model with edgec, run the golden simulator and the generated C on the same
+inputs, compare byte for byte, and classify the result:
+
+  ok          the C equals the golden simulator and the int8 output is close to the float model;
+  inaccurate  bit-exact, but the int8 output's SQNR against the float model is below the
+              threshold, or a layer departs from the quantized program for a known reason
+              (layer_losses) -- reported with its causes, not a failure: quantization may
+              legitimately lose a degenerate model; a layout or semantics bug shows up here too;
+  refused     a clean EdgecError while compiling (the message is recorded and counted);
+  mismatch    golden and C outputs differ in at least one byte;
+  departs     bit-exact, but some layer's golden kernel, fed the quantized program's own values,
+              departs from that program (edgec.verify.layer_agreement: more than a step on more
+              than 1% of the values) -- the integer program is not the model, as edgec verify says
+              -- and no known quantization loss of that layer explains it (then: inaccurate);
+  crash       any other exception while compiling or simulating (an internal error), or a C
+              build or run failure (warnings, sanitizers, arena write checks, QEMU faults);
+  invalid     the generated float model itself fails or gives non-finite values (a generator
+              bug, not edgec's).
+
+On the host the C is built with the flags of edgec.verify.build_host(sanitize=True) (strict
+warnings, ASan + UBSan, arena write checks), but through edgec.toolchain's object cache: the
+runtime kernels are compiled once per session, not once per model. Cortex-M targets run through
+edgec.device.run_model under QEMU. Every model is written to a file first and compiled from it
+(`file.py:factory`), so a failing model's file is its reproducer.
+"""
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import re
+import shutil
+import sys
+import time
+import traceback
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import jinja2
+import numpy as np
+import torch
+
+from edgec import device, sim, toolchain, verify
+from edgec.codegen import TEMPLATES
+from edgec.errors import EdgecError
+from edgec.pipeline import compile_model, emit
+from edgec.targets import get_target
+from tests.fuzz.generator import FAMILIES, GENERATOR_VERSION, ModelSpec, Unfit, generate, model_source
+
+FAILURES = ("mismatch", "departs", "crash", "invalid")
+VERDICTS = ("ok", "inaccurate", "refused", *FAILURES)
+MIN_SQNR_DB = 10.0
+EPS_SCALE = 2.0**-20 * 1.001  # edgec.quantize's activation observer eps (and a rounding margin)
+INT32_MAX = 2**31 - 1
+MODEL_NAME = "m"
+KERNEL_CALL = re.compile(r"\b(edgec_\w+?)\(&")
+
+# Never cache bytecode of model files: a rewritten file of the same size within the same second
+# would otherwise run stale code.
+sys.dont_write_bytecode = True
+
+
+@dataclass
+class Outcome:
+    verdict: str
+    phase: str  # the last step reached: float, compile, emit, golden, build, run, compare, agreement, accuracy
+    message: str  # one line: the refusal, the error, the mismatch figures, the SQNR
+    detail: str = ""  # traceback or tool output of a crash
+    sqnr_db: float | None = None
+    worst_layers: list = field(default_factory=list)  # (layer, op, SQNR) below the threshold, in order
+    notes: list = field(default_factory=list)  # known causes of inaccuracy found in the compiled graph
+    kinds: list = field(default_factory=list)  # IR op kinds of the compiled graph
+    kernels: list = field(default_factory=list)  # C functions the generated code calls
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict in FAILURES
+
+
+# -- one model ----------------------------------------------------------------------------------
+
+def load_model_file(path: Path):
+    module_spec = importlib.util.spec_from_file_location(f"fuzz_{Path(path).stem}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def resolve_target(target: str):
+    """A target named as edgec names it, with ":size" for --opt size (e.g. "cortex-m4:size")."""
+    name, _, opt = target.partition(":")
+    return get_target(name).with_opt(opt or "speed")
+
+
+def target_options(target: str) -> str:
+    """The command-line options that select `target`."""
+    name, _, opt = target.partition(":")
+    return f"--target {name}" + (f" --opt {opt}" if opt else "")
+
+
+def check_spec(spec: ModelSpec, target: str, work: Path, min_sqnr_db: float = MIN_SQNR_DB) -> Outcome:
+    """Render `spec` to work/seed_<seed>.py and check it (check_model_file)."""
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / f"seed_{spec.seed}.py"
+    path.write_text(model_source(spec))
+    try:
+        return check_model_file(path, target, work, min_sqnr_db)
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def check_model_file(path: Path, target: str, work: Path, min_sqnr_db: float = MIN_SQNR_DB) -> Outcome:
+    start = time.monotonic()
+    outcome = _check(Path(path).resolve(), resolve_target(target), Path(work).resolve(), min_sqnr_db)
+    outcome.seconds = round(time.monotonic() - start, 2)
+    return outcome
+
+
+def _check(path: Path, target, work: Path, min_sqnr_db: float) -> Outcome:
+    try:
+        model_file = load_model_file(path)
+        calibration, floats = model_file.samples("calibration"), model_file.samples("verification")
+        problem = _float_model_problem(model_file, floats)
+    except Exception as exc:
+        return _crash("invalid", "float", exc)
+    if problem:
+        return Outcome("invalid", "float", problem)
+
+    phase, compiled = "compile", None
+    try:
+        compiled = compile_model(f"{path}:factory", calibration=calibration, target=target, warn=lambda _: None)
+        phase = "emit"
+        out_dir = work / "c"  # one path for every model: the object cache then reuses the kernels
+        emit(compiled, out_dir, MODEL_NAME)
+        phase = "golden"
+        inputs = verify.quantized_inputs(compiled.graph, floats)
+        golden = verify.golden_outputs(compiled.graph, inputs)
+    except EdgecError as exc:
+        if phase in ("compile", "emit"):
+            return Outcome("refused", phase, _one_line(exc), kinds=_kinds(compiled))
+        return _crash("crash", phase, exc, compiled)
+    except Exception as exc:
+        return _crash("crash", phase, exc, compiled)
+    kinds, kernels = _kinds(compiled), sorted(set(KERNEL_CALL.findall((out_dir / f"{MODEL_NAME}.c").read_text())))
+
+    phase = "build"
+    try:
+        if target.is_host:
+            exe = build_host_sanitized(out_dir, work / "build")
+            phase = "run"
+            output = verify.run_host(exe, inputs, verify.output_bytes(compiled.graph))
+        else:
+            phase = "run"  # build and run: device.run_model does both
+            output = device.run_model(target, out_dir, MODEL_NAME, inputs, work / "build")
+    except Exception as exc:
+        return _crash("crash", phase, exc, compiled, kernels)
+
+    comparison = verify.compare(golden, output)
+    if not comparison.exact:
+        sample, byte = np.argwhere(comparison.golden != comparison.device)[0]
+        return Outcome("mismatch", "compare",
+                       f"{comparison.mismatched_samples} of {comparison.samples} samples differ in "
+                       f"{comparison.mismatched_bytes} bytes; first: sample {sample} byte {byte}, "
+                       f"golden {comparison.golden[sample, byte]}, C {comparison.device[sample, byte]}",
+                       kinds=kinds, kernels=kernels)
+
+    # Agreement and accuracy over the samples drawn like the calibration (the wider ones saturate).
+    typical = len(floats) - len(floats) // 4
+    try:
+        departing = verify.disagreeing_layers(
+            verify.layer_agreement(compiled, verify.qdq_reference(compiled, floats[:typical])))
+    except Exception as exc:
+        return _crash("crash", "agreement", exc, compiled, kernels)
+    if departing:
+        message = "departs from its quantized program: " + "; ".join(
+            f"{row['layer']} ({row['op']}): {row['beyond_fraction']:.0%} of its values off by more than a step "
+            f"(up to {row['max_steps']})" for row in departing)
+        ops = {op.name: op for op in compiled.graph.ops}
+        wrapping = [name for name in ops if requantize_can_wrap(ops[name], compiled.graph)]
+        explained = all(layer_losses(ops[row["layer"]]) and row["layer"] not in wrapping for row in departing)
+        notes = known_losses(compiled.graph) + [f"{name}: requantize's left shift can wrap" for name in wrapping]
+        return Outcome("inaccurate" if explained else "departs", "agreement", message, notes=notes, kinds=kinds,
+                       kernels=kernels)
+    try:
+        references = verify.float_reference(compiled, floats[:typical])
+        sqnr = verify.accuracy_summary(compiled, references, golden[:typical])["output_sqnr_db"]
+        low = [] if sqnr >= min_sqnr_db else _low_layers(compiled, references, inputs[:typical], min_sqnr_db)
+    except Exception as exc:
+        return _crash("crash", "accuracy", exc, compiled, kernels)
+    if sqnr >= min_sqnr_db:
+        return Outcome("ok", "accuracy", f"output SQNR {sqnr:.1f} dB", sqnr_db=round(sqnr, 2), kinds=kinds,
+                       kernels=kernels)
+    return Outcome("inaccurate", "accuracy", f"output SQNR {sqnr:.1f} dB", sqnr_db=round(sqnr, 2),
+                   worst_layers=low, notes=known_losses(compiled.graph), kinds=kinds, kernels=kernels)
+
+
+def _float_model_problem(model_file, floats: np.ndarray) -> str:
+    model, _ = model_file.factory()
+    with torch.no_grad():
+        for x in floats:
+            y = model(torch.from_numpy(x[None]))
+            if not torch.isfinite(y).all():
+                return "the float model gives non-finite values"
+    return ""
+
+
+def _low_layers(compiled, references, inputs, min_sqnr_db: float) -> list:
+    int8_values = [verify.golden_values(compiled.graph, row) for row in inputs]
+    rows = sim.layer_sqnr(compiled.graph, references, int8_values)
+    return [(row["layer"], row["op"], round(row["sqnr_db"], 1)) for row in rows if row["sqnr_db"] < min_sqnr_db]
+
+
+def known_losses(graph) -> list[str]:
+    """Known quantization losses in a compiled graph, to tell an inaccurate model's cause: a
+    tensor at the activation observer's smallest scale (its values are below ~1e-4 or constant),
+    and the layer losses below."""
+    notes = [f"{name}: scale at the observer's eps" for name, t in graph.tensors.items()
+             if t.quantized and t.alias_of is None and t.scale <= EPS_SCALE]
+    return notes + [note for op in graph.ops for note in layer_losses(op)]
+
+
+def _largest_offset_value(offset: int) -> int:
+    """max |x + offset| over int8 x."""
+    return max(abs(-128 + offset), abs(127 + offset))
+
+
+def requantized_bounds(op, graph) -> list[tuple[int, int]]:
+    """(the largest |value| the layer requantizes, its left shift) per requantization of a conv,
+    linear, transposed conv, binary mul or PReLU layer (empty for other layers)."""
+    a = op.attrs
+    if "desc" in a and a["desc"].get("output_shift") is not None and "input2_offset" in a["desc"] \
+            and a.get("op") == "mul":
+        d = a["desc"]
+        bound = _largest_offset_value(d["input1_offset"]) * _largest_offset_value(d["input2_offset"])
+        return [(bound, max(d["output_shift"], 0))]
+    if "desc" in a and "alpha_shift" in a["desc"]:
+        d = a["desc"]
+        return [(_largest_offset_value(d["input_offset"]) * _largest_offset_value(d["alpha_offset"]),
+                 max(d["alpha_shift"], 0)), (_largest_offset_value(d["input_offset"]), max(d["identity_shift"], 0))]
+    if a.get("weight") is None or a.get("shift") is None or not op.inputs:
+        return []
+    weight, shift = np.asarray(a["weight"], np.int64), np.asarray(a["shift"], np.int64)
+    if op.kind == "depthwise_conv2d":
+        rows = weight.reshape(-1, weight.shape[-1]).T
+    elif op.kind == "conv_transpose2d":
+        groups = a["groups"]
+        c_in, cout_g = weight.shape[:2]
+        rows = weight.reshape(groups, c_in // groups, cout_g, -1).transpose(0, 2, 1, 3).reshape(groups * cout_g, -1)
+    else:
+        rows = weight.reshape(weight.shape[0], -1)
+    x = graph.tensors[op.inputs[0]]
+    bound = np.abs(rows).sum(axis=1) * _largest_offset_value(-x.zero_point)
+    if a.get("bias") is not None:
+        bound = bound + np.abs(np.asarray(a["bias"], np.int64))
+    shifts = np.broadcast_to(np.maximum(shift, 0), bound.shape)
+    return list(zip(bound.tolist(), shifts.tolist()))
+
+
+def requantize_can_wrap(op, graph) -> bool:
+    """Whether a value the layer requantizes, shifted left by its shift, can leave int32: the
+    kernels and the golden wrap it (arm_nn_requantize), a wrong sign rather than a rounding."""
+    return any(left > 0 and bound << left > INT32_MAX for bound, left in requantized_bounds(op, graph))
+
+
+def layer_losses(op) -> list[str]:
+    """A layer's known losses: an int32 bias saturated (it cannot be represented at s_in * s_w, e.g.
+    behind an all-zero weight channel, whose scale is the observer's eps); an output step finer
+    than the accumulator's (s_in * s_w / s_out > 1: one accumulator unit, and the bias's rounding,
+    move the output by more than a step); a bilinear resize's TFLite positions."""
+    notes, bias, shift = [], op.attrs.get("bias"), op.attrs.get("shift")
+    if bias is not None and op.attrs.get("weight") is not None:
+        saturated = np.flatnonzero(np.abs(bias.astype(np.int64)) >= INT32_MAX)
+        if len(saturated):
+            notes.append(f"{op.name}: bias saturated in channels {saturated.tolist()[:8]}")
+    if op.kind == "resize" and op.attrs.get("mode") == "bilinear":
+        notes.append(f"{op.name}: TFLite's integer bilinear (positions in 1/1024, the scale truncated) "
+                     f"samples a little off PyTorch's positions")
+    if shift is not None and op.attrs.get("multiplier") is not None and np.max(shift) > 0:
+        scale = np.asarray(op.attrs["multiplier"], np.float64) * 2.0 ** (np.asarray(shift, np.float64) - 31)
+        notes.append(f"{op.name}: output step finer than the accumulator's (s_in*s_w/s_out up to {scale.max():.3g})")
+    return notes
+
+
+def _kinds(compiled) -> list:
+    return [] if compiled is None else [op.kind for op in compiled.graph.ops]
+
+
+def _crash(verdict: str, phase: str, exc: BaseException, compiled=None, kernels=()) -> Outcome:
+    return Outcome(verdict, phase, f"{type(exc).__name__}: {_first_line(exc)}", detail=traceback.format_exc(),
+                   kinds=_kinds(compiled), kernels=list(kernels))
+
+
+def _one_line(exc: BaseException) -> str:
+    """The whole message on one line (an EdgecError may list several operators, a line each)."""
+    return " | ".join(line.strip() for line in str(exc).strip().splitlines())
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def build_host_sanitized(out_dir: Path, build_dir: Path) -> Path:
+    """What verify.build_host(out_dir, MODEL_NAME, build_dir, sanitize=True) builds -- the same
+    driver, flags, sanitizers and arena write checks -- with the kernels' objects cached."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    driver = build_dir / "host_main.c"
+    template = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES))).get_template("host_main.c.j2")
+    report = json.loads((out_dir / "report.json").read_text())
+    driver.write_text(template.render(name=MODEL_NAME, NAME=MODEL_NAME.upper(), inputs=report["inputs"],
+                                      outputs=report["outputs"]))
+    sources = [driver, *sorted(out_dir.glob("*.c")), *sorted((out_dir / "runtime" / "src").rglob("*.c"))]
+    return toolchain.cross_compile(get_target("host"), sources, [out_dir, out_dir / "runtime" / "include"],
+                                   build_dir / f"{MODEL_NAME}_host", defines=[verify.CHECK_WRITES[2:]],
+                                   extra_cflags=(*verify.HOST_CFLAGS, *verify.SANITIZE_FLAGS),
+                                   extra_ldflags=verify.SANITIZE_FLAGS)
+
+
+# -- reproducers and minimisation -----------------------------------------------------------------
+
+def rerun_command(path: Path, target: str) -> str:
+    return f"python -m tests.fuzz rerun {path} {target_options(target)}"
+
+
+def write_reproducer(spec: ModelSpec, outcome: Outcome, target: str, out_dir: Path) -> Path:
+    """out_dir/<verdict>/seed_<seed>.py: the model, its data, the result and how to rerun it."""
+    path = out_dir / outcome.verdict / f"seed_{spec.seed}{'_min' if spec.note else ''}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    detail = "\n".join(f"    {line}" for line in outcome.detail.strip().splitlines()[-20:])
+    header = (f"\nResult on {target}: {outcome.verdict} at {outcome.phase}: {outcome.message}\n"
+              + (f"{detail}\n" if detail else "")
+              + (f"Layers below {MIN_SQNR_DB} dB: {outcome.worst_layers}\n" if outcome.worst_layers else "")
+              + (f"Known losses: {'; '.join(outcome.notes)}\n" if outcome.notes else "")
+              + f"Op kinds: {' '.join(outcome.kinds)}\n"
+              + f"Rerun (from the repository root): {rerun_command(path, target)}\n"
+              + f"Regenerate: python -m tests.fuzz show {spec.seed}  (generator version {spec.version})\n"
+              + f"Minimise:   python -m tests.fuzz minimise {path} {target_options(target)}\n")
+    path.write_text(model_source(spec, header.replace('"""', "'''")))
+    return path
+
+
+def spec_from_file(path: Path) -> ModelSpec:
+    return ModelSpec.from_literal(load_model_file(path).SPEC)
+
+
+def same_failure(a: Outcome, b: Outcome) -> bool:
+    """The minimiser keeps a change while the failure stays the same kind at the same step:
+    for a crash, the same exception type; for an inaccurate model, an SQNR at most 3 dB better."""
+    if (a.verdict, a.phase) != (b.verdict, b.phase):
+        return False
+    if a.verdict == "inaccurate":
+        return b.sqnr_db <= a.sqnr_db + 3.0
+    return a.verdict != "crash" or a.message.split(":")[0] == b.message.split(":")[0]
+
+
+def minimise(spec: ModelSpec, target: str, work: Path, outcome: Outcome, budget: int = 150,
+             log=lambda _: None) -> tuple[ModelSpec, Outcome]:
+    """Greedy reduction: drop layers, simplify each layer's parameters (family.simpler), shrink
+    the input and the samples, as long as the failure stays the same (same_failure)."""
+    best, best_outcome, trials = copy.deepcopy(spec), outcome, 0
+    best.note = f"minimised from seed {spec.seed}"
+    improved = True
+    while improved and trials < budget:
+        improved = False
+        for candidate in _candidates(best, accuracy=outcome.verdict == "inaccurate"):
+            try:
+                model_source(candidate)
+            except Unfit:
+                continue
+            trials += 1
+            result = check_spec(candidate, target, work)
+            if same_failure(outcome, result):
+                best, best_outcome, improved = candidate, result, True
+                log(f"  kept: {len(best.layers)} layers, input {best.input_shape}")
+                break
+            if trials >= budget:
+                break
+    return best, best_outcome
+
+
+def _candidates(spec: ModelSpec, accuracy: bool):
+    for i in reversed(range(len(spec.layers))):
+        yield _replace(spec, layers=spec.layers[:i] + spec.layers[i + 1:])
+    for i, layer in enumerate(spec.layers):
+        for params in FAMILIES[layer.family].simpler(layer.params):
+            layers = copy.deepcopy(spec.layers)
+            layers[i].params = params
+            yield _replace(spec, layers=layers)
+    c, h, w = spec.input_shape
+    for shape in ((1, h, w), (c, max(1, h // 2), w), (c, h, max(1, w // 2)), (c, h - 1, w), (c, h, w - 1)):
+        if min(shape) >= 1 and shape != spec.input_shape:
+            yield _replace(spec, input_shape=shape)
+    for key, smaller in (("verification", 2), ("calibration", 4)):
+        if spec.data[key] > smaller and not accuracy:  # fewer samples alone make a model inaccurate
+            yield _replace(spec, data={**spec.data, key: smaller})
+
+
+def _replace(spec: ModelSpec, **changes) -> ModelSpec:
+    candidate = copy.deepcopy(spec)
+    for key, value in changes.items():
+        setattr(candidate, key, copy.deepcopy(value))
+    return candidate
+
+
+# -- batches ------------------------------------------------------------------------------------
+
+@dataclass
+class Batch:
+    target: str
+    outcomes: dict = field(default_factory=dict)  # seed -> Outcome
+    reproducers: dict = field(default_factory=dict)  # seed -> path
+
+    def counts(self) -> dict:
+        counts = Counter(o.verdict for o in self.outcomes.values())
+        return {verdict: counts.get(verdict, 0) for verdict in VERDICTS}
+
+    def summary(self) -> dict:
+        refusals = Counter(normalise_message(o.message) for o in self.outcomes.values() if o.verdict == "refused")
+        checked = [o for o in self.outcomes.values() if o.verdict in ("ok", "inaccurate", "mismatch")]
+        return {"target": self.target, "generator_version": GENERATOR_VERSION, "models": len(self.outcomes),
+                "seeds": [min(self.outcomes, default=0), max(self.outcomes, default=-1)], "counts": self.counts(),
+                "failures": {str(s): {"verdict": o.verdict, "phase": o.phase, "message": o.message, "notes": o.notes,
+                                      "reproducer": str(self.reproducers.get(s, ""))}
+                             for s, o in self.outcomes.items() if o.failed},
+                "inaccurate": {str(s): {"message": o.message, "layers": o.worst_layers, "notes": o.notes,
+                                        "reproducer": str(self.reproducers.get(s, ""))}
+                               for s, o in self.outcomes.items() if o.verdict == "inaccurate"},
+                "refusals": dict(refusals.most_common()),
+                "op_kinds": dict(Counter(k for o in checked for k in o.kinds).most_common()),
+                "kernels": dict(Counter(k for o in checked for k in o.kernels).most_common()),
+                "seconds": round(sum(o.seconds for o in self.outcomes.values()), 1)}
+
+
+def normalise_message(message: str) -> str:
+    """A refusal message without the per-model details (source lines, numbers), for counting."""
+    message = re.sub(r"\S+\.py:factory\b", "<model>", message)
+    message = re.sub(r"\S+\.py:\d+: .*?[)\]]: ", "<line>: ", message)  # file:line: code: message
+    message = re.sub(r"\S+\.py:\d+: [^;]*", "<line>", message)
+    message = re.sub(r"module '[^']*' \([^)]*\)", "<line>", message)
+    return re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "N", message)
+
+
+def run_batch(seeds, target: str, out_dir: Path, *, minimise_failures: bool = False,
+              min_sqnr_db: float = MIN_SQNR_DB, log=print) -> Batch:
+    """Check every seed; write reproducers of failures and inaccurate models, summary.json,
+    summary.txt and results.jsonl (one line per seed) to out_dir."""
+    out_dir = Path(out_dir).resolve()
+    for verdict in (*FAILURES, "inaccurate"):  # the reproducers of an earlier run
+        shutil.rmtree(out_dir / verdict, ignore_errors=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    work = out_dir / "work"
+    batch = Batch(target)
+    with open(out_dir / "results.jsonl", "w") as results:
+        for seed in seeds:
+            spec = generate(seed)
+            outcome = check_spec(spec, target, work, min_sqnr_db)
+            batch.outcomes[seed] = outcome
+            if outcome.failed or outcome.verdict == "inaccurate":
+                batch.reproducers[seed] = write_reproducer(spec, outcome, target, out_dir)
+                if minimise_failures and outcome.failed:
+                    small, small_outcome = minimise(spec, target, work / "minimise", outcome)
+                    batch.reproducers[seed] = write_reproducer(small, small_outcome, target, out_dir)
+            results.write(json.dumps({"seed": seed, **asdict(outcome)}) + "\n")
+            results.flush()
+            log(f"seed {seed:5d} {outcome.verdict:10s} {outcome.seconds:5.1f}s  {outcome.message[:150]}")
+    summary = batch.summary()
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (out_dir / "summary.txt").write_text(format_summary(summary))
+    shutil.rmtree(work, ignore_errors=True)
+    return batch
+
+
+def format_summary(summary: dict) -> str:
+    lines = [f"edgec fuzz: {summary['models']} models (seeds {summary['seeds'][0]}..{summary['seeds'][1]}, generator "
+             f"v{summary['generator_version']}) on {summary['target']} in {summary['seconds']} s",
+             "counts: " + ", ".join(f"{k} {v}" for k, v in summary["counts"].items())]
+    for title, key in (("failures", "failures"), ("inaccurate (bit-exact, low SQNR)", "inaccurate")):
+        if summary[key]:
+            lines.append(f"{title}:")
+            lines += [f"  seed {seed}: {entry.get('verdict', '')} {entry.get('phase', '')} {entry['message']}"
+                      + (f" [{'; '.join(entry['notes'])}]" if entry.get("notes") else "")
+                      + f"  -> {entry['reproducer']}" for seed, entry in summary[key].items()]
+    if summary["refusals"]:
+        lines.append("refusals:")
+        lines += [f"  {count:4d}  {message}" for message, count in summary["refusals"].items()]
+    lines.append("op kinds checked: " + ", ".join(f"{k} {v}" for k, v in summary["op_kinds"].items()))
+    lines.append("kernels checked: " + ", ".join(f"{k} {v}" for k, v in summary["kernels"].items()))
+    return "\n".join(lines) + "\n"
+
+
+def rerun_main(path: str, argv: list[str] | None = None) -> int:
+    """A reproducer run as a script: check it again and print the outcome (exit 1 on failure)."""
+    import argparse
+    parser = argparse.ArgumentParser(description=f"rerun the fuzz model {path}")
+    parser.add_argument("--target", default="host")
+    parser.add_argument("--opt", choices=("speed", "size"), default="speed")
+    args = parser.parse_args(argv)
+    target = args.target + (":size" if args.opt == "size" else "")
+    outcome = check_model_file(Path(path), target, Path("build/fuzz/rerun"))
+    print(f"{outcome.verdict} at {outcome.phase}: {outcome.message}")
+    if outcome.detail:
+        print(outcome.detail)
+    if outcome.worst_layers:
+        print(f"layers below {MIN_SQNR_DB} dB: {outcome.worst_layers}")
+    if outcome.notes:
+        print(f"known losses: {'; '.join(outcome.notes)}")
+    return 1 if outcome.failed else 0
