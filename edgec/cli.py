@@ -206,8 +206,8 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
         for row in sim.layer_sqnr(compiled.graph, floats_ref, int8_values):
             click.echo(f"  {row['layer']:<28} {row['op']:<18} SQNR {row['sqnr_db']:6.1f} dB")
     checked = checks.check_against_reference(compiled, floats)
-    click.echo(f"OK: all {checked} checked layers within {checks.LAYER_TOLERANCE_STEPS} step of the program's Q/DQ "
-               f"graph run in float, fed its values")
+    click.echo(f"OK: all {checked} checked layers within {checks.LAYER_TOLERANCE_STEPS} step (1 + M/2 where "
+               f"M = s_in*s_w/s_out > 1) of the program's Q/DQ graph run in float, fed its values")
 
 
 @cli.command()

@@ -65,12 +65,18 @@ def divide_by_power_of_two(x: np.ndarray, exponent: np.ndarray) -> np.ndarray:
 
 
 def requantize(x: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray:
-    """arm_nn_requantize, double-rounding mode. Broadcasts per-channel multiplier/shift arrays."""
+    """arm_nn_requantize, double-rounding mode, with the left shift saturating to int32.
+    Broadcasts per-channel multiplier/shift arrays.
+
+    CMSIS-NN and TFLite compute x * (1 << left) in int32, which overflows (undefined behaviour)
+    when the effective scale is large (s_in * s_w / s_out >= 2^15 or so) and |x| too; saturating
+    gives the value the float arithmetic saturates to, and equals theirs wherever theirs is defined.
+    """
     x = np.asarray(x, dtype=np.int64)
     shift = np.asarray(shift, dtype=np.int64)
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
-    shifted = wrap_int32(x << left)
+    shifted = np.clip(x << left, INT32_MIN, INT32_MAX)
     return divide_by_power_of_two(doubling_high_mult_no_sat(shifted, multiplier), right)
 
 

@@ -30,12 +30,6 @@ def batch_seeds() -> list[int]:
 
 
 SEEDS = batch_seeds()
-# Seeds of the batch that hit a known edgec bug not fixed yet (strict: the test fails once it is).
-KNOWN_BUGS = {
-    12: "requantize's left shift wraps: a binary mul with s1 * s2 / s_out near 2^17 shifts the product "
-        "left by 18 bits past int32 (golden and C both wrap), so outputs that saturate come out with "
-        "the wrong sign -- 255 steps off the quantized program",
-}
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +37,7 @@ def fuzz_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("fuzz")
 
 
-@pytest.mark.parametrize("seed", [pytest.param(seed, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[seed]))
-                                  if seed in KNOWN_BUGS else seed for seed in SEEDS])
+@pytest.mark.parametrize("seed", SEEDS)
 def test_random_model_is_bit_exact_on_the_host(seed, fuzz_dir):
     spec = generate(seed)
     outcome = runner.check_spec(spec, "host", fuzz_dir / "work")

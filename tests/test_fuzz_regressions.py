@@ -158,3 +158,30 @@ class SelfMaximum(nn.Module):
 def test_a_minimum_or_maximum_of_a_tensor_with_itself_compiles(tmp_path):
     compiled, comparison = _compile_and_compare(tmp_path, "SelfMaximum()", (1, 2, 3, 3), -1.0, 2.0)
     assert comparison.exact
+
+
+class WideMul(nn.Module):
+    """Fuzz seeds 12, 56, 489: a product whose output step is far finer than its inputs' (here
+    s1 * s2 / s_out near 2^20: a ReLU6 of a product of two wide tensors) requantizes with a left
+    shift of about 20 bits. arm_nn_requantize computes x * 2^left in int32, which overflows
+    (undefined in C); edgec wrapped it, golden and C alike, so outputs that saturate came out with
+    the wrong sign. The left shift now saturates, as the real arithmetic does."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 1, 1)
+        with torch.no_grad():
+            self.conv.weight.fill_(300000.0)
+            self.conv.bias.fill_(0.0)
+
+    def forward(self, x):
+        return F.relu6(F.relu(self.conv(x)) * x)
+
+
+def test_a_left_shift_past_int32_saturates(tmp_path):
+    compiled, comparison = _compile_and_compare(tmp_path, "WideMul()", (1, 1, 4, 4), -20.0, 40.0)
+    mul = next(op for op in compiled.graph.ops if op.kind == "binary")
+    assert mul.attrs["desc"]["output_shift"] >= 16
+    assert comparison.exact
+    rng = np.random.default_rng(1)
+    verify.check_against_reference(compiled, (-20.0 + 40.0 * np.abs(rng.standard_normal((8, 1, 4, 4)))).astype(np.float32))

@@ -115,9 +115,9 @@ def ref_rounding_divide_by_pot(x: int, exponent: int) -> int:
 
 
 def ref_multiply_by_quantized_multiplier(x: int, multiplier: int, shift: int) -> int:
-    """TFLite MultiplyByQuantizedMultiplier; x * 2^left wraps to int32 (UB in C++ there)."""
+    """TFLite MultiplyByQuantizedMultiplier; x * 2^left saturates to int32 (UB in C++ there)."""
     left, right = max(shift, 0), max(-shift, 0)
-    return ref_rounding_divide_by_pot(ref_srdhm(ref_int32(x * (1 << left)), multiplier), right)
+    return ref_rounding_divide_by_pot(ref_srdhm(max(-2**31, min(2**31 - 1, x * (1 << left))), multiplier), right)
 
 
 def ref_params(op: str, q1, q2, q_out) -> dict:
@@ -343,7 +343,7 @@ def test_golden_binary_matches_tflite_reference(case):
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_golden_binary_matches_tflite_reference_on_raw_fields(data):
-    """Arbitrary multipliers and shifts (left shifts that wrap, sums that wrap)."""
+    """Arbitrary multipliers and shifts (left shifts that saturate, sums that wrap)."""
     shape1, shape2 = data.draw(shape_pairs(max_size=60))
     desc = data.draw(raw_binary_descs(shape1, shape2))
     x1, x2 = int8_arrays(data.draw, shape1), int8_arrays(data.draw, shape2)

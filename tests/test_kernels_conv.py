@@ -305,7 +305,7 @@ def _round_half_away(q: Fraction) -> int:
 def _ref_requantize(acc: int, multiplier: int, shift: int) -> int:
     acc = (acc + 2**31) % 2**32 - 2**31                 # the 32-bit accumulator wraps
     v = acc << max(shift, 0)
-    v = (v + 2**31) % 2**32 - 2**31                     # int32(x << left)
+    v = max(-2**31, min(2**31 - 1, v))                  # x << left, saturated to int32
     high = math.floor(Fraction(v * multiplier, 2**31) + Fraction(1, 2))  # rounds half up
     return _round_half_away(Fraction(high, 2 ** max(-shift, 0)))
 

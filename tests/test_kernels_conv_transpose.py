@@ -260,9 +260,10 @@ def _wrap32(v: int) -> int:
 
 
 def _multiply_by_quantized_multiplier(x: int, multiplier: int, shift: int) -> int:
-    """TFLite MultiplyByQuantizedMultiplier (double rounding, gemmlowp), on Python ints."""
+    """TFLite MultiplyByQuantizedMultiplier (double rounding, gemmlowp), on Python ints; the left
+    shift saturates (it overflows, undefined, in TFLite's C++)."""
     left, right = max(shift, 0), max(-shift, 0)
-    a = _wrap32(x * 2**left)
+    a = max(-2**31, min(2**31 - 1, x * 2**left))
     if a == multiplier == -2**31:
         high = 2**31 - 1
     else:

@@ -130,7 +130,7 @@ def ref_quantize_multiplier(d: float) -> tuple[int, int]:
 
 
 def ref_requantize(x: int, m: int, s: int) -> int:
-    a = ref_int32(x << max(s, 0))
+    a = max(-2**31, min(2**31 - 1, x << max(s, 0)))  # the left shift saturates
     high = ref_int32((a * m + 2**30) >> 31)
     e = max(-s, 0)
     mask = 2**e - 1

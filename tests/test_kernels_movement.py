@@ -410,7 +410,7 @@ def gemmlowp_multiply(x: int, multiplier: int, shift: int) -> int:
     """TFLite MultiplyByQuantizedMultiplier (int32, double rounding) from gemmlowp's definitions:
     SaturatingRoundingDoublingHighMul then RoundingDivideByPOT, in Python integers."""
     left, right = max(shift, 0), max(-shift, 0)
-    a = ((x * (1 << left)) + 2**31) % 2**32 - 2**31
+    a = max(-2**31, min(2**31 - 1, x * (1 << left)))  # saturated (UB in TFLite's C++)
     if a == multiplier == -(2**31):
         high = 2**31 - 1
     else:

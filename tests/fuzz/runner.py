@@ -178,9 +178,8 @@ def _check(path: Path, target, work: Path, min_sqnr_db: float) -> Outcome:
             f"{row['layer']} ({row['op']}): {row['beyond_fraction']:.0%} of its values off by more than a step "
             f"(up to {row['max_steps']})" for row in departing)
         ops = {op.name: op for op in compiled.graph.ops}
-        wrapping = [name for name in ops if requantize_can_wrap(ops[name], compiled.graph)]
-        explained = all(layer_losses(ops[row["layer"]]) and row["layer"] not in wrapping for row in departing)
-        notes = known_losses(compiled.graph) + [f"{name}: requantize's left shift can wrap" for name in wrapping]
+        explained = all(layer_losses(ops[row["layer"]]) for row in departing)
+        notes = known_losses(compiled.graph)
         return Outcome("inaccurate" if explained else "departs", "agreement", message, notes=notes, kinds=kinds,
                        kernels=kernels)
     try:
@@ -219,49 +218,6 @@ def known_losses(graph) -> list[str]:
     notes = [f"{name}: scale at the observer's eps" for name, t in graph.tensors.items()
              if t.quantized and t.alias_of is None and t.scale <= EPS_SCALE]
     return notes + [note for op in graph.ops for note in layer_losses(op)]
-
-
-def _largest_offset_value(offset: int) -> int:
-    """max |x + offset| over int8 x."""
-    return max(abs(-128 + offset), abs(127 + offset))
-
-
-def requantized_bounds(op, graph) -> list[tuple[int, int]]:
-    """(the largest |value| the layer requantizes, its left shift) per requantization of a conv,
-    linear, transposed conv, binary mul or PReLU layer (empty for other layers)."""
-    a = op.attrs
-    if "desc" in a and a["desc"].get("output_shift") is not None and "input2_offset" in a["desc"] \
-            and a.get("op") == "mul":
-        d = a["desc"]
-        bound = _largest_offset_value(d["input1_offset"]) * _largest_offset_value(d["input2_offset"])
-        return [(bound, max(d["output_shift"], 0))]
-    if "desc" in a and "alpha_shift" in a["desc"]:
-        d = a["desc"]
-        return [(_largest_offset_value(d["input_offset"]) * _largest_offset_value(d["alpha_offset"]),
-                 max(d["alpha_shift"], 0)), (_largest_offset_value(d["input_offset"]), max(d["identity_shift"], 0))]
-    if a.get("weight") is None or a.get("shift") is None or not op.inputs:
-        return []
-    weight, shift = np.asarray(a["weight"], np.int64), np.asarray(a["shift"], np.int64)
-    if op.kind == "depthwise_conv2d":
-        rows = weight.reshape(-1, weight.shape[-1]).T
-    elif op.kind == "conv_transpose2d":
-        groups = a["groups"]
-        c_in, cout_g = weight.shape[:2]
-        rows = weight.reshape(groups, c_in // groups, cout_g, -1).transpose(0, 2, 1, 3).reshape(groups * cout_g, -1)
-    else:
-        rows = weight.reshape(weight.shape[0], -1)
-    x = graph.tensors[op.inputs[0]]
-    bound = np.abs(rows).sum(axis=1) * _largest_offset_value(-x.zero_point)
-    if a.get("bias") is not None:
-        bound = bound + np.abs(np.asarray(a["bias"], np.int64))
-    shifts = np.broadcast_to(np.maximum(shift, 0), bound.shape)
-    return list(zip(bound.tolist(), shifts.tolist()))
-
-
-def requantize_can_wrap(op, graph) -> bool:
-    """Whether a value the layer requantizes, shifted left by its shift, can leave int32: the
-    kernels and the golden wrap it (arm_nn_requantize), a wrong sign rather than a rounding."""
-    return any(left > 0 and bound << left > INT32_MAX for bound, left in requantized_bounds(op, graph))
 
 
 def layer_losses(op) -> list[str]:

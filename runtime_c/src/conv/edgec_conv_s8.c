@@ -787,7 +787,7 @@ typedef char mve_block_run_layout[offsetof(mve_block_run, filter) == 32 &&
     "vqrdmulh.s32 " q ", " q ", q2\n\tvand q4, " q ", q3\n\t"                                      \
     "vshr.s32 q4, q4, #31\n\tvqadd.s32 " q ", " q ", q4\n\tvrshl.s32 " q ", " q ", q3\n\t"          \
     "vmax.s32 " q ", " q ", q6\n\tvmin.s32 " q ", " q ", q7\n\tvadd.i32 " q ", " q ", r9\n\t"
-#define MVE_OUTPUT(q) "vshl.s32 " q ", " q ", q5\n\t" MVE_OUTPUT_RIGHT(q)
+#define MVE_OUTPUT(q) "vqshl.s32 " q ", " q ", q5\n\t" MVE_OUTPUT_RIGHT(q)
 /* q3 = min(shift, 0), and with left shifts q5 = max(shift, 0) */
 #define MVE_SPLIT_SHIFT "vmov.i32 q4, #0\n\tvmax.s32 q5, q3, q4\n\tvmin.s32 q3, q3, q4\n\t"
 #define MVE_SPLIT_SHIFT_RIGHT "vmov.i32 q4, #0\n\tvmin.s32 q3, q3, q4\n\t"

@@ -191,7 +191,7 @@ static void mve_pixels_3x3(const int32x4_t *constants, const int8_t *x, const in
                      "dls lr, %[n]\n"
                      "1:\n\t"
                      MVE_PIXEL
-                     "vshl.s32 q0, q0, q3\n\t" /* the left shift (q3), then as without one */
+                     "vqshl.s32 q0, q0, q3\n\t" /* the saturating left shift (q3), then as without one */
                      MVE_RIGHT_SHIFT_OUTPUT("q0")
                      "vstrb.32 q0, [%[out]]\n\t"
                      "add %[x], %[x], %[step]\n\t"

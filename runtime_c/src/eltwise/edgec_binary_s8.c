@@ -617,14 +617,14 @@ edgec_status edgec_binary_s8_dsp(const edgec_binary_desc *desc, const int8_t *in
 /*
  * requantize (edgec_requantize) on four lanes with the multiplier and shift in core registers,
  * bit-exact: VQRDMULH is doubling_high_mult_no_sat for multipliers >= 0. Left (shift >= 0):
- * VSHL, which wraps like the portable uint32_t shift, then VQRDMULH. Right (shift <= -1): VRSHL
+ * VQSHL, which saturates like the portable edgec_saturating_left_shift, then VQRDMULH. Right (shift <= -1): VRSHL
  * by shift rounds half up, so negative lanes are first moved down by one, which makes it round
  * half away from zero (edgec_mve_requantize's fixup; saturating that step cannot change the
  * shifted result).
  */
 static inline int32x4_t mve_requantize_left(int32x4_t x, int32_t multiplier, int32_t shift)
 {
-    return vqrdmulhq_n_s32(vshlq_r_s32(x, shift), multiplier);
+    return vqrdmulhq_n_s32(vqshlq_r_s32(x, shift), multiplier);
 }
 
 static inline int32x4_t mve_requantize_right(int32x4_t x, int32_t multiplier, int32_t shift)
@@ -734,8 +734,8 @@ static inline int32x4_t mve_requantize_high(int32x4_t x, int32_t multiplier, int
 }
 
 /* What the Helium ADD/SUB rows keep in registers. The inputs' left shifts are left_shift plus
- * max(shift, 0): one VSHL (mve_add_sub_fits keeps them below 32, where VSHL wraps like the
- * portable path's two shifts). */
+ * max(shift, 0): one VQSHL (mve_add_sub_fits keeps them below 32). The first left_shift bits
+ * never overflow, so it saturates like the portable path's two shifts. */
 typedef struct {
     int32_t offset1, left1, multiplier1;
     int32_t offset2, left2, multiplier2;
@@ -754,7 +754,7 @@ static int mve_add_sub_fits(const edgec_binary_desc *d)
 static inline int32x4_t mve_rescaled(int32x4_t x, int32_t offset, int32_t left, int32_t multiplier,
                                      int32x4_t minus_right)
 {
-    return mve_requantize_high(vshlq_r_s32(vaddq_n_s32(x, offset), left), multiplier, minus_right);
+    return mve_requantize_high(vqshlq_r_s32(vaddq_n_s32(x, offset), left), multiplier, minus_right);
 }
 
 /* Four ADD/SUB outputs from the operands on the common grid. */
@@ -762,7 +762,7 @@ static inline int32x4_t mve_add_sub_four(int32x4_t a, int32x4_t b, const mve_add
                                          int subtract)
 {
     /* VADD/VSUB wrap like the portable path's uint32_t arithmetic */
-    const int32x4_t total = vshlq_r_s32(subtract ? vsubq_s32(a, b) : vaddq_s32(a, b), c->left_out);
+    const int32x4_t total = vqshlq_r_s32(subtract ? vsubq_s32(a, b) : vaddq_s32(a, b), c->left_out);
     return edgec_mve_output(mve_requantize_high(total, c->multiplier_out, c->minus_right_out),
                             c->stage);
 }

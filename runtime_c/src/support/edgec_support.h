@@ -47,13 +47,27 @@ static inline int32_t edgec_divide_by_power_of_two(int32_t x, int32_t exponent)
     return result;
 }
 
-/* arm_nn_requantize, double-rounding mode. */
+/* x * 2^left saturated to int32 (0 <= left <= 31): what VQSHL computes. */
+static inline int32_t edgec_saturating_left_shift(int32_t x, int32_t left)
+{
+    if (x > (INT32_MAX >> left)) {
+        return INT32_MAX;
+    }
+    if (x < (INT32_MIN >> left)) {
+        return INT32_MIN;
+    }
+    return (int32_t)((uint32_t)x << left);
+}
+
+/* arm_nn_requantize, double-rounding mode, the left shift saturating: CMSIS-NN's int32
+ * x * (1 << left) overflows (undefined) for a large effective scale; saturating gives the value
+ * the real arithmetic saturates to and equals CMSIS-NN wherever CMSIS-NN is defined. */
 static inline int32_t edgec_requantize(int32_t x, int32_t multiplier, int32_t shift)
 {
-    const int32_t left = shift > 0 ? shift : 0;
-    const int32_t right = shift > 0 ? 0 : -shift;
-    const int32_t shifted = (int32_t)((uint32_t)x << left);
-    return edgec_divide_by_power_of_two(edgec_doubling_high_mult_no_sat(shifted, multiplier), right);
+    if (shift > 0) {
+        return edgec_doubling_high_mult_no_sat(edgec_saturating_left_shift(x, shift), multiplier);
+    }
+    return edgec_divide_by_power_of_two(edgec_doubling_high_mult_no_sat(x, multiplier), -shift);
 }
 
 static inline int8_t edgec_clamp_to_s8(int32_t x, int32_t act_min, int32_t act_max)
@@ -428,7 +442,7 @@ static inline int32x4_t edgec_mve_requantize(int32x4_t x, int32x4_t multiplier, 
     const int32x4_t zero = vdupq_n_s32(0);
     const int32x4_t left = vmaxq_s32(shift, zero);
     const int32x4_t minus_right = vminq_s32(shift, zero);
-    const int32x4_t high = vqrdmulhq_s32(vshlq_s32(x, left), multiplier);
+    const int32x4_t high = vqrdmulhq_s32(vqshlq_s32(x, left), multiplier);
     const int32x4_t fixup = vshrq_n_s32(vandq_s32(high, minus_right), 31);
     return vrshlq_s32(vqaddq_s32(high, fixup), minus_right);
 }
