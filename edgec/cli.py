@@ -46,16 +46,17 @@ def _size(_ctx, param, value: str | None) -> int | None:
 def _target_options(command):
     """--ram/--flash: the memory budget of the user's part, replacing the target's typical one;
     --opt: whether to trade flash for speed."""
-    command = click.option("--opt", type=click.Choice(["speed", "size"]), default="speed", show_default=True,
+    command = click.option("--opt", type=click.Choice(["auto", "speed", "size"]), default="auto", show_default=True,
                            help="speed: faster kernels where they take more flash (DSP convolutions' "
-                           "filters widened to int16); size: the smallest constants")(command)
+                           "filters widened to int16); size: the smallest constants; auto: speed's "
+                           "layouts where the constants still fit the flash budget")(command)
     command = click.option("--flash", callback=_size, help="flash budget for the constants, e.g. 1M "
                            "(default: a typical part's)")(command)
     return click.option("--ram", callback=_size, help="RAM budget for the arena, e.g. 256K "
                         "(default: a typical part's)")(command)
 
 
-def _target(name: str, ram: int | None = None, flash: int | None = None, opt: str = "speed"):
+def _target(name: str, ram: int | None = None, flash: int | None = None, opt: str = "auto"):
     from edgec.targets import get_target
     return get_target(name).with_budget(ram, flash).with_opt(opt)
 
@@ -137,6 +138,8 @@ def build(model, out_dir, calib, name, target, ram, flash, opt, html_report, qui
     click.echo(f"in place: {report['in_place_layers']} layers (liveness bound without: "
                f"{report['lower_bound_without_in_place_bytes']:,} B); kernel scratch {report['scratch_bytes']:,} B "
                f"in {sum(1 for layer in report['layers'] if layer['scratch_bytes'])} layers")
+    for choice in compiled.choices:
+        click.echo(choice)
     if html_report:
         from edgec.report import write_html_report
         click.echo(f"report: {write_html_report(report, Path(out_dir) / 'report.html')}")

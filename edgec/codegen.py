@@ -17,6 +17,7 @@ import numpy as np
 from edgec import __version__
 from edgec.ir import Graph, Op
 from edgec.ops import KINDS
+from edgec.ops.base import CCall
 from edgec.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_buffer_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +52,30 @@ class Names:
     def in_place_form(self, op: Op):
         """The InPlace form the plan runs `op` in, or None."""
         return self.plan.in_place.get(op.name)
+
+    @staticmethod
+    def for_constants(graph: Graph) -> "Names":
+        """Names to emit layers with before there is a plan, only to size their constants."""
+        return _UnplannedNames("model", graph, None)
+
+
+class _UnplannedNames(Names):
+    def ptr(self, tensor: str) -> str:
+        return "NULL"
+
+    def scratch(self, op: Op) -> str:
+        return "NULL"
+
+    def in_place(self, op: Op) -> bool:
+        return False
+
+    def in_place_form(self, op: Op):
+        return None
+
+
+def constant_bytes(call: CCall) -> int:
+    """The flash bytes of a layer's constant arrays."""
+    return sum(int(np.asarray(values).size) * np.dtype(C_TYPES[ctype]).itemsize for ctype, _, values in call.constants)
 
 
 def _environment() -> jinja2.Environment:
@@ -164,7 +189,7 @@ def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, or
     constants = [{"ctype": ctype, "symbol": symbol, "count": int(np.asarray(values).size),
                   "body": _array_body(np.asarray(values).astype(C_TYPES[ctype]))}
                  for call in calls for ctype, symbol, values in call.constants]
-    weights_bytes = sum(c["count"] * np.dtype(C_TYPES[c["ctype"]]).itemsize for c in constants)
+    weights_bytes = sum(constant_bytes(call) for call in calls)
     layers = [{"index": i, "name": op.name, "op": op.kind, "code": call.code, "params": call.params,
                "shape": "x".join(str(v) for v in graph.tensors[op.outputs[0]].shape), "source": op.source,
                "writes": allowed_writes(op, graph, plan), "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1],

@@ -1,6 +1,6 @@
 """The whole compiler, top to bottom:
 load -> export -> normalize -> fold BN -> quantize -> lower -> fuse -> unify qparams -> layout ->
-fuse copies -> finalize -> schedule + plan -> emit.
+fuse copies -> finalize -> specialize -> constant layouts (--opt auto) -> schedule + plan -> emit.
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import copy
 import shutil
 import tempfile
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -21,6 +21,7 @@ from edgec.errors import EdgecError
 from edgec.ir import Graph
 from edgec.lower import lower
 from edgec.ops import KINDS, OPS
+from edgec.passes.constant_layouts import choose_constant_layouts
 from edgec.passes.fold_batchnorm import fold_batchnorm
 from edgec.passes.fuse import fold_pad, fuse_activations, fuse_copies
 from edgec.passes.normalize import normalize
@@ -49,6 +50,7 @@ class Compiled(Quantized):
     graph: Graph = None
     plan: MemoryPlan = None
     target: Target = None
+    choices: list[str] = field(default_factory=list)  # what target-level choices were made and why
 
 
 def compile_model(spec: str, *, calibration, target: str = "host",
@@ -84,9 +86,10 @@ def compile_for(quantized: Quantized, target: str | Target = "host") -> Compiled
     for op in graph.ops:
         KINDS[op.kind].finalize(op, graph)
         KINDS[op.kind].specialize(op, graph, target_info)
+    choices = choose_constant_layouts(graph, target_info)
     plan = schedule_and_plan(graph, target_info)
     return Compiled(quantized.origin, quantized.example_inputs, quantized.float_module, quantized.quantized_module,
-                    graph, plan, target_info)
+                    graph, plan, target_info, choices)
 
 
 def emit(compiled: Compiled, out_dir: Path, name: str) -> dict:
@@ -121,7 +124,7 @@ def check_memory_budget(report: dict, target: Target) -> None:
         typical = table is not None and (target.ram_bytes, target.flash_bytes) == (table.ram_bytes, table.flash_bytes)
         origin = f"budget of {target.part}; set yours with --ram/--flash" if typical else target.part
         if report["weights_bytes"] > (target.flash_bytes or 0) and target.opt == "speed" and target.dsp and not target.mve:
-            origin += "; --opt size keeps the DSP kernels' constants smaller"
+            origin += "; --opt auto or size keeps the DSP kernels' constants smaller"
         raise EdgecError(f"model does not fit {target.name}: {'; '.join(excess)} ({origin})")
 
 

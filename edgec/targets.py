@@ -25,7 +25,7 @@ class Target:
     ram_bytes: int | None        # RAM budget of the typical part; None: no budget (host)
     flash_bytes: int | None      # flash budget of the typical part; None: no budget (host)
     part: str = ""               # the typical part the budgets come from
-    opt: str = "speed"           # `edgec build --opt`: "speed" trades flash for speed, "size" does not
+    opt: str = "auto"            # `edgec build --opt` (OPT_LEVELS)
 
     @property
     def is_host(self) -> bool:
@@ -46,6 +46,12 @@ class Target:
                        part="budget from --ram/--flash")
 
 
+    @property
+    def fast_layouts(self) -> bool:
+        """Whether kernels take the constant layouts that spend flash for speed (--opt auto may
+        narrow some back to fit the flash budget)."""
+        return self.opt in ("auto", "speed")
+
     def with_opt(self, opt: str) -> "Target":
         """This target building for `opt` (OPT_LEVELS)."""
         if opt not in OPT_LEVELS:
@@ -54,8 +60,9 @@ class Target:
 
 
 # What `--opt` trades: "speed" lays some constants out for the fastest kernels even where that
-# takes more flash (e.g. the DSP convolution's filter widened to int16); "size" never does.
-OPT_LEVELS = ("speed", "size")
+# takes more flash (e.g. the DSP convolution's filter widened to int16); "size" never does;
+# "auto" does where the constants still fit the flash budget (passes/constant_layouts.py).
+OPT_LEVELS = ("auto", "speed", "size")
 
 
 def _arm(name: str, cflags: str, *, dsp: bool = False, mve: bool = False, fpu: bool = False,

@@ -275,7 +275,7 @@ def render(bench_dir: Path) -> str:
         "        --target <target> --json --quiet -o build/bench/<target>/<model>",
         "",
         "(the calibration data is `edgec.zoo.calibration_data(<model>, 32)`, and the benchmarked input",
-        "its first sample; the default `--opt speed`), and on cortex-m4 the same with `--opt size`",
+        "its first sample; the default `--opt auto`, which widens every DSP filter of these models: `--opt speed`), and on cortex-m4 the same with `--opt size`",
         "into `build/bench/cortex-m4-size/<model>`; then",
         "`python scripts/write_benchmarks.py build/bench > BENCHMARKS.md`.",
         f"Tools: {tool_version('arm-none-eabi-gcc')} at -O2; {tool_version('qemu-system-arm')}.",

@@ -84,7 +84,7 @@ def test_bench_profile_counts_every_instruction_by_function(tmp_path, small_digi
     # The whole run: every counted layer instruction, plus start-up and the test driver.
     assert sum(functions.values()) > plain["total_instructions"]
     assert list(functions.values()) == sorted(functions.values(), reverse=True)
-    # --opt speed (the default): the DSP convolution with its int16 filter
+    # --opt auto (the default; the digits model fits with every filter widened): the DSP convolution with its int16 filter
     assert functions["edgec_conv_s8_dsp_wide"] > 0 and functions.get("?", 0) == 0
     hot = next(iter(functions))
     assert not hot.startswith(("main", "Reset_Handler", "semihost", "mem"))  # a kernel, not the driver

@@ -240,8 +240,8 @@ class Conv2d(OpDef):
         product at every channel count of the reference models)."""
         a = op.attrs
         a["isa"] = kernel_isa(target) if a["groups"] == 1 else None
-        # --opt speed: the DSP kernel reads its filter widened to int16 (twice the flash)
-        a["wide"] = a["isa"] == DSP and target.opt == "speed"
+        # --opt speed/auto: the DSP kernel reads its filter widened to int16 (twice the flash)
+        a["wide"] = a["isa"] == DSP and target.fast_layouts
 
     def scratch_bytes(self, op, graph, target) -> int:
         isa = op.attrs.get("isa")

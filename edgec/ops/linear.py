@@ -95,8 +95,8 @@ class FullyConnected(OpDef):
 
     def specialize(self, op, graph, target) -> None:
         op.attrs["isa"] = kernel_isa(target)
-        # --opt speed: the DSP kernel reads its filter widened to int16 (twice the flash)
-        op.attrs["wide"] = op.attrs["isa"] == DSP and target.opt == "speed"
+        # --opt speed/auto: the DSP kernel reads its filter widened to int16 (twice the flash)
+        op.attrs["wide"] = op.attrs["isa"] == DSP and target.fast_layouts
 
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
