@@ -185,3 +185,31 @@ def test_a_left_shift_past_int32_saturates(tmp_path):
     assert comparison.exact
     rng = np.random.default_rng(1)
     verify.check_against_reference(compiled, (-20.0 + 40.0 * np.abs(rng.standard_normal((8, 1, 4, 4)))).astype(np.float32))
+
+
+class DeadChannelWithBias(nn.Module):
+    """Fuzz seeds 23, 50: an output channel whose weights are near zero (a dead filter, or one a
+    BatchNorm scaled down) gets a per-channel weight scale near zero, so its real bias divided by
+    s_in * s_w left int32 and saturated: the channel output a wrong constant (every value off, C
+    and golden alike). Its weight scale is now raised until the bias fits, as TFLite's quantizer
+    does; the channel's weights, tiny against its bias, round to zero."""
+
+    def __init__(self, layer: str):
+        super().__init__()
+        self.layer = nn.Conv2d(3, 4, 1) if layer == "conv" else nn.Linear(12, 4)
+        with torch.no_grad():
+            self.layer.weight[2].mul_(1e-9)
+            self.layer.bias.copy_(torch.tensor([0.1, -0.2, 60.0, 0.3]))
+
+    def forward(self, x):
+        return self.layer(x if isinstance(self.layer, nn.Conv2d) else x.flatten(1))
+
+
+@pytest.mark.parametrize("layer", ["conv", "linear"])
+def test_a_bias_behind_near_zero_weights_fits_int32(tmp_path, layer):
+    compiled, comparison = _compile_and_compare(tmp_path, f"DeadChannelWithBias({layer!r})", (1, 3, 2, 2), -1.0, 2.0)
+    op = compiled.graph.ops[-1]
+    assert comparison.exact
+    assert np.abs(op.attrs["bias"].astype(np.int64)).max() <= 2**30 and not op.attrs["weight"][2].any()
+    rng = np.random.default_rng(1)
+    verify.check_against_reference(compiled, (-1.0 + 2.0 * np.abs(rng.standard_normal((8, 1, 3, 2, 2)))).astype(np.float32))

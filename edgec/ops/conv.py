@@ -5,6 +5,8 @@ byte for byte. Arithmetic: docs/numerics.md, "Convolution".
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from edgec.errors import EdgecError
@@ -185,7 +187,38 @@ def weighted_operands(ctx, node, what: str, channel_axis: int = 0):
     if len(weight.scales) > 1 and weight.axis != channel_axis:
         raise EdgecError(f"{source_line(node)}: {what} weight is quantized per channel along axis "
                          f"{weight.axis}; edgec needs the output-channel axis {channel_axis}")
-    return x, weight, bias
+    return x, weights_for_bias(weight, bias, x.scale, channel_axis), bias
+
+
+# The largest |int32 bias| weights_for_bias leaves: half of int32, so bias plus the weighted sum of
+# the (then near-zero) weights of such a channel stays far inside int32.
+BIAS_LIMIT = 2**30
+
+
+def weights_for_bias(weight, bias, input_scale: float, channel_axis: int):
+    """`weight` with the scale of each output channel whose real bias is too large for int32 at
+    s_in * s_w raised to |b| / (s_in * BIAS_LIMIT), and that channel's int8 values requantized to
+    it (round half away from zero), as TFLite's quantizer does (AdjustWeightsForBiasScale): a
+    channel with near-zero weights (a dead filter, or one BN scaled down) and a real bias would
+    otherwise saturate its bias and output the wrong constant. Only a real (float) bias: a
+    program's own int32 bias fits by construction."""
+    if bias is None or bias.quantized or input_scale is None:
+        return weight
+    channels = weight.value.shape[channel_axis]
+    if np.size(bias.value) != channels:  # a grouped transposed conv: its bias spans every group
+        return weight
+    scales = np.broadcast_to(np.asarray(weight.scales, np.float64), (channels,))
+    needed = np.abs(np.asarray(bias.value, np.float64)) / (input_scale * BIAS_LIMIT)
+    raised = np.flatnonzero(needed > scales * (INT32_MAX / BIAS_LIMIT))
+    if raised.size == 0:
+        return weight
+    new_scales = scales.copy()
+    new_scales[raised] = needed[raised]
+    ratio = np.expand_dims(scales / new_scales, [a for a in range(weight.value.ndim) if a != channel_axis])
+    real = weight.value.astype(np.float64) * ratio
+    values = np.clip(np.sign(real) * np.floor(np.abs(real) + 0.5), -127, 127).astype(np.int8)
+    return replace(weight, value=values, scales=new_scales, zero_points=np.zeros(channels, dtype=np.int64),
+                   axis=channel_axis)
 
 
 class Conv2d(OpDef):
