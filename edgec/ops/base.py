@@ -59,6 +59,14 @@ class OpDef:
     layout_follows_input: bool = False  # its output is stored like its same-rank inputs
     keeps_qparams: bool = False  # its kernel moves or compares values: output qparams = inputs'
 
+    def layout_ties(self, op: Op, graph: Graph) -> list[str]:
+        """The inputs that must be stored in the same layout (channels last or PyTorch order) as
+        the output (passes/layout.py): with layout_follows_input, those of the output's rank."""
+        if not self.layout_follows_input:
+            return []
+        rank = len(graph.tensors[op.outputs[0]].shape)
+        return [name for name in op.inputs if len(graph.tensors[name].shape) == rank]
+
     def annotate(self, node) -> None:
         """Record how `node` is quantized, with the helpers of edgec.ops.qspec (before calibration)."""
         raise NotImplementedError

@@ -564,6 +564,23 @@ def fit_loops(outputs: np.ndarray, inputs: np.ndarray) -> tuple[list[int], list[
     return dims or [1], out_strides or [1], in_strides or [1]
 
 
+# How many strided copies one input's movement may split into (a roll takes 2 per rolled axis).
+MAX_PARTS = 8
+
+
+def strided_parts(positions: np.ndarray, sources: np.ndarray, op) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (output positions, input positions) pairs as few strided copies: one if fit_loops fits
+    them all, else one per distinct offset source - position (a roll: each part moves by one
+    offset), each of which must fit; EdgecError otherwise."""
+    if fit_loops(positions, sources) is not None:
+        return [(positions, sources)]
+    offsets = sources - positions
+    parts = [(positions[offsets == d], sources[offsets == d]) for d in np.unique(offsets)]
+    if len(parts) > MAX_PARTS or any(fit_loops(*part) is None for part in parts):
+        raise EdgecError(f"{op.source}: this data movement is not a strided copy edgec can run")
+    return sorted(parts, key=lambda part: int(part[0][0]))
+
+
 def strided_copies(op, graph) -> list[tuple[int, dict]]:
     """(input index, edgec_copy_desc) for each input that reaches the output."""
     ids = gathered_ids(op, graph)
@@ -576,16 +593,14 @@ def strided_copies(op, graph) -> list[tuple[int, dict]]:
         if not len(positions):
             continue
         sources = ids[positions] - starts[index]
-        loops = fit_loops(positions, sources)
-        if loops is None:
-            raise EdgecError(f"{op.source}: this data movement is not a strided copy edgec can run")
-        dims, out_strides, in_strides = loops
-        try:
-            desc = copy_desc(dims, in_strides, out_strides, input_elements=size, output_elements=out.elements,
-                             input_start=int(sources[0]), output_start=int(positions[0]))
-        except ValueError as exc:
-            raise EdgecError(f"{op.source}: {exc}") from None
-        copies.append((index, desc))
+        for part_positions, part_sources in strided_parts(positions, sources, op):
+            dims, out_strides, in_strides = fit_loops(part_positions, part_sources)
+            try:
+                desc = copy_desc(dims, in_strides, out_strides, input_elements=size, output_elements=out.elements,
+                                 input_start=int(part_sources[0]), output_start=int(part_positions[0]))
+            except ValueError as exc:
+                raise EdgecError(f"{op.source}: {exc}") from None
+            copies.append((index, desc))
     if sum(int(np.prod(desc["dims"][:desc["rank"]])) for _, desc in copies) != out.elements:
         raise EdgecError(f"{op.source}: the data movement leaves output bytes unwritten")
     return copies
@@ -772,6 +787,14 @@ class Reduce(OpDef):
         dims = node.args[1] if len(node.args) > 1 and node.args[1] not in (None, []) else list(range(len(x.shape)))
         ctx.add_op(self.kind, node, [x], [ctx.output(node)], reduction=op,
                    dims=sorted({int(d) % len(x.shape) for d in dims}), clamp=(None, None))
+
+    def layout_ties(self, op, graph) -> list[str]:
+        """Channels-last data reduced over spatial axes only (not batch or channels) stays channels
+        last, keepdim or not: the kept axes are then stored in the input's order."""
+        x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        same_rank = len(out.shape) == len(x.shape)
+        spatial_only = len(out.shape) >= 3 and not {0, 1} & set(op.attrs["dims"])
+        return [op.inputs[0]] if same_rank or spatial_only else []
 
     def relayout(self, op, graph) -> None:
         x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]

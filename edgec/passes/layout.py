@@ -2,7 +2,7 @@
 
 Spatial ops (convolutions, pooling: OpDef.spatial) run on channels-last data: NHWC for a 4-D
 tensor, and a 3-D (N, C, L) one stored as N, 1, L, C, so the 2-D kernels run 1-D layers as H = 1. Ops whose output is laid out like their inputs (elementwise ops,
-activations: OpDef.layout_follows_input) tie their same-rank tensors into one group; a group that
+activations: OpDef.layout_follows_input; OpDef.layout_ties) tie their tensors into one group; a group that
 touches a spatial op is stored channels last, any other tensor in PyTorch's order -- except that
 a group fed by a reshape of channels-last data is stored channels last too when that keeps the
 reshape free. A reshape is a free view when the two tensors' stored bytes coincide element for
@@ -56,11 +56,8 @@ class _Groups:
     def __init__(self, graph: Graph):
         self.parent = {name: name for name in graph.tensors}
         for op in graph.ops:
-            if KINDS[op.kind].layout_follows_input:
-                out = op.outputs[0]
-                for name in op.inputs:
-                    if len(graph.tensors[name].shape) == len(graph.tensors[out].shape):
-                        self.parent[self.find(name)] = self.find(out)
+            for name in KINDS[op.kind].layout_ties(op, graph):
+                self.parent[self.find(name)] = self.find(op.outputs[0])
 
     def find(self, name: str) -> str:
         while self.parent[name] != name:

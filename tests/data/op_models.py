@@ -81,6 +81,21 @@ class DataMovement(nn.Module):
         return self.fc(t.flatten(1)), h[:, ::2].permute(0, 2, 3, 1), pooled
 
 
+class ChannelsLastMovement(nn.Module):
+    """On channels-last data: torch.roll (one axis, two axes, flattened) and torch.flip, each a
+    copy in a few strided parts (a roll moves each part by one offset; a flip strides backwards);
+    reductions over H alone (the output stays channels last) and over W with keepdim."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return (torch.roll(y, 2, 3), torch.roll(y, (-1, 3), (2, 3)), torch.roll(y, 5), torch.flip(y, [1, 3]),
+                y.mean(2), y.amax(3, keepdim=True))
+
+
 def _seeded(cls, shape):
     def factory():
         torch.manual_seed(0)
@@ -91,3 +106,4 @@ def _seeded(cls, shape):
 activations = _seeded(Activations, (1, 3, 8, 8))
 resampling = _seeded(Resampling, (1, 3, 16, 16))
 data_movement = _seeded(DataMovement, (1, 3, 8, 8))
+channels_last_movement = _seeded(ChannelsLastMovement, (1, 3, 4, 5))
