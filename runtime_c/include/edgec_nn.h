@@ -843,6 +843,136 @@ edgec_status edgec_reduce_s8(const edgec_reduce_desc *desc, const int8_t *input,
 
 /* ==== end of data movement and reductions ==== */
 
+/* ==== int16 (16x8) kernels ===================================================================
+ * int16 activations (symmetric: zero point 0, no offsets), int8 weights symmetric per output
+ * channel, int64 biases: TFLite's 16x8 scheme, CMSIS-NN's _s16 kernels. Goldens and descriptor
+ * values: edgec.ops.int16 (*_desc functions give every field). The output stage of conv,
+ * depthwise and fully connected, "requantize_s64" below, is CMSIS-NN's arm_nn_requantize_s64 with
+ * REDUCE_MULTIPLIER (= TFLite's int64 MultiplyByQuantizedMultiplier):
+ *   x = acc + bias[c] (exact int64 sum of int16*int8 products plus the bias; the sum saturated
+ *       to [-2^47, 2^47), the input range both libraries document),
+ *   m = multiplier[c] < 0x7FFF0000 ? (multiplier[c] + 2^15) >> 16 : 0x7FFF,
+ *   y = (((x * m) >> (14 - shift[c])) + 1) >> 1,  out = clamp(y, act_min, act_max).
+ * multiplier[c] >= 0 and shift[c] in [-31, 7] (TFLite's DCHECKs), act_min <= act_max within
+ * int16; otherwise, and for NULL pointers (bias excepted: NULL = no bias), non-positive dims or
+ * element counts beyond int32, the kernels return EDGEC_ARG_ERROR. None runs in place.
+ */
+
+/*
+ * Convolution (CMSIS-NN arm_convolve_s16, TFLite reference_integer_ops::ConvPerChannel int16),
+ * NHWC, with groups: output channel o of group g = o / (output_c / groups) sums
+ * input[n][oy*stride_h - pad_top + ky*dilation_h][ox*stride_w - pad_left + kx*dilation_w]
+ * [g*Cg + i] * filter[o][ky][kx][i] (Cg = input_c / groups; taps outside the input add 0), then
+ * requantize_s64. groups must divide input_c and output_c; stride, dilation >= 1, pads >= 0.
+ */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t input_c;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t output_c;
+    int32_t kernel_h;
+    int32_t kernel_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t groups;
+    int32_t act_min;
+    int32_t act_max;
+    const int8_t *filter;      /* [output_c][kernel_h][kernel_w][input_c / groups] */
+    const int64_t *bias;       /* [output_c] or NULL */
+    const int32_t *multiplier; /* [output_c] */
+    const int32_t *shift;      /* [output_c] */
+} edgec_conv_s16_desc;
+
+edgec_status edgec_conv_s16(const edgec_conv_s16_desc *desc, const int16_t *input,
+                            int16_t *output);
+
+/*
+ * edgec_conv_s16 with the DSP extension: per output pixel and group, the K = kernel_h*kernel_w*Cg
+ * inputs are gathered into scratch (required, word-aligned, EDGEC_CONV_S16_DSP_SCRATCH_BYTES(K)
+ * bytes) in SMLALD order, then each output channel takes two SMLALD per four weights. Same
+ * arithmetic and checks (misaligned scratch: EDGEC_ARG_ERROR).
+ */
+#define EDGEC_CONV_S16_DSP_SCRATCH_BYTES(k) (4 * (((k) + 1) / 2))
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *input,
+                                int16_t *output, int16_t *scratch);
+#endif
+
+/*
+ * Depthwise convolution (CMSIS-NN arm_depthwise_conv_s16, TFLite
+ * reference_integer_ops::DepthwiseConvPerChannel int16), NHWC: output channel
+ * o = c * ch_mult + m (output_c = input_c * ch_mult) sums
+ * input[n][oy*stride_h - pad_top + ky*dilation_h][ox*stride_w - pad_left + kx*dilation_w][c]
+ * * filter[ky][kx][o] (taps outside the input add 0), then requantize_s64.
+ */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t input_c;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t ch_mult;
+    int32_t kernel_h;
+    int32_t kernel_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t act_min;
+    int32_t act_max;
+    const int8_t *filter;      /* [kernel_h][kernel_w][input_c * ch_mult] */
+    const int64_t *bias;       /* [input_c * ch_mult] or NULL */
+    const int32_t *multiplier; /* [input_c * ch_mult] */
+    const int32_t *shift;      /* [input_c * ch_mult] */
+} edgec_depthwise_conv_s16_desc;
+
+edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
+                                      const int16_t *input, int16_t *output);
+
+/*
+ * Fully connected (CMSIS-NN arm_fully_connected_s16 / arm_nn_vec_mat_mult_t_s16, TFLite
+ * reference_integer_ops::FullyConnected int16; here per output channel):
+ * output[b][o] = requantize_s64(sum_k input[b][k] * filter[o][k]).
+ */
+typedef struct {
+    int32_t batches;
+    int32_t input_c;
+    int32_t output_c;
+    int32_t act_min;
+    int32_t act_max;
+    const int8_t *filter;      /* [output_c][input_c] */
+    const int64_t *bias;       /* [output_c] or NULL */
+    const int32_t *multiplier; /* [output_c] */
+    const int32_t *shift;      /* [output_c] */
+} edgec_fully_connected_s16_desc;
+
+edgec_status edgec_fully_connected_s16(const edgec_fully_connected_s16_desc *desc,
+                                       const int16_t *input, int16_t *output);
+
+/*
+ * edgec_fully_connected_s16 with the DSP extension: each input row is copied into scratch
+ * (required, word-aligned, EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES(input_c) bytes) in SMLALD
+ * order, then two SMLALD per four weights. Same arithmetic and checks.
+ */
+#define EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES(input_c) (4 * (((input_c) + 1) / 2))
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_fully_connected_s16_dsp(const edgec_fully_connected_s16_desc *desc,
+                                           const int16_t *input, int16_t *output,
+                                           int16_t *scratch);
+#endif
+
+/* ==== end of int16 (16x8) kernels ==== */
+
 #ifdef __cplusplus
 }
 #endif

@@ -456,4 +456,96 @@ static inline int32x4_t edgec_mve_output(int32x4_t r, edgec_output_stage stage)
 }
 #endif /* __ARM_FEATURE_MVE */
 
+/* ---- int16 activations (16x8): int64 accumulators, requantize_s64 ---------------------------- */
+
+#define EDGEC_S64_REQUANTIZE_LIMIT ((int64_t)1 << 47)
+
+/* CMSIS-NN REDUCE_MULTIPLIER: the Q31 multiplier rounded to Q15 (0x7FFF from 0x7FFF0000 up). */
+static inline int32_t edgec_reduce_multiplier(int32_t multiplier)
+{
+    return multiplier < 0x7FFF0000 ? (multiplier + (1 << 15)) >> 16 : 0x7FFF;
+}
+
+/* acc + bias saturated to [-2^47, 2^47), exact for any bias and |acc| < 2^62 (numerics.add_bias_s64):
+ * clipping the bias to +-2^62 first keeps the sum within int64 and cannot change a saturated sum. */
+static inline int64_t edgec_add_bias_s64(int64_t acc, int64_t bias)
+{
+    const int64_t bias_limit = (int64_t)1 << 62;
+    int64_t sum = EDGEC_MIN(EDGEC_MAX(bias, -bias_limit), bias_limit) + acc;
+    sum = EDGEC_MAX(sum, -EDGEC_S64_REQUANTIZE_LIMIT);
+    return EDGEC_MIN(sum, EDGEC_S64_REQUANTIZE_LIMIT - 1);
+}
+
+/* arm_nn_requantize_s64 (numerics.requantize_s64) for x in [-2^47, 2^47), 0 <= reduced <= 2^15,
+ * shift in [-31, 7]: the product fits int64; the result is clamped straight to the int16
+ * activation range (which equals saturating to int32 first). */
+static inline int16_t edgec_requantize_s64_clamp(int64_t x, int32_t reduced, int32_t shift,
+                                                 int32_t act_min, int32_t act_max)
+{
+    const int64_t high = (x * reduced) >> (14 - shift);
+    const int64_t result = (high + 1) >> 1;
+    return (int16_t)EDGEC_MIN(EDGEC_MAX(result, (int64_t)act_min), (int64_t)act_max);
+}
+
+/* The 16x8 output stage of channel c: bias (may be NULL), requantize_s64, clamp. */
+static inline int16_t edgec_output_s16(int64_t acc, const int64_t *bias, const int32_t *multiplier,
+                                       const int32_t *shift, int32_t c, int32_t act_min,
+                                       int32_t act_max)
+{
+    const int64_t x = edgec_add_bias_s64(acc, bias ? bias[c] : 0);
+    return edgec_requantize_s64_clamp(x, edgec_reduce_multiplier(multiplier[c]), shift[c], act_min,
+                                      act_max);
+}
+
+/* An int16 activation range (non-empty) and `count` (multiplier >= 0, shift in [-31, 7]) pairs,
+ * as TFLite's int64 MultiplyByQuantizedMultiplier requires them. */
+static inline int edgec_s16_output_valid(const int32_t *multiplier, const int32_t *shift,
+                                         int32_t count, int32_t act_min, int32_t act_max)
+{
+    if (act_min < INT16_MIN || act_max > INT16_MAX || act_min > act_max) {
+        return 0;
+    }
+    for (int32_t i = 0; i < count; i++) {
+        if (multiplier[i] < 0 || shift[i] < -31 || shift[i] > 7) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+#if defined(__ARM_FEATURE_DSP)
+/*
+ * The DSP order of int16 operands: every full group of four (x0, x1, x2, x3) is stored as
+ * (x0, x2, x1, x3), so one word of four int8 weights widened by SXTB16 into (w0, w2) and
+ * (w1, w3) meets its inputs with two SMLALD; a tail of fewer than four stays in order.
+ */
+static inline int32_t edgec_s16_dsp_position(int32_t j, int32_t full)
+{
+    return j < full ? ((j & ~3) | ((j & 1) << 1) | ((j >> 1) & 1)) : j;
+}
+
+/* sum_k x[k] * w[k] over k < count, x in the DSP order (word-aligned), w any int8 row:
+ * two SMLALD per four weights, exact in int64. */
+static inline int64_t edgec_s16_dsp_dot(const int16_t *x, const int8_t *w, int32_t count)
+{
+    int64_t acc = 0;
+    const int8_t *xp = (const int8_t *)x;
+    int32_t k = 0;
+    for (; k + 4 <= count; k += 4) {
+        int32_t four;
+        int32_t x02;
+        int32_t x13;
+        /* one LDR of four weights: the core reads unaligned words */
+        __asm__("ldr %0, %1" : "=r"(four) : "m"(*(const int8_t(*)[4])(w + k)));
+        edgec_dsp_load_2words(&xp, &x02, &x13);
+        acc = __smlald(x02, __sxtb16(four), acc);
+        acc = __smlald(x13, edgec_sxtb16_ror8(four), acc);
+    }
+    for (; k < count; k++) {
+        acc += (int32_t)x[k] * w[k];
+    }
+    return acc;
+}
+#endif /* __ARM_FEATURE_DSP */
+
 #endif /* EDGEC_SUPPORT_H */

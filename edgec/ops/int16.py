@@ -1,0 +1,177 @@
+"""int16 activation kernels, the "16x8" scheme of TFLite and CMSIS-NN's _s16 kernels.
+
+Activations are int16 and symmetric (zero point 0, so no input or output offset), weights int8
+per output channel and symmetric, biases int64. A layer's int64 accumulator
+acc = sum(x * w) + bias (exact: TFLite's reference kernels accumulate in int64) is brought to
+the output scale by requantize_s64 (edgec.numerics: CMSIS-NN arm_nn_requantize_s64 on the
+REDUCE_MULTIPLIER of the Q31 multiplier), then clamped to [act_min, act_max] in int16.
+
+For every kernel this module has a `*_desc(...)` function computing the C descriptor's field
+values from float scales and op attributes (a dict whose keys are the C struct's fields in
+declaration order; numpy arrays for pointer fields, None for a NULL one) and a golden numpy
+function taking that same dict and the input(s), so C and golden provably use the same constants.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.numerics import (INT16_MAX, INT16_MIN, S64_SHIFT_MAX, add_bias_s64, quantize_multiplier,
+                            requantize_s64, saturate_int16)
+
+
+def s16_multipliers(input_scale: float, weight_scales, output_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel (multiplier, shift) of s_in * s_w[c] / s_out (TFLite QuantizeMultiplier), shifts
+    within what requantize_s64 takes (the effective scale below 2^7)."""
+    pairs = [quantize_multiplier(input_scale * float(s) / output_scale) for s in np.atleast_1d(weight_scales)]
+    shifts = np.array([s for _, s in pairs], dtype=np.int32)
+    if (shifts > S64_SHIFT_MAX).any():
+        raise ValueError("an int16 layer's effective scale s_in * s_w / s_out must be below 2^7 "
+                         f"(requantize_s64's shift <= {S64_SHIFT_MAX})")
+    return np.array([m for m, _ in pairs], dtype=np.int32), shifts
+
+
+def _output_stage(acc: np.ndarray, desc: dict) -> np.ndarray:
+    """clamp(requantize_s64(acc + bias[c]), act_min, act_max) over the last (channel) axis."""
+    bias = desc["bias"] if desc["bias"] is not None else np.zeros(1, dtype=np.int64)
+    out = requantize_s64(add_bias_s64(acc, bias), desc["multiplier"], desc["shift"])
+    return saturate_int16(out, desc["act_min"], desc["act_max"])
+
+
+def _conv_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int) -> int:
+    """PyTorch's output size with `pad` on both sides."""
+    out = (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+    if out < 1:
+        raise ValueError(f"empty output: size {size}, kernel {kernel}, stride {stride}, pad {pad}, dilation {dilation}")
+    return out
+
+
+def _window_fields(input_shape, kernel_hw, stride, pad, dilation, output_hw) -> dict:
+    n, h, w, c = (int(v) for v in input_shape)
+    if output_hw is None:
+        output_hw = tuple(_conv_output_size(*a) for a in zip((h, w), kernel_hw, stride, pad, dilation))
+    return dict(batches=n, input_h=h, input_w=w, input_c=c, output_h=int(output_hw[0]), output_w=int(output_hw[1]))
+
+
+def _bias_field(bias) -> np.ndarray | None:
+    return None if bias is None else np.ascontiguousarray(bias, dtype=np.int64)
+
+
+def _patches(x: np.ndarray, desc: dict):
+    """(ky, kx, patch) per filter tap: patch[n, oy, ox, c] = x[n, oy*sh - pt + ky*dh, ox*sw - pl + kx*dw, c],
+    zero outside the input (activations are symmetric: padding is the value 0)."""
+    n, h, w, c = desc["batches"], desc["input_h"], desc["input_w"], desc["input_c"]
+    oh, ow, kh, kw = desc["output_h"], desc["output_w"], desc["kernel_h"], desc["kernel_w"]
+    sh, sw, dh, dw = desc["stride_h"], desc["stride_w"], desc["dilation_h"], desc["dilation_w"]
+    pt, pl = desc["pad_top"], desc["pad_left"]
+    span_h, span_w = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
+    padded = np.zeros((n, max(span_h, pt + h), max(span_w, pl + w), c), dtype=np.int64)
+    padded[:, pt:pt + h, pl:pl + w, :] = x.reshape(n, h, w, c)
+    for ky in range(kh):
+        for kx in range(kw):
+            y0, x0 = ky * dh, kx * dw
+            yield ky, kx, padded[:, y0:y0 + (oh - 1) * sh + 1:sh, x0:x0 + (ow - 1) * sw + 1:sw, :]
+
+
+# ---- convolution -------------------------------------------------------------------------------
+
+def conv_s16_desc(input_shape, weight: np.ndarray, bias, input_scale: float, weight_scales, output_scale: float, *,
+                  stride=(1, 1), pad=(0, 0), dilation=(1, 1), groups: int = 1, output_hw=None,
+                  act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> dict:
+    """edgec_conv_s16_desc's fields. input_shape NHWC; weight int8 [C_out, C_in/groups, KH, KW]
+    (PyTorch), stored OHWI; bias int64 [C_out] (numerics.quantize_bias_s64) or None; pad =
+    (top, left), the output size PyTorch's for that padding on both sides unless output_hw says
+    otherwise (TFLite SAME)."""
+    c_out, _, kh, kw = weight.shape
+    multiplier, shift = s16_multipliers(input_scale, np.broadcast_to(weight_scales, (c_out,)), output_scale)
+    return dict(**_window_fields(input_shape, (kh, kw), stride, pad, dilation, output_hw), output_c=int(c_out),
+                kernel_h=int(kh), kernel_w=int(kw), stride_h=int(stride[0]), stride_w=int(stride[1]),
+                pad_top=int(pad[0]), pad_left=int(pad[1]), dilation_h=int(dilation[0]), dilation_w=int(dilation[1]),
+                groups=int(groups), act_min=int(act_min), act_max=int(act_max),
+                filter=np.ascontiguousarray(np.transpose(weight, (0, 2, 3, 1)), dtype=np.int8),
+                bias=_bias_field(bias), multiplier=multiplier, shift=shift)
+
+
+def conv_s16(desc: dict, x: np.ndarray) -> np.ndarray:
+    """edgec_conv_s16 (CMSIS-NN arm_convolve_s16; TFLite reference_integer_ops::ConvPerChannel,
+    the int16 overload): int16 NHWC in, int16 NHWC out [N, H_out, W_out, C_out].
+
+    acc[n, oy, ox, o] = sum over ky, kx, i of x[n, oy*stride_h - pad_top + ky*dilation_h,
+    ox*stride_w - pad_left + kx*dilation_w, g*Cg + i] * filter[o, ky, kx, i] (taps outside the
+    input contribute 0; g = o // (C_out/groups), Cg = C_in/groups), exact in int64;
+    out = clamp(requantize_s64(add_bias_s64(acc, bias[o]), multiplier[o], shift[o]), act_min, act_max).
+    """
+    groups, c_out = desc["groups"], desc["output_c"]
+    cg, og = desc["input_c"] // groups, c_out // groups
+    filt = desc["filter"].astype(np.int64).reshape(c_out, desc["kernel_h"], desc["kernel_w"], cg)
+    acc = np.zeros((desc["batches"], desc["output_h"], desc["output_w"], c_out), dtype=np.int64)
+    for ky, kx, patch in _patches(x, desc):
+        for g in range(groups):
+            acc[..., g * og:(g + 1) * og] += patch[..., g * cg:(g + 1) * cg] @ filt[g * og:(g + 1) * og, ky, kx, :].T
+    return _output_stage(acc, desc)
+
+
+def conv_s16_dsp_scratch_bytes(desc: dict) -> int:
+    """EDGEC_CONV_S16_DSP_SCRATCH_BYTES: one im2col column of K = KH*KW*C_in/groups int16."""
+    return 4 * ((desc["kernel_h"] * desc["kernel_w"] * (desc["input_c"] // desc["groups"]) + 1) // 2)
+
+
+# ---- depthwise convolution ---------------------------------------------------------------------
+
+def depthwise_conv_s16_desc(input_shape, weight: np.ndarray, bias, input_scale: float, weight_scales,
+                            output_scale: float, *, stride=(1, 1), pad=(0, 0), dilation=(1, 1), output_hw=None,
+                            act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> dict:
+    """edgec_depthwise_conv_s16_desc's fields. weight int8 [C_in * ch_mult, 1, KH, KW] (PyTorch,
+    groups = C_in), stored [KH][KW][C_out] as TFLite's depthwise filter; the rest as conv_s16_desc."""
+    c_out, _, kh, kw = weight.shape
+    c_in = int(input_shape[3])
+    if c_out % c_in:
+        raise ValueError(f"depthwise: {c_out} output channels is not a multiple of {c_in} input channels")
+    multiplier, shift = s16_multipliers(input_scale, np.broadcast_to(weight_scales, (c_out,)), output_scale)
+    return dict(**_window_fields(input_shape, (kh, kw), stride, pad, dilation, output_hw), ch_mult=c_out // c_in,
+                kernel_h=int(kh), kernel_w=int(kw), stride_h=int(stride[0]), stride_w=int(stride[1]),
+                pad_top=int(pad[0]), pad_left=int(pad[1]), dilation_h=int(dilation[0]), dilation_w=int(dilation[1]),
+                act_min=int(act_min), act_max=int(act_max),
+                filter=np.ascontiguousarray(np.transpose(weight[:, 0], (1, 2, 0)), dtype=np.int8),
+                bias=_bias_field(bias), multiplier=multiplier, shift=shift)
+
+
+def depthwise_conv_s16(desc: dict, x: np.ndarray) -> np.ndarray:
+    """edgec_depthwise_conv_s16 (CMSIS-NN arm_depthwise_conv_s16; TFLite
+    reference_integer_ops::DepthwiseConvPerChannel, int16 overload): output channel
+    o = c * ch_mult + m reads input channel c;
+    acc[n, oy, ox, o] = sum over ky, kx of x[n, oy*stride_h - pad_top + ky*dilation_h,
+    ox*stride_w - pad_left + kx*dilation_w, o // ch_mult] * filter[ky, kx, o] (0 outside), exact
+    in int64; out = clamp(requantize_s64(add_bias_s64(acc, bias[o]), multiplier[o], shift[o]),
+    act_min, act_max)."""
+    filt = desc["filter"].astype(np.int64).reshape(desc["kernel_h"], desc["kernel_w"], -1)
+    acc = np.zeros((desc["batches"], desc["output_h"], desc["output_w"], filt.shape[2]), dtype=np.int64)
+    for ky, kx, patch in _patches(x, desc):
+        acc += np.repeat(patch, desc["ch_mult"], axis=3) * filt[ky, kx]
+    return _output_stage(acc, desc)
+
+
+# ---- fully connected ---------------------------------------------------------------------------
+
+def fully_connected_s16_desc(batches: int, weight: np.ndarray, bias, input_scale: float, weight_scales,
+                             output_scale: float, *, act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> dict:
+    """edgec_fully_connected_s16_desc's fields. weight int8 [C_out, C_in] (PyTorch Linear); per
+    output channel (or one broadcast) weight scale; bias int64 [C_out] or None."""
+    c_out, c_in = weight.shape
+    multiplier, shift = s16_multipliers(input_scale, np.broadcast_to(weight_scales, (c_out,)), output_scale)
+    return dict(batches=int(batches), input_c=int(c_in), output_c=int(c_out), act_min=int(act_min),
+                act_max=int(act_max), filter=np.ascontiguousarray(weight, dtype=np.int8), bias=_bias_field(bias),
+                multiplier=multiplier, shift=shift)
+
+
+def fully_connected_s16(desc: dict, x: np.ndarray) -> np.ndarray:
+    """edgec_fully_connected_s16 (CMSIS-NN arm_fully_connected_s16 / arm_nn_vec_mat_mult_t_s16,
+    there per tensor, here per output channel; TFLite reference_integer_ops::FullyConnected int16):
+    acc[b, o] = sum_k x[b, k] * filter[o, k] exact in int64;
+    out = clamp(requantize_s64(add_bias_s64(acc, bias[o]), multiplier[o], shift[o]), act_min, act_max)."""
+    xs = x.reshape(desc["batches"], desc["input_c"]).astype(np.int64)
+    return _output_stage(xs @ desc["filter"].astype(np.int64).T, desc)
+
+
+def fully_connected_s16_dsp_scratch_bytes(desc: dict) -> int:
+    """EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES: one input row of C_in int16, reordered."""
+    return 4 * ((desc["input_c"] + 1) // 2)

@@ -1,0 +1,441 @@
+"""int16 (16x8) kernels: golden numpy kernels (edgec.ops.int16) vs the C kernels, byte for byte.
+
+The portable C kernels run through ctypes (UBSan host build); the goldens are checked against a
+slow per-element reference written from TFLite's reference_integer_ops (int16 overloads: int64
+accumulator, int64 bias, MultiplyByQuantizedMultiplier(int64) with its reduced multiplier and
+"(x * m + 2^(14 - shift)) >> (15 - shift)" rounding, not CMSIS-NN's two-step form); the DSP paths
+and the portable ones run under QEMU on cortex-m4 and cortex-m55 (test_s16_arm at the end; driver
+tests/data/port/s16_kernels.c), which also prints instruction counts.
+"""
+from __future__ import annotations
+
+import ctypes as C
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from edgec import toolchain
+from edgec.numerics import (INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN, add_bias_s64, quantize_bias_s64,
+                            quantize_multiplier, requantize_s64)
+from edgec.ops import int16
+from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from tests.kernel_lib import ConvS16Desc, DepthwiseConvS16Desc, FullyConnectedS16Desc, ptr, struct_from_desc
+
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+GUARD = 16
+GUARD_VALUE = 0x5A5A
+ARG_ERROR = -1
+
+
+# --------------------------------------------------------------------------------------------
+# Slow independent reference (TFLite reference_integer_ops, int16 overloads)
+# --------------------------------------------------------------------------------------------
+
+def tflite_multiply_by_quantized_multiplier_s64(x: int, multiplier: int, shift: int) -> int:
+    """TFLite MultiplyByQuantizedMultiplier(int64_t x, int32_t quantized_multiplier, int shift),
+    as written there (one rounding add before the full shift); edgec saturates the int32 cast
+    and reads x within [-2^47, 2^47) (TFLite DCHECKs it)."""
+    reduced = (multiplier + (1 << 15)) >> 16 if multiplier < 0x7FFF0000 else 0x7FFF
+    total_shift = 15 - shift
+    x = min(max(x, -(2**47)), 2**47 - 1)
+    result = (x * reduced + (1 << (total_shift - 1))) >> total_shift
+    return min(max(result, INT32_MIN), INT32_MAX)
+
+
+def _reference_output(acc: int, desc: dict, o: int) -> int:
+    bias = 0 if desc["bias"] is None else int(desc["bias"][o])
+    y = tflite_multiply_by_quantized_multiplier_s64(acc + bias, int(desc["multiplier"][o]), int(desc["shift"][o]))
+    return min(max(y, desc["act_min"]), desc["act_max"])
+
+
+def reference_conv(desc: dict, x: np.ndarray, depthwise: bool = False) -> np.ndarray:
+    """ConvPerChannel / DepthwiseConvPerChannel, int16: loops over every output element and tap."""
+    d = desc
+    n_, h, w, c = d["batches"], d["input_h"], d["input_w"], d["input_c"]
+    x = x.reshape(n_, h, w, c).tolist()
+    c_out = c * d["ch_mult"] if depthwise else d["output_c"]
+    groups = c if depthwise else d["groups"]
+    cg, og = c // groups, c_out // groups
+    filt = d["filter"].reshape(d["kernel_h"], d["kernel_w"], c_out) if depthwise else \
+        d["filter"].reshape(c_out, d["kernel_h"], d["kernel_w"], cg)
+    out = np.zeros((n_, d["output_h"], d["output_w"], c_out), dtype=np.int16)
+    for n in range(n_):
+        for oy in range(d["output_h"]):
+            for ox in range(d["output_w"]):
+                for o in range(c_out):
+                    acc = 0
+                    for ky in range(d["kernel_h"]):
+                        for kx in range(d["kernel_w"]):
+                            iy = oy * d["stride_h"] - d["pad_top"] + ky * d["dilation_h"]
+                            ix = ox * d["stride_w"] - d["pad_left"] + kx * d["dilation_w"]
+                            if not (0 <= iy < h and 0 <= ix < w):
+                                continue
+                            for i in range(cg):
+                                weight = filt[ky, kx, o] if depthwise else filt[o, ky, kx, i]
+                                acc += x[n][iy][ix][(o // og) * cg + i] * int(weight)
+                    out[n, oy, ox, o] = _reference_output(acc, d, o)
+    return out
+
+
+def reference_fc(desc: dict, x: np.ndarray) -> np.ndarray:
+    xs = x.reshape(desc["batches"], desc["input_c"]).tolist()
+    out = np.zeros((desc["batches"], desc["output_c"]), dtype=np.int16)
+    for b in range(desc["batches"]):
+        for o in range(desc["output_c"]):
+            acc = sum(v * int(wv) for v, wv in zip(xs[b], desc["filter"][o]))
+            out[b, o] = _reference_output(acc, desc, o)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Cases
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class Case:
+    kind: str        # "conv", "depthwise" or "fc"
+    desc: dict
+    x: np.ndarray    # int16
+
+    def golden(self) -> np.ndarray:
+        return GOLDEN[self.kind](self.desc, self.x)
+
+    def reference(self) -> np.ndarray:
+        if self.kind == "fc":
+            return reference_fc(self.desc, self.x)
+        return reference_conv(self.desc, self.x, depthwise=self.kind == "depthwise")
+
+
+GOLDEN = {"conv": int16.conv_s16, "depthwise": int16.depthwise_conv_s16, "fc": int16.fully_connected_s16}
+
+
+def int16_array(rng, shape) -> np.ndarray:
+    style = rng.random()
+    if style < 0.15:
+        return rng.choice(np.array([INT16_MIN, INT16_MAX], dtype=np.int16), shape)
+    if style < 0.3:
+        return rng.integers(-300, 300, shape).astype(np.int16)
+    return rng.integers(INT16_MIN, INT16_MAX + 1, shape).astype(np.int16)
+
+
+def int8_array(rng, shape) -> np.ndarray:
+    if rng.random() < 0.15:
+        return rng.choice(np.array([-128, 127], dtype=np.int8), shape)
+    return rng.integers(-128, 128, shape).astype(np.int8)
+
+
+def scales(rng, terms: int) -> tuple[float, np.ndarray, float]:
+    """(s_in, s_w, s_out) whose effective scales put outputs across the int16 range: the
+    accumulator spreads about sqrt(terms) * 2^14 * 2^6, the outputs about 2^13 * 2^(-1..2)."""
+    s_in, s_w = float(2.0 ** rng.uniform(-12, -4)), 2.0 ** rng.uniform(-9, -5, 1)
+    return s_in, s_w, s_in * float(s_w[0]) * float(np.sqrt(terms)) * 2 ** rng.uniform(5, 9)
+
+
+def bias_for(rng, c_out: int, s_in: float, s_w, s_out: float) -> np.ndarray | None:
+    style = rng.integers(5)
+    if style == 0:
+        return None
+    if style == 1:  # extremes: saturate into requantize_s64's range
+        return rng.choice(np.array([-(2**63), 2**63 - 1, -(2**47), 2**47 - 1, 2**47], dtype=np.int64), c_out)
+    return quantize_bias_s64(rng.normal(0, 2**12 * s_out, c_out), s_in, np.broadcast_to(s_w, (c_out,)))
+
+
+def override_quant(rng, desc: dict) -> None:
+    """Now and then replaces the multipliers and shifts by extreme or arbitrary valid ones."""
+    c_out = len(desc["multiplier"])
+    style = rng.integers(6)
+    if style == 0:
+        desc["multiplier"] = rng.choice(np.array([2**31 - 1, 0x7FFF0000, 0x7FFEFFFF, 2**30, 0, 1], np.int32), c_out)
+        desc["shift"] = rng.choice(np.array([-31, -20, -1, 0, 7], np.int32), c_out)
+    elif style == 1:
+        desc["multiplier"] = rng.integers(0, 2**31, c_out).astype(np.int32)
+        desc["shift"] = rng.integers(-31, 8, c_out).astype(np.int32)
+
+
+def act_range(rng) -> tuple[int, int]:
+    lo, hi = sorted(int(v) for v in rng.integers(INT16_MIN, INT16_MAX + 1, 2))
+    return [(INT16_MIN, INT16_MAX), (INT16_MIN, INT16_MAX), (0, INT16_MAX), (lo, hi), (lo, lo)][int(rng.integers(5))]
+
+
+def geometry(rng, max_hw: int):
+    while True:
+        kernel = tuple(int(v) for v in rng.integers(1, 4, 2))
+        stride = tuple(int(v) for v in rng.integers(1, 3, 2))
+        dilation = tuple(int(v) for v in rng.choice([1, 1, 2], 2))
+        pad = tuple(int(rng.integers(0, k * d)) if rng.random() < 0.6 else 0 for k, d in zip(kernel, dilation))
+        hw = tuple(int(v) for v in rng.integers(1, max_hw + 1, 2))
+        if all(s + 2 * p - d * (k - 1) - 1 >= 0 for s, p, d, k in zip(hw, pad, dilation, kernel)):
+            return kernel, stride, dilation, pad, hw
+
+
+def random_case(rng, kind: str, *, max_hw: int = 5, max_c: int = 9, quant_override: bool = True) -> Case:
+    act_min, act_max = act_range(rng)
+    n = int(rng.integers(1, 3))
+    if kind == "fc":
+        c_in, c_out = int(rng.integers(1, 3 * max_c)), int(rng.integers(1, max_c + 1))
+        weight = int8_array(rng, (c_out, c_in))
+        s_in, s_w, s_out = scales(rng, c_in)
+        desc = int16.fully_connected_s16_desc(n, weight, bias_for(rng, c_out, s_in, s_w, s_out), s_in, s_w, s_out,
+                                              act_min=act_min, act_max=act_max)
+        x = int16_array(rng, (n, c_in))
+    else:
+        kernel, stride, dilation, pad, (h, w) = geometry(rng, max_hw)
+        if kind == "conv":
+            groups = int(rng.choice([1, 1, 1, 2, 3]))
+            c_in, c_out = groups * int(rng.integers(1, max_c + 1)), groups * int(rng.integers(1, max_c + 1))
+            weight = int8_array(rng, (c_out, c_in // groups, *kernel))
+        else:
+            c_in = int(rng.integers(1, max_c + 1))
+            c_out = c_in * int(rng.choice([1, 1, 2, 3]))
+            weight = int8_array(rng, (c_out, 1, *kernel))
+        s_in, s_w, s_out = scales(rng, weight[0].size)
+        args = ((n, h, w, c_in), weight, bias_for(rng, c_out, s_in, s_w, s_out), s_in, s_w, s_out)
+        attrs = dict(stride=stride, pad=pad, dilation=dilation, act_min=act_min, act_max=act_max)
+        desc = int16.conv_s16_desc(*args, groups=groups, **attrs) if kind == "conv" else \
+            int16.depthwise_conv_s16_desc(*args, **attrs)
+        x = int16_array(rng, (n, h, w, c_in))
+    if quant_override:
+        override_quant(rng, desc)
+    return Case(kind, desc, x)
+
+
+# --------------------------------------------------------------------------------------------
+# ctypes
+# --------------------------------------------------------------------------------------------
+
+CTYPES = {"conv": (ConvS16Desc, "edgec_conv_s16"), "depthwise": (DepthwiseConvS16Desc, "edgec_depthwise_conv_s16"),
+          "fc": (FullyConnectedS16Desc, "edgec_fully_connected_s16")}
+
+
+def run_c(lib, kind: str, desc: dict, x: np.ndarray, output_size: int) -> tuple[int, np.ndarray]:
+    cls, name = CTYPES[kind]
+    fn = getattr(lib, name)
+    fn.argtypes = [C.POINTER(cls), C.POINTER(C.c_int16), C.POINTER(C.c_int16)]
+    fn.restype = C.c_int
+    keep: list = []
+    c_desc = struct_from_desc(cls, desc, keep)
+    x = np.ascontiguousarray(x, dtype=np.int16)
+    out = np.full(output_size + GUARD, GUARD_VALUE, dtype=np.int16)
+    status = fn(C.byref(c_desc), ptr(x, C.c_int16), ptr(out, C.c_int16))
+    assert (out[output_size:] == GUARD_VALUE).all(), "wrote past its output"
+    return status, out[:output_size]
+
+
+def check_c_matches(lib, case: Case) -> None:
+    expected = case.golden()
+    status, out = run_c(lib, case.kind, case.desc, case.x, expected.size)
+    assert status == 0
+    np.testing.assert_array_equal(out.reshape(expected.shape), expected)
+
+
+# --------------------------------------------------------------------------------------------
+# Golden vs C (portable, UBSan)
+# --------------------------------------------------------------------------------------------
+
+@settings(max_examples=300, **SETTINGS)
+@given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(["conv", "depthwise", "fc"]))
+def test_golden_matches_c(kernel_lib, seed, kind):
+    check_c_matches(kernel_lib, random_case(np.random.default_rng(seed), kind))
+
+
+@pytest.mark.parametrize("kind", ["conv", "depthwise", "fc"])
+def test_extremes_match_c(kernel_lib, kind):
+    """Size-1 dims, every input at an int16 limit, every weight at an int8 limit, biases at the
+    int64 limits, multipliers at 2^31 - 1 / 0x7FFF0000 (reduced to 0x7FFF) and shifts -31 / 7."""
+    rng = np.random.default_rng(3)
+    for x_value in (INT16_MIN, INT16_MAX):
+        for w_value in (-128, 127):
+            for bias_value in (-(2**63), 2**63 - 1, 0):
+                for multiplier, shift in ((2**31 - 1, 7), (0x7FFF0000, -31), (0x7FFEFFFF, 0), (2**30, -15)):
+                    case = random_case(rng, kind, max_hw=3, max_c=3, quant_override=False)
+                    case.x[...] = x_value
+                    case.desc["filter"][...] = w_value
+                    c_out = len(case.desc["multiplier"])
+                    case.desc["bias"] = np.full(c_out, bias_value, dtype=np.int64)
+                    case.desc["multiplier"] = np.full(c_out, multiplier, dtype=np.int32)
+                    case.desc["shift"] = np.full(c_out, shift, dtype=np.int32)
+                    check_c_matches(kernel_lib, case)
+
+
+def test_large_reduction_is_exact(kernel_lib):
+    """K = 3000 extreme products (2^22 each) overflow an int32 accumulator; the kernels sum in int64."""
+    weight = np.full((2, 3000), -128, dtype=np.int8)
+    desc = int16.fully_connected_s16_desc(1, weight, None, 2**-10, 2**-7, 2**-2)
+    x = np.full((1, 3000), INT16_MIN, dtype=np.int16)
+    expected = int16.fully_connected_s16(desc, x)
+    assert expected[0, 0] == INT16_MAX
+    check_c_matches(kernel_lib, Case("fc", desc, x))
+    # 3000 * 2^22 * 2^-10 * 2^-7 / 2^-2 = 3000 * 2^7 saturates; a smaller scale does not
+    desc = int16.fully_connected_s16_desc(1, weight, None, 2**-10, 2**-7, 2**4)
+    assert int16.fully_connected_s16(desc, x)[0, 0] == round(3000 * 2**22 * 2**-21)
+    check_c_matches(kernel_lib, Case("fc", desc, x))
+
+
+def _invalid_variants(desc: dict, kind: str) -> list[dict]:
+    """Descriptors the kernels must refuse."""
+    bad = []
+    for name, value in (("act_min", INT16_MIN - 1), ("act_max", INT16_MAX + 1), ("act_max", desc["act_min"] - 1),
+                        ("batches", 0), ("filter", None), ("multiplier", None), ("shift", None),
+                        ("input_c", 0), ("output_c", -1), ("groups", 0), ("groups", desc.get("input_c", 0) + 1), ("stride_h", 0),
+                        ("dilation_w", 0), ("pad_top", -1), ("ch_mult", 0), ("kernel_w", 0)):
+        if name in desc:
+            bad.append({**desc, name: value})
+    bad.append({**desc, "shift": np.full_like(desc["shift"], 8)})
+    bad.append({**desc, "shift": np.full_like(desc["shift"], -32)})
+    bad.append({**desc, "multiplier": np.full_like(desc["multiplier"], -1)})
+    if kind != "fc":
+        bad.append({**desc, "output_h": 2**31 - 1, "stride_h": 2})
+    return bad
+
+
+@pytest.mark.parametrize("kind", ["conv", "depthwise", "fc"])
+def test_invalid_descriptors_are_refused(kernel_lib, kind):
+    rng = np.random.default_rng(11)
+    case = random_case(rng, kind, quant_override=False)
+    check_c_matches(kernel_lib, case)
+    for desc in _invalid_variants(case.desc, kind):
+        status, out = run_c(kernel_lib, kind, desc, case.x, 8)
+        assert status == ARG_ERROR, {k: v for k, v in desc.items() if not isinstance(v, np.ndarray)}
+        assert (out == GUARD_VALUE).all()
+
+
+# --------------------------------------------------------------------------------------------
+# Golden vs the slow reference; the arithmetic pieces
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["conv", "depthwise", "fc"])
+def test_golden_matches_slow_reference(kind):
+    rng = np.random.default_rng({"conv": 1, "depthwise": 2, "fc": 3}[kind])
+    for _ in range(40):
+        case = random_case(rng, kind, max_hw=4, max_c=5)
+        np.testing.assert_array_equal(case.golden(), case.reference())
+
+
+@settings(max_examples=500, **SETTINGS)
+@given(x=st.integers(-(2**47), 2**47 - 1), multiplier=st.integers(0, 2**31 - 1), shift=st.integers(-31, 7))
+def test_requantize_s64_is_tflite_rounding(x, multiplier, shift):
+    """CMSIS-NN's ((x*m >> (14 - s)) + 1) >> 1 equals TFLite's (x*m + 2^(14-s)) >> (15 - s)."""
+    got = int(requantize_s64(np.array([x]), np.array([multiplier]), np.array([shift]))[0])
+    assert got == tflite_multiply_by_quantized_multiplier_s64(x, multiplier, shift)
+
+
+def test_add_bias_s64_saturates_exactly():
+    acc = np.array([2**53, -(2**53), 5, 0, 2**47 - 10], dtype=np.int64)
+    bias = np.array([-(2**63), 2**63 - 1, 2**47, -(2**47) - 5, 9], dtype=np.int64)
+    assert add_bias_s64(acc, bias).tolist() == [-(2**47), 2**47 - 1, 2**47 - 1, -(2**47), 2**47 - 1]
+
+
+def test_desc_refuses_a_scale_beyond_shift_7():
+    with pytest.raises(ValueError, match="below 2"):
+        int16.fully_connected_s16_desc(1, np.ones((1, 1), np.int8), None, 1.0, 1.0, 2**-8)
+    assert quantize_multiplier(2.0**6.5)[1] == 7  # the largest scale still accepted
+
+
+# --------------------------------------------------------------------------------------------
+# Cortex-M4 (DSP) and Cortex-M55 under QEMU
+# --------------------------------------------------------------------------------------------
+
+DRIVER = ROOT / "tests" / "data" / "port" / "s16_kernels.c"
+SOURCES = [ROOT / "runtime_c" / "src" / "conv" / "edgec_conv_s16.c",
+           ROOT / "runtime_c" / "src" / "depthwise" / "edgec_depthwise_conv_s16.c",
+           ROOT / "runtime_c" / "src" / "fc" / "edgec_fully_connected_s16.c"]
+KERNEL_CODE = {("conv", "portable"): 0, ("conv", "dsp"): 1, ("depthwise", "portable"): 2, ("fc", "portable"): 3,
+               ("fc", "dsp"): 4}
+HEADER_FIELDS, MAX_FIELDS = 8, 24
+TARGETS = ("cortex-m4", "cortex-m55")
+
+
+def _padded(data: bytes) -> bytes:
+    return data + bytes(-len(data) % 8)
+
+
+def scratch_bytes(case: Case, isa: str) -> int:
+    if isa == "portable":
+        return 0
+    return int16.conv_s16_dsp_scratch_bytes(case.desc) if case.kind == "conv" else \
+        int16.fully_connected_s16_dsp_scratch_bytes(case.desc)
+
+
+def record(case: Case, isa: str, output_bytes: int) -> bytes:
+    """One driver record: header (kernel, payload bytes, output bytes, scratch bytes, input bytes,
+    filter bytes, bias count (0: NULL), channels, the descriptor's int fields) then x, filter,
+    bias, multiplier, shift, each padded to 8 bytes."""
+    d = case.desc
+    ints = [int(v) for v in d.values() if not isinstance(v, np.ndarray) and v is not None]
+    arrays = [case.x, d["filter"], d["bias"], d["multiplier"], d["shift"]]
+    payload = b"".join(_padded(np.ascontiguousarray(a).tobytes()) for a in arrays if a is not None)
+    bias_count = 0 if d["bias"] is None else len(d["bias"])
+    header = [KERNEL_CODE[case.kind, isa], len(payload), output_bytes, scratch_bytes(case, isa), case.x.nbytes,
+              d["filter"].nbytes, bias_count, len(d["multiplier"]), *ints]
+    return struct.pack(f"<{HEADER_FIELDS + MAX_FIELDS}i", *header, *[0] * (HEADER_FIELDS + MAX_FIELDS - len(header))) \
+        + payload
+
+
+BENCH = {"conv": "Conv2d(16, 16, 3, pad 1) on 8x8x16", "fc": "Linear(256, 64)"}
+
+
+def bench_cases(rng) -> list[Case]:
+    x = int16_array(rng, (1, 8, 8, 16))
+    weight = int8_array(rng, (16, 16, 3, 3))
+    s_in, s_w, s_out = scales(rng, 144)
+    conv = Case("conv", int16.conv_s16_desc(x.shape, weight, bias_for(rng, 16, s_in, s_w, s_out), s_in, s_w, s_out,
+                                            pad=(1, 1)), x)
+    weight = int8_array(rng, (64, 256))
+    s_in, s_w, s_out = scales(rng, 256)
+    fc = Case("fc", int16.fully_connected_s16_desc(1, weight, None, s_in, s_w, s_out), int16_array(rng, (1, 256)))
+    return [conv, fc]
+
+
+def arm_cases() -> list[tuple[Case, str, bool]]:
+    """(case, isa, is_bench): random cases of every kernel and path, then the benchmark layers."""
+    rng = np.random.default_rng(23)
+    cases = []
+    for kind, isa in KERNEL_CODE:
+        for _ in range(40):
+            cases.append((random_case(rng, kind, max_c=12), isa, False))
+    for case in bench_cases(rng):
+        for isa in ("portable", "dsp"):
+            cases.append((case, isa, True))
+    return cases
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("target", TARGETS)
+def test_s16_arm(target, tmp_path):
+    cases = arm_cases()
+    expected = [case.golden().ravel() for case, _, _ in cases]
+    elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [ROOT / "runtime_c" / "include"],
+                                  tmp_path / "kernels.elf", extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
+    (tmp_path / "cases.bin").write_bytes(b"".join(record(c, isa, e.nbytes) for (c, isa, _), e in zip(cases, expected)))
+    counts = toolchain.count_instructions(target, elf, timeout=180, cwd=tmp_path)
+    assert len(counts["insns"]) == len(cases)
+    data, at, failures, bench = (tmp_path / "results.bin").read_bytes(), 0, [], {}
+    for (case, isa, is_bench), want, insns in zip(cases, expected, counts["insns"]):
+        status, guards = struct.unpack_from("<2i", data, at)
+        out = np.frombuffer(data, np.int16, want.size, at + 8)
+        at += 8 + want.nbytes
+        what = f"{case.kind} {isa} {case.x.shape}"
+        if status != 0 or not guards:
+            failures.append(f"status {status}, guards intact {guards}: {what}")
+        elif not np.array_equal(out, want):
+            failures.append(f"{np.count_nonzero(out != want)} of {want.size} values differ: {what}")
+        if is_bench:
+            bench[case.kind, isa] = insns / macs(case)
+    assert at == len(data)
+    assert not failures, f"{len(failures)} of {len(cases)} fail:\n" + "\n".join(failures[:10])
+    for kind, name in BENCH.items():
+        print(f"{target} {name}: portable {bench[kind, 'portable']:.2f}, dsp {bench[kind, 'dsp']:.2f} instructions/MAC")
+        assert bench[kind, "dsp"] < bench[kind, "portable"]
+
+
+def macs(case: Case) -> int:
+    d = case.desc
+    if case.kind == "fc":
+        return d["batches"] * d["input_c"] * d["output_c"]
+    return d["batches"] * d["output_h"] * d["output_w"] * d["output_c"] * d["kernel_h"] * d["kernel_w"] * \
+        d["input_c"] // d["groups"]
