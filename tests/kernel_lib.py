@@ -222,3 +222,10 @@ class DepthwiseConvS16Desc(C.Structure):
 
 class FullyConnectedS16Desc(C.Structure):
     _fields_ = _s16_fields(("batches", "input_c", "output_c", "act_min", "act_max"))
+
+
+class BinaryS16Desc(C.Structure):
+    _fields_ = _descriptor_fields(
+        ("num_dims", "dims", "strides1", "strides2", "input1_multiplier", "input1_shift", "input2_multiplier",
+         "input2_shift", "left_shift", "output_multiplier", "output_shift", "act_min", "act_max"),
+        ("dims", "strides1", "strides2"))

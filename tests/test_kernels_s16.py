@@ -23,7 +23,7 @@ from edgec.numerics import (INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN, add_bias
                             quantize_multiplier, requantize_s64)
 from edgec.ops import int16
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
-from tests.kernel_lib import ConvS16Desc, DepthwiseConvS16Desc, FullyConnectedS16Desc, ptr, struct_from_desc
+from tests.kernel_lib import BinaryS16Desc, ConvS16Desc, DepthwiseConvS16Desc, FullyConnectedS16Desc, ptr, struct_from_desc
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GUARD = 16
@@ -333,6 +333,124 @@ def test_desc_refuses_a_scale_beyond_shift_7():
     with pytest.raises(ValueError, match="below 2"):
         int16.fully_connected_s16_desc(1, np.ones((1, 1), np.int8), None, 1.0, 1.0, 2**-8)
     assert quantize_multiplier(2.0**6.5)[1] == 7  # the largest scale still accepted
+
+
+# --------------------------------------------------------------------------------------------
+# add and mul
+# --------------------------------------------------------------------------------------------
+
+def tflite_multiply_by_quantized_multiplier(x: int, multiplier: int, shift: int) -> int:
+    """TFLite MultiplyByQuantizedMultiplier (int32): SaturatingRoundingDoublingHighMul (nudge,
+    then division truncating toward zero) of x * 2^max(shift, 0) by the multiplier, then
+    RoundingDivideByPOT by max(-shift, 0); edgec saturates the left shift."""
+    x = min(max(x * 2 ** max(shift, 0), INT32_MIN), INT32_MAX)
+    ab = x * multiplier
+    nudge = 2**30 if ab >= 0 else 1 - 2**30
+    high = (abs(ab + nudge) >> 31) * (1 if ab + nudge >= 0 else -1)  # C division: toward zero
+    exponent = max(-shift, 0)
+    mask = (1 << exponent) - 1
+    remainder, result = high & mask, high >> exponent
+    return result + (remainder > (mask >> 1) + (result < 0))
+
+
+def reference_binary(op: str, x1: np.ndarray, x2: np.ndarray, d: dict) -> np.ndarray:
+    """TFLite reference_integer_ops Add / Mul (int16, offsets 0), per broadcast element."""
+    a, b = np.broadcast_arrays(x1, x2)
+    out = np.zeros(a.shape, dtype=np.int16)
+    for index in np.ndindex(a.shape):
+        v1, v2 = int(a[index]), int(b[index])
+        if op == "add":
+            s1 = tflite_multiply_by_quantized_multiplier(v1 * 2 ** d["left_shift"], d["input1_multiplier"],
+                                                         d["input1_shift"])
+            s2 = tflite_multiply_by_quantized_multiplier(v2 * 2 ** d["left_shift"], d["input2_multiplier"],
+                                                         d["input2_shift"])
+            y = tflite_multiply_by_quantized_multiplier(s1 + s2, d["output_multiplier"], d["output_shift"])
+        else:
+            y = tflite_multiply_by_quantized_multiplier(v1 * v2, d["output_multiplier"], d["output_shift"])
+        out[index] = min(max(y, d["act_min"]), d["act_max"])
+    return out
+
+
+BINARY = {"add": (int16.add_s16_desc, int16.add_s16, "edgec_add_s16"),
+          "mul": (int16.mul_s16_desc, int16.mul_s16, "edgec_mul_s16")}
+
+
+def broadcast_shapes(rng) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    rank = int(rng.integers(1, 5))
+    out = [int(v) for v in rng.integers(1, 6, rank)]
+    shapes = []
+    for _ in range(2):
+        shape = [1 if rng.random() < 0.3 else d for d in out]
+        shapes.append(tuple(shape[int(rng.integers(0, rank)) if rng.random() < 0.3 else 0:]) or (1,))
+    return shapes[0], shapes[1]
+
+
+def random_binary(rng, op: str):
+    shape1, shape2 = broadcast_shapes(rng)
+    s1, s2 = (float(2.0 ** rng.uniform(-12, -2)) for _ in range(2))
+    s_out = (max(s1, s2) if op == "add" else s1 * s2 * 2**15) * 2 ** rng.uniform(-1, 4)
+    if rng.random() < 0.15:  # extreme scale ratios
+        s2 = s1 * float(rng.choice([2.0**-20, 2.0**20, 1.0]))
+    act_min, act_max = act_range(rng)
+    desc = BINARY[op][0](shape1, shape2, s1, s2, s_out, act_min=act_min, act_max=act_max)
+    if rng.random() < 0.15:
+        desc.update(output_multiplier=int(rng.choice([2**31 - 1, 2**30, 0])),
+                    output_shift=int(rng.choice([-31, 0, 15, 31])))
+    return int16_array(rng, shape1), int16_array(rng, shape2), desc
+
+
+def run_binary_c(lib, op: str, desc: dict, x1, x2, output_size: int, out=None):
+    fn = getattr(lib, BINARY[op][2])
+    fn.argtypes = [C.POINTER(BinaryS16Desc), C.POINTER(C.c_int16), C.POINTER(C.c_int16), C.POINTER(C.c_int16)]
+    fn.restype = C.c_int
+    c_desc = struct_from_desc(BinaryS16Desc, desc, [])
+    x1, x2 = np.ascontiguousarray(x1), np.ascontiguousarray(x2)
+    if out is None:
+        out = np.full(output_size + GUARD, GUARD_VALUE, dtype=np.int16)
+    status = fn(C.byref(c_desc), ptr(x1, C.c_int16), ptr(x2, C.c_int16), ptr(out, C.c_int16))
+    return status, out
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(seed=st.integers(0, 2**32 - 1), op=st.sampled_from(["add", "mul"]))
+def test_binary_golden_matches_c(kernel_lib, seed, op):
+    x1, x2, desc = random_binary(np.random.default_rng(seed), op)
+    expected = BINARY[op][1](x1, x2, desc)
+    status, out = run_binary_c(kernel_lib, op, desc, x1, x2, expected.size)
+    assert status == 0
+    assert (out[expected.size:] == GUARD_VALUE).all()
+    np.testing.assert_array_equal(out[:expected.size].reshape(expected.shape), expected)
+
+
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_binary_golden_matches_slow_reference(op):
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        x1, x2, desc = random_binary(rng, op)
+        np.testing.assert_array_equal(BINARY[op][1](x1, x2, desc), reference_binary(op, x1, x2, desc))
+
+
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_binary_in_place_and_refusals(kernel_lib, op):
+    rng = np.random.default_rng(8)
+    x1, x2 = int16_array(rng, (3, 5)), int16_array(rng, (5,))
+    desc = BINARY[op][0](x1.shape, x2.shape, 2**-8, 2**-9, 2**-7 if op == "add" else 2**-10)
+    expected = BINARY[op][1](x1, x2, desc)
+    buffer = x1.copy()
+    status, _ = run_binary_c(kernel_lib, op, desc, buffer, x2, 0, out=buffer)
+    assert status == 0
+    np.testing.assert_array_equal(buffer, expected)
+    for name, value in (("num_dims", 0), ("num_dims", 7), ("left_shift", 17), ("left_shift", -1),
+                        ("output_multiplier", -1), ("output_shift", 32), ("input1_shift", -32), ("act_min", -32769),
+                        ("act_max", 32768), ("dims", (0, 5, 1, 1, 1, 1)), ("strides1", (-5, 1, 0, 0, 0, 0)),
+                        ("dims", (2**16, 2**16, 1, 1, 1, 1))):
+        status, out = run_binary_c(kernel_lib, op, {**desc, name: value}, x1, x2, 8)
+        assert status == ARG_ERROR, (name, value)
+        assert (out == GUARD_VALUE).all()
+    for act_min, act_max in ((1, 0), (32767, -32768)):
+        status, out = run_binary_c(kernel_lib, op, {**desc, "act_min": act_min, "act_max": act_max}, x1, x2, 8)
+        assert status == ARG_ERROR
+        assert (out == GUARD_VALUE).all()
 
 
 # --------------------------------------------------------------------------------------------

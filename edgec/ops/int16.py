@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec.numerics import (INT16_MAX, INT16_MIN, S64_SHIFT_MAX, add_bias_s64, quantize_multiplier,
-                            requantize_s64, saturate_int16)
+from edgec.numerics import (INT16_MAX, INT16_MIN, S64_SHIFT_MAX, add_bias_s64, quantize_multiplier, requantize,
+                            requantize_s64, saturate_int16, wrap_int32)
+from edgec.ops.binary import _layout_fields
 
 
 def s16_multipliers(input_scale: float, weight_scales, output_scale: float) -> tuple[np.ndarray, np.ndarray]:
@@ -175,3 +176,69 @@ def fully_connected_s16(desc: dict, x: np.ndarray) -> np.ndarray:
 def fully_connected_s16_dsp_scratch_bytes(desc: dict) -> int:
     """EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES: one input row of C_in int16, reordered."""
     return 4 * ((desc["input_c"] + 1) // 2)
+
+
+# ---- add and mul -------------------------------------------------------------------------------
+
+ADD_S16_LEFT_SHIFT = 15  # TFLite CalculateOpDataAdd: left_shift = 15 for int16 outputs (20 for int8)
+
+
+def add_s16_desc(shape1, shape2, s1: float, s2: float, s_out: float, *, act_min: int = INT16_MIN,
+                 act_max: int = INT16_MAX) -> dict:
+    """edgec_binary_s16_desc's fields for y = x1 + x2 with NumPy broadcasting (layout as
+    edgec.ops.binary.binary_desc). TFLite-micro CalculateOpDataAdd for int16: twice_max = 2 max(s1, s2),
+    inputs rescaled by s_i / twice_max after a left shift of 15, the sum by twice_max / (2^15 s_out)."""
+    twice_max = 2.0 * max(float(s1), float(s2))
+    m1, sh1 = quantize_multiplier(float(s1) / twice_max)
+    m2, sh2 = quantize_multiplier(float(s2) / twice_max)
+    mo, sho = quantize_multiplier(twice_max / ((1 << ADD_S16_LEFT_SHIFT) * float(s_out)))
+    return {**_layout_fields(shape1, shape2, ("strides1", "strides2")), "input1_multiplier": m1, "input1_shift": sh1,
+            "input2_multiplier": m2, "input2_shift": sh2, "left_shift": ADD_S16_LEFT_SHIFT, "output_multiplier": mo,
+            "output_shift": sho, "act_min": int(act_min), "act_max": int(act_max)}
+
+
+def mul_s16_desc(shape1, shape2, s1: float, s2: float, s_out: float, *, act_min: int = INT16_MIN,
+                 act_max: int = INT16_MAX) -> dict:
+    """edgec_binary_s16_desc's fields for y = x1 * x2 with NumPy broadcasting: the output multiplier
+    QuantizeMultiplier(s1 * s2 / s_out) (TFLite-micro CalculateOpDataMul), the input fields 0."""
+    mo, sho = quantize_multiplier(float(s1) * float(s2) / float(s_out))
+    return {**_layout_fields(shape1, shape2, ("strides1", "strides2")), "input1_multiplier": 0, "input1_shift": 0,
+            "input2_multiplier": 0, "input2_shift": 0, "left_shift": 0, "output_multiplier": mo, "output_shift": sho,
+            "act_min": int(act_min), "act_max": int(act_max)}
+
+
+def _operands(x1, x2, desc: dict) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """The two int16 inputs read element by element through the descriptor's layout as the C
+    kernel reads them (flat int64 arrays of the output's size), and the output shape."""
+    for x in (x1, x2):
+        if np.asarray(x).dtype != np.int16:
+            raise TypeError(f"int16 kernels expect int16 inputs, got {np.asarray(x).dtype}")
+    rank = desc["num_dims"]
+    flat = []
+    for x, name in ((x1, "strides1"), (x2, "strides2")):
+        index = np.zeros((), dtype=np.int64)
+        for size, stride in zip(desc["dims"][:rank], desc[name][:rank]):
+            index = index[..., None] + np.arange(size, dtype=np.int64) * stride
+        flat.append(np.ascontiguousarray(x).reshape(-1).astype(np.int64)[index.reshape(-1)])
+    return flat[0], flat[1], np.broadcast_shapes(np.shape(x1), np.shape(x2))
+
+
+def add_s16(x1, x2, desc: dict) -> np.ndarray:
+    """edgec_add_s16 (CMSIS-NN arm_elementwise_add_s16; TFLite reference_integer_ops::Add for
+    int16, offsets 0): a = requantize(x1 << left_shift, input1_multiplier, input1_shift), b likewise,
+    y = clamp(requantize(a + b, output_multiplier, output_shift), act_min, act_max), requantize =
+    numerics.requantize (arm_nn_requantize), a + b wrapping in int32 as the C (never with
+    add_s16_desc's constants: |a|, |b| <= 2^29)."""
+    a, b, shape = _operands(x1, x2, desc)
+    scaled1 = requantize(a << desc["left_shift"], desc["input1_multiplier"], desc["input1_shift"])
+    scaled2 = requantize(b << desc["left_shift"], desc["input2_multiplier"], desc["input2_shift"])
+    y = requantize(wrap_int32(scaled1 + scaled2), desc["output_multiplier"], desc["output_shift"])
+    return saturate_int16(y, desc["act_min"], desc["act_max"]).reshape(shape)
+
+
+def mul_s16(x1, x2, desc: dict) -> np.ndarray:
+    """edgec_mul_s16 (CMSIS-NN arm_elementwise_mul_s16; TFLite reference_integer_ops::Mul for
+    int16, offsets 0): y = clamp(requantize(x1 * x2, output_multiplier, output_shift), act_min, act_max)."""
+    a, b, shape = _operands(x1, x2, desc)
+    y = requantize(a * b, desc["output_multiplier"], desc["output_shift"])
+    return saturate_int16(y, desc["act_min"], desc["act_max"]).reshape(shape)

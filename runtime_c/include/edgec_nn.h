@@ -971,6 +971,43 @@ edgec_status edgec_fully_connected_s16_dsp(const edgec_fully_connected_s16_desc 
                                            int16_t *scratch);
 #endif
 
+/*
+ * Add and mul with NumPy broadcasting (CMSIS-NN arm_elementwise_add_s16 / arm_elementwise_mul_s16,
+ * TFLite reference_integer_ops Add / Mul int16; edgec.ops.int16.add_s16_desc / mul_s16_desc).
+ * Output element (i_0, ..., i_{num_dims-1}), stored contiguously, reads input k at
+ * sum_d i_d * strides_k[d] (strides in elements, 0 where broadcast), as edgec_binary_desc.
+ * requantize is arm_nn_requantize (double rounding, left shift saturating) as in edgec_binary_s8.
+ *   add: a = requantize(x1 << left_shift, input1_multiplier, input1_shift), b likewise;
+ *        y = clamp(requantize(a + b (wrapping in int32), output_multiplier, output_shift),
+ *        act_min, act_max); TFLite's int16 left_shift is 15.
+ *   mul: y = clamp(requantize(x1 * x2, output_multiplier, output_shift), act_min, act_max)
+ *        (the input fields are unused).
+ * EDGEC_ARG_ERROR: NULL pointers, num_dims outside 1..EDGEC_BINARY_MAX_DIMS, dims < 1, negative
+ * strides, element counts or offsets beyond int32, left_shift outside 0..16, a negative
+ * multiplier, a shift outside -31..31, act bounds outside int16 or crossed. May run in place
+ * when the output is an input that is not broadcast (unit inner stride, same layout).
+ */
+typedef struct {
+    int32_t num_dims;
+    int32_t dims[EDGEC_BINARY_MAX_DIMS];
+    int32_t strides1[EDGEC_BINARY_MAX_DIMS];
+    int32_t strides2[EDGEC_BINARY_MAX_DIMS];
+    int32_t input1_multiplier;
+    int32_t input1_shift;
+    int32_t input2_multiplier;
+    int32_t input2_shift;
+    int32_t left_shift;
+    int32_t output_multiplier;
+    int32_t output_shift;
+    int32_t act_min;
+    int32_t act_max;
+} edgec_binary_s16_desc;
+
+edgec_status edgec_add_s16(const edgec_binary_s16_desc *desc, const int16_t *input1,
+                           const int16_t *input2, int16_t *output);
+edgec_status edgec_mul_s16(const edgec_binary_s16_desc *desc, const int16_t *input1,
+                           const int16_t *input2, int16_t *output);
+
 /* ==== end of int16 (16x8) kernels ==== */
 
 #ifdef __cplusplus
