@@ -97,11 +97,14 @@ def reference_fc(desc: dict, x: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Case:
-    kind: str        # "conv", "depthwise" or "fc"
+    kind: str        # "conv", "depthwise", "fc", "add" or "mul"
     desc: dict
     x: np.ndarray    # int16
+    x2: np.ndarray | None = None  # add, mul: the second input
 
     def golden(self) -> np.ndarray:
+        if self.kind in BINARY:
+            return BINARY[self.kind][1](self.x, self.x2, self.desc)
         return GOLDEN[self.kind](self.desc, self.x)
 
     def reference(self) -> np.ndarray:
@@ -459,11 +462,12 @@ def test_binary_in_place_and_refusals(kernel_lib, op):
 
 DRIVER = ROOT / "tests" / "data" / "port" / "s16_kernels.c"
 SOURCES = [ROOT / "runtime_c" / "src" / "conv" / "edgec_conv_s16.c",
+           ROOT / "runtime_c" / "src" / "eltwise" / "edgec_binary_s16.c",
            ROOT / "runtime_c" / "src" / "depthwise" / "edgec_depthwise_conv_s16.c",
            ROOT / "runtime_c" / "src" / "fc" / "edgec_fully_connected_s16.c"]
 KERNEL_CODE = {("conv", "portable"): 0, ("conv", "dsp"): 1, ("depthwise", "portable"): 2, ("fc", "portable"): 3,
-               ("fc", "dsp"): 4}
-HEADER_FIELDS, MAX_FIELDS = 8, 24
+               ("fc", "dsp"): 4, ("add", "portable"): 5, ("mul", "portable"): 6}
+HEADER_FIELDS, MAX_FIELDS = 8, 32
 TARGETS = ("cortex-m4", "cortex-m55")
 
 
@@ -483,12 +487,16 @@ def record(case: Case, isa: str, output_bytes: int) -> bytes:
     filter bytes, bias count (0: NULL), channels, the descriptor's int fields) then x, filter,
     bias, multiplier, shift, each padded to 8 bytes."""
     d = case.desc
-    ints = [int(v) for v in d.values() if not isinstance(v, np.ndarray) and v is not None]
-    arrays = [case.x, d["filter"], d["bias"], d["multiplier"], d["shift"]]
+    ints = [int(v) for value in d.values() if not isinstance(value, np.ndarray) and value is not None
+            for v in (value if isinstance(value, tuple) else (value,))]
+    if case.kind in BINARY:
+        arrays, second, bias_count, channels = [case.x, case.x2], case.x2.nbytes, 0, 0
+    else:
+        arrays, second = [case.x, d["filter"], d["bias"], d["multiplier"], d["shift"]], d["filter"].nbytes
+        bias_count, channels = 0 if d["bias"] is None else len(d["bias"]), len(d["multiplier"])
     payload = b"".join(_padded(np.ascontiguousarray(a).tobytes()) for a in arrays if a is not None)
-    bias_count = 0 if d["bias"] is None else len(d["bias"])
     header = [KERNEL_CODE[case.kind, isa], len(payload), output_bytes, scratch_bytes(case, isa), case.x.nbytes,
-              d["filter"].nbytes, bias_count, len(d["multiplier"]), *ints]
+              second, bias_count, channels, *ints]
     return struct.pack(f"<{HEADER_FIELDS + MAX_FIELDS}i", *header, *[0] * (HEADER_FIELDS + MAX_FIELDS - len(header))) \
         + payload
 
@@ -514,7 +522,11 @@ def arm_cases() -> list[tuple[Case, str, bool]]:
     cases = []
     for kind, isa in KERNEL_CODE:
         for _ in range(40):
-            cases.append((random_case(rng, kind, max_c=12), isa, False))
+            if kind in BINARY:
+                x1, x2, desc = random_binary(rng, kind)
+                cases.append((Case(kind, desc, x1, x2), isa, False))
+            else:
+                cases.append((random_case(rng, kind, max_c=12), isa, False))
     for case in bench_cases(rng):
         for isa in ("portable", "dsp"):
             cases.append((case, isa, True))

@@ -4,7 +4,7 @@
  *
  * cases.bin holds records: HEADER_WORDS little-endian int32, then `payload` bytes: the input,
  * then for the weighted kernels the filter, the int64 bias (when bias count > 0), multipliers
- * and shifts, each starting on an 8-byte boundary. For every record the program writes to
+ * and shifts, for add and mul the second input, each starting on an 8-byte boundary. For every record the program writes to
  * results.bin: int32 status, int32 guards_intact (the bytes after the output and after the
  * scratch are untouched), then the output bytes. Exit status 0 after all records, 2 on an I/O or
  * size error.
@@ -20,7 +20,9 @@ enum {
     K_CONV_DSP = 1,
     K_DEPTHWISE = 2,
     K_FC = 3,
-    K_FC_DSP = 4
+    K_FC_DSP = 4,
+    K_ADD = 5,
+    K_MUL = 6
 };
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
@@ -30,11 +32,11 @@ enum {
     H_OUTPUT_BYTES,
     H_SCRATCH_BYTES,
     H_INPUT_BYTES,
-    H_FILTER_BYTES,
+    H_FILTER_BYTES,  /* add, mul: the second input's bytes */
     H_BIAS_COUNT,    /* 0: no bias (NULL) */
     H_CHANNELS,      /* multipliers and shifts */
     H_FIELDS,        /* the descriptor's leading int32 fields, in declaration order */
-    MAX_FIELDS = 24,
+    MAX_FIELDS = 32,
     HEADER_WORDS = H_FIELDS + MAX_FIELDS
 };
 
@@ -120,7 +122,10 @@ static int32_t run_kernel(const int32_t *h, const int8_t *payload, int8_t *outpu
     edgec_conv_s16_desc conv;
     edgec_depthwise_conv_s16_desc depthwise;
     edgec_fully_connected_s16_desc fc;
+    edgec_binary_s16_desc binary;
+    const int16_t *input2 = (const int16_t *)(const void *)w.filter;
     int32_t status = UNSUPPORTED;
+    memcpy(&binary, h + H_FIELDS, sizeof(binary));
     FILL_DESC(conv, h, w, 18);
     FILL_DESC(depthwise, h, w, 17);
     FILL_DESC(fc, h, w, 5);
@@ -134,6 +139,12 @@ static int32_t run_kernel(const int32_t *h, const int8_t *payload, int8_t *outpu
         break;
     case K_FC:
         status = edgec_fully_connected_s16(&fc, input, out16);
+        break;
+    case K_ADD:
+        status = edgec_add_s16(&binary, input, input2, out16);
+        break;
+    case K_MUL:
+        status = edgec_mul_s16(&binary, input, input2, out16);
         break;
 #if defined(__ARM_FEATURE_DSP)
     case K_CONV_DSP:
