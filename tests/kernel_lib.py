@@ -229,3 +229,9 @@ class BinaryS16Desc(C.Structure):
         ("num_dims", "dims", "strides1", "strides2", "input1_multiplier", "input1_shift", "input2_multiplier",
          "input2_shift", "left_shift", "output_multiplier", "output_shift", "act_min", "act_max"),
         ("dims", "strides1", "strides2"))
+
+
+class PoolS16Desc(C.Structure):
+    _fields_ = [(name, C.c_int32) for name in (
+        "batches", "input_h", "input_w", "channels", "output_h", "output_w", "filter_h", "filter_w",
+        "stride_h", "stride_w", "pad_top", "pad_left", "count_include_pad", "divisor_override", "act_min", "act_max")]

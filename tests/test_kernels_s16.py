@@ -22,8 +22,9 @@ from edgec import toolchain
 from edgec.numerics import (INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN, add_bias_s64, quantize_bias_s64,
                             quantize_multiplier, requantize_s64)
 from edgec.ops import int16
+from edgec.ops.pool import pool_output_size
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
-from tests.kernel_lib import BinaryS16Desc, ConvS16Desc, DepthwiseConvS16Desc, FullyConnectedS16Desc, ptr, struct_from_desc
+from tests.kernel_lib import BinaryS16Desc, ConvS16Desc, PoolS16Desc, DepthwiseConvS16Desc, FullyConnectedS16Desc, ptr, struct_from_desc
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GUARD = 16
@@ -103,6 +104,8 @@ class Case:
     x2: np.ndarray | None = None  # add, mul: the second input
 
     def golden(self) -> np.ndarray:
+        if self.kind in POOL:
+            return POOL[self.kind][0](self.desc, self.x)
         if self.kind in BINARY:
             return BINARY[self.kind][1](self.x, self.x2, self.desc)
         return GOLDEN[self.kind](self.desc, self.x)
@@ -457,16 +460,118 @@ def test_binary_in_place_and_refusals(kernel_lib, op):
 
 
 # --------------------------------------------------------------------------------------------
+# pooling
+# --------------------------------------------------------------------------------------------
+
+POOL = {"max_pool": (int16.max_pool_s16, "edgec_max_pool_s16"), "avg_pool": (int16.avg_pool_s16, "edgec_avg_pool_s16")}
+
+
+def random_pool(rng, kind: str) -> Case:
+    while True:
+        kernel = tuple(int(v) for v in rng.integers(1, 5, 2))
+        stride = tuple(int(v) for v in rng.integers(1, 4, 2))
+        pad = tuple(int(rng.integers(0, k)) if rng.random() < 0.5 else 0 for k in kernel)
+        hw = tuple(int(v) for v in rng.integers(1, 7, 2))
+        ceil_mode = bool(rng.random() < 0.3)
+        if all(h + 2 * p >= k for h, p, k in zip(hw, pad, kernel)):
+            break
+    out_hw = tuple(pool_output_size(h, k, s, p, ceil_mode) for h, k, s, p in zip(hw, kernel, stride, pad))
+    shape = (int(rng.integers(1, 3)), *hw, int(rng.integers(1, 8)))
+    divisor = "in_bounds"
+    if kind == "avg_pool":
+        divisor = ["in_bounds", "include_pad", int(rng.integers(1, 40)), 2**23][int(rng.choice([0, 0, 1, 1, 2, 3]))]
+    act_min, act_max = act_range(rng)
+    desc = int16.pool_s16_desc(shape, kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, divisor=divisor,
+                               act_min=act_min, act_max=act_max)
+    return Case(kind, desc, int16_array(rng, shape))
+
+
+def reference_pool(case: Case) -> np.ndarray:
+    """TFLite reference_integer_ops MaxPool / AveragePool (int16) per output element; the average's
+    divisor by PyTorch's rules when count_include_pad or divisor_override is set."""
+    d = case.desc
+    n_, h, w, c = d["batches"], d["input_h"], d["input_w"], d["channels"]
+    x = case.x.reshape(n_, h, w, c).tolist()
+    out = np.zeros((n_, d["output_h"], d["output_w"], c), dtype=np.int16)
+    for n in range(n_):
+        for oy in range(d["output_h"]):
+            for ox in range(d["output_w"]):
+                y_origin, x_origin = oy * d["stride_h"] - d["pad_top"], ox * d["stride_w"] - d["pad_left"]
+                ys = range(max(0, y_origin), min(h, y_origin + d["filter_h"]))
+                xs = range(max(0, x_origin), min(w, x_origin + d["filter_w"]))
+                count = len(ys) * len(xs)
+                if d["divisor_override"]:
+                    count = d["divisor_override"]
+                elif d["count_include_pad"]:
+                    count = (min(y_origin + d["filter_h"], h + d["pad_top"]) - y_origin) * \
+                        (min(x_origin + d["filter_w"], w + d["pad_left"]) - x_origin)
+                for ch in range(c):
+                    values = [x[n][iy][ix][ch] for iy in ys for ix in xs]
+                    if case.kind == "max_pool":
+                        y = max(values)
+                    else:
+                        acc = sum(values)
+                        num = acc + count // 2 if acc > 0 else acc - count // 2
+                        y = abs(num) // count * (1 if num >= 0 else -1)
+                    out[n, oy, ox, ch] = min(max(y, d["act_min"]), d["act_max"])
+    return out
+
+
+def run_pool_c(lib, kind: str, desc: dict, x: np.ndarray, output_size: int):
+    fn = getattr(lib, POOL[kind][1])
+    fn.argtypes = [C.POINTER(PoolS16Desc), C.POINTER(C.c_int16), C.POINTER(C.c_int16)]
+    fn.restype = C.c_int
+    c_desc = struct_from_desc(PoolS16Desc, desc, [])
+    x = np.ascontiguousarray(x)
+    out = np.full(output_size + GUARD, GUARD_VALUE, dtype=np.int16)
+    return fn(C.byref(c_desc), ptr(x, C.c_int16), ptr(out, C.c_int16)), out
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(["max_pool", "avg_pool"]))
+def test_pool_golden_matches_c(kernel_lib, seed, kind):
+    case = random_pool(np.random.default_rng(seed), kind)
+    expected = case.golden()
+    status, out = run_pool_c(kernel_lib, kind, case.desc, case.x, expected.size)
+    assert status == 0
+    assert (out[expected.size:] == GUARD_VALUE).all()
+    np.testing.assert_array_equal(out[:expected.size].reshape(expected.shape), expected)
+
+
+@pytest.mark.parametrize("kind", ["max_pool", "avg_pool"])
+def test_pool_golden_matches_slow_reference(kind):
+    rng = np.random.default_rng(9)
+    for _ in range(60):
+        case = random_pool(rng, kind)
+        np.testing.assert_array_equal(case.golden(), reference_pool(case))
+
+
+@pytest.mark.parametrize("kind", ["max_pool", "avg_pool"])
+def test_pool_refusals(kernel_lib, kind):
+    desc = int16.pool_s16_desc((1, 4, 4, 3), kernel=(2, 2), stride=(2, 2), pad=(1, 1), out_hw=(3, 3))
+    x = np.zeros((1, 4, 4, 3), np.int16)
+    assert run_pool_c(kernel_lib, kind, desc, x, 27)[0] == 0
+    for name, value in (("batches", 0), ("channels", 0), ("pad_top", 2), ("output_h", 4), ("stride_w", 0),
+                        ("count_include_pad", 2), ("divisor_override", -1), ("divisor_override", 2**23 + 1),
+                        ("act_min", -32769), ("act_max", 32768), ("filter_h", 0)):
+        status, out = run_pool_c(kernel_lib, kind, {**desc, name: value}, x, 8)
+        assert status == ARG_ERROR, (name, value)
+        assert (out == GUARD_VALUE).all()
+
+
+# --------------------------------------------------------------------------------------------
 # Cortex-M4 (DSP) and Cortex-M55 under QEMU
 # --------------------------------------------------------------------------------------------
 
 DRIVER = ROOT / "tests" / "data" / "port" / "s16_kernels.c"
 SOURCES = [ROOT / "runtime_c" / "src" / "conv" / "edgec_conv_s16.c",
            ROOT / "runtime_c" / "src" / "eltwise" / "edgec_binary_s16.c",
+           ROOT / "runtime_c" / "src" / "pool" / "edgec_pool_s16.c",
            ROOT / "runtime_c" / "src" / "depthwise" / "edgec_depthwise_conv_s16.c",
            ROOT / "runtime_c" / "src" / "fc" / "edgec_fully_connected_s16.c"]
 KERNEL_CODE = {("conv", "portable"): 0, ("conv", "dsp"): 1, ("depthwise", "portable"): 2, ("fc", "portable"): 3,
-               ("fc", "dsp"): 4, ("add", "portable"): 5, ("mul", "portable"): 6}
+               ("fc", "dsp"): 4, ("add", "portable"): 5, ("mul", "portable"): 6,
+               ("max_pool", "portable"): 7, ("avg_pool", "portable"): 8}
 HEADER_FIELDS, MAX_FIELDS = 8, 32
 TARGETS = ("cortex-m4", "cortex-m55")
 
@@ -491,6 +596,8 @@ def record(case: Case, isa: str, output_bytes: int) -> bytes:
             for v in (value if isinstance(value, tuple) else (value,))]
     if case.kind in BINARY:
         arrays, second, bias_count, channels = [case.x, case.x2], case.x2.nbytes, 0, 0
+    elif case.kind in POOL:
+        arrays, second, bias_count, channels = [case.x], 0, 0, 0
     else:
         arrays, second = [case.x, d["filter"], d["bias"], d["multiplier"], d["shift"]], d["filter"].nbytes
         bias_count, channels = 0 if d["bias"] is None else len(d["bias"]), len(d["multiplier"])
@@ -525,6 +632,8 @@ def arm_cases() -> list[tuple[Case, str, bool]]:
             if kind in BINARY:
                 x1, x2, desc = random_binary(rng, kind)
                 cases.append((Case(kind, desc, x1, x2), isa, False))
+            elif kind in POOL:
+                cases.append((random_pool(rng, kind), isa, False))
             else:
                 cases.append((random_case(rng, kind, max_c=12), isa, False))
     for case in bench_cases(rng):

@@ -18,6 +18,7 @@ import numpy as np
 from edgec.numerics import (INT16_MAX, INT16_MIN, S64_SHIFT_MAX, add_bias_s64, quantize_multiplier, requantize,
                             requantize_s64, saturate_int16, wrap_int32)
 from edgec.ops.binary import _layout_fields
+from edgec.ops.pool import _check_axis, _divisor
 
 
 def s16_multipliers(input_scale: float, weight_scales, output_scale: float) -> tuple[np.ndarray, np.ndarray]:
@@ -242,3 +243,62 @@ def mul_s16(x1, x2, desc: dict) -> np.ndarray:
     a, b, shape = _operands(x1, x2, desc)
     y = requantize(a * b, desc["output_multiplier"], desc["output_shift"])
     return saturate_int16(y, desc["act_min"], desc["act_max"]).reshape(shape)
+
+
+# ---- pooling -----------------------------------------------------------------------------------
+
+def pool_s16_desc(input_shape, *, kernel, stride, pad, out_hw, divisor: str | int = "in_bounds",
+                  act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> dict:
+    """edgec_pool_s16_desc's fields for max_pool_s16 / avg_pool_s16: NHWC input_shape,
+    kernel, stride, pad = (top, left), out_hw as edgec.ops.pool.avg_pool2d_desc; divisor (average
+    only) "in_bounds" (TFLite / CMSIS-NN), "include_pad" (PyTorch count_include_pad) or an int
+    (divisor_override)."""
+    n, h, w, c = (int(v) for v in input_shape)
+    _check_axis("height", h, int(out_hw[0]), int(kernel[0]), int(stride[0]), int(pad[0]))
+    _check_axis("width", w, int(out_hw[1]), int(kernel[1]), int(stride[1]), int(pad[1]))
+    _divisor(divisor, np.zeros((1, 1), np.int64), (h, w), kernel, stride, pad, (1, 1))  # validates it
+    return dict(batches=n, input_h=h, input_w=w, channels=c, output_h=int(out_hw[0]), output_w=int(out_hw[1]),
+                filter_h=int(kernel[0]), filter_w=int(kernel[1]), stride_h=int(stride[0]), stride_w=int(stride[1]),
+                pad_top=int(pad[0]), pad_left=int(pad[1]), count_include_pad=int(divisor == "include_pad"),
+                divisor_override=divisor if isinstance(divisor, (int, np.integer)) else 0,
+                act_min=int(act_min), act_max=int(act_max))
+
+
+def _pool_taps(desc: dict, x: np.ndarray):
+    """(values [N, Ho, Wo, C] int64, in-bounds mask [Ho, Wo]) per filter tap."""
+    n, h, w, c = desc["batches"], desc["input_h"], desc["input_w"], desc["channels"]
+    x = np.asarray(x).reshape(n, h, w, c).astype(np.int64)
+    oy = np.arange(desc["output_h"]) * desc["stride_h"] - desc["pad_top"]
+    ox = np.arange(desc["output_w"]) * desc["stride_w"] - desc["pad_left"]
+    for ky in range(desc["filter_h"]):
+        for kx in range(desc["filter_w"]):
+            iy, ix = oy + ky, ox + kx
+            valid = ((iy >= 0) & (iy < h))[:, None] & ((ix >= 0) & (ix < w))[None, :]
+            yield x[:, np.clip(iy, 0, h - 1)][:, :, np.clip(ix, 0, w - 1)], valid
+
+
+def max_pool_s16(desc: dict, x: np.ndarray) -> np.ndarray:
+    """edgec_max_pool_s16 (CMSIS-NN arm_max_pool_s16, TFLite reference_integer_ops::MaxPool int16):
+    y = clamp(max over the in-bounds taps, act_min, act_max), NHWC."""
+    best = None
+    for values, valid in _pool_taps(desc, x):
+        contrib = np.where(valid[None, :, :, None], values, INT16_MIN)
+        best = contrib if best is None else np.maximum(best, contrib)
+    return saturate_int16(best, desc["act_min"], desc["act_max"])
+
+
+def avg_pool_s16(desc: dict, x: np.ndarray) -> np.ndarray:
+    """edgec_avg_pool_s16 (CMSIS-NN arm_avgpool_s16, TFLite reference_integer_ops::AveragePool
+    int16): sum over the in-bounds taps (padding is the value 0), n the divisor (in-bounds taps,
+    PyTorch's count_include_pad count or divisor_override, as edgec.ops.pool.avg_pool2d_s8),
+    y = clamp(trunc_div(sum > 0 ? sum + n // 2 : sum - n // 2, n), act_min, act_max)."""
+    total = count = 0
+    for values, valid in _pool_taps(desc, x):
+        total = total + np.where(valid[None, :, :, None], values, 0)
+        count = count + valid.astype(np.int64)
+    divisor = "include_pad" if desc["count_include_pad"] else (desc["divisor_override"] or "in_bounds")
+    n = _divisor(divisor, count, (desc["input_h"], desc["input_w"]), (desc["filter_h"], desc["filter_w"]),
+                 (desc["stride_h"], desc["stride_w"]), (desc["pad_top"], desc["pad_left"]),
+                 (desc["output_h"], desc["output_w"]))[None, :, :, None]
+    num = np.where(total > 0, total + n // 2, total - n // 2)
+    return saturate_int16(np.sign(num) * (np.abs(num) // n), desc["act_min"], desc["act_max"])

@@ -1008,6 +1008,44 @@ edgec_status edgec_add_s16(const edgec_binary_s16_desc *desc, const int16_t *inp
 edgec_status edgec_mul_s16(const edgec_binary_s16_desc *desc, const int16_t *input1,
                            const int16_t *input2, int16_t *output);
 
+/*
+ * Max and average pooling, NHWC (CMSIS-NN arm_max_pool_s16 / arm_avgpool_s16, TFLite
+ * reference_integer_ops MaxPool / AveragePool int16; edgec.ops.int16.pool_s16_desc). The window
+ * of output (oy, ox) starts at (oy*stride_h - pad_top, ox*stride_w - pad_left); only its
+ * in-bounds taps are read.
+ *   max: y = clamp(max of the taps, act_min, act_max) (count_include_pad, divisor_override unused);
+ *   avg: y = clamp(trunc_div(sum > 0 ? sum + n/2 : sum - n/2, n), act_min, act_max), the sum
+ *        exact in int64, n = divisor_override if > 0, else with count_include_pad PyTorch's
+ *        count (the window clipped to the padded input), else the in-bounds taps (TFLite).
+ * EDGEC_ARG_ERROR: NULL pointers, dims < 1, element counts beyond int32, a window entirely in
+ * padding (pad >= filter or the last window past the input), count_include_pad not 0/1,
+ * divisor_override outside 0..EDGEC_AVG_POOL2D_MAX_DIVISOR, act bounds outside int16 or crossed.
+ * Not in place.
+ */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t channels;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t filter_h;
+    int32_t filter_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t count_include_pad;
+    int32_t divisor_override;
+    int32_t act_min;
+    int32_t act_max;
+} edgec_pool_s16_desc;
+
+edgec_status edgec_max_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *input,
+                                int16_t *output);
+edgec_status edgec_avg_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *input,
+                                int16_t *output);
+
 /* ==== end of int16 (16x8) kernels ==== */
 
 #ifdef __cplusplus

@@ -22,7 +22,9 @@ enum {
     K_FC = 3,
     K_FC_DSP = 4,
     K_ADD = 5,
-    K_MUL = 6
+    K_MUL = 6,
+    K_MAX_POOL = 7,
+    K_AVG_POOL = 8
 };
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
@@ -123,9 +125,11 @@ static int32_t run_kernel(const int32_t *h, const int8_t *payload, int8_t *outpu
     edgec_depthwise_conv_s16_desc depthwise;
     edgec_fully_connected_s16_desc fc;
     edgec_binary_s16_desc binary;
+    edgec_pool_s16_desc pool;
     const int16_t *input2 = (const int16_t *)(const void *)w.filter;
     int32_t status = UNSUPPORTED;
     memcpy(&binary, h + H_FIELDS, sizeof(binary));
+    memcpy(&pool, h + H_FIELDS, sizeof(pool));
     FILL_DESC(conv, h, w, 18);
     FILL_DESC(depthwise, h, w, 17);
     FILL_DESC(fc, h, w, 5);
@@ -145,6 +149,12 @@ static int32_t run_kernel(const int32_t *h, const int8_t *payload, int8_t *outpu
         break;
     case K_MUL:
         status = edgec_mul_s16(&binary, input, input2, out16);
+        break;
+    case K_MAX_POOL:
+        status = edgec_max_pool_s16(&pool, input, out16);
+        break;
+    case K_AVG_POOL:
+        status = edgec_avg_pool_s16(&pool, input, out16);
         break;
 #if defined(__ARM_FEATURE_DSP)
     case K_CONV_DSP:
