@@ -235,3 +235,13 @@ class PoolS16Desc(C.Structure):
     _fields_ = [(name, C.c_int32) for name in (
         "batches", "input_h", "input_w", "channels", "output_h", "output_w", "filter_h", "filter_w",
         "stride_h", "stride_w", "pad_top", "pad_left", "count_include_pad", "divisor_override", "act_min", "act_max")]
+
+
+class LutS16Desc(C.Structure):
+    _fields_ = [("size", C.c_int32), ("table", C.POINTER(C.c_int16))]
+
+
+class SoftmaxS16Desc(C.Structure):
+    _fields_ = [*[(name, C.c_int32) for name in ("outer", "axis_size", "inner", "input_multiplier",
+                                                 "input_left_shift")],
+                ("exp_lut", C.POINTER(C.c_int16)), ("one_over_one_plus_x_lut", C.POINTER(C.c_int16))]

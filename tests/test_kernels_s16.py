@@ -10,6 +10,7 @@ tests/data/port/s16_kernels.c), which also prints instruction counts.
 from __future__ import annotations
 
 import ctypes as C
+import math
 import struct
 from dataclasses import dataclass
 
@@ -24,7 +25,7 @@ from edgec.numerics import (INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN, add_bias
 from edgec.ops import int16
 from edgec.ops.pool import pool_output_size
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
-from tests.kernel_lib import BinaryS16Desc, ConvS16Desc, PoolS16Desc, DepthwiseConvS16Desc, FullyConnectedS16Desc, ptr, struct_from_desc
+from tests.kernel_lib import BinaryS16Desc, ConvS16Desc, LutS16Desc, PoolS16Desc, SoftmaxS16Desc, DepthwiseConvS16Desc, FullyConnectedS16Desc, ptr, struct_from_desc
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GUARD = 16
@@ -104,6 +105,10 @@ class Case:
     x2: np.ndarray | None = None  # add, mul: the second input
 
     def golden(self) -> np.ndarray:
+        if self.kind == "lut":
+            return int16.lut_s16(self.desc, self.x)
+        if self.kind == "softmax":
+            return int16.softmax_s16(self.desc, self.x)
         if self.kind in POOL:
             return POOL[self.kind][0](self.desc, self.x)
         if self.kind in BINARY:
@@ -560,6 +565,153 @@ def test_pool_refusals(kernel_lib, kind):
 
 
 # --------------------------------------------------------------------------------------------
+# lookup tables and softmax
+# --------------------------------------------------------------------------------------------
+
+def _int16(v: int) -> int:
+    """static_cast<int16_t> of an int (two's complement)."""
+    return (v + 2**15) % 2**16 - 2**15
+
+
+def reference_lut_lookup(value: int, lut) -> int:
+    """TFLite LUTLookup(int16_t value, const int16_t* lut), line by line."""
+    index = 256 + (value >> 7)
+    offset = value & 0x7F
+    base = int(lut[index])
+    slope = _int16(int(lut[index + 1]) - int(lut[index]))
+    delta = (slope * offset + 64) >> 7
+    return _int16(base + delta)
+
+
+def reference_softmax(desc: dict, x: np.ndarray) -> np.ndarray:
+    """TFLite reference_ops::SoftmaxInt16 (with SoftMaxCalculateExp), per row, in Python ints."""
+    rows = np.moveaxis(x.reshape(desc["outer"], desc["axis_size"], desc["inner"]), 1, 2).reshape(-1, desc["axis_size"])
+    out = []
+    for row in rows.tolist():
+        max_in_row = max(row)
+        exps = []
+        for v in row:
+            scaled = tflite_multiply_by_quantized_multiplier(v - max_in_row, desc["input_multiplier"],
+                                                             desc["input_left_shift"])
+            exps.append(reference_lut_lookup(min(max(scaled + 32767, -32768), 32767), desc["exp_lut"]))
+        total = sum(exps)
+        headroom_plus_one = 32 - total.bit_length()
+        shifted_sum = ((total << (headroom_plus_one - 1)) + (1 << 13)) >> 14
+        sym = min(max(shifted_sum - ((1 << 15) + (1 << 16)), -32768), 32767)
+        reciprocal = reference_lut_lookup(sym, desc["one_over_one_plus_x_lut"])
+        right_shift = 31 - headroom_plus_one
+        out.append([min(max((e * reciprocal + (1 << (right_shift - 1))) >> right_shift, 0), 32767) for e in exps])
+    out = np.array(out, dtype=np.int16).reshape(desc["outer"], desc["inner"], desc["axis_size"])
+    return np.moveaxis(out, 1, 2).reshape(-1)
+
+
+def gelu(v):
+    return np.float32(0.5) * v * (np.float32(1.0) + np.float32(math.erf(float(v) / math.sqrt(2.0))))
+
+
+def random_lut(rng) -> Case:
+    size = int(rng.integers(1, 300))
+    style = int(rng.integers(4))
+    if style == 0:  # any table: neighbours up to the full int16 range apart (the wrapping slope)
+        desc = {"size": size, "table": rng.integers(INT16_MIN, INT16_MAX + 1, 513).astype(np.int16)}
+    else:
+        function = ["sigmoid", "tanh", gelu][style - 1]
+        s_in = float(2.0 ** rng.uniform(-14, -8))
+        desc = int16.lut_s16_desc(size, function, s_in, 2.0**-15 if style < 3 else s_in)
+    return Case("lut", desc, int16_array(rng, (size,)))
+
+
+def random_softmax(rng) -> Case:
+    outer, axis, inner = int(rng.integers(1, 4)), int(rng.choice([1, 2, 5, 17, 300])), int(rng.integers(1, 4))
+    desc = SOFTMAX_DESCS[int(rng.integers(len(SOFTMAX_DESCS)))]
+    x = int16_array(rng, (outer * axis * inner,))
+    return Case("softmax", {**desc, "outer": outer, "axis_size": axis, "inner": inner}, x)
+
+
+# input scales (and a beta) for softmax: multipliers with right and left shifts
+SOFTMAX_DESCS = [int16.softmax_s16_desc(1, 1, 1, s, beta) for s, beta in
+                 ((2.0**-12, 1.0), (1 / 3000, 1.0), (2.0**-8, 1.0), (0.01, 0.5), (1e-6, 1.0), (0.5, 1.0))]
+
+
+def run_table_c(lib, case: Case, out=None):
+    cls, name = {"lut": (LutS16Desc, "edgec_lut_s16"), "softmax": (SoftmaxS16Desc, "edgec_softmax_s16")}[case.kind]
+    fn = getattr(lib, name)
+    fn.argtypes = [C.POINTER(cls), C.POINTER(C.c_int16), C.POINTER(C.c_int16)]
+    fn.restype = C.c_int
+    keep: list = []
+    c_desc = struct_from_desc(cls, case.desc, keep)
+    x = np.ascontiguousarray(case.x)
+    if out is None:
+        out = np.full(x.size + GUARD, GUARD_VALUE, dtype=np.int16)
+    return fn(C.byref(c_desc), ptr(x, C.c_int16), ptr(out, C.c_int16)), out
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(["lut", "softmax"]))
+def test_table_kernels_golden_match_c(kernel_lib, seed, kind):
+    rng = np.random.default_rng(seed)
+    case = random_lut(rng) if kind == "lut" else random_softmax(rng)
+    expected = case.golden()
+    status, out = run_table_c(kernel_lib, case)
+    assert status == 0
+    assert (out[expected.size:] == GUARD_VALUE).all()
+    np.testing.assert_array_equal(out[:expected.size], expected)
+    in_place = case.x.copy()
+    assert run_table_c(kernel_lib, Case(case.kind, case.desc, in_place), out=in_place)[0] == 0
+    np.testing.assert_array_equal(in_place, expected)
+
+
+def test_table_kernels_golden_match_slow_reference():
+    rng = np.random.default_rng(12)
+    for _ in range(30):
+        case = random_lut(rng)
+        assert case.golden().tolist() == [reference_lut_lookup(v, case.desc["table"]) for v in case.x.tolist()]
+        case = random_softmax(rng)
+        np.testing.assert_array_equal(case.golden(), reference_softmax(case.desc, case.x))
+
+
+def test_lut_tables_approximate_their_functions():
+    """sigmoid, tanh and GELU through the 513-entry tables (segments of 128 input steps) stay within
+    7 output steps of float64 (tanh over [-8, 8): 6), and within 1 on average."""
+    x = np.arange(INT16_MIN, INT16_MAX + 1, dtype=np.int16)
+    for function, exact, s_in, s_out in (("sigmoid", lambda v: 1 / (1 + np.exp(-v)), 2.0**-11, 2.0**-15),
+                                         ("tanh", np.tanh, 2.0**-12, 2.0**-15), (gelu, None, 2.0**-11, 2.0**-11)):
+        desc = int16.lut_s16_desc(x.size, function, s_in, s_out)
+        got = int16.lut_s16(desc, x).astype(np.float64) * s_out
+        real = x * s_in
+        want = exact(real) if exact else 0.5 * real * (1 + np.vectorize(math.erf)(real / math.sqrt(2)))
+        error = np.abs(got - np.clip(want, INT16_MIN * s_out, INT16_MAX * s_out)) / s_out
+        assert error.max() <= 7 and error.mean() < 1
+
+
+def test_softmax_approximates_float():
+    rng = np.random.default_rng(4)
+    for s_in in (2.0**-12, 2.0**-9, 1 / 3000):
+        x = rng.integers(-20000, 20000, (4, 10)).astype(np.int16)
+        desc = int16.softmax_s16_desc(4, 10, 1, s_in)
+        got = int16.softmax_s16(desc, x).reshape(4, 10) / 32768
+        real = x * s_in
+        want = np.exp(real - real.max(1, keepdims=True))
+        # exp is tabulated over [-10, 0] (TFLite's choice): terms below exp(-10) are lost
+        np.testing.assert_allclose(got, want / want.sum(1, keepdims=True), atol=2e-3)
+
+
+def test_table_kernels_refuse_bad_descriptors(kernel_lib):
+    lut = random_lut(np.random.default_rng(1))
+    for bad in ({**lut.desc, "size": 0}, {**lut.desc, "table": None}):
+        assert run_table_c(kernel_lib, Case("lut", bad, lut.x))[0] == ARG_ERROR
+    softmax = random_softmax(np.random.default_rng(2))
+    negative, zero_top = softmax.desc["exp_lut"].copy(), softmax.desc["exp_lut"].copy()
+    negative[3], zero_top[511:] = -1, 0
+    for name, value in (("outer", 0), ("axis_size", 0), ("axis_size", 65537), ("inner", 0), ("input_multiplier", -1),
+                        ("input_left_shift", 32), ("exp_lut", None), ("one_over_one_plus_x_lut", None),
+                        ("exp_lut", negative), ("exp_lut", zero_top)):
+        status, out = run_table_c(kernel_lib, Case("softmax", {**softmax.desc, name: value}, softmax.x))
+        assert status == ARG_ERROR, name
+        assert (out == GUARD_VALUE).all()
+
+
+# --------------------------------------------------------------------------------------------
 # Cortex-M4 (DSP) and Cortex-M55 under QEMU
 # --------------------------------------------------------------------------------------------
 
@@ -567,11 +719,14 @@ DRIVER = ROOT / "tests" / "data" / "port" / "s16_kernels.c"
 SOURCES = [ROOT / "runtime_c" / "src" / "conv" / "edgec_conv_s16.c",
            ROOT / "runtime_c" / "src" / "eltwise" / "edgec_binary_s16.c",
            ROOT / "runtime_c" / "src" / "pool" / "edgec_pool_s16.c",
+           ROOT / "runtime_c" / "src" / "activation" / "edgec_lut_s16.c",
+           ROOT / "runtime_c" / "src" / "softmax" / "edgec_softmax_s16.c",
            ROOT / "runtime_c" / "src" / "depthwise" / "edgec_depthwise_conv_s16.c",
            ROOT / "runtime_c" / "src" / "fc" / "edgec_fully_connected_s16.c"]
 KERNEL_CODE = {("conv", "portable"): 0, ("conv", "dsp"): 1, ("depthwise", "portable"): 2, ("fc", "portable"): 3,
                ("fc", "dsp"): 4, ("add", "portable"): 5, ("mul", "portable"): 6,
-               ("max_pool", "portable"): 7, ("avg_pool", "portable"): 8}
+               ("max_pool", "portable"): 7, ("avg_pool", "portable"): 8, ("lut", "portable"): 9,
+               ("softmax", "portable"): 10}
 HEADER_FIELDS, MAX_FIELDS = 8, 32
 TARGETS = ("cortex-m4", "cortex-m55")
 
@@ -598,6 +753,10 @@ def record(case: Case, isa: str, output_bytes: int) -> bytes:
         arrays, second, bias_count, channels = [case.x, case.x2], case.x2.nbytes, 0, 0
     elif case.kind in POOL:
         arrays, second, bias_count, channels = [case.x], 0, 0, 0
+    elif case.kind in ("lut", "softmax"):
+        tables = [d["table"]] if case.kind == "lut" else [d["exp_lut"], d["one_over_one_plus_x_lut"]]
+        table_bytes = np.concatenate(tables).astype(np.int16)
+        arrays, second, bias_count, channels = [case.x, table_bytes], table_bytes.nbytes, 0, 0
     else:
         arrays, second = [case.x, d["filter"], d["bias"], d["multiplier"], d["shift"]], d["filter"].nbytes
         bias_count, channels = 0 if d["bias"] is None else len(d["bias"]), len(d["multiplier"])
@@ -634,6 +793,10 @@ def arm_cases() -> list[tuple[Case, str, bool]]:
                 cases.append((Case(kind, desc, x1, x2), isa, False))
             elif kind in POOL:
                 cases.append((random_pool(rng, kind), isa, False))
+            elif kind == "lut":
+                cases.append((random_lut(rng), isa, False))
+            elif kind == "softmax":
+                cases.append((random_softmax(rng), isa, False))
             else:
                 cases.append((random_case(rng, kind, max_c=12), isa, False))
     for case in bench_cases(rng):

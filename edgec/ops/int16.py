@@ -302,3 +302,128 @@ def avg_pool_s16(desc: dict, x: np.ndarray) -> np.ndarray:
                  (desc["output_h"], desc["output_w"]))[None, :, :, None]
     num = np.where(total > 0, total + n // 2, total - n // 2)
     return saturate_int16(np.sign(num) * (np.abs(num) // n), desc["act_min"], desc["act_max"])
+
+
+# ---- int16 lookup tables with interpolation (TFLite LUTPopulate<int16_t> / LUTLookup) ----------
+
+LUT_S16_SIZE = 513  # TFLite LUTSize<int16_t>(): 512 segments and one end point
+
+
+def _round_f32(v: np.float32) -> np.float32:
+    """TfLiteRound on a float: half away from zero (std::round), exact in float32."""
+    whole = np.trunc(v)
+    if abs(v - whole) >= np.float32(0.5):
+        whole += np.float32(1.0) if v > 0 else np.float32(-1.0)
+    return np.float32(whole)
+
+
+def lut_populate_s16(transform, input_scale: float, input_zp: int, output_scale: float, output_zp: int) -> np.ndarray:
+    """TFLite detail::LUTPopulateInt16<float> (tensorflow/lite/kernels/internal/common.h), step
+    by step in float32 as the C++ evaluates it: 512 segments over the input range
+    [s_in * (-32768 - zp_in), s_in * (32767 - zp_in)]; entry i = round(f(x_i) / s_out') less half
+    the rounded error of the linear interpolation at the segment's midpoint, clamped to int16,
+    and entry 512 = round(f(x_max) / s_out'), with s_out' the output range over 65536.
+    `transform` gets a float32 and its result is rounded to float32 (C++'s float functions;
+    numpy's exp may differ from the C library's expf by an ulp in rare cases)."""
+    f32 = np.float32
+
+    def f(x):
+        return f32(transform(f32(x)))
+
+    s_in, s_out = f32(input_scale), f32(output_scale)
+    input_min, input_max = s_in * f32(-32768 - input_zp), s_in * f32(32767 - input_zp)
+    output_min, output_max = s_out * f32(-32768 - output_zp), s_out * f32(32767 - output_zp)
+    step = (input_max - input_min) / f32(512)
+    half_step = step / f32(2)
+    scaling_inv = f32(65536) / (output_max - output_min)
+    table = np.zeros(LUT_S16_SIZE, dtype=np.int16)
+    for i in range(512):
+        x = input_min + f32(i) * step
+        val, val_midpoint, val_next = f(x), f(x + half_step), f(input_min + f32(i + 1) * step)
+        sample_val = _round_f32(val * scaling_inv)
+        midpoint_interp_val = _round_f32((val_next * scaling_inv + _round_f32(val * scaling_inv)) / f32(2))
+        midpoint_err = midpoint_interp_val - _round_f32(val_midpoint * scaling_inv)
+        bias = _round_f32(midpoint_err / f32(2))
+        table[i] = int(min(max(sample_val - bias, f32(INT16_MIN)), f32(INT16_MAX)))
+    table[512] = int(min(max(_round_f32(f(input_max) * scaling_inv), f32(INT16_MIN)), f32(INT16_MAX)))
+    return table
+
+
+def _wrap16(x: np.ndarray) -> np.ndarray:
+    return ((np.asarray(x, dtype=np.int64) + 2**15) & 0xFFFF) - 2**15
+
+
+def lut_lookup_s16(x: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """TFLite LUTLookup(int16_t, const int16_t *lut) (= CMSIS-NN's interpolation in
+    arm_softmax_s16): index = 256 + (x >> 7), offset = x & 127,
+    slope = int16(table[index + 1] - table[index]) (wrapping, as its int16_t local),
+    y = int16(table[index] + ((slope * offset + 64) >> 7)) (wrapping)."""
+    x = np.asarray(x, dtype=np.int64)
+    t = np.asarray(table, dtype=np.int64)
+    index = 256 + (x >> 7)
+    slope = _wrap16(t[index + 1] - t[index])
+    return _wrap16(t[index] + ((slope * (x & 0x7F) + 64) >> 7)).astype(np.int16)
+
+
+def _sigmoid(v: np.float32) -> np.float32:
+    with np.errstate(over="ignore"):  # exp(-v) = inf below v = -88: the sigmoid is 0 there
+        return np.float32(1.0) / (np.float32(1.0) + np.exp(-v))
+
+
+LUT_FUNCTIONS = {"sigmoid": _sigmoid, "tanh": np.tanh}
+
+
+def lut_s16_desc(size: int, function, input_scale: float, output_scale: float, *, input_zp: int = 0,
+                 output_zp: int = 0) -> dict:
+    """edgec_lut_s16_desc's fields: `size` elements, the 513-entry table of `function` ("sigmoid",
+    "tanh" or any float -> float callable, e.g. GELU) by lut_populate_s16."""
+    transform = LUT_FUNCTIONS[function] if isinstance(function, str) else function
+    return dict(size=int(size), table=lut_populate_s16(transform, input_scale, input_zp, output_scale, output_zp))
+
+
+def lut_s16(desc: dict, x: np.ndarray) -> np.ndarray:
+    """edgec_lut_s16: y = lut_lookup_s16(x, table) per element (TFLite's int16 LUT activations)."""
+    return lut_lookup_s16(np.asarray(x).reshape(-1)[:desc["size"]], desc["table"])
+
+
+# ---- softmax -----------------------------------------------------------------------------------
+
+def softmax_s16_desc(outer: int, axis_size: int, inner: int, input_scale: float, beta: float = 1.0) -> dict:
+    """edgec_softmax_s16_desc's fields (TFLite-micro CalculateSoftmaxParams / InitializeLutForInt16
+    for int16): input_multiplier, input_left_shift = QuantizeMultiplier(s_in * beta / (10 / 65535))
+    (the float32 scale and beta in double); exp_lut = LUTPopulate(10/65535, 32767, 2/65535, 0, exp)
+    over [-10, 0], one_over_one_plus_x_lut = LUTPopulate(1/65535, -32768, 2/65535, 0, 1/(1+x))
+    over [0, 1]. The output's scale is 1/32768, zero point 0."""
+    multiplier, shift = quantize_multiplier(float(np.float32(input_scale)) * float(np.float32(beta)) /
+                                            (10.0 / 65535.0))
+    lut_range = np.float32(65535)
+    exp_lut = lut_populate_s16(np.exp, np.float32(10.0) / lut_range, 32767, np.float32(2.0) / lut_range, 0)
+    one_over = lut_populate_s16(lambda v: np.float32(1.0) / (np.float32(1.0) + v), np.float32(1.0) / lut_range,
+                                -32768, np.float32(2.0) / lut_range, 0)
+    return dict(outer=int(outer), axis_size=int(axis_size), inner=int(inner), input_multiplier=multiplier,
+                input_left_shift=shift, exp_lut=exp_lut, one_over_one_plus_x_lut=one_over)
+
+
+def softmax_s16(desc: dict, x: np.ndarray) -> np.ndarray:
+    """edgec_softmax_s16 (TFLite reference_ops::SoftmaxInt16; CMSIS-NN arm_softmax_s16 where it
+    is defined) over the middle axis of [outer, axis_size, inner]:
+      e = lut_lookup_s16(clamp(requantize(x - max, input_multiplier, input_left_shift) + 32767,
+          int16), exp_lut);  sum = sum of e (int32);  h = clz32(sum);
+      s = ((sum << (h - 1)) + 2^13) >> 14 (in int64);
+      r = lut_lookup_s16(clamp(s - 98304, int16), one_over_one_plus_x_lut);
+      y = clamp((e * r + round) >> (31 - h), 0, 32767), round = 2^(30 - h) (0 when h = 31).
+    requantize is numerics.requantize (TFLite MultiplyByQuantizedMultiplier; its left shift
+    saturates)."""
+    shape = (desc["outer"], desc["axis_size"], desc["inner"])
+    x = np.asarray(x, dtype=np.int64).reshape(shape)
+    diff = x - x.max(axis=1, keepdims=True)
+    scaled = requantize(diff, desc["input_multiplier"], desc["input_left_shift"]) + 32767
+    e = lut_lookup_s16(np.clip(scaled, INT16_MIN, INT16_MAX), desc["exp_lut"]).astype(np.int64)
+    total = e.sum(axis=1, keepdims=True)
+    headroom = 32 - np.vectorize(lambda v: int(v).bit_length(), otypes=[np.int64])(total)  # clz32(sum > 0)
+    shifted = ((total << (headroom - 1)) + (1 << 13)) >> 14
+    r = lut_lookup_s16(np.clip(shifted - 98304, INT16_MIN, INT16_MAX), desc["one_over_one_plus_x_lut"])
+    right = 31 - headroom
+    rounding = np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0)
+    y = (e * r.astype(np.int64) + rounding) >> right
+    return np.clip(y, 0, INT16_MAX).astype(np.int16).reshape(-1)

@@ -1046,6 +1046,48 @@ edgec_status edgec_max_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *
 edgec_status edgec_avg_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *input,
                                 int16_t *output);
 
+/*
+ * Table lookup with linear interpolation (TFLite LUTLookup for int16: TANH, LOGISTIC, GELU... on
+ * a LUTPopulate<int16_t> table; edgec.ops.int16.lut_s16_desc builds it for any function):
+ * index = 256 + (x >> 7), offset = x & 127,
+ * y = int16(table[index] + ((int16(table[index + 1] - table[index]) * offset + 64) >> 7))
+ * (int16() wraps, as TFLite's int16_t locals). EDGEC_ARG_ERROR: NULL pointers, size < 1.
+ * May run in place.
+ */
+#define EDGEC_LUT_S16_SIZE 513
+typedef struct {
+    int32_t size;         /* elements */
+    const int16_t *table; /* EDGEC_LUT_S16_SIZE entries */
+} edgec_lut_s16_desc;
+
+edgec_status edgec_lut_s16(const edgec_lut_s16_desc *desc, const int16_t *input, int16_t *output);
+
+/*
+ * Softmax over the middle axis of [outer, axis_size, inner] (TFLite reference_ops::SoftmaxInt16;
+ * CMSIS-NN arm_softmax_s16 where its int32 steps do not overflow; edgec.ops.int16.softmax_s16_desc):
+ * output scale 1/32768, zero point 0. Per row, with lookup as edgec_lut_s16:
+ *   e = lookup(max(requantize(x - max, input_multiplier, input_left_shift) + 32767, -32768),
+ *       exp_lut);  sum = sum of e;  h = clz32(sum);
+ *   r = lookup(min(((sum << (h - 1)) + 2^13) >> 14) - 98304, 32767), one_over_one_plus_x_lut);
+ *   y = clamp((e * r + 2^(30 - h)) >> (31 - h), 0, 32767) (no rounding term when h = 31).
+ * EDGEC_ARG_ERROR: NULL pointers, dims < 1, axis_size above EDGEC_SOFTMAX_S16_MAX_AXIS, element
+ * counts beyond int32, a negative multiplier, a shift outside -31..31, an exp_lut with a negative
+ * entry or entries 511/512 below 1 (then a row's sum could be 0). May run in place.
+ */
+#define EDGEC_SOFTMAX_S16_MAX_AXIS 65536
+typedef struct {
+    int32_t outer;
+    int32_t axis_size;
+    int32_t inner;
+    int32_t input_multiplier;
+    int32_t input_left_shift;
+    const int16_t *exp_lut;                 /* EDGEC_LUT_S16_SIZE entries */
+    const int16_t *one_over_one_plus_x_lut; /* EDGEC_LUT_S16_SIZE entries */
+} edgec_softmax_s16_desc;
+
+edgec_status edgec_softmax_s16(const edgec_softmax_s16_desc *desc, const int16_t *input,
+                               int16_t *output);
+
 /* ==== end of int16 (16x8) kernels ==== */
 
 #ifdef __cplusplus

@@ -513,6 +513,20 @@ static inline int edgec_s16_output_valid(const int32_t *multiplier, const int32_
     return 1;
 }
 
+/*
+ * TFLite LUTLookup (int16): 513-entry table, index 256 + (x >> 7), linear interpolation on the
+ * low 7 bits; slope and result wrap to int16 as TFLite's int16_t locals do (never for tables whose
+ * neighbours differ by less than 2^15).
+ */
+static inline int16_t edgec_lut_lookup_s16(int16_t x, const int16_t *table)
+{
+    const int32_t index = 256 + (x >> 7);
+    const int32_t offset = x & 0x7F;
+    const int32_t slope = (int16_t)(uint16_t)((uint32_t)table[index + 1] - (uint32_t)table[index]);
+    const int32_t delta = (slope * offset + 64) >> 7;
+    return (int16_t)(uint16_t)((uint32_t)table[index] + (uint32_t)delta);
+}
+
 #if defined(__ARM_FEATURE_DSP)
 /*
  * The DSP order of int16 operands: every full group of four (x0, x1, x2, x3) is stored as

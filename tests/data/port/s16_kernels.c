@@ -4,7 +4,9 @@
  *
  * cases.bin holds records: HEADER_WORDS little-endian int32, then `payload` bytes: the input,
  * then for the weighted kernels the filter, the int64 bias (when bias count > 0), multipliers
- * and shifts, for add and mul the second input, each starting on an 8-byte boundary. For every record the program writes to
+ * and shifts, for add and mul the second input, for the lookup table its table, for softmax
+ * its exp and 1/(1+x) tables (as filter bytes: both, 1026 bytes each), each starting on an
+ * 8-byte boundary. For every record the program writes to
  * results.bin: int32 status, int32 guards_intact (the bytes after the output and after the
  * scratch are untouched), then the output bytes. Exit status 0 after all records, 2 on an I/O or
  * size error.
@@ -24,7 +26,9 @@ enum {
     K_ADD = 5,
     K_MUL = 6,
     K_MAX_POOL = 7,
-    K_AVG_POOL = 8
+    K_AVG_POOL = 8,
+    K_LUT = 9,
+    K_SOFTMAX = 10
 };
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
@@ -126,10 +130,17 @@ static int32_t run_kernel(const int32_t *h, const int8_t *payload, int8_t *outpu
     edgec_fully_connected_s16_desc fc;
     edgec_binary_s16_desc binary;
     edgec_pool_s16_desc pool;
+    edgec_lut_s16_desc lut;
+    edgec_softmax_s16_desc softmax;
     const int16_t *input2 = (const int16_t *)(const void *)w.filter;
     int32_t status = UNSUPPORTED;
     memcpy(&binary, h + H_FIELDS, sizeof(binary));
     memcpy(&pool, h + H_FIELDS, sizeof(pool));
+    lut.size = h[H_FIELDS];
+    lut.table = input2;
+    memcpy(&softmax, h + H_FIELDS, 5 * sizeof(int32_t));
+    softmax.exp_lut = input2;
+    softmax.one_over_one_plus_x_lut = input2 + EDGEC_LUT_S16_SIZE;
     FILL_DESC(conv, h, w, 18);
     FILL_DESC(depthwise, h, w, 17);
     FILL_DESC(fc, h, w, 5);
@@ -155,6 +166,12 @@ static int32_t run_kernel(const int32_t *h, const int8_t *payload, int8_t *outpu
         break;
     case K_AVG_POOL:
         status = edgec_avg_pool_s16(&pool, input, out16);
+        break;
+    case K_LUT:
+        status = edgec_lut_s16(&lut, input, out16);
+        break;
+    case K_SOFTMAX:
+        status = edgec_softmax_s16(&softmax, input, out16);
         break;
 #if defined(__ARM_FEATURE_DSP)
     case K_CONV_DSP:
