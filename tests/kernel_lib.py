@@ -245,3 +245,7 @@ class SoftmaxS16Desc(C.Structure):
     _fields_ = [*[(name, C.c_int32) for name in ("outer", "axis_size", "inner", "input_multiplier",
                                                  "input_left_shift")],
                 ("exp_lut", C.POINTER(C.c_int16)), ("one_over_one_plus_x_lut", C.POINTER(C.c_int16))]
+
+
+class RequantizeS16Desc(C.Structure):
+    _fields_ = [(name, C.c_int32) for name in ("size", "input_offset", "multiplier", "shift", "output_offset")]

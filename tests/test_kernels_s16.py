@@ -25,7 +25,8 @@ from edgec.numerics import (INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN, add_bias
 from edgec.ops import int16
 from edgec.ops.pool import pool_output_size
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
-from tests.kernel_lib import BinaryS16Desc, ConvS16Desc, LutS16Desc, PoolS16Desc, SoftmaxS16Desc, DepthwiseConvS16Desc, FullyConnectedS16Desc, ptr, struct_from_desc
+from tests.kernel_lib import (BinaryS16Desc, ConvS16Desc, DepthwiseConvS16Desc, FullyConnectedS16Desc, LutS16Desc,
+                              PoolS16Desc, RequantizeS16Desc, SoftmaxS16Desc, ptr, struct_from_desc)
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GUARD = 16
@@ -105,6 +106,8 @@ class Case:
     x2: np.ndarray | None = None  # add, mul: the second input
 
     def golden(self) -> np.ndarray:
+        if self.kind in REQUANTIZE:
+            return REQUANTIZE[self.kind][0](self.desc, self.x)
         if self.kind == "lut":
             return int16.lut_s16(self.desc, self.x)
         if self.kind == "softmax":
@@ -712,6 +715,74 @@ def test_table_kernels_refuse_bad_descriptors(kernel_lib):
 
 
 # --------------------------------------------------------------------------------------------
+# int8 <-> int16 requantization
+# --------------------------------------------------------------------------------------------
+
+REQUANTIZE = {"s8_s16": (int16.requantize_s8_s16, "edgec_requantize_s8_s16", np.int8, np.int16, C.c_int8, C.c_int16),
+              "s16_s8": (int16.requantize_s16_s8, "edgec_requantize_s16_s8", np.int16, np.int8, C.c_int16, C.c_int8)}
+
+
+def random_requantize(rng, kind: str) -> Case:
+    size = int(rng.integers(1, 200))
+    s8_scale = float(2.0 ** rng.uniform(-8, 0))
+    s16_scale = s8_scale * float(2.0 ** rng.uniform(-10, -5))
+    zp8 = int(rng.choice([-128, 127, 0, int(rng.integers(-128, 128))]))
+    if kind == "s8_s16":
+        desc = int16.requantize_s16_desc(size, s8_scale, zp8, s16_scale, 0)
+        x = int8_array(rng, (size,))
+    else:
+        desc = int16.requantize_s16_desc(size, s16_scale, 0, s8_scale, zp8)
+        x = int16_array(rng, (size,))
+    if rng.random() < 0.2:
+        desc.update(multiplier=int(rng.choice([2**31 - 1, 2**30, 0])), shift=int(rng.choice([-31, -1, 0, 15, 31])))
+    return Case(kind, desc, x)
+
+
+def reference_requantize(case: Case) -> list[int]:
+    """TFLite reference_ops::Requantize, element by element."""
+    lo, hi = (-32768, 32767) if case.kind == "s8_s16" else (-128, 127)
+    d = case.desc
+    return [min(max(tflite_multiply_by_quantized_multiplier(v + d["input_offset"], d["multiplier"], d["shift"])
+                    + d["output_offset"], lo), hi) for v in case.x.tolist()]
+
+
+def run_requantize_c(lib, case: Case, size: int):
+    _, name, _, out_type, c_in, c_out = REQUANTIZE[case.kind]
+    fn = getattr(lib, name)
+    fn.argtypes = [C.POINTER(RequantizeS16Desc), C.POINTER(c_in), C.POINTER(c_out)]
+    fn.restype = C.c_int
+    c_desc = struct_from_desc(RequantizeS16Desc, case.desc, [])
+    x = np.ascontiguousarray(case.x)
+    out = np.full(size + GUARD, 0x5A, dtype=out_type)
+    return fn(C.byref(c_desc), ptr(x, c_in), ptr(out, c_out)), out
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(sorted(REQUANTIZE)))
+def test_requantize_golden_matches_c_and_reference(kernel_lib, seed, kind):
+    case = random_requantize(np.random.default_rng(seed), kind)
+    expected = case.golden()
+    assert expected.tolist() == reference_requantize(case)
+    status, out = run_requantize_c(kernel_lib, case, expected.size)
+    assert status == 0
+    assert (out[expected.size:] == 0x5A).all()
+    np.testing.assert_array_equal(out[:expected.size], expected)
+
+
+@pytest.mark.parametrize("kind", sorted(REQUANTIZE))
+def test_requantize_refusals(kernel_lib, kind):
+    case = random_requantize(np.random.default_rng(5), kind)
+    in_limit = 128 if kind == "s8_s16" else 32768
+    out_limit = 32768 if kind == "s8_s16" else 128
+    for name, value in (("size", 0), ("input_offset", in_limit + 1), ("input_offset", -in_limit),
+                        ("output_offset", out_limit), ("output_offset", -out_limit - 1), ("multiplier", -1),
+                        ("shift", 32), ("shift", -32)):
+        status, out = run_requantize_c(kernel_lib, Case(kind, {**case.desc, name: value}, case.x), 8)
+        assert status == ARG_ERROR, (name, value)
+        assert (out == 0x5A).all()
+
+
+# --------------------------------------------------------------------------------------------
 # Cortex-M4 (DSP) and Cortex-M55 under QEMU
 # --------------------------------------------------------------------------------------------
 
@@ -721,12 +792,13 @@ SOURCES = [ROOT / "runtime_c" / "src" / "conv" / "edgec_conv_s16.c",
            ROOT / "runtime_c" / "src" / "pool" / "edgec_pool_s16.c",
            ROOT / "runtime_c" / "src" / "activation" / "edgec_lut_s16.c",
            ROOT / "runtime_c" / "src" / "softmax" / "edgec_softmax_s16.c",
+           ROOT / "runtime_c" / "src" / "eltwise" / "edgec_requantize_s16.c",
            ROOT / "runtime_c" / "src" / "depthwise" / "edgec_depthwise_conv_s16.c",
            ROOT / "runtime_c" / "src" / "fc" / "edgec_fully_connected_s16.c"]
 KERNEL_CODE = {("conv", "portable"): 0, ("conv", "dsp"): 1, ("depthwise", "portable"): 2, ("fc", "portable"): 3,
                ("fc", "dsp"): 4, ("add", "portable"): 5, ("mul", "portable"): 6,
                ("max_pool", "portable"): 7, ("avg_pool", "portable"): 8, ("lut", "portable"): 9,
-               ("softmax", "portable"): 10}
+               ("softmax", "portable"): 10, ("s8_s16", "portable"): 11, ("s16_s8", "portable"): 12}
 HEADER_FIELDS, MAX_FIELDS = 8, 32
 TARGETS = ("cortex-m4", "cortex-m55")
 
@@ -751,7 +823,7 @@ def record(case: Case, isa: str, output_bytes: int) -> bytes:
             for v in (value if isinstance(value, tuple) else (value,))]
     if case.kind in BINARY:
         arrays, second, bias_count, channels = [case.x, case.x2], case.x2.nbytes, 0, 0
-    elif case.kind in POOL:
+    elif case.kind in POOL or case.kind in REQUANTIZE:
         arrays, second, bias_count, channels = [case.x], 0, 0, 0
     elif case.kind in ("lut", "softmax"):
         tables = [d["table"]] if case.kind == "lut" else [d["exp_lut"], d["one_over_one_plus_x_lut"]]
@@ -797,6 +869,8 @@ def arm_cases() -> list[tuple[Case, str, bool]]:
                 cases.append((random_lut(rng), isa, False))
             elif kind == "softmax":
                 cases.append((random_softmax(rng), isa, False))
+            elif kind in REQUANTIZE:
+                cases.append((random_requantize(rng, kind), isa, False))
             else:
                 cases.append((random_case(rng, kind, max_c=12), isa, False))
     for case in bench_cases(rng):
@@ -819,7 +893,7 @@ def test_s16_arm(target, tmp_path):
     data, at, failures, bench = (tmp_path / "results.bin").read_bytes(), 0, [], {}
     for (case, isa, is_bench), want, insns in zip(cases, expected, counts["insns"]):
         status, guards = struct.unpack_from("<2i", data, at)
-        out = np.frombuffer(data, np.int16, want.size, at + 8)
+        out = np.frombuffer(data, want.dtype, want.size, at + 8)
         at += 8 + want.nbytes
         what = f"{case.kind} {isa} {case.x.shape}"
         if status != 0 or not guards:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec.numerics import (INT16_MAX, INT16_MIN, S64_SHIFT_MAX, add_bias_s64, quantize_multiplier, requantize,
+from edgec.numerics import (INT8_MAX, INT8_MIN, INT16_MAX, INT16_MIN, S64_SHIFT_MAX, add_bias_s64, quantize_multiplier, requantize,
                             requantize_s64, saturate_int16, wrap_int32)
 from edgec.ops.binary import _layout_fields
 from edgec.ops.pool import _check_axis, _divisor
@@ -427,3 +427,31 @@ def softmax_s16(desc: dict, x: np.ndarray) -> np.ndarray:
     rounding = np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0)
     y = (e * r.astype(np.int64) + rounding) >> right
     return np.clip(y, 0, INT16_MAX).astype(np.int16).reshape(-1)
+
+
+# ---- int8 <-> int16 requantization -------------------------------------------------------------
+
+def requantize_s16_desc(size: int, input_scale: float, input_zp: int, output_scale: float, output_zp: int) -> dict:
+    """edgec_requantize_s16_desc's fields (both directions): TFLite-micro quantize_common.cc,
+    QuantizeMultiplier(s_in / s_out) of the float32 scales in double."""
+    multiplier, shift = quantize_multiplier(float(np.float32(input_scale)) / float(np.float32(output_scale)))
+    return dict(size=int(size), input_offset=-int(input_zp), multiplier=multiplier, shift=shift,
+                output_offset=int(output_zp))
+
+
+def _requantize_elements(desc: dict, x: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    x = np.asarray(x, dtype=np.int64).reshape(-1)[:desc["size"]]
+    y = requantize(x + desc["input_offset"], desc["multiplier"], desc["shift"]) + desc["output_offset"]
+    return np.clip(y, lo, hi)
+
+
+def requantize_s8_s16(desc: dict, x: np.ndarray) -> np.ndarray:
+    """edgec_requantize_s8_s16 (TFLite reference_ops::Requantize int8 -> int16):
+    y = clamp(requantize(x + input_offset, multiplier, shift) + output_offset, int16)."""
+    return _requantize_elements(desc, x, INT16_MIN, INT16_MAX).astype(np.int16)
+
+
+def requantize_s16_s8(desc: dict, x: np.ndarray) -> np.ndarray:
+    """edgec_requantize_s16_s8 (TFLite reference_ops::Requantize int16 -> int8):
+    y = clamp(requantize(x + input_offset, multiplier, shift) + output_offset, int8)."""
+    return _requantize_elements(desc, x, INT8_MIN, INT8_MAX).astype(np.int8)

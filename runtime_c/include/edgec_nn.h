@@ -1088,6 +1088,28 @@ typedef struct {
 edgec_status edgec_softmax_s16(const edgec_softmax_s16_desc *desc, const int16_t *input,
                                int16_t *output);
 
+/*
+ * int8 <-> int16 requantization (TFLite QUANTIZE between int8 and int16: reference_ops::Requantize
+ * with QuantizeMultiplier(s_in / s_out); edgec.ops.int16.requantize_s16_desc):
+ * y = clamp(requantize(x + input_offset, multiplier, shift) + output_offset, output type's range),
+ * requantize = arm_nn_requantize (double rounding, left shift saturating). input_offset =
+ * -(input zero point) within the input type, output_offset = the output zero point within the
+ * output type. EDGEC_ARG_ERROR: NULL pointers, size < 1, offsets out of those ranges, a negative
+ * multiplier, a shift outside -31..31. Not in place.
+ */
+typedef struct {
+    int32_t size;
+    int32_t input_offset;
+    int32_t multiplier;
+    int32_t shift;
+    int32_t output_offset;
+} edgec_requantize_s16_desc;
+
+edgec_status edgec_requantize_s8_s16(const edgec_requantize_s16_desc *desc, const int8_t *input,
+                                     int16_t *output);
+edgec_status edgec_requantize_s16_s8(const edgec_requantize_s16_desc *desc, const int16_t *input,
+                                     int8_t *output);
+
 /* ==== end of int16 (16x8) kernels ==== */
 
 #ifdef __cplusplus

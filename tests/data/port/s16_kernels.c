@@ -28,7 +28,9 @@ enum {
     K_MAX_POOL = 7,
     K_AVG_POOL = 8,
     K_LUT = 9,
-    K_SOFTMAX = 10
+    K_SOFTMAX = 10,
+    K_REQUANTIZE_S8_S16 = 11,
+    K_REQUANTIZE_S16_S8 = 12
 };
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
@@ -132,10 +134,12 @@ static int32_t run_kernel(const int32_t *h, const int8_t *payload, int8_t *outpu
     edgec_pool_s16_desc pool;
     edgec_lut_s16_desc lut;
     edgec_softmax_s16_desc softmax;
+    edgec_requantize_s16_desc requantize;
     const int16_t *input2 = (const int16_t *)(const void *)w.filter;
     int32_t status = UNSUPPORTED;
     memcpy(&binary, h + H_FIELDS, sizeof(binary));
     memcpy(&pool, h + H_FIELDS, sizeof(pool));
+    memcpy(&requantize, h + H_FIELDS, sizeof(requantize));
     lut.size = h[H_FIELDS];
     lut.table = input2;
     memcpy(&softmax, h + H_FIELDS, 5 * sizeof(int32_t));
@@ -172,6 +176,12 @@ static int32_t run_kernel(const int32_t *h, const int8_t *payload, int8_t *outpu
         break;
     case K_SOFTMAX:
         status = edgec_softmax_s16(&softmax, input, out16);
+        break;
+    case K_REQUANTIZE_S8_S16:
+        status = edgec_requantize_s8_s16(&requantize, (const int8_t *)payload, out16);
+        break;
+    case K_REQUANTIZE_S16_S8:
+        status = edgec_requantize_s16_s8(&requantize, input, output);
         break;
 #if defined(__ARM_FEATURE_DSP)
     case K_CONV_DSP:
