@@ -10,6 +10,7 @@ tests/data/port/s16_kernels.c), which also prints instruction counts.
 from __future__ import annotations
 
 import ctypes as C
+import hashlib
 import math
 import struct
 from dataclasses import dataclass
@@ -671,6 +672,34 @@ def test_table_kernels_golden_match_slow_reference():
         assert case.golden().tolist() == [reference_lut_lookup(v, case.desc["table"]) for v in case.x.tolist()]
         case = random_softmax(rng)
         np.testing.assert_array_equal(case.golden(), reference_softmax(case.desc, case.x))
+
+
+def gelu_f32(v):
+    """0.5f * v * (1.0f + std::erf(v / std::sqrt(2.0f))) in float."""
+    f32 = np.float32
+    v = f32(v)
+    return f32(0.5) * v * (f32(1.0) + f32(math.erf(float(v / f32(math.sqrt(2.0))))))
+
+
+# sha256 (first 16 hex digits) of the little-endian tables TFLite's own
+# detail::LUTPopulateInt16<float> (tensorflow/lite/kernels/internal/common.h, tflite-micro
+# 90b983c2b3f1480642e040bbd2ddb37b998f3424) wrote when compiled with g++ and glibc on x86-64.
+TFLITE_TABLE_HASHES = {
+    "softmax exp": "1f064505e52b5558", "softmax 1/(1+x)": "36dabd62f9189220",
+    "sigmoid 2^-11 -> 2^-15": "aefc1bf0dd758ce5", "tanh 2^-12 -> 2^-15": "76e4822c005d334c",
+    "sigmoid 0.003f -> 0.0007f": "caccb336b8098e93", "gelu 2^-10 -> 2^-11": "7871a357c36bf1f7"}
+
+
+def test_tables_equal_tflite_lut_populate():
+    softmax = int16.softmax_s16_desc(1, 1, 1, 1 / 256)
+    tables = {"softmax exp": softmax["exp_lut"], "softmax 1/(1+x)": softmax["one_over_one_plus_x_lut"],
+              "sigmoid 2^-11 -> 2^-15": int16.lut_s16_desc(1, "sigmoid", 2**-11, 2**-15)["table"],
+              "tanh 2^-12 -> 2^-15": int16.lut_s16_desc(1, "tanh", 2**-12, 2**-15)["table"],
+              "sigmoid 0.003f -> 0.0007f": int16.lut_s16_desc(1, "sigmoid", np.float32(0.003),
+                                                              np.float32(0.0007))["table"],
+              "gelu 2^-10 -> 2^-11": int16.lut_s16_desc(1, gelu_f32, 2**-10, 2**-11)["table"]}
+    for name, table in tables.items():
+        assert hashlib.sha256(table.astype("<i2").tobytes()).hexdigest()[:16] == TFLITE_TABLE_HASHES[name], name
 
 
 def test_lut_tables_approximate_their_functions():

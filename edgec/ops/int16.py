@@ -323,8 +323,8 @@ def lut_populate_s16(transform, input_scale: float, input_zp: int, output_scale:
     [s_in * (-32768 - zp_in), s_in * (32767 - zp_in)]; entry i = round(f(x_i) / s_out') less half
     the rounded error of the linear interpolation at the segment's midpoint, clamped to int16,
     and entry 512 = round(f(x_max) / s_out'), with s_out' the output range over 65536.
-    `transform` gets a float32 and its result is rounded to float32 (C++'s float functions;
-    numpy's exp may differ from the C library's expf by an ulp in rare cases)."""
+    `transform` gets a float32 and its result is rounded to float32 (C++'s float functions; give
+    it float64 math rounded once, as LUT_FUNCTIONS do, to match the C library's expf / tanhf)."""
     f32 = np.float32
 
     def f(x):
@@ -365,12 +365,22 @@ def lut_lookup_s16(x: np.ndarray, table: np.ndarray) -> np.ndarray:
     return _wrap16(t[index] + ((slope * (x & 0x7F) + 64) >> 7)).astype(np.int16)
 
 
+def _libm_f32(function):
+    """A float function of a float as the C library's expf / tanhf give it: the float64 value
+    rounded to float32 (numpy's float32 kernels can be an ulp off, which moves a table entry)."""
+    return lambda v: np.float32(function(np.float64(v)))
+
+
+_expf, _tanhf = _libm_f32(np.exp), _libm_f32(np.tanh)
+
+
 def _sigmoid(v: np.float32) -> np.float32:
+    """1.0f / (1.0f + std::exp(-v)) in float, as TFLite's LUT transforms write it."""
     with np.errstate(over="ignore"):  # exp(-v) = inf below v = -88: the sigmoid is 0 there
-        return np.float32(1.0) / (np.float32(1.0) + np.exp(-v))
+        return np.float32(1.0) / (np.float32(1.0) + _expf(-v))
 
 
-LUT_FUNCTIONS = {"sigmoid": _sigmoid, "tanh": np.tanh}
+LUT_FUNCTIONS = {"sigmoid": _sigmoid, "tanh": _tanhf}
 
 
 def lut_s16_desc(size: int, function, input_scale: float, output_scale: float, *, input_zp: int = 0,
@@ -397,7 +407,7 @@ def softmax_s16_desc(outer: int, axis_size: int, inner: int, input_scale: float,
     multiplier, shift = quantize_multiplier(float(np.float32(input_scale)) * float(np.float32(beta)) /
                                             (10.0 / 65535.0))
     lut_range = np.float32(65535)
-    exp_lut = lut_populate_s16(np.exp, np.float32(10.0) / lut_range, 32767, np.float32(2.0) / lut_range, 0)
+    exp_lut = lut_populate_s16(_expf, np.float32(10.0) / lut_range, 32767, np.float32(2.0) / lut_range, 0)
     one_over = lut_populate_s16(lambda v: np.float32(1.0) / (np.float32(1.0) + v), np.float32(1.0) / lut_range,
                                 -32768, np.float32(2.0) / lut_range, 0)
     return dict(outer=int(outer), axis_size=int(axis_size), inner=int(inner), input_multiplier=multiplier,
