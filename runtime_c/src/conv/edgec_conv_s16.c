@@ -76,26 +76,31 @@ edgec_status edgec_conv_s16(const edgec_conv_s16_desc *desc, const int16_t *inpu
 }
 
 #if defined(__ARM_FEATURE_DSP)
-/* The window's K inputs of group g at one output pixel, in the SMLALD order
- * (edgec_s16_dsp_position), zero for taps outside the input. */
+/* The window's K inputs of group g at one output pixel, zero for taps outside the input, then
+ * put in the SMLALD order (edgec_s16_dsp_reorder). */
 static void conv_s16_gather(const edgec_conv_s16_desc *d, const int16_t *image, edgec_tap_range ty,
                             edgec_tap_range tx, int32_t channel0, int16_t *column)
 {
     const int32_t cg = d->input_c / d->groups;
-    const int32_t k_size = d->kernel_h * d->kernel_w * cg;
-    const int32_t full = k_size & ~3;
-    int32_t j = 0;
+    int16_t *dst = column;
     for (int32_t ky = 0; ky < d->kernel_h; ky++) {
         const int32_t iy = ty.base + ky * d->dilation_h;
         for (int32_t kx = 0; kx < d->kernel_w; kx++) {
             const int32_t ix = tx.base + kx * d->dilation_w;
-            const int inside = ky >= ty.first && ky < ty.last && kx >= tx.first && kx < tx.last;
-            const int16_t *x = image + (inside ? (iy * d->input_w + ix) * d->input_c + channel0 : 0);
-            for (int32_t i = 0; i < cg; i++, j++) {
-                column[edgec_s16_dsp_position(j, full)] = inside ? x[i] : 0;
+            if (ky >= ty.first && ky < ty.last && kx >= tx.first && kx < tx.last) {
+                const int16_t *src = image + (iy * d->input_w + ix) * d->input_c + channel0;
+                for (int32_t i = 0; i < cg; i++) {
+                    dst[i] = src[i];
+                }
+            } else {
+                for (int32_t i = 0; i < cg; i++) {
+                    dst[i] = 0;
+                }
             }
+            dst += cg;
         }
     }
+    edgec_s16_dsp_reorder(column, d->kernel_h * d->kernel_w * cg);
 }
 
 edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *input,
@@ -119,11 +124,9 @@ edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *
                                                            d.kernel_w, d.input_w);
                 for (int32_t g = 0; g < d.groups; g++) {
                     conv_s16_gather(&d, image, ty, tx, g * cg, scratch);
-                    for (int32_t o = g * og; o < (g + 1) * og; o++) {
-                        const int64_t acc = edgec_s16_dsp_dot(scratch, d.filter + o * k_size, k_size);
-                        *out++ = edgec_output_s16(acc, d.bias, d.multiplier, d.shift, o, d.act_min,
-                                                  d.act_max);
-                    }
+                    edgec_s16_dsp_rows(scratch, d.filter, k_size, g * og, og, d.bias, d.multiplier,
+                                       d.shift, d.act_min, d.act_max, out);
+                    out += og;
                 }
             }
         }

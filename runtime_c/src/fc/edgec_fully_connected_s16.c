@@ -51,17 +51,14 @@ edgec_status edgec_fully_connected_s16_dsp(const edgec_fully_connected_s16_desc 
         return EDGEC_ARG_ERROR;
     }
     const edgec_fully_connected_s16_desc d = *desc;
-    const int32_t full = d.input_c & ~3;
     for (int32_t b = 0; b < d.batches; b++) {
         const int16_t *x = input + b * d.input_c;
         for (int32_t k = 0; k < d.input_c; k++) {
-            scratch[edgec_s16_dsp_position(k, full)] = x[k];
+            scratch[k] = x[k];
         }
-        for (int32_t o = 0; o < d.output_c; o++) {
-            const int64_t acc = edgec_s16_dsp_dot(scratch, d.filter + o * d.input_c, d.input_c);
-            output[b * d.output_c + o] =
-                edgec_output_s16(acc, d.bias, d.multiplier, d.shift, o, d.act_min, d.act_max);
-        }
+        edgec_s16_dsp_reorder(scratch, d.input_c);
+        edgec_s16_dsp_rows(scratch, d.filter, d.input_c, 0, d.output_c, d.bias, d.multiplier,
+                           d.shift, d.act_min, d.act_max, output + b * d.output_c);
     }
     return EDGEC_OK;
 }

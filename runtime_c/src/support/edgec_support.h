@@ -532,25 +532,70 @@ static inline int16_t edgec_lut_lookup_s16(int16_t x, const int16_t *table)
  * The DSP order of int16 operands: every full group of four (x0, x1, x2, x3) is stored as
  * (x0, x2, x1, x3), so one word of four int8 weights widened by SXTB16 into (w0, w2) and
  * (w1, w3) meets its inputs with two SMLALD; a tail of fewer than four stays in order.
+ * edgec_s16_dsp_reorder puts `count` int16 at x (word-aligned) into that order in place: per group
+ * one LDRD, a PKHBT and a PKHTB, one STRD.
  */
-static inline int32_t edgec_s16_dsp_position(int32_t j, int32_t full)
+static inline void edgec_s16_dsp_reorder(int16_t *x, int32_t count)
 {
-    return j < full ? ((j & ~3) | ((j & 1) << 1) | ((j >> 1) & 1)) : j;
+    int8_t *p = (int8_t *)x;
+    for (int32_t k = 0; k + 4 <= count; k += 4) {
+        int32_t x01;
+        int32_t x23;
+        const int8_t *q = p;
+        edgec_dsp_load_2words(&q, &x01, &x23);
+        const uint32_t x02 = ((uint32_t)x01 & 0xFFFFu) | ((uint32_t)x23 << 16);
+        const uint32_t x13 = ((uint32_t)x01 >> 16) | ((uint32_t)x23 & 0xFFFF0000u);
+        __asm__("strd %1, %2, [%3]" : "=m"(*(int8_t(*)[8])p) : "r"(x02), "r"(x13), "r"(p));
+        p += 8;
+    }
 }
 
-/* sum_k x[k] * w[k] over k < count, x in the DSP order (word-aligned), w any int8 row:
- * two SMLALD per four weights, exact in int64. */
+/* Four int8 weights at w (any alignment: the core reads unaligned words) as one word. */
+static inline int32_t edgec_s16_dsp_load_weights(const int8_t *w)
+{
+    int32_t four;
+    __asm__("ldr %0, %1" : "=r"(four) : "m"(*(const int8_t(*)[4])w));
+    return four;
+}
+
+/* acc[r] += sum_k x[k] * w_r[k] over k < count for the rows w_0 = w and w_1 = w + row_step, x
+ * in the DSP order (word-aligned): each LDRD of inputs feeds four SMLALD, exact in int64. */
+static inline void edgec_s16_dsp_dot2(const int16_t *x, const int8_t *w, int32_t row_step,
+                                      int32_t count, int64_t acc[2])
+{
+    int64_t acc0 = 0;
+    int64_t acc1 = 0;
+    const int8_t *xp = (const int8_t *)x;
+    int32_t k = 0;
+    for (; k + 4 <= count; k += 4) {
+        int32_t x02;
+        int32_t x13;
+        const int32_t w0 = edgec_s16_dsp_load_weights(w + k);
+        const int32_t w1 = edgec_s16_dsp_load_weights(w + row_step + k);
+        edgec_dsp_load_2words(&xp, &x02, &x13);
+        acc0 = __smlald(x02, __sxtb16(w0), acc0);
+        acc0 = __smlald(x13, edgec_sxtb16_ror8(w0), acc0);
+        acc1 = __smlald(x02, __sxtb16(w1), acc1);
+        acc1 = __smlald(x13, edgec_sxtb16_ror8(w1), acc1);
+    }
+    for (; k < count; k++) {
+        acc0 += (int32_t)x[k] * w[k];
+        acc1 += (int32_t)x[k] * w[row_step + k];
+    }
+    acc[0] = acc0;
+    acc[1] = acc1;
+}
+
+/* One row: acc += sum_k x[k] * w[k], as edgec_s16_dsp_dot2. */
 static inline int64_t edgec_s16_dsp_dot(const int16_t *x, const int8_t *w, int32_t count)
 {
     int64_t acc = 0;
     const int8_t *xp = (const int8_t *)x;
     int32_t k = 0;
     for (; k + 4 <= count; k += 4) {
-        int32_t four;
         int32_t x02;
         int32_t x13;
-        /* one LDR of four weights: the core reads unaligned words */
-        __asm__("ldr %0, %1" : "=r"(four) : "m"(*(const int8_t(*)[4])(w + k)));
+        const int32_t four = edgec_s16_dsp_load_weights(w + k);
         edgec_dsp_load_2words(&xp, &x02, &x13);
         acc = __smlald(x02, __sxtb16(four), acc);
         acc = __smlald(x13, edgec_sxtb16_ror8(four), acc);
@@ -559,6 +604,30 @@ static inline int64_t edgec_s16_dsp_dot(const int16_t *x, const int8_t *w, int32
         acc += (int32_t)x[k] * w[k];
     }
     return acc;
+}
+
+/*
+ * Every output row o < rows of a 16x8 layer from one column x (already in the DSP order):
+ * out[o * out_step] = edgec_output_s16(x . w[o * count ...]), two rows at a time.
+ */
+static inline void edgec_s16_dsp_rows(const int16_t *x, const int8_t *w, int32_t count,
+                                      int32_t first_row, int32_t rows, const int64_t *bias,
+                                      const int32_t *multiplier, const int32_t *shift,
+                                      int32_t act_min, int32_t act_max, int16_t *out)
+{
+    int32_t r = 0;
+    for (; r + 2 <= rows; r += 2) {
+        int64_t acc[2];
+        const int32_t o = first_row + r;
+        edgec_s16_dsp_dot2(x, w + o * count, count, count, acc);
+        out[r] = edgec_output_s16(acc[0], bias, multiplier, shift, o, act_min, act_max);
+        out[r + 1] = edgec_output_s16(acc[1], bias, multiplier, shift, o + 1, act_min, act_max);
+    }
+    if (r < rows) {
+        const int32_t o = first_row + r;
+        const int64_t acc = edgec_s16_dsp_dot(x, w + o * count, count);
+        out[r] = edgec_output_s16(acc, bias, multiplier, shift, o, act_min, act_max);
+    }
 }
 #endif /* __ARM_FEATURE_DSP */
 
