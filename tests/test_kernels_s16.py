@@ -295,7 +295,8 @@ def _invalid_variants(desc: dict, kind: str) -> list[dict]:
     bad = []
     for name, value in (("act_min", INT16_MIN - 1), ("act_max", INT16_MAX + 1), ("act_max", desc["act_min"] - 1),
                         ("batches", 0), ("filter", None), ("multiplier", None), ("shift", None),
-                        ("input_c", 0), ("output_c", -1), ("groups", 0), ("groups", desc.get("input_c", 0) + 1), ("stride_h", 0),
+                        ("input_c", 0), ("output_c", -1), ("groups", 0), ("groups", desc.get("input_c", 0) + 1),
+                        ("stride_h", 0),
                         ("dilation_w", 0), ("pad_top", -1), ("ch_mult", 0), ("kernel_w", 0)):
         if name in desc:
             bad.append({**desc, name: value})

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec.numerics import (INT8_MAX, INT8_MIN, INT16_MAX, INT16_MIN, S64_SHIFT_MAX, add_bias_s64, quantize_multiplier, requantize,
-                            requantize_s64, saturate_int16, wrap_int32)
+from edgec.numerics import (INT8_MAX, INT8_MIN, INT16_MAX, INT16_MIN, S64_SHIFT_MAX, add_bias_s64,
+                            quantize_multiplier, requantize, requantize_s64, saturate_int16, wrap_int32)
 from edgec.ops.binary import _layout_fields
 from edgec.ops.pool import _check_axis, _divisor
 

@@ -1064,7 +1064,8 @@ edgec_status edgec_lut_s16(const edgec_lut_s16_desc *desc, const int16_t *input,
 
 /*
  * Softmax over the middle axis of [outer, axis_size, inner] (TFLite reference_ops::SoftmaxInt16;
- * CMSIS-NN arm_softmax_s16 where its int32 steps do not overflow; edgec.ops.int16.softmax_s16_desc):
+ * CMSIS-NN arm_softmax_s16 where its int32 steps do not overflow;
+ * edgec.ops.int16.softmax_s16_desc):
  * output scale 1/32768, zero point 0. Per row, with lookup as edgec_lut_s16:
  *   e = lookup(max(requantize(x - max, input_multiplier, input_left_shift) + 32767, -32768),
  *       exp_lut);  sum = sum of e;  h = clz32(sum);

@@ -24,14 +24,16 @@ static int pool_s16_valid(const edgec_pool_s16_desc *d, const int16_t *input, co
 }
 
 /* PyTorch's count_include_pad extent along one axis: the window clipped to the padded input. */
-static int32_t padded_extent(int32_t o, int32_t stride, int32_t pad, int32_t filter, int32_t in_size)
+static int32_t padded_extent(int32_t o, int32_t stride, int32_t pad, int32_t filter,
+                             int32_t in_size)
 {
     const int32_t start = o * stride - pad;
     return EDGEC_MIN(start + filter, in_size + pad) - start;
 }
 
 /* max (is_max) or the rounded average of every output element. */
-static void pool_s16(const edgec_pool_s16_desc *d, const int16_t *input, int16_t *output, int is_max)
+static void pool_s16(const edgec_pool_s16_desc *d, const int16_t *input, int16_t *output,
+                     int is_max)
 {
     for (int32_t n = 0; n < d->batches; n++) {
         const int16_t *image = input + n * d->input_h * d->input_w * d->channels;

@@ -67,7 +67,7 @@ edgec_status edgec_softmax_s16(const edgec_softmax_s16_desc *desc, const int16_t
             const int64_t round = right_shift > 0 ? (int64_t)1 << (right_shift - 1) : 0;
             for (int32_t a = 0; a < desc->axis_size; a++) {
                 const int64_t result = ((int64_t)y[a * inner] * reciprocal + round) >> right_shift;
-                y[a * inner] = (int16_t)EDGEC_MIN(EDGEC_MAX(result, (int64_t)0), (int64_t)INT16_MAX);
+                y[a * inner] = (int16_t)EDGEC_MIN(EDGEC_MAX(result, (int64_t)0), INT16_MAX);
             }
         }
     }

@@ -466,8 +466,9 @@ static inline int32_t edgec_reduce_multiplier(int32_t multiplier)
     return multiplier < 0x7FFF0000 ? (multiplier + (1 << 15)) >> 16 : 0x7FFF;
 }
 
-/* acc + bias saturated to [-2^47, 2^47), exact for any bias and |acc| < 2^62 (numerics.add_bias_s64):
- * clipping the bias to +-2^62 first keeps the sum within int64 and cannot change a saturated sum. */
+/* acc + bias saturated to [-2^47, 2^47), exact for any bias and |acc| < 2^62
+ * (numerics.add_bias_s64): clipping the bias to +-2^62 first keeps the sum within int64 and
+ * cannot change a saturated sum. */
 static inline int64_t edgec_add_bias_s64(int64_t acc, int64_t bias)
 {
     const int64_t bias_limit = (int64_t)1 << 62;
