@@ -829,7 +829,7 @@ KERNEL_CODE = {("conv", "portable"): 0, ("conv", "dsp"): 1, ("depthwise", "porta
                ("fc", "dsp"): 4, ("add", "portable"): 5, ("mul", "portable"): 6,
                ("max_pool", "portable"): 7, ("avg_pool", "portable"): 8, ("lut", "portable"): 9,
                ("softmax", "portable"): 10, ("s8_s16", "portable"): 11, ("s16_s8", "portable"): 12}
-HEADER_FIELDS, MAX_FIELDS = 8, 32
+HEADER_FIELDS, MAX_FIELDS = 9, 32
 TARGETS = ("cortex-m4", "cortex-m55")
 
 
@@ -844,10 +844,10 @@ def scratch_bytes(case: Case, isa: str) -> int:
         int16.fully_connected_s16_dsp_scratch_bytes(case.desc)
 
 
-def record(case: Case, isa: str, output_bytes: int) -> bytes:
+def record(case: Case, isa: str, output_bytes: int, skew: int = 0) -> bytes:
     """One driver record: header (kernel, payload bytes, output bytes, scratch bytes, input bytes,
-    filter bytes, bias count (0: NULL), channels, the descriptor's int fields) then x, filter,
-    bias, multiplier, shift, each padded to 8 bytes."""
+    filter bytes, bias count (0: NULL), channels, scratch skew, the descriptor's int fields) then
+    x, filter, bias, multiplier, shift, each padded to 8 bytes."""
     d = case.desc
     ints = [int(v) for value in d.values() if not isinstance(value, np.ndarray) and value is not None
             for v in (value if isinstance(value, tuple) else (value,))]
@@ -864,7 +864,7 @@ def record(case: Case, isa: str, output_bytes: int) -> bytes:
         bias_count, channels = 0 if d["bias"] is None else len(d["bias"]), len(d["multiplier"])
     payload = b"".join(_padded(np.ascontiguousarray(a).tobytes()) for a in arrays if a is not None)
     header = [KERNEL_CODE[case.kind, isa], len(payload), output_bytes, scratch_bytes(case, isa), case.x.nbytes,
-              second, bias_count, channels, *ints]
+              second, bias_count, channels, skew, *ints]
     return struct.pack(f"<{HEADER_FIELDS + MAX_FIELDS}i", *header, *[0] * (HEADER_FIELDS + MAX_FIELDS - len(header))) \
         + payload
 
@@ -884,28 +884,30 @@ def bench_cases(rng) -> list[Case]:
     return [conv, fc]
 
 
-def arm_cases() -> list[tuple[Case, str, bool]]:
-    """(case, isa, is_bench): random cases of every kernel and path, then the benchmark layers."""
+def arm_cases() -> list[tuple[Case, str, bool, int]]:
+    """(case, isa, is_bench, scratch skew): random cases of every kernel and path, the benchmark
+    layers, and a misaligned scratch (skew 2) the DSP paths must refuse."""
     rng = np.random.default_rng(23)
     cases = []
     for kind, isa in KERNEL_CODE:
         for _ in range(40):
             if kind in BINARY:
                 x1, x2, desc = random_binary(rng, kind)
-                cases.append((Case(kind, desc, x1, x2), isa, False))
+                cases.append((Case(kind, desc, x1, x2), isa, False, 0))
             elif kind in POOL:
-                cases.append((random_pool(rng, kind), isa, False))
+                cases.append((random_pool(rng, kind), isa, False, 0))
             elif kind == "lut":
-                cases.append((random_lut(rng), isa, False))
+                cases.append((random_lut(rng), isa, False, 0))
             elif kind == "softmax":
-                cases.append((random_softmax(rng), isa, False))
+                cases.append((random_softmax(rng), isa, False, 0))
             elif kind in REQUANTIZE:
-                cases.append((random_requantize(rng, kind), isa, False))
+                cases.append((random_requantize(rng, kind), isa, False, 0))
             else:
-                cases.append((random_case(rng, kind, max_c=12), isa, False))
+                cases.append((random_case(rng, kind, max_c=12), isa, False, 0))
     for case in bench_cases(rng):
         for isa in ("portable", "dsp"):
-            cases.append((case, isa, True))
+            cases.append((case, isa, True, 0))
+        cases.append((case, "dsp", False, 2))
     return cases
 
 
@@ -914,19 +916,23 @@ def arm_cases() -> list[tuple[Case, str, bool]]:
 @pytest.mark.parametrize("target", TARGETS)
 def test_s16_arm(target, tmp_path):
     cases = arm_cases()
-    expected = [case.golden().ravel() for case, _, _ in cases]
+    expected = [case.golden().ravel() for case, _, _, _ in cases]
     elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [ROOT / "runtime_c" / "include"],
                                   tmp_path / "kernels.elf", extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
-    (tmp_path / "cases.bin").write_bytes(b"".join(record(c, isa, e.nbytes) for (c, isa, _), e in zip(cases, expected)))
+    (tmp_path / "cases.bin").write_bytes(b"".join(record(c, isa, e.nbytes, skew)
+                                                   for (c, isa, _, skew), e in zip(cases, expected)))
     counts = toolchain.count_instructions(target, elf, timeout=180, cwd=tmp_path)
     assert len(counts["insns"]) == len(cases)
     data, at, failures, bench = (tmp_path / "results.bin").read_bytes(), 0, [], {}
-    for (case, isa, is_bench), want, insns in zip(cases, expected, counts["insns"]):
+    for (case, isa, is_bench, skew), want, insns in zip(cases, expected, counts["insns"]):
         status, guards = struct.unpack_from("<2i", data, at)
         out = np.frombuffer(data, want.dtype, want.size, at + 8)
         at += 8 + want.nbytes
         what = f"{case.kind} {isa} {case.x.shape}"
-        if status != 0 or not guards:
+        if skew:
+            if status != ARG_ERROR or not guards or (out.view(np.uint8) != 0x5A).any():
+                failures.append(f"misaligned scratch not refused cleanly: {what}")
+        elif status != 0 or not guards:
             failures.append(f"status {status}, guards intact {guards}: {what}")
         elif not np.array_equal(out, want):
             failures.append(f"{np.count_nonzero(out != want)} of {want.size} values differ: {what}")

@@ -43,6 +43,7 @@ enum {
     H_FILTER_BYTES,  /* add, mul: the second input's bytes */
     H_BIAS_COUNT,    /* 0: no bias (NULL) */
     H_CHANNELS,      /* multipliers and shifts */
+    H_SCRATCH_SKEW,  /* bytes added to the scratch address (2: misaligned, which must be refused) */
     H_FIELDS,        /* the descriptor's leading int32 fields, in declaration order */
     MAX_FIELDS = 32,
     HEADER_WORDS = H_FIELDS + MAX_FIELDS
@@ -213,12 +214,13 @@ static int run_record(int in, int out)
     const int32_t output_at = align8(h[H_PAYLOAD]);
     const int32_t scratch_at = output_at + align8(h[H_OUTPUT_BYTES] + GUARD_BYTES);
     if (h[H_PAYLOAD] < 0 || h[H_OUTPUT_BYTES] < 0 || h[H_SCRATCH_BYTES] < 0 ||
-        scratch_at + h[H_SCRATCH_BYTES] + GUARD_BYTES > ARENA_BYTES ||
+        h[H_SCRATCH_SKEW] < 0 || h[H_SCRATCH_SKEW] > 7 ||
+        scratch_at + h[H_SCRATCH_SKEW] + h[H_SCRATCH_BYTES] + GUARD_BYTES > ARENA_BYTES ||
         read_bytes(in, arena, h[H_PAYLOAD]) != h[H_PAYLOAD]) {
         return -1;
     }
     int8_t *output = arena + output_at;
-    int8_t *scratch = arena + scratch_at;
+    int8_t *scratch = arena + scratch_at + h[H_SCRATCH_SKEW];
     memset(output, GUARD_VALUE, (size_t)(h[H_OUTPUT_BYTES] + GUARD_BYTES));
     memset(scratch, GUARD_VALUE, (size_t)(h[H_SCRATCH_BYTES] + GUARD_BYTES));
     int32_t result[2];
