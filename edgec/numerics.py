@@ -13,6 +13,7 @@ import numpy as np
 
 INT8_MIN, INT8_MAX = -128, 127
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 ADD_LEFT_SHIFT = 20
 
 
@@ -99,3 +100,52 @@ def activation_bounds(zero_point: int, scale: float, lo: float | None, hi: float
     if hi is not None:
         act_max = min(INT8_MAX, max(INT8_MIN, zero_point + round_half_away(hi / scale)))
     return act_min, act_max
+
+
+# ---- int16 activations (the "16x8" scheme: int16 activations, int8 weights, int64 bias) ----------
+
+# arm_nn_requantize_s64 / TFLite's int64 MultiplyByQuantizedMultiplier read values in
+# [-2^47, 2^47) and shifts in [-31, 7] (their documented ranges and DCHECKs).
+S64_REQUANTIZE_LIMIT = 2**47
+S64_SHIFT_MIN, S64_SHIFT_MAX = -31, 7
+
+
+def reduce_multiplier(multiplier: np.ndarray) -> np.ndarray:
+    """CMSIS-NN REDUCE_MULTIPLIER: the Q31 multiplier rounded to Q15 (0x7FFF from 0x7FFF0000 up,
+    where rounding would reach 2^15)."""
+    m = np.asarray(multiplier, dtype=np.int64)
+    return np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
+
+
+def add_bias_s64(acc: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """acc + bias saturated to requantize_s64's input range [-2^47, 2^47), computed exactly for
+    any int64 bias and |acc| < 2^62 (the bias is first clipped to +-2^62, which cannot change a sum
+    that then saturates anyway)."""
+    acc = np.asarray(acc, dtype=np.int64)
+    bias = np.clip(np.asarray(bias, dtype=np.int64), -(2**62), 2**62)
+    return np.clip(acc + bias, -S64_REQUANTIZE_LIMIT, S64_REQUANTIZE_LIMIT - 1)
+
+
+def requantize_s64(x: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """arm_nn_requantize_s64 with REDUCE_MULTIPLIER applied to the Q31 multiplier (CMSIS-NN's
+    s16 conv, depthwise and fully connected; TFLite's int64 MultiplyByQuantizedMultiplier):
+    r = (x * reduce_multiplier(m)) >> (14 - shift), then (r + 1) >> 1 (round half up), saturated
+    to int32. x in [-2^47, 2^47), multiplier >= 0, shift in [-31, 7]: then the product fits int64.
+    CMSIS-NN truncates r to int32 before the rounding step; saturating instead equals it wherever
+    the result fits int32 and gives what the real arithmetic saturates to elsewhere."""
+    x = np.asarray(x, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    high = (x * reduce_multiplier(multiplier)) >> (14 - shift)
+    return np.clip((high + 1) >> 1, INT32_MIN, INT32_MAX)
+
+
+def quantize_bias_s64(bias: np.ndarray, input_scale: float, weight_scales: np.ndarray) -> np.ndarray:
+    """int64 bias of the 16x8 scheme = round(b / (s_in * s_w[c])) (half away from zero),
+    saturated to int64."""
+    real = np.asarray(bias, dtype=np.float64) / (input_scale * np.asarray(weight_scales, dtype=np.float64))
+    real = np.clip(np.atleast_1d(real), -(2.0**63), 2.0**63 - 2**10)
+    return np.array([round_half_away(float(v)) for v in real], dtype=np.int64)
+
+
+def saturate_int16(x: np.ndarray, act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
+    return np.clip(np.asarray(x, dtype=np.int64), act_min, act_max).astype(np.int16)

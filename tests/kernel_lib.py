@@ -198,3 +198,54 @@ def struct_from_desc(cls, desc: dict, keep: list):
         else:
             values.append(value)
     return cls(*values)
+
+
+# -- int16 (16x8) kernels (edgec.ops.int16; runtime_c/src/{conv,depthwise,fc}/*_s16.c) ----------
+# Field names and order as the dicts of edgec.ops.int16.*_desc; fill with struct_from_desc
+# (a None pointer field stays NULL).
+def _s16_fields(ints: tuple[str, ...]) -> list:
+    return [*[(name, C.c_int32) for name in ints], ("filter", C.POINTER(C.c_int8)), ("bias", C.POINTER(C.c_int64)),
+            ("multiplier", C.POINTER(C.c_int32)), ("shift", C.POINTER(C.c_int32))]
+
+
+class ConvS16Desc(C.Structure):
+    _fields_ = _s16_fields(("batches", "input_h", "input_w", "input_c", "output_h", "output_w", "output_c",
+                            "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "dilation_h",
+                            "dilation_w", "groups", "act_min", "act_max"))
+
+
+class DepthwiseConvS16Desc(C.Structure):
+    _fields_ = _s16_fields(("batches", "input_h", "input_w", "input_c", "output_h", "output_w", "ch_mult",
+                            "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "dilation_h",
+                            "dilation_w", "act_min", "act_max"))
+
+
+class FullyConnectedS16Desc(C.Structure):
+    _fields_ = _s16_fields(("batches", "input_c", "output_c", "act_min", "act_max"))
+
+
+class BinaryS16Desc(C.Structure):
+    _fields_ = _descriptor_fields(
+        ("num_dims", "dims", "strides1", "strides2", "input1_multiplier", "input1_shift", "input2_multiplier",
+         "input2_shift", "left_shift", "output_multiplier", "output_shift", "act_min", "act_max"),
+        ("dims", "strides1", "strides2"))
+
+
+class PoolS16Desc(C.Structure):
+    _fields_ = [(name, C.c_int32) for name in (
+        "batches", "input_h", "input_w", "channels", "output_h", "output_w", "filter_h", "filter_w",
+        "stride_h", "stride_w", "pad_top", "pad_left", "count_include_pad", "divisor_override", "act_min", "act_max")]
+
+
+class LutS16Desc(C.Structure):
+    _fields_ = [("size", C.c_int32), ("table", C.POINTER(C.c_int16))]
+
+
+class SoftmaxS16Desc(C.Structure):
+    _fields_ = [*[(name, C.c_int32) for name in ("outer", "axis_size", "inner", "input_multiplier",
+                                                 "input_left_shift")],
+                ("exp_lut", C.POINTER(C.c_int16)), ("one_over_one_plus_x_lut", C.POINTER(C.c_int16))]
+
+
+class RequantizeS16Desc(C.Structure):
+    _fields_ = [(name, C.c_int32) for name in ("size", "input_offset", "multiplier", "shift", "output_offset")]

@@ -843,6 +843,276 @@ edgec_status edgec_reduce_s8(const edgec_reduce_desc *desc, const int8_t *input,
 
 /* ==== end of data movement and reductions ==== */
 
+/* ==== int16 (16x8) kernels ===================================================================
+ * int16 activations (symmetric: zero point 0, no offsets), int8 weights symmetric per output
+ * channel, int64 biases: TFLite's 16x8 scheme, CMSIS-NN's _s16 kernels. Goldens and descriptor
+ * values: edgec.ops.int16 (*_desc functions give every field). The output stage of conv,
+ * depthwise and fully connected, "requantize_s64" below, is CMSIS-NN's arm_nn_requantize_s64 with
+ * REDUCE_MULTIPLIER (= TFLite's int64 MultiplyByQuantizedMultiplier):
+ *   x = acc + bias[c] (exact int64 sum of int16*int8 products plus the bias; the sum saturated
+ *       to [-2^47, 2^47), the input range both libraries document),
+ *   m = multiplier[c] < 0x7FFF0000 ? (multiplier[c] + 2^15) >> 16 : 0x7FFF,
+ *   y = (((x * m) >> (14 - shift[c])) + 1) >> 1,  out = clamp(y, act_min, act_max).
+ * multiplier[c] >= 0 and shift[c] in [-31, 7] (TFLite's DCHECKs), act_min <= act_max within
+ * int16; otherwise, and for NULL pointers (bias excepted: NULL = no bias), non-positive dims or
+ * element counts beyond int32, the kernels return EDGEC_ARG_ERROR. None runs in place.
+ */
+
+/*
+ * Convolution (CMSIS-NN arm_convolve_s16, TFLite reference_integer_ops::ConvPerChannel int16),
+ * NHWC, with groups: output channel o of group g = o / (output_c / groups) sums
+ * input[n][oy*stride_h - pad_top + ky*dilation_h][ox*stride_w - pad_left + kx*dilation_w]
+ * [g*Cg + i] * filter[o][ky][kx][i] (Cg = input_c / groups; taps outside the input add 0), then
+ * requantize_s64. groups must divide input_c and output_c; stride, dilation >= 1, pads >= 0.
+ */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t input_c;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t output_c;
+    int32_t kernel_h;
+    int32_t kernel_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t groups;
+    int32_t act_min;
+    int32_t act_max;
+    const int8_t *filter;      /* [output_c][kernel_h][kernel_w][input_c / groups] */
+    const int64_t *bias;       /* [output_c] or NULL */
+    const int32_t *multiplier; /* [output_c] */
+    const int32_t *shift;      /* [output_c] */
+} edgec_conv_s16_desc;
+
+edgec_status edgec_conv_s16(const edgec_conv_s16_desc *desc, const int16_t *input,
+                            int16_t *output);
+
+/*
+ * edgec_conv_s16 with the DSP extension: per output pixel and group, the K = kernel_h*kernel_w*Cg
+ * inputs are gathered into scratch (required, word-aligned, EDGEC_CONV_S16_DSP_SCRATCH_BYTES(K)
+ * bytes) in SMLALD order, then each output channel takes two SMLALD per four weights. Same
+ * arithmetic and checks (misaligned scratch: EDGEC_ARG_ERROR).
+ */
+#define EDGEC_CONV_S16_DSP_SCRATCH_BYTES(k) (4 * (((k) + 1) / 2))
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *input,
+                                int16_t *output, int16_t *scratch);
+#endif
+
+/*
+ * Depthwise convolution (CMSIS-NN arm_depthwise_conv_s16, TFLite
+ * reference_integer_ops::DepthwiseConvPerChannel int16), NHWC: output channel
+ * o = c * ch_mult + m (output_c = input_c * ch_mult) sums
+ * input[n][oy*stride_h - pad_top + ky*dilation_h][ox*stride_w - pad_left + kx*dilation_w][c]
+ * * filter[ky][kx][o] (taps outside the input add 0), then requantize_s64.
+ */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t input_c;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t ch_mult;
+    int32_t kernel_h;
+    int32_t kernel_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t act_min;
+    int32_t act_max;
+    const int8_t *filter;      /* [kernel_h][kernel_w][input_c * ch_mult] */
+    const int64_t *bias;       /* [input_c * ch_mult] or NULL */
+    const int32_t *multiplier; /* [input_c * ch_mult] */
+    const int32_t *shift;      /* [input_c * ch_mult] */
+} edgec_depthwise_conv_s16_desc;
+
+edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
+                                      const int16_t *input, int16_t *output);
+
+/*
+ * Fully connected (CMSIS-NN arm_fully_connected_s16 / arm_nn_vec_mat_mult_t_s16, TFLite
+ * reference_integer_ops::FullyConnected int16; here per output channel):
+ * output[b][o] = requantize_s64(sum_k input[b][k] * filter[o][k]).
+ */
+typedef struct {
+    int32_t batches;
+    int32_t input_c;
+    int32_t output_c;
+    int32_t act_min;
+    int32_t act_max;
+    const int8_t *filter;      /* [output_c][input_c] */
+    const int64_t *bias;       /* [output_c] or NULL */
+    const int32_t *multiplier; /* [output_c] */
+    const int32_t *shift;      /* [output_c] */
+} edgec_fully_connected_s16_desc;
+
+edgec_status edgec_fully_connected_s16(const edgec_fully_connected_s16_desc *desc,
+                                       const int16_t *input, int16_t *output);
+
+/*
+ * edgec_fully_connected_s16 with the DSP extension: each input row is copied into scratch
+ * (required, word-aligned, EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES(input_c) bytes) in SMLALD
+ * order, then two SMLALD per four weights. Same arithmetic and checks.
+ */
+#define EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES(input_c) (4 * (((input_c) + 1) / 2))
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_fully_connected_s16_dsp(const edgec_fully_connected_s16_desc *desc,
+                                           const int16_t *input, int16_t *output,
+                                           int16_t *scratch);
+#endif
+
+/*
+ * Add and mul with NumPy broadcasting (CMSIS-NN arm_elementwise_add_s16 / arm_elementwise_mul_s16,
+ * TFLite reference_integer_ops Add / Mul int16; edgec.ops.int16.add_s16_desc / mul_s16_desc).
+ * Output element (i_0, ..., i_{num_dims-1}), stored contiguously, reads input k at
+ * sum_d i_d * strides_k[d] (strides in elements, 0 where broadcast), as edgec_binary_desc.
+ * requantize is arm_nn_requantize (double rounding, left shift saturating) as in edgec_binary_s8.
+ *   add: a = requantize(x1 << left_shift, input1_multiplier, input1_shift), b likewise;
+ *        y = clamp(requantize(a + b (wrapping in int32), output_multiplier, output_shift),
+ *        act_min, act_max); TFLite's int16 left_shift is 15.
+ *   mul: y = clamp(requantize(x1 * x2, output_multiplier, output_shift), act_min, act_max)
+ *        (the input fields are unused).
+ * EDGEC_ARG_ERROR: NULL pointers, num_dims outside 1..EDGEC_BINARY_MAX_DIMS, dims < 1, negative
+ * strides, element counts or offsets beyond int32, left_shift outside 0..16, a negative
+ * multiplier, a shift outside -31..31, act bounds outside int16 or crossed. May run in place
+ * when the output is an input that is not broadcast (unit inner stride, same layout).
+ */
+typedef struct {
+    int32_t num_dims;
+    int32_t dims[EDGEC_BINARY_MAX_DIMS];
+    int32_t strides1[EDGEC_BINARY_MAX_DIMS];
+    int32_t strides2[EDGEC_BINARY_MAX_DIMS];
+    int32_t input1_multiplier;
+    int32_t input1_shift;
+    int32_t input2_multiplier;
+    int32_t input2_shift;
+    int32_t left_shift;
+    int32_t output_multiplier;
+    int32_t output_shift;
+    int32_t act_min;
+    int32_t act_max;
+} edgec_binary_s16_desc;
+
+edgec_status edgec_add_s16(const edgec_binary_s16_desc *desc, const int16_t *input1,
+                           const int16_t *input2, int16_t *output);
+edgec_status edgec_mul_s16(const edgec_binary_s16_desc *desc, const int16_t *input1,
+                           const int16_t *input2, int16_t *output);
+
+/*
+ * Max and average pooling, NHWC (CMSIS-NN arm_max_pool_s16 / arm_avgpool_s16, TFLite
+ * reference_integer_ops MaxPool / AveragePool int16; edgec.ops.int16.pool_s16_desc). The window
+ * of output (oy, ox) starts at (oy*stride_h - pad_top, ox*stride_w - pad_left); only its
+ * in-bounds taps are read.
+ *   max: y = clamp(max of the taps, act_min, act_max) (count_include_pad, divisor_override unused);
+ *   avg: y = clamp(trunc_div(sum > 0 ? sum + n/2 : sum - n/2, n), act_min, act_max), the sum
+ *        exact in int64, n = divisor_override if > 0, else with count_include_pad PyTorch's
+ *        count (the window clipped to the padded input), else the in-bounds taps (TFLite).
+ * EDGEC_ARG_ERROR: NULL pointers, dims < 1, element counts beyond int32, a window entirely in
+ * padding (pad >= filter or the last window past the input), count_include_pad not 0/1,
+ * divisor_override outside 0..EDGEC_AVG_POOL2D_MAX_DIVISOR, act bounds outside int16 or crossed.
+ * Not in place.
+ */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t channels;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t filter_h;
+    int32_t filter_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t count_include_pad;
+    int32_t divisor_override;
+    int32_t act_min;
+    int32_t act_max;
+} edgec_pool_s16_desc;
+
+edgec_status edgec_max_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *input,
+                                int16_t *output);
+edgec_status edgec_avg_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *input,
+                                int16_t *output);
+
+/*
+ * Table lookup with linear interpolation (TFLite LUTLookup for int16: TANH, LOGISTIC, GELU... on
+ * a LUTPopulate<int16_t> table; edgec.ops.int16.lut_s16_desc builds it for any function):
+ * index = 256 + (x >> 7), offset = x & 127,
+ * y = int16(table[index] + ((int16(table[index + 1] - table[index]) * offset + 64) >> 7))
+ * (int16() wraps, as TFLite's int16_t locals). EDGEC_ARG_ERROR: NULL pointers, size < 1.
+ * May run in place.
+ */
+#define EDGEC_LUT_S16_SIZE 513
+typedef struct {
+    int32_t size;         /* elements */
+    const int16_t *table; /* EDGEC_LUT_S16_SIZE entries */
+} edgec_lut_s16_desc;
+
+edgec_status edgec_lut_s16(const edgec_lut_s16_desc *desc, const int16_t *input, int16_t *output);
+
+/*
+ * Softmax over the middle axis of [outer, axis_size, inner] (TFLite reference_ops::SoftmaxInt16;
+ * CMSIS-NN arm_softmax_s16 where its int32 steps do not overflow;
+ * edgec.ops.int16.softmax_s16_desc):
+ * output scale 1/32768, zero point 0. Per row, with lookup as edgec_lut_s16:
+ *   e = lookup(max(requantize(x - max, input_multiplier, input_left_shift) + 32767, -32768),
+ *       exp_lut);  sum = sum of e;  h = clz32(sum);
+ *   r = lookup(min(((sum << (h - 1)) + 2^13) >> 14) - 98304, 32767), one_over_one_plus_x_lut);
+ *   y = clamp((e * r + 2^(30 - h)) >> (31 - h), 0, 32767) (no rounding term when h = 31).
+ * EDGEC_ARG_ERROR: NULL pointers, dims < 1, axis_size above EDGEC_SOFTMAX_S16_MAX_AXIS, element
+ * counts beyond int32, a negative multiplier, a shift outside -31..31, an exp_lut with a negative
+ * entry or entries 511/512 below 1 (then a row's sum could be 0). May run in place.
+ */
+#define EDGEC_SOFTMAX_S16_MAX_AXIS 65536
+typedef struct {
+    int32_t outer;
+    int32_t axis_size;
+    int32_t inner;
+    int32_t input_multiplier;
+    int32_t input_left_shift;
+    const int16_t *exp_lut;                 /* EDGEC_LUT_S16_SIZE entries */
+    const int16_t *one_over_one_plus_x_lut; /* EDGEC_LUT_S16_SIZE entries */
+} edgec_softmax_s16_desc;
+
+edgec_status edgec_softmax_s16(const edgec_softmax_s16_desc *desc, const int16_t *input,
+                               int16_t *output);
+
+/*
+ * int8 <-> int16 requantization (TFLite QUANTIZE between int8 and int16: reference_ops::Requantize
+ * with QuantizeMultiplier(s_in / s_out); edgec.ops.int16.requantize_s16_desc):
+ * y = clamp(requantize(x + input_offset, multiplier, shift) + output_offset, output type's range),
+ * requantize = arm_nn_requantize (double rounding, left shift saturating). input_offset =
+ * -(input zero point) within the input type, output_offset = the output zero point within the
+ * output type. EDGEC_ARG_ERROR: NULL pointers, size < 1, offsets out of those ranges, a negative
+ * multiplier, a shift outside -31..31. Not in place.
+ */
+typedef struct {
+    int32_t size;
+    int32_t input_offset;
+    int32_t multiplier;
+    int32_t shift;
+    int32_t output_offset;
+} edgec_requantize_s16_desc;
+
+edgec_status edgec_requantize_s8_s16(const edgec_requantize_s16_desc *desc, const int8_t *input,
+                                     int16_t *output);
+edgec_status edgec_requantize_s16_s8(const edgec_requantize_s16_desc *desc, const int16_t *input,
+                                     int8_t *output);
+
+/* ==== end of int16 (16x8) kernels ==== */
+
 #ifdef __cplusplus
 }
 #endif

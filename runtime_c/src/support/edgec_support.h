@@ -456,4 +456,180 @@ static inline int32x4_t edgec_mve_output(int32x4_t r, edgec_output_stage stage)
 }
 #endif /* __ARM_FEATURE_MVE */
 
+/* ---- int16 activations (16x8): int64 accumulators, requantize_s64 ---------------------------- */
+
+#define EDGEC_S64_REQUANTIZE_LIMIT ((int64_t)1 << 47)
+
+/* CMSIS-NN REDUCE_MULTIPLIER: the Q31 multiplier rounded to Q15 (0x7FFF from 0x7FFF0000 up). */
+static inline int32_t edgec_reduce_multiplier(int32_t multiplier)
+{
+    return multiplier < 0x7FFF0000 ? (multiplier + (1 << 15)) >> 16 : 0x7FFF;
+}
+
+/* acc + bias saturated to [-2^47, 2^47), exact for any bias and |acc| < 2^62
+ * (numerics.add_bias_s64): clipping the bias to +-2^62 first keeps the sum within int64 and
+ * cannot change a saturated sum. */
+static inline int64_t edgec_add_bias_s64(int64_t acc, int64_t bias)
+{
+    const int64_t bias_limit = (int64_t)1 << 62;
+    int64_t sum = EDGEC_MIN(EDGEC_MAX(bias, -bias_limit), bias_limit) + acc;
+    sum = EDGEC_MAX(sum, -EDGEC_S64_REQUANTIZE_LIMIT);
+    return EDGEC_MIN(sum, EDGEC_S64_REQUANTIZE_LIMIT - 1);
+}
+
+/* arm_nn_requantize_s64 (numerics.requantize_s64) for x in [-2^47, 2^47), 0 <= reduced <= 2^15,
+ * shift in [-31, 7]: the product fits int64; the result is clamped straight to the int16
+ * activation range (which equals saturating to int32 first). */
+static inline int16_t edgec_requantize_s64_clamp(int64_t x, int32_t reduced, int32_t shift,
+                                                 int32_t act_min, int32_t act_max)
+{
+    const int64_t high = (x * reduced) >> (14 - shift);
+    const int64_t result = (high + 1) >> 1;
+    return (int16_t)EDGEC_MIN(EDGEC_MAX(result, (int64_t)act_min), (int64_t)act_max);
+}
+
+/* The 16x8 output stage of channel c: bias (may be NULL), requantize_s64, clamp. */
+static inline int16_t edgec_output_s16(int64_t acc, const int64_t *bias, const int32_t *multiplier,
+                                       const int32_t *shift, int32_t c, int32_t act_min,
+                                       int32_t act_max)
+{
+    const int64_t x = edgec_add_bias_s64(acc, bias ? bias[c] : 0);
+    return edgec_requantize_s64_clamp(x, edgec_reduce_multiplier(multiplier[c]), shift[c], act_min,
+                                      act_max);
+}
+
+/* An int16 activation range (non-empty) and `count` (multiplier >= 0, shift in [-31, 7]) pairs,
+ * as TFLite's int64 MultiplyByQuantizedMultiplier requires them. */
+static inline int edgec_s16_output_valid(const int32_t *multiplier, const int32_t *shift,
+                                         int32_t count, int32_t act_min, int32_t act_max)
+{
+    if (act_min < INT16_MIN || act_max > INT16_MAX || act_min > act_max) {
+        return 0;
+    }
+    for (int32_t i = 0; i < count; i++) {
+        if (multiplier[i] < 0 || shift[i] < -31 || shift[i] > 7) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/*
+ * TFLite LUTLookup (int16): 513-entry table, index 256 + (x >> 7), linear interpolation on the
+ * low 7 bits; slope and result wrap to int16 as TFLite's int16_t locals do (never for tables whose
+ * neighbours differ by less than 2^15).
+ */
+static inline int16_t edgec_lut_lookup_s16(int16_t x, const int16_t *table)
+{
+    const int32_t index = 256 + (x >> 7);
+    const int32_t offset = x & 0x7F;
+    const int32_t slope = (int16_t)(uint16_t)((uint32_t)table[index + 1] - (uint32_t)table[index]);
+    const int32_t delta = (slope * offset + 64) >> 7;
+    return (int16_t)(uint16_t)((uint32_t)table[index] + (uint32_t)delta);
+}
+
+#if defined(__ARM_FEATURE_DSP)
+/*
+ * The DSP order of int16 operands: every full group of four (x0, x1, x2, x3) is stored as
+ * (x0, x2, x1, x3), so one word of four int8 weights widened by SXTB16 into (w0, w2) and
+ * (w1, w3) meets its inputs with two SMLALD; a tail of fewer than four stays in order.
+ * edgec_s16_dsp_reorder puts `count` int16 at x (word-aligned) into that order in place: per group
+ * one LDRD, a PKHBT and a PKHTB, one STRD.
+ */
+static inline void edgec_s16_dsp_reorder(int16_t *x, int32_t count)
+{
+    int8_t *p = (int8_t *)x;
+    for (int32_t k = 0; k + 4 <= count; k += 4) {
+        int32_t x01;
+        int32_t x23;
+        const int8_t *q = p;
+        edgec_dsp_load_2words(&q, &x01, &x23);
+        const uint32_t x02 = ((uint32_t)x01 & 0xFFFFu) | ((uint32_t)x23 << 16);
+        const uint32_t x13 = ((uint32_t)x01 >> 16) | ((uint32_t)x23 & 0xFFFF0000u);
+        __asm__("strd %1, %2, [%3]" : "=m"(*(int8_t(*)[8])p) : "r"(x02), "r"(x13), "r"(p));
+        p += 8;
+    }
+}
+
+/* Four int8 weights at w (any alignment: the core reads unaligned words) as one word. */
+static inline int32_t edgec_s16_dsp_load_weights(const int8_t *w)
+{
+    int32_t four;
+    __asm__("ldr %0, %1" : "=r"(four) : "m"(*(const int8_t(*)[4])w));
+    return four;
+}
+
+/* acc[r] += sum_k x[k] * w_r[k] over k < count for the rows w_0 = w and w_1 = w + row_step, x
+ * in the DSP order (word-aligned): each LDRD of inputs feeds four SMLALD, exact in int64. */
+static inline void edgec_s16_dsp_dot2(const int16_t *x, const int8_t *w, int32_t row_step,
+                                      int32_t count, int64_t acc[2])
+{
+    int64_t acc0 = 0;
+    int64_t acc1 = 0;
+    const int8_t *xp = (const int8_t *)x;
+    int32_t k = 0;
+    for (; k + 4 <= count; k += 4) {
+        int32_t x02;
+        int32_t x13;
+        const int32_t w0 = edgec_s16_dsp_load_weights(w + k);
+        const int32_t w1 = edgec_s16_dsp_load_weights(w + row_step + k);
+        edgec_dsp_load_2words(&xp, &x02, &x13);
+        acc0 = __smlald(x02, __sxtb16(w0), acc0);
+        acc0 = __smlald(x13, edgec_sxtb16_ror8(w0), acc0);
+        acc1 = __smlald(x02, __sxtb16(w1), acc1);
+        acc1 = __smlald(x13, edgec_sxtb16_ror8(w1), acc1);
+    }
+    for (; k < count; k++) {
+        acc0 += (int32_t)x[k] * w[k];
+        acc1 += (int32_t)x[k] * w[row_step + k];
+    }
+    acc[0] = acc0;
+    acc[1] = acc1;
+}
+
+/* One row: acc += sum_k x[k] * w[k], as edgec_s16_dsp_dot2. */
+static inline int64_t edgec_s16_dsp_dot(const int16_t *x, const int8_t *w, int32_t count)
+{
+    int64_t acc = 0;
+    const int8_t *xp = (const int8_t *)x;
+    int32_t k = 0;
+    for (; k + 4 <= count; k += 4) {
+        int32_t x02;
+        int32_t x13;
+        const int32_t four = edgec_s16_dsp_load_weights(w + k);
+        edgec_dsp_load_2words(&xp, &x02, &x13);
+        acc = __smlald(x02, __sxtb16(four), acc);
+        acc = __smlald(x13, edgec_sxtb16_ror8(four), acc);
+    }
+    for (; k < count; k++) {
+        acc += (int32_t)x[k] * w[k];
+    }
+    return acc;
+}
+
+/*
+ * Every output row o < rows of a 16x8 layer from one column x (already in the DSP order):
+ * out[o * out_step] = edgec_output_s16(x . w[o * count ...]), two rows at a time.
+ */
+static inline void edgec_s16_dsp_rows(const int16_t *x, const int8_t *w, int32_t count,
+                                      int32_t first_row, int32_t rows, const int64_t *bias,
+                                      const int32_t *multiplier, const int32_t *shift,
+                                      int32_t act_min, int32_t act_max, int16_t *out)
+{
+    int32_t r = 0;
+    for (; r + 2 <= rows; r += 2) {
+        int64_t acc[2];
+        const int32_t o = first_row + r;
+        edgec_s16_dsp_dot2(x, w + o * count, count, count, acc);
+        out[r] = edgec_output_s16(acc[0], bias, multiplier, shift, o, act_min, act_max);
+        out[r + 1] = edgec_output_s16(acc[1], bias, multiplier, shift, o + 1, act_min, act_max);
+    }
+    if (r < rows) {
+        const int32_t o = first_row + r;
+        const int64_t acc = edgec_s16_dsp_dot(x, w + o * count, count);
+        out[r] = edgec_output_s16(acc, bias, multiplier, shift, o, act_min, act_max);
+    }
+}
+#endif /* __ARM_FEATURE_DSP */
+
 #endif /* EDGEC_SUPPORT_H */
