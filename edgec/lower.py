@@ -21,6 +21,7 @@ from edgec.ir import Graph, Op, Tensor
 from edgec.ops import OPS
 from edgec.torch_ops import GETITEM
 
+ACTIVATION_DTYPES = {np.dtype(np.int8): "int8", np.dtype(np.int16): "int16"}  # the activation dtypes edgec runs
 QUANTIZE = {"quantize_per_tensor", "quantize_per_channel"}
 DEQUANTIZE = {"dequantize_per_tensor", "dequantize_per_channel"}
 
@@ -95,7 +96,7 @@ class LoweringContext:
         shape = tuple(node.meta["val"].shape) if shape is None else tuple(shape)
         tensor = self.graph.add_tensor(Tensor(node.name, shape, alias_of=alias_of, source=node.name))
         if qparams_of is not None and qparams_of.quantized:
-            tensor.scale, tensor.zero_point = qparams_of.scale, qparams_of.zero_point
+            tensor.scale, tensor.zero_point, tensor.dtype = qparams_of.scale, qparams_of.zero_point, qparams_of.dtype
         self.values[node.name] = tensor
         return tensor
 
@@ -172,20 +173,24 @@ class LoweringContext:
         if isinstance(source, Constant):  # weights when convert_pt2e did not fold them
             self.values[node.name] = Constant(quantize_constant(source, args, node), None)
             return
-        if args.axis is not None or args.dtype != np.int8:
-            raise EdgecError(f"{source_line(node)}: activations must be quantized per tensor to int8 "
-                             f"({node.name}: {args.dtype}{', per channel' if args.axis is not None else ''})")
+        dtype = ACTIVATION_DTYPES.get(args.dtype)
+        if args.axis is not None or dtype is None or (dtype == "int16" and int(args.zero_point[0]) != 0):
+            raise EdgecError(f"{source_line(node)}: activations must be quantized per tensor to int8, or to "
+                             f"symmetric int16 ({node.name}: {args.dtype}, zero point {int(args.zero_point[0])}"
+                             f"{', per channel' if args.axis is not None else ''})")
         scale, zero_point = float(args.scale[0]), int(args.zero_point[0])
         if not source.quantized:
-            source.scale, source.zero_point = scale, zero_point
-        elif (source.scale, source.zero_point) != (scale, zero_point):
-            source = self.requantize(node, source, scale, zero_point)
+            source.scale, source.zero_point, source.dtype = scale, zero_point, dtype
+        elif (source.scale, source.zero_point, source.dtype) != (scale, zero_point, dtype):
+            source = self.requantize(node, source, scale, zero_point, dtype)
         self.values[node.name] = source
 
-    def requantize(self, node: Node, source: Tensor, scale: float, zero_point: int) -> Tensor:
-        """A new tensor holding `source` at other qparams (TFLite's int8 QUANTIZE, as a table)."""
+    def requantize(self, node: Node, source: Tensor, scale: float, zero_point: int, dtype: str = "int8") -> Tensor:
+        """A new tensor holding `source` at other qparams (TFLite's int8 QUANTIZE, as a table), or in
+        the other of int8 and int16 (edgec.ops.int16_units runs those)."""
         # Its float reference is the value the program requantizes: the dequantize feeding `node`.
-        out = self.graph.add_tensor(Tensor(node.name, source.shape, scale, zero_point, source=node.args[0].name))
+        out = self.graph.add_tensor(Tensor(node.name, source.shape, scale, zero_point, source=node.args[0].name,
+                                           dtype=dtype))
         self.add_op("lut", node, [source], [out], function="requantize", function_attrs={})
         return out
 

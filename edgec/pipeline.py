@@ -10,7 +10,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 import torch
@@ -21,6 +21,7 @@ from edgec.errors import EdgecError
 from edgec.ir import Graph
 from edgec.lower import lower
 from edgec.ops import KINDS, OPS
+from edgec.ops.int16_units import select_int16_kernels
 from edgec.passes.constant_layouts import choose_constant_layouts
 from edgec.passes.fold_batchnorm import fold_batchnorm
 from edgec.passes.fuse import fold_pad, fuse_activations, fuse_copies
@@ -53,14 +54,18 @@ class Compiled(Quantized):
     choices: list[str] = field(default_factory=list)  # what target-level choices were made and why
 
 
-def compile_model(spec: str, *, calibration, target: str = "host",
-                  progress: Callable | None = None, warn: Callable[[str], None] = print) -> Compiled:
-    return compile_for(quantize_model(spec, calibration=calibration, progress=progress, warn=warn), target)
+def compile_model(spec: str, *, calibration, target: str = "host", progress: Callable | None = None,
+                  warn: Callable[[str], None] = print, activations: str = "int8",
+                  int16_layers: Iterable[str] = ()) -> Compiled:
+    return compile_for(quantize_model(spec, calibration=calibration, progress=progress, warn=warn,
+                                      activations=activations, int16_layers=int16_layers), target)
 
 
-def quantize_model(spec: str, *, calibration, progress: Callable | None = None,
-                   warn: Callable[[str], None] = print) -> Quantized:
-    """load -> export -> normalize -> fold BN -> quantize (or keep a program's own Q/DQ)."""
+def quantize_model(spec: str, *, calibration, progress: Callable | None = None, warn: Callable[[str], None] = print,
+                   activations: str = "int8", int16_layers: Iterable[str] = ()) -> Quantized:
+    """load -> export -> normalize -> fold BN -> quantize (or keep a program's own Q/DQ). Activations
+    are int8, or int16 (the 16x8 scheme) for the whole model or the layers whose nn.Module paths
+    `int16_layers` lists."""
     loaded = frontend.load(spec)
     check_finite(loaded.module, loaded.origin)
     module = fold_batchnorm(normalize(loaded.module))
@@ -69,7 +74,8 @@ def quantize_model(spec: str, *, calibration, progress: Callable | None = None,
         return Quantized(loaded.origin, loaded.example_inputs, None, module)
     samples = calibration_samples(calibration, loaded.example_inputs, warn)
     float_module = copy.deepcopy(module)
-    return Quantized(loaded.origin, loaded.example_inputs, float_module, quantize(module, samples, progress))
+    return Quantized(loaded.origin, loaded.example_inputs, float_module,
+                     quantize(module, samples, progress, activations=activations, int16_layers=int16_layers))
 
 
 def compile_for(quantized: Quantized, target: str | Target = "host") -> Compiled:
@@ -83,6 +89,7 @@ def compile_for(quantized: Quantized, target: str | Target = "host") -> Compiled
     assign_layouts(graph)
     relayout(graph)
     fuse_copies(graph)
+    select_int16_kernels(graph)
     for op in graph.ops:
         KINDS[op.kind].finalize(op, graph)
         KINDS[op.kind].specialize(op, graph, target_info)

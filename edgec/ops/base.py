@@ -27,7 +27,7 @@ class CCall:
 
 
 C_ARRAY_TYPES = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dtype(np.int32): "int32_t",
-                 np.dtype(np.uint8): "uint8_t", np.dtype(np.uint16): "uint16_t"}
+                 np.dtype(np.int64): "int64_t", np.dtype(np.uint8): "uint8_t", np.dtype(np.uint16): "uint16_t"}
 
 
 def descriptor(ctype: str, symbol: str, fields: dict) -> CCall:

@@ -181,7 +181,8 @@ class Pool2d(OpDef):
             out = ctx.output(node, qparams_of=x)
         else:  # mean without keepdim: pool to [N,C,1(,1)], then view it as [N,C] for free
             pooled_shape = (*x.shape[:2], *(1,) * (len(x.shape) - 2))
-            out = ctx.graph.add_tensor(Tensor(f"{node.name}_pooled", pooled_shape, x.scale, x.zero_point, source=node.name))
+            out = ctx.graph.add_tensor(Tensor(f"{node.name}_pooled", pooled_shape, x.scale, x.zero_point,
+                                              source=node.name, dtype=x.dtype))
         ctx.add_op(kind, node, [x], [out], kernel=kernel, stride=stride,
                    pad=(padding[0], padding[1], padding[0], padding[1]), divisor=divisor, clamp=(None, None))
         if not keep_dims:

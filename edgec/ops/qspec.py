@@ -88,3 +88,35 @@ def annotate_shared(node: Node) -> None:
     """`node`'s output keeps its first input's qparams (a kernel that moves or compares values)."""
     source = node.args[0]
     annotate(node, {source: ACTIVATION_QSPEC}, SharedQuantizationSpec((source, node)))
+
+
+# ---- int16 activations (the 16x8 scheme, edgec.ops.int16) -----------------------------------------
+
+INT16_ACTIVATION_QSPEC = QuantizationSpec(
+    dtype=torch.int16, quant_min=-32767, quant_max=32767, qscheme=torch.per_tensor_symmetric,
+    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
+)
+
+
+def as_int16(qspec):
+    """The int16 form of an int8 activation qspec: the observed one symmetric, a fixed one (softmax
+    1/256 zp -128, sigmoid, tanh) at TFLite's int16 fixed qparams (scale 1/32768, zero point 0);
+    a shared spec or None as it is."""
+    if qspec is ACTIVATION_QSPEC:
+        return INT16_ACTIVATION_QSPEC
+    if isinstance(qspec, FixedQParamsQuantizationSpec) and qspec.dtype == torch.int8:
+        return FixedQParamsQuantizationSpec(dtype=torch.int16, scale=1.0 / 32768, zero_point=0, quant_min=-32768,
+                                            quant_max=32767, qscheme=torch.per_tensor_affine)
+    return qspec
+
+
+def select_int16(node: Node) -> None:
+    """Make `node`'s activation qspecs (inputs and output, and the output of the clamp chain fused
+    into it) int16; weights keep their int8 specs. PT2E inserts a requantize where an int8 producer
+    meets an int16 consumer, or the reverse."""
+    for owner in (node, *fused_activations(node)):
+        annotation = owner.meta.get(ANNOTATION_KEY)
+        if annotation is None:
+            continue
+        annotation.input_qspec_map = {arg: as_int16(spec) for arg, spec in annotation.input_qspec_map.items()}
+        annotation.output_qspec = as_int16(annotation.output_qspec)

@@ -23,7 +23,7 @@ def unify_qparams(graph: Graph) -> None:
 def _requantized(graph: Graph, before: Op, source: Tensor, like: Tensor) -> Tensor:
     name = f"{source.name}_as_{before.name}"
     tensor = graph.tensors.get(name) or graph.add_tensor(
-        Tensor(name, source.shape, like.scale, like.zero_point, source=source.source))
+        Tensor(name, source.shape, like.scale, like.zero_point, source=source.source, dtype=like.dtype))
     if graph.producer(name) is None:
         graph.ops.insert(graph.ops.index(before), Op(f"requantize_{len(graph.ops)}", "lut", [source.name], [name],
                                                      {"function": "requantize", "function_attrs": {}}, before.source))

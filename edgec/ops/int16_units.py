@@ -1,0 +1,309 @@
+"""The op units of int16 activations (the 16x8 scheme: kernels and goldens in edgec.ops.int16).
+
+The quantizer gives the layers selected for int16 (`--activations int16`, `--int16-layers`)
+symmetric int16 activation qspecs; lowering keeps each tensor's dtype, and PT2E's requantize
+pairs where an int8 tensor meets an int16 one become `lut` ops of function 'requantize' between
+dtypes. After the layout passes, `select_int16_kernels` gives every op that touches an int16
+tensor the kind of its int16 unit below (which reuses the int8 unit's lowering and layout work,
+already done by then), or refuses the model naming the layer when no int16 kernel exists.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.errors import EdgecError
+from edgec.ir import Graph, Op
+from edgec.numerics import INT16_MAX, INT16_MIN, round_half_away
+from edgec.ops import int16 as s16
+from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.lut import FLOAT_FUNCTIONS
+from edgec.ops.softmax import outer_axis_inner
+
+# TFLite's int16 LOGISTIC / TANH / SOFTMAX outputs (and edgec's fixed-qparams int16 functions).
+FIXED_OUTPUT = (1.0 / 32768, 0)
+_C_TYPE = {"int8": "int8_t", "int16": "int16_t"}
+# Ops that only view their input's bytes: any dtype.
+VIEW_KINDS = frozenset({"reshape"})
+
+
+def int16_bounds(scale: float, lo: float | None, hi: float | None) -> tuple[int, int]:
+    """A fused clamp [lo, hi] (None: unbounded) as int16 bounds of a symmetric tensor."""
+    act_min, act_max = INT16_MIN, INT16_MAX
+    if lo is not None:
+        act_min = max(INT16_MIN, min(INT16_MAX, round_half_away(lo / scale)))
+    if hi is not None:
+        act_max = min(INT16_MAX, max(INT16_MIN, round_half_away(hi / scale)))
+    return act_min, act_max
+
+
+class S16Unit(OpDef):
+    """What every int16 unit shares: a descriptor call `kernel(&desc, inputs..., output)`, no
+    in-place forms (the int8 units' byte-offset proofs assume one byte per element)."""
+    kernel = ""
+    base_kind = ""  # the int8 unit whose lowering and layout the op went through
+
+    def macs(self, op, graph) -> int:
+        from edgec.ops import KINDS
+        return KINDS[self.base_kind].macs(op, graph)
+
+    def golden(self, op, graph, inputs):
+        raise NotImplementedError
+
+    def kernel_name(self, op) -> str:
+        return self.kernel
+
+    def emit(self, op, graph, names) -> CCall:
+        p = names.symbol(op, "desc")
+        call = descriptor(self.desc_type, p, op.attrs["desc"])
+        args = ", ".join([*(f"(const {_C_TYPE[graph.tensors[n].dtype]} *){names.ptr(n)}" for n in op.inputs),
+                          *(f"({_C_TYPE[graph.tensors[n].dtype]} *){names.ptr(n)}" for n in op.outputs)])
+        scratch = f", (int16_t *){names.scratch(op)}" if op.attrs.get("dsp") else ""
+        call.code = f"status |= {self.kernel_name(op)}(&{p}, {args}{scratch});"
+        call.scratch_required = self.scratch_macro(op)
+        return call
+
+    def scratch_macro(self, op) -> str | None:
+        return None
+
+
+def _output_tensors(op, graph):
+    return graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+
+
+def _desc(op, build, *args, **kwargs) -> dict:
+    """build(*args, **kwargs), its ValueError (e.g. TFLite's effective-scale limit) an EdgecError
+    naming the layer."""
+    try:
+        return build(*args, **kwargs)
+    except ValueError as exc:
+        raise EdgecError(f"{op.source or op.name}: int16 {op.kind}: {exc}; keep this layer int8 "
+                         f"(--int16-layers)") from None
+
+
+class Conv2dS16(S16Unit):
+    kind, base_kind, kernel, desc_type = "conv2d_s16", "conv2d", "edgec_conv_s16", "edgec_conv_s16_desc"
+    runtime_sources = ("conv/edgec_conv_s16.c",)
+
+    def finalize(self, op, graph) -> None:
+        x_t, out_t = _output_tensors(op, graph)
+        a = op.attrs
+        bounds = int16_bounds(out_t.scale, *a["clamp"])
+        a["desc"] = _desc(op, s16.conv_s16_desc, x_t.shape, a["weight"].transpose(0, 3, 1, 2), a["bias"],
+                          x_t.scale, a["weight_scales"], out_t.scale, stride=a["stride"], pad=a["pad"][:2],
+                          dilation=a["dilation"], groups=a["groups"], output_hw=out_t.shape[1:3],
+                          act_min=bounds[0], act_max=bounds[1])
+
+    def specialize(self, op, graph, target) -> None:
+        op.attrs["dsp"] = bool(target.dsp)
+
+    def kernel_name(self, op) -> str:
+        return self.kernel + ("_dsp" if op.attrs.get("dsp") else "")
+
+    def golden(self, op, graph, inputs):
+        return s16.conv_s16(op.attrs["desc"], inputs[0])
+
+    def scratch_bytes(self, op, graph, target) -> int:
+        return s16.conv_s16_dsp_scratch_bytes(op.attrs["desc"]) if op.attrs.get("dsp") else 0
+
+    def scratch_macro(self, op) -> str | None:
+        d = op.attrs["desc"]
+        k = d["kernel_h"] * d["kernel_w"] * (d["input_c"] // d["groups"])
+        return f"EDGEC_CONV_S16_DSP_SCRATCH_BYTES({k})" if op.attrs.get("dsp") else None
+
+
+class DepthwiseConv2dS16(S16Unit):
+    kind, base_kind = "depthwise_conv2d_s16", "depthwise_conv2d"
+    kernel, desc_type = "edgec_depthwise_conv_s16", "edgec_depthwise_conv_s16_desc"
+    runtime_sources = ("depthwise/edgec_depthwise_conv_s16.c",)
+
+    def finalize(self, op, graph) -> None:
+        x_t, out_t = _output_tensors(op, graph)
+        a = op.attrs
+        bounds = int16_bounds(out_t.scale, *a["clamp"])
+        a["desc"] = _desc(op, s16.depthwise_conv_s16_desc, x_t.shape, a["weight"].transpose(3, 0, 1, 2), a["bias"],
+                          x_t.scale, a["weight_scales"], out_t.scale, stride=a["stride"], pad=a["pad"][:2],
+                          dilation=a["dilation"], output_hw=out_t.shape[1:3], act_min=bounds[0], act_max=bounds[1])
+
+    def golden(self, op, graph, inputs):
+        return s16.depthwise_conv_s16(op.attrs["desc"], inputs[0])
+
+
+class FullyConnectedS16(Conv2dS16):
+    kind, base_kind = "fully_connected_s16", "fully_connected"
+    kernel, desc_type = "edgec_fully_connected_s16", "edgec_fully_connected_s16_desc"
+    runtime_sources = ("fc/edgec_fully_connected_s16.c",)
+
+    def finalize(self, op, graph) -> None:
+        x_t, out_t = _output_tensors(op, graph)
+        a = op.attrs
+        bounds = int16_bounds(out_t.scale, *a["clamp"])
+        a["desc"] = _desc(op, s16.fully_connected_s16_desc, x_t.shape[0], a["weight"], a["bias"], x_t.scale,
+                          a["weight_scales"], out_t.scale, act_min=bounds[0], act_max=bounds[1])
+
+    def golden(self, op, graph, inputs):
+        return s16.fully_connected_s16(op.attrs["desc"], inputs[0])
+
+    def scratch_bytes(self, op, graph, target) -> int:
+        return s16.fully_connected_s16_dsp_scratch_bytes(op.attrs["desc"]) if op.attrs.get("dsp") else 0
+
+    def scratch_macro(self, op) -> str | None:
+        input_c = op.attrs["desc"]["input_c"]
+        return f"EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES({input_c})" if op.attrs.get("dsp") else None
+
+
+class PoolS16(S16Unit):
+    desc_type = "edgec_pool_s16_desc"
+    runtime_sources = ("pool/edgec_pool_s16.c",)
+
+    def finalize(self, op, graph) -> None:
+        x_t, out_t = _output_tensors(op, graph)
+        if (x_t.scale, x_t.zero_point) != (out_t.scale, out_t.zero_point):
+            raise EdgecError(f"{op.source}: pooling must keep its input's qparams")
+        a = op.attrs
+        bounds = int16_bounds(out_t.scale, *a["clamp"])
+        a["desc"] = _desc(op, s16.pool_s16_desc, x_t.shape, kernel=a["kernel"], stride=a["stride"], pad=a["pad"][:2],
+                          out_hw=out_t.shape[1:3], divisor=a.get("divisor", "in_bounds"),
+                          act_min=bounds[0], act_max=bounds[1])
+
+
+class AvgPoolS16(PoolS16):
+    kind, base_kind, kernel = "avg_pool2d_s16", "avg_pool2d", "edgec_avg_pool_s16"
+
+    def golden(self, op, graph, inputs):
+        return s16.avg_pool_s16(op.attrs["desc"], inputs[0])
+
+
+class MaxPoolS16(PoolS16):
+    kind, base_kind, kernel = "max_pool2d_s16", "max_pool2d", "edgec_max_pool_s16"
+
+    def golden(self, op, graph, inputs):
+        return s16.max_pool_s16(op.attrs["desc"], inputs[0])
+
+
+class BinaryS16(S16Unit):
+    """add and mul of two int16 activations (same shape: kind 'add'; broadcast: kind 'binary')."""
+    kind, base_kind, desc_type = "binary_s16", "binary", "edgec_binary_s16_desc"
+    runtime_sources = ("eltwise/edgec_binary_s16.c",)
+
+    def finalize(self, op, graph) -> None:
+        a, b, out = (graph.tensors[n] for n in (*op.inputs, *op.outputs))
+        bounds = int16_bounds(out.scale, *op.attrs["clamp"])
+        shapes = op.attrs.get("shapes") or (a.shape, b.shape)
+        build = s16.mul_s16_desc if op.attrs.get("op") == "mul" else s16.add_s16_desc
+        op.attrs["desc"] = _desc(op, build, *shapes, a.scale, b.scale, out.scale, act_min=bounds[0], act_max=bounds[1])
+
+    def kernel_name(self, op) -> str:
+        return "edgec_mul_s16" if op.attrs.get("op") == "mul" else "edgec_add_s16"
+
+    def golden(self, op, graph, inputs):
+        shapes = op.attrs.get("shapes") or [graph.tensors[n].shape for n in op.inputs]
+        x1, x2 = (np.asarray(x).reshape(shape) for x, shape in zip(inputs, shapes))
+        run = s16.mul_s16 if op.attrs.get("op") == "mul" else s16.add_s16
+        return run(x1, x2, op.attrs["desc"]).reshape(graph.tensors[op.outputs[0]].shape)
+
+
+class SoftmaxS16(S16Unit):
+    kind, base_kind, kernel, desc_type = "softmax_s16", "softmax", "edgec_softmax_s16", "edgec_softmax_s16_desc"
+    runtime_sources = ("softmax/edgec_softmax_s16.c",)
+
+    def finalize(self, op, graph) -> None:
+        x_t, out_t = _output_tensors(op, graph)
+        if (out_t.scale, out_t.zero_point) != FIXED_OUTPUT:
+            raise EdgecError(f"{op.source}: an int16 softmax output must be quantized with scale 1/32768 and "
+                             f"zero point 0, got ({out_t.scale}, {out_t.zero_point})")
+        outer, axis_size, inner = outer_axis_inner(x_t.shape, op.attrs["stored_dim"])
+        op.attrs["desc"] = _desc(op, s16.softmax_s16_desc, outer, axis_size, inner, x_t.scale)
+
+    def golden(self, op, graph, inputs):
+        return s16.softmax_s16(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
+
+
+class LutS16(S16Unit):
+    """An elementwise float function (sigmoid, tanh, GELU, ...) as TFLite's interpolated 513-entry
+    int16 table (sigmoid and tanh as TFLite's own transforms)."""
+    kind, base_kind, kernel, desc_type = "lut_s16", "lut", "edgec_lut_s16", "edgec_lut_s16_desc"
+    runtime_sources = ("activation/edgec_lut_s16.c",)
+
+    def finalize(self, op, graph) -> None:
+        x_t, out_t = _output_tensors(op, graph)
+        function, attrs = op.attrs["function"], op.attrs["function_attrs"]
+        if function in s16.LUT_FUNCTIONS and not attrs:
+            transform = function
+        else:
+            def transform(v, f=FLOAT_FUNCTIONS[function]):
+                with np.errstate(over="ignore"):
+                    return np.float32(f(np.array(np.float64(v)), **attrs))
+        op.attrs["desc"] = _desc(op, s16.lut_s16_desc, out_t.elements, transform, x_t.scale, out_t.scale,
+                                 input_zp=x_t.zero_point, output_zp=out_t.zero_point)
+
+    def golden(self, op, graph, inputs):
+        return s16.lut_s16(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
+
+
+class RequantizeS16(S16Unit):
+    """int8 <-> int16 at new qparams (TFLite's QUANTIZE / Requantize between the two dtypes)."""
+    kind, base_kind, desc_type = "requantize_s16", "lut", "edgec_requantize_s16_desc"
+    runtime_sources = ("eltwise/edgec_requantize_s16.c",)
+
+    def finalize(self, op, graph) -> None:
+        x_t, out_t = _output_tensors(op, graph)
+        op.attrs["desc"] = _desc(op, s16.requantize_s16_desc, out_t.elements, x_t.scale, x_t.zero_point,
+                                 out_t.scale, out_t.zero_point)
+
+    def kernel_name(self, op) -> str:
+        return "edgec_requantize_s8_s16" if op.attrs["widen"] else "edgec_requantize_s16_s8"
+
+    def golden(self, op, graph, inputs):
+        run = s16.requantize_s8_s16 if op.attrs["widen"] else s16.requantize_s16_s8
+        return run(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
+
+
+UNITS = (Conv2dS16(), DepthwiseConv2dS16(), FullyConnectedS16(), AvgPoolS16(), MaxPoolS16(), BinaryS16(),
+         SoftmaxS16(), LutS16(), RequantizeS16())
+# The int8 kind of each unit that has an int16 counterpart.
+INT16_KIND = {"conv2d": "conv2d_s16", "depthwise_conv2d": "depthwise_conv2d_s16",
+              "fully_connected": "fully_connected_s16", "avg_pool2d": "avg_pool2d_s16",
+              "max_pool2d": "max_pool2d_s16", "add": "binary_s16", "binary": "binary_s16",
+              "softmax": "softmax_s16", "lut": "lut_s16"}
+
+
+def _problem(op: Op, graph: Graph) -> str | None:
+    """Why `op` (touching an int16 tensor) cannot run an int16 kernel, or None."""
+    dtypes = [graph.tensors[name].dtype for name in (*op.inputs, *op.outputs)]
+    if op.kind == "lut" and op.attrs["function"] == "requantize":
+        return None if sorted(dtypes) == ["int16", "int8"] else "requantize between int16 tensors"
+    if set(dtypes) != {"int16"}:
+        return f"{op.kind} mixes {' and '.join(sorted(set(dtypes)))} tensors"
+    if op.kind == "binary" and (op.attrs["op"] not in ("add", "mul") or op.attrs["constant"] is not None):
+        return f"{op.attrs['op']}{' with a constant operand' if op.attrs['constant'] is not None else ''}"
+    if op.kind == "lut" and op.attrs["function"] not in FLOAT_FUNCTIONS:
+        return op.attrs["function"]
+    if op.kind not in INT16_KIND:
+        return op.kind
+    return None
+
+
+# The kinds of the int8 units that have an int16 counterpart or need none: what the quantizer lets
+# a layer selected for int16 be (reductions and unfolded pads are refused after lowering).
+INT16_CAPABLE_KINDS = frozenset(INT16_KIND) | VIEW_KINDS | {"pad"}
+
+
+def select_int16_kernels(graph: Graph) -> None:
+    """Every op touching an int16 tensor takes its int16 unit's kind (views stay as they are);
+    one EdgecError lists the ops that have none."""
+    problems = []
+    for op in graph.ops:
+        dtypes = {graph.tensors[name].dtype for name in (*op.inputs, *op.outputs)}
+        if "int16" not in dtypes or op.kind in VIEW_KINDS:
+            continue
+        problem = _problem(op, graph)
+        if problem is not None:
+            problems.append(f"  {problem} ({op.name}): {op.source}")
+            continue
+        if op.kind == "lut" and op.attrs["function"] == "requantize":
+            op.kind = "requantize_s16"
+            op.attrs["widen"] = graph.tensors[op.outputs[0]].dtype == "int16"
+        else:
+            op.kind = INT16_KIND[op.kind]
+    if problems:
+        raise EdgecError("these layers have no int16 kernel; keep them int8 (--int16-layers):\n" + "\n".join(problems))
