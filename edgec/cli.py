@@ -56,6 +56,16 @@ def _target_options(command):
                         "(default: a typical part's)")(command)
 
 
+def _precision_options(command):
+    """--activations / --int16-layers: int16 activations (the 16x8 scheme) for the whole model or
+    for the listed nn.Module paths (int8 <-> int16 requantize ops where the precisions meet)."""
+    command = click.option("--int16-layers", default="", help="comma-separated nn.Module paths (e.g. "
+                           "'features.3,classifier') whose layers take int16 activations")(command)
+    return click.option("--activations", type=click.Choice(["int8", "int16"]), default="int8", show_default=True,
+                        help="activation precision of the whole model (int16: symmetric, int8 weights, "
+                        "int64 bias, CMSIS-NN's _s16 arithmetic)")(command)
+
+
 def _target(name: str, ram: int | None = None, flash: int | None = None, opt: str = "auto"):
     from edgec.targets import get_target
     return get_target(name).with_budget(ram, flash).with_opt(opt)
@@ -74,10 +84,11 @@ def _quiet_torch() -> None:
     warnings.filterwarnings("ignore", category=UserWarning, module="torch")
 
 
-def _compile(model: str, calib: str | None, target, quiet: bool):
+def _compile(model: str, calib: str | None, target, quiet: bool, activations: str = "int8", int16_layers: str = ""):
     from edgec.pipeline import compile_model, load_samples
     data = load_samples(calib) if calib else None
-    return compile_model(model, calibration=data, target=target, progress=_progress(quiet), warn=_warn)
+    return compile_model(model, calibration=data, target=target, progress=_progress(quiet), warn=_warn,
+                         activations=activations, int16_layers=[n for n in int16_layers.split(",") if n.strip()])
 
 
 def _quantized_samples(compiled, calib: str | None, count: int):
@@ -121,15 +132,16 @@ def cli():
 @click.option("--name", help="C symbol prefix (default: the model file's name)")
 @click.option("--target", default="host", show_default=True, help=TARGET_HELP)
 @_target_options
+@_precision_options
 @click.option("--report", "html_report", is_flag=True, help="also write report.html (layer table, memory timeline)")
 @click.option("--quiet", is_flag=True, help="no progress bar")
-def build(model, out_dir, calib, name, target, ram, flash, opt, html_report, quiet):
+def build(model, out_dir, calib, name, target, ram, flash, opt, activations, int16_layers, html_report, quiet):
     """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory."""
     _quiet_torch()
     from edgec.pipeline import check_output_dir, emit
     name = _check_name(name or _default_name(model))
     check_output_dir(Path(out_dir))
-    compiled = _compile(model, calib, _target(target, ram, flash, opt), quiet)
+    compiled = _compile(model, calib, _target(target, ram, flash, opt), quiet, activations, int16_layers)
     report = emit(compiled, Path(out_dir), name)
     click.echo(f"{out_dir}: {name} for {report['target']}: {len(report['layers'])} layers, "
                f"{report['macs']:,} MACs, constants {report['weights_bytes']:,} B (flash)")
@@ -175,7 +187,8 @@ def report(out_dir, html):
 @_target_options
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--per-layer", is_flag=True, help="also print each layer's int8-vs-float SQNR")
-def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer):
+@_precision_options
+def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer, activations, int16_layers):
     """Check that the generated C's output equals the golden simulator's, byte for byte, and that
     every layer computes what the quantized program means (within a step of its Q/DQ graph)."""
     _quiet_torch()
@@ -186,7 +199,7 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
     target_info = _target(target, ram, flash, opt)
     if not target_info.is_host:
         device.require_runnable(target_info)
-    compiled = _compile(model, calib, target_info, quiet)
+    compiled = _compile(model, calib, target_info, quiet, activations, int16_layers)
     floats, inputs = _quantized_samples(compiled, calib, samples)
     with tempfile.TemporaryDirectory(prefix="edgec-verify-") as tmp:
         out_dir = Path(tmp) / name
@@ -224,7 +237,8 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--profile", is_flag=True, help="also count the instructions of each function (whole run)")
-def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile):
+@_precision_options
+def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile, activations, int16_layers):
     """Count the instructions one inference executes on an emulated Cortex-M, per layer and in
     total (exact, from QEMU), with MACs and the program's flash and RAM."""
     _quiet_torch()
@@ -236,7 +250,7 @@ def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, 
     name = _check_name(name or _default_name(model))
     target_info = _target(target, ram, flash, opt)
     device.require_runnable(target_info)
-    compiled = _compile(model, calib, target_info, quiet)
+    compiled = _compile(model, calib, target_info, quiet, activations, int16_layers)
     _, sample = _quantized_samples(compiled, calib, 1)
     with tempfile.TemporaryDirectory(prefix="edgec-bench-") as tmp:
         model_dir = Path(out_dir) if out_dir else Path(tmp) / name
