@@ -76,7 +76,7 @@ def _desc(op, build, *args, **kwargs) -> dict:
     try:
         return build(*args, **kwargs)
     except ValueError as exc:
-        raise EdgecError(f"{op.source or op.name}: int16 {op.kind}: {exc}; keep this layer int8 "
+        raise EdgecError(f"{op.source or op.name}: {op.kind}: {exc}; keep this layer int8 "
                          f"(--int16-layers)") from None
 
 
@@ -232,7 +232,7 @@ class LutS16(S16Unit):
         else:
             def transform(v, f=FLOAT_FUNCTIONS[function]):
                 with np.errstate(over="ignore"):
-                    return np.float32(f(np.array(np.float64(v)), **attrs))
+                    return np.float32(f(np.array([np.float64(v)]), **attrs)[0])
         op.attrs["desc"] = _desc(op, s16.lut_s16_desc, out_t.elements, transform, x_t.scale, out_t.scale,
                                  input_zp=x_t.zero_point, output_zp=out_t.zero_point)
 

@@ -118,5 +118,21 @@ def select_int16(node: Node) -> None:
         annotation = owner.meta.get(ANNOTATION_KEY)
         if annotation is None:
             continue
-        annotation.input_qspec_map = {arg: as_int16(spec) for arg, spec in annotation.input_qspec_map.items()}
+        annotation.input_qspec_map = {arg: _fixed_output(arg) or as_int16(spec)
+                                      for arg, spec in annotation.input_qspec_map.items()}
         annotation.output_qspec = as_int16(annotation.output_qspec)
+
+
+def _fixed_output(arg: Node):
+    """The int16 fixed qspec of `arg`'s output (a sigmoid, tanh or softmax made int16), which its
+    int16 consumers read as it is: PT2E shares equal specs, where an observed int16 input would
+    need an int16 -> int16 requantize."""
+    annotation = arg.meta.get(ANNOTATION_KEY)
+    spec = annotation.output_qspec if annotation is not None else None
+    while isinstance(spec, SharedQuantizationSpec):  # a view of it: the spec it shares
+        shared = spec.edge_or_node
+        if isinstance(shared, Node):
+            spec = shared.meta[ANNOTATION_KEY].output_qspec
+        else:
+            spec = shared[1].meta[ANNOTATION_KEY].input_qspec_map[shared[0]]
+    return spec if isinstance(spec, FixedQParamsQuantizationSpec) and spec.dtype == torch.int16 else None

@@ -1,0 +1,82 @@
+"""Small models for int16 activations (tests/test_int16.py), as `file.py:factory` specs."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class EveryInt16Kernel(nn.Module):
+    """conv, 1x1 conv, depthwise, max and average pooling, sigmoid, tanh and GELU tables, a
+    broadcast mul (squeeze-excite), a same-shape add, a global mean, linear, softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.depthwise = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.pointwise = nn.Conv2d(8, 8, 1)
+        self.squeeze = nn.Linear(8, 8)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.stem(x)), 2)
+        y = torch.tanh(self.pointwise(self.depthwise(x)))
+        gate = torch.sigmoid(self.squeeze(F.avg_pool2d(x, 4).flatten(1)))
+        x = F.gelu(x * gate[:, :, None, None] + y)
+        return torch.softmax(self.fc(x.mean(dim=(2, 3))), dim=1)
+
+
+def every_int16_kernel():
+    torch.manual_seed(0)
+    return EveryInt16Kernel().eval(), (torch.randn(1, 3, 8, 8),)
+
+
+class Subtracts(nn.Module):
+    """A subtraction of a constant: no int16 kernel (binary sub)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return self.conv(x) - 0.5
+
+
+def subtracts():
+    torch.manual_seed(0)
+    return Subtracts().eval(), (torch.randn(1, 3, 6, 6),)
+
+
+class Upsamples(nn.Module):
+    """A transposed convolution: no int16 kernel (refused before calibration)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.up = nn.ConvTranspose2d(4, 4, 2, stride=2)
+
+    def forward(self, x):
+        return self.up(self.conv(x))
+
+
+def upsamples():
+    torch.manual_seed(0)
+    return Upsamples().eval(), (torch.randn(1, 3, 6, 6),)
+
+
+class TinyOutputRange(nn.Module):
+    """A linear layer whose output a clamp keeps within +-0.001: s_in * s_w / s_out is far above
+    2^7, beyond the int16 kernels' requantization (TFLite's limit)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+        with torch.no_grad():
+            self.fc.weight.fill_(1000.0)
+
+    def forward(self, x):
+        return F.hardtanh(self.fc(x), -0.001, 0.001)
+
+
+def tiny_output_range():
+    return TinyOutputRange().eval(), (torch.rand(1, 8) * 2 - 1,)
