@@ -19,6 +19,13 @@ from edgec.ops.qspec import ANNOTATION_KEY, fused_activations, select_int16
 ACTIVATION_DTYPES = ("int8", "int16")
 
 
+def _fuses(node) -> bool:
+    """Whether `node` leaves its output's quantization to the clamps that follow it
+    (qspec.annotate_with_output): they then run as its output stage."""
+    annotation = node.meta.get(ANNOTATION_KEY)
+    return annotation is not None and annotation.output_qspec is None
+
+
 class EdgecQuantizer(Quantizer):
     """Annotates a float training-IR graph with the qspecs edgec's kernels need: int8 activations,
     or int16 ones (the 16x8 scheme) for the whole model (`activations="int16"`) or for the layers
@@ -41,11 +48,11 @@ class EdgecQuantizer(Quantizer):
 
     def _select_int16(self, model: GraphModule) -> None:
         """int16 qspecs on the selected nodes; a clamp chain fused into its producer follows it."""
-        fused = {chained for node in model.graph.nodes for chained in fused_activations(node)}
+        fused = {chained for node in model.graph.nodes if _fuses(node) for chained in fused_activations(node)}
         unused = set(self.int16_layers)
         refused = []
         for node in model.graph.nodes:
-            if node.op != "call_function" or node in fused or ANNOTATION_KEY not in node.meta:
+            if node.op != "call_function" or node in fused or node.target not in OPS:  # getitems follow their op
                 continue
             matched = self._matches(node)
             unused -= matched

@@ -89,7 +89,7 @@ def _kernels(compiled) -> set[str]:
 
 @pytest.mark.parametrize("model", ["ds_cnn", "resnet8"])
 def test_int16_output_is_closer_to_float_than_int8(model, quantized):
-    floats = _samples(model, 16, 1)
+    floats = _samples(model, 8, 1)
     sqnr = {}
     for precision in ("int8", "int16"):
         compiled = compile_for(quantized(model, precision))
@@ -127,6 +127,20 @@ def test_every_int16_kernel_in_one_model(target, tmp_path):
                                         "max_pool2d_s16", "avg_pool2d_s16", "binary_s16", "softmax_s16"}
     assert {op.attrs.get("op", "add") for op in compiled.graph.ops if op.kind == "binary_s16"} == {"add", "mul"}
     floats = np.random.default_rng(1).standard_normal((SAMPLES, 3, 8, 8)).astype(np.float32)
+    _bit_exact(compiled, floats, tmp_path, sanitize=True)
+    check_against_reference(compiled, floats)
+
+
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("target", ["host", pytest.param("cortex-m55", marks=[needs_toolchain])])
+def test_int16_data_movement_and_standalone_clamp(target, tmp_path):
+    """Copies move int16 elements as byte pairs (edgec_copy_s8); a ReLU that cannot fuse (its
+    producer is a chunk) clamps through edgec_max_pool_s16's bounds."""
+    quantized_model = quantize_model(f"{MODELS}:moves_data", calibration=None, warn=lambda _: None,
+                                     activations="int16")
+    compiled = compile_for(quantized_model, target)
+    assert _compute_kinds(compiled) == {"conv2d_s16", "copy_s16", "clamp_s16", "fully_connected_s16"}
+    floats = np.random.default_rng(1).standard_normal((SAMPLES, 3, 6, 6)).astype(np.float32)
     _bit_exact(compiled, floats, tmp_path, sanitize=True)
     check_against_reference(compiled, floats)
 

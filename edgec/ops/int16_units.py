@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from edgec.errors import EdgecError
-from edgec.ir import Graph, Op
+from edgec.ir import Graph, InPlace, Op
 from edgec.numerics import INT16_MAX, INT16_MIN, round_half_away
 from edgec.ops import int16 as s16
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.lut import FLOAT_FUNCTIONS
+from edgec.ops.movement import copy_desc, copy_s8, strided_copies
 from edgec.ops.softmax import outer_axis_inner
 
 # TFLite's int16 LOGISTIC / TANH / SOFTMAX outputs (and edgec's fixed-qparams int16 functions).
@@ -180,6 +181,24 @@ class MaxPoolS16(PoolS16):
         return s16.max_pool_s16(op.attrs["desc"], inputs[0])
 
 
+class ClampS16(S16Unit):
+    """A standalone ReLU/ReLU6/clamp of an int16 tensor: edgec_max_pool_s16 over 1x1 windows of
+    the flat tensor, its act bounds the clamp (y = clamp(x, act_min, act_max) exactly)."""
+    kind, base_kind, kernel, desc_type = "clamp_s16", "clamp", "edgec_max_pool_s16", "edgec_pool_s16_desc"
+    runtime_sources = ("pool/edgec_pool_s16.c",)
+
+    def finalize(self, op, graph) -> None:
+        x_t, out_t = _output_tensors(op, graph)
+        if (x_t.scale, x_t.zero_point) != (out_t.scale, out_t.zero_point):
+            raise EdgecError(f"{op.source}: a standalone activation must keep its input's qparams")
+        bounds = int16_bounds(out_t.scale, *op.attrs["clamp"])
+        op.attrs["desc"] = s16.pool_s16_desc((1, 1, out_t.elements, 1), kernel=(1, 1), stride=(1, 1), pad=(0, 0),
+                                             out_hw=(1, out_t.elements), act_min=bounds[0], act_max=bounds[1])
+
+    def golden(self, op, graph, inputs):
+        return s16.max_pool_s16(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
+
+
 class BinaryS16(S16Unit):
     """add and mul of two int16 activations (same shape: kind 'add'; broadcast: kind 'binary')."""
     kind, base_kind, desc_type = "binary_s16", "binary", "edgec_binary_s16_desc"
@@ -194,6 +213,12 @@ class BinaryS16(S16Unit):
 
     def kernel_name(self, op) -> str:
         return "edgec_mul_s16" if op.attrs.get("op") == "mul" else "edgec_add_s16"
+
+    def in_place(self, op, graph, target):
+        """Element i of both inputs is read before element i is written: an input that is not
+        broadcast may be overwritten."""
+        out = graph.tensors[op.outputs[0]]
+        return tuple(InPlace(i, 0) for i, name in enumerate(op.inputs) if graph.tensors[name].shape == out.shape)
 
     def golden(self, op, graph, inputs):
         shapes = op.attrs.get("shapes") or [graph.tensors[n].shape for n in op.inputs]
@@ -213,6 +238,9 @@ class SoftmaxS16(S16Unit):
                              f"zero point 0, got ({out_t.scale}, {out_t.zero_point})")
         outer, axis_size, inner = outer_axis_inner(x_t.shape, op.attrs["stored_dim"])
         op.attrs["desc"] = _desc(op, s16.softmax_s16_desc, outer, axis_size, inner, x_t.scale)
+
+    def in_place(self, op, graph, target):
+        return (InPlace(0, 0),)  # each row is read whole (its max, its sum) before it is written
 
     def golden(self, op, graph, inputs):
         return s16.softmax_s16(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
@@ -236,6 +264,9 @@ class LutS16(S16Unit):
         op.attrs["desc"] = _desc(op, s16.lut_s16_desc, out_t.elements, transform, x_t.scale, out_t.scale,
                                  input_zp=x_t.zero_point, output_zp=out_t.zero_point)
 
+    def in_place(self, op, graph, target):
+        return (InPlace(0, 0),)  # edgec_lut_s16 reads element i before writing it
+
     def golden(self, op, graph, inputs):
         return s16.lut_s16(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
 
@@ -258,13 +289,53 @@ class RequantizeS16(S16Unit):
         return run(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
 
 
-UNITS = (Conv2dS16(), DepthwiseConv2dS16(), FullyConnectedS16(), AvgPoolS16(), MaxPoolS16(), BinaryS16(),
+class CopyS16(S16Unit):
+    """Data movement of int16 tensors (permute, slice, cat, expand...): edgec_copy_s8 on their
+    bytes, each element copy two byte copies (an innermost loop of 2, or a contiguous run twice
+    as long)."""
+    kind, base_kind = "copy_s16", "copy"
+    runtime_sources = ("movement/edgec_movement_s8.c",)
+
+    def finalize(self, op, graph) -> None:
+        op.attrs["copies"] = [(index, _byte_copy(op, desc)) for index, desc in strided_copies(op, graph)]
+
+    def golden(self, op, graph, inputs):
+        out = graph.tensors[op.outputs[0]]
+        result = np.zeros(out.nbytes, dtype=np.int8)
+        for index, desc in op.attrs["copies"]:
+            result = copy_s8(desc, np.ascontiguousarray(inputs[index], dtype=np.int16).view(np.int8), result)
+        return result.view(np.int16).reshape(out.shape)
+
+    def emit(self, op, graph, names) -> CCall:
+        call = CCall("", [], [])
+        for number, (index, desc) in enumerate(op.attrs["copies"]):
+            p = names.symbol(op, f"desc{number}")
+            call.params += descriptor("edgec_copy_desc", p, desc).params
+            call.code += (" " if call.code else "") + \
+                f"status |= edgec_copy_s8(&{p}, {names.ptr(op.inputs[index])}, {names.ptr(op.outputs[0])});"
+        return call
+
+
+def _byte_copy(op, desc: dict) -> dict:
+    """An element copy descriptor of int16 data as the copy of its bytes: an innermost loop over
+    each element's 2 bytes, merged into a contiguous run where there is one (simplify_copy)."""
+    try:
+        return copy_desc([*desc["dims"], 2], [2 * s for s in desc["input_strides"]] + [1],
+                         [2 * s for s in desc["output_strides"]] + [1],
+                         input_elements=2 * desc["input_elements"], output_elements=2 * desc["output_elements"],
+                         input_start=2 * desc["input_start"], output_start=2 * desc["output_start"])
+    except ValueError as exc:
+        raise EdgecError(f"{op.source}: int16 data movement: {exc}; keep this layer int8 (--int16-layers)") from None
+
+
+UNITS = (CopyS16(), ClampS16(), Conv2dS16(), DepthwiseConv2dS16(), FullyConnectedS16(), AvgPoolS16(), MaxPoolS16(), BinaryS16(),
          SoftmaxS16(), LutS16(), RequantizeS16())
 # The int8 kind of each unit that has an int16 counterpart.
 INT16_KIND = {"conv2d": "conv2d_s16", "depthwise_conv2d": "depthwise_conv2d_s16",
               "fully_connected": "fully_connected_s16", "avg_pool2d": "avg_pool2d_s16",
               "max_pool2d": "max_pool2d_s16", "add": "binary_s16", "binary": "binary_s16",
-              "softmax": "softmax_s16", "lut": "lut_s16"}
+              "softmax": "softmax_s16", "lut": "lut_s16", "copy": "copy_s16",
+              "clamp": "clamp_s16"}
 
 
 def _problem(op: Op, graph: Graph) -> str | None:

@@ -80,3 +80,22 @@ class TinyOutputRange(nn.Module):
 
 def tiny_output_range():
     return TinyOutputRange().eval(), (torch.rand(1, 8) * 2 - 1,)
+
+
+class MovesData(nn.Module):
+    """Data movement between int16 layers: a channel split, a permute, a concatenation."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8 * 6 * 6, 4)
+
+    def forward(self, x):
+        a, b = self.conv(x).chunk(2, dim=1)
+        y = torch.cat([F.relu(b), a.permute(0, 1, 3, 2)], dim=1)
+        return self.fc(y.flatten(1))
+
+
+def moves_data():
+    torch.manual_seed(0)
+    return MovesData().eval(), (torch.randn(1, 3, 6, 6),)
