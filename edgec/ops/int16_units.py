@@ -328,8 +328,8 @@ def _byte_copy(op, desc: dict) -> dict:
         raise EdgecError(f"{op.source}: int16 data movement: {exc}; keep this layer int8 (--int16-layers)") from None
 
 
-UNITS = (CopyS16(), ClampS16(), Conv2dS16(), DepthwiseConv2dS16(), FullyConnectedS16(), AvgPoolS16(), MaxPoolS16(), BinaryS16(),
-         SoftmaxS16(), LutS16(), RequantizeS16())
+UNITS = (CopyS16(), ClampS16(), Conv2dS16(), DepthwiseConv2dS16(), FullyConnectedS16(), AvgPoolS16(), MaxPoolS16(),
+         BinaryS16(), SoftmaxS16(), LutS16(), RequantizeS16())
 # The int8 kind of each unit that has an int16 counterpart.
 INT16_KIND = {"conv2d": "conv2d_s16", "depthwise_conv2d": "depthwise_conv2d_s16",
               "fully_connected": "fully_connected_s16", "avg_pool2d": "avg_pool2d_s16",
