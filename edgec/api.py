@@ -13,6 +13,7 @@ Errors are edgec.EdgecError with the command line's one-line messages.
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 import tempfile
 import warnings
@@ -23,8 +24,6 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
-from edgec import codegen, device, pipeline, sim
-from edgec import verify as checks
 from edgec.errors import EdgecError
 from edgec.ir import to_stored, to_torch_order
 from edgec.targets import Target, get_target, parse_size
@@ -386,18 +385,34 @@ def _warn(message: str) -> None:
 def _progress(items: Iterable) -> Iterable:
     """A one-line progress count on stderr (a notebook shows it under the cell)."""
     items = list(items)
+    every = max(1, len(items) // 20)
     for index, item in enumerate(items, start=1):
         yield item
-        print(f"\rcalibrating: {index}/{len(items)}", end="" if index < len(items) else "\n",
-              file=sys.stderr, flush=True)
+        if index % every == 0 or index == len(items):
+            print(f"\rcalibrating: {index}/{len(items)} samples", end="" if index < len(items) else "\n",
+                  file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
 def _quiet_torch():
-    """torch's and torchao's warnings about a CPU-only export and PT2E's deprecations, silenced
-    while edgec works (as the CLI does), and only then: the notebook keeps its own filters."""
+    """What torch and torchao say that does not concern a CPU-only compiler (optional CUDA
+    extensions, PT2E deprecations), silenced while edgec works, as the CLI does -- and only then:
+    the notebook keeps its own warning filters and log levels."""
+    loggers = [logging.getLogger(name) for name in ("torchao", "torch", "torch.utils._pytree")]
+    levels = [logger.level for logger in loggers]
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=FutureWarning)
         warnings.filterwarnings("ignore", category=DeprecationWarning)
         warnings.filterwarnings("ignore", category=UserWarning, module="torch")
-        yield
+        for logger in loggers:
+            logger.setLevel(logging.CRITICAL)
+        try:
+            yield
+        finally:
+            for logger, level in zip(loggers, levels):
+                logger.setLevel(level)
+
+
+with _quiet_torch():  # importing torchao logs about its optional CUDA extensions
+    from edgec import codegen, device, pipeline, sim  # noqa: E402
+    from edgec import verify as checks  # noqa: E402
