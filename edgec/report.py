@@ -123,7 +123,7 @@ def render_html_report(report: dict) -> str:
     return env.get_template(TEMPLATE.name).render(
         report=report, version=__version__, timeline=Markup(timeline_svg(report)),
         over_bound=(arena - bound) / bound * 100 if bound else 0.0,
-        charts=[Markup(chart) for chart in layer_charts(report)], measure=measure, top=top,
+        charts=[(title, Markup(chart)) for title, chart in layer_charts(report)], measure=measure, top=top,
         has_instructions=measure == "instructions",
         has_cycles=any("cycles" in layer for layer in report["layers"]),
         has_sqnr=any("sqnr_db" in layer for layer in report["layers"]), inf=float("inf"))
@@ -363,9 +363,9 @@ BAR_LABEL_WIDTH, BAR_WIDTH, BAR_HEIGHT, BAR_GAP, BAR_VALUE_WIDTH = 230, 560, 14,
 CHART_COLOURS = {"time": "#4c78a8", "flash": "#f58518", "sqnr": "#54a24b"}
 
 
-def layer_charts(report: dict) -> list[str]:
-    """Horizontal bar charts, one bar per layer that has the figure: time (instructions, else
-    MACs), flash constants, and int8-vs-float SQNR (when measured)."""
+def layer_charts(report: dict) -> list[tuple[str, str]]:
+    """(title, SVG) of horizontal bar charts, one bar per layer that has the figure: time
+    (instructions, else MACs), flash constants, and int8-vs-float SQNR (when measured)."""
     layers = [layer for layer in report["layers"] if layer["op"] != "reshape"]
     measure, _ = expensive_layers(report)
     time_title = ("Time per layer: instructions executed (edgec bench, QEMU)" if measure == "instructions"
@@ -382,7 +382,7 @@ def layer_charts(report: dict) -> list[str]:
     return charts
 
 
-def bar_chart(kind: str, title: str, rows: list[tuple[dict, float]], fmt) -> str:
+def bar_chart(kind: str, title: str, rows: list[tuple[dict, float]], fmt) -> tuple[str, str]:
     height = len(rows) * (BAR_HEIGHT + BAR_GAP) + 8
     width = BAR_LABEL_WIDTH + BAR_WIDTH + BAR_VALUE_WIDTH
     top = max((value for _, value in rows), default=0) or 1
@@ -400,4 +400,4 @@ def bar_chart(kind: str, title: str, rows: list[tuple[dict, float]], fmt) -> str
                      f'<text x="{BAR_LABEL_WIDTH + bar + 6:.1f}" y="{y + BAR_HEIGHT - 3}" class="bar-value">'
                      f'{escape(fmt(value))}</text></g>')
     parts.append("</svg>")
-    return "".join(parts)
+    return title, "".join(parts)
