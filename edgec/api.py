@@ -332,7 +332,7 @@ def evaluate(compiled: CompiledModel, data, metric: Callable | None = None) -> E
 
 def top1_accuracy(outputs: torch.Tensor, targets: torch.Tensor) -> float:
     """The fraction of samples whose largest output is at the target's index."""
-    return float((outputs.reshape(len(outputs), -1).argmax(dim=1) == targets.reshape(-1)).float().mean())
+    return float((outputs.reshape(len(outputs), -1).argmax(dim=1) == targets.reshape(-1)).double().mean())
 
 
 def _float_outputs(compiled: CompiledModel, floats: list[np.ndarray]):
