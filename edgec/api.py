@@ -13,6 +13,7 @@ Errors are edgec.EdgecError with the command line's one-line messages.
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import sys
 import tempfile
@@ -75,10 +76,12 @@ class CompiledModel:
     """A model compiled for one target: save its C, run the golden int8 simulator, verify the C,
     count its instructions, and report on it. Build one with edgec.compile."""
 
-    def __init__(self, compiled: pipeline.Compiled, name: str, report_samples: list[np.ndarray] | None = None):
+    def __init__(self, compiled: pipeline.Compiled, name: str, report_samples: list[np.ndarray] | None = None,
+                 module: torch.nn.Module | None = None):
         self.compiled = compiled
         self.name = name
         self._report_samples = report_samples
+        self._module = module  # a copy of the user's nn.Module, as compiled: runs whole batches
         self._report: dict | None = None
         self._bench: device.Bench | None = None
         self._layer_sqnr: list[dict] | None = None
@@ -294,7 +297,8 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
                                              progress=_progress if progress else None)
         compiled = pipeline.compile_for(quantized, target_info)
     samples = None if arrays is None else [x[:REPORT_SAMPLES] for x in arrays]
-    return CompiledModel(compiled, name, samples)
+    module = copy.deepcopy(model).eval() if isinstance(model, torch.nn.Module) else None
+    return CompiledModel(compiled, name, samples, module)
 
 
 def evaluate(compiled: CompiledModel, data, metric: Callable | None = None) -> Evaluation:
@@ -336,16 +340,31 @@ def top1_accuracy(outputs: torch.Tensor, targets: torch.Tensor) -> float:
 
 
 def _float_outputs(compiled: CompiledModel, floats: list[np.ndarray]):
-    """The float reference's outputs, sample by sample (the exported graph has the example's batch)."""
-    module = compiled.float_model()
-    shapes = [tuple(x.shape) for x in compiled.compiled.example_inputs]
-    outputs = []
+    """The float reference's outputs: the user's module (a copy, as compiled) on whole batches if
+    it takes them, else the exported graph sample by sample (it has the example's batch size)."""
     with torch.no_grad():
-        for k in range(len(floats[0])):
-            out = module(*(torch.from_numpy(x[k]).reshape(shape) for x, shape in zip(floats, shapes)))
-            outputs.append(tuple(out) if isinstance(out, (tuple, list)) else (out,))
+        if compiled._module is not None and compiled.compiled.float_module is not None:
+            try:
+                return _outputs_in_batches(compiled._module, floats)
+            except Exception:  # noqa: BLE001 -- e.g. a model written for batch size 1: per sample then
+                pass
+        module = compiled.float_model()
+        shapes = [tuple(x.shape) for x in compiled.compiled.example_inputs]
+        outputs = [_as_tuple(module(*(torch.from_numpy(x[k]).reshape(shape) for x, shape in zip(floats, shapes))))
+                   for k in range(len(floats[0]))]
     results = tuple(torch.cat([o[i] for o in outputs]) for i in range(len(outputs[0])))
     return results[0] if len(results) == 1 else results
+
+
+def _outputs_in_batches(module: torch.nn.Module, floats: list[np.ndarray], batch: int = 256):
+    outputs = [_as_tuple(module(*(torch.from_numpy(x[k:k + batch]) for x in floats)))
+               for k in range(0, len(floats[0]), batch)]
+    results = tuple(torch.cat([o[i] for o in outputs]) for i in range(len(outputs[0])))
+    return results[0] if len(results) == 1 else results
+
+
+def _as_tuple(output) -> tuple:
+    return tuple(output) if isinstance(output, (tuple, list)) else (output,)
 
 
 def inspect(model, example_inputs=None) -> "Inspection":
