@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import html
 import logging
 import sys
 import tempfile
@@ -259,10 +260,10 @@ class CompiledModel:
         """The HTML report (self-contained; memory timeline, per-layer time, flash, kernel and
         SQNR with plots); written to `path` if given. Returns the HTML."""
         from edgec.report import render_html_report
-        html = render_html_report(self.report_data())
+        page = render_html_report(self.report_data())
         if path is not None:
-            Path(path).write_text(html, encoding="utf-8")
-        return html
+            Path(path).write_text(page, encoding="utf-8")
+        return page
 
     def summary(self) -> str:
         """What `edgec build` prints, with the three most expensive layers."""
@@ -270,7 +271,9 @@ class CompiledModel:
         return text_summary(self.report_data())
 
     def _repr_html_(self) -> str:
-        return self.report()
+        """Jupyter shows the report in an iframe, so its page styles stay out of the notebook's."""
+        return (f'<iframe srcdoc="{html.escape(self.report(), quote=True)}" title="edgec report: {html.escape(self.name)}" '
+                f'style="width: 100%; height: 900px; border: 1px solid #e4e7eb; border-radius: 6px"></iframe>')
 
 
 def compile(model, example_inputs=None, *, calibration=None, target: str | Target = "cortex-m4",

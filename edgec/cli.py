@@ -167,7 +167,7 @@ def report(out_dir, html, bench_json, sqnr_json):
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--per-layer", is_flag=True, help="also print each layer's int8-vs-float SQNR")
 @click.option("--layers-json", type=click.Path(dir_okay=False),
-              help="with --per-layer, also write each layer's SQNR to this JSON file (for edgec report --sqnr)")
+              help="write each layer's SQNR (as --per-layer prints it) to this JSON file, for edgec report --sqnr")
 def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer, layers_json):
     """Check that the generated C's output equals the golden simulator's, byte for byte, and that
     every layer computes what the quantized program means (within a step of its Q/DQ graph)."""
@@ -197,7 +197,7 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
     reference = "float model" if compiled.float_module is not None else "the program's own Q/DQ graph in float"
     click.echo(f"int8 vs {reference}: output SQNR {summary['output_sqnr_db']:.1f} dB, "
                f"top-1 agreement {summary['top1_agreement']:.0%}, max |error| {summary['max_abs_error']:.4f}")
-    if per_layer:
+    if per_layer or layers_json:
         int8_values = [checks.golden_values(compiled.graph, row) for row in inputs]
         rows = sim.layer_sqnr(compiled.graph, floats_ref, int8_values)
         for row in rows:

@@ -130,7 +130,9 @@ def test_verify_on_cortex_m4_under_qemu(compiled, calibration):
 def test_report_and_summary(compiled):
     summary = compiled.summary()
     assert summary.startswith("factory for cortex-m4: ") and "most expensive layers (by MACs" in summary
-    html = compiled._repr_html_()
+    cell = compiled._repr_html_()  # the report, isolated from the notebook's styles
+    assert cell.startswith("<iframe srcdoc=\"&lt;!DOCTYPE html&gt;") and cell.endswith("</iframe>")
+    html = compiled.report()
     assert html.startswith("<!DOCTYPE html>") and 'class="bars bars-flash"' in html
     assert 'class="bars bars-sqnr"' in html  # SQNR measured on the first calibration samples
     assert "edgec_conv_s8" in html and "DSP extension" in html
@@ -262,3 +264,42 @@ def test_inspect_from_python_on_a_supported_model():
     assert result.ok and not result.unsupported
     assert {op.unit for op in result.operators} >= {"conv2d", "fully_connected"}
     assert "all supported" in str(result)
+
+
+def test_a_pt2e_quantized_exported_program_keeps_its_qparams():
+    """An ExportedProgram the user quantized with PT2E compiles in memory without calibration, and
+    evaluate compares the int8 model with that program's Q/DQ graph run in float."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    from edgec.quantize import EdgecQuantizer
+    program = torch.export.load(str(DIGITS / "digits.pt2"))
+    prepared = prepare_pt2e(program.module(), EdgecQuantizer())
+    for sample in np.load(DIGITS / "calib.npy")[:16]:
+        prepared(torch.from_numpy(sample[None]))
+    example = torch.from_numpy(np.load(DIGITS / "calib.npy")[:1])
+    quantized = torch.export.export(convert_pt2e(prepared), (example,))
+    compiled = edgec.compile(quantized, target="host", name="digits", progress=False)
+    assert compiled.compiled.float_module is None  # no calibration ran: the program's own qparams
+    test = np.load(DIGITS / "test.npz")
+    x = test["x"][:64]
+    assert compiled.run(x).shape == (64, 10)
+    result = edgec.evaluate(compiled, (x, test["y"][:64]))
+    assert result.reference == "Q/DQ program in float" and result.int8_value > 0.85
+    assert abs(result.difference) <= 0.05
+
+
+def test_edgec_report_takes_verify_per_layer_sqnr(tmp_path, capsys):
+    """The CLI's way to the same report: verify --layers-json, then report --sqnr."""
+    calib = tmp_path / "calib.npy"
+    np.save(calib, np.load(DIGITS / "calib.npy")[:8])
+    code, out, err = run_cli("verify", DIGITS / "digits.pt2", "--calib", calib, "--samples", "8", "--quiet",
+                             "--layers-json", tmp_path / "sqnr.json", capsys=capsys)
+    assert code == 0, err
+    code, out, err = run_cli("build", DIGITS / "digits.pt2", "--calib", calib, "--quiet", "-o", tmp_path / "out",
+                             capsys=capsys)
+    assert code == 0, err
+    assert "most expensive layers (by MACs" in out
+    code, out, err = run_cli("report", tmp_path / "out", "--sqnr", tmp_path / "sqnr.json", capsys=capsys)
+    assert code == 0, err
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert 'class="bars bars-sqnr"' in html and 'class="bars bars-flash"' in html and " dB</td>" in html
