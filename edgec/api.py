@@ -21,7 +21,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 import torch
@@ -29,6 +29,9 @@ import torch
 from edgec.errors import EdgecError
 from edgec.ir import to_stored, to_torch_order
 from edgec.targets import Target, get_target, parse_size
+
+if TYPE_CHECKING:
+    from edgec.inspection import Inspection
 
 # Float samples the report measures each layer's int8-vs-float SQNR on (from the calibration data).
 REPORT_SAMPLES = 16
@@ -134,7 +137,8 @@ class CompiledModel:
         tensors = [graph.tensors[name] for name in graph.inputs]
         if integer[0]:
             batches = [self._int_samples(a, t, i) for i, (a, t) in enumerate(zip(arrays, tensors))]
-            rows = [[to_stored(t, batch[k][None]) for batch, t in zip(batches, tensors)] for k in range(len(batches[0]))]
+            rows = [[to_stored(t, batch[k][None]) for batch, t in zip(batches, tensors)]
+                    for k in range(len(batches[0]))]
         else:
             batches = pipeline.per_input_samples(arrays, self.compiled.example_inputs, "run() input")
             rows = [[sim.quantize_input(graph, batch[k][None], i) for i, batch in enumerate(batches)]
@@ -239,7 +243,7 @@ class CompiledModel:
         `samples` (default: the first calibration samples) run through the golden simulator."""
         if samples is None and self._layer_sqnr is not None:
             return self._layer_sqnr
-        floats = self._float_samples(samples, REPORT_SAMPLES, "samples") if samples is not None else self._report_samples
+        floats = self._report_samples if samples is None else self._float_samples(samples, REPORT_SAMPLES, "samples")
         if floats is None:
             return []
         inputs = checks.quantized_inputs(self.graph, floats)
@@ -272,7 +276,8 @@ class CompiledModel:
 
     def _repr_html_(self) -> str:
         """Jupyter shows the report in an iframe, so its page styles stay out of the notebook's."""
-        return (f'<iframe srcdoc="{html.escape(self.report(), quote=True)}" title="edgec report: {html.escape(self.name)}" '
+        return (f'<iframe srcdoc="{html.escape(self.report(), quote=True)}" '
+                f'title="edgec report: {html.escape(self.name)}" '
                 f'style="width: 100%; height: 900px; border: 1px solid #e4e7eb; border-radius: 6px"></iframe>')
 
 

@@ -4,9 +4,9 @@ made from a build's report.json, for a person to open in a browser.
 It shows the summary, a timeline of the arena (x: execution step, y: arena offset; one rectangle
 per buffer over its lifetime and byte range, like TFLM's arena visualiser but for the whole run),
 per-layer bar charts (time: instructions from `edgec bench`, else MACs; flash constants; int8-vs-
-float SQNR when measured) and the per-layer table with the kernel each layer runs and why. A layer that runs in place hands its input's bytes over to its output in
-the middle of its column (a dashed line marks it), and a chain of such layers, one block of the
-plan, keeps one colour.
+float SQNR when measured) and the per-layer table with the kernel each layer runs and why. A layer
+that runs in place hands its input's bytes over to its output in the middle of its column (a
+dashed line marks it), and a chain of such layers, one block of the plan, keeps one colour.
 """
 from __future__ import annotations
 
@@ -87,9 +87,9 @@ def text_summary(report: dict) -> str:
     if top:
         total = sum(layer.get(measure, 0) for layer in layers) or 1
         unit = "instructions" if measure == "instructions" else "MACs"
-        lines.append(f"most expensive layers (by {unit}{'' if measure == 'instructions' else '; edgec bench counts instructions'}): "
-                     + ", ".join(f"{layer['name']} ({layer['op']}, {layer[measure]:,}, {100 * layer[measure] / total:.0f}%)"
-                                 for layer in top))
+        note = "" if measure == "instructions" else "; edgec bench counts instructions"
+        lines.append(f"most expensive layers (by {unit}{note}): " + ", ".join(
+            f"{layer['name']} ({layer['op']}, {layer[measure]:,}, {100 * layer[measure] / total:.0f}%)" for layer in top))
     return "\n".join(lines)
 
 
@@ -383,15 +383,18 @@ def layer_charts(report: dict) -> list[tuple[str, str]]:
 
 
 def bar_chart(kind: str, title: str, rows: list[tuple[dict, float]], fmt) -> tuple[str, str]:
+    """(title, SVG): a bar per (layer, value) row, scaled to the largest, labelled with the layer's
+    name and fmt(value); the tooltip adds the op."""
     height = len(rows) * (BAR_HEIGHT + BAR_GAP) + 8
     width = BAR_LABEL_WIDTH + BAR_WIDTH + BAR_VALUE_WIDTH
     top = max((value for _, value in rows), default=0) or 1
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" '
              f'class="bars bars-{kind}" role="img" aria-label="{escape(title)}">']
     for row, (layer, value) in enumerate(rows):
         y = 4 + row * (BAR_HEIGHT + BAR_GAP)
         bar = max(0.0, value) / top * BAR_WIDTH
-        label = f"{layer['name']}"
+        label = layer["name"]
         parts.append(f'<g><title>{escape(label)} ({escape(layer["op"])}): {escape(fmt(value))}</title>'
                      f'<text x="{BAR_LABEL_WIDTH - 8}" y="{y + BAR_HEIGHT - 3}" class="bar-label" text-anchor="end">'
                      f'{escape(label)}</text>'

@@ -66,7 +66,8 @@ def test_vww_report_in_headless_chromium(vww, tmp_path):
     dom = headless(page, "--dump-dom", cwd=tmp_path)
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert not [line for line in dom.stderr.splitlines() if CONSOLE_LINE.search(line)]
-    for css_class in ('class="timeline"', 'class="bars bars-time"', 'class="bars bars-flash"', 'class="bars bars-sqnr"'):
+    for css_class in ('class="timeline"', 'class="bars bars-time"', 'class="bars bars-flash"',
+                      'class="bars bars-sqnr"'):
         assert css_class in dom.stdout, css_class  # the browser parsed the inline SVG plots
 
 
