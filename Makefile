@@ -20,15 +20,17 @@ $(STAMP)/install-test: $(STAMP)/install
 install: $(STAMP)/install
 install-test: $(STAMP)/install-test toolchain
 
-# The Cortex-M cross compiler and emulator, and cmake for the firmware example (Debian packages).
+# The Cortex-M cross compiler and emulator, cmake for the firmware example, and headless Chromium
+# for the HTML report's browser test (Debian packages).
 toolchain:
-	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null && command -v cmake >/dev/null; then :; \
+	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null && command -v cmake >/dev/null \
+		&& command -v chromium >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ]; then \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-			gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake >/dev/null; \
+			gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake chromium >/dev/null; \
 	else \
-		echo "Cortex-M toolchain missing; run as root:"; \
-		echo "  apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake"; \
+		echo "Cortex-M toolchain or Chromium missing; run as root:"; \
+		echo "  apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake chromium"; \
 		exit 1; \
 	fi
 

@@ -131,13 +131,8 @@ def build(model, out_dir, calib, name, target, ram, flash, opt, html_report, qui
     check_output_dir(Path(out_dir))
     compiled = _compile(model, calib, _target(target, ram, flash, opt), quiet)
     report = emit(compiled, Path(out_dir), name)
-    click.echo(f"{out_dir}: {name} for {report['target']}: {len(report['layers'])} layers, "
-               f"{report['macs']:,} MACs, constants {report['weights_bytes']:,} B (flash)")
-    click.echo(f"arena {report['arena_bytes']:,} B (RAM; liveness bound {report['lower_bound_bytes']:,} B); "
-               f"{_peak_breakdown(report)}")
-    click.echo(f"in place: {report['in_place_layers']} layers (liveness bound without: "
-               f"{report['lower_bound_without_in_place_bytes']:,} B); kernel scratch {report['scratch_bytes']:,} B "
-               f"in {sum(1 for layer in report['layers'] if layer['scratch_bytes'])} layers")
+    from edgec.report import text_summary
+    click.echo(f"{out_dir}: {text_summary(report)}")
     for choice in compiled.choices:
         click.echo(choice)
     if html_report:
@@ -145,24 +140,23 @@ def build(model, out_dir, calib, name, target, ram, flash, opt, html_report, qui
         click.echo(f"report: {write_html_report(report, Path(out_dir) / 'report.html')}")
 
 
-def _peak_breakdown(report: dict) -> str:
-    """Which layer needs the most live bytes, and which buffers make them up."""
-    if not report["layers"]:
-        return "no layers"
-    step = max(range(len(report["layers"])), key=lambda i: report["layers"][i]["live_bytes"])
-    live = [b for b in report["buffers"] if b["first_layer"] <= step <= b["last_layer"]]
-    parts = " + ".join(f"{b['name']} {b['bytes']:,}" + (f" (over {b['overwrites']})" if b["overwrites"] else "")
-                       for b in sorted(live, key=lambda b: -b["bytes"]))
-    return f"peak {report['layers'][step]['live_bytes']:,} B at {report['layers'][step]['name']}: {parts}"
-
-
 @cli.command()
 @click.argument("out_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("-o", "--out", "html", type=click.Path(dir_okay=False), help="HTML file (default: OUT_DIR/report.html)")
-def report(out_dir, html):
-    """Write an HTML memory report (layer table, arena timeline) for a built directory."""
+@click.option("--bench", "bench_json", type=click.Path(exists=True, dir_okay=False),
+              help="per-layer instructions from `edgec bench --json` (same model and target)")
+@click.option("--sqnr", "sqnr_json", type=click.Path(exists=True, dir_okay=False),
+              help="per-layer SQNR from `edgec verify --layers-json`")
+def report(out_dir, html, bench_json, sqnr_json):
+    """Write the HTML report for a built directory: arena timeline, per-layer flash, kernel and
+    why, and with --bench/--sqnr per-layer instructions and int8-vs-float SQNR, as inline SVG plots."""
+    import json
+
     from edgec.report import write_html_report
-    click.echo(write_html_report(Path(out_dir), Path(html) if html else Path(out_dir) / "report.html"))
+    bench = json.loads(Path(bench_json).read_text()) if bench_json else None
+    sqnr = json.loads(Path(sqnr_json).read_text()) if sqnr_json else None
+    click.echo(write_html_report(Path(out_dir), Path(html) if html else Path(out_dir) / "report.html",
+                                 bench=bench, sqnr=sqnr))
 
 
 @cli.command()
@@ -175,7 +169,9 @@ def report(out_dir, html):
 @_target_options
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--per-layer", is_flag=True, help="also print each layer's int8-vs-float SQNR")
-def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer):
+@click.option("--layers-json", type=click.Path(dir_okay=False),
+              help="write each layer's SQNR (as --per-layer prints it) to this JSON file, for edgec report --sqnr")
+def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer, layers_json):
     """Check that the generated C's output equals the golden simulator's, byte for byte, and that
     every layer computes what the quantized program means (within a step of its Q/DQ graph)."""
     _quiet_torch()
@@ -204,10 +200,14 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
     reference = "float model" if compiled.float_module is not None else "the program's own Q/DQ graph in float"
     click.echo(f"int8 vs {reference}: output SQNR {summary['output_sqnr_db']:.1f} dB, "
                f"top-1 agreement {summary['top1_agreement']:.0%}, max |error| {summary['max_abs_error']:.4f}")
-    if per_layer:
+    if per_layer or layers_json:
         int8_values = [checks.golden_values(compiled.graph, row) for row in inputs]
-        for row in sim.layer_sqnr(compiled.graph, floats_ref, int8_values):
+        rows = sim.layer_sqnr(compiled.graph, floats_ref, int8_values)
+        for row in rows:
             click.echo(f"  {row['layer']:<28} {row['op']:<18} SQNR {row['sqnr_db']:6.1f} dB")
+        if layers_json:
+            import json
+            Path(layers_json).write_text(json.dumps(rows, indent=2) + "\n")
     checked = checks.check_against_reference(compiled, floats)
     click.echo(f"OK: all {checked} checked layers within {checks.LAYER_TOLERANCE_STEPS} step (1 + M/2 where "
                f"M = s_in*s_w/s_out > 1) of the program's Q/DQ graph run in float, fed its values")
@@ -246,6 +246,20 @@ def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, 
         raise EdgecError(f"the output on {target} differs from the golden simulator's; "
                          f"run edgec verify --target {target}")
     click.echo(json.dumps(result.to_json(), indent=2) if as_json else device.format_table(result, name))
+
+
+@cli.command()
+@click.argument("model")
+def inspect(model):
+    """List MODEL's operators before any calibration: the supported ones (the edgec unit lowering
+    each, any use beyond its limits) and the unsupported ones, with module path and source line.
+    Exits 1 if some use cannot be compiled."""
+    _quiet_torch()
+    from edgec.inspection import inspect_model
+    result = inspect_model(model)
+    click.echo(str(result))
+    if not result.ok:
+        sys.exit(1)
 
 
 def main():

@@ -53,23 +53,39 @@ class Compiled(Quantized):
     choices: list[str] = field(default_factory=list)  # what target-level choices were made and why
 
 
-def compile_model(spec: str, *, calibration, target: str = "host",
+def compile_model(spec, *, calibration, target: str | Target = "host", example_inputs=None,
                   progress: Callable | None = None, warn: Callable[[str], None] = print) -> Compiled:
-    return compile_for(quantize_model(spec, calibration=calibration, progress=progress, warn=warn), target)
+    return compile_for(quantize_model(spec, calibration=calibration, example_inputs=example_inputs,
+                                      progress=progress, warn=warn), target)
 
 
-def quantize_model(spec: str, *, calibration, progress: Callable | None = None,
+def quantize_model(spec, *, calibration, example_inputs=None, progress: Callable | None = None,
                    warn: Callable[[str], None] = print) -> Quantized:
-    """load -> export -> normalize -> fold BN -> quantize (or keep a program's own Q/DQ)."""
-    loaded = frontend.load(spec)
-    check_finite(loaded.module, loaded.origin)
-    module = fold_batchnorm(normalize(loaded.module))
-    check_supported(module, loaded.origin)
+    """load -> export -> normalize -> fold BN -> quantize (or keep a program's own Q/DQ).
+    `spec`: anything frontend.load takes (a .pt2 path, 'file.py:factory', an ExportedProgram, or
+    an nn.Module with `example_inputs`)."""
+    loaded, module = prepare(spec, example_inputs)
+    return quantize_loaded(loaded, module, calibration=calibration, progress=progress, warn=warn)
+
+
+def quantize_loaded(loaded: frontend.LoadedModel, module: GraphModule, *, calibration,
+                    progress: Callable | None = None, warn: Callable[[str], None] = print) -> Quantized:
+    """quantize_model after `prepare`: calibrate and quantize (or keep a program's own Q/DQ)."""
     if is_quantized(module):
         return Quantized(loaded.origin, loaded.example_inputs, None, module)
     samples = calibration_samples(calibration, loaded.example_inputs, warn)
     float_module = copy.deepcopy(module)
     return Quantized(loaded.origin, loaded.example_inputs, float_module, quantize(module, samples, progress))
+
+
+def prepare(spec, example_inputs=None) -> tuple[frontend.LoadedModel, GraphModule]:
+    """load -> export -> normalize -> fold BN, and every unsupported operator reported at once:
+    all that happens before calibration."""
+    loaded = frontend.load(spec, example_inputs)
+    check_finite(loaded.module, loaded.origin)
+    module = fold_batchnorm(normalize(loaded.module))
+    check_supported(module, loaded.origin)
+    return loaded, module
 
 
 def compile_for(quantized: Quantized, target: str | Target = "host") -> Compiled:
@@ -179,10 +195,13 @@ def calibration_samples(calibration, example_inputs: tuple, warn) -> list[tuple]
 
 
 def per_input_samples(data, example_inputs: tuple, what: str) -> list[np.ndarray]:
-    """Float samples as one [N, ...] array per model input: `data` is an array (a one-input
-    model), a list of arrays in input order, or a dict of arrays (an .npz: its one known key for a
-    one-input model, else one array per input in file order)."""
+    """Float samples as one [N, ...] array per model input: `data` is an array or a tensor (a
+    one-input model), a list of them in input order, a dict of arrays (an .npz: its one known key
+    for a one-input model, else one array per input in file order), or any other iterable of
+    batches (a DataLoader: see batches_to_arrays)."""
     count = len(example_inputs)
+    if _is_batch_iterable(data):
+        data = batches_to_arrays(data, count, what)
     if isinstance(data, dict):
         if count == 1:
             key = next((k for k in ("x", "calib", "inputs", "data") if k in data), next(iter(data)))
@@ -201,9 +220,40 @@ def per_input_samples(data, example_inputs: tuple, what: str) -> list[np.ndarray
     return per
 
 
+def _is_batch_iterable(data) -> bool:
+    return not isinstance(data, (np.ndarray, torch.Tensor, dict, list, tuple, str, bytes)) and hasattr(data, "__iter__")
+
+
+def batches_to_arrays(batches, count: int, what: str) -> list[np.ndarray]:
+    """An iterable of batches (a DataLoader, a generator) as one [N, ...] array per model input.
+    A batch is an array or tensor (a one-input model), or a tuple/list whose first `count` items
+    are the model's inputs (what follows, e.g. the labels, is ignored)."""
+    per: list[list[np.ndarray]] = [[] for _ in range(count)]
+    for index, batch in enumerate(batches):
+        items = list(batch)[:count] if isinstance(batch, (tuple, list)) else [batch]
+        if len(items) != count:
+            raise EdgecError(f"{what}: batch {index} has {len(items)} item{'s' if len(items) != 1 else ''}; "
+                             f"the model has {count} inputs")
+        for arrays, item in zip(per, items):
+            arrays.append(as_array(item))
+    if not per[0]:
+        raise EdgecError(f"{what}: the iterable gave no batches")
+    try:
+        return [np.concatenate(arrays) for arrays in per]
+    except ValueError as exc:
+        raise EdgecError(f"{what}: batches of different sample shapes ({exc})") from None
+
+
+def as_array(data) -> np.ndarray:
+    """A tensor (on any device, with or without grad) or anything array-like, as a numpy array."""
+    if isinstance(data, torch.Tensor):
+        return data.detach().cpu().numpy()
+    return np.asarray(data)
+
+
 def as_samples(data: np.ndarray, input_shape: tuple, what: str) -> np.ndarray:
     """[N, *input_shape[1:]] (or [N, *input_shape]) float samples, or a clear error."""
-    data = np.asarray(data)
+    data = as_array(data)
     if data.dtype.kind not in "fiu":
         raise EdgecError(f"{what} must be numeric, got dtype {data.dtype}")
     per_sample = tuple(input_shape[1:])
