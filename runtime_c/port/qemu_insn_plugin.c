@@ -568,7 +568,8 @@ static uint64_t issue_cycles(const timed_insn *prev, const timed_insn *cur, int 
             cycles -= 1;
         }
     }
-    if (prev && params.load_use_stall && prev->kind == KIND_LOAD && (cur->src & prev->dst)) {
+    if (prev && params.load_use_stall && prev->kind == KIND_LOAD &&
+        ((cur->kind == KIND_STORE ? cur->addr : cur->src) & prev->dst)) { /* a store's data is read late */
         cycles += params.load_use_stall;
     }
     t.prev_paired = paired;
