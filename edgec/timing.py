@@ -52,7 +52,7 @@ class Cost:
 
 _DP = (r"adcs?|adds?|addw|adr|ands?|asrs?|bics?|bfc|bfi|clz|cmn|cmp|eors?|lsls?|lsrs?|movs?|movw|movt|mvns?|negs?|"
        r"orns?|orrs?|rbit|rev|rev16|revsh|rors?|rrxs?|rsbs?|sbcs?|sbfx|subs?|subw|teq|tst|ubfx|"
-       r"[su]xt[ab]|[su]xt[ab]16|[su]xta[bh]|[su]xtab16|pkhbt|pkhtb|sel|ssat|usat|ssat16|usat16|"
+       r"[su]xt[bh]|[su]xtb16|[su]xta[bh]|[su]xtab16|pkhbt|pkhtb|sel|ssat|usat|ssat16|usat16|"
        r"[su]?q?h?(add|sub)(8|16)|[su]?q?h?(asx|sax)|q(d)?(add|sub)|usada?8|nop|it[te]{0,3}|"
        r"cps(ie|id)|mrs|msr|dmb|dsb|isb|sev|wfe|wfi|yield|bkpt|svc|udf|vmov|vmrs|vmsr|csel|csinc|csinv|csneg|"
        r"cset|csetm|cinc|cinv|cneg|sqrshr|uqrshl|sqshl|uqshl|srshr|urshr|asrl|lsll|lsrl|sqrshrl|uqrshll|"
@@ -205,15 +205,20 @@ def _register_list(operands: str) -> list[str]:
 
 
 def cost_of(mnemonic: str) -> Cost | None:
-    """The COSTS row of a disassembled mnemonic (any condition, width and data-type suffix)."""
+    """The COSTS row of a disassembled mnemonic (any condition, width and data-type suffix, and
+    Helium's VPT-block suffix: `vldrbt` is a `vldrb` predicated "then")."""
     base = mnemonic.lower().split(".")[0]
-    for candidate in (base, base[:-2] if base.endswith(_CONDITIONS) and len(base) > 2 else None):
-        if not candidate:
-            continue
-        for cost, pattern in _COMPILED:
+    candidates = [base]
+    if base.endswith(_CONDITIONS) and len(base) > 2:
+        candidates.append(base[:-2])
+    if base.startswith("v") and base.endswith(("t", "e")):
+        candidates.append(base[:-1])
+    *specific, (catch_all, catch_all_pattern) = _COMPILED  # the last row takes any other V mnemonic
+    for candidate in candidates:
+        for cost, pattern in specific:
             if pattern.fullmatch(candidate):
                 return cost
-    return None
+    return catch_all if any(catch_all_pattern.fullmatch(c) for c in candidates) else None
 
 
 @dataclass(frozen=True)
@@ -223,7 +228,8 @@ class Timed:
     size: int
     kind: int
     cycles: int
-    dst: int    # registers written (bit i = ri)
+    dst: int    # registers written (bit i = ri); not a base register's writeback, which the address
+                #   stage computes early (M4 TRM 3.3.2 delays only on a load's destination)
     src: int    # registers read
     addr: int   # registers forming a memory address
 
@@ -237,6 +243,8 @@ def classify(address: int, size: int, mnemonic: str, operands: str, core: Core) 
     vector = kind in (VMEM, VALU, VMAC)
     if vector and not re.search(r"\bq\d", operands):  # a VFP instruction sharing a V mnemonic
         kind, base, per_reg = ALU, 1, 0
+    if kind == ALU and mnemonic.lower().startswith("vmov") and re.search(r"\bq\d", operands):
+        kind, base, per_reg = VALU, *getattr(COSTS[-1], core.costs)  # a Helium move
     if kind == ALU and mnemonic.lower().startswith(("vldr", "vstr")):
         kind = LOAD if mnemonic.lower().startswith("vldr") else STORE
     registers = _REGISTER.findall(operands)
@@ -259,7 +267,10 @@ def classify(address: int, size: int, mnemonic: str, operands: str, core: Core) 
         inside = operands[operands.index("["):] if "[" in operands else ""
         addr = _mask(_REGISTER.findall(inside))
         cycles = math.ceil(base)
-        if kind in (LOAD, MULTI) and mnemonic.lower().startswith(("ldr", "vldr", "lda")):
+        if kind in (VMEM, VALU, VMAC):  # Q registers are not tracked; a reduction writes a scalar
+            dst = _mask(registers[:1]) if kind != VMEM and re.match(r"\s*r", operands) else 0
+            src = _mask(registers)
+        elif kind in (LOAD, MULTI) and mnemonic.lower().startswith(("ldr", "vldr", "lda")):
             written = _REGISTER.findall(operands[:operands.index("[")] if "[" in operands else operands)
             dst, src = _mask(written), addr
         elif kind in (STORE, MULTI) or mnemonic.lower().startswith(("cmp", "cmn", "tst", "teq", "cb", "b", "it",
@@ -275,8 +286,6 @@ def classify(address: int, size: int, mnemonic: str, operands: str, core: Core) 
                 src = _mask(registers[2:]) | (dst if "la" in mnemonic.lower() or "aal" in mnemonic.lower() else 0)
             elif re.match(r"(mla|mls|sml|smml|usada|vmladava|vmlava|vaddva)", mnemonic.lower()):
                 src |= dst
-    if "!" in operands:  # writeback of the base register
-        dst |= addr & ~(1 << PC)
     if dst & (1 << PC) and kind not in (BRANCH,):
         kind = BRANCH if kind in (ALU, MAC) else kind
     return Timed(address, size, kind, cycles, dst & 0xFFFF, src & 0xFFFF, addr & 0xFFFF)

@@ -155,7 +155,7 @@ def test_decoding_of_register_lists_branches_and_helium():
     pop = timing.classify(0x100, 2, "pop", "{r4, r5, r6, pc}", core)
     assert (pop.kind, pop.cycles, pop.dst) == (timing.MULTI, 1 + 4, 0b1000000001110000)
     push = timing.classify(0x100, 4, "stmdb", "sp!, {r4, r5, r6, r7, r8, r9, sl, fp, lr}", core)
-    assert push.cycles == 1 + 9 and push.dst == 1 << 13
+    assert push.cycles == 1 + 9 and push.dst == 0 and push.addr == 1 << 13
     assert timing.classify(0, 2, "bne.n", "1c <x>", core).kind == timing.BRANCH
     assert timing.classify(0, 4, "ldrd", "r2, r4, [r0, #8]", core).cycles == 3
     ldr = timing.classify(0, 4, "ldr.w", "r0, [r1, r2, lsl #2]", core)
