@@ -6,6 +6,7 @@ Every region holds its body plus the call site of bench_end (`movs r0, #0` + `bl
 region measures that call site, which is subtracted (and checked itself)."""
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,24 @@ def test_decoding_of_register_lists_branches_and_helium():
 def test_the_timing_document_is_generated_from_the_model():
     doc = Path(__file__).resolve().parent.parent / "docs" / "timing-model.md"
     assert doc.read_text() == timing.document(), "run python scripts/write_timing_doc.py"
+
+
+@pytest.mark.parametrize("api", [1, 2])
+def test_timed_plugin_under_both_plugin_api_versions(api, tmp_path):
+    """The cycle model on the stand-in loaders of QEMU 7.2 (API 1) and 9.x (API 2) of
+    tests/test_port.py, over its fixed guest trace: every instruction 1 cycle, each of the 8 jumps
+    of the trace a refill of 2; the markers' cycles are tallied apart, like their instructions."""
+    from tests.test_port import FAKE_TRACE_COUNTS, fake_host
+
+    addresses = [0x10, 0x12, 0x14, 0x100, 0x20, 0x22, 0x24, 0x26, 0x200, 0x30]
+    table = tmp_path / "timing.txt"
+    table.write_text("param refill 2\n" + "".join(f"{a:x} 2 {timing.ALU} 1 0 0 0\n" for a in addresses))
+    out = tmp_path / "counts.txt"
+    result = subprocess.run([fake_host(api, tmp_path), toolchain.build_insn_plugin(), "begin=0x100", "end=0x200",
+                             f"out={out}", f"timing={table}"], capture_output=True, text=True, check=False)
+
+    assert result.returncode == 0, result.stderr
+    assert out.read_text() == "total 20\ncycles 36\nuntimed 0\nbegin 3 5\nend 7 11\nbegin 7 11\nend 15 23\n"
+    counts = toolchain.parse_plugin_output(out.read_text())
+    assert counts["insns"] == toolchain.parse_plugin_output(FAKE_TRACE_COUNTS)["insns"] == [4, 8]
+    assert counts["cycles"] == [4 + 2, 4 + 2 + 4 + 2]

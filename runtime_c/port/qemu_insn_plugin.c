@@ -4,10 +4,12 @@
  *     gcc -shared -fPIC -O2 -o libedgec_insn.so qemu_insn_plugin.c
  * Run:
  *     qemu-system-arm ... -plugin ./libedgec_insn.so,begin=0xADDR,end=0xADDR,out=PATH
- *                         [,begin_size=N,end_size=N,pcs=PATH]
+ *                         [,begin_size=N,end_size=N,pcs=PATH,timing=PATH]
  * begin/end are the (even) addresses of bench_begin()/bench_end(), sizes their byte lengths
  * (default 2: a single 16-bit `bx lr`). pcs=PATH also writes how often each instruction address
- * ran (`edgec bench --profile` sums them per function).
+ * ran (`edgec bench --profile` sums them per function). timing=PATH (a table written by
+ * edgec.timing) also estimates cycles with a model of the core and its memory system (see "The
+ * cycle model" below); the instruction counts are the same with or without it.
  *
  * What is counted: every executed guest instruction gets an inline counter increment placed
  * before it, so counts are exact (not sampled, not per-block estimates) and identical run to
@@ -19,7 +21,10 @@
  * of the marker bodies is included.
  *
  * Output, written to `out` when QEMU exits: "total N" (every executed instruction, markers
- * included), then one "begin C" or "end C" line per marker entry, in execution order. The guest
+ * included), then one "begin C" or "end C" line per marker entry, in execution order. With
+ * timing=PATH, "cycles N" (modelled cycles, markers included) and "untimed N" (executed
+ * instructions missing from the table) follow "total", and each marker line ends with the
+ * modelled cycles of the counted instructions so far: "begin C CYCLES". The guest
  * does not pass the marker's id here: the i-th begin/end pair is the i-th region the program
  * bracketed.
  *
