@@ -44,10 +44,11 @@ class Cost:
     name: str
     kind: int
     mnemonics: str           # regular expression over the mnemonic (condition and .w/.n stripped)
-    m4: tuple[float, float]  # (base, per register); Cortex-M33 uses the M4 figures (see CORES)
-    m7: tuple[float, float]
-    m55: tuple[float, float]
+    m4: tuple[float, float] | None  # (base, per register); Cortex-M33 uses the M4 figures (see CORES);
+    m7: tuple[float, float] | None  #   None: the core does not have the instruction
+    m55: tuple[float, float] | None
     source: str
+    operands: str = ""       # if given, a regular expression the operands must contain for this row
 
 
 _DP = (r"adcs?|adds?|addw|adr|ands?|asrs?|bics?|bfc|bfi|clz|cmn|cmp|eors?|lsls?|lsrs?|movs?|movw|movt|mvns?|negs?|"
@@ -73,7 +74,11 @@ COSTS = (
          r"ldr(b|h|sb|sh|ex|exb|exh|t|bt|ht|sbt|sht)?|vldr|lda(b|h|ex|exb|exh)?",
          (2, 0), (1, 0), (1, 0), f"{M4_TRM}: 2; {M4_TRM_LS}: 1 when it follows a load single whose destination "
          "it does not use as an address (pipelined); M7/M55: 1 issue + 1 load-use stall, " + APPROX),
-    Cost("store single STR/STRB/STRH/STREX, VSTR (FP)", STORE,
+    Cost("store single with an immediate offset STR/STRB/STRH Rt, [Rn, #imm]", STORE,
+         r"str(b|h|t|bt|ht)?|vstr",
+         (1, 0), (1, 0), (1, 0), f"{M4_TRM_LS}: 'STR Rx,[Ry,#imm] is always one cycle' (the store completes "
+         "while the next instruction executes); M7/M55: 1, " + APPROX, operands=r"\[\s*\w+\s*(,\s*#[^\]]*)?\]"),
+    Cost("store single, other addressing (register offset, STREX...)", STORE,
          r"str(b|h|ex|exb|exh|t|bt|ht)?|vstr|stl(b|h|ex|exb|exh)?",
          (2, 0), (1, 0), (1, 0), f"{M4_TRM}: 2; {M4_TRM_LS}: 1 when it follows a load single (nothing "
          "pipelines after a store); M7/M55: 1, " + APPROX),
@@ -88,20 +93,20 @@ COSTS = (
     Cost("table branch TBB/TBH", BRANCH, r"tb[bh]",
          (2, 0), (2, 0), (2, 0), f"{M4_TRM}: 2+P; {M4_TRM_LS} says at least 6 with the refill"),
     Cost("low-overhead loop start DLS/DLSTP/WLS/WLSTP", LOOP_START, r"dlstp(\.\d+)?|dls|wlstp(\.\d+)?|wls",
-         (1, 0), (1, 0), (1, 0), "Cortex-M55: 1 (+P when WLS skips the loop), " + APPROX),
+         None, None, (1, 0), "Cortex-M55: 1 (+P when WLS skips the loop), " + APPROX),
     Cost("low-overhead loop end LE/LETP", LOOP_END, r"le|letp",
-         (1, 0), (1, 0), (1, 0), "Cortex-M55 TRM loop cache: 0 when the loop end is cached (the previous LE "
+         None, None, (1, 0), "Cortex-M55 TRM loop cache: 0 when the loop end is cached (the previous LE "
          "executed was this one), else 1 (+P when it loops); " + APPROX),
     Cost("Helium load/store VLDRB/H/W, VSTRB/H/W, VLD2x/VLD4x, VST2x/VST4x", VMEM,
          r"vldr[bhwd](\.\w+)?|vstr[bhwd](\.\w+)?|vld[24][0-3](\.\w+)?|vst[24][0-3](\.\w+)?",
-         (2, 0), (2, 0), (2, 0), f"{M55_BEATS}: 2 cycles; overlaps the previous vector instruction of another "
+         None, None, (2, 0), f"{M55_BEATS}: 2 cycles; overlaps the previous vector instruction of another "
          "class by 1"),
     Cost("Helium multiply / multiply-accumulate (VMLA, VMLADAV, VMUL, VQDMULH...)", VMAC,
          r"v(r?mla|mls|r?mlal|mlsl|rmlal)[a-z]*|vq?r?d?mul[a-z]*|vq?r?dml[as][a-z]*|vfm[as]|vfmas|vmul",
-         (2, 0), (2, 0), (2, 0), f"{M55_BEATS}: 2 cycles; overlaps the previous vector instruction of another "
+         None, None, (2, 0), f"{M55_BEATS}: 2 cycles; overlaps the previous vector instruction of another "
          "class by 1"),
     Cost("Helium other vector instructions (add, shift, compare, move, reduce, VPT...)", VALU, r"v[a-z0-9]+",
-         (2, 0), (2, 0), (2, 0), f"{M55_BEATS}: 2 cycles; overlaps the previous vector instruction of another "
+         None, None, (2, 0), f"{M55_BEATS}: 2 cycles; overlaps the previous vector instruction of another "
          "class by 1"),
 )
 
@@ -204,9 +209,9 @@ def _register_list(operands: str) -> list[str]:
     return names
 
 
-def cost_of(mnemonic: str) -> Cost | None:
+def cost_of(mnemonic: str, operands: str = "") -> Cost | None:
     """The COSTS row of a disassembled mnemonic (any condition, width and data-type suffix, and
-    Helium's VPT-block suffix: `vldrbt` is a `vldrb` predicated "then")."""
+    Helium's VPT-block suffix: `vldrbt` is a `vldrb` predicated "then") with its operands."""
     base = mnemonic.lower().split(".")[0]
     candidates = [base]
     if base.endswith(_CONDITIONS) and len(base) > 2:
@@ -216,7 +221,7 @@ def cost_of(mnemonic: str) -> Cost | None:
     *specific, (catch_all, catch_all_pattern) = _COMPILED  # the last row takes any other V mnemonic
     for candidate in candidates:
         for cost, pattern in specific:
-            if pattern.fullmatch(candidate):
+            if pattern.fullmatch(candidate) and (not cost.operands or re.search(cost.operands, operands)):
                 return cost
     return catch_all if any(catch_all_pattern.fullmatch(c) for c in candidates) else None
 
@@ -236,10 +241,10 @@ class Timed:
 
 def classify(address: int, size: int, mnemonic: str, operands: str, core: Core) -> Timed:
     """The static timing of one instruction on `core`. Unknown mnemonics cost 1 (ALU)."""
-    cost = cost_of(mnemonic)
     operands = operands.split(";")[0].split("@")[0].strip()
+    cost = cost_of(mnemonic, operands)
     kind = cost.kind if cost else ALU
-    base, per_reg = getattr(cost, core.costs) if cost else (1, 0)
+    base, per_reg = (getattr(cost, core.costs) if cost else None) or (1, 0)  # None: not on this core
     vector = kind in (VMEM, VALU, VMAC)
     if vector and not re.search(r"\bq\d", operands):  # a VFP instruction sharing a V mnemonic
         kind, base, per_reg = ALU, 1, 0
@@ -360,7 +365,9 @@ def milliseconds(cycles: int, mhz: float) -> float:
 
 def document() -> str:
     """docs/timing-model.md: COSTS, CORES and MEMORY as tables."""
-    def cycles(pair: tuple[float, float]) -> str:
+    def cycles(pair: tuple[float, float] | None) -> str:
+        if pair is None:
+            return "-"
         base, per_reg = pair
         return f"{base:g}" if not per_reg else f"{base:g}+{'N' if per_reg == 1 else f'N*{per_reg:g}'}"
 

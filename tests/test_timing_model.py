@@ -18,7 +18,8 @@ DATA = Path(__file__).resolve().parent / "data" / "port"
 SOURCES = [DATA / "timing_micro_main.c", DATA / "timing_micro.S"]
 REGIONS = ["empty", "ldr_independent", "ldr_chase", "ldr_use", "ldrd_x4",
            *(f"ldm_stm_{n}" for n in range(1, 9)), "branch_taken", "branch_untaken", "smlad_chain",
-           "mul_umull_sdiv", "alu_independent", "alu_chain", "flash_fetch", "flash_fetch_again", "flash_data"]
+           "mul_umull_sdiv", "alu_independent", "alu_chain", "flash_fetch", "flash_fetch_again", "flash_data",
+           "str_immediate", "str_register"]
 HELIUM_REGIONS = ["helium_overlap", "helium_no_overlap", "helium_straight"]
 
 M4_TABLE = "M4 TRM table 3-1"
@@ -44,6 +45,8 @@ M4_EXPECTED = {
     "flash_fetch": (32, f"{M4_TABLE}: ADD.W 1"),
     "flash_fetch_again": (32, f"{M4_TABLE}: ADD.W 1"),
     "flash_data": (2 + 15 * 1, f"{M4_TABLE}: LDR 2, {M4_LS}: the next 15 pipelined, 1 each"),
+    "str_immediate": (4 * 1, f"{M4_LS}: STR Rx,[Ry,#imm] is always one cycle"),
+    "str_register": (1 + 4 * 2, f"{M4_TABLE}: MOV 1, STR 2 (register offset; nothing pipelines after a store)"),
 }
 M55_EXPECTED = {  # scalar figures: timing.COSTS column m55; Helium: beat-wise execution, dual beat
     "ldr_independent": (8, "M55 scalar LDR 1, independent"),

@@ -176,6 +176,22 @@ REGION flash_data
     .endr
 END
 
+/* 4 stores with an immediate offset, then 4 with a register offset (r6 = 0). */
+REGION str_immediate
+    str r5, [r4, #0]
+    str r5, [r4, #4]
+    str r5, [r4, #8]
+    str r5, [r4, #12]
+END
+
+REGION str_register
+    movs r6, #0
+    str r5, [r4, r6]
+    str r5, [r4, r6]
+    str r5, [r4, r6]
+    str r5, [r4, r6]
+END
+
 #if defined(__ARM_FEATURE_MVE)
 /* Helium: 32 int8 values widened to int16, multiplied and accumulated, 8 a vector: 4 iterations
  * of a tail-predicated low-overhead loop. With overlap: VLDRB then VMLADAVA (two classes); without:

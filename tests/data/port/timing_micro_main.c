@@ -24,6 +24,8 @@ void alu_independent(void *buffer);
 void alu_chain(void *buffer);
 void flash_fetch(void *buffer);
 void flash_data(const void *constants);
+void str_immediate(void *buffer);
+void str_register(void *buffer);
 void helium_overlap(void *buffer);
 void helium_no_overlap(void *buffer);
 void helium_straight(void *buffer);
@@ -44,6 +46,8 @@ int main(void)
         routines[i](buffer);
     }
     flash_data(constants);
+    str_immediate(buffer);
+    str_register(buffer);
 #if defined(__ARM_FEATURE_MVE)
     helium_overlap(buffer);
     helium_no_overlap(buffer);
