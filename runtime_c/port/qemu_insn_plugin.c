@@ -586,8 +586,8 @@ static void charge(const exec_site *site, uint64_t cycles)
     t.cycles[site->in_marker] += cycles;
 }
 
-/* Settles the previous instruction: adds the refill when `next` (NULL at exit) does not follow
- * it, i.e. it branched -- except a loop end the loop cache held. Returns whether it branched. */
+/* Settles the previous instruction: adds the refill when `next` does not follow it, i.e. it
+ * branched -- except a loop end the loop cache held. Returns whether it branched. */
 static int settle_previous(const timed_insn *next)
 {
     const timed_insn *prev;
@@ -596,7 +596,7 @@ static int settle_previous(const timed_insn *next)
         return 0;
     }
     prev = t.prev->timing;
-    if (!next || next->address == prev->address + prev->size) {
+    if (next->address == prev->address + prev->size) {
         return 0;
     }
     if (prev->kind == KIND_LOOP_END && t.prev_cached_loop) {
@@ -696,8 +696,7 @@ static void write_results(FILE *f)
 {
     size_t i;
     fprintf(f, "total %" PRIu64 "\n", counter_value(counted_insns) + counter_value(marker_insns));
-    if (timing_path) {
-        settle_previous(NULL);
+    if (timing_path) { /* the last instruction ran to the end: nothing left to settle */
         fprintf(f, "cycles %" PRIu64 "\nuntimed %" PRIu64 "\n", now(), t.untimed);
     }
     for (i = 0; i < event_count; ++i) {
