@@ -239,17 +239,23 @@ class Timed:
     addr: int   # registers forming a memory address
 
 
+def _cycles_on(cost: Cost | None, core: Core) -> tuple[float, float]:
+    """(base, per register) of a COSTS row on `core`; 1 cycle for an unknown mnemonic or one the
+    core does not have."""
+    return (getattr(cost, core.costs) if cost else None) or (1, 0)
+
+
 def classify(address: int, size: int, mnemonic: str, operands: str, core: Core) -> Timed:
     """The static timing of one instruction on `core`. Unknown mnemonics cost 1 (ALU)."""
     operands = operands.split(";")[0].split("@")[0].strip()
     cost = cost_of(mnemonic, operands)
     kind = cost.kind if cost else ALU
-    base, per_reg = (getattr(cost, core.costs) if cost else None) or (1, 0)  # None: not on this core
-    vector = kind in (VMEM, VALU, VMAC)
-    if vector and not re.search(r"\bq\d", operands):  # a VFP instruction sharing a V mnemonic
+    base, per_reg = _cycles_on(cost, core)
+    helium = re.search(r"\bq\d", operands) is not None
+    if kind in (VMEM, VALU, VMAC) and not helium:  # a VFP instruction sharing a V mnemonic
         kind, base, per_reg = ALU, 1, 0
-    if kind == ALU and mnemonic.lower().startswith("vmov") and re.search(r"\bq\d", operands):
-        kind, base, per_reg = VALU, *getattr(COSTS[-1], core.costs)  # a Helium move
+    if kind == ALU and mnemonic.lower().startswith("vmov") and helium:
+        kind, (base, per_reg) = VALU, _cycles_on(COSTS[-1], core)  # a Helium move
     if kind == ALU and mnemonic.lower().startswith(("vldr", "vstr")):
         kind = LOAD if mnemonic.lower().startswith("vldr") else STORE
     registers = _REGISTER.findall(operands)
@@ -278,8 +284,7 @@ def classify(address: int, size: int, mnemonic: str, operands: str, core: Core) 
         elif kind in (LOAD, MULTI) and mnemonic.lower().startswith(("ldr", "vldr", "lda")):
             written = _REGISTER.findall(operands[:operands.index("[")] if "[" in operands else operands)
             dst, src = _mask(written), addr
-        elif kind in (STORE, MULTI) or mnemonic.lower().startswith(("cmp", "cmn", "tst", "teq", "cb", "b", "it",
-                                                                      "vstr", "tb")):
+        elif kind in (STORE, MULTI, BRANCH) or mnemonic.lower().startswith(("cmp", "cmn", "tst", "teq", "it")):
             dst, src = 0, _mask(registers)
         else:
             dst = _mask(registers[:1]) if registers else 0
@@ -289,10 +294,10 @@ def classify(address: int, size: int, mnemonic: str, operands: str, core: Core) 
             if cost is not None and cost.kind == MAC and re.match(r"[su]m(ull|lal)|umaal|smlal", mnemonic.lower()):
                 dst = _mask(registers[:2])
                 src = _mask(registers[2:]) | (dst if "la" in mnemonic.lower() or "aal" in mnemonic.lower() else 0)
-            elif re.match(r"(mla|mls|sml|smml|usada|vmladava|vmlava|vaddva)", mnemonic.lower()):
+            elif re.match(r"(mla|mls|sml|smml|usada)", mnemonic.lower()):  # accumulators are read too
                 src |= dst
-    if dst & (1 << PC) and kind not in (BRANCH,):
-        kind = BRANCH if kind in (ALU, MAC) else kind
+    if dst & (1 << PC) and kind in (ALU, MAC):  # MOV PC / ADD PC: a branch (1 + P)
+        kind = BRANCH
     return Timed(address, size, kind, cycles, dst & 0xFFFF, src & 0xFFFF, addr & 0xFFFF)
 
 
