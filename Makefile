@@ -40,8 +40,9 @@ demo: $(STAMP)/install
 	edgec verify examples/digits/digits.pt2 --calib examples/digits/calib.npy --name digits --quiet
 	$(PYTHON) examples/digits/evaluate.py build/digits
 
-# Exact instruction counts, flash and RAM of the four reference models on Cortex-M4 and M55 under
-# QEMU, written to BENCHMARKS.md next to CMSIS-NN's figures; its Memory section (arena, liveness
+# Exact instruction counts, estimated cycles and ms (edgec's timing model at the typical part's clock
+# and flash wait states, docs/timing-model.md), flash and RAM of the four reference models on
+# Cortex-M4 and M55 under QEMU, written to BENCHMARKS.md next to CMSIS-NN's figures; its Memory section (arena, liveness
 # bounds, RAM besides the arena) comes from the same runs, next to TFLite Micro's arena.
 BENCH_DIR := build/bench
 BENCH_MODELS := ds_cnn mobilenet_v1_025 resnet8 fc_autoencoder

@@ -224,9 +224,14 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--profile", is_flag=True, help="also count the instructions of each function (whole run)")
-def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile):
+@click.option("--mhz", type=click.FloatRange(min=0, min_open=True),
+              help="clock for the milliseconds (default: the target's typical part, docs/timing-model.md)")
+@click.option("--flash-wait", type=click.IntRange(min=0),
+              help="flash wait states of the cycle model (default: the target's typical part)")
+def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile, mhz, flash_wait):
     """Count the instructions one inference executes on an emulated Cortex-M, per layer and in
-    total (exact, from QEMU), with MACs and the program's flash and RAM."""
+    total (exact, from QEMU), with MACs and the program's flash and RAM; on Cortex-M4/M7/M33/M55
+    also the cycles of edgec's timing model (an estimate) and the milliseconds at --mhz."""
     _quiet_torch()
     import json
 
@@ -241,7 +246,8 @@ def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, 
     with tempfile.TemporaryDirectory(prefix="edgec-bench-") as tmp:
         model_dir = Path(out_dir) if out_dir else Path(tmp) / name
         emit(compiled, model_dir, name)
-        result = device.bench(target_info, model_dir, name, sample[0], Path(tmp) / "build", profile=profile)
+        result = device.bench(target_info, model_dir, name, sample[0], Path(tmp) / "build", profile=profile,
+                              mhz=mhz, flash_wait=flash_wait)
     if not checks.compare(checks.golden_outputs(compiled.graph, sample), result.output[None]).exact:
         raise EdgecError(f"the output on {target} differs from the golden simulator's; "
                          f"run edgec verify --target {target}")
