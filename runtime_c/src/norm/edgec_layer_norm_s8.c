@@ -1,0 +1,110 @@
+/*
+ * edgec_layer_norm_s8.c -- int8 layer normalisation over the last axis, integer only (golden and
+ * the derivation of every bound: edgec.ops.layer_norm; docs/numerics.md).
+ *
+ * Per row: d_i = n q_i - sum q; V = sum d_i^2 + eps_term (int64); r = isqrt(V 4^t) in
+ * [2^30, 2^31); g = (2^61 - 1) / r; u_i = RoundShift(d_i 2^t g, 37);
+ * y_i = clamp(RoundShift(u_i scale[i] + offset[i], shift) + output_offset, act_min, act_max).
+ * Signed 64-bit values are shifted right only through edgec_round_shift64, which works on an
+ * offset unsigned value (no implementation-defined or undefined shift).
+ */
+#include <stddef.h>
+
+#include "edgec_nn.h"
+#include "../support/edgec_support.h"
+
+#define U_SHIFT 37
+
+/* floor((v + 2^(s-1)) / 2^s) for |v| < 2^62 and 1 <= s <= 62. */
+static int64_t edgec_round_shift64(int64_t v, int32_t s)
+{
+    const uint64_t bias = (uint64_t)1 << 62;
+    const uint64_t shifted = ((uint64_t)v + bias + ((uint64_t)1 << (s - 1))) >> s;
+    return (int64_t)(shifted - (bias >> s));
+}
+
+/* floor(sqrt(v)) of a 64-bit value, digit by digit (exact, no division). */
+static uint32_t edgec_isqrt64(uint64_t v)
+{
+    uint64_t root = 0, bit = (uint64_t)1 << 62;
+    while (bit > v) {
+        bit >>= 2;
+    }
+    while (bit != 0) {
+        if (v >= root + bit) {
+            v -= root + bit;
+            root = (root >> 1) + bit;
+        } else {
+            root >>= 1;
+        }
+        bit >>= 2;
+    }
+    return (uint32_t)root;
+}
+
+static int64_t join64(int32_t hi, int32_t lo)
+{
+    return (int64_t)hi * ((int64_t)1 << 32) + (int64_t)(uint32_t)lo;
+}
+
+static int layer_norm_desc_valid(const edgec_layer_norm_desc *d)
+{
+    const int64_t eps_term = join64(d->eps_term_hi, d->eps_term_lo);
+    return d->rows >= 1 && d->features >= 1 && d->features <= EDGEC_LAYER_NORM_MAX_FEATURES &&
+           (int64_t)d->rows * d->features <= INT32_MAX && eps_term >= 0 && eps_term <= ((int64_t)1 << 60) &&
+           d->shift >= 1 && d->shift <= 62 && d->output_offset >= INT8_MIN && d->output_offset <= INT8_MAX &&
+           edgec_act_range_valid(d->act_min, d->act_max) && d->scale != NULL && d->offset_hi != NULL &&
+           d->offset_lo != NULL;
+}
+
+static int offsets_valid(const edgec_layer_norm_desc *d)
+{
+    int32_t j;
+    for (j = 0; j < d->features; j++) {
+        const int64_t offset = join64(d->offset_hi[j], d->offset_lo[j]);
+        if (offset > ((int64_t)1 << 56) || offset < -((int64_t)1 << 56)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t *input, int8_t *output)
+{
+    int32_t row, i;
+    int64_t eps_term;
+    if (desc == NULL || input == NULL || output == NULL || !layer_norm_desc_valid(desc) || !offsets_valid(desc)) {
+        return EDGEC_ARG_ERROR;
+    }
+    eps_term = join64(desc->eps_term_hi, desc->eps_term_lo);
+    for (row = 0; row < desc->rows; row++) {
+        const int8_t *x = input + (ptrdiff_t)row * desc->features;
+        int8_t *y = output + (ptrdiff_t)row * desc->features;
+        const int32_t n = desc->features;
+        int32_t sum = 0, t = 0;
+        uint64_t variance = (uint64_t)eps_term;
+        int64_t g = 0;
+        for (i = 0; i < n; i++) {
+            sum += x[i];
+        }
+        for (i = 0; i < n; i++) {
+            const int64_t d = (int64_t)n * x[i] - sum;
+            variance += (uint64_t)(d * d);
+        }
+        if (variance != 0) {
+            while ((variance << (2 * t)) < ((uint64_t)1 << 60)) {
+                t++;
+            }
+            g = (int64_t)((((uint64_t)1 << 61) - 1) / edgec_isqrt64(variance << (2 * t)));
+        }
+        for (i = 0; i < n; i++) {
+            const int64_t d = (int64_t)n * x[i] - sum;
+            const int64_t u = g == 0 ? 0 : edgec_round_shift64(d * ((int64_t)1 << t) * g, U_SHIFT);
+            const int64_t v = u * desc->scale[i] + join64(desc->offset_hi[i], desc->offset_lo[i]);
+            int64_t out = edgec_round_shift64(v, desc->shift) + desc->output_offset;
+            out = out < desc->act_min ? desc->act_min : out > desc->act_max ? desc->act_max : out;
+            y[i] = (int8_t)out;
+        }
+    }
+    return EDGEC_OK;
+}
