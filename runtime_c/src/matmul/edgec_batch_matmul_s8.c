@@ -40,22 +40,62 @@ static int batch_matmul_desc_valid(const edgec_batch_matmul_desc *d)
            edgec_shift_valid(d->shift) && d->multiplier >= 0 && edgec_act_range_valid(d->act_min, d->act_max);
 }
 
-/* One [rows x cols] product: lhs rows contiguous, rhs read through its two strides. */
+/* Dot products of lhs rows r0, r1 with rhs columns c0, c1 over the depth: each operand value is
+ * loaded and offset once for two products (2 x 2 register block; pointers may alias when the
+ * caller has one row or one column left, then the duplicate sums are simply not stored). */
+static void dot_2x2(const edgec_batch_matmul_desc *d, const int8_t *r0, const int8_t *r1, const int8_t *c0,
+                    const int8_t *c1, uint32_t acc[4])
+{
+    const ptrdiff_t step = d->rhs_depth_stride;
+    const int32_t lhs_offset = d->lhs_offset, rhs_offset = d->rhs_offset;
+    uint32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0;
+    int32_t k;
+    for (k = 0; k < d->depth; k++) {
+        const int32_t a0 = (int32_t)r0[k] + lhs_offset;
+        const int32_t a1 = (int32_t)r1[k] + lhs_offset;
+        const int32_t b0 = (int32_t)*c0 + rhs_offset;
+        const int32_t b1 = (int32_t)*c1 + rhs_offset;
+        c0 += step;
+        c1 += step;
+        s00 += (uint32_t)(a0 * b0);
+        s01 += (uint32_t)(a0 * b1);
+        s10 += (uint32_t)(a1 * b0);
+        s11 += (uint32_t)(a1 * b1);
+    }
+    acc[0] = s00;
+    acc[1] = s01;
+    acc[2] = s10;
+    acc[3] = s11;
+}
+
+/* One [rows x cols] product: lhs rows contiguous, rhs read through its two strides, two rows by
+ * two columns at a time. */
 static void matmul_one(const edgec_batch_matmul_desc *d, const int8_t *lhs, const int8_t *rhs, int8_t *out)
 {
     const edgec_output_stage stage = edgec_output_stage_make(d->output_offset, d->act_min, d->act_max);
-    int32_t m, n, k;
-    for (m = 0; m < d->rows; m++) {
-        const int8_t *row = lhs + (ptrdiff_t)m * d->depth;
-        for (n = 0; n < d->cols; n++) {
-            const int8_t *col = rhs + (ptrdiff_t)n * d->rhs_col_stride;
-            uint32_t acc = 0;
-            for (k = 0; k < d->depth; k++) {
-                const int32_t a = (int32_t)row[k] + d->lhs_offset;
-                const int32_t b = (int32_t)col[(ptrdiff_t)k * d->rhs_depth_stride] + d->rhs_offset;
-                acc += (uint32_t)(a * b);
+    int32_t m, n;
+    for (m = 0; m < d->rows; m += 2) {
+        const int two_rows = m + 1 < d->rows;
+        const int8_t *r0 = lhs + (ptrdiff_t)m * d->depth;
+        const int8_t *r1 = two_rows ? r0 + d->depth : r0;
+        int8_t *o0 = out + (ptrdiff_t)m * d->cols;
+        for (n = 0; n < d->cols; n += 2) {
+            const int two_cols = n + 1 < d->cols;
+            const int8_t *c0 = rhs + (ptrdiff_t)n * d->rhs_col_stride;
+            const int8_t *c1 = two_cols ? c0 + d->rhs_col_stride : c0;
+            uint32_t acc[4];
+            dot_2x2(d, r0, r1, c0, c1, acc);
+            o0[n] = edgec_output_s8(stage, edgec_requantize((int32_t)acc[0], d->multiplier, d->shift));
+            if (two_cols) {
+                o0[n + 1] = edgec_output_s8(stage, edgec_requantize((int32_t)acc[1], d->multiplier, d->shift));
             }
-            *out++ = edgec_output_s8(stage, edgec_requantize((int32_t)acc, d->multiplier, d->shift));
+            if (two_rows) {
+                o0[d->cols + n] = edgec_output_s8(stage, edgec_requantize((int32_t)acc[2], d->multiplier, d->shift));
+                if (two_cols) {
+                    o0[d->cols + n + 1] =
+                        edgec_output_s8(stage, edgec_requantize((int32_t)acc[3], d->multiplier, d->shift));
+                }
+            }
         }
     }
 }

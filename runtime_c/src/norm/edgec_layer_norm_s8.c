@@ -83,24 +83,25 @@ edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t
         const int32_t n = desc->features;
         int32_t sum = 0, t = 0;
         uint64_t variance = (uint64_t)eps_term;
-        int64_t g = 0;
+        int32_t g = 0;
         for (i = 0; i < n; i++) {
             sum += x[i];
         }
         for (i = 0; i < n; i++) {
-            const int64_t d = (int64_t)n * x[i] - sum;
-            variance += (uint64_t)(d * d);
+            const int32_t d = n * x[i] - sum; /* |d| <= 256 n <= 2^20 */
+            variance += (uint64_t)((int64_t)d * d);
         }
         if (variance != 0) {
             while ((variance << (2 * t)) < ((uint64_t)1 << 60)) {
                 t++;
             }
-            g = (int64_t)((((uint64_t)1 << 61) - 1) / edgec_isqrt64(variance << (2 * t)));
+            g = (int32_t)((((uint64_t)1 << 61) - 1) / edgec_isqrt64(variance << (2 * t)));
         }
         for (i = 0; i < n; i++) {
-            const int64_t d = (int64_t)n * x[i] - sum;
-            const int64_t u = g == 0 ? 0 : edgec_round_shift64(d * ((int64_t)1 << t) * g, U_SHIFT);
-            const int64_t v = u * desc->scale[i] + join64(desc->offset_hi[i], desc->offset_lo[i]);
+            /* |d 2^t| <= sqrt(V 4^t) < 2^31 and g < 2^31: one 32 x 32 -> 64-bit product; |u| <= 2^24 + 1 */
+            const int32_t d = (n * x[i] - sum) * ((int32_t)1 << t);
+            const int32_t u = g == 0 ? 0 : (int32_t)edgec_round_shift64((int64_t)d * g, U_SHIFT);
+            const int64_t v = (int64_t)u * desc->scale[i] + join64(desc->offset_hi[i], desc->offset_lo[i]);
             int64_t out = edgec_round_shift64(v, desc->shift) + desc->output_offset;
             out = out < desc->act_min ? desc->act_min : out > desc->act_max ? desc->act_max : out;
             y[i] = (int8_t)out;
