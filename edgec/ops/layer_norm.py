@@ -42,7 +42,7 @@ LAYER_NORM_MAX_FEATURES = 4096  # EDGEC_LAYER_NORM_MAX_FEATURES
 _EPS_TERM_MAX = 1 << 60
 _OFFSET_MAX = 1 << 56
 _U_BITS = 24        # fractional bits of u_i
-_U_SHIFT = 61 + 0 - _U_BITS  # d * 2^t * g / 2^37 = 2^24 d / sqrt(V)
+_U_SHIFT = 61 - _U_BITS  # d 2^t g / 2^37 = 2^24 d / sqrt(V): g is 1/r in Q61
 
 
 def round_shift(v, shift):
