@@ -278,7 +278,7 @@ def test_invalid_descriptors_are_refused(lib):
             bad["act_max"] = 0
         assert c_matmul(lib, bad, lhs, rhs, 1)[0] == EDGEC_ARG_ERROR, field
     ln, x, _ = random_layer_norm(rng)
-    for field, value in (("rows", 0), ("features", 5000), ("shift", 0), ("shift", 63), ("eps_term_hi", -1),
+    for field, value in (("rows", 0), ("features", 5000), ("shift", 31), ("shift", 63), ("eps_term_hi", -1),
                          ("output_offset", 200)):
         assert c_layer_norm(lib, dict(ln, **{field: value}), x)[0] == EDGEC_ARG_ERROR, field
     too_big = dict(ln, offset_hi=np.full_like(ln["offset_hi"], 1 << 25))

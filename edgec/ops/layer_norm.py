@@ -17,8 +17,9 @@ Per row of n int8 values q_i (input zero point cancels in q_i - mean):
                                                         = 2^24 (x_i - mean) / (sqrt(n) sqrt(var + eps)))
     y_i  = clamp(RoundShift(u_i * scale[j] + offset[j], S) + output_zp, act_min, act_max)
 with j = i's feature, scale[j] = round(gamma_j sqrt(n) 2^(S - 24) / s_y) (int32),
-offset[j] = round(beta_j 2^S / s_y) (int64, |offset| <= 2^56), one shift S in [1, 62] per layer
-(the largest that keeps every scale[j] in int32), and RoundShift(v, s) = floor((v + 2^(s-1)) / 2^s)
+offset[j] = round(beta_j 2^S / s_y) (int64, |offset| <= 2^56), one shift S in [32, 62] per layer
+(the largest that keeps every scale[j] in int32 and every offset within 2^56; S < 32 would need
+gamma sqrt(n) / s_y >= 2^23, which is refused), and RoundShift(v, s) = floor((v + 2^(s-1)) / 2^s)
 (round half up). Every intermediate stays within int64: |u_i| <= 2^24 (1 + 2^-29), so
 |u_i * scale[j] + offset[j]| < 2^57. n is limited to 4096 (V < 2^62).
 
@@ -64,11 +65,11 @@ def layer_norm_desc(rows: int, features: int, gamma, beta, eps: float, input_qpa
         raise ValueError("layer_norm beta / output scale is too large")
     largest = np.abs(real_scale).max(initial=0)
     shift = 62
-    while shift > 1 and (largest * 2.0**(shift - _U_BITS) >= 2**31 - 1 or
+    while shift > 31 and (largest * 2.0**(shift - _U_BITS) >= 2**31 - 1 or
                          np.abs(real_offset).max(initial=0) * 2.0**shift > _OFFSET_MAX):
         shift -= 1
-    if largest * 2.0**(shift - _U_BITS) >= 2**31 - 1:
-        raise ValueError("layer_norm gamma / output scale is too large")
+    if shift < 32:  # the C takes the high word of the 64-bit sum, then shifts it by S - 32
+        raise ValueError("layer_norm gamma / output scale or beta / output scale is too large")
     scale = np.array([round_half_away(float(v) * 2.0**(shift - _U_BITS)) for v in real_scale], dtype=np.int32)
     offset = np.array([round_half_away(float(v) * 2.0**shift) for v in real_offset], dtype=np.int64)
     eps_term = min(_EPS_TERM_MAX, round_half_away(float(eps) * features**3 / (s_x * s_x)))

@@ -891,7 +891,7 @@ edgec_status edgec_batch_matmul_s8(const edgec_batch_matmul_desc *desc, const in
  * RoundShift(v, s) = floor((v + 2^(s-1)) / 2^s). 64-bit values travel as (hi, lo) int32 pairs:
  * v = hi * 2^32 + (uint32_t)lo. May run in place (each row is read before it is written).
  * EDGEC_ARG_ERROR: NULL pointers, rows < 1, features outside 1..EDGEC_LAYER_NORM_MAX_FEATURES,
- * eps_term outside 0..2^60, |offset| > 2^56, shift outside 1..62, act bounds outside int8.
+ * eps_term outside 0..2^60, |offset| > 2^56, shift outside 32..62, act bounds outside int8.
  */
 #define EDGEC_LAYER_NORM_MAX_FEATURES 4096
 
