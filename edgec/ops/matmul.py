@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
 from edgec.frontend import source_line
@@ -26,7 +27,7 @@ from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, quantize_multi
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.binary import broadcast_layout
 from edgec.ops.qspec import activation_inputs, annotate_with_output
-from edgec.torch_ops import aten
+from edgec.torch_ops import SOFTMAXES, aten
 
 MATMUL_MAX_BATCH_DIMS = 4  # EDGEC_MATMUL_MAX_BATCH_DIMS
 
@@ -98,7 +99,13 @@ class MatMul(OpDef):
     fuses_activation = True
 
     def annotate(self, node) -> None:
-        annotate_with_output(node, activation_inputs(node, 2))
+        """A softmax operand (attention weights) is read at the softmax's fixed qparams: an
+        observer of its own would only add a requantization of the whole score matrix."""
+        inputs = activation_inputs(node, 2)
+        for arg in inputs:
+            if arg.op == "call_function" and arg.target in SOFTMAXES:
+                inputs[arg] = SharedQuantizationSpec(arg)
+        annotate_with_output(node, inputs)
 
     def check(self, node) -> str | None:
         shapes = [a.meta["val"].shape for a in node.args[:2] if hasattr(a, "meta") and "val" in a.meta]
