@@ -51,6 +51,12 @@ def test_transformer_is_bit_exact_on_host(quantized, tmp_path):
     compiled, floats, outputs, result = _run(quantized, "host", tmp_path)
     assert result.exact, f"{name}: {result.mismatched_bytes} bytes differ"
     assert KINDS <= {op.kind for op in compiled.graph.ops}
+    matmuls = [op for op in compiled.graph.ops if op.kind == "batch_matmul"]
+    # q @ k^T reads k in place from the projection (contiguous along the depth: the DSP/Helium
+    # paths); in the F.scaled_dot_product_attention block v is copied out transposed for attn @ v
+    assert any("rhs_view" in op.attrs for op in matmuls)
+    if name == "vit_tiny":
+        assert any(op.attrs.get("rhs_transposed") for op in matmuls)
     summary = verify.accuracy_summary(compiled, verify.float_reference(compiled, floats), outputs)
     assert summary["output_sqnr_db"] >= MIN_SQNR_DB[name], summary
     verify.check_against_reference(compiled, floats)  # every layer within its tolerance of the Q/DQ program

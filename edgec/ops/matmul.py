@@ -26,6 +26,8 @@ from edgec.frontend import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, quantize_multiplier, requantize, saturate_int8, wrap_int32
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.binary import broadcast_layout
+from edgec.ir import stored_shape
+from edgec.ops.movement import gathered_ids
 from edgec.ops.qspec import activation_inputs, annotate_with_output
 from edgec.torch_ops import SOFTMAXES, aten
 
@@ -33,11 +35,17 @@ MATMUL_MAX_BATCH_DIMS = 4  # EDGEC_MATMUL_MAX_BATCH_DIMS
 
 
 def batch_matmul_desc(lhs_shape, rhs_shape, lhs_qparams, rhs_qparams, out_qparams,
-                      act_min: int = INT8_MIN, act_max: int = INT8_MAX, *, rhs_transposed: bool = False) -> dict:
+                      act_min: int = INT8_MIN, act_max: int = INT8_MAX, *, rhs_transposed: bool = False,
+                      rhs_strides=None) -> dict:
     """edgec_batch_matmul_desc fields (declaration order) for lhs [..., M, K] @ rhs [..., K, N],
-    both contiguous; with rhs_transposed the right operand is stored [..., N, K] (its transpose is
-    multiplied). qparams are (scale, zero_point) pairs. Raises ValueError beyond the kernel."""
+    lhs contiguous. The right operand is contiguous too, or stored [..., N, K] with rhs_transposed
+    (its transpose is multiplied), or read in place from another tensor with `rhs_strides` (one
+    element stride per axis of rhs_shape [..., K, N]). qparams are (scale, zero_point) pairs.
+    Raises ValueError beyond the kernel."""
     lhs_shape, rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
+    if rhs_strides is not None:
+        return _strided_desc(lhs_shape, rhs_shape, tuple(rhs_strides), lhs_qparams, rhs_qparams, out_qparams,
+                             act_min, act_max)
     if len(lhs_shape) < 2 or len(rhs_shape) < 2:
         raise ValueError("matmul needs operands of rank 2 or more")
     rows, depth = lhs_shape[-2:]
@@ -65,6 +73,39 @@ def batch_matmul_desc(lhs_shape, rhs_shape, lhs_qparams, rhs_qparams, out_qparam
         "output_offset": int(out_qparams[1]), "multiplier": multiplier, "shift": shift,
         "act_min": int(act_min), "act_max": int(act_max),
     }
+
+
+def _strided_desc(lhs_shape, rhs_shape, rhs_strides, lhs_qparams, rhs_qparams, out_qparams, act_min, act_max) -> dict:
+    """batch_matmul_desc for a right operand read through explicit strides (no batch merging)."""
+    rank = max(len(lhs_shape), len(rhs_shape))
+    lhs_batch = (1,) * (rank - len(lhs_shape)) + lhs_shape[:-2]
+    rhs_batch = (1,) * (rank - len(rhs_shape)) + rhs_shape[:-2]
+    rhs_batch_strides = (0,) * (rank - len(rhs_shape)) + rhs_strides[:-2]
+    lhs_batch_strides = contiguous_batch_strides(lhs_batch, lhs_shape[-2] * lhs_shape[-1])
+    dims, lhs_steps, rhs_steps = [], [], []
+    for size_l, size_r, step_l, step_r in zip(lhs_batch, rhs_batch, lhs_batch_strides, rhs_batch_strides):
+        if size_l != size_r and 1 not in (size_l, size_r):
+            raise ValueError(f"matmul batch dimensions {list(lhs_batch)} and {list(rhs_batch)} do not broadcast")
+        if max(size_l, size_r) > 1:
+            dims.append(max(size_l, size_r))
+            lhs_steps.append(step_l if size_l > 1 else 0)
+            rhs_steps.append(step_r if size_r > 1 else 0)
+    desc = batch_matmul_desc(lhs_shape[-2:], rhs_shape[-2:], lhs_qparams, rhs_qparams, out_qparams, act_min, act_max)
+    if len(dims) > MATMUL_MAX_BATCH_DIMS:
+        raise ValueError(f"matmul batch broadcast needs {len(dims)} loop levels (at most {MATMUL_MAX_BATCH_DIMS})")
+    pad = (0,) * (MATMUL_MAX_BATCH_DIMS - len(dims))
+    desc.update(batch_rank=len(dims), batch_dims=tuple(dims) + pad, lhs_batch_strides=tuple(lhs_steps) + pad,
+                rhs_batch_strides=tuple(rhs_steps) + pad, rhs_depth_stride=rhs_strides[-2],
+                rhs_col_stride=rhs_strides[-1])
+    return desc
+
+
+def contiguous_batch_strides(batch, block: int) -> tuple[int, ...]:
+    strides, step = [], block
+    for size in reversed(batch):
+        strides.insert(0, step)
+        step *= size
+    return tuple(strides)
 
 
 def batch_matmul_s8(lhs: np.ndarray, rhs: np.ndarray, desc: dict) -> np.ndarray:
@@ -132,20 +173,25 @@ class MatMul(OpDef):
         lhs, rhs = (graph.tensors[name] for name in op.inputs)
         out = graph.tensors[op.outputs[0]]
         bounds = activation_bounds(out.zero_point, out.scale, *op.attrs["clamp"])
+        rhs_shape, rhs_strides = op.attrs.get("rhs_view", (rhs.shape, None))
         try:
-            op.attrs["desc"] = batch_matmul_desc(lhs.shape, rhs.shape, (lhs.scale, lhs.zero_point),
+            op.attrs["desc"] = batch_matmul_desc(lhs.shape, rhs_shape, (lhs.scale, lhs.zero_point),
                                                  (rhs.scale, rhs.zero_point), (out.scale, out.zero_point), *bounds,
-                                                 rhs_transposed=op.attrs.get("rhs_transposed", False))
+                                                 rhs_transposed=op.attrs.get("rhs_transposed", False),
+                                                 rhs_strides=rhs_strides)
         except ValueError as exc:
             raise EdgecError(f"{op.source}: {exc}") from None
 
     def golden(self, op, graph, inputs):
-        return batch_matmul_s8(inputs[0], inputs[1], op.attrs["desc"]).reshape(graph.tensors[op.outputs[0]].shape)
+        rhs = np.asarray(inputs[1]).ravel()[op.attrs.get("rhs_start", 0):]
+        return batch_matmul_s8(inputs[0], rhs, op.attrs["desc"]).reshape(graph.tensors[op.outputs[0]].shape)
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
         call = descriptor("edgec_batch_matmul_desc", p, op.attrs["desc"])
-        call.code = (f"status |= edgec_batch_matmul_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, "
+        start = op.attrs.get("rhs_start", 0)
+        rhs = names.ptr(op.inputs[1]) + (f" + {start}" if start else "")
+        call.code = (f"status |= edgec_batch_matmul_s8(&{p}, {names.ptr(op.inputs[0])}, {rhs}, "
                      f"{names.ptr(op.outputs[0])});")
         return call
 
@@ -154,6 +200,53 @@ class MatMul(OpDef):
         if d is None:
             return 0
         return int(math.prod(d["batch_dims"][:d["batch_rank"]]) * d["rows"] * d["cols"] * d["depth"])
+
+
+def place_right_operands(graph) -> None:
+    """Where a matmul's right operand is a copy that only it reads (the k^T and v of attention:
+    slices of the qkv projection, transposed), let the matmul read the copy's source in place
+    when that source holds the operand contiguous along the depth (the fast kernel paths: q @ k^T
+    reads k rows of the qkv projection), else let the copy store the operand transposed, so that
+    the depth is contiguous for the kernel. Runs after fuse_copies, before finalize."""
+    for op in [op for op in graph.ops if op.kind == MatMul.kind]:
+        copy = graph.producer(op.inputs[1])
+        if copy is None or copy.kind != "copy" or len(copy.inputs) != 1 or op.inputs[0] == op.inputs[1] \
+                or graph.consumers(copy.outputs[0]) != [op] or copy.outputs[0] in graph.outputs:
+            continue
+        rhs = graph.tensors[op.inputs[1]]
+        source = graph.tensors[copy.inputs[0]]
+        if rhs.perm is not None or source.perm is not None or len(rhs.shape) < 2:
+            continue
+        ids = gathered_ids(copy, graph).reshape(rhs.shape)
+        affine = affine_strides(ids)
+        if affine is not None and affine[1][-2] == 1:
+            start, strides = affine
+            op.inputs[1] = copy.inputs[0]
+            op.attrs.update(rhs_view=(rhs.shape, strides), rhs_start=start)
+            graph.ops.remove(copy)
+        elif rhs.shape[-1] > 1:  # the copy stores its output with the last two axes swapped
+            rank = len(rhs.shape)
+            rhs.perm = (*range(rank - 2), rank - 1, rank - 2)
+            rhs.shape = stored_shape(rhs.shape, rhs.perm)
+            op.attrs["rhs_transposed"] = True
+    graph.remove_unused_tensors()
+
+
+def affine_strides(ids: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
+    """(start, strides) with ids[i_0, ..., i_k] = start + sum_d i_d * strides[d] (strides >= 0),
+    or None."""
+    start = int(ids.reshape(-1)[0])
+    strides = []
+    for axis, size in enumerate(ids.shape):
+        step = 0
+        if size > 1:
+            step = int(np.take(ids, 1, axis=axis).reshape(-1)[0]) - start
+        strides.append(step)
+    if min(strides, default=0) < 0:
+        return None
+    expected = start + sum(np.arange(size).reshape([-1 if d == axis else 1 for d in range(ids.ndim)]) * step
+                           for axis, (size, step) in enumerate(zip(ids.shape, strides)))
+    return (start, tuple(strides)) if np.array_equal(ids, np.broadcast_to(expected, ids.shape)) else None
 
 
 UNITS = (MatMul(),)
