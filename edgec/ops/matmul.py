@@ -209,27 +209,48 @@ def place_right_operands(graph) -> None:
     reads k rows of the qkv projection), else let the copy store the operand transposed, so that
     the depth is contiguous for the kernel. Runs after fuse_copies, before finalize."""
     for op in [op for op in graph.ops if op.kind == MatMul.kind]:
-        copy = graph.producer(op.inputs[1])
-        if copy is None or copy.kind != "copy" or len(copy.inputs) != 1 or op.inputs[0] == op.inputs[1] \
-                or graph.consumers(copy.outputs[0]) != [op] or copy.outputs[0] in graph.outputs:
+        chain = _operand_chain(graph, op)
+        if chain is None:
             continue
+        copy, views = chain
         rhs = graph.tensors[op.inputs[1]]
-        source = graph.tensors[copy.inputs[0]]
-        if rhs.perm is not None or source.perm is not None or len(rhs.shape) < 2:
-            continue
         ids = gathered_ids(copy, graph).reshape(rhs.shape)
         affine = affine_strides(ids)
         if affine is not None and affine[1][-2] == 1:
             start, strides = affine
             op.inputs[1] = copy.inputs[0]
             op.attrs.update(rhs_view=(rhs.shape, strides), rhs_start=start)
-            graph.ops.remove(copy)
-        elif rhs.shape[-1] > 1:  # the copy stores its output with the last two axes swapped
-            rank = len(rhs.shape)
-            rhs.perm = (*range(rank - 2), rank - 1, rank - 2)
-            rhs.shape = stored_shape(rhs.shape, rhs.perm)
+            for dropped in (copy, *views):
+                graph.ops.remove(dropped)
+        elif rhs.shape[-1] > 1:  # the copy (and the views of it) store the last two axes swapped
+            for name in (copy.outputs[0], *(view.outputs[0] for view in views)):
+                tensor = graph.tensors[name]
+                rank = len(tensor.shape)
+                tensor.perm = (*range(rank - 2), rank - 1, rank - 2)
+                tensor.shape = stored_shape(tensor.shape, tensor.perm)
             op.attrs["rhs_transposed"] = True
     graph.remove_unused_tensors()
+
+
+def _operand_chain(graph, op):
+    """(copy, views) when op's right operand is the output of a one-input copy, through free views
+    that keep the last two dimensions, each read only by the next; else None."""
+    if op.inputs[0] == op.inputs[1]:
+        return None
+    name, views = op.inputs[1], []
+    shape = graph.tensors[name].shape
+    while True:
+        producer = graph.producer(name)
+        if producer is None or graph.consumers(name) != [views[-1] if views else op] or name in graph.outputs \
+                or graph.tensors[name].perm is not None or len(graph.tensors[name].shape) < 2 \
+                or graph.tensors[name].shape[-2:] != shape[-2:]:
+            return None
+        if producer.kind == "copy":
+            return (producer, views) if len(producer.inputs) == 1 else None
+        if producer.kind != "reshape":
+            return None
+        views.append(producer)
+        name = producer.inputs[0]
 
 
 def affine_strides(ids: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
