@@ -90,6 +90,19 @@ def _new_constant(module: GraphModule, before: Node, value: torch.Tensor, hint: 
     return node
 
 
+def _derived(new: Node, origin: Node) -> None:
+    """`new` replaces part of `origin`: it takes origin's source location (for messages) and its
+    own value metadata, computed from its inputs' (fake) values."""
+    new.meta.update({key: origin.meta[key] for key in ("stack_trace", "nn_module_stack") if key in origin.meta})
+
+    def value(arg):
+        if isinstance(arg, Node):
+            return arg.meta["val"]
+        return [value(a) for a in arg] if isinstance(arg, (list, tuple)) else arg
+
+    new.meta["val"] = new.target(*[value(a) for a in new.args])
+
+
 def _constant_value(module: GraphModule, node) -> torch.Tensor | None:
     if isinstance(node, Node) and node.op == "get_attr":
         value = getattr(module, node.target)
@@ -135,8 +148,7 @@ def _decompose_attention(module: GraphModule) -> bool:
             weights = graph.call_function(aten.softmax.int, (scaled, -1))
             out = graph.call_function(aten.matmul.default, (weights, v))
         for new in (key_t, scores, scaled, weights, out):
-            new.meta.update({key: node.meta[key] for key in ("stack_trace", "nn_module_stack") if key in node.meta})
-            new.meta["val"] = new.target(*[a.meta["val"] if isinstance(a, Node) else a for a in new.args])
+            _derived(new, node)
         node.replace_all_uses_with(out)
         graph.erase_node(node)
         changed = True
@@ -159,8 +171,7 @@ def _constant_cat_as_pad_and_add(module: GraphModule) -> bool:
         live = [i for i, c in enumerate(constant) if not c]
         if live != list(range(live[0], live[-1] + 1)):
             continue  # constants between live inputs: no pad expresses that
-        out_val = node.meta["val"]
-        rank = out_val.dim()
+        rank = node.meta["val"].dim()
         dim = dim % rank
         sizes = [p.meta["val"].shape[dim] for p in parts]
         before, after = sum(sizes[:live[0]]), sum(sizes[live[-1] + 1:])
@@ -177,10 +188,7 @@ def _constant_cat_as_pad_and_add(module: GraphModule) -> bool:
             added = graph.call_function(aten.add.Tensor, (padded, constant_node))
         for new in (inner, padded, added):
             if new is not live_nodes[0]:
-                new.meta.update({key: node.meta[key] for key in ("stack_trace", "nn_module_stack") if key in node.meta})
-                new.meta["val"] = new.target(*[a.meta["val"] if isinstance(a, Node) else
-                                               [b.meta["val"] for b in a] if isinstance(a, list) and a and isinstance(a[0], Node)
-                                               else a for a in new.args])
+                _derived(new, node)
         node.replace_all_uses_with(added)
         graph.erase_node(node)
         changed = True
@@ -209,6 +217,6 @@ def _merge_constant_adds(module: GraphModule) -> bool:
             continue
         merged = _new_constant(module, node, c1 + c2, "merged")
         node.args = (x, merged)
-        module.graph.erase_node(inner) if not inner.users else None
+        module.graph.erase_node(inner)  # its only user now reads x
         changed = True
     return changed
