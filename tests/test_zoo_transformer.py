@@ -57,6 +57,9 @@ def test_transformer_is_bit_exact_on_host(quantized, tmp_path):
     assert any("rhs_view" in op.attrs for op in matmuls)
     if name == "vit_tiny":
         assert any(op.attrs.get("rhs_transposed") for op in matmuls)
+    # the 1/sqrt(d) scale is in the q @ k^T requantization, not a pass of its own
+    assert sum("alpha" in op.attrs for op in matmuls) == len(matmuls) // 2
+    assert not any(op.kind == "binary" and op.attrs["op"] == "mul" for op in compiled.graph.ops)
     summary = verify.accuracy_summary(compiled, verify.float_reference(compiled, floats), outputs)
     assert summary["output_sqnr_db"] >= MIN_SQNR_DB[name], summary
     verify.check_against_reference(compiled, floats)  # every layer within its tolerance of the Q/DQ program

@@ -10,7 +10,8 @@ both operands carry zero points, there is no bias, and one multiplier for the wh
     out[b, m, n] = clamp(requantize(acc, multiplier, shift) + output_offset, act_min, act_max)
 
 with lhs_offset = -lhs_zp, rhs_offset = -rhs_zp, (multiplier, shift) = QuantizeMultiplier(s_lhs *
-s_rhs / s_out) and requantize = arm_nn_requantize (edgec.numerics.requantize). The batch
+s_rhs * alpha / s_out) (alpha = 1, or a positive constant factor that followed the product, such as
+attention's 1/sqrt(d), taken in by fold_output_scales) and requantize = arm_nn_requantize (edgec.numerics.requantize). The batch
 dimensions broadcast like NumPy's (a broadcast operand is read in place with stride 0); the right
 operand is read through two strides, so a transposed operand (q @ k^T) needs no copy.
 """
@@ -36,16 +37,17 @@ MATMUL_MAX_BATCH_DIMS = 4  # EDGEC_MATMUL_MAX_BATCH_DIMS
 
 def batch_matmul_desc(lhs_shape, rhs_shape, lhs_qparams, rhs_qparams, out_qparams,
                       act_min: int = INT8_MIN, act_max: int = INT8_MAX, *, rhs_transposed: bool = False,
-                      rhs_strides=None) -> dict:
+                      rhs_strides=None, alpha: float = 1.0) -> dict:
     """edgec_batch_matmul_desc fields (declaration order) for lhs [..., M, K] @ rhs [..., K, N],
     lhs contiguous. The right operand is contiguous too, or stored [..., N, K] with rhs_transposed
     (its transpose is multiplied), or read in place from another tensor with `rhs_strides` (one
-    element stride per axis of rhs_shape [..., K, N]). qparams are (scale, zero_point) pairs.
+    element stride per axis of rhs_shape [..., K, N]). qparams are (scale, zero_point) pairs; the
+    product is scaled by `alpha` > 0 (its requantization multiplier is s_lhs s_rhs alpha / s_out).
     Raises ValueError beyond the kernel."""
     lhs_shape, rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
     if rhs_strides is not None:
         return _strided_desc(lhs_shape, rhs_shape, tuple(rhs_strides), lhs_qparams, rhs_qparams, out_qparams,
-                             act_min, act_max)
+                             act_min, act_max, alpha)
     if len(lhs_shape) < 2 or len(rhs_shape) < 2:
         raise ValueError("matmul needs operands of rank 2 or more")
     rows, depth = lhs_shape[-2:]
@@ -59,7 +61,7 @@ def batch_matmul_desc(lhs_shape, rhs_shape, lhs_qparams, rhs_qparams, out_qparam
         dims, lhs_strides, rhs_strides = (), (), ()
     if len(dims) > MATMUL_MAX_BATCH_DIMS:
         raise ValueError(f"matmul batch broadcast needs {len(dims)} loop levels (at most {MATMUL_MAX_BATCH_DIMS})")
-    multiplier, shift = quantize_multiplier(lhs_qparams[0] * rhs_qparams[0] / out_qparams[0])
+    multiplier, shift = quantize_multiplier(lhs_qparams[0] * rhs_qparams[0] * alpha / out_qparams[0])
     pad = (0,) * (MATMUL_MAX_BATCH_DIMS - len(dims))
     return {
         "batch_rank": len(dims),
@@ -75,7 +77,8 @@ def batch_matmul_desc(lhs_shape, rhs_shape, lhs_qparams, rhs_qparams, out_qparam
     }
 
 
-def _strided_desc(lhs_shape, rhs_shape, rhs_strides, lhs_qparams, rhs_qparams, out_qparams, act_min, act_max) -> dict:
+def _strided_desc(lhs_shape, rhs_shape, rhs_strides, lhs_qparams, rhs_qparams, out_qparams, act_min, act_max,
+                  alpha) -> dict:
     """batch_matmul_desc for a right operand read through explicit strides (no batch merging)."""
     rank = max(len(lhs_shape), len(rhs_shape))
     lhs_batch = (1,) * (rank - len(lhs_shape)) + lhs_shape[:-2]
@@ -90,7 +93,8 @@ def _strided_desc(lhs_shape, rhs_shape, rhs_strides, lhs_qparams, rhs_qparams, o
             dims.append(max(size_l, size_r))
             lhs_steps.append(step_l if size_l > 1 else 0)
             rhs_steps.append(step_r if size_r > 1 else 0)
-    desc = batch_matmul_desc(lhs_shape[-2:], rhs_shape[-2:], lhs_qparams, rhs_qparams, out_qparams, act_min, act_max)
+    desc = batch_matmul_desc(lhs_shape[-2:], rhs_shape[-2:], lhs_qparams, rhs_qparams, out_qparams, act_min, act_max,
+                             alpha=alpha)
     if len(dims) > MATMUL_MAX_BATCH_DIMS:
         raise ValueError(f"matmul batch broadcast needs {len(dims)} loop levels (at most {MATMUL_MAX_BATCH_DIMS})")
     pad = (0,) * (MATMUL_MAX_BATCH_DIMS - len(dims))
@@ -178,7 +182,7 @@ class MatMul(OpDef):
             op.attrs["desc"] = batch_matmul_desc(lhs.shape, rhs_shape, (lhs.scale, lhs.zero_point),
                                                  (rhs.scale, rhs.zero_point), (out.scale, out.zero_point), *bounds,
                                                  rhs_transposed=op.attrs.get("rhs_transposed", False),
-                                                 rhs_strides=rhs_strides)
+                                                 rhs_strides=rhs_strides, alpha=op.attrs.get("alpha", 1.0))
         except ValueError as exc:
             raise EdgecError(f"{op.source}: {exc}") from None
 
@@ -200,6 +204,25 @@ class MatMul(OpDef):
         if d is None:
             return 0
         return int(math.prod(d["batch_dims"][:d["batch_rank"]]) * d["rows"] * d["cols"] * d["depth"])
+
+
+def fold_output_scales(graph) -> None:
+    """A matmul whose only reader multiplies it by a positive constant (attention's 1/sqrt(d))
+    takes the factor into its requantization and the product's qparams: one int8 rounding and one
+    pass over the score matrix fewer. Runs after fuse_activations (the product's clamps come along)."""
+    for mul in [op for op in graph.ops if op.kind == "binary" and op.attrs["op"] == "mul"]:
+        constant = mul.attrs["constant"]
+        if constant is None or constant.values.size != 1 or len(mul.inputs) != 1:
+            continue
+        factor = constant.scale * (int(constant.values.reshape(-1)[0]) - constant.zero_point)
+        matmul = graph.producer(mul.inputs[0])
+        if factor <= 0 or matmul is None or matmul.kind != MatMul.kind or matmul.attrs["clamp"] != (None, None) \
+                or graph.consumers(mul.inputs[0]) != [mul] or mul.inputs[0] in graph.outputs:
+            continue
+        matmul.attrs.update(alpha=matmul.attrs.get("alpha", 1.0) * factor, clamp=mul.attrs["clamp"])
+        matmul.outputs = list(mul.outputs)
+        graph.ops.remove(mul)
+    graph.remove_unused_tensors()
 
 
 def place_right_operands(graph) -> None:
