@@ -25,23 +25,31 @@ static int64_t edgec_round_shift64(int64_t v, int32_t s)
     return (int64_t)(shifted - (bias >> s));
 }
 
-/* floor(sqrt(v)) of a 64-bit value, digit by digit (exact, no division). */
+/* floor(sqrt(v)) for v in [2^60, 2^62): the root is in [2^30, 2^31); its bits are decided from the
+ * top, each by one 32 x 32 -> 64-bit square (exact, no division). */
 static uint32_t edgec_isqrt64(uint64_t v)
 {
-    uint64_t root = 0, bit = (uint64_t)1 << 62;
-    while (bit > v) {
-        bit >>= 2;
-    }
-    while (bit != 0) {
-        if (v >= root + bit) {
-            v -= root + bit;
-            root = (root >> 1) + bit;
-        } else {
-            root >>= 1;
+    uint32_t root = (uint32_t)1 << 30, bit;
+    for (bit = (uint32_t)1 << 29; bit != 0; bit >>= 1) {
+        const uint32_t candidate = root | bit;
+        if ((uint64_t)candidate * candidate <= v) {
+            root = candidate;
         }
-        bit >>= 2;
     }
-    return (uint32_t)root;
+    return root;
+}
+
+/* The number of significant bits of v > 0 (64 - count of leading zeros), by halving. */
+static int32_t bit_length64(uint64_t v)
+{
+    int32_t bits = 1, step;
+    for (step = 32; step > 0; step >>= 1) {
+        if (v >> step) {
+            v >>= step;
+            bits += step;
+        }
+    }
+    return bits;
 }
 
 static int64_t join64(int32_t hi, int32_t lo)
@@ -104,9 +112,9 @@ edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t
             variance += (uint64_t)((int64_t)d * d);
         }
         if (variance != 0) {
-            while ((variance << (2 * t)) < ((uint64_t)1 << 60)) {
-                t++;
-            }
+            /* the smallest t >= 0 with V 4^t >= 2^60: bit_length + 2t >= 61 */
+            const int32_t bits = bit_length64(variance);
+            t = bits >= 61 ? 0 : (62 - bits) / 2;
             g = (int32_t)((((uint64_t)1 << 61) - 1) / edgec_isqrt64(variance << (2 * t)));
         }
         if (g == 0) {
