@@ -21,6 +21,7 @@ from edgec.errors import EdgecError
 from edgec.ir import Graph
 from edgec.lower import lower
 from edgec.ops import KINDS, OPS
+from edgec.ops.matmul import fold_output_scales, place_right_operands
 from edgec.passes.constant_layouts import choose_constant_layouts
 from edgec.passes.fold_batchnorm import fold_batchnorm
 from edgec.passes.fuse import fold_pad, fuse_activations, fuse_copies
@@ -95,10 +96,12 @@ def compile_for(quantized: Quantized, target: str | Target = "host") -> Compiled
     graph = lower(quantized.quantized_module)
     fold_pad(graph)
     fuse_activations(graph)
+    fold_output_scales(graph)
     unify_qparams(graph)
     assign_layouts(graph)
     relayout(graph)
     fuse_copies(graph)
+    place_right_operands(graph)
     for op in graph.ops:
         KINDS[op.kind].finalize(op, graph)
         KINDS[op.kind].specialize(op, graph, target_info)

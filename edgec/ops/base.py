@@ -71,6 +71,11 @@ class OpDef:
         """Record how `node` is quantized, with the helpers of edgec.ops.qspec (before calibration)."""
         raise NotImplementedError
 
+    def torch_order_tensors(self, op: Op, graph: Graph) -> list[str]:
+        """The tensors of `op` that must be stored in PyTorch's axis order (never channels last):
+        the kernel works along the last torch axis (passes/layout.py keeps their groups so)."""
+        return []
+
     def check(self, node) -> str | None:
         """What keeps edgec from compiling this use of the operator (e.g. an argument beyond the
         kernel's limits), or None; asked of every node before calibration, so all come at once."""

@@ -843,8 +843,7 @@ edgec_status edgec_reduce_s8(const edgec_reduce_desc *desc, const int8_t *input,
 
 /* ==== end of data movement and reductions ==== */
 
-/* ==== int16 (16x8) kernels ===================================================================
- * int16 activations (symmetric: zero point 0, no offsets), int8 weights symmetric per output
+/* ==== int16 (16x8) kernels ============================================================ * int16 activations (symmetric: zero point 0, no offsets), int8 weights symmetric per output
  * channel, int64 biases: TFLite's 16x8 scheme, CMSIS-NN's _s16 kernels. Goldens and descriptor
  * values: edgec.ops.int16 (*_desc functions give every field). The output stage of conv,
  * depthwise and fully connected, "requantize_s64" below, is CMSIS-NN's arm_nn_requantize_s64 with
@@ -1112,6 +1111,76 @@ edgec_status edgec_requantize_s16_s8(const edgec_requantize_s16_desc *desc, cons
                                      int8_t *output);
 
 /* ==== end of int16 (16x8) kernels ==== */
+=======
+/* ==== Attention family: batch matmul of two activations, layer norm (matmul/, norm/) ======== */
+
+/*
+ * int8 x int8 -> int8 matrix product with broadcast batch dimensions (torch.matmul / bmm), TFLite
+ * Micro's int8 BATCH_MATMUL arithmetic (edgec.ops.matmul.batch_matmul_s8):
+ *   acc = sum_k (lhs[b][m][k] + lhs_offset) * (rhs[b][k][n] + rhs_offset)    (int32, wraps)
+ *   out[b][m][n] = clamp(requantize(acc, multiplier, shift) + output_offset, act_min, act_max)
+ * lhs is contiguous [batch..][rows][depth]; rhs element (k, n) of a batch is at
+ * k * rhs_depth_stride + n * rhs_col_stride (so a transposed right operand needs no copy); batch
+ * index (i_0..) reads lhs/rhs at sum_d i_d * *_batch_strides[d] (0: broadcast). The output is
+ * contiguous [batch..][rows][cols]. batch_rank may be 0 (one product). Not in place.
+ * EDGEC_ARG_ERROR: NULL pointers, a dim < 1, negative strides, batch_rank outside
+ * 0..EDGEC_MATMUL_MAX_BATCH_DIMS, offsets outside int8 zero points, a shift outside -31..31, a
+ * negative multiplier, act bounds outside int8 or crossed, spans beyond int32.
+ */
+#define EDGEC_MATMUL_MAX_BATCH_DIMS 4
+
+typedef struct {
+    int32_t batch_rank;
+    int32_t batch_dims[EDGEC_MATMUL_MAX_BATCH_DIMS];
+    int32_t lhs_batch_strides[EDGEC_MATMUL_MAX_BATCH_DIMS];
+    int32_t rhs_batch_strides[EDGEC_MATMUL_MAX_BATCH_DIMS];
+    int32_t rows;
+    int32_t cols;
+    int32_t depth;
+    int32_t rhs_depth_stride;
+    int32_t rhs_col_stride;
+    int32_t lhs_offset;    /* -lhs zero point */
+    int32_t rhs_offset;    /* -rhs zero point */
+    int32_t output_offset; /* output zero point */
+    int32_t multiplier;
+    int32_t shift;
+    int32_t act_min;
+    int32_t act_max;
+} edgec_batch_matmul_desc;
+
+edgec_status edgec_batch_matmul_s8(const edgec_batch_matmul_desc *desc, const int8_t *lhs, const int8_t *rhs,
+                                   int8_t *output);
+
+/*
+ * int8 layer normalisation over the last `features` values of each of `rows` rows, integer only
+ * (edgec.ops.layer_norm.layer_norm_s8 states the arithmetic and its bounds): per row
+ *   d_i = n q_i - sum q; V = sum d_i^2 + eps_term; r = isqrt(V 4^t) in [2^30, 2^31);
+ *   u_i = RoundShift(d_i 2^t floor((2^61-1)/r), 37);
+ *   y_i = clamp(RoundShift(u_i scale[i] + offset[i], shift) + output_offset, act_min, act_max),
+ * RoundShift(v, s) = floor((v + 2^(s-1)) / 2^s). 64-bit values travel as (hi, lo) int32 pairs:
+ * v = hi * 2^32 + (uint32_t)lo. May run in place (each row is read before it is written).
+ * EDGEC_ARG_ERROR: NULL pointers, rows < 1, features outside 1..EDGEC_LAYER_NORM_MAX_FEATURES,
+ * eps_term outside 0..2^60, |offset| > 2^56, shift outside 32..62, act bounds outside int8.
+ */
+#define EDGEC_LAYER_NORM_MAX_FEATURES 4096
+
+typedef struct {
+    int32_t rows;
+    int32_t features;
+    int32_t eps_term_hi;
+    int32_t eps_term_lo;
+    int32_t shift;
+    int32_t output_offset;
+    int32_t act_min;
+    int32_t act_max;
+    const int32_t *scale;     /* [features] */
+    const int32_t *offset_hi; /* [features] */
+    const int32_t *offset_lo; /* [features] */
+} edgec_layer_norm_desc;
+
+edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t *input, int8_t *output);
+
+/* ==== end of the attention family ==== */
 
 #ifdef __cplusplus
 }
