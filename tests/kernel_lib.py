@@ -200,7 +200,7 @@ def struct_from_desc(cls, desc: dict, keep: list):
     return cls(*values)
 
 
-# -- recurrent cells (edgec.ops.recurrent_kernels; runtime_c/src/recurrent/) --------------------
+# -- recurrent cells (edgec.ops.recurrent; runtime_c/src/recurrent/) --------------------
 class RecurrentDesc(C.Structure):
     _fields_ = [*[(name, C.c_int32) for name in ("cell", "batches", "time_steps", "input_size", "hidden_size",
                                                  "time_major", "reset_state")],
@@ -210,12 +210,13 @@ class RecurrentDesc(C.Structure):
                                                      "hidden_shift")],
                 *[(name, C.c_int32) for name in ("forget_cell_multiplier", "forget_cell_shift", "input_cell_multiplier",
                                                  "input_cell_shift", "cell_tanh_shift", "output_multiplier",
-                                                 "output_shift", "output_offset")],
+                                                 "output_shift", "output_offset", "hidden_q15_multiplier",
+                                                 "hidden_q15_shift")],
                 ("sigmoid_table", C.POINTER(C.c_uint16))]
 
 
 def recurrent_struct(desc: dict, keep: list) -> RecurrentDesc:
-    """A ctypes RecurrentDesc from an edgec.ops.recurrent_kernels.recurrent_desc dict (pointer
+    """A ctypes RecurrentDesc from an edgec.ops.recurrent.recurrent_desc dict (pointer
     fields kept alive in `keep`; the per-gate lists fill the int32[4] arrays)."""
     assert list(desc) == [name for name, _ in RecurrentDesc._fields_], list(desc)
     values = []

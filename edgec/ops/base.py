@@ -63,6 +63,11 @@ class OpDef:
         """Record how `node` is quantized, with the helpers of edgec.ops.qspec (before calibration)."""
         raise NotImplementedError
 
+    def observe(self, node, args, result) -> None:
+        """Calibration hook: called with the float arguments and result of `node` on every
+        calibration sample, for statistics that no graph tensor carries (e.g. an LSTM's cell
+        state); the unit keeps them in node.meta for its `lower`. Units that need none leave it."""
+
     def check(self, node) -> str | None:
         """What keeps edgec from compiling this use of the operator (e.g. an argument beyond the
         kernel's limits), or None; asked of every node before calibration, so all come at once."""

@@ -847,7 +847,7 @@ edgec_status edgec_reduce_s8(const edgec_reduce_desc *desc, const int8_t *input,
 
 /*
  * edgec_lstm_s8 / edgec_gru_s8: int8 LSTM / GRU over time_steps steps (a whole sequence, or one
- * step of a stream whose state persists between calls). Golden: edgec.ops.recurrent_kernels.
+ * step of a stream whose state persists between calls). Golden: edgec.ops.recurrent.
  *
  * LSTM (cell = EDGEC_RECURRENT_LSTM, gates i, f, g, o in PyTorch's row order): TFLite Micro's
  * integer UNIDIRECTIONAL_SEQUENCE_LSTM as CMSIS-NN's arm_lstm_unidirectional_s8 computes it:
@@ -857,8 +857,8 @@ edgec_status edgec_reduce_s8(const edgec_reduce_desc *desc, const int8_t *input,
  *   h' = sat8(requant(o * tanh_s16(c' << cell_tanh_shift), output) + output_offset)
  * GRU (cell = EDGEC_RECURRENT_GRU, gates r, z, n): r, z as above; n = tanh(sat16(xn +
  *   sat16(requant(r * hn, forget_cell)))) with xn, hn the two parts of gate n kept apart;
- *   h' = sat8(requant((32768 - z) * n + z * ((h - output_offset) << 8), output) + output_offset)
- *   (the hidden state's scale is 2^-7).
+ *   hq = sat16(requant(h - output_offset, hidden_q15)) (h in Q0.15);
+ *   h' = sat8(requant((32768 - z) * n + z * hq, output) + output_offset).
  * sigmoid/tanh: arm_nn_activation_s16's interpolation in `sigmoid_table` (256 x sigmoid(i/24), 0.16).
  * The biases are effective: the float bias quantized at s_x * s_w minus zp * sum of the row.
  * input/output: [T, B, I] / [T, B, H] when time_major, else [B, T, I] / [B, T, H].
@@ -895,6 +895,8 @@ typedef struct {
     int32_t output_multiplier;      /* 2^-30 / s_h */
     int32_t output_shift;
     int32_t output_offset;          /* the hidden state's (= output's) zero point */
+    int32_t hidden_q15_multiplier;  /* GRU: s_h / 2^-15, the hidden state in Q0.15 */
+    int32_t hidden_q15_shift;
     const uint16_t *sigmoid_table;  /* 256 entries */
 } edgec_recurrent_desc;
 

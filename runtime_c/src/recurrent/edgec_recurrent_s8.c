@@ -6,8 +6,8 @@
  * of the input and one of the hidden state, each requantized to int16 Q3.12 and added with
  * saturation; sigmoid/tanh by arm_nn_activation_s16's interpolated table (Q3.12 -> Q0.15); the cell
  * state int16 with a power-of-two scale; the hidden state int8 (the output's qparams).
- * GRU: edgec's definition with the same pieces (edgec.ops.recurrent_kernels.gru_step).
- * The golden kernels are edgec.ops.recurrent_kernels.lstm_step / gru_step / recurrent_s8.
+ * GRU: edgec's definition with the same pieces (edgec.ops.recurrent.gru_step).
+ * The golden kernels are edgec.ops.recurrent.lstm_step / gru_step / recurrent_s8.
  *
  * Dot products accumulate in uint32_t (wrapping like the golden's int32) so that no signed
  * overflow can happen whatever the bias; products of int16 gates fit int32 (|a * b| <= 2^30).
@@ -127,7 +127,8 @@ static void gru_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h, 
     }
     for (int32_t k = 0; k < hs; k++) {
         const int32_t z = gates[hs + k], n = gates[2 * hs + k];
-        const int32_t h_q15 = ((int32_t)h[k] - d->output_offset) * 256;
+        const int32_t h_q15 = sat16(edgec_requantize((int32_t)h[k] - d->output_offset, d->hidden_q15_multiplier,
+                                                     d->hidden_q15_shift));
         const int32_t mixed = (32768 - z) * n + z * h_q15;
         const int32_t out = edgec_requantize(mixed, d->output_multiplier, d->output_shift) + d->output_offset;
         h[k] = (int8_t)EDGEC_MIN(EDGEC_MAX(out, -128), 127);
@@ -155,7 +156,7 @@ static int recurrent_desc_valid(const edgec_recurrent_desc *d, int32_t cell, con
     }
     if (!edgec_shifts_valid(d->input_shift, cell) || !edgec_shifts_valid(d->hidden_shift, cell) ||
         !edgec_shift_valid(d->forget_cell_shift) || !edgec_shift_valid(d->input_cell_shift) ||
-        !edgec_shift_valid(d->output_shift)) {
+        !edgec_shift_valid(d->output_shift) || !edgec_shift_valid(d->hidden_q15_shift)) {
         return 0;
     }
     return 1;
