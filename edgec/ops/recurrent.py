@@ -34,10 +34,10 @@ from torch.fx import Node
 
 from edgec.errors import EdgecError
 from edgec.frontend import source_line
-from edgec.ir import Tensor
+from edgec.ir import Op, Tensor, same_bytes
 from edgec.numerics import quantize_multiplier, requantize, wrap_int32
 from edgec.ops.base import CCall, OpDef, descriptor
-from edgec.ops.movement import Gather, _Slot
+from edgec.ops.movement import Gather, _Slot, reshape_gather
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate
 from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
@@ -429,6 +429,25 @@ class Recurrent(OpDef):
             op.attrs["final_output"] = outputs[-1].name
         if node.target != aten.gru_cell.default:
             ctx.alias(node, RecurrentResult(self, node, outputs, spec))
+
+    def relayout(self, op, graph) -> None:
+        """The kernel reads and writes rows in PyTorch order: an input or output the layout pass
+        stores otherwise (channels last, next to a Conv1d) goes through a copy."""
+        for index, name in ((0, op.inputs[0]), (None, op.outputs[0])):
+            tensor = graph.tensors[name]
+            if tensor.perm is None or same_bytes(tensor.torch_shape, tensor.perm, tensor.torch_shape, None):
+                continue
+            rows = graph.add_tensor(Tensor(f"{op.name}_rows{0 if index == 0 else 1}", tensor.torch_shape,
+                                           tensor.scale, tensor.zero_point, source=tensor.source))
+            position = graph.ops.index(op)
+            if index == 0:
+                graph.ops.insert(position, Op(f"{op.name}_input_copy", "copy", [name], [rows.name],
+                                              {"gather": reshape_gather(tensor.torch_shape)}, op.source))
+                op.inputs[0] = rows.name
+            else:
+                graph.ops.insert(position + 1, Op(f"{op.name}_output_copy", "copy", [rows.name], [name],
+                                                  {"gather": reshape_gather(tensor.torch_shape)}, op.source))
+                op.outputs[0] = rows.name
 
     def finalize(self, op, graph) -> None:
         a = op.attrs
