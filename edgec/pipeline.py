@@ -21,6 +21,7 @@ from edgec.errors import EdgecError
 from edgec.ir import Graph
 from edgec.lower import lower
 from edgec.ops import KINDS, OPS
+from edgec.ops.recurrent import make_streaming
 from edgec.passes.fold_batchnorm import fold_batchnorm
 from edgec.passes.fuse import fold_pad, fuse_activations, fuse_copies
 from edgec.passes.normalize import normalize
@@ -51,9 +52,10 @@ class Compiled(Quantized):
     target: Target = None
 
 
-def compile_model(spec: str, *, calibration, target: str = "host",
+def compile_model(spec: str, *, calibration, target: str = "host", stream: bool = False,
                   progress: Callable | None = None, warn: Callable[[str], None] = print) -> Compiled:
-    return compile_for(quantize_model(spec, calibration=calibration, progress=progress, warn=warn), target)
+    return compile_for(quantize_model(spec, calibration=calibration, progress=progress, warn=warn), target,
+                       stream=stream)
 
 
 def quantize_model(spec: str, *, calibration, progress: Callable | None = None,
@@ -70,11 +72,13 @@ def quantize_model(spec: str, *, calibration, progress: Callable | None = None,
     return Quantized(loaded.origin, loaded.example_inputs, float_module, quantize(module, samples, progress))
 
 
-def compile_for(quantized: Quantized, target: str | Target = "host") -> Compiled:
-    """lower -> fuse -> unify qparams -> layout -> fuse copies -> finalize -> specialize for
-    `target` -> schedule + plan."""
+def compile_for(quantized: Quantized, target: str | Target = "host", *, stream: bool = False) -> Compiled:
+    """lower -> (stream: one time step per invoke) -> fuse -> unify qparams -> layout -> fuse
+    copies -> finalize -> specialize for `target` -> schedule + plan."""
     target_info = get_target(target)
     graph = lower(quantized.quantized_module)
+    if stream:
+        make_streaming(graph)
     fold_pad(graph)
     fuse_activations(graph)
     unify_qparams(graph)

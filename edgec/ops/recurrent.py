@@ -472,14 +472,12 @@ class Recurrent(OpDef):
         return out.reshape(graph.tensors[op.outputs[0]].shape)
 
     def state_bytes(self, op) -> int:
-        """Bytes of the hidden (int8) and cell (int16, LSTM) state."""
-        elements = op.attrs["batches"] * op.attrs["w_hh"].shape[1]
-        return elements * (3 if op.attrs["cell"] == "lstm" else 1)
+        """Streaming: the hidden (int8) and cell (int16, LSTM) state persist between invokes."""
+        return _state_size(op) if op.attrs["stream"] else 0
 
     def scratch_bytes(self, op, graph, target) -> int:
-        hidden = op.attrs["w_hh"].shape[1]
-        state = 0 if op.attrs["stream"] else _align4(self.state_bytes(op))
-        return 16 * hidden + state
+        """The gates' scratch; in whole-sequence mode the state too (after the gates')."""
+        return 16 * op.attrs["w_hh"].shape[1] + (0 if op.attrs["stream"] else _align4(_state_size(op)))
 
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
@@ -497,11 +495,65 @@ class Recurrent(OpDef):
         call.code = (f"status |= edgec_{a['cell']}_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}, "
                      f"{hidden_arg}, {cell_arg}{scratch});")
         call.scratch_required = f"EDGEC_RECURRENT_SCRATCH_BYTES({hidden})"
+        if a["stream"]:  # real zero: the cell state 0, the hidden state its zero point
+            cell_reset = f"memset({base}, 0, {2 * elements}); " if a["cell"] == "lstm" else ""
+            call.state_reset = f"{cell_reset}memset({hidden_arg}, {a['desc']['output_offset']}, {elements});"
         return call
 
     def macs(self, op, graph) -> int:
         a = op.attrs
         return int(a["batches"] * a["time_steps"] * (a["w_ih"].size + a["w_hh"].size))
+
+
+# -- streaming ------------------------------------------------------------------------------------
+
+def recurrent_ops(graph) -> list:
+    return [op for op in graph.ops if op.kind == Recurrent.kind]
+
+
+def with_time_steps(graph, steps: int) -> None:
+    """Give a graph whose recurrent layers read a model input directly `steps` time steps: the
+    input, every layer's output sequence and the layers' step counts change; what reads the last
+    layer must not depend on the sequence length (its last step, h_n), else EdgecError."""
+    ops = recurrent_ops(graph)
+    if not ops:
+        raise EdgecError("--stream needs a model with a recurrent layer (nn.LSTM, nn.GRU, a cell)")
+    firsts = [op for op in ops if op.attrs["layer"] == 0]
+    for op in firsts:
+        if op.inputs[0] not in graph.inputs:
+            raise EdgecError(f"{op.source}: --stream needs the recurrent layer to read a model input "
+                             f"[batch, time, features] directly (one frame per invoke)")
+    if len(graph.inputs) != len(firsts) or any(len(graph.consumers(name)) != 1 for name in graph.inputs):
+        raise EdgecError("--stream needs every model input to be read by one recurrent layer only")
+    for op in ops:
+        axis = 0 if op.attrs["time_major"] else 1
+        names = op.outputs + (op.inputs if op.attrs["layer"] == 0 else [])
+        for name in names:
+            tensor = graph.tensors[name]
+            if len(tensor.shape) == 3:
+                tensor.shape = tensor.shape[:axis] + (steps,) + tensor.shape[axis + 1:]
+        op.attrs["time_steps"] = steps if len(graph.tensors[op.outputs[0]].shape) == 3 else 1
+    layer_outputs = {op.outputs[0] for op in ops}
+    for op in graph.ops:
+        if op.kind != Recurrent.kind and set(op.inputs) & layer_outputs and op.kind != "copy":
+            raise EdgecError(f"{op.source}: --stream: {op.kind} reads the whole output sequence of a recurrent "
+                             f"layer; a streaming model may read only its last step (output[:, -1] or h_n)")
+
+
+def make_streaming(graph) -> None:
+    """One time step per invoke, the state kept between invokes (in a persistent buffer outside
+    the arena in C; in op.attrs["state"] for the golden simulator, reset by reset_state)."""
+    with_time_steps(graph, 1)
+    for op in recurrent_ops(graph):
+        op.attrs["stream"] = True
+    reset_state(graph)
+
+
+def reset_state(graph) -> None:
+    """The golden simulator's streaming state back to zero (what <name>_reset_state() does)."""
+    for op in recurrent_ops(graph):
+        if op.attrs["stream"]:
+            op.attrs["state"] = {"hidden": None, "cell": None}
 
 
 def _take_output_qparams(graph, name: str, final: str) -> None:
@@ -516,6 +568,11 @@ def _take_output_qparams(graph, name: str, final: str) -> None:
         source.scale, source.zero_point = quantized[0].scale, quantized[0].zero_point
     if not tensor.quantized:
         tensor.scale, tensor.zero_point = source.scale, source.zero_point
+
+
+def _state_size(op) -> int:
+    elements = op.attrs["batches"] * op.attrs["w_hh"].shape[1]
+    return elements * (3 if op.attrs["cell"] == "lstm" else 1)
 
 
 def _align4(n: int) -> int:
