@@ -73,10 +73,14 @@ def _quiet_torch() -> None:
     warnings.filterwarnings("ignore", category=UserWarning, module="torch")
 
 
-def _compile(model: str, calib: str | None, target, quiet: bool):
+def _compile(model: str, calib: str | None, target, quiet: bool, stream: bool = False):
     from edgec.pipeline import compile_model, load_samples
     data = load_samples(calib) if calib else None
-    return compile_model(model, calibration=data, target=target, progress=_progress(quiet), warn=_warn)
+    return compile_model(model, calibration=data, target=target, stream=stream, progress=_progress(quiet), warn=_warn)
+
+
+STREAM_HELP = ("recurrent models: one time step per <name>_invoke(), the hidden/cell state kept between "
+               "invokes outside the arena (<name>_reset_state() starts a new sequence)")
 
 
 def _quantized_samples(compiled, calib: str | None, count: int):
@@ -121,14 +125,15 @@ def cli():
 @click.option("--target", default="host", show_default=True, help=TARGET_HELP)
 @_target_options
 @click.option("--report", "html_report", is_flag=True, help="also write report.html (layer table, memory timeline)")
+@click.option("--stream", is_flag=True, help=STREAM_HELP)
 @click.option("--quiet", is_flag=True, help="no progress bar")
-def build(model, out_dir, calib, name, target, ram, flash, opt, html_report, quiet):
+def build(model, out_dir, calib, name, target, ram, flash, opt, html_report, stream, quiet):
     """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory."""
     _quiet_torch()
     from edgec.pipeline import check_output_dir, emit
     name = _check_name(name or _default_name(model))
     check_output_dir(Path(out_dir))
-    compiled = _compile(model, calib, _target(target, ram, flash, opt), quiet)
+    compiled = _compile(model, calib, _target(target, ram, flash, opt), quiet, stream)
     report = emit(compiled, Path(out_dir), name)
     click.echo(f"{out_dir}: {name} for {report['target']}: {len(report['layers'])} layers, "
                f"{report['macs']:,} MACs, constants {report['weights_bytes']:,} B (flash)")
@@ -137,6 +142,9 @@ def build(model, out_dir, calib, name, target, ram, flash, opt, html_report, qui
     click.echo(f"in place: {report['in_place_layers']} layers (liveness bound without: "
                f"{report['lower_bound_without_in_place_bytes']:,} B); kernel scratch {report['scratch_bytes']:,} B "
                f"in {sum(1 for layer in report['layers'] if layer['scratch_bytes'])} layers")
+    if report["state_bytes"]:
+        click.echo(f"streaming state {report['state_bytes']:,} B outside the arena (RAM = arena + state = "
+                   f"{report['ram_bytes']:,} B); one time step per {name}_invoke(), {name}_reset_state()")
     if html_report:
         from edgec.report import write_html_report
         click.echo(f"report: {write_html_report(report, Path(out_dir) / 'report.html')}")
@@ -172,7 +180,8 @@ def report(out_dir, html):
 @_target_options
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--per-layer", is_flag=True, help="also print each layer's int8-vs-float SQNR")
-def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer):
+@click.option("--stream", is_flag=True, help=STREAM_HELP + "; the samples' frames run as one stream")
+def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer, stream):
     """Check that the generated C's output equals the golden simulator's, byte for byte, and that
     every layer computes what the quantized program means (within a step of its Q/DQ graph)."""
     _quiet_torch()
@@ -185,6 +194,8 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
         device.require_runnable(target_info)
     compiled = _compile(model, calib, target_info, quiet)
     floats, inputs = _quantized_samples(compiled, calib, samples)
+    if stream:
+        _verify_stream(compiled, floats, inputs, name, target)
     with tempfile.TemporaryDirectory(prefix="edgec-verify-") as tmp:
         out_dir = Path(tmp) / name
         emit(compiled, out_dir, name)
@@ -208,6 +219,35 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
     checked = checks.check_against_reference(compiled, floats)
     click.echo(f"OK: all {checked} checked layers within {checks.LAYER_TOLERANCE_STEPS} step (1 + M/2 where "
                f"M = s_in*s_w/s_out > 1) of the program's Q/DQ graph run in float, fed its values")
+
+
+def _verify_stream(whole, floats, whole_inputs, name: str, target: str) -> None:
+    """The streaming build of the same quantized model: every sample's frames, one per invoke, as
+    one stream, golden == C byte for byte; and its output after the first sample's last frame
+    equals the whole-sequence model's on that sample."""
+    import numpy as np
+
+    from edgec import verify as checks
+    from edgec.ops.recurrent import reset_state
+    from edgec.pipeline import compile_for, emit
+    compiled = compile_for(whole, whole.target, stream=True)
+    frames = [x.reshape((-1,) + compiled.graph.tensors[i].torch_shape[2:]) for x, i in zip(floats, compiled.graph.inputs)]
+    inputs = checks.quantized_inputs(compiled.graph, frames)
+    with tempfile.TemporaryDirectory(prefix="edgec-verify-") as tmp:
+        emit(compiled, Path(tmp) / name, name)
+        device = checks.run_on(compiled, Path(tmp) / name, name, inputs, Path(tmp) / "build")
+    reset_state(compiled.graph)
+    result = checks.compare(checks.golden_outputs(compiled.graph, inputs), device)
+    where = "host C" if target == "host" else f"{target} (QEMU)"
+    if not result.exact:
+        click.echo(f"MISMATCH (stream): {result.mismatched_bytes} bytes differ between the golden simulator and {where}")
+        sys.exit(1)
+    steps = len(inputs) // len(whole_inputs)
+    if not np.array_equal(device[steps - 1], checks.golden_outputs(whole.graph, whole_inputs[:1])[0]):
+        click.echo("MISMATCH: the stream's output after a whole sequence differs from the whole-sequence model's")
+        sys.exit(1)
+    click.echo(f"OK (stream): {len(inputs)} steps, golden simulator == {where}, 0 LSB; after {steps} steps "
+               f"== the whole-sequence model")
 
 
 @cli.command()

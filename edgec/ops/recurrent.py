@@ -403,6 +403,8 @@ class Recurrent(OpDef):
                              f"quantized elsewhere has no cell-state or inner-layer ranges); compile the float model")
         time_major = not spec["batch_first"]
         # h_n stacks every layer's last step in one copy: then all layers share the output's qparams
+        # the float node holding the last layer's output (verify compares the two)
+        sequence_node = next((u.name for u in node.users if u.target is operator.getitem and u.args[1] == 0), "")
         h_n_used = spec["sequence"] and any(u.target is operator.getitem and u.args[1] == 1 and u.users for u in node.users)
         outputs = []
         source = x
@@ -414,7 +416,7 @@ class Recurrent(OpDef):
             if last and not spec["sequence"] and node.target == aten.gru_cell.default:
                 out = ctx.output(node, shape)
             else:
-                out = ctx.graph.add_tensor(Tensor(f"{node.name}_layer{layer}", shape, source=node.name if last else ""))
+                out = ctx.graph.add_tensor(Tensor(f"{node.name}_layer{layer}", shape, source=sequence_node if last else ""))
                 if not last and not h_n_used:
                     out.scale, out.zero_point = _asymmetric_qparams(observed[layer]["hidden_min"], observed[layer]["hidden_max"])
             cell_power = cell_scale_power(observed[layer]["cell_max"]) if spec["cell"] == "lstm" else 0
