@@ -50,13 +50,16 @@ SIGMOID, TANH = 0, 1
 
 def sigmoid_table() -> np.ndarray:
     """256 entries of sigmoid(i / 24) in unsigned 0.16 fixed point, rounded to nearest, the last
-    clamped to 65535: the table arm_nn_activation_s16 interpolates (sigmoid_table_uint16).
+    one 65535 (1.0 saturated: the top of the interpolation, continuous with the saturated result
+    beyond the table): the table arm_nn_activation_s16 interpolates (sigmoid_table_uint16).
 
-    Built from the definition here; TFLite's published table differs from this rounding by +1 in
-    44 entries (it is not plain rounding), so a gate can differ from TFLite by one Q0.15 step.
+    Built here from the definition; TFLite's published table differs from plain rounding by +1
+    in 44 entries, so a gate can differ from TFLite's by one Q0.15 step (docs/numerics.md).
     """
     i = np.arange(256, dtype=np.float64)
-    return np.minimum(np.floor(65536.0 / (1.0 + np.exp(-i / 24.0)) + 0.5), 65535).astype(np.uint16)
+    table = np.minimum(np.floor(65536.0 / (1.0 + np.exp(-i / 24.0)) + 0.5), 65535)
+    table[255] = 65535
+    return table.astype(np.uint16)
 
 
 def activation_s16(x: np.ndarray, left_shift: int, function: int, table: np.ndarray) -> np.ndarray:

@@ -21,9 +21,16 @@
 #define RECURRENT_SIGMOID 0
 #define RECURRENT_TANH 1
 
-static int16_t sat16(int32_t x)
+/* Sums of a requantized value (any int32) and another are formed in 64 bits, then saturated:
+ * int32 addition could overflow (undefined) where CMSIS-NN adds in int32. */
+static int16_t sat16(int64_t x)
 {
     return (int16_t)EDGEC_MIN(EDGEC_MAX(x, INT16_MIN), INT16_MAX);
+}
+
+static int8_t sat8(int64_t x)
+{
+    return (int8_t)EDGEC_MIN(EDGEC_MAX(x, -128), 127);
 }
 
 /* arm_nn_activation_s16: sigmoid or tanh of x * 2^left_shift read as Q3.12, in Q0.15. */
@@ -92,18 +99,17 @@ static void lstm_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h,
     for (int32_t gate = 0; gate < 4; gate++) {
         gate_parts(d, x, h, gate, parts, parts + hs);
         for (int32_t k = 0; k < hs; k++) {
-            gates[gate * hs + k] = activation_s16(sat16(parts[hs + k] + parts[k]), 0,
+            gates[gate * hs + k] = activation_s16(sat16((int64_t)parts[hs + k] + parts[k]), 0,
                                                   gate == 2 ? RECURRENT_TANH : RECURRENT_SIGMOID, d->sigmoid_table);
         }
     }
     for (int32_t k = 0; k < hs; k++) {
         const int32_t i = gates[k], f = gates[hs + k], g = gates[2 * hs + k], o = gates[3 * hs + k];
         int32_t cell = sat16(edgec_requantize(f * (int32_t)c[k], d->forget_cell_multiplier, d->forget_cell_shift));
-        cell = sat16(edgec_requantize(i * g, d->input_cell_multiplier, d->input_cell_shift) + cell);
+        cell = sat16((int64_t)edgec_requantize(i * g, d->input_cell_multiplier, d->input_cell_shift) + cell);
         c[k] = (int16_t)cell;
         const int32_t t = activation_s16(cell, d->cell_tanh_shift, RECURRENT_TANH, d->sigmoid_table);
-        const int32_t out = edgec_requantize(o * t, d->output_multiplier, d->output_shift) + d->output_offset;
-        h[k] = (int8_t)EDGEC_MIN(EDGEC_MAX(out, -128), 127);
+        h[k] = sat8((int64_t)edgec_requantize(o * t, d->output_multiplier, d->output_shift) + d->output_offset);
     }
 }
 
@@ -114,7 +120,7 @@ static void gru_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h, 
     for (int32_t gate = 0; gate < 2; gate++) { /* r, z */
         gate_parts(d, x, h, gate, parts, parts + hs);
         for (int32_t k = 0; k < hs; k++) {
-            gates[gate * hs + k] = activation_s16(sat16(parts[hs + k] + parts[k]), 0, RECURRENT_SIGMOID,
+            gates[gate * hs + k] = activation_s16(sat16((int64_t)parts[hs + k] + parts[k]), 0, RECURRENT_SIGMOID,
                                                   d->sigmoid_table);
         }
     }
@@ -123,15 +129,14 @@ static void gru_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h, 
         const int32_t r = gates[k];
         const int32_t hn = sat16(parts[hs + k]);
         const int32_t rh = sat16(edgec_requantize(r * hn, d->forget_cell_multiplier, d->forget_cell_shift));
-        gates[2 * hs + k] = activation_s16(sat16(parts[k] + rh), 0, RECURRENT_TANH, d->sigmoid_table);
+        gates[2 * hs + k] = activation_s16(sat16((int64_t)parts[k] + rh), 0, RECURRENT_TANH, d->sigmoid_table);
     }
     for (int32_t k = 0; k < hs; k++) {
         const int32_t z = gates[hs + k], n = gates[2 * hs + k];
         const int32_t h_q15 = sat16(edgec_requantize((int32_t)h[k] - d->output_offset, d->hidden_q15_multiplier,
                                                      d->hidden_q15_shift));
         const int32_t mixed = (32768 - z) * n + z * h_q15;
-        const int32_t out = edgec_requantize(mixed, d->output_multiplier, d->output_shift) + d->output_offset;
-        h[k] = (int8_t)EDGEC_MIN(EDGEC_MAX(out, -128), 127);
+        h[k] = sat8((int64_t)edgec_requantize(mixed, d->output_multiplier, d->output_shift) + d->output_offset);
     }
 }
 
