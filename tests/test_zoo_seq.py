@@ -165,3 +165,20 @@ def test_stream_refuses_a_conv_front_end():
     q = quantize_model(f"{zoo_seq.__file__}:conv_gru_kws", calibration=zoo_seq.calibration_data("conv_gru_kws", 4))
     with pytest.raises(EdgecError, match="--stream needs the recurrent layer to read a model input"):
         compile_for(q, "host", stream=True)
+
+
+@pytest.mark.parametrize("factory", ["cells", "time_major_lstm"])
+def test_cells_and_time_major_layers_on_host(factory, tmp_path):
+    from tests.data import recurrent_models
+    _, (example,) = getattr(recurrent_models, factory)()
+    calibration = np.random.default_rng(0).standard_normal((16, *example.shape[1:])).astype(np.float32)
+    q = quantize_model(f"{recurrent_models.__file__}:{factory}", calibration=calibration)
+    compiled = compile_for(q, "host")
+    assert sum(op.kind == "recurrent" for op in compiled.graph.ops) == 2
+    emit(compiled, tmp_path / factory, factory)
+    floats = calibration[:3]
+    inputs = verify.quantized_inputs(compiled.graph, floats)
+    outputs = verify.run_on(compiled, tmp_path / factory, factory, inputs, tmp_path / "build")
+    assert verify.compare(verify.golden_outputs(compiled.graph, inputs), outputs).exact
+    summary = verify.accuracy_summary(compiled, verify.float_reference(compiled, floats), outputs)
+    assert summary["output_sqnr_db"] >= 25, summary

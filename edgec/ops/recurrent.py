@@ -602,6 +602,7 @@ def _asymmetric_qparams(low: float, high: float) -> tuple[float, int]:
 class Zeros(OpDef):
     """aten.zeros: a recurrent layer's default initial state (a constant; only they read it)."""
     kind = "zeros"
+    family = "zeros (a recurrent layer's initial state)"
     targets = frozenset({aten.zeros.default})
 
     def annotate(self, node) -> None:
