@@ -221,6 +221,11 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
                f"M = s_in*s_w/s_out > 1) of the program's Q/DQ graph run in float, fed its values")
 
 
+def _frames(stream, floats) -> list:
+    """Whole-sequence float samples [N, 1, T, F] (batch first) as the stream's frames [N*T, F]."""
+    return [x.reshape((-1,) + stream.graph.tensors[name].torch_shape[2:]) for x, name in zip(floats, stream.graph.inputs)]
+
+
 def _verify_stream(whole, floats, whole_inputs, name: str, target: str) -> None:
     """The streaming build of the same quantized model: every sample's frames, one per invoke, as
     one stream, golden == C byte for byte; and its output after the first sample's last frame
@@ -231,8 +236,7 @@ def _verify_stream(whole, floats, whole_inputs, name: str, target: str) -> None:
     from edgec.ops.recurrent import reset_state
     from edgec.pipeline import compile_for, emit
     compiled = compile_for(whole, whole.target, stream=True)
-    frames = [x.reshape((-1,) + compiled.graph.tensors[i].torch_shape[2:]) for x, i in zip(floats, compiled.graph.inputs)]
-    inputs = checks.quantized_inputs(compiled.graph, frames)
+    inputs = checks.quantized_inputs(compiled.graph, _frames(compiled, floats))
     with tempfile.TemporaryDirectory(prefix="edgec-verify-") as tmp:
         emit(compiled, Path(tmp) / name, name)
         device = checks.run_on(compiled, Path(tmp) / name, name, inputs, Path(tmp) / "build")
@@ -261,7 +265,8 @@ def _verify_stream(whole, floats, whole_inputs, name: str, target: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--profile", is_flag=True, help="also count the instructions of each function (whole run)")
-def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile):
+@click.option("--stream", is_flag=True, help=STREAM_HELP + "; counts one time step")
+def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile, stream):
     """Count the instructions one inference executes on an emulated Cortex-M, per layer and in
     total (exact, from QEMU), with MACs and the program's flash and RAM."""
     _quiet_torch()
@@ -274,7 +279,11 @@ def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, 
     target_info = _target(target, ram, flash, opt)
     device.require_runnable(target_info)
     compiled = _compile(model, calib, target_info, quiet)
-    _, sample = _quantized_samples(compiled, calib, 1)
+    floats, sample = _quantized_samples(compiled, calib, 1)
+    if stream:
+        from edgec.pipeline import compile_for
+        compiled = compile_for(compiled, target_info, stream=True)
+        sample = checks.quantized_inputs(compiled.graph, [x[:1] for x in _frames(compiled, floats)])
     with tempfile.TemporaryDirectory(prefix="edgec-bench-") as tmp:
         model_dir = Path(out_dir) if out_dir else Path(tmp) / name
         emit(compiled, model_dir, name)
