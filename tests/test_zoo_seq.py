@@ -182,3 +182,19 @@ def test_cells_and_time_major_layers_on_host(factory, tmp_path):
     assert verify.compare(verify.golden_outputs(compiled.graph, inputs), outputs).exact
     summary = verify.accuracy_summary(compiled, verify.float_reference(compiled, floats), outputs)
     assert summary["output_sqnr_db"] >= 25, summary
+
+
+def test_cli_build_and_verify_stream(tmp_path, capsys):
+    """edgec build --stream writes <name>_reset_state and reports the state; edgec verify --stream
+    checks the stream against the golden and the whole-sequence model."""
+    from tests.test_cli import run_cli
+    calib = tmp_path / "calib.npy"
+    np.save(calib, zoo_seq.calibration_data("lstm_kws", 8, seed=0))
+    model = f"{zoo_seq.__file__}:lstm_kws"
+    code, out, err = run_cli("build", model, "-o", tmp_path / "out", "--calib", calib, "--stream", "--quiet", capsys=capsys)
+    assert code == 0, err
+    assert "streaming state 192 B outside the arena" in out
+    assert "void lstm_kws_reset_state(void)" in (tmp_path / "out" / "lstm_kws.c").read_text()
+    code, out, err = run_cli("verify", model, "--calib", calib, "--samples", "2", "--stream", "--quiet", capsys=capsys)
+    assert code == 0, err
+    assert "OK (stream): 98 steps" in out and "== the whole-sequence model" in out
