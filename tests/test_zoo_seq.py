@@ -198,3 +198,17 @@ def test_cli_build_and_verify_stream(tmp_path, capsys):
     code, out, err = run_cli("verify", model, "--calib", calib, "--samples", "2", "--stream", "--quiet", capsys=capsys)
     assert code == 0, err
     assert "OK (stream): 98 steps" in out and "== the whole-sequence model" in out
+
+
+def test_stream_refuses_reading_other_steps(tmp_path):
+    """output[:, 0] would be the current frame's output in a stream, not the first frame's."""
+    path = tmp_path / "first_step.py"
+    path.write_text("import torch\nfrom torch import nn\n\n"
+                    "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.rnn = nn.GRU(4, 6, batch_first=True)\n\n"
+                    "    def forward(self, x):\n        return self.rnn(x)[0][:, 0]\n\n"
+                    "def model():\n    torch.manual_seed(0)\n    return M().eval(), (torch.randn(1, 5, 4),)\n")
+    q = quantize_model(f"{path}:model", calibration=np.random.default_rng(0).standard_normal((4, 5, 4)).astype(np.float32))
+    with pytest.raises(EdgecError, match="reads time steps other than the last"):
+        compile_for(q, "host", stream=True)
+    compile_for(q, "host")  # the whole-sequence model is fine

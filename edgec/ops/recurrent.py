@@ -521,8 +521,6 @@ def with_time_steps(graph, steps: int) -> None:
     input, every layer's output sequence and the layers' step counts change; what reads the last
     layer must not depend on the sequence length (its last step, h_n), else EdgecError."""
     ops = recurrent_ops(graph)
-    if not ops:
-        raise EdgecError("--stream needs a model with a recurrent layer (nn.LSTM, nn.GRU, a cell)")
     firsts = [op for op in ops if op.attrs["layer"] == 0]
     for op in firsts:
         if op.inputs[0] not in graph.inputs:
@@ -538,16 +536,41 @@ def with_time_steps(graph, steps: int) -> None:
             if len(tensor.shape) == 3:
                 tensor.shape = tensor.shape[:axis] + (steps,) + tensor.shape[axis + 1:]
         op.attrs["time_steps"] = steps if len(graph.tensors[op.outputs[0]].shape) == 3 else 1
-    layer_outputs = {op.outputs[0] for op in ops}
+
+
+def _check_reads_last_step(graph, ops) -> None:
+    """What reads a recurrent layer's output sequence (other than the next layer) must be a copy
+    that reads only its last time step (output[:, -1], h_n): only that step exists per invoke."""
+    from edgec.ops.movement import gathered_ids
+    layers = {op.outputs[0]: op for op in ops}
     for op in graph.ops:
-        if op.kind != Recurrent.kind and set(op.inputs) & layer_outputs and op.kind != "copy":
+        read = set(op.inputs) & set(layers)
+        if op.kind == Recurrent.kind or not read:
+            continue
+        if op.kind != "copy":
             raise EdgecError(f"{op.source}: --stream: {op.kind} reads the whole output sequence of a recurrent "
                              f"layer; a streaming model may read only its last step (output[:, -1] or h_n)")
+        ids, start = gathered_ids(op, graph), 0
+        for name in op.inputs:
+            tensor = graph.tensors[name]
+            mine = ids[(ids >= start) & (ids < start + tensor.elements)] - start
+            start += tensor.elements
+            if name in layers:
+                layer = layers[name].attrs
+                hidden, steps = tensor.shape[-1], layer["time_steps"]
+                step = mine // hidden // (layer["batches"] if layer["time_major"] else 1) % steps
+                if len(mine) and not np.all(step == steps - 1):
+                    raise EdgecError(f"{op.source}: --stream: this reads time steps other than the last of a "
+                                     f"recurrent layer's output; a streaming model may read only the last")
 
 
 def make_streaming(graph) -> None:
     """One time step per invoke, the state kept between invokes (in a persistent buffer outside
     the arena in C; in op.attrs["state"] for the golden simulator, reset by reset_state)."""
+    ops = recurrent_ops(graph)
+    if not ops:
+        raise EdgecError("--stream needs a model with a recurrent layer (nn.LSTM, nn.GRU, a cell)")
+    _check_reads_last_step(graph, ops)
     with_time_steps(graph, 1)
     for op in recurrent_ops(graph):
         op.attrs["stream"] = True
