@@ -11,7 +11,8 @@
  *
  * Dot products accumulate in uint32_t (wrapping like the golden's int32) so that no signed
  * overflow can happen whatever the bias; products of int16 gates fit int32 (|a * b| <= 2^30).
- * With the DSP extension (Cortex-M4/M7/M33/M55) the dot products run two rows at a time on SMLAD.
+ * The dot products run two rows at a time: on SMLAD with the DSP extension (Cortex-M4/M7/M33), on
+ * Helium's VMLADAVA (Cortex-M55).
  */
 #include <stddef.h>
 #include <string.h>
@@ -62,8 +63,26 @@ static int16_t activation_s16(int32_t x, int32_t left_shift, int function, const
     return (int16_t)(result & 0xFFFFu);
 }
 
-/* acc + sum_j w[j] * x[j] over n terms, wrapping like int32 (uint32 arithmetic; SMLAD wraps). */
-#if defined(__ARM_FEATURE_DSP)
+/* acc + sum_j w[j] * x[j] over n terms, wrapping like int32 (uint32 arithmetic; SMLAD and
+ * VMLADAVA accumulate modulo 2^32). */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#include <arm_mve.h>
+
+/* Helium: 16 int8 products per VMLADAVA, the tail loaded under a VCTP predicate (zeros). */
+static void dot2(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, uint32_t *acc0, uint32_t *acc1)
+{
+    int32_t sum0 = (int32_t)*acc0;
+    int32_t sum1 = (int32_t)*acc1;
+    for (int32_t j = 0; j < n; j += 16) {
+        const mve_pred16_t p = vctp8q((uint32_t)(n - j));
+        const int8x16_t xv = vldrbq_z_s8(x + j, p);
+        sum0 = vmladavaq_s8(sum0, xv, vldrbq_z_s8(w0 + j, p));
+        sum1 = vmladavaq_s8(sum1, xv, vldrbq_z_s8(w1 + j, p));
+    }
+    *acc0 = (uint32_t)sum0;
+    *acc1 = (uint32_t)sum1;
+}
+#elif defined(__ARM_FEATURE_DSP)
 /* Two rows against the same x: four int8 per word, widened by SXTB16 into int16 pairs, two SMLAD
  * per row and word; x is widened once for both rows. Unaligned words are read with memcpy (one
  * LDR: the M-profile cores with the DSP extension load unaligned words). */
