@@ -37,7 +37,7 @@ from edgec.frontend import source_line
 from edgec.ir import Op, Tensor, same_bytes
 from edgec.numerics import quantize_multiplier, requantize, wrap_int32
 from edgec.ops.base import CCall, OpDef, descriptor
-from edgec.ops.movement import Gather, _Slot, reshape_gather
+from edgec.ops.movement import Gather, _flatten_args, _Slot, reshape_gather
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate
 from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
@@ -293,7 +293,7 @@ def _parse(node: Node) -> dict:
 
 
 def _is_zero_state(arg) -> bool:
-    return arg is None or (isinstance(arg, Node) and arg.target in (aten.zeros.default, aten.zeros_like.default))
+    return arg is None or (isinstance(arg, Node) and arg.target == aten.zeros.default)
 
 
 def float_statistics(cell: str, x: torch.Tensor, weights: list, time_major: bool) -> list[dict]:
@@ -387,7 +387,7 @@ class Recurrent(OpDef):
     def observe(self, node, args, result) -> None:
         """Calibration: the float recurrence's per-layer cell and hidden ranges."""
         spec = _parse(node)
-        values = {id(n): v for n, v in zip(_flatten(node.args), _flatten(args))}
+        values = {id(n): v for n, v in zip(_flatten_args(node.args), _flatten_args(args))}
         weights = [tuple(None if w is None else values[id(w)] for w in layer) for layer in spec["weights"]]
         x = args[0] if spec["sequence"] else args[0].unsqueeze(0)
         stats = float_statistics(spec["cell"], x.detach().float(), weights, time_major=not spec["batch_first"] or not spec["sequence"])
@@ -404,10 +404,10 @@ class Recurrent(OpDef):
         if observed is None:
             raise EdgecError(f"{source_line(node)}: this recurrent layer was not calibrated by edgec (a program "
                              f"quantized elsewhere has no cell-state or inner-layer ranges); compile the float model")
-        time_major = not spec["batch_first"]
-        # h_n stacks every layer's last step in one copy: then all layers share the output's qparams
+        time_major = not spec["batch_first"] or not spec["sequence"]  # a cell: one step, [B, features]
         # the float node holding the last layer's output (verify compares the two)
         sequence_node = next((u.name for u in node.users if u.target is operator.getitem and u.args[1] == 0), "")
+        # h_n stacks every layer's last step in one copy: then all layers share the output's qparams
         h_n_used = spec["sequence"] and any(u.target is operator.getitem and u.args[1] == 1 and u.users for u in node.users)
         outputs = []
         source = x
@@ -423,14 +423,13 @@ class Recurrent(OpDef):
                 if not last and not h_n_used:
                     out.scale, out.zero_point = _asymmetric_qparams(observed[layer]["hidden_min"], observed[layer]["hidden_max"])
             cell_power = cell_scale_power(observed[layer]["cell_max"]) if spec["cell"] == "lstm" else 0
-            steps, batches = (shape[0], shape[1]) if spec["sequence"] and time_major else \
-                ((shape[1], shape[0]) if spec["sequence"] else (1, shape[0]))
-            ctx.add_op(self.kind, node, [source], [out], cell=spec["cell"], layer=layer, time_major=time_major or not spec["sequence"],
+            steps, batches = (1, shape[0]) if not spec["sequence"] else shape[:2] if time_major else shape[1::-1]
+            ctx.add_op(self.kind, node, [source], [out], cell=spec["cell"], layer=layer, time_major=time_major,
                        batches=batches, time_steps=steps, w_ih=w_ih, w_hh=w_hh, b_ih=b_ih, b_hh=b_hh,
-                       cell_power=cell_power, stream=False, final_output=None if last else "")
+                       cell_power=cell_power, stream=False)
             outputs.append(out)
             source = out
-        for op in ctx.graph.ops[-len(outputs):]:
+        for op in ctx.graph.ops[-len(outputs):]:  # where a layer without qparams takes them (finalize)
             op.attrs["final_output"] = outputs[-1].name
         if node.target != aten.gru_cell.default:
             ctx.alias(node, RecurrentResult(self, node, outputs, spec))
@@ -605,14 +604,6 @@ def _state_size(op) -> int:
 
 def _align4(n: int) -> int:
     return (n + 3) // 4 * 4
-
-
-def _flatten(args):
-    for arg in args:
-        if isinstance(arg, (list, tuple)):
-            yield from _flatten(arg)
-        else:
-            yield arg
 
 
 def _asymmetric_qparams(low: float, high: float) -> tuple[float, int]:
