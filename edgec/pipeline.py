@@ -21,7 +21,7 @@ from edgec.errors import EdgecError
 from edgec.ir import Graph
 from edgec.lower import lower
 from edgec.ops import KINDS, OPS
-from edgec.ops.recurrent import make_streaming
+from edgec.ops.recurrent import keep_last_steps, make_streaming
 from edgec.passes.fold_batchnorm import fold_batchnorm
 from edgec.passes.fuse import fold_pad, fuse_activations, fuse_copies
 from edgec.passes.normalize import normalize
@@ -79,6 +79,8 @@ def compile_for(quantized: Quantized, target: str | Target = "host", *, stream: 
     graph = lower(quantized.quantized_module)
     if stream:
         make_streaming(graph)
+    else:
+        keep_last_steps(graph)
     fold_pad(graph)
     fuse_activations(graph)
     unify_qparams(graph)

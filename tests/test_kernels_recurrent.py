@@ -71,6 +71,7 @@ def random_desc(rng, cell: int | None = None, sizes: tuple | None = None) -> dic
         "output_multiplier": multiplier(), "output_shift": shift(-31, 0),
         "output_offset": int(rng.choice([-128, 127, 0, int(rng.integers(-128, 128))])),
         "hidden_q15_multiplier": multiplier(), "hidden_q15_shift": shift(-4, 9),
+        "last_step_only": int(rng.random() < 0.25),
         "sigmoid_table": sigmoid_table(),
     }
     return {name: values[name] for name in DESC_FIELDS}
@@ -87,6 +88,7 @@ def run_c(lib, desc, x, hidden, cell, *, expect=EDGEC_OK, kernel: int | None = N
     """The C kernel on copies of the state; returns (output, hidden', cell')."""
     keep: list = []
     steps, batches, hs = desc["time_steps"], desc["batches"], desc["hidden_size"]
+    steps = 1 if desc["last_step_only"] else steps
     out = np.full(batches * steps * hs + 16, GUARD, np.uint8).view(np.int8)
     scratch = np.full(SCRATCH(hs) // 4 + 4, 0x5A5A5A5A, np.uint32)
     hidden, cell = np.ascontiguousarray(hidden.copy()), np.ascontiguousarray(cell.copy())
@@ -160,7 +162,7 @@ def test_streaming_one_step_at_a_time_equals_the_sequence(kernel_lib):
     """reset_state 0: T calls of one step each == one call of T steps."""
     rng = np.random.default_rng(5)
     for cell in (LSTM_GATES, GRU_GATES):
-        desc = dict(random_desc(rng, cell, (2, 6, 5, 7)), time_major=1, reset_state=0)
+        desc = dict(random_desc(rng, cell, (2, 6, 5, 7)), time_major=1, reset_state=0, last_step_only=0)
         x = rng.integers(-128, 128, 6 * 2 * 5, dtype=np.int8)
         hidden, state = random_state(rng, desc)
         whole, h_whole, c_whole = run_c(kernel_lib, desc, x, hidden, state)
@@ -356,7 +358,8 @@ def test_recurrent_on_cortex_m(target, tmp_path):
     for desc, x, hidden, cell, _ in cases:
         status, intact = struct.unpack_from("<2i", data, at)
         at += 8
-        sizes = (desc["batches"] * desc["time_steps"] * desc["hidden_size"], hidden.size, cell.size * 2)
+        steps = 1 if desc["last_step_only"] else desc["time_steps"]
+        sizes = (desc["batches"] * steps * desc["hidden_size"], hidden.size, cell.size * 2)
         parts = []
         for size in sizes:
             parts.append(np.frombuffer(data, np.uint8, size, at).copy())

@@ -60,6 +60,9 @@ def test_zoo_seq_model_is_bit_exact_on_host(quantized, tmp_path):
     summary = verify.accuracy_summary(compiled, verify.float_reference(compiled, floats), outputs)
     assert summary["output_sqnr_db"] >= MIN_SQNR_DB[name], summary
     assert verify.check_against_reference(compiled, floats) >= 1  # the recurrent output within a step of Q/DQ
+    last_layer = [op for op in compiled.graph.ops if op.kind == "recurrent"][-1]
+    assert last_layer.attrs["last_step_only"]  # read at its last step only: only that step is in the arena
+    assert compiled.graph.tensors[last_layer.outputs[0]].elements == 64
     report = codegen.report(compiled.graph, compiled.plan, name, "host", 0)
     assert report["state_bytes"] == 0 and report["ram_bytes"] == report["arena_bytes"]
 

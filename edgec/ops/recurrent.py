@@ -167,7 +167,8 @@ def recurrent_s8(desc: dict, x: np.ndarray, hidden: np.ndarray | None = None,
 
     x: int8 [T, B, I] (time_major) or [B, T, I]. hidden int8 [B, H] / cell int16 [B, H]: the state
     before the first step; when desc["reset_state"] (or they are None) it starts at real zero
-    (hidden = zp_h, cell = 0). Returns (outputs int8 like x with H features, hidden', cell').
+    (hidden = zp_h, cell = 0). Returns (outputs int8 like x with H features -- only the last step,
+    a time axis of 1, when desc["last_step_only"] --, hidden', cell').
     """
     batches, steps, hidden_size = desc["batches"], desc["time_steps"], desc["hidden_size"]
     x = np.asarray(x, np.int8).reshape((steps, batches, -1) if desc["time_major"] else (batches, steps, -1))
@@ -184,6 +185,8 @@ def recurrent_s8(desc: dict, x: np.ndarray, hidden: np.ndarray | None = None,
             else:
                 hidden[b] = gru_step(desc, x[index], hidden[b])
             out[index] = hidden[b]
+    if desc["last_step_only"]:
+        out = out[-1:] if desc["time_major"] else out[:, -1:]
     return out, hidden, cell
 
 
@@ -193,7 +196,8 @@ DESC_FIELDS = ("cell", "batches", "time_steps", "input_size", "hidden_size", "ti
                "input_weights", "hidden_weights", "input_bias", "hidden_bias", "input_multiplier", "input_shift",
                "hidden_multiplier", "hidden_shift", "forget_cell_multiplier", "forget_cell_shift",
                "input_cell_multiplier", "input_cell_shift", "cell_tanh_shift", "output_multiplier",
-               "output_shift", "output_offset", "hidden_q15_multiplier", "hidden_q15_shift", "sigmoid_table")
+               "output_shift", "output_offset", "hidden_q15_multiplier", "hidden_q15_shift", "last_step_only",
+               "sigmoid_table")
 
 
 def quantize_weights(w: np.ndarray, gates: int) -> tuple[np.ndarray, np.ndarray]:
@@ -231,7 +235,7 @@ def _folded_bias(bias_real: np.ndarray, scales: np.ndarray, weights: np.ndarray,
 def recurrent_desc(cell: str, *, batches: int, time_steps: int, time_major: bool, reset_state: bool,
                    w_ih: np.ndarray, w_hh: np.ndarray, b_ih: np.ndarray | None, b_hh: np.ndarray | None,
                    input_scale: float, input_zp: int, hidden_scale: float, hidden_zp: int,
-                   cell_power: int = 0) -> dict:
+                   cell_power: int = 0, last_step_only: bool = False) -> dict:
     """The descriptor of edgec_lstm_s8 (cell "lstm") / edgec_gru_s8 ("gru") from float PyTorch
     weights (weight_ih [G*H, I], weight_hh [G*H, H], biases [G*H] or None) and the qparams of the
     input and hidden state (and the LSTM cell state's scale power); keys = C fields in order."""
@@ -263,7 +267,7 @@ def recurrent_desc(cell: str, *, batches: int, time_steps: int, time_major: bool
     return dict(zip(DESC_FIELDS, (
         gates, batches, time_steps, w_ih.shape[1], hidden_size, int(time_major), int(reset_state),
         wx, wh, _folded_bias(x_bias, sx, wx, input_zp, input_scale), _folded_bias(h_bias, sh, wh, hidden_zp, hidden_scale),
-        in_m, in_s, h_m, h_s, fc_m, fc_s, ic_m, ic_s, tanh_shift, out_m, out_s, hidden_zp, hq_m, hq_s, sigmoid_table())))
+        in_m, in_s, h_m, h_s, fc_m, fc_s, ic_m, ic_s, tanh_shift, out_m, out_s, hidden_zp, hq_m, hq_s, int(last_step_only), sigmoid_table())))
 
 
 # -- the op unit --------------------------------------------------------------------------------
@@ -426,7 +430,7 @@ class Recurrent(OpDef):
             steps, batches = (1, shape[0]) if not spec["sequence"] else shape[:2] if time_major else shape[1::-1]
             ctx.add_op(self.kind, node, [source], [out], cell=spec["cell"], layer=layer, time_major=time_major,
                        batches=batches, time_steps=steps, w_ih=w_ih, w_hh=w_hh, b_ih=b_ih, b_hh=b_hh,
-                       cell_power=cell_power, stream=False)
+                       cell_power=cell_power, stream=False, last_step_only=False)
             outputs.append(out)
             source = out
         for op in ctx.graph.ops[-len(outputs):]:  # where a layer without qparams takes them (finalize)
@@ -464,7 +468,7 @@ class Recurrent(OpDef):
                                    time_major=a["time_major"], reset_state=not a["stream"], w_ih=a["w_ih"],
                                    w_hh=a["w_hh"], b_ih=a["b_ih"], b_hh=a["b_hh"], input_scale=x.scale,
                                    input_zp=x.zero_point, hidden_scale=out.scale, hidden_zp=out.zero_point,
-                                   cell_power=a["cell_power"])
+                                   cell_power=a["cell_power"], last_step_only=a["last_step_only"])
 
     def golden(self, op, graph, inputs):
         a = op.attrs
@@ -529,38 +533,61 @@ def with_time_steps(graph, steps: int) -> None:
         raise EdgecError("--stream needs every model input to be read by one recurrent layer only")
     for op in ops:
         axis = 0 if op.attrs["time_major"] else 1
-        names = op.outputs + (op.inputs if op.attrs["layer"] == 0 else [])
+        names = ([] if op.attrs["last_step_only"] else op.outputs) + (op.inputs if op.attrs["layer"] == 0 else [])
         for name in names:
             tensor = graph.tensors[name]
             if len(tensor.shape) == 3:
                 tensor.shape = tensor.shape[:axis] + (steps,) + tensor.shape[axis + 1:]
-        op.attrs["time_steps"] = steps if len(graph.tensors[op.outputs[0]].shape) == 3 else 1
+        op.attrs["time_steps"] = steps if len(graph.tensors[op.inputs[0]].shape) == 3 else 1
+
+
+def _reads_other_steps(graph, op, layers: dict) -> bool:
+    """Whether copy `op` reads time steps other than the last of the recurrent outputs it reads
+    (found on its gathered element ids)."""
+    from edgec.ops.movement import gathered_ids
+    ids, start = gathered_ids(op, graph), 0
+    for name in op.inputs:
+        tensor = graph.tensors[name]
+        mine = ids[(ids >= start) & (ids < start + tensor.elements)] - start
+        start += tensor.elements
+        if name in layers:
+            layer = layers[name].attrs
+            steps = tensor.shape[0 if layer["time_major"] else 1] if len(tensor.shape) == 3 else 1
+            step = mine // tensor.shape[-1] // (layer["batches"] if layer["time_major"] else 1) % steps
+            if len(mine) and not np.all(step == steps - 1):
+                return True
+    return False
 
 
 def _check_reads_last_step(graph, ops) -> None:
     """What reads a recurrent layer's output sequence (other than the next layer) must be a copy
     that reads only its last time step (output[:, -1], h_n): only that step exists per invoke."""
-    from edgec.ops.movement import gathered_ids
     layers = {op.outputs[0]: op for op in ops}
     for op in graph.ops:
-        read = set(op.inputs) & set(layers)
-        if op.kind == Recurrent.kind or not read:
+        if op.kind == Recurrent.kind or not set(op.inputs) & set(layers):
             continue
         if op.kind != "copy":
             raise EdgecError(f"{op.source}: --stream: {op.kind} reads the whole output sequence of a recurrent "
                              f"layer; a streaming model may read only its last step (output[:, -1] or h_n)")
-        ids, start = gathered_ids(op, graph), 0
-        for name in op.inputs:
-            tensor = graph.tensors[name]
-            mine = ids[(ids >= start) & (ids < start + tensor.elements)] - start
-            start += tensor.elements
-            if name in layers:
-                layer = layers[name].attrs
-                hidden, steps = tensor.shape[-1], layer["time_steps"]
-                step = mine // hidden // (layer["batches"] if layer["time_major"] else 1) % steps
-                if len(mine) and not np.all(step == steps - 1):
-                    raise EdgecError(f"{op.source}: --stream: this reads time steps other than the last of a "
-                                     f"recurrent layer's output; a streaming model may read only the last")
+        if _reads_other_steps(graph, op, layers):
+            raise EdgecError(f"{op.source}: --stream: this reads time steps other than the last of a "
+                             f"recurrent layer's output; a streaming model may read only the last")
+
+
+def keep_last_steps(graph) -> None:
+    """A last layer whose readers take only its last step (output[:, -1], h_n) writes only that
+    step: its output is [B, 1, H], not the whole sequence, in the arena."""
+    ops = recurrent_ops(graph)
+    layers = {op.outputs[0]: op for op in ops}
+    for op in ops:
+        out = graph.tensors[op.outputs[0]]
+        readers = graph.consumers(op.outputs[0])
+        if (len(out.shape) != 3 or op.attrs["time_steps"] == 1 or op.outputs[0] in graph.outputs or not readers
+                or any(r.kind != "copy" or _reads_other_steps(graph, r, layers) for r in readers)):
+            continue
+        axis = 0 if op.attrs["time_major"] else 1
+        out.shape = out.shape[:axis] + (1,) + out.shape[axis + 1:]
+        op.attrs["last_step_only"] = True
 
 
 def make_streaming(graph) -> None:

@@ -861,7 +861,8 @@ edgec_status edgec_reduce_s8(const edgec_reduce_desc *desc, const int8_t *input,
  *   h' = sat8(requant((32768 - z) * n + z * hq, output) + output_offset).
  * sigmoid/tanh: arm_nn_activation_s16's interpolation in `sigmoid_table` (256 x sigmoid(i/24), 0.16).
  * The biases are effective: the float bias quantized at s_x * s_w minus zp * sum of the row.
- * input/output: [T, B, I] / [T, B, H] when time_major, else [B, T, I] / [B, T, H].
+ * input/output: [T, B, I] / [T, B, H] when time_major, else [B, T, I] / [B, T, H]; with
+ * last_step_only the output is the last step's hidden state only, [B, H].
  * hidden int8 [B, H], cell int16 [B, H] (LSTM only): the state, read and updated; reset_state
  * sets them to real zero (hidden = output_offset, cell = 0) first.
  * scratch: EDGEC_RECURRENT_SCRATCH_BYTES(hidden_size) bytes, 4-byte aligned. Not in place.
@@ -897,6 +898,7 @@ typedef struct {
     int32_t output_offset;          /* the hidden state's (= output's) zero point */
     int32_t hidden_q15_multiplier;  /* GRU: s_h / 2^-15, the hidden state in Q0.15 */
     int32_t hidden_q15_shift;
+    int32_t last_step_only;         /* 1: output holds only the last step ([1, B, H] / [B, 1, H]) */
     const uint16_t *sigmoid_table;  /* 256 entries */
 } edgec_recurrent_desc;
 

@@ -260,7 +260,11 @@ static edgec_status recurrent_run(const edgec_recurrent_desc *d, int32_t cell, c
             } else {
                 gru_step(d, input + row * (size_t)d->input_size, h, parts, gates);
             }
-            memcpy(output + row * (size_t)hs, h, (size_t)hs);
+            if (!d->last_step_only) {
+                memcpy(output + row * (size_t)hs, h, (size_t)hs);
+            } else if (t == d->time_steps - 1) {
+                memcpy(output + (size_t)b * (size_t)hs, h, (size_t)hs);
+            }
         }
     }
     return EDGEC_OK;

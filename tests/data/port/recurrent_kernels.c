@@ -6,7 +6,7 @@
  * to 4 bytes: input_weights [G*H*I], hidden_weights [G*H*H], input_bias, hidden_bias [G*H int32],
  * sigmoid_table [256 uint16], input [B*T*I], hidden [B*H], cell [B*H int16]. For every record
  * results.bin gets int32 status, int32 guard_intact (the bytes after the output and the scratch
- * untouched), then the output [B*T*H], hidden and cell, each padded to 4 bytes. With FLAG_BENCH
+ * untouched), then the output [B*T*H, or B*H with last_step_only], hidden and cell, each padded to 4 bytes. With FLAG_BENCH
  * the call is bracketed by bench_begin/bench_end. Exit status 0 after all records, 2 on an I/O
  * or size error.
  */
@@ -102,11 +102,12 @@ static int run_record(int in, int out)
         d.output_offset = f[30];
         d.hidden_q15_multiplier = f[31];
         d.hidden_q15_shift = f[32];
+        d.last_step_only = f[33];
     }
     {
         const int32_t rows = d.cell * d.hidden_size;
         const int32_t state = d.batches * d.hidden_size;
-        const int32_t out_bytes = d.batches * d.time_steps * d.hidden_size;
+        const int32_t out_bytes = d.batches * (d.last_step_only ? 1 : d.time_steps) * d.hidden_size;
         const int32_t sizes[8] = {rows * d.input_size, rows * d.hidden_size, rows * 4, rows * 4, 512,
                                   d.batches * d.time_steps * d.input_size, state, state * 2};
         int8_t *arrays[8];
