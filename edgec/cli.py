@@ -74,10 +74,14 @@ def _quiet_torch() -> None:
     warnings.filterwarnings("ignore", category=UserWarning, module="torch")
 
 
-def _compile(model: str, calib: str | None, target, quiet: bool):
+def _compile(model: str, calib: str | None, target, quiet: bool, stream: bool = False):
     from edgec.pipeline import compile_model, load_samples
     data = load_samples(calib) if calib else None
-    return compile_model(model, calibration=data, target=target, progress=_progress(quiet), warn=_warn)
+    return compile_model(model, calibration=data, target=target, stream=stream, progress=_progress(quiet), warn=_warn)
+
+
+STREAM_HELP = ("recurrent models: one time step per <name>_invoke(), the hidden/cell state kept between "
+               "invokes outside the arena (<name>_reset_state() starts a new sequence)")
 
 
 def _quantized_samples(compiled, calib: str | None, count: int):
@@ -122,19 +126,23 @@ def cli():
 @click.option("--target", default="host", show_default=True, help=TARGET_HELP)
 @_target_options
 @click.option("--report", "html_report", is_flag=True, help="also write report.html (layer table, memory timeline)")
+@click.option("--stream", is_flag=True, help=STREAM_HELP)
 @click.option("--quiet", is_flag=True, help="no progress bar")
-def build(model, out_dir, calib, name, target, ram, flash, opt, html_report, quiet):
+def build(model, out_dir, calib, name, target, ram, flash, opt, html_report, stream, quiet):
     """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory."""
     _quiet_torch()
     from edgec.pipeline import check_output_dir, emit
     name = _check_name(name or _default_name(model))
     check_output_dir(Path(out_dir))
-    compiled = _compile(model, calib, _target(target, ram, flash, opt), quiet)
+    compiled = _compile(model, calib, _target(target, ram, flash, opt), quiet, stream)
     report = emit(compiled, Path(out_dir), name)
     from edgec.report import text_summary
     click.echo(f"{out_dir}: {text_summary(report)}")
     for choice in compiled.choices:
         click.echo(choice)
+    if report["state_bytes"]:
+        click.echo(f"streaming state {report['state_bytes']:,} B outside the arena (RAM = arena + state = "
+                   f"{report['ram_bytes']:,} B); one time step per {name}_invoke(), {name}_reset_state()")
     if html_report:
         from edgec.report import write_html_report
         click.echo(f"report: {write_html_report(report, Path(out_dir) / 'report.html')}")
@@ -171,7 +179,8 @@ def report(out_dir, html, bench_json, sqnr_json):
 @click.option("--per-layer", is_flag=True, help="also print each layer's int8-vs-float SQNR")
 @click.option("--layers-json", type=click.Path(dir_okay=False),
               help="write each layer's SQNR (as --per-layer prints it) to this JSON file, for edgec report --sqnr")
-def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer, layers_json):
+@click.option("--stream", is_flag=True, help=STREAM_HELP + "; the samples' frames run as one stream")
+def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer, layers_json, stream):
     """Check that the generated C's output equals the golden simulator's, byte for byte, and that
     every layer computes what the quantized program means (within a step of its Q/DQ graph)."""
     _quiet_torch()
@@ -184,6 +193,8 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
         device.require_runnable(target_info)
     compiled = _compile(model, calib, target_info, quiet)
     floats, inputs = _quantized_samples(compiled, calib, samples)
+    if stream:
+        _verify_stream(compiled, floats, inputs, name, target)
     with tempfile.TemporaryDirectory(prefix="edgec-verify-") as tmp:
         out_dir = Path(tmp) / name
         emit(compiled, out_dir, name)
@@ -213,6 +224,39 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
                f"M = s_in*s_w/s_out > 1) of the program's Q/DQ graph run in float, fed its values")
 
 
+def _frames(stream, floats) -> list:
+    """Whole-sequence float samples [N, 1, T, F] (batch first) as the stream's frames [N*T, F]."""
+    return [x.reshape((-1,) + stream.graph.tensors[name].torch_shape[2:]) for x, name in zip(floats, stream.graph.inputs)]
+
+
+def _verify_stream(whole, floats, whole_inputs, name: str, target: str) -> None:
+    """The streaming build of the same quantized model: every sample's frames, one per invoke, as
+    one stream, golden == C byte for byte; and its output after the first sample's last frame
+    equals the whole-sequence model's on that sample."""
+    import numpy as np
+
+    from edgec import verify as checks
+    from edgec.ops.recurrent import reset_state
+    from edgec.pipeline import compile_for, emit
+    compiled = compile_for(whole, whole.target, stream=True)
+    inputs = checks.quantized_inputs(compiled.graph, _frames(compiled, floats))
+    with tempfile.TemporaryDirectory(prefix="edgec-verify-") as tmp:
+        emit(compiled, Path(tmp) / name, name)
+        device = checks.run_on(compiled, Path(tmp) / name, name, inputs, Path(tmp) / "build")
+    reset_state(compiled.graph)
+    result = checks.compare(checks.golden_outputs(compiled.graph, inputs), device)
+    where = "host C" if target == "host" else f"{target} (QEMU)"
+    if not result.exact:
+        click.echo(f"MISMATCH (stream): {result.mismatched_bytes} bytes differ between the golden simulator and {where}")
+        sys.exit(1)
+    steps = len(inputs) // len(whole_inputs)
+    if not np.array_equal(device[steps - 1], checks.golden_outputs(whole.graph, whole_inputs[:1])[0]):
+        click.echo("MISMATCH: the stream's output after a whole sequence differs from the whole-sequence model's")
+        sys.exit(1)
+    click.echo(f"OK (stream): {len(inputs)} steps, golden simulator == {where}, 0 LSB; after {steps} steps "
+               f"== the whole-sequence model")
+
+
 @cli.command()
 @click.argument("model")
 @click.option("--target", default="cortex-m4", show_default=True,
@@ -228,7 +272,8 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
               help="clock for the milliseconds (default: the target's typical part, docs/timing-model.md)")
 @click.option("--flash-wait", type=click.IntRange(min=0),
               help="flash wait states of the cycle model (default: the target's typical part)")
-def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile, mhz, flash_wait):
+@click.option("--stream", is_flag=True, help=STREAM_HELP + "; counts one time step")
+def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile, mhz, flash_wait, stream):
     """Count the instructions one inference executes on an emulated Cortex-M, per layer and in
     total (exact, from QEMU), with MACs and the program's flash and RAM; on Cortex-M4/M7/M33/M55
     also the cycles of edgec's timing model (an estimate) and the milliseconds at --mhz."""
@@ -242,7 +287,11 @@ def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, 
     target_info = _target(target, ram, flash, opt)
     device.require_runnable(target_info)
     compiled = _compile(model, calib, target_info, quiet)
-    _, sample = _quantized_samples(compiled, calib, 1)
+    floats, sample = _quantized_samples(compiled, calib, 1)
+    if stream:
+        from edgec.pipeline import compile_for
+        compiled = compile_for(compiled, target_info, stream=True)
+        sample = checks.quantized_inputs(compiled.graph, [x[:1] for x in _frames(compiled, floats)])
     with tempfile.TemporaryDirectory(prefix="edgec-bench-") as tmp:
         model_dir = Path(out_dir) if out_dir else Path(tmp) / name
         emit(compiled, model_dir, name)

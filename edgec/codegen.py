@@ -33,12 +33,17 @@ class Names:
     model: str
     graph: Graph
     plan: MemoryPlan
+    state_offsets: dict = None  # op name -> offset in <model>_state (streaming layers' state)
 
     def symbol(self, op: Op, suffix: str) -> str:
         return f"{self.model}_{op.name}_{suffix}"
 
     def ptr(self, tensor: str) -> str:
         return f"({self.model}_arena + {offset_of(self.plan, self.graph, tensor)})"
+
+    def state(self, op: Op) -> str:
+        """The layer's persistent state (streaming), outside the arena."""
+        return f"({self.model}_state + {self.state_offsets[op.name]})"
 
     def scratch(self, op: Op) -> str:
         if op.name not in self.plan.scratch:
@@ -138,6 +143,17 @@ def runtime_sources(graph: Graph) -> list[str]:
     return sorted({source for op in graph.ops for source in KINDS[op.kind].runtime_sources})
 
 
+def state_layout(graph: Graph) -> tuple[dict[str, int], int]:
+    """Offsets of the layers' persistent state (streaming) in one buffer, and its bytes."""
+    offsets, total = {}, 0
+    for op in graph.ops:
+        size = KINDS[op.kind].state_bytes(op)
+        if size:
+            offsets[op.name] = total
+            total += (size + 3) // 4 * 4
+    return offsets, total
+
+
 def report(graph: Graph, plan: MemoryPlan, name: str, target, weights_bytes: int, calls: list) -> dict:
     """report.json. Per layer: live_bytes, the arena bytes in use while it runs; in_place, the
     input its output is written over (null: none); kernel, the C function it calls, and
@@ -158,7 +174,8 @@ def report(graph: Graph, plan: MemoryPlan, name: str, target, weights_bytes: int
             "in_place": overwritten.get(graph.storage(op.outputs[0])) if op.name in plan.in_place else None,
             "live_bytes": occupied_bytes(plan, index)})
     return {"name": name, "target": target.name, "macs": sum(layer["macs"] for layer in layers), **io_entries(graph, plan),
-            "arena_bytes": plan.arena_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
+            "arena_bytes": plan.arena_bytes, "state_bytes": state_layout(graph)[1],
+            "ram_bytes": plan.arena_bytes + state_layout(graph)[1], "lower_bound_bytes": plan.lower_bound_bytes,
             "lower_bound_without_in_place_bytes": plan.lower_bound_without_in_place_bytes,
             "in_place_layers": len(plan.in_place), "scratch_bytes": sum(size for _, size in plan.scratch.values()),
             "weights_bytes": weights_bytes, "planner": plan.strategy, "layers": layers,
@@ -187,7 +204,8 @@ def _buffer_entry(buffer: Buffer, plan: MemoryPlan, steps: int, overwritten: dic
 
 def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, origin: str) -> dict:
     """Writes every file into `out_dir` (which must exist and be empty); returns the report."""
-    names = Names(name, graph, plan)
+    state_offsets, state_bytes = state_layout(graph)
+    names = Names(name, graph, plan, state_offsets)
     calls = [KINDS[op.kind].emit(op, graph, names) for op in graph.ops]
     constants = [{"ctype": ctype, "symbol": symbol, "count": int(np.asarray(values).size),
                   "body": _array_body(np.asarray(values).astype(C_TYPES[ctype]))}
@@ -204,7 +222,8 @@ def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, or
                "dsp": target.dsp, "mve": target.mve,
                "macs": sum(KINDS[op.kind].macs(op, graph) for op in graph.ops),
                **io_entries(graph, plan),
-               "layers": layers, "constants": constants, "sources": sources}
+               "layers": layers, "constants": constants, "sources": sources, "state_bytes": state_bytes,
+               "state_reset": [call.state_reset for call in calls if call.state_reset]}
     env = _environment()
     for template, filename in (("model.h.j2", f"{name}.h"), ("model.c.j2", f"{name}.c"),
                                ("weights.h.j2", f"{name}_weights.h"), ("weights.c.j2", f"{name}_weights.c"),

@@ -23,6 +23,7 @@ from edgec.lower import lower
 from edgec.ops import KINDS, OPS
 from edgec.ops.matmul import fold_output_scales, place_right_operands
 from edgec.passes.constant_layouts import choose_constant_layouts
+from edgec.ops.recurrent import keep_last_steps, make_streaming
 from edgec.passes.fold_batchnorm import fold_batchnorm
 from edgec.passes.fuse import fold_pad, fuse_activations, fuse_copies
 from edgec.passes.normalize import normalize
@@ -54,10 +55,10 @@ class Compiled(Quantized):
     choices: list[str] = field(default_factory=list)  # what target-level choices were made and why
 
 
-def compile_model(spec, *, calibration, target: str | Target = "host", example_inputs=None,
+def compile_model(spec, *, calibration, target: str | Target = "host", example_inputs=None, stream: bool = False,
                   progress: Callable | None = None, warn: Callable[[str], None] = print) -> Compiled:
     return compile_for(quantize_model(spec, calibration=calibration, example_inputs=example_inputs,
-                                      progress=progress, warn=warn), target)
+                                      progress=progress, warn=warn), target, stream=stream)
 
 
 def quantize_model(spec, *, calibration, example_inputs=None, progress: Callable | None = None,
@@ -89,11 +90,15 @@ def prepare(spec, example_inputs=None) -> tuple[frontend.LoadedModel, GraphModul
     return loaded, module
 
 
-def compile_for(quantized: Quantized, target: str | Target = "host") -> Compiled:
-    """lower -> fuse -> unify qparams -> layout -> fuse copies -> finalize -> specialize for
-    `target` -> schedule + plan."""
+def compile_for(quantized: Quantized, target: str | Target = "host", *, stream: bool = False) -> Compiled:
+    """lower -> (stream: one time step per invoke) -> fuse -> unify qparams -> layout -> fuse
+    copies -> finalize -> specialize for `target` -> constant layouts -> schedule + plan."""
     target_info = get_target(target)
     graph = lower(quantized.quantized_module)
+    if stream:
+        make_streaming(graph)
+    else:
+        keep_last_steps(graph)
     fold_pad(graph)
     fuse_activations(graph)
     fold_output_scales(graph)

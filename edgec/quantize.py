@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Interpreter
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from torchao.quantization.pt2e.quantizer import Quantizer
 
 from edgec.ops import OPS
+from edgec.ops.base import OpDef
 from edgec.ops.qspec import ANNOTATION_KEY
 
 
@@ -36,7 +37,30 @@ def is_quantized(module: GraphModule) -> bool:
 def quantize(module: GraphModule, calibration: Iterable[tuple], progress: Callable | None = None) -> GraphModule:
     """prepare_pt2e -> run calibration samples -> convert_pt2e; returns the Q/DQ graph module."""
     prepared = prepare_pt2e(module, EdgecQuantizer())
+    run = _ObservingInterpreter(prepared).run if _observing_nodes(prepared) else prepared
     with torch.no_grad():
         for sample in (progress(calibration) if progress else calibration):
-            prepared(*sample)
+            run(*sample)
     return convert_pt2e(prepared, fold_quantize=True)
+
+
+def _observing_nodes(module: GraphModule) -> set:
+    """The nodes whose unit has a calibration hook (OpDef.observe)."""
+    return {node for node in module.graph.nodes if node.op == "call_function" and node.target in OPS
+            and type(OPS[node.target]).observe is not OpDef.observe}
+
+
+class _ObservingInterpreter(Interpreter):
+    """Runs the prepared module node by node, handing the units that ask for it (OpDef.observe)
+    their node's float arguments and result; the observers run as usual."""
+
+    def __init__(self, module: GraphModule):
+        super().__init__(module)
+        self.observing = _observing_nodes(module)
+
+    def run_node(self, node):
+        result = super().run_node(node)
+        if node in self.observing:
+            args, _ = self.fetch_args_kwargs_from_env(node)
+            OPS[node.target].observe(node, args, result)
+        return result

@@ -1111,7 +1111,8 @@ edgec_status edgec_requantize_s16_s8(const edgec_requantize_s16_desc *desc, cons
                                      int8_t *output);
 
 /* ==== end of int16 (16x8) kernels ==== */
-=======
+
+
 /* ==== Attention family: batch matmul of two activations, layer norm (matmul/, norm/) ======== */
 
 /*
@@ -1181,6 +1182,72 @@ typedef struct {
 edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t *input, int8_t *output);
 
 /* ==== end of the attention family ==== */
+=======
+/* ==== recurrent cells: LSTM, GRU (runtime_c/src/recurrent/) ==== */
+
+/*
+ * edgec_lstm_s8 / edgec_gru_s8: int8 LSTM / GRU over time_steps steps (a whole sequence, or one
+ * step of a stream whose state persists between calls). Golden: edgec.ops.recurrent.
+ *
+ * LSTM (cell = EDGEC_RECURRENT_LSTM, gates i, f, g, o in PyTorch's row order): TFLite Micro's
+ * integer UNIDIRECTIONAL_SEQUENCE_LSTM as CMSIS-NN's arm_lstm_unidirectional_s8 computes it:
+ *   pre_k  = sat16(requant(Wx_k x + input_bias_k) + requant(Wh_k h + hidden_bias_k))   Q3.12
+ *   gate_k = sigmoid_s16(pre_k) (tanh for g)                                           Q0.15
+ *   c' = sat16(requant(f * c, forget_cell)); c' = sat16(requant(i * g, input_cell) + c')
+ *   h' = sat8(requant(o * tanh_s16(c' << cell_tanh_shift), output) + output_offset)
+ * GRU (cell = EDGEC_RECURRENT_GRU, gates r, z, n): r, z as above; n = tanh(sat16(xn +
+ *   sat16(requant(r * hn, forget_cell)))) with xn, hn the two parts of gate n kept apart;
+ *   hq = sat16(requant(h - output_offset, hidden_q15)) (h in Q0.15);
+ *   h' = sat8(requant((32768 - z) * n + z * hq, output) + output_offset).
+ * sigmoid/tanh: arm_nn_activation_s16's interpolation in `sigmoid_table` (256 x sigmoid(i/24), 0.16).
+ * The biases are effective: the float bias quantized at s_x * s_w minus zp * sum of the row.
+ * input/output: [T, B, I] / [T, B, H] when time_major, else [B, T, I] / [B, T, H]; with
+ * last_step_only the output is the last step's hidden state only, [B, H].
+ * hidden int8 [B, H], cell int16 [B, H] (LSTM only): the state, read and updated; reset_state
+ * sets them to real zero (hidden = output_offset, cell = 0) first.
+ * scratch: EDGEC_RECURRENT_SCRATCH_BYTES(hidden_size) bytes, 4-byte aligned. Not in place.
+ * EDGEC_ARG_ERROR: NULL pointers, non-positive sizes, sizes over 65535, a cell kind that is not the
+ * function's, shifts outside -31..31, cell_tanh_shift outside -31..14, output_offset outside int8.
+ */
+enum { EDGEC_RECURRENT_GRU = 3, EDGEC_RECURRENT_LSTM = 4 };
+#define EDGEC_RECURRENT_SCRATCH_BYTES(hidden_size) (16 * (hidden_size))
+
+typedef struct {
+    int32_t cell;         /* EDGEC_RECURRENT_LSTM or EDGEC_RECURRENT_GRU: the number of gates */
+    int32_t batches;
+    int32_t time_steps;
+    int32_t input_size;
+    int32_t hidden_size;
+    int32_t time_major;   /* 1: [T, B, features]; 0: [B, T, features] */
+    int32_t reset_state;  /* 1: start from a zero state (whole sequence); 0: continue (stream) */
+    const int8_t *input_weights;   /* [cell * H, I], gate blocks in PyTorch order */
+    const int8_t *hidden_weights;  /* [cell * H, H] */
+    const int32_t *input_bias;     /* [cell * H] */
+    const int32_t *hidden_bias;    /* [cell * H] */
+    int32_t input_multiplier[4];   /* per gate: s_x * s_wx / 2^-12 */
+    int32_t input_shift[4];
+    int32_t hidden_multiplier[4];  /* per gate: s_h * s_wh / 2^-12 */
+    int32_t hidden_shift[4];
+    int32_t forget_cell_multiplier; /* LSTM f * c: 2^-15; GRU r * hn: 2^-15 */
+    int32_t forget_cell_shift;
+    int32_t input_cell_multiplier;  /* LSTM i * g: 2^-30 / s_c */
+    int32_t input_cell_shift;
+    int32_t cell_tanh_shift;        /* LSTM: log2(s_c) + 12 */
+    int32_t output_multiplier;      /* 2^-30 / s_h */
+    int32_t output_shift;
+    int32_t output_offset;          /* the hidden state's (= output's) zero point */
+    int32_t hidden_q15_multiplier;  /* GRU: s_h / 2^-15, the hidden state in Q0.15 */
+    int32_t hidden_q15_shift;
+    int32_t last_step_only;         /* 1: output holds only the last step ([1, B, H] / [B, 1, H]) */
+    const uint16_t *sigmoid_table;  /* 256 entries */
+} edgec_recurrent_desc;
+
+edgec_status edgec_lstm_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output,
+                           int8_t *hidden, int16_t *cell, void *scratch);
+edgec_status edgec_gru_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output,
+                          int8_t *hidden, void *scratch);
+
+/* ==== end of recurrent cells ==== */
 
 #ifdef __cplusplus
 }
