@@ -1182,7 +1182,7 @@ typedef struct {
 edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t *input, int8_t *output);
 
 /* ==== end of the attention family ==== */
-=======
+
 /* ==== recurrent cells: LSTM, GRU (runtime_c/src/recurrent/) ==== */
 
 /*
