@@ -74,7 +74,7 @@ def compile_for(quantized: Quantized, target: str | Target = "host") -> Compiled
     """lower -> fuse -> unify qparams -> layout -> fuse copies -> finalize -> specialize for
     `target` -> schedule + plan."""
     target_info = get_target(target)
-    graph = lower(quantized.quantized_module)
+    graph = lower(quantized.quantized_module, converter_semantics=quantized.float_module is None)
     fold_pad(graph)
     fuse_activations(graph)
     unify_qparams(graph)
