@@ -55,6 +55,15 @@ def _target_options(command):
                         "(default: a typical part's)")(command)
 
 
+def _quantization_options(command):
+    """--calibration and --per-channel-linear: how edgec quantizes a float model (docs/quantization.md)."""
+    command = click.option("--per-channel-linear", is_flag=True,
+                           help="linear weights per output channel (8 B of flash more per output)")(command)
+    return click.option("--calibration", "method", type=click.Choice(["minmax", "percentile", "mse", "histogram"]),
+                        default="minmax", show_default=True, help="how activation ranges are chosen "
+                        "from the calibration data")(command)
+
+
 def _target(name: str, ram: int | None = None, flash: int | None = None, opt: str = "speed"):
     from edgec.targets import get_target
     return get_target(name).with_budget(ram, flash).with_opt(opt)
@@ -73,10 +82,12 @@ def _quiet_torch() -> None:
     warnings.filterwarnings("ignore", category=UserWarning, module="torch")
 
 
-def _compile(model: str, calib: str | None, target, quiet: bool):
+def _compile(model: str, calib: str | None, target, quiet: bool, method: str = "minmax",
+             per_channel_linear: bool = False):
     from edgec.pipeline import compile_model, load_samples
     data = load_samples(calib) if calib else None
-    return compile_model(model, calibration=data, target=target, progress=_progress(quiet), warn=_warn)
+    return compile_model(model, calibration=data, target=target, progress=_progress(quiet), warn=_warn,
+                         method=method, per_channel_linear=per_channel_linear)
 
 
 def _quantized_samples(compiled, calib: str | None, count: int):
@@ -120,15 +131,16 @@ def cli():
 @click.option("--name", help="C symbol prefix (default: the model file's name)")
 @click.option("--target", default="host", show_default=True, help=TARGET_HELP)
 @_target_options
+@_quantization_options
 @click.option("--report", "html_report", is_flag=True, help="also write report.html (layer table, memory timeline)")
 @click.option("--quiet", is_flag=True, help="no progress bar")
-def build(model, out_dir, calib, name, target, ram, flash, opt, html_report, quiet):
+def build(model, out_dir, calib, name, target, ram, flash, opt, method, per_channel_linear, html_report, quiet):
     """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory."""
     _quiet_torch()
     from edgec.pipeline import check_output_dir, emit
     name = _check_name(name or _default_name(model))
     check_output_dir(Path(out_dir))
-    compiled = _compile(model, calib, _target(target, ram, flash, opt), quiet)
+    compiled = _compile(model, calib, _target(target, ram, flash, opt), quiet, method, per_channel_linear)
     report = emit(compiled, Path(out_dir), name)
     click.echo(f"{out_dir}: {name} for {report['target']}: {len(report['layers'])} layers, "
                f"{report['macs']:,} MACs, constants {report['weights_bytes']:,} B (flash)")
@@ -172,7 +184,8 @@ def report(out_dir, html):
 @_target_options
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--per-layer", is_flag=True, help="also print each layer's int8-vs-float SQNR")
-def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer):
+@_quantization_options
+def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer, method, per_channel_linear):
     """Check that the generated C's output equals the golden simulator's, byte for byte, and that
     every layer computes what the quantized program means (within a step of its Q/DQ graph)."""
     _quiet_torch()
@@ -183,7 +196,7 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
     target_info = _target(target, ram, flash, opt)
     if not target_info.is_host:
         device.require_runnable(target_info)
-    compiled = _compile(model, calib, target_info, quiet)
+    compiled = _compile(model, calib, target_info, quiet, method, per_channel_linear)
     floats, inputs = _quantized_samples(compiled, calib, samples)
     with tempfile.TemporaryDirectory(prefix="edgec-verify-") as tmp:
         out_dir = Path(tmp) / name
@@ -221,7 +234,8 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--profile", is_flag=True, help="also count the instructions of each function (whole run)")
-def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile):
+@_quantization_options
+def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile, method, per_channel_linear):
     """Count the instructions one inference executes on an emulated Cortex-M, per layer and in
     total (exact, from QEMU), with MACs and the program's flash and RAM."""
     _quiet_torch()
@@ -233,7 +247,7 @@ def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, 
     name = _check_name(name or _default_name(model))
     target_info = _target(target, ram, flash, opt)
     device.require_runnable(target_info)
-    compiled = _compile(model, calib, target_info, quiet)
+    compiled = _compile(model, calib, target_info, quiet, method, per_channel_linear)
     _, sample = _quantized_samples(compiled, calib, 1)
     with tempfile.TemporaryDirectory(prefix="edgec-bench-") as tmp:
         model_dir = Path(out_dir) if out_dir else Path(tmp) / name

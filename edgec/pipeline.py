@@ -27,7 +27,8 @@ from edgec.passes.normalize import normalize
 from edgec.passes.qparams import unify_qparams
 from edgec.passes.layout import assign_layouts, relayout
 from edgec.plan import MemoryPlan
-from edgec.quantize import is_quantized, quantize
+from edgec.calibration import DEFAULT as DEFAULT_CALIBRATION
+from edgec.quantize import EdgecQuantizer, is_quantized, quantize
 from edgec.schedule import schedule_and_plan
 from edgec.targets import TARGETS, Target, get_target
 from edgec.torch_ops import GETITEM
@@ -52,22 +53,29 @@ class Compiled(Quantized):
 
 
 def compile_model(spec: str, *, calibration, target: str = "host",
-                  progress: Callable | None = None, warn: Callable[[str], None] = print) -> Compiled:
-    return compile_for(quantize_model(spec, calibration=calibration, progress=progress, warn=warn), target)
+                  progress: Callable | None = None, warn: Callable[[str], None] = print,
+                  method: str = DEFAULT_CALIBRATION, per_channel_linear: bool = False) -> Compiled:
+    return compile_for(quantize_model(spec, calibration=calibration, progress=progress, warn=warn, method=method,
+                                      per_channel_linear=per_channel_linear), target)
 
 
 def quantize_model(spec: str, *, calibration, progress: Callable | None = None,
-                   warn: Callable[[str], None] = print) -> Quantized:
-    """load -> export -> normalize -> fold BN -> quantize (or keep a program's own Q/DQ)."""
+                   warn: Callable[[str], None] = print, method: str = DEFAULT_CALIBRATION,
+                   per_channel_linear: bool = False) -> Quantized:
+    """load -> export -> normalize -> fold BN -> quantize (or keep a program's own Q/DQ).
+    `method` (edgec.calibration) and `per_channel_linear` are EdgecQuantizer's options."""
     loaded = frontend.load(spec)
     check_finite(loaded.module, loaded.origin)
     module = fold_batchnorm(normalize(loaded.module))
     check_supported(module, loaded.origin)
     if is_quantized(module):
+        if method != DEFAULT_CALIBRATION or per_channel_linear:
+            warn(f"WARNING: {loaded.origin} is already quantized; calibration options do not apply")
         return Quantized(loaded.origin, loaded.example_inputs, None, module)
     samples = calibration_samples(calibration, loaded.example_inputs, warn)
     float_module = copy.deepcopy(module)
-    return Quantized(loaded.origin, loaded.example_inputs, float_module, quantize(module, samples, progress))
+    quantizer = EdgecQuantizer(method, per_channel_linear)
+    return Quantized(loaded.origin, loaded.example_inputs, float_module, quantize(module, samples, progress, quantizer))
 
 
 def compile_for(quantized: Quantized, target: str | Target = "host") -> Compiled:

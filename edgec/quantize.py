@@ -3,6 +3,7 @@ each op unit how its node is quantized (OpDef.annotate; the specs are in edgec.o
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Iterable
 
 import torch
@@ -10,18 +11,42 @@ from torch.fx import GraphModule
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from torchao.quantization.pt2e.quantizer import Quantizer
 
+from edgec import calibration as calibration_methods
 from edgec.ops import OPS
-from edgec.ops.qspec import ANNOTATION_KEY
+from edgec.ops.qspec import ACTIVATION_QSPEC, ANNOTATION_KEY, LINEAR_WEIGHT_QSPEC, PER_CHANNEL_LINEAR_WEIGHT_QSPEC
 
 
 class EdgecQuantizer(Quantizer):
-    """Annotates a float training-IR graph with the qspecs edgec's kernels need."""
+    """Annotates a float training-IR graph with the qspecs edgec's kernels need.
+
+    `calibration`: how activation ranges are chosen (edgec.calibration; minmax by default);
+    `per_channel_linear`: linear weights per output channel (one multiplier and shift per output,
+    8 more bytes of flash each) instead of per tensor."""
+
+    def __init__(self, calibration: str = calibration_methods.DEFAULT, per_channel_linear: bool = False):
+        super().__init__()
+        self.replacements = {}
+        if calibration != calibration_methods.DEFAULT:
+            self.replacements[id(ACTIVATION_QSPEC)] = dataclasses.replace(
+                ACTIVATION_QSPEC, observer_or_fake_quant_ctr=calibration_methods.observer(calibration))
+        if per_channel_linear:
+            self.replacements[id(LINEAR_WEIGHT_QSPEC)] = PER_CHANNEL_LINEAR_WEIGHT_QSPEC
 
     def annotate(self, model: GraphModule) -> GraphModule:
         for node in model.graph.nodes:
             if node.op == "call_function" and ANNOTATION_KEY not in node.meta and node.target in OPS:
                 OPS[node.target].annotate(node)
+        if self.replacements:  # after all: a unit also annotates the activations it fuses
+            for node in model.graph.nodes:
+                self._replace_specs(node.meta.get(ANNOTATION_KEY))
         return model
+
+    def _replace_specs(self, annotation) -> None:
+        if annotation is None:
+            return
+        for edge, spec in annotation.input_qspec_map.items():
+            annotation.input_qspec_map[edge] = self.replacements.get(id(spec), spec)
+        annotation.output_qspec = self.replacements.get(id(annotation.output_qspec), annotation.output_qspec)
 
     def validate(self, model: GraphModule) -> None:
         pass
@@ -33,9 +58,10 @@ def is_quantized(module: GraphModule) -> bool:
                for node in module.graph.nodes)
 
 
-def quantize(module: GraphModule, calibration: Iterable[tuple], progress: Callable | None = None) -> GraphModule:
+def quantize(module: GraphModule, calibration: Iterable[tuple], progress: Callable | None = None,
+             quantizer: Quantizer | None = None) -> GraphModule:
     """prepare_pt2e -> run calibration samples -> convert_pt2e; returns the Q/DQ graph module."""
-    prepared = prepare_pt2e(module, EdgecQuantizer())
+    prepared = prepare_pt2e(module, quantizer or EdgecQuantizer())
     with torch.no_grad():
         for sample in (progress(calibration) if progress else calibration):
             prepared(*sample)
