@@ -8,12 +8,15 @@ from typing import Callable, Iterable
 
 import torch
 from torch.fx import GraphModule
-from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+from torchao.quantization.pt2e import MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver
+from torchao.quantization.pt2e.fake_quantize import FusedMovingAvgObsFakeQuantize
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
 from torchao.quantization.pt2e.quantizer import Quantizer
 
 from edgec import calibration as calibration_methods
 from edgec.ops import OPS
-from edgec.ops.qspec import ACTIVATION_QSPEC, ANNOTATION_KEY, LINEAR_WEIGHT_QSPEC, PER_CHANNEL_LINEAR_WEIGHT_QSPEC
+from edgec.ops.qspec import (ACTIVATION_QSPEC, ANNOTATION_KEY, CONV_WEIGHT_QSPEC, LINEAR_WEIGHT_QSPEC,
+                              PER_CHANNEL_LINEAR_WEIGHT_QSPEC)
 
 
 class EdgecQuantizer(Quantizer):
@@ -23,7 +26,8 @@ class EdgecQuantizer(Quantizer):
     `per_channel_linear`: linear weights per output channel (one multiplier and shift per output,
     8 more bytes of flash each) instead of per tensor."""
 
-    def __init__(self, calibration: str = calibration_methods.DEFAULT, per_channel_linear: bool = False):
+    def __init__(self, calibration: str = calibration_methods.DEFAULT, per_channel_linear: bool = False,
+                 qat: bool = False):
         super().__init__()
         self.replacements = {}
         if calibration != calibration_methods.DEFAULT:
@@ -31,6 +35,14 @@ class EdgecQuantizer(Quantizer):
                 ACTIVATION_QSPEC, observer_or_fake_quant_ctr=calibration_methods.observer(calibration))
         if per_channel_linear:
             self.replacements[id(LINEAR_WEIGHT_QSPEC)] = PER_CHANNEL_LINEAR_WEIGHT_QSPEC
+        if qat:  # the same int8 grids, fake-quantized in training (moving-average ranges)
+            for spec in (ACTIVATION_QSPEC, CONV_WEIGHT_QSPEC, LINEAR_WEIGHT_QSPEC, PER_CHANNEL_LINEAR_WEIGHT_QSPEC):
+                current = self.replacements.get(id(spec), spec)
+                observer = (MovingAveragePerChannelMinMaxObserver if current.qscheme == torch.per_channel_symmetric
+                            else MovingAverageMinMaxObserver)
+                self.replacements[id(spec)] = dataclasses.replace(
+                    current, observer_or_fake_quant_ctr=FusedMovingAvgObsFakeQuantize.with_args(
+                        observer=observer, eps=calibration_methods.EPS))
 
     def annotate(self, model: GraphModule) -> GraphModule:
         for node in model.graph.nodes:
@@ -66,3 +78,29 @@ def quantize(module: GraphModule, calibration: Iterable[tuple], progress: Callab
         for sample in (progress(calibration) if progress else calibration):
             prepared(*sample)
     return convert_pt2e(prepared, fold_quantize=True)
+
+
+def prepare_qat(spec: str, per_channel_linear: bool = False) -> tuple[GraphModule, tuple]:
+    """(module, example inputs): the float model `spec` (.pt2 or file.py:factory) ready for
+    quantization-aware training with edgec's quantizer: exported, BatchNorm folded into its
+    conv/linear (the folded weights made trainable parameters), fake-quantized wherever edgec's
+    kernels quantize. Fine-tune it like any module, then `convert_qat` and give the saved program
+    to `edgec build` (docs/quantization.md)."""
+    from edgec import frontend
+    from edgec.passes.fold_batchnorm import fold_batchnorm
+    from edgec.passes.normalize import normalize
+
+    loaded = frontend.load(spec)
+    module = fold_batchnorm(normalize(loaded.module))
+    for name, value in list(module.named_buffers()):
+        if "." not in name and value.is_floating_point() and name.startswith("_edgec_folded"):
+            del module._buffers[name]
+            module.register_parameter(name, torch.nn.Parameter(value.detach().clone()))
+    return prepare_qat_pt2e(module, EdgecQuantizer(per_channel_linear=per_channel_linear, qat=True)), loaded.example_inputs
+
+
+def convert_qat(module: GraphModule, example_inputs: tuple) -> torch.export.ExportedProgram:
+    """The fine-tuned fake-quantized module as an int8 Q/DQ program (save it with torch.export.save)."""
+    from torchao.quantization.pt2e import move_exported_model_to_eval
+    converted = convert_pt2e(move_exported_model_to_eval(module), fold_quantize=True)
+    return torch.export.export(converted, tuple(example_inputs))
