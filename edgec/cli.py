@@ -56,6 +56,15 @@ def _target_options(command):
                         "(default: a typical part's)")(command)
 
 
+def _quantization_options(command):
+    """--calibration and --per-channel-linear: how edgec quantizes a float model (docs/quantization.md)."""
+    command = click.option("--per-channel-linear", is_flag=True,
+                           help="linear weights per output channel (8 B of flash more per output)")(command)
+    return click.option("--calibration", "method", type=click.Choice(["minmax", "percentile", "mse", "histogram"]),
+                        default="minmax", show_default=True, help="how activation ranges are chosen "
+                        "from the calibration data")(command)
+
+
 def _target(name: str, ram: int | None = None, flash: int | None = None, opt: str = "auto"):
     from edgec.targets import get_target
     return get_target(name).with_budget(ram, flash).with_opt(opt)
@@ -74,10 +83,12 @@ def _quiet_torch() -> None:
     warnings.filterwarnings("ignore", category=UserWarning, module="torch")
 
 
-def _compile(model: str, calib: str | None, target, quiet: bool, stream: bool = False):
+def _compile(model: str, calib: str | None, target, quiet: bool, stream: bool = False, method: str = "minmax",
+             per_channel_linear: bool = False):
     from edgec.pipeline import compile_model, load_samples
     data = load_samples(calib) if calib else None
-    return compile_model(model, calibration=data, target=target, stream=stream, progress=_progress(quiet), warn=_warn)
+    return compile_model(model, calibration=data, target=target, stream=stream, progress=_progress(quiet), warn=_warn,
+                         method=method, per_channel_linear=per_channel_linear)
 
 
 STREAM_HELP = ("recurrent models: one time step per <name>_invoke(), the hidden/cell state kept between "
@@ -125,16 +136,17 @@ def cli():
 @click.option("--name", help="C symbol prefix (default: the model file's name)")
 @click.option("--target", default="host", show_default=True, help=TARGET_HELP)
 @_target_options
+@_quantization_options
 @click.option("--report", "html_report", is_flag=True, help="also write report.html (layer table, memory timeline)")
 @click.option("--stream", is_flag=True, help=STREAM_HELP)
 @click.option("--quiet", is_flag=True, help="no progress bar")
-def build(model, out_dir, calib, name, target, ram, flash, opt, html_report, stream, quiet):
+def build(model, out_dir, calib, name, target, ram, flash, opt, method, per_channel_linear, html_report, stream, quiet):
     """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory."""
     _quiet_torch()
     from edgec.pipeline import check_output_dir, emit
     name = _check_name(name or _default_name(model))
     check_output_dir(Path(out_dir))
-    compiled = _compile(model, calib, _target(target, ram, flash, opt), quiet, stream)
+    compiled = _compile(model, calib, _target(target, ram, flash, opt), quiet, stream, method, per_channel_linear)
     report = emit(compiled, Path(out_dir), name)
     from edgec.report import text_summary
     click.echo(f"{out_dir}: {text_summary(report)}")
@@ -180,7 +192,9 @@ def report(out_dir, html, bench_json, sqnr_json):
 @click.option("--layers-json", type=click.Path(dir_okay=False),
               help="write each layer's SQNR (as --per-layer prints it) to this JSON file, for edgec report --sqnr")
 @click.option("--stream", is_flag=True, help=STREAM_HELP + "; the samples' frames run as one stream")
-def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer, layers_json, stream):
+@_quantization_options
+def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer, layers_json, stream, method,
+           per_channel_linear):
     """Check that the generated C's output equals the golden simulator's, byte for byte, and that
     every layer computes what the quantized program means (within a step of its Q/DQ graph)."""
     _quiet_torch()
@@ -191,7 +205,7 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
     target_info = _target(target, ram, flash, opt)
     if not target_info.is_host:
         device.require_runnable(target_info)
-    compiled = _compile(model, calib, target_info, quiet)
+    compiled = _compile(model, calib, target_info, quiet, method=method, per_channel_linear=per_channel_linear)
     floats, inputs = _quantized_samples(compiled, calib, samples)
     if stream:
         _verify_stream(compiled, floats, inputs, name, target)
@@ -273,7 +287,9 @@ def _verify_stream(whole, floats, whole_inputs, name: str, target: str) -> None:
 @click.option("--flash-wait", type=click.IntRange(min=0),
               help="flash wait states of the cycle model (default: the target's typical part)")
 @click.option("--stream", is_flag=True, help=STREAM_HELP + "; counts one time step")
-def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile, mhz, flash_wait, stream):
+@_quantization_options
+def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile, mhz, flash_wait, stream,
+          method, per_channel_linear):
     """Count the instructions one inference executes on an emulated Cortex-M, per layer and in
     total (exact, from QEMU), with MACs and the program's flash and RAM; on Cortex-M4/M7/M33/M55
     also the cycles of edgec's timing model (an estimate) and the milliseconds at --mhz."""
@@ -286,7 +302,7 @@ def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, 
     name = _check_name(name or _default_name(model))
     target_info = _target(target, ram, flash, opt)
     device.require_runnable(target_info)
-    compiled = _compile(model, calib, target_info, quiet)
+    compiled = _compile(model, calib, target_info, quiet, method=method, per_channel_linear=per_channel_linear)
     floats, sample = _quantized_samples(compiled, calib, 1)
     if stream:
         from edgec.pipeline import compile_for

@@ -18,7 +18,7 @@ from torch.fx import GraphModule, Node
 from edgec.errors import EdgecError
 from edgec.frontend import source_line
 from edgec.ir import Graph, Op, Tensor
-from edgec.ops import OPS
+from edgec.ops import KINDS, OPS
 from edgec.torch_ops import GETITEM
 
 QUANTIZE = {"quantize_per_tensor", "quantize_per_channel"}
@@ -65,8 +65,11 @@ def _qop_name(node: Node) -> str | None:
 
 
 class LoweringContext:
-    def __init__(self, module: GraphModule):
+    def __init__(self, module: GraphModule, converter_semantics: bool = False):
         self.module = module
+        # A program quantized by another tool: ops whose int8 arithmetic the TFLite converter
+        # chooses differently from edgec's own (a global average is MEAN) follow the converter.
+        self.converter_semantics = converter_semantics
         self.graph = Graph()
         self.values: dict[str, Tensor | Constant] = {}
 
@@ -177,10 +180,24 @@ class LoweringContext:
                              f"({node.name}: {args.dtype}{', per channel' if args.axis is not None else ''})")
         scale, zero_point = float(args.scale[0]), int(args.zero_point[0])
         if not source.quantized:
-            source.scale, source.zero_point = scale, zero_point
+            self._quantize_backwards(source, scale, zero_point)
         elif (source.scale, source.zero_point) != (scale, zero_point):
             source = self.requantize(node, source, scale, zero_point)
         self.values[node.name] = source
+
+    def _quantize_backwards(self, tensor: Tensor, scale: float, zero_point: int) -> None:
+        """`tensor` takes the qparams of the quantize node that first reads it, and so does every
+        unquantized input of the ops that keep qparams (padding, pooling, views) it comes from, as
+        the TFLite converter propagates a quantize backwards: a program quantized by a tool that
+        leaves such ops (or the model input before them) in float reads as one int8 chain."""
+        pending = [tensor]
+        while pending:
+            tensor = pending.pop()
+            tensor.scale, tensor.zero_point = scale, zero_point
+            producer = self.graph.producer(tensor.name)
+            if producer is not None and KINDS[producer.kind].keeps_qparams:
+                pending += [self.graph.tensors[name] for name in producer.inputs
+                            if not self.graph.tensors[name].quantized]
 
     def requantize(self, node: Node, source: Tensor, scale: float, zero_point: int) -> Tensor:
         """A new tensor holding `source` at other qparams (TFLite's int8 QUANTIZE, as a table)."""
@@ -236,8 +253,10 @@ def _attr_value(module: GraphModule, target: str) -> np.ndarray:
     return np.asarray(value)
 
 
-def lower(module: GraphModule) -> Graph:
-    graph = LoweringContext(module).run()
+def lower(module: GraphModule, converter_semantics: bool = False) -> Graph:
+    """`converter_semantics`: the program came quantized by another tool (read as TFLite's
+    converter reads it)."""
+    graph = LoweringContext(module, converter_semantics).run()
     if not graph.inputs or not graph.outputs:
         raise EdgecError("the model has no tensor input or no tensor output")
     if all(op.kind == "reshape" for op in graph.ops):

@@ -30,7 +30,8 @@ from edgec.passes.normalize import normalize
 from edgec.passes.qparams import unify_qparams
 from edgec.passes.layout import assign_layouts, relayout
 from edgec.plan import MemoryPlan
-from edgec.quantize import is_quantized, quantize
+from edgec.calibration import DEFAULT as DEFAULT_CALIBRATION
+from edgec.quantize import EdgecQuantizer, is_quantized, quantize
 from edgec.schedule import schedule_and_plan
 from edgec.targets import TARGETS, Target, get_target
 from edgec.torch_ops import GETITEM
@@ -56,28 +57,37 @@ class Compiled(Quantized):
 
 
 def compile_model(spec, *, calibration, target: str | Target = "host", example_inputs=None, stream: bool = False,
-                  progress: Callable | None = None, warn: Callable[[str], None] = print) -> Compiled:
-    return compile_for(quantize_model(spec, calibration=calibration, example_inputs=example_inputs,
-                                      progress=progress, warn=warn), target, stream=stream)
+                  progress: Callable | None = None, warn: Callable[[str], None] = print,
+                  method: str = DEFAULT_CALIBRATION, per_channel_linear: bool = False) -> Compiled:
+    return compile_for(quantize_model(spec, calibration=calibration, example_inputs=example_inputs, progress=progress,
+                                      warn=warn, method=method, per_channel_linear=per_channel_linear),
+                       target, stream=stream)
 
 
 def quantize_model(spec, *, calibration, example_inputs=None, progress: Callable | None = None,
-                   warn: Callable[[str], None] = print) -> Quantized:
+                   warn: Callable[[str], None] = print, method: str = DEFAULT_CALIBRATION,
+                   per_channel_linear: bool = False) -> Quantized:
     """load -> export -> normalize -> fold BN -> quantize (or keep a program's own Q/DQ).
     `spec`: anything frontend.load takes (a .pt2 path, 'file.py:factory', an ExportedProgram, or
-    an nn.Module with `example_inputs`)."""
+    an nn.Module with `example_inputs`). `method` (edgec.calibration) and `per_channel_linear` are
+    EdgecQuantizer's options."""
     loaded, module = prepare(spec, example_inputs)
-    return quantize_loaded(loaded, module, calibration=calibration, progress=progress, warn=warn)
+    return quantize_loaded(loaded, module, calibration=calibration, progress=progress, warn=warn, method=method,
+                           per_channel_linear=per_channel_linear)
 
 
 def quantize_loaded(loaded: frontend.LoadedModel, module: GraphModule, *, calibration,
-                    progress: Callable | None = None, warn: Callable[[str], None] = print) -> Quantized:
+                    progress: Callable | None = None, warn: Callable[[str], None] = print,
+                    method: str = DEFAULT_CALIBRATION, per_channel_linear: bool = False) -> Quantized:
     """quantize_model after `prepare`: calibrate and quantize (or keep a program's own Q/DQ)."""
     if is_quantized(module):
+        if method != DEFAULT_CALIBRATION or per_channel_linear:
+            warn(f"WARNING: {loaded.origin} is already quantized; calibration options do not apply")
         return Quantized(loaded.origin, loaded.example_inputs, None, module)
     samples = calibration_samples(calibration, loaded.example_inputs, warn)
     float_module = copy.deepcopy(module)
-    return Quantized(loaded.origin, loaded.example_inputs, float_module, quantize(module, samples, progress))
+    quantizer = EdgecQuantizer(method, per_channel_linear)
+    return Quantized(loaded.origin, loaded.example_inputs, float_module, quantize(module, samples, progress, quantizer))
 
 
 def prepare(spec, example_inputs=None) -> tuple[frontend.LoadedModel, GraphModule]:
@@ -94,7 +104,7 @@ def compile_for(quantized: Quantized, target: str | Target = "host", *, stream: 
     """lower -> (stream: one time step per invoke) -> fuse -> unify qparams -> layout -> fuse
     copies -> finalize -> specialize for `target` -> constant layouts -> schedule + plan."""
     target_info = get_target(target)
-    graph = lower(quantized.quantized_module)
+    graph = lower(quantized.quantized_module, converter_semantics=quantized.float_module is None)
     if stream:
         make_streaming(graph)
     else:

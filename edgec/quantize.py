@@ -3,26 +3,63 @@ each op unit how its node is quantized (OpDef.annotate; the specs are in edgec.o
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Iterable
 
 import torch
 from torch.fx import GraphModule, Interpreter
-from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+from torchao.quantization.pt2e import MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver
+from torchao.quantization.pt2e.fake_quantize import FusedMovingAvgObsFakeQuantize
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
 from torchao.quantization.pt2e.quantizer import Quantizer
 
+from edgec import calibration as calibration_methods
 from edgec.ops import OPS
 from edgec.ops.base import OpDef
-from edgec.ops.qspec import ANNOTATION_KEY
+from edgec.ops.qspec import (ACTIVATION_QSPEC, ANNOTATION_KEY, CONV_WEIGHT_QSPEC, LINEAR_WEIGHT_QSPEC,
+                              PER_CHANNEL_LINEAR_WEIGHT_QSPEC)
 
 
 class EdgecQuantizer(Quantizer):
-    """Annotates a float training-IR graph with the qspecs edgec's kernels need."""
+    """Annotates a float training-IR graph with the qspecs edgec's kernels need.
+
+    `calibration`: how activation ranges are chosen (edgec.calibration; minmax by default);
+    `per_channel_linear`: linear weights per output channel (one multiplier and shift per output,
+    8 more bytes of flash each) instead of per tensor."""
+
+    def __init__(self, calibration: str = calibration_methods.DEFAULT, per_channel_linear: bool = False,
+                 qat: bool = False):
+        super().__init__()
+        self.replacements = {}
+        if calibration != calibration_methods.DEFAULT:
+            self.replacements[id(ACTIVATION_QSPEC)] = dataclasses.replace(
+                ACTIVATION_QSPEC, observer_or_fake_quant_ctr=calibration_methods.observer(calibration))
+        if per_channel_linear:
+            self.replacements[id(LINEAR_WEIGHT_QSPEC)] = PER_CHANNEL_LINEAR_WEIGHT_QSPEC
+        if qat:  # the same int8 grids, fake-quantized in training (moving-average ranges)
+            for spec in (ACTIVATION_QSPEC, CONV_WEIGHT_QSPEC, LINEAR_WEIGHT_QSPEC, PER_CHANNEL_LINEAR_WEIGHT_QSPEC):
+                current = self.replacements.get(id(spec), spec)
+                observer = (MovingAveragePerChannelMinMaxObserver if current.qscheme == torch.per_channel_symmetric
+                            else MovingAverageMinMaxObserver)
+                self.replacements[id(spec)] = dataclasses.replace(
+                    current, observer_or_fake_quant_ctr=FusedMovingAvgObsFakeQuantize.with_args(
+                        observer=observer, eps=calibration_methods.EPS))
 
     def annotate(self, model: GraphModule) -> GraphModule:
         for node in model.graph.nodes:
             if node.op == "call_function" and ANNOTATION_KEY not in node.meta and node.target in OPS:
                 OPS[node.target].annotate(node)
+        if self.replacements:  # after all: a unit also annotates the activations it fuses
+            for node in model.graph.nodes:
+                self._replace_specs(node.meta.get(ANNOTATION_KEY))
         return model
+
+    def _replace_specs(self, annotation) -> None:
+        if annotation is None:
+            return
+        for edge, spec in annotation.input_qspec_map.items():
+            annotation.input_qspec_map[edge] = self.replacements.get(id(spec), spec)
+        annotation.output_qspec = self.replacements.get(id(annotation.output_qspec), annotation.output_qspec)
 
     def validate(self, model: GraphModule) -> None:
         pass
@@ -34,9 +71,10 @@ def is_quantized(module: GraphModule) -> bool:
                for node in module.graph.nodes)
 
 
-def quantize(module: GraphModule, calibration: Iterable[tuple], progress: Callable | None = None) -> GraphModule:
+def quantize(module: GraphModule, calibration: Iterable[tuple], progress: Callable | None = None,
+             quantizer: Quantizer | None = None) -> GraphModule:
     """prepare_pt2e -> run calibration samples -> convert_pt2e; returns the Q/DQ graph module."""
-    prepared = prepare_pt2e(module, EdgecQuantizer())
+    prepared = prepare_pt2e(module, quantizer or EdgecQuantizer())
     run = _ObservingInterpreter(prepared).run if _observing_nodes(prepared) else prepared
     with torch.no_grad():
         for sample in (progress(calibration) if progress else calibration):
@@ -64,3 +102,29 @@ class _ObservingInterpreter(Interpreter):
             args, _ = self.fetch_args_kwargs_from_env(node)
             OPS[node.target].observe(node, args, result)
         return result
+
+
+def prepare_qat(spec: str, per_channel_linear: bool = False) -> tuple[GraphModule, tuple]:
+    """(module, example inputs): the float model `spec` (.pt2 or file.py:factory) ready for
+    quantization-aware training with edgec's quantizer: exported, BatchNorm folded into its
+    conv/linear (the folded weights made trainable parameters), fake-quantized wherever edgec's
+    kernels quantize. Fine-tune it like any module, then `convert_qat` and give the saved program
+    to `edgec build` (docs/quantization.md)."""
+    from edgec import frontend
+    from edgec.passes.fold_batchnorm import fold_batchnorm
+    from edgec.passes.normalize import normalize
+
+    loaded = frontend.load(spec)
+    module = fold_batchnorm(normalize(loaded.module))
+    for name, value in list(module.named_buffers()):
+        if "." not in name and value.is_floating_point() and name.startswith("_edgec_folded"):
+            del module._buffers[name]
+            module.register_parameter(name, torch.nn.Parameter(value.detach().clone()))
+    return prepare_qat_pt2e(module, EdgecQuantizer(per_channel_linear=per_channel_linear, qat=True)), loaded.example_inputs
+
+
+def convert_qat(module: GraphModule, example_inputs: tuple) -> torch.export.ExportedProgram:
+    """The fine-tuned fake-quantized module as an int8 Q/DQ program (save it with torch.export.save)."""
+    from torchao.quantization.pt2e import move_exported_model_to_eval
+    converted = convert_pt2e(move_exported_model_to_eval(module), fold_quantize=True)
+    return torch.export.export(converted, tuple(example_inputs))
