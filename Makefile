@@ -20,15 +20,17 @@ $(STAMP)/install-test: $(STAMP)/install
 install: $(STAMP)/install
 install-test: $(STAMP)/install-test toolchain
 
-# The Cortex-M cross compiler and emulator, and cmake for the firmware example (Debian packages).
+# The Cortex-M cross compiler and emulator, cmake for the firmware example, and headless Chromium
+# for the HTML report's browser test (Debian packages).
 toolchain:
-	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null && command -v cmake >/dev/null; then :; \
+	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null && command -v cmake >/dev/null \
+		&& command -v chromium >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ]; then \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-			gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake >/dev/null; \
+			gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake chromium >/dev/null; \
 	else \
-		echo "Cortex-M toolchain missing; run as root:"; \
-		echo "  apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake"; \
+		echo "Cortex-M toolchain or Chromium missing; run as root:"; \
+		echo "  apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake chromium"; \
 		exit 1; \
 	fi
 
@@ -38,8 +40,9 @@ demo: $(STAMP)/install
 	edgec verify examples/digits/digits.pt2 --calib examples/digits/calib.npy --name digits --quiet
 	$(PYTHON) examples/digits/evaluate.py build/digits
 
-# Exact instruction counts, flash and RAM of the four reference models on Cortex-M4 and M55 under
-# QEMU, written to BENCHMARKS.md next to CMSIS-NN's figures; its Memory section (arena, liveness
+# Exact instruction counts, estimated cycles and ms (edgec's timing model at the typical part's clock
+# and flash wait states, docs/timing-model.md), flash and RAM of the four reference models on
+# Cortex-M4 and M55 under QEMU, written to BENCHMARKS.md next to CMSIS-NN's figures; its Memory section (arena, liveness
 # bounds, RAM besides the arena) comes from the same runs, next to TFLite Micro's arena.
 BENCH_DIR := build/bench
 BENCH_MODELS := ds_cnn mobilenet_v1_025 resnet8 fc_autoencoder

@@ -56,14 +56,20 @@ def _target_options(command):
                         "(default: a typical part's)")(command)
 
 
-def _precision_options(command):
-    """--activations / --int16-layers: int16 activations (the 16x8 scheme) for the whole model or
-    for the listed nn.Module paths (int8 <-> int16 requantize ops where the precisions meet)."""
+def _quantization_options(command):
+    """--calibration and --per-channel-linear: how edgec quantizes a float model (docs/quantization.md);
+    --activations / --int16-layers: int16 activations (the 16x8 scheme) for the whole model or for
+    the listed nn.Module paths (int8 <-> int16 requantize ops where the precisions meet)."""
     command = click.option("--int16-layers", default="", help="comma-separated nn.Module paths (e.g. "
                            "'features.3,classifier') whose layers take int16 activations")(command)
-    return click.option("--activations", type=click.Choice(["int8", "int16"]), default="int8", show_default=True,
-                        help="activation precision of the whole model (int16: symmetric, int8 weights, "
-                        "int64 bias, CMSIS-NN's _s16 arithmetic)")(command)
+    command = click.option("--activations", type=click.Choice(["int8", "int16"]), default="int8", show_default=True,
+                           help="activation precision of the whole model (int16: symmetric, int8 weights, "
+                           "int64 bias, CMSIS-NN's _s16 arithmetic)")(command)
+    command = click.option("--per-channel-linear", is_flag=True,
+                           help="linear weights per output channel (8 B of flash more per output)")(command)
+    return click.option("--calibration", "method", type=click.Choice(["minmax", "percentile", "mse", "histogram"]),
+                        default="minmax", show_default=True, help="how activation ranges are chosen "
+                        "from the calibration data")(command)
 
 
 def _target(name: str, ram: int | None = None, flash: int | None = None, opt: str = "auto"):
@@ -84,11 +90,17 @@ def _quiet_torch() -> None:
     warnings.filterwarnings("ignore", category=UserWarning, module="torch")
 
 
-def _compile(model: str, calib: str | None, target, quiet: bool, activations: str = "int8", int16_layers: str = ""):
+def _compile(model: str, calib: str | None, target, quiet: bool, stream: bool = False, method: str = "minmax",
+             per_channel_linear: bool = False, activations: str = "int8", int16_layers: str = ""):
     from edgec.pipeline import compile_model, load_samples
     data = load_samples(calib) if calib else None
-    return compile_model(model, calibration=data, target=target, progress=_progress(quiet), warn=_warn,
-                         activations=activations, int16_layers=[n for n in int16_layers.split(",") if n.strip()])
+    return compile_model(model, calibration=data, target=target, stream=stream, progress=_progress(quiet), warn=_warn,
+                         method=method, per_channel_linear=per_channel_linear, activations=activations,
+                         int16_layers=[n for n in int16_layers.split(",") if n.strip()])
+
+
+STREAM_HELP = ("recurrent models: one time step per <name>_invoke(), the hidden/cell state kept between "
+               "invokes outside the arena (<name>_reset_state() starts a new sequence)")
 
 
 def _quantized_samples(compiled, calib: str | None, count: int):
@@ -132,49 +144,49 @@ def cli():
 @click.option("--name", help="C symbol prefix (default: the model file's name)")
 @click.option("--target", default="host", show_default=True, help=TARGET_HELP)
 @_target_options
-@_precision_options
+@_quantization_options
 @click.option("--report", "html_report", is_flag=True, help="also write report.html (layer table, memory timeline)")
+@click.option("--stream", is_flag=True, help=STREAM_HELP)
 @click.option("--quiet", is_flag=True, help="no progress bar")
-def build(model, out_dir, calib, name, target, ram, flash, opt, activations, int16_layers, html_report, quiet):
+def build(model, out_dir, calib, name, target, ram, flash, opt, method, per_channel_linear, activations, int16_layers,
+          html_report, stream, quiet):
     """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory."""
     _quiet_torch()
     from edgec.pipeline import check_output_dir, emit
     name = _check_name(name or _default_name(model))
     check_output_dir(Path(out_dir))
-    compiled = _compile(model, calib, _target(target, ram, flash, opt), quiet, activations, int16_layers)
+    compiled = _compile(model, calib, _target(target, ram, flash, opt), quiet, stream, method, per_channel_linear,
+                        activations, int16_layers)
     report = emit(compiled, Path(out_dir), name)
-    click.echo(f"{out_dir}: {name} for {report['target']}: {len(report['layers'])} layers, "
-               f"{report['macs']:,} MACs, constants {report['weights_bytes']:,} B (flash)")
-    click.echo(f"arena {report['arena_bytes']:,} B (RAM; liveness bound {report['lower_bound_bytes']:,} B); "
-               f"{_peak_breakdown(report)}")
-    click.echo(f"in place: {report['in_place_layers']} layers (liveness bound without: "
-               f"{report['lower_bound_without_in_place_bytes']:,} B); kernel scratch {report['scratch_bytes']:,} B "
-               f"in {sum(1 for layer in report['layers'] if layer['scratch_bytes'])} layers")
+    from edgec.report import text_summary
+    click.echo(f"{out_dir}: {text_summary(report)}")
     for choice in compiled.choices:
         click.echo(choice)
+    if report["state_bytes"]:
+        click.echo(f"streaming state {report['state_bytes']:,} B outside the arena (RAM = arena + state = "
+                   f"{report['ram_bytes']:,} B); one time step per {name}_invoke(), {name}_reset_state()")
     if html_report:
         from edgec.report import write_html_report
         click.echo(f"report: {write_html_report(report, Path(out_dir) / 'report.html')}")
 
 
-def _peak_breakdown(report: dict) -> str:
-    """Which layer needs the most live bytes, and which buffers make them up."""
-    if not report["layers"]:
-        return "no layers"
-    step = max(range(len(report["layers"])), key=lambda i: report["layers"][i]["live_bytes"])
-    live = [b for b in report["buffers"] if b["first_layer"] <= step <= b["last_layer"]]
-    parts = " + ".join(f"{b['name']} {b['bytes']:,}" + (f" (over {b['overwrites']})" if b["overwrites"] else "")
-                       for b in sorted(live, key=lambda b: -b["bytes"]))
-    return f"peak {report['layers'][step]['live_bytes']:,} B at {report['layers'][step]['name']}: {parts}"
-
-
 @cli.command()
 @click.argument("out_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("-o", "--out", "html", type=click.Path(dir_okay=False), help="HTML file (default: OUT_DIR/report.html)")
-def report(out_dir, html):
-    """Write an HTML memory report (layer table, arena timeline) for a built directory."""
+@click.option("--bench", "bench_json", type=click.Path(exists=True, dir_okay=False),
+              help="per-layer instructions from `edgec bench --json` (same model and target)")
+@click.option("--sqnr", "sqnr_json", type=click.Path(exists=True, dir_okay=False),
+              help="per-layer SQNR from `edgec verify --layers-json`")
+def report(out_dir, html, bench_json, sqnr_json):
+    """Write the HTML report for a built directory: arena timeline, per-layer flash, kernel and
+    why, and with --bench/--sqnr per-layer instructions and int8-vs-float SQNR, as inline SVG plots."""
+    import json
+
     from edgec.report import write_html_report
-    click.echo(write_html_report(Path(out_dir), Path(html) if html else Path(out_dir) / "report.html"))
+    bench = json.loads(Path(bench_json).read_text()) if bench_json else None
+    sqnr = json.loads(Path(sqnr_json).read_text()) if sqnr_json else None
+    click.echo(write_html_report(Path(out_dir), Path(html) if html else Path(out_dir) / "report.html",
+                                 bench=bench, sqnr=sqnr))
 
 
 @cli.command()
@@ -187,8 +199,12 @@ def report(out_dir, html):
 @_target_options
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--per-layer", is_flag=True, help="also print each layer's int8-vs-float SQNR")
-@_precision_options
-def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer, activations, int16_layers):
+@click.option("--layers-json", type=click.Path(dir_okay=False),
+              help="write each layer's SQNR (as --per-layer prints it) to this JSON file, for edgec report --sqnr")
+@click.option("--stream", is_flag=True, help=STREAM_HELP + "; the samples' frames run as one stream")
+@_quantization_options
+def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_layer, layers_json, stream, method,
+           per_channel_linear, activations, int16_layers):
     """Check that the generated C's output equals the golden simulator's, byte for byte, and that
     every layer computes what the quantized program means (within a step of its Q/DQ graph)."""
     _quiet_torch()
@@ -199,8 +215,11 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
     target_info = _target(target, ram, flash, opt)
     if not target_info.is_host:
         device.require_runnable(target_info)
-    compiled = _compile(model, calib, target_info, quiet, activations, int16_layers)
+    compiled = _compile(model, calib, target_info, quiet, method=method, per_channel_linear=per_channel_linear,
+                        activations=activations, int16_layers=int16_layers)
     floats, inputs = _quantized_samples(compiled, calib, samples)
+    if stream:
+        _verify_stream(compiled, floats, inputs, name, target)
     with tempfile.TemporaryDirectory(prefix="edgec-verify-") as tmp:
         out_dir = Path(tmp) / name
         emit(compiled, out_dir, name)
@@ -218,13 +237,50 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
     precision = "/".join(sorted({t.dtype for t in compiled.graph.tensors.values()} & {"int8", "int16"}))
     click.echo(f"{precision} vs {reference}: output SQNR {summary['output_sqnr_db']:.1f} dB, "
                f"top-1 agreement {summary['top1_agreement']:.0%}, max |error| {summary['max_abs_error']:.4f}")
-    if per_layer:
+    if per_layer or layers_json:
         int8_values = [checks.golden_values(compiled.graph, row) for row in inputs]
-        for row in sim.layer_sqnr(compiled.graph, floats_ref, int8_values):
+        rows = sim.layer_sqnr(compiled.graph, floats_ref, int8_values)
+        for row in rows:
             click.echo(f"  {row['layer']:<28} {row['op']:<18} SQNR {row['sqnr_db']:6.1f} dB")
+        if layers_json:
+            import json
+            Path(layers_json).write_text(json.dumps(rows, indent=2) + "\n")
     checked = checks.check_against_reference(compiled, floats)
     click.echo(f"OK: all {checked} checked layers within {checks.LAYER_TOLERANCE_STEPS} step (1 + M/2 where "
                f"M = s_in*s_w/s_out > 1) of the program's Q/DQ graph run in float, fed its values")
+
+
+def _frames(stream, floats) -> list:
+    """Whole-sequence float samples [N, 1, T, F] (batch first) as the stream's frames [N*T, F]."""
+    return [x.reshape((-1,) + stream.graph.tensors[name].torch_shape[2:]) for x, name in zip(floats, stream.graph.inputs)]
+
+
+def _verify_stream(whole, floats, whole_inputs, name: str, target: str) -> None:
+    """The streaming build of the same quantized model: every sample's frames, one per invoke, as
+    one stream, golden == C byte for byte; and its output after the first sample's last frame
+    equals the whole-sequence model's on that sample."""
+    import numpy as np
+
+    from edgec import verify as checks
+    from edgec.ops.recurrent import reset_state
+    from edgec.pipeline import compile_for, emit
+    compiled = compile_for(whole, whole.target, stream=True)
+    inputs = checks.quantized_inputs(compiled.graph, _frames(compiled, floats))
+    with tempfile.TemporaryDirectory(prefix="edgec-verify-") as tmp:
+        emit(compiled, Path(tmp) / name, name)
+        device = checks.run_on(compiled, Path(tmp) / name, name, inputs, Path(tmp) / "build")
+    reset_state(compiled.graph)
+    result = checks.compare(checks.golden_outputs(compiled.graph, inputs), device)
+    where = "host C" if target == "host" else f"{target} (QEMU)"
+    if not result.exact:
+        click.echo(f"MISMATCH (stream): {result.mismatched_bytes} bytes differ between the golden simulator and {where}")
+        sys.exit(1)
+    steps = len(inputs) // len(whole_inputs)
+    if not np.array_equal(device[steps - 1], checks.golden_outputs(whole.graph, whole_inputs[:1])[0]):
+        click.echo("MISMATCH: the stream's output after a whole sequence differs from the whole-sequence model's")
+        sys.exit(1)
+    click.echo(f"OK (stream): {len(inputs)} steps, golden simulator == {where}, 0 LSB; after {steps} steps "
+               f"== the whole-sequence model")
 
 
 @cli.command()
@@ -238,10 +294,17 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--profile", is_flag=True, help="also count the instructions of each function (whole run)")
-@_precision_options
-def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile, activations, int16_layers):
+@click.option("--mhz", type=click.FloatRange(min=0, min_open=True),
+              help="clock for the milliseconds (default: the target's typical part, docs/timing-model.md)")
+@click.option("--flash-wait", type=click.IntRange(min=0),
+              help="flash wait states of the cycle model (default: the target's typical part)")
+@click.option("--stream", is_flag=True, help=STREAM_HELP + "; counts one time step")
+@_quantization_options
+def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, profile, mhz, flash_wait, stream,
+          method, per_channel_linear, activations, int16_layers):
     """Count the instructions one inference executes on an emulated Cortex-M, per layer and in
-    total (exact, from QEMU), with MACs and the program's flash and RAM."""
+    total (exact, from QEMU), with MACs and the program's flash and RAM; on Cortex-M4/M7/M33/M55
+    also the cycles of edgec's timing model (an estimate) and the milliseconds at --mhz."""
     _quiet_torch()
     import json
 
@@ -251,16 +314,36 @@ def bench(model, target, calib, name, ram, flash, opt, out_dir, as_json, quiet, 
     name = _check_name(name or _default_name(model))
     target_info = _target(target, ram, flash, opt)
     device.require_runnable(target_info)
-    compiled = _compile(model, calib, target_info, quiet, activations, int16_layers)
-    _, sample = _quantized_samples(compiled, calib, 1)
+    compiled = _compile(model, calib, target_info, quiet, method=method, per_channel_linear=per_channel_linear,
+                        activations=activations, int16_layers=int16_layers)
+    floats, sample = _quantized_samples(compiled, calib, 1)
+    if stream:
+        from edgec.pipeline import compile_for
+        compiled = compile_for(compiled, target_info, stream=True)
+        sample = checks.quantized_inputs(compiled.graph, [x[:1] for x in _frames(compiled, floats)])
     with tempfile.TemporaryDirectory(prefix="edgec-bench-") as tmp:
         model_dir = Path(out_dir) if out_dir else Path(tmp) / name
         emit(compiled, model_dir, name)
-        result = device.bench(target_info, model_dir, name, sample[0], Path(tmp) / "build", profile=profile)
+        result = device.bench(target_info, model_dir, name, sample[0], Path(tmp) / "build", profile=profile,
+                              mhz=mhz, flash_wait=flash_wait)
     if not checks.compare(checks.golden_outputs(compiled.graph, sample), result.output[None]).exact:
         raise EdgecError(f"the output on {target} differs from the golden simulator's; "
                          f"run edgec verify --target {target}")
     click.echo(json.dumps(result.to_json(), indent=2) if as_json else device.format_table(result, name))
+
+
+@cli.command()
+@click.argument("model")
+def inspect(model):
+    """List MODEL's operators before any calibration: the supported ones (the edgec unit lowering
+    each, any use beyond its limits) and the unsupported ones, with module path and source line.
+    Exits 1 if some use cannot be compiled."""
+    _quiet_torch()
+    from edgec.inspection import inspect_model
+    result = inspect_model(model)
+    click.echo(str(result))
+    if not result.ok:
+        sys.exit(1)
 
 
 def main():

@@ -17,8 +17,8 @@ import numpy as np
 from edgec import __version__
 from edgec.ir import Graph, Op
 from edgec.ops import KINDS
-from edgec.ops.base import CCall
 from edgec.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_buffer_name
+from edgec.variants import kernel_name, kernel_reason
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -34,12 +34,17 @@ class Names:
     model: str
     graph: Graph
     plan: MemoryPlan
+    state_offsets: dict = None  # op name -> offset in <model>_state (streaming layers' state)
 
     def symbol(self, op: Op, suffix: str) -> str:
         return f"{self.model}_{op.name}_{suffix}"
 
     def ptr(self, tensor: str) -> str:
         return f"({self.model}_arena + {offset_of(self.plan, self.graph, tensor)})"
+
+    def state(self, op: Op) -> str:
+        """The layer's persistent state (streaming), outside the arena."""
+        return f"({self.model}_state + {self.state_offsets[op.name]})"
 
     def scratch(self, op: Op) -> str:
         if op.name not in self.plan.scratch:
@@ -72,11 +77,6 @@ class _UnplannedNames(Names):
 
     def in_place_form(self, op: Op):
         return None
-
-
-def constant_bytes(call: CCall) -> int:
-    """The flash bytes of a layer's constant arrays."""
-    return sum(int(np.asarray(values).size) * np.dtype(C_TYPES[ctype]).itemsize for ctype, _, values in call.constants)
 
 
 def _environment() -> jinja2.Environment:
@@ -144,15 +144,29 @@ def runtime_sources(graph: Graph) -> list[str]:
     return sorted({source for op in graph.ops for source in KINDS[op.kind].runtime_sources})
 
 
-def report(graph: Graph, plan: MemoryPlan, name: str, target: str, weights_bytes: int) -> dict:
+def state_layout(graph: Graph) -> tuple[dict[str, int], int]:
+    """Offsets of the layers' persistent state (streaming) in one buffer, and its bytes."""
+    offsets, total = {}, 0
+    for op in graph.ops:
+        size = KINDS[op.kind].state_bytes(op)
+        if size:
+            offsets[op.name] = total
+            total += (size + 3) // 4 * 4
+    return offsets, total
+
+
+def report(graph: Graph, plan: MemoryPlan, name: str, target, weights_bytes: int, calls: list) -> dict:
     """report.json. Per layer: live_bytes, the arena bytes in use while it runs; in_place, the
-    input its output is written over (null: none). Per buffer: overwrites, the buffer it is
-    written over in place (null: none)."""
+    input its output is written over (null: none); kernel, the C function it calls, and
+    kernel_reason, why that one; constants_bytes, its share of the flash constants. Per buffer:
+    overwrites, the buffer it is written over in place (null: none)."""
     layers = []
     overwritten = _overwritten(graph, plan)
-    for index, op in enumerate(graph.ops):
+    for index, (op, call) in enumerate(zip(graph.ops, calls)):
         out = graph.tensors[op.outputs[0]]
         layers.append({
+            "kernel": kernel_name(call.code), "kernel_reason": kernel_reason(op, target, op.name in plan.in_place),
+            "constants_bytes": constants_bytes(call.constants),
             "name": op.name, "op": op.kind, "macs": KINDS[op.kind].macs(op, graph),
             "input_shape": list(graph.tensors[op.inputs[0]].shape), "output_shape": list(out.shape),
             "arena_offset": offset_of(plan, graph, op.outputs[0]),
@@ -160,12 +174,18 @@ def report(graph: Graph, plan: MemoryPlan, name: str, target: str, weights_bytes
             "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1], "source": op.source,
             "in_place": overwritten.get(graph.storage(op.outputs[0])) if op.name in plan.in_place else None,
             "live_bytes": occupied_bytes(plan, index)})
-    return {"name": name, "target": target, "macs": sum(layer["macs"] for layer in layers), **io_entries(graph, plan),
-            "arena_bytes": plan.arena_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
+    return {"name": name, "target": target.name, "macs": sum(layer["macs"] for layer in layers), **io_entries(graph, plan),
+            "arena_bytes": plan.arena_bytes, "state_bytes": state_layout(graph)[1],
+            "ram_bytes": plan.arena_bytes + state_layout(graph)[1], "lower_bound_bytes": plan.lower_bound_bytes,
             "lower_bound_without_in_place_bytes": plan.lower_bound_without_in_place_bytes,
             "in_place_layers": len(plan.in_place), "scratch_bytes": sum(size for _, size in plan.scratch.values()),
             "weights_bytes": weights_bytes, "planner": plan.strategy, "layers": layers,
             "buffers": [_buffer_entry(buffer, plan, len(graph.ops), overwritten) for buffer in plan.buffers]}
+
+
+def constants_bytes(constants: list) -> int:
+    """The flash bytes of a layer's constant arrays ((ctype, symbol, values) as CCall holds them)."""
+    return sum(int(np.asarray(values).size) * np.dtype(C_TYPES[ctype]).itemsize for ctype, _, values in constants)
 
 
 def _overwritten(graph: Graph, plan: MemoryPlan) -> dict[str, str]:
@@ -185,12 +205,13 @@ def _buffer_entry(buffer: Buffer, plan: MemoryPlan, steps: int, overwritten: dic
 
 def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, origin: str) -> dict:
     """Writes every file into `out_dir` (which must exist and be empty); returns the report."""
-    names = Names(name, graph, plan)
+    state_offsets, state_bytes = state_layout(graph)
+    names = Names(name, graph, plan, state_offsets)
     calls = [KINDS[op.kind].emit(op, graph, names) for op in graph.ops]
     constants = [{"ctype": ctype, "symbol": symbol, "count": int(np.asarray(values).size),
                   "body": _array_body(np.asarray(values).astype(C_TYPES[ctype]))}
                  for call in calls for ctype, symbol, values in call.constants]
-    weights_bytes = sum(constant_bytes(call) for call in calls)
+    weights_bytes = sum(constants_bytes(call.constants) for call in calls)
     layers = [{"index": i, "name": op.name, "op": op.kind, "code": call.code, "params": call.params,
                "shape": "x".join(str(v) for v in graph.tensors[op.outputs[0]].shape), "source": op.source,
                "writes": allowed_writes(op, graph, plan), "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1],
@@ -202,7 +223,8 @@ def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, or
                "dsp": target.dsp, "mve": target.mve,
                "macs": sum(KINDS[op.kind].macs(op, graph) for op in graph.ops),
                **io_entries(graph, plan),
-               "layers": layers, "constants": constants, "sources": sources}
+               "layers": layers, "constants": constants, "sources": sources, "state_bytes": state_bytes,
+               "state_reset": [call.state_reset for call in calls if call.state_reset]}
     env = _environment()
     for template, filename in (("model.h.j2", f"{name}.h"), ("model.c.j2", f"{name}.c"),
                                ("weights.h.j2", f"{name}_weights.h"), ("weights.c.j2", f"{name}_weights.c"),
@@ -212,6 +234,6 @@ def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, or
         destination = out_dir / "runtime" / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(RUNTIME / relative, destination)
-    summary = report(graph, plan, name, target.name, weights_bytes)
+    summary = report(graph, plan, name, target, weights_bytes, calls)
     (out_dir / "report.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary

@@ -18,10 +18,11 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from edgec import toolchain
+from edgec import timing, toolchain
 from edgec.codegen import TEMPLATES
 from edgec.errors import EdgecError
 from edgec.targets import TARGETS, Target
+from edgec.timing import TimingSetup
 
 INPUTS_FILE = "inputs.bin"
 OUTPUTS_FILE = "outputs.bin"
@@ -35,6 +36,9 @@ PROFILE_ROWS = 15  # functions format_table lists with a profile
 COUNTED = ("instructions executed inside each layer's EDGEC_LAYER_BEGIN/END markers during one "
            "invoke, summed: kernel calls and their argument set-up; start-up, the test driver and "
            "the few instructions of invoke's own prologue are not counted")
+# What the cycles are, for every bench report with them.
+CYCLE_MODEL = ("an estimate: the same instructions timed by edgec's model of the core and its memory system "
+               "(docs/timing-model.md); instructions are the exact, model-free figure")
 
 
 def require_runnable(target: Target) -> None:
@@ -206,6 +210,7 @@ class LayerCount:
     op: str
     macs: int
     instructions: int
+    cycles: int | None = None  # modelled (edgec.timing); None for a target without a timing model
 
 
 @dataclass
@@ -220,22 +225,38 @@ class Bench:
     output: np.ndarray         # the model's int8 output for the benchmarked sample
     ram_beyond_arena: RamBeyondArena  # of the model alone, measured apart from the bench program
     functions: dict[str, int] | None = None  # with a profile: instructions per function, whole run
+    timing: TimingSetup | None = None  # the clock and memory system the cycles were modelled for
 
     @property
     def total_instructions(self) -> int:
         return sum(layer.instructions for layer in self.layers)
 
     @property
+    def total_cycles(self) -> int | None:
+        return None if self.timing is None else sum(layer.cycles for layer in self.layers)
+
+    @property
+    def milliseconds(self) -> float | None:
+        return None if self.timing is None else timing.milliseconds(self.total_cycles, self.timing.mhz)
+
+    @property
     def macs(self) -> int:
         return sum(layer.macs for layer in self.layers)
 
     def to_json(self) -> dict:
-        return {"target": self.target, "total_instructions": self.total_instructions, "macs": self.macs,
-                "flash_bytes": self.flash_bytes, "ram_bytes": self.ram_bytes,
-                "ram_beyond_arena": self.ram_beyond_arena.to_json(),
-                "layers": [{"name": l.name, "op": l.op, "macs": l.macs, "instructions": l.instructions}
-                           for l in self.layers],
-                **({} if self.functions is None else {"functions": self.functions})}
+        """The fields of earlier versions first, in their order; then, with a timing model, the
+        modelled cycles (total and per layer) and milliseconds at the clock given."""
+        layers = [{"name": l.name, "op": l.op, "macs": l.macs, "instructions": l.instructions,
+                   **({} if l.cycles is None else {"cycles": l.cycles})} for l in self.layers]
+        result = {"target": self.target, "total_instructions": self.total_instructions, "macs": self.macs,
+                  "flash_bytes": self.flash_bytes, "ram_bytes": self.ram_bytes,
+                  "ram_beyond_arena": self.ram_beyond_arena.to_json(), "layers": layers,
+                  **({} if self.functions is None else {"functions": self.functions})}
+        if self.timing is not None:
+            result.update(total_cycles=self.total_cycles, ms=round(self.milliseconds, 4),
+                          clock_mhz=self.timing.mhz, flash_wait_states=self.timing.flash_wait,
+                          cycle_model=CYCLE_MODEL)
+        return result
 
     def by_op(self) -> dict[str, tuple[int, int]]:
         """op kind -> (MACs, instructions), over all its layers."""
@@ -253,26 +274,30 @@ def marker_layers(model_c: Path) -> list[int]:
 
 
 def bench(target: Target, model_dir: Path, name: str, sample: np.ndarray, build_dir: Path,
-          profile: bool = False) -> Bench:
+          profile: bool = False, mhz: float | None = None, flash_wait: int | None = None) -> Bench:
     """One invoke on `sample` (int8, one row) under QEMU with the instruction-count plugin; with
-    `profile`, also the instructions of each function over the whole run."""
+    `profile`, also the instructions of each function over the whole run. On a core with a timing
+    model (edgec.timing), also the modelled cycles at `mhz` with `flash_wait` flash wait states
+    (default: the target's typical part)."""
     require_runnable(target)
     report = read_report(model_dir)
     elf = build_program(target, model_dir, name, build_dir, purpose="bench")
     _write_inputs(build_dir, sample.reshape(1, -1))
+    setup = timing.setup_for(target.name, mhz, flash_wait) if timing.has_model(target.name) else None
     counts = toolchain.count_instructions(target, elf, timeout=qemu_timeout(report["macs"], 1),
-                                          cwd=build_dir, expect_status=None, profile=profile)
+                                          cwd=build_dir, expect_status=None, profile=profile, timing=setup)
     _check_exit(counts["result"], target)
     indices = marker_layers(model_dir / f"{name}.c")
     if len(counts["insns"]) != len(indices):
         raise EdgecError(f"{len(counts['insns'])} measured regions for {len(indices)} bracketed layers")
-    layers = [LayerCount(report["layers"][i]["name"], report["layers"][i]["op"], report["layers"][i]["macs"], n)
-              for i, n in zip(indices, counts["insns"])]
+    cycles = counts.get("cycles", [None] * len(indices))
+    layers = [LayerCount(report["layers"][i]["name"], report["layers"][i]["op"], report["layers"][i]["macs"], n, c)
+              for i, n, c in zip(indices, counts["insns"], cycles)]
     memory = toolchain.elf_memory(elf)
     output = _read_outputs(build_dir, 1, output_size(model_dir, name))[0]
     return Bench(target.name, layers, memory["flash_bytes"], memory["ram_bytes"], memory,
                  report["arena_bytes"], report["weights_bytes"], output,
-                 ram_beyond_arena(target, model_dir, name, sample, build_dir), counts.get("functions"))
+                 ram_beyond_arena(target, model_dir, name, sample, build_dir), counts.get("functions"), setup)
 
 
 def format_table(result: Bench, model: str) -> str:
@@ -280,12 +305,21 @@ def format_table(result: Bench, model: str) -> str:
     def per_mac(insns: int, macs: int) -> str:
         return f"{insns / macs:9.2f}" if macs else f"{'-':>9}"
 
-    lines = [f"{model} on {result.target} (QEMU, exact instruction counts)",
-             f"{'layer':<28} {'op':<18} {'MACs':>12} {'instructions':>14} {'insn/MAC':>9}"]
-    lines += [f"{l.name:<28} {l.op:<18} {l.macs:>12,} {l.instructions:>14,} {per_mac(l.instructions, l.macs)}"
-              for l in result.layers]
-    lines.append(f"{'total':<47} {result.macs:>12,} {result.total_instructions:>14,} "
+    timed = result.timing is not None
+    cycles = (lambda n: f" {n:>14,}") if timed else (lambda n: "")
+    lines = [f"{model} on {result.target} (QEMU, exact instruction counts"
+             + (f"; cycles modelled at {result.timing.mhz:g} MHz, {result.timing.flash_wait} flash wait states)"
+                if timed else ")"),
+             f"{'layer':<28} {'op':<18} {'MACs':>12}" + (f" {'cycles':>14}" if timed else "")
+             + f" {'instructions':>14} {'insn/MAC':>9}"]
+    lines += [f"{l.name:<28} {l.op:<18} {l.macs:>12,}{cycles(l.cycles)} {l.instructions:>14,} "
+              f"{per_mac(l.instructions, l.macs)}" for l in result.layers]
+    lines.append(f"{'total':<47} {result.macs:>12,}{cycles(result.total_cycles)} {result.total_instructions:>14,} "
                  f"{per_mac(result.total_instructions, result.macs)}")
+    if timed:
+        lines.append(f"time: {result.milliseconds:.3f} ms at {result.timing.mhz:g} MHz "
+                     f"({result.total_cycles / max(result.total_instructions, 1):.2f} cycles/instruction); "
+                     f"cycles are {CYCLE_MODEL}")
     lines.append("by op: " + ", ".join(f"{op} {insns:,} ({per_mac(insns, macs).strip()}/MAC)"
                                        for op, (macs, insns) in result.by_op().items()))
     m = result.memory

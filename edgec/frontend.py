@@ -1,8 +1,10 @@
 """Load a model the user hands us and turn it into an exported FX graph module.
 
 Accepted: a `torch.export.save`d ExportedProgram (`.pt2`), or `path/to/file.py:factory` where
-`factory()` returns `(nn.Module, example_inputs)`. Pickled modules (`torch.save(model)`) run
-arbitrary code when loaded, so they are refused with instructions instead of being loaded.
+`factory()` returns `(nn.Module, example_inputs)` (the command line's forms); or, from Python, an
+in-memory `nn.Module` with its example inputs, or an `ExportedProgram` (float or PT2E-quantized).
+Pickled modules (`torch.save(model)`) run arbitrary code when loaded, so they are refused with
+instructions instead of being loaded.
 """
 from __future__ import annotations
 
@@ -27,7 +29,22 @@ class LoadedModel:
     origin: str  # what the user passed, for messages
 
 
-def load(spec: str) -> LoadedModel:
+def load(model, example_inputs=None) -> LoadedModel:
+    """`model` is a spec string (a .pt2 path or 'file.py:factory'), an ExportedProgram, or an
+    nn.Module (then `example_inputs`, a tensor or a tuple of tensors, is required)."""
+    if isinstance(model, torch.export.ExportedProgram):
+        return _from_program(model, example_inputs, "ExportedProgram")
+    if isinstance(model, torch.nn.Module):
+        origin = type(model).__name__
+        if example_inputs is None:
+            raise EdgecError(f"{origin}: an nn.Module needs example inputs (a tensor shaped like one batch, "
+                             f"or a tuple of them)")
+        example = as_example_inputs(example_inputs, origin)
+        return LoadedModel(export(model, example, origin), example, origin)
+    if not isinstance(model, (str, Path)):
+        raise EdgecError(f"cannot compile a {type(model).__name__}: expected an nn.Module, an ExportedProgram, "
+                         f"a .pt2 path or 'file.py:factory'")
+    spec = str(model)
     file_part, separator, factory = spec.rpartition(":")
     if separator and file_part.endswith(".py"):
         return _load_factory(Path(file_part), factory, spec)
@@ -48,8 +65,26 @@ def _load_program(path: Path) -> LoadedModel:
         program = torch.export.load(str(path))
     except Exception as exc:  # torch raises many types for a corrupt archive
         raise EdgecError(f"{path}: cannot load as a torch.export program: {_first_line(exc)}") from None
-    example = program.example_inputs[0] if program.example_inputs else _example_from_signature(program)
-    return LoadedModel(program.module(), tuple(example), str(path))
+    return _from_program(program, None, str(path))
+
+
+def _from_program(program, example_inputs, origin: str) -> LoadedModel:
+    if example_inputs is not None:
+        example = as_example_inputs(example_inputs, origin)
+    elif program.example_inputs:
+        example = tuple(program.example_inputs[0])
+    else:
+        example = _example_from_signature(program)
+    return LoadedModel(program.module(), example, origin)
+
+
+def as_example_inputs(example_inputs, origin: str) -> tuple:
+    """A tensor, an array or a tuple/list of them, as a tuple of float tensors."""
+    items = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    try:
+        return tuple(x if isinstance(x, torch.Tensor) else torch.as_tensor(x) for x in items)
+    except (TypeError, RuntimeError, ValueError) as exc:
+        raise EdgecError(f"{origin}: example inputs must be tensors or arrays ({_first_line(exc)})") from None
 
 
 def _example_from_signature(program) -> tuple:
@@ -79,10 +114,15 @@ def _load_factory(path: Path, factory: str, spec: str) -> LoadedModel:
 
 
 def export(model: torch.nn.Module, example_inputs: tuple, origin: str) -> GraphModule:
+    """The model's inference graph (exported in eval mode; a notebook's module is left in the mode
+    it was in)."""
+    training = model.training
     try:
         program = torch.export.export(model.eval(), example_inputs)
     except Exception as exc:
         raise EdgecError(f"{origin}: torch.export failed: {_first_line(exc)}") from None
+    finally:
+        model.train(training)
     return program.module()
 
 

@@ -18,7 +18,7 @@ from torch.fx import GraphModule, Node
 from edgec.errors import EdgecError
 from edgec.frontend import source_line
 from edgec.ir import Graph, Op, Tensor
-from edgec.ops import OPS
+from edgec.ops import KINDS, OPS
 from edgec.torch_ops import GETITEM
 
 ACTIVATION_DTYPES = {np.dtype(np.int8): "int8", np.dtype(np.int16): "int16"}  # the activation dtypes edgec runs
@@ -66,8 +66,11 @@ def _qop_name(node: Node) -> str | None:
 
 
 class LoweringContext:
-    def __init__(self, module: GraphModule):
+    def __init__(self, module: GraphModule, converter_semantics: bool = False):
         self.module = module
+        # A program quantized by another tool: ops whose int8 arithmetic the TFLite converter
+        # chooses differently from edgec's own (a global average is MEAN) follow the converter.
+        self.converter_semantics = converter_semantics
         self.graph = Graph()
         self.values: dict[str, Tensor | Constant] = {}
 
@@ -180,10 +183,24 @@ class LoweringContext:
                              f"{', per channel' if args.axis is not None else ''})")
         scale, zero_point = float(args.scale[0]), int(args.zero_point[0])
         if not source.quantized:
-            source.scale, source.zero_point, source.dtype = scale, zero_point, dtype
+            self._quantize_backwards(source, scale, zero_point, dtype)
         elif (source.scale, source.zero_point, source.dtype) != (scale, zero_point, dtype):
             source = self.requantize(node, source, scale, zero_point, dtype)
         self.values[node.name] = source
+
+    def _quantize_backwards(self, tensor: Tensor, scale: float, zero_point: int, dtype: str) -> None:
+        """`tensor` takes the qparams (and dtype) of the quantize node that first reads it, and so
+        does every unquantized input of the ops that keep qparams (padding, pooling, views) it comes
+        from, as the TFLite converter propagates a quantize backwards: a program quantized by a tool
+        that leaves such ops (or the model input before them) in float reads as one int8 chain."""
+        pending = [tensor]
+        while pending:
+            tensor = pending.pop()
+            tensor.scale, tensor.zero_point, tensor.dtype = scale, zero_point, dtype
+            producer = self.graph.producer(tensor.name)
+            if producer is not None and KINDS[producer.kind].keeps_qparams:
+                pending += [self.graph.tensors[name] for name in producer.inputs
+                            if not self.graph.tensors[name].quantized]
 
     def requantize(self, node: Node, source: Tensor, scale: float, zero_point: int, dtype: str = "int8") -> Tensor:
         """A new tensor holding `source` at other qparams (TFLite's int8 QUANTIZE, as a table), or in
@@ -241,8 +258,10 @@ def _attr_value(module: GraphModule, target: str) -> np.ndarray:
     return np.asarray(value)
 
 
-def lower(module: GraphModule) -> Graph:
-    graph = LoweringContext(module).run()
+def lower(module: GraphModule, converter_semantics: bool = False) -> Graph:
+    """`converter_semantics`: the program came quantized by another tool (read as TFLite's
+    converter reads it)."""
+    graph = LoweringContext(module, converter_semantics).run()
     if not graph.inputs or not graph.outputs:
         raise EdgecError("the model has no tensor input or no tensor output")
     if all(op.kind == "reshape" for op in graph.ops):

@@ -22,14 +22,17 @@ from edgec.ir import Graph
 from edgec.lower import lower
 from edgec.ops import KINDS, OPS
 from edgec.ops.int16_units import select_int16_kernels
+from edgec.ops.matmul import fold_output_scales, place_right_operands
 from edgec.passes.constant_layouts import choose_constant_layouts
+from edgec.ops.recurrent import keep_last_steps, make_streaming
 from edgec.passes.fold_batchnorm import fold_batchnorm
 from edgec.passes.fuse import fold_pad, fuse_activations, fuse_copies
 from edgec.passes.normalize import normalize
 from edgec.passes.qparams import unify_qparams
 from edgec.passes.layout import assign_layouts, relayout
 from edgec.plan import MemoryPlan
-from edgec.quantize import is_quantized, quantize
+from edgec.calibration import DEFAULT as DEFAULT_CALIBRATION
+from edgec.quantize import EdgecQuantizer, is_quantized, quantize
 from edgec.schedule import schedule_and_plan
 from edgec.targets import TARGETS, Target, get_target
 from edgec.torch_ops import GETITEM
@@ -54,41 +57,72 @@ class Compiled(Quantized):
     choices: list[str] = field(default_factory=list)  # what target-level choices were made and why
 
 
-def compile_model(spec: str, *, calibration, target: str = "host", progress: Callable | None = None,
-                  warn: Callable[[str], None] = print, activations: str = "int8",
+def compile_model(spec, *, calibration, target: str | Target = "host", example_inputs=None, stream: bool = False,
+                  progress: Callable | None = None, warn: Callable[[str], None] = print,
+                  method: str = DEFAULT_CALIBRATION, per_channel_linear: bool = False, activations: str = "int8",
                   int16_layers: Iterable[str] = ()) -> Compiled:
-    return compile_for(quantize_model(spec, calibration=calibration, progress=progress, warn=warn,
-                                      activations=activations, int16_layers=int16_layers), target)
+    return compile_for(quantize_model(spec, calibration=calibration, example_inputs=example_inputs, progress=progress,
+                                      warn=warn, method=method, per_channel_linear=per_channel_linear,
+                                      activations=activations, int16_layers=int16_layers),
+                       target, stream=stream)
 
 
-def quantize_model(spec: str, *, calibration, progress: Callable | None = None, warn: Callable[[str], None] = print,
-                   activations: str = "int8", int16_layers: Iterable[str] = ()) -> Quantized:
-    """load -> export -> normalize -> fold BN -> quantize (or keep a program's own Q/DQ). Activations
-    are int8, or int16 (the 16x8 scheme) for the whole model or the layers whose nn.Module paths
-    `int16_layers` lists."""
-    loaded = frontend.load(spec)
-    check_finite(loaded.module, loaded.origin)
-    module = fold_batchnorm(normalize(loaded.module))
-    check_supported(module, loaded.origin)
+def quantize_model(spec, *, calibration, example_inputs=None, progress: Callable | None = None,
+                   warn: Callable[[str], None] = print, method: str = DEFAULT_CALIBRATION,
+                   per_channel_linear: bool = False, activations: str = "int8",
+                   int16_layers: Iterable[str] = ()) -> Quantized:
+    """load -> export -> normalize -> fold BN -> quantize (or keep a program's own Q/DQ).
+    `spec`: anything frontend.load takes (a .pt2 path, 'file.py:factory', an ExportedProgram, or
+    an nn.Module with `example_inputs`). `method` (edgec.calibration) and `per_channel_linear` are
+    EdgecQuantizer's options, and so are `activations` ("int8" or "int16", the 16x8 scheme, for the
+    whole model) and `int16_layers` (the nn.Module paths whose layers take int16 activations)."""
+    loaded, module = prepare(spec, example_inputs)
+    return quantize_loaded(loaded, module, calibration=calibration, progress=progress, warn=warn, method=method,
+                           per_channel_linear=per_channel_linear, activations=activations, int16_layers=int16_layers)
+
+
+def quantize_loaded(loaded: frontend.LoadedModel, module: GraphModule, *, calibration,
+                    progress: Callable | None = None, warn: Callable[[str], None] = print,
+                    method: str = DEFAULT_CALIBRATION, per_channel_linear: bool = False, activations: str = "int8",
+                    int16_layers: Iterable[str] = ()) -> Quantized:
+    """quantize_model after `prepare`: calibrate and quantize (or keep a program's own Q/DQ)."""
     if is_quantized(module):
+        if method != DEFAULT_CALIBRATION or per_channel_linear or activations != "int8" or list(int16_layers):
+            warn(f"WARNING: {loaded.origin} is already quantized; calibration and precision options do not apply")
         return Quantized(loaded.origin, loaded.example_inputs, None, module)
     samples = calibration_samples(calibration, loaded.example_inputs, warn)
     float_module = copy.deepcopy(module)
-    return Quantized(loaded.origin, loaded.example_inputs, float_module,
-                     quantize(module, samples, progress, activations=activations, int16_layers=int16_layers))
+    quantizer = EdgecQuantizer(method, per_channel_linear, activations=activations, int16_layers=int16_layers)
+    return Quantized(loaded.origin, loaded.example_inputs, float_module, quantize(module, samples, progress, quantizer))
 
 
-def compile_for(quantized: Quantized, target: str | Target = "host") -> Compiled:
-    """lower -> fuse -> unify qparams -> layout -> fuse copies -> finalize -> specialize for
-    `target` -> schedule + plan."""
+def prepare(spec, example_inputs=None) -> tuple[frontend.LoadedModel, GraphModule]:
+    """load -> export -> normalize -> fold BN, and every unsupported operator reported at once:
+    all that happens before calibration."""
+    loaded = frontend.load(spec, example_inputs)
+    check_finite(loaded.module, loaded.origin)
+    module = fold_batchnorm(normalize(loaded.module))
+    check_supported(module, loaded.origin)
+    return loaded, module
+
+
+def compile_for(quantized: Quantized, target: str | Target = "host", *, stream: bool = False) -> Compiled:
+    """lower -> (stream: one time step per invoke) -> fuse -> unify qparams -> layout -> fuse
+    copies -> finalize -> specialize for `target` -> constant layouts -> schedule + plan."""
     target_info = get_target(target)
-    graph = lower(quantized.quantized_module)
+    graph = lower(quantized.quantized_module, converter_semantics=quantized.float_module is None)
+    if stream:
+        make_streaming(graph)
+    else:
+        keep_last_steps(graph)
     fold_pad(graph)
     fuse_activations(graph)
+    fold_output_scales(graph)
     unify_qparams(graph)
     assign_layouts(graph)
     relayout(graph)
     fuse_copies(graph)
+    place_right_operands(graph)
     select_int16_kernels(graph)
     for op in graph.ops:
         KINDS[op.kind].finalize(op, graph)
@@ -186,10 +220,13 @@ def calibration_samples(calibration, example_inputs: tuple, warn) -> list[tuple]
 
 
 def per_input_samples(data, example_inputs: tuple, what: str) -> list[np.ndarray]:
-    """Float samples as one [N, ...] array per model input: `data` is an array (a one-input
-    model), a list of arrays in input order, or a dict of arrays (an .npz: its one known key for a
-    one-input model, else one array per input in file order)."""
+    """Float samples as one [N, ...] array per model input: `data` is an array or a tensor (a
+    one-input model), a list of them in input order, a dict of arrays (an .npz: its one known key
+    for a one-input model, else one array per input in file order), or any other iterable of
+    batches (a DataLoader: see batches_to_arrays)."""
     count = len(example_inputs)
+    if _is_batch_iterable(data):
+        data = batches_to_arrays(data, count, what)
     if isinstance(data, dict):
         if count == 1:
             key = next((k for k in ("x", "calib", "inputs", "data") if k in data), next(iter(data)))
@@ -208,9 +245,40 @@ def per_input_samples(data, example_inputs: tuple, what: str) -> list[np.ndarray
     return per
 
 
+def _is_batch_iterable(data) -> bool:
+    return not isinstance(data, (np.ndarray, torch.Tensor, dict, list, tuple, str, bytes)) and hasattr(data, "__iter__")
+
+
+def batches_to_arrays(batches, count: int, what: str) -> list[np.ndarray]:
+    """An iterable of batches (a DataLoader, a generator) as one [N, ...] array per model input.
+    A batch is an array or tensor (a one-input model), or a tuple/list whose first `count` items
+    are the model's inputs (what follows, e.g. the labels, is ignored)."""
+    per: list[list[np.ndarray]] = [[] for _ in range(count)]
+    for index, batch in enumerate(batches):
+        items = list(batch)[:count] if isinstance(batch, (tuple, list)) else [batch]
+        if len(items) != count:
+            raise EdgecError(f"{what}: batch {index} has {len(items)} item{'s' if len(items) != 1 else ''}; "
+                             f"the model has {count} inputs")
+        for arrays, item in zip(per, items):
+            arrays.append(as_array(item))
+    if not per[0]:
+        raise EdgecError(f"{what}: the iterable gave no batches")
+    try:
+        return [np.concatenate(arrays) for arrays in per]
+    except ValueError as exc:
+        raise EdgecError(f"{what}: batches of different sample shapes ({exc})") from None
+
+
+def as_array(data) -> np.ndarray:
+    """A tensor (on any device, with or without grad) or anything array-like, as a numpy array."""
+    if isinstance(data, torch.Tensor):
+        return data.detach().cpu().numpy()
+    return np.asarray(data)
+
+
 def as_samples(data: np.ndarray, input_shape: tuple, what: str) -> np.ndarray:
     """[N, *input_shape[1:]] (or [N, *input_shape]) float samples, or a clear error."""
-    data = np.asarray(data)
+    data = as_array(data)
     if data.dtype.kind not in "fiu":
         raise EdgecError(f"{what} must be numeric, got dtype {data.dtype}")
     per_sample = tuple(input_shape[1:])

@@ -3,18 +3,24 @@ each op unit how its node is quantized (OpDef.annotate; the specs are in edgec.o
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Iterable
 
 import torch
-from torch.fx import GraphModule
-from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+from torch.fx import GraphModule, Interpreter
+from torchao.quantization.pt2e import MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver
+from torchao.quantization.pt2e.fake_quantize import FusedMovingAvgObsFakeQuantize
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
 from torchao.quantization.pt2e.quantizer import Quantizer
 
+from edgec import calibration as calibration_methods
 from edgec.errors import EdgecError
 from edgec.frontend import node_location
 from edgec.ops import OPS
+from edgec.ops.base import OpDef
 from edgec.ops.int16_units import INT16_CAPABLE_KINDS
-from edgec.ops.qspec import ANNOTATION_KEY, fused_activations, select_int16
+from edgec.ops.qspec import (ACTIVATION_QSPEC, ANNOTATION_KEY, CONV_WEIGHT_QSPEC, INT16_ACTIVATION_QSPEC,
+                             LINEAR_WEIGHT_QSPEC, PER_CHANNEL_LINEAR_WEIGHT_QSPEC, fused_activations, select_int16)
 
 ACTIVATION_DTYPES = ("int8", "int16")
 
@@ -27,16 +33,36 @@ def _fuses(node) -> bool:
 
 
 class EdgecQuantizer(Quantizer):
-    """Annotates a float training-IR graph with the qspecs edgec's kernels need: int8 activations,
-    or int16 ones (the 16x8 scheme) for the whole model (`activations="int16"`) or for the layers
-    whose nn.Module path is in `int16_layers` (a path selects its submodules too)."""
+    """Annotates a float training-IR graph with the qspecs edgec's kernels need.
 
-    def __init__(self, activations: str = "int8", int16_layers: Iterable[str] = ()):
+    `calibration`: how activation ranges are chosen (edgec.calibration; minmax by default);
+    `per_channel_linear`: linear weights per output channel (one multiplier and shift per output,
+    8 more bytes of flash each) instead of per tensor; `activations="int16"`: int16 activations
+    (the 16x8 scheme) for the whole model, `int16_layers`: for the layers whose nn.Module path is
+    listed (a path selects its submodules too)."""
+
+    def __init__(self, calibration: str = calibration_methods.DEFAULT, per_channel_linear: bool = False,
+                 qat: bool = False, *, activations: str = "int8", int16_layers: Iterable[str] = ()):
         super().__init__()
         if activations not in ACTIVATION_DTYPES:
             raise EdgecError(f"activations must be one of {', '.join(ACTIVATION_DTYPES)}, got {activations!r}")
         self.all_int16 = activations == "int16"
         self.int16_layers = tuple(name.strip() for name in int16_layers if name.strip())
+        self.replacements = {}
+        if calibration != calibration_methods.DEFAULT:
+            for spec in (ACTIVATION_QSPEC, INT16_ACTIVATION_QSPEC):
+                self.replacements[id(spec)] = dataclasses.replace(
+                    spec, observer_or_fake_quant_ctr=calibration_methods.observer(calibration))
+        if per_channel_linear:
+            self.replacements[id(LINEAR_WEIGHT_QSPEC)] = PER_CHANNEL_LINEAR_WEIGHT_QSPEC
+        if qat:  # the same int8 grids, fake-quantized in training (moving-average ranges)
+            for spec in (ACTIVATION_QSPEC, CONV_WEIGHT_QSPEC, LINEAR_WEIGHT_QSPEC, PER_CHANNEL_LINEAR_WEIGHT_QSPEC):
+                current = self.replacements.get(id(spec), spec)
+                observer = (MovingAveragePerChannelMinMaxObserver if current.qscheme == torch.per_channel_symmetric
+                            else MovingAverageMinMaxObserver)
+                self.replacements[id(spec)] = dataclasses.replace(
+                    current, observer_or_fake_quant_ctr=FusedMovingAvgObsFakeQuantize.with_args(
+                        observer=observer, eps=calibration_methods.EPS))
 
     def annotate(self, model: GraphModule) -> GraphModule:
         for node in model.graph.nodes:
@@ -44,7 +70,17 @@ class EdgecQuantizer(Quantizer):
                 OPS[node.target].annotate(node)
         if self.all_int16 or self.int16_layers:
             self._select_int16(model)
+        if self.replacements:  # after all: a unit also annotates the activations it fuses
+            for node in model.graph.nodes:
+                self._replace_specs(node.meta.get(ANNOTATION_KEY))
         return model
+
+    def _replace_specs(self, annotation) -> None:
+        if annotation is None:
+            return
+        for edge, spec in annotation.input_qspec_map.items():
+            annotation.input_qspec_map[edge] = self.replacements.get(id(spec), spec)
+        annotation.output_qspec = self.replacements.get(id(annotation.output_qspec), annotation.output_qspec)
 
     def _select_int16(self, model: GraphModule) -> None:
         """int16 qspecs on the selected nodes; a clamp chain fused into its producer follows it."""
@@ -84,11 +120,60 @@ def is_quantized(module: GraphModule) -> bool:
                for node in module.graph.nodes)
 
 
-def quantize(module: GraphModule, calibration: Iterable[tuple], progress: Callable | None = None, *,
-             activations: str = "int8", int16_layers: Iterable[str] = ()) -> GraphModule:
+def quantize(module: GraphModule, calibration: Iterable[tuple], progress: Callable | None = None,
+             quantizer: Quantizer | None = None) -> GraphModule:
     """prepare_pt2e -> run calibration samples -> convert_pt2e; returns the Q/DQ graph module."""
-    prepared = prepare_pt2e(module, EdgecQuantizer(activations, int16_layers))
+    prepared = prepare_pt2e(module, quantizer or EdgecQuantizer())
+    run = _ObservingInterpreter(prepared).run if _observing_nodes(prepared) else prepared
     with torch.no_grad():
         for sample in (progress(calibration) if progress else calibration):
-            prepared(*sample)
+            run(*sample)
     return convert_pt2e(prepared, fold_quantize=True)
+
+
+def _observing_nodes(module: GraphModule) -> set:
+    """The nodes whose unit has a calibration hook (OpDef.observe)."""
+    return {node for node in module.graph.nodes if node.op == "call_function" and node.target in OPS
+            and type(OPS[node.target]).observe is not OpDef.observe}
+
+
+class _ObservingInterpreter(Interpreter):
+    """Runs the prepared module node by node, handing the units that ask for it (OpDef.observe)
+    their node's float arguments and result; the observers run as usual."""
+
+    def __init__(self, module: GraphModule):
+        super().__init__(module)
+        self.observing = _observing_nodes(module)
+
+    def run_node(self, node):
+        result = super().run_node(node)
+        if node in self.observing:
+            args, _ = self.fetch_args_kwargs_from_env(node)
+            OPS[node.target].observe(node, args, result)
+        return result
+
+
+def prepare_qat(spec: str, per_channel_linear: bool = False) -> tuple[GraphModule, tuple]:
+    """(module, example inputs): the float model `spec` (.pt2 or file.py:factory) ready for
+    quantization-aware training with edgec's quantizer: exported, BatchNorm folded into its
+    conv/linear (the folded weights made trainable parameters), fake-quantized wherever edgec's
+    kernels quantize. Fine-tune it like any module, then `convert_qat` and give the saved program
+    to `edgec build` (docs/quantization.md)."""
+    from edgec import frontend
+    from edgec.passes.fold_batchnorm import fold_batchnorm
+    from edgec.passes.normalize import normalize
+
+    loaded = frontend.load(spec)
+    module = fold_batchnorm(normalize(loaded.module))
+    for name, value in list(module.named_buffers()):
+        if "." not in name and value.is_floating_point() and name.startswith("_edgec_folded"):
+            del module._buffers[name]
+            module.register_parameter(name, torch.nn.Parameter(value.detach().clone()))
+    return prepare_qat_pt2e(module, EdgecQuantizer(per_channel_linear=per_channel_linear, qat=True)), loaded.example_inputs
+
+
+def convert_qat(module: GraphModule, example_inputs: tuple) -> torch.export.ExportedProgram:
+    """The fine-tuned fake-quantized module as an int8 Q/DQ program (save it with torch.export.save)."""
+    from torchao.quantization.pt2e import move_exported_model_to_eval
+    converted = convert_pt2e(move_exported_model_to_eval(module), fold_quantize=True)
+    return torch.export.export(converted, tuple(example_inputs))

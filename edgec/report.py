@@ -1,11 +1,12 @@
-"""The HTML memory report: one self-contained page (inline CSS and SVG, no scripts, nothing fetched)
+"""The HTML report: one self-contained page (inline CSS and SVG, no scripts, nothing fetched)
 made from a build's report.json, for a person to open in a browser.
 
 It shows the summary, a timeline of the arena (x: execution step, y: arena offset; one rectangle
-per buffer over its lifetime and byte range, like TFLM's arena visualiser but for the whole run)
-and the per-layer table. A layer that runs in place hands its input's bytes over to its output in
-the middle of its column (a dashed line marks it), and a chain of such layers, one block of the
-plan, keeps one colour.
+per buffer over its lifetime and byte range, like TFLM's arena visualiser but for the whole run),
+per-layer bar charts (time: instructions from `edgec bench`, else MACs; flash constants; int8-vs-
+float SQNR when measured) and the per-layer table with the kernel each layer runs and why. A layer
+that runs in place hands its input's bytes over to its output in the middle of its column (a
+dashed line marks it), and a chain of such layers, one block of the plan, keeps one colour.
 """
 from __future__ import annotations
 
@@ -31,12 +32,76 @@ KIND_COLOURS = {"input": "#8da0cb", "output": "#66c2a5", "scratch": "#fc8d62"}
 ACTIVATION_COLOURS = ("#fdd49e", "#c6dbef", "#d9f0d3", "#f2d7ee", "#fee391", "#d4e6f1", "#e5d8bd", "#ccebc5")
 
 
-def write_html_report(report: dict | str | Path, out_html: str | Path) -> Path:
-    """Writes the HTML memory report for `report` (a report.json dict, the path of a report.json,
-    or a build directory holding one) to `out_html`; returns that path."""
+def write_html_report(report: dict | str | Path, out_html: str | Path, *, bench: dict | None = None,
+                      sqnr: list[dict] | None = None) -> Path:
+    """Writes the HTML report for `report` (a report.json dict, the path of a report.json, or a
+    build directory holding one) to `out_html`, with the per-layer measurements given (`bench`:
+    `edgec bench --json`'s result; `sqnr`: rows of layer, sqnr_db); returns that path."""
     out_html = Path(out_html)
-    out_html.write_text(render_html_report(load_report(report)), encoding="utf-8")
+    merged = merge_measurements(load_report(report), bench=bench, sqnr=sqnr)
+    out_html.write_text(render_html_report(merged), encoding="utf-8")
     return out_html
+
+
+def merge_measurements(report: dict, *, bench: dict | None = None, sqnr: list[dict] | None = None) -> dict:
+    """A copy of `report` whose layers carry what was measured: instructions (and cycles, when the
+    bench has them) by layer name from a bench result, sqnr_db from per-layer SQNR rows."""
+    merged = {**report, "layers": [dict(layer) for layer in report["layers"]]}
+    if bench is not None:
+        if bench.get("target") != report["target"]:
+            raise EdgecError(f"the bench result is for {bench.get('target')}, the build for {report['target']}")
+        counted = {layer["name"]: layer for layer in bench["layers"]}
+        for layer in merged["layers"]:
+            measured = counted.get(layer["name"], {})
+            for key in ("instructions", "cycles"):
+                if key in measured:
+                    layer[key] = measured[key]
+        merged["bench"] = {key: value for key, value in bench.items() if key != "layers"}
+    if sqnr:
+        by_layer = {row["layer"]: row["sqnr_db"] for row in sqnr}
+        for layer in merged["layers"]:
+            if layer["name"] in by_layer:
+                layer["sqnr_db"] = by_layer[layer["name"]]
+    return merged
+
+
+def expensive_layers(report: dict, count: int = 3) -> tuple[str, list[dict]]:
+    """The measure of a layer's cost (instructions when measured, else MACs) and the `count`
+    layers that cost the most, most expensive first."""
+    measure = "instructions" if any("instructions" in layer for layer in report["layers"]) else "macs"
+    ranked = sorted((layer for layer in report["layers"] if layer.get(measure)), key=lambda layer: -layer[measure])
+    return measure, ranked[:count]
+
+
+def text_summary(report: dict) -> str:
+    """The lines `edgec build` prints: size, memory, in-place layers, the most expensive layers."""
+    layers = report["layers"]
+    lines = [f"{report['name']} for {report['target']}: {len(layers)} layers, {report['macs']:,} MACs, "
+             f"constants {report['weights_bytes']:,} B (flash)",
+             f"arena {report['arena_bytes']:,} B (RAM; liveness bound {report['lower_bound_bytes']:,} B); "
+             f"{peak_breakdown(report)}",
+             f"in place: {report['in_place_layers']} layers (liveness bound without: "
+             f"{report['lower_bound_without_in_place_bytes']:,} B); kernel scratch {report['scratch_bytes']:,} B "
+             f"in {sum(1 for layer in layers if layer['scratch_bytes'])} layers"]
+    measure, top = expensive_layers(report)
+    if top:
+        total = sum(layer.get(measure, 0) for layer in layers) or 1
+        unit = "instructions" if measure == "instructions" else "MACs"
+        note = "" if measure == "instructions" else "; edgec bench counts instructions"
+        lines.append(f"most expensive layers (by {unit}{note}): " + ", ".join(
+            f"{layer['name']} ({layer['op']}, {layer[measure]:,}, {100 * layer[measure] / total:.0f}%)" for layer in top))
+    return "\n".join(lines)
+
+
+def peak_breakdown(report: dict) -> str:
+    """Which layer needs the most live bytes, and which buffers make them up."""
+    if not report["layers"]:
+        return "no layers"
+    step = max(range(len(report["layers"])), key=lambda i: report["layers"][i]["live_bytes"])
+    live = [b for b in report["buffers"] if b["first_layer"] <= step <= b["last_layer"]]
+    parts = " + ".join(f"{b['name']} {b['bytes']:,}" + (f" (over {b['overwrites']})" if b["overwrites"] else "")
+                       for b in sorted(live, key=lambda b: -b["bytes"]))
+    return f"peak {report['layers'][step]['live_bytes']:,} B at {report['layers'][step]['name']}: {parts}"
 
 
 def load_report(report: dict | str | Path) -> dict:
@@ -54,9 +119,14 @@ def render_html_report(report: dict) -> str:
     env.filters["thousands"] = lambda value: f"{value:,}"
     env.filters["kib"] = kib
     arena, bound = report["arena_bytes"], report["lower_bound_bytes"]
+    measure, top = expensive_layers(report)
     return env.get_template(TEMPLATE.name).render(
         report=report, version=__version__, timeline=Markup(timeline_svg(report)),
-        over_bound=(arena - bound) / bound * 100 if bound else 0.0)
+        over_bound=(arena - bound) / bound * 100 if bound else 0.0,
+        charts=[(title, Markup(chart)) for title, chart in layer_charts(report)], measure=measure, top=top,
+        has_instructions=measure == "instructions",
+        has_cycles=any("cycles" in layer for layer in report["layers"]),
+        has_sqnr=any("sqnr_db" in layer for layer in report["layers"]), inf=float("inf"))
 
 
 def kib(size: int) -> str:
@@ -285,3 +355,52 @@ def _column_name(step: int, layers: list[dict]) -> str:
     if step < 0:
         return "input"
     return "output" if step == len(layers) else f"{step} {layers[step]['name']}"
+
+
+# --- per-layer bar charts ------------------------------------------------------------------------
+
+BAR_LABEL_WIDTH, BAR_WIDTH, BAR_HEIGHT, BAR_GAP, BAR_VALUE_WIDTH = 230, 560, 14, 4, 150
+CHART_COLOURS = {"time": "#4c78a8", "flash": "#f58518", "sqnr": "#54a24b"}
+
+
+def layer_charts(report: dict) -> list[tuple[str, str]]:
+    """(title, SVG) of horizontal bar charts, one bar per layer that has the figure: time
+    (instructions, else MACs), flash constants, and int8-vs-float SQNR (when measured)."""
+    layers = [layer for layer in report["layers"] if layer["op"] != "reshape"]
+    measure, _ = expensive_layers(report)
+    time_title = ("Time per layer: instructions executed (edgec bench, QEMU)" if measure == "instructions"
+                  else "Work per layer: MACs (run bench() or edgec bench for instructions)")
+    charts = [bar_chart("time", time_title, [(layer, layer.get(measure, 0)) for layer in layers],
+                        lambda v: f"{v:,}"),
+              bar_chart("flash", "Flash per layer: constant bytes (weights, bias, requantization, tables)",
+                        [(layer, layer.get("constants_bytes", 0)) for layer in layers], lambda v: kib(int(v)))]
+    measured = [(layer, layer["sqnr_db"]) for layer in layers if "sqnr_db" in layer]
+    if measured:
+        charts.append(bar_chart("sqnr", "Accuracy per layer: int8 vs float SQNR (dB; higher is better)",
+                                [(layer, min(value, 99.0)) for layer, value in measured],
+                                lambda v: "exact" if v >= 99.0 else f"{v:.1f} dB"))
+    return charts
+
+
+def bar_chart(kind: str, title: str, rows: list[tuple[dict, float]], fmt) -> tuple[str, str]:
+    """(title, SVG): a bar per (layer, value) row, scaled to the largest, labelled with the layer's
+    name and fmt(value); the tooltip adds the op."""
+    height = len(rows) * (BAR_HEIGHT + BAR_GAP) + 8
+    width = BAR_LABEL_WIDTH + BAR_WIDTH + BAR_VALUE_WIDTH
+    top = max((value for _, value in rows), default=0) or 1
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" '
+             f'class="bars bars-{kind}" role="img" aria-label="{escape(title)}">']
+    for row, (layer, value) in enumerate(rows):
+        y = 4 + row * (BAR_HEIGHT + BAR_GAP)
+        bar = max(0.0, value) / top * BAR_WIDTH
+        label = layer["name"]
+        parts.append(f'<g><title>{escape(label)} ({escape(layer["op"])}): {escape(fmt(value))}</title>'
+                     f'<text x="{BAR_LABEL_WIDTH - 8}" y="{y + BAR_HEIGHT - 3}" class="bar-label" text-anchor="end">'
+                     f'{escape(label)}</text>'
+                     f'<rect x="{BAR_LABEL_WIDTH}" y="{y}" width="{bar:.1f}" height="{BAR_HEIGHT}" rx="2" '
+                     f'fill="{CHART_COLOURS[kind]}"/>'
+                     f'<text x="{BAR_LABEL_WIDTH + bar + 6:.1f}" y="{y + BAR_HEIGHT - 3}" class="bar-value">'
+                     f'{escape(fmt(value))}</text></g>')
+    parts.append("</svg>")
+    return title, "".join(parts)

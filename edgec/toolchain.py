@@ -243,12 +243,17 @@ def cross_compile(target: Target | str, sources: Sequence[Path], include_dirs: S
 def board_regions(target: Target | str) -> dict[str, int]:
     """The memory regions (name -> bytes) of the target's linker script: what its QEMU board, or
     the generic layout of a target without one, gives a program."""
+    return {name: length for name, (_, length) in board_memory_map(target).items()}
+
+
+def board_memory_map(target: Target | str) -> dict[str, tuple[int, int]]:
+    """The memory regions (name -> (origin, bytes)) of the target's linker script."""
     target = get_target(target)
     if target.linker_script is None:
         return {}
     text = (PORT_DIR / target.linker_script).read_text()
-    regions = re.findall(r"^\s*(\w+)\s*\([a-z]+\)\s*:\s*ORIGIN\s*=\s*\w+\s*,\s*LENGTH\s*=\s*(\w+)", text, re.MULTILINE)
-    return {name: parse_size(length) for name, length in regions}
+    regions = re.findall(r"^\s*(\w+)\s*\([a-z]+\)\s*:\s*ORIGIN\s*=\s*(\w+)\s*,\s*LENGTH\s*=\s*(\w+)", text, re.MULTILINE)
+    return {name: (int(origin, 0), parse_size(length)) for name, origin, length in regions}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,12 +276,13 @@ def _qemu_option_value(text: str) -> str:
 
 def run_qemu(target: Target | str, elf: Path, timeout: float = 60, cwd: Path | None = None,
              plugin_out: Path | None = None, cache_dir: Path | None = None,
-             profile_out: Path | None = None) -> QemuResult:
+             profile_out: Path | None = None, timing_table: Path | None = None) -> QemuResult:
     """Run `elf` on the target's QEMU board; semihosting file paths are relative to `cwd`.
 
     The exit status is main's return value (3 after a fault). With `plugin_out`, edgec's
     instruction-count plugin writes its results there (see count_instructions), and with
-    `profile_out` too how often each instruction address ran. Raises
+    `profile_out` too how often each instruction address ran, and with `timing_table` (see
+    edgec.timing.write_timing_table) the modelled cycles too. Raises
     QemuTimeout if the program has not exited after `timeout` seconds.
     """
     target = get_target(target)
@@ -287,7 +293,7 @@ def run_qemu(target: Target | str, elf: Path, timeout: float = 60, cwd: Path | N
     cmd = [require_qemu(), "-M", target.qemu_machine, "-cpu", target.qemu_cpu, *QEMU_FLAGS,
            "-kernel", str(elf)]
     if plugin_out is not None:
-        cmd += ["-plugin", _plugin_option(elf, Path(plugin_out).resolve(), cache_dir, profile_out),
+        cmd += ["-plugin", _plugin_option(elf, Path(plugin_out).resolve(), cache_dir, profile_out, timing_table),
                 "-d", "plugin"]
     start = time.monotonic()
     try:
@@ -355,10 +361,13 @@ def elf_function(elf: Path, name: str) -> tuple[int, int] | None:
     return None
 
 
-def _plugin_option(elf: Path, out: Path, cache_dir: Path | None, profile_out: Path | None = None) -> str:
+def _plugin_option(elf: Path, out: Path, cache_dir: Path | None, profile_out: Path | None = None,
+                   timing_table: Path | None = None) -> str:
     parts = [_qemu_option_value(build_insn_plugin(cache_dir)), f"out={_qemu_option_value(out)}"]
     if profile_out is not None:
         parts.append(f"pcs={_qemu_option_value(Path(profile_out).resolve())}")
+    if timing_table is not None:
+        parts.append(f"timing={_qemu_option_value(Path(timing_table).resolve())}")
     for marker in ("begin", "end"):
         found = elf_function(elf, f"bench_{marker}")
         if found is not None:  # --gc-sections drops markers a program never calls
@@ -368,31 +377,44 @@ def _plugin_option(elf: Path, out: Path, cache_dir: Path | None, profile_out: Pa
 
 
 def parse_plugin_output(text: str) -> dict:
-    """{"total": N, "regions": [(begin, end), ...], "insns": [end - begin, ...]}.
+    """{"total": N, "regions": [(begin, end), ...], "insns": [end - begin, ...]}; from a timed run
+    also "total_cycles" (every instruction, markers included), "untimed" (executed instructions
+    the timing table did not know, charged 1 cycle) and "cycles": [cycles of each region].
 
     Marker entries must alternate begin, end (regions do not nest)."""
     total = None
+    totals: dict[str, int] = {}
     events: list[tuple[str, int]] = []
+    event_cycles: list[int] = []
     for line in text.splitlines():
         if not line.strip():
             continue
-        word, value = line.split()
+        word, value, *cycles = line.split()
         if word == "total":
             total = int(value)
+        elif word in ("cycles", "untimed"):
+            totals[word] = int(value)
         else:
             events.append((word, int(value)))
+            event_cycles += [int(c) for c in cycles]
     if total is None:
         raise ToolchainError("instruction-count plugin wrote no total")
     labels = [word for word, _ in events]
     if labels != ["begin", "end"] * (len(events) // 2):
         raise ToolchainError(f"bench_begin/bench_end calls do not alternate: {' '.join(labels)}")
     regions = [(events[i][1], events[i + 1][1]) for i in range(0, len(events), 2)]
-    return {"total": total, "regions": regions, "insns": [end - begin for begin, end in regions]}
+    counts = {"total": total, "regions": regions, "insns": [end - begin for begin, end in regions]}
+    if "cycles" in totals:
+        if len(event_cycles) != len(events):
+            raise ToolchainError("the plugin's timed output lacks the cycles of some marker entries")
+        counts.update(total_cycles=totals["cycles"], untimed=totals.get("untimed", 0),
+                      cycles=[event_cycles[i + 1] - event_cycles[i] for i in range(0, len(events), 2)])
+    return counts
 
 
 def count_instructions(target: Target | str, elf: Path, timeout: float = 60,
                        cwd: Path | None = None, cache_dir: Path | None = None,
-                       expect_status: int | None = 0, profile: bool = False) -> dict:
+                       expect_status: int | None = 0, profile: bool = False, timing=None) -> dict:
     """Run `elf` under QEMU with the instruction-count plugin.
 
     Returns {"total": all instructions executed, "regions": [(begin, end), ...] the counts at
@@ -401,14 +423,19 @@ def count_instructions(target: Target | str, elf: Path, timeout: float = 60,
     and including the branch into bench_end (so its call site: usually `movs r0, #id` + `bl`,
     2 instructions); the marker functions' own instructions are never counted in a region.
     With `profile`, also "functions": {function: instructions} over the whole run (see
-    instructions_by_function).
+    instructions_by_function). With `timing` (an edgec.timing.TimingSetup), also the modelled
+    cycles: "total_cycles", "untimed" and "cycles" (per region, like "insns"); see edgec/timing.py.
     Raises ToolchainError if the exit status differs from `expect_status` (None: any).
     """
     with tempfile.TemporaryDirectory(prefix="edgec-insn-") as tmp:
         out = Path(tmp) / "counts.txt"
         pcs = Path(tmp) / "pcs.txt" if profile else None
+        table = None
+        if timing is not None:
+            from edgec.timing import write_timing_table
+            table = write_timing_table(elf, timing, Path(tmp) / "timing.txt")
         result = run_qemu(target, elf, timeout=timeout, cwd=cwd, plugin_out=out,
-                          cache_dir=cache_dir, profile_out=pcs)
+                          cache_dir=cache_dir, profile_out=pcs, timing_table=table)
         refused = None if out.exists() else plugin_load_failure(result.stderr)
         if refused is not None:
             raise ToolchainError(f"QEMU {qemu_version()} cannot run edgec's instruction-count plugin "

@@ -23,7 +23,7 @@ ADAPTIVE_POOLS = {aten.adaptive_avg_pool1d.default, aten.adaptive_avg_pool2d.def
 MEANS = {aten.mean.dim}
 POOLS = MAX_POOLS | AVG_POOLS | ADAPTIVE_POOLS | MEANS
 VIEWS = {aten.flatten.using_ints, aten.view.default, aten.reshape.default, aten._unsafe_view.default,
-         aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default}
+         aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.unflatten.int}
 PADS = {aten.pad.default, aten.constant_pad_nd.default}
 # Ops whose output keeps the input's qparams because their kernel does not requantize.
 SHARED_QPARAMS = POOLS | VIEWS | PADS | {aten.dropout.default}

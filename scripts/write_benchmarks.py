@@ -10,8 +10,12 @@ import json
 import re
 import subprocess
 import sys
+import textwrap
 from math import prod
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from edgec.timing import LEFT_OUT  # noqa: E402
 
 MODELS = {  # zoo factory -> MLPerf Tiny task
     "ds_cnn": "KWS (DS-CNN)",
@@ -68,17 +72,39 @@ def load(bench_dir: Path, target: str, model: str) -> tuple[dict, dict]:
     return result, report
 
 
+def cycles(result: dict) -> str:
+    """The modelled cycles of a bench result (an estimate), or "-" for a result without them."""
+    return millions(result["total_cycles"]) if "total_cycles" in result else "-"
+
+
+def milliseconds(result: dict) -> str:
+    return f"{result['ms']:.2f}" if "ms" in result else "-"
+
+
+def clock_line(bench_dir: Path, target: str, model: str) -> list[str]:
+    """The clock and flash wait states the cycles of a target's results were modelled at (the same
+    for every model), as a line and a blank one; none for results without cycles."""
+    result = load(bench_dir, target, model)[0]
+    if "clock_mhz" not in result:
+        return []
+    return [f"Cycles and ms estimated at {result['clock_mhz']:g} MHz with {result['flash_wait_states']} flash wait "
+            "states (the typical part's; docs/timing-model.md); instructions are exact.", ""]
+
+
 def summary_table(bench_dir: Path, target: str) -> list[str]:
+    first = next(iter(MODELS))
     lines = [f"### {target} (CMSIS-NN reference: its {CMSIS_NN_PATH[target]} kernels)", "",
-             "| model | MACs | instructions | insn/MAC | CMSIS-NN insn | CMSIS-NN insn/MAC | edgec / CMSIS-NN "
-             f"| goal (<= {GOAL_RATIO[target]}x) | flash | RAM | arena |",
-             "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
+             *clock_line(bench_dir, target, first),
+             "| model | MACs | cycles (est.) | ms (est.) | instructions | insn/MAC | CMSIS-NN insn | CMSIS-NN insn/MAC "
+             f"| edgec / CMSIS-NN | goal (<= {GOAL_RATIO[target]}x) | flash | RAM | arena |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     for model, task in MODELS.items():
         result, report = load(bench_dir, target, model)
         insns, macs = result["total_instructions"], result["macs"]
         ref_insns, ref_per_mac = CMSIS_NN[target][model]
         met = "met" if insns <= GOAL_RATIO[target] * ref_insns else "not met"
-        lines.append(f"| {task} | {millions(macs)} | {millions(insns)} | {insns / macs:.2f} | {millions(ref_insns)} "
+        lines.append(f"| {task} | {millions(macs)} | {cycles(result)} | {milliseconds(result)} | {millions(insns)} "
+                     f"| {insns / macs:.2f} | {millions(ref_insns)} "
                      f"| {ref_per_mac:.2f} | {insns / ref_insns:.2f}x | {met} | {kib(result['flash_bytes'])} "
                      f"| {kib(result['ram_bytes'])} | {kib(report['arena_bytes'])} |")
     return lines + [""]
@@ -138,8 +164,8 @@ def per_op_table(bench_dir: Path) -> list[str]:
 
 def opt_table(bench_dir: Path) -> list[str]:
     """--opt speed (the default, every other table) against --opt size on SIZE_TARGET."""
-    lines = [f"| model | target | speed: instructions | x CMSIS-NN | flash | size: instructions | x CMSIS-NN "
-             "| flash |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [f"| model | target | speed: cycles (est.) | instructions | x CMSIS-NN | flash | size: cycles (est.) "
+             "| instructions | x CMSIS-NN | flash |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     ref = CMSIS_NN[SIZE_TARGET]
     for model, task in MODELS.items():
         speed = load(bench_dir, SIZE_TARGET, model)[0]
@@ -147,7 +173,7 @@ def opt_table(bench_dir: Path) -> list[str]:
         cells = []
         for result in (speed, size):
             insns = result["total_instructions"]
-            cells += [millions(insns), f"{insns / ref[model][0]:.2f}x", kib(result["flash_bytes"])]
+            cells += [cycles(result), millions(insns), f"{insns / ref[model][0]:.2f}x", kib(result["flash_bytes"])]
         lines.append(f"| {task} | {SIZE_TARGET} | " + " | ".join(cells) + " |")
     return lines + [""]
 
@@ -242,13 +268,15 @@ def cnn_section(bench_dir: Path) -> list[str]:
              "calibration `edgec.zoo_cnn.calibration_data(<model>, 32)`, with `--opt size` (EfficientNet's",
              "int16-widened DSP filters would not fit the typical M4 part's 1 MiB flash; Helium ignores",
              "`--opt`). No CMSIS-NN reference figures exist for them.", "",
-             "| model | target | MACs | instructions | insn/MAC | flash | RAM | arena | liveness bound |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| model | target | MACs | cycles (est.) | ms (est.) | instructions | insn/MAC | flash | RAM | arena "
+             "| liveness bound |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for model, title in CNN_MODELS.items():
         for target in TARGETS:
             result, report = load(bench_dir, target, model)
             insns, macs = result["total_instructions"], result["macs"]
-            lines.append(f"| {title} | {target} | {millions(macs)} | {millions(insns)} | {insns / macs:.2f} "
+            lines.append(f"| {title} | {target} | {millions(macs)} | {cycles(result)} | {milliseconds(result)} "
+                         f"| {millions(insns)} | {insns / macs:.2f} "
                          f"| {kib(result['flash_bytes'])} | {kib(result['ram_bytes'])} | {kib(report['arena_bytes'])} "
                          f"| {kib(report['lower_bound_bytes'])} |")
     lines += ["", "Instructions by op kind (share of the model's):", "",
@@ -281,11 +309,18 @@ def render(bench_dir: Path) -> str:
         f"Tools: {tool_version('arm-none-eabi-gcc')} at -O2; {tool_version('qemu-system-arm')}.",
         "",
         "What is measured:",
+        "- **cycles (est.)** and **ms (est.)**: an ESTIMATE, not a measurement. QEMU has no timing model;",
+        "  edgec's plugin times the same executed instructions with its own model of each core (costs from",
+        "  the Cortex-M4 TRM's instruction timing table, the Helium beat rules, and stated approximations",
+        "  for the M7/M55 scalar pipelines) and of the typical part's memory system (flash wait states",
+        "  behind an ART-like cache and prefetcher; zero-wait SRAM/TCM): see docs/timing-model.md.",
+        *textwrap.wrap(f"It leaves out {LEFT_OUT}. ms = cycles at the part's clock, given above each whole-model "
+                       "table.", 98, initial_indent="  ", subsequent_indent="  "),
         "- **instructions**: exact counts of executed guest instructions from QEMU (edgec's TCG plugin),",
         "  for one inference: the sum over the layers of the instructions between each layer's",
         "  `EDGEC_LAYER_BEGIN`/`EDGEC_LAYER_END` markers (kernel call and its argument set-up). Start-up,",
         "  the test driver and the few instructions of `<name>_invoke`'s own prologue are not counted.",
-        "  QEMU has no timing model: these are instructions, not cycles.",
+        "  They are the exact, model-free figure; the CMSIS-NN comparisons use them.",
         "- **MACs**: multiply-accumulates of the convolution and fully connected layers.",
         "- **flash**: text + rodata + data of the whole bench program (model, kernels, start-up,",
         "  semihosting driver); **RAM**: data + bss + the 8 KiB stack; **arena**: the model's",
@@ -307,7 +342,9 @@ def render(bench_dir: Path) -> str:
         lines += summary_table(bench_dir, target)
     lines += ["### --opt speed and --opt size", "",
               "`--opt speed` (above) trades flash for instructions; `--opt size` keeps every constant at its",
-              "smallest. They differ only on the DSP cores (Helium's kernels are the same either way).", ""]
+              "smallest. They differ only on the DSP cores (Helium's kernels are the same either way). With",
+              "flash wait states the estimated cycles can favour `--opt size`: the int16-widened filters",
+              "read twice the bytes from flash through the accelerator's small data cache.", ""]
     lines += opt_table(bench_dir)
     lines += ["## By layer type", "",
               "Instructions summed over all layers of a type (instructions per MAC in brackets); "

@@ -249,3 +249,71 @@ class SoftmaxS16Desc(C.Structure):
 
 class RequantizeS16Desc(C.Structure):
     _fields_ = [(name, C.c_int32) for name in ("size", "input_offset", "multiplier", "shift", "output_offset")]
+# -- attention family: batch matmul, layer norm (edgec.ops.matmul / layer_norm) -------------------
+MATMUL_MAX_BATCH_DIMS = 4
+BatchDimsArray = C.c_int32 * MATMUL_MAX_BATCH_DIMS
+
+
+class BatchMatmulDesc(C.Structure):
+    _fields_ = [("batch_rank", C.c_int32), ("batch_dims", BatchDimsArray), ("lhs_batch_strides", BatchDimsArray),
+                ("rhs_batch_strides", BatchDimsArray),
+                *[(name, C.c_int32) for name in ("rows", "cols", "depth", "rhs_depth_stride", "rhs_col_stride",
+                                                 "lhs_offset", "rhs_offset", "output_offset", "multiplier", "shift",
+                                                 "act_min", "act_max")]]
+
+
+class LayerNormDesc(C.Structure):
+    _fields_ = [*[(name, C.c_int32) for name in ("rows", "features", "eps_term_hi", "eps_term_lo", "shift",
+                                                 "output_offset", "act_min", "act_max")],
+                ("scale", C.POINTER(C.c_int32)), ("offset_hi", C.POINTER(C.c_int32)),
+                ("offset_lo", C.POINTER(C.c_int32))]
+
+
+def attention_struct(cls, desc: dict, keep: list):
+    """A ctypes descriptor from an edgec.ops.matmul / layer_norm *_desc dict (keys = the struct's
+    fields in order): tuples fill the fixed arrays, numpy arrays become int32 pointers (kept alive
+    in `keep`)."""
+    assert list(desc) == [name for name, _ in cls._fields_], (list(desc), cls._fields_)
+    values = []
+    for (name, ctype), value in zip(cls._fields_, desc.values()):
+        if isinstance(value, np.ndarray):
+            array = np.ascontiguousarray(value, dtype=np.int32)
+            keep.append(array)
+            values.append(array.ctypes.data_as(ctype))
+        elif isinstance(value, tuple):
+            values.append(ctype(*value))
+        else:
+            values.append(int(value))
+    return cls(*values)
+
+
+# -- recurrent cells (edgec.ops.recurrent; runtime_c/src/recurrent/) --------------------
+class RecurrentDesc(C.Structure):
+    _fields_ = [*[(name, C.c_int32) for name in ("cell", "batches", "time_steps", "input_size", "hidden_size",
+                                                 "time_major", "reset_state")],
+                ("input_weights", C.POINTER(C.c_int8)), ("hidden_weights", C.POINTER(C.c_int8)),
+                ("input_bias", C.POINTER(C.c_int32)), ("hidden_bias", C.POINTER(C.c_int32)),
+                *[(name, C.c_int32 * 4) for name in ("input_multiplier", "input_shift", "hidden_multiplier",
+                                                     "hidden_shift")],
+                *[(name, C.c_int32) for name in ("forget_cell_multiplier", "forget_cell_shift", "input_cell_multiplier",
+                                                 "input_cell_shift", "cell_tanh_shift", "output_multiplier",
+                                                 "output_shift", "output_offset", "hidden_q15_multiplier",
+                                                 "hidden_q15_shift", "last_step_only")],
+                ("sigmoid_table", C.POINTER(C.c_uint16))]
+
+
+def recurrent_struct(desc: dict, keep: list) -> RecurrentDesc:
+    """A ctypes RecurrentDesc from an edgec.ops.recurrent.recurrent_desc dict (pointer
+    fields kept alive in `keep`; the per-gate lists fill the int32[4] arrays)."""
+    assert list(desc) == [name for name, _ in RecurrentDesc._fields_], list(desc)
+    values = []
+    for (name, ctype), value in zip(RecurrentDesc._fields_, desc.values()):
+        if isinstance(value, np.ndarray):
+            array = np.ascontiguousarray(value)
+            keep.append(array)
+            values.append(array.ctypes.data_as(ctype))
+        elif isinstance(value, (list, tuple)):
+            values.append(ctype(*[int(v) for v in value]))
+        else:
+            values.append(int(value))
+    return RecurrentDesc(*values)

@@ -13,6 +13,8 @@ import pytest
 
 pytestmark = [needs_toolchain, pytest.mark.usefixtures("edgec_cache")]
 JSON_KEYS = ["target", "total_instructions", "macs", "flash_bytes", "ram_bytes", "ram_beyond_arena", "layers"]
+# Added with the timing model, after the keys above (older readers keep working).
+CYCLE_KEYS = ["total_cycles", "ms", "clock_mhz", "flash_wait_states", "cycle_model"]
 
 
 def bench_json(capsys, *args) -> dict:
@@ -27,9 +29,35 @@ def test_bench_counts_are_identical_run_to_run(tmp_path, small_digits_calib, cap
     second = bench_json(capsys, *args)
 
     assert first == second
-    assert list(first) == JSON_KEYS
+    assert list(first) == JSON_KEYS + CYCLE_KEYS
     assert first["target"] == "cortex-m55"
-    assert all(list(layer) == ["name", "op", "macs", "instructions"] for layer in first["layers"])
+    assert all(list(layer) == ["name", "op", "macs", "instructions", "cycles"] for layer in first["layers"])
+
+
+def test_bench_reports_modelled_cycles_and_milliseconds_next_to_exact_instructions(small_digits_calib, capsys):
+    args = (DIGITS / "digits.pt2", "--calib", small_digits_calib, "--target", "cortex-m4")
+    typical = bench_json(capsys, *args)
+    zero_wait = bench_json(capsys, *args, "--flash-wait", "0", "--mhz", "120")
+
+    assert (typical["clock_mhz"], typical["flash_wait_states"]) == (168, 5)  # STM32F407VG, edgec.timing.MEMORY
+    assert (zero_wait["clock_mhz"], zero_wait["flash_wait_states"]) == (120, 0)
+    for result in (typical, zero_wait):
+        assert result["total_cycles"] == sum(layer["cycles"] for layer in result["layers"])
+        assert result["ms"] == round(result["total_cycles"] / (result["clock_mhz"] * 1e3), 4)
+        assert "estimate" in result["cycle_model"]
+    # wait states cost cycles, never instructions
+    assert [layer["instructions"] for layer in zero_wait["layers"]] == [layer["instructions"] for layer in typical["layers"]]
+    assert all(slow["cycles"] >= fast["cycles"] >= fast["instructions"] * 0.5
+               for slow, fast in zip(typical["layers"], zero_wait["layers"]))
+    assert typical["total_cycles"] > zero_wait["total_cycles"]
+
+    code, out, _ = run_cli("bench", *args, "--quiet", capsys=capsys)
+    assert code == 0 and f"{typical['total_cycles']:,}" in out and f"{typical['ms']:.3f} ms at 168 MHz" in out
+
+
+def test_bench_without_a_timing_model_reports_instructions_only(capsys, small_digits_calib):
+    result = bench_json(capsys, DIGITS / "digits.pt2", "--calib", small_digits_calib, "--target", "cortex-m3")
+    assert list(result) == JSON_KEYS and "cycles" not in result["layers"][0]
 
 
 def test_bench_maps_markers_to_the_layers_that_emit_code(tmp_path, small_digits_calib, capsys):

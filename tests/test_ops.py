@@ -17,8 +17,11 @@ KINDS = {
     "resampling": {"conv_transpose2d", "conv2d", "max_pool2d", "avg_pool2d"},
     "data_movement": {"copy", "resize", "constant_pad", "reduce", "avg_pool2d"},
     "channels_last_movement": {"copy", "reduce"},
+    "attention": {"batch_matmul", "layer_norm", "fully_connected", "softmax", "lut", "reduce", "constant_pad",
+                  "binary", "add"},
 }
-MIN_SQNR_DB = {"activations": 30.0, "resampling": 35.0, "data_movement": 25.0, "channels_last_movement": 35.0}
+MIN_SQNR_DB = {"activations": 30.0, "resampling": 35.0, "data_movement": 25.0, "channels_last_movement": 35.0,
+               "attention": 20.0}
 
 
 def _floats(quantized, count, seed):

@@ -182,10 +182,10 @@ def test_opt_auto_fits_the_fastest_layouts_into_the_flash_budget():
 
 
 def _constants_bytes(compiled) -> int:
-    from edgec.codegen import Names, constant_bytes
+    from edgec.codegen import Names, constants_bytes
     from edgec.ops import KINDS
     names = Names.for_constants(compiled.graph)
-    return sum(constant_bytes(KINDS[op.kind].emit(op, compiled.graph, names)) for op in compiled.graph.ops)
+    return sum(constants_bytes(KINDS[op.kind].emit(op, compiled.graph, names).constants) for op in compiled.graph.ops)
 
 
 def _calibration(model: str) -> np.ndarray:

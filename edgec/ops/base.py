@@ -24,6 +24,9 @@ class CCall:
     # The scratch bytes the kernel needs as a C constant expression of edgec_nn.h's macros (which
     # follow the compiler's -mcpu), checked at compile time against the plan's; None: no macro.
     scratch_required: str | None = None
+    # Streaming: C statements that set this layer's persistent state (Names.state) to its start
+    # value, run by <name>_reset_state(); "" for a layer without state.
+    state_reset: str = ""
 
 
 C_ARRAY_TYPES = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dtype(np.int32): "int32_t",
@@ -71,6 +74,16 @@ class OpDef:
         """Record how `node` is quantized, with the helpers of edgec.ops.qspec (before calibration)."""
         raise NotImplementedError
 
+    def torch_order_tensors(self, op: Op, graph: Graph) -> list[str]:
+        """The tensors of `op` that must be stored in PyTorch's axis order (never channels last):
+        the kernel works along the last torch axis (passes/layout.py keeps their groups so)."""
+        return []
+
+    def observe(self, node, args, result) -> None:
+        """Calibration hook: called with the float arguments and result of `node` on every
+        calibration sample, for statistics that no graph tensor carries (e.g. an LSTM's cell
+        state); the unit keeps them in node.meta for its `lower`. Units that need none leave it."""
+
     def check(self, node) -> str | None:
         """What keeps edgec from compiling this use of the operator (e.g. an argument beyond the
         kernel's limits), or None; asked of every node before calibration, so all come at once."""
@@ -97,6 +110,10 @@ class OpDef:
         raise NotImplementedError
 
     def macs(self, op: Op, graph: Graph) -> int:
+        return 0
+
+    def state_bytes(self, op: Op) -> int:
+        """Bytes of state the layer keeps between invokes (streaming), outside the arena."""
         return 0
 
     def scratch_bytes(self, op: Op, graph: Graph, target) -> int:

@@ -138,11 +138,12 @@ class FullyConnectedS16(Conv2dS16):
         x_t, out_t = _output_tensors(op, graph)
         a = op.attrs
         bounds = int16_bounds(out_t.scale, *a["clamp"])
-        a["desc"] = _desc(op, s16.fully_connected_s16_desc, x_t.shape[0], a["weight"], a["bias"], x_t.scale,
+        rows = x_t.elements // x_t.shape[-1]  # linear over the last axis: every leading index is a row
+        a["desc"] = _desc(op, s16.fully_connected_s16_desc, rows, a["weight"], a["bias"], x_t.scale,
                           a["weight_scales"], out_t.scale, act_min=bounds[0], act_max=bounds[1])
 
     def golden(self, op, graph, inputs):
-        return s16.fully_connected_s16(op.attrs["desc"], inputs[0])
+        return s16.fully_connected_s16(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
 
     def scratch_bytes(self, op, graph, target) -> int:
         return s16.fully_connected_s16_dsp_scratch_bytes(op.attrs["desc"]) if op.attrs.get("dsp") else 0

@@ -63,18 +63,27 @@ class FullyConnected(OpDef):
 
     def lower(self, ctx, node) -> None:
         x, weight, bias = weighted_operands(ctx, node, "linear")
-        if len(x.shape) != 2:
-            raise EdgecError(f"{source_line(node)}: linear needs a 2-D [batch, features] input, "
-                             f"got {list(x.shape)}; flatten it first")
+        if len(x.shape) < 2:
+            raise EdgecError(f"{source_line(node)}: linear needs a [..., features] input of rank 2 or more, "
+                             f"got {list(x.shape)}")
         out = ctx.output(node)
         scales = np.asarray(weight.scales, dtype=np.float64)
         ctx.add_op(self.kind, node, [x], [out], weight=weight.value, weight_scales=scales,
                    bias=quantized_bias(bias, x.scale, np.broadcast_to(scales, (weight.value.shape[0],)), source_line(node)),
                    clamp=(None, None))
 
+    def torch_order_tensors(self, op, graph) -> list[str]:
+        """Over the last axis of a tensor of rank 3 or more: PyTorch's order."""
+        return [*op.inputs, *op.outputs] if len(graph.tensors[op.inputs[0]].shape) > 2 else []
+
     def relayout(self, op, graph) -> None:
         """A flatten of channels-last data brings the features in stored order: the weight column
         of each feature moves to where the feature is stored."""
+        x = graph.tensors[op.inputs[0]]
+        if len(x.torch_shape) > 2:  # over the last axis: x must be stored in PyTorch's order
+            if x.perm is not None:
+                raise EdgecError(f"{op.source}: linear over the last axis of a tensor stored channels last")
+            return
         base = graph.tensors[graph.storage(op.inputs[0])]
         if base.perm is not None:
             weight = op.attrs["weight"]
@@ -89,9 +98,10 @@ class FullyConnected(OpDef):
     def golden(self, op, graph, inputs):
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         a = op.attrs
-        return fully_connected_s8(inputs[0], a["weight"], a["bias"], per_tensor_or_channel(a["multiplier"]),
+        rows = x_t.elements // x_t.shape[-1]  # linear over the last axis: every leading index is a row
+        return fully_connected_s8(inputs[0].reshape(rows, -1), a["weight"], a["bias"], per_tensor_or_channel(a["multiplier"]),
                                   per_tensor_or_channel(a["shift"]), input_zp=x_t.zero_point,
-                                  output_zp=out_t.zero_point, act_min=a["act_min"], act_max=a["act_max"])
+                                  output_zp=out_t.zero_point, act_min=a["act_min"], act_max=a["act_max"]).reshape(out_t.shape)
 
     def specialize(self, op, graph, target) -> None:
         op.attrs["isa"] = kernel_isa(target)
@@ -118,13 +128,15 @@ class FullyConnected(OpDef):
             bias = ("folded_bias", folded_bias(a["bias"], a["weight"], x_t.zero_point))
         constants, bias_arg = weighted_constants(p, a, weights, bias)
         kernel = "edgec_fully_connected_s8" + ("" if isa is None else f"_{isa}") + ("_wide" if a.get("wide") else "")
-        batches, in_size = x_t.shape
+        in_size = x_t.shape[-1]
+        batches = x_t.elements // in_size
         code = (f"status |= {kernel}(&{p}params, &{p}quant, {batches}, {in_size}, {names.ptr(op.inputs[0])}, "
-                f"{out_t.shape[1]}, {p}{weights[0]}, {bias_arg}, {names.ptr(op.outputs[0])});")
+                f"{out_t.shape[-1]}, {p}{weights[0]}, {bias_arg}, {names.ptr(op.outputs[0])});")
         return CCall(code, constants, params)
 
     def macs(self, op, graph) -> int:
-        return int(graph.tensors[op.inputs[0]].shape[0] * op.attrs["weight"].size)
+        x = graph.tensors[op.inputs[0]]
+        return int(x.elements // x.shape[-1] * op.attrs["weight"].size)
 
 
 def per_tensor_or_channel(values: np.ndarray):

@@ -796,6 +796,12 @@ class Reduce(OpDef):
         spatial_only = len(out.shape) >= 3 and not {0, 1} & set(op.attrs["dims"])
         return [op.inputs[0]] if same_rank or spatial_only else []
 
+    def lower_mean(self, ctx, node, x, dims: list[int]) -> None:
+        """A mean over `dims` standing for another op (a global average pool), at its input's
+        qparams unless a quantize follows."""
+        ctx.add_op(self.kind, node, [x], [ctx.output(node, qparams_of=x)], reduction="mean", dims=dims,
+                   clamp=(None, None))
+
     def relayout(self, op, graph) -> None:
         x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         op.attrs["stored_dims"] = [x.stored_axis(d) for d in op.attrs["dims"]]

@@ -3,7 +3,8 @@
 Each op unit's `annotate(node)` says how its torch node is quantized (numerics: docs/numerics.md):
   - activations: int8 asymmetric per tensor, min/max observed;
   - conv / depthwise weights: int8 symmetric per output channel, range [-127, 127];
-  - linear weights: int8 symmetric per tensor (the FC kernel's cheapest output stage);
+  - linear weights: int8 symmetric per tensor (the FC kernel's cheapest output stage), or per
+    output channel with --per-channel-linear;
   - bias stays float here and is quantized to int32 at lowering as round(b / (s_in * s_w)), so it
     always matches the scales actually chosen;
   - an op whose kernel does not requantize shares its input's qparams (`annotate_shared`);
@@ -38,6 +39,11 @@ CONV_WEIGHT_QSPEC = QuantizationSpec(
 LINEAR_WEIGHT_QSPEC = QuantizationSpec(
     dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_tensor_symmetric,
     observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
+)
+
+PER_CHANNEL_LINEAR_WEIGHT_QSPEC = QuantizationSpec(  # --per-channel-linear
+    dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric, ch_axis=0,
+    observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
 )
 
 

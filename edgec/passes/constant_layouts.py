@@ -10,7 +10,7 @@ until they fit. A model that fits with `--opt size` is never refused by `--opt a
 """
 from __future__ import annotations
 
-from edgec.codegen import Names, constant_bytes
+from edgec.codegen import Names, constants_bytes
 from edgec.ir import Graph
 from edgec.ops import KINDS
 
@@ -24,11 +24,11 @@ def choose_constant_layouts(graph: Graph, target) -> list[str]:
     names = Names.for_constants(graph)
     extra = {}
     for op in wide:
-        widened = constant_bytes(KINDS[op.kind].emit(op, graph, names))
+        widened = constants_bytes(KINDS[op.kind].emit(op, graph, names).constants)
         op.attrs["wide"] = False
-        extra[op.name] = widened - constant_bytes(KINDS[op.kind].emit(op, graph, names))
+        extra[op.name] = widened - constants_bytes(KINDS[op.kind].emit(op, graph, names).constants)
         op.attrs["wide"] = True
-    total = sum(constant_bytes(KINDS[op.kind].emit(op, graph, names)) for op in graph.ops)
+    total = sum(constants_bytes(KINDS[op.kind].emit(op, graph, names).constants) for op in graph.ops)
     budget = target.flash_bytes
     if budget is None or total <= budget:
         return [f"--opt auto: all {len(wide)} DSP layers with int16-widened filters "

@@ -60,6 +60,7 @@ def fuse_copies(graph: Graph) -> None:
 
 
 def fuse_activations(graph: Graph) -> None:
+    _absorb_requantize_after_activations(graph)
     for clamp in [op for op in graph.ops if op.kind == "clamp"]:
         source = clamp.inputs[0]
         producer = graph.producer(source)
@@ -72,6 +73,24 @@ def fuse_activations(graph: Graph) -> None:
         elif not graph.tensors[source].quantized:
             raise EdgecError(f"{clamp.source}: this activation follows an op it cannot be fused into")
     graph.remove_unused_tensors()
+
+
+def _absorb_requantize_after_activations(graph: Graph) -> None:
+    """A program quantized by another tool may quantize a producer's output, then its activation's
+    at other qparams (`conv -> Q/DQ -> relu -> Q`), which lowers as producer -> clamp -> requantize.
+    When the clamp will fuse into the producer, the producer writes the requantize's qparams
+    directly, as the TFLite converter fuses such a chain (the intermediate rounding disappears)."""
+    for requantize in [op for op in graph.ops if op.kind == "lut" and op.attrs["function"] == "requantize"]:
+        clamp = graph.producer(requantize.inputs[0])
+        if clamp is None or clamp.kind != "clamp" or len(graph.consumers(clamp.outputs[0])) != 1 \
+                or clamp.outputs[0] in graph.outputs:
+            continue
+        producer = graph.producer(clamp.inputs[0])
+        if producer is None or not KINDS[producer.kind].fuses_activation \
+                or len(graph.consumers(clamp.inputs[0])) != 1 or clamp.inputs[0] in graph.outputs:
+            continue
+        clamp.outputs = list(requantize.outputs)
+        graph.ops.remove(requantize)
 
 
 def _compose(first, then):

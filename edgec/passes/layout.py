@@ -2,10 +2,13 @@
 
 Spatial ops (convolutions, pooling: OpDef.spatial) run on channels-last data: NHWC for a 4-D
 tensor, and a 3-D (N, C, L) one stored as N, 1, L, C, so the 2-D kernels run 1-D layers as H = 1. Ops whose output is laid out like their inputs (elementwise ops,
-activations: OpDef.layout_follows_input; OpDef.layout_ties) tie their tensors into one group; a group that
+activations: OpDef.layout_follows_input, or OpDef.layout_ties) tie their tensors into one group; a group that
 touches a spatial op is stored channels last, any other tensor in PyTorch's order -- except that
 a group fed by a reshape of channels-last data is stored channels last too when that keeps the
-reshape free. A reshape is a free view when the two tensors' stored bytes coincide element for
+reshape free. Ops that work along the last PyTorch axis (layer norm, matmul, linear on N-D data:
+OpDef.torch_order_tensors) pin their tensors' groups to PyTorch's order; a copy (which can move
+bytes from any layout to any other) ties its output to its input only when neither group is pinned,
+and channels last does not spread into a pinned group. A reshape is a free view when the two tensors' stored bytes coincide element for
 element; a flatten of channels-last data feeding only linear layers is free as well, the linear
 layers permuting their weight columns.
 """
@@ -34,7 +37,7 @@ def assign_layouts(graph: Graph) -> None:
                 continue
             a, b = (graph.tensors[name].shape for name in (op.inputs[0], op.outputs[0]))
             ends = (groups.find(op.inputs[0]), groups.find(op.outputs[0]))
-            if (ends[0] in spatial) != (ends[1] in spatial) and None not in (channels_last(len(a)), channels_last(len(b))) \
+            if (ends[0] in spatial) != (ends[1] in spatial) and not set(ends) & groups.pinned and None not in (channels_last(len(a)), channels_last(len(b))) \
                     and same_bytes(a, channels_last(len(a)), b, channels_last(len(b))):
                 spatial.update(ends)
                 changed = True
@@ -55,9 +58,19 @@ class _Groups:
 
     def __init__(self, graph: Graph):
         self.parent = {name: name for name in graph.tensors}
-        for op in graph.ops:
-            for name in KINDS[op.kind].layout_ties(op, graph):
-                self.parent[self.find(name)] = self.find(op.outputs[0])
+        pinned_names = {name for op in graph.ops for name in KINDS[op.kind].torch_order_tensors(op, graph)}
+        for copies in (False, True):  # copies last, once the pinned groups are known
+            if copies:
+                self.pinned = {self.find(name) for name in pinned_names}
+            for op in graph.ops:
+                if (op.kind == "copy") != copies:
+                    continue
+                for name in KINDS[op.kind].layout_ties(op, graph):
+                    ends = (self.find(name), self.find(op.outputs[0]))
+                    if copies and set(ends) & self.pinned:
+                        continue
+                    self.parent[ends[0]] = ends[1]
+        self.pinned = {self.find(name) for name in pinned_names}
 
     def find(self, name: str) -> str:
         while self.parent[name] != name:

@@ -2,8 +2,16 @@
 their functional form, eval-time no-ops disappear (and views become reshapes, which stay valid
 without the `contiguous` that may have preceded them), so every later stage (and every op unit)
 sees one spelling per operator and a user never has to rewrite `out += identity`.
+
+Attention is decomposed into the primitives edgec quantizes one by one (each with its own
+observer): scaled_dot_product_attention(q, k, v) becomes softmax((q @ k^T) * scale) @ v. Ops on
+constants alone (the expand of a class token) are folded into constants; a cat that puts constant
+rows before or after live ones (a class token) becomes a pad of the live part plus the constant
+padded with zeros, and that add merges with a following add of a constant (positional embedding).
 """
 from __future__ import annotations
+
+import math
 
 import torch
 from torch.fx import GraphModule, Node
@@ -28,7 +36,12 @@ def normalize(module: GraphModule) -> GraphModule:
             node.replace_all_uses_with(node.args[0])
             module.graph.erase_node(node)
             changed = True
+    changed |= _fold_constants(module)
+    changed |= _decompose_attention(module)
+    changed |= _constant_cat_as_pad_and_add(module)
+    changed |= _merge_constant_adds(module)
     if changed:
+        module.graph.eliminate_dead_code()
         module.graph.lint()
         module.recompile()
     return module
@@ -53,3 +66,157 @@ def _make_functional(module: GraphModule, node: Node, functional) -> None:
     for user in list(mutated.users):
         if user is not node and order[user] > order[node]:
             user.replace_input_with(mutated, node)
+
+
+# -- attention and constants ---------------------------------------------------------------------
+
+SDPA = {aten.scaled_dot_product_attention.default}
+# Ops evaluated at compile time when all their tensor arguments are constants.
+_FOLDABLE = {aten.expand.default, aten.reshape.default, aten.view.default, aten.permute.default,
+             aten.transpose.int, aten.unsqueeze.default, aten.squeeze.dim, aten.flatten.using_ints,
+             aten.repeat.default, aten.slice.Tensor, aten.select.int}
+
+
+def _new_constant(module: GraphModule, before: Node, value: torch.Tensor, hint: str) -> Node:
+    """A get_attr node holding `value` (a new buffer of the module), inserted before `before`."""
+    index = 0
+    while hasattr(module, f"_edgec_{hint}_{index}"):
+        index += 1
+    name = f"_edgec_{hint}_{index}"
+    module.register_buffer(name, value.detach().clone().contiguous())
+    with module.graph.inserting_before(before):
+        node = module.graph.get_attr(name)
+    node.meta["val"] = value
+    return node
+
+
+def _derived(new: Node, origin: Node) -> None:
+    """`new` replaces part of `origin`: it takes origin's source location (for messages) and its
+    own value metadata, computed from its inputs' (fake) values."""
+    new.meta.update({key: origin.meta[key] for key in ("stack_trace", "nn_module_stack") if key in origin.meta})
+
+    def value(arg):
+        if isinstance(arg, Node):
+            return arg.meta["val"]
+        return [value(a) for a in arg] if isinstance(arg, (list, tuple)) else arg
+
+    new.meta["val"] = new.target(*[value(a) for a in new.args])
+
+
+def _constant_value(module: GraphModule, node) -> torch.Tensor | None:
+    if isinstance(node, Node) and node.op == "get_attr":
+        value = getattr(module, node.target)
+        return value if isinstance(value, torch.Tensor) else None
+    return None
+
+
+def _fold_constants(module: GraphModule) -> bool:
+    """Data movement of constants only (cls_token.expand(...)) runs now, giving a constant."""
+    changed = False
+    for node in list(module.graph.nodes):
+        if node.op != "call_function" or node.target not in _FOLDABLE:
+            continue
+        value = _constant_value(module, node.args[0])
+        if value is None:
+            continue
+        result = node.target(value, *node.args[1:], **node.kwargs)
+        node.replace_all_uses_with(_new_constant(module, node, result, "folded"))
+        module.graph.erase_node(node)
+        changed = True
+    return changed
+
+
+def _decompose_attention(module: GraphModule) -> bool:
+    """F.scaled_dot_product_attention without mask, dropout or causality as matmuls and softmax."""
+    changed = False
+    for node in list(module.graph.nodes):
+        if node.op != "call_function" or node.target not in SDPA:
+            continue
+        q, k, v = node.args[:3]
+        options = dict(zip(("attn_mask", "dropout_p", "is_causal"), node.args[3:]), **node.kwargs)
+        if options.get("attn_mask") is not None or options.get("dropout_p", 0.0) != 0.0 or options.get("is_causal") \
+                or options.get("enable_gqa"):
+            continue  # left for check_supported to report
+        scale = options.get("scale")
+        if scale is None:
+            scale = 1.0 / math.sqrt(q.meta["val"].shape[-1])
+        graph = module.graph
+        with graph.inserting_before(node):
+            key_t = graph.call_function(aten.transpose.int, (k, -2, -1))
+            scores = graph.call_function(aten.matmul.default, (q, key_t))
+            scaled = graph.call_function(aten.mul.Tensor, (scores, float(scale)))
+            weights = graph.call_function(aten.softmax.int, (scaled, -1))
+            out = graph.call_function(aten.matmul.default, (weights, v))
+        for new in (key_t, scores, scaled, weights, out):
+            _derived(new, node)
+        node.replace_all_uses_with(out)
+        graph.erase_node(node)
+        changed = True
+    return changed
+
+
+def _constant_cat_as_pad_and_add(module: GraphModule) -> bool:
+    """cat([c0, x, c1], dim) with constants only before and after one live run of inputs:
+    constant_pad_nd(cat(live), zeros around) + cat([c0, 0, c1]) -- the pad and the add are ops
+    edgec quantizes; a copy cannot carry a constant."""
+    changed = False
+    for node in list(module.graph.nodes):
+        if node.op != "call_function" or node.target not in (aten.cat.default, aten.concat.default):
+            continue
+        parts = list(node.args[0])
+        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
+        constant = [_constant_value(module, p) is not None for p in parts]
+        if not any(constant) or all(constant):
+            continue
+        live = [i for i, c in enumerate(constant) if not c]
+        if live != list(range(live[0], live[-1] + 1)):
+            continue  # constants between live inputs: no pad expresses that
+        rank = node.meta["val"].dim()
+        dim = dim % rank
+        sizes = [p.meta["val"].shape[dim] for p in parts]
+        before, after = sum(sizes[:live[0]]), sum(sizes[live[-1] + 1:])
+        zeros = [torch.zeros(tuple(p.meta["val"].shape), dtype=p.meta["val"].dtype) for p in parts]
+        filler = torch.cat([_constant_value(module, p) if c else z for p, c, z in zip(parts, constant, zeros)], dim)
+        graph = module.graph
+        with graph.inserting_before(node):
+            live_nodes = [parts[i] for i in live]
+            inner = live_nodes[0] if len(live_nodes) == 1 else graph.call_function(aten.cat.default, (live_nodes, dim))
+            padding = [0] * (2 * (rank - dim))
+            padding[-2], padding[-1] = before, after  # F.pad order: last dim first
+            padded = graph.call_function(aten.constant_pad_nd.default, (inner, padding, 0.0))
+            constant_node = _new_constant(module, node, filler, "cat_constant")
+            added = graph.call_function(aten.add.Tensor, (padded, constant_node))
+        for new in (inner, padded, added):
+            if new is not live_nodes[0]:
+                _derived(new, node)
+        node.replace_all_uses_with(added)
+        graph.erase_node(node)
+        changed = True
+    return changed
+
+
+def _merge_constant_adds(module: GraphModule) -> bool:
+    """(x + c1) + c2, the inner add's only user the outer one: x + (c1 + c2)."""
+    changed = False
+    for node in list(module.graph.nodes):
+        if node.op != "call_function" or node.target != aten.add.Tensor or len(node.args) != 2 or node.kwargs:
+            continue
+        inner, outer_constant = node.args
+        if _constant_value(module, outer_constant) is None:
+            inner, outer_constant = outer_constant, inner
+        c2 = _constant_value(module, outer_constant)
+        if c2 is None or not isinstance(inner, Node) or inner.target != aten.add.Tensor or len(inner.users) != 1 \
+                or len(inner.args) != 2 or inner.kwargs:
+            continue
+        x, inner_constant = inner.args
+        if _constant_value(module, inner_constant) is None:
+            x, inner_constant = inner_constant, x
+        c1 = _constant_value(module, inner_constant)
+        if c1 is None or not isinstance(x, Node) or tuple(torch.broadcast_shapes(c1.shape, c2.shape, x.meta["val"].shape)) \
+                != tuple(node.meta["val"].shape):
+            continue
+        merged = _new_constant(module, node, c1 + c2, "merged")
+        node.args = (x, merged)
+        module.graph.erase_node(inner)  # its only user now reads x
+        changed = True
+    return changed

@@ -843,8 +843,7 @@ edgec_status edgec_reduce_s8(const edgec_reduce_desc *desc, const int8_t *input,
 
 /* ==== end of data movement and reductions ==== */
 
-/* ==== int16 (16x8) kernels ===================================================================
- * int16 activations (symmetric: zero point 0, no offsets), int8 weights symmetric per output
+/* ==== int16 (16x8) kernels ============================================================ * int16 activations (symmetric: zero point 0, no offsets), int8 weights symmetric per output
  * channel, int64 biases: TFLite's 16x8 scheme, CMSIS-NN's _s16 kernels. Goldens and descriptor
  * values: edgec.ops.int16 (*_desc functions give every field). The output stage of conv,
  * depthwise and fully connected, "requantize_s64" below, is CMSIS-NN's arm_nn_requantize_s64 with
@@ -1112,6 +1111,143 @@ edgec_status edgec_requantize_s16_s8(const edgec_requantize_s16_desc *desc, cons
                                      int8_t *output);
 
 /* ==== end of int16 (16x8) kernels ==== */
+
+
+/* ==== Attention family: batch matmul of two activations, layer norm (matmul/, norm/) ======== */
+
+/*
+ * int8 x int8 -> int8 matrix product with broadcast batch dimensions (torch.matmul / bmm), TFLite
+ * Micro's int8 BATCH_MATMUL arithmetic (edgec.ops.matmul.batch_matmul_s8):
+ *   acc = sum_k (lhs[b][m][k] + lhs_offset) * (rhs[b][k][n] + rhs_offset)    (int32, wraps)
+ *   out[b][m][n] = clamp(requantize(acc, multiplier, shift) + output_offset, act_min, act_max)
+ * lhs is contiguous [batch..][rows][depth]; rhs element (k, n) of a batch is at
+ * k * rhs_depth_stride + n * rhs_col_stride (so a transposed right operand needs no copy); batch
+ * index (i_0..) reads lhs/rhs at sum_d i_d * *_batch_strides[d] (0: broadcast). The output is
+ * contiguous [batch..][rows][cols]. batch_rank may be 0 (one product). Not in place.
+ * EDGEC_ARG_ERROR: NULL pointers, a dim < 1, negative strides, batch_rank outside
+ * 0..EDGEC_MATMUL_MAX_BATCH_DIMS, offsets outside int8 zero points, a shift outside -31..31, a
+ * negative multiplier, act bounds outside int8 or crossed, spans beyond int32.
+ */
+#define EDGEC_MATMUL_MAX_BATCH_DIMS 4
+
+typedef struct {
+    int32_t batch_rank;
+    int32_t batch_dims[EDGEC_MATMUL_MAX_BATCH_DIMS];
+    int32_t lhs_batch_strides[EDGEC_MATMUL_MAX_BATCH_DIMS];
+    int32_t rhs_batch_strides[EDGEC_MATMUL_MAX_BATCH_DIMS];
+    int32_t rows;
+    int32_t cols;
+    int32_t depth;
+    int32_t rhs_depth_stride;
+    int32_t rhs_col_stride;
+    int32_t lhs_offset;    /* -lhs zero point */
+    int32_t rhs_offset;    /* -rhs zero point */
+    int32_t output_offset; /* output zero point */
+    int32_t multiplier;
+    int32_t shift;
+    int32_t act_min;
+    int32_t act_max;
+} edgec_batch_matmul_desc;
+
+edgec_status edgec_batch_matmul_s8(const edgec_batch_matmul_desc *desc, const int8_t *lhs, const int8_t *rhs,
+                                   int8_t *output);
+
+/*
+ * int8 layer normalisation over the last `features` values of each of `rows` rows, integer only
+ * (edgec.ops.layer_norm.layer_norm_s8 states the arithmetic and its bounds): per row
+ *   d_i = n q_i - sum q; V = sum d_i^2 + eps_term; r = isqrt(V 4^t) in [2^30, 2^31);
+ *   u_i = RoundShift(d_i 2^t floor((2^61-1)/r), 37);
+ *   y_i = clamp(RoundShift(u_i scale[i] + offset[i], shift) + output_offset, act_min, act_max),
+ * RoundShift(v, s) = floor((v + 2^(s-1)) / 2^s). 64-bit values travel as (hi, lo) int32 pairs:
+ * v = hi * 2^32 + (uint32_t)lo. May run in place (each row is read before it is written).
+ * EDGEC_ARG_ERROR: NULL pointers, rows < 1, features outside 1..EDGEC_LAYER_NORM_MAX_FEATURES,
+ * eps_term outside 0..2^60, |offset| > 2^56, shift outside 32..62, act bounds outside int8.
+ */
+#define EDGEC_LAYER_NORM_MAX_FEATURES 4096
+
+typedef struct {
+    int32_t rows;
+    int32_t features;
+    int32_t eps_term_hi;
+    int32_t eps_term_lo;
+    int32_t shift;
+    int32_t output_offset;
+    int32_t act_min;
+    int32_t act_max;
+    const int32_t *scale;     /* [features] */
+    const int32_t *offset_hi; /* [features] */
+    const int32_t *offset_lo; /* [features] */
+} edgec_layer_norm_desc;
+
+edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t *input, int8_t *output);
+
+/* ==== end of the attention family ==== */
+
+/* ==== recurrent cells: LSTM, GRU (runtime_c/src/recurrent/) ==== */
+
+/*
+ * edgec_lstm_s8 / edgec_gru_s8: int8 LSTM / GRU over time_steps steps (a whole sequence, or one
+ * step of a stream whose state persists between calls). Golden: edgec.ops.recurrent.
+ *
+ * LSTM (cell = EDGEC_RECURRENT_LSTM, gates i, f, g, o in PyTorch's row order): TFLite Micro's
+ * integer UNIDIRECTIONAL_SEQUENCE_LSTM as CMSIS-NN's arm_lstm_unidirectional_s8 computes it:
+ *   pre_k  = sat16(requant(Wx_k x + input_bias_k) + requant(Wh_k h + hidden_bias_k))   Q3.12
+ *   gate_k = sigmoid_s16(pre_k) (tanh for g)                                           Q0.15
+ *   c' = sat16(requant(f * c, forget_cell)); c' = sat16(requant(i * g, input_cell) + c')
+ *   h' = sat8(requant(o * tanh_s16(c' << cell_tanh_shift), output) + output_offset)
+ * GRU (cell = EDGEC_RECURRENT_GRU, gates r, z, n): r, z as above; n = tanh(sat16(xn +
+ *   sat16(requant(r * hn, forget_cell)))) with xn, hn the two parts of gate n kept apart;
+ *   hq = sat16(requant(h - output_offset, hidden_q15)) (h in Q0.15);
+ *   h' = sat8(requant((32768 - z) * n + z * hq, output) + output_offset).
+ * sigmoid/tanh: arm_nn_activation_s16's interpolation in `sigmoid_table` (256 x sigmoid(i/24), 0.16).
+ * The biases are effective: the float bias quantized at s_x * s_w minus zp * sum of the row.
+ * input/output: [T, B, I] / [T, B, H] when time_major, else [B, T, I] / [B, T, H]; with
+ * last_step_only the output is the last step's hidden state only, [B, H].
+ * hidden int8 [B, H], cell int16 [B, H] (LSTM only): the state, read and updated; reset_state
+ * sets them to real zero (hidden = output_offset, cell = 0) first.
+ * scratch: EDGEC_RECURRENT_SCRATCH_BYTES(hidden_size) bytes, 4-byte aligned. Not in place.
+ * EDGEC_ARG_ERROR: NULL pointers, non-positive sizes, sizes over 65535, a cell kind that is not the
+ * function's, shifts outside -31..31, cell_tanh_shift outside -31..14, output_offset outside int8.
+ */
+enum { EDGEC_RECURRENT_GRU = 3, EDGEC_RECURRENT_LSTM = 4 };
+#define EDGEC_RECURRENT_SCRATCH_BYTES(hidden_size) (16 * (hidden_size))
+
+typedef struct {
+    int32_t cell;         /* EDGEC_RECURRENT_LSTM or EDGEC_RECURRENT_GRU: the number of gates */
+    int32_t batches;
+    int32_t time_steps;
+    int32_t input_size;
+    int32_t hidden_size;
+    int32_t time_major;   /* 1: [T, B, features]; 0: [B, T, features] */
+    int32_t reset_state;  /* 1: start from a zero state (whole sequence); 0: continue (stream) */
+    const int8_t *input_weights;   /* [cell * H, I], gate blocks in PyTorch order */
+    const int8_t *hidden_weights;  /* [cell * H, H] */
+    const int32_t *input_bias;     /* [cell * H] */
+    const int32_t *hidden_bias;    /* [cell * H] */
+    int32_t input_multiplier[4];   /* per gate: s_x * s_wx / 2^-12 */
+    int32_t input_shift[4];
+    int32_t hidden_multiplier[4];  /* per gate: s_h * s_wh / 2^-12 */
+    int32_t hidden_shift[4];
+    int32_t forget_cell_multiplier; /* LSTM f * c: 2^-15; GRU r * hn: 2^-15 */
+    int32_t forget_cell_shift;
+    int32_t input_cell_multiplier;  /* LSTM i * g: 2^-30 / s_c */
+    int32_t input_cell_shift;
+    int32_t cell_tanh_shift;        /* LSTM: log2(s_c) + 12 */
+    int32_t output_multiplier;      /* 2^-30 / s_h */
+    int32_t output_shift;
+    int32_t output_offset;          /* the hidden state's (= output's) zero point */
+    int32_t hidden_q15_multiplier;  /* GRU: s_h / 2^-15, the hidden state in Q0.15 */
+    int32_t hidden_q15_shift;
+    int32_t last_step_only;         /* 1: output holds only the last step ([1, B, H] / [B, 1, H]) */
+    const uint16_t *sigmoid_table;  /* 256 entries */
+} edgec_recurrent_desc;
+
+edgec_status edgec_lstm_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output,
+                           int8_t *hidden, int16_t *cell, void *scratch);
+edgec_status edgec_gru_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output,
+                          int8_t *hidden, void *scratch);
+
+/* ==== end of recurrent cells ==== */
 
 #ifdef __cplusplus
 }

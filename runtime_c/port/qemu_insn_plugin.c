@@ -4,10 +4,12 @@
  *     gcc -shared -fPIC -O2 -o libedgec_insn.so qemu_insn_plugin.c
  * Run:
  *     qemu-system-arm ... -plugin ./libedgec_insn.so,begin=0xADDR,end=0xADDR,out=PATH
- *                         [,begin_size=N,end_size=N,pcs=PATH]
+ *                         [,begin_size=N,end_size=N,pcs=PATH,timing=PATH]
  * begin/end are the (even) addresses of bench_begin()/bench_end(), sizes their byte lengths
  * (default 2: a single 16-bit `bx lr`). pcs=PATH also writes how often each instruction address
- * ran (`edgec bench --profile` sums them per function).
+ * ran (`edgec bench --profile` sums them per function). timing=PATH (a table written by
+ * edgec.timing) also estimates cycles with a model of the core and its memory system (see "The
+ * cycle model" below); the instruction counts are the same with or without it.
  *
  * What is counted: every executed guest instruction gets an inline counter increment placed
  * before it, so counts are exact (not sampled, not per-block estimates) and identical run to
@@ -19,7 +21,10 @@
  * of the marker bodies is included.
  *
  * Output, written to `out` when QEMU exits: "total N" (every executed instruction, markers
- * included), then one "begin C" or "end C" line per marker entry, in execution order. The guest
+ * included), then one "begin C" or "end C" line per marker entry, in execution order. With
+ * timing=PATH, "cycles N" (modelled cycles, markers included) and "untimed N" (executed
+ * instructions missing from the table) follow "total", and each marker line ends with the
+ * modelled cycles of the counted instructions so far: "begin C CYCLES". The guest
  * does not pass the marker's id here: the i-th begin/end pair is the i-th region the program
  * bracketed.
  *
@@ -103,6 +108,16 @@ WEAK void qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(struct qemu_plugin
                                                               enum qemu_plugin_op op,
                                                               qemu_plugin_u64 entry, uint64_t imm);
 WEAK uint64_t qemu_plugin_u64_sum(qemu_plugin_u64 entry);
+/* Used only with timing=PATH (the cycle model, below); weak like the others, so that a host
+ * without them still loads the plugin for plain counting. Unchanged from API version 1 on. */
+typedef uint32_t qemu_plugin_meminfo_t;
+enum qemu_plugin_mem_rw { QEMU_PLUGIN_MEM_R = 1, QEMU_PLUGIN_MEM_W, QEMU_PLUGIN_MEM_RW };
+typedef void (*qemu_plugin_vcpu_mem_cb_t)(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
+                                          uint64_t vaddr, void *userdata);
+WEAK void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_mem_cb_t cb,
+                                           enum qemu_plugin_cb_flags flags, enum qemu_plugin_mem_rw rw,
+                                           void *userdata);
+WEAK size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 
 #define PLUGIN_EXPORT __attribute__((visibility("default")))
 enum { API_PLAIN_COUNTERS = 1, API_SCOREBOARDS = 2 };
@@ -187,6 +202,7 @@ enum { MARKER_BEGIN, MARKER_END, MARKER_COUNT };
 typedef struct {
     const char *label;
     uint64_t count;
+    uint64_t cycles; /* with timing=PATH: the modelled cycles of the counted instructions so far */
 } marker_event;
 
 static marker markers[MARKER_COUNT] = {
@@ -203,7 +219,7 @@ static marker_event *events;
 static size_t event_count;
 static size_t event_capacity;
 
-static int append_event(const char *label, uint64_t count)
+static int append_event(const char *label, uint64_t count, uint64_t cycles)
 {
     if (event_count == event_capacity) {
         const size_t capacity = event_capacity ? 2 * event_capacity : 1024;
@@ -216,6 +232,7 @@ static int append_event(const char *label, uint64_t count)
     }
     events[event_count].label = label;
     events[event_count].count = count;
+    events[event_count].cycles = cycles;
     ++event_count;
     return 0;
 }
@@ -253,7 +270,7 @@ static void on_marker_entry(unsigned int vcpu_index, void *userdata)
 {
     const marker *m = userdata;
     (void)vcpu_index;
-    if (append_event(m->label, counter_value(counted_insns)) != 0) {
+    if (append_event(m->label, counter_value(counted_insns), 0) != 0) {
         qemu_plugin_outs("edgec insn plugin: out of memory, marker event dropped\n");
     }
 }
@@ -269,6 +286,384 @@ static const marker *marker_containing(uint64_t vaddr)
     return NULL;
 }
 
+/* ---- The cycle model (timing=PATH) ----
+ * edgec.timing decodes the program (objdump; QEMU 7.2's Capstone 4 cannot disassemble Helium)
+ * and writes PATH: "param NAME VALUE" lines (the core's rules and the memory system), then one
+ * "ADDRESS SIZE KIND CYCLES DST SRC ADDR" line per instruction. The costs and their Technical
+ * Reference Manual sources are written down in ONE place, edgec/timing.py (COSTS, CORES, MEMORY;
+ * docs/timing-model.md is generated from it); this file only applies them to the executed
+ * stream. An instruction's cost is settled when the next one starts: only then is it known
+ * whether it branched (next address != address + size). Cycles of marker instructions are
+ * tallied apart, like their instruction counts. Single vCPU (the boards have one). */
+enum insn_kind {
+    KIND_ALU, KIND_LOAD, KIND_STORE, KIND_MULTI, KIND_BRANCH, KIND_DIV, KIND_MAC,
+    KIND_VMEM, KIND_VALU, KIND_VMAC, KIND_LOOP_END, KIND_LOOP_START
+};
+
+typedef struct {
+    uint64_t address;
+    uint32_t size;
+    uint32_t kind;
+    uint32_t cycles;
+    uint32_t dst;   /* registers written, bit i = ri */
+    uint32_t src;   /* registers read */
+    uint32_t addr;  /* registers forming the address */
+} timed_insn;
+
+typedef struct {
+    uint64_t refill, load_pipelining, load_use_stall, dual_issue, beat_overlap;
+    uint64_t flash_start, flash_end, flash_wait, icache_lines, dcache_lines, prefetch, line_bytes;
+} timing_params;
+
+/* One translated instruction: its timing and, for a marker's first instruction, the marker. */
+typedef struct {
+    const timed_insn *timing;
+    const marker *entered;
+    int in_marker;
+    int untimed; /* missing from the table: charged 1 cycle */
+} exec_site;
+
+enum { SITE_CHUNK = 4096, PC_REGISTER = 15 };
+typedef struct site_chunk {
+    struct site_chunk *next;
+    size_t used;
+    exec_site sites[SITE_CHUNK];
+    timed_insn untimed[SITE_CHUNK]; /* for addresses missing from the table */
+} site_chunk;
+
+static const char *timing_path;
+static timing_params params;
+static timed_insn *table;
+static size_t table_size;
+static site_chunk *site_chunks;
+
+static struct {
+    uint64_t cycles[2];         /* [0]: counted instructions, [1]: marker instructions */
+    uint64_t untimed;           /* executed instructions missing from the table (cost 1) */
+    const exec_site *prev;      /* the instruction whose cost is not settled yet */
+    int prev_paired;            /* dual issue: prev issued with the one before it */
+    int prev_cached_loop;       /* prev is a loop end the loop cache held */
+    uint64_t loop_end;          /* the loop end the loop cache holds */
+    uint64_t fetch_line;        /* the flash line of the last instruction fetched */
+    uint64_t prefetch_line, prefetch_ready;
+    uint64_t *icache, *dcache;  /* direct-mapped tags, line number + 1 (0: empty) */
+} t;
+
+static uint64_t now(void)
+{
+    return t.cycles[0] + t.cycles[1];
+}
+
+static int by_address(const void *a, const void *b)
+{
+    const uint64_t x = ((const timed_insn *)a)->address, y = ((const timed_insn *)b)->address;
+    return x < y ? -1 : x > y;
+}
+
+static int set_param(const char *name, uint64_t value)
+{
+    static const struct { const char *name; size_t offset; } known[] = {
+#define PARAM(field) {#field, offsetof(timing_params, field)}
+        PARAM(refill), PARAM(load_pipelining), PARAM(load_use_stall), PARAM(dual_issue),
+        PARAM(beat_overlap), PARAM(flash_start), PARAM(flash_end), PARAM(flash_wait),
+        PARAM(icache_lines), PARAM(dcache_lines), PARAM(prefetch), PARAM(line_bytes),
+#undef PARAM
+    };
+    size_t i;
+    for (i = 0; i < sizeof(known) / sizeof(known[0]); ++i) {
+        if (strcmp(name, known[i].name) == 0) {
+            memcpy((char *)&params + known[i].offset, &value, sizeof(value));
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Reads timing_path into params and table. Returns 0, or -1 with a message. */
+static int load_timing(void)
+{
+    FILE *f = fopen(timing_path, "r");
+    char line[256];
+    size_t capacity = 0;
+    if (!f) {
+        return -1;
+    }
+    params.line_bytes = 16;
+    while (fgets(line, sizeof(line), f)) {
+        char name[64];
+        uint64_t value;
+        timed_insn insn;
+        unsigned long long address;
+        unsigned size, kind, cycles, dst, src, addr;
+        if (sscanf(line, "param %63s %" SCNu64, name, &value) == 2) {
+            if (set_param(name, value) != 0) {
+                fclose(f);
+                return -1;
+            }
+            continue;
+        }
+        if (sscanf(line, "%llx %u %u %u %x %x %x", &address, &size, &kind, &cycles, &dst, &src, &addr) != 7) {
+            fclose(f);
+            return -1;
+        }
+        if (table_size == capacity) {
+            timed_insn *grown;
+            capacity = capacity ? 2 * capacity : 4096;
+            grown = realloc(table, capacity * sizeof(*grown));
+            if (!grown) {
+                fclose(f);
+                return -1;
+            }
+            table = grown;
+        }
+        insn.address = address;
+        insn.size = size;
+        insn.kind = kind;
+        insn.cycles = cycles;
+        insn.dst = dst;
+        insn.src = src;
+        insn.addr = addr;
+        table[table_size++] = insn;
+    }
+    fclose(f);
+    qsort(table, table_size, sizeof(*table), by_address);
+    if (params.line_bytes == 0) {
+        return -1;
+    }
+    if (params.icache_lines) {
+        t.icache = calloc(params.icache_lines, sizeof(uint64_t));
+    }
+    if (params.dcache_lines) {
+        t.dcache = calloc(params.dcache_lines, sizeof(uint64_t));
+    }
+    return (params.icache_lines && !t.icache) || (params.dcache_lines && !t.dcache) ? -1 : 0;
+}
+
+static const timed_insn *timing_of(uint64_t vaddr)
+{
+    size_t lo = 0, hi = table_size;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (table[mid].address < vaddr) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < table_size && table[lo].address == vaddr ? &table[lo] : NULL;
+}
+
+/* A new site for an instruction at vaddr, or NULL (out of memory). */
+static exec_site *new_site(struct qemu_plugin_insn *insn, uint64_t vaddr)
+{
+    exec_site *site;
+    if (!site_chunks || site_chunks->used == SITE_CHUNK) {
+        site_chunk *chunk = calloc(1, sizeof(*chunk));
+        if (!chunk) {
+            return NULL;
+        }
+        chunk->next = site_chunks;
+        site_chunks = chunk;
+    }
+    site = &site_chunks->sites[site_chunks->used];
+    site->timing = timing_of(vaddr);
+    if (!site->timing) {
+        timed_insn *untimed = &site_chunks->untimed[site_chunks->used];
+        untimed->address = vaddr;
+        untimed->size = qemu_plugin_insn_size ? (uint32_t)qemu_plugin_insn_size(insn) : 2;
+        untimed->kind = KIND_ALU;
+        untimed->cycles = 1;
+        untimed->dst = untimed->src = untimed->addr = 0;
+        site->timing = untimed;
+        site->untimed = 1;
+    }
+    ++site_chunks->used;
+    return site;
+}
+
+static int in_flash(uint64_t vaddr)
+{
+    return params.flash_wait > 0 && vaddr >= params.flash_start && vaddr < params.flash_end;
+}
+
+/* Looks `line` up in a direct-mapped cache of `lines` tags and inserts it. 1 on a hit. */
+static int cache_lookup(uint64_t *tags, uint64_t lines, uint64_t line)
+{
+    uint64_t *tag;
+    if (!lines) {
+        return 0;
+    }
+    tag = &tags[line % lines];
+    if (*tag == line + 1) {
+        return 1;
+    }
+    *tag = line + 1;
+    return 0;
+}
+
+/* Stall cycles of fetching instruction line `line` from flash: 0 on a cache hit; the rest of the
+ * prefetch's wait when the prefetcher is already reading it; else the wait states. Starts the
+ * prefetch of the next line. */
+static uint64_t fetch_stall(uint64_t line)
+{
+    uint64_t stall;
+    if (cache_lookup(t.icache, params.icache_lines, line)) {
+        stall = 0;
+    } else if (params.prefetch && line == t.prefetch_line) {
+        stall = t.prefetch_ready > now() ? t.prefetch_ready - now() : 0;
+    } else {
+        stall = params.flash_wait;
+    }
+    if (params.prefetch && t.prefetch_line != line + 1) {
+        t.prefetch_line = line + 1;
+        t.prefetch_ready = now() + stall + params.flash_wait;
+    }
+    return stall;
+}
+
+static int is_vector(uint32_t kind)
+{
+    return kind == KIND_VMEM || kind == KIND_VALU || kind == KIND_VMAC;
+}
+
+static int is_memory(uint32_t kind)
+{
+    return kind == KIND_LOAD || kind == KIND_STORE || kind == KIND_MULTI;
+}
+
+/* Dual issue (the M7 approximation): can `second` issue in the cycle of `first`? */
+static int pairs(const timed_insn *first, const timed_insn *second)
+{
+    const uint32_t single = (1u << KIND_ALU) | (1u << KIND_LOAD) | (1u << KIND_STORE) | (1u << KIND_MAC);
+    if (!(single >> first->kind & 1) || !((single | 1u << KIND_BRANCH) >> second->kind & 1)) {
+        return 0;
+    }
+    if ((first->dst >> PC_REGISTER & 1) || (second->src & first->dst)) {
+        return 0;
+    }
+    if (is_memory(first->kind) && is_memory(second->kind)) {
+        return 0;
+    }
+    return !(first->kind == KIND_MAC && second->kind == KIND_MAC);
+}
+
+/* The cycles `cur` takes given the instruction before it (`prev`, NULL at the start), without
+ * the refill of a branch it may take; updates the pairing/overlap/loop-cache state. */
+static uint64_t issue_cycles(const timed_insn *prev, const timed_insn *cur, int prev_taken)
+{
+    uint64_t cycles = cur->cycles;
+    int paired = 0;
+    t.prev_cached_loop = 0;
+    if (cur->kind == KIND_LOOP_END) {
+        t.prev_cached_loop = t.loop_end == cur->address;
+        cycles = t.prev_cached_loop ? 0 : cur->cycles;
+        t.loop_end = cur->address;
+    }
+    if (prev && !prev_taken) {
+        if (params.load_pipelining && prev->kind == KIND_LOAD && !(prev->dst >> PC_REGISTER & 1) &&
+            (cur->kind == KIND_LOAD || cur->kind == KIND_STORE) && !(cur->addr & prev->dst) && cycles > 1) {
+            cycles -= 1;
+        }
+        if (params.dual_issue && !t.prev_paired && pairs(prev, cur)) {
+            cycles = 0;
+            paired = 1;
+        }
+        if (params.beat_overlap && is_vector(prev->kind) && is_vector(cur->kind) && prev->kind != cur->kind &&
+            cycles > 1) {
+            cycles -= 1;
+        }
+    }
+    if (prev && params.load_use_stall && prev->kind == KIND_LOAD &&
+        ((cur->kind == KIND_STORE ? cur->addr : cur->src) & prev->dst)) { /* a store's data is read late */
+        cycles += params.load_use_stall;
+    }
+    t.prev_paired = paired;
+    return cycles;
+}
+
+static void charge(const exec_site *site, uint64_t cycles)
+{
+    t.cycles[site->in_marker] += cycles;
+}
+
+/* Settles the previous instruction: adds the refill when `next` does not follow it, i.e. it
+ * branched -- except a loop end the loop cache held. Returns whether it branched. */
+static int settle_previous(const timed_insn *next)
+{
+    const timed_insn *prev;
+    uint64_t refill;
+    if (!t.prev) {
+        return 0;
+    }
+    prev = t.prev->timing;
+    if (next->address == prev->address + prev->size) {
+        return 0;
+    }
+    if (prev->kind == KIND_LOOP_END && t.prev_cached_loop) {
+        return 1;
+    }
+    refill = params.refill;
+    if (next->size == 4 && (next->address & 2)) {
+        refill += 1; /* a 32-bit target straddling a word needs one more fetch */
+    }
+    charge(t.prev, refill);
+    return 1;
+}
+
+/* Runs before every instruction. */
+static void on_exec(unsigned int vcpu_index, void *userdata)
+{
+    const exec_site *site = userdata;
+    const timed_insn *cur = site->timing;
+    const int taken = settle_previous(cur);
+    (void)vcpu_index;
+    if (site->entered && append_event(site->entered->label, counter_value(counted_insns), t.cycles[0]) != 0) {
+        qemu_plugin_outs("edgec insn plugin: out of memory, marker event dropped\n");
+    }
+    t.untimed += (uint64_t)site->untimed;
+    if (in_flash(cur->address)) { /* the fetch comes first */
+        const uint64_t line = cur->address / params.line_bytes;
+        if (line != t.fetch_line) {
+            charge(site, fetch_stall(line));
+            t.fetch_line = line;
+        }
+    } else {
+        t.fetch_line = UINT64_MAX;
+    }
+    charge(site, issue_cycles(t.prev ? t.prev->timing : NULL, cur, taken));
+    t.prev = site;
+}
+
+/* Runs after a load: constants read from flash miss the data cache at the wait states' cost.
+ * Registered for reads and writes (QEMU_PLUGIN_MEM_RW): QEMU 7.2 does not call a read-only
+ * (QEMU_PLUGIN_MEM_R) callback for single LDRs; stores never reach flash, so they cost nothing. */
+static void on_data_read(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr, void *userdata)
+{
+    const exec_site *site = userdata;
+    (void)vcpu_index;
+    (void)info;
+    if (in_flash(vaddr) && !cache_lookup(t.dcache, params.dcache_lines, vaddr / params.line_bytes)) {
+        charge(site, params.flash_wait);
+    }
+}
+
+/* Instruments one instruction for the cycle model; `m` is the marker containing it, if any. */
+static void time_instruction(struct qemu_plugin_insn *insn, uint64_t vaddr, const marker *m)
+{
+    exec_site *site = new_site(insn, vaddr);
+    if (!site) {
+        qemu_plugin_outs("edgec insn plugin: out of memory, instruction not timed\n");
+        return;
+    }
+    site->in_marker = m != NULL;
+    site->entered = m && vaddr == m->address ? m : NULL;
+    qemu_plugin_register_vcpu_insn_exec_cb(insn, on_exec, QEMU_PLUGIN_CB_NO_REGS, site);
+    if (params.flash_wait && qemu_plugin_register_vcpu_mem_cb &&
+        (site->timing->kind == KIND_LOAD || site->timing->kind == KIND_MULTI || site->timing->kind == KIND_VMEM)) {
+        qemu_plugin_register_vcpu_mem_cb(insn, on_data_read, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, site);
+    }
+}
+
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     const size_t n = qemu_plugin_tb_n_insns(tb);
@@ -282,12 +677,15 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         if (pcs_path && pc_counter(vaddr, &at_address)) {
             count_executions(insn, at_address);
         }
+        if (timing_path) {
+            time_instruction(insn, vaddr, m);
+        }
         if (!m) {
             count_executions(insn, counted_insns);
             continue;
         }
         count_executions(insn, marker_insns);
-        if (vaddr == m->address) {
+        if (vaddr == m->address && !timing_path) { /* with timing, on_exec records the entry */
             qemu_plugin_register_vcpu_insn_exec_cb(insn, on_marker_entry, QEMU_PLUGIN_CB_NO_REGS,
                                                    (void *)m);
         }
@@ -298,8 +696,15 @@ static void write_results(FILE *f)
 {
     size_t i;
     fprintf(f, "total %" PRIu64 "\n", counter_value(counted_insns) + counter_value(marker_insns));
+    if (timing_path) { /* the last instruction ran to the end: nothing left to settle */
+        fprintf(f, "cycles %" PRIu64 "\nuntimed %" PRIu64 "\n", now(), t.untimed);
+    }
     for (i = 0; i < event_count; ++i) {
-        fprintf(f, "%s %" PRIu64 "\n", events[i].label, events[i].count);
+        if (timing_path) {
+            fprintf(f, "%s %" PRIu64 " %" PRIu64 "\n", events[i].label, events[i].count, events[i].cycles);
+        } else {
+            fprintf(f, "%s %" PRIu64 "\n", events[i].label, events[i].count);
+        }
     }
 }
 
@@ -370,6 +775,10 @@ static int parse_arg(const char *arg)
         out_path = value;
         return 0;
     }
+    if (KEY_IS("timing")) {
+        timing_path = value;
+        return 0;
+    }
     if (KEY_IS("pcs")) {
         pcs_path = value;
         return 0;
@@ -406,13 +815,19 @@ PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *in
         if (parse_arg(argv[i]) != 0) {
             char message[512];
             snprintf(message, sizeof(message), "edgec insn plugin: bad argument '%s' (expected "
-                     "begin=ADDR,end=ADDR,out=PATH[,begin_size=N,end_size=N,pcs=PATH])\n", argv[i]);
+                     "begin=ADDR,end=ADDR,out=PATH[,begin_size=N,end_size=N,pcs=PATH,timing=PATH])\n", argv[i]);
             qemu_plugin_outs(message);
             return -1;
         }
     }
     if (!out_path) {
         qemu_plugin_outs("edgec insn plugin: missing out=PATH\n");
+        return -1;
+    }
+    if (timing_path && load_timing() != 0) {
+        char message[512];
+        snprintf(message, sizeof(message), "edgec insn plugin: cannot read the timing table %s\n", timing_path);
+        qemu_plugin_outs(message);
         return -1;
     }
     if (counter_block_init(&totals, TOTALS) != 0) {

@@ -96,6 +96,33 @@ class ChannelsLastMovement(nn.Module):
                 y.mean(2), y.amax(3, keepdim=True))
 
 
+class Attention(nn.Module):
+    """Attention building blocks: a class token (cat of a parameter) and a positional embedding
+    (add of a parameter), linear on 3-D tokens, layer_norm with and without affine parameters,
+    nn.MultiheadAttention(batch_first=True), F.scaled_dot_product_attention with a scale,
+    torch.matmul with a broadcast batch and bmm of two activations, tanh GELU, mean over tokens."""
+
+    def __init__(self, dim: int = 16, tokens: int = 6):
+        super().__init__()
+        self.cls_token = nn.Parameter(torch.randn(1, 1, dim) * 0.5)
+        self.pos_embed = nn.Parameter(torch.randn(1, tokens + 1, dim) * 0.5)
+        self.norm = nn.LayerNorm(dim)
+        self.attn = nn.MultiheadAttention(dim, 2, batch_first=True)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.bare_norm = nn.LayerNorm(dim, elementwise_affine=False)
+        self.fc = nn.Linear(dim, 4)
+
+    def forward(self, x):
+        x = torch.cat([self.cls_token, x], dim=1) + self.pos_embed
+        x = x + self.attn(*(self.norm(x),) * 3, need_weights=False)[0]
+        q, k, v = self.qkv(x).view(1, -1, 2, 3 * 8).transpose(1, 2).chunk(3, dim=-1)
+        y = F.scaled_dot_product_attention(q, k, v, scale=0.3).transpose(1, 2).reshape(x.shape)
+        gram = torch.bmm(y, y.transpose(1, 2))                       # [1, 7, 7]
+        mixed = torch.matmul(F.softmax(gram, dim=-1), x.unsqueeze(1).expand(1, 2, 7, 16)[:, 0])
+        z = F.gelu(self.bare_norm(x + mixed), approximate="tanh")
+        return self.fc(z.mean(dim=1)), z[:, 0]
+
+
 def _seeded(cls, shape):
     def factory():
         torch.manual_seed(0)
@@ -107,3 +134,4 @@ activations = _seeded(Activations, (1, 3, 8, 8))
 resampling = _seeded(Resampling, (1, 3, 16, 16))
 data_movement = _seeded(DataMovement, (1, 3, 8, 8))
 channels_last_movement = _seeded(ChannelsLastMovement, (1, 3, 4, 5))
+attention = _seeded(Attention, (1, 6, 16))

@@ -1,0 +1,657 @@
+"""Recurrent cells (LSTM, GRU): the golden integer kernels and their descriptors.
+
+LSTM follows TFLite Micro's integer UNIDIRECTIONAL_SEQUENCE_LSTM without peephole, projection or
+layer norm (8x8->16: int8 input and hidden state, int8 weights, int32 bias, int16 cell state with a
+power-of-two scale, int16 gates), exactly as CMSIS-NN's arm_lstm_unidirectional_s8 computes it
+(arm_nn_lstm_step_s8, arm_nn_lstm_calculate_gate_s8_s16, arm_nn_vec_mat_mul_result_acc_s8_s16,
+arm_elementwise_mul_s16 / _acc_s16 / _s16_s8, arm_nn_activation_s16), with the scales TFLite Micro
+derives in lstm_eval_common.cc (PrepareGateParametersInteger, CreateLstmCellStateInfo):
+
+  gate pre-activation  int16, scale 2^-12 (Q3.12);  gate output  int16, scale 2^-15 (Q0.15)
+  cell state           int16, scale 2^cell_power (a power of two chosen from the calibrated range)
+
+GRU has no TFLite builtin; edgec defines its integer form with the same pieces (see gru_step).
+C kernels: runtime_c/src/recurrent/edgec_recurrent_s8.c (edgec_lstm_s8, edgec_gru_s8).
+
+The op unit lowers nn.LSTM / nn.GRU (aten.lstm.input / aten.gru.input, any number of layers,
+batch_first or not, unidirectional, zero initial state) and nn.LSTMCell / nn.GRUCell (one step,
+zero state) to one "recurrent" op per layer. Its hidden state and (LSTM) cell state are not graph
+tensors: in whole-sequence mode they live in the op's scratch and start at zero on every invoke.
+Calibration: the cell state's range and the hidden range of a layer feeding another are not graph
+tensors either, so the unit's `observe` hook re-runs the float recurrence on each calibration
+sample (edgec.quantize runs the hooks) and records them in the node's meta (OBSERVED_KEY).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import operator
+
+import torch
+from torch.fx import Node
+
+from edgec.errors import EdgecError
+from edgec.frontend import source_line
+from edgec.ir import Op, Tensor, same_bytes
+from edgec.numerics import quantize_multiplier, requantize, wrap_int32
+from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.movement import Gather, _flatten_args, _Slot, reshape_gather
+from edgec.ops.qspec import ACTIVATION_QSPEC, annotate
+from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
+
+INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
+GATE_INPUT_SCALE = 2.0**-12  # Q3.12: what the sigmoid/tanh tables take
+GATE_OUTPUT_SCALE = 2.0**-15  # Q0.15: what they return
+LSTM_GATES, GRU_GATES = 4, 3  # PyTorch's row blocks: LSTM i, f, g, o; GRU r, z, n
+SIGMOID, TANH = 0, 1
+
+
+def sigmoid_table() -> np.ndarray:
+    """256 entries of sigmoid(i / 24) in unsigned 0.16 fixed point, rounded to nearest, the last
+    one 65535 (1.0 saturated: the top of the interpolation, continuous with the saturated result
+    beyond the table): the table arm_nn_activation_s16 interpolates (sigmoid_table_uint16).
+
+    Built here from the definition; TFLite's published table differs from plain rounding by +1
+    in 44 entries, so a gate can differ from TFLite's by one Q0.15 step (docs/numerics.md).
+    """
+    i = np.arange(256, dtype=np.float64)
+    table = np.minimum(np.floor(65536.0 / (1.0 + np.exp(-i / 24.0)) + 0.5), 65535)
+    table[255] = 65535
+    return table.astype(np.uint16)
+
+
+def activation_s16(x: np.ndarray, left_shift: int, function: int, table: np.ndarray) -> np.ndarray:
+    """arm_nn_activation_s16: int16 sigmoid/tanh of x * 2^(left_shift) read as Q3.12, in Q0.15.
+
+    v = (x * 3 * 2^max(ls,0) + rounding) >> max(-ls,0)   (input scaled to the table's i/24 grid)
+    sigmoid: |v| split 9 bits of fraction; tanh(x) = 2 sigmoid(2x) - 1: 8 bits. Linear
+    interpolation between table[u] and table[u+1]; |v| beyond the table saturates.
+    """
+    x = np.asarray(x, dtype=np.int64)
+    multiplier = 3 if left_shift < 0 else 3 << left_shift
+    right = -left_shift if left_shift < 0 else 0
+    rounding = (1 << (right - 1)) if right > 0 else 0
+    v = (x * multiplier + rounding) >> right
+    a = np.abs(v)
+    bits = 9 if function == SIGMOID else 8
+    u = a >> bits
+    table = np.asarray(table, dtype=np.int64)
+    index = np.minimum(u, 254)
+    ua, ub = table[index], table[index + 1]
+    result = (ua << bits) + (a & ((1 << bits) - 1)) * (ub - ua)
+    if function == SIGMOID:
+        result = np.where(u >= 255, 0x7FFF << 10, result)
+        result = np.where(v >= 0, result + (1 << 9), (1 << 25) - result + (1 << 9) - 1) >> 10
+    else:
+        result = np.where(u >= 255, 0xFFFF << 8, result)
+        result = np.where(v >= 0, result - (1 << 23) + (1 << 7), -result + (1 << 23) + (1 << 7) - 1) >> 8
+    low = result & 0xFFFF  # the C's (int16_t) cast of its uint32 result
+    return np.where(low >= 32768, low - 65536, low)
+
+
+def _sat16(x: np.ndarray) -> np.ndarray:
+    return np.clip(x, INT16_MIN, INT16_MAX)
+
+
+def _matmul_s16(x, weights, bias, multiplier, shift, accumulate):
+    """arm_nn_vec_mat_mul_result_acc_s8_s16: sat16(requantize(bias + W x) + accumulate)."""
+    acc = wrap_int32(bias + np.asarray(weights, np.int64) @ np.asarray(x, np.int64))  # the C's uint32 sum
+    return _sat16(requantize(acc, multiplier, shift) + accumulate)
+
+
+def _gate_pre(desc: dict, x, h, gate: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gate `gate`'s input part (sat16, Q3.12) and recurrent part requantized (not yet added)."""
+    rows = slice(gate * desc["hidden_size"], (gate + 1) * desc["hidden_size"])
+    x_part = _matmul_s16(x, desc["input_weights"][rows], desc["input_bias"][rows].astype(np.int64),
+                         desc["input_multiplier"][gate], desc["input_shift"][gate], 0)
+    h_acc = wrap_int32(desc["hidden_bias"][rows].astype(np.int64)
+                       + desc["hidden_weights"][rows].astype(np.int64) @ np.asarray(h, np.int64))
+    return x_part, requantize(h_acc, desc["hidden_multiplier"][gate], desc["hidden_shift"][gate])
+
+
+def lstm_step(desc: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One time step of one batch row: x int8 [I], h int8 [H], c int16 [H] -> (h', c').
+
+        gate_k = act_k(sat16(requant(Wx_k x + bx_k) + requant(Wh_k h + bh_k)))   k = i, f, g, o
+                 (bx_k = bias_k - zp_x * sum(Wx_k), bh_k = -zp_h * sum(Wh_k); act = sigmoid, tanh for g)
+        c' = sat16(requant(f * c, m_fc, s_fc))            (scale 2^-15 * s_c / s_c)
+        c' = sat16(requant(i * g, m_ic, s_ic) + c')       (scale 2^-30 / s_c)
+        h' = sat8(requant(o * tanh_s16(c', cell_tanh_shift), m_out, s_out) + zp_h)
+    """
+    gates = []
+    for gate in range(LSTM_GATES):
+        x_part, h_part = _gate_pre(desc, x, h, gate)
+        pre = _sat16(h_part + x_part)
+        gates.append(activation_s16(pre, 0, TANH if gate == 2 else SIGMOID, desc["sigmoid_table"]))
+    i, f, g, o = gates
+    c = _sat16(requantize(f * np.asarray(c, np.int64), desc["forget_cell_multiplier"], desc["forget_cell_shift"]))
+    c = _sat16(requantize(i * g, desc["input_cell_multiplier"], desc["input_cell_shift"]) + c)
+    t = activation_s16(c, desc["cell_tanh_shift"], TANH, desc["sigmoid_table"])
+    h = np.clip(requantize(o * t, desc["output_multiplier"], desc["output_shift"]) + desc["output_offset"], -128, 127)
+    return h.astype(np.int8), c.astype(np.int16)
+
+
+def gru_step(desc: dict, x: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """One GRU time step of one batch row (edgec's definition): x int8 [I], h int8 [H] -> h'.
+
+        r, z = sigmoid(sat16(requant(Wx x + bx) + requant(Wh h + bh)))   (bx holds b_i + b_h)
+        xn   = sat16(requant(Wx_n x + bx_n))           Q3.12
+        hn   = sat16(requant(Wh_n h + bh_n))           Q3.12 (bh_n = b_hn - zp_h * sum(Wh_n))
+        n    = tanh(sat16(xn + sat16(requant(r * hn, m_rh, s_rh))))      (r * hn: 2^-15 -> 1)
+        hq   = sat16(requant(h - zp_h, m_hq, s_hq))    h in Q0.15 (scale s_h / 2^-15)
+        h'   = sat8(requant((32768 - z) * n + z * hq, m_out, s_out) + zp_h)
+    The hidden state is int8 at the output's (calibrated) qparams, like the LSTM's; the products
+    are Q0.30, |sum| <= 2^30, and requant by 2^-30 / s_h brings h' back to int8.
+    """
+    table = desc["sigmoid_table"]
+    x_r, h_r = _gate_pre(desc, x, h, 0)
+    x_z, h_z = _gate_pre(desc, x, h, 1)
+    x_n, h_n = _gate_pre(desc, x, h, 2)
+    r = activation_s16(_sat16(h_r + x_r), 0, SIGMOID, table)
+    z = activation_s16(_sat16(h_z + x_z), 0, SIGMOID, table)
+    hn = _sat16(h_n)
+    rh = _sat16(requantize(r * hn, desc["forget_cell_multiplier"], desc["forget_cell_shift"]))
+    n = activation_s16(_sat16(x_n + rh), 0, TANH, table)
+    h_q15 = _sat16(requantize(np.asarray(h, np.int64) - desc["output_offset"], desc["hidden_q15_multiplier"],
+                              desc["hidden_q15_shift"]))
+    mixed = (32768 - z) * n + z * h_q15
+    out = requantize(mixed, desc["output_multiplier"], desc["output_shift"]) + desc["output_offset"]
+    return np.clip(out, -128, 127).astype(np.int8)
+
+
+def recurrent_s8(desc: dict, x: np.ndarray, hidden: np.ndarray | None = None,
+                 cell: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Golden edgec_lstm_s8 / edgec_gru_s8 over a whole sequence (desc["cell"] says which).
+
+    x: int8 [T, B, I] (time_major) or [B, T, I]. hidden int8 [B, H] / cell int16 [B, H]: the state
+    before the first step; when desc["reset_state"] (or they are None) it starts at real zero
+    (hidden = zp_h, cell = 0). Returns (outputs int8 like x with H features -- only the last step,
+    a time axis of 1, when desc["last_step_only"] --, hidden', cell').
+    """
+    batches, steps, hidden_size = desc["batches"], desc["time_steps"], desc["hidden_size"]
+    x = np.asarray(x, np.int8).reshape((steps, batches, -1) if desc["time_major"] else (batches, steps, -1))
+    if desc["reset_state"] or hidden is None:
+        hidden = np.full((batches, hidden_size), desc["output_offset"], np.int8)
+        cell = np.zeros((batches, hidden_size), np.int16)
+    hidden, cell = np.array(hidden, np.int8).reshape(batches, hidden_size), np.array(cell, np.int16).reshape(batches, hidden_size)
+    out = np.zeros(x.shape[:2] + (hidden_size,), np.int8)
+    for t in range(steps):
+        for b in range(batches):
+            index = (t, b) if desc["time_major"] else (b, t)
+            if desc["cell"] == LSTM_GATES:
+                hidden[b], cell[b] = lstm_step(desc, x[index], hidden[b], cell[b])
+            else:
+                hidden[b] = gru_step(desc, x[index], hidden[b])
+            out[index] = hidden[b]
+    if desc["last_step_only"]:
+        out = out[-1:] if desc["time_major"] else out[:, -1:]
+    return out, hidden, cell
+
+
+# -- descriptors --------------------------------------------------------------------------------
+
+DESC_FIELDS = ("cell", "batches", "time_steps", "input_size", "hidden_size", "time_major", "reset_state",
+               "input_weights", "hidden_weights", "input_bias", "hidden_bias", "input_multiplier", "input_shift",
+               "hidden_multiplier", "hidden_shift", "forget_cell_multiplier", "forget_cell_shift",
+               "input_cell_multiplier", "input_cell_shift", "cell_tanh_shift", "output_multiplier",
+               "output_shift", "output_offset", "hidden_q15_multiplier", "hidden_q15_shift", "last_step_only",
+               "sigmoid_table")
+
+
+def quantize_weights(w: np.ndarray, gates: int) -> tuple[np.ndarray, np.ndarray]:
+    """Float [gates*H, K] -> int8, symmetric per gate block (TFLite: one tensor per gate) in
+    [-127, 127], scale max|w| / 127, rounding half away from zero; returns (int8, scales[gates])."""
+    blocks = np.asarray(w, np.float64).reshape(gates, -1, w.shape[-1])
+    scales = np.maximum(np.abs(blocks).max(axis=(1, 2)), 2**-20) / 127.0
+    scaled = blocks / scales[:, None, None]
+    q = np.clip(np.sign(scaled) * np.floor(np.abs(scaled) + 0.5), -127, 127)
+    return q.reshape(w.shape).astype(np.int8), scales
+
+
+def cell_scale_power(max_abs: float) -> int:
+    """The int16 cell state's scale is 2^power, the smallest power of two whose int16 range holds
+    the calibrated max|c| (TFLite quantizes the cell state to a power-of-two scale), and at least
+    2^-15 (|c| <= 1 representable)."""
+    return max(math.ceil(math.log2(max(max_abs, 1.0))), 0) - 15
+
+
+def _multipliers(scales) -> tuple[list[int], list[int]]:
+    pairs = [quantize_multiplier(float(s)) for s in scales]
+    return [m for m, _ in pairs] + [0] * (4 - len(pairs)), [s for _, s in pairs] + [0] * (4 - len(pairs))
+
+
+def _folded_bias(bias_real: np.ndarray, scales: np.ndarray, weights: np.ndarray, zero_point: int, in_scale: float) -> np.ndarray:
+    """bias / (s_in * s_w) rounded half away, minus zp * sum of the row: the effective bias."""
+    gates = len(scales)
+    per_row = np.repeat(np.asarray(scales, np.float64), weights.shape[0] // gates) * in_scale
+    real = np.asarray(bias_real, np.float64) / per_row
+    q = np.sign(real) * np.floor(np.abs(real) + 0.5)
+    folded = q - zero_point * weights.astype(np.int64).sum(axis=1)
+    return np.clip(folded, -(2**31), 2**31 - 1).astype(np.int32)
+
+
+def recurrent_desc(cell: str, *, batches: int, time_steps: int, time_major: bool, reset_state: bool,
+                   w_ih: np.ndarray, w_hh: np.ndarray, b_ih: np.ndarray | None, b_hh: np.ndarray | None,
+                   input_scale: float, input_zp: int, hidden_scale: float, hidden_zp: int,
+                   cell_power: int = 0, last_step_only: bool = False) -> dict:
+    """The descriptor of edgec_lstm_s8 (cell "lstm") / edgec_gru_s8 ("gru") from float PyTorch
+    weights (weight_ih [G*H, I], weight_hh [G*H, H], biases [G*H] or None) and the qparams of the
+    input and hidden state (and the LSTM cell state's scale power); keys = C fields in order."""
+    gates = LSTM_GATES if cell == "lstm" else GRU_GATES
+    hidden_size = w_hh.shape[1]
+    zeros = np.zeros(gates * hidden_size)
+    b_ih = zeros if b_ih is None else np.asarray(b_ih, np.float64)
+    b_hh = zeros if b_hh is None else np.asarray(b_hh, np.float64)
+    wx, sx = quantize_weights(w_ih, gates)
+    wh, sh = quantize_weights(w_hh, gates)
+    if cell == "lstm":
+        x_bias, h_bias = b_ih + b_hh, zeros
+    else:  # r and z take both biases on the input side; n keeps b_hn inside r * (W_hn h + b_hn)
+        n_rows = slice(2 * hidden_size, 3 * hidden_size)
+        x_bias, h_bias = b_ih + b_hh, zeros.copy()
+        x_bias[n_rows], h_bias[n_rows] = b_ih[n_rows], b_hh[n_rows]
+    in_m, in_s = _multipliers(input_scale * sx / GATE_INPUT_SCALE)
+    h_m, h_s = _multipliers(hidden_scale * sh / GATE_INPUT_SCALE)
+    if cell == "lstm":
+        cell_scale = 2.0**cell_power
+        fc_m, fc_s = quantize_multiplier(GATE_OUTPUT_SCALE)  # f * c: 2^-15 * s_c / s_c
+        ic_m, ic_s = quantize_multiplier(GATE_OUTPUT_SCALE * GATE_OUTPUT_SCALE / cell_scale)
+        tanh_shift = cell_power + 12
+    else:
+        fc_m, fc_s = quantize_multiplier(GATE_OUTPUT_SCALE * GATE_INPUT_SCALE / GATE_INPUT_SCALE)  # r * hn -> Q3.12
+        ic_m, ic_s, tanh_shift = 0, 0, 0
+    hq_m, hq_s = quantize_multiplier(hidden_scale / GATE_OUTPUT_SCALE) if cell == "gru" else (0, 0)
+    out_m, out_s = quantize_multiplier(GATE_OUTPUT_SCALE * GATE_OUTPUT_SCALE / hidden_scale)
+    return dict(zip(DESC_FIELDS, (
+        gates, batches, time_steps, w_ih.shape[1], hidden_size, int(time_major), int(reset_state),
+        wx, wh, _folded_bias(x_bias, sx, wx, input_zp, input_scale), _folded_bias(h_bias, sh, wh, hidden_zp, hidden_scale),
+        in_m, in_s, h_m, h_s, fc_m, fc_s, ic_m, ic_s, tanh_shift, out_m, out_s, hidden_zp, hq_m, hq_s, int(last_step_only), sigmoid_table())))
+
+
+# -- the op unit --------------------------------------------------------------------------------
+
+aten = torch.ops.aten
+SEQUENCES = {aten.lstm.input: "lstm", aten.gru.input: "gru"}
+CELLS = {aten.lstm_cell.default: "lstm", aten.gru_cell.default: "gru"}
+OBSERVED_KEY = "edgec_recurrent_observed"
+
+
+def _parse(node: Node) -> dict:
+    """What a recurrent node computes: cell kind, input, initial-state nodes, per-layer weights."""
+    if node.target in SEQUENCES:
+        x, hx, params, has_biases, layers, _dropout, _train, bidirectional, batch_first = node.args[:9]
+        per_layer = 4 if has_biases else 2
+        weights = [tuple(params[l * per_layer:(l + 1) * per_layer]) + ((None, None) if not has_biases else ())
+                   for l in range(layers)]
+        return {"cell": SEQUENCES[node.target], "x": x, "hx": list(hx) if isinstance(hx, (list, tuple)) else [hx],
+                "weights": weights, "layers": int(layers), "bidirectional": bool(bidirectional),
+                "batch_first": bool(batch_first), "sequence": True, "proj": len(params) != layers * per_layer}
+    x, hx, w_ih, w_hh = node.args[:4]
+    b_ih = node.args[4] if len(node.args) > 4 else None
+    b_hh = node.args[5] if len(node.args) > 5 else None
+    return {"cell": CELLS[node.target], "x": x, "hx": list(hx) if isinstance(hx, (list, tuple)) else [hx],
+            "weights": [(w_ih, w_hh, b_ih, b_hh)], "layers": 1, "bidirectional": False, "batch_first": False,
+            "sequence": False, "proj": False}
+
+
+def _is_zero_state(arg) -> bool:
+    return arg is None or (isinstance(arg, Node) and arg.target == aten.zeros.default)
+
+
+def float_statistics(cell: str, x: torch.Tensor, weights: list, time_major: bool) -> list[dict]:
+    """Per layer, max|c| (LSTM) and the hidden state's min/max of the float recurrence from a
+    zero state (PyTorch's equations)."""
+    seq = x if time_major else x.transpose(0, 1)
+    stats = []
+    for w_ih, w_hh, b_ih, b_hh in weights:
+        h = torch.zeros(seq.shape[1], w_hh.shape[1])
+        c = torch.zeros_like(h)
+        outputs, cell_max = [], 0.0
+        for x_t in seq:
+            gx = x_t @ w_ih.T + (0 if b_ih is None else b_ih)
+            gh = h @ w_hh.T + (0 if b_hh is None else b_hh)
+            if cell == "lstm":
+                i, f, g, o = (gx + gh).chunk(4, dim=-1)
+                c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+                h = torch.sigmoid(o) * torch.tanh(c)
+                cell_max = max(cell_max, float(c.abs().max()))
+            else:
+                (xr, xz, xn), (hr, hz, hn) = gx.chunk(3, dim=-1), gh.chunk(3, dim=-1)
+                r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+                n = torch.tanh(xn + r * hn)
+                h = (1 - z) * n + z * h
+            outputs.append(h)
+        seq = torch.stack(outputs)
+        stats.append({"cell_max": cell_max, "hidden_min": float(seq.min()), "hidden_max": float(seq.max())})
+    return stats
+
+
+class RecurrentResult:
+    """A recurrent node's tuple result: getitem 0 is the output sequence (or a cell's h), 1 h_n."""
+
+    def __init__(self, unit, node, layer_outputs: list[Tensor], spec: dict):
+        self.unit, self.node, self.layer_outputs, self.spec = unit, node, layer_outputs, spec
+
+    def lower_item(self, ctx, getitem, item: int) -> None:
+        last = self.layer_outputs[-1]
+        if item == 0:
+            ctx.alias(getitem, last)
+        elif item == 1 and self.spec["sequence"]:
+            axis = 1 if self.spec["batch_first"] else 0
+            gather = Gather(_last_steps, (axis, *(_Slot(i) for i in range(len(self.layer_outputs)))), {})
+            out = ctx.output(getitem, qparams_of=last)
+            ctx.add_op("copy", getitem, self.layer_outputs, [out], gather=gather)
+        # c_n (item 1 of a cell, 2 of a sequence) is left unmapped: a user of it fails to lower
+
+
+def _last_steps(axis: int, *layers):
+    """h_n from the layers' output sequences: each one's last step, stacked."""
+    return torch.stack([y.select(axis, -1) for y in layers])
+
+
+class Recurrent(OpDef):
+    kind = "recurrent"
+    family = "recurrent (LSTM, GRU)"
+    targets = frozenset(SEQUENCES) | frozenset(CELLS)
+    runtime_sources = ("recurrent/edgec_recurrent_s8.c",)
+
+    def check(self, node) -> str | None:
+        spec = _parse(node)
+        if spec["bidirectional"]:
+            return "bidirectional recurrent layers"
+        if spec["proj"]:
+            return "LSTM with proj_size"
+        if not all(_is_zero_state(h) for h in spec["hx"]):
+            return "a recurrent layer with a non-zero initial state (h0/c0 must be omitted or zeros)"
+        cell_item = 2 if spec["sequence"] else 1
+        if spec["cell"] == "lstm" and any(u.target is operator.getitem and u.args[1] == cell_item and u.users
+                                          for u in node.users):
+            return "reading an LSTM's cell state c (only its hidden state h is int8)"
+        rank = len(node.args[0].meta["val"].shape)
+        if rank != (3 if spec["sequence"] else 2):
+            return "an unbatched recurrent input (give it a batch dimension)"
+        return None
+
+    def annotate(self, node) -> None:
+        spec = _parse(node)
+        qspec = ACTIVATION_QSPEC
+        if node.target == aten.gru_cell.default:  # returns the tensor itself
+            annotate(node, {spec["x"]: ACTIVATION_QSPEC}, qspec)
+            return
+        annotate(node, {spec["x"]: ACTIVATION_QSPEC}, None)
+        items = {user.args[1]: user for user in node.users if user.target is operator.getitem}
+        if 0 in items:
+            annotate(items[0], {}, qspec)
+        if 1 in items and spec["sequence"]:
+            shared = SharedQuantizationSpec(items[0]) if 0 in items else qspec
+            annotate(items[1], {}, shared)
+
+    def observe(self, node, args, result) -> None:
+        """Calibration: the float recurrence's per-layer cell and hidden ranges."""
+        spec = _parse(node)
+        values = {id(n): v for n, v in zip(_flatten_args(node.args), _flatten_args(args))}
+        weights = [tuple(None if w is None else values[id(w)] for w in layer) for layer in spec["weights"]]
+        x = args[0] if spec["sequence"] else args[0].unsqueeze(0)
+        stats = float_statistics(spec["cell"], x.detach().float(), weights, time_major=not spec["batch_first"] or not spec["sequence"])
+        seen = node.meta.setdefault(OBSERVED_KEY, stats)
+        for old, new in zip(seen, stats):
+            old["cell_max"] = max(old["cell_max"], new["cell_max"])
+            old["hidden_min"] = min(old["hidden_min"], new["hidden_min"])
+            old["hidden_max"] = max(old["hidden_max"], new["hidden_max"])
+
+    def lower(self, ctx, node) -> None:
+        spec = _parse(node)
+        x = ctx.tensor(spec["x"])
+        observed = node.meta.get(OBSERVED_KEY)
+        if observed is None:
+            raise EdgecError(f"{source_line(node)}: this recurrent layer was not calibrated by edgec (a program "
+                             f"quantized elsewhere has no cell-state or inner-layer ranges); compile the float model")
+        time_major = not spec["batch_first"] or not spec["sequence"]  # a cell: one step, [B, features]
+        # the float node holding the last layer's output (verify compares the two)
+        sequence_node = next((u.name for u in node.users if u.target is operator.getitem and u.args[1] == 0), "")
+        # h_n stacks every layer's last step in one copy: then all layers share the output's qparams
+        h_n_used = spec["sequence"] and any(u.target is operator.getitem and u.args[1] == 1 and u.users for u in node.users)
+        outputs = []
+        source = x
+        for layer, names in enumerate(spec["weights"]):
+            w_ih, w_hh, b_ih, b_hh = (None if n is None else np.asarray(ctx.constant(n).value, np.float64) for n in names)
+            hidden = w_hh.shape[1]
+            shape = source.shape[:-1] + (hidden,)
+            last = layer == spec["layers"] - 1
+            if last and not spec["sequence"] and node.target == aten.gru_cell.default:
+                out = ctx.output(node, shape)
+            else:
+                out = ctx.graph.add_tensor(Tensor(f"{node.name}_layer{layer}", shape, source=sequence_node if last else ""))
+                if not last and not h_n_used:
+                    out.scale, out.zero_point = _asymmetric_qparams(observed[layer]["hidden_min"], observed[layer]["hidden_max"])
+            cell_power = cell_scale_power(observed[layer]["cell_max"]) if spec["cell"] == "lstm" else 0
+            steps, batches = (1, shape[0]) if not spec["sequence"] else shape[:2] if time_major else shape[1::-1]
+            ctx.add_op(self.kind, node, [source], [out], cell=spec["cell"], layer=layer, time_major=time_major,
+                       batches=batches, time_steps=steps, w_ih=w_ih, w_hh=w_hh, b_ih=b_ih, b_hh=b_hh,
+                       cell_power=cell_power, stream=False, last_step_only=False)
+            outputs.append(out)
+            source = out
+        for op in ctx.graph.ops[-len(outputs):]:  # where a layer without qparams takes them (finalize)
+            op.attrs["final_output"] = outputs[-1].name
+        if node.target != aten.gru_cell.default:
+            ctx.alias(node, RecurrentResult(self, node, outputs, spec))
+
+    def relayout(self, op, graph) -> None:
+        """The kernel reads and writes rows in PyTorch order: an input or output the layout pass
+        stores otherwise (channels last, next to a Conv1d) goes through a copy."""
+        for index, name in ((0, op.inputs[0]), (None, op.outputs[0])):
+            tensor = graph.tensors[name]
+            if tensor.perm is None or same_bytes(tensor.torch_shape, tensor.perm, tensor.torch_shape, None):
+                continue
+            rows = graph.add_tensor(Tensor(f"{op.name}_rows{0 if index == 0 else 1}", tensor.torch_shape,
+                                           tensor.scale, tensor.zero_point, source=tensor.source))
+            position = graph.ops.index(op)
+            if index == 0:
+                graph.ops.insert(position, Op(f"{op.name}_input_copy", "copy", [name], [rows.name],
+                                              {"gather": reshape_gather(tensor.torch_shape)}, op.source))
+                op.inputs[0] = rows.name
+            else:
+                graph.ops.insert(position + 1, Op(f"{op.name}_output_copy", "copy", [rows.name], [name],
+                                                  {"gather": reshape_gather(tensor.torch_shape)}, op.source))
+                op.outputs[0] = rows.name
+
+    def finalize(self, op, graph) -> None:
+        a = op.attrs
+        _take_output_qparams(graph, op.outputs[0], a["final_output"])
+        x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if a["cell"] == "lstm" and not -15 <= a["cell_power"] <= 2:
+            raise EdgecError(f"{op.source}: the LSTM cell state reaches {2.0 ** (a['cell_power'] + 15):g}; "
+                             f"edgec's int16 cell state holds |c| <= 128")
+        a["desc"] = recurrent_desc(a["cell"], batches=a["batches"], time_steps=a["time_steps"],
+                                   time_major=a["time_major"], reset_state=not a["stream"], w_ih=a["w_ih"],
+                                   w_hh=a["w_hh"], b_ih=a["b_ih"], b_hh=a["b_hh"], input_scale=x.scale,
+                                   input_zp=x.zero_point, hidden_scale=out.scale, hidden_zp=out.zero_point,
+                                   cell_power=a["cell_power"], last_step_only=a["last_step_only"])
+
+    def golden(self, op, graph, inputs):
+        a = op.attrs
+        state = a.get("state")  # streaming: the persistent state, carried across invokes
+        if state is None:
+            out, _, _ = recurrent_s8(a["desc"], inputs[0])
+        else:
+            out, state["hidden"], state["cell"] = recurrent_s8(a["desc"], inputs[0], state["hidden"], state["cell"])
+        return out.reshape(graph.tensors[op.outputs[0]].shape)
+
+    def state_bytes(self, op) -> int:
+        """Streaming: the hidden (int8) and cell (int16, LSTM) state persist between invokes."""
+        return _state_size(op) if op.attrs["stream"] else 0
+
+    def scratch_bytes(self, op, graph, target) -> int:
+        """The gates' scratch; in whole-sequence mode the state too (after the gates')."""
+        return 16 * op.attrs["w_hh"].shape[1] + (0 if op.attrs["stream"] else _align4(_state_size(op)))
+
+    def emit(self, op, graph, names) -> CCall:
+        a = op.attrs
+        p = names.symbol(op, "desc")
+        call = descriptor("edgec_recurrent_desc", p, a["desc"])
+        hidden = a["w_hh"].shape[1]
+        elements = a["batches"] * hidden
+        scratch = names.scratch(op)
+        if a["stream"]:
+            base = names.state(op)
+        else:
+            base = f"({scratch} + {16 * hidden})"
+        cell_arg = f"(int16_t *)(void *){base}, " if a["cell"] == "lstm" else ""
+        hidden_arg = f"({base} + {2 * elements if a['cell'] == 'lstm' else 0})"
+        call.code = (f"status |= edgec_{a['cell']}_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}, "
+                     f"{hidden_arg}, {cell_arg}{scratch});")
+        call.scratch_required = f"EDGEC_RECURRENT_SCRATCH_BYTES({hidden})"
+        if a["stream"]:  # real zero: the cell state 0, the hidden state its zero point
+            cell_reset = f"memset({base}, 0, {2 * elements}); " if a["cell"] == "lstm" else ""
+            call.state_reset = f"{cell_reset}memset({hidden_arg}, {a['desc']['output_offset']}, {elements});"
+        return call
+
+    def macs(self, op, graph) -> int:
+        a = op.attrs
+        return int(a["batches"] * a["time_steps"] * (a["w_ih"].size + a["w_hh"].size))
+
+
+# -- streaming ------------------------------------------------------------------------------------
+
+def recurrent_ops(graph) -> list:
+    return [op for op in graph.ops if op.kind == Recurrent.kind]
+
+
+def with_time_steps(graph, steps: int) -> None:
+    """Give a graph whose recurrent layers read a model input directly `steps` time steps: the
+    input, every layer's output sequence and the layers' step counts change; what reads the last
+    layer must not depend on the sequence length (its last step, h_n), else EdgecError."""
+    ops = recurrent_ops(graph)
+    firsts = [op for op in ops if op.attrs["layer"] == 0]
+    for op in firsts:
+        if op.inputs[0] not in graph.inputs:
+            raise EdgecError(f"{op.source}: --stream needs the recurrent layer to read a model input "
+                             f"[batch, time, features] directly (one frame per invoke)")
+    if len(graph.inputs) != len(firsts) or any(len(graph.consumers(name)) != 1 for name in graph.inputs):
+        raise EdgecError("--stream needs every model input to be read by one recurrent layer only")
+    for op in ops:
+        axis = 0 if op.attrs["time_major"] else 1
+        names = ([] if op.attrs["last_step_only"] else op.outputs) + (op.inputs if op.attrs["layer"] == 0 else [])
+        for name in names:
+            tensor = graph.tensors[name]
+            if len(tensor.shape) == 3:
+                tensor.shape = tensor.shape[:axis] + (steps,) + tensor.shape[axis + 1:]
+        op.attrs["time_steps"] = steps if len(graph.tensors[op.inputs[0]].shape) == 3 else 1
+
+
+def _reads_other_steps(graph, op, layers: dict) -> bool:
+    """Whether copy `op` reads time steps other than the last of the recurrent outputs it reads
+    (found on its gathered element ids)."""
+    from edgec.ops.movement import gathered_ids
+    ids, start = gathered_ids(op, graph), 0
+    for name in op.inputs:
+        tensor = graph.tensors[name]
+        mine = ids[(ids >= start) & (ids < start + tensor.elements)] - start
+        start += tensor.elements
+        if name in layers:
+            layer = layers[name].attrs
+            steps = tensor.shape[0 if layer["time_major"] else 1] if len(tensor.shape) == 3 else 1
+            step = mine // tensor.shape[-1] // (layer["batches"] if layer["time_major"] else 1) % steps
+            if len(mine) and not np.all(step == steps - 1):
+                return True
+    return False
+
+
+def _check_reads_last_step(graph, ops) -> None:
+    """What reads a recurrent layer's output sequence (other than the next layer) must be a copy
+    that reads only its last time step (output[:, -1], h_n): only that step exists per invoke."""
+    layers = {op.outputs[0]: op for op in ops}
+    for op in graph.ops:
+        if op.kind == Recurrent.kind or not set(op.inputs) & set(layers):
+            continue
+        if op.kind != "copy":
+            raise EdgecError(f"{op.source}: --stream: {op.kind} reads the whole output sequence of a recurrent "
+                             f"layer; a streaming model may read only its last step (output[:, -1] or h_n)")
+        if _reads_other_steps(graph, op, layers):
+            raise EdgecError(f"{op.source}: --stream: this reads time steps other than the last of a "
+                             f"recurrent layer's output; a streaming model may read only the last")
+
+
+def keep_last_steps(graph) -> None:
+    """A last layer whose readers take only its last step (output[:, -1], h_n) writes only that
+    step: its output is [B, 1, H], not the whole sequence, in the arena."""
+    ops = recurrent_ops(graph)
+    layers = {op.outputs[0]: op for op in ops}
+    for op in ops:
+        out = graph.tensors[op.outputs[0]]
+        readers = graph.consumers(op.outputs[0])
+        if (len(out.shape) != 3 or op.attrs["time_steps"] == 1 or op.outputs[0] in graph.outputs or not readers
+                or any(r.kind != "copy" or _reads_other_steps(graph, r, layers) for r in readers)):
+            continue
+        axis = 0 if op.attrs["time_major"] else 1
+        out.shape = out.shape[:axis] + (1,) + out.shape[axis + 1:]
+        op.attrs["last_step_only"] = True
+
+
+def make_streaming(graph) -> None:
+    """One time step per invoke, the state kept between invokes (in a persistent buffer outside
+    the arena in C; in op.attrs["state"] for the golden simulator, reset by reset_state)."""
+    ops = recurrent_ops(graph)
+    if not ops:
+        raise EdgecError("--stream needs a model with a recurrent layer (nn.LSTM, nn.GRU, a cell)")
+    _check_reads_last_step(graph, ops)
+    with_time_steps(graph, 1)
+    for op in recurrent_ops(graph):
+        op.attrs["stream"] = True
+    reset_state(graph)
+
+
+def reset_state(graph) -> None:
+    """The golden simulator's streaming state back to zero (what <name>_reset_state() does)."""
+    for op in recurrent_ops(graph):
+        if op.attrs["stream"]:
+            op.attrs["state"] = {"hidden": None, "cell": None}
+
+
+def _take_output_qparams(graph, name: str, final: str) -> None:
+    """A layer output without qparams: an inner layer whose stack's h_n is used takes the last
+    layer's; a last layer whose sequence nothing reads takes those of h_n, copied from it."""
+    tensor, source = graph.tensors[name], graph.tensors[final]
+    if not source.quantized:
+        quantized = [graph.tensors[c.outputs[0]] for c in graph.consumers(final)
+                     if c.kind == "copy" and graph.tensors[c.outputs[0]].quantized]
+        if not quantized:
+            raise EdgecError(f"recurrent output {final} has no quantization parameters")
+        source.scale, source.zero_point = quantized[0].scale, quantized[0].zero_point
+    if not tensor.quantized:
+        tensor.scale, tensor.zero_point = source.scale, source.zero_point
+
+
+def _state_size(op) -> int:
+    elements = op.attrs["batches"] * op.attrs["w_hh"].shape[1]
+    return elements * (3 if op.attrs["cell"] == "lstm" else 1)
+
+
+def _align4(n: int) -> int:
+    return (n + 3) // 4 * 4
+
+
+def _asymmetric_qparams(low: float, high: float) -> tuple[float, int]:
+    """int8 qparams of [low, high] (widened to hold 0), as PT2E's MinMaxObserver chooses them."""
+    low, high = min(low, 0.0), max(high, 0.0)
+    scale = max((high - low) / 255.0, 2**-20)
+    return float(np.float32(scale)), int(np.clip(-128 - round(low / scale), -128, 127))
+
+
+class Zeros(OpDef):
+    """aten.zeros: a recurrent layer's default initial state (a constant; only they read it)."""
+    kind = "zeros"
+    family = "zeros (a recurrent layer's initial state)"
+    targets = frozenset({aten.zeros.default})
+
+    def annotate(self, node) -> None:
+        pass
+
+    def lower(self, ctx, node) -> None:
+        from edgec.lower import Constant  # lower imports the units: a module-level import would cycle
+        ctx.alias(node, Constant(np.zeros(tuple(node.meta["val"].shape), np.float32)))
+
+
+UNITS = (Recurrent(), Zeros())

@@ -1,0 +1,283 @@
+/*
+ * edgec_recurrent_s8.c -- int8 LSTM and GRU over a sequence (or one step of a stream).
+ *
+ * LSTM: TFLite Micro's integer UNIDIRECTIONAL_SEQUENCE_LSTM (8x8->16, no peephole, projection or
+ * layer norm) as CMSIS-NN's arm_lstm_unidirectional_s8 computes it: per gate an int8 x int8 matmul
+ * of the input and one of the hidden state, each requantized to int16 Q3.12 and added with
+ * saturation; sigmoid/tanh by arm_nn_activation_s16's interpolated table (Q3.12 -> Q0.15); the cell
+ * state int16 with a power-of-two scale; the hidden state int8 (the output's qparams).
+ * GRU: edgec's definition with the same pieces (edgec.ops.recurrent.gru_step).
+ * The golden kernels are edgec.ops.recurrent.lstm_step / gru_step / recurrent_s8.
+ *
+ * Dot products accumulate in uint32_t (wrapping like the golden's int32) so that no signed
+ * overflow can happen whatever the bias; products of int16 gates fit int32 (|a * b| <= 2^30).
+ * The dot products run two rows at a time: on SMLAD with the DSP extension (Cortex-M4/M7/M33), on
+ * Helium's VMLADAVA (Cortex-M55).
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "edgec_nn.h"
+#include "../support/edgec_support.h"
+
+#define RECURRENT_SIGMOID 0
+#define RECURRENT_TANH 1
+
+/* Sums of a requantized value (any int32) and another are formed in 64 bits, then saturated:
+ * int32 addition could overflow (undefined) where CMSIS-NN adds in int32. */
+static int16_t sat16(int64_t x)
+{
+    return (int16_t)EDGEC_MIN(EDGEC_MAX(x, INT16_MIN), INT16_MAX);
+}
+
+static int8_t sat8(int64_t x)
+{
+    return (int8_t)EDGEC_MIN(EDGEC_MAX(x, -128), 127);
+}
+
+/* arm_nn_activation_s16: sigmoid or tanh of x * 2^left_shift read as Q3.12, in Q0.15. */
+static int16_t activation_s16(int32_t x, int32_t left_shift, int function, const uint16_t *table)
+{
+    const int32_t multiplier = left_shift < 0 ? 3 : 3 * (1 << left_shift);
+    const int32_t right = left_shift < 0 ? -left_shift : 0;
+    const int32_t rounding = right > 0 ? (1 << (right - 1)) : 0;
+    const int32_t v = (x * multiplier + rounding) >> right;
+    const uint32_t a = (uint32_t)(v > 0 ? v : -v);
+    const uint32_t bits = function == RECURRENT_SIGMOID ? 9u : 8u;
+    const uint32_t u = a >> bits;
+    uint32_t result;
+    if (u >= 255u) {
+        result = function == RECURRENT_SIGMOID ? (0x7FFFu << 10) : (0xFFFFu << 8);
+    } else {
+        const uint32_t ua = table[u];
+        const uint32_t ub = table[u + 1u];
+        result = (ua << bits) + (a & ((1u << bits) - 1u)) * (ub - ua);
+    }
+    if (function == RECURRENT_SIGMOID) {
+        result = v >= 0 ? result + (1u << 9) : (1u << 25) - result + (1u << 9) - 1u;
+        result >>= 10;
+    } else {
+        result = v >= 0 ? (result - (1u << 23)) + (1u << 7) : ((1u << 23) - result) + (1u << 7) - 1u;
+        result >>= 8;
+    }
+    return (int16_t)(result & 0xFFFFu);
+}
+
+/* acc + sum_j w[j] * x[j] over n terms, wrapping like int32 (uint32 arithmetic; SMLAD and
+ * VMLADAVA accumulate modulo 2^32). */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#include <arm_mve.h>
+
+/* Helium: 16 int8 products per VMLADAVA, the tail loaded under a VCTP predicate (zeros). */
+static void dot2(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, uint32_t *acc0, uint32_t *acc1)
+{
+    int32_t sum0 = (int32_t)*acc0;
+    int32_t sum1 = (int32_t)*acc1;
+    for (int32_t j = 0; j < n; j += 16) {
+        const mve_pred16_t p = vctp8q((uint32_t)(n - j));
+        const int8x16_t xv = vldrbq_z_s8(x + j, p);
+        sum0 = vmladavaq_s8(sum0, xv, vldrbq_z_s8(w0 + j, p));
+        sum1 = vmladavaq_s8(sum1, xv, vldrbq_z_s8(w1 + j, p));
+    }
+    *acc0 = (uint32_t)sum0;
+    *acc1 = (uint32_t)sum1;
+}
+#elif defined(__ARM_FEATURE_DSP)
+/* Two rows against the same x: four int8 per word, widened by SXTB16 into int16 pairs, two SMLAD
+ * per row and word; x is widened once for both rows. Unaligned words are read with memcpy (one
+ * LDR: the M-profile cores with the DSP extension load unaligned words). */
+static void dot2(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, uint32_t *acc0, uint32_t *acc1)
+{
+    int32_t sum0 = (int32_t)*acc0;
+    int32_t sum1 = (int32_t)*acc1;
+    int32_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        int32_t xv, a, b;
+        memcpy(&xv, x + j, 4);
+        memcpy(&a, w0 + j, 4);
+        memcpy(&b, w1 + j, 4);
+        const int32_t x_even = __sxtb16(xv), x_odd = edgec_sxtb16_ror8(xv);
+        sum0 = __smlad(__sxtb16(a), x_even, sum0);
+        sum0 = __smlad(edgec_sxtb16_ror8(a), x_odd, sum0);
+        sum1 = __smlad(__sxtb16(b), x_even, sum1);
+        sum1 = __smlad(edgec_sxtb16_ror8(b), x_odd, sum1);
+    }
+    uint32_t u0 = (uint32_t)sum0, u1 = (uint32_t)sum1;
+    for (; j < n; j++) {
+        u0 += (uint32_t)((int32_t)w0[j] * (int32_t)x[j]);
+        u1 += (uint32_t)((int32_t)w1[j] * (int32_t)x[j]);
+    }
+    *acc0 = u0;
+    *acc1 = u1;
+}
+#else
+static void dot2(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, uint32_t *acc0, uint32_t *acc1)
+{
+    uint32_t u0 = *acc0, u1 = *acc1;
+    for (int32_t j = 0; j < n; j++) {
+        u0 += (uint32_t)((int32_t)w0[j] * (int32_t)x[j]);
+        u1 += (uint32_t)((int32_t)w1[j] * (int32_t)x[j]);
+    }
+    *acc0 = u0;
+    *acc1 = u1;
+}
+#endif
+
+/* requantize(bias[r] + sum_j w[r][j] * x[j]) for each of `rows` rows into out[r] (int32). */
+static void matmul_rows(const int8_t *x, const int8_t *w, const int32_t *bias, int32_t cols, int32_t rows,
+                        int32_t multiplier, int32_t shift, int32_t *out)
+{
+    int32_t r = 0;
+    for (; r + 2 <= rows; r += 2) {
+        const int8_t *row = w + (size_t)r * (size_t)cols;
+        uint32_t acc0 = (uint32_t)bias[r], acc1 = (uint32_t)bias[r + 1];
+        dot2(x, row, row + cols, cols, &acc0, &acc1);
+        out[r] = edgec_requantize((int32_t)acc0, multiplier, shift);
+        out[r + 1] = edgec_requantize((int32_t)acc1, multiplier, shift);
+    }
+    if (r < rows) { /* the last, odd row: paired with itself */
+        const int8_t *row = w + (size_t)r * (size_t)cols;
+        uint32_t acc0 = (uint32_t)bias[r], acc1 = acc0;
+        dot2(x, row, row, cols, &acc0, &acc1);
+        out[r] = edgec_requantize((int32_t)acc0, multiplier, shift);
+    }
+}
+
+/* Gate `gate`'s input part, saturated to int16, in x_part; its recurrent part (requantized,
+ * not saturated) in h_part; both hidden_size long. */
+static void gate_parts(const edgec_recurrent_desc *d, const int8_t *x, const int8_t *h, int32_t gate,
+                       int32_t *x_part, int32_t *h_part)
+{
+    const int32_t hs = d->hidden_size;
+    const size_t rows = (size_t)gate * (size_t)hs;
+    matmul_rows(x, d->input_weights + rows * (size_t)d->input_size, d->input_bias + rows, d->input_size, hs,
+                d->input_multiplier[gate], d->input_shift[gate], x_part);
+    for (int32_t k = 0; k < hs; k++) {
+        x_part[k] = sat16(x_part[k]);
+    }
+    matmul_rows(h, d->hidden_weights + rows * (size_t)hs, d->hidden_bias + rows, hs, hs,
+                d->hidden_multiplier[gate], d->hidden_shift[gate], h_part);
+}
+
+/* One LSTM step of one batch row; scratch: 2 * hidden_size int32 + 4 * hidden_size int16. */
+static void lstm_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h, int16_t *c, int32_t *parts,
+                      int16_t *gates)
+{
+    const int32_t hs = d->hidden_size;
+    for (int32_t gate = 0; gate < 4; gate++) {
+        gate_parts(d, x, h, gate, parts, parts + hs);
+        for (int32_t k = 0; k < hs; k++) {
+            gates[gate * hs + k] = activation_s16(sat16((int64_t)parts[hs + k] + parts[k]), 0,
+                                                  gate == 2 ? RECURRENT_TANH : RECURRENT_SIGMOID, d->sigmoid_table);
+        }
+    }
+    for (int32_t k = 0; k < hs; k++) {
+        const int32_t i = gates[k], f = gates[hs + k], g = gates[2 * hs + k], o = gates[3 * hs + k];
+        int32_t cell = sat16(edgec_requantize(f * (int32_t)c[k], d->forget_cell_multiplier, d->forget_cell_shift));
+        cell = sat16((int64_t)edgec_requantize(i * g, d->input_cell_multiplier, d->input_cell_shift) + cell);
+        c[k] = (int16_t)cell;
+        const int32_t t = activation_s16(cell, d->cell_tanh_shift, RECURRENT_TANH, d->sigmoid_table);
+        h[k] = sat8((int64_t)edgec_requantize(o * t, d->output_multiplier, d->output_shift) + d->output_offset);
+    }
+}
+
+/* One GRU step of one batch row; scratch: 2 * hidden_size int32 + 4 * hidden_size int16. */
+static void gru_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h, int32_t *parts, int16_t *gates)
+{
+    const int32_t hs = d->hidden_size;
+    for (int32_t gate = 0; gate < 2; gate++) { /* r, z */
+        gate_parts(d, x, h, gate, parts, parts + hs);
+        for (int32_t k = 0; k < hs; k++) {
+            gates[gate * hs + k] = activation_s16(sat16((int64_t)parts[hs + k] + parts[k]), 0, RECURRENT_SIGMOID,
+                                                  d->sigmoid_table);
+        }
+    }
+    gate_parts(d, x, h, 2, parts, parts + hs); /* n: x part and h part kept apart */
+    for (int32_t k = 0; k < hs; k++) {
+        const int32_t r = gates[k];
+        const int32_t hn = sat16(parts[hs + k]);
+        const int32_t rh = sat16(edgec_requantize(r * hn, d->forget_cell_multiplier, d->forget_cell_shift));
+        gates[2 * hs + k] = activation_s16(sat16((int64_t)parts[k] + rh), 0, RECURRENT_TANH, d->sigmoid_table);
+    }
+    for (int32_t k = 0; k < hs; k++) {
+        const int32_t z = gates[hs + k], n = gates[2 * hs + k];
+        const int32_t h_q15 = sat16(edgec_requantize((int32_t)h[k] - d->output_offset, d->hidden_q15_multiplier,
+                                                     d->hidden_q15_shift));
+        const int32_t mixed = (32768 - z) * n + z * h_q15;
+        h[k] = sat8((int64_t)edgec_requantize(mixed, d->output_multiplier, d->output_shift) + d->output_offset);
+    }
+}
+
+static int recurrent_desc_valid(const edgec_recurrent_desc *d, int32_t cell, const int8_t *input,
+                                const int8_t *output, const int8_t *hidden, const int16_t *cell_state,
+                                const void *scratch)
+{
+    if (d == NULL || input == NULL || output == NULL || hidden == NULL || scratch == NULL ||
+        d->input_weights == NULL || d->hidden_weights == NULL || d->input_bias == NULL ||
+        d->hidden_bias == NULL || d->sigmoid_table == NULL || d->cell != cell ||
+        (cell == EDGEC_RECURRENT_LSTM && cell_state == NULL)) {
+        return 0;
+    }
+    if (d->batches < 1 || d->time_steps < 1 || d->input_size < 1 || d->hidden_size < 1 ||
+        d->input_size > 65535 || d->hidden_size > 65535 ||
+        (int64_t)d->batches * d->time_steps * EDGEC_MAX(d->input_size, d->hidden_size) > INT32_MAX ||
+        (int64_t)4 * d->hidden_size * EDGEC_MAX(d->input_size, d->hidden_size) > INT32_MAX) {
+        return 0;
+    }
+    if (d->output_offset < -128 || d->output_offset > 127 || d->cell_tanh_shift < -31 || d->cell_tanh_shift > 14) {
+        return 0;
+    }
+    if (!edgec_shifts_valid(d->input_shift, cell) || !edgec_shifts_valid(d->hidden_shift, cell) ||
+        !edgec_shift_valid(d->forget_cell_shift) || !edgec_shift_valid(d->input_cell_shift) ||
+        !edgec_shift_valid(d->output_shift) || !edgec_shift_valid(d->hidden_q15_shift)) {
+        return 0;
+    }
+    return 1;
+}
+
+static edgec_status recurrent_run(const edgec_recurrent_desc *d, int32_t cell, const int8_t *input,
+                                  int8_t *output, int8_t *hidden, int16_t *cell_state, void *scratch)
+{
+    if (!recurrent_desc_valid(d, cell, input, output, hidden, cell_state, scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t hs = d->hidden_size;
+    int32_t *parts = (int32_t *)scratch;
+    int16_t *gates = (int16_t *)(parts + 2 * hs);
+    if (d->reset_state) {
+        memset(hidden, d->output_offset, (size_t)d->batches * (size_t)hs);
+        if (cell_state != NULL) {
+            memset(cell_state, 0, (size_t)d->batches * (size_t)hs * sizeof(int16_t));
+        }
+    }
+    for (int32_t t = 0; t < d->time_steps; t++) {
+        for (int32_t b = 0; b < d->batches; b++) {
+            const size_t row = d->time_major ? (size_t)t * (size_t)d->batches + (size_t)b
+                                             : (size_t)b * (size_t)d->time_steps + (size_t)t;
+            int8_t *h = hidden + (size_t)b * (size_t)hs;
+            if (cell == EDGEC_RECURRENT_LSTM) {
+                lstm_step(d, input + row * (size_t)d->input_size, h, cell_state + (size_t)b * (size_t)hs, parts, gates);
+            } else {
+                gru_step(d, input + row * (size_t)d->input_size, h, parts, gates);
+            }
+            if (!d->last_step_only) {
+                memcpy(output + row * (size_t)hs, h, (size_t)hs);
+            } else if (t == d->time_steps - 1) {
+                memcpy(output + (size_t)b * (size_t)hs, h, (size_t)hs);
+            }
+        }
+    }
+    return EDGEC_OK;
+}
+
+edgec_status edgec_lstm_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output,
+                           int8_t *hidden, int16_t *cell, void *scratch)
+{
+    return recurrent_run(desc, EDGEC_RECURRENT_LSTM, input, output, hidden, cell, scratch);
+}
+
+edgec_status edgec_gru_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output,
+                          int8_t *hidden, void *scratch)
+{
+    return recurrent_run(desc, EDGEC_RECURRENT_GRU, input, output, hidden, NULL, scratch);
+}

@@ -1,0 +1,158 @@
+"""Make tests/data/tflm/: edgec's reference models quantized the litert-torch way, and what TFLite
+Micro computes for them (the oracle of tests/test_tflm_reference.py).
+
+For each model: torch.export(strict=True) -> litert-torch's PT2EQuantizer (per-channel, its
+HistogramObserver activations) -> prepare_pt2e -> calibrate -> convert_pt2e(fold_quantize=False),
+then (a) litert_torch.convert -> .tflite -> TFLite Micro's Python interpreter runs the int8 inputs;
+(b) the same converted program is saved as <name>.pt2 (what `edgec build` reads). Stored per
+model: <name>.pt2 and <name>.npz (int8 inputs in PyTorch order, TFLite Micro's int8 outputs and,
+for classifiers, the int8 logits feeding SOFTMAX, the I/O qparams), and versions.json.
+
+The peer stack is NOT an edgec dependency; it is needed only to rerun this script:
+    echo torch==2.13.0 > /tmp/torch-pin.txt
+    pip install -c /tmp/torch-pin.txt litert-torch==0.10.0 ai-edge-litert==2.3.0 \\
+        tflite-micro==0.dev20261023182759 typing_extensions==4.12.2
+    python scripts/make_tflm_reference.py            # all four models; prints edgec's mismatches
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from edgec import zoo  # noqa: E402
+
+OUT = ROOT / "tests" / "data" / "tflm"
+CALIBRATION_SAMPLES = 64
+# Half the inputs follow the model's data distribution, half are uniform over all int8 values
+# (saturating every layer somewhere: the corners where arithmetic differences show).
+REALISTIC_SAMPLES = 8
+UNIFORM_SAMPLES = 8
+TFLM_ARENA_BYTES = 8 << 20  # generous: TFLM segfaults on a too small arena instead of failing
+PEER_PACKAGES = ("torch", "torchao", "litert-torch", "ai-edge-litert", "tflite-micro")
+
+
+def quantized_program(name: str):
+    """(quantizer, converted Q/DQ GraphModule, example inputs) of zoo model `name`."""
+    from litert_torch.quantize import pt2e_quantizer
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    model, example = zoo.ZOO[name]()
+    module = torch.export.export(model, example, strict=True).module()
+    softmax_as_litert_matches_it(module)
+    quantizer = pt2e_quantizer.PT2EQuantizer().set_global(
+        pt2e_quantizer.get_symmetric_quantization_config(is_per_channel=True))
+    prepared = prepare_pt2e(module, quantizer)
+    with torch.no_grad():
+        for sample in zoo.calibration_data(name, CALIBRATION_SAMPLES, seed=10):
+            prepared(torch.from_numpy(sample[None]))
+    return quantizer, convert_pt2e(prepared, fold_quantize=False), example
+
+
+def softmax_as_litert_matches_it(module) -> None:
+    """torch 2.13 exports F.softmax as aten.softmax.int; litert-torch's fixed-qparams annotator
+    matches only aten._softmax.default (else the model ends in a float softmax)."""
+    for node in module.graph.nodes:
+        if node.target == torch.ops.aten.softmax.int:
+            node.target = torch.ops.aten._softmax.default
+            node.args = (node.args[0], node.args[1], False)
+    module.recompile()
+
+
+def int8_inputs(name: str, scale: float, zero_point: int, shape) -> np.ndarray:
+    """[samples, *shape[1:]] int8 in PyTorch order: realistic floats quantized as TFLite's QUANTIZE
+    does (float32 division, round half away from zero), then uniform random bytes."""
+    floats = zoo.calibration_data(name, REALISTIC_SAMPLES, seed=1000)
+    v = floats / np.float32(scale)
+    realistic = np.clip(np.trunc(np.where(v >= 0, v + 0.5, v - 0.5)) + zero_point, -128, 127)
+    uniform = np.random.default_rng(2000).integers(-128, 128, size=(UNIFORM_SAMPLES, *shape[1:]))
+    return np.concatenate([realistic, uniform]).astype(np.int8)
+
+
+def softmax_input_index(tflite_path: Path) -> int | None:
+    """The tensor index of the last SOFTMAX's input (the int8 logits), if the model has one."""
+    from ai_edge_litert.interpreter import Interpreter
+    ops = [op for op in Interpreter(model_path=str(tflite_path))._get_ops_details() if op["op_name"] == "SOFTMAX"]
+    return int(ops[-1]["inputs"][0]) if ops else None
+
+
+def run_tflm(tflite_path: Path, inputs_path: Path, outputs_path: Path, logits_index: int) -> None:
+    """In this (child) process: TFLite Micro's outputs (and the tensor `logits_index`, -1: none)."""
+    from tflite_micro.python.tflite_micro import runtime
+    interpreter = runtime.Interpreter.from_file(str(tflite_path), arena_size=TFLM_ARENA_BYTES,
+                                                intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors)
+    outputs, logits = [], []
+    for sample in np.load(inputs_path):
+        interpreter.set_input(sample[None], 0)
+        interpreter.invoke()
+        outputs.append(interpreter.get_output(0).reshape(-1).copy())
+        if logits_index >= 0:
+            logits.append(interpreter.GetTensor(logits_index, 0)["tensor_data"].reshape(-1).copy())
+    np.savez(outputs_path, outputs=np.stack(outputs), logits=np.stack(logits) if logits else np.zeros((0,), np.int8))
+
+
+def make(name: str, out_dir: Path, work: Path) -> dict:
+    import litert_torch
+    from ai_edge_litert.interpreter import Interpreter
+    from litert_torch.quantize.quant_config import QuantConfig
+
+    quantizer, converted, example = quantized_program(name)
+    tflite_path = work / f"{name}.tflite"
+    litert_torch.convert(converted, example, quant_config=QuantConfig(pt2e_quantizer=quantizer)).export(str(tflite_path))
+    torch.export.save(torch.export.export(converted, example, strict=True), out_dir / f"{name}.pt2")
+
+    interpreter = Interpreter(model_path=str(tflite_path))
+    source, sink = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
+    if source["dtype"] != np.int8 or sink["dtype"] != np.int8:
+        raise SystemExit(f"{name}: the .tflite has {source['dtype']} -> {sink['dtype']} I/O, not int8")
+    (in_scale,), (in_zp,) = source["quantization_parameters"]["scales"], source["quantization_parameters"]["zero_points"]
+    (out_scale,), (out_zp,) = sink["quantization_parameters"]["scales"], sink["quantization_parameters"]["zero_points"]
+    inputs = int8_inputs(name, in_scale, in_zp, tuple(example[0].shape))
+    np.save(work / f"{name}_in.npy", inputs)
+    logits_index = softmax_input_index(tflite_path)
+    subprocess.run([sys.executable, __file__, "--run-tflm", str(tflite_path), str(work / f"{name}_in.npy"),
+                    str(work / f"{name}_out.npz"), str(-1 if logits_index is None else logits_index)], check=True)
+    result = np.load(work / f"{name}_out.npz")
+    np.savez_compressed(out_dir / f"{name}.npz", inputs=inputs, outputs=result["outputs"], logits=result["logits"],
+                        input_qparams=np.array([in_scale, in_zp], np.float64),
+                        output_qparams=np.array([out_scale, out_zp], np.float64))
+    return {"ops": [op["op_name"] for op in interpreter._get_ops_details()]}
+
+
+def edgec_mismatches(name: str, out_dir: Path) -> str:
+    """What tests/test_tflm_reference.py checks, for the record: edgec's golden vs TFLite Micro."""
+    from tests.test_tflm_reference import golden_against_tflm
+    return golden_against_tflm(out_dir, name)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--models", nargs="*", default=sorted(zoo.ZOO))
+    parser.add_argument("--run-tflm", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run_tflm:
+        tflite, inputs, outputs, logits = args.run_tflm
+        run_tflm(Path(tflite), Path(inputs), Path(outputs), int(logits))
+        return
+    args.out.mkdir(parents=True, exist_ok=True)
+    record = {"packages": {p: metadata.version(p) for p in PEER_PACKAGES}, "models": {}}
+    with tempfile.TemporaryDirectory(prefix="tflm-reference-") as tmp:
+        for name in args.models:
+            record["models"][name] = make(name, args.out, Path(tmp))
+            print(f"{name}: {edgec_mismatches(name, args.out)}", flush=True)
+    (args.out / "versions.json").write_text(json.dumps(record, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
