@@ -82,6 +82,8 @@ def _absorb_requantize_after_activations(graph: Graph) -> None:
     directly, as the TFLite converter fuses such a chain (the intermediate rounding disappears)."""
     for requantize in [op for op in graph.ops if op.kind == "lut" and op.attrs["function"] == "requantize"]:
         clamp = graph.producer(requantize.inputs[0])
+        if graph.tensors[requantize.inputs[0]].dtype != graph.tensors[requantize.outputs[0]].dtype:
+            continue  # int8 <-> int16: the int16 kernels read and write one dtype
         if clamp is None or clamp.kind != "clamp" or len(graph.consumers(clamp.outputs[0])) != 1 \
                 or clamp.outputs[0] in graph.outputs:
             continue
