@@ -283,7 +283,8 @@ class CompiledModel:
 
 def compile(model, example_inputs=None, *, calibration=None, target: str | Target = "cortex-m4",
             opt: str = "auto", ram: int | str | None = None, flash: int | str | None = None,
-            name: str | None = None, progress: bool = True) -> CompiledModel:
+            name: str | None = None, progress: bool = True, activations: str = "int8",
+            int16_layers=()) -> CompiledModel:
     """Quantize and compile `model` for `target`, as `edgec build` does.
 
     model: an nn.Module (with `example_inputs`: a tensor shaped like one input batch, or a tuple
@@ -294,6 +295,8 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
     target, opt, ram, flash: as `edgec build --target/--opt/--ram/--flash`.
     name: the C symbol prefix (default: the model class's name in snake case).
     progress: show the calibration progress on stderr.
+    activations, int16_layers: as `edgec build --activations/--int16-layers` ("int16": the whole
+        model with int16 activations; int16_layers: the nn.Module paths whose layers are int16).
     """
     target_info = get_target(target).with_budget(_size(ram), _size(flash)).with_opt(opt)
     name = _check_name(name or _default_name(model))
@@ -302,7 +305,8 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
         arrays = None if calibration is None else \
             pipeline.per_input_samples(calibration, loaded.example_inputs, "calibration data")
         quantized = pipeline.quantize_loaded(loaded, module, calibration=arrays, warn=_warn,
-                                             progress=_progress if progress else None)
+                                             progress=_progress if progress else None, activations=activations,
+                                             int16_layers=int16_layers)
         compiled = pipeline.compile_for(quantized, target_info)
     samples = None if arrays is None else [x[:REPORT_SAMPLES] for x in arrays]
     module = copy.deepcopy(model).eval() if isinstance(model, torch.nn.Module) else None
