@@ -38,17 +38,15 @@ def int16_bounds(scale: float, lo: float | None, hi: float | None) -> tuple[int,
 
 
 class S16Unit(OpDef):
-    """What every int16 unit shares: a descriptor call `kernel(&desc, inputs..., output)`, no
-    in-place forms (the int8 units' byte-offset proofs assume one byte per element)."""
+    """What every int16 unit shares: a descriptor call `kernel(&desc, inputs..., output)`; no
+    in-place forms unless the unit gives its own (the int8 units' byte-offset proofs assume one
+    byte per element)."""
     kernel = ""
     base_kind = ""  # the int8 unit whose lowering and layout the op went through
 
     def macs(self, op, graph) -> int:
         from edgec.ops import KINDS
         return KINDS[self.base_kind].macs(op, graph)
-
-    def golden(self, op, graph, inputs):
-        raise NotImplementedError
 
     def kernel_name(self, op) -> str:
         return self.kernel
@@ -67,8 +65,16 @@ class S16Unit(OpDef):
         return None
 
 
-def _output_tensors(op, graph):
+def _io_tensors(op, graph):
     return graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+
+
+def _weighted_desc(op, build, *args, **kwargs) -> dict:
+    """_desc of a conv / depthwise / linear layer, its per-channel multipliers and shifts also kept in
+    op.attrs as the int8 units keep them (edgec.verify's layer tolerance reads them)."""
+    desc = _desc(op, build, *args, **kwargs)
+    op.attrs["multiplier"], op.attrs["shift"] = desc["multiplier"], desc["shift"]
+    return desc
 
 
 def _desc(op, build, *args, **kwargs) -> dict:
@@ -86,13 +92,14 @@ class Conv2dS16(S16Unit):
     runtime_sources = ("conv/edgec_conv_s16.c",)
 
     def finalize(self, op, graph) -> None:
-        x_t, out_t = _output_tensors(op, graph)
+        x_t, out_t = _io_tensors(op, graph)
         a = op.attrs
         bounds = int16_bounds(out_t.scale, *a["clamp"])
-        a["desc"] = _desc(op, s16.conv_s16_desc, x_t.shape, a["weight"].transpose(0, 3, 1, 2), a["bias"],
-                          x_t.scale, a["weight_scales"], out_t.scale, stride=a["stride"], pad=a["pad"][:2],
-                          dilation=a["dilation"], groups=a["groups"], output_hw=out_t.shape[1:3],
-                          act_min=bounds[0], act_max=bounds[1])
+        filters = a["weight"].transpose(0, 3, 1, 2)  # OHWI -> PyTorch's OIHW
+        a["desc"] = _weighted_desc(op, s16.conv_s16_desc, x_t.shape, filters, a["bias"], x_t.scale,
+                                   a["weight_scales"], out_t.scale, stride=a["stride"], pad=a["pad"][:2],
+                                   dilation=a["dilation"], groups=a["groups"], output_hw=out_t.shape[1:3],
+                                   act_min=bounds[0], act_max=bounds[1])
 
     def specialize(self, op, graph, target) -> None:
         op.attrs["dsp"] = bool(target.dsp)
@@ -118,12 +125,14 @@ class DepthwiseConv2dS16(S16Unit):
     runtime_sources = ("depthwise/edgec_depthwise_conv_s16.c",)
 
     def finalize(self, op, graph) -> None:
-        x_t, out_t = _output_tensors(op, graph)
+        x_t, out_t = _io_tensors(op, graph)
         a = op.attrs
         bounds = int16_bounds(out_t.scale, *a["clamp"])
-        a["desc"] = _desc(op, s16.depthwise_conv_s16_desc, x_t.shape, a["weight"].transpose(3, 0, 1, 2), a["bias"],
-                          x_t.scale, a["weight_scales"], out_t.scale, stride=a["stride"], pad=a["pad"][:2],
-                          dilation=a["dilation"], output_hw=out_t.shape[1:3], act_min=bounds[0], act_max=bounds[1])
+        filters = a["weight"].transpose(3, 0, 1, 2)  # [1, KH, KW, C_out] -> PyTorch's [C_out, 1, KH, KW]
+        a["desc"] = _weighted_desc(op, s16.depthwise_conv_s16_desc, x_t.shape, filters, a["bias"], x_t.scale,
+                                   a["weight_scales"], out_t.scale, stride=a["stride"], pad=a["pad"][:2],
+                                   dilation=a["dilation"], output_hw=out_t.shape[1:3], act_min=bounds[0],
+                                   act_max=bounds[1])
 
     def golden(self, op, graph, inputs):
         return s16.depthwise_conv_s16(op.attrs["desc"], inputs[0])
@@ -135,12 +144,12 @@ class FullyConnectedS16(Conv2dS16):
     runtime_sources = ("fc/edgec_fully_connected_s16.c",)
 
     def finalize(self, op, graph) -> None:
-        x_t, out_t = _output_tensors(op, graph)
+        x_t, out_t = _io_tensors(op, graph)
         a = op.attrs
         bounds = int16_bounds(out_t.scale, *a["clamp"])
         rows = x_t.elements // x_t.shape[-1]  # linear over the last axis: every leading index is a row
-        a["desc"] = _desc(op, s16.fully_connected_s16_desc, rows, a["weight"], a["bias"], x_t.scale,
-                          a["weight_scales"], out_t.scale, act_min=bounds[0], act_max=bounds[1])
+        a["desc"] = _weighted_desc(op, s16.fully_connected_s16_desc, rows, a["weight"], a["bias"], x_t.scale,
+                                   a["weight_scales"], out_t.scale, act_min=bounds[0], act_max=bounds[1])
 
     def golden(self, op, graph, inputs):
         return s16.fully_connected_s16(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
@@ -158,7 +167,7 @@ class PoolS16(S16Unit):
     runtime_sources = ("pool/edgec_pool_s16.c",)
 
     def finalize(self, op, graph) -> None:
-        x_t, out_t = _output_tensors(op, graph)
+        x_t, out_t = _io_tensors(op, graph)
         if (x_t.scale, x_t.zero_point) != (out_t.scale, out_t.zero_point):
             raise EdgecError(f"{op.source}: pooling must keep its input's qparams")
         a = op.attrs
@@ -189,7 +198,7 @@ class ClampS16(S16Unit):
     runtime_sources = ("pool/edgec_pool_s16.c",)
 
     def finalize(self, op, graph) -> None:
-        x_t, out_t = _output_tensors(op, graph)
+        x_t, out_t = _io_tensors(op, graph)
         if (x_t.scale, x_t.zero_point) != (out_t.scale, out_t.zero_point):
             raise EdgecError(f"{op.source}: a standalone activation must keep its input's qparams")
         bounds = int16_bounds(out_t.scale, *op.attrs["clamp"])
@@ -233,7 +242,7 @@ class SoftmaxS16(S16Unit):
     runtime_sources = ("softmax/edgec_softmax_s16.c",)
 
     def finalize(self, op, graph) -> None:
-        x_t, out_t = _output_tensors(op, graph)
+        x_t, out_t = _io_tensors(op, graph)
         if (out_t.scale, out_t.zero_point) != FIXED_OUTPUT:
             raise EdgecError(f"{op.source}: an int16 softmax output must be quantized with scale 1/32768 and "
                              f"zero point 0, got ({out_t.scale}, {out_t.zero_point})")
@@ -254,7 +263,7 @@ class LutS16(S16Unit):
     runtime_sources = ("activation/edgec_lut_s16.c",)
 
     def finalize(self, op, graph) -> None:
-        x_t, out_t = _output_tensors(op, graph)
+        x_t, out_t = _io_tensors(op, graph)
         function, attrs = op.attrs["function"], op.attrs["function_attrs"]
         if function in s16.LUT_FUNCTIONS and not attrs:
             transform = function
@@ -278,7 +287,7 @@ class RequantizeS16(S16Unit):
     runtime_sources = ("eltwise/edgec_requantize_s16.c",)
 
     def finalize(self, op, graph) -> None:
-        x_t, out_t = _output_tensors(op, graph)
+        x_t, out_t = _io_tensors(op, graph)
         op.attrs["desc"] = _desc(op, s16.requantize_s16_desc, out_t.elements, x_t.scale, x_t.zero_point,
                                  out_t.scale, out_t.zero_point)
 
