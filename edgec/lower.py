@@ -123,6 +123,7 @@ class LoweringContext:
             tensor = self.graph.add_tensor(Tensor(node.name, tuple(node.meta["val"].shape), source=node.name))
             self.graph.inputs.append(tensor.name)
             self.values[node.name] = tensor
+            self._widest_input_quantize(node, tensor)
         elif node.op == "get_attr":
             self.values[node.name] = Constant(_attr_value(self.module, node.target))
         elif node.op == "call_module":
@@ -148,6 +149,17 @@ class LoweringContext:
                 raise EdgecError(f"{source_line(node)}: item {node.args[1]} of {node.args[0].target} is not supported")
         else:
             OPS[node.target].lower(self, node)
+
+    def _widest_input_quantize(self, node: Node, tensor: Tensor) -> None:
+        """A model input that int8 and int16 layers both read, each quantizing the float input
+        itself, is int16: the int8 readers get it requantized, where the other way round the
+        int16 layers would read int8 precision."""
+        for user in node.users:
+            if _qop_name(user) == "quantize_per_tensor":
+                args = self._quantize_args(user)
+                if ACTIVATION_DTYPES.get(args.dtype) == "int16" and int(args.zero_point[0]) == 0:
+                    tensor.scale, tensor.zero_point, tensor.dtype = float(args.scale[0]), 0, "int16"
+                    return
 
     def _quantize_args(self, node: Node) -> QuantizeArgs:
         per_channel = _qop_name(node).endswith("per_channel")

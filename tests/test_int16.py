@@ -145,6 +145,20 @@ def test_int16_data_movement_and_standalone_clamp(target, tmp_path):
     check_against_reference(compiled, floats)
 
 
+@pytest.mark.parametrize("int16_layer", ["a", "b"])
+def test_input_read_by_int8_and_int16_layers_is_int16(int16_layer, tmp_path):
+    """Each reader quantizes the float input itself: the input is int16 and the int8 reader gets
+    it requantized (int16 layers fed int8 precision would fail the layer check)."""
+    compiled = compile_for(quantize_model(f"{MODELS}:reads_input_twice", calibration=None, warn=lambda _: None,
+                                          int16_layers=[int16_layer]))
+    graph = compiled.graph
+    assert graph.tensors[graph.inputs[0]].dtype == "int16"
+    assert [op.kind for op in graph.ops].count("requantize_s16") == 2  # into the int8 conv, out of the int16 one
+    floats = np.random.default_rng(1).standard_normal((SAMPLES, 3, 6, 6)).astype(np.float32)
+    _bit_exact(compiled, floats, tmp_path, sanitize=True)
+    check_against_reference(compiled, floats)
+
+
 def test_layer_without_int16_kernel_is_refused_by_name():
     with pytest.raises(EdgecError, match=r"no int16 kernel.*\n.*sub with a constant operand.*self.conv\(x\) - 0.5"):
         compile_for(quantize_model(f"{MODELS}:subtracts", calibration=None, warn=lambda _: None,

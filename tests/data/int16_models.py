@@ -99,3 +99,20 @@ class MovesData(nn.Module):
 def moves_data():
     torch.manual_seed(0)
     return MovesData().eval(), (torch.randn(1, 3, 6, 6),)
+
+
+class ReadsInputTwice(nn.Module):
+    """The model input read by two convolutions (one of them int16 under --int16-layers)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 3)
+        self.b = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return self.a(x) + self.b(x)
+
+
+def reads_input_twice():
+    torch.manual_seed(0)
+    return ReadsInputTwice().eval(), (torch.randn(1, 3, 6, 6),)
