@@ -152,11 +152,13 @@ def build(model, out_dir, calib, name, target, ram, flash, opt, method, per_chan
           html_report, stream, quiet):
     """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory."""
     _quiet_torch()
-    from edgec.pipeline import check_output_dir, emit
+    from edgec.pipeline import check_output_dir, emit, quantization_warnings
     name = _check_name(name or _default_name(model))
     check_output_dir(Path(out_dir))
     compiled = _compile(model, calib, _target(target, ram, flash, opt), quiet, stream, method, per_channel_linear,
                         activations, int16_layers)
+    for warning in quantization_warnings(compiled.graph):
+        _warn(warning)
     report = emit(compiled, Path(out_dir), name)
     from edgec.report import text_summary
     click.echo(f"{out_dir}: {text_summary(report)}")

@@ -78,6 +78,9 @@ class _UnplannedNames(Names):
     def in_place_form(self, op: Op):
         return None
 
+    def state(self, op: Op) -> str:
+        return "NULL"
+
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,

@@ -152,6 +152,27 @@ def emit(compiled: Compiled, out_dir: Path, name: str) -> dict:
     return report
 
 
+def quantization_warnings(graph: Graph) -> list[str]:
+    """One line per layer whose int8 weights are all zero (its float weights below half a step of
+    their scale, or a program's collapsed constants: the layer outputs its bias alone) or whose
+    int32 bias saturates (too large for s_in * s_w): bit-exact, but not the model."""
+    warnings = []
+    for op in graph.ops:
+        weight, bias = op.attrs.get("weight"), op.attrs.get("bias")
+        if weight is None or np.asarray(weight).dtype != np.int8:
+            continue
+        where = f"{op.source or op.name} ({op.name})"
+        if not np.asarray(weight).any():
+            warnings.append(f"WARNING: {where}: every weight quantizes to 0; the layer outputs its bias alone")
+        if bias is not None and np.asarray(bias).dtype == np.int32:
+            saturated = np.flatnonzero(np.abs(np.asarray(bias, np.int64)) >= 2**31 - 1)
+            if saturated.size:
+                warnings.append(f"WARNING: {where}: the int32 bias saturates in output channels "
+                                f"{saturated.tolist()[:8]}{' ...' if saturated.size > 8 else ''} "
+                                f"(too large for the layer's input and weight scales)")
+    return warnings
+
+
 def check_memory_budget(report: dict, target: Target) -> None:
     """One error, with the figures, if the arena exceeds the target's RAM budget or the constants
     its flash budget. Targets without a budget (the host) accept any model."""

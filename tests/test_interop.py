@@ -133,3 +133,5 @@ def test_verify_fails_a_model_whose_weights_collapsed(tmp_path, capsys, monkeypa
     code, out, err = run_cli("verify", path, "--samples", "4", "--quiet", capsys=capsys)
     assert "0 LSB" in out, "the C still matches the (broken) golden"
     assert code != 0 and "departs from its quantized program" in err and "conv2d" in err, (out, err)
+    code, out, err = run_cli("build", path, "-o", tmp_path / "out", "--quiet", capsys=capsys)
+    assert code == 0 and "every weight quantizes to 0; the layer outputs its bias alone" in err, err

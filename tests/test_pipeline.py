@@ -164,3 +164,17 @@ def test_convolutions_without_bias_or_default_arguments(tmp_path):
     assert all(op.attrs["bias"] is None for op in compiled.graph.ops if op.kind != "reshape")
     assert compiled.graph.ops[1].attrs["stride"] == (1, 1) and compiled.graph.ops[1].attrs["pad"] == (0, 0, 0, 0)
     assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((5, 3, 13, 9))).exact
+
+
+def test_build_warns_on_collapsed_weights_and_saturated_biases():
+    from types import SimpleNamespace
+
+    from edgec.pipeline import quantization_warnings
+    layer = SimpleNamespace(name="conv2d_0", source="m.py:3: y = self.conv(x)",
+                            attrs={"weight": np.array([[1, 0], [0, -2]], np.int8),
+                                   "bias": np.array([5, -(2**31)], np.int32)})
+    dead = SimpleNamespace(name="fc_1", source="", attrs={"weight": np.zeros((2, 3), np.int8), "bias": None})
+    assert quantization_warnings(SimpleNamespace(ops=[layer, dead])) == [
+        "WARNING: m.py:3: y = self.conv(x) (conv2d_0): the int32 bias saturates in output channels [1] (too large "
+        "for the layer's input and weight scales)",
+        "WARNING: fc_1 (fc_1): every weight quantizes to 0; the layer outputs its bias alone"]
