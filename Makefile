@@ -50,6 +50,8 @@ BENCH_TARGETS := cortex-m4 cortex-m55
 # Public architectures of the operator-coverage work (edgec.zoo_cnn), with --opt size: EfficientNet's
 # int16-widened DSP filters would not fit the typical M4 part's 1 MiB flash (Helium ignores --opt).
 BENCH_CNN_MODELS := mobilenet_v3_small efficientnet_b0
+# Sequence models (edgec.zoo_seq); lstm_kws also streaming (one time step per invoke).
+BENCH_SEQ_MODELS := lstm_kws gru_kws conv_gru_kws kws_transformer vit_tiny
 # --opt changes only the DSP cores' kernels: cortex-m4 is also benchmarked with --opt size.
 BENCH_SIZE_TARGET := cortex-m4
 bench: $(STAMP)/install toolchain
@@ -77,6 +79,22 @@ bench: $(STAMP)/install toolchain
 				--target $$target --opt size --json --quiet -o $(BENCH_DIR)/$$target/$$model \
 				> $(BENCH_DIR)/$$target/$$model.json || exit 1; \
 		done; \
+	done
+	@for model in $(BENCH_SEQ_MODELS); do \
+		$(PYTHON) -c "import numpy, sys; from edgec import zoo_seq; numpy.save(sys.argv[1], zoo_seq.calibration_data(sys.argv[2], 32))" \
+			$(BENCH_DIR)/$$model.npy $$model || exit 1; \
+		for target in $(BENCH_TARGETS); do \
+			echo "edgec bench $$model --target $$target"; mkdir -p $(BENCH_DIR)/$$target; \
+			$(PYTHON) -m edgec.cli bench edgec/zoo_seq.py:$$model --calib $(BENCH_DIR)/$$model.npy \
+				--target $$target --json --quiet -o $(BENCH_DIR)/$$target/$$model \
+				> $(BENCH_DIR)/$$target/$$model.json || exit 1; \
+		done; \
+	done
+	@for target in $(BENCH_TARGETS); do \
+		echo "edgec bench lstm_kws --stream --target $$target"; \
+		$(PYTHON) -m edgec.cli bench edgec/zoo_seq.py:lstm_kws --calib $(BENCH_DIR)/lstm_kws.npy --stream \
+			--target $$target --json --quiet -o $(BENCH_DIR)/$$target/lstm_kws-stream \
+			> $(BENCH_DIR)/$$target/lstm_kws-stream.json || exit 1; \
 	done
 	$(PYTHON) scripts/write_benchmarks.py $(BENCH_DIR) > BENCHMARKS.md
 	@echo "wrote BENCHMARKS.md"

@@ -26,6 +26,12 @@ MODELS = {  # zoo factory -> MLPerf Tiny task
 TARGETS = ("cortex-m4", "cortex-m55")
 # edgec.zoo_cnn models benchmarked for the operator-coverage work (default options).
 CNN_MODELS = {"mobilenet_v3_small": "MobileNetV3-Small (x0.5, 96x96)", "efficientnet_b0": "EfficientNet-B0 (x0.5, 64x64)"}
+SEQ_MODELS = {"lstm_kws": "LSTM keyword spotter (49x10 MFCC, hidden 64)",
+              "lstm_kws-stream": "the same, streaming (one frame per invoke)",
+              "gru_kws": "GRU keyword spotter (49x10 MFCC, hidden 64)",
+              "conv_gru_kws": "Conv1d + 2-layer GRU keyword spotter",
+              "kws_transformer": "keyword transformer (49 tokens, dim 32, 2 blocks)",
+              "vit_tiny": "ViT (4x4 patches of 32x32, dim 32, 2 blocks)"}
 # CMSIS-NN's optimised kernels on the same architectures: (instructions, instructions per MAC).
 CMSIS_NN = {
     "cortex-m4": {"ds_cnn": (7.70e6, 2.90), "mobilenet_v1_025": (24.09e6, 3.22),
@@ -293,6 +299,27 @@ def cnn_section(bench_dir: Path) -> list[str]:
     return lines + [""]
 
 
+def seq_section(bench_dir: Path) -> list[str]:
+    """The sequence models: recurrent keyword spotters (whole sequence and streaming) and tiny
+    transformers; RAM = arena + persistent state."""
+    lines = ["## Sequence models", "",
+             "Models of `edgec.zoo_seq` (random weights), benchmarked like the reference models",
+             "(`python -m edgec.cli bench edgec/zoo_seq.py:<model>`, calibration",
+             "`edgec.zoo_seq.calibration_data(<model>, 32)`; the streaming build adds `--stream` and counts",
+             "one time step). State: the recurrent state kept between invokes outside the arena.", "",
+             "| model | target | cycles (est.) | ms (est.) | instructions | flash | arena | state |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for model, title in SEQ_MODELS.items():
+        for target in TARGETS:
+            if not (bench_dir / target / f"{model}.json").exists():
+                continue
+            result, report = load(bench_dir, target, model)
+            lines.append(f"| {title} | {target} | {cycles(result)} | {milliseconds(result)} "
+                         f"| {millions(result['total_instructions'])} | {kib(result['flash_bytes'])} "
+                         f"| {report['arena_bytes']:,} B | {report.get('state_bytes', 0):,} B |")
+    return lines + [""]
+
+
 def render(bench_dir: Path) -> str:
     lines = [
         "# Benchmarks",
@@ -359,6 +386,7 @@ def render(bench_dir: Path) -> str:
     lines += per_kernel_table(bench_dir)
     lines += memory_section(bench_dir)
     lines += cnn_section(bench_dir)
+    lines += seq_section(bench_dir)
     return "\n".join(lines)
 
 
