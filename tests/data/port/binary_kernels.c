@@ -32,16 +32,9 @@ enum {
 };
 
 #define ARENA_BYTES (160 * 1024)
-#define GUARD_BYTES 16
-#define GUARD_VALUE 0x5A
 
-static int32_t arena_words[ARENA_BYTES / 4] __attribute__((aligned(16)));
-static int8_t *const arena = (int8_t *)arena_words;
+#include "kernel_records.h"
 
-static int32_t align4(int32_t n)
-{
-    return (n + 3) & ~3;
-}
 
 static int32_t run_binary(const int32_t *h, const int8_t *input1, const int8_t *input2,
                           int8_t *output)
@@ -72,34 +65,8 @@ static int32_t run_prelu(const int32_t *h, const int8_t *input, const int8_t *al
     return edgec_prelu_s8(&desc, input, alpha, output);
 }
 
-static int guards_intact(const int8_t *guard)
-{
-    for (int32_t i = 0; i < GUARD_BYTES; i++) {
-        if (guard[i] != GUARD_VALUE) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* Reads len bytes (a semihosting read may return fewer before the end of the file): len, or
  * fewer at the end of the file, or -1. */
-static int read_bytes(int fd, void *buffer, int len)
-{
-    int total = 0;
-    while (total < len) {
-        const int n = semihost_read(fd, (int8_t *)buffer + total, len - total);
-        if (n < 0) {
-            return -1;
-        }
-        if (n == 0) {
-            break;
-        }
-        total += n;
-    }
-    return total;
-}
-
 /* One record: 1 done, 0 end of file, -1 error. */
 static int run_record(int in, int out, unsigned index)
 {

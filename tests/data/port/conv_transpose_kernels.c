@@ -32,42 +32,9 @@ enum {
 };
 
 #define ARENA_BYTES (256 * 1024)
-#define GUARD_BYTES 16
-#define GUARD_VALUE 0x5A
 
-static int32_t arena_words[ARENA_BYTES / 4] __attribute__((aligned(16)));
-static int8_t *const arena = (int8_t *)arena_words;
+#include "kernel_records.h"
 
-static int32_t align4(int32_t n)
-{
-    return (n + 3) & ~3;
-}
-
-static int guards_intact(const int8_t *guard)
-{
-    for (int32_t i = 0; i < GUARD_BYTES; i++) {
-        if (guard[i] != GUARD_VALUE) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-static int read_bytes(int fd, void *buffer, int len)
-{
-    int total = 0;
-    while (total < len) {
-        const int n = semihost_read(fd, (int8_t *)buffer + total, len - total);
-        if (n < 0) {
-            return -1;
-        }
-        if (n == 0) {
-            break;
-        }
-        total += n;
-    }
-    return total;
-}
 
 static int32_t run_kernel(int32_t isa, const edgec_conv_transpose_desc *desc, const int8_t *input,
                           int8_t *output, int8_t *scratch)
@@ -146,20 +113,5 @@ static int run_record(int in, int out)
 
 int main(void)
 {
-    const int in = semihost_open("cases.bin", SEMIHOST_MODE_READ_BINARY);
-    const int out = semihost_open("results.bin", SEMIHOST_MODE_WRITE_BINARY);
-    int status = 2;
-    if (in >= 0 && out >= 0) {
-        int done;
-        while ((done = run_record(in, out)) == 1) {
-        }
-        status = done == 0 ? 0 : 2;
-    }
-    if (in >= 0) {
-        (void)semihost_close(in);
-    }
-    if (out >= 0 && semihost_close(out) != 0) {
-        status = 2;
-    }
-    return status;
+    return run_records(run_record);
 }

@@ -26,35 +26,14 @@ enum { FLAG_IN_PLACE = 1, FLAG_BENCH = 2 };
 enum { H_KIND, H_FLAGS, H_IN_SKEW, H_OUT_SKEW, H_SIZE, H_FIELDS, HEADER_WORDS = 16 };
 
 #define BUFFER_BYTES (64 * 1024)
-#define GUARD_BYTES 16
-#define GUARD_VALUE 0x5A
+
+#include "kernel_records.h"
 
 static int8_t table[256];
 static int32_t input_words[BUFFER_BYTES / 4];
 static int32_t output_words[(BUFFER_BYTES + GUARD_BYTES) / 4 + 1];
 
-static int32_t align4(int32_t n)
-{
-    return (n + 3) & ~3;
-}
-
 /* Reads len bytes (a semihosting read may return fewer): len, fewer at the end of the file, or -1. */
-static int read_bytes(int fd, void *buffer, int len)
-{
-    int total = 0;
-    while (total < len) {
-        const int n = semihost_read(fd, (int8_t *)buffer + total, len - total);
-        if (n < 0) {
-            return -1;
-        }
-        if (n == 0) {
-            break;
-        }
-        total += n;
-    }
-    return total;
-}
-
 /* Reads an array of len bytes and the padding after it. */
 static int read_padded(int fd, void *buffer, int32_t len)
 {
@@ -149,20 +128,5 @@ static int run_record(int in, int out)
 
 int main(void)
 {
-    const int in = semihost_open("cases.bin", SEMIHOST_MODE_READ_BINARY);
-    const int out = semihost_open("results.bin", SEMIHOST_MODE_WRITE_BINARY);
-    int status = 2;
-    if (in >= 0 && out >= 0) {
-        int done;
-        while ((done = run_record(in, out)) == 1) {
-        }
-        status = done == 0 ? 0 : 2;
-    }
-    if (in >= 0) {
-        (void)semihost_close(in);
-    }
-    if (out >= 0 && semihost_close(out) != 0) {
-        status = 2;
-    }
-    return status;
+    return run_records(run_record);
 }

@@ -20,16 +20,9 @@ enum { FLAG_BENCH = 1 };
 enum { H_FLAGS, H_DESC, HEADER_WORDS = 40 };
 
 #define ARENA_BYTES (160 * 1024)
-#define GUARD_BYTES 16
-#define GUARD_VALUE 0x5A
 
-static int32_t arena_words[ARENA_BYTES / 4];
-static int8_t *const arena = (int8_t *)arena_words;
+#include "kernel_records.h"
 
-static int32_t align4(int32_t n)
-{
-    return (n + 3) & ~3;
-}
 
 /* Reads len bytes and the padding after them (a semihosting read may return fewer). */
 static int read_padded(int fd, void *buffer, int32_t len)
@@ -51,17 +44,6 @@ static int write_padded(int fd, const void *buffer, int32_t len)
     const int32_t padding = 0;
     return semihost_write(fd, buffer, (int)len) == (int)len &&
            (align4(len) == len || semihost_write(fd, &padding, (int)(align4(len) - len)) == (int)(align4(len) - len));
-}
-
-static int guards_intact(const int8_t *p)
-{
-    int32_t i;
-    for (i = 0; i < GUARD_BYTES; ++i) {
-        if (p[i] != GUARD_VALUE) {
-            return 0;
-        }
-    }
-    return 1;
 }
 
 /* One record: 1 done, 0 end of file, -1 error. */
@@ -163,20 +145,5 @@ static int run_record(int in, int out)
 
 int main(void)
 {
-    const int in = semihost_open("cases.bin", SEMIHOST_MODE_READ_BINARY);
-    const int out = semihost_open("results.bin", SEMIHOST_MODE_WRITE_BINARY);
-    int status = 2;
-    if (in >= 0 && out >= 0) {
-        int done;
-        while ((done = run_record(in, out)) == 1) {
-        }
-        status = done == 0 ? 0 : 2;
-    }
-    if (in >= 0) {
-        (void)semihost_close(in);
-    }
-    if (out >= 0 && semihost_close(out) != 0) {
-        status = 2;
-    }
-    return status;
+    return run_records(run_record);
 }
