@@ -2,8 +2,8 @@
 
 The model is loaded and exported, normalized and its BatchNorms folded (what `edgec build` does
 before it calibrates), then every operator node is listed, grouped by operator: supported ones
-with the unit that lowers them and any use beyond that unit's limits (OpDef.check), unsupported
-ones with every place they are used (module path and source line).
+with the unit that lowers them, its usage limits (OpDef.limits) and any use beyond them
+(OpDef.check), unsupported ones with every place they are used (module path and source line).
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ class OperatorUses:
     """Every use of one operator in the model."""
     operator: str
     unit: str | None  # the edgec unit (family) lowering it; None: unsupported
+    limits: str = ""  # the unit's usage limits (OpDef.limits)
     uses: int = 0
     within_limits: int = 0
     beyond: dict[tuple[str, str], int] = field(default_factory=dict)  # (problem, location) -> uses
@@ -67,7 +68,8 @@ class Inspection:
                 continue
             limits = "within its limits" if not op.beyond else \
                 f"{op.within_limits} within its limits, {op.uses - op.within_limits} beyond"
-            lines.append(f"  {op.operator} x{op.uses} -> {op.unit}: {limits}")
+            lines.append(f"  {op.operator} x{op.uses} -> {op.unit}: {limits}"
+                         + (f" (limits: {op.limits})" if op.limits else ""))
             lines += [f"    BEYOND LIMITS: {problem}{f' (x{count})' if count > 1 else ''}: {where}"
                       for (problem, where), count in op.beyond.items()]
         return "\n".join(lines)
@@ -83,7 +85,8 @@ def inspect_model(model, example_inputs=None) -> Inspection:
             continue
         unit = OPS.get(node.target)
         entry = groups.setdefault(str(node.target), OperatorUses(str(node.target), None if unit is None else
-                                                                  (unit.family or unit.kind)))
+                                                                  (unit.family or unit.kind),
+                                                                  "" if unit is None else unit.limits))
         entry.uses += 1
         where = frontend.node_location(node)
         entry.locations[where] = entry.locations.get(where, 0) + 1

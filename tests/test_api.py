@@ -253,7 +253,7 @@ def test_inspect_lists_every_unsupported_operator_grouped_with_module_paths(tmp_
     assert "block (Block) at net.py:" in unsupported and "torch.cumsum(self.conv(x), 1)" in unsupported
     assert "net.py:" in unsupported and "torch.fft.fft(x).real" in unsupported
     supported = out[out.index("\nSUPPORTED ("):]
-    assert "aten.conv2d.default x2 -> conv2d: within its limits" in supported
+    assert "aten.conv2d.default x2 -> conv2d: within its limits (limits: 1-D and 2-D; every output channel's" in supported
     assert "BEYOND LIMITS: dilated max pooling: pool (MaxPool2d) at net.py:" in supported
     assert elapsed < 15, f"edgec inspect took {elapsed:.1f} s of CPU"
 

@@ -61,6 +61,7 @@ class OpDef:
     spatial: bool = False  # its activations are stored channels last (passes/layout.py)
     layout_follows_input: bool = False  # its output is stored like its same-rank inputs
     keeps_qparams: bool = False  # its kernel moves or compares values: output qparams = inputs'
+    limits: str = ""  # the usage limits its check (or compilation) enforces, as `edgec inspect` lists them
 
     def layout_ties(self, op: Op, graph: Graph) -> list[str]:
         """The inputs that must be stored in the same layout (channels last or PyTorch order) as

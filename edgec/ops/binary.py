@@ -270,6 +270,8 @@ class Binary(OpDef):
     runtime_sources = ("eltwise/edgec_binary_s8.c",)
     fuses_activation = True
     layout_follows_input = True
+    limits = ("alpha 1; division by a constant only, without rounding_mode; broadcasting within "
+              f"{BINARY_MAX_DIMS} loop levels")
 
     def annotate(self, node) -> None:
         op = _TARGETS[node.target][0]

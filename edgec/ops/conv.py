@@ -227,6 +227,8 @@ class Conv2d(OpDef):
     runtime_sources = ("conv/edgec_conv_s8.c", "conv/edgec_conv_1x1_s8.c")
     fuses_activation = True
     spatial = True
+    limits = ("1-D and 2-D; every output channel's worst-case accumulator (bias + sum |w| * max |x - zp|) "
+              "within int32, checked once calibrated")
 
     def annotate(self, node) -> None:
         if is_transposed(node):

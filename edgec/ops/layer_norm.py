@@ -117,6 +117,7 @@ class LayerNorm(OpDef):
     targets = frozenset({aten.layer_norm.default})
     runtime_sources = ("norm/edgec_layer_norm_s8.c",)
     fuses_activation = True
+    limits = f"at most {LAYER_NORM_MAX_FEATURES} features normalised together"
 
     def annotate(self, node) -> None:
         annotate_with_output(node, {node.args[0]: ACTIVATION_QSPEC})

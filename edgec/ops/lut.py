@@ -284,6 +284,7 @@ class Lut(OpDef):
     targets = frozenset(_FUNCTIONS)
     runtime_sources = ("activation/edgec_lut_s8.c",)
     layout_follows_input = True
+    limits = "elu with scale and input_scale 1 (not selu/celu)"
 
     def annotate(self, node) -> None:
         function = _FUNCTIONS[node.target][0]

@@ -142,6 +142,7 @@ class MatMul(OpDef):
     targets = frozenset({aten.matmul.default, aten.bmm.default})
     runtime_sources = ("matmul/edgec_batch_matmul_s8.c",)
     fuses_activation = True
+    limits = "both operands of rank 2 or more"
 
     def annotate(self, node) -> None:
         """A softmax operand (attention weights) is read at the softmax's fixed qparams: an

@@ -622,6 +622,7 @@ class Copy(OpDef):
     runtime_sources = ("movement/edgec_movement_s8.c",)
     keeps_qparams = True
     layout_follows_input = True  # slices, chunks and cats of channels-last data stay channels last
+    limits = f"a movement PyTorch defines that splits into at most {MAX_PARTS} strided copies per input"
 
     def annotate(self, node) -> None:
         """Inputs and output share the first input's qparams (TFLite's CONCATENATION needs it, and
@@ -769,6 +770,7 @@ class Reduce(OpDef):
     targets = frozenset(REDUCTIONS)
     runtime_sources = ("movement/edgec_reduce_s8.c",)
     fuses_activation = True
+    limits = "sum without a dtype"
 
     def annotate(self, node) -> None:
         if node.target in (aten.amax.default, aten.amin.default):

@@ -156,6 +156,7 @@ class Pool2d(OpDef):
     fuses_activation = True
     spatial = True
     keeps_qparams = True
+    limits = f"max pooling undilated; avg_pool2d divisor_override 1..{MAX_DIVISOR}"
 
     def annotate(self, node) -> None:
         if node.target in MEANS and not is_spatial_mean(node, len(node.args[0].meta["val"].shape)):

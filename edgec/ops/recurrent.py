@@ -356,6 +356,8 @@ class Recurrent(OpDef):
     family = "recurrent (LSTM, GRU)"
     targets = frozenset(SEQUENCES) | frozenset(CELLS)
     runtime_sources = ("recurrent/edgec_recurrent_s8.c",)
+    limits = ("unidirectional, no proj_size, zero initial state, batched input; an LSTM's cell state c "
+              "not read")
 
     def check(self, node) -> str | None:
         spec = _parse(node)
