@@ -49,10 +49,11 @@ class VerifyResult:
     max_abs_error: float
     layers_checked: int  # layers within a step of the quantized program (verify's layer check)
     layer_sqnr: list[dict] = field(default_factory=list)  # per layer: layer, op, sqnr_db
+    precision: str = "int8"  # the activations' dtypes ("int8", "int16" or "int16/int8")
 
     def __str__(self) -> str:
         where = "host C" if self.target == "host" else f"{self.target} (QEMU)"
-        return (f"OK: {self.samples} samples, golden simulator == {where}, 0 LSB; int8 vs float: output SQNR "
+        return (f"OK: {self.samples} samples, golden simulator == {where}, 0 LSB; {self.precision} vs float: output SQNR "
                 f"{self.output_sqnr_db:.1f} dB, top-1 agreement {self.top1_agreement:.0%}, max |error| "
                 f"{self.max_abs_error:.4f}; all {self.layers_checked} checked layers within a step of the "
                 f"quantized program")
@@ -208,7 +209,8 @@ class CompiledModel:
         if compiled is self.compiled:
             self._layer_sqnr = layer_sqnr
         return VerifyResult(compiled.target.name, result.samples, summary["output_sqnr_db"],
-                            summary["top1_agreement"], summary["max_abs_error"], checked, layer_sqnr)
+                            summary["top1_agreement"], summary["max_abs_error"], checked, layer_sqnr,
+                            checks.activation_precision(compiled.graph))
 
     def bench(self, target=None, sample=None) -> device.Bench:
         """`edgec bench`: the exact instructions one inference executes on `target`'s emulated

@@ -236,8 +236,8 @@ def verify(model, calib, samples, name, target, ram, flash, opt, quiet, per_laye
     floats_ref = checks.float_reference(compiled, floats)
     summary = checks.accuracy_summary(compiled, floats_ref, result.device)
     reference = "float model" if compiled.float_module is not None else "the program's own Q/DQ graph in float"
-    precision = "/".join(sorted({t.dtype for t in compiled.graph.tensors.values()} & {"int8", "int16"}))
-    click.echo(f"{precision} vs {reference}: output SQNR {summary['output_sqnr_db']:.1f} dB, "
+    click.echo(f"{checks.activation_precision(compiled.graph)} vs {reference}: "
+               f"output SQNR {summary['output_sqnr_db']:.1f} dB, "
                f"top-1 agreement {summary['top1_agreement']:.0%}, max |error| {summary['max_abs_error']:.4f}")
     if per_layer or layers_json:
         int8_values = [checks.golden_values(compiled.graph, row) for row in inputs]

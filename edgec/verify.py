@@ -183,6 +183,12 @@ def _output_value(values: dict, node) -> np.ndarray:
     return values[node.name]
 
 
+
+def activation_precision(graph) -> str:
+    """The activations' integer dtypes, as verify names the quantized model: "int8", "int16", or
+    "int16/int8" for a mixed one."""
+    return "/".join(sorted({t.dtype for t in graph.tensors.values()} & {"int8", "int16"})) or "int8"
+
 # How far one layer may be from the program's own Q/DQ arithmetic: both round the same real value
 # to the same int8 grid, by different but exact-to-the-LSB formulas (double rounding, integer
 # lookup tables, fixed-point softmax and resampling), so an element may land one step away; more
