@@ -59,13 +59,10 @@ class Names:
         """The InPlace form the plan runs `op` in, or None."""
         return self.plan.in_place.get(op.name)
 
-    @staticmethod
-    def for_constants(graph: Graph) -> "Names":
-        """Names to emit layers with before there is a plan, only to size their constants."""
-        return _UnplannedNames("model", graph, None)
-
 
 class _UnplannedNames(Names):
+    """Names to emit a layer with before there is a plan, only to size its constants."""
+
     def ptr(self, tensor: str) -> str:
         return "NULL"
 
@@ -189,6 +186,11 @@ def report(graph: Graph, plan: MemoryPlan, name: str, target, weights_bytes: int
 def constants_bytes(constants: list) -> int:
     """The flash bytes of a layer's constant arrays ((ctype, symbol, values) as CCall holds them)."""
     return sum(int(np.asarray(values).size) * np.dtype(C_TYPES[ctype]).itemsize for ctype, _, values in constants)
+
+
+def layer_constants_bytes(op: Op, graph: Graph) -> int:
+    """The flash bytes of one layer's constants as it is specialized now, before any plan."""
+    return constants_bytes(KINDS[op.kind].emit(op, graph, _UnplannedNames("model", graph, None)).constants)
 
 
 def _overwritten(graph: Graph, plan: MemoryPlan) -> dict[str, str]:

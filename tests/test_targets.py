@@ -182,10 +182,8 @@ def test_opt_auto_fits_the_fastest_layouts_into_the_flash_budget():
 
 
 def _constants_bytes(compiled) -> int:
-    from edgec.codegen import Names, constants_bytes
-    from edgec.ops import KINDS
-    names = Names.for_constants(compiled.graph)
-    return sum(constants_bytes(KINDS[op.kind].emit(op, compiled.graph, names).constants) for op in compiled.graph.ops)
+    from edgec.codegen import layer_constants_bytes
+    return sum(layer_constants_bytes(op, compiled.graph) for op in compiled.graph.ops)
 
 
 def _calibration(model: str) -> np.ndarray:

@@ -10,7 +10,7 @@ until they fit. A model that fits with `--opt size` is never refused by `--opt a
 """
 from __future__ import annotations
 
-from edgec.codegen import Names, constants_bytes
+from edgec.codegen import layer_constants_bytes
 from edgec.ir import Graph
 from edgec.ops import KINDS
 
@@ -21,14 +21,13 @@ def choose_constant_layouts(graph: Graph, target) -> list[str]:
     wide = [op for op in graph.ops if op.attrs.get("wide")]
     if target.opt != "auto" or not wide:
         return []
-    names = Names.for_constants(graph)
+    sizes = {op.name: layer_constants_bytes(op, graph) for op in graph.ops}
     extra = {}
     for op in wide:
-        widened = constants_bytes(KINDS[op.kind].emit(op, graph, names).constants)
         op.attrs["wide"] = False
-        extra[op.name] = widened - constants_bytes(KINDS[op.kind].emit(op, graph, names).constants)
+        extra[op.name] = sizes[op.name] - layer_constants_bytes(op, graph)
         op.attrs["wide"] = True
-    total = sum(constants_bytes(KINDS[op.kind].emit(op, graph, names).constants) for op in graph.ops)
+    total = sum(sizes.values())
     budget = target.flash_bytes
     if budget is None or total <= budget:
         return [f"--opt auto: all {len(wide)} DSP layers with int16-widened filters "
