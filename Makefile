@@ -54,42 +54,31 @@ BENCH_CNN_MODELS := mobilenet_v3_small efficientnet_b0
 BENCH_SEQ_MODELS := lstm_kws gru_kws conv_gru_kws kws_transformer vit_tiny
 # --opt changes only the DSP cores' kernels: cortex-m4 is also benchmarked with --opt size.
 BENCH_SIZE_TARGET := cortex-m4
-bench: $(STAMP)/install toolchain
-	@mkdir -p $(BENCH_DIR)
-	@for model in $(BENCH_MODELS); do \
-		$(PYTHON) -c "import numpy, sys; from edgec import zoo; numpy.save(sys.argv[1], zoo.calibration_data(sys.argv[2], 32))" \
+# $(call bench_zoo,MODULE,MODELS,FLAGS): each model of edgec/MODULE.py benchmarked on every BENCH_TARGETS
+# with FLAGS, on MODULE.calibration_data(model, 32) saved as BENCH_DIR/model.npy.
+define bench_zoo
+	@for model in $(2); do \
+		$(PYTHON) -c "import numpy, sys; from edgec import $(1); numpy.save(sys.argv[1], $(1).calibration_data(sys.argv[2], 32))" \
 			$(BENCH_DIR)/$$model.npy $$model || exit 1; \
 		for target in $(BENCH_TARGETS); do \
-			echo "edgec bench $$model --target $$target"; mkdir -p $(BENCH_DIR)/$$target; \
-			$(PYTHON) -m edgec.cli bench edgec/zoo.py:$$model --calib $(BENCH_DIR)/$$model.npy \
-				--target $$target --json --quiet -o $(BENCH_DIR)/$$target/$$model \
+			echo "edgec bench $$model --target $$target $(3)"; mkdir -p $(BENCH_DIR)/$$target; \
+			$(PYTHON) -m edgec.cli bench edgec/$(1).py:$$model --calib $(BENCH_DIR)/$$model.npy \
+				--target $$target $(3) --json --quiet -o $(BENCH_DIR)/$$target/$$model \
 				> $(BENCH_DIR)/$$target/$$model.json || exit 1; \
 		done; \
+	done
+endef
+bench: $(STAMP)/install toolchain
+	@mkdir -p $(BENCH_DIR)
+	$(call bench_zoo,zoo,$(BENCH_MODELS),)
+	@for model in $(BENCH_MODELS); do \
 		echo "edgec bench $$model --target $(BENCH_SIZE_TARGET) --opt size"; mkdir -p $(BENCH_DIR)/$(BENCH_SIZE_TARGET)-size; \
 		$(PYTHON) -m edgec.cli bench edgec/zoo.py:$$model --calib $(BENCH_DIR)/$$model.npy \
 			--target $(BENCH_SIZE_TARGET) --opt size --json --quiet -o $(BENCH_DIR)/$(BENCH_SIZE_TARGET)-size/$$model \
 			> $(BENCH_DIR)/$(BENCH_SIZE_TARGET)-size/$$model.json || exit 1; \
 	done
-	@for model in $(BENCH_CNN_MODELS); do \
-		$(PYTHON) -c "import numpy, sys; from edgec import zoo_cnn; numpy.save(sys.argv[1], zoo_cnn.calibration_data(sys.argv[2], 32))" \
-			$(BENCH_DIR)/$$model.npy $$model || exit 1; \
-		for target in $(BENCH_TARGETS); do \
-			echo "edgec bench $$model --target $$target"; mkdir -p $(BENCH_DIR)/$$target; \
-			$(PYTHON) -m edgec.cli bench edgec/zoo_cnn.py:$$model --calib $(BENCH_DIR)/$$model.npy \
-				--target $$target --opt size --json --quiet -o $(BENCH_DIR)/$$target/$$model \
-				> $(BENCH_DIR)/$$target/$$model.json || exit 1; \
-		done; \
-	done
-	@for model in $(BENCH_SEQ_MODELS); do \
-		$(PYTHON) -c "import numpy, sys; from edgec import zoo_seq; numpy.save(sys.argv[1], zoo_seq.calibration_data(sys.argv[2], 32))" \
-			$(BENCH_DIR)/$$model.npy $$model || exit 1; \
-		for target in $(BENCH_TARGETS); do \
-			echo "edgec bench $$model --target $$target"; mkdir -p $(BENCH_DIR)/$$target; \
-			$(PYTHON) -m edgec.cli bench edgec/zoo_seq.py:$$model --calib $(BENCH_DIR)/$$model.npy \
-				--target $$target --json --quiet -o $(BENCH_DIR)/$$target/$$model \
-				> $(BENCH_DIR)/$$target/$$model.json || exit 1; \
-		done; \
-	done
+	$(call bench_zoo,zoo_cnn,$(BENCH_CNN_MODELS),--opt size)
+	$(call bench_zoo,zoo_seq,$(BENCH_SEQ_MODELS),)
 	@for target in $(BENCH_TARGETS); do \
 		echo "edgec bench lstm_kws --stream --target $$target"; \
 		$(PYTHON) -m edgec.cli bench edgec/zoo_seq.py:lstm_kws --calib $(BENCH_DIR)/lstm_kws.npy --stream \
