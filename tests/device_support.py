@@ -67,3 +67,15 @@ def small_digits_calib(tmp_path) -> Path:
     path = tmp_path / "calib16.npy"
     np.save(path, np.load(DIGITS / "calib.npy")[:16])
     return path
+
+
+def compile_and_run(quantized, target, floats, tmp_path: Path, name: str = "m"):
+    """`quantized` compiled for `target`, its C directory emitted and run on `floats` (host C or
+    QEMU): (compiled, the output bytes, their comparison with the golden simulator's)."""
+    from edgec import verify
+    from edgec.pipeline import compile_for, emit
+    compiled = compile_for(quantized, target)
+    emit(compiled, tmp_path / name, name)
+    inputs = verify.quantized_inputs(compiled.graph, floats)
+    outputs = verify.run_on(compiled, tmp_path / name, name, inputs, tmp_path / "build")
+    return compiled, outputs, verify.compare(verify.golden_outputs(compiled.graph, inputs), outputs)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from edgec import verify
-from edgec.pipeline import compile_for, emit, quantize_model
-from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from edgec.pipeline import quantize_model
+from tests.device_support import ROOT, compile_and_run, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
 
 MODELS = ROOT / "tests" / "data" / "op_models.py"
 # The op kinds each model must lower to (so a regression to another kernel cannot pass silently).
@@ -37,13 +37,10 @@ def quantized(request):
 
 
 def _run(quantized, target, tmp_path, count):
-    name, q = quantized
-    compiled = compile_for(q, target)
-    emit(compiled, tmp_path / "m", "m")
+    _, q = quantized
     floats = _floats(q, count, 1)
-    inputs = verify.quantized_inputs(compiled.graph, floats)
-    outputs = verify.run_on(compiled, tmp_path / "m", "m", inputs, tmp_path / "build")
-    return compiled, floats, outputs, verify.compare(verify.golden_outputs(compiled.graph, inputs), outputs)
+    compiled, outputs, result = compile_and_run(q, target, floats, tmp_path)
+    return compiled, floats, outputs, result
 
 
 def test_bit_exact_on_host_and_close_to_float(quantized, tmp_path):

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 
 from edgec import verify, zoo_cnn
-from edgec.pipeline import compile_for, emit, quantize_model
+from edgec.pipeline import quantize_model
 from edgec.targets import get_target
-from tests.device_support import edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from tests.device_support import compile_and_run, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
 
 MIN_SQNR_DB = {
     "binary_classifier": 20, "efficientnet_b0": 6, "kws_conv1d": 26, "lenet5_tanh": 26, "mlp_log_softmax": 21,
@@ -38,12 +38,9 @@ def _run(quantized, target_name, tmp_path):
     target = get_target(target_name)
     if target_name == "cortex-m4" and name in FLASH_ON_M4:
         target = target.with_budget(flash=FLASH_ON_M4[name])
-    compiled = compile_for(q, target)
-    emit(compiled, tmp_path / name, name)
     floats = zoo_cnn.calibration_data(name, SAMPLES[target_name], seed=1)
-    inputs = verify.quantized_inputs(compiled.graph, floats)
-    outputs = verify.run_on(compiled, tmp_path / name, name, inputs, tmp_path / "build")
-    return compiled, floats, outputs, verify.compare(verify.golden_outputs(compiled.graph, inputs), outputs)
+    compiled, outputs, result = compile_and_run(q, target, floats, tmp_path, name)
+    return compiled, floats, outputs, result
 
 
 def test_zoo_model_is_bit_exact_on_host(quantized, tmp_path):

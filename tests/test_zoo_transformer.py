@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from edgec import verify, zoo_seq
-from edgec.pipeline import compile_for, emit, quantize_model
+from edgec.pipeline import quantize_model
 from edgec.targets import get_target
-from tests.device_support import edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from tests.device_support import compile_and_run, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
 
 TRANSFORMERS = sorted(zoo_seq.ZOO_TRANSFORMERS)
 MIN_SQNR_DB = {"vit_tiny": 20, "kws_transformer": 23}
@@ -29,12 +29,9 @@ def quantized(request):
 
 def _run(quantized, target_name, tmp_path):
     name, q = quantized
-    compiled = compile_for(q, get_target(target_name))
-    emit(compiled, tmp_path / name, name)
     floats = zoo_seq.calibration_data(name, SAMPLES[target_name], seed=1)
-    inputs = verify.quantized_inputs(compiled.graph, floats)
-    outputs = verify.run_on(compiled, tmp_path / name, name, inputs, tmp_path / "build")
-    return compiled, floats, outputs, verify.compare(verify.golden_outputs(compiled.graph, inputs), outputs)
+    compiled, outputs, result = compile_and_run(q, get_target(target_name), floats, tmp_path, name)
+    return compiled, floats, outputs, result
 
 
 def test_transformer_exports_attention_as_expected():
