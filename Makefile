@@ -42,44 +42,60 @@ demo: $(STAMP)/install
 
 # Exact instruction counts, estimated cycles and ms (edgec's timing model at the typical part's clock
 # and flash wait states, docs/timing-model.md), flash and RAM of the four reference models on
-# Cortex-M4 and M55 under QEMU, written to BENCHMARKS.md next to CMSIS-NN's figures; its Memory section (arena, liveness
-# bounds, RAM besides the arena) comes from the same runs, next to TFLite Micro's arena.
+# Cortex-M4, M7, M33 and M55 under QEMU, with --opt auto and --opt size, written to BENCHMARKS.md;
+# its Memory section (arena, liveness bounds, RAM besides the arena) comes from the same runs, next
+# to TFLite Micro's arena. With CMSIS_NN_DIR=/path/to/CMSIS-NN (a checkout of
+# https://github.com/ARM-software/CMSIS-NN) the same models also run on Arm's kernels
+# (--kernels cmsis-nn) in the same run, and BENCHMARKS.md gives the ratios; without it, those
+# columns say "not measured".
 BENCH_DIR := build/bench
 BENCH_MODELS := ds_cnn mobilenet_v1_025 resnet8 fc_autoencoder
-BENCH_TARGETS := cortex-m4 cortex-m55
+BENCH_TARGETS := cortex-m4 cortex-m7 cortex-m33 cortex-m55
+# --opt changes only the DSP cores' kernels.
+BENCH_SIZE_TARGETS := cortex-m4 cortex-m7 cortex-m33
+# The other zoos run on one DSP core and one Helium core.
+BENCH_ZOO_TARGETS := cortex-m4 cortex-m55
 # Public architectures of the operator-coverage work (edgec.zoo_cnn), with --opt size: EfficientNet's
 # int16-widened DSP filters would not fit the typical M4 part's 1 MiB flash (Helium ignores --opt).
 BENCH_CNN_MODELS := mobilenet_v3_small efficientnet_b0
 # Sequence models (edgec.zoo_seq); lstm_kws also streaming (one time step per invoke).
 BENCH_SEQ_MODELS := lstm_kws gru_kws conv_gru_kws kws_transformer vit_tiny
-# --opt changes only the DSP cores' kernels: cortex-m4 is also benchmarked with --opt size.
-BENCH_SIZE_TARGET := cortex-m4
-# $(call bench_zoo,MODULE,MODELS,FLAGS): each model of edgec/MODULE.py benchmarked on every BENCH_TARGETS
-# with FLAGS, on MODULE.calibration_data(model, 32) saved as BENCH_DIR/model.npy.
-define bench_zoo
+export CMSIS_NN_DIR
+# $(call bench_calibration,MODULE,MODELS): MODULE.calibration_data(model, 32) saved as BENCH_DIR/model.npy.
+define bench_calibration
 	@for model in $(2); do \
 		$(PYTHON) -c "import numpy, sys; from edgec import $(1); numpy.save(sys.argv[1], $(1).calibration_data(sys.argv[2], 32))" \
 			$(BENCH_DIR)/$$model.npy $$model || exit 1; \
-		for target in $(BENCH_TARGETS); do \
-			echo "edgec bench $$model --target $$target $(3)"; mkdir -p $(BENCH_DIR)/$$target; \
+	done
+endef
+# $(call bench_runs,MODULE,MODELS,TARGETS,FLAGS,SUFFIX): edgec bench of each model of edgec/MODULE.py
+# on each target with FLAGS, into BENCH_DIR/<target>SUFFIX/<model>(.json).
+define bench_runs
+	@for model in $(2); do \
+		for target in $(3); do \
+			echo "edgec bench $$model --target $$target $(4)"; mkdir -p $(BENCH_DIR)/$$target$(5); \
 			$(PYTHON) -m edgec.cli bench edgec/$(1).py:$$model --calib $(BENCH_DIR)/$$model.npy \
-				--target $$target $(3) --json --quiet -o $(BENCH_DIR)/$$target/$$model \
-				> $(BENCH_DIR)/$$target/$$model.json || exit 1; \
+				--target $$target $(4) --json --quiet -o $(BENCH_DIR)/$$target$(5)/$$model \
+				> $(BENCH_DIR)/$$target$(5)/$$model.json || exit 1; \
 		done; \
 	done
 endef
 bench: $(STAMP)/install toolchain
 	@mkdir -p $(BENCH_DIR)
-	$(call bench_zoo,zoo,$(BENCH_MODELS),)
-	@for model in $(BENCH_MODELS); do \
-		echo "edgec bench $$model --target $(BENCH_SIZE_TARGET) --opt size"; mkdir -p $(BENCH_DIR)/$(BENCH_SIZE_TARGET)-size; \
-		$(PYTHON) -m edgec.cli bench edgec/zoo.py:$$model --calib $(BENCH_DIR)/$$model.npy \
-			--target $(BENCH_SIZE_TARGET) --opt size --json --quiet -o $(BENCH_DIR)/$(BENCH_SIZE_TARGET)-size/$$model \
-			> $(BENCH_DIR)/$(BENCH_SIZE_TARGET)-size/$$model.json || exit 1; \
-	done
-	$(call bench_zoo,zoo_cnn,$(BENCH_CNN_MODELS),--opt size)
-	$(call bench_zoo,zoo_seq,$(BENCH_SEQ_MODELS),)
-	@for target in $(BENCH_TARGETS); do \
+	@rm -rf $(BENCH_DIR)/*-cmsis-nn
+	$(call bench_calibration,zoo,$(BENCH_MODELS))
+	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_TARGETS),,)
+	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_SIZE_TARGETS),--opt size,-size)
+ifneq ($(CMSIS_NN_DIR),)
+	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn,-cmsis-nn)
+else
+	@echo "CMSIS_NN_DIR is not set: the CMSIS-NN columns of BENCHMARKS.md will say 'not measured'"
+endif
+	$(call bench_calibration,zoo_cnn,$(BENCH_CNN_MODELS))
+	$(call bench_runs,zoo_cnn,$(BENCH_CNN_MODELS),$(BENCH_ZOO_TARGETS),--opt size,)
+	$(call bench_calibration,zoo_seq,$(BENCH_SEQ_MODELS))
+	$(call bench_runs,zoo_seq,$(BENCH_SEQ_MODELS),$(BENCH_ZOO_TARGETS),,)
+	@for target in $(BENCH_ZOO_TARGETS); do \
 		echo "edgec bench lstm_kws --stream --target $$target"; \
 		$(PYTHON) -m edgec.cli bench edgec/zoo_seq.py:lstm_kws --calib $(BENCH_DIR)/lstm_kws.npy --stream \
 			--target $$target --json --quiet -o $(BENCH_DIR)/$$target/lstm_kws-stream \

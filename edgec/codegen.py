@@ -14,7 +14,7 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from edgec import __version__
+from edgec import __version__, cmsis_nn
 from edgec.ir import Graph, Op
 from edgec.ops import KINDS
 from edgec.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_buffer_name
@@ -183,6 +183,13 @@ def report(graph: Graph, plan: MemoryPlan, name: str, target, weights_bytes: int
             "buffers": [_buffer_entry(buffer, plan, len(graph.ops), overwritten) for buffer in plan.buffers]}
 
 
+def cmsis_nn_library(target) -> dict | None:
+    """The CMSIS-NN checkout the generated code links (--kernels cmsis-nn): its path and commit."""
+    if target.kernels != "cmsis-nn":
+        return None
+    return {"dir": target.cmsis_nn_dir, "commit": cmsis_nn.commit(Path(target.cmsis_nn_dir))}
+
+
 def constants_bytes(constants: list) -> int:
     """The flash bytes of a layer's constant arrays ((ctype, symbol, values) as CCall holds them)."""
     return sum(int(np.asarray(values).size) * np.dtype(C_TYPES[ctype]).itemsize for ctype, _, values in constants)
@@ -223,13 +230,14 @@ def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, or
                "scratch_required": call.scratch_required}
               for i, (op, call) in enumerate(zip(graph.ops, calls))]
     sources = [f"{name}.c", f"{name}_weights.c"] + [f"runtime/src/{s}" for s in runtime_sources(graph)]
+    library = cmsis_nn_library(target)
     context = {"name": name, "NAME": name.upper(), "version": __version__, "origin": Path(origin).name,
                "target": target.name, "opt": target.opt, "target_cflags": " ".join(target.cflags), "arena_bytes": plan.arena_bytes,
                "dsp": target.dsp, "mve": target.mve,
                "macs": sum(KINDS[op.kind].macs(op, graph) for op in graph.ops),
                **io_entries(graph, plan),
                "layers": layers, "constants": constants, "sources": sources, "state_bytes": state_bytes,
-               "state_reset": [call.state_reset for call in calls if call.state_reset]}
+               "state_reset": [call.state_reset for call in calls if call.state_reset], "cmsis_nn": library}
     env = _environment()
     for template, filename in (("model.h.j2", f"{name}.h"), ("model.c.j2", f"{name}.c"),
                                ("weights.h.j2", f"{name}_weights.h"), ("weights.c.j2", f"{name}_weights.c"),
@@ -240,5 +248,6 @@ def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, or
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(RUNTIME / relative, destination)
     summary = report(graph, plan, name, target, weights_bytes, calls)
+    summary["cmsis_nn"] = library
     (out_dir / "report.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary

@@ -18,7 +18,7 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from edgec import timing, toolchain
+from edgec import cmsis_nn, timing, toolchain
 from edgec.codegen import TEMPLATES
 from edgec.errors import EdgecError
 from edgec.targets import TARGETS, Target
@@ -54,6 +54,25 @@ def model_sources(model_dir: Path, name: str) -> list[Path]:
     return [model_dir / f"{name}.c", model_dir / f"{name}_weights.c", *runtime]
 
 
+def model_include_dirs(model_dir: Path) -> list[Path]:
+    """The include path of a generated directory, CMSIS-NN's headers with --kernels cmsis-nn."""
+    library = read_report(model_dir).get("cmsis_nn")
+    return [model_dir, model_dir / "runtime" / "include", *([Path(library["dir"]) / "Include"] if library else [])]
+
+
+def library_objects(target: Target, report: dict) -> list[Path]:
+    """The objects of the kernel library the generated code links besides its own runtime/ (CMSIS-NN's
+    with --kernels cmsis-nn, compiled from the checkout the directory was generated with)."""
+    library = report.get("cmsis_nn")
+    if not library:
+        return []
+    root = Path(library["dir"])
+    if not (root / "Include" / "arm_nnfunctions.h").is_file():
+        raise EdgecError(f"the model was generated with --kernels cmsis-nn from {root}, which is gone; "
+                         f"regenerate it with CMSIS_NN_DIR set to a CMSIS-NN checkout")
+    return cmsis_nn.objects(target, root)
+
+
 # What a program is built for: "verify" checks every layer's writes (EDGEC_CHECK_WRITES), "bench"
 # brackets the layers for instruction counting, "memory" measures the stack one invoke uses.
 BUILD_DEFINES = {"verify": ("EDGEC_CHECK_WRITES",), "bench": ("EDGEC_BENCH",), "memory": ("EDGEC_REPORT_STACK",)}
@@ -73,9 +92,9 @@ def build_program(target: Target, model_dir: Path, name: str, build_dir: Path, *
                                       outputs_file=OUTPUTS_FILE, inputs=report["inputs"], outputs=report["outputs"]))
     try:
         return toolchain.cross_compile(target, [driver, *model_sources(model_dir, name)],
-                                       [model_dir, model_dir / "runtime" / "include"],
-                                       build_dir / f"{name}_{purpose}.elf", defines=BUILD_DEFINES[purpose],
-                                       extra_cflags=WARNING_FLAGS)
+                                       model_include_dirs(model_dir), build_dir / f"{name}_{purpose}.elf",
+                                       defines=BUILD_DEFINES[purpose], extra_cflags=WARNING_FLAGS,
+                                       extra_ldflags=[str(o) for o in library_objects(target, report)])
     except toolchain.ToolchainError as exc:
         overflow = REGION_OVERFLOW.search(str(exc))
         if overflow is None:
@@ -179,7 +198,7 @@ def writable_sections(target: Target, model_dir: Path, name: str) -> dict[str, t
     from elftools.elf.elffile import ELFFile
 
     objects = toolchain.compile_objects(target, model_sources(model_dir, name),
-                                        include_dirs=[model_dir, model_dir / "runtime" / "include"],
+                                        include_dirs=model_include_dirs(model_dir),
                                         defines=BUILD_DEFINES["memory"], extra_cflags=WARNING_FLAGS)
     sections: dict[str, tuple[int, bool]] = {}
     for path in objects:

@@ -1,6 +1,7 @@
 """The whole compiler, top to bottom:
 load -> export -> normalize -> fold BN -> quantize -> lower -> fuse -> unify qparams -> layout ->
-fuse copies -> finalize -> specialize -> constant layouts (--opt auto) -> schedule + plan -> emit.
+fuse copies -> finalize -> specialize -> kernel library (--kernels) -> constant layouts (--opt auto) ->
+schedule + plan -> emit.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from edgec.errors import EdgecError
 from edgec.ir import Graph
 from edgec.lower import lower
 from edgec.ops import KINDS, OPS
+from edgec.ops.cmsis_nn import select_cmsis_nn_kernels
 from edgec.ops.int16_units import select_int16_kernels
 from edgec.ops.matmul import fold_output_scales, place_right_operands
 from edgec.passes.constant_layouts import choose_constant_layouts
@@ -127,7 +129,10 @@ def compile_for(quantized: Quantized, target: str | Target = "host", *, stream: 
     for op in graph.ops:
         KINDS[op.kind].finalize(op, graph)
         KINDS[op.kind].specialize(op, graph, target_info)
-    choices = choose_constant_layouts(graph, target_info)
+    choices = []
+    if target_info.kernels == "cmsis-nn":
+        choices += select_cmsis_nn_kernels(graph, target_info, Path(target_info.cmsis_nn_dir))
+    choices += choose_constant_layouts(graph, target_info)
     plan = schedule_and_plan(graph, target_info)
     return Compiled(quantized.origin, quantized.example_inputs, quantized.float_module, quantized.quantized_module,
                     graph, plan, target_info, choices)

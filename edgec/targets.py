@@ -26,6 +26,8 @@ class Target:
     flash_bytes: int | None      # flash budget of the typical part; None: no budget (host)
     part: str = ""               # the typical part the budgets come from
     opt: str = "auto"            # `edgec build --opt` (OPT_LEVELS)
+    kernels: str = "edgec"       # `edgec build --kernels` (KERNEL_LIBRARIES)
+    cmsis_nn_dir: str | None = None  # the CMSIS-NN checkout linked with --kernels cmsis-nn
 
     @property
     def is_host(self) -> bool:
@@ -58,6 +60,21 @@ class Target:
             raise EdgecError(f"--opt {opt!r}: expected one of {', '.join(OPT_LEVELS)}")
         return replace(self, opt=opt)
 
+
+    def with_kernels(self, kernels: str, cmsis_nn_dir: str | None = None) -> "Target":
+        """This target calling `kernels` (KERNEL_LIBRARIES); "cmsis-nn" links the checkout at
+        `cmsis_nn_dir`, else at $CMSIS_NN_DIR (a clear error if there is none)."""
+        if kernels not in KERNEL_LIBRARIES:
+            raise EdgecError(f"--kernels {kernels!r}: expected one of {', '.join(KERNEL_LIBRARIES)}")
+        if kernels == "edgec":
+            return replace(self, kernels=kernels, cmsis_nn_dir=None)
+        from edgec import cmsis_nn
+        return replace(self, kernels=kernels, cmsis_nn_dir=str(cmsis_nn.checkout(cmsis_nn_dir)))
+
+
+# Whose kernels the generated code calls: edgec's own, or Arm's CMSIS-NN library (linked from the
+# user's checkout) for the layers it has kernels for (edgec/ops/cmsis_nn.py).
+KERNEL_LIBRARIES = ("edgec", "cmsis-nn")
 
 # What `--opt` trades: "speed" lays some constants out for the fastest kernels even where that
 # takes more flash (e.g. the DSP convolution's filter widened to int16); "size" never does;

@@ -9,18 +9,19 @@ from __future__ import annotations
 import re
 
 from edgec.ir import Op
+from edgec.ops.cmsis_nn import is_cmsis_nn
 from edgec.ops.depthwise import PACKED_MAX_K
 
-KERNEL_CALL = re.compile(r"\b(edgec_\w+)\s*\(")
+KERNEL_CALL = re.compile(r"\b((?:edgec|arm)_\w+)\s*\(")
 ISA_NAMES = {"dsp": "DSP extension (SMLAD)", "mve": "Helium (MVE)"}
 # Units whose specialize picks a packed kernel on cores with the DSP extension or Helium.
 PACKED_KINDS = ("conv2d", "depthwise_conv2d", "conv_transpose2d", "fully_connected", "add", "binary")
 
 
 def kernel_name(code: str) -> str:
-    """The first edgec_* function the layer's emitted C calls ('' for a view: no code)."""
-    match = KERNEL_CALL.search(code)
-    return match.group(1) if match else ""
+    """The first edgec_* or CMSIS-NN arm_* function the layer's emitted C calls ('' for a view: no code)."""
+    calls = [m.group(1) for m in KERNEL_CALL.finditer(code) if not m.group(1).endswith("_get_buffer_size")]
+    return calls[0] if calls else ""
 
 
 def kernel_reason(op: Op, target, in_place: bool) -> str:
@@ -28,6 +29,8 @@ def kernel_reason(op: Op, target, in_place: bool) -> str:
     isa, kind = op.attrs.get("isa"), op.kind
     if kind == "reshape":
         return "a view of its input: no code, no bytes"
+    if is_cmsis_nn(kind):
+        return "Arm's CMSIS-NN kernel (--kernels cmsis-nn)"
     if isa in ISA_NAMES:
         reason = f"packed kernel: {target.name} has the {ISA_NAMES[isa]}"
         if isa == "dsp" and "wide" in op.attrs:

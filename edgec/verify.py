@@ -21,6 +21,7 @@ from edgec.codegen import TEMPLATES
 from edgec.errors import EdgecError
 from edgec.ir import Graph, to_torch_order
 from edgec.ops import KINDS
+from edgec.targets import get_target
 
 HOST_CFLAGS = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic")
 # A test build: each layer may change only its own output and scratch bytes (templates/model.c.j2).
@@ -51,8 +52,11 @@ def build_host(out_dir: Path, name: str, build_dir: Path, sanitize: bool = False
     driver.write_text(template.render(name=name, NAME=name.upper(), inputs=report["inputs"], outputs=report["outputs"]))
     sources = [str(p) for p in sorted(out_dir.glob("*.c"))] + [str(p) for p in sorted((out_dir / "runtime" / "src").rglob("*.c"))]
     exe = build_dir / f"{name}_host"
-    command = ["cc", *HOST_CFLAGS, CHECK_WRITES, *(SANITIZE_FLAGS if sanitize else ()), f"-I{out_dir}",
-               f"-I{out_dir / 'runtime' / 'include'}", str(driver), *sources, "-o", str(exe)]
+    includes = [f"-I{d}" for d in device.model_include_dirs(out_dir)]
+    # A linked library (CMSIS-NN) is compiled apart: without edgec's -Werror and sanitizers (its code is Arm's).
+    library = [str(o) for o in device.library_objects(get_target("host"), report)]
+    command = ["cc", *HOST_CFLAGS, CHECK_WRITES, *(SANITIZE_FLAGS if sanitize else ()), *includes,
+               str(driver), *sources, *library, "-o", str(exe)]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise EdgecError(f"host compile of {out_dir} failed: {result.stderr.strip().splitlines()[0] if result.stderr else ''}")

@@ -1,17 +1,16 @@
 """Render BENCHMARKS.md from the results `make bench` leaves in its build directory:
-<dir>/<target>/<model>.json (edgec bench --json) and <dir>/<target>/<model>/report.json, and the
-same for cortex-m4 built with --opt size in <dir>/cortex-m4-size/.
+<dir>/<target>/<model>.json (edgec bench --json) and <dir>/<target>/<model>/report.json, the same
+built with --opt size in <dir>/<target>-size/ (DSP cores) and, if make bench had CMSIS_NN_DIR, with
+--kernels cmsis-nn in <dir>/<target>-cmsis-nn/ (otherwise those columns say "not measured").
 
     python scripts/write_benchmarks.py build/bench > BENCHMARKS.md
 """
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import textwrap
-from math import prod
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -23,7 +22,12 @@ MODELS = {  # zoo factory -> MLPerf Tiny task
     "resnet8": "IC (ResNet-8)",
     "fc_autoencoder": "AD (FC autoencoder)",
 }
-TARGETS = ("cortex-m4", "cortex-m55")
+# The reference models run on every core; the other zoos on one DSP core and one Helium core.
+TARGETS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
+ZOO_TARGETS = ("cortex-m4", "cortex-m55")
+SIZE_TARGETS = ("cortex-m4", "cortex-m7", "cortex-m33")  # --opt size in <dir>/<target>-size (Helium: no choice)
+CMSIS_NN = "-cmsis-nn"  # --kernels cmsis-nn results in <dir>/<target>-cmsis-nn, when make bench had CMSIS_NN_DIR
+NOT_MEASURED = "not measured"
 # edgec.zoo_cnn models benchmarked for the operator-coverage work (default options).
 CNN_MODELS = {"mobilenet_v3_small": "MobileNetV3-Small (x0.5, 96x96)", "efficientnet_b0": "EfficientNet-B0 (x0.5, 64x64)"}
 SEQ_MODELS = {"lstm_kws": "LSTM keyword spotter (49x10 MFCC, hidden 64)",
@@ -32,28 +36,21 @@ SEQ_MODELS = {"lstm_kws": "LSTM keyword spotter (49x10 MFCC, hidden 64)",
               "conv_gru_kws": "Conv1d + 2-layer GRU keyword spotter",
               "kws_transformer": "keyword transformer (49 tokens, dim 32, 2 blocks)",
               "vit_tiny": "ViT (4x4 patches of 32x32, dim 32, 2 blocks)"}
-# CMSIS-NN's optimised kernels on the same architectures: (instructions, instructions per MAC).
-CMSIS_NN = {
-    "cortex-m4": {"ds_cnn": (7.70e6, 2.90), "mobilenet_v1_025": (24.09e6, 3.22),
-                  "resnet8": (29.85e6, 2.39), "fc_autoencoder": (0.579e6, 2.19)},
-    "cortex-m55": {"ds_cnn": (1.81e6, 0.68), "mobilenet_v1_025": (6.55e6, 0.87),
-                   "resnet8": (4.91e6, 0.39), "fc_autoencoder": (0.147e6, 0.56)},
+# Issue #5's goals: edgec's instructions at most this fraction of CMSIS-NN's (measured in the same run).
+INSN_GOAL_RATIO = {"cortex-m4": 0.5, "cortex-m55": 0.8}
+# Issue #13's goals in cycles. Cortex-M4: the fastest published MLPerf Tiny results on an M4
+# (STM32L4R5 at 120 MHz, flash wait states included); Cortex-M55: TFLite Micro + CMSIS-NN on a
+# Cortex-M85 at 480 MHz (ms x clock).
+CYCLE_GOALS = {
+    "cortex-m4": ("fastest published M4 result", {"ds_cnn": 5.18e6, "mobilenet_v1_025": 10.67e6,
+                                                  "resnet8": 19.82e6, "fc_autoencoder": 0.49e6}),
+    "cortex-m55": ("TFLite Micro + CMSIS-NN on a Cortex-M85", {"ds_cnn": 1.66e6, "mobilenet_v1_025": 6.43e6,
+                                                                "resnet8": 4.07e6, "fc_autoencoder": 0.26e6}),
 }
-CMSIS_NN_PATH = {"cortex-m4": "DSP (SMLAD)", "cortex-m55": "MVE (Helium)"}
-# Issue #5's goals: edgec's instructions at most this fraction of CMSIS-NN's, per model.
-GOAL_RATIO = {"cortex-m4": 0.5, "cortex-m55": 0.8}
-# CMSIS-NN's instructions per MAC by layer type, as issue #5 gives them ("-": not given).
-CMSIS_NN_LAYER_TYPES = {
-    "1x1 conv, C_in >= 64": {"cortex-m4": "1.8-2.2"},
-    "1x1 conv, C_in < 64": {"cortex-m4": "2.7-6.6"},
-    "kxk conv": {"cortex-m4": "1.8-2.3"},
-    "stem conv (C_in <= 3)": {"cortex-m4": "4.8-6.1", "cortex-m55": "1.4-2.1"},
-    "depthwise conv": {"cortex-m4": "6.9-8.9", "cortex-m55": "2.3-5.4"},
-    "fully connected": {"cortex-m4": "1.95-2.4"},
-}
-KERNEL_OPS = ("conv2d", "depthwise_conv2d", "fully_connected")
+# Layer kinds by what they are (a CMSIS-NN layer's kind is edgec's with a prefix).
+LAYER_GROUPS = (("conv", ("conv2d",)), ("depthwise", ("depthwise_conv2d",)), ("fully connected", ("fully_connected",)),
+                ("add", ("add",)), ("pooling", ("avg_pool2d", "max_pool2d")), ("softmax", ("softmax",)))
 MEMORY_TARGET = "cortex-m4"
-SIZE_TARGET = "cortex-m4"  # also benchmarked with --opt size, in <dir>/cortex-m4-size
 # TFLite Micro's published arena for these models (kB): the whole arena, and its activations part.
 TFLM_ARENA_KB = {"ds_cnn": (24.3, 16.0), "mobilenet_v1_025": (103.7, 73.7), "resnet8": (56.0, 49.2),
                  "fc_autoencoder": (4.0, 0.8)}
@@ -97,123 +94,143 @@ def clock_line(bench_dir: Path, target: str, model: str) -> list[str]:
             "states (the typical part's; docs/timing-model.md); instructions are exact.", ""]
 
 
+def cmsis_nn_run(bench_dir: Path, target: str, model: str) -> tuple[dict, dict] | None:
+    """The same model built with --kernels cmsis-nn in the same `make bench`, or None (no CMSIS_NN_DIR)."""
+    if not (bench_dir / f"{target}{CMSIS_NN}" / f"{model}.json").exists():
+        return None
+    return load(bench_dir, f"{target}{CMSIS_NN}", model)
+
+
+def cmsis_nn_commits(bench_dir: Path) -> list[str]:
+    """The CMSIS-NN commits the --kernels cmsis-nn runs linked (report.json's cmsis_nn)."""
+    return sorted({run[1]["cmsis_nn"]["commit"] for target in TARGETS for model in MODELS
+                   if (run := cmsis_nn_run(bench_dir, target, model)) is not None})
+
+
+def ratio(ours: float, theirs: float) -> str:
+    return f"{ours / theirs:.2f}x"
+
+
 def summary_table(bench_dir: Path, target: str) -> list[str]:
+    """edgec (--opt auto) and, from the same run, the same model on Arm's CMSIS-NN kernels."""
     first = next(iter(MODELS))
-    lines = [f"### {target} (CMSIS-NN reference: its {CMSIS_NN_PATH[target]} kernels)", "",
-             *clock_line(bench_dir, target, first),
-             "| model | MACs | cycles (est.) | ms (est.) | instructions | insn/MAC | CMSIS-NN insn | CMSIS-NN insn/MAC "
-             f"| edgec / CMSIS-NN | goal (<= {GOAL_RATIO[target]}x) | flash | RAM | arena |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
+    lines = [f"### {target}", "", *clock_line(bench_dir, target, first),
+             "| model | MACs | cycles (est.) | ms (est.) | instructions | flash | RAM | arena "
+             "| CMSIS-NN: cycles (est.) | instructions | flash | RAM "
+             "| edgec / CMSIS-NN: cycles | instructions | flash | RAM |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for model, task in MODELS.items():
         result, report = load(bench_dir, target, model)
-        insns, macs = result["total_instructions"], result["macs"]
-        ref_insns, ref_per_mac = CMSIS_NN[target][model]
-        met = "met" if insns <= GOAL_RATIO[target] * ref_insns else "not met"
-        lines.append(f"| {task} | {millions(macs)} | {cycles(result)} | {milliseconds(result)} | {millions(insns)} "
-                     f"| {insns / macs:.2f} | {millions(ref_insns)} "
-                     f"| {ref_per_mac:.2f} | {insns / ref_insns:.2f}x | {met} | {kib(result['flash_bytes'])} "
-                     f"| {kib(result['ram_bytes'])} | {kib(report['arena_bytes'])} |")
+        row = (f"| {task} | {millions(result['macs'])} | {cycles(result)} | {milliseconds(result)} "
+               f"| {millions(result['total_instructions'])} | {kib(result['flash_bytes'])} | {kib(result['ram_bytes'])} "
+               f"| {kib(report['arena_bytes'])} |")
+        reference = cmsis_nn_run(bench_dir, target, model)
+        if reference is None:
+            row += f" {NOT_MEASURED} |" * 8
+        else:
+            ref = reference[0]
+            row += (f" {cycles(ref)} | {millions(ref['total_instructions'])} | {kib(ref['flash_bytes'])} "
+                    f"| {kib(ref['ram_bytes'])} | {ratio(result['total_cycles'], ref['total_cycles'])} "
+                    f"| {ratio(result['total_instructions'], ref['total_instructions'])} "
+                    f"| {ratio(result['flash_bytes'], ref['flash_bytes'])} | {ratio(result['ram_bytes'], ref['ram_bytes'])} |")
+        lines.append(row)
     return lines + [""]
 
 
-def layer_type(layer: dict) -> str | None:
-    """The CMSIS_NN_LAYER_TYPES row of a report.json layer, if it has one."""
-    if layer["op"] == "depthwise_conv2d":
-        return "depthwise conv"
-    if layer["op"] == "fully_connected":
-        return "fully connected"
-    if layer["op"] != "conv2d":
-        return None
-    c_in = layer["input_shape"][-1]
-    taps = layer["macs"] // prod(layer["output_shape"]) // c_in
-    if c_in <= 3:
-        return "stem conv (C_in <= 3)"
-    if taps == 1:
-        return "1x1 conv, C_in >= 64" if c_in >= 64 else "1x1 conv, C_in < 64"
-    return "kxk conv"
-
-
-def layer_type_table(bench_dir: Path) -> list[str]:
-    """Per layer type and model, edgec's instructions per MAC next to CMSIS-NN's."""
-    lines = ["| layer type | model | " + " | ".join(f"{t} edgec | {t} CMSIS-NN" for t in TARGETS) + " |",
-             "|---|---|" + "---:|---:|" * len(TARGETS)]
-    for kind, reference in CMSIS_NN_LAYER_TYPES.items():
+def goals_table(bench_dir: Path) -> list[str]:
+    """Issue #13's cycle goals (and #5's instruction ratios), met or not, on the measured figures."""
+    lines = ["| target | model | goal: cycles | reference | edgec cycles (est.) | met | edgec flash <= CMSIS-NN's "
+             "| instructions x CMSIS-NN | goal |", "|---|---|---:|---|---:|---|---|---:|---|"]
+    for target, (reference_name, goals) in CYCLE_GOALS.items():
         for model, task in MODELS.items():
-            cells = []
-            for target in TARGETS:
-                result, report = load(bench_dir, target, model)
-                types = {layer["name"]: layer_type(layer) for layer in report["layers"]}
-                chosen = [layer for layer in result["layers"] if types.get(layer["name"]) == kind]
-                macs = sum(layer["macs"] for layer in chosen)
-                insns = sum(layer["instructions"] for layer in chosen)
-                cells += [f"{insns / macs:.2f}" if macs else "", reference.get(target, "-") if macs else ""]
-            if any(cells):
-                lines.append(f"| {kind} | {task} | " + " | ".join(cells) + " |")
+            result = load(bench_dir, target, model)[0]
+            reference = cmsis_nn_run(bench_dir, target, model)
+            met = "met" if result["total_cycles"] <= goals[model] else "not met"
+            if reference is None:
+                flash = insns = insn_goal = NOT_MEASURED
+            else:
+                ref = reference[0]
+                flash = "yes" if result["flash_bytes"] <= ref["flash_bytes"] else "no"
+                insns = ratio(result["total_instructions"], ref["total_instructions"])
+                limit = INSN_GOAL_RATIO[target]
+                insn_goal = f"<= {limit}x: " + ("met" if result["total_instructions"] <= limit * ref["total_instructions"]
+                                                else "not met")
+            lines.append(f"| {target} | {task} | {millions(goals[model])} | {reference_name} | {cycles(result)} | {met} "
+                         f"| {flash} | {insns} | {insn_goal} |")
     return lines + [""]
 
 
-def per_op_table(bench_dir: Path) -> list[str]:
-    lines = ["| model | target | " + " | ".join(KERNEL_OPS) + " | other layers |",
-             "|---|---|" + "---:|" * (len(KERNEL_OPS) + 1)]
-    for target in TARGETS:
+def group_of(op: str) -> str:
+    kind = op.removeprefix("cmsis_nn_")
+    return next((name for name, kinds in LAYER_GROUPS if kind in kinds), "other")
+
+
+def by_group(layers: list[dict], field: str) -> dict[str, int]:
+    totals = {name: 0 for name, _ in LAYER_GROUPS}
+    totals["other"] = 0
+    for layer in layers:
+        totals[group_of(layer["op"])] += layer.get(field, 0)
+    return totals
+
+
+def layer_group_table(bench_dir: Path, field: str, targets=ZOO_TARGETS) -> list[str]:
+    """Per model and target, `field` (cycles or instructions) summed by layer type, edgec's next to
+    CMSIS-NN's from the same run."""
+    names = [name for name, _ in LAYER_GROUPS] + ["other"]
+    lines = ["| model | target | kernels | " + " | ".join(names) + " | total |", "|---|---|---|" + "---:|" * (len(names) + 1)]
+    for target in targets:
         for model, task in MODELS.items():
-            layers = load(bench_dir, target, model)[0]["layers"]
-            cells = []
-            for op in KERNEL_OPS:
-                insns = sum(l["instructions"] for l in layers if l["op"] == op)
-                macs = sum(l["macs"] for l in layers if l["op"] == op)
-                cells.append(f"{millions(insns)} ({insns / macs:.2f}/MAC)" if macs else "-")
-            other = sum(l["instructions"] for l in layers if l["op"] not in KERNEL_OPS)
-            lines.append(f"| {task} | {target} | " + " | ".join(cells) + f" | {millions(other) if other else '-'} |")
+            runs = [("edgec", load(bench_dir, target, model)[0])]
+            reference = cmsis_nn_run(bench_dir, target, model)
+            if reference is not None:
+                runs.append(("CMSIS-NN", reference[0]))
+            for kernels, result in runs:
+                totals = by_group(result["layers"], field)
+                cells = [millions(v) if v else "-" for v in totals.values()]
+                lines.append(f"| {task} | {target} | {kernels} | " + " | ".join(cells) + f" | {millions(sum(totals.values()))} |")
     return lines + [""]
 
 
 def opt_table(bench_dir: Path) -> list[str]:
-    """--opt speed (the default, every other table) against --opt size on SIZE_TARGET."""
-    lines = [f"| model | target | speed: cycles (est.) | instructions | x CMSIS-NN | flash | size: cycles (est.) "
-             "| instructions | x CMSIS-NN | flash |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    ref = CMSIS_NN[SIZE_TARGET]
-    for model, task in MODELS.items():
-        speed = load(bench_dir, SIZE_TARGET, model)[0]
-        size = load(bench_dir, f"{SIZE_TARGET}-size", model)[0]
-        cells = []
-        for result in (speed, size):
-            insns = result["total_instructions"]
-            cells += [cycles(result), millions(insns), f"{insns / ref[model][0]:.2f}x", kib(result["flash_bytes"])]
-        lines.append(f"| {task} | {SIZE_TARGET} | " + " | ".join(cells) + " |")
+    """--opt auto (the default, every other table) against --opt size on the DSP cores."""
+    lines = ["| model | target | auto: cycles (est.) | instructions | flash | widened layers | size: cycles (est.) "
+             "| instructions | flash |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for target in SIZE_TARGETS:
+        for model, task in MODELS.items():
+            auto, report = load(bench_dir, target, model)
+            size = load(bench_dir, f"{target}-size", model)[0]
+            wide = sum(layer["kernel"].endswith("_wide") for layer in report["layers"])
+            choices = sum(layer["kernel"].endswith(("_wide", "_dsp")) for layer in report["layers"]
+                          if layer["op"] in ("conv2d", "fully_connected"))
+            lines.append(f"| {task} | {target} | {cycles(auto)} | {millions(auto['total_instructions'])} "
+                         f"| {kib(auto['flash_bytes'])} | {wide} of {choices} | {cycles(size)} "
+                         f"| {millions(size['total_instructions'])} | {kib(size['flash_bytes'])} |")
     return lines + [""]
 
 
-def layer_kernels(bench_dir: Path, target: str, model: str) -> dict[int, str]:
-    """Layer index -> the kernel function its generated call runs, from the bench's model C file."""
-    model_dir = bench_dir / target / model
-    [source] = [f for f in model_dir.glob("*.c") if not f.name.endswith("_weights.c")]
-    calls = re.findall(r"EDGEC_LAYER_BEGIN\((\d+)\);\s*(?:memcpy\([^;]*;\s*)?status \|= (\w+)\(",
-                       source.read_text())
-    return {int(index): kernel for index, kernel in calls}
-
-
 def per_kernel_table(bench_dir: Path) -> list[str]:
-    """Instructions per kernel function: which layers run the DSP/MVE kernels and which the
-    portable ones."""
-    lines = ["| model | target | kernel | layers | MACs | instructions | insn/MAC |",
-             "|---|---|---|---:|---:|---:|---:|"]
-    for target in TARGETS:
+    """Instructions and cycles per kernel function: which layers run the DSP/MVE kernels and which
+    the portable ones (and CMSIS-NN's, from the same run)."""
+    lines = ["| model | target | kernel | layers | MACs | cycles (est.) | instructions | insn/MAC |",
+             "|---|---|---|---:|---:|---:|---:|---:|"]
+    for target in ZOO_TARGETS:
         for model, task in MODELS.items():
-            result, report = load(bench_dir, target, model)
-            kernels = layer_kernels(bench_dir, target, model)
-            index = {layer["name"]: i for i, layer in enumerate(report["layers"])}
-            totals: dict[str, list[int]] = {}
-            for layer in result["layers"]:
-                kernel = kernels[index[layer["name"]]]
-                counts = totals.setdefault(kernel, [0, 0, 0])
-                counts[0] += 1
-                counts[1] += layer["macs"]
-                counts[2] += layer["instructions"]
-            for kernel, (count, macs, insns) in totals.items():
-                per_mac = f"{insns / macs:.2f}" if macs else "-"
-                lines.append(f"| {task} | {target} | `{kernel}` | {count} | {millions(macs) if macs else '-'} "
-                             f"| {millions(insns)} | {per_mac} |")
+            runs = [load(bench_dir, target, model)]
+            reference = cmsis_nn_run(bench_dir, target, model)
+            runs += [reference] if reference is not None else []
+            for result, report in runs:
+                kernels = {layer["name"]: layer["kernel"] for layer in report["layers"]}
+                totals: dict[str, list[int]] = {}
+                for layer in result["layers"]:
+                    counts = totals.setdefault(kernels[layer["name"]], [0, 0, 0, 0])
+                    counts[0] += 1
+                    counts[1] += layer["macs"]
+                    counts[2] += layer.get("cycles", 0)
+                    counts[3] += layer["instructions"]
+                for kernel, (count, macs, layer_cycles, insns) in totals.items():
+                    per_mac = f"{insns / macs:.2f}" if macs else "-"
+                    lines.append(f"| {task} | {target} | `{kernel}` | {count} | {millions(macs) if macs else '-'} "
+                                 f"| {millions(layer_cycles)} | {millions(insns)} | {per_mac} |")
     return lines + [""]
 
 
@@ -278,7 +295,7 @@ def cnn_section(bench_dir: Path) -> list[str]:
              "| liveness bound |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for model, title in CNN_MODELS.items():
-        for target in TARGETS:
+        for target in ZOO_TARGETS:
             result, report = load(bench_dir, target, model)
             insns, macs = result["total_instructions"], result["macs"]
             lines.append(f"| {title} | {target} | {millions(macs)} | {cycles(result)} | {milliseconds(result)} "
@@ -290,7 +307,7 @@ def cnn_section(bench_dir: Path) -> list[str]:
               "|---|---|" + "---:|" * 6]
     groups = {"conv2d": 0, "depthwise_conv2d": 1, "binary": 2, "add": 2, "lut": 3, "avg_pool2d": 4, "max_pool2d": 4}
     for model, title in CNN_MODELS.items():
-        for target in TARGETS:
+        for target in ZOO_TARGETS:
             totals = [0] * 6
             for layer in load(bench_dir, target, model)[0]["layers"]:
                 totals[groups.get(layer["op"], 5)] += layer["instructions"]
@@ -310,7 +327,7 @@ def seq_section(bench_dir: Path) -> list[str]:
              "| model | target | cycles (est.) | ms (est.) | instructions | flash | arena | state |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     for model, title in SEQ_MODELS.items():
-        for target in TARGETS:
+        for target in ZOO_TARGETS:
             if not (bench_dir / target / f"{model}.json").exists():
                 continue
             result, report = load(bench_dir, target, model)
@@ -321,6 +338,12 @@ def seq_section(bench_dir: Path) -> list[str]:
 
 
 def render(bench_dir: Path) -> str:
+    commits = cmsis_nn_commits(bench_dir)
+    side_by_side = (f"Arm's CMSIS-NN at commit {', '.join(commits)} (`--kernels cmsis-nn`, linked from the checkout in "
+                    "`CMSIS_NN_DIR`, its context buffers planned in edgec's arena; bench checks its output bit-exact "
+                    "with the golden too)" if commits else
+                    f"CMSIS-NN: {NOT_MEASURED} (`make bench` ran without `CMSIS_NN_DIR`; set it to a CMSIS-NN "
+                    "checkout to measure the same models on Arm's kernels in the same run)")
     lines = [
         "# Benchmarks",
         "",
@@ -330,10 +353,12 @@ def render(bench_dir: Path) -> str:
         "        --target <target> --json --quiet -o build/bench/<target>/<model>",
         "",
         "(the calibration data is `edgec.zoo.calibration_data(<model>, 32)`, and the benchmarked input",
-        "its first sample; the default `--opt auto`, which widens every DSP filter of these models: `--opt speed`), and on cortex-m4 the same with `--opt size`",
-        "into `build/bench/cortex-m4-size/<model>`; then",
+        "its first sample; the default `--opt auto`), the same with `--opt size` on the DSP cores into",
+        "`build/bench/<target>-size/`, and, when `CMSIS_NN_DIR` names a CMSIS-NN checkout, the same with",
+        "`--kernels cmsis-nn` into `build/bench/<target>-cmsis-nn/`; then",
         "`python scripts/write_benchmarks.py build/bench > BENCHMARKS.md`.",
         f"Tools: {tool_version('arm-none-eabi-gcc')} at -O2; {tool_version('qemu-system-arm')}.",
+        *textwrap.wrap(f"Side by side: {side_by_side}.", 98),
         "",
         "What is measured:",
         "- **cycles (est.)** and **ms (est.)**: an ESTIMATE, not a measurement. QEMU has no timing model;",
@@ -347,7 +372,7 @@ def render(bench_dir: Path) -> str:
         "  for one inference: the sum over the layers of the instructions between each layer's",
         "  `EDGEC_LAYER_BEGIN`/`EDGEC_LAYER_END` markers (kernel call and its argument set-up). Start-up,",
         "  the test driver and the few instructions of `<name>_invoke`'s own prologue are not counted.",
-        "  They are the exact, model-free figure; the CMSIS-NN comparisons use them.",
+        "  They are the exact, model-free figure.",
         "- **MACs**: multiply-accumulates of the convolution and fully connected layers.",
         "- **flash**: text + rodata + data of the whole bench program (model, kernels, start-up,",
         "  semihosting driver); **RAM**: data + bss + the 8 KiB stack; **arena**: the model's",
@@ -356,7 +381,7 @@ def render(bench_dir: Path) -> str:
         "On cores with the DSP extension (Cortex-M4/M7/M33) and with Helium (Cortex-M55), the",
         "convolutions (1x1 ones too), fully connected and add layers run edgec's SMLAD and MVE kernels",
         "(`_dsp`/`_mve`, their filters re-laid and input offsets folded into the bias at compile time;",
-        "with `--opt speed` the DSP convolution is `_dsp_wide`, its filter widened to int16);",
+        "`_dsp_wide` where `--opt auto` widens the filter to int16);",
         "depthwise layers run `edgec_depthwise_conv_s8_packed` (4 channels at a time over a cache of",
         "zero-point-padded input rows, so border pixels cost what inside ones do; SMLAxy or MVE taps);",
         "average pooling sums on Helium, max pooling and softmax are portable C99 (see *By kernel*).",
@@ -367,22 +392,25 @@ def render(bench_dir: Path) -> str:
     ]
     for target in TARGETS:
         lines += summary_table(bench_dir, target)
-    lines += ["### --opt speed and --opt size", "",
-              "`--opt speed` (above) trades flash for instructions; `--opt size` keeps every constant at its",
-              "smallest. They differ only on the DSP cores (Helium's kernels are the same either way). With",
-              "flash wait states the estimated cycles can favour `--opt size`: the int16-widened filters",
-              "read twice the bytes from flash through the accelerator's small data cache.", ""]
+    lines += ["## Goals", "",
+              "Issue #13's cycle goals (estimated cycles; on cortex-m4 with the typical part's flash wait states, as",
+              "the published results include theirs) and issue #5's instruction ratios against CMSIS-NN",
+              "measured in the same run; `edgec flash <= CMSIS-NN's` compares the whole bench programs.", ""]
+    lines += goals_table(bench_dir)
+    lines += ["### --opt auto and --opt size", "",
+              "`--opt auto` (above) widens a DSP layer's filter to int16 where the timing model's memory system",
+              "says it saves cycles and the constants fit the flash budget; `--opt size` keeps every constant at",
+              "its smallest. They differ only on the DSP cores (Helium's kernels are the same either way).", ""]
     lines += opt_table(bench_dir)
     lines += ["## By layer type", "",
-              "Instructions summed over all layers of a type (instructions per MAC in brackets); "
-              "other layers are pooling, softmax and add, which have no MACs.", ""]
-    lines += per_op_table(bench_dir)
-    lines += ["Against CMSIS-NN's instructions per MAC by layer type (the ranges issue #5 gives; on",
-              "cortex-m55 it gives only depthwise and stems).", ""]
-    lines += layer_type_table(bench_dir)
+              "Estimated cycles summed over all layers of a type, edgec's next to CMSIS-NN's from the same run:",
+              "where the remaining cycles are.", ""]
+    lines += layer_group_table(bench_dir, "cycles", TARGETS)
+    lines += ["The same in exact instructions:", ""]
+    lines += layer_group_table(bench_dir, "instructions")
     lines += ["## By kernel", "",
-              "Instructions summed over the layers that call each kernel function (`conv2d` layers above:",
-              "the generic convolution, 1x1 layers included; `edgec_conv_1x1_s8` is the portable build's).", ""]
+              "Cycles and instructions summed over the layers that call each kernel function (`conv2d` layers:",
+              "the generic convolution, 1x1 layers included; CMSIS-NN's wrappers pick their own kernels inside).", ""]
     lines += per_kernel_table(bench_dir)
     lines += memory_section(bench_dir)
     lines += cnn_section(bench_dir)

@@ -157,6 +157,7 @@ class Pool2d(OpDef):
     spatial = True
     keeps_qparams = True
     limits = f"max pooling undilated; avg_pool2d divisor_override 1..{MAX_DIVISOR}"
+    pooling = ""  # "avg" or "max": what the subclass's kernels compute (its kind may name a library's)
 
     def annotate(self, node) -> None:
         if node.target in MEANS and not is_spatial_mean(node, len(node.args[0].meta["val"].shape)):
@@ -234,14 +235,14 @@ class Pool2d(OpDef):
         a = op.attrs
         window = dict(kernel=a["kernel"], stride=a["stride"], pad=a["pad"][:2], out_hw=graph.tensors[op.outputs[0]].shape[1:3],
                       act_min=a["act_min"], act_max=a["act_max"])
-        if op.kind == "max_pool2d":
+        if self.pooling == "max":
             return max_pool2d_s8(inputs[0], **window)
         return avg_pool2d_s8(inputs[0], divisor=a["divisor"], zero_point=graph.tensors[op.inputs[0]].zero_point, **window)
 
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        if op.kind == "avg_pool2d" and a["divisor"] != "in_bounds":  # PyTorch's divisors
+        if self.pooling == "avg" and a["divisor"] != "in_bounds":  # PyTorch's divisors
             p = names.symbol(op, "desc")
             call = descriptor("edgec_avg_pool2d_desc", p, avg_pool2d_desc(
                 x_t.shape, kernel=a["kernel"], stride=a["stride"], pad=a["pad"][:2], out_hw=out_t.shape[1:3],
@@ -253,7 +254,7 @@ class Pool2d(OpDef):
         params = [("edgec_pool_params", f"{p}params", "{" + ", ".join(str(v) for v in values) + "}"),
                   ("edgec_dims", f"{p}input_dims", c_dims(x_t.shape)),
                   ("edgec_dims", f"{p}output_dims", c_dims(out_t.shape))]
-        kernel = "edgec_avgpool_s8" if op.kind == "avg_pool2d" else "edgec_maxpool_s8"
+        kernel = "edgec_avgpool_s8" if self.pooling == "avg" else "edgec_maxpool_s8"
         code = (f"status |= {kernel}(&{p}params, &{p}input_dims, {names.ptr(op.inputs[0])}, "
                 f"&{p}output_dims, {names.ptr(op.outputs[0])});")
         return CCall(code, [], params)
@@ -271,11 +272,13 @@ def reduction_unit():
 
 class AvgPool2d(Pool2d):
     kind = "avg_pool2d"
+    pooling = "avg"
     runtime_sources = ("pool/edgec_avgpool_s8.c",)
 
 
 class MaxPool2d(Pool2d):
     kind = "max_pool2d"
+    pooling = "max"
     targets = frozenset()
     runtime_sources = ("pool/edgec_maxpool_s8.c",)
 
