@@ -52,7 +52,7 @@ BENCH_TARGETS := cortex-m4 cortex-m55
 BENCH_CNN_MODELS := mobilenet_v3_small efficientnet_b0
 # Sequence models (edgec.zoo_seq); lstm_kws also streaming (one time step per invoke).
 BENCH_SEQ_MODELS := lstm_kws gru_kws conv_gru_kws kws_transformer vit_tiny
-# --opt changes only the DSP cores' kernels: cortex-m4 is also benchmarked with --opt size.
+# --opt changes only the DSP cores' kernels: cortex-m4 is also benchmarked with --opt speed and size.
 BENCH_SIZE_TARGET := cortex-m4
 # $(call bench_zoo,MODULE,MODELS,FLAGS): each model of edgec/MODULE.py benchmarked on every BENCH_TARGETS
 # with FLAGS, on MODULE.calibration_data(model, 32) saved as BENCH_DIR/model.npy.
@@ -71,12 +71,12 @@ endef
 bench: $(STAMP)/install toolchain
 	@mkdir -p $(BENCH_DIR)
 	$(call bench_zoo,zoo,$(BENCH_MODELS),)
-	@for model in $(BENCH_MODELS); do \
-		echo "edgec bench $$model --target $(BENCH_SIZE_TARGET) --opt size"; mkdir -p $(BENCH_DIR)/$(BENCH_SIZE_TARGET)-size; \
+	@for model in $(BENCH_MODELS); do for opt in speed size; do \
+		echo "edgec bench $$model --target $(BENCH_SIZE_TARGET) --opt $$opt"; mkdir -p $(BENCH_DIR)/$(BENCH_SIZE_TARGET)-$$opt; \
 		$(PYTHON) -m edgec.cli bench edgec/zoo.py:$$model --calib $(BENCH_DIR)/$$model.npy \
-			--target $(BENCH_SIZE_TARGET) --opt size --json --quiet -o $(BENCH_DIR)/$(BENCH_SIZE_TARGET)-size/$$model \
-			> $(BENCH_DIR)/$(BENCH_SIZE_TARGET)-size/$$model.json || exit 1; \
-	done
+			--target $(BENCH_SIZE_TARGET) --opt $$opt --json --quiet -o $(BENCH_DIR)/$(BENCH_SIZE_TARGET)-$$opt/$$model \
+			> $(BENCH_DIR)/$(BENCH_SIZE_TARGET)-$$opt/$$model.json || exit 1; \
+	done; done
 	$(call bench_zoo,zoo_cnn,$(BENCH_CNN_MODELS),--opt size)
 	$(call bench_zoo,zoo_seq,$(BENCH_SEQ_MODELS),)
 	@for target in $(BENCH_TARGETS); do \

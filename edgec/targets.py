@@ -26,6 +26,9 @@ class Target:
     flash_bytes: int | None      # flash budget of the typical part; None: no budget (host)
     part: str = ""               # the typical part the budgets come from
     opt: str = "auto"            # `edgec build --opt` (OPT_LEVELS)
+    # Flash wait states of the user's part (--flash-wait): what --opt auto chooses for and bench's
+    # cycles are modelled at; None: those of the typical part (edgec.timing.MEMORY).
+    flash_wait: int | None = None
 
     @property
     def is_host(self) -> bool:
@@ -45,11 +48,16 @@ class Target:
                        flash_bytes=self.flash_bytes if flash is None else flash,
                        part="budget from --ram/--flash")
 
+    def with_flash_wait(self, flash_wait: int | None) -> "Target":
+        """This target on a part with `flash_wait` flash wait states (None keeps the typical part's)."""
+        if flash_wait is not None and flash_wait < 0:
+            raise EdgecError(f"--flash-wait {flash_wait}: wait states cannot be negative")
+        return self if flash_wait is None else replace(self, flash_wait=flash_wait)
 
     @property
     def fast_layouts(self) -> bool:
-        """Whether kernels take the constant layouts that spend flash for speed (--opt auto may
-        narrow some back to fit the flash budget)."""
+        """Whether kernels take the constant layouts that spend flash for fewer instructions
+        (--opt auto then narrows back those estimated slower, or not fitting the flash budget)."""
         return self.opt in ("auto", "speed")
 
     def with_opt(self, opt: str) -> "Target":
@@ -59,9 +67,10 @@ class Target:
         return replace(self, opt=opt)
 
 
-# What `--opt` trades: "speed" lays some constants out for the fastest kernels even where that
-# takes more flash (e.g. the DSP convolution's filter widened to int16); "size" never does;
-# "auto" does where the constants still fit the flash budget (passes/constant_layouts.py).
+# What `--opt` trades: "speed" lays some constants out for the kernels with the fewest instructions
+# even where that takes more flash (e.g. the DSP convolution's filter widened to int16); "size"
+# never does; "auto" does per layer where the timing model estimates it faster at the part's flash
+# wait states, as far as the constants fit the flash budget (passes/constant_layouts.py).
 OPT_LEVELS = ("auto", "speed", "size")
 
 

@@ -1,6 +1,6 @@
 """Render BENCHMARKS.md from the results `make bench` leaves in its build directory:
 <dir>/<target>/<model>.json (edgec bench --json) and <dir>/<target>/<model>/report.json, and the
-same for cortex-m4 built with --opt size in <dir>/cortex-m4-size/.
+same for cortex-m4 built with --opt speed and --opt size in <dir>/cortex-m4-speed/ and <dir>/cortex-m4-size/.
 
     python scripts/write_benchmarks.py build/bench > BENCHMARKS.md
 """
@@ -53,7 +53,7 @@ CMSIS_NN_LAYER_TYPES = {
 }
 KERNEL_OPS = ("conv2d", "depthwise_conv2d", "fully_connected")
 MEMORY_TARGET = "cortex-m4"
-SIZE_TARGET = "cortex-m4"  # also benchmarked with --opt size, in <dir>/cortex-m4-size
+SIZE_TARGET = "cortex-m4"  # also benchmarked with --opt speed and --opt size, in <dir>/cortex-m4-<opt>
 # TFLite Micro's published arena for these models (kB): the whole arena, and its activations part.
 TFLM_ARENA_KB = {"ds_cnn": (24.3, 16.0), "mobilenet_v1_025": (103.7, 73.7), "resnet8": (56.0, 49.2),
                  "fc_autoencoder": (4.0, 0.8)}
@@ -169,17 +169,15 @@ def per_op_table(bench_dir: Path) -> list[str]:
 
 
 def opt_table(bench_dir: Path) -> list[str]:
-    """--opt speed (the default, every other table) against --opt size on SIZE_TARGET."""
-    lines = [f"| model | target | speed: cycles (est.) | instructions | x CMSIS-NN | flash | size: cycles (est.) "
-             "| instructions | x CMSIS-NN | flash |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    ref = CMSIS_NN[SIZE_TARGET]
+    """--opt auto (the default, every other table) against --opt speed and --opt size on SIZE_TARGET."""
+    opts = {"auto": SIZE_TARGET, "speed": f"{SIZE_TARGET}-speed", "size": f"{SIZE_TARGET}-size"}
+    lines = ["| model | target | " + " | ".join(f"{opt}: cycles (est.) | instructions | flash" for opt in opts) + " |",
+             "|---|---|" + "---:|" * 3 * len(opts)]
     for model, task in MODELS.items():
-        speed = load(bench_dir, SIZE_TARGET, model)[0]
-        size = load(bench_dir, f"{SIZE_TARGET}-size", model)[0]
         cells = []
-        for result in (speed, size):
-            insns = result["total_instructions"]
-            cells += [cycles(result), millions(insns), f"{insns / ref[model][0]:.2f}x", kib(result["flash_bytes"])]
+        for directory in opts.values():
+            result = load(bench_dir, directory, model)[0]
+            cells += [cycles(result), millions(result["total_instructions"]), kib(result["flash_bytes"])]
         lines.append(f"| {task} | {SIZE_TARGET} | " + " | ".join(cells) + " |")
     return lines + [""]
 
@@ -330,8 +328,8 @@ def render(bench_dir: Path) -> str:
         "        --target <target> --json --quiet -o build/bench/<target>/<model>",
         "",
         "(the calibration data is `edgec.zoo.calibration_data(<model>, 32)`, and the benchmarked input",
-        "its first sample; the default `--opt auto`, which widens every DSP filter of these models: `--opt speed`), and on cortex-m4 the same with `--opt size`",
-        "into `build/bench/cortex-m4-size/<model>`; then",
+        "its first sample; the default `--opt auto`), and on cortex-m4 the same with `--opt speed` and `--opt size`",
+        "into `build/bench/cortex-m4-speed/<model>` and `build/bench/cortex-m4-size/<model>`; then",
         "`python scripts/write_benchmarks.py build/bench > BENCHMARKS.md`.",
         f"Tools: {tool_version('arm-none-eabi-gcc')} at -O2; {tool_version('qemu-system-arm')}.",
         "",
@@ -356,7 +354,7 @@ def render(bench_dir: Path) -> str:
         "On cores with the DSP extension (Cortex-M4/M7/M33) and with Helium (Cortex-M55), the",
         "convolutions (1x1 ones too), fully connected and add layers run edgec's SMLAD and MVE kernels",
         "(`_dsp`/`_mve`, their filters re-laid and input offsets folded into the bias at compile time;",
-        "with `--opt speed` the DSP convolution is `_dsp_wide`, its filter widened to int16);",
+        "`_dsp_wide`, the filter widened to int16, where `--opt auto` estimates it faster; see below);",
         "depthwise layers run `edgec_depthwise_conv_s8_packed` (4 channels at a time over a cache of",
         "zero-point-padded input rows, so border pixels cost what inside ones do; SMLAxy or MVE taps);",
         "average pooling sums on Helium, max pooling and softmax are portable C99 (see *By kernel*).",
@@ -367,11 +365,13 @@ def render(bench_dir: Path) -> str:
     ]
     for target in TARGETS:
         lines += summary_table(bench_dir, target)
-    lines += ["### --opt speed and --opt size", "",
-              "`--opt speed` (above) trades flash for instructions; `--opt size` keeps every constant at its",
-              "smallest. They differ only on the DSP cores (Helium's kernels are the same either way). With",
-              "flash wait states the estimated cycles can favour `--opt size`: the int16-widened filters",
-              "read twice the bytes from flash through the accelerator's small data cache.", ""]
+    lines += ["### --opt auto, speed and size", "",
+              "`--opt speed` widens every DSP filter to int16 (the fewest instructions, the most flash); `--opt",
+              "size` keeps every constant at its smallest. With flash wait states the estimated cycles can",
+              "favour `--opt size`: the widened filters read twice the bytes from flash through the",
+              "accelerator's small data cache. `--opt auto` (the default, above) widens a layer only where the",
+              "timing model estimates it faster at the part's wait states (docs/timing-model.md). They differ",
+              "only on the DSP cores (Helium's kernels are the same either way).", ""]
     lines += opt_table(bench_dir)
     lines += ["## By layer type", "",
               "Instructions summed over all layers of a type (instructions per MAC in brackets); "
