@@ -42,7 +42,7 @@ demo: $(STAMP)/install
 
 # Exact instruction counts, estimated cycles and ms (edgec's timing model at the typical part's clock
 # and flash wait states, docs/timing-model.md), flash and RAM of the four reference models on
-# Cortex-M4, M7, M33 and M55 under QEMU, with --opt auto and --opt size, written to BENCHMARKS.md;
+# Cortex-M4, M7, M33 and M55 under QEMU, with --opt auto and --opt size (and speed), written to BENCHMARKS.md;
 # its Memory section (arena, liveness bounds, RAM besides the arena) comes from the same runs, next
 # to TFLite Micro's arena. With CMSIS_NN_DIR=/path/to/CMSIS-NN (a checkout of
 # https://github.com/ARM-software/CMSIS-NN) the same models also run on Arm's kernels
@@ -51,8 +51,9 @@ demo: $(STAMP)/install
 BENCH_DIR := build/bench
 BENCH_MODELS := ds_cnn mobilenet_v1_025 resnet8 fc_autoencoder
 BENCH_TARGETS := cortex-m4 cortex-m7 cortex-m33 cortex-m55
-# --opt changes only the DSP cores' kernels.
+# --opt changes only the DSP cores' kernels: they also run with --opt size, the M4 with --opt speed.
 BENCH_SIZE_TARGETS := cortex-m4 cortex-m7 cortex-m33
+BENCH_SPEED_TARGETS := cortex-m4
 # The other zoos run on one DSP core and one Helium core.
 BENCH_ZOO_TARGETS := cortex-m4 cortex-m55
 # Public architectures of the operator-coverage work (edgec.zoo_cnn), with --opt size: EfficientNet's
@@ -86,6 +87,7 @@ bench: $(STAMP)/install toolchain
 	$(call bench_calibration,zoo,$(BENCH_MODELS))
 	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_TARGETS),,)
 	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_SIZE_TARGETS),--opt size,-size)
+	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_SPEED_TARGETS),--opt speed,-speed)
 ifneq ($(CMSIS_NN_DIR),)
 	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn,-cmsis-nn)
 else

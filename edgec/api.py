@@ -177,10 +177,11 @@ class CompiledModel:
 
     def _for_target(self, target) -> pipeline.Compiled:
         """This model compiled for `target` (None or the compiled target: this one; another: with
-        that target's typical memory budget and this one's --opt)."""
+        that target's typical memory budget and flash wait states, and this one's --opt)."""
         if target is None or get_target(target).name == self.target.name:
             return self.compiled
-        return pipeline.compile_for(self.compiled, get_target(target).with_opt(self.target.opt))
+        return pipeline.compile_for(self.compiled, get_target(target).with_opt(self.target.opt).with_kernels(
+            self.target.kernels, self.target.cmsis_nn_dir))
 
     def verify(self, samples=None, target=None, count: int = VERIFY_SAMPLES) -> VerifyResult:
         """`edgec verify`: the generated C, built for the host or run on `target`'s emulated board
@@ -285,8 +286,8 @@ class CompiledModel:
 
 def compile(model, example_inputs=None, *, calibration=None, target: str | Target = "cortex-m4",
             opt: str = "auto", ram: int | str | None = None, flash: int | str | None = None,
-            name: str | None = None, progress: bool = True, activations: str = "int8",
-            int16_layers=()) -> CompiledModel:
+            flash_wait: int | None = None, kernels: str = "edgec", name: str | None = None, progress: bool = True,
+            activations: str = "int8", int16_layers=()) -> CompiledModel:
     """Quantize and compile `model` for `target`, as `edgec build` does.
 
     model: an nn.Module (with `example_inputs`: a tensor shaped like one input batch, or a tuple
@@ -294,13 +295,18 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
     calibration: float samples: an array or tensor [N, ...] (one-input models), a list of them
         (one per input), or any iterable of batches, e.g. a DataLoader (a batch's first items are
         the inputs, labels after them are ignored). None: random data, with a warning.
-    target, opt, ram, flash: as `edgec build --target/--opt/--ram/--flash`.
+    target, opt, ram, flash, flash_wait: as `edgec build --target/--opt/--ram/--flash/--flash-wait`
+        (flash_wait: your part's flash wait states, which opt="auto" chooses the layouts for and
+        bench() models the cycles at; None: the target's typical part's).
+    kernels: as `edgec build --kernels`: "cmsis-nn" calls Arm's CMSIS-NN for the layers it has
+        kernels for, linked from the checkout in $CMSIS_NN_DIR.
     name: the C symbol prefix (default: the model class's name in snake case).
     progress: show the calibration progress on stderr.
     activations, int16_layers: as `edgec build --activations/--int16-layers` ("int16": the whole
         model with int16 activations; int16_layers: the nn.Module paths whose layers are int16).
     """
-    target_info = get_target(target).with_budget(_size(ram), _size(flash)).with_opt(opt)
+    target_info = (get_target(target).with_budget(_size(ram), _size(flash)).with_opt(opt)
+                   .with_flash_wait(flash_wait).with_kernels(kernels))
     name = _check_name(name or _default_name(model))
     with _quiet_torch():
         loaded, module = pipeline.prepare(model, example_inputs)

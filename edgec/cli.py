@@ -45,14 +45,18 @@ def _size(_ctx, param, value: str | None) -> int | None:
 
 def _target_options(command):
     """--ram/--flash: the memory budget of the user's part, replacing the target's typical one;
-    --opt: whether to trade flash for speed; --kernels: edgec's kernels or Arm's CMSIS-NN."""
+    --opt: whether to trade flash for speed; --flash-wait: the part's flash wait states, which
+    --opt auto chooses for (and bench models the cycles at); --kernels: edgec's kernels or Arm's CMSIS-NN."""
     command = click.option("--kernels", type=click.Choice(["edgec", "cmsis-nn"]), default="edgec", show_default=True,
                            help="cmsis-nn: the layers Arm's CMSIS-NN has kernels for call it, linked from the "
                            "checkout in $CMSIS_NN_DIR (edgec's kernels for the rest)")(command)
+    command = click.option("--flash-wait", type=click.IntRange(min=0),
+                           help="flash wait states of your part: --opt auto's layout choice and bench's cycle "
+                           "model (default: the target's typical part, docs/timing-model.md)")(command)
     command = click.option("--opt", type=click.Choice(["auto", "speed", "size"]), default="auto", show_default=True,
-                           help="speed: faster kernels where they take more flash (DSP convolutions' "
-                           "filters widened to int16); size: the smallest constants; auto: speed's "
-                           "layouts where the constants still fit the flash budget")(command)
+                           help="speed: the fewest instructions where that takes more flash (DSP convolutions' "
+                           "filters widened to int16); size: the smallest constants; auto: per layer, the "
+                           "layout the timing model estimates faster at --flash-wait, within the flash budget")(command)
     command = click.option("--flash", callback=_size, help="flash budget for the constants, e.g. 1M "
                            "(default: a typical part's)")(command)
     return click.option("--ram", callback=_size, help="RAM budget for the arena, e.g. 256K "
@@ -75,9 +79,10 @@ def _quantization_options(command):
                         "from the calibration data")(command)
 
 
-def _target(name: str, ram: int | None = None, flash: int | None = None, opt: str = "auto", kernels: str = "edgec"):
+def _target(name: str, ram: int | None = None, flash: int | None = None, opt: str = "auto",
+            flash_wait: int | None = None, kernels: str = "edgec"):
     from edgec.targets import get_target
-    return get_target(name).with_budget(ram, flash).with_opt(opt).with_kernels(kernels)
+    return get_target(name).with_budget(ram, flash).with_opt(opt).with_flash_wait(flash_wait).with_kernels(kernels)
 
 
 @functools.cache
@@ -151,15 +156,15 @@ def cli():
 @click.option("--report", "html_report", is_flag=True, help="also write report.html (layer table, memory timeline)")
 @click.option("--stream", is_flag=True, help=STREAM_HELP)
 @click.option("--quiet", is_flag=True, help="no progress bar")
-def build(model, out_dir, calib, name, target, ram, flash, opt, kernels, method, per_channel_linear, activations, int16_layers,
-          html_report, stream, quiet):
+def build(model, out_dir, calib, name, target, ram, flash, opt, flash_wait, kernels, method, per_channel_linear,
+          activations, int16_layers, html_report, stream, quiet):
     """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory."""
     _quiet_torch()
     from edgec.pipeline import check_output_dir, emit, quantization_warnings
     name = _check_name(name or _default_name(model))
     check_output_dir(Path(out_dir))
-    compiled = _compile(model, calib, _target(target, ram, flash, opt, kernels), quiet, stream, method, per_channel_linear,
-                        activations, int16_layers)
+    compiled = _compile(model, calib, _target(target, ram, flash, opt, flash_wait, kernels), quiet, stream, method,
+                        per_channel_linear, activations, int16_layers)
     for warning in quantization_warnings(compiled.graph):
         _warn(warning)
     report = emit(compiled, Path(out_dir), name)
@@ -208,8 +213,8 @@ def report(out_dir, html, bench_json, sqnr_json):
               help="write each layer's SQNR (as --per-layer prints it) to this JSON file, for edgec report --sqnr")
 @click.option("--stream", is_flag=True, help=STREAM_HELP + "; the samples' frames run as one stream")
 @_quantization_options
-def verify(model, calib, samples, name, target, ram, flash, opt, kernels, quiet, per_layer, layers_json, stream, method,
-           per_channel_linear, activations, int16_layers):
+def verify(model, calib, samples, name, target, ram, flash, opt, flash_wait, kernels, quiet, per_layer, layers_json,
+           stream, method, per_channel_linear, activations, int16_layers):
     """Check that the generated C's output equals the golden simulator's, byte for byte, and that
     every layer computes what the quantized program means (within a step of its Q/DQ graph)."""
     _quiet_torch()
@@ -217,7 +222,7 @@ def verify(model, calib, samples, name, target, ram, flash, opt, kernels, quiet,
     from edgec import verify as checks
     from edgec.pipeline import emit
     name = _check_name(name or _default_name(model))
-    target_info = _target(target, ram, flash, opt, kernels)
+    target_info = _target(target, ram, flash, opt, flash_wait, kernels)
     if not target_info.is_host:
         device.require_runnable(target_info)
     compiled = _compile(model, calib, target_info, quiet, method=method, per_channel_linear=per_channel_linear,
@@ -301,12 +306,10 @@ def _verify_stream(whole, floats, whole_inputs, name: str, target: str) -> None:
 @click.option("--profile", is_flag=True, help="also count the instructions of each function (whole run)")
 @click.option("--mhz", type=click.FloatRange(min=0, min_open=True),
               help="clock for the milliseconds (default: the target's typical part, docs/timing-model.md)")
-@click.option("--flash-wait", type=click.IntRange(min=0),
-              help="flash wait states of the cycle model (default: the target's typical part)")
 @click.option("--stream", is_flag=True, help=STREAM_HELP + "; counts one time step")
 @_quantization_options
-def bench(model, target, calib, name, ram, flash, opt, kernels, out_dir, as_json, quiet, profile, mhz, flash_wait, stream,
-          method, per_channel_linear, activations, int16_layers):
+def bench(model, target, calib, name, ram, flash, opt, flash_wait, kernels, out_dir, as_json, quiet, profile, mhz,
+          stream, method, per_channel_linear, activations, int16_layers):
     """Count the instructions one inference executes on an emulated Cortex-M, per layer and in
     total (exact, from QEMU), with MACs and the program's flash and RAM; on Cortex-M4/M7/M33/M55
     also the cycles of edgec's timing model (an estimate) and the milliseconds at --mhz."""
@@ -317,7 +320,7 @@ def bench(model, target, calib, name, ram, flash, opt, kernels, out_dir, as_json
     from edgec import verify as checks
     from edgec.pipeline import emit
     name = _check_name(name or _default_name(model))
-    target_info = _target(target, ram, flash, opt, kernels)
+    target_info = _target(target, ram, flash, opt, flash_wait, kernels)
     device.require_runnable(target_info)
     compiled = _compile(model, calib, target_info, quiet, method=method, per_channel_linear=per_channel_linear,
                         activations=activations, int16_layers=int16_layers)
@@ -329,8 +332,7 @@ def bench(model, target, calib, name, ram, flash, opt, kernels, out_dir, as_json
     with tempfile.TemporaryDirectory(prefix="edgec-bench-") as tmp:
         model_dir = Path(out_dir) if out_dir else Path(tmp) / name
         emit(compiled, model_dir, name)
-        result = device.bench(target_info, model_dir, name, sample[0], Path(tmp) / "build", profile=profile,
-                              mhz=mhz, flash_wait=flash_wait)
+        result = device.bench(target_info, model_dir, name, sample[0], Path(tmp) / "build", profile=profile, mhz=mhz)
     if not checks.compare(checks.golden_outputs(compiled.graph, sample), result.output[None]).exact:
         raise EdgecError(f"the output on {target} differs from the golden simulator's; "
                          f"run edgec verify --target {target}")

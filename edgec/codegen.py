@@ -195,9 +195,15 @@ def constants_bytes(constants: list) -> int:
     return sum(int(np.asarray(values).size) * np.dtype(C_TYPES[ctype]).itemsize for ctype, _, values in constants)
 
 
+def layer_constants(op: Op, graph: Graph) -> list:
+    """One layer's flash constants, (ctype, symbol, values) as CCall holds them, as it is
+    specialized now, before any plan."""
+    return KINDS[op.kind].emit(op, graph, _UnplannedNames("model", graph, None)).constants
+
+
 def layer_constants_bytes(op: Op, graph: Graph) -> int:
     """The flash bytes of one layer's constants as it is specialized now, before any plan."""
-    return constants_bytes(KINDS[op.kind].emit(op, graph, _UnplannedNames("model", graph, None)).constants)
+    return constants_bytes(layer_constants(op, graph))
 
 
 def _overwritten(graph: Graph, plan: MemoryPlan) -> dict[str, str]:

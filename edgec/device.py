@@ -293,16 +293,16 @@ def marker_layers(model_c: Path) -> list[int]:
 
 
 def bench(target: Target, model_dir: Path, name: str, sample: np.ndarray, build_dir: Path,
-          profile: bool = False, mhz: float | None = None, flash_wait: int | None = None) -> Bench:
+          profile: bool = False, mhz: float | None = None) -> Bench:
     """One invoke on `sample` (int8, one row) under QEMU with the instruction-count plugin; with
     `profile`, also the instructions of each function over the whole run. On a core with a timing
-    model (edgec.timing), also the modelled cycles at `mhz` with `flash_wait` flash wait states
-    (default: the target's typical part)."""
+    model (edgec.timing), also the modelled cycles at `mhz` (default: the target's typical part)
+    with target.flash_wait flash wait states, the ones the build's --opt auto chose for."""
     require_runnable(target)
     report = read_report(model_dir)
     elf = build_program(target, model_dir, name, build_dir, purpose="bench")
     _write_inputs(build_dir, sample.reshape(1, -1))
-    setup = timing.setup_for(target.name, mhz, flash_wait) if timing.has_model(target.name) else None
+    setup = timing.setup_for(target.name, mhz, target.flash_wait) if timing.has_model(target.name) else None
     counts = toolchain.count_instructions(target, elf, timeout=qemu_timeout(report["macs"], 1),
                                           cwd=build_dir, expect_status=None, profile=profile, timing=setup)
     _check_exit(counts["result"], target)

@@ -28,6 +28,9 @@ class Target:
     opt: str = "auto"            # `edgec build --opt` (OPT_LEVELS)
     kernels: str = "edgec"       # `edgec build --kernels` (KERNEL_LIBRARIES)
     cmsis_nn_dir: str | None = None  # the CMSIS-NN checkout linked with --kernels cmsis-nn
+    # Flash wait states of the user's part (--flash-wait): what --opt auto chooses for and bench's
+    # cycles are modelled at; None: those of the typical part (edgec.timing.MEMORY).
+    flash_wait: int | None = None
 
     @property
     def is_host(self) -> bool:
@@ -47,11 +50,16 @@ class Target:
                        flash_bytes=self.flash_bytes if flash is None else flash,
                        part="budget from --ram/--flash")
 
+    def with_flash_wait(self, flash_wait: int | None) -> "Target":
+        """This target on a part with `flash_wait` flash wait states (None keeps the typical part's)."""
+        if flash_wait is not None and flash_wait < 0:
+            raise EdgecError(f"--flash-wait {flash_wait}: wait states cannot be negative")
+        return self if flash_wait is None else replace(self, flash_wait=flash_wait)
 
     @property
     def fast_layouts(self) -> bool:
-        """Whether kernels take the constant layouts that spend flash for speed (--opt auto may
-        narrow some back to fit the flash budget)."""
+        """Whether kernels take the constant layouts that spend flash for fewer instructions
+        (--opt auto then narrows back those estimated slower, or not fitting the flash budget)."""
         return self.opt in ("auto", "speed")
 
     def with_opt(self, opt: str) -> "Target":
@@ -59,7 +67,6 @@ class Target:
         if opt not in OPT_LEVELS:
             raise EdgecError(f"--opt {opt!r}: expected one of {', '.join(OPT_LEVELS)}")
         return replace(self, opt=opt)
-
 
     def with_kernels(self, kernels: str, cmsis_nn_dir: str | None = None) -> "Target":
         """This target calling `kernels` (KERNEL_LIBRARIES); "cmsis-nn" links the checkout at
@@ -76,9 +83,10 @@ class Target:
 # user's checkout) for the layers it has kernels for (edgec/ops/cmsis_nn.py).
 KERNEL_LIBRARIES = ("edgec", "cmsis-nn")
 
-# What `--opt` trades: "speed" lays some constants out for the fastest kernels even where that
-# takes more flash (e.g. the DSP convolution's filter widened to int16); "size" never does;
-# "auto" does where the constants still fit the flash budget (passes/constant_layouts.py).
+# What `--opt` trades: "speed" lays some constants out for the kernels with the fewest instructions
+# even where that takes more flash (e.g. the DSP convolution's filter widened to int16); "size"
+# never does; "auto" does per layer where the timing model estimates it faster at the part's flash
+# wait states, as far as the constants fit the flash budget (passes/constant_layouts.py).
 OPT_LEVELS = ("auto", "speed", "size")
 
 

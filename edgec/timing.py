@@ -339,12 +339,21 @@ def setup_for(target: str, mhz: float | None = None, flash_wait: int | None = No
     given. Flash is every region of the board's linker script but RAM: code and constants."""
     from edgec.toolchain import board_memory_map
 
-    memory = MEMORY[target]
     spans = [(origin, origin + length) for name, (origin, length) in board_memory_map(target).items()
              if name != "RAM"]
     flash = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
-    return TimingSetup(target, memory.mhz if mhz is None else mhz,
-                       memory.flash_wait if flash_wait is None else flash_wait, flash)
+    return TimingSetup(target, MEMORY[target].mhz if mhz is None else mhz, flash_wait_states(target, flash_wait), flash)
+
+
+def flash_wait_states(target: str, flash_wait: int | None = None) -> int:
+    """The flash wait states a build and a timed run assume: the user's (--flash-wait), else those
+    of `target`'s typical part (MEMORY)."""
+    return MEMORY[target].flash_wait if flash_wait is None else flash_wait
+
+
+def data_cache_bytes(target: str) -> int:
+    """The bytes of flash data the typical part's accelerator caches (0: none)."""
+    return MEMORY[target].dcache_lines * LINE_BYTES
 
 
 def write_timing_table(elf: Path, setup: TimingSetup, path: Path) -> Path:
@@ -409,6 +418,12 @@ def document() -> str:
               "fetched in the background while the current one executes (a fetch that finds it on the way waits",
               "only for the rest). SRAM/TCM data reads and all stores are zero-wait. `--flash-wait` and `--mhz`",
               "override the typical part's figures.", "",
+              "The same wait states and data cache decide `--opt auto`'s constant layouts (`edgec build`, `verify`",
+              "and `bench` all take `--flash-wait`): a DSP convolution's filter is widened to int16 (fewer",
+              "instructions, twice the flash reads) without wait states, when the widened filter and its channel",
+              "table fit the data cache, or at few wait states; never on a part without a data cache once it has",
+              "wait states; a fully connected layer's only without wait states, and then not on the dual-issue",
+              "M7. The measured thresholds are in edgec/passes/constant_layouts.py.", "",
               "| target | MHz | flash wait states | I-cache lines | D-cache lines | prefetch | typical part |",
               "|---|---:|---:|---:|---:|---|---|"]
     lines += [f"| {t} | {m.mhz:g} | {m.flash_wait} | {m.icache_lines} | {m.dcache_lines} "

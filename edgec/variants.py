@@ -34,9 +34,9 @@ def kernel_reason(op: Op, target, in_place: bool) -> str:
     if isa in ISA_NAMES:
         reason = f"packed kernel: {target.name} has the {ISA_NAMES[isa]}"
         if isa == "dsp" and "wide" in op.attrs:
-            reason += (f"; filter widened to int16 (--opt {target.opt}, twice the flash)" if op.attrs["wide"]
-                       else f"; int8 filter (--opt {target.opt}"
-                       + ("; kept compact to fit the flash budget)" if target.opt == "auto" else ")"))
+            why = f"--opt {target.opt}" + (f": {op.attrs['layout_reason']}" if "layout_reason" in op.attrs else "")
+            reason += (f"; filter widened to int16 ({why}; twice the flash)" if op.attrs["wide"]
+                       else f"; int8 filter ({why})")
     elif kind not in PACKED_KINDS:
         reason = "portable kernel (the only one this op has)"
     elif not (target.dsp or target.mve):

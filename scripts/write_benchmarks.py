@@ -192,19 +192,25 @@ def layer_group_table(bench_dir: Path, field: str, targets=ZOO_TARGETS) -> list[
 
 
 def opt_table(bench_dir: Path) -> list[str]:
-    """--opt auto (the default, every other table) against --opt size on the DSP cores."""
+    """--opt auto (the default, every other table) against --opt size on the DSP cores, and --opt
+    speed where it was run."""
     lines = ["| model | target | auto: cycles (est.) | instructions | flash | widened layers | size: cycles (est.) "
-             "| instructions | flash |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| instructions | flash | speed: cycles (est.) | instructions | flash |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for target in SIZE_TARGETS:
         for model, task in MODELS.items():
             auto, report = load(bench_dir, target, model)
-            size = load(bench_dir, f"{target}-size", model)[0]
-            wide = sum(layer["kernel"].endswith("_wide") for layer in report["layers"])
-            choices = sum(layer["kernel"].endswith(("_wide", "_dsp")) for layer in report["layers"]
-                          if layer["op"] in ("conv2d", "fully_connected"))
-            lines.append(f"| {task} | {target} | {cycles(auto)} | {millions(auto['total_instructions'])} "
-                         f"| {kib(auto['flash_bytes'])} | {wide} of {choices} | {cycles(size)} "
-                         f"| {millions(size['total_instructions'])} | {kib(size['flash_bytes'])} |")
+            choices = [layer["kernel"] for layer in report["layers"] if layer["kernel"].endswith(("_dsp_wide", "_dsp"))
+                       and layer["op"] in ("conv2d", "fully_connected")]
+            cells = [cycles(auto), millions(auto["total_instructions"]), kib(auto["flash_bytes"]),
+                     f"{sum(k.endswith('_wide') for k in choices)} of {len(choices)}"]
+            for opt in ("size", "speed"):
+                if (bench_dir / f"{target}-{opt}" / f"{model}.json").exists():
+                    result = load(bench_dir, f"{target}-{opt}", model)[0]
+                    cells += [cycles(result), millions(result["total_instructions"]), kib(result["flash_bytes"])]
+                else:
+                    cells += ["-"] * 3
+            lines.append(f"| {task} | {target} | " + " | ".join(cells) + " |")
     return lines + [""]
 
 
@@ -354,7 +360,8 @@ def render(bench_dir: Path) -> str:
         "",
         "(the calibration data is `edgec.zoo.calibration_data(<model>, 32)`, and the benchmarked input",
         "its first sample; the default `--opt auto`), the same with `--opt size` on the DSP cores into",
-        "`build/bench/<target>-size/`, and, when `CMSIS_NN_DIR` names a CMSIS-NN checkout, the same with",
+        "`build/bench/<target>-size/` (and `--opt speed` on cortex-m4 into `build/bench/cortex-m4-speed/`),",
+        "and, when `CMSIS_NN_DIR` names a CMSIS-NN checkout, the same with",
         "`--kernels cmsis-nn` into `build/bench/<target>-cmsis-nn/`; then",
         "`python scripts/write_benchmarks.py build/bench > BENCHMARKS.md`.",
         f"Tools: {tool_version('arm-none-eabi-gcc')} at -O2; {tool_version('qemu-system-arm')}.",
@@ -397,10 +404,13 @@ def render(bench_dir: Path) -> str:
               "the published results include theirs) and issue #5's instruction ratios against CMSIS-NN",
               "measured in the same run; `edgec flash <= CMSIS-NN's` compares the whole bench programs.", ""]
     lines += goals_table(bench_dir)
-    lines += ["### --opt auto and --opt size", "",
-              "`--opt auto` (above) widens a DSP layer's filter to int16 where the timing model's memory system",
-              "says it saves cycles and the constants fit the flash budget; `--opt size` keeps every constant at",
-              "its smallest. They differ only on the DSP cores (Helium's kernels are the same either way).", ""]
+    lines += ["### --opt auto, size and speed", "",
+              "`--opt speed` widens every DSP filter to int16 (the fewest instructions, the most flash); `--opt",
+              "size` keeps every constant at its smallest. With flash wait states the estimated cycles can",
+              "favour `--opt size`: the widened filters read twice the bytes from flash through the",
+              "accelerator's small data cache. `--opt auto` (the default, above) widens a layer only where the",
+              "timing model estimates it faster at the part's wait states (docs/timing-model.md), within the",
+              "flash budget. They differ only on the DSP cores (Helium's kernels are the same either way).", ""]
     lines += opt_table(bench_dir)
     lines += ["## By layer type", "",
               "Estimated cycles summed over all layers of a type, edgec's next to CMSIS-NN's from the same run:",

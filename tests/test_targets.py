@@ -154,38 +154,3 @@ def test_bad_budget_size_is_a_usage_error(capsys):
     code, _, err = run_cli("build", DIGITS / "digits.pt2", "--opt", "fast", "-o", "unused", capsys=capsys)
     assert code == 2
     assert "Invalid value for '--opt'" in err
-
-
-def test_opt_auto_fits_the_fastest_layouts_into_the_flash_budget():
-    """--opt auto (the default) widens every DSP filter that fits the flash budget; past it, the
-    layers whose filter bytes are read the fewest times per inference stay compact first, and a
-    model that fits with --opt size is never refused."""
-    from edgec.passes.constant_layouts import weight_reuse
-    from edgec.pipeline import compile_for, quantize_model
-    quantized = quantize_model(SPECS["ds_cnn"], calibration=_calibration("ds_cnn"), warn=lambda _: None)
-    m4 = get_target("cortex-m4")
-    flash = {opt: _constants_bytes(compile_for(quantized, m4.with_opt(opt))) for opt in ("size", "speed")}
-    assert flash["speed"] > flash["size"]
-    auto = compile_for(quantized, m4)
-    assert m4.opt == "auto" and _constants_bytes(auto) == flash["speed"] and "all" in auto.choices[0]
-    budget = (flash["size"] + flash["speed"]) // 2
-    tight = compile_for(quantized, m4.with_budget(flash=budget))
-    assert flash["size"] <= _constants_bytes(tight) <= budget
-    choosable = [op for op in tight.graph.ops if op.attrs.get("isa") == "dsp" and "wide" in op.attrs]
-    wide = [weight_reuse(op, tight.graph) for op in choosable if op.attrs["wide"]]
-    narrow = [weight_reuse(op, tight.graph) for op in choosable if not op.attrs["wide"]]
-    assert wide and narrow and max(narrow) <= min(wide)
-    assert "kept compact to fit the" in tight.choices[0]
-    at_size = compile_for(quantized, m4.with_budget(flash=flash["size"]))
-    assert _constants_bytes(at_size) == flash["size"]
-    assert compile_for(quantized, get_target("cortex-m55")).choices == []  # no layout to choose
-
-
-def _constants_bytes(compiled) -> int:
-    from edgec.codegen import layer_constants_bytes
-    return sum(layer_constants_bytes(op, compiled.graph) for op in compiled.graph.ops)
-
-
-def _calibration(model: str) -> np.ndarray:
-    shape = zoo.ZOO[model]()[1][0].shape
-    return np.random.default_rng(0).standard_normal((CALIBRATION_SAMPLES, *shape[1:])).astype(np.float32)

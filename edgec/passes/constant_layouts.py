@@ -1,52 +1,149 @@
-"""`--opt auto`: the fastest constant layouts that fit the flash budget.
+"""`--opt auto`: per layer, the constant layout the timing model estimates faster, within the flash budget.
 
-Some kernels have two layouts of their constants: the DSP convolution and fully connected kernels
-read their filter either as packed int8 (compact) or widened to int16 (`wide`: fewer instructions
-per multiply-accumulate, twice the filter's flash). `--opt speed` widens every such layer and
-`--opt size` none; `--opt auto` widens them all if the constants then fit the target's flash
-budget, and otherwise narrows layers back, those whose filter bytes are each read the fewest times
-per inference first (weight reuse = MACs / filter elements: what widening a byte speeds up),
-until they fit. A model that fits with `--opt size` is never refused by `--opt auto`.
+The DSP convolution and fully connected kernels read their filter either as packed int8 (compact)
+or widened to int16 (`wide`: fewer instructions per multiply-accumulate, twice the filter's
+flash). `--opt speed` widens every such layer and `--opt size` none. `--opt auto` widens a layer
+only where edgec's timing model (edgec/timing.py) estimates it faster on the part: with flash wait
+states, the widened filter's twice as many bytes are twice as many flash reads, which the flash
+accelerator's small data cache absorbs only when the filter fits it or the wait states are few
+(`widening`). The rule was measured per layer with `edgec bench` on the four reference models
+(edgec/zoo.py) on Cortex-M4 at 0-7 wait states, M7 at 0 and 7, M33 at 0 and 2: its estimated
+cycles are 0.03% above the per-layer optimum on average over those 44 model x part pairs, 0.58%
+at worst (MobileNet on the cache-less M33 at 2 wait states), where widening all is 2.5% above on
+average (30% at worst) and widening none 2.3% (9%).
+
+Then the flash budget: if the widened layers' constants do not fit, layers are narrowed back,
+those whose filter bytes are each read the fewest times per inference first (weight reuse = MACs
+/ filter elements: what widening a byte speeds up), until they fit. A model that fits with
+`--opt size` is never refused by `--opt auto`. The wait states are the target's typical part's
+(edgec.timing.MEMORY) unless `--flash-wait` gives the user's (Target.flash_wait).
 """
 from __future__ import annotations
 
-from edgec.codegen import layer_constants_bytes
+from typing import NamedTuple
+
+from edgec.codegen import constants_bytes, layer_constants, layer_constants_bytes
 from edgec.ir import Graph
 from edgec.ops import KINDS
+from edgec.timing import CORES, data_cache_bytes, flash_wait_states
+
+# Measured thresholds (see the module docstring): a convolution whose widened filter does not fit
+# the data cache still gains up to FEW_WAIT_STATES wait states, and up to SHORT_ROW_WAIT_STATES
+# when its filter has at most SHORT_ROW_BYTES per output channel.
+FEW_WAIT_STATES = 3
+SHORT_ROW_WAIT_STATES = 5
+SHORT_ROW_BYTES = 32
+# edgec_conv_s8_dsp_wide's channel table: bias, multiplier, rounding term and shift per channel.
+CHANNEL_TABLE_BYTES = 16
+NAMES_SHOWN = 6
+
+
+class Widening(NamedTuple):
+    """Whether a layer's filter is widened to int16, and why, in a phrase shared by the layers the
+    same reason decides."""
+    wide: bool
+    reason: str
+
+
+def widening(kind: str, filter_bytes: int, out_channels: int, target: str, flash_wait: int) -> Widening:
+    """Whether widening a DSP layer's filter saves estimated cycles on `target`'s part with
+    `flash_wait` flash wait states. `filter_bytes` is its compact (packed int8) filter's size.
+
+    The DSP convolution streams its whole filter and channel table from flash once per pair of
+    output pixels; widened, that is twice the filter bytes. Without wait states a flash read costs
+    nothing extra, so the fewer instructions win. With them, the part's data cache keeps the
+    widened filter between passes only if it fits; otherwise each pass pays the wait states on
+    twice the lines, which the saved instructions outweigh only at few wait states (or, for short
+    filter rows, a few more). A fully connected layer reads each filter byte once, so no cache
+    helps it. Without a data cache every widened read pays the wait states. On the dual-issue M7
+    the model estimates widened fully connected layers slower even at zero wait states."""
+    cache = data_cache_bytes(target)
+    fully_connected = kind == "fully_connected"
+    if flash_wait == 0:
+        if fully_connected and CORES[target].dual_issue:
+            return Widening(False, "fully connected on a dual-issue core: estimated slower widened even without "
+                                   "wait states")
+        return Widening(True, "no flash wait states: fewer instructions, and twice the filter bytes cost no wait")
+    if cache == 0:
+        return Widening(False, f"no flash data cache on the part: every widened filter read pays the {flash_wait} "
+                               f"wait states")
+    if fully_connected:
+        return Widening(False, "fully connected: each filter byte is read once, so twice the bytes cost more wait "
+                               "states than the instructions saved")
+    if 2 * filter_bytes + CHANNEL_TABLE_BYTES * out_channels <= cache:
+        return Widening(True, f"widened filter and channel table fit the {cache:,} B flash data cache")
+    if flash_wait <= FEW_WAIT_STATES:
+        return Widening(True, f"at most {FEW_WAIT_STATES} wait states: the instructions saved outweigh twice the "
+                              f"flash reads")
+    short_rows = filter_bytes <= SHORT_ROW_BYTES * out_channels
+    if short_rows and flash_wait <= SHORT_ROW_WAIT_STATES:
+        return Widening(True, f"at most {SHORT_ROW_BYTES} B of filter per output channel: up to "
+                              f"{SHORT_ROW_WAIT_STATES} wait states the instructions saved outweigh twice the "
+                              f"flash reads")
+    beyond = (f"{SHORT_ROW_BYTES} B per output channel" if flash_wait <= SHORT_ROW_WAIT_STATES
+              else f"{SHORT_ROW_WAIT_STATES} wait states")
+    return Widening(False, f"widened filter over the {cache:,} B flash data cache, and over {beyond}: twice the "
+                           f"flash reads cost more than the instructions saved")
 
 
 def choose_constant_layouts(graph: Graph, target) -> list[str]:
-    """Sets op.attrs["wide"] for `--opt auto` (ops were specialized as for speed); returns what it
-    chose and why, one line each (nothing when no layer has a choice)."""
-    wide = [op for op in graph.ops if op.attrs.get("wide")]
-    if target.opt != "auto" or not wide:
+    """Sets op.attrs["wide"] (and op.attrs["layout_reason"]: why) for `--opt auto` (ops were
+    specialized as for speed); returns what it chose and why, one line each (nothing when no layer
+    has a choice)."""
+    choosable = [op for op in graph.ops if op.attrs.get("wide")]
+    if target.opt != "auto" or not choosable:
         return []
+    flash_wait = flash_wait_states(target.name, target.flash_wait)
     sizes = {op.name: layer_constants_bytes(op, graph) for op in graph.ops}
-    extra = {}
-    for op in wide:
+    extra, verdicts = {}, {}
+    for op in choosable:
         op.attrs["wide"] = False
-        extra[op.name] = sizes[op.name] - layer_constants_bytes(op, graph)
-        op.attrs["wide"] = True
-    total = sum(sizes.values())
-    budget = target.flash_bytes
-    if budget is None or total <= budget:
-        return [f"--opt auto: all {len(wide)} DSP layers with int16-widened filters "
-                f"(+{sum(extra.values()):,} B of flash; constants {total:,} B"
-                + (f" of the {budget:,} B budget)" if budget is not None else ")")]
+        compact = layer_constants(op, graph)
+        extra[op.name] = sizes[op.name] - constants_bytes(compact)
+        verdict = widening(op.kind, packed_filter_bytes(compact), op.attrs["weight"].shape[0], target.name,
+                           flash_wait)
+        op.attrs["wide"], op.attrs["layout_reason"] = verdict.wide, verdict.reason
+        verdicts[op.name] = verdict
+        if not verdict.wide:
+            sizes[op.name] -= extra[op.name]
+    total, budget = sum(sizes.values()), target.flash_bytes
     narrowed = []
-    for op in sorted(wide, key=lambda op: (weight_reuse(op, graph), op.name)):
-        if total <= budget:
+    for op in sorted((op for op in choosable if op.attrs["wide"]), key=lambda op: (weight_reuse(op, graph), op.name)):
+        if budget is None or total <= budget:
             break
         op.attrs["wide"] = False
+        op.attrs["layout_reason"] = f"kept compact to fit the {budget:,} B flash budget"
         total -= extra[op.name]
         narrowed.append(op)
-    kept = len(wide) - len(narrowed)
-    return [f"--opt auto: {kept} of {len(wide)} DSP layers with int16-widened filters; {len(narrowed)} kept compact "
-            f"to fit the {budget:,} B flash budget (constants {total:,} B), those whose filter bytes are read the "
-            f"fewest times per inference first: {', '.join(op.name for op in narrowed[:6])}"
-            + (f" and {len(narrowed) - 6} more" if len(narrowed) > 6 else "")]
+    wide = [op for op in choosable if op.attrs["wide"]]
+    narrowed_names = {op.name for op in narrowed}
+    source = "--flash-wait" if target.flash_wait is not None else "the typical part's; set yours with --flash-wait"
+    lines = [f"--opt auto: {len(wide)} of {len(choosable)} DSP layers with int16-widened filters, chosen by the "
+             f"cycles estimated on {target.name} at {flash_wait} flash wait states ({source}); constants {total:,} B"
+             + (f" of the {budget:,} B flash budget" if budget is not None else "")]
+    for wide_now, label in ((True, "widened"), (False, "kept compact")):
+        groups: dict[str, list[str]] = {}
+        for op in choosable:
+            if verdicts[op.name].wide == wide_now and op.name not in narrowed_names:
+                groups.setdefault(verdicts[op.name].reason, []).append(op.name)
+        lines += [f"  {label} ({len(names)}): {reason}: {_names(names)}" for reason, names in groups.items()]
+    if narrowed:
+        lines.append(f"  kept compact ({len(narrowed)}) to fit the {budget:,} B flash budget, those whose filter "
+                     f"bytes are read the fewest times per inference first: {_names([op.name for op in narrowed])}")
+    return lines
+
+
+def packed_filter_bytes(constants: list) -> int:
+    """The bytes of a DSP layer's compact filter among its constants (as layer_constants gives
+    them): packed int8, rows and taps zero-padded for the micro-kernel."""
+    [values] = [values for _, symbol, values in constants if symbol.endswith("packed_weights")]
+    return int(values.size)
 
 
 def weight_reuse(op, graph: Graph) -> float:
     """How many times each filter element is read per inference (MACs / filter elements)."""
     return KINDS[op.kind].macs(op, graph) / max(op.attrs["weight"].size, 1)
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:NAMES_SHOWN]) + (f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
