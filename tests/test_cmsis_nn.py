@@ -155,6 +155,22 @@ def test_firmware_makefile_links_cmsis_nn_through_edgec_mk(tmp_path, edgec_cache
     assert output.split("label ")[1].strip()[0] == predicted
 
 
+@needs_checkout
+@needs_toolchain
+def test_firmware_cmake_links_cmsis_nn_through_the_generated_cmakelists(tmp_path, edgec_cache):
+    """The same with CMake: the generated CMakeLists.txt compiles CMSIS-NN into edgec_digits."""
+    require_tools("cmake", install="apt-get install cmake")
+    firmware, build = ROOT / "examples" / "firmware", tmp_path / "build"
+    env = {**os.environ, "CMSIS_NN_DIR": CHECKOUT}
+    for command in (["cmake", "-S", firmware, "-B", build, f"-DCMAKE_TOOLCHAIN_FILE={firmware / 'arm-none-eabi.cmake'}",
+                     "-DEDGEC_TARGET=cortex-m33", "-DEDGEC_KERNELS=cmsis-nn", f"-DPython3_EXECUTABLE={sys.executable}"],
+                    ["cmake", "--build", build, "--target", "run"]):
+        result = subprocess.run([str(c) for c in command], capture_output=True, text=True, timeout=900, env=env)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "predicted digit" in result.stdout + result.stderr
+    assert "arm_convolve_wrapper_s8" in (build / "digits" / "digits.c").read_text()
+
+
 def test_kernel_sums_are_bias_plus_input_offset_times_row_sums():
     """The Helium FC's per-row sums (arm_vector_sum_s8 with a symmetric filter), wrapping in int32."""
     weight = np.array([[1, -2, 3], [127, 127, 127]], dtype=np.int8)
