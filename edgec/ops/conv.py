@@ -335,11 +335,11 @@ def as_2d_filter(weight: np.ndarray) -> np.ndarray:
 
 
 def packed_conv_scratch_bytes(isa: str, weight_shape) -> int:
-    """EDGEC_CONV_S8_DSP/MVE_SCRATCH_BYTES for an OHWI filter: DSP two receptive fields widened
+    """EDGEC_CONV_S8_DSP/MVE_SCRATCH_BYTES for an OHWI filter: DSP three receptive fields widened
     to int16, plus one as int8 when C_in is not a multiple of 4; MVE two int8 receptive fields."""
     k = CONV_BLOCKING[isa].padded_k(int(np.prod(weight_shape[1:])))
     if isa == DSP:
-        return 4 * k + (0 if weight_shape[3] % 4 == 0 else k)
+        return 6 * k + (0 if weight_shape[3] % 4 == 0 else k)
     return 2 * k
 
 

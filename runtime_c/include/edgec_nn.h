@@ -154,7 +154,7 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
  */
 #define EDGEC_CONV_S8_PACKED_MAX_K (1 << 26)
 #if defined(__ARM_FEATURE_DSP)
-#define EDGEC_CONV_S8_DSP_SCRATCH_BYTES(k, c_in) (((c_in) % 4 == 0 ? 16 : 20) * (((k) + 3) / 4))
+#define EDGEC_CONV_S8_DSP_SCRATCH_BYTES(k, c_in) (((c_in) % 4 == 0 ? 24 : 28) * (((k) + 3) / 4))
 edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
                                const edgec_per_channel_quant *quant,
                                const edgec_dims *input_dims, const int8_t *input,

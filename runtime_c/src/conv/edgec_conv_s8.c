@@ -104,8 +104,8 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
  * The packed paths' constraints on top of the portable ones: one group (grouped convolutions stay
  * on edgec_conv_s8), a folded bias, a word-aligned filter, bias and scratch (LDRD, LDM and vector
  * loads), and at most EDGEC_CONV_S8_PACKED_MAX_K taps per output channel, so that the scratch
- * and filter offsets (up to 20 bytes a tap) fit int32. (edgec_conv_args_valid's int8 zero points
- * matter here too: padding taps read the input zero point.)
+ * and filter offsets (up to 28 bytes a group of 4 taps) fit int32. (edgec_conv_args_valid's int8
+ * zero points matter here too: padding taps read the input zero point.)
  */
 static int packed_conv_args_valid(const edgec_conv_params *params,
                                   const edgec_per_channel_quant *quant,
@@ -342,34 +342,43 @@ static void im2col_row(int8_t *row, const conv_window *win, pixel_cursor px)
 
 #endif /* packed paths */
 
-/* ==== Arm DSP extension: 2 channels x 2 pixels per SMLAD micro-kernel step ==================== */
+/* ==== Arm DSP extension: 2 channels x 3 pixels per SMLAD micro-kernel step ==================== */
 #if defined(__ARM_FEATURE_DSP)
+
+/* Output pixels per micro-kernel step. Their receptive fields, widened to int16, interleave per
+ * group of 4 taps: 8 bytes a pixel (the pairs (x0, x2) and (x1, x3)), DSP_COLUMN_BYTES a group. */
+#define DSP_PIXELS 3
+#define DSP_COLUMN_BYTES (8 * DSP_PIXELS)
 
 /*
  * The receptive field widened to int16 for SMLAD: each group of 4 int8 (x0..x3) becomes the pairs
- * (x0, x2) and (x1, x3) -- the order SXTB16 widens the filter in, so the pairs line up -- in the
- * first 8 of every 16 bytes: the columns of the two pixels of a pair interleave per group.
+ * (x0, x2) and (x1, x3) -- the order SXTB16 widens the filter in, so the pairs line up -- at the
+ * start of every DSP_COLUMN_BYTES bytes: the columns of the step's pixels interleave per group.
+ * Two word stores (1 cycle each on the M4) rather than one STRD (3).
  */
 static void dsp_widen(int8_t *cols, const int8_t *src, int32_t n)
 {
-    for (int32_t i = 0; i < n; i += 4) {
+    for (int32_t i = 0; i < n; i += 4, cols += DSP_COLUMN_BYTES) {
         int32_t x;
         memcpy(&x, src + i, 4);
-        edgec_dsp_store_widened(cols + 4 * i, x);
+        const int32_t even = __sxtb16(x);
+        const int32_t odd = edgec_sxtb16_ror8(x);
+        memcpy(cols, &even, 4);
+        memcpy(cols + 4, &odd, 4);
     }
 }
 
 static void dsp_fill_widened(int8_t *cols, int8_t value, int32_t n)
 {
     const int32_t pair = (int32_t)((uint16_t)value * 0x00010001u);
-    for (int32_t i = 0; i < n; i += 4) {
-        memcpy(cols + 4 * i, &pair, 4);
-        memcpy(cols + 4 * i + 4, &pair, 4);
+    for (int32_t i = 0; i < n; i += 4, cols += DSP_COLUMN_BYTES) {
+        memcpy(cols, &pair, 4);
+        memcpy(cols + 4, &pair, 4);
     }
 }
 
 /* im2col straight into a column: when C_in is a multiple of 4, every run starts on a group. */
-static const im2col_sink dsp_column = {dsp_widen, dsp_fill_widened, 4};
+static const im2col_sink dsp_column = {dsp_widen, dsp_fill_widened, DSP_COLUMN_BYTES / 4};
 
 static void dsp_im2col_column(int8_t *cols, const conv_window *win, pixel_cursor px)
 {
@@ -378,247 +387,242 @@ static void dsp_im2col_column(int8_t *cols, const conv_window *win, pixel_cursor
         im2col_pixel(cols, &dsp_column, win, px);
         return;
     }
-    for (int32_t ky = 0; ky < win->k_h; ky++, cols += 4 * win->run_len, src += win->row_step) {
+    for (int32_t ky = 0; ky < win->k_h; ky++, cols += (DSP_COLUMN_BYTES / 4) * win->run_len, src += win->row_step) {
         dsp_widen(cols, src, win->run_len);
     }
 }
 
-/* sums[0..1] += channel 0's widened taps (even, odd) at pixels a, b; sums[2..3] channel 1's. */
-static inline void dsp_mac_pixels(int32_t *sums, int32_t even, int32_t odd, int32_t a_even,
-                                  int32_t a_odd, int32_t b_even, int32_t b_odd)
+/* One SMLAD step of the micro-kernel (see dsp_mac_2x3); sums are channel 0 at pixels a, b, c,
+ * then channel 1's. A wide filter holds the taps already widened: two words per channel. */
+static inline void dsp_mac_2x3_group(const int8_t **filter, const int8_t **cols, int32_t sums[6], int wide)
 {
-    sums[0] = __smlad(even, a_even, sums[0]);
-    sums[0] = __smlad(odd, a_odd, sums[0]);
-    sums[1] = __smlad(even, b_even, sums[1]);
-    sums[1] = __smlad(odd, b_odd, sums[1]);
+    int32_t w0_even, w0_odd, w1_even, w1_odd;
+    if (wide) {
+        edgec_dsp_load_2words(filter, &w0_even, &w0_odd);
+        edgec_dsp_load_2words(filter, &w1_even, &w1_odd);
+    } else {
+        int32_t w0, w1;
+        edgec_dsp_load_2words(filter, &w0, &w1);
+        w0_even = __sxtb16(w0);
+        w0_odd = edgec_sxtb16_ror8(w0);
+        w1_even = __sxtb16(w1);
+        w1_odd = edgec_sxtb16_ror8(w1);
+    }
+    for (int32_t px = 0; px < DSP_PIXELS; px++) {
+        int32_t even, odd;
+        edgec_dsp_load_2words(cols, &even, &odd);
+        sums[px] = __smlad(w0_odd, odd, __smlad(w0_even, even, sums[px]));
+        sums[DSP_PIXELS + px] = __smlad(w1_odd, odd, __smlad(w1_even, even, sums[DSP_PIXELS + px]));
+    }
 }
 
-/* One SMLAD step of the micro-kernel (see dsp_mac_2x2); sums are c0_a, c0_b, c1_a, c1_b. A wide
- * filter holds the taps already widened: two words per channel instead of one. */
-static inline void dsp_mac_2x2_group(const int8_t **filter, const int8_t **cols, int32_t sums[4],
-                                     int wide)
+/* The micro-kernel in C: a channel pair at the step's pixels. SMLAD wraps modulo 2^32 like the
+ * golden int32 accumulator. */
+static void dsp_mac_2x3(const int8_t *filter, const int8_t *cols, int32_t groups, int32_t sums[6], int wide)
 {
-    int32_t a_even, a_odd, b_even, b_odd, w0, w1;
-    edgec_dsp_load_2words(cols, &a_even, &a_odd);
-    edgec_dsp_load_2words(cols, &b_even, &b_odd);
-    edgec_dsp_load_2words(filter, &w0, &w1);
-    if (wide) {
-        dsp_mac_pixels(sums, w0, w1, a_even, a_odd, b_even, b_odd);
-        edgec_dsp_load_2words(filter, &w0, &w1);
-        dsp_mac_pixels(sums + 2, w0, w1, a_even, a_odd, b_even, b_odd);
-        return;
+    for (; groups > 0; --groups) {
+        dsp_mac_2x3_group(&filter, &cols, sums, wide);
     }
-    dsp_mac_pixels(sums, __sxtb16(w0), edgec_sxtb16_ror8(w0), a_even, a_odd, b_even, b_odd);
-    dsp_mac_pixels(sums + 2, __sxtb16(w1), edgec_sxtb16_ror8(w1), a_even, a_odd, b_even, b_odd);
 }
 
 /*
- * The micro-kernel: a channel pair at a pixel pair. Per group of 4 taps, the pair's 8 filter
- * bytes (channel 0's 4, then channel 1's) are widened once and multiplied with both pixels'
- * widened columns: 16 MACs in 3 LDRD, 4 SXTB16 and 8 SMLAD (wide: 4 LDRD and 8 SMLAD), two
- * groups per loop iteration. SMLAD wraps modulo 2^32 like the golden int32 accumulator.
+ * What dsp_blocks_2x3 reads and advances: every channel pair of the step's pixels whose channels
+ * all take the short requantization, in one assembly routine -- per pair the biases, the
+ * micro-kernel over the groups, the short requantization, one packed clamp per 4 values and a
+ * halfword store per pixel. Per group of 4 taps the pair's 8 filter bytes are widened once
+ * (4 SXTB16) and multiplied with the 3 pixels' columns: 24 MACs in 4 loads in one pipelined run
+ * (Cortex-M4 TRM 3.3.2: a load after a load single issues in 1 cycle) and 2 LDM, and 12 SMLAD;
+ * wide, the taps loaded already widened: 6 loads, 2 LDM and 12 SMLAD. Four groups per loop
+ * iteration, entered at the copy that leaves a whole number of iterations. Naked functions, so
+ * all 14 registers are the routine's at every optimisation level.
  */
-static inline void dsp_mac_2x2(const int8_t *filter, const int8_t *cols, int32_t groups,
-                               int32_t sums[4], int wide)
-{
-    int32_t s[4] = {sums[0], sums[1], sums[2], sums[3]};
-    if (groups & 1) {
-        dsp_mac_2x2_group(&filter, &cols, s, wide);
-    }
-    for (groups >>= 1; groups > 0; --groups) {
-        dsp_mac_2x2_group(&filter, &cols, s, wide);
-        dsp_mac_2x2_group(&filter, &cols, s, wide);
-    }
-    sums[0] = s[0];
-    sums[1] = s[1];
-    sums[2] = s[2];
-    sums[3] = s[3];
-}
-
-/* The assembly needs registers that an unoptimised build keeps for its frame. */
-#if defined(__OPTIMIZE__)
-/* What dsp_blocks_2x2 reads and advances; its assembly addresses the fields by offset. */
 typedef struct {
     const int8_t *cols;        /*  0 */
-    const int8_t *filter;      /*  4: the next block's */
-    const int32_t *bias;       /*  8: the bias array, or (wide) the channel table */
-    const int32_t *multiplier; /* 12 */
-    const int32_t *shift;      /* 16 */
-    int8_t *out;               /* 20: pixel a's next channel pair */
-    int32_t pixel_b;           /* 24: bytes from pixel a to pixel b */
-    uint32_t lows;             /* 28: act_min in every byte */
-    uint32_t highs;            /* 32: act_max in every byte */
-    const int8_t *cols_end;    /* 36 */
-    int32_t odd;               /* 40: an odd number of groups */
+    const int8_t *cols_end;    /*  4 */
+    const int8_t *filter;      /*  8: the next pair's */
+    const int32_t *bias;       /* 12: the next pair's biases, or (wide) its 8 channel-table words */
+    const int32_t *multiplier; /* 16: the next pair's (not wide) */
+    const int32_t *shift;      /* 20 */
+    int8_t *out;               /* 24: pixel a's next channel pair */
+    int32_t pixel_b;           /* 28: bytes from pixel a to pixel b */
+    int32_t pixel_c;           /* 32: ... to pixel c */
+    uint32_t lows;             /* 36: act_min in every byte */
+    uint32_t highs;            /* 40: act_max in every byte */
     int32_t round_base;        /* 44: edgec_dsp_round_base of the output offset */
     int8_t *out_end;           /* 48: past pixel a's last channel pair */
+    int32_t entry;             /* 52: groups % 4 */
 } dsp_block_run;
 
-typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 20 && offsetof(dsp_block_run, lows) == 28 &&
-                                          offsetof(dsp_block_run, out_end) == 48
+typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 24 && offsetof(dsp_block_run, lows) == 36 &&
+                                          offsetof(dsp_block_run, entry) == 52
                                       ? 1
                                       : -1];
 
-/* One group of dsp_mac_2x2_group: the channel pair's 8 filter bytes widened once (r9/r12 channel
- * 0, r10/lr channel 1), each pixel's widened columns loaded in turn (r6/r8). */
-#define DSP_GROUP_2X2                                                                              \
-    "ldrd r9, r10, [r5], #8\n\t"                                                                   \
-    "sxtb16 r12, r9, ror #8\n\tsxtb16 r9, r9\n\tsxtb16 lr, r10, ror #8\n\tsxtb16 r10, r10\n\t"       \
-    "ldrd r6, r8, [r4], #8\n\t"                                                                    \
-    "smlad r0, r9, r6, r0\n\tsmlad r0, r12, r8, r0\n\tsmlad r2, r10, r6, r2\n\tsmlad r2, lr, r8, r2\n\t" \
-    "ldrd r6, r8, [r4], #8\n\t"                                                                    \
-    "smlad r1, r9, r6, r1\n\tsmlad r1, r12, r8, r1\n\tsmlad r3, r10, r6, r3\n\tsmlad r3, lr, r8, r3\n\t"
-/* ... of a wide filter: each channel's taps loaded already widened (r12/lr), pixel a's columns
- * in r6/r8, pixel b's in r9/r10: 4 LDRD and 8 SMLAD. */
-#define DSP_GROUP_2X2_WIDE                                                                         \
-    "ldrd r12, lr, [r5], #8\n\t"                                                                   \
-    "ldrd r6, r8, [r4], #8\n\t"                                                                    \
-    "ldrd r9, r10, [r4], #8\n\t"                                                                   \
-    "smlad r0, r12, r6, r0\n\tsmlad r0, lr, r8, r0\n\tsmlad r1, r12, r9, r1\n\tsmlad r1, lr, r10, r1\n\t" \
-    "ldrd r12, lr, [r5], #8\n\t"                                                                   \
-    "smlad r2, r12, r6, r2\n\tsmlad r2, lr, r8, r2\n\tsmlad r3, r12, r9, r3\n\tsmlad r3, lr, r10, r3\n\t"
-/* edgec_dsp_requantize_ssat8 of acc: multiplier m, round_high rh, sh holding r - 1 (r6, r8
- * scratch) */
-#define DSP_REQUANT(acc, m, rh, sh)                                                                \
-    "and r6, " acc ", #0x80000000\n\torr r6, r6, #0x40000000\n\tadd r8, " rh ", " acc ", asr #31\n\t" \
-    "smlal r6, r8, " acc ", " m "\n\tasr " acc ", r8, " sh "\n\tssat " acc ", #8, " acc "\n\t"
-/* A block's biases into r0/r1 and r2/r3 (both pixels' sums start from them), and after its taps
- * its output constants: multipliers r4/r5, round_high r9/r10, r - 1 in r12/lr. From the bias,
- * multiplier and shift arrays and the round base (edgec_conv_s8_dsp) ... */
-#define DSP_BIASES "ldr r6, [%[run], #8]\n\tldrd r1, r3, [r6]\n\tldrd r0, r2, [r6], #8\n\tstr r6, [%[run], #8]\n\t"
-#define DSP_OUTPUT_CONSTANTS                                                                       \
-    "ldr r6, [%[run], #12]\n\tldrd r4, r5, [r6], #8\n\tstr r6, [%[run], #12]\n\t"                  \
-    "ldr r6, [%[run], #16]\n\tldrd r12, lr, [r6], #8\n\tstr r6, [%[run], #16]\n\t"                  \
-    "mvn r12, r12\n\tmvn lr, lr\n\tldr r8, [%[run], #44]\n\t"                                       \
-    "sub r6, r12, #1\n\tlsl r9, r8, r6\n\tsub r6, lr, #1\n\tlsl r10, r8, r6\n\t"
-/* ... or from the compile-time channel table (edgec_conv_s8_dsp_wide): 8 words per pair, read
- * by one LDRD and one LDM. */
-#define DSP_TABLE_BIASES "ldr r6, [%[run], #8]\n\tldrd r0, r2, [r6]\n\tldrd r1, r3, [r6]\n\t"
-#define DSP_TABLE_OUTPUT_CONSTANTS                                                                 \
-    "ldr r6, [%[run], #8]\n\tadds r6, r6, #8\n\tldm r6!, {r4, r5, r9, r10, r12, lr}\n\t"            \
-    "str r6, [%[run], #8]\n\t"
+/* One group: the pair's filter words (r8 channel 0, r10 channel 1) widened into r8/r9 and
+ * r10/r11, each pixel's widened column loaded in turn into r12/lr; sums r2..r4 channel 0 at
+ * pixels a, b, c, r5..r7 channel 1; cols r0, filter r1. */
+#define DSP_GROUP_2X3                                                                              \
+    "ldr r8, [r1], #4\n\tldr r10, [r1], #4\n\tldr r12, [r0], #4\n\tldr lr, [r0], #4\n\t"           \
+    "sxtb16 r9, r8, ror #8\n\tsxtb16 r8, r8\n\tsxtb16 r11, r10, ror #8\n\tsxtb16 r10, r10\n\t"      \
+    DSP_PIXEL_MACS("r2", "r5") "ldm r0!, {r12, lr}\n\t"                                            \
+    DSP_PIXEL_MACS("r3", "r6") "ldm r0!, {r12, lr}\n\t"                                            \
+    DSP_PIXEL_MACS("r4", "r7")
+/* ... of a wide filter: each channel's taps loaded already widened. */
+#define DSP_GROUP_2X3_WIDE                                                                         \
+    "ldr r8, [r1], #4\n\tldr r9, [r1], #4\n\tldr r10, [r1], #4\n\tldr r11, [r1], #4\n\t"           \
+    "ldr r12, [r0], #4\n\tldr lr, [r0], #4\n\t"                                                    \
+    DSP_PIXEL_MACS("r2", "r5") "ldm r0!, {r12, lr}\n\t"                                            \
+    DSP_PIXEL_MACS("r3", "r6") "ldm r0!, {r12, lr}\n\t"                                            \
+    DSP_PIXEL_MACS("r4", "r7")
+#define DSP_PIXEL_MACS(c0, c1)                                                                     \
+    "smlad " c0 ", r8, r12, " c0 "\n\tsmlad " c0 ", r9, lr, " c0 "\n\t"                             \
+    "smlad " c1 ", r10, r12, " c1 "\n\tsmlad " c1 ", r11, lr, " c1 "\n\t"
 
-/* One copy of DSP_BLOCKS_2X2's loop over the channel pairs: `start` its label, `enter` what
- * follows the biases (nothing, or a branch into the middle of the group loop for an odd group
- * count). */
-#define DSP_BLOCK_LOOP(start, enter, group, biases, constants)                          \
-        start ":\n\t"                                                                   \
-        "ldrd r4, r5, [%[run], #0]\n\t"                                                 \
-        biases enter                                                                    \
-        "1:\n\t" group                                                                  \
-        "5:\n\t" group                                                                  \
-        "ldr r6, [%[run], #36]\n\t"                                                     \
-        "cmp r4, r6\n\t"                                                                \
-        "bne 1b\n\t"                                                                    \
-        "str r5, [%[run], #4]\n\t"                                                      \
-        constants                                                                       \
-        DSP_REQUANT("r0", "r4", "r9", "r12") DSP_REQUANT("r1", "r4", "r9", "r12")       \
-        DSP_REQUANT("r2", "r5", "r10", "lr") DSP_REQUANT("r3", "r5", "r10", "lr")       \
-        "bfi r0, r2, #8, #8\n\t"                                                        \
-        "bfi r0, r1, #16, #8\n\t"                                                       \
-        "bfi r0, r3, #24, #8\n\t"                                                       \
-        "ldrd r4, r5, [%[run], #28]\n\t"                                                \
-        "ssub8 r6, r0, r4\n\tsel r0, r0, r4\n\tssub8 r6, r0, r5\n\tsel r0, r5, r0\n\t"  \
-        "ldrd r4, r5, [%[run], #20]\n\t"                                                \
-        "strh r0, [r4]\n\t"                                                             \
-        "lsr r0, r0, #16\n\t"                                                           \
-        "strh r0, [r4, r5]\n\t"                                                         \
-        "add r4, r4, #2\n\t"                                                            \
-        "str r4, [%[run], #20]\n\t"                                                     \
-        "ldr r6, [%[run], #48]\n\t"                                                     \
-        "cmp r4, r6\n\t"                                                                \
-        "bne " start "b\n"
+/* edgec_dsp_requantize_ssat8 of acc: multiplier r8, r - 1 in r9, round_high r10; r11, lr scratch. */
+#define DSP_REQUANT(acc)                                                                           \
+    "and r11, " acc ", #0x80000000\n\torr r11, r11, #0x40000000\n\tadd lr, r10, " acc ", asr #31\n\t" \
+    "smlal r11, lr, " acc ", r8\n\tasr " acc ", lr, r9\n\tssat " acc ", #8, " acc "\n\t"
 
-/*
- * Every channel pair of a pixel pair whose channels all take the short requantization:
- * dsp_mac_2x2, the short requantization, one packed clamp of the four values and two halfword
- * stores, in one assembly loop over the pairs -- in C, GCC spilled the pointers and recomputed
- * the constants' addresses per pair. The loop is there twice, so that the group count's parity
- * is tested once per call, not per pair; the run holds every pointer between pairs (r7 and r11,
- * which may be the frame pointer, are left alone). `group`: DSP_GROUP_2X2 or _WIDE; `biases`
- * and `constants`: DSP_BIASES and DSP_OUTPUT_CONSTANTS or their _TABLE forms.
- */
-#define DSP_BLOCKS_2X2(group, biases, constants)                                        \
-    __asm__ volatile(                                                                   \
-        "ldr r6, [%[run], #40]\n\t"                                                     \
-        "cmp r6, #0\n\t"                                                                \
-        "bne 8f\n"                                                                      \
-        DSP_BLOCK_LOOP("2", "", group, biases, constants)                               \
-        "b 9f\n"                                                                        \
-        DSP_BLOCK_LOOP("8", "b 5f\n\t", group, biases, constants)                       \
-        "9:"                                                                            \
-        :                                                                               \
-        : [run] "r"(run)                                                                \
-        : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr", "memory", "cc")
+/* A pair's biases into every pixel's sums (r12 holds the run): from the bias array, advanced ... */
+#define DSP_BIASES                                                                                 \
+    "ldr r8, [r12, #12]\n\tldrd r2, r5, [r8], #8\n\tstr r8, [r12, #12]\n\t"                          \
+    "mov r3, r2\n\tmov r4, r2\n\tmov r6, r5\n\tmov r7, r5\n\t"
+/* ... or from the channel table (edgec_conv_s8_dsp_wide), advanced with the output constants. */
+#define DSP_TABLE_BIASES                                                                           \
+    "ldr r8, [r12, #12]\n\tldrd r2, r5, [r8]\n\t"                                                  \
+    "mov r3, r2\n\tmov r4, r2\n\tmov r6, r5\n\tmov r7, r5\n\t"
+/* After the taps, the requantization of both channels (r12 holds the run): the multiplier and
+ * shift arrays and the round base ... */
+#define DSP_REQUANT_PAIR                                                                           \
+    "ldr r0, [r12, #16]\n\tldr r1, [r12, #20]\n\tldr r11, [r12, #44]\n\t"                          \
+    "ldr r8, [r0], #4\n\tldr r9, [r1], #4\n\tmvn r9, r9\n\tsub r10, r9, #1\n\tlsl r10, r11, r10\n\t" \
+    DSP_REQUANT("r2") DSP_REQUANT("r3") DSP_REQUANT("r4")                                          \
+    "ldr r11, [r12, #44]\n\t"                                                                      \
+    "ldr r8, [r0], #4\n\tldr r9, [r1], #4\n\tmvn r9, r9\n\tsub r10, r9, #1\n\tlsl r10, r11, r10\n\t" \
+    DSP_REQUANT("r5") DSP_REQUANT("r6") DSP_REQUANT("r7")                                          \
+    "strd r0, r1, [r12, #16]\n\t"
+/* ... or the channel table's (multipliers at words 2-3, round_high 4-5, r - 1 6-7). */
+#define DSP_TABLE_REQUANT_PAIR                                                                     \
+    "ldr r0, [r12, #12]\n\t"                                                                       \
+    "ldr r8, [r0, #8]\n\tldr r10, [r0, #16]\n\tldr r9, [r0, #24]\n\t"                              \
+    DSP_REQUANT("r2") DSP_REQUANT("r3") DSP_REQUANT("r4")                                          \
+    "ldr r8, [r0, #12]\n\tldr r10, [r0, #20]\n\tldr r9, [r0, #28]\n\t"                             \
+    DSP_REQUANT("r5") DSP_REQUANT("r6") DSP_REQUANT("r7")                                          \
+    "add r0, r0, #32\n\tstr r0, [r12, #12]\n\t"
 
-static void dsp_blocks_2x2(dsp_block_run *run)
+/* The routine for one group form; r0 holds the run on entry, kept at [sp, #4] under cols_end. */
+#define DSP_BLOCKS_2X3(group, biases, requant)                                                     \
+    __asm__ volatile(                                                                              \
+        ".syntax unified\n\t"                                                                      \
+        "push {r0, r4-r11, lr}\n\t"                                                                \
+        "ldr r8, [r0, #4]\n\t"                                                                     \
+        "push {r8}\n"                                                                              \
+        "1:\n\t"                                                                                   \
+        "ldr r12, [sp, #4]\n\t"                                                                    \
+        "ldr r0, [r12, #0]\n\t"                                                                    \
+        "ldr r1, [r12, #8]\n\t"                                                                    \
+        biases                                                                                     \
+        "ldr r8, [r12, #52]\n\t"                                                                   \
+        "cmp r8, #2\n\t"                                                                           \
+        "beq 7f\n\t"                                                                               \
+        "bhi 6f\n\t"                                                                               \
+        "cmp r8, #1\n\t"                                                                           \
+        "beq 3f\n\t"                                                                               \
+        ".p2align 2\n"                                                                             \
+        "2:\n\t" group                                                                             \
+        "6:\n\t" group                                                                             \
+        "7:\n\t" group                                                                             \
+        "3:\n\t" group                                                                             \
+        "ldr r8, [sp]\n\t"                                                                         \
+        "cmp r0, r8\n\t"                                                                           \
+        "bne 2b\n\t"                                                                               \
+        "ldr r12, [sp, #4]\n\t"                                                                    \
+        "str r1, [r12, #8]\n\t"                                                                    \
+        requant                                                                                    \
+        "bfi r2, r5, #8, #8\n\tbfi r2, r3, #16, #8\n\tbfi r2, r6, #24, #8\n\tbfi r4, r7, #8, #8\n\t" \
+        "ldrd r8, r9, [r12, #36]\n\t"                                                              \
+        "ssub8 lr, r2, r8\n\tsel r2, r2, r8\n\tssub8 lr, r2, r9\n\tsel r2, r9, r2\n\t"             \
+        "ssub8 lr, r4, r8\n\tsel r4, r4, r8\n\tssub8 lr, r4, r9\n\tsel r4, r9, r4\n\t"             \
+        "ldrd r8, r9, [r12, #24]\n\t"                                                              \
+        "ldr r10, [r12, #32]\n\t"                                                                  \
+        "strh r2, [r8]\n\t"                                                                        \
+        "lsr r2, r2, #16\n\t"                                                                      \
+        "strh r2, [r8, r9]\n\t"                                                                    \
+        "strh r4, [r8, r10]\n\t"                                                                   \
+        "add r8, r8, #2\n\t"                                                                       \
+        "str r8, [r12, #24]\n\t"                                                                   \
+        "ldr r9, [r12, #48]\n\t"                                                                   \
+        "cmp r8, r9\n\t"                                                                           \
+        "bne 1b\n\t"                                                                               \
+        "add sp, sp, #4\n\t"                                                                       \
+        "pop {r0, r4-r11, pc}\n\t")
+
+static __attribute__((naked, noinline)) void dsp_blocks_2x3(dsp_block_run *run __attribute__((unused)))
 {
-    DSP_BLOCKS_2X2(DSP_GROUP_2X2, DSP_BIASES, DSP_OUTPUT_CONSTANTS);
+    DSP_BLOCKS_2X3(DSP_GROUP_2X3, DSP_BIASES, DSP_REQUANT_PAIR);
 }
 
-static void dsp_blocks_2x2_wide(dsp_block_run *run)
+static __attribute__((naked, noinline)) void dsp_blocks_2x3_wide(dsp_block_run *run __attribute__((unused)))
 {
-    DSP_BLOCKS_2X2(DSP_GROUP_2X2_WIDE, DSP_TABLE_BIASES, DSP_TABLE_OUTPUT_CONSTANTS);
+    DSP_BLOCKS_2X3(DSP_GROUP_2X3_WIDE, DSP_TABLE_BIASES, DSP_TABLE_REQUANT_PAIR);
 }
-#endif
 
-/* What the output stage of a pixel pair needs besides the sums. */
+/* What the output stage of a step needs besides the sums. */
 typedef struct {
     const edgec_per_channel_quant *quant;
     edgec_output_stage stage;
     int short_requant; /* every channel admits the short requantization */
     int wide;          /* the filter's taps are widened to int16 pairs (edgec_conv_s8_dsp_wide) */
-#if defined(__OPTIMIZE__)
     dsp_block_run *run; /* its per-call fields set */
-#endif
 } dsp_output;
 
-/* The general output stage: any (multiplier, shift); channel c alone when has_c1 is 0, pixel a
- * alone when out_b is NULL. */
-static void dsp_store_2x2(const int32_t sums[4], const dsp_output *o, int32_t c, int has_c1,
-                          int8_t *out_a, int8_t *out_b)
+/* The general output stage: any (multiplier, shift); channel c alone when has_c1 is 0; out[px]
+ * NULL: pixel px is a repeat of an earlier one (a short last step). */
+static void dsp_store_2x3(const int32_t sums[6], const dsp_output *o, int32_t c, int has_c1,
+                          int8_t *const out[DSP_PIXELS])
 {
     for (int32_t i = 0; i < 1 + has_c1; i++) {
         const int32_t m = o->quant->multiplier[c + i];
         const int32_t shift = o->quant->shift[c + i];
-        out_a[c + i] = edgec_requantize_s8(sums[2 * i], m, shift, o->stage);
-        if (out_b != NULL) {
-            out_b[c + i] = edgec_requantize_s8(sums[2 * i + 1], m, shift, o->stage);
+        for (int32_t px = 0; px < DSP_PIXELS; px++) {
+            if (out[px] != NULL) {
+                out[px][c + i] = edgec_requantize_s8(sums[DSP_PIXELS * i + px], m, shift, o->stage);
+            }
         }
     }
 }
 
-/* Every output channel of a pixel pair; out_b NULL: the second column is a copy of the first. */
-static void dsp_conv_pixel_pair(const int8_t *cols, int32_t groups, const int8_t *filter,
-                                const int32_t *bias, const dsp_output *o, int32_t out_c,
-                                int8_t *out_a, int8_t *out_b)
+/* Every output channel of a step's pixels (out[0] pixel a; out[1], out[2] NULL: a repeat). */
+static void dsp_conv_pixels(const int8_t *cols, int32_t groups, const int8_t *filter,
+                            const int32_t *bias, const dsp_output *o, int32_t out_c,
+                            int8_t *const out[DSP_PIXELS])
 {
     int32_t c = 0;
-#if defined(__OPTIMIZE__)
     if (o->short_requant && out_c >= 2) {
         dsp_block_run *run = o->run;
         run->filter = filter;
         run->bias = bias;
         run->multiplier = o->quant->multiplier;
         run->shift = o->quant->shift;
-        run->out = out_a;
-        /* A lone last pixel's second column is a copy of the first: pixel b is pixel a, the
-         * same bytes stored twice. */
-        run->pixel_b = out_b != NULL ? out_c : 0;
-        run->out_end = out_a + out_c / 2 * 2;
-        (o->wide ? dsp_blocks_2x2_wide : dsp_blocks_2x2)(run);
+        run->out = out[0];
+        /* A repeated pixel stores the same bytes twice. */
+        run->pixel_b = out[1] != NULL ? (int32_t)(out[1] - out[0]) : 0;
+        run->pixel_c = out[2] != NULL ? (int32_t)(out[2] - out[0]) : run->pixel_b;
+        run->out_end = out[0] + out_c / 2 * 2;
+        (o->wide ? dsp_blocks_2x3_wide : dsp_blocks_2x3)(run);
         c = out_c / 2 * 2;
         filter += (o->wide ? 8 : 4) * groups * c;
     }
-#endif
     for (; c < out_c; c += 2, filter += (o->wide ? 16 : 8) * groups) {
         const int has_c1 = c + 1 < out_c; /* an odd last channel pairs with a zero filter row */
         const int32_t *pair_bias = o->wide ? bias + 4 * c : bias + c; /* the table: 8 words a pair */
-        int32_t sums[4];
-        sums[0] = sums[1] = pair_bias[0];
-        sums[2] = sums[3] = has_c1 ? pair_bias[1] : 0;
-        dsp_mac_2x2(filter, cols, groups, sums, o->wide);
-        dsp_store_2x2(sums, o, c, has_c1, out_a, out_b);
+        int32_t sums[2 * DSP_PIXELS];
+        for (int32_t px = 0; px < DSP_PIXELS; px++) {
+            sums[px] = pair_bias[0];
+            sums[DSP_PIXELS + px] = has_c1 ? pair_bias[1] : 0;
+        }
+        dsp_mac_2x3(filter, cols, groups, sums, o->wide);
+        dsp_store_2x3(sums, o, c, has_c1, out);
     }
 }
 
@@ -644,44 +648,42 @@ static edgec_status dsp_conv(const edgec_conv_params *params, const edgec_per_ch
     o.stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
     o.short_requant = edgec_dsp_requant_all_short(quant->multiplier, quant->shift, out_c);
     o.wide = wide;
-    /* Scratch: the two int16 columns, interleaved per group; when C_in is not a multiple of 4
+    /* Scratch: the step's int16 columns, interleaved per group; when C_in is not a multiple of 4
      * the receptive fields go through an int8 row after them, else straight into the columns. */
     const int direct = filter_dims->c % 4 == 0;
     int8_t *cols = scratch;
-    int8_t *row = cols + 16 * groups;
+    int8_t *row = cols + DSP_COLUMN_BYTES * groups;
     pixel_cursor px = {0, 0, 0};
-#if defined(__OPTIMIZE__)
     dsp_block_run run;
     run.lows = edgec_dsp_bytes(params->act_min);
     run.highs = edgec_dsp_bytes(params->act_max);
     run.cols = cols;
-    run.cols_end = cols + 16 * groups;
-    run.odd = groups & 1;
+    run.cols_end = cols + DSP_COLUMN_BYTES * groups;
+    run.entry = groups & 3;
     run.round_base = edgec_dsp_round_base(params->output_offset);
     o.run = &run;
-#endif
 
     if (!direct) {
         fill_run(row + k, 0, 4 * groups - k); /* the filter is zero there: any value does */
     }
-    for (int32_t p = 0; p < pixels; p += 2) {
-        int8_t *out_a = output + p * out_c;
-        const int has_b = p + 1 < pixels;
-        for (int32_t column = 0; column < 2; column++) {
-            /* A lone last pixel fills both columns. */
+    for (int32_t p = 0; p < pixels; p += DSP_PIXELS) {
+        int8_t *out[DSP_PIXELS];
+        for (int32_t column = 0; column < DSP_PIXELS; column++) {
+            /* A short last step repeats its last pixel in the remaining columns. */
+            const int real = p + column < pixels;
+            if (column > 0 && real) {
+                pixel_next(&px, output_dims);
+            }
+            out[column] = real ? output + (p + column) * out_c : NULL;
             if (direct) {
                 dsp_im2col_column(cols + 8 * column, &win, px);
             } else {
                 im2col_row(row, &win, px);
                 dsp_widen(cols + 8 * column, row, 4 * groups);
             }
-            if (column == 0 && has_b) {
-                pixel_next(&px, output_dims);
-            }
         }
         pixel_next(&px, output_dims);
-        dsp_conv_pixel_pair(cols, groups, packed_filter, folded_bias, &o, out_c, out_a,
-                            has_b ? out_a + out_c : NULL);
+        dsp_conv_pixels(cols, groups, packed_filter, folded_bias, &o, out_c, out);
     }
     return EDGEC_OK;
 }

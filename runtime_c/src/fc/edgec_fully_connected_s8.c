@@ -231,6 +231,151 @@ static EDGEC_NOINLINE void dsp_mac_2x1_wide(const int8_t *filter, const int8_t *
     dsp_mac_4x1(filter, x, n, sums, 1, 2);
 }
 
+/*
+ * The whole blocks of 4 outputs of one input row when every output takes the short
+ * requantization: one assembly routine (dsp_fc_blocks_int8 / _wide) runs them all -- biases,
+ * dot products, requantization, clamp and a word store per block. The dot product loop keeps
+ * the four sums, the input word widened once (x_even, x_odd) and the block's 4 filter words in
+ * registers: a group of 4 inputs is 5 loads in one pipelined run (a load single after a load
+ * single issues in 1 cycle, Cortex-M4 TRM 3.3.2; LDRD costs 3), 10 SXTB16 and 8 SMLAD (int8),
+ * or 5 loads, an LDM of 4, 2 SXTB16 and 8 SMLAD (wide); four groups per loop iteration (entered
+ * at the copy that leaves a whole number of iterations). Written as
+ * naked functions, so that all 14 registers are theirs at every optimisation level.
+ */
+typedef struct {
+    const int8_t *x;            /*  0: the input row */
+    const int8_t *x_end;        /*  4: past its last whole group of 4 */
+    const int8_t *filter;       /*  8: the next block's (advanced) */
+    const int32_t *bias;        /* 12: the next block's folded biases (advanced) */
+    const int32_t *multiplier;  /* 16: the next block's 4 multipliers (advanced by quant_step) */
+    const int32_t *shift;       /* 20: ... and shifts */
+    int32_t quant_step;         /* 24: bytes from a block's multipliers to the next's: 16 or 0 */
+    int32_t round_base;         /* 28: edgec_dsp_round_base of the output offset */
+    uint32_t lows;              /* 32: act_min in every byte */
+    uint32_t highs;             /* 36: act_max in every byte */
+    int8_t *y;                  /* 40: the next block's outputs (advanced) */
+    int8_t *y_end;              /* 44: past the last whole block's */
+    int32_t tail;               /* 48: the input's last n % 4 bytes, zero-extended to a word */
+    int32_t has_tail;           /* 52: n % 4 != 0 */
+} dsp_fc_run;
+
+typedef char dsp_fc_run_layout[offsetof(dsp_fc_run, quant_step) == 24 && offsetof(dsp_fc_run, y) == 40 &&
+                                       offsetof(dsp_fc_run, has_tail) == 52
+                                   ? 1
+                                   : -1];
+
+/* One group of 4 inputs against the block's 4 rows: `xload` puts the input word in r8; the sums
+ * are r4..r7, the filter pointer r1; r0 and r9..r12, lr are scratch. */
+#define DSP_FC_GROUP(xload)                                                                        \
+    xload "\n\t"                                                                                   \
+    "ldr r10, [r1], #4\n\tldr r11, [r1], #4\n\tldr r12, [r1], #4\n\tldr lr, [r1], #4\n\t"          \
+    "sxtb16 r9, r8, ror #8\n\tsxtb16 r8, r8\n\t"                                                   \
+    "sxtb16 r0, r10, ror #8\n\tsxtb16 r10, r10\n\tsmlad r4, r10, r8, r4\n\tsmlad r4, r0, r9, r4\n\t" \
+    "sxtb16 r0, r11, ror #8\n\tsxtb16 r11, r11\n\tsmlad r5, r11, r8, r5\n\tsmlad r5, r0, r9, r5\n\t" \
+    "sxtb16 r0, r12, ror #8\n\tsxtb16 r12, r12\n\tsmlad r6, r12, r8, r6\n\tsmlad r6, r0, r9, r6\n\t" \
+    "sxtb16 r0, lr, ror #8\n\tsxtb16 lr, lr\n\tsmlad r7, lr, r8, r7\n\tsmlad r7, r0, r9, r7\n\t"
+/* ... of a wide filter: each row's taps already widened, (w0, w2) then (w1, w3). */
+#define DSP_FC_GROUP_WIDE(xload)                                                                   \
+    xload "\n\t"                                                                                   \
+    "ldr r10, [r1], #4\n\tldr r11, [r1], #4\n\tldr r12, [r1], #4\n\tldr lr, [r1], #4\n\t"          \
+    "sxtb16 r9, r8, ror #8\n\tsxtb16 r8, r8\n\t"                                                   \
+    "smlad r4, r10, r8, r4\n\tsmlad r4, r11, r9, r4\n\tsmlad r5, r12, r8, r5\n\tsmlad r5, lr, r9, r5\n\t" \
+    "ldm r1!, {r10, r11, r12, lr}\n\t"                                                             \
+    "smlad r6, r10, r8, r6\n\tsmlad r6, r11, r9, r6\n\tsmlad r7, r12, r8, r7\n\tsmlad r7, lr, r9, r7\n\t"
+/* edgec_dsp_requantize_ssat8 of the sum in `acc`, its multiplier and shift at byte `at` of the
+ * block's arrays (r2, r3); r10 holds the round base, r8, r9, r11, r12 and lr are scratch. */
+#define DSP_FC_REQUANT(acc, at)                                                                    \
+    "ldr r8, [r2, #" at "]\n\tldr r9, [r3, #" at "]\n\tmvn r9, r9\n\tsub r11, r9, #1\n\t"           \
+    "lsl r11, r10, r11\n\t"                                                                        \
+    "and r12, " acc ", #0x80000000\n\torr r12, r12, #0x40000000\n\tadd lr, r11, " acc ", asr #31\n\t" \
+    "smlal r12, lr, " acc ", r8\n\tasr " acc ", lr, r9\n\tssat " acc ", #8, " acc "\n\t"
+
+/* The routine, for DSP_FC_GROUP or _WIDE; r0 holds the run on entry, kept at [sp]. */
+#define DSP_FC_BLOCKS(group)                                                                       \
+    __asm__ volatile(                                                                              \
+        ".syntax unified\n\t"                                                                      \
+        "push {r0, r4-r11, lr}\n"                                                                  \
+        "1:\n\t"                                                                                   \
+        "ldr r0, [sp]\n\t"                                                                         \
+        "ldrd r2, r3, [r0, #0]\n\t"                                                                \
+        "ldrd r1, r8, [r0, #8]\n\t"                                                                \
+        "ldm r8!, {r4, r5, r6, r7}\n\t"                                                            \
+        "str r8, [r0, #12]\n\t"                                                                    \
+        "subs r9, r3, r2\n\t"                                                                      \
+        "beq 4f\n\t"                                                                               \
+        "ands r9, r9, #12\n\t"                                                                     \
+        "beq 2f\n\t"                                                                               \
+        "cmp r9, #8\n\t"                                                                           \
+        "beq 7f\n\t"                                                                               \
+        "bhi 6f\n\t"                                                                               \
+        "b 3f\n\t"                                                                                 \
+        ".p2align 2\n"                                                                             \
+        "2:\n\t" group("ldr r8, [r2], #4")                                                         \
+        "6:\n\t" group("ldr r8, [r2], #4")                                                         \
+        "7:\n\t" group("ldr r8, [r2], #4")                                                         \
+        "3:\n\t" group("ldr r8, [r2], #4")                                                         \
+        "cmp r2, r3\n\t"                                                                           \
+        "bne 2b\n"                                                                                 \
+        "4:\n\t"                                                                                   \
+        "ldr r0, [sp]\n\t"                                                                         \
+        "ldr r3, [r0, #52]\n\t"                                                                    \
+        "cmp r3, #0\n\t"                                                                           \
+        "beq 5f\n\t" group("ldr r8, [r0, #48]")                                                    \
+        "5:\n\t"                                                                                   \
+        "ldr r0, [sp]\n\t"                                                                         \
+        "str r1, [r0, #8]\n\t"                                                                     \
+        "ldrd r2, r3, [r0, #16]\n\t"                                                               \
+        "ldr r10, [r0, #28]\n\t"                                                                   \
+        DSP_FC_REQUANT("r4", "0") DSP_FC_REQUANT("r5", "4")                                        \
+        DSP_FC_REQUANT("r6", "8") DSP_FC_REQUANT("r7", "12")                                       \
+        "bfi r4, r5, #8, #8\n\tbfi r4, r6, #16, #8\n\tbfi r4, r7, #24, #8\n\t"                     \
+        "ldrd r8, r9, [r0, #32]\n\t"                                                               \
+        "ssub8 r12, r4, r8\n\tsel r4, r4, r8\n\tssub8 r12, r4, r9\n\tsel r4, r9, r4\n\t"           \
+        "ldr r12, [r0, #24]\n\t"                                                                   \
+        "add r2, r2, r12\n\tadd r3, r3, r12\n\t"                                                   \
+        "strd r2, r3, [r0, #16]\n\t"                                                               \
+        "ldrd r8, r9, [r0, #40]\n\t"                                                               \
+        "str r4, [r8], #4\n\t"                                                                     \
+        "str r8, [r0, #40]\n\t"                                                                    \
+        "cmp r8, r9\n\t"                                                                           \
+        "bne 1b\n\t"                                                                               \
+        "pop {r0, r4-r11, pc}\n\t")
+
+static __attribute__((naked, noinline)) void dsp_fc_blocks_int8(dsp_fc_run *run __attribute__((unused)))
+{
+    DSP_FC_BLOCKS(DSP_FC_GROUP);
+}
+
+static __attribute__((naked, noinline)) void dsp_fc_blocks_wide(dsp_fc_run *run __attribute__((unused)))
+{
+    DSP_FC_BLOCKS(DSP_FC_GROUP_WIDE);
+}
+
+/* Runs the whole blocks of input row x through dsp_fc_blocks_int8/_wide; returns their outputs'
+ * count (a multiple of 4). `run` holds the per-call fields. */
+static int32_t dsp_fc_whole_blocks(dsp_fc_run *run, const int8_t *x, int32_t input_size, int32_t output_size,
+                                   const int8_t *packed_filter, const int32_t *folded_bias,
+                                   const int32_t *multiplier, const int32_t *shift, int8_t *y, int wide)
+{
+    const int32_t whole = output_size / 4 * 4;
+    uint32_t tail = 0;
+    for (int32_t j = input_size - 1; j >= (input_size & ~3); j--) { /* little-endian: byte j % 4 */
+        tail = tail << 8 | (uint8_t)x[j];
+    }
+    run->x = x;
+    run->x_end = x + (input_size & ~3);
+    run->filter = packed_filter;
+    run->bias = folded_bias;
+    run->multiplier = multiplier;
+    run->shift = shift;
+    run->y = y;
+    run->y_end = y + whole;
+    run->tail = (int32_t)tail;
+    run->has_tail = (input_size & 3) != 0;
+    (wide ? dsp_fc_blocks_wide : dsp_fc_blocks_int8)(run);
+    return whole;
+}
+
 /* requantize(acc) + offset of output o by the short form, saturated to int8. */
 static inline int32_t dsp_fc_output_short(int32_t acc, const edgec_per_channel_quant *quant,
                                           int32_t quant_index, int32_t round_base)
@@ -286,9 +431,26 @@ static edgec_status dsp_fc(const edgec_fc_params *params, const edgec_per_channe
     const edgec_output_stage stage =
         edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
 
+    /* The assembly routine's per-call fields; per-tensor quantization repeats the one multiplier
+     * and shift for the 4 outputs of a block (quant_step 0). */
+    dsp_fc_run run;
+    const int32_t m4[4] = {quant->multiplier[0], quant->multiplier[0], quant->multiplier[0], quant->multiplier[0]};
+    const int32_t s4[4] = {quant->shift[0], quant->shift[0], quant->shift[0], quant->shift[0]};
+    run.quant_step = params->per_channel ? 16 : 0;
+    run.round_base = edgec_dsp_round_base(stage.offset);
+    run.lows = edgec_dsp_bytes(stage.lo + stage.offset);
+    run.highs = edgec_dsp_bytes(stage.hi + stage.offset);
+
     for (int32_t b = 0; b < batches; b++) {
         const int8_t *filter = packed_filter;
-        for (int32_t o = 0; o < output_size; o += 4, filter += (wide ? 32 : 16) * groups) {
+        int32_t o = 0;
+        if (short_requant && output_size >= 4) {
+            o = dsp_fc_whole_blocks(&run, input + b * input_size, input_size, output_size, packed_filter,
+                                    folded_bias, params->per_channel ? quant->multiplier : m4,
+                                    params->per_channel ? quant->shift : s4, output + b * output_size, wide);
+            filter += (wide ? 8 : 4) * groups * o;
+        }
+        for (; o < output_size; o += 4, filter += (wide ? 32 : 16) * groups) {
             const int32_t valid = EDGEC_MIN(4, output_size - o); /* the rest are zero rows */
             int32_t sums[4] = {0, 0, 0, 0};
             if (valid == 4) { /* a fixed-size copy is inlined, a variable one is a call */
