@@ -763,113 +763,131 @@ static void mve_store_block(const int32_t sums[8], int32_t c, int32_t count, int
 
 /* The assembly needs registers that an unoptimised build keeps for its frame. */
 #if defined(__OPTIMIZE__)
-/* What mve_blocks_4x2 reads and advances; its assembly addresses the fields by offset. */
+/* What the mve_blocks_4x2 functions read and advance; their assembly addresses the fields by
+ * offset and loads the runs of them it needs with one LDM (register order = field order). */
 typedef struct {
-    int32x4_t lo;              /*  0: act_min - offset in every lane */
-    int32x4_t hi;              /* 16: act_max - offset */
-    const int8_t *filter;      /* 32: the next block's */
-    const int32_t *bias;       /* 36 */
-    const int32_t *multiplier; /* 40 */
-    const int32_t *shift;      /* 44 */
-    int8_t *out_a;             /* 48 */
-    int8_t *out_b;             /* 52 */
-    const int8_t *row_a;       /* 56 */
-    const int8_t *row_b;       /* 60 */
-    int32_t groups;            /* 64 */
-    int32_t blocks;            /* 68: >= 1 */
-    int32_t offset;            /* 72 */
+    const int8_t *row_a;       /*  0 */
+    const int8_t *row_b;       /*  4 */
+    const int32_t *bias;       /*  8: the next block's */
+    int32_t pairs;             /* 12: group pairs per block after the odd group, if any */
+    const int32_t *multiplier; /* 16 */
+    const int32_t *shift;      /* 20 */
+    int8_t *out_a;             /* 24 */
+    int8_t *out_b;             /* 28 */
+    int32_t blocks;            /* 32: >= 1 */
+    int32_t offset;            /* 36 */
+    const int8_t *filter;      /* 40: the next block's */
+    int32_t unused;            /* 44 */
+    int32x4_t lo;              /* 48: act_min - offset in every lane */
+    int32x4_t hi;              /* 64: act_max - offset */
 } mve_block_run;
 
-typedef char mve_block_run_layout[offsetof(mve_block_run, filter) == 32 &&
-                                          offsetof(mve_block_run, offset) == 72 ? 1 : -1];
+typedef char mve_block_run_layout[offsetof(mve_block_run, multiplier) == 16 &&
+                                          offsetof(mve_block_run, filter) == 40 &&
+                                          offsetof(mve_block_run, lo) == 48 ? 1 : -1];
 
-/* edgec_mve_requantize then edgec_mve_output on q (shift split into q5 left, q3 minus_right,
- * multiplier q2, bounds q6/q7, offset r9; q4 scratch); _RIGHT: for shifts <= 0 (no VSHL). */
-#define MVE_OUTPUT_RIGHT(q)                                                                        \
-    "vqrdmulh.s32 " q ", " q ", q2\n\tvand q4, " q ", q3\n\t"                                      \
-    "vshr.s32 q4, q4, #31\n\tvqadd.s32 " q ", " q ", q4\n\tvrshl.s32 " q ", " q ", q3\n\t"          \
-    "vmax.s32 " q ", " q ", q6\n\tvmin.s32 " q ", " q ", q7\n\tvadd.i32 " q ", " q ", r9\n\t"
-#define MVE_OUTPUT(q) "vqshl.s32 " q ", " q ", q5\n\t" MVE_OUTPUT_RIGHT(q)
-/* q3 = min(shift, 0), and with left shifts q5 = max(shift, 0) */
-#define MVE_SPLIT_SHIFT "vmov.i32 q4, #0\n\tvmax.s32 q5, q3, q4\n\tvmin.s32 q3, q3, q4\n\t"
-#define MVE_SPLIT_SHIFT_RIGHT "vmov.i32 q4, #0\n\tvmin.s32 q3, q3, q4\n\t"
+/* One group of 16 taps on its own: xa/xb in q0/q1, the four filter rows through q2/q3; each load
+ * placed between two VMLADAVA (Helium overlaps instructions of different kinds). */
+#define MVE_GROUP                                                                                  \
+    "vldrb.u8 q0, [r3], #16\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r0, q2, q0\n\t"               \
+    "vldrb.u8 q1, [r5], #16\n\tvmladava.s8 r8, q2, q1\n\tvldrb.u8 q3, [r1], #16\n\t"               \
+    "vmladava.s8 r2, q3, q0\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r10, q3, q1\n\t"              \
+    "vldrb.u8 q3, [r1], #16\n\tvmladava.s8 r4, q2, q0\n\tvmladava.s8 r12, q2, q1\n\t"              \
+    "vmladava.s8 r6, q3, q0\n\tvmladava.s8 lr, q3, q1\n\t"
+
+/* Two groups per iteration (r9 counts them down), the second's row loads (q4, q0) and first
+ * filter row issued among the first's last VMLADAVA. */
+#define MVE_GROUP_PAIRS                                                                            \
+    "1:\n\t"                                                                                       \
+    "vldrb.u8 q0, [r3], #16\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r0, q2, q0\n\t"               \
+    "vldrb.u8 q1, [r5], #16\n\tvmladava.s8 r8, q2, q1\n\tvldrb.u8 q3, [r1], #16\n\t"               \
+    "vmladava.s8 r2, q3, q0\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r10, q3, q1\n\t"              \
+    "vldrb.u8 q3, [r1], #16\n\tvmladava.s8 r4, q2, q0\n\tvldrb.u8 q4, [r3], #16\n\t"               \
+    "vmladava.s8 r12, q2, q1\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r6, q3, q0\n\t"              \
+    "vldrb.u8 q0, [r5], #16\n\tvmladava.s8 lr, q3, q1\n\t"                                         \
+    "vmladava.s8 r0, q2, q4\n\tvldrb.u8 q1, [r1], #16\n\tvmladava.s8 r8, q2, q0\n\t"               \
+    "vldrb.u8 q2, [r1], #16\n\tvmladava.s8 r2, q1, q4\n\tvldrb.u8 q3, [r1], #16\n\t"               \
+    "vmladava.s8 r10, q1, q0\n\tvmladava.s8 r4, q2, q4\n\tsubs r9, r9, #1\n\t"                     \
+    "vmladava.s8 r12, q2, q0\n\tvmladava.s8 r6, q3, q4\n\tvmladava.s8 lr, q3, q0\n\t"              \
+    "bne 1b\n"
+
+/* Odd groups per block: one group first, then the pairs (none for a single group). */
+#define MVE_GROUPS_ODD MVE_GROUP "cmp r9, #0\n\tbeq 3f\n" MVE_GROUP_PAIRS "3:\n\t"
+#define MVE_GROUPS_EVEN MVE_GROUP_PAIRS
+
+/* edgec_mve_requantize then edgec_mve_output of the block's sums, pixel a in q0, pixel b in q1
+ * (multiplier q2, shift q3, bounds q6/q7, offset r6; q4/q5 scratch). _RIGHT: every shift <= 0,
+ * so the shift is its own right part and there is no left shift. */
+#define MVE_OUTPUT_RIGHT                                                                           \
+    "vqrdmulh.s32 q0, q0, q2\n\tvqrdmulh.s32 q1, q1, q2\n\t"                                       \
+    "vand q4, q0, q3\n\tvand q5, q1, q3\n\tvshr.s32 q4, q4, #31\n\tvshr.s32 q5, q5, #31\n\t"        \
+    "vqadd.s32 q0, q0, q4\n\tvqadd.s32 q1, q1, q5\n\tvrshl.s32 q0, q0, q3\n\tvrshl.s32 q1, q1, q3\n\t" \
+    "vmax.s32 q0, q0, q6\n\tvmax.s32 q1, q1, q6\n\tvmin.s32 q0, q0, q7\n\tvmin.s32 q1, q1, q7\n\t"  \
+    "vadd.i32 q0, q0, r6\n\tvadd.i32 q1, q1, r6\n\t"
+/* the general form: q3 = min(shift, 0) and q5 = max(shift, 0), the saturating left shift first */
+#define MVE_OUTPUT                                                                                 \
+    "vmov.i32 q4, #0\n\tvmax.s32 q5, q3, q4\n\tvmin.s32 q3, q3, q4\n\t"                             \
+    "vqshl.s32 q0, q0, q5\n\tvqshl.s32 q1, q1, q5\n\t" MVE_OUTPUT_RIGHT
 
 /*
- * Every full block of 4 channels of a pixel pair: mve_mac_4x2's loop, then the output stage on
- * one vector per pixel (lane = channel), both in one assembly loop over the blocks -- in C, GCC
- * spilled the loop's pointers and reloaded the stage's constants per block. The filter pointer
- * stays in r1, the others are advanced in the run (r7 and r11, which may be the frame pointer,
- * are left alone). split_shift and output_a/b: the general or the right-shift-only forms.
+ * Every full block of 4 channels of a pixel pair: the biases, the groups (mve_mac_4x2's loop),
+ * then the output stage on one vector per pixel (lane = channel), in one assembly loop over the
+ * blocks -- in C, GCC spilled the loop's pointers and reloaded the stage's constants per block.
+ * The filter pointer stays in r1, the others are advanced in the run (r7, which may be the frame
+ * pointer, is left alone). groups: MVE_GROUPS_ODD/_EVEN; output: MVE_OUTPUT/_RIGHT.
  */
-#define MVE_BLOCKS_4X2(split_shift, output_a, output_b)                                            \
-    __asm__ volatile("vldrw.u32 q6, [%[run]]\n\t"                                                  \
-                     "vldrw.u32 q7, [%[run], #16]\n\t"                                             \
-                     "ldr r1, [%[run], #32]\n"                                                    \
+#define MVE_BLOCKS_4X2(groups, output)                                                             \
+    __asm__ volatile("vldrw.u32 q6, [%[run], #48]\n\t"                                             \
+                     "vldrw.u32 q7, [%[run], #64]\n\t"                                             \
+                     "ldr r1, [%[run], #40]\n"                                                    \
                      "2:\n\t"                                                                      \
-                     "ldr r3, [%[run], #56]\n\t"                                                   \
-                     "ldr r5, [%[run], #60]\n\t"                                                   \
-                     "ldr r9, [%[run], #36]\n\t"                                                   \
+                     "ldm %[run], {r3, r5, r9}\n\t"                                                \
                      "ldm r9!, {r0, r2, r4, r6}\n\t"                                               \
-                     "str r9, [%[run], #36]\n\t"                                                   \
-                     "ldr r9, [%[run], #64]\n\t"                                                   \
+                     "str r9, [%[run], #8]\n\t"                                                    \
+                     "ldr r9, [%[run], #12]\n\t"                                                   \
                      "mov r8, r0\n\t"                                                              \
                      "mov r10, r2\n\t"                                                             \
                      "mov r12, r4\n\t"                                                             \
-                     "mov lr, r6\n"                                                               \
-                     "1:\n\t"                                                                      \
-                     "vldrb.u8 q0, [r3], #16\n\t"                                                  \
-                     "vldrb.u8 q1, [r5], #16\n\t"                                                  \
-                     "vldrb.u8 q2, [r1], #16\n\t"                                                  \
-                     "vldrb.u8 q3, [r1], #16\n\t"                                                  \
-                     "vmladava.s8 r0, q2, q0\n\t"                                                  \
-                     "vmladava.s8 r8, q2, q1\n\t"                                                  \
-                     "vldrb.u8 q2, [r1], #16\n\t"                                                  \
-                     "vmladava.s8 r2, q3, q0\n\t"                                                  \
-                     "vmladava.s8 r10, q3, q1\n\t"                                                 \
-                     "vldrb.u8 q3, [r1], #16\n\t"                                                  \
-                     "vmladava.s8 r4, q2, q0\n\t"                                                  \
-                     "vmladava.s8 r12, q2, q1\n\t"                                                 \
-                     "subs r9, r9, #1\n\t"                                                         \
-                     "vmladava.s8 r6, q3, q0\n\t"                                                  \
-                     "vmladava.s8 lr, q3, q1\n\t"                                                  \
-                     "bne 1b\n\t"                                                                  \
+                     "mov lr, r6\n\t"                                                              \
+                     groups                                                                        \
                      "vmov q0[2], q0[0], r0, r4\n\t"                                               \
                      "vmov q0[3], q0[1], r2, r6\n\t"                                               \
                      "vmov q1[2], q1[0], r8, r12\n\t"                                              \
                      "vmov q1[3], q1[1], r10, lr\n\t"                                              \
-                     "ldr r3, [%[run], #40]\n\t"                                                   \
-                     "vldrw.u32 q2, [r3], #16\n\t"                                                 \
-                     "str r3, [%[run], #40]\n\t"                                                   \
-                     "ldr r3, [%[run], #44]\n\t"                                                   \
-                     "vldrw.u32 q3, [r3], #16\n\t"                                                 \
-                     "str r3, [%[run], #44]\n\t"                                                   \
-                     split_shift                                                                   \
-                     "ldr r9, [%[run], #72]\n\t"                                                   \
-                     output_a output_b                                                             \
-                     "ldr r3, [%[run], #48]\n\t"                                                   \
+                     "add r9, %[run], #16\n\t"                                                     \
+                     "ldm r9, {r0, r2, r3, r4, r5, r6}\n\t"                                        \
+                     "vldrw.u32 q2, [r0], #16\n\t"                                                 \
+                     "vldrw.u32 q3, [r2], #16\n\t"                                                 \
+                     output                                                                        \
                      "vstrb.32 q0, [r3], #4\n\t"                                                   \
-                     "str r3, [%[run], #48]\n\t"                                                   \
-                     "ldr r3, [%[run], #52]\n\t"                                                   \
-                     "vstrb.32 q1, [r3], #4\n\t"                                                   \
-                     "str r3, [%[run], #52]\n\t"                                                   \
-                     "ldr r3, [%[run], #68]\n\t"                                                   \
-                     "subs r3, r3, #1\n\t"                                                         \
-                     "str r3, [%[run], #68]\n\t"                                                   \
+                     "vstrb.32 q1, [r4], #4\n\t"                                                   \
+                     "subs r5, r5, #1\n\t"                                                         \
+                     "stm r9, {r0, r2, r3, r4, r5}\n\t"                                            \
                      "bne 2b"                                                                      \
                      :                                                                             \
                      : [run] "r"(run)                                                              \
                      : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr",   \
                        "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc")
 
-static void mve_blocks_4x2(mve_block_run *run)
+static void mve_blocks_4x2_odd(mve_block_run *run)
 {
-    MVE_BLOCKS_4X2(MVE_SPLIT_SHIFT, MVE_OUTPUT("q0"), MVE_OUTPUT("q1"));
+    MVE_BLOCKS_4X2(MVE_GROUPS_ODD, MVE_OUTPUT);
 }
 
-/* mve_blocks_4x2 for a layer whose shifts are all <= 0: two instructions fewer per pixel. */
-static void mve_blocks_4x2_right(mve_block_run *run)
+static void mve_blocks_4x2_even(mve_block_run *run)
 {
-    MVE_BLOCKS_4X2(MVE_SPLIT_SHIFT_RIGHT, MVE_OUTPUT_RIGHT("q0"), MVE_OUTPUT_RIGHT("q1"));
+    MVE_BLOCKS_4X2(MVE_GROUPS_EVEN, MVE_OUTPUT);
+}
+
+/* The same for a layer whose shifts are all <= 0: five instructions fewer per block. */
+static void mve_blocks_4x2_odd_right(mve_block_run *run)
+{
+    MVE_BLOCKS_4X2(MVE_GROUPS_ODD, MVE_OUTPUT_RIGHT);
+}
+
+static void mve_blocks_4x2_even_right(mve_block_run *run)
+{
+    MVE_BLOCKS_4X2(MVE_GROUPS_EVEN, MVE_OUTPUT_RIGHT);
 }
 #endif
 
@@ -899,12 +917,16 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
     mve_block_run run;
     run.lo = vdupq_n_s32(stage.lo);
     run.hi = vdupq_n_s32(stage.hi);
-    run.groups = groups;
+    run.pairs = groups / 2;
     run.offset = stage.offset;
+    run.unused = 0;
     int right_shifts_only = 1;
     for (int32_t c = 0; c < out_c; c++) {
         right_shifts_only &= quant->shift[c] <= 0;
     }
+    void (*const blocks_4x2)(mve_block_run *) =
+        groups % 2 != 0 ? (right_shifts_only ? mve_blocks_4x2_odd_right : mve_blocks_4x2_odd)
+                        : (right_shifts_only ? mve_blocks_4x2_even_right : mve_blocks_4x2_even);
 #endif
 
     fill_run(row_a + k, 0, row_len - k); /* the filter is zero there */
@@ -931,7 +953,7 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
             run.row_a = row_a;
             run.row_b = has_b ? row_b : row_a;
             run.blocks = out_c / 4;
-            (right_shifts_only ? mve_blocks_4x2_right : mve_blocks_4x2)(&run);
+            blocks_4x2(&run);
             c = out_c / 4 * 4;
         }
 #endif

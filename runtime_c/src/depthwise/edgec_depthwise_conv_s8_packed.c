@@ -180,7 +180,7 @@ typedef char mve_group_layout[offsetof(packed_group, left) - offsetof(packed_gro
     "vmin.s32 " q ", " q ", q7\n\tvadd.i32 " q ", " q ", %[offset]\n\t"
 
 /* n >= 1 pixels, one at a time. */
-static void mve_pixels_3x3(const int32x4_t *constants, const int8_t *x, const int8_t *w,
+static EDGEC_NOINLINE void mve_pixels_3x3(const int32x4_t *constants, const int8_t *x, const int8_t *w,
                            int32_t n, int32_t step, int8_t *out, int32_t out_step, int32_t offset)
 {
     __asm__ volatile("vldrw.u32 q4, [%[k]]\n\t"
@@ -203,28 +203,54 @@ static void mve_pixels_3x3(const int32x4_t *constants, const int8_t *x, const in
                      : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory");
 }
 
-/* For a group without left shifts: n >= 0 pixel pairs, each weight load serving both pixels,
- * then one more pixel when `odd`. */
-static void mve_pixel_pairs_3x3(const int32x4_t *constants, const int8_t *x, const int8_t *w,
-                                int32_t n, int32_t odd, int32_t step, int8_t *out,
-                                int32_t out_step, int32_t offset)
+/* The output stage of MVE_RIGHT_SHIFT_OUTPUT on the pixel pair q0/q1 with each constant loaded
+ * from the group where it is first needed (into q2/q3: no callee-saved register to save per row,
+ * and each load issues between two vector operations of another kind), each pixel stored as
+ * soon as it is done. */
+#define MVE_RIGHT_SHIFT_OUTPUT_PAIR                                                                \
+    "vldrw.u32 q2, [%[k]]\n\tvqrdmulh.s32 q0, q0, q2\n\tvqrdmulh.s32 q1, q1, q2\n\t"               \
+    "vldrw.u32 q3, [%[k], #32]\n\tvand q2, q0, q3\n\tvshr.s32 q2, q2, #31\n\t"                     \
+    "vqadd.s32 q0, q0, q2\n\tvand q2, q1, q3\n\tvshr.s32 q2, q2, #31\n\tvqadd.s32 q1, q1, q2\n\t"   \
+    "vrshl.s32 q0, q0, q3\n\tvrshl.s32 q1, q1, q3\n\tvldrw.u32 q2, [%[k], #48]\n\t"               \
+    "vmax.s32 q0, q0, q2\n\tvmax.s32 q1, q1, q2\n\tvldrw.u32 q3, [%[k], #64]\n\t"                  \
+    "vmin.s32 q0, q0, q3\n\tvmin.s32 q1, q1, q3\n\tvadd.i32 q0, q0, %[offset]\n\t"                 \
+    "vstrb.32 q0, [%[out]]\n\tvadd.i32 q1, q1, %[offset]\n\tvstrb.32 q1, [%[out2]]\n\t"
+/* the same on the lone pixel q0 */
+#define MVE_RIGHT_SHIFT_OUTPUT_ONE                                                                 \
+    "vldrw.u32 q2, [%[k]]\n\tvqrdmulh.s32 q0, q0, q2\n\tvldrw.u32 q3, [%[k], #32]\n\t"            \
+    "vand q2, q0, q3\n\tvshr.s32 q2, q2, #31\n\tvqadd.s32 q0, q0, q2\n\tvrshl.s32 q0, q0, q3\n\t"  \
+    "vldrw.u32 q2, [%[k], #48]\n\tvmax.s32 q0, q0, q2\n\tvldrw.u32 q3, [%[k], #64]\n\t"            \
+    "vmin.s32 q0, q0, q3\n\tvadd.i32 q0, q0, %[offset]\n\tvstrb.32 q0, [%[out]]\n\t"
+
+/* What mve_pixel_pairs_3x3 reads: fixed for a group but for the row's phase and output. */
+typedef struct {
+    const int32x4_t *constants; /* the group's multiplier .. bias (mve_group_layout) */
+    const int8_t *x;            /* the row's first window in the cache */
+    const int8_t *w;            /* the phase's taps */
+    int8_t *out;
+    int32_t step;               /* cache bytes from one window to the next */
+    int32_t out_step;
+    int32_t pairs;              /* >= 0 */
+    int32_t odd;                /* one more pixel after the pairs */
+    int32_t offset;
+} mve_row;
+
+/* For a group without left shifts: a row's pixel pairs, each weight load serving both pixels,
+ * then one more pixel when `odd`. Only q0..q3 (caller-saved: no VPUSH per row). */
+static EDGEC_NOINLINE void mve_pixel_pairs_3x3(const mve_row *row)
 {
-    const int8_t *x2 = x + step;
-    int8_t *out2 = out + out_step;
-    __asm__ volatile("vldrw.u32 q4, [%[k]]\n\t"
-                     "vldrw.u32 q5, [%[k], #32]\n\t"
-                     "vldrw.u32 q6, [%[k], #48]\n\t"
-                     "vldrw.u32 q7, [%[k], #64]\n\t"
-                     "wls lr, %[n], 2f\n"
+    const int8_t *x = row->x;
+    const int8_t *x2 = x + row->step;
+    int8_t *out = row->out;
+    int8_t *out2 = out + row->out_step;
+    __asm__ volatile("wls lr, %[n], 2f\n"
                      "1:\n\t"
                      "vldrw.u32 q0, [%[k], #80]\n\t"
                      "vldrw.u32 q1, [%[k], #80]\n\t"
                      MVE_TAP_PAIR(0) MVE_TAP_PAIR(4) MVE_TAP_PAIR(8) MVE_TAP_PAIR(12)
                      MVE_TAP_PAIR(16) MVE_TAP_PAIR(20) MVE_TAP_PAIR(24) MVE_TAP_PAIR(28)
                      MVE_TAP_PAIR(32)
-                     MVE_RIGHT_SHIFT_OUTPUT("q0") MVE_RIGHT_SHIFT_OUTPUT("q1")
-                     "vstrb.32 q0, [%[out]]\n\t"
-                     "vstrb.32 q1, [%[out2]]\n\t"
+                     MVE_RIGHT_SHIFT_OUTPUT_PAIR
                      "add %[x], %[x], %[step2]\n\t"
                      "add %[x2], %[x2], %[step2]\n\t"
                      "add %[out], %[out], %[out_step2]\n\t"
@@ -234,13 +260,13 @@ static void mve_pixel_pairs_3x3(const int32x4_t *constants, const int8_t *x, con
                      "cmp %[odd], #0\n\t"
                      "beq 3f\n\t"
                      MVE_PIXEL
-                     MVE_RIGHT_SHIFT_OUTPUT("q0")
-                     "vstrb.32 q0, [%[out]]\n"
+                     MVE_RIGHT_SHIFT_OUTPUT_ONE
                      "3:"
                      : [x] "+l"(x), [x2] "+l"(x2), [out] "+l"(out), [out2] "+l"(out2)
-                     : [w] "l"(w), [k] "r"(constants), [n] "r"(n), [odd] "r"(odd),
-                       [step2] "r"(2 * step), [out_step2] "r"(2 * out_step), [offset] "r"(offset)
-                     : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc");
+                     : [w] "l"(row->w), [k] "r"(row->constants), [n] "r"(row->pairs), [odd] "r"(row->odd),
+                       [step2] "r"(2 * row->step), [out_step2] "r"(2 * row->out_step),
+                       [offset] "r"(row->offset)
+                     : "lr", "q0", "q1", "q2", "q3", "memory", "cc");
 }
 
 /* A row of 3x3 undilated pixels of a full group: by pixel pairs when no channel shifts left. */
@@ -252,7 +278,8 @@ static void row_3x3_full(const packed_group *g, const int8_t *x, const int8_t *w
     const int32_t step = 12 * g->layer->stride_w;
     const int32_t out_w = g->layer->out_w;
     if (g->right_shifts_only) {
-        mve_pixel_pairs_3x3(constants, x, w, out_w / 2, out_w % 2, step, out, out_step, offset);
+        const mve_row row = {constants, x, w, out, step, out_step, out_w / 2, out_w % 2, offset};
+        mve_pixel_pairs_3x3(&row);
     } else {
         mve_pixels_3x3(constants, x, w, out_w, step, out, out_step, offset);
     }
@@ -652,6 +679,47 @@ static void dsp_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, in
 }
 #endif
 
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__)
+/*
+ * Every row of batch b of a full group with a 3x3 undilated window: cache_rows and
+ * group_row_3x3 with their bookkeeping cut to the bone (filter row 0 in slot first mod 3, so that
+ * is the phase), as for a 25x5 layer they cost more than the row's five pixels.
+ */
+static void mve_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step)
+{
+    const packed_layer *layer = g->layer;
+    const int32_t row_bytes = layer->out_w * pixel_step;
+    const int32_t n = layer->image_end - layer->image_start;
+    int8_t *columns = layer->cache + layer->image_start * layer->column_bytes;
+    /* an image row: n > 0 means image_start == pad_left, so column image_start is pixel 0 */
+    const int8_t *image = layer->input + b * layer->in_h * layer->in_w * layer->c + g->first;
+    const int32_t in_row = layer->in_w * layer->c;
+    const int32_t out_w = layer->out_w;
+    mve_row row = {&g->multiplier, layer->cache, g->w[0][0], out, 12 * layer->stride_w, pixel_step,
+                   out_w / 2, out_w % 2, layer->stage.offset};
+    int32_t cached = 0;
+    for (int32_t oy = 0, first = 0; oy < layer->out_h; oy++, first += layer->stride_h) {
+        for (int32_t r = EDGEC_MAX(first, cached); r < first + 3; r++) {
+            const int32_t iy = r - layer->pad_top;
+            if (iy < 0 || iy >= layer->in_h || n <= 0) {
+                fill_row(g, b, r, r % 3); /* the pad value, above or below the image */
+                continue;
+            }
+            fill_image_columns(columns + (r % 3) * 4, image + iy * in_row, n, layer->c, layer->column_bytes);
+        }
+        cached = first + 3;
+        if (!g->right_shifts_only) {
+            row_3x3_full(g, layer->cache, g->w[first % 3][0], out, pixel_step);
+        } else {
+            row.w = g->w[first % 3][0];
+            row.out = out;
+            mve_pixel_pairs_3x3(&row);
+        }
+        out += row_bytes;
+    }
+}
+#endif
+
 /* All output pixels of one group, in NHWC order, into `out` (pixels `pixel_step` bytes apart). */
 static void group_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out,
                           int32_t pixel_step)
@@ -672,6 +740,12 @@ static void group_outputs(const packed_layer *layer, int32_t batches, int32_t fi
 #if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
         if (layer->unrolled && g.short_requant) {
             dsp_group_rows_3x3(&g, b, out + b * layer->out_h * layer->out_w * pixel_step, pixel_step);
+            continue;
+        }
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__)
+        if (layer->unrolled && g.count == GROUP) {
+            mve_group_rows_3x3(&g, b, out + b * layer->out_h * layer->out_w * pixel_step, pixel_step);
             continue;
         }
 #endif
