@@ -269,6 +269,96 @@ static EDGEC_NOINLINE void mve_pixel_pairs_3x3(const mve_row *row)
                      : "lr", "q0", "q1", "q2", "q3", "memory", "cc");
 }
 
+/*
+ * Five pixels per weight load (stride 1, the five windows 12 bytes apart): accumulators q0..q4,
+ * the taps' weights alternating between q5 and q7 (the next tap's loaded between a VMUL and a
+ * VADD, so every load issues next to an instruction of another class), the entry in q6. Tap 0
+ * adds the bias (q7) to its products. The output stage requantizes all five (multiplier q5,
+ * minus right shift q7), then clamps to q5..q7 (lo, hi), adds the offset and stores each.
+ */
+#define MVE_FIVE_PIXEL(q, w, off) \
+    "vldrb.s32 q6, [%[x], #" off "]\n\tvmul.i32 q6, q6, " w "\n\tvadd.i32 " q ", " q ", q6\n\t"
+#define MVE_FIVE_TAP(w, next, o0, o1, o2, o3, o4)                                                  \
+    "vldrb.s32 q6, [%[x], #" o0 "]\n\tvmul.i32 q6, q6, " w "\n\t" next "vadd.i32 q0, q0, q6\n\t"   \
+    MVE_FIVE_PIXEL("q1", w, o1) MVE_FIVE_PIXEL("q2", w, o2) MVE_FIVE_PIXEL("q3", w, o3)             \
+    MVE_FIVE_PIXEL("q4", w, o4)
+#define MVE_FIVE_FIRST(q, off) \
+    "vldrb.s32 q6, [%[x], #" off "]\n\tvmul.i32 q6, q6, q5\n\tvadd.i32 " q ", q6, q7\n\t"
+#define MVE_FIVE_FIX(q) \
+    "vand q6, " q ", q7\n\tvshr.s32 q6, q6, #31\n\tvqadd.s32 " q ", " q ", q6\n\tvrshl.s32 " q ", " q ", q7\n\t"
+#define MVE_FIVE_CLAMP(q) "vmax.s32 " q ", " q ", q5\n\tvmin.s32 " q ", " q ", q7\n\t"
+#define MVE_FIVE_STORE(q) "vstrb.32 " q ", [%[out]]\n\t"
+#define MVE_FIVE_NEXT_OUT "add %[out], %[out], %[out_step]\n\t"
+
+/* n >= 1 blocks of five pixels of a group without left shifts at stride 1. */
+static EDGEC_NOINLINE void mve_pixel_fives_3x3(const mve_row *row, int32_t n)
+{
+    const int8_t *x = row->x;
+    int8_t *out = row->out;
+    __asm__ volatile("dls lr, %[n]\n"
+                     "1:\n\t"
+                     "vldrw.u32 q7, [%[k], #80]\n\t"
+                     "vldrb.s32 q5, [%[w]]\n\t"
+                     MVE_FIVE_FIRST("q0", "0") MVE_FIVE_FIRST("q1", "12") MVE_FIVE_FIRST("q2", "24")
+                     MVE_FIVE_FIRST("q3", "36") MVE_FIVE_FIRST("q4", "48")
+                     "vldrb.s32 q7, [%[w], #4]\n\t"
+                     MVE_FIVE_TAP("q7", "vldrb.s32 q5, [%[w], #8]\n\t", "4", "16", "28", "40", "52")
+                     MVE_FIVE_TAP("q5", "vldrb.s32 q7, [%[w], #12]\n\t", "8", "20", "32", "44", "56")
+                     MVE_FIVE_TAP("q7", "vldrb.s32 q5, [%[w], #16]\n\t", "12", "24", "36", "48", "60")
+                     MVE_FIVE_TAP("q5", "vldrb.s32 q7, [%[w], #20]\n\t", "16", "28", "40", "52", "64")
+                     MVE_FIVE_TAP("q7", "vldrb.s32 q5, [%[w], #24]\n\t", "20", "32", "44", "56", "68")
+                     MVE_FIVE_TAP("q5", "vldrb.s32 q7, [%[w], #28]\n\t", "24", "36", "48", "60", "72")
+                     MVE_FIVE_TAP("q7", "vldrb.s32 q5, [%[w], #32]\n\t", "28", "40", "52", "64", "76")
+                     MVE_FIVE_TAP("q5", "", "32", "44", "56", "68", "80")
+                     "vldrw.u32 q5, [%[k]]\n\t"
+                     "vqrdmulh.s32 q0, q0, q5\n\t"
+                     "vldrw.u32 q7, [%[k], #32]\n\t"
+                     "vqrdmulh.s32 q1, q1, q5\n\t"
+                     "vand q6, q0, q7\n\t"
+                     "vqrdmulh.s32 q2, q2, q5\n\t"
+                     "vshr.s32 q6, q6, #31\n\t"
+                     "vqrdmulh.s32 q3, q3, q5\n\t"
+                     "vqadd.s32 q0, q0, q6\n\t"
+                     "vqrdmulh.s32 q4, q4, q5\n\t"
+                     "vrshl.s32 q0, q0, q7\n\t"
+                     "vldrw.u32 q5, [%[k], #48]\n\t"
+                     MVE_FIVE_FIX("q1") MVE_FIVE_FIX("q2") MVE_FIVE_FIX("q3") MVE_FIVE_FIX("q4")
+                     "vldrw.u32 q7, [%[k], #64]\n\t"
+                     MVE_FIVE_CLAMP("q0") "vadd.i32 q0, q0, %[offset]\n\t"
+                     "vmax.s32 q1, q1, q5\n\t" MVE_FIVE_STORE("q0")
+                     "vmin.s32 q1, q1, q7\n\t" MVE_FIVE_NEXT_OUT "vadd.i32 q1, q1, %[offset]\n\t"
+                     "vmax.s32 q2, q2, q5\n\t" MVE_FIVE_STORE("q1")
+                     "vmin.s32 q2, q2, q7\n\t" MVE_FIVE_NEXT_OUT "vadd.i32 q2, q2, %[offset]\n\t"
+                     "vmax.s32 q3, q3, q5\n\t" MVE_FIVE_STORE("q2")
+                     "vmin.s32 q3, q3, q7\n\t" MVE_FIVE_NEXT_OUT "vadd.i32 q3, q3, %[offset]\n\t"
+                     "vmax.s32 q4, q4, q5\n\t" MVE_FIVE_STORE("q3")
+                     "vmin.s32 q4, q4, q7\n\t" MVE_FIVE_NEXT_OUT "vadd.i32 q4, q4, %[offset]\n\t"
+                     MVE_FIVE_STORE("q4")
+                     "add %[x], %[x], #60\n\t"
+                     MVE_FIVE_NEXT_OUT
+                     "le lr, 1b"
+                     : [x] "+l"(x), [out] "+l"(out)
+                     : [w] "l"(row->w), [k] "r"(row->constants), [n] "r"(n),
+                       [out_step] "r"(row->out_step), [offset] "r"(row->offset)
+                     : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory");
+}
+
+/* A stride-1 row of a group without left shifts: blocks of five pixels, then pairs and one. */
+static void mve_row_3x3(const mve_row *row, int32_t out_w)
+{
+    const int32_t fives = out_w / 5;
+    if (fives > 0) {
+        mve_pixel_fives_3x3(row, fives);
+    }
+    const int32_t rest = out_w - 5 * fives;
+    if (rest > 0) {
+        const mve_row tail = {row->constants, row->x + 5 * fives * row->step, row->w,
+                              row->out + 5 * fives * row->out_step, row->step, row->out_step,
+                              rest / 2, rest % 2, row->offset};
+        mve_pixel_pairs_3x3(&tail);
+    }
+}
+
 /* A row of 3x3 undilated pixels of a full group: by pixel pairs when no channel shifts left. */
 static void row_3x3_full(const packed_group *g, const int8_t *x, const int8_t *w, int8_t *out,
                          int32_t out_step)
@@ -713,7 +803,11 @@ static void mve_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, in
         } else {
             row.w = g->w[first % 3][0];
             row.out = out;
-            mve_pixel_pairs_3x3(&row);
+            if (layer->stride_w == 1) {
+                mve_row_3x3(&row, out_w);
+            } else {
+                mve_pixel_pairs_3x3(&row);
+            }
         }
         out += row_bytes;
     }
