@@ -76,6 +76,7 @@ typedef struct {
     int32x4_t bias;
     int32x4_t shift;
     int right_shifts_only; /* no channel's shift is positive: the 3x3 rows take pixel pairs */
+    int strict_right_shifts; /* every channel's shift is negative */
 #else
     int32_t bias[4];
 #if defined(__ARM_FEATURE_DSP)
@@ -121,6 +122,7 @@ static void group_make(packed_group *g)
     g->hi = vdupq_n_s32(layer->stage.hi);
     g->bias = vldrwq_s32(layer->bias + g->first);
     g->right_shifts_only = shift[0] <= 0 && shift[1] <= 0 && shift[2] <= 0 && shift[3] <= 0;
+    g->strict_right_shifts = shift[0] < 0 && shift[1] < 0 && shift[2] < 0 && shift[3] < 0;
 }
 
 static inline void group_store(const packed_group *g, int32x4_t acc, int8_t *out)
@@ -286,69 +288,105 @@ static EDGEC_NOINLINE void mve_pixel_pairs_3x3(const mve_row *row)
     "vldrb.s32 q6, [%[x], #" off "]\n\tvmul.i32 q6, q6, q5\n\tvadd.i32 " q ", q6, q7\n\t"
 #define MVE_FIVE_FIX(q) \
     "vand q6, " q ", q7\n\tvshr.s32 q6, q6, #31\n\tvqadd.s32 " q ", " q ", q6\n\tvrshl.s32 " q ", " q ", q7\n\t"
+/* every shift < 0: the fixup's AND with the shift keeps just the sign bit */
+#define MVE_FIVE_FIX_STRICT(q) \
+    "vshr.s32 q6, " q ", #31\n\tvqadd.s32 " q ", " q ", q6\n\tvrshl.s32 " q ", " q ", q7\n\t"
 #define MVE_FIVE_CLAMP(q) "vmax.s32 " q ", " q ", q5\n\tvmin.s32 " q ", " q ", q7\n\t"
 #define MVE_FIVE_STORE(q) "vstrb.32 " q ", [%[out]]\n\t"
 #define MVE_FIVE_NEXT_OUT "add %[out], %[out], %[out_step]\n\t"
 
+/* the five pixels' sums, then their multiplies with pixel 0's fixup among them */
+#define MVE_FIVE_MACS                                                                              \
+    "vldrw.u32 q7, [%[k], #80]\n\t"                                                                \
+    "vldrb.s32 q5, [%[w]]\n\t"                                                                     \
+    MVE_FIVE_FIRST("q0", "0") MVE_FIVE_FIRST("q1", "12") MVE_FIVE_FIRST("q2", "24")                \
+    MVE_FIVE_FIRST("q3", "36") MVE_FIVE_FIRST("q4", "48")                                          \
+    "vldrb.s32 q7, [%[w], #4]\n\t"                                                                 \
+    MVE_FIVE_TAP("q7", "vldrb.s32 q5, [%[w], #8]\n\t", "4", "16", "28", "40", "52")                \
+    MVE_FIVE_TAP("q5", "vldrb.s32 q7, [%[w], #12]\n\t", "8", "20", "32", "44", "56")               \
+    MVE_FIVE_TAP("q7", "vldrb.s32 q5, [%[w], #16]\n\t", "12", "24", "36", "48", "60")              \
+    MVE_FIVE_TAP("q5", "vldrb.s32 q7, [%[w], #20]\n\t", "16", "28", "40", "52", "64")              \
+    MVE_FIVE_TAP("q7", "vldrb.s32 q5, [%[w], #24]\n\t", "20", "32", "44", "56", "68")              \
+    MVE_FIVE_TAP("q5", "vldrb.s32 q7, [%[w], #28]\n\t", "24", "36", "48", "60", "72")              \
+    MVE_FIVE_TAP("q7", "vldrb.s32 q5, [%[w], #32]\n\t", "28", "40", "52", "64", "76")              \
+    MVE_FIVE_TAP("q5", "", "32", "44", "56", "68", "80")                                           \
+    "vldrw.u32 q5, [%[k]]\n\t"                                                                     \
+    "vqrdmulh.s32 q0, q0, q5\n\t"                                                                  \
+    "vldrw.u32 q7, [%[k], #32]\n\t"                                                                \
+    "vqrdmulh.s32 q1, q1, q5\n\t"
+#define MVE_FIVE_REQUANTIZE                                                                        \
+    MVE_FIVE_MACS                                                                                  \
+    "vand q6, q0, q7\n\t"                                                                          \
+    "vqrdmulh.s32 q2, q2, q5\n\t"                                                                  \
+    "vshr.s32 q6, q6, #31\n\t"                                                                     \
+    "vqrdmulh.s32 q3, q3, q5\n\t"                                                                  \
+    "vqadd.s32 q0, q0, q6\n\t"                                                                     \
+    "vqrdmulh.s32 q4, q4, q5\n\t"                                                                  \
+    "vrshl.s32 q0, q0, q7\n\t"                                                                     \
+    "vldrw.u32 q5, [%[k], #48]\n\t"                                                                \
+    MVE_FIVE_FIX("q1") MVE_FIVE_FIX("q2") MVE_FIVE_FIX("q3") MVE_FIVE_FIX("q4")
+#define MVE_FIVE_REQUANTIZE_STRICT                                                                 \
+    MVE_FIVE_MACS                                                                                  \
+    "vshr.s32 q6, q0, #31\n\t"                                                                     \
+    "vqrdmulh.s32 q2, q2, q5\n\t"                                                                  \
+    "vqadd.s32 q0, q0, q6\n\t"                                                                     \
+    "vqrdmulh.s32 q3, q3, q5\n\t"                                                                  \
+    "vrshl.s32 q0, q0, q7\n\t"                                                                     \
+    "vqrdmulh.s32 q4, q4, q5\n\t"                                                                  \
+    "vshr.s32 q6, q1, #31\n\t"                                                                     \
+    "vldrw.u32 q5, [%[k], #48]\n\t"                                                                \
+    "vqadd.s32 q1, q1, q6\n\tvrshl.s32 q1, q1, q7\n\t"                                              \
+    MVE_FIVE_FIX_STRICT("q2") MVE_FIVE_FIX_STRICT("q3") MVE_FIVE_FIX_STRICT("q4")
+
 /* n >= 1 blocks of five pixels of a group without left shifts at stride 1. */
+#define MVE_FIVES(requantize)                                                                      \
+    __asm__ volatile("dls lr, %[n]\n"                                                              \
+                     "1:\n\t"                                                                      \
+                     requantize                                                                    \
+                     "vldrw.u32 q7, [%[k], #64]\n\t"                                               \
+                     MVE_FIVE_CLAMP("q0") "vadd.i32 q0, q0, %[offset]\n\t"                          \
+                     "vmax.s32 q1, q1, q5\n\t" MVE_FIVE_STORE("q0")                                 \
+                     "vmin.s32 q1, q1, q7\n\t" MVE_FIVE_NEXT_OUT "vadd.i32 q1, q1, %[offset]\n\t"   \
+                     "vmax.s32 q2, q2, q5\n\t" MVE_FIVE_STORE("q1")                                 \
+                     "vmin.s32 q2, q2, q7\n\t" MVE_FIVE_NEXT_OUT "vadd.i32 q2, q2, %[offset]\n\t"   \
+                     "vmax.s32 q3, q3, q5\n\t" MVE_FIVE_STORE("q2")                                 \
+                     "vmin.s32 q3, q3, q7\n\t" MVE_FIVE_NEXT_OUT "vadd.i32 q3, q3, %[offset]\n\t"   \
+                     "vmax.s32 q4, q4, q5\n\t" MVE_FIVE_STORE("q3")                                 \
+                     "vmin.s32 q4, q4, q7\n\t" MVE_FIVE_NEXT_OUT "vadd.i32 q4, q4, %[offset]\n\t"   \
+                     MVE_FIVE_STORE("q4")                                                          \
+                     "add %[x], %[x], #60\n\t"                                                     \
+                     MVE_FIVE_NEXT_OUT                                                             \
+                     "le lr, 1b"                                                                   \
+                     : [x] "+l"(x), [out] "+l"(out)                                                \
+                     : [w] "l"(row->w), [k] "r"(row->constants), [n] "r"(n),                       \
+                       [out_step] "r"(row->out_step), [offset] "r"(row->offset)                    \
+                     : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory")
+
 static EDGEC_NOINLINE void mve_pixel_fives_3x3(const mve_row *row, int32_t n)
 {
     const int8_t *x = row->x;
     int8_t *out = row->out;
-    __asm__ volatile("dls lr, %[n]\n"
-                     "1:\n\t"
-                     "vldrw.u32 q7, [%[k], #80]\n\t"
-                     "vldrb.s32 q5, [%[w]]\n\t"
-                     MVE_FIVE_FIRST("q0", "0") MVE_FIVE_FIRST("q1", "12") MVE_FIVE_FIRST("q2", "24")
-                     MVE_FIVE_FIRST("q3", "36") MVE_FIVE_FIRST("q4", "48")
-                     "vldrb.s32 q7, [%[w], #4]\n\t"
-                     MVE_FIVE_TAP("q7", "vldrb.s32 q5, [%[w], #8]\n\t", "4", "16", "28", "40", "52")
-                     MVE_FIVE_TAP("q5", "vldrb.s32 q7, [%[w], #12]\n\t", "8", "20", "32", "44", "56")
-                     MVE_FIVE_TAP("q7", "vldrb.s32 q5, [%[w], #16]\n\t", "12", "24", "36", "48", "60")
-                     MVE_FIVE_TAP("q5", "vldrb.s32 q7, [%[w], #20]\n\t", "16", "28", "40", "52", "64")
-                     MVE_FIVE_TAP("q7", "vldrb.s32 q5, [%[w], #24]\n\t", "20", "32", "44", "56", "68")
-                     MVE_FIVE_TAP("q5", "vldrb.s32 q7, [%[w], #28]\n\t", "24", "36", "48", "60", "72")
-                     MVE_FIVE_TAP("q7", "vldrb.s32 q5, [%[w], #32]\n\t", "28", "40", "52", "64", "76")
-                     MVE_FIVE_TAP("q5", "", "32", "44", "56", "68", "80")
-                     "vldrw.u32 q5, [%[k]]\n\t"
-                     "vqrdmulh.s32 q0, q0, q5\n\t"
-                     "vldrw.u32 q7, [%[k], #32]\n\t"
-                     "vqrdmulh.s32 q1, q1, q5\n\t"
-                     "vand q6, q0, q7\n\t"
-                     "vqrdmulh.s32 q2, q2, q5\n\t"
-                     "vshr.s32 q6, q6, #31\n\t"
-                     "vqrdmulh.s32 q3, q3, q5\n\t"
-                     "vqadd.s32 q0, q0, q6\n\t"
-                     "vqrdmulh.s32 q4, q4, q5\n\t"
-                     "vrshl.s32 q0, q0, q7\n\t"
-                     "vldrw.u32 q5, [%[k], #48]\n\t"
-                     MVE_FIVE_FIX("q1") MVE_FIVE_FIX("q2") MVE_FIVE_FIX("q3") MVE_FIVE_FIX("q4")
-                     "vldrw.u32 q7, [%[k], #64]\n\t"
-                     MVE_FIVE_CLAMP("q0") "vadd.i32 q0, q0, %[offset]\n\t"
-                     "vmax.s32 q1, q1, q5\n\t" MVE_FIVE_STORE("q0")
-                     "vmin.s32 q1, q1, q7\n\t" MVE_FIVE_NEXT_OUT "vadd.i32 q1, q1, %[offset]\n\t"
-                     "vmax.s32 q2, q2, q5\n\t" MVE_FIVE_STORE("q1")
-                     "vmin.s32 q2, q2, q7\n\t" MVE_FIVE_NEXT_OUT "vadd.i32 q2, q2, %[offset]\n\t"
-                     "vmax.s32 q3, q3, q5\n\t" MVE_FIVE_STORE("q2")
-                     "vmin.s32 q3, q3, q7\n\t" MVE_FIVE_NEXT_OUT "vadd.i32 q3, q3, %[offset]\n\t"
-                     "vmax.s32 q4, q4, q5\n\t" MVE_FIVE_STORE("q3")
-                     "vmin.s32 q4, q4, q7\n\t" MVE_FIVE_NEXT_OUT "vadd.i32 q4, q4, %[offset]\n\t"
-                     MVE_FIVE_STORE("q4")
-                     "add %[x], %[x], #60\n\t"
-                     MVE_FIVE_NEXT_OUT
-                     "le lr, 1b"
-                     : [x] "+l"(x), [out] "+l"(out)
-                     : [w] "l"(row->w), [k] "r"(row->constants), [n] "r"(n),
-                       [out_step] "r"(row->out_step), [offset] "r"(row->offset)
-                     : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory");
+    MVE_FIVES(MVE_FIVE_REQUANTIZE);
+}
+
+/* The same when every channel's shift is < 0. */
+static EDGEC_NOINLINE void mve_pixel_fives_3x3_strict(const mve_row *row, int32_t n)
+{
+    const int8_t *x = row->x;
+    int8_t *out = row->out;
+    MVE_FIVES(MVE_FIVE_REQUANTIZE_STRICT);
 }
 
 /* A stride-1 row of a group without left shifts: blocks of five pixels, then pairs and one. */
-static void mve_row_3x3(const mve_row *row, int32_t out_w)
+static void mve_row_3x3(const mve_row *row, int32_t out_w, int strict_right_shifts)
 {
     const int32_t fives = out_w / 5;
     if (fives > 0) {
-        mve_pixel_fives_3x3(row, fives);
+        if (strict_right_shifts) {
+            mve_pixel_fives_3x3_strict(row, fives);
+        } else {
+            mve_pixel_fives_3x3(row, fives);
+        }
     }
     const int32_t rest = out_w - 5 * fives;
     if (rest > 0) {
@@ -804,7 +842,7 @@ static void mve_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, in
             row.w = g->w[first % 3][0];
             row.out = out;
             if (layer->stride_w == 1) {
-                mve_row_3x3(&row, out_w);
+                mve_row_3x3(&row, out_w, g->strict_right_shifts);
             } else {
                 mve_pixel_pairs_3x3(&row);
             }
