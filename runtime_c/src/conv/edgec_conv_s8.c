@@ -787,33 +787,37 @@ typedef char mve_block_run_layout[offsetof(mve_block_run, multiplier) == 16 &&
                                           offsetof(mve_block_run, lo) == 48 ? 1 : -1];
 
 /* One group of 16 taps on its own: xa/xb in q0/q1, the four filter rows through q2/q3; each load
- * placed between two VMLADAVA (Helium overlaps instructions of different kinds). */
+ * placed between two VMLADAVA (Helium overlaps instructions of different kinds). Its last load
+ * is the next group's xa into q0, which MVE_GROUP_PAIRS expects there: past a block's last group
+ * it reads the 16 bytes after row a, which are still scratch (row b's). */
 #define MVE_GROUP                                                                                  \
     "vldrb.u8 q0, [r3], #16\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r0, q2, q0\n\t"               \
     "vldrb.u8 q1, [r5], #16\n\tvmladava.s8 r8, q2, q1\n\tvldrb.u8 q3, [r1], #16\n\t"               \
     "vmladava.s8 r2, q3, q0\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r10, q3, q1\n\t"              \
     "vldrb.u8 q3, [r1], #16\n\tvmladava.s8 r4, q2, q0\n\tvmladava.s8 r12, q2, q1\n\t"              \
-    "vmladava.s8 r6, q3, q0\n\tvmladava.s8 lr, q3, q1\n\t"
+    "vmladava.s8 r6, q3, q0\n\tvldrb.u8 q0, [r3], #16\n\tvmladava.s8 lr, q3, q1\n\t"
 
-/* Two groups per iteration (r9 counts them down), the second's row loads (q4, q0) and first
- * filter row issued among the first's last VMLADAVA. */
+/* Two groups per iteration (r9 counts them down), the first's xa already in q0, the second's
+ * rows (q4, q5) and first filter row issued among the first's last VMLADAVA, and the next
+ * iteration's xa loaded into q0 between two VMLADAVA (as in MVE_GROUP, past the last group it
+ * reads row b's first bytes). */
 #define MVE_GROUP_PAIRS                                                                            \
     "1:\n\t"                                                                                       \
-    "vldrb.u8 q0, [r3], #16\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r0, q2, q0\n\t"               \
+    "vldrb.u8 q2, [r1], #16\n\tvmladava.s8 r0, q2, q0\n\t"                                         \
     "vldrb.u8 q1, [r5], #16\n\tvmladava.s8 r8, q2, q1\n\tvldrb.u8 q3, [r1], #16\n\t"               \
     "vmladava.s8 r2, q3, q0\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r10, q3, q1\n\t"              \
     "vldrb.u8 q3, [r1], #16\n\tvmladava.s8 r4, q2, q0\n\tvldrb.u8 q4, [r3], #16\n\t"               \
     "vmladava.s8 r12, q2, q1\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r6, q3, q0\n\t"              \
-    "vldrb.u8 q0, [r5], #16\n\tvmladava.s8 lr, q3, q1\n\t"                                         \
-    "vmladava.s8 r0, q2, q4\n\tvldrb.u8 q1, [r1], #16\n\tvmladava.s8 r8, q2, q0\n\t"               \
+    "vldrb.u8 q5, [r5], #16\n\tvmladava.s8 lr, q3, q1\n\tvldrb.u8 q0, [r3], #16\n\t"               \
+    "vmladava.s8 r0, q2, q4\n\tvldrb.u8 q1, [r1], #16\n\tvmladava.s8 r8, q2, q5\n\t"               \
     "vldrb.u8 q2, [r1], #16\n\tvmladava.s8 r2, q1, q4\n\tvldrb.u8 q3, [r1], #16\n\t"               \
-    "vmladava.s8 r10, q1, q0\n\tvmladava.s8 r4, q2, q4\n\tsubs r9, r9, #1\n\t"                     \
-    "vmladava.s8 r12, q2, q0\n\tvmladava.s8 r6, q3, q4\n\tvmladava.s8 lr, q3, q0\n\t"              \
+    "vmladava.s8 r10, q1, q5\n\tvmladava.s8 r4, q2, q4\n\tsubs r9, r9, #1\n\t"                     \
+    "vmladava.s8 r12, q2, q5\n\tvmladava.s8 r6, q3, q4\n\tvmladava.s8 lr, q3, q5\n\t"              \
     "bne 1b\n"
 
 /* Odd groups per block: one group first, then the pairs (none for a single group). */
 #define MVE_GROUPS_ODD MVE_GROUP "cmp r9, #0\n\tbeq 3f\n" MVE_GROUP_PAIRS "3:\n\t"
-#define MVE_GROUPS_EVEN MVE_GROUP_PAIRS
+#define MVE_GROUPS_EVEN "vldrb.u8 q0, [r3], #16\n\t" MVE_GROUP_PAIRS
 
 /* edgec_mve_requantize then edgec_mve_output of the block's sums, pixel a in q0, pixel b in q1
  * (multiplier q2, shift q3, bounds q6/q7, offset r6; q4/q5 scratch), then the stores. Pixel b's
