@@ -801,8 +801,7 @@ typedef char mve_block_run_layout[offsetof(mve_block_run, multiplier) == 16 &&
  * rows (q4, q5) and first filter row issued among the first's last VMLADAVA, and the next
  * iteration's xa loaded into q0 between two VMLADAVA (as in MVE_GROUP, past the last group it
  * reads row b's first bytes). */
-#define MVE_GROUP_PAIRS                                                                            \
-    "1:\n\t"                                                                                       \
+#define MVE_PAIR_BODY(count)                                                                       \
     "vldrb.u8 q2, [r1], #16\n\tvmladava.s8 r0, q2, q0\n\t"                                         \
     "vldrb.u8 q1, [r5], #16\n\tvmladava.s8 r8, q2, q1\n\tvldrb.u8 q3, [r1], #16\n\t"               \
     "vmladava.s8 r2, q3, q0\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r10, q3, q1\n\t"              \
@@ -811,13 +810,20 @@ typedef char mve_block_run_layout[offsetof(mve_block_run, multiplier) == 16 &&
     "vldrb.u8 q5, [r5], #16\n\tvmladava.s8 lr, q3, q1\n\tvldrb.u8 q0, [r3], #16\n\t"               \
     "vmladava.s8 r0, q2, q4\n\tvldrb.u8 q1, [r1], #16\n\tvmladava.s8 r8, q2, q5\n\t"               \
     "vldrb.u8 q2, [r1], #16\n\tvmladava.s8 r2, q1, q4\n\tvldrb.u8 q3, [r1], #16\n\t"               \
-    "vmladava.s8 r10, q1, q5\n\tvmladava.s8 r4, q2, q4\n\tsubs r9, r9, #1\n\t"                     \
-    "vmladava.s8 r12, q2, q5\n\tvmladava.s8 r6, q3, q4\n\tvmladava.s8 lr, q3, q5\n\t"              \
-    "bne 1b\n"
+    "vmladava.s8 r10, q1, q5\n\tvmladava.s8 r4, q2, q4\n\t" count                                  \
+    "vmladava.s8 r12, q2, q5\n\tvmladava.s8 r6, q3, q4\n\tvmladava.s8 lr, q3, q5\n\t"
+#define MVE_GROUP_PAIRS "1:\n\t" MVE_PAIR_BODY("subs r9, r9, #1\n\t") "bne 1b\n"
+/* The pairs two per iteration (a taken branch costs more than the count), for r9 >= 2: an odd
+ * count enters at the second. */
+#define MVE_GROUP_QUADS                                                                            \
+    "lsrs r9, r9, #1\n\tadc r9, r9, #0\n\tbcs 4f\n"                                                \
+    "1:\n\t" MVE_PAIR_BODY("") "4:\n\t" MVE_PAIR_BODY("subs r9, r9, #1\n\t") "bne 1b\n"
 
 /* Odd groups per block: one group first, then the pairs (none for a single group). */
 #define MVE_GROUPS_ODD MVE_GROUP "cmp r9, #0\n\tbeq 3f\n" MVE_GROUP_PAIRS "3:\n\t"
 #define MVE_GROUPS_EVEN "vldrb.u8 q0, [r3], #16\n\t" MVE_GROUP_PAIRS
+#define MVE_GROUPS_ODD_QUADS MVE_GROUP MVE_GROUP_QUADS
+#define MVE_GROUPS_EVEN_QUADS "vldrb.u8 q0, [r3], #16\n\t" MVE_GROUP_QUADS
 
 /* edgec_mve_requantize then edgec_mve_output of the block's sums, pixel a in q0, pixel b in q1
  * (multiplier q2, shift q3, bounds q6/q7, offset r6; q4/q5 scratch), then the stores. Pixel b's
@@ -913,6 +919,17 @@ static void mve_blocks_4x2_even_strict(mve_block_run *run)
 {
     MVE_BLOCKS_4X2(MVE_GROUPS_EVEN, MVE_OUTPUT_STRICT);
 }
+
+/* ... with at least two group pairs per block: two per iteration. */
+static void mve_blocks_4x2_odd_strict_quads(mve_block_run *run)
+{
+    MVE_BLOCKS_4X2(MVE_GROUPS_ODD_QUADS, MVE_OUTPUT_STRICT);
+}
+
+static void mve_blocks_4x2_even_strict_quads(mve_block_run *run)
+{
+    MVE_BLOCKS_4X2(MVE_GROUPS_EVEN_QUADS, MVE_OUTPUT_STRICT);
+}
 #endif
 
 edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
@@ -950,7 +967,9 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
         right_shifts_only &= quant->shift[c] <= 0;
         strict_right_shifts &= quant->shift[c] < 0;
     }
+    const int quads = strict_right_shifts && groups / 2 >= 2;
     void (*const blocks_4x2)(mve_block_run *) =
+        quads ? (groups % 2 != 0 ? mve_blocks_4x2_odd_strict_quads : mve_blocks_4x2_even_strict_quads) :
         groups % 2 != 0 ? (strict_right_shifts ? mve_blocks_4x2_odd_strict
                            : right_shifts_only ? mve_blocks_4x2_odd_right : mve_blocks_4x2_odd)
                         : (strict_right_shifts ? mve_blocks_4x2_even_strict
