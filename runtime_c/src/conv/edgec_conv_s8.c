@@ -228,12 +228,18 @@ static inline void copy_run(int8_t *dst, const int8_t *src, int32_t n)
                      : "lr", "q0", "memory");
 }
 
+/* n bytes of value, the same way */
 static void fill_run(int8_t *dst, int8_t value, int32_t n)
 {
-    const int8x16_t values = vdupq_n_s8(value);
-    for (int32_t i = 0; i < n; i += 16) {
-        vstrbq_p_s8(dst + i, values, vctp8q((uint32_t)(n - i)));
-    }
+    __asm__ volatile("vdup.8 q0, %[value]\n\t"
+                     "wlstp.8 lr, %[n], 2f\n"
+                     "1:\n\t"
+                     "vstrb.8 q0, [%[dst]], #16\n\t"
+                     "letp lr, 1b\n"
+                     "2:"
+                     : [dst] "+r"(dst)
+                     : [n] "r"(n), [value] "r"((int32_t)value)
+                     : "lr", "q0", "memory");
 }
 #else
 /*
