@@ -852,6 +852,46 @@ static void mve_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, in
 }
 #endif
 
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__)
+/*
+ * mve_group_rows_3x3 for a layer at stride 1 whose output rows are whole blocks of five pixels
+ * (a 25x5 layer) and a group without left shifts: each output row oy brings in one new padded
+ * row oy + 2, whose slot and filter phase cycle through 0, 1, 2 without divisions, then runs
+ * its blocks.
+ */
+static void mve_group_rows_fives(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step)
+{
+    const packed_layer *layer = g->layer;
+    const int32_t row_bytes = layer->out_w * pixel_step;
+    const int32_t n = layer->image_end - layer->image_start;
+    int8_t *columns = layer->cache + layer->image_start * layer->column_bytes;
+    const int8_t *image = layer->input + b * layer->in_h * layer->in_w * layer->c + g->first;
+    const int32_t in_row = layer->in_w * layer->c;
+    const int32_t fives = layer->out_w / 5;
+    void (*const run_fives)(const mve_row *, int32_t) =
+        g->strict_right_shifts ? mve_pixel_fives_3x3_strict : mve_pixel_fives_3x3;
+    mve_row row = {&g->multiplier, layer->cache, g->w[0][0], out, 12, pixel_step, 0, 0, layer->stage.offset};
+    fill_row(g, b, 0, 0);
+    fill_row(g, b, 1, 1);
+    int32_t slot = 2;  /* of padded row oy + 2 */
+    int32_t phase = 0; /* oy mod 3 */
+    for (int32_t oy = 0; oy < layer->out_h; oy++) {
+        const int32_t iy = oy + 2 - layer->pad_top;
+        if (iy >= 0 && iy < layer->in_h && n > 0) {
+            fill_image_columns(columns + 4 * slot, image + iy * in_row, n, layer->c, 12);
+        } else {
+            fill_row(g, b, oy + 2, slot);
+        }
+        row.w = g->w[phase][0];
+        row.out = out;
+        run_fives(&row, fives);
+        out += row_bytes;
+        slot = slot == 2 ? 0 : slot + 1;
+        phase = phase == 2 ? 0 : phase + 1;
+    }
+}
+#endif
+
 /* All output pixels of one group, in NHWC order, into `out` (pixels `pixel_step` bytes apart). */
 static void group_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out,
                           int32_t pixel_step)
@@ -876,6 +916,11 @@ static void group_outputs(const packed_layer *layer, int32_t batches, int32_t fi
         }
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__)
+        if (layer->unrolled && g.count == GROUP && g.right_shifts_only && layer->stride_h == 1 &&
+            layer->stride_w == 1 && layer->out_w % 5 == 0) {
+            mve_group_rows_fives(&g, b, out + b * layer->out_h * layer->out_w * pixel_step, pixel_step);
+            continue;
+        }
         if (layer->unrolled && g.count == GROUP) {
             mve_group_rows_3x3(&g, b, out + b * layer->out_h * layer->out_w * pixel_step, pixel_step);
             continue;
