@@ -941,6 +941,23 @@ static void mve_blocks_4x2_even_strict_quads(mve_block_run *run)
 }
 #endif
 
+/* im2col_row with the window's sizes held in locals: copy_run's assembly clobbers memory, so
+ * read through `win` they would be reloaded for every filter row. */
+static void mve_im2col_row(int8_t *row, const conv_window *win, pixel_cursor px)
+{
+    const int8_t *src = window_inside(win, px);
+    if (src == NULL) {
+        im2col_pixel(row, &int8_row, win, px);
+        return;
+    }
+    const int32_t k_h = win->k_h;
+    const int32_t run_len = win->run_len;
+    const int32_t row_step = win->row_step;
+    for (int32_t ky = 0; ky < k_h; ky++, row += run_len, src += row_step) {
+        copy_run(row, src, run_len);
+    }
+}
+
 edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
                                const edgec_per_channel_quant *quant,
                                const edgec_dims *input_dims, const int8_t *input,
@@ -990,10 +1007,10 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
     for (int32_t p = 0; p < pixels; p += 2) {
         const int has_b = p + 1 < pixels;
         int8_t *out_a = output + p * out_c;
-        im2col_row(row_a, &win, px);
+        mve_im2col_row(row_a, &win, px);
         pixel_next(&px, output_dims);
         if (has_b) {
-            im2col_row(row_b, &win, px);
+            mve_im2col_row(row_b, &win, px);
             pixel_next(&px, output_dims);
         }
         int32_t c = 0;
