@@ -1,0 +1,80 @@
+"""The Helium fast paths of the packed kernels under QEMU cortex-m55, with cases drawn so that each
+path runs many times (tests/test_kernels_arm.py's random mix reaches some of them only rarely):
+
+- depthwise 3x3 at stride 1 by blocks of five pixels (mve_pixel_fives_3x3 and _strict), whole
+  rows of them (mve_group_rows_fives: output widths that are multiples of 5) or followed by pixel
+  pairs and one pixel;
+- the convolution's blocks whose shifts are all negative (mve_blocks_4x2_*_strict), with two or
+  more group pairs per block (the _quads loop, odd and even pair counts);
+- the add's eight-element loop for a right output shift (mve_add_right_shift) and its tail.
+
+Each output equals the golden kernel's byte for byte, with the guards around it intact.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgec.ops.kernel_layout import MVE
+from tests.device_support import edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from tests.test_kernels_arm import add_case, conv_case, depthwise_case, describe, pointwise_case, run_on_target
+
+CASES = 60  # per path
+
+
+def _fives_depthwise(case) -> bool:
+    """A 3x3 undilated stride-1 layer at least five pixels wide with a full group of channels whose
+    shifts are all <= 0 (fields: see depthwise_case)."""
+    f = case.fields
+    channels, width, shifts = f[15], f[22], case.arrays[4]
+    groups = [shifts[i:i + 4] for i in range(0, channels - 3, 4)]
+    return ((f[17], f[18]) == (3, 3) and (f[2], f[3]) == (1, 1) and (f[6], f[7]) == (1, 1) and width >= 5
+            and any((g <= 0).all() for g in groups))
+
+
+def _k(case) -> int:
+    """KH * KW * C_in of a conv case (fields: see _conv_case)."""
+    f = case.fields
+    return f[17] * f[18] * f[19]
+
+
+def _quads_conv(case) -> bool:
+    """At least one full block of 4 output channels, 4 groups of 16 taps or more (two group pairs)
+    and every shift negative."""
+    return case.fields[16] >= 4 and _k(case) > 48 and bool((case.arrays[4] < 0).all())
+
+
+def _right_shift_add(case) -> bool:
+    return case.fields[9] < 0 and case.fields[-1] >= 8
+
+
+def _draw(make, keep, count: int, rng) -> list:
+    cases = []
+    while len(cases) < count:
+        case = make(rng, MVE)
+        if case.status == 0 and keep(case):
+            cases.append(case)
+    return cases
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("opt", ["-O2", "-Os"])
+def test_helium_fast_paths_match_golden(opt, tmp_path: Path):
+    rng = np.random.default_rng(11 if opt == "-O2" else 12)
+    depthwise = _draw(depthwise_case, _fives_depthwise, CASES, rng)
+    rows = [c for c in depthwise if c.fields[22] % 5 == 0]
+    convs = _draw(lambda r, isa: conv_case(r, isa) if r.random() < 0.5 else pointwise_case(r, isa),
+                  _quads_conv, CASES, rng)
+    adds = _draw(add_case, _right_shift_add, CASES, rng)
+    assert rows and any(c.fields[22] % 5 for c in depthwise)
+    assert any((_k(c) + 15) // 16 // 2 % 2 for c in convs) and any((_k(c) + 15) // 16 // 2 % 2 == 0 for c in convs)
+    cases = depthwise + convs + adds
+    results = run_on_target("cortex-m55", cases, tmp_path, opt)
+    failures = [f"status {status}, guards {guards}, {int(np.count_nonzero(out != c.expected.ravel()))} bytes "
+                f"differ: {describe(c)}"
+                for c, (status, guards, out) in zip(cases, results)
+                if status != c.status or not guards or not np.array_equal(out, c.expected.ravel())]
+    assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures[:10])
