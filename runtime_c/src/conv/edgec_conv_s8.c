@@ -872,13 +872,10 @@ typedef char mve_block_run_layout[offsetof(mve_block_run, multiplier) == 16 &&
                      "ldr r1, [%[run], #40]\n"                                                    \
                      "2:\n\t"                                                                      \
                      "ldm %[run], {r3, r5, r9}\n\t"                                                \
+                     "ldm r9, {r8, r10, r12, lr}\n\t"                                              \
                      "ldm r9!, {r0, r2, r4, r6}\n\t"                                               \
                      "str r9, [%[run], #8]\n\t"                                                    \
                      "ldr r9, [%[run], #12]\n\t"                                                   \
-                     "mov r8, r0\n\t"                                                              \
-                     "mov r10, r2\n\t"                                                             \
-                     "mov r12, r4\n\t"                                                             \
-                     "mov lr, r6\n\t"                                                              \
                      groups                                                                        \
                      "vmov q0[2], q0[0], r0, r4\n\t"                                               \
                      "vmov q0[3], q0[1], r2, r6\n\t"                                               \
