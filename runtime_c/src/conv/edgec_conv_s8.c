@@ -689,14 +689,14 @@ static edgec_status dsp_conv(const edgec_conv_params *params, const edgec_per_ch
     run.round_base = edgec_dsp_round_base(params->output_offset);
     o.run = &run;
 
-    if (!direct) {
-        fill_run(row + k, 0, 4 * groups - k); /* the filter is zero there: any value does */
-    }
     if (direct && filter_dims->h == 1 && filter_dims->w == 1 && params->stride_h == 1 && params->stride_w == 1 &&
         params->pad_top == 0 && params->pad_left == 0 && input_dims->h == output_dims->h &&
         input_dims->w == output_dims->w) {
         dsp_pointwise_steps(cols, input, k, groups, packed_filter, folded_bias, &o, out_c, output, pixels);
         return EDGEC_OK;
+    }
+    if (!direct) {
+        fill_run(row + k, 0, 4 * groups - k); /* the filter is zero there: any value does */
     }
     for (int32_t p = 0; p < pixels; p += DSP_PIXELS) {
         int8_t *out[DSP_PIXELS];
