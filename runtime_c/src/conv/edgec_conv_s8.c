@@ -508,7 +508,7 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 24 && offsetof
     "ldr r11, [r12, #44]\n\t"                                                                      \
     "ldr r8, [r0], #4\n\tldr r9, [r1], #4\n\tmvn r9, r9\n\tsub r10, r9, #1\n\tlsl r10, r11, r10\n\t" \
     DSP_REQUANT("r5") DSP_REQUANT("r6") DSP_REQUANT("r7")                                          \
-    "strd r0, r1, [r12, #16]\n\t"
+    "str r0, [r12, #16]\n\tstr r1, [r12, #20]\n\t" /* 1 cycle each; STRD 3 */
 /* ... or the channel table's (multipliers at words 2-3, round_high 4-5, r - 1 6-7). */
 #define DSP_TABLE_REQUANT_PAIR                                                                     \
     "ldr r0, [r12, #12]\n\t"                                                                       \
@@ -524,9 +524,9 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 24 && offsetof
         ".syntax unified\n\t"                                                                      \
         "push {r0, r4-r11, lr}\n\t"                                                                \
         "ldr r8, [r0, #4]\n\t"                                                                     \
-        "push {r8}\n"                                                                              \
+        "push {r8}\n\t"                                                                            \
+        "ldr r12, [sp, #4]\n"     /* the run: r12 keeps it from the output stage on */            \
         "1:\n\t"                                                                                   \
-        "ldr r12, [sp, #4]\n\t"                                                                    \
         "ldr r0, [r12, #0]\n\t"                                                                    \
         "ldr r1, [r12, #8]\n\t"                                                                    \
         biases                                                                                     \
@@ -553,14 +553,14 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 24 && offsetof
         "ssub8 lr, r4, r8\n\tsel r4, r4, r8\n\tssub8 lr, r4, r9\n\tsel r4, r9, r4\n\t"             \
         "ldrd r8, r9, [r12, #24]\n\t"                                                              \
         "ldr r10, [r12, #32]\n\t"                                                                  \
+        "ldr lr, [r12, #48]\n\t" /* pipelined behind the load before */                           \
         "strh r2, [r8]\n\t"                                                                        \
         "lsr r2, r2, #16\n\t"                                                                      \
         "strh r2, [r8, r9]\n\t"                                                                    \
         "strh r4, [r8, r10]\n\t"                                                                   \
         "add r8, r8, #2\n\t"                                                                       \
         "str r8, [r12, #24]\n\t"                                                                   \
-        "ldr r9, [r12, #48]\n\t"                                                                   \
-        "cmp r8, r9\n\t"                                                                           \
+        "cmp r8, lr\n\t"                                                                           \
         "bne 1b\n\t"                                                                               \
         "add sp, sp, #4\n\t"                                                                       \
         "pop {r0, r4-r11, pc}\n\t")
