@@ -577,6 +577,7 @@ static void dsp_row_3x3(const packed_group *g, const int32_t (*w)[2], const int8
                         dsp_row *row)
 {
     __asm__ volatile(
+        ".p2align 2\n" /* the loop's first LDRD is 32-bit: at 2 mod 4 each taken BNE costs a cycle more */
         "1:\n\t"
         "ldrd r0, r1, [%[g], %[bias]]\n\t"
         "ldrd r2, r3, [%[g], %[bias2]]\n\t"
@@ -770,13 +771,32 @@ static void cache_rows(const packed_group *g, int32_t b, int32_t oy, int32_t *ca
 }
 
 #if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+/* Pixel pairs of a row (dsp_pairs_3x3_step24/48 after group_outputs, so that the code before
+ * keeps its place in the instruction cache: dsp_row_3x3 and group_outputs' row loop as before). */
+typedef struct dsp_pair_run dsp_pair_run;
+typedef void (*dsp_pairs_fn)(dsp_pair_run *run);
+static dsp_pairs_fn dsp_pairs_for(const packed_layer *layer);
+static void dsp_row_3x3_paired(dsp_pairs_fn pairs, const packed_group *g, const int32_t (*w)[2],
+                               const int8_t *x, int8_t *out, dsp_row *row);
+static void dsp_group_rows_3x3_paired(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step,
+                                      dsp_pairs_fn pairs);
+
+#if defined(__GNUC__)
+#define DSP_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define DSP_ALWAYS_INLINE inline
+#endif
+
 /*
  * Every row of batch b of a full group with a 3x3 undilated window and the short requantization:
  * cache_rows and group_row_3x3 with their bookkeeping cut to the bone (filter row 0 in slot
  * first mod 3, so that is the phase), as a DS-CNN-sized row of 5 pixels spent as much on it as on
- * two of its pixels.
+ * two of its pixels. `pairs` (dsp_pairs_for) NULL: every row by dsp_row_3x3. Inlined into group_outputs for that
+ * case, so that rows without pairs run the same code as before the pairs existed, and into
+ * dsp_group_rows_3x3_paired for the other.
  */
-static void dsp_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step)
+static DSP_ALWAYS_INLINE void dsp_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step,
+                                                 dsp_pairs_fn pairs)
 {
     const packed_layer *layer = g->layer;
     const int32_t entry = (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
@@ -802,7 +822,11 @@ static void dsp_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, in
         }
         cached = first + 3;
         row.pixels = layer->out_w;
-        dsp_row_3x3(g, g->w[first % 3], layer->cache, out + oy * row_bytes, &row);
+        if (pairs != NULL) {
+            dsp_row_3x3_paired(pairs, g, g->w[first % 3], layer->cache, out + oy * row_bytes, &row);
+        } else {
+            dsp_row_3x3(g, g->w[first % 3], layer->cache, out + oy * row_bytes, &row);
+        }
     }
 }
 #endif
@@ -911,7 +935,9 @@ static void group_outputs(const packed_layer *layer, int32_t batches, int32_t fi
     for (int32_t b = 0; b < batches; b++) {
 #if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
         if (layer->unrolled && g.short_requant) {
-            dsp_group_rows_3x3(&g, b, out + b * layer->out_h * layer->out_w * pixel_step, pixel_step);
+            int8_t *batch_out = out + b * layer->out_h * layer->out_w * pixel_step;
+            const dsp_pairs_fn pairs = dsp_pairs_for(layer);
+            dsp_group_rows_3x3_paired(&g, b, batch_out, pixel_step, pairs);
             continue;
         }
 #endif
@@ -940,6 +966,144 @@ static void group_outputs(const packed_layer *layer, int32_t batches, int32_t fi
         }
     }
 }
+
+#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+/*
+ * Pixel pairs of a 3x3 row: the second pixel's entries lie `step` bytes past the first's, and
+ * both take each tap's weights from one pair of loads (the first pixel's four SMLAxy, then the
+ * second's) and each channel's requantization constants from one LDRD + LDR. A naked routine, so
+ * all 14 registers are its own: r0..r3 the first pixel's sums, r4..r7 the second's, r8 the entry
+ * pointer, r9 the weights, r10/r11 a tap's weights, r12/lr its entry. The fields it reads:
+ */
+struct dsp_pair_run {
+    const int8_t *x;            /*  0: the pair's first entry (advanced) */
+    const int32_t (*w)[2];      /*  4: the phase's taps */
+    int8_t *out;                /*  8: the pair's first output (advanced) */
+    int32_t out_step;           /* 12 */
+    int32_t x_advance;          /* 16: from a pair's first entry to the next pair's: 2 * step */
+    int32_t pairs;              /* 20: >= 1; counted down */
+    const packed_group *g;      /* 24 */
+};
+
+typedef char dsp_pair_run_layout[offsetof(dsp_pair_run, x_advance) == 16 && offsetof(dsp_pair_run, g) == 24
+                                     ? 1
+                                     : -1];
+
+/* packed_group's fields the routine reads, by offset (a naked function takes no operands). */
+#define DSP_GROUP_BIAS 16
+#define DSP_GROUP_Q 36
+#define DSP_GROUP_LOWS 84
+typedef char dsp_pair_group_layout[offsetof(packed_group, bias) == DSP_GROUP_BIAS &&
+                                           offsetof(packed_group, q) == DSP_GROUP_Q &&
+                                           offsetof(packed_group, lows) == DSP_GROUP_LOWS
+                                       ? 1
+                                       : -1];
+
+#define DSP_STR(x) #x
+#define DSP_XSTR(x) DSP_STR(x)
+
+/* Tap t of both pixels, the second's entry `step` bytes on. */
+#define DSP_PAIR_TAP(t, step)                                                                      \
+    "ldr r10, [r9, #" #t "]\n\tldr r11, [r9, #" #t "+4]\n\t"                                       \
+    "ldr r12, [r8, #" #t "]\n\tldr lr, [r8, #" #t "+4]\n\t"                                        \
+    "smlabb r0, r12, r10, r0\n\tsmlatt r2, r12, r10, r2\n\t"                                       \
+    "smlabb r1, lr, r11, r1\n\tsmlatt r3, lr, r11, r3\n\t"                                         \
+    "ldr r12, [r8, #" #step "+" #t "]\n\tldr lr, [r8, #" #step "+" #t "+4]\n\t"                    \
+    "smlabb r4, r12, r10, r4\n\tsmlatt r6, r12, r10, r6\n\t"                                       \
+    "smlabb r5, lr, r11, r5\n\tsmlatt r7, lr, r11, r7\n\t"
+
+/* Channel k's short requantization of both pixels' sums a and b (lr = the group; dsp_row_3x3's
+ * arithmetic: r8 multiplier, r9 round_high, r10 shift). */
+#define DSP_PAIR_REQUANT(a, b, q)                                                                  \
+    "ldrd r8, r9, [lr, #" q "]\n\tldr r10, [lr, #" q "+8]\n\t"                                     \
+    "and r12, " a ", #0x80000000\n\torr r12, r12, #0x40000000\n\tadd r11, r9, " a ", asr #31\n\t"  \
+    "smlal r12, r11, " a ", r8\n\tasr " a ", r11, r10\n\tssat " a ", #8, " a "\n\t"                \
+    "and r12, " b ", #0x80000000\n\torr r12, r12, #0x40000000\n\tadd r11, r9, " b ", asr #31\n\t"  \
+    "smlal r12, r11, " b ", r8\n\tasr " b ", r11, r10\n\tssat " b ", #8, " b "\n\t"
+
+#define DSP_PAIRS_3X3(step)                                                                        \
+    __asm__ volatile(                                                                              \
+        "push {r0, r4-r11, lr}\n"                                                                  \
+        "1:\n\t"                                                                                   \
+        "ldr lr, [sp]\n\t"                                                                         \
+        "ldr r10, [lr, #24]\n\t"                                                                   \
+        "ldrd r8, r9, [lr, #0]\n\t"                                                                \
+        "ldrd r0, r1, [r10, #" DSP_XSTR(DSP_GROUP_BIAS) "]\n\t"                                    \
+        "ldrd r2, r3, [r10, #" DSP_XSTR(DSP_GROUP_BIAS) "+8]\n\t"                                  \
+        "mov r4, r0\n\tmov r5, r1\n\tmov r6, r2\n\tmov r7, r3\n\t"                                 \
+        DSP_PAIR_TAP(0, step) DSP_PAIR_TAP(8, step) DSP_PAIR_TAP(16, step) DSP_PAIR_TAP(24, step)  \
+        DSP_PAIR_TAP(32, step) DSP_PAIR_TAP(40, step) DSP_PAIR_TAP(48, step)                       \
+        DSP_PAIR_TAP(56, step) DSP_PAIR_TAP(64, step)                                              \
+        "ldr lr, [sp]\n\t"                                                                         \
+        "ldr r12, [lr, #16]\n\t"                                                                   \
+        "add r8, r8, r12\n\t"                                                                      \
+        "str r8, [lr, #0]\n\t"                                                                     \
+        "ldr lr, [lr, #24]\n\t"                                                                    \
+        DSP_PAIR_REQUANT("r0", "r4", DSP_XSTR(DSP_GROUP_Q))                                        \
+        DSP_PAIR_REQUANT("r1", "r5", DSP_XSTR(DSP_GROUP_Q) "+12")                                  \
+        DSP_PAIR_REQUANT("r2", "r6", DSP_XSTR(DSP_GROUP_Q) "+24")                                  \
+        DSP_PAIR_REQUANT("r3", "r7", DSP_XSTR(DSP_GROUP_Q) "+36")                                  \
+        "bfi r0, r1, #8, #8\n\tbfi r0, r2, #16, #8\n\tbfi r0, r3, #24, #8\n\t"                     \
+        "bfi r4, r5, #8, #8\n\tbfi r4, r6, #16, #8\n\tbfi r4, r7, #24, #8\n\t"                     \
+        "ldrd r8, r9, [lr, #" DSP_XSTR(DSP_GROUP_LOWS) "]\n\t"                                     \
+        "ssub8 r10, r0, r8\n\tsel r0, r0, r8\n\tssub8 r10, r0, r9\n\tsel r0, r9, r0\n\t"           \
+        "ssub8 r10, r4, r8\n\tsel r4, r4, r8\n\tssub8 r10, r4, r9\n\tsel r4, r9, r4\n\t"           \
+        "ldr lr, [sp]\n\t"                                                                         \
+        "ldrd r8, r9, [lr, #8]\n\t"                                                                \
+        "str r0, [r8]\n\t"                                                                         \
+        "str r4, [r8, r9]\n\t"                                                                     \
+        "add r8, r8, r9, lsl #1\n\t"                                                               \
+        "ldr r10, [lr, #20]\n\t"                                                                   \
+        "str r8, [lr, #8]\n\t"                                                                     \
+        "subs r10, r10, #1\n\t"                                                                    \
+        "str r10, [lr, #20]\n\t"                                                                   \
+        "bne 1b\n\t"                                                                               \
+        "pop {r0, r4-r11, pc}\n\t")
+
+
+static __attribute__((naked, noinline)) void dsp_pairs_3x3_step24(dsp_pair_run *run __attribute__((unused)))
+{
+    DSP_PAIRS_3X3(24);
+}
+
+static __attribute__((naked, noinline)) void dsp_pairs_3x3_step48(dsp_pair_run *run __attribute__((unused)))
+{
+    DSP_PAIRS_3X3(48);
+}
+
+/* The pair routine for a layer's 3x3 rows, or NULL (stride above 2, or rows shorter than
+ * DSP_PAIRED_ROW_PIXELS): the pair routine's 880 bytes of code and dsp_row_3x3's do not fit the M4
+ * flash accelerator's 1 KiB instruction cache together, and on a short row refetching them cost
+ * more than the pairs save (MobileNet's 6-pixel rows at 5 wait states: +2K cycles a layer; its 12-
+ * to 48-pixel rows: -3% to -10%). */
+#define DSP_PAIRED_ROW_PIXELS 8
+static dsp_pairs_fn dsp_pairs_for(const packed_layer *layer)
+{
+    if (layer->out_w < DSP_PAIRED_ROW_PIXELS) {
+        return NULL;
+    }
+    return layer->stride_w == 1 ? dsp_pairs_3x3_step24 : layer->stride_w == 2 ? dsp_pairs_3x3_step48 : NULL;
+}
+
+/* dsp_row_3x3's row of >= 2 pixels by `pairs`, then the odd last pixel alone. */
+static EDGEC_NOINLINE void dsp_row_3x3_paired(dsp_pairs_fn pairs, const packed_group *g, const int32_t (*w)[2],
+                                              const int8_t *x, int8_t *out, dsp_row *row)
+{
+    const int32_t step = row->x_advance + 9 * (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
+    dsp_pair_run run = {x, w, out, row->out_step, 2 * step, row->pixels / 2, g};
+    pairs(&run);
+    if (row->pixels & 1) {
+        row->pixels = 1;
+        dsp_row_3x3(g, w, run.x, run.out, row);
+    }
+}
+
+static EDGEC_NOINLINE void dsp_group_rows_3x3_paired(const packed_group *g, int32_t b, int8_t *out,
+                                                     int32_t pixel_step, dsp_pairs_fn pairs)
+{
+    dsp_group_rows_3x3(g, b, out, pixel_step, pairs);
+}
+#endif
 
 /* ---- Entry points --------------------------------------------------------------------------- */
 
