@@ -115,9 +115,9 @@ def test_bench_profile_counts_every_instruction_by_function(tmp_path, small_digi
     # The whole run: every counted layer instruction, plus start-up and the test driver.
     assert sum(functions.values()) > plain["total_instructions"]
     assert list(functions.values()) == sorted(functions.values(), reverse=True)
-    # --opt auto (the default) at the typical part's 5 wait states: the DSP convolutions with short
-    # filter rows widened to int16, the others compact
-    assert functions["edgec_conv_s8_dsp_wide"] > 0 and functions["edgec_conv_s8_dsp"] > 0
+    # --opt auto (the default) at the typical part's 5 wait states: the DSP convolutions (short filter
+    # rows) widened to int16, the fully connected classifier compact
+    assert functions["edgec_conv_s8_dsp_wide"] > 0 and functions["edgec_fully_connected_s8_dsp"] > 0
     assert functions.get("?", 0) == 0
     hot = next(iter(functions))
     assert not hot.startswith(("main", "Reset_Handler", "semihost", "mem"))  # a kernel, not the driver

@@ -8,9 +8,13 @@ states, the widened filter's twice as many bytes are twice as many flash reads, 
 accelerator's small data cache absorbs only when the filter fits it or the wait states are few
 (`widening`). The rule was measured per layer with `edgec bench` on the four reference models
 (edgec/zoo.py) on Cortex-M4 at 0-7 wait states, M7 at 0 and 7, M33 at 0 and 2: its estimated
-cycles are 0.03% above the per-layer optimum on average over those 44 model x part pairs, 0.58%
-at worst (MobileNet on the cache-less M33 at 2 wait states), where widening all is 2.5% above on
-average (30% at worst) and widening none 2.3% (9%).
+cycles were 0.03% above the per-layer optimum on average over those 44 model x part pairs, 0.58%
+at worst (MobileNet on the cache-less M33 at 2 wait states), where widening all was 2.5% above on
+average (30% at worst) and widening none 2.3% (9%). The DSP convolution's micro-kernel has since
+grown to 2 channels x 3 pixels, which reads each filter byte for more outputs: measured again on
+Cortex-M4 at its 5 wait states, widening now wins for every convolution with at most 128 B of
+filter per output channel (it was 32 B), and loses for all with more (ResNet-8's 144 B and
+over); with that threshold the rule picks the per-layer optimum of all four models there.
 
 Then the flash budget: if the widened layers' constants do not fit, layers are narrowed back,
 those whose filter bytes are each read the fewest times per inference first (weight reuse = MACs
@@ -32,7 +36,7 @@ from edgec.timing import CORES, data_cache_bytes, flash_wait_states
 # when its filter has at most SHORT_ROW_BYTES per output channel.
 FEW_WAIT_STATES = 3
 SHORT_ROW_WAIT_STATES = 5
-SHORT_ROW_BYTES = 32
+SHORT_ROW_BYTES = 128
 # edgec_conv_s8_dsp_wide's channel table: bias, multiplier, rounding term and shift per channel.
 CHANNEL_TABLE_BYTES = 16
 NAMES_SHOWN = 6

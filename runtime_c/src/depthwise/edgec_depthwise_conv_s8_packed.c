@@ -916,6 +916,28 @@ static void mve_group_rows_fives(const packed_group *g, int32_t b, int8_t *out, 
 }
 #endif
 
+/* One batch's output rows of a group, through the row cache; returns the output after them. Apart
+ * from group_outputs so that its cache slots are on the stack only on this path, not under the
+ * DSP/Helium row routines group_outputs calls instead (the deepest stack of a model's invoke). */
+static EDGEC_NOINLINE int8_t *group_rows(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step)
+{
+    const packed_layer *layer = g->layer;
+    int32_t slots[EDGEC_DEPTHWISE_PACKED_MAX_K];
+    int32_t cached = 0;
+    for (int32_t oy = 0; oy < layer->out_h; oy++) {
+        cache_rows(g, b, oy, &cached, slots);
+        if (layer->unrolled) {
+            group_row_3x3(g, slots[0], out, pixel_step);
+            out += layer->out_w * pixel_step;
+            continue;
+        }
+        for (int32_t ox = 0; ox < layer->out_w; ox++, out += pixel_step) {
+            group_pixel(g, slots, ox * layer->stride_w, out);
+        }
+    }
+    return out;
+}
+
 /* All output pixels of one group, in NHWC order, into `out` (pixels `pixel_step` bytes apart). */
 static void group_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out,
                           int32_t pixel_step)
@@ -930,7 +952,6 @@ static void group_outputs(const packed_layer *layer, int32_t batches, int32_t fi
         group_phases(&g);
     }
     cache_pad(layer);
-    int32_t slots[EDGEC_DEPTHWISE_PACKED_MAX_K];
 
     for (int32_t b = 0; b < batches; b++) {
 #if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
@@ -952,18 +973,7 @@ static void group_outputs(const packed_layer *layer, int32_t batches, int32_t fi
             continue;
         }
 #endif
-        int32_t cached = 0;
-        for (int32_t oy = 0; oy < layer->out_h; oy++) {
-            cache_rows(&g, b, oy, &cached, slots);
-            if (layer->unrolled) {
-                group_row_3x3(&g, slots[0], out, pixel_step);
-                out += layer->out_w * pixel_step;
-                continue;
-            }
-            for (int32_t ox = 0; ox < layer->out_w; ox++, out += pixel_step) {
-                group_pixel(&g, slots, ox * layer->stride_w, out);
-            }
-        }
+        out = group_rows(&g, b, out, pixel_step);
     }
 }
 
