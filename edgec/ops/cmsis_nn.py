@@ -76,33 +76,44 @@ def _bias(p: str, op: Op, channels: int) -> tuple:
     return ("int32_t", f"{p}bias", np.zeros(channels, np.int32) if bias is None else np.asarray(bias, np.int32))
 
 
-class CmsisConv2d(Conv2d):
-    """arm_convolve_wrapper_s8 (it picks 1x1, 1xN or the general kernel): ungrouped convolutions."""
-    kind = PREFIX + "conv2d"
-    targets = frozenset()
-    runtime_sources = ()
+class _ContextBuffer:
+    """A CMSIS-NN layer whose context buffer (op.attrs["cmsis_nn_buffer"] bytes) is its scratch;
+    it never runs in place. By default it takes every layer of its kind and needs no buffer."""
 
     @staticmethod
     def accepts(op: Op, graph: Graph) -> bool:
-        return op.attrs["groups"] == 1
+        return True
 
     def buffer_bytes(self, root, op, graph, target) -> int:
-        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        return library.conv_buffer_bytes(root, target, self._params(op, graph), library.dims(x_t.shape),
-                                         library.dims(op.attrs["weight"].shape), library.dims(out_t.shape))
-
-    @staticmethod
-    def _params(op, graph) -> library.ConvParams:
-        a, x_t, out_t = op.attrs, graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        return library.ConvParams(-x_t.zero_point, out_t.zero_point, library.Tile(a["stride"][1], a["stride"][0]),
-                                  library.Tile(a["pad"][1], a["pad"][0]), library.Tile(a["dilation"][1], a["dilation"][0]),
-                                  library.Activation(a["act_min"], a["act_max"]))
+        return 0
 
     def scratch_bytes(self, op, graph, target) -> int:
-        return op.attrs["cmsis_nn_buffer"]
+        return op.attrs.get("cmsis_nn_buffer", 0)
 
     def in_place(self, op, graph, target):
         return ()
+
+
+class _Convolution(_ContextBuffer):
+    """What arm_convolve_wrapper_s8 and arm_depthwise_conv_wrapper_s8 share: their arguments, and
+    a params struct that differs only by the depthwise channel multiplier."""
+    function = ""
+    params_type = ""
+    depthwise = False
+
+    def _ctypes_params(self, op, graph):
+        a, x_t, out_t = op.attrs, graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        tiles = [library.Tile(a[key][1], a[key][0]) for key in ("stride", "pad", "dilation")]
+        activation = library.Activation(a["act_min"], a["act_max"])
+        if self.depthwise:
+            return library.DwConvParams(-x_t.zero_point, out_t.zero_point, a["ch_mult"], *tiles, activation)
+        return library.ConvParams(-x_t.zero_point, out_t.zero_point, *tiles, activation)
+
+    def buffer_bytes(self, root, op, graph, target) -> int:
+        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        sizing = library.depthwise_buffer_bytes if self.depthwise else library.conv_buffer_bytes
+        return sizing(root, target, self._ctypes_params(op, graph), library.dims(x_t.shape),
+                      library.dims(op.attrs["weight"].shape), library.dims(out_t.shape))
 
     def emit(self, op, graph, names) -> CCall:
         a, x_t, out_t = op.attrs, graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -110,80 +121,51 @@ class CmsisConv2d(Conv2d):
         constants, params = _quant(p, op)
         constants.insert(0, ("int8_t", f"{p}weights", a["weight"]))
         constants.append(_bias(p, op, out_t.shape[3]))
-        params += [("cmsis_nn_conv_params", f"{p}params",
-                    f"{{.input_offset = {-x_t.zero_point}, .output_offset = {out_t.zero_point}, .stride = {_tile(a['stride'])}, "
-                    f".padding = {_tile(a['pad'][:2])}, .dilation = {_tile(a['dilation'])}, .activation = {_activation(a)}}}"),
-                   ("cmsis_nn_dims", f"{p}input_dims", _dims(x_t.shape)),
-                   ("cmsis_nn_dims", f"{p}filter_dims", _dims(a["weight"].shape)),
-                   ("cmsis_nn_dims", f"{p}bias_dims", _dims((1, 1, 1, out_t.shape[3]))),
-                   ("cmsis_nn_dims", f"{p}output_dims", _dims(out_t.shape))]
-        size = (f"arm_convolve_wrapper_s8_get_buffer_size(&{p}params, &{p}input_dims, &{p}filter_dims, "
-                f"&{p}output_dims)")
-        call = (f"arm_convolve_wrapper_s8(&ctx, &{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
-                f"&{p}filter_dims, {p}weights, &{p}bias_dims, {p}bias, &{p}output_dims, {names.ptr(op.outputs[0])})")
-        return CCall(f"{{\n    {_context(names, op, size)}\n    {_checked(call)}\n    }}", constants, params)
-
-
-class CmsisDepthwiseConv2d(DepthwiseConv2d):
-    """arm_depthwise_conv_wrapper_s8 (3x3, the DSP/Helium 'opt' kernel or the generic one)."""
-    kind = PREFIX + "depthwise_conv2d"
-    targets = frozenset()
-    runtime_sources = ()
-
-    @staticmethod
-    def accepts(op: Op, graph: Graph) -> bool:
-        return graph.tensors[op.inputs[0]].shape[0] == 1  # the wrapper's kernels take one batch
-
-    @staticmethod
-    def _params(op, graph) -> library.DwConvParams:
-        a, x_t, out_t = op.attrs, graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        return library.DwConvParams(-x_t.zero_point, out_t.zero_point, a["ch_mult"],
-                                    library.Tile(a["stride"][1], a["stride"][0]), library.Tile(a["pad"][1], a["pad"][0]),
-                                    library.Tile(a["dilation"][1], a["dilation"][0]),
-                                    library.Activation(a["act_min"], a["act_max"]))
-
-    def buffer_bytes(self, root, op, graph, target) -> int:
-        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        return library.depthwise_buffer_bytes(root, target, self._params(op, graph), library.dims(x_t.shape),
-                                              library.dims(op.attrs["weight"].shape), library.dims(out_t.shape))
-
-    def scratch_bytes(self, op, graph, target) -> int:
-        return op.attrs["cmsis_nn_buffer"]
-
-    def in_place(self, op, graph, target):
-        return ()
-
-    def emit(self, op, graph, names) -> CCall:
-        a, x_t, out_t = op.attrs, graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        p = names.symbol(op, "")
-        constants, params = _quant(p, op)
-        constants.insert(0, ("int8_t", f"{p}weights", a["weight"]))
-        constants.append(_bias(p, op, out_t.shape[3]))
-        params += [("cmsis_nn_dw_conv_params", f"{p}params",
-                    f"{{.input_offset = {-x_t.zero_point}, .output_offset = {out_t.zero_point}, .ch_mult = {a['ch_mult']}, "
+        multiplier = f".ch_mult = {a['ch_mult']}, " if self.depthwise else ""
+        params += [(self.params_type, f"{p}params",
+                    f"{{.input_offset = {-x_t.zero_point}, .output_offset = {out_t.zero_point}, {multiplier}"
                     f".stride = {_tile(a['stride'])}, .padding = {_tile(a['pad'][:2])}, .dilation = {_tile(a['dilation'])}, "
                     f".activation = {_activation(a)}}}"),
                    ("cmsis_nn_dims", f"{p}input_dims", _dims(x_t.shape)),
                    ("cmsis_nn_dims", f"{p}filter_dims", _dims(a["weight"].shape)),
                    ("cmsis_nn_dims", f"{p}bias_dims", _dims((1, 1, 1, out_t.shape[3]))),
                    ("cmsis_nn_dims", f"{p}output_dims", _dims(out_t.shape))]
-        size = (f"arm_depthwise_conv_wrapper_s8_get_buffer_size(&{p}params, &{p}input_dims, &{p}filter_dims, "
-                f"&{p}output_dims)")
-        call = (f"arm_depthwise_conv_wrapper_s8(&ctx, &{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
+        size = f"{self.function}_get_buffer_size(&{p}params, &{p}input_dims, &{p}filter_dims, &{p}output_dims)"
+        call = (f"{self.function}(&ctx, &{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
                 f"&{p}filter_dims, {p}weights, &{p}bias_dims, {p}bias, &{p}output_dims, {names.ptr(op.outputs[0])})")
         return CCall(f"{{\n    {_context(names, op, size)}\n    {_checked(call)}\n    }}", constants, params)
 
 
-class CmsisFullyConnected(FullyConnected):
+class CmsisConv2d(_Convolution, Conv2d):
+    """arm_convolve_wrapper_s8 (it picks 1x1, 1xN or the general kernel): ungrouped convolutions."""
+    kind = PREFIX + "conv2d"
+    targets = frozenset()
+    runtime_sources = ()
+    function, params_type = "arm_convolve_wrapper_s8", "cmsis_nn_conv_params"
+
+    @staticmethod
+    def accepts(op: Op, graph: Graph) -> bool:
+        return op.attrs["groups"] == 1
+
+
+class CmsisDepthwiseConv2d(_Convolution, DepthwiseConv2d):
+    """arm_depthwise_conv_wrapper_s8 (3x3, the DSP/Helium 'opt' kernel or the generic one)."""
+    kind = PREFIX + "depthwise_conv2d"
+    targets = frozenset()
+    runtime_sources = ()
+    function, params_type, depthwise = "arm_depthwise_conv_wrapper_s8", "cmsis_nn_dw_conv_params", True
+
+    @staticmethod
+    def accepts(op: Op, graph: Graph) -> bool:
+        return graph.tensors[op.inputs[0]].shape[0] == 1  # the wrapper's kernels take one batch
+
+
+class CmsisFullyConnected(_ContextBuffer, FullyConnected):
     """arm_fully_connected_s8 (one multiplier) or arm_fully_connected_per_channel_s8; every leading
     index of the input is a batch."""
     kind = PREFIX + "fully_connected"
     targets = frozenset()
     runtime_sources = ()
-
-    @staticmethod
-    def accepts(op: Op, graph: Graph) -> bool:
-        return True
 
     def buffer_bytes(self, root, op, graph, target) -> int:
         rows, cols = op.attrs["weight"].shape
@@ -192,12 +174,6 @@ class CmsisFullyConnected(FullyConnected):
         if kernel_sums and kernel_sums != 4 * rows:
             raise ValueError(f"arm_fully_connected_s8 wants {kernel_sums} B of context, not {rows} kernel sums")
         return 0  # the kernel sums are constants (flash), not scratch
-
-    def scratch_bytes(self, op, graph, target) -> int:
-        return 0
-
-    def in_place(self, op, graph, target):
-        return ()
 
     def emit(self, op, graph, names) -> CCall:
         a, x_t, out_t = op.attrs, graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -238,7 +214,7 @@ def kernel_sums(weight: np.ndarray, bias: np.ndarray, input_offset: int) -> np.n
     return wrap_int32(np.asarray(bias, np.int64) + sums).astype(np.int32)
 
 
-class CmsisAvgPool2d(AvgPool2d):
+class CmsisAvgPool2d(_ContextBuffer, AvgPool2d):
     """arm_avgpool_s8: TFLite's divisor (the in-bounds taps)."""
     kind = PREFIX + "avg_pool2d"
     targets = frozenset()
@@ -252,42 +228,23 @@ class CmsisAvgPool2d(AvgPool2d):
         _, _, wo, c = graph.tensors[op.outputs[0]].shape
         return library.avgpool_buffer_bytes(root, target, wo, c)
 
-    def scratch_bytes(self, op, graph, target) -> int:
-        return op.attrs["cmsis_nn_buffer"]
-
-    def in_place(self, op, graph, target):
-        return ()
-
     def emit(self, op, graph, names) -> CCall:
-        return _emit_pool(self, "arm_avgpool_s8", op, graph, names,
+        return _emit_pool("arm_avgpool_s8", op, graph, names,
                           size=f"arm_avgpool_s8_get_buffer_size({graph.tensors[op.outputs[0]].shape[2]}, "
                                f"{graph.tensors[op.outputs[0]].shape[3]})")
 
 
-class CmsisMaxPool2d(MaxPool2d):
+class CmsisMaxPool2d(_ContextBuffer, MaxPool2d):
     """arm_max_pool_s8."""
     kind = PREFIX + "max_pool2d"
     targets = frozenset()
     runtime_sources = ()
 
-    @staticmethod
-    def accepts(op: Op, graph: Graph) -> bool:
-        return True
-
-    def buffer_bytes(self, root, op, graph, target) -> int:
-        return 0
-
-    def scratch_bytes(self, op, graph, target) -> int:
-        return 0
-
-    def in_place(self, op, graph, target):
-        return ()
-
     def emit(self, op, graph, names) -> CCall:
-        return _emit_pool(self, "arm_max_pool_s8", op, graph, names, size=None)
+        return _emit_pool("arm_max_pool_s8", op, graph, names, size=None)
 
 
-def _emit_pool(unit, function: str, op, graph, names, size: str | None) -> CCall:
+def _emit_pool(function: str, op, graph, names, size: str | None) -> CCall:
     a, x_t, out_t = op.attrs, graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     p = names.symbol(op, "")
     params = [("cmsis_nn_pool_params", f"{p}params",
@@ -300,23 +257,10 @@ def _emit_pool(unit, function: str, op, graph, names, size: str | None) -> CCall
     return CCall(f"{{\n    {_context(names, op, size)}\n    {_checked(call)}\n    }}", [], params)
 
 
-class CmsisAdd(Add):
+class CmsisAdd(_ContextBuffer, Add):
     """arm_elementwise_add_s8: the same-shape add (TFLite's ADD arithmetic, left shift 20)."""
     kind = PREFIX + "add"
     runtime_sources = ()
-
-    @staticmethod
-    def accepts(op: Op, graph: Graph) -> bool:
-        return True
-
-    def buffer_bytes(self, root, op, graph, target) -> int:
-        return 0
-
-    def scratch_bytes(self, op, graph, target) -> int:
-        return 0
-
-    def in_place(self, op, graph, target):
-        return ()
 
     def emit(self, op, graph, names) -> CCall:
         q = op.attrs["params"]
@@ -328,7 +272,7 @@ class CmsisAdd(Add):
         return CCall(_checked(call), [], [])
 
 
-class CmsisSoftmax(Softmax):
+class CmsisSoftmax(_ContextBuffer, Softmax):
     """arm_softmax_s8 over rows: softmax along the stored last axis."""
     kind = PREFIX + "softmax"
     targets = frozenset()
@@ -337,9 +281,6 @@ class CmsisSoftmax(Softmax):
     @staticmethod
     def accepts(op: Op, graph: Graph) -> bool:
         return op.attrs["desc"]["inner"] == 1
-
-    def buffer_bytes(self, root, op, graph, target) -> int:
-        return 0
 
     def emit(self, op, graph, names) -> CCall:
         d = op.attrs["desc"]
