@@ -54,9 +54,10 @@ def model_sources(model_dir: Path, name: str) -> list[Path]:
     return [model_dir / f"{name}.c", model_dir / f"{name}_weights.c", *runtime]
 
 
-def model_include_dirs(model_dir: Path) -> list[Path]:
-    """The include path of a generated directory, CMSIS-NN's headers with --kernels cmsis-nn."""
-    library = read_report(model_dir).get("cmsis_nn")
+def model_include_dirs(model_dir: Path, report: dict) -> list[Path]:
+    """The include path of a generated directory (`report`: its report.json), CMSIS-NN's headers
+    with --kernels cmsis-nn."""
+    library = report.get("cmsis_nn")
     return [model_dir, model_dir / "runtime" / "include", *([Path(library["dir"]) / "Include"] if library else [])]
 
 
@@ -92,7 +93,7 @@ def build_program(target: Target, model_dir: Path, name: str, build_dir: Path, *
                                       outputs_file=OUTPUTS_FILE, inputs=report["inputs"], outputs=report["outputs"]))
     try:
         return toolchain.cross_compile(target, [driver, *model_sources(model_dir, name)],
-                                       model_include_dirs(model_dir), build_dir / f"{name}_{purpose}.elf",
+                                       model_include_dirs(model_dir, report), build_dir / f"{name}_{purpose}.elf",
                                        defines=BUILD_DEFINES[purpose], extra_cflags=WARNING_FLAGS,
                                        extra_ldflags=[str(o) for o in library_objects(target, report)])
     except toolchain.ToolchainError as exc:
@@ -198,7 +199,7 @@ def writable_sections(target: Target, model_dir: Path, name: str) -> dict[str, t
     from elftools.elf.elffile import ELFFile
 
     objects = toolchain.compile_objects(target, model_sources(model_dir, name),
-                                        include_dirs=model_include_dirs(model_dir),
+                                        include_dirs=model_include_dirs(model_dir, read_report(model_dir)),
                                         defines=BUILD_DEFINES["memory"], extra_cflags=WARNING_FLAGS)
     sections: dict[str, tuple[int, bool]] = {}
     for path in objects:

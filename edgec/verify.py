@@ -52,7 +52,7 @@ def build_host(out_dir: Path, name: str, build_dir: Path, sanitize: bool = False
     driver.write_text(template.render(name=name, NAME=name.upper(), inputs=report["inputs"], outputs=report["outputs"]))
     sources = [str(p) for p in sorted(out_dir.glob("*.c"))] + [str(p) for p in sorted((out_dir / "runtime" / "src").rglob("*.c"))]
     exe = build_dir / f"{name}_host"
-    includes = [f"-I{d}" for d in device.model_include_dirs(out_dir)]
+    includes = [f"-I{d}" for d in device.model_include_dirs(out_dir, report)]
     # A linked library (CMSIS-NN) is compiled apart: without edgec's -Werror and sanitizers (its code is Arm's).
     library = [str(o) for o in device.library_objects(get_target("host"), report)]
     command = ["cc", *HOST_CFLAGS, CHECK_WRITES, *(SANITIZE_FLAGS if sanitize else ()), *includes,
