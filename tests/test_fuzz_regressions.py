@@ -213,3 +213,47 @@ def test_a_bias_behind_near_zero_weights_fits_int32(tmp_path, layer):
     assert np.abs(op.attrs["bias"].astype(np.int64)).max() <= 2**30 and not op.attrs["weight"][2].any()
     rng = np.random.default_rng(1)
     verify.check_against_reference(compiled, (-1.0 + 2.0 * np.abs(rng.standard_normal((8, 1, 3, 2, 2)))).astype(np.float32))
+
+
+class TokenMean(nn.Module):
+    """Generator finding: tokens [1, T, C] -> Linear -> mean over the last axis ran the mean as a
+    1-D average pool, which stored the linear's output channels last although the linear writes
+    PyTorch's order: golden != C, and with Linear(4, 4) the linear wrote past its arena slot. The
+    layout pass now gives the pool a relayout copy of its own."""
+
+    def __init__(self, features: int, between: str = ""):
+        super().__init__()
+        self.fc, self.between = nn.Linear(4, features), between
+
+    def forward(self, x):
+        y = self.fc(x)
+        if self.between == "sigmoid":
+            y = torch.sigmoid(y)
+        elif self.between == "pad":
+            y = F.pad(y, (1, 2))
+        return torch.mean(y, 2)
+
+
+@pytest.mark.parametrize("constructor", ["TokenMean(4)", "TokenMean(6)", "TokenMean(5, 'sigmoid')",
+                                         "TokenMean(3, 'pad')"])
+def test_a_mean_over_the_last_axis_of_a_linear_output_is_exact(tmp_path, constructor):
+    compiled, comparison = _compile_and_compare(tmp_path, constructor, (1, 5, 4), -1.0, 1.0)
+    assert "copy" in [op.kind for op in compiled.graph.ops]
+    assert comparison.exact
+
+
+class Conv1dThenLinear(nn.Module):
+    """The other direction: a Conv1d's [N, C, L] output (channels last) read by a linear over L
+    (PyTorch's order): the conv writes channels last and a copy moves its output back."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.fc = nn.Conv1d(3, 5, 3, padding=1), nn.Linear(6, 2)
+
+    def forward(self, x):
+        return self.fc(F.relu(self.conv(x)))
+
+
+def test_a_linear_over_the_length_of_a_conv1d_output_is_exact(tmp_path):
+    compiled, comparison = _compile_and_compare(tmp_path, "Conv1dThenLinear()", (1, 3, 6), -1.0, 1.0)
+    assert comparison.exact

@@ -144,11 +144,6 @@ class LayerNorm(OpDef):
     def torch_order_tensors(self, op, graph) -> list[str]:
         return [*op.inputs, *op.outputs]
 
-    def relayout(self, op, graph) -> None:
-        for name in (*op.inputs, *op.outputs):
-            if graph.tensors[name].perm is not None:
-                raise EdgecError(f"{op.source}: layer_norm of a tensor stored channels last is not supported")
-
     def finalize(self, op, graph) -> None:
         x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         bounds = activation_bounds(out.zero_point, out.scale, *op.attrs["clamp"])

@@ -80,9 +80,7 @@ class FullyConnected(OpDef):
         """A flatten of channels-last data brings the features in stored order: the weight column
         of each feature moves to where the feature is stored."""
         x = graph.tensors[op.inputs[0]]
-        if len(x.torch_shape) > 2:  # over the last axis: x must be stored in PyTorch's order
-            if x.perm is not None:
-                raise EdgecError(f"{op.source}: linear over the last axis of a tensor stored channels last")
+        if len(x.torch_shape) > 2:  # over the last axis: stored in PyTorch's order (torch_order_tensors)
             return
         base = graph.tensors[graph.storage(op.inputs[0])]
         if base.perm is not None:

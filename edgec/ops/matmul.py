@@ -168,12 +168,6 @@ class MatMul(OpDef):
     def torch_order_tensors(self, op, graph) -> list[str]:
         return [*op.inputs, *op.outputs]
 
-    def relayout(self, op, graph) -> None:
-        for name in (*op.inputs, *op.outputs):
-            if graph.tensors[name].perm is not None:
-                raise EdgecError(f"{op.source}: matmul operand {name} is stored channels last; "
-                                 "edgec runs matmul on tensors in PyTorch's axis order")
-
     def finalize(self, op, graph) -> None:
         lhs, rhs = (graph.tensors[name] for name in op.inputs)
         out = graph.tensors[op.outputs[0]]

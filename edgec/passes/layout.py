@@ -10,12 +10,17 @@ OpDef.torch_order_tensors) pin their tensors' groups to PyTorch's order; a copy 
 bytes from any layout to any other) ties its output to its input only when neither group is pinned,
 and channels last does not spread into a pinned group. A reshape is a free view when the two tensors' stored bytes coincide element for
 element; a flatten of channels-last data feeding only linear layers is free as well, the linear
-layers permuting their weight columns.
+layers permuting their weight columns. Where a spatial op's tensor falls into a pinned group (a mean
+over the last axis of a linear's rank-3 output, a Conv1d's output under a layer norm), the spatial op
+gets a copy of its own in between that moves the bytes to channels last (or back).
 """
 from __future__ import annotations
 
-from edgec.ir import Graph, same_bytes, stored_shape
+from dataclasses import replace
+
+from edgec.ir import Graph, Op, same_bytes, stored_shape
 from edgec.ops import KINDS
+from edgec.ops.movement import reshape_gather
 
 
 def channels_last(rank: int) -> tuple[int | None, ...] | None:
@@ -27,8 +32,10 @@ def channels_last(rank: int) -> tuple[int | None, ...] | None:
 
 def assign_layouts(graph: Graph) -> None:
     groups = _Groups(graph)
+    while _separate_spatial_from_pinned(graph, groups):
+        groups = _Groups(graph)
     spatial = {groups.find(name) for op in graph.ops if KINDS[op.kind].spatial
-               for name in op.inputs + op.outputs if len(graph.tensors[name].shape) >= 3}
+               for name in _spatial_tensors(op, graph)}
     changed = True
     while changed:  # across a reshape, channels last spreads where it keeps the reshape free
         changed = False
@@ -45,6 +52,40 @@ def assign_layouts(graph: Graph) -> None:
         if groups.find(name) in spatial:
             tensor.perm = channels_last(len(tensor.shape))
             tensor.shape = stored_shape(tensor.shape, tensor.perm)
+
+
+def _spatial_tensors(op: Op, graph: Graph) -> list[str]:
+    """The tensors a spatial op needs stored channels last."""
+    if not KINDS[op.kind].spatial:
+        return []
+    return [name for name in op.inputs + op.outputs if len(graph.tensors[name].shape) >= 3]
+
+
+def _separate_spatial_from_pinned(graph: Graph, groups: "_Groups") -> bool:
+    """Give the first spatial op with a tensor in a pinned group a relayout copy of that tensor:
+    before the op for an input, after it for an output. Whether any was inserted."""
+    for position, op in enumerate(graph.ops):
+        for name in _spatial_tensors(op, graph):
+            if groups.find(name) not in groups.pinned:
+                continue
+            tensor = graph.tensors[name]
+            moved = graph.add_tensor(replace(tensor, name=f"{name}_channels_last", alias_of=None))
+            if name in op.inputs:
+                op.inputs = [moved.name if t == name else t for t in op.inputs]
+                graph.ops.insert(position, _relayout_copy(graph, op, name, moved.name))
+            else:
+                op.outputs = [moved.name if t == name else t for t in op.outputs]
+                graph.ops.insert(position + 1, _relayout_copy(graph, op, moved.name, name))
+            return True
+    return False
+
+
+def _relayout_copy(graph: Graph, op: Op, source: str, target: str) -> Op:
+    """A copy of `source` into `target`, the same values in another stored layout."""
+    names = {other.name for other in graph.ops}
+    name = next(f"copy_{n}" for n in range(len(graph.ops), 2 * len(graph.ops) + 2) if f"copy_{n}" not in names)
+    return Op(name, "copy", [source], [target],
+              {"gather": reshape_gather(graph.tensors[source].shape)}, op.source)
 
 
 def relayout(graph: Graph) -> None:
