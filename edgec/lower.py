@@ -19,7 +19,7 @@ from edgec.errors import EdgecError
 from edgec.frontend import source_line
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops import KINDS, OPS
-from edgec.torch_ops import GETITEM
+from edgec.torch_ops import GETITEM, module_attribute
 
 ACTIVATION_DTYPES = {np.dtype(np.int8): "int8", np.dtype(np.int16): "int16"}  # the activation dtypes edgec runs
 QUANTIZE = {"quantize_per_tensor", "quantize_per_channel"}
@@ -262,9 +262,7 @@ def _node_arg(node: Node, index: int, name: str):
 
 
 def _attr_value(module: GraphModule, target: str) -> np.ndarray:
-    value = module
-    for part in target.split("."):
-        value = getattr(value, part)
+    value = module_attribute(module, target)
     if isinstance(value, torch.Tensor):
         return value.detach().cpu().numpy()
     return np.asarray(value)

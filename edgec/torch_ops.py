@@ -9,6 +9,15 @@ import torch
 
 aten = torch.ops.aten
 
+
+def module_attribute(module: torch.nn.Module, target: str):
+    """A get_attr node's value: `target` may be dotted (a submodule's buffer, "affine.shift")."""
+    value = module
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
+
+
 CONVS = {aten.conv1d.default, aten.conv2d.default, aten.convolution.default}
 LINEARS = {aten.linear.default}
 ADDS = {aten.add.Tensor}

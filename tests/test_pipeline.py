@@ -69,7 +69,7 @@ def _bit_exact(compiled, out_dir, tmp_path, floats):
 def _factory_file(tmp_path, cls_name: str) -> str:
     path = tmp_path / "allops.py"
     path.write_text(
-        "import torch\nfrom tests.test_pipeline import AllOps, BiasFree, MeanHead, Simple  # noqa: F401\n\n"
+        "import torch\nfrom tests.test_pipeline import AllOps, BiasFree, BufferAffine, MeanHead, Simple  # noqa: F401\n\n"
         f"def factory():\n    torch.manual_seed(0)\n    return {cls_name}().eval(), (torch.randn(1, 3, 13, 9),)\n")
     return f"{path}:factory"
 
@@ -163,6 +163,33 @@ def test_convolutions_without_bias_or_default_arguments(tmp_path):
     assert [op.kind for op in compiled.graph.ops] == ["conv2d", "conv2d", "reshape", "fully_connected"]
     assert all(op.attrs["bias"] is None for op in compiled.graph.ops if op.kind != "reshape")
     assert compiled.graph.ops[1].attrs["stride"] == (1, 1) and compiled.graph.ops[1].attrs["pad"] == (0, 0, 0, 0)
+    assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((5, 3, 13, 9))).exact
+
+
+class _Affine(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.linspace(0.5, 1.5, 8))
+        self.register_buffer("shift", torch.linspace(-0.2, 0.2, 8))
+
+
+class BufferAffine(nn.Module):
+    """A per-channel affine whose vectors are a submodule's buffers, reshaped in forward (a pitch
+    tracker's BatchNorm written by hand): get_attr targets are dotted ("affine.scale"), which
+    crashed constant folding with an AttributeError."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.affine = nn.Conv2d(3, 8, 3), _Affine()
+
+    def forward(self, x):
+        y = F.relu(self.conv(x))
+        return y * self.affine.scale.view(1, 8, 1, 1) + self.affine.shift.view(1, 8, 1, 1)
+
+
+def test_constants_held_by_submodules_fold(tmp_path):
+    rng = np.random.default_rng(6)
+    compiled = compile_model(_factory_file(tmp_path, "BufferAffine"), calibration=rng.standard_normal((8, 3, 13, 9)))
     assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((5, 3, 13, 9))).exact
 
 

@@ -16,7 +16,7 @@ import math
 import torch
 from torch.fx import GraphModule, Node
 
-from edgec.torch_ops import IDENTITIES
+from edgec.torch_ops import IDENTITIES, module_attribute
 
 aten = torch.ops.aten
 
@@ -105,7 +105,7 @@ def _derived(new: Node, origin: Node) -> None:
 
 def _constant_value(module: GraphModule, node) -> torch.Tensor | None:
     if isinstance(node, Node) and node.op == "get_attr":
-        value = getattr(module, node.target)
+        value = module_attribute(module, node.target)
         return value if isinstance(value, torch.Tensor) else None
     return None
 
