@@ -119,11 +119,13 @@ def io_entry(graph: Graph, plan: MemoryPlan, index: int, name: str) -> dict:
             "scale": tensor.scale, "scale_literal": _float_literal(tensor.scale), "zero_point": tensor.zero_point,
             "size": tensor.elements, "bytes": tensor.nbytes, "dims": list(zip(axes, tensor.shape)),
             "offset": offset_of(plan, graph, name), "clip": QUANTIZE_CLIP[tensor.dtype],
+            "reciprocal_literal": _float_literal(1.0 / tensor.scale),
             "qmin": INT_RANGE[tensor.dtype][0], "qmax": INT_RANGE[tensor.dtype][1]}
 
 
 def io_entries(graph: Graph, plan: MemoryPlan) -> dict:
-    return {"inputs": [io_entry(graph, plan, i, name) for i, name in enumerate(graph.inputs)],
+    return {"input_rounding": graph.input_rounding,
+            "inputs": [io_entry(graph, plan, i, name) for i, name in enumerate(graph.inputs)],
             "outputs": [io_entry(graph, plan, i, name) for i, name in enumerate(graph.outputs)]}
 
 

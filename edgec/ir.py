@@ -127,6 +127,10 @@ class Graph:
     ops: list[Op] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
+    # How <name>_quantize_input turns floats into the input tensor, as the program's own quantize
+    # does: "multiply" (PT2E's quantize_per_tensor, also ExecuTorch's: x * float32(1/scale),
+    # halves to even) or "divide" (TFLite's QUANTIZE: x / scale, halves away from zero).
+    input_rounding: str = "multiply"
 
     def add_tensor(self, tensor: Tensor) -> Tensor:
         if tensor.name in self.tensors:

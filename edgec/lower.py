@@ -272,6 +272,7 @@ def lower(module: GraphModule, converter_semantics: bool = False) -> Graph:
     """`converter_semantics`: the program came quantized by another tool (read as TFLite's
     converter reads it)."""
     graph = LoweringContext(module, converter_semantics).run()
+    graph.input_rounding = "divide" if converter_semantics else "multiply"
     if not graph.inputs or not graph.outputs:
         raise EdgecError("the model has no tensor input or no tensor output")
     if all(op.kind == "reshape" for op in graph.ops):

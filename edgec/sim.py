@@ -20,17 +20,26 @@ stored = to_stored  # a float graph value laid out as a tensor is stored
 
 def quantize_input(graph: Graph, x_float: np.ndarray, index: int = 0) -> np.ndarray:
     """Float model input `index` (PyTorch layout) -> its stored integer tensor, exactly as
-    <name>_quantize_input_<index> in C: float32 division, round half away from zero, saturate (NaN
-    and huge values included)."""
+    <name>_quantize_input_<index> in C and as the program's quantize (Graph.input_rounding):
+    float32 x * float32(1/scale) rounded half to even, or float32 x / scale rounded half away
+    from zero; then saturated (NaN and huge values included)."""
     tensor = graph.tensors[graph.inputs[index]]
     x = np.asarray(x_float, dtype=np.float32).reshape(tensor.torch_shape)
-    v = x / np.float32(tensor.scale)
-    v = np.where(v >= 0, v + np.float32(0.5), v - np.float32(0.5))
     clip = QUANTIZE_CLIP[tensor.dtype]
-    v = np.where(v >= -clip, np.minimum(v, clip), -clip)  # NaN -> low end
-    q = np.trunc(v).astype(np.int32) + tensor.zero_point
+    if graph.input_rounding == "multiply":
+        v = _clip(x * np.float32(1.0 / tensor.scale), clip)
+        q = np.rint(v)
+    else:
+        v = _clip(x / np.float32(tensor.scale), clip)
+        q = np.trunc(v) + np.trunc(2 * (v - np.trunc(v)))  # the fraction (exact) rounds away at +-0.5
     info = np.iinfo(INT_DTYPES[tensor.dtype])
+    q = q.astype(np.int32) + tensor.zero_point
     return stored(tensor, np.clip(q, info.min, info.max).astype(INT_DTYPES[tensor.dtype]))
+
+
+def _clip(v: np.ndarray, clip: np.float32) -> np.ndarray:
+    """v within +-clip, NaN to the low end (the C conversion to an integer is then defined)."""
+    return np.where(v >= -clip, np.minimum(v, clip), -clip)
 
 
 def run(graph: Graph, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
