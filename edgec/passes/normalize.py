@@ -16,7 +16,7 @@ import math
 import torch
 from torch.fx import GraphModule, Node
 
-from edgec.torch_ops import IDENTITIES, module_attribute
+from edgec.torch_ops import IDENTITIES, MEANS, PADS, REDUCTIONS, VIEWS, module_attribute
 
 aten = torch.ops.aten
 
@@ -36,6 +36,7 @@ def normalize(module: GraphModule) -> GraphModule:
             node.replace_all_uses_with(node.args[0])
             module.graph.erase_node(node)
             changed = True
+    changed |= _drop_no_ops(module)
     changed |= _fold_constants(module)
     changed |= _decompose_attention(module)
     changed |= _constant_cat_as_pad_and_add(module)
@@ -66,6 +67,53 @@ def _make_functional(module: GraphModule, node: Node, functional) -> None:
     for user in list(mutated.users):
         if user is not node and order[user] > order[node]:
             user.replace_input_with(mutated, node)
+
+
+# -- no-ops --------------------------------------------------------------------------------------
+
+def _drop_no_ops(module: GraphModule) -> bool:
+    """Ops that leave their input's values as they are vanish before any kernel is chosen (so they
+    never cost a layer or block int16): views and pads that keep the shape, identity permutes and
+    transposes; a reduction over axes of size 1 becomes the view it is."""
+    changed = False
+    for node in list(module.graph.nodes):
+        if node.op != "call_function" or not node.args or not isinstance(node.args[0], Node) \
+                or "val" not in node.meta or not isinstance(node.meta["val"], torch.Tensor):
+            continue
+        source, result = node.args[0], node.meta["val"]
+        if _keeps_values(node) and tuple(result.shape) == tuple(source.meta["val"].shape):
+            node.replace_all_uses_with(source)
+            module.graph.erase_node(node)
+            changed = True
+        elif _reduces_size_one_axes(node):
+            with module.graph.inserting_before(node):
+                view = module.graph.call_function(aten.reshape.default, (source, list(result.shape)))
+            _derived(view, node)
+            node.replace_all_uses_with(view)
+            module.graph.erase_node(node)
+            changed = True
+    return changed
+
+
+def _keeps_values(node: Node) -> bool:
+    """Whether `node` returns its input's values in their order, if its shape is the input's."""
+    if node.target in VIEWS:
+        return True
+    if node.target in PADS:
+        return not any(node.args[1])
+    if node.target == aten.permute.default:
+        return list(node.args[1]) == sorted(node.args[1], key=lambda d: d % len(node.args[1]))
+    if node.target == aten.transpose.int:
+        rank = node.args[0].meta["val"].dim()
+        return node.args[1] % rank == node.args[2] % rank
+    return False
+
+
+def _reduces_size_one_axes(node: Node) -> bool:
+    if node.target not in MEANS | REDUCTIONS or node.kwargs.get("dtype") is not None or len(node.args) < 2:
+        return False
+    shape, dims = node.args[0].meta["val"].shape, node.args[1]
+    return dims not in (None, []) and all(shape[d] == 1 for d in dims)
 
 
 # -- attention and constants ---------------------------------------------------------------------
