@@ -19,6 +19,7 @@ def module_attribute(module: torch.nn.Module, target: str):
 
 
 CONVS = {aten.conv1d.default, aten.conv2d.default, aten.convolution.default}
+CONV_TRANSPOSES = {aten.conv_transpose1d.default, aten.conv_transpose2d.input}
 LINEARS = {aten.linear.default}
 ADDS = {aten.add.Tensor}
 SOFTMAXES = {aten.softmax.int, aten._softmax.default}

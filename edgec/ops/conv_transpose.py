@@ -39,7 +39,7 @@ from edgec.ops.conv import (CONV_BLOCKING, conv_output_stage, finalize_output_st
                             weighted_operands)
 from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows, kernel_isa
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
-from edgec.torch_ops import aten
+from edgec.torch_ops import CONV_TRANSPOSES, aten
 
 PORTABLE = "portable"
 # Rows of the portable kernel's filter: one channel's taps after another, no padding.
@@ -232,7 +232,6 @@ def conv_transpose_desc(input_shape, w: np.ndarray, bias, multiplier, shift, *, 
 
 # -- the op unit ----------------------------------------------------------------------------------
 
-CONV_TRANSPOSES = {aten.conv_transpose1d.default, aten.conv_transpose2d.input}
 # ConvTranspose weights are [C_in, C_out/groups, ...]: per output channel is axis 1 when groups
 # is 1; grouped layers (depthwise included) share one scale per tensor.
 WEIGHT_QSPEC = QuantizationSpec(
