@@ -103,8 +103,12 @@ def random_table(rng) -> np.ndarray:
         return rng.choice(np.array([-128, 127], dtype=np.int8), 256)
     if style == 2:
         return np.arange(-128, 128).astype(np.int8)          # identity
-    return lut_table(str(rng.choice(sorted(FLOAT_FUNCTIONS))), 2.0 ** rng.uniform(-8, 0), int(rng.integers(-128, 128)),
+    return lut_table(str(rng.choice(DEFINED_EVERYWHERE)), 2.0 ** rng.uniform(-8, 0), int(rng.integers(-128, 128)),
                      2.0 ** rng.uniform(-8, 0), int(rng.integers(-128, 128)))
+
+
+# The float functions of one argument that are numbers on every int8 input (not sqrt of -1).
+DEFINED_EVERYWHERE = sorted(set(FLOAT_FUNCTIONS) - {"sqrt", "rsqrt", "log", "pow"})
 
 
 def random_int8(rng, size: int) -> np.ndarray:
@@ -164,9 +168,12 @@ def _torch_function(function: str, attrs: dict):
         return lambda t: F.elu(t, alpha=attrs.get("alpha", 1.0))
     if function == "softplus":
         return lambda t: F.softplus(t, beta=attrs.get("beta", 1.0), threshold=attrs.get("threshold", 20.0))
+    if function == "pow":
+        return lambda t: torch.pow(t, attrs["exponent"])
     return {"sigmoid": torch.sigmoid, "tanh": torch.tanh, "hardswish": F.hardswish, "hardsigmoid": F.hardsigmoid,
             "silu": F.silu, "mish": F.mish, "exp": torch.exp, "abs": torch.abs, "neg": torch.neg, "erf": torch.erf,
-            "log_sigmoid": F.logsigmoid, "softsign": F.softsign, "sin": torch.sin, "cos": torch.cos}[function]
+            "log_sigmoid": F.logsigmoid, "softsign": F.softsign, "sin": torch.sin, "cos": torch.cos, "sqrt": torch.sqrt,
+            "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal, "log": torch.log}[function]
 
 
 def torch_table(function: str, s_in, zp_in, s_out, zp_out, **attrs) -> tuple[np.ndarray, np.ndarray]:
@@ -178,9 +185,12 @@ def torch_table(function: str, s_in, zp_in, s_out, zp_out, **attrs) -> tuple[np.
     return torch.clamp(rounded + zp_out, -128, 127).to(torch.int8).numpy(), v.numpy()
 
 
-FUNCTION_CASES = [(name, {}) for name in sorted(FLOAT_FUNCTIONS) if name not in ("gelu", "elu", "softplus")] + [
+FUNCTION_CASES = [(name, {}) for name in sorted(FLOAT_FUNCTIONS) if name not in ("gelu", "elu", "softplus", "pow")] + [
     ("gelu", {}), ("gelu", {"approximate": "tanh"}), ("elu", {}), ("elu", {"alpha": 0.3}), ("softplus", {}),
-    ("softplus", {"beta": 2.0, "threshold": 5.0}), ("softplus", {"beta": 0.5, "threshold": 1.0})]
+    ("softplus", {"beta": 2.0, "threshold": 5.0}), ("softplus", {"beta": 0.5, "threshold": 1.0}),
+    ("pow", {"exponent": 2}), ("pow", {"exponent": 3}), ("pow", {"exponent": -1}), ("pow", {"exponent": 0.5})]
+# Functions defined on x >= 0 only: their tables are built for inputs whose zero point is -128.
+NON_NEGATIVE_DOMAIN = {("sqrt", ()), ("rsqrt", ()), ("log", ()), ("pow", (("exponent", 0.5),))}
 qparams = st.tuples(st.floats(-9.0, 1.0).map(lambda e: 2.0**e), st.integers(-128, 127),
                     st.floats(-9.0, 1.0).map(lambda e: 2.0**e), st.integers(-128, 127))
 
@@ -190,6 +200,8 @@ qparams = st.tuples(st.floats(-9.0, 1.0).map(lambda e: 2.0**e), st.integers(-128
 @given(q=qparams, fixed=st.booleans())
 def test_float_tables_match_torch(function, attrs, q, fixed):
     s_in, zp_in, s_out, zp_out = q
+    if (function, tuple(attrs.items())) in NON_NEGATIVE_DOMAIN:
+        zp_in = -128
     if fixed and function in FIXED_OUTPUT_QPARAMS:
         s_out, zp_out = FIXED_OUTPUT_QPARAMS[function]
     table = lut_table(function, s_in, zp_in, s_out, zp_out, **attrs)
@@ -217,7 +229,8 @@ def test_float_table_rounds_exact_ties_away_from_zero():
 def test_fixed_output_qparams():
     assert FIXED_OUTPUT_QPARAMS == {"sigmoid": (1 / 256, -128), "tanh": (1 / 128, 0), "hardsigmoid": (1 / 256, -128)}
     assert OBSERVED_OUTPUT_FUNCTIONS == {"hardswish", "silu", "gelu", "elu", "softplus", "mish", "exp", "leaky_relu",
-                                         "abs", "neg", "erf", "log_sigmoid", "softsign", "sin", "cos"}
+                                         "abs", "neg", "erf", "log_sigmoid", "softsign", "sin", "cos", "sqrt",
+                                         "rsqrt", "reciprocal", "log", "pow"}
     # The fixed ones cover the function's whole range: sigmoid(+-large) -> -128 / 127 etc.
     for function, (s_out, zp_out) in FIXED_OUTPUT_QPARAMS.items():
         table = lut_table(function, 0.25, 0, s_out, zp_out)

@@ -193,6 +193,29 @@ def test_constants_held_by_submodules_fold(tmp_path):
     assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((5, 3, 13, 9))).exact
 
 
+class Spectrum(nn.Module):
+    """A VAD's STFT-magnitude front end as people write it: x ** 2, sqrt, log, rsqrt, reciprocal."""
+
+    def __init__(self):
+        super().__init__()
+        self.re, self.im = nn.Conv1d(1, 8, 16, stride=8), nn.Conv1d(1, 8, 16, stride=8)
+
+    def forward(self, x):
+        magnitude = torch.sqrt(self.re(x) ** 2 + self.im(x).pow(2))
+        return torch.log(magnitude + 1e-2) + torch.rsqrt(magnitude + 0.5) + torch.reciprocal(magnitude + 1.0)
+
+
+def test_unary_math_runs_as_tables(tmp_path):
+    path = tmp_path / "spectrum.py"
+    path.write_text("import torch\nfrom tests.test_pipeline import Spectrum\n\n"
+                    "def factory():\n    torch.manual_seed(0)\n    return Spectrum().eval(), (torch.zeros(1, 1, 64),)\n")
+    rng = np.random.default_rng(7)
+    compiled = compile_model(f"{path}:factory", calibration=rng.standard_normal((8, 1, 64)))
+    functions = sorted(op.attrs["function"] for op in compiled.graph.ops if op.kind == "lut")
+    assert functions == ["log", "pow", "pow", "reciprocal", "rsqrt", "sqrt"]
+    assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((5, 1, 64))).exact
+
+
 def test_build_warns_on_collapsed_weights_and_saturated_biases():
     from types import SimpleNamespace
 

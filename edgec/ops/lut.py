@@ -6,10 +6,13 @@ lookup, so the golden, the host C and the Cortex-M C agree by construction; what
 is the table, built here at compile time from the op and both tensors' qparams.
 
 Float functions (sigmoid, tanh, hardswish, hardsigmoid, silu, gelu with approximate 'none' or
-'tanh', elu, softplus, mish, exp, abs, neg, erf, log_sigmoid, softsign, sin, cos) follow one rule, computed in float64:
+'tanh', elu, softplus, mish, exp, abs, neg, erf, log_sigmoid, softsign, sin, cos, sqrt, rsqrt,
+reciprocal, log, pow with a scalar exponent) follow one rule, computed in float64:
     y_q = clamp(round_half_away(f(s_in * (q - zp_in)) / s_out) + zp_out, -128, 127)
 with f written as PyTorch defines it (the test checks each table against torch's own float64
-function). Rounding is exact ties-away-from-zero on the float64 quotient.
+function). Rounding is exact ties-away-from-zero on the float64 quotient. Infinities (log(0),
+1/0) saturate; a function that is not a number on part of the input's int8 range (sqrt of a
+negative value) is refused with the input's scale.
 
 Two tables instead reproduce TFLite's int8 integer arithmetic, so a TFLite-quantized model gives
 the same bytes:
@@ -115,6 +118,11 @@ FLOAT_FUNCTIONS: dict[str, Callable[..., np.ndarray]] = {
     "softsign": lambda x: x / (1.0 + np.abs(x)),
     "sin": np.sin,
     "cos": np.cos,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "reciprocal": lambda x: 1.0 / x,
+    "log": np.log,
+    "pow": lambda x, exponent: np.power(x, float(exponent)),
 }
 INTEGER_FUNCTIONS = ("leaky_relu", "requantize")
 # Activations whose output qparams come from observation (requantize takes the op's own).
@@ -142,7 +150,7 @@ def round_half_away_exact(v: np.ndarray) -> np.ndarray:
 def float_table(function: str, s_in: float, zp_in: int, s_out: float, zp_out: int, **attrs) -> np.ndarray:
     """The table of a float function (FLOAT_FUNCTIONS): the module docstring's rule in float64."""
     _check_qparams(s_in, zp_in, s_out, zp_out)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         y = FLOAT_FUNCTIONS[function](float(s_in) * (INT8_VALUES - int(zp_in)).astype(np.float64), **attrs)
     if np.isnan(y).any():
         raise ValueError(f"{function}{attrs} is not a number on part of the input range (scale {s_in})")
@@ -268,6 +276,11 @@ _FUNCTIONS = {
     aten.log_sigmoid.default: ("log_sigmoid", {}),
     aten.sin.default: ("sin", {}),
     aten.cos.default: ("cos", {}),
+    aten.sqrt.default: ("sqrt", {}),
+    aten.rsqrt.default: ("rsqrt", {}),
+    aten.reciprocal.default: ("reciprocal", {}),
+    aten.log.default: ("log", {}),
+    aten.pow.Tensor_Scalar: ("pow", {"exponent": (1, None)}),
 }
 
 
