@@ -43,6 +43,9 @@ IDENTITIES = {aten.dropout.default, aten.feature_dropout.default, aten.alpha_dro
               aten.feature_alpha_dropout.default, aten.clone.default, aten.contiguous.default,
               aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default}
 GETITEM = operator.getitem
+# Other spellings of one operator (passes/normalize.py renames them): torch.clip, torch.max(a, b).
+ALIASES = {aten.clip.default: aten.clamp.default, aten.clip.Tensor: aten.clamp.Tensor,
+           aten.max.other: aten.maximum.default, aten.min.other: aten.minimum.default}
 
 # Data movement run as strided copies (edgec.ops.movement.Copy); the multi-output ones return a
 # tuple that getitem nodes pick from.

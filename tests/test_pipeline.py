@@ -216,6 +216,27 @@ def test_unary_math_runs_as_tables(tmp_path):
     assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((5, 1, 64))).exact
 
 
+class Aliases(nn.Module):
+    """torch.clip, torch.max(a, b) and torch.min(a, b): other spellings of clamp, maximum, minimum."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 6)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return torch.clip(y, -1, 1) + torch.max(x, y) + torch.min(x, y) + y.clip(min=0)
+
+
+def test_aliases_compile_as_the_operator_they_name(tmp_path):
+    path = tmp_path / "aliases.py"
+    path.write_text("import torch\nfrom tests.test_pipeline import Aliases\n\n"
+                    "def factory():\n    torch.manual_seed(0)\n    return Aliases().eval(), (torch.zeros(1, 6),)\n")
+    rng = np.random.default_rng(8)
+    compiled = compile_model(f"{path}:factory", calibration=rng.standard_normal((8, 1, 6)))
+    assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((5, 1, 6))).exact
+
+
 def test_build_warns_on_collapsed_weights_and_saturated_biases():
     from types import SimpleNamespace
 

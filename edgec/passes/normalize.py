@@ -16,7 +16,7 @@ import math
 import torch
 from torch.fx import GraphModule, Node
 
-from edgec.torch_ops import IDENTITIES, MEANS, PADS, REDUCTIONS, VIEWS, module_attribute
+from edgec.torch_ops import ALIASES, IDENTITIES, MEANS, PADS, REDUCTIONS, VIEWS, module_attribute
 
 aten = torch.ops.aten
 
@@ -28,6 +28,9 @@ def normalize(module: GraphModule) -> GraphModule:
             continue
         if (functional := functional_form(node.target)) is not None:
             _make_functional(module, node, functional)
+            changed = True
+        if node.target in ALIASES:
+            node.target = ALIASES[node.target]
             changed = True
         if node.target in (aten.view.default, aten._unsafe_view.default):
             node.target = aten.reshape.default  # stays valid once the no-op `contiguous` before it is gone
