@@ -266,6 +266,20 @@ def test_inspect_from_python_on_a_supported_model():
     assert "all supported" in str(result)
 
 
+def test_inspect_reports_the_limits_build_enforces():
+    """log_softmax over more than 4095 classes: build refuses it, so inspect names it too."""
+    class WideLogSoftmax(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 5000)
+
+        def forward(self, x):
+            return torch.log_softmax(self.fc(x), 1)
+
+    result = edgec.inspect(torch.export.export(WideLogSoftmax().eval(), (torch.randn(1, 4),)))
+    assert not result.ok and "BEYOND LIMITS: log_softmax over 5000 elements (at most 4095)" in str(result)
+
+
 def test_a_pt2e_quantized_exported_program_keeps_its_qparams():
     """An ExportedProgram the user quantized with PT2E compiles in memory without calibration, and
     evaluate compares the int8 model with that program's Q/DQ graph run in float."""

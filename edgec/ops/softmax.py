@@ -384,6 +384,13 @@ class LogSoftmax(Softmax):
     kind = "log_softmax"
     targets = frozenset(LOG_SOFTMAXES)
     output_qparams = (LOG_SOFTMAX_OUTPUT_SCALE, LOG_SOFTMAX_OUTPUT_ZERO_POINT)
+    limits = f"at most {LOG_SOFTMAX_MAX_AXIS} elements along the axis"
+
+    def check(self, node) -> str | None:
+        shape = node.args[0].meta["val"].shape
+        if shape[node.args[1] % len(shape)] > LOG_SOFTMAX_MAX_AXIS:
+            return f"log_softmax over {shape[node.args[1] % len(shape)]} elements (at most {LOG_SOFTMAX_MAX_AXIS})"
+        return super().check(node)
 
     def descriptor(self, shape, axis, scale, op) -> dict:
         try:
