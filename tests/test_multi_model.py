@@ -347,6 +347,8 @@ def test_build_several_models_into_one_directory(tmp_path, capsys):
     assert summary["shared_arena_bytes"] == max(arenas.values()) and f"shared arena {max(arenas.values()):,} B" in stdout
     assert {"digits.h", "net.h", "edgec_shared_arena.h", "edgec.mk", "CMakeLists.txt", "runtime"} <= \
         {p.name for p in out.iterdir()}
+    code, _, err = run_cli("report", out, capsys=capsys)
+    assert code == 2 and err.startswith("edgec: error: the directory holds several models (digits, net)")
     main = tmp_path / "main.c"
     main.write_text('#include "digits.h"\n#include "net.h"\n'
                     "int main(void) { return digits_invoke() != 0 || net_invoke() != 0; }\n")
