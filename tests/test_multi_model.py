@@ -259,8 +259,8 @@ def arena_symbols(elf: Path) -> dict[str, int]:
 @pytest.mark.parametrize("target_name", ["cortex-m4", "cortex-m55"])
 def test_three_models_two_instances_link_and_run(quantized, target_name, tmp_path, edgec_cache):
     """Built separately: three directories, their edgec.mk included together and their
-    CMakeLists.txt added together; built together with --shared-arena: one directory whose arena
-    is the largest model's, not the sum."""
+    CMakeLists.txt added together; built together with --shared-arena: one directory (through its
+    edgec.mk and its CMakeLists.txt) whose arena is the largest model's, not the sum."""
     target = get_target(target_name)
     compiled = compiled_models(quantized, target_name)
     runs = workload(compiled)
@@ -269,7 +269,8 @@ def test_three_models_two_instances_link_and_run(quantized, target_name, tmp_pat
     together = tmp_path / "together"
     summary = emit_many([(c, name) for name, c in compiled.items()], together, shared_arena=True)
 
-    for build, dirs in ((build_with_make, separate), (build_with_cmake, separate), (build_with_make, [together])):
+    for build, dirs in ((build_with_make, separate), (build_with_cmake, separate), (build_with_make, [together]),
+                        (build_with_cmake, [together])):
         app = tmp_path / f"{build.__name__}_{dirs[0].parent.name}"
         write_application(app, runs)
         elf = build(app, dirs, target)
