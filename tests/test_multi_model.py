@@ -376,3 +376,121 @@ def test_save_writes_several_compiled_models(tmp_path):
     summary = edgec.save(models, tmp_path / "out", shared_arena=True)
     assert [model["name"] for model in summary["models"]] == ["kws", "anomaly"]
     assert "edgec_kws edgec_anomaly" in (tmp_path / "out" / "CMakeLists.txt").read_text()
+
+
+THREADS = r"""
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kws.h"
+#include "vad.h"
+#include "workload.h"
+
+#define REPEATS 50
+#define LARGER(a, b) ((a) > (b) ? (a) : (b))
+#define ARENA ((LARGER(KWS_ARENA_SIZE, VAD_ARENA_SIZE) + 15) / 16 * 16)
+
+/* Per thread: one arena for both models (run one after the other), the detector's state. */
+static int8_t arenas[2][ARENA] __attribute__((aligned(16)));
+static int8_t states[2][VAD_STATE_SIZE] __attribute__((aligned(VAD_STATE_ALIGNMENT)));
+
+typedef struct {
+    int8_t *arena;
+    int8_t *state;
+    const int8_t (*frames)[VAD_INPUT_0_BYTES];
+    int8_t kws[STEPS][KWS_OUTPUT_0_BYTES];
+    int8_t vad[STEPS][VAD_OUTPUT_0_BYTES];
+    int failed;
+} worker;
+
+/* Keeps the first pass's outputs; every later pass must give the same bytes. */
+static void keep(int repeat, int8_t *kept, const int8_t *output, int size, int *failed)
+{
+    if (repeat == 0) {
+        memcpy(kept, output, (size_t)size);
+    } else if (memcmp(kept, output, (size_t)size) != 0) {
+        *failed = 1;
+    }
+}
+
+static void *work(void *argument)
+{
+    worker *w = argument;
+    int repeat, step;
+    for (repeat = 0; repeat < REPEATS; ++repeat) {
+        vad_reset_state_in(w->state);
+        for (step = 0; step < STEPS; ++step) {
+            memcpy(kws_input_0_in(w->arena), kws_inputs[step], KWS_INPUT_0_BYTES);
+            w->failed |= kws_invoke_in(w->arena) != 0;
+            keep(repeat, w->kws[step], kws_output_0_in(w->arena), KWS_OUTPUT_0_BYTES, &w->failed);
+            memcpy(vad_input_0_in(w->arena), w->frames[step], VAD_INPUT_0_BYTES);
+            w->failed |= vad_invoke_in(w->arena, w->state) != 0;
+            keep(repeat, w->vad[step], vad_output_0_in(w->arena), VAD_OUTPUT_0_BYTES, &w->failed);
+        }
+    }
+    return NULL;
+}
+
+static void print_bytes(const char *label, char thread, int step, const int8_t *bytes, int size)
+{
+    int i;
+    printf("%s_%c %d ", label, thread, step);
+    for (i = 0; i < size; ++i) {
+        printf("%02x", (unsigned)(uint8_t)bytes[i]);
+    }
+    printf("\n");
+}
+
+int main(void)
+{
+    static worker workers[2];
+    pthread_t threads[2];
+    int i, step;
+    for (i = 0; i < 2; ++i) {
+        workers[i].arena = arenas[i];
+        workers[i].state = states[i];
+        workers[i].frames = i == 0 ? vad_a_inputs : vad_b_inputs;
+        if (pthread_create(&threads[i], NULL, work, &workers[i]) != 0) {
+            return 2;
+        }
+    }
+    for (i = 0; i < 2; ++i) {
+        pthread_join(threads[i], NULL);
+        for (step = 0; step < STEPS; ++step) {
+            print_bytes("kws", (char)('a' + i), step, workers[i].kws[step], KWS_OUTPUT_0_BYTES);
+            print_bytes("vad", (char)('a' + i), step, workers[i].vad[step], VAD_OUTPUT_0_BYTES);
+        }
+        if (workers[i].failed) {
+            return 1;
+        }
+    }
+    return 0;
+}
+"""
+
+
+def test_two_threads_run_instances_at_the_same_time(quantized, tmp_path):
+    """The header's rule, tested on the host under ThreadSanitizer: two threads, each with its own
+    arena and detector state, run both models' instance forms at the same time, 50 passes each:
+    no data race, every pass the same outputs, equal to the golden."""
+    require_tools("cc")
+    compiled = compiled_models(quantized, "host")
+    runs = workload(compiled)
+    out, app = tmp_path / "models", tmp_path / "app"
+    emit_many([(c, name) for name, c in compiled.items()], out)
+    write_application(app, runs)
+    (app / "threads.c").write_text(THREADS)
+    sources = [out / "kws.c", out / "kws_weights.c", out / "vad.c", out / "vad_weights.c",
+               *(out / "runtime" / "src").rglob("*.c")]
+    run(["cc", "-std=c99", "-O1", "-g", "-pthread", "-fsanitize=thread", "-Wall", "-Wextra", "-Werror", "-pedantic",
+         f"-I{out}", f"-I{out / 'runtime' / 'include'}", f"-I{app}", app / "threads.c", *sources, "-o", app / "threads"])
+    result = run([app / "threads"], env={"TSAN_OPTIONS": "halt_on_error=1"})
+    assert "ThreadSanitizer" not in result.stderr
+    printed = {(label, int(step)): bytes.fromhex(data)
+               for label, step, data in (line.split() for line in result.stdout.splitlines())}
+    for step in range(STEPS):
+        for thread in "ab":
+            assert printed[f"kws_{thread}", step] == runs["kws"][1][step].tobytes()
+            assert printed[f"vad_{thread}", step] == runs[f"vad_{thread}"][1][step].tobytes()
