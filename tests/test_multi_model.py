@@ -494,3 +494,14 @@ def test_two_threads_run_instances_at_the_same_time(quantized, tmp_path):
         for thread in "ab":
             assert printed[f"kws_{thread}", step] == runs["kws"][1][step].tobytes()
             assert printed[f"vad_{thread}", step] == runs[f"vad_{thread}"][1][step].tobytes()
+
+
+def test_the_ram_budget_holds_every_arena_of_the_directory(quantized, tmp_path):
+    """The firmware holds all the models: their arenas' sum must fit the RAM budget, or with
+    --shared-arena the largest (here the budget is the largest arena)."""
+    sizes = [compile_for(q, "cortex-m4", stream=name in STREAMING).plan.arena_bytes for name, q in quantized.items()]
+    target = get_target("cortex-m4").with_budget(max(sizes), None)
+    models = [(compile_for(q, target, stream=name in STREAMING), name) for name, q in quantized.items()]
+    with pytest.raises(EdgecError, match=f"arena {sum(sizes):,} B > RAM budget {max(sizes):,} B"):
+        emit_many(models, tmp_path / "separate")
+    assert emit_many(models, tmp_path / "shared", shared_arena=True)["arena_bytes"] == max(sizes)
