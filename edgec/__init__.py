@@ -1,7 +1,8 @@
 """edgec: PyTorch -> int8 C99 for Arm Cortex-M.
 
 From Python: edgec.compile(model, example_inputs, calibration=...) -> CompiledModel (save, run,
-verify, bench, report), edgec.evaluate(compiled, data) (float vs int8 metric), edgec.inspect(model).
+verify, bench, report), edgec.save([models], out_dir) (several models, one runtime),
+edgec.evaluate(compiled, data) (float vs int8 metric), edgec.inspect(model).
 They load on first use (module __getattr__), so `import edgec` and the CLI's start stay free of
 torch.
 """
@@ -9,7 +10,7 @@ from edgec.errors import EdgecError
 
 __version__ = "0.1.0"
 
-_API = ("compile", "evaluate", "inspect", "CompiledModel", "Evaluation", "VerifyResult", "top1_accuracy")
+_API = ("compile", "save", "evaluate", "inspect", "CompiledModel", "Evaluation", "VerifyResult", "top1_accuracy")
 __all__ = ["EdgecError", "__version__", *_API]
 
 

@@ -3,6 +3,7 @@
     import edgec
     compiled = edgec.compile(model, example_input, calibration=train_loader, target="cortex-m4")
     compiled.save("build/net")                     # the directory `edgec build` writes
+    edgec.save([kws, vad], "build/app", shared_arena=True)  # several models, one runtime (and arena)
     int8_logits = compiled.run(x)                  # the golden int8 simulator, batched
     print(edgec.evaluate(compiled, val_loader))    # float vs int8 accuracy on your own data
     compiled.verify(x[:20])                        # generated C == golden, byte for byte
@@ -319,6 +320,18 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
     samples = None if arrays is None else [x[:REPORT_SAMPLES] for x in arrays]
     module = copy.deepcopy(model).eval() if isinstance(model, torch.nn.Module) else None
     return CompiledModel(compiled, name, samples, module)
+
+
+def save(models: Iterable[CompiledModel], out_dir: str | Path, *, shared_arena: bool = False) -> dict:
+    """Writes several compiled models (one target) into one directory, as `edgec build a.pt2 b.pt2`
+    does: each model's files, one runtime/ with every kernel they call once, one edgec.mk and
+    CMakeLists.txt; with `shared_arena`, one arena for all of them (for models that never run at
+    the same time), sized by the largest. Returns report.json's content."""
+    models = list(models)
+    if not all(isinstance(model, CompiledModel) for model in models):
+        raise EdgecError("edgec.save() takes the CompiledModels edgec.compile() returns")
+    return pipeline.emit_many([(model.compiled, model.name) for model in models], Path(out_dir),
+                              shared_arena=shared_arena)
 
 
 def evaluate(compiled: CompiledModel, data, metric: Callable | None = None) -> Evaluation:

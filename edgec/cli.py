@@ -146,38 +146,74 @@ def cli():
 
 
 @cli.command()
-@click.argument("model")
+@click.argument("models", metavar="MODEL...", nargs=-1, required=True)
 @click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="output directory")
-@click.option("--calib", type=click.Path(), help=".npy/.npz of float calibration samples shaped like the input")
-@click.option("--name", help="C symbol prefix (default: the model file's name)")
+@click.option("--calib", multiple=True, type=click.Path(),
+              help=".npy/.npz of float calibration samples shaped like the input (several models: once per model, in order)")
+@click.option("--name", multiple=True,
+              help="C symbol prefix (default: the model file's name; several models: once per model, in order)")
 @click.option("--target", default="host", show_default=True, help=TARGET_HELP)
 @_target_options
 @_quantization_options
 @click.option("--report", "html_report", is_flag=True, help="also write report.html (layer table, memory timeline)")
 @click.option("--stream", is_flag=True, help=STREAM_HELP)
+@click.option("--shared-arena", is_flag=True,
+              help="several models: one arena for all of them, sized by the largest (models that never run at "
+              "the same time)")
 @click.option("--quiet", is_flag=True, help="no progress bar")
-def build(model, out_dir, calib, name, target, ram, flash, opt, flash_wait, kernels, method, per_channel_linear,
-          activations, int16_layers, html_report, stream, quiet):
-    """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory."""
+def build(models, out_dir, calib, name, target, ram, flash, opt, flash_wait, kernels, method, per_channel_linear,
+          activations, int16_layers, html_report, stream, shared_arena, quiet):
+    """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory; several MODELs
+    into one directory with one runtime (their kernels once) and, with --shared-arena, one arena."""
+    names = [_check_name(n) for n in (name or [_default_name(m) for m in models])]
+    for option, values in (("--name", name), ("--calib", calib)):
+        if values and len(values) != len(models):
+            times = "once" if len(values) == 1 else f"{len(values)} times"
+            raise EdgecError(f"{option} given {times} for {len(models)} models: give it once per model, in the order "
+                             f"of the models")
+    if shared_arena and len(models) == 1:
+        raise EdgecError("--shared-arena shares one arena between several models: give two or more")
     _quiet_torch()
-    from edgec.pipeline import check_output_dir, emit, quantization_warnings
-    name = _check_name(name or _default_name(model))
+    from edgec.pipeline import check_output_dir, emit, emit_many, quantization_warnings
     check_output_dir(Path(out_dir))
-    compiled = _compile(model, calib, _target(target, ram, flash, opt, flash_wait, kernels), quiet, stream, method,
-                        per_channel_linear, activations, int16_layers)
-    for warning in quantization_warnings(compiled.graph):
-        _warn(warning)
-    report = emit(compiled, Path(out_dir), name)
+    target_info = _target(target, ram, flash, opt, flash_wait, kernels)
+    compiled = []
+    for model, model_calib in zip(models, calib or [None] * len(models)):
+        compiled.append(_compile(model, model_calib, target_info, quiet, stream, method, per_channel_linear,
+                                 activations, int16_layers))
+        for warning in quantization_warnings(compiled[-1].graph):
+            _warn(warning)
+    if len(models) > 1:
+        _echo_many(emit_many(list(zip(compiled, names)), Path(out_dir), shared_arena=shared_arena), Path(out_dir),
+                   html_report)
+        return
+    report = emit(compiled[0], Path(out_dir), names[0])
     from edgec.report import text_summary
     click.echo(f"{out_dir}: {text_summary(report)}")
-    for choice in compiled.choices:
+    for choice in compiled[0].choices:
         click.echo(choice)
     if report["state_bytes"]:
         click.echo(f"streaming state {report['state_bytes']:,} B outside the arena (RAM = arena + state = "
-                   f"{report['ram_bytes']:,} B); one time step per {name}_invoke(), {name}_reset_state()")
+                   f"{report['ram_bytes']:,} B); one time step per {names[0]}_invoke(), {names[0]}_reset_state()")
     if html_report:
         from edgec.report import write_html_report
         click.echo(f"report: {write_html_report(report, Path(out_dir) / 'report.html')}")
+
+
+def _echo_many(summary: dict, out_dir: Path, html_report: bool) -> None:
+    """What `edgec build` prints for several models: each one's summary, then the RAM of the arenas."""
+    from edgec.report import text_summary, write_html_report
+    for report in summary["models"]:
+        click.echo(f"{out_dir} ({report['name']}): {text_summary(report)}")
+        if html_report:
+            page = out_dir / f"report_{report['name']}.html"
+            click.echo(f"report: {write_html_report(report, page)}")
+    arenas = " + ".join(f"{r['name']} {r['arena_bytes']:,} B" for r in summary["models"])
+    if summary["shared_arena_bytes"] is not None:
+        click.echo(f"shared arena {summary['shared_arena_bytes']:,} B (the largest of {arenas}; "
+                   f"edgec_shared_arena.h): the models' simple-form invokes must never run at the same time")
+    else:
+        click.echo(f"arenas {summary['arena_bytes']:,} B ({arenas}; --shared-arena: one arena, the largest)")
 
 
 @cli.command()

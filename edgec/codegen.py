@@ -1,11 +1,14 @@
-"""Emit the self-contained C directory for a planned graph.
+"""Emit the self-contained C directory for a planned graph, or for several (emit_many).
 
 The directory holds <name>.h/.c (the model), <name>_weights.h/.c (flash constants), runtime/
-(only the kernels the model calls, copied from runtime_c/), edgec.mk, CMakeLists.txt and
-report.json. The same graph always renders to byte-identical files.
+(only the kernels the models call, copied from runtime_c/, and edgec_runtime.c, the runtime's
+identity), edgec.mk, CMakeLists.txt and report.json. The same graphs always render to
+byte-identical files.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import shutil
 from dataclasses import dataclass
@@ -26,6 +29,9 @@ RUNTIME = ROOT / "runtime_c"
 C_TYPES = {"int8_t": np.int8, "int16_t": np.int16, "int32_t": np.int32, "int64_t": np.int64, "uint8_t": np.uint8,
            "uint16_t": np.uint16}
 SHARED_RUNTIME_FILES = ("include/edgec_nn.h", "src/support/edgec_support.h")
+# Generated into runtime/src: defines runtime_symbol(), which every model's invoke reads.
+RUNTIME_IDENTITY_SOURCE = "edgec_runtime.c"
+SHARED_ARENA_FILES = ("edgec_shared_arena.h", "edgec_shared_arena.c")
 
 
 @dataclass
@@ -39,17 +45,18 @@ class Names:
     def symbol(self, op: Op, suffix: str) -> str:
         return f"{self.model}_{op.name}_{suffix}"
 
+    # The layers run in <model>_invoke_in, on the arena and state of the instance it is given.
     def ptr(self, tensor: str) -> str:
-        return f"({self.model}_arena + {offset_of(self.plan, self.graph, tensor)})"
+        return f"(arena + {offset_of(self.plan, self.graph, tensor)})"
 
     def state(self, op: Op) -> str:
         """The layer's persistent state (streaming), outside the arena."""
-        return f"({self.model}_state + {self.state_offsets[op.name]})"
+        return f"(state + {self.state_offsets[op.name]})"
 
     def scratch(self, op: Op) -> str:
         if op.name not in self.plan.scratch:
             return "NULL"
-        return f"({self.model}_arena + {self.plan.scratch[op.name][0]})"
+        return f"(arena + {self.plan.scratch[op.name][0]})"
 
     def in_place(self, op: Op) -> bool:
         """Whether the plan writes `op`'s output over one of its inputs (its in-place kernel then)."""
@@ -223,8 +230,86 @@ def _buffer_entry(buffer: Buffer, plan: MemoryPlan, steps: int, overwritten: dic
             "first_layer": buffer.first, "last_layer": buffer.last, "overwrites": overwritten.get(buffer.name)}
 
 
+@functools.cache
+def runtime_id() -> str:
+    """The identity of edgec's kernels: a hash of every runtime_c file a model directory may
+    copy. Model directories link into one application only with the same runtime (edgec.mk and
+    CMakeLists.txt check it; a model's invoke reads runtime_symbol(), so a hand-made build that
+    mixes runtimes fails to link)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for folder in ("include", "src") for p in (RUNTIME / folder).rglob("*") if p.is_file()):
+        digest.update(path.relative_to(RUNTIME).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def runtime_symbol() -> str:
+    return f"edgec_runtime_{runtime_id()}"
+
+
+@dataclass
+class _Model:
+    """One model's files in a directory (what the build files list) and its report."""
+    name: str
+    report: dict
+    runtime_sources: list[str]
+
+    @property
+    def sources(self) -> list[str]:
+        return [f"{self.name}.c", f"{self.name}_weights.c"]
+
+
 def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, origin: str) -> dict:
     """Writes every file into `out_dir` (which must exist and be empty); returns the report."""
+    model = _emit_model(graph, plan, out_dir, name=name, target=target, origin=origin, shared_arena=False)
+    _emit_runtime_and_build_files(out_dir, [model], target, shared_arena_bytes=None)
+    (out_dir / "report.json").write_text(json.dumps(model.report, indent=2) + "\n")
+    return model.report
+
+
+def emit_many(models: list[tuple], out_dir: Path, *, target, shared_arena: bool) -> dict:
+    """Writes several models (graph, plan, name, origin), planned for the same `target`, into
+    `out_dir` (which must exist and be empty) with one runtime; with `shared_arena`, one arena
+    for all of them (edgec_shared_arena.h), sized by the largest. Returns the directory's report:
+    {"models": each model's report, "runtime": runtime_id(), "shared_arena_bytes": (or None),
+    "arena_bytes": the RAM of the arenas, shared or each model's own}."""
+    emitted = [_emit_model(graph, plan, out_dir, name=name, target=target, origin=origin, shared_arena=shared_arena)
+               for graph, plan, name, origin in models]
+    largest = max(model.report["arena_bytes"] for model in emitted)
+    _emit_runtime_and_build_files(out_dir, emitted, target, shared_arena_bytes=largest if shared_arena else None)
+    summary = {"models": [model.report for model in emitted], "target": target.name, "runtime": runtime_id(),
+               "shared_arena_bytes": largest if shared_arena else None,
+               "arena_bytes": largest if shared_arena else sum(model.report["arena_bytes"] for model in emitted)}
+    (out_dir / "report.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _emit_runtime_and_build_files(out_dir: Path, models: list[_Model], target, shared_arena_bytes: int | None) -> None:
+    """runtime/ (the kernels every model calls, once), the shared arena if any, edgec.mk and
+    CMakeLists.txt."""
+    runtime = sorted({source for model in models for source in model.runtime_sources})
+    for relative in list(SHARED_RUNTIME_FILES) + [f"src/{s}" for s in runtime]:
+        destination = out_dir / "runtime" / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(RUNTIME / relative, destination)
+    env = _environment()
+    context = {"version": __version__, "runtime_id": runtime_id(), "runtime_symbol": runtime_symbol(),
+               "target": target.name, "target_cflags": " ".join(target.cflags), "cmsis_nn": cmsis_nn_library(target),
+               "models": models, "KEY": "_".join(model.name.upper() for model in models),
+               "runtime_sources": [RUNTIME_IDENTITY_SOURCE, *runtime], "shared_arena_bytes": shared_arena_bytes,
+               "sources": [source for model in models for source in model.sources]
+               + (["edgec_shared_arena.c"] if shared_arena_bytes else [])}
+    (out_dir / "runtime" / "src" / RUNTIME_IDENTITY_SOURCE).write_text(
+        env.get_template("edgec_runtime.c.j2").render(**context))
+    outputs = [("edgec.mk.j2", "edgec.mk"), ("CMakeLists.txt.j2", "CMakeLists.txt")]
+    if shared_arena_bytes:
+        outputs += [(f"{filename}.j2", filename) for filename in SHARED_ARENA_FILES]
+    for template, filename in outputs:
+        (out_dir / filename).write_text(env.get_template(template).render(**context))
+
+
+def _emit_model(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, origin: str,
+                shared_arena: bool) -> _Model:
+    """One model's header, C file and constants; its report."""
     state_offsets, state_bytes = state_layout(graph)
     names = Names(name, graph, plan, state_offsets)
     calls = [KINDS[op.kind].emit(op, graph, names) for op in graph.ops]
@@ -237,25 +322,19 @@ def emit(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, or
                "writes": allowed_writes(op, graph, plan), "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1],
                "scratch_required": call.scratch_required}
               for i, (op, call) in enumerate(zip(graph.ops, calls))]
-    sources = [f"{name}.c", f"{name}_weights.c"] + [f"runtime/src/{s}" for s in runtime_sources(graph)]
     library = cmsis_nn_library(target)
     context = {"name": name, "NAME": name.upper(), "version": __version__, "origin": Path(origin).name,
                "target": target.name, "opt": target.opt, "target_cflags": " ".join(target.cflags), "arena_bytes": plan.arena_bytes,
                "dsp": target.dsp, "mve": target.mve,
                "macs": sum(KINDS[op.kind].macs(op, graph) for op in graph.ops),
                **io_entries(graph, plan),
-               "layers": layers, "constants": constants, "sources": sources, "state_bytes": state_bytes,
-               "state_reset": [call.state_reset for call in calls if call.state_reset], "cmsis_nn": library}
+               "layers": layers, "constants": constants, "state_bytes": state_bytes,
+               "state_reset": [call.state_reset for call in calls if call.state_reset], "cmsis_nn": library,
+               "shared_arena": shared_arena, "runtime_symbol": runtime_symbol()}
     env = _environment()
     for template, filename in (("model.h.j2", f"{name}.h"), ("model.c.j2", f"{name}.c"),
-                               ("weights.h.j2", f"{name}_weights.h"), ("weights.c.j2", f"{name}_weights.c"),
-                               ("edgec.mk.j2", "edgec.mk"), ("CMakeLists.txt.j2", "CMakeLists.txt")):
+                               ("weights.h.j2", f"{name}_weights.h"), ("weights.c.j2", f"{name}_weights.c")):
         (out_dir / filename).write_text(env.get_template(template).render(**context))
-    for relative in list(SHARED_RUNTIME_FILES) + [f"src/{s}" for s in runtime_sources(graph)]:
-        destination = out_dir / "runtime" / relative
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(RUNTIME / relative, destination)
     summary = report(graph, plan, name, target, weights_bytes, calls)
     summary["cmsis_nn"] = library
-    (out_dir / "report.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return summary
+    return _Model(name, summary, runtime_sources(graph))

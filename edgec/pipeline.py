@@ -157,6 +157,41 @@ def emit(compiled: Compiled, out_dir: Path, name: str) -> dict:
     return report
 
 
+def emit_many(models: list[tuple[Compiled, str]], out_dir: Path, *, shared_arena: bool = False) -> dict:
+    """Several models (compiled for one target, each with its C name) into one directory with one
+    runtime (and, with `shared_arena`, one arena sized by the largest), written atomically as
+    emit writes one. Returns the directory's report (codegen.emit_many)."""
+    if not models:
+        raise EdgecError("no models to write")
+    names = [name for _, name in models]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise EdgecError(f"two models are named {repeated[0]!r}: give each model its own name (--name)")
+    target = models[0][0].target
+    for compiled, name in models:
+        if (compiled.target.name, compiled.target.cflags, compiled.target.kernels, compiled.target.cmsis_nn_dir) != \
+                (target.name, target.cflags, target.kernels, target.cmsis_nn_dir):
+            raise EdgecError(f"model {name!r} is compiled for {compiled.target.name} (--kernels "
+                             f"{compiled.target.kernels}), {names[0]!r} for {target.name} (--kernels {target.kernels}): "
+                             f"models sharing one directory and runtime need the same target and kernels")
+    out_dir = Path(out_dir)
+    check_output_dir(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        report = codegen.emit_many([(c.graph, c.plan, name, c.origin) for c, name in models], staging,
+                                   target=target, shared_arena=shared_arena)
+        # The firmware holds them all: their arenas (shared: the largest) and all their constants.
+        check_memory_budget({"arena_bytes": report["arena_bytes"],
+                             "weights_bytes": sum(model["weights_bytes"] for model in report["models"])}, target)
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        staging.rename(out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return report
+
+
 def quantization_warnings(graph: Graph) -> list[str]:
     """One line per layer whose int8 weights are all zero (its float weights below half a step of
     their scale, or a program's collapsed constants: the layer outputs its bias alone) or whose

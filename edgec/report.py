@@ -108,6 +108,10 @@ def load_report(report: dict | str | Path) -> dict:
     if not isinstance(report, dict):
         path = Path(report)
         report = json.loads((path / "report.json" if path.is_dir() else path).read_text())
+    if "models" in report:
+        names = ", ".join(model["name"] for model in report["models"])
+        raise EdgecError(f"the directory holds several models ({names}): its report.json lists each one's report; "
+                         f"edgec build --report writes one page per model")
     if "buffers" not in report:
         raise EdgecError("report.json has no buffer lifetimes (it predates the memory report): rebuild the model")
     return report
