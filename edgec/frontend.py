@@ -144,6 +144,15 @@ def source_line(node: Node) -> str:
     return f"{filename}:{number}: {code}"
 
 
+FOLDED_MODULES = "edgec_folded_modules"  # node.meta key: the module paths of what was folded into it
+
+
+def module_paths(node: Node) -> list[str]:
+    """The paths of the modules whose forward traced `node` (outermost first), then of the
+    modules folded into it (a BatchNorm into its conv)."""
+    return [path for path, _ in (node.meta.get("nn_module_stack") or {}).values()] + node.meta.get(FOLDED_MODULES, [])
+
+
 def module_path(node: Node) -> str | None:
     """'features.3.block.1 (Hardswish)': the innermost nn.Module the node was traced in."""
     stack = node.meta.get("nn_module_stack") or {}

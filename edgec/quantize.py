@@ -15,7 +15,7 @@ from torchao.quantization.pt2e.quantizer import Quantizer
 
 from edgec import calibration as calibration_methods
 from edgec.errors import EdgecError
-from edgec.frontend import node_location
+from edgec.frontend import module_paths, node_location
 from edgec.ops import OPS
 from edgec.ops.base import OpDef
 from edgec.ops.int16_units import INT16_CAPABLE_KINDS
@@ -106,7 +106,7 @@ class EdgecQuantizer(Quantizer):
 
     def _matches(self, node) -> set[str]:
         """The int16_layers names whose module (or a submodule of which) traced `node`."""
-        paths = [path for path, _ in (node.meta.get("nn_module_stack") or {}).values()]
+        paths = module_paths(node)
         return {name for name in self.int16_layers
                 if any(path == name or path.startswith(name + ".") for path in paths)}
 

@@ -189,6 +189,13 @@ def test_unknown_int16_layer_is_refused():
         quantize_model(f"{MODELS}:subtracts", calibration=None, warn=lambda _: None, int16_layers=["conv", "nope"])
 
 
+def test_a_batch_norm_folded_into_its_conv_names_the_conv():
+    """--int16-layers bn selects the conv the BatchNorm was folded into (its output is the bn's)."""
+    compiled = compile_for(quantize_model(f"{MODELS}:folds_batch_norm", calibration=None, warn=lambda _: None,
+                                          int16_layers=["bn"]))
+    assert [op.kind for op in compiled.graph.ops][0] == "conv2d_s16"
+
+
 def test_cli_builds_int16_and_mixed_models(tmp_path, capsys):
     code, out, err = run_cli("build", f"{MODELS}:every_int16_kernel", "-o", tmp_path / "all", "--activations", "int16",
                              "--quiet", capsys=capsys)

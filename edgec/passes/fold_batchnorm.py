@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
+from edgec.frontend import FOLDED_MODULES, module_paths
 from edgec.torch_ops import BATCH_NORMS, CONV_TRANSPOSES, CONVS, GETITEM, LINEARS, aten, module_attribute
 
 _DEPTHWISE = {3: aten.conv1d.default, 4: aten.conv2d.default}  # by the normalised tensor's rank
@@ -61,6 +62,8 @@ def _fold(module: GraphModule, producer: Node, bn: Node) -> None:
     args[1] = _constant(module, producer, "weight", folded_weight)
     args[2] = _constant(module, producer, "bias", bias * factor + shift)
     producer.args = tuple(args)
+    # The BatchNorm's module is now computed by the producer (--int16-layers bn selects it).
+    producer.meta[FOLDED_MODULES] = producer.meta.get(FOLDED_MODULES, []) + module_paths(bn)
     for user in list(bn.users):
         if user.target == GETITEM:  # _native_batch_norm_legit_no_training returns a tuple
             user.replace_all_uses_with(producer)

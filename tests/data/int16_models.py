@@ -116,3 +116,19 @@ class ReadsInputTwice(nn.Module):
 def reads_input_twice():
     torch.manual_seed(0)
     return ReadsInputTwice().eval(), (torch.randn(1, 3, 6, 6),)
+
+
+class FoldsBatchNorm(nn.Module):
+    """conv -> BatchNorm (folded into the conv) -> ReLU -> mean -> linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn, self.fc = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.fc(F.relu(self.bn(self.conv(x))).mean((2, 3)))
+
+
+def folds_batch_norm():
+    torch.manual_seed(0)
+    return FoldsBatchNorm().eval(), (torch.randn(1, 3, 6, 6),)
