@@ -159,9 +159,11 @@ def test_input_read_by_int8_and_int16_layers_is_int16(int16_layer, tmp_path):
     check_against_reference(compiled, floats)
 
 
-def test_layer_without_int16_kernel_is_refused_by_name():
-    with pytest.raises(EdgecError, match=r"no int16 kernel.*\n.*sub with a constant operand.*self.conv\(x\) - 0.5"):
-        compile_for(quantize_model(f"{MODELS}:subtracts", calibration=None, warn=lambda _: None,
+@pytest.mark.parametrize("factory, line", [("subtracts", r"sub with a constant operand.*self.conv\(x\) - 0.5"),
+                                           ("scales_by_constant", r"mul with a constant operand.*self.conv\(x\) \* self.gain")])
+def test_layer_without_int16_kernel_is_refused_by_name(factory, line):
+    with pytest.raises(EdgecError, match=r"no int16 kernel.*\n.*" + line):
+        compile_for(quantize_model(f"{MODELS}:{factory}", calibration=None, warn=lambda _: None,
                                    activations="int16"))
 
 

@@ -322,7 +322,8 @@ class Binary(OpDef):
     def _constant(ctx, node, index, arg, op, divisor, like) -> ConstantOperand:
         if isinstance(arg, Node):
             value = ctx.constant(arg)
-            if not value.quantized or value.value.dtype != np.int8 or len(value.scales) != 1:
+            # An int16 constant (of an int16 layer) is refused with the layers that have no int16 kernel.
+            if not value.quantized or value.value.dtype not in (np.int8, np.int16) or len(value.scales) != 1:
                 raise EdgecError(f"{source_line(node)}: the constant operand of {op} must be quantized per tensor to int8")
             if divisor:
                 raise EdgecError(f"{source_line(node)}: division by a constant tensor is not supported; multiply by its inverse")

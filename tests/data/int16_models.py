@@ -132,3 +132,20 @@ class FoldsBatchNorm(nn.Module):
 def folds_batch_norm():
     torch.manual_seed(0)
     return FoldsBatchNorm().eval(), (torch.randn(1, 3, 6, 6),)
+
+
+class ScalesByConstant(nn.Module):
+    """A mul by a constant tensor: no int16 kernel (refused by name, like a scalar operand)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.register_buffer("gain", torch.linspace(0.5, 1.5, 4).reshape(1, 4, 1, 1))
+
+    def forward(self, x):
+        return self.conv(x) * self.gain
+
+
+def scales_by_constant():
+    torch.manual_seed(0)
+    return ScalesByConstant().eval(), (torch.randn(1, 3, 6, 6),)
