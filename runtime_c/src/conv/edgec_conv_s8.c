@@ -574,6 +574,7 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 24 && offsetof
         "add sp, sp, #4\n\t"                                                                       \
         "pop {r0, r4-r11, pc}\n\t")
 
+#if EDGEC_UNALIGNED_ASM
 static __attribute__((naked, noinline)) void dsp_blocks_2x3(dsp_block_run *run __attribute__((unused)))
 {
     DSP_BLOCKS_2X3(DSP_GROUP_2X3, DSP_BIASES, DSP_REQUANT_PAIR);
@@ -583,6 +584,7 @@ static __attribute__((naked, noinline)) void dsp_blocks_2x3_wide(dsp_block_run *
 {
     DSP_BLOCKS_2X3(DSP_GROUP_2X3_WIDE, DSP_TABLE_BIASES, DSP_TABLE_REQUANT_PAIR);
 }
+#endif
 
 /* What the output stage of a step needs besides the sums. */
 typedef struct {
@@ -615,6 +617,7 @@ static DSP_ALWAYS_INLINE void dsp_conv_pixels(const int8_t *cols, int32_t groups
                             int8_t *const out[DSP_PIXELS])
 {
     int32_t c = 0;
+#if EDGEC_UNALIGNED_ASM
     if (o->short_requant && out_c >= 2) {
         dsp_block_run *run = o->run;
         run->filter = filter;
@@ -630,6 +633,7 @@ static DSP_ALWAYS_INLINE void dsp_conv_pixels(const int8_t *cols, int32_t groups
         c = out_c / 2 * 2;
         filter += (o->wide ? 8 : 4) * groups * c;
     }
+#endif
     for (; c < out_c; c += 2, filter += (o->wide ? 16 : 8) * groups) {
         const int has_c1 = c + 1 < out_c; /* an odd last channel pairs with a zero filter row */
         const int32_t *pair_bias = o->wide ? bias + 4 * c : bias + c; /* the table: 8 words a pair */
@@ -803,7 +807,7 @@ static void mve_store_block(const int32_t sums[8], int32_t c, int32_t count, int
 }
 
 /* The assembly needs registers that an unoptimised build keeps for its frame. */
-#if defined(__OPTIMIZE__)
+#if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
 /* What the mve_blocks_4x2 functions read and advance; their assembly addresses the fields by
  * offset and loads the runs of them it needs with one LDM (register order = field order). */
 typedef struct {
@@ -1009,7 +1013,7 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
     int8_t *row_a = scratch; /* two receptive fields of row_len int8 */
     int8_t *row_b = scratch + row_len;
     pixel_cursor px = {0, 0, 0};
-#if defined(__OPTIMIZE__)
+#if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
     mve_block_run run;
     run.lo = vdupq_n_s32(stage.lo);
     run.hi = vdupq_n_s32(stage.hi);
@@ -1043,7 +1047,7 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
             pixel_next(&px, output_dims);
         }
         int32_t c = 0;
-#if defined(__OPTIMIZE__)
+#if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
         if (out_c >= 4) {
             /* A lone last pixel is its own pixel b: the same bytes stored twice. */
             run.filter = packed_filter;

@@ -26,6 +26,13 @@
 #include <stddef.h>
 #include <string.h>
 
+/* Some assembly routines below are one asm statement longer than the 4095 characters C99 promises
+ * a string literal; the assembler takes any length, GCC does not count asm strings, and clang's
+ * -pedantic does. */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Woverlength-strings"
+#endif
+
 #define GROUP 4  /* channels per pass */
 #define PHASES 3 /* slot orders of a 3x3 window's rows */
 
@@ -151,7 +158,7 @@ static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at,
 }
 
 /* The assembly needs registers that an unoptimised build keeps for its frame. */
-#if defined(__OPTIMIZE__)
+#if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
 /*
  * The rows of a full group in assembly: GCC spills the output stage's constants and reloads them
  * per pixel (each store may alias them). A tap is VLDRB.S32 of the entry and the weights, VMUL
@@ -422,7 +429,7 @@ static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_
     const int8_t *x = g->layer->cache;
     const int32_t step = 12 * g->layer->stride_w;
     const int8_t *w = g->w[p][0];
-#if defined(__OPTIMIZE__)
+#if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
     if (g->count == GROUP) {
         row_3x3_full(g, x, w, out, out_step);
         return;
@@ -552,7 +559,7 @@ static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at,
 }
 
 /* A row of 3x3 undilated pixels in phase p: nine consecutive entries each. */
-#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__)
+#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
 /* What dsp_row_3x3's assembly reads per row besides the group. */
 typedef struct {
     int32_t out_step;
@@ -629,7 +636,7 @@ static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_
     const int32_t entry = (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
     const int32_t step = 3 * entry * g->layer->stride_w;
     const int8_t *x = g->layer->cache;
-#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__)
+#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
     if (g->short_requant) { /* a full group */
         dsp_row row = {out_step, step - 9 * entry, g->layer->out_w};
         dsp_row_3x3(g, g->w[p], x, out, &row);
@@ -770,7 +777,7 @@ static void cache_rows(const packed_group *g, int32_t b, int32_t oy, int32_t *ca
     }
 }
 
-#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
 /* Pixel pairs of a row (dsp_pairs_3x3_step24/48 after group_outputs, so that the code before
  * keeps its place in the instruction cache: dsp_row_3x3 and group_outputs' row loop as before). */
 typedef struct dsp_pair_run dsp_pair_run;
@@ -831,7 +838,7 @@ static DSP_ALWAYS_INLINE void dsp_group_rows_3x3(const packed_group *g, int32_t 
 }
 #endif
 
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__)
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
 /*
  * Every row of batch b of a full group with a 3x3 undilated window: cache_rows and
  * group_row_3x3 with their bookkeeping cut to the bone (filter row 0 in slot first mod 3, so that
@@ -876,7 +883,7 @@ static void mve_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, in
 }
 #endif
 
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__)
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
 /*
  * mve_group_rows_3x3 for a layer at stride 1 whose output rows are whole blocks of five pixels
  * (a 25x5 layer) and a group without left shifts: each output row oy brings in one new padded
@@ -954,7 +961,7 @@ static void group_outputs(const packed_layer *layer, int32_t batches, int32_t fi
     cache_pad(layer);
 
     for (int32_t b = 0; b < batches; b++) {
-#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
         if (layer->unrolled && g.short_requant) {
             int8_t *batch_out = out + b * layer->out_h * layer->out_w * pixel_step;
             const dsp_pairs_fn pairs = dsp_pairs_for(layer);
@@ -962,7 +969,7 @@ static void group_outputs(const packed_layer *layer, int32_t batches, int32_t fi
             continue;
         }
 #endif
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__)
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
         if (layer->unrolled && g.count == GROUP && g.right_shifts_only && layer->stride_h == 1 &&
             layer->stride_w == 1 && layer->out_w % 5 == 0) {
             mve_group_rows_fives(&g, b, out + b * layer->out_h * layer->out_w * pixel_step, pixel_step);
@@ -977,7 +984,7 @@ static void group_outputs(const packed_layer *layer, int32_t batches, int32_t fi
     }
 }
 
-#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
 /*
  * Pixel pairs of a 3x3 row: the second pixel's entries lie `step` bytes past the first's, and
  * both take each tap's weights from one pair of loads (the first pixel's four SMLAxy, then the

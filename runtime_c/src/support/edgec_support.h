@@ -27,6 +27,21 @@
 #define EDGEC_NOINLINE
 #endif
 
+/*
+ * 1 where the hand-written assembly routines may run: the DSP micro-kernels and Helium loops read
+ * and write words and halfwords at any alignment (LDR, STRH, VLDRW), which Cortex-M allows unless
+ * the build forbids it. -mno-unaligned-access (for memory or a CCR.UNALIGN_TRP setting that faults
+ * on unaligned access) leaves __ARM_FEATURE_UNALIGNED undefined, and then, as at -O0 for the
+ * routines that need an optimised build, their C forms run, which read through memcpy (byte loads
+ * where unaligned access is not allowed). Decided at compile time: a default build's instructions
+ * are unchanged.
+ */
+#if defined(__ARM_FEATURE_UNALIGNED)
+#define EDGEC_UNALIGNED_ASM 1
+#else
+#define EDGEC_UNALIGNED_ASM 0
+#endif
+
 /* (a * m + 2^30) >> 31 on the 64-bit product, truncated to int32. */
 static inline int32_t edgec_doubling_high_mult_no_sat(int32_t a, int32_t m)
 {
