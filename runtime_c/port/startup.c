@@ -93,7 +93,7 @@ static void trap_unaligned_access(void)
  * program takes this one instead, as a firmware takes a C library built like itself. The empty
  * asm keeps the compiler from turning the loop back into a call to memcpy.
  */
-void *memcpy(void *restrict dst, const void *restrict src, size_t n)
+void *memcpy(void *dst, const void *src, size_t n)
 {
     unsigned char *d = dst;
     const unsigned char *s = src;
