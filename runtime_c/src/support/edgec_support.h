@@ -566,11 +566,17 @@ static inline void edgec_s16_dsp_reorder(int16_t *x, int32_t count)
     }
 }
 
-/* Four int8 weights at w (any alignment: the core reads unaligned words) as one word. */
+/* Four int8 weights at w (any alignment: the core reads unaligned words unless the build forbids
+ * it) as one word. */
 static inline int32_t edgec_s16_dsp_load_weights(const int8_t *w)
 {
     int32_t four;
+#if EDGEC_UNALIGNED_ASM
     __asm__("ldr %0, %1" : "=r"(four) : "m"(*(const int8_t(*)[4])w));
+#else
+    four = (int32_t)((uint32_t)(uint8_t)w[0] | (uint32_t)(uint8_t)w[1] << 8 | (uint32_t)(uint8_t)w[2] << 16 |
+                     (uint32_t)(uint8_t)w[3] << 24);
+#endif
     return four;
 }
 
