@@ -7,13 +7,15 @@ golden: -mno-unaligned-access, where the port makes every unaligned access fault
 with -munaligned-access (the assembly routines through clang's assembler).
 
 The DSP/Helium kernel driver of tests/test_kernels_arm.py runs a quarter of its random cases per
-build (its assembly routines: clang with -munaligned-access); a small model with every layer
+build (its assembly routines: clang with -munaligned-access), the data-movement driver of
+tests/test_kernels_movement.py its cases on the M4; a small model with every layer
 family (tests/data/models.py:all_ops) runs four samples as clang builds it by default.
 """
 from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from edgec import toolchain, verify
@@ -22,6 +24,8 @@ from edgec.targets import Target, get_target
 from tests.data.models import all_ops_samples
 from tests.device_support import ALL_OPS, ROOT, edgec_cache, needs_toolchain, require_tools  # noqa: F401
 from tests.test_kernels_arm import all_cases, failures, run_on_target
+from tests.test_kernels_movement import device_cases
+from tests.test_kernels_movement import run_on_target as run_movement_on_target
 
 pytestmark = [needs_toolchain, pytest.mark.usefixtures("edgec_cache")]
 
@@ -61,6 +65,18 @@ def test_an_unaligned_load_faults_in_a_no_unaligned_access_build(target, tmp_pat
 def test_packed_kernels_match_golden(target, build, tmp_path):
     cases = all_cases(target, seed=11, divisor=4)
     failed = failures(cases, run_on_target(build_target(target, build), cases, tmp_path))
+    assert not failed, f"{len(failed)} of {len(cases)} cases fail:\n" + "\n".join(failed[:10])
+
+
+@pytest.mark.parametrize("build", ["gcc-no-unaligned", "clang"])
+def test_movement_kernels_match_golden_on_cortex_m4(build, tmp_path):
+    """The DSP channel shuffle's SEL reads flags a USUB8 set (GCC dropped an unused __usub8 in a
+    -mno-unaligned-access build); copies take words where aligned."""
+    cases = device_cases(seed=13)
+    results, _ = run_movement_on_target(build_target("cortex-m4", build), cases, tmp_path)
+    failed = [f"{name} ({kind}): status {status}, guard {guard}, {desc}"
+              for (name, kind, desc, _, _, expected), (status, guard, out) in zip(cases, results)
+              if status != 0 or not guard or not np.array_equal(out, expected)]
     assert not failed, f"{len(failed)} of {len(cases)} cases fail:\n" + "\n".join(failed[:10])
 
 

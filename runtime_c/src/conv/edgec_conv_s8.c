@@ -807,7 +807,7 @@ static void mve_store_block(const int32_t sums[8], int32_t c, int32_t count, int
 }
 
 /* The assembly needs registers that an unoptimised build keeps for its frame. */
-#if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
+#if defined(__OPTIMIZE__)
 /* What the mve_blocks_4x2 functions read and advance; their assembly addresses the fields by
  * offset and loads the runs of them it needs with one LDM (register order = field order). */
 typedef struct {
@@ -1013,7 +1013,7 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
     int8_t *row_a = scratch; /* two receptive fields of row_len int8 */
     int8_t *row_b = scratch + row_len;
     pixel_cursor px = {0, 0, 0};
-#if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
+#if defined(__OPTIMIZE__)
     mve_block_run run;
     run.lo = vdupq_n_s32(stage.lo);
     run.hi = vdupq_n_s32(stage.hi);
@@ -1047,7 +1047,7 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
             pixel_next(&px, output_dims);
         }
         int32_t c = 0;
-#if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
+#if defined(__OPTIMIZE__)
         if (out_c >= 4) {
             /* A lone last pixel is its own pixel b: the same bytes stored twice. */
             run.filter = packed_filter;

@@ -158,7 +158,7 @@ static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at,
 }
 
 /* The assembly needs registers that an unoptimised build keeps for its frame. */
-#if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
+#if defined(__OPTIMIZE__)
 /*
  * The rows of a full group in assembly: GCC spills the output stage's constants and reloads them
  * per pixel (each store may alias them). A tap is VLDRB.S32 of the entry and the weights, VMUL
@@ -429,7 +429,7 @@ static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_
     const int8_t *x = g->layer->cache;
     const int32_t step = 12 * g->layer->stride_w;
     const int8_t *w = g->w[p][0];
-#if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
+#if defined(__OPTIMIZE__)
     if (g->count == GROUP) {
         row_3x3_full(g, x, w, out, out_step);
         return;
@@ -838,7 +838,7 @@ static DSP_ALWAYS_INLINE void dsp_group_rows_3x3(const packed_group *g, int32_t 
 }
 #endif
 
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__)
 /*
  * Every row of batch b of a full group with a 3x3 undilated window: cache_rows and
  * group_row_3x3 with their bookkeeping cut to the bone (filter row 0 in slot first mod 3, so that
@@ -883,7 +883,7 @@ static void mve_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, in
 }
 #endif
 
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__)
 /*
  * mve_group_rows_3x3 for a layer at stride 1 whose output rows are whole blocks of five pixels
  * (a 25x5 layer) and a group without left shifts: each output row oy brings in one new padded
@@ -969,7 +969,7 @@ static void group_outputs(const packed_layer *layer, int32_t batches, int32_t fi
             continue;
         }
 #endif
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__OPTIMIZE__)
         if (layer->unrolled && g.count == GROUP && g.right_shifts_only && layer->stride_h == 1 &&
             layer->stride_w == 1 && layer->out_w % 5 == 0) {
             mve_group_rows_fives(&g, b, out + b * layer->out_h * layer->out_w * pixel_step, pixel_step);

@@ -191,7 +191,7 @@ static void mve_add_table(int32_t *table, int32_t offset, int32_t left_shift, in
 }
 
 /* The assembly needs registers that an unoptimised build keeps for its frame. */
-#if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
+#if defined(__OPTIMIZE__)
 /*
  * n >= 1 blocks of eight elements when the output shift is strictly right (no left shift, and
  * the rounding fixup of edgec_mve_requantize is the sign of the product: its minus_right lanes
@@ -264,7 +264,7 @@ edgec_status edgec_add_s8_mve(const edgec_add_params *params, const int8_t *inpu
     mve_add_table(table2, params->input2_offset, params->left_shift, params->input2_multiplier,
                   params->input2_shift);
     int32_t i = 0;
-#if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
+#if defined(__OPTIMIZE__)
     if (params->output_shift < 0 && size >= 8) {
         const int32_t bounds[8] = {stage.lo, stage.lo, stage.lo, stage.lo,
                                    stage.hi, stage.hi, stage.hi, stage.hi};

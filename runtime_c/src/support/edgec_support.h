@@ -28,13 +28,14 @@
 #endif
 
 /*
- * 1 where the hand-written assembly routines may run: the DSP micro-kernels and Helium loops read
- * and write words and halfwords at any alignment (LDR, STRH, VLDRW), which Cortex-M allows unless
- * the build forbids it. -mno-unaligned-access (for memory or a CCR.UNALIGN_TRP setting that faults
- * on unaligned access) leaves __ARM_FEATURE_UNALIGNED undefined, and then, as at -O0 for the
- * routines that need an optimised build, their C forms run, which read through memcpy (byte loads
- * where unaligned access is not allowed). Decided at compile time: a default build's instructions
- * are unchanged.
+ * 1 where the DSP assembly routines may run: they read and write words and halfwords of int8
+ * data at any alignment (LDR, STR, STRH), which Cortex-M allows unless the build forbids it.
+ * -mno-unaligned-access (for memory or a CCR.UNALIGN_TRP setting that faults on unaligned access;
+ * also clang's bare-metal default) leaves __ARM_FEATURE_UNALIGNED undefined, and then their C
+ * forms run, which read through memcpy (byte loads where unaligned access is not allowed).
+ * Decided at compile time: a default build's instructions are unchanged. The Helium routines
+ * need no switch: they move int8 data with byte-element VLDRB/VSTRB and load words only from
+ * int32 arrays and their own aligned structures.
  */
 #if defined(__ARM_FEATURE_UNALIGNED)
 #define EDGEC_UNALIGNED_ASM 1
