@@ -20,17 +20,17 @@ $(STAMP)/install-test: $(STAMP)/install
 install: $(STAMP)/install
 install-test: $(STAMP)/install-test toolchain
 
-# The Cortex-M cross compiler and emulator, cmake for the firmware example, and headless Chromium
-# for the HTML report's browser test (Debian packages).
+# The Cortex-M cross compiler and emulator, clang and ld.lld (the clang builds), cmake for the
+# firmware example, and headless Chromium for the HTML report's browser test (Debian packages).
 toolchain:
 	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null && command -v cmake >/dev/null \
-		&& command -v chromium >/dev/null; then :; \
+		&& command -v clang >/dev/null && command -v ld.lld >/dev/null && command -v chromium >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ]; then \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-			gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake chromium >/dev/null; \
+			gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang lld cmake chromium >/dev/null; \
 	else \
-		echo "Cortex-M toolchain or Chromium missing; run as root:"; \
-		echo "  apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake chromium"; \
+		echo "Cortex-M toolchain, clang or Chromium missing; run as root:"; \
+		echo "  apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang lld cmake chromium"; \
 		exit 1; \
 	fi
 

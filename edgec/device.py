@@ -87,7 +87,8 @@ def build_program(target: Target, model_dir: Path, name: str, build_dir: Path, *
     build_dir.mkdir(parents=True, exist_ok=True)
     driver = build_dir / "target_main.c"
     template = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-                                  undefined=jinja2.StrictUndefined).get_template("target_main.c.j2")
+                                  undefined=jinja2.StrictUndefined,
+                                  keep_trailing_newline=True).get_template("target_main.c.j2")
     report = read_report(model_dir)
     driver.write_text(template.render(name=name, NAME=name.upper(), inputs_file=INPUTS_FILE,
                                       outputs_file=OUTPUTS_FILE, inputs=report["inputs"], outputs=report["outputs"]))

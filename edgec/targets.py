@@ -31,6 +31,9 @@ class Target:
     # Flash wait states of the user's part (--flash-wait): what --opt auto chooses for and bench's
     # cycles are modelled at; None: those of the typical part (edgec.timing.MEMORY).
     flash_wait: int | None = None
+    # The cross compiler edgec's own builds of the target (verify, bench) use: "gcc"
+    # (arm-none-eabi-gcc) or "clang" (edgec.toolchain). Generated code takes the application's.
+    compiler: str = "gcc"
 
     @property
     def is_host(self) -> bool:

@@ -1,6 +1,8 @@
 """Building and running C programs for a target: arm-none-eabi-gcc cross builds against edgec's
-bare-metal port (runtime_c/port), runs under QEMU with semihosting, exact instruction counts
-through edgec's QEMU plugin, and flash/RAM sizes of a build. Imports nothing of torch.
+bare-metal port (runtime_c/port), or clang ones (a target whose `compiler` is "clang": Debian's
+clang for --target=arm-none-eabi, linked by ld.lld against the GCC toolchain's newlib), runs under
+QEMU with semihosting, exact instruction counts through edgec's QEMU plugin, and flash/RAM sizes of
+a build. Imports nothing of torch.
 
 Objects are cached (see compile_object): a test session that builds many programs compiles the
 shared runtime and port sources once per target and flag set.
@@ -32,8 +34,12 @@ PLUGIN_SOURCE = PORT_DIR / "qemu_insn_plugin.c"
 
 APT_INSTALL = ("apt-get install -y --no-install-recommends "
                "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm")
+CLANG_APT_INSTALL = "apt-get install -y --no-install-recommends clang lld"
 BASE_CFLAGS = ("-std=c99", "-ffunction-sections", "-fdata-sections")
 LINK_FLAGS = ("-nostartfiles", "--specs=nano.specs", "-Wl,--gc-sections")
+# clang links with ld.lld and no start files or libraries of its own (it has no newlib or
+# compiler-rt for arm-none-eabi): newlib-nano's libc and libgcc come from the GCC toolchain.
+CLANG_LINK_FLAGS = ("-fuse-ld=lld", "-nostdlib", "-Wl,--gc-sections")
 QEMU_FLAGS = ("-nographic", "-monitor", "none", "-serial", "none",
               "-semihosting-config", "enable=on,target=native")
 FAULT_STATUS = 3  # SEMIHOST_FAULT_STATUS in runtime_c/port/semihost.h
@@ -86,6 +92,33 @@ def require_qemu() -> str:
     return qemu
 
 
+def require_clang() -> str:
+    """Path of clang (and ld.lld, which it links with); a ToolchainError saying how to install them."""
+    clang = shutil.which("clang")
+    if clang is None or shutil.which("ld.lld") is None:
+        raise ToolchainError(f"clang and ld.lld are needed for a clang build; install them (Debian/Ubuntu): "
+                             f"{CLANG_APT_INSTALL}")
+    return clang
+
+
+@functools.cache
+def newlib_for(cflags: tuple[str, ...]) -> tuple[Path, Path, Path]:
+    """(sysroot, libc_nano.a, libgcc.a) of the GCC toolchain's multilib for the code-generation
+    flags `cflags`, as arm-none-eabi-gcc finds them: clang builds compile against that sysroot's
+    headers and link those two libraries."""
+    gcc = require_cross_toolchain()
+
+    def ask(*question: str) -> str:
+        return subprocess.run([gcc, *cflags, *question], capture_output=True, text=True, check=True).stdout.strip()
+
+    libc = Path(ask("-print-file-name=libc_nano.a")).resolve()
+    multilib = ask("-print-multi-directory")
+    sysroot = libc.parent
+    for _ in Path(multilib).parts if multilib != "." else ():
+        sysroot = sysroot.parent
+    return sysroot.parent, libc, Path(ask("-print-libgcc-file-name")).resolve()
+
+
 def require_host_cc() -> str:
     cc = find_host_cc()
     if cc is None:
@@ -93,8 +126,14 @@ def require_host_cc() -> str:
     return cc
 
 
-def _compiler_for(target: Target) -> str:
-    return require_host_cc() if target.is_host else require_cross_toolchain()
+def _compiler_for(target: Target) -> list[str]:
+    """The command that compiles (and links) for `target`."""
+    if target.is_host:
+        return [require_host_cc()]
+    if target.compiler == "clang":
+        sysroot, _, _ = newlib_for(target.cflags)
+        return [require_clang(), "--target=arm-none-eabi", f"--sysroot={sysroot}"]
+    return [require_cross_toolchain()]
 
 
 @functools.cache
@@ -171,7 +210,7 @@ def compile_object(target: Target | str, source: Path, include_dirs: Sequence[Pa
     compiler = _compiler_for(target)
     flags = [*target.cflags, *BASE_CFLAGS, opt, *_define_flags(defines),
              *(f"-I{Path(d).resolve()}" for d in (*include_dirs, PORT_DIR)), *extra_cflags]
-    key_text = "\0".join([_compiler_identity(compiler), target.name, *flags, str(source),
+    key_text = "\0".join([_compiler_identity(compiler[0]), *compiler[1:], target.name, *flags, str(source),
                           _sha256_file(source)])
     key = hashlib.sha256(key_text.encode()).hexdigest()[:24]
     obj_dir = Path(cache_dir or default_cache_dir()) / "obj" / target.name
@@ -183,7 +222,7 @@ def compile_object(target: Target | str, source: Path, include_dirs: Sequence[Pa
     obj_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=obj_dir, prefix=".build-") as tmp:
         tmp_obj, depfile = Path(tmp) / "out.o", Path(tmp) / "out.d"
-        cmd = [compiler, *flags, "-MMD", "-MF", str(depfile), "-c", str(source), "-o", str(tmp_obj)]
+        cmd = [*compiler, *flags, "-MMD", "-MF", str(depfile), "-c", str(source), "-o", str(tmp_obj)]
         _run_build(cmd, f"compiling {source} for {target.name}")
         deps = {str(p.resolve()): _sha256_file(p) for p in _parse_depfile(depfile.read_text())}
         _atomic_write(obj, tmp_obj.read_bytes())
@@ -216,7 +255,8 @@ def cross_compile(target: Target | str, sources: Sequence[Path], include_dirs: S
 
     Arm targets link with the port (startup.c, semihost.c; runtime_c/port is always on the
     include path, so programs can #include "semihost.h") and the board's linker script, with
-    `-nostartfiles --specs=nano.specs -Wl,--gc-sections`. `stack_size` (bytes) overrides the
+    `-nostartfiles --specs=nano.specs -Wl,--gc-sections` (clang: ld.lld and the same newlib-nano,
+    CLANG_LINK_FLAGS). `stack_size` (bytes) overrides the
     linker script's 8 KiB default. The host target builds a native executable without the port.
     `defines`, `opt` and `extra_cflags` apply to the port objects too. Returns `out_elf`.
     """
@@ -224,18 +264,22 @@ def cross_compile(target: Target | str, sources: Sequence[Path], include_dirs: S
     out_elf = Path(out_elf)
     all_sources = [Path(s) for s in sources]
     link_flags: list[str] = []
+    libraries: list[str] = []
     if not target.is_host:
         if target.linker_script is None:
             raise ToolchainError(f"target {target.name} has no linker script")
         all_sources += PORT_SOURCES
-        link_flags += [*LINK_FLAGS, "-T", str(PORT_DIR / target.linker_script)]
+        clang = target.compiler == "clang"
+        link_flags += [*(CLANG_LINK_FLAGS if clang else LINK_FLAGS), "-T", str(PORT_DIR / target.linker_script)]
         if stack_size is not None:
             link_flags.append(f"-Wl,--defsym=__stack_size={int(stack_size)}")
+        if clang:
+            libraries += [str(library) for library in newlib_for(target.cflags)[1:]]
     objects = compile_objects(target, all_sources, include_dirs=include_dirs, defines=defines,
                               opt=opt, extra_cflags=extra_cflags, cache_dir=cache_dir)
     out_elf.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [_compiler_for(target), *target.cflags, opt, *map(str, objects), *link_flags,
-           *extra_ldflags, "-o", str(out_elf)]
+    cmd = [*_compiler_for(target), *target.cflags, opt, *map(str, objects), *link_flags,
+           *extra_ldflags, *libraries, "-o", str(out_elf)]
     _run_build(cmd, f"linking {out_elf} for {target.name}")
     return out_elf
 

@@ -2,7 +2,7 @@
 extensions differ from the target it was generated for, checks every planned scratch against the
 kernels' sizes from edgec_nn.h (which follow -mcpu) at compile time, checks an external arena's
 alignment when invoked, stops at the first failing layer and says which, keeps user text from
-ending its comments, and passes its CPU flags to CMake privately."""
+ending its comments, and passes its CPU flags to CMake privately (to a project without its own)."""
 from __future__ import annotations
 
 import json
@@ -152,7 +152,11 @@ def test_user_text_cannot_end_a_comment(tmp_path, capsys):
 
 
 def test_cmake_gets_the_cpu_flags_privately(digits_dirs):
+    """... and only when the project sets no -mcpu of its own (tests/test_firmware.py: softfp)."""
     m55 = (digits_dirs["cortex-m55"] / "CMakeLists.txt").read_text()
-    assert "target_compile_options(edgec_digits PRIVATE -mcpu=cortex-m55 -mthumb -mfloat-abi=hard)" in m55
+    assert ('if(NOT "${CMAKE_C_FLAGS} ${EDGEC_DIGITS_OPTIONS}" MATCHES "-mcpu=")\n'
+            "    set(EDGEC_DIGITS_CPU_FLAGS -mcpu=cortex-m55 -mthumb -mfloat-abi=hard)") in m55
+    assert "target_compile_options(edgec_digits PRIVATE ${EDGEC_DIGITS_CPU_FLAGS})" in m55
+    assert "target_compile_options(edgec_runtime PRIVATE ${EDGEC_DIGITS_CPU_FLAGS})" in m55
     assert "-std=c99" not in m55 and "C_STANDARD 99" in m55
     assert "target_compile_options" not in (digits_dirs["host"] / "CMakeLists.txt").read_text()

@@ -39,7 +39,7 @@ from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, blocked_bias, dsp_ch
 from edgec.ops.linear import FC_BLOCKING, fully_connected_s8
 from edgec.ops.pool import avg_pool2d_s8
 from edgec.pipeline import compile_model, emit
-from edgec.targets import get_target
+from edgec.targets import Target, get_target
 from tests.data.models import all_ops_samples
 from tests.device_support import ALL_OPS, ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
 
@@ -359,7 +359,7 @@ def all_cases(target: str, seed: int, divisor: int = 1) -> list[Case]:
     return cases + refused
 
 
-def run_on_target(target: str, cases: list[Case], tmp_path: Path,
+def run_on_target(target: str | Target, cases: list[Case], tmp_path: Path,
                   opt: str = "-O2") -> list[tuple[int, bool, np.ndarray]]:
     elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [RUNTIME / "include"], tmp_path / "kernels.elf",
                                   opt=opt, extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
@@ -380,23 +380,28 @@ def describe(case: Case) -> str:
     return f"{case.kind} on {case.isa}: fields {case.fields}, arrays {[a.shape for a in case.arrays]}"
 
 
+def failures(cases: list[Case], results: list[tuple[int, bool, np.ndarray]]) -> list[str]:
+    """What each case that did not return its status, keep its guards and write its golden bytes did."""
+    found = []
+    for case, (status, guards, output) in zip(cases, results):
+        if status != case.status or not guards:
+            found.append(f"status {status} (expected {case.status}), guards intact {guards}: {describe(case)}")
+        elif status != 0 and not np.array_equal(output, case.expected.ravel()):
+            found.append(f"refused, but wrote its output: {describe(case)}")
+        elif status == 0 and not np.array_equal(output, case.expected.ravel()):
+            differ = int(np.count_nonzero(output != case.expected.ravel()))
+            found.append(f"{differ} of {output.size} bytes differ: {describe(case)}")
+    return found
+
+
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
 @pytest.mark.parametrize("opt", list(OPT_LEVELS))
 @pytest.mark.parametrize("target", sorted(ISAS))
 def test_packed_kernels_match_golden(target, opt, tmp_path):
     cases = all_cases(target, seed=5 + list(OPT_LEVELS).index(opt), divisor=OPT_LEVELS[opt])
-    results = run_on_target(target, cases, tmp_path, opt)
-    failures = []
-    for case, (status, guards, output) in zip(cases, results):
-        if status != case.status or not guards:
-            failures.append(f"status {status} (expected {case.status}), guards intact {guards}: {describe(case)}")
-        elif status != 0 and not np.array_equal(output, case.expected.ravel()):
-            failures.append(f"refused, but wrote its output: {describe(case)}")
-        elif status == 0 and not np.array_equal(output, case.expected.ravel()):
-            differ = int(np.count_nonzero(output != case.expected.ravel()))
-            failures.append(f"{differ} of {output.size} bytes differ: {describe(case)}")
-    assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures[:10])
+    failed = failures(cases, run_on_target(target, cases, tmp_path, opt))
+    assert not failed, f"{len(failed)} of {len(cases)} cases fail:\n" + "\n".join(failed[:10])
 
 
 @pytest.mark.parametrize("target,opt,suffix,conv_suffix", [

@@ -164,15 +164,22 @@ int semihost_write_file(const char *path, const void *buf, int len)
 /*
  * The markers: `noipa` keeps GCC from inlining, cloning (constprop), or merging the two identical
  * bodies (ipa-icf), any of which would move calls away from the symbol addresses the plugin
- * hooks. The asm statement makes the call an observable side effect that cannot be removed; it
- * emits no instruction, so each marker is a single `bx lr`.
+ * hooks; clang has no noipa and does none of those to a noinline function with a side effect.
+ * The asm statement makes the call an observable side effect that cannot be removed; it emits no
+ * instruction, so each marker is a single `bx lr`.
  */
-__attribute__((noipa)) void bench_begin(unsigned id)
+#if defined(__clang__)
+#define PORT_MARKER __attribute__((noinline))
+#else
+#define PORT_MARKER __attribute__((noipa))
+#endif
+
+PORT_MARKER void bench_begin(unsigned id)
 {
     __asm__ volatile("" : : "r"(id) : "memory");
 }
 
-__attribute__((noipa)) void bench_end(unsigned id)
+PORT_MARKER void bench_end(unsigned id)
 {
     __asm__ volatile("" : : "r"(id) : "memory");
 }

@@ -2,7 +2,8 @@
  * startup.c -- bare-metal start-up for edgec's Cortex-M boards (no libc start files).
  *
  * The vector table goes first in flash (section .vectors, KEEP'd by the board linker scripts).
- * Reset: enable the FPU/MVE coprocessors if the build uses them, set the stack limit on ARMv8-M,
+ * Reset: enable the FPU/MVE coprocessors if the build uses them, trap unaligned accesses in a
+ * -mno-unaligned-access build, set the stack limit on ARMv8-M,
  * paint the stack, copy .data, zero .bss, run main(), and exit through semihosting with main's
  * return value. Every fault ends the program with status SEMIHOST_FAULT_STATUS after printing
  * "HardFault", so a crash never hangs the emulator; an unexpected interrupt ends it with status 4.
@@ -31,6 +32,8 @@
 #define SCB_CPACR (*(volatile uint32_t *)0xE000ED88u)
 #define SCB_CFSR (*(volatile uint32_t *)0xE000ED28u)
 #define SCB_HFSR (*(volatile uint32_t *)0xE000ED2Cu)
+#define SCB_CCR (*(volatile uint32_t *)0xE000ED14u)
+#define CCR_UNALIGN_TRP (1u << 3)
 #define CPACR_CP10_CP11_FULL_ACCESS (0xFu << 20)
 
 /* Mainline profiles have the configurable fault status registers and 32-bit Thumb-2. */
@@ -72,6 +75,35 @@ static void enable_coprocessors(void)
     __asm__ volatile("dsb\n\tisb" : : : "memory");
 #endif
 }
+
+/* A build for memory without unaligned access (-mno-unaligned-access) makes every unaligned word
+ * or halfword access fault (UsageFault UNALIGNED), so none can hide in its code. */
+static void trap_unaligned_access(void)
+{
+#if PORT_HAS_FAULT_STATUS && !defined(__ARM_FEATURE_UNALIGNED)
+    SCB_CCR |= CCR_UNALIGN_TRP;
+    __asm__ volatile("dsb\n\tisb" : : : "memory");
+#endif
+}
+
+#if PORT_HAS_FAULT_STATUS && !defined(__ARM_FEATURE_UNALIGNED)
+/*
+ * With the trap on, newlib's memcpy, built for cores that allow unaligned access, faults on a
+ * copy between differently aligned buffers (Debian has no -mno-unaligned-access multilib): the
+ * program takes this one instead, as a firmware takes a C library built like itself. The empty
+ * asm keeps the compiler from turning the loop back into a call to memcpy.
+ */
+void *memcpy(void *dst, const void *src, size_t n)
+{
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    while (n--) {
+        *d++ = *s++;
+        __asm__ volatile("" : : : "memory");
+    }
+    return dst;
+}
+#endif
 
 /* ARMv8-M checks the main stack pointer against MSPLIM: an overflow faults instead of silently
  * writing below the stack. */
@@ -154,6 +186,7 @@ static void init_memory(void)
 void Reset_Handler(void)
 {
     enable_coprocessors();
+    trap_unaligned_access();
     set_stack_limit();
     paint_stack();
     init_memory();

@@ -574,6 +574,7 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 24 && offsetof
         "add sp, sp, #4\n\t"                                                                       \
         "pop {r0, r4-r11, pc}\n\t")
 
+#if EDGEC_UNALIGNED_ASM
 static __attribute__((naked, noinline)) void dsp_blocks_2x3(dsp_block_run *run __attribute__((unused)))
 {
     DSP_BLOCKS_2X3(DSP_GROUP_2X3, DSP_BIASES, DSP_REQUANT_PAIR);
@@ -583,6 +584,7 @@ static __attribute__((naked, noinline)) void dsp_blocks_2x3_wide(dsp_block_run *
 {
     DSP_BLOCKS_2X3(DSP_GROUP_2X3_WIDE, DSP_TABLE_BIASES, DSP_TABLE_REQUANT_PAIR);
 }
+#endif
 
 /* What the output stage of a step needs besides the sums. */
 typedef struct {
@@ -615,6 +617,7 @@ static DSP_ALWAYS_INLINE void dsp_conv_pixels(const int8_t *cols, int32_t groups
                             int8_t *const out[DSP_PIXELS])
 {
     int32_t c = 0;
+#if EDGEC_UNALIGNED_ASM
     if (o->short_requant && out_c >= 2) {
         dsp_block_run *run = o->run;
         run->filter = filter;
@@ -630,6 +633,7 @@ static DSP_ALWAYS_INLINE void dsp_conv_pixels(const int8_t *cols, int32_t groups
         c = out_c / 2 * 2;
         filter += (o->wide ? 8 : 4) * groups * c;
     }
+#endif
     for (; c < out_c; c += 2, filter += (o->wide ? 16 : 8) * groups) {
         const int has_c1 = c + 1 < out_c; /* an odd last channel pairs with a zero filter row */
         const int32_t *pair_bias = o->wide ? bias + 4 * c : bias + c; /* the table: 8 words a pair */

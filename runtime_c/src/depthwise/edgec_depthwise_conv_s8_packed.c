@@ -26,6 +26,13 @@
 #include <stddef.h>
 #include <string.h>
 
+/* Some assembly routines below are one asm statement longer than the 4095 characters C99 promises
+ * a string literal; the assembler takes any length, GCC does not count asm strings, and clang's
+ * -pedantic does. */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Woverlength-strings"
+#endif
+
 #define GROUP 4  /* channels per pass */
 #define PHASES 3 /* slot orders of a 3x3 window's rows */
 
@@ -552,7 +559,7 @@ static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at,
 }
 
 /* A row of 3x3 undilated pixels in phase p: nine consecutive entries each. */
-#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__)
+#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
 /* What dsp_row_3x3's assembly reads per row besides the group. */
 typedef struct {
     int32_t out_step;
@@ -629,7 +636,7 @@ static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_
     const int32_t entry = (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
     const int32_t step = 3 * entry * g->layer->stride_w;
     const int8_t *x = g->layer->cache;
-#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__)
+#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
     if (g->short_requant) { /* a full group */
         dsp_row row = {out_step, step - 9 * entry, g->layer->out_w};
         dsp_row_3x3(g, g->w[p], x, out, &row);
@@ -770,7 +777,7 @@ static void cache_rows(const packed_group *g, int32_t b, int32_t oy, int32_t *ca
     }
 }
 
-#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
 /* Pixel pairs of a row (dsp_pairs_3x3_step24/48 after group_outputs, so that the code before
  * keeps its place in the instruction cache: dsp_row_3x3 and group_outputs' row loop as before). */
 typedef struct dsp_pair_run dsp_pair_run;
@@ -954,7 +961,7 @@ static void group_outputs(const packed_layer *layer, int32_t batches, int32_t fi
     cache_pad(layer);
 
     for (int32_t b = 0; b < batches; b++) {
-#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
         if (layer->unrolled && g.short_requant) {
             int8_t *batch_out = out + b * layer->out_h * layer->out_w * pixel_step;
             const dsp_pairs_fn pairs = dsp_pairs_for(layer);
@@ -977,7 +984,7 @@ static void group_outputs(const packed_layer *layer, int32_t batches, int32_t fi
     }
 }
 
-#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
 /*
  * Pixel pairs of a 3x3 row: the second pixel's entries lie `step` bytes past the first's, and
  * both take each tap's weights from one pair of loads (the first pixel's four SMLAxy, then the

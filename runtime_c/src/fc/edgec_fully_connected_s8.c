@@ -191,7 +191,12 @@ static inline void dsp_mac_4x1(const int8_t *filter, const int8_t *x, int32_t n,
     const int8_t *const full_end = x + (n & ~3);
     while (x < full_end) {
         int32_t group;
+#if EDGEC_UNALIGNED_ASM
         __asm__ volatile("ldr %0, [%1], #4" : "=r"(group), "+r"(x) : : "memory");
+#else
+        memcpy(&group, x, 4);
+        x += 4;
+#endif
         dsp_mac_4x1_group(&filter, group, s, wide, rows);
     }
     if ((n & 3) != 0) {
@@ -341,6 +346,7 @@ typedef char dsp_fc_run_layout[offsetof(dsp_fc_run, quant_step) == 24 && offseto
         "bne 1b\n\t"                                                                               \
         "pop {r0, r4-r11, pc}\n\t")
 
+#if EDGEC_UNALIGNED_ASM
 static __attribute__((naked, noinline)) void dsp_fc_blocks_int8(dsp_fc_run *run __attribute__((unused)))
 {
     DSP_FC_BLOCKS(DSP_FC_GROUP);
@@ -375,6 +381,7 @@ static int32_t dsp_fc_whole_blocks(dsp_fc_run *run, const int8_t *x, int32_t inp
     (wide ? dsp_fc_blocks_wide : dsp_fc_blocks_int8)(run);
     return whole;
 }
+#endif
 
 /* requantize(acc) + offset of output o by the short form, saturated to int8. */
 static inline int32_t dsp_fc_output_short(int32_t acc, const edgec_per_channel_quant *quant,
@@ -433,6 +440,7 @@ static edgec_status dsp_fc(const edgec_fc_params *params, const edgec_per_channe
 
     /* The assembly routine's per-call fields; per-tensor quantization repeats the one multiplier
      * and shift for the 4 outputs of a block (quant_step 0). */
+#if EDGEC_UNALIGNED_ASM
     dsp_fc_run run;
     const int32_t m4[4] = {quant->multiplier[0], quant->multiplier[0], quant->multiplier[0], quant->multiplier[0]};
     const int32_t s4[4] = {quant->shift[0], quant->shift[0], quant->shift[0], quant->shift[0]};
@@ -440,16 +448,19 @@ static edgec_status dsp_fc(const edgec_fc_params *params, const edgec_per_channe
     run.round_base = edgec_dsp_round_base(stage.offset);
     run.lows = edgec_dsp_bytes(stage.lo + stage.offset);
     run.highs = edgec_dsp_bytes(stage.hi + stage.offset);
+#endif
 
     for (int32_t b = 0; b < batches; b++) {
         const int8_t *filter = packed_filter;
         int32_t o = 0;
+#if EDGEC_UNALIGNED_ASM
         if (short_requant && output_size >= 4) {
             o = dsp_fc_whole_blocks(&run, input + b * input_size, input_size, output_size, packed_filter,
                                     folded_bias, params->per_channel ? quant->multiplier : m4,
                                     params->per_channel ? quant->shift : s4, output + b * output_size, wide);
             filter += (wide ? 8 : 4) * groups * o;
         }
+#endif
         for (; o < output_size; o += 4, filter += (wide ? 32 : 16) * groups) {
             const int32_t valid = EDGEC_MIN(4, output_size - o); /* the rest are zero rows */
             int32_t sums[4] = {0, 0, 0, 0};

@@ -156,7 +156,11 @@ static void zip_pairs(int8_t *dst, const int8_t *a, const int8_t *b, int32_t n)
     }
 #elif defined(__ARM_FEATURE_DSP)
     /* 8 pairs per step, two words of each input: 12 instructions besides loads and stores. */
-    (void)__usub8(0xFF00FF00u, 0x01010101u); /* GE = 0b1010: SEL takes bytes 1 and 3 from its first operand */
+    /* GE = 0b1010: SEL takes bytes 1 and 3 from its first operand. An asm volatile, as the
+     * compilers do not see SEL read the flags: GCC dropped an unused __usub8 in a
+     * -mno-unaligned-access build. */
+    uint32_t ge;
+    __asm__ volatile("usub8 %0, %1, %2" : "=r"(ge) : "r"(0xFF00FF00u), "r"(0x01010101u));
     for (; k + 8 <= n; k += 8) {
         uint32_t x0, x1, y0, y1;
         memcpy(&x0, a + k, 4);

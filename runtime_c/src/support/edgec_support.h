@@ -27,6 +27,22 @@
 #define EDGEC_NOINLINE
 #endif
 
+/*
+ * 1 where the DSP assembly routines may run: they read and write words and halfwords of int8
+ * data at any alignment (LDR, STR, STRH), which Cortex-M allows unless the build forbids it.
+ * -mno-unaligned-access (for memory or a CCR.UNALIGN_TRP setting that faults on unaligned access;
+ * also clang's bare-metal default) leaves __ARM_FEATURE_UNALIGNED undefined, and then their C
+ * forms run, which read through memcpy (byte loads where unaligned access is not allowed).
+ * Decided at compile time: a default build's instructions are unchanged. The Helium routines
+ * need no switch: they move int8 data with byte-element VLDRB/VSTRB and load words only from
+ * int32 arrays and their own aligned structures.
+ */
+#if defined(__ARM_FEATURE_UNALIGNED)
+#define EDGEC_UNALIGNED_ASM 1
+#else
+#define EDGEC_UNALIGNED_ASM 0
+#endif
+
 /* (a * m + 2^30) >> 31 on the 64-bit product, truncated to int32. */
 static inline int32_t edgec_doubling_high_mult_no_sat(int32_t a, int32_t m)
 {
@@ -551,11 +567,17 @@ static inline void edgec_s16_dsp_reorder(int16_t *x, int32_t count)
     }
 }
 
-/* Four int8 weights at w (any alignment: the core reads unaligned words) as one word. */
+/* Four int8 weights at w (any alignment: the core reads unaligned words unless the build forbids
+ * it) as one word. */
 static inline int32_t edgec_s16_dsp_load_weights(const int8_t *w)
 {
     int32_t four;
+#if EDGEC_UNALIGNED_ASM
     __asm__("ldr %0, %1" : "=r"(four) : "m"(*(const int8_t(*)[4])w));
+#else
+    four = (int32_t)((uint32_t)(uint8_t)w[0] | (uint32_t)(uint8_t)w[1] << 8 | (uint32_t)(uint8_t)w[2] << 16 |
+                     (uint32_t)(uint8_t)w[3] << 24);
+#endif
     return four;
 }
 
