@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import inspect
 import sysconfig
 import traceback
 import zipfile
@@ -195,6 +196,12 @@ def bind_scalars(model: torch.nn.Module, example_inputs: tuple) -> torch.nn.Modu
         given = iter(tensors)
         return forward(*(scalars[i] if i in scalars else next(given) for i in range(len(example_inputs))))
 
+    names = [p for p in inspect.signature(forward).parameters.values() if p.kind in (p.POSITIONAL_ONLY,
+                                                                                    p.POSITIONAL_OR_KEYWORD)]
+    if len(names) >= len(example_inputs):  # the graph's inputs keep the user's names (x, not tensors_0)
+        forward_tensors.__signature__ = inspect.Signature(
+            [names[i].replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD, default=inspect.Parameter.empty)
+             for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor)])
     bound.forward = forward_tensors
     return bound
 
