@@ -293,10 +293,14 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
     """Quantize and compile `model` for `target`, as `edgec build` does.
 
     model: an nn.Module (with `example_inputs`: a tensor shaped like one input batch, or a tuple
-        of them), an ExportedProgram (float or PT2E-quantized), or a .pt2 path / 'file.py:factory'.
-    calibration: float samples: an array or tensor [N, ...] (one-input models), a list of them
-        (one per input), or any iterable of batches, e.g. a DataLoader (a batch's first items are
-        the inputs, labels after them are ignored). None: random data, with a warning.
+        of them; Python scalars among them become constants), an ExportedProgram (float or
+        PT2E-quantized; dynamic dimensions are specialised to its example inputs, with a note), or
+        a .pt2 path / 'file.py:factory'. The program is compiled for the example's shapes as they
+        are (any rank; a batch of 4 is 4 inferences per invoke).
+    calibration: float samples: an array or tensor [N, *example shape] (one-input models; for an
+        example with a batch of one, [1, C, H, W], also [N, C, H, W]), a list of them (one per
+        input), or any iterable of batches, e.g. a DataLoader (a batch's first items are the inputs,
+        labels after them are ignored). None: random data, with a warning.
     target, opt, ram, flash, flash_wait: as `edgec build --target/--opt/--ram/--flash/--flash-wait`
         (flash_wait: your part's flash wait states, which opt="auto" chooses the layouts for and
         bench() models the cycles at; None: the target's typical part's).

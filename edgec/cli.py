@@ -145,7 +145,8 @@ def cli():
 @cli.command()
 @click.argument("model")
 @click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="output directory")
-@click.option("--calib", type=click.Path(), help=".npy/.npz of float calibration samples shaped like the input")
+@click.option("--calib", type=click.Path(), help=".npy/.npz of float calibration samples: [N, *input shape] "
+              "([N, C, H, W] also for a [1, C, H, W] input)")
 @click.option("--name", help="C symbol prefix (default: the model file's name)")
 @click.option("--target", default="host", show_default=True, help=TARGET_HELP)
 @_target_options
