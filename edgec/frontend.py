@@ -93,7 +93,7 @@ def _from_program(program, example_inputs, origin: str) -> LoadedModel:
 
 
 def dynamic_inputs(program) -> dict[int, str]:
-    """{user input index: its shape with symbols, e.g. ['s0', 3, 16, 16]} for every input of the
+    """{user input index: its shape with symbols, e.g. '[s0, 3, 16, 16]'} for every input of the
     program exported with dynamic dimensions."""
     user_inputs = list(program.graph_signature.user_inputs)
     dynamic = {}
@@ -214,14 +214,19 @@ _NOT_USER_CODE = tuple(f"{Path(folder).resolve()}/" for folder in (Path(torch.__
 def user_error(exc: BaseException) -> str:
     """'Type: first line (at file.py:LINE)': an exception raised by the user's code (a factory,
     a model's forward), located at the innermost frame of the traceback outside torch, edgec and
-    Python's own library (where it left the user's code)."""
-    where = ""
-    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        filename = frame.filename
-        if not filename.startswith("<") and not str(Path(filename).resolve()).startswith(_NOT_USER_CODE):
-            where = f" (at {Path(filename).name}:{frame.lineno}: {(frame.line or '').strip()})"
-            break
-    return f"{type(exc).__name__}: {_first_line(exc)}{where}"
+    Python's own library (where it left the user's code); torch may re-raise it as the cause or
+    context of its own exception, whose traceback stops short of the user's frames."""
+    chain, cause = [], exc
+    while cause is not None and cause not in chain:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    for raised in reversed(chain):  # the original exception first: its traceback is the deepest
+        for frame in reversed(traceback.extract_tb(raised.__traceback__)):
+            if not frame.filename.startswith("<") and \
+                    not str(Path(frame.filename).resolve()).startswith(_NOT_USER_CODE):
+                return f"{type(exc).__name__}: {_first_line(exc)} (at {Path(frame.filename).name}:{frame.lineno}: " \
+                       f"{(frame.line or '').strip()})"
+    return f"{type(exc).__name__}: {_first_line(exc)}"
 
 
 def source_line(node: Node) -> str:
