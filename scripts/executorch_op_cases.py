@@ -29,7 +29,7 @@ import types
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -146,17 +146,20 @@ def samples_like(example: tuple, count: int, seed: int) -> list[np.ndarray]:
 
 
 def run_case(case: McuTestCase) -> tuple[str, str]:
-    """('verified' | 'refused' | 'internal error', detail)."""
+    """('verified' | 'refused' | 'verify failed' | 'internal error', detail): refused is an
+    EdgecError before any C ran, verify failed one from verify (a mismatch, a layer off the program)."""
+    stage = "refused"
     try:
         example = case.get_example_inputs()
         example = tuple(example) if isinstance(example, (tuple, list)) else (example,)
         tensors = tuple(x for x in example if isinstance(x, torch.Tensor))
         compiled = edgec.compile(copy.deepcopy(case.model), example, target="host", progress=False,
                                  calibration=samples_like(tensors, CALIBRATION_SAMPLES, seed=0) or None)
+        stage = "verify failed"
         result = compiled.verify(samples_like(tensors, VERIFY_SAMPLES, seed=1), count=VERIFY_SAMPLES)
         return "verified", str(result)
     except EdgecError as exc:
-        return "refused", str(exc)
+        return stage, str(exc)
     except Exception as exc:  # noqa: BLE001 -- what this script counts
         return "internal error", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
 
@@ -172,8 +175,7 @@ def reason(message: str) -> str:
 
 def main(argv: list[str]) -> int:
     if not argv or not (Path(argv[0]) / OPS_DIR).is_dir():
-        print(__doc__.strip().splitlines()[-4])
-        print(f"usage: {Path(__file__).name} EXECUTORCH_CHECKOUT [NAME_FILTER]")
+        print(__doc__)
         return 2
     import logging
     import warnings
@@ -195,10 +197,11 @@ def main(argv: list[str]) -> int:
             refusals[reason(detail)] += 1
     counts = Counter(outcomes.values())
     print(f"\n{len(selected)} cases: {counts['verified']} compiled and verified bit-exact (host), "
-          f"{counts['refused']} refused with one line, {counts['internal error']} internal errors")
+          f"{counts['refused']} refused with one line, {counts['verify failed']} failed verification, "
+          f"{counts['internal error']} internal errors")
     for text, count in refusals.most_common():
         print(f"  refused x{count}: {text}")
-    return 1 if counts["internal error"] else 0
+    return 1 if counts["internal error"] or counts["verify failed"] else 0
 
 
 if __name__ == "__main__":
