@@ -126,7 +126,8 @@ class CompiledModel:
         """The golden int8 simulator on a batch: float inputs are quantized as the generated
         <name>_quantize_input does, run through the int8 graph and the outputs dequantized (float
         in, float out); int8 inputs (the quantized values, PyTorch layout) give the int8 outputs.
-        Each input is [N, ...] shaped like the example input (or exactly the example's shape).
+        Each input is [N, *example shape] (N samples), exactly the example's shape (one sample) or,
+        for an example with a batch of one, [N, ...] without that axis (pipeline.as_samples).
         Returns one output (or a tuple), as a tensor for tensor inputs, else a numpy array."""
         graph = self.graph
         if len(inputs) != len(graph.inputs):
@@ -139,17 +140,17 @@ class CompiledModel:
         tensors = [graph.tensors[name] for name in graph.inputs]
         if integer[0]:
             batches = [self._int_samples(a, t, i) for i, (a, t) in enumerate(zip(arrays, tensors))]
-            rows = [[to_stored(t, batch[k][None]) for batch, t in zip(batches, tensors)]
+            rows = [[to_stored(t, batch[k].reshape(t.torch_shape)) for batch, t in zip(batches, tensors)]
                     for k in range(len(batches[0]))]
         else:
             batches = pipeline.per_input_samples(arrays, self.compiled.example_inputs, "run() input")
-            rows = [[sim.quantize_input(graph, batch[k][None], i) for i, batch in enumerate(batches)]
+            rows = [[sim.quantize_input(graph, batch[k], i) for i, batch in enumerate(batches)]
                     for k in range(len(batches[0]))]
         outputs = [sim.invoke(graph, row) for row in rows]
         results = []
         for index, name in enumerate(graph.outputs):
             tensor = graph.tensors[name]
-            stacked = np.concatenate([to_torch_order(tensor, out[index]) for out in outputs])
+            stacked = _samples_array([to_torch_order(tensor, out[index]) for out in outputs])
             results.append(stacked if integer[0] else tensor.dequantize(stacked).astype(np.float32))
         if isinstance(inputs[0], torch.Tensor):
             results = [torch.from_numpy(np.ascontiguousarray(r)) for r in results]
@@ -159,12 +160,14 @@ class CompiledModel:
         info = np.iinfo(sim.INT_DTYPES[tensor.dtype])
         if data.size and (data.min() < info.min or data.max() > info.max):
             raise EdgecError(f"run(): input {index} holds values outside {tensor.dtype}")
-        shape = tuple(tensor.torch_shape)
+        shape, per_sample = tuple(tensor.torch_shape), pipeline.sample_shape(tensor.torch_shape)
         if data.shape == shape:
-            return data.astype(sim.INT_DTYPES[tensor.dtype])
-        if data.ndim != len(shape) or data.shape[1:] != shape[1:]:
+            data = data.reshape(1, *per_sample)
+        if data.ndim == len(shape) + 1 and data.shape[1:] == shape:
+            data = data.reshape(len(data), *per_sample)
+        if data.shape[1:] != per_sample:
             raise EdgecError(f"run(): input {index} has shape {list(data.shape)}; expected [N, "
-                             f"{', '.join(map(str, shape[1:]))}]")
+                             f"{', '.join(map(str, per_sample))}]")
         return data.astype(sim.INT_DTYPES[tensor.dtype])
 
     def float_model(self) -> torch.nn.Module:
@@ -236,8 +239,7 @@ class CompiledModel:
     def _float_samples(self, samples, count: int, what: str) -> list[np.ndarray]:
         example = self.compiled.example_inputs
         if samples is None:
-            rng = np.random.default_rng(1)
-            return [rng.standard_normal((count, *x.shape[1:]), dtype=np.float32) for x in example]
+            return pipeline.random_samples(example, count, seed=1)
         return [x[:count] for x in pipeline.per_input_samples(samples, example, what)]
 
     # --- the report ---------------------------------------------------------------------------
@@ -292,10 +294,14 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
     """Quantize and compile `model` for `target`, as `edgec build` does.
 
     model: an nn.Module (with `example_inputs`: a tensor shaped like one input batch, or a tuple
-        of them), an ExportedProgram (float or PT2E-quantized), or a .pt2 path / 'file.py:factory'.
-    calibration: float samples: an array or tensor [N, ...] (one-input models), a list of them
-        (one per input), or any iterable of batches, e.g. a DataLoader (a batch's first items are
-        the inputs, labels after them are ignored). None: random data, with a warning.
+        of them; Python scalars among them become constants), an ExportedProgram (float or
+        PT2E-quantized; dynamic dimensions are specialised to its example inputs, with a note), or
+        a .pt2 path / 'file.py:factory'. The program is compiled for the example's shapes as they
+        are (any rank; a batch of 4 is 4 inferences per invoke).
+    calibration: float samples: an array or tensor [N, *example shape] (one-input models; for an
+        example with a batch of one, [1, C, H, W], also [N, C, H, W]), a list of them (one per
+        input), or any iterable of batches, e.g. a DataLoader (a batch's first items are the inputs,
+        labels after them are ignored). None: random data, with a warning.
     target, opt, ram, flash, flash_wait: as `edgec build --target/--opt/--ram/--flash/--flash-wait`
         (flash_wait: your part's flash wait states, which opt="auto" chooses the layouts for and
         bench() models the cycles at; None: the target's typical part's).
@@ -376,7 +382,8 @@ def _float_outputs(compiled: CompiledModel, floats: list[np.ndarray]):
     """The float reference's outputs: the user's module (a copy, as compiled) on whole batches if
     it takes them, else the exported graph sample by sample (it has the example's batch size)."""
     with torch.no_grad():
-        if compiled._module is not None and compiled.compiled.float_module is not None:
+        batch_first = all(tuple(x.shape[:1]) == (1,) for x in compiled.compiled.example_inputs)
+        if compiled._module is not None and compiled.compiled.float_module is not None and batch_first:
             try:
                 return _outputs_in_batches(compiled._module, floats)
             except Exception:  # noqa: BLE001 -- e.g. a model written for batch size 1: per sample then
@@ -385,7 +392,7 @@ def _float_outputs(compiled: CompiledModel, floats: list[np.ndarray]):
         shapes = [tuple(x.shape) for x in compiled.compiled.example_inputs]
         outputs = [_as_tuple(module(*(torch.from_numpy(x[k]).reshape(shape) for x, shape in zip(floats, shapes))))
                    for k in range(len(floats[0]))]
-    results = tuple(torch.cat([o[i] for o in outputs]) for i in range(len(outputs[0])))
+    results = tuple(torch.from_numpy(_samples_array([o[i].numpy() for o in outputs])) for i in range(len(outputs[0])))
     return results[0] if len(results) == 1 else results
 
 
@@ -394,6 +401,12 @@ def _outputs_in_batches(module: torch.nn.Module, floats: list[np.ndarray], batch
                for k in range(0, len(floats[0]), batch)]
     results = tuple(torch.cat([o[i] for o in outputs]) for i in range(len(outputs[0])))
     return results[0] if len(results) == 1 else results
+
+
+def _samples_array(outputs: list[np.ndarray]) -> np.ndarray:
+    """One output of every sample as one array: [N, ...] joined on the output's batch axis if it
+    has a batch of one (as the samples' inputs did), else stacked on a new sample axis."""
+    return np.concatenate(outputs) if outputs[0].shape[:1] == (1,) else np.stack(outputs)
 
 
 def _as_tuple(output) -> tuple:

@@ -114,15 +114,12 @@ STREAM_HELP = ("recurrent models: one time step per <name>_invoke(), the hidden/
 def _quantized_samples(compiled, calib: str | None, count: int):
     """The first `count` --calib samples, else seeded random normal ones: as float samples (one
     array per model input) and as rows of the model's stored input bytes."""
-    import numpy as np
-
-    from edgec.pipeline import load_samples, per_input_samples
+    from edgec.pipeline import load_samples, per_input_samples, random_samples
     from edgec.verify import quantized_inputs
     if calib:
         floats = [x[:count] for x in per_input_samples(load_samples(calib), compiled.example_inputs, "verification data")]
     else:
-        rng = np.random.default_rng(1)
-        floats = [rng.standard_normal((count, *x.shape[1:]), dtype=np.float32) for x in compiled.example_inputs]
+        floats = random_samples(compiled.example_inputs, count, seed=1)
     return floats, quantized_inputs(compiled.graph, floats)
 
 
@@ -149,7 +146,8 @@ def cli():
 @click.argument("models", metavar="MODEL...", nargs=-1, required=True)
 @click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="output directory")
 @click.option("--calib", multiple=True, type=click.Path(),
-              help=".npy/.npz of float calibration samples shaped like the input (several models: once per model, in order)")
+              help=".npy/.npz of float calibration samples: [N, *input shape] ([N, C, H, W] also for a "
+                   "[1, C, H, W] input); several models: once per model, in order")
 @click.option("--name", multiple=True,
               help="C symbol prefix (default: the model file's name; several models: once per model, in order)")
 @click.option("--target", default="host", show_default=True, help=TARGET_HELP)

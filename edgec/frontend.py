@@ -8,9 +8,13 @@ instructions instead of being loaded.
 """
 from __future__ import annotations
 
+import copy
 import importlib.util
+import inspect
+import sysconfig
+import traceback
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -25,8 +29,9 @@ HOW_TO_EXPORT = ("export it instead: torch.export.save(torch.export.export(model
 @dataclass
 class LoadedModel:
     module: GraphModule  # exported graph module (training IR), parameters as get_attr
-    example_inputs: tuple
+    example_inputs: tuple  # the graph's inputs: tensors only (Python scalars are bound into the graph)
     origin: str  # what the user passed, for messages
+    notes: list[str] = field(default_factory=list)  # one line each: what edgec decided for the user (specialised shapes)
 
 
 def load(model, example_inputs=None) -> LoadedModel:
@@ -40,7 +45,7 @@ def load(model, example_inputs=None) -> LoadedModel:
             raise EdgecError(f"{origin}: an nn.Module needs example inputs (a tensor shaped like one batch, "
                              f"or a tuple of them)")
         example = as_example_inputs(example_inputs, origin)
-        return LoadedModel(export(model, example, origin), example, origin)
+        return LoadedModel(export(model, example, origin), tensors_of(example), origin)
     if not isinstance(model, (str, Path)):
         raise EdgecError(f"cannot compile a {type(model).__name__}: expected an nn.Module, an ExportedProgram, "
                          f"a .pt2 path or 'file.py:factory'")
@@ -69,28 +74,68 @@ def _load_program(path: Path) -> LoadedModel:
 
 
 def _from_program(program, example_inputs, origin: str) -> LoadedModel:
+    """A program's graph module, its dynamic dimensions (torch.export.Dim) and Python scalar
+    inputs specialised to the example inputs (the user's, else the program's own) by exporting it
+    again with them: edgec compiles one static shape."""
     if example_inputs is not None:
         example = as_example_inputs(example_inputs, origin)
     elif program.example_inputs:
         example = tuple(program.example_inputs[0])
     else:
-        example = _example_from_signature(program)
-    return LoadedModel(program.module(), example, origin)
+        example = _example_from_signature(program, origin)
+    dynamic = dynamic_inputs(program)
+    if not dynamic and all(isinstance(x, torch.Tensor) for x in example):
+        return LoadedModel(program.module(), example, origin)
+    notes = [f"note: {origin}: input {index} has dynamic dimensions {shape}; compiled for the example input's "
+             f"{list(example[index].shape)} (one static shape per build)" for index, shape in dynamic.items()
+             if index < len(example) and isinstance(example[index], torch.Tensor)]
+    return LoadedModel(export_static(program.module(), example, origin), tensors_of(example), origin, notes)
+
+
+def dynamic_inputs(program) -> dict[int, str]:
+    """{user input index: its shape with symbols, e.g. '[s0, 3, 16, 16]'} for every input of the
+    program exported with dynamic dimensions."""
+    user_inputs = list(program.graph_signature.user_inputs)
+    dynamic = {}
+    for node in program.graph.nodes:
+        shape = getattr(node.meta.get("val"), "shape", ())
+        if node.op == "placeholder" and node.name in user_inputs and any(isinstance(d, torch.SymInt) for d in shape):
+            dynamic[user_inputs.index(node.name)] = f"[{', '.join(str(d) for d in shape)}]"
+    return dynamic
 
 
 def as_example_inputs(example_inputs, origin: str) -> tuple:
-    """A tensor, an array or a tuple/list of them, as a tuple of float tensors."""
+    """A tensor, an array or a tuple/list of them, as a tuple of float tensors; Python scalars
+    (and None) stay as they are: torch.export makes them constants of the graph."""
     items = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     try:
-        return tuple(x if isinstance(x, torch.Tensor) else torch.as_tensor(x) for x in items)
+        return tuple(x if isinstance(x, (torch.Tensor, bool, int, float)) or x is None else torch.as_tensor(x)
+                     for x in items)
     except (TypeError, RuntimeError, ValueError) as exc:
         raise EdgecError(f"{origin}: example inputs must be tensors or arrays ({_first_line(exc)})") from None
 
 
-def _example_from_signature(program) -> tuple:
+def tensors_of(example: tuple) -> tuple:
+    return tuple(x for x in example if isinstance(x, torch.Tensor))
+
+
+def _example_from_signature(program, origin: str) -> tuple:
+    """Zero tensors shaped like the program's inputs (dynamic dimensions at their traced size)."""
     user_inputs = set(program.graph_signature.user_inputs)
-    return tuple(torch.zeros(node.meta["val"].shape) for node in program.graph.nodes
-                 if node.op == "placeholder" and node.name in user_inputs)
+    example = []
+    for node in program.graph.nodes:
+        if node.op != "placeholder" or node.name not in user_inputs:
+            continue
+        value = node.meta.get("val")
+        if not isinstance(value, torch.Tensor):
+            example.append(value)
+            continue
+        hints = [d if isinstance(d, int) else d.node.hint for d in value.shape]
+        if any(hint is None for hint in hints):
+            raise EdgecError(f"{origin}: input {node.name} has dynamic dimensions {list(value.shape)} and the program "
+                             f"carries no example inputs; export it with a static example input")
+        example.append(torch.zeros(hints))
+    return tuple(example)
 
 
 def _load_factory(path: Path, factory: str, spec: str) -> LoadedModel:
@@ -101,29 +146,87 @@ def _load_factory(path: Path, factory: str, spec: str) -> LoadedModel:
     try:
         module_spec.loader.exec_module(user_module)
     except Exception as exc:
-        raise EdgecError(f"{path}: failed to import: {_first_line(exc)}") from None
+        raise EdgecError(f"{path}: failed to import: {user_error(exc)}") from None
     fn = getattr(user_module, factory, None)
     if not callable(fn):
         raise EdgecError(f"{path}: has no function '{factory}'")
-    result = fn()
+    try:
+        result = fn()
+    except Exception as exc:
+        raise EdgecError(f"{spec}: {factory}() raised {user_error(exc)}") from None
     if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], torch.nn.Module)):
         raise EdgecError(f"{spec}: must return (nn.Module, example_inputs)")
     model, example = result
-    example = tuple(example) if isinstance(example, (tuple, list)) else (example,)
-    return LoadedModel(export(model, example, spec), example, spec)
+    example = as_example_inputs(example, spec)
+    return LoadedModel(export(model, example, spec), tensors_of(example), spec)
 
 
 def export(model: torch.nn.Module, example_inputs: tuple, origin: str) -> GraphModule:
     """The model's inference graph (exported in eval mode; a notebook's module is left in the mode
-    it was in)."""
+    it was in), Python scalars among the example inputs bound into it as constants."""
     training = model.training
     try:
-        program = torch.export.export(model.eval(), example_inputs)
-    except Exception as exc:
-        raise EdgecError(f"{origin}: torch.export failed: {_first_line(exc)}") from None
+        return export_static(model.eval(), example_inputs, origin)
     finally:
         model.train(training)
+
+
+def export_static(model: torch.nn.Module, example_inputs: tuple, origin: str) -> GraphModule:
+    """torch.export of `model` (an nn.Module in eval mode, or a program's module) for exactly the
+    example inputs' shapes, its Python scalars bound as constants (bind_scalars)."""
+    try:
+        program = torch.export.export(bind_scalars(model, example_inputs), tensors_of(example_inputs))
+    except Exception as exc:
+        raise EdgecError(f"{origin}: torch.export failed: {user_error(exc)}") from None
     return program.module()
+
+
+def bind_scalars(model: torch.nn.Module, example_inputs: tuple) -> torch.nn.Module:
+    """`model` itself if every example input is a tensor; else a shallow copy (same submodules and
+    parameters, so the same module paths) whose forward takes the tensors alone and passes the
+    Python scalars (a float, an int, None) where the example had them: torch.export would make them
+    constants anyway, and the compiled program's inputs are its tensors."""
+    if all(isinstance(x, torch.Tensor) for x in example_inputs):
+        return model
+    scalars = {i: x for i, x in enumerate(example_inputs) if not isinstance(x, torch.Tensor)}
+    bound = copy.copy(model)
+    forward = type(model).forward.__get__(bound)
+
+    def forward_tensors(*tensors):
+        given = iter(tensors)
+        return forward(*(scalars[i] if i in scalars else next(given) for i in range(len(example_inputs))))
+
+    names = [p for p in inspect.signature(forward).parameters.values() if p.kind in (p.POSITIONAL_ONLY,
+                                                                                    p.POSITIONAL_OR_KEYWORD)]
+    if len(names) >= len(example_inputs):  # the graph's inputs keep the user's names (x, not tensors_0)
+        forward_tensors.__signature__ = inspect.Signature(
+            [names[i].replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD, default=inspect.Parameter.empty)
+             for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor)])
+    bound.forward = forward_tensors
+    return bound
+
+
+# Where the frames of an exception's traceback are not the user's: torch, edgec, Python's library.
+_NOT_USER_CODE = tuple(f"{Path(folder).resolve()}/" for folder in (Path(torch.__file__).parent, Path(__file__).parent,
+                                                                   sysconfig.get_paths()["stdlib"]))
+
+
+def user_error(exc: BaseException) -> str:
+    """'Type: first line (at file.py:LINE)': an exception raised by the user's code (a factory,
+    a model's forward), located at the innermost frame of the traceback outside torch, edgec and
+    Python's own library (where it left the user's code); torch may re-raise it as the cause or
+    context of its own exception, whose traceback stops short of the user's frames."""
+    chain, cause = [], exc
+    while cause is not None and cause not in chain:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    for raised in reversed(chain):  # the original exception first: its traceback is the deepest
+        for frame in reversed(traceback.extract_tb(raised.__traceback__)):
+            if not frame.filename.startswith("<") and \
+                    not str(Path(frame.filename).resolve()).startswith(_NOT_USER_CODE):
+                return f"{type(exc).__name__}: {_first_line(exc)} (at {Path(frame.filename).name}:{frame.lineno}: " \
+                       f"{(frame.line or '').strip()})"
+    return f"{type(exc).__name__}: {_first_line(exc)}"
 
 
 def source_line(node: Node) -> str:

@@ -37,6 +37,7 @@ class Inspection:
     origin: str
     operators: list[OperatorUses]
     input_shapes: list[list[int]]
+    notes: list[str] = field(default_factory=list)  # the loader's (e.g. dynamic dimensions specialised)
 
     @property
     def unsupported(self) -> list[OperatorUses]:
@@ -54,7 +55,7 @@ class Inspection:
     def __str__(self) -> str:
         uses = sum(op.uses for op in self.operators)
         bad = sum(op.uses for op in self.unsupported) + sum(sum(op.beyond.values()) for op in self.beyond_limits)
-        lines = [f"{self.origin}: inputs {', '.join(map(str, self.input_shapes))}; {uses} operator uses of "
+        lines = [*self.notes, f"{self.origin}: inputs {', '.join(map(str, self.input_shapes))}; {uses} operator uses of "
                  f"{len(self.operators)} operators; "
                  + ("all supported" if self.ok else f"{bad} use{'s' if bad != 1 else ''} cannot be compiled")]
         if self.unsupported:
@@ -98,4 +99,4 @@ def inspect_model(model, example_inputs=None) -> Inspection:
         else:
             entry.beyond[(problem, where)] = entry.beyond.get((problem, where), 0) + 1
     operators = sorted(groups.values(), key=lambda op: (op.supported, -op.uses, op.operator))
-    return Inspection(loaded.origin, operators, [list(x.shape) for x in loaded.example_inputs])
+    return Inspection(loaded.origin, operators, [list(x.shape) for x in loaded.example_inputs], loaded.notes)

@@ -88,6 +88,8 @@ def quantize_loaded(loaded: frontend.LoadedModel, module: GraphModule, *, calibr
                     method: str = DEFAULT_CALIBRATION, per_channel_linear: bool = False, activations: str = "int8",
                     int16_layers: Iterable[str] = ()) -> Quantized:
     """quantize_model after `prepare`: calibrate and quantize (or keep a program's own Q/DQ)."""
+    for note in loaded.notes:
+        warn(note)
     if is_quantized(module):
         if method != DEFAULT_CALIBRATION or per_channel_linear or activations != "int8" or list(int16_layers):
             warn(f"WARNING: {loaded.origin} is already quantized; calibration and precision options do not apply")
@@ -273,11 +275,24 @@ def calibration_samples(calibration, example_inputs: tuple, warn) -> list[tuple]
     if calibration is None:
         warn(f"WARNING: no --calib data given: calibrating on {RANDOM_CALIBRATION_SAMPLES} random normal "
              f"samples; int8 accuracy on real data will likely be poor. Pass --calib samples.npy.")
-        rng = np.random.default_rng(0)
-        calibration = [rng.standard_normal((RANDOM_CALIBRATION_SAMPLES, *shape[1:]), dtype=np.float32) for shape in shapes]
+        calibration = random_samples(example_inputs, RANDOM_CALIBRATION_SAMPLES, seed=0)
     per = per_input_samples(calibration, example_inputs, "calibration data")
     return [tuple(torch.from_numpy(np.ascontiguousarray(x[i])).reshape(shape) for x, shape in zip(per, shapes))
             for i in range(len(per[0]))]
+
+
+def sample_shape(input_shape: tuple) -> tuple:
+    """The shape of one sample of a model input in edgec's [N, ...] sample arrays: the input's own
+    shape, after a leading sample axis; for an input exported with a batch of one ([1, C, H, W])
+    that batch axis is the sample axis ([N, C, H, W], the form every edgec release has taken)."""
+    input_shape = tuple(input_shape)
+    return input_shape[1:] if input_shape[:1] == (1,) else input_shape
+
+
+def random_samples(example_inputs: tuple, count: int, seed: int) -> list[np.ndarray]:
+    """`count` seeded standard normal samples per model input, as per_input_samples gives them."""
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((count, *sample_shape(x.shape)), dtype=np.float32) for x in example_inputs]
 
 
 def per_input_samples(data, example_inputs: tuple, what: str) -> list[np.ndarray]:
@@ -338,15 +353,23 @@ def as_array(data) -> np.ndarray:
 
 
 def as_samples(data: np.ndarray, input_shape: tuple, what: str) -> np.ndarray:
-    """[N, *input_shape[1:]] (or [N, *input_shape]) float samples, or a clear error."""
+    """Float samples of a model input shaped `input_shape`, as [N, *sample_shape(input_shape)], or
+    a clear error. Accepted: [N, *input_shape] (one more leading axis than the input: N samples,
+    each a whole input, whatever its rank and batch), exactly `input_shape` (one sample), and for
+    an input whose first dimension is 1, [N, *input_shape[1:]] (that batch axis as the sample axis)."""
     data = as_array(data)
     if data.dtype.kind not in "fiu":
         raise EdgecError(f"{what} must be numeric, got dtype {data.dtype}")
-    per_sample = tuple(input_shape[1:])
-    if data.shape[1:] == tuple(input_shape):
+    input_shape, per_sample = tuple(input_shape), sample_shape(input_shape)
+    if data.shape == input_shape:
+        data = data[None]
+    if data.ndim == len(input_shape) + 1 and data.shape[1:] == input_shape:
         data = data.reshape(data.shape[0], *per_sample)
     if data.ndim < 1 or data.shape[1:] != per_sample or data.shape[0] == 0:
-        raise EdgecError(f"{what} has shape {list(data.shape)}; expected [N, {', '.join(map(str, per_sample))}] "
+        forms = f"[N, {', '.join(map(str, input_shape))}]"
+        if per_sample != input_shape:
+            forms += f" or [N, {', '.join(map(str, per_sample))}]"
+        raise EdgecError(f"{what} has shape {list(data.shape)}; expected {forms} (N samples) "
                          f"for model input {list(input_shape)}")
     if not np.all(np.isfinite(data)):
         raise EdgecError(f"{what} contains NaN or infinite values")

@@ -143,25 +143,176 @@ def test_pickled_module_is_refused_with_instructions(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("problem", ["missing_model", "missing_calib", "bad_calib_shape", "bad_name"])
-def test_bad_input_is_one_line_and_nonzero(tmp_path, capsys, problem):
-    model, calib, extra = DIGITS / "digits.pt2", DIGITS / "calib.npy", []
-    if problem == "missing_model":
-        model = tmp_path / "nope.pt2"
-    elif problem == "missing_calib":
-        calib = tmp_path / "nope.npy"
-    elif problem == "bad_calib_shape":
-        calib = tmp_path / "calib.npy"
-        np.save(calib, np.zeros((4, 3, 8, 8), np.float32))
+USER_MODELS = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(2, 4, 3, padding=1)
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            return self.fc(self.pool(torch.relu(self.conv(x))).flatten(1))
+
+
+    class Rank1(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 4)
+
+        def forward(self, x, scale=1.0):
+            return torch.relu(self.fc(x)) * scale
+
+
+    class SequenceFirst(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(4, 5)
+
+        def forward(self, x):
+            return self.lstm(x)[0]
+
+
+    class Audio(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv1d(1, 4, 5, stride=2)
+
+        def forward(self, x):
+            return torch.relu(self.conv(x))
+
+
+    class Cumulative(Rank1):
+        def forward(self, x):
+            return self.fc(x).cumsum(1) + self.fc(x).cumsum(1)
+
+
+    class Broken(Rank1):
+        def forward(self, x):
+            return self.fc(x.view(3, -1))
+
+
+    class Indices(nn.Module):
+        def forward(self, x):
+            values, indices = nn.functional.max_pool2d(x, 2, return_indices=True)
+            return values, indices
+
+
+    def rank1_input():
+        torch.manual_seed(0)
+        return Rank1().eval(), (torch.randn(16),)
+
+
+    def python_float_input():
+        torch.manual_seed(0)
+        return Rank1().eval(), (torch.randn(16), 0.5)
+
+
+    def sequence_first_lstm():
+        torch.manual_seed(0)
+        return SequenceFirst().eval(), (torch.randn(6, 1, 4),)
+
+
+    def batch4_audio():
+        torch.manual_seed(0)
+        return Audio().eval(), (torch.randn(4, 1, 32),)
+
+
+    def unsupported_operator():
+        return Cumulative().eval(), (torch.randn(1, 16),)
+
+
+    def factory_raises():
+        weights = {}
+        return Rank1(), (torch.randn(16) * weights["scale"],)
+
+
+    def forward_raises():
+        return Broken(), (torch.randn(16),)
+
+
+    def max_pool_indices():
+        return Indices(), (torch.randn(1, 2, 4, 4),)
+""")
+# README.md's list of user inputs: exit 0 (verified) or exit 2 with one line, never an internal error.
+USER_INPUT_CASES = {
+    "missing_model": 2, "pickled_module": 2, "bad_calib_shape": 2, "bad_name": 2, "unsupported_operator": 2,
+    "factory_raises": 2, "forward_raises": 2, "max_pool_indices": 2, "rank1_input": 0, "sequence_first_lstm": 0,
+    "batch4_audio": 0, "batch4": 0, "dynamic_batch": 0, "dynamic_hw": 0, "python_float_input": 0,
+}
+
+
+def user_input(tmp_path: Path, case: str) -> tuple[str, list]:
+    """The model argument and extra build options of a USER_INPUT_CASES case."""
+    models = tmp_path / "models.py"
+    models.write_text(USER_MODELS)
+    if case in ("batch4", "dynamic_batch", "dynamic_hw"):
+        namespace: dict = {}
+        exec(compile(USER_MODELS, str(models), "exec"), namespace)
+        torch.manual_seed(0)
+        model, batch, dims = namespace["Tiny"]().eval(), 4 if case != "dynamic_hw" else 1, None
+        if case == "dynamic_batch":
+            dims = {"x": {0: torch.export.Dim("batch", min=1, max=16)}}
+        elif case == "dynamic_hw":
+            dims = {"x": {2: torch.export.Dim("h", min=4, max=32), 3: torch.export.Dim("w", min=4, max=32)}}
+        path = tmp_path / f"{case}.pt2"
+        torch.export.save(torch.export.export(model, (torch.randn(batch, 2, 8, 8),), dynamic_shapes=dims), path)
+        return str(path), []
+    if case == "missing_model":
+        return str(tmp_path / "nope.pt2"), []
+    if case == "pickled_module":
+        torch.save(torch.nn.Sequential(torch.nn.Linear(2, 2)), tmp_path / "pickled.pt2")
+        return str(tmp_path / "pickled.pt2"), []
+    if case == "bad_calib_shape":
+        np.save(tmp_path / "calib.npy", np.zeros((4, 8), np.float32))
+        return f"{models}:rank1_input", ["--calib", tmp_path / "calib.npy"]
+    if case == "bad_name":
+        return f"{models}:rank1_input", ["--name", "9lives"]
+    return f"{models}:{case}", []
+
+
+def test_readme_lists_every_user_input_case():
+    table = (ROOT / "README.md").read_text().split("tests/test_cli.py::test_user_input_cases")[1].split("\n\n")[1]
+    rows = re.findall(r"^  \| (`\w+`(?:, `\w+`)*) \|", table, re.M)
+    assert {name for row in rows for name in re.findall(r"\w+", row)} == set(USER_INPUT_CASES)
+
+
+@pytest.mark.parametrize("case", USER_INPUT_CASES)
+def test_user_input_cases(tmp_path, capsys, case):
+    """Every case in README.md's list: `verify` (which builds, runs the C and checks every layer)
+    exits 0, or `build` exits 2 with one line and no output directory; `inspect` agrees (0 for a
+    model that compiles, non-zero for one that does not). Never an internal error (exit 3)."""
+    model, extra = user_input(tmp_path, case)
+    expected = USER_INPUT_CASES[case]
+    if expected == 0:
+        code, out, err = run_cli("verify", model, "--samples", "4", "--quiet", *extra, capsys=capsys)
+        assert code == 0 and "0 LSB" in out, err
+        if case.startswith("dynamic"):
+            notes = [line for line in err.splitlines() if line.startswith("note:")]
+            assert len(notes) == 1 and "dynamic dimensions" in notes[0] and "example input" in notes[0], err
     else:
-        extra = ["--name", "9lives"]
-    code, _, err = run_cli("build", model, "--calib", calib, "-o", tmp_path / "out", *extra, capsys=capsys)
-    assert code == 2
-    assert len([line for line in err.splitlines() if line.strip()]) == 1, err
-    assert err.startswith("edgec: error:")
-    assert not (tmp_path / "out").exists()
-    if problem == "bad_calib_shape":
-        assert "[4, 3, 8, 8]" in err and "[1, 1, 8, 8]" in err
+        code, _, err = run_cli("build", model, "-o", tmp_path / "out", *extra, capsys=capsys)
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 2 and lines[0].startswith("edgec: error:"), err
+        # One line; an operator refusal lists each use (problem, place) on a line of its own below it.
+        assert len(lines) == 1 or ("cannot compile" in lines[0] and all(line.startswith("  ") for line in lines[1:])), err
+        assert "Traceback" not in err and "internal error" not in err
+        assert not (tmp_path / "out").exists()
+        if case == "bad_calib_shape":
+            assert "[4, 8]" in err and "[N, 16]" in err
+        if case in ("factory_raises", "forward_raises"):
+            assert "models.py:" in err and ("weights[" in err if case == "factory_raises" else "x.view(3, -1)" in err)
+        if case == "max_pool_indices":
+            assert "cannot compile 1 operator use:" in lines[0] and "(return_indices=True) used" in lines[1], err
+    if case in ("missing_model", "pickled_module", "bad_calib_shape", "bad_name"):
+        return  # not about the model's operators
+    inspect_code, out, err = run_cli("inspect", model, capsys=capsys)
+    assert (inspect_code == 0) == (expected == 0) and inspect_code in (0, 1, 2), out + err
+    assert "internal error" not in err
 
 
 def test_console_script_exits_without_traceback(tmp_path):

@@ -62,10 +62,7 @@ class FullyConnected(OpDef):
         annotate_with_output(node, {node.args[0]: ACTIVATION_QSPEC, node.args[1]: LINEAR_WEIGHT_QSPEC})
 
     def lower(self, ctx, node) -> None:
-        x, weight, bias = weighted_operands(ctx, node, "linear")
-        if len(x.shape) < 2:
-            raise EdgecError(f"{source_line(node)}: linear needs a [..., features] input of rank 2 or more, "
-                             f"got {list(x.shape)}")
+        x, weight, bias = weighted_operands(ctx, node, "linear")  # x: [..., features], any rank
         out = ctx.output(node)
         scales = np.asarray(weight.scales, dtype=np.float64)
         ctx.add_op(self.kind, node, [x], [out], weight=weight.value, weight_scales=scales,

@@ -19,7 +19,7 @@ MAX_DIVISOR = 1 << 23  # EDGEC_AVG_POOL2D_MAX_DIVISOR: (divisor - taps) * zero p
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import annotate_shared
 from edgec.ops.conv import c_dims
-from edgec.torch_ops import ADAPTIVE_POOLS, AVG_POOLS, MAX_POOLS, MEANS, POOLS
+from edgec.torch_ops import ADAPTIVE_POOLS, AVG_POOLS, GETITEM, MAX_POOLS, MEANS, POOLS
 
 
 def _check_axis(name: str, in_size: int, out_size: int, k: int, s: int, p: int) -> None:
@@ -156,7 +156,7 @@ class Pool2d(OpDef):
     fuses_activation = True
     spatial = True
     keeps_qparams = True
-    limits = f"max pooling undilated; avg_pool2d divisor_override 1..{MAX_DIVISOR}"
+    limits = f"max pooling undilated, its values only (no indices); avg_pool2d divisor_override 1..{MAX_DIVISOR}"
     pooling = ""  # "avg" or "max": what the subclass's kernels compute (its kind may name a library's)
 
     def annotate(self, node) -> None:
@@ -167,6 +167,8 @@ class Pool2d(OpDef):
     def check(self, node) -> str | None:
         if node.target in MAX_POOLS and _pair(_arg(node, 4, 1)) != (1, 1):
             return "dilated max pooling"
+        if any(user.target == GETITEM and user.args[1] != 0 for user in node.users):
+            return "max pooling's indices (return_indices=True) used; only its values compile"
         if node.target in AVG_POOLS and not 0 < (_arg(node, 6, None) or 1) <= MAX_DIVISOR:
             return f"avg_pool2d with divisor_override {_arg(node, 6, None)} (1..{MAX_DIVISOR} supported)"
         return None
