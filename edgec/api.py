@@ -82,9 +82,10 @@ class CompiledModel:
     count its instructions, and report on it. Build one with edgec.compile."""
 
     def __init__(self, compiled: pipeline.Compiled, name: str, report_samples: list[np.ndarray] | None = None,
-                 module: torch.nn.Module | None = None):
+                 module: torch.nn.Module | None = None, stream: bool = False):
         self.compiled = compiled
         self.name = name
+        self.stream = stream  # one time step per invoke: the graph takes frames, not whole sequences
         self._report_samples = report_samples
         self._module = module  # a copy of the user's nn.Module, as compiled: runs whole batches
         self._report: dict | None = None
@@ -127,6 +128,7 @@ class CompiledModel:
         in, float out); int8 inputs (the quantized values, PyTorch layout) give the int8 outputs.
         Each input is [N, ...] shaped like the example input (or exactly the example's shape).
         Returns one output (or a tuple), as a tensor for tensor inputs, else a numpy array."""
+        self._check_whole_sequences("run()")
         graph = self.graph
         if len(inputs) != len(graph.inputs):
             raise EdgecError(f"the model has {len(graph.inputs)} input{'s' if len(graph.inputs) != 1 else ''}, "
@@ -188,6 +190,7 @@ class CompiledModel:
         (QEMU), must equal the golden simulator byte for byte on `count` of `samples` (float
         inputs: an array, a tensor or an iterable of batches; default seeded random normal ones),
         and every layer must stay within a step of the quantized program. EdgecError otherwise."""
+        self._check_whole_sequences("verify()")
         compiled = self._for_target(target)
         if not compiled.target.is_host:
             device.require_runnable(compiled.target)
@@ -217,6 +220,7 @@ class CompiledModel:
         """`edgec bench`: the exact instructions one inference executes on `target`'s emulated
         board (default: the compiled target), per layer, with flash and RAM. `sample`: one float
         input (default a seeded random normal one). The report shows the per-layer counts."""
+        self._check_whole_sequences("bench()")
         compiled = self._for_target(target)
         device.require_runnable(compiled.target)
         floats = self._float_samples(sample, 1, "benchmark input")
@@ -232,6 +236,12 @@ class CompiledModel:
             self._bench = result
         return result
 
+    def _check_whole_sequences(self, method: str) -> None:
+        if self.stream:
+            raise EdgecError(f"{method} takes whole sequences; this model was compiled with stream=True (one time "
+                             f"step per invoke): compile it without stream for {method}, and check the streaming "
+                             f"build with `edgec verify --stream`")
+
     def _float_samples(self, samples, count: int, what: str) -> list[np.ndarray]:
         example = self.compiled.example_inputs
         if samples is None:
@@ -243,7 +253,10 @@ class CompiledModel:
 
     def layer_sqnr(self, samples=None) -> list[dict]:
         """Per layer, the SQNR (dB) of its int8 output against the float model's value, over
-        `samples` (default: the first calibration samples) run through the golden simulator."""
+        `samples` (default: the first calibration samples) run through the golden simulator; none
+        for a streaming build, whose layers see one time step."""
+        if self.stream:
+            return []
         if samples is None and self._layer_sqnr is not None:
             return self._layer_sqnr
         floats = self._report_samples if samples is None else self._float_samples(samples, REPORT_SAMPLES, "samples")
@@ -287,7 +300,8 @@ class CompiledModel:
 def compile(model, example_inputs=None, *, calibration=None, target: str | Target = "cortex-m4",
             opt: str = "auto", ram: int | str | None = None, flash: int | str | None = None,
             flash_wait: int | None = None, kernels: str = "edgec", name: str | None = None, progress: bool = True,
-            activations: str = "int8", int16_layers=()) -> CompiledModel:
+            calibration_method: str = "minmax", per_channel_linear: bool = False,
+            activations: str = "int8", int16_layers=(), stream: bool = False) -> CompiledModel:
     """Quantize and compile `model` for `target`, as `edgec build` does.
 
     model: an nn.Module (with `example_inputs`: a tensor shaped like one input batch, or a tuple
@@ -302,8 +316,14 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
         kernels for, linked from the checkout in $CMSIS_NN_DIR.
     name: the C symbol prefix (default: the model class's name in snake case).
     progress: show the calibration progress on stderr.
+    calibration_method: as `edgec build --calibration`: how activation ranges are chosen from the
+        calibration data ("minmax", "percentile", "mse" or "histogram").
+    per_channel_linear: as `edgec build --per-channel-linear`: linear weights per output channel.
     activations, int16_layers: as `edgec build --activations/--int16-layers` ("int16": the whole
         model with int16 activations; int16_layers: the nn.Module paths whose layers are int16).
+    stream: as `edgec build --stream`: a recurrent model compiled to one time step per
+        <name>_invoke(), its state kept between invokes; save() and the report only (run(), verify()
+        and bench() take whole sequences: `edgec verify --stream` checks the streaming build).
     """
     target_info = (get_target(target).with_budget(_size(ram), _size(flash)).with_opt(opt)
                    .with_flash_wait(flash_wait).with_kernels(kernels))
@@ -313,12 +333,13 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
         arrays = None if calibration is None else \
             pipeline.per_input_samples(calibration, loaded.example_inputs, "calibration data")
         quantized = pipeline.quantize_loaded(loaded, module, calibration=arrays, warn=_warn,
-                                             progress=_progress if progress else None, activations=activations,
+                                             progress=_progress if progress else None, method=calibration_method,
+                                             per_channel_linear=per_channel_linear, activations=activations,
                                              int16_layers=int16_layers)
-        compiled = pipeline.compile_for(quantized, target_info)
+        compiled = pipeline.compile_for(quantized, target_info, stream=stream)
     samples = None if arrays is None else [x[:REPORT_SAMPLES] for x in arrays]
     module = copy.deepcopy(model).eval() if isinstance(model, torch.nn.Module) else None
-    return CompiledModel(compiled, name, samples, module)
+    return CompiledModel(compiled, name, samples, module, stream)
 
 
 def evaluate(compiled: CompiledModel, data, metric: Callable | None = None) -> Evaluation:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import filecmp
 import importlib.util
+import inspect
 import resource
 import subprocess
 import sys
@@ -303,3 +304,61 @@ def test_edgec_report_takes_verify_per_layer_sqnr(tmp_path, capsys):
     assert code == 0, err
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'class="bars bars-sqnr"' in html and 'class="bars bars-flash"' in html and " dB</td>" in html
+
+
+# `edgec build` options (click parameter names) whose edgec.compile keyword is named otherwise, and
+# those a CompiledModel method does instead; compile's keywords no build option has.
+BUILD_OPTION_KEYWORDS = {"calib": "calibration", "method": "calibration_method", "quiet": "progress"}
+BUILD_OPTION_METHODS = {"out_dir": "save", "html_report": "report"}
+COMPILE_ONLY_KEYWORDS = {"example_inputs"}  # the CLI's model file holds them
+DIFFERENT_DEFAULTS = {"target": ("host", "cortex-m4"), "progress": (False, True),  # --quiet off is progress on
+                      "int16_layers": ("", ())}
+
+
+def test_every_build_option_has_a_compile_keyword():
+    from edgec.cli import build
+    options = {BUILD_OPTION_KEYWORDS.get(param.name, param.name): param for param in build.params
+               if param.name not in BUILD_OPTION_METHODS}
+    keywords = inspect.signature(edgec.compile).parameters
+    assert sorted(set(options) - set(keywords)) == []
+    assert sorted(set(keywords) - set(options) - COMPILE_ONLY_KEYWORDS) == []
+    assert {param.name for param in build.params} >= set(BUILD_OPTION_METHODS)
+    assert all(callable(getattr(edgec.CompiledModel, method)) for method in BUILD_OPTION_METHODS.values())
+    # What the build command receives for an option not given, next to compile's default.
+    received = build.make_context("build", ["model.pt2", "-o", "out"]).params
+    defaults = {name: (received[option.name], keywords[name].default) for name, option in options.items()
+                if name != "model"}
+    assert {name: pair for name, pair in defaults.items() if pair[0] != pair[1]} == DIFFERENT_DEFAULTS
+
+
+def test_the_quantization_keywords_give_what_the_build_options_give(tmp_path, capsys):
+    """calibration_method= and per_channel_linear= write what --calibration and --per-channel-linear
+    write, byte for byte, and change the program."""
+    calib = np.load(DIGITS / "calib.npy")[:16]
+    np.save(tmp_path / "calib.npy", calib)
+    code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", tmp_path / "calib.npy", "--calibration",
+                           "percentile", "--per-channel-linear", "--quiet", "-o", tmp_path / "cli", capsys=capsys)
+    assert code == 0, err
+    for keywords, out in (({"calibration_method": "percentile", "per_channel_linear": True}, "api"), ({}, "default")):
+        edgec.compile(str(DIGITS / "digits.pt2"), calibration=calib, target="host", progress=False,
+                      **keywords).save(tmp_path / out)
+    assert _same_files(tmp_path / "cli", tmp_path / "api") == []
+    assert "digits_weights.c" in _same_files(tmp_path / "cli", tmp_path / "default")
+
+
+def test_stream_saves_what_build_stream_writes(tmp_path, capsys):
+    from edgec import zoo_seq
+    calib = zoo_seq.calibration_data("lstm_kws", 8, seed=0)
+    np.save(tmp_path / "calib.npy", calib)
+    model = f"{zoo_seq.__file__}:lstm_kws"
+    code, _, err = run_cli("build", model, "--calib", tmp_path / "calib.npy", "--stream", "--quiet", "-o",
+                           tmp_path / "cli", capsys=capsys)
+    assert code == 0, err
+    compiled = edgec.compile(model, calibration=calib, target="host", stream=True, progress=False)
+    compiled.save(tmp_path / "api")
+    assert _same_files(tmp_path / "cli", tmp_path / "api") == []
+    assert "void lstm_kws_reset_state(void)" in (tmp_path / "api" / "lstm_kws.c").read_text()
+    with pytest.raises(edgec.EdgecError, match=r"^verify\(\) takes whole sequences; this model was compiled with "
+                                                r"stream=True"):
+        compiled.verify(calib)
+
