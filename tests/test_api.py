@@ -362,3 +362,27 @@ def test_stream_saves_what_build_stream_writes(tmp_path, capsys):
                                                 r"stream=True"):
         compiled.verify(calib)
 
+
+PIXELS_WARNING = ("WARNING: the calibration data spans [0, 255] in integer values, over 10x larger than the example "
+                  "input's [0, 1]: the int8 ranges are chosen from it, so prepare it as the model's input (e.g. "
+                  "normalised as in training)")
+
+
+def test_calibration_unlike_the_example_input_is_one_warning(tmp_path, capsys):
+    """Raw 0..255 pixels for the digits model, whose example input is in [0, 1]: one line from the
+    CLI and from the API; the data as the model takes it: none."""
+    floats = np.load(DIGITS / "calib.npy")[:16]
+    pixels = np.round(floats * 255).astype(np.uint8)
+    np.save(tmp_path / "pixels.npy", pixels)
+    np.save(tmp_path / "floats.npy", floats)
+    code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", tmp_path / "pixels.npy", "--quiet", "-o",
+                           tmp_path / "pixels", capsys=capsys)
+    assert code == 0, err
+    assert [line for line in err.splitlines() if "calibration data" in line] == [PIXELS_WARNING]
+    edgec.compile(str(DIGITS / "digits.pt2"), calibration=torch.from_numpy(pixels), progress=False)
+    assert capsys.readouterr().err.splitlines() == [PIXELS_WARNING]
+    code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", tmp_path / "floats.npy", "--quiet", "-o",
+                           tmp_path / "floats", capsys=capsys)
+    assert code == 0 and "WARNING" not in err, err
+    edgec.compile(str(DIGITS / "digits.pt2"), calibration=floats / 20, progress=False)
+    assert "over 10x smaller than the example input's [0, 1]" in capsys.readouterr().err
