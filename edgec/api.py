@@ -50,11 +50,13 @@ class VerifyResult:
     layers_checked: int  # layers within a step of the quantized program (verify's layer check)
     layer_sqnr: list[dict] = field(default_factory=list)  # per layer: layer, op, sqnr_db
     precision: str = "int8"  # the activations' dtypes ("int8", "int16" or "int16/int8")
+    stream_steps: int = 0  # a streaming build: the invokes of its stream (the samples' frames), as exact
 
     def __str__(self) -> str:
         where = "host C" if self.target == "host" else f"{self.target} (QEMU)"
-        return (f"OK: {self.samples} samples, golden simulator == {where}, 0 LSB; {self.precision} vs float: output SQNR "
-                f"{self.output_sqnr_db:.1f} dB, top-1 agreement {self.top1_agreement:.0%}, max |error| "
+        stream = f"; stream: {self.stream_steps} steps, 0 LSB, == the whole-sequence model" if self.stream_steps else ""
+        return (f"OK: {self.samples} samples, golden simulator == {where}, 0 LSB{stream}; {self.precision} vs float: "
+                f"output SQNR {self.output_sqnr_db:.1f} dB, top-1 agreement {self.top1_agreement:.0%}, max |error| "
                 f"{self.max_abs_error:.4f}; all {self.layers_checked} checked layers within a step of the "
                 f"quantized program")
 
@@ -82,10 +84,11 @@ class CompiledModel:
     count its instructions, and report on it. Build one with edgec.compile."""
 
     def __init__(self, compiled: pipeline.Compiled, name: str, report_samples: list[np.ndarray] | None = None,
-                 module: torch.nn.Module | None = None, stream: bool = False):
+                 module: torch.nn.Module | None = None, streaming: pipeline.Compiled | None = None):
         self.compiled = compiled
         self.name = name
-        self.stream = stream  # one time step per invoke: the graph takes frames, not whole sequences
+        self.streaming = streaming  # stream=True: the build saved (one time step per invoke); `compiled` is
+        # then the whole-sequence model, what run() and evaluate() compute
         self._report_samples = report_samples
         self._module = module  # a copy of the user's nn.Module, as compiled: runs whole batches
         self._report: dict | None = None
@@ -109,16 +112,31 @@ class CompiledModel:
         """Writes the C directory `edgec build` writes (byte for byte, for the same model, data,
         target and name); refuses a model over the target's memory budget, as the CLI does."""
         out_dir = Path(out_dir)
-        self._report = pipeline.emit(self.compiled, out_dir, self.name)
+        self._report = pipeline.emit(self._as_built(self.compiled), out_dir, self.name)
         return out_dir
 
     def build_report(self) -> dict:
         """report.json's content (memory plan, layers, kernels), without saving anything."""
         if self._report is None:
+            built = self._as_built(self.compiled)
             with tempfile.TemporaryDirectory(prefix="edgec-report-") as tmp:
-                self._report = codegen.emit(self.graph, self.compiled.plan, Path(tmp), name=self.name,
-                                            target=self.target, origin=self.compiled.origin)
+                self._report = codegen.emit(built.graph, built.plan, Path(tmp), name=self.name, target=self.target,
+                                            origin=built.origin)
         return self._report
+
+    @property
+    def stream(self) -> bool:
+        return self.streaming is not None
+
+    def _as_built(self, compiled: pipeline.Compiled) -> pipeline.Compiled:
+        """What `edgec build` writes for `compiled`: with stream=True, its streaming build (its
+        golden state reset, as the C's is at start-up)."""
+        if not self.stream:
+            return compiled
+        if compiled is not self.compiled:
+            return pipeline.compile_for(compiled, compiled.target, stream=True)
+        reset_state(self.streaming.graph)
+        return self.streaming
 
     # --- the golden simulator ---------------------------------------------------------------
 
@@ -128,7 +146,6 @@ class CompiledModel:
         in, float out); int8 inputs (the quantized values, PyTorch layout) give the int8 outputs.
         Each input is [N, ...] shaped like the example input (or exactly the example's shape).
         Returns one output (or a tuple), as a tensor for tensor inputs, else a numpy array."""
-        self._check_whole_sequences("run()")
         graph = self.graph
         if len(inputs) != len(graph.inputs):
             raise EdgecError(f"the model has {len(graph.inputs)} input{'s' if len(graph.inputs) != 1 else ''}, "
@@ -189,8 +206,8 @@ class CompiledModel:
         """`edgec verify`: the generated C, built for the host or run on `target`'s emulated board
         (QEMU), must equal the golden simulator byte for byte on `count` of `samples` (float
         inputs: an array, a tensor or an iterable of batches; default seeded random normal ones),
-        and every layer must stay within a step of the quantized program. EdgecError otherwise."""
-        self._check_whole_sequences("verify()")
+        and every layer must stay within a step of the quantized program; with stream=True, the
+        streaming build too, as `edgec verify --stream` checks it. EdgecError otherwise."""
         compiled = self._for_target(target)
         if not compiled.target.is_host:
             device.require_runnable(compiled.target)
@@ -205,6 +222,7 @@ class CompiledModel:
         if not result.exact:
             raise EdgecError(f"MISMATCH: {result.mismatched_samples} of {result.samples} samples differ "
                              f"({result.mismatched_bytes} bytes) between the golden simulator and {where}")
+        stream_steps = self._verify_stream(compiled, floats, inputs, where) if self.stream else 0
         reference = checks.float_reference(compiled, floats)
         summary = checks.accuracy_summary(compiled, reference, result.device)
         int8_values = [checks.golden_values(compiled.graph, row) for row in inputs]
@@ -214,16 +232,33 @@ class CompiledModel:
             self._layer_sqnr = layer_sqnr
         return VerifyResult(compiled.target.name, result.samples, summary["output_sqnr_db"],
                             summary["top1_agreement"], summary["max_abs_error"], checked, layer_sqnr,
-                            checks.activation_precision(compiled.graph))
+                            checks.activation_precision(compiled.graph), stream_steps)
+
+    def _verify_stream(self, compiled: pipeline.Compiled, floats: list[np.ndarray], inputs: np.ndarray,
+                       where: str) -> int:
+        """The streaming build of `compiled` on the same samples' frames (verify's stream check):
+        the invokes it ran, or EdgecError."""
+        with tempfile.TemporaryDirectory(prefix="edgec-verify-") as tmp:
+            result = checks.compare_stream(compiled, floats, inputs, self.name, Path(tmp))
+        if result.mismatched_bytes:
+            raise EdgecError(f"MISMATCH (stream): {result.mismatched_bytes} bytes differ between the golden "
+                             f"simulator and {where}")
+        if not result.equals_whole_sequence:
+            raise EdgecError("MISMATCH: the stream's output after a whole sequence differs from the whole-sequence "
+                             "model's")
+        return result.steps
 
     def bench(self, target=None, sample=None) -> device.Bench:
         """`edgec bench`: the exact instructions one inference executes on `target`'s emulated
         board (default: the compiled target), per layer, with flash and RAM. `sample`: one float
-        input (default a seeded random normal one). The report shows the per-layer counts."""
-        self._check_whole_sequences("bench()")
-        compiled = self._for_target(target)
+        input (default a seeded random normal one; with stream=True, its first time step, as
+        `edgec bench --stream` counts). The report shows the per-layer counts."""
+        whole = self._for_target(target)
+        compiled = self._as_built(whole)
         device.require_runnable(compiled.target)
         floats = self._float_samples(sample, 1, "benchmark input")
+        if self.stream:
+            floats = [x[:1] for x in checks.stream_frames(compiled, floats)]
         inputs = checks.quantized_inputs(compiled.graph, floats)
         with tempfile.TemporaryDirectory(prefix="edgec-bench-") as tmp:
             out_dir = Path(tmp) / self.name
@@ -232,15 +267,9 @@ class CompiledModel:
         if not checks.compare(checks.golden_outputs(compiled.graph, inputs), result.output[None]).exact:
             raise EdgecError(f"the output on {compiled.target.name} differs from the golden simulator's; "
                              f"run verify(target={compiled.target.name!r})")
-        if compiled is self.compiled:
+        if whole is self.compiled:
             self._bench = result
         return result
-
-    def _check_whole_sequences(self, method: str) -> None:
-        if self.stream:
-            raise EdgecError(f"{method} takes whole sequences; this model was compiled with stream=True (one time "
-                             f"step per invoke): compile it without stream for {method}, and check the streaming "
-                             f"build with `edgec verify --stream`")
 
     def _float_samples(self, samples, count: int, what: str) -> list[np.ndarray]:
         example = self.compiled.example_inputs
@@ -253,10 +282,7 @@ class CompiledModel:
 
     def layer_sqnr(self, samples=None) -> list[dict]:
         """Per layer, the SQNR (dB) of its int8 output against the float model's value, over
-        `samples` (default: the first calibration samples) run through the golden simulator; none
-        for a streaming build, whose layers see one time step."""
-        if self.stream:
-            return []
+        `samples` (default: the first calibration samples) run through the golden simulator."""
         if samples is None and self._layer_sqnr is not None:
             return self._layer_sqnr
         floats = self._report_samples if samples is None else self._float_samples(samples, REPORT_SAMPLES, "samples")
@@ -321,9 +347,10 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
     per_channel_linear: as `edgec build --per-channel-linear`: linear weights per output channel.
     activations, int16_layers: as `edgec build --activations/--int16-layers` ("int16": the whole
         model with int16 activations; int16_layers: the nn.Module paths whose layers are int16).
-    stream: as `edgec build --stream`: a recurrent model compiled to one time step per
-        <name>_invoke(), its state kept between invokes; save() and the report only (run(), verify()
-        and bench() take whole sequences: `edgec verify --stream` checks the streaming build).
+    stream: as `edgec build --stream`: save() writes a recurrent model as one time step per
+        <name>_invoke(), its state kept between invokes. run() and evaluate() still take whole
+        sequences (the model's meaning); verify() also checks the streaming build, as
+        `edgec verify --stream` does, and bench() counts one time step, as `edgec bench --stream`.
     """
     target_info = (get_target(target).with_budget(_size(ram), _size(flash)).with_opt(opt)
                    .with_flash_wait(flash_wait).with_kernels(kernels))
@@ -336,10 +363,11 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
                                              progress=_progress if progress else None, method=calibration_method,
                                              per_channel_linear=per_channel_linear, activations=activations,
                                              int16_layers=int16_layers)
-        compiled = pipeline.compile_for(quantized, target_info, stream=stream)
+        compiled = pipeline.compile_for(quantized, target_info)
+        streaming = pipeline.compile_for(quantized, target_info, stream=True) if stream else None
     samples = None if arrays is None else [x[:REPORT_SAMPLES] for x in arrays]
     module = copy.deepcopy(model).eval() if isinstance(model, torch.nn.Module) else None
-    return CompiledModel(compiled, name, samples, module, stream)
+    return CompiledModel(compiled, name, samples, module, streaming)
 
 
 def evaluate(compiled: CompiledModel, data, metric: Callable | None = None) -> Evaluation:
@@ -476,3 +504,4 @@ def _quiet_torch():
 with _quiet_torch():  # importing torchao logs about its optional CUDA extensions
     from edgec import codegen, device, pipeline, sim  # noqa: E402
     from edgec import verify as checks  # noqa: E402
+    from edgec.ops.recurrent import reset_state  # noqa: E402

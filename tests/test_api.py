@@ -6,6 +6,7 @@ from __future__ import annotations
 import filecmp
 import importlib.util
 import inspect
+import json
 import resource
 import subprocess
 import sys
@@ -346,21 +347,28 @@ def test_the_quantization_keywords_give_what_the_build_options_give(tmp_path, ca
     assert "digits_weights.c" in _same_files(tmp_path / "cli", tmp_path / "default")
 
 
-def test_stream_saves_what_build_stream_writes(tmp_path, capsys):
+@needs_toolchain
+def test_stream_saves_verifies_and_benches_what_the_cli_does_with_stream(tmp_path, capsys):
+    """stream=True: save() writes what `edgec build --stream` writes, verify() also checks the stream
+    (as `edgec verify --stream`) and bench() counts the one time step `edgec bench --stream` counts."""
     from edgec import zoo_seq
     calib = zoo_seq.calibration_data("lstm_kws", 8, seed=0)
     np.save(tmp_path / "calib.npy", calib)
     model = f"{zoo_seq.__file__}:lstm_kws"
-    code, _, err = run_cli("build", model, "--calib", tmp_path / "calib.npy", "--stream", "--quiet", "-o",
-                           tmp_path / "cli", capsys=capsys)
+    code, out, err = run_cli("bench", model, "--calib", tmp_path / "calib.npy", "--stream", "--quiet", "--json",
+                             capsys=capsys)
     assert code == 0, err
-    compiled = edgec.compile(model, calibration=calib, target="host", stream=True, progress=False)
+    compiled = edgec.compile(model, calibration=calib, target="cortex-m4", stream=True, progress=False)
     compiled.save(tmp_path / "api")
+    code, _, err = run_cli("build", model, "--calib", tmp_path / "calib.npy", "--target", "cortex-m4", "--stream",
+                           "--quiet", "-o", tmp_path / "cli", capsys=capsys)
+    assert code == 0, err
     assert _same_files(tmp_path / "cli", tmp_path / "api") == []
     assert "void lstm_kws_reset_state(void)" in (tmp_path / "api" / "lstm_kws.c").read_text()
-    with pytest.raises(edgec.EdgecError, match=r"^verify\(\) takes whole sequences; this model was compiled with "
-                                                r"stream=True"):
-        compiled.verify(calib)
+    result = compiled.verify(calib, target="host", count=2)
+    assert result.stream_steps == 98 and "stream: 98 steps, 0 LSB, == the whole-sequence model" in str(result)
+    assert compiled.bench(sample=calib[:1]).total_instructions == json.loads(out)["total_instructions"]
+    assert compiled.run(calib[:2]).shape == (2, 12)  # whole sequences, the model's meaning
 
 
 PIXELS_WARNING = ("WARNING: the calibration data spans [0, 255] in integer values, over 10x larger than the example "
