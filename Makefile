@@ -2,14 +2,15 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 STAMP := .make
-TORCH := torch==2.13.0
+# The development versions, tested by `make test`; pyproject.toml declares the supported ranges.
+TORCH_PINS := torch==2.13.0 torchao==0.18.0
 
 .PHONY: demo test install install-test toolchain bench fuzz clean
 
-# torch is installed first and pinned, so nothing can pull another (multi-GB CUDA) build.
+# torch and torchao are installed first and pinned, so nothing can pull another (multi-GB CUDA) build.
 $(STAMP)/install: pyproject.toml
 	@mkdir -p $(STAMP)
-	$(PIP) install -q $(TORCH)
+	$(PIP) install -q $(TORCH_PINS)
 	$(PIP) install -q -e .
 	@touch $@
 

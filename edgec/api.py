@@ -51,11 +51,13 @@ class VerifyResult:
     layers_checked: int  # layers within a step of the quantized program (verify's layer check)
     layer_sqnr: list[dict] = field(default_factory=list)  # per layer: layer, op, sqnr_db
     precision: str = "int8"  # the activations' dtypes ("int8", "int16" or "int16/int8")
+    stream_steps: int = 0  # a streaming build: the invokes of its stream (the samples' frames), as exact
 
     def __str__(self) -> str:
         where = "host C" if self.target == "host" else f"{self.target} (QEMU)"
-        return (f"OK: {self.samples} samples, golden simulator == {where}, 0 LSB; {self.precision} vs float: output SQNR "
-                f"{self.output_sqnr_db:.1f} dB, top-1 agreement {self.top1_agreement:.0%}, max |error| "
+        stream = f"; stream: {self.stream_steps} steps, 0 LSB, == the whole-sequence model" if self.stream_steps else ""
+        return (f"OK: {self.samples} samples, golden simulator == {where}, 0 LSB{stream}; {self.precision} vs float: "
+                f"output SQNR {self.output_sqnr_db:.1f} dB, top-1 agreement {self.top1_agreement:.0%}, max |error| "
                 f"{self.max_abs_error:.4f}; all {self.layers_checked} checked layers within a step of the "
                 f"quantized program")
 
@@ -83,9 +85,11 @@ class CompiledModel:
     count its instructions, and report on it. Build one with edgec.compile."""
 
     def __init__(self, compiled: pipeline.Compiled, name: str, report_samples: list[np.ndarray] | None = None,
-                 module: torch.nn.Module | None = None):
+                 module: torch.nn.Module | None = None, streaming: pipeline.Compiled | None = None):
         self.compiled = compiled
         self.name = name
+        self.streaming = streaming  # stream=True: the build saved (one time step per invoke); `compiled` is
+        # then the whole-sequence model, what run() and evaluate() compute
         self._report_samples = report_samples
         self._module = module  # a copy of the user's nn.Module, as compiled: runs whole batches
         self._report: dict | None = None
@@ -109,16 +113,31 @@ class CompiledModel:
         """Writes the C directory `edgec build` writes (byte for byte, for the same model, data,
         target and name); refuses a model over the target's memory budget, as the CLI does."""
         out_dir = Path(out_dir)
-        self._report = pipeline.emit(self.compiled, out_dir, self.name)
+        self._report = pipeline.emit(self._as_built(self.compiled), out_dir, self.name)
         return out_dir
 
     def build_report(self) -> dict:
         """report.json's content (memory plan, layers, kernels), without saving anything."""
         if self._report is None:
+            built = self._as_built(self.compiled)
             with tempfile.TemporaryDirectory(prefix="edgec-report-") as tmp:
-                self._report = codegen.emit(self.graph, self.compiled.plan, Path(tmp), name=self.name,
-                                            target=self.target, origin=self.compiled.origin)
+                self._report = codegen.emit(built.graph, built.plan, Path(tmp), name=self.name, target=self.target,
+                                            origin=built.origin)
         return self._report
+
+    @property
+    def stream(self) -> bool:
+        return self.streaming is not None
+
+    def _as_built(self, compiled: pipeline.Compiled) -> pipeline.Compiled:
+        """What `edgec build` writes for `compiled`: with stream=True, its streaming build (its
+        golden state reset, as the C's is at start-up)."""
+        if not self.stream:
+            return compiled
+        if compiled is not self.compiled:
+            return pipeline.compile_for(compiled, compiled.target, stream=True)
+        reset_state(self.streaming.graph)
+        return self.streaming
 
     # --- the golden simulator ---------------------------------------------------------------
 
@@ -191,7 +210,8 @@ class CompiledModel:
         """`edgec verify`: the generated C, built for the host or run on `target`'s emulated board
         (QEMU), must equal the golden simulator byte for byte on `count` of `samples` (float
         inputs: an array, a tensor or an iterable of batches; default seeded random normal ones),
-        and every layer must stay within a step of the quantized program. EdgecError otherwise."""
+        and every layer must stay within a step of the quantized program; with stream=True, the
+        streaming build too, as `edgec verify --stream` checks it. EdgecError otherwise."""
         compiled = self._for_target(target)
         if not compiled.target.is_host:
             device.require_runnable(compiled.target)
@@ -206,6 +226,7 @@ class CompiledModel:
         if not result.exact:
             raise EdgecError(f"MISMATCH: {result.mismatched_samples} of {result.samples} samples differ "
                              f"({result.mismatched_bytes} bytes) between the golden simulator and {where}")
+        stream_steps = self._verify_stream(compiled, floats, inputs, where) if self.stream else 0
         reference = checks.float_reference(compiled, floats)
         summary = checks.accuracy_summary(compiled, reference, result.device)
         int8_values = [checks.golden_values(compiled.graph, row) for row in inputs]
@@ -215,15 +236,33 @@ class CompiledModel:
             self._layer_sqnr = layer_sqnr
         return VerifyResult(compiled.target.name, result.samples, summary["output_sqnr_db"],
                             summary["top1_agreement"], summary["max_abs_error"], checked, layer_sqnr,
-                            checks.activation_precision(compiled.graph))
+                            checks.activation_precision(compiled.graph), stream_steps)
+
+    def _verify_stream(self, compiled: pipeline.Compiled, floats: list[np.ndarray], inputs: np.ndarray,
+                       where: str) -> int:
+        """The streaming build of `compiled` on the same samples' frames (verify's stream check):
+        the invokes it ran, or EdgecError."""
+        with tempfile.TemporaryDirectory(prefix="edgec-verify-") as tmp:
+            result = checks.compare_stream(compiled, floats, inputs, self.name, Path(tmp))
+        if result.mismatched_bytes:
+            raise EdgecError(f"MISMATCH (stream): {result.mismatched_bytes} bytes differ between the golden "
+                             f"simulator and {where}")
+        if not result.equals_whole_sequence:
+            raise EdgecError("MISMATCH: the stream's output after a whole sequence differs from the whole-sequence "
+                             "model's")
+        return result.steps
 
     def bench(self, target=None, sample=None) -> device.Bench:
         """`edgec bench`: the exact instructions one inference executes on `target`'s emulated
         board (default: the compiled target), per layer, with flash and RAM. `sample`: one float
-        input (default a seeded random normal one). The report shows the per-layer counts."""
-        compiled = self._for_target(target)
+        input (default a seeded random normal one; with stream=True, its first time step, as
+        `edgec bench --stream` counts). The report shows the per-layer counts."""
+        whole = self._for_target(target)
+        compiled = self._as_built(whole)
         device.require_runnable(compiled.target)
         floats = self._float_samples(sample, 1, "benchmark input")
+        if self.stream:
+            floats = [x[:1] for x in checks.stream_frames(compiled, floats)]
         inputs = checks.quantized_inputs(compiled.graph, floats)
         with tempfile.TemporaryDirectory(prefix="edgec-bench-") as tmp:
             out_dir = Path(tmp) / self.name
@@ -232,7 +271,7 @@ class CompiledModel:
         if not checks.compare(checks.golden_outputs(compiled.graph, inputs), result.output[None]).exact:
             raise EdgecError(f"the output on {compiled.target.name} differs from the golden simulator's; "
                              f"run verify(target={compiled.target.name!r})")
-        if compiled is self.compiled:
+        if whole is self.compiled:
             self._bench = result
         return result
 
@@ -290,7 +329,8 @@ class CompiledModel:
 def compile(model, example_inputs=None, *, calibration=None, target: str | Target = "cortex-m4",
             opt: str = "auto", ram: int | str | None = None, flash: int | str | None = None,
             flash_wait: int | None = None, kernels: str = "edgec", name: str | None = None, progress: bool = True,
-            activations: str = "int8", int16_layers=()) -> CompiledModel:
+            calibration_method: str = "minmax", per_channel_linear: bool = False,
+            activations: str = "int8", int16_layers=(), stream: bool = False) -> CompiledModel:
     """Quantize and compile `model` for `target`, as `edgec build` does.
 
     model: an nn.Module (with `example_inputs`: a tensor shaped like one input batch, or a tuple
@@ -309,8 +349,15 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
         kernels for, linked from the checkout in $CMSIS_NN_DIR.
     name: the C symbol prefix (default: the model class's name in snake case).
     progress: show the calibration progress on stderr.
+    calibration_method: as `edgec build --calibration`: how activation ranges are chosen from the
+        calibration data ("minmax", "percentile", "mse" or "histogram").
+    per_channel_linear: as `edgec build --per-channel-linear`: linear weights per output channel.
     activations, int16_layers: as `edgec build --activations/--int16-layers` ("int16": the whole
         model with int16 activations; int16_layers: the nn.Module paths whose layers are int16).
+    stream: as `edgec build --stream`: save() writes a recurrent model as one time step per
+        <name>_invoke(), its state kept between invokes. run() and evaluate() still take whole
+        sequences (the model's meaning); verify() also checks the streaming build, as
+        `edgec verify --stream` does, and bench() counts one time step, as `edgec bench --stream`.
     """
     target_info = (get_target(target).with_budget(_size(ram), _size(flash)).with_opt(opt)
                    .with_flash_wait(flash_wait).with_kernels(kernels))
@@ -320,12 +367,14 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
         arrays = None if calibration is None else \
             pipeline.per_input_samples(calibration, loaded.example_inputs, "calibration data")
         quantized = pipeline.quantize_loaded(loaded, module, calibration=arrays, warn=_warn,
-                                             progress=_progress if progress else None, activations=activations,
+                                             progress=_progress if progress else None, method=calibration_method,
+                                             per_channel_linear=per_channel_linear, activations=activations,
                                              int16_layers=int16_layers)
         compiled = pipeline.compile_for(quantized, target_info)
+        streaming = pipeline.compile_for(quantized, target_info, stream=True) if stream else None
     samples = None if arrays is None else [x[:REPORT_SAMPLES] for x in arrays]
     module = copy.deepcopy(model).eval() if isinstance(model, torch.nn.Module) else None
-    return CompiledModel(compiled, name, samples, module)
+    return CompiledModel(compiled, name, samples, module, streaming)
 
 
 def save(models: Iterable[CompiledModel], out_dir: str | Path, *, shared_arena: bool = False) -> dict:
@@ -481,3 +530,4 @@ def _quiet_torch():
 with _quiet_torch():  # importing torchao logs about its optional CUDA extensions
     from edgec import codegen, device, pipeline, sim  # noqa: E402
     from edgec import verify as checks  # noqa: E402
+    from edgec.ops.recurrent import reset_state  # noqa: E402

@@ -89,3 +89,35 @@ def observer(method: str):
         from edgec.errors import EdgecError
         raise EdgecError(f"unknown calibration '{method}' (one of {', '.join(CALIBRATIONS)})")
     return CALIBRATIONS[method].with_args(eps=EPS)
+
+
+# Calibration data whose largest magnitude is this many times the example input's (or this many
+# times smaller) was likely prepared unlike the data the model takes, e.g. raw 0..255 pixels for a
+# model trained on normalised input: every int8 range would be chosen for the wrong data.
+RANGE_MISMATCH = 10.0
+
+
+def range_warnings(samples: list[tuple], example_inputs: tuple) -> list[str]:
+    """One warning per model input whose calibration samples (tuples of tensors, one per input)
+    span a range unlike its example input's. A constant example (zeros, ones) says nothing of the
+    range, and is not compared with."""
+    warnings = []
+    for index, example in enumerate(example_inputs):
+        if not isinstance(example, torch.Tensor) or not example.is_floating_point() or not example.numel():
+            continue
+        example_low, example_high = float(example.min()), float(example.max())
+        if example_low == example_high:
+            continue
+        low = min(float(sample[index].min()) for sample in samples)
+        high = max(float(sample[index].max()) for sample in samples)
+        magnitude, example_magnitude = max(abs(low), abs(high)), max(abs(example_low), abs(example_high))
+        if example_magnitude / RANGE_MISMATCH <= magnitude <= example_magnitude * RANGE_MISMATCH:
+            continue
+        integers = magnitude > 1 and all(bool(torch.equal(x[index], x[index].round())) for x in samples)
+        which = f" for input {index}" if len(example_inputs) > 1 else ""
+        warnings.append(f"WARNING: the calibration data{which} spans [{low:.4g}, {high:.4g}]"
+                        f"{' in integer values' if integers else ''}, over {RANGE_MISMATCH:g}x "
+                        f"{'larger' if magnitude > example_magnitude else 'smaller'} than the example input's "
+                        f"[{example_low:.4g}, {example_high:.4g}]: the int8 ranges are chosen from it, so prepare it "
+                        f"as the model's input (e.g. normalised as in training)")
+    return warnings

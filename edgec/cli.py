@@ -294,37 +294,22 @@ def verify(model, calib, samples, name, target, ram, flash, opt, flash_wait, ker
                f"M = s_in*s_w/s_out > 1) of the program's Q/DQ graph run in float, fed its values")
 
 
-def _frames(stream, floats) -> list:
-    """Whole-sequence float samples [N, 1, T, F] (batch first) as the stream's frames [N*T, F]."""
-    return [x.reshape((-1,) + stream.graph.tensors[name].torch_shape[2:]) for x, name in zip(floats, stream.graph.inputs)]
-
-
 def _verify_stream(whole, floats, whole_inputs, name: str, target: str) -> None:
     """The streaming build of the same quantized model: every sample's frames, one per invoke, as
     one stream, golden == C byte for byte; and its output after the first sample's last frame
     equals the whole-sequence model's on that sample."""
-    import numpy as np
-
     from edgec import verify as checks
-    from edgec.ops.recurrent import reset_state
-    from edgec.pipeline import compile_for, emit
-    compiled = compile_for(whole, whole.target, stream=True)
-    inputs = checks.quantized_inputs(compiled.graph, _frames(compiled, floats))
     with tempfile.TemporaryDirectory(prefix="edgec-verify-") as tmp:
-        emit(compiled, Path(tmp) / name, name)
-        device = checks.run_on(compiled, Path(tmp) / name, name, inputs, Path(tmp) / "build")
-    reset_state(compiled.graph)
-    result = checks.compare(checks.golden_outputs(compiled.graph, inputs), device)
+        result = checks.compare_stream(whole, floats, whole_inputs, name, Path(tmp))
     where = "host C" if target == "host" else f"{target} (QEMU)"
-    if not result.exact:
+    if result.mismatched_bytes:
         click.echo(f"MISMATCH (stream): {result.mismatched_bytes} bytes differ between the golden simulator and {where}")
         sys.exit(1)
-    steps = len(inputs) // len(whole_inputs)
-    if not np.array_equal(device[steps - 1], checks.golden_outputs(whole.graph, whole_inputs[:1])[0]):
+    if not result.equals_whole_sequence:
         click.echo("MISMATCH: the stream's output after a whole sequence differs from the whole-sequence model's")
         sys.exit(1)
-    click.echo(f"OK (stream): {len(inputs)} steps, golden simulator == {where}, 0 LSB; after {steps} steps "
-               f"== the whole-sequence model")
+    click.echo(f"OK (stream): {result.steps} steps, golden simulator == {where}, 0 LSB; after "
+               f"{result.sequence_steps} steps == the whole-sequence model")
 
 
 @cli.command()
@@ -362,7 +347,7 @@ def bench(model, target, calib, name, ram, flash, opt, flash_wait, kernels, out_
     if stream:
         from edgec.pipeline import compile_for
         compiled = compile_for(compiled, target_info, stream=True)
-        sample = checks.quantized_inputs(compiled.graph, [x[:1] for x in _frames(compiled, floats)])
+        sample = checks.quantized_inputs(compiled.graph, [x[:1] for x in checks.stream_frames(compiled, floats)])
     with tempfile.TemporaryDirectory(prefix="edgec-bench-") as tmp:
         model_dir = Path(out_dir) if out_dir else Path(tmp) / name
         emit(compiled, model_dir, name)

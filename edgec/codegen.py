@@ -21,11 +21,11 @@ from edgec import __version__, cmsis_nn
 from edgec.ir import Graph, Op
 from edgec.ops import KINDS
 from edgec.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_buffer_name
+from edgec.resources import data_dir
 from edgec.variants import kernel_name, kernel_reason
 
-ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = ROOT / "templates"
-RUNTIME = ROOT / "runtime_c"
+TEMPLATES = data_dir("templates")
+RUNTIME = data_dir("runtime_c")
 C_TYPES = {"int8_t": np.int8, "int16_t": np.int16, "int32_t": np.int32, "int64_t": np.int64, "uint8_t": np.uint8,
            "uint16_t": np.uint16}
 SHARED_RUNTIME_FILES = ("include/edgec_nn.h", "src/support/edgec_support.h")

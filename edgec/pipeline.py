@@ -33,7 +33,7 @@ from edgec.passes.normalize import normalize
 from edgec.passes.qparams import unify_qparams
 from edgec.passes.layout import assign_layouts, relayout
 from edgec.plan import MemoryPlan
-from edgec.calibration import DEFAULT as DEFAULT_CALIBRATION
+from edgec.calibration import DEFAULT as DEFAULT_CALIBRATION, range_warnings
 from edgec.quantize import EdgecQuantizer, is_quantized, quantize
 from edgec.schedule import schedule_and_plan
 from edgec.targets import TARGETS, Target, get_target
@@ -95,6 +95,9 @@ def quantize_loaded(loaded: frontend.LoadedModel, module: GraphModule, *, calibr
             warn(f"WARNING: {loaded.origin} is already quantized; calibration and precision options do not apply")
         return Quantized(loaded.origin, loaded.example_inputs, None, module)
     samples = calibration_samples(calibration, loaded.example_inputs, warn)
+    if calibration is not None:
+        for line in range_warnings(samples, loaded.example_inputs):
+            warn(line)
     float_module = copy.deepcopy(module)
     quantizer = EdgecQuantizer(method, per_channel_linear, activations=activations, int16_layers=int16_layers)
     return Quantized(loaded.origin, loaded.example_inputs, float_module, quantize(module, samples, progress, quantizer))

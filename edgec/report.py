@@ -21,8 +21,9 @@ from markupsafe import Markup
 
 from edgec import __version__
 from edgec.errors import EdgecError
+from edgec.resources import data_dir
 
-TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "report.html.j2"
+TEMPLATE = data_dir("templates") / "report.html.j2"
 
 # Timeline geometry, in SVG user units (CSS px unless the page is narrower and the SVG shrinks).
 PLOT_LEFT, PLOT_RIGHT_MARGIN, PLOT_TOP, PLOT_HEIGHT = 70, 170, 16, 440

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgec.errors import EdgecError
+from edgec.resources import data_dir
 from edgec.targets import Target, get_target, parse_size
 
-ROOT = Path(__file__).resolve().parent.parent
-PORT_DIR = ROOT / "runtime_c" / "port"
+PORT_DIR = data_dir("runtime_c") / "port"
 PORT_SOURCES = (PORT_DIR / "startup.c", PORT_DIR / "semihost.c")
 PLUGIN_SOURCE = PORT_DIR / "qemu_insn_plugin.c"
 

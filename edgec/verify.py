@@ -21,6 +21,8 @@ from edgec.codegen import TEMPLATES
 from edgec.errors import EdgecError
 from edgec.ir import Graph, to_torch_order
 from edgec.ops import KINDS
+from edgec.ops.recurrent import reset_state
+from edgec.pipeline import compile_for, emit
 from edgec.targets import get_target
 
 HOST_CFLAGS = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic")
@@ -123,6 +125,36 @@ def run_on(compiled, out_dir: Path, name: str, inputs: np.ndarray, build_dir: Pa
     if compiled.target.is_host:
         return run_host(build_host(out_dir, name, build_dir), inputs, output_bytes(compiled.graph))
     return device.run_model(compiled.target, out_dir, name, inputs, build_dir)
+
+
+@dataclass
+class StreamComparison:
+    """The streaming build (one time step per invoke) against the golden simulator, over one
+    stream of every sample's frames; and its output after the first sample's last frame against
+    the whole-sequence model's on that sample."""
+    steps: int  # invokes: every sample's frames
+    sequence_steps: int  # frames per sample
+    mismatched_bytes: int
+    equals_whole_sequence: bool
+
+
+def stream_frames(stream, floats) -> list[np.ndarray]:
+    """Whole-sequence float samples [N, 1, T, F] (batch first) as the stream's frames [N*T, F]."""
+    return [x.reshape((-1,) + stream.graph.tensors[name].torch_shape[2:]) for x, name in zip(floats, stream.graph.inputs)]
+
+
+def compare_stream(whole, floats, whole_inputs: np.ndarray, name: str, work_dir: Path) -> StreamComparison:
+    """The streaming build of `whole` (a compiled whole-sequence model), for its target, run on
+    `floats` (whole sequences, quantized as `whole_inputs`) as one stream in `work_dir`."""
+    stream = compile_for(whole, whole.target, stream=True)
+    inputs = quantized_inputs(stream.graph, stream_frames(stream, floats))
+    emit(stream, work_dir / name, name)
+    outputs = run_on(stream, work_dir / name, name, inputs, work_dir / "build")
+    reset_state(stream.graph)
+    mismatched = compare(golden_outputs(stream.graph, inputs), outputs).mismatched_bytes
+    steps = len(inputs) // len(whole_inputs)
+    first_sequence = golden_outputs(whole.graph, whole_inputs[:1])[0]
+    return StreamComparison(len(inputs), steps, mismatched, bool(np.array_equal(outputs[steps - 1], first_sequence)))
 
 
 def float_node_values(module, sample: tuple) -> dict[str, np.ndarray]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import filecmp
 import importlib.util
+import inspect
+import json
 import resource
 import subprocess
 import sys
@@ -317,3 +319,92 @@ def test_edgec_report_takes_verify_per_layer_sqnr(tmp_path, capsys):
     assert code == 0, err
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'class="bars bars-sqnr"' in html and 'class="bars bars-flash"' in html and " dB</td>" in html
+
+
+# `edgec build` options (click parameter names) whose edgec.compile keyword is named otherwise, and
+# those a CompiledModel method does instead; compile's keywords no build option has.
+BUILD_OPTION_KEYWORDS = {"calib": "calibration", "method": "calibration_method", "quiet": "progress"}
+BUILD_OPTION_METHODS = {"out_dir": "save", "html_report": "report"}
+COMPILE_ONLY_KEYWORDS = {"example_inputs"}  # the CLI's model file holds them
+DIFFERENT_DEFAULTS = {"target": ("host", "cortex-m4"), "progress": (False, True),  # --quiet off is progress on
+                      "int16_layers": ("", ())}
+
+
+def test_every_build_option_has_a_compile_keyword():
+    from edgec.cli import build
+    options = {BUILD_OPTION_KEYWORDS.get(param.name, param.name): param for param in build.params
+               if param.name not in BUILD_OPTION_METHODS}
+    keywords = inspect.signature(edgec.compile).parameters
+    assert sorted(set(options) - set(keywords)) == []
+    assert sorted(set(keywords) - set(options) - COMPILE_ONLY_KEYWORDS) == []
+    assert {param.name for param in build.params} >= set(BUILD_OPTION_METHODS)
+    assert all(callable(getattr(edgec.CompiledModel, method)) for method in BUILD_OPTION_METHODS.values())
+    # What the build command receives for an option not given, next to compile's default.
+    received = build.make_context("build", ["model.pt2", "-o", "out"]).params
+    defaults = {name: (received[option.name], keywords[name].default) for name, option in options.items()
+                if name != "model"}
+    assert {name: pair for name, pair in defaults.items() if pair[0] != pair[1]} == DIFFERENT_DEFAULTS
+
+
+def test_the_quantization_keywords_give_what_the_build_options_give(tmp_path, capsys):
+    """calibration_method= and per_channel_linear= write what --calibration and --per-channel-linear
+    write, byte for byte, and change the program."""
+    calib = np.load(DIGITS / "calib.npy")[:16]
+    np.save(tmp_path / "calib.npy", calib)
+    code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", tmp_path / "calib.npy", "--calibration",
+                           "percentile", "--per-channel-linear", "--quiet", "-o", tmp_path / "cli", capsys=capsys)
+    assert code == 0, err
+    for keywords, out in (({"calibration_method": "percentile", "per_channel_linear": True}, "api"), ({}, "default")):
+        edgec.compile(str(DIGITS / "digits.pt2"), calibration=calib, target="host", progress=False,
+                      **keywords).save(tmp_path / out)
+    assert _same_files(tmp_path / "cli", tmp_path / "api") == []
+    assert "digits_weights.c" in _same_files(tmp_path / "cli", tmp_path / "default")
+
+
+@needs_toolchain
+def test_stream_saves_verifies_and_benches_what_the_cli_does_with_stream(tmp_path, capsys):
+    """stream=True: save() writes what `edgec build --stream` writes, verify() also checks the stream
+    (as `edgec verify --stream`) and bench() counts the one time step `edgec bench --stream` counts."""
+    from edgec import zoo_seq
+    calib = zoo_seq.calibration_data("lstm_kws", 8, seed=0)
+    np.save(tmp_path / "calib.npy", calib)
+    model = f"{zoo_seq.__file__}:lstm_kws"
+    code, out, err = run_cli("bench", model, "--calib", tmp_path / "calib.npy", "--stream", "--quiet", "--json",
+                             capsys=capsys)
+    assert code == 0, err
+    compiled = edgec.compile(model, calibration=calib, target="cortex-m4", stream=True, progress=False)
+    compiled.save(tmp_path / "api")
+    code, _, err = run_cli("build", model, "--calib", tmp_path / "calib.npy", "--target", "cortex-m4", "--stream",
+                           "--quiet", "-o", tmp_path / "cli", capsys=capsys)
+    assert code == 0, err
+    assert _same_files(tmp_path / "cli", tmp_path / "api") == []
+    assert "void lstm_kws_reset_state(void)" in (tmp_path / "api" / "lstm_kws.c").read_text()
+    result = compiled.verify(calib, target="host", count=2)
+    assert result.stream_steps == 98 and "stream: 98 steps, 0 LSB, == the whole-sequence model" in str(result)
+    assert compiled.bench(sample=calib[:1]).total_instructions == json.loads(out)["total_instructions"]
+    assert compiled.run(calib[:2]).shape == (2, 12)  # whole sequences, the model's meaning
+
+
+PIXELS_WARNING = ("WARNING: the calibration data spans [0, 255] in integer values, over 10x larger than the example "
+                  "input's [0, 1]: the int8 ranges are chosen from it, so prepare it as the model's input (e.g. "
+                  "normalised as in training)")
+
+
+def test_calibration_unlike_the_example_input_is_one_warning(tmp_path, capsys):
+    """Raw 0..255 pixels for the digits model, whose example input is in [0, 1]: one line from the
+    CLI and from the API; the data as the model takes it: none."""
+    floats = np.load(DIGITS / "calib.npy")[:16]
+    pixels = np.round(floats * 255).astype(np.uint8)
+    np.save(tmp_path / "pixels.npy", pixels)
+    np.save(tmp_path / "floats.npy", floats)
+    code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", tmp_path / "pixels.npy", "--quiet", "-o",
+                           tmp_path / "pixels", capsys=capsys)
+    assert code == 0, err
+    assert [line for line in err.splitlines() if "calibration data" in line] == [PIXELS_WARNING]
+    edgec.compile(str(DIGITS / "digits.pt2"), calibration=torch.from_numpy(pixels), progress=False)
+    assert capsys.readouterr().err.splitlines() == [PIXELS_WARNING]
+    code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", tmp_path / "floats.npy", "--quiet", "-o",
+                           tmp_path / "floats", capsys=capsys)
+    assert code == 0 and "WARNING" not in err, err
+    edgec.compile(str(DIGITS / "digits.pt2"), calibration=floats / 20, progress=False)
+    assert "over 10x smaller than the example input's [0, 1]" in capsys.readouterr().err
