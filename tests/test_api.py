@@ -323,22 +323,27 @@ def test_edgec_report_takes_verify_per_layer_sqnr(tmp_path, capsys):
 
 # `edgec build` options (click parameter names) whose edgec.compile keyword is named otherwise, and
 # those a CompiledModel method does instead; compile's keywords no build option has.
-BUILD_OPTION_KEYWORDS = {"calib": "calibration", "method": "calibration_method", "quiet": "progress"}
+BUILD_OPTION_KEYWORDS = {"models": "model", "calib": "calibration", "method": "calibration_method",
+                         "quiet": "progress"}
 BUILD_OPTION_METHODS = {"out_dir": "save", "html_report": "report"}
+BUILD_OPTION_SAVE_KEYWORDS = {"shared_arena"}  # several models: edgec.save([...], out_dir, shared_arena=)
 COMPILE_ONLY_KEYWORDS = {"example_inputs"}  # the CLI's model file holds them
 DIFFERENT_DEFAULTS = {"target": ("host", "cortex-m4"), "progress": (False, True),  # --quiet off is progress on
-                      "int16_layers": ("", ())}
+                      "int16_layers": ("", ()),
+                      # given once per model (several models): none given is an empty tuple
+                      "calibration": ((), None), "name": ((), None)}
 
 
 def test_every_build_option_has_a_compile_keyword():
     from edgec.cli import build
     options = {BUILD_OPTION_KEYWORDS.get(param.name, param.name): param for param in build.params
-               if param.name not in BUILD_OPTION_METHODS}
+               if param.name not in {*BUILD_OPTION_METHODS, *BUILD_OPTION_SAVE_KEYWORDS}}
     keywords = inspect.signature(edgec.compile).parameters
     assert sorted(set(options) - set(keywords)) == []
     assert sorted(set(keywords) - set(options) - COMPILE_ONLY_KEYWORDS) == []
     assert {param.name for param in build.params} >= set(BUILD_OPTION_METHODS)
     assert all(callable(getattr(edgec.CompiledModel, method)) for method in BUILD_OPTION_METHODS.values())
+    assert BUILD_OPTION_SAVE_KEYWORDS <= set(inspect.signature(edgec.save).parameters)
     # What the build command receives for an option not given, next to compile's default.
     received = build.make_context("build", ["model.pt2", "-o", "out"]).params
     defaults = {name: (received[option.name], keywords[name].default) for name, option in options.items()
