@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec.errors import EdgecError
 from edgec.ir import stored_offsets
 from edgec.frontend import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, requantize, saturate_int8, wrap_int32
