@@ -57,8 +57,7 @@ def test_zoo_seq_model_is_bit_exact_on_host(quantized, tmp_path):
     summary = verify.accuracy_summary(compiled, verify.float_reference(compiled, floats), outputs)
     assert summary["output_sqnr_db"] >= MIN_SQNR_DB[name], summary
     checked = verify.check_against_reference(compiled, floats)  # the recurrent layers step by step vs the float cell
-    assert {row["op"] for row in verify.layer_agreement(compiled, verify.qdq_reference(compiled, floats))
-            if row["checked"]} >= {"recurrent", "fully_connected"}, checked
+    assert not any(row["op"] == "recurrent" for row in checked.skipped), checked
     last_layer = [op for op in compiled.graph.ops if op.kind == "recurrent"][-1]
     assert last_layer.attrs["last_step_only"]  # read at its last step only: only that step is in the arena
     assert compiled.graph.tensors[last_layer.outputs[0]].elements == 64
