@@ -165,19 +165,54 @@ def final_nodes(compiled) -> list:
     return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
 
 
-def accuracy_summary(compiled, float_values: list[dict], int8_outputs: np.ndarray) -> dict:
-    """Output SQNR (every output together) and top-1 agreement (of the first output) of the int8
-    model against the float one."""
+def class_score_outputs(compiled) -> list[int]:
+    """The outputs that look like class scores, whose argmax means something: [N, K] (K >= 2) out
+    of a softmax or log-softmax, or the only output of a one-output model shaped so. A box
+    regression beside a score, a single probability, a feature map: no top-1 agreement."""
+    graph = compiled.graph
+    found = []
+    for index, name in enumerate(graph.outputs):
+        shape = graph.tensors[name].torch_shape
+        if len(shape) != 2 or shape[1] < 2:
+            continue
+        producer = graph.producer(graph.storage(name))
+        while producer is not None and producer.kind in DATA_MOVEMENT:
+            producer = graph.producer(graph.storage(producer.inputs[0]))
+        if len(graph.outputs) == 1 or (producer is not None and producer.kind.removesuffix("_s16") in ("softmax", "log_softmax")):
+            found.append(index)
+    return found
+
+
+def accuracy_summary(compiled, float_values: list[dict], int_outputs: np.ndarray, class_outputs=None) -> dict:
+    """Each output of the integer model against the float one: `outputs` holds per output its
+    SQNR, max |error| and, for an output of class scores (class_score_outputs, or the indices
+    `class_outputs` names), top-1 agreement. output_sqnr_db is the worst output's SQNR,
+    max_abs_error the largest, top1_agreement the first class-score output's (None: none)."""
     graph = compiled.graph
     tensors = [graph.tensors[name] for name in graph.outputs]
     reference = [np.stack([sim.stored(t, _output_value(values, node)).ravel() for values in float_values])
                  for t, node in zip(tensors, final_nodes(compiled))]
-    unpacked = [unpack(graph, row, graph.outputs) for row in int8_outputs]
+    unpacked = [unpack(graph, row, graph.outputs) for row in int_outputs]
     approximation = [np.stack([t.dequantize(outputs[i]).ravel() for outputs in unpacked]) for i, t in enumerate(tensors)]
-    top1 = float(np.mean(reference[0].argmax(axis=1) == approximation[0].argmax(axis=1)))
-    reference, approximation = np.concatenate(reference, axis=1), np.concatenate(approximation, axis=1)
-    return {"output_sqnr_db": sim.sqnr_db(reference, approximation), "top1_agreement": top1,
-            "max_abs_error": float(np.max(np.abs(reference - approximation)))}
+    scores = class_score_outputs(compiled) if class_outputs is None else list(class_outputs)
+    outputs = []
+    for index, (ref, got) in enumerate(zip(reference, approximation)):
+        outputs.append({"output": index, "shape": list(tensors[index].torch_shape), "sqnr_db": sim.sqnr_db(ref, got),
+                        "max_abs_error": float(np.max(np.abs(ref - got))),
+                        "top1_agreement": float(np.mean(ref.argmax(axis=1) == got.argmax(axis=1))) if index in scores else None})
+    top1 = next((o["top1_agreement"] for o in outputs if o["top1_agreement"] is not None), None)
+    return {"output_sqnr_db": min(o["sqnr_db"] for o in outputs), "top1_agreement": top1,
+            "max_abs_error": max(o["max_abs_error"] for o in outputs), "outputs": outputs}
+
+
+def describe_outputs(summary: dict) -> str:
+    """One line per output, as verify prints them."""
+    lines = []
+    for o in summary["outputs"]:
+        top1 = "" if o["top1_agreement"] is None else f", top-1 agreement {o['top1_agreement']:.0%}"
+        name = f"output {o['output']} {o['shape']}" if len(summary["outputs"]) > 1 else f"output {o['shape']}"
+        lines.append(f"{name}: SQNR {o['sqnr_db']:.1f} dB, max |error| {o['max_abs_error']:.4f}{top1}")
+    return "; ".join(lines)
 
 
 def _output_value(values: dict, node) -> np.ndarray:
