@@ -17,7 +17,7 @@ import pytest
 
 from edgec import verify
 from edgec.errors import EdgecError
-from edgec.pipeline import compile_for, quantize_model
+from edgec.pipeline import compile_for, emit, quantize_model
 from tests.data import mutation_models
 from tests.device_support import edgec_cache, needs_toolchain  # noqa: F401 (fixture)
 
@@ -201,7 +201,8 @@ INT16_MUTATIONS = {"conv": [("conv2d_s16", i, m) for i in (0, 1) for m in CHANNE
 
 
 def _survivors(compiled, floats, mutations) -> list[str]:
-    verify.check_against_reference(compiled, floats)  # the sound program passes
+    sound = verify.check_against_reference(compiled, floats)  # the sound program passes, every layer checked
+    assert all(row["op"] in verify.DATA_MOVEMENT for row in sound.skipped), sound
     survivors = []
     for kind, index, mutate in mutations:
         mutant = dataclasses.replace(compiled, graph=copy.deepcopy(compiled.graph))
@@ -232,3 +233,52 @@ def test_every_planted_bug_in_an_int16_layer_fails_the_layer_check(name):
     survivors = _survivors(compile_for(_quantized(name, "int16"), "host"), floats, INT16_MUTATIONS[name])
     print(_score(f"{name} (int16)", INT16_MUTATIONS[name], survivors))
     assert not survivors, survivors
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("name, mutation", [("conv1x1_128", ("conv2d", 0, lambda op, g: zero_channel(op, g, 77))),
+                                            ("lstm", ("recurrent", 0, gates_swapped))])
+def test_a_planted_bug_runs_identically_on_cortex_m4_and_fails_the_layer_check(name, mutation, tmp_path):
+    """On the device the mutated program's C equals its golden byte for byte (both run the same
+    wrong program); only the layer check tells."""
+    compiled = compile_for(_quantized(name), "cortex-m4")
+    kind, index, mutate = mutation
+    mutate(_op(compiled.graph, kind, index), compiled.graph)
+    floats = _samples(name, 4, 1)
+    emit(compiled, tmp_path / name, name)
+    inputs = verify.quantized_inputs(compiled.graph, floats)
+    outputs = verify.run_on(compiled, tmp_path / name, name, inputs, tmp_path / "build")
+    assert verify.compare(verify.golden_outputs(compiled.graph, inputs), outputs).exact
+    with pytest.raises(EdgecError, match="departs from its quantized program"):
+        verify.check_against_reference(compiled, floats)
+
+
+def test_a_computing_layer_without_a_float_counterpart_fails_unless_allowed():
+    compiled = compile_for(_quantized("fully_connected"), "host")
+    first = _op(compiled.graph, "fully_connected", 0)
+    compiled.graph.tensors[first.outputs[0]].source = ""  # as if the lowering lost track of it
+    floats = _samples("fully_connected", 4, 1)
+    with pytest.raises(EdgecError, match=r"could not check 2 computing layer.*fully_connected_0.*no float counterpart"
+                                         r".*its input is fully_connected_0's result"):
+        verify.check_against_reference(compiled, floats)
+    result = verify.check_against_reference(compiled, floats, allow_unchecked=True)
+    assert (result.checked, result.total) == (0, len(compiled.graph.ops)), result
+    assert str(result).startswith(f"checked 0 of {len(compiled.graph.ops)} layers (skipped fully_connected_0 "
+                                  f"(fully_connected): no float counterpart of its output; ")
+
+
+def test_the_rule_per_channel():
+    """judge: one channel of 128 off by 3 steps fails although it is < 1 % of the values; rounding
+    noise passes; a shifted channel fails on its mean; a tolerance above the cap fails."""
+    rng = np.random.default_rng(0)
+    noise = rng.choice([-1, 0, 0, 0, 0, 0, 0, 0, 1], size=(20, 4, 4, 128))
+    one = np.ones(noise.shape, np.int64)
+    assert verify.judge(noise, one) is None
+    far = noise.copy()
+    far[0, 0, 0, 77] = 3
+    assert "channel 77" in verify.judge(far, one)
+    shifted = noise.copy()
+    shifted[..., 9] = rng.choice([0, 1, 1, 1, 1], size=shifted[..., 9].shape)
+    assert "channel 9" in verify.judge(shifted, one) and "average" in verify.judge(shifted, one)
+    assert "collapsed output scale" in verify.judge(noise, one * (verify.LAYER_MAX_TOLERANCE_STEPS + 1))
