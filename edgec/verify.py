@@ -1,10 +1,12 @@
-"""Prove the generated C equals the golden simulator, byte for byte.
+"""Test, on samples, that the generated C equals the golden simulator byte for byte, and that
+each layer of the integer program computes what the quantized model means.
 
 On the host, the generated directory is compiled with the host C compiler (strict C99 warnings as
 errors, optionally with sanitizers, every layer's arena writes checked) together with a small
 driver that streams int8 samples through <name>_invoke(); on a Cortex-M target, edgec.device runs
-the same samples on QEMU. Every output byte is compared with edgec.sim, and the int8 outputs are
-measured against the float model.
+the same samples on QEMU. Every output byte is compared with edgec.sim, each output is measured
+against the float model, and every layer against the program's own Q/DQ graph (the layer check;
+docs/numerics.md, "What verify checks").
 """
 from __future__ import annotations
 
