@@ -398,6 +398,7 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
             diffs[op.name].append(diff.reshape(-1, width))
             frees[op.name].append(np.broadcast_to(free, diff.shape).reshape(-1, width))
             tolerances[op.name] = np.broadcast_to(tolerance, diff.shape).reshape(-1, width)
+    program = program_qparams(compiled)
     rows = []
     for op in graph.ops:
         row = {"layer": op.name, "op": op.kind, "source": op.source, "checked": bool(diffs[op.name]),
@@ -407,8 +408,36 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
             diff, tolerance = np.concatenate(diffs[op.name]), np.tile(tolerances[op.name], (len(diffs[op.name]), 1))
             row.update(failure=judge(diff, tolerance, np.concatenate(frees[op.name])), beyond_fraction=float(np.mean(np.abs(diff) > tolerance)),
                        max_steps=int(np.abs(diff).max(initial=0)), tolerance=int(tolerance.max(initial=0)))
+        names = op.outputs + [name for name in op.inputs if name in graph.inputs]
+        row["failure"] = next(filter(None, (_qparams_departure(graph.tensors[name], program) for name in names)),
+                              row["failure"])
         rows.append(row)
     return rows
+
+
+def program_qparams(compiled) -> dict[str, list[tuple[float, int]]]:
+    """Per float node of the Q/DQ program, the (scale, zero point) its quantize nodes use."""
+    found: dict[str, list[tuple[float, int]]] = {}
+    for node in compiled.quantized_module.graph.nodes:
+        target = str(node.target)
+        if node.op == "call_function" and "quantize_per_tensor" in target and "dequantize" not in target \
+                and hasattr(node.args[0], "name") and isinstance(node.args[1], (int, float)):
+            found.setdefault(node.args[0].name, []).append((float(node.args[1]), int(node.args[2])))
+    return found
+
+
+def _qparams_departure(tensor, program: dict) -> str | None:
+    """Why `tensor`'s qparams are not those the program quantizes its float value at (a zero
+    point or scale the lowering changed moves the reference with it, so the values alone would not
+    tell), or None."""
+    if not tensor.quantized or tensor.source not in program:
+        return None
+    if any(np.isclose(scale, tensor.scale, rtol=1e-6, atol=0) and zero_point == tensor.zero_point
+           for scale, zero_point in program[tensor.source]):
+        return None
+    scale, zero_point = program[tensor.source][0]
+    return (f"{tensor.name} holds scale {tensor.scale:.6g}, zero point {tensor.zero_point}; the program quantizes "
+            f"{tensor.source} at scale {scale:.6g}, zero point {zero_point}")
 
 
 def _clamp_bounds(op, out) -> tuple[int, int]:

@@ -282,3 +282,13 @@ def test_the_rule_per_channel():
     shifted[..., 9] = rng.choice([0, 1, 1, 1, 1], size=shifted[..., 9].shape)
     assert "channel 9" in verify.judge(shifted, one) and "average" in verify.judge(shifted, one)
     assert "collapsed output scale" in verify.judge(noise, one * (verify.LAYER_MAX_TOLERANCE_STEPS + 1))
+
+
+def test_a_tensor_whose_zero_point_moved_fails_the_layer_check():
+    """A zero point the lowering changed moves the golden and the reference's quantization alike;
+    the tensor's qparams against the program's quantize nodes tell."""
+    compiled = compile_for(_quantized("conv"), "host")
+    first = _op(compiled.graph, "conv2d", 0)
+    compiled.graph.tensors[first.outputs[0]].zero_point += 1
+    with pytest.raises(EdgecError, match=r"conv2d_0 .*zero point -?\d+; the program quantizes .* zero point"):
+        verify.check_against_reference(compiled, _samples("conv", 4, 1))
