@@ -284,8 +284,8 @@ def judge(diff: np.ndarray, tolerance: np.ndarray, free: np.ndarray | None = Non
     free = np.ones(diff.shape, bool) if free is None else np.broadcast_to(free, diff.shape).reshape(-1, channels)
     widest = int(tolerance.max(initial=0))
     if widest > LAYER_MAX_TOLERANCE_STEPS:
-        return (f"its tolerance would be {widest} steps (output step {widest - LAYER_TOLERANCE_STEPS}x finer "
-                f"than its accumulator's: a collapsed output scale), more than {LAYER_MAX_TOLERANCE_STEPS}")
+        return (f"its tolerance would be {widest} steps, more than {LAYER_MAX_TOLERANCE_STEPS}: its output step is "
+                f"finer than its arithmetic resolves (a collapsed output scale)")
     far = np.abs(diff) > tolerance + 1
     if far.any():
         channel = int(np.nonzero(far.any(axis=0))[0][0])
