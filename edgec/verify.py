@@ -529,15 +529,15 @@ class LayerCheck:
     """What the layer check found: `checked` of `total` layers, the skipped ones with why."""
     checked: int
     total: int
-    skipped: list[dict]
+    skipped: list[dict]  # the skipped layers but views, each with why
 
     def __str__(self) -> str:
-        text = f"checked {self.checked} of {self.total} layers"
-        if self.skipped:
-            named = "; ".join(f"{row['layer']} ({row['op']}): {row['skipped']}" for row in self.skipped[:4])
-            more = f"; and {len(self.skipped) - 4} more" if len(self.skipped) > 4 else ""
-            text += f" (skipped {named}{more})"
-        return text
+        views = self.total - self.checked - len(self.skipped)
+        parts = [f"{views} view{'s' if views != 1 else ''} (no computation)"] if views else []
+        parts += [f"{row['layer']} ({row['op']}): {row['skipped']}" for row in self.skipped[:4]]
+        if len(self.skipped) > 4:
+            parts.append(f"and {len(self.skipped) - 4} more")
+        return f"checked {self.checked} of {self.total} layers" + (f" (skipped {'; '.join(parts)})" if parts else "")
 
 
 def check_against_reference(compiled, float_samples, allow_unchecked: bool = False) -> LayerCheck:
