@@ -268,12 +268,6 @@ def element_tolerance(op, shape: tuple[int, ...]) -> np.ndarray:
     return np.broadcast_to(LAYER_TOLERANCE_STEPS + np.floor(0.5 * scale).astype(np.int64), shape)
 
 
-def layer_tolerance(op) -> int:
-    """The widest tolerance of any of `op`'s output channels (what the messages name)."""
-    return int(element_tolerance(op, (1,) if op.attrs.get("multiplier") is None else
-                                 (np.size(op.attrs["multiplier"]),)).max())
-
-
 def judge(diff: np.ndarray, tolerance: np.ndarray, free: np.ndarray | None = None) -> str | None:
     """Why a layer's differences [samples, ..., channels] (got - reference, in steps) with per
     element `tolerance` break the rule above, or None. `free`: the elements neither side holds at
@@ -380,17 +374,7 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
                 diff, tolerance = recurrent_differences(compiled, op, inputs[0], got, values)
                 free = np.ones(diff.shape, bool)  # the hidden state has no fused clamp
             elif _has_reference(out, values):
-                expected = _quantized(out, _reference(out, values))
-                if op.kind == "lut" and op.attrs["function"] == "requantize":
-                    # The program requantizes the value its input holds, not the float before that.
-                    x = graph.tensors[op.inputs[0]]
-                    held = (inputs[0].astype(np.float64) - x.zero_point) * x.scale
-                    expected = _quantized(out, to_torch_order(out, held.reshape(out.shape)))
-                expected = expected.reshape(out.shape).astype(np.int64)
-                diff = np.asarray(got, np.int64) - expected
-                tolerance = element_tolerance(op, out.shape)
-                lo, hi = _clamp_bounds(op, out)
-                free = (expected > lo) & (expected < hi) & (got > lo) & (got < hi)
+                diff, tolerance, free = _differences(graph, op, inputs, got, values)
             else:
                 skipped[op.name] = _skip_reason(out, values)
                 continue
@@ -413,6 +397,22 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
                               row["failure"])
         rows.append(row)
     return rows
+
+
+def _differences(graph, op, inputs: list[np.ndarray], got: np.ndarray, values: dict):
+    """A layer's output against the reference's, in output steps: (got - expected, the elements'
+    tolerances, the elements neither side holds at the layer's clamp bounds)."""
+    out = graph.tensors[op.outputs[0]]
+    expected = _quantized(out, _reference(out, values))
+    if op.kind == "lut" and op.attrs["function"] == "requantize":
+        # The program requantizes the value its input holds, not the float before that.
+        x = graph.tensors[op.inputs[0]]
+        held = (inputs[0].astype(np.float64) - x.zero_point) * x.scale
+        expected = _quantized(out, to_torch_order(out, held.reshape(out.shape)))
+    expected = expected.reshape(out.shape).astype(np.int64)
+    lo, hi = _clamp_bounds(op, out)
+    free = (expected > lo) & (expected < hi) & (got > lo) & (got < hi)
+    return np.asarray(got, np.int64) - expected, element_tolerance(op, out.shape), free
 
 
 def program_qparams(compiled) -> dict[str, list[tuple[float, int]]]:
