@@ -35,7 +35,7 @@ toolchain:
 		exit 1; \
 	fi
 
-# Build the bundled digits model, prove the C bit-exact on the host, measure int8 accuracy.
+# Build the bundled digits model, test the C bit-exact on the host, measure int8 accuracy.
 demo: $(STAMP)/install
 	edgec build examples/digits/digits.pt2 --calib examples/digits/calib.npy --name digits -o build/digits
 	edgec verify examples/digits/digits.pt2 --calib examples/digits/calib.npy --name digits --quiet

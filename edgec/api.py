@@ -42,24 +42,28 @@ VERIFY_SAMPLES = 20
 @dataclass
 class VerifyResult:
     """What `edgec verify` prints: the generated C on `target` against the golden simulator (byte
-    for byte), and the int8 outputs against the float model."""
+    for byte), each output of the integer model against the float model, and the layer check
+    (tested on `samples` samples)."""
     target: str
     samples: int
-    output_sqnr_db: float
-    top1_agreement: float
-    max_abs_error: float
-    layers_checked: int  # layers within a step of the quantized program (verify's layer check)
+    output_sqnr_db: float  # the worst output's
+    top1_agreement: float | None  # the first class-score output's (None: no output looks like class scores)
+    max_abs_error: float  # the largest of any output
+    layers_checked: int  # layers within their tolerance of the quantized program (verify's layer check)
     layer_sqnr: list[dict] = field(default_factory=list)  # per layer: layer, op, sqnr_db
     precision: str = "int8"  # the activations' dtypes ("int8", "int16" or "int16/int8")
+    outputs: list[dict] = field(default_factory=list)  # per output: output, shape, sqnr_db, max_abs_error, top1_agreement
+    layers_total: int = 0
+    layers_skipped: list[dict] = field(default_factory=list)  # layer, op, skipped (why)
     stream_steps: int = 0  # a streaming build: the invokes of its stream (the samples' frames), as exact
 
     def __str__(self) -> str:
         where = "host C" if self.target == "host" else f"{self.target} (QEMU)"
         stream = f"; stream: {self.stream_steps} steps, 0 LSB, == the whole-sequence model" if self.stream_steps else ""
+        layers = checks.LayerCheck(self.layers_checked, self.layers_total, self.layers_skipped)
         return (f"OK: {self.samples} samples, golden simulator == {where}, 0 LSB{stream}; {self.precision} vs float: "
-                f"output SQNR {self.output_sqnr_db:.1f} dB, top-1 agreement {self.top1_agreement:.0%}, max |error| "
-                f"{self.max_abs_error:.4f}; all {self.layers_checked} checked layers within a step of the "
-                f"quantized program")
+                f"{checks.describe_outputs({'outputs': self.outputs})}; {layers}, each within its tolerance of "
+                f"the quantized program")
 
 
 @dataclass
@@ -95,6 +99,7 @@ class CompiledModel:
         self._report: dict | None = None
         self._bench: device.Bench | None = None
         self._layer_sqnr: list[dict] | None = None
+        self._output_accuracy: list[dict] | None = None  # per output, from the last verify()
 
     @property
     def target(self) -> Target:
@@ -206,12 +211,17 @@ class CompiledModel:
         return pipeline.compile_for(self.compiled, get_target(target).with_opt(self.target.opt).with_kernels(
             self.target.kernels, self.target.cmsis_nn_dir))
 
-    def verify(self, samples=None, target=None, count: int = VERIFY_SAMPLES) -> VerifyResult:
+    def verify(self, samples=None, target=None, count: int = VERIFY_SAMPLES, allow_unchecked: bool = False,
+               class_outputs=None) -> VerifyResult:
         """`edgec verify`: the generated C, built for the host or run on `target`'s emulated board
         (QEMU), must equal the golden simulator byte for byte on `count` of `samples` (float
         inputs: an array, a tensor or an iterable of batches; default seeded random normal ones),
-        and every layer must stay within a step of the quantized program; with stream=True, the
-        streaming build too, as `edgec verify --stream` checks it. EdgecError otherwise."""
+        and every layer must stay within its tolerance of the quantized program on them (tested,
+        per output channel; recurrent layers step by step); with stream=True, the streaming build
+        too, as `edgec verify --stream` checks it. A layer that computes something but has no float
+        counterpart fails too, unless `allow_unchecked`. `class_outputs`: the output indices that
+        are class scores (top-1 agreement; default: verify.class_score_outputs). EdgecError
+        otherwise."""
         compiled = self._for_target(target)
         if not compiled.target.is_host:
             device.require_runnable(compiled.target)
@@ -228,15 +238,17 @@ class CompiledModel:
                              f"({result.mismatched_bytes} bytes) between the golden simulator and {where}")
         stream_steps = self._verify_stream(compiled, floats, inputs, where) if self.stream else 0
         reference = checks.float_reference(compiled, floats)
-        summary = checks.accuracy_summary(compiled, reference, result.device)
+        summary = checks.accuracy_summary(compiled, reference, result.device, class_outputs)
         int8_values = [checks.golden_values(compiled.graph, row) for row in inputs]
         layer_sqnr = sim.layer_sqnr(compiled.graph, reference, int8_values)
-        checked = checks.check_against_reference(compiled, floats)
+        checked = checks.check_against_reference(compiled, floats, allow_unchecked=allow_unchecked)
         if compiled is self.compiled:
             self._layer_sqnr = layer_sqnr
+            self._output_accuracy = summary["outputs"]
         return VerifyResult(compiled.target.name, result.samples, summary["output_sqnr_db"],
-                            summary["top1_agreement"], summary["max_abs_error"], checked, layer_sqnr,
-                            checks.activation_precision(compiled.graph), stream_steps)
+                            summary["top1_agreement"], summary["max_abs_error"], checked.checked, layer_sqnr,
+                            checks.activation_precision(compiled.graph), summary["outputs"], checked.total,
+                            checked.skipped, stream_steps)
 
     def _verify_stream(self, compiled: pipeline.Compiled, floats: list[np.ndarray], inputs: np.ndarray,
                        where: str) -> int:
@@ -303,7 +315,8 @@ class CompiledModel:
         sqnr_db (from the calibration samples or the last verify())."""
         from edgec.report import merge_measurements
         bench = None if self._bench is None else self._bench.to_json()
-        return merge_measurements(self.build_report(), bench=bench, sqnr=self.layer_sqnr())
+        return merge_measurements(self.build_report(), bench=bench, sqnr=self.layer_sqnr(),
+                                  outputs=self._output_accuracy)
 
     def report(self, path: str | Path | None = None) -> str:
         """The HTML report (self-contained; memory timeline, per-layer time, flash, kernel and
@@ -392,8 +405,9 @@ def save(models: Iterable[CompiledModel], out_dir: str | Path, *, shared_arena: 
 def evaluate(compiled: CompiledModel, data, metric: Callable | None = None) -> Evaluation:
     """`metric` of the float model and of the int8 model (golden simulator) on `data`: a DataLoader
     or any iterable of (inputs..., target) batches, or one (inputs, targets) pair of arrays or
-    tensors. `metric(outputs, targets) -> float` gets every sample's output at once (tensors);
-    default: top-1 accuracy of the first output."""
+    tensors. `metric(outputs, targets) -> float` gets every sample's outputs at once: a tensor
+    for a one-output model, else a tuple of every output's tensors; default (top1_accuracy): top-1
+    accuracy of the first output."""
     count = len(compiled.graph.inputs)
     batches = [(data[0], data[1])] if isinstance(data, tuple) and len(data) == 2 and count == 1 and \
         not isinstance(data[0], (tuple, list)) else data
@@ -415,15 +429,16 @@ def evaluate(compiled: CompiledModel, data, metric: Callable | None = None) -> E
     int8 = compiled.run(*(torch.from_numpy(x) for x in floats))
     reference = _float_outputs(compiled, floats)
     metric = metric or top1_accuracy
-    first = (lambda out: out[0] if isinstance(out, tuple) else out)
     name = getattr(metric, "__name__", "metric")
     reference_name = "float model" if compiled.compiled.float_module is not None else "Q/DQ program in float"
-    return Evaluation(float(metric(first(reference), labels)), float(metric(first(int8), labels)), len(labels), name,
+    return Evaluation(float(metric(reference, labels)), float(metric(int8, labels)), len(labels), name,
                       reference_name)
 
 
-def top1_accuracy(outputs: torch.Tensor, targets: torch.Tensor) -> float:
-    """The fraction of samples whose largest output is at the target's index."""
+def top1_accuracy(outputs, targets: torch.Tensor) -> float:
+    """The fraction of samples whose largest output is at the target's index (the first output's,
+    for a model with several: a tuple)."""
+    outputs = outputs[0] if isinstance(outputs, tuple) else outputs
     return float((outputs.reshape(len(outputs), -1).argmax(dim=1) == targets.reshape(-1)).double().mean())
 
 

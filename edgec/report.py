@@ -44,10 +44,14 @@ def write_html_report(report: dict | str | Path, out_html: str | Path, *, bench:
     return out_html
 
 
-def merge_measurements(report: dict, *, bench: dict | None = None, sqnr: list[dict] | None = None) -> dict:
+def merge_measurements(report: dict, *, bench: dict | None = None, sqnr: list[dict] | None = None,
+                       outputs: list[dict] | None = None) -> dict:
     """A copy of `report` whose layers carry what was measured: instructions (and cycles, when the
-    bench has them) by layer name from a bench result, sqnr_db from per-layer SQNR rows."""
+    bench has them) by layer name from a bench result, sqnr_db from per-layer SQNR rows; and with
+    `outputs` (verify's per-output SQNR, max |error|, top-1 agreement) as output_accuracy."""
     merged = {**report, "layers": [dict(layer) for layer in report["layers"]]}
+    if outputs:
+        merged["output_accuracy"] = [dict(row) for row in outputs]
     if bench is not None:
         if bench.get("target") != report["target"]:
             raise EdgecError(f"the bench result is for {bench.get('target')}, the build for {report['target']}")

@@ -5,7 +5,7 @@ option, on the four reference models (edgec.zoo) and the digits example (plus it
 
 Calibration: 32 samples of each zoo model's input distribution (seed 0), evaluation on 32 others
 (seed 1); digits: examples/digits/calib.npy, evaluated on the 450 held-out images. The int8 outputs
-are the golden simulator's (equal to the generated C byte for byte, as the other tests prove).
+are the golden simulator's (equal to the generated C byte for byte, as the other tests show).
 """
 from __future__ import annotations
 

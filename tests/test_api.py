@@ -413,3 +413,34 @@ def test_calibration_unlike_the_example_input_is_one_warning(tmp_path, capsys):
     assert code == 0 and "WARNING" not in err, err
     edgec.compile(str(DIGITS / "digits.pt2"), calibration=floats / 20, progress=False)
     assert "over 10x smaller than the example input's [0, 1]" in capsys.readouterr().err
+
+class _BoxAndScores(torch.nn.Module):
+    """A detector-like head: box regression first, then class probabilities."""
+
+    def __init__(self):
+        super().__init__()
+        self.body, self.box, self.cls = torch.nn.Linear(6, 8), torch.nn.Linear(8, 4), torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = torch.relu(self.body(x))
+        return self.box(h), torch.softmax(self.cls(h), -1)
+
+
+def test_each_output_is_judged_as_what_it_is():
+    """verify gives every output its own SQNR and max |error|, top-1 agreement only for the class
+    scores (not the box regression); the report shows them; evaluate's metric gets both outputs."""
+    torch.manual_seed(0)
+    x = torch.randn(48, 6)
+    compiled = edgec.compile(_BoxAndScores().eval(), x[:1], calibration=x, target="host", progress=False)
+    result = compiled.verify(x[:10])
+    assert [o["top1_agreement"] is None for o in result.outputs] == [True, False]
+    assert [o["shape"] for o in result.outputs] == [[1, 4], [1, 3]]
+    assert result.top1_agreement == result.outputs[1]["top1_agreement"]
+    assert result.output_sqnr_db == min(o["sqnr_db"] for o in result.outputs) > 20
+    assert "output 0 [1, 4]: SQNR" in str(result) and f"checked {result.layers_checked} of" in str(result)
+    assert "Accuracy per output" in compiled.report()
+    named = compiled.verify(x[:10], class_outputs=[0])
+    assert named.outputs[0]["top1_agreement"] is not None and named.outputs[1]["top1_agreement"] is None
+    seen = []
+    edgec.evaluate(compiled, (x, torch.zeros(48)), metric=lambda out, target: seen.append(out) or 0.0)
+    assert all(isinstance(out, tuple) and [o.shape for o in out] == [(48, 4), (48, 3)] for out in seen)

@@ -109,7 +109,7 @@ def test_verify_passes_and_reports_accuracy(capsys):
                              "--quiet", "--per-layer", capsys=capsys)
     assert code == 0, err
     assert "OK: 8 samples" in out and "0 LSB" in out
-    assert re.search(r"^int8 vs float model: output SQNR -?[\d.]+ dB, top-1 agreement \d+%, max \|error\|", out, re.M), out
+    assert re.search(r"^int8 vs float model: output \[1, 10\]: SQNR -?[\d.]+ dB, max \|error\| [\d.]+, top-1 agreement \d+%", out, re.M), out
 
 
 def test_factory_spec_and_missing_calibration_warns(tmp_path, capsys):

@@ -2,6 +2,8 @@
 nothing is ever cast silently (a float weight behind a quantize node, an int32 bias)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -128,7 +130,7 @@ def test_verify_fails_a_model_whose_weights_collapsed(tmp_path, capsys, monkeypa
 
     path = _program(tmp_path, EdgecQuantizer(), False)
     code, out, err = run_cli("verify", path, "--samples", "4", "--quiet", capsys=capsys)
-    assert code == 0 and "checked layers within 1 step" in out, err
+    assert code == 0 and re.search(r"OK: checked \d+ of \d+ layers", out), err
     monkeypatch.setattr(lower, "quantize_constant", lambda source, args, node: source.value.astype(args.dtype))
     code, out, err = run_cli("verify", path, "--samples", "4", "--quiet", capsys=capsys)
     assert "0 LSB" in out, "the C still matches the (broken) golden"

@@ -190,6 +190,87 @@ def recurrent_s8(desc: dict, x: np.ndarray, hidden: np.ndarray | None = None,
     return out, hidden, cell
 
 
+# -- verify's reference: the program's float cell, one step at a time -------------------------------
+
+# How far the integer step may land from the float cell on the same (dequantized) state, in real
+# units (docs/numerics.md, "Recurrent layers"): each int16 gate pre-activation rounds twice by half
+# a Q3.12 step; the 256-entry table (entries rounded to 2^-17, linear interpolation on a 1/24 grid,
+# |sigmoid''| <= 0.0963) and the Q0.15 result add TABLE_ERROR (tanh reads sigmoid at 2x: twice that);
+# a pre-activation saturating at +-8 loses up to 1 - sigmoid(8).
+PRE_ROUNDING = 2.0**-12
+SIGMOID_TABLE_ERROR = 2.0**-17 + (1 / 24) ** 2 / 8 * 0.0963 + GATE_OUTPUT_SCALE
+TANH_TABLE_ERROR = 2 * (2.0**-17 + (1 / 24) ** 2 / 8 * 0.0963) + GATE_OUTPUT_SCALE
+SIGMOID_SATURATION = 1 / (1 + math.exp(8.0))
+
+
+def integer_steps(desc: dict, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The golden step functions over the sequence from a zero state: per step the hidden state
+    before and after it and the cell state before it, [T, B, H] each (int8, int8, int16)."""
+    batches, steps, size = desc["batches"], desc["time_steps"], desc["hidden_size"]
+    x = np.asarray(x, np.int8).reshape((steps, batches, -1) if desc["time_major"] else (batches, steps, -1))
+    if not desc["time_major"]:
+        x = x.transpose(1, 0, 2)
+    h = np.full((batches, size), desc["output_offset"], np.int8)
+    c = np.zeros((batches, size), np.int16)
+    before, after, cells = [], [], []
+    for t in range(steps):
+        before.append(h.copy())
+        cells.append(c.copy())
+        for b in range(batches):
+            if desc["cell"] == LSTM_GATES:
+                h[b], c[b] = lstm_step(desc, x[t, b], h[b], c[b])
+            else:
+                h[b] = gru_step(desc, x[t, b], h[b])
+        after.append(h.copy())
+    return np.stack(before), np.stack(after), np.stack(cells)
+
+
+def float_step(cell: str, x, h, c, weights, cell_limit: float):
+    """PyTorch's LSTM/GRU equations (float64) for one step from (x, h, c) [B, ...], the cell
+    state clipped to what its int16 holds. Returns h', c' and the error bound of the integer step
+    per element (real units, before the output rounding)."""
+    w_ih, w_hh, b_ih, b_hh, e_bias = weights
+    gx = x @ w_ih.T + b_ih
+    gh = h @ w_hh.T + b_hh
+    e_pre = PRE_ROUNDING + e_bias  # per gate row
+    e_sig = 0.25 * e_pre + SIGMOID_TABLE_ERROR + SIGMOID_SATURATION
+    e_tanh = e_pre + TANH_TABLE_ERROR
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    if cell == "lstm":
+        i, f, g, o = (gx + gh).reshape(len(x), 4, -1).transpose(1, 0, 2)
+        e_i, e_f, e_g, e_o = (e.reshape(1, -1) for e in np.split(e_sig, 4))
+        e_g = np.split(e_tanh, 4)[2].reshape(1, -1)
+        c_new = np.clip(sig(f) * c + sig(i) * np.tanh(g), -cell_limit, cell_limit)
+        cell_round = cell_limit * 2.0**-15  # one int16 step of the cell state: two half-step roundings
+        e_c = np.abs(c) * e_f + e_i + e_g + cell_round
+        e_h = e_o + e_c + PRE_ROUNDING / 2 + TANH_TABLE_ERROR
+        return sig(o) * np.tanh(c_new), c_new, e_h
+    (xr, xz, xn), (hr, hz, hn) = gx.reshape(len(x), 3, -1).transpose(1, 0, 2), gh.reshape(len(x), 3, -1).transpose(1, 0, 2)
+    e_r, e_z, _ = (e.reshape(1, -1) for e in np.split(e_sig, 3))
+    e_xn = np.split(PRE_ROUNDING / 2 + e_bias, 3)[2].reshape(1, -1)
+    r, z = sig(xr + hr), sig(xz + hz)
+    n = np.tanh(xn + r * hn)
+    e_rh = e_r * (np.abs(hn) + e_xn) + e_xn + PRE_ROUNDING / 2
+    e_n = e_xn + e_rh + TANH_TABLE_ERROR
+    e_h = e_z * (np.abs(n - h) + e_n) + e_n + GATE_OUTPUT_SCALE / 2
+    return (1 - z) * n + z * h, c, e_h
+
+
+def reference_weights(cell: str, w_ih, w_hh, b_ih, b_hh, input_scale: float, hidden_scale: float) -> tuple:
+    """The program's weights: each gate block quantized as recurrent_desc quantizes it, back in
+    float; the float biases, with half a step of their int32 grid (the rounding) as an error."""
+    gates = LSTM_GATES if cell == "lstm" else GRU_GATES
+    rows = np.asarray(w_hh).shape[0]
+    qx, sx = quantize_weights(np.asarray(w_ih, np.float64), gates)
+    qh, sh = quantize_weights(np.asarray(w_hh, np.float64), gates)
+    wx = qx.astype(np.float64) * np.repeat(sx, rows // gates)[:, None]
+    wh = qh.astype(np.float64) * np.repeat(sh, rows // gates)[:, None]
+    zeros = np.zeros(rows)
+    e_bias = 0.5 * (np.repeat(sx, rows // gates) * input_scale + np.repeat(sh, rows // gates) * hidden_scale)
+    return (wx, wh, zeros if b_ih is None else np.asarray(b_ih, np.float64),
+            zeros if b_hh is None else np.asarray(b_hh, np.float64), e_bias)
+
+
 # -- descriptors --------------------------------------------------------------------------------
 
 DESC_FIELDS = ("cell", "batches", "time_steps", "input_size", "hidden_size", "time_major", "reset_state",
@@ -431,6 +512,7 @@ class Recurrent(OpDef):
             cell_power = cell_scale_power(observed[layer]["cell_max"]) if spec["cell"] == "lstm" else 0
             steps, batches = (1, shape[0]) if not spec["sequence"] else shape[:2] if time_major else shape[1::-1]
             ctx.add_op(self.kind, node, [source], [out], cell=spec["cell"], layer=layer, time_major=time_major,
+                       float_node=node.name,
                        batches=batches, time_steps=steps, w_ih=w_ih, w_hh=w_hh, b_ih=b_ih, b_hh=b_hh,
                        cell_power=cell_power, stream=False, last_step_only=False)
             outputs.append(out)
