@@ -213,3 +213,24 @@ def test_a_bias_behind_near_zero_weights_fits_int32(tmp_path, layer):
     assert np.abs(op.attrs["bias"].astype(np.int64)).max() <= 2**30 and not op.attrs["weight"][2].any()
     rng = np.random.default_rng(1)
     verify.check_against_reference(compiled, (-1.0 + 2.0 * np.abs(rng.standard_normal((8, 1, 3, 2, 2)))).astype(np.float32))
+
+
+class SelfCat(nn.Module):
+    """A cat or stack of a tensor with itself: PT2E's prepare recursed without end (RecursionError)
+    on the copy's annotation, whose second input shared the first input's qparams -- its own."""
+
+    def __init__(self, stack: bool):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3)
+        self.stack = stack
+
+    def forward(self, x):
+        y = self.conv(x)
+        return torch.stack([y, y, F.relu(y)], 2) if self.stack else torch.cat([y, y], 1)
+
+
+@pytest.mark.parametrize("stack", [False, True])
+def test_a_cat_or_stack_of_a_tensor_with_itself_compiles(tmp_path, stack):
+    compiled, comparison = _compile_and_compare(tmp_path, f"SelfCat({stack})", (1, 2, 6, 6), -0.5, 1.0)
+    assert [op.kind for op in compiled.graph.ops][-1] == "copy"
+    assert comparison.exact

@@ -626,8 +626,10 @@ class Copy(OpDef):
 
     def annotate(self, node) -> None:
         """Inputs and output share the first input's qparams (TFLite's CONCATENATION needs it, and
-        a copy cannot requantize); so do the items a split-like op's getitems take."""
-        sources = [a for a in _flatten_args(node.args) if isinstance(a, Node)]
+        a copy cannot requantize); so do the items a split-like op's getitems take. A tensor read
+        more than once (torch.cat([y, y])) is annotated once: a second, shared spec of the first
+        input would refer to itself."""
+        sources = list(dict.fromkeys(a for a in _flatten_args(node.args) if isinstance(a, Node)))
         first = sources[0]
         inputs = {first: ACTIVATION_QSPEC}
         inputs.update({source: SharedQuantizationSpec((first, node)) for source in sources[1:]})
