@@ -234,3 +234,31 @@ def test_a_cat_or_stack_of_a_tensor_with_itself_compiles(tmp_path, stack):
     compiled, comparison = _compile_and_compare(tmp_path, f"SelfCat({stack})", (1, 2, 6, 6), -0.5, 1.0)
     assert [op.kind for op in compiled.graph.ops][-1] == "copy"
     assert comparison.exact
+
+
+class AdaptivePool(nn.Module):
+    """Adaptive average pooling to a size that does not divide the input: PyTorch's windows of
+    uneven size (5 -> 3: [0, 2), [1, 4), [3, 5)) were refused as "not a uniform window"."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 5, 1)
+        self.size = size
+
+    def forward(self, x):
+        return F.adaptive_avg_pool2d(self.conv(x), self.size)
+
+
+@pytest.mark.parametrize("size, shape, kinds", [
+    ((3, 3), (1, 2, 7, 7), ["conv2d", "avg_pool2d"]),  # windows of 3 every 2: a plain average pool
+    ((3, 2), (1, 2, 5, 9), ["conv2d", "avg_pool2d"]),  # uneven: edgec_adaptive_avg_pool_s8
+    ((12, 6), (1, 2, 13, 9), ["conv2d", "avg_pool2d"]),
+])
+def test_adaptive_average_pooling_takes_pytorchs_uneven_windows(tmp_path, size, shape, kinds):
+    compiled, comparison = _compile_and_compare(tmp_path, f"AdaptivePool({size})", shape, -0.5, 1.0)
+    assert [op.kind for op in compiled.graph.ops] == kinds and comparison.exact
+    calls = (tmp_path / "out" / "m.c").read_text()
+    assert ("edgec_adaptive_avg_pool_s8" in calls) == (size != (3, 3))
+    samples = np.random.default_rng(1).uniform(-0.5, 0.5, (4, *shape[1:])).astype(np.float32)
+    rows = verify.layer_agreement(compiled, verify.qdq_reference(compiled, samples))
+    assert not verify.disagreeing_layers(rows) and "avg_pool2d" in [row["op"] for row in rows]

@@ -642,6 +642,30 @@ typedef struct {
 edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *desc, const int8_t *input,
                                  int8_t *output);
 
+/*
+ * Adaptive average pooling with PyTorch's windows, NHWC: output (oy, ox) averages input rows
+ * [oy * input_h / output_h, ceil((oy + 1) * input_h / output_h)) and the columns alike (floor and
+ * ceil of exact fractions: windows of uneven size where the output does not divide the input),
+ * rounded as edgec_avgpool_s8: y = clamp(trunc_div(sum > 0 ? sum + n/2 : sum - n/2, n)), n the
+ * window's taps. Input and output share qparams. Golden: edgec.ops.pool.adaptive_avg_pool2d_s8;
+ * values from edgec.ops.pool.adaptive_avg_pool2d_desc. Scratch: none. EDGEC_ARG_ERROR for
+ * non-positive sizes, an output larger than the input along an axis, input_h * input_w above
+ * 2^23 (the int32 sum) or act_min > act_max.
+ */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t channels;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t act_min;
+    int32_t act_max;
+} edgec_adaptive_avg_pool_desc;
+
+edgec_status edgec_adaptive_avg_pool_s8(const edgec_adaptive_avg_pool_desc *desc, const int8_t *input,
+                                        int8_t *output);
+
 /* ==== end of transposed convolution and pooling forms ========================================= */
 
 /* ==== lut family: lookup-table activations, softmax over any axis, log_softmax ============== */
