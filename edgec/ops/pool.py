@@ -261,9 +261,6 @@ class Pool2d(OpDef):
 
     def finalize(self, op, graph) -> None:
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        if op.attrs["divisor"] == "adaptive" and x_t.dtype != "int8":
-            raise EdgecError(f"{op.source}: adaptive average pooling with uneven windows has no int16 kernel; "
-                             f"keep it int8 with --int16-layers")
         if (x_t.scale, x_t.zero_point) != (out_t.scale, out_t.zero_point):
             raise EdgecError(f"{op.source}: pooling must keep its input's qparams "
                              f"({x_t.scale}, {x_t.zero_point}) != ({out_t.scale}, {out_t.zero_point})")
