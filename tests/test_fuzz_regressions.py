@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from edgec import verify
 from edgec.errors import EdgecError
+from edgec.ops import KINDS
 from edgec.pipeline import compile_model, emit
 
 
@@ -121,16 +122,27 @@ class NearestResize(nn.Module):
         return F.interpolate(F.relu(x), size=self.size, mode="nearest")
 
 
-def test_a_nearest_resize_to_an_uneven_size_is_refused_not_crashed(tmp_path):
-    """Fuzz seed 35 (v3): a nearest resize that the data movement unit takes, to a size that is
-    not a whole multiple, crashed while working out its copies (NotImplementedError: ATen has no
-    int64 upsample_nearest2d for the element ids); it is now refused with the unit's message, and
-    the resizes it can copy still compile."""
-    with pytest.raises(EdgecError, match="not a strided copy"):
-        compile_model(_factory_file(tmp_path, "NearestResize((8, 11))", (1, 3, 4, 5)),
-                      calibration=np.ones((2, 3, 4, 5), dtype=np.float32))
-    compiled, comparison = _compile_and_compare(tmp_path, "NearestResize((2, 5))", (1, 3, 4, 5), -1.0, 1.0)
-    assert comparison.exact and "copy" in [op.kind for op in compiled.graph.ops]
+@pytest.mark.parametrize("size, shape, kind", [
+    ((8, 11), (1, 3, 4, 5), "resize"),  # fuzz seed 35 (v3): refused as "not a strided copy"
+    ((6, 8), (1, 3, 4, 4), "resize"),  # 4x4 -> 6x8, a factor of 1.5 and 2
+    ((3, 4), (1, 3, 5, 7), "resize"),  # shrinking by uneven factors
+    ((2, 5), (1, 3, 4, 5), "copy"),  # integer downsampling: a strided copy
+])
+def test_a_nearest_resize_by_any_factor_copies_pytorchs_pixels(tmp_path, size, shape, kind):
+    """Fuzz seed 35 (v3) crashed, then was refused as "not a strided copy edgec can run": a
+    nearest resize by a factor that is not an integer now reads PyTorch's source rows and columns
+    through the bilinear kernel's tables (fraction 0: an exact copy), bit-exact on the host, each
+    output pixel the input pixel PyTorch picks."""
+    compiled, comparison = _compile_and_compare(tmp_path, f"NearestResize({size})", shape, -1.0, 1.0)
+    assert comparison.exact and [op.kind for op in compiled.graph.ops][-1] == kind
+    if kind == "copy":
+        return
+    x = np.random.default_rng(2).integers(-128, 128, shape).astype(np.int8)
+    op = compiled.graph.ops[-1]
+    stored = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    got = KINDS[op.kind].golden(op, compiled.graph, [stored.reshape(compiled.graph.tensors[op.inputs[0]].shape)])
+    expected = F.interpolate(torch.from_numpy(x.astype(np.float32)), size=size, mode="nearest").numpy()
+    np.testing.assert_array_equal(np.asarray(got).reshape(1, *size, 3).transpose(0, 3, 1, 2), expected)
 
 
 class ReduceOverSizeOne(nn.Module):

@@ -355,6 +355,28 @@ def resize_bilinear_s8(desc: dict, x: np.ndarray) -> np.ndarray:
     return _c_div(np.where(v > 0, v + half, v - half), 1 << (2 * FRACTION_BITS)).astype(np.int8).ravel()
 
 
+def nearest_sources(gather, torch_shape) -> tuple[list[int], list[int]]:
+    """The input row and column each output row and column of a nearest resize copies, as
+    PyTorch computes them (the resize run on index ramps); EdgecError if the resize is not one
+    row map and one column map."""
+    n, c, h, w = torch_shape
+    with torch.no_grad():
+        rows = gather(torch.arange(h, dtype=torch.float64).view(1, 1, h, 1).expand(n, c, h, w).contiguous())
+        cols = gather(torch.arange(w, dtype=torch.float64).view(1, 1, 1, w).expand(n, c, h, w).contiguous())
+    return rows[0, 0, :, 0].long().tolist(), cols[0, 0, 0, :].long().tolist()
+
+
+def nearest_table_desc(shape, rows, cols) -> dict:
+    """edgec_resize_bilinear_desc for a nearest resize by any factor: each output row (column)
+    copies input row rows[o] (column cols[o]), a table entry (lower = upper = source, fraction 0),
+    for which TFLite's bilinear arithmetic returns the input value exactly (x * 2^20, rounded
+    back by 2^20)."""
+    n, h, w, c = _check_shape(shape)
+    table = lambda sources: np.array([(s, s, 0) for s in sources], np.int16).ravel()
+    return dict(batches=n, input_h=h, input_w=w, channels=c, output_h=len(rows), output_w=len(cols),
+                y_table=table(rows), x_table=table(cols))
+
+
 # -- reductions ------------------------------------------------------------------------------------
 
 REDUCE_OPS = {"max": 0, "min": 1, "sum": 2, "mean": 2}  # EDGEC_REDUCE_MAX, _MIN, _SUM (sum and mean)
@@ -718,8 +740,10 @@ class ConstantPad(OpDef):
 
 
 class Resize(OpDef):
-    """upsample / interpolate: nearest by integer factors (edgec_upsample_nearest_s8; any other
-    nearest resize is a copy) and bilinear (TFLite's integer RESIZE_BILINEAR), NHWC."""
+    """upsample / interpolate: nearest by integer factors (edgec_upsample_nearest_s8), nearest
+    downsampling by integer factors (a strided copy), nearest by any other factor (PyTorch's source
+    rows and columns as edgec_resize_bilinear_s8's tables, fraction 0: an exact copy) and bilinear
+    (TFLite's integer RESIZE_BILINEAR), NHWC."""
     kind = "resize"
     targets = frozenset(RESIZES)
     runtime_sources = ("movement/edgec_movement_s8.c", "movement/edgec_resize_bilinear_s8.c")
@@ -735,10 +759,14 @@ class Resize(OpDef):
         if len(x.shape) != 4:
             raise EdgecError(f"{source_line(node)}: {node.target} needs an NCHW input")
         if node.target in NEAREST_RESIZES:
-            if any(o % i for o, i in zip(out.shape[2:], x.shape[2:])):  # not integer factors: a gather
+            if not any(o % i for o, i in zip(out.shape[2:], x.shape[2:])):
+                ctx.add_op(self.kind, node, [x], [out], mode="nearest")
+            elif not any(i % o for o, i in zip(out.shape[2:], x.shape[2:])):  # integer downsampling: a strided copy
                 ctx.add_op("copy", node, [x], [out], gather=Gather(node.target, (_Slot(0), *node.args[1:]), dict(node.kwargs)))
-                return
-            ctx.add_op(self.kind, node, [x], [out], mode="nearest")
+            else:  # any other factor: PyTorch's source rows and columns, as the bilinear kernel's tables
+                ctx.add_op(self.kind, node, [x], [out], mode="nearest_rows",
+                           sources=nearest_sources(Gather(node.target, (_Slot(0), *node.args[1:]), dict(node.kwargs)),
+                                                   x.torch_shape))
             return
         align_corners = bool(node.args[2]) if len(node.args) > 2 else bool(node.kwargs.get("align_corners", False))
         ctx.add_op(self.kind, node, [x], [out], mode="bilinear", align_corners=align_corners)
@@ -748,6 +776,8 @@ class Resize(OpDef):
         try:
             if op.attrs["mode"] == "nearest":
                 op.attrs["desc"] = upsample_nearest_desc(x.shape, out.shape[1:3])
+            elif op.attrs["mode"] == "nearest_rows":
+                op.attrs["desc"] = nearest_table_desc(x.shape, *op.attrs["sources"])
             else:
                 align = op.attrs["align_corners"]
                 op.attrs["desc"] = resize_bilinear_desc(x.shape, out.shape[1:3], align_corners=align, half_pixel_centers=not align)
@@ -755,12 +785,12 @@ class Resize(OpDef):
             raise EdgecError(f"{op.source}: {exc}") from None
 
     def golden(self, op, graph, inputs):
-        kernel = upsample_nearest_s8 if op.attrs["mode"] == "nearest" else resize_bilinear_s8
+        kernel = upsample_nearest_s8 if op.attrs["mode"] == "nearest" else resize_bilinear_s8  # nearest_rows too
         return kernel(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
-        name = "upsample_nearest" if op.attrs["mode"] == "nearest" else "resize_bilinear"
+        name = "upsample_nearest" if op.attrs["mode"] == "nearest" else "resize_bilinear"  # nearest_rows: its tables
         call = descriptor(f"edgec_{name}_desc", p, op.attrs["desc"])
         call.code = f"status |= edgec_{name}_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
