@@ -274,3 +274,35 @@ def test_adaptive_average_pooling_takes_pytorchs_uneven_windows(tmp_path, size, 
     samples = np.random.default_rng(1).uniform(-0.5, 0.5, (4, *shape[1:])).astype(np.float32)
     rows = verify.layer_agreement(compiled, verify.qdq_reference(compiled, samples))
     assert not verify.disagreeing_layers(rows) and "avg_pool2d" in [row["op"] for row in rows]
+
+
+class SmallGRU(nn.Module):
+    """A bias-free GRU on inputs of ~1e-2..1e-4: its hidden state's step (~1e-5) is finer than the
+    n gate's Q3.12 input and Q0.15 output, so the integer cell departed from the program (issue
+    22: 92 % of the values off, up to 41 steps). Such a layer's n gate now runs linear (tanh(x) = x
+    there) at a finer power-of-two scale."""
+
+    def __init__(self, steps: int):
+        super().__init__()
+        self.rnn = nn.GRU(6, 20, bias=False, batch_first=True)
+        self.steps = steps
+
+    def forward(self, x):
+        return self.rnn(x.view(1, self.steps, 6))[0]
+
+
+@pytest.mark.parametrize("steps", [1, 4])
+def test_a_bias_free_gru_on_small_inputs_follows_its_program(tmp_path, steps):
+    rng = np.random.default_rng(3)
+    samples = (rng.uniform(-1, 1, (12, 1, steps, 6)) * 10 ** rng.uniform(-4, -2, (12, 1, 1, 1))).astype(np.float32)
+    compiled = compile_model(_factory_file(tmp_path, f"SmallGRU({steps})", (1, 1, steps, 6)), calibration=samples[:8])
+    recurrent = next(op for op in compiled.graph.ops if op.kind == "recurrent")
+    assert recurrent.attrs["desc"]["gru_n_linear"] == 1
+    rows = verify.layer_agreement(compiled, verify.qdq_reference(compiled, samples[8:]))
+    row = next(row for row in rows if row["op"] == "recurrent")
+    assert row["beyond_fraction"] == 0 and row["max_steps"] <= 1, row
+    emit(compiled, tmp_path / "out", "m")
+    inputs = verify.quantized_inputs(compiled.graph, samples[8:])
+    exe = verify.build_host(tmp_path / "out", "m", tmp_path / "build", sanitize=True)
+    output = verify.run_host(exe, inputs, verify.output_bytes(compiled.graph))
+    assert verify.compare(verify.golden_outputs(compiled.graph, inputs), output).exact

@@ -72,6 +72,7 @@ def random_desc(rng, cell: int | None = None, sizes: tuple | None = None) -> dic
         "output_offset": int(rng.choice([-128, 127, 0, int(rng.integers(-128, 128))])),
         "hidden_q15_multiplier": multiplier(), "hidden_q15_shift": shift(-4, 9),
         "last_step_only": int(rng.random() < 0.25),
+        "gru_n_linear": int(cell == GRU_GATES and rng.random() < 0.3),
         "sigmoid_table": sigmoid_table(),
     }
     return {name: values[name] for name in DESC_FIELDS}
@@ -263,7 +264,8 @@ def ref_step(desc, x, h, c):
             r, z = (ref_activation(pre[g], 0, SIGMOID, table) for g in (0, 1))
             hn = sat(h_parts[2][k], -32768, 32767)
             rh = sat(ref_multiply(r * hn, desc["forget_cell_multiplier"], desc["forget_cell_shift"]), -32768, 32767)
-            n = ref_activation(sat(x_parts[2][k] + rh, -32768, 32767), 0, TANH, table)
+            pre_n = sat(x_parts[2][k] + rh, -32768, 32767)
+            n = pre_n if desc["gru_n_linear"] else ref_activation(pre_n, 0, TANH, table)
             hq = sat(ref_multiply(int(h[k]) - desc["output_offset"], desc["hidden_q15_multiplier"], desc["hidden_q15_shift"]),
                      -32768, 32767)
             out = ref_multiply((32768 - z) * n + z * hq, desc["output_multiplier"], desc["output_shift"]) + desc["output_offset"]

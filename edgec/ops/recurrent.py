@@ -144,6 +144,12 @@ def gru_step(desc: dict, x: np.ndarray, h: np.ndarray) -> np.ndarray:
         h'   = sat8(requant((32768 - z) * n + z * hq, m_out, s_out) + zp_h)
     The hidden state is int8 at the output's (calibrated) qparams, like the LSTM's; the products
     are Q0.30, |sum| <= 2^30, and requant by 2^-30 / s_h brings h' back to int8.
+
+    With desc["gru_n_linear"] (a layer whose n gate stays where tanh(x) = x to a fraction of the
+    hidden state's step, gru_n_power), xn, hn, n and hq are at the finer scale 2^P instead of
+    Q3.12 / Q0.15 and n = sat16(xn + rh) (no table): Q3.12 and the table's grid are coarser than
+    such a layer's hidden step (a bias-free GRU on inputs ~1e-3: up to 41 steps off). The
+    multipliers carry the scale; the arithmetic is otherwise the same.
     """
     table = desc["sigmoid_table"]
     x_r, h_r = _gate_pre(desc, x, h, 0)
@@ -153,7 +159,7 @@ def gru_step(desc: dict, x: np.ndarray, h: np.ndarray) -> np.ndarray:
     z = activation_s16(_sat16(h_z + x_z), 0, SIGMOID, table)
     hn = _sat16(h_n)
     rh = _sat16(requantize(r * hn, desc["forget_cell_multiplier"], desc["forget_cell_shift"]))
-    n = activation_s16(_sat16(x_n + rh), 0, TANH, table)
+    n = _sat16(x_n + rh) if desc["gru_n_linear"] else activation_s16(_sat16(x_n + rh), 0, TANH, table)
     h_q15 = _sat16(requantize(np.asarray(h, np.int64) - desc["output_offset"], desc["hidden_q15_multiplier"],
                               desc["hidden_q15_shift"]))
     mixed = (32768 - z) * n + z * h_q15
@@ -197,7 +203,7 @@ DESC_FIELDS = ("cell", "batches", "time_steps", "input_size", "hidden_size", "ti
                "hidden_multiplier", "hidden_shift", "forget_cell_multiplier", "forget_cell_shift",
                "input_cell_multiplier", "input_cell_shift", "cell_tanh_shift", "output_multiplier",
                "output_shift", "output_offset", "hidden_q15_multiplier", "hidden_q15_shift", "last_step_only",
-               "sigmoid_table")
+               "gru_n_linear", "sigmoid_table")
 
 
 def quantize_weights(w: np.ndarray, gates: int) -> tuple[np.ndarray, np.ndarray]:
@@ -235,10 +241,11 @@ def _folded_bias(bias_real: np.ndarray, scales: np.ndarray, weights: np.ndarray,
 def recurrent_desc(cell: str, *, batches: int, time_steps: int, time_major: bool, reset_state: bool,
                    w_ih: np.ndarray, w_hh: np.ndarray, b_ih: np.ndarray | None, b_hh: np.ndarray | None,
                    input_scale: float, input_zp: int, hidden_scale: float, hidden_zp: int,
-                   cell_power: int = 0, last_step_only: bool = False) -> dict:
+                   cell_power: int = 0, last_step_only: bool = False, n_power: int | None = None) -> dict:
     """The descriptor of edgec_lstm_s8 (cell "lstm") / edgec_gru_s8 ("gru") from float PyTorch
     weights (weight_ih [G*H, I], weight_hh [G*H, H], biases [G*H] or None) and the qparams of the
-    input and hidden state (and the LSTM cell state's scale power); keys = C fields in order."""
+    input and hidden state (and the LSTM cell state's scale power; a GRU's linear n gate's scale
+    power, gru_n_power, or None for the tanh table); keys = C fields in order."""
     gates = LSTM_GATES if cell == "lstm" else GRU_GATES
     hidden_size = w_hh.shape[1]
     zeros = np.zeros(gates * hidden_size)
@@ -252,8 +259,12 @@ def recurrent_desc(cell: str, *, batches: int, time_steps: int, time_major: bool
         n_rows = slice(2 * hidden_size, 3 * hidden_size)
         x_bias, h_bias = b_ih + b_hh, zeros.copy()
         x_bias[n_rows], h_bias[n_rows] = b_ih[n_rows], b_hh[n_rows]
-    in_m, in_s = _multipliers(input_scale * sx / GATE_INPUT_SCALE)
-    h_m, h_s = _multipliers(hidden_scale * sh / GATE_INPUT_SCALE)
+    gate_scales = np.full(gates, GATE_INPUT_SCALE)
+    n_scale = GATE_OUTPUT_SCALE if n_power is None else 2.0**n_power  # the GRU's n and h in the mix
+    if n_power is not None:
+        gate_scales[2] = n_scale
+    in_m, in_s = _multipliers(input_scale * sx / gate_scales)
+    h_m, h_s = _multipliers(hidden_scale * sh / gate_scales)
     if cell == "lstm":
         cell_scale = 2.0**cell_power
         fc_m, fc_s = quantize_multiplier(GATE_OUTPUT_SCALE)  # f * c: 2^-15 * s_c / s_c
@@ -262,12 +273,26 @@ def recurrent_desc(cell: str, *, batches: int, time_steps: int, time_major: bool
     else:
         fc_m, fc_s = quantize_multiplier(GATE_OUTPUT_SCALE * GATE_INPUT_SCALE / GATE_INPUT_SCALE)  # r * hn -> Q3.12
         ic_m, ic_s, tanh_shift = 0, 0, 0
-    hq_m, hq_s = quantize_multiplier(hidden_scale / GATE_OUTPUT_SCALE) if cell == "gru" else (0, 0)
-    out_m, out_s = quantize_multiplier(GATE_OUTPUT_SCALE * GATE_OUTPUT_SCALE / hidden_scale)
+    hq_m, hq_s = quantize_multiplier(hidden_scale / n_scale) if cell == "gru" else (0, 0)
+    out_m, out_s = quantize_multiplier(GATE_OUTPUT_SCALE * (n_scale if cell == "gru" else GATE_OUTPUT_SCALE) / hidden_scale)
     return dict(zip(DESC_FIELDS, (
         gates, batches, time_steps, w_ih.shape[1], hidden_size, int(time_major), int(reset_state),
         wx, wh, _folded_bias(x_bias, sx, wx, input_zp, input_scale), _folded_bias(h_bias, sh, wh, hidden_zp, hidden_scale),
-        in_m, in_s, h_m, h_s, fc_m, fc_s, ic_m, ic_s, tanh_shift, out_m, out_s, hidden_zp, hq_m, hq_s, int(last_step_only), sigmoid_table())))
+        in_m, in_s, h_m, h_s, fc_m, fc_s, ic_m, ic_s, tanh_shift, out_m, out_s, hidden_zp, hq_m, hq_s, int(last_step_only),
+        int(n_power is not None), sigmoid_table())))
+
+
+def gru_n_power(n_pre_max: float, hidden_scale: float, hidden_zp: int) -> int | None:
+    """The scale power P of a GRU layer's linear n gate (n = xn + r * hn, no tanh), or None for
+    the tanh table. Linear when tanh(x) = x to within a quarter of the hidden state's step up to
+    1.5 times the calibrated max|xn + r*hn| (|x^3| / 3 bounds x - tanh(x)) and Q3.12 would be the
+    coarser grid; P leaves n and the hidden state (hq) a factor 2 of headroom in int16."""
+    reach = 1.5 * n_pre_max
+    if reach ** 3 / 3 > hidden_scale / 4:
+        return None
+    hidden_max = hidden_scale * max(abs(-128 - hidden_zp), abs(127 - hidden_zp))
+    power = math.ceil(math.log2(max(2 * reach, 2 * hidden_max, 2.0**-40))) - 15
+    return power if power < -15 else None
 
 
 # -- the op unit --------------------------------------------------------------------------------
@@ -301,14 +326,14 @@ def _is_zero_state(arg) -> bool:
 
 
 def float_statistics(cell: str, x: torch.Tensor, weights: list, time_major: bool) -> list[dict]:
-    """Per layer, max|c| (LSTM) and the hidden state's min/max of the float recurrence from a
-    zero state (PyTorch's equations)."""
+    """Per layer, max|c| (LSTM), max|xn + r * hn| (GRU: what its n gate's tanh takes) and the
+    hidden state's min/max of the float recurrence from a zero state (PyTorch's equations)."""
     seq = x if time_major else x.transpose(0, 1)
     stats = []
     for w_ih, w_hh, b_ih, b_hh in weights:
         h = torch.zeros(seq.shape[1], w_hh.shape[1])
         c = torch.zeros_like(h)
-        outputs, cell_max = [], 0.0
+        outputs, cell_max, n_pre_max = [], 0.0, 0.0
         for x_t in seq:
             gx = x_t @ w_ih.T + (0 if b_ih is None else b_ih)
             gh = h @ w_hh.T + (0 if b_hh is None else b_hh)
@@ -320,11 +345,13 @@ def float_statistics(cell: str, x: torch.Tensor, weights: list, time_major: bool
             else:
                 (xr, xz, xn), (hr, hz, hn) = gx.chunk(3, dim=-1), gh.chunk(3, dim=-1)
                 r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+                n_pre_max = max(n_pre_max, float((xn + r * hn).abs().max()))
                 n = torch.tanh(xn + r * hn)
                 h = (1 - z) * n + z * h
             outputs.append(h)
         seq = torch.stack(outputs)
-        stats.append({"cell_max": cell_max, "hidden_min": float(seq.min()), "hidden_max": float(seq.max())})
+        stats.append({"cell_max": cell_max, "hidden_min": float(seq.min()), "hidden_max": float(seq.max()),
+                      "n_pre_max": n_pre_max})
     return stats
 
 
@@ -402,6 +429,7 @@ class Recurrent(OpDef):
             old["cell_max"] = max(old["cell_max"], new["cell_max"])
             old["hidden_min"] = min(old["hidden_min"], new["hidden_min"])
             old["hidden_max"] = max(old["hidden_max"], new["hidden_max"])
+            old["n_pre_max"] = max(old["n_pre_max"], new["n_pre_max"])
 
     def lower(self, ctx, node) -> None:
         spec = _parse(node)
@@ -432,7 +460,8 @@ class Recurrent(OpDef):
             steps, batches = (1, shape[0]) if not spec["sequence"] else shape[:2] if time_major else shape[1::-1]
             ctx.add_op(self.kind, node, [source], [out], cell=spec["cell"], layer=layer, time_major=time_major,
                        batches=batches, time_steps=steps, w_ih=w_ih, w_hh=w_hh, b_ih=b_ih, b_hh=b_hh,
-                       cell_power=cell_power, stream=False, last_step_only=False)
+                       cell_power=cell_power, n_pre_max=observed[layer]["n_pre_max"], stream=False,
+                       last_step_only=False)
             outputs.append(out)
             source = out
         for op in ctx.graph.ops[-len(outputs):]:  # where a layer without qparams takes them (finalize)
@@ -470,7 +499,8 @@ class Recurrent(OpDef):
                                    time_major=a["time_major"], reset_state=not a["stream"], w_ih=a["w_ih"],
                                    w_hh=a["w_hh"], b_ih=a["b_ih"], b_hh=a["b_hh"], input_scale=x.scale,
                                    input_zp=x.zero_point, hidden_scale=out.scale, hidden_zp=out.zero_point,
-                                   cell_power=a["cell_power"], last_step_only=a["last_step_only"])
+                                   cell_power=a["cell_power"], last_step_only=a["last_step_only"],
+                                   n_power=gru_n_power(a["n_pre_max"], out.scale, out.zero_point) if a["cell"] == "gru" else None)
 
     def golden(self, op, graph, inputs):
         a = op.attrs

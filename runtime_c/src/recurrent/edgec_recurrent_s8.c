@@ -197,7 +197,8 @@ static void gru_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h, 
         const int32_t r = gates[k];
         const int32_t hn = sat16(parts[hs + k]);
         const int32_t rh = sat16(edgec_requantize(r * hn, d->forget_cell_multiplier, d->forget_cell_shift));
-        gates[2 * hs + k] = activation_s16(sat16((int64_t)parts[k] + rh), 0, RECURRENT_TANH, d->sigmoid_table);
+        const int32_t pre = sat16((int64_t)parts[k] + rh);
+        gates[2 * hs + k] = d->gru_n_linear ? (int16_t)pre : activation_s16(pre, 0, RECURRENT_TANH, d->sigmoid_table);
     }
     for (int32_t k = 0; k < hs; k++) {
         const int32_t z = gates[hs + k], n = gates[2 * hs + k];
