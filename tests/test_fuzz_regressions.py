@@ -306,3 +306,21 @@ def test_a_bias_free_gru_on_small_inputs_follows_its_program(tmp_path, steps):
     exe = verify.build_host(tmp_path / "out", "m", tmp_path / "build", sanitize=True)
     output = verify.run_host(exe, inputs, verify.output_bytes(compiled.graph))
     assert verify.compare(verify.golden_outputs(compiled.graph, inputs), output).exact
+
+
+class CollapsedLinear(nn.Module):
+    """Fuzz seed 57 (v4): a linear layer on values ~1e8 whose output two clamps with disjoint
+    bounds pin to 0 -- the output step is the observer's eps, s_in * s_w / s_out ~ 1e9 -- crashed
+    (ValueError: multiplier too large to requantize in int32)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 6)
+
+    def forward(self, x):
+        return torch.clamp(self.fc(x * 1e7).clamp(max=-0.5), min=0.0)
+
+
+def test_an_output_step_a_billion_times_finer_saturates_like_the_program(tmp_path):
+    compiled, comparison = _compile_and_compare(tmp_path, "CollapsedLinear()", (1, 4), -5.0, 20.0)
+    assert comparison.exact and "fully_connected" in [op.kind for op in compiled.graph.ops]
