@@ -36,6 +36,7 @@ from edgec.errors import EdgecError
 from edgec.frontend import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, round_half_away, saturate_int8
 from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.movement import in_torch_order
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate_with_output
 from edgec.torch_ops import aten
 
@@ -145,9 +146,9 @@ class LayerNorm(OpDef):
         return [*op.inputs, *op.outputs]
 
     def relayout(self, op, graph) -> None:
-        for name in (*op.inputs, *op.outputs):
-            if graph.tensors[name].perm is not None:
-                raise EdgecError(f"{op.source}: layer_norm of a tensor stored channels last is not supported")
+        """The kernel normalises rows in PyTorch's axis order: a tensor stored channels last goes
+        through a copy."""
+        in_torch_order(op, graph, [0], True)
 
     def finalize(self, op, graph) -> None:
         x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]

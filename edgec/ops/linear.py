@@ -11,6 +11,7 @@ from edgec.ir import stored_offsets
 from edgec.frontend import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, requantize, saturate_int8, wrap_int32
 from edgec.ops.base import CCall, OpDef
+from edgec.ops.movement import in_torch_order
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
 from edgec.ops.conv import finalize_output_stage, quantized_bias, weighted_constants, weighted_operands
 from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa, widen_taps
@@ -80,9 +81,8 @@ class FullyConnected(OpDef):
         """A flatten of channels-last data brings the features in stored order: the weight column
         of each feature moves to where the feature is stored."""
         x = graph.tensors[op.inputs[0]]
-        if len(x.torch_shape) > 2:  # over the last axis: x must be stored in PyTorch's order
-            if x.perm is not None:
-                raise EdgecError(f"{op.source}: linear over the last axis of a tensor stored channels last")
+        if len(x.torch_shape) > 2:  # over the last axis: in PyTorch's order (a copy if stored otherwise)
+            in_torch_order(op, graph, [0], True)
             return
         base = graph.tensors[graph.storage(op.inputs[0])]
         if base.perm is not None:

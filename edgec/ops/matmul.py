@@ -28,7 +28,7 @@ from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, quantize_multi
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.binary import broadcast_layout
 from edgec.ir import stored_shape
-from edgec.ops.movement import gathered_ids
+from edgec.ops.movement import gathered_ids, in_torch_order
 from edgec.ops.qspec import activation_inputs, annotate_with_output
 from edgec.torch_ops import SOFTMAXES, aten
 
@@ -169,10 +169,9 @@ class MatMul(OpDef):
         return [*op.inputs, *op.outputs]
 
     def relayout(self, op, graph) -> None:
-        for name in (*op.inputs, *op.outputs):
-            if graph.tensors[name].perm is not None:
-                raise EdgecError(f"{op.source}: matmul operand {name} is stored channels last; "
-                                 "edgec runs matmul on tensors in PyTorch's axis order")
+        """The kernel runs on PyTorch's axis order: an operand stored channels last (a Conv1d's
+        output) goes through a copy."""
+        in_torch_order(op, graph, range(len(op.inputs)), True)
 
     def finalize(self, op, graph) -> None:
         lhs, rhs = (graph.tensors[name] for name in op.inputs)

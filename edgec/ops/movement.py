@@ -30,7 +30,7 @@ from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
 from edgec.frontend import source_line
-from edgec.ir import to_stored, to_torch_order
+from edgec.ir import Op, Tensor, same_bytes, to_stored, to_torch_order
 from edgec.numerics import (INT8_MAX, INT8_MIN, activation_bounds, quantize_multiplier, requantize, round_half_away,
                             saturate_int8, wrap_int32)
 from edgec.ops.base import CCall, OpDef, descriptor
@@ -532,6 +532,27 @@ def compose_at(outer, slot: int, inner, count: int) -> Composed:
 
 def reshape_gather(shape) -> Gather:
     return Gather(torch.ops.aten.reshape.default, (_Slot(0), list(shape)), {})
+
+
+def in_torch_order(op, graph, inputs, output: bool) -> None:
+    """Give `op` its inputs at `inputs` (indices) and, if `output`, its output in PyTorch's axis
+    order: each that the layout pass stores otherwise (channels last, tied to a convolution) goes
+    through a copy inserted before (after) the op, for a kernel that reads rows in PyTorch order."""
+    for index in (*inputs, *((None,) if output else ())):
+        name = op.inputs[index] if index is not None else op.outputs[0]
+        tensor = graph.tensors[name]
+        if tensor.perm is None or same_bytes(tensor.torch_shape, tensor.perm, tensor.torch_shape, None):
+            continue
+        rows = graph.add_tensor(Tensor(f"{op.name}_rows{'_out' if index is None else index}", tensor.torch_shape,
+                                       tensor.scale, tensor.zero_point, source=tensor.source, dtype=tensor.dtype))
+        if index is None:
+            graph.ops.insert(graph.ops.index(op) + 1, Op(f"{op.name}_output_copy", "copy", [rows.name], [name],
+                                                         {"gather": reshape_gather(tensor.torch_shape)}, op.source))
+            op.outputs[0] = rows.name
+        else:
+            graph.ops.insert(graph.ops.index(op), Op(f"{op.name}_input_copy{index or ''}", "copy", [name], [rows.name],
+                                                     {"gather": reshape_gather(tensor.torch_shape)}, op.source))
+            op.inputs[index] = rows.name
 
 
 def source_ids(graph, op) -> tuple[list, list[int]]:
