@@ -276,28 +276,29 @@ def test_adaptive_average_pooling_takes_pytorchs_uneven_windows(tmp_path, size, 
     assert not verify.disagreeing_layers(rows) and "avg_pool2d" in [row["op"] for row in rows]
 
 
-class SmallGRU(nn.Module):
-    """A bias-free GRU on inputs of ~1e-2..1e-4: its hidden state's step (~1e-5) is finer than the
-    n gate's Q3.12 input and Q0.15 output, so the integer cell departed from the program (issue
-    22: 92 % of the values off, up to 41 steps). Such a layer's n gate now runs linear (tanh(x) = x
-    there) at a finer power-of-two scale."""
+class SmallRecurrent(nn.Module):
+    """A bias-free GRU or LSTM on inputs of ~1e-2..1e-4: its hidden state's step (~1e-5) is finer
+    than the tanh gates' Q3.12 input and Q0.15 output (and the LSTM's 2^-15 cell), so the integer
+    cell departed from the program (issue 22: 92 % of the values off, up to 41 steps). Such a
+    layer's tanh gates now run linear (tanh(x) = x there) at finer power-of-two scales."""
 
-    def __init__(self, steps: int):
+    def __init__(self, cell: str, steps: int):
         super().__init__()
-        self.rnn = nn.GRU(6, 20, bias=False, batch_first=True)
+        self.rnn = getattr(nn, cell)(6, 20, bias=False, batch_first=True)
         self.steps = steps
 
     def forward(self, x):
         return self.rnn(x.view(1, self.steps, 6))[0]
 
 
-@pytest.mark.parametrize("steps", [1, 4])
-def test_a_bias_free_gru_on_small_inputs_follows_its_program(tmp_path, steps):
+@pytest.mark.parametrize("cell, steps", [("GRU", 1), ("GRU", 4), ("LSTM", 1), ("LSTM", 4)])
+def test_a_bias_free_recurrent_layer_on_small_inputs_follows_its_program(tmp_path, cell, steps):
     rng = np.random.default_rng(3)
     samples = (rng.uniform(-1, 1, (12, 1, steps, 6)) * 10 ** rng.uniform(-4, -2, (12, 1, 1, 1))).astype(np.float32)
-    compiled = compile_model(_factory_file(tmp_path, f"SmallGRU({steps})", (1, 1, steps, 6)), calibration=samples[:8])
+    compiled = compile_model(_factory_file(tmp_path, f"SmallRecurrent({cell!r}, {steps})", (1, 1, steps, 6)),
+                             calibration=samples[:8])
     recurrent = next(op for op in compiled.graph.ops if op.kind == "recurrent")
-    assert recurrent.attrs["desc"]["gru_n_linear"] == 1
+    assert recurrent.attrs["desc"]["tanh_linear"] == 1
     rows = verify.layer_agreement(compiled, verify.qdq_reference(compiled, samples[8:]))
     row = next(row for row in rows if row["op"] == "recurrent")
     assert row["beyond_fraction"] == 0 and row["max_steps"] <= 1, row
@@ -347,4 +348,36 @@ def test_cross_attention_compiles_and_follows_its_program(tmp_path):
     compiled, comparison = _compile_and_compare(tmp_path, "CrossAttention()", (1, 8, 3, 3), -0.5, 1.0)
     assert comparison.exact and "batch_matmul" in [op.kind for op in compiled.graph.ops]
     samples = np.random.default_rng(4).uniform(-0.5, 1.5, (4, 8, 3, 3)).astype(np.float32)
+    assert not verify.disagreeing_layers(verify.layer_agreement(compiled, verify.qdq_reference(compiled, samples)))
+
+
+class ChannelsLastOperand(nn.Module):
+    """matmul, layer norm and linear over the last axis of a Conv1d's output, which edgec stores
+    channels last, were refused ("matmul operand ... is stored channels last; edgec runs matmul on
+    tensors in PyTorch's axis order", layer norm and linear alike); the operand now goes through a
+    copy to PyTorch's order, as a recurrent layer's does."""
+
+    def __init__(self, form: str):
+        super().__init__()
+        self.conv = nn.Conv1d(4, 6, 3, padding=1)
+        self.linear = nn.Linear(9, 5)
+        self.form = form
+
+    def forward(self, x):
+        y = self.conv(x)
+        if self.form == "gram":
+            return torch.matmul(y, y.transpose(1, 2))
+        if self.form == "tokens":
+            return torch.matmul(y.transpose(1, 2), y)
+        if self.form == "linear":
+            return self.linear(y)
+        return F.layer_norm(y, (y.shape[-1],))
+
+
+@pytest.mark.parametrize("form, kind", [("gram", "batch_matmul"), ("tokens", "batch_matmul"), ("norm", "layer_norm"),
+                                        ("linear", "fully_connected")])
+def test_an_operand_stored_channels_last_is_copied_to_pytorchs_order(tmp_path, form, kind):
+    compiled, comparison = _compile_and_compare(tmp_path, f"ChannelsLastOperand({form!r})", (1, 4, 9), -0.5, 1.0)
+    assert comparison.exact and kind in [op.kind for op in compiled.graph.ops]
+    samples = np.random.default_rng(5).uniform(-0.5, 1.5, (4, 4, 9)).astype(np.float32)
     assert not verify.disagreeing_layers(verify.layer_agreement(compiled, verify.qdq_reference(compiled, samples)))

@@ -1222,8 +1222,9 @@ edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t
  * GRU (cell = EDGEC_RECURRENT_GRU, gates r, z, n): r, z as above; n = tanh(sat16(xn +
  *   sat16(requant(r * hn, forget_cell)))) with xn, hn the two parts of gate n kept apart;
  *   hq = sat16(requant(h - output_offset, hidden_q15)) (h in Q0.15);
- *   h' = sat8(requant((32768 - z) * n + z * hq, output) + output_offset). With gru_n_linear,
- *   n = sat16(xn + rh) (tanh(x) = x; xn, hn, n and hq at a scale 2^P the multipliers give).
+ *   h' = sat8(requant((32768 - z) * n + z * hq, output) + output_offset). With tanh_linear,
+ *   the GRU's n = sat16(xn + rh) and the LSTM's g = pre_g, tanh(c') = c' (tanh(x) = x; the
+ *   scales, finer than Q3.12 / Q0.15, are in the multipliers).
  * sigmoid/tanh: arm_nn_activation_s16's interpolation in `sigmoid_table` (256 x sigmoid(i/24), 0.16).
  * The biases are effective: the float bias quantized at s_x * s_w minus zp * sum of the row.
  * input/output: [T, B, I] / [T, B, H] when time_major, else [B, T, I] / [B, T, H]; with
@@ -1264,8 +1265,9 @@ typedef struct {
     int32_t hidden_q15_multiplier;  /* GRU: s_h / 2^-15, the hidden state in Q0.15 */
     int32_t hidden_q15_shift;
     int32_t last_step_only;         /* 1: output holds only the last step ([1, B, H] / [B, 1, H]) */
-    int32_t gru_n_linear;           /* GRU: 1: n = sat16(xn + rh), no tanh (xn, hn, n, hq at the finer 2^P
-                                     * the multipliers give: a layer whose n stays where tanh(x) = x) */
+    int32_t tanh_linear;            /* 1: the tanh gates are the identity (GRU: n = sat16(xn + rh);
+                                     * LSTM: g = pre_g, tanh(c') = c'), at the finer scales the
+                                     * multipliers give: a layer whose values stay where tanh(x) = x */
     const uint16_t *sigmoid_table;  /* 256 entries */
 } edgec_recurrent_desc;
 

@@ -85,7 +85,7 @@ static int run_record(int in, int out)
         d.hidden_q15_multiplier = f[31];
         d.hidden_q15_shift = f[32];
         d.last_step_only = f[33];
-        d.gru_n_linear = f[34];
+        d.tanh_linear = f[34];
     }
     {
         const int32_t rows = d.cell * d.hidden_size;
