@@ -1,8 +1,9 @@
-"""The operator families the fuzzer builds models from: every operator edgec supports today.
+"""The operator families the fuzzer builds models from: every operator form the README lists as
+supported (a refusal of one is a failure of the run).
 
 To add a family (say, elementwise mul once edgec lowers it): subclass generator.Family, give it a
 `name`, the input `ranks` it takes (4: [1, C, H, W]; 2: [1, F]) and a `weight`, implement
-`sample(rng, shape)` (parameters that fit `shape`, using only forms edgec accepts; None when the
+`sample(rng, shape)` (parameters that fit `shape`, using only forms the README lists; None when the
 family cannot follow that input) and `render(code, params, shape)` (append modules and forward
 statements to `code`, return the output shape, raise Unfit when the parameters do not fit), then
 call `register(YourFamily())` at the bottom of this file. Parameters must be plain literals

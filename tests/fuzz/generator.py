@@ -90,7 +90,8 @@ class Family:
 
     def sample(self, rng: random.Random, shape: tuple) -> dict | None:
         """Parameters that fit an input of `shape` ((C, H, W) or (F,)), or None if this family
-        cannot follow such an input. Only forms edgec accepts today."""
+        cannot follow such an input. Only forms the README lists as supported: the runner counts
+        a refusal as a failure."""
         raise NotImplementedError
 
     def render(self, code: Code, params: dict, shape: tuple) -> tuple:
