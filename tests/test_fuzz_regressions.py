@@ -381,3 +381,19 @@ def test_an_operand_stored_channels_last_is_copied_to_pytorchs_order(tmp_path, f
     assert comparison.exact and kind in [op.kind for op in compiled.graph.ops]
     samples = np.random.default_rng(5).uniform(-0.5, 1.5, (4, 4, 9)).astype(np.float32)
     assert not verify.disagreeing_layers(verify.layer_agreement(compiled, verify.qdq_reference(compiled, samples)))
+
+
+class BilinearByFactor(nn.Module):
+    def forward(self, x):
+        return F.interpolate(F.relu(x), scale_factor=(1.5, 1.5), mode="bilinear", align_corners=False)
+
+
+def test_a_bilinear_resize_by_a_factor_steps_as_pytorch_does(tmp_path):
+    """Fuzz seed 682 (v4): 5x4 x 1.5 -> 7x6; PyTorch steps the source by 1/1.5, edgec's TFLite
+    tables by in/out = 5/7: 71 % of the values off, up to 34 steps (the fuzzer's computed bound
+    for TFLite's 1/1024 positions is 1). The tables now take PyTorch's step."""
+    compiled, comparison = _compile_and_compare(tmp_path, "BilinearByFactor()", (1, 2, 5, 4), -0.5, 1.0)
+    assert comparison.exact and compiled.graph.ops[-1].kind == "resize"
+    samples = np.random.default_rng(6).uniform(-0.5, 1.5, (4, 2, 5, 4)).astype(np.float32)
+    row = next(row for row in verify.layer_agreement(compiled, verify.qdq_reference(compiled, samples)) if row["op"] == "resize")
+    assert row["max_steps"] <= 1, row

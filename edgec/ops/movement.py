@@ -288,22 +288,27 @@ def _c_div(a: np.ndarray, b: int) -> np.ndarray:
     return np.sign(a) * (np.abs(a) // b)
 
 
-def _scale_10(in_size: int, out_size: int, align_corners: bool) -> int:
+def _scale_10(in_size: int, out_size: int, align_corners: bool, scale_factor: float | None = None) -> int:
     """TFLite's height_scale_10 / width_scale_10: in/out (or (in-1)/(out-1) with align_corners
-    and out > 1) in units of 1/1024, rounded half up."""
+    and out > 1) in units of 1/1024, rounded half up. With a `scale_factor` (PyTorch's
+    interpolate(scale_factor=...) without align_corners), 1/scale_factor: PyTorch's own source
+    step, which differs from in/out where in * scale_factor is not an integer (5 x 1.5 -> 7)."""
     if align_corners and out_size > 1:
         return (ONE * (in_size - 1) + (out_size - 1) // 2) // (out_size - 1)
+    if scale_factor is not None and not align_corners:
+        return int(math.floor(ONE / scale_factor + 0.5))
     return (ONE * in_size + out_size // 2) // out_size
 
 
-def bilinear_axis_table(in_size: int, out_size: int, align_corners: bool, half_pixel_centers: bool) -> np.ndarray:
+def bilinear_axis_table(in_size: int, out_size: int, align_corners: bool, half_pixel_centers: bool,
+                        scale_factor: float | None = None) -> np.ndarray:
     """For each output position: (lower, upper, fraction) as TFLite's
     ComputeInterpolationValuesInteger gives them: scaled = y*s (+ s/2 - 512 with half-pixel
     centres), lower = max(scaled / 1024, 0), upper = min(ceil(scaled / 1024), in - 1) (C division),
     fraction = scaled - 1024*lower (negative near the start with half-pixel centres, where
     lower == upper == 0). int16 [out_size, 3]. Raises ValueError where TFLite would read past the
     input (lower > in - 1, possible only with extreme size ratios)."""
-    s = _scale_10(in_size, out_size, align_corners)
+    s = _scale_10(in_size, out_size, align_corners, scale_factor)
     y = np.arange(out_size, dtype=np.int64)
     scaled = y * s + (s // 2 - ONE // 2 if half_pixel_centers else 0)
     lower = np.maximum(_c_div(scaled, ONE), 0)
@@ -313,7 +318,8 @@ def bilinear_axis_table(in_size: int, out_size: int, align_corners: bool, half_p
     return np.stack([lower, upper, scaled - ONE * lower], axis=1).astype(np.int16)
 
 
-def resize_bilinear_desc(shape, out_hw, *, align_corners: bool = False, half_pixel_centers: bool = True) -> dict:
+def resize_bilinear_desc(shape, out_hw, *, align_corners: bool = False, half_pixel_centers: bool = True,
+                         scale_factors=(None, None)) -> dict:
     """edgec_resize_bilinear_desc for an NHWC tensor resized to out_hw, TFLite's int8
     RESIZE_BILINEAR. PyTorch interpolate(mode='bilinear', align_corners=False) is
     half_pixel_centers=True (the default here); align_corners=True is align_corners=True,
@@ -326,8 +332,8 @@ def resize_bilinear_desc(shape, out_hw, *, align_corners: bool = False, half_pix
     if align_corners and half_pixel_centers:
         raise ValueError("half_pixel_centers needs align_corners=False (as in TFLite)")
     return dict(batches=n, input_h=h, input_w=w, channels=c, output_h=oh, output_w=ow,
-                y_table=bilinear_axis_table(h, oh, align_corners, half_pixel_centers).ravel(),
-                x_table=bilinear_axis_table(w, ow, align_corners, half_pixel_centers).ravel())
+                y_table=bilinear_axis_table(h, oh, align_corners, half_pixel_centers, scale_factors[0]).ravel(),
+                x_table=bilinear_axis_table(w, ow, align_corners, half_pixel_centers, scale_factors[1]).ravel())
 
 
 def resize_bilinear_s8(desc: dict, x: np.ndarray) -> np.ndarray:
@@ -353,6 +359,16 @@ def resize_bilinear_s8(desc: dict, x: np.ndarray) -> np.ndarray:
          + top[:, :, x1] * (ONE - fy) * fx + bottom[:, :, x1] * fy * fx)
     half = 1 << (2 * FRACTION_BITS - 1)
     return _c_div(np.where(v > 0, v + half, v - half), 1 << (2 * FRACTION_BITS)).astype(np.int8).ravel()
+
+
+def _scale_factors(node) -> tuple:
+    """(scale_h, scale_w) an upsample_bilinear2d node was given (PyTorch then steps the source by
+    1/scale), or (None, None) for an output size."""
+    if node.target == aten.upsample_bilinear2d.vec:
+        scales = node.args[3] if len(node.args) > 3 else node.kwargs.get("scale_factors")
+    else:
+        scales = [node.args[i] if len(node.args) > i else None for i in (3, 4)]
+    return tuple(float(v) if v is not None else None for v in scales) if scales else (None, None)
 
 
 def nearest_sources(gather, torch_shape) -> tuple[list[int], list[int]]:
@@ -790,7 +806,8 @@ class Resize(OpDef):
                                                    x.torch_shape))
             return
         align_corners = bool(node.args[2]) if len(node.args) > 2 else bool(node.kwargs.get("align_corners", False))
-        ctx.add_op(self.kind, node, [x], [out], mode="bilinear", align_corners=align_corners)
+        ctx.add_op(self.kind, node, [x], [out], mode="bilinear", align_corners=align_corners,
+                   scale_factors=_scale_factors(node))
 
     def finalize(self, op, graph) -> None:
         x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -801,7 +818,8 @@ class Resize(OpDef):
                 op.attrs["desc"] = nearest_table_desc(x.shape, *op.attrs["sources"])
             else:
                 align = op.attrs["align_corners"]
-                op.attrs["desc"] = resize_bilinear_desc(x.shape, out.shape[1:3], align_corners=align, half_pixel_centers=not align)
+                op.attrs["desc"] = resize_bilinear_desc(x.shape, out.shape[1:3], align_corners=align, half_pixel_centers=not align,
+                                                        scale_factors=op.attrs.get("scale_factors", (None, None)))
         except ValueError as exc:
             raise EdgecError(f"{op.source}: {exc}") from None
 

@@ -275,18 +275,19 @@ def departure_bound(op, graph, program: list[dict]) -> int | None:
         return None
     x = graph.tensors[op.inputs[0]]
     desc, align = op.attrs["desc"], op.attrs["align_corners"]
-    errors = [_position_error(np.asarray(desc[table], np.int64).reshape(-1, 3), size, align)
-              for table, size in (("y_table", desc["input_h"]), ("x_table", desc["input_w"]))]
+    factors = op.attrs.get("scale_factors", (None, None))
+    errors = [_position_error(np.asarray(desc[table], np.int64).reshape(-1, 3), size, align, factor)
+              for table, size, factor in (("y_table", desc["input_h"], factors[0]), ("x_table", desc["input_w"], factors[1]))]
     steps = [np.rint(values[x.source].astype(np.float64) / x.scale) for values in program]  # zero point cancels
     d_h = max(float(np.abs(np.diff(q, axis=-2)).max(initial=0)) for q in steps)
     d_w = max(float(np.abs(np.diff(q, axis=-1)).max(initial=0)) for q in steps)
     return int(np.floor(errors[0] * d_h + errors[1] * d_w + 1 + 1e-9))
 
 
-def _position_error(table: np.ndarray, in_size: int, align_corners: bool) -> float:
+def _position_error(table: np.ndarray, in_size: int, align_corners: bool, scale_factor: float | None = None) -> float:
     """The largest difference between TFLite's effective source position (lower + f/1024; the
-    lower input where lower == upper) and PyTorch's (align_corners=False: (o + 0.5) * in/out - 0.5
-    clamped to [0, in - 1]; True: o * (in - 1)/(out - 1))."""
+    lower input where lower == upper) and PyTorch's (align_corners=False: (o + 0.5) * in/out - 0.5,
+    or 1/scale_factor for in/out when one was given, clamped to [0, in - 1]; True: o * (in - 1)/(out - 1))."""
     out_size = len(table)
     lower, upper, fraction = table.T
     tflite = np.where(lower == upper, lower, lower + fraction / ONE)
@@ -294,7 +295,7 @@ def _position_error(table: np.ndarray, in_size: int, align_corners: bool) -> flo
     if align_corners:
         torch_position = o * ((in_size - 1) / (out_size - 1)) if out_size > 1 else np.zeros(out_size)
     else:
-        torch_position = (o + 0.5) * (in_size / out_size) - 0.5
+        torch_position = (o + 0.5) * (in_size / out_size if scale_factor is None else 1 / scale_factor) - 0.5
     return float(np.abs(tflite - np.clip(torch_position, 0, in_size - 1)).max(initial=0))
 
 
