@@ -61,11 +61,13 @@ from tests.fuzz.generator import FAMILIES, GENERATOR_VERSION, ModelSpec, Unfit, 
 FAILURES = ("refused", "mismatch", "departs", "crash", "invalid")
 VERDICTS = ("ok", "inaccurate", "bounded", "limit", *FAILURES)
 COMPILED = ("ok", "inaccurate", "bounded", "mismatch", "departs")  # compiled (and emitted) models
-# Refusals documented as limits of a model or a board, not of an operator form: the program does
-# not fit the QEMU board of a Cortex-M target; log_softmax over more than 4095 elements
+# Refusals documented as limits of a model or a board, not of an operator form: the model does
+# not fit the target's RAM/flash budget (--ram/--flash, the typical part's by default) or the
+# program the QEMU board of a Cortex-M target; log_softmax over more than 4095 elements
 # (docs/numerics.md, "Log-softmax": TFLite's int8 sum of exps overflows); a model that computes
 # nothing (only views of its input: there is no program to emit).
 DOCUMENTED_LIMITS = (re.compile(r"the model program does not fit QEMU's"),
+                     re.compile(r"^model does not fit [\w-]+: .* budget"),
                      re.compile(r"log_softmax over \d+ elements: TFLite's int8 sum of exps overflows beyond 4095"),
                      re.compile(r"the model computes nothing"))
 MIN_SQNR_DB = 10.0
