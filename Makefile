@@ -114,9 +114,12 @@ test: install-test
 
 # Differential fuzzing: N random models (seeds START..START+N-1) compiled for TARGET (host: built
 # with ASan/UBSan; a Cortex-M target: run under QEMU), compared byte for byte with the golden
-# simulator, each layer checked against the quantized program (OPT=size: edgec build --opt size).
-# Reproducers of every failure, summary.txt and summary.json go to build/fuzz/TARGET[-size]; the
-# exit status is 1 if any model mismatched, departed or crashed. See tests/fuzz/__init__.py.
+# simulator, each layer checked against the quantized program (OPT=size: edgec build --opt size),
+# every build with the arena write checks (host and Cortex-M alike). Reproducers of every failure,
+# summary.txt and summary.json (with the compile rate per operator family) go to
+# build/fuzz/TARGET[-size]; the exit status is 1 if any model was refused (a form the README lists;
+# documented limits aside), mismatched, departed from its program beyond a documented bound, or
+# crashed. See tests/fuzz/__init__.py and tests/fuzz/runner.py.
 N ?= 100
 START ?= 0
 TARGET ?= host

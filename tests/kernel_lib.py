@@ -298,7 +298,7 @@ class RecurrentDesc(C.Structure):
                 *[(name, C.c_int32) for name in ("forget_cell_multiplier", "forget_cell_shift", "input_cell_multiplier",
                                                  "input_cell_shift", "cell_tanh_shift", "output_multiplier",
                                                  "output_shift", "output_offset", "hidden_q15_multiplier",
-                                                 "hidden_q15_shift", "last_step_only")],
+                                                 "hidden_q15_shift", "last_step_only", "tanh_linear")],
                 ("sigmoid_table", C.POINTER(C.c_uint16))]
 
 

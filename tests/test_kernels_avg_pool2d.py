@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edgec import toolchain
-from edgec.ops.pool import avg_pool2d_desc, avg_pool2d_s8, pool_output_size
+from edgec.ops.pool import (adaptive_avg_pool2d_desc, adaptive_avg_pool2d_s8, avg_pool2d_desc, avg_pool2d_s8,
+                            pool_output_size)
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
 from tests.kernel_lib import AvgPool2dDesc, PoolParams, dims, ptr
 
@@ -246,3 +247,40 @@ def test_avg_pool2d_arm(target, tmp_path):
                             f"{ {k: v for k, v in case.items() if k != 'x'} } {case['x'].shape}")
     assert at == len(data)
     assert not failures, f"{len(failures)} of {len(cases)} fail:\n" + "\n".join(failures[:10])
+
+
+# --------------------------------------------------------------------------------------------
+# Adaptive average pooling (PyTorch's uneven windows): edgec_adaptive_avg_pool_s8
+# --------------------------------------------------------------------------------------------
+
+class AdaptiveAvgPoolDesc(C.Structure):
+    """edgec_adaptive_avg_pool_desc (edgec.ops.pool.adaptive_avg_pool2d_desc gives the values)."""
+    _fields_ = [(name, C.c_int32) for name in (
+        "batches", "input_h", "input_w", "channels", "output_h", "output_w", "act_min", "act_max")]
+
+
+def test_adaptive_golden_is_torch_rounded_and_matches_c(kernel_lib):
+    """Every output size up to the input's, uneven windows included: the golden is
+    torch.nn.functional.adaptive_avg_pool2d (float64) rounded half away from zero and clamped,
+    and edgec_adaptive_avg_pool_s8 equals the golden byte for byte without writing past its output."""
+    fn = kernel_lib.edgec_adaptive_avg_pool_s8
+    fn.argtypes = [C.POINTER(AdaptiveAvgPoolDesc), C.POINTER(C.c_int8), C.POINTER(C.c_int8)]
+    fn.restype = C.c_int
+    rng = np.random.default_rng(21)
+    for _ in range(120):
+        n, h, w, c = int(rng.integers(1, 3)), int(rng.integers(1, 14)), int(rng.integers(1, 14)), int(rng.integers(1, 6))
+        out_hw = (int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1)))
+        act = sorted(rng.integers(-128, 128, 2).tolist()) if rng.random() < 0.3 else [-128, 127]
+        x = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
+        expected = adaptive_avg_pool2d_s8(x, out_hw=out_hw, act_min=act[0], act_max=act[1])
+        mean = torch.nn.functional.adaptive_avg_pool2d(torch.from_numpy(x.astype(np.float64)).permute(0, 3, 1, 2),
+                                                       out_hw).permute(0, 2, 3, 1).numpy()
+        rounded = np.sign(mean) * np.floor(np.abs(mean) + 0.5)
+        np.testing.assert_array_equal(expected, np.clip(rounded, *act).astype(np.int8))
+        out = np.full(expected.size + GUARD, 0x5A, dtype=np.int8)
+        desc = AdaptiveAvgPoolDesc(**adaptive_avg_pool2d_desc(x.shape, out_hw=out_hw, act_min=act[0], act_max=act[1]))
+        assert fn(C.byref(desc), ptr(np.ascontiguousarray(x), C.c_int8), ptr(out, C.c_int8)) == 0
+        assert (out[expected.size:] == 0x5A).all(), "wrote past its output"
+        np.testing.assert_array_equal(out[:expected.size].reshape(expected.shape), expected)
+    bigger = AdaptiveAvgPoolDesc(**adaptive_avg_pool2d_desc((1, 2, 2, 1), out_hw=(3, 2)))
+    assert fn(C.byref(bigger), ptr(np.zeros(4, np.int8), C.c_int8), ptr(np.zeros(8, np.int8), C.c_int8)) == ARG_ERROR

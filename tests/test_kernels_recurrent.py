@@ -72,6 +72,7 @@ def random_desc(rng, cell: int | None = None, sizes: tuple | None = None) -> dic
         "output_offset": int(rng.choice([-128, 127, 0, int(rng.integers(-128, 128))])),
         "hidden_q15_multiplier": multiplier(), "hidden_q15_shift": shift(-4, 9),
         "last_step_only": int(rng.random() < 0.25),
+        "tanh_linear": int(rng.random() < 0.3),
         "sigmoid_table": sigmoid_table(),
     }
     return {name: values[name] for name in DESC_FIELDS}
@@ -253,17 +254,18 @@ def ref_step(desc, x, h, c):
         pre = [sat(h_parts[g][k] + x_parts[g][k], -32768, 32767) for g in range(desc["cell"])]
         if desc["cell"] == LSTM_GATES:
             i, f, o = (ref_activation(pre[g], 0, SIGMOID, table) for g in (0, 1, 3))
-            g = ref_activation(pre[2], 0, TANH, table)
+            g = pre[2] if desc["tanh_linear"] else ref_activation(pre[2], 0, TANH, table)
             cell = sat(ref_multiply(f * int(c[k]), desc["forget_cell_multiplier"], desc["forget_cell_shift"]), -32768, 32767)
             cell = sat(ref_multiply(i * g, desc["input_cell_multiplier"], desc["input_cell_shift"]) + cell, -32768, 32767)
-            t = ref_activation(cell, desc["cell_tanh_shift"], TANH, table)
+            t = cell if desc["tanh_linear"] else ref_activation(cell, desc["cell_tanh_shift"], TANH, table)
             out = ref_multiply(o * t, desc["output_multiplier"], desc["output_shift"]) + desc["output_offset"]
             c_new.append(cell)
         else:
             r, z = (ref_activation(pre[g], 0, SIGMOID, table) for g in (0, 1))
             hn = sat(h_parts[2][k], -32768, 32767)
             rh = sat(ref_multiply(r * hn, desc["forget_cell_multiplier"], desc["forget_cell_shift"]), -32768, 32767)
-            n = ref_activation(sat(x_parts[2][k] + rh, -32768, 32767), 0, TANH, table)
+            pre_n = sat(x_parts[2][k] + rh, -32768, 32767)
+            n = pre_n if desc["tanh_linear"] else ref_activation(pre_n, 0, TANH, table)
             hq = sat(ref_multiply(int(h[k]) - desc["output_offset"], desc["hidden_q15_multiplier"], desc["hidden_q15_shift"]),
                      -32768, 32767)
             out = ref_multiply((32768 - z) * n + z * hq, desc["output_multiplier"], desc["output_shift"]) + desc["output_offset"]

@@ -417,6 +417,9 @@ def quantized_bias(bias, input_scale: float, weight_scales: np.ndarray, where: s
     return quantize_bias(bias.value.astype(np.float64) * scales, input_scale, weight_scales)
 
 
+SATURATING_RATIO = 2.0**29
+
+
 def finalize_output_stage(op, graph, weight_rows: np.ndarray | None = None) -> None:
     """Per-channel (multiplier, shift) of s_in*s_w/s_out, and the fused clamp's int8 bounds, after
     checking that no output channel's accumulator can leave int32 (`weight_rows`: each output
@@ -424,7 +427,11 @@ def finalize_output_stage(op, graph, weight_rows: np.ndarray | None = None) -> N
     x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     rows = op.attrs["weight"] if weight_rows is None else weight_rows
     check_accumulator_range(op, x_t.zero_point, np.asarray(rows).reshape(len(rows), -1))
-    pairs = [quantize_multiplier(x_t.scale * float(s) / out_t.scale) for s in op.attrs["weight_scales"]]
+    # A ratio of 2^29 or more moves the output by >= 2^29 steps per accumulator unit: every non-zero
+    # accumulator saturates (int8 and int16 alike), so 2^29 computes the same bytes and stays
+    # representable (an output range collapsed by clamps with disjoint bounds reaches 1e9).
+    pairs = [quantize_multiplier(min(x_t.scale * float(s) / out_t.scale, SATURATING_RATIO))
+             for s in op.attrs["weight_scales"]]
     op.attrs["multiplier"] = np.array([m for m, _ in pairs], dtype=np.int32)
     op.attrs["shift"] = np.array([s for _, s in pairs], dtype=np.int32)
     op.attrs["act_min"], op.attrs["act_max"] = activation_bounds(out_t.zero_point, out_t.scale, *op.attrs["clamp"])

@@ -171,6 +171,9 @@ class PoolS16(S16Unit):
         if (x_t.scale, x_t.zero_point) != (out_t.scale, out_t.zero_point):
             raise EdgecError(f"{op.source}: pooling must keep its input's qparams")
         a = op.attrs
+        if a.get("divisor") == "adaptive":
+            raise EdgecError(f"{op.source}: adaptive average pooling with uneven windows has no int16 kernel; "
+                             f"keep it int8 with --int16-layers")
         bounds = int16_bounds(out_t.scale, *a["clamp"])
         a["desc"] = _desc(op, s16.pool_s16_desc, x_t.shape, kernel=a["kernel"], stride=a["stride"], pad=a["pad"][:2],
                           out_hw=out_t.shape[1:3], divisor=a.get("divisor", "in_bounds"),

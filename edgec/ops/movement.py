@@ -30,7 +30,7 @@ from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
 from edgec.frontend import source_line
-from edgec.ir import to_stored, to_torch_order
+from edgec.ir import Op, Tensor, same_bytes, to_stored, to_torch_order
 from edgec.numerics import (INT8_MAX, INT8_MIN, activation_bounds, quantize_multiplier, requantize, round_half_away,
                             saturate_int8, wrap_int32)
 from edgec.ops.base import CCall, OpDef, descriptor
@@ -288,22 +288,27 @@ def _c_div(a: np.ndarray, b: int) -> np.ndarray:
     return np.sign(a) * (np.abs(a) // b)
 
 
-def _scale_10(in_size: int, out_size: int, align_corners: bool) -> int:
+def _scale_10(in_size: int, out_size: int, align_corners: bool, scale_factor: float | None = None) -> int:
     """TFLite's height_scale_10 / width_scale_10: in/out (or (in-1)/(out-1) with align_corners
-    and out > 1) in units of 1/1024, rounded half up."""
+    and out > 1) in units of 1/1024, rounded half up. With a `scale_factor` (PyTorch's
+    interpolate(scale_factor=...) without align_corners), 1/scale_factor: PyTorch's own source
+    step, which differs from in/out where in * scale_factor is not an integer (5 x 1.5 -> 7)."""
     if align_corners and out_size > 1:
         return (ONE * (in_size - 1) + (out_size - 1) // 2) // (out_size - 1)
+    if scale_factor is not None and not align_corners:
+        return int(math.floor(ONE / scale_factor + 0.5))
     return (ONE * in_size + out_size // 2) // out_size
 
 
-def bilinear_axis_table(in_size: int, out_size: int, align_corners: bool, half_pixel_centers: bool) -> np.ndarray:
+def bilinear_axis_table(in_size: int, out_size: int, align_corners: bool, half_pixel_centers: bool,
+                        scale_factor: float | None = None) -> np.ndarray:
     """For each output position: (lower, upper, fraction) as TFLite's
     ComputeInterpolationValuesInteger gives them: scaled = y*s (+ s/2 - 512 with half-pixel
     centres), lower = max(scaled / 1024, 0), upper = min(ceil(scaled / 1024), in - 1) (C division),
     fraction = scaled - 1024*lower (negative near the start with half-pixel centres, where
     lower == upper == 0). int16 [out_size, 3]. Raises ValueError where TFLite would read past the
     input (lower > in - 1, possible only with extreme size ratios)."""
-    s = _scale_10(in_size, out_size, align_corners)
+    s = _scale_10(in_size, out_size, align_corners, scale_factor)
     y = np.arange(out_size, dtype=np.int64)
     scaled = y * s + (s // 2 - ONE // 2 if half_pixel_centers else 0)
     lower = np.maximum(_c_div(scaled, ONE), 0)
@@ -313,7 +318,8 @@ def bilinear_axis_table(in_size: int, out_size: int, align_corners: bool, half_p
     return np.stack([lower, upper, scaled - ONE * lower], axis=1).astype(np.int16)
 
 
-def resize_bilinear_desc(shape, out_hw, *, align_corners: bool = False, half_pixel_centers: bool = True) -> dict:
+def resize_bilinear_desc(shape, out_hw, *, align_corners: bool = False, half_pixel_centers: bool = True,
+                         scale_factors=(None, None)) -> dict:
     """edgec_resize_bilinear_desc for an NHWC tensor resized to out_hw, TFLite's int8
     RESIZE_BILINEAR. PyTorch interpolate(mode='bilinear', align_corners=False) is
     half_pixel_centers=True (the default here); align_corners=True is align_corners=True,
@@ -326,8 +332,8 @@ def resize_bilinear_desc(shape, out_hw, *, align_corners: bool = False, half_pix
     if align_corners and half_pixel_centers:
         raise ValueError("half_pixel_centers needs align_corners=False (as in TFLite)")
     return dict(batches=n, input_h=h, input_w=w, channels=c, output_h=oh, output_w=ow,
-                y_table=bilinear_axis_table(h, oh, align_corners, half_pixel_centers).ravel(),
-                x_table=bilinear_axis_table(w, ow, align_corners, half_pixel_centers).ravel())
+                y_table=bilinear_axis_table(h, oh, align_corners, half_pixel_centers, scale_factors[0]).ravel(),
+                x_table=bilinear_axis_table(w, ow, align_corners, half_pixel_centers, scale_factors[1]).ravel())
 
 
 def resize_bilinear_s8(desc: dict, x: np.ndarray) -> np.ndarray:
@@ -353,6 +359,38 @@ def resize_bilinear_s8(desc: dict, x: np.ndarray) -> np.ndarray:
          + top[:, :, x1] * (ONE - fy) * fx + bottom[:, :, x1] * fy * fx)
     half = 1 << (2 * FRACTION_BITS - 1)
     return _c_div(np.where(v > 0, v + half, v - half), 1 << (2 * FRACTION_BITS)).astype(np.int8).ravel()
+
+
+def _scale_factors(node) -> tuple:
+    """(scale_h, scale_w) an upsample_bilinear2d node was given (PyTorch then steps the source by
+    1/scale), or (None, None) for an output size."""
+    if node.target == aten.upsample_bilinear2d.vec:
+        scales = node.args[3] if len(node.args) > 3 else node.kwargs.get("scale_factors")
+    else:
+        scales = [node.args[i] if len(node.args) > i else None for i in (3, 4)]
+    return tuple(float(v) if v is not None else None for v in scales) if scales else (None, None)
+
+
+def nearest_sources(gather, torch_shape) -> tuple[list[int], list[int]]:
+    """The input row and column each output row and column of a nearest resize copies, as
+    PyTorch computes them (the resize run on index ramps); EdgecError if the resize is not one
+    row map and one column map."""
+    n, c, h, w = torch_shape
+    with torch.no_grad():
+        rows = gather(torch.arange(h, dtype=torch.float64).view(1, 1, h, 1).expand(n, c, h, w).contiguous())
+        cols = gather(torch.arange(w, dtype=torch.float64).view(1, 1, 1, w).expand(n, c, h, w).contiguous())
+    return rows[0, 0, :, 0].long().tolist(), cols[0, 0, 0, :].long().tolist()
+
+
+def nearest_table_desc(shape, rows, cols) -> dict:
+    """edgec_resize_bilinear_desc for a nearest resize by any factor: each output row (column)
+    copies input row rows[o] (column cols[o]), a table entry (lower = upper = source, fraction 0),
+    for which TFLite's bilinear arithmetic returns the input value exactly (x * 2^20, rounded
+    back by 2^20)."""
+    n, h, w, c = _check_shape(shape)
+    table = lambda sources: np.array([(s, s, 0) for s in sources], np.int16).ravel()
+    return dict(batches=n, input_h=h, input_w=w, channels=c, output_h=len(rows), output_w=len(cols),
+                y_table=table(rows), x_table=table(cols))
 
 
 # -- reductions ------------------------------------------------------------------------------------
@@ -512,6 +550,27 @@ def reshape_gather(shape) -> Gather:
     return Gather(torch.ops.aten.reshape.default, (_Slot(0), list(shape)), {})
 
 
+def in_torch_order(op, graph, inputs, output: bool) -> None:
+    """Give `op` its inputs at `inputs` (indices) and, if `output`, its output in PyTorch's axis
+    order: each that the layout pass stores otherwise (channels last, tied to a convolution) goes
+    through a copy inserted before (after) the op, for a kernel that reads rows in PyTorch order."""
+    for index in (*inputs, *((None,) if output else ())):
+        name = op.inputs[index] if index is not None else op.outputs[0]
+        tensor = graph.tensors[name]
+        if tensor.perm is None or same_bytes(tensor.torch_shape, tensor.perm, tensor.torch_shape, None):
+            continue
+        rows = graph.add_tensor(Tensor(f"{op.name}_rows{'_out' if index is None else index}", tensor.torch_shape,
+                                       tensor.scale, tensor.zero_point, source=tensor.source, dtype=tensor.dtype))
+        if index is None:
+            graph.ops.insert(graph.ops.index(op) + 1, Op(f"{op.name}_output_copy", "copy", [rows.name], [name],
+                                                         {"gather": reshape_gather(tensor.torch_shape)}, op.source))
+            op.outputs[0] = rows.name
+        else:
+            graph.ops.insert(graph.ops.index(op), Op(f"{op.name}_input_copy{index or ''}", "copy", [name], [rows.name],
+                                                     {"gather": reshape_gather(tensor.torch_shape)}, op.source))
+            op.inputs[index] = rows.name
+
+
 def source_ids(graph, op) -> tuple[list, list[int]]:
     """Per input, its elements' ids in PyTorch order (a torch int64 tensor), and where each
     input's ids start."""
@@ -626,8 +685,10 @@ class Copy(OpDef):
 
     def annotate(self, node) -> None:
         """Inputs and output share the first input's qparams (TFLite's CONCATENATION needs it, and
-        a copy cannot requantize); so do the items a split-like op's getitems take."""
-        sources = [a for a in _flatten_args(node.args) if isinstance(a, Node)]
+        a copy cannot requantize); so do the items a split-like op's getitems take. A tensor read
+        more than once (torch.cat([y, y])) is annotated once: a second, shared spec of the first
+        input would refer to itself."""
+        sources = list(dict.fromkeys(a for a in _flatten_args(node.args) if isinstance(a, Node)))
         first = sources[0]
         inputs = {first: ACTIVATION_QSPEC}
         inputs.update({source: SharedQuantizationSpec((first, node)) for source in sources[1:]})
@@ -716,8 +777,10 @@ class ConstantPad(OpDef):
 
 
 class Resize(OpDef):
-    """upsample / interpolate: nearest by integer factors (edgec_upsample_nearest_s8; any other
-    nearest resize is a copy) and bilinear (TFLite's integer RESIZE_BILINEAR), NHWC."""
+    """upsample / interpolate: nearest by integer factors (edgec_upsample_nearest_s8), nearest
+    downsampling by integer factors (a strided copy), nearest by any other factor (PyTorch's source
+    rows and columns as edgec_resize_bilinear_s8's tables, fraction 0: an exact copy) and bilinear
+    (TFLite's integer RESIZE_BILINEAR), NHWC."""
     kind = "resize"
     targets = frozenset(RESIZES)
     runtime_sources = ("movement/edgec_movement_s8.c", "movement/edgec_resize_bilinear_s8.c")
@@ -733,32 +796,40 @@ class Resize(OpDef):
         if len(x.shape) != 4:
             raise EdgecError(f"{source_line(node)}: {node.target} needs an NCHW input")
         if node.target in NEAREST_RESIZES:
-            if any(o % i for o, i in zip(out.shape[2:], x.shape[2:])):  # not integer factors: a gather
+            if not any(o % i for o, i in zip(out.shape[2:], x.shape[2:])):
+                ctx.add_op(self.kind, node, [x], [out], mode="nearest")
+            elif not any(i % o for o, i in zip(out.shape[2:], x.shape[2:])):  # integer downsampling: a strided copy
                 ctx.add_op("copy", node, [x], [out], gather=Gather(node.target, (_Slot(0), *node.args[1:]), dict(node.kwargs)))
-                return
-            ctx.add_op(self.kind, node, [x], [out], mode="nearest")
+            else:  # any other factor: PyTorch's source rows and columns, as the bilinear kernel's tables
+                ctx.add_op(self.kind, node, [x], [out], mode="nearest_rows",
+                           sources=nearest_sources(Gather(node.target, (_Slot(0), *node.args[1:]), dict(node.kwargs)),
+                                                   x.torch_shape))
             return
         align_corners = bool(node.args[2]) if len(node.args) > 2 else bool(node.kwargs.get("align_corners", False))
-        ctx.add_op(self.kind, node, [x], [out], mode="bilinear", align_corners=align_corners)
+        ctx.add_op(self.kind, node, [x], [out], mode="bilinear", align_corners=align_corners,
+                   scale_factors=_scale_factors(node))
 
     def finalize(self, op, graph) -> None:
         x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         try:
             if op.attrs["mode"] == "nearest":
                 op.attrs["desc"] = upsample_nearest_desc(x.shape, out.shape[1:3])
+            elif op.attrs["mode"] == "nearest_rows":
+                op.attrs["desc"] = nearest_table_desc(x.shape, *op.attrs["sources"])
             else:
                 align = op.attrs["align_corners"]
-                op.attrs["desc"] = resize_bilinear_desc(x.shape, out.shape[1:3], align_corners=align, half_pixel_centers=not align)
+                op.attrs["desc"] = resize_bilinear_desc(x.shape, out.shape[1:3], align_corners=align, half_pixel_centers=not align,
+                                                        scale_factors=op.attrs.get("scale_factors", (None, None)))
         except ValueError as exc:
             raise EdgecError(f"{op.source}: {exc}") from None
 
     def golden(self, op, graph, inputs):
-        kernel = upsample_nearest_s8 if op.attrs["mode"] == "nearest" else resize_bilinear_s8
+        kernel = upsample_nearest_s8 if op.attrs["mode"] == "nearest" else resize_bilinear_s8  # nearest_rows too
         return kernel(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
-        name = "upsample_nearest" if op.attrs["mode"] == "nearest" else "resize_bilinear"
+        name = "upsample_nearest" if op.attrs["mode"] == "nearest" else "resize_bilinear"  # nearest_rows: its tables
         call = descriptor(f"edgec_{name}_desc", p, op.attrs["desc"])
         call.code = f"status |= edgec_{name}_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call

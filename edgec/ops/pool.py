@@ -84,6 +84,38 @@ def avg_pool2d_s8(x, *, kernel, stride, pad, out_hw, act_min: int = INT8_MIN,
     return saturate_int8(mean, act_min, act_max)
 
 
+def adaptive_windows(in_size: int, out_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's adaptive pooling windows along one axis: [start, end) of output o is
+    [floor(o * in / out), ceil((o + 1) * in / out)) -- uneven where out does not divide in."""
+    o = np.arange(out_size, dtype=np.int64)
+    return o * in_size // out_size, ((o + 1) * in_size + out_size - 1) // out_size
+
+
+def adaptive_avg_pool2d_s8(x, *, out_hw, act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> np.ndarray:
+    """Golden int8 adaptive average pool (PyTorch's windows, adaptive_windows), bit-exact with
+    edgec_adaptive_avg_pool_s8: per window, y = clamp(trunc_div(sum > 0 ? sum + n/2 : sum - n/2, n))
+    with n the window's taps (avg_pool2d_s8's rounding). x int8 NHWC; input and output share qparams."""
+    x = np.asarray(x)
+    if x.dtype != np.int8 or x.ndim != 4:
+        raise TypeError(f"pooling expects an int8 NHWC tensor, got {x.dtype} {x.shape}")
+    (hs, he), (ws, we) = (adaptive_windows(size, out) for size, out in zip(x.shape[1:3], out_hw))
+    out = np.zeros((x.shape[0], len(hs), len(ws), x.shape[3]), np.int64)
+    for i in range(len(hs)):
+        for j in range(len(ws)):
+            total = x[:, hs[i]:he[i], ws[j]:we[j]].astype(np.int64).sum(axis=(1, 2))
+            n = (he[i] - hs[i]) * (we[j] - ws[j])
+            num = np.where(total > 0, total + n // 2, total - n // 2)
+            out[:, i, j] = np.sign(num) * (np.abs(num) // n)
+    return saturate_int8(out, act_min, act_max)
+
+
+def adaptive_avg_pool2d_desc(input_shape, *, out_hw, act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> dict:
+    """The field values of edgec_adaptive_avg_pool_desc in declaration order (NHWC input_shape)."""
+    n, h, w, c = (int(v) for v in input_shape)
+    return dict(batches=n, input_h=h, input_w=w, channels=c, output_h=int(out_hw[0]), output_w=int(out_hw[1]),
+                act_min=int(act_min), act_max=int(act_max))
+
+
 def _divisor(divisor, in_bounds: np.ndarray, in_hw, kernel, stride, pad, out_hw) -> np.ndarray:
     """avg_pool2d_s8's [Ho, Wo] divisors."""
     if divisor == "in_bounds":
@@ -219,11 +251,14 @@ class Pool2d(OpDef):
             return "avg_pool2d", kernel, pair(_arg(node, 2, None), 1) or kernel, padding, divisor
         if node.target in ADAPTIVE_POOLS:
             out = pair(node.args[1], 1)
-            if spatial[0] % out[0] or spatial[1] % out[1]:
-                raise EdgecError(f"{source_line(node)}: adaptive average pooling from {spatial} to {out} "
-                                 f"is not a uniform window")
-            window = (spatial[0] // out[0], spatial[1] // out[1])
-            return "avg_pool2d", window, window, (0, 0), "in_bounds"
+            if out[0] > spatial[0] or out[1] > spatial[1]:  # PyTorch repeats input pixels there
+                raise EdgecError(f"{source_line(node)}: adaptive average pooling from {spatial} to the larger "
+                                 f"{out} is not supported")
+            uniform = [_uniform_window(size, o) for size, o in zip(spatial, out)]
+            if None not in uniform:  # every window one size, evenly spaced: a plain average pool
+                return "avg_pool2d", (uniform[0][0], uniform[1][0]), (uniform[0][1], uniform[1][1]), (0, 0), "in_bounds"
+            widest = tuple(int(max(end - start)) for start, end in (adaptive_windows(size, o) for size, o in zip(spatial, out)))
+            return "avg_pool2d", widest, (1, 1), (0, 0), "adaptive"
         return "avg_pool2d", spatial, spatial, (0, 0), "in_bounds"  # mean over the spatial axes
 
     def finalize(self, op, graph) -> None:
@@ -239,11 +274,19 @@ class Pool2d(OpDef):
                       act_min=a["act_min"], act_max=a["act_max"])
         if self.pooling == "max":
             return max_pool2d_s8(inputs[0], **window)
+        if a["divisor"] == "adaptive":
+            return adaptive_avg_pool2d_s8(inputs[0], out_hw=window["out_hw"], act_min=a["act_min"], act_max=a["act_max"])
         return avg_pool2d_s8(inputs[0], divisor=a["divisor"], zero_point=graph.tensors[op.inputs[0]].zero_point, **window)
 
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if a["divisor"] == "adaptive":  # PyTorch's uneven adaptive windows
+            p = names.symbol(op, "desc")
+            call = descriptor("edgec_adaptive_avg_pool_desc", p, adaptive_avg_pool2d_desc(
+                x_t.shape, out_hw=out_t.shape[1:3], act_min=a["act_min"], act_max=a["act_max"]))
+            call.code = f"status |= edgec_adaptive_avg_pool_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+            return call
         if self.pooling == "avg" and a["divisor"] != "in_bounds":  # PyTorch's divisors
             p = names.symbol(op, "desc")
             call = descriptor("edgec_avg_pool2d_desc", p, avg_pool2d_desc(
@@ -260,6 +303,17 @@ class Pool2d(OpDef):
         code = (f"status |= {kernel}(&{p}params, &{p}input_dims, {names.ptr(op.inputs[0])}, "
                 f"&{p}output_dims, {names.ptr(op.outputs[0])});")
         return CCall(code, [], params)
+
+
+def _uniform_window(in_size: int, out_size: int) -> tuple[int, int] | None:
+    """(kernel, stride) when PyTorch's adaptive windows along an axis all have one size and are
+    evenly spaced (e.g. 7 -> 3: windows of 3 every 2), else None."""
+    start, end = adaptive_windows(in_size, out_size)
+    sizes, steps = set((end - start).tolist()), set(np.diff(start).tolist())
+    if len(sizes) != 1 or len(steps) > 1:
+        return None
+    kernel = sizes.pop()
+    return kernel, steps.pop() if steps else kernel
 
 
 def is_spatial_mean(node, rank: int) -> bool:

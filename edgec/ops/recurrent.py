@@ -34,10 +34,10 @@ from torch.fx import Node
 
 from edgec.errors import EdgecError
 from edgec.frontend import source_line
-from edgec.ir import Op, Tensor, same_bytes
+from edgec.ir import Tensor
 from edgec.numerics import quantize_multiplier, requantize, wrap_int32
 from edgec.ops.base import CCall, OpDef, descriptor
-from edgec.ops.movement import Gather, _flatten_args, _Slot, reshape_gather
+from edgec.ops.movement import Gather, _flatten_args, _Slot, in_torch_order
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate
 from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
@@ -119,16 +119,20 @@ def lstm_step(desc: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray) -> tuple[
         c' = sat16(requant(f * c, m_fc, s_fc))            (scale 2^-15 * s_c / s_c)
         c' = sat16(requant(i * g, m_ic, s_ic) + c')       (scale 2^-30 / s_c)
         h' = sat8(requant(o * tanh_s16(c', cell_tanh_shift), m_out, s_out) + zp_h)
+    With desc["tanh_linear"] (a layer whose g and cell stay where tanh(x) = x, linear_tanh_power)
+    g = pre_g at a scale 2^P and tanh(c') = c' (the cell at 2^cell_power < 2^-15): the multipliers
+    carry the scales (GRU: gru_step).
     """
     gates = []
     for gate in range(LSTM_GATES):
         x_part, h_part = _gate_pre(desc, x, h, gate)
         pre = _sat16(h_part + x_part)
-        gates.append(activation_s16(pre, 0, TANH if gate == 2 else SIGMOID, desc["sigmoid_table"]))
+        linear = gate == 2 and desc["tanh_linear"]
+        gates.append(pre if linear else activation_s16(pre, 0, TANH if gate == 2 else SIGMOID, desc["sigmoid_table"]))
     i, f, g, o = gates
     c = _sat16(requantize(f * np.asarray(c, np.int64), desc["forget_cell_multiplier"], desc["forget_cell_shift"]))
     c = _sat16(requantize(i * g, desc["input_cell_multiplier"], desc["input_cell_shift"]) + c)
-    t = activation_s16(c, desc["cell_tanh_shift"], TANH, desc["sigmoid_table"])
+    t = c if desc["tanh_linear"] else activation_s16(c, desc["cell_tanh_shift"], TANH, desc["sigmoid_table"])
     h = np.clip(requantize(o * t, desc["output_multiplier"], desc["output_shift"]) + desc["output_offset"], -128, 127)
     return h.astype(np.int8), c.astype(np.int16)
 
@@ -144,6 +148,12 @@ def gru_step(desc: dict, x: np.ndarray, h: np.ndarray) -> np.ndarray:
         h'   = sat8(requant((32768 - z) * n + z * hq, m_out, s_out) + zp_h)
     The hidden state is int8 at the output's (calibrated) qparams, like the LSTM's; the products
     are Q0.30, |sum| <= 2^30, and requant by 2^-30 / s_h brings h' back to int8.
+
+    With desc["tanh_linear"] (a layer whose n gate stays where tanh(x) = x to a fraction of the
+    hidden state's step, linear_tanh_power), xn, hn, n and hq are at the finer scale 2^P instead of
+    Q3.12 / Q0.15 and n = sat16(xn + rh) (no table): Q3.12 and the table's grid are coarser than
+    such a layer's hidden step (a bias-free GRU on inputs ~1e-3: up to 41 steps off). The
+    multipliers carry the scale; the arithmetic is otherwise the same.
     """
     table = desc["sigmoid_table"]
     x_r, h_r = _gate_pre(desc, x, h, 0)
@@ -153,7 +163,7 @@ def gru_step(desc: dict, x: np.ndarray, h: np.ndarray) -> np.ndarray:
     z = activation_s16(_sat16(h_z + x_z), 0, SIGMOID, table)
     hn = _sat16(h_n)
     rh = _sat16(requantize(r * hn, desc["forget_cell_multiplier"], desc["forget_cell_shift"]))
-    n = activation_s16(_sat16(x_n + rh), 0, TANH, table)
+    n = _sat16(x_n + rh) if desc["tanh_linear"] else activation_s16(_sat16(x_n + rh), 0, TANH, table)
     h_q15 = _sat16(requantize(np.asarray(h, np.int64) - desc["output_offset"], desc["hidden_q15_multiplier"],
                               desc["hidden_q15_shift"]))
     mixed = (32768 - z) * n + z * h_q15
@@ -278,7 +288,7 @@ DESC_FIELDS = ("cell", "batches", "time_steps", "input_size", "hidden_size", "ti
                "hidden_multiplier", "hidden_shift", "forget_cell_multiplier", "forget_cell_shift",
                "input_cell_multiplier", "input_cell_shift", "cell_tanh_shift", "output_multiplier",
                "output_shift", "output_offset", "hidden_q15_multiplier", "hidden_q15_shift", "last_step_only",
-               "sigmoid_table")
+               "tanh_linear", "sigmoid_table")
 
 
 def quantize_weights(w: np.ndarray, gates: int) -> tuple[np.ndarray, np.ndarray]:
@@ -316,10 +326,11 @@ def _folded_bias(bias_real: np.ndarray, scales: np.ndarray, weights: np.ndarray,
 def recurrent_desc(cell: str, *, batches: int, time_steps: int, time_major: bool, reset_state: bool,
                    w_ih: np.ndarray, w_hh: np.ndarray, b_ih: np.ndarray | None, b_hh: np.ndarray | None,
                    input_scale: float, input_zp: int, hidden_scale: float, hidden_zp: int,
-                   cell_power: int = 0, last_step_only: bool = False) -> dict:
+                   cell_power: int = 0, last_step_only: bool = False, n_power: int | None = None) -> dict:
     """The descriptor of edgec_lstm_s8 (cell "lstm") / edgec_gru_s8 ("gru") from float PyTorch
     weights (weight_ih [G*H, I], weight_hh [G*H, H], biases [G*H] or None) and the qparams of the
-    input and hidden state (and the LSTM cell state's scale power); keys = C fields in order."""
+    input and hidden state (and the LSTM cell state's scale power; a GRU's linear n gate's scale
+    power, linear_tanh_power, or None for the tanh table); keys = C fields in order."""
     gates = LSTM_GATES if cell == "lstm" else GRU_GATES
     hidden_size = w_hh.shape[1]
     zeros = np.zeros(gates * hidden_size)
@@ -333,22 +344,53 @@ def recurrent_desc(cell: str, *, batches: int, time_steps: int, time_major: bool
         n_rows = slice(2 * hidden_size, 3 * hidden_size)
         x_bias, h_bias = b_ih + b_hh, zeros.copy()
         x_bias[n_rows], h_bias[n_rows] = b_ih[n_rows], b_hh[n_rows]
-    in_m, in_s = _multipliers(input_scale * sx / GATE_INPUT_SCALE)
-    h_m, h_s = _multipliers(hidden_scale * sh / GATE_INPUT_SCALE)
+    gate_scales = np.full(gates, GATE_INPUT_SCALE)
+    n_scale = GATE_OUTPUT_SCALE if n_power is None else 2.0**n_power  # the GRU's n and h in the mix; the LSTM's g
+    if n_power is not None:
+        gate_scales[2] = n_scale
+    in_m, in_s = _multipliers(input_scale * sx / gate_scales)
+    h_m, h_s = _multipliers(hidden_scale * sh / gate_scales)
     if cell == "lstm":
         cell_scale = 2.0**cell_power
         fc_m, fc_s = quantize_multiplier(GATE_OUTPUT_SCALE)  # f * c: 2^-15 * s_c / s_c
-        ic_m, ic_s = quantize_multiplier(GATE_OUTPUT_SCALE * GATE_OUTPUT_SCALE / cell_scale)
-        tanh_shift = cell_power + 12
+        ic_m, ic_s = quantize_multiplier(GATE_OUTPUT_SCALE * n_scale / cell_scale)
+        tanh_shift = cell_power + 12 if n_power is None else 0  # linear: no tanh of the cell
     else:
         fc_m, fc_s = quantize_multiplier(GATE_OUTPUT_SCALE * GATE_INPUT_SCALE / GATE_INPUT_SCALE)  # r * hn -> Q3.12
         ic_m, ic_s, tanh_shift = 0, 0, 0
-    hq_m, hq_s = quantize_multiplier(hidden_scale / GATE_OUTPUT_SCALE) if cell == "gru" else (0, 0)
-    out_m, out_s = quantize_multiplier(GATE_OUTPUT_SCALE * GATE_OUTPUT_SCALE / hidden_scale)
+    hq_m, hq_s = quantize_multiplier(hidden_scale / n_scale) if cell == "gru" else (0, 0)
+    t_scale = n_scale if cell == "gru" else GATE_OUTPUT_SCALE if n_power is None else 2.0**cell_power  # what o (z) multiplies
+    out_m, out_s = quantize_multiplier(GATE_OUTPUT_SCALE * t_scale / hidden_scale)
     return dict(zip(DESC_FIELDS, (
         gates, batches, time_steps, w_ih.shape[1], hidden_size, int(time_major), int(reset_state),
         wx, wh, _folded_bias(x_bias, sx, wx, input_zp, input_scale), _folded_bias(h_bias, sh, wh, hidden_zp, hidden_scale),
-        in_m, in_s, h_m, h_s, fc_m, fc_s, ic_m, ic_s, tanh_shift, out_m, out_s, hidden_zp, hq_m, hq_s, int(last_step_only), sigmoid_table())))
+        in_m, in_s, h_m, h_s, fc_m, fc_s, ic_m, ic_s, tanh_shift, out_m, out_s, hidden_zp, hq_m, hq_s, int(last_step_only),
+        int(n_power is not None), sigmoid_table())))
+
+
+def lstm_linear_powers(g_pre_max: float, cell_max: float, hidden_scale: float) -> tuple[int, int] | None:
+    """(P, cell power) of an LSTM layer whose g gate and cell stay where tanh(x) = x to within a
+    quarter of the hidden step up to 1.5 times their calibrated max (as linear_tanh_power), each
+    power leaving a factor 2 of headroom in int16; None (the tables, TFLite's cell) otherwise or
+    where the cell would be no finer than 2^-15."""
+    reach = 1.5 * max(g_pre_max, cell_max)
+    if reach ** 3 / 3 > hidden_scale / 4:
+        return None
+    g_power, cell_power = (math.ceil(math.log2(max(3 * v, 2.0**-40))) - 15 for v in (g_pre_max, cell_max))
+    return (g_power, cell_power) if max(g_power, cell_power) < -15 else None
+
+
+def linear_tanh_power(tanh_pre_max: float, hidden_scale: float, hidden_zp: int) -> int | None:
+    """The scale power P of a GRU layer's linear n gate (n = xn + r * hn, no tanh), or None for
+    the tanh table. Linear when tanh(x) = x to within a quarter of the hidden state's step up to
+    1.5 times the calibrated max|xn + r*hn| (|x^3| / 3 bounds x - tanh(x)) and Q3.12 would be the
+    coarser grid; P leaves n and the hidden state (hq) a factor 2 of headroom in int16."""
+    reach = 1.5 * tanh_pre_max
+    if reach ** 3 / 3 > hidden_scale / 4:
+        return None
+    hidden_max = hidden_scale * max(abs(-128 - hidden_zp), abs(127 - hidden_zp))
+    power = math.ceil(math.log2(max(2 * reach, 2 * hidden_max, 2.0**-40))) - 15
+    return power if power < -15 else None
 
 
 # -- the op unit --------------------------------------------------------------------------------
@@ -382,30 +424,34 @@ def _is_zero_state(arg) -> bool:
 
 
 def float_statistics(cell: str, x: torch.Tensor, weights: list, time_major: bool) -> list[dict]:
-    """Per layer, max|c| (LSTM) and the hidden state's min/max of the float recurrence from a
-    zero state (PyTorch's equations)."""
+    """Per layer, max|c| (LSTM), what the tanh gate takes at most (LSTM: max|pre_g|, GRU:
+    max|xn + r * hn|) and the
+    hidden state's min/max of the float recurrence from a zero state (PyTorch's equations)."""
     seq = x if time_major else x.transpose(0, 1)
     stats = []
     for w_ih, w_hh, b_ih, b_hh in weights:
         h = torch.zeros(seq.shape[1], w_hh.shape[1])
         c = torch.zeros_like(h)
-        outputs, cell_max = [], 0.0
+        outputs, cell_max, tanh_pre_max = [], 0.0, 0.0
         for x_t in seq:
             gx = x_t @ w_ih.T + (0 if b_ih is None else b_ih)
             gh = h @ w_hh.T + (0 if b_hh is None else b_hh)
             if cell == "lstm":
                 i, f, g, o = (gx + gh).chunk(4, dim=-1)
+                tanh_pre_max = max(tanh_pre_max, float(g.abs().max()))
                 c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
                 h = torch.sigmoid(o) * torch.tanh(c)
                 cell_max = max(cell_max, float(c.abs().max()))
             else:
                 (xr, xz, xn), (hr, hz, hn) = gx.chunk(3, dim=-1), gh.chunk(3, dim=-1)
                 r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+                tanh_pre_max = max(tanh_pre_max, float((xn + r * hn).abs().max()))
                 n = torch.tanh(xn + r * hn)
                 h = (1 - z) * n + z * h
             outputs.append(h)
         seq = torch.stack(outputs)
-        stats.append({"cell_max": cell_max, "hidden_min": float(seq.min()), "hidden_max": float(seq.max())})
+        stats.append({"cell_max": cell_max, "hidden_min": float(seq.min()), "hidden_max": float(seq.max()),
+                      "tanh_pre_max": tanh_pre_max})
     return stats
 
 
@@ -483,6 +529,7 @@ class Recurrent(OpDef):
             old["cell_max"] = max(old["cell_max"], new["cell_max"])
             old["hidden_min"] = min(old["hidden_min"], new["hidden_min"])
             old["hidden_max"] = max(old["hidden_max"], new["hidden_max"])
+            old["tanh_pre_max"] = max(old["tanh_pre_max"], new["tanh_pre_max"])
 
     def lower(self, ctx, node) -> None:
         spec = _parse(node)
@@ -514,7 +561,9 @@ class Recurrent(OpDef):
             ctx.add_op(self.kind, node, [source], [out], cell=spec["cell"], layer=layer, time_major=time_major,
                        float_node=node.name,
                        batches=batches, time_steps=steps, w_ih=w_ih, w_hh=w_hh, b_ih=b_ih, b_hh=b_hh,
-                       cell_power=cell_power, stream=False, last_step_only=False)
+                       cell_power=cell_power, cell_max=observed[layer]["cell_max"],
+                       tanh_pre_max=observed[layer]["tanh_pre_max"], stream=False,
+                       last_step_only=False)
             outputs.append(out)
             source = out
         for op in ctx.graph.ops[-len(outputs):]:  # where a layer without qparams takes them (finalize)
@@ -525,21 +574,7 @@ class Recurrent(OpDef):
     def relayout(self, op, graph) -> None:
         """The kernel reads and writes rows in PyTorch order: an input or output the layout pass
         stores otherwise (channels last, next to a Conv1d) goes through a copy."""
-        for index, name in ((0, op.inputs[0]), (None, op.outputs[0])):
-            tensor = graph.tensors[name]
-            if tensor.perm is None or same_bytes(tensor.torch_shape, tensor.perm, tensor.torch_shape, None):
-                continue
-            rows = graph.add_tensor(Tensor(f"{op.name}_rows{0 if index == 0 else 1}", tensor.torch_shape,
-                                           tensor.scale, tensor.zero_point, source=tensor.source))
-            position = graph.ops.index(op)
-            if index == 0:
-                graph.ops.insert(position, Op(f"{op.name}_input_copy", "copy", [name], [rows.name],
-                                              {"gather": reshape_gather(tensor.torch_shape)}, op.source))
-                op.inputs[0] = rows.name
-            else:
-                graph.ops.insert(position + 1, Op(f"{op.name}_output_copy", "copy", [rows.name], [name],
-                                                  {"gather": reshape_gather(tensor.torch_shape)}, op.source))
-                op.outputs[0] = rows.name
+        in_torch_order(op, graph, [0], True)
 
     def finalize(self, op, graph) -> None:
         a = op.attrs
@@ -548,11 +583,16 @@ class Recurrent(OpDef):
         if a["cell"] == "lstm" and not -15 <= a["cell_power"] <= 2:
             raise EdgecError(f"{op.source}: the LSTM cell state reaches {2.0 ** (a['cell_power'] + 15):g}; "
                              f"edgec's int16 cell state holds |c| <= 128")
+        cell_power, n_power = a["cell_power"], None
+        if a["cell"] == "gru":
+            n_power = linear_tanh_power(a["tanh_pre_max"], out.scale, out.zero_point)
+        elif (powers := lstm_linear_powers(a["tanh_pre_max"], a["cell_max"], out.scale)) is not None:
+            n_power, cell_power = powers
         a["desc"] = recurrent_desc(a["cell"], batches=a["batches"], time_steps=a["time_steps"],
                                    time_major=a["time_major"], reset_state=not a["stream"], w_ih=a["w_ih"],
                                    w_hh=a["w_hh"], b_ih=a["b_ih"], b_hh=a["b_hh"], input_scale=x.scale,
                                    input_zp=x.zero_point, hidden_scale=out.scale, hidden_zp=out.zero_point,
-                                   cell_power=a["cell_power"], last_step_only=a["last_step_only"])
+                                   cell_power=cell_power, last_step_only=a["last_step_only"], n_power=n_power)
 
     def golden(self, op, graph, inputs):
         a = op.attrs

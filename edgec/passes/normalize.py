@@ -12,6 +12,7 @@ padded with zeros, and that add merges with a following add of a constant (posit
 from __future__ import annotations
 
 import math
+import operator
 
 import torch
 from torch.fx import GraphModule, Node
@@ -126,6 +127,9 @@ SDPA = {aten.scaled_dot_product_attention.default}
 _FOLDABLE = {aten.expand.default, aten.reshape.default, aten.view.default, aten.permute.default,
              aten.transpose.int, aten.unsqueeze.default, aten.squeeze.dim, aten.flatten.using_ints,
              aten.repeat.default, aten.slice.Tensor, aten.select.int}
+# Ops with a tuple result (read by getitem) folded alike: nn.MultiheadAttention splits its packed
+# in-projection weight and bias with split_with_sizes when the key/value source is not the query.
+_FOLDABLE_SPLITS = {aten.split_with_sizes.default, aten.split.Tensor, aten.chunk.default, aten.unbind.int}
 
 
 def _new_constant(module: GraphModule, before: Node, value: torch.Tensor, hint: str) -> Node:
@@ -165,13 +169,20 @@ def _fold_constants(module: GraphModule) -> bool:
     """Data movement of constants only (cls_token.expand(...)) runs now, giving a constant."""
     changed = False
     for node in list(module.graph.nodes):
-        if node.op != "call_function" or node.target not in _FOLDABLE:
+        if node.op != "call_function" or node.target not in _FOLDABLE | _FOLDABLE_SPLITS:
             continue
         value = _constant_value(module, node.args[0])
         if value is None:
             continue
         result = node.target(value, *node.args[1:], **node.kwargs)
-        node.replace_all_uses_with(_new_constant(module, node, result, "folded"))
+        if node.target in _FOLDABLE:
+            node.replace_all_uses_with(_new_constant(module, node, result, "folded"))
+        elif all(user.target is operator.getitem for user in node.users):
+            for user in list(node.users):
+                user.replace_all_uses_with(_new_constant(module, user, result[user.args[1]], "folded"))
+                module.graph.erase_node(user)
+        else:
+            continue
         module.graph.erase_node(node)
         changed = True
     return changed

@@ -642,6 +642,30 @@ typedef struct {
 edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *desc, const int8_t *input,
                                  int8_t *output);
 
+/*
+ * Adaptive average pooling with PyTorch's windows, NHWC: output (oy, ox) averages input rows
+ * [oy * input_h / output_h, ceil((oy + 1) * input_h / output_h)) and the columns alike (floor and
+ * ceil of exact fractions: windows of uneven size where the output does not divide the input),
+ * rounded as edgec_avgpool_s8: y = clamp(trunc_div(sum > 0 ? sum + n/2 : sum - n/2, n)), n the
+ * window's taps. Input and output share qparams. Golden: edgec.ops.pool.adaptive_avg_pool2d_s8;
+ * values from edgec.ops.pool.adaptive_avg_pool2d_desc. Scratch: none. EDGEC_ARG_ERROR for
+ * non-positive sizes, an output larger than the input along an axis, input_h * input_w above
+ * 2^23 (the int32 sum) or act_min > act_max.
+ */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t channels;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t act_min;
+    int32_t act_max;
+} edgec_adaptive_avg_pool_desc;
+
+edgec_status edgec_adaptive_avg_pool_s8(const edgec_adaptive_avg_pool_desc *desc, const int8_t *input,
+                                        int8_t *output);
+
 /* ==== end of transposed convolution and pooling forms ========================================= */
 
 /* ==== lut family: lookup-table activations, softmax over any axis, log_softmax ============== */
@@ -1198,7 +1222,9 @@ edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t
  * GRU (cell = EDGEC_RECURRENT_GRU, gates r, z, n): r, z as above; n = tanh(sat16(xn +
  *   sat16(requant(r * hn, forget_cell)))) with xn, hn the two parts of gate n kept apart;
  *   hq = sat16(requant(h - output_offset, hidden_q15)) (h in Q0.15);
- *   h' = sat8(requant((32768 - z) * n + z * hq, output) + output_offset).
+ *   h' = sat8(requant((32768 - z) * n + z * hq, output) + output_offset). With tanh_linear,
+ *   the GRU's n = sat16(xn + rh) and the LSTM's g = pre_g, tanh(c') = c' (tanh(x) = x; the
+ *   scales, finer than Q3.12 / Q0.15, are in the multipliers).
  * sigmoid/tanh: arm_nn_activation_s16's interpolation in `sigmoid_table` (256 x sigmoid(i/24), 0.16).
  * The biases are effective: the float bias quantized at s_x * s_w minus zp * sum of the row.
  * input/output: [T, B, I] / [T, B, H] when time_major, else [B, T, I] / [B, T, H]; with
@@ -1239,6 +1265,9 @@ typedef struct {
     int32_t hidden_q15_multiplier;  /* GRU: s_h / 2^-15, the hidden state in Q0.15 */
     int32_t hidden_q15_shift;
     int32_t last_step_only;         /* 1: output holds only the last step ([1, B, H] / [B, 1, H]) */
+    int32_t tanh_linear;            /* 1: the tanh gates are the identity (GRU: n = sat16(xn + rh);
+                                     * LSTM: g = pre_g, tanh(c') = c'), at the finer scales the
+                                     * multipliers give: a layer whose values stay where tanh(x) = x */
     const uint16_t *sigmoid_table;  /* 256 entries */
 } edgec_recurrent_desc;
 

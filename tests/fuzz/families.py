@@ -1,8 +1,9 @@
-"""The operator families the fuzzer builds models from: every operator edgec supports today.
+"""The operator families the fuzzer builds models from: every operator form the README lists as
+supported (a refusal of one is a failure of the run).
 
 To add a family (say, elementwise mul once edgec lowers it): subclass generator.Family, give it a
 `name`, the input `ranks` it takes (4: [1, C, H, W]; 2: [1, F]) and a `weight`, implement
-`sample(rng, shape)` (parameters that fit `shape`, using only forms edgec accepts; None when the
+`sample(rng, shape)` (parameters that fit `shape`, using only forms the README lists; None when the
 family cannot follow that input) and `render(code, params, shape)` (append modules and forward
 statements to `code`, return the output shape, raise Unfit when the parameters do not fit), then
 call `register(YourFamily())` at the bottom of this file. Parameters must be plain literals
@@ -302,14 +303,15 @@ class Pool(Family):
 
 
 class GlobalPool(Family):
-    """adaptive_avg_pool2d to a size dividing H and W, or mean over H and W (keepdim or not)."""
+    """adaptive_avg_pool2d to any size up to H x W (PyTorch's windows, uneven where the size does
+    not divide), or mean over H and W (keepdim or not)."""
     name = "global_pool"
     weight = 1.0
 
     def sample(self, rng, shape):
         _, h, w = shape
         if rng.random() < 0.5:
-            size = [1, 1] if rng.random() < 0.6 else [rng.choice(_divisors(h)), rng.choice(_divisors(w))]
+            size = [1, 1] if rng.random() < 0.5 else [rng.randint(1, h), rng.randint(1, w)]
             return {"kind": "adaptive", "size": size, "module": rng.random() < 0.3}
         return {"kind": "mean", "dims": rng.choice(([2, 3], [-1, -2], [3, 2], [-2, -1])),
                 "keepdim": rng.random() < 0.4, "style": rng.randrange(2)}
@@ -318,7 +320,7 @@ class GlobalPool(Family):
         c, h, w = shape
         if p["kind"] == "adaptive":
             oh, ow = p["size"]
-            if h % oh or w % ow:
+            if oh > h or ow > w:
                 raise Unfit(f"adaptive pool to {p['size']} from {h}x{w}")
             size = _pair_text(p["size"])
             call = f"{code.module(f'nn.AdaptiveAvgPool2d({size})')}({code.x})" if p["module"] else \
@@ -433,7 +435,7 @@ class Activation(Family):
     """A ReLU / ReLU6 / hardtanh / clamp on its own: fused into the op before it when that op
     can take it and has no other user, else a standalone clamp."""
     name = "activation"
-    ranks = (4, 2)
+    ranks = (4, 3, 2)
     weight = 1.0
 
     def sample(self, rng, shape):
@@ -550,12 +552,12 @@ class Add(Family):
 class Softmax(Family):
     """softmax or log_softmax over any axis, as a head or in the middle of a model."""
     name = "softmax"
-    ranks = (4, 2)
+    ranks = (4, 3, 2)
     weight = 0.3
     head = True
 
     def sample(self, rng, shape):
-        dims = (1, -1) if len(shape) == 1 else (1, 1, -3, 2, 3, -1, -2)
+        dims = {1: (1, -1), 2: (1, 2, -1, -2), 3: (1, 1, -3, 2, 3, -1, -2)}[len(shape)]
         return {"dim": rng.choice(dims), "style": rng.randrange(4), "log": rng.random() < 0.2}
 
     def render(self, code, p, shape):
@@ -570,7 +572,7 @@ class Softmax(Family):
 class Identity(Family):
     """Ops that vanish at inference: clone, contiguous, dropout in eval mode."""
     name = "identity"
-    ranks = (4, 2)
+    ranks = (4, 3, 2)
     weight = 0.3
     STYLES = ("{x}.clone()", "{x}.contiguous()", "F.dropout({x}, 0.5, training=False)", "{module}({x})")
 
@@ -602,7 +604,7 @@ LUT_FUNCTIONS = {  # name -> (functional spelling, module spelling); {x} is the 
 class LutActivation(Family):
     """A lookup-table activation (sigmoid, tanh, hardswish, SiLU, GELU, ELU, ...)."""
     name = "lut"
-    ranks = (4, 2)
+    ranks = (4, 3, 2)
     weight = 1.0
 
     def sample(self, rng, shape):
@@ -620,7 +622,7 @@ class LutActivation(Family):
 class ScalarOp(Family):
     """x op c with a Python scalar: +, -, * (also c - x), / by a constant."""
     name = "scalar_op"
-    ranks = (4, 2)
+    ranks = (4, 3, 2)
     weight = 0.7
     FORMS = ("{x} + {c}", "{x} - {c}", "{c} - {x}", "{x} * {c}", "{x} / {c}", "torch.mul({x}, {c})")
 
@@ -669,13 +671,14 @@ class Broadcast(Family):
 
 
 class Movement(Family):
-    """Data movement: cat of x with a transformed copy of itself, channel slices, strided slices,
+    """Data movement: cat of x with a transformed copy of itself or with itself (also as a stack),
+    channel slices, strided slices,
     flip, transpose of H and W, permute (the axes move: the next layers see the new shape),
     channel and pixel shuffles, roll, and constant padding with a value."""
     name = "movement"
     weight = 1.0
     KINDS = ("cat", "slice", "stride_slice", "flip", "transpose", "permute", "channel_shuffle", "pixel_shuffle",
-             "roll", "pad_value", "chunk_swap")
+             "roll", "pad_value", "chunk_swap", "cat_self", "stack_self")
 
     def sample(self, rng, shape):
         c, h, w = shape
@@ -695,9 +698,10 @@ class Movement(Family):
         c, h, w = shape
         x, dim, kind = code.x, p["dim"], p["kind"]
         size = shape[dim - 1]
-        if kind == "cat":
-            other = code.let(f"torch.relu({x})")
-            code.let(f"torch.cat([{x}, {other}], dim={dim})")
+        if kind in ("cat", "cat_self", "stack_self"):
+            other = code.let(f"torch.relu({x})") if kind == "cat" else x
+            code.let(f"torch.cat([{x}, {other}], dim={dim})" if kind != "stack_self" else
+                     f"torch.stack([{x}, {other}], dim={dim + 1}).flatten({dim}, {dim + 1})")
             out = list(shape)
             out[dim - 1] *= 2
             return tuple(out)
@@ -749,7 +753,8 @@ class Movement(Family):
 
 
 class Resize(Family):
-    """F.interpolate: nearest or bilinear (align_corners either way), by a scale factor or to a size."""
+    """F.interpolate: nearest or bilinear (align_corners either way), by a scale factor (integer or
+    not) or to a size."""
     name = "resize"
     weight = 0.6
 
@@ -758,7 +763,7 @@ class Resize(Family):
         if h * w > 144:
             return None
         return {"mode": rng.choice(("nearest", "bilinear")), "align": rng.random() < 0.3,
-                "scale": rng.choice(([2, 2], [2, 1], [3, 3])) if rng.random() < 0.7 else None,
+                "scale": rng.choice(([2, 2], [2, 1], [3, 3], [1.5, 1.5], [1.5, 2])) if rng.random() < 0.7 else None,
                 "size": [rng.randint(1, 2 * h + 1), rng.randint(1, 2 * w + 1)]}
 
     def render(self, code, p, shape):
@@ -766,7 +771,7 @@ class Resize(Family):
         how = f"scale_factor={tuple(p['scale'])}" if p["scale"] else f"size={tuple(p['size'])}"
         align = f", align_corners={p['align']}" if p["mode"] == "bilinear" else ""
         code.let(f"F.interpolate({code.x}, {how}, mode='{p['mode']}'{align})")
-        return (c, h * p["scale"][0], w * p["scale"][1]) if p["scale"] else (c, *p["size"])
+        return (c, int(h * p["scale"][0]), int(w * p["scale"][1])) if p["scale"] else (c, *p["size"])
 
 
 class ConvTranspose(Family):
@@ -830,7 +835,212 @@ class Reduce(Family):
 
 
 
+# -- sequences: [1, T, F] tokens (rank 3) ------------------------------------------------------------
+
+MAX_TOKENS = 32
+TOKEN_FEATURES = (1, 2, 3, 4, 5, 7, 8, 12, 16, 17, 24, 32)
+
+
+class Tokens(Family):
+    """Into a token sequence [1, T, F]: an image's pixels as tokens (x.flatten(2).transpose(1, 2):
+    T = H*W, F = C), its channels as tokens (x.flatten(2): the operand a convolution stores
+    channels last), or a feature vector cut into T tokens (view)."""
+    name = "tokens"
+    ranks = (4, 2)
+    weight = 3.0
+
+    def sample(self, rng, shape):
+        if len(shape) == 1:
+            splits = [t for t in _divisors(shape[0]) if 1 < t <= MAX_TOKENS]
+            return {"style": "split", "tokens": rng.choice(splits)} if splits else None
+        c, h, w = shape
+        styles = [s for s, (t, f) in (("pixels", (h * w, c)), ("channels", (c, h * w))) if t <= MAX_TOKENS and f <= 64]
+        return {"style": rng.choice(styles)} if styles else None
+
+    def render(self, code, p, shape):
+        if p["style"] == "split":
+            if len(shape) != 1 or shape[0] % p["tokens"]:
+                raise Unfit("a split into tokens needs a feature vector they divide")
+            code.let(f"{code.x}.view(1, {p['tokens']}, {shape[0] // p['tokens']})")
+            return (p["tokens"], shape[0] // p["tokens"])
+        if len(shape) != 3:
+            raise Unfit("pixels or channels as tokens need a 4-D input")
+        c, h, w = shape
+        if p["style"] == "pixels":
+            code.let(f"{code.x}.flatten(2).transpose(1, 2)")
+            return (h * w, c)
+        code.let(f"{code.x}.flatten(2)")
+        return (c, h * w)
+
+
+class TokenLinear(Family):
+    """nn.Linear over the last axis of the tokens (and an activation)."""
+    name = "token_linear"
+    ranks = (3,)
+    weight = 2.0
+
+    def sample(self, rng, shape):
+        return {"out_features": rng.choice(TOKEN_FEATURES), "bias": rng.random() < 0.75, "act": sample_activation(rng),
+                "weights": sample_weights(rng)}
+
+    def render(self, code, p, shape):
+        t, f = shape
+        module = code.module(f"nn.Linear({f}, {p['out_features']}" + _kwargs(bias=None if p["bias"] else False) + ")")
+        render_weights(code, module, p.get("weights"), p["out_features"], p["bias"])
+        code.let(f"{module}({code.x})")
+        code.macs += t * f * p["out_features"]
+        render_activation(code, p.get("act"))
+        return (t, p["out_features"])
+
+
+class LayerNorm(Family):
+    """nn.LayerNorm / F.layer_norm over the token features, with or without affine parameters."""
+    name = "layer_norm"
+    ranks = (3,)
+    weight = 1.5
+
+    def sample(self, rng, shape):
+        return {"affine": rng.random() < 0.7, "module": rng.random() < 0.6, "eps": rng.choice((1e-5, 1e-6))}
+
+    def render(self, code, p, shape):
+        f = shape[-1]
+        if p["module"]:
+            module = code.module(f"nn.LayerNorm({f}, eps={p['eps']}" + ("" if p["affine"] else ", elementwise_affine=False") + ")")
+            if p["affine"]:
+                code.setup += [f"{module}.weight.uniform_(-1.5, 1.5)", f"{module}.bias.uniform_(-1.0, 1.0)"]
+            code.let(f"{module}({code.x})")
+        else:
+            code.let(f"F.layer_norm({code.x}, ({f},), eps={p['eps']})")
+        return shape
+
+
+class Recurrent(Family):
+    """nn.LSTM / nn.GRU (batch_first) over every token (T >= 1), with or without biases, one or two
+    layers: then all steps' outputs, the last step's, or the final hidden state."""
+    name = "recurrent"
+    ranks = (3,)
+    weight = 2.0
+
+    def sample(self, rng, shape):
+        return {"cell": rng.choice(("LSTM", "GRU")), "hidden": rng.choice((1, 3, 4, 8, 16, 20, 32)),
+                "bias": rng.random() < 0.6, "layers": rng.choice((1, 1, 1, 2)),
+                "output": rng.choice(("sequence", "sequence", "last", "hidden"))}
+
+    def render(self, code, p, shape):
+        t, f = shape
+        module = code.module(f"nn.{p['cell']}({f}, {p['hidden']}, batch_first=True"
+                             + _kwargs(num_layers=p["layers"] if p["layers"] > 1 else None,
+                                       bias=None if p["bias"] else False) + ")")
+        gates = 4 if p["cell"] == "LSTM" else 3
+        code.macs += t * gates * p["hidden"] * (f + p["hidden"] + (p["layers"] - 1) * 2 * p["hidden"])
+        if p["output"] == "sequence":
+            code.let(f"{module}({code.x})[0]")
+            return (t, p["hidden"])
+        if p["output"] == "last":
+            code.let(f"{module}({code.x})[0][:, -1]")
+        else:
+            state = "[1][0]" if p["cell"] == "LSTM" else "[1]"
+            code.let(f"{module}({code.x}){state}[-1]")
+        return (p["hidden"],)
+
+    def simpler(self, params):
+        yield from super().simpler(params)
+        if params["layers"] > 1:
+            yield {**params, "layers": 1}
+        if params["bias"]:
+            yield {**params, "bias": False}
+
+
+class MatMul(Family):
+    """matmul / bmm of two activations: the tokens' Gram matrix (x @ x^T), scores of two
+    projections (q @ k^T, scaled), or a whole attention head (softmax(q k^T) @ v)."""
+    name = "matmul"
+    ranks = (3,)
+    weight = 1.0
+
+    def sample(self, rng, shape):
+        return {"form": rng.choice(("gram", "scores", "head")), "style": rng.randrange(3),
+                "width": rng.choice(TOKEN_FEATURES)}
+
+    def render(self, code, p, shape):
+        t, f = shape
+        x = code.x
+        if p["form"] == "gram":
+            q = k = x
+            width = f
+        else:
+            width = p["width"]
+            q = code.let(f"{code.module(f'nn.Linear({f}, {width})')}({x})")
+            k = code.let(f"{code.module(f'nn.Linear({f}, {width})')}({x})")
+        kt = f"{k}.transpose(1, 2)"
+        product = (f"torch.matmul({q}, {kt})", f"{q} @ {kt}", f"torch.bmm({q}, {kt})")[p["style"]]
+        code.macs += t * t * width + 2 * t * f * width
+        if p["form"] != "head":
+            code.let(product if p["form"] == "gram" else f"{product} * {1 / width ** 0.5:.4f}")
+            return (t, t)
+        v = code.let(f"{code.module(f'nn.Linear({f}, {width})')}({x})")
+        scores = code.let(f"torch.softmax({product} * {1 / width ** 0.5:.4f}, dim=-1)")
+        code.let(f"torch.matmul({scores}, {v})")
+        code.macs += t * t * width + t * f * width
+        return (t, width)
+
+
+class Attention(Family):
+    """nn.MultiheadAttention(batch_first=True) as self-attention or as cross-attention (key and
+    value from another tensor than the query), or F.scaled_dot_product_attention."""
+    name = "attention"
+    ranks = (3,)
+    weight = 1.0
+
+    def sample(self, rng, shape):
+        f = shape[-1]
+        return {"kind": rng.choice(("self", "self", "cross", "sdpa")),
+                "heads": rng.choice([h for h in (1, 2, 4) if f % h == 0])}
+
+    def render(self, code, p, shape):
+        t, f = shape
+        x = code.x
+        if f % p["heads"]:
+            raise Unfit("the heads must divide the features")
+        code.macs += 4 * t * f * f + 2 * t * t * f
+        if p["kind"] == "sdpa":
+            q, k, v = (code.let(f"{code.module(f'nn.Linear({f}, {f})')}({x})") for _ in range(3))
+            code.let(f"F.scaled_dot_product_attention({q}, {k}, {v})")
+            return shape
+        module = code.module(f"nn.MultiheadAttention({f}, {p['heads']}, batch_first=True)")
+        memory = x if p["kind"] == "self" else code.let(f"{code.module(f'nn.Linear({f}, {f})')}({x})")
+        code.let(f"{module}({x}, {memory}, {memory}, need_weights=False)[0]")
+        return shape
+
+
+class TokenReduce(Family):
+    """Out of the token sequence into a feature vector: the mean over the tokens (or over the
+    features), the first token, or all of them flattened."""
+    name = "token_reduce"
+    ranks = (3,)
+    weight = 0.7
+
+    def sample(self, rng, shape):
+        return {"kind": rng.choice(("mean_tokens", "mean_tokens", "mean_features", "first", "flatten"))}
+
+    def render(self, code, p, shape):
+        t, f = shape
+        kind = p["kind"]
+        if kind == "mean_tokens":
+            code.let(f"{code.x}.mean(1)")
+            return (f,)
+        if kind == "mean_features":
+            code.let(f"torch.mean({code.x}, 2)")
+            return (t,)
+        if kind == "first":
+            code.let(f"{code.x}[:, 0]")
+            return (f,)
+        code.let(f"{code.x}.flatten(1)")
+        return (t * f,)
+
+
 for _family in (Conv(), Depthwise(), Pool(), GlobalPool(), Flatten(), Linear(), Unsqueeze(), Activation(),
                 Add(), Softmax(), Identity(), LutActivation(), ScalarOp(), Broadcast(), Movement(), Resize(),
-                ConvTranspose(), Reduce()):
+                ConvTranspose(), Reduce(), Tokens(), TokenLinear(), LayerNorm(), Recurrent(), MatMul(), Attention(),
+                TokenReduce()):
     register(_family)

@@ -15,7 +15,7 @@ import pprint
 import random
 from dataclasses import asdict, dataclass, field
 
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 
 MAX_BODY_LAYERS = 7
 MAX_MACS = 1_500_000  # keeps every model at about a second end to end, and QEMU runs short
@@ -84,13 +84,14 @@ class Family:
     """One operator family. Subclasses set `name`, `ranks` and `weight` and implement sample
     and render; register them with families.register."""
     name = ""
-    ranks: tuple[int, ...] = (4,)  # input ranks accepted: 4 is [1, C, H, W], 2 is [1, F]
+    ranks: tuple[int, ...] = (4,)  # input ranks accepted: 4 is [1, C, H, W], 3 is [1, T, F], 2 is [1, F]
     weight = 1.0  # relative frequency among the families that accept the current input
     head = False  # may be appended as the model's last layer (after the body)
 
     def sample(self, rng: random.Random, shape: tuple) -> dict | None:
         """Parameters that fit an input of `shape` ((C, H, W) or (F,)), or None if this family
-        cannot follow such an input. Only forms edgec accepts today."""
+        cannot follow such an input. Only forms the README lists as supported: the runner counts
+        a refusal as a failure."""
         raise NotImplementedError
 
     def render(self, code: Code, params: dict, shape: tuple) -> tuple:

@@ -1,26 +1,35 @@
 """Compile a fuzz model with edgec, run the golden simulator and the generated C on the same
-inputs, compare byte for byte, and classify the result:
+inputs, compare byte for byte, and classify the result. Nothing is excused: a verdict is a
+failure unless it says the model compiled, ran bit-exact and follows its quantized program.
 
-  ok          the C equals the golden simulator and the int8 output is close to the float model;
-  inaccurate  bit-exact, but the int8 output's SQNR against the float model is below the
-              threshold, or a layer departs from the quantized program for a known reason
-              (layer_losses) -- reported with its causes, not a failure: quantization may
-              legitimately lose a degenerate model; a layout or semantics bug shows up here too;
-  refused     a clean EdgecError while compiling (the message is recorded and counted);
+  ok          the C equals the golden simulator, every layer follows the quantized program, and
+              the int8 output is close to the float model;
+  inaccurate  the same, but the int8 output's SQNR against the float model is below the threshold
+              (quantization may legitimately lose a degenerate model: its layers still follow the
+              program, so the loss is the program's, not edgec's) -- reported, not a failure;
+  bounded     bit-exact, and the only departing layers depart within a bound documented for
+              that exact case and computed for that layer (departure_bound: TFLite's bilinear
+              positions in 1/1024, docs/numerics.md "Bilinear resize") -- not a failure;
+  limit       a clean EdgecError naming a documented limit (DOCUMENTED_LIMITS: the README says
+              such models are refused) -- counted, not a failure;
+  refused     any other clean EdgecError: every family draws only forms the README lists as
+              supported, so refusing one is a failure;
   mismatch    golden and C outputs differ in at least one byte;
   departs     bit-exact, but some layer's golden kernel, fed the quantized program's own values,
-              departs from that program (edgec.verify.layer_agreement: more than a step on more
-              than 1% of the values) -- the integer program is not the model, as edgec verify says
-              -- and no known quantization loss of that layer explains it (then: inaccurate);
+              departs from that program (edgec.verify.layer_agreement / disagreeing_layers) beyond
+              any documented bound -- the integer program is not the model, as edgec verify says;
   crash       any other exception while compiling or simulating (an internal error), or a C
               build or run failure (warnings, sanitizers, arena write checks, QEMU faults);
   invalid     the generated float model itself fails or gives non-finite values (a generator
               bug, not edgec's).
 
-On the host the C is built with the flags of edgec.verify.build_host(sanitize=True) (strict
-warnings, ASan + UBSan, arena write checks), but through edgec.toolchain's object cache: the
-runtime kernels are compiled once per session, not once per model. Cortex-M targets run through
-edgec.device.run_model under QEMU. Every model is written to a file first and compiled from it
+Every C build checks arena writes (EDGEC_CHECK_WRITES: canaries around the arena, each layer's
+writes confined to its output and scratch), on the host and on the Cortex-M targets alike. On the
+host the C is built with the flags of edgec.verify.build_host(sanitize=True) (strict warnings,
+ASan + UBSan, arena write checks), but through edgec.toolchain's object cache: the runtime
+kernels are compiled once per session, not once per model. Cortex-M targets run through
+edgec.device.run_model under QEMU, whose program is built for "verify" (the same write checks; a
+violation fails the run). Every model is written to a file first and compiled from it
 (`file.py:factory`), so a failing model's file is its reproducer.
 """
 from __future__ import annotations
@@ -44,12 +53,23 @@ import torch
 from edgec import device, sim, toolchain, verify
 from edgec.codegen import TEMPLATES
 from edgec.errors import EdgecError
+from edgec.ops.movement import ONE
 from edgec.pipeline import compile_model, emit
 from edgec.targets import get_target
 from tests.fuzz.generator import FAMILIES, GENERATOR_VERSION, ModelSpec, Unfit, generate, model_source
 
-FAILURES = ("mismatch", "departs", "crash", "invalid")
-VERDICTS = ("ok", "inaccurate", "refused", *FAILURES)
+FAILURES = ("refused", "mismatch", "departs", "crash", "invalid")
+VERDICTS = ("ok", "inaccurate", "bounded", "limit", *FAILURES)
+COMPILED = ("ok", "inaccurate", "bounded", "mismatch", "departs")  # compiled (and emitted) models
+# Refusals documented as limits of a model or a board, not of an operator form: the model does
+# not fit the target's RAM/flash budget (--ram/--flash, the typical part's by default) or the
+# program the QEMU board of a Cortex-M target; log_softmax over more than 4095 elements
+# (docs/numerics.md, "Log-softmax": TFLite's int8 sum of exps overflows); a model that computes
+# nothing (only views of its input: there is no program to emit).
+DOCUMENTED_LIMITS = (re.compile(r"the model program does not fit QEMU's"),
+                     re.compile(r"^model does not fit [\w-]+: .* budget"),
+                     re.compile(r"log_softmax over \d+ elements: TFLite's int8 sum of exps overflows beyond 4095"),
+                     re.compile(r"the model computes nothing"))
 MIN_SQNR_DB = 10.0
 EPS_SCALE = 2.0**-20 * 1.001  # edgec.quantize's activation observer eps (and a rounding margin)
 INT32_MAX = 2**31 - 1
@@ -139,7 +159,7 @@ def _check(path: Path, target, work: Path, min_sqnr_db: float) -> Outcome:
         golden = verify.golden_outputs(compiled.graph, inputs)
     except EdgecError as exc:
         if phase in ("compile", "emit"):
-            return Outcome("refused", phase, _one_line(exc), kinds=_kinds(compiled))
+            return Outcome(refusal_verdict(_one_line(exc)), phase, _one_line(exc), kinds=_kinds(compiled))
         return _crash("crash", phase, exc, compiled)
     except Exception as exc:
         return _crash("crash", phase, exc, compiled)
@@ -154,6 +174,10 @@ def _check(path: Path, target, work: Path, min_sqnr_db: float) -> Outcome:
         else:
             phase = "run"  # build and run: device.run_model does both
             output = device.run_model(target, out_dir, MODEL_NAME, inputs, work / "build")
+    except EdgecError as exc:
+        if any(limit.search(str(exc)) for limit in DOCUMENTED_LIMITS):
+            return Outcome("limit", phase, _one_line(exc), kinds=kinds, kernels=kernels)
+        return _crash("crash", phase, exc, compiled, kernels)
     except Exception as exc:
         return _crash("crash", phase, exc, compiled, kernels)
 
@@ -169,19 +193,22 @@ def _check(path: Path, target, work: Path, min_sqnr_db: float) -> Outcome:
     # Agreement and accuracy over the samples drawn like the calibration (the wider ones saturate).
     typical = len(floats) - len(floats) // 4
     try:
-        departing = verify.disagreeing_layers(
-            verify.layer_agreement(compiled, verify.qdq_reference(compiled, floats[:typical])))
+        program = verify.qdq_reference(compiled, floats[:typical])
+        departing = verify.disagreeing_layers(verify.layer_agreement(compiled, program))
+        ops = {op.name: op for op in compiled.graph.ops}
+        bounds = {row["layer"]: departure_bound(ops[row["layer"]], compiled.graph, program) for row in departing}
     except Exception as exc:
         return _crash("crash", "agreement", exc, compiled, kernels)
+    unexplained = [row for row in departing if bounds[row["layer"]] is None or row["max_steps"] > bounds[row["layer"]]]
     if departing:
         message = "departs from its quantized program: " + "; ".join(
             f"{row['layer']} ({row['op']}): {row['beyond_fraction']:.0%} of its values off by more than a step "
-            f"(up to {row['max_steps']})" for row in departing)
-        ops = {op.name: op for op in compiled.graph.ops}
-        explained = all(layer_losses(ops[row["layer"]]) for row in departing)
-        notes = known_losses(compiled.graph)
-        return Outcome("inaccurate" if explained else "departs", "agreement", message, notes=notes, kinds=kinds,
-                       kernels=kernels)
+            f"(up to {row['max_steps']}" + ("" if bounds[row["layer"]] is None else f", bound {bounds[row['layer']]}")
+            + ")" for row in departing)
+        if unexplained:
+            return Outcome("departs", "agreement", message, notes=known_losses(compiled.graph), kinds=kinds,
+                           kernels=kernels)
+        return Outcome("bounded", "agreement", message, kinds=kinds, kernels=kernels)
     try:
         references = verify.float_reference(compiled, floats[:typical])
         sqnr = verify.accuracy_summary(compiled, references, golden[:typical])["output_sqnr_db"]
@@ -212,31 +239,66 @@ def _low_layers(compiled, references, inputs, min_sqnr_db: float) -> list:
 
 
 def known_losses(graph) -> list[str]:
-    """Known quantization losses in a compiled graph, to tell an inaccurate model's cause: a
-    tensor at the activation observer's smallest scale (its values are below ~1e-4 or constant),
-    and the layer losses below."""
+    """Possible causes of a departure or a low SQNR, noted in reproducers (they excuse nothing):
+    a tensor at the activation observer's smallest scale (its values are below ~1e-4 or
+    constant), an int32 bias saturated, an output step finer than the accumulator's."""
     notes = [f"{name}: scale at the observer's eps" for name, t in graph.tensors.items()
              if t.quantized and t.alias_of is None and t.scale <= EPS_SCALE]
     return notes + [note for op in graph.ops for note in layer_losses(op)]
 
 
 def layer_losses(op) -> list[str]:
-    """A layer's known losses: an int32 bias saturated (it cannot be represented at s_in * s_w, e.g.
-    behind an all-zero weight channel, whose scale is the observer's eps); an output step finer
-    than the accumulator's (s_in * s_w / s_out > 1: one accumulator unit, and the bias's rounding,
-    move the output by more than a step); a bilinear resize's TFLite positions."""
     notes, bias, shift = [], op.attrs.get("bias"), op.attrs.get("shift")
     if bias is not None and op.attrs.get("weight") is not None:
         saturated = np.flatnonzero(np.abs(bias.astype(np.int64)) >= INT32_MAX)
         if len(saturated):
             notes.append(f"{op.name}: bias saturated in channels {saturated.tolist()[:8]}")
-    if op.kind == "resize" and op.attrs.get("mode") == "bilinear":
-        notes.append(f"{op.name}: TFLite's integer bilinear (positions in 1/1024, the scale truncated) "
-                     f"samples a little off PyTorch's positions")
     if shift is not None and op.attrs.get("multiplier") is not None and np.max(shift) > 0:
         scale = np.asarray(op.attrs["multiplier"], np.float64) * 2.0 ** (np.asarray(shift, np.float64) - 31)
         notes.append(f"{op.name}: output step finer than the accumulator's (s_in*s_w/s_out up to {scale.max():.3g})")
     return notes
+
+
+def refusal_verdict(message: str) -> str:
+    return "limit" if any(limit.search(message) for limit in DOCUMENTED_LIMITS) else "refused"
+
+
+def departure_bound(op, graph, program: list[dict]) -> int | None:
+    """The most steps `op` may depart from its quantized program by a cause documented for that
+    exact case, computed for this layer and these values; None if no such cause applies.
+
+    Bilinear resize (docs/numerics.md, "Bilinear resize"): edgec samples at TFLite's source
+    positions (1/1024 units, the scale rounded), the program at PyTorch's. Along an axis a bilinear
+    value moves by at most d * |dp| for a position change dp, d the largest difference of two
+    neighbouring inputs along that axis (in steps; input and output share qparams); both sides
+    round once (half a step each). So |edgec - program| <= e_h * d_h + e_w * d_w + 1, e the largest
+    position difference over the output rows (columns)."""
+    if op.kind != "resize" or op.attrs.get("mode") != "bilinear":
+        return None
+    x = graph.tensors[op.inputs[0]]
+    desc, align = op.attrs["desc"], op.attrs["align_corners"]
+    factors = op.attrs.get("scale_factors", (None, None))
+    errors = [_position_error(np.asarray(desc[table], np.int64).reshape(-1, 3), size, align, factor)
+              for table, size, factor in (("y_table", desc["input_h"], factors[0]), ("x_table", desc["input_w"], factors[1]))]
+    steps = [np.rint(values[x.source].astype(np.float64) / x.scale) for values in program]  # zero point cancels
+    d_h = max(float(np.abs(np.diff(q, axis=-2)).max(initial=0)) for q in steps)
+    d_w = max(float(np.abs(np.diff(q, axis=-1)).max(initial=0)) for q in steps)
+    return int(np.floor(errors[0] * d_h + errors[1] * d_w + 1 + 1e-9))
+
+
+def _position_error(table: np.ndarray, in_size: int, align_corners: bool, scale_factor: float | None = None) -> float:
+    """The largest difference between TFLite's effective source position (lower + f/1024; the
+    lower input where lower == upper) and PyTorch's (align_corners=False: (o + 0.5) * in/out - 0.5,
+    or 1/scale_factor for in/out when one was given, clamped to [0, in - 1]; True: o * (in - 1)/(out - 1))."""
+    out_size = len(table)
+    lower, upper, fraction = table.T
+    tflite = np.where(lower == upper, lower, lower + fraction / ONE)
+    o = np.arange(out_size, dtype=np.float64)
+    if align_corners:
+        torch_position = o * ((in_size - 1) / (out_size - 1)) if out_size > 1 else np.zeros(out_size)
+    else:
+        torch_position = (o + 0.5) * (in_size / out_size if scale_factor is None else 1 / scale_factor) - 0.5
+    return float(np.abs(tflite - np.clip(torch_position, 0, in_size - 1)).max(initial=0))
 
 
 def _kinds(compiled) -> list:
@@ -367,6 +429,7 @@ class Batch:
     target: str
     outcomes: dict = field(default_factory=dict)  # seed -> Outcome
     reproducers: dict = field(default_factory=dict)  # seed -> path
+    families: dict = field(default_factory=dict)  # seed -> the families its layers come from
 
     def counts(self) -> dict:
         counts = Counter(o.verdict for o in self.outcomes.values())
@@ -374,7 +437,8 @@ class Batch:
 
     def summary(self) -> dict:
         refusals = Counter(normalise_message(o.message) for o in self.outcomes.values() if o.verdict == "refused")
-        checked = [o for o in self.outcomes.values() if o.verdict in ("ok", "inaccurate", "mismatch")]
+        limits = Counter(normalise_message(o.message) for o in self.outcomes.values() if o.verdict == "limit")
+        checked = [o for o in self.outcomes.values() if o.verdict in COMPILED]
         return {"target": self.target, "generator_version": GENERATOR_VERSION, "models": len(self.outcomes),
                 "seeds": [min(self.outcomes, default=0), max(self.outcomes, default=-1)], "counts": self.counts(),
                 "failures": {str(s): {"verdict": o.verdict, "phase": o.phase, "message": o.message, "notes": o.notes,
@@ -383,10 +447,24 @@ class Batch:
                 "inaccurate": {str(s): {"message": o.message, "layers": o.worst_layers, "notes": o.notes,
                                         "reproducer": str(self.reproducers.get(s, ""))}
                                for s, o in self.outcomes.items() if o.verdict == "inaccurate"},
-                "refusals": dict(refusals.most_common()),
+                "refusals": dict(refusals.most_common()), "limits": dict(limits.most_common()),
+                "families": self.family_rates(),
                 "op_kinds": dict(Counter(k for o in checked for k in o.kinds).most_common()),
                 "kernels": dict(Counter(k for o in checked for k in o.kernels).most_common()),
                 "seconds": round(sum(o.seconds for o in self.outcomes.values()), 1)}
+
+
+    def family_rates(self) -> dict:
+        """Per family: the models using it, how many compiled, were refused, hit a documented limit."""
+        rates = {}
+        for seed, outcome in self.outcomes.items():
+            for family in sorted(set(self.families.get(seed, ()))):
+                row = rates.setdefault(family, {"models": 0, "compiled": 0, "refused": 0, "limit": 0})
+                row["models"] += 1
+                row["compiled"] += outcome.verdict in COMPILED
+                row["refused"] += outcome.verdict == "refused"
+                row["limit"] += outcome.verdict == "limit"
+        return dict(sorted(rates.items()))
 
 
 def normalise_message(message: str) -> str:
@@ -413,6 +491,7 @@ def run_batch(seeds, target: str, out_dir: Path, *, minimise_failures: bool = Fa
             spec = generate(seed)
             outcome = check_spec(spec, target, work, min_sqnr_db)
             batch.outcomes[seed] = outcome
+            batch.families[seed] = [layer.family for layer in spec.layers]
             if outcome.failed or outcome.verdict == "inaccurate":
                 batch.reproducers[seed] = write_reproducer(spec, outcome, target, out_dir)
                 if minimise_failures and outcome.failed:
@@ -438,9 +517,13 @@ def format_summary(summary: dict) -> str:
             lines += [f"  seed {seed}: {entry.get('verdict', '')} {entry.get('phase', '')} {entry['message']}"
                       + (f" [{'; '.join(entry['notes'])}]" if entry.get("notes") else "")
                       + f"  -> {entry['reproducer']}" for seed, entry in summary[key].items()]
-    if summary["refusals"]:
-        lines.append("refusals:")
-        lines += [f"  {count:4d}  {message}" for message, count in summary["refusals"].items()]
+    for title, key in (("refusals (failures)", "refusals"), ("documented limits", "limits")):
+        if summary[key]:
+            lines.append(f"{title}:")
+            lines += [f"  {count:4d}  {message}" for message, count in summary[key].items()]
+    lines.append("families (models: compiled / refused / limit):")
+    lines += [f"  {family:15s} {row['models']:5d}: {row['compiled']:5d} / {row['refused']:4d} / {row['limit']:4d}"
+              f"  ({row['compiled'] / row['models']:.0%} compiled)" for family, row in summary["families"].items()]
     lines.append("op kinds checked: " + ", ".join(f"{k} {v}" for k, v in summary["op_kinds"].items()))
     lines.append("kernels checked: " + ", ".join(f"{k} {v}" for k, v in summary["kernels"].items()))
     return "\n".join(lines) + "\n"

@@ -226,3 +226,40 @@ AVGPOOL_FLATTEN edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *de
             desc->zero_point);
     return EDGEC_OK;
 }
+
+/* [start, end) of PyTorch's adaptive window `o` along an axis of `in` inputs and `out` outputs. */
+static void adaptive_window(int32_t o, int32_t in, int32_t out, int32_t *start, int32_t *end)
+{
+    *start = (int32_t)(((int64_t)o * in) / out);
+    *end = (int32_t)((((int64_t)o + 1) * in + out - 1) / out);
+}
+
+edgec_status edgec_adaptive_avg_pool_s8(const edgec_adaptive_avg_pool_desc *desc, const int8_t *input, int8_t *output)
+{
+    int32_t b, oy, ox, ch;
+    if (desc == NULL || input == NULL || output == NULL || desc->batches < 1 || desc->channels < 1 ||
+        desc->output_h < 1 || desc->output_w < 1 || desc->input_h < desc->output_h ||
+        desc->input_w < desc->output_w || (int64_t)desc->input_h * desc->input_w > ((int64_t)1 << 23) ||
+        !edgec_act_range_valid(desc->act_min, desc->act_max)) {
+        return EDGEC_ARG_ERROR;
+    }
+    for (b = 0; b < desc->batches; ++b) {
+        const int8_t *image = input + (size_t)b * desc->input_h * desc->input_w * desc->channels;
+        for (oy = 0; oy < desc->output_h; ++oy) {
+            int32_t y0, y1;
+            adaptive_window(oy, desc->input_h, desc->output_h, &y0, &y1);
+            for (ox = 0; ox < desc->output_w; ++ox) {
+                int32_t x0, x1, n;
+                adaptive_window(ox, desc->input_w, desc->output_w, &x0, &x1);
+                n = (y1 - y0) * (x1 - x0);
+                for (ch = 0; ch < desc->channels; ++ch) {
+                    const int8_t *p = image + ((size_t)y0 * desc->input_w + (size_t)x0) * desc->channels + ch;
+                    int32_t sum = window_sum(p, y1 - y0, x1 - x0, desc->input_w * desc->channels, desc->channels);
+                    sum = sum > 0 ? sum + n / 2 : sum - n / 2;
+                    *output++ = edgec_clamp_to_s8(sum / n, desc->act_min, desc->act_max);
+                }
+            }
+        }
+    }
+    return EDGEC_OK;
+}

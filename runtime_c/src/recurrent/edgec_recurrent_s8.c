@@ -167,8 +167,11 @@ static void lstm_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h,
     for (int32_t gate = 0; gate < 4; gate++) {
         gate_parts(d, x, h, gate, parts, parts + hs);
         for (int32_t k = 0; k < hs; k++) {
-            gates[gate * hs + k] = activation_s16(sat16((int64_t)parts[hs + k] + parts[k]), 0,
-                                                  gate == 2 ? RECURRENT_TANH : RECURRENT_SIGMOID, d->sigmoid_table);
+            const int32_t pre = sat16((int64_t)parts[hs + k] + parts[k]);
+            gates[gate * hs + k] = gate == 2 && d->tanh_linear
+                                       ? (int16_t)pre
+                                       : activation_s16(pre, 0, gate == 2 ? RECURRENT_TANH : RECURRENT_SIGMOID,
+                                                        d->sigmoid_table);
         }
     }
     for (int32_t k = 0; k < hs; k++) {
@@ -176,7 +179,7 @@ static void lstm_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h,
         int32_t cell = sat16(edgec_requantize(f * (int32_t)c[k], d->forget_cell_multiplier, d->forget_cell_shift));
         cell = sat16((int64_t)edgec_requantize(i * g, d->input_cell_multiplier, d->input_cell_shift) + cell);
         c[k] = (int16_t)cell;
-        const int32_t t = activation_s16(cell, d->cell_tanh_shift, RECURRENT_TANH, d->sigmoid_table);
+        const int32_t t = d->tanh_linear ? cell : activation_s16(cell, d->cell_tanh_shift, RECURRENT_TANH, d->sigmoid_table);
         h[k] = sat8((int64_t)edgec_requantize(o * t, d->output_multiplier, d->output_shift) + d->output_offset);
     }
 }
@@ -197,7 +200,8 @@ static void gru_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h, 
         const int32_t r = gates[k];
         const int32_t hn = sat16(parts[hs + k]);
         const int32_t rh = sat16(edgec_requantize(r * hn, d->forget_cell_multiplier, d->forget_cell_shift));
-        gates[2 * hs + k] = activation_s16(sat16((int64_t)parts[k] + rh), 0, RECURRENT_TANH, d->sigmoid_table);
+        const int32_t pre = sat16((int64_t)parts[k] + rh);
+        gates[2 * hs + k] = d->tanh_linear ? (int16_t)pre : activation_s16(pre, 0, RECURRENT_TANH, d->sigmoid_table);
     }
     for (int32_t k = 0; k < hs; k++) {
         const int32_t z = gates[hs + k], n = gates[2 * hs + k];

@@ -1,7 +1,7 @@
 /*
  * Runs edgec_lstm_s8 / edgec_gru_s8 on cases written by tests/test_kernels_recurrent.py.
  *
- * cases.bin holds records: HEADER_WORDS little-endian int32 (H_FLAGS, then the descriptor's 35
+ * cases.bin holds records: HEADER_WORDS little-endian int32 (H_FLAGS, then the descriptor's 36
  * int32 fields in edgec_recurrent_desc order, its arrays left out), then the arrays, each padded
  * to 4 bytes: input_weights [G*H*I], hidden_weights [G*H*H], input_bias, hidden_bias [G*H int32],
  * sigmoid_table [256 uint16], input [B*T*I], hidden [B*H], cell [B*H int16]. For every record
@@ -85,6 +85,7 @@ static int run_record(int in, int out)
         d.hidden_q15_multiplier = f[31];
         d.hidden_q15_shift = f[32];
         d.last_step_only = f[33];
+        d.tanh_linear = f[34];
     }
     {
         const int32_t rows = d.cell * d.hidden_size;
