@@ -262,8 +262,8 @@ def activation_precision(graph) -> str:
     "int16/int8" for a mixed one."""
     return "/".join(sorted({t.dtype for t in graph.tensors.values()} & {"int8", "int16"})) or "int8"
 
-# How far one layer may be from the program's own Q/DQ arithmetic (docs/numerics.md, "What verify
-# checks"): both round the same real value to the same integer grid, by different but
+# How far one layer may be from the program's own Q/DQ arithmetic (docs/numerics.md,
+# "What verify checks"): both round the same real value to the same integer grid, by different but
 # exact-to-the-LSB formulas (double rounding, integer lookup tables, fixed-point softmax and
 # resampling), so an element may land one step away; a layer with a bias whose accumulator step is
 # coarser than its output step (M = s_in * s_w / s_out > 1) adds the int32 bias's rounding, M/2

@@ -203,7 +203,7 @@ def recurrent_s8(desc: dict, x: np.ndarray, hidden: np.ndarray | None = None,
 # -- verify's reference: the program's float cell, one step at a time -------------------------------
 
 # How far the integer step may land from the float cell on the same (dequantized) state, in real
-# units (docs/numerics.md, "Recurrent layers"): each int16 gate pre-activation rounds twice by half
+# units (docs/numerics.md, "Recurrent layers (LSTM, GRU)"): each int16 gate pre-activation rounds twice by half
 # a Q3.12 step; the 256-entry table (entries rounded to 2^-17, linear interpolation on a 1/24 grid,
 # |sigmoid''| <= 0.0963) and the Q0.15 result add TABLE_ERROR (tanh reads sigmoid at 2x: twice that);
 # a pre-activation saturating at +-8 loses up to 1 - sigmoid(8).
