@@ -144,16 +144,25 @@ def compile_for(quantized: Quantized, target: str | Target = "host", *, stream: 
 
 
 def emit(compiled: Compiled, out_dir: Path, name: str) -> dict:
-    """Writes the C directory atomically: to a sibling temporary folder, then renamed into place,
-    so a failure (or a model over the target's memory budget) never leaves an output directory."""
-    out_dir = Path(out_dir)
+    """Writes the C directory atomically (see _write_atomically): a failure, or a model over the
+    target's memory budget, never leaves an output directory."""
+    def write(staging: Path) -> dict:
+        report = codegen.emit(compiled.graph, compiled.plan, staging, name=name,
+                              target=compiled.target, origin=compiled.origin)
+        check_memory_budget(report, compiled.target)
+        return report
+
+    return _write_atomically(Path(out_dir), write)
+
+
+def _write_atomically(out_dir: Path, write: Callable[[Path], dict]) -> dict:
+    """`write` fills a sibling temporary folder, which is then renamed into place: `out_dir` is
+    either the whole new directory or left as it was. Returns what `write` returns."""
     check_output_dir(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        report = codegen.emit(compiled.graph, compiled.plan, staging, name=name,
-                              target=compiled.target, origin=compiled.origin)
-        check_memory_budget(report, compiled.target)
+        report = write(staging)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         staging.rename(out_dir)
@@ -179,22 +188,15 @@ def emit_many(models: list[tuple[Compiled, str]], out_dir: Path, *, shared_arena
             raise EdgecError(f"model {name!r} is compiled for {compiled.target.name} (--kernels "
                              f"{compiled.target.kernels}), {names[0]!r} for {target.name} (--kernels {target.kernels}): "
                              f"models sharing one directory and runtime need the same target and kernels")
-    out_dir = Path(out_dir)
-    check_output_dir(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    def write(staging: Path) -> dict:
         report = codegen.emit_many([(c.graph, c.plan, name, c.origin) for c, name in models], staging,
                                    target=target, shared_arena=shared_arena)
         # The firmware holds them all: their arenas (shared: the largest) and all their constants.
         check_memory_budget({"arena_bytes": report["arena_bytes"],
                              "weights_bytes": sum(model["weights_bytes"] for model in report["models"])}, target)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        staging.rename(out_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return report
+        return report
+
+    return _write_atomically(Path(out_dir), write)
 
 
 def quantization_warnings(graph: Graph) -> list[str]:
