@@ -275,7 +275,8 @@ def activation_precision(graph) -> str:
 #   - per channel, the mean signed difference within CHANNEL_MAX_MEAN_STEPS (plus the bias
 #     rounding's M/2): rounding is unbiased, a shifted zero point or bias is not;
 #   - no tolerance above LAYER_MAX_TOLERANCE_STEPS: a collapsed output scale (M >> 1) would make
-#     the check meaningless, so such a layer fails instead of passing unexamined.
+#     the check meaningless, so such a layer is judged at the cap (its errors cannot hide behind a
+#     wide tolerance, and its failure names the collapsed scale).
 LAYER_TOLERANCE_STEPS = 1
 LAYER_MAX_TOLERANCE_STEPS = 4
 CHANNEL_MAX_BEYOND_FRACTION = 0.02
@@ -309,9 +310,15 @@ def judge(diff: np.ndarray, tolerance: np.ndarray, free: np.ndarray | None = Non
     diff, tolerance = diff.reshape(-1, channels), np.broadcast_to(tolerance, diff.shape).reshape(-1, channels)
     free = np.ones(diff.shape, bool) if free is None else np.broadcast_to(free, diff.shape).reshape(-1, channels)
     widest = int(tolerance.max(initial=0))
-    if widest > LAYER_MAX_TOLERANCE_STEPS:
-        return (f"its tolerance would be {widest} steps, more than {LAYER_MAX_TOLERANCE_STEPS}: its output step is "
-                f"finer than its arithmetic resolves (a collapsed output scale)")
+    reason = _judge_capped(diff, np.minimum(tolerance, LAYER_MAX_TOLERANCE_STEPS), free)
+    if reason is not None and widest > LAYER_MAX_TOLERANCE_STEPS:
+        reason += (f" (its tolerance, {widest} steps, is capped at {LAYER_MAX_TOLERANCE_STEPS}: its output step is "
+                   f"finer than its arithmetic resolves, a collapsed output scale)")
+    return reason
+
+
+def _judge_capped(diff: np.ndarray, tolerance: np.ndarray, free: np.ndarray) -> str | None:
+    """judge's rule on [elements, channels] differences and tolerances (at most the cap)."""
     far = np.abs(diff) > tolerance + 1
     if far.any():
         channel = int(np.nonzero(far.any(axis=0))[0][0])

@@ -281,7 +281,12 @@ def test_the_rule_per_channel():
     shifted = noise.copy()
     shifted[..., 9] = rng.choice([0, 1, 1, 1, 1], size=shifted[..., 9].shape)
     assert "channel 9" in verify.judge(shifted, one) and "average" in verify.judge(shifted, one)
-    assert "collapsed output scale" in verify.judge(noise, one * (verify.LAYER_MAX_TOLERANCE_STEPS + 1))
+    # A wider tolerance (a collapsed output scale) is capped: a sound layer passes, a fault fails named.
+    wide = one * (verify.LAYER_MAX_TOLERANCE_STEPS + 20)
+    assert verify.judge(noise, wide) is None
+    beyond_cap = noise.copy()
+    beyond_cap[0, 0, 0, 5] = verify.LAYER_MAX_TOLERANCE_STEPS + 2
+    assert "channel 5" in verify.judge(beyond_cap, wide) and "collapsed output scale" in verify.judge(beyond_cap, wide)
 
 
 def test_a_tensor_whose_zero_point_moved_fails_the_layer_check():

@@ -202,9 +202,8 @@ def _check(path: Path, target, work: Path, min_sqnr_db: float) -> Outcome:
     unexplained = [row for row in departing if bounds[row["layer"]] is None or row["max_steps"] > bounds[row["layer"]]]
     if departing:
         message = "departs from its quantized program: " + "; ".join(
-            f"{row['layer']} ({row['op']}): {row['beyond_fraction']:.0%} of its values off by more than a step "
-            f"(up to {row['max_steps']}" + ("" if bounds[row["layer"]] is None else f", bound {bounds[row['layer']]}")
-            + ")" for row in departing)
+            f"{row['layer']} ({row['op']}): {row['failure']} (up to {row['max_steps']} steps"
+            + ("" if bounds[row["layer"]] is None else f", bound {bounds[row['layer']]}") + ")" for row in departing)
         if unexplained:
             return Outcome("departs", "agreement", message, notes=known_losses(compiled.graph), kinds=kinds,
                            kernels=kernels)
