@@ -85,9 +85,9 @@ def inspect_model(model, example_inputs=None) -> Inspection:
         if node.op != "call_function" or node.target == GETITEM or "quantized_decomposed" in str(node.target):
             continue
         unit = OPS.get(node.target)
-        entry = groups.setdefault(str(node.target), OperatorUses(str(node.target), None if unit is None else
-                                                                  (unit.family or unit.kind),
-                                                                  "" if unit is None else unit.limits))
+        described = None if unit is None else unit.describe(node)
+        entry = groups.setdefault(f"{node.target} {described}", OperatorUses(str(node.target), described,
+                                                                            "" if unit is None else unit.limits))
         entry.uses += 1
         where = frontend.node_location(node)
         entry.locations[where] = entry.locations.get(where, 0) + 1

@@ -282,6 +282,17 @@ def test_inspect_reports_the_limits_build_enforces():
     assert not result.ok and "BEYOND LIMITS: log_softmax over 5000 elements (at most 4095)" in str(result)
 
 
+def test_inspect_names_each_use_by_what_it_becomes():
+    """aten.mean.dim is a global average pool over the spatial axes and a reduction over channels."""
+    class Means(torch.nn.Module):
+        def forward(self, x):
+            return x.mean((2, 3)) + x.mean(1).flatten(1)[:, :4]
+
+    text = str(edgec.inspect(torch.export.export(Means(), (torch.randn(1, 4, 2, 2),))))
+    assert "aten.mean.dim x1 -> global average pool (mean over the spatial axes)" in text
+    assert "aten.mean.dim x1 -> reduce (mean)" in text
+
+
 def test_a_pt2e_quantized_exported_program_keeps_its_qparams():
     """An ExportedProgram the user quantized with PT2E compiles in memory without calibration, and
     evaluate compares the int8 model with that program's Q/DQ graph run in float."""

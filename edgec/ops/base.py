@@ -71,6 +71,10 @@ class OpDef:
         rank = len(graph.tensors[op.outputs[0]].shape)
         return [name for name in op.inputs if len(graph.tensors[name].shape) == rank]
 
+    def describe(self, node) -> str:
+        """What this use of the operator becomes, as `edgec inspect` names it: the unit's family."""
+        return self.family or self.kind
+
     def annotate(self, node) -> None:
         """Record how `node` is quantized, with the helpers of edgec.ops.qspec (before calibration)."""
         raise NotImplementedError

@@ -191,6 +191,12 @@ class Pool2d(OpDef):
     limits = f"max pooling undilated, its values only (no indices); avg_pool2d divisor_override 1..{MAX_DIVISOR}"
     pooling = ""  # "avg" or "max": what the subclass's kernels compute (its kind may name a library's)
 
+    def describe(self, node) -> str:
+        if node.target in MEANS:
+            spatial = is_spatial_mean(node, len(node.args[0].meta["val"].shape))
+            return "global average pool (mean over the spatial axes)" if spatial else "reduce (mean)"
+        return "max_pool2d" if node.target in MAX_POOLS else "avg_pool2d"
+
     def annotate(self, node) -> None:
         if node.target in MEANS and not is_spatial_mean(node, len(node.args[0].meta["val"].shape)):
             return reduction_unit().annotate(node)
