@@ -282,6 +282,7 @@ LAYER_MAX_TOLERANCE_STEPS = 4
 CHANNEL_MAX_BEYOND_FRACTION = 0.02
 CHANNEL_MAX_MEAN_STEPS = 0.6
 MEAN_MIN_ELEMENTS = 16  # a channel's mean over fewer unclamped values says too little
+MEAN_MIN_DISTINCT = 4  # ... and over fewer distinct reference values (a near-constant channel)
 # Ops that only move bytes (views, strided copies): a layer without a float counterpart of this
 # kind is skipped; a computing one is a failure unless the user allows unchecked layers.
 DATA_MOVEMENT = frozenset({"reshape", "copy", "copy_s16", "zeros"})
@@ -301,14 +302,21 @@ def element_tolerance(op, shape: tuple[int, ...]) -> np.ndarray:
     return np.broadcast_to(LAYER_TOLERANCE_STEPS + np.floor(0.5 * scale).astype(np.int64), shape)
 
 
-def judge(diff: np.ndarray, tolerance: np.ndarray, free: np.ndarray | None = None) -> str | None:
+def judge(diff: np.ndarray, tolerance: np.ndarray, free: np.ndarray | None = None,
+          expected: np.ndarray | None = None) -> str | None:
     """Why a layer's differences [samples, ..., channels] (got - reference, in steps) with per
     element `tolerance` break the rule above, or None. `free`: the elements neither side holds at
-    the layer's clamp bounds (the mean is taken over those: a clamped value shows no offset)."""
+    the layer's clamp bounds (the mean is taken over those: a clamped value shows no offset).
+    `expected`: the reference's values; a channel whose free values take fewer than
+    MEAN_MIN_DISTINCT of them has no mean rule (one rounding, repeated, is not an offset)."""
     diff = np.asarray(diff, np.int64)
     channels = diff.shape[-1]
     diff, tolerance = diff.reshape(-1, channels), np.broadcast_to(tolerance, diff.shape).reshape(-1, channels)
     free = np.ones(diff.shape, bool) if free is None else np.broadcast_to(free, diff.shape).reshape(-1, channels)
+    if expected is not None:
+        expected = np.asarray(expected).reshape(-1, channels)
+        distinct = np.array([len(np.unique(expected[free[:, c], c])) for c in range(channels)])
+        free = free & (distinct >= MEAN_MIN_DISTINCT)
     widest = int(tolerance.max(initial=0))
     reason = _judge_capped(diff, np.minimum(tolerance, LAYER_MAX_TOLERANCE_STEPS), free)
     if reason is not None and widest > LAYER_MAX_TOLERANCE_STEPS:
@@ -382,6 +390,7 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
     inexact: dict[str, str] = {}
     diffs: dict[str, list] = {op.name: [] for op in graph.ops}
     frees: dict[str, list] = {op.name: [] for op in graph.ops}
+    expecteds: dict[str, list] = {op.name: [] for op in graph.ops}  # the reference values (no recurrent)
     tolerances: dict[str, np.ndarray] = {}
     skipped: dict[str, str] = {}
     for op in graph.ops:
@@ -414,6 +423,7 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
                 free = np.ones(diff.shape, bool)  # the hidden state has no fused clamp
             elif _has_reference(out, values):
                 diff, tolerance, free = _differences(graph, op, inputs, got, values)
+                expecteds[op.name].append((np.asarray(got, np.int64) - diff).reshape(-1, diff.shape[-1] if diff.ndim else 1))
             else:
                 skipped[op.name] = _skip_reason(out, values)
                 continue
@@ -429,7 +439,8 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
                "beyond_fraction": 0.0, "max_steps": 0, "tolerance": LAYER_TOLERANCE_STEPS}
         if diffs[op.name]:
             diff, tolerance = np.concatenate(diffs[op.name]), np.tile(tolerances[op.name], (len(diffs[op.name]), 1))
-            row.update(failure=judge(diff, tolerance, np.concatenate(frees[op.name])), beyond_fraction=float(np.mean(np.abs(diff) > tolerance)),
+            expected = np.concatenate(expecteds[op.name]) if expecteds[op.name] else None
+            row.update(failure=judge(diff, tolerance, np.concatenate(frees[op.name]), expected), beyond_fraction=float(np.mean(np.abs(diff) > tolerance)),
                        max_steps=int(np.abs(diff).max(initial=0)), tolerance=int(tolerance.max(initial=0)))
         names = op.outputs + [name for name in op.inputs if name in graph.inputs]
         row["failure"] = next(filter(None, (_qparams_departure(graph.tensors[name], program) for name in names)),

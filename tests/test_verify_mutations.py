@@ -281,6 +281,14 @@ def test_the_rule_per_channel():
     shifted = noise.copy()
     shifted[..., 9] = rng.choice([0, 1, 1, 1, 1], size=shifted[..., 9].shape)
     assert "channel 9" in verify.judge(shifted, one) and "average" in verify.judge(shifted, one)
+    # A near-constant channel (fewer than MEAN_MIN_DISTINCT reference values) has no mean rule: one
+    # rounding repeated over every sample is not a shifted offset.
+    constant = noise.copy()
+    constant[..., 9] = -1
+    expected = rng.integers(-100, 100, size=noise.shape)
+    assert "channel 9" in verify.judge(constant, one, expected=expected)
+    expected[..., 9] = 42
+    assert verify.judge(constant, one, expected=expected) is None
     # A wider tolerance (a collapsed output scale) is capped: a sound layer passes, a fault fails named.
     wide = one * (verify.LAYER_MAX_TOLERANCE_STEPS + 20)
     assert verify.judge(noise, wide) is None
