@@ -65,11 +65,11 @@ def _bit_exact(compiled, out_dir, tmp_path, floats):
     return verify.compare(verify.golden_outputs(compiled.graph, inputs), device)
 
 
-def _factory_file(tmp_path, cls_name: str) -> str:
+def _factory_file(tmp_path, cls_name: str, shape: tuple = (1, 3, 13, 9)) -> str:
     path = tmp_path / "allops.py"
     path.write_text(
-        "import torch\nfrom tests.test_pipeline import AllOps, BiasFree, BufferAffine, MeanHead, Simple  # noqa: F401\n\n"
-        f"def factory():\n    torch.manual_seed(0)\n    return {cls_name}().eval(), (torch.randn(1, 3, 13, 9),)\n")
+        f"import torch\nfrom tests.test_pipeline import {cls_name}\n\n"
+        f"def factory():\n    torch.manual_seed(0)\n    return {cls_name}().eval(), (torch.randn{shape},)\n")
     return f"{path}:factory"
 
 
@@ -205,11 +205,8 @@ class Spectrum(nn.Module):
 
 
 def test_unary_math_runs_as_tables(tmp_path):
-    path = tmp_path / "spectrum.py"
-    path.write_text("import torch\nfrom tests.test_pipeline import Spectrum\n\n"
-                    "def factory():\n    torch.manual_seed(0)\n    return Spectrum().eval(), (torch.zeros(1, 1, 64),)\n")
     rng = np.random.default_rng(7)
-    compiled = compile_model(f"{path}:factory", calibration=rng.standard_normal((8, 1, 64)))
+    compiled = compile_model(_factory_file(tmp_path, "Spectrum", (1, 1, 64)), calibration=rng.standard_normal((8, 1, 64)))
     functions = sorted(op.attrs["function"] for op in compiled.graph.ops if op.kind == "lut")
     assert functions == ["log", "pow", "pow", "reciprocal", "rsqrt", "sqrt"]
     assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((5, 1, 64))).exact
@@ -228,11 +225,8 @@ class Aliases(nn.Module):
 
 
 def test_aliases_compile_as_the_operator_they_name(tmp_path):
-    path = tmp_path / "aliases.py"
-    path.write_text("import torch\nfrom tests.test_pipeline import Aliases\n\n"
-                    "def factory():\n    torch.manual_seed(0)\n    return Aliases().eval(), (torch.zeros(1, 6),)\n")
     rng = np.random.default_rng(8)
-    compiled = compile_model(f"{path}:factory", calibration=rng.standard_normal((8, 1, 6)))
+    compiled = compile_model(_factory_file(tmp_path, "Aliases", (1, 6)), calibration=rng.standard_normal((8, 1, 6)))
     assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((5, 1, 6))).exact
 
 
