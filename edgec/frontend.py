@@ -247,6 +247,12 @@ def source_line(node: Node) -> str:
     return f"{filename}:{number}: {code}"
 
 
+def take_location(new: Node, origin: Node) -> None:
+    """`new` stands for (part of) `origin`: it takes origin's source line and module path, which
+    every message about it names."""
+    new.meta.update({key: origin.meta[key] for key in ("stack_trace", "nn_module_stack") if key in origin.meta})
+
+
 FOLDED_MODULES = "edgec_folded_modules"  # node.meta key: the module paths of what was folded into it
 
 

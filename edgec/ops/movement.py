@@ -562,13 +562,17 @@ def in_torch_order(op, graph, inputs, output: bool) -> None:
         rows = graph.add_tensor(Tensor(f"{op.name}_rows{'_out' if index is None else index}", tensor.torch_shape,
                                        tensor.scale, tensor.zero_point, source=tensor.source, dtype=tensor.dtype))
         if index is None:
-            graph.ops.insert(graph.ops.index(op) + 1, Op(f"{op.name}_output_copy", "copy", [rows.name], [name],
-                                                         {"gather": reshape_gather(tensor.torch_shape)}, op.source))
+            graph.ops.insert(graph.ops.index(op) + 1, relayout_copy(f"{op.name}_output_copy", rows.name, name, graph, op.source))
             op.outputs[0] = rows.name
         else:
-            graph.ops.insert(graph.ops.index(op), Op(f"{op.name}_input_copy{index or ''}", "copy", [name], [rows.name],
-                                                     {"gather": reshape_gather(tensor.torch_shape)}, op.source))
+            graph.ops.insert(graph.ops.index(op), relayout_copy(f"{op.name}_input_copy{index or ''}", name, rows.name, graph,
+                                                                op.source))
             op.inputs[index] = rows.name
+
+
+def relayout_copy(name: str, source: str, target: str, graph, where: str) -> Op:
+    """A copy op moving tensor `source`'s values unchanged into `target`, stored another way."""
+    return Op(name, "copy", [source], [target], {"gather": reshape_gather(graph.tensors[source].torch_shape)}, where)
 
 
 def source_ids(graph, op) -> tuple[list, list[int]]:

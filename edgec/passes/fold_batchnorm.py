@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
-from edgec.frontend import FOLDED_MODULES, module_paths
+from edgec.frontend import FOLDED_MODULES, module_paths, take_location
 from edgec.torch_ops import BATCH_NORMS, CONV_TRANSPOSES, CONVS, GETITEM, LINEARS, aten, module_attribute
 
 _DEPTHWISE = {3: aten.conv1d.default, 4: aten.conv2d.default}  # by the normalised tensor's rank
@@ -106,7 +106,7 @@ def _as_depthwise(module: GraphModule, bn: Node) -> None:
 def _node(graph, origin: Node, target, args, value) -> Node:
     """A new call of `target` standing for part of `origin` (its source location for messages)."""
     node = graph.call_function(target, args)
-    node.meta.update({key: origin.meta[key] for key in ("stack_trace", "nn_module_stack") if key in origin.meta})
+    take_location(node, origin)
     node.meta["val"] = value
     return node
 

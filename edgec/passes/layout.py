@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from edgec.ir import Graph, Op, same_bytes, stored_shape
 from edgec.ops import KINDS
-from edgec.ops.movement import reshape_gather
+from edgec.ops.movement import relayout_copy
 
 
 def channels_last(rank: int) -> tuple[int | None, ...] | None:
@@ -81,11 +81,9 @@ def _separate_spatial_from_pinned(graph: Graph, groups: "_Groups") -> bool:
 
 
 def _relayout_copy(graph: Graph, op: Op, source: str, target: str) -> Op:
-    """A copy of `source` into `target`, the same values in another stored layout."""
     names = {other.name for other in graph.ops}
     name = next(f"copy_{n}" for n in range(len(graph.ops), 2 * len(graph.ops) + 2) if f"copy_{n}" not in names)
-    return Op(name, "copy", [source], [target],
-              {"gather": reshape_gather(graph.tensors[source].shape)}, op.source)
+    return relayout_copy(name, source, target, graph, op.source)
 
 
 def relayout(graph: Graph) -> None:

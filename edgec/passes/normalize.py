@@ -17,6 +17,7 @@ import operator
 import torch
 from torch.fx import GraphModule, Node
 
+from edgec.frontend import take_location
 from edgec.torch_ops import ALIASES, IDENTITIES, MEANS, PADS, REDUCTIONS, VIEWS, module_attribute
 
 aten = torch.ops.aten
@@ -148,7 +149,7 @@ def _new_constant(module: GraphModule, before: Node, value: torch.Tensor, hint: 
 def _derived(new: Node, origin: Node) -> None:
     """`new` replaces part of `origin`: it takes origin's source location (for messages) and its
     own value metadata, computed from its inputs' (fake) values."""
-    new.meta.update({key: origin.meta[key] for key in ("stack_trace", "nn_module_stack") if key in origin.meta})
+    take_location(new, origin)
 
     def value(arg):
         if isinstance(arg, Node):
