@@ -7,8 +7,7 @@ They load on first use (module __getattr__), so `import edgec` and the CLI's sta
 torch.
 """
 from edgec.errors import EdgecError
-
-__version__ = "0.1.0"
+from edgec.version import __version__
 
 _API = ("compile", "save", "evaluate", "inspect", "CompiledModel", "Evaluation", "VerifyResult", "top1_accuracy")
 __all__ = ["EdgecError", "__version__", *_API]

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from edgec.errors import EdgecError
+from edgec.naming import check_name, default_name
 from edgec.ir import to_stored, to_torch_order
 from edgec.targets import Target, get_target, parse_size
 
@@ -374,7 +375,7 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
     """
     target_info = (get_target(target).with_budget(_size(ram), _size(flash)).with_opt(opt)
                    .with_flash_wait(flash_wait).with_kernels(kernels))
-    name = _check_name(name or _default_name(model))
+    name = check_name(name or default_name(model))
     with _quiet_torch():
         loaded, module = pipeline.prepare(model, example_inputs)
         arrays = None if calibration is None else \
@@ -490,21 +491,6 @@ def _size(value) -> int | None:
         return None if value is None else parse_size(value)
     except ValueError as exc:
         raise EdgecError(str(exc)) from None
-
-
-def _default_name(model) -> str:
-    if isinstance(model, (str, Path)):
-        from edgec.cli import _default_name as from_spec
-        return from_spec(str(model))
-    stem = type(model).__name__ if isinstance(model, torch.nn.Module) else "model"
-    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in stem).strip("_")
-    name = "".join(c if c.isalnum() else "_" for c in snake).strip("_") or "model"
-    return name if name[0].isalpha() else f"m_{name}"
-
-
-def _check_name(name: str) -> str:
-    from edgec.cli import _check_name as check
-    return check(name)
 
 
 def _warn(message: str) -> None:

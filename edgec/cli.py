@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from edgec.errors import EdgecError
+from edgec.naming import check_name, default_name
 
 TARGET_HELP = "host, cortex-m0plus, cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55"
 
@@ -123,19 +124,6 @@ def _quantized_samples(compiled, calib: str | None, count: int):
     return floats, quantized_inputs(compiled.graph, floats)
 
 
-def _default_name(model: str) -> str:
-    file_part, _, factory = model.rpartition(":")
-    stem = factory if file_part.endswith(".py") else Path(model).stem
-    name = "".join(c if c.isalnum() else "_" for c in stem).lower().strip("_") or "model"
-    return name if not name[0].isdigit() else f"m_{name}"
-
-
-def _check_name(name: str) -> str:
-    if not name.replace("_", "a").isalnum() or not name[0].isalpha():
-        raise EdgecError(f"--name '{name}' must be a C identifier (letters, digits, underscores)")
-    return name
-
-
 @click.group()
 @click.version_option(package_name="edgec")
 def cli():
@@ -163,7 +151,7 @@ def build(models, out_dir, calib, name, target, ram, flash, opt, flash_wait, ker
           activations, int16_layers, html_report, stream, shared_arena, quiet):
     """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory; several MODELs
     into one directory with one runtime (their kernels once) and, with --shared-arena, one arena."""
-    names = [_check_name(n) for n in (name or [_default_name(m) for m in models])]
+    names = [check_name(n) for n in (name or [default_name(m) for m in models])]
     for option, values in (("--name", name), ("--calib", calib)):
         if values and len(values) != len(models):
             times = "once" if len(values) == 1 else f"{len(values)} times"
@@ -261,7 +249,7 @@ def verify(model, calib, samples, name, target, ram, flash, opt, flash_wait, ker
     from edgec import device, sim
     from edgec import verify as checks
     from edgec.pipeline import emit
-    name = _check_name(name or _default_name(model))
+    name = check_name(name or default_name(model))
     target_info = _target(target, ram, flash, opt, flash_wait, kernels)
     if not target_info.is_host:
         device.require_runnable(target_info)
@@ -342,7 +330,7 @@ def bench(model, target, calib, name, ram, flash, opt, flash_wait, kernels, out_
     from edgec import device
     from edgec import verify as checks
     from edgec.pipeline import emit
-    name = _check_name(name or _default_name(model))
+    name = check_name(name or default_name(model))
     target_info = _target(target, ram, flash, opt, flash_wait, kernels)
     device.require_runnable(target_info)
     compiled = _compile(model, calib, target_info, quiet, method=method, per_channel_linear=per_channel_linear,

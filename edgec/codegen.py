@@ -17,7 +17,8 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from edgec import __version__, cmsis_nn
+from edgec import cmsis_nn
+from edgec.version import __version__
 from edgec.ir import Graph, Op
 from edgec.ops import KINDS
 from edgec.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_buffer_name

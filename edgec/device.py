@@ -18,7 +18,7 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from edgec import cmsis_nn, timing, toolchain
+from edgec import cmsis_nn_build, timing, toolchain
 from edgec.codegen import TEMPLATES
 from edgec.errors import EdgecError
 from edgec.targets import TARGETS, Target
@@ -71,7 +71,7 @@ def library_objects(target: Target, report: dict) -> list[Path]:
     if not (root / "Include" / "arm_nnfunctions.h").is_file():
         raise EdgecError(f"the model was generated with --kernels cmsis-nn from {root}, which is gone; "
                          f"regenerate it with CMSIS_NN_DIR set to a CMSIS-NN checkout")
-    return cmsis_nn.objects(target, root)
+    return cmsis_nn_build.objects(target, root)
 
 
 # What a program is built for: "verify" checks every layer's writes (EDGEC_CHECK_WRITES), "bench"

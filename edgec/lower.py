@@ -112,6 +112,10 @@ class LoweringContext:
     def alias(self, node: Node, value) -> None:
         self.values[node.name] = value
 
+    def float_constant(self, node: Node, value: np.ndarray) -> None:
+        """`node` stands for the compile-time float value `value` (e.g. a recurrent layer's zero state)."""
+        self.alias(node, Constant(value))
+
     # -- the walk ----------------------------------------------------------------------------
     def run(self) -> Graph:
         for node in self.module.graph.nodes:

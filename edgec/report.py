@@ -19,7 +19,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from edgec import __version__
+from edgec.version import __version__
 from edgec.errors import EdgecError
 from edgec.resources import data_dir
 

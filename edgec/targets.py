@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, replace
 
 from edgec.errors import EdgecError
+from edgec.resources import data_dir
 
 
 @dataclass(frozen=True)
@@ -156,3 +157,13 @@ def get_target(name: str | Target) -> Target:
     except (KeyError, TypeError):
         raise UnknownTargetError(f"unknown target {name!r}; valid targets: "
                                  f"{', '.join(TARGETS)}") from None
+
+
+def board_memory_map(target: Target | str) -> dict[str, tuple[int, int]]:
+    """The memory regions (name -> (origin, bytes)) of the target's linker script."""
+    target = get_target(target)
+    if target.linker_script is None:
+        return {}
+    text = (data_dir("runtime_c") / "port" / target.linker_script).read_text()
+    regions = re.findall(r"^\s*(\w+)\s*\([a-z]+\)\s*:\s*ORIGIN\s*=\s*(\w+)\s*,\s*LENGTH\s*=\s*(\w+)", text, re.MULTILINE)
+    return {name: (int(origin, 0), parse_size(length)) for name, origin, length in regions}

@@ -24,6 +24,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from edgec.targets import board_memory_map
+
 # Instruction kinds, shared with the plugin (enum insn_kind in qemu_insn_plugin.c).
 ALU, LOAD, STORE, MULTI, BRANCH, DIV, MAC, VMEM, VALU, VMAC, LOOP_END, LOOP_START = range(12)
 KIND_NAMES = ("alu", "load", "store", "multi", "branch", "div", "mac", "vmem", "valu", "vmac", "loop_end",
@@ -337,8 +339,6 @@ class TimingSetup:
 def setup_for(target: str, mhz: float | None = None, flash_wait: int | None = None) -> TimingSetup:
     """The timing of `target`'s typical part (MEMORY), with the user's clock and wait states if
     given. Flash is every region of the board's linker script but RAM: code and constants."""
-    from edgec.toolchain import board_memory_map
-
     spans = [(origin, origin + length) for name, (origin, length) in board_memory_map(target).items()
              if name != "RAM"]
     flash = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None

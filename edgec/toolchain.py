@@ -26,7 +26,7 @@ from pathlib import Path
 
 from edgec.errors import EdgecError
 from edgec.resources import data_dir
-from edgec.targets import Target, get_target, parse_size
+from edgec.targets import Target, board_memory_map, get_target
 
 PORT_DIR = data_dir("runtime_c") / "port"
 PORT_SOURCES = (PORT_DIR / "startup.c", PORT_DIR / "semihost.c")
@@ -288,16 +288,6 @@ def board_regions(target: Target | str) -> dict[str, int]:
     """The memory regions (name -> bytes) of the target's linker script: what its QEMU board, or
     the generic layout of a target without one, gives a program."""
     return {name: length for name, (_, length) in board_memory_map(target).items()}
-
-
-def board_memory_map(target: Target | str) -> dict[str, tuple[int, int]]:
-    """The memory regions (name -> (origin, bytes)) of the target's linker script."""
-    target = get_target(target)
-    if target.linker_script is None:
-        return {}
-    text = (PORT_DIR / target.linker_script).read_text()
-    regions = re.findall(r"^\s*(\w+)\s*\([a-z]+\)\s*:\s*ORIGIN\s*=\s*(\w+)\s*,\s*LENGTH\s*=\s*(\w+)", text, re.MULTILINE)
-    return {name: (int(origin, 0), parse_size(length)) for name, origin, length in regions}
 
 
 # ---------------------------------------------------------------------------------------------

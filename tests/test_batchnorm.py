@@ -10,6 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import edgec
 from edgec import sim, verify
 from edgec.ir import to_torch_order
 from edgec.pipeline import compile_model, emit
@@ -98,3 +99,26 @@ def test_batch_norm_anywhere_is_exact_and_means_the_model(tmp_path, constructor)
     with torch.no_grad():
         expected = np.stack([module(torch.from_numpy(x[None])).numpy()[0] for x in samples[16:]])
     assert sim.sqnr_db(expected, int8.reshape(expected.shape)) > 30
+
+
+def test_core_aten_spelling_of_transposed_convolutions_compiles_bit_exact():
+    """A core-ATen program (run_decompositions) spells ConvTranspose1d/2d as aten.convolution with
+    transposed=True; normalize gives the transposed convolution unit its own spelling."""
+    class Up(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up2d = nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1)
+            self.up1d = nn.ConvTranspose1d(4, 2, 2, stride=2)
+
+        def forward(self, x):
+            y = self.up2d(x)
+            return self.up1d(y.flatten(2))
+
+    model, example = Up().eval(), (torch.randn(1, 3, 4, 5),)
+    program = torch.export.export(model, example).run_decompositions()
+    assert any(node.target == torch.ops.aten.convolution.default and node.args[6]
+               for node in program.graph.nodes if node.op == "call_function")
+    compiled = edgec.compile(program, calibration=torch.randn(16, 3, 4, 5))
+    assert [op.kind for op in compiled.graph.ops].count("conv_transpose2d") == 2
+    result = compiled.verify(count=4)  # raises unless the host C equals the golden simulator
+    assert result.output_sqnr_db > 30, result

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec import cmsis_nn as library
+from edgec import cmsis_nn_build as library
+from edgec.cmsis_nn import commit
 from edgec.ir import Graph, Op
 from edgec.numerics import wrap_int32
 from edgec.ops.base import CCall
@@ -311,7 +312,7 @@ def select_cmsis_nn_kernels(graph: Graph, target, root) -> list[str]:
         op.attrs["isa"], op.attrs["wide"] = None, False
         op.kind = unit.kind
         chosen.append(op)
-    line = f"--kernels cmsis-nn: {len(chosen)} of {len(chosen) + sum(kept.values())} layers call CMSIS-NN ({library.commit(root)[:12]})"
+    line = f"--kernels cmsis-nn: {len(chosen)} of {len(chosen) + sum(kept.values())} layers call CMSIS-NN ({commit(root)[:12]})"
     if kept:
         line += "; edgec's kernels for the rest: " + ", ".join(f"{kind} x{count}" for kind, count in sorted(kept.items()))
     return [line]

@@ -139,16 +139,6 @@ def conv2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *, input_zp
 
 # -- the op unit ------------------------------------------------------------------------------
 
-def is_transposed(node) -> bool:
-    """aten.convolution spells transposed convolutions too (a core-ATen program's form)."""
-    return node.target == aten.convolution.default and bool(node.args[6])
-
-
-def _transposed_unit():
-    from edgec.ops.conv_transpose import UNIT  # it builds on this module
-    return UNIT
-
-
 def conv_attrs(node) -> tuple:
     """(stride, padding, dilation, groups) of aten.conv1d / conv2d / convolution, as tuples."""
     if node.target == aten.convolution.default:
@@ -231,13 +221,9 @@ class Conv2d(OpDef):
               "within int32, checked once calibrated")
 
     def annotate(self, node) -> None:
-        if is_transposed(node):
-            return _transposed_unit().annotate(node)
         annotate_with_output(node, {node.args[0]: ACTIVATION_QSPEC, node.args[1]: CONV_WEIGHT_QSPEC})
 
     def lower(self, ctx, node) -> None:
-        if is_transposed(node):
-            return _transposed_unit().lower(ctx, node)
         x, weight, bias = weighted_operands(ctx, node, "conv")
         if len(x.shape) not in (3, 4) or weight.value.ndim != len(x.shape):
             raise EdgecError(f"{source_line(node)}: only 1-D and 2-D convolution on NCL/NCHW input is supported, "

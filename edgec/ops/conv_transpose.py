@@ -242,12 +242,9 @@ WEIGHT_QSPEC = QuantizationSpec(
 
 def transpose_attrs(node) -> tuple:
     """(stride, padding, output_padding, dilation, groups) of a transposed convolution node."""
-    if node.target == aten.convolution.default:
-        _, _, _, stride, padding, dilation, _, output_padding, groups = node.args
-    else:
-        stride, padding, output_padding, groups, dilation = (
-            node_arg(node, index, name, default) for index, name, default in
-            ((3, "stride", 1), (4, "padding", 0), (5, "output_padding", 0), (6, "groups", 1), (7, "dilation", 1)))
+    stride, padding, output_padding, groups, dilation = (
+        node_arg(node, index, name, default) for index, name, default in
+        ((3, "stride", 1), (4, "padding", 0), (5, "output_padding", 0), (6, "groups", 1), (7, "dilation", 1)))
     return stride, padding, output_padding, dilation, int(groups)
 
 

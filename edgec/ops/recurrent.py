@@ -774,8 +774,7 @@ class Zeros(OpDef):
         pass
 
     def lower(self, ctx, node) -> None:
-        from edgec.lower import Constant  # lower imports the units: a module-level import would cycle
-        ctx.alias(node, Constant(np.zeros(tuple(node.meta["val"].shape), np.float32)))
+        ctx.float_constant(node, np.zeros(tuple(node.meta["val"].shape), np.float32))
 
 
 UNITS = (Recurrent(), Zeros())

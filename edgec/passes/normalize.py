@@ -34,6 +34,9 @@ def normalize(module: GraphModule) -> GraphModule:
         if node.target in ALIASES:
             node.target = ALIASES[node.target]
             changed = True
+        if node.target == aten.convolution.default and node.args[6]:
+            _as_conv_transpose(node)
+            changed = True
         if node.target in (aten.view.default, aten._unsafe_view.default):
             node.target = aten.reshape.default  # stays valid once the no-op `contiguous` before it is gone
             changed = True
@@ -51,6 +54,15 @@ def normalize(module: GraphModule) -> GraphModule:
         module.graph.lint()
         module.recompile()
     return module
+
+
+def _as_conv_transpose(node: Node) -> None:
+    """aten.convolution with transposed=True (core ATen's spelling) as aten.conv_transpose1d/2d, the
+    form the transposed convolution unit reads."""
+    x, weight, bias, stride, padding, dilation, _, output_padding, groups = node.args
+    rank = len(weight.meta["val"].shape)
+    node.target = aten.conv_transpose1d.default if rank == 3 else aten.conv_transpose2d.input
+    node.args = (x, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 def functional_form(target):
