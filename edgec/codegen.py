@@ -189,7 +189,8 @@ def report(graph: Graph, plan: MemoryPlan, name: str, target, weights_bytes: int
             "lower_bound_without_in_place_bytes": plan.lower_bound_without_in_place_bytes,
             "in_place_layers": len(plan.in_place), "scratch_bytes": sum(size for _, size in plan.scratch.values()),
             "weights_bytes": weights_bytes, "planner": plan.strategy, "layers": layers,
-            "buffers": [_buffer_entry(buffer, plan, len(graph.ops), overwritten) for buffer in plan.buffers]}
+            "buffers": [_buffer_entry(buffer, plan, len(graph.ops), overwritten) for buffer in plan.buffers],
+            **({"banding": plan.banding} if plan.banding else {})}
 
 
 def cmsis_nn_library(target) -> dict | None:
