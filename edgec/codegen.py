@@ -20,6 +20,7 @@ import numpy as np
 from edgec import __version__, cmsis_nn
 from edgec.ir import Graph, Op
 from edgec.ops import KINDS
+from edgec.ops.band import banded_layers
 from edgec.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_buffer_name
 from edgec.resources import data_dir
 from edgec.variants import kernel_name, kernel_reason
@@ -150,7 +151,8 @@ def allowed_writes(op: Op, graph: Graph, plan: MemoryPlan) -> list[tuple[int, in
 
 def runtime_sources(graph: Graph) -> list[str]:
     """The runtime_c/src files the model's kernels need, in a stable order."""
-    return sorted({source for op in graph.ops for source in KINDS[op.kind].runtime_sources})
+    return sorted({source for op in graph.ops for layer in banded_layers(op)
+                   for source in KINDS[layer.kind].runtime_sources})
 
 
 def state_layout(graph: Graph) -> tuple[dict[str, int], int]:

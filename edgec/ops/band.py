@@ -160,6 +160,11 @@ def input_offset(ops: list[Op], graph: Graph, actions: np.ndarray) -> int:
     return _align(needed)
 
 
+def banded_layers(op: Op) -> list[Op]:
+    """The layers a band stage runs; any other op: itself."""
+    return op.attrs["ops"] if op.kind == BandStage.kind else [op]
+
+
 class BandStage(OpDef):
     kind = "band_stage"
     family = "band stage (depth-first rows)"

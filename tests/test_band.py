@@ -1,0 +1,165 @@
+"""Band stages (edgec.ops.band, edgec.banding): chains of spatial layers run depth-first over row
+bands equal the layer-by-layer run byte for byte -- in the golden simulator (which replays the C's
+action table on the same overlapping memory) and in the generated C (host, sanitizers and every
+layer's arena writes checked; one QEMU Cortex-M4 run) -- for chunks of 1 row, uneven last chunks,
+stride 2, dilation, padding at both edges, a residual block and a stage ending in a pool; and a RAM
+budget is met with them, or refused in one line with the smallest arena they reach."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from edgec import sim
+from edgec.banding import chains, fit_budget
+from edgec.ops import KINDS
+from edgec.ops.band import make_stage
+from edgec.pipeline import compile_model, emit
+from edgec.plan import check_plan
+from edgec.schedule import schedule_and_plan
+from edgec.targets import get_target
+from edgec.verify import build_host, golden_outputs, output_bytes, quantized_inputs, run_host, run_on
+from tests.device_support import needs_toolchain
+from tests.test_cli import run_cli
+
+
+class Chain(nn.Module):
+    """conv 3x3 -> dilated conv (dilation 2, padding 2 at both edges) -> depthwise 3x3/2 -> 1x1
+    expand -> max pool 2x2: a stage can end in a pool."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(8, 8, 3, padding=2, dilation=2), nn.ReLU6(),
+            nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8), nn.ReLU(),
+            nn.Conv2d(8, 16, 1), nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(16 * 5 * 4, 4))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class Residual(nn.Module):
+    """An inverted residual block (expand 1x1, depthwise 3x3 with 5-row padding edges, project
+    1x1, + input) after a strided stem."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU())
+        self.block = nn.Sequential(nn.Conv2d(8, 32, 1), nn.ReLU6(), nn.Conv2d(32, 32, 5, padding=2, groups=32),
+                                   nn.ReLU6(), nn.Conv2d(32, 8, 1))
+        self.head = nn.Sequential(nn.AvgPool2d(2), nn.Flatten(), nn.Linear(8 * 5 * 4, 3))
+
+    def forward(self, x):
+        x = self.stem(x)
+        return self.head(x + self.block(x))
+
+
+SHAPES = {Chain: (1, 3, 21, 16), Residual: (1, 3, 21, 16)}  # odd height: uneven last bands
+
+
+def _compiled(model_class, target="host", ram=None):
+    torch.manual_seed(0)
+    model = model_class().eval()
+    example = (torch.rand(SHAPES[model_class]),)
+    calibration = np.random.default_rng(0).random((8, *SHAPES[model_class][1:]), dtype=np.float32)
+    return compile_model(model, example_inputs=example, calibration=calibration,
+                         target=get_target(target).with_budget(ram), warn=lambda _: None)
+
+
+@pytest.fixture(scope="module")
+def chain():
+    return _compiled(Chain)
+
+
+@pytest.fixture(scope="module")
+def residual():
+    return _compiled(Residual)
+
+
+def _banded(compiled, first: int, last: int, chunk: int):
+    """A copy of `compiled` with ops first..last as one band stage of `chunk` rows, planned."""
+    banded = copy.copy(compiled)
+    graph = copy.copy(compiled.graph)
+    stage = make_stage(graph.ops[first:last + 1], graph, chunk)
+    graph.ops = graph.ops[:first] + [stage] + graph.ops[last + 1:]
+    banded.graph, banded.plan = graph, schedule_and_plan(graph, compiled.target)
+    assert check_plan(graph, banded.plan, compiled.target) == []
+    return banded
+
+
+def _sample(compiled, seed=1):
+    shape = tuple(compiled.example_inputs[0].shape)
+    return quantized_inputs(compiled.graph, np.random.default_rng(seed).random((2, *shape[1:]), dtype=np.float32))
+
+
+@pytest.mark.parametrize("first,last", [(0, 4), (1, 3), (2, 4)])
+@pytest.mark.parametrize("chunk", [1, 2, 4, 7])
+def test_banded_golden_equals_layer_by_layer(chain, first, last, chunk):
+    graph = chain.graph
+    x = _sample(chain)
+    whole = golden_outputs(graph, x)
+    values = sim.run(graph, [x[0].reshape(graph.tensors[graph.inputs[0]].shape)])
+    stage = make_stage(graph.ops[first:last + 1], graph, chunk)
+    banded = KINDS[stage.kind].golden(stage, graph, [values[stage.inputs[0]]])
+    assert np.array_equal(banded, values[stage.outputs[0]])
+    assert np.array_equal(golden_outputs(_banded(chain, first, last, chunk).graph, x), whole)
+
+
+def test_chains_stop_at_a_tensor_read_twice(residual):
+    graph = residual.graph
+    kinds = [[graph.ops[i].kind for i in run] for run in chains(graph)]
+    assert ["conv2d", "depthwise_conv2d", "conv2d"] in kinds  # the block, not the stem feeding the add too
+
+
+@pytest.mark.parametrize("model,first,last,chunk", [("chain", 0, 4, 1), ("chain", 0, 3, 4), ("residual", 1, 3, 3)])
+def test_host_c_equals_golden_with_every_write_checked(request, tmp_path, model, first, last, chunk):
+    compiled = request.getfixturevalue(model)
+    if model == "residual":
+        assert [op.kind for op in compiled.graph.ops[first:last + 1]] == ["conv2d", "depthwise_conv2d", "conv2d"]
+    banded = _banded(compiled, first, last, chunk)
+    emit(banded, tmp_path / "out", "m")
+    x = _sample(compiled)
+    exe = build_host(tmp_path / "out", "m", tmp_path / "build", sanitize=True)
+    assert np.array_equal(run_host(exe, x, output_bytes(banded.graph)), golden_outputs(compiled.graph, x))
+
+
+def test_a_budget_is_met_with_band_stages_and_a_model_that_fits_is_untouched(chain):
+    target = get_target("host")
+    graph = copy.copy(chain.graph)
+    untouched, banding = fit_budget(graph, target.with_budget(chain.plan.arena_bytes), chain.plan)
+    assert banding is None and untouched is chain.plan and graph.ops == chain.graph.ops
+    budget = chain.plan.arena_bytes * 3 // 4
+    plan, banding = fit_budget(graph, target.with_budget(budget), chain.plan)
+    assert banding.fits and plan.arena_bytes <= budget < chain.plan.arena_bytes
+    assert any(op.kind == "band_stage" for op in graph.ops) and check_plan(graph, plan, target) == []
+    assert banding.summary().startswith(f"RAM budget {budget:,} B: arena {chain.plan.arena_bytes:,} B layer by layer")
+
+
+def test_an_unreachable_budget_is_one_line_with_the_smallest_arena(tmp_path, capsys):
+    """Through the CLI: --ram below anything band stages reach exits 2 with one line naming the
+    smallest arena reached and the layer-by-layer one; a budget they reach builds and says so."""
+    model = tmp_path / "chain.py"
+    model.write_text("import torch\nfrom tests.test_band import Chain, SHAPES\n\n"
+                     "def factory():\n    torch.manual_seed(0)\n    return Chain().eval(), (torch.rand(SHAPES[Chain]),)\n")
+    code, out, err = run_cli("build", f"{model}:factory", "-o", tmp_path / "small", "--ram", "1500", "--quiet",
+                             capsys=capsys)
+    assert code == 2 and not (tmp_path / "small").exists()
+    line = err.strip().splitlines()[-1]
+    assert "arena" in line and "> RAM budget 1,500 B" in line and "smallest arena band stages reach" in line
+    code, out, _ = run_cli("build", f"{model}:factory", "-o", tmp_path / "fits", "--ram", "2K", "--quiet", capsys=capsys)
+    assert code == 0 and "RAM budget 2,048 B: arena 3,040 B layer by layer" in out and "depth-first (fits)" in out
+
+
+@needs_toolchain
+def test_qemu_cortex_m4_equals_golden(tmp_path):
+    compiled = _compiled(Residual, "cortex-m4")
+    banded = _banded(compiled, 1, 3, 2)
+    emit(banded, tmp_path / "out", "m")
+    x = _sample(compiled)
+    assert np.array_equal(run_on(banded, tmp_path / "out", "m", x, tmp_path / "build"), golden_outputs(compiled.graph, x))
