@@ -60,7 +60,21 @@ class Residual(nn.Module):
         return self.head(x + self.block(x))
 
 
-SHAPES = {Chain: (1, 3, 21, 16), Residual: (1, 3, 21, 16)}  # odd height: uneven last bands
+class Detector(nn.Module):
+    """PNet-shaped: unpadded convs with PReLU (elementwise layers, one descriptor per band height)
+    and a ceil-mode max pool whose last window hangs over the bottom edge."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.PReLU(8), nn.MaxPool2d(2, 2, ceil_mode=True),
+                                  nn.Conv2d(8, 12, 3), nn.PReLU(12))
+        self.head = nn.Conv2d(12, 4, 1)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+SHAPES = {Chain: (1, 3, 21, 16), Residual: (1, 3, 21, 16), Detector: (1, 3, 20, 15)}  # uneven last bands
 
 
 def _compiled(model_class, target="host", ram=None):
@@ -82,6 +96,11 @@ def residual():
     return _compiled(Residual)
 
 
+@pytest.fixture(scope="module")
+def detector():
+    return _compiled(Detector)
+
+
 def _banded(compiled, first: int, last: int, chunk: int):
     """A copy of `compiled` with ops first..last as one band stage of `chunk` rows, planned."""
     banded = copy.copy(compiled)
@@ -98,9 +117,10 @@ def _sample(compiled, seed=1):
     return quantized_inputs(compiled.graph, np.random.default_rng(seed).random((2, *shape[1:]), dtype=np.float32))
 
 
-@pytest.mark.parametrize("first,last", [(0, 4), (1, 3), (2, 4)])
+@pytest.mark.parametrize("model,first,last", [("chain", 0, 4), ("chain", 1, 3), ("chain", 2, 4), ("detector", 0, 5)])
 @pytest.mark.parametrize("chunk", [1, 2, 4, 7])
-def test_banded_golden_equals_layer_by_layer(chain, first, last, chunk):
+def test_banded_golden_equals_layer_by_layer(request, model, first, last, chunk):
+    chain = request.getfixturevalue(model)
     graph = chain.graph
     x = _sample(chain)
     whole = golden_outputs(graph, x)
@@ -117,11 +137,14 @@ def test_chains_stop_at_a_tensor_read_twice(residual):
     assert ["conv2d", "depthwise_conv2d", "conv2d"] in kinds  # the block, not the stem feeding the add too
 
 
-@pytest.mark.parametrize("model,first,last,chunk", [("chain", 0, 4, 1), ("chain", 0, 3, 4), ("residual", 1, 3, 3)])
+@pytest.mark.parametrize("model,first,last,chunk", [("chain", 0, 4, 1), ("chain", 0, 3, 4), ("residual", 1, 3, 3),
+                                                     ("detector", 0, 5, 2)])
 def test_host_c_equals_golden_with_every_write_checked(request, tmp_path, model, first, last, chunk):
     compiled = request.getfixturevalue(model)
-    if model == "residual":
-        assert [op.kind for op in compiled.graph.ops[first:last + 1]] == ["conv2d", "depthwise_conv2d", "conv2d"]
+    kinds = {"residual": ["conv2d", "depthwise_conv2d", "conv2d"],
+             "detector": ["conv2d", "prelu", "max_pool2d", "conv2d", "prelu", "conv2d"]}
+    if model in kinds:
+        assert [op.kind for op in compiled.graph.ops[first:last + 1]] == kinds[model]
     banded = _banded(compiled, first, last, chunk)
     emit(banded, tmp_path / "out", "m")
     x = _sample(compiled)

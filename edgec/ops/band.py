@@ -32,7 +32,10 @@ from edgec.ops.base import CCall, OpDef
 # none), its input (row of the first row read in its storage, rows read, pad_top), its output (row
 # in its storage, rows).
 ACTION_FIELDS = ("layer", "shift_from", "shift_rows", "in_row", "in_rows", "pad_top", "out_row", "out_rows")
-BAND_KINDS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")
+WINDOWED_KINDS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")  # params with pad_top + dims
+# Elementwise layers, whose descriptor describes the whole shape: emitted once per band height.
+ELEMENTWISE_KINDS = ("prelu",)
+BAND_KINDS = WINDOWED_KINDS + ELEMENTWISE_KINDS
 
 
 def _align(value: int) -> int:
@@ -58,7 +61,9 @@ class RowGeometry:
 
 def row_geometry(op: Op, graph: Graph) -> RowGeometry:
     a = op.attrs
-    if op.kind in ("conv2d", "depthwise_conv2d"):
+    if op.kind in ELEMENTWISE_KINDS:
+        kernel, stride, pad, dilation = 1, 1, 0, 1
+    elif op.kind in ("conv2d", "depthwise_conv2d"):
         kernel, stride, pad, dilation = a["weight"].shape[1], a["stride"][0], a["pad"][0], a["dilation"][0]
     else:
         kernel, stride, pad, dilation = a["kernel"][0], a["stride"][0], a["pad"][0], 1
@@ -165,6 +170,19 @@ def banded_layers(op: Op) -> list[Op]:
     return op.attrs["ops"] if op.kind == BandStage.kind else [op]
 
 
+def band_layer(layer: Op, x, y, pad_top: int) -> tuple[Op, Graph]:
+    """`layer` on one band: a copy reading tensor `x` and writing `y` (band-shaped copies of its
+    own), with `pad_top`; an elementwise layer's descriptor made for those shapes."""
+    from edgec.ops import KINDS
+    attrs = dict(layer.attrs)
+    if "pad" in attrs:
+        attrs["pad"] = (pad_top, *attrs["pad"][1:])
+    band_op, band_graph = replace(layer, attrs=attrs), Graph(tensors={layer.inputs[0]: x, layer.outputs[0]: y})
+    if layer.kind in ELEMENTWISE_KINDS:
+        KINDS[layer.kind].finalize(band_op, band_graph)
+    return band_op, band_graph
+
+
 class BandStage(OpDef):
     kind = "band_stage"
     family = "band stage (depth-first rows)"
@@ -225,8 +243,7 @@ class BandStage(OpDef):
             x = storage[index][in_row * src_rb:(in_row + in_rows) * src_rb].reshape(1, in_rows, *src_t.shape[2:])
             band_x = replace(src_t, shape=(1, in_rows, *src_t.shape[2:]))
             band_y = replace(dst_t, shape=(1, out_rows, *dst_t.shape[2:]))
-            band_op = replace(layer, attrs={**layer.attrs, "pad": (pad_top, *layer.attrs["pad"][1:])})
-            band_graph = Graph(tensors={layer.inputs[0]: band_x, layer.outputs[0]: band_y})
+            band_op, band_graph = band_layer(layer, band_x, band_y, pad_top)
             y = KINDS[layer.kind].golden(band_op, band_graph, [x.copy()])
             storage[index + 1][out_row * dst_rb:(out_row + out_rows) * dst_rb] = np.asarray(y, np.int8).ravel()
         return region[out_at:out_at + y_t.nbytes].reshape(y_t.shape).copy()
@@ -244,17 +261,13 @@ class BandStage(OpDef):
             [names.ptr(op.outputs[0])]
         constants, params, cases, required = [("int16_t", table, op.attrs["actions"])], [], [], []
         for index, layer in enumerate(layers):
-            band = _BandNames(names, layer, "band_in", "band_y", kernel_scratch)
-            call = KINDS[layer.kind].emit(layer, graph, band)
-            constants += call.constants
-            params += call.params
-            if call.scratch_required:
-                required.append(call.scratch_required)
-            p = names.symbol(layer, "")
-            ctype = next(ctype for ctype, symbol, _ in call.params if symbol == f"{p}params")
-            code = (call.code.replace(f"&{p}params", "&band_params").replace(f"&{p}input_dims", "&band_input_dims")
-                    .replace(f"&{p}output_dims", "&band_output_dims"))
             src_rb, dst_rb = row_bytes(graph, layer.inputs[0]), row_bytes(graph, layer.outputs[0])
+            body, layer_constants, layer_params, layer_required = (
+                _elementwise_calls if layer.kind in ELEMENTWISE_KINDS else _windowed_call)(
+                    layer, graph, names, kernel_scratch, op.attrs["actions"], index)
+            constants += layer_constants
+            params += layer_params
+            required += layer_required
             shift = ""
             if index < len(layers) - 1:
                 shift = (f"            if (a[2] > 0) {{\n"
@@ -262,41 +275,78 @@ class BandStage(OpDef):
                          f"            }}\n")
             cases.append(
                 f"        case {index}: {{ /* {layer.name}: {layer.kind} */\n"
-                f"            {ctype} band_params = {p}params;\n"
-                f"            edgec_dims band_input_dims = {p}input_dims, band_output_dims = {p}output_dims;\n"
                 f"            int8_t *const band_in = {storage[index]} + a[3] * {src_rb};\n"
                 f"            int8_t *const band_window = {storage[index + 1]};\n"
                 f"            int8_t *const band_y = band_window + a[6] * {dst_rb};\n"
-                f"{shift}"
-                f"            band_params.pad_top = a[5];\n"
-                f"            band_input_dims.h = a[4];\n"
-                f"            band_output_dims.h = a[7];\n"
-                f"            {code}\n"
+                f"{shift}{body}"
                 f"            break;\n"
                 f"        }}\n")
         count = len(op.attrs["actions"])
+        layer_id = names.graph.ops.index(op) if op in names.graph.ops else 0
+        # Test builds check the writes of every band, not only of the whole stage.
+        check = (f"#ifdef EDGEC_CHECK_WRITES\n        EDGEC_LAYER_END({layer_id});\n"
+                 f"        EDGEC_LAYER_BEGIN({layer_id});\n#endif\n")
         code = (f"{{\n    int32_t band_step;\n"
                 f"    for (band_step = 0; band_step < {count} && status == EDGEC_OK; ++band_step) {{\n"
                 f"        const int16_t *const a = &{table}[band_step * {len(ACTION_FIELDS)}];\n"
                 f"        switch (a[0]) {{\n" + "".join(cases) +
-                f"        default:\n            status = EDGEC_ARG_ERROR;\n            break;\n        }}\n    }}\n}}")
+                f"        default:\n            status = EDGEC_ARG_ERROR;\n            break;\n        }}\n"
+                f"{check}    }}\n}}")
         largest = "0"
         for expression in required:
             largest = f"(({expression}) > ({largest}) ? ({expression}) : ({largest}))"
         return CCall(code, constants, params, f"{self.kernel_scratch_offset(op, graph)} + {largest}")
 
 
+def _windowed_call(layer: Op, graph: Graph, names, scratch: str, actions: np.ndarray, index: int):
+    """(C, constants, params, scratch required) of a layer whose params take pad_top and whose
+    dims the heights: its call on copies of them, set from the action."""
+    from edgec.ops import KINDS
+    call = KINDS[layer.kind].emit(layer, graph, _BandNames(names, layer, "band_in", "band_y", scratch))
+    p = names.symbol(layer, "")
+    ctype = next(ctype for ctype, symbol, _ in call.params if symbol == f"{p}params")
+    code = (call.code.replace(f"&{p}params", "&band_params").replace(f"&{p}input_dims", "&band_input_dims")
+            .replace(f"&{p}output_dims", "&band_output_dims"))
+    body = (f"            {ctype} band_params = {p}params;\n"
+            f"            edgec_dims band_input_dims = {p}input_dims, band_output_dims = {p}output_dims;\n"
+            f"            band_params.pad_top = a[5];\n"
+            f"            band_input_dims.h = a[4];\n"
+            f"            band_output_dims.h = a[7];\n"
+            f"            {code}\n")
+    return body, call.constants, call.params, [call.scratch_required] if call.scratch_required else []
+
+
+def _elementwise_calls(layer: Op, graph: Graph, names, scratch: str, actions: np.ndarray, index: int):
+    """(C, constants, params, scratch required) of an elementwise layer: one call per band height
+    it runs at, each with its own descriptor."""
+    from edgec.ops import KINDS
+    x_t, y_t = graph.tensors[layer.inputs[0]], graph.tensors[layer.outputs[0]]
+    heights = sorted({int(rows) for rows in actions[actions[:, 0] == index][:, 7]})
+    body, constants, params, required = "", [], [], []
+    for number, rows in enumerate(heights):
+        band_op, band_graph = band_layer(layer, replace(x_t, shape=(1, rows, *x_t.shape[2:])),
+                                         replace(y_t, shape=(1, rows, *y_t.shape[2:])), 0)
+        band_names = _BandNames(names, layer, "band_in", "band_y", scratch, suffix=f"rows{rows}_")
+        call = KINDS[layer.kind].emit(band_op, band_graph, band_names)
+        constants += call.constants
+        params += call.params
+        required += [call.scratch_required] if call.scratch_required else []
+        body += f"            {'} else ' if number else ''}if (a[7] == {rows}) {{\n                {call.code}\n"
+    body += "            } else {\n                status = EDGEC_ARG_ERROR;\n            }\n"
+    return body, constants, params, required
+
+
 class _BandNames:
     """The names a banded layer's kernel call is emitted with: its input and output are the
     action's row windows, its scratch the stage's kernel scratch; everything else as the model's."""
 
-    def __init__(self, names, layer: Op, input_ptr: str, output_ptr: str, scratch: str):
+    def __init__(self, names, layer: Op, input_ptr: str, output_ptr: str, scratch: str, suffix: str = ""):
         self._names, self._layer = names, layer
         self._ptrs = {layer.inputs[0]: input_ptr, layer.outputs[0]: output_ptr}
-        self._scratch = scratch
+        self._scratch, self._suffix = scratch, suffix
 
     def symbol(self, op, suffix):
-        return self._names.symbol(op, suffix)
+        return self._names.symbol(op, self._suffix + suffix)
 
     def ptr(self, tensor: str) -> str:
         return self._ptrs[tensor]
