@@ -42,9 +42,13 @@ class Banding:
         parts = "; ".join(f"{s['first']}..{s['last']} ({s['layers']} layers) in bands of {s['chunk']} "
                           f"row{'s' if s['chunk'] > 1 else ''}" for s in self.stages)
         verdict = "fits" if self.fits else "still over budget"
+        curves = "; ".join(f"{s['first']}..{s['last']}: " + ", ".join(
+            f"{p['chunk']} row{'s' if p['chunk'] > 1 else ''} {p['stage_bytes']:,} B +{p['added_cycles']:,}"
+            for p in s["trade_off"]) for s in self.stages)
         return (f"RAM budget {self.budget:,} B: arena {self.layer_by_layer_bytes:,} B layer by layer -> "
                 f"{self.arena_bytes:,} B depth-first ({verdict}); {parts}; about {added:,} estimated cycles "
-                f"added (kernel calls and window shifts; no MAC recomputed)")
+                f"added (kernel calls and window shifts; no MAC recomputed)\n"
+                f"  band height -> bytes live in the stage, estimated cycles added: {curves}")
 
     def to_json(self) -> dict:
         return {"budget_bytes": self.budget, "layer_by_layer_arena_bytes": self.layer_by_layer_bytes,
@@ -93,7 +97,23 @@ def _stage_entry(stage: Op, graph: Graph, target) -> dict:
             "chunk": stage.attrs["chunk"], "window_rows": stage.attrs["window_rows"],
             "scratch_bytes": KINDS[stage.kind].scratch_bytes(stage, graph, target),
             "kernel_calls": len(stage.attrs["actions"]), "moved_bytes": stage.attrs["moved_bytes"],
-            "added_cycles": added_cycles(stage)}
+            "added_cycles": added_cycles(stage), "trade_off": trade_off(layers, graph, target)}
+
+
+def trade_off(layers: list[Op], graph: Graph, target) -> list[dict]:
+    """Points of the RAM / work curve of one stage: per chunk height, the bytes live while it runs
+    (input and output as in place, windows, kernel scratch) and the estimated cycles it adds."""
+    points = []
+    for chunk in CHUNKS:
+        try:
+            stage = make_stage(layers, graph, chunk)
+        except ValueError:
+            continue
+        point = {"chunk": chunk, "stage_bytes": _stage_floor(stage, graph, target), "added_cycles": added_cycles(stage)}
+        if not points or (points[-1]["stage_bytes"], points[-1]["added_cycles"]) != (point["stage_bytes"],
+                                                                                    point["added_cycles"]):
+            points.append(point)
+    return points
 
 
 def fit_budget(graph: Graph, target, plan: MemoryPlan) -> tuple[MemoryPlan, Banding | None]:

@@ -284,8 +284,8 @@ class BandStage(OpDef):
         count = len(op.attrs["actions"])
         layer_id = names.graph.ops.index(op) if op in names.graph.ops else 0
         # Test builds check the writes of every band, not only of the whole stage.
-        check = (f"#ifdef EDGEC_CHECK_WRITES\n        EDGEC_LAYER_END({layer_id});\n"
-                 f"        EDGEC_LAYER_BEGIN({layer_id});\n#endif\n")
+        check = (f"#ifdef EDGEC_CHECK_WRITES\n        status |= {names.model}_check_writes(arena, {layer_id});\n"
+                 f"        {names.model}_snapshot_arena(arena);\n#endif\n")
         code = (f"{{\n    int32_t band_step;\n"
                 f"    for (band_step = 0; band_step < {count} && status == EDGEC_OK; ++band_step) {{\n"
                 f"        const int16_t *const a = &{table}[band_step * {len(ACTION_FIELDS)}];\n"
