@@ -1,9 +1,10 @@
 """Fitting a RAM budget below the layer-by-layer liveness bound: band stages (edgec.ops.band).
 
 When the planned arena exceeds the target's RAM budget, the chains of spatial layers around the
-first step over budget are tried as band stages, at several chunk heights; of those whose plan
-fits below that step, the one with the least added work wins, and the search repeats at the next
-step over budget. Added work is estimated in cycles: each extra kernel call costs CALL_CYCLES (its
+first step over budget are tried as band stages, at several chunk heights; of those whose liveness
+bound fits the budget, the ones with the least added work are planned, and the first whose plan
+fits wins; if none does, the one with the smallest arena is kept and the search repeats at the
+next step over budget. Added work is estimated in cycles: each extra kernel call costs CALL_CYCLES (its
 set-up, argument checks, the packed kernels' row caching), each byte a window shift moves
 MOVE_CYCLES_PER_BYTE. No row is computed twice, so no MAC is added. A model within budget is not
 touched: its graph and plan are exactly the layer-by-layer ones.
@@ -15,12 +16,16 @@ from dataclasses import dataclass
 from edgec.ir import Graph, Op
 from edgec.ops import KINDS
 from edgec.ops.band import BandStage, can_band, make_stage
-from edgec.plan import MemoryPlan, occupied_bytes
+from edgec.plan import MemoryPlan, blocks, buffers, in_place_choices, liveness_lower_bound, occupied_bytes
 from edgec.schedule import schedule_and_plan
 
 CHUNKS = (1, 2, 3, 4, 6, 8, 12, 16)  # rows per kernel call tried
-CALL_CYCLES = 600  # estimated cost of one more kernel call (measured order on the M4 bench: a few hundred)
-MOVE_CYCLES_PER_BYTE = 0.5  # memmove of word-aligned rows
+# Fitted to `edgec bench --target cortex-m4` (estimated cycles, 5 flash wait states) of MobileNetV1 0.25
+# --ram 32K and MobileNetV2 0.35 --ram 48K against layer by layer: a kernel call brings its code and
+# tables back through the flash cache and re-reads its first rows (the packed depthwise kernel caches
+# KH rows per call), about 4,500 cycles; newlib-nano's memmove moves a byte in about 4.
+CALL_CYCLES = 4_500
+MOVE_CYCLES_PER_BYTE = 4
 MAX_STAGE_OPS = 12
 PLANS_TRIED = 6  # full plans per step over budget, cheapest (or smallest) candidates first
 
@@ -152,7 +157,9 @@ def _best_stage(graph: Graph, target, plan: MemoryPlan, budget: int):
                     if made is None:
                         continue
                     banded, stage = made
-                    floor = _stage_floor(stage, banded, target)
+                    if _stage_floor(stage, banded, target) > plan.arena_bytes:
+                        continue
+                    floor = _liveness_bound(banded, target)
                     candidates.append((floor > budget, added_cycles(stage), floor, first, last, chunk))
     fitting = sorted(c[1:] for c in candidates if not c[0])[:PLANS_TRIED]
     for _, _, first, last, chunk in fitting:
@@ -167,6 +174,13 @@ def _best_stage(graph: Graph, target, plan: MemoryPlan, budget: int):
         if banded_plan.arena_bytes < (plan.arena_bytes if best is None else best[2].arena_bytes):
             best = (banded, stage, banded_plan)
     return best
+
+
+def _liveness_bound(graph: Graph, target) -> int:
+    """The liveness bound of `graph` in its op order (in-place layers as the planner would take
+    them): the arena no plan of that order beats, found without planning."""
+    choices = in_place_choices(graph, target)
+    return liveness_lower_bound(blocks(graph, buffers(graph, target, choices), choices), len(graph.ops))
 
 
 def _stage_floor(stage: Op, graph: Graph, target) -> int:
