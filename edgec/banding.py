@@ -66,8 +66,8 @@ def added_cycles(stage: Op) -> int:
 
 
 def chains(graph: Graph) -> list[list[int]]:
-    """Maximal runs of consecutive ops that can run banded, each reading only the one before, whose
-    outputs (but the last's) nothing else reads."""
+    """Maximal runs of consecutive ops that can run banded, each reading the one before (a residual
+    add also another tensor), whose outputs (but the last's) nothing else reads."""
     runs: list[list[int]] = []
     readers: dict[str, int] = {}
     for op in graph.ops:
@@ -78,7 +78,7 @@ def chains(graph: Graph) -> list[list[int]]:
         if not can_band(op, graph):
             continue
         previous = graph.ops[index - 1] if index else None
-        if (runs and runs[-1][-1] == index - 1 and op.inputs[0] == previous.outputs[0]
+        if (runs and runs[-1][-1] == index - 1 and previous.outputs[0] in op.inputs
                 and readers.get(previous.outputs[0]) == 1 and previous.outputs[0] not in outputs):
             runs[-1].append(index)
         else:

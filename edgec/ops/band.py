@@ -34,7 +34,7 @@ from edgec.ops.base import CCall, OpDef
 ACTION_FIELDS = ("layer", "shift_from", "shift_rows", "in_row", "in_rows", "pad_top", "out_row", "out_rows")
 WINDOWED_KINDS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")  # params with pad_top + dims
 # Elementwise layers, whose descriptor describes the whole shape: emitted once per band height.
-ELEMENTWISE_KINDS = ("prelu",)
+ELEMENTWISE_KINDS = ("prelu", "add")  # add: a residual add, the stage's last layer, over its input
 BAND_KINDS = WINDOWED_KINDS + ELEMENTWISE_KINDS
 
 
@@ -74,13 +74,31 @@ def row_geometry(op: Op, graph: Graph) -> RowGeometry:
 def can_band(op: Op, graph: Graph) -> bool:
     """Whether `op` can run on row windows: a spatial int8 layer of one image whose C kernel takes
     (params with pad_top, input dims, output dims) and whose golden reads the window shapes."""
-    if op.kind not in BAND_KINDS or len(op.inputs) != 1 or len(op.outputs) != 1:
+    if op.kind not in BAND_KINDS or len(op.inputs) != (2 if op.kind == "add" else 1) or len(op.outputs) != 1:
+        return False
+    if op.kind == "add" and len({graph.tensors[name].shape for name in op.inputs + op.outputs}) != 1:
         return False
     if op.kind == "avg_pool2d" and op.attrs.get("divisor") != "in_bounds":
         return False
     x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     return (len(x.shape) == 4 and x.shape[0] == 1 and x.dtype == y.dtype == "int8" and x.alias_of is None
             and y.alias_of is None)
+
+
+def chain_input(layers: list[Op], index: int) -> str:
+    """The input of layer `index` that the stage computes: the output of the layer before it (the
+    stage's input for the first)."""
+    return layers[index - 1].outputs[0] if index else layers[0].inputs[0]
+
+
+def check_chain(layers: list[Op]) -> None:
+    """ValueError unless each layer reads the one before, and only the last (a residual add) also
+    reads the stage's input."""
+    for index, layer in enumerate(layers):
+        others = [name for name in layer.inputs if name != chain_input(layers, index)]
+        if len(others) == len(layer.inputs) or (others and (index != len(layers) - 1 or
+                                                             set(others) != {layers[0].inputs[0]})):
+            raise ValueError(f"{layer.name} does not continue the chain")
 
 
 def row_bytes(graph: Graph, name: str) -> int:
@@ -156,10 +174,17 @@ def input_offset(ops: list[Op], graph: Graph, actions: np.ndarray) -> int:
     in_row, out_row = row_bytes(graph, ops[0].inputs[0]), row_bytes(graph, ops[-1].outputs[0])
     last = len(ops) - 1
     needed = graph.tensors[ops[-1].outputs[0]].nbytes - graph.tensors[ops[0].inputs[0]].nbytes
+    # A residual add reads input row r as it writes output row r, element by element, reading
+    # before writing: safe when the input does not start before the output.
+    skip = last > 0 and ops[0].inputs[0] in ops[-1].inputs
+    if skip:
+        needed = max(needed, 0)
     later_reads = graph.tensors[ops[0].inputs[0]].shape[1]  # first input row read after each action
     for layer, _, _, first_read, _, _, row, rows in actions[::-1].tolist():
         if layer == last:
             needed = max(needed, (row + rows) * out_row - later_reads * in_row)
+            if skip:
+                later_reads = min(later_reads, row)
         if layer == 0:
             later_reads = min(later_reads, first_read)
     return _align(needed)
@@ -170,14 +195,19 @@ def banded_layers(op: Op) -> list[Op]:
     return op.attrs["ops"] if op.kind == BandStage.kind else [op]
 
 
-def band_layer(layer: Op, x, y, pad_top: int) -> tuple[Op, Graph]:
-    """`layer` on one band: a copy reading tensor `x` and writing `y` (band-shaped copies of its
-    own), with `pad_top`; an elementwise layer's descriptor made for those shapes."""
+def band_layer(layer: Op, graph: Graph, chain: str, in_rows: int, out_rows: int, pad_top: int) -> tuple[Op, Graph]:
+    """`layer` on one band: a copy reading `in_rows` rows of its input `chain` (and, a residual
+    add, `out_rows` rows of its other input) and writing `out_rows` rows, with `pad_top`, in a
+    graph of band-shaped copies of its tensors; an elementwise layer's descriptor made for them."""
     from edgec.ops import KINDS
     attrs = dict(layer.attrs)
     if "pad" in attrs:
         attrs["pad"] = (pad_top, *attrs["pad"][1:])
-    band_op, band_graph = replace(layer, attrs=attrs), Graph(tensors={layer.inputs[0]: x, layer.outputs[0]: y})
+    tensors = {}
+    for name in layer.inputs + layer.outputs:
+        tensor = graph.tensors[name]
+        tensors[name] = replace(tensor, shape=(1, in_rows if name == chain else out_rows, *tensor.shape[2:]))
+    band_op, band_graph = replace(layer, attrs=attrs), Graph(tensors=tensors)
     if layer.kind in ELEMENTWISE_KINDS:
         KINDS[layer.kind].finalize(band_op, band_graph)
     return band_op, band_graph
@@ -234,17 +264,19 @@ class BandStage(OpDef):
         windows = [np.zeros(size, dtype=np.int8) for _, size in self.windows(op, graph)]
         storage = [region[in_at:]] + windows + [region[out_at:]]
         for index, shift_from, shift_rows, in_row, in_rows, pad_top, out_row, out_rows in op.attrs["actions"].tolist():
-            layer = layers[index]
-            src_t, dst_t = graph.tensors[layer.inputs[0]], graph.tensors[layer.outputs[0]]
-            src_rb, dst_rb = row_bytes(graph, layer.inputs[0]), row_bytes(graph, layer.outputs[0])
+            layer, chain = layers[index], chain_input(layers, index)
+            src_rb, dst_rb = row_bytes(graph, chain), row_bytes(graph, layer.outputs[0])
             if shift_rows:
                 window = storage[index + 1]
                 window[:shift_rows * dst_rb] = window[shift_from * dst_rb:(shift_from + shift_rows) * dst_rb].copy()
-            x = storage[index][in_row * src_rb:(in_row + in_rows) * src_rb].reshape(1, in_rows, *src_t.shape[2:])
-            band_x = replace(src_t, shape=(1, in_rows, *src_t.shape[2:]))
-            band_y = replace(dst_t, shape=(1, out_rows, *dst_t.shape[2:]))
-            band_op, band_graph = band_layer(layer, band_x, band_y, pad_top)
-            y = KINDS[layer.kind].golden(band_op, band_graph, [x.copy()])
+            band_op, band_graph = band_layer(layer, graph, chain, in_rows, out_rows, pad_top)
+            # The chain input from its storage; a residual add's other input: the stage input's rows.
+            rows = {chain: storage[index][in_row * src_rb:(in_row + in_rows) * src_rb]}
+            for name in layer.inputs:
+                if name != chain:
+                    rows[name] = storage[0][out_row * src_rb:(out_row + out_rows) * src_rb]
+            values = [rows[name].reshape(band_graph.tensors[name].shape).copy() for name in layer.inputs]
+            y = KINDS[layer.kind].golden(band_op, band_graph, values)
             storage[index + 1][out_row * dst_rb:(out_row + out_rows) * dst_rb] = np.asarray(y, np.int8).ravel()
         return region[out_at:out_at + y_t.nbytes].reshape(y_t.shape).copy()
 
@@ -261,10 +293,13 @@ class BandStage(OpDef):
             [names.ptr(op.outputs[0])]
         constants, params, cases, required = [("int16_t", table, op.attrs["actions"])], [], [], []
         for index, layer in enumerate(layers):
-            src_rb, dst_rb = row_bytes(graph, layer.inputs[0]), row_bytes(graph, layer.outputs[0])
+            chain = chain_input(layers, index)
+            src_rb, dst_rb = row_bytes(graph, chain), row_bytes(graph, layer.outputs[0])
+            ptrs = {name: "band_in" if name == chain else "band_skip" for name in layer.inputs}
+            ptrs[layer.outputs[0]] = "band_y"
             body, layer_constants, layer_params, layer_required = (
                 _elementwise_calls if layer.kind in ELEMENTWISE_KINDS else _windowed_call)(
-                    layer, graph, names, kernel_scratch, op.attrs["actions"], index)
+                    layer, graph, _BandNames(names, ptrs, kernel_scratch), op.attrs["actions"], index)
             constants += layer_constants
             params += layer_params
             required += layer_required
@@ -278,6 +313,8 @@ class BandStage(OpDef):
                 f"            int8_t *const band_in = {storage[index]} + a[3] * {src_rb};\n"
                 f"            int8_t *const band_window = {storage[index + 1]};\n"
                 f"            int8_t *const band_y = band_window + a[6] * {dst_rb};\n"
+                + (f"            int8_t *const band_skip = {storage[0]} + a[6] * {dst_rb};\n"
+                   if "band_skip" in ptrs.values() else "") +
                 f"{shift}{body}"
                 f"            break;\n"
                 f"        }}\n")
@@ -298,11 +335,11 @@ class BandStage(OpDef):
         return CCall(code, constants, params, f"{self.kernel_scratch_offset(op, graph)} + {largest}")
 
 
-def _windowed_call(layer: Op, graph: Graph, names, scratch: str, actions: np.ndarray, index: int):
+def _windowed_call(layer: Op, graph: Graph, names: "_BandNames", actions: np.ndarray, index: int):
     """(C, constants, params, scratch required) of a layer whose params take pad_top and whose
     dims the heights: its call on copies of them, set from the action."""
     from edgec.ops import KINDS
-    call = KINDS[layer.kind].emit(layer, graph, _BandNames(names, layer, "band_in", "band_y", scratch))
+    call = KINDS[layer.kind].emit(layer, graph, names)
     p = names.symbol(layer, "")
     ctype = next(ctype for ctype, symbol, _ in call.params if symbol == f"{p}params")
     code = (call.code.replace(f"&{p}params", "&band_params").replace(f"&{p}input_dims", "&band_input_dims")
@@ -316,18 +353,15 @@ def _windowed_call(layer: Op, graph: Graph, names, scratch: str, actions: np.nda
     return body, call.constants, call.params, [call.scratch_required] if call.scratch_required else []
 
 
-def _elementwise_calls(layer: Op, graph: Graph, names, scratch: str, actions: np.ndarray, index: int):
+def _elementwise_calls(layer: Op, graph: Graph, names: "_BandNames", actions: np.ndarray, index: int):
     """(C, constants, params, scratch required) of an elementwise layer: one call per band height
     it runs at, each with its own descriptor."""
     from edgec.ops import KINDS
-    x_t, y_t = graph.tensors[layer.inputs[0]], graph.tensors[layer.outputs[0]]
     heights = sorted({int(rows) for rows in actions[actions[:, 0] == index][:, 7]})
     body, constants, params, required = "", [], [], []
     for number, rows in enumerate(heights):
-        band_op, band_graph = band_layer(layer, replace(x_t, shape=(1, rows, *x_t.shape[2:])),
-                                         replace(y_t, shape=(1, rows, *y_t.shape[2:])), 0)
-        band_names = _BandNames(names, layer, "band_in", "band_y", scratch, suffix=f"rows{rows}_")
-        call = KINDS[layer.kind].emit(band_op, band_graph, band_names)
+        band_op, band_graph = band_layer(layer, graph, layer.inputs[0], rows, rows, 0)
+        call = KINDS[layer.kind].emit(band_op, band_graph, names.with_suffix(f"rows{rows}_"))
         constants += call.constants
         params += call.params
         required += [call.scratch_required] if call.scratch_required else []
@@ -340,10 +374,12 @@ class _BandNames:
     """The names a banded layer's kernel call is emitted with: its input and output are the
     action's row windows, its scratch the stage's kernel scratch; everything else as the model's."""
 
-    def __init__(self, names, layer: Op, input_ptr: str, output_ptr: str, scratch: str, suffix: str = ""):
-        self._names, self._layer = names, layer
-        self._ptrs = {layer.inputs[0]: input_ptr, layer.outputs[0]: output_ptr}
-        self._scratch, self._suffix = scratch, suffix
+    def __init__(self, names, ptrs: dict[str, str], scratch: str, suffix: str = ""):
+        self._names, self._ptrs, self._scratch, self._suffix = names, ptrs, scratch, suffix
+
+    def with_suffix(self, suffix: str) -> "_BandNames":
+        """The same names, the layer's symbols told apart by `suffix` (one set per band height)."""
+        return _BandNames(self._names, self._ptrs, self._scratch, suffix)
 
     def symbol(self, op, suffix):
         return self._names.symbol(op, self._suffix + suffix)
@@ -363,6 +399,7 @@ class _BandNames:
 
 def make_stage(ops: list[Op], graph: Graph, chunk: int) -> Op:
     """The band stage op that runs `ops` (a chain, each reading the one before) `chunk` rows per call."""
+    check_chain(ops)
     schedule = band_schedule(ops, graph, chunk)
     return Op(f"band_{ops[0].name}", BandStage.kind, [ops[0].inputs[0]], [ops[-1].outputs[0]],
               {"ops": list(ops), "chunk": chunk, "actions": schedule.actions, "window_rows": schedule.window_rows,
