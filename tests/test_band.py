@@ -7,6 +7,7 @@ budget is met with them, or refused in one line with the smallest arena they rea
 from __future__ import annotations
 
 import copy
+import json
 
 import numpy as np
 import pytest
@@ -177,8 +178,18 @@ def test_an_unreachable_budget_is_one_line_with_the_smallest_arena(tmp_path, cap
     assert code == 2 and not (tmp_path / "small").exists()
     line = err.strip().splitlines()[-1]
     assert "arena" in line and "> RAM budget 1,500 B" in line and "smallest arena band stages reach" in line
-    code, out, _ = run_cli("build", f"{model}:factory", "-o", tmp_path / "fits", "--ram", "2K", "--quiet", capsys=capsys)
+    code, out, _ = run_cli("build", f"{model}:factory", "-o", tmp_path / "fits", "--ram", "2K", "--quiet", "--report",
+                           capsys=capsys)
     assert code == 0 and "RAM budget 2,048 B: arena 3,040 B layer by layer" in out and "depth-first (fits)" in out
+    report = json.loads((tmp_path / "fits" / "report.json").read_text())
+    banding = report["banding"]
+    assert banding["fits"] and report["arena_bytes"] == banding["arena_bytes"] <= 2048 < banding["layer_by_layer_arena_bytes"]
+    for stage in banding["stages"]:  # the trade-off: taller bands hold more bytes and add less work
+        points = stage["trade_off"]
+        assert [p["stage_bytes"] for p in points] == sorted(p["stage_bytes"] for p in points)
+        assert [p["added_cycles"] for p in points] == sorted((p["added_cycles"] for p in points), reverse=True)
+    assert [layer["op"] for layer in report["layers"]].count("band_stage") == len(banding["stages"])
+    assert "RAM budget (band stages)" in (tmp_path / "fits" / "report.html").read_text()
 
 
 @needs_toolchain
