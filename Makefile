@@ -60,6 +60,9 @@ BENCH_ZOO_TARGETS := cortex-m4 cortex-m55
 # Public architectures of the operator-coverage work (edgec.zoo_cnn), with --opt size: EfficientNet's
 # int16-widened DSP filters would not fit the typical M4 part's 1 MiB flash (Helium ignores --opt).
 BENCH_CNN_MODELS := mobilenet_v3_small efficientnet_b0
+# RAM budgets (#24): layer by layer, then with --ram (band stages), for the vision models whose
+# activation peak sits in their first layers (edgec.zoo_vision; MobileNetV1 0.25 comes from edgec.zoo).
+BENCH_VISION_MODELS := mobilenet_v2_035 pnet
 # Sequence models (edgec.zoo_seq); lstm_kws also streaming (one time step per invoke).
 BENCH_SEQ_MODELS := lstm_kws gru_kws conv_gru_kws kws_transformer vit_tiny
 export CMSIS_NN_DIR
@@ -96,6 +99,11 @@ else
 endif
 	$(call bench_calibration,zoo_cnn,$(BENCH_CNN_MODELS))
 	$(call bench_runs,zoo_cnn,$(BENCH_CNN_MODELS),$(BENCH_ZOO_TARGETS),--opt size,)
+	$(call bench_calibration,zoo_vision,$(BENCH_VISION_MODELS))
+	$(call bench_runs,zoo_vision,$(BENCH_VISION_MODELS),$(BENCH_ZOO_TARGETS),,)
+	$(call bench_runs,zoo,mobilenet_v1_025,$(BENCH_ZOO_TARGETS),--ram 32K,-ram32K)
+	$(call bench_runs,zoo_vision,mobilenet_v2_035,$(BENCH_ZOO_TARGETS),--ram 48K,-ram48K)
+	$(call bench_runs,zoo_vision,pnet,$(BENCH_ZOO_TARGETS),--ram 46K,-ram46K)
 	$(call bench_calibration,zoo_seq,$(BENCH_SEQ_MODELS))
 	$(call bench_runs,zoo_seq,$(BENCH_SEQ_MODELS),$(BENCH_ZOO_TARGETS),,)
 	@for target in $(BENCH_ZOO_TARGETS); do \

@@ -21,6 +21,7 @@ from edgec import cmsis_nn
 from edgec.version import __version__
 from edgec.ir import Graph, Op
 from edgec.ops import KINDS
+from edgec.ops.band import banded_layers
 from edgec.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_buffer_name
 from edgec.resources import data_dir
 from edgec.variants import kernel_name, kernel_reason
@@ -151,7 +152,8 @@ def allowed_writes(op: Op, graph: Graph, plan: MemoryPlan) -> list[tuple[int, in
 
 def runtime_sources(graph: Graph) -> list[str]:
     """The runtime_c/src files the model's kernels need, in a stable order."""
-    return sorted({source for op in graph.ops for source in KINDS[op.kind].runtime_sources})
+    return sorted({source for op in graph.ops for layer in banded_layers(op)
+                   for source in KINDS[layer.kind].runtime_sources})
 
 
 def state_layout(graph: Graph) -> tuple[dict[str, int], int]:
@@ -190,7 +192,8 @@ def report(graph: Graph, plan: MemoryPlan, name: str, target, weights_bytes: int
             "lower_bound_without_in_place_bytes": plan.lower_bound_without_in_place_bytes,
             "in_place_layers": len(plan.in_place), "scratch_bytes": sum(size for _, size in plan.scratch.values()),
             "weights_bytes": weights_bytes, "planner": plan.strategy, "layers": layers,
-            "buffers": [_buffer_entry(buffer, plan, len(graph.ops), overwritten) for buffer in plan.buffers]}
+            "buffers": [_buffer_entry(buffer, plan, len(graph.ops), overwritten) for buffer in plan.buffers],
+            **({"banding": plan.banding} if plan.banding else {})}
 
 
 def cmsis_nn_library(target) -> dict | None:

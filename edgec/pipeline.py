@@ -33,6 +33,7 @@ from edgec.passes.normalize import normalize
 from edgec.passes.qparams import unify_qparams
 from edgec.passes.layout import assign_layouts, relayout
 from edgec.plan import MemoryPlan
+from edgec.banding import fit_budget
 from edgec.calibration import DEFAULT as DEFAULT_CALIBRATION, range_warnings
 from edgec.quantize import EdgecQuantizer, is_quantized, quantize
 from edgec.schedule import schedule_and_plan
@@ -115,7 +116,8 @@ def prepare(spec, example_inputs=None) -> tuple[frontend.LoadedModel, GraphModul
 
 def compile_for(quantized: Quantized, target: str | Target = "host", *, stream: bool = False) -> Compiled:
     """lower -> (stream: one time step per invoke) -> fuse -> unify qparams -> layout -> fuse
-    copies -> finalize -> specialize for `target` -> constant layouts -> schedule + plan."""
+    copies -> finalize -> specialize for `target` -> constant layouts -> schedule + plan -> over the
+    RAM budget: band stages (edgec.banding)."""
     target_info = get_target(target)
     graph = lower(quantized.quantized_module, converter_semantics=quantized.float_module is None)
     if stream:
@@ -138,7 +140,10 @@ def compile_for(quantized: Quantized, target: str | Target = "host", *, stream: 
     if target_info.kernels == "cmsis-nn":
         choices += select_cmsis_nn_kernels(graph, target_info, Path(target_info.cmsis_nn_dir))
     choices += choose_constant_layouts(graph, target_info)
-    plan = schedule_and_plan(graph, target_info)
+    plan, banding = fit_budget(graph, target_info, schedule_and_plan(graph, target_info))
+    if banding is not None:
+        plan.banding = banding.to_json()
+        choices.append(banding.summary())
     return Compiled(quantized.origin, quantized.example_inputs, quantized.float_module, quantized.quantized_module,
                     graph, plan, target_info, choices)
 
@@ -234,6 +239,9 @@ def check_memory_budget(report: dict, target: Target) -> None:
         origin = f"budget of {target.part}; set yours with --ram/--flash" if typical else target.part
         if report["weights_bytes"] > (target.flash_bytes or 0) and target.opt == "speed" and target.dsp and not target.mve:
             origin += "; --opt auto or size keeps the DSP kernels' constants smaller"
+        if report.get("banding"):
+            origin += (f"; {report['arena_bytes']:,} B is the smallest arena band stages reach, from "
+                       f"{report['banding']['layer_by_layer_arena_bytes']:,} B layer by layer")
         raise EdgecError(f"model does not fit {target.name}: {'; '.join(excess)} ({origin})")
 
 

@@ -29,6 +29,10 @@ def kernel_reason(op: Op, target, in_place: bool) -> str:
     isa, kind = op.attrs.get("isa"), op.kind
     if kind == "reshape":
         return "a view of its input: no code, no bytes"
+    if kind == "band_stage":
+        layers = op.attrs["ops"]
+        return (f"band stage (--ram): {', '.join(layer.name for layer in layers)} run depth-first, "
+                f"{op.attrs['chunk']} rows per kernel call")
     if is_cmsis_nn(kind):
         return "Arm's CMSIS-NN kernel (--kernels cmsis-nn)"
     if isa in ISA_NAMES:

@@ -289,6 +289,41 @@ def memory_section(bench_dir: Path) -> list[str]:
     ]
 
 
+# Models benched layer by layer and with --ram (band stages, edgec.banding): title, budget.
+RAM_BUDGETS = {"mobilenet_v1_025": ("MobileNetV1 0.25 (VWW, 96x96)", "32K"),
+               "mobilenet_v2_035": ("MobileNetV2 0.35 (96x96)", "48K"),
+               "pnet": ("MTCNN PNet (72x96)", "46K")}
+
+
+def ram_budget_section(bench_dir: Path) -> list[str]:
+    """Layer by layer against --ram: the arenas, the estimated cycles and the stages chosen."""
+    lines = ["## RAM budgets", "",
+             "`edgec bench ... --ram <budget>` against the same model layer by layer (`make bench` runs",
+             "`python -m edgec.cli bench edgec/<zoo module>.py:<model> --target <target> --ram <budget>`",
+             "into `build/bench/<target>-ram<budget>/`). Over the budget, edgec runs the layers at the memory",
+             "peak as a band stage: depth-first over row bands, each intermediate map held as a window of",
+             "rows (edgec.ops.band, edgec.banding); no MAC is recomputed, the added work is kernel calls and",
+             "window shifts. Output bit-exact with the golden simulator on every run.", "",
+             "| model | target | budget | arena layer by layer | arena with the budget | ratio "
+             "| cycles (est.) layer by layer | with the budget | ratio | instructions ratio | stages |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for model, (title, budget) in RAM_BUDGETS.items():
+        for target in ZOO_TARGETS:
+            if not (bench_dir / f"{target}-ram{budget}" / f"{model}.json").exists():
+                continue
+            base, base_report = load(bench_dir, target, model)
+            banded, report = load(bench_dir, f"{target}-ram{budget}", model)
+            stages = "; ".join(f"{s['first']}..{s['last']}, {s['chunk']}-row bands"
+                               for s in report.get("banding", {}).get("stages", [])) or "none needed"
+            cycle_ratio = (ratio(banded["total_cycles"], base["total_cycles"])
+                           if "total_cycles" in banded and "total_cycles" in base else "-")
+            lines.append(f"| {title} | {target} | {budget} | {base_report['arena_bytes']:,} B "
+                         f"| {report['arena_bytes']:,} B | {ratio(report['arena_bytes'], base_report['arena_bytes'])} "
+                         f"| {cycles(base)} | {cycles(banded)} | {cycle_ratio} "
+                         f"| {ratio(banded['total_instructions'], base['total_instructions'])} | {stages} |")
+    return lines + [""]
+
+
 def cnn_section(bench_dir: Path) -> list[str]:
     """The public architectures: whole-model figures, then where their instructions go by op."""
     lines = ["## Public architectures", "",
@@ -423,6 +458,7 @@ def render(bench_dir: Path) -> str:
               "the generic convolution, 1x1 layers included; CMSIS-NN's wrappers pick their own kernels inside).", ""]
     lines += per_kernel_table(bench_dir)
     lines += memory_section(bench_dir)
+    lines += ram_budget_section(bench_dir)
     lines += cnn_section(bench_dir)
     lines += seq_section(bench_dir)
     return "\n".join(lines)

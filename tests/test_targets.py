@@ -118,9 +118,11 @@ def test_build_refuses_a_model_over_the_budget(tmp_path, small_digits_calib, cap
                                 "--ram", "512", "--flash", "1K", "-o", out, "--quiet", capsys=capsys)
     assert code == 2 and stdout == ""
     [line] = err.strip().splitlines()
-    # --opt auto (the default) already kept every constant compact: no hint
-    assert re.fullmatch(r"edgec: error: model does not fit cortex-m4: arena [\d,]+ B > RAM budget 512 B; "
-                        r"constants [\d,]+ B > flash budget 1,024 B \(budget from --ram/--flash\)", line), line
+    # --opt auto (the default) already kept every constant compact: no hint; the arena is the smallest
+    # band stages reach (docs/band-stages.md)
+    assert re.fullmatch(r"edgec: error: model does not fit cortex-m4: arena ([\d,]+) B > RAM budget 512 B; "
+                        r"constants [\d,]+ B > flash budget 1,024 B \(budget from --ram/--flash; \1 B is the smallest "
+                        r"arena band stages reach, from [\d,]+ B layer by layer\)", line), line
     code, stdout, err = run_cli("build", DIGITS / "digits.pt2", "--calib", small_digits_calib, "--target", "cortex-m4",
                                 "--flash", "1K", "--opt", "speed", "-o", out, "--quiet", capsys=capsys)
     assert code == 2 and err.strip().endswith("(budget from --ram/--flash; --opt auto or size keeps the DSP "

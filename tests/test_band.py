@@ -1,0 +1,264 @@
+"""Band stages (edgec.ops.band, edgec.banding): chains of spatial layers run depth-first over row
+bands equal the layer-by-layer run byte for byte -- in the golden simulator (which replays the C's
+action table on the same overlapping memory) and in the generated C (host, sanitizers and every
+layer's arena writes checked; one QEMU Cortex-M4 run) -- for chunks of 1 row, uneven last chunks,
+stride 2, dilation, padding at both edges, a residual block and a stage ending in a pool; and a RAM
+budget is met with them, or refused in one line with the smallest arena they reach."""
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from edgec import sim
+from edgec.banding import chains, fit_budget
+from edgec.ops import KINDS
+from edgec.ops.band import make_stage
+from edgec.pipeline import compile_model, emit
+from edgec.plan import check_plan
+from edgec.schedule import schedule_and_plan
+from edgec.targets import get_target
+from edgec.verify import build_host, golden_outputs, output_bytes, quantized_inputs, run_host, run_on
+from tests.device_support import needs_toolchain
+from tests.test_cli import run_cli
+
+
+class Chain(nn.Module):
+    """conv 3x3 -> dilated conv (dilation 2, padding 2 at both edges) -> depthwise 3x3/2 -> 1x1
+    expand -> max pool 2x2: a stage can end in a pool."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(8, 8, 3, padding=2, dilation=2), nn.ReLU6(),
+            nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8), nn.ReLU(),
+            nn.Conv2d(8, 16, 1), nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(16 * 5 * 4, 4))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class Residual(nn.Module):
+    """An inverted residual block (expand 1x1, depthwise 5x5 padded 2 at both edges, project 1x1,
+    + input: the add inside the stage, its output over its input) after a strided stem."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU())
+        self.block = nn.Sequential(nn.Conv2d(8, 32, 1), nn.ReLU6(), nn.Conv2d(32, 32, 5, padding=2, groups=32),
+                                   nn.ReLU6(), nn.Conv2d(32, 8, 1))
+        self.head = nn.Sequential(nn.AvgPool2d(2), nn.Flatten(), nn.Linear(8 * 5 * 4, 3))
+
+    def forward(self, x):
+        x = self.stem(x)
+        return self.head(x + self.block(x))
+
+
+class Detector(nn.Module):
+    """PNet-shaped: unpadded convs with PReLU (elementwise layers, one descriptor per band height)
+    and a ceil-mode max pool whose last window hangs over the bottom edge."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.PReLU(8), nn.MaxPool2d(2, 2, ceil_mode=True),
+                                  nn.Conv2d(8, 12, 3), nn.PReLU(12))
+        self.head = nn.Conv2d(12, 4, 1)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+SHAPES = {Chain: (1, 3, 21, 16), Residual: (1, 3, 21, 16), Detector: (1, 3, 20, 15)}  # uneven last bands
+
+
+def _compiled(model_class, target="host", ram=None):
+    torch.manual_seed(0)
+    model = model_class().eval()
+    example = (torch.rand(SHAPES[model_class]),)
+    calibration = np.random.default_rng(0).random((8, *SHAPES[model_class][1:]), dtype=np.float32)
+    return compile_model(model, example_inputs=example, calibration=calibration,
+                         target=get_target(target).with_budget(ram), warn=lambda _: None)
+
+
+@pytest.fixture(scope="module")
+def chain():
+    return _compiled(Chain)
+
+
+@pytest.fixture(scope="module")
+def residual():
+    return _compiled(Residual)
+
+
+@pytest.fixture(scope="module")
+def detector():
+    return _compiled(Detector)
+
+
+def _banded(compiled, first: int, last: int, chunk: int):
+    """A copy of `compiled` with ops first..last as one band stage of `chunk` rows, planned."""
+    banded = copy.copy(compiled)
+    graph = copy.copy(compiled.graph)
+    stage = make_stage(graph.ops[first:last + 1], graph, chunk)
+    graph.ops = graph.ops[:first] + [stage] + graph.ops[last + 1:]
+    banded.graph, banded.plan = graph, schedule_and_plan(graph, compiled.target)
+    assert check_plan(graph, banded.plan, compiled.target) == []
+    return banded
+
+
+def _sample(compiled, seed=1):
+    shape = tuple(compiled.example_inputs[0].shape)
+    return quantized_inputs(compiled.graph, np.random.default_rng(seed).random((2, *shape[1:]), dtype=np.float32))
+
+
+@pytest.mark.parametrize("model,first,last", [("chain", 0, 4), ("chain", 1, 3), ("chain", 2, 4), ("detector", 0, 5),
+                                              ("residual", 1, 4)])
+@pytest.mark.parametrize("chunk", [1, 2, 4, 7])
+def test_banded_golden_equals_layer_by_layer(request, model, first, last, chunk):
+    chain = request.getfixturevalue(model)
+    graph = chain.graph
+    x = _sample(chain)
+    whole = golden_outputs(graph, x)
+    values = sim.run(graph, [x[0].reshape(graph.tensors[graph.inputs[0]].shape)])
+    stage = make_stage(graph.ops[first:last + 1], graph, chunk)
+    banded = KINDS[stage.kind].golden(stage, graph, [values[stage.inputs[0]]])
+    assert np.array_equal(banded, values[stage.outputs[0]])
+    assert np.array_equal(golden_outputs(_banded(chain, first, last, chunk).graph, x), whole)
+
+
+def test_chains_stop_at_a_tensor_read_twice(residual):
+    graph = residual.graph
+    kinds = [[graph.ops[i].kind for i in run] for run in chains(graph)]
+    # the block (with its residual add and the pool after it), not the stem feeding the add too
+    assert ["conv2d", "depthwise_conv2d", "conv2d", "add", "avg_pool2d"] in kinds
+
+
+@pytest.mark.parametrize("model,first,last,chunk", [("chain", 0, 4, 1), ("chain", 0, 3, 4), ("residual", 1, 4, 3),
+                                                     ("detector", 0, 5, 2)])
+def test_host_c_equals_golden_with_every_write_checked(request, tmp_path, model, first, last, chunk):
+    compiled = request.getfixturevalue(model)
+    kinds = {"residual": ["conv2d", "depthwise_conv2d", "conv2d", "add"],
+             "detector": ["conv2d", "prelu", "max_pool2d", "conv2d", "prelu", "conv2d"]}
+    if model in kinds:
+        assert [op.kind for op in compiled.graph.ops[first:last + 1]] == kinds[model]
+    banded = _banded(compiled, first, last, chunk)
+    emit(banded, tmp_path / "out", "m")
+    x = _sample(compiled)
+    exe = build_host(tmp_path / "out", "m", tmp_path / "build", sanitize=True)
+    assert np.array_equal(run_host(exe, x, output_bytes(banded.graph)), golden_outputs(compiled.graph, x))
+
+
+def test_a_budget_is_met_with_band_stages_and_a_model_that_fits_is_untouched(chain):
+    target = get_target("host")
+    graph = copy.copy(chain.graph)
+    untouched, banding = fit_budget(graph, target.with_budget(chain.plan.arena_bytes), chain.plan)
+    assert banding is None and untouched is chain.plan and graph.ops == chain.graph.ops
+    budget = chain.plan.arena_bytes * 3 // 4
+    plan, banding = fit_budget(graph, target.with_budget(budget), chain.plan)
+    assert banding.fits and plan.arena_bytes <= budget < chain.plan.arena_bytes
+    assert any(op.kind == "band_stage" for op in graph.ops) and check_plan(graph, plan, target) == []
+    assert banding.summary().startswith(f"RAM budget {budget:,} B: arena {chain.plan.arena_bytes:,} B layer by layer")
+
+
+def test_an_unreachable_budget_is_one_line_with_the_smallest_arena(tmp_path, capsys):
+    """Through the CLI: --ram below anything band stages reach exits 2 with one line naming the
+    smallest arena reached and the layer-by-layer one; a budget they reach builds and says so."""
+    model = tmp_path / "chain.py"
+    model.write_text("import torch\nfrom tests.test_band import Chain, SHAPES\n\n"
+                     "def factory():\n    torch.manual_seed(0)\n    return Chain().eval(), (torch.rand(SHAPES[Chain]),)\n")
+    code, out, err = run_cli("build", f"{model}:factory", "-o", tmp_path / "small", "--ram", "1500", "--quiet",
+                             capsys=capsys)
+    assert code == 2 and not (tmp_path / "small").exists()
+    line = err.strip().splitlines()[-1]
+    assert "arena" in line and "> RAM budget 1,500 B" in line and "smallest arena band stages reach" in line
+    code, out, _ = run_cli("build", f"{model}:factory", "-o", tmp_path / "fits", "--ram", "2K", "--quiet", "--report",
+                           capsys=capsys)
+    assert code == 0 and "RAM budget 2,048 B: arena 3,040 B layer by layer" in out and "depth-first (fits)" in out
+    report = json.loads((tmp_path / "fits" / "report.json").read_text())
+    banding = report["banding"]
+    assert banding["fits"] and report["arena_bytes"] == banding["arena_bytes"] <= 2048 < banding["layer_by_layer_arena_bytes"]
+    for stage in banding["stages"]:  # the trade-off: taller bands hold more bytes and add less work
+        points = stage["trade_off"]
+        assert [p["stage_bytes"] for p in points] == sorted(p["stage_bytes"] for p in points)
+        assert [p["added_cycles"] for p in points] == sorted((p["added_cycles"] for p in points), reverse=True)
+    assert [layer["op"] for layer in report["layers"]].count("band_stage") == len(banding["stages"])
+    assert "RAM budget (band stages)" in (tmp_path / "fits" / "report.html").read_text()
+
+
+@needs_toolchain
+def test_qemu_cortex_m4_equals_golden(tmp_path):
+    compiled = _compiled(Residual, "cortex-m4")
+    banded = _banded(compiled, 1, 4, 2)
+    emit(banded, tmp_path / "out", "m")
+    x = _sample(compiled)
+    assert np.array_equal(run_on(banded, tmp_path / "out", "m", x, tmp_path / "build"), golden_outputs(compiled.graph, x))
+
+
+def _random_chain(rng) -> tuple:
+    """A graph of 2-4 random spatial layers (conv, depthwise, max pool) on one small image: kernel
+    1-5, stride 1-2, dilation 1-2, padding 0..reach at both edges (bottom as the output size
+    implies); its layers, and a random int8 input."""
+    from edgec.ir import Graph, Op, Tensor
+    from edgec.ops.conv import conv_output_size
+    height, width, channels = int(rng.integers(4, 24)), int(rng.integers(3, 9)), int(rng.integers(1, 5))
+    graph = Graph()
+    name = "x"
+    graph.add_tensor(Tensor(name, (1, height, width, channels), 0.05, int(rng.integers(-5, 5))))
+    for index in range(int(rng.integers(2, 5))):
+        kind = rng.choice(["conv2d", "depthwise_conv2d", "max_pool2d"])
+        kernel, stride, dilation = int(rng.integers(1, 6)), int(rng.integers(1, 3)), int(rng.integers(1, 3))
+        if kind == "max_pool2d":
+            dilation = 1
+        reach = (kernel - 1) * dilation
+        pad = int(rng.integers(0, reach // 2 + 1)) if kind != "max_pool2d" else int(rng.integers(0, kernel // 2 + 1))
+        try:
+            out_h = conv_output_size(height, kernel, stride, pad, pad, dilation)
+            out_w = conv_output_size(width, kernel, stride, pad, pad, dilation)
+        except ValueError:
+            break
+        c_out = channels if kind != "conv2d" else int(rng.integers(1, 5))
+        out = f"t{index}"
+        graph.add_tensor(Tensor(out, (1, out_h, out_w, c_out), 0.05, int(rng.integers(-5, 5))))
+        attrs = {"stride": (stride, stride), "pad": (pad, pad, pad, pad), "act_min": -128, "act_max": 127}
+        if kind == "max_pool2d":
+            graph.tensors[out].zero_point = graph.tensors[name].zero_point
+            attrs.update(kernel=(kernel, kernel))
+        else:
+            shape = (c_out, kernel, kernel, channels) if kind == "conv2d" else (1, kernel, kernel, channels)
+            attrs.update(weight=rng.integers(-127, 128, shape).astype(np.int8), dilation=(dilation, dilation),
+                         bias=rng.integers(-500, 500, c_out).astype(np.int32), groups=1, ch_mult=1,
+                         multiplier=np.full(c_out, 1 << 30, np.int32), shift=np.full(c_out, -6, np.int32))
+        graph.ops.append(Op(f"{kind}_{index}", str(kind), [name], [out], attrs))
+        name, height, width, channels = out, out_h, out_w, c_out
+    graph.inputs, graph.outputs = ["x"], [name]
+    x = rng.integers(-128, 128, graph.tensors["x"].shape).astype(np.int8)
+    return graph, x
+
+
+def test_random_chains_banded_equal_layer_by_layer():
+    """Random geometries (kernels 1-5, strides, dilations, padding at both edges, odd heights) at
+    every chunk height: the banded golden -- which replays the C's actions on the output written over
+    the input at the planned offset -- equals the layers run whole."""
+    rng = np.random.default_rng(24)
+    checked = 0
+    for _ in range(60):
+        graph, x = _random_chain(rng)
+        if len(graph.ops) < 2:
+            continue
+        whole = sim.run(graph, [x])
+        for chunk in (1, 2, 3, 5):
+            try:
+                stage = make_stage(graph.ops, graph, chunk)
+            except ValueError:  # a chunk reading only padding
+                continue
+            banded = KINDS[stage.kind].golden(stage, graph, [x])
+            assert np.array_equal(banded, whole[graph.outputs[0]]), ([op.kind for op in graph.ops], chunk)
+            checked += 1
+    assert checked >= 100
