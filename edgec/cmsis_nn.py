@@ -57,10 +57,12 @@ def sources(root: Path) -> list[Path]:
 
 
 def objects(target, root: Path) -> list[Path]:
-    """The library compiled for `target` (cached like edgec's own objects). Without -Werror: the
-    warnings are Arm's, and its code is not edgec's to change."""
+    """The library compiled for `target` at its cmsis_nn_opt (-O2, or -Ofast as Arm recommends for
+    CMSIS-NN), cached like edgec's own objects. Without -Werror: the warnings are Arm's, and its
+    code is not edgec's to change."""
     from edgec import toolchain
-    return toolchain.compile_objects(target, sources(root), include_dirs=[root / "Include"])
+    return toolchain.compile_objects(target, sources(root), include_dirs=[root / "Include"],
+                                     opt=getattr(target, "cmsis_nn_opt", "-O2"))
 
 
 # -- context-buffer sizes, from the checkout's own functions --------------------------------------

@@ -198,3 +198,71 @@ def test_timed_plugin_under_both_plugin_api_versions(api, tmp_path):
     counts = toolchain.parse_plugin_output(out.read_text())
     assert counts["insns"] == toolchain.parse_plugin_output(FAKE_TRACE_COUNTS)["insns"] == [4, 8]
     assert counts["cycles"] == [4 + 2, 4 + 2 + 4 + 2]
+
+
+# The fake host's trace (tests/test_port.py) fetches, in 16-byte flash lines, 1 16 2 32 16 2 32 3
+# (a repeated block in the same line fetches nothing). With 4 lines of cache and no prefetch:
+# direct-mapped (line % 4) misses all but the second 2 (7 misses); 2 sets of 2 ways (LRU) thrash
+# set 0 with 16, 2 and 32 (8 misses); one set of 4 ways keeps 16, 2 and 32 (5 misses).
+@pytest.mark.parametrize("ways,misses", [(1, 7), (2, 8), (4, 5)])
+def test_set_associative_lru_instruction_cache(ways, misses, tmp_path):
+    assert _fake_trace_cycles(tmp_path, icache_lines=4, icache_ways=ways) == 36 + misses * 5
+
+
+def test_free_fetch_bound_never_stalls(tmp_path):
+    assert _fake_trace_cycles(tmp_path, icache_lines=4, icache_ways=1, free_fetch=1) == 36
+
+
+def test_plugin_refuses_ways_that_do_not_divide_the_lines(tmp_path):
+    with pytest.raises(AssertionError):
+        _fake_trace_cycles(tmp_path, icache_lines=4, icache_ways=3)
+
+
+def _fake_trace_cycles(tmp_path, **memory) -> int:
+    """Total cycles of the fake host's trace, every instruction 1 cycle, refill 2, flash over all
+    of it with 5 wait states and no prefetch, and the given cache parameters."""
+    from tests.test_port import fake_host
+
+    addresses = [0x10, 0x12, 0x14, 0x100, 0x20, 0x22, 0x24, 0x26, 0x200, 0x30]
+    params = {"refill": 2, "flash_start": 0, "flash_end": 0x1000, "flash_wait": 5, "line_bytes": 16, **memory}
+    table = tmp_path / "timing.txt"
+    table.write_text("".join(f"param {k} {v}\n" for k, v in params.items())
+                     + "".join(f"{a:x} 2 {timing.ALU} 1 0 0 0\n" for a in addresses))
+    out = tmp_path / "counts.txt"
+    result = subprocess.run([fake_host(1, tmp_path), toolchain.build_insn_plugin(), "begin=0x100", "end=0x200",
+                             f"out={out}", f"timing={table}"], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    return toolchain.parse_plugin_output(out.read_text())["total_cycles"]
+
+
+def test_named_parts_are_the_published_ones_with_their_documented_memory():
+    l4, u5, h7 = (timing.PARTS[name] for name in ("stm32l4r5", "stm32u575", "stm32h7a3"))
+    assert (l4.target, l4.memory.mhz, l4.memory.flash_wait) == ("cortex-m4", 120, 5)
+    assert (u5.target, u5.memory.mhz, u5.memory.flash_wait, u5.memory.unified) == ("cortex-m33", 160, 4, True)
+    assert (h7.target, h7.memory.mhz, h7.memory.flash_wait) == ("cortex-m7", 280, 6)
+    for m7 in (h7.memory, timing.MEMORY["cortex-m7"]):  # Cortex-M7 TRM: 32-byte lines, 2-way I, 4-way D
+        assert (m7.line_bytes, m7.icache_ways, m7.dcache_ways) == (32, 2, 4)
+        assert m7.icache_lines * m7.line_bytes == m7.dcache_lines * m7.line_bytes == 16 * 1024
+    assert timing.data_cache_bytes("cortex-m33", "stm32u575") == 8 * 1024  # unified: constants share the ICACHE
+    assert timing.flash_wait_states("cortex-m7", None, "stm32h7a3") == 6
+    assert timing.flash_wait_states("cortex-m7", 3, "stm32h7a3") == 3  # --flash-wait wins
+
+
+def test_a_part_of_another_core_or_unknown_is_one_clear_error():
+    from edgec.errors import EdgecError
+    from edgec.targets import get_target
+    with pytest.raises(EdgecError, match="a cortex-m4 part, not a cortex-m7 one"):
+        get_target("cortex-m7").with_part("stm32l4r5")
+    with pytest.raises(EdgecError, match="expected one of stm32l4r5"):
+        timing.part_for("cortex-m4", "stm32f999")
+    assert get_target("cortex-m4").with_part("stm32l4r5").timing_part == "stm32l4r5"
+
+
+def test_sensitivity_varies_one_assumption_each():
+    names = [a.name for a in timing.SENSITIVITY]
+    assert len(set(names)) == len(names)
+    assert any(a.associativity == "direct" for a in timing.SENSITIVITY)
+    assert any(a.associativity == "full" for a in timing.SENSITIVITY)
+    assert any(a.it_cycles == 0 for a in timing.SENSITIVITY) and any(a.free_fetch for a in timing.SENSITIVITY)
+    core = timing.CORES["cortex-m4"]
+    assert timing.classify(0, 2, "itt", "eq", core).it and not timing.classify(0, 2, "adds", "r0, #1", core).it
