@@ -61,6 +61,9 @@ static int32_t softmax_exp_on_negative_values(int32_t a)
     /* exp(-2^k / 4) in Q0.31 for k = 0..6 (exp(-1/4) ... exp(-16)). */
     static const int32_t barrel[7] = {1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242};
     const int32_t quarter = (int32_t)1 << 24; /* 1/4 in Q5.26 */
+    if (a == 0) { /* the row's maximum: gemmlowp's result for 0, without the polynomial */
+        return INT32_MAX;
+    }
     const int32_t a_mod_quarter_minus_quarter = (a & (quarter - 1)) - quarter;
     const int32_t remainder = a_mod_quarter_minus_quarter - a;
     /* Taylor series of exp around -1/8 on [-1/4, 0), argument rescaled to Q0.31 (x32 is exact). */
@@ -79,7 +82,7 @@ static int32_t softmax_exp_on_negative_values(int32_t a)
             result = softmax_srdhm(result, barrel[k]);
         }
     }
-    return a == 0 ? INT32_MAX : result;
+    return result;
 }
 
 /* gemmlowp one_over_one_plus_x_for_x_in_0_1: Q0.31 a in [0, 1) -> Q0.31 1/(1+a). */
@@ -99,15 +102,19 @@ static int32_t softmax_one_over_one_plus_x(int32_t a)
     return softmax_saturating_shift_left(x, 1);
 }
 
-/* Number of leading zero bits of a non-zero value; once per row, so a loop is fine. */
+/* Number of leading zero bits of a non-zero value (CLZ where the compiler has it). */
 static int32_t softmax_clz(uint32_t v)
 {
+#if defined(__GNUC__)
+    return (int32_t)__builtin_clz(v);
+#else
     int32_t n = 0;
     while ((v & 0x80000000u) == 0u) {
         v <<= 1;
         ++n;
     }
     return n;
+#endif
 }
 
 /*
@@ -136,6 +143,10 @@ static int32_t softmax_exp_of_diff(const edgec_softmax_params *params, int32_t d
 #define SOFTMAX_ALWAYS_INLINE inline
 #endif
 
+/* Rows up to this long keep their exp() values from the sum for the outputs (on the stack), so
+ * each is computed once: a 2-class softmax per pixel is mostly exp() and the reciprocal. */
+#define SOFTMAX_SHORT_ROW 16
+
 /* One softmax row of row_size elements `stride` bytes apart (input and output alike). */
 static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params *params,
                                                       const int8_t *input, int32_t row_size,
@@ -143,6 +154,8 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params
 {
     int32_t max = input[0];
     int32_t sum = 0;
+    int32_t exps[SOFTMAX_SHORT_ROW];
+    const int short_row = row_size <= SOFTMAX_SHORT_ROW;
     int32_t headroom;
     int32_t reciprocal;
     int32_t exponent;
@@ -155,7 +168,11 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params
         const int32_t diff = input[col * stride] - max;
         /* Stop accumulating at the limit: the row's result is already decided and sum cannot overflow. */
         if (diff >= params->diff_min && sum < SOFTMAX_SUM_LIMIT) {
-            sum += edgec_divide_by_power_of_two(softmax_exp_of_diff(params, diff), SOFTMAX_ACCUM_BITS);
+            const int32_t e = softmax_exp_of_diff(params, diff);
+            if (short_row) {
+                exps[col] = e;
+            }
+            sum += edgec_divide_by_power_of_two(e, SOFTMAX_ACCUM_BITS);
         }
     }
     if (sum <= 0 || sum >= SOFTMAX_SUM_LIMIT) {
@@ -173,8 +190,9 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params
 
     for (col = 0; col < row_size; ++col) {
         const int32_t diff = input[col * stride] - max;
-        if (diff >= params->diff_min) {
-            const int32_t prob = softmax_srdhm(reciprocal, softmax_exp_of_diff(params, diff));
+        if (diff >= params->diff_min) { /* every such exp() was summed: the sum stayed under its limit */
+            const int32_t e = short_row ? exps[col] : softmax_exp_of_diff(params, diff);
+            const int32_t prob = softmax_srdhm(reciprocal, e);
             const int32_t y = edgec_divide_by_power_of_two(prob, exponent) - 128;
             output[col * stride] = edgec_clamp_to_s8(y, -128, 127);
         } else {
