@@ -509,7 +509,8 @@ edgec_status edgec_clamp_s8(int8_t *data, int32_t size, int32_t act_min, int32_t
  * (row sum of exps >= 512, possible only with row_size >= 512) every output of the row is -128,
  * the exact rounding of the last step. EDGEC_ARG_ERROR for NULL pointers, num_rows < 0,
  * row_size < 1, input_left_shift outside 0..31, a negative multiplier or a diff_min below
- * -floor(31 * 2^26 / 2^input_left_shift). Scratch: none.
+ * -floor(31 * 2^26 / 2^input_left_shift). Scratch: none; a call of at least 256 elements keeps
+ * the exp() of each input difference in a 1 KiB table on the stack (computed once per call).
  */
 edgec_status edgec_softmax_s8(const edgec_softmax_params *params, const int8_t *input,
                               int32_t num_rows, int32_t row_size, int8_t *output);
@@ -704,7 +705,7 @@ typedef struct {
  * Softmax over the middle axis of [outer][axis_size][inner]: edgec_softmax_s8's arithmetic
  * (TFLite / CMSIS-NN, bit for bit; output scale 1/256, zero point -128) on each of the
  * outer*inner strided rows. inner == 1 runs edgec_softmax_s8's row code unchanged.
- * Not in place. Scratch: none. EDGEC_ARG_ERROR: a NULL pointer, a dimension < 1, a tensor of
+ * Not in place. Scratch: none (the stack: edgec_softmax_s8's exp() table). EDGEC_ARG_ERROR: a NULL pointer, a dimension < 1, a tensor of
  * 2^31 elements or more, or the parameters edgec_softmax_s8 refuses.
  */
 edgec_status edgec_softmax_axis_s8(const edgec_softmax_desc *desc, const int8_t *input, int8_t *output);

@@ -147,10 +147,31 @@ static int32_t softmax_exp_of_diff(const edgec_softmax_params *params, int32_t d
  * each is computed once: a 2-class softmax per pixel is mostly exp() and the reciprocal. */
 #define SOFTMAX_SHORT_ROW 16
 
+/*
+ * exp() depends only on the difference to the row's maximum, an int8 difference in [-255, 0], and
+ * the call's parameters: a call of at least SOFTMAX_TABLE_ELEMENTS elements keeps each exp() it
+ * computes in a table on the stack (1 KiB, -1 where not computed yet; exp() is never negative), so
+ * no difference is computed twice in the call (attention's rows of tokens repeat few differences).
+ */
+#define SOFTMAX_TABLE_ELEMENTS 256
+#define SOFTMAX_TABLE_SIZE 256
+
+/* exp() of a difference that passed the diff_min test, through `table` when there is one. */
+static inline int32_t softmax_row_exp(const edgec_softmax_params *params, int32_t *table, int32_t diff)
+{
+    if (table == NULL) {
+        return softmax_exp_of_diff(params, diff);
+    }
+    if (table[-diff] < 0) {
+        table[-diff] = softmax_exp_of_diff(params, diff);
+    }
+    return table[-diff];
+}
+
 /* One softmax row of row_size elements `stride` bytes apart (input and output alike). */
 static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params *params,
                                                       const int8_t *input, int32_t row_size,
-                                                      int32_t stride, int8_t *output)
+                                                      int32_t stride, int8_t *output, int32_t *table)
 {
     int32_t max = input[0];
     int32_t sum = 0;
@@ -168,7 +189,7 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params
         const int32_t diff = input[col * stride] - max;
         /* Stop accumulating at the limit: the row's result is already decided and sum cannot overflow. */
         if (diff >= params->diff_min && sum < SOFTMAX_SUM_LIMIT) {
-            const int32_t e = softmax_exp_of_diff(params, diff);
+            const int32_t e = softmax_row_exp(params, table, diff);
             if (short_row) {
                 exps[col] = e;
             }
@@ -191,7 +212,7 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params
     for (col = 0; col < row_size; ++col) {
         const int32_t diff = input[col * stride] - max;
         if (diff >= params->diff_min) { /* every such exp() was summed: the sum stayed under its limit */
-            const int32_t e = short_row ? exps[col] : softmax_exp_of_diff(params, diff);
+            const int32_t e = short_row ? exps[col] : softmax_row_exp(params, table, diff);
             const int32_t prob = softmax_srdhm(reciprocal, e);
             const int32_t y = edgec_divide_by_power_of_two(prob, exponent) - 128;
             output[col * stride] = edgec_clamp_to_s8(y, -128, 127);
@@ -202,9 +223,48 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params
 }
 
 static void softmax_row(const edgec_softmax_params *params, const int8_t *input, int32_t row_size,
-                        int8_t *output)
+                        int8_t *output, int32_t *table)
 {
-    softmax_strided_row(params, input, row_size, 1, output);
+    softmax_strided_row(params, input, row_size, 1, output, table);
+}
+
+/* An empty exp() table (every entry -1). */
+static void softmax_table_clear(int32_t *table)
+{
+    for (int32_t i = 0; i < SOFTMAX_TABLE_SIZE; ++i) {
+        table[i] = -1;
+    }
+}
+
+/* A large call's rows, with the exp() table in this frame (only large calls use the stack). */
+static EDGEC_NOINLINE void softmax_rows_tabled(const edgec_softmax_params *params, const int8_t *input,
+                                               int32_t num_rows, int32_t row_size, int8_t *output)
+{
+    int32_t table[SOFTMAX_TABLE_SIZE];
+    softmax_table_clear(table);
+    for (int32_t row = 0; row < num_rows; ++row) {
+        softmax_row(params, input + row * row_size, row_size, output + row * row_size, table);
+    }
+}
+
+/* The strided rows of edgec_softmax_axis_s8 (inner > 1), with the exp() table when large. */
+static EDGEC_NOINLINE void softmax_axis_tabled(const edgec_softmax_params *params, const edgec_softmax_desc *desc,
+                                               const int8_t *input, int8_t *output)
+{
+    int32_t table[SOFTMAX_TABLE_SIZE];
+    softmax_table_clear(table);
+    for (int32_t o = 0; o < desc->outer; ++o) {
+        const int32_t start = o * desc->axis_size * desc->inner;
+        for (int32_t i = 0; i < desc->inner; ++i) {
+            softmax_strided_row(params, input + start + i, desc->axis_size, desc->inner, output + start + i, table);
+        }
+    }
+}
+
+/* Whether a call of outer x size x inner elements uses the exp() table. */
+static int softmax_tabled(int32_t outer, int32_t size, int32_t inner)
+{
+    return (int64_t)outer * size * inner >= SOFTMAX_TABLE_ELEMENTS;
 }
 
 /*
@@ -233,8 +293,12 @@ edgec_status edgec_softmax_s8(const edgec_softmax_params *params, const int8_t *
     if (!softmax_params_valid(params)) {
         return EDGEC_ARG_ERROR;
     }
+    if (softmax_tabled(num_rows, row_size, 1)) {
+        softmax_rows_tabled(params, input, num_rows, row_size, output);
+        return EDGEC_OK;
+    }
     for (row = 0; row < num_rows; ++row) {
-        softmax_row(params, input, row_size, output);
+        softmax_row(params, input, row_size, output, NULL);
         input += row_size;
         output += row_size;
     }
@@ -267,11 +331,15 @@ edgec_status edgec_softmax_axis_s8(const edgec_softmax_desc *desc, const int8_t 
     if (input == NULL || output == NULL || !softmax_params_valid(&params)) {
         return EDGEC_ARG_ERROR;
     }
+    if (softmax_tabled(desc->outer, desc->axis_size, desc->inner)) {
+        softmax_axis_tabled(&params, desc, input, output);
+        return EDGEC_OK;
+    }
     for (o = 0; o < desc->outer; ++o) {
         const int32_t start = o * desc->axis_size * desc->inner;
         int32_t i;
         for (i = 0; i < desc->inner; ++i) {
-            softmax_strided_row(&params, input + start + i, desc->axis_size, desc->inner, output + start + i);
+            softmax_strided_row(&params, input + start + i, desc->axis_size, desc->inner, output + start + i, NULL);
         }
     }
     return EDGEC_OK;
