@@ -60,9 +60,10 @@ BENCH_SPEED_TARGETS := cortex-m4
 BENCH_PARTS := cortex-m4:stm32l4r5 cortex-m33:stm32u575 cortex-m7:stm32h7a3
 # The other zoos run on one DSP core and one Helium core.
 BENCH_ZOO_TARGETS := cortex-m4 cortex-m55
-# Public architectures of the operator-coverage work (edgec.zoo_cnn), with --opt size: EfficientNet's
+# Public architectures of the operator-coverage work (edgec.zoo_cnn; the last two for issue #23's
+# PReLU and max-pooling figures), with --opt size: EfficientNet's
 # int16-widened DSP filters would not fit the typical M4 part's 1 MiB flash (Helium ignores --opt).
-BENCH_CNN_MODELS := mobilenet_v3_small efficientnet_b0
+BENCH_CNN_MODELS := mobilenet_v3_small efficientnet_b0 binary_classifier unet_nearest
 # Sequence models (edgec.zoo_seq); lstm_kws also streaming (one time step per invoke).
 BENCH_SEQ_MODELS := lstm_kws gru_kws conv_gru_kws kws_transformer vit_tiny
 export CMSIS_NN_DIR
