@@ -178,9 +178,12 @@ MEMORY = {
 
 @dataclass(frozen=True)
 class Part:
-    """A named part (`--part`): the core it has and its memory system at the clock it was run at."""
+    """A named part (`--part`): the core it has, its memory system at the clock it was run at,
+    and its SRAM and flash (the memory budget a build on it is checked against)."""
     target: str
     memory: Memory
+    ram_bytes: int | None = None
+    flash_bytes: int | None = None
 
 
 # The parts of the fastest published MLPerf Tiny results (docs/anchors.md), at their published clocks,
@@ -190,16 +193,16 @@ PARTS = {
     "stm32l4r5": Part("cortex-m4", Memory(
         120, 5, 32, 8, True, "STM32L4R5 at 120 MHz (Range 1 boost): 5 wait states (RM0432 flash latency table), "
         "ART accelerator: 32 instruction lines and 8 data lines of 4 x 64 bits, prefetch; associativity not "
-        "documented, modelled direct-mapped", line_bytes=32)),
+        "documented, modelled direct-mapped", line_bytes=32), 640 * 1024, 2048 * 1024),
     "stm32u575": Part("cortex-m33", Memory(
         160, 4, 512, 0, True, "STM32U575 at 160 MHz (Range 1): 4 wait states (RM0456 flash latency table), 8 KiB "
         "ICACHE, 2-way, 16-byte lines, on the C-bus that carries both instruction fetches and literal/constant "
-        "reads (modelled unified), flash prefetch on", icache_ways=2, unified=True)),
+        "reads (modelled unified), flash prefetch on", icache_ways=2, unified=True), 768 * 1024, 2048 * 1024),
     "stm32h7a3": Part("cortex-m7", Memory(
         280, 6, 512, 512, False, "STM32H7A3 at 280 MHz (VOS0): 6 wait states (RM0455 flash latency table), Cortex-M7 "
         "16 KiB L1 instruction cache (2-way) and 16 KiB data cache (4-way), 32-byte lines; a line fill is charged "
         "the wait states once (the flash word is 128 bits: a second flash access per 32-byte line is not "
-        "charged); no flash prefetch", line_bytes=32, icache_ways=2, dcache_ways=4)),
+        "charged); no flash prefetch", line_bytes=32, icache_ways=2, dcache_ways=4), 1376 * 1024, 2048 * 1024),
 }
 
 
