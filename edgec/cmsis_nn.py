@@ -62,7 +62,7 @@ def objects(target, root: Path) -> list[Path]:
     code is not edgec's to change."""
     from edgec import toolchain
     return toolchain.compile_objects(target, sources(root), include_dirs=[root / "Include"],
-                                     opt=getattr(target, "cmsis_nn_opt", "-O2"))
+                                     opt=target.cmsis_nn_opt)
 
 
 # -- context-buffer sizes, from the checkout's own functions --------------------------------------
