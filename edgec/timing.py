@@ -244,9 +244,12 @@ SENSITIVITY = (
 
 
 LEFT_OUT = ("interrupts and exceptions, bus contention and AHB/AXI latency beyond the flash wait states, "
-            "unaligned-access penalties, IT folding (IT is charged 1; `--sensitivity` shows 0), operand-dependent divide times, the M7's branch "
-            "mispredictions and its caches' write-back traffic, the M33's 16-bit dual issue, FPU timings beyond "
-            "loads/stores, and Helium's exceptions to overlap (e.g. cross-beat dependencies of VLDR gathers)")
+            "unaligned-access penalties, IT folding (IT is charged 1; `--sensitivity` shows 0), operand-dependent "
+            "divide times, the M7's branch mispredictions and its caches' write-back traffic, the caches' own "
+            "replacement policies (LRU is modelled; `--sensitivity` bounds associativity), a cache line fill's "
+            "second flash access where the line is wider than the flash word, the M33's 16-bit dual issue, FPU "
+            "timings beyond loads/stores, and Helium's exceptions to overlap (e.g. cross-beat dependencies of VLDR "
+            "gathers)")
 
 _CONDITIONS = ("eq", "ne", "cs", "hs", "cc", "lo", "mi", "pl", "vs", "vc", "hi", "ls", "ge", "lt", "gt", "le", "al")
 _COMPILED = [(cost, re.compile(f"(?:{cost.mnemonics})")) for cost in COSTS]
