@@ -354,7 +354,8 @@ edgec_status edgec_fully_connected_s8_mve(const edgec_fc_params *params,
 edgec_status edgec_avgpool_s8(const edgec_pool_params *params, const edgec_dims *input_dims,
                               const int8_t *input, const edgec_dims *output_dims, int8_t *output);
 
-/* Max pool over in-bounds taps, then clamp; shares qparams in and out. Scratch: none. */
+/* Max pool over in-bounds taps, then clamp; shares qparams in and out. Scratch: none. The build's
+ * -mcpu picks the path: Helium (16 channels per VMAX.S8), DSP (8 and 4 per SSUB8/SEL), portable C. */
 edgec_status edgec_maxpool_s8(const edgec_pool_params *params, const edgec_dims *input_dims,
                               const int8_t *input, const edgec_dims *output_dims, int8_t *output);
 
@@ -490,7 +491,10 @@ typedef struct {
  *   v >= 0: r = requantize(v, identity_multiplier, identity_shift)
  *   v <  0: r = requantize(v * (alpha + alpha_offset), alpha_multiplier, alpha_shift)
  *   y = clamp(r + output_offset, act_min, act_max).
- * In place: output may be input exactly when input is not broadcast. Scratch: none.
+ * In place: output may be input exactly when input is not broadcast. Scratch: none. A plane (the
+ * innermost two dimensions) under one alpha per column runs through a 256-entry table of outputs
+ * by input byte on the stack (about 300 bytes), built ahead when the plane outnumbers its entries,
+ * else filled as bytes occur; the same outputs as the per-element arithmetic, by construction.
  * EDGEC_ARG_ERROR as edgec_binary_s8's.
  */
 edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input,
