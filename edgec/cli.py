@@ -52,7 +52,8 @@ def _target_options(command):
                            "checkout in $CMSIS_NN_DIR (edgec's kernels for the rest)")(command)
     command = click.option("--part", type=click.Choice(sorted(_part_names())),
                            help="a named part (docs/timing-model.md): its clock, flash wait states and caches for "
-                           "--opt auto's layout choice and bench's cycle model (default: the target's typical part)")(command)
+                           "--opt auto's layout choice and bench's cycle model, its SRAM and flash as the budget "
+                           "(default: the target's typical part)")(command)
     command = click.option("--flash-wait", type=click.IntRange(min=0),
                            help="flash wait states of your part: --opt auto's layout choice and bench's cycle "
                            "model (default: the target's typical part, docs/timing-model.md)")(command)

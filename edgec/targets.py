@@ -73,7 +73,8 @@ class Target:
         from edgec import timing
         named = timing.part_for(self.name, part)  # a clear error for an unknown part or another core's
         return replace(self, timing_part=part, ram_bytes=named.ram_bytes, flash_bytes=named.flash_bytes,
-                       part=named.memory.part)
+                       part=f"ST {part.upper()} ({named.ram_bytes // 1024} KiB SRAM, "
+                            f"{named.flash_bytes // (1024 * 1024)} MiB flash)")
 
     def with_cmsis_nn_opt(self, opt: str) -> "Target":
         """This target compiling CMSIS-NN with `opt` (CMSIS_NN_OPTS)."""
