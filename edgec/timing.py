@@ -424,6 +424,20 @@ class TimingSetup:
     def varied(self, assumption: Assumption) -> "TimingSetup":
         return replace(self, assumption=assumption)
 
+    def changed_by(self, assumption: Assumption) -> bool:
+        """Whether `assumption` can change this setup's estimate (else it is the documented one):
+        the memory assumptions only with flash wait states, associativity only where it differs."""
+        memory, core = self.memory, CORES[self.target]
+        if assumption.associativity is not None or assumption.prefetch is not None or assumption.free_fetch:
+            if self.flash_wait == 0:
+                return False
+        if assumption.associativity is not None:
+            return any(_ways(lines, ways, assumption) != ways for lines, ways in
+                       ((memory.icache_lines, memory.icache_ways), (memory.dcache_lines, memory.dcache_ways)))
+        if assumption.prefetch is not None:
+            return assumption.prefetch != memory.prefetch
+        return assumption.refill is None or assumption.refill != core.refill
+
 
 def setup_for(target: str, mhz: float | None = None, flash_wait: int | None = None,
               part: str | None = None) -> TimingSetup:

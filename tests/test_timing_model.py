@@ -259,6 +259,18 @@ def test_a_part_of_another_core_or_unknown_is_one_clear_error():
     assert (l4.timing_part, l4.ram_bytes, l4.flash_bytes) == ("stm32l4r5", 640 * 1024, 2 * 1024 * 1024)
 
 
+def test_sensitivity_reruns_only_what_can_change_the_estimate():
+    by_name = {a.name: a for a in timing.SENSITIVITY}
+    zero_wait = timing.TimingSetup("cortex-m55", 400, 0, None)
+    assert [a.name for a in timing.SENSITIVITY if zero_wait.changed_by(a)] == [
+        "IT folded (0 cycles)", "branch refill 1", "branch refill 3"]
+    f407 = timing.TimingSetup("cortex-m4", 168, 5, None)  # its ART is modelled direct-mapped already
+    assert not f407.changed_by(by_name["caches direct-mapped"]) and f407.changed_by(by_name["caches fully associative"])
+    assert not f407.changed_by(by_name["branch refill 1"].__class__("refill 2", refill=2))
+    h7 = timing.TimingSetup("cortex-m7", 280, 6, None, "stm32h7a3")  # 2-way and 4-way: both vary; no prefetch
+    assert [a.name for a in timing.SENSITIVITY if not h7.changed_by(a)] == ["no prefetch"]
+
+
 def test_sensitivity_varies_one_assumption_each():
     names = [a.name for a in timing.SENSITIVITY]
     assert len(set(names)) == len(names)
