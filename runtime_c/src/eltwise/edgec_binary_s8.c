@@ -979,20 +979,19 @@ typedef struct {
     int32_t negatives;  /* entries 0 .. negatives-1 are the v < 0 inputs */
 } prelu_table;
 
-static void prelu_table_identity(prelu_table *t, const edgec_prelu_desc *d, edgec_output_stage stage)
+/* entry[k] for k in [from, to) under `alpha`: one out-of-line copy of the arithmetic for the
+ * table and the memo. */
+static EDGEC_NOINLINE void prelu_table_fill(prelu_table *t, const edgec_prelu_desc *d, edgec_output_stage stage,
+                                            int32_t alpha, int32_t from, int32_t to)
 {
-    t->negatives = EDGEC_MIN(EDGEC_MAX(-d->input_offset + 128, 0), 256);
-    for (int32_t k = t->negatives; k < 256; k++) {
-        t->entry[k] = prelu_value(d, stage, k - 128, 0);
+    for (int32_t k = from; k < to; k++) {
+        t->entry[k] = prelu_value(d, stage, k - 128, alpha);
     }
 }
 
-static void prelu_table_alpha(prelu_table *t, const edgec_prelu_desc *d, edgec_output_stage stage,
-                              int32_t alpha)
+static int32_t prelu_negatives(const edgec_prelu_desc *d)
 {
-    for (int32_t k = 0; k < t->negatives; k++) {
-        t->entry[k] = prelu_value(d, stage, k - 128, alpha);
-    }
+    return EDGEC_MIN(EDGEC_MAX(-d->input_offset + 128, 0), 256);
 }
 
 /* out[r * out_step] = table[in[r * in_step]] for r < rows, four at a time. */
@@ -1020,7 +1019,7 @@ static void prelu_table_apply(const int8_t *table, const int8_t *in, int32_t in_
 /* Whether a plane's elements outnumber the table entries it would compute. */
 static int prelu_table_pays(const edgec_prelu_desc *d, const binary_plane *p)
 {
-    const int64_t negatives = EDGEC_MIN(EDGEC_MAX(-d->input_offset + 128, 0), 256);
+    const int64_t negatives = prelu_negatives(d);
     const int64_t alphas = p->step2 != 0 ? p->n : 1;
     return (int64_t)p->rows * p->n > (256 - negatives) + negatives * alphas;
 }
@@ -1057,7 +1056,7 @@ static void prelu_memo_apply(prelu_memo *m, const edgec_prelu_desc *d, edgec_out
         const int32_t k = *in + 128;
         const uint32_t bit = 1u << (k & 31);
         if (!(m->known[k >> 5] & bit)) {
-            m->table.entry[k] = prelu_value(d, stage, k - 128, alpha);
+            prelu_table_fill(&m->table, d, stage, alpha, k, k + 1);
             m->known[k >> 5] |= bit;
         }
         *out = m->table.entry[k];
@@ -1076,7 +1075,7 @@ static void prelu_plane(const binary_ctx *ctx, const binary_plane *p, const int8
     if (!prelu_table_pays(&d, p)) {
         prelu_memo m;
         memset(m.known, 0, sizeof(m.known));
-        m.table.negatives = EDGEC_MIN(EDGEC_MAX(-d.input_offset + 128, 0), 256);
+        m.table.negatives = prelu_negatives(&d);
         for (int32_t i = 0; i < p->n; i++) { /* column after column: one alpha each */
             if (p->step2 != 0 || i == 0) {
                 prelu_memo_forget_negatives(&m);
@@ -1087,16 +1086,17 @@ static void prelu_plane(const binary_ctx *ctx, const binary_plane *p, const int8
         return;
     }
     prelu_table t;
-    prelu_table_identity(&t, &d, ctx->stage);
+    t.negatives = prelu_negatives(&d);
+    prelu_table_fill(&t, &d, ctx->stage, 0, t.negatives, 256); /* v >= 0: alpha is not used */
     if (p->step2 == 0) { /* one alpha for the plane: row after row */
-        prelu_table_alpha(&t, &d, ctx->stage, alpha[0]);
+        prelu_table_fill(&t, &d, ctx->stage, alpha[0], 0, t.negatives);
         for (int32_t r = 0; r < p->rows; r++) {
             prelu_table_apply(t.entry, input + r * p->outer1, p->step1, out + r * p->n, 1, p->n);
         }
         return;
     }
     for (int32_t i = 0; i < p->n; i++) { /* one alpha per column (channel): column after column */
-        prelu_table_alpha(&t, &d, ctx->stage, alpha[i * p->step2]);
+        prelu_table_fill(&t, &d, ctx->stage, alpha[i * p->step2], 0, t.negatives);
         prelu_table_apply(t.entry, input + i * p->step1, p->outer1, out + i, p->n, p->rows);
     }
 }
