@@ -492,9 +492,9 @@ typedef struct {
  *   v <  0: r = requantize(v * (alpha + alpha_offset), alpha_multiplier, alpha_shift)
  *   y = clamp(r + output_offset, act_min, act_max).
  * In place: output may be input exactly when input is not broadcast. Scratch: none. A plane (the
- * innermost two dimensions) under one alpha per column runs through a 256-entry table of outputs
- * by input byte on the stack (about 300 bytes), built ahead when the plane outnumbers its entries,
- * else filled as bytes occur; the same outputs as the per-element arithmetic, by construction.
+ * innermost two dimensions) under one alpha per column that outnumbers the entries it needs runs
+ * through a 256-entry table of outputs by input byte on the stack (about 260 bytes); the same
+ * outputs as the per-element arithmetic, by construction.
  * EDGEC_ARG_ERROR as edgec_binary_s8's.
  */
 edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input,

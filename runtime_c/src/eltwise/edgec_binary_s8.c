@@ -979,8 +979,7 @@ typedef struct {
     int32_t negatives;  /* entries 0 .. negatives-1 are the v < 0 inputs */
 } prelu_table;
 
-/* entry[k] for k in [from, to) under `alpha`: one out-of-line copy of the arithmetic for the
- * table and the memo. */
+/* entry[k] for k in [from, to) under `alpha`: one out-of-line copy of the arithmetic. */
 static EDGEC_NOINLINE void prelu_table_fill(prelu_table *t, const edgec_prelu_desc *d, edgec_output_stage stage,
                                             int32_t alpha, int32_t from, int32_t to)
 {
@@ -1024,65 +1023,13 @@ static int prelu_table_pays(const edgec_prelu_desc *d, const binary_plane *p)
     return (int64_t)p->rows * p->n > (256 - negatives) + negatives * alphas;
 }
 
-/*
- * The memo path, for planes too small for the tables to pay: the same table filled lazily, an
- * entry computed the first time its input byte occurs (`known`: one bit per entry). Moving to the
- * next alpha forgets only the negative entries. No entry is computed twice, so it never costs
- * more requantizations than the per-element path, and repeated inputs (activations cluster) cost
- * a lookup.
- */
-typedef struct {
-    prelu_table table;
-    uint32_t known[8]; /* bit k: entry[k] computed */
-} prelu_memo;
-
-static void prelu_memo_forget_negatives(prelu_memo *m)
-{
-    const int32_t full = m->table.negatives >> 5, part = m->table.negatives & 31;
-    for (int32_t w = 0; w < full; w++) {
-        m->known[w] = 0;
-    }
-    if (part != 0) {
-        m->known[full] &= ~((1u << part) - 1u);
-    }
-}
-
-/* out[r * out_step] = PReLU(in[r * in_step]) for r < rows, through the memo. */
-static void prelu_memo_apply(prelu_memo *m, const edgec_prelu_desc *d, edgec_output_stage stage,
-                             int32_t alpha, const int8_t *in, int32_t in_step, int8_t *out,
-                             int32_t out_step, int32_t rows)
-{
-    for (int32_t r = 0; r < rows; r++, in += in_step, out += out_step) {
-        const int32_t k = *in + 128;
-        const uint32_t bit = 1u << (k & 31);
-        if (!(m->known[k >> 5] & bit)) {
-            prelu_table_fill(&m->table, d, stage, alpha, k, k + 1);
-            m->known[k >> 5] |= bit;
-        }
-        *out = m->table.entry[k];
-    }
-}
-
 /* Reads each element before writing the same position (in place when input is output). */
 static void prelu_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *input,
                         const int8_t *alpha, int8_t *out)
 {
     const edgec_prelu_desc d = *ctx->prelu;
-    if (p->outer2 != 0) { /* alpha changes from row to row: element by element */
+    if (p->outer2 != 0 || !prelu_table_pays(&d, p)) { /* alpha changes per row, or a small plane */
         plane_rows(ctx, p, input, alpha, out, prelu_row);
-        return;
-    }
-    if (!prelu_table_pays(&d, p)) {
-        prelu_memo m;
-        memset(m.known, 0, sizeof(m.known));
-        m.table.negatives = prelu_negatives(&d);
-        for (int32_t i = 0; i < p->n; i++) { /* column after column: one alpha each */
-            if (p->step2 != 0 || i == 0) {
-                prelu_memo_forget_negatives(&m);
-            }
-            prelu_memo_apply(&m, &d, ctx->stage, alpha[i * p->step2], input + i * p->step1, p->outer1, out + i,
-                             p->n, p->rows);
-        }
         return;
     }
     prelu_table t;
