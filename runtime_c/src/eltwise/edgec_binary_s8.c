@@ -979,9 +979,9 @@ typedef struct {
     int32_t negatives;  /* entries 0 .. negatives-1 are the v < 0 inputs */
 } prelu_table;
 
-/* entry[k] for k in [from, to) under `alpha`: one out-of-line copy of the arithmetic. */
-static EDGEC_NOINLINE void prelu_table_fill(prelu_table *t, const edgec_prelu_desc *d, edgec_output_stage stage,
-                                            int32_t alpha, int32_t from, int32_t to)
+/* entry[k] for k in [from, to) under `alpha` (inlined: the hot loop of the table path's set-up). */
+static inline void prelu_table_fill(prelu_table *t, const edgec_prelu_desc *d, edgec_output_stage stage,
+                                    int32_t alpha, int32_t from, int32_t to)
 {
     for (int32_t k = from; k < to; k++) {
         t->entry[k] = prelu_value(d, stage, k - 128, alpha);
