@@ -134,11 +134,13 @@ def binary_case(rng, isa: int) -> Case:
     return Case("binary", isa, desc, x1, x2, expected, in_place)
 
 
-def prelu_case(rng, large: bool = False) -> Case:
+def prelu_case(rng, large: bool = False, medium: bool = False) -> Case:
     """Small planes take the per-element path; large ones (more elements than table entries) the
-    table path of edgec_prelu_s8."""
+    table path of edgec_prelu_s8; medium ones (many channels, few pixels) its half-table path."""
     if large:
         c, h, w = int(rng.integers(1, 9)), int(rng.integers(16, 33)), int(rng.integers(16, 33))
+    elif medium:
+        c, h, w = int(rng.integers(24, 65)), int(rng.integers(4, 9)), int(rng.integers(4, 9))
     else:
         c, h, w = int(rng.integers(1, 40)), int(rng.integers(1, 5)), int(rng.integers(1, 5))
     alpha_shape = [(c,), (1,), (1, h, 1, c)][int(rng.integers(3))]
@@ -185,7 +187,7 @@ def all_cases(target: str, seed: int) -> list[Case]:
     rng = np.random.default_rng(seed)
     cases = [binary_case(rng, isa) for isa in ISAS[target] for _ in range(CASES_PER_ISA)]
     cases += [case for isa in ISAS[target] if isa != PORTABLE for case in mul_shift_sweep(rng, isa)]
-    cases += [prelu_case(rng, large=k % 3 == 0) for k in range(PRELU_CASES)]
+    cases += [prelu_case(rng, large=k % 3 == 0, medium=k % 3 == 1) for k in range(PRELU_CASES)]
     return cases + benchmark_cases(ISAS[target]) + prelu_benchmark_cases()
 
 
@@ -271,7 +273,7 @@ def test_benchmark_mul_takes_the_dsp_path():
 @pytest.mark.parametrize("opt", ["-O0", "-Os"])
 def test_prelu_table_and_element_paths_at_other_optimisation_levels(opt, tmp_path):
     rng = np.random.default_rng(17)
-    cases = [prelu_case(rng, large=k % 2 == 0) for k in range(16)] + prelu_benchmark_cases()
+    cases = [prelu_case(rng, large=k % 3 == 0, medium=k % 3 == 1) for k in range(18)] + prelu_benchmark_cases()
     results = run_on_target("cortex-m4", cases, tmp_path, opt=opt)
     failures = [describe(case) for case, (status, guards, output, _) in zip(cases, results)
                 if status != 0 or not guards or not np.array_equal(output, case.expected.ravel())]

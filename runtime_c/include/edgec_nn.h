@@ -493,8 +493,9 @@ typedef struct {
  *   y = clamp(r + output_offset, act_min, act_max).
  * In place: output may be input exactly when input is not broadcast. Scratch: none. A plane (the
  * innermost two dimensions) under one alpha per column that outnumbers the entries it needs runs
- * through a 256-entry table of outputs by input byte on the stack (about 260 bytes); the same
- * outputs as the per-element arithmetic, by construction.
+ * through a 256-entry table of outputs by input byte on the stack (about 260 bytes); a plane with
+ * 4x as many elements as the table's alpha-independent half (v >= 0) takes that half from it and
+ * computes the negative inputs; the same outputs as the per-element arithmetic, by construction.
  * EDGEC_ARG_ERROR as edgec_binary_s8's.
  */
 edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input,

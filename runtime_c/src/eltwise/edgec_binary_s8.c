@@ -1023,18 +1023,48 @@ static int prelu_table_pays(const edgec_prelu_desc *d, const binary_plane *p)
     return (int64_t)p->rows * p->n > (256 - negatives) + negatives * alphas;
 }
 
+/* A plane whose per-alpha tables do not pay but whose elements outnumber the alpha-independent
+ * half (v >= 0) several times over: that half from the table, the negative inputs computed. */
+static void prelu_half_table_rows(const binary_ctx *ctx, const binary_plane *p, const prelu_table *t,
+                                  const int8_t *input, const int8_t *alpha, int8_t *out)
+{
+    const edgec_prelu_desc d = *ctx->prelu;
+    const int32_t first_identity = t->negatives - 128; /* inputs from here up have v >= 0 */
+    for (int32_t r = 0; r < p->rows; r++) {
+        const int8_t *in = input + r * p->outer1;
+        const int8_t *a = alpha + r * p->outer2;
+        int8_t *o = out + r * p->n;
+        for (int32_t i = 0; i < p->n; i++) {
+            const int32_t x = in[i * p->step1];
+            o[i] = x >= first_identity ? t->entry[x + 128] : prelu_value(&d, ctx->stage, x, a[i * p->step2]);
+        }
+    }
+}
+
+/* Whether the v >= 0 half of the table pays on its own (4x its entries: about half the inputs
+ * of a plane are non-negative, and a table entry costs about what an element does). */
+static int prelu_half_table_pays(const edgec_prelu_desc *d, const binary_plane *p)
+{
+    return (int64_t)p->rows * p->n >= 4 * (int64_t)(256 - prelu_negatives(d));
+}
+
 /* Reads each element before writing the same position (in place when input is output). */
 static void prelu_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *input,
                         const int8_t *alpha, int8_t *out)
 {
     const edgec_prelu_desc d = *ctx->prelu;
-    if (p->outer2 != 0 || !prelu_table_pays(&d, p)) { /* alpha changes per row, or a small plane */
+    const int whole = p->outer2 == 0 && prelu_table_pays(&d, p);
+    if (!whole && !prelu_half_table_pays(&d, p)) { /* a small plane: element by element */
         plane_rows(ctx, p, input, alpha, out, prelu_row);
         return;
     }
     prelu_table t;
     t.negatives = prelu_negatives(&d);
     prelu_table_fill(&t, &d, ctx->stage, 0, t.negatives, 256); /* v >= 0: alpha is not used */
+    if (!whole) {
+        prelu_half_table_rows(ctx, p, &t, input, alpha, out);
+        return;
+    }
     if (p->step2 == 0) { /* one alpha for the plane: row after row */
         prelu_table_fill(&t, &d, ctx->stage, alpha[0], 0, t.negatives);
         for (int32_t r = 0; r < p->rows; r++) {
