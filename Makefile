@@ -5,7 +5,7 @@ STAMP := .make
 # The development versions, tested by `make test`; pyproject.toml declares the supported ranges.
 TORCH_PINS := torch==2.13.0 torchao==0.18.0
 
-.PHONY: demo test install install-test toolchain bench fuzz clean
+.PHONY: demo test install install-test toolchain bench bench-part fuzz clean
 
 # torch and torchao are installed first and pinned, so nothing can pull another (multi-GB CUDA) build.
 $(STAMP)/install: pyproject.toml
@@ -55,11 +55,15 @@ BENCH_TARGETS := cortex-m4 cortex-m7 cortex-m33 cortex-m55
 # --opt changes only the DSP cores' kernels: they also run with --opt size, the M4 with --opt speed.
 BENCH_SIZE_TARGETS := cortex-m4 cortex-m7 cortex-m33
 BENCH_SPEED_TARGETS := cortex-m4
+# The published MLPerf Tiny parts (edgec.timing.PARTS), target:part: the reference models with
+# edgec's kernels on each, into BENCH_DIR/<target>-<part>/.
+BENCH_PARTS := cortex-m4:stm32l4r5 cortex-m33:stm32u575 cortex-m7:stm32h7a3
 # The other zoos run on one DSP core and one Helium core.
 BENCH_ZOO_TARGETS := cortex-m4 cortex-m55
-# Public architectures of the operator-coverage work (edgec.zoo_cnn), with --opt size: EfficientNet's
+# Public architectures of the operator-coverage work (edgec.zoo_cnn; the last two for issue #23's
+# PReLU and max-pooling figures), with --opt size: EfficientNet's
 # int16-widened DSP filters would not fit the typical M4 part's 1 MiB flash (Helium ignores --opt).
-BENCH_CNN_MODELS := mobilenet_v3_small efficientnet_b0
+BENCH_CNN_MODELS := mobilenet_v3_small efficientnet_b0 binary_classifier unet_nearest
 # RAM budgets (#24): layer by layer, then with --ram (band stages), for the vision models whose
 # activation peak sits in their first layers (edgec.zoo_vision; MobileNetV1 0.25 comes from edgec.zoo).
 BENCH_VISION_MODELS := mobilenet_v2_035 pnet
@@ -87,13 +91,18 @@ define bench_runs
 endef
 bench: $(STAMP)/install toolchain
 	@mkdir -p $(BENCH_DIR)
-	@rm -rf $(BENCH_DIR)/*-cmsis-nn
+	@rm -rf $(BENCH_DIR)/*-cmsis-nn $(BENCH_DIR)/*-cmsis-nn-ofast
 	$(call bench_calibration,zoo,$(BENCH_MODELS))
-	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_TARGETS),,)
+	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_TARGETS),--sensitivity,)
+	@for pair in $(BENCH_PARTS); do \
+		target=$${pair%%:*}; part=$${pair#*:}; \
+		$(MAKE) --no-print-directory bench-part BENCH_TARGET=$$target BENCH_PART=$$part || exit 1; \
+	done
 	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_SIZE_TARGETS),--opt size,-size)
 	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_SPEED_TARGETS),--opt speed,-speed)
 ifneq ($(CMSIS_NN_DIR),)
-	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn,-cmsis-nn)
+	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --sensitivity,-cmsis-nn)
+	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --cmsis-nn-opt Ofast --sensitivity,-cmsis-nn-ofast)
 else
 	@echo "CMSIS_NN_DIR is not set: the CMSIS-NN columns of BENCHMARKS.md will say 'not measured'"
 endif
@@ -114,6 +123,10 @@ endif
 	done
 	$(PYTHON) scripts/write_benchmarks.py $(BENCH_DIR) > BENCHMARKS.md
 	@echo "wrote BENCHMARKS.md"
+
+# One published part (make bench runs it for each of BENCH_PARTS): edgec's kernels with --part.
+bench-part:
+	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_TARGET),--part $(BENCH_PART) --sensitivity,-$(BENCH_PART))
 
 # -rs lists every skipped test and why; with EDGEC_REQUIRE_TOOLCHAIN=1 (.ci/run) a test whose
 # tool is missing fails instead of skipping.

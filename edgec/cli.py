@@ -51,6 +51,10 @@ def _target_options(command):
     command = click.option("--kernels", type=click.Choice(["edgec", "cmsis-nn"]), default="edgec", show_default=True,
                            help="cmsis-nn: the layers Arm's CMSIS-NN has kernels for call it, linked from the "
                            "checkout in $CMSIS_NN_DIR (edgec's kernels for the rest)")(command)
+    command = click.option("--part", type=click.Choice(sorted(_part_names())),
+                           help="a named part (docs/timing-model.md): its clock, flash wait states and caches for "
+                           "--opt auto's layout choice and bench's cycle model, its SRAM and flash as the budget "
+                           "(default: the target's typical part)")(command)
     command = click.option("--flash-wait", type=click.IntRange(min=0),
                            help="flash wait states of your part: --opt auto's layout choice and bench's cycle "
                            "model (default: the target's typical part, docs/timing-model.md)")(command)
@@ -80,10 +84,16 @@ def _quantization_options(command):
                         "from the calibration data")(command)
 
 
+def _part_names():
+    from edgec.timing import PARTS
+    return PARTS
+
+
 def _target(name: str, ram: int | None = None, flash: int | None = None, opt: str = "auto",
-            flash_wait: int | None = None, kernels: str = "edgec"):
+            flash_wait: int | None = None, kernels: str = "edgec", part: str | None = None):
     from edgec.targets import get_target
-    return get_target(name).with_budget(ram, flash).with_opt(opt).with_flash_wait(flash_wait).with_kernels(kernels)
+    return (get_target(name).with_part(part).with_budget(ram, flash).with_opt(opt).with_flash_wait(flash_wait)
+            .with_kernels(kernels))
 
 
 @functools.cache
@@ -147,7 +157,7 @@ def cli():
               help="several models: one arena for all of them, sized by the largest (models that never run at "
               "the same time)")
 @click.option("--quiet", is_flag=True, help="no progress bar")
-def build(models, out_dir, calib, name, target, ram, flash, opt, flash_wait, kernels, method, per_channel_linear,
+def build(models, out_dir, calib, name, target, ram, flash, opt, flash_wait, part, kernels, method, per_channel_linear,
           activations, int16_layers, html_report, stream, shared_arena, quiet):
     """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory; several MODELs
     into one directory with one runtime (their kernels once) and, with --shared-arena, one arena."""
@@ -162,7 +172,7 @@ def build(models, out_dir, calib, name, target, ram, flash, opt, flash_wait, ker
     _quiet_torch()
     from edgec.pipeline import check_output_dir, emit, emit_many, quantization_warnings
     check_output_dir(Path(out_dir))
-    target_info = _target(target, ram, flash, opt, flash_wait, kernels)
+    target_info = _target(target, ram, flash, opt, flash_wait, kernels, part)
     compiled = []
     for model, model_calib in zip(models, calib or [None] * len(models)):
         compiled.append(_compile(model, model_calib, target_info, quiet, stream, method, per_channel_linear,
@@ -240,7 +250,7 @@ def report(out_dir, html, bench_json, sqnr_json):
               help="an output (index) of class scores to give top-1 agreement for (default: a softmax's, or a "
                    "one-output model's [N, K] output)")
 @_quantization_options
-def verify(model, calib, samples, name, target, ram, flash, opt, flash_wait, kernels, quiet, per_layer, layers_json,
+def verify(model, calib, samples, name, target, ram, flash, opt, flash_wait, part, kernels, quiet, per_layer, layers_json,
            stream, allow_unchecked, class_outputs, method, per_channel_linear, activations, int16_layers):
     """Check that the generated C's output equals the golden simulator's, byte for byte, and test,
     on the samples, that every layer computes what the quantized program means (per output
@@ -250,7 +260,7 @@ def verify(model, calib, samples, name, target, ram, flash, opt, flash_wait, ker
     from edgec import verify as checks
     from edgec.pipeline import emit
     name = check_name(name or default_name(model))
-    target_info = _target(target, ram, flash, opt, flash_wait, kernels)
+    target_info = _target(target, ram, flash, opt, flash_wait, kernels, part)
     if not target_info.is_host:
         device.require_runnable(target_info)
     compiled = _compile(model, calib, target_info, quiet, method=method, per_channel_linear=per_channel_linear,
@@ -318,9 +328,13 @@ def _verify_stream(whole, floats, whole_inputs, name: str, target: str) -> None:
 @click.option("--mhz", type=click.FloatRange(min=0, min_open=True),
               help="clock for the milliseconds (default: the target's typical part, docs/timing-model.md)")
 @click.option("--stream", is_flag=True, help=STREAM_HELP + "; counts one time step")
+@click.option("--sensitivity", is_flag=True, help="also the estimated total cycles with each uncertain part of "
+              "the timing model varied (docs/timing-model.md); one more timed run each")
+@click.option("--cmsis-nn-opt", type=click.Choice(["O2", "Ofast"]), default="O2", show_default=True,
+              help="with --kernels cmsis-nn: the optimisation CMSIS-NN is compiled with (-Ofast: Arm's recommendation)")
 @_quantization_options
-def bench(model, target, calib, name, ram, flash, opt, flash_wait, kernels, out_dir, as_json, quiet, profile, mhz,
-          stream, method, per_channel_linear, activations, int16_layers):
+def bench(model, target, calib, name, ram, flash, opt, flash_wait, part, kernels, out_dir, as_json, quiet, profile, mhz,
+          stream, sensitivity, cmsis_nn_opt, method, per_channel_linear, activations, int16_layers):
     """Count the instructions one inference executes on an emulated Cortex-M, per layer and in
     total (exact, from QEMU), with MACs and the program's flash and RAM; on Cortex-M4/M7/M33/M55
     also the cycles of edgec's timing model (an estimate) and the milliseconds at --mhz."""
@@ -331,7 +345,7 @@ def bench(model, target, calib, name, ram, flash, opt, flash_wait, kernels, out_
     from edgec import verify as checks
     from edgec.pipeline import emit
     name = check_name(name or default_name(model))
-    target_info = _target(target, ram, flash, opt, flash_wait, kernels)
+    target_info = _target(target, ram, flash, opt, flash_wait, kernels, part).with_cmsis_nn_opt(f"-{cmsis_nn_opt}")
     device.require_runnable(target_info)
     compiled = _compile(model, calib, target_info, quiet, method=method, per_channel_linear=per_channel_linear,
                         activations=activations, int16_layers=int16_layers)
@@ -343,7 +357,8 @@ def bench(model, target, calib, name, ram, flash, opt, flash_wait, kernels, out_
     with tempfile.TemporaryDirectory(prefix="edgec-bench-") as tmp:
         model_dir = Path(out_dir) if out_dir else Path(tmp) / name
         emit(compiled, model_dir, name)
-        result = device.bench(target_info, model_dir, name, sample[0], Path(tmp) / "build", profile=profile, mhz=mhz)
+        result = device.bench(target_info, model_dir, name, sample[0], Path(tmp) / "build", profile=profile, mhz=mhz,
+                              sensitivity=sensitivity)
     if not checks.compare(checks.golden_outputs(compiled.graph, sample), result.output[None]).exact:
         raise EdgecError(f"the output on {target} differs from the golden simulator's; "
                          f"run edgec verify --target {target}")

@@ -18,9 +18,11 @@ from edgec.errors import EdgecError
 
 
 def objects(target, root: Path) -> list[Path]:
-    """The library compiled for `target` (cached like edgec's own objects). Without -Werror: the
-    warnings are Arm's, and its code is not edgec's to change."""
-    return toolchain.compile_objects(target, sources(root), include_dirs=[root / "Include"])
+    """The library compiled for `target` at its cmsis_nn_opt (-O2, or -Ofast as Arm recommends for
+    CMSIS-NN), cached like edgec's own objects. Without -Werror: the warnings are Arm's, and its
+    code is not edgec's to change."""
+    return toolchain.compile_objects(target, sources(root), include_dirs=[root / "Include"],
+                                     opt=target.cmsis_nn_opt)
 
 
 # -- context-buffer sizes, from the checkout's own functions --------------------------------------

@@ -247,6 +247,8 @@ class Bench:
     ram_beyond_arena: RamBeyondArena  # of the model alone, measured apart from the bench program
     functions: dict[str, int] | None = None  # with a profile: instructions per function, whole run
     timing: TimingSetup | None = None  # the clock and memory system the cycles were modelled for
+    # with --sensitivity: the total cycles with each of edgec.timing.SENSITIVITY's assumptions
+    sensitivity: dict[str, int] | None = None
 
     @property
     def total_instructions(self) -> int:
@@ -276,7 +278,9 @@ class Bench:
         if self.timing is not None:
             result.update(total_cycles=self.total_cycles, ms=round(self.milliseconds, 4),
                           clock_mhz=self.timing.mhz, flash_wait_states=self.timing.flash_wait,
-                          cycle_model=CYCLE_MODEL)
+                          cycle_model=CYCLE_MODEL, part=self.timing.part_name,
+                          **({} if self.timing.part is None else {"part_name": self.timing.part}),
+                          **({} if self.sensitivity is None else {"sensitivity": self.sensitivity}))
         return result
 
     def by_op(self) -> dict[str, tuple[int, int]]:
@@ -295,16 +299,19 @@ def marker_layers(model_c: Path) -> list[int]:
 
 
 def bench(target: Target, model_dir: Path, name: str, sample: np.ndarray, build_dir: Path,
-          profile: bool = False, mhz: float | None = None) -> Bench:
+          profile: bool = False, mhz: float | None = None, sensitivity: bool = False) -> Bench:
     """One invoke on `sample` (int8, one row) under QEMU with the instruction-count plugin; with
     `profile`, also the instructions of each function over the whole run. On a core with a timing
     model (edgec.timing), also the modelled cycles at `mhz` (default: the target's typical part)
-    with target.flash_wait flash wait states, the ones the build's --opt auto chose for."""
+    with target.flash_wait flash wait states, the ones the build's --opt auto chose for, on
+    target.timing_part (--part; else the typical part). With `sensitivity`, also the total cycles
+    under each of edgec.timing.SENSITIVITY's assumptions (one more timed run each)."""
     require_runnable(target)
     report = read_report(model_dir)
     elf = build_program(target, model_dir, name, build_dir, purpose="bench")
     _write_inputs(build_dir, sample.reshape(1, -1))
-    setup = timing.setup_for(target.name, mhz, target.flash_wait) if timing.has_model(target.name) else None
+    setup = (timing.setup_for(target.name, mhz, target.flash_wait, target.timing_part)
+             if timing.has_model(target.name) else None)
     counts = toolchain.count_instructions(target, elf, timeout=qemu_timeout(report["macs"], 1),
                                           cwd=build_dir, expect_status=None, profile=profile, timing=setup)
     _check_exit(counts["result"], target)
@@ -316,9 +323,16 @@ def bench(target: Target, model_dir: Path, name: str, sample: np.ndarray, build_
               for i, n, c in zip(indices, counts["insns"], cycles)]
     memory = toolchain.elf_memory(elf)
     output = _read_outputs(build_dir, 1, output_size(model_dir, name))[0]
+    varied = None
+    if sensitivity and setup is not None:  # an assumption that cannot change the estimate is not rerun
+        varied = {a.name: sum(toolchain.count_instructions(target, elf, timeout=qemu_timeout(report["macs"], 1),
+                                                           cwd=build_dir, expect_status=None,
+                                                           timing=setup.varied(a))["cycles"])
+                  if setup.changed_by(a) else sum(layer.cycles for layer in layers)
+                  for a in timing.SENSITIVITY}
     return Bench(target.name, layers, memory["flash_bytes"], memory["ram_bytes"], memory,
                  report["arena_bytes"], report["weights_bytes"], output,
-                 ram_beyond_arena(target, model_dir, name, sample, build_dir), counts.get("functions"), setup)
+                 ram_beyond_arena(target, model_dir, name, sample, build_dir), counts.get("functions"), setup, varied)
 
 
 def format_table(result: Bench, model: str) -> str:
@@ -338,9 +352,13 @@ def format_table(result: Bench, model: str) -> str:
     lines.append(f"{'total':<47} {result.macs:>12,}{cycles(result.total_cycles)} {result.total_instructions:>14,} "
                  f"{per_mac(result.total_instructions, result.macs)}")
     if timed:
+        lines.append(f"part: {result.timing.part_name}")
         lines.append(f"time: {result.milliseconds:.3f} ms at {result.timing.mhz:g} MHz "
                      f"({result.total_cycles / max(result.total_instructions, 1):.2f} cycles/instruction); "
                      f"cycles are {CYCLE_MODEL}")
+    if result.sensitivity:
+        lines.append("sensitivity (estimated total cycles, one assumption varied at a time): " + ", ".join(
+            f"{name} {cycles:,} ({cycles / result.total_cycles - 1:+.1%})" for name, cycles in result.sensitivity.items()))
     lines.append("by op: " + ", ".join(f"{op} {insns:,} ({per_mac(insns, macs).strip()}/MAC)"
                                        for op, (macs, insns) in result.by_op().items()))
     m = result.memory

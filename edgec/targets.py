@@ -32,6 +32,12 @@ class Target:
     # Flash wait states of the user's part (--flash-wait): what --opt auto chooses for and bench's
     # cycles are modelled at; None: those of the typical part (edgec.timing.MEMORY).
     flash_wait: int | None = None
+    # A named part of edgec.timing.PARTS (--part): its clock, wait states and caches replace the
+    # typical part's in --opt auto's choice and bench's cycles; None: the typical part.
+    timing_part: str | None = None
+    # The optimisation flag Arm's CMSIS-NN sources are compiled with (--kernels cmsis-nn):
+    # -O2 like edgec's, or -Ofast, which Arm recommends for CMSIS-NN.
+    cmsis_nn_opt: str = "-O2"
     # The cross compiler edgec's own builds of the target (verify, bench) use: "gcc"
     # (arm-none-eabi-gcc) or "clang" (edgec.toolchain). Generated code takes the application's.
     compiler: str = "gcc"
@@ -60,6 +66,23 @@ class Target:
             raise EdgecError(f"--flash-wait {flash_wait}: wait states cannot be negative")
         return self if flash_wait is None else replace(self, flash_wait=flash_wait)
 
+    def with_part(self, part: str | None) -> "Target":
+        """This target on the named part `part` (edgec.timing.PARTS: its memory system and its
+        SRAM and flash as the budget; None keeps the typical part)."""
+        if part is None:
+            return self
+        from edgec import timing
+        named = timing.part_for(self.name, part)  # a clear error for an unknown part or another core's
+        return replace(self, timing_part=part, ram_bytes=named.ram_bytes, flash_bytes=named.flash_bytes,
+                       part=f"ST {part.upper()} ({named.ram_bytes // 1024} KiB SRAM, "
+                            f"{named.flash_bytes // (1024 * 1024)} MiB flash)")
+
+    def with_cmsis_nn_opt(self, opt: str) -> "Target":
+        """This target compiling CMSIS-NN with `opt` (CMSIS_NN_OPTS)."""
+        if opt not in CMSIS_NN_OPTS:
+            raise EdgecError(f"--cmsis-nn-opt {opt!r}: expected one of {', '.join(CMSIS_NN_OPTS)}")
+        return replace(self, cmsis_nn_opt=opt)
+
     @property
     def fast_layouts(self) -> bool:
         """Whether kernels take the constant layouts that spend flash for fewer instructions
@@ -86,6 +109,7 @@ class Target:
 # Whose kernels the generated code calls: edgec's own, or Arm's CMSIS-NN library (linked from the
 # user's checkout) for the layers it has kernels for (edgec/ops/cmsis_nn.py).
 KERNEL_LIBRARIES = ("edgec", "cmsis-nn")
+CMSIS_NN_OPTS = ("-O2", "-Ofast")
 
 # What `--opt` trades: "speed" lays some constants out for the kernels with the fewest instructions
 # even where that takes more flash (e.g. the DSP convolution's filter widened to int16); "size"

@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from edgec.errors import EdgecError
 from edgec.targets import board_memory_map
 
 # Instruction kinds, shared with the plugin (enum insn_kind in qemu_insn_plugin.c).
@@ -145,34 +146,111 @@ CORES = {
 
 @dataclass(frozen=True)
 class Memory:
-    """The memory system of a typical part: flash wait states behind an ART-like accelerator
-    (128-bit lines, an instruction cache, a data cache for constants read from flash, sequential
-    prefetch); SRAM/TCM data is zero-wait."""
+    """The memory system of a part: flash wait states behind its flash accelerator or L1 caches
+    (an instruction cache, a data cache for constants read from flash, sequential prefetch);
+    SRAM/TCM data is zero-wait. Caches are set-associative with LRU replacement (1 way: direct-
+    mapped); `unified`: constants read from flash go through the instruction cache (no data cache)."""
     mhz: float
     flash_wait: int
     icache_lines: int
     dcache_lines: int
     prefetch: bool
     part: str
+    line_bytes: int = 16
+    icache_ways: int = 1
+    dcache_ways: int = 1
+    unified: bool = False
 
 
-LINE_BYTES = 16
 # The clock, flash wait states and flash accelerator of each target's typical part (Target.part).
+# The ART accelerators' associativity is not documented: modelled direct-mapped (see SENSITIVITY).
 MEMORY = {
     "cortex-m4": Memory(168, 5, 64, 8, True, "STM32F407VG at 168 MHz: 5 wait states, ART accelerator (64 x 128-bit "
-                        "instruction lines, 8 data lines, prefetch)"),
+                        "instruction lines, 8 data lines, prefetch; RM0090 3.5)"),
     "cortex-m33": Memory(64, 0, 0, 0, False, "nRF9160 at 64 MHz: its datasheet gives no flash wait states (code "
                          "runs through its instruction cache); modelled zero-wait"),
-    "cortex-m7": Memory(216, 7, 1024, 1024, True, "STM32F767ZI at 216 MHz: 7 wait states behind the 16 KiB L1 "
-                        "instruction and data caches (modelled as 1024 lines of 128 bits each)"),
+    "cortex-m7": Memory(216, 7, 512, 512, True, "STM32F767ZI at 216 MHz: 7 wait states behind the Cortex-M7's 16 KiB "
+                        "L1 instruction cache (2-way) and 16 KiB data cache (4-way), 32-byte lines (Cortex-M7 TRM "
+                        "DDI 0489 5.1/6.1), ART prefetch", line_bytes=32, icache_ways=2, dcache_ways=4),
     "cortex-m55": Memory(400, 0, 0, 0, False, "a Corstone-300 class part (e.g. Alif Ensemble E7 high-performance core "
                          "at 400 MHz) running from zero-wait ITCM/DTCM"),
 }
 
+
+@dataclass(frozen=True)
+class Part:
+    """A named part (`--part`): the core it has, its memory system at the clock it was run at,
+    and its SRAM and flash (the memory budget a build on it is checked against)."""
+    target: str
+    memory: Memory
+    ram_bytes: int | None = None
+    flash_bytes: int | None = None
+
+
+# The parts of the fastest published MLPerf Tiny results (docs/anchors.md), at their published clocks,
+# so that a comparison with them is made under their memory conditions. Wait states: the reference
+# manual's flash latency table at that clock and voltage range.
+PARTS = {
+    "stm32l4r5": Part("cortex-m4", Memory(
+        120, 5, 32, 8, True, "STM32L4R5 at 120 MHz (Range 1 boost): 5 wait states (RM0432 flash latency table), "
+        "ART accelerator: 32 instruction lines and 8 data lines of 4 x 64 bits, prefetch; associativity not "
+        "documented, modelled direct-mapped", line_bytes=32), 640 * 1024, 2048 * 1024),
+    "stm32u575": Part("cortex-m33", Memory(
+        160, 4, 512, 0, True, "STM32U575 at 160 MHz (Range 1): 4 wait states (RM0456 flash latency table), 8 KiB "
+        "ICACHE, 2-way, 16-byte lines, on the C-bus that carries both instruction fetches and literal/constant "
+        "reads (modelled unified), flash prefetch on", icache_ways=2, unified=True), 768 * 1024, 2048 * 1024),
+    "stm32h7a3": Part("cortex-m7", Memory(
+        280, 6, 512, 512, False, "STM32H7A3 at 280 MHz (VOS0): 6 wait states (RM0455 flash latency table), Cortex-M7 "
+        "16 KiB L1 instruction cache (2-way) and 16 KiB data cache (4-way), 32-byte lines; a line fill is charged "
+        "the wait states once (the flash word is 128 bits: a second flash access per 32-byte line is not "
+        "charged); no flash prefetch", line_bytes=32, icache_ways=2, dcache_ways=4), 1376 * 1024, 2048 * 1024),
+}
+
+
+def part_for(target: str, part: str | None) -> Part:
+    """The named part `part` (PARTS), checked to have `target`'s core; None: the typical part."""
+    if part is None:
+        return Part(target, MEMORY[target])
+    if part not in PARTS:
+        raise EdgecError(f"--part {part!r}: expected one of {', '.join(PARTS)}")
+    if PARTS[part].target != target:
+        raise EdgecError(f"--part {part}: a {PARTS[part].target} part, not a {target} one (use --target "
+                         f"{PARTS[part].target})")
+    return PARTS[part]
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """One way the model's uncertain parts could be instead: what `bench --sensitivity` reruns."""
+    name: str
+    associativity: str | None = None  # "direct" or "full": every cache with 1 way / all ways
+    prefetch: bool | None = None      # sequential prefetch on/off instead of the part's
+    free_fetch: bool = False          # instruction fetches never stall (a perfect prefetcher)
+    it_cycles: int | None = None      # cycles of IT (0: always folded)
+    refill: int | None = None         # taken-branch refill P instead of the core's
+
+
+# The model's uncertain parts, each varied alone (the documented model is the reference):
+# the flash caches' associativity (ART: undocumented), instruction-fetch stalls (prefetch timing),
+# IT folding (M4 TRM: IT "may" fold to 0) and the taken-branch refill (M4 TRM: 1 to 3).
+SENSITIVITY = (
+    Assumption("caches direct-mapped", associativity="direct"),
+    Assumption("caches fully associative", associativity="full"),
+    Assumption("no prefetch", prefetch=False),
+    Assumption("fetch never stalls", free_fetch=True),
+    Assumption("IT folded (0 cycles)", it_cycles=0),
+    Assumption("branch refill 1", refill=1),
+    Assumption("branch refill 3", refill=3),
+)
+
+
 LEFT_OUT = ("interrupts and exceptions, bus contention and AHB/AXI latency beyond the flash wait states, "
-            "unaligned-access penalties, IT folding, operand-dependent divide times, the M7's branch "
-            "mispredictions and its caches' write-back traffic, the M33's 16-bit dual issue, FPU timings beyond "
-            "loads/stores, and Helium's exceptions to overlap (e.g. cross-beat dependencies of VLDR gathers)")
+            "unaligned-access penalties, IT folding (IT is charged 1; `--sensitivity` shows 0), operand-dependent "
+            "divide times, the M7's branch mispredictions and its caches' write-back traffic, the caches' own "
+            "replacement policies (LRU is modelled; `--sensitivity` bounds associativity), a cache line fill's "
+            "second flash access where the line is wider than the flash word, the M33's 16-bit dual issue, FPU "
+            "timings beyond loads/stores, and Helium's exceptions to overlap (e.g. cross-beat dependencies of VLDR "
+            "gathers)")
 
 _CONDITIONS = ("eq", "ne", "cs", "hs", "cc", "lo", "mi", "pl", "vs", "vc", "hi", "ls", "ge", "lt", "gt", "le", "al")
 _COMPILED = [(cost, re.compile(f"(?:{cost.mnemonics})")) for cost in COSTS]
@@ -239,6 +317,7 @@ class Timed:
                 #   stage computes early (M4 TRM 3.3.2 delays only on a load's destination)
     src: int    # registers read
     addr: int   # registers forming a memory address
+    it: bool = False  # an IT instruction (which the M4 may fold: SENSITIVITY)
 
 
 def _cycles_on(cost: Cost | None, core: Core) -> tuple[float, float]:
@@ -300,7 +379,8 @@ def classify(address: int, size: int, mnemonic: str, operands: str, core: Core) 
                 src |= dst
     if dst & (1 << PC) and kind in (ALU, MAC):  # MOV PC / ADD PC: a branch (1 + P)
         kind = BRANCH
-    return Timed(address, size, kind, cycles, dst & 0xFFFF, src & 0xFFFF, addr & 0xFFFF)
+    it = re.fullmatch(r"it[te]{0,3}", mnemonic.lower().split(".")[0]) is not None
+    return Timed(address, size, kind, cycles, dst & 0xFFFF, src & 0xFFFF, addr & 0xFFFF, it)
 
 
 _TWO_OPERAND_READS_DST = re.compile(r"(adcs?|adds?|ands?|asrs?|bics?|eors?|lsls?|lsrs?|muls?|orrs?|rors?|sbcs?|"
@@ -325,50 +405,94 @@ def decode_elf(elf: Path, target: str) -> list[Timed]:
 
 @dataclass(frozen=True)
 class TimingSetup:
-    """What a timed run needs: the core, the memory system and the flash address range."""
+    """What a timed run needs: the core, the memory system, the flash address range and the
+    assumption the uncertain parts are modelled with (None: the documented model)."""
     target: str
     mhz: float
     flash_wait: int
     flash: tuple[int, int] | None  # [start, end) of the flash the code and constants sit in
+    part: str | None = None        # a PARTS name; None: the target's typical part (MEMORY)
+    assumption: Assumption | None = None
 
     @property
     def memory(self) -> Memory:
-        return MEMORY[self.target]
+        return part_for(self.target, self.part).memory
+
+    @property
+    def part_name(self) -> str:
+        return self.memory.part
+
+    def varied(self, assumption: Assumption) -> "TimingSetup":
+        return replace(self, assumption=assumption)
+
+    def changed_by(self, assumption: Assumption) -> bool:
+        """Whether `assumption` can change this setup's estimate (else it is the documented one):
+        the memory assumptions only with flash wait states, associativity only where it differs."""
+        memory, core = self.memory, CORES[self.target]
+        if assumption.associativity is not None or assumption.prefetch is not None or assumption.free_fetch:
+            if self.flash_wait == 0:
+                return False
+        if assumption.associativity is not None:
+            return any(_ways(lines, ways, assumption) != ways for lines, ways in
+                       ((memory.icache_lines, memory.icache_ways), (memory.dcache_lines, memory.dcache_ways)))
+        if assumption.prefetch is not None:
+            return assumption.prefetch != memory.prefetch
+        return assumption.refill is None or assumption.refill != core.refill
 
 
-def setup_for(target: str, mhz: float | None = None, flash_wait: int | None = None) -> TimingSetup:
-    """The timing of `target`'s typical part (MEMORY), with the user's clock and wait states if
-    given. Flash is every region of the board's linker script but RAM: code and constants."""
+def setup_for(target: str, mhz: float | None = None, flash_wait: int | None = None,
+              part: str | None = None) -> TimingSetup:
+    """The timing of `part` (PARTS; None: `target`'s typical part, MEMORY), with the user's clock
+    and wait states if given. Flash is every region of the board's linker script but RAM: code and
+    constants."""
     spans = [(origin, origin + length) for name, (origin, length) in board_memory_map(target).items()
              if name != "RAM"]
     flash = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
-    return TimingSetup(target, MEMORY[target].mhz if mhz is None else mhz, flash_wait_states(target, flash_wait), flash)
+    memory = part_for(target, part).memory
+    return TimingSetup(target, memory.mhz if mhz is None else mhz, flash_wait_states(target, flash_wait, part),
+                       flash, part)
 
 
-def flash_wait_states(target: str, flash_wait: int | None = None) -> int:
+def flash_wait_states(target: str, flash_wait: int | None = None, part: str | None = None) -> int:
     """The flash wait states a build and a timed run assume: the user's (--flash-wait), else those
-    of `target`'s typical part (MEMORY)."""
-    return MEMORY[target].flash_wait if flash_wait is None else flash_wait
+    of `part` (--part), else of `target`'s typical part (MEMORY)."""
+    return part_for(target, part).memory.flash_wait if flash_wait is None else flash_wait
 
 
-def data_cache_bytes(target: str) -> int:
-    """The bytes of flash data the typical part's accelerator caches (0: none)."""
-    return MEMORY[target].dcache_lines * LINE_BYTES
+def data_cache_bytes(target: str, part: str | None = None) -> int:
+    """The bytes of flash data the part's caches can keep (0: none); a unified cache's whole size
+    (shared with the code, which in a kernel's inner loop is small)."""
+    memory = part_for(target, part).memory
+    return (memory.icache_lines if memory.unified else memory.dcache_lines) * memory.line_bytes
+
+
+def _ways(lines: int, ways: int, assumption: Assumption | None) -> int:
+    if assumption is None or assumption.associativity is None or not lines:
+        return ways
+    return 1 if assumption.associativity == "direct" else lines
 
 
 def write_timing_table(elf: Path, setup: TimingSetup, path: Path) -> Path:
     """The plugin's timing file: `param NAME VALUE` lines (the core's rules and memory system),
     then one `ADDRESS SIZE KIND CYCLES DST SRC ADDR` line per instruction (hex masks)."""
-    core, memory = CORES[setup.target], setup.memory
+    core, memory, varied = CORES[setup.target], setup.memory, setup.assumption or Assumption("documented")
     start, end = setup.flash or (0, 0)
-    params = {"refill": core.refill, "load_pipelining": int(core.load_pipelining),
+    params = {"refill": core.refill if varied.refill is None else varied.refill,
+              "load_pipelining": int(core.load_pipelining),
               "load_use_stall": core.load_use_stall, "dual_issue": int(core.dual_issue),
               "beat_overlap": int(core.beat_overlap), "flash_start": start, "flash_end": end,
               "flash_wait": setup.flash_wait, "icache_lines": memory.icache_lines,
-              "dcache_lines": memory.dcache_lines, "prefetch": int(memory.prefetch), "line_bytes": LINE_BYTES}
+              "dcache_lines": memory.dcache_lines,
+              "icache_ways": _ways(memory.icache_lines, memory.icache_ways, varied),
+              "dcache_ways": _ways(memory.dcache_lines, memory.dcache_ways, varied),
+              "unified": int(memory.unified),
+              "prefetch": int(memory.prefetch if varied.prefetch is None else varied.prefetch),
+              "free_fetch": int(varied.free_fetch), "line_bytes": memory.line_bytes}
     lines = [f"param {name} {value}" for name, value in params.items()]
-    lines += [f"{t.address:x} {t.size} {t.kind} {t.cycles} {t.dst:x} {t.src:x} {t.addr:x}"
-              for t in decode_elf(elf, setup.target)]
+    for t in decode_elf(elf, setup.target):
+        if varied.it_cycles is not None and t.it:
+            t = replace(t, cycles=varied.it_cycles)
+        lines.append(f"{t.address:x} {t.size} {t.kind} {t.cycles} {t.dst:x} {t.src:x} {t.addr:x}")
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -413,20 +537,35 @@ def document() -> str:
               f"| {'yes' if c.dual_issue else 'no'} | {'yes' if c.beat_overlap else 'no'} | {c.source} |"
               for c in CORES.values()]
     lines += ["", "## Memory system", "",
-              f"Code and constants in flash: an instruction fetch or data read of a {LINE_BYTES}-byte line missing",
-              "the accelerator's cache costs the flash wait states; with prefetch, the next sequential line is",
+              "Code and constants in flash: an instruction fetch or data read of a line (the part's line size)",
+              "missing the part's cache costs the flash wait states; with prefetch, the next sequential line is",
               "fetched in the background while the current one executes (a fetch that finds it on the way waits",
-              "only for the rest). SRAM/TCM data reads and all stores are zero-wait. `--flash-wait` and `--mhz`",
-              "override the typical part's figures.", "",
+              "only for the rest). Caches are set-associative with LRU replacement (1 way: direct-mapped); a",
+              "unified cache also holds the constants read from flash. SRAM/TCM data reads and all stores are",
+              "zero-wait. `--part` selects a named part below; `--flash-wait` and `--mhz` override its figures.", "",
               "The same wait states and data cache decide `--opt auto`'s constant layouts (`edgec build`, `verify`",
-              "and `bench` all take `--flash-wait`): a DSP convolution's filter is widened to int16 (fewer",
-              "instructions, twice the flash reads) without wait states, when the widened filter and its channel",
-              "table fit the data cache, or at few wait states; never on a part without a data cache once it has",
-              "wait states; a fully connected layer's only without wait states, and then not on the dual-issue",
-              "M7. The measured thresholds are in edgec/passes/constant_layouts.py.", "",
-              "| target | MHz | flash wait states | I-cache lines | D-cache lines | prefetch | typical part |",
-              "|---|---:|---:|---:|---:|---|---|"]
-    lines += [f"| {t} | {m.mhz:g} | {m.flash_wait} | {m.icache_lines} | {m.dcache_lines} "
-              f"| {'yes' if m.prefetch else 'no'} | {m.part} |" for t, m in MEMORY.items()]
+              "and `bench` all take `--flash-wait` and `--part`): a DSP convolution's filter is widened to int16",
+              "(fewer instructions, twice the flash reads) without wait states, when the widened filter and its",
+              "channel table fit the data cache, or at few wait states; never on a part without a data cache once",
+              "it has wait states; a fully connected layer's only without wait states, and then not on the",
+              "dual-issue M7. The measured thresholds are in edgec/passes/constant_layouts.py.", ""]
+
+    def memory_row(name: str, target: str, m: Memory) -> str:
+        def cache(lines: int, ways: int) -> str:
+            return "-" if not lines else f"{lines} x {m.line_bytes} B, {'direct' if ways == 1 else f'{ways}-way'}"
+        data = "unified" if m.unified else cache(m.dcache_lines, m.dcache_ways)
+        return (f"| {name} | {target} | {m.mhz:g} | {m.flash_wait} | {cache(m.icache_lines, m.icache_ways)} | {data} "
+                f"| {'yes' if m.prefetch else 'no'} | {m.part} |")
+    header = ["| {} | core | MHz | flash wait states | I-cache | D-cache | prefetch | part |",
+              "|---|---|---:|---:|---|---|---|---|"]
+    lines += ["Typical parts (the default of each target):", "", header[0].format("target"), header[1]]
+    lines += [memory_row(t, t, m) for t, m in MEMORY.items()]
+    lines += ["", "Named parts (`--part NAME`): the parts of the fastest published MLPerf Tiny results, at their",
+              "published clocks.", "", header[0].format("--part"), header[1]]
+    lines += [memory_row(name, p.target, p.memory) for name, p in PARTS.items()]
+    lines += ["", "## Sensitivity", "",
+              "`edgec bench --sensitivity` reruns the estimate with each uncertain part of the model varied alone",
+              "and reports every total; BENCHMARKS.md gives each headline ratio's range over them:", ""]
+    lines += [f"- {a.name}" for a in SENSITIVITY]
     lines += ["", "## Left out", "", f"Cycles are an estimate. The model leaves out {LEFT_OUT}.", ""]
     return "\n".join(lines)

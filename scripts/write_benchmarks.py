@@ -27,9 +27,22 @@ TARGETS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
 ZOO_TARGETS = ("cortex-m4", "cortex-m55")
 SIZE_TARGETS = ("cortex-m4", "cortex-m7", "cortex-m33")  # --opt size in <dir>/<target>-size (Helium: no choice)
 CMSIS_NN = "-cmsis-nn"  # --kernels cmsis-nn results in <dir>/<target>-cmsis-nn, when make bench had CMSIS_NN_DIR
+CMSIS_NN_OFAST = "-cmsis-nn-ofast"  # the same with CMSIS-NN compiled at -Ofast (Arm's recommendation)
+# The fastest published MLPerf Tiny results per DSP core, in cycles (latency x clock; docs/anchors.md of
+# the lead), and the part they ran on: make bench runs edgec on that part (--part) into <dir>/<target>-<part>.
+PUBLISHED = {
+    "cortex-m4": ("stm32l4r5", "ST X-CUBE-AI 9.0/10.2; AD Plumerai",
+                  {"ds_cnn": 5.18e6, "mobilenet_v1_025": 10.67e6, "resnet8": 19.82e6, "fc_autoencoder": 0.486e6}),
+    "cortex-m33": ("stm32u575", "ST X-CUBE-AI 10.2; IC Plumerai; AD Bosch",
+                   {"ds_cnn": 4.64e6, "mobilenet_v1_025": 9.48e6, "resnet8": 16.69e6, "fc_autoencoder": 0.494e6}),
+    "cortex-m7": ("stm32h7a3", "ST X-CUBE-AI 9.0; AD Bosch",
+                  {"ds_cnn": 3.17e6, "mobilenet_v1_025": 6.66e6, "resnet8": 11.44e6, "fc_autoencoder": 0.302e6}),
+}
 NOT_MEASURED = "not measured"
 # edgec.zoo_cnn models benchmarked for the operator-coverage work (default options).
-CNN_MODELS = {"mobilenet_v3_small": "MobileNetV3-Small (x0.5, 96x96)", "efficientnet_b0": "EfficientNet-B0 (x0.5, 64x64)"}
+CNN_MODELS = {"mobilenet_v3_small": "MobileNetV3-Small (x0.5, 96x96)", "efficientnet_b0": "EfficientNet-B0 (x0.5, 64x64)",
+              "binary_classifier": "binary classifier (LeakyReLU, PReLU, sigmoid; 32x32)",
+              "unet_nearest": "U-Net (max pooling, nearest upsampling, concatenation; 32x32)"}
 SEQ_MODELS = {"lstm_kws": "LSTM keyword spotter (49x10 MFCC, hidden 64)",
               "lstm_kws-stream": "the same, streaming (one frame per invoke)",
               "gru_kws": "GRU keyword spotter (49x10 MFCC, hidden 64)",
@@ -111,13 +124,147 @@ def ratio(ours: float, theirs: float) -> str:
     return f"{ours / theirs:.2f}x"
 
 
+def varied_cycles(result: dict) -> dict[str, int]:
+    """The estimated total cycles under the documented model and under each assumption bench
+    --sensitivity varied (edgec.timing.SENSITIVITY); only the documented one without it."""
+    return {"documented": result["total_cycles"], **result.get("sensitivity", {})}
+
+
+def ratio_range(ours: dict, theirs: dict | float) -> str:
+    """A cycle ratio under the documented model, with its range over the assumptions both sides
+    were estimated with (a published figure is the same under every assumption)."""
+    ours_cycles = varied_cycles(ours)
+    theirs_cycles = varied_cycles(theirs) if isinstance(theirs, dict) else {name: theirs for name in ours_cycles}
+    ratios = [ours_cycles[name] / theirs_cycles[name] for name in ours_cycles if name in theirs_cycles]
+    documented = ours_cycles["documented"] / theirs_cycles["documented"]
+    if len(ratios) < 2:
+        return f"{documented:.2f}x"
+    return f"{documented:.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
+
+
+def run_in(bench_dir: Path, directory: str, model: str) -> tuple[dict, dict] | None:
+    """The result of `model` in <bench_dir>/<directory>, or None when make bench did not run it."""
+    if not (bench_dir / directory / f"{model}.json").exists():
+        return None
+    return load(bench_dir, directory, model)
+
+
+# Issue #23's per-element goals for the layer types besides convolutions, in instructions per output
+# element (pooling: per input element, so a window's size does not hide its cost), set from the
+# measured figures of the first pass (tests/test_kernels_*_arm.py check the same kernels on QEMU):
+# op -> (goal on each of ZOO_TARGETS, what the figure was before issue #23's kernels, on cortex-m4).
+ELEMENT_GOALS = {
+    "prelu": ({"cortex-m4": 8.0, "cortex-m55": 8.0}, "39-45 (per-element requantization)"),
+    "max_pool2d": ({"cortex-m4": 5.0, "cortex-m55": 2.0}, "12.6-17.3 per window element"),
+    "softmax": ({"cortex-m4": 90.0, "cortex-m55": 90.0}, "~310 (2-class rows: 885 a row)"),
+    "lut": ({"cortex-m4": 4.0, "cortex-m55": 1.0}, "3.7 (M4), 0.33 (M55)"),
+    "copy": ({"cortex-m4": 2.0, "cortex-m55": 2.0}, "1.43 (M4), 1.64 (M55): word and Helium runs already"),
+}
+
+
+def elements(shape) -> int:
+    count = 1
+    for size in shape:
+        count *= int(size)
+    return count
+
+
+def layer_type_section(bench_dir: Path) -> list[str]:
+    """Instructions per element of every PReLU, max pool, softmax, lookup-table and copy layer of
+    the zoo models make bench ran, against ELEMENT_GOALS."""
+    lines = ["## Every layer type earns its time", "",
+             "Exact instructions per output element (max pooling: per input element) of each layer of these",
+             "types in the zoo models above, against issue #23's goals: a goal is met when all the type's",
+             "layers together (their instructions over their elements) meet it. Small layers pay fixed costs",
+             "(a call's set-up; PReLU builds one 256-entry table per alpha, used only when the plane outnumbers",
+             "its entries; softmax's exp() table once a call has 256 elements): the worst layer is shown. Bit-",
+             "exact with the golden (bench checks each model's output).", "",
+             "| layer type | target | goal | before #23 (M4) | layers | all layers | best / worst (layer) | met |",
+             "|---|---|---:|---|---:|---:|---|---|"]
+    models = [*CNN_MODELS, *SEQ_MODELS]
+    for op, (goals, before) in ELEMENT_GOALS.items():
+        for target in ZOO_TARGETS:
+            figures = []
+            for model in models:
+                if not (bench_dir / target / f"{model}.json").exists():
+                    continue
+                result, report = load(bench_dir, target, model)
+                shapes = {layer["name"]: layer for layer in report["layers"]}
+                for layer in result["layers"]:
+                    if layer["op"] != op or layer["name"] not in shapes:
+                        continue
+                    info = shapes[layer["name"]]
+                    count = elements(info["input_shape"] if op == "max_pool2d" else info["output_shape"])
+                    figures.append((layer["instructions"] / max(count, 1), f"{model}/{layer['name']}",
+                                    layer["instructions"], count))
+            if not figures:
+                lines.append(f"| {op} | {target} | {goals[target]:g} | {before} | 0 | {NOT_MEASURED} | - | - |")
+                continue
+            best, worst = min(figures), max(figures)
+            overall = sum(f[2] for f in figures) / max(sum(f[3] for f in figures), 1)
+            met = "met" if overall <= goals[target] else "not met"
+            lines.append(f"| {op} | {target} | {goals[target]:g} | {before} | {len(figures)} | {overall:.2f} "
+                         f"| {best[0]:.2f} / {worst[0]:.2f} ({worst[1]}) | {met} |")
+    return lines + [""]
+
+
+def published_section(bench_dir: Path) -> list[str]:
+    """edgec on each published part against the fastest published result there, with the range of
+    the ratio over the timing model's varied assumptions."""
+    lines = ["## Against the fastest published results, on their parts", "",
+             "edgec (default options) estimated on the part each fastest published MLPerf Tiny result ran on",
+             "(`--part`: its clock, flash wait states and caches, docs/timing-model.md), against that result's",
+             "latency x clock. The ratio's range in brackets is over the timing model's uncertain parts, each",
+             "varied alone (`bench --sensitivity`: cache associativity, prefetch, fetch stalls, IT folding, branch",
+             "refill). A goal is \"met by estimate\" only when the documented estimate is below the published figure.", "",
+             "| core | part | model | published cycles | stack | edgec cycles (est.) | edgec / published (range) | goal |",
+             "|---|---|---|---:|---|---:|---:|---|"]
+    for target, (part, stack, figures) in PUBLISHED.items():
+        for model, task in MODELS.items():
+            run = run_in(bench_dir, f"{target}-{part}", model)
+            if run is None:
+                lines.append(f"| {target} | {part} | {task} | {millions(figures[model])} | {stack} | {NOT_MEASURED} "
+                             f"| {NOT_MEASURED} | {NOT_MEASURED} |")
+                continue
+            result = run[0]
+            met = "met by estimate" if result["total_cycles"] <= figures[model] else "not met"
+            lines.append(f"| {target} | {part} | {task} | {millions(figures[model])} | {stack} | {cycles(result)} "
+                         f"| {ratio_range(result, figures[model])} | {met} |")
+    return lines + [""]
+
+
+def cmsis_nn_opt_section(bench_dir: Path) -> list[str]:
+    """CMSIS-NN compiled at -O2 (like edgec) and at -Ofast (Arm's recommendation), edgec against each."""
+    lines = ["## CMSIS-NN at -O2 and -Ofast", "",
+             "Arm recommends building CMSIS-NN with -Ofast; edgec's own code is built at -O2. Both CMSIS-NN builds",
+             "from the same run (typical parts), and edgec's estimated cycles over each, with the ratio's range",
+             "over the timing model's varied assumptions (both sides rerun under each).", "",
+             "| target | model | CMSIS-NN -O2: cycles (est.) | instructions | -Ofast: cycles (est.) | instructions "
+             "| edgec / -O2 (range) | edgec / -Ofast (range) |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for target in TARGETS:
+        for model, task in MODELS.items():
+            ours = load(bench_dir, target, model)[0]
+            cells = []
+            for suffix in (CMSIS_NN, CMSIS_NN_OFAST):
+                run = run_in(bench_dir, f"{target}{suffix}", model)
+                cells.append(None if run is None else run[0])
+            row = f"| {target} | {task} |"
+            for ref in cells:
+                row += (f" {NOT_MEASURED} | {NOT_MEASURED} |" if ref is None else
+                        f" {cycles(ref)} | {millions(ref['total_instructions'])} |")
+            for ref in cells:
+                row += f" {NOT_MEASURED} |" if ref is None else f" {ratio_range(ours, ref)} |"
+            lines.append(row)
+    return lines + [""]
+
+
 def summary_table(bench_dir: Path, target: str) -> list[str]:
     """edgec (--opt auto) and, from the same run, the same model on Arm's CMSIS-NN kernels."""
     first = next(iter(MODELS))
     lines = [f"### {target}", "", *clock_line(bench_dir, target, first),
              "| model | MACs | cycles (est.) | ms (est.) | instructions | flash | RAM | arena "
              "| CMSIS-NN: cycles (est.) | instructions | flash | RAM "
-             "| edgec / CMSIS-NN: cycles | instructions | flash | RAM |",
+             "| edgec / CMSIS-NN: cycles (range) | instructions | flash | RAM |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for model, task in MODELS.items():
         result, report = load(bench_dir, target, model)
@@ -130,7 +277,7 @@ def summary_table(bench_dir: Path, target: str) -> list[str]:
         else:
             ref = reference[0]
             row += (f" {cycles(ref)} | {millions(ref['total_instructions'])} | {kib(ref['flash_bytes'])} "
-                    f"| {kib(ref['ram_bytes'])} | {ratio(result['total_cycles'], ref['total_cycles'])} "
+                    f"| {kib(ref['ram_bytes'])} | {ratio_range(result, ref)} "
                     f"| {ratio(result['total_instructions'], ref['total_instructions'])} "
                     f"| {ratio(result['flash_bytes'], ref['flash_bytes'])} | {ratio(result['ram_bytes'], ref['ram_bytes'])} |")
         lines.append(row)
@@ -337,6 +484,8 @@ def cnn_section(bench_dir: Path) -> list[str]:
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for model, title in CNN_MODELS.items():
         for target in ZOO_TARGETS:
+            if not (bench_dir / target / f"{model}.json").exists():  # a bench directory from before the model
+                continue
             result, report = load(bench_dir, target, model)
             insns, macs = result["total_instructions"], result["macs"]
             lines.append(f"| {title} | {target} | {millions(macs)} | {cycles(result)} | {milliseconds(result)} "
@@ -349,6 +498,8 @@ def cnn_section(bench_dir: Path) -> list[str]:
     groups = {"conv2d": 0, "depthwise_conv2d": 1, "binary": 2, "add": 2, "lut": 3, "avg_pool2d": 4, "max_pool2d": 4}
     for model, title in CNN_MODELS.items():
         for target in ZOO_TARGETS:
+            if not (bench_dir / target / f"{model}.json").exists():
+                continue
             totals = [0] * 6
             for layer in load(bench_dir, target, model)[0]["layers"]:
                 totals[groups.get(layer["op"], 5)] += layer["instructions"]
@@ -397,7 +548,10 @@ def render(bench_dir: Path) -> str:
         "its first sample; the default `--opt auto`), the same with `--opt size` on the DSP cores into",
         "`build/bench/<target>-size/` (and `--opt speed` on cortex-m4 into `build/bench/cortex-m4-speed/`),",
         "and, when `CMSIS_NN_DIR` names a CMSIS-NN checkout, the same with",
-        "`--kernels cmsis-nn` into `build/bench/<target>-cmsis-nn/`; then",
+        "`--kernels cmsis-nn` into `build/bench/<target>-cmsis-nn/` (CMSIS-NN at -O2) and with",
+        "`--cmsis-nn-opt Ofast` into `build/bench/<target>-cmsis-nn-ofast/`; the reference models also on the",
+        "published parts (`--part`, into `build/bench/<target>-<part>/`), every reference-model run with",
+        "`--sensitivity`; then",
         "`python scripts/write_benchmarks.py build/bench > BENCHMARKS.md`.",
         f"Tools: {tool_version('arm-none-eabi-gcc')} at -O2; {tool_version('qemu-system-arm')}.",
         *textwrap.wrap(f"Side by side: {side_by_side}.", 98),
@@ -426,7 +580,9 @@ def render(bench_dir: Path) -> str:
         "`_dsp_wide` where `--opt auto` widens the filter to int16);",
         "depthwise layers run `edgec_depthwise_conv_s8_packed` (4 channels at a time over a cache of",
         "zero-point-padded input rows, so border pixels cost what inside ones do; SMLAxy or MVE taps);",
-        "average pooling sums on Helium, max pooling and softmax are portable C99 (see *By kernel*).",
+        "average pooling sums on Helium, max pooling takes channels at once (SSUB8/SEL words, Helium",
+        "VMAX.S8), softmax is portable C99 with a per-call exp() table, PReLU runs through 256-entry",
+        "tables by input byte (see *By kernel* and *Every layer type earns its time*).",
         "The outputs are bit-exact with edgec's golden simulator (bench checks it).",
         "",
         "## Whole models",
@@ -434,9 +590,12 @@ def render(bench_dir: Path) -> str:
     ]
     for target in TARGETS:
         lines += summary_table(bench_dir, target)
+    lines += published_section(bench_dir)
+    lines += cmsis_nn_opt_section(bench_dir)
     lines += ["## Goals", "",
               "Issue #13's cycle goals (estimated cycles; on cortex-m4 with the typical part's flash wait states, as",
-              "the published results include theirs) and issue #5's instruction ratios against CMSIS-NN",
+              "the published results include theirs; the same comparison on the published parts themselves is",
+              "the section above) and issue #5's instruction ratios against CMSIS-NN",
               "measured in the same run; `edgec flash <= CMSIS-NN's` compares the whole bench programs.", ""]
     lines += goals_table(bench_dir)
     lines += ["### --opt auto, size and speed", "",
@@ -460,6 +619,7 @@ def render(bench_dir: Path) -> str:
     lines += memory_section(bench_dir)
     lines += ram_budget_section(bench_dir)
     lines += cnn_section(bench_dir)
+    lines += layer_type_section(bench_dir)
     lines += seq_section(bench_dir)
     return "\n".join(lines)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from edgec import device
+from edgec import device, timing
 from edgec.toolchain import elf_memory
 from tests.device_support import ALL_OPS, DIGITS, edgec_cache, needs_toolchain, small_digits_calib  # noqa: F401
 from tests.test_cli import run_cli
@@ -14,7 +14,7 @@ import pytest
 pytestmark = [needs_toolchain, pytest.mark.usefixtures("edgec_cache")]
 JSON_KEYS = ["target", "total_instructions", "macs", "flash_bytes", "ram_bytes", "ram_beyond_arena", "layers"]
 # Added with the timing model, after the keys above (older readers keep working).
-CYCLE_KEYS = ["total_cycles", "ms", "clock_mhz", "flash_wait_states", "cycle_model"]
+CYCLE_KEYS = ["total_cycles", "ms", "clock_mhz", "flash_wait_states", "cycle_model", "part"]
 
 
 def bench_json(capsys, *args) -> dict:
@@ -56,6 +56,26 @@ def test_bench_reports_modelled_cycles_and_milliseconds_next_to_exact_instructio
 
     code, out, _ = run_cli("bench", *args, "--quiet", capsys=capsys)
     assert code == 0 and f"{typical['total_cycles']:,}" in out and f"{typical['ms']:.3f} ms at 168 MHz" in out
+
+
+def test_bench_on_a_named_part_with_the_sensitivity_of_its_estimate(small_digits_calib, capsys):
+    """--part takes the published part's clock and wait states (edgec.timing.PARTS); --sensitivity
+    re-estimates with each uncertain part varied: the refill bounds order the totals, and the
+    instructions never change."""
+    args = (DIGITS / "digits.pt2", "--calib", small_digits_calib, "--target", "cortex-m4", "--opt", "speed")
+    typical = bench_json(capsys, *args)
+    l4 = bench_json(capsys, *args, "--part", "stm32l4r5", "--sensitivity")
+
+    assert (l4["clock_mhz"], l4["flash_wait_states"], l4["part_name"]) == (120, 5, "stm32l4r5")
+    assert l4["part"].startswith("STM32L4R5")
+    assert [layer["instructions"] for layer in l4["layers"]] == [layer["instructions"] for layer in typical["layers"]]
+    varied = l4["sensitivity"]
+    assert list(varied) == [a.name for a in timing.SENSITIVITY]
+    assert varied["branch refill 1"] < l4["total_cycles"] < varied["branch refill 3"]
+    assert varied["fetch never stalls"] <= l4["total_cycles"] <= varied["no prefetch"]
+    assert varied["IT folded (0 cycles)"] <= l4["total_cycles"]
+    code, _, err = run_cli("bench", *args, "--target", "cortex-m7", "--part", "stm32l4r5", capsys=capsys)
+    assert code == 2 and "a cortex-m4 part, not a cortex-m7 one" in err
 
 
 def test_bench_without_a_timing_model_reports_instructions_only(capsys, small_digits_calib):

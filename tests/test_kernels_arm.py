@@ -37,7 +37,7 @@ from edgec.ops.eltwise import ADD_SCRATCH_BYTES, add_params, add_s8
 from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, blocked_bias, dsp_channel_table, folded_bias,
                                      interleave_rows, widen_taps)
 from edgec.ops.linear import FC_BLOCKING, fully_connected_s8
-from edgec.ops.pool import avg_pool2d_s8
+from edgec.ops.pool import avg_pool2d_s8, max_pool2d_s8
 from edgec.pipeline import compile_model, emit
 from edgec.targets import Target, get_target
 from tests.data.models import all_ops_samples
@@ -47,15 +47,16 @@ DRIVER = ROOT / "tests" / "data" / "port" / "packed_kernels.c"
 RUNTIME = ROOT / "runtime_c"
 SOURCES = [RUNTIME / "src" / f for f in ("conv/edgec_conv_s8.c", "conv/edgec_conv_1x1_s8.c",
                                          "fc/edgec_fully_connected_s8.c", "eltwise/edgec_add_s8.c",
-                                         "depthwise/edgec_depthwise_conv_s8_packed.c", "pool/edgec_avgpool_s8.c")]
-KIND = {"conv": 1, "fc": 2, "add": 3, "depthwise": 5, "avgpool": 6}
+                                         "depthwise/edgec_depthwise_conv_s8_packed.c", "pool/edgec_avgpool_s8.c",
+                                         "pool/edgec_maxpool_s8.c")]
+KIND = {"conv": 1, "fc": 2, "add": 3, "depthwise": 5, "avgpool": 6, "maxpool": 7}
 WIDE = "dsp_wide"  # edgec_conv_s8_dsp_wide, edgec_fully_connected_s8_dsp_wide (--opt speed)
 ISA_CODE = {DSP: 1, MVE: 2, WIDE: 3}
 HEADER_WORDS = 48
 ARG_ERROR = -1
 GUARD_BYTE = 0x5A  # the driver's GUARD_VALUE: it fills every output and scratch buffer with it first
 ISAS = {"cortex-m4": (DSP, WIDE), "cortex-m55": (MVE, DSP)}
-CASES = {"conv": 400, "fc": 200, "add": 160, "pointwise": 300, "depthwise": 300, "avgpool": 150}
+CASES = {"conv": 400, "fc": 200, "add": 160, "pointwise": 300, "depthwise": 300, "avgpool": 150, "maxpool": 150}
 # Optimisation levels and the share of CASES each runs: -Os takes the assembly paths like -O2,
 # -O0 the C fallbacks.
 OPT_LEVELS = {"-O2": 1, "-Os": 5, "-O0": 5}
@@ -329,8 +330,24 @@ def avgpool_case(rng, isa: str) -> Case:
     return Case("avgpool", isa, fields, [x], expected, 0)
 
 
+def maxpool_case(rng, isa: str) -> Case:
+    """edgec_maxpool_s8, whose Helium (16 channels) or DSP (8 and 4 channels) path the build's -mcpu
+    picks: channel counts around those blocks and their tails, windows with padding."""
+    c = int(rng.choice([1, 3, 4, 5, 8, 12, 13, 16, 17, 31, 40]))
+    n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    kernel = tuple(int(v) for v in rng.integers(1, 4, 2))
+    stride = tuple(int(v) for v in rng.integers(1, 3, 2))
+    pad = tuple(int(rng.integers(0, k)) for k in kernel)
+    out_hw = tuple((size + p - 1) // s + 1 for size, p, s in zip((h, w), pad, stride))  # last window starts inside
+    x = int8_array(rng, (n, h, w, c))
+    act_min, act_max = act_bounds(rng)
+    expected = max_pool2d_s8(x, kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, act_min=act_min, act_max=act_max)
+    fields = [*stride, *pad, *kernel, act_min, act_max, n, h, w, c, n, *out_hw, c]
+    return Case("maxpool", isa, fields, [x], expected, 0)
+
+
 MAKERS = {"conv": conv_case, "fc": fc_case, "add": add_case, "pointwise": pointwise_case,
-          "depthwise": depthwise_case, "avgpool": avgpool_case}
+          "depthwise": depthwise_case, "avgpool": avgpool_case, "maxpool": maxpool_case}
 
 
 def misaligned_scratch(case: Case) -> Case:
@@ -351,7 +368,7 @@ def all_cases(target: str, seed: int, divisor: int = 1) -> list[Case]:
     rng = np.random.default_rng(seed)
     cases = [MAKERS[kind](rng, isa) for isa in ISAS[target] for kind, count in CASES.items()
              for _ in range(count // divisor)
-             if (kind not in ("depthwise", "avgpool") or isa == ISAS[target][0])  # the build's -mcpu picks the path
+             if (kind not in ("depthwise", "avgpool", "maxpool") or isa == ISAS[target][0])  # -mcpu picks the path
              and (isa != WIDE or kind in ("conv", "pointwise", "fc"))]
     refusable = [c for c in cases if c.kind != "conv" or not c.fields[24]]
     refused = [misaligned_scratch(c) for isa in ISAS[target] for kind in ("conv", "add", "depthwise")

@@ -74,10 +74,10 @@ M7_EXPECTED = {  # the documented dual-issue approximation (timing.CORES["cortex
 }
 
 
-def run(target: str, tmp_path_factory, flash_wait: int) -> dict:
+def run(target: str, tmp_path_factory, flash_wait: int | None, part: str | None = None) -> dict:
     out = tmp_path_factory.mktemp(f"timing-{target}")
     elf = toolchain.cross_compile(target, SOURCES, [], out / "micro.elf")
-    counts = toolchain.count_instructions(target, elf, timing=timing.setup_for(target, flash_wait=flash_wait))
+    counts = toolchain.count_instructions(target, elf, timing=timing.setup_for(target, flash_wait=flash_wait, part=part))
     names = REGIONS + (HELIUM_REGIONS if target == "cortex-m55" else [])
     assert len(counts["cycles"]) == len(names)
     assert counts["untimed"] == 0
@@ -90,10 +90,10 @@ def run(target: str, tmp_path_factory, flash_wait: int) -> dict:
 def results(tmp_path_factory):
     cache: dict = {}
 
-    def get(target: str, flash_wait: int = 0) -> dict:
-        if (target, flash_wait) not in cache:
-            cache[target, flash_wait] = run(target, tmp_path_factory, flash_wait)
-        return cache[target, flash_wait]
+    def get(target: str, flash_wait: int | None = 0, part: str | None = None) -> dict:
+        if (target, flash_wait, part) not in cache:
+            cache[target, flash_wait, part] = run(target, tmp_path_factory, flash_wait, part)
+        return cache[target, flash_wait, part]
     return get
 
 
@@ -144,6 +144,16 @@ def test_flash_wait_states_behind_the_art_cache_and_prefetcher(results):
     assert body(five, "flash_fetch") == body(zero, "flash_fetch") + 2 + 7 * 1
     assert body(five, "flash_fetch_again") == body(zero, "flash_fetch_again")
     assert body(five, "flash_data") == body(zero, "flash_data") + 2 * 5
+
+
+@needs_toolchain
+def test_a_unified_cache_holds_the_constants_read_from_flash(results):
+    """STM32U575 (4 wait states, 2-way ICACHE of 16-byte lines on the C-bus, which also carries the
+    constants): the data region's 2 lines of constants miss once each (4 + 4), then hit; code the
+    cache holds costs nothing more."""
+    zero, u5 = results("cortex-m33"), results("cortex-m33", None, "stm32u575")
+    assert body(u5, "flash_data") == body(zero, "flash_data") + 2 * 4
+    assert body(u5, "flash_fetch_again") == body(zero, "flash_fetch_again")
 
 
 @needs_toolchain
@@ -198,3 +208,84 @@ def test_timed_plugin_under_both_plugin_api_versions(api, tmp_path):
     counts = toolchain.parse_plugin_output(out.read_text())
     assert counts["insns"] == toolchain.parse_plugin_output(FAKE_TRACE_COUNTS)["insns"] == [4, 8]
     assert counts["cycles"] == [4 + 2, 4 + 2 + 4 + 2]
+
+
+# The fake host's trace (tests/test_port.py) fetches, in 16-byte flash lines, 1 16 2 32 16 2 32 3
+# (a repeated block in the same line fetches nothing). With 4 lines of cache and no prefetch:
+# direct-mapped (line % 4) misses all but the second 2 (7 misses); 2 sets of 2 ways (LRU) thrash
+# set 0 with 16, 2 and 32 (8 misses); one set of 4 ways keeps 16, 2 and 32 (5 misses).
+@pytest.mark.parametrize("ways,misses", [(1, 7), (2, 8), (4, 5)])
+def test_set_associative_lru_instruction_cache(ways, misses, tmp_path):
+    assert _fake_trace_cycles(tmp_path, icache_lines=4, icache_ways=ways) == 36 + misses * 5
+
+
+def test_free_fetch_bound_never_stalls(tmp_path):
+    assert _fake_trace_cycles(tmp_path, icache_lines=4, icache_ways=1, free_fetch=1) == 36
+
+
+def test_plugin_refuses_ways_that_do_not_divide_the_lines(tmp_path):
+    with pytest.raises(AssertionError):
+        _fake_trace_cycles(tmp_path, icache_lines=4, icache_ways=3)
+
+
+def _fake_trace_cycles(tmp_path, **memory) -> int:
+    """Total cycles of the fake host's trace, every instruction 1 cycle, refill 2, flash over all
+    of it with 5 wait states and no prefetch, and the given cache parameters."""
+    from tests.test_port import fake_host
+
+    addresses = [0x10, 0x12, 0x14, 0x100, 0x20, 0x22, 0x24, 0x26, 0x200, 0x30]
+    params = {"refill": 2, "flash_start": 0, "flash_end": 0x1000, "flash_wait": 5, "line_bytes": 16, **memory}
+    table = tmp_path / "timing.txt"
+    table.write_text("".join(f"param {k} {v}\n" for k, v in params.items())
+                     + "".join(f"{a:x} 2 {timing.ALU} 1 0 0 0\n" for a in addresses))
+    out = tmp_path / "counts.txt"
+    result = subprocess.run([fake_host(1, tmp_path), toolchain.build_insn_plugin(), "begin=0x100", "end=0x200",
+                             f"out={out}", f"timing={table}"], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    return toolchain.parse_plugin_output(out.read_text())["total_cycles"]
+
+
+def test_named_parts_are_the_published_ones_with_their_documented_memory():
+    l4, u5, h7 = (timing.PARTS[name] for name in ("stm32l4r5", "stm32u575", "stm32h7a3"))
+    assert (l4.target, l4.memory.mhz, l4.memory.flash_wait) == ("cortex-m4", 120, 5)
+    assert (u5.target, u5.memory.mhz, u5.memory.flash_wait, u5.memory.unified) == ("cortex-m33", 160, 4, True)
+    assert (h7.target, h7.memory.mhz, h7.memory.flash_wait) == ("cortex-m7", 280, 6)
+    for m7 in (h7.memory, timing.MEMORY["cortex-m7"]):  # Cortex-M7 TRM: 32-byte lines, 2-way I, 4-way D
+        assert (m7.line_bytes, m7.icache_ways, m7.dcache_ways) == (32, 2, 4)
+        assert m7.icache_lines * m7.line_bytes == m7.dcache_lines * m7.line_bytes == 16 * 1024
+    assert timing.data_cache_bytes("cortex-m33", "stm32u575") == 8 * 1024  # unified: constants share the ICACHE
+    assert timing.flash_wait_states("cortex-m7", None, "stm32h7a3") == 6
+    assert timing.flash_wait_states("cortex-m7", 3, "stm32h7a3") == 3  # --flash-wait wins
+
+
+def test_a_part_of_another_core_or_unknown_is_one_clear_error():
+    from edgec.errors import EdgecError
+    from edgec.targets import get_target
+    with pytest.raises(EdgecError, match="a cortex-m4 part, not a cortex-m7 one"):
+        get_target("cortex-m7").with_part("stm32l4r5")
+    with pytest.raises(EdgecError, match="expected one of stm32l4r5"):
+        timing.part_for("cortex-m4", "stm32f999")
+    l4 = get_target("cortex-m4").with_part("stm32l4r5")
+    assert (l4.timing_part, l4.ram_bytes, l4.flash_bytes) == ("stm32l4r5", 640 * 1024, 2 * 1024 * 1024)
+
+
+def test_sensitivity_reruns_only_what_can_change_the_estimate():
+    by_name = {a.name: a for a in timing.SENSITIVITY}
+    zero_wait = timing.TimingSetup("cortex-m55", 400, 0, None)
+    assert [a.name for a in timing.SENSITIVITY if zero_wait.changed_by(a)] == [
+        "IT folded (0 cycles)", "branch refill 1", "branch refill 3"]
+    f407 = timing.TimingSetup("cortex-m4", 168, 5, None)  # its ART is modelled direct-mapped already
+    assert not f407.changed_by(by_name["caches direct-mapped"]) and f407.changed_by(by_name["caches fully associative"])
+    assert not f407.changed_by(by_name["branch refill 1"].__class__("refill 2", refill=2))
+    h7 = timing.TimingSetup("cortex-m7", 280, 6, None, "stm32h7a3")  # 2-way and 4-way vary; no prefetch, P = 1
+    assert [a.name for a in timing.SENSITIVITY if not h7.changed_by(a)] == ["no prefetch", "branch refill 1"]
+
+
+def test_sensitivity_varies_one_assumption_each():
+    names = [a.name for a in timing.SENSITIVITY]
+    assert len(set(names)) == len(names)
+    assert any(a.associativity == "direct" for a in timing.SENSITIVITY)
+    assert any(a.associativity == "full" for a in timing.SENSITIVITY)
+    assert any(a.it_cycles == 0 for a in timing.SENSITIVITY) and any(a.free_fetch for a in timing.SENSITIVITY)
+    core = timing.CORES["cortex-m4"]
+    assert timing.classify(0, 2, "itt", "eq", core).it and not timing.classify(0, 2, "adds", "r0, #1", core).it

@@ -49,9 +49,10 @@ class Widening(NamedTuple):
     reason: str
 
 
-def widening(kind: str, filter_bytes: int, out_channels: int, target: str, flash_wait: int) -> Widening:
-    """Whether widening a DSP layer's filter saves estimated cycles on `target`'s part with
-    `flash_wait` flash wait states. `filter_bytes` is its compact (packed int8) filter's size.
+def widening(kind: str, filter_bytes: int, out_channels: int, target: str, flash_wait: int,
+              part: str | None = None) -> Widening:
+    """Whether widening a DSP layer's filter saves estimated cycles on `target`'s part (`part`,
+    edgec.timing.PARTS; None: the typical one) with `flash_wait` flash wait states. `filter_bytes` is its compact (packed int8) filter's size.
 
     The DSP convolution streams its whole filter and channel table from flash once per pair of
     output pixels; widened, that is twice the filter bytes. Without wait states a flash read costs
@@ -61,7 +62,7 @@ def widening(kind: str, filter_bytes: int, out_channels: int, target: str, flash
     filter rows, a few more). A fully connected layer reads each filter byte once, so no cache
     helps it. Without a data cache every widened read pays the wait states. On the dual-issue M7
     the model estimates widened fully connected layers slower even at zero wait states."""
-    cache = data_cache_bytes(target)
+    cache = data_cache_bytes(target, part)
     fully_connected = kind == "fully_connected"
     if flash_wait == 0:
         if fully_connected and CORES[target].dual_issue:
@@ -97,7 +98,7 @@ def choose_constant_layouts(graph: Graph, target) -> list[str]:
     choosable = [op for op in graph.ops if op.attrs.get("wide")]
     if target.opt != "auto" or not choosable:
         return []
-    flash_wait = flash_wait_states(target.name, target.flash_wait)
+    flash_wait = flash_wait_states(target.name, target.flash_wait, target.timing_part)
     sizes = {op.name: layer_constants_bytes(op, graph) for op in graph.ops}
     extra, verdicts = {}, {}
     for op in choosable:
@@ -105,7 +106,7 @@ def choose_constant_layouts(graph: Graph, target) -> list[str]:
         compact = layer_constants(op, graph)
         extra[op.name] = sizes[op.name] - constants_bytes(compact)
         verdict = widening(op.kind, packed_filter_bytes(compact), op.attrs["weight"].shape[0], target.name,
-                           flash_wait)
+                           flash_wait, target.timing_part)
         op.attrs["wide"], op.attrs["layout_reason"] = verdict.wide, verdict.reason
         verdicts[op.name] = verdict
         if not verdict.wide:

@@ -354,7 +354,8 @@ edgec_status edgec_fully_connected_s8_mve(const edgec_fc_params *params,
 edgec_status edgec_avgpool_s8(const edgec_pool_params *params, const edgec_dims *input_dims,
                               const int8_t *input, const edgec_dims *output_dims, int8_t *output);
 
-/* Max pool over in-bounds taps, then clamp; shares qparams in and out. Scratch: none. */
+/* Max pool over in-bounds taps, then clamp; shares qparams in and out. Scratch: none. The build's
+ * -mcpu picks the path: Helium (16 channels per VMAX.S8), DSP (8 and 4 per SSUB8/SEL), portable C. */
 edgec_status edgec_maxpool_s8(const edgec_pool_params *params, const edgec_dims *input_dims,
                               const int8_t *input, const edgec_dims *output_dims, int8_t *output);
 
@@ -490,7 +491,11 @@ typedef struct {
  *   v >= 0: r = requantize(v, identity_multiplier, identity_shift)
  *   v <  0: r = requantize(v * (alpha + alpha_offset), alpha_multiplier, alpha_shift)
  *   y = clamp(r + output_offset, act_min, act_max).
- * In place: output may be input exactly when input is not broadcast. Scratch: none.
+ * In place: output may be input exactly when input is not broadcast. Scratch: none. A plane (the
+ * innermost two dimensions) under one alpha per column that outnumbers the entries it needs runs
+ * through a 256-entry table of outputs by input byte on the stack (about 260 bytes); a plane with
+ * 4x as many elements as the table's alpha-independent half (v >= 0) takes that half from it and
+ * computes the negative inputs; the same outputs as the per-element arithmetic, by construction.
  * EDGEC_ARG_ERROR as edgec_binary_s8's.
  */
 edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input,
@@ -509,7 +514,8 @@ edgec_status edgec_clamp_s8(int8_t *data, int32_t size, int32_t act_min, int32_t
  * (row sum of exps >= 512, possible only with row_size >= 512) every output of the row is -128,
  * the exact rounding of the last step. EDGEC_ARG_ERROR for NULL pointers, num_rows < 0,
  * row_size < 1, input_left_shift outside 0..31, a negative multiplier or a diff_min below
- * -floor(31 * 2^26 / 2^input_left_shift). Scratch: none.
+ * -floor(31 * 2^26 / 2^input_left_shift). Scratch: none; a call of at least 256 elements keeps
+ * the exp() of each input difference in a 1 KiB table on the stack (computed once per call).
  */
 edgec_status edgec_softmax_s8(const edgec_softmax_params *params, const int8_t *input,
                               int32_t num_rows, int32_t row_size, int8_t *output);
@@ -704,7 +710,7 @@ typedef struct {
  * Softmax over the middle axis of [outer][axis_size][inner]: edgec_softmax_s8's arithmetic
  * (TFLite / CMSIS-NN, bit for bit; output scale 1/256, zero point -128) on each of the
  * outer*inner strided rows. inner == 1 runs edgec_softmax_s8's row code unchanged.
- * Not in place. Scratch: none. EDGEC_ARG_ERROR: a NULL pointer, a dimension < 1, a tensor of
+ * Not in place. Scratch: none (the stack: edgec_softmax_s8's exp() table). EDGEC_ARG_ERROR: a NULL pointer, a dimension < 1, a tensor of
  * 2^31 elements or more, or the parameters edgec_softmax_s8 refuses.
  */
 edgec_status edgec_softmax_axis_s8(const edgec_softmax_desc *desc, const int8_t *input, int8_t *output);

@@ -313,7 +313,17 @@ typedef struct {
 typedef struct {
     uint64_t refill, load_pipelining, load_use_stall, dual_issue, beat_overlap;
     uint64_t flash_start, flash_end, flash_wait, icache_lines, dcache_lines, prefetch, line_bytes;
+    uint64_t icache_ways, dcache_ways; /* set-associative, LRU (1: direct-mapped) */
+    uint64_t unified;    /* constants read from flash go through the instruction cache */
+    uint64_t free_fetch; /* instruction fetches never stall (a sensitivity bound) */
 } timing_params;
+
+/* A set-associative cache of line tags (line number + 1, 0: empty); each set's ways are kept
+ * most recently used first. */
+typedef struct {
+    uint64_t *tags;
+    uint64_t lines, ways;
+} cache;
 
 /* One translated instruction: its timing and, for a marker's first instruction, the marker. */
 typedef struct {
@@ -346,7 +356,7 @@ static struct {
     uint64_t loop_end;          /* the loop end the loop cache holds */
     uint64_t fetch_line;        /* the flash line of the last instruction fetched */
     uint64_t prefetch_line, prefetch_ready;
-    uint64_t *icache, *dcache;  /* direct-mapped tags, line number + 1 (0: empty) */
+    cache icache, dcache;
 } t;
 
 static uint64_t now(void)
@@ -367,6 +377,7 @@ static int set_param(const char *name, uint64_t value)
         PARAM(refill), PARAM(load_pipelining), PARAM(load_use_stall), PARAM(dual_issue),
         PARAM(beat_overlap), PARAM(flash_start), PARAM(flash_end), PARAM(flash_wait),
         PARAM(icache_lines), PARAM(dcache_lines), PARAM(prefetch), PARAM(line_bytes),
+        PARAM(icache_ways), PARAM(dcache_ways), PARAM(unified), PARAM(free_fetch),
 #undef PARAM
     };
     size_t i;
@@ -379,6 +390,21 @@ static int set_param(const char *name, uint64_t value)
     return -1;
 }
 
+/* An empty cache of `lines` tags in sets of `ways` (0 lines: no cache). Returns 0, or -1. */
+static int cache_init(cache *c, uint64_t lines, uint64_t ways)
+{
+    c->lines = lines;
+    c->ways = ways;
+    if (!lines) {
+        return 0;
+    }
+    if (!ways || lines % ways) {
+        return -1;
+    }
+    c->tags = calloc(lines, sizeof(uint64_t));
+    return c->tags ? 0 : -1;
+}
+
 /* Reads timing_path into params and table. Returns 0, or -1 with a message. */
 static int load_timing(void)
 {
@@ -389,6 +415,7 @@ static int load_timing(void)
         return -1;
     }
     params.line_bytes = 16;
+    params.icache_ways = params.dcache_ways = 1;
     while (fgets(line, sizeof(line), f)) {
         char name[64];
         uint64_t value;
@@ -430,13 +457,8 @@ static int load_timing(void)
     if (params.line_bytes == 0) {
         return -1;
     }
-    if (params.icache_lines) {
-        t.icache = calloc(params.icache_lines, sizeof(uint64_t));
-    }
-    if (params.dcache_lines) {
-        t.dcache = calloc(params.dcache_lines, sizeof(uint64_t));
-    }
-    return (params.icache_lines && !t.icache) || (params.dcache_lines && !t.dcache) ? -1 : 0;
+    return cache_init(&t.icache, params.icache_lines, params.icache_ways) ||
+           cache_init(&t.dcache, params.dcache_lines, params.dcache_ways) ? -1 : 0;
 }
 
 static const timed_insn *timing_of(uint64_t vaddr)
@@ -486,19 +508,22 @@ static int in_flash(uint64_t vaddr)
     return params.flash_wait > 0 && vaddr >= params.flash_start && vaddr < params.flash_end;
 }
 
-/* Looks `line` up in a direct-mapped cache of `lines` tags and inserts it. 1 on a hit. */
-static int cache_lookup(uint64_t *tags, uint64_t lines, uint64_t line)
+/* Looks `line` up in `c` and makes it the most recently used of its set (inserting it on a miss,
+ * over the least recently used). 1 on a hit. */
+static int cache_lookup(cache *c, uint64_t line)
 {
-    uint64_t *tag;
-    if (!lines) {
+    uint64_t *set, way, found;
+    if (!c->lines) {
         return 0;
     }
-    tag = &tags[line % lines];
-    if (*tag == line + 1) {
-        return 1;
+    set = &c->tags[(line % (c->lines / c->ways)) * c->ways];
+    for (found = 0; found < c->ways && set[found] != line + 1; ++found) {
     }
-    *tag = line + 1;
-    return 0;
+    for (way = found < c->ways ? found : c->ways - 1; way > 0; --way) {
+        set[way] = set[way - 1];
+    }
+    set[0] = line + 1;
+    return found < c->ways;
 }
 
 /* Stall cycles of fetching instruction line `line` from flash: 0 on a cache hit; the rest of the
@@ -507,7 +532,7 @@ static int cache_lookup(uint64_t *tags, uint64_t lines, uint64_t line)
 static uint64_t fetch_stall(uint64_t line)
 {
     uint64_t stall;
-    if (cache_lookup(t.icache, params.icache_lines, line)) {
+    if (cache_lookup(&t.icache, line) || params.free_fetch) {
         stall = 0;
     } else if (params.prefetch && line == t.prefetch_line) {
         stall = t.prefetch_ready > now() ? t.prefetch_ready - now() : 0;
@@ -642,7 +667,7 @@ static void on_data_read(unsigned int vcpu_index, qemu_plugin_meminfo_t info, ui
     const exec_site *site = userdata;
     (void)vcpu_index;
     (void)info;
-    if (in_flash(vaddr) && !cache_lookup(t.dcache, params.dcache_lines, vaddr / params.line_bytes)) {
+    if (in_flash(vaddr) && !cache_lookup(params.unified ? &t.icache : &t.dcache, vaddr / params.line_bytes)) {
         charge(site, params.flash_wait);
     }
 }

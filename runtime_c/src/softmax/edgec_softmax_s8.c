@@ -61,6 +61,9 @@ static int32_t softmax_exp_on_negative_values(int32_t a)
     /* exp(-2^k / 4) in Q0.31 for k = 0..6 (exp(-1/4) ... exp(-16)). */
     static const int32_t barrel[7] = {1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242};
     const int32_t quarter = (int32_t)1 << 24; /* 1/4 in Q5.26 */
+    if (a == 0) { /* the row's maximum: gemmlowp's result for 0, without the polynomial */
+        return INT32_MAX;
+    }
     const int32_t a_mod_quarter_minus_quarter = (a & (quarter - 1)) - quarter;
     const int32_t remainder = a_mod_quarter_minus_quarter - a;
     /* Taylor series of exp around -1/8 on [-1/4, 0), argument rescaled to Q0.31 (x32 is exact). */
@@ -79,7 +82,7 @@ static int32_t softmax_exp_on_negative_values(int32_t a)
             result = softmax_srdhm(result, barrel[k]);
         }
     }
-    return a == 0 ? INT32_MAX : result;
+    return result;
 }
 
 /* gemmlowp one_over_one_plus_x_for_x_in_0_1: Q0.31 a in [0, 1) -> Q0.31 1/(1+a). */
@@ -99,15 +102,19 @@ static int32_t softmax_one_over_one_plus_x(int32_t a)
     return softmax_saturating_shift_left(x, 1);
 }
 
-/* Number of leading zero bits of a non-zero value; once per row, so a loop is fine. */
+/* Number of leading zero bits of a non-zero value (CLZ where the compiler has it). */
 static int32_t softmax_clz(uint32_t v)
 {
+#if defined(__GNUC__)
+    return (int32_t)__builtin_clz(v);
+#else
     int32_t n = 0;
     while ((v & 0x80000000u) == 0u) {
         v <<= 1;
         ++n;
     }
     return n;
+#endif
 }
 
 /*
@@ -136,13 +143,40 @@ static int32_t softmax_exp_of_diff(const edgec_softmax_params *params, int32_t d
 #define SOFTMAX_ALWAYS_INLINE inline
 #endif
 
+/* Rows up to this long keep their exp() values from the sum for the outputs (on the stack), so
+ * each is computed once: a 2-class softmax per pixel is mostly exp() and the reciprocal. */
+#define SOFTMAX_SHORT_ROW 16
+
+/*
+ * exp() depends only on the difference to the row's maximum, an int8 difference in [-255, 0], and
+ * the call's parameters: a call of at least SOFTMAX_TABLE_ELEMENTS elements keeps each exp() it
+ * computes in a table on the stack (1 KiB, -1 where not computed yet; exp() is never negative), so
+ * no difference is computed twice in the call (attention's rows of tokens repeat few differences).
+ */
+#define SOFTMAX_TABLE_ELEMENTS 256
+#define SOFTMAX_TABLE_SIZE 256
+
+/* exp() of a difference that passed the diff_min test, through `table` when there is one. */
+static inline int32_t softmax_row_exp(const edgec_softmax_params *params, int32_t *table, int32_t diff)
+{
+    if (table == NULL) {
+        return softmax_exp_of_diff(params, diff);
+    }
+    if (table[-diff] < 0) {
+        table[-diff] = softmax_exp_of_diff(params, diff);
+    }
+    return table[-diff];
+}
+
 /* One softmax row of row_size elements `stride` bytes apart (input and output alike). */
 static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params *params,
                                                       const int8_t *input, int32_t row_size,
-                                                      int32_t stride, int8_t *output)
+                                                      int32_t stride, int8_t *output, int32_t *table)
 {
     int32_t max = input[0];
     int32_t sum = 0;
+    int32_t exps[SOFTMAX_SHORT_ROW];
+    const int short_row = row_size <= SOFTMAX_SHORT_ROW;
     int32_t headroom;
     int32_t reciprocal;
     int32_t exponent;
@@ -155,7 +189,11 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params
         const int32_t diff = input[col * stride] - max;
         /* Stop accumulating at the limit: the row's result is already decided and sum cannot overflow. */
         if (diff >= params->diff_min && sum < SOFTMAX_SUM_LIMIT) {
-            sum += edgec_divide_by_power_of_two(softmax_exp_of_diff(params, diff), SOFTMAX_ACCUM_BITS);
+            const int32_t e = softmax_row_exp(params, table, diff);
+            if (short_row) {
+                exps[col] = e;
+            }
+            sum += edgec_divide_by_power_of_two(e, SOFTMAX_ACCUM_BITS);
         }
     }
     if (sum <= 0 || sum >= SOFTMAX_SUM_LIMIT) {
@@ -173,8 +211,9 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params
 
     for (col = 0; col < row_size; ++col) {
         const int32_t diff = input[col * stride] - max;
-        if (diff >= params->diff_min) {
-            const int32_t prob = softmax_srdhm(reciprocal, softmax_exp_of_diff(params, diff));
+        if (diff >= params->diff_min) { /* every such exp() was summed: the sum stayed under its limit */
+            const int32_t e = short_row ? exps[col] : softmax_row_exp(params, table, diff);
+            const int32_t prob = softmax_srdhm(reciprocal, e);
             const int32_t y = edgec_divide_by_power_of_two(prob, exponent) - 128;
             output[col * stride] = edgec_clamp_to_s8(y, -128, 127);
         } else {
@@ -184,9 +223,48 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params
 }
 
 static void softmax_row(const edgec_softmax_params *params, const int8_t *input, int32_t row_size,
-                        int8_t *output)
+                        int8_t *output, int32_t *table)
 {
-    softmax_strided_row(params, input, row_size, 1, output);
+    softmax_strided_row(params, input, row_size, 1, output, table);
+}
+
+/* An empty exp() table (every entry -1). */
+static void softmax_table_clear(int32_t *table)
+{
+    for (int32_t i = 0; i < SOFTMAX_TABLE_SIZE; ++i) {
+        table[i] = -1;
+    }
+}
+
+/* A large call's rows, with the exp() table in this frame (only large calls use the stack). */
+static EDGEC_NOINLINE void softmax_rows_tabled(const edgec_softmax_params *params, const int8_t *input,
+                                               int32_t num_rows, int32_t row_size, int8_t *output)
+{
+    int32_t table[SOFTMAX_TABLE_SIZE];
+    softmax_table_clear(table);
+    for (int32_t row = 0; row < num_rows; ++row) {
+        softmax_row(params, input + row * row_size, row_size, output + row * row_size, table);
+    }
+}
+
+/* The strided rows of edgec_softmax_axis_s8 (inner > 1), with the exp() table when large. */
+static EDGEC_NOINLINE void softmax_axis_tabled(const edgec_softmax_params *params, const edgec_softmax_desc *desc,
+                                               const int8_t *input, int8_t *output)
+{
+    int32_t table[SOFTMAX_TABLE_SIZE];
+    softmax_table_clear(table);
+    for (int32_t o = 0; o < desc->outer; ++o) {
+        const int32_t start = o * desc->axis_size * desc->inner;
+        for (int32_t i = 0; i < desc->inner; ++i) {
+            softmax_strided_row(params, input + start + i, desc->axis_size, desc->inner, output + start + i, table);
+        }
+    }
+}
+
+/* Whether a call of outer x size x inner elements uses the exp() table. */
+static int softmax_tabled(int32_t outer, int32_t size, int32_t inner)
+{
+    return (int64_t)outer * size * inner >= SOFTMAX_TABLE_ELEMENTS;
 }
 
 /*
@@ -215,8 +293,12 @@ edgec_status edgec_softmax_s8(const edgec_softmax_params *params, const int8_t *
     if (!softmax_params_valid(params)) {
         return EDGEC_ARG_ERROR;
     }
+    if (softmax_tabled(num_rows, row_size, 1)) {
+        softmax_rows_tabled(params, input, num_rows, row_size, output);
+        return EDGEC_OK;
+    }
     for (row = 0; row < num_rows; ++row) {
-        softmax_row(params, input, row_size, output);
+        softmax_row(params, input, row_size, output, NULL);
         input += row_size;
         output += row_size;
     }
@@ -249,11 +331,15 @@ edgec_status edgec_softmax_axis_s8(const edgec_softmax_desc *desc, const int8_t 
     if (input == NULL || output == NULL || !softmax_params_valid(&params)) {
         return EDGEC_ARG_ERROR;
     }
+    if (softmax_tabled(desc->outer, desc->axis_size, desc->inner)) {
+        softmax_axis_tabled(&params, desc, input, output);
+        return EDGEC_OK;
+    }
     for (o = 0; o < desc->outer; ++o) {
         const int32_t start = o * desc->axis_size * desc->inner;
         int32_t i;
         for (i = 0; i < desc->inner; ++i) {
-            softmax_strided_row(&params, input + start + i, desc->axis_size, desc->inner, output + start + i);
+            softmax_strided_row(&params, input + start + i, desc->axis_size, desc->inner, output + start + i, NULL);
         }
     }
     return EDGEC_OK;

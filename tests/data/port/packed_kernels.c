@@ -13,7 +13,7 @@
 #include "edgec_nn.h"
 #include "semihost.h"
 
-enum { KIND_CONV = 1, KIND_FC = 2, KIND_ADD = 3, KIND_DEPTHWISE = 5, KIND_AVGPOOL = 6 };
+enum { KIND_CONV = 1, KIND_FC = 2, KIND_ADD = 3, KIND_DEPTHWISE = 5, KIND_AVGPOOL = 6, KIND_MAXPOOL = 7 };
 enum { ISA_DSP = 1, ISA_MVE = 2, ISA_DSP_WIDE = 3 }; /* DSP_WIDE: conv and fc, the int16 filter */
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
@@ -24,7 +24,8 @@ enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have 
  * plain: edgec_depthwise_conv_s8_packed_in_place (always given one block), or with plain
  * edgec_depthwise_conv_s8_packed (the tensors apart), whose DSP or Helium path the build's -mcpu
  * chooses, not the ISA word; the packed filter and folded bias of edgec_nn.h. avgpool: params (8),
- * input and output dims (4 each); edgec_avgpool_s8 (Helium or portable C by the build). */
+ * input and output dims (4 each); edgec_avgpool_s8 (Helium or portable C by the build). maxpool:
+ * the same fields; edgec_maxpool_s8 (Helium, DSP or portable C by the build). */
 enum {
     H_KIND,
     H_ISA,
@@ -223,6 +224,17 @@ static int32_t run_avgpool(const int32_t *h, payload_cursor *cursor, int8_t *out
     return edgec_avgpool_s8(&params, &input_dims, input, &output_dims, output);
 }
 
+static int32_t run_maxpool(const int32_t *h, payload_cursor *cursor, int8_t *output)
+{
+    const int32_t *f = h + H_FIELDS;
+    edgec_pool_params params;
+    memcpy(&params, f, sizeof(params));
+    const edgec_dims input_dims = dims_at(f + 8);
+    const edgec_dims output_dims = dims_at(f + 12);
+    const int8_t *input = take(cursor, input_dims.n * input_dims.h * input_dims.w * input_dims.c);
+    return edgec_maxpool_s8(&params, &input_dims, input, &output_dims, output);
+}
+
 /* One record: 1 done, 0 end of file, -1 error. */
 static int run_record(int in, int out)
 {
@@ -262,6 +274,9 @@ static int run_record(int in, int out)
         break;
     case KIND_AVGPOOL:
         result[0] = run_avgpool(h, &cursor, output);
+        break;
+    case KIND_MAXPOOL:
+        result[0] = run_maxpool(h, &cursor, output);
         break;
     default:
         return -1;
