@@ -195,14 +195,14 @@ def test_without_a_checkout_the_cli_says_what_to_set(tmp_path):
 def test_cmsis_nn_compiles_at_the_optimisation_the_target_asks(monkeypatch, tmp_path):
     """--cmsis-nn-opt Ofast (Arm's recommendation for CMSIS-NN) reaches the compiler for CMSIS-NN's
     sources only; -O2 stays the default; anything else is one clear error."""
-    from edgec import cmsis_nn, toolchain
+    from edgec import cmsis_nn_build, toolchain
     (tmp_path / "Source" / "X").mkdir(parents=True)
     (tmp_path / "Source" / "X" / "a.c").write_text("int a;\n")
     seen = []
     monkeypatch.setattr(toolchain, "compile_objects", lambda target, sources, **kwargs: seen.append(kwargs["opt"]))
     target = get_target("cortex-m4")
-    cmsis_nn.objects(target, tmp_path)
-    cmsis_nn.objects(target.with_cmsis_nn_opt("-Ofast"), tmp_path)
+    cmsis_nn_build.objects(target, tmp_path)
+    cmsis_nn_build.objects(target.with_cmsis_nn_opt("-Ofast"), tmp_path)
     assert seen == ["-O2", "-Ofast"]
     with pytest.raises(EdgecError, match="--cmsis-nn-opt '-O3': expected one of -O2, -Ofast"):
         target.with_cmsis_nn_opt("-O3")
