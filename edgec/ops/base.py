@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgec.ir import Graph, InPlace, Op
+from edgec.ops.kernel import Struct
 
 
 @dataclass
@@ -33,10 +34,12 @@ C_ARRAY_TYPES = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.
                  np.dtype(np.int64): "int64_t", np.dtype(np.uint8): "uint8_t", np.dtype(np.uint16): "uint16_t"}
 
 
-def descriptor(ctype: str, symbol: str, fields: dict) -> CCall:
+def descriptor(struct: Struct, symbol: str, fields: dict) -> CCall:
     """A kernel descriptor as a static const struct with designated initializers: integer fields
     as literals, array fields (numpy) as const arrays in flash named `<symbol>_<field>` that the
-    field points to. Returns the CCall's constants and params (its code is the caller's)."""
+    field points to. `fields` must be the schema's, in order (ValueError otherwise). Returns the
+    CCall's constants and params (its code is the caller's)."""
+    struct.check(fields)
     constants, values = [], []
     for field, value in fields.items():
         if isinstance(value, np.ndarray):
@@ -49,7 +52,7 @@ def descriptor(ctype: str, symbol: str, fields: dict) -> CCall:
             values.append(f".{field} = {{{', '.join(str(int(v)) for v in value) or '0'}}}")
         else:
             values.append(f".{field} = {int(value)}")
-    return CCall("", constants, [(ctype, symbol, "{" + ", ".join(values) + "}")])
+    return CCall("", constants, [(struct.name, symbol, "{" + ", ".join(values) + "}")])
 
 
 class OpDef:

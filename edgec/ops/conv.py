@@ -29,6 +29,25 @@ from edgec.ops.qspec import ACTIVATION_QSPEC, CONV_WEIGHT_QSPEC, annotate_with_o
 from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, blocked_bias, dsp_channel_table, interleave_rows,
                                      kernel_isa, widen_taps)
 from edgec.torch_ops import CONVS, aten
+from edgec.ops.kernel import Field, ints, Struct
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+DIMS = Struct("edgec_dims", (
+    *ints("n h w c"),
+))
+PER_CHANNEL_QUANT = Struct("edgec_per_channel_quant", (
+    Field('multiplier', 'const int32_t *'),
+    Field('shift', 'const int32_t *'),
+))
+CONV_PARAMS = Struct("edgec_conv_params", (
+    Field('input_offset', doc='-input_zero_point, in [-127, 128]'),
+    Field('output_offset', doc='output_zero_point, in [-128, 127]'),
+    *ints("stride_h stride_w pad_top pad_left dilation_h dilation_w"),
+    Field('groups', doc='conv: C_in and C_out are divisible by groups'),
+    Field('ch_mult', doc='depthwise: C_out = C_in * ch_mult'),
+    *ints("act_min act_max"),
+))
+STRUCTS = (DIMS, PER_CHANNEL_QUANT, CONV_PARAMS,)
 
 # The largest |product| of an int8 weight and an offset-corrected int8 activation:
 # w in [-128, 127], x - zp in [-255, 255].
@@ -465,14 +484,16 @@ def emit_conv_call(kernel: str, op, graph, names, filter_dims, *, weights=None, 
     bias = bias or (None if a["bias"] is None else ("bias", a["bias"]))
     x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     p = names.symbol(op, "")
+    conv_params = dict(input_offset=-x_t.zero_point, output_offset=out_t.zero_point, stride_h=a["stride"][0],
+                       stride_w=a["stride"][1], pad_top=a["pad"][0], pad_left=a["pad"][1], dilation_h=a["dilation"][0],
+                       dilation_w=a["dilation"][1], groups=a.get("groups", 1), ch_mult=a.get("ch_mult", 1),
+                       act_min=a["act_min"], act_max=a["act_max"])
     params = [
-        ("edgec_conv_params", f"{p}params", "{" + ", ".join(str(v) for v in (
-            -x_t.zero_point, out_t.zero_point, *a["stride"], a["pad"][0], a["pad"][1], *a["dilation"],
-            a.get("groups", 1), a.get("ch_mult", 1), a["act_min"], a["act_max"])) + "}"),
-        ("edgec_per_channel_quant", f"{p}quant", f"{{{p}multiplier, {p}shift}}"),
-        ("edgec_dims", f"{p}input_dims", c_dims(x_t.shape)),
-        ("edgec_dims", f"{p}filter_dims", c_dims(filter_dims)),
-        ("edgec_dims", f"{p}output_dims", c_dims(out_t.shape)),
+        (CONV_PARAMS.name, f"{p}params", CONV_PARAMS.positional(conv_params)),
+        per_channel_quant(p),
+        (DIMS.name, f"{p}input_dims", c_dims(x_t.shape)),
+        (DIMS.name, f"{p}filter_dims", c_dims(filter_dims)),
+        (DIMS.name, f"{p}output_dims", c_dims(out_t.shape)),
     ]
     constants, bias_arg = weighted_constants(p, a, weights, bias)
     code = (f"status |= {kernel}(&{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
@@ -495,7 +516,14 @@ def weighted_constants(prefix: str, attrs: dict, weights: tuple, bias: tuple | N
 
 
 def c_dims(shape) -> str:
-    return "{" + ", ".join(str(int(v)) for v in shape) + "}"
+    """An edgec_dims initializer of an NHWC shape."""
+    return DIMS.positional(dict(zip(DIMS.names, (int(v) for v in shape), strict=True)))
+
+
+def per_channel_quant(prefix: str) -> tuple[str, str, str]:
+    """The edgec_per_channel_quant param of a layer whose multipliers and shifts are <prefix>multiplier, <prefix>shift."""
+    return PER_CHANNEL_QUANT.name, f"{prefix}quant", PER_CHANNEL_QUANT.positional(
+        dict(multiplier=f"{prefix}multiplier", shift=f"{prefix}shift"))
 
 
 UNIT = Conv2d()

@@ -40,6 +40,28 @@ from edgec.ops.conv import (CONV_BLOCKING, conv_output_stage, finalize_output_st
 from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows, kernel_isa
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
 from edgec.torch_ops import CONV_TRANSPOSES, aten
+from edgec.ops.kernel import Field, ints, Struct
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+CONV_TRANSPOSE_DESC = Struct("edgec_conv_transpose_desc", (
+    *ints("batches input_h input_w input_c"),
+    Field('output_h', doc='(input_h - 1) * stride_h - 2 * pad_h + dilation_h * (kernel_h - 1) + output_padding_h + 1'),
+    Field('output_w', doc='likewise along w'),
+    *ints("output_c kernel_h kernel_w stride_h stride_w"),
+    Field('pad_h', doc='PyTorch padding: removed from both ends of the output'),
+    *ints("pad_w"),
+    Field('output_padding_h', doc='0 <= output_padding < max(stride, dilation), as PyTorch'),
+    *ints("output_padding_w dilation_h dilation_w"),
+    Field('groups', doc='divides C_in and C_out; depthwise: groups == C_in'),
+    Field('input_offset', doc='-input zero point, in [-127, 128]'),
+    Field('output_offset', doc='output zero point, in [-128, 127]'),
+    *ints("act_min act_max"),
+    Field('filter', 'const int8_t *', doc='per phase (r_h, r_w) in raster order: [C_out][K_phase] rows'),
+    Field('bias', 'const int32_t *', doc='portable: [C_out] or NULL; _dsp/_mve: folded per phase'),
+    Field('multiplier', 'const int32_t *', doc='[C_out]'),
+    Field('shift', 'const int32_t *', doc='[C_out], -31..31'),
+))
+STRUCTS = (CONV_TRANSPOSE_DESC,)
 
 PORTABLE = "portable"
 # Rows of the portable kernel's filter: one channel's taps after another, no padding.
@@ -326,7 +348,7 @@ class ConvTranspose(OpDef):
                                    input_zp=x_t.zero_point, output_zp=out_t.zero_point, isa=a["isa"],
                                    **self._geometry(op))
         p = names.symbol(op, "desc")
-        call = descriptor("edgec_conv_transpose_desc", p, desc)
+        call = descriptor(CONV_TRANSPOSE_DESC, p, desc)
         kernel, scratch = ("edgec_conv_transpose_s8", "") if a["isa"] == PORTABLE else \
             (f"edgec_conv_transpose_s8_{a['isa']}", f", {names.scratch(op)}")
         call.code = f"status |= {kernel}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}{scratch});"

@@ -22,6 +22,18 @@ from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import annotate_shared
 from edgec.ops.kernel_layout import kernel_isa
 from edgec.torch_ops import ACTIVATIONS, aten
+from edgec.ops.kernel import Field, ints, Struct
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+ADD_PARAMS = Struct("edgec_add_params", (
+    Field('input1_offset', doc='-zero_point of input 1'),
+    *ints("input1_multiplier input1_shift"),
+    Field('input2_offset', doc='-zero_point of input 2'),
+    *ints("input2_multiplier input2_shift"),
+    Field('left_shift', doc='20'),
+    *ints("output_offset output_multiplier output_shift act_min act_max"),
+))
+STRUCTS = (ADD_PARAMS,)
 
 
 def add_params(s1: float, zp1: int, s2: float, zp2: int, s_out: float, zp_out: int,
@@ -109,11 +121,11 @@ class Add(OpDef):
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "")
         isa = op.attrs.get("isa")
-        values = ", ".join(str(v) for v in op.attrs["params"].values())
+        values = ADD_PARAMS.positional(op.attrs["params"])
         kernel, scratch = ("edgec_add_s8", "") if isa is None else (f"edgec_add_s8_{isa}", f", {names.scratch(op)}")
         code = (f"status |= {kernel}(&{p}params, {names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, "
                 f"{names.ptr(op.outputs[0])}, {graph.tensors[op.outputs[0]].elements}{scratch});")
-        return CCall(code, [], [("edgec_add_params", f"{p}params", f"{{{values}}}")],
+        return CCall(code, [], [(ADD_PARAMS.name, f"{p}params", values)],
                      None if isa is None else "EDGEC_ADD_S8_SCRATCH_BYTES")
 
     def in_place(self, op, graph, target):

@@ -17,7 +17,7 @@ from edgec.numerics import INT16_MAX, INT16_MIN, round_half_away
 from edgec.ops import int16 as s16
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.lut import FLOAT_FUNCTIONS
-from edgec.ops.movement import copy_desc, copy_s8, strided_copies
+from edgec.ops.movement import COPY_DESC, copy_desc, copy_s8, strided_copies
 from edgec.ops.softmax import outer_axis_inner
 
 # TFLite's int16 LOGISTIC / TANH / SOFTMAX outputs (and edgec's fixed-qparams int16 functions).
@@ -88,7 +88,7 @@ def _desc(op, build, *args, **kwargs) -> dict:
 
 
 class Conv2dS16(S16Unit):
-    kind, base_kind, kernel, desc_type = "conv2d_s16", "conv2d", "edgec_conv_s16", "edgec_conv_s16_desc"
+    kind, base_kind, kernel, desc_type = "conv2d_s16", "conv2d", "edgec_conv_s16", s16.CONV_S16_DESC
     runtime_sources = ("conv/edgec_conv_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -121,7 +121,7 @@ class Conv2dS16(S16Unit):
 
 class DepthwiseConv2dS16(S16Unit):
     kind, base_kind = "depthwise_conv2d_s16", "depthwise_conv2d"
-    kernel, desc_type = "edgec_depthwise_conv_s16", "edgec_depthwise_conv_s16_desc"
+    kernel, desc_type = "edgec_depthwise_conv_s16", s16.DEPTHWISE_CONV_S16_DESC
     runtime_sources = ("depthwise/edgec_depthwise_conv_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -140,7 +140,7 @@ class DepthwiseConv2dS16(S16Unit):
 
 class FullyConnectedS16(Conv2dS16):
     kind, base_kind = "fully_connected_s16", "fully_connected"
-    kernel, desc_type = "edgec_fully_connected_s16", "edgec_fully_connected_s16_desc"
+    kernel, desc_type = "edgec_fully_connected_s16", s16.FULLY_CONNECTED_S16_DESC
     runtime_sources = ("fc/edgec_fully_connected_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -163,7 +163,7 @@ class FullyConnectedS16(Conv2dS16):
 
 
 class PoolS16(S16Unit):
-    desc_type = "edgec_pool_s16_desc"
+    desc_type = s16.POOL_S16_DESC
     runtime_sources = ("pool/edgec_pool_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -197,7 +197,7 @@ class MaxPoolS16(PoolS16):
 class ClampS16(S16Unit):
     """A standalone ReLU/ReLU6/clamp of an int16 tensor: edgec_max_pool_s16 over 1x1 windows of
     the flat tensor, its act bounds the clamp (y = clamp(x, act_min, act_max) exactly)."""
-    kind, base_kind, kernel, desc_type = "clamp_s16", "clamp", "edgec_max_pool_s16", "edgec_pool_s16_desc"
+    kind, base_kind, kernel, desc_type = "clamp_s16", "clamp", "edgec_max_pool_s16", s16.POOL_S16_DESC
     runtime_sources = ("pool/edgec_pool_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -214,7 +214,7 @@ class ClampS16(S16Unit):
 
 class BinaryS16(S16Unit):
     """add and mul of two int16 activations (same shape: kind 'add'; broadcast: kind 'binary')."""
-    kind, base_kind, desc_type = "binary_s16", "binary", "edgec_binary_s16_desc"
+    kind, base_kind, desc_type = "binary_s16", "binary", s16.BINARY_S16_DESC
     runtime_sources = ("eltwise/edgec_binary_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -241,7 +241,7 @@ class BinaryS16(S16Unit):
 
 
 class SoftmaxS16(S16Unit):
-    kind, base_kind, kernel, desc_type = "softmax_s16", "softmax", "edgec_softmax_s16", "edgec_softmax_s16_desc"
+    kind, base_kind, kernel, desc_type = "softmax_s16", "softmax", "edgec_softmax_s16", s16.SOFTMAX_S16_DESC
     runtime_sources = ("softmax/edgec_softmax_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -262,7 +262,7 @@ class SoftmaxS16(S16Unit):
 class LutS16(S16Unit):
     """An elementwise float function (sigmoid, tanh, GELU, ...) as TFLite's interpolated 513-entry
     int16 table (sigmoid and tanh as TFLite's own transforms)."""
-    kind, base_kind, kernel, desc_type = "lut_s16", "lut", "edgec_lut_s16", "edgec_lut_s16_desc"
+    kind, base_kind, kernel, desc_type = "lut_s16", "lut", "edgec_lut_s16", s16.LUT_S16_DESC
     runtime_sources = ("activation/edgec_lut_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -286,7 +286,7 @@ class LutS16(S16Unit):
 
 class RequantizeS16(S16Unit):
     """int8 <-> int16 at new qparams (TFLite's QUANTIZE / Requantize between the two dtypes)."""
-    kind, base_kind, desc_type = "requantize_s16", "lut", "edgec_requantize_s16_desc"
+    kind, base_kind, desc_type = "requantize_s16", "lut", s16.REQUANTIZE_S16_DESC
     runtime_sources = ("eltwise/edgec_requantize_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -323,7 +323,7 @@ class CopyS16(S16Unit):
         call = CCall("", [], [])
         for number, (index, desc) in enumerate(op.attrs["copies"]):
             p = names.symbol(op, f"desc{number}")
-            call.params += descriptor("edgec_copy_desc", p, desc).params
+            call.params += descriptor(COPY_DESC, p, desc).params
             call.code += (" " if call.code else "") + \
                 f"status |= edgec_copy_s8(&{p}, {names.ptr(op.inputs[index])}, {names.ptr(op.outputs[0])});"
         return call

@@ -11,9 +11,20 @@ from edgec.frontend import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, requantize, saturate_int8, wrap_int32
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
-from edgec.ops.conv import finalize_output_stage, quantized_bias, weighted_constants, weighted_operands
+from edgec.ops.conv import (finalize_output_stage, per_channel_quant, quantized_bias, weighted_constants,
+                             weighted_operands)
 from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa, widen_taps
 from edgec.torch_ops import LINEARS
+from edgec.ops.kernel import Field, ints, Struct
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+FC_PARAMS = Struct("edgec_fc_params", (
+    Field('input_offset', doc='-input_zero_point'),
+    Field('output_offset', doc='output_zero_point'),
+    Field('per_channel', doc='0: quant arrays hold one entry for all outputs'),
+    *ints("act_min act_max"),
+))
+STRUCTS = (FC_PARAMS,)
 
 
 def fully_connected_s8(x, w, bias, multiplier, shift, *, input_zp: int, output_zp: int,
@@ -108,11 +119,9 @@ class FullyConnected(OpDef):
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         p = names.symbol(op, "")
         per_channel = int(len(a["multiplier"]) > 1)
-        params = [
-            ("edgec_fc_params", f"{p}params",
-             f"{{{-x_t.zero_point}, {out_t.zero_point}, {per_channel}, {a['act_min']}, {a['act_max']}}}"),
-            ("edgec_per_channel_quant", f"{p}quant", f"{{{p}multiplier, {p}shift}}"),
-        ]
+        fc_params = dict(input_offset=-x_t.zero_point, output_offset=out_t.zero_point, per_channel=per_channel,
+                         act_min=a["act_min"], act_max=a["act_max"])
+        params = [(FC_PARAMS.name, f"{p}params", FC_PARAMS.positional(fc_params)), per_channel_quant(p)]
         if isa is None:
             weights, bias = ("weights", a["weight"]), (None if a["bias"] is None else ("bias", a["bias"]))
         else:  # the filter re-laid for the micro-kernel, the input offset folded into the bias

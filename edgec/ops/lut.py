@@ -41,6 +41,14 @@ from edgec.numerics import INT8_MAX, INT8_MIN, INT32_MAX, quantize_multiplier, r
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, fixed_qspec
 from edgec.torch_ops import aten
+from edgec.ops.kernel import Field, ints, Struct
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+LUT_DESC = Struct("edgec_lut_desc", (
+    Field('size', doc='number of elements, >= 1'),
+    Field('table', 'const int8_t *', doc='256 entries in flash: entry x + 128 is the output for input x'),
+))
+STRUCTS = (LUT_DESC,)
 
 LUT_SIZE = 256
 INT8_VALUES = np.arange(INT8_MIN, INT8_MAX + 1, dtype=np.int64)  # table index i holds q = i - 128
@@ -329,7 +337,7 @@ class Lut(OpDef):
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
-        call = descriptor("edgec_lut_desc", p, op.attrs["desc"])
+        call = descriptor(LUT_DESC, p, op.attrs["desc"])
         call.code = f"status |= edgec_lut_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 

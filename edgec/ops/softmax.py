@@ -34,6 +34,28 @@ from edgec.numerics import (INT8_MAX, INT8_MIN, INT32_MAX, INT32_MIN, divide_by_
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import activation_inputs, annotate, fixed_qspec
 from edgec.torch_ops import LOG_SOFTMAXES, SOFTMAXES
+from edgec.ops.kernel import Field, ints, Struct
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+SOFTMAX_PARAMS = Struct("edgec_softmax_params", (
+    Field('input_multiplier', doc='from QuantizeMultiplierGreaterThanOne(beta*s_in*2^(31-5))'),
+    *ints("input_left_shift"),
+    Field('diff_min', doc='differences below this give exp = 0'),
+))
+SOFTMAX_DESC = Struct("edgec_softmax_desc", (
+    *ints("outer axis_size inner"),
+    Field('input_multiplier', doc="edgec_softmax_params' three fields"),
+    *ints("input_left_shift diff_min"),
+))
+LOG_SOFTMAX_DESC = Struct("edgec_log_softmax_desc", (
+    *ints("outer"),
+    Field('axis_size', doc="1..4095: TFLite's Q12.19 sum of exps overflows at 4096"),
+    *ints("inner"),
+    Field('input_multiplier', doc='PreprocessLogSoftmaxScalingExp (beta 1, 5 integer bits)'),
+    *ints("input_left_shift reverse_scaling_divisor reverse_scaling_right_shift"),
+    Field('diff_min', doc='-CalculateInputRadius(5, input_left_shift)'),
+))
+STRUCTS = (SOFTMAX_PARAMS, SOFTMAX_DESC, LOG_SOFTMAX_DESC,)
 
 SOFTMAX_OUTPUT_SCALE = 1.0 / 256.0
 SOFTMAX_OUTPUT_ZERO_POINT = -128
@@ -370,12 +392,12 @@ class Softmax(OpDef):
         desc = op.attrs["desc"]
         if self.kind == "softmax" and desc["inner"] == 1:  # rows: the kernel without the descriptor's loop
             params = {key: desc[key] for key in ("input_multiplier", "input_left_shift", "diff_min")}
-            call = descriptor("edgec_softmax_params", p, params)
+            call = descriptor(SOFTMAX_PARAMS, p, params)
             call.code = (f"status |= edgec_softmax_s8(&{p}, {names.ptr(op.inputs[0])}, {desc['outer']}, "
                          f"{desc['axis_size']}, {names.ptr(op.outputs[0])});")
             return call
         kernel = "edgec_softmax_axis_s8" if self.kind == "softmax" else "edgec_log_softmax_s8"
-        call = descriptor(f"edgec_{self.kind}_desc", p, desc)
+        call = descriptor(SOFTMAX_DESC if self.kind == "softmax" else LOG_SOFTMAX_DESC, p, desc)
         call.code = f"status |= {kernel}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 

@@ -1,0 +1,159 @@
+"""The kernel schema: each C kernel's ABI described once, in Python, beside its op unit.
+
+A unit module (conv.py, pool.py, ...) describes its kernels' descriptor structs as `Struct`s of
+`Field`s and its kernels as `Kernel`s with their `Variant`s (the C functions: ISA, dtype, library)
+and scratch rules (`Scratch`). From that one description come
+ - the structs and scratch macros of runtime_c/include/edgec_nn.h (edgec.ops.c_header writes
+   them into the header's generated regions; tests/test_kernel_schema.py fails when they differ),
+ - the ctypes mirrors the kernel tests call the C through (tests/kernel_lib.py),
+ - the initializers edgec emits (edgec.ops.base.descriptor checks a layer's values against it),
+and each layer's choice of kernel is a `KernelChoice` of one of these variants (op.kernel), with
+the reason, recorded by the unit when it makes the choice.
+
+This module is a leaf: it imports nothing of edgec.
+"""
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+
+PORTABLE, DSP, MVE = "portable", "dsp", "mve"
+
+
+@dataclass(frozen=True)
+class Const:
+    """A compile-time constant of the header (a #define its structs size arrays with)."""
+    name: str
+    value: int
+
+
+@dataclass(frozen=True)
+class Field:
+    """One member of a descriptor: int32_t unless `ctype` says otherwise (a const pointer to
+    flash, e.g. "const int8_t *"); `count`: a fixed array of that many entries."""
+    name: str
+    ctype: str = "int32_t"
+    doc: str = ""
+    count: Const | int | None = None
+
+    @property
+    def pointer(self) -> bool:
+        return self.ctype.endswith("*")
+
+    def declaration(self) -> str:
+        count = self.count.name if isinstance(self.count, Const) else self.count
+        space = "" if self.pointer else " "
+        return f"{self.ctype}{space}{self.name}{'' if count is None else f'[{count}]'};"
+
+    @property
+    def length(self) -> int | None:
+        return self.count.value if isinstance(self.count, Const) else self.count
+
+
+def ints(names: str, **docs: str) -> tuple[Field, ...]:
+    """int32_t fields named by a space-separated list, documented by keyword."""
+    return tuple(Field(name, doc=docs.get(name, "")) for name in names.split())
+
+
+@dataclass(frozen=True)
+class Struct:
+    """A C struct a kernel takes (its descriptor), field by field in declaration order."""
+    name: str
+    fields: tuple[Field, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+    def check(self, values: dict) -> None:
+        """ValueError unless `values` has exactly this struct's fields, in order."""
+        if list(values) != self.names:
+            raise ValueError(f"{self.name}: fields {self.names}, got {list(values)}")
+
+    def positional(self, values: dict) -> str:
+        """A positional C initializer of `values` (checked), each value as str() gives it."""
+        self.check(values)
+        return "{" + ", ".join(str(v) for v in values.values()) + "}"
+
+    def typedef(self) -> str:
+        """The C typedef: one member a line, its doc comment aligned after it (or above it when
+        the line would pass 110 columns)."""
+        decls = [f.declaration() for f in self.fields]
+        width = max(len(d) for d, f in zip(decls, self.fields) if f.doc) if any(f.doc for f in self.fields) else 0
+        lines = ["typedef struct {"]
+        for decl, f in zip(decls, self.fields):
+            if not f.doc:
+                lines.append(f"    {decl}")
+            elif 4 + width + 1 + len(f.doc) + 6 <= 110:
+                lines.append(f"    {decl.ljust(width)} /* {f.doc} */")
+            else:
+                wrapped = textwrap.wrap(f.doc, 92)
+                lines.append(f"    /* {wrapped[0]}" + ("" if len(wrapped) > 1 else " */"))
+                lines += [f"     * {w}" for w in wrapped[1:-1]]
+                if len(wrapped) > 1:
+                    lines.append(f"     * {wrapped[-1]} */")
+                lines.append(f"    {decl}")
+        lines.append(f"}} {self.name};")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """A kernel's scratch-size rule as the header's macro: MACRO(args) = expr (C)."""
+    macro: str
+    args: tuple[str, ...]
+    expr: str
+
+    def define(self) -> str:
+        return f"#define {self.macro}({', '.join(self.args)}) {self.expr}" if self.args else \
+            f"#define {self.macro} {self.expr}"
+
+    def call(self, *values) -> str:
+        """The macro applied to a layer's values: CCall.scratch_required's C expression."""
+        return f"{self.macro}({', '.join(str(v) for v in values)})" if self.args else self.macro
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One C function of a kernel: the ISA it needs (portable, dsp, mve), its activation dtype,
+    the library that has it (edgec or cmsis-nn), its scratch rule (None: none)."""
+    function: str
+    isa: str = PORTABLE
+    dtype: str = "int8"
+    library: str = "edgec"
+    scratch: Scratch | None = None
+    in_place: bool = False  # its output may overlap its input (the header's comment says how)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel: the structs it takes (its descriptor first) and its variants."""
+    name: str
+    structs: tuple[Struct, ...]
+    variants: tuple[Variant, ...]
+
+    def variant(self, function: str) -> Variant:
+        for v in self.variants:
+            if v.function == function:
+                return v
+        raise KeyError(f"{self.name} has no variant {function}")
+
+    def choose(self, function: str, reason: str) -> KernelChoice:
+        return KernelChoice(self, self.variant(function), reason)
+
+
+@dataclass(frozen=True)
+class KernelChoice:
+    """What a layer runs and why (op.kernel): recorded by the unit's decision function when it
+    chooses, read by the emitter, the report and `edgec build`'s summary."""
+    kernel: Kernel | None
+    variant: Variant | None
+    reason: str
+    unit: str = ""  # the kind of the unit that emits it when not op.kind's (int16, CMSIS-NN)
+
+    @property
+    def function(self) -> str:
+        return "" if self.variant is None else self.variant.function
+
+
+VIEW = KernelChoice(None, None, "a view of its input: no code, no bytes")
