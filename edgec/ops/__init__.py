@@ -10,6 +10,12 @@ _UNITS = (conv.UNIT, conv_transpose.UNIT, depthwise.UNIT, linear.UNIT, *pool.UNI
 KINDS = {unit.kind: unit for unit in _UNITS}  # IR op kind -> unit
 OPS = {target: unit for unit in _UNITS for target in unit.targets}  # torch op -> unit that lowers it
 
+
+def unit_of(op):
+    """The unit that compiles `op`: its kind's, or the one its kernel choice names (an int16 or
+    CMSIS-NN unit, chosen after lowering)."""
+    return KINDS[op.kernel.unit if op.kernel is not None and op.kernel.unit else op.kind]
+
 # The kernel schema (edgec.ops.kernel) of every unit: C name -> (C text, the module describing it),
 # the generated regions of runtime_c/include/edgec_nn.h (edgec.ops.c_header).
 _SCHEMA_MODULES = (conv, depthwise, linear, pool, eltwise, softmax, binary, conv_transpose, lut, movement, int16,

@@ -35,7 +35,7 @@ from edgec.numerics import (
 )
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.eltwise import add_params
-from edgec.ops.kernel_layout import kernel_isa
+from edgec.ops.kernel_layout import kernel_isa, packed_choice
 from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, annotate_with_output
 from edgec.torch_ops import aten
 from edgec.ops.kernel import Const, Field, ints, Struct
@@ -423,7 +423,8 @@ class Binary(OpDef):
         return binary_s8(x1, x2, op.attrs["desc"]).reshape(graph.tensors[op.outputs[0]].shape)
 
     def specialize(self, op, graph, target) -> None:
-        op.attrs["isa"] = kernel_isa(target)
+        isa = op.attrs["isa"] = kernel_isa(target)
+        op.kernel = packed_choice("edgec_binary_s8" + ("" if isa is None else f"_{isa}"), isa, target, op.attrs)
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
@@ -438,9 +439,7 @@ class Binary(OpDef):
                 pointers.append(symbol)
             else:
                 pointers.append(names.ptr(next(live)))
-        isa = op.attrs.get("isa")
-        kernel = "edgec_binary_s8" + ("" if isa is None else f"_{isa}")
-        call.code = f"status |= {kernel}(&{p}, {pointers[0]}, {pointers[1]}, {names.ptr(op.outputs[0])});"
+        call.code = f"status |= {op.kernel.function}(&{p}, {pointers[0]}, {pointers[1]}, {names.ptr(op.outputs[0])});"
         return call
 
     def in_place(self, op, graph, target):
@@ -453,7 +452,7 @@ class Binary(OpDef):
 class Prelu(OpDef):
     """nn.PReLU: per-channel (or one) slope, TFLite's int8 PRELU arithmetic, the slopes read in
     place per channel."""
-    kind = "prelu"
+    kind, c_function = "prelu", "edgec_prelu_s8"
     targets = frozenset({aten.prelu.default, aten._prelu_kernel.default})
     runtime_sources = ("eltwise/edgec_binary_s8.c",)
     fuses_activation = True
@@ -494,7 +493,7 @@ class Prelu(OpDef):
         call = descriptor(PRELU_DESC, p, op.attrs["desc"])
         symbol = names.symbol(op, "alpha")
         call.constants.append(("int8_t", symbol, op.attrs["alpha"].values.ravel()))
-        call.code = f"status |= edgec_prelu_s8(&{p}, {names.ptr(op.inputs[0])}, {symbol}, {names.ptr(op.outputs[0])});"
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {symbol}, {names.ptr(op.outputs[0])});"
         return call
 
     def in_place(self, op, graph, target):

@@ -11,7 +11,7 @@ import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.frontend import source_line
-from edgec.ir import ARENA_ALIGNMENT, InPlace
+from edgec.ir import ARENA_ALIGNMENT, InPlace, KernelChoice
 from edgec.numerics import (
     INT8_MAX,
     INT8_MIN,
@@ -27,7 +27,7 @@ from edgec.numerics import (
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import ACTIVATION_QSPEC, CONV_WEIGHT_QSPEC, annotate_with_output
 from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, blocked_bias, dsp_channel_table, interleave_rows,
-                                     kernel_isa, widen_taps)
+                                     kernel_isa, packed_choice, widen_taps)
 from edgec.torch_ops import CONVS, aten
 from edgec.ops.kernel import Field, ints, Struct
 
@@ -296,6 +296,17 @@ class Conv2d(OpDef):
         a["isa"] = kernel_isa(target) if a["groups"] == 1 else None
         # --opt speed/auto: the DSP kernel reads its filter widened to int16 (twice the flash)
         a["wide"] = a["isa"] == DSP and target.fast_layouts
+        op.kernel = self.chosen_kernel(op, target)
+
+    @staticmethod
+    def chosen_kernel(op, target) -> KernelChoice:
+        """The record of op.attrs' choice (isa, wide: passes/constant_layouts.py may revise it)."""
+        a = op.attrs
+        if a["isa"] is not None:
+            function = f"edgec_conv_s8_{a['isa']}" + ("_wide" if a["wide"] else "")
+        else:
+            function = "edgec_conv_1x1_s8" if is_pointwise(a) else "edgec_conv_s8"
+        return packed_choice(function, a["isa"], target, a, "portable kernel: grouped convolutions have no packed kernel")
 
     def scratch_bytes(self, op, graph, target) -> int:
         isa = op.attrs.get("isa")
@@ -305,9 +316,7 @@ class Conv2d(OpDef):
         a = op.attrs
         if a.get("isa") is not None:
             return emit_packed_conv_call(op, graph, names)
-        kernel = "edgec_conv_s8"
-        if is_pointwise(a):
-            kernel = "edgec_conv_1x1_s8" + ("_in_place" if names.in_place(op) else "")
+        kernel = op.kernel.function + ("_in_place" if is_pointwise(a) and names.in_place(op) else "")
         return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape)
 
     def in_place(self, op, graph, target):
@@ -378,16 +387,15 @@ def emit_packed_conv_call(op, graph, names) -> CCall:
     zero_point = graph.tensors[op.inputs[0]].zero_point
     weights = ("packed_weights", interleave_rows(rows, blocking))
     bias = ("folded_bias", blocked_bias(a["bias"], rows, zero_point, blocking.rows))
-    kernel = f"edgec_conv_s8_{a['isa']}"
     if a.get("wide"):
-        weights, kernel = ("wide_weights", widen_taps(weights[1])), kernel + "_wide"
+        weights = ("wide_weights", widen_taps(weights[1]))
         bias = ("channel_table", dsp_channel_table(bias[1], a["multiplier"], a["shift"],
                                                    graph.tensors[op.outputs[0]].zero_point))
     k, c_in = int(np.prod(a["weight"].shape[1:])), a["weight"].shape[3]
     required = (f"EDGEC_CONV_S8_DSP_SCRATCH_BYTES({k}, {c_in})" if a["isa"] == DSP
                 else f"EDGEC_CONV_S8_MVE_SCRATCH_BYTES({k})")
-    return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape, weights=weights, bias=bias,
-                          scratch_required=required)
+    return emit_conv_call(op.kernel.function, op, graph, names, filter_dims=a["weight"].shape, weights=weights,
+                          bias=bias, scratch_required=required)
 
 
 def pointwise_input_pixels(input_shape, output_shape, stride) -> np.ndarray:
@@ -499,7 +507,7 @@ def emit_conv_call(kernel: str, op, graph, names, filter_dims, *, weights=None, 
     code = (f"status |= {kernel}(&{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
             f"&{p}filter_dims, {p}{weights[0]}, {bias_arg}, &{p}output_dims, {names.ptr(op.outputs[0])}, "
             f"{names.scratch(op)});")
-    return CCall(code, constants, params, scratch_required)
+    return CCall(code, constants, params, scratch_required, function=kernel)
 
 
 def weighted_constants(prefix: str, attrs: dict, weights: tuple, bias: tuple | None) -> tuple[list, str]:

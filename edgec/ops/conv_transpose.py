@@ -37,7 +37,7 @@ from edgec.numerics import INT8_MAX, INT8_MIN
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.conv import (CONV_BLOCKING, conv_output_stage, finalize_output_stage, node_arg, quantized_bias,
                             weighted_operands)
-from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows, kernel_isa
+from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows, kernel_isa, packed_choice
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
 from edgec.torch_ops import CONV_TRANSPOSES, aten
 from edgec.ops.kernel import Field, ints, Struct
@@ -323,6 +323,8 @@ class ConvTranspose(OpDef):
     def specialize(self, op, graph, target) -> None:
         isa = kernel_isa(target) if op.attrs["groups"] == 1 else None
         op.attrs["isa"] = PORTABLE if isa is None else isa
+        op.kernel = packed_choice("edgec_conv_transpose_s8" + ("" if isa is None else f"_{isa}"), isa, target, op.attrs,
+                                  "portable kernel: grouped convolutions have no packed kernel")
 
     def _geometry(self, op) -> dict:
         a = op.attrs
@@ -349,9 +351,8 @@ class ConvTranspose(OpDef):
                                    **self._geometry(op))
         p = names.symbol(op, "desc")
         call = descriptor(CONV_TRANSPOSE_DESC, p, desc)
-        kernel, scratch = ("edgec_conv_transpose_s8", "") if a["isa"] == PORTABLE else \
-            (f"edgec_conv_transpose_s8_{a['isa']}", f", {names.scratch(op)}")
-        call.code = f"status |= {kernel}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}{scratch});"
+        scratch = "" if a["isa"] == PORTABLE else f", {names.scratch(op)}"
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}{scratch});"
         if a["isa"] != PORTABLE:
             k = largest_phase_taps(a["weight"].shape, a["stride"], a["dilation"])
             call.scratch_required = f"EDGEC_CONV_TRANSPOSE_S8_{a['isa'].upper()}_SCRATCH_BYTES({k})"

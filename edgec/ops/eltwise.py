@@ -20,7 +20,7 @@ from edgec.numerics import (
 )
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import annotate_shared
-from edgec.ops.kernel_layout import kernel_isa
+from edgec.ops.kernel_layout import kernel_isa, packed_choice
 from edgec.torch_ops import ACTIVATIONS, aten
 from edgec.ops.kernel import Field, ints, Struct
 
@@ -113,7 +113,8 @@ class Add(OpDef):
         return add_s8(inputs[0], inputs[1], op.attrs["params"])
 
     def specialize(self, op, graph, target) -> None:
-        op.attrs["isa"] = kernel_isa(target)
+        isa = op.attrs["isa"] = kernel_isa(target)
+        op.kernel = packed_choice("edgec_add_s8" + ("" if isa is None else f"_{isa}"), isa, target, op.attrs)
 
     def scratch_bytes(self, op, graph, target) -> int:
         return 0 if op.attrs.get("isa") is None else ADD_SCRATCH_BYTES
@@ -122,8 +123,8 @@ class Add(OpDef):
         p = names.symbol(op, "")
         isa = op.attrs.get("isa")
         values = ADD_PARAMS.positional(op.attrs["params"])
-        kernel, scratch = ("edgec_add_s8", "") if isa is None else (f"edgec_add_s8_{isa}", f", {names.scratch(op)}")
-        code = (f"status |= {kernel}(&{p}params, {names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, "
+        scratch = "" if isa is None else f", {names.scratch(op)}"
+        code = (f"status |= {op.kernel.function}(&{p}params, {names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, "
                 f"{names.ptr(op.outputs[0])}, {graph.tensors[op.outputs[0]].elements}{scratch});")
         return CCall(code, [], [(ADD_PARAMS.name, f"{p}params", values)],
                      None if isa is None else "EDGEC_ADD_S8_SCRATCH_BYTES")
@@ -154,7 +155,7 @@ class Clamp(OpDef):
     """A ReLU/ReLU6/hardtanh/clamp. Usually fused into its producer; runs alone only when it
     cannot be (its producer has other users). The kernel clamps in place: the output is a copy of
     the input clamped, unless the plan puts it over its input."""
-    kind = "clamp"
+    kind, c_function = "clamp", "edgec_clamp_s8"
     targets = frozenset(ACTIVATIONS)
     runtime_sources = ("eltwise/edgec_clamp_s8.c",)
     layout_follows_input = True
@@ -180,7 +181,7 @@ class Clamp(OpDef):
         size = graph.tensors[op.outputs[0]].elements
         src, dst = names.ptr(op.inputs[0]), names.ptr(op.outputs[0])
         copy = "" if src == dst else f"memcpy({dst}, {src}, {size}); "
-        return CCall(f"{copy}status |= edgec_clamp_s8({dst}, {size}, {op.attrs['act_min']}, {op.attrs['act_max']});", [], [])
+        return CCall(f"{copy}status |= {op.kernel.function}({dst}, {size}, {op.attrs['act_min']}, {op.attrs['act_max']});", [], [])
 
     def in_place(self, op, graph, target):
         return (InPlace(0, 0),)  # edgec_clamp_s8 works in place: planned so, the copy disappears

@@ -1,14 +1,15 @@
 """The kernel schema: each C kernel's ABI described once, in Python, beside its op unit.
 
 A unit module (conv.py, pool.py, ...) describes its kernels' descriptor structs as `Struct`s of
-`Field`s and its kernels as `Kernel`s with their `Variant`s (the C functions: ISA, dtype, library)
-and scratch rules (`Scratch`). From that one description come
+`Field`s (STRUCTS) and their scratch-size rules as `Scratch` macros (SCRATCH). From that one
+description come
  - the structs and scratch macros of runtime_c/include/edgec_nn.h (edgec.ops.c_header writes
    them into the header's generated regions; tests/test_kernel_schema.py fails when they differ),
  - the ctypes mirrors the kernel tests call the C through (tests/kernel_lib.py),
- - the initializers edgec emits (edgec.ops.base.descriptor checks a layer's values against it),
-and each layer's choice of kernel is a `KernelChoice` of one of these variants (op.kernel), with
-the reason, recorded by the unit when it makes the choice.
+ - the initializers edgec emits (edgec.ops.base.descriptor and Struct.positional check a layer's
+   values against it) and the scratch expressions its calls are checked with (Scratch.call).
+Which variant of a kernel a layer runs, and why, is the unit's decision, recorded as the op's
+edgec.ir.KernelChoice.
 
 This module is a leaf: it imports nothing of edgec.
 """
@@ -16,8 +17,6 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
-
-PORTABLE, DSP, MVE = "portable", "dsp", "mve"
 
 
 @dataclass(frozen=True)
@@ -111,49 +110,3 @@ class Scratch:
     def call(self, *values) -> str:
         """The macro applied to a layer's values: CCall.scratch_required's C expression."""
         return f"{self.macro}({', '.join(str(v) for v in values)})" if self.args else self.macro
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One C function of a kernel: the ISA it needs (portable, dsp, mve), its activation dtype,
-    the library that has it (edgec or cmsis-nn), its scratch rule (None: none)."""
-    function: str
-    isa: str = PORTABLE
-    dtype: str = "int8"
-    library: str = "edgec"
-    scratch: Scratch | None = None
-    in_place: bool = False  # its output may overlap its input (the header's comment says how)
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """A kernel: the structs it takes (its descriptor first) and its variants."""
-    name: str
-    structs: tuple[Struct, ...]
-    variants: tuple[Variant, ...]
-
-    def variant(self, function: str) -> Variant:
-        for v in self.variants:
-            if v.function == function:
-                return v
-        raise KeyError(f"{self.name} has no variant {function}")
-
-    def choose(self, function: str, reason: str) -> KernelChoice:
-        return KernelChoice(self, self.variant(function), reason)
-
-
-@dataclass(frozen=True)
-class KernelChoice:
-    """What a layer runs and why (op.kernel): recorded by the unit's decision function when it
-    chooses, read by the emitter, the report and `edgec build`'s summary."""
-    kernel: Kernel | None
-    variant: Variant | None
-    reason: str
-    unit: str = ""  # the kind of the unit that emits it when not op.kind's (int16, CMSIS-NN)
-
-    @property
-    def function(self) -> str:
-        return "" if self.variant is None else self.variant.function
-
-
-VIEW = KernelChoice(None, None, "a view of its input: no code, no bytes")

@@ -123,7 +123,7 @@ def layer_norm_s8(x: np.ndarray, desc: dict) -> np.ndarray:
 # -- the op unit ------------------------------------------------------------------------------
 
 class LayerNorm(OpDef):
-    kind = "layer_norm"
+    kind, c_function = "layer_norm", "edgec_layer_norm_s8"
     targets = frozenset({aten.layer_norm.default})
     runtime_sources = ("norm/edgec_layer_norm_s8.c",)
     fuses_activation = True
@@ -170,7 +170,7 @@ class LayerNorm(OpDef):
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
         call = descriptor(LAYER_NORM_DESC, p, op.attrs["desc"])
-        call.code = f"status |= edgec_layer_norm_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 
 

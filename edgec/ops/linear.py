@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec.ir import stored_offsets
+from edgec.ir import KernelChoice, stored_offsets
 from edgec.frontend import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, requantize, saturate_int8, wrap_int32
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
 from edgec.ops.conv import (finalize_output_stage, per_channel_quant, quantized_bias, weighted_constants,
                              weighted_operands)
-from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa, widen_taps
+from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa, packed_choice,
+                                     widen_taps)
 from edgec.torch_ops import LINEARS
 from edgec.ops.kernel import Field, ints, Struct
 
@@ -112,6 +113,14 @@ class FullyConnected(OpDef):
         op.attrs["isa"] = kernel_isa(target)
         # --opt speed/auto: the DSP kernel reads its filter widened to int16 (twice the flash)
         op.attrs["wide"] = op.attrs["isa"] == DSP and target.fast_layouts
+        op.kernel = self.chosen_kernel(op, target)
+
+    @staticmethod
+    def chosen_kernel(op, target) -> KernelChoice:
+        """The record of op.attrs' choice (isa, wide: passes/constant_layouts.py may revise it)."""
+        isa, wide = op.attrs["isa"], op.attrs["wide"]
+        function = "edgec_fully_connected_s8" + ("" if isa is None else f"_{isa}") + ("_wide" if wide else "")
+        return packed_choice(function, isa, target, op.attrs)
 
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
@@ -130,10 +139,9 @@ class FullyConnected(OpDef):
                 weights = ("wide_weights", widen_taps(weights[1]))
             bias = ("folded_bias", folded_bias(a["bias"], a["weight"], x_t.zero_point))
         constants, bias_arg = weighted_constants(p, a, weights, bias)
-        kernel = "edgec_fully_connected_s8" + ("" if isa is None else f"_{isa}") + ("_wide" if a.get("wide") else "")
         in_size = x_t.shape[-1]
         batches = x_t.elements // in_size
-        code = (f"status |= {kernel}(&{p}params, &{p}quant, {batches}, {in_size}, {names.ptr(op.inputs[0])}, "
+        code = (f"status |= {op.kernel.function}(&{p}params, &{p}quant, {batches}, {in_size}, {names.ptr(op.inputs[0])}, "
                 f"{out_t.shape[-1]}, {p}{weights[0]}, {bias_arg}, {names.ptr(op.outputs[0])});")
         return CCall(code, constants, params)
 

@@ -301,7 +301,7 @@ def _attribute(node, name: str, index: int | None, default):
 class Lut(OpDef):
     """Any int8 -> int8 elementwise function as a 256-entry table, run in place; also the requantize
     op lowering inserts where an activation's qparams change (function 'requantize')."""
-    kind = "lut"
+    kind, c_function = "lut", "edgec_lut_s8"
     targets = frozenset(_FUNCTIONS)
     runtime_sources = ("activation/edgec_lut_s8.c",)
     layout_follows_input = True
@@ -338,7 +338,7 @@ class Lut(OpDef):
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
         call = descriptor(LUT_DESC, p, op.attrs["desc"])
-        call.code = f"status |= edgec_lut_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 
     def in_place(self, op, graph, target):

@@ -153,7 +153,7 @@ def batch_matmul_s8(lhs: np.ndarray, rhs: np.ndarray, desc: dict) -> np.ndarray:
 
 class MatMul(OpDef):
     """torch.matmul / bmm of two activations of rank >= 2 (a constant operand is a linear layer)."""
-    kind = "batch_matmul"
+    kind, c_function = "batch_matmul", "edgec_batch_matmul_s8"
     family = "matmul"
     targets = frozenset({aten.matmul.default, aten.bmm.default})
     runtime_sources = ("matmul/edgec_batch_matmul_s8.c",)
@@ -206,7 +206,7 @@ class MatMul(OpDef):
         call = descriptor(BATCH_MATMUL_DESC, p, op.attrs["desc"])
         start = op.attrs.get("rhs_start", 0)
         rhs = names.ptr(op.inputs[1]) + (f" + {start}" if start else "")
-        call.code = (f"status |= edgec_batch_matmul_s8(&{p}, {names.ptr(op.inputs[0])}, {rhs}, "
+        call.code = (f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {rhs}, "
                      f"{names.ptr(op.outputs[0])});")
         return call
 

@@ -720,7 +720,7 @@ class MultiOutput:
 
 
 class Copy(OpDef):
-    kind = "copy"
+    kind, c_function = "copy", "edgec_copy_s8"
     targets = frozenset(COPIES)
     runtime_sources = ("movement/edgec_movement_s8.c",)
     keeps_qparams = True
@@ -770,7 +770,7 @@ class Copy(OpDef):
             part = descriptor(COPY_DESC, p, desc)
             call.params += part.params
             call.code += (" " if call.code else "") + \
-                f"status |= edgec_copy_s8(&{p}, {names.ptr(op.inputs[index])}, {names.ptr(op.outputs[0])});"
+                f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[index])}, {names.ptr(op.outputs[0])});"
         return call
 
 
@@ -791,7 +791,7 @@ def make_copy(op, graph, gather: Gather) -> None:
 
 class ConstantPad(OpDef):
     """A constant pad that no convolution absorbs (passes/fuse.fold_pad folds the others)."""
-    kind = "constant_pad"
+    kind, c_function = "constant_pad", "edgec_pad_s8"
     runtime_sources = ("movement/edgec_movement_s8.c",)
     layout_follows_input = True
     keeps_qparams = True
@@ -816,7 +816,7 @@ class ConstantPad(OpDef):
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
         call = descriptor(PAD_DESC, p, op.attrs["desc"])
-        call.code = f"status |= edgec_pad_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 
 
@@ -871,18 +871,21 @@ class Resize(OpDef):
         kernel = upsample_nearest_s8 if op.attrs["mode"] == "nearest" else resize_bilinear_s8  # nearest_rows too
         return kernel(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
 
+    def kernel_function(self, op) -> str:
+        # nearest_rows: edgec_resize_bilinear_s8 on its tables
+        return "edgec_upsample_nearest_s8" if op.attrs["mode"] == "nearest" else "edgec_resize_bilinear_s8"
+
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
-        name = "upsample_nearest" if op.attrs["mode"] == "nearest" else "resize_bilinear"  # nearest_rows: its tables
-        struct = UPSAMPLE_NEAREST_DESC if name == "upsample_nearest" else RESIZE_BILINEAR_DESC
+        struct = UPSAMPLE_NEAREST_DESC if op.attrs["mode"] == "nearest" else RESIZE_BILINEAR_DESC
         call = descriptor(struct, p, op.attrs["desc"])
-        call.code = f"status |= edgec_{name}_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 
 
 class Reduce(OpDef):
     """sum, mean (other than over the spatial axes: a pool), amax, amin over any axes."""
-    kind = "reduce"
+    kind, c_function = "reduce", "edgec_reduce_s8"
     targets = frozenset(REDUCTIONS)
     runtime_sources = ("movement/edgec_reduce_s8.c",)
     fuses_activation = True
@@ -948,7 +951,7 @@ class Reduce(OpDef):
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
         call = descriptor(REDUCE_DESC, p, op.attrs["desc"])
-        call.code = f"status |= edgec_reduce_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 
 

@@ -302,6 +302,14 @@ class Pool2d(OpDef):
             return adaptive_avg_pool2d_s8(inputs[0], out_hw=window["out_hw"], act_min=a["act_min"], act_max=a["act_max"])
         return avg_pool2d_s8(inputs[0], divisor=a["divisor"], zero_point=graph.tensors[op.inputs[0]].zero_point, **window)
 
+    def kernel_function(self, op) -> str:
+        divisor = op.attrs.get("divisor")
+        if divisor == "adaptive":  # PyTorch's uneven adaptive windows
+            return "edgec_adaptive_avg_pool_s8"
+        if self.pooling == "avg" and divisor != "in_bounds":  # PyTorch's divisors
+            return "edgec_avg_pool2d_s8"
+        return "edgec_avgpool_s8" if self.pooling == "avg" else "edgec_maxpool_s8"
+
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -309,14 +317,14 @@ class Pool2d(OpDef):
             p = names.symbol(op, "desc")
             call = descriptor(ADAPTIVE_AVG_POOL_DESC, p, adaptive_avg_pool2d_desc(
                 x_t.shape, out_hw=out_t.shape[1:3], act_min=a["act_min"], act_max=a["act_max"]))
-            call.code = f"status |= edgec_adaptive_avg_pool_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+            call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
             return call
         if self.pooling == "avg" and a["divisor"] != "in_bounds":  # PyTorch's divisors
             p = names.symbol(op, "desc")
             call = descriptor(AVG_POOL2D_DESC, p, avg_pool2d_desc(
                 x_t.shape, kernel=a["kernel"], stride=a["stride"], pad=a["pad"][:2], out_hw=out_t.shape[1:3],
                 divisor=a["divisor"], act_min=a["act_min"], act_max=a["act_max"], zero_point=x_t.zero_point))
-            call.code = f"status |= edgec_avg_pool2d_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+            call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
             return call
         p = names.symbol(op, "")
         values = dict(stride_h=a["stride"][0], stride_w=a["stride"][1], pad_top=a["pad"][0], pad_left=a["pad"][1],
@@ -324,8 +332,7 @@ class Pool2d(OpDef):
         params = [(POOL_PARAMS.name, f"{p}params", POOL_PARAMS.positional(values)),
                   (DIMS.name, f"{p}input_dims", c_dims(x_t.shape)),
                   (DIMS.name, f"{p}output_dims", c_dims(out_t.shape))]
-        kernel = "edgec_avgpool_s8" if self.pooling == "avg" else "edgec_maxpool_s8"
-        code = (f"status |= {kernel}(&{p}params, &{p}input_dims, {names.ptr(op.inputs[0])}, "
+        code = (f"status |= {op.kernel.function}(&{p}params, &{p}input_dims, {names.ptr(op.inputs[0])}, "
                 f"&{p}output_dims, {names.ptr(op.outputs[0])});")
         return CCall(code, [], params)
 

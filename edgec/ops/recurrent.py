@@ -642,6 +642,9 @@ class Recurrent(OpDef):
         """The gates' scratch; in whole-sequence mode the state too (after the gates')."""
         return 16 * op.attrs["w_hh"].shape[1] + (0 if op.attrs["stream"] else _align4(_state_size(op)))
 
+    def kernel_function(self, op) -> str:
+        return f"edgec_{op.attrs['cell']}_s8"
+
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
         p = names.symbol(op, "desc")
@@ -655,7 +658,7 @@ class Recurrent(OpDef):
             base = f"({scratch} + {16 * hidden})"
         cell_arg = f"(int16_t *)(void *){base}, " if a["cell"] == "lstm" else ""
         hidden_arg = f"({base} + {2 * elements if a['cell'] == 'lstm' else 0})"
-        call.code = (f"status |= edgec_{a['cell']}_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}, "
+        call.code = (f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}, "
                      f"{hidden_arg}, {cell_arg}{scratch});")
         call.scratch_required = f"EDGEC_RECURRENT_SCRATCH_BYTES({hidden})"
         if a["stream"]:  # real zero: the cell state 0, the hidden state its zero point

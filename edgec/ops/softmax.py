@@ -387,18 +387,22 @@ class Softmax(OpDef):
     def golden(self, op, graph, inputs):
         return softmax_axis_s8(inputs[0], op.attrs["desc"])
 
+    def kernel_function(self, op) -> str:
+        if self.kind == "softmax":  # rows (inner 1): the kernel without the descriptor's loop
+            return "edgec_softmax_s8" if op.attrs["desc"]["inner"] == 1 else "edgec_softmax_axis_s8"
+        return "edgec_log_softmax_s8"
+
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
         desc = op.attrs["desc"]
         if self.kind == "softmax" and desc["inner"] == 1:  # rows: the kernel without the descriptor's loop
             params = {key: desc[key] for key in ("input_multiplier", "input_left_shift", "diff_min")}
             call = descriptor(SOFTMAX_PARAMS, p, params)
-            call.code = (f"status |= edgec_softmax_s8(&{p}, {names.ptr(op.inputs[0])}, {desc['outer']}, "
+            call.code = (f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {desc['outer']}, "
                          f"{desc['axis_size']}, {names.ptr(op.outputs[0])});")
             return call
-        kernel = "edgec_softmax_axis_s8" if self.kind == "softmax" else "edgec_log_softmax_s8"
         call = descriptor(SOFTMAX_DESC if self.kind == "softmax" else LOG_SOFTMAX_DESC, p, desc)
-        call.code = f"status |= {kernel}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 
 
