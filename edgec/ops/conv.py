@@ -29,7 +29,7 @@ from edgec.ops.qspec import ACTIVATION_QSPEC, CONV_WEIGHT_QSPEC, annotate_with_o
 from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, blocked_bias, dsp_channel_table, interleave_rows,
                                      kernel_isa, packed_choice, widen_taps)
 from edgec.torch_ops import CONVS, aten
-from edgec.ops.kernel import Field, ints, Struct
+from edgec.ops.kernel import Field, ints, Scratch, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
 DIMS = Struct("edgec_dims", (
@@ -48,6 +48,11 @@ CONV_PARAMS = Struct("edgec_conv_params", (
     *ints("act_min act_max"),
 ))
 STRUCTS = (DIMS, PER_CHANNEL_QUANT, CONV_PARAMS,)
+# The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
+CONV_DSP_SCRATCH = Scratch("EDGEC_CONV_S8_DSP_SCRATCH_BYTES", ('k', 'c_in'),
+                           "(((c_in) % 4 == 0 ? 24 : 28) * (((k) + 3) / 4))")
+CONV_MVE_SCRATCH = Scratch("EDGEC_CONV_S8_MVE_SCRATCH_BYTES", ('k',), "(32 * (((k) + 15) / 16))")
+SCRATCH = (CONV_DSP_SCRATCH, CONV_MVE_SCRATCH)
 
 # The largest |product| of an int8 weight and an offset-corrected int8 activation:
 # w in [-128, 127], x - zp in [-255, 255].
@@ -392,8 +397,7 @@ def emit_packed_conv_call(op, graph, names) -> CCall:
         bias = ("channel_table", dsp_channel_table(bias[1], a["multiplier"], a["shift"],
                                                    graph.tensors[op.outputs[0]].zero_point))
     k, c_in = int(np.prod(a["weight"].shape[1:])), a["weight"].shape[3]
-    required = (f"EDGEC_CONV_S8_DSP_SCRATCH_BYTES({k}, {c_in})" if a["isa"] == DSP
-                else f"EDGEC_CONV_S8_MVE_SCRATCH_BYTES({k})")
+    required = CONV_DSP_SCRATCH.call(k, c_in) if a["isa"] == DSP else CONV_MVE_SCRATCH.call(k)
     return emit_conv_call(op.kernel.function, op, graph, names, filter_dims=a["weight"].shape, weights=weights,
                           bias=bias, scratch_required=required)
 

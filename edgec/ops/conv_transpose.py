@@ -40,7 +40,7 @@ from edgec.ops.conv import (CONV_BLOCKING, conv_output_stage, finalize_output_st
 from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows, kernel_isa, packed_choice
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
 from edgec.torch_ops import CONV_TRANSPOSES, aten
-from edgec.ops.kernel import Field, ints, Struct
+from edgec.ops.kernel import Field, ints, Scratch, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
 CONV_TRANSPOSE_DESC = Struct("edgec_conv_transpose_desc", (
@@ -62,6 +62,10 @@ CONV_TRANSPOSE_DESC = Struct("edgec_conv_transpose_desc", (
     Field('shift', 'const int32_t *', doc='[C_out], -31..31'),
 ))
 STRUCTS = (CONV_TRANSPOSE_DESC,)
+# The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
+DSP_SCRATCH = Scratch("EDGEC_CONV_TRANSPOSE_S8_DSP_SCRATCH_BYTES", ('k',), "(5 * (((k) + 3) / 4 * 4))")
+MVE_SCRATCH = Scratch("EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES", ('k',), "(2 * (((k) + 15) / 16 * 16))")
+SCRATCH = (DSP_SCRATCH, MVE_SCRATCH)
 
 PORTABLE = "portable"
 # Rows of the portable kernel's filter: one channel's taps after another, no padding.
@@ -355,7 +359,7 @@ class ConvTranspose(OpDef):
         call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}{scratch});"
         if a["isa"] != PORTABLE:
             k = largest_phase_taps(a["weight"].shape, a["stride"], a["dilation"])
-            call.scratch_required = f"EDGEC_CONV_TRANSPOSE_S8_{a['isa'].upper()}_SCRATCH_BYTES({k})"
+            call.scratch_required = (DSP_SCRATCH if a["isa"] == DSP else MVE_SCRATCH).call(k)
         return call
 
     def macs(self, op, graph) -> int:

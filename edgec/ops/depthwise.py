@@ -21,6 +21,7 @@ from edgec.ops.conv import (
     padded_input,
     tap_view,
 )
+from edgec.ops.kernel import Scratch
 from edgec.ops.kernel_layout import DSP, blocked_bias, kernel_isa, packed_choice
 
 # Channels edgec_depthwise_conv_s8_in_place computes per pass (EDGEC_DEPTHWISE_IN_PLACE_CHANNELS in
@@ -28,6 +29,10 @@ from edgec.ops.kernel_layout import DSP, blocked_bias, kernel_isa, packed_choice
 IN_PLACE_CHANNELS = 4
 # edgec_depthwise_conv_s8_packed's limits (edgec_nn.h): filter rows, bytes per cached pixel.
 PACKED_MAX_K = 16
+# The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
+IN_PLACE_SCRATCH = Scratch("EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES", ("pixels", "c"),
+                           "((pixels) * ((c) < EDGEC_DEPTHWISE_IN_PLACE_CHANNELS ? (c) : EDGEC_DEPTHWISE_IN_PLACE_CHANNELS))")
+SCRATCH = (IN_PLACE_SCRATCH,)
 PACKED_PIXEL_BYTES = {DSP: 8}  # int16 pairs; Helium and portable C cache the 4 int8
 
 
@@ -104,7 +109,7 @@ class DepthwiseConv2d(OpDef):
         a = op.attrs
         form = names.in_place_form(op)
         n, ho, wo, c = graph.tensors[op.outputs[0]].shape
-        planes = f"EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES({n * ho * wo}, {c})"
+        planes = IN_PLACE_SCRATCH.call(n * ho * wo, c)
         if a.get("isa") is None:
             suffix = "" if form is None else "_in_place"
             return emit_conv_call(op.kernel.function + suffix, op, graph, names, a["weight"].shape,

@@ -22,7 +22,7 @@ from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import annotate_shared
 from edgec.ops.kernel_layout import kernel_isa, packed_choice
 from edgec.torch_ops import ACTIVATIONS, aten
-from edgec.ops.kernel import Field, ints, Struct
+from edgec.ops.kernel import Field, ints, Scratch, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
 ADD_PARAMS = Struct("edgec_add_params", (
@@ -34,6 +34,9 @@ ADD_PARAMS = Struct("edgec_add_params", (
     *ints("output_offset output_multiplier output_shift act_min act_max"),
 ))
 STRUCTS = (ADD_PARAMS,)
+# The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
+ADD_SCRATCH = Scratch("EDGEC_ADD_S8_SCRATCH_BYTES", (), "(2 * 256 * 4)")
+SCRATCH = (ADD_SCRATCH,)
 
 
 def add_params(s1: float, zp1: int, s2: float, zp2: int, s_out: float, zp_out: int,
@@ -127,7 +130,7 @@ class Add(OpDef):
         code = (f"status |= {op.kernel.function}(&{p}params, {names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, "
                 f"{names.ptr(op.outputs[0])}, {graph.tensors[op.outputs[0]].elements}{scratch});")
         return CCall(code, [], [(ADD_PARAMS.name, f"{p}params", values)],
-                     None if isa is None else "EDGEC_ADD_S8_SCRATCH_BYTES")
+                     None if isa is None else ADD_SCRATCH.call())
 
     def in_place(self, op, graph, target):
         # Every add kernel reads element i of both inputs before writing element i of the output

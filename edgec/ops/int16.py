@@ -19,7 +19,7 @@ from edgec.numerics import (INT8_MAX, INT8_MIN, INT16_MAX, INT16_MIN, S64_SHIFT_
                             quantize_multiplier, requantize, requantize_s64, saturate_int16, wrap_int32)
 from edgec.ops.binary import BINARY_DIMS, _layout_fields
 from edgec.ops.pool import _check_axis, _divisor
-from edgec.ops.kernel import Field, ints, Struct
+from edgec.ops.kernel import Field, ints, Scratch, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
 CONV_S16_DESC = Struct("edgec_conv_s16_desc", (
@@ -70,6 +70,11 @@ REQUANTIZE_S16_DESC = Struct("edgec_requantize_s16_desc", (
     *ints("size input_offset multiplier shift output_offset"),
 ))
 STRUCTS = (CONV_S16_DESC, DEPTHWISE_CONV_S16_DESC, FULLY_CONNECTED_S16_DESC, BINARY_S16_DESC, POOL_S16_DESC, LUT_S16_DESC, SOFTMAX_S16_DESC, REQUANTIZE_S16_DESC,)
+# The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
+CONV_S16_DSP_SCRATCH = Scratch("EDGEC_CONV_S16_DSP_SCRATCH_BYTES", ('k',), "(4 * (((k) + 1) / 2))")
+FULLY_CONNECTED_S16_DSP_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES", ('input_c',),
+                                          "(4 * (((input_c) + 1) / 2))")
+SCRATCH = (CONV_S16_DSP_SCRATCH, FULLY_CONNECTED_S16_DSP_SCRATCH)
 
 
 def s16_multipliers(input_scale: float, weight_scales, output_scale: float) -> tuple[np.ndarray, np.ndarray]:

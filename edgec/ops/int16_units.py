@@ -125,7 +125,7 @@ class Conv2dS16(S16Unit):
     def scratch_macro(self, op) -> str | None:
         d = op.attrs["desc"]
         k = d["kernel_h"] * d["kernel_w"] * (d["input_c"] // d["groups"])
-        return f"EDGEC_CONV_S16_DSP_SCRATCH_BYTES({k})" if op.attrs.get("dsp") else None
+        return s16.CONV_S16_DSP_SCRATCH.call(k) if op.attrs.get("dsp") else None
 
 
 class DepthwiseConv2dS16(S16Unit):
@@ -168,7 +168,7 @@ class FullyConnectedS16(Conv2dS16):
 
     def scratch_macro(self, op) -> str | None:
         input_c = op.attrs["desc"]["input_c"]
-        return f"EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES({input_c})" if op.attrs.get("dsp") else None
+        return s16.FULLY_CONNECTED_S16_DSP_SCRATCH.call(input_c) if op.attrs.get("dsp") else None
 
 
 class PoolS16(S16Unit):

@@ -104,8 +104,9 @@ class Scratch:
     expr: str
 
     def define(self) -> str:
-        return f"#define {self.macro}({', '.join(self.args)}) {self.expr}" if self.args else \
-            f"#define {self.macro} {self.expr}"
+        """The #define, its expression on a continuation line when the line would pass 100 columns."""
+        head = f"#define {self.macro}" + (f"({', '.join(self.args)})" if self.args else "")
+        return f"{head} {self.expr}" if len(head) + len(self.expr) < 100 else f"{head} \\\n    {self.expr}"
 
     def call(self, *values) -> str:
         """The macro applied to a layer's values: CCall.scratch_required's C expression."""

@@ -39,7 +39,7 @@ from edgec.numerics import quantize_multiplier, requantize, wrap_int32
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.movement import Gather, _flatten_args, _Slot, in_torch_order
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate
-from edgec.ops.kernel import Field, ints, Struct
+from edgec.ops.kernel import Field, ints, Scratch, Struct
 from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
@@ -71,6 +71,9 @@ RECURRENT_DESC = Struct("edgec_recurrent_desc", (
     Field('sigmoid_table', 'const uint16_t *', doc='256 entries'),
 ))
 STRUCTS = (RECURRENT_DESC,)
+# The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
+RECURRENT_SCRATCH = Scratch("EDGEC_RECURRENT_SCRATCH_BYTES", ('hidden_size',), "(16 * (hidden_size))")
+SCRATCH = (RECURRENT_SCRATCH,)
 
 INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 GATE_INPUT_SCALE = 2.0**-12  # Q3.12: what the sigmoid/tanh tables take
@@ -660,7 +663,7 @@ class Recurrent(OpDef):
         hidden_arg = f"({base} + {2 * elements if a['cell'] == 'lstm' else 0})"
         call.code = (f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}, "
                      f"{hidden_arg}, {cell_arg}{scratch});")
-        call.scratch_required = f"EDGEC_RECURRENT_SCRATCH_BYTES({hidden})"
+        call.scratch_required = RECURRENT_SCRATCH.call(hidden)
         if a["stream"]:  # real zero: the cell state 0, the hidden state its zero point
             cell_reset = f"memset({base}, 0, {2 * elements}); " if a["cell"] == "lstm" else ""
             call.state_reset = f"{cell_reset}memset({hidden_arg}, {a['desc']['output_offset']}, {elements});"

@@ -168,7 +168,9 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
  */
 #define EDGEC_CONV_S8_PACKED_MAX_K (1 << 26)
 #if defined(__ARM_FEATURE_DSP)
+/* generated from edgec/ops/conv.py: EDGEC_CONV_S8_DSP_SCRATCH_BYTES */
 #define EDGEC_CONV_S8_DSP_SCRATCH_BYTES(k, c_in) (((c_in) % 4 == 0 ? 24 : 28) * (((k) + 3) / 4))
+/* end of EDGEC_CONV_S8_DSP_SCRATCH_BYTES */
 edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
                                const edgec_per_channel_quant *quant,
                                const edgec_dims *input_dims, const int8_t *input,
@@ -195,7 +197,9 @@ edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_params *params,
                                     int8_t *output, int8_t *scratch);
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/* generated from edgec/ops/conv.py: EDGEC_CONV_S8_MVE_SCRATCH_BYTES */
 #define EDGEC_CONV_S8_MVE_SCRATCH_BYTES(k) (32 * (((k) + 15) / 16))
+/* end of EDGEC_CONV_S8_MVE_SCRATCH_BYTES */
 edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
                                const edgec_per_channel_quant *quant,
                                const edgec_dims *input_dims, const int8_t *input,
@@ -258,8 +262,10 @@ edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params, const edge
  * scratch is NULL.
  */
 #define EDGEC_DEPTHWISE_IN_PLACE_CHANNELS 4
+/* generated from edgec/ops/depthwise.py: EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES */
 #define EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES(pixels, c) \
     ((pixels) * ((c) < EDGEC_DEPTHWISE_IN_PLACE_CHANNELS ? (c) : EDGEC_DEPTHWISE_IN_PLACE_CHANNELS))
+/* end of EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES */
 edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params,
                                               const edgec_per_channel_quant *quant,
                                               const edgec_dims *input_dims, const int8_t *input,
@@ -385,7 +391,9 @@ edgec_status edgec_add_s8(const edgec_add_params *params, const int8_t *input1, 
  * word-aligned): EDGEC_ADD_S8_SCRATCH_BYTES, for the two inputs' rescaled values as lookup tables.
  * Declared only where the build's -mcpu has the extension.
  */
+/* generated from edgec/ops/eltwise.py: EDGEC_ADD_S8_SCRATCH_BYTES */
 #define EDGEC_ADD_S8_SCRATCH_BYTES (2 * 256 * 4)
+/* end of EDGEC_ADD_S8_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_add_s8_dsp(const edgec_add_params *params, const int8_t *input1,
                               const int8_t *input2, int8_t *output, int32_t size, int8_t *scratch);
@@ -607,8 +615,12 @@ edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, cons
  * K_phase (edgec.ops.conv_transpose.conv_transpose_scratch_bytes). Same results, bit for bit.
  * Declared only where the build's -mcpu has the extension.
  */
+/* generated from edgec/ops/conv_transpose.py: EDGEC_CONV_TRANSPOSE_S8_DSP_SCRATCH_BYTES */
 #define EDGEC_CONV_TRANSPOSE_S8_DSP_SCRATCH_BYTES(k) (5 * (((k) + 3) / 4 * 4))
+/* end of EDGEC_CONV_TRANSPOSE_S8_DSP_SCRATCH_BYTES */
+/* generated from edgec/ops/conv_transpose.py: EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES */
 #define EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES(k) (2 * (((k) + 15) / 16 * 16))
+/* end of EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_conv_transpose_s8_dsp(const edgec_conv_transpose_desc *desc,
                                          const int8_t *input, int8_t *output, int8_t *scratch);
@@ -965,7 +977,9 @@ edgec_status edgec_conv_s16(const edgec_conv_s16_desc *desc, const int16_t *inpu
  * bytes) in SMLALD order, then each output channel takes two SMLALD per four weights. Same
  * arithmetic and checks (misaligned scratch: EDGEC_ARG_ERROR).
  */
+/* generated from edgec/ops/int16.py: EDGEC_CONV_S16_DSP_SCRATCH_BYTES */
 #define EDGEC_CONV_S16_DSP_SCRATCH_BYTES(k) (4 * (((k) + 1) / 2))
+/* end of EDGEC_CONV_S16_DSP_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *input,
                                 int16_t *output, int16_t *scratch);
@@ -1034,7 +1048,9 @@ edgec_status edgec_fully_connected_s16(const edgec_fully_connected_s16_desc *des
  * (required, word-aligned, EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES(input_c) bytes) in SMLALD
  * order, then two SMLALD per four weights. Same arithmetic and checks.
  */
+/* generated from edgec/ops/int16.py: EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES */
 #define EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES(input_c) (4 * (((input_c) + 1) / 2))
+/* end of EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_fully_connected_s16_dsp(const edgec_fully_connected_s16_desc *desc,
                                            const int16_t *input, int16_t *output,
@@ -1297,7 +1313,9 @@ edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t
  * function's, shifts outside -31..31, cell_tanh_shift outside -31..14, output_offset outside int8.
  */
 enum { EDGEC_RECURRENT_GRU = 3, EDGEC_RECURRENT_LSTM = 4 };
+/* generated from edgec/ops/recurrent.py: EDGEC_RECURRENT_SCRATCH_BYTES */
 #define EDGEC_RECURRENT_SCRATCH_BYTES(hidden_size) (16 * (hidden_size))
+/* end of EDGEC_RECURRENT_SCRATCH_BYTES */
 
 /* generated from edgec/ops/recurrent.py: edgec_recurrent_desc */
 typedef struct {
