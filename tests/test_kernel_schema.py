@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from edgec.ops import SCHEMA, binary, conv
-from edgec.ops.base import descriptor
+from edgec.ops import KINDS, SCHEMA, binary, conv
+from edgec.ops.base import OpDef, descriptor
 from edgec.ops.c_header import REGION, header_path, regenerate
 from tests.kernel_lib import ROOT, BinaryDesc, ConvParams, ctypes_struct
 
@@ -65,3 +65,11 @@ def test_ctypes_mirror_has_the_c_layout(tmp_path):
     for line, (cls, field) in zip(out, probes.values()):
         assert [int(v) for v in line.split()] == [C.sizeof(cls), getattr(cls, field).offset]
     assert C.sizeof(ctypes_struct(conv.DIMS)) == 16
+
+
+def test_every_unit_records_the_function_it_calls():
+    """A unit that emits code names its C function for op.kernel: c_function, or its own
+    kernel_function or specialize (pad and zeros are gone before code generation)."""
+    silent = [kind for kind, unit in KINDS.items() if not unit.c_function and type(unit).kernel_function is
+              OpDef.kernel_function and type(unit).specialize is OpDef.specialize]
+    assert sorted(silent) == ["pad", "zeros"]

@@ -11,6 +11,13 @@ description come
 Which variant of a kernel a layer runs, and why, is the unit's decision, recorded as the op's
 edgec.ir.KernelChoice.
 
+A new descriptor: `X_DESC = Struct("edgec_x_desc", (...))` in its unit's module, listed in the
+module's STRUCTS (a unit module new to the schema is added to edgec.ops._SCHEMA_MODULES); an
+empty region `/* generated from edgec/ops/<unit>.py: edgec_x_desc */` + `/* end of edgec_x_desc */`
+where the struct goes in edgec_nn.h, then `python3 -m edgec.ops.c_header` prints it there; emit
+with `descriptor(X_DESC, symbol, values)`; tests call the C with `ctypes_struct(unit.X_DESC)` and
+`struct_from_desc` (tests/kernel_lib.py).
+
 This module is a leaf: it imports nothing of edgec.
 """
 from __future__ import annotations

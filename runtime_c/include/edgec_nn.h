@@ -115,13 +115,6 @@ typedef struct {
 } edgec_add_params;
 /* end of edgec_add_params */
 
-/* generated from edgec/ops/softmax.py: edgec_softmax_params */
-typedef struct {
-    int32_t input_multiplier; /* from QuantizeMultiplierGreaterThanOne(beta*s_in*2^(31-5)) */
-    int32_t input_left_shift;
-    int32_t diff_min;         /* differences below this give exp = 0 */
-} edgec_softmax_params;
-/* end of edgec_softmax_params */
 
 /*
  * Generic 2-D convolution, any kernel size, stride, dilation, padding and groups.
@@ -527,18 +520,6 @@ edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input,
 /* Clamp `size` int8 values to [act_min, act_max] in place (a standalone ReLU/ReLU6/clamp). */
 edgec_status edgec_clamp_s8(int8_t *data, int32_t size, int32_t act_min, int32_t act_max);
 
-/*
- * Softmax over the last dimension: num_rows rows of row_size int8 values. Output qparams are
- * fixed: scale 1/256, zero point -128. Arithmetic is gemmlowp fixed point as TFLite Micro's
- * reference softmax and CMSIS-NN's arm_softmax_s8, bit for bit (5 integer bits in, 12 accumulator
- * bits); params come from edgec.ops.softmax.softmax_params. Where those references are undefined
- * (row sum of exps >= 512, possible only with row_size >= 512) every output of the row is -128,
- * the exact rounding of the last step. EDGEC_ARG_ERROR for NULL pointers, num_rows < 0,
- * row_size < 1, input_left_shift outside 0..31, a negative multiplier or a diff_min below
- * -floor(31 * 2^26 / 2^input_left_shift). Scratch: none.
- */
-edgec_status edgec_softmax_s8(const edgec_softmax_params *params, const int8_t *input,
-                              int32_t num_rows, int32_t row_size, int8_t *output);
 
 /* ==== Transposed convolution and the remaining pooling forms (family: convt) ================= */
 
@@ -735,20 +716,31 @@ typedef struct {
     int32_t outer;
     int32_t axis_size;
     int32_t inner;
-    int32_t input_multiplier; /* edgec_softmax_params' three fields */
+    int32_t input_multiplier; /* edgec.ops.softmax.softmax_params: the three fields */
     int32_t input_left_shift;
     int32_t diff_min;
 } edgec_softmax_desc;
 /* end of edgec_softmax_desc */
 
 /*
- * Softmax over the middle axis of [outer][axis_size][inner]: edgec_softmax_s8's arithmetic
- * (TFLite / CMSIS-NN, bit for bit; output scale 1/256, zero point -128) on each of the
- * outer*inner strided rows. inner == 1 runs edgec_softmax_s8's row code unchanged.
- * Not in place. Scratch: none. EDGEC_ARG_ERROR: a NULL pointer, a dimension < 1, a tensor of
- * 2^31 elements or more, or the parameters edgec_softmax_s8 refuses.
+ * Softmax over the middle axis of [outer][axis_size][inner], on each of the outer*inner strided
+ * rows (inner == 1: outer contiguous rows, the last dimension's softmax). Output qparams are
+ * fixed: scale 1/256, zero point -128. Arithmetic is gemmlowp fixed point as TFLite Micro's
+ * reference softmax and CMSIS-NN's arm_softmax_s8, bit for bit (5 integer bits in, 12 accumulator
+ * bits); the parameters come from edgec.ops.softmax.softmax_params. Where those references are
+ * undefined (row sum of exps >= 512, possible only with axis_size >= 512) every output of the row
+ * is -128, the exact rounding of the last step. Not in place. Scratch: none. EDGEC_ARG_ERROR: a
+ * NULL pointer, a dimension < 1, a tensor of 2^31 elements or more, input_left_shift outside
+ * 0..31, a negative multiplier or a diff_min below -floor(31 * 2^26 / 2^input_left_shift).
  */
 edgec_status edgec_softmax_axis_s8(const edgec_softmax_desc *desc, const int8_t *input, int8_t *output);
+
+/*
+ * edgec_softmax_axis_s8 for inner == 1 only (the last dimension's softmax: outer contiguous rows),
+ * the same bytes without the strided rows' code, so a program whose softmaxes all run over the
+ * last axis links only this. EDGEC_ARG_ERROR as edgec_softmax_axis_s8's, and for inner != 1.
+ */
+edgec_status edgec_softmax_s8(const edgec_softmax_desc *desc, const int8_t *input, int8_t *output);
 
 /* Descriptor of edgec_log_softmax_s8 (fields from edgec.ops.softmax.log_softmax_desc). */
 /* generated from edgec/ops/softmax.py: edgec_log_softmax_desc */

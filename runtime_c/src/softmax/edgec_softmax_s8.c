@@ -121,14 +121,14 @@ static inline int32_t softmax_scaled_diff(int32_t multiplier, int32_t left_shift
 }
 
 /* exp(beta * s_in * diff) in Q0.31 for a diff that passed the diff_min test. */
-static int32_t softmax_exp_of_diff(const edgec_softmax_params *params, int32_t diff)
+static int32_t softmax_exp_of_diff(const edgec_softmax_desc *desc, int32_t diff)
 {
     return softmax_exp_on_negative_values(
-        softmax_scaled_diff(params->input_multiplier, params->input_left_shift, diff));
+        softmax_scaled_diff(desc->input_multiplier, desc->input_left_shift, diff));
 }
 
-/* Forces the strided row into its two callers, so the contiguous one (edgec_softmax_s8's, stride
- * a constant 1) indexes directly, as before the strided form existed (its instruction count did
+/* Forces the strided row into its two call sites, so the contiguous one (inner 1: stride a
+ * constant 1) indexes directly, as before the strided form existed (its instruction count did
  * not rise: 16 rows of 64 on Cortex-M4, 334,593 before, 329,601 after). */
 #if defined(__GNUC__)
 #define SOFTMAX_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -137,7 +137,7 @@ static int32_t softmax_exp_of_diff(const edgec_softmax_params *params, int32_t d
 #endif
 
 /* One softmax row of row_size elements `stride` bytes apart (input and output alike). */
-static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params *params,
+static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_desc *desc,
                                                       const int8_t *input, int32_t row_size,
                                                       int32_t stride, int8_t *output)
 {
@@ -154,8 +154,8 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params
     for (col = 0; col < row_size; ++col) {
         const int32_t diff = input[col * stride] - max;
         /* Stop accumulating at the limit: the row's result is already decided and sum cannot overflow. */
-        if (diff >= params->diff_min && sum < SOFTMAX_SUM_LIMIT) {
-            sum += edgec_divide_by_power_of_two(softmax_exp_of_diff(params, diff), SOFTMAX_ACCUM_BITS);
+        if (diff >= desc->diff_min && sum < SOFTMAX_SUM_LIMIT) {
+            sum += edgec_divide_by_power_of_two(softmax_exp_of_diff(desc, diff), SOFTMAX_ACCUM_BITS);
         }
     }
     if (sum <= 0 || sum >= SOFTMAX_SUM_LIMIT) {
@@ -173,8 +173,8 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params
 
     for (col = 0; col < row_size; ++col) {
         const int32_t diff = input[col * stride] - max;
-        if (diff >= params->diff_min) {
-            const int32_t prob = softmax_srdhm(reciprocal, softmax_exp_of_diff(params, diff));
+        if (diff >= desc->diff_min) {
+            const int32_t prob = softmax_srdhm(reciprocal, softmax_exp_of_diff(desc, diff));
             const int32_t y = edgec_divide_by_power_of_two(prob, exponent) - 128;
             output[col * stride] = edgec_clamp_to_s8(y, -128, 127);
         } else {
@@ -183,44 +183,19 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params
     }
 }
 
-static void softmax_row(const edgec_softmax_params *params, const int8_t *input, int32_t row_size,
-                        int8_t *output)
-{
-    softmax_strided_row(params, input, row_size, 1, output);
-}
-
 /*
  * The exp() argument must stay in Q5.26 range (-32, 0]: diff_min may be stricter than the
- * input radius floor(31 * 2^26 / 2^shift) that softmax_params derives, never looser, and the
- * multiplier must be non-negative. This is what rules out overflow everywhere below.
+ * input radius floor(31 * 2^26 / 2^shift) that edgec.ops.softmax.softmax_params derives, never
+ * looser, and the multiplier must be non-negative. This is what rules out overflow everywhere below.
  */
-static int softmax_params_valid(const edgec_softmax_params *params)
+static int softmax_params_valid(const edgec_softmax_desc *desc)
 {
     int32_t radius;
-    if (params->input_left_shift < 0 || params->input_left_shift > 31 || params->input_multiplier < 0) {
+    if (desc->input_left_shift < 0 || desc->input_left_shift > 31 || desc->input_multiplier < 0) {
         return 0;
     }
-    radius = ((int32_t)31 << 26) >> params->input_left_shift;
-    return params->diff_min >= -radius;
-}
-
-edgec_status edgec_softmax_s8(const edgec_softmax_params *params, const int8_t *input,
-                              int32_t num_rows, int32_t row_size, int8_t *output)
-{
-    int32_t row;
-
-    if (params == NULL || input == NULL || output == NULL || num_rows < 0 || row_size < 1) {
-        return EDGEC_ARG_ERROR;
-    }
-    if (!softmax_params_valid(params)) {
-        return EDGEC_ARG_ERROR;
-    }
-    for (row = 0; row < num_rows; ++row) {
-        softmax_row(params, input, row_size, output);
-        input += row_size;
-        output += row_size;
-    }
-    return EDGEC_OK;
+    radius = ((int32_t)31 << 26) >> desc->input_left_shift;
+    return desc->diff_min >= -radius;
 }
 
 /* outer * axis_size * inner elements, each dimension >= 1, indexable in int32_t. */
@@ -232,28 +207,48 @@ static int softmax_shape_valid(int32_t outer, int32_t axis_size, int32_t inner)
     return inner <= INT32_MAX / axis_size && outer <= INT32_MAX / (axis_size * inner);
 }
 
+static int softmax_desc_valid(const edgec_softmax_desc *desc, const int8_t *input, const int8_t *output)
+{
+    return desc != NULL && input != NULL && output != NULL &&
+           softmax_shape_valid(desc->outer, desc->axis_size, desc->inner) && softmax_params_valid(desc);
+}
+
+/* The outer contiguous rows of axis_size values (inner 1). */
+static void softmax_rows(const edgec_softmax_desc *desc, const int8_t *input, int8_t *output)
+{
+    int32_t o;
+    for (o = 0; o < desc->outer; ++o) {
+        softmax_strided_row(desc, input, desc->axis_size, 1, output);
+        input += desc->axis_size;
+        output += desc->axis_size;
+    }
+}
+
+edgec_status edgec_softmax_s8(const edgec_softmax_desc *desc, const int8_t *input, int8_t *output)
+{
+    if (!softmax_desc_valid(desc, input, output) || desc->inner != 1) {
+        return EDGEC_ARG_ERROR;
+    }
+    softmax_rows(desc, input, output);
+    return EDGEC_OK;
+}
+
 edgec_status edgec_softmax_axis_s8(const edgec_softmax_desc *desc, const int8_t *input, int8_t *output)
 {
-    edgec_softmax_params params;
     int32_t o;
 
-    if (desc == NULL || !softmax_shape_valid(desc->outer, desc->axis_size, desc->inner)) {
+    if (!softmax_desc_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
     }
-    params.input_multiplier = desc->input_multiplier;
-    params.input_left_shift = desc->input_left_shift;
-    params.diff_min = desc->diff_min;
     if (desc->inner == 1) {
-        return edgec_softmax_s8(&params, input, desc->outer, desc->axis_size, output);
-    }
-    if (input == NULL || output == NULL || !softmax_params_valid(&params)) {
-        return EDGEC_ARG_ERROR;
+        softmax_rows(desc, input, output);
+        return EDGEC_OK;
     }
     for (o = 0; o < desc->outer; ++o) {
         const int32_t start = o * desc->axis_size * desc->inner;
         int32_t i;
         for (i = 0; i < desc->inner; ++i) {
-            softmax_strided_row(&params, input + start + i, desc->axis_size, desc->inner, output + start + i);
+            softmax_strided_row(desc, input + start + i, desc->axis_size, desc->inner, output + start + i);
         }
     }
     return EDGEC_OK;
