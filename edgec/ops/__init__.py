@@ -1,6 +1,6 @@
 """The op units, and the two lookups the pipeline needs: by torch target and by IR kind."""
-from edgec.ops import (binary, cmsis_nn, conv, conv_transpose, depthwise, eltwise, int16, int16_units, layer_norm, linear, lut,
-                       matmul, movement, pool, recurrent, shape, softmax)
+from edgec.ops import (binary, cmsis_nn, conv, conv_transpose, depthwise, eltwise, int16, int16_units, layer_norm,
+                       linear, lut, matmul, movement, pool, recurrent, shape, softmax)
 from edgec.torch_ops import IDENTITIES
 
 _UNITS = (conv.UNIT, conv_transpose.UNIT, depthwise.UNIT, linear.UNIT, *pool.UNITS, *binary.UNITS, lut.UNIT,

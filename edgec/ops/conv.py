@@ -311,7 +311,8 @@ class Conv2d(OpDef):
             function = f"edgec_conv_s8_{a['isa']}" + ("_wide" if a["wide"] else "")
         else:
             function = "edgec_conv_1x1_s8" if is_pointwise(a) else "edgec_conv_s8"
-        return packed_choice(function, a["isa"], target, a, "portable kernel: grouped convolutions have no packed kernel")
+        return packed_choice(function, a["isa"], target, a,
+                             "portable kernel: grouped convolutions have no packed kernel")
 
     def scratch_bytes(self, op, graph, target) -> int:
         isa = op.attrs.get("isa")
@@ -533,7 +534,8 @@ def c_dims(shape) -> str:
 
 
 def per_channel_quant(prefix: str) -> tuple[str, str, str]:
-    """The edgec_per_channel_quant param of a layer whose multipliers and shifts are <prefix>multiplier, <prefix>shift."""
+    """The edgec_per_channel_quant param of a layer whose multipliers and shifts are the flash
+    arrays <prefix>multiplier and <prefix>shift."""
     return PER_CHANNEL_QUANT.name, f"{prefix}quant", PER_CHANNEL_QUANT.positional(
         dict(multiplier=f"{prefix}multiplier", shift=f"{prefix}shift"))
 

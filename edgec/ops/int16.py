@@ -69,7 +69,8 @@ SOFTMAX_S16_DESC = Struct("edgec_softmax_s16_desc", (
 REQUANTIZE_S16_DESC = Struct("edgec_requantize_s16_desc", (
     *ints("size input_offset multiplier shift output_offset"),
 ))
-STRUCTS = (CONV_S16_DESC, DEPTHWISE_CONV_S16_DESC, FULLY_CONNECTED_S16_DESC, BINARY_S16_DESC, POOL_S16_DESC, LUT_S16_DESC, SOFTMAX_S16_DESC, REQUANTIZE_S16_DESC,)
+STRUCTS = (CONV_S16_DESC, DEPTHWISE_CONV_S16_DESC, FULLY_CONNECTED_S16_DESC, BINARY_S16_DESC,
+           POOL_S16_DESC, LUT_S16_DESC, SOFTMAX_S16_DESC, REQUANTIZE_S16_DESC)
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
 CONV_S16_DSP_SCRATCH = Scratch("EDGEC_CONV_S16_DSP_SCRATCH_BYTES", ('k',), "(4 * (((k) + 1) / 2))")
 FULLY_CONNECTED_S16_DSP_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES", ('input_c',),
