@@ -20,11 +20,10 @@ import numpy as np
 from edgec import cmsis_nn
 from edgec.version import __version__
 from edgec.ir import Graph, Op
-from edgec.ops import KINDS
+from edgec.ops import unit_of
 from edgec.ops.band import banded_layers
 from edgec.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_buffer_name
 from edgec.resources import data_dir
-from edgec.variants import kernel_name, kernel_reason
 
 TEMPLATES = data_dir("templates")
 RUNTIME = data_dir("runtime_c")
@@ -153,14 +152,14 @@ def allowed_writes(op: Op, graph: Graph, plan: MemoryPlan) -> list[tuple[int, in
 def runtime_sources(graph: Graph) -> list[str]:
     """The runtime_c/src files the model's kernels need, in a stable order."""
     return sorted({source for op in graph.ops for layer in banded_layers(op)
-                   for source in KINDS[layer.kind].runtime_sources})
+                   for source in unit_of(layer).runtime_sources})
 
 
 def state_layout(graph: Graph) -> tuple[dict[str, int], int]:
     """Offsets of the layers' persistent state (streaming) in one buffer, and its bytes."""
     offsets, total = {}, 0
     for op in graph.ops:
-        size = KINDS[op.kind].state_bytes(op)
+        size = unit_of(op).state_bytes(op)
         if size:
             offsets[op.name] = total
             total += (size + 3) // 4 * 4
@@ -177,9 +176,10 @@ def report(graph: Graph, plan: MemoryPlan, name: str, target, weights_bytes: int
     for index, (op, call) in enumerate(zip(graph.ops, calls)):
         out = graph.tensors[op.outputs[0]]
         layers.append({
-            "kernel": kernel_name(call.code), "kernel_reason": kernel_reason(op, target, op.name in plan.in_place),
+            "kernel": call.function or op.kernel.function,
+            "kernel_reason": op.kernel.reason + ("; runs in place over its input" if op.name in plan.in_place else ""),
             "constants_bytes": constants_bytes(call.constants),
-            "name": op.name, "op": op.kind, "macs": KINDS[op.kind].macs(op, graph),
+            "name": op.name, "op": op.kind, "macs": unit_of(op).macs(op, graph),
             "input_shape": list(graph.tensors[op.inputs[0]].shape), "output_shape": list(out.shape),
             "arena_offset": offset_of(plan, graph, op.outputs[0]),
             "output_bytes": 0 if out.alias_of else out.nbytes,
@@ -211,7 +211,7 @@ def constants_bytes(constants: list) -> int:
 def layer_constants(op: Op, graph: Graph) -> list:
     """One layer's flash constants, (ctype, symbol, values) as CCall holds them, as it is
     specialized now, before any plan."""
-    return KINDS[op.kind].emit(op, graph, _UnplannedNames("model", graph, None)).constants
+    return unit_of(op).emit(op, graph, _UnplannedNames("model", graph, None)).constants
 
 
 def layer_constants_bytes(op: Op, graph: Graph) -> int:
@@ -316,7 +316,7 @@ def _emit_model(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, tar
     """One model's header, C file and constants; its report."""
     state_offsets, state_bytes = state_layout(graph)
     names = Names(name, graph, plan, state_offsets)
-    calls = [KINDS[op.kind].emit(op, graph, names) for op in graph.ops]
+    calls = [unit_of(op).emit(op, graph, names) for op in graph.ops]
     constants = [{"ctype": ctype, "symbol": symbol, "count": int(np.asarray(values).size),
                   "body": _array_body(np.asarray(values).astype(C_TYPES[ctype]))}
                  for call in calls for ctype, symbol, values in call.constants]
@@ -330,7 +330,7 @@ def _emit_model(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, tar
     context = {"name": name, "NAME": name.upper(), "version": __version__, "origin": Path(origin).name,
                "target": target.name, "opt": target.opt, "target_cflags": " ".join(target.cflags), "arena_bytes": plan.arena_bytes,
                "dsp": target.dsp, "mve": target.mve,
-               "macs": sum(KINDS[op.kind].macs(op, graph) for op in graph.ops),
+               "macs": sum(unit_of(op).macs(op, graph) for op in graph.ops),
                **io_entries(graph, plan),
                "layers": layers, "constants": constants, "state_bytes": state_bytes,
                "state_reset": [call.state_reset for call in calls if call.state_reset], "cmsis_nn": library,

@@ -111,14 +111,27 @@ class InPlace:
     scratch_bytes: int = 0
 
 
+@dataclass(frozen=True)
+class KernelChoice:
+    """The kernel a layer runs and why (Op.kernel), recorded by its unit's decision function when
+    it chooses (OpDef.specialize; int16 and CMSIS-NN selection): the emitted call, the report,
+    report.json and `edgec build`'s summary read it. The in-place form of a kernel is the
+    planner's choice on top (the emitted CCall names it)."""
+    function: str  # the C function the layer calls ("" for a view: no code)
+    variant: str  # portable, dsp, dsp wide, mve, int16, int16 dsp, cmsis-nn or view
+    reason: str  # why, in one phrase
+    unit: str = ""  # the kind of the unit that compiles it when not the op's own (int16, CMSIS-NN)
+
+
 @dataclass
 class Op:
     name: str
-    kind: str
+    kind: str  # the op unit (edgec.ops.KINDS); the kernel variant is `kernel`'s
     inputs: list[str]
     outputs: list[str]
     attrs: dict = field(default_factory=dict)
     source: str = ""  # user's Python source line, for messages
+    kernel: KernelChoice | None = None  # set when the unit chooses its kernel (after finalize)
 
 
 @dataclass

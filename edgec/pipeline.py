@@ -21,7 +21,7 @@ from edgec import codegen, frontend
 from edgec.errors import EdgecError
 from edgec.ir import Graph
 from edgec.lower import lower
-from edgec.ops import KINDS, OPS
+from edgec.ops import OPS, unit_of
 from edgec.ops.cmsis_nn import select_cmsis_nn_kernels
 from edgec.ops.int16_units import select_int16_kernels
 from edgec.ops.matmul import fold_output_scales, place_right_operands
@@ -134,8 +134,8 @@ def compile_for(quantized: Quantized, target: str | Target = "host", *, stream: 
     place_right_operands(graph)
     select_int16_kernels(graph)
     for op in graph.ops:
-        KINDS[op.kind].finalize(op, graph)
-        KINDS[op.kind].specialize(op, graph, target_info)
+        unit_of(op).finalize(op, graph)
+        unit_of(op).specialize(op, graph, target_info)
     choices = []
     if target_info.kernels == "cmsis-nn":
         choices += select_cmsis_nn_kernels(graph, target_info, Path(target_info.cmsis_nn_dir))

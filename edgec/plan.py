@@ -23,7 +23,7 @@ from functools import cached_property
 import numpy as np
 
 from edgec.ir import ARENA_ALIGNMENT, Graph, InPlace, Op
-from edgec.ops import KINDS
+from edgec.ops import unit_of
 
 ALIGNMENT = ARENA_ALIGNMENT
 SEARCH_MAX_BUFFERS = 128  # larger graphs keep the greedy plan: each search node costs blocks x steps
@@ -127,7 +127,7 @@ def buffers(graph: Graph, target, in_place: dict[str, InPlace] | None = None) ->
 
 
 def _scratch_size(op: Op, graph: Graph, target, in_place: InPlace | None) -> int:
-    return in_place.scratch_bytes if in_place is not None else KINDS[op.kind].scratch_bytes(op, graph, target)
+    return in_place.scratch_bytes if in_place is not None else unit_of(op).scratch_bytes(op, graph, target)
 
 
 def _align(value: int) -> int:
@@ -148,7 +148,7 @@ def in_place_choices(graph: Graph, target) -> dict[str, InPlace]:
     lives = {b.name: b for b in buffers(graph, target)}
     choices = {}
     for index, op in enumerate(graph.ops):
-        for option in KINDS[op.kind].in_place(op, graph, target):
+        for option in unit_of(op).in_place(op, graph, target):
             if _input_dies_at(graph, op, option.input, lives, index) and _saves_bytes(graph, op, option, target):
                 choices[op.name] = option
                 break
@@ -164,7 +164,7 @@ def _input_dies_at(graph: Graph, op: Op, input_index: int, lives: dict[str, Buff
 def _saves_bytes(graph: Graph, op: Op, option: InPlace, target) -> bool:
     x = graph.tensors[graph.storage(op.inputs[option.input])].nbytes
     y = graph.tensors[op.outputs[0]].nbytes
-    usual = _align(x) + _align(y) + _align(KINDS[op.kind].scratch_bytes(op, graph, target))
+    usual = _align(x) + _align(y) + _align(unit_of(op).scratch_bytes(op, graph, target))
     return in_place_span(x, y, option.input_offset) + _align(option.scratch_bytes) <= usual
 
 
@@ -505,7 +505,7 @@ def _in_place_problems(graph: Graph, plan: MemoryPlan, op: Op, needed_after: set
     if form is None:
         return []
     pair = _declared_pair(graph, plan, op)
-    if form not in KINDS[op.kind].in_place(op, graph, target) or pair is None:
+    if form not in unit_of(op).in_place(op, graph, target) or pair is None:
         return [f"{op.name}: {op.kind} cannot run in place as {form}"]
     source, result = pair
     problems = []

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from edgec.ir import Graph, Op
-from edgec.ops import KINDS
+from edgec.ops import unit_of
 from edgec.plan import ALIGNMENT, MemoryPlan, in_place_span, plan_memory
 
 SCHEDULE_STATE_BUDGET = 20_000  # deterministic bound on scheduling time (about a second)
@@ -119,12 +119,12 @@ class _Scheduler:
         op, graph = self.graph.ops[index], self.graph
         live = self._live_before(done)
         before = sum(self.sizes[name] for name in live)
-        scratch = _align(KINDS[op.kind].scratch_bytes(op, graph, self.target))
+        scratch = _align(unit_of(op).scratch_bytes(op, graph, self.target))
         output = graph.storage(op.outputs[0])
         if output in live:  # a view: no bytes of its own
             return before + scratch
         usual = before + self.sizes[output] + scratch
-        for option in KINDS[op.kind].in_place(op, graph, self.target):
+        for option in unit_of(op).in_place(op, graph, self.target):
             source = graph.storage(op.inputs[option.input])
             if self._dies_at(source, done, index) and sum(graph.storage(n) == source for n in op.inputs) == 1:
                 span = in_place_span(graph.tensors[source].nbytes, graph.tensors[output].nbytes, option.input_offset)

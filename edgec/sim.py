@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgec.ir import Graph, to_stored
-from edgec.ops import KINDS
+from edgec.ops import unit_of
 
 # <name>_quantize_input clips the scaled value to +-this before converting it (codegen.QUANTIZE_CLIP).
 QUANTIZE_CLIP = {"int8": np.float32(300.0), "int16": np.float32(70000.0)}
@@ -49,7 +49,7 @@ def run(graph: Graph, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
     values = {name: np.asarray(x, dtype=INT_DTYPES[graph.tensors[name].dtype]).reshape(graph.tensors[name].shape)
               for name, x in zip(graph.inputs, inputs)}
     for op in graph.ops:
-        results = KINDS[op.kind].golden(op, graph, [values[name] for name in op.inputs])
+        results = unit_of(op).golden(op, graph, [values[name] for name in op.inputs])
         for name, result in zip(op.outputs, results if isinstance(results, (list, tuple)) else [results]):
             values[name] = result
     return values

@@ -22,7 +22,7 @@ from edgec import device, sim
 from edgec.codegen import TEMPLATES
 from edgec.errors import EdgecError
 from edgec.ir import Graph, to_torch_order
-from edgec.ops import KINDS
+from edgec.ops import unit_of
 from edgec.ops.recurrent import reset_state
 from edgec.pipeline import compile_for, emit
 from edgec.targets import get_target
@@ -212,7 +212,7 @@ def class_score_outputs(compiled) -> list[int]:
         producer = graph.producer(graph.storage(name))
         while producer is not None and producer.kind in DATA_MOVEMENT:
             producer = graph.producer(graph.storage(producer.inputs[0]))
-        if len(graph.outputs) == 1 or (producer is not None and producer.kind.removesuffix("_s16") in ("softmax", "log_softmax")):
+        if len(graph.outputs) == 1 or (producer is not None and producer.kind in ("softmax", "log_softmax")):
             found.append(index)
     return found
 
@@ -285,7 +285,7 @@ MEAN_MIN_ELEMENTS = 16  # a channel's mean over fewer unclamped values says too 
 MEAN_MIN_DISTINCT = 4  # ... and over fewer distinct reference values (a near-constant channel)
 # Ops that only move bytes (views, strided copies): a layer without a float counterpart of this
 # kind is skipped; a computing one is a failure unless the user allows unchecked layers.
-DATA_MOVEMENT = frozenset({"reshape", "copy", "copy_s16", "zeros"})
+DATA_MOVEMENT = frozenset({"reshape", "copy", "zeros"})
 
 
 def element_tolerance(op, shape: tuple[int, ...]) -> np.ndarray:
@@ -409,7 +409,7 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
                 if value is None:
                     value = chained[sample][graph.storage(name)]
                 inputs.append(np.asarray(value).reshape(graph.tensors[name].shape))
-            got = KINDS[op.kind].golden(op, graph, inputs)
+            got = unit_of(op).golden(op, graph, inputs)
             for name, result in zip(op.outputs, got if isinstance(got, (list, tuple)) else [got]):
                 chained[sample][name] = result
             got = got[0] if isinstance(got, (list, tuple)) else got
@@ -454,7 +454,7 @@ def _differences(graph, op, inputs: list[np.ndarray], got: np.ndarray, values: d
     tolerances, the elements neither side holds at the layer's clamp bounds)."""
     out = graph.tensors[op.outputs[0]]
     expected = _quantized(out, _reference(out, values))
-    if op.kind == "lut" and op.attrs["function"] == "requantize":
+    if unit_of(op).kind == "lut" and op.attrs["function"] == "requantize":
         # The program requantizes the value its input holds, not the float before that.
         x = graph.tensors[op.inputs[0]]
         held = (inputs[0].astype(np.float64) - x.zero_point) * x.scale

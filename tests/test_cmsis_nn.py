@@ -20,7 +20,7 @@ from torch.nn import functional as F
 
 from edgec import verify
 from edgec.errors import EdgecError
-from edgec.ops.cmsis_nn import is_cmsis_nn, kernel_sums
+from edgec.ops.cmsis_nn import kernel_sums
 from edgec.pipeline import compile_for, emit, quantize_model
 from edgec.targets import get_target
 from tests.device_support import ROOT, compile_and_run, edgec_cache, needs_toolchain, require_tools  # noqa: F401
@@ -95,8 +95,9 @@ def cmsis_target(name: str):
 def test_every_cmsis_nn_kernel_is_bit_exact(every_kernel, target_name, tmp_path, edgec_cache):
     quantized, floats = every_kernel
     compiled, _, result = compile_and_run(quantized, cmsis_target(target_name), floats[:6], tmp_path)
-    kinds = [op.kind for op in compiled.graph.ops if op.kind != "reshape"]
-    assert all(is_cmsis_nn(kind) for kind in kinds), kinds
+    kernels = [op.kernel for op in compiled.graph.ops if op.kind != "reshape"]
+    assert all(kernel.variant == "cmsis-nn" for kernel in kernels), kernels
+    kinds = [kernel.unit for kernel in kernels]
     assert {"cmsis_nn_conv2d", "cmsis_nn_depthwise_conv2d", "cmsis_nn_add", "cmsis_nn_max_pool2d",
             "cmsis_nn_avg_pool2d", "cmsis_nn_fully_connected", "cmsis_nn_softmax"} <= set(kinds)
     assert result.exact, f"{result.mismatched_bytes} bytes differ from the golden on {target_name}"
@@ -108,7 +109,7 @@ def test_per_channel_fully_connected_over_rows(token_mlp, target_name, tmp_path,
     """arm_fully_connected_per_channel_s8 with 5 rows as batches; on Helium with its kernel sums."""
     quantized, floats = token_mlp
     compiled, _, result = compile_and_run(quantized, cmsis_target(target_name), floats[:6], tmp_path)
-    layers = [op for op in compiled.graph.ops if op.kind == "cmsis_nn_fully_connected"]
+    layers = [op for op in compiled.graph.ops if op.kernel.unit == "cmsis_nn_fully_connected"]
     assert len(layers) == 2 and all(len(op.attrs["multiplier"]) > 1 for op in layers)
     assert result.exact
 
@@ -119,7 +120,7 @@ def test_a_context_buffer_smaller_than_cmsis_nn_asks_fails_the_verify_build(ever
     planned context buffer is big enough: a plan one word short stops invoke at that layer."""
     quantized, floats = every_kernel
     compiled = compile_for(quantized, cmsis_target("host"))
-    [layer] = [op for op in compiled.graph.ops if op.kind == "cmsis_nn_conv2d" and op.attrs["cmsis_nn_buffer"]][:1]
+    [layer] = [op for op in compiled.graph.ops if op.kernel.unit == "cmsis_nn_conv2d" and op.attrs["cmsis_nn_buffer"]][:1]
     layer.attrs["cmsis_nn_buffer"] -= 4
     emit(compiled, tmp_path / "m", "m")
     with pytest.raises(EdgecError, match=r"failed \(exit"):

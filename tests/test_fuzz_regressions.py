@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from edgec import verify
 from edgec.errors import EdgecError
-from edgec.ops import KINDS
+from edgec.ops import unit_of
 from edgec.pipeline import compile_model, emit
 
 
@@ -140,7 +140,7 @@ def test_a_nearest_resize_by_any_factor_copies_pytorchs_pixels(tmp_path, size, s
     x = np.random.default_rng(2).integers(-128, 128, shape).astype(np.int8)
     op = compiled.graph.ops[-1]
     stored = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
-    got = KINDS[op.kind].golden(op, compiled.graph, [stored.reshape(compiled.graph.tensors[op.inputs[0]].shape)])
+    got = unit_of(op).golden(op, compiled.graph, [stored.reshape(compiled.graph.tensors[op.inputs[0]].shape)])
     expected = F.interpolate(torch.from_numpy(x.astype(np.float32)), size=size, mode="nearest").numpy()
     np.testing.assert_array_equal(np.asarray(got).reshape(1, *size, 3).transpose(0, 3, 1, 2), expected)
 

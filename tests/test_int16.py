@@ -12,6 +12,7 @@ import pytest
 
 from edgec import zoo
 from edgec.errors import EdgecError
+from edgec.ops import unit_of
 from edgec.pipeline import compile_for, emit, quantize_model
 from edgec.verify import (accuracy_summary, build_host, check_against_reference, compare, float_reference,
                           golden_outputs, output_bytes, quantized_inputs, run_host, run_on)
@@ -58,7 +59,7 @@ def _bit_exact(compiled, floats, tmp_path, sanitize=False) -> None:
 
 
 def _compute_kinds(compiled) -> set[str]:
-    return {op.kind for op in compiled.graph.ops if op.kind != "reshape"}
+    return {unit_of(op).kind for op in compiled.graph.ops if op.kind != "reshape"}
 
 
 @pytest.mark.parametrize("model", ["ds_cnn", "resnet8"])
@@ -83,8 +84,7 @@ def test_int16_model_is_bit_exact_on_target(model, target, quantized, tmp_path):
 
 
 def _kernels(compiled) -> set[str]:
-    from edgec.ops import KINDS
-    return {getattr(KINDS[op.kind], "kernel_name", lambda _: "")(op) for op in compiled.graph.ops}
+    return {op.kernel.function for op in compiled.graph.ops}
 
 
 @pytest.mark.parametrize("model", ["ds_cnn", "resnet8"])
@@ -102,13 +102,13 @@ def test_int16_output_is_closer_to_float_than_int8(model, quantized):
 def test_mixed_precision_model_requantizes_where_precisions_meet(target, quantized, tmp_path, edgec_cache):
     compiled = compile_for(quantized("ds_cnn", "mixed"), target)
     graph = compiled.graph
-    requantizes = [op for op in graph.ops if op.kind == "requantize_s16"]
+    requantizes = [op for op in graph.ops if unit_of(op).kind == "requantize_s16"]
     # into block 5, out of it, into the classifier, out of it (to the int8 softmax)
     assert [op.attrs["widen"] for op in requantizes] == [True, False, True, False]
     for op in requantizes:
         dtypes = [graph.tensors[op.inputs[0]].dtype, graph.tensors[op.outputs[0]].dtype]
         assert dtypes == (["int8", "int16"] if op.attrs["widen"] else ["int16", "int8"])
-    kinds = [op.kind for op in graph.ops]
+    kinds = [unit_of(op).kind for op in graph.ops]
     assert kinds.count("depthwise_conv2d_s16") == 1 and kinds.count("depthwise_conv2d") == 3
     assert "fully_connected_s16" in kinds and "softmax" in kinds
     floats = _samples("ds_cnn", SAMPLES, 1)
@@ -125,7 +125,7 @@ def test_every_int16_kernel_in_one_model(target, tmp_path):
     compiled = compile_for(quantized_model, target)
     assert _compute_kinds(compiled) == {"conv2d_s16", "depthwise_conv2d_s16", "fully_connected_s16", "lut_s16",
                                         "max_pool2d_s16", "avg_pool2d_s16", "binary_s16", "softmax_s16"}
-    assert {op.attrs.get("op", "add") for op in compiled.graph.ops if op.kind == "binary_s16"} == {"add", "mul"}
+    assert {op.attrs.get("op", "add") for op in compiled.graph.ops if unit_of(op).kind == "binary_s16"} == {"add", "mul"}
     floats = np.random.default_rng(1).standard_normal((SAMPLES, 3, 8, 8)).astype(np.float32)
     _bit_exact(compiled, floats, tmp_path, sanitize=True)
     check_against_reference(compiled, floats)
@@ -153,7 +153,7 @@ def test_input_read_by_int8_and_int16_layers_is_int16(int16_layer, tmp_path):
                                           int16_layers=[int16_layer]))
     graph = compiled.graph
     assert graph.tensors[graph.inputs[0]].dtype == "int16"
-    assert [op.kind for op in graph.ops].count("requantize_s16") == 2  # into the int8 conv, out of the int16 one
+    assert [unit_of(op).kind for op in graph.ops].count("requantize_s16") == 2  # into the int8 conv, out of the int16 one
     floats = np.random.default_rng(1).standard_normal((SAMPLES, 3, 6, 6)).astype(np.float32)
     _bit_exact(compiled, floats, tmp_path, sanitize=True)
     check_against_reference(compiled, floats)
@@ -195,7 +195,7 @@ def test_a_batch_norm_folded_into_its_conv_names_the_conv():
     """--int16-layers bn selects the conv the BatchNorm was folded into (its output is the bn's)."""
     compiled = compile_for(quantize_model(f"{MODELS}:folds_batch_norm", calibration=None, warn=lambda _: None,
                                           int16_layers=["bn"]))
-    assert [op.kind for op in compiled.graph.ops][0] == "conv2d_s16"
+    assert [unit_of(op).kind for op in compiled.graph.ops][0] == "conv2d_s16"
 
 
 def test_cli_builds_int16_and_mixed_models(tmp_path, capsys):

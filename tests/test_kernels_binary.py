@@ -31,7 +31,7 @@ from edgec.ops.binary import (
     prelu_s8,
 )
 from edgec.ops.eltwise import add_params, add_s8
-from tests.kernel_lib import BinaryDesc, PreluDesc, descriptor, ptr
+from tests.kernel_lib import BinaryDesc, PreluDesc, ptr, struct_from_desc
 
 EDGEC_OK, EDGEC_ARG_ERROR = 0, -1
 GUARD = 16
@@ -53,7 +53,7 @@ def call(function, cls, desc: dict, x1: np.ndarray, x2: np.ndarray, size: int) -
     """(status, output) of a C kernel into a guarded buffer of `size` bytes."""
     x1, x2 = np.ascontiguousarray(x1, np.int8), np.ascontiguousarray(x2, np.int8)
     out = np.full(size + GUARD, GUARD_BYTE, dtype=np.int8)
-    c_desc = descriptor(cls, desc)
+    c_desc = struct_from_desc(cls, desc)
     status = function(C.byref(c_desc), ptr(x1, C.c_int8), ptr(x2, C.c_int8), ptr(out, C.c_int8))
     assert (out[size:] == GUARD_BYTE).all(), "C kernel wrote past the end of its output"
     return status, out[:size]
@@ -436,7 +436,7 @@ def test_c_binary_in_place_over_the_unbroadcast_input(lib, op, which):
     expected = binary_s8(x1, x2, desc)
     buffer = big.copy()
     in1, in2 = (buffer, small) if which == 1 else (small, buffer)
-    status = lib.edgec_binary_s8(C.byref(descriptor(BinaryDesc, desc)), ptr(in1, C.c_int8), ptr(in2, C.c_int8),
+    status = lib.edgec_binary_s8(C.byref(struct_from_desc(BinaryDesc, desc)), ptr(in1, C.c_int8), ptr(in2, C.c_int8),
                                  ptr(buffer, C.c_int8))
     assert status == EDGEC_OK
     np.testing.assert_array_equal(buffer, expected)
@@ -448,7 +448,7 @@ def test_c_prelu_in_place_over_its_input(lib):
     alpha = rng.integers(-128, 128, (16,), dtype=np.int8)
     desc = prelu_desc(x.shape, alpha.shape, (0.05, -3), (0.01, 4), (0.04, 2))
     expected = prelu_s8(x, alpha, desc)
-    status = lib.edgec_prelu_s8(C.byref(descriptor(PreluDesc, desc)), ptr(x, C.c_int8), ptr(alpha, C.c_int8),
+    status = lib.edgec_prelu_s8(C.byref(struct_from_desc(PreluDesc, desc)), ptr(x, C.c_int8), ptr(alpha, C.c_int8),
                                 ptr(x, C.c_int8))
     assert status == EDGEC_OK
     np.testing.assert_array_equal(x, expected)
@@ -486,7 +486,7 @@ def test_c_binary_refuses_invalid_descriptors(lib, bad):
 
 
 def test_c_binary_refuses_null_pointers(lib):
-    c_desc = descriptor(BinaryDesc, _valid_binary_desc())
+    c_desc = struct_from_desc(BinaryDesc, _valid_binary_desc())
     x, out = np.zeros(24, np.int8), np.zeros(24, np.int8)
     good = ptr(x, C.c_int8)
     for args in [(None, good, good, ptr(out, C.c_int8)), (C.byref(c_desc), None, good, ptr(out, C.c_int8)),
@@ -505,6 +505,6 @@ def test_c_prelu_refuses_invalid_descriptors(lib, bad):
     status, out = call(lib.edgec_prelu_s8, PreluDesc, desc, np.zeros(48, np.int8), np.zeros(3, np.int8), 48)
     assert status == EDGEC_ARG_ERROR
     assert (out == GUARD_BYTE).all()
-    c_desc = descriptor(PreluDesc, prelu_desc((3,), (3,), (0.1, 2), (0.01, 0), (0.1, 2)))
+    c_desc = struct_from_desc(PreluDesc, prelu_desc((3,), (3,), (0.1, 2), (0.01, 0), (0.1, 2)))
     x = np.zeros(3, np.int8)
     assert lib.edgec_prelu_s8(C.byref(c_desc), ptr(x, C.c_int8), None, ptr(x, C.c_int8)) == EDGEC_ARG_ERROR

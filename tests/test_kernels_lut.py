@@ -39,7 +39,7 @@ from edgec.ops.softmax import (LOG_SOFTMAX_OUTPUT_SCALE, LOG_SOFTMAX_OUTPUT_ZERO
                                log_softmax_desc, log_softmax_params, log_softmax_s8, softmax_axis_desc,
                                softmax_axis_s8, softmax_params, softmax_s8)
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
-from tests.kernel_lib import LogSoftmaxDesc, LutDesc, SoftmaxDesc, SoftmaxParams, ptr
+from tests.kernel_lib import LogSoftmaxDesc, LutDesc, SoftmaxDesc, ptr
 from tests.test_kernels_softmax import (I32_MAX, I32_MIN, _const, _i32, random_rows, ref_exp_on_negative_values,
                                         ref_one_over_one_plus_x, ref_rounding_divide_by_pot, ref_saturating_mul_pot,
                                         ref_srdhm)
@@ -56,11 +56,9 @@ P8 = C.POINTER(C.c_int8)
 @pytest.fixture(scope="module")
 def lib(kernel_lib):
     for name, desc in (("edgec_lut_s8", LutDesc), ("edgec_softmax_axis_s8", SoftmaxDesc),
-                       ("edgec_log_softmax_s8", LogSoftmaxDesc)):
+                       ("edgec_softmax_s8", SoftmaxDesc), ("edgec_log_softmax_s8", LogSoftmaxDesc)):
         getattr(kernel_lib, name).argtypes = [C.POINTER(desc), P8, P8]
         getattr(kernel_lib, name).restype = C.c_int
-    kernel_lib.edgec_softmax_s8.argtypes = [C.POINTER(SoftmaxParams), P8, C.c_int32, C.c_int32, P8]
-    kernel_lib.edgec_softmax_s8.restype = C.c_int
     return kernel_lib
 
 
@@ -422,10 +420,8 @@ def test_softmax_axis_inner_one_is_the_row_kernel(lib):
     x = random_tensor(5, (7, 300))
     desc = softmax_axis_desc(x.shape, -1, 0.05)
     assert desc["inner"] == 1
-    params = softmax_params(0.05)
-    rows = np.zeros_like(x)
-    assert lib.edgec_softmax_s8(C.byref(SoftmaxParams(*params.values())), ptr(x, C.c_int8), 7, 300,
-                                ptr(rows, C.c_int8)) == EDGEC_OK
+    rows = run_c(lib, "edgec_softmax_s8", SoftmaxDesc, x, desc)
+    np.testing.assert_array_equal(rows, softmax_s8(x, softmax_params(0.05)))
     np.testing.assert_array_equal(run_c(lib, "edgec_softmax_axis_s8", SoftmaxDesc, x, desc), rows)
 
 

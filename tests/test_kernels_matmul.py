@@ -27,7 +27,7 @@ from edgec import toolchain
 from edgec.ops.layer_norm import layer_norm_desc, layer_norm_s8
 from edgec.ops.matmul import batch_matmul_desc, batch_matmul_s8
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
-from tests.kernel_lib import BatchMatmulDesc, LayerNormDesc, attention_struct
+from tests.kernel_lib import BatchMatmulDesc, LayerNormDesc, struct_from_desc
 
 EDGEC_OK, EDGEC_ARG_ERROR = 0, -1
 GUARD = 16
@@ -54,7 +54,7 @@ def _guarded_call(call, size: int) -> tuple[int, np.ndarray]:
 
 def c_matmul(lib, desc: dict, lhs: np.ndarray, rhs: np.ndarray, size: int):
     keep: list = []
-    c_desc = attention_struct(BatchMatmulDesc, desc, keep)
+    c_desc = struct_from_desc(BatchMatmulDesc, desc, keep)
     lhs, rhs = (np.ascontiguousarray(a, dtype=np.int8).ravel() for a in (lhs, rhs))
     return _guarded_call(lambda out: lib.edgec_batch_matmul_s8(C.byref(c_desc), lhs.ctypes.data_as(P8),
                                                                rhs.ctypes.data_as(P8), out), size)
@@ -62,7 +62,7 @@ def c_matmul(lib, desc: dict, lhs: np.ndarray, rhs: np.ndarray, size: int):
 
 def c_layer_norm(lib, desc: dict, x: np.ndarray):
     keep: list = []
-    c_desc = attention_struct(LayerNormDesc, desc, keep)
+    c_desc = struct_from_desc(LayerNormDesc, desc, keep)
     x = np.ascontiguousarray(x, dtype=np.int8).ravel()
     return _guarded_call(lambda out: lib.edgec_layer_norm_s8(C.byref(c_desc), x.ctypes.data_as(P8), out), x.size)
 

@@ -25,7 +25,7 @@ from edgec import toolchain
 from edgec.ops.recurrent import (DESC_FIELDS, GRU_GATES, LSTM_GATES, SIGMOID, TANH, activation_s16,
                                  recurrent_desc, recurrent_s8, sigmoid_table)
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
-from tests.kernel_lib import recurrent_struct
+from tests.kernel_lib import RecurrentDesc, struct_from_desc
 
 EDGEC_OK, ARG_ERROR = 0, -1
 GUARD = 0x5A
@@ -94,7 +94,7 @@ def run_c(lib, desc, x, hidden, cell, *, expect=EDGEC_OK, kernel: int | None = N
     scratch = np.full(SCRATCH(hs) // 4 + 4, 0x5A5A5A5A, np.uint32)
     hidden, cell = np.ascontiguousarray(hidden.copy()), np.ascontiguousarray(cell.copy())
     x = np.ascontiguousarray(x, np.int8)
-    s = recurrent_struct(desc, keep)
+    s = struct_from_desc(RecurrentDesc, desc, keep)
     P8 = C.POINTER(C.c_int8)
     if (kernel or desc["cell"]) == LSTM_GATES:
         status = lib.edgec_lstm_s8(C.byref(s), x.ctypes.data_as(P8), out.ctypes.data_as(P8), hidden.ctypes.data_as(P8),

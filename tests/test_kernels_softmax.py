@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgec.ops.softmax import softmax_params, softmax_s8
-from tests.kernel_lib import SoftmaxParams, ptr
+from tests.kernel_lib import SoftmaxDesc, ptr
 
 EDGEC_OK, EDGEC_ARG_ERROR = 0, -1
 GUARD = 16
@@ -34,13 +34,14 @@ P8 = C.POINTER(C.c_int8)
 # --------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def lib(kernel_lib):
-    kernel_lib.edgec_softmax_s8.argtypes = [C.POINTER(SoftmaxParams), P8, C.c_int32, C.c_int32, P8]
+    kernel_lib.edgec_softmax_s8.argtypes = [C.POINTER(SoftmaxDesc), P8, P8]
     kernel_lib.edgec_softmax_s8.restype = C.c_int
     return kernel_lib
 
 
-def c_params(params: dict) -> SoftmaxParams:
-    return SoftmaxParams(params["input_multiplier"], params["input_left_shift"], params["diff_min"])
+def c_desc(params: dict, rows: int, n: int) -> SoftmaxDesc:
+    """edgec_softmax_desc of `rows` contiguous rows of n values (inner 1)."""
+    return SoftmaxDesc(rows, n, 1, params["input_multiplier"], params["input_left_shift"], params["diff_min"])
 
 
 def run_c(lib, x: np.ndarray, params: dict) -> np.ndarray:
@@ -48,8 +49,7 @@ def run_c(lib, x: np.ndarray, params: dict) -> np.ndarray:
     x = np.ascontiguousarray(x, dtype=np.int8)
     rows, n = x.shape
     out = np.full(rows * n + GUARD, GUARD_BYTE, dtype=np.uint8).view(np.int8)
-    p = c_params(params)
-    status = lib.edgec_softmax_s8(C.byref(p), ptr(x, C.c_int8), rows, n, ptr(out, C.c_int8))
+    status = lib.edgec_softmax_s8(C.byref(c_desc(params, rows, n)), ptr(x, C.c_int8), ptr(out, C.c_int8))
     assert status == EDGEC_OK
     assert (out[rows * n:].view(np.uint8) == GUARD_BYTE).all(), "C kernel wrote past its output"
     return out[: rows * n].reshape(rows, n)
@@ -355,15 +355,17 @@ def test_c_rejects_bad_arguments(lib):
     f = lib.edgec_softmax_s8
 
     def call(params, rows=2, n=5, x_ptr=ptr(x, C.c_int8), out_ptr=ptr(out, C.c_int8)):
-        return f(C.byref(c_params(params)), x_ptr, rows, n, out_ptr)
+        return f(C.byref(c_desc(params, rows, n)), x_ptr, out_ptr)
 
+    strided = c_desc(good, 2, 5)
+    strided.inner = 2  # edgec_softmax_axis_s8's
+    assert f(C.byref(strided), ptr(x, C.c_int8), ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
     assert call(good) == EDGEC_OK
-    assert call(good, rows=0) == EDGEC_OK
-    assert call(good, rows=-1) == EDGEC_ARG_ERROR
+    assert call(good, rows=0) == EDGEC_ARG_ERROR
     assert call(good, n=0) == EDGEC_ARG_ERROR
     assert call(good, x_ptr=None) == EDGEC_ARG_ERROR
     assert call(good, out_ptr=None) == EDGEC_ARG_ERROR
-    assert f(None, ptr(x, C.c_int8), 2, 5, ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
+    assert f(None, ptr(x, C.c_int8), ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
     for bad in (dict(good, input_left_shift=32), dict(good, input_left_shift=-1),
                 dict(good, input_multiplier=-5), dict(good, diff_min=good["diff_min"] - 1)):
         assert call(bad) == EDGEC_ARG_ERROR, bad

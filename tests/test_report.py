@@ -86,3 +86,14 @@ def test_html_report_is_self_contained(build_dir, tmp_path):
     page = write_html_report(build_dir / "report.json", tmp_path / "report.html").read_text()
     assert not re.search(r'(src|href)="(https?:)?//', page)
     assert "<script" not in page
+
+
+def test_report_kernel_is_the_function_each_layer_calls(report, build_dir):
+    """The kernel column is the unit's recorded choice (op.kernel), and it is what the C calls."""
+    source = (build_dir / "resnet8.c").read_text()
+    sections = {section.split(":", 1)[0]: section for section in re.split(r"/\* layer \d+, ", source)[1:]}
+    for layer in report["layers"]:
+        if layer["op"] == "reshape":  # a view: no code
+            assert layer["kernel"] == "" and layer["kernel_reason"].startswith("a view") and layer["name"] not in sections
+        else:
+            assert f"{layer['kernel']}(" in sections[layer["name"]] and layer["kernel_reason"], layer

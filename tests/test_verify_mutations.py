@@ -17,6 +17,7 @@ import pytest
 
 from edgec import verify
 from edgec.errors import EdgecError
+from edgec.ops import unit_of
 from edgec.pipeline import compile_for, emit, quantize_model
 from tests.data import mutation_models
 from tests.device_support import edgec_cache, needs_toolchain  # noqa: F401 (fixture)
@@ -40,21 +41,21 @@ def _quantized(name: str, activations: str = "int8"):
 
 
 def _op(graph, kind: str, index: int = -1):
-    return [op for op in graph.ops if op.kind == kind][index]
+    return [op for op in graph.ops if unit_of(op).kind == kind][index]
 
 
 # -- the mutations: each edits the lowered graph in place -------------------------------------------
 
 def _parts(op) -> dict:
     """The arrays the golden kernel computes with: the op's attrs, or an int16 op's descriptor."""
-    if op.kind.endswith("_s16"):
+    if unit_of(op).kind.endswith("_s16"):
         d = op.attrs["desc"]
         return {"weight": d["filter"], "bias": d["bias"], "multiplier": d["multiplier"], "shift": d["shift"]}
     return op.attrs
 
 
 def _channel(op, c: int):
-    return (slice(None),) * WEIGHT_CHANNEL_AXIS[op.kind] + (c,)
+    return (slice(None),) * WEIGHT_CHANNEL_AXIS[unit_of(op).kind] + (c,)
 
 
 def zero_channel(op, graph, c=CHANNEL):
@@ -69,7 +70,7 @@ def negate_channel(op, graph, c=CHANNEL):
 
 def swap_channels(op, graph, c=CHANNEL):
     a = _parts(op)
-    for key, axis in (("weight", WEIGHT_CHANNEL_AXIS[op.kind]), ("bias", 0), ("multiplier", 0), ("shift", 0)):
+    for key, axis in (("weight", WEIGHT_CHANNEL_AXIS[unit_of(op).kind]), ("bias", 0), ("multiplier", 0), ("shift", 0)):
         if np.shape(a[key])[axis] > 1:
             a[key][:] = np.swapaxes(np.swapaxes(a[key], 0, axis)[[*range(c), c + 1, c, *range(c + 2, np.shape(a[key])[axis])]], 0, axis)
 

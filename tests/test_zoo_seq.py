@@ -18,7 +18,7 @@ import torch
 
 from edgec import codegen, sim, verify, zoo_seq
 from edgec.errors import EdgecError
-from edgec.ops import KINDS
+from edgec.ops import unit_of
 from edgec.ops.recurrent import reset_state, with_time_steps
 from edgec.pipeline import compile_for, emit, quantize_model
 from edgec.targets import get_target
@@ -88,7 +88,7 @@ def _prefix_golden(q, frames: np.ndarray, steps: int) -> np.ndarray:
     compiled = compile_for(q, "host")
     with_time_steps(compiled.graph, steps)
     for op in compiled.graph.ops:  # finalize again: descriptors hold the step count, copies the shapes
-        KINDS[op.kind].finalize(op, compiled.graph)
+        unit_of(op).finalize(op, compiled.graph)
     x = sim.quantize_input(compiled.graph, frames[None, :steps])
     return sim.invoke(compiled.graph, [x])[0].ravel()
 

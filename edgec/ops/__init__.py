@@ -1,6 +1,6 @@
 """The op units, and the two lookups the pipeline needs: by torch target and by IR kind."""
-from edgec.ops import (band, binary, cmsis_nn, conv, conv_transpose, depthwise, eltwise, int16_units, layer_norm, linear, lut, matmul,
-                       movement, pool, recurrent, shape, softmax)
+from edgec.ops import (band, binary, cmsis_nn, conv, conv_transpose, depthwise, eltwise, int16, int16_units, layer_norm,
+                       linear, lut, matmul, movement, pool, recurrent, shape, softmax)
 from edgec.torch_ops import IDENTITIES
 
 _UNITS = (conv.UNIT, conv_transpose.UNIT, depthwise.UNIT, linear.UNIT, *pool.UNITS, *binary.UNITS, lut.UNIT,
@@ -9,6 +9,21 @@ _UNITS = (conv.UNIT, conv_transpose.UNIT, depthwise.UNIT, linear.UNIT, *pool.UNI
 
 KINDS = {unit.kind: unit for unit in _UNITS}  # IR op kind -> unit
 OPS = {target: unit for unit in _UNITS for target in unit.targets}  # torch op -> unit that lowers it
+
+
+def unit_of(op):
+    """The unit that compiles `op`: its kind's, or the one its kernel choice names (an int16 or
+    CMSIS-NN unit, chosen after lowering)."""
+    return KINDS[op.kernel.unit if op.kernel is not None and op.kernel.unit else op.kind]
+
+# The kernel schema (edgec.ops.kernel) of every unit: C name -> (C text, the module describing it),
+# the generated regions of runtime_c/include/edgec_nn.h (edgec.ops.c_header).
+_SCHEMA_MODULES = (conv, depthwise, linear, pool, eltwise, softmax, binary, conv_transpose, lut, movement, int16,
+                   matmul, layer_norm, recurrent)
+SCHEMA = {**{s.name: (s.typedef(), f"edgec/ops/{m.__name__.rsplit('.', 1)[1]}.py")
+             for m in _SCHEMA_MODULES for s in getattr(m, "STRUCTS", ())},
+          **{s.macro: (s.define(), f"edgec/ops/{m.__name__.rsplit('.', 1)[1]}.py")
+             for m in _SCHEMA_MODULES for s in getattr(m, "SCRATCH", ())}}
 
 
 def operator_table() -> list[tuple[str, list[str]]]:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgec.ir import Graph, InPlace, Op
+from edgec.ir import Graph, InPlace, KernelChoice, Op
+from edgec.ops.kernel import Struct
 
 
 @dataclass
@@ -27,16 +28,20 @@ class CCall:
     # Streaming: C statements that set this layer's persistent state (Names.state) to its start
     # value, run by <name>_reset_state(); "" for a layer without state.
     state_reset: str = ""
+    # The C function the code calls where it is not op.kernel's: the in-place form the plan chose.
+    function: str = ""
 
 
 C_ARRAY_TYPES = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dtype(np.int32): "int32_t",
                  np.dtype(np.int64): "int64_t", np.dtype(np.uint8): "uint8_t", np.dtype(np.uint16): "uint16_t"}
 
 
-def descriptor(ctype: str, symbol: str, fields: dict) -> CCall:
+def descriptor(struct: Struct, symbol: str, fields: dict) -> CCall:
     """A kernel descriptor as a static const struct with designated initializers: integer fields
     as literals, array fields (numpy) as const arrays in flash named `<symbol>_<field>` that the
-    field points to. Returns the CCall's constants and params (its code is the caller's)."""
+    field points to. `fields` must be the schema's, in order (ValueError otherwise). Returns the
+    CCall's constants and params (its code is the caller's)."""
+    struct.check(fields)
     constants, values = [], []
     for field, value in fields.items():
         if isinstance(value, np.ndarray):
@@ -49,11 +54,15 @@ def descriptor(ctype: str, symbol: str, fields: dict) -> CCall:
             values.append(f".{field} = {{{', '.join(str(int(v)) for v in value) or '0'}}}")
         else:
             values.append(f".{field} = {int(value)}")
-    return CCall("", constants, [(ctype, symbol, "{" + ", ".join(values) + "}")])
+    return CCall("", constants, [(struct.name, symbol, "{" + ", ".join(values) + "}")])
+
+
+PORTABLE_ONLY = "portable kernel (the only one this op has)"
 
 
 class OpDef:
     kind: str = ""
+    c_function: str = ""  # the C function of a unit with one kernel (kernel_function says otherwise)
     family: str = ""  # how README's operator table names the unit (default: its kind)
     targets: frozenset = frozenset()  # the torch ops this unit lowers
     runtime_sources: tuple[str, ...] = ()  # files under runtime_c/src the C call needs
@@ -105,8 +114,14 @@ class OpDef:
         """Compute kernel constants (multipliers, shifts, bounds) from the final qparams."""
 
     def specialize(self, op: Op, graph: Graph, target) -> None:
-        """Choose the kernel variant `target` runs (after finalize, before planning), recorded in
-        op.attrs for scratch_bytes and emit; by default every target runs the portable kernel."""
+        """The unit's decision function: choose the kernel variant `target` runs (after finalize,
+        before planning) and record it with the reason as op.kernel (what scratch_bytes and emit
+        need besides in op.attrs); by default every target runs the unit's one portable kernel."""
+        op.kernel = KernelChoice(self.kernel_function(op), "portable", PORTABLE_ONLY)
+
+    def kernel_function(self, op: Op) -> str:
+        """The C function of the unit's portable kernel for `op`."""
+        return self.c_function
 
     def golden(self, op: Op, graph: Graph, inputs: list[np.ndarray]) -> np.ndarray:
         raise NotImplementedError

@@ -35,13 +35,51 @@ from edgec.numerics import (
 )
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.eltwise import add_params
-from edgec.ops.kernel_layout import kernel_isa
+from edgec.ops.kernel_layout import kernel_isa, packed_choice
 from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, annotate_with_output
 from edgec.torch_ops import aten
+from edgec.ops.kernel import Const, Field, ints, Struct
 
 # Op codes of edgec_binary_desc.op (enum edgec_binary_op in edgec_nn.h).
 BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "minimum": 3, "maximum": 4}
 BINARY_MAX_DIMS = 6  # EDGEC_BINARY_MAX_DIMS
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+BINARY_DIMS = Const("EDGEC_BINARY_MAX_DIMS", BINARY_MAX_DIMS)
+BINARY_DESC = Struct("edgec_binary_desc", (
+    Field('op', doc='an edgec_binary_op'),
+    Field('num_dims', doc='1..EDGEC_BINARY_MAX_DIMS'),
+    Field('dims', doc='output dims, each >= 1', count=BINARY_DIMS),
+    Field('strides1', doc='input1 element strides, >= 0', count=BINARY_DIMS),
+    Field('strides2', doc='input2 element strides, >= 0', count=BINARY_DIMS),
+    Field('input1_offset', doc='-zero_point of input 1, in [-127, 128]'),
+    Field('input1_multiplier', doc='add/sub; all multipliers >= 0'),
+    *ints("input1_shift"),
+    Field('input2_offset', doc='-zero_point of input 2, in [-127, 128]'),
+    Field('input2_multiplier', doc='add/sub'),
+    *ints("input2_shift"),
+    Field('left_shift', doc='add/sub: 20; 0..23'),
+    Field('output_offset', doc='output zero point, in [-128, 127]'),
+    *ints("output_multiplier"),
+    Field('output_shift', doc='shifts: -31..31, positive to the left'),
+    *ints("act_min act_max"),
+))
+PRELU_DESC = Struct("edgec_prelu_desc", (
+    *ints("num_dims"),
+    Field('dims', count=BINARY_DIMS),
+    Field('input_strides', count=BINARY_DIMS),
+    Field('alpha_strides', count=BINARY_DIMS),
+    Field('input_offset', doc='-zero_point of the input, in [-127, 128]'),
+    Field('alpha_offset', doc='-zero_point of alpha, in [-127, 128]'),
+    Field('output_offset', doc='in [-128, 127]'),
+    Field('identity_multiplier', doc='QuantizeMultiplier(s_in / s_out), >= 0'),
+    *ints("identity_shift"),
+    Field('alpha_multiplier', doc='QuantizeMultiplier(s_in * s_alpha / s_out), >= 0'),
+    Field('alpha_shift', doc='shifts: -31..31'),
+    Field('act_min', doc="-128 and 127 for TFLite's PRELU"),
+    *ints("act_max"),
+))
+STRUCTS = (BINARY_DESC, PRELU_DESC,)
 
 # edgec_binary_desc's quantization fields, after op and the layout (edgec_add_params' names and
 # order, so add and sub fill them straight from add_params).
@@ -385,11 +423,12 @@ class Binary(OpDef):
         return binary_s8(x1, x2, op.attrs["desc"]).reshape(graph.tensors[op.outputs[0]].shape)
 
     def specialize(self, op, graph, target) -> None:
-        op.attrs["isa"] = kernel_isa(target)
+        isa = op.attrs["isa"] = kernel_isa(target)
+        op.kernel = packed_choice("edgec_binary_s8" + ("" if isa is None else f"_{isa}"), isa, target, op.attrs)
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
-        call = descriptor("edgec_binary_desc", p, op.attrs["desc"])
+        call = descriptor(BINARY_DESC, p, op.attrs["desc"])
         constant = op.attrs["constant"]
         pointers = []
         live = iter(op.inputs)
@@ -400,9 +439,7 @@ class Binary(OpDef):
                 pointers.append(symbol)
             else:
                 pointers.append(names.ptr(next(live)))
-        isa = op.attrs.get("isa")
-        kernel = "edgec_binary_s8" + ("" if isa is None else f"_{isa}")
-        call.code = f"status |= {kernel}(&{p}, {pointers[0]}, {pointers[1]}, {names.ptr(op.outputs[0])});"
+        call.code = f"status |= {op.kernel.function}(&{p}, {pointers[0]}, {pointers[1]}, {names.ptr(op.outputs[0])});"
         return call
 
     def in_place(self, op, graph, target):
@@ -415,7 +452,7 @@ class Binary(OpDef):
 class Prelu(OpDef):
     """nn.PReLU: per-channel (or one) slope, TFLite's int8 PRELU arithmetic, the slopes read in
     place per channel."""
-    kind = "prelu"
+    kind, c_function = "prelu", "edgec_prelu_s8"
     targets = frozenset({aten.prelu.default, aten._prelu_kernel.default})
     runtime_sources = ("eltwise/edgec_binary_s8.c",)
     fuses_activation = True
@@ -453,10 +490,10 @@ class Prelu(OpDef):
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
-        call = descriptor("edgec_prelu_desc", p, op.attrs["desc"])
+        call = descriptor(PRELU_DESC, p, op.attrs["desc"])
         symbol = names.symbol(op, "alpha")
         call.constants.append(("int8_t", symbol, op.attrs["alpha"].values.ravel()))
-        call.code = f"status |= edgec_prelu_s8(&{p}, {names.ptr(op.inputs[0])}, {symbol}, {names.ptr(op.outputs[0])});"
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {symbol}, {names.ptr(op.outputs[0])});"
         return call
 
     def in_place(self, op, graph, target):

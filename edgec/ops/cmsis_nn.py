@@ -5,8 +5,9 @@ edgec's golden kernels are CMSIS-NN's arithmetic, so each unit here is the edgec
 with another emit: the same finalized constants (per-channel multipliers and shifts, int32 bias,
 OHWI / 1HWC filters: CMSIS-NN's layouts) handed to CMSIS-NN's API, its context buffer planned in
 the arena with the size the checkout's own get_buffer_size function gives for the core
-(edgec.cmsis_nn). `select_cmsis_nn_kernels` switches the kinds after specialization, like the
-int16 units; layers CMSIS-NN has no kernel for keep edgec's, and the build says which.
+(edgec.cmsis_nn). `select_cmsis_nn_kernels` records them as the layers' kernels after
+specialization (op.kernel.unit, like the int16 units); layers CMSIS-NN has no kernel for keep
+edgec's, and the build says which.
 
 The CMSIS-NN kernels do not run in place (their in-place behaviour is not part of Arm's API), and
 the Helium fully connected kernel's per-row sums (arm_vector_sum_s8's bias + input offset * the
@@ -19,7 +20,7 @@ import numpy as np
 
 from edgec import cmsis_nn_build as library
 from edgec.cmsis_nn import commit
-from edgec.ir import Graph, Op
+from edgec.ir import Graph, KernelChoice, Op
 from edgec.numerics import wrap_int32
 from edgec.ops.base import CCall
 from edgec.ops.conv import Conv2d
@@ -80,6 +81,10 @@ def _bias(p: str, op: Op, channels: int) -> tuple:
 class _ContextBuffer:
     """A CMSIS-NN layer whose context buffer (op.attrs["cmsis_nn_buffer"] bytes) is its scratch;
     it never runs in place. By default it takes every layer of its kind and needs no buffer."""
+    c_function = ""
+
+    def kernel_function(self, op: Op) -> str:
+        return self.c_function
 
     @staticmethod
     def accepts(op: Op, graph: Graph) -> bool:
@@ -98,7 +103,6 @@ class _ContextBuffer:
 class _Convolution(_ContextBuffer):
     """What arm_convolve_wrapper_s8 and arm_depthwise_conv_wrapper_s8 share: their arguments, and
     a params struct that differs only by the depthwise channel multiplier."""
-    function = ""
     params_type = ""
     depthwise = False
 
@@ -131,8 +135,8 @@ class _Convolution(_ContextBuffer):
                    ("cmsis_nn_dims", f"{p}filter_dims", _dims(a["weight"].shape)),
                    ("cmsis_nn_dims", f"{p}bias_dims", _dims((1, 1, 1, out_t.shape[3]))),
                    ("cmsis_nn_dims", f"{p}output_dims", _dims(out_t.shape))]
-        size = f"{self.function}_get_buffer_size(&{p}params, &{p}input_dims, &{p}filter_dims, &{p}output_dims)"
-        call = (f"{self.function}(&ctx, &{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
+        size = f"{self.c_function}_get_buffer_size(&{p}params, &{p}input_dims, &{p}filter_dims, &{p}output_dims)"
+        call = (f"{self.c_function}(&ctx, &{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
                 f"&{p}filter_dims, {p}weights, &{p}bias_dims, {p}bias, &{p}output_dims, {names.ptr(op.outputs[0])})")
         return CCall(f"{{\n    {_context(names, op, size)}\n    {_checked(call)}\n    }}", constants, params)
 
@@ -142,7 +146,7 @@ class CmsisConv2d(_Convolution, Conv2d):
     kind = PREFIX + "conv2d"
     targets = frozenset()
     runtime_sources = ()
-    function, params_type = "arm_convolve_wrapper_s8", "cmsis_nn_conv_params"
+    c_function, params_type = "arm_convolve_wrapper_s8", "cmsis_nn_conv_params"
 
     @staticmethod
     def accepts(op: Op, graph: Graph) -> bool:
@@ -154,7 +158,7 @@ class CmsisDepthwiseConv2d(_Convolution, DepthwiseConv2d):
     kind = PREFIX + "depthwise_conv2d"
     targets = frozenset()
     runtime_sources = ()
-    function, params_type, depthwise = "arm_depthwise_conv_wrapper_s8", "cmsis_nn_dw_conv_params", True
+    c_function, params_type, depthwise = "arm_depthwise_conv_wrapper_s8", "cmsis_nn_dw_conv_params", True
 
     @staticmethod
     def accepts(op: Op, graph: Graph) -> bool:
@@ -176,6 +180,9 @@ class CmsisFullyConnected(_ContextBuffer, FullyConnected):
             raise ValueError(f"arm_fully_connected_s8 wants {kernel_sums} B of context, not {rows} kernel sums")
         return 0  # the kernel sums are constants (flash), not scratch
 
+    def kernel_function(self, op: Op) -> str:
+        return "arm_fully_connected_per_channel_s8" if len(op.attrs["multiplier"]) > 1 else "arm_fully_connected_s8"
+
     def emit(self, op, graph, names) -> CCall:
         a, x_t, out_t = op.attrs, graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         rows, cols = a["weight"].shape
@@ -194,16 +201,14 @@ class CmsisFullyConnected(_ContextBuffer, FullyConnected):
             quant_constants, quant_params = _quant(p, op)
             constants += quant_constants
             params += quant_params
-            function = "arm_fully_connected_per_channel_s8"
         else:
             params.append(("cmsis_nn_per_tensor_quant_params", f"{p}quant",
                            f"{{.multiplier = {int(a['multiplier'][0])}, .shift = {int(a['shift'][0])}}}"))
-            function = "arm_fully_connected_s8"
         buffer = "NULL, 0"
         if a.get("cmsis_nn_kernel_sums"):
             constants.append(("int32_t", f"{p}kernel_sums", kernel_sums(a["weight"], constants[1][2], -x_t.zero_point)))
             buffer = f"(void *){p}kernel_sums, {4 * rows}"
-        call = (f"{function}(&ctx, &{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, &{p}filter_dims, "
+        call = (f"{op.kernel.function}(&ctx, &{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, &{p}filter_dims, "
                 f"{p}weights, &{p}bias_dims, {p}bias, &{p}output_dims, {names.ptr(op.outputs[0])})")
         return CCall(f"{{\n    const cmsis_nn_context ctx = {{{buffer}}};\n    {_checked(call)}\n    }}", constants, params)
 
@@ -217,7 +222,7 @@ def kernel_sums(weight: np.ndarray, bias: np.ndarray, input_offset: int) -> np.n
 
 class CmsisAvgPool2d(_ContextBuffer, AvgPool2d):
     """arm_avgpool_s8: TFLite's divisor (the in-bounds taps)."""
-    kind = PREFIX + "avg_pool2d"
+    kind, c_function = PREFIX + "avg_pool2d", "arm_avgpool_s8"
     targets = frozenset()
     runtime_sources = ()
 
@@ -230,22 +235,22 @@ class CmsisAvgPool2d(_ContextBuffer, AvgPool2d):
         return library.avgpool_buffer_bytes(root, target, wo, c)
 
     def emit(self, op, graph, names) -> CCall:
-        return _emit_pool("arm_avgpool_s8", op, graph, names,
+        return _emit_pool(op, graph, names,
                           size=f"arm_avgpool_s8_get_buffer_size({graph.tensors[op.outputs[0]].shape[2]}, "
                                f"{graph.tensors[op.outputs[0]].shape[3]})")
 
 
 class CmsisMaxPool2d(_ContextBuffer, MaxPool2d):
     """arm_max_pool_s8."""
-    kind = PREFIX + "max_pool2d"
+    kind, c_function = PREFIX + "max_pool2d", "arm_max_pool_s8"
     targets = frozenset()
     runtime_sources = ()
 
     def emit(self, op, graph, names) -> CCall:
-        return _emit_pool("arm_max_pool_s8", op, graph, names, size=None)
+        return _emit_pool(op, graph, names, size=None)
 
 
-def _emit_pool(function: str, op, graph, names, size: str | None) -> CCall:
+def _emit_pool(op, graph, names, size: str | None) -> CCall:
     a, x_t, out_t = op.attrs, graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     p = names.symbol(op, "")
     params = [("cmsis_nn_pool_params", f"{p}params",
@@ -253,14 +258,14 @@ def _emit_pool(function: str, op, graph, names, size: str | None) -> CCall:
               ("cmsis_nn_dims", f"{p}input_dims", _dims(x_t.shape)),
               ("cmsis_nn_dims", f"{p}filter_dims", _dims((1, *a["kernel"], 1))),
               ("cmsis_nn_dims", f"{p}output_dims", _dims(out_t.shape))]
-    call = (f"{function}(&ctx, &{p}params, &{p}input_dims, {names.ptr(op.inputs[0])}, &{p}filter_dims, "
+    call = (f"{op.kernel.function}(&ctx, &{p}params, &{p}input_dims, {names.ptr(op.inputs[0])}, &{p}filter_dims, "
             f"&{p}output_dims, {names.ptr(op.outputs[0])})")
     return CCall(f"{{\n    {_context(names, op, size)}\n    {_checked(call)}\n    }}", [], params)
 
 
 class CmsisAdd(_ContextBuffer, Add):
     """arm_elementwise_add_s8: the same-shape add (TFLite's ADD arithmetic, left shift 20)."""
-    kind = PREFIX + "add"
+    kind, c_function = PREFIX + "add", "arm_elementwise_add_s8"
     runtime_sources = ()
 
     def emit(self, op, graph, names) -> CCall:
@@ -268,14 +273,14 @@ class CmsisAdd(_ContextBuffer, Add):
         arguments = ", ".join(str(int(q[k])) for k in ("input1_offset", "input1_multiplier", "input1_shift",
                                                        "input2_offset", "input2_multiplier", "input2_shift", "left_shift"))
         outputs = ", ".join(str(int(q[k])) for k in ("output_offset", "output_multiplier", "output_shift", "act_min", "act_max"))
-        call = (f"arm_elementwise_add_s8({names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, {arguments}, "
+        call = (f"{op.kernel.function}({names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, {arguments}, "
                 f"{names.ptr(op.outputs[0])}, {outputs}, {graph.tensors[op.outputs[0]].elements})")
         return CCall(_checked(call), [], [])
 
 
 class CmsisSoftmax(_ContextBuffer, Softmax):
     """arm_softmax_s8 over rows: softmax along the stored last axis."""
-    kind = PREFIX + "softmax"
+    kind, c_function = PREFIX + "softmax", "arm_softmax_s8"
     targets = frozenset()
     runtime_sources = ()
 
@@ -285,7 +290,7 @@ class CmsisSoftmax(_ContextBuffer, Softmax):
 
     def emit(self, op, graph, names) -> CCall:
         d = op.attrs["desc"]
-        return CCall(f"arm_softmax_s8({names.ptr(op.inputs[0])}, {d['outer']}, {d['axis_size']}, {d['input_multiplier']}, "
+        return CCall(f"{op.kernel.function}({names.ptr(op.inputs[0])}, {d['outer']}, {d['axis_size']}, {d['input_multiplier']}, "
                      f"{d['input_left_shift']}, {d['diff_min']}, {names.ptr(op.outputs[0])});", [], [])
 
 
@@ -294,13 +299,9 @@ UNITS = (CmsisConv2d(), CmsisDepthwiseConv2d(), CmsisFullyConnected(), CmsisAvgP
 _BY_EDGEC_KIND = {unit.kind[len(PREFIX):]: unit for unit in UNITS}
 
 
-def is_cmsis_nn(kind: str) -> bool:
-    return kind.startswith(PREFIX)
-
-
 def select_cmsis_nn_kernels(graph: Graph, target, root) -> list[str]:
-    """Every layer CMSIS-NN has a kernel for takes its CMSIS-NN unit's kind, with its context
-    buffer sized by the checkout; returns what was chosen, one line (the rest keep edgec's)."""
+    """Every layer CMSIS-NN has a kernel for is compiled by its CMSIS-NN unit (op.kernel), with its
+    context buffer sized by the checkout; returns what was chosen, one line (the rest keep edgec's)."""
     chosen, kept = [], {}
     for op in graph.ops:
         unit = _BY_EDGEC_KIND.get(op.kind)
@@ -310,7 +311,8 @@ def select_cmsis_nn_kernels(graph: Graph, target, root) -> list[str]:
             continue
         op.attrs["cmsis_nn_buffer"] = unit.buffer_bytes(root, op, graph, target)
         op.attrs["isa"], op.attrs["wide"] = None, False
-        op.kind = unit.kind
+        op.kernel = KernelChoice(unit.kernel_function(op), "cmsis-nn", "Arm's CMSIS-NN kernel (--kernels cmsis-nn)",
+                                 unit=unit.kind)
         chosen.append(op)
     line = f"--kernels cmsis-nn: {len(chosen)} of {len(chosen) + sum(kept.values())} layers call CMSIS-NN ({commit(root)[:12]})"
     if kept:

@@ -11,7 +11,7 @@ import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.frontend import source_line
-from edgec.ir import ARENA_ALIGNMENT, InPlace
+from edgec.ir import ARENA_ALIGNMENT, InPlace, KernelChoice
 from edgec.numerics import (
     INT8_MAX,
     INT8_MIN,
@@ -27,8 +27,32 @@ from edgec.numerics import (
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import ACTIVATION_QSPEC, CONV_WEIGHT_QSPEC, annotate_with_output
 from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, blocked_bias, dsp_channel_table, interleave_rows,
-                                     kernel_isa, widen_taps)
+                                     kernel_isa, packed_choice, widen_taps)
 from edgec.torch_ops import CONVS, aten
+from edgec.ops.kernel import Field, ints, Scratch, Struct
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+DIMS = Struct("edgec_dims", (
+    *ints("n h w c"),
+))
+PER_CHANNEL_QUANT = Struct("edgec_per_channel_quant", (
+    Field('multiplier', 'const int32_t *'),
+    Field('shift', 'const int32_t *'),
+))
+CONV_PARAMS = Struct("edgec_conv_params", (
+    Field('input_offset', doc='-input_zero_point, in [-127, 128]'),
+    Field('output_offset', doc='output_zero_point, in [-128, 127]'),
+    *ints("stride_h stride_w pad_top pad_left dilation_h dilation_w"),
+    Field('groups', doc='conv: C_in and C_out are divisible by groups'),
+    Field('ch_mult', doc='depthwise: C_out = C_in * ch_mult'),
+    *ints("act_min act_max"),
+))
+STRUCTS = (DIMS, PER_CHANNEL_QUANT, CONV_PARAMS,)
+# The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
+CONV_DSP_SCRATCH = Scratch("EDGEC_CONV_S8_DSP_SCRATCH_BYTES", ('k', 'c_in'),
+                           "(((c_in) % 4 == 0 ? 24 : 28) * (((k) + 3) / 4))")
+CONV_MVE_SCRATCH = Scratch("EDGEC_CONV_S8_MVE_SCRATCH_BYTES", ('k',), "(32 * (((k) + 15) / 16))")
+SCRATCH = (CONV_DSP_SCRATCH, CONV_MVE_SCRATCH)
 
 # The largest |product| of an int8 weight and an offset-corrected int8 activation:
 # w in [-128, 127], x - zp in [-255, 255].
@@ -263,6 +287,18 @@ class Conv2d(OpDef):
         a["isa"] = kernel_isa(target) if a["groups"] == 1 else None
         # --opt speed/auto: the DSP kernel reads its filter widened to int16 (twice the flash)
         a["wide"] = a["isa"] == DSP and target.fast_layouts
+        op.kernel = self.chosen_kernel(op, target)
+
+    @staticmethod
+    def chosen_kernel(op, target) -> KernelChoice:
+        """The record of op.attrs' choice (isa, wide: passes/constant_layouts.py may revise it)."""
+        a = op.attrs
+        if a["isa"] is not None:
+            function = f"edgec_conv_s8_{a['isa']}" + ("_wide" if a["wide"] else "")
+        else:
+            function = "edgec_conv_1x1_s8" if is_pointwise(a) else "edgec_conv_s8"
+        return packed_choice(function, a["isa"], target, a,
+                             "portable kernel: grouped convolutions have no packed kernel")
 
     def scratch_bytes(self, op, graph, target) -> int:
         isa = op.attrs.get("isa")
@@ -272,9 +308,7 @@ class Conv2d(OpDef):
         a = op.attrs
         if a.get("isa") is not None:
             return emit_packed_conv_call(op, graph, names)
-        kernel = "edgec_conv_s8"
-        if is_pointwise(a):
-            kernel = "edgec_conv_1x1_s8" + ("_in_place" if names.in_place(op) else "")
+        kernel = op.kernel.function + ("_in_place" if is_pointwise(a) and names.in_place(op) else "")
         return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape)
 
     def in_place(self, op, graph, target):
@@ -345,16 +379,14 @@ def emit_packed_conv_call(op, graph, names) -> CCall:
     zero_point = graph.tensors[op.inputs[0]].zero_point
     weights = ("packed_weights", interleave_rows(rows, blocking))
     bias = ("folded_bias", blocked_bias(a["bias"], rows, zero_point, blocking.rows))
-    kernel = f"edgec_conv_s8_{a['isa']}"
     if a.get("wide"):
-        weights, kernel = ("wide_weights", widen_taps(weights[1])), kernel + "_wide"
+        weights = ("wide_weights", widen_taps(weights[1]))
         bias = ("channel_table", dsp_channel_table(bias[1], a["multiplier"], a["shift"],
                                                    graph.tensors[op.outputs[0]].zero_point))
     k, c_in = int(np.prod(a["weight"].shape[1:])), a["weight"].shape[3]
-    required = (f"EDGEC_CONV_S8_DSP_SCRATCH_BYTES({k}, {c_in})" if a["isa"] == DSP
-                else f"EDGEC_CONV_S8_MVE_SCRATCH_BYTES({k})")
-    return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape, weights=weights, bias=bias,
-                          scratch_required=required)
+    required = CONV_DSP_SCRATCH.call(k, c_in) if a["isa"] == DSP else CONV_MVE_SCRATCH.call(k)
+    return emit_conv_call(op.kernel.function, op, graph, names, filter_dims=a["weight"].shape, weights=weights,
+                          bias=bias, scratch_required=required)
 
 
 def pointwise_input_pixels(input_shape, output_shape, stride) -> np.ndarray:
@@ -451,20 +483,22 @@ def emit_conv_call(kernel: str, op, graph, names, filter_dims, *, weights=None, 
     bias = bias or (None if a["bias"] is None else ("bias", a["bias"]))
     x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     p = names.symbol(op, "")
+    conv_params = dict(input_offset=-x_t.zero_point, output_offset=out_t.zero_point, stride_h=a["stride"][0],
+                       stride_w=a["stride"][1], pad_top=a["pad"][0], pad_left=a["pad"][1], dilation_h=a["dilation"][0],
+                       dilation_w=a["dilation"][1], groups=a.get("groups", 1), ch_mult=a.get("ch_mult", 1),
+                       act_min=a["act_min"], act_max=a["act_max"])
     params = [
-        ("edgec_conv_params", f"{p}params", "{" + ", ".join(str(v) for v in (
-            -x_t.zero_point, out_t.zero_point, *a["stride"], a["pad"][0], a["pad"][1], *a["dilation"],
-            a.get("groups", 1), a.get("ch_mult", 1), a["act_min"], a["act_max"])) + "}"),
-        ("edgec_per_channel_quant", f"{p}quant", f"{{{p}multiplier, {p}shift}}"),
-        ("edgec_dims", f"{p}input_dims", c_dims(x_t.shape)),
-        ("edgec_dims", f"{p}filter_dims", c_dims(filter_dims)),
-        ("edgec_dims", f"{p}output_dims", c_dims(out_t.shape)),
+        (CONV_PARAMS.name, f"{p}params", CONV_PARAMS.positional(conv_params)),
+        per_channel_quant(p),
+        (DIMS.name, f"{p}input_dims", c_dims(x_t.shape)),
+        (DIMS.name, f"{p}filter_dims", c_dims(filter_dims)),
+        (DIMS.name, f"{p}output_dims", c_dims(out_t.shape)),
     ]
     constants, bias_arg = weighted_constants(p, a, weights, bias)
     code = (f"status |= {kernel}(&{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
             f"&{p}filter_dims, {p}{weights[0]}, {bias_arg}, &{p}output_dims, {names.ptr(op.outputs[0])}, "
             f"{names.scratch(op)});")
-    return CCall(code, constants, params, scratch_required)
+    return CCall(code, constants, params, scratch_required, function=kernel)
 
 
 def weighted_constants(prefix: str, attrs: dict, weights: tuple, bias: tuple | None) -> tuple[list, str]:
@@ -481,7 +515,15 @@ def weighted_constants(prefix: str, attrs: dict, weights: tuple, bias: tuple | N
 
 
 def c_dims(shape) -> str:
-    return "{" + ", ".join(str(int(v)) for v in shape) + "}"
+    """An edgec_dims initializer of an NHWC shape."""
+    return DIMS.positional(dict(zip(DIMS.names, (int(v) for v in shape), strict=True)))
+
+
+def per_channel_quant(prefix: str) -> tuple[str, str, str]:
+    """The edgec_per_channel_quant param of a layer whose multipliers and shifts are the flash
+    arrays <prefix>multiplier and <prefix>shift."""
+    return PER_CHANNEL_QUANT.name, f"{prefix}quant", PER_CHANNEL_QUANT.positional(
+        dict(multiplier=f"{prefix}multiplier", shift=f"{prefix}shift"))
 
 
 UNIT = Conv2d()

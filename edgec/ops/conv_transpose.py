@@ -37,9 +37,35 @@ from edgec.numerics import INT8_MAX, INT8_MIN
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.conv import (CONV_BLOCKING, conv_output_stage, finalize_output_stage, node_arg, quantized_bias,
                             weighted_operands)
-from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows, kernel_isa
+from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows, kernel_isa, packed_choice
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
 from edgec.torch_ops import CONV_TRANSPOSES, aten
+from edgec.ops.kernel import Field, ints, Scratch, Struct
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+CONV_TRANSPOSE_DESC = Struct("edgec_conv_transpose_desc", (
+    *ints("batches input_h input_w input_c"),
+    Field('output_h', doc='(input_h - 1) * stride_h - 2 * pad_h + dilation_h * (kernel_h - 1) + output_padding_h + 1'),
+    Field('output_w', doc='likewise along w'),
+    *ints("output_c kernel_h kernel_w stride_h stride_w"),
+    Field('pad_h', doc='PyTorch padding: removed from both ends of the output'),
+    *ints("pad_w"),
+    Field('output_padding_h', doc='0 <= output_padding < max(stride, dilation), as PyTorch'),
+    *ints("output_padding_w dilation_h dilation_w"),
+    Field('groups', doc='divides C_in and C_out; depthwise: groups == C_in'),
+    Field('input_offset', doc='-input zero point, in [-127, 128]'),
+    Field('output_offset', doc='output zero point, in [-128, 127]'),
+    *ints("act_min act_max"),
+    Field('filter', 'const int8_t *', doc='per phase (r_h, r_w) in raster order: [C_out][K_phase] rows'),
+    Field('bias', 'const int32_t *', doc='portable: [C_out] or NULL; _dsp/_mve: folded per phase'),
+    Field('multiplier', 'const int32_t *', doc='[C_out]'),
+    Field('shift', 'const int32_t *', doc='[C_out], -31..31'),
+))
+STRUCTS = (CONV_TRANSPOSE_DESC,)
+# The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
+DSP_SCRATCH = Scratch("EDGEC_CONV_TRANSPOSE_S8_DSP_SCRATCH_BYTES", ('k',), "(5 * (((k) + 3) / 4 * 4))")
+MVE_SCRATCH = Scratch("EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES", ('k',), "(2 * (((k) + 15) / 16 * 16))")
+SCRATCH = (DSP_SCRATCH, MVE_SCRATCH)
 
 PORTABLE = "portable"
 # Rows of the portable kernel's filter: one channel's taps after another, no padding.
@@ -298,6 +324,8 @@ class ConvTranspose(OpDef):
     def specialize(self, op, graph, target) -> None:
         isa = kernel_isa(target) if op.attrs["groups"] == 1 else None
         op.attrs["isa"] = PORTABLE if isa is None else isa
+        op.kernel = packed_choice("edgec_conv_transpose_s8" + ("" if isa is None else f"_{isa}"), isa, target, op.attrs,
+                                  "portable kernel: grouped convolutions have no packed kernel")
 
     def _geometry(self, op) -> dict:
         a = op.attrs
@@ -323,13 +351,12 @@ class ConvTranspose(OpDef):
                                    input_zp=x_t.zero_point, output_zp=out_t.zero_point, isa=a["isa"],
                                    **self._geometry(op))
         p = names.symbol(op, "desc")
-        call = descriptor("edgec_conv_transpose_desc", p, desc)
-        kernel, scratch = ("edgec_conv_transpose_s8", "") if a["isa"] == PORTABLE else \
-            (f"edgec_conv_transpose_s8_{a['isa']}", f", {names.scratch(op)}")
-        call.code = f"status |= {kernel}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}{scratch});"
+        call = descriptor(CONV_TRANSPOSE_DESC, p, desc)
+        scratch = "" if a["isa"] == PORTABLE else f", {names.scratch(op)}"
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}{scratch});"
         if a["isa"] != PORTABLE:
             k = largest_phase_taps(a["weight"].shape, a["stride"], a["dilation"])
-            call.scratch_required = f"EDGEC_CONV_TRANSPOSE_S8_{a['isa'].upper()}_SCRATCH_BYTES({k})"
+            call.scratch_required = (DSP_SCRATCH if a["isa"] == DSP else MVE_SCRATCH).call(k)
         return call
 
     def macs(self, op, graph) -> int:

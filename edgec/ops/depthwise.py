@@ -21,13 +21,18 @@ from edgec.ops.conv import (
     padded_input,
     tap_view,
 )
-from edgec.ops.kernel_layout import DSP, blocked_bias, kernel_isa
+from edgec.ops.kernel import Scratch
+from edgec.ops.kernel_layout import DSP, blocked_bias, kernel_isa, packed_choice
 
 # Channels edgec_depthwise_conv_s8_in_place computes per pass (EDGEC_DEPTHWISE_IN_PLACE_CHANNELS in
 # edgec_nn.h), each into its own N*Ho*Wo-byte scratch plane; the packed kernels' group too.
 IN_PLACE_CHANNELS = 4
 # edgec_depthwise_conv_s8_packed's limits (edgec_nn.h): filter rows, bytes per cached pixel.
 PACKED_MAX_K = 16
+# The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
+IN_PLACE_SCRATCH = Scratch("EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES", ("pixels", "c"),
+                           "((pixels) * ((c) < EDGEC_DEPTHWISE_IN_PLACE_CHANNELS ? (c) : EDGEC_DEPTHWISE_IN_PLACE_CHANNELS))")
+SCRATCH = (IN_PLACE_SCRATCH,)
 PACKED_PIXEL_BYTES = {DSP: 8}  # int16 pairs; Helium and portable C cache the 4 int8
 
 
@@ -87,7 +92,10 @@ class DepthwiseConv2d(OpDef):
     def specialize(self, op, graph, target) -> None:
         """On cores with the DSP extension or Helium a ch_mult-1 layer runs the packed kernel."""
         fits = op.attrs["ch_mult"] == 1 and op.attrs["weight"].shape[1] <= PACKED_MAX_K
-        op.attrs["isa"] = kernel_isa(target) if fits else None
+        isa = op.attrs["isa"] = kernel_isa(target) if fits else None
+        op.kernel = packed_choice("edgec_depthwise_conv_s8" + ("" if isa is None else "_packed"), isa, target, op.attrs,
+                                  f"portable kernel: the packed one needs channel multiplier 1 and a filter at most "
+                                  f"{PACKED_MAX_K} rows high")
 
     def scratch_bytes(self, op, graph, target) -> int:
         isa = op.attrs.get("isa")
@@ -101,10 +109,10 @@ class DepthwiseConv2d(OpDef):
         a = op.attrs
         form = names.in_place_form(op)
         n, ho, wo, c = graph.tensors[op.outputs[0]].shape
-        planes = f"EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES({n * ho * wo}, {c})"
+        planes = IN_PLACE_SCRATCH.call(n * ho * wo, c)
         if a.get("isa") is None:
             suffix = "" if form is None else "_in_place"
-            return emit_conv_call(f"edgec_depthwise_conv_s8{suffix}", op, graph, names, a["weight"].shape,
+            return emit_conv_call(op.kernel.function + suffix, op, graph, names, a["weight"].shape,
                                   scratch_required=planes if suffix else None)
         # The plain packed kernel runs unstaged in place too; the staged form's scratch adds the planes.
         suffix = "" if form is None or form.scratch_bytes == self.scratch_bytes(op, graph, None) else "_in_place"
@@ -112,7 +120,7 @@ class DepthwiseConv2d(OpDef):
         rows = (f"EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES({kh}, EDGEC_DEPTHWISE_PACKED_ROW_PIXELS({wo}, "
                 f"{a['stride'][1]}, {kw}, {a['dilation'][1]}))")
         zero_point = graph.tensors[op.inputs[0]].zero_point
-        return emit_conv_call(f"edgec_depthwise_conv_s8_packed{suffix}", op, graph, names, a["weight"].shape,
+        return emit_conv_call(op.kernel.function + suffix, op, graph, names, a["weight"].shape,
                               weights=("packed_weights", packed_depthwise_filter(a["weight"])),
                               bias=("folded_bias", packed_depthwise_bias(a["bias"], a["weight"], zero_point)),
                               scratch_required=f"{rows} + {planes}" if suffix else rows)

@@ -20,8 +20,23 @@ from edgec.numerics import (
 )
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import annotate_shared
-from edgec.ops.kernel_layout import kernel_isa
+from edgec.ops.kernel_layout import kernel_isa, packed_choice
 from edgec.torch_ops import ACTIVATIONS, aten
+from edgec.ops.kernel import Field, ints, Scratch, Struct
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+ADD_PARAMS = Struct("edgec_add_params", (
+    Field('input1_offset', doc='-zero_point of input 1'),
+    *ints("input1_multiplier input1_shift"),
+    Field('input2_offset', doc='-zero_point of input 2'),
+    *ints("input2_multiplier input2_shift"),
+    Field('left_shift', doc='20'),
+    *ints("output_offset output_multiplier output_shift act_min act_max"),
+))
+STRUCTS = (ADD_PARAMS,)
+# The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
+ADD_SCRATCH = Scratch("EDGEC_ADD_S8_SCRATCH_BYTES", (), "(2 * 256 * 4)")
+SCRATCH = (ADD_SCRATCH,)
 
 
 def add_params(s1: float, zp1: int, s2: float, zp2: int, s_out: float, zp_out: int,
@@ -101,7 +116,8 @@ class Add(OpDef):
         return add_s8(inputs[0], inputs[1], op.attrs["params"])
 
     def specialize(self, op, graph, target) -> None:
-        op.attrs["isa"] = kernel_isa(target)
+        isa = op.attrs["isa"] = kernel_isa(target)
+        op.kernel = packed_choice("edgec_add_s8" + ("" if isa is None else f"_{isa}"), isa, target, op.attrs)
 
     def scratch_bytes(self, op, graph, target) -> int:
         return 0 if op.attrs.get("isa") is None else ADD_SCRATCH_BYTES
@@ -109,12 +125,12 @@ class Add(OpDef):
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "")
         isa = op.attrs.get("isa")
-        values = ", ".join(str(v) for v in op.attrs["params"].values())
-        kernel, scratch = ("edgec_add_s8", "") if isa is None else (f"edgec_add_s8_{isa}", f", {names.scratch(op)}")
-        code = (f"status |= {kernel}(&{p}params, {names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, "
+        values = ADD_PARAMS.positional(op.attrs["params"])
+        scratch = "" if isa is None else f", {names.scratch(op)}"
+        code = (f"status |= {op.kernel.function}(&{p}params, {names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, "
                 f"{names.ptr(op.outputs[0])}, {graph.tensors[op.outputs[0]].elements}{scratch});")
-        return CCall(code, [], [("edgec_add_params", f"{p}params", f"{{{values}}}")],
-                     None if isa is None else "EDGEC_ADD_S8_SCRATCH_BYTES")
+        return CCall(code, [], [(ADD_PARAMS.name, f"{p}params", values)],
+                     None if isa is None else ADD_SCRATCH.call())
 
     def in_place(self, op, graph, target):
         # Every add kernel reads element i of both inputs before writing element i of the output
@@ -142,7 +158,7 @@ class Clamp(OpDef):
     """A ReLU/ReLU6/hardtanh/clamp. Usually fused into its producer; runs alone only when it
     cannot be (its producer has other users). The kernel clamps in place: the output is a copy of
     the input clamped, unless the plan puts it over its input."""
-    kind = "clamp"
+    kind, c_function = "clamp", "edgec_clamp_s8"
     targets = frozenset(ACTIVATIONS)
     runtime_sources = ("eltwise/edgec_clamp_s8.c",)
     layout_follows_input = True
@@ -168,7 +184,7 @@ class Clamp(OpDef):
         size = graph.tensors[op.outputs[0]].elements
         src, dst = names.ptr(op.inputs[0]), names.ptr(op.outputs[0])
         copy = "" if src == dst else f"memcpy({dst}, {src}, {size}); "
-        return CCall(f"{copy}status |= edgec_clamp_s8({dst}, {size}, {op.attrs['act_min']}, {op.attrs['act_max']});", [], [])
+        return CCall(f"{copy}status |= {op.kernel.function}({dst}, {size}, {op.attrs['act_min']}, {op.attrs['act_max']});", [], [])
 
     def in_place(self, op, graph, target):
         return (InPlace(0, 0),)  # edgec_clamp_s8 works in place: planned so, the copy disappears

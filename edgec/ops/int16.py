@@ -17,8 +17,65 @@ import numpy as np
 
 from edgec.numerics import (INT8_MAX, INT8_MIN, INT16_MAX, INT16_MIN, S64_SHIFT_MAX, add_bias_s64,
                             quantize_multiplier, requantize, requantize_s64, saturate_int16, wrap_int32)
-from edgec.ops.binary import _layout_fields
+from edgec.ops.binary import BINARY_DIMS, _layout_fields
 from edgec.ops.pool import _check_axis, _divisor
+from edgec.ops.kernel import Field, ints, Scratch, Struct
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+CONV_S16_DESC = Struct("edgec_conv_s16_desc", (
+    *ints("batches input_h input_w input_c output_h output_w output_c kernel_h kernel_w stride_h"),
+    *ints("stride_w pad_top pad_left dilation_h dilation_w groups act_min act_max"),
+    Field('filter', 'const int8_t *', doc='[output_c][kernel_h][kernel_w][input_c / groups]'),
+    Field('bias', 'const int64_t *', doc='[output_c] or NULL'),
+    Field('multiplier', 'const int32_t *', doc='[output_c]'),
+    Field('shift', 'const int32_t *', doc='[output_c]'),
+))
+DEPTHWISE_CONV_S16_DESC = Struct("edgec_depthwise_conv_s16_desc", (
+    *ints("batches input_h input_w input_c output_h output_w ch_mult kernel_h kernel_w stride_h"),
+    *ints("stride_w pad_top pad_left dilation_h dilation_w act_min act_max"),
+    Field('filter', 'const int8_t *', doc='[kernel_h][kernel_w][input_c * ch_mult]'),
+    Field('bias', 'const int64_t *', doc='[input_c * ch_mult] or NULL'),
+    Field('multiplier', 'const int32_t *', doc='[input_c * ch_mult]'),
+    Field('shift', 'const int32_t *', doc='[input_c * ch_mult]'),
+))
+FULLY_CONNECTED_S16_DESC = Struct("edgec_fully_connected_s16_desc", (
+    *ints("batches input_c output_c act_min act_max"),
+    Field('filter', 'const int8_t *', doc='[output_c][input_c]'),
+    Field('bias', 'const int64_t *', doc='[output_c] or NULL'),
+    Field('multiplier', 'const int32_t *', doc='[output_c]'),
+    Field('shift', 'const int32_t *', doc='[output_c]'),
+))
+BINARY_S16_DESC = Struct("edgec_binary_s16_desc", (
+    *ints("num_dims"),
+    Field('dims', count=BINARY_DIMS),
+    Field('strides1', count=BINARY_DIMS),
+    Field('strides2', count=BINARY_DIMS),
+    *ints("input1_multiplier input1_shift input2_multiplier input2_shift left_shift"),
+    *ints("output_multiplier output_shift act_min act_max"),
+))
+POOL_S16_DESC = Struct("edgec_pool_s16_desc", (
+    *ints("batches input_h input_w channels output_h output_w filter_h filter_w stride_h stride_w"),
+    *ints("pad_top pad_left count_include_pad divisor_override act_min act_max"),
+))
+LUT_S16_DESC = Struct("edgec_lut_s16_desc", (
+    Field('size', doc='elements'),
+    Field('table', 'const int16_t *', doc='EDGEC_LUT_S16_SIZE entries'),
+))
+SOFTMAX_S16_DESC = Struct("edgec_softmax_s16_desc", (
+    *ints("outer axis_size inner input_multiplier input_left_shift"),
+    Field('exp_lut', 'const int16_t *', doc='EDGEC_LUT_S16_SIZE entries'),
+    Field('one_over_one_plus_x_lut', 'const int16_t *', doc='EDGEC_LUT_S16_SIZE entries'),
+))
+REQUANTIZE_S16_DESC = Struct("edgec_requantize_s16_desc", (
+    *ints("size input_offset multiplier shift output_offset"),
+))
+STRUCTS = (CONV_S16_DESC, DEPTHWISE_CONV_S16_DESC, FULLY_CONNECTED_S16_DESC, BINARY_S16_DESC,
+           POOL_S16_DESC, LUT_S16_DESC, SOFTMAX_S16_DESC, REQUANTIZE_S16_DESC)
+# The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
+CONV_S16_DSP_SCRATCH = Scratch("EDGEC_CONV_S16_DSP_SCRATCH_BYTES", ('k',), "(4 * (((k) + 1) / 2))")
+FULLY_CONNECTED_S16_DSP_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES", ('input_c',),
+                                          "(4 * (((input_c) + 1) / 2))")
+SCRATCH = (CONV_S16_DSP_SCRATCH, FULLY_CONNECTED_S16_DSP_SCRATCH)
 
 
 def s16_multipliers(input_scale: float, weight_scales, output_scale: float) -> tuple[np.ndarray, np.ndarray]:

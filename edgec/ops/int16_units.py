@@ -4,20 +4,21 @@ The quantizer gives the layers selected for int16 (`--activations int16`, `--int
 symmetric int16 activation qspecs; lowering keeps each tensor's dtype, and PT2E's requantize
 pairs where an int8 tensor meets an int16 one become `lut` ops of function 'requantize' between
 dtypes. After the layout passes, `select_int16_kernels` gives every op that touches an int16
-tensor the kind of its int16 unit below (which reuses the int8 unit's lowering and layout work,
-already done by then), or refuses the model naming the layer when no int16 kernel exists.
+tensor its int16 unit below (op.kernel.unit; the op keeps its kind, and the unit reuses the int8
+unit's lowering and layout work, already done by then), or refuses the model naming the layer
+when no int16 kernel exists.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from edgec.errors import EdgecError
-from edgec.ir import Graph, InPlace, Op
+from edgec.ir import Graph, InPlace, KernelChoice, Op
 from edgec.numerics import INT16_MAX, INT16_MIN, round_half_away
 from edgec.ops import int16 as s16
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.lut import FLOAT_FUNCTIONS
-from edgec.ops.movement import copy_desc, copy_s8, strided_copies
+from edgec.ops.movement import COPY_DESC, copy_desc, copy_s8, strided_copies
 from edgec.ops.softmax import outer_axis_inner
 
 # TFLite's int16 LOGISTIC / TANH / SOFTMAX outputs (and edgec's fixed-qparams int16 functions).
@@ -25,6 +26,7 @@ FIXED_OUTPUT = (1.0 / 32768, 0)
 _C_TYPE = {"int8": "int8_t", "int16": "int16_t"}
 # Ops that only view their input's bytes: any dtype.
 VIEW_KINDS = frozenset({"reshape"})
+INT16 = "int16 activations (TFLite's 16x8 kernel)"
 
 
 def int16_bounds(scale: float, lo: float | None, hi: float | None) -> tuple[int, int]:
@@ -48,8 +50,12 @@ class S16Unit(OpDef):
         from edgec.ops import KINDS
         return KINDS[self.base_kind].macs(op, graph)
 
-    def kernel_name(self, op) -> str:
+    def kernel_function(self, op) -> str:
         return self.kernel
+
+    def specialize(self, op, graph, target) -> None:
+        op.kernel = KernelChoice(self.kernel_function(op), "int16", f"{INT16}: portable kernel (the only one this op has)",
+                                 unit=self.kind)
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
@@ -57,7 +63,7 @@ class S16Unit(OpDef):
         args = ", ".join([*(f"(const {_C_TYPE[graph.tensors[n].dtype]} *){names.ptr(n)}" for n in op.inputs),
                           *(f"({_C_TYPE[graph.tensors[n].dtype]} *){names.ptr(n)}" for n in op.outputs)])
         scratch = f", (int16_t *){names.scratch(op)}" if op.attrs.get("dsp") else ""
-        call.code = f"status |= {self.kernel_name(op)}(&{p}, {args}{scratch});"
+        call.code = f"status |= {op.kernel.function}(&{p}, {args}{scratch});"
         call.scratch_required = self.scratch_macro(op)
         return call
 
@@ -88,7 +94,7 @@ def _desc(op, build, *args, **kwargs) -> dict:
 
 
 class Conv2dS16(S16Unit):
-    kind, base_kind, kernel, desc_type = "conv2d_s16", "conv2d", "edgec_conv_s16", "edgec_conv_s16_desc"
+    kind, base_kind, kernel, desc_type = "conv2d_s16", "conv2d", "edgec_conv_s16", s16.CONV_S16_DESC
     runtime_sources = ("conv/edgec_conv_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -103,8 +109,11 @@ class Conv2dS16(S16Unit):
 
     def specialize(self, op, graph, target) -> None:
         op.attrs["dsp"] = bool(target.dsp)
+        reason = (f"{INT16}: {target.name} has the DSP extension (SMLALD)" if target.dsp
+                  else f"{INT16}: portable kernel: {target.name} has no DSP extension")
+        op.kernel = KernelChoice(self.kernel_function(op), "int16 dsp" if target.dsp else "int16", reason, unit=self.kind)
 
-    def kernel_name(self, op) -> str:
+    def kernel_function(self, op) -> str:
         return self.kernel + ("_dsp" if op.attrs.get("dsp") else "")
 
     def golden(self, op, graph, inputs):
@@ -116,12 +125,12 @@ class Conv2dS16(S16Unit):
     def scratch_macro(self, op) -> str | None:
         d = op.attrs["desc"]
         k = d["kernel_h"] * d["kernel_w"] * (d["input_c"] // d["groups"])
-        return f"EDGEC_CONV_S16_DSP_SCRATCH_BYTES({k})" if op.attrs.get("dsp") else None
+        return s16.CONV_S16_DSP_SCRATCH.call(k) if op.attrs.get("dsp") else None
 
 
 class DepthwiseConv2dS16(S16Unit):
     kind, base_kind = "depthwise_conv2d_s16", "depthwise_conv2d"
-    kernel, desc_type = "edgec_depthwise_conv_s16", "edgec_depthwise_conv_s16_desc"
+    kernel, desc_type = "edgec_depthwise_conv_s16", s16.DEPTHWISE_CONV_S16_DESC
     runtime_sources = ("depthwise/edgec_depthwise_conv_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -140,7 +149,7 @@ class DepthwiseConv2dS16(S16Unit):
 
 class FullyConnectedS16(Conv2dS16):
     kind, base_kind = "fully_connected_s16", "fully_connected"
-    kernel, desc_type = "edgec_fully_connected_s16", "edgec_fully_connected_s16_desc"
+    kernel, desc_type = "edgec_fully_connected_s16", s16.FULLY_CONNECTED_S16_DESC
     runtime_sources = ("fc/edgec_fully_connected_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -159,11 +168,11 @@ class FullyConnectedS16(Conv2dS16):
 
     def scratch_macro(self, op) -> str | None:
         input_c = op.attrs["desc"]["input_c"]
-        return f"EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES({input_c})" if op.attrs.get("dsp") else None
+        return s16.FULLY_CONNECTED_S16_DSP_SCRATCH.call(input_c) if op.attrs.get("dsp") else None
 
 
 class PoolS16(S16Unit):
-    desc_type = "edgec_pool_s16_desc"
+    desc_type = s16.POOL_S16_DESC
     runtime_sources = ("pool/edgec_pool_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -197,7 +206,7 @@ class MaxPoolS16(PoolS16):
 class ClampS16(S16Unit):
     """A standalone ReLU/ReLU6/clamp of an int16 tensor: edgec_max_pool_s16 over 1x1 windows of
     the flat tensor, its act bounds the clamp (y = clamp(x, act_min, act_max) exactly)."""
-    kind, base_kind, kernel, desc_type = "clamp_s16", "clamp", "edgec_max_pool_s16", "edgec_pool_s16_desc"
+    kind, base_kind, kernel, desc_type = "clamp_s16", "clamp", "edgec_max_pool_s16", s16.POOL_S16_DESC
     runtime_sources = ("pool/edgec_pool_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -214,7 +223,7 @@ class ClampS16(S16Unit):
 
 class BinaryS16(S16Unit):
     """add and mul of two int16 activations (same shape: kind 'add'; broadcast: kind 'binary')."""
-    kind, base_kind, desc_type = "binary_s16", "binary", "edgec_binary_s16_desc"
+    kind, base_kind, desc_type = "binary_s16", "binary", s16.BINARY_S16_DESC
     runtime_sources = ("eltwise/edgec_binary_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -224,7 +233,7 @@ class BinaryS16(S16Unit):
         build = s16.mul_s16_desc if op.attrs.get("op") == "mul" else s16.add_s16_desc
         op.attrs["desc"] = _desc(op, build, *shapes, a.scale, b.scale, out.scale, act_min=bounds[0], act_max=bounds[1])
 
-    def kernel_name(self, op) -> str:
+    def kernel_function(self, op) -> str:
         return "edgec_mul_s16" if op.attrs.get("op") == "mul" else "edgec_add_s16"
 
     def in_place(self, op, graph, target):
@@ -241,7 +250,7 @@ class BinaryS16(S16Unit):
 
 
 class SoftmaxS16(S16Unit):
-    kind, base_kind, kernel, desc_type = "softmax_s16", "softmax", "edgec_softmax_s16", "edgec_softmax_s16_desc"
+    kind, base_kind, kernel, desc_type = "softmax_s16", "softmax", "edgec_softmax_s16", s16.SOFTMAX_S16_DESC
     runtime_sources = ("softmax/edgec_softmax_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -262,7 +271,7 @@ class SoftmaxS16(S16Unit):
 class LutS16(S16Unit):
     """An elementwise float function (sigmoid, tanh, GELU, ...) as TFLite's interpolated 513-entry
     int16 table (sigmoid and tanh as TFLite's own transforms)."""
-    kind, base_kind, kernel, desc_type = "lut_s16", "lut", "edgec_lut_s16", "edgec_lut_s16_desc"
+    kind, base_kind, kernel, desc_type = "lut_s16", "lut", "edgec_lut_s16", s16.LUT_S16_DESC
     runtime_sources = ("activation/edgec_lut_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -286,7 +295,7 @@ class LutS16(S16Unit):
 
 class RequantizeS16(S16Unit):
     """int8 <-> int16 at new qparams (TFLite's QUANTIZE / Requantize between the two dtypes)."""
-    kind, base_kind, desc_type = "requantize_s16", "lut", "edgec_requantize_s16_desc"
+    kind, base_kind, desc_type = "requantize_s16", "lut", s16.REQUANTIZE_S16_DESC
     runtime_sources = ("eltwise/edgec_requantize_s16.c",)
 
     def finalize(self, op, graph) -> None:
@@ -294,7 +303,7 @@ class RequantizeS16(S16Unit):
         op.attrs["desc"] = _desc(op, s16.requantize_s16_desc, out_t.elements, x_t.scale, x_t.zero_point,
                                  out_t.scale, out_t.zero_point)
 
-    def kernel_name(self, op) -> str:
+    def kernel_function(self, op) -> str:
         return "edgec_requantize_s8_s16" if op.attrs["widen"] else "edgec_requantize_s16_s8"
 
     def golden(self, op, graph, inputs):
@@ -306,7 +315,7 @@ class CopyS16(S16Unit):
     """Data movement of int16 tensors (permute, slice, cat, expand...): edgec_copy_s8 on their
     bytes, each element copy two byte copies (an innermost loop of 2, or a contiguous run twice
     as long)."""
-    kind, base_kind = "copy_s16", "copy"
+    kind, base_kind, kernel = "copy_s16", "copy", "edgec_copy_s8"
     runtime_sources = ("movement/edgec_movement_s8.c",)
 
     def finalize(self, op, graph) -> None:
@@ -323,9 +332,9 @@ class CopyS16(S16Unit):
         call = CCall("", [], [])
         for number, (index, desc) in enumerate(op.attrs["copies"]):
             p = names.symbol(op, f"desc{number}")
-            call.params += descriptor("edgec_copy_desc", p, desc).params
+            call.params += descriptor(COPY_DESC, p, desc).params
             call.code += (" " if call.code else "") + \
-                f"status |= edgec_copy_s8(&{p}, {names.ptr(op.inputs[index])}, {names.ptr(op.outputs[0])});"
+                f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[index])}, {names.ptr(op.outputs[0])});"
         return call
 
 
@@ -373,8 +382,9 @@ INT16_CAPABLE_KINDS = frozenset(INT16_KIND) | VIEW_KINDS | {"pad"}
 
 
 def select_int16_kernels(graph: Graph) -> None:
-    """Every op touching an int16 tensor takes its int16 unit's kind (views stay as they are);
-    one EdgecError lists the ops that have none."""
+    """Every op touching an int16 tensor is compiled by its int16 unit (op.kernel.unit; its
+    specialize records the kernel); views stay as they are. One EdgecError lists the ops that have
+    none."""
     problems = []
     for op in graph.ops:
         dtypes = {graph.tensors[name].dtype for name in (*op.inputs, *op.outputs)}
@@ -385,9 +395,9 @@ def select_int16_kernels(graph: Graph) -> None:
             problems.append(f"  {problem} ({op.name}): {op.source}")
             continue
         if op.kind == "lut" and op.attrs["function"] == "requantize":
-            op.kind = "requantize_s16"
+            op.kernel = KernelChoice("", "int16", INT16, unit="requantize_s16")
             op.attrs["widen"] = graph.tensors[op.outputs[0]].dtype == "int16"
         else:
-            op.kind = INT16_KIND[op.kind]
+            op.kernel = KernelChoice("", "int16", INT16, unit=INT16_KIND[op.kind])
     if problems:
         raise EdgecError("these layers have no int16 kernel; keep them int8 (--int16-layers):\n" + "\n".join(problems))

@@ -10,10 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgec.ir import KernelChoice
 from edgec.numerics import wrap_int32
 
 DSP = "dsp"
 MVE = "mve"
+ISA_NAMES = {DSP: "DSP extension (SMLAD)", MVE: "Helium (MVE)"}
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,24 @@ def kernel_isa(target) -> str | None:
     if target.dsp:
         return DSP
     return None
+
+
+def packed_choice(function: str, isa: str | None, target, attrs: dict,
+                  portable_reason: str = "portable kernel") -> KernelChoice:
+    """The record of a family with packed kernels choosing `function`: the packed one for `isa`
+    (with the DSP filter widened to int16 or not where attrs has "wide", and why: --opt and
+    attrs["layout_reason"]), else the portable one, for `portable_reason` when the target has a
+    packed family."""
+    if isa in ISA_NAMES:
+        reason = f"packed kernel: {target.name} has the {ISA_NAMES[isa]}"
+        if isa == DSP and "wide" in attrs:
+            why = f"--opt {target.opt}" + (f": {attrs['layout_reason']}" if "layout_reason" in attrs else "")
+            reason += (f"; filter widened to int16 ({why}; twice the flash)" if attrs["wide"]
+                       else f"; int8 filter ({why})")
+        return KernelChoice(function, isa + (" wide" if attrs.get("wide") else ""), reason)
+    if not (target.dsp or target.mve):
+        portable_reason = f"portable kernel: {target.name} has neither the DSP extension nor Helium"
+    return KernelChoice(function, "portable", portable_reason)
 
 
 def interleave_rows(weights: np.ndarray, blocking: RowBlocking) -> np.ndarray:

@@ -38,6 +38,16 @@ from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, round_half_awa
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate_with_output
 from edgec.torch_ops import aten
+from edgec.ops.kernel import Field, ints, Struct
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+LAYER_NORM_DESC = Struct("edgec_layer_norm_desc", (
+    *ints("rows features eps_term_hi eps_term_lo shift output_offset act_min act_max"),
+    Field('scale', 'const int32_t *', doc='[features]'),
+    Field('offset_hi', 'const int32_t *', doc='[features]'),
+    Field('offset_lo', 'const int32_t *', doc='[features]'),
+))
+STRUCTS = (LAYER_NORM_DESC,)
 
 LAYER_NORM_MAX_FEATURES = 4096  # EDGEC_LAYER_NORM_MAX_FEATURES
 _EPS_TERM_MAX = 1 << 60
@@ -113,7 +123,7 @@ def layer_norm_s8(x: np.ndarray, desc: dict) -> np.ndarray:
 # -- the op unit ------------------------------------------------------------------------------
 
 class LayerNorm(OpDef):
-    kind = "layer_norm"
+    kind, c_function = "layer_norm", "edgec_layer_norm_s8"
     targets = frozenset({aten.layer_norm.default})
     runtime_sources = ("norm/edgec_layer_norm_s8.c",)
     fuses_activation = True
@@ -159,8 +169,8 @@ class LayerNorm(OpDef):
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
-        call = descriptor("edgec_layer_norm_desc", p, op.attrs["desc"])
-        call.code = f"status |= edgec_layer_norm_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        call = descriptor(LAYER_NORM_DESC, p, op.attrs["desc"])
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 
 

@@ -6,14 +6,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec.ir import stored_offsets
+from edgec.ir import KernelChoice, stored_offsets
 from edgec.frontend import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, requantize, saturate_int8, wrap_int32
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
-from edgec.ops.conv import finalize_output_stage, quantized_bias, weighted_constants, weighted_operands
-from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa, widen_taps
+from edgec.ops.conv import (finalize_output_stage, per_channel_quant, quantized_bias, weighted_constants,
+                             weighted_operands)
+from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa, packed_choice,
+                                     widen_taps)
 from edgec.torch_ops import LINEARS
+from edgec.ops.kernel import Field, ints, Struct
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+FC_PARAMS = Struct("edgec_fc_params", (
+    Field('input_offset', doc='-input_zero_point'),
+    Field('output_offset', doc='output_zero_point'),
+    Field('per_channel', doc='0: quant arrays hold one entry for all outputs'),
+    *ints("act_min act_max"),
+))
+STRUCTS = (FC_PARAMS,)
 
 
 def fully_connected_s8(x, w, bias, multiplier, shift, *, input_zp: int, output_zp: int,
@@ -101,6 +113,14 @@ class FullyConnected(OpDef):
         op.attrs["isa"] = kernel_isa(target)
         # --opt speed/auto: the DSP kernel reads its filter widened to int16 (twice the flash)
         op.attrs["wide"] = op.attrs["isa"] == DSP and target.fast_layouts
+        op.kernel = self.chosen_kernel(op, target)
+
+    @staticmethod
+    def chosen_kernel(op, target) -> KernelChoice:
+        """The record of op.attrs' choice (isa, wide: passes/constant_layouts.py may revise it)."""
+        isa, wide = op.attrs["isa"], op.attrs["wide"]
+        function = "edgec_fully_connected_s8" + ("" if isa is None else f"_{isa}") + ("_wide" if wide else "")
+        return packed_choice(function, isa, target, op.attrs)
 
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
@@ -108,11 +128,9 @@ class FullyConnected(OpDef):
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         p = names.symbol(op, "")
         per_channel = int(len(a["multiplier"]) > 1)
-        params = [
-            ("edgec_fc_params", f"{p}params",
-             f"{{{-x_t.zero_point}, {out_t.zero_point}, {per_channel}, {a['act_min']}, {a['act_max']}}}"),
-            ("edgec_per_channel_quant", f"{p}quant", f"{{{p}multiplier, {p}shift}}"),
-        ]
+        fc_params = dict(input_offset=-x_t.zero_point, output_offset=out_t.zero_point, per_channel=per_channel,
+                         act_min=a["act_min"], act_max=a["act_max"])
+        params = [(FC_PARAMS.name, f"{p}params", FC_PARAMS.positional(fc_params)), per_channel_quant(p)]
         if isa is None:
             weights, bias = ("weights", a["weight"]), (None if a["bias"] is None else ("bias", a["bias"]))
         else:  # the filter re-laid for the micro-kernel, the input offset folded into the bias
@@ -121,10 +139,9 @@ class FullyConnected(OpDef):
                 weights = ("wide_weights", widen_taps(weights[1]))
             bias = ("folded_bias", folded_bias(a["bias"], a["weight"], x_t.zero_point))
         constants, bias_arg = weighted_constants(p, a, weights, bias)
-        kernel = "edgec_fully_connected_s8" + ("" if isa is None else f"_{isa}") + ("_wide" if a.get("wide") else "")
         in_size = x_t.shape[-1]
         batches = x_t.elements // in_size
-        code = (f"status |= {kernel}(&{p}params, &{p}quant, {batches}, {in_size}, {names.ptr(op.inputs[0])}, "
+        code = (f"status |= {op.kernel.function}(&{p}params, &{p}quant, {batches}, {in_size}, {names.ptr(op.inputs[0])}, "
                 f"{out_t.shape[-1]}, {p}{weights[0]}, {bias_arg}, {names.ptr(op.outputs[0])});")
         return CCall(code, constants, params)
 

@@ -41,6 +41,14 @@ from edgec.numerics import INT8_MAX, INT8_MIN, INT32_MAX, quantize_multiplier, r
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, fixed_qspec
 from edgec.torch_ops import aten
+from edgec.ops.kernel import Field, Struct
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+LUT_DESC = Struct("edgec_lut_desc", (
+    Field('size', doc='number of elements, >= 1'),
+    Field('table', 'const int8_t *', doc='256 entries in flash: entry x + 128 is the output for input x'),
+))
+STRUCTS = (LUT_DESC,)
 
 LUT_SIZE = 256
 INT8_VALUES = np.arange(INT8_MIN, INT8_MAX + 1, dtype=np.int64)  # table index i holds q = i - 128
@@ -293,7 +301,7 @@ def _attribute(node, name: str, index: int | None, default):
 class Lut(OpDef):
     """Any int8 -> int8 elementwise function as a 256-entry table, run in place; also the requantize
     op lowering inserts where an activation's qparams change (function 'requantize')."""
-    kind = "lut"
+    kind, c_function = "lut", "edgec_lut_s8"
     targets = frozenset(_FUNCTIONS)
     runtime_sources = ("activation/edgec_lut_s8.c",)
     layout_follows_input = True
@@ -329,8 +337,8 @@ class Lut(OpDef):
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
-        call = descriptor("edgec_lut_desc", p, op.attrs["desc"])
-        call.code = f"status |= edgec_lut_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        call = descriptor(LUT_DESC, p, op.attrs["desc"])
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 
     def in_place(self, op, graph, target):

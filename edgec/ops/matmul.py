@@ -31,8 +31,24 @@ from edgec.ir import stored_shape
 from edgec.ops.movement import gathered_ids
 from edgec.ops.qspec import activation_inputs, annotate_with_output
 from edgec.torch_ops import SOFTMAXES, aten
+from edgec.ops.kernel import Const, Field, ints, Struct
 
 MATMUL_MAX_BATCH_DIMS = 4  # EDGEC_MATMUL_MAX_BATCH_DIMS
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+MATMUL_BATCH_DIMS = Const("EDGEC_MATMUL_MAX_BATCH_DIMS", MATMUL_MAX_BATCH_DIMS)
+BATCH_MATMUL_DESC = Struct("edgec_batch_matmul_desc", (
+    *ints("batch_rank"),
+    Field('batch_dims', count=MATMUL_BATCH_DIMS),
+    Field('lhs_batch_strides', count=MATMUL_BATCH_DIMS),
+    Field('rhs_batch_strides', count=MATMUL_BATCH_DIMS),
+    *ints("rows cols depth rhs_depth_stride rhs_col_stride"),
+    Field('lhs_offset', doc='-lhs zero point'),
+    Field('rhs_offset', doc='-rhs zero point'),
+    Field('output_offset', doc='output zero point'),
+    *ints("multiplier shift act_min act_max"),
+))
+STRUCTS = (BATCH_MATMUL_DESC,)
 
 
 def batch_matmul_desc(lhs_shape, rhs_shape, lhs_qparams, rhs_qparams, out_qparams,
@@ -137,7 +153,7 @@ def batch_matmul_s8(lhs: np.ndarray, rhs: np.ndarray, desc: dict) -> np.ndarray:
 
 class MatMul(OpDef):
     """torch.matmul / bmm of two activations of rank >= 2 (a constant operand is a linear layer)."""
-    kind = "batch_matmul"
+    kind, c_function = "batch_matmul", "edgec_batch_matmul_s8"
     family = "matmul"
     targets = frozenset({aten.matmul.default, aten.bmm.default})
     runtime_sources = ("matmul/edgec_batch_matmul_s8.c",)
@@ -187,10 +203,10 @@ class MatMul(OpDef):
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
-        call = descriptor("edgec_batch_matmul_desc", p, op.attrs["desc"])
+        call = descriptor(BATCH_MATMUL_DESC, p, op.attrs["desc"])
         start = op.attrs.get("rhs_start", 0)
         rhs = names.ptr(op.inputs[1]) + (f" + {start}" if start else "")
-        call.code = (f"status |= edgec_batch_matmul_s8(&{p}, {names.ptr(op.inputs[0])}, {rhs}, "
+        call.code = (f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {rhs}, "
                      f"{names.ptr(op.outputs[0])});")
         return call
 

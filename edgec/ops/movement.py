@@ -36,8 +36,48 @@ from edgec.numerics import (INT8_MAX, INT8_MIN, activation_bounds, quantize_mult
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, annotate_shared
 from edgec.torch_ops import COPIES, MULTI_OUTPUT_COPIES, NEAREST_RESIZES, REDUCTIONS, RESIZES, aten
+from edgec.ops.kernel import Const, Field, ints, Struct
 
 MAX_DIMS = 6  # EDGEC_MAX_DIMS: the rank of a descriptor after simplification
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+MOVEMENT_DIMS = Const("EDGEC_MAX_DIMS", MAX_DIMS)
+COPY_DESC = Struct("edgec_copy_desc", (
+    *ints("rank"),
+    Field('dims', count=MOVEMENT_DIMS),
+    Field('input_strides', count=MOVEMENT_DIMS),
+    Field('output_strides', count=MOVEMENT_DIMS),
+    *ints("input_start output_start"),
+    Field('input_elements', doc='size of the input buffer'),
+    Field('output_elements', doc='size of the output buffer'),
+))
+PAD_DESC = Struct("edgec_pad_desc", (
+    *ints("rank"),
+    Field('input_dims', count=MOVEMENT_DIMS),
+    Field('pad_before', count=MOVEMENT_DIMS),
+    Field('pad_after', count=MOVEMENT_DIMS),
+    *ints("fill"),
+))
+UPSAMPLE_NEAREST_DESC = Struct("edgec_upsample_nearest_desc", (
+    *ints("batches input_h input_w channels scale_h scale_w"),
+))
+RESIZE_BILINEAR_DESC = Struct("edgec_resize_bilinear_desc", (
+    *ints("batches input_h input_w channels output_h output_w"),
+    Field('y_table', 'const int16_t *', doc='output_h * 3'),
+    Field('x_table', 'const int16_t *', doc='output_w * 3'),
+))
+REDUCE_DESC = Struct("edgec_reduce_desc", (
+    *ints("op kept_rank"),
+    Field('kept_dims', count=MOVEMENT_DIMS),
+    Field('kept_strides', count=MOVEMENT_DIMS),
+    *ints("reduced_rank"),
+    Field('reduced_dims', count=MOVEMENT_DIMS),
+    Field('reduced_strides', count=MOVEMENT_DIMS),
+    *ints("sum_offset multiplier shift"),
+    Field('output_offset', doc='output zero point (sum)'),
+    *ints("act_min act_max"),
+))
+STRUCTS = (COPY_DESC, PAD_DESC, UPSAMPLE_NEAREST_DESC, RESIZE_BILINEAR_DESC, REDUCE_DESC,)
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -680,7 +720,7 @@ class MultiOutput:
 
 
 class Copy(OpDef):
-    kind = "copy"
+    kind, c_function = "copy", "edgec_copy_s8"
     targets = frozenset(COPIES)
     runtime_sources = ("movement/edgec_movement_s8.c",)
     keeps_qparams = True
@@ -727,10 +767,10 @@ class Copy(OpDef):
         call = CCall("", [], [])
         for number, (index, desc) in enumerate(op.attrs["copies"]):
             p = names.symbol(op, f"desc{number}")
-            part = descriptor("edgec_copy_desc", p, desc)
+            part = descriptor(COPY_DESC, p, desc)
             call.params += part.params
             call.code += (" " if call.code else "") + \
-                f"status |= edgec_copy_s8(&{p}, {names.ptr(op.inputs[index])}, {names.ptr(op.outputs[0])});"
+                f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[index])}, {names.ptr(op.outputs[0])});"
         return call
 
 
@@ -751,7 +791,7 @@ def make_copy(op, graph, gather: Gather) -> None:
 
 class ConstantPad(OpDef):
     """A constant pad that no convolution absorbs (passes/fuse.fold_pad folds the others)."""
-    kind = "constant_pad"
+    kind, c_function = "constant_pad", "edgec_pad_s8"
     runtime_sources = ("movement/edgec_movement_s8.c",)
     layout_follows_input = True
     keeps_qparams = True
@@ -775,8 +815,8 @@ class ConstantPad(OpDef):
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
-        call = descriptor("edgec_pad_desc", p, op.attrs["desc"])
-        call.code = f"status |= edgec_pad_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        call = descriptor(PAD_DESC, p, op.attrs["desc"])
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 
 
@@ -831,17 +871,21 @@ class Resize(OpDef):
         kernel = upsample_nearest_s8 if op.attrs["mode"] == "nearest" else resize_bilinear_s8  # nearest_rows too
         return kernel(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
 
+    def kernel_function(self, op) -> str:
+        # nearest_rows: edgec_resize_bilinear_s8 on its tables
+        return "edgec_upsample_nearest_s8" if op.attrs["mode"] == "nearest" else "edgec_resize_bilinear_s8"
+
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
-        name = "upsample_nearest" if op.attrs["mode"] == "nearest" else "resize_bilinear"  # nearest_rows: its tables
-        call = descriptor(f"edgec_{name}_desc", p, op.attrs["desc"])
-        call.code = f"status |= edgec_{name}_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        struct = UPSAMPLE_NEAREST_DESC if op.attrs["mode"] == "nearest" else RESIZE_BILINEAR_DESC
+        call = descriptor(struct, p, op.attrs["desc"])
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 
 
 class Reduce(OpDef):
     """sum, mean (other than over the spatial axes: a pool), amax, amin over any axes."""
-    kind = "reduce"
+    kind, c_function = "reduce", "edgec_reduce_s8"
     targets = frozenset(REDUCTIONS)
     runtime_sources = ("movement/edgec_reduce_s8.c",)
     fuses_activation = True
@@ -906,8 +950,8 @@ class Reduce(OpDef):
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
-        call = descriptor("edgec_reduce_desc", p, op.attrs["desc"])
-        call.code = f"status |= edgec_reduce_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        call = descriptor(REDUCE_DESC, p, op.attrs["desc"])
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 
 

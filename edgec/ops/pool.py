@@ -18,8 +18,26 @@ from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, saturate_int8
 MAX_DIVISOR = 1 << 23  # EDGEC_AVG_POOL2D_MAX_DIVISOR: (divisor - taps) * zero point stays inside int32
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import annotate_shared
-from edgec.ops.conv import c_dims
+from edgec.ops.conv import DIMS, c_dims
 from edgec.torch_ops import ADAPTIVE_POOLS, AVG_POOLS, GETITEM, MAX_POOLS, MEANS, POOLS
+from edgec.ops.kernel import Field, ints, Struct
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+POOL_PARAMS = Struct("edgec_pool_params", (
+    *ints("stride_h stride_w pad_top pad_left filter_h filter_w act_min act_max"),
+))
+AVG_POOL2D_DESC = Struct("edgec_avg_pool2d_desc", (
+    *ints("batches input_h input_w channels output_h output_w filter_h filter_w stride_h stride_w"),
+    *ints("pad_top pad_left"),
+    Field('count_include_pad', doc='0 or 1'),
+    Field('divisor_override', doc='0: none; at most EDGEC_AVG_POOL2D_MAX_DIVISOR'),
+    Field('zero_point', doc="input's (and output's): taps outside the input count as it (real 0)"),
+    *ints("act_min act_max"),
+))
+ADAPTIVE_AVG_POOL_DESC = Struct("edgec_adaptive_avg_pool_desc", (
+    *ints("batches input_h input_w channels output_h output_w act_min act_max"),
+))
+STRUCTS = (POOL_PARAMS, AVG_POOL2D_DESC, ADAPTIVE_AVG_POOL_DESC,)
 
 
 def _check_axis(name: str, in_size: int, out_size: int, k: int, s: int, p: int) -> None:
@@ -284,29 +302,37 @@ class Pool2d(OpDef):
             return adaptive_avg_pool2d_s8(inputs[0], out_hw=window["out_hw"], act_min=a["act_min"], act_max=a["act_max"])
         return avg_pool2d_s8(inputs[0], divisor=a["divisor"], zero_point=graph.tensors[op.inputs[0]].zero_point, **window)
 
+    def kernel_function(self, op) -> str:
+        divisor = op.attrs.get("divisor")
+        if divisor == "adaptive":  # PyTorch's uneven adaptive windows
+            return "edgec_adaptive_avg_pool_s8"
+        if self.pooling == "avg" and divisor != "in_bounds":  # PyTorch's divisors
+            return "edgec_avg_pool2d_s8"
+        return "edgec_avgpool_s8" if self.pooling == "avg" else "edgec_maxpool_s8"
+
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         if a["divisor"] == "adaptive":  # PyTorch's uneven adaptive windows
             p = names.symbol(op, "desc")
-            call = descriptor("edgec_adaptive_avg_pool_desc", p, adaptive_avg_pool2d_desc(
+            call = descriptor(ADAPTIVE_AVG_POOL_DESC, p, adaptive_avg_pool2d_desc(
                 x_t.shape, out_hw=out_t.shape[1:3], act_min=a["act_min"], act_max=a["act_max"]))
-            call.code = f"status |= edgec_adaptive_avg_pool_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+            call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
             return call
         if self.pooling == "avg" and a["divisor"] != "in_bounds":  # PyTorch's divisors
             p = names.symbol(op, "desc")
-            call = descriptor("edgec_avg_pool2d_desc", p, avg_pool2d_desc(
+            call = descriptor(AVG_POOL2D_DESC, p, avg_pool2d_desc(
                 x_t.shape, kernel=a["kernel"], stride=a["stride"], pad=a["pad"][:2], out_hw=out_t.shape[1:3],
                 divisor=a["divisor"], act_min=a["act_min"], act_max=a["act_max"], zero_point=x_t.zero_point))
-            call.code = f"status |= edgec_avg_pool2d_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+            call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
             return call
         p = names.symbol(op, "")
-        values = (*a["stride"], a["pad"][0], a["pad"][1], *a["kernel"], a["act_min"], a["act_max"])
-        params = [("edgec_pool_params", f"{p}params", "{" + ", ".join(str(v) for v in values) + "}"),
-                  ("edgec_dims", f"{p}input_dims", c_dims(x_t.shape)),
-                  ("edgec_dims", f"{p}output_dims", c_dims(out_t.shape))]
-        kernel = "edgec_avgpool_s8" if self.pooling == "avg" else "edgec_maxpool_s8"
-        code = (f"status |= {kernel}(&{p}params, &{p}input_dims, {names.ptr(op.inputs[0])}, "
+        values = dict(stride_h=a["stride"][0], stride_w=a["stride"][1], pad_top=a["pad"][0], pad_left=a["pad"][1],
+                      filter_h=a["kernel"][0], filter_w=a["kernel"][1], act_min=a["act_min"], act_max=a["act_max"])
+        params = [(POOL_PARAMS.name, f"{p}params", POOL_PARAMS.positional(values)),
+                  (DIMS.name, f"{p}input_dims", c_dims(x_t.shape)),
+                  (DIMS.name, f"{p}output_dims", c_dims(out_t.shape))]
+        code = (f"status |= {op.kernel.function}(&{p}params, &{p}input_dims, {names.ptr(op.inputs[0])}, "
                 f"&{p}output_dims, {names.ptr(op.outputs[0])});")
         return CCall(code, [], params)
 

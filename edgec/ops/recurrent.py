@@ -39,7 +39,41 @@ from edgec.numerics import quantize_multiplier, requantize, wrap_int32
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.movement import Gather, _flatten_args, _Slot, in_torch_order
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate
+from edgec.ops.kernel import Field, ints, Scratch, Struct
 from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+RECURRENT_DESC = Struct("edgec_recurrent_desc", (
+    Field('cell', doc='EDGEC_RECURRENT_LSTM or EDGEC_RECURRENT_GRU: the number of gates'),
+    *ints("batches time_steps input_size hidden_size"),
+    Field('time_major', doc='1: [T, B, features]; 0: [B, T, features]'),
+    Field('reset_state', doc='1: start from a zero state (whole sequence); 0: continue (stream)'),
+    Field('input_weights', 'const int8_t *', doc='[cell * H, I], gate blocks in PyTorch order'),
+    Field('hidden_weights', 'const int8_t *', doc='[cell * H, H]'),
+    Field('input_bias', 'const int32_t *', doc='[cell * H]'),
+    Field('hidden_bias', 'const int32_t *', doc='[cell * H]'),
+    Field('input_multiplier', doc='per gate: s_x * s_wx / 2^-12', count=4),
+    Field('input_shift', count=4),
+    Field('hidden_multiplier', doc='per gate: s_h * s_wh / 2^-12', count=4),
+    Field('hidden_shift', count=4),
+    Field('forget_cell_multiplier', doc='LSTM f * c: 2^-15; GRU r * hn: 2^-15'),
+    *ints("forget_cell_shift"),
+    Field('input_cell_multiplier', doc='LSTM i * g: 2^-30 / s_c'),
+    *ints("input_cell_shift"),
+    Field('cell_tanh_shift', doc='LSTM: log2(s_c) + 12'),
+    Field('output_multiplier', doc='2^-30 / s_h'),
+    *ints("output_shift"),
+    Field('output_offset', doc="the hidden state's (= output's) zero point"),
+    Field('hidden_q15_multiplier', doc='GRU: s_h / 2^-15, the hidden state in Q0.15'),
+    *ints("hidden_q15_shift"),
+    Field('last_step_only', doc='1: output holds only the last step ([1, B, H] / [B, 1, H])'),
+    Field('tanh_linear', doc="1: the tanh gates are the identity (GRU: n = sat16(xn + rh); LSTM: g = pre_g, tanh(c') = c'), at the finer scales the multipliers give: a layer whose values stay where tanh(x) = x"),
+    Field('sigmoid_table', 'const uint16_t *', doc='256 entries'),
+))
+STRUCTS = (RECURRENT_DESC,)
+# The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
+RECURRENT_SCRATCH = Scratch("EDGEC_RECURRENT_SCRATCH_BYTES", ('hidden_size',), "(16 * (hidden_size))")
+SCRATCH = (RECURRENT_SCRATCH,)
 
 INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 GATE_INPUT_SCALE = 2.0**-12  # Q3.12: what the sigmoid/tanh tables take
@@ -611,10 +645,13 @@ class Recurrent(OpDef):
         """The gates' scratch; in whole-sequence mode the state too (after the gates')."""
         return 16 * op.attrs["w_hh"].shape[1] + (0 if op.attrs["stream"] else _align4(_state_size(op)))
 
+    def kernel_function(self, op) -> str:
+        return f"edgec_{op.attrs['cell']}_s8"
+
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
         p = names.symbol(op, "desc")
-        call = descriptor("edgec_recurrent_desc", p, a["desc"])
+        call = descriptor(RECURRENT_DESC, p, a["desc"])
         hidden = a["w_hh"].shape[1]
         elements = a["batches"] * hidden
         scratch = names.scratch(op)
@@ -624,9 +661,9 @@ class Recurrent(OpDef):
             base = f"({scratch} + {16 * hidden})"
         cell_arg = f"(int16_t *)(void *){base}, " if a["cell"] == "lstm" else ""
         hidden_arg = f"({base} + {2 * elements if a['cell'] == 'lstm' else 0})"
-        call.code = (f"status |= edgec_{a['cell']}_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}, "
+        call.code = (f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}, "
                      f"{hidden_arg}, {cell_arg}{scratch});")
-        call.scratch_required = f"EDGEC_RECURRENT_SCRATCH_BYTES({hidden})"
+        call.scratch_required = RECURRENT_SCRATCH.call(hidden)
         if a["stream"]:  # real zero: the cell state 0, the hidden state its zero point
             cell_reset = f"memset({base}, 0, {2 * elements}); " if a["cell"] == "lstm" else ""
             call.state_reset = f"{cell_reset}memset({hidden_arg}, {a['desc']['output_offset']}, {elements});"

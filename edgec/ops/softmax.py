@@ -1,7 +1,7 @@
 """Softmax and log_softmax: golden int8 kernels, their compile-time parameters and the op unit.
 
 C kernels: runtime_c/src/softmax/edgec_softmax_s8.c (edgec_softmax_s8 over rows of the last
-dimension, edgec_softmax_axis_s8 and edgec_log_softmax_s8 over any axis). Softmax is bit-exact with
+dimension, edgec_softmax_axis_s8 and edgec_log_softmax_s8 over any axis; one descriptor each). Softmax is bit-exact with
 TFLite Micro's reference int8 softmax (reference_ops::Softmax with SoftmaxParams from
 PreprocessSoftmaxScaling) and CMSIS-NN's arm_softmax_s8 / arm_nn_softmax_common_s8. Output qparams
 are fixed: scale 1/256, zero point -128. log_softmax: see log_softmax_s8 below.
@@ -34,6 +34,23 @@ from edgec.numerics import (INT8_MAX, INT8_MIN, INT32_MAX, INT32_MIN, divide_by_
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import activation_inputs, annotate, fixed_qspec
 from edgec.torch_ops import LOG_SOFTMAXES, SOFTMAXES
+from edgec.ops.kernel import Field, ints, Struct
+
+# The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+SOFTMAX_DESC = Struct("edgec_softmax_desc", (
+    *ints("outer axis_size inner"),
+    Field('input_multiplier', doc='edgec.ops.softmax.softmax_params: the three fields'),
+    *ints("input_left_shift diff_min"),
+))
+LOG_SOFTMAX_DESC = Struct("edgec_log_softmax_desc", (
+    *ints("outer"),
+    Field('axis_size', doc="1..4095: TFLite's Q12.19 sum of exps overflows at 4096"),
+    *ints("inner"),
+    Field('input_multiplier', doc='PreprocessLogSoftmaxScalingExp (beta 1, 5 integer bits)'),
+    *ints("input_left_shift reverse_scaling_divisor reverse_scaling_right_shift"),
+    Field('diff_min', doc='-CalculateInputRadius(5, input_left_shift)'),
+))
+STRUCTS = (SOFTMAX_DESC, LOG_SOFTMAX_DESC)
 
 SOFTMAX_OUTPUT_SCALE = 1.0 / 256.0
 SOFTMAX_OUTPUT_ZERO_POINT = -128
@@ -45,7 +62,7 @@ _SUM_LIMIT = 1 << 28              # sum >= this gives a final shift > 31 (see mo
 def softmax_params(input_scale: float, beta: float = 1.0) -> dict:
     """TFLite PreprocessSoftmaxScaling + CalculateInputRadius for int8 softmax.
 
-    Returns {"input_multiplier", "input_left_shift", "diff_min"} (the edgec_softmax_params fields).
+    Returns {"input_multiplier", "input_left_shift", "diff_min"} (edgec_softmax_desc's last three fields).
     For bit-exact parity with a TFLite model pass the float32 scale and beta (as Python floats).
     """
     real = min(float(beta) * float(input_scale) * float(1 << (31 - SCALED_DIFF_INTEGER_BITS)),
@@ -365,18 +382,16 @@ class Softmax(OpDef):
     def golden(self, op, graph, inputs):
         return softmax_axis_s8(inputs[0], op.attrs["desc"])
 
+    def kernel_function(self, op) -> str:
+        if self.kind == "softmax":  # inner 1: the kernel without the strided rows' code
+            return "edgec_softmax_s8" if op.attrs["desc"]["inner"] == 1 else "edgec_softmax_axis_s8"
+        return "edgec_log_softmax_s8"
+
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
         desc = op.attrs["desc"]
-        if self.kind == "softmax" and desc["inner"] == 1:  # rows: the kernel without the descriptor's loop
-            params = {key: desc[key] for key in ("input_multiplier", "input_left_shift", "diff_min")}
-            call = descriptor("edgec_softmax_params", p, params)
-            call.code = (f"status |= edgec_softmax_s8(&{p}, {names.ptr(op.inputs[0])}, {desc['outer']}, "
-                         f"{desc['axis_size']}, {names.ptr(op.outputs[0])});")
-            return call
-        kernel = "edgec_softmax_axis_s8" if self.kind == "softmax" else "edgec_log_softmax_s8"
-        call = descriptor(f"edgec_{self.kind}_desc", p, desc)
-        call.code = f"status |= {kernel}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        call = descriptor(SOFTMAX_DESC if self.kind == "softmax" else LOG_SOFTMAX_DESC, p, desc)
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 
 

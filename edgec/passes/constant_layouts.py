@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 from edgec.codegen import constants_bytes, layer_constants, layer_constants_bytes
 from edgec.ir import Graph
-from edgec.ops import KINDS
+from edgec.ops import unit_of
 from edgec.timing import CORES, data_cache_bytes, flash_wait_states
 
 # Measured thresholds (see the module docstring): a convolution whose widened filter does not fit
@@ -93,7 +93,7 @@ def widening(kind: str, filter_bytes: int, out_channels: int, target: str, flash
 
 def choose_constant_layouts(graph: Graph, target) -> list[str]:
     """Sets op.attrs["wide"] (and op.attrs["layout_reason"]: why) for `--opt auto` (ops were
-    specialized as for speed); returns what it chose and why, one line each (nothing when no layer
+    specialized as for speed), and records the kernel that makes op.kernel; returns what it chose and why, one line each (nothing when no layer
     has a choice)."""
     choosable = [op for op in graph.ops if op.attrs.get("wide")]
     if target.opt != "auto" or not choosable:
@@ -120,6 +120,8 @@ def choose_constant_layouts(graph: Graph, target) -> list[str]:
         op.attrs["layout_reason"] = f"kept compact to fit the {budget:,} B flash budget"
         total -= extra[op.name]
         narrowed.append(op)
+    for op in choosable:
+        op.kernel = unit_of(op).chosen_kernel(op, target)
     wide = [op for op in choosable if op.attrs["wide"]]
     narrowed_names = {op.name for op in narrowed}
     source = "--flash-wait" if target.flash_wait is not None else "the typical part's; set yours with --flash-wait"
@@ -147,7 +149,7 @@ def packed_filter_bytes(constants: list) -> int:
 
 def weight_reuse(op, graph: Graph) -> float:
     """How many times each filter element is read per inference (MACs / filter elements)."""
-    return KINDS[op.kind].macs(op, graph) / max(op.attrs["weight"].size, 1)
+    return unit_of(op).macs(op, graph) / max(op.attrs["weight"].size, 1)
 
 
 def _names(names: list[str]) -> str:

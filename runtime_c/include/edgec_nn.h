@@ -41,19 +41,24 @@ typedef enum {
 } edgec_status;
 
 /* Tensor dimensions in NHWC order. */
+/* generated from edgec/ops/conv.py: edgec_dims */
 typedef struct {
     int32_t n;
     int32_t h;
     int32_t w;
     int32_t c;
 } edgec_dims;
+/* end of edgec_dims */
 
 /* Per-output-channel requantization: arrays of C_out entries (in flash). */
+/* generated from edgec/ops/conv.py: edgec_per_channel_quant */
 typedef struct {
     const int32_t *multiplier;
     const int32_t *shift;
 } edgec_per_channel_quant;
+/* end of edgec_per_channel_quant */
 
+/* generated from edgec/ops/conv.py: edgec_conv_params */
 typedef struct {
     int32_t input_offset;  /* -input_zero_point, in [-127, 128] */
     int32_t output_offset; /* output_zero_point, in [-128, 127] */
@@ -68,7 +73,9 @@ typedef struct {
     int32_t act_min;
     int32_t act_max;
 } edgec_conv_params;
+/* end of edgec_conv_params */
 
+/* generated from edgec/ops/linear.py: edgec_fc_params */
 typedef struct {
     int32_t input_offset;  /* -input_zero_point */
     int32_t output_offset; /* output_zero_point */
@@ -76,7 +83,9 @@ typedef struct {
     int32_t act_min;
     int32_t act_max;
 } edgec_fc_params;
+/* end of edgec_fc_params */
 
+/* generated from edgec/ops/pool.py: edgec_pool_params */
 typedef struct {
     int32_t stride_h;
     int32_t stride_w;
@@ -87,27 +96,25 @@ typedef struct {
     int32_t act_min;
     int32_t act_max;
 } edgec_pool_params;
+/* end of edgec_pool_params */
 
+/* generated from edgec/ops/eltwise.py: edgec_add_params */
 typedef struct {
-    int32_t input1_offset;     /* -zero_point of input 1 */
+    int32_t input1_offset; /* -zero_point of input 1 */
     int32_t input1_multiplier;
     int32_t input1_shift;
-    int32_t input2_offset;     /* -zero_point of input 2 */
+    int32_t input2_offset; /* -zero_point of input 2 */
     int32_t input2_multiplier;
     int32_t input2_shift;
-    int32_t left_shift;        /* 20 */
+    int32_t left_shift;    /* 20 */
     int32_t output_offset;
     int32_t output_multiplier;
     int32_t output_shift;
     int32_t act_min;
     int32_t act_max;
 } edgec_add_params;
+/* end of edgec_add_params */
 
-typedef struct {
-    int32_t input_multiplier; /* from QuantizeMultiplierGreaterThanOne(beta*s_in*2^(31-5)) */
-    int32_t input_left_shift;
-    int32_t diff_min;         /* differences below this give exp = 0 */
-} edgec_softmax_params;
 
 /*
  * Generic 2-D convolution, any kernel size, stride, dilation, padding and groups.
@@ -154,7 +161,9 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
  */
 #define EDGEC_CONV_S8_PACKED_MAX_K (1 << 26)
 #if defined(__ARM_FEATURE_DSP)
+/* generated from edgec/ops/conv.py: EDGEC_CONV_S8_DSP_SCRATCH_BYTES */
 #define EDGEC_CONV_S8_DSP_SCRATCH_BYTES(k, c_in) (((c_in) % 4 == 0 ? 24 : 28) * (((k) + 3) / 4))
+/* end of EDGEC_CONV_S8_DSP_SCRATCH_BYTES */
 edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
                                const edgec_per_channel_quant *quant,
                                const edgec_dims *input_dims, const int8_t *input,
@@ -181,7 +190,9 @@ edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_params *params,
                                     int8_t *output, int8_t *scratch);
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/* generated from edgec/ops/conv.py: EDGEC_CONV_S8_MVE_SCRATCH_BYTES */
 #define EDGEC_CONV_S8_MVE_SCRATCH_BYTES(k) (32 * (((k) + 15) / 16))
+/* end of EDGEC_CONV_S8_MVE_SCRATCH_BYTES */
 edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
                                const edgec_per_channel_quant *quant,
                                const edgec_dims *input_dims, const int8_t *input,
@@ -244,8 +255,10 @@ edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params, const edge
  * scratch is NULL.
  */
 #define EDGEC_DEPTHWISE_IN_PLACE_CHANNELS 4
+/* generated from edgec/ops/depthwise.py: EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES */
 #define EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES(pixels, c) \
     ((pixels) * ((c) < EDGEC_DEPTHWISE_IN_PLACE_CHANNELS ? (c) : EDGEC_DEPTHWISE_IN_PLACE_CHANNELS))
+/* end of EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES */
 edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params,
                                               const edgec_per_channel_quant *quant,
                                               const edgec_dims *input_dims, const int8_t *input,
@@ -372,7 +385,9 @@ edgec_status edgec_add_s8(const edgec_add_params *params, const int8_t *input1, 
  * word-aligned): EDGEC_ADD_S8_SCRATCH_BYTES, for the two inputs' rescaled values as lookup tables.
  * Declared only where the build's -mcpu has the extension.
  */
+/* generated from edgec/ops/eltwise.py: EDGEC_ADD_S8_SCRATCH_BYTES */
 #define EDGEC_ADD_S8_SCRATCH_BYTES (2 * 256 * 4)
+/* end of EDGEC_ADD_S8_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_add_s8_dsp(const edgec_add_params *params, const int8_t *input1,
                               const int8_t *input2, int8_t *output, int32_t size, int8_t *scratch);
@@ -406,6 +421,7 @@ typedef enum {
 
 /* Fields from edgec.ops.binary.binary_desc. The quantization fields are edgec_add_params' (the
  * same names and order); each op reads those its arithmetic names below, the others are 0. */
+/* generated from edgec/ops/binary.py: edgec_binary_desc */
 typedef struct {
     int32_t op;                              /* an edgec_binary_op */
     int32_t num_dims;                        /* 1..EDGEC_BINARY_MAX_DIMS */
@@ -425,6 +441,7 @@ typedef struct {
     int32_t act_min;
     int32_t act_max;
 } edgec_binary_desc;
+/* end of edgec_binary_desc */
 
 /*
  * y = op(x1, x2) elementwise with broadcasting, int8 in and out, TFLite's int8 arithmetic
@@ -469,6 +486,7 @@ edgec_status edgec_binary_s8_mve(const edgec_binary_desc *desc, const int8_t *in
 
 /* Fields from edgec.ops.binary.prelu_desc; the layout as edgec_binary_desc's, input and alpha in
  * the roles of input1 and input2. */
+/* generated from edgec/ops/binary.py: edgec_prelu_desc */
 typedef struct {
     int32_t num_dims;
     int32_t dims[EDGEC_BINARY_MAX_DIMS];
@@ -484,6 +502,7 @@ typedef struct {
     int32_t act_min;             /* -128 and 127 for TFLite's PRELU */
     int32_t act_max;
 } edgec_prelu_desc;
+/* end of edgec_prelu_desc */
 
 /*
  * PReLU, TFLite's int8 PRELU (reference_ops::BroadcastPrelu4DSlow) with alpha broadcast (NHWC per
@@ -506,19 +525,6 @@ edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input,
 /* Clamp `size` int8 values to [act_min, act_max] in place (a standalone ReLU/ReLU6/clamp). */
 edgec_status edgec_clamp_s8(int8_t *data, int32_t size, int32_t act_min, int32_t act_max);
 
-/*
- * Softmax over the last dimension: num_rows rows of row_size int8 values. Output qparams are
- * fixed: scale 1/256, zero point -128. Arithmetic is gemmlowp fixed point as TFLite Micro's
- * reference softmax and CMSIS-NN's arm_softmax_s8, bit for bit (5 integer bits in, 12 accumulator
- * bits); params come from edgec.ops.softmax.softmax_params. Where those references are undefined
- * (row sum of exps >= 512, possible only with row_size >= 512) every output of the row is -128,
- * the exact rounding of the last step. EDGEC_ARG_ERROR for NULL pointers, num_rows < 0,
- * row_size < 1, input_left_shift outside 0..31, a negative multiplier or a diff_min below
- * -floor(31 * 2^26 / 2^input_left_shift). Scratch: none; a call of at least 256 elements keeps
- * the exp() of each input difference in a 1 KiB table on the stack (computed once per call).
- */
-edgec_status edgec_softmax_s8(const edgec_softmax_params *params, const int8_t *input,
-                              int32_t num_rows, int32_t row_size, int8_t *output);
 
 /* ==== Transposed convolution and the remaining pooling forms (family: convt) ================= */
 
@@ -535,13 +541,15 @@ edgec_status edgec_softmax_s8(const edgec_softmax_params *params, const int8_t *
  * edgec.ops.conv_transpose.conv_transpose_desc (filter re-laid per phase, see there).
  * All fields are compile-time constants; generated code defines the descriptor static const.
  */
+/* generated from edgec/ops/conv_transpose.py: edgec_conv_transpose_desc */
 typedef struct {
     int32_t batches;
     int32_t input_h;
     int32_t input_w;
     int32_t input_c;
-    int32_t output_h;          /* (input_h - 1) * stride_h - 2 * pad_h                      */
-    int32_t output_w;          /*   + dilation_h * (kernel_h - 1) + output_padding_h + 1     */
+    /* (input_h - 1) * stride_h - 2 * pad_h + dilation_h * (kernel_h - 1) + output_padding_h + 1 */
+    int32_t output_h;
+    int32_t output_w;          /* likewise along w */
     int32_t output_c;
     int32_t kernel_h;
     int32_t kernel_w;
@@ -563,6 +571,7 @@ typedef struct {
     const int32_t *multiplier; /* [C_out] */
     const int32_t *shift;      /* [C_out], -31..31 */
 } edgec_conv_transpose_desc;
+/* end of edgec_conv_transpose_desc */
 
 /*
  * Portable C, any groups (1, depthwise with any channel multiplier, or in between). filter: for
@@ -592,8 +601,12 @@ edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, cons
  * K_phase (edgec.ops.conv_transpose.conv_transpose_scratch_bytes). Same results, bit for bit.
  * Declared only where the build's -mcpu has the extension.
  */
+/* generated from edgec/ops/conv_transpose.py: EDGEC_CONV_TRANSPOSE_S8_DSP_SCRATCH_BYTES */
 #define EDGEC_CONV_TRANSPOSE_S8_DSP_SCRATCH_BYTES(k) (5 * (((k) + 3) / 4 * 4))
+/* end of EDGEC_CONV_TRANSPOSE_S8_DSP_SCRATCH_BYTES */
+/* generated from edgec/ops/conv_transpose.py: EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES */
 #define EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES(k) (2 * (((k) + 15) / 16 * 16))
+/* end of EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_conv_transpose_s8_dsp(const edgec_conv_transpose_desc *desc,
                                          const int8_t *input, int8_t *output, int8_t *scratch);
@@ -625,6 +638,7 @@ edgec_status edgec_conv_transpose_s8_mve(const edgec_conv_transpose_desc *desc,
  * 0 (PyTorch pads with zeros): the sum gains (divisor - in-bounds taps) * zero_point.
  */
 #define EDGEC_AVG_POOL2D_MAX_DIVISOR (1 << 23)
+/* generated from edgec/ops/pool.py: edgec_avg_pool2d_desc */
 typedef struct {
     int32_t batches;
     int32_t input_h;
@@ -644,6 +658,7 @@ typedef struct {
     int32_t act_min;
     int32_t act_max;
 } edgec_avg_pool2d_desc;
+/* end of edgec_avg_pool2d_desc */
 
 edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *desc, const int8_t *input,
                                  int8_t *output);
@@ -658,6 +673,7 @@ edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *desc, const int8_t
  * non-positive sizes, an output larger than the input along an axis, input_h * input_w above
  * 2^23 (the int32 sum) or act_min > act_max.
  */
+/* generated from edgec/ops/pool.py: edgec_adaptive_avg_pool_desc */
 typedef struct {
     int32_t batches;
     int32_t input_h;
@@ -668,6 +684,7 @@ typedef struct {
     int32_t act_min;
     int32_t act_max;
 } edgec_adaptive_avg_pool_desc;
+/* end of edgec_adaptive_avg_pool_desc */
 
 edgec_status edgec_adaptive_avg_pool_s8(const edgec_adaptive_avg_pool_desc *desc, const int8_t *input,
                                         int8_t *output);
@@ -677,10 +694,12 @@ edgec_status edgec_adaptive_avg_pool_s8(const edgec_adaptive_avg_pool_desc *desc
 /* ==== lut family: lookup-table activations, softmax over any axis, log_softmax ============== */
 
 /* Descriptor of edgec_lut_s8 (fields from edgec.ops.lut.lut_desc). */
+/* generated from edgec/ops/lut.py: edgec_lut_desc */
 typedef struct {
-    int32_t size;         /* number of elements, >= 1 */
-    const int8_t *table;  /* 256 entries in flash: entry x + 128 is the output for input x */
+    int32_t size;        /* number of elements, >= 1 */
+    const int8_t *table; /* 256 entries in flash: entry x + 128 is the output for input x */
 } edgec_lut_desc;
+/* end of edgec_lut_desc */
 
 /*
  * Any int8 -> int8 elementwise function: output[i] = table[input[i] + 128] for i < size. The
@@ -697,35 +716,52 @@ edgec_status edgec_lut_s8(const edgec_lut_desc *desc, const int8_t *input, int8_
  * Descriptor of edgec_softmax_axis_s8 (fields from edgec.ops.softmax.softmax_axis_desc). The
  * tensor is viewed as [outer][axis_size][inner]: element (o, a, i) is at (o*axis_size + a)*inner + i.
  */
+/* generated from edgec/ops/softmax.py: edgec_softmax_desc */
 typedef struct {
     int32_t outer;
     int32_t axis_size;
     int32_t inner;
-    int32_t input_multiplier; /* edgec_softmax_params' three fields */
+    int32_t input_multiplier; /* edgec.ops.softmax.softmax_params: the three fields */
     int32_t input_left_shift;
     int32_t diff_min;
 } edgec_softmax_desc;
+/* end of edgec_softmax_desc */
 
 /*
- * Softmax over the middle axis of [outer][axis_size][inner]: edgec_softmax_s8's arithmetic
- * (TFLite / CMSIS-NN, bit for bit; output scale 1/256, zero point -128) on each of the
- * outer*inner strided rows. inner == 1 runs edgec_softmax_s8's row code unchanged.
- * Not in place. Scratch: none (the stack: edgec_softmax_s8's exp() table). EDGEC_ARG_ERROR: a NULL pointer, a dimension < 1, a tensor of
- * 2^31 elements or more, or the parameters edgec_softmax_s8 refuses.
+ * Softmax over the middle axis of [outer][axis_size][inner], on each of the outer*inner strided
+ * rows (inner == 1: outer contiguous rows, the last dimension's softmax). Output qparams are
+ * fixed: scale 1/256, zero point -128. Arithmetic is gemmlowp fixed point as TFLite Micro's
+ * reference softmax and CMSIS-NN's arm_softmax_s8, bit for bit (5 integer bits in, 12 accumulator
+ * bits); the parameters come from edgec.ops.softmax.softmax_params. Where those references are
+ * undefined (row sum of exps >= 512, possible only with axis_size >= 512) every output of the row
+ * is -128, the exact rounding of the last step. Not in place. Scratch: none (a call of at least
+ * 256 elements keeps the exp() of each input difference in a 1 KiB table on the stack, computed
+ * once per call). EDGEC_ARG_ERROR: a
+ * NULL pointer, a dimension < 1, a tensor of 2^31 elements or more, input_left_shift outside
+ * 0..31, a negative multiplier or a diff_min below -floor(31 * 2^26 / 2^input_left_shift).
  */
 edgec_status edgec_softmax_axis_s8(const edgec_softmax_desc *desc, const int8_t *input, int8_t *output);
 
+/*
+ * edgec_softmax_axis_s8 for inner == 1 only (the last dimension's softmax: outer contiguous rows),
+ * the same bytes without the strided rows' code, so a program whose softmaxes all run over the
+ * last axis links only this. EDGEC_ARG_ERROR as edgec_softmax_axis_s8's, and for inner != 1.
+ */
+edgec_status edgec_softmax_s8(const edgec_softmax_desc *desc, const int8_t *input, int8_t *output);
+
 /* Descriptor of edgec_log_softmax_s8 (fields from edgec.ops.softmax.log_softmax_desc). */
+/* generated from edgec/ops/softmax.py: edgec_log_softmax_desc */
 typedef struct {
     int32_t outer;
-    int32_t axis_size;                   /* 1..4095: TFLite's Q12.19 sum of exps overflows at 4096 */
+    int32_t axis_size;        /* 1..4095: TFLite's Q12.19 sum of exps overflows at 4096 */
     int32_t inner;
-    int32_t input_multiplier;            /* PreprocessLogSoftmaxScalingExp (beta 1, 5 integer bits) */
+    int32_t input_multiplier; /* PreprocessLogSoftmaxScalingExp (beta 1, 5 integer bits) */
     int32_t input_left_shift;
     int32_t reverse_scaling_divisor;
     int32_t reverse_scaling_right_shift;
-    int32_t diff_min;                    /* -CalculateInputRadius(5, input_left_shift) */
+    int32_t diff_min;         /* -CalculateInputRadius(5, input_left_shift) */
 } edgec_log_softmax_desc;
+/* end of edgec_log_softmax_desc */
 
 /*
  * log_softmax over the middle axis of [outer][axis_size][inner], bit-exact with TFLite's int8
@@ -763,6 +799,7 @@ edgec_status edgec_log_softmax_s8(const edgec_log_softmax_desc *desc, const int8
  * input[0, input_elements) or output[0, output_elements). The output strides must map distinct
  * indices to distinct elements (edgec's descriptors do; not checked).
  */
+/* generated from edgec/ops/movement.py: edgec_copy_desc */
 typedef struct {
     int32_t rank;
     int32_t dims[EDGEC_MAX_DIMS];
@@ -773,6 +810,7 @@ typedef struct {
     int32_t input_elements;  /* size of the input buffer */
     int32_t output_elements; /* size of the output buffer */
 } edgec_copy_desc;
+/* end of edgec_copy_desc */
 
 edgec_status edgec_copy_s8(const edgec_copy_desc *desc, const int8_t *input, int8_t *output);
 
@@ -783,6 +821,7 @@ edgec_status edgec_copy_s8(const edgec_copy_desc *desc, const int8_t *input, int
  * memory order (each pad run filled, each input row copied), no separate fill of the whole output.
  * EDGEC_ARG_ERROR: rank outside 1..EDGEC_MAX_DIMS, a dim < 1, a negative pad, fill not int8.
  */
+/* generated from edgec/ops/movement.py: edgec_pad_desc */
 typedef struct {
     int32_t rank;
     int32_t input_dims[EDGEC_MAX_DIMS];
@@ -790,6 +829,7 @@ typedef struct {
     int32_t pad_after[EDGEC_MAX_DIMS];
     int32_t fill;
 } edgec_pad_desc;
+/* end of edgec_pad_desc */
 
 edgec_status edgec_pad_s8(const edgec_pad_desc *desc, const int8_t *input, int8_t *output);
 
@@ -800,6 +840,7 @@ edgec_status edgec_pad_s8(const edgec_pad_desc *desc, const int8_t *input, int8_
  * align_corners and half_pixel_centers false). Each output row is built once, then copied.
  * EDGEC_ARG_ERROR: a dim or scale < 1.
  */
+/* generated from edgec/ops/movement.py: edgec_upsample_nearest_desc */
 typedef struct {
     int32_t batches;
     int32_t input_h;
@@ -808,6 +849,7 @@ typedef struct {
     int32_t scale_h;
     int32_t scale_w;
 } edgec_upsample_nearest_desc;
+/* end of edgec_upsample_nearest_desc */
 
 edgec_status edgec_upsample_nearest_s8(const edgec_upsample_nearest_desc *desc, const int8_t *input,
                                        int8_t *output);
@@ -823,6 +865,7 @@ edgec_status edgec_upsample_nearest_s8(const edgec_upsample_nearest_desc *desc, 
  * EDGEC_ARG_ERROR: a dim < 1, NULL tables, a table index outside the input, a fraction outside
  * -1024..1024, or a negative one with y0 != y1 (x0 != x1): TFLite's tables never have those.
  */
+/* generated from edgec/ops/movement.py: edgec_resize_bilinear_desc */
 typedef struct {
     int32_t batches;
     int32_t input_h;
@@ -833,6 +876,7 @@ typedef struct {
     const int16_t *y_table; /* output_h * 3 */
     const int16_t *x_table; /* output_w * 3 */
 } edgec_resize_bilinear_desc;
+/* end of edgec_resize_bilinear_desc */
 
 edgec_status edgec_resize_bilinear_s8(const edgec_resize_bilinear_desc *desc, const int8_t *input,
                                       int8_t *output);
@@ -853,6 +897,7 @@ edgec_status edgec_resize_bilinear_s8(const edgec_resize_bilinear_desc *desc, co
  */
 enum { EDGEC_REDUCE_MAX = 0, EDGEC_REDUCE_MIN = 1, EDGEC_REDUCE_SUM = 2 };
 
+/* generated from edgec/ops/movement.py: edgec_reduce_desc */
 typedef struct {
     int32_t op;
     int32_t kept_rank;
@@ -868,6 +913,7 @@ typedef struct {
     int32_t act_min;
     int32_t act_max;
 } edgec_reduce_desc;
+/* end of edgec_reduce_desc */
 
 edgec_status edgec_reduce_s8(const edgec_reduce_desc *desc, const int8_t *input, int8_t *output);
 
@@ -894,6 +940,7 @@ edgec_status edgec_reduce_s8(const edgec_reduce_desc *desc, const int8_t *input,
  * [g*Cg + i] * filter[o][ky][kx][i] (Cg = input_c / groups; taps outside the input add 0), then
  * requantize_s64. groups must divide input_c and output_c; stride, dilation >= 1, pads >= 0.
  */
+/* generated from edgec/ops/int16.py: edgec_conv_s16_desc */
 typedef struct {
     int32_t batches;
     int32_t input_h;
@@ -918,6 +965,7 @@ typedef struct {
     const int32_t *multiplier; /* [output_c] */
     const int32_t *shift;      /* [output_c] */
 } edgec_conv_s16_desc;
+/* end of edgec_conv_s16_desc */
 
 edgec_status edgec_conv_s16(const edgec_conv_s16_desc *desc, const int16_t *input,
                             int16_t *output);
@@ -928,7 +976,9 @@ edgec_status edgec_conv_s16(const edgec_conv_s16_desc *desc, const int16_t *inpu
  * bytes) in SMLALD order, then each output channel takes two SMLALD per four weights. Same
  * arithmetic and checks (misaligned scratch: EDGEC_ARG_ERROR).
  */
+/* generated from edgec/ops/int16.py: EDGEC_CONV_S16_DSP_SCRATCH_BYTES */
 #define EDGEC_CONV_S16_DSP_SCRATCH_BYTES(k) (4 * (((k) + 1) / 2))
+/* end of EDGEC_CONV_S16_DSP_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *input,
                                 int16_t *output, int16_t *scratch);
@@ -941,6 +991,7 @@ edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *
  * input[n][oy*stride_h - pad_top + ky*dilation_h][ox*stride_w - pad_left + kx*dilation_w][c]
  * * filter[ky][kx][o] (taps outside the input add 0), then requantize_s64.
  */
+/* generated from edgec/ops/int16.py: edgec_depthwise_conv_s16_desc */
 typedef struct {
     int32_t batches;
     int32_t input_h;
@@ -964,6 +1015,7 @@ typedef struct {
     const int32_t *multiplier; /* [input_c * ch_mult] */
     const int32_t *shift;      /* [input_c * ch_mult] */
 } edgec_depthwise_conv_s16_desc;
+/* end of edgec_depthwise_conv_s16_desc */
 
 edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
                                       const int16_t *input, int16_t *output);
@@ -973,6 +1025,7 @@ edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
  * reference_integer_ops::FullyConnected int16; here per output channel):
  * output[b][o] = requantize_s64(sum_k input[b][k] * filter[o][k]).
  */
+/* generated from edgec/ops/int16.py: edgec_fully_connected_s16_desc */
 typedef struct {
     int32_t batches;
     int32_t input_c;
@@ -984,6 +1037,7 @@ typedef struct {
     const int32_t *multiplier; /* [output_c] */
     const int32_t *shift;      /* [output_c] */
 } edgec_fully_connected_s16_desc;
+/* end of edgec_fully_connected_s16_desc */
 
 edgec_status edgec_fully_connected_s16(const edgec_fully_connected_s16_desc *desc,
                                        const int16_t *input, int16_t *output);
@@ -993,7 +1047,9 @@ edgec_status edgec_fully_connected_s16(const edgec_fully_connected_s16_desc *des
  * (required, word-aligned, EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES(input_c) bytes) in SMLALD
  * order, then two SMLALD per four weights. Same arithmetic and checks.
  */
+/* generated from edgec/ops/int16.py: EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES */
 #define EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES(input_c) (4 * (((input_c) + 1) / 2))
+/* end of EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_fully_connected_s16_dsp(const edgec_fully_connected_s16_desc *desc,
                                            const int16_t *input, int16_t *output,
@@ -1016,6 +1072,7 @@ edgec_status edgec_fully_connected_s16_dsp(const edgec_fully_connected_s16_desc 
  * multiplier, a shift outside -31..31, act bounds outside int16 or crossed. May run in place
  * when the output is an input that is not broadcast (unit inner stride, same layout).
  */
+/* generated from edgec/ops/int16.py: edgec_binary_s16_desc */
 typedef struct {
     int32_t num_dims;
     int32_t dims[EDGEC_BINARY_MAX_DIMS];
@@ -1031,6 +1088,7 @@ typedef struct {
     int32_t act_min;
     int32_t act_max;
 } edgec_binary_s16_desc;
+/* end of edgec_binary_s16_desc */
 
 edgec_status edgec_add_s16(const edgec_binary_s16_desc *desc, const int16_t *input1,
                            const int16_t *input2, int16_t *output);
@@ -1051,6 +1109,7 @@ edgec_status edgec_mul_s16(const edgec_binary_s16_desc *desc, const int16_t *inp
  * divisor_override outside 0..EDGEC_AVG_POOL2D_MAX_DIVISOR, act bounds outside int16 or crossed.
  * Not in place.
  */
+/* generated from edgec/ops/int16.py: edgec_pool_s16_desc */
 typedef struct {
     int32_t batches;
     int32_t input_h;
@@ -1069,6 +1128,7 @@ typedef struct {
     int32_t act_min;
     int32_t act_max;
 } edgec_pool_s16_desc;
+/* end of edgec_pool_s16_desc */
 
 edgec_status edgec_max_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *input,
                                 int16_t *output);
@@ -1084,10 +1144,12 @@ edgec_status edgec_avg_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *
  * May run in place.
  */
 #define EDGEC_LUT_S16_SIZE 513
+/* generated from edgec/ops/int16.py: edgec_lut_s16_desc */
 typedef struct {
     int32_t size;         /* elements */
     const int16_t *table; /* EDGEC_LUT_S16_SIZE entries */
 } edgec_lut_s16_desc;
+/* end of edgec_lut_s16_desc */
 
 edgec_status edgec_lut_s16(const edgec_lut_s16_desc *desc, const int16_t *input, int16_t *output);
 
@@ -1105,6 +1167,7 @@ edgec_status edgec_lut_s16(const edgec_lut_s16_desc *desc, const int16_t *input,
  * entry or entries 511/512 below 1 (then a row's sum could be 0). May run in place.
  */
 #define EDGEC_SOFTMAX_S16_MAX_AXIS 65536
+/* generated from edgec/ops/int16.py: edgec_softmax_s16_desc */
 typedef struct {
     int32_t outer;
     int32_t axis_size;
@@ -1114,6 +1177,7 @@ typedef struct {
     const int16_t *exp_lut;                 /* EDGEC_LUT_S16_SIZE entries */
     const int16_t *one_over_one_plus_x_lut; /* EDGEC_LUT_S16_SIZE entries */
 } edgec_softmax_s16_desc;
+/* end of edgec_softmax_s16_desc */
 
 edgec_status edgec_softmax_s16(const edgec_softmax_s16_desc *desc, const int16_t *input,
                                int16_t *output);
@@ -1127,6 +1191,7 @@ edgec_status edgec_softmax_s16(const edgec_softmax_s16_desc *desc, const int16_t
  * output type. EDGEC_ARG_ERROR: NULL pointers, size < 1, offsets out of those ranges, a negative
  * multiplier, a shift outside -31..31. Not in place.
  */
+/* generated from edgec/ops/int16.py: edgec_requantize_s16_desc */
 typedef struct {
     int32_t size;
     int32_t input_offset;
@@ -1134,6 +1199,7 @@ typedef struct {
     int32_t shift;
     int32_t output_offset;
 } edgec_requantize_s16_desc;
+/* end of edgec_requantize_s16_desc */
 
 edgec_status edgec_requantize_s8_s16(const edgec_requantize_s16_desc *desc, const int8_t *input,
                                      int16_t *output);
@@ -1160,6 +1226,7 @@ edgec_status edgec_requantize_s16_s8(const edgec_requantize_s16_desc *desc, cons
  */
 #define EDGEC_MATMUL_MAX_BATCH_DIMS 4
 
+/* generated from edgec/ops/matmul.py: edgec_batch_matmul_desc */
 typedef struct {
     int32_t batch_rank;
     int32_t batch_dims[EDGEC_MATMUL_MAX_BATCH_DIMS];
@@ -1178,6 +1245,7 @@ typedef struct {
     int32_t act_min;
     int32_t act_max;
 } edgec_batch_matmul_desc;
+/* end of edgec_batch_matmul_desc */
 
 edgec_status edgec_batch_matmul_s8(const edgec_batch_matmul_desc *desc, const int8_t *lhs, const int8_t *rhs,
                                    int8_t *output);
@@ -1195,6 +1263,7 @@ edgec_status edgec_batch_matmul_s8(const edgec_batch_matmul_desc *desc, const in
  */
 #define EDGEC_LAYER_NORM_MAX_FEATURES 4096
 
+/* generated from edgec/ops/layer_norm.py: edgec_layer_norm_desc */
 typedef struct {
     int32_t rows;
     int32_t features;
@@ -1208,6 +1277,7 @@ typedef struct {
     const int32_t *offset_hi; /* [features] */
     const int32_t *offset_lo; /* [features] */
 } edgec_layer_norm_desc;
+/* end of edgec_layer_norm_desc */
 
 edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t *input, int8_t *output);
 
@@ -1242,23 +1312,26 @@ edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t
  * function's, shifts outside -31..31, cell_tanh_shift outside -31..14, output_offset outside int8.
  */
 enum { EDGEC_RECURRENT_GRU = 3, EDGEC_RECURRENT_LSTM = 4 };
+/* generated from edgec/ops/recurrent.py: EDGEC_RECURRENT_SCRATCH_BYTES */
 #define EDGEC_RECURRENT_SCRATCH_BYTES(hidden_size) (16 * (hidden_size))
+/* end of EDGEC_RECURRENT_SCRATCH_BYTES */
 
+/* generated from edgec/ops/recurrent.py: edgec_recurrent_desc */
 typedef struct {
-    int32_t cell;         /* EDGEC_RECURRENT_LSTM or EDGEC_RECURRENT_GRU: the number of gates */
+    int32_t cell;                   /* EDGEC_RECURRENT_LSTM or EDGEC_RECURRENT_GRU: the number of gates */
     int32_t batches;
     int32_t time_steps;
     int32_t input_size;
     int32_t hidden_size;
-    int32_t time_major;   /* 1: [T, B, features]; 0: [B, T, features] */
-    int32_t reset_state;  /* 1: start from a zero state (whole sequence); 0: continue (stream) */
-    const int8_t *input_weights;   /* [cell * H, I], gate blocks in PyTorch order */
-    const int8_t *hidden_weights;  /* [cell * H, H] */
-    const int32_t *input_bias;     /* [cell * H] */
-    const int32_t *hidden_bias;    /* [cell * H] */
-    int32_t input_multiplier[4];   /* per gate: s_x * s_wx / 2^-12 */
+    int32_t time_major;             /* 1: [T, B, features]; 0: [B, T, features] */
+    int32_t reset_state;            /* 1: start from a zero state (whole sequence); 0: continue (stream) */
+    const int8_t *input_weights;    /* [cell * H, I], gate blocks in PyTorch order */
+    const int8_t *hidden_weights;   /* [cell * H, H] */
+    const int32_t *input_bias;      /* [cell * H] */
+    const int32_t *hidden_bias;     /* [cell * H] */
+    int32_t input_multiplier[4];    /* per gate: s_x * s_wx / 2^-12 */
     int32_t input_shift[4];
-    int32_t hidden_multiplier[4];  /* per gate: s_h * s_wh / 2^-12 */
+    int32_t hidden_multiplier[4];   /* per gate: s_h * s_wh / 2^-12 */
     int32_t hidden_shift[4];
     int32_t forget_cell_multiplier; /* LSTM f * c: 2^-15; GRU r * hn: 2^-15 */
     int32_t forget_cell_shift;
@@ -1271,11 +1344,12 @@ typedef struct {
     int32_t hidden_q15_multiplier;  /* GRU: s_h / 2^-15, the hidden state in Q0.15 */
     int32_t hidden_q15_shift;
     int32_t last_step_only;         /* 1: output holds only the last step ([1, B, H] / [B, 1, H]) */
-    int32_t tanh_linear;            /* 1: the tanh gates are the identity (GRU: n = sat16(xn + rh);
-                                     * LSTM: g = pre_g, tanh(c') = c'), at the finer scales the
-                                     * multipliers give: a layer whose values stay where tanh(x) = x */
+    /* 1: the tanh gates are the identity (GRU: n = sat16(xn + rh); LSTM: g = pre_g, tanh(c') =
+     * c'), at the finer scales the multipliers give: a layer whose values stay where tanh(x) = x */
+    int32_t tanh_linear;
     const uint16_t *sigmoid_table;  /* 256 entries */
 } edgec_recurrent_desc;
+/* end of edgec_recurrent_desc */
 
 edgec_status edgec_lstm_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output,
                            int8_t *hidden, int16_t *cell, void *scratch);

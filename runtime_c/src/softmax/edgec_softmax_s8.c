@@ -128,10 +128,10 @@ static inline int32_t softmax_scaled_diff(int32_t multiplier, int32_t left_shift
 }
 
 /* exp(beta * s_in * diff) in Q0.31 for a diff that passed the diff_min test. */
-static int32_t softmax_exp_of_diff(const edgec_softmax_params *params, int32_t diff)
+static int32_t softmax_exp_of_diff(const edgec_softmax_desc *desc, int32_t diff)
 {
     return softmax_exp_on_negative_values(
-        softmax_scaled_diff(params->input_multiplier, params->input_left_shift, diff));
+        softmax_scaled_diff(desc->input_multiplier, desc->input_left_shift, diff));
 }
 
 /* Forces the strided row into its two callers, so the contiguous one (edgec_softmax_s8's, stride
@@ -157,19 +157,19 @@ static int32_t softmax_exp_of_diff(const edgec_softmax_params *params, int32_t d
 #define SOFTMAX_TABLE_SIZE 256
 
 /* exp() of a difference that passed the diff_min test, through `table` when there is one. */
-static inline int32_t softmax_row_exp(const edgec_softmax_params *params, int32_t *table, int32_t diff)
+static inline int32_t softmax_row_exp(const edgec_softmax_desc *desc, int32_t *table, int32_t diff)
 {
     if (table == NULL) {
-        return softmax_exp_of_diff(params, diff);
+        return softmax_exp_of_diff(desc, diff);
     }
     if (table[-diff] < 0) {
-        table[-diff] = softmax_exp_of_diff(params, diff);
+        table[-diff] = softmax_exp_of_diff(desc, diff);
     }
     return table[-diff];
 }
 
 /* One softmax row of row_size elements `stride` bytes apart (input and output alike). */
-static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params *params,
+static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_desc *desc,
                                                       const int8_t *input, int32_t row_size,
                                                       int32_t stride, int8_t *output, int32_t *table)
 {
@@ -188,8 +188,8 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params
     for (col = 0; col < row_size; ++col) {
         const int32_t diff = input[col * stride] - max;
         /* Stop accumulating at the limit: the row's result is already decided and sum cannot overflow. */
-        if (diff >= params->diff_min && sum < SOFTMAX_SUM_LIMIT) {
-            const int32_t e = softmax_row_exp(params, table, diff);
+        if (diff >= desc->diff_min && sum < SOFTMAX_SUM_LIMIT) {
+            const int32_t e = softmax_row_exp(desc, table, diff);
             if (short_row) {
                 exps[col] = e;
             }
@@ -211,8 +211,8 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params
 
     for (col = 0; col < row_size; ++col) {
         const int32_t diff = input[col * stride] - max;
-        if (diff >= params->diff_min) { /* every such exp() was summed: the sum stayed under its limit */
-            const int32_t e = short_row ? exps[col] : softmax_row_exp(params, table, diff);
+        if (diff >= desc->diff_min) { /* every such exp() was summed: the sum stayed under its limit */
+            const int32_t e = short_row ? exps[col] : softmax_row_exp(desc, table, diff);
             const int32_t prob = softmax_srdhm(reciprocal, e);
             const int32_t y = edgec_divide_by_power_of_two(prob, exponent) - 128;
             output[col * stride] = edgec_clamp_to_s8(y, -128, 127);
@@ -222,10 +222,10 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_params
     }
 }
 
-static void softmax_row(const edgec_softmax_params *params, const int8_t *input, int32_t row_size,
+static void softmax_row(const edgec_softmax_desc *desc, const int8_t *input, int32_t row_size,
                         int8_t *output, int32_t *table)
 {
-    softmax_strided_row(params, input, row_size, 1, output, table);
+    softmax_strided_row(desc, input, row_size, 1, output, table);
 }
 
 /* An empty exp() table (every entry -1). */
@@ -237,26 +237,26 @@ static void softmax_table_clear(int32_t *table)
 }
 
 /* A large call's rows, with the exp() table in this frame (only large calls use the stack). */
-static EDGEC_NOINLINE void softmax_rows_tabled(const edgec_softmax_params *params, const int8_t *input,
+static EDGEC_NOINLINE void softmax_rows_tabled(const edgec_softmax_desc *desc, const int8_t *input,
                                                int32_t num_rows, int32_t row_size, int8_t *output)
 {
     int32_t table[SOFTMAX_TABLE_SIZE];
     softmax_table_clear(table);
     for (int32_t row = 0; row < num_rows; ++row) {
-        softmax_row(params, input + row * row_size, row_size, output + row * row_size, table);
+        softmax_row(desc, input + row * row_size, row_size, output + row * row_size, table);
     }
 }
 
 /* The strided rows of edgec_softmax_axis_s8 (inner > 1), with the exp() table when large. */
-static EDGEC_NOINLINE void softmax_axis_tabled(const edgec_softmax_params *params, const edgec_softmax_desc *desc,
-                                               const int8_t *input, int8_t *output)
+static EDGEC_NOINLINE void softmax_axis_tabled(const edgec_softmax_desc *desc, const int8_t *input,
+                                               int8_t *output)
 {
     int32_t table[SOFTMAX_TABLE_SIZE];
     softmax_table_clear(table);
     for (int32_t o = 0; o < desc->outer; ++o) {
         const int32_t start = o * desc->axis_size * desc->inner;
         for (int32_t i = 0; i < desc->inner; ++i) {
-            softmax_strided_row(params, input + start + i, desc->axis_size, desc->inner, output + start + i, table);
+            softmax_strided_row(desc, input + start + i, desc->axis_size, desc->inner, output + start + i, table);
         }
     }
 }
@@ -272,37 +272,14 @@ static int softmax_tabled(int32_t outer, int32_t size, int32_t inner)
  * input radius floor(31 * 2^26 / 2^shift) that softmax_params derives, never looser, and the
  * multiplier must be non-negative. This is what rules out overflow everywhere below.
  */
-static int softmax_params_valid(const edgec_softmax_params *params)
+static int softmax_params_valid(const edgec_softmax_desc *desc)
 {
     int32_t radius;
-    if (params->input_left_shift < 0 || params->input_left_shift > 31 || params->input_multiplier < 0) {
+    if (desc->input_left_shift < 0 || desc->input_left_shift > 31 || desc->input_multiplier < 0) {
         return 0;
     }
-    radius = ((int32_t)31 << 26) >> params->input_left_shift;
-    return params->diff_min >= -radius;
-}
-
-edgec_status edgec_softmax_s8(const edgec_softmax_params *params, const int8_t *input,
-                              int32_t num_rows, int32_t row_size, int8_t *output)
-{
-    int32_t row;
-
-    if (params == NULL || input == NULL || output == NULL || num_rows < 0 || row_size < 1) {
-        return EDGEC_ARG_ERROR;
-    }
-    if (!softmax_params_valid(params)) {
-        return EDGEC_ARG_ERROR;
-    }
-    if (softmax_tabled(num_rows, row_size, 1)) {
-        softmax_rows_tabled(params, input, num_rows, row_size, output);
-        return EDGEC_OK;
-    }
-    for (row = 0; row < num_rows; ++row) {
-        softmax_row(params, input, row_size, output, NULL);
-        input += row_size;
-        output += row_size;
-    }
-    return EDGEC_OK;
+    radius = ((int32_t)31 << 26) >> desc->input_left_shift;
+    return desc->diff_min >= -radius;
 }
 
 /* outer * axis_size * inner elements, each dimension >= 1, indexable in int32_t. */
@@ -314,32 +291,56 @@ static int softmax_shape_valid(int32_t outer, int32_t axis_size, int32_t inner)
     return inner <= INT32_MAX / axis_size && outer <= INT32_MAX / (axis_size * inner);
 }
 
+static int softmax_desc_valid(const edgec_softmax_desc *desc, const int8_t *input, const int8_t *output)
+{
+    return desc != NULL && input != NULL && output != NULL &&
+           softmax_shape_valid(desc->outer, desc->axis_size, desc->inner) && softmax_params_valid(desc);
+}
+
+/* The outer contiguous rows of axis_size values (inner 1), with the exp() table when large. */
+static void softmax_rows(const edgec_softmax_desc *desc, const int8_t *input, int8_t *output)
+{
+    int32_t o;
+    if (softmax_tabled(desc->outer, desc->axis_size, 1)) {
+        softmax_rows_tabled(desc, input, desc->outer, desc->axis_size, output);
+        return;
+    }
+    for (o = 0; o < desc->outer; ++o) {
+        softmax_row(desc, input, desc->axis_size, output, NULL);
+        input += desc->axis_size;
+        output += desc->axis_size;
+    }
+}
+
+edgec_status edgec_softmax_s8(const edgec_softmax_desc *desc, const int8_t *input, int8_t *output)
+{
+    if (!softmax_desc_valid(desc, input, output) || desc->inner != 1) {
+        return EDGEC_ARG_ERROR;
+    }
+    softmax_rows(desc, input, output);
+    return EDGEC_OK;
+}
+
 edgec_status edgec_softmax_axis_s8(const edgec_softmax_desc *desc, const int8_t *input, int8_t *output)
 {
-    edgec_softmax_params params;
     int32_t o;
 
-    if (desc == NULL || !softmax_shape_valid(desc->outer, desc->axis_size, desc->inner)) {
+    if (!softmax_desc_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
     }
-    params.input_multiplier = desc->input_multiplier;
-    params.input_left_shift = desc->input_left_shift;
-    params.diff_min = desc->diff_min;
     if (desc->inner == 1) {
-        return edgec_softmax_s8(&params, input, desc->outer, desc->axis_size, output);
-    }
-    if (input == NULL || output == NULL || !softmax_params_valid(&params)) {
-        return EDGEC_ARG_ERROR;
+        softmax_rows(desc, input, output);
+        return EDGEC_OK;
     }
     if (softmax_tabled(desc->outer, desc->axis_size, desc->inner)) {
-        softmax_axis_tabled(&params, desc, input, output);
+        softmax_axis_tabled(desc, input, output);
         return EDGEC_OK;
     }
     for (o = 0; o < desc->outer; ++o) {
         const int32_t start = o * desc->axis_size * desc->inner;
         int32_t i;
         for (i = 0; i < desc->inner; ++i) {
-            softmax_strided_row(&params, input + start + i, desc->axis_size, desc->inner, output + start + i, NULL);
+            softmax_strided_row(desc, input + start + i, desc->axis_size, desc->inner, output + start + i, NULL);
         }
     }
     return EDGEC_OK;

@@ -1,6 +1,6 @@
 /*
- * Runs edgec's lut-family kernels (edgec_lut_s8, edgec_softmax_axis_s8, edgec_log_softmax_s8,
- * and edgec_softmax_s8 for comparison) on cases written by tests/test_kernels_lut.py.
+ * Runs edgec's lut-family kernels (edgec_lut_s8, edgec_softmax_axis_s8, edgec_softmax_s8,
+ * edgec_log_softmax_s8) on cases written by tests/test_kernels_lut.py.
  *
  * cases.bin holds records: HEADER_WORDS little-endian int32, then the payload: for KIND_LUT the
  * 256-byte table, then SIZE input bytes (each array padded to 4 bytes). The input is copied to
@@ -22,7 +22,7 @@ enum { FLAG_IN_PLACE = 1, FLAG_BENCH = 2 };
 
 /* Header words. Fields: KIND_LUT size (edgec_lut_desc's int field); KIND_SOFTMAX_AXIS the six
  * edgec_softmax_desc fields; KIND_LOG_SOFTMAX the eight edgec_log_softmax_desc fields;
- * KIND_SOFTMAX_ROWS the softmax desc fields, run as edgec_softmax_s8(outer rows of axis_size). */
+ * KIND_SOFTMAX_ROWS the softmax desc fields (inner 1), run as edgec_softmax_s8. */
 enum { H_KIND, H_FLAGS, H_IN_SKEW, H_OUT_SKEW, H_SIZE, H_FIELDS, HEADER_WORDS = 16 };
 
 #define BUFFER_BYTES (64 * 1024)
@@ -57,17 +57,15 @@ static int32_t run_kernel(const int32_t *h, const int8_t *input, int8_t *output)
         memcpy(&desc, f, sizeof(desc));
         return edgec_softmax_axis_s8(&desc, input, output);
     }
+    case KIND_SOFTMAX_ROWS: {
+        edgec_softmax_desc desc;
+        memcpy(&desc, f, sizeof(desc));
+        return edgec_softmax_s8(&desc, input, output);
+    }
     case KIND_LOG_SOFTMAX: {
         edgec_log_softmax_desc desc;
         memcpy(&desc, f, sizeof(desc));
         return edgec_log_softmax_s8(&desc, input, output);
-    }
-    case KIND_SOFTMAX_ROWS: {
-        edgec_softmax_params params;
-        params.input_multiplier = f[3];
-        params.input_left_shift = f[4];
-        params.diff_min = f[5];
-        return edgec_softmax_s8(&params, input, f[0], f[1], output);
     }
     default:
         return -100;

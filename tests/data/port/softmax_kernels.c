@@ -32,12 +32,14 @@ static int run_record(int in, int out, unsigned index)
         2 * align4(size) + GUARD_BYTES > ARENA_BYTES || read_bytes(in, arena, size) != size) {
         return -1;
     }
-    const edgec_softmax_params params = {h[H_MULTIPLIER], h[H_LEFT_SHIFT], h[H_DIFF_MIN]};
+    const edgec_softmax_desc desc = {.outer = h[H_ROWS], .axis_size = h[H_ROW_SIZE], .inner = 1,
+                                     .input_multiplier = h[H_MULTIPLIER], .input_left_shift = h[H_LEFT_SHIFT],
+                                     .diff_min = h[H_DIFF_MIN]};
     int8_t *output = arena + align4(size);
     memset(output, GUARD_VALUE, (size_t)(size + GUARD_BYTES));
     int32_t result[2];
     bench_begin(index);
-    result[0] = edgec_softmax_s8(&params, arena, h[H_ROWS], h[H_ROW_SIZE], output);
+    result[0] = edgec_softmax_s8(&desc, arena, output);
     bench_end(index);
     result[1] = guards_intact(output + size);
     if (semihost_write(out, result, (int)sizeof(result)) != (int)sizeof(result) ||
