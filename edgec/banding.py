@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from edgec.ir import Graph, Op
-from edgec.ops import KINDS
-from edgec.ops.band import BandStage, can_band, make_stage
+from edgec.ops import unit_of
+from edgec.ops.band import can_band, make_stage
 from edgec.plan import MemoryPlan, blocks, buffers, in_place_choices, liveness_lower_bound, occupied_bytes
 from edgec.schedule import schedule_and_plan
 
@@ -100,7 +100,7 @@ def _stage_entry(stage: Op, graph: Graph, target) -> dict:
     layers = stage.attrs["ops"]
     return {"name": stage.name, "first": layers[0].name, "last": layers[-1].name, "layers": len(layers),
             "chunk": stage.attrs["chunk"], "window_rows": stage.attrs["window_rows"],
-            "scratch_bytes": KINDS[stage.kind].scratch_bytes(stage, graph, target),
+            "scratch_bytes": unit_of(stage).scratch_bytes(stage, graph, target),
             "kernel_calls": len(stage.attrs["actions"]), "moved_bytes": stage.attrs["moved_bytes"],
             "added_cycles": added_cycles(stage), "trade_off": trade_off(layers, graph, target)}
 
@@ -188,4 +188,4 @@ def _stage_floor(stage: Op, graph: Graph, target) -> int:
     its scratch."""
     x, y = graph.tensors[stage.inputs[0]].nbytes, graph.tensors[stage.outputs[0]].nbytes
     d = stage.attrs["input_offset"]
-    return max(y, d + x) - min(0, d) + KINDS[BandStage.kind].scratch_bytes(stage, graph, target)
+    return max(y, d + x) - min(0, d) + unit_of(stage).scratch_bytes(stage, graph, target)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from edgec.ir import ARENA_ALIGNMENT, Graph, InPlace, Op
+from edgec.ir import ARENA_ALIGNMENT, Graph, InPlace, KernelChoice, Op
 from edgec.ops.base import CCall, OpDef
 
 # Fields of one action row (int16): the layer, its output window's shift (from row, rows; 0 rows:
@@ -199,7 +199,7 @@ def band_layer(layer: Op, graph: Graph, chain: str, in_rows: int, out_rows: int,
     """`layer` on one band: a copy reading `in_rows` rows of its input `chain` (and, a residual
     add, `out_rows` rows of its other input) and writing `out_rows` rows, with `pad_top`, in a
     graph of band-shaped copies of its tensors; an elementwise layer's descriptor made for them."""
-    from edgec.ops import KINDS
+    from edgec.ops import unit_of
     attrs = dict(layer.attrs)
     if "pad" in attrs:
         attrs["pad"] = (pad_top, *attrs["pad"][1:])
@@ -209,7 +209,7 @@ def band_layer(layer: Op, graph: Graph, chain: str, in_rows: int, out_rows: int,
         tensors[name] = replace(tensor, shape=(1, in_rows if name == chain else out_rows, *tensor.shape[2:]))
     band_op, band_graph = replace(layer, attrs=attrs), Graph(tensors=tensors)
     if layer.kind in ELEMENTWISE_KINDS:
-        KINDS[layer.kind].finalize(band_op, band_graph)
+        unit_of(layer).finalize(band_op, band_graph)
     return band_op, band_graph
 
 
@@ -221,6 +221,10 @@ class BandStage(OpDef):
     @staticmethod
     def layers(op: Op) -> list[Op]:
         return op.attrs["ops"]
+
+    def kernel_function(self, op: Op) -> str:
+        """The kernels the stage's loop calls: each of its layers' (once, in order)."""
+        return " + ".join(dict.fromkeys(layer.kernel.function for layer in self.layers(op)))
 
     def windows(self, op: Op, graph: Graph) -> list[tuple[int, int]]:
         """(scratch offset, bytes) of each intermediate map's window; the kernels' scratch follows."""
@@ -235,8 +239,8 @@ class BandStage(OpDef):
         return sum(size for _, size in self.windows(op, graph))
 
     def scratch_bytes(self, op, graph, target) -> int:
-        from edgec.ops import KINDS
-        kernels = max((KINDS[layer.kind].scratch_bytes(layer, graph, target) for layer in self.layers(op)), default=0)
+        from edgec.ops import unit_of
+        kernels = max((unit_of(layer).scratch_bytes(layer, graph, target) for layer in self.layers(op)), default=0)
         return self.kernel_scratch_offset(op, graph) + _align(kernels)
 
     def in_place(self, op, graph, target):
@@ -245,8 +249,8 @@ class BandStage(OpDef):
         return (InPlace(0, op.attrs["input_offset"], self.scratch_bytes(op, graph, target)),)
 
     def macs(self, op, graph) -> int:
-        from edgec.ops import KINDS
-        return sum(KINDS[layer.kind].macs(layer, graph) for layer in self.layers(op))
+        from edgec.ops import unit_of
+        return sum(unit_of(layer).macs(layer, graph) for layer in self.layers(op))
 
     def finalize(self, op, graph) -> None:
         """The layers are finalized before they are banded."""
@@ -254,7 +258,7 @@ class BandStage(OpDef):
     def golden(self, op, graph, inputs):
         """The action table replayed on a flat copy of the stage's memory: the output and the
         input overlapping at `input_offset` (as in place), and each window."""
-        from edgec.ops import KINDS
+        from edgec.ops import unit_of
         layers = self.layers(op)
         x_t, y_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         d = op.attrs["input_offset"]
@@ -276,14 +280,13 @@ class BandStage(OpDef):
                 if name != chain:
                     rows[name] = storage[0][out_row * src_rb:(out_row + out_rows) * src_rb]
             values = [rows[name].reshape(band_graph.tensors[name].shape).copy() for name in layer.inputs]
-            y = KINDS[layer.kind].golden(band_op, band_graph, values)
+            y = unit_of(layer).golden(band_op, band_graph, values)
             storage[index + 1][out_row * dst_rb:(out_row + out_rows) * dst_rb] = np.asarray(y, np.int8).ravel()
         return region[out_at:out_at + y_t.nbytes].reshape(y_t.shape).copy()
 
     def emit(self, op, graph, names) -> CCall:
         """A loop over the action table; each layer's case calls its kernel with copies of its
         params and dims whose pad_top and heights are the action's."""
-        from edgec.ops import KINDS
         layers = self.layers(op)
         table = names.symbol(op, "actions")
         windows = self.windows(op, graph)
@@ -338,8 +341,8 @@ class BandStage(OpDef):
 def _windowed_call(layer: Op, graph: Graph, names: "_BandNames", actions: np.ndarray, index: int):
     """(C, constants, params, scratch required) of a layer whose params take pad_top and whose
     dims the heights: its call on copies of them, set from the action."""
-    from edgec.ops import KINDS
-    call = KINDS[layer.kind].emit(layer, graph, names)
+    from edgec.ops import unit_of
+    call = unit_of(layer).emit(layer, graph, names)
     p = names.symbol(layer, "")
     ctype = next(ctype for ctype, symbol, _ in call.params if symbol == f"{p}params")
     code = (call.code.replace(f"&{p}params", "&band_params").replace(f"&{p}input_dims", "&band_input_dims")
@@ -356,12 +359,12 @@ def _windowed_call(layer: Op, graph: Graph, names: "_BandNames", actions: np.nda
 def _elementwise_calls(layer: Op, graph: Graph, names: "_BandNames", actions: np.ndarray, index: int):
     """(C, constants, params, scratch required) of an elementwise layer: one call per band height
     it runs at, each with its own descriptor."""
-    from edgec.ops import KINDS
+    from edgec.ops import unit_of
     heights = sorted({int(rows) for rows in actions[actions[:, 0] == index][:, 7]})
     body, constants, params, required = "", [], [], []
     for number, rows in enumerate(heights):
         band_op, band_graph = band_layer(layer, graph, layer.inputs[0], rows, rows, 0)
-        call = KINDS[layer.kind].emit(band_op, band_graph, names.with_suffix(f"rows{rows}_"))
+        call = unit_of(layer).emit(band_op, band_graph, names.with_suffix(f"rows{rows}_"))
         constants += call.constants
         params += call.params
         required += [call.scratch_required] if call.scratch_required else []
@@ -401,10 +404,14 @@ def make_stage(ops: list[Op], graph: Graph, chunk: int) -> Op:
     """The band stage op that runs `ops` (a chain, each reading the one before) `chunk` rows per call."""
     check_chain(ops)
     schedule = band_schedule(ops, graph, chunk)
-    return Op(f"band_{ops[0].name}", BandStage.kind, [ops[0].inputs[0]], [ops[-1].outputs[0]],
-              {"ops": list(ops), "chunk": chunk, "actions": schedule.actions, "window_rows": schedule.window_rows,
-               "moved_bytes": schedule.moved_bytes, "input_offset": input_offset(ops, graph, schedule.actions)},
-              source=ops[0].source)
+    stage = Op(f"band_{ops[0].name}", BandStage.kind, [ops[0].inputs[0]], [ops[-1].outputs[0]],
+               {"ops": list(ops), "chunk": chunk, "actions": schedule.actions, "window_rows": schedule.window_rows,
+                "moved_bytes": schedule.moved_bytes, "input_offset": input_offset(ops, graph, schedule.actions)},
+               source=ops[0].source)
+    stage.kernel = KernelChoice(UNIT.kernel_function(stage), "band",
+                                f"band stage (--ram): {', '.join(op.name for op in ops)} run depth-first, "
+                                f"{chunk} rows per kernel call")
+    return stage
 
 
 UNIT = BandStage()
