@@ -223,8 +223,8 @@ class BandStage(OpDef):
         return op.attrs["ops"]
 
     def kernel_function(self, op: Op) -> str:
-        """The kernels the stage's loop calls: each of its layers' (once, in order)."""
-        return " + ".join(dict.fromkeys(layer.kernel.function for layer in self.layers(op)))
+        """The kernels the stage's loop calls: each of its specialised layers' (once, in order)."""
+        return " + ".join(dict.fromkeys(layer.kernel.function for layer in self.layers(op) if layer.kernel))
 
     def windows(self, op: Op, graph: Graph) -> list[tuple[int, int]]:
         """(scratch offset, bytes) of each intermediate map's window; the kernels' scratch follows."""
