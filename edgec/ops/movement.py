@@ -688,11 +688,14 @@ class Copy(OpDef):
     limits = f"a movement PyTorch defines that splits into at most {MAX_PARTS} strided copies per input"
 
     def annotate(self, node) -> None:
-        """Inputs and output share the first input's qparams (TFLite's CONCATENATION needs it, and
-        a copy cannot requantize); so do the items a split-like op's getitems take. A tensor read
-        more than once (torch.cat([y, y])) is annotated once: a second, shared spec of the first
-        input would refer to itself."""
+        """Inputs and output share the first input's qparams (a copy cannot requantize); so do the
+        items a split-like op's getitems take. A tensor read more than once (torch.cat([y, y])) is
+        annotated once: a second, shared spec of the first input would refer to itself. A join of
+        several tensors is annotated as a join (_annotate_join)."""
         sources = list(dict.fromkeys(a for a in _flatten_args(node.args) if isinstance(a, Node)))
+        if node.target in JOINS and len(sources) > 1:
+            _annotate_join(node, sources)
+            return
         first = sources[0]
         inputs = {first: ACTIVATION_QSPEC}
         inputs.update({source: SharedQuantizationSpec((first, node)) for source in sources[1:]})
@@ -710,8 +713,28 @@ class Copy(OpDef):
     def lower_copy(self, ctx, node, result_node, item: int | None) -> None:
         activations: list = []
         args = _substitute(node.args, activations, ctx, node)
-        out = ctx.output(result_node, qparams_of=activations[0])
+        joined = self._join_qparams(ctx, node, activations)
+        out = ctx.output(result_node, qparams_of=joined or activations[0])
         ctx.add_op(self.kind, node, activations, [out], gather=Gather(node.target, args, dict(node.kwargs), item))
+
+    @staticmethod
+    def _join_qparams(ctx, node, activations: list):
+        """A cat of differently quantized inputs runs at the qparams the program quantizes its
+        output to, each input requantized once, straight to them (TFLite's CONCATENATION): at its
+        first input's, a wider input would saturate before the cat's own requantize. Replaces the
+        inputs in `activations`; returns the tensor whose qparams the output takes, or None."""
+        qparams = {(tensor.scale, tensor.zero_point, tensor.dtype) for tensor in activations}
+        output_qparams = ctx.quantized_as(node) if len(qparams) > 1 else None
+        if output_qparams is None:
+            return None
+        args = [arg for arg in _flatten_args(node.args) if isinstance(arg, Node)]
+        requantized: dict = {}  # torch.cat([y, y]) requantizes y once
+        for index, (arg, tensor) in enumerate(zip(args, activations)):
+            if (tensor.scale, tensor.zero_point, tensor.dtype) != output_qparams:
+                if arg not in requantized:
+                    requantized[arg] = ctx.requantize_input(node, arg, *output_qparams)
+                activations[index] = requantized[arg]
+        return next(t for t in activations if (t.scale, t.zero_point, t.dtype) == output_qparams)
 
     def finalize(self, op, graph) -> None:
         op.attrs["copies"] = strided_copies(op, graph)
@@ -732,6 +755,22 @@ class Copy(OpDef):
             call.code += (" " if call.code else "") + \
                 f"status |= edgec_copy_s8(&{p}, {names.ptr(op.inputs[index])}, {names.ptr(op.outputs[0])});"
         return call
+
+
+# Copies that join several tensors into one: quantized at their own output's range.
+JOINS = frozenset({aten.cat.default, aten.concat.default, aten.stack.default, aten.hstack.default,
+                   aten.vstack.default})
+
+
+def _annotate_join(node, sources) -> None:
+    """A cat observes its own output, the union of its inputs' ranges (TFLite's CONCATENATION):
+    an input whose producer feeds only the cat shares those qparams (the producer writes at the
+    cat's scale, no requantize), an input read elsewhere too keeps its producer's own qparams and
+    is requantized once to the cat's (passes/qparams.py). Sharing one scale across all inputs and
+    their producers instead gives a narrow tensor that other layers read the widest input's steps."""
+    inputs = {source: SharedQuantizationSpec(node) if len(source.users) == 1 else ACTIVATION_QSPEC
+              for source in sources}
+    annotate(node, inputs, ACTIVATION_QSPEC)
 
 
 def _flatten_args(args):
