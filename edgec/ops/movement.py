@@ -546,6 +546,53 @@ def compose_at(outer, slot: int, inner, count: int) -> Composed:
     return Composed(outer, slot, inner, count)
 
 
+@dataclass(frozen=True)
+class EdgePad:
+    """F.pad(mode='reflect' | 'replicate') along one torch axis, as a cat of three views of the
+    same input (one per op input, so each is one strided copy: a flipped slice or a repeated edge,
+    the input, and the other edge). Inputs: the tensor once per non-empty piece, in order."""
+    axis: int
+    before: int
+    after: int
+    mode: str
+
+    def __call__(self, *copies):
+        copies = list(copies)
+        length = copies[0].shape[self.axis]
+        pieces = []
+        if self.before:
+            x = copies.pop(0)
+            pieces.append(x.narrow(self.axis, 1, self.before).flip(self.axis) if self.mode == "reflect"
+                          else x.narrow(self.axis, 0, 1).repeat_interleave(self.before, self.axis))
+        pieces.append(copies.pop(0))
+        if self.after:
+            x = copies.pop(0)
+            pieces.append(x.narrow(self.axis, length - 1 - self.after, self.after).flip(self.axis) if self.mode == "reflect"
+                          else x.narrow(self.axis, length - 1, 1).repeat_interleave(self.after, self.axis))
+        return torch.cat(pieces, self.axis)
+
+
+def lower_edge_pad(ctx, node, x: Tensor, pad: list[int], mode: str) -> None:
+    """Reflect or replicate padding (PyTorch's order of `pad`: the last axis first, (before, after)
+    pairs) as one copy per padded axis: each reads its input up to three times, so each piece is
+    one strided copy (a copy of every axis at once would not split into few strided copies)."""
+    if min(pad, default=0) < 0:
+        raise EdgecError(f"{source_line(node)}: negative padding (a crop) is not supported; slice instead")
+    rank, current, shape = len(x.shape), x, list(x.shape)
+    axes = [(rank - 1 - k, pad[2 * k], pad[2 * k + 1]) for k in range(len(pad) // 2) if pad[2 * k] or pad[2 * k + 1]]
+    if not axes:
+        ctx.add_op("copy", node, [x], [ctx.output(node, qparams_of=x)], gather=reshape_gather(x.shape))
+        return
+    for number, (axis, before, after) in enumerate(axes):
+        shape[axis] += before + after
+        last = number == len(axes) - 1
+        out = ctx.output(node, qparams_of=x) if last else ctx.graph.add_tensor(
+            Tensor(f"{node.name}_axis{axis}", tuple(shape), x.scale, x.zero_point, dtype=x.dtype))
+        inputs = [current] * (1 + (before > 0) + (after > 0))
+        ctx.add_op("copy", node, inputs, [out], gather=EdgePad(axis, before, after, mode))
+        current = out
+
+
 def reshape_gather(shape) -> Gather:
     return Gather(torch.ops.aten.reshape.default, (_Slot(0), list(shape)), {})
 
