@@ -43,6 +43,10 @@ IDENTITIES = {aten.dropout.default, aten.feature_dropout.default, aten.alpha_dro
               aten.feature_alpha_dropout.default, aten.clone.default, aten.contiguous.default,
               aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default}
 GETITEM = operator.getitem
+# Operators passes/normalize.py rewrites into the primitives edgec lowers (layer norm, batch norm,
+# matmul, softmax).
+GROUP_NORMS = {aten.group_norm.default, aten.instance_norm.default}
+DECOMPOSED = GROUP_NORMS | {aten.scaled_dot_product_attention.default}
 # Other spellings of one operator (passes/normalize.py renames them): torch.clip, torch.max(a, b).
 ALIASES = {aten.clip.default: aten.clamp.default, aten.clip.Tensor: aten.clamp.Tensor,
            aten.max.other: aten.maximum.default, aten.min.other: aten.minimum.default}

@@ -74,3 +74,27 @@ def test_circular_padding_is_refused_by_name(tmp_path):
     torch.export.save(torch.export.export(Circular(), (torch.zeros(1, 2, 4),)), path)
     with pytest.raises(EdgecError, match=r"padding mode 'circular'"):
         compile_model(str(path), calibration=None)
+
+
+class Norms(nn.Module):
+    """GroupNorm after a conv, InstanceNorm2d with and without affine, InstanceNorm1d."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.group = nn.GroupNorm(2, 8)
+        self.instance = nn.InstanceNorm2d(8, affine=True)
+        self.plain = nn.InstanceNorm1d(3)
+        for norm in (self.group, self.instance):
+            norm.weight.data.uniform_(0.5, 1.5)
+            norm.bias.data.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        y = self.group(self.conv(x))
+        return self.instance(F.relu(y)), self.plain(x.mean(2))
+
+
+def test_group_and_instance_norm(tmp_path):
+    compiled, _ = check_model(tmp_path, "Norms()", (1, 3, 6, 5), sqnr=25.0)
+    kinds = [op.kind for op in compiled.graph.ops]
+    assert kinds.count("layer_norm") == 3 and "depthwise_conv2d" in kinds

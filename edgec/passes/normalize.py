@@ -18,7 +18,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from edgec.frontend import take_location
-from edgec.torch_ops import ALIASES, IDENTITIES, MEANS, PADS, REDUCTIONS, VIEWS, module_attribute
+from edgec.torch_ops import ALIASES, GROUP_NORMS, IDENTITIES, MEANS, PADS, REDUCTIONS, VIEWS, module_attribute
 
 aten = torch.ops.aten
 
@@ -44,6 +44,7 @@ def normalize(module: GraphModule) -> GraphModule:
     changed |= _drop_no_ops(module)
     changed |= _fold_constants(module)
     changed |= _decompose_attention(module)
+    changed |= _decompose_group_norms(module)
     changed |= _constant_cat_as_pad_and_add(module)
     changed |= _merge_constant_adds(module)
     if changed:
@@ -213,6 +214,54 @@ def _decompose_attention(module: GraphModule) -> bool:
         for new in (key_t, scores, scaled, weights, out):
             _derived(new, node)
         node.replace_all_uses_with(out)
+        graph.erase_node(node)
+        changed = True
+    return changed
+
+
+def _decompose_group_norms(module: GraphModule) -> bool:
+    """GroupNorm / InstanceNorm (statistics of each sample's groups of channels, over the channels
+    and all positions of a group) as the layer norm of the [N, groups, C/groups * positions] view
+    (edgec's integer layer-norm kernel), reshaped back, then the per-channel affine as an inference
+    batch norm (mean 0, variance 1, eps 0: exactly w * x + b), which fold_batchnorm folds or runs as
+    a 1x1 depthwise convolution. An InstanceNorm that uses running statistics is that batch norm."""
+    changed = False
+    for node in list(module.graph.nodes):
+        if node.op != "call_function" or node.target not in GROUP_NORMS:
+            continue
+        x = node.args[0]
+        shape = tuple(x.meta["val"].shape)
+        if node.target == aten.group_norm.default:
+            groups, weight, bias, eps = (list(node.args[1:5]) + [None, None, None, 1e-5])[:4]
+            running = None
+        else:
+            weight, bias, mean, var, use_input_stats, _, eps = node.args[1:8]
+            groups, running = shape[1], None if use_input_stats else (mean, var)
+        graph = module.graph
+        with graph.inserting_before(node):
+            new = []
+            if running is None:
+                grouped = graph.call_function(aten.reshape.default, (x, [shape[0], groups, -1]))
+                features = math.prod(shape[1:]) // groups
+                normed = graph.call_function(aten.layer_norm.default, (grouped, [features], None, None, float(eps)))
+                x = graph.call_function(aten.reshape.default, (normed, list(shape)))
+                new += [grouped, normed, x]
+                mean = var = None
+                eps = 0.0
+            else:
+                mean, var = running
+            if weight is not None or bias is not None or running is not None:
+                channels = shape[1]
+                constant = lambda arg, fill, hint: arg if arg is not None else _new_constant(  # noqa: E731
+                    module, node, torch.full((channels,), fill), hint)
+                affine = graph.call_function(aten.batch_norm.default, (
+                    x, constant(weight, 1.0, "norm_weight"), constant(bias, 0.0, "norm_bias"),
+                    constant(mean, 0.0, "norm_mean"), constant(var, 1.0, "norm_var"), False, 0.0, float(eps), False))
+                new.append(affine)
+                x = affine
+        for created in new:
+            _derived(created, node)
+        node.replace_all_uses_with(x)
         graph.erase_node(node)
         changed = True
     return changed
