@@ -24,6 +24,22 @@ LINEARS = {aten.linear.default}
 ADDS = {aten.add.Tensor}
 SOFTMAXES = {aten.softmax.int, aten._softmax.default}
 LOG_SOFTMAXES = {aten.log_softmax.int, aten._log_softmax.default}
+
+
+@torch.library.custom_op("edgec::masked_softmax", mutates_args=())
+def masked_softmax(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last axis of `x` among the elements where `keep` (bool, broadcast to x)
+    is true, 0 elsewhere: attention with a mask (passes/normalize.py writes SDPA's constant
+    attn_mask or is_causal as this). A row that keeps nothing is all 0 (PyTorch's gives NaN)."""
+    return torch.nan_to_num(torch.softmax(x.masked_fill(~keep, float("-inf")), -1), nan=0.0)
+
+
+@masked_softmax.register_fake
+def _(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+MASKED_SOFTMAXES = {torch.ops.edgec.masked_softmax.default}
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
                aten.hardtanh_.default, aten.clamp.default}
 MAX_POOLS = {aten.max_pool1d.default, aten.max_pool2d.default, aten.max_pool2d_with_indices.default,

@@ -117,3 +117,26 @@ class Bidirectional(nn.Module):
 def test_bidirectional_lstm_and_gru(tmp_path):
     compiled, _ = check_model(tmp_path, "Bidirectional()", (1, 6, 4), sqnr=25.0)
     assert [op.kind for op in compiled.graph.ops].count("recurrent") == 6
+
+
+class MaskedAttention(nn.Module):
+    """Causal self-attention (is_causal), attention with a constant bool mask and with a float
+    mask of 0 and -inf (a padding mask held in a buffer)."""
+
+    def __init__(self):
+        super().__init__()
+        self.project = nn.Linear(8, 24)
+        self.register_buffer("allowed", torch.rand(2, 6, 6, generator=torch.Generator().manual_seed(1)) > 0.3)
+        self.register_buffer("padding", torch.tensor([0.0] * 4 + [float("-inf")] * 2).expand(6, 6).clone())
+
+    def forward(self, x):
+        q, k, v = self.project(x).unflatten(-1, (3, 2, 4)).permute(2, 0, 3, 1, 4)  # [1, heads 2, 6, 4] each
+        causal = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        masked = F.scaled_dot_product_attention(q, k, v, attn_mask=self.allowed)
+        padded = F.scaled_dot_product_attention(q, k, v, attn_mask=self.padding)
+        return causal, masked, padded
+
+
+def test_attention_with_a_constant_mask_or_causal(tmp_path):
+    compiled, _ = check_model(tmp_path, "MaskedAttention()", (1, 6, 8), sqnr=20.0)
+    assert [op.kind for op in compiled.graph.ops].count("masked_softmax") == 3

@@ -191,15 +191,17 @@ def _fold_constants(module: GraphModule) -> bool:
 
 
 def _decompose_attention(module: GraphModule) -> bool:
-    """F.scaled_dot_product_attention without mask, dropout or causality as matmuls and softmax."""
+    """F.scaled_dot_product_attention without dropout as matmuls and softmax; with a constant
+    attn_mask (bool, or float holding only 0 and -inf) or is_causal, the softmax is the masked
+    softmax of the elements the mask keeps (torch_ops.masked_softmax)."""
     changed = False
     for node in list(module.graph.nodes):
         if node.op != "call_function" or node.target not in SDPA:
             continue
         q, k, v = node.args[:3]
         options = dict(zip(("attn_mask", "dropout_p", "is_causal"), node.args[3:]), **node.kwargs)
-        if options.get("attn_mask") is not None or options.get("dropout_p", 0.0) != 0.0 or options.get("is_causal") \
-                or options.get("enable_gqa"):
+        keep = _attention_keep(module, q, k, options.get("attn_mask"), bool(options.get("is_causal")))
+        if keep is False or options.get("dropout_p", 0.0) != 0.0 or options.get("enable_gqa"):
             continue  # left for check_supported to report
         scale = options.get("scale")
         if scale is None:
@@ -209,7 +211,11 @@ def _decompose_attention(module: GraphModule) -> bool:
             key_t = graph.call_function(aten.transpose.int, (k, -2, -1))
             scores = graph.call_function(aten.matmul.default, (q, key_t))
             scaled = graph.call_function(aten.mul.Tensor, (scores, float(scale)))
-            weights = graph.call_function(aten.softmax.int, (scaled, -1))
+            if keep is None:
+                weights = graph.call_function(aten.softmax.int, (scaled, -1))
+            else:
+                weights = graph.call_function(torch.ops.edgec.masked_softmax.default,
+                                              (scaled, _new_constant(module, node, keep, "attention_keep")))
             out = graph.call_function(aten.matmul.default, (weights, v))
         for new in (key_t, scores, scaled, weights, out):
             _derived(new, node)
@@ -217,6 +223,26 @@ def _decompose_attention(module: GraphModule) -> bool:
         graph.erase_node(node)
         changed = True
     return changed
+
+
+def _attention_keep(module: GraphModule, q: Node, k: Node, mask, causal: bool):
+    """The bool [.., L, S] mask of the scores SDPA keeps: None without a mask, False for a mask
+    edgec cannot take (computed from the input, or a float mask with values other than 0 and -inf)."""
+    keep = None
+    if mask is not None:
+        value = _constant_value(module, mask)
+        if value is None:
+            return False
+        if value.dtype != torch.bool:
+            if not bool(((value == 0) | (value == float("-inf"))).all()):
+                return False
+            value = value == 0
+        keep = value
+    if causal:
+        rows, columns = q.meta["val"].shape[-2], k.meta["val"].shape[-2]
+        causal_keep = torch.ones(rows, columns, dtype=torch.bool).tril()
+        keep = causal_keep if keep is None else keep & causal_keep
+    return keep
 
 
 def _decompose_group_norms(module: GraphModule) -> bool:
