@@ -40,6 +40,7 @@ def _(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
 
 
 MASKED_SOFTMAXES = {torch.ops.edgec.masked_softmax.default}
+ARGMAXES = {aten.argmax.default}
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
                aten.hardtanh_.default, aten.clamp.default}
 MAX_POOLS = {aten.max_pool1d.default, aten.max_pool2d.default, aten.max_pool2d_with_indices.default,

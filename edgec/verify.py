@@ -180,13 +180,15 @@ def float_node_values(module, sample: tuple) -> dict[str, np.ndarray]:
     import torch
     from torch.fx import Interpreter
 
+    from edgec.torch_ops import ARGMAXES
+
     values: dict[str, np.ndarray] = {}
 
     class Recorder(Interpreter):
         def run_node(self, node):
             result = super().run_node(node)
-            if isinstance(result, torch.Tensor) and result.is_floating_point():
-                values[node.name] = result.detach().numpy().copy()
+            if isinstance(result, torch.Tensor) and (result.is_floating_point() or node.target in ARGMAXES):
+                values[node.name] = result.detach().numpy().copy()  # argmax: indices, as the int32 output
             return result
 
     with torch.no_grad():

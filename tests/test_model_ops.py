@@ -140,3 +140,42 @@ class MaskedAttention(nn.Module):
 def test_attention_with_a_constant_mask_or_causal(tmp_path):
     compiled, _ = check_model(tmp_path, "MaskedAttention()", (1, 6, 8), sqnr=20.0)
     assert [op.kind for op in compiled.graph.ops].count("masked_softmax") == 3
+
+
+class Segmenter(nn.Module):
+    """Per-pixel classes (argmax over the channels of a conv's NHWC output) and per-row argmax
+    over the last axis of a linear layer, int32 indices as model outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.linear = nn.Conv2d(3, 5, 3, padding=1), nn.Linear(6, 7)
+
+    def forward(self, x):
+        return self.conv(x).argmax(1), self.linear(x).argmax(-1, keepdim=True)
+
+
+def test_argmax_outputs_int32_indices(tmp_path):
+    shape = (1, 3, 5, 6)
+    samples = np.random.default_rng(0).standard_normal((24, *shape[1:])).astype(np.float32)
+    path = tmp_path / "model.py"
+    path.write_text("import torch\nfrom tests.test_model_ops import *  # noqa: F403\n\n"
+                    f"def factory():\n    torch.manual_seed(0)\n    return Segmenter().eval(), (torch.zeros{shape},)\n")
+    compiled = compile_model(f"{path}:factory", calibration=samples[:16])
+    emit(compiled, tmp_path / "out", "m")
+    inputs = verify.quantized_inputs(compiled.graph, samples[16:])
+    exe = verify.build_host(tmp_path / "out", "m", tmp_path / "build", sanitize=True)
+    golden = verify.golden_outputs(compiled.graph, inputs)
+    assert verify.compare(golden, verify.run_host(exe, inputs, verify.output_bytes(compiled.graph))).exact
+    verify.check_against_reference(compiled, samples[16:])
+    header = (tmp_path / "out" / "m.h").read_text()
+    assert "const int32_t *m_output_0(void);" in header
+    torch.manual_seed(0)
+    module = Segmenter().eval()
+    agree = []
+    for row, x in zip(golden, samples[16:]):
+        pixels, rows = verify.unpack(compiled.graph, row, compiled.graph.outputs)
+        with torch.no_grad():
+            expected = module(torch.from_numpy(x[None]))
+        assert pixels.dtype == np.int32 and pixels.shape == tuple(expected[0].shape)
+        agree += [np.mean(pixels == expected[0].numpy()), np.mean(rows == expected[1].numpy())]
+    assert np.mean(agree) > 0.9, np.mean(agree)  # float and int8 argmax differ only at near-ties

@@ -1,11 +1,11 @@
 """The op units, and the two lookups the pipeline needs: by torch target and by IR kind."""
-from edgec.ops import (binary, cmsis_nn, conv, conv_transpose, depthwise, eltwise, int16_units, layer_norm, linear, lut, matmul,
+from edgec.ops import (argmax, binary, cmsis_nn, conv, conv_transpose, depthwise, eltwise, int16_units, layer_norm, linear, lut, matmul,
                        movement, pool, recurrent, shape, softmax)
 from edgec.torch_ops import DECOMPOSED, IDENTITIES
 
 _UNITS = (conv.UNIT, conv_transpose.UNIT, depthwise.UNIT, linear.UNIT, *pool.UNITS, *binary.UNITS, lut.UNIT,
           *softmax.UNITS, *movement.UNITS, *eltwise.UNITS, *shape.UNITS, *matmul.UNITS, *layer_norm.UNITS,
-          *recurrent.UNITS, *int16_units.UNITS, *cmsis_nn.UNITS)
+          *recurrent.UNITS, *int16_units.UNITS, *cmsis_nn.UNITS, *argmax.UNITS)
 
 KINDS = {unit.kind: unit for unit in _UNITS}  # IR op kind -> unit
 OPS = {target: unit for unit in _UNITS for target in unit.targets}  # torch op -> unit that lowers it

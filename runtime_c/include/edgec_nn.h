@@ -753,6 +753,20 @@ typedef struct {
  */
 edgec_status edgec_masked_softmax_s8(const edgec_masked_softmax_desc *desc, const int8_t *input, int8_t *output);
 
+/* Descriptor of edgec_argmax_s8 (fields from edgec.ops.argmax.argmax_desc). */
+typedef struct {
+    int32_t outer;     /* the input viewed as [outer][axis_size][inner], contiguous */
+    int32_t axis_size;
+    int32_t inner;
+} edgec_argmax_desc;
+
+/*
+ * torch.argmax(x, dim) of int8 values: output[o][i] = the first a with input[o][a][i] the largest
+ * of its row, as int32 ([outer][inner], contiguous). EDGEC_ARG_ERROR for NULL pointers, a dimension
+ * < 1 or 2^31 elements or more. Scratch: none.
+ */
+edgec_status edgec_argmax_s8(const edgec_argmax_desc *desc, const int8_t *input, int32_t *output);
+
 /* ==== end of the lut family ================================================================= */
 
 /* ==== Data movement and reductions (runtime_c/src/movement/, golden: edgec/ops/movement.py) ====
