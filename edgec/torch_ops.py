@@ -63,7 +63,7 @@ GETITEM = operator.getitem
 # Operators passes/normalize.py rewrites into the primitives edgec lowers (layer norm, batch norm,
 # matmul, softmax).
 GROUP_NORMS = {aten.group_norm.default, aten.instance_norm.default}
-DECOMPOSED = GROUP_NORMS | {aten.scaled_dot_product_attention.default}
+DECOMPOSED = GROUP_NORMS | {aten.scaled_dot_product_attention.default, aten.topk.default}  # topk: k=1 only
 # Other spellings of one operator (passes/normalize.py renames them): torch.clip, torch.max(a, b).
 ALIASES = {aten.clip.default: aten.clamp.default, aten.clip.Tensor: aten.clamp.Tensor,
            aten.max.other: aten.maximum.default, aten.min.other: aten.minimum.default}

@@ -143,15 +143,16 @@ def test_attention_with_a_constant_mask_or_causal(tmp_path):
 
 
 class Segmenter(nn.Module):
-    """Per-pixel classes (argmax over the channels of a conv's NHWC output) and per-row argmax
-    over the last axis of a linear layer, int32 indices as model outputs."""
+    """Per-pixel classes (argmax over the channels of a conv's NHWC output), per-row argmax over
+    the last axis of a linear layer and its topk(k=1), int32 indices as model outputs."""
 
     def __init__(self):
         super().__init__()
         self.conv, self.linear = nn.Conv2d(3, 5, 3, padding=1), nn.Linear(6, 7)
 
     def forward(self, x):
-        return self.conv(x).argmax(1), self.linear(x).argmax(-1, keepdim=True)
+        values, indices = torch.topk(self.linear(x), 1)
+        return self.conv(x).argmax(1), self.linear(x).argmax(-1, keepdim=True), values, indices
 
 
 def test_argmax_outputs_int32_indices(tmp_path):
@@ -173,9 +174,10 @@ def test_argmax_outputs_int32_indices(tmp_path):
     module = Segmenter().eval()
     agree = []
     for row, x in zip(golden, samples[16:]):
-        pixels, rows = verify.unpack(compiled.graph, row, compiled.graph.outputs)
+        pixels, rows, _, top = verify.unpack(compiled.graph, row, compiled.graph.outputs)
         with torch.no_grad():
             expected = module(torch.from_numpy(x[None]))
         assert pixels.dtype == np.int32 and pixels.shape == tuple(expected[0].shape)
         agree += [np.mean(pixels == expected[0].numpy()), np.mean(rows == expected[1].numpy())]
+        assert (top == rows).all()  # topk(k=1)'s indices are argmax's
     assert np.mean(agree) > 0.9, np.mean(agree)  # float and int8 argmax differ only at near-ties

@@ -45,6 +45,7 @@ def normalize(module: GraphModule) -> GraphModule:
     changed |= _fold_constants(module)
     changed |= _decompose_attention(module)
     changed |= _decompose_group_norms(module)
+    changed |= _top1_as_max_and_argmax(module)
     changed |= _constant_cat_as_pad_and_add(module)
     changed |= _merge_constant_adds(module)
     if changed:
@@ -243,6 +244,32 @@ def _attention_keep(module: GraphModule, q: Node, k: Node, mask, causal: bool):
         causal_keep = torch.ones(rows, columns, dtype=torch.bool).tril()
         keep = causal_keep if keep is None else keep & causal_keep
     return keep
+
+
+def _top1_as_max_and_argmax(module: GraphModule) -> bool:
+    """torch.topk(x, 1, dim) (largest): its values are amax(x, dim, keepdim), its indices
+    argmax(x, dim, keepdim)."""
+    changed = False
+    for node in list(module.graph.nodes):
+        if node.op != "call_function" or node.target != aten.topk.default:
+            continue
+        options = dict(zip(("k", "dim", "largest", "sorted"), node.args[1:]), **node.kwargs)
+        users = list(node.users)
+        if options["k"] != 1 or not options.get("largest", True) or \
+                any(user.target is not operator.getitem for user in users):
+            continue  # left for check_supported to report
+        dim = options.get("dim", -1)
+        graph = module.graph
+        for user in users:
+            target = aten.amax.default if user.args[1] == 0 else aten.argmax.default
+            with graph.inserting_before(user):
+                new = graph.call_function(target, (node.args[0], [dim] if user.args[1] == 0 else dim, True))
+            _derived(new, node)
+            user.replace_all_uses_with(new)
+            graph.erase_node(user)
+        graph.erase_node(node)
+        changed = True
+    return changed
 
 
 def _decompose_group_norms(module: GraphModule) -> bool:
