@@ -813,7 +813,7 @@ def _annotate_join(node, sources) -> None:
     """A cat observes its own output, the union of its inputs' ranges (TFLite's CONCATENATION):
     an input whose producer feeds only the cat shares those qparams (the producer writes at the
     cat's scale, no requantize), an input read elsewhere too keeps its producer's own qparams and
-    is requantized once to the cat's (passes/qparams.py). Sharing one scale across all inputs and
+    is requantized once to the cat's (Copy._join_qparams). Sharing one scale across all inputs and
     their producers instead gives a narrow tensor that other layers read the widest input's steps."""
     inputs = {source: SharedQuantizationSpec(node) if len(source.users) == 1 else ACTIVATION_QSPEC
               for source in sources}
