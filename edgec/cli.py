@@ -279,6 +279,9 @@ def verify(model, calib, samples, name, target, ram, flash, opt, flash_wait, par
                    f"({result.mismatched_bytes} bytes) between the golden simulator and {where}")
         sys.exit(1)
     click.echo(f"OK: {result.samples} samples, golden simulator == {where}, 0 LSB")
+    for output in checks.constant_outputs(compiled.graph, result.golden):
+        _warn(f"WARNING: output '{output}' is the same on all {result.samples} samples: the model's output does not "
+              f"follow its input (check the weights, the calibration data and the samples)")
     floats_ref = checks.float_reference(compiled, floats)
     summary = checks.accuracy_summary(compiled, floats_ref, result.device, class_outputs or None)
     reference = "float model" if compiled.float_module is not None else "the program's own Q/DQ graph in float"

@@ -109,6 +109,25 @@ class LoweringContext:
         self.graph.ops.append(op)
         return op
 
+    def quantized_as(self, node: Node) -> tuple[float, int, str] | None:
+        """(scale, zero point, dtype) of the per-tensor activation quantize that reads `node`, or None."""
+        for user in node.users:
+            if _qop_name(user) == "quantize_per_tensor":
+                args = self._quantize_args(user)
+                dtype = ACTIVATION_DTYPES.get(args.dtype)
+                if dtype is not None:
+                    return float(args.scale[0]), int(args.zero_point[0]), dtype
+        return None
+
+    def requantize_input(self, node: Node, arg: Node, scale: float, zero_point: int, dtype: str) -> Tensor:
+        """`arg`'s tensor at other qparams, for `node` alone (a cat reading each input at its
+        output's qparams); its float reference is `arg`'s value, the one the program holds."""
+        source = self.tensor(arg)
+        out = self.graph.add_tensor(Tensor(f"{arg.name}_as_{node.name}", source.shape, scale, zero_point,
+                                           source=arg.name, dtype=dtype))
+        self.add_op("lut", node, [source], [out], function="requantize", function_attrs={})
+        return out
+
     def alias(self, node: Node, value) -> None:
         self.values[node.name] = value
 

@@ -108,8 +108,9 @@ def prepare(spec, example_inputs=None) -> tuple[frontend.LoadedModel, GraphModul
     """load -> export -> normalize -> fold BN, and every unsupported operator reported at once:
     all that happens before calibration."""
     loaded = frontend.load(spec, example_inputs)
-    check_finite(loaded.module, loaded.origin)
-    module = fold_batchnorm(normalize(loaded.module))
+    module = normalize(loaded.module)  # first: an attention mask of 0 and -inf becomes a bool mask
+    check_finite(module, loaded.origin)
+    module = fold_batchnorm(module)
     check_supported(module, loaded.origin)
     return loaded, module
 
@@ -253,10 +254,12 @@ def check_output_dir(out_dir: Path) -> None:
 
 
 def check_finite(module: GraphModule, origin: str) -> None:
-    """One error naming the first float parameter or buffer that holds NaN or an infinity, which
-    no int8 scale can represent (calibration would otherwise fail deep inside the observers)."""
+    """One error naming the first float parameter or buffer the graph reads that holds NaN or an
+    infinity, which no int8 scale can represent (calibration would otherwise fail deep inside the
+    observers)."""
+    read = {node.target for node in module.graph.nodes if node.op == "get_attr"}
     for name, tensor in (*module.named_parameters(), *module.named_buffers()):
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        if name in read and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             what = "NaN" if bool(torch.isnan(tensor).any()) else "an infinite value"
             raise EdgecError(f"{origin}: {'parameter' if isinstance(tensor, torch.nn.Parameter) else 'buffer'} "
                              f"'{name}' contains {what}; a model's weights and buffers must be finite")

@@ -12,7 +12,7 @@ from edgec.ops import unit_of
 
 # <name>_quantize_input clips the scaled value to +-this before converting it (codegen.QUANTIZE_CLIP).
 QUANTIZE_CLIP = {"int8": np.float32(300.0), "int16": np.float32(70000.0)}
-INT_DTYPES = {"int8": np.int8, "int16": np.int16}
+INT_DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32}  # int32: argmax indices
 
 
 stored = to_stored  # a float graph value laid out as a tensor is stored

@@ -24,6 +24,23 @@ LINEARS = {aten.linear.default}
 ADDS = {aten.add.Tensor}
 SOFTMAXES = {aten.softmax.int, aten._softmax.default}
 LOG_SOFTMAXES = {aten.log_softmax.int, aten._log_softmax.default}
+
+
+@torch.library.custom_op("edgec::masked_softmax", mutates_args=())
+def masked_softmax(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last axis of `x` among the elements where `keep` (bool, broadcast to x)
+    is true, 0 elsewhere: attention with a mask (passes/normalize.py writes SDPA's constant
+    attn_mask or is_causal as this). A row that keeps nothing is all 0 (PyTorch's gives NaN)."""
+    return torch.nan_to_num(torch.softmax(x.masked_fill(~keep, float("-inf")), -1), nan=0.0)
+
+
+@masked_softmax.register_fake
+def _(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+MASKED_SOFTMAXES = {torch.ops.edgec.masked_softmax.default}
+ARGMAXES = {aten.argmax.default}
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
                aten.hardtanh_.default, aten.clamp.default}
 MAX_POOLS = {aten.max_pool1d.default, aten.max_pool2d.default, aten.max_pool2d_with_indices.default,
@@ -43,6 +60,10 @@ IDENTITIES = {aten.dropout.default, aten.feature_dropout.default, aten.alpha_dro
               aten.feature_alpha_dropout.default, aten.clone.default, aten.contiguous.default,
               aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default}
 GETITEM = operator.getitem
+# Operators passes/normalize.py rewrites into the primitives edgec lowers (layer norm, batch norm,
+# matmul, softmax).
+GROUP_NORMS = {aten.group_norm.default, aten.instance_norm.default}
+DECOMPOSED = GROUP_NORMS | {aten.scaled_dot_product_attention.default, aten.topk.default}  # topk: k=1 only
 # Other spellings of one operator (passes/normalize.py renames them): torch.clip, torch.max(a, b).
 ALIASES = {aten.clip.default: aten.clamp.default, aten.clip.Tensor: aten.clamp.Tensor,
            aten.max.other: aten.maximum.default, aten.min.other: aten.minimum.default}

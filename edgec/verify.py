@@ -109,6 +109,21 @@ def golden_outputs(graph: Graph, inputs: np.ndarray) -> np.ndarray:
     return np.stack([_pack(sim.invoke(graph, unpack(graph, row, graph.inputs))) for row in inputs])
 
 
+def constant_outputs(graph: Graph, outputs: np.ndarray) -> list[str]:
+    """The model outputs whose bytes are the same on every sample row of `outputs` (at least two
+    samples): a model whose output does not follow its input (weights that collapsed, a
+    saturated layer, an input that reaches no output) -- bit-exact, but worth a warning."""
+    if len(outputs) < 2:
+        return []
+    constant, start = [], 0
+    for name in graph.outputs:
+        size = graph.tensors[name].nbytes
+        if (outputs[:, start:start + size] == outputs[:1, start:start + size]).all():
+            constant.append(name)
+        start += size
+    return constant
+
+
 def compare(golden: np.ndarray, device: np.ndarray) -> Comparison:
     diff = golden != device
     return Comparison(len(golden), int(diff.any(axis=1).sum()), int(diff.sum()), golden, device)
@@ -165,13 +180,15 @@ def float_node_values(module, sample: tuple) -> dict[str, np.ndarray]:
     import torch
     from torch.fx import Interpreter
 
+    from edgec.torch_ops import ARGMAXES
+
     values: dict[str, np.ndarray] = {}
 
     class Recorder(Interpreter):
         def run_node(self, node):
             result = super().run_node(node)
-            if isinstance(result, torch.Tensor) and result.is_floating_point():
-                values[node.name] = result.detach().numpy().copy()
+            if isinstance(result, torch.Tensor) and (result.is_floating_point() or node.target in ARGMAXES):
+                values[node.name] = result.detach().numpy().copy()  # argmax: indices, as the int32 output
             return result
 
     with torch.no_grad():

@@ -38,9 +38,21 @@ def test_sdpa_becomes_matmul_scale_softmax_matmul(options):
     torch.testing.assert_close(module(q, k, v), F.scaled_dot_product_attention(q, k, v, **options))
 
 
-def test_sdpa_with_a_mask_or_causal_is_reported_not_rewritten():
+def test_causal_sdpa_becomes_a_masked_softmax():
     q = torch.randn(1, 2, 5, 8)
     module, targets = _normalized(_Sdpa(is_causal=True), q, q, q)
+    assert aten.scaled_dot_product_attention.default not in targets and torch.ops.edgec.masked_softmax.default in targets
+    torch.testing.assert_close(module(q, q, q), F.scaled_dot_product_attention(q, q, q, is_causal=True))
+
+
+class _InputMask(nn.Module):
+    def forward(self, q, mask):
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=mask > 0)
+
+
+def test_sdpa_with_a_mask_from_an_input_is_reported_not_rewritten():
+    q = torch.randn(1, 2, 5, 8)
+    module, targets = _normalized(_InputMask(), q, torch.randn(5, 5))
     assert aten.scaled_dot_product_attention.default in targets
     with pytest.raises(EdgecError, match="scaled_dot_product_attention"):
         check_supported(module, "test")

@@ -1,11 +1,11 @@
 """The op units, and the two lookups the pipeline needs: by torch target and by IR kind."""
-from edgec.ops import (band, binary, cmsis_nn, conv, conv_transpose, depthwise, eltwise, int16, int16_units, layer_norm,
-                       linear, lut, matmul, movement, pool, recurrent, shape, softmax)
-from edgec.torch_ops import IDENTITIES
+from edgec.ops import (argmax, band, binary, cmsis_nn, conv, conv_transpose, depthwise, eltwise, int16, int16_units,
+                       layer_norm, linear, lut, matmul, movement, pool, recurrent, shape, softmax)
+from edgec.torch_ops import DECOMPOSED, IDENTITIES
 
 _UNITS = (conv.UNIT, conv_transpose.UNIT, depthwise.UNIT, linear.UNIT, *pool.UNITS, *binary.UNITS, lut.UNIT,
           *softmax.UNITS, *movement.UNITS, *eltwise.UNITS, *shape.UNITS, *matmul.UNITS, *layer_norm.UNITS,
-          *recurrent.UNITS, *int16_units.UNITS, *cmsis_nn.UNITS, band.UNIT)
+          *recurrent.UNITS, *int16_units.UNITS, *cmsis_nn.UNITS, band.UNIT, *argmax.UNITS)
 
 KINDS = {unit.kind: unit for unit in _UNITS}  # IR op kind -> unit
 OPS = {target: unit for unit in _UNITS for target in unit.targets}  # torch op -> unit that lowers it
@@ -31,6 +31,7 @@ def operator_table() -> list[tuple[str, list[str]]]:
     rows = [(f"{unit.family or unit.kind} (ops/{type(unit).__module__.rsplit('.', 1)[-1]}.py)",
              sorted(str(t) for t in unit.targets)) for unit in _UNITS if unit.targets]
     rows.append(("removed before lowering (passes/normalize.py)", sorted(str(t) for t in IDENTITIES)))
+    rows.append(("decomposed into the forms above (passes/normalize.py)", sorted(str(t) for t in DECOMPOSED)))
     rows.append(("normalised to the forms above (passes/normalize.py)",
                  ["every in-place `name_` overload of an operator above (e.g. aten.add_.Tensor, aten.hardswish_.default)"]))
     return rows

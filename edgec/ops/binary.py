@@ -34,7 +34,7 @@ from edgec.numerics import (
     wrap_int32,
 )
 from edgec.ops.base import CCall, OpDef, descriptor
-from edgec.ops.eltwise import add_params
+from edgec.ops.eltwise import add_params, require_quantized
 from edgec.ops.kernel_layout import kernel_isa, packed_choice
 from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, annotate_with_output
 from edgec.torch_ops import aten
@@ -405,6 +405,7 @@ class Binary(OpDef):
         return result
 
     def finalize(self, op, graph) -> None:
+        require_quantized(op, graph, op.attrs["op"])
         out = graph.tensors[op.outputs[0]]
         bounds = activation_bounds(out.zero_point, out.scale, *op.attrs["clamp"])
         try:

@@ -66,6 +66,18 @@ def add_params(s1: float, zp1: int, s2: float, zp2: int, s_out: float, zp_out: i
     }
 
 
+def require_quantized(op, graph, what: str) -> None:
+    """One clear line where a program leaves an int8 kernel's operand in float (a float residual
+    chain; an add whose output only float operators read), where add_params would fail on None."""
+    for name in op.inputs + op.outputs:
+        tensor = graph.tensors[name]
+        if not tensor.quantized:
+            role = "output" if name in op.outputs else "input"
+            raise EdgecError(f"{op.source}: the program leaves the {role} of this {what} ('{tensor.source}') in float; "
+                             f"edgec runs it in int8: quantize it in the program (a quantize/dequantize pair), "
+                             f"or give edgec the float model to quantize")
+
+
 def add_s8(x1, x2, params: dict) -> np.ndarray:
     """Golden int8 add of two same-shape tensors, bit-exact with edgec_add_s8 (params: add_params)."""
     x1 = np.asarray(x1)
@@ -107,6 +119,7 @@ class Add(OpDef):
     layout_follows_input = True
 
     def finalize(self, op, graph) -> None:
+        require_quantized(op, graph, "add")
         a, b, out = (graph.tensors[n] for n in op.inputs + op.outputs)
         bounds = activation_bounds(out.zero_point, out.scale, *op.attrs["clamp"])
         op.attrs["params"] = add_params(a.scale, a.zero_point, b.scale, b.zero_point, out.scale,

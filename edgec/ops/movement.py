@@ -586,6 +586,53 @@ def compose_at(outer, slot: int, inner, count: int) -> Composed:
     return Composed(outer, slot, inner, count)
 
 
+@dataclass(frozen=True)
+class EdgePad:
+    """F.pad(mode='reflect' | 'replicate') along one torch axis, as a cat of three views of the
+    same input (one per op input, so each is one strided copy: a flipped slice or a repeated edge,
+    the input, and the other edge). Inputs: the tensor once per non-empty piece, in order."""
+    axis: int
+    before: int
+    after: int
+    mode: str
+
+    def __call__(self, *copies):
+        copies = list(copies)
+        length = copies[0].shape[self.axis]
+        pieces = []
+        if self.before:
+            x = copies.pop(0)
+            pieces.append(x.narrow(self.axis, 1, self.before).flip(self.axis) if self.mode == "reflect"
+                          else x.narrow(self.axis, 0, 1).repeat_interleave(self.before, self.axis))
+        pieces.append(copies.pop(0))
+        if self.after:
+            x = copies.pop(0)
+            pieces.append(x.narrow(self.axis, length - 1 - self.after, self.after).flip(self.axis) if self.mode == "reflect"
+                          else x.narrow(self.axis, length - 1, 1).repeat_interleave(self.after, self.axis))
+        return torch.cat(pieces, self.axis)
+
+
+def lower_edge_pad(ctx, node, x: Tensor, pad: list[int], mode: str) -> None:
+    """Reflect or replicate padding (PyTorch's order of `pad`: the last axis first, (before, after)
+    pairs) as one copy per padded axis: each reads its input up to three times, so each piece is
+    one strided copy (a copy of every axis at once would not split into few strided copies)."""
+    if min(pad, default=0) < 0:
+        raise EdgecError(f"{source_line(node)}: negative padding (a crop) is not supported; slice instead")
+    rank, current, shape = len(x.shape), x, list(x.shape)
+    axes = [(rank - 1 - k, pad[2 * k], pad[2 * k + 1]) for k in range(len(pad) // 2) if pad[2 * k] or pad[2 * k + 1]]
+    if not axes:
+        ctx.add_op("copy", node, [x], [ctx.output(node, qparams_of=x)], gather=reshape_gather(x.shape))
+        return
+    for number, (axis, before, after) in enumerate(axes):
+        shape[axis] += before + after
+        last = number == len(axes) - 1
+        out = ctx.output(node, qparams_of=x) if last else ctx.graph.add_tensor(
+            Tensor(f"{node.name}_axis{axis}", tuple(shape), x.scale, x.zero_point, dtype=x.dtype))
+        inputs = [current] * (1 + (before > 0) + (after > 0))
+        ctx.add_op("copy", node, inputs, [out], gather=EdgePad(axis, before, after, mode))
+        current = out
+
+
 def reshape_gather(shape) -> Gather:
     return Gather(torch.ops.aten.reshape.default, (_Slot(0), list(shape)), {})
 
@@ -728,11 +775,14 @@ class Copy(OpDef):
     limits = f"a movement PyTorch defines that splits into at most {MAX_PARTS} strided copies per input"
 
     def annotate(self, node) -> None:
-        """Inputs and output share the first input's qparams (TFLite's CONCATENATION needs it, and
-        a copy cannot requantize); so do the items a split-like op's getitems take. A tensor read
-        more than once (torch.cat([y, y])) is annotated once: a second, shared spec of the first
-        input would refer to itself."""
+        """Inputs and output share the first input's qparams (a copy cannot requantize); so do the
+        items a split-like op's getitems take. A tensor read more than once (torch.cat([y, y])) is
+        annotated once: a second, shared spec of the first input would refer to itself. A join of
+        several tensors is annotated as a join (_annotate_join)."""
         sources = list(dict.fromkeys(a for a in _flatten_args(node.args) if isinstance(a, Node)))
+        if node.target in JOINS and len(sources) > 1:
+            _annotate_join(node, sources)
+            return
         first = sources[0]
         inputs = {first: ACTIVATION_QSPEC}
         inputs.update({source: SharedQuantizationSpec((first, node)) for source in sources[1:]})
@@ -750,8 +800,28 @@ class Copy(OpDef):
     def lower_copy(self, ctx, node, result_node, item: int | None) -> None:
         activations: list = []
         args = _substitute(node.args, activations, ctx, node)
-        out = ctx.output(result_node, qparams_of=activations[0])
+        joined = self._join_qparams(ctx, node, activations)
+        out = ctx.output(result_node, qparams_of=joined or activations[0])
         ctx.add_op(self.kind, node, activations, [out], gather=Gather(node.target, args, dict(node.kwargs), item))
+
+    @staticmethod
+    def _join_qparams(ctx, node, activations: list):
+        """A cat of differently quantized inputs runs at the qparams the program quantizes its
+        output to, each input requantized once, straight to them (TFLite's CONCATENATION): at its
+        first input's, a wider input would saturate before the cat's own requantize. Replaces the
+        inputs in `activations`; returns the tensor whose qparams the output takes, or None."""
+        qparams = {(tensor.scale, tensor.zero_point, tensor.dtype) for tensor in activations}
+        output_qparams = ctx.quantized_as(node) if len(qparams) > 1 else None
+        if output_qparams is None:
+            return None
+        args = [arg for arg in _flatten_args(node.args) if isinstance(arg, Node)]
+        requantized: dict = {}  # torch.cat([y, y]) requantizes y once
+        for index, (arg, tensor) in enumerate(zip(args, activations)):
+            if (tensor.scale, tensor.zero_point, tensor.dtype) != output_qparams:
+                if arg not in requantized:
+                    requantized[arg] = ctx.requantize_input(node, arg, *output_qparams)
+                activations[index] = requantized[arg]
+        return next(t for t in activations if (t.scale, t.zero_point, t.dtype) == output_qparams)
 
     def finalize(self, op, graph) -> None:
         op.attrs["copies"] = strided_copies(op, graph)
@@ -772,6 +842,22 @@ class Copy(OpDef):
             call.code += (" " if call.code else "") + \
                 f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[index])}, {names.ptr(op.outputs[0])});"
         return call
+
+
+# Copies that join several tensors into one: quantized at their own output's range.
+JOINS = frozenset({aten.cat.default, aten.concat.default, aten.stack.default, aten.hstack.default,
+                   aten.vstack.default})
+
+
+def _annotate_join(node, sources) -> None:
+    """A cat observes its own output, the union of its inputs' ranges (TFLite's CONCATENATION):
+    an input whose producer feeds only the cat shares those qparams (the producer writes at the
+    cat's scale, no requantize), an input read elsewhere too keeps its producer's own qparams and
+    is requantized once to the cat's (Copy._join_qparams). Sharing one scale across all inputs and
+    their producers instead gives a narrow tensor that other layers read the widest input's steps."""
+    inputs = {source: SharedQuantizationSpec(node) if len(source.users) == 1 else ACTIVATION_QSPEC
+              for source in sources}
+    annotate(node, inputs, ACTIVATION_QSPEC)
 
 
 def _flatten_args(args):

@@ -440,11 +440,12 @@ def _parse(node: Node) -> dict:
     if node.target in SEQUENCES:
         x, hx, params, has_biases, layers, _dropout, _train, bidirectional, batch_first = node.args[:9]
         per_layer = 4 if has_biases else 2
+        runs = int(layers) * (2 if bidirectional else 1)  # PyTorch's order: layer 0 forward, reverse, layer 1 ...
         weights = [tuple(params[l * per_layer:(l + 1) * per_layer]) + ((None, None) if not has_biases else ())
-                   for l in range(layers)]
+                   for l in range(runs)]
         return {"cell": SEQUENCES[node.target], "x": x, "hx": list(hx) if isinstance(hx, (list, tuple)) else [hx],
                 "weights": weights, "layers": int(layers), "bidirectional": bool(bidirectional),
-                "batch_first": bool(batch_first), "sequence": True, "proj": len(params) != layers * per_layer}
+                "batch_first": bool(batch_first), "sequence": True, "proj": len(params) != runs * per_layer}
     x, hx, w_ih, w_hh = node.args[:4]
     b_ih = node.args[4] if len(node.args) > 4 else None
     b_hh = node.args[5] if len(node.args) > 5 else None
@@ -457,36 +458,48 @@ def _is_zero_state(arg) -> bool:
     return arg is None or (isinstance(arg, Node) and arg.target == aten.zeros.default)
 
 
-def float_statistics(cell: str, x: torch.Tensor, weights: list, time_major: bool) -> list[dict]:
-    """Per layer, max|c| (LSTM), what the tanh gate takes at most (LSTM: max|pre_g|, GRU:
-    max|xn + r * hn|) and the
-    hidden state's min/max of the float recurrence from a zero state (PyTorch's equations)."""
+def float_statistics(cell: str, x: torch.Tensor, weights: list, time_major: bool, directions: int = 1) -> list[dict]:
+    """Per run (a layer's direction, in `weights`' order), max|c| (LSTM), what the tanh gate takes
+    at most (LSTM: max|pre_g|, GRU: max|xn + r * hn|) and the hidden state's min/max of the float
+    recurrence from a zero state (PyTorch's equations); a reverse run reads the sequence backwards,
+    and the next layer reads the directions' outputs concatenated."""
     seq = x if time_major else x.transpose(0, 1)
     stats = []
-    for w_ih, w_hh, b_ih, b_hh in weights:
-        h = torch.zeros(seq.shape[1], w_hh.shape[1])
-        c = torch.zeros_like(h)
-        outputs, cell_max, tanh_pre_max = [], 0.0, 0.0
-        for x_t in seq:
-            gx = x_t @ w_ih.T + (0 if b_ih is None else b_ih)
-            gh = h @ w_hh.T + (0 if b_hh is None else b_hh)
-            if cell == "lstm":
-                i, f, g, o = (gx + gh).chunk(4, dim=-1)
-                tanh_pre_max = max(tanh_pre_max, float(g.abs().max()))
-                c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-                h = torch.sigmoid(o) * torch.tanh(c)
-                cell_max = max(cell_max, float(c.abs().max()))
-            else:
-                (xr, xz, xn), (hr, hz, hn) = gx.chunk(3, dim=-1), gh.chunk(3, dim=-1)
-                r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
-                tanh_pre_max = max(tanh_pre_max, float((xn + r * hn).abs().max()))
-                n = torch.tanh(xn + r * hn)
-                h = (1 - z) * n + z * h
-            outputs.append(h)
-        seq = torch.stack(outputs)
-        stats.append({"cell_max": cell_max, "hidden_min": float(seq.min()), "hidden_max": float(seq.max()),
-                      "tanh_pre_max": tanh_pre_max})
+    for layer in range(len(weights) // directions):
+        outputs = []
+        for direction in range(directions):
+            run, run_stats = _float_run(cell, seq.flip(0) if direction else seq, weights[layer * directions + direction])
+            outputs.append(run.flip(0) if direction else run)
+            stats.append(run_stats)
+        seq = torch.cat(outputs, -1)
     return stats
+
+
+def _float_run(cell: str, seq: torch.Tensor, weights: tuple) -> tuple[torch.Tensor, dict]:
+    """One direction of one layer over a time-major sequence: its outputs and statistics."""
+    w_ih, w_hh, b_ih, b_hh = weights
+    h = torch.zeros(seq.shape[1], w_hh.shape[1])
+    c = torch.zeros_like(h)
+    outputs, cell_max, tanh_pre_max = [], 0.0, 0.0
+    for x_t in seq:
+        gx = x_t @ w_ih.T + (0 if b_ih is None else b_ih)
+        gh = h @ w_hh.T + (0 if b_hh is None else b_hh)
+        if cell == "lstm":
+            i, f, g, o = (gx + gh).chunk(4, dim=-1)
+            tanh_pre_max = max(tanh_pre_max, float(g.abs().max()))
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            cell_max = max(cell_max, float(c.abs().max()))
+        else:
+            (xr, xz, xn), (hr, hz, hn) = gx.chunk(3, dim=-1), gh.chunk(3, dim=-1)
+            r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+            tanh_pre_max = max(tanh_pre_max, float((xn + r * hn).abs().max()))
+            n = torch.tanh(xn + r * hn)
+            h = (1 - z) * n + z * h
+        outputs.append(h)
+    seq = torch.stack(outputs)
+    return seq, {"cell_max": cell_max, "hidden_min": float(seq.min()), "hidden_max": float(seq.max()),
+                 "tanh_pre_max": tanh_pre_max}
 
 
 class RecurrentResult:
@@ -507,6 +520,18 @@ class RecurrentResult:
         # c_n (item 1 of a cell, 2 of a sequence) is left unmapped: a user of it fails to lower
 
 
+def _hidden(ctx, names) -> int:
+    """The hidden size of a run with weight nodes `names` (w_hh is [gates * hidden, hidden])."""
+    return int(np.asarray(ctx.constant(names[1]).value).shape[1])
+
+
+def _time_flip(ctx, node, source: Tensor, axis: int, name: str) -> Tensor:
+    """`source` reversed along its time axis, by a copy."""
+    out = ctx.graph.add_tensor(Tensor(name, source.shape, source.scale, source.zero_point, dtype=source.dtype))
+    ctx.add_op("copy", node, [source], [out], gather=Gather(torch.flip, (_Slot(0), [axis]), {}))
+    return out
+
+
 def _last_steps(axis: int, *layers):
     """h_n from the layers' output sequences: each one's last step, stacked."""
     return torch.stack([y.select(axis, -1) for y in layers])
@@ -517,13 +542,13 @@ class Recurrent(OpDef):
     family = "recurrent (LSTM, GRU)"
     targets = frozenset(SEQUENCES) | frozenset(CELLS)
     runtime_sources = ("recurrent/edgec_recurrent_s8.c",)
-    limits = ("unidirectional, no proj_size, zero initial state, batched input; an LSTM's cell state c "
-              "not read")
+    limits = ("no proj_size, zero initial state, batched input; an LSTM's cell state c not read; "
+              "bidirectional: its output sequence (not h_n), no --stream")
 
     def check(self, node) -> str | None:
         spec = _parse(node)
-        if spec["bidirectional"]:
-            return "bidirectional recurrent layers"
+        if spec["bidirectional"] and any(u.target is operator.getitem and u.args[1] == 1 and u.users for u in node.users):
+            return "reading h_n of a bidirectional recurrent layer (its output sequence is supported)"
         if spec["proj"]:
             return "LSTM with proj_size"
         if not all(_is_zero_state(h) for h in spec["hx"]):
@@ -557,7 +582,8 @@ class Recurrent(OpDef):
         values = {id(n): v for n, v in zip(_flatten_args(node.args), _flatten_args(args))}
         weights = [tuple(None if w is None else values[id(w)] for w in layer) for layer in spec["weights"]]
         x = args[0] if spec["sequence"] else args[0].unsqueeze(0)
-        stats = float_statistics(spec["cell"], x.detach().float(), weights, time_major=not spec["batch_first"] or not spec["sequence"])
+        stats = float_statistics(spec["cell"], x.detach().float(), weights, time_major=not spec["batch_first"] or not spec["sequence"],
+                                 directions=2 if spec["bidirectional"] else 1)
         seen = node.meta.setdefault(OBSERVED_KEY, stats)
         for old, new in zip(seen, stats):
             old["cell_max"] = max(old["cell_max"], new["cell_max"])
@@ -577,33 +603,74 @@ class Recurrent(OpDef):
         sequence_node = next((u.name for u in node.users if u.target is operator.getitem and u.args[1] == 0), "")
         # h_n stacks every layer's last step in one copy: then all layers share the output's qparams
         h_n_used = spec["sequence"] and any(u.target is operator.getitem and u.args[1] == 1 and u.users for u in node.users)
+        if spec["bidirectional"]:
+            outputs = self._lower_bidirectional(ctx, node, spec, x, observed, time_major, sequence_node)
+            if node.target != aten.gru_cell.default:
+                ctx.alias(node, RecurrentResult(self, node, outputs, spec))
+            return
         outputs = []
         source = x
         for layer, names in enumerate(spec["weights"]):
-            w_ih, w_hh, b_ih, b_hh = (None if n is None else np.asarray(ctx.constant(n).value, np.float64) for n in names)
-            hidden = w_hh.shape[1]
-            shape = source.shape[:-1] + (hidden,)
             last = layer == spec["layers"] - 1
             if last and not spec["sequence"] and node.target == aten.gru_cell.default:
-                out = ctx.output(node, shape)
+                out = ctx.output(node, source.shape[:-1] + (_hidden(ctx, names),))
             else:
-                out = ctx.graph.add_tensor(Tensor(f"{node.name}_layer{layer}", shape, source=sequence_node if last else ""))
+                out = ctx.graph.add_tensor(Tensor(f"{node.name}_layer{layer}", source.shape[:-1] + (_hidden(ctx, names),),
+                                                  source=sequence_node if last else ""))
                 if not last and not h_n_used:
                     out.scale, out.zero_point = _asymmetric_qparams(observed[layer]["hidden_min"], observed[layer]["hidden_max"])
-            cell_power = cell_scale_power(observed[layer]["cell_max"]) if spec["cell"] == "lstm" else 0
-            steps, batches = (1, shape[0]) if not spec["sequence"] else shape[:2] if time_major else shape[1::-1]
-            ctx.add_op(self.kind, node, [source], [out], cell=spec["cell"], layer=layer, time_major=time_major,
-                       float_node=node.name,
-                       batches=batches, time_steps=steps, w_ih=w_ih, w_hh=w_hh, b_ih=b_ih, b_hh=b_hh,
-                       cell_power=cell_power, cell_max=observed[layer]["cell_max"],
-                       tanh_pre_max=observed[layer]["tanh_pre_max"], stream=False,
-                       last_step_only=False)
+            self._add_run(ctx, node, spec, layer, source, out, observed, time_major)
             outputs.append(out)
             source = out
         for op in ctx.graph.ops[-len(outputs):]:  # where a layer without qparams takes them (finalize)
             op.attrs["final_output"] = outputs[-1].name
         if node.target != aten.gru_cell.default:
             ctx.alias(node, RecurrentResult(self, node, outputs, spec))
+
+    def _add_run(self, ctx, node, spec: dict, run: int, source: Tensor, out: Tensor, observed: list, time_major: bool):
+        """The op of one run (a layer, or one direction of a bidirectional layer: index `run` of
+        spec["weights"], whose float weights verify reads by it)."""
+        w_ih, w_hh, b_ih, b_hh = (None if n is None else np.asarray(ctx.constant(n).value, np.float64)
+                                  for n in spec["weights"][run])
+        shape = out.shape
+        cell_power = cell_scale_power(observed[run]["cell_max"]) if spec["cell"] == "lstm" else 0
+        steps, batches = (1, shape[0]) if not spec["sequence"] else shape[:2] if time_major else shape[1::-1]
+        return ctx.add_op(self.kind, node, [source], [out], cell=spec["cell"], layer=run, time_major=time_major,
+                          float_node=node.name, batches=batches, time_steps=steps, w_ih=w_ih, w_hh=w_hh, b_ih=b_ih,
+                          b_hh=b_hh, cell_power=cell_power, cell_max=observed[run]["cell_max"],
+                          tanh_pre_max=observed[run]["tanh_pre_max"], stream=False, last_step_only=False,
+                          bidirectional=spec["bidirectional"])
+
+    def _lower_bidirectional(self, ctx, node, spec, x, observed, time_major, sequence_node) -> list[Tensor]:
+        """Each layer: the forward run on its input, the reverse run on its input reversed in time
+        (a copy) with its output reversed back, both concatenated on the features (a copy), as
+        PyTorch's bidirectional layer. Both runs write one qparams (the cat then only moves bytes):
+        the union of their observed ranges, or the sequence output's for the last layer (the
+        quantize that follows gives them through the copies). Returns each layer's output."""
+        time_axis = 0 if time_major else 1
+        outputs, source, ops = [], x, []
+        for layer in range(spec["layers"]):
+            last = layer == spec["layers"] - 1
+            hidden = _hidden(ctx, spec["weights"][2 * layer])
+            shape = source.shape[:-1] + (hidden,)
+            low = min(observed[2 * layer + d]["hidden_min"] for d in (0, 1))
+            high = max(observed[2 * layer + d]["hidden_max"] for d in (0, 1))
+            qparams = (None, 0) if last else _asymmetric_qparams(low, high)
+            name = f"{node.name}_layer{layer}"
+            runs = []
+            for direction in (0, 1):
+                run_in = source if direction == 0 else _time_flip(ctx, node, source, time_axis, f"{name}_reversed_input")
+                out = ctx.graph.add_tensor(Tensor(f"{name}_{'reverse' if direction else 'forward'}", shape, *qparams))
+                ops.append(self._add_run(ctx, node, spec, 2 * layer + direction, run_in, out, observed, time_major))
+                runs.append(out if direction == 0 else _time_flip(ctx, node, out, time_axis, f"{name}_reverse_in_time"))
+            joined = ctx.graph.add_tensor(Tensor(name, shape[:-1] + (2 * hidden,), *qparams,
+                                                 source=sequence_node if last else ""))
+            ctx.add_op("copy", node, runs, [joined], gather=Gather(torch.cat, ([_Slot(0), _Slot(1)], -1), {}))
+            outputs.append(joined)
+            source = joined
+        for op in ops:
+            op.attrs["final_output"] = outputs[-1].name
+        return outputs
 
     def relayout(self, op, graph) -> None:
         """The kernel reads and writes rows in PyTorch order: an input or output the layout pass
@@ -685,6 +752,9 @@ def with_time_steps(graph, steps: int) -> None:
     input, every layer's output sequence and the layers' step counts change; what reads the last
     layer must not depend on the sequence length (its last step, h_n), else EdgecError."""
     ops = recurrent_ops(graph)
+    if any(op.attrs.get("bidirectional") for op in ops):
+        raise EdgecError(f"{ops[0].source}: --stream cannot run a bidirectional recurrent layer: its reverse "
+                         f"direction starts from the end of the whole sequence")
     firsts = [op for op in ops if op.attrs["layer"] == 0]
     for op in firsts:
         if op.inputs[0] not in graph.inputs:

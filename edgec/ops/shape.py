@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from edgec.errors import EdgecError
 from edgec.ir import KernelChoice, same_bytes
-from edgec.ops.movement import make_copy, reshape_gather
+from edgec.ops.movement import lower_edge_pad, make_copy, reshape_gather
 from edgec.frontend import source_line
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import annotate_shared
@@ -45,7 +45,8 @@ class Reshape(OpDef):
 
 class Pad(OpDef):
     """Constant padding: folded into the convolutions it feeds (passes/fuse.fold_pad) when it pads
-    with zeros along the spatial axes only, else a constant_pad op (edgec.ops.movement)."""
+    with zeros along the spatial axes only, else a constant_pad op (edgec.ops.movement). Reflect
+    and replicate padding are strided copies, one per padded axis (movement.lower_edge_pad)."""
     kind = "pad"
     targets = frozenset(PADS)
     keeps_qparams = True
@@ -54,17 +55,29 @@ class Pad(OpDef):
         annotate_shared(node)
 
     def check(self, node) -> str | None:
-        mode = node.args[2] if node.target == aten.pad.default and len(node.args) > 2 else node.kwargs.get("mode", "constant")
-        return None if mode == "constant" else f"padding mode '{mode}'"
+        mode = _mode(node)
+        return None if mode == "constant" or mode in EDGE_PAD_MODES else f"padding mode '{mode}'"
 
     def lower(self, ctx, node) -> None:
         x = ctx.tensor(node.args[0])
         pad = [int(v) for v in node.args[1]]
+        if _mode(node) in EDGE_PAD_MODES:
+            lower_edge_pad(ctx, node, x, pad, _mode(node))
+            return
         value = node.args[3] if node.target == aten.pad.default and len(node.args) > 3 else \
             node.args[2] if node.target != aten.pad.default and len(node.args) > 2 else node.kwargs.get("value")
         if min(pad, default=0) < 0:
             raise EdgecError(f"{source_line(node)}: negative padding (a crop) is not supported; slice instead")
         ctx.add_op(self.kind, node, [x], [ctx.output(node, qparams_of=x)], torch_pad=pad, value=float(value or 0.0))
+
+
+EDGE_PAD_MODES = ("reflect", "replicate")
+
+
+def _mode(node) -> str:
+    if node.target == aten.pad.default:
+        return node.args[2] if len(node.args) > 2 else node.kwargs.get("mode", "constant")
+    return "constant"
 
 
 def is_free_view(op, graph) -> bool:

@@ -33,7 +33,7 @@ from edgec.numerics import (INT8_MAX, INT8_MIN, INT32_MAX, INT32_MIN, divide_by_
                             requantize, round_half_away)
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import activation_inputs, annotate, fixed_qspec
-from edgec.torch_ops import LOG_SOFTMAXES, SOFTMAXES
+from edgec.torch_ops import LOG_SOFTMAXES, MASKED_SOFTMAXES, SOFTMAXES
 from edgec.ops.kernel import Field, ints, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
@@ -146,11 +146,13 @@ def _bit_length(v: np.ndarray) -> np.ndarray:
     return np.frexp(v.astype(np.float64))[1].astype(np.int64)
 
 
-def softmax_s8(x: np.ndarray, params: dict) -> np.ndarray:
+def softmax_s8(x: np.ndarray, params: dict, keep: np.ndarray | None = None) -> np.ndarray:
     """Golden int8 softmax over the last axis, bit-exact with edgec_softmax_s8.
 
     x: int8 array [..., row_size] (typically [rows, row_size]); params from softmax_params.
-    Returns int8 of the same shape with scale 1/256 and zero point -128.
+    Returns int8 of the same shape with scale 1/256 and zero point -128. `keep` (bool, of the rows'
+    shape): the softmax among the kept elements only, the others -128 (edgec_masked_softmax_s8;
+    a row keeping nothing is all -128).
     """
     x = np.asarray(x)
     if x.dtype != np.int8 or x.ndim < 1 or x.shape[-1] < 1:
@@ -162,9 +164,10 @@ def softmax_s8(x: np.ndarray, params: dict) -> np.ndarray:
     if not 0 <= shift <= 31 or mult < 0 or diff_min < -_input_radius(shift):
         raise ValueError(f"invalid softmax params {params}")
     rows = x.reshape(-1, x.shape[-1]).astype(np.int64)
+    keep = np.ones(rows.shape, bool) if keep is None else np.broadcast_to(keep, rows.shape)
 
-    diff = rows - rows.max(axis=1, keepdims=True)
-    valid = diff >= diff_min
+    diff = rows - np.where(keep, rows, INT8_MIN).max(axis=1, keepdims=True)
+    valid = (diff >= diff_min) & keep
     # Skipped elements are computed as diff 0 and masked out afterwards, which keeps every
     # intermediate in int32 range (the C code simply never evaluates them).
     scaled = _srdhm(np.where(valid, diff, 0) << shift, mult)
@@ -417,4 +420,56 @@ class LogSoftmax(Softmax):
         return log_softmax_s8(inputs[0], op.attrs["desc"])
 
 
-UNITS = (Softmax(), LogSoftmax())
+# -- masked softmax (attention with a constant mask) ------------------------------------------------
+
+def masked_softmax_desc(rows: int, row_size: int, keep: np.ndarray, input_scale: float) -> dict:
+    """Fields of the C struct edgec_masked_softmax_desc (same names, same order): softmax over each
+    of `rows` contiguous rows of `row_size` among the elements whose mask byte is 1; `keep` is the
+    bool mask of every row, stored once per distinct block (row r reads mask row r % mask_rows)."""
+    keep = np.asarray(keep, bool).reshape(rows, row_size)
+    mask_rows = next(n for n in range(1, rows + 1) if rows % n == 0 and (keep.reshape(-1, n, row_size) == keep[:n]).all())
+    return {"rows": rows, "row_size": row_size, "mask_rows": mask_rows, "mask": keep[:mask_rows].astype(np.uint8).ravel(),
+            **softmax_params(input_scale)}
+
+
+def masked_softmax_s8(x: np.ndarray, desc: dict) -> np.ndarray:
+    """Golden edgec_masked_softmax_s8."""
+    rows, row_size, mask_rows = desc["rows"], desc["row_size"], desc["mask_rows"]
+    keep = np.tile(np.asarray(desc["mask"], bool).reshape(mask_rows, row_size), (rows // mask_rows, 1))
+    params = {key: desc[key] for key in ("input_multiplier", "input_left_shift", "diff_min")}
+    return softmax_s8(np.asarray(x, np.int8).reshape(rows, row_size), params, keep).reshape(np.shape(x))
+
+
+class MaskedSoftmax(Softmax):
+    """Attention's softmax with a constant mask (SDPA's attn_mask or is_causal, normalize.py): over
+    the last axis, rows in PyTorch order."""
+    kind = "masked_softmax"
+    family = "masked_softmax (attention with a constant mask or is_causal)"
+    targets = frozenset(MASKED_SOFTMAXES)
+    limits = "a constant mask (bool, or float of 0 and -inf)"
+
+    def lower(self, ctx, node) -> None:
+        x = ctx.tensor(node.args[0])
+        keep = np.broadcast_to(np.asarray(ctx.constant(node.args[1]).value, bool), x.shape)
+        ctx.add_op(self.kind, node, [x], [ctx.output(node)], keep=np.ascontiguousarray(keep))
+
+    def torch_order_tensors(self, op, graph) -> list[str]:
+        return [op.inputs[0], op.outputs[0]]
+
+    def relayout(self, op, graph) -> None:
+        op.attrs["stored_dim"] = len(graph.tensors[op.inputs[0]].shape) - 1  # PyTorch order (torch_order_tensors)
+
+    def descriptor(self, shape, axis, scale, op) -> dict:
+        return masked_softmax_desc(math.prod(shape[:-1]), shape[-1], op.attrs["keep"], scale)
+
+    def golden(self, op, graph, inputs):
+        return masked_softmax_s8(inputs[0], op.attrs["desc"])
+
+    def emit(self, op, graph, names) -> CCall:
+        p = names.symbol(op, "desc")
+        call = descriptor("edgec_masked_softmax_desc", p, op.attrs["desc"])
+        call.code = f"status |= edgec_masked_softmax_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        return call
+
+
+UNITS = (Softmax(), LogSoftmax(), MaskedSoftmax())

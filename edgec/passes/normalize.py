@@ -18,7 +18,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from edgec.frontend import take_location
-from edgec.torch_ops import ALIASES, IDENTITIES, MEANS, PADS, REDUCTIONS, VIEWS, module_attribute
+from edgec.torch_ops import ALIASES, GROUP_NORMS, IDENTITIES, MEANS, PADS, REDUCTIONS, VIEWS, module_attribute
 
 aten = torch.ops.aten
 
@@ -47,6 +47,8 @@ def normalize(module: GraphModule) -> GraphModule:
     changed |= _drop_no_ops(module)
     changed |= _fold_constants(module)
     changed |= _decompose_attention(module)
+    changed |= _decompose_group_norms(module)
+    changed |= _top1_as_max_and_argmax(module)
     changed |= _constant_cat_as_pad_and_add(module)
     changed |= _merge_constant_adds(module)
     if changed:
@@ -202,15 +204,17 @@ def _fold_constants(module: GraphModule) -> bool:
 
 
 def _decompose_attention(module: GraphModule) -> bool:
-    """F.scaled_dot_product_attention without mask, dropout or causality as matmuls and softmax."""
+    """F.scaled_dot_product_attention without dropout as matmuls and softmax; with a constant
+    attn_mask (bool, or float holding only 0 and -inf) or is_causal, the softmax is the masked
+    softmax of the elements the mask keeps (torch_ops.masked_softmax)."""
     changed = False
     for node in list(module.graph.nodes):
         if node.op != "call_function" or node.target not in SDPA:
             continue
         q, k, v = node.args[:3]
         options = dict(zip(("attn_mask", "dropout_p", "is_causal"), node.args[3:]), **node.kwargs)
-        if options.get("attn_mask") is not None or options.get("dropout_p", 0.0) != 0.0 or options.get("is_causal") \
-                or options.get("enable_gqa"):
+        keep = _attention_keep(module, q, k, options.get("attn_mask"), bool(options.get("is_causal")))
+        if keep is False or options.get("dropout_p", 0.0) != 0.0 or options.get("enable_gqa"):
             continue  # left for check_supported to report
         scale = options.get("scale")
         if scale is None:
@@ -220,11 +224,109 @@ def _decompose_attention(module: GraphModule) -> bool:
             key_t = graph.call_function(aten.transpose.int, (k, -2, -1))
             scores = graph.call_function(aten.matmul.default, (q, key_t))
             scaled = graph.call_function(aten.mul.Tensor, (scores, float(scale)))
-            weights = graph.call_function(aten.softmax.int, (scaled, -1))
+            if keep is None:
+                weights = graph.call_function(aten.softmax.int, (scaled, -1))
+            else:
+                weights = graph.call_function(torch.ops.edgec.masked_softmax.default,
+                                              (scaled, _new_constant(module, node, keep, "attention_keep")))
             out = graph.call_function(aten.matmul.default, (weights, v))
         for new in (key_t, scores, scaled, weights, out):
             _derived(new, node)
         node.replace_all_uses_with(out)
+        graph.erase_node(node)
+        changed = True
+    return changed
+
+
+def _attention_keep(module: GraphModule, q: Node, k: Node, mask, causal: bool):
+    """The bool [.., L, S] mask of the scores SDPA keeps: None without a mask, False for a mask
+    edgec cannot take (computed from the input, or a float mask with values other than 0 and -inf)."""
+    keep = None
+    if mask is not None:
+        value = _constant_value(module, mask)
+        if value is None:
+            return False
+        if value.dtype != torch.bool:
+            if not bool(((value == 0) | (value == float("-inf"))).all()):
+                return False
+            value = value == 0
+        keep = value
+    if causal:
+        rows, columns = q.meta["val"].shape[-2], k.meta["val"].shape[-2]
+        causal_keep = torch.ones(rows, columns, dtype=torch.bool).tril()
+        keep = causal_keep if keep is None else keep & causal_keep
+    return keep
+
+
+def _top1_as_max_and_argmax(module: GraphModule) -> bool:
+    """torch.topk(x, 1, dim) (largest): its values are amax(x, dim, keepdim), its indices
+    argmax(x, dim, keepdim)."""
+    changed = False
+    for node in list(module.graph.nodes):
+        if node.op != "call_function" or node.target != aten.topk.default:
+            continue
+        options = dict(zip(("k", "dim", "largest", "sorted"), node.args[1:]), **node.kwargs)
+        users = list(node.users)
+        if options["k"] != 1 or not options.get("largest", True) or \
+                any(user.target is not operator.getitem for user in users):
+            continue  # left for check_supported to report
+        dim = options.get("dim", -1)
+        graph = module.graph
+        for user in users:
+            target = aten.amax.default if user.args[1] == 0 else aten.argmax.default
+            with graph.inserting_before(user):
+                new = graph.call_function(target, (node.args[0], [dim] if user.args[1] == 0 else dim, True))
+            _derived(new, node)
+            user.replace_all_uses_with(new)
+            graph.erase_node(user)
+        graph.erase_node(node)
+        changed = True
+    return changed
+
+
+def _decompose_group_norms(module: GraphModule) -> bool:
+    """GroupNorm / InstanceNorm (statistics of each sample's groups of channels, over the channels
+    and all positions of a group) as the layer norm of the [N, groups, C/groups * positions] view
+    (edgec's integer layer-norm kernel), reshaped back, then the per-channel affine as an inference
+    batch norm (mean 0, variance 1, eps 0: exactly w * x + b), which fold_batchnorm folds or runs as
+    a 1x1 depthwise convolution. An InstanceNorm that uses running statistics is that batch norm."""
+    changed = False
+    for node in list(module.graph.nodes):
+        if node.op != "call_function" or node.target not in GROUP_NORMS:
+            continue
+        x = node.args[0]
+        shape = tuple(x.meta["val"].shape)
+        if node.target == aten.group_norm.default:
+            groups, weight, bias, eps = (list(node.args[1:5]) + [None, None, None, 1e-5])[:4]
+            running = None
+        else:
+            weight, bias, mean, var, use_input_stats, _, eps = node.args[1:8]
+            groups, running = shape[1], None if use_input_stats else (mean, var)
+        graph = module.graph
+        with graph.inserting_before(node):
+            new = []
+            if running is None:
+                grouped = graph.call_function(aten.reshape.default, (x, [shape[0], groups, -1]))
+                features = math.prod(shape[1:]) // groups
+                normed = graph.call_function(aten.layer_norm.default, (grouped, [features], None, None, float(eps)))
+                x = graph.call_function(aten.reshape.default, (normed, list(shape)))
+                new += [grouped, normed, x]
+                mean = var = None
+                eps = 0.0
+            else:
+                mean, var = running
+            if weight is not None or bias is not None or running is not None:
+                channels = shape[1]
+                constant = lambda arg, fill, hint: arg if arg is not None else _new_constant(  # noqa: E731
+                    module, node, torch.full((channels,), fill), hint)
+                affine = graph.call_function(aten.batch_norm.default, (
+                    x, constant(weight, 1.0, "norm_weight"), constant(bias, 0.0, "norm_bias"),
+                    constant(mean, 0.0, "norm_mean"), constant(var, 1.0, "norm_var"), False, 0.0, float(eps), False))
+                new.append(affine)
+                x = affine
+        for created in new:
+            _derived(created, node)
+        node.replace_all_uses_with(x)
         graph.erase_node(node)
         changed = True
     return changed

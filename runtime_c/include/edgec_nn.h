@@ -775,6 +775,40 @@ typedef struct {
  */
 edgec_status edgec_log_softmax_s8(const edgec_log_softmax_desc *desc, const int8_t *input, int8_t *output);
 
+/* Descriptor of edgec_masked_softmax_s8 (fields from edgec.ops.softmax.masked_softmax_desc). */
+typedef struct {
+    int32_t rows;             /* contiguous rows of row_size int8 values */
+    int32_t row_size;
+    int32_t mask_rows;        /* row r reads mask row r % mask_rows; rows % mask_rows == 0 */
+    const uint8_t *mask;      /* [mask_rows][row_size] in flash: non-zero where the element takes part */
+    int32_t input_multiplier; /* edgec_softmax_params' three fields */
+    int32_t input_left_shift;
+    int32_t diff_min;
+} edgec_masked_softmax_desc;
+
+/*
+ * Attention's softmax with a constant mask (SDPA attn_mask / is_causal): edgec_softmax_s8's
+ * arithmetic on each row among the elements its mask row keeps (their maximum, their sum of
+ * exps), every masked element -128 (probability 0); a row keeping nothing is all -128.
+ * Output scale 1/256, zero point -128. EDGEC_ARG_ERROR for NULL pointers, rows or row_size < 1,
+ * mask_rows < 1 or not dividing rows, and the parameters edgec_softmax_s8 refuses. Scratch: none.
+ */
+edgec_status edgec_masked_softmax_s8(const edgec_masked_softmax_desc *desc, const int8_t *input, int8_t *output);
+
+/* Descriptor of edgec_argmax_s8 (fields from edgec.ops.argmax.argmax_desc). */
+typedef struct {
+    int32_t outer;     /* the input viewed as [outer][axis_size][inner], contiguous */
+    int32_t axis_size;
+    int32_t inner;
+} edgec_argmax_desc;
+
+/*
+ * torch.argmax(x, dim) of int8 values: output[o][i] = the first a with input[o][a][i] the largest
+ * of its row, as int32 ([outer][inner], contiguous). EDGEC_ARG_ERROR for NULL pointers, a dimension
+ * < 1 or 2^31 elements or more. Scratch: none.
+ */
+edgec_status edgec_argmax_s8(const edgec_argmax_desc *desc, const int8_t *input, int32_t *output);
+
 /* ==== end of the lut family ================================================================= */
 
 /* ==== Data movement and reductions (runtime_c/src/movement/, golden: edgec/ops/movement.py) ====

@@ -479,3 +479,71 @@ edgec_status edgec_log_softmax_s8(const edgec_log_softmax_desc *desc, const int8
     }
     return EDGEC_OK;
 }
+
+/* ---- masked softmax ----------------------------------------------------------------------------- */
+
+/* One row of edgec_masked_softmax_s8: softmax_strided_row's arithmetic over the elements whose mask
+ * byte is non-zero (the row's maximum among them), every other output -128. */
+static void masked_softmax_row(const edgec_softmax_params *params, const int8_t *input, const uint8_t *mask,
+                               int32_t row_size, int8_t *output)
+{
+    int32_t max = -128;
+    int32_t sum = 0;
+    int32_t headroom;
+    int32_t reciprocal;
+    int32_t exponent;
+    int32_t col;
+
+    for (col = 0; col < row_size; ++col) {
+        if (mask[col] != 0u) {
+            max = EDGEC_MAX(max, (int32_t)input[col]);
+        }
+    }
+    for (col = 0; col < row_size; ++col) {
+        const int32_t diff = input[col] - max;
+        if (mask[col] != 0u && diff >= params->diff_min && sum < SOFTMAX_SUM_LIMIT) {
+            sum += edgec_divide_by_power_of_two(softmax_exp_of_diff(params, diff), SOFTMAX_ACCUM_BITS);
+        }
+    }
+    if (sum <= 0 || sum >= SOFTMAX_SUM_LIMIT) { /* no kept element, or TFLite's undefined sums */
+        for (col = 0; col < row_size; ++col) {
+            output[col] = (int8_t)-128;
+        }
+        return;
+    }
+    headroom = softmax_clz((uint32_t)sum);
+    reciprocal = softmax_one_over_one_plus_x((int32_t)(((uint32_t)sum << headroom) - 0x80000000u));
+    exponent = (SOFTMAX_ACCUM_BITS - headroom) + 31 - 8;
+    for (col = 0; col < row_size; ++col) {
+        const int32_t diff = input[col] - max;
+        if (mask[col] != 0u && diff >= params->diff_min) {
+            const int32_t prob = softmax_srdhm(reciprocal, softmax_exp_of_diff(params, diff));
+            output[col] = edgec_clamp_to_s8(edgec_divide_by_power_of_two(prob, exponent) - 128, -128, 127);
+        } else {
+            output[col] = (int8_t)-128;
+        }
+    }
+}
+
+edgec_status edgec_masked_softmax_s8(const edgec_masked_softmax_desc *desc, const int8_t *input, int8_t *output)
+{
+    edgec_softmax_params params;
+    int32_t row;
+
+    if (desc == NULL || input == NULL || output == NULL || desc->mask == NULL || desc->mask_rows < 1
+            || desc->rows % desc->mask_rows != 0 || !softmax_shape_valid(desc->rows, desc->row_size, 1)) {
+        return EDGEC_ARG_ERROR;
+    }
+    params.input_multiplier = desc->input_multiplier;
+    params.input_left_shift = desc->input_left_shift;
+    params.diff_min = desc->diff_min;
+    if (!softmax_params_valid(&params)) {
+        return EDGEC_ARG_ERROR;
+    }
+    for (row = 0; row < desc->rows; ++row) {
+        const int32_t offset = row * desc->row_size;
+        masked_softmax_row(&params, input + offset, desc->mask + (row % desc->mask_rows) * desc->row_size,
+                           desc->row_size, output + offset);
+    }
+    return EDGEC_OK;
+}
