@@ -19,7 +19,7 @@ def unit_of(op):
 # The kernel schema (edgec.ops.kernel) of every unit: C name -> (C text, the module describing it),
 # the generated regions of runtime_c/include/edgec_nn.h (edgec.ops.c_header).
 _SCHEMA_MODULES = (conv, depthwise, linear, pool, eltwise, softmax, binary, conv_transpose, lut, movement, int16,
-                   matmul, layer_norm, recurrent)
+                   matmul, layer_norm, recurrent, argmax)
 SCHEMA = {**{s.name: (s.typedef(), f"edgec/ops/{m.__name__.rsplit('.', 1)[1]}.py")
              for m in _SCHEMA_MODULES for s in getattr(m, "STRUCTS", ())},
           **{s.macro: (s.define(), f"edgec/ops/{m.__name__.rsplit('.', 1)[1]}.py")

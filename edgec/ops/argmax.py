@@ -10,8 +10,17 @@ import numpy as np
 
 from edgec.frontend import source_line
 from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.kernel import Field, Struct, ints
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate
 from edgec.torch_ops import ARGMAXES
+
+
+# The C struct of this unit's kernel (edgec.ops.kernel); edgec_nn.h's is generated from it.
+ARGMAX_DESC = Struct("edgec_argmax_desc", (
+    Field("outer", doc="the input viewed as [outer][axis_size][inner], contiguous"),
+    *ints("axis_size inner"),
+))
+STRUCTS = (ARGMAX_DESC,)
 
 
 def argmax_desc(shape, axis: int) -> dict:
@@ -31,6 +40,7 @@ class ArgMax(OpDef):
     kind = "argmax"
     targets = frozenset(ARGMAXES)
     runtime_sources = ("movement/edgec_argmax_s8.c",)
+    c_function = "edgec_argmax_s8"
     limits = "over one given axis (dim), its result a model output or read by nothing else edgec runs"
 
     def annotate(self, node) -> None:
@@ -61,8 +71,8 @@ class ArgMax(OpDef):
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
-        call = descriptor("edgec_argmax_desc", p, op.attrs["desc"])
-        call.code = f"status |= edgec_argmax_s8(&{p}, {names.ptr(op.inputs[0])}, (int32_t *)(void *){names.ptr(op.outputs[0])});"
+        call = descriptor(ARGMAX_DESC, p, op.attrs["desc"])
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, (int32_t *)(void *){names.ptr(op.outputs[0])});"
         return call
 
 

@@ -50,7 +50,15 @@ LOG_SOFTMAX_DESC = Struct("edgec_log_softmax_desc", (
     *ints("input_left_shift reverse_scaling_divisor reverse_scaling_right_shift"),
     Field('diff_min', doc='-CalculateInputRadius(5, input_left_shift)'),
 ))
-STRUCTS = (SOFTMAX_DESC, LOG_SOFTMAX_DESC)
+MASKED_SOFTMAX_DESC = Struct("edgec_masked_softmax_desc", (
+    Field("rows", doc="contiguous rows of row_size int8 values"),
+    *ints("row_size"),
+    Field("mask_rows", doc="row r reads mask row r % mask_rows; rows % mask_rows == 0"),
+    Field("mask", "const uint8_t *", doc="[mask_rows][row_size] in flash: non-zero where the element takes part"),
+    Field("input_multiplier", doc="edgec.ops.softmax.softmax_params: the three fields"),
+    *ints("input_left_shift diff_min"),
+))
+STRUCTS = (SOFTMAX_DESC, LOG_SOFTMAX_DESC, MASKED_SOFTMAX_DESC)
 
 SOFTMAX_OUTPUT_SCALE = 1.0 / 256.0
 SOFTMAX_OUTPUT_ZERO_POINT = -128
@@ -448,6 +456,9 @@ class MaskedSoftmax(Softmax):
     targets = frozenset(MASKED_SOFTMAXES)
     limits = "a constant mask (bool, or float of 0 and -inf)"
 
+    def kernel_function(self, op) -> str:
+        return "edgec_masked_softmax_s8"
+
     def lower(self, ctx, node) -> None:
         x = ctx.tensor(node.args[0])
         keep = np.broadcast_to(np.asarray(ctx.constant(node.args[1]).value, bool), x.shape)
@@ -467,8 +478,8 @@ class MaskedSoftmax(Softmax):
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
-        call = descriptor("edgec_masked_softmax_desc", p, op.attrs["desc"])
-        call.code = f"status |= edgec_masked_softmax_s8(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        call = descriptor(MASKED_SOFTMAX_DESC, p, op.attrs["desc"])
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 
 

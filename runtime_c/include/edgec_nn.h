@@ -776,15 +776,17 @@ typedef struct {
 edgec_status edgec_log_softmax_s8(const edgec_log_softmax_desc *desc, const int8_t *input, int8_t *output);
 
 /* Descriptor of edgec_masked_softmax_s8 (fields from edgec.ops.softmax.masked_softmax_desc). */
+/* generated from edgec/ops/softmax.py: edgec_masked_softmax_desc */
 typedef struct {
     int32_t rows;             /* contiguous rows of row_size int8 values */
     int32_t row_size;
     int32_t mask_rows;        /* row r reads mask row r % mask_rows; rows % mask_rows == 0 */
     const uint8_t *mask;      /* [mask_rows][row_size] in flash: non-zero where the element takes part */
-    int32_t input_multiplier; /* edgec_softmax_params' three fields */
+    int32_t input_multiplier; /* edgec.ops.softmax.softmax_params: the three fields */
     int32_t input_left_shift;
     int32_t diff_min;
 } edgec_masked_softmax_desc;
+/* end of edgec_masked_softmax_desc */
 
 /*
  * Attention's softmax with a constant mask (SDPA attn_mask / is_causal): edgec_softmax_s8's
@@ -796,11 +798,13 @@ typedef struct {
 edgec_status edgec_masked_softmax_s8(const edgec_masked_softmax_desc *desc, const int8_t *input, int8_t *output);
 
 /* Descriptor of edgec_argmax_s8 (fields from edgec.ops.argmax.argmax_desc). */
+/* generated from edgec/ops/argmax.py: edgec_argmax_desc */
 typedef struct {
-    int32_t outer;     /* the input viewed as [outer][axis_size][inner], contiguous */
+    int32_t outer; /* the input viewed as [outer][axis_size][inner], contiguous */
     int32_t axis_size;
     int32_t inner;
 } edgec_argmax_desc;
+/* end of edgec_argmax_desc */
 
 /*
  * torch.argmax(x, dim) of int8 values: output[o][i] = the first a with input[o][a][i] the largest
