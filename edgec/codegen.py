@@ -150,7 +150,7 @@ def allowed_writes(op: Op, graph: Graph, plan: MemoryPlan) -> list[tuple[int, in
 
 def runtime_sources(graph: Graph) -> list[str]:
     """The runtime_c/src files the model's kernels need, in a stable order."""
-    return sorted({source for op in graph.ops for source in KINDS[op.kind].runtime_sources})
+    return sorted({source for op in graph.ops for source in KINDS[op.kind].runtime_sources_of(op)})
 
 
 def state_layout(graph: Graph) -> tuple[dict[str, int], int]:

@@ -19,10 +19,15 @@ from edgec.frontend import module_paths, node_location
 from edgec.ops import OPS
 from edgec.ops.base import OpDef
 from edgec.ops.int16_units import INT16_CAPABLE_KINDS
+from edgec.ops.conv import is_transposed
 from edgec.ops.qspec import (ACTIVATION_QSPEC, ANNOTATION_KEY, CONV_WEIGHT_QSPEC, INT16_ACTIVATION_QSPEC,
-                             LINEAR_WEIGHT_QSPEC, PER_CHANNEL_LINEAR_WEIGHT_QSPEC, fused_activations, select_int16)
+                             INT4_WEIGHT_QSPEC, LINEAR_WEIGHT_QSPEC, PER_CHANNEL_LINEAR_WEIGHT_QSPEC,
+                             fused_activations, select_int16)
 
 ACTIVATION_DTYPES = ("int8", "int16")
+WEIGHT_DTYPES = ("int8", "int4")
+# The units with int4-weight kernels (edgec.ops.int4): linear, convolution and depthwise.
+INT4_CAPABLE_KINDS = frozenset({"fully_connected", "conv2d"})
 
 
 def _fuses(node) -> bool:
@@ -39,15 +44,22 @@ class EdgecQuantizer(Quantizer):
     `per_channel_linear`: linear weights per output channel (one multiplier and shift per output,
     8 more bytes of flash each) instead of per tensor; `activations="int16"`: int16 activations
     (the 16x8 scheme) for the whole model, `int16_layers`: for the layers whose nn.Module path is
-    listed (a path selects its submodules too)."""
+    listed (a path selects its submodules too); `weights="int4"`: int4 weights (symmetric per
+    output channel, edgec.ops.int4) for every linear and convolution layer, `int4_layers`: for the
+    listed paths' layers."""
 
     def __init__(self, calibration: str = calibration_methods.DEFAULT, per_channel_linear: bool = False,
-                 qat: bool = False, *, activations: str = "int8", int16_layers: Iterable[str] = ()):
+                 qat: bool = False, *, activations: str = "int8", int16_layers: Iterable[str] = (),
+                 weights: str = "int8", int4_layers: Iterable[str] = ()):
         super().__init__()
         if activations not in ACTIVATION_DTYPES:
             raise EdgecError(f"activations must be one of {', '.join(ACTIVATION_DTYPES)}, got {activations!r}")
+        if weights not in WEIGHT_DTYPES:
+            raise EdgecError(f"weights must be one of {', '.join(WEIGHT_DTYPES)}, got {weights!r}")
         self.all_int16 = activations == "int16"
         self.int16_layers = tuple(name.strip() for name in int16_layers if name.strip())
+        self.all_int4 = weights == "int4"
+        self.int4_layers = tuple(name.strip() for name in int4_layers if name.strip())
         self.replacements = {}
         if calibration != calibration_methods.DEFAULT:
             for spec in (ACTIVATION_QSPEC, INT16_ACTIVATION_QSPEC):
@@ -73,6 +85,9 @@ class EdgecQuantizer(Quantizer):
         if self.replacements:  # after all: a unit also annotates the activations it fuses
             for node in model.graph.nodes:
                 self._replace_specs(node.meta.get(ANNOTATION_KEY))
+        if self.all_int4 or self.int4_layers:
+            for node in int4_weight_nodes(model, self.all_int4, self.int4_layers):
+                node.meta[ANNOTATION_KEY].input_qspec_map[node.args[1]] = INT4_WEIGHT_QSPEC
         return model
 
     def _replace_specs(self, annotation) -> None:
@@ -106,12 +121,44 @@ class EdgecQuantizer(Quantizer):
 
     def _matches(self, node) -> set[str]:
         """The int16_layers names whose module (or a submodule of which) traced `node`."""
-        paths = module_paths(node)
-        return {name for name in self.int16_layers
-                if any(path == name or path.startswith(name + ".") for path in paths)}
+        return matching_paths(node, self.int16_layers)
 
     def validate(self, model: GraphModule) -> None:
         pass
+
+
+def matching_paths(node, names: Iterable[str]) -> set[str]:
+    """The `names` whose module (or a submodule of which) traced `node`."""
+    paths = module_paths(node)
+    return {name for name in names if any(path == name or path.startswith(name + ".") for path in paths)}
+
+
+def int4_capable(node) -> bool:
+    return node.op == "call_function" and node.target in OPS and OPS[node.target].kind in INT4_CAPABLE_KINDS \
+        and not is_transposed(node)
+
+
+def int4_weight_nodes(model: GraphModule, every: bool, names: Iterable[str]) -> list:
+    """The linear / convolution nodes whose weights are int4: all of them (`every`, --weights
+    int4), else those traced in the listed module paths (--int4-layers; a path naming no module,
+    or only layers without an int4 kernel, is an error)."""
+    names = tuple(names)
+    chosen, used, capable = [], set(), set()
+    for node in model.graph.nodes:
+        if node.op != "call_function" or node.target not in OPS:
+            continue
+        matched = matching_paths(node, names)
+        used |= matched
+        if int4_capable(node) and ANNOTATION_KEY in node.meta:
+            capable |= matched
+            if every or matched:
+                chosen.append(node)
+    if set(names) - used:
+        raise EdgecError(f"--int4-layers: no module named {', '.join(sorted(set(names) - used))} in the model")
+    if used - capable:
+        raise EdgecError(f"--int4-layers: {', '.join(sorted(used - capable))} has no linear or convolution layer "
+                         f"(int4 weights are for nn.Linear, Conv1d/Conv2d and depthwise convolutions)")
+    return chosen
 
 
 def is_quantized(module: GraphModule) -> bool:
