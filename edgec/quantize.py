@@ -8,7 +8,8 @@ from typing import Callable, Iterable
 
 import torch
 from torch.fx import GraphModule, Interpreter
-from torchao.quantization.pt2e import MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver
+from torchao.quantization.pt2e import (MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver,
+                                       PerChannelMinMaxObserver)
 from torchao.quantization.pt2e.fake_quantize import FusedMovingAvgObsFakeQuantize
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
 from torchao.quantization.pt2e.quantizer import Quantizer
@@ -20,6 +21,7 @@ from edgec.ops import OPS
 from edgec.ops.base import OpDef
 from edgec.ops.int16_units import INT16_CAPABLE_KINDS
 from edgec.ops.conv import is_transposed
+from edgec.weight_rounding import INT4_SCALES_KEY
 from edgec.ops.qspec import (ACTIVATION_QSPEC, ANNOTATION_KEY, CONV_WEIGHT_QSPEC, INT16_ACTIVATION_QSPEC,
                              INT4_WEIGHT_QSPEC, LINEAR_WEIGHT_QSPEC, PER_CHANNEL_LINEAR_WEIGHT_QSPEC,
                              fused_activations, select_int16)
@@ -87,7 +89,7 @@ class EdgecQuantizer(Quantizer):
                 self._replace_specs(node.meta.get(ANNOTATION_KEY))
         if self.all_int4 or self.int4_layers:
             for node in int4_weight_nodes(model, self.all_int4, self.int4_layers):
-                node.meta[ANNOTATION_KEY].input_qspec_map[node.args[1]] = INT4_WEIGHT_QSPEC
+                node.meta[ANNOTATION_KEY].input_qspec_map[node.args[1]] = int4_weight_qspec(node)
         return model
 
     def _replace_specs(self, annotation) -> None:
@@ -149,7 +151,7 @@ def int4_weight_nodes(model: GraphModule, every: bool, names: Iterable[str]) -> 
             continue
         matched = matching_paths(node, names)
         used |= matched
-        if int4_capable(node) and ANNOTATION_KEY in node.meta:
+        if int4_capable(node):
             capable |= matched
             if every or matched:
                 chosen.append(node)
@@ -159,6 +161,28 @@ def int4_weight_nodes(model: GraphModule, every: bool, names: Iterable[str]) -> 
         raise EdgecError(f"--int4-layers: {', '.join(sorted(used - capable))} has no linear or convolution layer "
                          f"(int4 weights are for nn.Linear, Conv1d/Conv2d and depthwise convolutions)")
     return chosen
+
+
+class _FixedScalesObserver(PerChannelMinMaxObserver):
+    """Per-channel symmetric weight observer whose scales were chosen beforehand (the int4
+    rounding of edgec.weight_rounding, whose on-grid weights then quantize to the chosen integers)."""
+
+    def __init__(self, *args, scales=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fixed_scales = tuple(scales)
+
+    def calculate_qparams(self):
+        scales = torch.tensor(self.fixed_scales, dtype=torch.float32)
+        return scales, torch.zeros(len(self.fixed_scales), dtype=torch.int64)
+
+
+def int4_weight_qspec(node):
+    """INT4_WEIGHT_QSPEC, at the scales edgec.weight_rounding chose for `node` if it did."""
+    scales = node.meta.get(INT4_SCALES_KEY)
+    if scales is None:
+        return INT4_WEIGHT_QSPEC
+    return dataclasses.replace(INT4_WEIGHT_QSPEC, observer_or_fake_quant_ctr=_FixedScalesObserver.with_args(
+        eps=2**-20, scales=tuple(float(v) for v in scales)))
 
 
 def is_quantized(module: GraphModule) -> bool:
