@@ -31,6 +31,9 @@ def kernel_reason(op: Op, target, in_place: bool) -> str:
         return "a view of its input: no code, no bytes"
     if is_cmsis_nn(kind):
         return "Arm's CMSIS-NN kernel (--kernels cmsis-nn)"
+    if op.attrs.get("weight_bits") == 4:
+        reason = "int4 weights, CMSIS-NN's s4 packing" + (f"; {ISA_NAMES['dsp']}" if op.attrs.get("dsp") else "")
+        return reason + ("; runs in place over its input" if in_place else "")
     if isa in ISA_NAMES:
         reason = f"packed kernel: {target.name} has the {ISA_NAMES[isa]}"
         if isa == "dsp" and "wide" in op.attrs:

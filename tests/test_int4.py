@@ -96,6 +96,21 @@ def test_int4_models_are_bit_exact_on_cortex_m4(model, quantized, tmp_path):
     _bit_exact(compiled, zoo.calibration_data(model, 2, 1), tmp_path)
 
 
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+def test_int4_dsp_fully_connected_tails_are_bit_exact_on_cortex_m4(tmp_path):
+    """edgec_fully_connected_s4_dsp's edges: an input_c with a tail of 4 after its blocks of 8, an
+    odd output_c (the last row alone), a batch of 3; an odd input_c runs the portable kernel."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(20, 7), torch.nn.ReLU(), torch.nn.Linear(7, 5)).eval()
+    rng = np.random.default_rng(0)
+    quantized = quantize_model(model, example_inputs=(torch.zeros(3, 20),), warn=lambda _: None,
+                               calibration=rng.standard_normal((16, 3, 20)).astype(np.float32), weights="int4")
+    compiled = compile_for(quantized, "cortex-m4")
+    assert [op.attrs.get("dsp") for op in compiled.graph.ops if op.kind == "fully_connected"] == [True, False]
+    _bit_exact(compiled, rng.standard_normal((4, 3, 20)).astype(np.float32), tmp_path)
+
+
 def test_int4_layers_selects_by_module_path(quantized):
     compiled = compile_for(quantized("fc_autoencoder", int4_layers=("0", "27"), int4_rounding="nearest"))
     chosen = [op.source for op in compiled.graph.ops if op.attrs.get("weight_bits") == 4]

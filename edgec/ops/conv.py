@@ -283,7 +283,7 @@ class Conv2d(OpDef):
         product at every channel count of the reference models)."""
         a = op.attrs
         if int4.is_int4(op):
-            return int4.specialize(op, graph)
+            return int4.specialize(op, graph, target)
         a["isa"] = kernel_isa(target) if a["groups"] == 1 else None
         # --opt speed/auto: the DSP kernel reads its filter widened to int16 (twice the flash)
         a["wide"] = a["isa"] == DSP and target.fast_layouts

@@ -90,7 +90,7 @@ class DepthwiseConv2d(OpDef):
     def specialize(self, op, graph, target) -> None:
         """On cores with the DSP extension or Helium a ch_mult-1 layer runs the packed kernel."""
         if int4.is_int4(op):
-            return int4.specialize(op, graph)
+            return int4.specialize(op, graph, target)
         fits = op.attrs["ch_mult"] == 1 and op.attrs["weight"].shape[1] <= PACKED_MAX_K
         op.attrs["isa"] = kernel_isa(target) if fits else None
 

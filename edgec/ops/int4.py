@@ -152,10 +152,19 @@ def layer_desc(op, graph) -> dict:
     return build(a, x_t.shape, out_t.shape, x_t.zero_point, out_t.zero_point)
 
 
-def specialize(op, graph) -> None:
-    """Every target runs the portable int4 kernel (no packed int8 layout, no widened filter)."""
+def specialize(op, graph, target) -> None:
+    """No packed int8 layout, no widened filter: the filter stays CMSIS-NN's packing. A fully
+    connected layer with an even input_c of at least 8 runs edgec_fully_connected_s4_dsp on cores
+    with the DSP extension (op.attrs["dsp"]); the rest the portable kernels."""
     op.attrs["isa"], op.attrs["wide"] = None, False
-    op.attrs["desc"] = layer_desc(op, graph)
+    op.attrs["desc"] = desc = layer_desc(op, graph)
+    op.attrs["dsp"] = op.kind == "fully_connected" and bool(target.dsp) and desc["input_c"] % 2 == 0 \
+        and desc["input_c"] >= 8
+
+
+def scratch_bytes(op) -> int:
+    """EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES: the DSP path's widened input row."""
+    return 2 * (op.attrs["desc"]["input_c"] // 8 * 8) if op.attrs.get("dsp") else 0
 
 
 def golden(op, graph, inputs):
@@ -166,7 +175,12 @@ def golden(op, graph, inputs):
 def emit(op, graph, names) -> CCall:
     p = names.symbol(op, "desc")
     call = descriptor(KERNELS[op.kind] + "_desc", p, op.attrs["desc"])
-    call.code = f"status |= {KERNELS[op.kind]}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+    args = f"&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}"
+    if op.attrs.get("dsp"):
+        call.code = f"status |= {KERNELS[op.kind]}_dsp({args}, (int16_t *){names.scratch(op)});"
+        call.scratch_required = f"EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES({op.attrs['desc']['input_c']})"
+    else:
+        call.code = f"status |= {KERNELS[op.kind]}({args});"
     return call
 
 

@@ -103,10 +103,13 @@ class FullyConnected(OpDef):
 
     def specialize(self, op, graph, target) -> None:
         if int4.is_int4(op):
-            return int4.specialize(op, graph)
+            return int4.specialize(op, graph, target)
         op.attrs["isa"] = kernel_isa(target)
         # --opt speed/auto: the DSP kernel reads its filter widened to int16 (twice the flash)
         op.attrs["wide"] = op.attrs["isa"] == DSP and target.fast_layouts
+
+    def scratch_bytes(self, op, graph, target) -> int:
+        return int4.scratch_bytes(op) if int4.is_int4(op) else 0
 
     def runtime_sources_of(self, op) -> tuple[str, ...]:
         return int4.runtime_sources(op) if int4.is_int4(op) else self.runtime_sources

@@ -1170,6 +1170,20 @@ edgec_status edgec_fully_connected_s4(const edgec_fully_connected_s4_desc *desc,
                                       const int8_t *input, int8_t *output);
 
 /*
+ * edgec_fully_connected_s4 with the DSP extension, for an even input_c of at least 8: each input
+ * row is widened into scratch (required, word-aligned, EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES
+ * (input_c) bytes) in SMLAD pair order, then four SMLAD per eight packed weights (a word), two
+ * rows sharing each scratch load. Same arithmetic and checks (an odd input_c or one below 8, a
+ * NULL or misaligned scratch: EDGEC_ARG_ERROR).
+ */
+#define EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES(input_c) (2 * ((input_c) / 8 * 8))
+#define EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT 65536
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_fully_connected_s4_dsp(const edgec_fully_connected_s4_desc *desc,
+                                          const int8_t *input, int8_t *output, int16_t *scratch);
+#endif
+
+/*
  * Convolution, NHWC, with groups: output channel o of group g = o / (output_c / groups) sums
  * (input[n][oy*stride_h - pad_top + ky*dilation_h][ox*stride_w - pad_left + kx*dilation_w]
  * [g*Cg + i] + input_offset) * filter[o][ky][kx][i] (Cg = input_c / groups; taps outside the
