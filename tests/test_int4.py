@@ -1,6 +1,6 @@
 """int4 weights end to end: `--weights int4`, `--int4-layers`, `--int4-rounding`, int4 PT2E programs.
 
-The AD FC autoencoder fits in 150 KiB of constants (271 KiB int8) and, like DS-CNN (int4
+The AD FC autoencoder fits in 150 KiB of constants (270,960 B int8) and, like DS-CNN (int4
 convolution and depthwise), is bit-exact golden == host C (UBSan) == QEMU Cortex-M4 and passes the
 layer check; a PT2E program whose weight quantize nodes use int4's whole range [-8, 7] imports
 exactly; on a digits CNN trained here from scikit-learn's bundled data, int4 top-1 stays within
@@ -30,7 +30,7 @@ ZOO = ROOT / "edgec" / "zoo.py"
 DIGITS = ROOT / "examples" / "digits"
 SAMPLES = 4
 VERIFY_SAMPLES = 20  # `edgec verify`'s default: its per-channel mean rule is statistical
-AUTOENCODER_CONSTANTS_LIMIT = 150 * 1024  # issue #25's goal (271 KiB int8)
+AUTOENCODER_CONSTANTS_LIMIT = 150 * 1024  # issue #25's goal (270,960 B int8)
 
 
 @pytest.fixture(scope="module")

@@ -132,8 +132,10 @@ edgec_status edgec_fully_connected_s4_dsp(const edgec_fully_connected_s4_desc *d
             fc_s4_rows16(scratch, d.filter + o * row_bytes, row_bytes, blocks, rows, acc16);
             for (int32_t r = 0; r < rows; r++) {
                 uint32_t acc = (d.bias ? (uint32_t)d.bias[o + r] : 0u) + (uint32_t)(acc16[r] / 16);
-                acc = edgec_s4_dot(d.filter, (o + r) * d.input_c + tail, x + tail, d.input_c - tail,
-                                   d.input_offset, acc);
+                if (tail < d.input_c) {
+                    acc = edgec_s4_dot(d.filter, (o + r) * d.input_c + tail, x + tail, d.input_c - tail,
+                                       d.input_offset, acc);
+                }
                 int8_t *y = output + b * d.output_c + o + r;
                 if (short_requant) {
                     const int32_t v = edgec_dsp_requantize_ssat8(
