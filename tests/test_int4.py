@@ -133,6 +133,22 @@ def test_cli_int4_layers_error_is_one_line(capsys, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_cli_and_api_write_the_same_int4_build(capsys, tmp_path):
+    """`edgec build --weights int4 --int4-rounding mse` and edgec.compile(weights="int4",
+    int4_rounding="mse") write the same bytes, calling the int4 kernels."""
+    import edgec
+    from tests.test_api import _same_files
+    calib = np.load(DIGITS / "calib.npy")[:16]
+    np.save(tmp_path / "calib.npy", calib)
+    code, out, err = run_cli("build", DIGITS / "digits.pt2", "--calib", tmp_path / "calib.npy", "--weights", "int4",
+                             "--int4-rounding", "mse", "--quiet", "-o", tmp_path / "cli", capsys=capsys)
+    assert code == 0, err
+    edgec.compile(str(DIGITS / "digits.pt2"), calibration=calib, target="host", progress=False, weights="int4",
+                  int4_rounding="mse").save(tmp_path / "api")
+    assert _same_files(tmp_path / "cli", tmp_path / "api") == []
+    assert "edgec_conv_s4" in (tmp_path / "cli" / "digits.c").read_text()
+
+
 class _FullRangeInt4Quantizer(EdgecQuantizer):
     """A user's quantizer: int4 weights over int4's whole range [-8, 7] (scale max |w| / 7.5), as
     torchao's and other int4 quantizers emit them."""
