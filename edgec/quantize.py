@@ -62,6 +62,7 @@ class EdgecQuantizer(Quantizer):
         self.int16_layers = tuple(name.strip() for name in int16_layers if name.strip())
         self.all_int4 = weights == "int4"
         self.int4_layers = tuple(name.strip() for name in int4_layers if name.strip())
+        self.qat = qat
         self.replacements = {}
         if calibration != calibration_methods.DEFAULT:
             for spec in (ACTIVATION_QSPEC, INT16_ACTIVATION_QSPEC):
@@ -89,7 +90,7 @@ class EdgecQuantizer(Quantizer):
                 self._replace_specs(node.meta.get(ANNOTATION_KEY))
         if self.all_int4 or self.int4_layers:
             for node in int4_weight_nodes(model, self.all_int4, self.int4_layers):
-                node.meta[ANNOTATION_KEY].input_qspec_map[node.args[1]] = int4_weight_qspec(node)
+                node.meta[ANNOTATION_KEY].input_qspec_map[node.args[1]] = int4_weight_qspec(node, self.qat)
         return model
 
     def _replace_specs(self, annotation) -> None:
@@ -176,8 +177,12 @@ class _FixedScalesObserver(PerChannelMinMaxObserver):
         return scales, torch.zeros(len(self.fixed_scales), dtype=torch.int64)
 
 
-def int4_weight_qspec(node):
-    """INT4_WEIGHT_QSPEC, at the scales edgec.weight_rounding chose for `node` if it did."""
+def int4_weight_qspec(node, qat: bool = False):
+    """INT4_WEIGHT_QSPEC, at the scales edgec.weight_rounding chose for `node` if it did; for QAT
+    fake-quantized on the int4 grid (moving-average per-channel ranges)."""
+    if qat:
+        return dataclasses.replace(INT4_WEIGHT_QSPEC, observer_or_fake_quant_ctr=FusedMovingAvgObsFakeQuantize.with_args(
+            observer=MovingAveragePerChannelMinMaxObserver, eps=calibration_methods.EPS))
     scales = node.meta.get(INT4_SCALES_KEY)
     if scales is None:
         return INT4_WEIGHT_QSPEC
@@ -224,12 +229,14 @@ class _ObservingInterpreter(Interpreter):
         return result
 
 
-def prepare_qat(spec: str, per_channel_linear: bool = False) -> tuple[GraphModule, tuple]:
+def prepare_qat(spec: str, per_channel_linear: bool = False, weights: str = "int8",
+                int4_layers: Iterable[str] = ()) -> tuple[GraphModule, tuple]:
     """(module, example inputs): the float model `spec` (.pt2 or file.py:factory) ready for
     quantization-aware training with edgec's quantizer: exported, BatchNorm folded into its
     conv/linear (the folded weights made trainable parameters), fake-quantized wherever edgec's
-    kernels quantize. Fine-tune it like any module, then `convert_qat` and give the saved program
-    to `edgec build` (docs/quantization.md)."""
+    kernels quantize (`weights="int4"` / `int4_layers`: int4 weights, fake-quantized in [-7, 7]).
+    Fine-tune it like any module, then `convert_qat` and give the saved program to `edgec build`
+    (docs/quantization.md; int4: docs/int4.md)."""
     from edgec import frontend
     from edgec.passes.fold_batchnorm import fold_batchnorm
     from edgec.passes.normalize import normalize
@@ -240,7 +247,8 @@ def prepare_qat(spec: str, per_channel_linear: bool = False) -> tuple[GraphModul
         if "." not in name and value.is_floating_point() and name.startswith("_edgec_folded"):
             del module._buffers[name]
             module.register_parameter(name, torch.nn.Parameter(value.detach().clone()))
-    return prepare_qat_pt2e(module, EdgecQuantizer(per_channel_linear=per_channel_linear, qat=True)), loaded.example_inputs
+    quantizer = EdgecQuantizer(per_channel_linear=per_channel_linear, qat=True, weights=weights, int4_layers=int4_layers)
+    return prepare_qat_pt2e(module, quantizer), loaded.example_inputs
 
 
 def convert_qat(module: GraphModule, example_inputs: tuple) -> torch.export.ExportedProgram:

@@ -196,6 +196,21 @@ def test_gptq_and_scale_search_lower_a_layers_output_error():
     assert errors[0] > errors[1] > errors[2]
 
 
+def test_int4_qat_program_compiles_bit_exact_and_accurate(tmp_path, capsys):
+    """examples/digits/qat.py --weights int4 (4-bit fake quantization through edgec's QAT path),
+    two steps: every weighted layer compiles int4, verify passes, top-1 stays within 1.5 points of
+    the float model's."""
+    from tests.test_qat import _qat_example
+    program = _qat_example().main(["--steps", "2", "--out", str(tmp_path / "digits_qat4.pt2"), "--weights", "int4"])
+    compiled = compile_for(quantize_model(str(program), calibration=None, warn=lambda _: None))
+    assert _int4_kinds(compiled) == {"conv2d": 3, "depthwise_conv2d": 1, "fully_connected": 1}
+    test = np.load(DIGITS / "test.npz")
+    logits = golden_outputs(compiled.graph, quantized_inputs(compiled.graph, test["x"])).view(np.int8)
+    assert float(np.mean(logits.argmax(axis=1) == test["y"])) >= 0.976 - 0.015  # float: 97.6 %
+    code, out, err = run_cli("verify", program, "--quiet", capsys=capsys)
+    assert code == 0 and "0 LSB" in out and "OK: checked" in out, (out, err)
+
+
 # -- accuracy on a trained model ---------------------------------------------------------------
 
 def _digits_recipe():
