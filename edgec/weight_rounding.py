@@ -46,6 +46,8 @@ def round_int4_weights(module: GraphModule, nodes: list, samples: list[tuple], m
     if method == "nearest":
         return
     layers = [node for node in nodes if _parameter(module, node.args[1]) is not None]
+    if not layers:  # weights that are not parameters (computed in the graph) keep nearest rounding
+        return
     stats = _input_statistics(module, layers, samples)
     for node in layers:
         weight = _parameter(module, node.args[1])
@@ -78,8 +80,7 @@ def _parameter(module: GraphModule, arg) -> torch.Tensor | None:
 
 
 def _geometry(node):
-    """(kernel_size, stride, padding, dilation) as pairs and groups; a linear layer is (None, ...,
-    1)."""
+    """(stride, padding, dilation) as pairs, and groups; a linear layer's is (None, None, None, 1)."""
     from edgec.ops.conv import conv_attrs
     from edgec.torch_ops import LINEARS
     if node.target in LINEARS:
