@@ -344,7 +344,8 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
             opt: str = "auto", ram: int | str | None = None, flash: int | str | None = None,
             flash_wait: int | None = None, kernels: str = "edgec", name: str | None = None, progress: bool = True,
             calibration_method: str = "minmax", per_channel_linear: bool = False,
-            activations: str = "int8", int16_layers=(), stream: bool = False) -> CompiledModel:
+            activations: str = "int8", int16_layers=(), stream: bool = False, weights: str = "int8",
+            int4_layers=(), int4_rounding: str = "gptq") -> CompiledModel:
     """Quantize and compile `model` for `target`, as `edgec build` does.
 
     model: an nn.Module (with `example_inputs`: a tensor shaped like one input batch, or a tuple
@@ -368,6 +369,9 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
     per_channel_linear: as `edgec build --per-channel-linear`: linear weights per output channel.
     activations, int16_layers: as `edgec build --activations/--int16-layers` ("int16": the whole
         model with int16 activations; int16_layers: the nn.Module paths whose layers are int16).
+    weights, int4_layers: as `edgec build --weights/--int4-layers` ("int4": every linear and
+        convolution layer with int4 weights; int4_layers: the nn.Module paths whose layers are).
+    int4_rounding: as `edgec build --int4-rounding` ("gptq", "mse" or "nearest"; docs/int4.md).
     stream: as `edgec build --stream`: save() writes a recurrent model as one time step per
         <name>_invoke(), its state kept between invokes. run() and evaluate() still take whole
         sequences (the model's meaning); verify() also checks the streaming build, as
@@ -383,7 +387,8 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
         quantized = pipeline.quantize_loaded(loaded, module, calibration=arrays, warn=_warn,
                                              progress=_progress if progress else None, method=calibration_method,
                                              per_channel_linear=per_channel_linear, activations=activations,
-                                             int16_layers=int16_layers)
+                                             int16_layers=int16_layers, weights=weights, int4_layers=int4_layers,
+                                             int4_rounding=int4_rounding)
         compiled = pipeline.compile_for(quantized, target_info)
         streaming = pipeline.compile_for(quantized, target_info, stream=True) if stream else None
     samples = None if arrays is None else [x[:REPORT_SAMPLES] for x in arrays]

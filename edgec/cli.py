@@ -71,7 +71,19 @@ def _target_options(command):
 def _quantization_options(command):
     """--calibration and --per-channel-linear: how edgec quantizes a float model (docs/quantization.md);
     --activations / --int16-layers: int16 activations (the 16x8 scheme) for the whole model or for
-    the listed nn.Module paths (int8 <-> int16 requantize ops where the precisions meet)."""
+    the listed nn.Module paths (int8 <-> int16 requantize ops where the precisions meet);
+    --weights / --int4-layers: int4 weights for every linear and convolution layer, or for the
+    listed paths' (edgec.ops.int4)."""
+    command = click.option("--int4-rounding", type=click.Choice(["gptq", "mse", "nearest"]), default="gptq",
+                           show_default=True, help="how int4 weights are chosen on the calibration data: GPTQ "
+                           "rounding or round-to-nearest, at per-channel scales searched for the least output "
+                           "error, then bias correction; nearest: max |w| / 7 and round to nearest "
+                           "(docs/int4.md)")(command)
+    command = click.option("--int4-layers", default="", help="comma-separated nn.Module paths whose linear and "
+                           "convolution layers take int4 weights")(command)
+    command = click.option("--weights", type=click.Choice(["int8", "int4"]), default="int8", show_default=True,
+                           help="weight precision of every linear and convolution layer (int4: symmetric per "
+                           "output channel, two per byte, CMSIS-NN's _s4 packing)")(command)
     command = click.option("--int16-layers", default="", help="comma-separated nn.Module paths (e.g. "
                            "'features.3,classifier') whose layers take int16 activations")(command)
     command = click.option("--activations", type=click.Choice(["int8", "int16"]), default="int8", show_default=True,
@@ -110,12 +122,14 @@ def _quiet_torch() -> None:
 
 
 def _compile(model: str, calib: str | None, target, quiet: bool, stream: bool = False, method: str = "minmax",
-             per_channel_linear: bool = False, activations: str = "int8", int16_layers: str = ""):
+             per_channel_linear: bool = False, activations: str = "int8", int16_layers: str = "",
+             weights: str = "int8", int4_layers: str = "", int4_rounding: str = "gptq"):
     from edgec.pipeline import compile_model, load_samples
     data = load_samples(calib) if calib else None
     return compile_model(model, calibration=data, target=target, stream=stream, progress=_progress(quiet), warn=_warn,
                          method=method, per_channel_linear=per_channel_linear, activations=activations,
-                         int16_layers=[n for n in int16_layers.split(",") if n.strip()])
+                         int16_layers=[n for n in int16_layers.split(",") if n.strip()], weights=weights,
+                         int4_layers=[n for n in int4_layers.split(",") if n.strip()], int4_rounding=int4_rounding)
 
 
 STREAM_HELP = ("recurrent models: one time step per <name>_invoke(), the hidden/cell state kept between "
@@ -158,7 +172,7 @@ def cli():
               "the same time)")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 def build(models, out_dir, calib, name, target, ram, flash, opt, flash_wait, part, kernels, method, per_channel_linear,
-          activations, int16_layers, html_report, stream, shared_arena, quiet):
+          activations, int16_layers, weights, int4_layers, int4_rounding, html_report, stream, shared_arena, quiet):
     """Compile MODEL (.pt2 or file.py:factory) into a self-contained C directory; several MODELs
     into one directory with one runtime (their kernels once) and, with --shared-arena, one arena."""
     names = [check_name(n) for n in (name or [default_name(m) for m in models])]
@@ -176,7 +190,7 @@ def build(models, out_dir, calib, name, target, ram, flash, opt, flash_wait, par
     compiled = []
     for model, model_calib in zip(models, calib or [None] * len(models)):
         compiled.append(_compile(model, model_calib, target_info, quiet, stream, method, per_channel_linear,
-                                 activations, int16_layers))
+                                 activations, int16_layers, weights, int4_layers, int4_rounding))
         for warning in quantization_warnings(compiled[-1].graph):
             _warn(warning)
     if len(models) > 1:
@@ -251,7 +265,8 @@ def report(out_dir, html, bench_json, sqnr_json):
                    "one-output model's [N, K] output)")
 @_quantization_options
 def verify(model, calib, samples, name, target, ram, flash, opt, flash_wait, part, kernels, quiet, per_layer, layers_json,
-           stream, allow_unchecked, class_outputs, method, per_channel_linear, activations, int16_layers):
+           stream, allow_unchecked, class_outputs, method, per_channel_linear, activations, int16_layers, weights,
+           int4_layers, int4_rounding):
     """Check that the generated C's output equals the golden simulator's, byte for byte, and test,
     on the samples, that every layer computes what the quantized program means (per output
     channel, within its tolerance of the Q/DQ graph; recurrent layers step by step)."""
@@ -264,7 +279,8 @@ def verify(model, calib, samples, name, target, ram, flash, opt, flash_wait, par
     if not target_info.is_host:
         device.require_runnable(target_info)
     compiled = _compile(model, calib, target_info, quiet, method=method, per_channel_linear=per_channel_linear,
-                        activations=activations, int16_layers=int16_layers)
+                        activations=activations, int16_layers=int16_layers, weights=weights, int4_layers=int4_layers,
+                        int4_rounding=int4_rounding)
     floats, inputs = _quantized_samples(compiled, calib, samples)
     if stream:
         _verify_stream(compiled, floats, inputs, name, target)
@@ -337,7 +353,8 @@ def _verify_stream(whole, floats, whole_inputs, name: str, target: str) -> None:
               help="with --kernels cmsis-nn: the optimisation CMSIS-NN is compiled with (-Ofast: Arm's recommendation)")
 @_quantization_options
 def bench(model, target, calib, name, ram, flash, opt, flash_wait, part, kernels, out_dir, as_json, quiet, profile, mhz,
-          stream, sensitivity, cmsis_nn_opt, method, per_channel_linear, activations, int16_layers):
+          stream, sensitivity, cmsis_nn_opt, method, per_channel_linear, activations, int16_layers, weights, int4_layers,
+          int4_rounding):
     """Count the instructions one inference executes on an emulated Cortex-M, per layer and in
     total (exact, from QEMU), with MACs and the program's flash and RAM; on Cortex-M4/M7/M33/M55
     also the cycles of edgec's timing model (an estimate) and the milliseconds at --mhz."""
@@ -351,7 +368,8 @@ def bench(model, target, calib, name, ram, flash, opt, flash_wait, part, kernels
     target_info = _target(target, ram, flash, opt, flash_wait, kernels, part).with_cmsis_nn_opt(f"-{cmsis_nn_opt}")
     device.require_runnable(target_info)
     compiled = _compile(model, calib, target_info, quiet, method=method, per_channel_linear=per_channel_linear,
-                        activations=activations, int16_layers=int16_layers)
+                        activations=activations, int16_layers=int16_layers, weights=weights, int4_layers=int4_layers,
+                        int4_rounding=int4_rounding)
     floats, sample = _quantized_samples(compiled, calib, 1)
     if stream:
         from edgec.pipeline import compile_for

@@ -152,7 +152,7 @@ def allowed_writes(op: Op, graph: Graph, plan: MemoryPlan) -> list[tuple[int, in
 def runtime_sources(graph: Graph) -> list[str]:
     """The runtime_c/src files the model's kernels need, in a stable order."""
     return sorted({source for op in graph.ops for layer in banded_layers(op)
-                   for source in unit_of(layer).runtime_sources})
+                   for source in unit_of(layer).runtime_sources_of(layer)})
 
 
 def state_layout(graph: Graph) -> tuple[dict[str, int], int]:

@@ -34,6 +34,7 @@ class Constant:
     scales: np.ndarray | None = None
     zero_points: np.ndarray | None = None
     axis: int = 0
+    quant_range: tuple[int, int] | None = None  # its dequantize's [quant_min, quant_max]: int4 weights
 
     @property
     def quantized(self) -> bool:
@@ -257,7 +258,8 @@ class LoweringContext:
                 or value.max(initial=args.quant_max) > args.quant_max:
             raise EdgecError(f"{source_line(node)}: {node.name}: constant of dtype {value.dtype} "
                              f"does not match its dequantize ({args.dtype}, [{args.quant_min}, {args.quant_max}])")
-        self.values[node.name] = Constant(value, args.scale, args.zero_point, args.axis or 0)
+        self.values[node.name] = Constant(value, args.scale, args.zero_point, args.axis or 0,
+                                          (args.quant_min, args.quant_max))
 
 
 def quantize_constant(source: Constant, args: QuantizeArgs, node: Node) -> np.ndarray:

@@ -35,7 +35,8 @@ from edgec.passes.layout import assign_layouts, relayout
 from edgec.plan import MemoryPlan
 from edgec.banding import fit_budget
 from edgec.calibration import DEFAULT as DEFAULT_CALIBRATION, range_warnings
-from edgec.quantize import EdgecQuantizer, is_quantized, quantize
+from edgec.quantize import EdgecQuantizer, int4_weight_nodes, is_quantized, quantize
+from edgec.weight_rounding import DEFAULT as DEFAULT_INT4_ROUNDING, round_int4_weights
 from edgec.schedule import schedule_and_plan
 from edgec.targets import TARGETS, Target, get_target
 from edgec.torch_ops import GETITEM
@@ -63,36 +64,44 @@ class Compiled(Quantized):
 def compile_model(spec, *, calibration, target: str | Target = "host", example_inputs=None, stream: bool = False,
                   progress: Callable | None = None, warn: Callable[[str], None] = print,
                   method: str = DEFAULT_CALIBRATION, per_channel_linear: bool = False, activations: str = "int8",
-                  int16_layers: Iterable[str] = ()) -> Compiled:
+                  int16_layers: Iterable[str] = (), weights: str = "int8", int4_layers: Iterable[str] = (),
+                  int4_rounding: str = DEFAULT_INT4_ROUNDING) -> Compiled:
     return compile_for(quantize_model(spec, calibration=calibration, example_inputs=example_inputs, progress=progress,
                                       warn=warn, method=method, per_channel_linear=per_channel_linear,
-                                      activations=activations, int16_layers=int16_layers),
+                                      activations=activations, int16_layers=int16_layers, weights=weights,
+                                      int4_layers=int4_layers, int4_rounding=int4_rounding),
                        target, stream=stream)
 
 
 def quantize_model(spec, *, calibration, example_inputs=None, progress: Callable | None = None,
                    warn: Callable[[str], None] = print, method: str = DEFAULT_CALIBRATION,
                    per_channel_linear: bool = False, activations: str = "int8",
-                   int16_layers: Iterable[str] = ()) -> Quantized:
+                   int16_layers: Iterable[str] = (), weights: str = "int8", int4_layers: Iterable[str] = (),
+                  int4_rounding: str = DEFAULT_INT4_ROUNDING) -> Quantized:
     """load -> export -> normalize -> fold BN -> quantize (or keep a program's own Q/DQ).
     `spec`: anything frontend.load takes (a .pt2 path, 'file.py:factory', an ExportedProgram, or
     an nn.Module with `example_inputs`). `method` (edgec.calibration) and `per_channel_linear` are
     EdgecQuantizer's options, and so are `activations` ("int8" or "int16", the 16x8 scheme, for the
-    whole model) and `int16_layers` (the nn.Module paths whose layers take int16 activations)."""
+    whole model) and `int16_layers` (the nn.Module paths whose layers take int16 activations), and
+    `weights` ("int8" or "int4": every linear and convolution layer) and `int4_layers` (the paths
+    whose layers take int4 weights), chosen by `int4_rounding` (edgec.weight_rounding)."""
     loaded, module = prepare(spec, example_inputs)
     return quantize_loaded(loaded, module, calibration=calibration, progress=progress, warn=warn, method=method,
-                           per_channel_linear=per_channel_linear, activations=activations, int16_layers=int16_layers)
+                           per_channel_linear=per_channel_linear, activations=activations, int16_layers=int16_layers,
+                           weights=weights, int4_layers=int4_layers, int4_rounding=int4_rounding)
 
 
 def quantize_loaded(loaded: frontend.LoadedModel, module: GraphModule, *, calibration,
                     progress: Callable | None = None, warn: Callable[[str], None] = print,
                     method: str = DEFAULT_CALIBRATION, per_channel_linear: bool = False, activations: str = "int8",
-                    int16_layers: Iterable[str] = ()) -> Quantized:
+                    int16_layers: Iterable[str] = (), weights: str = "int8", int4_layers: Iterable[str] = (),
+                  int4_rounding: str = DEFAULT_INT4_ROUNDING) -> Quantized:
     """quantize_model after `prepare`: calibrate and quantize (or keep a program's own Q/DQ)."""
     for note in loaded.notes:
         warn(note)
     if is_quantized(module):
-        if method != DEFAULT_CALIBRATION or per_channel_linear or activations != "int8" or list(int16_layers):
+        if method != DEFAULT_CALIBRATION or per_channel_linear or activations != "int8" or list(int16_layers) \
+                or weights != "int8" or list(int4_layers):
             warn(f"WARNING: {loaded.origin} is already quantized; calibration and precision options do not apply")
         return Quantized(loaded.origin, loaded.example_inputs, None, module)
     samples = calibration_samples(calibration, loaded.example_inputs, warn)
@@ -100,7 +109,10 @@ def quantize_loaded(loaded: frontend.LoadedModel, module: GraphModule, *, calibr
         for line in range_warnings(samples, loaded.example_inputs):
             warn(line)
     float_module = copy.deepcopy(module)
-    quantizer = EdgecQuantizer(method, per_channel_linear, activations=activations, int16_layers=int16_layers)
+    if weights == "int4" or list(int4_layers):
+        round_int4_weights(module, int4_weight_nodes(module, weights == "int4", int4_layers), samples, int4_rounding)
+    quantizer = EdgecQuantizer(method, per_channel_linear, activations=activations, int16_layers=int16_layers,
+                               weights=weights, int4_layers=int4_layers)
     return Quantized(loaded.origin, loaded.example_inputs, float_module, quantize(module, samples, progress, quantizer))
 
 

@@ -8,7 +8,8 @@ from typing import Callable, Iterable
 
 import torch
 from torch.fx import GraphModule, Interpreter
-from torchao.quantization.pt2e import MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver
+from torchao.quantization.pt2e import (MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver,
+                                       PerChannelMinMaxObserver)
 from torchao.quantization.pt2e.fake_quantize import FusedMovingAvgObsFakeQuantize
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
 from torchao.quantization.pt2e.quantizer import Quantizer
@@ -19,10 +20,16 @@ from edgec.frontend import module_paths, node_location
 from edgec.ops import OPS
 from edgec.ops.base import OpDef
 from edgec.ops.int16_units import INT16_CAPABLE_KINDS
+from edgec.ops.conv import is_transposed
+from edgec.weight_rounding import INT4_SCALES_KEY
 from edgec.ops.qspec import (ACTIVATION_QSPEC, ANNOTATION_KEY, CONV_WEIGHT_QSPEC, INT16_ACTIVATION_QSPEC,
-                             LINEAR_WEIGHT_QSPEC, PER_CHANNEL_LINEAR_WEIGHT_QSPEC, fused_activations, select_int16)
+                             INT4_WEIGHT_QSPEC, LINEAR_WEIGHT_QSPEC, PER_CHANNEL_LINEAR_WEIGHT_QSPEC,
+                             fused_activations, select_int16)
 
 ACTIVATION_DTYPES = ("int8", "int16")
+WEIGHT_DTYPES = ("int8", "int4")
+# The units with int4-weight kernels (edgec.ops.int4): linear, convolution and depthwise.
+INT4_CAPABLE_KINDS = frozenset({"fully_connected", "conv2d"})
 
 
 def _fuses(node) -> bool:
@@ -39,15 +46,23 @@ class EdgecQuantizer(Quantizer):
     `per_channel_linear`: linear weights per output channel (one multiplier and shift per output,
     8 more bytes of flash each) instead of per tensor; `activations="int16"`: int16 activations
     (the 16x8 scheme) for the whole model, `int16_layers`: for the layers whose nn.Module path is
-    listed (a path selects its submodules too)."""
+    listed (a path selects its submodules too); `weights="int4"`: int4 weights (symmetric per
+    output channel, edgec.ops.int4) for every linear and convolution layer, `int4_layers`: for the
+    listed paths' layers."""
 
     def __init__(self, calibration: str = calibration_methods.DEFAULT, per_channel_linear: bool = False,
-                 qat: bool = False, *, activations: str = "int8", int16_layers: Iterable[str] = ()):
+                 qat: bool = False, *, activations: str = "int8", int16_layers: Iterable[str] = (),
+                 weights: str = "int8", int4_layers: Iterable[str] = ()):
         super().__init__()
         if activations not in ACTIVATION_DTYPES:
             raise EdgecError(f"activations must be one of {', '.join(ACTIVATION_DTYPES)}, got {activations!r}")
+        if weights not in WEIGHT_DTYPES:
+            raise EdgecError(f"weights must be one of {', '.join(WEIGHT_DTYPES)}, got {weights!r}")
         self.all_int16 = activations == "int16"
         self.int16_layers = tuple(name.strip() for name in int16_layers if name.strip())
+        self.all_int4 = weights == "int4"
+        self.int4_layers = tuple(name.strip() for name in int4_layers if name.strip())
+        self.qat = qat
         self.replacements = {}
         if calibration != calibration_methods.DEFAULT:
             for spec in (ACTIVATION_QSPEC, INT16_ACTIVATION_QSPEC):
@@ -73,6 +88,9 @@ class EdgecQuantizer(Quantizer):
         if self.replacements:  # after all: a unit also annotates the activations it fuses
             for node in model.graph.nodes:
                 self._replace_specs(node.meta.get(ANNOTATION_KEY))
+        if self.all_int4 or self.int4_layers:
+            for node in int4_weight_nodes(model, self.all_int4, self.int4_layers):
+                node.meta[ANNOTATION_KEY].input_qspec_map[node.args[1]] = int4_weight_qspec(node, self.qat)
         return model
 
     def _replace_specs(self, annotation) -> None:
@@ -106,12 +124,70 @@ class EdgecQuantizer(Quantizer):
 
     def _matches(self, node) -> set[str]:
         """The int16_layers names whose module (or a submodule of which) traced `node`."""
-        paths = module_paths(node)
-        return {name for name in self.int16_layers
-                if any(path == name or path.startswith(name + ".") for path in paths)}
+        return matching_paths(node, self.int16_layers)
 
     def validate(self, model: GraphModule) -> None:
         pass
+
+
+def matching_paths(node, names: Iterable[str]) -> set[str]:
+    """The `names` whose module (or a submodule of which) traced `node`."""
+    paths = module_paths(node)
+    return {name for name in names if any(path == name or path.startswith(name + ".") for path in paths)}
+
+
+def int4_capable(node) -> bool:
+    return node.op == "call_function" and node.target in OPS and OPS[node.target].kind in INT4_CAPABLE_KINDS \
+        and not is_transposed(node)
+
+
+def int4_weight_nodes(model: GraphModule, every: bool, names: Iterable[str]) -> list:
+    """The linear / convolution nodes whose weights are int4: all of them (`every`, --weights
+    int4), else those traced in the listed module paths (--int4-layers; a path naming no module,
+    or only layers without an int4 kernel, is an error)."""
+    names = tuple(names)
+    chosen, used, capable = [], set(), set()
+    for node in model.graph.nodes:
+        if node.op != "call_function" or node.target not in OPS:
+            continue
+        matched = matching_paths(node, names)
+        used |= matched
+        if int4_capable(node):
+            capable |= matched
+            if every or matched:
+                chosen.append(node)
+    if set(names) - used:
+        raise EdgecError(f"--int4-layers: no module named {', '.join(sorted(set(names) - used))} in the model")
+    if used - capable:
+        raise EdgecError(f"--int4-layers: {', '.join(sorted(used - capable))} has no linear or convolution layer "
+                         f"(int4 weights are for nn.Linear, Conv1d/Conv2d and depthwise convolutions)")
+    return chosen
+
+
+class _FixedScalesObserver(PerChannelMinMaxObserver):
+    """Per-channel symmetric weight observer whose scales were chosen beforehand (the int4
+    rounding of edgec.weight_rounding, whose on-grid weights then quantize to the chosen integers)."""
+
+    def __init__(self, *args, scales=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fixed_scales = tuple(scales)
+
+    def calculate_qparams(self):
+        scales = torch.tensor(self.fixed_scales, dtype=torch.float32)
+        return scales, torch.zeros(len(self.fixed_scales), dtype=torch.int64)
+
+
+def int4_weight_qspec(node, qat: bool = False):
+    """INT4_WEIGHT_QSPEC, at the scales edgec.weight_rounding chose for `node` if it did; for QAT
+    fake-quantized on the int4 grid (moving-average per-channel ranges)."""
+    if qat:
+        return dataclasses.replace(INT4_WEIGHT_QSPEC, observer_or_fake_quant_ctr=FusedMovingAvgObsFakeQuantize.with_args(
+            observer=MovingAveragePerChannelMinMaxObserver, eps=calibration_methods.EPS))
+    scales = node.meta.get(INT4_SCALES_KEY)
+    if scales is None:
+        return INT4_WEIGHT_QSPEC
+    return dataclasses.replace(INT4_WEIGHT_QSPEC, observer_or_fake_quant_ctr=_FixedScalesObserver.with_args(
+        eps=2**-20, scales=tuple(float(v) for v in scales)))
 
 
 def is_quantized(module: GraphModule) -> bool:
@@ -153,12 +229,14 @@ class _ObservingInterpreter(Interpreter):
         return result
 
 
-def prepare_qat(spec: str, per_channel_linear: bool = False) -> tuple[GraphModule, tuple]:
+def prepare_qat(spec: str, per_channel_linear: bool = False, weights: str = "int8",
+                int4_layers: Iterable[str] = ()) -> tuple[GraphModule, tuple]:
     """(module, example inputs): the float model `spec` (.pt2 or file.py:factory) ready for
     quantization-aware training with edgec's quantizer: exported, BatchNorm folded into its
     conv/linear (the folded weights made trainable parameters), fake-quantized wherever edgec's
-    kernels quantize. Fine-tune it like any module, then `convert_qat` and give the saved program
-    to `edgec build` (docs/quantization.md)."""
+    kernels quantize (`weights="int4"` / `int4_layers`: int4 weights, fake-quantized in [-7, 7]).
+    Fine-tune it like any module, then `convert_qat` and give the saved program to `edgec build`
+    (docs/quantization.md; int4: docs/int4.md)."""
     from edgec import frontend
     from edgec.passes.fold_batchnorm import fold_batchnorm
     from edgec.passes.normalize import normalize
@@ -169,7 +247,8 @@ def prepare_qat(spec: str, per_channel_linear: bool = False) -> tuple[GraphModul
         if "." not in name and value.is_floating_point() and name.startswith("_edgec_folded"):
             del module._buffers[name]
             module.register_parameter(name, torch.nn.Parameter(value.detach().clone()))
-    return prepare_qat_pt2e(module, EdgecQuantizer(per_channel_linear=per_channel_linear, qat=True)), loaded.example_inputs
+    quantizer = EdgecQuantizer(per_channel_linear=per_channel_linear, qat=True, weights=weights, int4_layers=int4_layers)
+    return prepare_qat_pt2e(module, quantizer), loaded.example_inputs
 
 
 def convert_qat(module: GraphModule, example_inputs: tuple) -> torch.export.ExportedProgram:

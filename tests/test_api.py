@@ -340,7 +340,7 @@ BUILD_OPTION_METHODS = {"out_dir": "save", "html_report": "report"}
 BUILD_OPTION_SAVE_KEYWORDS = {"shared_arena"}  # several models: edgec.save([...], out_dir, shared_arena=)
 COMPILE_ONLY_KEYWORDS = {"example_inputs"}  # the CLI's model file holds them
 DIFFERENT_DEFAULTS = {"target": ("host", "cortex-m4"), "progress": (False, True),  # --quiet off is progress on
-                      "int16_layers": ("", ()),
+                      "int16_layers": ("", ()), "int4_layers": ("", ()),
                       # given once per model (several models): none given is an empty tuple
                       "calibration": ((), None), "name": ((), None)}
 

@@ -1,6 +1,6 @@
 """The op units, and the two lookups the pipeline needs: by torch target and by IR kind."""
-from edgec.ops import (argmax, band, binary, cmsis_nn, conv, conv_transpose, depthwise, eltwise, int16, int16_units,
-                       layer_norm, linear, lut, matmul, movement, pool, recurrent, shape, softmax)
+from edgec.ops import (argmax, band, binary, cmsis_nn, conv, conv_transpose, depthwise, eltwise, int4, int16,
+                       int16_units, layer_norm, linear, lut, matmul, movement, pool, recurrent, shape, softmax)
 from edgec.torch_ops import DECOMPOSED, IDENTITIES
 
 _UNITS = (conv.UNIT, conv_transpose.UNIT, depthwise.UNIT, linear.UNIT, *pool.UNITS, *binary.UNITS, lut.UNIT,
@@ -19,7 +19,7 @@ def unit_of(op):
 # The kernel schema (edgec.ops.kernel) of every unit: C name -> (C text, the module describing it),
 # the generated regions of runtime_c/include/edgec_nn.h (edgec.ops.c_header).
 _SCHEMA_MODULES = (conv, depthwise, linear, pool, eltwise, softmax, binary, conv_transpose, lut, movement, int16,
-                   matmul, layer_norm, recurrent, argmax)
+                   matmul, layer_norm, recurrent, argmax, int4)
 SCHEMA = {**{s.name: (s.typedef(), f"edgec/ops/{m.__name__.rsplit('.', 1)[1]}.py")
              for m in _SCHEMA_MODULES for s in getattr(m, "STRUCTS", ())},
           **{s.macro: (s.define(), f"edgec/ops/{m.__name__.rsplit('.', 1)[1]}.py")

@@ -80,6 +80,11 @@ class OpDef:
         rank = len(graph.tensors[op.outputs[0]].shape)
         return [name for name in op.inputs if len(graph.tensors[name].shape) == rank]
 
+    def runtime_sources_of(self, op: Op) -> tuple[str, ...]:
+        """The runtime sources `op`'s call needs: the unit's, unless a variant recorded on the op
+        (e.g. int4 weights) calls another kernel."""
+        return self.runtime_sources
+
     def describe(self, node) -> str:
         """What this use of the operator becomes, as `edgec inspect` names it: the unit's family."""
         return self.family or self.kind

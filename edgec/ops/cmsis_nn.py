@@ -305,7 +305,7 @@ def select_cmsis_nn_kernels(graph: Graph, target, root) -> list[str]:
     chosen, kept = [], {}
     for op in graph.ops:
         unit = _BY_EDGEC_KIND.get(op.kind)
-        if unit is None or not unit.accepts(op, graph):
+        if unit is None or op.attrs.get("weight_bits") == 4 or not unit.accepts(op, graph):  # int4: edgec's
             if op.kind not in VIEW_KINDS:
                 kept[op.kind] = kept.get(op.kind, 0) + 1
             continue

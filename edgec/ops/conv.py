@@ -24,6 +24,7 @@ from edgec.numerics import (
     saturate_int8,
     wrap_int32,
 )
+from edgec.ops import int4
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import ACTIVATION_QSPEC, CONV_WEIGHT_QSPEC, annotate_with_output
 from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, blocked_bias, dsp_channel_table, interleave_rows,
@@ -204,6 +205,10 @@ def weighted_operands(ctx, node, what: str, channel_axis: int = 0):
     return x, weights_for_bias(weight, bias, x.scale, channel_axis), bias
 
 
+def weight_bits_attr(weight) -> dict:
+    """{"weight_bits": 4} for a weight quantized within int4's range (edgec.ops.int4), else {}."""
+    return {"weight_bits": 4} if int4.weight_bits(weight.quant_range) == 4 else {}
+
 # The largest |int32 bias| weights_for_bias leaves: half of int32, so bias plus the weighted sum of
 # the (then near-zero) weights of such a channel stays far inside int32.
 BIAS_LIMIT = 2**30
@@ -230,7 +235,8 @@ def weights_for_bias(weight, bias, input_scale: float, channel_axis: int):
     new_scales[raised] = needed[raised]
     ratio = np.expand_dims(scales / new_scales, [a for a in range(weight.value.ndim) if a != channel_axis])
     real = weight.value.astype(np.float64) * ratio
-    values = np.clip(np.sign(real) * np.floor(np.abs(real) + 0.5), -127, 127).astype(np.int8)
+    limit = int4.INT4_QUANT_RANGE[1] if int4.weight_bits(weight.quant_range) == 4 else 127
+    values = np.clip(np.sign(real) * np.floor(np.abs(real) + 0.5), -limit, limit).astype(np.int8)
     return replace(weight, value=values, scales=new_scales, zero_points=np.zeros(channels, dtype=np.int64),
                    axis=channel_axis)
 
@@ -263,7 +269,7 @@ class Conv2d(OpDef):
                    weight=weight.value, weight_scales=weight_scales,
                    bias=quantized_bias(bias, x.scale, weight_scales, source_line(node)),
                    stride=stride, pad=(padding[0], padding[1], padding[0], padding[1]),
-                   dilation=dilation, groups=groups, clamp=(None, None))
+                   dilation=dilation, groups=groups, clamp=(None, None), **weight_bits_attr(weight))
 
     def relayout(self, op, graph) -> None:
         op.attrs["weight"] = np.ascontiguousarray(as_2d_filter(op.attrs["weight"]).transpose(0, 2, 3, 1))  # OIHW -> OHWI
@@ -272,6 +278,8 @@ class Conv2d(OpDef):
         finalize_output_stage(op, graph)
 
     def golden(self, op, graph, inputs):
+        if int4.is_int4(op):
+            return int4.golden(op, graph, inputs)
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         a = op.attrs
         return conv2d_s8(inputs[0], a["weight"], a["bias"], a["multiplier"], a["shift"],
@@ -284,6 +292,8 @@ class Conv2d(OpDef):
         receptive field im2col merely widens (measured faster than a per-pixel matrix-vector
         product at every channel count of the reference models)."""
         a = op.attrs
+        if int4.is_int4(op):
+            return int4.specialize(op, graph, target)
         a["isa"] = kernel_isa(target) if a["groups"] == 1 else None
         # --opt speed/auto: the DSP kernel reads its filter widened to int16 (twice the flash)
         a["wide"] = a["isa"] == DSP and target.fast_layouts
@@ -304,8 +314,13 @@ class Conv2d(OpDef):
         isa = op.attrs.get("isa")
         return 0 if isa is None else packed_conv_scratch_bytes(isa, op.attrs["weight"].shape)
 
+    def runtime_sources_of(self, op) -> tuple[str, ...]:
+        return int4.runtime_sources(op) if int4.is_int4(op) else self.runtime_sources
+
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
+        if int4.is_int4(op):
+            return int4.emit(op, graph, names)
         if a.get("isa") is not None:
             return emit_packed_conv_call(op, graph, names)
         kernel = op.kernel.function + ("_in_place" if is_pointwise(a) and names.in_place(op) else "")
@@ -322,6 +337,8 @@ class Conv2d(OpDef):
         in-place layers keeps one end. At stride 1 with C_out > C_in that is tail alignment itself
         (the bound is (P-1)*(C_out - C_in)); with C_out <= C_in, it is C_in - C_out bytes from head
         alignment."""
+        if int4.is_int4(op):
+            return ()
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         if not is_pointwise(op.attrs) or op.attrs.get("isa") is not None:
             return self._overlapping(op, x_t, out_t, target)

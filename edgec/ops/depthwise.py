@@ -11,6 +11,7 @@ import numpy as np
 
 from edgec.ir import ARENA_ALIGNMENT, InPlace
 from edgec.numerics import INT8_MAX, INT8_MIN
+from edgec.ops import int4
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.conv import (
     as_2d_filter,
@@ -81,6 +82,8 @@ class DepthwiseConv2d(OpDef):
         finalize_output_stage(op, graph, weight.reshape(-1, weight.shape[3]).T)
 
     def golden(self, op, graph, inputs):
+        if int4.is_int4(op):
+            return int4.golden(op, graph, inputs)
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         a = op.attrs
         return depthwise_conv2d_s8(inputs[0], a["weight"], a["bias"], a["multiplier"], a["shift"],
@@ -91,6 +94,8 @@ class DepthwiseConv2d(OpDef):
 
     def specialize(self, op, graph, target) -> None:
         """On cores with the DSP extension or Helium a ch_mult-1 layer runs the packed kernel."""
+        if int4.is_int4(op):
+            return int4.specialize(op, graph, target)
         fits = op.attrs["ch_mult"] == 1 and op.attrs["weight"].shape[1] <= PACKED_MAX_K
         isa = op.attrs["isa"] = kernel_isa(target) if fits else None
         op.kernel = packed_choice("edgec_depthwise_conv_s8" + ("" if isa is None else "_packed"), isa, target, op.attrs,
@@ -105,7 +110,12 @@ class DepthwiseConv2d(OpDef):
         return packed_scratch_bytes(isa, op.attrs["weight"].shape, out_w, op.attrs["stride"][1],
                                     op.attrs["dilation"][1])
 
+    def runtime_sources_of(self, op) -> tuple[str, ...]:
+        return int4.runtime_sources(op) if int4.is_int4(op) else self.runtime_sources
+
     def emit(self, op, graph, names) -> CCall:
+        if int4.is_int4(op):
+            return int4.emit(op, graph, names)
         a = op.attrs
         form = names.in_place_form(op)
         n, ho, wo, c = graph.tensors[op.outputs[0]].shape
@@ -135,7 +145,7 @@ class DepthwiseConv2d(OpDef):
         output then ends where the expanding 1x1 conv after it ends too, so a chain of in-place
         layers keeps one end and stays compact. The packed kernel first offers to run without the
         planes (see _unstaged)."""
-        if op.attrs["ch_mult"] != 1:
+        if op.attrs["ch_mult"] != 1 or int4.is_int4(op):
             return ()
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         step = lcm(x_t.shape[3], ARENA_ALIGNMENT)

@@ -9,10 +9,11 @@ import numpy as np
 from edgec.ir import KernelChoice, stored_offsets
 from edgec.frontend import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, requantize, saturate_int8, wrap_int32
+from edgec.ops import int4
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
-from edgec.ops.conv import (finalize_output_stage, per_channel_quant, quantized_bias, weighted_constants,
-                             weighted_operands)
+from edgec.ops.conv import (finalize_output_stage, per_channel_quant, quantized_bias, weight_bits_attr,
+                             weighted_constants, weighted_operands)
 from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa, packed_choice,
                                      widen_taps)
 from edgec.torch_ops import LINEARS
@@ -78,7 +79,7 @@ class FullyConnected(OpDef):
         scales = np.asarray(weight.scales, dtype=np.float64)
         ctx.add_op(self.kind, node, [x], [out], weight=weight.value, weight_scales=scales,
                    bias=quantized_bias(bias, x.scale, np.broadcast_to(scales, (weight.value.shape[0],)), source_line(node)),
-                   clamp=(None, None))
+                   clamp=(None, None), **weight_bits_attr(weight))
 
     def torch_order_tensors(self, op, graph) -> list[str]:
         """Over the last axis of a tensor of rank 3 or more: PyTorch's order."""
@@ -102,6 +103,8 @@ class FullyConnected(OpDef):
         finalize_output_stage(op, graph)
 
     def golden(self, op, graph, inputs):
+        if int4.is_int4(op):
+            return int4.golden(op, graph, inputs)
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         a = op.attrs
         rows = x_t.elements // x_t.shape[-1]  # linear over the last axis: every leading index is a row
@@ -110,6 +113,8 @@ class FullyConnected(OpDef):
                                   output_zp=out_t.zero_point, act_min=a["act_min"], act_max=a["act_max"]).reshape(out_t.shape)
 
     def specialize(self, op, graph, target) -> None:
+        if int4.is_int4(op):
+            return int4.specialize(op, graph, target)
         op.attrs["isa"] = kernel_isa(target)
         # --opt speed/auto: the DSP kernel reads its filter widened to int16 (twice the flash)
         op.attrs["wide"] = op.attrs["isa"] == DSP and target.fast_layouts
@@ -122,7 +127,15 @@ class FullyConnected(OpDef):
         function = "edgec_fully_connected_s8" + ("" if isa is None else f"_{isa}") + ("_wide" if wide else "")
         return packed_choice(function, isa, target, op.attrs)
 
+    def scratch_bytes(self, op, graph, target) -> int:
+        return int4.scratch_bytes(op) if int4.is_int4(op) else 0
+
+    def runtime_sources_of(self, op) -> tuple[str, ...]:
+        return int4.runtime_sources(op) if int4.is_int4(op) else self.runtime_sources
+
     def emit(self, op, graph, names) -> CCall:
+        if int4.is_int4(op):
+            return int4.emit(op, graph, names)
         a = op.attrs
         isa = a.get("isa")
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]

@@ -46,6 +46,13 @@ PER_CHANNEL_LINEAR_WEIGHT_QSPEC = QuantizationSpec(  # --per-channel-linear
     observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
 )
 
+# --weights int4 / --int4-layers (edgec.ops.int4): symmetric per output channel in [-7, 7], as
+# TFLite's int4 weights; stored int8 by PT2E, packed two per byte at emit.
+INT4_WEIGHT_QSPEC = QuantizationSpec(
+    dtype=torch.int8, quant_min=-7, quant_max=7, qscheme=torch.per_channel_symmetric, ch_axis=0,
+    observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
+)
+
 
 def fixed_qspec(scale: float, zero_point: int) -> FixedQParamsQuantizationSpec:
     """An int8 output whose qparams do not depend on data (softmax, sigmoid, tanh)."""

@@ -55,9 +55,11 @@ def main(argv=None) -> Path:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--out", type=Path, default=Path("build") / "digits_qat.pt2")
+    parser.add_argument("--weights", choices=["int8", "int4"], default="int8",
+                        help="int4: 4-bit weights fake-quantized in training (docs/int4.md)")
     args = parser.parse_args(argv)
     torch.manual_seed(SEED)
-    module, example = prepare_qat(str(HERE / "digits.pt2"))
+    module, example = prepare_qat(str(HERE / "digits.pt2"), weights=args.weights)
     x, y = training_split()
     with torch.no_grad():  # a first pass over some samples sets the fake quantizers' ranges
         for i in range(RANGE_SAMPLES):
@@ -65,7 +67,8 @@ def main(argv=None) -> Path:
     fine_tune(module, x, y, args.steps)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     torch.export.save(convert_qat(module, example), args.out)
-    print(f"{args.out}: int8 QAT program after {args.steps} steps; build it with edgec build {args.out} -o DIR")
+    print(f"{args.out}: {args.weights}-weight QAT program after {args.steps} steps; build it with edgec build "
+          f"{args.out} -o DIR")
     return args.out
 
 

@@ -1247,6 +1247,131 @@ edgec_status edgec_requantize_s16_s8(const edgec_requantize_s16_desc *desc, cons
 /* ==== end of int16 (16x8) kernels ==== */
 
 
+/* ==== int4-weight kernels (runtime_c/src/{fc,conv,depthwise}/edgec_*_s4.c; golden: edgec/ops/int4.py) ====
+ * int8 activations, int4 weights symmetric per output channel (values -8..7), int32 bias:
+ * CMSIS-NN's _s4 kernels' scheme (arm_fully_connected_s4, arm_convolve_s4, arm_depthwise_conv_s4)
+ * with per-channel requantization. The filter is packed as CMSIS-NN packs it: the weights in
+ * the order each descriptor gives, as one flat stream, element i in byte i / 2, the low nibble
+ * first (an odd count leaves the last high nibble unused). The arithmetic is the int8 kernels':
+ *   acc = bias[o] + sum w * (x + input_offset)   (int32, wrapping like edgec_fully_connected_s8),
+ *   y   = clamp(requantize(acc, multiplier[o], shift[o]) + output_offset, act_min, act_max).
+ * Descriptor values: edgec.ops.int4.*_desc. EDGEC_ARG_ERROR without writing anything for a NULL
+ * pointer (bias excepted: NULL = no bias), non-positive dims, element counts beyond int32, an
+ * input_offset outside [-127, 128], an output_offset or act_min <= act_max outside int8, a shift
+ * outside [-31, 31]. Scratch: none. None runs in place.
+ */
+
+/* Fully connected: output[b][o] = y(sum_k input[b][k] * filter[o * input_c + k]). */
+/* generated from edgec/ops/int4.py: edgec_fully_connected_s4_desc */
+typedef struct {
+    int32_t batches;
+    int32_t input_c;
+    int32_t output_c;
+    int32_t input_offset;
+    int32_t output_offset;
+    int32_t act_min;
+    int32_t act_max;
+    const int8_t *filter;      /* packed int4 [output_c][input_c] */
+    const int32_t *bias;       /* [output_c] or NULL */
+    const int32_t *multiplier; /* [output_c] */
+    const int32_t *shift;      /* [output_c] */
+} edgec_fully_connected_s4_desc;
+/* end of edgec_fully_connected_s4_desc */
+
+edgec_status edgec_fully_connected_s4(const edgec_fully_connected_s4_desc *desc,
+                                      const int8_t *input, int8_t *output);
+
+/*
+ * edgec_fully_connected_s4 with the DSP extension, for an even input_c of at least 8: each input
+ * row is widened into scratch (required, word-aligned, EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES
+ * (input_c) bytes) in SMLAD pair order, then four SMLAD per eight packed weights (a word), two
+ * rows sharing each scratch load. Same arithmetic and checks (an odd input_c or one below 8, a
+ * NULL or misaligned scratch: EDGEC_ARG_ERROR).
+ */
+/* generated from edgec/ops/int4.py: EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES */
+#define EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES(input_c) (2 * ((input_c) / 8 * 8))
+/* end of EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES */
+#define EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT 65536
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_fully_connected_s4_dsp(const edgec_fully_connected_s4_desc *desc,
+                                          const int8_t *input, int8_t *output, int16_t *scratch);
+#endif
+
+/*
+ * Convolution, NHWC, with groups: output channel o of group g = o / (output_c / groups) sums
+ * (input[n][oy*stride_h - pad_top + ky*dilation_h][ox*stride_w - pad_left + kx*dilation_w]
+ * [g*Cg + i] + input_offset) * filter[o][ky][kx][i] (Cg = input_c / groups; taps outside the
+ * input add 0). groups must divide input_c and output_c; stride, dilation >= 1, pads >= 0.
+ */
+/* generated from edgec/ops/int4.py: edgec_conv_s4_desc */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t input_c;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t output_c;
+    int32_t kernel_h;
+    int32_t kernel_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t groups;
+    int32_t input_offset;
+    int32_t output_offset;
+    int32_t act_min;
+    int32_t act_max;
+    const int8_t *filter;      /* packed int4 [output_c][kernel_h][kernel_w][input_c / groups] */
+    const int32_t *bias;       /* [output_c] or NULL */
+    const int32_t *multiplier; /* [output_c] */
+    const int32_t *shift;      /* [output_c] */
+} edgec_conv_s4_desc;
+/* end of edgec_conv_s4_desc */
+
+edgec_status edgec_conv_s4(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output);
+
+/*
+ * Depthwise convolution, NHWC: output channel o = c * ch_mult + m (output_c = input_c * ch_mult)
+ * sums (input[n][oy*stride_h - pad_top + ky*dilation_h][ox*stride_w - pad_left + kx*dilation_w][c]
+ * + input_offset) * filter[ky][kx][o] (taps outside the input add 0).
+ */
+/* generated from edgec/ops/int4.py: edgec_depthwise_conv_s4_desc */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t input_c;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t ch_mult;
+    int32_t kernel_h;
+    int32_t kernel_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t input_offset;
+    int32_t output_offset;
+    int32_t act_min;
+    int32_t act_max;
+    const int8_t *filter;      /* packed int4 [kernel_h][kernel_w][input_c * ch_mult] */
+    const int32_t *bias;       /* [input_c * ch_mult] or NULL */
+    const int32_t *multiplier; /* [input_c * ch_mult] */
+    const int32_t *shift;      /* [input_c * ch_mult] */
+} edgec_depthwise_conv_s4_desc;
+/* end of edgec_depthwise_conv_s4_desc */
+
+edgec_status edgec_depthwise_conv_s4(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input,
+                                     int8_t *output);
+
+/* ==== end of int4-weight kernels ==== */
+
 /* ==== Attention family: batch matmul of two activations, layer norm (matmul/, norm/) ======== */
 
 /*

@@ -228,6 +228,57 @@ static inline int edgec_conv_window_valid(const edgec_conv_params *params,
                                  params->pad_left, params->dilation_w);
 }
 
+/* ---- int4 weights (CMSIS-NN's packing: element i in byte i / 2, low nibble first) ----------- */
+
+/* The low and high nibble of a packed byte, sign-extended (no shift of a negative value). */
+static inline int32_t edgec_s4_low(int8_t b)
+{
+    return (int32_t)(((uint32_t)(uint8_t)b & 0xFu) ^ 8u) - 8;
+}
+
+static inline int32_t edgec_s4_high(int8_t b)
+{
+    return (int32_t)(((uint32_t)(uint8_t)b >> 4) ^ 8u) - 8;
+}
+
+/* Element i of a packed int4 stream. */
+static inline int32_t edgec_s4_at(const int8_t *packed, int32_t i)
+{
+    const int8_t b = packed[i >> 1];
+    return (i & 1) ? edgec_s4_high(b) : edgec_s4_low(b);
+}
+
+/* acc + sum_{k < count} packed[start + k] * (x[k] + offset), modulo 2^32 (the int32 wrap of the
+ * golden): a run starting at an odd element takes its first weight from a high nibble. */
+static inline uint32_t edgec_s4_dot(const int8_t *packed, int32_t start, const int8_t *x,
+                                    int32_t count, int32_t offset, uint32_t acc)
+{
+    const int8_t *w = packed + (start >> 1);
+    int32_t k = 0;
+    if ((start & 1) && count > 0) {
+        acc += (uint32_t)(edgec_s4_high(*w++) * ((int32_t)x[0] + offset));
+        k = 1;
+    }
+    for (; k + 1 < count; k += 2) {
+        const int8_t b = *w++;
+        acc += (uint32_t)(edgec_s4_low(b) * ((int32_t)x[k] + offset));
+        acc += (uint32_t)(edgec_s4_high(b) * ((int32_t)x[k + 1] + offset));
+    }
+    if (k < count) {
+        acc += (uint32_t)(edgec_s4_low(*w) * ((int32_t)x[k] + offset));
+    }
+    return acc;
+}
+
+/* The int8 output stage's arguments of an int4 kernel are valid (edgec_nn.h, int4 section). */
+static inline int edgec_s4_output_valid(int32_t input_offset, int32_t output_offset,
+                                        int32_t act_min, int32_t act_max, const int32_t *shift,
+                                        int32_t count)
+{
+    return edgec_offsets_valid(input_offset, output_offset) &&
+           edgec_act_range_valid(act_min, act_max) && edgec_shifts_valid(shift, count);
+}
+
 /* ---- Convolution windows -------------------------------------------------------------------- */
 
 /*

@@ -1,0 +1,264 @@
+"""int4 weights: fully connected, convolution and depthwise layers whose weights are 4-bit.
+
+A layer's weights are int4 when its quantize node's range lies within [-8, 7] (edgec's quantizer
+makes them symmetric per output channel in [-7, 7], as TFLite's int4 scheme; a user's PT2E
+program may use the whole [-8, 7]). Lowering records it as op.attrs["weight_bits"] = 4 on the
+int8 unit's op (op.kind stays fully_connected / conv2d / depthwise_conv2d), which keeps the
+weights unpacked (int8 values in [-8, 7]) for every pass and delegates golden, emit, scratch and
+in-place here.
+
+Packing (CMSIS-NN's _s4 kernels, TFLite's int4 tensors): the filter in the int8 kernel's order
+([C_out][C_in] for fully connected, OHWI for convolution, [KH][KW][C_out] for depthwise) as one
+flat stream, element i in byte i / 2, the low nibble first; an odd count leaves the last high
+nibble 0. Arithmetic: exactly the int8 kernels' (acc = bias + sum w * (x + input_offset) in int32,
+per-channel requantize, offset, clamp), as CMSIS-NN's _s4 kernels compute it; so the goldens
+unpack and run the int8 goldens.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.ir import KernelChoice
+from edgec.ops.base import CCall, descriptor
+from edgec.ops.kernel import Field, Scratch, Struct
+
+INT4_MIN, INT4_MAX = -8, 7
+# edgec's own quantizer: symmetric, narrow range (zero point 0, -8 never used), as TFLite's.
+INT4_QUANT_RANGE = (-7, 7)
+
+KERNELS = {"fully_connected": "edgec_fully_connected_s4", "conv2d": "edgec_conv_s4",
+           "depthwise_conv2d": "edgec_depthwise_conv_s4"}
+SOURCES = {"fully_connected": "fc/edgec_fully_connected_s4.c", "conv2d": "conv/edgec_conv_s4.c",
+           "depthwise_conv2d": "depthwise/edgec_depthwise_conv_s4.c"}
+
+
+# The C structs of the int4 kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+FULLY_CONNECTED_S4_DESC = Struct("edgec_fully_connected_s4_desc", (
+    Field('batches'),
+    Field('input_c'),
+    Field('output_c'),
+    Field('input_offset'),
+    Field('output_offset'),
+    Field('act_min'),
+    Field('act_max'),
+    Field('filter', 'const int8_t *', doc='packed int4 [output_c][input_c]'),
+    Field('bias', 'const int32_t *', doc='[output_c] or NULL'),
+    Field('multiplier', 'const int32_t *', doc='[output_c]'),
+    Field('shift', 'const int32_t *', doc='[output_c]'),
+))
+CONV_S4_DESC = Struct("edgec_conv_s4_desc", (
+    Field('batches'),
+    Field('input_h'),
+    Field('input_w'),
+    Field('input_c'),
+    Field('output_h'),
+    Field('output_w'),
+    Field('output_c'),
+    Field('kernel_h'),
+    Field('kernel_w'),
+    Field('stride_h'),
+    Field('stride_w'),
+    Field('pad_top'),
+    Field('pad_left'),
+    Field('dilation_h'),
+    Field('dilation_w'),
+    Field('groups'),
+    Field('input_offset'),
+    Field('output_offset'),
+    Field('act_min'),
+    Field('act_max'),
+    Field('filter', 'const int8_t *', doc='packed int4 [output_c][kernel_h][kernel_w][input_c / groups]'),
+    Field('bias', 'const int32_t *', doc='[output_c] or NULL'),
+    Field('multiplier', 'const int32_t *', doc='[output_c]'),
+    Field('shift', 'const int32_t *', doc='[output_c]'),
+))
+DEPTHWISE_CONV_S4_DESC = Struct("edgec_depthwise_conv_s4_desc", (
+    Field('batches'),
+    Field('input_h'),
+    Field('input_w'),
+    Field('input_c'),
+    Field('output_h'),
+    Field('output_w'),
+    Field('ch_mult'),
+    Field('kernel_h'),
+    Field('kernel_w'),
+    Field('stride_h'),
+    Field('stride_w'),
+    Field('pad_top'),
+    Field('pad_left'),
+    Field('dilation_h'),
+    Field('dilation_w'),
+    Field('input_offset'),
+    Field('output_offset'),
+    Field('act_min'),
+    Field('act_max'),
+    Field('filter', 'const int8_t *', doc='packed int4 [kernel_h][kernel_w][input_c * ch_mult]'),
+    Field('bias', 'const int32_t *', doc='[input_c * ch_mult] or NULL'),
+    Field('multiplier', 'const int32_t *', doc='[input_c * ch_mult]'),
+    Field('shift', 'const int32_t *', doc='[input_c * ch_mult]'),
+))
+STRUCTS = (FULLY_CONNECTED_S4_DESC, CONV_S4_DESC, DEPTHWISE_CONV_S4_DESC)
+FC_DSP_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES", ("input_c",), "(2 * ((input_c) / 8 * 8))")
+SCRATCH = (FC_DSP_SCRATCH,)
+STRUCT_OF = {"fully_connected": FULLY_CONNECTED_S4_DESC, "conv2d": CONV_S4_DESC, "depthwise_conv2d": DEPTHWISE_CONV_S4_DESC}
+
+
+def is_int4(op) -> bool:
+    return op.attrs.get("weight_bits") == 4
+
+
+def weight_bits(quant_range: tuple[int, int] | None) -> int:
+    """4 for a weight whose quantize range lies within int4's, else 8."""
+    return 4 if quant_range is not None and quant_range[0] >= INT4_MIN and quant_range[1] <= INT4_MAX else 8
+
+
+def pack_int4(values: np.ndarray) -> np.ndarray:
+    """int8 values in [-8, 7] (any shape, read flat in C order) as CMSIS-NN's packed int4 bytes:
+    element i in byte i // 2, low nibble first; (count + 1) // 2 bytes, as int8."""
+    flat = np.asarray(values).ravel()
+    if flat.dtype != np.int8 or flat.min(initial=0) < INT4_MIN or flat.max(initial=0) > INT4_MAX:
+        raise ValueError("pack_int4 needs int8 values in [-8, 7]")
+    nibbles = np.zeros(flat.size + flat.size % 2, dtype=np.uint8)
+    nibbles[:flat.size] = flat.astype(np.uint8) & 0x0F
+    return (nibbles[0::2] | (nibbles[1::2] << 4)).view(np.int8)
+
+
+def unpack_int4(packed: np.ndarray, count: int) -> np.ndarray:
+    """The first `count` int4 values of packed bytes, sign-extended to int8."""
+    raw = np.asarray(packed).view(np.uint8)
+    if raw.size != (count + 1) // 2:
+        raise ValueError(f"{count} int4 values take {(count + 1) // 2} bytes, got {raw.size}")
+    nibbles = np.empty(raw.size * 2, dtype=np.uint8)
+    nibbles[0::2], nibbles[1::2] = raw & 0x0F, raw >> 4
+    return ((nibbles[:count].astype(np.int16) ^ 8) - 8).astype(np.int8)
+
+
+# -- descriptors (the dicts edgec.ops.base.descriptor emits; field order = the C structs') ------
+
+def _quant_fields(a: dict) -> dict:
+    return {"bias": None if a["bias"] is None else np.asarray(a["bias"], np.int32),
+            "multiplier": np.asarray(a["multiplier"], np.int32), "shift": np.asarray(a["shift"], np.int32)}
+
+
+def fully_connected_s4_desc(a: dict, input_zp: int, output_zp: int, batches: int) -> dict:
+    output_c, input_c = a["weight"].shape
+    return {"batches": batches, "input_c": input_c, "output_c": output_c, "input_offset": -input_zp,
+            "output_offset": output_zp, "act_min": a["act_min"], "act_max": a["act_max"],
+            "filter": pack_int4(a["weight"]), **_quant_fields(a)}
+
+
+def conv_s4_desc(a: dict, input_shape, output_shape, input_zp: int, output_zp: int) -> dict:
+    n, h, w, c = input_shape
+    c_out, kh, kw, _ = a["weight"].shape
+    return {"batches": n, "input_h": h, "input_w": w, "input_c": c, "output_h": output_shape[1],
+            "output_w": output_shape[2], "output_c": c_out, "kernel_h": kh, "kernel_w": kw,
+            "stride_h": a["stride"][0], "stride_w": a["stride"][1], "pad_top": a["pad"][0], "pad_left": a["pad"][1],
+            "dilation_h": a["dilation"][0], "dilation_w": a["dilation"][1], "groups": a["groups"],
+            "input_offset": -input_zp, "output_offset": output_zp, "act_min": a["act_min"], "act_max": a["act_max"],
+            "filter": pack_int4(a["weight"]), **_quant_fields(a)}
+
+
+def depthwise_conv_s4_desc(a: dict, input_shape, output_shape, input_zp: int, output_zp: int) -> dict:
+    n, h, w, c = input_shape
+    _, kh, kw, _ = a["weight"].shape
+    return {"batches": n, "input_h": h, "input_w": w, "input_c": c, "output_h": output_shape[1],
+            "output_w": output_shape[2], "ch_mult": a["ch_mult"], "kernel_h": kh, "kernel_w": kw,
+            "stride_h": a["stride"][0], "stride_w": a["stride"][1], "pad_top": a["pad"][0], "pad_left": a["pad"][1],
+            "dilation_h": a["dilation"][0], "dilation_w": a["dilation"][1],
+            "input_offset": -input_zp, "output_offset": output_zp, "act_min": a["act_min"], "act_max": a["act_max"],
+            "filter": pack_int4(a["weight"]), **_quant_fields(a)}
+
+
+# -- goldens (of a descriptor: what the C kernel reads) ------------------------------------------
+
+def fully_connected_s4(desc: dict, x: np.ndarray) -> np.ndarray:
+    """Golden edgec_fully_connected_s4: int8 x [batches, input_c] -> int8 [batches, output_c]."""
+    from edgec.ops.linear import fully_connected_s8  # the int8 units import this module
+    d = desc
+    w = unpack_int4(d["filter"], d["output_c"] * d["input_c"]).reshape(d["output_c"], d["input_c"])
+    return fully_connected_s8(np.asarray(x).reshape(d["batches"], d["input_c"]), w, d["bias"], d["multiplier"],
+                              d["shift"], input_zp=-d["input_offset"], output_zp=d["output_offset"],
+                              act_min=d["act_min"], act_max=d["act_max"])
+
+
+def conv_s4(desc: dict, x: np.ndarray) -> np.ndarray:
+    """Golden edgec_conv_s4: int8 NHWC x -> int8 [N, Ho, Wo, C_out]."""
+    from edgec.ops.conv import conv2d_s8
+    d = desc
+    cin_g = d["input_c"] // d["groups"]
+    w = unpack_int4(d["filter"], d["output_c"] * d["kernel_h"] * d["kernel_w"] * cin_g)
+    w = w.reshape(d["output_c"], d["kernel_h"], d["kernel_w"], cin_g)
+    x = np.asarray(x).reshape(d["batches"], d["input_h"], d["input_w"], d["input_c"])
+    return conv2d_s8(x, w, d["bias"], d["multiplier"], d["shift"], input_zp=-d["input_offset"],
+                     output_zp=d["output_offset"], stride=(d["stride_h"], d["stride_w"]),
+                     pad=(d["pad_top"], d["pad_left"]), dilation=(d["dilation_h"], d["dilation_w"]),
+                     groups=d["groups"], out_hw=(d["output_h"], d["output_w"]), act_min=d["act_min"],
+                     act_max=d["act_max"])
+
+
+def depthwise_conv_s4(desc: dict, x: np.ndarray) -> np.ndarray:
+    """Golden edgec_depthwise_conv_s4: int8 NHWC x -> int8 [N, Ho, Wo, C_in * ch_mult]."""
+    from edgec.ops.depthwise import depthwise_conv2d_s8
+    d = desc
+    c_out = d["input_c"] * d["ch_mult"]
+    w = unpack_int4(d["filter"], d["kernel_h"] * d["kernel_w"] * c_out).reshape(1, d["kernel_h"], d["kernel_w"], c_out)
+    x = np.asarray(x).reshape(d["batches"], d["input_h"], d["input_w"], d["input_c"])
+    return depthwise_conv2d_s8(x, w, d["bias"], d["multiplier"], d["shift"], input_zp=-d["input_offset"],
+                               output_zp=d["output_offset"], stride=(d["stride_h"], d["stride_w"]),
+                               pad=(d["pad_top"], d["pad_left"]), dilation=(d["dilation_h"], d["dilation_w"]),
+                               ch_mult=d["ch_mult"], out_hw=(d["output_h"], d["output_w"]),
+                               act_min=d["act_min"], act_max=d["act_max"])
+
+
+GOLDENS = {"fully_connected": fully_connected_s4, "conv2d": conv_s4, "depthwise_conv2d": depthwise_conv_s4}
+
+
+# -- what the int8 units delegate to for an int4 op ------------------------------------------------
+
+def layer_desc(op, graph) -> dict:
+    """The descriptor of int4 op `op` (built once, after finalize, in `specialize`)."""
+    x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    a = op.attrs
+    if op.kind == "fully_connected":
+        return fully_connected_s4_desc(a, x_t.zero_point, out_t.zero_point, x_t.elements // x_t.shape[-1])
+    build = conv_s4_desc if op.kind == "conv2d" else depthwise_conv_s4_desc
+    return build(a, x_t.shape, out_t.shape, x_t.zero_point, out_t.zero_point)
+
+
+def specialize(op, graph, target) -> None:
+    """No packed int8 layout, no widened filter: the filter stays CMSIS-NN's packing. A fully
+    connected layer with an even input_c of at least 8 runs edgec_fully_connected_s4_dsp on cores
+    with the DSP extension (op.attrs["dsp"]); the rest the portable kernels."""
+    op.attrs["isa"], op.attrs["wide"] = None, False
+    op.attrs["desc"] = desc = layer_desc(op, graph)
+    op.attrs["dsp"] = op.kind == "fully_connected" and bool(target.dsp) and desc["input_c"] % 2 == 0 \
+        and desc["input_c"] >= 8
+    function = KERNELS[op.kind] + ("_dsp" if op.attrs["dsp"] else "")
+    reason = "int4 weights, CMSIS-NN's s4 packing" + ("; DSP extension (SMLAD)" if op.attrs["dsp"] else "")
+    op.kernel = KernelChoice(function, "int4 dsp" if op.attrs["dsp"] else "int4", reason)
+
+
+def scratch_bytes(op) -> int:
+    """EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES: the DSP path's widened input row."""
+    return 2 * (op.attrs["desc"]["input_c"] // 8 * 8) if op.attrs.get("dsp") else 0
+
+
+def golden(op, graph, inputs):
+    out_t = graph.tensors[op.outputs[0]]
+    return GOLDENS[op.kind](op.attrs["desc"], inputs[0]).reshape(out_t.shape)
+
+
+def emit(op, graph, names) -> CCall:
+    p = names.symbol(op, "desc")
+    call = descriptor(STRUCT_OF[op.kind], p, op.attrs["desc"])
+    args = f"&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}"
+    if op.attrs.get("dsp"):
+        call.code = f"status |= {op.kernel.function}({args}, (int16_t *){names.scratch(op)});"
+        call.scratch_required = FC_DSP_SCRATCH.call(op.attrs["desc"]["input_c"])
+    else:
+        call.code = f"status |= {op.kernel.function}({args});"
+    return call
+
+
+def runtime_sources(op) -> tuple[str, ...]:
+    return (SOURCES[op.kind],)

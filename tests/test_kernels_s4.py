@@ -1,0 +1,196 @@
+"""int4-weight kernels: golden numpy kernels (edgec.ops.int4) vs the C kernels, byte for byte.
+
+The portable C kernels (edgec_fully_connected_s4, edgec_conv_s4, edgec_depthwise_conv_s4) run
+through ctypes (UBSan host build) on hypothesis-drawn shapes, weights, offsets and quantization;
+the packing is checked against CMSIS-NN's nibble arithmetic ((int8_t)(b << 4) >> 4, b >> 4) and the
+fully connected golden against a slow per-element reference reading the packed bytes.
+"""
+from __future__ import annotations
+
+import ctypes as C
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from edgec.numerics import quantize_multiplier, requantize
+from edgec.ops import int4
+from edgec.ops.conv import conv_output_size
+from tests.kernel_lib import ctypes_struct, ptr, struct_from_desc
+
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+GUARD = 16
+GUARD_VALUE = 0x5A
+ARG_ERROR = -1
+
+
+FullyConnectedS4Desc, ConvS4Desc, DepthwiseConvS4Desc = (ctypes_struct(s) for s in int4.STRUCTS)
+
+CTYPES = {"fc": (FullyConnectedS4Desc, "edgec_fully_connected_s4"), "conv": (ConvS4Desc, "edgec_conv_s4"),
+          "depthwise": (DepthwiseConvS4Desc, "edgec_depthwise_conv_s4")}
+GOLDEN = {"fc": int4.fully_connected_s4, "conv": int4.conv_s4, "depthwise": int4.depthwise_conv_s4}
+
+
+# --------------------------------------------------------------------------------------------
+# Packing
+# --------------------------------------------------------------------------------------------
+
+def cmsis_nn_nibbles(packed: np.ndarray, count: int) -> list[int]:
+    """The values CMSIS-NN's _s4 kernels read: (int8_t)(b << 4) >> 4 for even elements, b >> 4
+    (arithmetic) for odd ones, element i in byte i / 2."""
+    values = []
+    for i in range(count):
+        b = int(packed[i // 2])  # int8
+        low = ((b << 4) & 0xFF)
+        values.append((low - 256 if low >= 128 else low) >> 4 if i % 2 == 0 else b >> 4)
+    return values
+
+
+@given(values=st.lists(st.integers(-8, 7), min_size=1, max_size=41))
+def test_packing_is_cmsis_nn_s4(values):
+    packed = int4.pack_int4(np.array(values, dtype=np.int8))
+    assert packed.dtype == np.int8 and packed.size == (len(values) + 1) // 2
+    assert cmsis_nn_nibbles(packed, len(values)) == values
+    assert int4.unpack_int4(packed, len(values)).tolist() == values
+    if len(values) % 2:
+        assert int(packed[-1]) & 0xF0 == 0  # the unused last high nibble is 0
+
+
+def test_packing_refuses_values_beyond_int4():
+    with pytest.raises(ValueError):
+        int4.pack_int4(np.array([8], dtype=np.int8))
+
+
+# --------------------------------------------------------------------------------------------
+# Cases
+# --------------------------------------------------------------------------------------------
+
+def int8_array(rng, shape) -> np.ndarray:
+    if rng.random() < 0.15:
+        return rng.choice(np.array([-128, 127], dtype=np.int8), shape)
+    return rng.integers(-128, 128, shape).astype(np.int8)
+
+
+def int4_weights(rng, shape) -> np.ndarray:
+    if rng.random() < 0.15:
+        return rng.choice(np.array([-8, 7], dtype=np.int8), shape)
+    return rng.integers(-8, 8, shape).astype(np.int8)
+
+
+def output_stage(rng, c_out: int, terms: int) -> dict:
+    """Bias, per-channel multipliers and shifts (now and then extreme), zero points and bounds."""
+    scales = 2.0 ** rng.uniform(-3, 0, c_out) / (np.sqrt(terms) * 128 * 8)
+    pairs = [quantize_multiplier(float(s)) for s in scales]
+    a = {"multiplier": np.array([m for m, _ in pairs], np.int32), "shift": np.array([s for _, s in pairs], np.int32)}
+    if rng.random() < 0.15:
+        a["multiplier"] = rng.choice(np.array([2**31 - 1, 2**30, 0, 1], np.int32), c_out)
+        a["shift"] = rng.choice(np.array([-31, -5, 0, 3, 31], np.int32), c_out)
+    style = rng.integers(4)
+    a["bias"] = None if style == 0 else (
+        rng.choice(np.array([2**31 - 1, -(2**31)], np.int64), c_out).astype(np.int32) if style == 1
+        else rng.integers(-(2**14), 2**14, c_out).astype(np.int32))
+    lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2))
+    a["act_min"], a["act_max"] = [(-128, 127), (-128, 127), (0, 127), (lo, hi)][int(rng.integers(4))]
+    return a
+
+
+def geometry(rng, max_hw: int):
+    while True:
+        kernel = tuple(int(v) for v in rng.integers(1, 4, 2))
+        stride = tuple(int(v) for v in rng.integers(1, 3, 2))
+        dilation = tuple(int(v) for v in rng.choice([1, 1, 2], 2))
+        pad = tuple(int(rng.integers(0, k * d)) if rng.random() < 0.6 else 0 for k, d in zip(kernel, dilation))
+        hw = tuple(int(v) for v in rng.integers(1, max_hw + 1, 2))
+        if all(s + 2 * p - d * (k - 1) - 1 >= 0 for s, p, d, k in zip(hw, pad, dilation, kernel)):
+            return kernel, stride, dilation, pad, hw
+
+
+def random_case(rng, kind: str, max_hw: int = 5, max_c: int = 9) -> tuple[dict, np.ndarray]:
+    n = int(rng.integers(1, 3))
+    input_zp, output_zp = int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
+    if kind == "fc":
+        c_in, c_out = int(rng.integers(1, 4 * max_c)), int(rng.integers(1, max_c + 1))
+        a = {"weight": int4_weights(rng, (c_out, c_in)), **output_stage(rng, c_out, c_in)}
+        return int4.fully_connected_s4_desc(a, input_zp, output_zp, n), int8_array(rng, (n, c_in))
+    kernel, stride, dilation, pad, (h, w) = geometry(rng, max_hw)
+    out_hw = tuple(conv_output_size(s, k, st_, p, p, d) for s, k, st_, p, d in zip((h, w), kernel, stride, pad, dilation))
+    geometry_attrs = {"stride": stride, "pad": (*pad, *pad), "dilation": dilation}
+    if kind == "conv":
+        groups = int(rng.choice([1, 1, 1, 2, 3]))
+        c_in, c_out = groups * int(rng.integers(1, max_c + 1)), groups * int(rng.integers(1, max_c + 1))
+        weight = int4_weights(rng, (c_out, *kernel, c_in // groups))
+        a = {"weight": weight, "groups": groups, **geometry_attrs, **output_stage(rng, c_out, weight[0].size)}
+        desc = int4.conv_s4_desc(a, (n, h, w, c_in), (n, *out_hw, c_out), input_zp, output_zp)
+    else:
+        c_in = int(rng.integers(1, max_c + 1))
+        ch_mult = int(rng.choice([1, 1, 2, 3]))
+        a = {"weight": int4_weights(rng, (1, *kernel, c_in * ch_mult)), "ch_mult": ch_mult, **geometry_attrs,
+             **output_stage(rng, c_in * ch_mult, kernel[0] * kernel[1])}
+        desc = int4.depthwise_conv_s4_desc(a, (n, h, w, c_in), (n, *out_hw, c_in * ch_mult), input_zp, output_zp)
+    return desc, int8_array(rng, (n, h, w, c_in))
+
+
+# --------------------------------------------------------------------------------------------
+# ctypes
+# --------------------------------------------------------------------------------------------
+
+def run_c(lib, kind: str, desc: dict, x: np.ndarray, output_size: int) -> tuple[int, np.ndarray]:
+    cls, name = CTYPES[kind]
+    fn = getattr(lib, name)
+    fn.argtypes = [C.POINTER(cls), C.POINTER(C.c_int8), C.POINTER(C.c_int8)]
+    fn.restype = C.c_int
+    keep: list = []
+    c_desc = struct_from_desc(cls, desc, keep)
+    x = np.ascontiguousarray(x, dtype=np.int8)
+    out = np.full(output_size + GUARD, GUARD_VALUE, dtype=np.int8)
+    status = fn(C.byref(c_desc), ptr(x, C.c_int8), ptr(out, C.c_int8))
+    assert (out[output_size:] == GUARD_VALUE).all(), "wrote past its output"
+    return status, out[:output_size]
+
+
+def check_c_matches(lib, kind: str, desc: dict, x: np.ndarray) -> None:
+    expected = GOLDEN[kind](desc, x)
+    status, out = run_c(lib, kind, desc, x, expected.size)
+    assert status == 0
+    np.testing.assert_array_equal(out.reshape(expected.shape), expected)
+
+
+# --------------------------------------------------------------------------------------------
+# Golden vs C (portable, UBSan)
+# --------------------------------------------------------------------------------------------
+
+@settings(max_examples=200, **SETTINGS)
+@given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(["conv", "depthwise", "fc"]))
+def test_golden_matches_c(kernel_lib, seed, kind):
+    check_c_matches(kernel_lib, kind, *random_case(np.random.default_rng(seed), kind))
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_fully_connected_golden_is_the_packed_arithmetic(seed):
+    """Per element from the packed bytes, as CMSIS-NN reads them: bias + sum w * (x + offset),
+    requantized per channel, offset, clamped."""
+    desc, x = random_case(np.random.default_rng(seed), "fc")
+    d = desc
+    w = np.array(cmsis_nn_nibbles(d["filter"], d["output_c"] * d["input_c"])).reshape(d["output_c"], d["input_c"])
+    acc = (x.astype(np.int64) + d["input_offset"]) @ w.T + (0 if d["bias"] is None else d["bias"].astype(np.int64))
+    acc = ((acc + 2**31) % 2**32) - 2**31
+    y = requantize(acc, d["multiplier"].astype(np.int64), d["shift"].astype(np.int64)) + d["output_offset"]
+    np.testing.assert_array_equal(int4.fully_connected_s4(desc, x), np.clip(y, d["act_min"], d["act_max"]))
+
+
+@pytest.mark.parametrize("kind", ["conv", "depthwise", "fc"])
+def test_invalid_descriptors_are_refused(kernel_lib, kind):
+    desc, x = random_case(np.random.default_rng(7), kind)
+    size = GOLDEN[kind](desc, x).size
+    for field, value in (("filter", None), ("multiplier", None), ("input_offset", 129), ("output_offset", 128),
+                         ("act_min", 5), ("batches", 0)):
+        bad = dict(desc, **{field: value})
+        if field == "act_min":
+            bad["act_max"] = 4
+        status, out = run_c(kernel_lib, kind, bad, x, size)
+        assert status == ARG_ERROR, field
+        assert (out == GUARD_VALUE).all(), f"{field}: wrote its output"
+    bad = dict(desc, shift=np.full_like(desc["shift"], 32))
+    assert run_c(kernel_lib, kind, bad, x, size)[0] == ARG_ERROR
