@@ -20,7 +20,6 @@ from edgec.frontend import module_paths, node_location
 from edgec.ops import OPS
 from edgec.ops.base import OpDef
 from edgec.ops.int16_units import INT16_CAPABLE_KINDS
-from edgec.ops.conv import is_transposed
 from edgec.weight_rounding import INT4_SCALES_KEY
 from edgec.ops.qspec import (ACTIVATION_QSPEC, ANNOTATION_KEY, CONV_WEIGHT_QSPEC, INT16_ACTIVATION_QSPEC,
                              INT4_WEIGHT_QSPEC, LINEAR_WEIGHT_QSPEC, PER_CHANNEL_LINEAR_WEIGHT_QSPEC,
@@ -137,8 +136,9 @@ def matching_paths(node, names: Iterable[str]) -> set[str]:
 
 
 def int4_capable(node) -> bool:
-    return node.op == "call_function" and node.target in OPS and OPS[node.target].kind in INT4_CAPABLE_KINDS \
-        and not is_transposed(node)
+    """A node of the normalised graph (a transposed aten.convolution is aten.conv_transpose* by then,
+    which has no int4 kernel) whose unit has int4 kernels."""
+    return node.op == "call_function" and node.target in OPS and OPS[node.target].kind in INT4_CAPABLE_KINDS
 
 
 def int4_weight_nodes(model: GraphModule, every: bool, names: Iterable[str]) -> list:
