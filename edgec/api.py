@@ -31,6 +31,7 @@ from edgec.errors import EdgecError
 from edgec.naming import check_name, default_name
 from edgec.ir import to_stored, to_torch_order
 from edgec.targets import Target, get_target, parse_size
+from edgec.timing import on_part
 
 if TYPE_CHECKING:
     from edgec.inspection import Inspection
@@ -342,7 +343,8 @@ class CompiledModel:
 
 def compile(model, example_inputs=None, *, calibration=None, target: str | Target = "cortex-m4",
             opt: str = "auto", ram: int | str | None = None, flash: int | str | None = None,
-            flash_wait: int | None = None, kernels: str = "edgec", name: str | None = None, progress: bool = True,
+            flash_wait: int | None = None, part: str | None = None, kernels: str = "edgec", name: str | None = None,
+            progress: bool = True,
             calibration_method: str = "minmax", per_channel_linear: bool = False,
             activations: str = "int8", int16_layers=(), stream: bool = False, weights: str = "int8",
             int4_layers=(), int4_rounding: str = "gptq") -> CompiledModel:
@@ -360,6 +362,8 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
     target, opt, ram, flash, flash_wait: as `edgec build --target/--opt/--ram/--flash/--flash-wait`
         (flash_wait: your part's flash wait states, which opt="auto" chooses the layouts for and
         bench() models the cycles at; None: the target's typical part's).
+    part: as `edgec build --part`: a published part of the target's core (edgec.timing.PARTS, e.g.
+        "stm32l4r5"): its clock, wait states and caches for bench(), its SRAM and flash as budget.
     kernels: as `edgec build --kernels`: "cmsis-nn" calls Arm's CMSIS-NN for the layers it has
         kernels for, linked from the checkout in $CMSIS_NN_DIR.
     name: the C symbol prefix (default: the model class's name in snake case).
@@ -377,7 +381,7 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
         sequences (the model's meaning); verify() also checks the streaming build, as
         `edgec verify --stream` does, and bench() counts one time step, as `edgec bench --stream`.
     """
-    target_info = (get_target(target).with_budget(_size(ram), _size(flash)).with_opt(opt)
+    target_info = (on_part(get_target(target), part).with_budget(_size(ram), _size(flash)).with_opt(opt)
                    .with_flash_wait(flash_wait).with_kernels(kernels))
     name = check_name(name or default_name(model))
     with _quiet_torch():

@@ -104,7 +104,8 @@ def _part_names():
 def _target(name: str, ram: int | None = None, flash: int | None = None, opt: str = "auto",
             flash_wait: int | None = None, kernels: str = "edgec", part: str | None = None):
     from edgec.targets import get_target
-    return (get_target(name).with_part(part).with_budget(ram, flash).with_opt(opt).with_flash_wait(flash_wait)
+    from edgec.timing import on_part
+    return (on_part(get_target(name), part).with_budget(ram, flash).with_opt(opt).with_flash_wait(flash_wait)
             .with_kernels(kernels))
 
 

@@ -66,17 +66,6 @@ class Target:
             raise EdgecError(f"--flash-wait {flash_wait}: wait states cannot be negative")
         return self if flash_wait is None else replace(self, flash_wait=flash_wait)
 
-    def with_part(self, part: str | None) -> "Target":
-        """This target on the named part `part` (edgec.timing.PARTS: its memory system and its
-        SRAM and flash as the budget; None keeps the typical part)."""
-        if part is None:
-            return self
-        from edgec import timing
-        named = timing.part_for(self.name, part)  # a clear error for an unknown part or another core's
-        return replace(self, timing_part=part, ram_bytes=named.ram_bytes, flash_bytes=named.flash_bytes,
-                       part=f"ST {part.upper()} ({named.ram_bytes // 1024} KiB SRAM, "
-                            f"{named.flash_bytes // (1024 * 1024)} MiB flash)")
-
     def with_cmsis_nn_opt(self, opt: str) -> "Target":
         """This target compiling CMSIS-NN with `opt` (CMSIS_NN_OPTS)."""
         if opt not in CMSIS_NN_OPTS:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from edgec.errors import EdgecError
-from edgec.targets import board_memory_map
+from edgec.targets import Target, board_memory_map
 
 # Instruction kinds, shared with the plugin (enum insn_kind in qemu_insn_plugin.c).
 ALU, LOAD, STORE, MULTI, BRANCH, DIV, MAC, VMEM, VALU, VMAC, LOOP_END, LOOP_START = range(12)
@@ -217,6 +217,17 @@ def part_for(target: str, part: str | None) -> Part:
         raise EdgecError(f"--part {part}: a {PARTS[part].target} part, not a {target} one (use --target "
                          f"{PARTS[part].target})")
     return PARTS[part]
+
+
+def on_part(target: Target, part: str | None) -> Target:
+    """`target` on the named part `part` (PARTS: its memory system and its SRAM and flash as the
+    budget); None keeps the typical part."""
+    if part is None:
+        return target
+    named = part_for(target.name, part)  # a clear error for an unknown part or another core's
+    return replace(target, timing_part=part, ram_bytes=named.ram_bytes, flash_bytes=named.flash_bytes,
+                   part=f"ST {part.upper()} ({named.ram_bytes // 1024} KiB SRAM, "
+                        f"{named.flash_bytes // (1024 * 1024)} MiB flash)")
 
 
 @dataclass(frozen=True)

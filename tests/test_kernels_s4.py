@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edgec.numerics import quantize_multiplier, requantize
-from edgec.ops import int4
+from edgec.ops import conv, depthwise, int4, linear
 from edgec.ops.conv import conv_output_size
 from tests.kernel_lib import ctypes_struct, ptr, struct_from_desc
 
@@ -29,7 +29,7 @@ FullyConnectedS4Desc, ConvS4Desc, DepthwiseConvS4Desc = (ctypes_struct(s) for s 
 
 CTYPES = {"fc": (FullyConnectedS4Desc, "edgec_fully_connected_s4"), "conv": (ConvS4Desc, "edgec_conv_s4"),
           "depthwise": (DepthwiseConvS4Desc, "edgec_depthwise_conv_s4")}
-GOLDEN = {"fc": int4.fully_connected_s4, "conv": int4.conv_s4, "depthwise": int4.depthwise_conv_s4}
+GOLDEN = {"fc": linear.fully_connected_s4, "conv": conv.conv_s4, "depthwise": depthwise.depthwise_conv_s4}
 
 
 # --------------------------------------------------------------------------------------------
@@ -177,7 +177,7 @@ def test_fully_connected_golden_is_the_packed_arithmetic(seed):
     acc = (x.astype(np.int64) + d["input_offset"]) @ w.T + (0 if d["bias"] is None else d["bias"].astype(np.int64))
     acc = ((acc + 2**31) % 2**32) - 2**31
     y = requantize(acc, d["multiplier"].astype(np.int64), d["shift"].astype(np.int64)) + d["output_offset"]
-    np.testing.assert_array_equal(int4.fully_connected_s4(desc, x), np.clip(y, d["act_min"], d["act_max"]))
+    np.testing.assert_array_equal(linear.fully_connected_s4(desc, x), np.clip(y, d["act_min"], d["act_max"]))
 
 
 @pytest.mark.parametrize("kind", ["conv", "depthwise", "fc"])

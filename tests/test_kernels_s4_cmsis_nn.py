@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgec.ops import int4
+from edgec.ops import conv, depthwise, linear
 from tests.test_kernels_s4 import random_case
 
 CHECKOUT = os.environ.get("CMSIS_NN_DIR")
@@ -147,5 +147,5 @@ def _cmsis_nn_case(seed: int, kind: str) -> tuple[dict, np.ndarray]:
 @given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(["fc", "conv", "depthwise"]))
 def test_goldens_equal_cmsis_nn_s4_kernels(cmsis_nn, seed, kind):
     desc, x = _cmsis_nn_case(seed, kind)
-    golden = {"fc": int4.fully_connected_s4, "conv": int4.conv_s4, "depthwise": int4.depthwise_conv_s4}[kind]
+    golden = {"fc": linear.fully_connected_s4, "conv": conv.conv_s4, "depthwise": depthwise.depthwise_conv_s4}[kind]
     np.testing.assert_array_equal(_run(cmsis_nn, kind, desc, x), golden(desc, x))

@@ -262,10 +262,10 @@ def test_a_part_of_another_core_or_unknown_is_one_clear_error():
     from edgec.errors import EdgecError
     from edgec.targets import get_target
     with pytest.raises(EdgecError, match="a cortex-m4 part, not a cortex-m7 one"):
-        get_target("cortex-m7").with_part("stm32l4r5")
+        timing.on_part(get_target("cortex-m7"), "stm32l4r5")
     with pytest.raises(EdgecError, match="expected one of stm32l4r5"):
         timing.part_for("cortex-m4", "stm32f999")
-    l4 = get_target("cortex-m4").with_part("stm32l4r5")
+    l4 = timing.on_part(get_target("cortex-m4"), "stm32l4r5")
     assert (l4.timing_part, l4.ram_bytes, l4.flash_bytes) == ("stm32l4r5", 640 * 1024, 2 * 1024 * 1024)
 
 

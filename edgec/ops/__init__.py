@@ -1,20 +1,15 @@
 """The op units, and the two lookups the pipeline needs: by torch target and by IR kind."""
 from edgec.ops import (argmax, band, binary, cmsis_nn, conv, conv_transpose, depthwise, eltwise, int4, int16,
                        int16_units, layer_norm, linear, lut, matmul, movement, pool, recurrent, shape, softmax)
+from edgec.ops.base import KINDS, unit_of  # noqa: F401 (unit_of: the lookup every later pass uses, from here)
 from edgec.torch_ops import DECOMPOSED, IDENTITIES
 
 _UNITS = (conv.UNIT, conv_transpose.UNIT, depthwise.UNIT, linear.UNIT, *pool.UNITS, *binary.UNITS, lut.UNIT,
           *softmax.UNITS, *movement.UNITS, *eltwise.UNITS, *shape.UNITS, *matmul.UNITS, *layer_norm.UNITS,
           *recurrent.UNITS, *int16_units.UNITS, *cmsis_nn.UNITS, band.UNIT, *argmax.UNITS)
 
-KINDS = {unit.kind: unit for unit in _UNITS}  # IR op kind -> unit
+KINDS.update({unit.kind: unit for unit in _UNITS})  # IR op kind -> unit (edgec.ops.base holds the registry)
 OPS = {target: unit for unit in _UNITS for target in unit.targets}  # torch op -> unit that lowers it
-
-
-def unit_of(op):
-    """The unit that compiles `op`: its kind's, or the one its kernel choice names (an int16 or
-    CMSIS-NN unit, chosen after lowering)."""
-    return KINDS[op.kernel.unit if op.kernel is not None and op.kernel.unit else op.kind]
 
 # The kernel schema (edgec.ops.kernel) of every unit: C name -> (C text, the module describing it),
 # the generated regions of runtime_c/include/edgec_nn.h (edgec.ops.c_header).

@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 
-from edgec.frontend import source_line
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.kernel import Field, Struct, ints
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate

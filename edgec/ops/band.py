@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from edgec.ir import ARENA_ALIGNMENT, Graph, InPlace, KernelChoice, Op
-from edgec.ops.base import CCall, OpDef
+from edgec.ops.base import CCall, OpDef, unit_of
 
 # Fields of one action row (int16): the layer, its output window's shift (from row, rows; 0 rows:
 # none), its input (row of the first row read in its storage, rows read, pad_top), its output (row
@@ -199,7 +199,6 @@ def band_layer(layer: Op, graph: Graph, chain: str, in_rows: int, out_rows: int,
     """`layer` on one band: a copy reading `in_rows` rows of its input `chain` (and, a residual
     add, `out_rows` rows of its other input) and writing `out_rows` rows, with `pad_top`, in a
     graph of band-shaped copies of its tensors; an elementwise layer's descriptor made for them."""
-    from edgec.ops import unit_of
     attrs = dict(layer.attrs)
     if "pad" in attrs:
         attrs["pad"] = (pad_top, *attrs["pad"][1:])
@@ -239,7 +238,6 @@ class BandStage(OpDef):
         return sum(size for _, size in self.windows(op, graph))
 
     def scratch_bytes(self, op, graph, target) -> int:
-        from edgec.ops import unit_of
         kernels = max((unit_of(layer).scratch_bytes(layer, graph, target) for layer in self.layers(op)), default=0)
         return self.kernel_scratch_offset(op, graph) + _align(kernels)
 
@@ -249,7 +247,6 @@ class BandStage(OpDef):
         return (InPlace(0, op.attrs["input_offset"], self.scratch_bytes(op, graph, target)),)
 
     def macs(self, op, graph) -> int:
-        from edgec.ops import unit_of
         return sum(unit_of(layer).macs(layer, graph) for layer in self.layers(op))
 
     def finalize(self, op, graph) -> None:
@@ -258,7 +255,6 @@ class BandStage(OpDef):
     def golden(self, op, graph, inputs):
         """The action table replayed on a flat copy of the stage's memory: the output and the
         input overlapping at `input_offset` (as in place), and each window."""
-        from edgec.ops import unit_of
         layers = self.layers(op)
         x_t, y_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         d = op.attrs["input_offset"]
@@ -341,7 +337,6 @@ class BandStage(OpDef):
 def _windowed_call(layer: Op, graph: Graph, names: "_BandNames", actions: np.ndarray, index: int):
     """(C, constants, params, scratch required) of a layer whose params take pad_top and whose
     dims the heights: its call on copies of them, set from the action."""
-    from edgec.ops import unit_of
     call = unit_of(layer).emit(layer, graph, names)
     p = names.symbol(layer, "")
     ctype = next(ctype for ctype, symbol, _ in call.params if symbol == f"{p}params")
@@ -359,7 +354,6 @@ def _windowed_call(layer: Op, graph: Graph, names: "_BandNames", actions: np.nda
 def _elementwise_calls(layer: Op, graph: Graph, names: "_BandNames", actions: np.ndarray, index: int):
     """(C, constants, params, scratch required) of an elementwise layer: one call per band height
     it runs at, each with its own descriptor."""
-    from edgec.ops import unit_of
     heights = sorted({int(rows) for rows in actions[actions[:, 0] == index][:, 7]})
     body, constants, params, required = "", [], [], []
     for number, rows in enumerate(heights):

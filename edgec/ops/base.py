@@ -16,6 +16,18 @@ from edgec.ir import Graph, InPlace, KernelChoice, Op
 from edgec.ops.kernel import Struct
 
 
+
+# Every unit by IR kind, filled by edgec.ops (whose __init__ lists the units): a unit that runs
+# others (a band stage's layers, an int16 unit's int8 counterpart) looks them up here, without
+# importing the package that imports it.
+KINDS: dict[str, "OpDef"] = {}
+
+
+def unit_of(op: Op) -> "OpDef":
+    """The unit that compiles `op`: its kind's, or the one its kernel choice names (an int16 or
+    CMSIS-NN unit, chosen after lowering)."""
+    return KINDS[op.kernel.unit if op.kernel is not None and op.kernel.unit else op.kind]
+
 @dataclass
 class CCall:
     """One layer of generated C: the kernel call, the flash constants it references."""

@@ -241,6 +241,20 @@ def weights_for_bias(weight, bias, input_scale: float, channel_axis: int):
                    axis=channel_axis)
 
 
+def conv_s4(desc: dict, x: np.ndarray) -> np.ndarray:
+    """Golden edgec_conv_s4: int8 NHWC x -> int8 [N, Ho, Wo, C_out]."""
+    d = desc
+    cin_g = d["input_c"] // d["groups"]
+    w = int4.unpack_int4(d["filter"], d["output_c"] * d["kernel_h"] * d["kernel_w"] * cin_g)
+    w = w.reshape(d["output_c"], d["kernel_h"], d["kernel_w"], cin_g)
+    x = np.asarray(x).reshape(d["batches"], d["input_h"], d["input_w"], d["input_c"])
+    return conv2d_s8(x, w, d["bias"], d["multiplier"], d["shift"], input_zp=-d["input_offset"],
+                     output_zp=d["output_offset"], stride=(d["stride_h"], d["stride_w"]),
+                     pad=(d["pad_top"], d["pad_left"]), dilation=(d["dilation_h"], d["dilation_w"]),
+                     groups=d["groups"], out_hw=(d["output_h"], d["output_w"]), act_min=d["act_min"],
+                     act_max=d["act_max"])
+
+
 class Conv2d(OpDef):
     kind = "conv2d"
     targets = frozenset(CONVS)
@@ -279,7 +293,7 @@ class Conv2d(OpDef):
 
     def golden(self, op, graph, inputs):
         if int4.is_int4(op):
-            return int4.golden(op, graph, inputs)
+            return conv_s4(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         a = op.attrs
         return conv2d_s8(inputs[0], a["weight"], a["bias"], a["multiplier"], a["shift"],

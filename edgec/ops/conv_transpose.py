@@ -39,7 +39,7 @@ from edgec.ops.conv import (CONV_BLOCKING, conv_output_stage, finalize_output_st
                             weighted_operands)
 from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows, kernel_isa, packed_choice
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
-from edgec.torch_ops import CONV_TRANSPOSES, aten
+from edgec.torch_ops import CONV_TRANSPOSES
 from edgec.ops.kernel import Field, ints, Scratch, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.

@@ -64,6 +64,19 @@ def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *
     return conv_output_stage(acc, bias, multiplier, shift, output_zp, act_min, act_max)
 
 
+def depthwise_conv_s4(desc: dict, x: np.ndarray) -> np.ndarray:
+    """Golden edgec_depthwise_conv_s4: int8 NHWC x -> int8 [N, Ho, Wo, C_in * ch_mult]."""
+    d = desc
+    c_out = d["input_c"] * d["ch_mult"]
+    w = int4.unpack_int4(d["filter"], d["kernel_h"] * d["kernel_w"] * c_out).reshape(1, d["kernel_h"], d["kernel_w"], c_out)
+    x = np.asarray(x).reshape(d["batches"], d["input_h"], d["input_w"], d["input_c"])
+    return depthwise_conv2d_s8(x, w, d["bias"], d["multiplier"], d["shift"], input_zp=-d["input_offset"],
+                               output_zp=d["output_offset"], stride=(d["stride_h"], d["stride_w"]),
+                               pad=(d["pad_top"], d["pad_left"]), dilation=(d["dilation_h"], d["dilation_w"]),
+                               ch_mult=d["ch_mult"], out_hw=(d["output_h"], d["output_w"]),
+                               act_min=d["act_min"], act_max=d["act_max"])
+
+
 # -- the op unit (lowered from torch by conv.Conv2d when groups == C_in) ------------------------
 
 class DepthwiseConv2d(OpDef):
@@ -83,7 +96,7 @@ class DepthwiseConv2d(OpDef):
 
     def golden(self, op, graph, inputs):
         if int4.is_int4(op):
-            return int4.golden(op, graph, inputs)
+            return depthwise_conv_s4(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         a = op.attrs
         return depthwise_conv2d_s8(inputs[0], a["weight"], a["bias"], a["multiplier"], a["shift"],

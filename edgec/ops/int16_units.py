@@ -16,7 +16,7 @@ from edgec.errors import EdgecError
 from edgec.ir import Graph, InPlace, KernelChoice, Op
 from edgec.numerics import INT16_MAX, INT16_MIN, round_half_away
 from edgec.ops import int16 as s16
-from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.base import KINDS, CCall, OpDef, descriptor
 from edgec.ops.lut import FLOAT_FUNCTIONS
 from edgec.ops.movement import COPY_DESC, copy_desc, copy_s8, strided_copies
 from edgec.ops.softmax import outer_axis_inner
@@ -47,7 +47,6 @@ class S16Unit(OpDef):
     base_kind = ""  # the int8 unit whose lowering and layout the op went through
 
     def macs(self, op, graph) -> int:
-        from edgec.ops import KINDS
         return KINDS[self.base_kind].macs(op, graph)
 
     def kernel_function(self, op) -> str:

@@ -171,47 +171,6 @@ def depthwise_conv_s4_desc(a: dict, input_shape, output_shape, input_zp: int, ou
 
 # -- goldens (of a descriptor: what the C kernel reads) ------------------------------------------
 
-def fully_connected_s4(desc: dict, x: np.ndarray) -> np.ndarray:
-    """Golden edgec_fully_connected_s4: int8 x [batches, input_c] -> int8 [batches, output_c]."""
-    from edgec.ops.linear import fully_connected_s8  # the int8 units import this module
-    d = desc
-    w = unpack_int4(d["filter"], d["output_c"] * d["input_c"]).reshape(d["output_c"], d["input_c"])
-    return fully_connected_s8(np.asarray(x).reshape(d["batches"], d["input_c"]), w, d["bias"], d["multiplier"],
-                              d["shift"], input_zp=-d["input_offset"], output_zp=d["output_offset"],
-                              act_min=d["act_min"], act_max=d["act_max"])
-
-
-def conv_s4(desc: dict, x: np.ndarray) -> np.ndarray:
-    """Golden edgec_conv_s4: int8 NHWC x -> int8 [N, Ho, Wo, C_out]."""
-    from edgec.ops.conv import conv2d_s8
-    d = desc
-    cin_g = d["input_c"] // d["groups"]
-    w = unpack_int4(d["filter"], d["output_c"] * d["kernel_h"] * d["kernel_w"] * cin_g)
-    w = w.reshape(d["output_c"], d["kernel_h"], d["kernel_w"], cin_g)
-    x = np.asarray(x).reshape(d["batches"], d["input_h"], d["input_w"], d["input_c"])
-    return conv2d_s8(x, w, d["bias"], d["multiplier"], d["shift"], input_zp=-d["input_offset"],
-                     output_zp=d["output_offset"], stride=(d["stride_h"], d["stride_w"]),
-                     pad=(d["pad_top"], d["pad_left"]), dilation=(d["dilation_h"], d["dilation_w"]),
-                     groups=d["groups"], out_hw=(d["output_h"], d["output_w"]), act_min=d["act_min"],
-                     act_max=d["act_max"])
-
-
-def depthwise_conv_s4(desc: dict, x: np.ndarray) -> np.ndarray:
-    """Golden edgec_depthwise_conv_s4: int8 NHWC x -> int8 [N, Ho, Wo, C_in * ch_mult]."""
-    from edgec.ops.depthwise import depthwise_conv2d_s8
-    d = desc
-    c_out = d["input_c"] * d["ch_mult"]
-    w = unpack_int4(d["filter"], d["kernel_h"] * d["kernel_w"] * c_out).reshape(1, d["kernel_h"], d["kernel_w"], c_out)
-    x = np.asarray(x).reshape(d["batches"], d["input_h"], d["input_w"], d["input_c"])
-    return depthwise_conv2d_s8(x, w, d["bias"], d["multiplier"], d["shift"], input_zp=-d["input_offset"],
-                               output_zp=d["output_offset"], stride=(d["stride_h"], d["stride_w"]),
-                               pad=(d["pad_top"], d["pad_left"]), dilation=(d["dilation_h"], d["dilation_w"]),
-                               ch_mult=d["ch_mult"], out_hw=(d["output_h"], d["output_w"]),
-                               act_min=d["act_min"], act_max=d["act_max"])
-
-
-GOLDENS = {"fully_connected": fully_connected_s4, "conv2d": conv_s4, "depthwise_conv2d": depthwise_conv_s4}
-
 
 # -- what the int8 units delegate to for an int4 op ------------------------------------------------
 
@@ -241,11 +200,6 @@ def specialize(op, graph, target) -> None:
 def scratch_bytes(op) -> int:
     """EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES: the DSP path's widened input row."""
     return 2 * (op.attrs["desc"]["input_c"] // 8 * 8) if op.attrs.get("dsp") else 0
-
-
-def golden(op, graph, inputs):
-    out_t = graph.tensors[op.outputs[0]]
-    return GOLDENS[op.kind](op.attrs["desc"], inputs[0]).reshape(out_t.shape)
 
 
 def emit(op, graph, names) -> CCall:

@@ -64,6 +64,15 @@ def fully_connected_s8(x, w, bias, multiplier, shift, *, input_zp: int, output_z
 FC_BLOCKING = {DSP: RowBlocking(rows=4, group=4), MVE: RowBlocking(rows=4, group=16)}
 
 
+def fully_connected_s4(desc: dict, x: np.ndarray) -> np.ndarray:
+    """Golden edgec_fully_connected_s4: int8 x [batches, input_c] -> int8 [batches, output_c]."""
+    d = desc
+    w = int4.unpack_int4(d["filter"], d["output_c"] * d["input_c"]).reshape(d["output_c"], d["input_c"])
+    return fully_connected_s8(np.asarray(x).reshape(d["batches"], d["input_c"]), w, d["bias"], d["multiplier"],
+                              d["shift"], input_zp=-d["input_offset"], output_zp=d["output_offset"],
+                              act_min=d["act_min"], act_max=d["act_max"])
+
+
 class FullyConnected(OpDef):
     kind = "fully_connected"
     targets = frozenset(LINEARS)
@@ -104,7 +113,7 @@ class FullyConnected(OpDef):
 
     def golden(self, op, graph, inputs):
         if int4.is_int4(op):
-            return int4.golden(op, graph, inputs)
+            return fully_connected_s4(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         a = op.attrs
         rows = x_t.elements // x_t.shape[-1]  # linear over the last axis: every leading index is a row

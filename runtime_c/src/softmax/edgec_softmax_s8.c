@@ -484,7 +484,7 @@ edgec_status edgec_log_softmax_s8(const edgec_log_softmax_desc *desc, const int8
 
 /* One row of edgec_masked_softmax_s8: softmax_strided_row's arithmetic over the elements whose mask
  * byte is non-zero (the row's maximum among them), every other output -128. */
-static void masked_softmax_row(const edgec_softmax_params *params, const int8_t *input, const uint8_t *mask,
+static void masked_softmax_row(const edgec_softmax_desc *params, const int8_t *input, const uint8_t *mask,
                                int32_t row_size, int8_t *output)
 {
     int32_t max = -128;
@@ -527,13 +527,16 @@ static void masked_softmax_row(const edgec_softmax_params *params, const int8_t 
 
 edgec_status edgec_masked_softmax_s8(const edgec_masked_softmax_desc *desc, const int8_t *input, int8_t *output)
 {
-    edgec_softmax_params params;
+    edgec_softmax_desc params; /* the row's arithmetic: edgec_softmax_s8's, on rows of row_size */
     int32_t row;
 
     if (desc == NULL || input == NULL || output == NULL || desc->mask == NULL || desc->mask_rows < 1
             || desc->rows % desc->mask_rows != 0 || !softmax_shape_valid(desc->rows, desc->row_size, 1)) {
         return EDGEC_ARG_ERROR;
     }
+    params.outer = desc->rows;
+    params.axis_size = desc->row_size;
+    params.inner = 1;
     params.input_multiplier = desc->input_multiplier;
     params.input_left_shift = desc->input_left_shift;
     params.diff_min = desc->diff_min;
