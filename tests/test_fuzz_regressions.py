@@ -462,3 +462,35 @@ def test_a_bilinear_resize_by_a_factor_steps_as_pytorch_does(tmp_path):
     samples = np.random.default_rng(6).uniform(-0.5, 1.5, (4, 2, 5, 4)).astype(np.float32)
     row = next(row for row in verify.layer_agreement(compiled, verify.qdq_reference(compiled, samples)) if row["op"] == "resize")
     assert row["max_steps"] <= 1, row
+
+
+class RollOfStridedSlice(nn.Module):
+    """Fuzz seed 841 (v4): torch.roll of a strided slice of a convolution's (channels-last)
+    output, x[:, ::2].roll(1, 1), was refused as "not a strided copy edgec can run": the copy's
+    source - position offsets differ at every byte, so grouping by offset (a plain roll's parts)
+    made too many parts. The output is now cut where the source steps change (the wrap) into boxes,
+    each one strided copy."""
+    MOVES = {"channels": lambda x: torch.roll(x[:, ::2], 1, 1),
+             "spatial": lambda x: torch.roll(x[:, :, ::2, 1::2], (1, -2), (2, 3)),
+             "both": lambda x: torch.roll(x[:, 1::3, :, ::3], (2, 1), (1, 3))}
+
+    def __init__(self, move: str):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 9, 1)
+        self.move = move
+
+    def forward(self, x):
+        return self.MOVES[self.move](F.relu(self.conv(x)))
+
+
+@pytest.mark.parametrize("move", list(RollOfStridedSlice.MOVES))
+def test_a_roll_of_a_strided_slice_is_strided_copies(tmp_path, move):
+    from edgec.ir import to_stored, to_torch_order
+    compiled, comparison = _compile_and_compare(tmp_path, f"RollOfStridedSlice({move!r})", (1, 3, 6, 7), -1.0, 1.0)
+    assert comparison.exact
+    op = next(op for op in compiled.graph.ops if op.kind == "copy")
+    x_tensor, out = compiled.graph.tensors[op.inputs[0]], compiled.graph.tensors[op.outputs[0]]
+    x = np.random.default_rng(4).integers(-128, 128, x_tensor.torch_shape).astype(np.int8)
+    got = to_torch_order(out, KINDS["copy"].golden(op, compiled.graph, [to_stored(x_tensor, x).reshape(x_tensor.shape)]))
+    np.testing.assert_array_equal(got, RollOfStridedSlice.MOVES[move](torch.from_numpy(x)).numpy())
+    assert len(op.attrs["copies"]) > 1
