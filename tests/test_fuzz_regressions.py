@@ -486,3 +486,29 @@ def test_a_roll_of_a_strided_slice_is_strided_copies(tmp_path, move):
     got = to_torch_order(out, KINDS["copy"].golden(op, compiled.graph, [to_stored(x_tensor, x).reshape(x_tensor.shape)]))
     np.testing.assert_array_equal(got, RollOfStridedSlice.MOVES[move](torch.from_numpy(x)).numpy())
     assert len(op.attrs["copies"]) > 1
+
+
+class TinyVarianceLayerNorm(nn.Module):
+    """Fuzz seed 343 (v4): a layer norm over 3 features of values ~-2.78 +- 0.03 quantized at
+    s_x ~0.011 (the input range includes 0): rows of a few nearly equal steps, sum d_i^2 ~ 42,
+    where eps * n^3 / s_x^2 = 0.21 was rounded to a whole unit (0) -- up to 2 steps off the program.
+    eps_term now carries F fraction bits (docs/numerics.md, "Layer norm")."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(3, eps=1e-6)
+        with torch.no_grad():
+            self.norm.weight.copy_(torch.tensor([-0.72, 0.51, -1.36]))
+            self.norm.bias.copy_(torch.tensor([-0.17, -0.79, -0.05]))
+
+    def forward(self, x):
+        return self.norm(x.flatten(2).transpose(1, 2))
+
+
+def test_a_layer_norm_of_nearly_equal_values_follows_its_program(tmp_path):
+    compiled, comparison = _compile_and_compare(tmp_path, "TinyVarianceLayerNorm()", (1, 3, 4, 4), -2.784, 0.0331)
+    assert comparison.exact
+    samples = (-2.784 + 0.0331 * np.abs(np.random.default_rng(5).standard_normal((6, 3, 4, 4)))).astype(np.float32)
+    rows = verify.layer_agreement(compiled, verify.qdq_reference(compiled, samples))
+    row = next(row for row in rows if row["op"] == "layer_norm")
+    assert row["max_steps"] <= 1 and row["beyond_fraction"] == 0, row
