@@ -512,3 +512,32 @@ def test_a_layer_norm_of_nearly_equal_values_follows_its_program(tmp_path):
     rows = verify.layer_agreement(compiled, verify.qdq_reference(compiled, samples))
     row = next(row for row in rows if row["op"] == "layer_norm")
     assert row["max_steps"] <= 1 and row["beyond_fraction"] == 0, row
+
+
+class LinearReLU6(nn.Module):
+    """Fuzz int16 mode, seeds 14, 18, 19: --int16-layers naming a layer and the activation module
+    after it (fc, act) was refused as "no module named act in the model": the clamp is fused into
+    the linear layer's output stage, so no node of its own matched. A fused clamp now counts as
+    named when its producer is selected (it runs at that precision)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 6)
+        self.act = nn.ReLU6()
+        self.head = nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.head(self.act(self.fc(x)))
+
+
+def test_int16_layers_may_name_an_activation_fused_into_a_named_layer(tmp_path):
+    rng = np.random.default_rng(6)
+    samples = rng.standard_normal((12, 8)).astype(np.float32)
+    compiled = compile_model(_factory_file(tmp_path, "LinearReLU6()", (1, 8)), calibration=samples[:8],
+                             int16_layers=["fc", "act"])
+    assert [op.kind for op in compiled.graph.ops if op.kind.startswith("fully")] == ["fully_connected_s16", "fully_connected"]
+    emit(compiled, tmp_path / "out", "m")
+    inputs = verify.quantized_inputs(compiled.graph, samples[8:])
+    exe = verify.build_host(tmp_path / "out", "m", tmp_path / "build", sanitize=True)
+    output = verify.run_host(exe, inputs, verify.output_bytes(compiled.graph))
+    assert verify.compare(verify.golden_outputs(compiled.graph, inputs), output).exact
