@@ -136,18 +136,21 @@ test: install-test
 # Differential fuzzing: N random models (seeds START..START+N-1) compiled for TARGET (host: built
 # with ASan/UBSan; a Cortex-M target: run under QEMU), compared byte for byte with the golden
 # simulator, each layer checked against the quantized program (OPT=size: edgec build --opt size),
-# every build with the arena write checks (host and Cortex-M alike). Reproducers of every failure,
+# every build with the arena write checks (host and Cortex-M alike). MODE=int16 builds some layers
+# with --int16-layers, MODE=stream recurrent models with --stream (checked as a stream, and against
+# the whole-sequence model), MODE=multi models with several outputs. Reproducers of every failure,
 # summary.txt and summary.json (with the compile rate per operator family) go to
-# build/fuzz/TARGET[-size]; the exit status is 1 if any model was refused (a form the README lists;
+# build/fuzz/TARGET[-size][-MODE]; results in docs/fuzzing.md. The exit status is 1 if any model was refused (a form the README lists;
 # documented limits aside), mismatched, departed from its program beyond a documented bound, or
 # crashed. See tests/fuzz/__init__.py and tests/fuzz/runner.py.
 N ?= 100
 START ?= 0
 TARGET ?= host
 OPT ?= speed
+MODE ?= int8
 fuzz: $(STAMP)/install-test $(if $(filter host,$(TARGET)),,toolchain)
-	$(PYTHON) -m tests.fuzz run --seeds $(N) --start $(START) --target $(TARGET) --opt $(OPT) \
-		--out build/fuzz/$(TARGET)$(if $(filter size,$(OPT)),-size)
+	$(PYTHON) -m tests.fuzz run --seeds $(N) --start $(START) --target $(TARGET) --opt $(OPT) --mode $(MODE) \
+		--out build/fuzz/$(TARGET)$(if $(filter size,$(OPT)),-size)$(if $(filter-out int8,$(MODE)),-$(MODE))
 
 clean:
 	rm -rf build $(STAMP)

@@ -100,12 +100,17 @@ class EdgecQuantizer(Quantizer):
         annotation.output_qspec = self.replacements.get(id(annotation.output_qspec), annotation.output_qspec)
 
     def _select_int16(self, model: GraphModule) -> None:
-        """int16 qspecs on the selected nodes; a clamp chain fused into its producer follows it."""
-        fused = {chained for node in model.graph.nodes if _fuses(node) for chained in fused_activations(node)}
+        """int16 qspecs on the selected nodes; a clamp chain fused into its producer follows it (so
+        naming its module, e.g. the nn.ReLU after a selected nn.Linear, selects nothing more)."""
+        producers = {chained: node for node in model.graph.nodes if _fuses(node) for chained in fused_activations(node)}
         unused = set(self.int16_layers)
-        refused = []
+        refused, selected = [], set()
         for node in model.graph.nodes:
-            if node.op != "call_function" or node in fused or node.target not in OPS:  # getitems follow their op
+            if node.op != "call_function" or node.target not in OPS:  # getitems follow their op
+                continue
+            if node in producers:
+                if producers[node] in selected:
+                    unused -= self._matches(node)
                 continue
             matched = self._matches(node)
             unused -= matched
@@ -115,6 +120,7 @@ class EdgecQuantizer(Quantizer):
                 refused.append(f"  {node.target}: {node_location(node)}")
                 continue
             select_int16(node)
+            selected.add(node)
         if unused:
             raise EdgecError(f"--int16-layers: no module named {', '.join(sorted(unused))} in the model")
         if refused:

@@ -533,7 +533,7 @@ def recurrent_differences(compiled, op, x: np.ndarray, got: np.ndarray, values: 
     xs = np.asarray(x, np.int8).reshape((desc["time_steps"], desc["batches"], -1) if desc["time_major"]
                                         else (desc["batches"], desc["time_steps"], -1))
     xs = xs if desc["time_major"] else xs.transpose(1, 0, 2)
-    cell_scale = 2.0 ** a["cell_power"]
+    cell_scale = 2.0 ** a["state_cell_power"]  # a linear LSTM's cell runs finer than the tables' 2^cell_power
     expected, bounds = [], []
     for t in range(desc["time_steps"]):
         h, _, bound = recurrent.float_step(a["cell"], x_t.dequantize(xs[t]), out.dequantize(before[t]),

@@ -159,3 +159,77 @@ def test_a_write_outside_the_arena_is_a_crash_on_a_device(tmp_path, monkeypatch)
     outcome = runner.check_model_file(_write_model(tmp_path, "self.conv(x)"), "cortex-m4", tmp_path / "work")
     assert (outcome.verdict, outcome.phase) == ("crash", "run")
     assert "layer 0 wrote arena byte -1" in outcome.message + outcome.detail
+
+
+# -- the modes: int16 layers, --stream, several outputs; each passes a sound model and catches a
+# planted bug of its own kind ---------------------------------------------------------------------
+
+INT16_SEED, STREAM_SEED, MULTI_SEED = 1, 1, 1  # sound models of each mode, seconds each
+
+
+def _with_emitted_change(monkeypatch, change):
+    """Every emitted model's C source rewritten by change(source, name) (a planted codegen bug)."""
+    real_emit = runner.emit
+
+    def emit_changed(compiled, out_dir, name):
+        real_emit(compiled, out_dir, name)
+        source = out_dir / f"{name}.c"
+        source.write_text(change(source.read_text(), name))
+
+    monkeypatch.setattr(runner, "emit", emit_changed)
+
+
+def test_int16_mode_builds_int16_layers_and_catches_a_shift_off_by_one(tmp_path, monkeypatch):
+    spec = generate(INT16_SEED, "int16")
+    assert spec.int16 and "BUILD = {'int16_layers': ['m" in model_source(spec)
+    outcome = runner.check_spec(spec, "host", tmp_path / "work")
+    assert outcome.verdict == "ok", outcome.message
+    assert "conv2d_s16" in outcome.kinds
+
+    real_compile = runner.compile_model
+
+    def one_channel_shift_off(*args, **kwargs):  # a lowering bug in an int16 layer's output stage
+        compiled = real_compile(*args, **kwargs)
+        desc = next(op for op in compiled.graph.ops if op.kind == "conv2d_s16").attrs["desc"]
+        desc["shift"] = desc["shift"].copy()
+        desc["shift"][0] -= 1
+        return compiled
+
+    monkeypatch.setattr(runner, "compile_model", one_channel_shift_off)
+    outcome = runner.check_spec(spec, "host", tmp_path / "work")
+    assert (outcome.verdict, outcome.phase) == ("departs", "agreement") and "conv2d_0" in outcome.message
+
+
+def test_stream_mode_runs_the_streaming_build_and_catches_a_state_forgotten(tmp_path, monkeypatch):
+    spec = generate(STREAM_SEED, "stream")
+    assert spec.input_shape[0] > 1 and spec.layers[0].family == "recurrent"
+    outcome = runner.check_spec(spec, "host", tmp_path / "work")
+    assert outcome.verdict == "ok", outcome.message
+
+    def forget_state(source, name):  # the streaming C resets its state at every invoke
+        return source.replace("EDGEC_LAYER_BEGIN(0);", f"EDGEC_LAYER_BEGIN(0);\n    {name}_reset_state_in(state_memory);", 1) \
+            if "state_memory" in source else source
+
+    _with_emitted_change(monkeypatch, forget_state)
+    outcome = runner.check_spec(spec, "host", tmp_path / "work")
+    assert (outcome.verdict, outcome.phase) == ("mismatch", "stream") and outcome.message.startswith("--stream: ")
+
+
+def test_multi_output_mode_checks_every_output_and_catches_one_freed_early(tmp_path, monkeypatch):
+    spec = generate(MULTI_SEED, "multi")
+    assert spec.outputs
+    outcome = runner.check_spec(spec, "host", tmp_path / "work")
+    assert outcome.verdict == "ok", outcome.message
+
+    real_compile = runner.compile_model
+
+    def first_output_freed_early(*args, **kwargs):  # the plan reuses an intermediate output's slot
+        compiled = real_compile(*args, **kwargs)
+        graph = compiled.graph
+        first, last = (graph.storage(name) for name in (graph.outputs[0], graph.outputs[-1]))
+        compiled.plan.offsets[first] = compiled.plan.offsets[last]
+        return compiled
+
+    monkeypatch.setattr(runner, "compile_model", first_output_freed_early)
+    outcome = runner.check_spec(spec, "host", tmp_path / "work")
+    assert (outcome.verdict, outcome.phase) == ("mismatch", "compare")

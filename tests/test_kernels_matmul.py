@@ -122,13 +122,14 @@ def slow_layer_norm(x: np.ndarray, desc: dict) -> np.ndarray:
     for row in np.asarray(x, dtype=np.int64).reshape(-1, n).tolist():
         total = sum(row)
         d = [n * q - total for q in row]
-        v = sum(e * e for e in d) + eps_term
+        fraction = max(0, (30 - 3 * math.ceil(math.log2(n))) // 2)  # eps_term's fraction bits
+        v = sum(e * e for e in d) * 4**fraction + eps_term
         t = 0
         while v and v * 4**t < 2**60:
             t += 1
         r = math.isqrt(v * 4**t) if v else 0
         for i, e in enumerate(d):
-            u = (e * 2**t * ((2**61 - 1) // r) + 2**36) // 2**37 if v else 0
+            u = (e * 2**(t + fraction) * ((2**61 - 1) // r) + 2**36) // 2**37 if v else 0
             y = (u * int(desc["scale"][i]) + offsets[i] + 2**(desc["shift"] - 1)) // 2**desc["shift"]
             out.append(min(max(y + desc["output_offset"], desc["act_min"]), desc["act_max"]))
     return np.array(out, dtype=np.int8)

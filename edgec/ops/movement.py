@@ -718,17 +718,53 @@ def fit_loops(outputs: np.ndarray, inputs: np.ndarray) -> tuple[list[int], list[
 MAX_PARTS = 8
 
 
-def strided_parts(positions: np.ndarray, sources: np.ndarray, op) -> list[tuple[np.ndarray, np.ndarray]]:
+def strided_parts(positions: np.ndarray, sources: np.ndarray, op, boxes=None) -> list[tuple[np.ndarray, np.ndarray]]:
     """The (output positions, input positions) pairs as few strided copies: one if fit_loops fits
     them all, else one per distinct offset source - position (a roll: each part moves by one
-    offset), each of which must fit; EdgecError otherwise."""
+    offset), each of which must fit, else the output boxes `boxes()` gives (a roll of a strided
+    slice: its offsets differ everywhere, but each box between two wraps is one strided copy);
+    EdgecError otherwise."""
     if fit_loops(positions, sources) is not None:
         return [(positions, sources)]
     offsets = sources - positions
     parts = [(positions[offsets == d], sources[offsets == d]) for d in np.unique(offsets)]
     if len(parts) > MAX_PARTS or any(fit_loops(*part) is None for part in parts):
+        parts = boxes() if boxes is not None else None
+    if parts is None or len(parts) > MAX_PARTS or any(fit_loops(*part) is None for part in parts):
         raise EdgecError(f"{op.source}: this data movement is not a strided copy edgec can run")
     return sorted(parts, key=lambda part: int(part[0][0]))
+
+
+def affine_boxes(ids: np.ndarray, out: Tensor, start: int, size: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The output (in PyTorch's axis order) cut, along each axis, where the step between
+    neighbouring source ids changes (a roll's wrap, a cat's seam), into boxes on which the source
+    id is affine in the output index; the (stored positions, input positions) of each box reading
+    input ids [start, start + size), in stored order. None if a box mixes inputs."""
+    where = to_torch_order(out, np.arange(out.elements, dtype=np.int64).reshape(out.shape))
+    source = ids[where]
+    cuts = [_affine_cuts(np.moveaxis(source, axis, 0)) for axis in range(source.ndim)]
+    parts = []
+    for box in np.ndindex(*(len(c) - 1 for c in cuts)):
+        index = tuple(slice(c[i], c[i + 1]) for c, i in zip(cuts, box))
+        positions, box_sources = where[index].ravel(), source[index].ravel()
+        inside = (box_sources >= start) & (box_sources < start + size)
+        if inside.any() and not inside.all():
+            return None
+        if inside.all():
+            order = np.argsort(positions, kind="stable")
+            parts.append((positions[order], box_sources[order] - start))
+    return parts
+
+
+def _affine_cuts(values: np.ndarray) -> list[int]:
+    """Where to cut axis 0 of `values` so that each piece steps by one constant slice along it."""
+    steps = np.diff(values, axis=0)
+    cuts, begin = [0], 0
+    for i in range(2, len(values)):
+        if i - begin >= 2 and not np.array_equal(steps[i - 1], steps[i - 2]):
+            cuts.append(i)
+            begin = i
+    return cuts + [len(values)]
 
 
 def strided_copies(op, graph) -> list[tuple[int, dict]]:
@@ -743,7 +779,8 @@ def strided_copies(op, graph) -> list[tuple[int, dict]]:
         if not len(positions):
             continue
         sources = ids[positions] - starts[index]
-        for part_positions, part_sources in strided_parts(positions, sources, op):
+        boxes = lambda: affine_boxes(ids, out, starts[index], size)  # noqa: E731 (only when needed)
+        for part_positions, part_sources in strided_parts(positions, sources, op, boxes):
             dims, out_strides, in_strides = fit_loops(part_positions, part_sources)
             try:
                 desc = copy_desc(dims, in_strides, out_strides, input_elements=size, output_elements=out.elements,

@@ -689,6 +689,7 @@ class Recurrent(OpDef):
             n_power = linear_tanh_power(a["tanh_pre_max"], out.scale, out.zero_point)
         elif (powers := lstm_linear_powers(a["tanh_pre_max"], a["cell_max"], out.scale)) is not None:
             n_power, cell_power = powers
+        a["state_cell_power"] = cell_power  # the int16 cell state's scale the kernel runs at (verify reads it)
         a["desc"] = recurrent_desc(a["cell"], batches=a["batches"], time_steps=a["time_steps"],
                                    time_major=a["time_major"], reset_state=not a["stream"], w_ih=a["w_ih"],
                                    w_hh=a["w_hh"], b_ih=a["b_ih"], b_hh=a["b_hh"], input_scale=x.scale,

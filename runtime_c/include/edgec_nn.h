@@ -1416,8 +1416,9 @@ edgec_status edgec_batch_matmul_s8(const edgec_batch_matmul_desc *desc, const in
 /*
  * int8 layer normalisation over the last `features` values of each of `rows` rows, integer only
  * (edgec.ops.layer_norm.layer_norm_s8 states the arithmetic and its bounds): per row
- *   d_i = n q_i - sum q; V = sum d_i^2 + eps_term; r = isqrt(V 4^t) in [2^30, 2^31);
- *   u_i = RoundShift(d_i 2^t floor((2^61-1)/r), 37);
+ *   d_i = n q_i - sum q; V = 4^F sum d_i^2 + eps_term (F = max(0, (30 - 3 ceil(log2 n)) / 2): eps_term
+ *   carries F fraction bits); r = isqrt(V 4^t) in [2^30, 2^31);
+ *   u_i = RoundShift(d_i 2^(t+F) floor((2^61-1)/r), 37);
  *   y_i = clamp(RoundShift(u_i scale[i] + offset[i], shift) + output_offset, act_min, act_max),
  * RoundShift(v, s) = floor((v + 2^(s-1)) / 2^s). 64-bit values travel as (hi, lo) int32 pairs:
  * v = hi * 2^32 + (uint32_t)lo. May run in place (each row is read before it is written).

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from tests.fuzz import runner
-from tests.fuzz.generator import generate, model_source
+from tests.fuzz.generator import MODES, generate, model_source
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,7 +18,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--start", type=int, default=0)
     run.add_argument("--target", default="host")
     run.add_argument("--opt", choices=("speed", "size"), default="speed", help="edgec build --opt")
-    run.add_argument("--out", type=Path, help="default build/fuzz/<target>")
+    run.add_argument("--mode", choices=MODES, default="int8",
+                     help="int16: some layers built with --int16-layers; stream: recurrent models built with --stream, "
+                          "checked as a stream; multi: models with several outputs")
+    run.add_argument("--out", type=Path, help="default build/fuzz/<target>[-size][-<mode>]")
     run.add_argument("--minimise", action="store_true", help="also minimise every failure (slow)")
     run.add_argument("--min-sqnr", type=float, default=runner.MIN_SQNR_DB,
                      help="output SQNR (dB) below which a bit-exact model counts as inaccurate")
@@ -30,9 +33,11 @@ def main(argv: list[str] | None = None) -> int:
 
     show = commands.add_parser("show", help="print the model file of a seed")
     show.add_argument("seed", type=int)
+    show.add_argument("--mode", choices=MODES, default="int8")
 
     reduce = commands.add_parser("minimise", help="minimise a failing seed or reproducer file")
     reduce.add_argument("model", help="a seed, or a model file")
+    reduce.add_argument("--mode", choices=MODES, default="int8", help="the seed's mode")
     reduce.add_argument("--target", default="host")
     reduce.add_argument("--opt", choices=("speed", "size"), default="speed")
     reduce.add_argument("--out", type=Path, default=Path("build/fuzz/minimised"))
@@ -40,19 +45,20 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "show":
-        print(model_source(generate(args.seed)), end="")
+        print(model_source(generate(args.seed, args.mode)), end="")
         return 0
     size = getattr(args, "opt", "speed") == "size"
     target = args.target + (":size" if size else "")
     if args.command == "run":
-        out = args.out or Path("build/fuzz") / (args.target + ("-size" if size else ""))
-        batch = runner.run_batch(range(args.start, args.start + args.seeds), target, out,
+        mode = "" if args.mode == "int8" else f"-{args.mode}"
+        out = args.out or Path("build/fuzz") / (args.target + ("-size" if size else "") + mode)
+        batch = runner.run_batch(range(args.start, args.start + args.seeds), target, out, mode=args.mode,
                                  minimise_failures=args.minimise, min_sqnr_db=args.min_sqnr)
         print((out / "summary.txt").read_text(), end="")
         return 1 if any(o.failed for o in batch.outcomes.values()) else 0
     if args.command == "rerun":
         return runner.rerun_main(str(args.file), ["--target", args.target, "--opt", args.opt])
-    spec = generate(int(args.model)) if args.model.isdigit() else runner.spec_from_file(Path(args.model))
+    spec = generate(int(args.model), args.mode) if args.model.isdigit() else runner.spec_from_file(Path(args.model))
     work = args.out / "work"
     outcome = runner.check_spec(spec, target, work)
     print(f"seed {spec.seed}: {outcome.verdict} at {outcome.phase}: {outcome.message}")

@@ -209,6 +209,7 @@ def _conv_macs(p: dict, shape: tuple, groups: int, out_channels: int) -> int:
 class Conv(Family):
     """nn.Conv2d, ungrouped or grouped (a group count dividing both channel counts)."""
     name = "conv"
+    int16 = True
     weight = 4.0
 
     def sample(self, rng, shape):
@@ -236,6 +237,7 @@ class Depthwise(Family):
     """Depthwise nn.Conv2d (groups = input channels) with a channel multiplier; now and then a
     filter taller than the packed kernels' 16 rows."""
     name = "depthwise"
+    int16 = True
     weight = 2.0
 
     def sample(self, rng, shape):
@@ -402,6 +404,7 @@ class Flatten(Family):
 
 class Linear(Family):
     name = "linear"
+    int16 = True
     ranks = (2,)
     weight = 4.0
 
@@ -876,6 +879,7 @@ class Tokens(Family):
 class TokenLinear(Family):
     """nn.Linear over the last axis of the tokens (and an activation)."""
     name = "token_linear"
+    int16 = True
     ranks = (3,)
     weight = 2.0
 

@@ -44,6 +44,9 @@ class ModelSpec:
     data: dict  # how the input samples are drawn (see sample_data)
     version: int = GENERATOR_VERSION
     note: str = ""  # e.g. "minimised from seed 17"
+    mode: str = "int8"  # MODES: how the model is built and checked
+    int16: list = field(default_factory=list)  # layers (indices) whose modules take int16 activations
+    outputs: list = field(default_factory=list)  # layers (indices) whose output is also a model output
 
     def to_literal(self) -> dict:
         return asdict(self)
@@ -66,6 +69,8 @@ class Code:
     forward: list = field(default_factory=list)
     x: str = "x"
     macs: int = 0
+    outputs: list = field(default_factory=list)  # what forward returns (render)
+    int16_layers: list = field(default_factory=list)  # modules built with --int16-layers (render)
 
     def module(self, constructor: str) -> str:
         name = f"m{len(self.modules)}"
@@ -87,6 +92,7 @@ class Family:
     ranks: tuple[int, ...] = (4,)  # input ranks accepted: 4 is [1, C, H, W], 3 is [1, T, F], 2 is [1, F]
     weight = 1.0  # relative frequency among the families that accept the current input
     head = False  # may be appended as the model's last layer (after the body)
+    int16 = False  # its modules have int16 kernels (the int16 mode may build them with --int16-layers)
 
     def sample(self, rng: random.Random, shape: tuple) -> dict | None:
         """Parameters that fit an input of `shape` ((C, H, W) or (F,)), or None if this family
@@ -137,12 +143,68 @@ def sample_data(rng: random.Random) -> dict:
             "calibration": CALIBRATION_SAMPLES, "verification": VERIFICATION_SAMPLES}
 
 
-def generate(seed: int) -> ModelSpec:
-    rng = random.Random(f"edgec-fuzz-{GENERATOR_VERSION}-{seed}")
+# The fuzzer's modes (python -m tests.fuzz run --mode): int8 models; int16, some layers' modules
+# built with --int16-layers (only families with int16 kernels, Family.int16); stream, a recurrent
+# model over a [1, T, F] input built with --stream (one time step per invoke) and checked as a
+# stream against the whole-sequence model; multi, a model returning some intermediate layers'
+# outputs besides its last.
+MODES = ("int8", "int16", "stream", "multi")
+INT16_PROBABILITY = 0.6  # each int16-capable layer's chance to be int16 (at least one is)
+STREAM_STEPS = (1, 2, 3, 4, 5, 8, 12, 16)
+# Families whose output may be a view of their input: an extra output is taken only after a layer
+# of another family with another such layer after it (edgec refuses a model returning one tensor
+# twice or its input unchanged).
+VIEW_FAMILIES = ("identity", "flatten", "tokens", "unsqueeze", "movement")
+
+
+def generate(seed: int, mode: str = "int8") -> ModelSpec:
+    if mode not in MODES:
+        raise ValueError(f"unknown fuzz mode {mode!r} (one of {', '.join(MODES)})")
+    rng = random.Random(f"edgec-fuzz-{GENERATOR_VERSION}-{seed}" + ("" if mode == "int8" else f"-{mode}"))
+    for _ in range(SAMPLE_TRIES):
+        spec = _generate_stream(rng, seed) if mode == "stream" else _generate(rng, seed)
+        spec.mode = mode
+        if mode == "int16":
+            capable = [i for i, layer in enumerate(spec.layers) if FAMILIES[layer.family].int16]
+            if not capable:
+                continue
+            spec.int16 = [i for i in capable if rng.random() < INT16_PROBABILITY] or [rng.choice(capable)]
+        if mode == "multi":
+            computes = [FAMILIES[layer.family].name not in VIEW_FAMILIES for layer in spec.layers]
+            branches = [i for i in range(len(spec.layers) - 1) if computes[i] and any(computes[i + 1:])]
+            if not branches:
+                continue
+            spec.outputs = sorted(rng.sample(branches, min(len(branches), rng.choice((1, 1, 2)))))
+        return spec
+    raise RuntimeError(f"seed {seed}: no {mode} model in {SAMPLE_TRIES} tries")
+
+
+def _generate_stream(rng: random.Random, seed: int) -> ModelSpec:
+    """A recurrent layer reading the model input [1, T, F], read at its last step (what --stream
+    builds), then a rank-2 body (and maybe a head)."""
+    from tests.fuzz.families import TOKEN_FEATURES
+    input_shape = (rng.choice(STREAM_STEPS), rng.choice(TOKEN_FEATURES))
+    recurrent = FAMILIES["recurrent"]
+    params = {**recurrent.sample(rng, input_shape), "output": rng.choice(("last", "hidden"))}
+    layers = [Layer("recurrent", params)]
+    code = Code()
+    shape = recurrent.render(code, params, input_shape)
+    return _grow(rng, seed, input_shape, code, shape, layers, rng.randint(0, 3), rank_limit=2)
+
+
+def _generate(rng: random.Random, seed: int) -> ModelSpec:
     input_shape = sample_input_shape(rng)
-    code, shape, layers = Code(), input_shape, []
-    for _ in range(rng.randint(1, MAX_BODY_LAYERS)):
-        layer = _next_layer(rng, code, shape, [f for f in FAMILIES.values() if rank(shape) in f.ranks])
+    return _grow(rng, seed, input_shape, Code(), input_shape, [], rng.randint(1, MAX_BODY_LAYERS))
+
+
+def _grow(rng: random.Random, seed: int, input_shape: tuple, code: Code, shape: tuple, layers: list,
+          count: int, rank_limit: int = 4) -> ModelSpec:
+    """`count` more body layers after `layers`, maybe a head; the input data's recipe. Only
+    families whose outputs stay within `rank_limit` (a stream's body stays [1, F]: a second
+    recurrent layer over a split vector does not read the model input)."""
+    for _ in range(count):
+        layer = _next_layer(rng, code, shape, [f for f in FAMILIES.values() if rank(shape) in f.ranks
+                                               and (rank_limit >= 4 or f.name != "tokens")])
         if layer is None:
             break
         layers.append(layer)
@@ -171,13 +233,24 @@ def _next_layer(rng: random.Random, code: Code, shape: tuple, candidates: list[F
 
 
 def render(spec: ModelSpec) -> Code:
-    """All layers rendered in order (Unfit if one does not fit its input)."""
-    code, shape = Code(), spec.input_shape
+    """All layers rendered in order (Unfit if one does not fit its input); code.outputs are the
+    model's outputs (spec.outputs' layers' and the last), code.int16_layers the modules of
+    spec.int16's layers."""
+    code, shape, results, modules = Code(), spec.input_shape, [], []
     for layer in spec.layers:
         family = FAMILIES[layer.family]
         if rank(shape) not in family.ranks:
             raise Unfit(f"{layer.family} does not take a rank-{rank(shape)} input")
+        before = len(code.modules)
         shape = family.render(code, layer.params, shape)
+        results.append(code.x)
+        modules.append([name for name, _ in code.modules[before:]])
+    if any(i >= len(spec.layers) - 1 for i in spec.outputs) or any(i >= len(spec.layers) for i in spec.int16):
+        raise Unfit("an extra output or an int16 layer beyond the model's layers")
+    code.outputs = [results[i] for i in spec.outputs] + [code.x]
+    code.int16_layers = [name for i in spec.int16 for name in modules[i]]
+    if spec.int16 and not code.int16_layers:
+        raise Unfit("the int16 layers have no modules")
     return code
 
 
@@ -192,6 +265,7 @@ import torch.nn.functional as F
 SEED = {seed}
 INPUT_SHAPE = {input_shape}
 DATA = {data}
+BUILD = {build}  # edgec build options: int16_layers (--int16-layers), stream (--stream)
 
 
 class FuzzModel(nn.Module):
@@ -239,11 +313,13 @@ def model_source(spec: ModelSpec, header: str = "") -> str:
     init = [f"self.{name} = {constructor}" for name, constructor in code.modules]
     if code.setup:
         init += ["with torch.no_grad():", *(f"    {line}" for line in code.setup)]
-    label = f"seed {spec.seed}" + (f" ({spec.note})" if spec.note else "")
+    label = f"seed {spec.seed}" + (f" ({spec.note})" if spec.note else "") + ("" if spec.mode == "int8" else f", {spec.mode} mode")
+    build = {**({"int16_layers": code.int16_layers} if code.int16_layers else {}),
+             **({"stream": True} if spec.mode == "stream" else {})}
     return MODEL_FILE.format(
         label=label, version=spec.version, header=header.rstrip(), seed=spec.seed,
-        input_shape=(1, *spec.input_shape), data=repr(spec.data),
-        init=_indent(init or ["pass"], 8), forward=_indent(code.forward, 8), output=code.x,
+        input_shape=(1, *spec.input_shape), data=repr(spec.data), build=repr(build),
+        init=_indent(init or ["pass"], 8), forward=_indent(code.forward, 8), output=", ".join(code.outputs),
         spec=pprint.pformat(spec.to_literal(), width=100, sort_dicts=False))
 
 

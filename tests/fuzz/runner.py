@@ -54,7 +54,8 @@ from edgec import device, sim, toolchain, verify
 from edgec.codegen import TEMPLATES
 from edgec.errors import EdgecError
 from edgec.ops.movement import ONE
-from edgec.pipeline import compile_model, emit
+from edgec.ops.recurrent import reset_state
+from edgec.pipeline import compile_for, compile_model, emit
 from edgec.targets import get_target
 from tests.fuzz.generator import FAMILIES, GENERATOR_VERSION, ModelSpec, Unfit, generate, model_source
 
@@ -65,11 +66,13 @@ COMPILED = ("ok", "inaccurate", "bounded", "mismatch", "departs")  # compiled (a
 # not fit the target's RAM/flash budget (--ram/--flash, the typical part's by default) or the
 # program the QEMU board of a Cortex-M target; log_softmax over more than 4095 elements
 # (docs/numerics.md, "Log-softmax": TFLite's int8 sum of exps overflows); a model that computes
-# nothing (only views of its input: there is no program to emit).
+# nothing (only views of its input: there is no program to emit); an int16 layer whose
+# s_in*s_w/s_out reaches 2^7 (README, --activations int16: TFLite's int16 output stage).
 DOCUMENTED_LIMITS = (re.compile(r"the model program does not fit QEMU's"),
                      re.compile(r"^model does not fit [\w-]+: .* budget"),
-                     re.compile(r"log_softmax over \d+ elements: TFLite's int8 sum of exps overflows beyond 4095"),
-                     re.compile(r"the model computes nothing"))
+                     re.compile(r"log_softmax over \d+ elements( \(at most 4095\)|: TFLite's int8 sum of exps overflows beyond 4095)"),
+                     re.compile(r"the model computes nothing"),
+                     re.compile(r"an int16 layer's effective scale s_in \* s_w / s_out must be below 2\^7"))
 MIN_SQNR_DB = 10.0
 EPS_SCALE = 2.0**-20 * 1.001  # edgec.quantize's activation observer eps (and a rounding margin)
 INT32_MAX = 2**31 - 1
@@ -142,6 +145,7 @@ def _check(path: Path, target, work: Path, min_sqnr_db: float) -> Outcome:
     try:
         model_file = load_model_file(path)
         calibration, floats = model_file.samples("calibration"), model_file.samples("verification")
+        build = getattr(model_file, "BUILD", {})
         problem = _float_model_problem(model_file, floats)
     except Exception as exc:
         return _crash("invalid", "float", exc)
@@ -150,7 +154,8 @@ def _check(path: Path, target, work: Path, min_sqnr_db: float) -> Outcome:
 
     phase, compiled = "compile", None
     try:
-        compiled = compile_model(f"{path}:factory", calibration=calibration, target=target, warn=lambda _: None)
+        compiled = compile_model(f"{path}:factory", calibration=calibration, target=target, warn=lambda _: None,
+                                 int16_layers=build.get("int16_layers", ()))
         phase = "emit"
         out_dir = work / "c"  # one path for every model: the object cache then reuses the kernels
         emit(compiled, out_dir, MODEL_NAME)
@@ -165,30 +170,23 @@ def _check(path: Path, target, work: Path, min_sqnr_db: float) -> Outcome:
         return _crash("crash", phase, exc, compiled)
     kinds, kernels = _kinds(compiled), sorted(set(KERNEL_CALL.findall((out_dir / f"{MODEL_NAME}.c").read_text())))
 
-    phase = "build"
     try:
-        if target.is_host:
-            exe = build_host_sanitized(out_dir, work / "build")
-            phase = "run"
-            output = verify.run_host(exe, inputs, verify.output_bytes(compiled.graph))
-        else:
-            phase = "run"  # build and run: device.run_model does both
-            output = device.run_model(target, out_dir, MODEL_NAME, inputs, work / "build")
+        output = build_and_run(compiled, target, out_dir, inputs, work / "build")
     except EdgecError as exc:
         if any(limit.search(str(exc)) for limit in DOCUMENTED_LIMITS):
-            return Outcome("limit", phase, _one_line(exc), kinds=kinds, kernels=kernels)
-        return _crash("crash", phase, exc, compiled, kernels)
+            return Outcome("limit", "run", _one_line(exc), kinds=kinds, kernels=kernels)
+        return _crash("crash", "run", exc, compiled, kernels)
     except Exception as exc:
-        return _crash("crash", phase, exc, compiled, kernels)
+        return _crash("crash", "run", exc, compiled, kernels)
 
     comparison = verify.compare(golden, output)
     if not comparison.exact:
-        sample, byte = np.argwhere(comparison.golden != comparison.device)[0]
-        return Outcome("mismatch", "compare",
-                       f"{comparison.mismatched_samples} of {comparison.samples} samples differ in "
-                       f"{comparison.mismatched_bytes} bytes; first: sample {sample} byte {byte}, "
-                       f"golden {comparison.golden[sample, byte]}, C {comparison.device[sample, byte]}",
-                       kinds=kinds, kernels=kernels)
+        return Outcome("mismatch", "compare", _mismatch_message(comparison), kinds=kinds, kernels=kernels)
+    if build.get("stream"):
+        stream_failure = _check_stream(compiled, target, floats, inputs, golden, work)
+        if stream_failure is not None:
+            stream_failure.kinds, stream_failure.kernels = kinds, kernels
+            return stream_failure
 
     # Agreement and accuracy over the samples drawn like the calibration (the wider ones saturate).
     typical = len(floats) - len(floats) // 4
@@ -221,12 +219,61 @@ def _check(path: Path, target, work: Path, min_sqnr_db: float) -> Outcome:
                    worst_layers=low, notes=known_losses(compiled.graph), kinds=kinds, kernels=kernels)
 
 
+def build_and_run(compiled, target, out_dir: Path, inputs: np.ndarray, build_dir: Path) -> np.ndarray:
+    """The emitted C in out_dir built (with the arena write checks) and run on `inputs`: on the
+    host with the sanitizers, on a Cortex-M target under QEMU."""
+    if target.is_host:
+        exe = build_host_sanitized(out_dir, build_dir)
+        return verify.run_host(exe, inputs, verify.output_bytes(compiled.graph))
+    return device.run_model(target, out_dir, MODEL_NAME, inputs, build_dir)
+
+
+def _mismatch_message(comparison, what: str = "samples") -> str:
+    sample, byte = np.argwhere(comparison.golden != comparison.device)[0]
+    return (f"{comparison.mismatched_samples} of {comparison.samples} {what} differ in {comparison.mismatched_bytes} "
+            f"bytes; first: {what[:-1]} {sample} byte {byte}, golden {comparison.golden[sample, byte]}, "
+            f"C {comparison.device[sample, byte]}")
+
+
+def _check_stream(whole, target, floats: np.ndarray, whole_inputs: np.ndarray, whole_golden: np.ndarray,
+                  work: Path) -> Outcome | None:
+    """--stream: the streaming build of the same quantized model (one time step per invoke), fed
+    every sample's frames as one stream, must equal the golden simulator's stream byte for byte,
+    and its output after the first sample's last frame the whole-sequence model's on that sample
+    (the stream starts from the reset state). None when it does; else the failing Outcome."""
+    phase = "stream"
+    try:
+        stream = compile_for(whole, target, stream=True)
+        out_dir = work / "stream"
+        emit(stream, out_dir, MODEL_NAME)
+        inputs = verify.quantized_inputs(stream.graph, verify.stream_frames(stream, verify.per_input(floats)))
+        reset_state(stream.graph)
+        golden = verify.golden_outputs(stream.graph, inputs)
+        phase = "stream run"
+        output = build_and_run(stream, target, out_dir, inputs, work / "stream-build")
+    except EdgecError as exc:
+        if phase == "stream":
+            return Outcome(refusal_verdict(_one_line(exc)), phase, "--stream: " + _one_line(exc))
+        return _crash("crash", phase, exc, whole)
+    except Exception as exc:
+        return _crash("crash", phase, exc, whole)
+    comparison = verify.compare(golden, output)
+    if not comparison.exact:
+        return Outcome("mismatch", "stream", "--stream: " + _mismatch_message(comparison, "steps"))
+    steps = len(inputs) // len(whole_inputs)
+    if not np.array_equal(golden[steps - 1], whole_golden[0]):
+        differ = int(np.sum(golden[steps - 1] != whole_golden[0]))
+        return Outcome("mismatch", "stream", f"--stream: the output after the first sample's {steps} frames differs "
+                       f"from the whole-sequence model's in {differ} bytes")
+    return None
+
+
 def _float_model_problem(model_file, floats: np.ndarray) -> str:
     model, _ = model_file.factory()
     with torch.no_grad():
         for x in floats:
             y = model(torch.from_numpy(x[None]))
-            if not torch.isfinite(y).all():
+            if not all(torch.isfinite(t).all() for t in (y if isinstance(y, tuple) else (y,))):
                 return "the float model gives non-finite values"
     return ""
 
@@ -352,10 +399,14 @@ def write_reproducer(spec: ModelSpec, outcome: Outcome, target: str, out_dir: Pa
               + (f"Known losses: {'; '.join(outcome.notes)}\n" if outcome.notes else "")
               + f"Op kinds: {' '.join(outcome.kinds)}\n"
               + f"Rerun (from the repository root): {rerun_command(path, target)}\n"
-              + f"Regenerate: python -m tests.fuzz show {spec.seed}  (generator version {spec.version})\n"
+              + f"Regenerate: python -m tests.fuzz show {spec.seed}{_mode_option(spec.mode)}  (generator version {spec.version})\n"
               + f"Minimise:   python -m tests.fuzz minimise {path} {target_options(target)}\n")
     path.write_text(model_source(spec, header.replace('"""', "'''")))
     return path
+
+
+def _mode_option(mode: str) -> str:
+    return "" if mode == "int8" else f" --mode {mode}"
 
 
 def spec_from_file(path: Path) -> ModelSpec:
@@ -399,19 +450,32 @@ def minimise(spec: ModelSpec, target: str, work: Path, outcome: Outcome, budget:
 
 def _candidates(spec: ModelSpec, accuracy: bool):
     for i in reversed(range(len(spec.layers))):
-        yield _replace(spec, layers=spec.layers[:i] + spec.layers[i + 1:])
+        yield _replace(spec, layers=spec.layers[:i] + spec.layers[i + 1:], outputs=_without(spec.outputs, i),
+                       int16=_without(spec.int16, i))
+    for i in spec.int16 if len(spec.int16) > 1 else ():
+        yield _replace(spec, int16=[j for j in spec.int16 if j != i])
     for i, layer in enumerate(spec.layers):
         for params in FAMILIES[layer.family].simpler(layer.params):
             layers = copy.deepcopy(spec.layers)
             layers[i].params = params
             yield _replace(spec, layers=layers)
-    c, h, w = spec.input_shape
-    for shape in ((1, h, w), (c, max(1, h // 2), w), (c, h, max(1, w // 2)), (c, h - 1, w), (c, h, w - 1)):
+    if len(spec.input_shape) == 3:
+        c, h, w = spec.input_shape
+        shapes = ((1, h, w), (c, max(1, h // 2), w), (c, h, max(1, w // 2)), (c, h - 1, w), (c, h, w - 1))
+    else:  # a stream's [T, F]
+        t, f = spec.input_shape
+        shapes = ((1, f), (max(1, t // 2), f), (t - 1, f))
+    for shape in shapes:
         if min(shape) >= 1 and shape != spec.input_shape:
             yield _replace(spec, input_shape=shape)
     for key, smaller in (("verification", 2), ("calibration", 4)):
         if spec.data[key] > smaller and not accuracy:  # fewer samples alone make a model inaccurate
             yield _replace(spec, data={**spec.data, key: smaller})
+
+
+def _without(indices: list[int], removed: int) -> list[int]:
+    """Layer indices once layer `removed` is dropped."""
+    return [i - (i > removed) for i in indices if i != removed]
 
 
 def _replace(spec: ModelSpec, **changes) -> ModelSpec:
@@ -429,6 +493,7 @@ class Batch:
     outcomes: dict = field(default_factory=dict)  # seed -> Outcome
     reproducers: dict = field(default_factory=dict)  # seed -> path
     families: dict = field(default_factory=dict)  # seed -> the families its layers come from
+    mode: str = "int8"  # generator.MODES
 
     def counts(self) -> dict:
         counts = Counter(o.verdict for o in self.outcomes.values())
@@ -438,7 +503,7 @@ class Batch:
         refusals = Counter(normalise_message(o.message) for o in self.outcomes.values() if o.verdict == "refused")
         limits = Counter(normalise_message(o.message) for o in self.outcomes.values() if o.verdict == "limit")
         checked = [o for o in self.outcomes.values() if o.verdict in COMPILED]
-        return {"target": self.target, "generator_version": GENERATOR_VERSION, "models": len(self.outcomes),
+        return {"target": self.target, "mode": self.mode, "generator_version": GENERATOR_VERSION, "models": len(self.outcomes),
                 "seeds": [min(self.outcomes, default=0), max(self.outcomes, default=-1)], "counts": self.counts(),
                 "failures": {str(s): {"verdict": o.verdict, "phase": o.phase, "message": o.message, "notes": o.notes,
                                       "reproducer": str(self.reproducers.get(s, ""))}
@@ -475,19 +540,19 @@ def normalise_message(message: str) -> str:
     return re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "N", message)
 
 
-def run_batch(seeds, target: str, out_dir: Path, *, minimise_failures: bool = False,
+def run_batch(seeds, target: str, out_dir: Path, *, mode: str = "int8", minimise_failures: bool = False,
               min_sqnr_db: float = MIN_SQNR_DB, log=print) -> Batch:
-    """Check every seed; write reproducers of failures and inaccurate models, summary.json,
+    """Check every seed (generated in `mode`, generator.MODES); write reproducers of failures and inaccurate models, summary.json,
     summary.txt and results.jsonl (one line per seed) to out_dir."""
     out_dir = Path(out_dir).resolve()
     for verdict in (*FAILURES, "inaccurate"):  # the reproducers of an earlier run
         shutil.rmtree(out_dir / verdict, ignore_errors=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     work = out_dir / "work"
-    batch = Batch(target)
+    batch = Batch(target, mode=mode)
     with open(out_dir / "results.jsonl", "w") as results:
         for seed in seeds:
-            spec = generate(seed)
+            spec = generate(seed, mode)
             outcome = check_spec(spec, target, work, min_sqnr_db)
             batch.outcomes[seed] = outcome
             batch.families[seed] = [layer.family for layer in spec.layers]
@@ -508,7 +573,7 @@ def run_batch(seeds, target: str, out_dir: Path, *, minimise_failures: bool = Fa
 
 def format_summary(summary: dict) -> str:
     lines = [f"edgec fuzz: {summary['models']} models (seeds {summary['seeds'][0]}..{summary['seeds'][1]}, generator "
-             f"v{summary['generator_version']}) on {summary['target']} in {summary['seconds']} s",
+             f"v{summary['generator_version']}, {summary.get('mode', 'int8')} mode) on {summary['target']} in {summary['seconds']} s",
              "counts: " + ", ".join(f"{k} {v}" for k, v in summary["counts"].items())]
     for title, key in (("failures", "failures"), ("inaccurate (bit-exact, low SQNR)", "inaccurate")):
         if summary[key]:

@@ -52,6 +52,16 @@ static int32_t bit_length64(uint64_t v)
     return bits;
 }
 
+/* F: the fraction bits of eps_term, max(0, (30 - 3 ceil(log2 n)) / 2) (layer_norm.eps_fraction_bits). */
+static int32_t eps_fraction_bits(int32_t n)
+{
+    int32_t bits = 0;
+    while (bits < 31 && ((int32_t)1 << bits) < n) {
+        bits++;
+    }
+    return 3 * bits >= 30 ? 0 : (30 - 3 * bits) / 2;
+}
+
 static int64_t join64(int32_t hi, int32_t lo)
 {
     return (int64_t)hi * ((int64_t)1 << 32) + (int64_t)(uint32_t)lo;
@@ -101,6 +111,7 @@ edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t
         const int8_t *x = input + (ptrdiff_t)row * desc->features;
         int8_t *y = output + (ptrdiff_t)row * desc->features;
         const int32_t n = desc->features;
+        const int32_t fraction = eps_fraction_bits(n);
         int32_t sum = 0, t = 0;
         uint64_t variance = (uint64_t)eps_term;
         int32_t g = 0;
@@ -108,8 +119,8 @@ edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t
             sum += x[i];
         }
         for (i = 0; i < n; i++) {
-            const int32_t d = n * x[i] - sum; /* |d| <= 256 n <= 2^20 */
-            variance += (uint64_t)((int64_t)d * d);
+            const int32_t d = n * x[i] - sum; /* |d| <= 255 (n - 1): 4^F sum d^2 < 2^46 */
+            variance += (uint64_t)((int64_t)d * d) << (2 * fraction);
         }
         if (variance != 0) {
             /* the smallest t >= 0 with V 4^t >= 2^60: bit_length + 2t >= 61 */
@@ -125,9 +136,10 @@ edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t
             continue;
         }
         for (i = 0; i < n; i++) {
-            /* |d 2^t| <= sqrt(V 4^t) < 2^31 and g < 2^31: one 32 x 32 -> 64-bit product; |u| <= 2^24 + 1 */
-            const int32_t d = (n * x[i] - sum) * ((int32_t)1 << t);
-            const int32_t u = (int32_t)edgec_round_shift64((int64_t)d * g, U_SHIFT);
+            /* |d 2^(t+F)| <= sqrt(V 4^t) < 2^31 and g < 2^31: a product below 2^62; |u| <= 2^24 + 1
+             * (t + F <= 45: d = 0 when V is eps alone) */
+            const int64_t d = (int64_t)(n * x[i] - sum) * ((int64_t)1 << (t + fraction));
+            const int32_t u = (int32_t)edgec_round_shift64(d * g, U_SHIFT);
             const int64_t v = (int64_t)u * scale[i] + join64(offset_hi[i], offset_lo[i]) + rounding;
             const int32_t out = (int32_t)(v >> 32) >> high_shift;
             y[i] = (int8_t)EDGEC_MIN(EDGEC_MAX(out, act_min), act_max);
