@@ -55,35 +55,35 @@ BENCH_TARGETS := cortex-m4 cortex-m7 cortex-m33 cortex-m55
 # --opt changes only the DSP cores' kernels: they also run with --opt size, the M4 with --opt speed.
 BENCH_SIZE_TARGETS := cortex-m4 cortex-m7 cortex-m33
 BENCH_SPEED_TARGETS := cortex-m4
-# The published MLPerf Tiny parts (edgec.timing.PARTS), target:part: the reference models with
+# The published MLPerf Tiny parts (edgec.targets.timing.PARTS), target:part: the reference models with
 # edgec's kernels on each, into BENCH_DIR/<target>-<part>/.
 BENCH_PARTS := cortex-m4:stm32l4r5 cortex-m33:stm32u575 cortex-m7:stm32h7a3
 # The other zoos run on one DSP core and one Helium core.
 BENCH_ZOO_TARGETS := cortex-m4 cortex-m55
-# Public architectures of the operator-coverage work (edgec.zoo_cnn; the last two for issue #23's
+# Public architectures of the operator-coverage work (edgec.zoo.cnn; the last two for issue #23's
 # PReLU and max-pooling figures), with --opt size: EfficientNet's
 # int16-widened DSP filters would not fit the typical M4 part's 1 MiB flash (Helium ignores --opt).
 BENCH_CNN_MODELS := mobilenet_v3_small efficientnet_b0 binary_classifier unet_nearest
 # RAM budgets (#24): layer by layer, then with --ram (band stages), for the vision models whose
-# activation peak sits in their first layers (edgec.zoo_vision; MobileNetV1 0.25 comes from edgec.zoo).
+# activation peak sits in their first layers (edgec.zoo.vision; MobileNetV1 0.25 comes from edgec.zoo.mlperf).
 BENCH_VISION_MODELS := mobilenet_v2_035 pnet
-# Sequence models (edgec.zoo_seq); lstm_kws also streaming (one time step per invoke).
+# Sequence models (edgec.zoo.seq); lstm_kws also streaming (one time step per invoke).
 BENCH_SEQ_MODELS := lstm_kws gru_kws conv_gru_kws kws_transformer vit_tiny
 export CMSIS_NN_DIR
 # $(call bench_calibration,MODULE,MODELS): MODULE.calibration_data(model, 32) saved as BENCH_DIR/model.npy.
 define bench_calibration
 	@for model in $(2); do \
-		$(PYTHON) -c "import numpy, sys; from edgec import $(1); numpy.save(sys.argv[1], $(1).calibration_data(sys.argv[2], 32))" \
+		$(PYTHON) -c "import numpy, sys; from edgec.zoo import $(1); numpy.save(sys.argv[1], $(1).calibration_data(sys.argv[2], 32))" \
 			$(BENCH_DIR)/$$model.npy $$model || exit 1; \
 	done
 endef
-# $(call bench_runs,MODULE,MODELS,TARGETS,FLAGS,SUFFIX): edgec bench of each model of edgec/MODULE.py
+# $(call bench_runs,MODULE,MODELS,TARGETS,FLAGS,SUFFIX): edgec bench of each model of edgec/zoo/MODULE.py
 # on each target with FLAGS, into BENCH_DIR/<target>SUFFIX/<model>(.json).
 define bench_runs
 	@for model in $(2); do \
 		for target in $(3); do \
 			echo "edgec bench $$model --target $$target $(4)"; mkdir -p $(BENCH_DIR)/$$target$(5); \
-			$(PYTHON) -m edgec.cli bench edgec/$(1).py:$$model --calib $(BENCH_DIR)/$$model.npy \
+			$(PYTHON) -m edgec.cli bench edgec/zoo/$(1).py:$$model --calib $(BENCH_DIR)/$$model.npy \
 				--target $$target $(4) --json --quiet -o $(BENCH_DIR)/$$target$(5)/$$model \
 				> $(BENCH_DIR)/$$target$(5)/$$model.json || exit 1; \
 		done; \
@@ -92,32 +92,32 @@ endef
 bench: $(STAMP)/install toolchain
 	@mkdir -p $(BENCH_DIR)
 	@rm -rf $(BENCH_DIR)/*-cmsis-nn $(BENCH_DIR)/*-cmsis-nn-ofast
-	$(call bench_calibration,zoo,$(BENCH_MODELS))
-	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_TARGETS),--sensitivity,)
+	$(call bench_calibration,mlperf,$(BENCH_MODELS))
+	$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGETS),--sensitivity,)
 	@for pair in $(BENCH_PARTS); do \
 		target=$${pair%%:*}; part=$${pair#*:}; \
 		$(MAKE) --no-print-directory bench-part BENCH_TARGET=$$target BENCH_PART=$$part || exit 1; \
 	done
-	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_SIZE_TARGETS),--opt size,-size)
-	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_SPEED_TARGETS),--opt speed,-speed)
+	$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_SIZE_TARGETS),--opt size,-size)
+	$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_SPEED_TARGETS),--opt speed,-speed)
 ifneq ($(CMSIS_NN_DIR),)
-	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --sensitivity,-cmsis-nn)
-	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --cmsis-nn-opt Ofast --sensitivity,-cmsis-nn-ofast)
+	$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --sensitivity,-cmsis-nn)
+	$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --cmsis-nn-opt Ofast --sensitivity,-cmsis-nn-ofast)
 else
 	@echo "CMSIS_NN_DIR is not set: the CMSIS-NN columns of BENCHMARKS.md will say 'not measured'"
 endif
-	$(call bench_calibration,zoo_cnn,$(BENCH_CNN_MODELS))
-	$(call bench_runs,zoo_cnn,$(BENCH_CNN_MODELS),$(BENCH_ZOO_TARGETS),--opt size,)
-	$(call bench_calibration,zoo_vision,$(BENCH_VISION_MODELS))
-	$(call bench_runs,zoo_vision,$(BENCH_VISION_MODELS),$(BENCH_ZOO_TARGETS),,)
-	$(call bench_runs,zoo,mobilenet_v1_025,$(BENCH_ZOO_TARGETS),--ram 32K,-ram32K)
-	$(call bench_runs,zoo_vision,mobilenet_v2_035,$(BENCH_ZOO_TARGETS),--ram 48K,-ram48K)
-	$(call bench_runs,zoo_vision,pnet,$(BENCH_ZOO_TARGETS),--ram 46K,-ram46K)
-	$(call bench_calibration,zoo_seq,$(BENCH_SEQ_MODELS))
-	$(call bench_runs,zoo_seq,$(BENCH_SEQ_MODELS),$(BENCH_ZOO_TARGETS),,)
+	$(call bench_calibration,cnn,$(BENCH_CNN_MODELS))
+	$(call bench_runs,cnn,$(BENCH_CNN_MODELS),$(BENCH_ZOO_TARGETS),--opt size,)
+	$(call bench_calibration,vision,$(BENCH_VISION_MODELS))
+	$(call bench_runs,vision,$(BENCH_VISION_MODELS),$(BENCH_ZOO_TARGETS),,)
+	$(call bench_runs,mlperf,mobilenet_v1_025,$(BENCH_ZOO_TARGETS),--ram 32K,-ram32K)
+	$(call bench_runs,vision,mobilenet_v2_035,$(BENCH_ZOO_TARGETS),--ram 48K,-ram48K)
+	$(call bench_runs,vision,pnet,$(BENCH_ZOO_TARGETS),--ram 46K,-ram46K)
+	$(call bench_calibration,seq,$(BENCH_SEQ_MODELS))
+	$(call bench_runs,seq,$(BENCH_SEQ_MODELS),$(BENCH_ZOO_TARGETS),,)
 	@for target in $(BENCH_ZOO_TARGETS); do \
 		echo "edgec bench lstm_kws --stream --target $$target"; \
-		$(PYTHON) -m edgec.cli bench edgec/zoo_seq.py:lstm_kws --calib $(BENCH_DIR)/lstm_kws.npy --stream \
+		$(PYTHON) -m edgec.cli bench edgec/zoo/seq.py:lstm_kws --calib $(BENCH_DIR)/lstm_kws.npy --stream \
 			--target $$target --json --quiet -o $(BENCH_DIR)/$$target/lstm_kws-stream \
 			> $(BENCH_DIR)/$$target/lstm_kws-stream.json || exit 1; \
 	done
@@ -126,7 +126,7 @@ endif
 
 # One published part (make bench runs it for each of BENCH_PARTS): edgec's kernels with --part.
 bench-part:
-	$(call bench_runs,zoo,$(BENCH_MODELS),$(BENCH_TARGET),--part $(BENCH_PART) --sensitivity,-$(BENCH_PART))
+	$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGET),--part $(BENCH_PART) --sensitivity,-$(BENCH_PART))
 
 # -rs lists every skipped test and why; with EDGEC_REQUIRE_TOOLCHAIN=1 (.ci/run) a test whose
 # tool is missing fails instead of skipping.

@@ -30,11 +30,11 @@ import torch
 from edgec.errors import EdgecError
 from edgec.naming import check_name, default_name
 from edgec.ir import to_stored, to_torch_order
-from edgec.targets import Target, get_target, parse_size
-from edgec.timing import on_part
+from edgec.targets.cores import Target, get_target, parse_size
+from edgec.targets.timing import on_part
 
 if TYPE_CHECKING:
-    from edgec.inspection import Inspection
+    from edgec.tools.inspection import Inspection
 
 # Float samples the report measures each layer's int8-vs-float SQNR on (from the calibration data).
 REPORT_SAMPLES = 16
@@ -315,7 +315,7 @@ class CompiledModel:
     def report_data(self) -> dict:
         """report.json, each layer with what has been measured: instructions (after bench()),
         sqnr_db (from the calibration samples or the last verify())."""
-        from edgec.report import merge_measurements
+        from edgec.tools.report import merge_measurements
         bench = None if self._bench is None else self._bench.to_json()
         return merge_measurements(self.build_report(), bench=bench, sqnr=self.layer_sqnr(),
                                   outputs=self._output_accuracy)
@@ -323,7 +323,7 @@ class CompiledModel:
     def report(self, path: str | Path | None = None) -> str:
         """The HTML report (self-contained; memory timeline, per-layer time, flash, kernel and
         SQNR with plots); written to `path` if given. Returns the HTML."""
-        from edgec.report import render_html_report
+        from edgec.tools.report import render_html_report
         page = render_html_report(self.report_data())
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")
@@ -331,7 +331,7 @@ class CompiledModel:
 
     def summary(self) -> str:
         """What `edgec build` prints, with the three most expensive layers."""
-        from edgec.report import text_summary
+        from edgec.tools.report import text_summary
         return text_summary(self.report_data())
 
     def _repr_html_(self) -> str:
@@ -362,7 +362,7 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
     target, opt, ram, flash, flash_wait: as `edgec build --target/--opt/--ram/--flash/--flash-wait`
         (flash_wait: your part's flash wait states, which opt="auto" chooses the layouts for and
         bench() models the cycles at; None: the target's typical part's).
-    part: as `edgec build --part`: a published part of the target's core (edgec.timing.PARTS, e.g.
+    part: as `edgec build --part`: a published part of the target's core (edgec.targets.timing.PARTS, e.g.
         "stm32l4r5"): its clock, wait states and caches for bench(), its SRAM and flash as budget.
     kernels: as `edgec build --kernels`: "cmsis-nn" calls Arm's CMSIS-NN for the layers it has
         kernels for, linked from the checkout in $CMSIS_NN_DIR.
@@ -490,7 +490,7 @@ def _as_tuple(output) -> tuple:
 def inspect(model, example_inputs=None) -> "Inspection":
     """`edgec inspect`: the model's operators, supported or not (with module path and source
     line) and each use beyond a kernel's limits, before any calibration."""
-    from edgec.inspection import inspect_model
+    from edgec.tools.inspection import inspect_model
     with _quiet_torch():
         return inspect_model(model, example_inputs)
 
@@ -538,6 +538,8 @@ def _quiet_torch():
 
 
 with _quiet_torch():  # importing torchao logs about its optional CUDA extensions
-    from edgec import codegen, device, pipeline, sim  # noqa: E402
-    from edgec import verify as checks  # noqa: E402
+    from edgec import pipeline, sim
+    from edgec.backend import codegen
+    from edgec.targets import device  # noqa: E402
+    from edgec.tools import verify as checks  # noqa: E402
     from edgec.ops.recurrent import reset_state  # noqa: E402

@@ -37,7 +37,7 @@ def _warn(message: str) -> None:
 
 
 def _size(_ctx, param, value: str | None) -> int | None:
-    from edgec.targets import parse_size
+    from edgec.targets.cores import parse_size
     try:
         return None if value is None else parse_size(value)
     except ValueError as exc:
@@ -97,14 +97,14 @@ def _quantization_options(command):
 
 
 def _part_names():
-    from edgec.timing import PARTS
+    from edgec.targets.timing import PARTS
     return PARTS
 
 
 def _target(name: str, ram: int | None = None, flash: int | None = None, opt: str = "auto",
             flash_wait: int | None = None, kernels: str = "edgec", part: str | None = None):
-    from edgec.targets import get_target
-    from edgec.timing import on_part
+    from edgec.targets.cores import get_target
+    from edgec.targets.timing import on_part
     return (on_part(get_target(name), part).with_budget(ram, flash).with_opt(opt).with_flash_wait(flash_wait)
             .with_kernels(kernels))
 
@@ -141,7 +141,7 @@ def _quantized_samples(compiled, calib: str | None, count: int):
     """The first `count` --calib samples, else seeded random normal ones: as float samples (one
     array per model input) and as rows of the model's stored input bytes."""
     from edgec.pipeline import load_samples, per_input_samples, random_samples
-    from edgec.verify import quantized_inputs
+    from edgec.tools.verify import quantized_inputs
     if calib:
         floats = [x[:count] for x in per_input_samples(load_samples(calib), compiled.example_inputs, "verification data")]
     else:
@@ -199,7 +199,7 @@ def build(models, out_dir, calib, name, target, ram, flash, opt, flash_wait, par
                    html_report)
         return
     report = emit(compiled[0], Path(out_dir), names[0])
-    from edgec.report import text_summary
+    from edgec.tools.report import text_summary
     click.echo(f"{out_dir}: {text_summary(report)}")
     for choice in compiled[0].choices:
         click.echo(choice)
@@ -207,13 +207,13 @@ def build(models, out_dir, calib, name, target, ram, flash, opt, flash_wait, par
         click.echo(f"streaming state {report['state_bytes']:,} B outside the arena (RAM = arena + state = "
                    f"{report['ram_bytes']:,} B); one time step per {names[0]}_invoke(), {names[0]}_reset_state()")
     if html_report:
-        from edgec.report import write_html_report
+        from edgec.tools.report import write_html_report
         click.echo(f"report: {write_html_report(report, Path(out_dir) / 'report.html')}")
 
 
 def _echo_many(summary: dict, out_dir: Path, html_report: bool) -> None:
     """What `edgec build` prints for several models: each one's summary, then the RAM of the arenas."""
-    from edgec.report import text_summary, write_html_report
+    from edgec.tools.report import text_summary, write_html_report
     for report in summary["models"]:
         click.echo(f"{out_dir} ({report['name']}): {text_summary(report)}")
         if html_report:
@@ -239,7 +239,7 @@ def report(out_dir, html, bench_json, sqnr_json):
     why, and with --bench/--sqnr per-layer instructions and int8-vs-float SQNR, as inline SVG plots."""
     import json
 
-    from edgec.report import write_html_report
+    from edgec.tools.report import write_html_report
     bench = json.loads(Path(bench_json).read_text()) if bench_json else None
     sqnr = json.loads(Path(sqnr_json).read_text()) if sqnr_json else None
     click.echo(write_html_report(Path(out_dir), Path(html) if html else Path(out_dir) / "report.html",
@@ -272,8 +272,9 @@ def verify(model, calib, samples, name, target, ram, flash, opt, flash_wait, par
     on the samples, that every layer computes what the quantized program means (per output
     channel, within its tolerance of the Q/DQ graph; recurrent layers step by step)."""
     _quiet_torch()
-    from edgec import device, sim
-    from edgec import verify as checks
+    from edgec import sim
+    from edgec.targets import device
+    from edgec.tools import verify as checks
     from edgec.pipeline import emit
     name = check_name(name or default_name(model))
     target_info = _target(target, ram, flash, opt, flash_wait, kernels, part)
@@ -320,7 +321,7 @@ def _verify_stream(whole, floats, whole_inputs, name: str, target: str) -> None:
     """The streaming build of the same quantized model: every sample's frames, one per invoke, as
     one stream, golden == C byte for byte; and its output after the first sample's last frame
     equals the whole-sequence model's on that sample."""
-    from edgec import verify as checks
+    from edgec.tools import verify as checks
     with tempfile.TemporaryDirectory(prefix="edgec-verify-") as tmp:
         result = checks.compare_stream(whole, floats, whole_inputs, name, Path(tmp))
     where = "host C" if target == "host" else f"{target} (QEMU)"
@@ -362,8 +363,8 @@ def bench(model, target, calib, name, ram, flash, opt, flash_wait, part, kernels
     _quiet_torch()
     import json
 
-    from edgec import device
-    from edgec import verify as checks
+    from edgec.targets import device
+    from edgec.tools import verify as checks
     from edgec.pipeline import emit
     name = check_name(name or default_name(model))
     target_info = _target(target, ram, flash, opt, flash_wait, kernels, part).with_cmsis_nn_opt(f"-{cmsis_nn_opt}")
@@ -394,7 +395,7 @@ def inspect(model):
     each, any use beyond its limits) and the unsupported ones, with module path and source line.
     Exits 1 if some use cannot be compiled."""
     _quiet_torch()
-    from edgec.inspection import inspect_model
+    from edgec.tools.inspection import inspect_model
     result = inspect_model(model)
     click.echo(str(result))
     if not result.ok:

@@ -17,10 +17,11 @@ import numpy as np
 import torch
 from torch.fx import GraphModule
 
-from edgec import codegen, frontend
+from edgec.backend import codegen
+from edgec.frontend import export
 from edgec.errors import EdgecError
 from edgec.ir import Graph
-from edgec.lower import lower
+from edgec.frontend.lower import lower
 from edgec.ops import OPS, unit_of
 from edgec.ops.cmsis_nn import select_cmsis_nn_kernels
 from edgec.ops.int16_units import select_int16_kernels
@@ -32,14 +33,14 @@ from edgec.passes.fuse import fold_pad, fuse_activations, fuse_copies
 from edgec.passes.normalize import normalize
 from edgec.passes.qparams import unify_qparams
 from edgec.passes.layout import assign_layouts, relayout
-from edgec.plan import MemoryPlan
-from edgec.banding import fit_budget
-from edgec.calibration import DEFAULT as DEFAULT_CALIBRATION, range_warnings
-from edgec.quantize import EdgecQuantizer, int4_weight_nodes, is_quantized, quantize
-from edgec.weight_rounding import DEFAULT as DEFAULT_INT4_ROUNDING, round_int4_weights
-from edgec.schedule import schedule_and_plan
-from edgec.targets import TARGETS, Target, get_target
-from edgec.torch_ops import GETITEM
+from edgec.backend.plan import MemoryPlan
+from edgec.backend.banding import fit_budget
+from edgec.frontend.calibration import DEFAULT as DEFAULT_CALIBRATION, range_warnings
+from edgec.frontend.quantize import EdgecQuantizer, int4_weight_nodes, is_quantized, quantize
+from edgec.frontend.weight_rounding import DEFAULT as DEFAULT_INT4_ROUNDING, round_int4_weights
+from edgec.backend.schedule import schedule_and_plan
+from edgec.targets.cores import TARGETS, Target, get_target
+from edgec.frontend.torch_ops import GETITEM
 
 RANDOM_CALIBRATION_SAMPLES = 32
 
@@ -79,19 +80,19 @@ def quantize_model(spec, *, calibration, example_inputs=None, progress: Callable
                    int16_layers: Iterable[str] = (), weights: str = "int8", int4_layers: Iterable[str] = (),
                   int4_rounding: str = DEFAULT_INT4_ROUNDING) -> Quantized:
     """load -> export -> normalize -> fold BN -> quantize (or keep a program's own Q/DQ).
-    `spec`: anything frontend.load takes (a .pt2 path, 'file.py:factory', an ExportedProgram, or
-    an nn.Module with `example_inputs`). `method` (edgec.calibration) and `per_channel_linear` are
+    `spec`: anything export.load takes (a .pt2 path, 'file.py:factory', an ExportedProgram, or
+    an nn.Module with `example_inputs`). `method` (edgec.frontend.calibration) and `per_channel_linear` are
     EdgecQuantizer's options, and so are `activations` ("int8" or "int16", the 16x8 scheme, for the
     whole model) and `int16_layers` (the nn.Module paths whose layers take int16 activations), and
     `weights` ("int8" or "int4": every linear and convolution layer) and `int4_layers` (the paths
-    whose layers take int4 weights), chosen by `int4_rounding` (edgec.weight_rounding)."""
+    whose layers take int4 weights), chosen by `int4_rounding` (edgec.frontend.weight_rounding)."""
     loaded, module = prepare(spec, example_inputs)
     return quantize_loaded(loaded, module, calibration=calibration, progress=progress, warn=warn, method=method,
                            per_channel_linear=per_channel_linear, activations=activations, int16_layers=int16_layers,
                            weights=weights, int4_layers=int4_layers, int4_rounding=int4_rounding)
 
 
-def quantize_loaded(loaded: frontend.LoadedModel, module: GraphModule, *, calibration,
+def quantize_loaded(loaded: export.LoadedModel, module: GraphModule, *, calibration,
                     progress: Callable | None = None, warn: Callable[[str], None] = print,
                     method: str = DEFAULT_CALIBRATION, per_channel_linear: bool = False, activations: str = "int8",
                     int16_layers: Iterable[str] = (), weights: str = "int8", int4_layers: Iterable[str] = (),
@@ -116,10 +117,10 @@ def quantize_loaded(loaded: frontend.LoadedModel, module: GraphModule, *, calibr
     return Quantized(loaded.origin, loaded.example_inputs, float_module, quantize(module, samples, progress, quantizer))
 
 
-def prepare(spec, example_inputs=None) -> tuple[frontend.LoadedModel, GraphModule]:
+def prepare(spec, example_inputs=None) -> tuple[export.LoadedModel, GraphModule]:
     """load -> export -> normalize -> fold BN, and every unsupported operator reported at once:
     all that happens before calibration."""
-    loaded = frontend.load(spec, example_inputs)
+    loaded = export.load(spec, example_inputs)
     module = normalize(loaded.module)  # first: an attention mask of 0 and -inf becomes a bool mask
     check_finite(module, loaded.origin)
     module = fold_batchnorm(module)
@@ -130,7 +131,7 @@ def prepare(spec, example_inputs=None) -> tuple[frontend.LoadedModel, GraphModul
 def compile_for(quantized: Quantized, target: str | Target = "host", *, stream: bool = False) -> Compiled:
     """lower -> (stream: one time step per invoke) -> fuse -> unify qparams -> layout -> fuse
     copies -> finalize -> specialize for `target` -> constant layouts -> schedule + plan -> over the
-    RAM budget: band stages (edgec.banding)."""
+    RAM budget: band stages (edgec.backend.banding)."""
     target_info = get_target(target)
     graph = lower(quantized.quantized_module, converter_semantics=quantized.float_module is None)
     if stream:
@@ -289,7 +290,7 @@ def check_supported(module: GraphModule, origin: str) -> None:
             problem = f"{node.target} (unsupported operator)"
         elif node.target == GETITEM or (problem := OPS[node.target].check(node)) is None:
             continue
-        key = (problem, frontend.node_location(node))
+        key = (problem, export.node_location(node))
         problems[key] = problems.get(key, 0) + 1
     if problems:
         lines = [f"  {problem}{f' x{count}' if count > 1 else ''}: {where}" for (problem, where), count in problems.items()]

@@ -19,7 +19,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from edgec import verify, zoo  # noqa: E402
+from edgec.tools import verify
+from edgec.zoo import mlperf  # noqa: E402
 from edgec.ir import to_torch_order  # noqa: E402
 from edgec.pipeline import compile_model  # noqa: E402
 
@@ -37,12 +38,12 @@ def executorch_program(name: str, path: Path) -> None:
     from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-    model, example = zoo.ZOO[name]()
+    model, example = mlperf.ZOO[name]()
     model, example = model.to(memory_format=torch.channels_last), tuple(channels_last(x) for x in example)
     # ExecuTorch's passes refuse the call_module input guards torch.export adds to .module()
     prepared = prepare_pt2e(torch.export.export(model, example).module(check_guards=False), CortexMQuantizer())
     with torch.no_grad():
-        for sample in zoo.calibration_data(name, CALIBRATION_SAMPLES, seed=0):
+        for sample in mlperf.calibration_data(name, CALIBRATION_SAMPLES, seed=0):
             prepared(channels_last(torch.from_numpy(sample[None])))
     torch.export.save(torch.export.export(convert_pt2e(prepared), example), path)
 
@@ -51,7 +52,7 @@ def mismatches(path: Path, name: str) -> tuple[int, int, int]:
     """(differing bytes, bytes, largest difference in steps) of edgec's golden int8 output against
     the program's Q/DQ graph, on SAMPLES inputs of the model's distribution."""
     compiled = compile_model(str(path), calibration=None, warn=lambda _: None)
-    floats = zoo.calibration_data(name, SAMPLES, seed=1)
+    floats = mlperf.calibration_data(name, SAMPLES, seed=1)
     golden = verify.golden_outputs(compiled.graph, verify.quantized_inputs(compiled.graph, floats))
     out = compiled.graph.tensors[compiled.graph.outputs[0]]
     got = np.stack([to_torch_order(out, row.reshape(out.shape)).reshape(-1) for row in golden]).astype(np.int64)
@@ -64,7 +65,7 @@ def mismatches(path: Path, name: str) -> tuple[int, int, int]:
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        for name in sys.argv[1:] or sorted(zoo.ZOO):
+        for name in sys.argv[1:] or sorted(mlperf.ZOO):
             path = Path(tmp) / f"{name}.pt2"
             executorch_program(name, path)
             differing, total, worst = mismatches(path, name)

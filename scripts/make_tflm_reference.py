@@ -30,7 +30,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from edgec import zoo  # noqa: E402
+from edgec.zoo import mlperf  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "tflm"
 CALIBRATION_SAMPLES = 64
@@ -47,14 +47,14 @@ def quantized_program(name: str):
     from litert_torch.quantize import pt2e_quantizer
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-    model, example = zoo.ZOO[name]()
+    model, example = mlperf.ZOO[name]()
     module = torch.export.export(model, example, strict=True).module()
     softmax_as_litert_matches_it(module)
     quantizer = pt2e_quantizer.PT2EQuantizer().set_global(
         pt2e_quantizer.get_symmetric_quantization_config(is_per_channel=True))
     prepared = prepare_pt2e(module, quantizer)
     with torch.no_grad():
-        for sample in zoo.calibration_data(name, CALIBRATION_SAMPLES, seed=10):
+        for sample in mlperf.calibration_data(name, CALIBRATION_SAMPLES, seed=10):
             prepared(torch.from_numpy(sample[None]))
     return quantizer, convert_pt2e(prepared, fold_quantize=False), example
 
@@ -72,7 +72,7 @@ def softmax_as_litert_matches_it(module) -> None:
 def int8_inputs(name: str, scale: float, zero_point: int, shape) -> np.ndarray:
     """[samples, *shape[1:]] int8 in PyTorch order: realistic floats quantized as TFLite's QUANTIZE
     does (float32 division, round half away from zero), then uniform random bytes."""
-    floats = zoo.calibration_data(name, REALISTIC_SAMPLES, seed=1000)
+    floats = mlperf.calibration_data(name, REALISTIC_SAMPLES, seed=1000)
     v = floats / np.float32(scale)
     realistic = np.clip(np.trunc(np.where(v >= 0, v + 0.5, v - 0.5)) + zero_point, -128, 127)
     uniform = np.random.default_rng(2000).integers(-128, 128, size=(UNIFORM_SAMPLES, *shape[1:]))
@@ -138,7 +138,7 @@ def edgec_mismatches(name: str, out_dir: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--models", nargs="*", default=sorted(zoo.ZOO))
+    parser.add_argument("--models", nargs="*", default=sorted(mlperf.ZOO))
     parser.add_argument("--run-tflm", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run_tflm:

@@ -1,5 +1,5 @@
 """The table in docs/quantization.md: int8 output SQNR against the float model per calibration
-option, on the four reference models (edgec.zoo) and the digits example (plus its test accuracy).
+option, on the four reference models (edgec.zoo.mlperf) and the digits example (plus its test accuracy).
 
     python scripts/measure_quantization.py > /tmp/table.md
 
@@ -18,7 +18,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from edgec import verify, zoo  # noqa: E402
+from edgec.tools import verify
+from edgec.zoo import mlperf  # noqa: E402
 from edgec.pipeline import compile_for, emit, load_samples, quantize_model  # noqa: E402
 
 OPTIONS = [("minmax", False), ("histogram", False), ("percentile", False), ("mse", False),
@@ -28,8 +29,8 @@ DIGITS = ROOT / "examples" / "digits"
 
 def models():
     """(name, spec, calibration, evaluation floats, labels or None)."""
-    for name in sorted(zoo.ZOO):
-        yield name, f"{zoo.__file__}:{name}", zoo.calibration_data(name, 32, seed=0), zoo.calibration_data(name, 32, seed=1), None
+    for name in sorted(mlperf.ZOO):
+        yield name, f"{mlperf.__file__}:{name}", mlperf.calibration_data(name, 32, seed=0), mlperf.calibration_data(name, 32, seed=1), None
     test = np.load(DIGITS / "test.npz")
     yield "digits", str(DIGITS / "digits.pt2"), load_samples(DIGITS / "calib.npy"), test["x"].astype(np.float32), test["y"]
 

@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from edgec.timing import LEFT_OUT  # noqa: E402
+from edgec.targets.timing import LEFT_OUT  # noqa: E402
 
 MODELS = {  # zoo factory -> MLPerf Tiny task
     "ds_cnn": "KWS (DS-CNN)",
@@ -39,7 +39,7 @@ PUBLISHED = {
                   {"ds_cnn": 3.17e6, "mobilenet_v1_025": 6.66e6, "resnet8": 11.44e6, "fc_autoencoder": 0.302e6}),
 }
 NOT_MEASURED = "not measured"
-# edgec.zoo_cnn models benchmarked for the operator-coverage work (default options).
+# edgec.zoo.cnn models benchmarked for the operator-coverage work (default options).
 CNN_MODELS = {"mobilenet_v3_small": "MobileNetV3-Small (x0.5, 96x96)", "efficientnet_b0": "EfficientNet-B0 (x0.5, 64x64)",
               "binary_classifier": "binary classifier (LeakyReLU, PReLU, sigmoid; 32x32)",
               "unet_nearest": "U-Net (max pooling, nearest upsampling, concatenation; 32x32)"}
@@ -126,7 +126,7 @@ def ratio(ours: float, theirs: float) -> str:
 
 def varied_cycles(result: dict) -> dict[str, int]:
     """The estimated total cycles under the documented model and under each assumption bench
-    --sensitivity varied (edgec.timing.SENSITIVITY); only the documented one without it."""
+    --sensitivity varied (edgec.targets.timing.SENSITIVITY); only the documented one without it."""
     return {"documented": result["total_cycles"], **result.get("sensitivity", {})}
 
 
@@ -436,7 +436,7 @@ def memory_section(bench_dir: Path) -> list[str]:
     ]
 
 
-# Models benched layer by layer and with --ram (band stages, edgec.banding): title, budget.
+# Models benched layer by layer and with --ram (band stages, edgec.backend.banding): title, budget.
 RAM_BUDGETS = {"mobilenet_v1_025": ("MobileNetV1 0.25 (VWW, 96x96)", "32K"),
                "mobilenet_v2_035": ("MobileNetV2 0.35 (96x96)", "48K"),
                "pnet": ("MTCNN PNet (72x96)", "46K")}
@@ -449,7 +449,7 @@ def ram_budget_section(bench_dir: Path) -> list[str]:
              "`python -m edgec.cli bench edgec/<zoo module>.py:<model> --target <target> --ram <budget>`",
              "into `build/bench/<target>-ram<budget>/`). Over the budget, edgec runs the layers at the memory",
              "peak as a band stage: depth-first over row bands, each intermediate map held as a window of",
-             "rows (edgec.ops.band, edgec.banding); no MAC is recomputed, the added work is kernel calls and",
+             "rows (edgec.ops.band, edgec.backend.banding); no MAC is recomputed, the added work is kernel calls and",
              "window shifts. Output bit-exact with the golden simulator on every run.", "",
              "| model | target | budget | arena layer by layer | arena with the budget | ratio "
              "| cycles (est.) layer by layer | with the budget | ratio | instructions ratio | stages |",
@@ -474,9 +474,9 @@ def ram_budget_section(bench_dir: Path) -> list[str]:
 def cnn_section(bench_dir: Path) -> list[str]:
     """The public architectures: whole-model figures, then where their instructions go by op."""
     lines = ["## Public architectures", "",
-             "Models of `edgec.zoo_cnn` (random weights, reduced width and resolution to fit the boards),",
-             "benchmarked like the reference models (`python -m edgec.cli bench edgec/zoo_cnn.py:<model>`),",
-             "calibration `edgec.zoo_cnn.calibration_data(<model>, 32)`, with `--opt size` (EfficientNet's",
+             "Models of `edgec.zoo.cnn` (random weights, reduced width and resolution to fit the boards),",
+             "benchmarked like the reference models (`python -m edgec.cli bench edgec/zoo/cnn.py:<model>`),",
+             "calibration `edgec.zoo.cnn.calibration_data(<model>, 32)`, with `--opt size` (EfficientNet's",
              "int16-widened DSP filters would not fit the typical M4 part's 1 MiB flash; Helium ignores",
              "`--opt`). No CMSIS-NN reference figures exist for them.", "",
              "| model | target | MACs | cycles (est.) | ms (est.) | instructions | insn/MAC | flash | RAM | arena "
@@ -512,9 +512,9 @@ def seq_section(bench_dir: Path) -> list[str]:
     """The sequence models: recurrent keyword spotters (whole sequence and streaming) and tiny
     transformers; RAM = arena + persistent state."""
     lines = ["## Sequence models", "",
-             "Models of `edgec.zoo_seq` (random weights), benchmarked like the reference models",
-             "(`python -m edgec.cli bench edgec/zoo_seq.py:<model>`, calibration",
-             "`edgec.zoo_seq.calibration_data(<model>, 32)`; the streaming build adds `--stream` and counts",
+             "Models of `edgec.zoo.seq` (random weights), benchmarked like the reference models",
+             "(`python -m edgec.cli bench edgec/zoo/seq.py:<model>`, calibration",
+             "`edgec.zoo.seq.calibration_data(<model>, 32)`; the streaming build adds `--stream` and counts",
              "one time step). State: the recurrent state kept between invokes outside the arena.", "",
              "| model | target | cycles (est.) | ms (est.) | instructions | flash | arena | state |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -541,10 +541,10 @@ def render(bench_dir: Path) -> str:
         "",
         "Generated by `make bench`; do not edit. Per model and target the Makefile runs",
         "",
-        "    python -m edgec.cli bench edgec/zoo.py:<model> --calib build/bench/<model>.npy \\",
+        "    python -m edgec.cli bench edgec/zoo/mlperf.py:<model> --calib build/bench/<model>.npy \\",
         "        --target <target> --json --quiet -o build/bench/<target>/<model>",
         "",
-        "(the calibration data is `edgec.zoo.calibration_data(<model>, 32)`, and the benchmarked input",
+        "(the calibration data is `edgec.zoo.mlperf.calibration_data(<model>, 32)`, and the benchmarked input",
         "its first sample; the default `--opt auto`), the same with `--opt size` on the DSP cores into",
         "`build/bench/<target>-size/` (and `--opt speed` on cortex-m4 into `build/bench/cortex-m4-speed/`),",
         "and, when `CMSIS_NN_DIR` names a CMSIS-NN checkout, the same with",

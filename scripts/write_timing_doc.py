@@ -1,4 +1,4 @@
-"""Write docs/timing-model.md from edgec/timing.py, the one place the cycle model's costs live.
+"""Write docs/timing-model.md from edgec/targets/timing.py, the one place the cycle model's costs live.
 
     python scripts/write_timing_doc.py
 """
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
-    from edgec.timing import document
+    from edgec.targets.timing import document
 
     path = ROOT / "docs" / "timing-model.md"
     path.write_text(document())

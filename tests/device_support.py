@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgec import toolchain
+from edgec.targets import toolchain
 
 ROOT = Path(__file__).resolve().parent.parent
 DIGITS = ROOT / "examples" / "digits"
@@ -72,7 +72,7 @@ def small_digits_calib(tmp_path) -> Path:
 def compile_and_run(quantized, target, floats, tmp_path: Path, name: str = "m"):
     """`quantized` compiled for `target`, its C directory emitted and run on `floats` (host C or
     QEMU): (compiled, the output bytes, their comparison with the golden simulator's)."""
-    from edgec import verify
+    from edgec.tools import verify
     from edgec.pipeline import compile_for, emit
     compiled = compile_for(quantized, target)
     emit(compiled, tmp_path / name, name)

@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import edgec
 from edgec import pipeline
-from edgec import verify as checks
+from edgec.tools import verify as checks
 from tests.device_support import needs_toolchain
 from tests.test_cli import run_cli, write_model
 
@@ -298,7 +298,7 @@ def test_a_pt2e_quantized_exported_program_keeps_its_qparams():
     evaluate compares the int8 model with that program's Q/DQ graph run in float."""
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-    from edgec.quantize import EdgecQuantizer
+    from edgec.frontend.quantize import EdgecQuantizer
     program = torch.export.load(str(DIGITS / "digits.pt2"))
     prepared = prepare_pt2e(program.module(), EdgecQuantizer())
     for sample in np.load(DIGITS / "calib.npy")[:16]:
@@ -381,10 +381,10 @@ def test_the_quantization_keywords_give_what_the_build_options_give(tmp_path, ca
 def test_stream_saves_verifies_and_benches_what_the_cli_does_with_stream(tmp_path, capsys):
     """stream=True: save() writes what `edgec build --stream` writes, verify() also checks the stream
     (as `edgec verify --stream`) and bench() counts the one time step `edgec bench --stream` counts."""
-    from edgec import zoo_seq
-    calib = zoo_seq.calibration_data("lstm_kws", 8, seed=0)
+    from edgec.zoo import seq
+    calib = seq.calibration_data("lstm_kws", 8, seed=0)
     np.save(tmp_path / "calib.npy", calib)
-    model = f"{zoo_seq.__file__}:lstm_kws"
+    model = f"{seq.__file__}:lstm_kws"
     code, out, err = run_cli("bench", model, "--calib", tmp_path / "calib.npy", "--stream", "--quiet", "--json",
                              capsys=capsys)
     assert code == 0, err

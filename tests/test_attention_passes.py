@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from edgec.errors import EdgecError
-from edgec.frontend import export
+from edgec.frontend.export import export
 from edgec.passes.normalize import normalize
 from edgec.pipeline import check_supported
 

@@ -1,4 +1,4 @@
-"""Band stages (edgec.ops.band, edgec.banding): chains of spatial layers run depth-first over row
+"""Band stages (edgec.ops.band, edgec.backend.banding): chains of spatial layers run depth-first over row
 bands equal the layer-by-layer run byte for byte -- in the golden simulator (which replays the C's
 action table on the same overlapping memory) and in the generated C (host, sanitizers and every
 layer's arena writes checked; one QEMU Cortex-M4 run) -- for chunks of 1 row, uneven last chunks,
@@ -15,14 +15,14 @@ import torch
 from torch import nn
 
 from edgec import sim
-from edgec.banding import chains, fit_budget
+from edgec.backend.banding import chains, fit_budget
 from edgec.ops import KINDS
 from edgec.ops.band import make_stage
 from edgec.pipeline import compile_model, emit
-from edgec.plan import check_plan
-from edgec.schedule import schedule_and_plan
-from edgec.targets import get_target
-from edgec.verify import build_host, golden_outputs, output_bytes, quantized_inputs, run_host, run_on
+from edgec.backend.plan import check_plan
+from edgec.backend.schedule import schedule_and_plan
+from edgec.targets.cores import get_target
+from edgec.tools.verify import build_host, golden_outputs, output_bytes, quantized_inputs, run_host, run_on
 from tests.device_support import needs_toolchain
 from tests.test_cli import run_cli
 

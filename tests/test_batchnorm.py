@@ -11,7 +11,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import edgec
-from edgec import sim, verify
+from edgec import sim
+from edgec.tools import verify
 from edgec.ir import to_torch_order
 from edgec.pipeline import compile_model, emit
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from edgec import device, timing
-from edgec.toolchain import elf_memory
+from edgec.targets import device, timing
+from edgec.targets.toolchain import elf_memory
 from tests.device_support import ALL_OPS, DIGITS, edgec_cache, needs_toolchain, small_digits_calib  # noqa: F401
 from tests.test_cli import run_cli
 
@@ -42,7 +42,7 @@ def test_bench_reports_modelled_cycles_and_milliseconds_next_to_exact_instructio
     # --flash-wait drives --opt auto's choice too: without wait states it widens every DSP filter
     assert bench_json(capsys, *args[:-2], "--flash-wait", "0", "--mhz", "120") == zero_wait
 
-    assert (typical["clock_mhz"], typical["flash_wait_states"]) == (168, 5)  # STM32F407VG, edgec.timing.MEMORY
+    assert (typical["clock_mhz"], typical["flash_wait_states"]) == (168, 5)  # STM32F407VG, edgec.targets.timing.MEMORY
     assert (zero_wait["clock_mhz"], zero_wait["flash_wait_states"]) == (120, 0)
     for result in (typical, zero_wait):
         assert result["total_cycles"] == sum(layer["cycles"] for layer in result["layers"])
@@ -59,7 +59,7 @@ def test_bench_reports_modelled_cycles_and_milliseconds_next_to_exact_instructio
 
 
 def test_bench_on_a_named_part_with_the_sensitivity_of_its_estimate(small_digits_calib, capsys):
-    """--part takes the published part's clock and wait states (edgec.timing.PARTS); --sensitivity
+    """--part takes the published part's clock and wait states (edgec.targets.timing.PARTS); --sensitivity
     re-estimates with each uncertain part varied: the refill bounds order the totals, and the
     instructions never change."""
     args = (DIGITS / "digits.pt2", "--calib", small_digits_calib, "--target", "cortex-m4", "--opt", "speed")
@@ -100,7 +100,7 @@ def test_bench_maps_markers_to_the_layers_that_emit_code(tmp_path, small_digits_
 
 def test_bench_of_every_kernel_with_sizes_from_the_elf(tmp_path):
     from edgec.pipeline import compile_model, emit
-    from edgec.verify import golden_outputs, quantized_inputs
+    from edgec.tools.verify import golden_outputs, quantized_inputs
     from tests.data.models import all_ops_samples
 
     compiled = compile_model(ALL_OPS, calibration=all_ops_samples(16, 0), target="cortex-m3", warn=lambda _: None)

@@ -18,9 +18,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from edgec import toolchain, verify
+from edgec.targets import toolchain
+from edgec.tools import verify
 from edgec.pipeline import compile_for, emit, quantize_model
-from edgec.targets import Target, get_target
+from edgec.targets.cores import Target, get_target
 from tests.data.models import all_ops_samples
 from tests.device_support import ALL_OPS, ROOT, edgec_cache, needs_toolchain, require_tools  # noqa: F401
 from tests.test_kernels_arm import all_cases, failures, run_on_target

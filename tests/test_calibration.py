@@ -7,10 +7,10 @@ import re
 import numpy as np
 import torch
 
-from edgec import calibration
+from edgec.frontend import calibration
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC
 from edgec.pipeline import compile_model, load_samples
-from edgec.quantize import EdgecQuantizer
+from edgec.frontend.quantize import EdgecQuantizer
 from tests.device_support import DIGITS, small_digits_calib  # noqa: F401 (fixture)
 from tests.test_cli import run_cli
 

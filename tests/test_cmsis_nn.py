@@ -18,11 +18,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from edgec import verify
+from edgec.tools import verify
 from edgec.errors import EdgecError
 from edgec.ops.cmsis_nn import kernel_sums
 from edgec.pipeline import compile_for, emit, quantize_model
-from edgec.targets import get_target
+from edgec.targets.cores import get_target
 from tests.device_support import ROOT, compile_and_run, edgec_cache, needs_toolchain, require_tools  # noqa: F401
 
 CHECKOUT = os.environ.get("CMSIS_NN_DIR")
@@ -184,7 +184,7 @@ def test_without_a_checkout_the_cli_says_what_to_set(tmp_path):
     unset = {k: v for k, v in os.environ.items() if k != "CMSIS_NN_DIR"}
     for env, message in ((unset, "needs a CMSIS-NN checkout: set CMSIS_NN_DIR"),
                          ({**unset, "CMSIS_NN_DIR": str(tmp_path)}, "not a CMSIS-NN checkout")):
-        result = subprocess.run([sys.executable, "-m", "edgec.cli", "build", "edgec/zoo.py:fc_autoencoder", "--kernels",
+        result = subprocess.run([sys.executable, "-m", "edgec.cli", "build", "edgec/zoo/mlperf.py:fc_autoencoder", "--kernels",
                                  "cmsis-nn", "--target", "cortex-m4", "-o", str(tmp_path / "out")],
                                 capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
         assert result.returncode == 2, result.stderr
@@ -196,7 +196,7 @@ def test_without_a_checkout_the_cli_says_what_to_set(tmp_path):
 def test_cmsis_nn_compiles_at_the_optimisation_the_target_asks(monkeypatch, tmp_path):
     """--cmsis-nn-opt Ofast (Arm's recommendation for CMSIS-NN) reaches the compiler for CMSIS-NN's
     sources only; -O2 stays the default; anything else is one clear error."""
-    from edgec import cmsis_nn_build, toolchain
+    from edgec.targets import cmsis_nn_build, toolchain
     (tmp_path / "Source" / "X").mkdir(parents=True)
     (tmp_path / "Source" / "X" / "a.c").write_text("int a;\n")
     seen = []

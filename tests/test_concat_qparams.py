@@ -12,11 +12,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-from edgec import sim, verify
+from edgec import sim
+from edgec.tools import verify
 from edgec.ir import to_torch_order
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate
 from edgec.pipeline import compile_model, emit
-from edgec.quantize import EdgecQuantizer
+from edgec.frontend.quantize import EdgecQuantizer
 
 SHAPE = (1, 3, 8, 8)
 

@@ -10,12 +10,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from edgec import device, timing, zoo
-from edgec.codegen import layer_constants_bytes
+from edgec.targets import device, timing
+from edgec.zoo import mlperf
+from edgec.backend.codegen import layer_constants_bytes
 from edgec.passes.constant_layouts import weight_reuse, widening
 from edgec.pipeline import compile_for, emit, quantize_model
-from edgec.targets import get_target
-from edgec.verify import quantized_inputs
+from edgec.targets.cores import get_target
+from edgec.tools.verify import quantized_inputs
 from tests.device_support import DIGITS, ROOT, edgec_cache, needs_toolchain, small_digits_calib  # noqa: F401
 from tests.test_cli import run_cli
 
@@ -53,7 +54,7 @@ def test_widening_rule(kind, filter_bytes, out_channels, target, flash_wait, wid
 
 
 def test_widening_rule_reads_the_parts_memory_facts(monkeypatch):
-    """The cache the rule checks is edgec.timing.MEMORY's, not a copy of its numbers."""
+    """The cache the rule checks is edgec.targets.timing.MEMORY's, not a copy of its numbers."""
     m4 = timing.MEMORY["cortex-m4"]
     assert widening("conv2d", 48, 2, "cortex-m4", 7).wide
     monkeypatch.setitem(timing.MEMORY, "cortex-m4", replace(m4, dcache_lines=0))
@@ -65,7 +66,7 @@ def test_widening_rule_reads_the_parts_memory_facts(monkeypatch):
 
 @pytest.fixture(scope="module")
 def ds_cnn():
-    return quantize_model(f"{ROOT / 'edgec' / 'zoo.py'}:ds_cnn", calibration=zoo.calibration_data("ds_cnn", 16, 0),
+    return quantize_model(f"{ROOT / 'edgec' / 'mlperf.py'}:ds_cnn", calibration=mlperf.calibration_data("ds_cnn", 16, 0),
                           warn=lambda _: None)
 
 
@@ -162,7 +163,7 @@ def test_flash_wait_is_an_option_of_every_compiling_command(command, capsys):
 def test_auto_is_estimated_no_slower_than_speed_or_size(ds_cnn, tmp_path):
     """DS-CNN on cortex-m4 at its typical part's wait states: auto's estimated cycles (the bench's
     total) are within 0.1% of the better of --opt speed and --opt size."""
-    sample = quantized_inputs(compile_for(ds_cnn, M4).graph, [zoo.calibration_data("ds_cnn", 1, 1)])[0]
+    sample = quantized_inputs(compile_for(ds_cnn, M4).graph, [mlperf.calibration_data("ds_cnn", 1, 1)])[0]
     cycles = {}
     for opt in ("auto", "speed", "size"):
         compiled = compile_for(ds_cnn, M4.with_opt(opt))

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from edgec import toolchain
+from edgec.targets import toolchain
 from tests.device_support import DIGITS, ROOT, edgec_cache, needs_toolchain, require_tools  # noqa: F401
 
 FIRMWARE = ROOT / "examples" / "firmware"

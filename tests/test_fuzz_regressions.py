@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from edgec import verify
+from edgec.tools import verify
 from edgec.errors import EdgecError
 from edgec.ops import unit_of
 from edgec.pipeline import compile_model, emit

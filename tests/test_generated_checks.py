@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgec import toolchain
-from edgec.codegen import c_comment
+from edgec.targets import toolchain
+from edgec.backend.codegen import c_comment
 from edgec.pipeline import compile_model, emit
-from edgec.targets import get_target
+from edgec.targets.cores import get_target
 from tests.device_support import DIGITS, needs_toolchain
 from tests.test_cli import run_cli
 

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from edgec import verify
+from edgec.tools import verify
 from edgec.pipeline import compile_model, emit
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgec import zoo
+from edgec.zoo import mlperf
 from edgec.errors import EdgecError
 from edgec.ops import unit_of
 from edgec.pipeline import compile_for, emit, quantize_model
-from edgec.verify import (accuracy_summary, build_host, check_against_reference, compare, float_reference,
+from edgec.tools.verify import (accuracy_summary, build_host, check_against_reference, compare, float_reference,
                           golden_outputs, output_bytes, quantized_inputs, run_host, run_on)
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401
 from tests.test_cli import run_cli
 
-ZOO = ROOT / "edgec" / "zoo.py"
+ZOO = ROOT / "edgec" / "mlperf.py"
 MODELS = ROOT / "tests" / "data" / "int16_models.py"
 CALIBRATION_SAMPLES = 32
 SAMPLES = 4
@@ -28,7 +28,7 @@ DS_CNN_INT16_LAYERS = ("5", "10")
 
 
 def _samples(model: str, count: int, seed: int) -> np.ndarray:
-    return zoo.calibration_data(model, count, seed)
+    return mlperf.calibration_data(model, count, seed)
 
 
 @pytest.fixture(scope="module")

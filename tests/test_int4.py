@@ -15,18 +15,18 @@ import numpy as np
 import pytest
 import torch
 
-from edgec import zoo
-from edgec import weight_rounding as rounding
+from edgec.zoo import mlperf
+from edgec.frontend import weight_rounding as rounding
 from edgec.errors import EdgecError
 from edgec.ops.qspec import ANNOTATION_KEY, INT4_WEIGHT_QSPEC
 from edgec.pipeline import compile_for, emit, prepare, quantize_model
-from edgec.quantize import EdgecQuantizer, int4_capable, quantize
-from edgec.verify import (build_host, check_against_reference, compare, golden_outputs, output_bytes,
+from edgec.frontend.quantize import EdgecQuantizer, int4_capable, quantize
+from edgec.tools.verify import (build_host, check_against_reference, compare, golden_outputs, output_bytes,
                           quantized_inputs, run_host, run_on)
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401
 from tests.test_cli import run_cli
 
-ZOO = ROOT / "edgec" / "zoo.py"
+ZOO = ROOT / "edgec" / "mlperf.py"
 DIGITS = ROOT / "examples" / "digits"
 SAMPLES = 4
 VERIFY_SAMPLES = 20  # `edgec verify`'s default: its per-channel mean rule is statistical
@@ -41,7 +41,7 @@ def quantized():
         key = (model, tuple(sorted(options.items())))
         if key not in cache:
             cache[key] = quantize_model(f"{ZOO}:{model}", warn=lambda _: None,
-                                        calibration=zoo.calibration_data(model, 32, 0), **options)
+                                        calibration=mlperf.calibration_data(model, 32, 0), **options)
         return cache[key]
     return get
 
@@ -74,7 +74,7 @@ def test_autoencoder_int4_fits_150_kib_and_is_bit_exact_on_host(quantized, tmp_p
     print(f"constants: int8 {int8['weights_bytes']} B, int4 {report['weights_bytes']} B")
     assert report["weights_bytes"] <= AUTOENCODER_CONSTANTS_LIMIT < int8["weights_bytes"]
     host = compile_for(quantized("fc_autoencoder", weights="int4"))
-    floats = zoo.calibration_data("fc_autoencoder", SAMPLES, 1)
+    floats = mlperf.calibration_data("fc_autoencoder", SAMPLES, 1)
     _bit_exact(host, floats, tmp_path)
     assert check_against_reference(host, floats).checked == len(host.graph.ops)
 
@@ -82,7 +82,7 @@ def test_autoencoder_int4_fits_150_kib_and_is_bit_exact_on_host(quantized, tmp_p
 def test_ds_cnn_int4_convolutions_are_bit_exact_on_host(quantized, tmp_path):
     compiled = compile_for(quantized("ds_cnn", weights="int4", int4_rounding="nearest"))
     assert _int4_kinds(compiled) == {"conv2d": 5, "depthwise_conv2d": 4, "fully_connected": 1}
-    floats = zoo.calibration_data("ds_cnn", SAMPLES, 1)
+    floats = mlperf.calibration_data("ds_cnn", SAMPLES, 1)
     _bit_exact(compiled, floats, tmp_path)
     assert check_against_reference(compiled, floats).checked == len([op for op in compiled.graph.ops
                                                                       if op.kind != "reshape"])
@@ -93,7 +93,7 @@ def test_ds_cnn_int4_convolutions_are_bit_exact_on_host(quantized, tmp_path):
 @pytest.mark.parametrize("model", ["fc_autoencoder", "ds_cnn"])
 def test_int4_models_are_bit_exact_on_cortex_m4(model, quantized, tmp_path):
     compiled = compile_for(quantized(model, weights="int4"), "cortex-m4")
-    _bit_exact(compiled, zoo.calibration_data(model, 2, 1), tmp_path)
+    _bit_exact(compiled, mlperf.calibration_data(model, 2, 1), tmp_path)
 
 
 @needs_toolchain
@@ -123,7 +123,7 @@ def test_int4_layers_selects_by_module_path(quantized):
 def test_int4_layers_refuses_what_it_cannot_make_int4(layers, message):
     with pytest.raises(EdgecError, match=message):
         quantize_model(f"{ZOO}:fc_autoencoder", warn=lambda _: None,
-                       calibration=zoo.calibration_data("fc_autoencoder", 2, 0), int4_layers=layers)
+                       calibration=mlperf.calibration_data("fc_autoencoder", 2, 0), int4_layers=layers)
 
 
 def test_cli_int4_layers_error_is_one_line(capsys, tmp_path):

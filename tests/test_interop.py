@@ -10,12 +10,12 @@ import torch
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from torchao.quantization.pt2e.quantizer import DerivedQuantizationSpec
 
-from edgec import verify
+from edgec.tools import verify
 from edgec.errors import EdgecError
 from edgec.pipeline import compile_model
 from edgec.ops.qspec import ANNOTATION_KEY
-from edgec.quantize import EdgecQuantizer
-from edgec.torch_ops import CONVS, LINEARS
+from edgec.frontend.quantize import EdgecQuantizer
+from edgec.frontend.torch_ops import CONVS, LINEARS
 from tests.test_pipeline import Simple
 
 SHAPE = (1, 3, 13, 9)
@@ -125,7 +125,7 @@ def test_verify_fails_a_model_whose_weights_collapsed(tmp_path, capsys, monkeypa
     """The bug this file's first test guards against, put back: float weights behind quantize nodes
     cast to int8 (all zeros). The C still equals the golden -- both run the broken program -- so
     only the check against the program's own Q/DQ graph can see it, and verify must fail."""
-    from edgec import lower
+    from edgec.frontend import lower
     from tests.test_cli import run_cli
 
     path = _program(tmp_path, EdgecQuantizer(), False)

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgec import toolchain
+from edgec.targets import toolchain
 from edgec.numerics import quantize_multiplier
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops.conv import (
@@ -39,7 +39,7 @@ from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, blocked_bias, dsp_ch
 from edgec.ops.linear import FC_BLOCKING, fully_connected_s8
 from edgec.ops.pool import avg_pool2d_s8, max_pool2d_s8
 from edgec.pipeline import compile_model, emit
-from edgec.targets import Target, get_target
+from edgec.targets.cores import Target, get_target
 from tests.data.models import all_ops_samples
 from tests.device_support import ALL_OPS, ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
 

@@ -22,7 +22,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgec import toolchain
+from edgec.targets import toolchain
 from edgec.ops.pool import (adaptive_avg_pool2d_desc, adaptive_avg_pool2d_s8, avg_pool2d_desc, avg_pool2d_s8,
                             pool_output_size)
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgec import toolchain
+from edgec.targets import toolchain
 from edgec.numerics import quantize_multiplier
 from edgec.ops.binary import BINARY_OPS, binary_desc, binary_s8, prelu_desc, prelu_s8
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)

@@ -21,7 +21,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgec import toolchain
+from edgec.targets import toolchain
 from edgec.numerics import quantize_multiplier
 from edgec.ops.conv_transpose import (
     PORTABLE,

@@ -32,7 +32,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import edgec.ops.softmax as softmax_module
-from edgec import toolchain
+from edgec.targets import toolchain
 from edgec.ops.lut import (FIXED_OUTPUT_QPARAMS, FLOAT_FUNCTIONS, OBSERVED_OUTPUT_FUNCTIONS, lut_desc, lut_s8,
                            lut_table)
 from edgec.ops.softmax import (LOG_SOFTMAX_OUTPUT_SCALE, LOG_SOFTMAX_OUTPUT_ZERO_POINT, _log_x_for_x_ge_1,

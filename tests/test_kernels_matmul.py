@@ -23,7 +23,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgec import toolchain
+from edgec.targets import toolchain
 from edgec.ops.layer_norm import layer_norm_desc, layer_norm_s8
 from edgec.ops.matmul import batch_matmul_desc, batch_matmul_s8
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)

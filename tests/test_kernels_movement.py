@@ -22,7 +22,7 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from edgec import toolchain
+from edgec.targets import toolchain
 from edgec.numerics import quantize_multiplier
 from edgec.ops.movement import (
     MAX_DIMS,

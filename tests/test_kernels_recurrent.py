@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgec import toolchain
+from edgec.targets import toolchain
 from edgec.ops.recurrent import (DESC_FIELDS, GRU_GATES, LSTM_GATES, SIGMOID, TANH, activation_s16,
                                  recurrent_desc, recurrent_s8, sigmoid_table)
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)

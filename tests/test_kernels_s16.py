@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgec import toolchain
+from edgec.targets import toolchain
 from edgec.numerics import (INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN, add_bias_s64, quantize_bias_s64,
                             quantize_multiplier, requantize_s64)
 from edgec.ops import int16

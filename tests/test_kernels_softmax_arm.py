@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgec import toolchain
+from edgec.targets import toolchain
 from edgec.ops.softmax import softmax_params, softmax_s8
 from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
 

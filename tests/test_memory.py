@@ -8,12 +8,13 @@ from dataclasses import replace
 
 import pytest
 
-from edgec import device, zoo
+from edgec.targets import device
+from edgec.zoo import mlperf
 from edgec.errors import EdgecError
 from edgec.ops.conv import is_pointwise
 from edgec.pipeline import compile_model, emit
-from edgec.plan import check_plan
-from edgec.verify import compare, golden_outputs, quantized_inputs, run_on
+from edgec.backend.plan import check_plan
+from edgec.tools.verify import compare, golden_outputs, quantized_inputs, run_on
 from tests.data.models import all_ops_samples
 from tests.device_support import ALL_OPS, edgec_cache, needs_toolchain  # noqa: F401
 
@@ -22,12 +23,12 @@ RAM_BEYOND_ARENA_GOAL = 1024
 
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
-@pytest.mark.parametrize("model", sorted(zoo.ZOO))
+@pytest.mark.parametrize("model", sorted(mlperf.ZOO))
 def test_ram_beyond_the_arena_is_under_1_kib_and_nothing_per_layer_is_in_ram(model, tmp_path):
-    compiled = compile_model(f"{zoo.__file__}:{model}", calibration=zoo.calibration_data(model, 8, seed=0),
+    compiled = compile_model(f"{mlperf.__file__}:{model}", calibration=mlperf.calibration_data(model, 8, seed=0),
                              target="cortex-m4", warn=lambda _: None)
     emit(compiled, tmp_path / "model", "model")
-    sample = quantized_inputs(compiled.graph, zoo.calibration_data(model, 1, seed=1))[0]
+    sample = quantized_inputs(compiled.graph, mlperf.calibration_data(model, 1, seed=1))[0]
 
     ram = device.ram_beyond_arena(compiled.target, tmp_path / "model", "model", sample, tmp_path / "build")
 

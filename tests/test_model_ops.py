@@ -10,7 +10,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from edgec import sim, verify
+from edgec import sim
+from edgec.tools import verify
 from edgec.errors import EdgecError
 from edgec.ir import to_torch_order
 from edgec.pipeline import compile_model, emit

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgec import verify, zoo
+from edgec.tools import verify
+from edgec.zoo import mlperf
 from edgec.pipeline import compile_model, emit
 
 SAMPLES = 20
@@ -14,10 +15,10 @@ SAMPLES = 20
 MIN_OUTPUT_SQNR_DB = {"ds_cnn": 25.0, "mobilenet_v1_025": 12.0, "resnet8": 25.0, "fc_autoencoder": 12.0}
 
 
-@pytest.fixture(scope="module", params=sorted(zoo.ZOO))
+@pytest.fixture(scope="module", params=sorted(mlperf.ZOO))
 def built(request, tmp_path_factory):
     name = request.param
-    compiled = compile_model(f"{zoo.__file__}:{name}", calibration=zoo.calibration_data(name, 16, seed=0))
+    compiled = compile_model(f"{mlperf.__file__}:{name}", calibration=mlperf.calibration_data(name, 16, seed=0))
     out_dir = tmp_path_factory.mktemp(name) / name
     emit(compiled, out_dir, name)
     return name, compiled, out_dir
@@ -25,7 +26,7 @@ def built(request, tmp_path_factory):
 
 def test_generated_c_is_bit_exact_with_golden(built, tmp_path):
     name, compiled, out_dir = built
-    floats = zoo.calibration_data(name, SAMPLES, seed=1)
+    floats = mlperf.calibration_data(name, SAMPLES, seed=1)
     inputs = verify.quantized_inputs(compiled.graph, floats)
     exe = verify.build_host(out_dir, name, tmp_path, sanitize=True)
     device = verify.run_host(exe, inputs, verify.output_bytes(compiled.graph))
@@ -36,7 +37,7 @@ def test_generated_c_is_bit_exact_with_golden(built, tmp_path):
 
 def test_int8_output_is_close_to_float(built):
     name, compiled, _ = built
-    floats = zoo.calibration_data(name, SAMPLES, seed=1)
+    floats = mlperf.calibration_data(name, SAMPLES, seed=1)
     inputs = verify.quantized_inputs(compiled.graph, floats)
     int8 = verify.golden_outputs(compiled.graph, inputs)
     summary = verify.accuracy_summary(compiled, verify.float_reference(compiled, floats), int8)

@@ -16,13 +16,13 @@ import pytest
 import torch
 from torch import nn
 
-from edgec import toolchain
-from edgec import verify as checks
-from edgec.codegen import runtime_symbol
+from edgec.targets import toolchain
+from edgec.tools import verify as checks
+from edgec.backend.codegen import runtime_symbol
 from edgec.errors import EdgecError
 from edgec.ops.recurrent import reset_state
 from edgec.pipeline import compile_for, emit, emit_many, quantize_model
-from edgec.targets import get_target
+from edgec.targets.cores import get_target
 from tests.device_support import ROOT, edgec_cache, needs_toolchain, require_tools  # noqa: F401
 
 PORT = ROOT / "runtime_c" / "port"

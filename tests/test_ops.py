@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgec import verify
+from edgec.tools import verify
 from edgec.pipeline import quantize_model
 from tests.device_support import ROOT, compile_and_run, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
 

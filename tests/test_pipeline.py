@@ -7,9 +7,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-from edgec import sim, verify
+from edgec import sim
+from edgec.tools import verify
 from edgec.pipeline import compile_model, emit
-from edgec.quantize import EdgecQuantizer
+from edgec.frontend.quantize import EdgecQuantizer
 
 
 class AllOps(nn.Module):

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgec import zoo
+from edgec.zoo import mlperf
 from edgec.ir import Graph, InPlace, Op, Tensor
 from edgec.ops import KINDS
 from edgec.pipeline import compile_model
-from edgec.plan import (
+from edgec.backend.plan import (
     ALIGNMENT,
     Block,
     Buffer,
@@ -49,7 +49,7 @@ CORTEX_M4_GOALS = {"ds_cnn": 8_500, "mobilenet_v1_025": 46_000, "resnet8": 49_20
 def _compile(name: str, target: str = "host"):
     if name == "digits":
         return compile_model(str(DIGITS / "digits.pt2"), calibration=np.load(DIGITS / "calib.npy")[:8], target=target)
-    return compile_model(f"{zoo.__file__}:{name}", calibration=zoo.calibration_data(name, 8, seed=0), target=target,
+    return compile_model(f"{mlperf.__file__}:{name}", calibration=mlperf.calibration_data(name, 8, seed=0), target=target,
                          warn=lambda _: None)
 
 
@@ -275,7 +275,7 @@ def test_search_places_an_in_place_block_around_a_buffer():
 
 def test_plan_does_not_depend_on_the_hash_seed():
     # Buffers on which the greedy orders miss the bound, so the search (which uses sets) decides.
-    script = ("import random; from edgec.plan import Block, Buffer, place; rng = random.Random(0); "
+    script = ("import random; from edgec.backend.plan import Block, Buffer, place; rng = random.Random(0); "
               "items = [Block.of(Buffer(f'b{i}', rng.randrange(1, 200), a, a + rng.randrange(0, 5))) "
               "for i, a in enumerate(rng.randrange(-1, 20) for _ in range(30))]; "
               "strategy, offsets = place(items, 24); assert strategy == 'skyline search'; "

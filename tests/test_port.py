@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgec import toolchain
-from edgec.targets import TARGETS, UnknownTargetError, get_target, parse_size
+from edgec.targets import toolchain
+from edgec.targets.cores import TARGETS, UnknownTargetError, get_target, parse_size
 from tests.device_support import needs_toolchain
 
 DATA = Path(__file__).resolve().parent / "data" / "port"

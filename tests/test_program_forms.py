@@ -13,7 +13,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from edgec.errors import EdgecError
 from edgec.ops.qspec import ANNOTATION_KEY
 from edgec.pipeline import compile_model
-from edgec.quantize import EdgecQuantizer
+from edgec.frontend.quantize import EdgecQuantizer
 from tests.test_cli import run_cli
 
 SHAPE = (1, 3, 6, 6)

@@ -12,7 +12,7 @@ import torch
 
 from edgec import sim
 from edgec.pipeline import compile_model, emit
-from edgec.verify import HOST_CFLAGS, SANITIZE_FLAGS
+from edgec.tools.verify import HOST_CFLAGS, SANITIZE_FLAGS
 
 DRIVER = r"""
 #include <stdio.h>

@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from edgec import zoo
+from edgec.zoo import mlperf
 from edgec.pipeline import compile_model, emit
-from edgec.report import write_html_report
+from edgec.tools.report import write_html_report
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -17,7 +17,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 @pytest.fixture(scope="module")
 def build_dir(tmp_path_factory):
     """resnet8 (residual adds keep buffers alive across layers), emitted to a C directory."""
-    compiled = compile_model(f"{zoo.__file__}:resnet8", calibration=zoo.calibration_data("resnet8", 8, seed=0))
+    compiled = compile_model(f"{mlperf.__file__}:resnet8", calibration=mlperf.calibration_data("resnet8", 8, seed=0))
     out_dir = tmp_path_factory.mktemp("build") / "resnet8"
     emit(compiled, out_dir, "resnet8")
     return out_dir

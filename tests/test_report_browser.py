@@ -1,4 +1,4 @@
-"""The report of the visual-wake-words reference model (MobileNetV1-0.25, edgec.zoo) as a person
+"""The report of the visual-wake-words reference model (MobileNetV1-0.25, edgec.zoo.mlperf) as a person
 sees it: compiled with the Python API, benchmarked on the Cortex-M4 board (QEMU) and opened in
 headless Chromium -- a screenshot is taken, the page logs nothing to the console, and it shows the
 memory timeline and the time, flash and SQNR plots per layer.
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import edgec
-from edgec import zoo
-from edgec.report import write_html_report
+from edgec.zoo import mlperf
+from edgec.tools.report import write_html_report
 from tests.device_support import needs_toolchain, require_tools
 
 CHROMIUM_INSTALL = "apt-get install -y --no-install-recommends chromium (make toolchain)"
@@ -43,8 +43,8 @@ def headless(page: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def vww(tmp_path_factory):
     """MobileNetV1-0.25 compiled for the Cortex-M4, benchmarked under QEMU, saved and reported."""
-    model, example = zoo.mobilenet_v1_025()
-    compiled = edgec.compile(model, example, calibration=zoo.calibration_data("mobilenet_v1_025", 8, seed=0),
+    model, example = mlperf.mobilenet_v1_025()
+    compiled = edgec.compile(model, example, calibration=mlperf.calibration_data("mobilenet_v1_025", 8, seed=0),
                              target="cortex-m4", name="vww", progress=False)
     bench = compiled.bench()
     out = tmp_path_factory.mktemp("vww")

@@ -6,11 +6,11 @@ import copy
 
 from hypothesis import HealthCheck, given, settings
 
-from edgec import zoo
+from edgec.zoo import mlperf
 from edgec.ir import Graph
 from edgec.pipeline import compile_model
-from edgec.plan import blocks, buffers, check_plan, in_place_choices, liveness_lower_bound, plan_memory
-from edgec.schedule import peak_minimising_order, schedule_and_plan
+from edgec.backend.plan import blocks, buffers, check_plan, in_place_choices, liveness_lower_bound, plan_memory
+from edgec.backend.schedule import peak_minimising_order, schedule_and_plan
 from tests.test_plan import graphs
 
 
@@ -42,7 +42,7 @@ def _in_order(graph: Graph, order: list) -> Graph:
 
 
 def test_resnet8_schedule_plans_no_more_than_the_lowering_order():
-    model = compile_model(f"{zoo.__file__}:resnet8", calibration=zoo.calibration_data("resnet8", 8, seed=0))
+    model = compile_model(f"{mlperf.__file__}:resnet8", calibration=mlperf.calibration_data("resnet8", 8, seed=0))
     graph = model.graph
     lowered = sorted(graph.ops, key=lambda op: int(op.name.rsplit("_", 1)[1]))  # FX node order
     given = plan_memory(_in_order(graph, lowered), model.target)

@@ -10,7 +10,8 @@ import torch
 import torch.nn as nn
 
 import edgec
-from edgec import frontend, pipeline
+from edgec import pipeline
+from edgec.frontend import export
 from edgec.errors import EdgecError
 
 
@@ -87,7 +88,7 @@ def test_dynamic_batch_is_specialised_to_the_example_with_a_note():
     program = torch.export.export(Conv().eval(), (torch.randn(2, 2, 5, 5),),
                                   dynamic_shapes={"x": {0: torch.export.Dim("batch", max=8)}})
     notes = []
-    loaded = frontend.load(program)
+    loaded = export.load(program)
     assert [list(x.shape) for x in loaded.example_inputs] == [[2, 2, 5, 5]]
     assert len(loaded.notes) == 1 and "dynamic dimensions" in loaded.notes[0] and "[2, 2, 5, 5]" in loaded.notes[0]
     inspection = edgec.inspect(program)

@@ -11,17 +11,18 @@ import re
 import numpy as np
 import pytest
 
-from edgec import device, zoo
+from edgec.targets import device
+from edgec.zoo import mlperf
 from edgec.errors import EdgecError
 from edgec.pipeline import check_memory_budget, compile_model, emit
-from edgec.targets import get_target
-from edgec.toolchain import elf_memory
-from edgec.verify import compare, golden_outputs, quantized_inputs, run_on
+from edgec.targets.cores import get_target
+from edgec.targets.toolchain import elf_memory
+from edgec.tools.verify import compare, golden_outputs, quantized_inputs, run_on
 from tests.data.models import all_ops_samples
 from tests.device_support import ALL_OPS, DIGITS, ROOT, edgec_cache, needs_toolchain, small_digits_calib  # noqa: F401
 from tests.test_cli import run_cli
 
-SPECS = {"all_ops": ALL_OPS, **{name: f"{ROOT / 'edgec' / 'zoo.py'}:{name}" for name in zoo.ZOO}}
+SPECS = {"all_ops": ALL_OPS, **{name: f"{ROOT / 'edgec' / 'mlperf.py'}:{name}" for name in mlperf.ZOO}}
 SAMPLES = 8
 CALIBRATION_SAMPLES = 16
 EVERY_TARGET_MODELS = ("all_ops", "ds_cnn")
@@ -32,7 +33,7 @@ CASES = ([(model, target) for target in ("cortex-m4", "cortex-m55") for model in
 def float_samples(model: str, count: int, seed: int) -> np.ndarray:
     if model == "all_ops":
         return all_ops_samples(count, seed)
-    return zoo.calibration_data(model, count, seed)
+    return mlperf.calibration_data(model, count, seed)
 
 
 def compile_for(model: str, target: str):

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgec import verify
+from edgec.tools import verify
 from edgec.ir import to_stored, to_torch_order
 from edgec.pipeline import compile_for, emit, quantize_model
 from tests.device_support import edgec_cache, needs_toolchain  # noqa: F401 (fixture)

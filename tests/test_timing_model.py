@@ -1,4 +1,4 @@
-"""The cycle model of edgec bench (edgec/timing.py + runtime_c/port/qemu_insn_plugin.c), checked
+"""The cycle model of edgec bench (edgec/targets/timing.py + runtime_c/port/qemu_insn_plugin.c), checked
 on micro-benchmarks in assembly (tests/data/port/timing_micro.S) run under QEMU: each expected
 figure is worked out by hand from the table it names (see docs/timing-model.md for the sources).
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from edgec import timing, toolchain
+from edgec.targets import timing, toolchain
 from tests.device_support import needs_toolchain
 
 DATA = Path(__file__).resolve().parent / "data" / "port"
@@ -260,7 +260,7 @@ def test_named_parts_are_the_published_ones_with_their_documented_memory():
 
 def test_a_part_of_another_core_or_unknown_is_one_clear_error():
     from edgec.errors import EdgecError
-    from edgec.targets import get_target
+    from edgec.targets.cores import get_target
     with pytest.raises(EdgecError, match="a cortex-m4 part, not a cortex-m7 one"):
         timing.on_part(get_target("cortex-m7"), "stm32l4r5")
     with pytest.raises(EdgecError, match="expected one of stm32l4r5"):

@@ -1,7 +1,7 @@
 """Mutation testing of verify's layer check: lowering bugs planted into lowered programs.
 
 Golden == C holds for any lowered program, right or wrong, since both run it; the layer check
-(edgec.verify.check_against_reference: every layer against the program's own Q/DQ graph, per
+(edgec.tools.verify.check_against_reference: every layer against the program's own Q/DQ graph, per
 output channel, recurrent layers step by step against the float cell) is what must catch a
 lowering that computes something else. Each mutation below edits one model's lowered graph the
 way a lowering bug would (a channel's weights, bias, shift; a zero point; a layout; a gate order;
@@ -15,7 +15,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from edgec import verify
+from edgec.tools import verify
 from edgec.errors import EdgecError
 from edgec.ops import unit_of
 from edgec.pipeline import compile_for, emit, quantize_model

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from edgec.zoo import ZOO, calibration_data, count_macs
+from edgec.zoo.mlperf import ZOO, calibration_data, count_macs
 
 DIGITS_DIR = Path(__file__).resolve().parents[1] / "examples" / "digits"
 

@@ -1,4 +1,4 @@
-"""edgec.zoo_cnn: the public-architecture test models export, rebuild identically, fit a Cortex-M4
+"""edgec.zoo.cnn: the public-architecture test models export, rebuild identically, fit a Cortex-M4
 board, and really contain the pieces (blocks, operators, attributes) they are in the zoo for."""
 import functools
 import math
@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from edgec.zoo import count_macs
-from edgec.zoo_cnn import (DISTINCTIVE_OPS, ZOO_CNN, BasicBlock, Fire, MBConv, MnasNetBlock, MobileNetV3Block,
+from edgec.zoo.mlperf import count_macs
+from edgec.zoo.cnn import (DISTINCTIVE_OPS, ZOO_CNN, BasicBlock, Fire, MBConv, MnasNetBlock, MobileNetV3Block,
                            ShuffleBlock, SqueezeExcitation, StochasticDepth, calibration_data,
                            estimate_int8_activation_peak)
 

@@ -1,4 +1,4 @@
-"""The public-architecture zoo (edgec.zoo_cnn) through the whole compiler: real torch.export and
+"""The public-architecture zoo (edgec.zoo.cnn) through the whole compiler: real torch.export and
 PT2E, then the generated C on the host (ASan/UBSan, arena writes checked), on Cortex-M4 and on
 Cortex-M55 under QEMU, byte for byte equal to the golden simulator.
 
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from edgec import verify, zoo_cnn
+from edgec.tools import verify
+from edgec.zoo import cnn
 from edgec.pipeline import quantize_model
-from edgec.targets import get_target
+from edgec.targets.cores import get_target
 from tests.device_support import compile_and_run, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
 
 MIN_SQNR_DB = {
@@ -27,10 +28,10 @@ FLASH_ON_M4 = {"mnasnet0_5": 2 * 1024 * 1024}
 SAMPLES = {"host": 4, "cortex-m4": 2, "cortex-m55": 2}
 
 
-@pytest.fixture(scope="module", params=sorted(zoo_cnn.ZOO_CNN))
+@pytest.fixture(scope="module", params=sorted(cnn.ZOO_CNN))
 def quantized(request):
     name = request.param
-    return name, quantize_model(f"{zoo_cnn.__file__}:{name}", calibration=zoo_cnn.calibration_data(name, 16, seed=0))
+    return name, quantize_model(f"{cnn.__file__}:{name}", calibration=cnn.calibration_data(name, 16, seed=0))
 
 
 def _run(quantized, target_name, tmp_path):
@@ -38,7 +39,7 @@ def _run(quantized, target_name, tmp_path):
     target = get_target(target_name)
     if target_name == "cortex-m4" and name in FLASH_ON_M4:
         target = target.with_budget(flash=FLASH_ON_M4[name])
-    floats = zoo_cnn.calibration_data(name, SAMPLES[target_name], seed=1)
+    floats = cnn.calibration_data(name, SAMPLES[target_name], seed=1)
     compiled, outputs, result = compile_and_run(q, target, floats, tmp_path, name)
     return compiled, floats, outputs, result
 

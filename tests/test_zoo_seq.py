@@ -1,4 +1,4 @@
-"""The sequence zoo (edgec.zoo_seq: LSTM / GRU keyword spotters) through the whole compiler, and
+"""The sequence zoo (edgec.zoo.seq: LSTM / GRU keyword spotters) through the whole compiler, and
 the streaming build: golden == host C (sanitizers, arena writes checked) == Cortex-M4 and
 Cortex-M55 under QEMU, byte for byte.
 
@@ -16,12 +16,15 @@ import numpy as np
 import pytest
 import torch
 
-from edgec import codegen, sim, verify, zoo_seq
+from edgec import sim
+from edgec.backend import codegen
+from edgec.tools import verify
+from edgec.zoo import seq
 from edgec.errors import EdgecError
 from edgec.ops import unit_of
 from edgec.ops.recurrent import reset_state, with_time_steps
 from edgec.pipeline import compile_for, emit, quantize_model
-from edgec.targets import get_target
+from edgec.targets.cores import get_target
 from tests.device_support import compile_and_run, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
 
 # Measured output SQNR less a margin (random-weight models; the floors guard regressions).
@@ -30,22 +33,22 @@ SAMPLES = {"host": 4, "cortex-m4": 2, "cortex-m55": 2}
 STREAM_STEPS = 12  # frames streamed in the step-by-step test (a prefix of the 49)
 
 
-@pytest.fixture(scope="module", params=sorted(zoo_seq.ZOO_SEQ))
+@pytest.fixture(scope="module", params=sorted(seq.ZOO_SEQ))
 def quantized(request):
     name = request.param
-    return name, quantize_model(f"{zoo_seq.__file__}:{name}", calibration=zoo_seq.calibration_data(name, 16, seed=0))
+    return name, quantize_model(f"{seq.__file__}:{name}", calibration=seq.calibration_data(name, 16, seed=0))
 
 
 def _run(quantized, target_name, tmp_path):
     name, q = quantized
-    floats = zoo_seq.calibration_data(name, SAMPLES[target_name], seed=1)
+    floats = seq.calibration_data(name, SAMPLES[target_name], seed=1)
     compiled, outputs, result = compile_and_run(q, get_target(target_name), floats, tmp_path, name)
     return compiled, floats, outputs, result
 
 
 def test_zoo_seq_has_the_recurrent_operators():
-    for name, ops in zoo_seq.DISTINCTIVE_OPS.items():
-        model, example = zoo_seq.ZOO_SEQ[name]()
+    for name, ops in seq.DISTINCTIVE_OPS.items():
+        model, example = seq.ZOO_SEQ[name]()
         targets = {n.target for n in torch.export.export(model, example).graph.nodes if n.op == "call_function"}
         assert ops <= targets, (name, ops - targets)
 
@@ -77,9 +80,9 @@ def test_zoo_seq_model_is_bit_exact_on_cortex_m(quantized, target, tmp_path):
 
 @pytest.fixture(scope="module")
 def streaming():
-    name = sorted(zoo_seq.STREAMING)[0]
-    q = quantize_model(f"{zoo_seq.__file__}:{name}", calibration=zoo_seq.calibration_data(name, 16, seed=0))
-    frames = zoo_seq.calibration_data(name, 1, seed=1)[0]  # [49, 10]
+    name = sorted(seq.STREAMING)[0]
+    q = quantize_model(f"{seq.__file__}:{name}", calibration=seq.calibration_data(name, 16, seed=0))
+    frames = seq.calibration_data(name, 1, seed=1)[0]  # [49, 10]
     return name, q, frames
 
 
@@ -162,7 +165,7 @@ def test_stream_of_a_whole_sequence_equals_the_whole_model(streaming, target, tm
 
 
 def test_stream_refuses_a_conv_front_end():
-    q = quantize_model(f"{zoo_seq.__file__}:conv_gru_kws", calibration=zoo_seq.calibration_data("conv_gru_kws", 4))
+    q = quantize_model(f"{seq.__file__}:conv_gru_kws", calibration=seq.calibration_data("conv_gru_kws", 4))
     with pytest.raises(EdgecError, match="--stream needs the recurrent layer to read a model input"):
         compile_for(q, "host", stream=True)
 
@@ -189,8 +192,8 @@ def test_cli_build_and_verify_stream(tmp_path, capsys):
     checks the stream against the golden and the whole-sequence model."""
     from tests.test_cli import run_cli
     calib = tmp_path / "calib.npy"
-    np.save(calib, zoo_seq.calibration_data("lstm_kws", 8, seed=0))
-    model = f"{zoo_seq.__file__}:lstm_kws"
+    np.save(calib, seq.calibration_data("lstm_kws", 8, seed=0))
+    model = f"{seq.__file__}:lstm_kws"
     code, out, err = run_cli("build", model, "-o", tmp_path / "out", "--calib", calib, "--stream", "--quiet", capsys=capsys)
     assert code == 0, err
     assert "streaming state 192 B outside the arena" in out

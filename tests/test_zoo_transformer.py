@@ -1,4 +1,4 @@
-"""The transformers of edgec.zoo_seq through the whole compiler: real torch.export (nn.MultiheadAttention
+"""The transformers of edgec.zoo.seq through the whole compiler: real torch.export (nn.MultiheadAttention
 with batch_first, F.scaled_dot_product_attention, LayerNorm, GELU, class token, positional
 embedding, token mean) and PT2E, then the generated C on the host (ASan/UBSan, arena writes
 checked), on Cortex-M4 and on Cortex-M55 under QEMU, byte for byte equal to the golden simulator;
@@ -9,12 +9,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from edgec import verify, zoo_seq
+from edgec.tools import verify
+from edgec.zoo import seq
 from edgec.pipeline import quantize_model
-from edgec.targets import get_target
+from edgec.targets.cores import get_target
 from tests.device_support import compile_and_run, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
 
-TRANSFORMERS = sorted(zoo_seq.ZOO_TRANSFORMERS)
+TRANSFORMERS = sorted(seq.ZOO_TRANSFORMERS)
 MIN_SQNR_DB = {"vit_tiny": 20, "kws_transformer": 23}
 SAMPLES = {"host": 4, "cortex-m4": 2, "cortex-m55": 2}
 # The op kinds each lowers to (so a regression to another kernel cannot pass silently).
@@ -24,19 +25,19 @@ KINDS = {"batch_matmul", "layer_norm", "fully_connected", "softmax", "lut", "add
 @pytest.fixture(scope="module", params=TRANSFORMERS)
 def quantized(request):
     name = request.param
-    return name, quantize_model(f"{zoo_seq.__file__}:{name}", calibration=zoo_seq.calibration_data(name, 16, seed=0))
+    return name, quantize_model(f"{seq.__file__}:{name}", calibration=seq.calibration_data(name, 16, seed=0))
 
 
 def _run(quantized, target_name, tmp_path):
     name, q = quantized
-    floats = zoo_seq.calibration_data(name, SAMPLES[target_name], seed=1)
+    floats = seq.calibration_data(name, SAMPLES[target_name], seed=1)
     compiled, outputs, result = compile_and_run(q, get_target(target_name), floats, tmp_path, name)
     return compiled, floats, outputs, result
 
 
 def test_transformer_exports_attention_as_expected():
     """vit_tiny has one block of each attention spelling; both reach edgec as the same primitives."""
-    model, example = zoo_seq.vit_tiny()
+    model, example = seq.vit_tiny()
     targets = {node.target for node in torch.export.export(model, example).graph.nodes}
     aten = torch.ops.aten
     assert {aten.scaled_dot_product_attention.default, aten.layer_norm.default, aten.gelu.default,

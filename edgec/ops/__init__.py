@@ -2,7 +2,7 @@
 from edgec.ops import (argmax, band, binary, cmsis_nn, conv, conv_transpose, depthwise, eltwise, int4, int16,
                        int16_units, layer_norm, linear, lut, matmul, movement, pool, recurrent, shape, softmax)
 from edgec.ops.base import KINDS, unit_of  # noqa: F401 (unit_of: the lookup every later pass uses, from here)
-from edgec.torch_ops import DECOMPOSED, IDENTITIES
+from edgec.frontend.torch_ops import DECOMPOSED, IDENTITIES
 
 _UNITS = (conv.UNIT, conv_transpose.UNIT, depthwise.UNIT, linear.UNIT, *pool.UNITS, *binary.UNITS, lut.UNIT,
           *softmax.UNITS, *movement.UNITS, *eltwise.UNITS, *shape.UNITS, *matmul.UNITS, *layer_norm.UNITS,

@@ -11,7 +11,7 @@ import numpy as np
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.kernel import Field, Struct, ints
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate
-from edgec.torch_ops import ARGMAXES
+from edgec.frontend.torch_ops import ARGMAXES
 
 
 # The C struct of this unit's kernel (edgec.ops.kernel); edgec_nn.h's is generated from it.

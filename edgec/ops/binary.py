@@ -21,7 +21,7 @@ from torch.fx import Node
 from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
-from edgec.frontend import source_line
+from edgec.frontend.export import source_line
 from edgec.ir import InPlace, Tensor, same_bytes, stored_shape, to_stored
 from edgec.numerics import (
     INT8_MAX,
@@ -37,7 +37,7 @@ from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.eltwise import add_params, require_quantized
 from edgec.ops.kernel_layout import kernel_isa, packed_choice
 from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, annotate_with_output
-from edgec.torch_ops import aten
+from edgec.frontend.torch_ops import aten
 from edgec.ops.kernel import Const, Field, ints, Struct
 
 # Op codes of edgec_binary_desc.op (enum edgec_binary_op in edgec_nn.h).

@@ -5,7 +5,7 @@ edgec's golden kernels are CMSIS-NN's arithmetic, so each unit here is the edgec
 with another emit: the same finalized constants (per-channel multipliers and shifts, int32 bias,
 OHWI / 1HWC filters: CMSIS-NN's layouts) handed to CMSIS-NN's API, its context buffer planned in
 the arena with the size the checkout's own get_buffer_size function gives for the core
-(edgec.cmsis_nn). `select_cmsis_nn_kernels` records them as the layers' kernels after
+(edgec.targets.cmsis_nn). `select_cmsis_nn_kernels` records them as the layers' kernels after
 specialization (op.kernel.unit, like the int16 units); layers CMSIS-NN has no kernel for keep
 edgec's, and the build says which.
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec import cmsis_nn_build as library
-from edgec.cmsis_nn import commit
+from edgec.targets import cmsis_nn_build as library
+from edgec.targets.cmsis_nn import commit
 from edgec.ir import Graph, KernelChoice, Op
 from edgec.numerics import wrap_int32
 from edgec.ops.base import CCall

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from edgec.errors import EdgecError
-from edgec.frontend import source_line
+from edgec.frontend.export import source_line
 from edgec.ir import ARENA_ALIGNMENT, InPlace, KernelChoice
 from edgec.numerics import (
     INT8_MAX,
@@ -29,7 +29,7 @@ from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import ACTIVATION_QSPEC, CONV_WEIGHT_QSPEC, annotate_with_output
 from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, blocked_bias, dsp_channel_table, interleave_rows,
                                      kernel_isa, packed_choice, widen_taps)
-from edgec.torch_ops import CONVS, aten
+from edgec.frontend.torch_ops import CONVS, aten
 from edgec.ops.kernel import Field, ints, Scratch, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.

@@ -32,14 +32,14 @@ from torchao.quantization.pt2e import PerChannelMinMaxObserver
 from torchao.quantization.pt2e.quantizer import QuantizationSpec
 
 from edgec.errors import EdgecError
-from edgec.frontend import source_line
+from edgec.frontend.export import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.conv import (CONV_BLOCKING, conv_output_stage, finalize_output_stage, node_arg, quantized_bias,
                             weighted_operands)
 from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows, kernel_isa, packed_choice
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
-from edgec.torch_ops import CONV_TRANSPOSES
+from edgec.frontend.torch_ops import CONV_TRANSPOSES
 from edgec.ops.kernel import Field, ints, Scratch, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.

@@ -21,7 +21,7 @@ from edgec.numerics import (
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import annotate_shared
 from edgec.ops.kernel_layout import kernel_isa, packed_choice
-from edgec.torch_ops import ACTIVATIONS, aten
+from edgec.frontend.torch_ops import ACTIVATIONS, aten
 from edgec.ops.kernel import Field, ints, Scratch, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.

@@ -76,7 +76,7 @@ def _io_tensors(op, graph):
 
 def _weighted_desc(op, build, *args, **kwargs) -> dict:
     """_desc of a conv / depthwise / linear layer, its per-channel multipliers and shifts also kept in
-    op.attrs as the int8 units keep them (edgec.verify's layer tolerance reads them)."""
+    op.attrs as the int8 units keep them (edgec.tools.verify's layer tolerance reads them)."""
     desc = _desc(op, build, *args, **kwargs)
     op.attrs["multiplier"], op.attrs["shift"] = desc["multiplier"], desc["shift"]
     return desc

@@ -39,11 +39,11 @@ import math
 import numpy as np
 
 from edgec.errors import EdgecError
-from edgec.frontend import source_line
+from edgec.frontend.export import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, round_half_away, saturate_int8
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate_with_output
-from edgec.torch_ops import aten
+from edgec.frontend.torch_ops import aten
 from edgec.ops.kernel import Field, ints, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.

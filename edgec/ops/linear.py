@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgec.ir import KernelChoice, stored_offsets
-from edgec.frontend import source_line
+from edgec.frontend.export import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, requantize, saturate_int8, wrap_int32
 from edgec.ops import int4
 from edgec.ops.base import CCall, OpDef
@@ -16,7 +16,7 @@ from edgec.ops.conv import (finalize_output_stage, per_channel_quant, quantized_
                              weighted_constants, weighted_operands)
 from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa, packed_choice,
                                      widen_taps)
-from edgec.torch_ops import LINEARS
+from edgec.frontend.torch_ops import LINEARS
 from edgec.ops.kernel import Field, ints, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.

@@ -40,7 +40,7 @@ from edgec.ir import InPlace
 from edgec.numerics import INT8_MAX, INT8_MIN, INT32_MAX, quantize_multiplier, requantize
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, fixed_qspec
-from edgec.torch_ops import aten
+from edgec.frontend.torch_ops import aten
 from edgec.ops.kernel import Field, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.

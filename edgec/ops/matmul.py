@@ -23,14 +23,14 @@ import numpy as np
 from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
-from edgec.frontend import source_line
+from edgec.frontend.export import source_line
 from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, quantize_multiplier, requantize, saturate_int8, wrap_int32
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.binary import broadcast_layout
 from edgec.ir import stored_shape
 from edgec.ops.movement import gathered_ids
 from edgec.ops.qspec import activation_inputs, annotate_with_output
-from edgec.torch_ops import SOFTMAXES, aten
+from edgec.frontend.torch_ops import SOFTMAXES, aten
 from edgec.ops.kernel import Const, Field, ints, Struct
 
 MATMUL_MAX_BATCH_DIMS = 4  # EDGEC_MATMUL_MAX_BATCH_DIMS

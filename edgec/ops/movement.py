@@ -29,13 +29,13 @@ from torch.fx import Node
 from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
-from edgec.frontend import source_line
+from edgec.frontend.export import source_line
 from edgec.ir import Op, Tensor, same_bytes, to_stored, to_torch_order
 from edgec.numerics import (INT8_MAX, INT8_MIN, activation_bounds, quantize_multiplier, requantize, round_half_away,
                             saturate_int8, wrap_int32)
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, annotate_shared
-from edgec.torch_ops import COPIES, MULTI_OUTPUT_COPIES, NEAREST_RESIZES, REDUCTIONS, RESIZES, aten
+from edgec.frontend.torch_ops import COPIES, MULTI_OUTPUT_COPIES, NEAREST_RESIZES, REDUCTIONS, RESIZES, aten
 from edgec.ops.kernel import Const, Field, ints, Struct
 
 MAX_DIMS = 6  # EDGEC_MAX_DIMS: the rank of a descriptor after simplification

@@ -11,7 +11,7 @@ from typing import Iterator
 import numpy as np
 
 from edgec.errors import EdgecError
-from edgec.frontend import source_line
+from edgec.frontend.export import source_line
 from edgec.ir import Tensor
 from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, saturate_int8
 
@@ -19,7 +19,7 @@ MAX_DIVISOR = 1 << 23  # EDGEC_AVG_POOL2D_MAX_DIVISOR: (divisor - taps) * zero p
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import annotate_shared
 from edgec.ops.conv import DIMS, c_dims
-from edgec.torch_ops import ADAPTIVE_POOLS, AVG_POOLS, GETITEM, MAX_POOLS, MEANS, POOLS
+from edgec.frontend.torch_ops import ADAPTIVE_POOLS, AVG_POOLS, GETITEM, MAX_POOLS, MEANS, POOLS
 from edgec.ops.kernel import Field, ints, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.

@@ -24,7 +24,7 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
-from edgec.torch_ops import ACTIVATIONS
+from edgec.frontend.torch_ops import ACTIVATIONS
 
 ANNOTATION_KEY = "quantization_annotation"
 

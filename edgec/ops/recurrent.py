@@ -19,7 +19,7 @@ zero state) to one "recurrent" op per layer. Its hidden state and (LSTM) cell st
 tensors: in whole-sequence mode they live in the op's scratch and start at zero on every invoke.
 Calibration: the cell state's range and the hidden range of a layer feeding another are not graph
 tensors either, so the unit's `observe` hook re-runs the float recurrence on each calibration
-sample (edgec.quantize runs the hooks) and records them in the node's meta (OBSERVED_KEY).
+sample (edgec.frontend.quantize runs the hooks) and records them in the node's meta (OBSERVED_KEY).
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ import torch
 from torch.fx import Node
 
 from edgec.errors import EdgecError
-from edgec.frontend import source_line
+from edgec.frontend.export import source_line
 from edgec.ir import Tensor
 from edgec.numerics import quantize_multiplier, requantize, wrap_int32
 from edgec.ops.base import CCall, OpDef, descriptor

@@ -8,10 +8,10 @@ from __future__ import annotations
 from edgec.errors import EdgecError
 from edgec.ir import KernelChoice, same_bytes
 from edgec.ops.movement import lower_edge_pad, make_copy, reshape_gather
-from edgec.frontend import source_line
+from edgec.frontend.export import source_line
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.qspec import annotate_shared
-from edgec.torch_ops import PADS, VIEWS, aten
+from edgec.frontend.torch_ops import PADS, VIEWS, aten
 
 
 class Reshape(OpDef):

@@ -33,7 +33,7 @@ from edgec.numerics import (INT8_MAX, INT8_MIN, INT32_MAX, INT32_MIN, divide_by_
                             requantize, round_half_away)
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.qspec import activation_inputs, annotate, fixed_qspec
-from edgec.torch_ops import LOG_SOFTMAXES, MASKED_SOFTMAXES, SOFTMAXES
+from edgec.frontend.torch_ops import LOG_SOFTMAXES, MASKED_SOFTMAXES, SOFTMAXES
 from edgec.ops.kernel import Field, ints, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.

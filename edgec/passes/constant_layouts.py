@@ -3,11 +3,11 @@
 The DSP convolution and fully connected kernels read their filter either as packed int8 (compact)
 or widened to int16 (`wide`: fewer instructions per multiply-accumulate, twice the filter's
 flash). `--opt speed` widens every such layer and `--opt size` none. `--opt auto` widens a layer
-only where edgec's timing model (edgec/timing.py) estimates it faster on the part: with flash wait
+only where edgec's timing model (edgec/targets/timing.py) estimates it faster on the part: with flash wait
 states, the widened filter's twice as many bytes are twice as many flash reads, which the flash
 accelerator's small data cache absorbs only when the filter fits it or the wait states are few
 (`widening`). The rule was measured per layer with `edgec bench` on the four reference models
-(edgec/zoo.py) on Cortex-M4 at 0-7 wait states, M7 at 0 and 7, M33 at 0 and 2: its estimated
+(edgec/zoo/mlperf.py) on Cortex-M4 at 0-7 wait states, M7 at 0 and 7, M33 at 0 and 2: its estimated
 cycles were 0.03% above the per-layer optimum on average over those 44 model x part pairs, 0.58%
 at worst (MobileNet on the cache-less M33 at 2 wait states), where widening all was 2.5% above on
 average (30% at worst) and widening none 2.3% (9%). The DSP convolution's micro-kernel has since
@@ -20,16 +20,16 @@ Then the flash budget: if the widened layers' constants do not fit, layers are n
 those whose filter bytes are each read the fewest times per inference first (weight reuse = MACs
 / filter elements: what widening a byte speeds up), until they fit. A model that fits with
 `--opt size` is never refused by `--opt auto`. The wait states are the target's typical part's
-(edgec.timing.MEMORY) unless `--flash-wait` gives the user's (Target.flash_wait).
+(edgec.targets.timing.MEMORY) unless `--flash-wait` gives the user's (Target.flash_wait).
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from edgec.codegen import constants_bytes, layer_constants, layer_constants_bytes
+from edgec.backend.codegen import constants_bytes, layer_constants, layer_constants_bytes
 from edgec.ir import Graph
 from edgec.ops import unit_of
-from edgec.timing import CORES, data_cache_bytes, flash_wait_states
+from edgec.targets.timing import CORES, data_cache_bytes, flash_wait_states
 
 # Measured thresholds (see the module docstring): a convolution whose widened filter does not fit
 # the data cache still gains up to FEW_WAIT_STATES wait states, and up to SHORT_ROW_WAIT_STATES
@@ -52,7 +52,7 @@ class Widening(NamedTuple):
 def widening(kind: str, filter_bytes: int, out_channels: int, target: str, flash_wait: int,
               part: str | None = None) -> Widening:
     """Whether widening a DSP layer's filter saves estimated cycles on `target`'s part (`part`,
-    edgec.timing.PARTS; None: the typical one) with `flash_wait` flash wait states. `filter_bytes` is its compact (packed int8) filter's size.
+    edgec.targets.timing.PARTS; None: the typical one) with `flash_wait` flash wait states. `filter_bytes` is its compact (packed int8) filter's size.
 
     The DSP convolution streams its whole filter and channel table from flash once per pair of
     output pixels; widened, that is twice the filter bytes. Without wait states a flash read costs

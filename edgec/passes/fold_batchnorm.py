@@ -10,8 +10,8 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
-from edgec.frontend import FOLDED_MODULES, module_paths, take_location
-from edgec.torch_ops import BATCH_NORMS, CONV_TRANSPOSES, CONVS, GETITEM, LINEARS, aten, module_attribute
+from edgec.frontend.export import FOLDED_MODULES, module_paths, take_location
+from edgec.frontend.torch_ops import BATCH_NORMS, CONV_TRANSPOSES, CONVS, GETITEM, LINEARS, aten, module_attribute
 
 _DEPTHWISE = {3: aten.conv1d.default, 4: aten.conv2d.default}  # by the normalised tensor's rank
 

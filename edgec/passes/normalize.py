@@ -17,8 +17,8 @@ import operator
 import torch
 from torch.fx import GraphModule, Node
 
-from edgec.frontend import take_location
-from edgec.torch_ops import ALIASES, GROUP_NORMS, IDENTITIES, MEANS, PADS, REDUCTIONS, VIEWS, module_attribute
+from edgec.frontend.export import take_location
+from edgec.frontend.torch_ops import ALIASES, GROUP_NORMS, IDENTITIES, MEANS, PADS, REDUCTIONS, VIEWS, module_attribute
 
 aten = torch.ops.aten
 

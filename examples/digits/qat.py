@@ -4,7 +4,7 @@
     edgec build build/digits_qat.pt2 -o build/digits_qat      # a quantized program: no --calib
     python examples/digits/evaluate.py build/digits_qat        # (name the C prefix digits: --name digits)
 
-The flow (edgec.quantize.prepare_qat / convert_qat; torchao's PT2E QAT underneath):
+The flow (edgec.frontend.quantize.prepare_qat / convert_qat; torchao's PT2E QAT underneath):
   1. load digits.pt2, fold BatchNorm into the convolutions (trainable folded weights);
   2. prepare_qat_pt2e with EdgecQuantizer(qat=True): fake quantization on exactly the int8 grids
      edgec's kernels use (per-tensor affine activations, per-channel symmetric conv weights);
@@ -23,7 +23,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from edgec.quantize import convert_qat, prepare_qat  # noqa: E402
+from edgec.frontend.quantize import convert_qat, prepare_qat  # noqa: E402
 
 SEED = 0
 BATCH_SIZE = 64

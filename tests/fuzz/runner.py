@@ -16,7 +16,7 @@ failure unless it says the model compiled, ran bit-exact and follows its quantiz
               supported, so refusing one is a failure;
   mismatch    golden and C outputs differ in at least one byte;
   departs     bit-exact, but some layer's golden kernel, fed the quantized program's own values,
-              departs from that program (edgec.verify.layer_agreement / disagreeing_layers) beyond
+              departs from that program (edgec.tools.verify.layer_agreement / disagreeing_layers) beyond
               any documented bound -- the integer program is not the model, as edgec verify says;
   crash       any other exception while compiling or simulating (an internal error), or a C
               build or run failure (warnings, sanitizers, arena write checks, QEMU faults);
@@ -25,10 +25,10 @@ failure unless it says the model compiled, ran bit-exact and follows its quantiz
 
 Every C build checks arena writes (EDGEC_CHECK_WRITES: canaries around the arena, each layer's
 writes confined to its output and scratch), on the host and on the Cortex-M targets alike. On the
-host the C is built with the flags of edgec.verify.build_host(sanitize=True) (strict warnings,
-ASan + UBSan, arena write checks), but through edgec.toolchain's object cache: the runtime
+host the C is built with the flags of edgec.tools.verify.build_host(sanitize=True) (strict warnings,
+ASan + UBSan, arena write checks), but through edgec.targets.toolchain's object cache: the runtime
 kernels are compiled once per session, not once per model. Cortex-M targets run through
-edgec.device.run_model under QEMU, whose program is built for "verify" (the same write checks; a
+edgec.targets.device.run_model under QEMU, whose program is built for "verify" (the same write checks; a
 violation fails the run). Every model is written to a file first and compiled from it
 (`file.py:factory`), so a failing model's file is its reproducer.
 """
@@ -50,13 +50,15 @@ import jinja2
 import numpy as np
 import torch
 
-from edgec import device, sim, toolchain, verify
-from edgec.codegen import TEMPLATES
+from edgec import sim
+from edgec.targets import device, toolchain
+from edgec.tools import verify
+from edgec.backend.codegen import TEMPLATES
 from edgec.errors import EdgecError
 from edgec.ops.movement import ONE
 from edgec.ops.recurrent import reset_state
 from edgec.pipeline import compile_for, compile_model, emit
-from edgec.targets import get_target
+from edgec.targets.cores import get_target
 from tests.fuzz.generator import FAMILIES, GENERATOR_VERSION, ModelSpec, Unfit, generate, model_source
 
 FAILURES = ("refused", "mismatch", "departs", "crash", "invalid")
@@ -74,7 +76,7 @@ DOCUMENTED_LIMITS = (re.compile(r"the model program does not fit QEMU's"),
                      re.compile(r"the model computes nothing"),
                      re.compile(r"an int16 layer's effective scale s_in \* s_w / s_out must be below 2\^7"))
 MIN_SQNR_DB = 10.0
-EPS_SCALE = 2.0**-20 * 1.001  # edgec.quantize's activation observer eps (and a rounding margin)
+EPS_SCALE = 2.0**-20 * 1.001  # edgec.frontend.quantize's activation observer eps (and a rounding margin)
 INT32_MAX = 2**31 - 1
 MODEL_NAME = "m"
 KERNEL_CALL = re.compile(r"\b(edgec_\w+?)\(&")

@@ -1,5 +1,5 @@
 """Vision models whose activation peak sits in their first, widest layers: the RAM-budget models
-(band stages, edgec.banding; issue #24).
+(band stages, edgec.backend.banding; issue #24).
 
 - mobilenet_v2_035: torchvision's MobileNetV2 definition (InvertedResidual, `x + self.conv(x)`
   residuals, ReLU6, Conv2dNormActivation children) at width 0.35 on 96x96, 10 classes.
@@ -7,7 +7,7 @@
   conv 3x3 10 - PReLU - max pool 2x2 (ceil) - conv 3x3 16 - PReLU - conv 3x3 32 - PReLU, then a
   face-probability head (1x1 conv 2, softmax over the channels) and a box head (1x1 conv 4).
 
-Conventions are those of `edgec.zoo`: `(model.eval(), example_inputs)`, batch 1, random
+Conventions are those of `edgec.zoo.mlperf`: `(model.eval(), example_inputs)`, batch 1, random
 deterministic weights, BatchNorm statistics measured on `calibration_data`.
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from edgec.zoo import ModelAndInputs, build_model, random_inputs
-from edgec.zoo_cnn import ConvNormActivation, make_divisible
+from edgec.zoo.mlperf import ModelAndInputs, build_model, random_inputs
+from edgec.zoo.cnn import ConvNormActivation, make_divisible
 
 _INPUTS: dict[str, tuple[tuple[int, ...], str]] = {
     "mobilenet_v2_035": ((1, 3, 96, 96), "unit"),

@@ -9,7 +9,7 @@ small models that each bring operators the classifiers do not: U-Nets (upsamplin
 concatenation, transposed convolutions), 1-D convolutions, tanh/average pooling, LeakyReLU/PReLU/
 sigmoid, GELU/log_softmax, and two outputs.
 
-Conventions are those of `edgec.zoo`: each factory returns `(model.eval(), example_inputs)` with
+Conventions are those of `edgec.zoo.mlperf`: each factory returns `(model.eval(), example_inputs)` with
 batch 1, random deterministic weights, BatchNorm statistics measured on `calibration_data`.
 """
 from __future__ import annotations
@@ -25,11 +25,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.export import ExportedProgram
 
-from edgec.zoo import ModelAndInputs, build_model, random_inputs
+from edgec.zoo.mlperf import ModelAndInputs, build_model, random_inputs
 
 aten = torch.ops.aten
 
-# Input shape (batch 1) and value distribution per model (see edgec.zoo.random_inputs).
+# Input shape (batch 1) and value distribution per model (see edgec.zoo.mlperf.random_inputs).
 _INPUTS: dict[str, tuple[tuple[int, ...], str]] = {
     "mobilenet_v3_small": ((1, 3, 96, 96), "unit"),
     "efficientnet_b0": ((1, 3, 64, 64), "unit"),

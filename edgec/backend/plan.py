@@ -97,7 +97,7 @@ class MemoryPlan:
     strategy: str = ""  # which placement produced the offsets, for the report
     in_place: dict[str, InPlace] = field(default_factory=dict)  # op name -> how its output overwrites an input
     lower_bound_without_in_place_bytes: int = 0  # the liveness bound were no op run in place
-    banding: dict | None = None  # how band stages fit a RAM budget (edgec.banding.Banding.to_json)
+    banding: dict | None = None  # how band stages fit a RAM budget (edgec.backend.banding.Banding.to_json)
 
 
 def scratch_buffer_name(op_name: str) -> str:

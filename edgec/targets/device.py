@@ -18,11 +18,11 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from edgec import cmsis_nn_build, timing, toolchain
-from edgec.codegen import TEMPLATES
+from edgec.targets import cmsis_nn_build, timing, toolchain
+from edgec.backend.codegen import TEMPLATES
 from edgec.errors import EdgecError
-from edgec.targets import TARGETS, Target
-from edgec.timing import TimingSetup
+from edgec.targets.cores import TARGETS, Target
+from edgec.targets.timing import TimingSetup
 
 INPUTS_FILE = "inputs.bin"
 OUTPUTS_FILE = "outputs.bin"
@@ -231,7 +231,7 @@ class LayerCount:
     op: str
     macs: int
     instructions: int
-    cycles: int | None = None  # modelled (edgec.timing); None for a target without a timing model
+    cycles: int | None = None  # modelled (edgec.targets.timing); None for a target without a timing model
 
 
 @dataclass
@@ -247,7 +247,7 @@ class Bench:
     ram_beyond_arena: RamBeyondArena  # of the model alone, measured apart from the bench program
     functions: dict[str, int] | None = None  # with a profile: instructions per function, whole run
     timing: TimingSetup | None = None  # the clock and memory system the cycles were modelled for
-    # with --sensitivity: the total cycles with each of edgec.timing.SENSITIVITY's assumptions
+    # with --sensitivity: the total cycles with each of edgec.targets.timing.SENSITIVITY's assumptions
     sensitivity: dict[str, int] | None = None
 
     @property
@@ -302,10 +302,10 @@ def bench(target: Target, model_dir: Path, name: str, sample: np.ndarray, build_
           profile: bool = False, mhz: float | None = None, sensitivity: bool = False) -> Bench:
     """One invoke on `sample` (int8, one row) under QEMU with the instruction-count plugin; with
     `profile`, also the instructions of each function over the whole run. On a core with a timing
-    model (edgec.timing), also the modelled cycles at `mhz` (default: the target's typical part)
+    model (edgec.targets.timing), also the modelled cycles at `mhz` (default: the target's typical part)
     with target.flash_wait flash wait states, the ones the build's --opt auto chose for, on
     target.timing_part (--part; else the typical part). With `sensitivity`, also the total cycles
-    under each of edgec.timing.SENSITIVITY's assumptions (one more timed run each)."""
+    under each of edgec.targets.timing.SENSITIVITY's assumptions (one more timed run each)."""
     require_runnable(target)
     report = read_report(model_dir)
     elf = build_program(target, model_dir, name, build_dir, purpose="bench")

@@ -1,7 +1,7 @@
 """Sequence models: recurrent keyword spotters over MFCC frames and small transformers, as test
 models for the recurrent and attention operators.
 
-Conventions are those of `edgec.zoo`: each factory returns `(model.eval(), example_inputs)` with
+Conventions are those of `edgec.zoo.mlperf`: each factory returns `(model.eval(), example_inputs)` with
 batch 1, random deterministic weights, BatchNorm statistics measured on `calibration_data`.
 """
 from __future__ import annotations
@@ -13,11 +13,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from edgec.zoo import ModelAndInputs, build_model, random_inputs
+from edgec.zoo.mlperf import ModelAndInputs, build_model, random_inputs
 
 aten = torch.ops.aten
 
-# Input shape (batch 1) and value distribution per model (see edgec.zoo.random_inputs).
+# Input shape (batch 1) and value distribution per model (see edgec.zoo.mlperf.random_inputs).
 _INPUTS: dict[str, tuple[tuple[int, ...], str]] = {}
 # The operators each model is here to exercise, as they appear in its torch.export graph.
 DISTINCTIVE_OPS: dict[str, frozenset] = {}

@@ -82,7 +82,7 @@ def _parameter(module: GraphModule, arg) -> torch.Tensor | None:
 def _geometry(node):
     """(stride, padding, dilation) as pairs, and groups; a linear layer's is (None, None, None, 1)."""
     from edgec.ops.conv import conv_attrs
-    from edgec.torch_ops import LINEARS
+    from edgec.frontend.torch_ops import LINEARS
     if node.target in LINEARS:
         return None, None, None, 1
     stride, padding, dilation, groups = conv_attrs(node)

@@ -16,7 +16,7 @@ import sys
 
 from edgec.ir import Graph, Op
 from edgec.ops import unit_of
-from edgec.plan import ALIGNMENT, MemoryPlan, in_place_span, plan_memory
+from edgec.backend.plan import ALIGNMENT, MemoryPlan, in_place_span, plan_memory
 
 SCHEDULE_STATE_BUDGET = 20_000  # deterministic bound on scheduling time (about a second)
 SCHEDULE_MAX_OPS = sys.getrecursionlimit() // 2  # the dynamic program recurses once per op

@@ -17,12 +17,12 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from edgec import cmsis_nn
+from edgec.targets import cmsis_nn
 from edgec.version import __version__
 from edgec.ir import Graph, Op
 from edgec.ops import unit_of
 from edgec.ops.band import banded_layers
-from edgec.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_buffer_name
+from edgec.backend.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_buffer_name
 from edgec.resources import data_dir
 
 TEMPLATES = data_dir("templates")

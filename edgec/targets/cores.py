@@ -30,16 +30,16 @@ class Target:
     kernels: str = "edgec"       # `edgec build --kernels` (KERNEL_LIBRARIES)
     cmsis_nn_dir: str | None = None  # the CMSIS-NN checkout linked with --kernels cmsis-nn
     # Flash wait states of the user's part (--flash-wait): what --opt auto chooses for and bench's
-    # cycles are modelled at; None: those of the typical part (edgec.timing.MEMORY).
+    # cycles are modelled at; None: those of the typical part (edgec.targets.timing.MEMORY).
     flash_wait: int | None = None
-    # A named part of edgec.timing.PARTS (--part): its clock, wait states and caches replace the
+    # A named part of edgec.targets.timing.PARTS (--part): its clock, wait states and caches replace the
     # typical part's in --opt auto's choice and bench's cycles; None: the typical part.
     timing_part: str | None = None
     # The optimisation flag Arm's CMSIS-NN sources are compiled with (--kernels cmsis-nn):
     # -O2 like edgec's, or -Ofast, which Arm recommends for CMSIS-NN.
     cmsis_nn_opt: str = "-O2"
     # The cross compiler edgec's own builds of the target (verify, bench) use: "gcc"
-    # (arm-none-eabi-gcc) or "clang" (edgec.toolchain). Generated code takes the application's.
+    # (arm-none-eabi-gcc) or "clang" (edgec.targets.toolchain). Generated code takes the application's.
     compiler: str = "gcc"
 
     @property
@@ -91,7 +91,7 @@ class Target:
             raise EdgecError(f"--kernels {kernels!r}: expected one of {', '.join(KERNEL_LIBRARIES)}")
         if kernels == "edgec":
             return replace(self, kernels=kernels, cmsis_nn_dir=None)
-        from edgec import cmsis_nn
+        from edgec.targets import cmsis_nn
         return replace(self, kernels=kernels, cmsis_nn_dir=str(cmsis_nn.checkout(cmsis_nn_dir)))
 
 

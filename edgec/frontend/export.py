@@ -207,7 +207,7 @@ def bind_scalars(model: torch.nn.Module, example_inputs: tuple) -> torch.nn.Modu
 
 
 # Where the frames of an exception's traceback are not the user's: torch, edgec, Python's library.
-_NOT_USER_CODE = tuple(f"{Path(folder).resolve()}/" for folder in (Path(torch.__file__).parent, Path(__file__).parent,
+_NOT_USER_CODE = tuple(f"{Path(folder).resolve()}/" for folder in (Path(torch.__file__).parent, Path(__file__).parent.parent,
                                                                    sysconfig.get_paths()["stdlib"]))
 
 

@@ -3,7 +3,7 @@ each layer of the integer program computes what the quantized model means.
 
 On the host, the generated directory is compiled with the host C compiler (strict C99 warnings as
 errors, optionally with sanitizers, every layer's arena writes checked) together with a small
-driver that streams int8 samples through <name>_invoke(); on a Cortex-M target, edgec.device runs
+driver that streams int8 samples through <name>_invoke(); on a Cortex-M target, edgec.targets.device runs
 the same samples on QEMU. Every output byte is compared with edgec.sim, each output is measured
 against the float model, and every layer against the program's own Q/DQ graph (the layer check;
 docs/numerics.md, "What verify checks").
@@ -18,14 +18,15 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from edgec import device, sim
-from edgec.codegen import TEMPLATES
+from edgec import sim
+from edgec.targets import device
+from edgec.backend.codegen import TEMPLATES
 from edgec.errors import EdgecError
 from edgec.ir import Graph, to_torch_order
 from edgec.ops import unit_of
 from edgec.ops.recurrent import reset_state
 from edgec.pipeline import compile_for, emit
-from edgec.targets import get_target
+from edgec.targets.cores import get_target
 
 HOST_CFLAGS = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic")
 # A test build: each layer may change only its own output and scratch bytes (templates/model.c.j2).
@@ -180,7 +181,7 @@ def float_node_values(module, sample: tuple) -> dict[str, np.ndarray]:
     import torch
     from torch.fx import Interpreter
 
-    from edgec.torch_ops import ARGMAXES
+    from edgec.frontend.torch_ops import ARGMAXES
 
     values: dict[str, np.ndarray] = {}
 

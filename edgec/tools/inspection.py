@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from edgec import frontend
+from edgec.frontend import export
 from edgec.ops import OPS
 from edgec.passes.fold_batchnorm import fold_batchnorm
 from edgec.passes.normalize import normalize
-from edgec.torch_ops import GETITEM
+from edgec.frontend.torch_ops import GETITEM
 
 
 @dataclass
@@ -77,8 +77,8 @@ class Inspection:
 
 
 def inspect_model(model, example_inputs=None) -> Inspection:
-    """The model's operators (see the module docstring); `model` as frontend.load takes it."""
-    loaded = frontend.load(model, example_inputs)
+    """The model's operators (see the module docstring); `model` as export.load takes it."""
+    loaded = export.load(model, example_inputs)
     module = fold_batchnorm(normalize(loaded.module))
     groups: dict[str, OperatorUses] = {}
     for node in module.graph.nodes:
@@ -89,7 +89,7 @@ def inspect_model(model, example_inputs=None) -> Inspection:
         entry = groups.setdefault(f"{node.target} {described}", OperatorUses(str(node.target), described,
                                                                             "" if unit is None else unit.limits))
         entry.uses += 1
-        where = frontend.node_location(node)
+        where = export.node_location(node)
         entry.locations[where] = entry.locations.get(where, 0) + 1
         if unit is None:
             continue

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from edgec.errors import EdgecError
-from edgec.targets import Target, board_memory_map
+from edgec.targets.cores import Target, board_memory_map
 
 # Instruction kinds, shared with the plugin (enum insn_kind in qemu_insn_plugin.c).
 ALU, LOAD, STORE, MULTI, BRANCH, DIV, MAC, VMEM, VALU, VMAC, LOOP_END, LOOP_START = range(12)
@@ -521,7 +521,7 @@ def document() -> str:
         return f"{base:g}" if not per_reg else f"{base:g}+{'N' if per_reg == 1 else f'N*{per_reg:g}'}"
 
     lines = ["# The timing model of `edgec bench`", "",
-             "Generated from `edgec/timing.py` by `python scripts/write_timing_doc.py`; do not edit.", "",
+             "Generated from `edgec/targets/timing.py` by `python scripts/write_timing_doc.py`; do not edit.", "",
              "`edgec bench` counts instructions exactly (QEMU executes them) and estimates cycles with this model,",
              "run by edgec's QEMU plugin (`runtime_c/port/qemu_insn_plugin.c`) over the executed instruction",
              "stream. Instructions are decoded from the ELF with `arm-none-eabi-objdump -m armv8.1-m.main`",

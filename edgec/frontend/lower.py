@@ -16,10 +16,10 @@ import torch
 from torch.fx import GraphModule, Node
 
 from edgec.errors import EdgecError
-from edgec.frontend import source_line
+from edgec.frontend.export import source_line
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops import KINDS, OPS
-from edgec.torch_ops import GETITEM, module_attribute
+from edgec.frontend.torch_ops import GETITEM, module_attribute
 
 ACTIVATION_DTYPES = {np.dtype(np.int8): "int8", np.dtype(np.int16): "int16"}  # the activation dtypes edgec runs
 QUANTIZE = {"quantize_per_tensor", "quantize_per_channel"}

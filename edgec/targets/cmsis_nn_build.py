@@ -1,4 +1,4 @@
-"""Building the user's CMSIS-NN checkout (edgec.cmsis_nn finds it): its integer kernels for the
+"""Building the user's CMSIS-NN checkout (edgec.targets.cmsis_nn finds it): its integer kernels for the
 target, and its `*_get_buffer_size_{dsp,mve}` functions (exactly what the kernels will need on the
 core) compiled for the host into a small library and called through ctypes at compile time, so no
 size formula is copied by hand.
@@ -12,8 +12,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from edgec import toolchain
-from edgec.cmsis_nn import SIZE_SOURCES, sources
+from edgec.targets import toolchain
+from edgec.targets.cmsis_nn import SIZE_SOURCES, sources
 from edgec.errors import EdgecError
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from edgec.errors import EdgecError
 from edgec.resources import data_dir
-from edgec.targets import Target, board_memory_map, get_target
+from edgec.targets.cores import Target, board_memory_map, get_target
 
 PORT_DIR = data_dir("runtime_c") / "port"
 PORT_SOURCES = (PORT_DIR / "startup.c", PORT_DIR / "semihost.c")
@@ -316,7 +316,7 @@ def run_qemu(target: Target | str, elf: Path, timeout: float = 60, cwd: Path | N
     The exit status is main's return value (3 after a fault). With `plugin_out`, edgec's
     instruction-count plugin writes its results there (see count_instructions), and with
     `profile_out` too how often each instruction address ran, and with `timing_table` (see
-    edgec.timing.write_timing_table) the modelled cycles too. Raises
+    edgec.targets.timing.write_timing_table) the modelled cycles too. Raises
     QemuTimeout if the program has not exited after `timeout` seconds.
     """
     target = get_target(target)
@@ -457,8 +457,8 @@ def count_instructions(target: Target | str, elf: Path, timeout: float = 60,
     and including the branch into bench_end (so its call site: usually `movs r0, #id` + `bl`,
     2 instructions); the marker functions' own instructions are never counted in a region.
     With `profile`, also "functions": {function: instructions} over the whole run (see
-    instructions_by_function). With `timing` (an edgec.timing.TimingSetup), also the modelled
-    cycles: "total_cycles", "untimed" and "cycles" (per region, like "insns"); see edgec/timing.py.
+    instructions_by_function). With `timing` (an edgec.targets.timing.TimingSetup), also the modelled
+    cycles: "total_cycles", "untimed" and "cycles" (per region, like "insns"); see edgec/targets/timing.py.
     Raises ToolchainError if the exit status differs from `expect_status` (None: any).
     """
     with tempfile.TemporaryDirectory(prefix="edgec-insn-") as tmp:
@@ -466,7 +466,7 @@ def count_instructions(target: Target | str, elf: Path, timeout: float = 60,
         pcs = Path(tmp) / "pcs.txt" if profile else None
         table = None
         if timing is not None:
-            from edgec.timing import write_timing_table
+            from edgec.targets.timing import write_timing_table
             table = write_timing_table(elf, timing, Path(tmp) / "timing.txt")
         result = run_qemu(target, elf, timeout=timeout, cwd=cwd, plugin_out=out,
                           cache_dir=cache_dir, profile_out=pcs, timing_table=table)

@@ -14,13 +14,13 @@ from torchao.quantization.pt2e.fake_quantize import FusedMovingAvgObsFakeQuantiz
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
 from torchao.quantization.pt2e.quantizer import Quantizer
 
-from edgec import calibration as calibration_methods
+from edgec.frontend import calibration as calibration_methods
 from edgec.errors import EdgecError
-from edgec.frontend import module_paths, node_location
+from edgec.frontend.export import module_paths, node_location
 from edgec.ops import OPS
 from edgec.ops.base import OpDef
 from edgec.ops.int16_units import INT16_CAPABLE_KINDS
-from edgec.weight_rounding import INT4_SCALES_KEY
+from edgec.frontend.weight_rounding import INT4_SCALES_KEY
 from edgec.ops.qspec import (ACTIVATION_QSPEC, ANNOTATION_KEY, CONV_WEIGHT_QSPEC, INT16_ACTIVATION_QSPEC,
                              INT4_WEIGHT_QSPEC, LINEAR_WEIGHT_QSPEC, PER_CHANNEL_LINEAR_WEIGHT_QSPEC,
                              fused_activations, select_int16)
@@ -41,7 +41,7 @@ def _fuses(node) -> bool:
 class EdgecQuantizer(Quantizer):
     """Annotates a float training-IR graph with the qspecs edgec's kernels need.
 
-    `calibration`: how activation ranges are chosen (edgec.calibration; minmax by default);
+    `calibration`: how activation ranges are chosen (edgec.frontend.calibration; minmax by default);
     `per_channel_linear`: linear weights per output channel (one multiplier and shift per output,
     8 more bytes of flash each) instead of per tensor; `activations="int16"`: int16 activations
     (the 16x8 scheme) for the whole model, `int16_layers`: for the layers whose nn.Module path is
@@ -172,7 +172,7 @@ def int4_weight_nodes(model: GraphModule, every: bool, names: Iterable[str]) -> 
 
 class _FixedScalesObserver(PerChannelMinMaxObserver):
     """Per-channel symmetric weight observer whose scales were chosen beforehand (the int4
-    rounding of edgec.weight_rounding, whose on-grid weights then quantize to the chosen integers)."""
+    rounding of edgec.frontend.weight_rounding, whose on-grid weights then quantize to the chosen integers)."""
 
     def __init__(self, *args, scales=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -184,7 +184,7 @@ class _FixedScalesObserver(PerChannelMinMaxObserver):
 
 
 def int4_weight_qspec(node, qat: bool = False):
-    """INT4_WEIGHT_QSPEC, at the scales edgec.weight_rounding chose for `node` if it did; for QAT
+    """INT4_WEIGHT_QSPEC, at the scales edgec.frontend.weight_rounding chose for `node` if it did; for QAT
     fake-quantized on the int4 grid (moving-average per-channel ranges)."""
     if qat:
         return dataclasses.replace(INT4_WEIGHT_QSPEC, observer_or_fake_quant_ctr=FusedMovingAvgObsFakeQuantize.with_args(
@@ -243,11 +243,11 @@ def prepare_qat(spec: str, per_channel_linear: bool = False, weights: str = "int
     kernels quantize (`weights="int4"` / `int4_layers`: int4 weights, fake-quantized in [-7, 7]).
     Fine-tune it like any module, then `convert_qat` and give the saved program to `edgec build`
     (docs/quantization.md; int4: docs/int4.md)."""
-    from edgec import frontend
+    from edgec.frontend import export
     from edgec.passes.fold_batchnorm import fold_batchnorm
     from edgec.passes.normalize import normalize
 
-    loaded = frontend.load(spec)
+    loaded = export.load(spec)
     module = fold_batchnorm(normalize(loaded.module))
     for name, value in list(module.named_buffers()):
         if "." not in name and value.is_floating_point() and name.startswith("_edgec_folded"):

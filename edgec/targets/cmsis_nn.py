@@ -3,7 +3,7 @@
 edgec never copies CMSIS-NN: the user names a checkout (`CMSIS_NN_DIR`, or `cmsis_nn_dir`), the
 generated directory records its path and commit, and every build (edgec.mk, CMakeLists.txt, verify,
 bench) compiles its integer sources from there. The context-buffer sizes come from the same
-checkout (edgec.cmsis_nn_build). This module only finds the checkout and names its sources.
+checkout (edgec.targets.cmsis_nn_build). This module only finds the checkout and names its sources.
 """
 from __future__ import annotations
 

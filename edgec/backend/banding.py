@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from edgec.ir import Graph, Op
 from edgec.ops import unit_of
 from edgec.ops.band import can_band, make_stage
-from edgec.plan import MemoryPlan, blocks, buffers, in_place_choices, liveness_lower_bound, occupied_bytes
-from edgec.schedule import schedule_and_plan
+from edgec.backend.plan import MemoryPlan, blocks, buffers, in_place_choices, liveness_lower_bound, occupied_bytes
+from edgec.backend.schedule import schedule_and_plan
 
 CHUNKS = (1, 2, 3, 4, 6, 8, 12, 16)  # rows per kernel call tried
 # Fitted to `edgec bench --target cortex-m4` (estimated cycles, 5 flash wait states) of MobileNetV1 0.25
