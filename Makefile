@@ -5,7 +5,7 @@ STAMP := .make
 # The development versions, tested by `make test`; pyproject.toml declares the supported ranges.
 TORCH_PINS := torch==2.13.0 torchao==0.18.0
 
-.PHONY: demo test install install-test toolchain bench bench-part fuzz clean
+.PHONY: demo test lint install install-test toolchain bench bench-part fuzz clean
 
 # torch and torchao are installed first and pinned, so nothing can pull another (multi-GB CUDA) build.
 $(STAMP)/install: pyproject.toml
@@ -22,16 +22,18 @@ install: $(STAMP)/install
 install-test: $(STAMP)/install-test toolchain
 
 # The Cortex-M cross compiler and emulator, clang and ld.lld (the clang builds), cmake for the
-# firmware example, and headless Chromium for the HTML report's browser test (Debian packages).
+# firmware example, headless Chromium for the HTML report's browser test and clang-format for
+# `make lint` (Debian packages).
 toolchain:
 	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null && command -v cmake >/dev/null \
-		&& command -v clang >/dev/null && command -v ld.lld >/dev/null && command -v chromium >/dev/null; then :; \
+		&& command -v clang >/dev/null && command -v ld.lld >/dev/null && command -v chromium >/dev/null \
+		&& command -v clang-format >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ]; then \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-			gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang lld cmake chromium >/dev/null; \
+			gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang lld clang-format cmake chromium >/dev/null; \
 	else \
 		echo "Cortex-M toolchain, clang or Chromium missing; run as root:"; \
-		echo "  apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang lld cmake chromium"; \
+		echo "  apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang lld clang-format cmake chromium"; \
 		exit 1; \
 	fi
 
@@ -130,8 +132,19 @@ bench-part:
 
 # -rs lists every skipped test and why; with EDGEC_REQUIRE_TOOLCHAIN=1 (.ci/run) a test whose
 # tool is missing fails instead of skipping.
-test: install-test
+test: install-test lint
 	$(PYTHON) -m pytest -n 2 -rs tests
+
+# The code's habits, checked (and part of `make test`): ruff's formatter and linter over the Python
+# (pyproject.toml's [tool.ruff]: 120 columns), clang-format over runtime_c/ (.clang-format) but
+# edgec_nn.h, whose structs are generated from the kernel schema and checked against it
+# (tests/test_kernel_schema.py). Run `ruff format . && ruff check --fix .` and `clang-format -i` on
+# a file to fix what this reports.
+C_SOURCES = $(shell find runtime_c -name '*.c' -o -name '*.h' | grep -v include/edgec_nn.h | sort)
+lint: $(STAMP)/install-test toolchain
+	$(PYTHON) -m ruff format --check --quiet .
+	$(PYTHON) -m ruff check --quiet .
+	clang-format --dry-run -Werror $(C_SOURCES)
 
 # Differential fuzzing: N random models (seeds START..START+N-1) compiled for TARGET (host: built
 # with ASan/UBSan; a Cortex-M target: run under QEMU), compared byte for byte with the golden

@@ -6,6 +6,7 @@ edgec.evaluate(compiled, data) (float vs int8 metric), edgec.inspect(model).
 They load on first use (module __getattr__), so `import edgec` and the CLI's start stay free of
 torch.
 """
+
 from edgec.errors import EdgecError
 from edgec.version import __version__
 
@@ -16,6 +17,7 @@ __all__ = ["EdgecError", "__version__", *_API]
 def __getattr__(name: str):
     if name in _API:
         from edgec import api
+
         return getattr(api, name)
     raise AttributeError(f"module 'edgec' has no attribute {name!r}")
 

@@ -11,6 +11,7 @@
 
 Errors are edgec.EdgecError with the command line's one-line messages.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,8 +29,8 @@ import numpy as np
 import torch
 
 from edgec.errors import EdgecError
-from edgec.naming import check_name, default_name
 from edgec.ir import to_stored, to_torch_order
+from edgec.naming import check_name, default_name
 from edgec.targets.cores import Target, get_target, parse_size
 from edgec.targets.timing import on_part
 
@@ -46,6 +47,7 @@ class VerifyResult:
     """What `edgec verify` prints: the generated C on `target` against the golden simulator (byte
     for byte), each output of the integer model against the float model, and the layer check
     (tested on `samples` samples)."""
+
     target: str
     samples: int
     output_sqnr_db: float  # the worst output's
@@ -54,7 +56,9 @@ class VerifyResult:
     layers_checked: int  # layers within their tolerance of the quantized program (verify's layer check)
     layer_sqnr: list[dict] = field(default_factory=list)  # per layer: layer, op, sqnr_db
     precision: str = "int8"  # the activations' dtypes ("int8", "int16" or "int16/int8")
-    outputs: list[dict] = field(default_factory=list)  # per output: output, shape, sqnr_db, max_abs_error, top1_agreement
+    outputs: list[dict] = field(
+        default_factory=list
+    )  # per output: output, shape, sqnr_db, max_abs_error, top1_agreement
     layers_total: int = 0
     layers_skipped: list[dict] = field(default_factory=list)  # layer, op, skipped (why)
     stream_steps: int = 0  # a streaming build: the invokes of its stream (the samples' frames), as exact
@@ -63,14 +67,17 @@ class VerifyResult:
         where = "host C" if self.target == "host" else f"{self.target} (QEMU)"
         stream = f"; stream: {self.stream_steps} steps, 0 LSB, == the whole-sequence model" if self.stream_steps else ""
         layers = checks.LayerCheck(self.layers_checked, self.layers_total, self.layers_skipped)
-        return (f"OK: {self.samples} samples, golden simulator == {where}, 0 LSB{stream}; {self.precision} vs float: "
-                f"{checks.describe_outputs({'outputs': self.outputs})}; {layers}, each within its tolerance of "
-                f"the quantized program")
+        return (
+            f"OK: {self.samples} samples, golden simulator == {where}, 0 LSB{stream}; {self.precision} vs float: "
+            f"{checks.describe_outputs({'outputs': self.outputs})}; {layers}, each within its tolerance of "
+            f"the quantized program"
+        )
 
 
 @dataclass
 class Evaluation:
     """A metric of the float model and of the int8 model (golden simulator) on the same data."""
+
     float_value: float
     int8_value: float
     samples: int
@@ -82,16 +89,24 @@ class Evaluation:
         return self.int8_value - self.float_value
 
     def __str__(self) -> str:
-        return (f"{self.metric} on {self.samples} samples: {self.reference} {self.float_value:.4f}, "
-                f"int8 {self.int8_value:.4f} ({self.difference:+.4f})")
+        return (
+            f"{self.metric} on {self.samples} samples: {self.reference} {self.float_value:.4f}, "
+            f"int8 {self.int8_value:.4f} ({self.difference:+.4f})"
+        )
 
 
 class CompiledModel:
     """A model compiled for one target: save its C, run the golden int8 simulator, verify the C,
     count its instructions, and report on it. Build one with edgec.compile."""
 
-    def __init__(self, compiled: pipeline.Compiled, name: str, report_samples: list[np.ndarray] | None = None,
-                 module: torch.nn.Module | None = None, streaming: pipeline.Compiled | None = None):
+    def __init__(
+        self,
+        compiled: pipeline.Compiled,
+        name: str,
+        report_samples: list[np.ndarray] | None = None,
+        module: torch.nn.Module | None = None,
+        streaming: pipeline.Compiled | None = None,
+    ):
         self.compiled = compiled
         self.name = name
         self.streaming = streaming  # stream=True: the build saved (one time step per invoke); `compiled` is
@@ -128,8 +143,9 @@ class CompiledModel:
         if self._report is None:
             built = self._as_built(self.compiled)
             with tempfile.TemporaryDirectory(prefix="edgec-report-") as tmp:
-                self._report = codegen.emit(built.graph, built.plan, Path(tmp), name=self.name, target=self.target,
-                                            origin=built.origin)
+                self._report = codegen.emit(
+                    built.graph, built.plan, Path(tmp), name=self.name, target=self.target, origin=built.origin
+                )
         return self._report
 
     @property
@@ -157,8 +173,10 @@ class CompiledModel:
         Returns one output (or a tuple), as a tensor for tensor inputs, else a numpy array."""
         graph = self.graph
         if len(inputs) != len(graph.inputs):
-            raise EdgecError(f"the model has {len(graph.inputs)} input{'s' if len(graph.inputs) != 1 else ''}, "
-                             f"run() got {len(inputs)}")
+            raise EdgecError(
+                f"the model has {len(graph.inputs)} input{'s' if len(graph.inputs) != 1 else ''}, "
+                f"run() got {len(inputs)}"
+            )
         arrays = [pipeline.as_array(x) for x in inputs]
         integer = [a.dtype.kind in "iu" for a in arrays]
         if any(integer) and not all(integer):
@@ -166,12 +184,16 @@ class CompiledModel:
         tensors = [graph.tensors[name] for name in graph.inputs]
         if integer[0]:
             batches = [self._int_samples(a, t, i) for i, (a, t) in enumerate(zip(arrays, tensors))]
-            rows = [[to_stored(t, batch[k].reshape(t.torch_shape)) for batch, t in zip(batches, tensors)]
-                    for k in range(len(batches[0]))]
+            rows = [
+                [to_stored(t, batch[k].reshape(t.torch_shape)) for batch, t in zip(batches, tensors)]
+                for k in range(len(batches[0]))
+            ]
         else:
             batches = pipeline.per_input_samples(arrays, self.compiled.example_inputs, "run() input")
-            rows = [[sim.quantize_input(graph, batch[k], i) for i, batch in enumerate(batches)]
-                    for k in range(len(batches[0]))]
+            rows = [
+                [sim.quantize_input(graph, batch[k], i) for i, batch in enumerate(batches)]
+                for k in range(len(batches[0]))
+            ]
         outputs = [sim.invoke(graph, row) for row in rows]
         results = []
         for index, name in enumerate(graph.outputs):
@@ -192,8 +214,9 @@ class CompiledModel:
         if data.ndim == len(shape) + 1 and data.shape[1:] == shape:
             data = data.reshape(len(data), *per_sample)
         if data.shape[1:] != per_sample:
-            raise EdgecError(f"run(): input {index} has shape {list(data.shape)}; expected [N, "
-                             f"{', '.join(map(str, per_sample))}]")
+            raise EdgecError(
+                f"run(): input {index} has shape {list(data.shape)}; expected [N, {', '.join(map(str, per_sample))}]"
+            )
         return data.astype(sim.INT_DTYPES[tensor.dtype])
 
     def float_model(self) -> torch.nn.Module:
@@ -210,11 +233,14 @@ class CompiledModel:
         that target's typical memory budget and flash wait states, and this one's --opt)."""
         if target is None or get_target(target).name == self.target.name:
             return self.compiled
-        return pipeline.compile_for(self.compiled, get_target(target).with_opt(self.target.opt).with_kernels(
-            self.target.kernels, self.target.cmsis_nn_dir))
+        return pipeline.compile_for(
+            self.compiled,
+            get_target(target).with_opt(self.target.opt).with_kernels(self.target.kernels, self.target.cmsis_nn_dir),
+        )
 
-    def verify(self, samples=None, target=None, count: int = VERIFY_SAMPLES, allow_unchecked: bool = False,
-               class_outputs=None) -> VerifyResult:
+    def verify(
+        self, samples=None, target=None, count: int = VERIFY_SAMPLES, allow_unchecked: bool = False, class_outputs=None
+    ) -> VerifyResult:
         """`edgec verify`: the generated C, built for the host or run on `target`'s emulated board
         (QEMU), must equal the golden simulator byte for byte on `count` of `samples` (float
         inputs: an array, a tensor or an iterable of batches; default seeded random normal ones),
@@ -236,8 +262,10 @@ class CompiledModel:
         result = checks.compare(checks.golden_outputs(compiled.graph, inputs), outputs)
         where = "host C" if compiled.target.is_host else f"{compiled.target.name} (QEMU)"
         if not result.exact:
-            raise EdgecError(f"MISMATCH: {result.mismatched_samples} of {result.samples} samples differ "
-                             f"({result.mismatched_bytes} bytes) between the golden simulator and {where}")
+            raise EdgecError(
+                f"MISMATCH: {result.mismatched_samples} of {result.samples} samples differ "
+                f"({result.mismatched_bytes} bytes) between the golden simulator and {where}"
+            )
         stream_steps = self._verify_stream(compiled, floats, inputs, where) if self.stream else 0
         reference = checks.float_reference(compiled, floats)
         summary = checks.accuracy_summary(compiled, reference, result.device, class_outputs)
@@ -247,23 +275,36 @@ class CompiledModel:
         if compiled is self.compiled:
             self._layer_sqnr = layer_sqnr
             self._output_accuracy = summary["outputs"]
-        return VerifyResult(compiled.target.name, result.samples, summary["output_sqnr_db"],
-                            summary["top1_agreement"], summary["max_abs_error"], checked.checked, layer_sqnr,
-                            checks.activation_precision(compiled.graph), summary["outputs"], checked.total,
-                            checked.skipped, stream_steps)
+        return VerifyResult(
+            compiled.target.name,
+            result.samples,
+            summary["output_sqnr_db"],
+            summary["top1_agreement"],
+            summary["max_abs_error"],
+            checked.checked,
+            layer_sqnr,
+            checks.activation_precision(compiled.graph),
+            summary["outputs"],
+            checked.total,
+            checked.skipped,
+            stream_steps,
+        )
 
-    def _verify_stream(self, compiled: pipeline.Compiled, floats: list[np.ndarray], inputs: np.ndarray,
-                       where: str) -> int:
+    def _verify_stream(
+        self, compiled: pipeline.Compiled, floats: list[np.ndarray], inputs: np.ndarray, where: str
+    ) -> int:
         """The streaming build of `compiled` on the same samples' frames (verify's stream check):
         the invokes it ran, or EdgecError."""
         with tempfile.TemporaryDirectory(prefix="edgec-verify-") as tmp:
             result = checks.compare_stream(compiled, floats, inputs, self.name, Path(tmp))
         if result.mismatched_bytes:
-            raise EdgecError(f"MISMATCH (stream): {result.mismatched_bytes} bytes differ between the golden "
-                             f"simulator and {where}")
+            raise EdgecError(
+                f"MISMATCH (stream): {result.mismatched_bytes} bytes differ between the golden simulator and {where}"
+            )
         if not result.equals_whole_sequence:
-            raise EdgecError("MISMATCH: the stream's output after a whole sequence differs from the whole-sequence "
-                             "model's")
+            raise EdgecError(
+                "MISMATCH: the stream's output after a whole sequence differs from the whole-sequence model's"
+            )
         return result.steps
 
     def bench(self, target=None, sample=None) -> device.Bench:
@@ -283,8 +324,10 @@ class CompiledModel:
             pipeline.emit(compiled, out_dir, self.name)
             result = device.bench(compiled.target, out_dir, self.name, inputs[0], Path(tmp) / "build")
         if not checks.compare(checks.golden_outputs(compiled.graph, inputs), result.output[None]).exact:
-            raise EdgecError(f"the output on {compiled.target.name} differs from the golden simulator's; "
-                             f"run verify(target={compiled.target.name!r})")
+            raise EdgecError(
+                f"the output on {compiled.target.name} differs from the golden simulator's; "
+                f"run verify(target={compiled.target.name!r})"
+            )
         if whole is self.compiled:
             self._bench = result
         return result
@@ -306,8 +349,11 @@ class CompiledModel:
         if floats is None:
             return []
         inputs = checks.quantized_inputs(self.graph, floats)
-        rows = sim.layer_sqnr(self.graph, checks.float_reference(self.compiled, floats),
-                              [checks.golden_values(self.graph, row) for row in inputs])
+        rows = sim.layer_sqnr(
+            self.graph,
+            checks.float_reference(self.compiled, floats),
+            [checks.golden_values(self.graph, row) for row in inputs],
+        )
         if samples is None:
             self._layer_sqnr = rows
         return rows
@@ -316,14 +362,17 @@ class CompiledModel:
         """report.json, each layer with what has been measured: instructions (after bench()),
         sqnr_db (from the calibration samples or the last verify())."""
         from edgec.tools.report import merge_measurements
+
         bench = None if self._bench is None else self._bench.to_json()
-        return merge_measurements(self.build_report(), bench=bench, sqnr=self.layer_sqnr(),
-                                  outputs=self._output_accuracy)
+        return merge_measurements(
+            self.build_report(), bench=bench, sqnr=self.layer_sqnr(), outputs=self._output_accuracy
+        )
 
     def report(self, path: str | Path | None = None) -> str:
         """The HTML report (self-contained; memory timeline, per-layer time, flash, kernel and
         SQNR with plots); written to `path` if given. Returns the HTML."""
         from edgec.tools.report import render_html_report
+
         page = render_html_report(self.report_data())
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")
@@ -332,22 +381,41 @@ class CompiledModel:
     def summary(self) -> str:
         """What `edgec build` prints, with the three most expensive layers."""
         from edgec.tools.report import text_summary
+
         return text_summary(self.report_data())
 
     def _repr_html_(self) -> str:
         """Jupyter shows the report in an iframe, so its page styles stay out of the notebook's."""
-        return (f'<iframe srcdoc="{html.escape(self.report(), quote=True)}" '
-                f'title="edgec report: {html.escape(self.name)}" '
-                f'style="width: 100%; height: 900px; border: 1px solid #e4e7eb; border-radius: 6px"></iframe>')
+        return (
+            f'<iframe srcdoc="{html.escape(self.report(), quote=True)}" '
+            f'title="edgec report: {html.escape(self.name)}" '
+            f'style="width: 100%; height: 900px; border: 1px solid #e4e7eb; border-radius: 6px"></iframe>'
+        )
 
 
-def compile(model, example_inputs=None, *, calibration=None, target: str | Target = "cortex-m4",
-            opt: str = "auto", ram: int | str | None = None, flash: int | str | None = None,
-            flash_wait: int | None = None, part: str | None = None, kernels: str = "edgec", name: str | None = None,
-            progress: bool = True,
-            calibration_method: str = "minmax", per_channel_linear: bool = False,
-            activations: str = "int8", int16_layers=(), stream: bool = False, weights: str = "int8",
-            int4_layers=(), int4_rounding: str = "gptq") -> CompiledModel:
+def compile(
+    model,
+    example_inputs=None,
+    *,
+    calibration=None,
+    target: str | Target = "cortex-m4",
+    opt: str = "auto",
+    ram: int | str | None = None,
+    flash: int | str | None = None,
+    flash_wait: int | None = None,
+    part: str | None = None,
+    kernels: str = "edgec",
+    name: str | None = None,
+    progress: bool = True,
+    calibration_method: str = "minmax",
+    per_channel_linear: bool = False,
+    activations: str = "int8",
+    int16_layers=(),
+    stream: bool = False,
+    weights: str = "int8",
+    int4_layers=(),
+    int4_rounding: str = "gptq",
+) -> CompiledModel:
     """Quantize and compile `model` for `target`, as `edgec build` does.
 
     model: an nn.Module (with `example_inputs`: a tensor shaped like one input batch, or a tuple
@@ -381,18 +449,35 @@ def compile(model, example_inputs=None, *, calibration=None, target: str | Targe
         sequences (the model's meaning); verify() also checks the streaming build, as
         `edgec verify --stream` does, and bench() counts one time step, as `edgec bench --stream`.
     """
-    target_info = (on_part(get_target(target), part).with_budget(_size(ram), _size(flash)).with_opt(opt)
-                   .with_flash_wait(flash_wait).with_kernels(kernels))
+    target_info = (
+        on_part(get_target(target), part)
+        .with_budget(_size(ram), _size(flash))
+        .with_opt(opt)
+        .with_flash_wait(flash_wait)
+        .with_kernels(kernels)
+    )
     name = check_name(name or default_name(model))
     with _quiet_torch():
         loaded, module = pipeline.prepare(model, example_inputs)
-        arrays = None if calibration is None else \
-            pipeline.per_input_samples(calibration, loaded.example_inputs, "calibration data")
-        quantized = pipeline.quantize_loaded(loaded, module, calibration=arrays, warn=_warn,
-                                             progress=_progress if progress else None, method=calibration_method,
-                                             per_channel_linear=per_channel_linear, activations=activations,
-                                             int16_layers=int16_layers, weights=weights, int4_layers=int4_layers,
-                                             int4_rounding=int4_rounding)
+        arrays = (
+            None
+            if calibration is None
+            else pipeline.per_input_samples(calibration, loaded.example_inputs, "calibration data")
+        )
+        quantized = pipeline.quantize_loaded(
+            loaded,
+            module,
+            calibration=arrays,
+            warn=_warn,
+            progress=_progress if progress else None,
+            method=calibration_method,
+            per_channel_linear=per_channel_linear,
+            activations=activations,
+            int16_layers=int16_layers,
+            weights=weights,
+            int4_layers=int4_layers,
+            int4_rounding=int4_rounding,
+        )
         compiled = pipeline.compile_for(quantized, target_info)
         streaming = pipeline.compile_for(quantized, target_info, stream=True) if stream else None
     samples = None if arrays is None else [x[:REPORT_SAMPLES] for x in arrays]
@@ -408,8 +493,9 @@ def save(models: Iterable[CompiledModel], out_dir: str | Path, *, shared_arena: 
     models = list(models)
     if not all(isinstance(model, CompiledModel) for model in models):
         raise EdgecError("edgec.save() takes the CompiledModels edgec.compile() returns")
-    return pipeline.emit_many([(model.compiled, model.name) for model in models], Path(out_dir),
-                              shared_arena=shared_arena)
+    return pipeline.emit_many(
+        [(model.compiled, model.name) for model in models], Path(out_dir), shared_arena=shared_arena
+    )
 
 
 def evaluate(compiled: CompiledModel, data, metric: Callable | None = None) -> Evaluation:
@@ -419,30 +505,34 @@ def evaluate(compiled: CompiledModel, data, metric: Callable | None = None) -> E
     for a one-output model, else a tuple of every output's tensors; default (top1_accuracy): top-1
     accuracy of the first output."""
     count = len(compiled.graph.inputs)
-    batches = [(data[0], data[1])] if isinstance(data, tuple) and len(data) == 2 and count == 1 and \
-        not isinstance(data[0], (tuple, list)) else data
+    batches = (
+        [(data[0], data[1])]
+        if isinstance(data, tuple) and len(data) == 2 and count == 1 and not isinstance(data[0], (tuple, list))
+        else data
+    )
     inputs: list[list[np.ndarray]] = [[] for _ in range(count)]
     targets: list[np.ndarray] = []
     for batch in batches:
         items = list(batch)
         if len(items) != count + 1:
-            raise EdgecError(f"evaluate(): a batch must hold the model's {count} input(s) and the targets, got "
-                             f"{len(items)} items")
+            raise EdgecError(
+                f"evaluate(): a batch must hold the model's {count} input(s) and the targets, got {len(items)} items"
+            )
         for per, item in zip(inputs, items[:count]):
             per.append(pipeline.as_array(item))
         targets.append(pipeline.as_array(items[count]))
     if not targets:
         raise EdgecError("evaluate(): no batches")
-    floats = pipeline.per_input_samples([np.concatenate(x) for x in inputs], compiled.compiled.example_inputs,
-                                        "evaluation data")
+    floats = pipeline.per_input_samples(
+        [np.concatenate(x) for x in inputs], compiled.compiled.example_inputs, "evaluation data"
+    )
     labels = torch.from_numpy(np.concatenate(targets))
     int8 = compiled.run(*(torch.from_numpy(x) for x in floats))
     reference = _float_outputs(compiled, floats)
     metric = metric or top1_accuracy
     name = getattr(metric, "__name__", "metric")
     reference_name = "float model" if compiled.compiled.float_module is not None else "Q/DQ program in float"
-    return Evaluation(float(metric(reference, labels)), float(metric(int8, labels)), len(labels), name,
-                      reference_name)
+    return Evaluation(float(metric(reference, labels)), float(metric(int8, labels)), len(labels), name, reference_name)
 
 
 def top1_accuracy(outputs, targets: torch.Tensor) -> float:
@@ -464,15 +554,19 @@ def _float_outputs(compiled: CompiledModel, floats: list[np.ndarray]):
                 pass
         module = compiled.float_model()
         shapes = [tuple(x.shape) for x in compiled.compiled.example_inputs]
-        outputs = [_as_tuple(module(*(torch.from_numpy(x[k]).reshape(shape) for x, shape in zip(floats, shapes))))
-                   for k in range(len(floats[0]))]
+        outputs = [
+            _as_tuple(module(*(torch.from_numpy(x[k]).reshape(shape) for x, shape in zip(floats, shapes))))
+            for k in range(len(floats[0]))
+        ]
     results = tuple(torch.from_numpy(_samples_array([o[i].numpy() for o in outputs])) for i in range(len(outputs[0])))
     return results[0] if len(results) == 1 else results
 
 
 def _outputs_in_batches(module: torch.nn.Module, floats: list[np.ndarray], batch: int = 256):
-    outputs = [_as_tuple(module(*(torch.from_numpy(x[k:k + batch]) for x in floats)))
-               for k in range(0, len(floats[0]), batch)]
+    outputs = [
+        _as_tuple(module(*(torch.from_numpy(x[k : k + batch]) for x in floats)))
+        for k in range(0, len(floats[0]), batch)
+    ]
     results = tuple(torch.cat([o[i] for o in outputs]) for i in range(len(outputs[0])))
     return results[0] if len(results) == 1 else results
 
@@ -491,6 +585,7 @@ def inspect(model, example_inputs=None) -> "Inspection":
     """`edgec inspect`: the model's operators, supported or not (with module path and source
     line) and each use beyond a kernel's limits, before any calibration."""
     from edgec.tools.inspection import inspect_model
+
     with _quiet_torch():
         return inspect_model(model, example_inputs)
 
@@ -513,8 +608,12 @@ def _progress(items: Iterable) -> Iterable:
     for index, item in enumerate(items, start=1):
         yield item
         if index % every == 0 or index == len(items):
-            print(f"\rcalibrating: {index}/{len(items)} samples", end="" if index < len(items) else "\n",
-                  file=sys.stderr, flush=True)
+            print(
+                f"\rcalibrating: {index}/{len(items)} samples",
+                end="" if index < len(items) else "\n",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 @contextlib.contextmanager
@@ -540,6 +639,6 @@ def _quiet_torch():
 with _quiet_torch():  # importing torchao logs about its optional CUDA extensions
     from edgec import pipeline, sim
     from edgec.backend import codegen
+    from edgec.ops.recurrent import reset_state  # noqa: E402
     from edgec.targets import device  # noqa: E402
     from edgec.tools import verify as checks  # noqa: E402
-    from edgec.ops.recurrent import reset_state  # noqa: E402

@@ -4,6 +4,7 @@ A Graph is a list of Ops in execution order over named activation Tensors. Const
 bias, requantization arrays) live in each Op's attrs as numpy arrays; only activations are
 Tensors, because only activations occupy the arena.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -47,8 +48,9 @@ class Tensor:
         """The shape in the float graph's axis order."""
         if self.perm is None:
             return self.shape
-        return tuple(size for _, size in sorted((axis, size) for axis, size in zip(self.perm, self.shape)
-                                                if axis is not None))
+        return tuple(
+            size for _, size in sorted((axis, size) for axis, size in zip(self.perm, self.shape) if axis is not None)
+        )
 
     def stored_axis(self, axis: int) -> int:
         """Where PyTorch axis `axis` (negative counts from the end) is stored."""
@@ -94,7 +96,9 @@ def stored_shape(torch_shape: tuple[int, ...], perm) -> tuple[int, ...]:
 
 def same_bytes(source_shape, source_perm, target_shape, target_perm) -> bool:
     """Whether a reshape of a tensor (torch shape, perm) into another moves no byte."""
-    return np.array_equal(stored_offsets(tuple(source_shape), source_perm), stored_offsets(tuple(target_shape), target_perm))
+    return np.array_equal(
+        stored_offsets(tuple(source_shape), source_perm), stored_offsets(tuple(target_shape), target_perm)
+    )
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,7 @@ class InPlace:
     (0: head-aligned; output size - input size: tail-aligned, the two end together), and the
     kernel needs `scratch_bytes` of scratch instead of its usual scratch.
     """
+
     input: int  # index into op.inputs
     input_offset: int  # bytes, a multiple of the arena alignment; may be negative
     scratch_bytes: int = 0
@@ -117,6 +122,7 @@ class KernelChoice:
     it chooses (OpDef.specialize; int16 and CMSIS-NN selection): the emitted call, the report,
     report.json and `edgec build`'s summary read it. The in-place form of a kernel is the
     planner's choice on top (the emitted CCall names it)."""
+
     function: str  # the C function the layer calls ("" for a view: no code)
     variant: str  # portable, dsp, dsp wide, mve, int16, int16 dsp, cmsis-nn or view
     reason: str  # why, in one phrase

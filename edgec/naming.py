@@ -1,4 +1,5 @@
 """The model's C name (`--name`, `name=`): the prefix of every generated symbol and file."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -5,6 +5,7 @@ works on numpy integer arrays (int64 internally, so intermediate products never 
 reproduces the C kernels' int32 behaviour exactly, including the wrap of `x << shift`.
 docs/numerics.md states the arithmetic every kernel shares.
 """
+
 from __future__ import annotations
 
 import math

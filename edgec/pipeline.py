@@ -3,6 +3,7 @@ load -> export -> normalize -> fold BN -> quantize -> lower -> fuse -> unify qpa
 fuse copies -> finalize -> specialize -> kernel library (--kernels) -> constant layouts (--opt auto) ->
 schedule + plan -> emit.
 """
+
 from __future__ import annotations
 
 import copy
@@ -18,29 +19,31 @@ import torch
 from torch.fx import GraphModule
 
 from edgec.backend import codegen
-from edgec.frontend import export
+from edgec.backend.banding import fit_budget
+from edgec.backend.plan import MemoryPlan
+from edgec.backend.schedule import schedule_and_plan
 from edgec.errors import EdgecError
-from edgec.ir import Graph
+from edgec.frontend import export
+from edgec.frontend.calibration import DEFAULT as DEFAULT_CALIBRATION
+from edgec.frontend.calibration import range_warnings
 from edgec.frontend.lower import lower
+from edgec.frontend.quantize import EdgecQuantizer, int4_weight_nodes, is_quantized, quantize
+from edgec.frontend.torch_ops import GETITEM
+from edgec.frontend.weight_rounding import DEFAULT as DEFAULT_INT4_ROUNDING
+from edgec.frontend.weight_rounding import round_int4_weights
+from edgec.ir import Graph
 from edgec.ops import OPS, unit_of
 from edgec.ops.cmsis_nn import select_cmsis_nn_kernels
 from edgec.ops.int16_units import select_int16_kernels
 from edgec.ops.matmul import fold_output_scales, place_right_operands
-from edgec.passes.constant_layouts import choose_constant_layouts
 from edgec.ops.recurrent import keep_last_steps, make_streaming
+from edgec.passes.constant_layouts import choose_constant_layouts
 from edgec.passes.fold_batchnorm import fold_batchnorm
 from edgec.passes.fuse import fold_pad, fuse_activations, fuse_copies
+from edgec.passes.layout import assign_layouts, relayout
 from edgec.passes.normalize import normalize
 from edgec.passes.qparams import unify_qparams
-from edgec.passes.layout import assign_layouts, relayout
-from edgec.backend.plan import MemoryPlan
-from edgec.backend.banding import fit_budget
-from edgec.frontend.calibration import DEFAULT as DEFAULT_CALIBRATION, range_warnings
-from edgec.frontend.quantize import EdgecQuantizer, int4_weight_nodes, is_quantized, quantize
-from edgec.frontend.weight_rounding import DEFAULT as DEFAULT_INT4_ROUNDING, round_int4_weights
-from edgec.backend.schedule import schedule_and_plan
 from edgec.targets.cores import TARGETS, Target, get_target
-from edgec.frontend.torch_ops import GETITEM
 
 RANDOM_CALIBRATION_SAMPLES = 32
 
@@ -48,6 +51,7 @@ RANDOM_CALIBRATION_SAMPLES = 32
 @dataclass
 class Quantized:
     """A model quantized for edgec's kernels, before anything target-specific."""
+
     origin: str
     example_inputs: tuple
     float_module: GraphModule | None  # BN-folded float model; None for a pre-quantized program
@@ -62,23 +66,58 @@ class Compiled(Quantized):
     choices: list[str] = field(default_factory=list)  # what target-level choices were made and why
 
 
-def compile_model(spec, *, calibration, target: str | Target = "host", example_inputs=None, stream: bool = False,
-                  progress: Callable | None = None, warn: Callable[[str], None] = print,
-                  method: str = DEFAULT_CALIBRATION, per_channel_linear: bool = False, activations: str = "int8",
-                  int16_layers: Iterable[str] = (), weights: str = "int8", int4_layers: Iterable[str] = (),
-                  int4_rounding: str = DEFAULT_INT4_ROUNDING) -> Compiled:
-    return compile_for(quantize_model(spec, calibration=calibration, example_inputs=example_inputs, progress=progress,
-                                      warn=warn, method=method, per_channel_linear=per_channel_linear,
-                                      activations=activations, int16_layers=int16_layers, weights=weights,
-                                      int4_layers=int4_layers, int4_rounding=int4_rounding),
-                       target, stream=stream)
+def compile_model(
+    spec,
+    *,
+    calibration,
+    target: str | Target = "host",
+    example_inputs=None,
+    stream: bool = False,
+    progress: Callable | None = None,
+    warn: Callable[[str], None] = print,
+    method: str = DEFAULT_CALIBRATION,
+    per_channel_linear: bool = False,
+    activations: str = "int8",
+    int16_layers: Iterable[str] = (),
+    weights: str = "int8",
+    int4_layers: Iterable[str] = (),
+    int4_rounding: str = DEFAULT_INT4_ROUNDING,
+) -> Compiled:
+    return compile_for(
+        quantize_model(
+            spec,
+            calibration=calibration,
+            example_inputs=example_inputs,
+            progress=progress,
+            warn=warn,
+            method=method,
+            per_channel_linear=per_channel_linear,
+            activations=activations,
+            int16_layers=int16_layers,
+            weights=weights,
+            int4_layers=int4_layers,
+            int4_rounding=int4_rounding,
+        ),
+        target,
+        stream=stream,
+    )
 
 
-def quantize_model(spec, *, calibration, example_inputs=None, progress: Callable | None = None,
-                   warn: Callable[[str], None] = print, method: str = DEFAULT_CALIBRATION,
-                   per_channel_linear: bool = False, activations: str = "int8",
-                   int16_layers: Iterable[str] = (), weights: str = "int8", int4_layers: Iterable[str] = (),
-                  int4_rounding: str = DEFAULT_INT4_ROUNDING) -> Quantized:
+def quantize_model(
+    spec,
+    *,
+    calibration,
+    example_inputs=None,
+    progress: Callable | None = None,
+    warn: Callable[[str], None] = print,
+    method: str = DEFAULT_CALIBRATION,
+    per_channel_linear: bool = False,
+    activations: str = "int8",
+    int16_layers: Iterable[str] = (),
+    weights: str = "int8",
+    int4_layers: Iterable[str] = (),
+    int4_rounding: str = DEFAULT_INT4_ROUNDING,
+) -> Quantized:
     """load -> export -> normalize -> fold BN -> quantize (or keep a program's own Q/DQ).
     `spec`: anything export.load takes (a .pt2 path, 'file.py:factory', an ExportedProgram, or
     an nn.Module with `example_inputs`). `method` (edgec.frontend.calibration) and `per_channel_linear` are
@@ -87,22 +126,49 @@ def quantize_model(spec, *, calibration, example_inputs=None, progress: Callable
     `weights` ("int8" or "int4": every linear and convolution layer) and `int4_layers` (the paths
     whose layers take int4 weights), chosen by `int4_rounding` (edgec.frontend.weight_rounding)."""
     loaded, module = prepare(spec, example_inputs)
-    return quantize_loaded(loaded, module, calibration=calibration, progress=progress, warn=warn, method=method,
-                           per_channel_linear=per_channel_linear, activations=activations, int16_layers=int16_layers,
-                           weights=weights, int4_layers=int4_layers, int4_rounding=int4_rounding)
+    return quantize_loaded(
+        loaded,
+        module,
+        calibration=calibration,
+        progress=progress,
+        warn=warn,
+        method=method,
+        per_channel_linear=per_channel_linear,
+        activations=activations,
+        int16_layers=int16_layers,
+        weights=weights,
+        int4_layers=int4_layers,
+        int4_rounding=int4_rounding,
+    )
 
 
-def quantize_loaded(loaded: export.LoadedModel, module: GraphModule, *, calibration,
-                    progress: Callable | None = None, warn: Callable[[str], None] = print,
-                    method: str = DEFAULT_CALIBRATION, per_channel_linear: bool = False, activations: str = "int8",
-                    int16_layers: Iterable[str] = (), weights: str = "int8", int4_layers: Iterable[str] = (),
-                  int4_rounding: str = DEFAULT_INT4_ROUNDING) -> Quantized:
+def quantize_loaded(
+    loaded: export.LoadedModel,
+    module: GraphModule,
+    *,
+    calibration,
+    progress: Callable | None = None,
+    warn: Callable[[str], None] = print,
+    method: str = DEFAULT_CALIBRATION,
+    per_channel_linear: bool = False,
+    activations: str = "int8",
+    int16_layers: Iterable[str] = (),
+    weights: str = "int8",
+    int4_layers: Iterable[str] = (),
+    int4_rounding: str = DEFAULT_INT4_ROUNDING,
+) -> Quantized:
     """quantize_model after `prepare`: calibrate and quantize (or keep a program's own Q/DQ)."""
     for note in loaded.notes:
         warn(note)
     if is_quantized(module):
-        if method != DEFAULT_CALIBRATION or per_channel_linear or activations != "int8" or list(int16_layers) \
-                or weights != "int8" or list(int4_layers):
+        if (
+            method != DEFAULT_CALIBRATION
+            or per_channel_linear
+            or activations != "int8"
+            or list(int16_layers)
+            or weights != "int8"
+            or list(int4_layers)
+        ):
             warn(f"WARNING: {loaded.origin} is already quantized; calibration and precision options do not apply")
         return Quantized(loaded.origin, loaded.example_inputs, None, module)
     samples = calibration_samples(calibration, loaded.example_inputs, warn)
@@ -112,8 +178,14 @@ def quantize_loaded(loaded: export.LoadedModel, module: GraphModule, *, calibrat
     float_module = copy.deepcopy(module)
     if weights == "int4" or list(int4_layers):
         round_int4_weights(module, int4_weight_nodes(module, weights == "int4", int4_layers), samples, int4_rounding)
-    quantizer = EdgecQuantizer(method, per_channel_linear, activations=activations, int16_layers=int16_layers,
-                               weights=weights, int4_layers=int4_layers)
+    quantizer = EdgecQuantizer(
+        method,
+        per_channel_linear,
+        activations=activations,
+        int16_layers=int16_layers,
+        weights=weights,
+        int4_layers=int4_layers,
+    )
     return Quantized(loaded.origin, loaded.example_inputs, float_module, quantize(module, samples, progress, quantizer))
 
 
@@ -158,16 +230,26 @@ def compile_for(quantized: Quantized, target: str | Target = "host", *, stream: 
     if banding is not None:
         plan.banding = banding.to_json()
         choices.append(banding.summary())
-    return Compiled(quantized.origin, quantized.example_inputs, quantized.float_module, quantized.quantized_module,
-                    graph, plan, target_info, choices)
+    return Compiled(
+        quantized.origin,
+        quantized.example_inputs,
+        quantized.float_module,
+        quantized.quantized_module,
+        graph,
+        plan,
+        target_info,
+        choices,
+    )
 
 
 def emit(compiled: Compiled, out_dir: Path, name: str) -> dict:
     """Writes the C directory atomically (see _write_atomically): a failure, or a model over the
     target's memory budget, never leaves an output directory."""
+
     def write(staging: Path) -> dict:
-        report = codegen.emit(compiled.graph, compiled.plan, staging, name=name,
-                              target=compiled.target, origin=compiled.origin)
+        report = codegen.emit(
+            compiled.graph, compiled.plan, staging, name=name, target=compiled.target, origin=compiled.origin
+        )
         check_memory_budget(report, compiled.target)
         return report
 
@@ -202,17 +284,30 @@ def emit_many(models: list[tuple[Compiled, str]], out_dir: Path, *, shared_arena
         raise EdgecError(f"two models are named {repeated[0]!r}: give each model its own name (--name)")
     target = models[0][0].target
     for compiled, name in models:
-        if (compiled.target.name, compiled.target.cflags, compiled.target.kernels, compiled.target.cmsis_nn_dir) != \
-                (target.name, target.cflags, target.kernels, target.cmsis_nn_dir):
-            raise EdgecError(f"model {name!r} is compiled for {compiled.target.name} (--kernels "
-                             f"{compiled.target.kernels}), {names[0]!r} for {target.name} (--kernels {target.kernels}): "
-                             f"models sharing one directory and runtime need the same target and kernels")
+        if (compiled.target.name, compiled.target.cflags, compiled.target.kernels, compiled.target.cmsis_nn_dir) != (
+            target.name,
+            target.cflags,
+            target.kernels,
+            target.cmsis_nn_dir,
+        ):
+            raise EdgecError(
+                f"model {name!r} is compiled for {compiled.target.name} (--kernels "
+                f"{compiled.target.kernels}), {names[0]!r} for {target.name} (--kernels {target.kernels}): "
+                f"models sharing one directory and runtime need the same target and kernels"
+            )
+
     def write(staging: Path) -> dict:
-        report = codegen.emit_many([(c.graph, c.plan, name, c.origin) for c, name in models], staging,
-                                   target=target, shared_arena=shared_arena)
+        report = codegen.emit_many(
+            [(c.graph, c.plan, name, c.origin) for c, name in models], staging, target=target, shared_arena=shared_arena
+        )
         # The firmware holds them all: their arenas (shared: the largest) and all their constants.
-        check_memory_budget({"arena_bytes": report["arena_bytes"],
-                             "weights_bytes": sum(model["weights_bytes"] for model in report["models"])}, target)
+        check_memory_budget(
+            {
+                "arena_bytes": report["arena_bytes"],
+                "weights_bytes": sum(model["weights_bytes"] for model in report["models"]),
+            },
+            target,
+        )
         return report
 
     return _write_atomically(Path(out_dir), write)
@@ -233,9 +328,11 @@ def quantization_warnings(graph: Graph) -> list[str]:
         if bias is not None and np.asarray(bias).dtype == np.int32:
             saturated = np.flatnonzero(np.abs(np.asarray(bias, np.int64)) >= 2**31 - 1)
             if saturated.size:
-                warnings.append(f"WARNING: {where}: the int32 bias saturates in output channels "
-                                f"{saturated.tolist()[:8]}{' ...' if saturated.size > 8 else ''} "
-                                f"(too large for the layer's input and weight scales)")
+                warnings.append(
+                    f"WARNING: {where}: the int32 bias saturates in output channels "
+                    f"{saturated.tolist()[:8]}{' ...' if saturated.size > 8 else ''} "
+                    f"(too large for the layer's input and weight scales)"
+                )
     return warnings
 
 
@@ -251,18 +348,27 @@ def check_memory_budget(report: dict, target: Target) -> None:
         table = TARGETS.get(target.name)
         typical = table is not None and (target.ram_bytes, target.flash_bytes) == (table.ram_bytes, table.flash_bytes)
         origin = f"budget of {target.part}; set yours with --ram/--flash" if typical else target.part
-        if report["weights_bytes"] > (target.flash_bytes or 0) and target.opt == "speed" and target.dsp and not target.mve:
+        if (
+            report["weights_bytes"] > (target.flash_bytes or 0)
+            and target.opt == "speed"
+            and target.dsp
+            and not target.mve
+        ):
             origin += "; --opt auto or size keeps the DSP kernels' constants smaller"
         if report.get("banding"):
-            origin += (f"; {report['arena_bytes']:,} B is the smallest arena band stages reach, from "
-                       f"{report['banding']['layer_by_layer_arena_bytes']:,} B layer by layer")
+            origin += (
+                f"; {report['arena_bytes']:,} B is the smallest arena band stages reach, from "
+                f"{report['banding']['layer_by_layer_arena_bytes']:,} B layer by layer"
+            )
         raise EdgecError(f"model does not fit {target.name}: {'; '.join(excess)} ({origin})")
 
 
 def check_output_dir(out_dir: Path) -> None:
     """An existing output directory is replaced only if edgec wrote it (it has a report.json)."""
     out_dir = Path(out_dir)
-    if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / "report.json").is_file())):
+    if out_dir.exists() and (
+        not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / "report.json").is_file())
+    ):
         raise EdgecError(f"{out_dir}: exists and is not an edgec output directory; refusing to replace it")
 
 
@@ -274,8 +380,10 @@ def check_finite(module: GraphModule, origin: str) -> None:
     for name, tensor in (*module.named_parameters(), *module.named_buffers()):
         if name in read and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             what = "NaN" if bool(torch.isnan(tensor).any()) else "an infinite value"
-            raise EdgecError(f"{origin}: {'parameter' if isinstance(tensor, torch.nn.Parameter) else 'buffer'} "
-                             f"'{name}' contains {what}; a model's weights and buffers must be finite")
+            raise EdgecError(
+                f"{origin}: {'parameter' if isinstance(tensor, torch.nn.Parameter) else 'buffer'} "
+                f"'{name}' contains {what}; a model's weights and buffers must be finite"
+            )
 
 
 def check_supported(module: GraphModule, origin: str) -> None:
@@ -293,21 +401,29 @@ def check_supported(module: GraphModule, origin: str) -> None:
         key = (problem, export.node_location(node))
         problems[key] = problems.get(key, 0) + 1
     if problems:
-        lines = [f"  {problem}{f' x{count}' if count > 1 else ''}: {where}" for (problem, where), count in problems.items()]
-        raise EdgecError(f"{origin}: cannot compile {sum(problems.values())} operator use"
-                         f"{'s' if sum(problems.values()) > 1 else ''}:\n" + "\n".join(lines))
+        lines = [
+            f"  {problem}{f' x{count}' if count > 1 else ''}: {where}" for (problem, where), count in problems.items()
+        ]
+        raise EdgecError(
+            f"{origin}: cannot compile {sum(problems.values())} operator use"
+            f"{'s' if sum(problems.values()) > 1 else ''}:\n" + "\n".join(lines)
+        )
 
 
 def calibration_samples(calibration, example_inputs: tuple, warn) -> list[tuple]:
     """Calibration as one tuple of tensors per sample, each shaped like its example input."""
     shapes = [tuple(x.shape) for x in example_inputs]
     if calibration is None:
-        warn(f"WARNING: no --calib data given: calibrating on {RANDOM_CALIBRATION_SAMPLES} random normal "
-             f"samples; int8 accuracy on real data will likely be poor. Pass --calib samples.npy.")
+        warn(
+            f"WARNING: no --calib data given: calibrating on {RANDOM_CALIBRATION_SAMPLES} random normal "
+            f"samples; int8 accuracy on real data will likely be poor. Pass --calib samples.npy."
+        )
         calibration = random_samples(example_inputs, RANDOM_CALIBRATION_SAMPLES, seed=0)
     per = per_input_samples(calibration, example_inputs, "calibration data")
-    return [tuple(torch.from_numpy(np.ascontiguousarray(x[i])).reshape(shape) for x, shape in zip(per, shapes))
-            for i in range(len(per[0]))]
+    return [
+        tuple(torch.from_numpy(np.ascontiguousarray(x[i])).reshape(shape) for x, shape in zip(per, shapes))
+        for i in range(len(per[0]))
+    ]
 
 
 def sample_shape(input_shape: tuple) -> tuple:
@@ -341,10 +457,14 @@ def per_input_samples(data, example_inputs: tuple, what: str) -> list[np.ndarray
     elif not isinstance(data, (list, tuple)):
         data = [data]
     if len(data) != count:
-        raise EdgecError(f"{what} has {len(data)} array{'s' if len(data) != 1 else ''}; the model has {count} "
-                         f"inputs (give an .npz with one array per input, in input order)")
-    per = [as_samples(x, tuple(example.shape), f"{what}{f' for input {i}' if count > 1 else ''}")
-           for i, (x, example) in enumerate(zip(data, example_inputs))]
+        raise EdgecError(
+            f"{what} has {len(data)} array{'s' if len(data) != 1 else ''}; the model has {count} "
+            f"inputs (give an .npz with one array per input, in input order)"
+        )
+    per = [
+        as_samples(x, tuple(example.shape), f"{what}{f' for input {i}' if count > 1 else ''}")
+        for i, (x, example) in enumerate(zip(data, example_inputs))
+    ]
     if len({len(x) for x in per}) != 1:
         raise EdgecError(f"{what}: the inputs' arrays hold different numbers of samples ({[len(x) for x in per]})")
     return per
@@ -362,8 +482,10 @@ def batches_to_arrays(batches, count: int, what: str) -> list[np.ndarray]:
     for index, batch in enumerate(batches):
         items = list(batch)[:count] if isinstance(batch, (tuple, list)) else [batch]
         if len(items) != count:
-            raise EdgecError(f"{what}: batch {index} has {len(items)} item{'s' if len(items) != 1 else ''}; "
-                             f"the model has {count} inputs")
+            raise EdgecError(
+                f"{what}: batch {index} has {len(items)} item{'s' if len(items) != 1 else ''}; "
+                f"the model has {count} inputs"
+            )
         for arrays, item in zip(per, items):
             arrays.append(as_array(item))
     if not per[0]:
@@ -398,8 +520,9 @@ def as_samples(data: np.ndarray, input_shape: tuple, what: str) -> np.ndarray:
         forms = f"[N, {', '.join(map(str, input_shape))}]"
         if per_sample != input_shape:
             forms += f" or [N, {', '.join(map(str, per_sample))}]"
-        raise EdgecError(f"{what} has shape {list(data.shape)}; expected {forms} (N samples) "
-                         f"for model input {list(input_shape)}")
+        raise EdgecError(
+            f"{what} has shape {list(data.shape)}; expected {forms} (N samples) for model input {list(input_shape)}"
+        )
     if not np.all(np.isfinite(data)):
         raise EdgecError(f"{what} contains NaN or infinite values")
     return data.astype(np.float32)

@@ -5,6 +5,7 @@ A wheel ships them inside the package, as edgec/templates and edgec/runtime_c (p
 the checkout's top-level folders there); a source checkout and an editable install read them
 where they are, at the checkout's top level, next to edgec/.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -3,6 +3,7 @@
 It is the specification the generated C must match byte for byte. It also measures how far the
 int8 model is from the float one, per layer (SQNR), when a float reference is available.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -46,8 +47,10 @@ def run(graph: Graph, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
     """All tensor values for one sample: `inputs` holds each model input's stored integer tensor."""
     if len(inputs) != len(graph.inputs):
         raise ValueError(f"the graph has {len(graph.inputs)} inputs, got {len(inputs)}")
-    values = {name: np.asarray(x, dtype=INT_DTYPES[graph.tensors[name].dtype]).reshape(graph.tensors[name].shape)
-              for name, x in zip(graph.inputs, inputs)}
+    values = {
+        name: np.asarray(x, dtype=INT_DTYPES[graph.tensors[name].dtype]).reshape(graph.tensors[name].shape)
+        for name, x in zip(graph.inputs, inputs)
+    }
     for op in graph.ops:
         results = unit_of(op).golden(op, graph, [values[name] for name in op.inputs])
         for name, result in zip(op.outputs, results if isinstance(results, (list, tuple)) else [results]):

@@ -7,6 +7,7 @@ ExecuTorch is not an edgec dependency; to rerun:
     pip install -c /tmp/torch-pin.txt executorch==1.5.1 tosa-tools==2026.5.0
     python scripts/compare_executorch.py [model ...]
 """
+
 from __future__ import annotations
 
 import sys
@@ -19,10 +20,10 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from edgec.tools import verify
-from edgec.zoo import mlperf  # noqa: E402
 from edgec.ir import to_torch_order  # noqa: E402
 from edgec.pipeline import compile_model  # noqa: E402
+from edgec.tools import verify  # noqa: E402
+from edgec.zoo import mlperf  # noqa: E402
 
 CALIBRATION_SAMPLES = 32
 SAMPLES = 16
@@ -69,8 +70,10 @@ def main() -> None:
             path = Path(tmp) / f"{name}.pt2"
             executorch_program(name, path)
             differing, total, worst = mismatches(path, name)
-            print(f"{name}: {differing} of {total} output bytes differ from the Q/DQ program (max {worst} steps)",
-                  flush=True)
+            print(
+                f"{name}: {differing} of {total} output bytes differ from the Q/DQ program (max {worst} steps)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

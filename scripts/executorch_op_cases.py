@@ -18,6 +18,7 @@ uniformly within each example input's range; verification runs the example input
 samples. The models' random initial weights are seeded (torch.manual_seed(0) before the test files
 are executed), so a run is repeatable.
 """
+
 from __future__ import annotations
 
 import copy
@@ -51,6 +52,7 @@ CALIBRATION_SAMPLES = 16
 @dataclass
 class McuTestCase:
     """A case as the test files write it: a model and its example inputs (or a function giving them)."""
+
     model: torch.nn.Module
     example_inputs: Any
 
@@ -153,8 +155,13 @@ def run_case(case: McuTestCase) -> tuple[str, str]:
         example = case.get_example_inputs()
         example = tuple(example) if isinstance(example, (tuple, list)) else (example,)
         tensors = tuple(x for x in example if isinstance(x, torch.Tensor))
-        compiled = edgec.compile(copy.deepcopy(case.model), example, target="host", progress=False,
-                                 calibration=samples_like(tensors, CALIBRATION_SAMPLES, seed=0) or None)
+        compiled = edgec.compile(
+            copy.deepcopy(case.model),
+            example,
+            target="host",
+            progress=False,
+            calibration=samples_like(tensors, CALIBRATION_SAMPLES, seed=0) or None,
+        )
         stage = "verify failed"
         result = compiled.verify(samples_like(tensors, VERIFY_SAMPLES, seed=1), count=VERIFY_SAMPLES)
         return "verified", str(result)
@@ -179,6 +186,7 @@ def main(argv: list[str]) -> int:
         return 2
     import logging
     import warnings
+
     logging.getLogger("torchao").setLevel(logging.CRITICAL)
     warnings.filterwarnings("ignore")
     edgec.api._warn = lambda message: None  # the random-calibration warning does not apply
@@ -190,15 +198,19 @@ def main(argv: list[str]) -> int:
         outcome, detail = run_case(case)
         outcomes[name] = outcome
         if outcome != "verified":
-            print(f"{outcome:>14}  {name}: {detail.splitlines()[0]}" + (f" / {detail.splitlines()[1].strip()}"
-                                                                       if len(detail.splitlines()) > 1 else ""),
-                  flush=True)
+            print(
+                f"{outcome:>14}  {name}: {detail.splitlines()[0]}"
+                + (f" / {detail.splitlines()[1].strip()}" if len(detail.splitlines()) > 1 else ""),
+                flush=True,
+            )
         if outcome == "refused":
             refusals[reason(detail)] += 1
     counts = Counter(outcomes.values())
-    print(f"\n{len(selected)} cases: {counts['verified']} compiled and verified bit-exact (host), "
-          f"{counts['refused']} refused with one line, {counts['verify failed']} failed verification, "
-          f"{counts['internal error']} internal errors")
+    print(
+        f"\n{len(selected)} cases: {counts['verified']} compiled and verified bit-exact (host), "
+        f"{counts['refused']} refused with one line, {counts['verify failed']} failed verification, "
+        f"{counts['internal error']} internal errors"
+    )
     for text, count in refusals.most_common():
         print(f"  refused x{count}: {text}")
     return 1 if counts["internal error"] or counts["verify failed"] else 0

@@ -14,6 +14,7 @@ The peer stack is NOT an edgec dependency; it is needed only to rerun this scrip
         tflite-micro==0.dev20261023182759 typing_extensions==4.12.2
     python scripts/make_tflm_reference.py            # all four models; prints edgec's mismatches
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,7 +52,8 @@ def quantized_program(name: str):
     module = torch.export.export(model, example, strict=True).module()
     softmax_as_litert_matches_it(module)
     quantizer = pt2e_quantizer.PT2EQuantizer().set_global(
-        pt2e_quantizer.get_symmetric_quantization_config(is_per_channel=True))
+        pt2e_quantizer.get_symmetric_quantization_config(is_per_channel=True)
+    )
     prepared = prepare_pt2e(module, quantizer)
     with torch.no_grad():
         for sample in mlperf.calibration_data(name, CALIBRATION_SAMPLES, seed=10):
@@ -82,6 +84,7 @@ def int8_inputs(name: str, scale: float, zero_point: int, shape) -> np.ndarray:
 def softmax_input_index(tflite_path: Path) -> int | None:
     """The tensor index of the last SOFTMAX's input (the int8 logits), if the model has one."""
     from ai_edge_litert.interpreter import Interpreter
+
     ops = [op for op in Interpreter(model_path=str(tflite_path))._get_ops_details() if op["op_name"] == "SOFTMAX"]
     return int(ops[-1]["inputs"][0]) if ops else None
 
@@ -89,8 +92,10 @@ def softmax_input_index(tflite_path: Path) -> int | None:
 def run_tflm(tflite_path: Path, inputs_path: Path, outputs_path: Path, logits_index: int) -> None:
     """In this (child) process: TFLite Micro's outputs (and the tensor `logits_index`, -1: none)."""
     from tflite_micro.python.tflite_micro import runtime
-    interpreter = runtime.Interpreter.from_file(str(tflite_path), arena_size=TFLM_ARENA_BYTES,
-                                                intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors)
+
+    interpreter = runtime.Interpreter.from_file(
+        str(tflite_path), arena_size=TFLM_ARENA_BYTES, intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors
+    )
     outputs, logits = [], []
     for sample in np.load(inputs_path):
         interpreter.set_input(sample[None], 0)
@@ -108,30 +113,51 @@ def make(name: str, out_dir: Path, work: Path) -> dict:
 
     quantizer, converted, example = quantized_program(name)
     tflite_path = work / f"{name}.tflite"
-    litert_torch.convert(converted, example, quant_config=QuantConfig(pt2e_quantizer=quantizer)).export(str(tflite_path))
+    litert_torch.convert(converted, example, quant_config=QuantConfig(pt2e_quantizer=quantizer)).export(
+        str(tflite_path)
+    )
     torch.export.save(torch.export.export(converted, example, strict=True), out_dir / f"{name}.pt2")
 
     interpreter = Interpreter(model_path=str(tflite_path))
     source, sink = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
     if source["dtype"] != np.int8 or sink["dtype"] != np.int8:
         raise SystemExit(f"{name}: the .tflite has {source['dtype']} -> {sink['dtype']} I/O, not int8")
-    (in_scale,), (in_zp,) = source["quantization_parameters"]["scales"], source["quantization_parameters"]["zero_points"]
+    (in_scale,), (in_zp,) = (
+        source["quantization_parameters"]["scales"],
+        source["quantization_parameters"]["zero_points"],
+    )
     (out_scale,), (out_zp,) = sink["quantization_parameters"]["scales"], sink["quantization_parameters"]["zero_points"]
     inputs = int8_inputs(name, in_scale, in_zp, tuple(example[0].shape))
     np.save(work / f"{name}_in.npy", inputs)
     logits_index = softmax_input_index(tflite_path)
-    subprocess.run([sys.executable, __file__, "--run-tflm", str(tflite_path), str(work / f"{name}_in.npy"),
-                    str(work / f"{name}_out.npz"), str(-1 if logits_index is None else logits_index)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--run-tflm",
+            str(tflite_path),
+            str(work / f"{name}_in.npy"),
+            str(work / f"{name}_out.npz"),
+            str(-1 if logits_index is None else logits_index),
+        ],
+        check=True,
+    )
     result = np.load(work / f"{name}_out.npz")
-    np.savez_compressed(out_dir / f"{name}.npz", inputs=inputs, outputs=result["outputs"], logits=result["logits"],
-                        input_qparams=np.array([in_scale, in_zp], np.float64),
-                        output_qparams=np.array([out_scale, out_zp], np.float64))
+    np.savez_compressed(
+        out_dir / f"{name}.npz",
+        inputs=inputs,
+        outputs=result["outputs"],
+        logits=result["logits"],
+        input_qparams=np.array([in_scale, in_zp], np.float64),
+        output_qparams=np.array([out_scale, out_zp], np.float64),
+    )
     return {"ops": [op["op_name"] for op in interpreter._get_ops_details()]}
 
 
 def edgec_mismatches(name: str, out_dir: Path) -> str:
     """What tests/test_tflm_reference.py checks, for the record: edgec's golden vs TFLite Micro."""
     from tests.test_tflm_reference import golden_against_tflm
+
     return golden_against_tflm(out_dir, name)
 
 

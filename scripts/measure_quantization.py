@@ -7,6 +7,7 @@ Calibration: 32 samples of each zoo model's input distribution (seed 0), evaluat
 (seed 1); digits: examples/digits/calib.npy, evaluated on the 450 held-out images. The int8 outputs
 are the golden simulator's (equal to the generated C byte for byte, as the other tests show).
 """
+
 from __future__ import annotations
 
 import sys
@@ -18,26 +19,45 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from edgec.tools import verify
-from edgec.zoo import mlperf  # noqa: E402
 from edgec.pipeline import compile_for, emit, load_samples, quantize_model  # noqa: E402
+from edgec.tools import verify  # noqa: E402
+from edgec.zoo import mlperf  # noqa: E402
 
-OPTIONS = [("minmax", False), ("histogram", False), ("percentile", False), ("mse", False),
-           ("minmax", True), ("mse", True)]
+OPTIONS = [
+    ("minmax", False),
+    ("histogram", False),
+    ("percentile", False),
+    ("mse", False),
+    ("minmax", True),
+    ("mse", True),
+]
 DIGITS = ROOT / "examples" / "digits"
 
 
 def models():
     """(name, spec, calibration, evaluation floats, labels or None)."""
     for name in sorted(mlperf.ZOO):
-        yield name, f"{mlperf.__file__}:{name}", mlperf.calibration_data(name, 32, seed=0), mlperf.calibration_data(name, 32, seed=1), None
+        yield (
+            name,
+            f"{mlperf.__file__}:{name}",
+            mlperf.calibration_data(name, 32, seed=0),
+            mlperf.calibration_data(name, 32, seed=1),
+            None,
+        )
     test = np.load(DIGITS / "test.npz")
-    yield "digits", str(DIGITS / "digits.pt2"), load_samples(DIGITS / "calib.npy"), test["x"].astype(np.float32), test["y"]
+    yield (
+        "digits",
+        str(DIGITS / "digits.pt2"),
+        load_samples(DIGITS / "calib.npy"),
+        test["x"].astype(np.float32),
+        test["y"],
+    )
 
 
 def measure(spec, calibration, floats, labels, method, per_channel_linear) -> dict:
-    quantized = quantize_model(spec, calibration=calibration, warn=lambda _: None, method=method,
-                               per_channel_linear=per_channel_linear)
+    quantized = quantize_model(
+        spec, calibration=calibration, warn=lambda _: None, method=method, per_channel_linear=per_channel_linear
+    )
     compiled = compile_for(quantized, "cortex-m4")
     with tempfile.TemporaryDirectory() as tmp:
         flash = emit(compiled, Path(tmp) / "m", "m")["weights_bytes"]
@@ -46,7 +66,9 @@ def measure(spec, calibration, floats, labels, method, per_channel_linear) -> di
     result = {"sqnr": summary["output_sqnr_db"], "flash": flash}
     if labels is not None:
         tensor = compiled.graph.tensors[compiled.graph.outputs[0]]
-        result["accuracy"] = float(np.mean(outputs.reshape(len(floats), -1)[:, :tensor.elements].argmax(axis=1) == labels))
+        result["accuracy"] = float(
+            np.mean(outputs.reshape(len(floats), -1)[:, : tensor.elements].argmax(axis=1) == labels)
+        )
     return result
 
 

@@ -5,6 +5,7 @@ built with --opt size in <dir>/<target>-size/ (DSP cores) and, if make bench had
 
     python scripts/write_benchmarks.py build/bench > BENCHMARKS.md
 """
+
 from __future__ import annotations
 
 import json
@@ -31,42 +32,70 @@ CMSIS_NN_OFAST = "-cmsis-nn-ofast"  # the same with CMSIS-NN compiled at -Ofast 
 # The fastest published MLPerf Tiny results per DSP core, in cycles (latency x clock; docs/anchors.md of
 # the lead), and the part they ran on: make bench runs edgec on that part (--part) into <dir>/<target>-<part>.
 PUBLISHED = {
-    "cortex-m4": ("stm32l4r5", "ST X-CUBE-AI 9.0/10.2; AD Plumerai",
-                  {"ds_cnn": 5.18e6, "mobilenet_v1_025": 10.67e6, "resnet8": 19.82e6, "fc_autoencoder": 0.486e6}),
-    "cortex-m33": ("stm32u575", "ST X-CUBE-AI 10.2; IC Plumerai; AD Bosch",
-                   {"ds_cnn": 4.64e6, "mobilenet_v1_025": 9.48e6, "resnet8": 16.69e6, "fc_autoencoder": 0.494e6}),
-    "cortex-m7": ("stm32h7a3", "ST X-CUBE-AI 9.0; AD Bosch",
-                  {"ds_cnn": 3.17e6, "mobilenet_v1_025": 6.66e6, "resnet8": 11.44e6, "fc_autoencoder": 0.302e6}),
+    "cortex-m4": (
+        "stm32l4r5",
+        "ST X-CUBE-AI 9.0/10.2; AD Plumerai",
+        {"ds_cnn": 5.18e6, "mobilenet_v1_025": 10.67e6, "resnet8": 19.82e6, "fc_autoencoder": 0.486e6},
+    ),
+    "cortex-m33": (
+        "stm32u575",
+        "ST X-CUBE-AI 10.2; IC Plumerai; AD Bosch",
+        {"ds_cnn": 4.64e6, "mobilenet_v1_025": 9.48e6, "resnet8": 16.69e6, "fc_autoencoder": 0.494e6},
+    ),
+    "cortex-m7": (
+        "stm32h7a3",
+        "ST X-CUBE-AI 9.0; AD Bosch",
+        {"ds_cnn": 3.17e6, "mobilenet_v1_025": 6.66e6, "resnet8": 11.44e6, "fc_autoencoder": 0.302e6},
+    ),
 }
 NOT_MEASURED = "not measured"
 # edgec.zoo.cnn models benchmarked for the operator-coverage work (default options).
-CNN_MODELS = {"mobilenet_v3_small": "MobileNetV3-Small (x0.5, 96x96)", "efficientnet_b0": "EfficientNet-B0 (x0.5, 64x64)",
-              "binary_classifier": "binary classifier (LeakyReLU, PReLU, sigmoid; 32x32)",
-              "unet_nearest": "U-Net (max pooling, nearest upsampling, concatenation; 32x32)"}
-SEQ_MODELS = {"lstm_kws": "LSTM keyword spotter (49x10 MFCC, hidden 64)",
-              "lstm_kws-stream": "the same, streaming (one frame per invoke)",
-              "gru_kws": "GRU keyword spotter (49x10 MFCC, hidden 64)",
-              "conv_gru_kws": "Conv1d + 2-layer GRU keyword spotter",
-              "kws_transformer": "keyword transformer (49 tokens, dim 32, 2 blocks)",
-              "vit_tiny": "ViT (4x4 patches of 32x32, dim 32, 2 blocks)"}
+CNN_MODELS = {
+    "mobilenet_v3_small": "MobileNetV3-Small (x0.5, 96x96)",
+    "efficientnet_b0": "EfficientNet-B0 (x0.5, 64x64)",
+    "binary_classifier": "binary classifier (LeakyReLU, PReLU, sigmoid; 32x32)",
+    "unet_nearest": "U-Net (max pooling, nearest upsampling, concatenation; 32x32)",
+}
+SEQ_MODELS = {
+    "lstm_kws": "LSTM keyword spotter (49x10 MFCC, hidden 64)",
+    "lstm_kws-stream": "the same, streaming (one frame per invoke)",
+    "gru_kws": "GRU keyword spotter (49x10 MFCC, hidden 64)",
+    "conv_gru_kws": "Conv1d + 2-layer GRU keyword spotter",
+    "kws_transformer": "keyword transformer (49 tokens, dim 32, 2 blocks)",
+    "vit_tiny": "ViT (4x4 patches of 32x32, dim 32, 2 blocks)",
+}
 # Issue #5's goals: edgec's instructions at most this fraction of CMSIS-NN's (measured in the same run).
 INSN_GOAL_RATIO = {"cortex-m4": 0.5, "cortex-m55": 0.8}
 # Issue #13's goals in cycles. Cortex-M4: the fastest published MLPerf Tiny results on an M4
 # (STM32L4R5 at 120 MHz, flash wait states included); Cortex-M55: TFLite Micro + CMSIS-NN on a
 # Cortex-M85 at 480 MHz (ms x clock).
 CYCLE_GOALS = {
-    "cortex-m4": ("fastest published M4 result", {"ds_cnn": 5.18e6, "mobilenet_v1_025": 10.67e6,
-                                                  "resnet8": 19.82e6, "fc_autoencoder": 0.49e6}),
-    "cortex-m55": ("TFLite Micro + CMSIS-NN on a Cortex-M85", {"ds_cnn": 1.66e6, "mobilenet_v1_025": 6.43e6,
-                                                                "resnet8": 4.07e6, "fc_autoencoder": 0.26e6}),
+    "cortex-m4": (
+        "fastest published M4 result",
+        {"ds_cnn": 5.18e6, "mobilenet_v1_025": 10.67e6, "resnet8": 19.82e6, "fc_autoencoder": 0.49e6},
+    ),
+    "cortex-m55": (
+        "TFLite Micro + CMSIS-NN on a Cortex-M85",
+        {"ds_cnn": 1.66e6, "mobilenet_v1_025": 6.43e6, "resnet8": 4.07e6, "fc_autoencoder": 0.26e6},
+    ),
 }
 # Layer kinds by what they are (a CMSIS-NN layer's kind is edgec's with a prefix).
-LAYER_GROUPS = (("conv", ("conv2d",)), ("depthwise", ("depthwise_conv2d",)), ("fully connected", ("fully_connected",)),
-                ("add", ("add",)), ("pooling", ("avg_pool2d", "max_pool2d")), ("softmax", ("softmax",)))
+LAYER_GROUPS = (
+    ("conv", ("conv2d",)),
+    ("depthwise", ("depthwise_conv2d",)),
+    ("fully connected", ("fully_connected",)),
+    ("add", ("add",)),
+    ("pooling", ("avg_pool2d", "max_pool2d")),
+    ("softmax", ("softmax",)),
+)
 MEMORY_TARGET = "cortex-m4"
 # TFLite Micro's published arena for these models (kB): the whole arena, and its activations part.
-TFLM_ARENA_KB = {"ds_cnn": (24.3, 16.0), "mobilenet_v1_025": (103.7, 73.7), "resnet8": (56.0, 49.2),
-                 "fc_autoencoder": (4.0, 0.8)}
+TFLM_ARENA_KB = {
+    "ds_cnn": (24.3, 16.0),
+    "mobilenet_v1_025": (103.7, 73.7),
+    "resnet8": (56.0, 49.2),
+    "fc_autoencoder": (4.0, 0.8),
+}
 
 
 def millions(n: float) -> str:
@@ -103,8 +132,11 @@ def clock_line(bench_dir: Path, target: str, model: str) -> list[str]:
     result = load(bench_dir, target, model)[0]
     if "clock_mhz" not in result:
         return []
-    return [f"Cycles and ms estimated at {result['clock_mhz']:g} MHz with {result['flash_wait_states']} flash wait "
-            "states (the typical part's; docs/timing-model.md); instructions are exact.", ""]
+    return [
+        f"Cycles and ms estimated at {result['clock_mhz']:g} MHz with {result['flash_wait_states']} flash wait "
+        "states (the typical part's; docs/timing-model.md); instructions are exact.",
+        "",
+    ]
 
 
 def cmsis_nn_run(bench_dir: Path, target: str, model: str) -> tuple[dict, dict] | None:
@@ -116,8 +148,14 @@ def cmsis_nn_run(bench_dir: Path, target: str, model: str) -> tuple[dict, dict] 
 
 def cmsis_nn_commits(bench_dir: Path) -> list[str]:
     """The CMSIS-NN commits the --kernels cmsis-nn runs linked (report.json's cmsis_nn)."""
-    return sorted({run[1]["cmsis_nn"]["commit"] for target in TARGETS for model in MODELS
-                   if (run := cmsis_nn_run(bench_dir, target, model)) is not None})
+    return sorted(
+        {
+            run[1]["cmsis_nn"]["commit"]
+            for target in TARGETS
+            for model in MODELS
+            if (run := cmsis_nn_run(bench_dir, target, model)) is not None
+        }
+    )
 
 
 def ratio(ours: float, theirs: float) -> str:
@@ -172,15 +210,19 @@ def elements(shape) -> int:
 def layer_type_section(bench_dir: Path) -> list[str]:
     """Instructions per element of every PReLU, max pool, softmax, lookup-table and copy layer of
     the zoo models make bench ran, against ELEMENT_GOALS."""
-    lines = ["## Every layer type earns its time", "",
-             "Exact instructions per output element (max pooling: per input element) of each layer of these",
-             "types in the zoo models above, against issue #23's goals: a goal is met when all the type's",
-             "layers together (their instructions over their elements) meet it. Small layers pay fixed costs",
-             "(a call's set-up; PReLU builds one 256-entry table per alpha, used only when the plane outnumbers",
-             "its entries; softmax's exp() table once a call has 256 elements): the worst layer is shown. Bit-",
-             "exact with the golden (bench checks each model's output).", "",
-             "| layer type | target | goal | before #23 (M4) | layers | all layers | best / worst (layer) | met |",
-             "|---|---|---:|---|---:|---:|---|---|"]
+    lines = [
+        "## Every layer type earns its time",
+        "",
+        "Exact instructions per output element (max pooling: per input element) of each layer of these",
+        "types in the zoo models above, against issue #23's goals: a goal is met when all the type's",
+        "layers together (their instructions over their elements) meet it. Small layers pay fixed costs",
+        "(a call's set-up; PReLU builds one 256-entry table per alpha, used only when the plane outnumbers",
+        "its entries; softmax's exp() table once a call has 256 elements): the worst layer is shown. Bit-",
+        "exact with the golden (bench checks each model's output).",
+        "",
+        "| layer type | target | goal | before #23 (M4) | layers | all layers | best / worst (layer) | met |",
+        "|---|---|---:|---|---:|---:|---|---|",
+    ]
     models = [*CNN_MODELS, *SEQ_MODELS]
     for op, (goals, before) in ELEMENT_GOALS.items():
         for target in ZOO_TARGETS:
@@ -195,52 +237,73 @@ def layer_type_section(bench_dir: Path) -> list[str]:
                         continue
                     info = shapes[layer["name"]]
                     count = elements(info["input_shape"] if op == "max_pool2d" else info["output_shape"])
-                    figures.append((layer["instructions"] / max(count, 1), f"{model}/{layer['name']}",
-                                    layer["instructions"], count))
+                    figures.append(
+                        (
+                            layer["instructions"] / max(count, 1),
+                            f"{model}/{layer['name']}",
+                            layer["instructions"],
+                            count,
+                        )
+                    )
             if not figures:
                 lines.append(f"| {op} | {target} | {goals[target]:g} | {before} | 0 | {NOT_MEASURED} | - | - |")
                 continue
             best, worst = min(figures), max(figures)
             overall = sum(f[2] for f in figures) / max(sum(f[3] for f in figures), 1)
             met = "met" if overall <= goals[target] else "not met"
-            lines.append(f"| {op} | {target} | {goals[target]:g} | {before} | {len(figures)} | {overall:.2f} "
-                         f"| {best[0]:.2f} / {worst[0]:.2f} ({worst[1]}) | {met} |")
+            lines.append(
+                f"| {op} | {target} | {goals[target]:g} | {before} | {len(figures)} | {overall:.2f} "
+                f"| {best[0]:.2f} / {worst[0]:.2f} ({worst[1]}) | {met} |"
+            )
     return lines + [""]
 
 
 def published_section(bench_dir: Path) -> list[str]:
     """edgec on each published part against the fastest published result there, with the range of
     the ratio over the timing model's varied assumptions."""
-    lines = ["## Against the fastest published results, on their parts", "",
-             "edgec (default options) estimated on the part each fastest published MLPerf Tiny result ran on",
-             "(`--part`: its clock, flash wait states and caches, docs/timing-model.md), against that result's",
-             "latency x clock. The ratio's range in brackets is over the timing model's uncertain parts, each",
-             "varied alone (`bench --sensitivity`: cache associativity, prefetch, fetch stalls, IT folding, branch",
-             "refill). A goal is \"met by estimate\" only when the documented estimate is below the published figure.", "",
-             "| core | part | model | published cycles | stack | edgec cycles (est.) | edgec / published (range) | goal |",
-             "|---|---|---|---:|---|---:|---:|---|"]
+    lines = [
+        "## Against the fastest published results, on their parts",
+        "",
+        "edgec (default options) estimated on the part each fastest published MLPerf Tiny result ran on",
+        "(`--part`: its clock, flash wait states and caches, docs/timing-model.md), against that result's",
+        "latency x clock. The ratio's range in brackets is over the timing model's uncertain parts, each",
+        "varied alone (`bench --sensitivity`: cache associativity, prefetch, fetch stalls, IT folding, branch",
+        'refill). A goal is "met by estimate" only when the documented estimate is below the published figure.',
+        "",
+        "| core | part | model | published cycles | stack | edgec cycles (est.) | edgec / published (range) | goal |",
+        "|---|---|---|---:|---|---:|---:|---|",
+    ]
     for target, (part, stack, figures) in PUBLISHED.items():
         for model, task in MODELS.items():
             run = run_in(bench_dir, f"{target}-{part}", model)
             if run is None:
-                lines.append(f"| {target} | {part} | {task} | {millions(figures[model])} | {stack} | {NOT_MEASURED} "
-                             f"| {NOT_MEASURED} | {NOT_MEASURED} |")
+                lines.append(
+                    f"| {target} | {part} | {task} | {millions(figures[model])} | {stack} | {NOT_MEASURED} "
+                    f"| {NOT_MEASURED} | {NOT_MEASURED} |"
+                )
                 continue
             result = run[0]
             met = "met by estimate" if result["total_cycles"] <= figures[model] else "not met"
-            lines.append(f"| {target} | {part} | {task} | {millions(figures[model])} | {stack} | {cycles(result)} "
-                         f"| {ratio_range(result, figures[model])} | {met} |")
+            lines.append(
+                f"| {target} | {part} | {task} | {millions(figures[model])} | {stack} | {cycles(result)} "
+                f"| {ratio_range(result, figures[model])} | {met} |"
+            )
     return lines + [""]
 
 
 def cmsis_nn_opt_section(bench_dir: Path) -> list[str]:
     """CMSIS-NN compiled at -O2 (like edgec) and at -Ofast (Arm's recommendation), edgec against each."""
-    lines = ["## CMSIS-NN at -O2 and -Ofast", "",
-             "Arm recommends building CMSIS-NN with -Ofast; edgec's own code is built at -O2. Both CMSIS-NN builds",
-             "from the same run (typical parts), and edgec's estimated cycles over each, with the ratio's range",
-             "over the timing model's varied assumptions (both sides rerun under each).", "",
-             "| target | model | CMSIS-NN -O2: cycles (est.) | instructions | -Ofast: cycles (est.) | instructions "
-             "| edgec / -O2 (range) | edgec / -Ofast (range) |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "## CMSIS-NN at -O2 and -Ofast",
+        "",
+        "Arm recommends building CMSIS-NN with -Ofast; edgec's own code is built at -O2. Both CMSIS-NN builds",
+        "from the same run (typical parts), and edgec's estimated cycles over each, with the ratio's range",
+        "over the timing model's varied assumptions (both sides rerun under each).",
+        "",
+        "| target | model | CMSIS-NN -O2: cycles (est.) | instructions | -Ofast: cycles (est.) | instructions "
+        "| edgec / -O2 (range) | edgec / -Ofast (range) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for target in TARGETS:
         for model, task in MODELS.items():
             ours = load(bench_dir, target, model)[0]
@@ -250,8 +313,11 @@ def cmsis_nn_opt_section(bench_dir: Path) -> list[str]:
                 cells.append(None if run is None else run[0])
             row = f"| {target} | {task} |"
             for ref in cells:
-                row += (f" {NOT_MEASURED} | {NOT_MEASURED} |" if ref is None else
-                        f" {cycles(ref)} | {millions(ref['total_instructions'])} |")
+                row += (
+                    f" {NOT_MEASURED} | {NOT_MEASURED} |"
+                    if ref is None
+                    else f" {cycles(ref)} | {millions(ref['total_instructions'])} |"
+                )
             for ref in cells:
                 row += f" {NOT_MEASURED} |" if ref is None else f" {ratio_range(ours, ref)} |"
             lines.append(row)
@@ -261,33 +327,45 @@ def cmsis_nn_opt_section(bench_dir: Path) -> list[str]:
 def summary_table(bench_dir: Path, target: str) -> list[str]:
     """edgec (--opt auto) and, from the same run, the same model on Arm's CMSIS-NN kernels."""
     first = next(iter(MODELS))
-    lines = [f"### {target}", "", *clock_line(bench_dir, target, first),
-             "| model | MACs | cycles (est.) | ms (est.) | instructions | flash | RAM | arena "
-             "| CMSIS-NN: cycles (est.) | instructions | flash | RAM "
-             "| edgec / CMSIS-NN: cycles (range) | instructions | flash | RAM |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"### {target}",
+        "",
+        *clock_line(bench_dir, target, first),
+        "| model | MACs | cycles (est.) | ms (est.) | instructions | flash | RAM | arena "
+        "| CMSIS-NN: cycles (est.) | instructions | flash | RAM "
+        "| edgec / CMSIS-NN: cycles (range) | instructions | flash | RAM |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for model, task in MODELS.items():
         result, report = load(bench_dir, target, model)
-        row = (f"| {task} | {millions(result['macs'])} | {cycles(result)} | {milliseconds(result)} "
-               f"| {millions(result['total_instructions'])} | {kib(result['flash_bytes'])} | {kib(result['ram_bytes'])} "
-               f"| {kib(report['arena_bytes'])} |")
+        row = (
+            f"| {task} | {millions(result['macs'])} | {cycles(result)} | {milliseconds(result)} "
+            f"| {millions(result['total_instructions'])} | {kib(result['flash_bytes'])} | {kib(result['ram_bytes'])} "
+            f"| {kib(report['arena_bytes'])} |"
+        )
         reference = cmsis_nn_run(bench_dir, target, model)
         if reference is None:
             row += f" {NOT_MEASURED} |" * 8
         else:
             ref = reference[0]
-            row += (f" {cycles(ref)} | {millions(ref['total_instructions'])} | {kib(ref['flash_bytes'])} "
-                    f"| {kib(ref['ram_bytes'])} | {ratio_range(result, ref)} "
-                    f"| {ratio(result['total_instructions'], ref['total_instructions'])} "
-                    f"| {ratio(result['flash_bytes'], ref['flash_bytes'])} | {ratio(result['ram_bytes'], ref['ram_bytes'])} |")
+            row += (
+                f" {cycles(ref)} | {millions(ref['total_instructions'])} | {kib(ref['flash_bytes'])} "
+                f"| {kib(ref['ram_bytes'])} | {ratio_range(result, ref)} "
+                f"| {ratio(result['total_instructions'], ref['total_instructions'])} "
+                f"| {ratio(result['flash_bytes'], ref['flash_bytes'])} "
+                f"| {ratio(result['ram_bytes'], ref['ram_bytes'])} |"
+            )
         lines.append(row)
     return lines + [""]
 
 
 def goals_table(bench_dir: Path) -> list[str]:
     """Issue #13's cycle goals (and #5's instruction ratios), met or not, on the measured figures."""
-    lines = ["| target | model | goal: cycles | reference | edgec cycles (est.) | met | edgec flash <= CMSIS-NN's "
-             "| instructions x CMSIS-NN | goal |", "|---|---|---:|---|---:|---|---|---:|---|"]
+    lines = [
+        "| target | model | goal: cycles | reference | edgec cycles (est.) | met | edgec flash <= CMSIS-NN's "
+        "| instructions x CMSIS-NN | goal |",
+        "|---|---|---:|---|---:|---|---|---:|---|",
+    ]
     for target, (reference_name, goals) in CYCLE_GOALS.items():
         for model, task in MODELS.items():
             result = load(bench_dir, target, model)[0]
@@ -300,10 +378,13 @@ def goals_table(bench_dir: Path) -> list[str]:
                 flash = "yes" if result["flash_bytes"] <= ref["flash_bytes"] else "no"
                 insns = ratio(result["total_instructions"], ref["total_instructions"])
                 limit = INSN_GOAL_RATIO[target]
-                insn_goal = f"<= {limit}x: " + ("met" if result["total_instructions"] <= limit * ref["total_instructions"]
-                                                else "not met")
-            lines.append(f"| {target} | {task} | {millions(goals[model])} | {reference_name} | {cycles(result)} | {met} "
-                         f"| {flash} | {insns} | {insn_goal} |")
+                insn_goal = f"<= {limit}x: " + (
+                    "met" if result["total_instructions"] <= limit * ref["total_instructions"] else "not met"
+                )
+            lines.append(
+                f"| {target} | {task} | {millions(goals[model])} | {reference_name} | {cycles(result)} | {met} "
+                f"| {flash} | {insns} | {insn_goal} |"
+            )
     return lines + [""]
 
 
@@ -324,7 +405,10 @@ def layer_group_table(bench_dir: Path, field: str, targets=ZOO_TARGETS) -> list[
     """Per model and target, `field` (cycles or instructions) summed by layer type, edgec's next to
     CMSIS-NN's from the same run."""
     names = [name for name, _ in LAYER_GROUPS] + ["other"]
-    lines = ["| model | target | kernels | " + " | ".join(names) + " | total |", "|---|---|---|" + "---:|" * (len(names) + 1)]
+    lines = [
+        "| model | target | kernels | " + " | ".join(names) + " | total |",
+        "|---|---|---|" + "---:|" * (len(names) + 1),
+    ]
     for target in targets:
         for model, task in MODELS.items():
             runs = [("edgec", load(bench_dir, target, model)[0])]
@@ -334,23 +418,34 @@ def layer_group_table(bench_dir: Path, field: str, targets=ZOO_TARGETS) -> list[
             for kernels, result in runs:
                 totals = by_group(result["layers"], field)
                 cells = [millions(v) if v else "-" for v in totals.values()]
-                lines.append(f"| {task} | {target} | {kernels} | " + " | ".join(cells) + f" | {millions(sum(totals.values()))} |")
+                lines.append(
+                    f"| {task} | {target} | {kernels} | " + " | ".join(cells) + f" | {millions(sum(totals.values()))} |"
+                )
     return lines + [""]
 
 
 def opt_table(bench_dir: Path) -> list[str]:
     """--opt auto (the default, every other table) against --opt size on the DSP cores, and --opt
     speed where it was run."""
-    lines = ["| model | target | auto: cycles (est.) | instructions | flash | widened layers | size: cycles (est.) "
-             "| instructions | flash | speed: cycles (est.) | instructions | flash |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| model | target | auto: cycles (est.) | instructions | flash | widened layers | size: cycles (est.) "
+        "| instructions | flash | speed: cycles (est.) | instructions | flash |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for target in SIZE_TARGETS:
         for model, task in MODELS.items():
             auto, report = load(bench_dir, target, model)
-            choices = [layer["kernel"] for layer in report["layers"] if layer["kernel"].endswith(("_dsp_wide", "_dsp"))
-                       and layer["op"] in ("conv2d", "fully_connected")]
-            cells = [cycles(auto), millions(auto["total_instructions"]), kib(auto["flash_bytes"]),
-                     f"{sum(k.endswith('_wide') for k in choices)} of {len(choices)}"]
+            choices = [
+                layer["kernel"]
+                for layer in report["layers"]
+                if layer["kernel"].endswith(("_dsp_wide", "_dsp")) and layer["op"] in ("conv2d", "fully_connected")
+            ]
+            cells = [
+                cycles(auto),
+                millions(auto["total_instructions"]),
+                kib(auto["flash_bytes"]),
+                f"{sum(k.endswith('_wide') for k in choices)} of {len(choices)}",
+            ]
             for opt in ("size", "speed"):
                 if (bench_dir / f"{target}-{opt}" / f"{model}.json").exists():
                     result = load(bench_dir, f"{target}-{opt}", model)[0]
@@ -364,8 +459,10 @@ def opt_table(bench_dir: Path) -> list[str]:
 def per_kernel_table(bench_dir: Path) -> list[str]:
     """Instructions and cycles per kernel function: which layers run the DSP/MVE kernels and which
     the portable ones (and CMSIS-NN's, from the same run)."""
-    lines = ["| model | target | kernel | layers | MACs | cycles (est.) | instructions | insn/MAC |",
-             "|---|---|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| model | target | kernel | layers | MACs | cycles (est.) | instructions | insn/MAC |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
     for target in ZOO_TARGETS:
         for model, task in MODELS.items():
             runs = [load(bench_dir, target, model)]
@@ -382,8 +479,10 @@ def per_kernel_table(bench_dir: Path) -> list[str]:
                     counts[3] += layer["instructions"]
                 for kernel, (count, macs, layer_cycles, insns) in totals.items():
                     per_mac = f"{insns / macs:.2f}" if macs else "-"
-                    lines.append(f"| {task} | {target} | `{kernel}` | {count} | {millions(macs) if macs else '-'} "
-                                 f"| {millions(layer_cycles)} | {millions(insns)} | {per_mac} |")
+                    lines.append(
+                        f"| {task} | {target} | `{kernel}` | {count} | {millions(macs) if macs else '-'} "
+                        f"| {millions(layer_cycles)} | {millions(insns)} | {per_mac} |"
+                    )
     return lines + [""]
 
 
@@ -392,18 +491,22 @@ def kb(n: int) -> str:
 
 
 def memory_table(bench_dir: Path) -> list[str]:
-    lines = ["| model | edgec arena | its liveness bound | bound without in-place | layers in place "
-             "| TFLM arena | TFLM activations | edgec RAM besides the arena |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| model | edgec arena | its liveness bound | bound without in-place | layers in place "
+        "| TFLM arena | TFLM activations | edgec RAM besides the arena |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for model, task in MODELS.items():
         result, report = load(bench_dir, MEMORY_TARGET, model)
         extra = result["ram_beyond_arena"]
         total, activations = TFLM_ARENA_KB[model]
-        lines.append(f"| {task} | {report['arena_bytes']:,} B ({kb(report['arena_bytes'])}) "
-                     f"| {kb(report['lower_bound_bytes'])} | {kb(report['lower_bound_without_in_place_bytes'])} "
-                     f"| {report['in_place_layers']} of {len(report['layers'])} | {total:.1f} kB | {activations:.1f} kB "
-                     f"| {extra['total_bytes']:,} B (stack {extra['invoke_stack_bytes']:,}, data {extra['data_bytes']:,}, "
-                     f"bss {extra['bss_bytes']:,}) |")
+        lines.append(
+            f"| {task} | {report['arena_bytes']:,} B ({kb(report['arena_bytes'])}) "
+            f"| {kb(report['lower_bound_bytes'])} | {kb(report['lower_bound_without_in_place_bytes'])} "
+            f"| {report['in_place_layers']} of {len(report['layers'])} | {total:.1f} kB | {activations:.1f} kB "
+            f"| {extra['total_bytes']:,} B (stack {extra['invoke_stack_bytes']:,}, data {extra['data_bytes']:,}, "
+            f"bss {extra['bss_bytes']:,}) |"
+        )
     return lines + [""]
 
 
@@ -437,64 +540,92 @@ def memory_section(bench_dir: Path) -> list[str]:
 
 
 # Models benched layer by layer and with --ram (band stages, edgec.backend.banding): title, budget.
-RAM_BUDGETS = {"mobilenet_v1_025": ("MobileNetV1 0.25 (VWW, 96x96)", "32K"),
-               "mobilenet_v2_035": ("MobileNetV2 0.35 (96x96)", "48K"),
-               "pnet": ("MTCNN PNet (72x96)", "46K")}
+RAM_BUDGETS = {
+    "mobilenet_v1_025": ("MobileNetV1 0.25 (VWW, 96x96)", "32K"),
+    "mobilenet_v2_035": ("MobileNetV2 0.35 (96x96)", "48K"),
+    "pnet": ("MTCNN PNet (72x96)", "46K"),
+}
 
 
 def ram_budget_section(bench_dir: Path) -> list[str]:
     """Layer by layer against --ram: the arenas, the estimated cycles and the stages chosen."""
-    lines = ["## RAM budgets", "",
-             "`edgec bench ... --ram <budget>` against the same model layer by layer (`make bench` runs",
-             "`python -m edgec.cli bench edgec/<zoo module>.py:<model> --target <target> --ram <budget>`",
-             "into `build/bench/<target>-ram<budget>/`). Over the budget, edgec runs the layers at the memory",
-             "peak as a band stage: depth-first over row bands, each intermediate map held as a window of",
-             "rows (edgec.ops.band, edgec.backend.banding); no MAC is recomputed, the added work is kernel calls and",
-             "window shifts. Output bit-exact with the golden simulator on every run.", "",
-             "| model | target | budget | arena layer by layer | arena with the budget | ratio "
-             "| cycles (est.) layer by layer | with the budget | ratio | instructions ratio | stages |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "## RAM budgets",
+        "",
+        "`edgec bench ... --ram <budget>` against the same model layer by layer (`make bench` runs",
+        "`python -m edgec.cli bench edgec/<zoo module>.py:<model> --target <target> --ram <budget>`",
+        "into `build/bench/<target>-ram<budget>/`). Over the budget, edgec runs the layers at the memory",
+        "peak as a band stage: depth-first over row bands, each intermediate map held as a window of",
+        "rows (edgec.ops.band, edgec.backend.banding); no MAC is recomputed, the added work is kernel calls and",
+        "window shifts. Output bit-exact with the golden simulator on every run.",
+        "",
+        "| model | target | budget | arena layer by layer | arena with the budget | ratio "
+        "| cycles (est.) layer by layer | with the budget | ratio | instructions ratio | stages |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for model, (title, budget) in RAM_BUDGETS.items():
         for target in ZOO_TARGETS:
             if not (bench_dir / f"{target}-ram{budget}" / f"{model}.json").exists():
                 continue
             base, base_report = load(bench_dir, target, model)
             banded, report = load(bench_dir, f"{target}-ram{budget}", model)
-            stages = "; ".join(f"{s['first']}..{s['last']}, {s['chunk']}-row bands"
-                               for s in report.get("banding", {}).get("stages", [])) or "none needed"
-            cycle_ratio = (ratio(banded["total_cycles"], base["total_cycles"])
-                           if "total_cycles" in banded and "total_cycles" in base else "-")
-            lines.append(f"| {title} | {target} | {budget} | {base_report['arena_bytes']:,} B "
-                         f"| {report['arena_bytes']:,} B | {ratio(report['arena_bytes'], base_report['arena_bytes'])} "
-                         f"| {cycles(base)} | {cycles(banded)} | {cycle_ratio} "
-                         f"| {ratio(banded['total_instructions'], base['total_instructions'])} | {stages} |")
+            stages = (
+                "; ".join(
+                    f"{s['first']}..{s['last']}, {s['chunk']}-row bands"
+                    for s in report.get("banding", {}).get("stages", [])
+                )
+                or "none needed"
+            )
+            cycle_ratio = (
+                ratio(banded["total_cycles"], base["total_cycles"])
+                if "total_cycles" in banded and "total_cycles" in base
+                else "-"
+            )
+            lines.append(
+                f"| {title} | {target} | {budget} | {base_report['arena_bytes']:,} B "
+                f"| {report['arena_bytes']:,} B | {ratio(report['arena_bytes'], base_report['arena_bytes'])} "
+                f"| {cycles(base)} | {cycles(banded)} | {cycle_ratio} "
+                f"| {ratio(banded['total_instructions'], base['total_instructions'])} | {stages} |"
+            )
     return lines + [""]
 
 
 def cnn_section(bench_dir: Path) -> list[str]:
     """The public architectures: whole-model figures, then where their instructions go by op."""
-    lines = ["## Public architectures", "",
-             "Models of `edgec.zoo.cnn` (random weights, reduced width and resolution to fit the boards),",
-             "benchmarked like the reference models (`python -m edgec.cli bench edgec/zoo/cnn.py:<model>`),",
-             "calibration `edgec.zoo.cnn.calibration_data(<model>, 32)`, with `--opt size` (EfficientNet's",
-             "int16-widened DSP filters would not fit the typical M4 part's 1 MiB flash; Helium ignores",
-             "`--opt`). No CMSIS-NN reference figures exist for them.", "",
-             "| model | target | MACs | cycles (est.) | ms (est.) | instructions | insn/MAC | flash | RAM | arena "
-             "| liveness bound |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "## Public architectures",
+        "",
+        "Models of `edgec.zoo.cnn` (random weights, reduced width and resolution to fit the boards),",
+        "benchmarked like the reference models (`python -m edgec.cli bench edgec/zoo/cnn.py:<model>`),",
+        "calibration `edgec.zoo.cnn.calibration_data(<model>, 32)`, with `--opt size` (EfficientNet's",
+        "int16-widened DSP filters would not fit the typical M4 part's 1 MiB flash; Helium ignores",
+        "`--opt`). No CMSIS-NN reference figures exist for them.",
+        "",
+        "| model | target | MACs | cycles (est.) | ms (est.) | instructions | insn/MAC | flash | RAM | arena "
+        "| liveness bound |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for model, title in CNN_MODELS.items():
         for target in ZOO_TARGETS:
             if not (bench_dir / target / f"{model}.json").exists():  # a bench directory from before the model
                 continue
             result, report = load(bench_dir, target, model)
             insns, macs = result["total_instructions"], result["macs"]
-            lines.append(f"| {title} | {target} | {millions(macs)} | {cycles(result)} | {milliseconds(result)} "
-                         f"| {millions(insns)} | {insns / macs:.2f} "
-                         f"| {kib(result['flash_bytes'])} | {kib(result['ram_bytes'])} | {kib(report['arena_bytes'])} "
-                         f"| {kib(report['lower_bound_bytes'])} |")
-    lines += ["", "Instructions by op kind (share of the model's):", "",
-              "| model | target | " + " | ".join(("conv", "depthwise", "binary / add", "lookup table", "pooling", "other")) + " |",
-              "|---|---|" + "---:|" * 6]
+            lines.append(
+                f"| {title} | {target} | {millions(macs)} | {cycles(result)} | {milliseconds(result)} "
+                f"| {millions(insns)} | {insns / macs:.2f} "
+                f"| {kib(result['flash_bytes'])} | {kib(result['ram_bytes'])} | {kib(report['arena_bytes'])} "
+                f"| {kib(report['lower_bound_bytes'])} |"
+            )
+    lines += [
+        "",
+        "Instructions by op kind (share of the model's):",
+        "",
+        "| model | target | "
+        + " | ".join(("conv", "depthwise", "binary / add", "lookup table", "pooling", "other"))
+        + " |",
+        "|---|---|" + "---:|" * 6,
+    ]
     groups = {"conv2d": 0, "depthwise_conv2d": 1, "binary": 2, "add": 2, "lut": 3, "avg_pool2d": 4, "max_pool2d": 4}
     for model, title in CNN_MODELS.items():
         for target in ZOO_TARGETS:
@@ -511,31 +642,40 @@ def cnn_section(bench_dir: Path) -> list[str]:
 def seq_section(bench_dir: Path) -> list[str]:
     """The sequence models: recurrent keyword spotters (whole sequence and streaming) and tiny
     transformers; RAM = arena + persistent state."""
-    lines = ["## Sequence models", "",
-             "Models of `edgec.zoo.seq` (random weights), benchmarked like the reference models",
-             "(`python -m edgec.cli bench edgec/zoo/seq.py:<model>`, calibration",
-             "`edgec.zoo.seq.calibration_data(<model>, 32)`; the streaming build adds `--stream` and counts",
-             "one time step). State: the recurrent state kept between invokes outside the arena.", "",
-             "| model | target | cycles (est.) | ms (est.) | instructions | flash | arena | state |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "## Sequence models",
+        "",
+        "Models of `edgec.zoo.seq` (random weights), benchmarked like the reference models",
+        "(`python -m edgec.cli bench edgec/zoo/seq.py:<model>`, calibration",
+        "`edgec.zoo.seq.calibration_data(<model>, 32)`; the streaming build adds `--stream` and counts",
+        "one time step). State: the recurrent state kept between invokes outside the arena.",
+        "",
+        "| model | target | cycles (est.) | ms (est.) | instructions | flash | arena | state |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for model, title in SEQ_MODELS.items():
         for target in ZOO_TARGETS:
             if not (bench_dir / target / f"{model}.json").exists():
                 continue
             result, report = load(bench_dir, target, model)
-            lines.append(f"| {title} | {target} | {cycles(result)} | {milliseconds(result)} "
-                         f"| {millions(result['total_instructions'])} | {kib(result['flash_bytes'])} "
-                         f"| {report['arena_bytes']:,} B | {report.get('state_bytes', 0):,} B |")
+            lines.append(
+                f"| {title} | {target} | {cycles(result)} | {milliseconds(result)} "
+                f"| {millions(result['total_instructions'])} | {kib(result['flash_bytes'])} "
+                f"| {report['arena_bytes']:,} B | {report.get('state_bytes', 0):,} B |"
+            )
     return lines + [""]
 
 
 def render(bench_dir: Path) -> str:
     commits = cmsis_nn_commits(bench_dir)
-    side_by_side = (f"Arm's CMSIS-NN at commit {', '.join(commits)} (`--kernels cmsis-nn`, linked from the checkout in "
-                    "`CMSIS_NN_DIR`, its context buffers planned in edgec's arena; bench checks its output bit-exact "
-                    "with the golden too)" if commits else
-                    f"CMSIS-NN: {NOT_MEASURED} (`make bench` ran without `CMSIS_NN_DIR`; set it to a CMSIS-NN "
-                    "checkout to measure the same models on Arm's kernels in the same run)")
+    side_by_side = (
+        f"Arm's CMSIS-NN at commit {', '.join(commits)} (`--kernels cmsis-nn`, linked from the checkout in "
+        "`CMSIS_NN_DIR`, its context buffers planned in edgec's arena; bench checks its output bit-exact "
+        "with the golden too)"
+        if commits
+        else f"CMSIS-NN: {NOT_MEASURED} (`make bench` ran without `CMSIS_NN_DIR`; set it to a CMSIS-NN "
+        "checkout to measure the same models on Arm's kernels in the same run)"
+    )
     lines = [
         "# Benchmarks",
         "",
@@ -562,8 +702,12 @@ def render(bench_dir: Path) -> str:
         "  the Cortex-M4 TRM's instruction timing table, the Helium beat rules, and stated approximations",
         "  for the M7/M55 scalar pipelines) and of the typical part's memory system (flash wait states",
         "  behind an ART-like cache and prefetcher; zero-wait SRAM/TCM): see docs/timing-model.md.",
-        *textwrap.wrap(f"It leaves out {LEFT_OUT}. ms = cycles at the part's clock, given above each whole-model "
-                       "table.", 98, initial_indent="  ", subsequent_indent="  "),
+        *textwrap.wrap(
+            f"It leaves out {LEFT_OUT}. ms = cycles at the part's clock, given above each whole-model table.",
+            98,
+            initial_indent="  ",
+            subsequent_indent="  ",
+        ),
         "- **instructions**: exact counts of executed guest instructions from QEMU (edgec's TCG plugin),",
         "  for one inference: the sum over the layers of the instructions between each layer's",
         "  `EDGEC_LAYER_BEGIN`/`EDGEC_LAYER_END` markers (kernel call and its argument set-up). Start-up,",
@@ -592,29 +736,45 @@ def render(bench_dir: Path) -> str:
         lines += summary_table(bench_dir, target)
     lines += published_section(bench_dir)
     lines += cmsis_nn_opt_section(bench_dir)
-    lines += ["## Goals", "",
-              "Issue #13's cycle goals (estimated cycles; on cortex-m4 with the typical part's flash wait states, as",
-              "the published results include theirs; the same comparison on the published parts themselves is",
-              "the section above) and issue #5's instruction ratios against CMSIS-NN",
-              "measured in the same run; `edgec flash <= CMSIS-NN's` compares the whole bench programs.", ""]
+    lines += [
+        "## Goals",
+        "",
+        "Issue #13's cycle goals (estimated cycles; on cortex-m4 with the typical part's flash wait states, as",
+        "the published results include theirs; the same comparison on the published parts themselves is",
+        "the section above) and issue #5's instruction ratios against CMSIS-NN",
+        "measured in the same run; `edgec flash <= CMSIS-NN's` compares the whole bench programs.",
+        "",
+    ]
     lines += goals_table(bench_dir)
-    lines += ["### --opt auto, size and speed", "",
-              "`--opt speed` widens every DSP filter to int16 (the fewest instructions, the most flash); `--opt",
-              "size` keeps every constant at its smallest. With flash wait states the estimated cycles can",
-              "favour `--opt size`: the widened filters read twice the bytes from flash through the",
-              "accelerator's small data cache. `--opt auto` (the default, above) widens a layer only where the",
-              "timing model estimates it faster at the part's wait states (docs/timing-model.md), within the",
-              "flash budget. They differ only on the DSP cores (Helium's kernels are the same either way).", ""]
+    lines += [
+        "### --opt auto, size and speed",
+        "",
+        "`--opt speed` widens every DSP filter to int16 (the fewest instructions, the most flash); `--opt",
+        "size` keeps every constant at its smallest. With flash wait states the estimated cycles can",
+        "favour `--opt size`: the widened filters read twice the bytes from flash through the",
+        "accelerator's small data cache. `--opt auto` (the default, above) widens a layer only where the",
+        "timing model estimates it faster at the part's wait states (docs/timing-model.md), within the",
+        "flash budget. They differ only on the DSP cores (Helium's kernels are the same either way).",
+        "",
+    ]
     lines += opt_table(bench_dir)
-    lines += ["## By layer type", "",
-              "Estimated cycles summed over all layers of a type, edgec's next to CMSIS-NN's from the same run:",
-              "where the remaining cycles are.", ""]
+    lines += [
+        "## By layer type",
+        "",
+        "Estimated cycles summed over all layers of a type, edgec's next to CMSIS-NN's from the same run:",
+        "where the remaining cycles are.",
+        "",
+    ]
     lines += layer_group_table(bench_dir, "cycles", TARGETS)
     lines += ["The same in exact instructions:", ""]
     lines += layer_group_table(bench_dir, "instructions")
-    lines += ["## By kernel", "",
-              "Cycles and instructions summed over the layers that call each kernel function (`conv2d` layers:",
-              "the generic convolution, 1x1 layers included; CMSIS-NN's wrappers pick their own kernels inside).", ""]
+    lines += [
+        "## By kernel",
+        "",
+        "Cycles and instructions summed over the layers that call each kernel function (`conv2d` layers:",
+        "the generic convolution, 1x1 layers included; CMSIS-NN's wrappers pick their own kernels inside).",
+        "",
+    ]
     lines += per_kernel_table(bench_dir)
     lines += memory_section(bench_dir)
     lines += ram_budget_section(bench_dir)

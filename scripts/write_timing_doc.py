@@ -1,7 +1,8 @@
 """Write docs/timing-model.md from edgec/targets/timing.py, the one place the cycle model's costs live.
 
-    python scripts/write_timing_doc.py
+python scripts/write_timing_doc.py
 """
+
 from __future__ import annotations
 
 import sys

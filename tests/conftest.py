@@ -2,7 +2,8 @@ import ctypes
 
 import pytest
 
-from tests.device_support import pytest_configure, pytest_runtest_setup  # noqa: F401 (needs_toolchain's hooks)
+# needs_toolchain's hooks, and the fixtures every test module may ask for
+from tests.device_support import edgec_cache, pytest_configure, pytest_runtest_setup, small_digits_calib  # noqa: F401
 from tests.kernel_lib import build_shared_library
 
 

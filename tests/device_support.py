@@ -4,6 +4,7 @@ A test that needs a tool this machine lacks (arm-none-eabi-gcc, qemu-system-arm,
 skipped, and `pytest -rs` lists it -- unless EDGEC_REQUIRE_TOOLCHAIN=1 (set by .ci/run), which
 turns every such skip into a failure, so CI cannot go green by skipping the Cortex-M tests.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,7 @@ def require_tools(*tools: str, install: str = toolchain.APT_INSTALL) -> None:
         return
     message = f"needs {' and '.join(missing)} ({install})"
     if os.environ.get(REQUIRE_TOOLCHAIN) == "1":
-        pytest.fail(f"{message}; {REQUIRE_TOOLCHAIN}=1 makes a missing tool a failure, not a skip",
-                    pytrace=False)
+        pytest.fail(f"{message}; {REQUIRE_TOOLCHAIN}=1 makes a missing tool a failure, not a skip", pytrace=False)
     pytest.skip(message)
 
 
@@ -41,8 +41,11 @@ needs_toolchain = pytest.mark.needs_toolchain
 
 
 def pytest_configure(config) -> None:
-    config.addinivalue_line("markers", "needs_toolchain: cross-compiles with arm-none-eabi-gcc and runs under "
-                            f"qemu-system-arm (skipped without them, failed with {REQUIRE_TOOLCHAIN}=1)")
+    config.addinivalue_line(
+        "markers",
+        "needs_toolchain: cross-compiles with arm-none-eabi-gcc and runs under "
+        f"qemu-system-arm (skipped without them, failed with {REQUIRE_TOOLCHAIN}=1)",
+    )
 
 
 def pytest_runtest_setup(item) -> None:
@@ -72,8 +75,9 @@ def small_digits_calib(tmp_path) -> Path:
 def compile_and_run(quantized, target, floats, tmp_path: Path, name: str = "m"):
     """`quantized` compiled for `target`, its C directory emitted and run on `floats` (host C or
     QEMU): (compiled, the output bytes, their comparison with the golden simulator's)."""
-    from edgec.tools import verify
     from edgec.pipeline import compile_for, emit
+    from edgec.tools import verify
+
     compiled = compile_for(quantized, target)
     emit(compiled, tmp_path / name, name)
     inputs = verify.quantized_inputs(compiled.graph, floats)

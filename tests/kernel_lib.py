@@ -3,6 +3,7 @@
 Kernel tests call the real C kernels through these bindings and compare with edgec's golden
 numpy kernels byte for byte. The library is built with UBSan so undefined behaviour fails tests.
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -11,18 +12,48 @@ from pathlib import Path
 
 import numpy as np
 
-from edgec.ops import (binary, conv, conv_transpose, eltwise, int16, layer_norm, linear, lut, matmul, movement, pool,
-                       recurrent, softmax)
+from edgec.ops import (
+    binary,
+    conv,
+    conv_transpose,
+    eltwise,
+    int16,
+    layer_norm,
+    linear,
+    lut,
+    matmul,
+    movement,
+    pool,
+    recurrent,
+    softmax,
+)
 from edgec.ops.kernel import Struct
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ROOT / "runtime_c"
-CFLAGS = ["-std=c99", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-shared",
-          "-fsanitize=undefined", "-fno-sanitize-recover=undefined"]
+CFLAGS = [
+    "-std=c99",
+    "-O1",
+    "-g",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-pedantic",
+    "-fPIC",
+    "-shared",
+    "-fsanitize=undefined",
+    "-fno-sanitize-recover=undefined",
+]
 
 
-_SCALARS = {"int8_t": C.c_int8, "uint8_t": C.c_uint8, "int16_t": C.c_int16, "uint16_t": C.c_uint16,
-            "int32_t": C.c_int32, "int64_t": C.c_int64}
+_SCALARS = {
+    "int8_t": C.c_int8,
+    "uint8_t": C.c_uint8,
+    "int16_t": C.c_int16,
+    "uint16_t": C.c_uint16,
+    "int32_t": C.c_int32,
+    "int64_t": C.c_int64,
+}
 
 
 def ctypes_struct(struct: Struct) -> type:
@@ -44,8 +75,16 @@ CONV_TRANSPOSE_INT_FIELDS = tuple(f.name for f in conv_transpose.CONV_TRANSPOSE_
 LutDesc = ctypes_struct(lut.LUT_DESC)
 BinaryDesc, PreluDesc = ctypes_struct(binary.BINARY_DESC), ctypes_struct(binary.PRELU_DESC)
 CopyDesc, PadDesc, UpsampleNearestDesc, ResizeBilinearDesc, ReduceDesc = (ctypes_struct(s) for s in movement.STRUCTS)
-(ConvS16Desc, DepthwiseConvS16Desc, FullyConnectedS16Desc, BinaryS16Desc, PoolS16Desc, LutS16Desc, SoftmaxS16Desc,
- RequantizeS16Desc) = (ctypes_struct(s) for s in int16.STRUCTS)
+(
+    ConvS16Desc,
+    DepthwiseConvS16Desc,
+    FullyConnectedS16Desc,
+    BinaryS16Desc,
+    PoolS16Desc,
+    LutS16Desc,
+    SoftmaxS16Desc,
+    RequantizeS16Desc,
+) = (ctypes_struct(s) for s in int16.STRUCTS)
 BatchMatmulDesc, LayerNormDesc = ctypes_struct(matmul.BATCH_MATMUL_DESC), ctypes_struct(layer_norm.LAYER_NORM_DESC)
 RecurrentDesc = ctypes_struct(recurrent.RECURRENT_DESC)
 
@@ -73,8 +112,12 @@ def struct_from_desc(cls, desc: dict, keep: list | None = None):
 def build_shared_library(out_dir: Path) -> Path:
     sources = sorted(str(p) for p in (RUNTIME / "src").rglob("*.c"))
     lib = out_dir / "libedgec_nn.so"
-    subprocess.run(["cc", *CFLAGS, f"-I{RUNTIME / 'include'}", *sources, "-o", str(lib)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        ["cc", *CFLAGS, f"-I{RUNTIME / 'include'}", *sources, "-o", str(lib)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return lib
 
 

@@ -1,6 +1,7 @@
 """The Python API end to end, as a notebook uses it: an in-memory module calibrated from a
 DataLoader, the golden simulator against the generated C's bytes, the saved directory against
 `edgec build`'s, verify on QEMU, float vs int8 evaluation, errors, and `edgec inspect`."""
+
 from __future__ import annotations
 
 import filecmp
@@ -50,23 +51,39 @@ def calibration() -> np.ndarray:
 def compiled(model_file, calibration):
     """The CLI test's Net, in memory, calibrated from a DataLoader of (input, label) batches."""
     model, example = _factory(model_file)
-    loader = DataLoader(TensorDataset(torch.from_numpy(calibration), torch.zeros(SAMPLES, dtype=torch.long)),
-                        batch_size=5)
+    loader = DataLoader(
+        TensorDataset(torch.from_numpy(calibration), torch.zeros(SAMPLES, dtype=torch.long)), batch_size=5
+    )
     return edgec.compile(model, example, calibration=loader, target="cortex-m4", name="factory", progress=False)
 
 
 def _same_files(left: Path, right: Path) -> list[str]:
     """Relative paths of the files that differ or exist on one side only."""
-    names = sorted({p.relative_to(left) for p in left.rglob("*") if p.is_file()} |
-                   {p.relative_to(right) for p in right.rglob("*") if p.is_file()})
-    return [str(n) for n in names if not ((left / n).is_file() and (right / n).is_file()
-                                          and filecmp.cmp(left / n, right / n, shallow=False))]
+    names = sorted(
+        {p.relative_to(left) for p in left.rglob("*") if p.is_file()}
+        | {p.relative_to(right) for p in right.rglob("*") if p.is_file()}
+    )
+    return [
+        str(n)
+        for n in names
+        if not ((left / n).is_file() and (right / n).is_file() and filecmp.cmp(left / n, right / n, shallow=False))
+    ]
 
 
 def test_save_writes_what_edgec_build_writes(compiled, model_file, calibration, tmp_path, capsys):
     np.save(tmp_path / "calib.npy", calibration)
-    code, _, err = run_cli("build", f"{model_file}:factory", "--calib", tmp_path / "calib.npy", "--target", "cortex-m4",
-                           "--quiet", "-o", tmp_path / "cli", capsys=capsys)
+    code, _, err = run_cli(
+        "build",
+        f"{model_file}:factory",
+        "--calib",
+        tmp_path / "calib.npy",
+        "--target",
+        "cortex-m4",
+        "--quiet",
+        "-o",
+        tmp_path / "cli",
+        capsys=capsys,
+    )
     assert code == 0, err
     compiled.save(tmp_path / "api")
     # Only the header comment naming the origin differs: a file.py:factory spec vs the in-memory Net.
@@ -82,11 +99,22 @@ def test_save_writes_what_edgec_build_writes(compiled, model_file, calibration, 
 def test_save_is_byte_identical_to_build_for_the_same_program(tmp_path, capsys):
     calib = np.load(DIGITS / "calib.npy")[:16]
     np.save(tmp_path / "calib.npy", calib)
-    code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", tmp_path / "calib.npy", "--target", "cortex-m4",
-                           "--quiet", "-o", tmp_path / "cli", capsys=capsys)
+    code, _, err = run_cli(
+        "build",
+        DIGITS / "digits.pt2",
+        "--calib",
+        tmp_path / "calib.npy",
+        "--target",
+        "cortex-m4",
+        "--quiet",
+        "-o",
+        tmp_path / "cli",
+        capsys=capsys,
+    )
     assert code == 0, err
-    compiled = edgec.compile(str(DIGITS / "digits.pt2"), calibration=torch.from_numpy(calib), target="cortex-m4",
-                             progress=False)
+    compiled = edgec.compile(
+        str(DIGITS / "digits.pt2"), calibration=torch.from_numpy(calib), target="cortex-m4", progress=False
+    )
     assert compiled.name == "digits"
     compiled.save(tmp_path / "api")
     assert _same_files(tmp_path / "cli", tmp_path / "api") == []
@@ -99,8 +127,9 @@ def test_run_equals_the_generated_c_bytes(compiled, calibration, tmp_path):
     rows = checks.quantized_inputs(graph, calibration)
     on_host = pipeline.compile_for(compiled.compiled, "host")  # the same program, the host's kernels
     pipeline.emit(on_host, tmp_path / "out", "factory")
-    c_bytes = checks.run_host(checks.build_host(tmp_path / "out", "factory", tmp_path / "build"), rows,
-                              checks.output_bytes(graph))
+    c_bytes = checks.run_host(
+        checks.build_host(tmp_path / "out", "factory", tmp_path / "build"), rows, checks.output_bytes(graph)
+    )
     assert np.array_equal(c_bytes, checks.golden_outputs(graph, rows))
     x_int8 = rows.reshape(SAMPLES, 1, 6, 6)  # one channel: the stored layout is PyTorch's
     int8_out = compiled.run(x_int8)
@@ -133,7 +162,7 @@ def test_report_and_summary(compiled):
     summary = compiled.summary()
     assert summary.startswith("factory for cortex-m4: ") and "most expensive layers (by MACs" in summary
     cell = compiled._repr_html_()  # the report, isolated from the notebook's styles
-    assert cell.startswith("<iframe srcdoc=\"&lt;!DOCTYPE html&gt;") and cell.endswith("</iframe>")
+    assert cell.startswith('<iframe srcdoc="&lt;!DOCTYPE html&gt;') and cell.endswith("</iframe>")
     html = compiled.report()
     assert html.startswith("<!DOCTYPE html>") and 'class="bars bars-flash"' in html
     assert 'class="bars bars-sqnr"' in html  # SQNR measured on the first calibration samples
@@ -142,21 +171,29 @@ def test_report_and_summary(compiled):
 
 def test_evaluate_compares_float_and_int8_on_the_users_data():
     program = torch.export.load(str(DIGITS / "digits.pt2"))
-    compiled = edgec.compile(program, calibration=np.load(DIGITS / "calib.npy")[:64], target="cortex-m4",
-                             name="digits", progress=False)
+    compiled = edgec.compile(
+        program, calibration=np.load(DIGITS / "calib.npy")[:64], target="cortex-m4", name="digits", progress=False
+    )
     test = np.load(DIGITS / "test.npz")
-    loader = DataLoader(TensorDataset(torch.from_numpy(test["x"][:120]), torch.from_numpy(test["y"][:120])),
-                        batch_size=32)
+    loader = DataLoader(
+        TensorDataset(torch.from_numpy(test["x"][:120]), torch.from_numpy(test["y"][:120])), batch_size=32
+    )
     result = edgec.evaluate(compiled, loader)
     assert result.samples == 120 and result.metric == "top1_accuracy" and result.reference == "float model"
     assert result.float_value > 0.9 and abs(result.difference) <= 0.05
     model = program.module()
     with torch.no_grad():
-        expected = float(np.mean([int(model(torch.from_numpy(x[None])).argmax()) == y
-                                  for x, y in zip(test["x"][:120], test["y"][:120])]))
+        expected = float(
+            np.mean(
+                [int(model(torch.from_numpy(x[None])).argmax()) == y for x, y in zip(test["x"][:120], test["y"][:120])]
+            )
+        )
     assert result.float_value == pytest.approx(expected)
-    mae = edgec.evaluate(compiled, (test["x"][:40], torch.nn.functional.one_hot(torch.from_numpy(test["y"][:40]), 10)),
-                         metric=lambda out, target: float((out.softmax(1) - target).abs().mean()))
+    mae = edgec.evaluate(
+        compiled,
+        (test["x"][:40], torch.nn.functional.one_hot(torch.from_numpy(test["y"][:40]), 10)),
+        metric=lambda out, target: float((out.softmax(1) - target).abs().mean()),
+    )
     assert mae.samples == 40 and 0 <= mae.int8_value < 0.2
 
 
@@ -181,8 +218,16 @@ def test_errors_are_edgec_errors_with_the_cli_messages(model_file, tmp_path, cap
         assert "example inputs" in message
         return
     np.save(tmp_path / "calib.npy", kwargs["calibration"])
-    code, _, err = run_cli("build", f"{model_file}:factory", "--calib", tmp_path / "calib.npy", *cli_args, "-o",
-                           tmp_path / "out", capsys=capsys)
+    code, _, err = run_cli(
+        "build",
+        f"{model_file}:factory",
+        "--calib",
+        tmp_path / "calib.npy",
+        *cli_args,
+        "-o",
+        tmp_path / "out",
+        capsys=capsys,
+    )
     assert code == 2
     assert err.strip() == f"edgec: error: {message}"
 
@@ -241,21 +286,32 @@ def test_inspect_lists_every_unsupported_operator_grouped_with_module_paths(tmp_
     # A fresh process, torch's import included, no calibration. Its CPU time is what is bounded:
     # the wall time on a machine shared by other jobs measures them too.
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = subprocess.run([sys.executable, "-m", "edgec.cli", "inspect", f"{path}:factory"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "edgec.cli", "inspect", f"{path}:factory"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     elapsed = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     assert result.returncode == 1, result.stderr
     out = result.stdout
     assert "calibrating" not in out + result.stderr and "Traceback" not in result.stderr
-    unsupported = out[out.index("UNSUPPORTED (4 operators):"):out.index("\nSUPPORTED (")]
-    for operator in ("aten.cumsum.default x2", "aten.logcumsumexp.default x1", "aten.fft_fft.default x1",
-                     "aten.real.default x1"):
+    unsupported = out[out.index("UNSUPPORTED (4 operators):") : out.index("\nSUPPORTED (")]
+    for operator in (
+        "aten.cumsum.default x2",
+        "aten.logcumsumexp.default x1",
+        "aten.fft_fft.default x1",
+        "aten.real.default x1",
+    ):
         assert f"  {operator}\n" in unsupported
     assert "block (Block) at net.py:" in unsupported and "torch.cumsum(self.conv(x), 1)" in unsupported
     assert "net.py:" in unsupported and "torch.fft.fft(x).real" in unsupported
-    supported = out[out.index("\nSUPPORTED ("):]
-    assert "aten.conv2d.default x2 -> conv2d: within its limits (limits: 1-D and 2-D; every output channel's" in supported
+    supported = out[out.index("\nSUPPORTED (") :]
+    assert (
+        "aten.conv2d.default x2 -> conv2d: within its limits (limits: 1-D and 2-D; every output channel's" in supported
+    )
     assert "BEYOND LIMITS: dilated max pooling: pool (MaxPool2d) at net.py:" in supported
     assert elapsed < 15, f"edgec inspect took {elapsed:.1f} s of CPU"
 
@@ -270,6 +326,7 @@ def test_inspect_from_python_on_a_supported_model():
 
 def test_inspect_reports_the_limits_build_enforces():
     """log_softmax over more than 4095 classes: build refuses it, so inspect names it too."""
+
     class WideLogSoftmax(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -284,6 +341,7 @@ def test_inspect_reports_the_limits_build_enforces():
 
 def test_inspect_names_each_use_by_what_it_becomes():
     """aten.mean.dim is a global average pool over the spatial axes and a reduction over channels."""
+
     class Means(torch.nn.Module):
         def forward(self, x):
             return x.mean((2, 3)) + x.mean(1).flatten(1)[:, :4]
@@ -299,6 +357,7 @@ def test_a_pt2e_quantized_exported_program_keeps_its_qparams():
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     from edgec.frontend.quantize import EdgecQuantizer
+
     program = torch.export.load(str(DIGITS / "digits.pt2"))
     prepared = prepare_pt2e(program.module(), EdgecQuantizer())
     for sample in np.load(DIGITS / "calib.npy")[:16]:
@@ -319,11 +378,22 @@ def test_edgec_report_takes_verify_per_layer_sqnr(tmp_path, capsys):
     """The CLI's way to the same report: verify --layers-json, then report --sqnr."""
     calib = tmp_path / "calib.npy"
     np.save(calib, np.load(DIGITS / "calib.npy")[:8])
-    code, out, err = run_cli("verify", DIGITS / "digits.pt2", "--calib", calib, "--samples", "8", "--quiet",
-                             "--layers-json", tmp_path / "sqnr.json", capsys=capsys)
+    code, out, err = run_cli(
+        "verify",
+        DIGITS / "digits.pt2",
+        "--calib",
+        calib,
+        "--samples",
+        "8",
+        "--quiet",
+        "--layers-json",
+        tmp_path / "sqnr.json",
+        capsys=capsys,
+    )
     assert code == 0, err
-    code, out, err = run_cli("build", DIGITS / "digits.pt2", "--calib", calib, "--quiet", "-o", tmp_path / "out",
-                             capsys=capsys)
+    code, out, err = run_cli(
+        "build", DIGITS / "digits.pt2", "--calib", calib, "--quiet", "-o", tmp_path / "out", capsys=capsys
+    )
     assert code == 0, err
     assert "most expensive layers (by MACs" in out
     code, out, err = run_cli("report", tmp_path / "out", "--sqnr", tmp_path / "sqnr.json", capsys=capsys)
@@ -334,21 +404,29 @@ def test_edgec_report_takes_verify_per_layer_sqnr(tmp_path, capsys):
 
 # `edgec build` options (click parameter names) whose edgec.compile keyword is named otherwise, and
 # those a CompiledModel method does instead; compile's keywords no build option has.
-BUILD_OPTION_KEYWORDS = {"models": "model", "calib": "calibration", "method": "calibration_method",
-                         "quiet": "progress"}
+BUILD_OPTION_KEYWORDS = {"models": "model", "calib": "calibration", "method": "calibration_method", "quiet": "progress"}
 BUILD_OPTION_METHODS = {"out_dir": "save", "html_report": "report"}
 BUILD_OPTION_SAVE_KEYWORDS = {"shared_arena"}  # several models: edgec.save([...], out_dir, shared_arena=)
 COMPILE_ONLY_KEYWORDS = {"example_inputs"}  # the CLI's model file holds them
-DIFFERENT_DEFAULTS = {"target": ("host", "cortex-m4"), "progress": (False, True),  # --quiet off is progress on
-                      "int16_layers": ("", ()), "int4_layers": ("", ()),
-                      # given once per model (several models): none given is an empty tuple
-                      "calibration": ((), None), "name": ((), None)}
+DIFFERENT_DEFAULTS = {
+    "target": ("host", "cortex-m4"),
+    "progress": (False, True),  # --quiet off is progress on
+    "int16_layers": ("", ()),
+    "int4_layers": ("", ()),
+    # given once per model (several models): none given is an empty tuple
+    "calibration": ((), None),
+    "name": ((), None),
+}
 
 
 def test_every_build_option_has_a_compile_keyword():
     from edgec.cli import build
-    options = {BUILD_OPTION_KEYWORDS.get(param.name, param.name): param for param in build.params
-               if param.name not in {*BUILD_OPTION_METHODS, *BUILD_OPTION_SAVE_KEYWORDS}}
+
+    options = {
+        BUILD_OPTION_KEYWORDS.get(param.name, param.name): param
+        for param in build.params
+        if param.name not in {*BUILD_OPTION_METHODS, *BUILD_OPTION_SAVE_KEYWORDS}
+    }
     keywords = inspect.signature(edgec.compile).parameters
     assert sorted(set(options) - set(keywords)) == []
     assert sorted(set(keywords) - set(options) - COMPILE_ONLY_KEYWORDS) == []
@@ -357,8 +435,9 @@ def test_every_build_option_has_a_compile_keyword():
     assert BUILD_OPTION_SAVE_KEYWORDS <= set(inspect.signature(edgec.save).parameters)
     # What the build command receives for an option not given, next to compile's default.
     received = build.make_context("build", ["model.pt2", "-o", "out"]).params
-    defaults = {name: (received[option.name], keywords[name].default) for name, option in options.items()
-                if name != "model"}
+    defaults = {
+        name: (received[option.name], keywords[name].default) for name, option in options.items() if name != "model"
+    }
     assert {name: pair for name, pair in defaults.items() if pair[0] != pair[1]} == DIFFERENT_DEFAULTS
 
 
@@ -367,12 +446,24 @@ def test_the_quantization_keywords_give_what_the_build_options_give(tmp_path, ca
     write, byte for byte, and change the program."""
     calib = np.load(DIGITS / "calib.npy")[:16]
     np.save(tmp_path / "calib.npy", calib)
-    code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", tmp_path / "calib.npy", "--calibration",
-                           "percentile", "--per-channel-linear", "--quiet", "-o", tmp_path / "cli", capsys=capsys)
+    code, _, err = run_cli(
+        "build",
+        DIGITS / "digits.pt2",
+        "--calib",
+        tmp_path / "calib.npy",
+        "--calibration",
+        "percentile",
+        "--per-channel-linear",
+        "--quiet",
+        "-o",
+        tmp_path / "cli",
+        capsys=capsys,
+    )
     assert code == 0, err
     for keywords, out in (({"calibration_method": "percentile", "per_channel_linear": True}, "api"), ({}, "default")):
-        edgec.compile(str(DIGITS / "digits.pt2"), calibration=calib, target="host", progress=False,
-                      **keywords).save(tmp_path / out)
+        edgec.compile(str(DIGITS / "digits.pt2"), calibration=calib, target="host", progress=False, **keywords).save(
+            tmp_path / out
+        )
     assert _same_files(tmp_path / "cli", tmp_path / "api") == []
     assert "digits_weights.c" in _same_files(tmp_path / "cli", tmp_path / "default")
 
@@ -382,16 +473,29 @@ def test_stream_saves_verifies_and_benches_what_the_cli_does_with_stream(tmp_pat
     """stream=True: save() writes what `edgec build --stream` writes, verify() also checks the stream
     (as `edgec verify --stream`) and bench() counts the one time step `edgec bench --stream` counts."""
     from edgec.zoo import seq
+
     calib = seq.calibration_data("lstm_kws", 8, seed=0)
     np.save(tmp_path / "calib.npy", calib)
     model = f"{seq.__file__}:lstm_kws"
-    code, out, err = run_cli("bench", model, "--calib", tmp_path / "calib.npy", "--stream", "--quiet", "--json",
-                             capsys=capsys)
+    code, out, err = run_cli(
+        "bench", model, "--calib", tmp_path / "calib.npy", "--stream", "--quiet", "--json", capsys=capsys
+    )
     assert code == 0, err
     compiled = edgec.compile(model, calibration=calib, target="cortex-m4", stream=True, progress=False)
     compiled.save(tmp_path / "api")
-    code, _, err = run_cli("build", model, "--calib", tmp_path / "calib.npy", "--target", "cortex-m4", "--stream",
-                           "--quiet", "-o", tmp_path / "cli", capsys=capsys)
+    code, _, err = run_cli(
+        "build",
+        model,
+        "--calib",
+        tmp_path / "calib.npy",
+        "--target",
+        "cortex-m4",
+        "--stream",
+        "--quiet",
+        "-o",
+        tmp_path / "cli",
+        capsys=capsys,
+    )
     assert code == 0, err
     assert _same_files(tmp_path / "cli", tmp_path / "api") == []
     assert "void lstm_kws_reset_state(void)" in (tmp_path / "api" / "lstm_kws.c").read_text()
@@ -401,9 +505,11 @@ def test_stream_saves_verifies_and_benches_what_the_cli_does_with_stream(tmp_pat
     assert compiled.run(calib[:2]).shape == (2, 12)  # whole sequences, the model's meaning
 
 
-PIXELS_WARNING = ("WARNING: the calibration data spans [0, 255] in integer values, over 10x larger than the example "
-                  "input's [0, 1]: the int8 ranges are chosen from it, so prepare it as the model's input (e.g. "
-                  "normalised as in training)")
+PIXELS_WARNING = (
+    "WARNING: the calibration data spans [0, 255] in integer values, over 10x larger than the example "
+    "input's [0, 1]: the int8 ranges are chosen from it, so prepare it as the model's input (e.g. "
+    "normalised as in training)"
+)
 
 
 def test_calibration_unlike_the_example_input_is_one_warning(tmp_path, capsys):
@@ -413,17 +519,34 @@ def test_calibration_unlike_the_example_input_is_one_warning(tmp_path, capsys):
     pixels = np.round(floats * 255).astype(np.uint8)
     np.save(tmp_path / "pixels.npy", pixels)
     np.save(tmp_path / "floats.npy", floats)
-    code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", tmp_path / "pixels.npy", "--quiet", "-o",
-                           tmp_path / "pixels", capsys=capsys)
+    code, _, err = run_cli(
+        "build",
+        DIGITS / "digits.pt2",
+        "--calib",
+        tmp_path / "pixels.npy",
+        "--quiet",
+        "-o",
+        tmp_path / "pixels",
+        capsys=capsys,
+    )
     assert code == 0, err
     assert [line for line in err.splitlines() if "calibration data" in line] == [PIXELS_WARNING]
     edgec.compile(str(DIGITS / "digits.pt2"), calibration=torch.from_numpy(pixels), progress=False)
     assert capsys.readouterr().err.splitlines() == [PIXELS_WARNING]
-    code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", tmp_path / "floats.npy", "--quiet", "-o",
-                           tmp_path / "floats", capsys=capsys)
+    code, _, err = run_cli(
+        "build",
+        DIGITS / "digits.pt2",
+        "--calib",
+        tmp_path / "floats.npy",
+        "--quiet",
+        "-o",
+        tmp_path / "floats",
+        capsys=capsys,
+    )
     assert code == 0 and "WARNING" not in err, err
     edgec.compile(str(DIGITS / "digits.pt2"), calibration=floats / 20, progress=False)
     assert "over 10x smaller than the example input's [0, 1]" in capsys.readouterr().err
+
 
 class _BoxAndScores(torch.nn.Module):
     """A detector-like head: box regression first, then class probabilities."""

@@ -4,6 +4,7 @@ A cycle means two modules cannot be understood (or loaded) one without the other
 ARCHITECTURE.md (front end -> IR and passes -> back end, targets and tools on top) stay honest only
 if the imports point one way.
 """
+
 from __future__ import annotations
 
 import ast
@@ -31,7 +32,7 @@ def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([node.module] if node.module else []))
             if base not in modules:
                 continue

@@ -1,5 +1,6 @@
 """passes/normalize.py's attention and constant rewrites on small exported graphs: what each
 becomes, that the rewritten float graph computes what the model does, and what stays refused."""
+
 from __future__ import annotations
 
 import pytest
@@ -41,7 +42,9 @@ def test_sdpa_becomes_matmul_scale_softmax_matmul(options):
 def test_causal_sdpa_becomes_a_masked_softmax():
     q = torch.randn(1, 2, 5, 8)
     module, targets = _normalized(_Sdpa(is_causal=True), q, q, q)
-    assert aten.scaled_dot_product_attention.default not in targets and torch.ops.edgec.masked_softmax.default in targets
+    assert (
+        aten.scaled_dot_product_attention.default not in targets and torch.ops.edgec.masked_softmax.default in targets
+    )
     torch.testing.assert_close(module(q, q, q), F.scaled_dot_product_attention(q, q, q, is_causal=True))
 
 

@@ -4,6 +4,7 @@ action table on the same overlapping memory) and in the generated C (host, sanit
 layer's arena writes checked; one QEMU Cortex-M4 run) -- for chunks of 1 row, uneven last chunks,
 stride 2, dilation, padding at both edges, a residual block and a stage ending in a pool; and a RAM
 budget is met with them, or refused in one line with the smallest arena they reach."""
+
 from __future__ import annotations
 
 import copy
@@ -16,11 +17,11 @@ from torch import nn
 
 from edgec import sim
 from edgec.backend.banding import chains, fit_budget
+from edgec.backend.plan import check_plan
+from edgec.backend.schedule import schedule_and_plan
 from edgec.ops import KINDS
 from edgec.ops.band import make_stage
 from edgec.pipeline import compile_model, emit
-from edgec.backend.plan import check_plan
-from edgec.backend.schedule import schedule_and_plan
 from edgec.targets.cores import get_target
 from edgec.tools.verify import build_host, golden_outputs, output_bytes, quantized_inputs, run_host, run_on
 from tests.device_support import needs_toolchain
@@ -34,12 +35,18 @@ class Chain(nn.Module):
     def __init__(self):
         super().__init__()
         self.body = nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(8, 8, 3, padding=2, dilation=2), nn.ReLU6(),
-            nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8), nn.ReLU(),
-            nn.Conv2d(8, 16, 1), nn.ReLU(),
+            nn.Conv2d(3, 8, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(8, 8, 3, padding=2, dilation=2),
+            nn.ReLU6(),
+            nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8),
+            nn.ReLU(),
+            nn.Conv2d(8, 16, 1),
+            nn.ReLU(),
             nn.MaxPool2d(2),
-            nn.Flatten(), nn.Linear(16 * 5 * 4, 4))
+            nn.Flatten(),
+            nn.Linear(16 * 5 * 4, 4),
+        )
 
     def forward(self, x):
         return self.body(x)
@@ -52,8 +59,9 @@ class Residual(nn.Module):
     def __init__(self):
         super().__init__()
         self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU())
-        self.block = nn.Sequential(nn.Conv2d(8, 32, 1), nn.ReLU6(), nn.Conv2d(32, 32, 5, padding=2, groups=32),
-                                   nn.ReLU6(), nn.Conv2d(32, 8, 1))
+        self.block = nn.Sequential(
+            nn.Conv2d(8, 32, 1), nn.ReLU6(), nn.Conv2d(32, 32, 5, padding=2, groups=32), nn.ReLU6(), nn.Conv2d(32, 8, 1)
+        )
         self.head = nn.Sequential(nn.AvgPool2d(2), nn.Flatten(), nn.Linear(8 * 5 * 4, 3))
 
     def forward(self, x):
@@ -67,8 +75,9 @@ class Detector(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.PReLU(8), nn.MaxPool2d(2, 2, ceil_mode=True),
-                                  nn.Conv2d(8, 12, 3), nn.PReLU(12))
+        self.body = nn.Sequential(
+            nn.Conv2d(3, 8, 3), nn.PReLU(8), nn.MaxPool2d(2, 2, ceil_mode=True), nn.Conv2d(8, 12, 3), nn.PReLU(12)
+        )
         self.head = nn.Conv2d(12, 4, 1)
 
     def forward(self, x):
@@ -83,8 +92,13 @@ def _compiled(model_class, target="host", ram=None):
     model = model_class().eval()
     example = (torch.rand(SHAPES[model_class]),)
     calibration = np.random.default_rng(0).random((8, *SHAPES[model_class][1:]), dtype=np.float32)
-    return compile_model(model, example_inputs=example, calibration=calibration,
-                         target=get_target(target).with_budget(ram), warn=lambda _: None)
+    return compile_model(
+        model,
+        example_inputs=example,
+        calibration=calibration,
+        target=get_target(target).with_budget(ram),
+        warn=lambda _: None,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -106,8 +120,8 @@ def _banded(compiled, first: int, last: int, chunk: int):
     """A copy of `compiled` with ops first..last as one band stage of `chunk` rows, planned."""
     banded = copy.copy(compiled)
     graph = copy.copy(compiled.graph)
-    stage = make_stage(graph.ops[first:last + 1], graph, chunk)
-    graph.ops = graph.ops[:first] + [stage] + graph.ops[last + 1:]
+    stage = make_stage(graph.ops[first : last + 1], graph, chunk)
+    graph.ops = graph.ops[:first] + [stage] + graph.ops[last + 1 :]
     banded.graph, banded.plan = graph, schedule_and_plan(graph, compiled.target)
     assert check_plan(graph, banded.plan, compiled.target) == []
     return banded
@@ -118,8 +132,9 @@ def _sample(compiled, seed=1):
     return quantized_inputs(compiled.graph, np.random.default_rng(seed).random((2, *shape[1:]), dtype=np.float32))
 
 
-@pytest.mark.parametrize("model,first,last", [("chain", 0, 4), ("chain", 1, 3), ("chain", 2, 4), ("detector", 0, 5),
-                                              ("residual", 1, 4)])
+@pytest.mark.parametrize(
+    "model,first,last", [("chain", 0, 4), ("chain", 1, 3), ("chain", 2, 4), ("detector", 0, 5), ("residual", 1, 4)]
+)
 @pytest.mark.parametrize("chunk", [1, 2, 4, 7])
 def test_banded_golden_equals_layer_by_layer(request, model, first, last, chunk):
     chain = request.getfixturevalue(model)
@@ -127,7 +142,7 @@ def test_banded_golden_equals_layer_by_layer(request, model, first, last, chunk)
     x = _sample(chain)
     whole = golden_outputs(graph, x)
     values = sim.run(graph, [x[0].reshape(graph.tensors[graph.inputs[0]].shape)])
-    stage = make_stage(graph.ops[first:last + 1], graph, chunk)
+    stage = make_stage(graph.ops[first : last + 1], graph, chunk)
     banded = KINDS[stage.kind].golden(stage, graph, [values[stage.inputs[0]]])
     assert np.array_equal(banded, values[stage.outputs[0]])
     assert np.array_equal(golden_outputs(_banded(chain, first, last, chunk).graph, x), whole)
@@ -140,14 +155,17 @@ def test_chains_stop_at_a_tensor_read_twice(residual):
     assert ["conv2d", "depthwise_conv2d", "conv2d", "add", "avg_pool2d"] in kinds
 
 
-@pytest.mark.parametrize("model,first,last,chunk", [("chain", 0, 4, 1), ("chain", 0, 3, 4), ("residual", 1, 4, 3),
-                                                     ("detector", 0, 5, 2)])
+@pytest.mark.parametrize(
+    "model,first,last,chunk", [("chain", 0, 4, 1), ("chain", 0, 3, 4), ("residual", 1, 4, 3), ("detector", 0, 5, 2)]
+)
 def test_host_c_equals_golden_with_every_write_checked(request, tmp_path, model, first, last, chunk):
     compiled = request.getfixturevalue(model)
-    kinds = {"residual": ["conv2d", "depthwise_conv2d", "conv2d", "add"],
-             "detector": ["conv2d", "prelu", "max_pool2d", "conv2d", "prelu", "conv2d"]}
+    kinds = {
+        "residual": ["conv2d", "depthwise_conv2d", "conv2d", "add"],
+        "detector": ["conv2d", "prelu", "max_pool2d", "conv2d", "prelu", "conv2d"],
+    }
     if model in kinds:
-        assert [op.kind for op in compiled.graph.ops[first:last + 1]] == kinds[model]
+        assert [op.kind for op in compiled.graph.ops[first : last + 1]] == kinds[model]
     banded = _banded(compiled, first, last, chunk)
     emit(banded, tmp_path / "out", "m")
     x = _sample(compiled)
@@ -171,19 +189,26 @@ def test_an_unreachable_budget_is_one_line_with_the_smallest_arena(tmp_path, cap
     """Through the CLI: --ram below anything band stages reach exits 2 with one line naming the
     smallest arena reached and the layer-by-layer one; a budget they reach builds and says so."""
     model = tmp_path / "chain.py"
-    model.write_text("import torch\nfrom tests.test_band import Chain, SHAPES\n\n"
-                     "def factory():\n    torch.manual_seed(0)\n    return Chain().eval(), (torch.rand(SHAPES[Chain]),)\n")
-    code, out, err = run_cli("build", f"{model}:factory", "-o", tmp_path / "small", "--ram", "1500", "--quiet",
-                             capsys=capsys)
+    model.write_text(
+        "import torch\nfrom tests.test_band import Chain, SHAPES\n\n"
+        "def factory():\n    torch.manual_seed(0)\n    return Chain().eval(), (torch.rand(SHAPES[Chain]),)\n"
+    )
+    code, out, err = run_cli(
+        "build", f"{model}:factory", "-o", tmp_path / "small", "--ram", "1500", "--quiet", capsys=capsys
+    )
     assert code == 2 and not (tmp_path / "small").exists()
     line = err.strip().splitlines()[-1]
     assert "arena" in line and "> RAM budget 1,500 B" in line and "smallest arena band stages reach" in line
-    code, out, _ = run_cli("build", f"{model}:factory", "-o", tmp_path / "fits", "--ram", "2K", "--quiet", "--report",
-                           capsys=capsys)
+    code, out, _ = run_cli(
+        "build", f"{model}:factory", "-o", tmp_path / "fits", "--ram", "2K", "--quiet", "--report", capsys=capsys
+    )
     assert code == 0 and "RAM budget 2,048 B: arena 3,040 B layer by layer" in out and "depth-first (fits)" in out
     report = json.loads((tmp_path / "fits" / "report.json").read_text())
     banding = report["banding"]
-    assert banding["fits"] and report["arena_bytes"] == banding["arena_bytes"] <= 2048 < banding["layer_by_layer_arena_bytes"]
+    assert (
+        banding["fits"]
+        and report["arena_bytes"] == banding["arena_bytes"] <= 2048 < banding["layer_by_layer_arena_bytes"]
+    )
     for stage in banding["stages"]:  # the trade-off: taller bands hold more bytes and add less work
         points = stage["trade_off"]
         assert [p["stage_bytes"] for p in points] == sorted(p["stage_bytes"] for p in points)
@@ -198,7 +223,9 @@ def test_qemu_cortex_m4_equals_golden(tmp_path):
     banded = _banded(compiled, 1, 4, 2)
     emit(banded, tmp_path / "out", "m")
     x = _sample(compiled)
-    assert np.array_equal(run_on(banded, tmp_path / "out", "m", x, tmp_path / "build"), golden_outputs(compiled.graph, x))
+    assert np.array_equal(
+        run_on(banded, tmp_path / "out", "m", x, tmp_path / "build"), golden_outputs(compiled.graph, x)
+    )
 
 
 def _random_chain(rng) -> tuple:
@@ -207,6 +234,7 @@ def _random_chain(rng) -> tuple:
     implies); its layers, and a random int8 input."""
     from edgec.ir import Graph, Op, Tensor
     from edgec.ops.conv import conv_output_size
+
     height, width, channels = int(rng.integers(4, 24)), int(rng.integers(3, 9)), int(rng.integers(1, 5))
     graph = Graph()
     name = "x"
@@ -232,9 +260,15 @@ def _random_chain(rng) -> tuple:
             attrs.update(kernel=(kernel, kernel))
         else:
             shape = (c_out, kernel, kernel, channels) if kind == "conv2d" else (1, kernel, kernel, channels)
-            attrs.update(weight=rng.integers(-127, 128, shape).astype(np.int8), dilation=(dilation, dilation),
-                         bias=rng.integers(-500, 500, c_out).astype(np.int32), groups=1, ch_mult=1,
-                         multiplier=np.full(c_out, 1 << 30, np.int32), shift=np.full(c_out, -6, np.int32))
+            attrs.update(
+                weight=rng.integers(-127, 128, shape).astype(np.int8),
+                dilation=(dilation, dilation),
+                bias=rng.integers(-500, 500, c_out).astype(np.int32),
+                groups=1,
+                ch_mult=1,
+                multiplier=np.full(c_out, 1 << 30, np.int32),
+                shift=np.full(c_out, -6, np.int32),
+            )
         graph.ops.append(Op(f"{kind}_{index}", str(kind), [name], [out], attrs))
         name, height, width, channels = out, out_h, out_w, c_out
     graph.inputs, graph.outputs = ["x"], [name]

@@ -2,6 +2,7 @@
 as the per-channel affine it is (a 1x1 depthwise convolution) after an activation, after a layer
 whose output is read elsewhere too, or on [N, C] features. Each model is bit-exact on the host
 and its int8 output follows the torch module's own output (a wrong fold would not)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,9 +13,9 @@ import torch.nn.functional as F
 
 import edgec
 from edgec import sim
-from edgec.tools import verify
 from edgec.ir import to_torch_order
 from edgec.pipeline import compile_model, emit
+from edgec.tools import verify
 
 
 def _trained_bn(channels: int, dims: int) -> nn.Module:
@@ -70,17 +71,23 @@ class AfterTransposed(nn.Module):
         return F.relu(self.bn(self.up(x)))
 
 
-CASES = {"AfterRelu()": ((1, 2, 6, 5), "depthwise_conv2d"), "AfterRelu1d()": ((1, 2, 9), "depthwise_conv2d"),
-         "SharedOutput()": ((1, 2, 5, 5), "depthwise_conv2d"), "AfterTransposed(1)": ((1, 4, 3, 3), None),
-         "AfterTransposed(2)": ((1, 4, 3, 3), None)}
+CASES = {
+    "AfterRelu()": ((1, 2, 6, 5), "depthwise_conv2d"),
+    "AfterRelu1d()": ((1, 2, 9), "depthwise_conv2d"),
+    "SharedOutput()": ((1, 2, 5, 5), "depthwise_conv2d"),
+    "AfterTransposed(1)": ((1, 4, 3, 3), None),
+    "AfterTransposed(2)": ((1, 4, 3, 3), None),
+}
 
 
 @pytest.mark.parametrize("constructor", sorted(CASES))
 def test_batch_norm_anywhere_is_exact_and_means_the_model(tmp_path, constructor):
     shape, standalone_kind = CASES[constructor]
     path = tmp_path / "bn.py"
-    path.write_text(f"import torch\nfrom tests.test_batchnorm import *  # noqa: F403\n\n"
-                    f"def factory():\n    torch.manual_seed(0)\n    return {constructor}.eval(), (torch.zeros{shape},)\n")
+    path.write_text(
+        f"import torch\nfrom tests.test_batchnorm import *  # noqa: F403\n\n"
+        f"def factory():\n    torch.manual_seed(0)\n    return {constructor}.eval(), (torch.zeros{shape},)\n"
+    )
     rng = np.random.default_rng(0)
     samples = rng.standard_normal((24, *shape[1:])).astype(np.float32)
     compiled = compile_model(f"{path}:factory", calibration=samples[:16])
@@ -105,6 +112,7 @@ def test_batch_norm_anywhere_is_exact_and_means_the_model(tmp_path, constructor)
 def test_core_aten_spelling_of_transposed_convolutions_compiles_bit_exact():
     """A core-ATen program (run_decompositions) spells ConvTranspose1d/2d as aten.convolution with
     transposed=True; normalize gives the transposed convolution unit its own spelling."""
+
     class Up(nn.Module):
         def __init__(self):
             super().__init__()
@@ -117,8 +125,11 @@ def test_core_aten_spelling_of_transposed_convolutions_compiles_bit_exact():
 
     model, example = Up().eval(), (torch.randn(1, 3, 4, 5),)
     program = torch.export.export(model, example).run_decompositions()
-    assert any(node.target == torch.ops.aten.convolution.default and node.args[6]
-               for node in program.graph.nodes if node.op == "call_function")
+    assert any(
+        node.target == torch.ops.aten.convolution.default and node.args[6]
+        for node in program.graph.nodes
+        if node.op == "call_function"
+    )
     compiled = edgec.compile(program, calibration=torch.randn(16, 3, 4, 5))
     assert [op.kind for op in compiled.graph.ops].count("conv_transpose2d") == 2
     result = compiled.verify(count=4)  # raises unless the host C equals the golden simulator

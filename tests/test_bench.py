@@ -1,15 +1,16 @@
 """edgec bench for real: exact per-layer instruction counts under QEMU, identical run to run,
 mapped onto the layers that emit code, with the program's flash and RAM."""
+
 from __future__ import annotations
 
 import json
 
+import pytest
+
 from edgec.targets import device, timing
 from edgec.targets.toolchain import elf_memory
-from tests.device_support import ALL_OPS, DIGITS, edgec_cache, needs_toolchain, small_digits_calib  # noqa: F401
+from tests.device_support import ALL_OPS, DIGITS, needs_toolchain
 from tests.test_cli import run_cli
-
-import pytest
 
 pytestmark = [needs_toolchain, pytest.mark.usefixtures("edgec_cache")]
 JSON_KEYS = ["target", "total_instructions", "macs", "flash_bytes", "ram_bytes", "ram_beyond_arena", "layers"]
@@ -49,9 +50,13 @@ def test_bench_reports_modelled_cycles_and_milliseconds_next_to_exact_instructio
         assert result["ms"] == round(result["total_cycles"] / (result["clock_mhz"] * 1e3), 4)
         assert "estimate" in result["cycle_model"]
     # wait states cost cycles, never instructions
-    assert [layer["instructions"] for layer in zero_wait["layers"]] == [layer["instructions"] for layer in typical["layers"]]
-    assert all(slow["cycles"] >= fast["cycles"] >= fast["instructions"] * 0.5
-               for slow, fast in zip(typical["layers"], zero_wait["layers"]))
+    assert [layer["instructions"] for layer in zero_wait["layers"]] == [
+        layer["instructions"] for layer in typical["layers"]
+    ]
+    assert all(
+        slow["cycles"] >= fast["cycles"] >= fast["instructions"] * 0.5
+        for slow, fast in zip(typical["layers"], zero_wait["layers"])
+    )
     assert typical["total_cycles"] > zero_wait["total_cycles"]
 
     code, out, _ = run_cli("bench", *args, "--quiet", capsys=capsys)
@@ -84,8 +89,9 @@ def test_bench_without_a_timing_model_reports_instructions_only(capsys, small_di
 
 
 def test_bench_maps_markers_to_the_layers_that_emit_code(tmp_path, small_digits_calib, capsys):
-    result = bench_json(capsys, DIGITS / "digits.pt2", "--calib", small_digits_calib, "--target", "cortex-m4",
-                        "-o", tmp_path / "digits")
+    result = bench_json(
+        capsys, DIGITS / "digits.pt2", "--calib", small_digits_calib, "--target", "cortex-m4", "-o", tmp_path / "digits"
+    )
 
     report = json.loads((tmp_path / "digits" / "report.json").read_text())
     assert "reshape" in [layer["op"] for layer in report["layers"]]  # a view: no code, no markers

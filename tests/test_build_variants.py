@@ -11,6 +11,7 @@ build (its assembly routines: clang with -munaligned-access), the data-movement 
 tests/test_kernels_movement.py its cases on the M4; a small model with every layer
 family (tests/data/models.py:all_ops) runs four samples as clang builds it by default.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,12 +19,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from edgec.targets import toolchain
-from edgec.tools import verify
 from edgec.pipeline import compile_for, emit, quantize_model
+from edgec.targets import toolchain
 from edgec.targets.cores import Target, get_target
+from edgec.tools import verify
 from tests.data.models import all_ops_samples
-from tests.device_support import ALL_OPS, ROOT, edgec_cache, needs_toolchain, require_tools  # noqa: F401
+from tests.device_support import ALL_OPS, ROOT, needs_toolchain, require_tools
 from tests.test_kernels_arm import all_cases, failures, run_on_target
 from tests.test_kernels_movement import device_cases
 from tests.test_kernels_movement import run_on_target as run_movement_on_target
@@ -55,14 +56,22 @@ def test_an_unaligned_load_faults_in_a_no_unaligned_access_build(target, tmp_pat
     default = toolchain.cross_compile(target, [UNALIGNED_LOAD], [], tmp_path / "default.elf")
     assert toolchain.run_qemu(target, default, timeout=30).returncode == 0
     strict = build_target(target, "gcc-no-unaligned")
-    result = toolchain.run_qemu(strict, toolchain.cross_compile(strict, [UNALIGNED_LOAD], [], tmp_path / "strict.elf"),
-                                timeout=30)
+    result = toolchain.run_qemu(
+        strict, toolchain.cross_compile(strict, [UNALIGNED_LOAD], [], tmp_path / "strict.elf"), timeout=30
+    )
     assert result.returncode == toolchain.FAULT_STATUS
     assert f"CFSR=0x{UNALIGNED_FAULT:08x}" in result.stderr
 
 
-@pytest.mark.parametrize("target,build", [("cortex-m4", "gcc-no-unaligned"), ("cortex-m55", "gcc-no-unaligned"),
-                                          ("cortex-m4", "clang-unaligned"), ("cortex-m55", "clang-unaligned")])
+@pytest.mark.parametrize(
+    "target,build",
+    [
+        ("cortex-m4", "gcc-no-unaligned"),
+        ("cortex-m55", "gcc-no-unaligned"),
+        ("cortex-m4", "clang-unaligned"),
+        ("cortex-m55", "clang-unaligned"),
+    ],
+)
 def test_packed_kernels_match_golden(target, build, tmp_path):
     cases = all_cases(target, seed=11, divisor=4)
     failed = failures(cases, run_on_target(build_target(target, build), cases, tmp_path))
@@ -75,9 +84,11 @@ def test_movement_kernels_match_golden_on_cortex_m4(build, tmp_path):
     -mno-unaligned-access build); copies take words where aligned."""
     cases = device_cases(seed=13)
     results, _ = run_movement_on_target(build_target("cortex-m4", build), cases, tmp_path)
-    failed = [f"{name} ({kind}): status {status}, guard {guard}, {desc}"
-              for (name, kind, desc, _, _, expected), (status, guard, out) in zip(cases, results)
-              if status != 0 or not guard or not np.array_equal(out, expected)]
+    failed = [
+        f"{name} ({kind}): status {status}, guard {guard}, {desc}"
+        for (name, kind, desc, _, _, expected), (status, guard, out) in zip(cases, results)
+        if status != 0 or not guard or not np.array_equal(out, expected)
+    ]
     assert not failed, f"{len(failed)} of {len(cases)} cases fail:\n" + "\n".join(failed[:10])
 
 
@@ -86,8 +97,9 @@ def all_ops_quantized():
     return quantize_model(ALL_OPS, calibration=all_ops_samples(8, 0), warn=lambda _: None)
 
 
-@pytest.mark.parametrize("target,build", [("cortex-m4", "gcc-no-unaligned"), ("cortex-m4", "clang"),
-                                          ("cortex-m55", "clang")])
+@pytest.mark.parametrize(
+    "target,build", [("cortex-m4", "gcc-no-unaligned"), ("cortex-m4", "clang"), ("cortex-m55", "clang")]
+)
 def test_generated_model_matches_golden(all_ops_quantized, target, build, tmp_path):
     compiled = compile_for(all_ops_quantized, build_target(target, build))
     emit(compiled, tmp_path / "model", "model")

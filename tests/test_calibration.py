@@ -1,5 +1,6 @@
 """edgec's PTQ options: --calibration minmax|histogram|percentile|mse and --per-channel-linear
 (docs/quantization.md has the SQNR table; scripts/measure_quantization.py makes it)."""
+
 from __future__ import annotations
 
 import re
@@ -8,17 +9,18 @@ import numpy as np
 import torch
 
 from edgec.frontend import calibration
+from edgec.frontend.quantize import EdgecQuantizer
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC
 from edgec.pipeline import compile_model, load_samples
-from edgec.frontend.quantize import EdgecQuantizer
-from tests.device_support import DIGITS, small_digits_calib  # noqa: F401 (fixture)
+from tests.device_support import DIGITS
 from tests.test_cli import run_cli
 
 
 def _observed(method: str, values: torch.Tensor) -> tuple[float, float]:
     """(real min, real max) of the int8 grid the observer chose."""
-    observer = calibration.observer(method)(dtype=torch.int8, quant_min=-128, quant_max=127,
-                                            qscheme=torch.per_tensor_affine)
+    observer = calibration.observer(method)(
+        dtype=torch.int8, quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine
+    )
     observer(values)
     scale, zero_point = (float(v) for v in observer.calculate_qparams())
     return (-128 - zero_point) * scale, (127 - zero_point) * scale
@@ -51,8 +53,9 @@ def test_mse_range_has_less_error_than_minmax_on_its_histogram():
     edges = np.linspace(float(observer.min_val), float(observer.max_val), len(counts) + 1)
     centers = (edges[:-1] + edges[1:]) / 2
     chosen = observer.choose_range(edges, counts)
-    assert calibration._int8_squared_error(centers, counts, *chosen) < \
-        calibration._int8_squared_error(centers, counts, edges[0], edges[-1])
+    assert calibration._int8_squared_error(centers, counts, *chosen) < calibration._int8_squared_error(
+        centers, counts, edges[0], edges[-1]
+    )
 
 
 def test_percentile_of_a_constant_tensor_does_not_divide_by_zero():
@@ -70,20 +73,33 @@ def test_default_quantizer_uses_the_default_specs_unchanged():
 def test_per_channel_linear_gives_one_multiplier_per_output():
     calib = load_samples(DIGITS / "calib.npy")[:16]
     per_tensor = compile_model(str(DIGITS / "digits.pt2"), calibration=calib, warn=lambda _: None)
-    per_channel = compile_model(str(DIGITS / "digits.pt2"), calibration=calib, warn=lambda _: None,
-                                per_channel_linear=True)
+    per_channel = compile_model(
+        str(DIGITS / "digits.pt2"), calibration=calib, warn=lambda _: None, per_channel_linear=True
+    )
     fc = [[op for op in c.graph.ops if op.kind == "fully_connected"][0] for c in (per_tensor, per_channel)]
     assert len(fc[0].attrs["multiplier"]) == 1 and len(fc[1].attrs["multiplier"]) == 10
     assert len(np.unique(fc[1].attrs["weight_scales"])) == 10
 
 
 def test_verify_with_a_calibration_option(small_digits_calib, capsys):
-    code, out, err = run_cli("verify", DIGITS / "digits.pt2", "--calib", small_digits_calib, "--samples", "8",
-                             "--quiet", "--calibration", "mse", "--per-channel-linear", capsys=capsys)
+    code, out, err = run_cli(
+        "verify",
+        DIGITS / "digits.pt2",
+        "--calib",
+        small_digits_calib,
+        "--samples",
+        "8",
+        "--quiet",
+        "--calibration",
+        "mse",
+        "--per-channel-linear",
+        capsys=capsys,
+    )
     assert code == 0 and "0 LSB" in out and re.search(r"OK: checked \d+ of \d+ layers", out), (out, err)
 
 
 def test_unknown_calibration_is_refused(small_digits_calib, capsys):
-    code, out, err = run_cli("build", DIGITS / "digits.pt2", "-o", small_digits_calib.parent / "out",
-                             "--calibration", "kl", capsys=capsys)
+    code, out, err = run_cli(
+        "build", DIGITS / "digits.pt2", "-o", small_digits_calib.parent / "out", "--calibration", "kl", capsys=capsys
+    )
     assert code != 0 and "kl" in (out + err)

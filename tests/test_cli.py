@@ -1,4 +1,5 @@
 """The command line as a user meets it: real files, real exits, one-line errors, no tracebacks."""
+
 from __future__ import annotations
 
 import filecmp
@@ -62,12 +63,30 @@ def write_model(tmp_path: Path, extra: str = "pass") -> Path:
 
 
 def test_build_writes_the_documented_directory(tmp_path, capsys):
-    code, out, err = run_cli("build", DIGITS / "digits.pt2", "--calib", DIGITS / "calib.npy", "--name", "digits",
-                             "-o", tmp_path / "out", "--quiet", capsys=capsys)
+    code, out, err = run_cli(
+        "build",
+        DIGITS / "digits.pt2",
+        "--calib",
+        DIGITS / "calib.npy",
+        "--name",
+        "digits",
+        "-o",
+        tmp_path / "out",
+        "--quiet",
+        capsys=capsys,
+    )
     assert code == 0, err
     files = {p.name for p in (tmp_path / "out").iterdir()}
-    assert {"digits.h", "digits.c", "digits_weights.c", "digits_weights.h", "edgec.mk", "CMakeLists.txt",
-            "report.json", "runtime"} <= files
+    assert {
+        "digits.h",
+        "digits.c",
+        "digits_weights.c",
+        "digits_weights.h",
+        "edgec.mk",
+        "CMakeLists.txt",
+        "report.json",
+        "runtime",
+    } <= files
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert set(report) >= {"name", "target", "macs", "arena_bytes", "weights_bytes", "layers"}
     assert "arena" in out
@@ -80,8 +99,16 @@ def test_build_writes_the_documented_directory(tmp_path, capsys):
 
 def test_same_input_gives_byte_identical_output(tmp_path, capsys):
     for out in ("a", "b"):
-        code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", DIGITS / "calib.npy", "-o", tmp_path / out,
-                               "--quiet", capsys=capsys)
+        code, _, err = run_cli(
+            "build",
+            DIGITS / "digits.pt2",
+            "--calib",
+            DIGITS / "calib.npy",
+            "-o",
+            tmp_path / out,
+            "--quiet",
+            capsys=capsys,
+        )
         assert code == 0, err
     comparison = filecmp.dircmp(tmp_path / "a", tmp_path / "b")
     assert not comparison.diff_files and not comparison.left_only and not comparison.right_only
@@ -92,24 +119,66 @@ def test_same_input_gives_byte_identical_output(tmp_path, capsys):
 @pytest.mark.parametrize("external_arena", [False, True])
 def test_generated_code_is_strict_c99(tmp_path, capsys, external_arena):
     out = tmp_path / "out"
-    assert run_cli("build", DIGITS / "digits.pt2", "--calib", DIGITS / "calib.npy", "--name", "digits", "-o", out,
-                   "--quiet", capsys=capsys)[0] == 0
+    assert (
+        run_cli(
+            "build",
+            DIGITS / "digits.pt2",
+            "--calib",
+            DIGITS / "calib.npy",
+            "--name",
+            "digits",
+            "-o",
+            out,
+            "--quiet",
+            capsys=capsys,
+        )[0]
+        == 0
+    )
     sources = [str(p) for p in out.glob("*.c")] + [str(p) for p in (out / "runtime" / "src").rglob("*.c")]
     defines = ["-DDIGITS_EXTERNAL_ARENA"] if external_arena else []
     main = tmp_path / "main.c"
     arena = "int8_t digits_arena[DIGITS_ARENA_SIZE];\n" if external_arena else ""
     main.write_text(f'#include "digits.h"\n{arena}int main(void) {{ return digits_invoke(); }}\n')
-    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", *defines, f"-I{out}",
-                    f"-I{out / 'runtime' / 'include'}", str(main), *sources, "-o", str(tmp_path / "prog")], check=True)
+    subprocess.run(
+        [
+            "cc",
+            "-std=c99",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            *defines,
+            f"-I{out}",
+            f"-I{out / 'runtime' / 'include'}",
+            str(main),
+            *sources,
+            "-o",
+            str(tmp_path / "prog"),
+        ],
+        check=True,
+    )
     assert subprocess.run([str(tmp_path / "prog")]).returncode == 0
 
 
 def test_verify_passes_and_reports_accuracy(capsys):
-    code, out, err = run_cli("verify", DIGITS / "digits.pt2", "--calib", DIGITS / "calib.npy", "--samples", "8",
-                             "--quiet", "--per-layer", capsys=capsys)
+    code, out, err = run_cli(
+        "verify",
+        DIGITS / "digits.pt2",
+        "--calib",
+        DIGITS / "calib.npy",
+        "--samples",
+        "8",
+        "--quiet",
+        "--per-layer",
+        capsys=capsys,
+    )
     assert code == 0, err
     assert "OK: 8 samples" in out and "0 LSB" in out
-    assert re.search(r"^int8 vs float model: output \[1, 10\]: SQNR -?[\d.]+ dB, max \|error\| [\d.]+, top-1 agreement \d+%", out, re.M), out
+    assert re.search(
+        r"^int8 vs float model: output \[1, 10\]: SQNR -?[\d.]+ dB, max \|error\| [\d.]+, top-1 agreement \d+%",
+        out,
+        re.M,
+    ), out
 
 
 def test_factory_spec_and_missing_calibration_warns(tmp_path, capsys):
@@ -240,9 +309,21 @@ USER_MODELS = textwrap.dedent("""
 """)
 # README.md's list of user inputs: exit 0 (verified) or exit 2 with one line, never an internal error.
 USER_INPUT_CASES = {
-    "missing_model": 2, "pickled_module": 2, "bad_calib_shape": 2, "bad_name": 2, "unsupported_operator": 2,
-    "factory_raises": 2, "forward_raises": 2, "max_pool_indices": 2, "rank1_input": 0, "sequence_first_lstm": 0,
-    "batch4_audio": 0, "batch4": 0, "dynamic_batch": 0, "dynamic_hw": 0, "python_float_input": 0,
+    "missing_model": 2,
+    "pickled_module": 2,
+    "bad_calib_shape": 2,
+    "bad_name": 2,
+    "unsupported_operator": 2,
+    "factory_raises": 2,
+    "forward_raises": 2,
+    "max_pool_indices": 2,
+    "rank1_input": 0,
+    "sequence_first_lstm": 0,
+    "batch4_audio": 0,
+    "batch4": 0,
+    "dynamic_batch": 0,
+    "dynamic_hw": 0,
+    "python_float_input": 0,
 }
 
 
@@ -299,7 +380,9 @@ def test_user_input_cases(tmp_path, capsys, case):
         lines = [line for line in err.splitlines() if line.strip()]
         assert code == 2 and lines[0].startswith("edgec: error:"), err
         # One line; an operator refusal lists each use (problem, place) on a line of its own below it.
-        assert len(lines) == 1 or ("cannot compile" in lines[0] and all(line.startswith("  ") for line in lines[1:])), err
+        assert len(lines) == 1 or ("cannot compile" in lines[0] and all(line.startswith("  ") for line in lines[1:])), (
+            err
+        )
         assert "Traceback" not in err and "internal error" not in err
         assert not (tmp_path / "out").exists()
         if case == "bad_calib_shape":
@@ -317,8 +400,11 @@ def test_user_input_cases(tmp_path, capsys, case):
 
 def test_console_script_exits_without_traceback(tmp_path):
     """The installed entry point, as a subprocess: errors reach the shell as one line + exit 2."""
-    result = subprocess.run([sys.executable, "-m", "edgec.cli", "build", str(tmp_path / "missing.pt2"), "-o",
-                             str(tmp_path / "out")], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "edgec.cli", "build", str(tmp_path / "missing.pt2"), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [f"edgec: error: {tmp_path / 'missing.pt2'}: no such file"]
@@ -328,16 +414,18 @@ def test_build_never_replaces_a_foreign_directory(tmp_path, capsys):
     precious = tmp_path / "firmware"
     precious.mkdir()
     (precious / "main.c").write_text("int main(void) { return 0; }\n")
-    code, _, err = run_cli("build", DIGITS / "digits.pt2", "--calib", DIGITS / "calib.npy", "-o", precious,
-                           "--quiet", capsys=capsys)
+    code, _, err = run_cli(
+        "build", DIGITS / "digits.pt2", "--calib", DIGITS / "calib.npy", "-o", precious, "--quiet", capsys=capsys
+    )
     assert code == 2 and "not an edgec output directory" in err
     assert (precious / "main.c").exists()
 
 
 def test_html_memory_report_from_build_and_report_command(tmp_path, capsys):
     out = tmp_path / "out"
-    code, text, err = run_cli("build", DIGITS / "digits.pt2", "--calib", DIGITS / "calib.npy", "-o", out,
-                              "--quiet", "--report", capsys=capsys)
+    code, text, err = run_cli(
+        "build", DIGITS / "digits.pt2", "--calib", DIGITS / "calib.npy", "-o", out, "--quiet", "--report", capsys=capsys
+    )
     assert code == 0, err
     assert "peak" in text and "liveness bound" in text
     page = (out / "report.html").read_text()

@@ -6,6 +6,7 @@ The tests that build against CMSIS-NN need a checkout (CMSIS_NN_DIR). edgec neve
 code, and CI's machine reaches PyPI and Debian only, not GitHub, so there they are skipped with that
 reason (pytest -rs lists it); on a machine with a checkout they run.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,16 +19,19 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from edgec.tools import verify
 from edgec.errors import EdgecError
 from edgec.ops.cmsis_nn import kernel_sums
 from edgec.pipeline import compile_for, emit, quantize_model
 from edgec.targets.cores import get_target
-from tests.device_support import ROOT, compile_and_run, edgec_cache, needs_toolchain, require_tools  # noqa: F401
+from edgec.tools import verify
+from tests.device_support import ROOT, compile_and_run, needs_toolchain, require_tools
 
 CHECKOUT = os.environ.get("CMSIS_NN_DIR")
-needs_checkout = pytest.mark.skipif(not CHECKOUT, reason="CMSIS_NN_DIR is not set: no CMSIS-NN checkout to link "
-                                    "(git clone https://github.com/ARM-software/CMSIS-NN; CI cannot reach GitHub)")
+needs_checkout = pytest.mark.skipif(
+    not CHECKOUT,
+    reason="CMSIS_NN_DIR is not set: no CMSIS-NN checkout to link "
+    "(git clone https://github.com/ARM-software/CMSIS-NN; CI cannot reach GitHub)",
+)
 
 
 class EveryCmsisKernel(nn.Module):
@@ -69,8 +73,9 @@ def _quantized(model: nn.Module, shape, **options):
     torch.manual_seed(0)
     model = model.eval()
     calibration = np.random.default_rng(0).standard_normal((16, *shape[1:])).astype(np.float32)
-    return quantize_model(model, calibration=calibration, example_inputs=(torch.zeros(shape),), warn=lambda _: None,
-                          **options), calibration
+    return quantize_model(
+        model, calibration=calibration, example_inputs=(torch.zeros(shape),), warn=lambda _: None, **options
+    ), calibration
 
 
 @pytest.fixture(scope="module")
@@ -90,16 +95,25 @@ def cmsis_target(name: str):
 
 
 @needs_checkout
-@pytest.mark.parametrize("target_name", ["host", pytest.param("cortex-m4", marks=needs_toolchain),
-                                         pytest.param("cortex-m55", marks=needs_toolchain)])
+@pytest.mark.parametrize(
+    "target_name",
+    ["host", pytest.param("cortex-m4", marks=needs_toolchain), pytest.param("cortex-m55", marks=needs_toolchain)],
+)
 def test_every_cmsis_nn_kernel_is_bit_exact(every_kernel, target_name, tmp_path, edgec_cache):
     quantized, floats = every_kernel
     compiled, _, result = compile_and_run(quantized, cmsis_target(target_name), floats[:6], tmp_path)
     kernels = [op.kernel for op in compiled.graph.ops if op.kind != "reshape"]
     assert all(kernel.variant == "cmsis-nn" for kernel in kernels), kernels
     kinds = [kernel.unit for kernel in kernels]
-    assert {"cmsis_nn_conv2d", "cmsis_nn_depthwise_conv2d", "cmsis_nn_add", "cmsis_nn_max_pool2d",
-            "cmsis_nn_avg_pool2d", "cmsis_nn_fully_connected", "cmsis_nn_softmax"} <= set(kinds)
+    assert {
+        "cmsis_nn_conv2d",
+        "cmsis_nn_depthwise_conv2d",
+        "cmsis_nn_add",
+        "cmsis_nn_max_pool2d",
+        "cmsis_nn_avg_pool2d",
+        "cmsis_nn_fully_connected",
+        "cmsis_nn_softmax",
+    } <= set(kinds)
     assert result.exact, f"{result.mismatched_bytes} bytes differ from the golden on {target_name}"
 
 
@@ -120,11 +134,15 @@ def test_a_context_buffer_smaller_than_cmsis_nn_asks_fails_the_verify_build(ever
     planned context buffer is big enough: a plan one word short stops invoke at that layer."""
     quantized, floats = every_kernel
     compiled = compile_for(quantized, cmsis_target("host"))
-    [layer] = [op for op in compiled.graph.ops if op.kernel.unit == "cmsis_nn_conv2d" and op.attrs["cmsis_nn_buffer"]][:1]
+    [layer] = [op for op in compiled.graph.ops if op.kernel.unit == "cmsis_nn_conv2d" and op.attrs["cmsis_nn_buffer"]][
+        :1
+    ]
     layer.attrs["cmsis_nn_buffer"] -= 4
     emit(compiled, tmp_path / "m", "m")
     with pytest.raises(EdgecError, match=r"failed \(exit"):
-        verify.run_on(compiled, tmp_path / "m", "m", verify.quantized_inputs(compiled.graph, floats[:1]), tmp_path / "b")
+        verify.run_on(
+            compiled, tmp_path / "m", "m", verify.quantized_inputs(compiled.graph, floats[:1]), tmp_path / "b"
+        )
 
 
 @needs_checkout
@@ -146,9 +164,22 @@ def test_firmware_makefile_links_cmsis_nn_through_edgec_mk(tmp_path, edgec_cache
     """The firmware example, built as a user would with KERNELS=cmsis-nn: the generated edgec.mk
     adds CMSIS-NN's sources (compiled with the application's -Wall -Wextra -Werror) and headers."""
     require_tools("make", install="apt-get install make")
-    result = subprocess.run(["make", "-C", str(ROOT / "examples" / "firmware"), "TARGET=cortex-m55", "KERNELS=cmsis-nn",
-                             f"CMSIS_NN_DIR={CHECKOUT}", f"BUILD_DIR={tmp_path}", f"PYTHON={sys.executable}", "run"],
-                            capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        [
+            "make",
+            "-C",
+            str(ROOT / "examples" / "firmware"),
+            "TARGET=cortex-m55",
+            "KERNELS=cmsis-nn",
+            f"CMSIS_NN_DIR={CHECKOUT}",
+            f"BUILD_DIR={tmp_path}",
+            f"PYTHON={sys.executable}",
+            "run",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     output = result.stdout + result.stderr
     assert "predicted digit" in output
@@ -163,9 +194,20 @@ def test_firmware_cmake_links_cmsis_nn_through_the_generated_cmakelists(tmp_path
     require_tools("cmake", install="apt-get install cmake")
     firmware, build = ROOT / "examples" / "firmware", tmp_path / "build"
     env = {**os.environ, "CMSIS_NN_DIR": CHECKOUT}
-    for command in (["cmake", "-S", firmware, "-B", build, f"-DCMAKE_TOOLCHAIN_FILE={firmware / 'arm-none-eabi.cmake'}",
-                     "-DEDGEC_TARGET=cortex-m33", "-DEDGEC_KERNELS=cmsis-nn", f"-DPython3_EXECUTABLE={sys.executable}"],
-                    ["cmake", "--build", build, "--target", "run"]):
+    for command in (
+        [
+            "cmake",
+            "-S",
+            firmware,
+            "-B",
+            build,
+            f"-DCMAKE_TOOLCHAIN_FILE={firmware / 'arm-none-eabi.cmake'}",
+            "-DEDGEC_TARGET=cortex-m33",
+            "-DEDGEC_KERNELS=cmsis-nn",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+        ],
+        ["cmake", "--build", build, "--target", "run"],
+    ):
         result = subprocess.run([str(c) for c in command], capture_output=True, text=True, timeout=900, env=env)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "predicted digit" in result.stdout + result.stderr
@@ -182,11 +224,30 @@ def test_kernel_sums_are_bias_plus_input_offset_times_row_sums():
 
 def test_without_a_checkout_the_cli_says_what_to_set(tmp_path):
     unset = {k: v for k, v in os.environ.items() if k != "CMSIS_NN_DIR"}
-    for env, message in ((unset, "needs a CMSIS-NN checkout: set CMSIS_NN_DIR"),
-                         ({**unset, "CMSIS_NN_DIR": str(tmp_path)}, "not a CMSIS-NN checkout")):
-        result = subprocess.run([sys.executable, "-m", "edgec.cli", "build", "edgec/zoo/mlperf.py:fc_autoencoder", "--kernels",
-                                 "cmsis-nn", "--target", "cortex-m4", "-o", str(tmp_path / "out")],
-                                capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    for env, message in (
+        (unset, "needs a CMSIS-NN checkout: set CMSIS_NN_DIR"),
+        ({**unset, "CMSIS_NN_DIR": str(tmp_path)}, "not a CMSIS-NN checkout"),
+    ):
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "edgec.cli",
+                "build",
+                "edgec/zoo/mlperf.py:fc_autoencoder",
+                "--kernels",
+                "cmsis-nn",
+                "--target",
+                "cortex-m4",
+                "-o",
+                str(tmp_path / "out"),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            timeout=300,
+        )
         assert result.returncode == 2, result.stderr
         assert message in result.stderr and "Traceback" not in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -197,6 +258,7 @@ def test_cmsis_nn_compiles_at_the_optimisation_the_target_asks(monkeypatch, tmp_
     """--cmsis-nn-opt Ofast (Arm's recommendation for CMSIS-NN) reaches the compiler for CMSIS-NN's
     sources only; -O2 stays the default; anything else is one clear error."""
     from edgec.targets import cmsis_nn_build, toolchain
+
     (tmp_path / "Source" / "X").mkdir(parents=True)
     (tmp_path / "Source" / "X" / "a.c").write_text("int a;\n")
     seen = []

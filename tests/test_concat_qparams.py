@@ -4,6 +4,7 @@ bottleneck (wide range). edgec's own PTQ observes the cat's output and keeps the
 qparams (only the cat's input is requantized); a program that quantizes each cat input apart (as
 litert-torch does) is read at the cat's output qparams, each input requantized once. Both run
 bit-exact on the host, pass verify and follow float."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,11 +14,11 @@ import torch.nn.functional as F
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 from edgec import sim
-from edgec.tools import verify
+from edgec.frontend.quantize import EdgecQuantizer
 from edgec.ir import to_torch_order
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate
 from edgec.pipeline import compile_model, emit
-from edgec.frontend.quantize import EdgecQuantizer
+from edgec.tools import verify
 
 SHAPE = (1, 3, 8, 8)
 

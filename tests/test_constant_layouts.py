@@ -2,6 +2,7 @@
 where the timing model estimates it faster at the part's flash wait states, then narrowed back
 (least reused first) to fit the flash budget; the choice and its reasons printed by `edgec build`;
 and, measured under QEMU, auto's estimated cycles against --opt speed and --opt size."""
+
 from __future__ import annotations
 
 import json
@@ -10,44 +11,62 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from edgec.targets import device, timing
-from edgec.zoo import mlperf
 from edgec.backend.codegen import layer_constants_bytes
 from edgec.passes.constant_layouts import weight_reuse, widening
 from edgec.pipeline import compile_for, emit, quantize_model
+from edgec.targets import device, timing
 from edgec.targets.cores import get_target
 from edgec.tools.verify import quantized_inputs
-from tests.device_support import DIGITS, ROOT, edgec_cache, needs_toolchain, small_digits_calib  # noqa: F401
+from edgec.zoo import mlperf
+from tests.device_support import DIGITS, ROOT, needs_toolchain
 from tests.test_cli import run_cli
 
 M4 = get_target("cortex-m4")
 
 
-@pytest.mark.parametrize("kind,filter_bytes,out_channels,target,flash_wait,wide,reason", [
-    # no wait states: fewer instructions win, but for fully connected layers on the dual-issue M7
-    ("conv2d", 4096, 64, "cortex-m4", 0, True, "no flash wait states"),
-    ("fully_connected", 768, 12, "cortex-m4", 0, True, "no flash wait states"),
-    ("conv2d", 4096, 64, "cortex-m33", 0, True, "no flash wait states"),
-    ("fully_connected", 768, 12, "cortex-m7", 0, False, "dual-issue core"),
-    # no flash data cache (the M33's part): every widened read pays the wait states
-    ("conv2d", 128, 16, "cortex-m33", 2, False, "no flash data cache on the part: every widened filter read pays "
-                                                "the 2 wait states"),
-    # fully connected: each filter byte read once, even when it would fit the cache
-    ("fully_connected", 48, 2, "cortex-m4", 1, False, "each filter byte is read once"),
-    ("fully_connected", 16384, 128, "cortex-m7", 7, False, "each filter byte is read once"),
-    # convolutions: widened filter + 16 B per channel within the data cache (M4: 8 lines of 16 B) ...
-    ("conv2d", 48, 2, "cortex-m4", 7, True, "fit the 128 B flash data cache"),
-    ("conv2d", 56, 2, "cortex-m4", 7, False, "over the 128 B flash data cache, and over 5 wait states"),
-    ("conv2d", 4096, 64, "cortex-m7", 7, True, "fit the 16,384 B flash data cache"),
-    ("conv2d", 8192, 128, "cortex-m7", 7, False, "over the 16,384 B flash data cache"),
-    # ... or few wait states, or a few more for short rows (<= 128 B of filter per output channel)
-    ("conv2d", 16384, 64, "cortex-m4", 3, True, "at most 3 wait states"),
-    ("conv2d", 512, 32, "cortex-m4", 5, True, "at most 128 B of filter per output channel"),
-    ("conv2d", 8192, 64, "cortex-m4", 5, True, "at most 128 B of filter per output channel"),
-    ("conv2d", 8256, 64, "cortex-m4", 4, False, "over 128 B per output channel"),
-    ("conv2d", 9216, 64, "cortex-m4", 5, False, "over the 128 B flash data cache, and over 128 B per output channel"),
-    ("conv2d", 2048, 64, "cortex-m4", 6, False, "over 5 wait states"),
-])
+@pytest.mark.parametrize(
+    "kind,filter_bytes,out_channels,target,flash_wait,wide,reason",
+    [
+        # no wait states: fewer instructions win, but for fully connected layers on the dual-issue M7
+        ("conv2d", 4096, 64, "cortex-m4", 0, True, "no flash wait states"),
+        ("fully_connected", 768, 12, "cortex-m4", 0, True, "no flash wait states"),
+        ("conv2d", 4096, 64, "cortex-m33", 0, True, "no flash wait states"),
+        ("fully_connected", 768, 12, "cortex-m7", 0, False, "dual-issue core"),
+        # no flash data cache (the M33's part): every widened read pays the wait states
+        (
+            "conv2d",
+            128,
+            16,
+            "cortex-m33",
+            2,
+            False,
+            "no flash data cache on the part: every widened filter read pays the 2 wait states",
+        ),
+        # fully connected: each filter byte read once, even when it would fit the cache
+        ("fully_connected", 48, 2, "cortex-m4", 1, False, "each filter byte is read once"),
+        ("fully_connected", 16384, 128, "cortex-m7", 7, False, "each filter byte is read once"),
+        # convolutions: widened filter + 16 B per channel within the data cache (M4: 8 lines of 16 B) ...
+        ("conv2d", 48, 2, "cortex-m4", 7, True, "fit the 128 B flash data cache"),
+        ("conv2d", 56, 2, "cortex-m4", 7, False, "over the 128 B flash data cache, and over 5 wait states"),
+        ("conv2d", 4096, 64, "cortex-m7", 7, True, "fit the 16,384 B flash data cache"),
+        ("conv2d", 8192, 128, "cortex-m7", 7, False, "over the 16,384 B flash data cache"),
+        # ... or few wait states, or a few more for short rows (<= 128 B of filter per output channel)
+        ("conv2d", 16384, 64, "cortex-m4", 3, True, "at most 3 wait states"),
+        ("conv2d", 512, 32, "cortex-m4", 5, True, "at most 128 B of filter per output channel"),
+        ("conv2d", 8192, 64, "cortex-m4", 5, True, "at most 128 B of filter per output channel"),
+        ("conv2d", 8256, 64, "cortex-m4", 4, False, "over 128 B per output channel"),
+        (
+            "conv2d",
+            9216,
+            64,
+            "cortex-m4",
+            5,
+            False,
+            "over the 128 B flash data cache, and over 128 B per output channel",
+        ),
+        ("conv2d", 2048, 64, "cortex-m4", 6, False, "over 5 wait states"),
+    ],
+)
 def test_widening_rule(kind, filter_bytes, out_channels, target, flash_wait, wide, reason):
     verdict = widening(kind, filter_bytes, out_channels, target, flash_wait)
     assert verdict.wide is wide and reason in verdict.reason, verdict
@@ -66,8 +85,11 @@ def test_widening_rule_reads_the_parts_memory_facts(monkeypatch):
 
 @pytest.fixture(scope="module")
 def ds_cnn():
-    return quantize_model(f"{ROOT / 'edgec' / 'mlperf.py'}:ds_cnn", calibration=mlperf.calibration_data("ds_cnn", 16, 0),
-                          warn=lambda _: None)
+    return quantize_model(
+        f"{ROOT / 'edgec' / 'mlperf.py'}:ds_cnn",
+        calibration=mlperf.calibration_data("ds_cnn", 16, 0),
+        warn=lambda _: None,
+    )
 
 
 def test_auto_at_the_typical_wait_states_widens_ds_cnns_convolutions_and_says_why(ds_cnn):
@@ -76,14 +98,17 @@ def test_auto_at_the_typical_wait_states_widens_ds_cnns_convolutions_and_says_wh
     auto, size = compile_for(ds_cnn, M4), compile_for(ds_cnn, M4.with_opt("size"))
     assert constants_bytes(auto) > constants_bytes(size)
     first, *reasons = auto.choices
-    assert first.startswith("--opt auto: 5 of 6 DSP layers with int16-widened filters, chosen by the cycles "
-                            "estimated on cortex-m4 at 5 flash wait states (the typical part's; set yours with "
-                            "--flash-wait)"), first
+    assert first.startswith(
+        "--opt auto: 5 of 6 DSP layers with int16-widened filters, chosen by the cycles "
+        "estimated on cortex-m4 at 5 flash wait states (the typical part's; set yours with "
+        "--flash-wait)"
+    ), first
     assert reasons == [
         "  widened (5): at most 128 B of filter per output channel: up to 5 wait states the instructions saved "
         "outweigh twice the flash reads: conv2d_1, conv2d_5, conv2d_9, conv2d_13, conv2d_17",
         "  kept compact (1): fully connected: each filter byte is read once, so twice the bytes cost more wait states "
-        "than the instructions saved: fully_connected_21"]
+        "than the instructions saved: fully_connected_21",
+    ]
 
 
 def test_auto_without_wait_states_widens_every_layer_then_fits_the_flash_budget(ds_cnn):
@@ -95,8 +120,10 @@ def test_auto_without_wait_states_widens_every_layer_then_fits_the_flash_budget(
     assert flash["speed"] > flash["size"]
     auto = compile_for(ds_cnn, zero_wait)
     assert constants_bytes(auto) == flash["speed"]
-    assert auto.choices[0].startswith("--opt auto: 6 of 6 DSP layers with int16-widened filters, chosen by the "
-                                      "cycles estimated on cortex-m4 at 0 flash wait states (--flash-wait)")
+    assert auto.choices[0].startswith(
+        "--opt auto: 6 of 6 DSP layers with int16-widened filters, chosen by the "
+        "cycles estimated on cortex-m4 at 0 flash wait states (--flash-wait)"
+    )
     assert auto.choices[1].startswith("  widened (6): no flash wait states")
 
     budget = (flash["size"] + flash["speed"]) // 2
@@ -107,8 +134,11 @@ def test_auto_without_wait_states_widens_every_layer_then_fits_the_flash_budget(
     narrow = [weight_reuse(op, tight.graph) for op in choosable if not op.attrs["wide"]]
     assert wide and narrow and max(narrow) <= min(wide)
     assert tight.choices[-1].startswith(f"  kept compact ({len(narrow)}) to fit the {budget:,} B flash budget")
-    assert all(op.attrs["layout_reason"] == f"kept compact to fit the {budget:,} B flash budget"
-               for op in choosable if not op.attrs["wide"])
+    assert all(
+        op.attrs["layout_reason"] == f"kept compact to fit the {budget:,} B flash budget"
+        for op in choosable
+        if not op.attrs["wide"]
+    )
     at_size = compile_for(ds_cnn, zero_wait.with_budget(flash=flash["size"]))
     assert constants_bytes(at_size) == flash["size"]
     assert compile_for(ds_cnn, get_target("cortex-m55")).choices == []  # Helium: no layout to choose
@@ -119,11 +149,15 @@ def test_build_prints_the_choice_and_the_report_gives_each_layers_reason(tmp_pat
     args = ("build", DIGITS / "digits.pt2", "--calib", small_digits_calib, "--target", "cortex-m4", "--quiet")
     code, out, err = run_cli(*args, "-o", tmp_path / "typical", capsys=capsys)
     assert code == 0, err
-    assert ("--opt auto: 3 of 4 DSP layers with int16-widened filters, chosen by the cycles estimated on cortex-m4 "
-            "at 5 flash wait states (the typical part's; set yours with --flash-wait)") in out
+    assert (
+        "--opt auto: 3 of 4 DSP layers with int16-widened filters, chosen by the cycles estimated on cortex-m4 "
+        "at 5 flash wait states (the typical part's; set yours with --flash-wait)"
+    ) in out
     assert "  widened (3): at most 128 B of filter per output channel" in out
     assert "  kept compact (1): fully connected: each filter byte is read once" in out
-    layers = {layer["name"]: layer for layer in json.loads((tmp_path / "typical" / "report.json").read_text())["layers"]}
+    layers = {
+        layer["name"]: layer for layer in json.loads((tmp_path / "typical" / "report.json").read_text())["layers"]
+    }
     assert layers["conv2d_0"]["kernel"] == "edgec_conv_s8_dsp_wide"
     assert layers["fully_connected_10"]["kernel"] == "edgec_fully_connected_s8_dsp"
     assert "int8 filter (--opt auto: fully connected: each filter byte" in layers["fully_connected_10"]["kernel_reason"]
@@ -131,22 +165,31 @@ def test_build_prints_the_choice_and_the_report_gives_each_layers_reason(tmp_pat
 
     code, out, err = run_cli(*args, "--flash-wait", "0", "-o", tmp_path / "zero_wait", capsys=capsys)
     assert code == 0, err
-    assert "--opt auto: 4 of 4 DSP layers with int16-widened filters" in out and "at 0 flash wait states (--flash-wait)" in out
+    assert (
+        "--opt auto: 4 of 4 DSP layers with int16-widened filters" in out
+        and "at 0 flash wait states (--flash-wait)" in out
+    )
     report = json.loads((tmp_path / "zero_wait" / "report.json").read_text())
-    assert all(layer["kernel"].endswith("_dsp_wide") for layer in report["layers"]
-               if layer["op"] in ("conv2d", "fully_connected"))
+    assert all(
+        layer["kernel"].endswith("_dsp_wide")
+        for layer in report["layers"]
+        if layer["op"] in ("conv2d", "fully_connected")
+    )
 
 
 def test_python_api_takes_the_flash_wait_states():
     import edgec
+
     calibration = np.load(DIGITS / "calib.npy")[:16]
-    compiled = edgec.compile(str(DIGITS / "digits.pt2"), calibration=calibration, target="cortex-m4", flash_wait=0,
-                             progress=False)
+    compiled = edgec.compile(
+        str(DIGITS / "digits.pt2"), calibration=calibration, target="cortex-m4", flash_wait=0, progress=False
+    )
     assert compiled.target.flash_wait == 0
     assert compiled.compiled.choices[0].startswith("--opt auto: 4 of 4 DSP layers with int16-widened filters")
     with pytest.raises(edgec.EdgecError, match="--flash-wait -1"):
-        edgec.compile(str(DIGITS / "digits.pt2"), calibration=calibration, target="cortex-m4", flash_wait=-1,
-                      progress=False)
+        edgec.compile(
+            str(DIGITS / "digits.pt2"), calibration=calibration, target="cortex-m4", flash_wait=-1, progress=False
+        )
 
 
 @pytest.mark.parametrize("command", ["build", "verify", "bench"])

@@ -1,6 +1,7 @@
 """The bundled example: the committed model compiles, and its int8 accuracy on the held-out digits
 (edgec.evaluate, and the generated C's, equal) is within 1 point of the float model's (what `make
 demo` prints)."""
+
 from __future__ import annotations
 
 import importlib.util

@@ -1,5 +1,6 @@
 """docs/numerics.md, the arithmetic every kernel shares, is in the repository, names every kernel
 of the public header, and the sections the sources cite exist."""
+
 from __future__ import annotations
 
 import re
@@ -19,8 +20,12 @@ def test_every_public_kernel_is_specified():
 
 def test_citations_point_at_existing_sections():
     headings = set(re.findall(r"^#+ (.+)$", NUMERICS.read_text(), re.MULTILINE))
-    sources = [p for d in ("edgec", "runtime_c", "tests") for p in (ROOT / d).rglob("*")
-               if p.suffix in (".py", ".c", ".h") and p.name != Path(__file__).name]
+    sources = [
+        p
+        for d in ("edgec", "runtime_c", "tests")
+        for p in (ROOT / d).rglob("*")
+        if p.suffix in (".py", ".c", ".h") and p.name != Path(__file__).name
+    ]
     cited = 0
     for path in sources:
         for reference in re.finditer(r"(\S*)numerics\.md(?:, \"([^\"]+)\")?", path.read_text()):
@@ -32,7 +37,9 @@ def test_citations_point_at_existing_sections():
 
 def test_readme_operator_table_is_generated_from_the_op_units():
     import sys
+
     sys.path.insert(0, str(ROOT / "scripts"))
     from write_operator_table import with_table
+
     readme = (ROOT / "README.md").read_text()
     assert with_table(readme) == readme, "run python scripts/write_operator_table.py"

@@ -2,6 +2,7 @@
 through the generated CMakeLists.txt, and run under QEMU: it prints the predicted digit. Also with
 the application's own build settings, which the model's build must take and never change: a
 softfp float ABI, another C standard for the application's sources, LLVM's clang."""
+
 from __future__ import annotations
 
 import re
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 from edgec.targets import toolchain
-from tests.device_support import DIGITS, ROOT, edgec_cache, needs_toolchain, require_tools  # noqa: F401
+from tests.device_support import DIGITS, ROOT, needs_toolchain, require_tools
 
 FIRMWARE = ROOT / "examples" / "firmware"
 PREDICTION = re.compile(r"predicted digit (\d), label (\d)")
@@ -37,8 +38,9 @@ def assert_correct_prediction(output: str) -> None:
 
 def test_makefile_firmware_runs_on_qemu(tmp_path):
     require_tools("make", install="apt-get install make")
-    result = run(["make", "-C", FIRMWARE, "TARGET=cortex-m4", f"BUILD_DIR={tmp_path}", f"PYTHON={sys.executable}",
-                  "run"])
+    result = run(
+        ["make", "-C", FIRMWARE, "TARGET=cortex-m4", f"BUILD_DIR={tmp_path}", f"PYTHON={sys.executable}", "run"]
+    )
 
     assert_correct_prediction(result.stdout + result.stderr)
     assert (tmp_path / "digits" / "edgec.mk").exists()
@@ -47,8 +49,18 @@ def test_makefile_firmware_runs_on_qemu(tmp_path):
 def test_cmake_firmware_runs_on_qemu(tmp_path):
     require_tools("cmake", install="apt-get install cmake")
     build = tmp_path / "build"
-    run(["cmake", "-S", FIRMWARE, "-B", build, f"-DCMAKE_TOOLCHAIN_FILE={FIRMWARE / 'arm-none-eabi.cmake'}",
-         "-DEDGEC_TARGET=cortex-m33", f"-DPython3_EXECUTABLE={sys.executable}"])
+    run(
+        [
+            "cmake",
+            "-S",
+            FIRMWARE,
+            "-B",
+            build,
+            f"-DCMAKE_TOOLCHAIN_FILE={FIRMWARE / 'arm-none-eabi.cmake'}",
+            "-DEDGEC_TARGET=cortex-m33",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+        ]
+    )
     result = run(["cmake", "--build", build, "--target", "run"])
 
     assert_correct_prediction(result.stdout + result.stderr)
@@ -59,9 +71,14 @@ def test_cmake_firmware_runs_on_qemu(tmp_path):
 def digits_m4(tmp_path_factory):
     """The digits model generated for cortex-m4 as the firmware's build generates it, once."""
     from edgec.pipeline import compile_model, emit
+
     out = tmp_path_factory.mktemp("digits_m4") / "digits"
-    compiled = compile_model(str(DIGITS / "digits.pt2"), calibration=np.load(DIGITS / "calib.npy")[:16], target="cortex-m4",
-                             warn=lambda _: None)
+    compiled = compile_model(
+        str(DIGITS / "digits.pt2"),
+        calibration=np.load(DIGITS / "calib.npy")[:16],
+        target="cortex-m4",
+        warn=lambda _: None,
+    )
     emit(compiled, out, "digits")
     return out
 
@@ -70,8 +87,18 @@ def make_firmware(build_dir, model_dir, *variables: str) -> subprocess.Completed
     """The firmware's Makefile on a copy of `model_dir` (newer than the model file: not regenerated)."""
     require_tools("make", install="apt-get install make")
     shutil.copytree(model_dir, build_dir / "digits")
-    return run(["make", "-C", FIRMWARE, "TARGET=cortex-m4", f"BUILD_DIR={build_dir}", f"PYTHON={sys.executable}",
-                *variables, "run"])
+    return run(
+        [
+            "make",
+            "-C",
+            FIRMWARE,
+            "TARGET=cortex-m4",
+            f"BUILD_DIR={build_dir}",
+            f"PYTHON={sys.executable}",
+            *variables,
+            "run",
+        ]
+    )
 
 
 def compile_commands(output: str) -> dict[str, list[str]]:
@@ -108,9 +135,20 @@ def test_cmake_library_takes_the_projects_float_abi(tmp_path, digits_m4):
     -mfloat-abi=hard, which does not link: "uses VFP register arguments")."""
     require_tools("cmake", install="apt-get install cmake")
     build = tmp_path / "build"
-    run(["cmake", "-S", FIRMWARE, "-B", build, f"-DCMAKE_TOOLCHAIN_FILE={FIRMWARE / 'arm-none-eabi.cmake'}",
-         "-DEDGEC_TARGET=cortex-m4", f"-DCPU_FLAGS={';'.join(SOFTFP_M4)}", f"-DMODEL_DIR={digits_m4}",
-         f"-DPython3_EXECUTABLE={sys.executable}"])
+    run(
+        [
+            "cmake",
+            "-S",
+            FIRMWARE,
+            "-B",
+            build,
+            f"-DCMAKE_TOOLCHAIN_FILE={FIRMWARE / 'arm-none-eabi.cmake'}",
+            "-DEDGEC_TARGET=cortex-m4",
+            f"-DCPU_FLAGS={';'.join(SOFTFP_M4)}",
+            f"-DMODEL_DIR={digits_m4}",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+        ]
+    )
     result = run(["cmake", "--build", build, "--target", "run", "--", "VERBOSE=1"])
 
     assert_correct_prediction(result.stdout + result.stderr)

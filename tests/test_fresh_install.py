@@ -4,6 +4,7 @@ bundled digits example, `edgec --help` and `edgec report` do not import torch, a
 
 The commands run in subprocesses whose sitecustomize.py (on PYTHONPATH) blocks the packages only
 the test extras install, as a clean virtual environment would not have them."""
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,7 @@ import textwrap
 
 import pytest
 
-from tests.device_support import DIGITS, ROOT, edgec_cache, needs_toolchain, small_digits_calib  # noqa: F401
+from tests.device_support import DIGITS, ROOT, needs_toolchain
 
 TEST_ONLY_PACKAGES = ("pytest", "_pytest", "xdist", "hypothesis", "sklearn")
 SITECUSTOMIZE = textwrap.dedent(f"""
@@ -59,15 +60,23 @@ def clean_env(tmp_path) -> dict:
 
 
 def edgec(env: dict, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", EDGEC, *map(str, args)], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", EDGEC, *map(str, args)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_test_only_packages_are_blocked(clean_env):
     for package in TEST_ONLY_PACKAGES:
-        result = subprocess.run([sys.executable, "-c", f"import importlib.util; assert importlib.util.find_spec("
-                                 f"{package!r}) is None; import {package}"], env=clean_env, capture_output=True,
-                                text=True)
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import importlib.util; assert importlib.util.find_spec({package!r}) is None; import {package}",
+            ],
+            env=clean_env,
+            capture_output=True,
+            text=True,
+        )
         assert result.returncode == 1 and f"No module named '{package}'" in result.stderr, result.stderr
 
 
@@ -100,14 +109,16 @@ def test_build_verify_bench_and_report_work_without_the_test_extras(clean_env, t
 
 
 def test_non_finite_weights_and_buffers_are_one_line(clean_env, tmp_path):
-    (tmp_path / "net.py").write_text(textwrap.dedent("""
+    (tmp_path / "net.py").write_text(
+        textwrap.dedent("""
         import torch
         from torch import nn
 
 
         def _net():
             torch.manual_seed(0)
-            return nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(64, 3)).eval()
+            layers = (nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(64, 3))
+            return nn.Sequential(*layers).eval()
 
 
         def nan_weight():
@@ -121,14 +132,18 @@ def test_non_finite_weights_and_buffers_are_one_line(clean_env, tmp_path):
             net = _net()
             net[1].running_var[2] = float("-inf")
             return net, (torch.randn(1, 1, 6, 6),)
-    """))
-    for factory, message in (("nan_weight", "parameter '4.weight' contains NaN"),
-                             ("inf_buffer", "buffer '1.running_var' contains an infinite value")):
+    """)
+    )
+    for factory, message in (
+        ("nan_weight", "parameter '4.weight' contains NaN"),
+        ("inf_buffer", "buffer '1.running_var' contains an infinite value"),
+    ):
         result = edgec(clean_env, "build", f"{tmp_path / 'net.py'}:{factory}", "-o", tmp_path / factory, "--quiet")
         assert result.returncode == 2
         errors = [line for line in result.stderr.splitlines() if line.startswith("edgec: ")]
-        assert errors == [f"edgec: error: {tmp_path / 'net.py'}:{factory}: {message}; a model's weights and buffers "
-                          f"must be finite"], result.stderr
+        assert errors == [
+            f"edgec: error: {tmp_path / 'net.py'}:{factory}: {message}; a model's weights and buffers must be finite"
+        ], result.stderr
         assert not (tmp_path / factory).exists()
 
 
@@ -138,7 +153,8 @@ def test_a_budget_beyond_the_emulated_board_is_one_line(clean_env, tmp_path):
     """--ram 2M passes the budget check, but QEMU's Cortex-M55 board has 512 KiB of RAM: the
     link fails, and edgec says so in one line instead of the linker's."""
     clean_env["EDGEC_CACHE_DIR"] = os.environ["EDGEC_CACHE_DIR"]
-    (tmp_path / "wide.py").write_text(textwrap.dedent("""
+    (tmp_path / "wide.py").write_text(
+        textwrap.dedent("""
         import torch
         from torch import nn
 
@@ -146,13 +162,27 @@ def test_a_budget_beyond_the_emulated_board_is_one_line(clean_env, tmp_path):
         def wide():
             torch.manual_seed(0)
             return nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU()).eval(), (torch.randn(1, 3, 200, 200),)
-    """))
-    result = edgec(clean_env, "verify", f"{tmp_path / 'wide.py'}:wide", "--target", "cortex-m55", "--ram", "2M",
-                   "--samples", 1, "--quiet")
+    """)
+    )
+    result = edgec(
+        clean_env,
+        "verify",
+        f"{tmp_path / 'wide.py'}:wide",
+        "--target",
+        "cortex-m55",
+        "--ram",
+        "2M",
+        "--samples",
+        1,
+        "--quiet",
+    )
     assert result.returncode == 2
     errors = [line for line in result.stderr.splitlines() if line.startswith("edgec: ")]
     assert len(errors) == 1 and "ld:" not in result.stderr, result.stderr
-    assert errors[0].startswith("edgec: error: the model program does not fit QEMU's mps3-an547 board for "
-                                "cortex-m55: its RAM (524,288 B) overflows by ")
-    assert errors[0].endswith("the budget of 2,097,152 B (--ram/--flash) is larger than the board, which can only "
-                              "run models that fit it")
+    assert errors[0].startswith(
+        "edgec: error: the model program does not fit QEMU's mps3-an547 board for "
+        "cortex-m55: its RAM (524,288 B) overflows by "
+    )
+    assert errors[0].endswith(
+        "the budget of 2,097,152 B (--ram/--flash) is larger than the board, which can only run models that fit it"
+    )

@@ -6,6 +6,7 @@ within a documented, computed bound): the batch's compile rate is 100 % for ever
 family is in at least FAMILY_MODELS of its models -- a regression that makes a family refused,
 moves a layer by a few steps or crashes fails here, with a reproducer written next to the test's
 temporary files. Longer runs: `make fuzz N=1000 TARGET=host|cortex-m4|...`."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -13,7 +14,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from tests.device_support import edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from edgec.ops import unit_of
+from tests.device_support import needs_toolchain
 from tests.fuzz import runner
 from tests.fuzz.generator import FAMILIES, generate, model_source
 
@@ -51,8 +53,10 @@ def test_random_model_is_bit_exact_on_the_host(seed, fuzz_dir):
     outcome = runner.check_spec(spec, "host", fuzz_dir / "work")
     if outcome.verdict not in ("ok", "inaccurate", "bounded"):  # compiled, bit-exact, following its program
         path = runner.write_reproducer(spec, outcome, "host", fuzz_dir)
-        pytest.fail(f"seed {seed} ({', '.join(sorted({layer.family for layer in spec.layers}))}): {outcome.verdict} "
-                    f"at {outcome.phase}: {outcome.message}\nreproducer: {path}\n{outcome.detail}")
+        pytest.fail(
+            f"seed {seed} ({', '.join(sorted({layer.family for layer in spec.layers}))}): {outcome.verdict} "
+            f"at {outcome.phase}: {outcome.message}\nreproducer: {path}\n{outcome.detail}"
+        )
     print(f"seed {seed}: {outcome.verdict} {outcome.message} ({' '.join(outcome.kinds)})")
 
 
@@ -74,7 +78,9 @@ def _write_model(tmp_path, forward: str) -> str:
         "        self.conv = nn.Conv2d(2, 4, 3)\n\n"
         f"    def forward(self, x):\n        return {forward}\n\n\n"
         "def factory():\n    torch.manual_seed(0)\n    return FuzzModel().eval(), (torch.zeros(1, 2, 5, 5),)\n\n\n"
-        "def samples(stream):\n    return np.random.default_rng(len(stream)).standard_normal((4, 2, 5, 5)).astype(np.float32)\n")
+        "def samples(stream):\n"
+        "    return np.random.default_rng(len(stream)).standard_normal((4, 2, 5, 5)).astype(np.float32)\n"
+    )
     return path
 
 
@@ -86,9 +92,13 @@ def test_a_refusal_is_a_failure_unless_a_documented_limit(tmp_path):
     assert "atan" in outcome.message
     batch = runner.Batch("host", {1: outcome}, families={1: ["conv", "lut"]})
     assert batch.counts()["refused"] == 1
-    assert list(batch.summary()["refusals"]) == ["<model>: cannot compile N operator use: | aten.atan.default (unsupported operator): <line>"]
+    assert list(batch.summary()["refusals"]) == [
+        "<model>: cannot compile N operator use: | aten.atan.default (unsupported operator): <line>"
+    ]
     assert batch.family_rates()["lut"] == {"models": 1, "compiled": 0, "refused": 1, "limit": 0}
-    limit = "the model program does not fit QEMU's mps2-an385 board for cortex-m3: its RAM (4,194,304 B) overflows by 12 B"
+    limit = (
+        "the model program does not fit QEMU's mps2-an385 board for cortex-m3: its RAM (4,194,304 B) overflows by 12 B"
+    )
     assert runner.refusal_verdict(limit) == "limit" and not runner.Outcome("limit", "run", limit).failed
 
 
@@ -96,6 +106,7 @@ def test_a_bilinear_departure_passes_only_within_its_computed_bound():
     """TFLite's bilinear positions (1/1024, the scale rounded) against PyTorch's: the bound is
     e_h * d_h + e_w * d_w + 1 steps for this layer's position errors e and neighbour differences d."""
     from edgec.ops.movement import bilinear_axis_table
+
     table = bilinear_axis_table(5, 7, False, True)
     error = runner._position_error(table, 5, False)
     assert 0 < error < 3 / 1024  # the scale rounded to 1/1024, the error grows along the axis
@@ -140,7 +151,9 @@ def _plant_arena_write(monkeypatch):
     def emit_with_stray_write(compiled, out_dir, name):
         real_emit(compiled, out_dir, name)
         source = out_dir / f"{name}.c"
-        source.write_text(source.read_text().replace("EDGEC_LAYER_BEGIN(0);", f"EDGEC_LAYER_BEGIN(0);\n    {name}_arena[-1] = 0;", 1))
+        source.write_text(
+            source.read_text().replace("EDGEC_LAYER_BEGIN(0);", f"EDGEC_LAYER_BEGIN(0);\n    {name}_arena[-1] = 0;", 1)
+        )
 
     monkeypatch.setattr(runner, "emit", emit_with_stray_write)
 
@@ -190,7 +203,7 @@ def test_int16_mode_builds_int16_layers_and_catches_a_shift_off_by_one(tmp_path,
 
     def one_channel_shift_off(*args, **kwargs):  # a lowering bug in an int16 layer's output stage
         compiled = real_compile(*args, **kwargs)
-        desc = next(op for op in compiled.graph.ops if op.kind == "conv2d_s16").attrs["desc"]
+        desc = next(op for op in compiled.graph.ops if unit_of(op).kind == "conv2d_s16").attrs["desc"]
         desc["shift"] = desc["shift"].copy()
         desc["shift"][0] -= 1
         return compiled
@@ -207,8 +220,13 @@ def test_stream_mode_runs_the_streaming_build_and_catches_a_state_forgotten(tmp_
     assert outcome.verdict == "ok", outcome.message
 
     def forget_state(source, name):  # the streaming C resets its state at every invoke
-        return source.replace("EDGEC_LAYER_BEGIN(0);", f"EDGEC_LAYER_BEGIN(0);\n    {name}_reset_state_in(state_memory);", 1) \
-            if "state_memory" in source else source
+        return (
+            source.replace(
+                "EDGEC_LAYER_BEGIN(0);", f"EDGEC_LAYER_BEGIN(0);\n    {name}_reset_state_in(state_memory);", 1
+            )
+            if "state_memory" in source
+            else source
+        )
 
     _with_emitted_change(monkeypatch, forget_state)
     outcome = runner.check_spec(spec, "host", tmp_path / "work")

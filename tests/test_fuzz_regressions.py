@@ -1,5 +1,6 @@
 """Bugs the differential fuzzer (tests/fuzz) found, as minimised models: each must now compile
 and run bit-exact on the host with ASan/UBSan and the arena write checks, or be refused cleanly."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,10 +9,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from edgec.tools import verify
 from edgec.errors import EdgecError
 from edgec.ops import unit_of
 from edgec.pipeline import compile_model, emit
+from edgec.tools import verify
 
 
 class SelfAdd(nn.Module):
@@ -31,7 +32,9 @@ def _factory_file(tmp_path, constructor: str, shape: tuple) -> str:
     path = tmp_path / "model.py"
     path.write_text(
         "import torch\nfrom tests import test_fuzz_regressions as regressions\n\n"
-        f"def factory():\n    torch.manual_seed(0)\n    return regressions.{constructor}.eval(), (torch.zeros{shape},)\n")
+        "def factory():\n    torch.manual_seed(0)\n"
+        f"    return regressions.{constructor}.eval(), (torch.zeros{shape},)\n"
+    )
     return f"{path}:factory"
 
 
@@ -57,9 +60,11 @@ def test_a_model_that_computes_nothing_is_refused(tmp_path, body):
     """Fuzz seed 186: a model whose only op is a view emitted C that does not compile with the
     documented flags (an unused status variable; in a test build also unused check functions)."""
     path = tmp_path / "nothing.py"
-    path.write_text("import torch\n\n\nclass Nothing(torch.nn.Module):\n"
-                    f"    def forward(self, x):\n        return {body}\n\n\n"
-                    "def factory():\n    return Nothing(), (torch.zeros(1, 1, 4, 4),)\n")
+    path.write_text(
+        "import torch\n\n\nclass Nothing(torch.nn.Module):\n"
+        f"    def forward(self, x):\n        return {body}\n\n\n"
+        "def factory():\n    return Nothing(), (torch.zeros(1, 1, 4, 4),)\n"
+    )
     with pytest.raises(EdgecError, match="computes nothing"):
         compile_model(f"{path}:factory", calibration=np.ones((2, 1, 4, 4), dtype=np.float32))
 
@@ -122,12 +127,15 @@ class NearestResize(nn.Module):
         return F.interpolate(F.relu(x), size=self.size, mode="nearest")
 
 
-@pytest.mark.parametrize("size, shape, kind", [
-    ((8, 11), (1, 3, 4, 5), "resize"),  # fuzz seed 35 (v3): refused as "not a strided copy"
-    ((6, 8), (1, 3, 4, 4), "resize"),  # 4x4 -> 6x8, a factor of 1.5 and 2
-    ((3, 4), (1, 3, 5, 7), "resize"),  # shrinking by uneven factors
-    ((2, 5), (1, 3, 4, 5), "copy"),  # integer downsampling: a strided copy
-])
+@pytest.mark.parametrize(
+    "size, shape, kind",
+    [
+        ((8, 11), (1, 3, 4, 5), "resize"),  # fuzz seed 35 (v3): refused as "not a strided copy"
+        ((6, 8), (1, 3, 4, 4), "resize"),  # 4x4 -> 6x8, a factor of 1.5 and 2
+        ((3, 4), (1, 3, 5, 7), "resize"),  # shrinking by uneven factors
+        ((2, 5), (1, 3, 4, 5), "copy"),  # integer downsampling: a strided copy
+    ],
+)
 def test_a_nearest_resize_by_any_factor_copies_pytorchs_pixels(tmp_path, size, shape, kind):
     """Fuzz seed 35 (v3) crashed, then was refused as "not a strided copy edgec can run": a
     nearest resize by a factor that is not an integer now reads PyTorch's source rows and columns
@@ -197,7 +205,9 @@ def test_a_left_shift_past_int32_saturates(tmp_path):
     assert mul.attrs["desc"]["output_shift"] >= 16
     assert comparison.exact
     rng = np.random.default_rng(1)
-    verify.check_against_reference(compiled, (-20.0 + 40.0 * np.abs(rng.standard_normal((8, 1, 4, 4)))).astype(np.float32))
+    verify.check_against_reference(
+        compiled, (-20.0 + 40.0 * np.abs(rng.standard_normal((8, 1, 4, 4)))).astype(np.float32)
+    )
 
 
 class DeadChannelWithBias(nn.Module):
@@ -225,7 +235,9 @@ def test_a_bias_behind_near_zero_weights_fits_int32(tmp_path, layer):
     assert comparison.exact
     assert np.abs(op.attrs["bias"].astype(np.int64)).max() <= 2**30 and not op.attrs["weight"][2].any()
     rng = np.random.default_rng(1)
-    verify.check_against_reference(compiled, (-1.0 + 2.0 * np.abs(rng.standard_normal((8, 1, 3, 2, 2)))).astype(np.float32))
+    verify.check_against_reference(
+        compiled, (-1.0 + 2.0 * np.abs(rng.standard_normal((8, 1, 3, 2, 2)))).astype(np.float32)
+    )
 
 
 class TokenMean(nn.Module):
@@ -247,8 +259,9 @@ class TokenMean(nn.Module):
         return torch.mean(y, 2)
 
 
-@pytest.mark.parametrize("constructor", ["TokenMean(4)", "TokenMean(6)", "TokenMean(5, 'sigmoid')",
-                                         "TokenMean(3, 'pad')"])
+@pytest.mark.parametrize(
+    "constructor", ["TokenMean(4)", "TokenMean(6)", "TokenMean(5, 'sigmoid')", "TokenMean(3, 'pad')"]
+)
 def test_a_mean_over_the_last_axis_of_a_linear_output_is_exact(tmp_path, constructor):
     compiled, comparison = _compile_and_compare(tmp_path, constructor, (1, 5, 4), -1.0, 1.0)
     assert "copy" in [op.kind for op in compiled.graph.ops]
@@ -272,8 +285,10 @@ class NoOps(nn.Module):
 @pytest.mark.parametrize("activations", ["int8", "int16"])
 def test_ops_that_compute_nothing_vanish(tmp_path, activations):
     path = tmp_path / "noops.py"
-    path.write_text("import torch\nfrom tests.test_fuzz_regressions import NoOps\n\n"
-                    "def factory():\n    torch.manual_seed(0)\n    return NoOps().eval(), (torch.zeros(1, 1, 1, 8),)\n")
+    path.write_text(
+        "import torch\nfrom tests.test_fuzz_regressions import NoOps\n\n"
+        "def factory():\n    torch.manual_seed(0)\n    return NoOps().eval(), (torch.zeros(1, 1, 1, 8),)\n"
+    )
     samples = np.random.default_rng(0).standard_normal((8, 1, 1, 8)).astype(np.float32)
     compiled = compile_model(f"{path}:factory", calibration=samples, activations=activations)
     assert [op.kind.removesuffix("_s16") for op in compiled.graph.ops] == ["conv2d", "reshape", "lut"]
@@ -313,11 +328,14 @@ class AdaptivePool(nn.Module):
         return F.adaptive_avg_pool2d(self.conv(x), self.size)
 
 
-@pytest.mark.parametrize("size, shape, kinds", [
-    ((3, 3), (1, 2, 7, 7), ["conv2d", "avg_pool2d"]),  # windows of 3 every 2: a plain average pool
-    ((3, 2), (1, 2, 5, 9), ["conv2d", "avg_pool2d"]),  # uneven: edgec_adaptive_avg_pool_s8
-    ((12, 6), (1, 2, 13, 9), ["conv2d", "avg_pool2d"]),
-])
+@pytest.mark.parametrize(
+    "size, shape, kinds",
+    [
+        ((3, 3), (1, 2, 7, 7), ["conv2d", "avg_pool2d"]),  # windows of 3 every 2: a plain average pool
+        ((3, 2), (1, 2, 5, 9), ["conv2d", "avg_pool2d"]),  # uneven: edgec_adaptive_avg_pool_s8
+        ((12, 6), (1, 2, 13, 9), ["conv2d", "avg_pool2d"]),
+    ],
+)
 def test_adaptive_average_pooling_takes_pytorchs_uneven_windows(tmp_path, size, shape, kinds):
     compiled, comparison = _compile_and_compare(tmp_path, f"AdaptivePool({size})", shape, -0.5, 1.0)
     assert [op.kind for op in compiled.graph.ops] == kinds and comparison.exact
@@ -351,8 +369,9 @@ class SmallRecurrent(nn.Module):
 def test_a_bias_free_recurrent_layer_on_small_inputs_follows_its_program(tmp_path, cell, steps):
     rng = np.random.default_rng(3)
     samples = (rng.uniform(-1, 1, (12, 1, steps, 6)) * 10 ** rng.uniform(-4, -2, (12, 1, 1, 1))).astype(np.float32)
-    compiled = compile_model(_factory_file(tmp_path, f"SmallRecurrent({cell!r}, {steps})", (1, 1, steps, 6)),
-                             calibration=samples[:8])
+    compiled = compile_model(
+        _factory_file(tmp_path, f"SmallRecurrent({cell!r}, {steps})", (1, 1, steps, 6)), calibration=samples[:8]
+    )
     recurrent = next(op for op in compiled.graph.ops if op.kind == "recurrent")
     assert recurrent.attrs["desc"]["tanh_linear"] == 1
     rows = verify.layer_agreement(compiled, verify.qdq_reference(compiled, samples[8:]))
@@ -431,8 +450,10 @@ class ChannelsLastOperand(nn.Module):
         return F.layer_norm(y, (y.shape[-1],))
 
 
-@pytest.mark.parametrize("form, kind", [("gram", "batch_matmul"), ("tokens", "batch_matmul"), ("norm", "layer_norm"),
-                                        ("linear", "fully_connected")])
+@pytest.mark.parametrize(
+    "form, kind",
+    [("gram", "batch_matmul"), ("tokens", "batch_matmul"), ("norm", "layer_norm"), ("linear", "fully_connected")],
+)
 def test_an_operand_stored_channels_last_is_copied_to_pytorchs_order(tmp_path, form, kind):
     compiled, comparison = _compile_and_compare(tmp_path, f"ChannelsLastOperand({form!r})", (1, 4, 9), -0.5, 1.0)
     assert comparison.exact and kind in [op.kind for op in compiled.graph.ops]
@@ -452,7 +473,11 @@ def test_a_bilinear_resize_by_a_factor_steps_as_pytorch_does(tmp_path):
     compiled, comparison = _compile_and_compare(tmp_path, "BilinearByFactor()", (1, 2, 5, 4), -0.5, 1.0)
     assert comparison.exact and compiled.graph.ops[-1].kind == "resize"
     samples = np.random.default_rng(6).uniform(-0.5, 1.5, (4, 2, 5, 4)).astype(np.float32)
-    row = next(row for row in verify.layer_agreement(compiled, verify.qdq_reference(compiled, samples)) if row["op"] == "resize")
+    row = next(
+        row
+        for row in verify.layer_agreement(compiled, verify.qdq_reference(compiled, samples))
+        if row["op"] == "resize"
+    )
     assert row["max_steps"] <= 1, row
 
 
@@ -462,9 +487,12 @@ class RollOfStridedSlice(nn.Module):
     source - position offsets differ at every byte, so grouping by offset (a plain roll's parts)
     made too many parts. The output is now cut where the source steps change (the wrap) into boxes,
     each one strided copy."""
-    MOVES = {"channels": lambda x: torch.roll(x[:, ::2], 1, 1),
-             "spatial": lambda x: torch.roll(x[:, :, ::2, 1::2], (1, -2), (2, 3)),
-             "both": lambda x: torch.roll(x[:, 1::3, :, ::3], (2, 1), (1, 3))}
+
+    MOVES = {
+        "channels": lambda x: torch.roll(x[:, ::2], 1, 1),
+        "spatial": lambda x: torch.roll(x[:, :, ::2, 1::2], (1, -2), (2, 3)),
+        "both": lambda x: torch.roll(x[:, 1::3, :, ::3], (2, 1), (1, 3)),
+    }
 
     def __init__(self, move: str):
         super().__init__()
@@ -478,12 +506,13 @@ class RollOfStridedSlice(nn.Module):
 @pytest.mark.parametrize("move", list(RollOfStridedSlice.MOVES))
 def test_a_roll_of_a_strided_slice_is_strided_copies(tmp_path, move):
     from edgec.ir import to_stored, to_torch_order
+
     compiled, comparison = _compile_and_compare(tmp_path, f"RollOfStridedSlice({move!r})", (1, 3, 6, 7), -1.0, 1.0)
     assert comparison.exact
     op = next(op for op in compiled.graph.ops if op.kind == "copy")
     x_tensor, out = compiled.graph.tensors[op.inputs[0]], compiled.graph.tensors[op.outputs[0]]
     x = np.random.default_rng(4).integers(-128, 128, x_tensor.torch_shape).astype(np.int8)
-    got = to_torch_order(out, KINDS["copy"].golden(op, compiled.graph, [to_stored(x_tensor, x).reshape(x_tensor.shape)]))
+    got = to_torch_order(out, unit_of(op).golden(op, compiled.graph, [to_stored(x_tensor, x).reshape(x_tensor.shape)]))
     np.testing.assert_array_equal(got, RollOfStridedSlice.MOVES[move](torch.from_numpy(x)).numpy())
     assert len(op.attrs["copies"]) > 1
 
@@ -533,9 +562,13 @@ class LinearReLU6(nn.Module):
 def test_int16_layers_may_name_an_activation_fused_into_a_named_layer(tmp_path):
     rng = np.random.default_rng(6)
     samples = rng.standard_normal((12, 8)).astype(np.float32)
-    compiled = compile_model(_factory_file(tmp_path, "LinearReLU6()", (1, 8)), calibration=samples[:8],
-                             int16_layers=["fc", "act"])
-    assert [op.kind for op in compiled.graph.ops if op.kind.startswith("fully")] == ["fully_connected_s16", "fully_connected"]
+    compiled = compile_model(
+        _factory_file(tmp_path, "LinearReLU6()", (1, 8)), calibration=samples[:8], int16_layers=["fc", "act"]
+    )
+    assert [unit_of(op).kind for op in compiled.graph.ops if op.kind.startswith("fully")] == [
+        "fully_connected_s16",
+        "fully_connected",
+    ]
     emit(compiled, tmp_path / "out", "m")
     inputs = verify.quantized_inputs(compiled.graph, samples[8:])
     exe = verify.build_host(tmp_path / "out", "m", tmp_path / "build", sanitize=True)

@@ -1,5 +1,6 @@
 """Graph generality: in-place ATen spellings and eval no-ops are normalised away, and a model may
 have any number of inputs and outputs, each with its own buffer, qparams and accessors."""
+
 from __future__ import annotations
 
 import re
@@ -7,9 +8,9 @@ import re
 import numpy as np
 import pytest
 
-from edgec.tools import verify
 from edgec.pipeline import compile_model, emit
-from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from edgec.tools import verify
+from tests.device_support import ROOT, needs_toolchain
 
 MODELS = ROOT / "tests" / "data" / "graph_models.py"
 
@@ -47,9 +48,18 @@ def test_two_inputs_two_outputs_have_their_own_accessors(tmp_path):
     floats, inputs, outputs = _run(compiled, tmp_path)
     assert verify.compare(verify.golden_outputs(compiled.graph, inputs), outputs).exact
     header = (tmp_path / "m" / "m.h").read_text()
-    for symbol in ("M_INPUTS 2", "M_OUTPUTS 2", "int8_t *m_input_1(void)", "const int8_t *m_output_1(void)",
-                   "m_quantize_input_1(const float *input)", "m_dequantize_output_1(float *output)",
-                   "M_INPUT_1_SIZE 6", "M_OUTPUT_1_SIZE 16", "M_INPUT_0_C 3", "M_OUTPUT_0_SIZE 4"):
+    for symbol in (
+        "M_INPUTS 2",
+        "M_OUTPUTS 2",
+        "int8_t *m_input_1(void)",
+        "const int8_t *m_output_1(void)",
+        "m_quantize_input_1(const float *input)",
+        "m_dequantize_output_1(float *output)",
+        "M_INPUT_1_SIZE 6",
+        "M_OUTPUT_1_SIZE 16",
+        "M_INPUT_0_C 3",
+        "M_OUTPUT_0_SIZE 4",
+    ):
         assert symbol in header, symbol
     scales = re.findall(r"#define M_OUTPUT_(\d)_SCALE (\S+)", header)
     assert scales[0][1] != scales[1][1], "each output has its own qparams"

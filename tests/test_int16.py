@@ -5,18 +5,29 @@ M55, pass the layer check, and are closer to the float model than int8; a mixed 
 int8 <-> int16 requantize ops where its precisions meet; a small model runs every int16 kernel;
 layers without an int16 kernel, and beyond the kernels' scale limit, are refused by name.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from edgec.zoo import mlperf
 from edgec.errors import EdgecError
 from edgec.ops import unit_of
 from edgec.pipeline import compile_for, emit, quantize_model
-from edgec.tools.verify import (accuracy_summary, build_host, check_against_reference, compare, float_reference,
-                          golden_outputs, output_bytes, quantized_inputs, run_host, run_on)
-from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401
+from edgec.tools.verify import (
+    accuracy_summary,
+    build_host,
+    check_against_reference,
+    compare,
+    float_reference,
+    golden_outputs,
+    output_bytes,
+    quantized_inputs,
+    run_host,
+    run_on,
+)
+from edgec.zoo import mlperf
+from tests.device_support import ROOT, needs_toolchain
 from tests.test_cli import run_cli
 
 ZOO = ROOT / "edgec" / "mlperf.py"
@@ -38,11 +49,12 @@ def quantized():
 
     def get(model: str, precision: str):
         if (model, precision) not in cache:
-            options = ({"int16_layers": DS_CNN_INT16_LAYERS} if precision == "mixed"
-                       else {"activations": precision})
-            cache[model, precision] = quantize_model(f"{ZOO}:{model}", warn=lambda _: None,
-                                                     calibration=_samples(model, CALIBRATION_SAMPLES, 0), **options)
+            options = {"int16_layers": DS_CNN_INT16_LAYERS} if precision == "mixed" else {"activations": precision}
+            cache[model, precision] = quantize_model(
+                f"{ZOO}:{model}", warn=lambda _: None, calibration=_samples(model, CALIBRATION_SAMPLES, 0), **options
+            )
         return cache[model, precision]
+
     return get
 
 
@@ -69,7 +81,9 @@ def test_int16_model_is_bit_exact_on_host_and_passes_the_layer_check(model, quan
     assert {compiled.graph.tensors[name].dtype for name in compiled.graph.tensors} == {"int16"}
     floats = _samples(model, SAMPLES, 1)
     _bit_exact(compiled, floats, tmp_path, sanitize=True)
-    assert check_against_reference(compiled, floats).checked == len([op for op in compiled.graph.ops if op.kind != "reshape"])
+    assert check_against_reference(compiled, floats).checked == len(
+        [op for op in compiled.graph.ops if op.kind != "reshape"]
+    )
 
 
 @needs_toolchain
@@ -120,12 +134,24 @@ def test_mixed_precision_model_requantizes_where_precisions_meet(target, quantiz
 @pytest.mark.usefixtures("edgec_cache")
 @pytest.mark.parametrize("target", ["host", pytest.param("cortex-m4", marks=[needs_toolchain])])
 def test_every_int16_kernel_in_one_model(target, tmp_path):
-    quantized_model = quantize_model(f"{MODELS}:every_int16_kernel", calibration=None, warn=lambda _: None,
-                                     activations="int16")
+    quantized_model = quantize_model(
+        f"{MODELS}:every_int16_kernel", calibration=None, warn=lambda _: None, activations="int16"
+    )
     compiled = compile_for(quantized_model, target)
-    assert _compute_kinds(compiled) == {"conv2d_s16", "depthwise_conv2d_s16", "fully_connected_s16", "lut_s16",
-                                        "max_pool2d_s16", "avg_pool2d_s16", "binary_s16", "softmax_s16"}
-    assert {op.attrs.get("op", "add") for op in compiled.graph.ops if unit_of(op).kind == "binary_s16"} == {"add", "mul"}
+    assert _compute_kinds(compiled) == {
+        "conv2d_s16",
+        "depthwise_conv2d_s16",
+        "fully_connected_s16",
+        "lut_s16",
+        "max_pool2d_s16",
+        "avg_pool2d_s16",
+        "binary_s16",
+        "softmax_s16",
+    }
+    assert {op.attrs.get("op", "add") for op in compiled.graph.ops if unit_of(op).kind == "binary_s16"} == {
+        "add",
+        "mul",
+    }
     floats = np.random.default_rng(1).standard_normal((SAMPLES, 3, 8, 8)).astype(np.float32)
     _bit_exact(compiled, floats, tmp_path, sanitize=True)
     check_against_reference(compiled, floats)
@@ -136,8 +162,7 @@ def test_every_int16_kernel_in_one_model(target, tmp_path):
 def test_int16_data_movement_and_standalone_clamp(target, tmp_path):
     """Copies move int16 elements as byte pairs (edgec_copy_s8); a ReLU that cannot fuse (its
     producer is a chunk) clamps through edgec_max_pool_s16's bounds."""
-    quantized_model = quantize_model(f"{MODELS}:moves_data", calibration=None, warn=lambda _: None,
-                                     activations="int16")
+    quantized_model = quantize_model(f"{MODELS}:moves_data", calibration=None, warn=lambda _: None, activations="int16")
     compiled = compile_for(quantized_model, target)
     assert _compute_kinds(compiled) == {"conv2d_s16", "copy_s16", "clamp_s16", "fully_connected_s16"}
     floats = np.random.default_rng(1).standard_normal((SAMPLES, 3, 6, 6)).astype(np.float32)
@@ -149,22 +174,29 @@ def test_int16_data_movement_and_standalone_clamp(target, tmp_path):
 def test_input_read_by_int8_and_int16_layers_is_int16(int16_layer, tmp_path):
     """Each reader quantizes the float input itself: the input is int16 and the int8 reader gets
     it requantized (int16 layers fed int8 precision would fail the layer check)."""
-    compiled = compile_for(quantize_model(f"{MODELS}:reads_input_twice", calibration=None, warn=lambda _: None,
-                                          int16_layers=[int16_layer]))
+    compiled = compile_for(
+        quantize_model(f"{MODELS}:reads_input_twice", calibration=None, warn=lambda _: None, int16_layers=[int16_layer])
+    )
     graph = compiled.graph
     assert graph.tensors[graph.inputs[0]].dtype == "int16"
-    assert [unit_of(op).kind for op in graph.ops].count("requantize_s16") == 2  # into the int8 conv, out of the int16 one
+    assert [unit_of(op).kind for op in graph.ops].count(
+        "requantize_s16"
+    ) == 2  # into the int8 conv, out of the int16 one
     floats = np.random.default_rng(1).standard_normal((SAMPLES, 3, 6, 6)).astype(np.float32)
     _bit_exact(compiled, floats, tmp_path, sanitize=True)
     check_against_reference(compiled, floats)
 
 
-@pytest.mark.parametrize("factory, line", [("subtracts", r"sub with a constant operand.*self.conv\(x\) - 0.5"),
-                                           ("scales_by_constant", r"mul with a constant operand.*self.conv\(x\) \* self.gain")])
+@pytest.mark.parametrize(
+    "factory, line",
+    [
+        ("subtracts", r"sub with a constant operand.*self.conv\(x\) - 0.5"),
+        ("scales_by_constant", r"mul with a constant operand.*self.conv\(x\) \* self.gain"),
+    ],
+)
 def test_layer_without_int16_kernel_is_refused_by_name(factory, line):
     with pytest.raises(EdgecError, match=r"no int16 kernel.*\n.*" + line):
-        compile_for(quantize_model(f"{MODELS}:{factory}", calibration=None, warn=lambda _: None,
-                                   activations="int16"))
+        compile_for(quantize_model(f"{MODELS}:{factory}", calibration=None, warn=lambda _: None, activations="int16"))
 
 
 def test_operator_without_int16_kernel_is_refused_before_calibration():
@@ -173,15 +205,21 @@ def test_operator_without_int16_kernel_is_refused_before_calibration():
         yield
 
     with pytest.raises(EdgecError, match=r"no int16 kernel.*\n.*conv_transpose2d.*up \(ConvTranspose2d\)"):
-        quantize_model(f"{MODELS}:upsamples", calibration=None, progress=lambda _: no_calibration(),
-                       warn=lambda _: None, activations="int16")
+        quantize_model(
+            f"{MODELS}:upsamples",
+            calibration=None,
+            progress=lambda _: no_calibration(),
+            warn=lambda _: None,
+            activations="int16",
+        )
     # the same model compiles with the transposed convolution kept int8
     quantize_model(f"{MODELS}:upsamples", calibration=None, warn=lambda _: None, int16_layers=["conv"])
 
 
 def test_effective_scale_beyond_the_int16_kernels_is_refused_by_name():
-    quantized_model = quantize_model(f"{MODELS}:tiny_output_range", calibration=None, warn=lambda _: None,
-                                     activations="int16")
+    quantized_model = quantize_model(
+        f"{MODELS}:tiny_output_range", calibration=None, warn=lambda _: None, activations="int16"
+    )
     with pytest.raises(EdgecError, match=r"hardtanh\(self.fc\(x\).*below 2\^7.*keep this layer int8"):
         compile_for(quantized_model)
 
@@ -193,18 +231,28 @@ def test_unknown_int16_layer_is_refused():
 
 def test_a_batch_norm_folded_into_its_conv_names_the_conv():
     """--int16-layers bn selects the conv the BatchNorm was folded into (its output is the bn's)."""
-    compiled = compile_for(quantize_model(f"{MODELS}:folds_batch_norm", calibration=None, warn=lambda _: None,
-                                          int16_layers=["bn"]))
+    compiled = compile_for(
+        quantize_model(f"{MODELS}:folds_batch_norm", calibration=None, warn=lambda _: None, int16_layers=["bn"])
+    )
     assert [unit_of(op).kind for op in compiled.graph.ops][0] == "conv2d_s16"
 
 
 def test_cli_builds_int16_and_mixed_models(tmp_path, capsys):
-    code, out, err = run_cli("build", f"{MODELS}:every_int16_kernel", "-o", tmp_path / "all", "--activations", "int16",
-                             "--quiet", capsys=capsys)
+    code, out, err = run_cli(
+        "build",
+        f"{MODELS}:every_int16_kernel",
+        "-o",
+        tmp_path / "all",
+        "--activations",
+        "int16",
+        "--quiet",
+        capsys=capsys,
+    )
     assert code == 0, err
     assert "edgec_softmax_s16(" in (tmp_path / "all" / "every_int16_kernel.c").read_text()
-    code, out, err = run_cli("build", f"{MODELS}:upsamples", "-o", tmp_path / "mixed", "--int16-layers", "conv",
-                             "--quiet", capsys=capsys)
+    code, out, err = run_cli(
+        "build", f"{MODELS}:upsamples", "-o", tmp_path / "mixed", "--int16-layers", "conv", "--quiet", capsys=capsys
+    )
     assert code == 0, err
     source = (tmp_path / "mixed" / "upsamples.c").read_text()
     assert "edgec_conv_s16(" in source and "edgec_requantize_s16_s8(" in source

@@ -6,6 +6,7 @@ layer check; a PT2E program whose weight quantize nodes use int4's whole range [
 exactly; on a digits CNN trained here from scikit-learn's bundled data, int4 top-1 stays within
 1.5 points of int8 with the better rounding (docs/int4.md has the figures).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,15 +16,23 @@ import numpy as np
 import pytest
 import torch
 
-from edgec.zoo import mlperf
-from edgec.frontend import weight_rounding as rounding
 from edgec.errors import EdgecError
+from edgec.frontend import weight_rounding as rounding
+from edgec.frontend.quantize import EdgecQuantizer, int4_capable, quantize
 from edgec.ops.qspec import ANNOTATION_KEY, INT4_WEIGHT_QSPEC
 from edgec.pipeline import compile_for, emit, prepare, quantize_model
-from edgec.frontend.quantize import EdgecQuantizer, int4_capable, quantize
-from edgec.tools.verify import (build_host, check_against_reference, compare, golden_outputs, output_bytes,
-                          quantized_inputs, run_host, run_on)
-from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401
+from edgec.tools.verify import (
+    build_host,
+    check_against_reference,
+    compare,
+    golden_outputs,
+    output_bytes,
+    quantized_inputs,
+    run_host,
+    run_on,
+)
+from edgec.zoo import mlperf
+from tests.device_support import ROOT, needs_toolchain
 from tests.test_cli import run_cli
 
 ZOO = ROOT / "edgec" / "mlperf.py"
@@ -40,9 +49,11 @@ def quantized():
     def get(model: str, **options):
         key = (model, tuple(sorted(options.items())))
         if key not in cache:
-            cache[key] = quantize_model(f"{ZOO}:{model}", warn=lambda _: None,
-                                        calibration=mlperf.calibration_data(model, 32, 0), **options)
+            cache[key] = quantize_model(
+                f"{ZOO}:{model}", warn=lambda _: None, calibration=mlperf.calibration_data(model, 32, 0), **options
+            )
         return cache[key]
+
     return get
 
 
@@ -84,8 +95,9 @@ def test_ds_cnn_int4_convolutions_are_bit_exact_on_host(quantized, tmp_path):
     assert _int4_kinds(compiled) == {"conv2d": 5, "depthwise_conv2d": 4, "fully_connected": 1}
     floats = mlperf.calibration_data("ds_cnn", SAMPLES, 1)
     _bit_exact(compiled, floats, tmp_path)
-    assert check_against_reference(compiled, floats).checked == len([op for op in compiled.graph.ops
-                                                                      if op.kind != "reshape"])
+    assert check_against_reference(compiled, floats).checked == len(
+        [op for op in compiled.graph.ops if op.kind != "reshape"]
+    )
 
 
 @needs_toolchain
@@ -104,8 +116,13 @@ def test_int4_dsp_fully_connected_tails_are_bit_exact_on_cortex_m4(tmp_path):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(20, 7), torch.nn.ReLU(), torch.nn.Linear(7, 5)).eval()
     rng = np.random.default_rng(0)
-    quantized = quantize_model(model, example_inputs=(torch.zeros(3, 20),), warn=lambda _: None,
-                               calibration=rng.standard_normal((16, 3, 20)).astype(np.float32), weights="int4")
+    quantized = quantize_model(
+        model,
+        example_inputs=(torch.zeros(3, 20),),
+        warn=lambda _: None,
+        calibration=rng.standard_normal((16, 3, 20)).astype(np.float32),
+        weights="int4",
+    )
     compiled = compile_for(quantized, "cortex-m4")
     assert [op.attrs.get("dsp") for op in compiled.graph.ops if op.kind == "fully_connected"] == [True, False]
     _bit_exact(compiled, rng.standard_normal((4, 3, 20)).astype(np.float32), tmp_path)
@@ -118,17 +135,23 @@ def test_int4_layers_selects_by_module_path(quantized):
     assert sum(op.kind == "fully_connected" for op in compiled.graph.ops) == 10
 
 
-@pytest.mark.parametrize("layers, message", [(("nope",), "no module named nope"),
-                                             (("2",), "2 has no linear or convolution layer")])
+@pytest.mark.parametrize(
+    "layers, message", [(("nope",), "no module named nope"), (("2",), "2 has no linear or convolution layer")]
+)
 def test_int4_layers_refuses_what_it_cannot_make_int4(layers, message):
     with pytest.raises(EdgecError, match=message):
-        quantize_model(f"{ZOO}:fc_autoencoder", warn=lambda _: None,
-                       calibration=mlperf.calibration_data("fc_autoencoder", 2, 0), int4_layers=layers)
+        quantize_model(
+            f"{ZOO}:fc_autoencoder",
+            warn=lambda _: None,
+            calibration=mlperf.calibration_data("fc_autoencoder", 2, 0),
+            int4_layers=layers,
+        )
 
 
 def test_cli_int4_layers_error_is_one_line(capsys, tmp_path):
-    code, out, err = run_cli("build", f"{ZOO}:fc_autoencoder", "-o", tmp_path / "out", "--int4-layers", "nope",
-                             "--quiet", capsys=capsys)
+    code, out, err = run_cli(
+        "build", f"{ZOO}:fc_autoencoder", "-o", tmp_path / "out", "--int4-layers", "nope", "--quiet", capsys=capsys
+    )
     assert code == 2 and "no module named nope" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
 
@@ -138,13 +161,32 @@ def test_cli_and_api_write_the_same_int4_build(capsys, tmp_path):
     int4_rounding="mse") write the same bytes, calling the int4 kernels."""
     import edgec
     from tests.test_api import _same_files
+
     calib = np.load(DIGITS / "calib.npy")[:16]
     np.save(tmp_path / "calib.npy", calib)
-    code, out, err = run_cli("build", DIGITS / "digits.pt2", "--calib", tmp_path / "calib.npy", "--weights", "int4",
-                             "--int4-rounding", "mse", "--quiet", "-o", tmp_path / "cli", capsys=capsys)
+    code, out, err = run_cli(
+        "build",
+        DIGITS / "digits.pt2",
+        "--calib",
+        tmp_path / "calib.npy",
+        "--weights",
+        "int4",
+        "--int4-rounding",
+        "mse",
+        "--quiet",
+        "-o",
+        tmp_path / "cli",
+        capsys=capsys,
+    )
     assert code == 0, err
-    edgec.compile(str(DIGITS / "digits.pt2"), calibration=calib, target="host", progress=False, weights="int4",
-                  int4_rounding="mse").save(tmp_path / "api")
+    edgec.compile(
+        str(DIGITS / "digits.pt2"),
+        calibration=calib,
+        target="host",
+        progress=False,
+        weights="int4",
+        int4_rounding="mse",
+    ).save(tmp_path / "api")
     assert _same_files(tmp_path / "cli", tmp_path / "api") == []
     assert "edgec_conv_s4" in (tmp_path / "cli" / "digits.c").read_text()
 
@@ -158,7 +200,8 @@ class _FullRangeInt4Quantizer(EdgecQuantizer):
         for node in model.graph.nodes:
             if int4_capable(node):
                 node.meta[ANNOTATION_KEY].input_qspec_map[node.args[1]] = dataclasses.replace(
-                    INT4_WEIGHT_QSPEC, quant_min=-8, quant_max=7)
+                    INT4_WEIGHT_QSPEC, quant_min=-8, quant_max=7
+                )
         return model
 
 
@@ -172,8 +215,9 @@ def test_pt2e_program_with_int4_weights_imports_exactly(tmp_path):
     assert min(int(op.attrs["weight"].min()) for op in compiled.graph.ops if "weight_bits" in op.attrs) == -8
     floats = np.load(DIGITS / "test.npz")["x"][:VERIFY_SAMPLES]
     _bit_exact(compiled, floats, tmp_path)
-    assert check_against_reference(compiled, floats).checked == len([op for op in compiled.graph.ops
-                                                                      if op.kind != "reshape"])
+    assert check_against_reference(compiled, floats).checked == len(
+        [op for op in compiled.graph.ops if op.kind != "reshape"]
+    )
 
 
 def test_gptq_and_scale_search_lower_a_layers_output_error():
@@ -190,8 +234,11 @@ def test_gptq_and_scale_search_lower_a_layers_output_error():
 
     plain = np.abs(w).max(axis=2, keepdims=True) / 7
     searched = rounding._search_scales(w, h)[..., None]
-    errors = [error(rounding._round(w, plain) * plain), error(rounding._round(w, searched) * searched),
-              error(rounding._gptq(w, h, searched[..., 0]) * searched)]
+    errors = [
+        error(rounding._round(w, plain) * plain),
+        error(rounding._round(w, searched) * searched),
+        error(rounding._gptq(w, h, searched[..., 0]) * searched),
+    ]
     print("relative output error: nearest, mse, gptq", errors)
     assert errors[0] > errors[1] > errors[2]
 
@@ -201,6 +248,7 @@ def test_int4_qat_program_compiles_bit_exact_and_accurate(tmp_path, capsys):
     two steps: every weighted layer compiles int4, verify passes, top-1 stays within 1.5 points of
     the float model's."""
     from tests.test_qat import _qat_example
+
     program = _qat_example().main(["--steps", "2", "--out", str(tmp_path / "digits_qat4.pt2"), "--weights", "int4"])
     compiled = compile_for(quantize_model(str(program), calibration=None, warn=lambda _: None))
     assert _int4_kinds(compiled) == {"conv2d": 3, "depthwise_conv2d": 1, "fully_connected": 1}
@@ -212,6 +260,7 @@ def test_int4_qat_program_compiles_bit_exact_and_accurate(tmp_path, capsys):
 
 
 # -- accuracy on a trained model ---------------------------------------------------------------
+
 
 def _digits_recipe():
     spec = importlib.util.spec_from_file_location("digits_train", DIGITS / "train.py")
@@ -236,7 +285,7 @@ def trained_digits():
     finally:
         torch.set_num_threads(threads)
         torch.use_deterministic_algorithms(deterministic)
-    return model.eval(), x_train[:recipe.CALIBRATION_SAMPLES], x_test, y_test
+    return model.eval(), x_train[: recipe.CALIBRATION_SAMPLES], x_test, y_test
 
 
 def test_int4_top1_within_1_5_points_of_int8_on_trained_digits(trained_digits):
@@ -244,14 +293,26 @@ def test_int4_top1_within_1_5_points_of_int8_on_trained_digits(trained_digits):
     with torch.no_grad():
         float_top1 = float((model(torch.from_numpy(x)).argmax(1).numpy() == y).mean())
     top1 = {}
-    for name, options in (("int8", {}), ("int4 nearest", {"weights": "int4", "int4_rounding": "nearest"}),
-                          ("int4 gptq", {"weights": "int4", "int4_rounding": "gptq"})):
-        compiled = compile_for(quantize_model(model, example_inputs=(torch.from_numpy(x[:1]),),
-                                              calibration=calibration, warn=lambda _: None, **options))
+    for name, options in (
+        ("int8", {}),
+        ("int4 nearest", {"weights": "int4", "int4_rounding": "nearest"}),
+        ("int4 gptq", {"weights": "int4", "int4_rounding": "gptq"}),
+    ):
+        compiled = compile_for(
+            quantize_model(
+                model,
+                example_inputs=(torch.from_numpy(x[:1]),),
+                calibration=calibration,
+                warn=lambda _: None,
+                **options,
+            )
+        )
         logits = golden_outputs(compiled.graph, quantized_inputs(compiled.graph, x)).view(np.int8)
         top1[name] = float((logits.argmax(1) == y).mean())
-    print(f"digits top-1 on {len(y)} held-out images: float {float_top1:.4f}, "
-          + ", ".join(f"{name} {value:.4f}" for name, value in top1.items()))
+    print(
+        f"digits top-1 on {len(y)} held-out images: float {float_top1:.4f}, "
+        + ", ".join(f"{name} {value:.4f}" for name, value in top1.items())
+    )
     assert top1["int8"] >= float_top1 - 0.01
     assert top1["int4 gptq"] >= top1["int8"] - 0.015
     assert top1["int4 gptq"] >= top1["int4 nearest"]

@@ -1,5 +1,6 @@
 """Programs quantized by other PT2E flows: every Q/DQ form of a constant is read exactly, and
 nothing is ever cast silently (a float weight behind a quantize node, an int32 bias)."""
+
 from __future__ import annotations
 
 import re
@@ -10,12 +11,12 @@ import torch
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from torchao.quantization.pt2e.quantizer import DerivedQuantizationSpec
 
-from edgec.tools import verify
 from edgec.errors import EdgecError
-from edgec.pipeline import compile_model
-from edgec.ops.qspec import ANNOTATION_KEY
 from edgec.frontend.quantize import EdgecQuantizer
 from edgec.frontend.torch_ops import CONVS, LINEARS
+from edgec.ops.qspec import ANNOTATION_KEY
+from edgec.pipeline import compile_model
+from edgec.tools import verify
 from tests.test_pipeline import Simple
 
 SHAPE = (1, 3, 13, 9)
@@ -33,9 +34,14 @@ class Int32BiasQuantizer(EdgecQuantizer):
                 x, w = node.args[0], node.args[1]
                 per_channel = node.target in CONVS
                 annotation.input_qspec_map[node.args[2]] = DerivedQuantizationSpec(
-                    derived_from=[(x, node), (w, node)], derive_qparams_fn=_bias_qparams, dtype=torch.int32,
-                    quant_min=-(2**31), quant_max=2**31 - 1, ch_axis=0,
-                    qscheme=torch.per_channel_symmetric if per_channel else torch.per_tensor_symmetric)
+                    derived_from=[(x, node), (w, node)],
+                    derive_qparams_fn=_bias_qparams,
+                    dtype=torch.int32,
+                    quant_min=-(2**31),
+                    quant_max=2**31 - 1,
+                    ch_axis=0,
+                    qscheme=torch.per_channel_symmetric if per_channel else torch.per_tensor_symmetric,
+                )
         return model
 
 
@@ -70,8 +76,9 @@ def _floats(count=16):
 def _assert_follows_program(compiled, floats):
     """The int8 outputs stay within a few output steps of the program's own Q/DQ graph run in float."""
     out = compiled.graph.tensors[compiled.graph.outputs[0]]
-    reference = np.stack([v for v in (verify.float_reference(compiled, floats))
-                          for v in [verify._output_value(v, _final(compiled))]]).reshape(len(floats), -1)
+    reference = np.stack(
+        [v for v in (verify.float_reference(compiled, floats)) for v in [verify._output_value(v, _final(compiled))]]
+    ).reshape(len(floats), -1)
     got = out.dequantize(_golden(compiled, floats)).reshape(len(floats), -1)
     steps = np.abs(got - reference) / out.scale
     assert steps.mean() < 0.5 and steps.max() <= 4, (steps.mean(), steps.max())

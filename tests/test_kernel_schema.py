@@ -1,6 +1,7 @@
 """The kernel schema (edgec.ops.kernel) is the one description of every kernel's structs: the
 header's generated regions are its print, every struct of the header is one of them, and the
 emitted initializers and the ctypes mirrors follow it."""
+
 from __future__ import annotations
 
 import ctypes as C
@@ -22,12 +23,20 @@ def test_header_is_the_schema():
 
 
 def test_check_command_names_a_stale_region(tmp_path, monkeypatch):
-    text = header_path().read_text().replace("    int32_t pad_top;\n    int32_t pad_left;\n    int32_t dilation_h;",
-                                             "    int32_t pad_left;\n    int32_t pad_top;\n    int32_t dilation_h;", 1)
+    text = (
+        header_path()
+        .read_text()
+        .replace(
+            "    int32_t pad_top;\n    int32_t pad_left;\n    int32_t dilation_h;",
+            "    int32_t pad_left;\n    int32_t pad_top;\n    int32_t dilation_h;",
+            1,
+        )
+    )
     stale = tmp_path / "edgec_nn.h"
     stale.write_text(text)
     monkeypatch.setattr("edgec.ops.c_header.header_path", lambda: stale)
     from edgec.ops.c_header import main
+
     assert main(["--check"]) == 1
     assert main([]) == 0 and stale.read_text() == header_path().read_text()
 
@@ -56,11 +65,22 @@ def test_ctypes_mirror_has_the_c_layout(tmp_path):
     """sizeof and offsetof of the C structs, compiled against the header, equal the ctypes mirrors'."""
     probes = {"edgec_conv_params": (ConvParams, "act_max"), "edgec_binary_desc": (BinaryDesc, "output_shift")}
     lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "edgec_nn.h"', "int main(void) {"]
-    lines += [f'    printf("%zu %zu\\n", sizeof({name}), offsetof({name}, {field}));' for name, (_, field) in probes.items()]
+    lines += [
+        f'    printf("%zu %zu\\n", sizeof({name}), offsetof({name}, {field}));' for name, (_, field) in probes.items()
+    ]
     lines += ["    return 0;", "}"]
     (tmp_path / "probe.c").write_text("\n".join(lines))
-    subprocess.run(["cc", "-std=c99", f"-I{ROOT / 'runtime_c' / 'include'}", str(tmp_path / "probe.c"), "-o",
-                    str(tmp_path / "probe")], check=True)
+    subprocess.run(
+        [
+            "cc",
+            "-std=c99",
+            f"-I{ROOT / 'runtime_c' / 'include'}",
+            str(tmp_path / "probe.c"),
+            "-o",
+            str(tmp_path / "probe"),
+        ],
+        check=True,
+    )
     out = subprocess.run([str(tmp_path / "probe")], check=True, capture_output=True, text=True).stdout.split("\n")
     for line, (cls, field) in zip(out, probes.values()):
         assert [int(v) for v in line.split()] == [C.sizeof(cls), getattr(cls, field).offset]
@@ -70,6 +90,11 @@ def test_ctypes_mirror_has_the_c_layout(tmp_path):
 def test_every_unit_records_the_function_it_calls():
     """A unit that emits code names its C function for op.kernel: c_function, or its own
     kernel_function or specialize (pad and zeros are gone before code generation)."""
-    silent = [kind for kind, unit in KINDS.items() if not unit.c_function and type(unit).kernel_function is
-              OpDef.kernel_function and type(unit).specialize is OpDef.specialize]
+    silent = [
+        kind
+        for kind, unit in KINDS.items()
+        if not unit.c_function
+        and type(unit).kernel_function is OpDef.kernel_function
+        and type(unit).specialize is OpDef.specialize
+    ]
     assert sorted(silent) == ["pad", "zeros"]

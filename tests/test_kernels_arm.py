@@ -11,6 +11,7 @@ The kernels are built at -O2 (what edgec's builds use) and, on a fifth of the ca
 -O0: optimised builds (__OPTIMIZE__, -Os included) run the hand-written assembly loops, -O0 builds
 their C fallbacks, which must agree too.
 """
+
 from __future__ import annotations
 
 import struct
@@ -20,9 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgec.targets import toolchain
-from edgec.numerics import quantize_multiplier
 from edgec.ir import Graph, Op, Tensor
+from edgec.numerics import quantize_multiplier
 from edgec.ops.conv import (
     CONV_BLOCKING,
     conv2d_s8,
@@ -34,21 +34,38 @@ from edgec.ops.conv import UNIT as CONV
 from edgec.ops.depthwise import UNIT as DEPTHWISE
 from edgec.ops.depthwise import depthwise_conv2d_s8, packed_depthwise_bias, packed_depthwise_filter
 from edgec.ops.eltwise import ADD_SCRATCH_BYTES, add_params, add_s8
-from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, blocked_bias, dsp_channel_table, folded_bias,
-                                     interleave_rows, widen_taps)
+from edgec.ops.kernel_layout import (
+    DSP,
+    MVE,
+    RowBlocking,
+    blocked_bias,
+    dsp_channel_table,
+    folded_bias,
+    interleave_rows,
+    widen_taps,
+)
 from edgec.ops.linear import FC_BLOCKING, fully_connected_s8
 from edgec.ops.pool import avg_pool2d_s8, max_pool2d_s8
 from edgec.pipeline import compile_model, emit
+from edgec.targets import toolchain
 from edgec.targets.cores import Target, get_target
 from tests.data.models import all_ops_samples
-from tests.device_support import ALL_OPS, ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from tests.device_support import ALL_OPS, ROOT, needs_toolchain
 
 DRIVER = ROOT / "tests" / "data" / "port" / "packed_kernels.c"
 RUNTIME = ROOT / "runtime_c"
-SOURCES = [RUNTIME / "src" / f for f in ("conv/edgec_conv_s8.c", "conv/edgec_conv_1x1_s8.c",
-                                         "fc/edgec_fully_connected_s8.c", "eltwise/edgec_add_s8.c",
-                                         "depthwise/edgec_depthwise_conv_s8_packed.c", "pool/edgec_avgpool_s8.c",
-                                         "pool/edgec_maxpool_s8.c")]
+SOURCES = [
+    RUNTIME / "src" / f
+    for f in (
+        "conv/edgec_conv_s8.c",
+        "conv/edgec_conv_1x1_s8.c",
+        "fc/edgec_fully_connected_s8.c",
+        "eltwise/edgec_add_s8.c",
+        "depthwise/edgec_depthwise_conv_s8_packed.c",
+        "pool/edgec_avgpool_s8.c",
+        "pool/edgec_maxpool_s8.c",
+    )
+]
 KIND = {"conv": 1, "fc": 2, "add": 3, "depthwise": 5, "avgpool": 6, "maxpool": 7}
 WIDE = "dsp_wide"  # edgec_conv_s8_dsp_wide, edgec_fully_connected_s8_dsp_wide (--opt speed)
 ISA_CODE = {DSP: 1, MVE: 2, WIDE: 3}
@@ -66,17 +83,24 @@ OPT_LEVELS = {"-O2": 1, "-Os": 5, "-O0": 5}
 class Case:
     kind: str
     isa: str
-    fields: list[int]      # the kernel's header words
+    fields: list[int]  # the kernel's header words
     arrays: list[np.ndarray]
-    expected: np.ndarray   # int8 output (the size of the output buffer for an argument error)
+    expected: np.ndarray  # int8 output (the size of the output buffer for an argument error)
     scratch_bytes: int
     scratch_skew: int = 0  # 1: a misaligned scratch pointer, which the kernel must refuse
     status: int = 0
 
     def record(self) -> bytes:
         payload = b"".join(_padded(np.ascontiguousarray(a).tobytes()) for a in self.arrays)
-        header = [KIND[self.kind], ISA_CODE[self.isa], len(payload), self.expected.size,
-                  self.scratch_bytes, self.scratch_skew, *self.fields]
+        header = [
+            KIND[self.kind],
+            ISA_CODE[self.isa],
+            len(payload),
+            self.expected.size,
+            self.scratch_bytes,
+            self.scratch_skew,
+            *self.fields,
+        ]
         return struct.pack(f"<{HEADER_WORDS}i", *header, *[0] * (HEADER_WORDS - len(header))) + payload
 
 
@@ -85,6 +109,7 @@ def _padded(data: bytes) -> bytes:
 
 
 # --- random arguments ------------------------------------------------------------------------
+
 
 def zero_point(rng) -> int:
     return int(rng.choice([-128, 127, 0, int(rng.integers(-128, 128))]))
@@ -101,8 +126,10 @@ def multipliers(rng, count: int) -> tuple[np.ndarray, np.ndarray]:
     limits (multipliers 2^31 - 1 and 2^30, shifts -31, 30 and 31)."""
     style = int(rng.integers(5))
     if style == 4:
-        return (rng.choice(np.array([2**31 - 1, 2**30], dtype=np.int32), count),
-                rng.choice(np.array([-31, -24, -2, -1, 0, 30, 31], dtype=np.int32), count))
+        return (
+            rng.choice(np.array([2**31 - 1, 2**30], dtype=np.int32), count),
+            rng.choice(np.array([-31, -24, -2, -1, 0, 30, 31], dtype=np.int32), count),
+        )
     if style == 0:
         real = 2.0 ** rng.uniform(-14, -1, count)
     elif style == 1:
@@ -122,8 +149,8 @@ def bias_values(rng, count: int) -> np.ndarray | None:
     if style < 0.2:
         return None
     if style < 0.3:
-        return rng.choice(np.array([-2**31, -2**31 + 1, 2**31 - 2, 2**31 - 1], dtype=np.int32), count)
-    return rng.integers(-2**20, 2**20, count).astype(np.int32)
+        return rng.choice(np.array([-(2**31), -(2**31) + 1, 2**31 - 2, 2**31 - 1], dtype=np.int32), count)
+    return rng.integers(-(2**20), 2**20, count).astype(np.int32)
 
 
 def int8_array(rng, shape) -> np.ndarray:
@@ -134,6 +161,7 @@ def int8_array(rng, shape) -> np.ndarray:
 
 # --- cases -----------------------------------------------------------------------------------
 
+
 def _padded_image(rng, kernel, stride, dilation):
     """(pad, pad_end, (n, h, w), out_hw) drawn for a window: pads below the kernel size, a small
     image, and its output size (None when the window does not fit)."""
@@ -141,8 +169,10 @@ def _padded_image(rng, kernel, stride, dilation):
     pad_end = tuple(int(rng.integers(0, k)) for k in kernel)
     n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 11)), int(rng.integers(1, 11))
     try:
-        out_hw = tuple(conv_output_size(size, k, s, p, e, d)
-                       for size, k, s, p, e, d in zip((h, w), kernel, stride, pad, pad_end, dilation))
+        out_hw = tuple(
+            conv_output_size(size, k, s, p, e, d)
+            for size, k, s, p, e, d in zip((h, w), kernel, stride, pad, pad_end, dilation)
+        )
     except ValueError:
         out_hw = None
     return pad, pad_end, (n, h, w), out_hw
@@ -156,8 +186,16 @@ def conv_case(rng, isa: str) -> Case:
         pad, pad_end, (n, h, w), out_hw = _padded_image(rng, (kh, kw), stride, dilation)
         if out_hw is not None:
             break
-    return _conv_case(rng, isa, int8_array(rng, (n, h, w, c_in)), int8_array(rng, (int(rng.integers(1, 14)), kh, kw, c_in)),
-                      stride, dilation, (*pad, *pad_end), out_hw)
+    return _conv_case(
+        rng,
+        isa,
+        int8_array(rng, (n, h, w, c_in)),
+        int8_array(rng, (int(rng.integers(1, 14)), kh, kw, c_in)),
+        stride,
+        dilation,
+        (*pad, *pad_end),
+        out_hw,
+    )
 
 
 def pointwise_case(rng, isa: str) -> Case:
@@ -168,8 +206,16 @@ def pointwise_case(rng, isa: str) -> Case:
     n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 7)), int(rng.integers(1, 7))
     stride = tuple(int(v) for v in rng.choice([1, 1, 2, 3], 2))
     out_hw = tuple((size - 1) // s + 1 - int(rng.random() < 0.2 and size > s) for size, s in zip((h, w), stride))
-    return _conv_case(rng, isa, int8_array(rng, (n, h, w, c_in)), int8_array(rng, (c_out, 1, 1, c_in)),
-                      stride, (1, 1), (0, 0, 0, 0), out_hw)
+    return _conv_case(
+        rng,
+        isa,
+        int8_array(rng, (n, h, w, c_in)),
+        int8_array(rng, (c_out, 1, 1, c_in)),
+        stride,
+        (1, 1),
+        (0, 0, 0, 0),
+        out_hw,
+    )
 
 
 def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw) -> Case:
@@ -182,8 +228,21 @@ def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw) -> Case
     m, s = multipliers(rng, c_out)
     zp_in, zp_out = zero_point(rng), zero_point(rng)
     act_min, act_max = act_bounds(rng)
-    expected = conv2d_s8(x, weights, bias, m, s, input_zp=zp_in, output_zp=zp_out, stride=stride,
-                         pad=pad[:2], dilation=dilation, out_hw=out_hw, act_min=act_min, act_max=act_max)
+    expected = conv2d_s8(
+        x,
+        weights,
+        bias,
+        m,
+        s,
+        input_zp=zp_in,
+        output_zp=zp_out,
+        stride=stride,
+        pad=pad[:2],
+        dilation=dilation,
+        out_hw=out_hw,
+        act_min=act_min,
+        act_max=act_max,
+    )
     rows = weights.reshape(c_out, -1)
     params = [-zp_in, zp_out, *stride, *pad[:2], *dilation, 1, 1, act_min, act_max]
     fields = params + [n, h, w, c_in] + [c_out, kh, kw, c_in] + [n, *out_hw, c_out]
@@ -214,8 +273,8 @@ def in_place_block(x: np.ndarray, output: np.ndarray, input_offset: int) -> tupl
     low, high = min(0, input_offset), max(output.size, input_offset + x.size)
     input_at, output_at = input_offset - low, -low
     block = np.full(high - low, GUARD_BYTE, dtype=np.int8)
-    block[input_at:input_at + x.size] = x.ravel()
-    block[output_at:output_at + output.size] = output.ravel()
+    block[input_at : input_at + x.size] = x.ravel()
+    block[output_at : output_at + output.size] = output.ravel()
     return input_at, output_at, block
 
 
@@ -231,8 +290,17 @@ def fc_case(rng, isa: str) -> Case:
     zp_in, zp_out = zero_point(rng), zero_point(rng)
     act_min, act_max = act_bounds(rng)
     scalar_or_array = (lambda v: v) if per_channel else (lambda v: int(v[0]))
-    expected = fully_connected_s8(x, weights, bias, scalar_or_array(m), scalar_or_array(s), input_zp=zp_in,
-                                  output_zp=zp_out, act_min=act_min, act_max=act_max)
+    expected = fully_connected_s8(
+        x,
+        weights,
+        bias,
+        scalar_or_array(m),
+        scalar_or_array(s),
+        input_zp=zp_in,
+        output_zp=zp_out,
+        act_min=act_min,
+        act_max=act_max,
+    )
     fields = [-zp_in, zp_out, int(per_channel), act_min, act_max, batches, in_size, out_size]
     packed = interleave_rows(weights, FC_BLOCKING[DSP if isa == WIDE else isa])
     arrays = [x, widen_taps(packed) if isa == WIDE else packed, folded_bias(bias, weights, zp_in), m, s]
@@ -260,21 +328,44 @@ def depthwise_case(rng, isa: str) -> Case:
     m, s = multipliers(rng, c)
     zp_in, zp_out = zero_point(rng), zero_point(rng)
     act_min, act_max = act_bounds(rng)
-    golden = depthwise_conv2d_s8(x, weights, bias, m, s, input_zp=zp_in, output_zp=zp_out,
-                                 stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
-                                 act_min=act_min, act_max=act_max)
+    golden = depthwise_conv2d_s8(
+        x,
+        weights,
+        bias,
+        m,
+        s,
+        input_zp=zp_in,
+        output_zp=zp_out,
+        stride=stride,
+        pad=pad,
+        dilation=dilation,
+        out_hw=out_hw,
+        act_min=act_min,
+        act_max=act_max,
+    )
     graph = Graph(inputs=["x"], outputs=["y"])
     graph.add_tensor(Tensor("x", x.shape))
     graph.add_tensor(Tensor("y", golden.shape))
-    op = Op("layer", "depthwise_conv2d", ["x"], ["y"], dict(weight=weights, ch_mult=1, stride=stride, pad=pad,
-                                                            dilation=dilation, isa=isa))
+    op = Op(
+        "layer",
+        "depthwise_conv2d",
+        ["x"],
+        ["y"],
+        dict(weight=weights, ch_mult=1, stride=stride, pad=pad, dilation=dilation, isa=isa),
+    )
     unstaged, staged = DEPTHWISE.in_place(op, graph, None)
     tightest = DEPTHWISE._unstaged(op, graph.tensors["x"], graph.tensors["y"], c, 0).input_offset
-    plain, offset = [(True, -x.size), (True, unstaged.input_offset), (True, tightest),
-                     (False, staged.input_offset), (False, 0), (False, -x.size)][int(rng.integers(6))]
+    plain, offset = [
+        (True, -x.size),
+        (True, unstaged.input_offset),
+        (True, tightest),
+        (False, staged.input_offset),
+        (False, 0),
+        (False, -x.size),
+    ][int(rng.integers(6))]
     input_at, output_at, block = in_place_block(x, golden, offset)
     params = [-zp_in, zp_out, *stride, *pad, *dilation, 1, 1, act_min, act_max]
-    fields = (params + [n, h, w, c] + [1, kh, kw, c] + list(golden.shape) + [1, input_at, output_at, int(plain)])
+    fields = params + [n, h, w, c] + [1, kh, kw, c] + list(golden.shape) + [1, input_at, output_at, int(plain)]
     arrays = [x, packed_depthwise_filter(weights), packed_depthwise_bias(bias, weights, zp_in), m, s]
     scratch = unstaged.scratch_bytes if plain else staged.scratch_bytes
     return Case("depthwise", isa, fields, arrays, block, scratch)
@@ -285,8 +376,13 @@ def _conv_op(input_shape, weights, stride, out_shape, pad=(0, 0, 0, 0), dilation
     graph = Graph(inputs=["x"], outputs=["y"])
     graph.add_tensor(Tensor("x", input_shape))
     graph.add_tensor(Tensor("y", out_shape))
-    op = Op("layer", "conv2d", ["x"], ["y"], dict(weight=weights, stride=stride, pad=pad, dilation=dilation,
-                                                  groups=1, isa=DSP))
+    op = Op(
+        "layer",
+        "conv2d",
+        ["x"],
+        ["y"],
+        dict(weight=weights, stride=stride, pad=pad, dilation=dilation, groups=1, isa=DSP),
+    )
     graph.ops = [op]
     return op, graph
 
@@ -300,12 +396,34 @@ def add_case(rng, isa: str) -> Case:
             s2 = s_out = s1  # equal scales: the output multiplier is exactly 2^30
         params = add_params(s1, zero_point(rng), s2, zero_point(rng), s_out, zero_point(rng), *act_bounds(rng))
     else:  # any valid parameters, e.g. left shifts of the sum or no headroom at all
-        params = dict(zip(
-            ("input1_offset", "input1_multiplier", "input1_shift", "input2_offset", "input2_multiplier",
-             "input2_shift", "left_shift", "output_offset", "output_multiplier", "output_shift"),
-            (-zero_point(rng), int(rng.integers(0, 2**31)), int(rng.integers(-31, 8)), -zero_point(rng),
-             int(rng.integers(0, 2**31)), int(rng.integers(-31, 8)), int(rng.integers(0, 24)),
-             zero_point(rng), int(rng.integers(0, 2**31)), int(rng.integers(-31, 8)))))
+        params = dict(
+            zip(
+                (
+                    "input1_offset",
+                    "input1_multiplier",
+                    "input1_shift",
+                    "input2_offset",
+                    "input2_multiplier",
+                    "input2_shift",
+                    "left_shift",
+                    "output_offset",
+                    "output_multiplier",
+                    "output_shift",
+                ),
+                (
+                    -zero_point(rng),
+                    int(rng.integers(0, 2**31)),
+                    int(rng.integers(-31, 8)),
+                    -zero_point(rng),
+                    int(rng.integers(0, 2**31)),
+                    int(rng.integers(-31, 8)),
+                    int(rng.integers(0, 24)),
+                    zero_point(rng),
+                    int(rng.integers(0, 2**31)),
+                    int(rng.integers(-31, 8)),
+                ),
+            )
+        )
         params["act_min"], params["act_max"] = act_bounds(rng)
     expected = add_s8(x1, x2, params)
     return Case("add", isa, list(params.values()) + [size], [x1, x2], expected, ADD_SCRATCH_BYTES)
@@ -346,8 +464,15 @@ def maxpool_case(rng, isa: str) -> Case:
     return Case("maxpool", isa, fields, [x], expected, 0)
 
 
-MAKERS = {"conv": conv_case, "fc": fc_case, "add": add_case, "pointwise": pointwise_case,
-          "depthwise": depthwise_case, "avgpool": avgpool_case, "maxpool": maxpool_case}
+MAKERS = {
+    "conv": conv_case,
+    "fc": fc_case,
+    "add": add_case,
+    "pointwise": pointwise_case,
+    "depthwise": depthwise_case,
+    "avgpool": avgpool_case,
+    "maxpool": maxpool_case,
+}
 
 
 def misaligned_scratch(case: Case) -> Case:
@@ -356,9 +481,10 @@ def misaligned_scratch(case: Case) -> Case:
     untouched = np.full(case.expected.size, GUARD_BYTE, dtype=np.int8)
     if case.kind == "depthwise":  # its block holds the input
         x = case.arrays[0].ravel()
-        untouched[case.fields[25]:case.fields[25] + x.size] = x
-    return Case(case.kind, case.isa, case.fields, case.arrays, untouched, case.scratch_bytes,
-                scratch_skew=1, status=ARG_ERROR)
+        untouched[case.fields[25] : case.fields[25] + x.size] = x
+    return Case(
+        case.kind, case.isa, case.fields, case.arrays, untouched, case.scratch_bytes, scratch_skew=1, status=ARG_ERROR
+    )
 
 
 def all_cases(target: str, seed: int, divisor: int = 1) -> list[Case]:
@@ -366,20 +492,35 @@ def all_cases(target: str, seed: int, divisor: int = 1) -> list[Case]:
     `divisor`), then, per family and kind with scratch, two of them (conv: not in place) with a
     misaligned scratch pointer."""
     rng = np.random.default_rng(seed)
-    cases = [MAKERS[kind](rng, isa) for isa in ISAS[target] for kind, count in CASES.items()
-             for _ in range(count // divisor)
-             if (kind not in ("depthwise", "avgpool", "maxpool") or isa == ISAS[target][0])  # -mcpu picks the path
-             and (isa != WIDE or kind in ("conv", "pointwise", "fc"))]
+    cases = [
+        MAKERS[kind](rng, isa)
+        for isa in ISAS[target]
+        for kind, count in CASES.items()
+        for _ in range(count // divisor)
+        if (kind not in ("depthwise", "avgpool", "maxpool") or isa == ISAS[target][0])  # -mcpu picks the path
+        and (isa != WIDE or kind in ("conv", "pointwise", "fc"))
+    ]
     refusable = [c for c in cases if c.kind != "conv" or not c.fields[24]]
-    refused = [misaligned_scratch(c) for isa in ISAS[target] for kind in ("conv", "add", "depthwise")
-               for c in [c for c in refusable if (c.isa, c.kind) == (isa, kind) and c.expected.size][:2]]
+    refused = [
+        misaligned_scratch(c)
+        for isa in ISAS[target]
+        for kind in ("conv", "add", "depthwise")
+        for c in [c for c in refusable if (c.isa, c.kind) == (isa, kind) and c.expected.size][:2]
+    ]
     return cases + refused
 
 
-def run_on_target(target: str | Target, cases: list[Case], tmp_path: Path,
-                  opt: str = "-O2") -> list[tuple[int, bool, np.ndarray]]:
-    elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [RUNTIME / "include"], tmp_path / "kernels.elf",
-                                  opt=opt, extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
+def run_on_target(
+    target: str | Target, cases: list[Case], tmp_path: Path, opt: str = "-O2"
+) -> list[tuple[int, bool, np.ndarray]]:
+    elf = toolchain.cross_compile(
+        target,
+        [DRIVER, *SOURCES],
+        [RUNTIME / "include"],
+        tmp_path / "kernels.elf",
+        opt=opt,
+        extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"],
+    )
     (tmp_path / "cases.bin").write_bytes(b"".join(c.record() for c in cases))
     result = toolchain.run_qemu(target, elf, timeout=120, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -421,14 +562,21 @@ def test_packed_kernels_match_golden(target, opt, tmp_path):
     assert not failed, f"{len(failed)} of {len(cases)} cases fail:\n" + "\n".join(failed[:10])
 
 
-@pytest.mark.parametrize("target,opt,suffix,conv_suffix", [
-    ("cortex-m3", "speed", "", ""), ("cortex-m4", "speed", "_dsp", "_dsp_wide"),
-    ("cortex-m4", "size", "_dsp", "_dsp"), ("cortex-m55", "speed", "_mve", "_mve")])
+@pytest.mark.parametrize(
+    "target,opt,suffix,conv_suffix",
+    [
+        ("cortex-m3", "speed", "", ""),
+        ("cortex-m4", "speed", "_dsp", "_dsp_wide"),
+        ("cortex-m4", "size", "_dsp", "_dsp"),
+        ("cortex-m55", "speed", "_mve", "_mve"),
+    ],
+)
 def test_each_target_calls_its_kernels(target, opt, suffix, conv_suffix, tmp_path):
     """Each target's kernel family; --opt speed widens the DSP convolution's and fully connected
     layer's filters to int16 (twice their flash), --opt size keeps them int8."""
-    compiled = compile_model(ALL_OPS, calibration=all_ops_samples(8, 0), target=get_target(target).with_opt(opt),
-                             warn=lambda _: None)
+    compiled = compile_model(
+        ALL_OPS, calibration=all_ops_samples(8, 0), target=get_target(target).with_opt(opt), warn=lambda _: None
+    )
     emit(compiled, tmp_path / "model", "model")
     model_c = (tmp_path / "model" / "model.c").read_text()
     assert f"edgec_conv_s8{conv_suffix}(" in model_c
@@ -442,13 +590,19 @@ def test_each_target_calls_its_kernels(target, opt, suffix, conv_suffix, tmp_pat
 
 # --- the layouts themselves (host) -------------------------------------------------------------
 
+
 def test_interleave_rows_orders_blocks_then_groups_then_rows():
     weights = np.arange(5 * 6, dtype=np.int8).reshape(5, 6)
     packed = interleave_rows(weights, RowBlocking(rows=2, group=4))
     padded = np.zeros((6, 8), dtype=np.int8)
     padded[:5, :6] = weights
-    expected = [padded[block * 2 + row, group * 4 + byte] for block in range(3) for group in range(2)
-                for row in range(2) for byte in range(4)]
+    expected = [
+        padded[block * 2 + row, group * 4 + byte]
+        for block in range(3)
+        for group in range(2)
+        for row in range(2)
+        for byte in range(4)
+    ]
     np.testing.assert_array_equal(packed, expected)
 
 
@@ -456,7 +610,7 @@ def test_folded_bias_moves_the_input_offset_into_the_bias():
     rng = np.random.default_rng(0)
     weights = rng.integers(-128, 128, (7, 40), dtype=np.int8)
     x = rng.integers(-128, 128, 40)
-    bias = rng.integers(-2**31, 2**31, 7)
+    bias = rng.integers(-(2**31), 2**31, 7)
     zp = -97
     exact = bias + weights.astype(np.int64) @ (x - zp)
     folded = folded_bias(bias, weights, zp).astype(np.int64) + weights.astype(np.int64) @ x

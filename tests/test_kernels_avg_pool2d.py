@@ -10,6 +10,7 @@ rounding), so edgec == round_half_away(torch) exactly and |edgec - torch| <= 1/2
 half-integer lies at least 1/(2 * divisor) from one.) QEMU: cortex-m4 (DSP path, and the portable
 one past 256 taps) and cortex-m55 (Helium), driver tests/data/port/avg_pool2d_kernels.c.
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -22,10 +23,15 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from edgec.ops.pool import (
+    adaptive_avg_pool2d_desc,
+    adaptive_avg_pool2d_s8,
+    avg_pool2d_desc,
+    avg_pool2d_s8,
+    pool_output_size,
+)
 from edgec.targets import toolchain
-from edgec.ops.pool import (adaptive_avg_pool2d_desc, adaptive_avg_pool2d_s8, avg_pool2d_desc, avg_pool2d_s8,
-                            pool_output_size)
-from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from tests.device_support import ROOT, needs_toolchain
 from tests.kernel_lib import AvgPool2dDesc, PoolParams, dims, ptr
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -50,28 +56,55 @@ def random_pool(rng, *, torch_pads: bool = False, max_hw: int = 9) -> dict:
     out_hw = tuple(pool_output_size(size, k, s, p, ceil_mode) for size, k, s, p in zip((h, w), kernel, stride, pad))
     if min(out_hw) < 1:
         return random_pool(rng, torch_pads=torch_pads, max_hw=max_hw)
-    divisor = ["in_bounds", "include_pad", "include_pad", int(rng.integers(1, 20)),
-               int(rng.choice([1, 2, 2**23]))][int(rng.integers(5))]
+    divisor = ["in_bounds", "include_pad", "include_pad", int(rng.integers(1, 20)), int(rng.choice([1, 2, 2**23]))][
+        int(rng.integers(5))
+    ]
     x = rng.integers(-128, 128, (n, h, w, c), dtype=np.int8)
     if rng.random() < 0.15:
         x = rng.choice(np.array([-128, 127], dtype=np.int8), x.shape)
     lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2))
     act_min, act_max = [(-128, 127), (-128, 127), (lo, hi)][int(rng.integers(3))]
     zero_point = int(rng.choice([0, -128, 127, int(rng.integers(-128, 128))]))
-    return dict(x=x, kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, divisor=divisor, act_min=act_min,
-                act_max=act_max, ceil_mode=ceil_mode, zero_point=zero_point)
+    return dict(
+        x=x,
+        kernel=kernel,
+        stride=stride,
+        pad=pad,
+        out_hw=out_hw,
+        divisor=divisor,
+        act_min=act_min,
+        act_max=act_max,
+        ceil_mode=ceil_mode,
+        zero_point=zero_point,
+    )
 
 
 def golden(case: dict) -> np.ndarray:
-    return avg_pool2d_s8(case["x"], kernel=case["kernel"], stride=case["stride"], pad=case["pad"],
-                         out_hw=case["out_hw"], act_min=case["act_min"], act_max=case["act_max"],
-                         divisor=case["divisor"], zero_point=case.get("zero_point", 0))
+    return avg_pool2d_s8(
+        case["x"],
+        kernel=case["kernel"],
+        stride=case["stride"],
+        pad=case["pad"],
+        out_hw=case["out_hw"],
+        act_min=case["act_min"],
+        act_max=case["act_max"],
+        divisor=case["divisor"],
+        zero_point=case.get("zero_point", 0),
+    )
 
 
 def desc_values(case: dict) -> dict:
-    return avg_pool2d_desc(case["x"].shape, kernel=case["kernel"], stride=case["stride"], pad=case["pad"],
-                           out_hw=case["out_hw"], divisor=case["divisor"], act_min=case["act_min"],
-                           act_max=case["act_max"], zero_point=case.get("zero_point", 0))
+    return avg_pool2d_desc(
+        case["x"].shape,
+        kernel=case["kernel"],
+        stride=case["stride"],
+        pad=case["pad"],
+        out_hw=case["out_hw"],
+        divisor=case["divisor"],
+        act_min=case["act_min"],
+        act_max=case["act_max"],
+        zero_point=case.get("zero_point", 0),
+    )
 
 
 def run_c(lib, values: dict, x: np.ndarray, output_size: int) -> tuple[int, np.ndarray]:
@@ -107,24 +140,57 @@ def test_in_bounds_divisor_is_edgec_avgpool_s8(kernel_lib):
         x = np.ascontiguousarray(case["x"])
         old = np.zeros(expected.size, dtype=np.int8)
         params = PoolParams(*case["stride"], *case["pad"], *case["kernel"], case["act_min"], case["act_max"])
-        assert fn(C.byref(params), C.byref(dims(x.shape)), ptr(x, C.c_int8), C.byref(dims(expected.shape)),
-                  ptr(old, C.c_int8)) == 0
+        assert (
+            fn(
+                C.byref(params),
+                C.byref(dims(x.shape)),
+                ptr(x, C.c_int8),
+                C.byref(dims(expected.shape)),
+                ptr(old, C.c_int8),
+            )
+            == 0
+        )
         assert status == 0
         np.testing.assert_array_equal(out, old)
-        np.testing.assert_array_equal(old.reshape(expected.shape), avg_pool2d_s8(
-            case["x"], kernel=case["kernel"], stride=case["stride"], pad=case["pad"], out_hw=case["out_hw"],
-            act_min=case["act_min"], act_max=case["act_max"]))
+        np.testing.assert_array_equal(
+            old.reshape(expected.shape),
+            avg_pool2d_s8(
+                case["x"],
+                kernel=case["kernel"],
+                stride=case["stride"],
+                pad=case["pad"],
+                out_hw=case["out_hw"],
+                act_min=case["act_min"],
+                act_max=case["act_max"],
+            ),
+        )
 
 
 def test_invalid_descriptors_are_refused(kernel_lib):
     case = random_pool(np.random.default_rng(9))
     good = desc_values(case)
     size = golden(case).size
-    for broken in (dict(divisor_override=-1), dict(count_include_pad=2), dict(count_include_pad=-1),
-                   dict(output_h=good["output_h"] + good["input_h"] + 2), dict(pad_top=good["filter_h"]),
-                   dict(stride_w=0), dict(channels=0), dict(act_min=1, act_max=0),
-                   dict(filter_h=2**20, filter_w=2**20, count_include_pad=1, input_h=2**10, input_w=2**10,
-                        pad_top=2**15, pad_left=2**15, output_h=1, output_w=1)):
+    for broken in (
+        dict(divisor_override=-1),
+        dict(count_include_pad=2),
+        dict(count_include_pad=-1),
+        dict(output_h=good["output_h"] + good["input_h"] + 2),
+        dict(pad_top=good["filter_h"]),
+        dict(stride_w=0),
+        dict(channels=0),
+        dict(act_min=1, act_max=0),
+        dict(
+            filter_h=2**20,
+            filter_w=2**20,
+            count_include_pad=1,
+            input_h=2**10,
+            input_w=2**10,
+            pad_top=2**15,
+            pad_left=2**15,
+            output_h=1,
+            output_w=1,
+        ),
+    ):
         status, out = run_c(kernel_lib, {**good, **broken}, case["x"], size)
         assert status == ARG_ERROR, broken
         assert (out == 0x5A).all()
@@ -137,6 +203,7 @@ def test_invalid_descriptors_are_refused(kernel_lib):
 # --------------------------------------------------------------------------------------------
 # The golden against PyTorch's rule (slow, per window) and against PyTorch itself
 # --------------------------------------------------------------------------------------------
+
 
 def _round_half_away(q: Fraction) -> int:
     magnitude = (abs(q.numerator) * 2 + q.denominator) // (2 * q.denominator)
@@ -189,10 +256,20 @@ def test_golden_is_torch_rounded():
     for _ in range(150):
         case = random_pool(rng, torch_pads=True)
         divisor = case["divisor"]
-        mean = case["zero_point"] + torch.nn.functional.avg_pool2d(
-            torch.from_numpy(case["x"].astype(np.float64) - case["zero_point"]).permute(0, 3, 1, 2), case["kernel"], case["stride"],
-            case["pad"], ceil_mode=case["ceil_mode"], count_include_pad=divisor == "include_pad",
-            divisor_override=divisor if isinstance(divisor, int) else None).permute(0, 2, 3, 1).numpy()
+        mean = (
+            case["zero_point"]
+            + torch.nn.functional.avg_pool2d(
+                torch.from_numpy(case["x"].astype(np.float64) - case["zero_point"]).permute(0, 3, 1, 2),
+                case["kernel"],
+                case["stride"],
+                case["pad"],
+                ceil_mode=case["ceil_mode"],
+                count_include_pad=divisor == "include_pad",
+                divisor_override=divisor if isinstance(divisor, int) else None,
+            )
+            .permute(0, 2, 3, 1)
+            .numpy()
+        )
         assert mean.shape[1:3] == case["out_hw"]
         rounded = np.sign(mean) * np.floor(np.abs(mean) + 0.5)
         full = golden({**case, "act_min": -128, "act_max": 127})
@@ -216,8 +293,19 @@ def arm_cases() -> list[dict]:
     cases = [random_pool(rng) for _ in range(250)]
     for divisor in ("in_bounds", "include_pad", 7):
         x = rng.integers(-128, 128, (1, 17, 17, 8), dtype=np.int8)
-        cases.append(dict(x=x, kernel=(17, 17), stride=(1, 1), pad=(3, 5), out_hw=(4, 6), divisor=divisor,
-                          act_min=-128, act_max=127, zero_point=-37))
+        cases.append(
+            dict(
+                x=x,
+                kernel=(17, 17),
+                stride=(1, 1),
+                pad=(3, 5),
+                out_hw=(4, 6),
+                divisor=divisor,
+                act_min=-128,
+                act_max=127,
+                zero_point=-37,
+            )
+        )
     return cases
 
 
@@ -233,8 +321,13 @@ def test_avg_pool2d_arm(target, tmp_path):
         header = [len(payload), want.size, *desc_values(case).values()]
         records.append(struct.pack(f"<{HEADER_WORDS}i", *header, *[0] * (HEADER_WORDS - len(header))) + payload)
     (tmp_path / "cases.bin").write_bytes(b"".join(records))
-    elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [ROOT / "runtime_c" / "include"], tmp_path / "pool.elf",
-                                  extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
+    elf = toolchain.cross_compile(
+        target,
+        [DRIVER, *SOURCES],
+        [ROOT / "runtime_c" / "include"],
+        tmp_path / "pool.elf",
+        extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"],
+    )
     result = toolchain.run_qemu(target, elf, timeout=120, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     data, at, failures = (tmp_path / "results.bin").read_bytes(), 0, []
@@ -243,8 +336,10 @@ def test_avg_pool2d_arm(target, tmp_path):
         out = np.frombuffer(data, np.int8, want.size, at + 8)
         at += 8 + want.size
         if status != 0 or not guards or not np.array_equal(out, want):
-            failures.append(f"status {status}, guards {guards}, {np.count_nonzero(out != want)} bytes differ: "
-                            f"{ {k: v for k, v in case.items() if k != 'x'} } {case['x'].shape}")
+            failures.append(
+                f"status {status}, guards {guards}, {np.count_nonzero(out != want)} bytes differ: "
+                f"{ {k: v for k, v in case.items() if k != 'x'} } {case['x'].shape}"
+            )
     assert at == len(data)
     assert not failures, f"{len(failures)} of {len(cases)} fail:\n" + "\n".join(failures[:10])
 
@@ -253,10 +348,14 @@ def test_avg_pool2d_arm(target, tmp_path):
 # Adaptive average pooling (PyTorch's uneven windows): edgec_adaptive_avg_pool_s8
 # --------------------------------------------------------------------------------------------
 
+
 class AdaptiveAvgPoolDesc(C.Structure):
     """edgec_adaptive_avg_pool_desc (edgec.ops.pool.adaptive_avg_pool2d_desc gives the values)."""
-    _fields_ = [(name, C.c_int32) for name in (
-        "batches", "input_h", "input_w", "channels", "output_h", "output_w", "act_min", "act_max")]
+
+    _fields_ = [
+        (name, C.c_int32)
+        for name in ("batches", "input_h", "input_w", "channels", "output_h", "output_w", "act_min", "act_max")
+    ]
 
 
 def test_adaptive_golden_is_torch_rounded_and_matches_c(kernel_lib):
@@ -268,19 +367,27 @@ def test_adaptive_golden_is_torch_rounded_and_matches_c(kernel_lib):
     fn.restype = C.c_int
     rng = np.random.default_rng(21)
     for _ in range(120):
-        n, h, w, c = int(rng.integers(1, 3)), int(rng.integers(1, 14)), int(rng.integers(1, 14)), int(rng.integers(1, 6))
+        n, h, w, c = (
+            int(rng.integers(1, 3)),
+            int(rng.integers(1, 14)),
+            int(rng.integers(1, 14)),
+            int(rng.integers(1, 6)),
+        )
         out_hw = (int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1)))
         act = sorted(rng.integers(-128, 128, 2).tolist()) if rng.random() < 0.3 else [-128, 127]
         x = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
         expected = adaptive_avg_pool2d_s8(x, out_hw=out_hw, act_min=act[0], act_max=act[1])
-        mean = torch.nn.functional.adaptive_avg_pool2d(torch.from_numpy(x.astype(np.float64)).permute(0, 3, 1, 2),
-                                                       out_hw).permute(0, 2, 3, 1).numpy()
+        mean = (
+            torch.nn.functional.adaptive_avg_pool2d(torch.from_numpy(x.astype(np.float64)).permute(0, 3, 1, 2), out_hw)
+            .permute(0, 2, 3, 1)
+            .numpy()
+        )
         rounded = np.sign(mean) * np.floor(np.abs(mean) + 0.5)
         np.testing.assert_array_equal(expected, np.clip(rounded, *act).astype(np.int8))
         out = np.full(expected.size + GUARD, 0x5A, dtype=np.int8)
         desc = AdaptiveAvgPoolDesc(**adaptive_avg_pool2d_desc(x.shape, out_hw=out_hw, act_min=act[0], act_max=act[1]))
         assert fn(C.byref(desc), ptr(np.ascontiguousarray(x), C.c_int8), ptr(out, C.c_int8)) == 0
-        assert (out[expected.size:] == 0x5A).all(), "wrote past its output"
-        np.testing.assert_array_equal(out[:expected.size].reshape(expected.shape), expected)
+        assert (out[expected.size :] == 0x5A).all(), "wrote past its output"
+        np.testing.assert_array_equal(out[: expected.size].reshape(expected.shape), expected)
     bigger = AdaptiveAvgPoolDesc(**adaptive_avg_pool2d_desc((1, 2, 2, 1), out_hw=(3, 2)))
     assert fn(C.byref(bigger), ptr(np.zeros(4, np.int8), C.c_int8), ptr(np.zeros(8, np.int8), C.c_int8)) == ARG_ERROR

@@ -10,6 +10,7 @@
      qparams and raw descriptor fields, golden == C (UBSan library); argument checks; in place.
 Every C output buffer carries a guard tail that must come back untouched.
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -77,6 +78,7 @@ def c_prelu(lib, desc, x, alpha) -> np.ndarray:
 # The slow reference: TFLite's per-element formulas, plain Python integers
 # --------------------------------------------------------------------------------------------
 
+
 def ref_int32(x: int) -> int:
     return (x + 2**31) % 2**32 - 2**31
 
@@ -117,7 +119,7 @@ def ref_rounding_divide_by_pot(x: int, exponent: int) -> int:
 def ref_multiply_by_quantized_multiplier(x: int, multiplier: int, shift: int) -> int:
     """TFLite MultiplyByQuantizedMultiplier; x * 2^left saturates to int32 (UB in C++ there)."""
     left, right = max(shift, 0), max(-shift, 0)
-    return ref_rounding_divide_by_pot(ref_srdhm(max(-2**31, min(2**31 - 1, x * (1 << left))), multiplier), right)
+    return ref_rounding_divide_by_pot(ref_srdhm(max(-(2**31), min(2**31 - 1, x * (1 << left))), multiplier), right)
 
 
 def ref_params(op: str, q1, q2, q_out) -> dict:
@@ -163,8 +165,10 @@ def ref_subscripts(out_shape, shape):
 def ref_binary(op: str, x1: np.ndarray, x2: np.ndarray, p: dict, act_min: int, act_max: int) -> np.ndarray:
     out_shape = np.broadcast_shapes(x1.shape, x2.shape)
     flat1, flat2 = x1.reshape(-1).tolist(), x2.reshape(-1).tolist()
-    values = [min(act_max, max(act_min, ref_element(op, flat1[i], flat2[j], p)))
-              for i, j in zip(ref_subscripts(out_shape, x1.shape), ref_subscripts(out_shape, x2.shape))]
+    values = [
+        min(act_max, max(act_min, ref_element(op, flat1[i], flat2[j], p)))
+        for i, j in zip(ref_subscripts(out_shape, x1.shape), ref_subscripts(out_shape, x2.shape))
+    ]
     return np.array(values, dtype=np.int8).reshape(out_shape)
 
 
@@ -178,8 +182,11 @@ def ref_prelu(x: np.ndarray, alpha: np.ndarray, q_in, q_alpha, q_out, act_min: i
     values = []
     for i, j in zip(ref_subscripts(out_shape, x.shape), ref_subscripts(out_shape, alpha.shape)):
         v = flat_x[i] - zp_in
-        r = (ref_multiply_by_quantized_multiplier(v, *identity) if v >= 0 else
-             ref_multiply_by_quantized_multiplier(v * (flat_alpha[j] - zp_alpha), *scaled))
+        r = (
+            ref_multiply_by_quantized_multiplier(v, *identity)
+            if v >= 0
+            else ref_multiply_by_quantized_multiplier(v * (flat_alpha[j] - zp_alpha), *scaled)
+        )
         values.append(min(act_max, max(act_min, r + zp_out)))
     return np.array(values, dtype=np.int8).reshape(out_shape)
 
@@ -187,6 +194,7 @@ def ref_prelu(x: np.ndarray, alpha: np.ndarray, q_in, q_alpha, q_out, act_min: i
 # --------------------------------------------------------------------------------------------
 # Strategies
 # --------------------------------------------------------------------------------------------
+
 
 @st.composite
 def shape_pairs(draw, max_rank: int = BINARY_MAX_DIMS, max_size: int = 600):
@@ -244,8 +252,7 @@ def float_binary_cases(draw, ops=OPS):
     return op, int8_arrays(draw, shape1), int8_arrays(draw, shape2), q1, q2, q_out, draw(act_ranges())
 
 
-multipliers = st.one_of(st.sampled_from([0, 1, 2**30, 2**30 + 1, INT32_MAX - 1, INT32_MAX]),
-                        st.integers(0, INT32_MAX))
+multipliers = st.one_of(st.sampled_from([0, 1, 2**30, 2**30 + 1, INT32_MAX - 1, INT32_MAX]), st.integers(0, INT32_MAX))
 shifts = st.one_of(st.sampled_from([-31, -30, -24, -2, -1, 0, 1, 30, 31]), st.integers(-31, 31))
 offsets = st.one_of(st.sampled_from([-127, 128, 0]), st.integers(-127, 128))
 
@@ -255,10 +262,18 @@ def raw_binary_descs(draw, shape1, shape2):
     """A valid descriptor with arbitrary quantization fields (any multiplier, any shift, any left
     shift the kernel accepts): the golden and C must agree even where no float scale leads."""
     desc = binary_desc(draw(st.sampled_from(OPS)), shape1, shape2, (1.0, 0), (1.0, 0), (1.0, 0))
-    desc.update(input1_offset=draw(offsets), input1_multiplier=draw(multipliers), input1_shift=draw(shifts),
-                input2_offset=draw(offsets), input2_multiplier=draw(multipliers), input2_shift=draw(shifts),
-                left_shift=draw(st.integers(0, 23)), output_offset=draw(zero_points),
-                output_multiplier=draw(multipliers), output_shift=draw(shifts))
+    desc.update(
+        input1_offset=draw(offsets),
+        input1_multiplier=draw(multipliers),
+        input1_shift=draw(shifts),
+        input2_offset=draw(offsets),
+        input2_multiplier=draw(multipliers),
+        input2_shift=draw(shifts),
+        left_shift=draw(st.integers(0, 23)),
+        output_offset=draw(zero_points),
+        output_multiplier=draw(multipliers),
+        output_shift=draw(shifts),
+    )
     desc["act_min"], desc["act_max"] = draw(act_ranges())
     return desc
 
@@ -267,18 +282,22 @@ def raw_binary_descs(draw, shape1, shape2):
 # 1. broadcast_layout
 # --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("shape1,shape2,expected", [
-    ((4096,), (4096,), ((4096,), (1,), (1,))),                          # same shape: one loop
-    ((1, 8, 8, 64), (1, 8, 8, 64), ((4096,), (1,), (1,))),
-    ((1, 8, 8, 64), (1, 1, 1, 64), ((64, 64), (64, 1), (0, 1))),       # squeeze-excite
-    ((1, 1, 1, 64), (1, 8, 8, 64), ((64, 64), (0, 1), (64, 1))),
-    ((1, 8, 8, 64), (1,), ((4096,), (1,), (0,))),                       # scalar operand
-    ((1, 8, 8, 64), (), ((4096,), (1,), (0,))),
-    ((1, 8, 8, 64), (1, 8, 8, 1), ((64, 64), (64, 1), (1, 0))),         # per-pixel operand
-    ((3, 1, 5), (1, 4, 1), ((3, 4, 5), (5, 0, 1), (0, 1, 0))),          # an outer product
-    ((2, 3, 4), (2, 1, 4), ((2, 3, 4), (12, 4, 1), (4, 0, 1))),
-    ((1, 1), (1,), ((1,), (1,), (1,))),                                  # one element
-])
+
+@pytest.mark.parametrize(
+    "shape1,shape2,expected",
+    [
+        ((4096,), (4096,), ((4096,), (1,), (1,))),  # same shape: one loop
+        ((1, 8, 8, 64), (1, 8, 8, 64), ((4096,), (1,), (1,))),
+        ((1, 8, 8, 64), (1, 1, 1, 64), ((64, 64), (64, 1), (0, 1))),  # squeeze-excite
+        ((1, 1, 1, 64), (1, 8, 8, 64), ((64, 64), (0, 1), (64, 1))),
+        ((1, 8, 8, 64), (1,), ((4096,), (1,), (0,))),  # scalar operand
+        ((1, 8, 8, 64), (), ((4096,), (1,), (0,))),
+        ((1, 8, 8, 64), (1, 8, 8, 1), ((64, 64), (64, 1), (1, 0))),  # per-pixel operand
+        ((3, 1, 5), (1, 4, 1), ((3, 4, 5), (5, 0, 1), (0, 1, 0))),  # an outer product
+        ((2, 3, 4), (2, 1, 4), ((2, 3, 4), (12, 4, 1), (4, 0, 1))),
+        ((1, 1), (1,), ((1,), (1,), (1,))),  # one element
+    ],
+)
 def test_broadcast_layout_merges_dimensions(shape1, shape2, expected):
     assert broadcast_layout(shape1, shape2) == expected
 
@@ -330,6 +349,7 @@ def test_binary_desc_fields_and_refusals():
 # 2. golden against the slow reference
 # --------------------------------------------------------------------------------------------
 
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(float_binary_cases())
 def test_golden_binary_matches_tflite_reference(case):
@@ -348,11 +368,15 @@ def test_golden_binary_matches_tflite_reference_on_raw_fields(data):
     desc = data.draw(raw_binary_descs(shape1, shape2))
     x1, x2 = int8_arrays(data.draw, shape1), int8_arrays(data.draw, shape2)
     op = OPS[desc["op"]]
-    p = {"in1_offset": desc["input1_offset"], "in2_offset": desc["input2_offset"],
-         "out_offset": desc["output_offset"], "left_shift": desc["left_shift"],
-         "in1": (desc["input1_multiplier"], desc["input1_shift"]),
-         "in2": (desc["input2_multiplier"], desc["input2_shift"]),
-         "out": (desc["output_multiplier"], desc["output_shift"])}
+    p = {
+        "in1_offset": desc["input1_offset"],
+        "in2_offset": desc["input2_offset"],
+        "out_offset": desc["output_offset"],
+        "left_shift": desc["left_shift"],
+        "in1": (desc["input1_multiplier"], desc["input1_shift"]),
+        "in2": (desc["input2_multiplier"], desc["input2_shift"]),
+        "out": (desc["output_multiplier"], desc["output_shift"]),
+    }
     expected = ref_binary(op, x1, x2, p, desc["act_min"], desc["act_max"])
     np.testing.assert_array_equal(binary_s8(x1, x2, desc), expected)
 
@@ -376,8 +400,14 @@ def prelu_cases(draw):
         alpha_shape = shape[-1:]
     elif kind == "scalar":
         alpha_shape = (1,)
-    return (int8_arrays(draw, shape), int8_arrays(draw, alpha_shape), draw(qparams()), draw(qparams()),
-            draw(qparams()), draw(act_ranges()))
+    return (
+        int8_arrays(draw, shape),
+        int8_arrays(draw, alpha_shape),
+        draw(qparams()),
+        draw(qparams()),
+        draw(qparams()),
+        draw(act_ranges()),
+    )
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -392,10 +422,20 @@ def test_golden_prelu_matches_tflite_reference(case):
 # 3. golden against C
 # --------------------------------------------------------------------------------------------
 
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(float_binary_cases())
-@example(("mul", np.full((1, 8, 8, 64), -128, np.int8), np.full((1, 1, 1, 64), 127, np.int8),
-          (1.0, 127), (1.0, -128), (2.0**-14, 0), (-128, 127)))
+@example(
+    (
+        "mul",
+        np.full((1, 8, 8, 64), -128, np.int8),
+        np.full((1, 1, 1, 64), 127, np.int8),
+        (1.0, 127),
+        (1.0, -128),
+        (2.0**-14, 0),
+        (-128, 127),
+    )
+)
 def test_c_binary_matches_golden(lib, case):
     op, x1, x2, q1, q2, q_out, act = case
     desc = binary_desc(op, x1.shape, x2.shape, q1, q2, q_out, *act)
@@ -417,9 +457,14 @@ def test_c_prelu_matches_golden(lib, case, data):
     x, alpha, q_in, q_alpha, q_out, act = case
     desc = prelu_desc(x.shape, alpha.shape, q_in, q_alpha, q_out, *act)
     if data.draw(st.booleans()):  # raw multipliers and shifts
-        desc.update(identity_multiplier=data.draw(multipliers), identity_shift=data.draw(shifts),
-                    alpha_multiplier=data.draw(multipliers), alpha_shift=data.draw(shifts),
-                    input_offset=data.draw(offsets), alpha_offset=data.draw(offsets))
+        desc.update(
+            identity_multiplier=data.draw(multipliers),
+            identity_shift=data.draw(shifts),
+            alpha_multiplier=data.draw(multipliers),
+            alpha_shift=data.draw(shifts),
+            input_offset=data.draw(offsets),
+            alpha_offset=data.draw(offsets),
+        )
     np.testing.assert_array_equal(c_prelu(lib, desc, x, alpha), prelu_s8(x, alpha, desc))
 
 
@@ -436,8 +481,9 @@ def test_c_binary_in_place_over_the_unbroadcast_input(lib, op, which):
     expected = binary_s8(x1, x2, desc)
     buffer = big.copy()
     in1, in2 = (buffer, small) if which == 1 else (small, buffer)
-    status = lib.edgec_binary_s8(C.byref(struct_from_desc(BinaryDesc, desc)), ptr(in1, C.c_int8), ptr(in2, C.c_int8),
-                                 ptr(buffer, C.c_int8))
+    status = lib.edgec_binary_s8(
+        C.byref(struct_from_desc(BinaryDesc, desc)), ptr(in1, C.c_int8), ptr(in2, C.c_int8), ptr(buffer, C.c_int8)
+    )
     assert status == EDGEC_OK
     np.testing.assert_array_equal(buffer, expected)
 
@@ -448,8 +494,9 @@ def test_c_prelu_in_place_over_its_input(lib):
     alpha = rng.integers(-128, 128, (16,), dtype=np.int8)
     desc = prelu_desc(x.shape, alpha.shape, (0.05, -3), (0.01, 4), (0.04, 2))
     expected = prelu_s8(x, alpha, desc)
-    status = lib.edgec_prelu_s8(C.byref(struct_from_desc(PreluDesc, desc)), ptr(x, C.c_int8), ptr(alpha, C.c_int8),
-                                ptr(x, C.c_int8))
+    status = lib.edgec_prelu_s8(
+        C.byref(struct_from_desc(PreluDesc, desc)), ptr(x, C.c_int8), ptr(alpha, C.c_int8), ptr(x, C.c_int8)
+    )
     assert status == EDGEC_OK
     np.testing.assert_array_equal(x, expected)
 
@@ -458,21 +505,38 @@ def test_c_prelu_in_place_over_its_input(lib):
 # argument checks
 # --------------------------------------------------------------------------------------------
 
+
 def _valid_binary_desc() -> dict:
     return binary_desc("add", (2, 3, 4), (1, 3, 1), (0.1, 2), (0.2, -3), (0.15, 1))
 
 
 BAD_BINARY_FIELDS = [
-    {"op": -1}, {"op": 5}, {"num_dims": 0}, {"num_dims": 7},
-    {"dims": (2, 0, 4, 1, 1, 1)}, {"dims": (2, -3, 4, 1, 1, 1)},
-    {"strides1": (12, -4, 1, 0, 0, 0)}, {"strides2": (0, 1, -1, 0, 0, 0)},
-    {"dims": (65536, 32768, 1, 1, 1, 1), "num_dims": 2},          # 2^31 output elements
-    {"strides1": (12, 2**30, 1, 0, 0, 0)},                        # input 1 reaches past INT32_MAX
-    {"input1_offset": -128}, {"input1_offset": 129}, {"input2_offset": 129}, {"output_offset": 128},
-    {"output_offset": -129}, {"left_shift": -1}, {"left_shift": 24},
-    {"input1_multiplier": -1}, {"input2_multiplier": -5}, {"output_multiplier": INT32_MIN},
-    {"input1_shift": 32}, {"input2_shift": -32}, {"output_shift": 32},
-    {"act_min": 10, "act_max": 9}, {"act_min": -129}, {"act_max": 128},
+    {"op": -1},
+    {"op": 5},
+    {"num_dims": 0},
+    {"num_dims": 7},
+    {"dims": (2, 0, 4, 1, 1, 1)},
+    {"dims": (2, -3, 4, 1, 1, 1)},
+    {"strides1": (12, -4, 1, 0, 0, 0)},
+    {"strides2": (0, 1, -1, 0, 0, 0)},
+    {"dims": (65536, 32768, 1, 1, 1, 1), "num_dims": 2},  # 2^31 output elements
+    {"strides1": (12, 2**30, 1, 0, 0, 0)},  # input 1 reaches past INT32_MAX
+    {"input1_offset": -128},
+    {"input1_offset": 129},
+    {"input2_offset": 129},
+    {"output_offset": 128},
+    {"output_offset": -129},
+    {"left_shift": -1},
+    {"left_shift": 24},
+    {"input1_multiplier": -1},
+    {"input2_multiplier": -5},
+    {"output_multiplier": INT32_MIN},
+    {"input1_shift": 32},
+    {"input2_shift": -32},
+    {"output_shift": 32},
+    {"act_min": 10, "act_max": 9},
+    {"act_min": -129},
+    {"act_max": 128},
 ]
 
 
@@ -489,17 +553,32 @@ def test_c_binary_refuses_null_pointers(lib):
     c_desc = struct_from_desc(BinaryDesc, _valid_binary_desc())
     x, out = np.zeros(24, np.int8), np.zeros(24, np.int8)
     good = ptr(x, C.c_int8)
-    for args in [(None, good, good, ptr(out, C.c_int8)), (C.byref(c_desc), None, good, ptr(out, C.c_int8)),
-                 (C.byref(c_desc), good, None, ptr(out, C.c_int8)), (C.byref(c_desc), good, good, None)]:
+    for args in [
+        (None, good, good, ptr(out, C.c_int8)),
+        (C.byref(c_desc), None, good, ptr(out, C.c_int8)),
+        (C.byref(c_desc), good, None, ptr(out, C.c_int8)),
+        (C.byref(c_desc), good, good, None),
+    ]:
         assert lib.edgec_binary_s8(*args) == EDGEC_ARG_ERROR
     assert lib.edgec_binary_s8(C.byref(c_desc), good, good, ptr(out, C.c_int8)) == EDGEC_OK
 
 
-@pytest.mark.parametrize("bad", [
-    {"num_dims": 0}, {"dims": (4, 0, 1, 1, 1, 1)}, {"alpha_strides": (0, -1, 0, 0, 0, 0)},
-    {"input_offset": -128}, {"alpha_offset": 129}, {"output_offset": 128}, {"identity_multiplier": -1},
-    {"alpha_multiplier": -1}, {"identity_shift": 32}, {"alpha_shift": -32}, {"act_min": 5, "act_max": 4},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"num_dims": 0},
+        {"dims": (4, 0, 1, 1, 1, 1)},
+        {"alpha_strides": (0, -1, 0, 0, 0, 0)},
+        {"input_offset": -128},
+        {"alpha_offset": 129},
+        {"output_offset": 128},
+        {"identity_multiplier": -1},
+        {"alpha_multiplier": -1},
+        {"identity_shift": 32},
+        {"alpha_shift": -32},
+        {"act_min": 5, "act_max": 4},
+    ],
+)
 def test_c_prelu_refuses_invalid_descriptors(lib, bad):
     desc = {**prelu_desc((1, 4, 4, 3), (3,), (0.1, 2), (0.01, 0), (0.1, 2)), **bad}
     status, out = call(lib.edgec_prelu_s8, PreluDesc, desc, np.zeros(48, np.int8), np.zeros(3, np.int8), 48)

@@ -11,6 +11,7 @@ The same run counts each call's instructions (edgec's QEMU plugin): the benchmar
 speed of each op on each path for a squeeze-excite layout [1,8,8,64] with [1,1,1,64] and a
 same-shape 4096-element one (printed with -s; the packed paths must beat the portable one).
 """
+
 from __future__ import annotations
 
 import math
@@ -21,10 +22,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgec.targets import toolchain
 from edgec.numerics import quantize_multiplier
 from edgec.ops.binary import BINARY_OPS, binary_desc, binary_s8, prelu_desc, prelu_s8
-from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from edgec.targets import toolchain
+from tests.device_support import ROOT, needs_toolchain
 
 DRIVER = ROOT / "tests" / "data" / "port" / "binary_kernels.c"
 RUNTIME = ROOT / "runtime_c"
@@ -60,6 +61,7 @@ class Case:
 
 # --- random cases ----------------------------------------------------------------------------
 
+
 def zero_point(rng) -> int:
     return int(rng.choice([-128, 127, 0, int(rng.integers(-128, 128))]))
 
@@ -84,15 +86,15 @@ def shape_pair(rng) -> tuple[tuple, tuple]:
     if style == 0:
         return (n,), (n,)
     if style == 1:
-        return (1, h, w, n), (1, 1, 1, n)           # per channel (squeeze-excite)
+        return (1, h, w, n), (1, 1, 1, n)  # per channel (squeeze-excite)
     if style == 2:
         return (1, 1, 1, n), (1, h, w, n)
     if style == 3:
-        return (1, h, w, n), (1, h, w, 1)           # per pixel: a single-value operand per row
+        return (1, h, w, n), (1, h, w, 1)  # per pixel: a single-value operand per row
     if style == 4:
         return ((n,), (1,)) if rng.random() < 0.5 else ((1,), (n,))
     if style == 5:
-        return (h, 1, n), (1, w, 1)                 # outer product: strides the packed rows refuse
+        return (h, 1, n), (1, w, 1)  # outer product: strides the packed rows refuse
     rank = int(rng.integers(1, 7))
     out = [int(v) for v in rng.integers(1, 4, rank)]
     return tuple(d if rng.random() < 0.6 else 1 for d in out), tuple(d if rng.random() < 0.6 else 1 for d in out)
@@ -100,6 +102,7 @@ def shape_pair(rng) -> tuple[tuple, tuple]:
 
 def raw_fields(rng, desc: dict) -> dict:
     """Arbitrary valid quantization fields: multipliers up to 2^31-1, shifts at their limits."""
+
     def multiplier():
         return int(rng.choice([0, 2**30, 2**31 - 1, int(rng.integers(0, 2**31))]))
 
@@ -109,10 +112,19 @@ def raw_fields(rng, desc: dict) -> dict:
     def offset():
         return int(rng.choice([-127, 128, int(rng.integers(-127, 129))]))
 
-    return {**desc, "input1_offset": offset(), "input1_multiplier": multiplier(), "input1_shift": shift(),
-            "input2_offset": offset(), "input2_multiplier": multiplier(), "input2_shift": shift(),
-            "left_shift": int(rng.integers(0, 24)), "output_offset": zero_point(rng),
-            "output_multiplier": multiplier(), "output_shift": shift()}
+    return {
+        **desc,
+        "input1_offset": offset(),
+        "input1_multiplier": multiplier(),
+        "input1_shift": shift(),
+        "input2_offset": offset(),
+        "input2_multiplier": multiplier(),
+        "input2_shift": shift(),
+        "left_shift": int(rng.integers(0, 24)),
+        "output_offset": zero_point(rng),
+        "output_multiplier": multiplier(),
+        "output_shift": shift(),
+    }
 
 
 def binary_case(rng, isa: int) -> Case:
@@ -155,8 +167,12 @@ def benchmark_cases(isas) -> list[Case]:
     [1,1,1,64] and a same-shape 4096-element one. MUL: a realistic requantization (s1 = 0.05,
     s2 = 1/256 from a hard-sigmoid, s_out = 0.04)."""
     rng = np.random.default_rng(3)
-    qparams = {"mul": ((0.05, 3), (1 / 256, -128), (0.04, -5)), "add": ((0.05, 3), (0.03, -7), (0.06, 1)),
-               "sub": ((0.05, 3), (0.03, -7), (0.06, 1)), "maximum": ((0.05, 3),) * 3}
+    qparams = {
+        "mul": ((0.05, 3), (1 / 256, -128), (0.04, -5)),
+        "add": ((0.05, 3), (0.03, -7), (0.06, 1)),
+        "sub": ((0.05, 3), (0.03, -7), (0.06, 1)),
+        "maximum": ((0.05, 3),) * 3,
+    }
     cases = []
     for op, q in qparams.items():
         for layout, shape1, shape2 in (("se_8x8x64", (1, 8, 8, 64), (1, 1, 1, 64)), ("same_4096", (4096,), (4096,))):
@@ -174,9 +190,13 @@ def mul_shift_sweep(rng, isa: int) -> list[Case]:
     for shift in range(-26, 2):
         multiplier = int(rng.choice([0, 1, 2**30 - 1, 2**30, 2**31 - 1, int(rng.integers(0, 2**31))]))
         desc = binary_desc("mul", (16, 256), (16, 256), (1.0, 0), (1.0, 0), (1.0, 0), *act_bounds(rng))
-        desc.update(input1_offset=int(rng.choice([-127, 128, int(rng.integers(-127, 129))])),
-                    input2_offset=int(rng.choice([-127, 128, int(rng.integers(-127, 129))])),
-                    output_offset=zero_point(rng), output_multiplier=multiplier, output_shift=shift)
+        desc.update(
+            input1_offset=int(rng.choice([-127, 128, int(rng.integers(-127, 129))])),
+            input2_offset=int(rng.choice([-127, 128, int(rng.integers(-127, 129))])),
+            output_offset=zero_point(rng),
+            output_multiplier=multiplier,
+            output_shift=shift,
+        )
         x1 = np.tile(np.arange(-128, 128, dtype=np.int8), (16, 1))
         x2 = int8_array(rng, (16, 256))
         cases.append(Case("binary", isa, desc, x1, x2, binary_s8(x1, x2, desc)))
@@ -210,8 +230,14 @@ def prelu_benchmark_cases() -> list[Case]:
 
 def run_on_target(target: str, cases: list[Case], tmp_path: Path, opt: str = "-O2"):
     """[(status, guards intact, output, instructions)] of each case, one QEMU run."""
-    elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [RUNTIME / "include"], tmp_path / "binary.elf",
-                                  opt=opt, extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
+    elf = toolchain.cross_compile(
+        target,
+        [DRIVER, *SOURCES],
+        [RUNTIME / "include"],
+        tmp_path / "binary.elf",
+        opt=opt,
+        extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"],
+    )
     (tmp_path / "cases.bin").write_bytes(b"".join(c.record() for c in cases))
     counts = toolchain.count_instructions(target, elf, timeout=120, cwd=tmp_path)
     data, at, results = (tmp_path / "results.bin").read_bytes(), 0, []
@@ -226,8 +252,10 @@ def run_on_target(target: str, cases: list[Case], tmp_path: Path, opt: str = "-O
 
 
 def describe(case: Case) -> str:
-    return (f"{case.kind} on {ISA_NAMES[case.isa]}: {case.x1.shape} with {case.x2.shape}, in place {case.in_place}, "
-            f"desc {case.desc}")
+    return (
+        f"{case.kind} on {ISA_NAMES[case.isa]}: {case.x1.shape} with {case.x2.shape}, in place {case.in_place}, "
+        f"desc {case.desc}"
+    )
 
 
 @needs_toolchain
@@ -244,14 +272,19 @@ def test_binary_kernels_match_golden_on_cortex_m(target, tmp_path):
             differ = int(np.count_nonzero(output != case.expected.ravel()))
             failures.append(f"{differ} of {output.size} bytes differ: {describe(case)}")
     assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures[:10])
-    insns_per_element = {case.label: result[3] / case.expected.size for case, result in zip(cases, results)
-                         if case.label.startswith("prelu")}
+    insns_per_element = {
+        case.label: result[3] / case.expected.size
+        for case, result in zip(cases, results)
+        if case.label.startswith("prelu")
+    }
     print(f"\n{target} PReLU instructions per element: {insns_per_element}")
     assert all(value <= PRELU_GOALS[label] for label, value in insns_per_element.items()), insns_per_element
     # the packed paths really ran: on the benchmark cases they take far fewer instructions
     insns = {(case.label, case.isa): result[3] for case, result in zip(cases, results) if case.label}
-    print(f"\n{target} instructions: " + "; ".join(
-        f"{label} {ISA_NAMES[isa]} {count}" for (label, isa), count in sorted(insns.items())))
+    print(
+        f"\n{target} instructions: "
+        + "; ".join(f"{label} {ISA_NAMES[isa]} {count}" for (label, isa), count in sorted(insns.items()))
+    )
     for layout in ("se_8x8x64", "same_4096"):
         assert insns[f"mul {layout}", DSP] < 0.3 * insns[f"mul {layout}", PORTABLE]
         assert insns[f"maximum {layout}", DSP] < 0.5 * insns[f"maximum {layout}", PORTABLE]
@@ -275,6 +308,9 @@ def test_prelu_table_and_element_paths_at_other_optimisation_levels(opt, tmp_pat
     rng = np.random.default_rng(17)
     cases = [prelu_case(rng, large=k % 3 == 0, medium=k % 3 == 1) for k in range(18)] + prelu_benchmark_cases()
     results = run_on_target("cortex-m4", cases, tmp_path, opt=opt)
-    failures = [describe(case) for case, (status, guards, output, _) in zip(cases, results)
-                if status != 0 or not guards or not np.array_equal(output, case.expected.ravel())]
+    failures = [
+        describe(case)
+        for case, (status, guards, output, _) in zip(cases, results)
+        if status != 0 or not guards or not np.array_equal(output, case.expected.ravel())
+    ]
     assert not failures, "\n".join(failures[:5])

@@ -4,6 +4,7 @@ Covers edgec_conv_s8 (generic), edgec_conv_1x1_s8 (fast path) and edgec_depthwis
 against edgec.ops.conv.conv2d_s8 / edgec.ops.depthwise.depthwise_conv2d_s8, and the golden
 kernels themselves against a slow reference written straight from docs/numerics.md.
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -28,16 +29,25 @@ from edgec.ops.linear import UNIT as LINEAR
 from tests.kernel_lib import ConvParams, Dims, PerChannelQuant, dims, per_channel_quant, ptr
 
 MAX_ABS_PRODUCT = 128 * 255  # |w * (x - zp)|
-INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # --------------------------------------------------------------------------------------------
 # ctypes binding
 # --------------------------------------------------------------------------------------------
 
-_CONV_ARGTYPES = [C.POINTER(ConvParams), C.POINTER(PerChannelQuant), C.POINTER(Dims),
-                  C.POINTER(C.c_int8), C.POINTER(Dims), C.POINTER(C.c_int8), C.POINTER(C.c_int32),
-                  C.POINTER(Dims), C.POINTER(C.c_int8), C.POINTER(C.c_int8)]
+_CONV_ARGTYPES = [
+    C.POINTER(ConvParams),
+    C.POINTER(PerChannelQuant),
+    C.POINTER(Dims),
+    C.POINTER(C.c_int8),
+    C.POINTER(Dims),
+    C.POINTER(C.c_int8),
+    C.POINTER(C.c_int32),
+    C.POINTER(Dims),
+    C.POINTER(C.c_int8),
+    C.POINTER(C.c_int8),
+]
 _GUARD = 16  # canary bytes after the output: a kernel writing past its output fails the test
 
 
@@ -51,6 +61,7 @@ def _bind(lib, name):
 @dataclass
 class Case:
     """One conv/depthwise call: NHWC x, filter w (OHWI for conv, [1,KH,KW,C_out] for depthwise)."""
+
     x: np.ndarray
     w: np.ndarray
     bias: np.ndarray | None
@@ -73,23 +84,40 @@ class Case:
         return self.w.shape[3] if self.is_depthwise else self.w.shape[0]
 
     def golden(self) -> np.ndarray:
-        common = dict(input_zp=self.input_zp, output_zp=self.output_zp, stride=self.stride,
-                      pad=self.pad, dilation=self.dilation, out_hw=self.out_hw,
-                      act_min=self.act_min, act_max=self.act_max)
+        common = dict(
+            input_zp=self.input_zp,
+            output_zp=self.output_zp,
+            stride=self.stride,
+            pad=self.pad,
+            dilation=self.dilation,
+            out_hw=self.out_hw,
+            act_min=self.act_min,
+            act_max=self.act_max,
+        )
         if self.is_depthwise:
-            return depthwise_conv2d_s8(self.x, self.w, self.bias, self.multiplier, self.shift,
-                                       ch_mult=self.ch_mult, **common)
-        return conv2d_s8(self.x, self.w, self.bias, self.multiplier, self.shift,
-                         groups=self.groups, **common)
+            return depthwise_conv2d_s8(
+                self.x, self.w, self.bias, self.multiplier, self.shift, ch_mult=self.ch_mult, **common
+            )
+        return conv2d_s8(self.x, self.w, self.bias, self.multiplier, self.shift, groups=self.groups, **common)
 
 
 def run_c(lib, name: str, case: Case, **overrides) -> tuple[int, np.ndarray]:
     """Call one C conv kernel on `case`; returns (status, int8 output [N, Ho, Wo, C_out])."""
     keep: list = []
-    p = dict(input_offset=-case.input_zp, output_offset=case.output_zp,
-             stride_h=case.stride[0], stride_w=case.stride[1], pad_top=case.pad[0],
-             pad_left=case.pad[1], dilation_h=case.dilation[0], dilation_w=case.dilation[1],
-             groups=case.groups, ch_mult=case.ch_mult, act_min=case.act_min, act_max=case.act_max)
+    p = dict(
+        input_offset=-case.input_zp,
+        output_offset=case.output_zp,
+        stride_h=case.stride[0],
+        stride_w=case.stride[1],
+        pad_top=case.pad[0],
+        pad_left=case.pad[1],
+        dilation_h=case.dilation[0],
+        dilation_w=case.dilation[1],
+        groups=case.groups,
+        ch_mult=case.ch_mult,
+        act_min=case.act_min,
+        act_max=case.act_max,
+    )
     p.update(overrides)
     params = ConvParams(**p)
     quant = per_channel_quant(case.multiplier, case.shift, keep)
@@ -101,9 +129,17 @@ def run_c(lib, name: str, case: Case, **overrides) -> tuple[int, np.ndarray]:
     buf = np.full(size + _GUARD, 0x5A, dtype=np.int8)
     bias = None if case.bias is None else np.ascontiguousarray(case.bias, dtype=np.int32)
     status = _bind(lib, name)(
-        C.byref(params), C.byref(quant), C.byref(dims(x.shape)), ptr(x, C.c_int8),
-        C.byref(dims(w.shape)), ptr(w, C.c_int8), None if bias is None else ptr(bias, C.c_int32),
-        C.byref(dims(out_shape)), ptr(buf, C.c_int8), None)
+        C.byref(params),
+        C.byref(quant),
+        C.byref(dims(x.shape)),
+        ptr(x, C.c_int8),
+        C.byref(dims(w.shape)),
+        ptr(w, C.c_int8),
+        None if bias is None else ptr(bias, C.c_int32),
+        C.byref(dims(out_shape)),
+        ptr(buf, C.c_int8),
+        None,
+    )
     assert np.all(buf[size:] == 0x5A), "kernel wrote past the end of its output"
     np.testing.assert_array_equal(x, x_before)
     return status, buf[:size].reshape(out_shape)
@@ -191,11 +227,14 @@ def _qparams(draw, rng, c_out, reduction):
     scales = _scales(rng, c_out, reduction, draw(st.sampled_from([0, 1, 2, 3, 3, 3])))
     qm = [quantize_multiplier(float(s)) for s in scales]
     return dict(
-        input_zp=draw(zero_points), output_zp=draw(zero_points),
+        input_zp=draw(zero_points),
+        output_zp=draw(zero_points),
         multiplier=np.array([m for m, _ in qm], dtype=np.int32),
         shift=np.array([s for _, s in qm], dtype=np.int32),
         bias=_bias(rng, c_out, reduction, draw(st.sampled_from([0, 0, 1, 1, 1, 1, 2, 3, 4]))),
-        act_min=act_min, act_max=act_max)
+        act_min=act_min,
+        act_max=act_max,
+    )
 
 
 @st.composite
@@ -209,8 +248,7 @@ def conv_cases(draw, max_hw=12):
     x = _int8(rng, (n, h, w, cin_g * groups), draw(_data_mode))
     wt = _int8(rng, (cout_g * groups, kh, kw, cin_g), draw(_data_mode))
     q = draw(_qparams(rng, cout_g * groups, kh * kw * cin_g))
-    return Case(x=x, w=wt, stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
-                groups=groups, **q)
+    return Case(x=x, w=wt, stride=stride, pad=pad, dilation=dilation, out_hw=out_hw, groups=groups, **q)
 
 
 @st.composite
@@ -223,8 +261,9 @@ def depthwise_cases(draw, max_hw=12):
     x = _int8(rng, (n, h, w, c_in), draw(_data_mode))
     wt = _int8(rng, (1, kh, kw, c_in * ch_mult), draw(_data_mode))
     q = draw(_qparams(rng, c_in * ch_mult, kh * kw))
-    return Case(x=x, w=wt, stride=stride, pad=pad, dilation=dilation, out_hw=out_hw,
-                ch_mult=ch_mult, is_depthwise=True, **q)
+    return Case(
+        x=x, w=wt, stride=stride, pad=pad, dilation=dilation, out_hw=out_hw, ch_mult=ch_mult, is_depthwise=True, **q
+    )
 
 
 @st.composite
@@ -245,6 +284,7 @@ def pointwise_cases(draw):
 # --------------------------------------------------------------------------------------------
 # Golden == C, 0 LSB
 # --------------------------------------------------------------------------------------------
+
 
 @settings(max_examples=1000, **SETTINGS)
 @given(case=conv_cases())
@@ -274,11 +314,22 @@ def test_conv_1x1_fast_path_matches_generic_and_golden(kernel_lib, case):
 
 def _as_grouped_conv(case: Case) -> Case:
     """The same depthwise layer as a generic conv with groups = C_in (OHWI [C_out,KH,KW,1])."""
-    return Case(x=case.x, w=np.ascontiguousarray(case.w[0].transpose(2, 0, 1)[..., None]),
-                bias=case.bias, multiplier=case.multiplier, shift=case.shift,
-                input_zp=case.input_zp, output_zp=case.output_zp, stride=case.stride,
-                pad=case.pad, dilation=case.dilation, out_hw=case.out_hw, act_min=case.act_min,
-                act_max=case.act_max, groups=case.x.shape[3])
+    return Case(
+        x=case.x,
+        w=np.ascontiguousarray(case.w[0].transpose(2, 0, 1)[..., None]),
+        bias=case.bias,
+        multiplier=case.multiplier,
+        shift=case.shift,
+        input_zp=case.input_zp,
+        output_zp=case.output_zp,
+        stride=case.stride,
+        pad=case.pad,
+        dilation=case.dilation,
+        out_hw=case.out_hw,
+        act_min=case.act_min,
+        act_max=case.act_max,
+        groups=case.x.shape[3],
+    )
 
 
 @settings(max_examples=300, **SETTINGS)
@@ -297,15 +348,16 @@ def test_depthwise_equals_grouped_conv(kernel_lib, case):
 # (exact rationals and per-element loops; shares no code with edgec.numerics)
 # --------------------------------------------------------------------------------------------
 
+
 def _round_half_away(q: Fraction) -> int:
     n = math.floor(abs(q) + Fraction(1, 2))
     return n if q >= 0 else -n
 
 
 def _ref_requantize(acc: int, multiplier: int, shift: int) -> int:
-    acc = (acc + 2**31) % 2**32 - 2**31                 # the 32-bit accumulator wraps
+    acc = (acc + 2**31) % 2**32 - 2**31  # the 32-bit accumulator wraps
     v = acc << max(shift, 0)
-    v = max(-2**31, min(2**31 - 1, v))                  # x << left, saturated to int32
+    v = max(-(2**31), min(2**31 - 1, v))  # x << left, saturated to int32
     high = math.floor(Fraction(v * multiplier, 2**31) + Fraction(1, 2))  # rounds half up
     return _round_half_away(Fraction(high, 2 ** max(-shift, 0)))
 
@@ -371,10 +423,21 @@ def test_conv_hand_computed_3x3_pad1():
     # y = requantize(11, 0.5) = 11 * 2^30 + 2^30 >> 31 = 6 (5.5 rounds up), + zp_out 3 = 9.
     m, s = _scale_half()
     x = np.array([2, 3, 4, 5], dtype=np.int8).reshape(1, 2, 2, 1)
-    case = Case(x=x, w=np.ones((1, 3, 3, 1), np.int8), bias=np.array([1], np.int32),
-                multiplier=np.array([m]), shift=np.array([s]), input_zp=1, output_zp=3,
-                stride=(1, 1), pad=(1, 1), dilation=(1, 1), out_hw=(2, 2), act_min=-128,
-                act_max=127)
+    case = Case(
+        x=x,
+        w=np.ones((1, 3, 3, 1), np.int8),
+        bias=np.array([1], np.int32),
+        multiplier=np.array([m]),
+        shift=np.array([s]),
+        input_zp=1,
+        output_zp=3,
+        stride=(1, 1),
+        pad=(1, 1),
+        dilation=(1, 1),
+        out_hw=(2, 2),
+        act_min=-128,
+        act_max=127,
+    )
     np.testing.assert_array_equal(case.golden(), np.full((1, 2, 2, 1), 9, np.int8))
 
 
@@ -385,9 +448,19 @@ def test_conv_hand_computed_negative_rounding_and_clamp(kernel_lib):
     # Shift 0 (scale 0.5): -3.5 rounds half *up* in the doubling multiply -> -3.
     m, _ = _scale_half()
     x = np.array([-7], dtype=np.int8).reshape(1, 1, 1, 1)
-    base = dict(x=x, w=np.array([1, -1, 1], np.int8).reshape(3, 1, 1, 1), bias=None,
-                multiplier=np.array([m, m, m]), shift=np.array([-1, -1, 0]), input_zp=0,
-                output_zp=0, stride=(1, 1), pad=(0, 0), dilation=(1, 1), out_hw=(1, 1))
+    base = dict(
+        x=x,
+        w=np.array([1, -1, 1], np.int8).reshape(3, 1, 1, 1),
+        bias=None,
+        multiplier=np.array([m, m, m]),
+        shift=np.array([-1, -1, 0]),
+        input_zp=0,
+        output_zp=0,
+        stride=(1, 1),
+        pad=(0, 0),
+        dilation=(1, 1),
+        out_hw=(1, 1),
+    )
     case = Case(act_min=-128, act_max=127, **base)
     np.testing.assert_array_equal(case.golden().ravel(), [-2, 2, -3])
     clamped = Case(act_min=-1, act_max=1, **base)  # fused clamp bounds
@@ -406,9 +479,23 @@ def test_depthwise_hand_computed_ch_mult_stride_dilation(kernel_lib):
     m, s = quantize_multiplier(1.0)
     x = np.arange(9, dtype=np.int8).reshape(1, 3, 3, 1)
     w = np.array([[[1, 1], [1, 0]], [[1, 0], [1, -1]]], np.int8).reshape(1, 2, 2, 2)
-    case = Case(x=x, w=w, bias=None, multiplier=np.array([m, m]), shift=np.array([s, s]),
-                input_zp=0, output_zp=-5, stride=(1, 1), pad=(0, 0), dilation=(2, 2),
-                out_hw=(1, 1), act_min=-128, act_max=127, ch_mult=2, is_depthwise=True)
+    case = Case(
+        x=x,
+        w=w,
+        bias=None,
+        multiplier=np.array([m, m]),
+        shift=np.array([s, s]),
+        input_zp=0,
+        output_zp=-5,
+        stride=(1, 1),
+        pad=(0, 0),
+        dilation=(2, 2),
+        out_hw=(1, 1),
+        act_min=-128,
+        act_max=127,
+        ch_mult=2,
+        is_depthwise=True,
+    )
     np.testing.assert_array_equal(case.golden().ravel(), [11, -13])
     status, out = run_c(kernel_lib, "edgec_depthwise_conv_s8", case)
     assert status == 0
@@ -430,9 +517,21 @@ def test_large_reduction_golden_exact():
     x = rng.choice(np.array([-128, 127], np.int8), (1, 3, 3, 512))
     w = rng.choice(np.array([-128, 127], np.int8), (2, 3, 3, 512))
     m, s = quantize_multiplier(1e-6)
-    case = Case(x=x, w=w, bias=np.array([-7, 7], np.int32), multiplier=np.array([m, m]),
-                shift=np.array([s, s]), input_zp=127, output_zp=0, stride=(1, 1), pad=(1, 1),
-                dilation=(1, 1), out_hw=(3, 3), act_min=-128, act_max=127)
+    case = Case(
+        x=x,
+        w=w,
+        bias=np.array([-7, 7], np.int32),
+        multiplier=np.array([m, m]),
+        shift=np.array([s, s]),
+        input_zp=127,
+        output_zp=0,
+        stride=(1, 1),
+        pad=(1, 1),
+        dilation=(1, 1),
+        out_hw=(3, 3),
+        act_min=-128,
+        act_max=127,
+    )
     np.testing.assert_array_equal(case.golden(), ref_conv(case))
 
 
@@ -440,25 +539,47 @@ def test_large_reduction_golden_exact():
 # Argument checking
 # --------------------------------------------------------------------------------------------
 
+
 def _small_conv_case(c_in=4, c_out=4, k=1, groups=1) -> Case:
     rng = np.random.default_rng(1)
-    return Case(x=rng.integers(-128, 128, (1, 4, 4, c_in)).astype(np.int8),
-                w=rng.integers(-128, 128, (c_out, k, k, c_in // groups)).astype(np.int8),
-                bias=None, multiplier=np.full(c_out, 2**30), shift=np.zeros(c_out),
-                input_zp=0, output_zp=0, stride=(1, 1), pad=(0, 0), dilation=(1, 1),
-                out_hw=(4 - k + 1, 4 - k + 1), act_min=-128, act_max=127, groups=groups)
+    return Case(
+        x=rng.integers(-128, 128, (1, 4, 4, c_in)).astype(np.int8),
+        w=rng.integers(-128, 128, (c_out, k, k, c_in // groups)).astype(np.int8),
+        bias=None,
+        multiplier=np.full(c_out, 2**30),
+        shift=np.zeros(c_out),
+        input_zp=0,
+        output_zp=0,
+        stride=(1, 1),
+        pad=(0, 0),
+        dilation=(1, 1),
+        out_hw=(4 - k + 1, 4 - k + 1),
+        act_min=-128,
+        act_max=127,
+        groups=groups,
+    )
 
 
-@pytest.mark.parametrize("override", [
-    dict(groups=3), dict(groups=0), dict(stride_h=0), dict(dilation_w=0), dict(pad_top=-1),
-    dict(act_min=10, act_max=9), dict(act_max=128)])
+@pytest.mark.parametrize(
+    "override",
+    [
+        dict(groups=3),
+        dict(groups=0),
+        dict(stride_h=0),
+        dict(dilation_w=0),
+        dict(pad_top=-1),
+        dict(act_min=10, act_max=9),
+        dict(act_max=128),
+    ],
+)
 def test_conv_rejects_invalid_args(kernel_lib, override):
     status, _ = run_c(kernel_lib, "edgec_conv_s8", _small_conv_case(k=3), **override)
     assert status == -1
 
 
-@pytest.mark.parametrize("override", [
-    dict(pad_top=1), dict(pad_left=1), dict(dilation_h=2), dict(groups=2), dict(stride_w=0)])
+@pytest.mark.parametrize(
+    "override", [dict(pad_top=1), dict(pad_left=1), dict(dilation_h=2), dict(groups=2), dict(stride_w=0)]
+)
 def test_conv_1x1_rejects_what_it_cannot_do(kernel_lib, override):
     status, _ = run_c(kernel_lib, "edgec_conv_1x1_s8", _small_conv_case(), **override)
     assert status == -1
@@ -482,11 +603,23 @@ def test_grouped_conv_golden_rejects_bad_groups():
 
 def test_depthwise_rejects_channel_mismatch(kernel_lib):
     rng = np.random.default_rng(2)
-    case = Case(x=rng.integers(-128, 128, (1, 4, 4, 3)).astype(np.int8),
-                w=rng.integers(-128, 128, (1, 3, 3, 6)).astype(np.int8), bias=None,
-                multiplier=np.full(6, 2**30), shift=np.zeros(6), input_zp=0, output_zp=0,
-                stride=(1, 1), pad=(1, 1), dilation=(1, 1), out_hw=(4, 4), act_min=-128,
-                act_max=127, ch_mult=2, is_depthwise=True)
+    case = Case(
+        x=rng.integers(-128, 128, (1, 4, 4, 3)).astype(np.int8),
+        w=rng.integers(-128, 128, (1, 3, 3, 6)).astype(np.int8),
+        bias=None,
+        multiplier=np.full(6, 2**30),
+        shift=np.zeros(6),
+        input_zp=0,
+        output_zp=0,
+        stride=(1, 1),
+        pad=(1, 1),
+        dilation=(1, 1),
+        out_hw=(4, 4),
+        act_min=-128,
+        act_max=127,
+        ch_mult=2,
+        is_depthwise=True,
+    )
     assert run_c(kernel_lib, "edgec_depthwise_conv_s8", case)[0] == 0
     assert run_c(kernel_lib, "edgec_depthwise_conv_s8", case, ch_mult=3)[0] == -1
     assert run_c(kernel_lib, "edgec_depthwise_conv_s8", case, ch_mult=0)[0] == -1
@@ -497,11 +630,13 @@ def test_depthwise_rejects_channel_mismatch(kernel_lib):
 # out, multipliers 2^31 - 1 and 2^30, shifts at their limits -- every kernel, golden == C (UBSan)
 # --------------------------------------------------------------------------------------------
 
-EXTREME_BIASES = np.array([INT32_MIN, INT32_MAX, INT32_MIN + 1, INT32_MAX - 1, 0, -1, 2**30, -2**30],
-                          dtype=np.int32)
+EXTREME_BIASES = np.array([INT32_MIN, INT32_MAX, INT32_MIN + 1, INT32_MAX - 1, 0, -1, 2**30, -(2**30)], dtype=np.int32)
 EXTREME_SHIFTS = ([-31] * 8, [30] * 8, [31] * 8, [-31, 30, 0, -1, 1, -24, -2, 31])
-EXTREME_CASES = list(itertools.product([(-128, 127), (127, -128), (-128, -128), (127, 127)],
-                                       [2**31 - 1, 2**30], range(len(EXTREME_SHIFTS))))
+EXTREME_CASES = list(
+    itertools.product(
+        [(-128, 127), (127, -128), (-128, -128), (127, 127)], [2**31 - 1, 2**30], range(len(EXTREME_SHIFTS))
+    )
+)
 
 
 def extreme_case(zero_points, multiplier: int, shifts: int, *, kernel: str, seed: int = 0) -> Case:
@@ -509,19 +644,49 @@ def extreme_case(zero_points, multiplier: int, shifts: int, *, kernel: str, seed
     sums are as large as they get and wrap past both int32 limits."""
     rng = np.random.default_rng(seed)
     extremes = np.array([-128, 127], dtype=np.int8)
-    common = dict(bias=EXTREME_BIASES, multiplier=np.full(8, multiplier), shift=np.array(EXTREME_SHIFTS[shifts]),
-                  input_zp=zero_points[0], output_zp=zero_points[1], act_min=-128, act_max=127)
+    common = dict(
+        bias=EXTREME_BIASES,
+        multiplier=np.full(8, multiplier),
+        shift=np.array(EXTREME_SHIFTS[shifts]),
+        input_zp=zero_points[0],
+        output_zp=zero_points[1],
+        act_min=-128,
+        act_max=127,
+    )
     if kernel == "edgec_conv_1x1_s8":
-        return Case(x=rng.choice(extremes, (2, 3, 5, 11)), w=rng.choice(extremes, (8, 1, 1, 11)), stride=(2, 1),
-                    pad=(0, 0), dilation=(1, 1), out_hw=(2, 5), **common)
+        return Case(
+            x=rng.choice(extremes, (2, 3, 5, 11)),
+            w=rng.choice(extremes, (8, 1, 1, 11)),
+            stride=(2, 1),
+            pad=(0, 0),
+            dilation=(1, 1),
+            out_hw=(2, 5),
+            **common,
+        )
     if kernel == "edgec_depthwise_conv_s8":
         # ch_mult 1 runs the groups of four (3x3 inside runs and border pixels), 2 the general loop
         ch_mult = 1 + seed % 2
-        return Case(x=rng.choice(extremes, (2, 6, 5, 8 // ch_mult)), w=rng.choice(extremes, (1, 3, 3, 8)),
-                    stride=(1, 2), pad=(1, 1), dilation=(1, 1), out_hw=(6, 3), ch_mult=ch_mult, is_depthwise=True,
-                    **common)
-    return Case(x=rng.choice(extremes, (2, 5, 6, 6)), w=rng.choice(extremes, (8, 3, 2, 3)), stride=(1, 2),
-                pad=(1, 0), dilation=(2, 1), out_hw=(3, 3), groups=2, **common)
+        return Case(
+            x=rng.choice(extremes, (2, 6, 5, 8 // ch_mult)),
+            w=rng.choice(extremes, (1, 3, 3, 8)),
+            stride=(1, 2),
+            pad=(1, 1),
+            dilation=(1, 1),
+            out_hw=(6, 3),
+            ch_mult=ch_mult,
+            is_depthwise=True,
+            **common,
+        )
+    return Case(
+        x=rng.choice(extremes, (2, 5, 6, 6)),
+        w=rng.choice(extremes, (8, 3, 2, 3)),
+        stride=(1, 2),
+        pad=(1, 0),
+        dilation=(2, 1),
+        out_hw=(3, 3),
+        groups=2,
+        **common,
+    )
 
 
 @pytest.mark.parametrize("kernel", ["edgec_conv_s8", "edgec_conv_1x1_s8", "edgec_depthwise_conv_s8"])
@@ -543,9 +708,18 @@ def test_extreme_values_golden_matches_slow_reference():
 
 
 @pytest.mark.parametrize("kernel", ["edgec_conv_s8", "edgec_conv_1x1_s8", "edgec_depthwise_conv_s8"])
-@pytest.mark.parametrize("override", [
-    dict(input_offset=129), dict(input_offset=-128), dict(output_offset=128), dict(output_offset=-129),
-    dict(input_offset=2**31 - 1), dict(stride_h=2**30), dict(stride_w=2**31 - 1)])
+@pytest.mark.parametrize(
+    "override",
+    [
+        dict(input_offset=129),
+        dict(input_offset=-128),
+        dict(output_offset=128),
+        dict(output_offset=-129),
+        dict(input_offset=2**31 - 1),
+        dict(stride_h=2**30),
+        dict(stride_w=2**31 - 1),
+    ],
+)
 def test_rejects_offsets_outside_int8_and_overflowing_strides(kernel_lib, kernel, override):
     """Zero points outside int8 would take x + input_offset and the output stage past int32, and a
     stride of 2^30 over 3 output rows the index arithmetic: refused, without undefined behaviour."""
@@ -555,15 +729,16 @@ def test_rejects_offsets_outside_int8_and_overflowing_strides(kernel_lib, kernel
 
 
 @pytest.mark.parametrize("kernel", ["edgec_conv_s8", "edgec_depthwise_conv_s8"])
-@pytest.mark.parametrize("override", [
-    dict(pad_top=2**31 - 1), dict(pad_left=2**31 - 4), dict(dilation_h=2**30), dict(dilation_w=2**31 - 1)])
+@pytest.mark.parametrize(
+    "override", [dict(pad_top=2**31 - 1), dict(pad_left=2**31 - 4), dict(dilation_h=2**30), dict(dilation_w=2**31 - 1)]
+)
 def test_rejects_windows_whose_index_arithmetic_overflows(kernel_lib, kernel, override):
     case = extreme_case((0, 0), 2**30, 0, kernel=kernel)
     assert run_c(kernel_lib, kernel, case, **override)[0] == -1
 
 
 @pytest.mark.parametrize("kernel", ["edgec_conv_s8", "edgec_conv_1x1_s8", "edgec_depthwise_conv_s8"])
-@pytest.mark.parametrize("bad_shift", [32, -32, 2**31 - 1, -2**31])
+@pytest.mark.parametrize("bad_shift", [32, -32, 2**31 - 1, -(2**31)])
 def test_rejects_shifts_outside_their_range(kernel_lib, kernel, bad_shift):
     case = extreme_case((0, 0), 2**30, 0, kernel=kernel)
     case.shift = case.shift.copy()
@@ -577,21 +752,32 @@ def test_rejects_shifts_outside_their_range(kernel_lib, kernel, bad_shift):
 # Compile time: a layer whose accumulator could leave int32 is refused, naming the layer
 # --------------------------------------------------------------------------------------------
 
+
 def _finalize(unit, kind: str, weight: np.ndarray, bias, x_shape, y_shape, input_zp: int = 0) -> None:
     graph = Graph(inputs=["x"], outputs=["y"])
     graph.add_tensor(Tensor("x", x_shape, scale=0.02, zero_point=input_zp))
     graph.add_tensor(Tensor("y", y_shape, scale=0.05, zero_point=0))
     c_out = y_shape[-1]
-    op = Op("conv_3", kind, ["x"], ["y"], dict(weight=weight, weight_scales=np.full(c_out, 1e-3), bias=bias,
-                                             clamp=(None, None)), source="model.py:12 (self.conv(x))")
+    op = Op(
+        "conv_3",
+        kind,
+        ["x"],
+        ["y"],
+        dict(weight=weight, weight_scales=np.full(c_out, 1e-3), bias=bias, clamp=(None, None)),
+        source="model.py:12 (self.conv(x))",
+    )
     graph.ops = [op]
     unit.finalize(op, graph)
 
 
-@pytest.mark.parametrize("unit,kind,weight_shape,x_shape,y_shape", [
-    (CONV, "conv2d", (3, 3, 3, 16), (1, 8, 8, 16), (1, 8, 8, 3)),
-    (DEPTHWISE, "depthwise_conv2d", (1, 3, 3, 3), (1, 8, 8, 3), (1, 8, 8, 3)),
-    (LINEAR, "fully_connected", (3, 144), (1, 144), (1, 3))])
+@pytest.mark.parametrize(
+    "unit,kind,weight_shape,x_shape,y_shape",
+    [
+        (CONV, "conv2d", (3, 3, 3, 16), (1, 8, 8, 16), (1, 8, 8, 3)),
+        (DEPTHWISE, "depthwise_conv2d", (1, 3, 3, 3), (1, 8, 8, 3), (1, 8, 8, 3)),
+        (LINEAR, "fully_connected", (3, 144), (1, 144), (1, 3)),
+    ],
+)
 def test_finalize_refuses_a_bias_the_accumulator_cannot_hold(unit, kind, weight_shape, x_shape, y_shape):
     weight = np.full(weight_shape, -128, dtype=np.int8)
     taps = int(np.prod(weight_shape)) // 3

@@ -9,6 +9,7 @@ golden's accumulator against torch.nn.functional.conv_transpose2d in float64 on 
 (exact: every partial sum is an integer below 2^53). The _dsp/_mve paths run under QEMU
 (test_conv_transpose_arm at the end; driver tests/data/port/conv_transpose_kernels.c).
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -21,7 +22,6 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgec.targets import toolchain
 from edgec.numerics import quantize_multiplier
 from edgec.ops.conv_transpose import (
     PORTABLE,
@@ -34,7 +34,8 @@ from edgec.ops.conv_transpose import (
     conv_transpose_scratch_bytes,
 )
 from edgec.ops.kernel_layout import DSP, MVE
-from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from edgec.targets import toolchain
+from tests.device_support import ROOT, needs_toolchain
 from tests.kernel_lib import CONV_TRANSPOSE_INT_FIELDS, ConvTransposeDesc, ptr
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -46,10 +47,11 @@ ARG_ERROR = -1
 # Cases
 # --------------------------------------------------------------------------------------------
 
+
 @dataclass
 class Case:
-    x: np.ndarray            # int8 NHWC
-    w: np.ndarray            # int8 [C_in, C_out/groups, KH, KW] (PyTorch)
+    x: np.ndarray  # int8 NHWC
+    w: np.ndarray  # int8 [C_in, C_out/groups, KH, KW] (PyTorch)
     bias: np.ndarray | None
     multiplier: np.ndarray
     shift: np.ndarray
@@ -66,25 +68,52 @@ class Case:
 
     @property
     def geometry(self) -> dict:
-        return dict(stride=self.stride, pad=self.pad, output_padding=self.output_padding,
-                    dilation=self.dilation, groups=self.groups)
+        return dict(
+            stride=self.stride,
+            pad=self.pad,
+            output_padding=self.output_padding,
+            dilation=self.dilation,
+            groups=self.groups,
+        )
 
     @property
     def out_hw(self) -> tuple[int, int]:
         _, h, w, _ = self.x.shape
         _, _, kh, kw = self.w.shape
-        return tuple(conv_transpose_output_size(*a) for a in zip((h, w), (kh, kw), self.stride, self.pad,
-                                                                 self.output_padding, self.dilation))
+        return tuple(
+            conv_transpose_output_size(*a)
+            for a in zip((h, w), (kh, kw), self.stride, self.pad, self.output_padding, self.dilation)
+        )
 
     def golden(self) -> np.ndarray:
-        return conv_transpose2d_s8(self.x, self.w, self.bias, self.multiplier, self.shift, input_zp=self.input_zp,
-                                   output_zp=self.output_zp, out_hw=self.out_hw, act_min=self.act_min,
-                                   act_max=self.act_max, **self.geometry)
+        return conv_transpose2d_s8(
+            self.x,
+            self.w,
+            self.bias,
+            self.multiplier,
+            self.shift,
+            input_zp=self.input_zp,
+            output_zp=self.output_zp,
+            out_hw=self.out_hw,
+            act_min=self.act_min,
+            act_max=self.act_max,
+            **self.geometry,
+        )
 
     def desc(self, isa: str = PORTABLE) -> dict:
-        return conv_transpose_desc(self.x.shape, self.w, self.bias, self.multiplier, self.shift,
-                                   input_zp=self.input_zp, output_zp=self.output_zp, act_min=self.act_min,
-                                   act_max=self.act_max, isa=isa, **self.geometry)
+        return conv_transpose_desc(
+            self.x.shape,
+            self.w,
+            self.bias,
+            self.multiplier,
+            self.shift,
+            input_zp=self.input_zp,
+            output_zp=self.output_zp,
+            act_min=self.act_min,
+            act_max=self.act_max,
+            isa=isa,
+            **self.geometry,
+        )
 
 
 def multipliers(rng, count: int, style: int, scale: float = 2**12) -> tuple[np.ndarray, np.ndarray]:
@@ -134,9 +163,9 @@ def random_case(rng, *, groups_kind: str | None = None, max_hw: int = 6, max_c: 
         c_out = cout_g * groups
         x, w = int8_array(rng, (n, h, w, c_in)), int8_array(rng, (c_in, cout_g, *kernel))
         m, s = multipliers(rng, c_out, int(rng.choice([0, 0, 0, 1, 2])), scale=_spread(x, w, groups, kernel))
-        bias = None if rng.random() < 0.2 else rng.integers(-2**20, 2**20, c_out).astype(np.int32)
+        bias = None if rng.random() < 0.2 else rng.integers(-(2**20), 2**20, c_out).astype(np.int32)
         if rng.random() < 0.1 and bias is not None:
-            bias = rng.choice(np.array([-2**31, 2**31 - 1], dtype=np.int64), c_out).astype(np.int32)
+            bias = rng.choice(np.array([-(2**31), 2**31 - 1], dtype=np.int64), c_out).astype(np.int32)
         zp = lambda: int(rng.choice([-128, 127, 0, int(rng.integers(-128, 128))]))  # noqa: E731
         lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2))
         act_min, act_max = [(-128, 127), (lo, 127), (lo, hi)][int(rng.integers(3))]
@@ -152,6 +181,7 @@ def _spread(x, w, groups, kernel) -> float:
 # --------------------------------------------------------------------------------------------
 # ctypes
 # --------------------------------------------------------------------------------------------
+
 
 def c_desc(values: dict, keep: list) -> ConvTransposeDesc:
     desc = ConvTransposeDesc(*[int(values[name]) for name in CONV_TRANSPOSE_INT_FIELDS])
@@ -188,29 +218,45 @@ def check_c_matches(lib, case: Case) -> None:
 # Golden vs C (portable, UBSan)
 # --------------------------------------------------------------------------------------------
 
+
 @settings(max_examples=250, **SETTINGS)
 @given(seed=st.integers(0, 2**32 - 1), groups_kind=st.sampled_from(["one", "depthwise", "grouped"]))
 def test_golden_matches_c(kernel_lib, seed, groups_kind):
     check_c_matches(kernel_lib, random_case(np.random.default_rng(seed), groups_kind=groups_kind))
 
 
-@pytest.mark.parametrize("c_in,c_out,kernel,stride,pad,output_padding,dilation,groups,hw", [
-    (32, 16, 2, 2, 0, 0, 1, 1, (16, 16)),   # 2x upsampling
-    (16, 8, 3, 2, 1, 1, 1, 1, (8, 8)),      # the usual decoder layer
-    (4, 4, 3, 1, 1, 0, 1, 1, (5, 5)),       # stride 1: a plain conv with a flipped filter
-    (3, 6, 4, 2, 1, 0, 1, 3, (4, 7)),       # depthwise, channel multiplier 2
-    (2, 3, 3, 2, 0, 1, 2, 1, (3, 3)),       # dilation 2 with stride 2: one phase has no taps
-    (5, 2, (1, 4), (1, 2), (0, 1), (0, 1), 1, 1, (1, 9)),  # ConvTranspose1d as H = 1
-    (1, 1, 1, 3, 0, 2, 1, 1, (1, 1)),       # a 1x1 input: output padding only
-])
+@pytest.mark.parametrize(
+    "c_in,c_out,kernel,stride,pad,output_padding,dilation,groups,hw",
+    [
+        (32, 16, 2, 2, 0, 0, 1, 1, (16, 16)),  # 2x upsampling
+        (16, 8, 3, 2, 1, 1, 1, 1, (8, 8)),  # the usual decoder layer
+        (4, 4, 3, 1, 1, 0, 1, 1, (5, 5)),  # stride 1: a plain conv with a flipped filter
+        (3, 6, 4, 2, 1, 0, 1, 3, (4, 7)),  # depthwise, channel multiplier 2
+        (2, 3, 3, 2, 0, 1, 2, 1, (3, 3)),  # dilation 2 with stride 2: one phase has no taps
+        (5, 2, (1, 4), (1, 2), (0, 1), (0, 1), 1, 1, (1, 9)),  # ConvTranspose1d as H = 1
+        (1, 1, 1, 3, 0, 2, 1, 1, (1, 1)),  # a 1x1 input: output padding only
+    ],
+)
 def test_layers_match_c(kernel_lib, c_in, c_out, kernel, stride, pad, output_padding, dilation, groups, hw):
     rng = np.random.default_rng(c_in * 31 + c_out)
     pair = lambda v: v if isinstance(v, tuple) else (v, v)  # noqa: E731
     kernel = pair(kernel)
     x, w = int8_array(rng, (1, *hw, c_in)), int8_array(rng, (c_in, c_out // groups, *kernel))
     m, s = multipliers(rng, c_out, 0, scale=_spread(x, w, groups, kernel))
-    case = Case(x, w, rng.integers(-5000, 5000, c_out).astype(np.int32), m, s, -3, 7, pair(stride), pair(pad),
-                pair(output_padding), pair(dilation), groups)
+    case = Case(
+        x,
+        w,
+        rng.integers(-5000, 5000, c_out).astype(np.int32),
+        m,
+        s,
+        -3,
+        7,
+        pair(stride),
+        pair(pad),
+        pair(output_padding),
+        pair(dilation),
+        groups,
+    )
     check_c_matches(kernel_lib, case)
 
 
@@ -222,10 +268,20 @@ def test_extreme_values_match_c(kernel_lib):
         for value in (-128, 127):
             for shift in (-31, 0, 30):
                 c_in, c_out = 7, 5
-                case = Case(np.full((1, 3, 4, c_in), value, np.int8), np.full((c_in, c_out, 3, 3), -128, np.int8),
-                            np.array([2**31 - 1, -2**31, 0, 1, -1], np.int32), np.full(c_out, 2**31 - 1, np.int32),
-                            np.full(c_out, shift, np.int32), input_zp, -input_zp - 1 if input_zp == 127 else 127,
-                            (2, 1), (1, 0), (1, 0), (1, 1), 1)
+                case = Case(
+                    np.full((1, 3, 4, c_in), value, np.int8),
+                    np.full((c_in, c_out, 3, 3), -128, np.int8),
+                    np.array([2**31 - 1, -(2**31), 0, 1, -1], np.int32),
+                    np.full(c_out, 2**31 - 1, np.int32),
+                    np.full(c_out, shift, np.int32),
+                    input_zp,
+                    -input_zp - 1 if input_zp == 127 else 127,
+                    (2, 1),
+                    (1, 0),
+                    (1, 0),
+                    (1, 1),
+                    1,
+                )
                 check_c_matches(kernel_lib, case)
     check_c_matches(kernel_lib, random_case(rng, groups_kind="one"))
 
@@ -235,14 +291,30 @@ def test_invalid_descriptors_are_refused(kernel_lib):
     case = random_case(np.random.default_rng(11), groups_kind="one")
     good = case.desc()
     expected = case.golden()
-    breakages = [dict(output_h=good["output_h"] + 1), dict(output_w=good["output_w"] - 1), dict(stride_h=0),
-                 dict(dilation_w=0), dict(pad_h=-1), dict(output_padding_h=max(good["stride_h"], good["dilation_h"])),
-                 dict(output_padding_w=-1), dict(groups=0), dict(groups=good["input_c"] + 1), dict(batches=0),
-                 dict(input_c=0), dict(input_offset=129), dict(input_offset=-128), dict(output_offset=128),
-                 dict(act_min=10, act_max=9), dict(act_max=128), dict(kernel_h=0), dict(filter=None),
-                 dict(multiplier=None), dict(shift=np.full(len(case.shift), 32, np.int32)),
-                 dict(multiplier=np.full(len(case.shift), -1, np.int32)),
-                 dict(input_h=2**20, stride_h=2**12, pad_h=0)]
+    breakages = [
+        dict(output_h=good["output_h"] + 1),
+        dict(output_w=good["output_w"] - 1),
+        dict(stride_h=0),
+        dict(dilation_w=0),
+        dict(pad_h=-1),
+        dict(output_padding_h=max(good["stride_h"], good["dilation_h"])),
+        dict(output_padding_w=-1),
+        dict(groups=0),
+        dict(groups=good["input_c"] + 1),
+        dict(batches=0),
+        dict(input_c=0),
+        dict(input_offset=129),
+        dict(input_offset=-128),
+        dict(output_offset=128),
+        dict(act_min=10, act_max=9),
+        dict(act_max=128),
+        dict(kernel_h=0),
+        dict(filter=None),
+        dict(multiplier=None),
+        dict(shift=np.full(len(case.shift), 32, np.int32)),
+        dict(multiplier=np.full(len(case.shift), -1, np.int32)),
+        dict(input_h=2**20, stride_h=2**12, pad_h=0),
+    ]
     for broken in breakages:
         status, out = run_c(kernel_lib, {**good, **broken}, case.x, expected.size)
         assert status == ARG_ERROR, broken
@@ -255,6 +327,7 @@ def test_invalid_descriptors_are_refused(kernel_lib):
 # The golden against a slow scatter-form reference and against PyTorch
 # --------------------------------------------------------------------------------------------
 
+
 def _wrap32(v: int) -> int:
     return (v + 2**31) % 2**32 - 2**31
 
@@ -263,8 +336,8 @@ def _multiply_by_quantized_multiplier(x: int, multiplier: int, shift: int) -> in
     """TFLite MultiplyByQuantizedMultiplier (double rounding, gemmlowp), on Python ints; the left
     shift saturates (it overflows, undefined, in TFLite's C++)."""
     left, right = max(shift, 0), max(-shift, 0)
-    a = max(-2**31, min(2**31 - 1, x * 2**left))
-    if a == multiplier == -2**31:
+    a = max(-(2**31), min(2**31 - 1, x * 2**left))
+    if a == multiplier == -(2**31):
         high = 2**31 - 1
     else:
         ab = a * multiplier
@@ -326,8 +399,14 @@ def test_accumulator_matches_torch():
         acc = conv_transpose_accumulator(case.x, case.w, input_zp=case.input_zp, out_hw=case.out_hw, **case.geometry)
         x = torch.from_numpy(case.x.astype(np.float64) - case.input_zp).permute(0, 3, 1, 2)
         expected = torch.nn.functional.conv_transpose2d(
-            x, torch.from_numpy(case.w.astype(np.float64)), stride=case.stride, padding=case.pad,
-            output_padding=case.output_padding, groups=case.groups, dilation=case.dilation)
+            x,
+            torch.from_numpy(case.w.astype(np.float64)),
+            stride=case.stride,
+            padding=case.pad,
+            output_padding=case.output_padding,
+            groups=case.groups,
+            dilation=case.dilation,
+        )
         np.testing.assert_array_equal(acc, expected.permute(0, 2, 3, 1).numpy().astype(np.int64))
 
 
@@ -346,8 +425,10 @@ def test_filter_layout_holds_every_weight_once():
                 assert sorted(packed[packed != 0].tolist()) == sorted(plain[plain != 0].tolist())
                 rows = conv_transpose_phase_rows(case.w, **geometry)
                 largest = max(r.shape[1] for r in rows)
-                assert conv_transpose_scratch_bytes(isa, case.w.shape, stride=case.stride,
-                                                    dilation=case.dilation) >= (5 if isa == DSP else 2) * largest
+                assert (
+                    conv_transpose_scratch_bytes(isa, case.w.shape, stride=case.stride, dilation=case.dilation)
+                    >= (5 if isa == DSP else 2) * largest
+                )
 
 
 # --------------------------------------------------------------------------------------------
@@ -363,15 +444,23 @@ HEADER_WORDS = 32
 
 def record(case: Case, isa: str, expected_size: int, skew: int = 0) -> bytes:
     """One driver record: header (isa, payload bytes, output bytes, scratch bytes, scratch skew,
-    filter bytes, bias words (0: NULL), the descriptor's int fields) then x, filter, bias, multiplier, shift, each padded
-    to 4 bytes."""
+    filter bytes, bias words (0: NULL), the descriptor's int fields) then x, filter, bias,
+    multiplier, shift, each padded to 4 bytes."""
     values = case.desc(isa)
     arrays = [case.x, values["filter"], values["bias"], values["multiplier"], values["shift"]]
     payload = b"".join(_padded(np.ascontiguousarray(a).tobytes()) for a in arrays if a is not None)
     scratch = conv_transpose_scratch_bytes(isa, case.w.shape, stride=case.stride, dilation=case.dilation)
     bias_words = 0 if values["bias"] is None else len(values["bias"])
-    header = [ISA_CODE[isa], len(payload), expected_size, scratch, skew, len(values["filter"]), bias_words,
-              *[int(values[name]) for name in CONV_TRANSPOSE_INT_FIELDS]]
+    header = [
+        ISA_CODE[isa],
+        len(payload),
+        expected_size,
+        scratch,
+        skew,
+        len(values["filter"]),
+        bias_words,
+        *[int(values[name]) for name in CONV_TRANSPOSE_INT_FIELDS],
+    ]
     return struct.pack(f"<{HEADER_WORDS}i", *header, *[0] * (HEADER_WORDS - len(header))) + payload
 
 
@@ -396,8 +485,10 @@ def arm_cases(target: str) -> list[tuple[Case, str, int]]:
     return cases
 
 
-BENCH_NAMES = ("ConvTranspose2d(32, 16, 2, stride 2) on 16x16",
-               "ConvTranspose2d(16, 8, 3, stride 2, pad 1, output_padding 1) on 8x8")
+BENCH_NAMES = (
+    "ConvTranspose2d(32, 16, 2, stride 2) on 16x16",
+    "ConvTranspose2d(16, 8, 3, stride 2, pad 1, output_padding 1) on 8x8",
+)
 
 
 def bench_layers(rng) -> list[Case]:
@@ -407,8 +498,23 @@ def bench_layers(rng) -> list[Case]:
     for bench, (c_in, c_out, k, pad, op, hw) in enumerate(((32, 16, 2, 0, 0, 16), (16, 8, 3, 1, 1, 8))):
         x, w = int8_array(rng, (1, hw, hw, c_in)), int8_array(rng, (c_in, c_out, k, k))
         m, s = multipliers(rng, c_out, 0, scale=_spread(x, w, 1, (k, k)))
-        layers.append(Case(x, w, rng.integers(-5000, 5000, c_out).astype(np.int32), m, s, 5, -9, (2, 2), (pad, pad),
-                           (op, op), (1, 1), 1, extra=dict(bench=bench)))
+        layers.append(
+            Case(
+                x,
+                w,
+                rng.integers(-5000, 5000, c_out).astype(np.int32),
+                m,
+                s,
+                5,
+                -9,
+                (2, 2),
+                (pad, pad),
+                (op, op),
+                (1, 1),
+                1,
+                extra=dict(bench=bench),
+            )
+        )
     return layers
 
 
@@ -418,10 +524,16 @@ def bench_layers(rng) -> list[Case]:
 def test_conv_transpose_arm(target, tmp_path):
     cases = arm_cases(target)
     expected = [case.golden().ravel() for case, _, _ in cases]
-    elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [ROOT / "runtime_c" / "include"],
-                                  tmp_path / "kernels.elf", extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
-    (tmp_path / "cases.bin").write_bytes(b"".join(record(c, isa, e.size, skew)
-                                                   for (c, isa, skew), e in zip(cases, expected)))
+    elf = toolchain.cross_compile(
+        target,
+        [DRIVER, *SOURCES],
+        [ROOT / "runtime_c" / "include"],
+        tmp_path / "kernels.elf",
+        extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"],
+    )
+    (tmp_path / "cases.bin").write_bytes(
+        b"".join(record(c, isa, e.size, skew) for (c, isa, skew), e in zip(cases, expected))
+    )
     counts = toolchain.count_instructions(target, elf, timeout=180, cwd=tmp_path)
     assert len(counts["insns"]) == len(cases)
     data, at, failures = (tmp_path / "results.bin").read_bytes(), 0, []
@@ -443,14 +555,18 @@ def test_conv_transpose_arm(target, tmp_path):
     assert at == len(data)
     assert not failures, f"{len(failures)} of {len(cases)} fail:\n" + "\n".join(failures[:10])
     for layer in range(2):
-        print(f"{target} {BENCH_NAMES[layer]}: " + ", ".join(f"{isa} {per_mac[isa, layer]:.2f}"
-                                                             for isa in ISAS[target]) + " instructions/MAC")
+        print(
+            f"{target} {BENCH_NAMES[layer]}: "
+            + ", ".join(f"{isa} {per_mac[isa, layer]:.2f}" for isa in ISAS[target])
+            + " instructions/MAC"
+        )
         for isa in ISAS[target][1:]:
             assert per_mac[isa, layer] < per_mac[PORTABLE, layer] / 2
 
 
 def useful_macs(case: Case) -> int:
     """The multiply-accumulates whose product lands inside the output (cropped ones excluded)."""
-    ones = conv_transpose_accumulator(np.ones_like(case.x), np.ones_like(case.w), input_zp=0, out_hw=case.out_hw,
-                                      **case.geometry)
+    ones = conv_transpose_accumulator(
+        np.ones_like(case.x), np.ones_like(case.w), input_zp=0, out_hw=case.out_hw, **case.geometry
+    )
     return int(ones.sum())

@@ -4,13 +4,14 @@ least 8 pixels at stride 1 or 2) on cortex-m4 under QEMU against the golden kern
 test_kernels_arm's depthwise cases draw images at most 10 pixels wide, so few of their rows reach
 the pairs, and none at stride 2: these are the same cases (tests.test_kernels_arm.depthwise_case)
 drawn on images 8 to 40 pixels wide, run by its driver."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from tests import test_kernels_arm as arm
-from tests.device_support import edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from tests.device_support import needs_toolchain
 
 CASES = 150
 
@@ -21,8 +22,10 @@ def wide_image(rng, kernel, stride, dilation):
     pad_end = tuple(int(rng.integers(0, k)) for k in kernel)
     n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 6)), int(rng.integers(8, 41))
     try:
-        out_hw = tuple(arm.conv_output_size(size, k, s, p, e, d)
-                       for size, k, s, p, e, d in zip((h, w), kernel, stride, pad, pad_end, dilation))
+        out_hw = tuple(
+            arm.conv_output_size(size, k, s, p, e, d)
+            for size, k, s, p, e, d in zip((h, w), kernel, stride, pad, pad_end, dilation)
+        )
     except ValueError:
         out_hw = None
     return pad, pad_end, (n, h, w), out_hw
@@ -36,11 +39,16 @@ def test_long_depthwise_rows_match_golden(opt, tmp_path, monkeypatch):
     rng = np.random.default_rng(11 if opt == "-O2" else 12)
     cases = [arm.depthwise_case(rng, arm.DSP) for _ in range(CASES)]
     # 3x3 undilated, stride_w 1 or 2, out_w >= 8 (the fields' layout: see arm.depthwise_case)
-    paired = [c for c in cases if c.fields[17:19] == [3, 3] and c.fields[6:8] == [1, 1] and
-              c.fields[3] in (1, 2) and c.fields[-6] >= 8]
+    paired = [
+        c
+        for c in cases
+        if c.fields[17:19] == [3, 3] and c.fields[6:8] == [1, 1] and c.fields[3] in (1, 2) and c.fields[-6] >= 8
+    ]
     assert len(paired) >= CASES // 8, "too few cases reach the pair routines"
     results = arm.run_on_target("cortex-m4", cases, tmp_path, opt)
-    failures = [arm.describe(case) for case, (status, guards, output) in zip(cases, results)
-                if status != case.status or not guards or
-                (status == 0 and not np.array_equal(output, case.expected.ravel()))]
+    failures = [
+        arm.describe(case)
+        for case, (status, guards, output) in zip(cases, results)
+        if status != case.status or not guards or (status == 0 and not np.array_equal(output, case.expected.ravel()))
+    ]
     assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures[:10])

@@ -7,6 +7,7 @@ Three layers of checks:
   3. argument validation and in-place behaviour of the C kernels.
 Every C output buffer carries a guard tail that must come back untouched.
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -37,14 +38,22 @@ P8, P32 = C.POINTER(C.c_int8), C.POINTER(C.c_int32)
 def lib(kernel_lib):
     """kernel_lib with argtypes/restype set for the kernels under test."""
     kernel_lib.edgec_fully_connected_s8.argtypes = [
-        C.POINTER(FcParams), C.c_void_p, C.c_int32, C.c_int32, P8, C.c_int32, P8, P32, P8]
+        C.POINTER(FcParams),
+        C.c_void_p,
+        C.c_int32,
+        C.c_int32,
+        P8,
+        C.c_int32,
+        P8,
+        P32,
+        P8,
+    ]
     pool_args = [C.POINTER(PoolParams), C.c_void_p, P8, C.c_void_p, P8]
     kernel_lib.edgec_avgpool_s8.argtypes = pool_args
     kernel_lib.edgec_maxpool_s8.argtypes = pool_args
     kernel_lib.edgec_add_s8.argtypes = [C.POINTER(AddParams), P8, P8, P8, C.c_int32]
     kernel_lib.edgec_clamp_s8.argtypes = [P8, C.c_int32, C.c_int32, C.c_int32]
-    for name in ("edgec_fully_connected_s8", "edgec_avgpool_s8", "edgec_maxpool_s8", "edgec_add_s8",
-                 "edgec_clamp_s8"):
+    for name in ("edgec_fully_connected_s8", "edgec_avgpool_s8", "edgec_maxpool_s8", "edgec_add_s8", "edgec_clamp_s8"):
         getattr(kernel_lib, name).restype = C.c_int
     return kernel_lib
 
@@ -58,8 +67,9 @@ def check_guard(buf: np.ndarray, n: int) -> None:
     assert (buf[n:] == GUARD_BYTE).all(), "C kernel wrote past the end of its output"
 
 
-def c_fully_connected(lib, x, w, bias, multiplier, shift, *, input_zp, output_zp, act_min=-128,
-                      act_max=127, per_channel=None):
+def c_fully_connected(
+    lib, x, w, bias, multiplier, shift, *, input_zp, output_zp, act_min=-128, act_max=127, per_channel=None
+):
     x = np.ascontiguousarray(x, dtype=np.int8)
     w = np.ascontiguousarray(w, dtype=np.int8)
     (batches, n_in), n_out = x.shape, w.shape[0]
@@ -73,10 +83,19 @@ def c_fully_connected(lib, x, w, bias, multiplier, shift, *, input_zp, output_zp
         bias = np.ascontiguousarray(bias, dtype=np.int32)
         bias_ptr = ptr(bias, C.c_int32)
     out = guarded(batches * n_out)
-    status = lib.edgec_fully_connected_s8(C.byref(params), C.byref(quant), batches, n_in, ptr(x, C.c_int8),
-                                          n_out, ptr(w, C.c_int8), bias_ptr, ptr(out, C.c_int8))
+    status = lib.edgec_fully_connected_s8(
+        C.byref(params),
+        C.byref(quant),
+        batches,
+        n_in,
+        ptr(x, C.c_int8),
+        n_out,
+        ptr(w, C.c_int8),
+        bias_ptr,
+        ptr(out, C.c_int8),
+    )
     check_guard(out, batches * n_out)
-    return status, out[:batches * n_out].reshape(batches, n_out)
+    return status, out[: batches * n_out].reshape(batches, n_out)
 
 
 def c_pool(fn, x, *, kernel, stride, pad, out_hw, act_min=-128, act_max=127):
@@ -95,18 +114,19 @@ def c_add(lib, x1, x2, params: dict):
     x1 = np.ascontiguousarray(x1, dtype=np.int8)
     x2 = np.ascontiguousarray(x2, dtype=np.int8)
     out = guarded(x1.size)
-    status = lib.edgec_add_s8(C.byref(AddParams(**params)), ptr(x1, C.c_int8), ptr(x2, C.c_int8),
-                              ptr(out, C.c_int8), x1.size)
+    status = lib.edgec_add_s8(
+        C.byref(AddParams(**params)), ptr(x1, C.c_int8), ptr(x2, C.c_int8), ptr(out, C.c_int8), x1.size
+    )
     check_guard(out, x1.size)
-    return status, out[:x1.size].reshape(x1.shape)
+    return status, out[: x1.size].reshape(x1.shape)
 
 
 def c_clamp(lib, x, act_min, act_max):
     buf = guarded(x.size)
-    buf[:x.size] = x.ravel()
+    buf[: x.size] = x.ravel()
     status = lib.edgec_clamp_s8(ptr(buf, C.c_int8), x.size, act_min, act_max)
     check_guard(buf, x.size)
-    return status, buf[:x.size].reshape(x.shape)
+    return status, buf[: x.size].reshape(x.shape)
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,7 +150,7 @@ def ref_quantize_multiplier(d: float) -> tuple[int, int]:
 
 
 def ref_requantize(x: int, m: int, s: int) -> int:
-    a = max(-2**31, min(2**31 - 1, x << max(s, 0)))  # the left shift saturates
+    a = max(-(2**31), min(2**31 - 1, x << max(s, 0)))  # the left shift saturates
     high = ref_int32((a * m + 2**30) >> 31)
     e = max(-s, 0)
     mask = 2**e - 1
@@ -161,10 +181,12 @@ def ref_pool(x, kernel, stride, pad, out_hw, lo, hi, mode):
         for oy in range(out_hw[0]):
             for ox in range(out_hw[1]):
                 for ch in range(c):
-                    taps = [int(x[b, iy, ix, ch])
-                            for iy in range(oy * stride[0] - pad[0], oy * stride[0] - pad[0] + kernel[0])
-                            for ix in range(ox * stride[1] - pad[1], ox * stride[1] - pad[1] + kernel[1])
-                            if 0 <= iy < h and 0 <= ix < w]
+                    taps = [
+                        int(x[b, iy, ix, ch])
+                        for iy in range(oy * stride[0] - pad[0], oy * stride[0] - pad[0] + kernel[0])
+                        for ix in range(ox * stride[1] - pad[1], ox * stride[1] - pad[1] + kernel[1])
+                        if 0 <= iy < h and 0 <= ix < w
+                    ]
                     if mode == "max":
                         v = max(taps)
                     else:
@@ -194,11 +216,11 @@ def ref_add(x1, x2, s1, zp1, s2, zp2, s_out, zp_out, lo, hi):
 def test_requantize_reference_hand_values():
     # M = 0.5 is (2^30, 0). doubling_high_mult rounds half up, divide_by_pot half away from zero.
     assert ref_quantize_multiplier(0.5) == (2**30, 0)
-    assert ref_requantize(13, 2**30, 0) == 7     # 6.5 -> 7
-    assert ref_requantize(-13, 2**30, 0) == -6   # -6.5 -> -6 (the +2^30 nudge rounds half up)
-    assert ref_requantize(12, 2**30, -2) == 2    # 6 / 4 = 1.5 -> 2
+    assert ref_requantize(13, 2**30, 0) == 7  # 6.5 -> 7
+    assert ref_requantize(-13, 2**30, 0) == -6  # -6.5 -> -6 (the +2^30 nudge rounds half up)
+    assert ref_requantize(12, 2**30, -2) == 2  # 6 / 4 = 1.5 -> 2
     assert ref_requantize(-12, 2**30, -2) == -2  # -1.5 -> -2 (away from zero)
-    assert ref_requantize(3, 2**30, 2) == 6      # positive shift is a left shift first
+    assert ref_requantize(3, 2**30, 2) == 6  # positive shift is a left shift first
 
 
 def test_fully_connected_golden_hand_values():
@@ -216,10 +238,12 @@ def test_avg_pool_golden_hand_values():
     x = np.array([1, 2, 3, 5, -1, -2, 0, -3], dtype=np.int8).reshape(1, 2, 4, 1)
     # 2x2 stride 2: [1,2,-1,-2] sum 0 -> 0; [3,5,0,-3] sum 5 n 4 -> (5+2)/4 = 1
     np.testing.assert_array_equal(
-        avg_pool2d_s8(x, kernel=(2, 2), stride=(2, 2), pad=(0, 0), out_hw=(1, 2)).ravel(), [0, 1])
+        avg_pool2d_s8(x, kernel=(2, 2), stride=(2, 2), pad=(0, 0), out_hw=(1, 2)).ravel(), [0, 1]
+    )
     # 1x2 stride 2: [1,2] 1.5 -> 2; [3,5] -> 4; [-1,-2] -1.5 -> -2; [0,-3] -1.5 -> -2
     np.testing.assert_array_equal(
-        avg_pool2d_s8(x, kernel=(1, 2), stride=(1, 2), pad=(0, 0), out_hw=(2, 2)).ravel(), [2, 4, -2, -2])
+        avg_pool2d_s8(x, kernel=(1, 2), stride=(1, 2), pad=(0, 0), out_hw=(2, 2)).ravel(), [2, 4, -2, -2]
+    )
     # 3x3 pad 1 on the top-left corner sees 4 in-bounds taps [1,2,-1,-2] -> 0: padding not counted.
     y = avg_pool2d_s8(x, kernel=(3, 3), stride=(1, 1), pad=(1, 1), out_hw=(2, 4))
     assert y[0, 0, 0, 0] == 0
@@ -242,8 +266,12 @@ def test_add_golden_hand_values():
     x1 = np.array([1, -5, 100, -100, 127], dtype=np.int8)
     x2 = np.array([2, 3, 100, -100, 1], dtype=np.int8)
     p = add_params(1.0, 0, 1.0, 0, 1.0, 0)
-    assert (p["input1_multiplier"], p["input1_shift"], p["output_multiplier"], p["output_shift"]) == \
-        (2**30, 0, 2**30, -18)
+    assert (p["input1_multiplier"], p["input1_shift"], p["output_multiplier"], p["output_shift"]) == (
+        2**30,
+        0,
+        2**30,
+        -18,
+    )
     np.testing.assert_array_equal(add_s8(x1, x2, p), [3, -2, 127, -128, 127])
     # Output scale 2 with zero point 10: y = round((x1 + x2) / 2) + 10 -> 3/2 = 1.5 -> 2 (+10).
     np.testing.assert_array_equal(add_s8(x1[:2], x2[:2], add_params(1.0, 0, 1.0, 0, 2.0, 10)), [12, 9])
@@ -271,27 +299,31 @@ def test_golden_matches_slow_reference(data):
     b, n_in, n_out = rng.integers(1, 3), rng.integers(1, 9), rng.integers(1, 5)
     x = rng.integers(-128, 128, (b, n_in), dtype=np.int8)
     w = rng.integers(-128, 128, (n_out, n_in), dtype=np.int8)
-    bias = rng.integers(-2**31, 2**31, n_out, dtype=np.int64).astype(np.int32) if rng.random() < 0.5 else None
+    bias = rng.integers(-(2**31), 2**31, n_out, dtype=np.int64).astype(np.int32) if rng.random() < 0.5 else None
     qm = [ref_quantize_multiplier(2.0 ** rng.uniform(-36, 2)) for _ in range(n_out)]
     mults, shifts = [m for m, _ in qm], [s for _, s in qm]
     np.testing.assert_array_equal(
-        fully_connected_s8(x, w, bias, np.array(mults), np.array(shifts), input_zp=zps[0], output_zp=zps[1],
-                           act_min=lo, act_max=hi),
-        ref_fully_connected(x, w, bias, mults, shifts, zps[0], zps[1], lo, hi))
+        fully_connected_s8(
+            x, w, bias, np.array(mults), np.array(shifts), input_zp=zps[0], output_zp=zps[1], act_min=lo, act_max=hi
+        ),
+        ref_fully_connected(x, w, bias, mults, shifts, zps[0], zps[1], lo, hi),
+    )
 
     shape, kernel, stride, pad, out_hw = draw_pool_geometry(data, max_hw=5, max_c=3)
     xp = rng.integers(-128, 128, shape, dtype=np.int8)
     for golden, mode in ((avg_pool2d_s8, "avg"), (max_pool2d_s8, "max")):
         np.testing.assert_array_equal(
             golden(xp, kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, act_min=lo, act_max=hi),
-            ref_pool(xp, kernel, stride, pad, out_hw, lo, hi, mode))
+            ref_pool(xp, kernel, stride, pad, out_hw, lo, hi, mode),
+        )
 
     s1, s2, s_out = (10.0 ** rng.uniform(-6, 1) for _ in range(3))
     xa = rng.integers(-128, 128, 12, dtype=np.int8)
     xb = rng.integers(-128, 128, 12, dtype=np.int8)
     np.testing.assert_array_equal(
         add_s8(xa, xb, add_params(s1, zps[0], s2, zps[1], s_out, zps[2], lo, hi)),
-        ref_add(xa, xb, s1, zps[0], s2, zps[1], s_out, zps[2], lo, hi))
+        ref_add(xa, xb, s1, zps[0], s2, zps[1], s_out, zps[2], lo, hi),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -299,8 +331,8 @@ def test_golden_matches_slow_reference(data):
 # --------------------------------------------------------------------------------------------
 ZERO_POINTS = st.one_of(st.sampled_from([-128, -127, -1, 0, 1, 126, 127]), st.integers(-128, 127))
 ACT_RANGES = st.one_of(
-    st.just((-128, 127)),
-    st.lists(st.integers(-128, 127), min_size=2, max_size=2).map(lambda v: tuple(sorted(v))))
+    st.just((-128, 127)), st.lists(st.integers(-128, 127), min_size=2, max_size=2).map(lambda v: tuple(sorted(v)))
+)
 SEEDS = st.integers(0, 2**32 - 1)
 
 
@@ -323,26 +355,71 @@ def random_quant(rng, count):
 
 
 @settings(max_examples=1000, deadline=None)
-@given(seed=SEEDS, batches=st.integers(1, 3), n_in=st.integers(1, 300), n_out=st.integers(1, 40),
-       per_channel=st.booleans(), bias_kind=st.sampled_from(["none", "typical", "int32", "int32_edges"]),
-       zp_in=ZERO_POINTS, zp_out=ZERO_POINTS, act=ACT_RANGES, x_mode=DATA_MODES, w_mode=DATA_MODES)
+@given(
+    seed=SEEDS,
+    batches=st.integers(1, 3),
+    n_in=st.integers(1, 300),
+    n_out=st.integers(1, 40),
+    per_channel=st.booleans(),
+    bias_kind=st.sampled_from(["none", "typical", "int32", "int32_edges"]),
+    zp_in=ZERO_POINTS,
+    zp_out=ZERO_POINTS,
+    act=ACT_RANGES,
+    x_mode=DATA_MODES,
+    w_mode=DATA_MODES,
+)
 # Bias at the int32 limits plus a maximal dot product: the accumulator must wrap, not overflow (UBSan).
-@example(seed=0, batches=3, n_in=300, n_out=40, per_channel=True, bias_kind="int32_edges", zp_in=127,
-         zp_out=-128, act=(-128, 127), x_mode="min", w_mode="min")
-@example(seed=0, batches=2, n_in=300, n_out=7, per_channel=False, bias_kind="int32_edges", zp_in=-128,
-         zp_out=0, act=(-128, 127), x_mode="max", w_mode="min")
-@example(seed=1, batches=1, n_in=1, n_out=1, per_channel=False, bias_kind="none", zp_in=-128, zp_out=127,
-         act=(0, 0), x_mode="max", w_mode="random")
-def test_fully_connected_golden_equals_c(lib, seed, batches, n_in, n_out, per_channel, bias_kind, zp_in,
-                                         zp_out, act, x_mode, w_mode):
+@example(
+    seed=0,
+    batches=3,
+    n_in=300,
+    n_out=40,
+    per_channel=True,
+    bias_kind="int32_edges",
+    zp_in=127,
+    zp_out=-128,
+    act=(-128, 127),
+    x_mode="min",
+    w_mode="min",
+)
+@example(
+    seed=0,
+    batches=2,
+    n_in=300,
+    n_out=7,
+    per_channel=False,
+    bias_kind="int32_edges",
+    zp_in=-128,
+    zp_out=0,
+    act=(-128, 127),
+    x_mode="max",
+    w_mode="min",
+)
+@example(
+    seed=1,
+    batches=1,
+    n_in=1,
+    n_out=1,
+    per_channel=False,
+    bias_kind="none",
+    zp_in=-128,
+    zp_out=127,
+    act=(0, 0),
+    x_mode="max",
+    w_mode="random",
+)
+def test_fully_connected_golden_equals_c(
+    lib, seed, batches, n_in, n_out, per_channel, bias_kind, zp_in, zp_out, act, x_mode, w_mode
+):
     rng = np.random.default_rng(seed)
     x = int8_data(rng, (batches, n_in), x_mode)
     w = int8_data(rng, (n_out, n_in), w_mode)
-    bias = {"none": None,
-            "typical": rng.integers(-2**20, 2**20, n_out).astype(np.int32),
-            "int32": rng.integers(-2**31, 2**31, n_out, dtype=np.int64).astype(np.int32),
-            "int32_edges": rng.choice(np.array([-2**31, -2**31 + 1, 2**31 - 2, 2**31 - 1], dtype=np.int32),
-                                      n_out)}[bias_kind]
+    bias = {
+        "none": None,
+        "typical": rng.integers(-(2**20), 2**20, n_out).astype(np.int32),
+        "int32": rng.integers(-(2**31), 2**31, n_out, dtype=np.int64).astype(np.int32),
+        "int32_edges": rng.choice(np.array([-(2**31), -(2**31) + 1, 2**31 - 2, 2**31 - 1], dtype=np.int32), n_out),
+    }[bias_kind]
     mult, shift = random_quant(rng, n_out if per_channel else 1)
     if not per_channel:
         mult, shift = int(mult[0]), int(shift[0])
@@ -364,8 +441,10 @@ def draw_pool_geometry(data, max_hw=12, max_c=16):
     stride = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)))
     pad = (data.draw(st.integers(0, min(2, kernel[0] - 1))), data.draw(st.integers(0, min(2, kernel[1] - 1))))
     # The last window must start inside the input: (out - 1) * stride - pad < in.
-    out_hw = (data.draw(st.integers(1, (h + pad[0] - 1) // stride[0] + 1)),
-              data.draw(st.integers(1, (w + pad[1] - 1) // stride[1] + 1)))
+    out_hw = (
+        data.draw(st.integers(1, (h + pad[0] - 1) // stride[0] + 1)),
+        data.draw(st.integers(1, (w + pad[1] - 1) // stride[1] + 1)),
+    )
     return (n, h, w, c), kernel, stride, pad, out_hw
 
 
@@ -373,8 +452,7 @@ def draw_pool_geometry(data, max_hw=12, max_c=16):
 @settings(max_examples=800, deadline=None)
 @given(data=st.data(), seed=SEEDS, act=ACT_RANGES, mode=DATA_MODES)
 def test_pool_golden_equals_c(lib, kind, data, seed, act, mode):
-    golden, c_fn = {"avg": (avg_pool2d_s8, lib.edgec_avgpool_s8),
-                    "max": (max_pool2d_s8, lib.edgec_maxpool_s8)}[kind]
+    golden, c_fn = {"avg": (avg_pool2d_s8, lib.edgec_avgpool_s8), "max": (max_pool2d_s8, lib.edgec_maxpool_s8)}[kind]
     shape, kernel, stride, pad, out_hw = draw_pool_geometry(data)
     x = int8_data(np.random.default_rng(seed), shape, mode)
     kwargs = dict(kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, act_min=act[0], act_max=act[1])
@@ -385,37 +463,74 @@ def test_pool_golden_equals_c(lib, kind, data, seed, act, mode):
 
 
 @pytest.mark.parametrize("kind", ["avg", "max"])
-@pytest.mark.parametrize("shape,kernel,stride,pad,out_hw", [
-    ((1, 1, 1, 1), (5, 5), (1, 1), (2, 2), (3, 3)),     # 1x1 input, 5x5 kernel, windows mostly padding
-    ((1, 1, 1, 3), (5, 5), (3, 3), (0, 0), (1, 1)),     # kernel bigger than the whole input
-    ((2, 12, 12, 16), (3, 3), (2, 2), (1, 1), (6, 6)),  # MobileNet-style, implied bottom pad 0
-    ((1, 12, 12, 4), (3, 3), (2, 2), (0, 0), (6, 6)),   # ceil_mode-like: implied bottom/right pad 1
-    ((1, 7, 5, 2), (2, 4), (3, 1), (1, 2), (3, 6)),     # asymmetric everything
-    ((1, 96, 96, 8), (2, 2), (2, 2), (0, 0), (48, 48)), # model-sized
-])
+@pytest.mark.parametrize(
+    "shape,kernel,stride,pad,out_hw",
+    [
+        ((1, 1, 1, 1), (5, 5), (1, 1), (2, 2), (3, 3)),  # 1x1 input, 5x5 kernel, windows mostly padding
+        ((1, 1, 1, 3), (5, 5), (3, 3), (0, 0), (1, 1)),  # kernel bigger than the whole input
+        ((2, 12, 12, 16), (3, 3), (2, 2), (1, 1), (6, 6)),  # MobileNet-style, implied bottom pad 0
+        ((1, 12, 12, 4), (3, 3), (2, 2), (0, 0), (6, 6)),  # ceil_mode-like: implied bottom/right pad 1
+        ((1, 7, 5, 2), (2, 4), (3, 1), (1, 2), (3, 6)),  # asymmetric everything
+        ((1, 96, 96, 8), (2, 2), (2, 2), (0, 0), (48, 48)),  # model-sized
+    ],
+)
 def test_pool_edge_geometries(lib, kind, shape, kernel, stride, pad, out_hw):
-    golden, c_fn = {"avg": (avg_pool2d_s8, lib.edgec_avgpool_s8),
-                    "max": (max_pool2d_s8, lib.edgec_maxpool_s8)}[kind]
+    golden, c_fn = {"avg": (avg_pool2d_s8, lib.edgec_avgpool_s8), "max": (max_pool2d_s8, lib.edgec_maxpool_s8)}[kind]
     rng = np.random.default_rng(sum(shape) + sum(kernel))
-    for x in (rng.integers(-128, 128, shape, dtype=np.int8), np.full(shape, -128, np.int8),
-              np.full(shape, 127, np.int8)):
+    for x in (
+        rng.integers(-128, 128, shape, dtype=np.int8),
+        np.full(shape, -128, np.int8),
+        np.full(shape, 127, np.int8),
+    ):
         kwargs = dict(kernel=kernel, stride=stride, pad=pad, out_hw=out_hw)
         status, got = c_pool(c_fn, x, **kwargs)
         assert status == EDGEC_OK
         np.testing.assert_array_equal(got, golden(x, **kwargs))
 
 
-LOG_SCALES = st.floats(-6.0, 1.0).map(lambda e: 10.0 ** e)  # 1e-6 .. 10: shifts both signs
+LOG_SCALES = st.floats(-6.0, 1.0).map(lambda e: 10.0**e)  # 1e-6 .. 10: shifts both signs
 
 
 @settings(max_examples=1000, deadline=None)
-@given(seed=SEEDS, size=st.integers(1, 300), s1=LOG_SCALES, s2=LOG_SCALES, s_out=LOG_SCALES,
-       zp1=ZERO_POINTS, zp2=ZERO_POINTS, zp_out=ZERO_POINTS, act=ACT_RANGES, mode1=DATA_MODES,
-       mode2=DATA_MODES)
-@example(seed=0, size=4, s1=1e-6, s2=10.0, s_out=1e-6, zp1=-128, zp2=127, zp_out=-128, act=(-128, 127),
-         mode1="max", mode2="min")
-@example(seed=0, size=4, s1=10.0, s2=10.0, s_out=1e-6, zp1=127, zp2=-128, zp_out=127, act=(-128, 127),
-         mode1="min", mode2="max")
+@given(
+    seed=SEEDS,
+    size=st.integers(1, 300),
+    s1=LOG_SCALES,
+    s2=LOG_SCALES,
+    s_out=LOG_SCALES,
+    zp1=ZERO_POINTS,
+    zp2=ZERO_POINTS,
+    zp_out=ZERO_POINTS,
+    act=ACT_RANGES,
+    mode1=DATA_MODES,
+    mode2=DATA_MODES,
+)
+@example(
+    seed=0,
+    size=4,
+    s1=1e-6,
+    s2=10.0,
+    s_out=1e-6,
+    zp1=-128,
+    zp2=127,
+    zp_out=-128,
+    act=(-128, 127),
+    mode1="max",
+    mode2="min",
+)
+@example(
+    seed=0,
+    size=4,
+    s1=10.0,
+    s2=10.0,
+    s_out=1e-6,
+    zp1=127,
+    zp2=-128,
+    zp_out=127,
+    act=(-128, 127),
+    mode1="min",
+    mode2="max",
+)
 def test_add_golden_equals_c(lib, seed, size, s1, s2, s_out, zp1, zp2, zp_out, act, mode1, mode2):
     rng = np.random.default_rng(seed)
     x1, x2 = int8_data(rng, size, mode1), int8_data(rng, size, mode2)
@@ -427,22 +542,56 @@ def test_add_golden_equals_c(lib, seed, size, s1, s2, s_out, zp1, zp2, zp_out, a
 
 
 @settings(max_examples=500, deadline=None)
-@given(seed=SEEDS, size=st.integers(1, 64), zp1=ZERO_POINTS, zp2=ZERO_POINTS, zp_out=ZERO_POINTS,
-       act=ACT_RANGES, left_shift=st.integers(0, 23),
-       mults=st.lists(st.integers(0, 2**31 - 1), min_size=3, max_size=3),
-       shifts=st.lists(st.integers(-31, 31), min_size=3, max_size=3), mode=DATA_MODES)
+@given(
+    seed=SEEDS,
+    size=st.integers(1, 64),
+    zp1=ZERO_POINTS,
+    zp2=ZERO_POINTS,
+    zp_out=ZERO_POINTS,
+    act=ACT_RANGES,
+    left_shift=st.integers(0, 23),
+    mults=st.lists(st.integers(0, 2**31 - 1), min_size=3, max_size=3),
+    shifts=st.lists(st.integers(-31, 31), min_size=3, max_size=3),
+    mode=DATA_MODES,
+)
 # (127 + 128) << 23 << 8 wraps to INT32_MIN in both inputs, so a + b must wrap too.
-@example(seed=0, size=8, zp1=-128, zp2=-128, zp_out=0, act=(-128, 127), left_shift=23,
-         mults=[2**31 - 1, 2**31 - 1, 2**31 - 1], shifts=[8, 8, 0], mode="max")
-def test_add_arbitrary_params_golden_equals_c(lib, seed, size, zp1, zp2, zp_out, act, left_shift, mults, shifts,
-                                              mode):
+@example(
+    seed=0,
+    size=8,
+    zp1=-128,
+    zp2=-128,
+    zp_out=0,
+    act=(-128, 127),
+    left_shift=23,
+    mults=[2**31 - 1, 2**31 - 1, 2**31 - 1],
+    shifts=[8, 8, 0],
+    mode="max",
+)
+def test_add_arbitrary_params_golden_equals_c(lib, seed, size, zp1, zp2, zp_out, act, left_shift, mults, shifts, mode):
     """Any in-range parameters (not only add_params' output), so int32 wraps in the shifts and the
     a + b sum are exercised: C (through uint32, UBSan-checked) and golden must still agree."""
     rng = np.random.default_rng(seed)
     x1, x2 = int8_data(rng, size, mode), int8_data(rng, size, mode)
     names = [name for name, _ in AddParams._fields_]
-    params = dict(zip(names, [-zp1, mults[0], shifts[0], -zp2, mults[1], shifts[1], left_shift, zp_out,
-                              mults[2], shifts[2], act[0], act[1]]))
+    params = dict(
+        zip(
+            names,
+            [
+                -zp1,
+                mults[0],
+                shifts[0],
+                -zp2,
+                mults[1],
+                shifts[1],
+                left_shift,
+                zp_out,
+                mults[2],
+                shifts[2],
+                act[0],
+                act[1],
+            ],
+        )
+    )
     status, got = c_add(lib, x1, x2, params)
     assert status == EDGEC_OK
     np.testing.assert_array_equal(got, add_s8(x1, x2, params))
@@ -484,15 +633,17 @@ def test_clamp_golden_equals_c(lib, seed, size, act):
 # 3. Argument validation
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["avg", "max"])
-@pytest.mark.parametrize("shape,kernel,stride,pad,out_hw", [
-    ((1, 4, 4, 1), (2, 2), (1, 1), (2, 0), (3, 3)),  # pad >= kernel: first window is all padding
-    ((1, 4, 4, 1), (3, 3), (2, 2), (1, 1), (4, 2)),  # last row window starts below the input
-    ((1, 4, 4, 1), (2, 2), (0, 1), (0, 0), (2, 2)),  # zero stride
-    ((1, 4, 4, 1), (0, 2), (1, 1), (0, 0), (2, 2)),  # empty kernel
-])
+@pytest.mark.parametrize(
+    "shape,kernel,stride,pad,out_hw",
+    [
+        ((1, 4, 4, 1), (2, 2), (1, 1), (2, 0), (3, 3)),  # pad >= kernel: first window is all padding
+        ((1, 4, 4, 1), (3, 3), (2, 2), (1, 1), (4, 2)),  # last row window starts below the input
+        ((1, 4, 4, 1), (2, 2), (0, 1), (0, 0), (2, 2)),  # zero stride
+        ((1, 4, 4, 1), (0, 2), (1, 1), (0, 0), (2, 2)),  # empty kernel
+    ],
+)
 def test_pool_rejects_windows_without_input(lib, kind, shape, kernel, stride, pad, out_hw):
-    golden, c_fn = {"avg": (avg_pool2d_s8, lib.edgec_avgpool_s8),
-                    "max": (max_pool2d_s8, lib.edgec_maxpool_s8)}[kind]
+    golden, c_fn = {"avg": (avg_pool2d_s8, lib.edgec_avgpool_s8), "max": (max_pool2d_s8, lib.edgec_maxpool_s8)}[kind]
     x = np.zeros(shape, dtype=np.int8)
     status, _ = c_pool(c_fn, x, kernel=kernel, stride=stride, pad=pad, out_hw=out_hw)
     assert status == EDGEC_ARG_ERROR
@@ -507,19 +658,28 @@ def test_pool_rejects_bad_args(lib, kind):
     out = np.zeros(64, dtype=np.int8)
     good = PoolParams(1, 1, 0, 0, 2, 2, -128, 127)
     in_dims = dims(x.shape)
-    assert c_fn(C.byref(good), C.byref(in_dims), ptr(x, C.c_int8), C.byref(dims((1, 3, 3, 2))),
-                ptr(out, C.c_int8)) == EDGEC_OK
+    assert (
+        c_fn(C.byref(good), C.byref(in_dims), ptr(x, C.c_int8), C.byref(dims((1, 3, 3, 2))), ptr(out, C.c_int8))
+        == EDGEC_OK
+    )
     for out_dims in ((1, 3, 3, 3), (2, 3, 3, 2)):  # channel / batch mismatch
-        assert c_fn(C.byref(good), C.byref(in_dims), ptr(x, C.c_int8), C.byref(dims(out_dims)),
-                    ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
+        assert (
+            c_fn(C.byref(good), C.byref(in_dims), ptr(x, C.c_int8), C.byref(dims(out_dims)), ptr(out, C.c_int8))
+            == EDGEC_ARG_ERROR
+        )
     bad_act = PoolParams(1, 1, 0, 0, 2, 2, 10, -10)
-    assert c_fn(C.byref(bad_act), C.byref(in_dims), ptr(x, C.c_int8), C.byref(dims((1, 3, 3, 2))),
-                ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
-    assert c_fn(C.byref(good), C.byref(in_dims), None, C.byref(dims((1, 3, 3, 2))),
-                ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
+    assert (
+        c_fn(C.byref(bad_act), C.byref(in_dims), ptr(x, C.c_int8), C.byref(dims((1, 3, 3, 2))), ptr(out, C.c_int8))
+        == EDGEC_ARG_ERROR
+    )
+    assert (
+        c_fn(C.byref(good), C.byref(in_dims), None, C.byref(dims((1, 3, 3, 2))), ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
+    )
     huge = PoolParams(2**30, 1, 0, 0, 2**31 - 1, 2, -128, 127)  # index arithmetic would overflow
-    assert c_fn(C.byref(huge), C.byref(in_dims), ptr(x, C.c_int8), C.byref(dims((1, 2, 3, 2))),
-                ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
+    assert (
+        c_fn(C.byref(huge), C.byref(in_dims), ptr(x, C.c_int8), C.byref(dims((1, 2, 3, 2))), ptr(out, C.c_int8))
+        == EDGEC_ARG_ERROR
+    )
 
 
 def test_fully_connected_rejects_bad_args(lib):
@@ -527,34 +687,62 @@ def test_fully_connected_rejects_bad_args(lib):
     w = np.zeros((2, 4), dtype=np.int8)
     base = dict(input_zp=0, output_zp=0)
     assert c_fully_connected(lib, x, w, None, 2**30, 0, **base)[0] == EDGEC_OK
-    assert c_fully_connected(lib, x, w, None, 2**30, 0, input_zp=0, output_zp=0, act_min=5,
-                             act_max=4)[0] == EDGEC_ARG_ERROR
+    assert (
+        c_fully_connected(lib, x, w, None, 2**30, 0, input_zp=0, output_zp=0, act_min=5, act_max=4)[0]
+        == EDGEC_ARG_ERROR
+    )
     assert c_fully_connected(lib, x, w, None, 2**30, 0, input_zp=0, output_zp=200)[0] == EDGEC_ARG_ERROR
     assert c_fully_connected(lib, x, w, None, 2**30, 32, **base)[0] == EDGEC_ARG_ERROR
-    assert c_fully_connected(lib, x, w, None, np.array([2**30, 2**30]), np.array([0, -32]),
-                             **base)[0] == EDGEC_ARG_ERROR
+    assert (
+        c_fully_connected(lib, x, w, None, np.array([2**30, 2**30]), np.array([0, -32]), **base)[0] == EDGEC_ARG_ERROR
+    )
     params = FcParams(0, 0, 0, -128, 127)
     out = np.zeros(2, dtype=np.int8)
-    assert lib.edgec_fully_connected_s8(C.byref(params), None, 1, 4, ptr(x, C.c_int8), 2, ptr(w, C.c_int8),
-                                        None, ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
+    assert (
+        lib.edgec_fully_connected_s8(
+            C.byref(params), None, 1, 4, ptr(x, C.c_int8), 2, ptr(w, C.c_int8), None, ptr(out, C.c_int8)
+        )
+        == EDGEC_ARG_ERROR
+    )
     keep = []
     quant = per_channel_quant(np.array([2**30]), np.array([0]), keep)
     for batches, n_in, n_out in ((0, 4, 2), (1, 0, 2), (1, 4, 0), (-1, 4, 2)):
-        assert lib.edgec_fully_connected_s8(C.byref(params), C.byref(quant), batches, n_in, ptr(x, C.c_int8),
-                                            n_out, ptr(w, C.c_int8), None, ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
+        assert (
+            lib.edgec_fully_connected_s8(
+                C.byref(params),
+                C.byref(quant),
+                batches,
+                n_in,
+                ptr(x, C.c_int8),
+                n_out,
+                ptr(w, C.c_int8),
+                None,
+                ptr(out, C.c_int8),
+            )
+            == EDGEC_ARG_ERROR
+        )
 
 
 def test_add_and_clamp_reject_bad_args(lib):
     x = np.zeros(4, dtype=np.int8)
     p = add_params(0.1, 0, 0.1, 0, 0.1, 0)
     assert c_add(lib, x, x, p)[0] == EDGEC_OK
-    for field, value in (("left_shift", 24), ("input1_offset", 129), ("output_offset", 128),
-                         ("output_shift", 32), ("input2_shift", -32), ("act_min", -129)):
+    for field, value in (
+        ("left_shift", 24),
+        ("input1_offset", 129),
+        ("output_offset", 128),
+        ("output_shift", 32),
+        ("input2_shift", -32),
+        ("act_min", -129),
+    ):
         assert c_add(lib, x, x, {**p, field: value})[0] == EDGEC_ARG_ERROR, field
-    assert lib.edgec_add_s8(C.byref(AddParams(**p)), ptr(x, C.c_int8), ptr(x, C.c_int8), ptr(x, C.c_int8),
-                            -1) == EDGEC_ARG_ERROR
-    assert lib.edgec_add_s8(C.byref(AddParams(**p)), ptr(x, C.c_int8), ptr(x, C.c_int8), ptr(x, C.c_int8),
-                            0) == EDGEC_OK
+    assert (
+        lib.edgec_add_s8(C.byref(AddParams(**p)), ptr(x, C.c_int8), ptr(x, C.c_int8), ptr(x, C.c_int8), -1)
+        == EDGEC_ARG_ERROR
+    )
+    assert (
+        lib.edgec_add_s8(C.byref(AddParams(**p)), ptr(x, C.c_int8), ptr(x, C.c_int8), ptr(x, C.c_int8), 0) == EDGEC_OK
+    )
     assert lib.edgec_clamp_s8(ptr(x, C.c_int8), 4, 6, 0) == EDGEC_ARG_ERROR
     assert lib.edgec_clamp_s8(ptr(x, C.c_int8), -1, 0, 6) == EDGEC_ARG_ERROR
     assert lib.edgec_clamp_s8(None, 4, 0, 6) == EDGEC_ARG_ERROR
@@ -568,7 +756,7 @@ def test_add_and_clamp_reject_bad_args(lib):
 EXTREME_ZERO_POINTS = [(-128, 127), (127, -128), (-128, -128), (127, 127)]
 EXTREME_MULTIPLIERS = [2**31 - 1, 2**30]
 EXTREME_SHIFTS = [-31, -1, 0, 30, 31]
-INT32_LIMITS = np.array([-2**31, 2**31 - 1, -2**31 + 1, 2**31 - 2, 0, -1, 1, 2**30], dtype=np.int32)
+INT32_LIMITS = np.array([-(2**31), 2**31 - 1, -(2**31) + 1, 2**31 - 2, 0, -1, 1, 2**30], dtype=np.int32)
 
 
 @pytest.mark.parametrize("zp_in,zp_out", EXTREME_ZERO_POINTS)
@@ -599,27 +787,49 @@ def test_add_extreme_values(lib, zp1, zp_out, multiplier, shift, left_shift):
     x2 = np.array([-128, 127, -128, 127, 0, 1], np.int8)
     names = [name for name, _ in AddParams._fields_]
     for out_shift in (shift, -shift if abs(shift) <= 30 else 0):
-        params = dict(zip(names, [-zp1, multiplier, shift, -zp_out, multiplier, -1, left_shift, zp_out,
-                                  multiplier, out_shift, -128, 127]))
+        params = dict(
+            zip(
+                names,
+                [
+                    -zp1,
+                    multiplier,
+                    shift,
+                    -zp_out,
+                    multiplier,
+                    -1,
+                    left_shift,
+                    zp_out,
+                    multiplier,
+                    out_shift,
+                    -128,
+                    127,
+                ],
+            )
+        )
         status, got = c_add(lib, x1, x2, params)
         assert status == EDGEC_OK
         np.testing.assert_array_equal(got, add_s8(x1, x2, params))
 
 
 @pytest.mark.parametrize("kind", ["avg", "max"])
-@pytest.mark.parametrize("shape,kernel,stride,pad,out_hw", [
-    ((1, 1, 1, 1), (1, 1), (2**31 - 1, 2**31 - 1), (0, 0), (1, 1)),  # the largest stride
-    ((1, 5, 3, 2), (5, 3), (2**31 - 1, 2**30), (4, 2), (1, 1)),      # padding k - 1, windows at its edge
-    ((2, 16, 16, 5), (16, 16), (1, 1), (15, 15), (31, 31)),          # 256-tap windows (DSP's int16 limit)
-    ((1, 17, 16, 4), (17, 16), (1, 1), (0, 0), (1, 1)),              # 272 taps: past it
-])
+@pytest.mark.parametrize(
+    "shape,kernel,stride,pad,out_hw",
+    [
+        ((1, 1, 1, 1), (1, 1), (2**31 - 1, 2**31 - 1), (0, 0), (1, 1)),  # the largest stride
+        ((1, 5, 3, 2), (5, 3), (2**31 - 1, 2**30), (4, 2), (1, 1)),  # padding k - 1, windows at its edge
+        ((2, 16, 16, 5), (16, 16), (1, 1), (15, 15), (31, 31)),  # 256-tap windows (DSP's int16 limit)
+        ((1, 17, 16, 4), (17, 16), (1, 1), (0, 0), (1, 1)),  # 272 taps: past it
+    ],
+)
 @pytest.mark.parametrize("act", [(-128, 127), (-128, -128), (127, 127)])
 def test_pool_extreme_values(lib, kind, shape, kernel, stride, pad, out_hw, act):
-    golden, c_fn = {"avg": (avg_pool2d_s8, lib.edgec_avgpool_s8),
-                    "max": (max_pool2d_s8, lib.edgec_maxpool_s8)}[kind]
+    golden, c_fn = {"avg": (avg_pool2d_s8, lib.edgec_avgpool_s8), "max": (max_pool2d_s8, lib.edgec_maxpool_s8)}[kind]
     rng = np.random.default_rng(3)
-    for x in (np.full(shape, -128, np.int8), np.full(shape, 127, np.int8),
-              rng.choice(np.array([-128, 127], np.int8), shape)):
+    for x in (
+        np.full(shape, -128, np.int8),
+        np.full(shape, 127, np.int8),
+        rng.choice(np.array([-128, 127], np.int8), shape),
+    ):
         kwargs = dict(kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, act_min=act[0], act_max=act[1])
         status, got = c_pool(c_fn, x, **kwargs)
         assert status == EDGEC_OK
@@ -634,8 +844,20 @@ def test_kernels_reject_sizes_past_int32(lib):
     params = FcParams(0, 0, 0, -128, 127)
     out = np.zeros(4, dtype=np.int8)
     for batches, n_in, n_out in ((2**20, 2**12, 1), (1, 2**16, 2**16), (2**16, 1, 2**16)):
-        assert lib.edgec_fully_connected_s8(C.byref(params), C.byref(quant), batches, n_in, ptr(x, C.c_int8),
-                                            n_out, ptr(x, C.c_int8), None, ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
+        assert (
+            lib.edgec_fully_connected_s8(
+                C.byref(params),
+                C.byref(quant),
+                batches,
+                n_in,
+                ptr(x, C.c_int8),
+                n_out,
+                ptr(x, C.c_int8),
+                None,
+                ptr(out, C.c_int8),
+            )
+            == EDGEC_ARG_ERROR
+        )
     pool = PoolParams(1, 1, 0, 0, 1, 1, -128, 127)
     for fn in (lib.edgec_avgpool_s8, lib.edgec_maxpool_s8):
         big = dims((2**16, 2**8, 2**8, 1))

@@ -16,6 +16,7 @@ Layers of checks:
   5. QEMU: every path of edgec_lut_s8 (portable, word, Helium) on cortex-m4 and cortex-m55, softmax
      over an axis and log_softmax, byte for byte with the golden; instruction counts per element.
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -32,17 +33,34 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import edgec.ops.softmax as softmax_module
+from edgec.ops.lut import FIXED_OUTPUT_QPARAMS, FLOAT_FUNCTIONS, OBSERVED_OUTPUT_FUNCTIONS, lut_desc, lut_s8, lut_table
+from edgec.ops.softmax import (
+    LOG_SOFTMAX_OUTPUT_SCALE,
+    LOG_SOFTMAX_OUTPUT_ZERO_POINT,
+    _log_x_for_x_ge_1,
+    log_softmax_desc,
+    log_softmax_params,
+    log_softmax_s8,
+    softmax_axis_desc,
+    softmax_axis_s8,
+    softmax_params,
+    softmax_s8,
+)
 from edgec.targets import toolchain
-from edgec.ops.lut import (FIXED_OUTPUT_QPARAMS, FLOAT_FUNCTIONS, OBSERVED_OUTPUT_FUNCTIONS, lut_desc, lut_s8,
-                           lut_table)
-from edgec.ops.softmax import (LOG_SOFTMAX_OUTPUT_SCALE, LOG_SOFTMAX_OUTPUT_ZERO_POINT, _log_x_for_x_ge_1,
-                               log_softmax_desc, log_softmax_params, log_softmax_s8, softmax_axis_desc,
-                               softmax_axis_s8, softmax_params, softmax_s8)
-from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from tests.device_support import ROOT, needs_toolchain
 from tests.kernel_lib import LogSoftmaxDesc, LutDesc, SoftmaxDesc, ptr
-from tests.test_kernels_softmax import (I32_MAX, I32_MIN, _const, _i32, random_rows, ref_exp_on_negative_values,
-                                        ref_one_over_one_plus_x, ref_rounding_divide_by_pot, ref_saturating_mul_pot,
-                                        ref_srdhm)
+from tests.test_kernels_softmax import (
+    I32_MAX,
+    I32_MIN,
+    _const,
+    _i32,
+    random_rows,
+    ref_exp_on_negative_values,
+    ref_one_over_one_plus_x,
+    ref_rounding_divide_by_pot,
+    ref_saturating_mul_pot,
+    ref_srdhm,
+)
 
 EDGEC_OK, EDGEC_ARG_ERROR = 0, -1
 GUARD = 16
@@ -55,8 +73,12 @@ P8 = C.POINTER(C.c_int8)
 # --------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def lib(kernel_lib):
-    for name, desc in (("edgec_lut_s8", LutDesc), ("edgec_softmax_axis_s8", SoftmaxDesc),
-                       ("edgec_softmax_s8", SoftmaxDesc), ("edgec_log_softmax_s8", LogSoftmaxDesc)):
+    for name, desc in (
+        ("edgec_lut_s8", LutDesc),
+        ("edgec_softmax_axis_s8", SoftmaxDesc),
+        ("edgec_softmax_s8", SoftmaxDesc),
+        ("edgec_log_softmax_s8", LogSoftmaxDesc),
+    ):
         getattr(kernel_lib, name).argtypes = [C.POINTER(desc), P8, P8]
         getattr(kernel_lib, name).restype = C.c_int
     return kernel_lib
@@ -80,13 +102,13 @@ def run_c(lib, name: str, cls, x: np.ndarray, desc: dict, in_place: bool = False
     keep: list = []
     x = np.ascontiguousarray(x, dtype=np.int8)
     block = np.full(x.size + skew + GUARD, GUARD_BYTE, dtype=np.uint8).view(np.int8)
-    out = block[skew:skew + x.size]
+    out = block[skew : skew + x.size]
     if in_place:
         out[:] = x.ravel()
     src = out if in_place else x
     status = getattr(lib, name)(C.byref(c_desc(cls, desc, keep)), src.ctypes.data_as(P8), out.ctypes.data_as(P8))
     assert status == EDGEC_OK
-    assert (block[skew + x.size:].view(np.uint8) == GUARD_BYTE).all(), "C kernel wrote past its output"
+    assert (block[skew + x.size :].view(np.uint8) == GUARD_BYTE).all(), "C kernel wrote past its output"
     return out.copy().reshape(x.shape)
 
 
@@ -100,9 +122,14 @@ def random_table(rng) -> np.ndarray:
     if style == 1:
         return rng.choice(np.array([-128, 127], dtype=np.int8), 256)
     if style == 2:
-        return np.arange(-128, 128).astype(np.int8)          # identity
-    return lut_table(str(rng.choice(DEFINED_EVERYWHERE)), 2.0 ** rng.uniform(-8, 0), int(rng.integers(-128, 128)),
-                     2.0 ** rng.uniform(-8, 0), int(rng.integers(-128, 128)))
+        return np.arange(-128, 128).astype(np.int8)  # identity
+    return lut_table(
+        str(rng.choice(DEFINED_EVERYWHERE)),
+        2.0 ** rng.uniform(-8, 0),
+        int(rng.integers(-128, 128)),
+        2.0 ** rng.uniform(-8, 0),
+        int(rng.integers(-128, 128)),
+    )
 
 
 # The float functions of one argument that are numbers on every int8 input (not sqrt of -1).
@@ -116,8 +143,12 @@ def random_int8(rng, size: int) -> np.ndarray:
 
 
 @settings(max_examples=300, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), size=st.one_of(st.integers(1, 40), st.integers(1, 5000)),
-       in_place=st.booleans(), skew=st.integers(0, 3))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.one_of(st.integers(1, 40), st.integers(1, 5000)),
+    in_place=st.booleans(),
+    skew=st.integers(0, 3),
+)
 def test_lut_golden_equals_c(lib, seed, size, in_place, skew):
     rng = np.random.default_rng(seed)
     desc = lut_desc(random_table(rng), size)
@@ -168,10 +199,26 @@ def _torch_function(function: str, attrs: dict):
         return lambda t: F.softplus(t, beta=attrs.get("beta", 1.0), threshold=attrs.get("threshold", 20.0))
     if function == "pow":
         return lambda t: torch.pow(t, attrs["exponent"])
-    return {"sigmoid": torch.sigmoid, "tanh": torch.tanh, "hardswish": F.hardswish, "hardsigmoid": F.hardsigmoid,
-            "silu": F.silu, "mish": F.mish, "exp": torch.exp, "abs": torch.abs, "neg": torch.neg, "erf": torch.erf,
-            "log_sigmoid": F.logsigmoid, "softsign": F.softsign, "sin": torch.sin, "cos": torch.cos, "sqrt": torch.sqrt,
-            "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal, "log": torch.log}[function]
+    return {
+        "sigmoid": torch.sigmoid,
+        "tanh": torch.tanh,
+        "hardswish": F.hardswish,
+        "hardsigmoid": F.hardsigmoid,
+        "silu": F.silu,
+        "mish": F.mish,
+        "exp": torch.exp,
+        "abs": torch.abs,
+        "neg": torch.neg,
+        "erf": torch.erf,
+        "log_sigmoid": F.logsigmoid,
+        "softsign": F.softsign,
+        "sin": torch.sin,
+        "cos": torch.cos,
+        "sqrt": torch.sqrt,
+        "rsqrt": torch.rsqrt,
+        "reciprocal": torch.reciprocal,
+        "log": torch.log,
+    }[function]
 
 
 def torch_table(function: str, s_in, zp_in, s_out, zp_out, **attrs) -> tuple[np.ndarray, np.ndarray]:
@@ -184,13 +231,26 @@ def torch_table(function: str, s_in, zp_in, s_out, zp_out, **attrs) -> tuple[np.
 
 
 FUNCTION_CASES = [(name, {}) for name in sorted(FLOAT_FUNCTIONS) if name not in ("gelu", "elu", "softplus", "pow")] + [
-    ("gelu", {}), ("gelu", {"approximate": "tanh"}), ("elu", {}), ("elu", {"alpha": 0.3}), ("softplus", {}),
-    ("softplus", {"beta": 2.0, "threshold": 5.0}), ("softplus", {"beta": 0.5, "threshold": 1.0}),
-    ("pow", {"exponent": 2}), ("pow", {"exponent": 3}), ("pow", {"exponent": -1}), ("pow", {"exponent": 0.5})]
+    ("gelu", {}),
+    ("gelu", {"approximate": "tanh"}),
+    ("elu", {}),
+    ("elu", {"alpha": 0.3}),
+    ("softplus", {}),
+    ("softplus", {"beta": 2.0, "threshold": 5.0}),
+    ("softplus", {"beta": 0.5, "threshold": 1.0}),
+    ("pow", {"exponent": 2}),
+    ("pow", {"exponent": 3}),
+    ("pow", {"exponent": -1}),
+    ("pow", {"exponent": 0.5}),
+]
 # Functions defined on x >= 0 only: their tables are built for inputs whose zero point is -128.
 NON_NEGATIVE_DOMAIN = {("sqrt", ()), ("rsqrt", ()), ("log", ()), ("pow", (("exponent", 0.5),))}
-qparams = st.tuples(st.floats(-9.0, 1.0).map(lambda e: 2.0**e), st.integers(-128, 127),
-                    st.floats(-9.0, 1.0).map(lambda e: 2.0**e), st.integers(-128, 127))
+qparams = st.tuples(
+    st.floats(-9.0, 1.0).map(lambda e: 2.0**e),
+    st.integers(-128, 127),
+    st.floats(-9.0, 1.0).map(lambda e: 2.0**e),
+    st.integers(-128, 127),
+)
 
 
 @pytest.mark.parametrize("function, attrs", FUNCTION_CASES, ids=[f"{f}{a or ''}" for f, a in FUNCTION_CASES])
@@ -209,7 +269,8 @@ def test_float_tables_match_torch(function, attrs, q, fixed):
     # same function round differently; there the results differ by one step.
     fraction = np.abs(quotient[differ]) - np.floor(np.abs(quotient[differ]))
     assert (np.abs(fraction - 0.5) < 1e-9 * np.maximum(1.0, np.abs(quotient[differ]))).all(), (
-        f"{function}{attrs} differs from torch away from a tie at inputs {differ - 128}")
+        f"{function}{attrs} differs from torch away from a tie at inputs {differ - 128}"
+    )
     assert (np.abs(table[differ].astype(int) - expected[differ]) == 1).all()
 
 
@@ -219,21 +280,40 @@ def test_float_table_rounds_exact_ties_away_from_zero():
     for s_out, expected in ((2 / 3, 2), (0.4, 3), (2 / 7, 4)):
         assert lut_table("exp", 0.1, 0, s_out, 0)[128] == expected == np.round(1 / s_out + 1e-9)
     # hardswish(x) = x * (x + 3) / 6 at x = 3: 3, and at x = -1: -1/3.
-    assert lut_table("hardswish", 1.0, 0, 2.0, 0)[128 + 3] == 2              # 1.5 -> 2
-    assert lut_table("hardswish", 1.0, 0, 2.0 / 3.0, 0)[128 - 1] == -1       # -0.5 -> -1
+    assert lut_table("hardswish", 1.0, 0, 2.0, 0)[128 + 3] == 2  # 1.5 -> 2
+    assert lut_table("hardswish", 1.0, 0, 2.0 / 3.0, 0)[128 - 1] == -1  # -0.5 -> -1
     assert lut_table("exp", 1.0, 0, 1.0 / math.nextafter(0.5, 0.0), 0)[128] == 0  # 0.4999999999999999
 
 
 def test_fixed_output_qparams():
     assert FIXED_OUTPUT_QPARAMS == {"sigmoid": (1 / 256, -128), "tanh": (1 / 128, 0), "hardsigmoid": (1 / 256, -128)}
-    assert OBSERVED_OUTPUT_FUNCTIONS == {"hardswish", "silu", "gelu", "elu", "softplus", "mish", "exp", "leaky_relu",
-                                         "abs", "neg", "erf", "log_sigmoid", "softsign", "sin", "cos", "sqrt",
-                                         "rsqrt", "reciprocal", "log", "pow"}
+    assert OBSERVED_OUTPUT_FUNCTIONS == {
+        "hardswish",
+        "silu",
+        "gelu",
+        "elu",
+        "softplus",
+        "mish",
+        "exp",
+        "leaky_relu",
+        "abs",
+        "neg",
+        "erf",
+        "log_sigmoid",
+        "softsign",
+        "sin",
+        "cos",
+        "sqrt",
+        "rsqrt",
+        "reciprocal",
+        "log",
+        "pow",
+    }
     # The fixed ones cover the function's whole range: sigmoid(+-large) -> -128 / 127 etc.
     for function, (s_out, zp_out) in FIXED_OUTPUT_QPARAMS.items():
         table = lut_table(function, 0.25, 0, s_out, zp_out)
         assert table[0] == -128 and table[-1] == 127
-    assert lut_table("sigmoid", 0.25, 0, 1 / 256, -128)[128] == 0            # sigmoid(0) = 1/2
+    assert lut_table("sigmoid", 0.25, 0, 1 / 256, -128)[128] == 0  # sigmoid(0) = 1/2
 
 
 def test_lut_table_rejects_bad_arguments():
@@ -244,7 +324,7 @@ def test_lut_table_rejects_bad_arguments():
         lut_table("relu7", 0.1, 0, 0.1, 0)
     with pytest.raises(ValueError):
         lut_table("gelu", 0.1, 0, 0.1, 0, approximate="erf")
-    with pytest.raises(ValueError):                                          # TFLite's x << shift overflows
+    with pytest.raises(ValueError):  # TFLite's x << shift overflows
         lut_table("requantize", 1.0, 0, 2.0**-24, 0)
     with pytest.raises(ValueError):
         lut_table("leaky_relu", 1.0, 0, 1.0, 0, negative_slope=2.0**24)
@@ -296,8 +376,9 @@ def ref_requantize(q: int, s_in: float, zp_in: int, s_out: float, zp_out: int) -
     return max(-128, min(127, ref_multiply_by_quantized_multiplier(q - zp_in, multiplier, shift) + zp_out))
 
 
-slopes = st.one_of(st.sampled_from([0.01, 0.1, 0.2, 0.5, 1.0, 0.0, -0.5, -1.0, 2.0, 3.0, 1 / 3]),
-                   st.floats(-4.0, 4.0, allow_nan=False))
+slopes = st.one_of(
+    st.sampled_from([0.01, 0.1, 0.2, 0.5, 1.0, 0.0, -0.5, -1.0, 2.0, 3.0, 1 / 3]), st.floats(-4.0, 4.0, allow_nan=False)
+)
 scales32 = st.floats(-12.0, 3.0).map(lambda e: float(np.float32(2.0**e)))
 
 
@@ -307,7 +388,7 @@ def test_leaky_relu_table_is_tflites_arithmetic(s_in, zp_in, s_out, zp_out, alph
     try:
         table = lut_table("leaky_relu", s_in, zp_in, s_out, zp_out, negative_slope=alpha)
     except ValueError:
-        assert s_in / s_out * max(1.0, abs(alpha)) > 2.0**22       # only an overflowing multiplier
+        assert s_in / s_out * max(1.0, abs(alpha)) > 2.0**22  # only an overflowing multiplier
         return
     expected = [ref_leaky_relu(q, s_in, zp_in, s_out, zp_out, alpha) for q in range(-128, 128)]
     np.testing.assert_array_equal(table, expected)
@@ -325,8 +406,24 @@ def test_requantize_table_is_tflites_arithmetic(s_in, zp_in, s_out, zp_out):
     np.testing.assert_array_equal(table, expected)
 
 
-@pytest.mark.parametrize("ratio", [1 - 2.0**-33, 1 - 2.0**-31, 1 - 2.0**-30, 2.0**-31, 2.0**-31 * 1.5, 2.0**-32,
-                                   2.0**-40, 2.0**22, 2.0**22 * (1 - 2.0**-40), 0.5, 1.0, 3.0, 1 / 3])
+@pytest.mark.parametrize(
+    "ratio",
+    [
+        1 - 2.0**-33,
+        1 - 2.0**-31,
+        1 - 2.0**-30,
+        2.0**-31,
+        2.0**-31 * 1.5,
+        2.0**-32,
+        2.0**-40,
+        2.0**22,
+        2.0**22 * (1 - 2.0**-40),
+        0.5,
+        1.0,
+        3.0,
+        1 / 3,
+    ],
+)
 @pytest.mark.parametrize("zp_in, zp_out", [(-128, 127), (127, -128), (0, 0)])
 def test_integer_tables_at_extreme_multipliers(ratio, zp_in, zp_out):
     """Multipliers that round up to 2^31 (renormalised), that reach 2^31 - 1, right shifts of 31
@@ -357,8 +454,8 @@ def test_integer_tables_on_exact_ratios():
     assert [quarter[128 + v] for v in (-6, -2, 2, 6)] == [-2, -1, 1, 2]
     leaky = lut_table("leaky_relu", 1.0, 0, 1.0, 0, negative_slope=-0.5)
     assert [leaky[128 + v] for v in (-3, -1, 0, 5)] == [ref_leaky_relu(v, 1.0, 0, 1.0, 0, -0.5) for v in (-3, -1, 0, 5)]
-    assert leaky[128 - 3] == 1                        # -(MBQM(-3, 1/2)) = -(-1): SRDHM rounds -1.5 up
-    assert (lut_table("requantize", 0.05, 7, 0.05, 7) == np.arange(-128, 128)).all()    # identity
+    assert leaky[128 - 3] == 1  # -(MBQM(-3, 1/2)) = -(-1): SRDHM rounds -1.5 up
+    assert (lut_table("requantize", 0.05, 7, 0.05, 7) == np.arange(-128, 128)).all()  # identity
 
 
 @pytest.mark.parametrize("alpha", [0.01, 0.2, -0.3, 1.5])
@@ -405,8 +502,18 @@ def test_softmax_axis_golden_equals_c(lib, seed, shape, scale):
     np.testing.assert_array_equal(run_c(lib, "edgec_softmax_axis_s8", SoftmaxDesc, x, desc), softmax_axis_s8(x, desc))
 
 
-@pytest.mark.parametrize("shape, axis", [((2, 3, 4, 5), 1), ((2, 3, 4, 5), -1), ((2, 3, 4, 5), 0), ((6,), 0),
-                                         ((1, 1, 9), 2), ((3, 1, 2), 1), ((4, 600, 3), 1)])
+@pytest.mark.parametrize(
+    "shape, axis",
+    [
+        ((2, 3, 4, 5), 1),
+        ((2, 3, 4, 5), -1),
+        ((2, 3, 4, 5), 0),
+        ((6,), 0),
+        ((1, 1, 9), 2),
+        ((3, 1, 2), 1),
+        ((4, 600, 3), 1),
+    ],
+)
 def test_softmax_any_axis_of_nd_tensors(lib, shape, axis):
     x = random_tensor(11, shape)
     desc = softmax_axis_desc(shape, axis, 0.07)
@@ -438,16 +545,30 @@ def _rejects(lib, name: str, cls, good: dict, bad_descs) -> None:
 
 
 def _shape_errors(good: dict) -> list[dict]:
-    return [dict(good, outer=0), dict(good, axis_size=0), dict(good, inner=0), dict(good, inner=-2),
-            dict(good, outer=2**16, axis_size=2**8, inner=2**8)]              # 2^32 elements
+    return [
+        dict(good, outer=0),
+        dict(good, axis_size=0),
+        dict(good, inner=0),
+        dict(good, inner=-2),
+        dict(good, outer=2**16, axis_size=2**8, inner=2**8),
+    ]  # 2^32 elements
 
 
 def test_softmax_axis_rejects_bad_descriptors(lib):
     for inner in (1, 3):
         good = softmax_axis_desc((2, 5, inner), 1, 0.1)
-        _rejects(lib, "edgec_softmax_axis_s8", SoftmaxDesc, good, _shape_errors(good) + [
-            dict(good, input_left_shift=32), dict(good, input_multiplier=-1),
-            dict(good, diff_min=good["diff_min"] - 1)])
+        _rejects(
+            lib,
+            "edgec_softmax_axis_s8",
+            SoftmaxDesc,
+            good,
+            _shape_errors(good)
+            + [
+                dict(good, input_left_shift=32),
+                dict(good, input_multiplier=-1),
+                dict(good, diff_min=good["diff_min"] - 1),
+            ],
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -464,7 +585,7 @@ def ref_mul_pot_param(x: int, exponent: int) -> int:
 
 def ref_rounding_half_sum(a: int, b: int) -> int:
     total = a + b
-    half = (abs(total) + 1) // 2                      # (total + sign) / 2, truncated toward zero
+    half = (abs(total) + 1) // 2  # (total + sign) / 2, truncated toward zero
     return _i32(half if total >= 0 else -half)
 
 
@@ -472,10 +593,15 @@ def ref_clz(x: int) -> int:
     return 32 - (x & 0xFFFFFFFF).bit_length()
 
 
-LOG_CONSTANTS = {"log_2": math.log(2.0), "sqrt_sqrt_half": math.sqrt(math.sqrt(0.5)), "sqrt_half": math.sqrt(0.5),
-                 "alpha_n": 11.0 / 240.0 * math.sqrt(math.sqrt(2.0)), "alpha_d": 1.0 / 20.0 * math.sqrt(math.sqrt(2.0)),
-                 "alpha_i": 2.0 / math.sqrt(math.sqrt(2.0)) - math.sqrt(math.sqrt(2.0)),
-                 "alpha_f": 1.0 / 4.0 * math.sqrt(math.sqrt(2.0))}
+LOG_CONSTANTS = {
+    "log_2": math.log(2.0),
+    "sqrt_sqrt_half": math.sqrt(math.sqrt(0.5)),
+    "sqrt_half": math.sqrt(0.5),
+    "alpha_n": 11.0 / 240.0 * math.sqrt(math.sqrt(2.0)),
+    "alpha_d": 1.0 / 20.0 * math.sqrt(math.sqrt(2.0)),
+    "alpha_i": 2.0 / math.sqrt(math.sqrt(2.0)) - math.sqrt(math.sqrt(2.0)),
+    "alpha_f": 1.0 / 4.0 * math.sqrt(math.sqrt(2.0)),
+}
 
 
 def ref_log_x_for_x_ge_1(z: int, input_integer_bits: int = 12, output_integer_bits: int = 5) -> int:
@@ -483,17 +609,19 @@ def ref_log_x_for_x_ge_1(z: int, input_integer_bits: int = 12, output_integer_bi
     constants derived from their real values (GEMMLOWP_CHECKED_FIXEDPOINT_CONSTANT)."""
     k = {name: _const(value, 31) for name, value in LOG_CONSTANTS.items()}
     accum_bits = output_integer_bits + 1
-    shifted_quarter = ref_rounding_divide_by_pot(_const(0.25, 31), accum_bits)        # Rescale<6>(F0)
+    shifted_quarter = ref_rounding_divide_by_pot(_const(0.25, 31), accum_bits)  # Rescale<6>(F0)
     headroom_a_plus_1 = ref_clz(z)
     r_a_tmp = ref_mul_pot_param(z, headroom_a_plus_1 - 1)
     r_a = ref_mul_pot_param(ref_srdhm(r_a_tmp, k["sqrt_half"]), 1)
-    pow_a = ref_saturating_add(ref_mul_pot_param(input_integer_bits - headroom_a_plus_1, 31 - accum_bits),
-                               shifted_quarter)
+    pow_a = ref_saturating_add(
+        ref_mul_pot_param(input_integer_bits - headroom_a_plus_1, 31 - accum_bits), shifted_quarter
+    )
     z_b = ref_srdhm(z, k["sqrt_half"])
     headroom_b = ref_clz(z_b) - 1
     r_b = ref_mul_pot_param(z, headroom_b)
-    pow_b = max(I32_MIN, min(I32_MAX, ref_mul_pot_param(input_integer_bits - headroom_b, 31 - accum_bits)
-                             - shifted_quarter))                                   # SaturatingSub
+    pow_b = max(
+        I32_MIN, min(I32_MAX, ref_mul_pot_param(input_integer_bits - headroom_b, 31 - accum_bits) - shifted_quarter)
+    )  # SaturatingSub
     r = min(r_a, r_b)
     pow_2_adj = max(pow_a, pow_b)
     p = ref_rounding_half_sum(r, k["sqrt_sqrt_half"])
@@ -501,12 +629,13 @@ def ref_log_x_for_x_ge_1(z: int, input_integer_bits: int = 12, output_integer_bi
     q = _i32(q + q)
     common_sq = ref_srdhm(q, q)
     num = _i32(ref_srdhm(q, r) + ref_srdhm(ref_srdhm(q, common_sq), k["alpha_n"]))
-    denom_minus_one = _i32(ref_srdhm(p, _i32(_i32(k["alpha_i"] + q) + ref_srdhm(k["alpha_d"], common_sq)))
-                           + ref_srdhm(k["alpha_f"], q))
+    denom_minus_one = _i32(
+        ref_srdhm(p, _i32(_i32(k["alpha_i"] + q) + ref_srdhm(k["alpha_d"], common_sq))) + ref_srdhm(k["alpha_f"], q)
+    )
     recip_denom = ref_one_over_one_plus_x(denom_minus_one)
-    num_scaled = ref_rounding_divide_by_pot(num, accum_bits)                           # Rescale<6>(F0)
+    num_scaled = ref_rounding_divide_by_pot(num, accum_bits)  # Rescale<6>(F0)
     total = _i32(ref_srdhm(pow_2_adj, k["log_2"]) + ref_srdhm(num_scaled, recip_denom))
-    return ref_saturating_mul_pot(total, accum_bits - output_integer_bits)             # Rescale<5>(F6)
+    return ref_saturating_mul_pot(total, accum_bits - output_integer_bits)  # Rescale<5>(F6)
 
 
 def ref_log_softmax_row(row, desc: dict) -> list[int]:
@@ -523,8 +652,12 @@ def ref_log_softmax_row(row, desc: dict) -> list[int]:
         if v - mx >= diff_min:
             total = _i32(total + ref_rounding_divide_by_pot(ref_exp_on_negative_values(diff_q5(v)), 12))
     log_sum = ref_log_x_for_x_ge_1(total)
-    adjusted = max(diff_min - 1, ref_multiply_by_quantized_multiplier(
-        _i32(log_sum + I32_MIN), desc["reverse_scaling_divisor"], -desc["reverse_scaling_right_shift"]))
+    adjusted = max(
+        diff_min - 1,
+        ref_multiply_by_quantized_multiplier(
+            _i32(log_sum + I32_MIN), desc["reverse_scaling_divisor"], -desc["reverse_scaling_right_shift"]
+        ),
+    )
     out = []
     for v in row:
         if v - mx > adjusted:
@@ -539,13 +672,18 @@ def ref_log_softmax_params(scale: float) -> dict:
     """PreprocessLogSoftmaxScalingExp + CalculateInputRadius (quantization_util.cc), beta 1."""
     real = min(scale * (1 << 26), (1 << 31) - 1.0)
     multiplier, left_shift = ref_quantize_multiplier(real)
-    assert real > 1.0 and left_shift >= 0                              # QuantizeMultiplierGreaterThanOne
+    assert real > 1.0 and left_shift >= 0  # QuantizeMultiplierGreaterThanOne
     reverse = (1 << (31 - left_shift)) / float(multiplier)
     divisor, shift = ref_quantize_multiplier(reverse)
-    assert 0 < reverse < 1 and shift <= 0                              # ...SmallerThanOneExp
+    assert 0 < reverse < 1 and shift <= 0  # ...SmallerThanOneExp
     radius = math.floor(1.0 * ((1 << 5) - 1) * (1 << 26) / (1 << left_shift))
-    return {"input_multiplier": multiplier, "input_left_shift": left_shift, "reverse_scaling_divisor": divisor,
-            "reverse_scaling_right_shift": -shift, "diff_min": -radius}
+    return {
+        "input_multiplier": multiplier,
+        "input_left_shift": left_shift,
+        "reverse_scaling_divisor": divisor,
+        "reverse_scaling_right_shift": -shift,
+        "diff_min": -radius,
+    }
 
 
 def ref_log_softmax(x: np.ndarray, desc: dict) -> np.ndarray:
@@ -575,7 +713,7 @@ def test_log_softmax_params_match_tflite():
         assert log_softmax_params(scale32) == ref_log_softmax_params(scale32)
     assert log_softmax_params(1.0)["diff_min"] == -15
     with pytest.raises(ValueError):
-        log_softmax_params(2.0**-26)                   # beta * scale * 2^26 = 1: TFLite rejects it
+        log_softmax_params(2.0**-26)  # beta * scale * 2^26 = 1: TFLite rejects it
 
 
 def test_log_of_sum_domain():
@@ -583,15 +721,24 @@ def test_log_of_sum_domain():
     the transcription (which checks that no int32 step of TFLite's wraps), non-negative (so
     log_sum + INT32_MIN does not wrap), and within 1e-7 of log."""
     near_root_2 = (2 ** np.arange(19, 31) * math.sqrt(2)).astype(np.int64) + np.arange(-1, 2)[:, None]
-    z = np.unique(np.concatenate([np.arange(2**19, 2**19 + 3000), np.linspace(2**19, 2**31 - 1, 4000).astype(np.int64),
-                                  2 ** np.arange(19, 31), 2 ** np.arange(20, 32) - 1, near_root_2.ravel()]))
+    z = np.unique(
+        np.concatenate(
+            [
+                np.arange(2**19, 2**19 + 3000),
+                np.linspace(2**19, 2**31 - 1, 4000).astype(np.int64),
+                2 ** np.arange(19, 31),
+                2 ** np.arange(20, 32) - 1,
+                near_root_2.ravel(),
+            ]
+        )
+    )
     z = z[(z >= 2**19) & (z < 2**31)]
     got = _log_x_for_x_ge_1(z)
     assert got.min() >= 0
     np.testing.assert_array_less(np.abs(got / 2.0**26 - np.log(z / 2.0**19)), 1e-7)
     for v in z[:: max(1, len(z) // 800)]:
         assert _log_x_for_x_ge_1(np.array([v]))[0] == ref_log_x_for_x_ge_1(int(v))
-    for name, value in LOG_CONSTANTS.items():                  # the golden's literal constants
+    for name, value in LOG_CONSTANTS.items():  # the golden's literal constants
         assert _const(value, 31) == getattr(softmax_module, f"_{name.upper()}")
 
 
@@ -615,8 +762,11 @@ def test_log_softmax_golden_equals_transcription_hypothesis_values(x, scale):
 
 
 @settings(max_examples=200, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), shape=st.tuples(st.integers(1, 4), st.integers(1, 4095), st.integers(1, 3)),
-       scale=scales)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    shape=st.tuples(st.integers(1, 4), st.integers(1, 4095), st.integers(1, 3)),
+    scale=scales,
+)
 def test_log_softmax_golden_close_to_float(seed, shape, scale):
     """Within one output step (1/16) of the float log_softmax of the dequantized input where
     neither is clamped (TFLite's fixed point, exp, 12 accumulator bits and the log approximation,
@@ -633,8 +783,11 @@ def test_log_softmax_golden_close_to_float(seed, shape, scale):
 
 
 @settings(max_examples=200, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), shape=st.one_of(log_shapes, st.tuples(st.just(1), st.integers(1, 4095),
-                                                                               st.just(1))), scale=scales)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    shape=st.one_of(log_shapes, st.tuples(st.just(1), st.integers(1, 4095), st.just(1))),
+    scale=scales,
+)
 def test_log_softmax_golden_equals_c(lib, seed, shape, scale):
     x = random_tensor(seed, shape)
     desc = log_softmax_desc(shape, 1, scale)
@@ -642,7 +795,7 @@ def test_log_softmax_golden_equals_c(lib, seed, shape, scale):
 
 
 def test_log_softmax_row_limit(lib):
-    x = np.full((1, 4095), 9, dtype=np.int8)           # the largest sum: 4095 exps of 1.0
+    x = np.full((1, 4095), 9, dtype=np.int8)  # the largest sum: 4095 exps of 1.0
     desc = log_softmax_desc(x.shape, -1, 0.1)
     expected = log_softmax_s8(x, desc)
     np.testing.assert_array_equal(expected, ref_log_softmax(x, desc))
@@ -658,7 +811,7 @@ def test_log_softmax_difference_below_int32_min(lib):
     row's lowest element is below INT32_MIN (TFLite's int32 subtraction would overflow): golden
     and C give -128, the exact value, without undefined behaviour (UBSan library)."""
     x = np.full((1, 65), 100, dtype=np.int8)
-    x[0, 0] = 85                                                       # diff -15 = diff_min
+    x[0, 0] = 85  # diff -15 = diff_min
     tflite = log_softmax_desc(x.shape, -1, 1.9)
     assert tflite["diff_min"] == -15
     loose = dict(tflite, reverse_scaling_divisor=I32_MAX, reverse_scaling_right_shift=0)
@@ -673,11 +826,24 @@ def test_log_softmax_difference_below_int32_min(lib):
 
 def test_log_softmax_rejects_bad_descriptors(lib):
     good = log_softmax_desc((2, 5, 3), 1, 0.1)
-    _rejects(lib, "edgec_log_softmax_s8", LogSoftmaxDesc, good, _shape_errors(good) + [
-        dict(good, axis_size=4096, outer=1, inner=1), dict(good, input_left_shift=32), dict(good, input_left_shift=-1),
-        dict(good, input_multiplier=-1), dict(good, reverse_scaling_divisor=-1),
-        dict(good, reverse_scaling_right_shift=32), dict(good, reverse_scaling_right_shift=-1),
-        dict(good, diff_min=good["diff_min"] - 1), dict(good, diff_min=1)])
+    _rejects(
+        lib,
+        "edgec_log_softmax_s8",
+        LogSoftmaxDesc,
+        good,
+        _shape_errors(good)
+        + [
+            dict(good, axis_size=4096, outer=1, inner=1),
+            dict(good, input_left_shift=32),
+            dict(good, input_left_shift=-1),
+            dict(good, input_multiplier=-1),
+            dict(good, reverse_scaling_divisor=-1),
+            dict(good, reverse_scaling_right_shift=32),
+            dict(good, reverse_scaling_right_shift=-1),
+            dict(good, diff_min=good["diff_min"] - 1),
+            dict(good, diff_min=1),
+        ],
+    )
     for bad in (dict(good, diff_min=1), dict(good, input_left_shift=32)):
         with pytest.raises(ValueError):
             log_softmax_s8(np.zeros((2, 5, 3), np.int8), bad)
@@ -692,19 +858,35 @@ KIND = {"lut": 1, "softmax_axis": 2, "log_softmax": 3, "softmax_rows": 4}
 HEADER_WORDS = 16
 IN_PLACE, BENCH = 1, 2
 # Each build's lut path: the -mcpu picks it; undefining the feature macro selects the next one.
-PATHS = {"cortex-m4": {"word": [], "portable": ["-U__ARM_FEATURE_UNALIGNED"]},
-         "cortex-m55": {"mve": [], "word": ["-U__ARM_FEATURE_MVE"],
-                        "portable": ["-U__ARM_FEATURE_MVE", "-U__ARM_FEATURE_UNALIGNED"]}}
+PATHS = {
+    "cortex-m4": {"word": [], "portable": ["-U__ARM_FEATURE_UNALIGNED"]},
+    "cortex-m55": {
+        "mve": [],
+        "word": ["-U__ARM_FEATURE_MVE"],
+        "portable": ["-U__ARM_FEATURE_MVE", "-U__ARM_FEATURE_UNALIGNED"],
+    },
+}
 BENCH_SIZE = 4096
 
 
-def record(kind: str, x: np.ndarray, fields: list[int], table: np.ndarray | None = None, flags: int = 0,
-           in_skew: int = 0, out_skew: int = 0) -> bytes:
+def record(
+    kind: str,
+    x: np.ndarray,
+    fields: list[int],
+    table: np.ndarray | None = None,
+    flags: int = 0,
+    in_skew: int = 0,
+    out_skew: int = 0,
+) -> bytes:
     header = [KIND[kind], flags, in_skew, out_skew, x.size, *fields]
     payload = b"" if table is None else table.tobytes()
     data = x.tobytes()
-    return (struct.pack(f"<{HEADER_WORDS}i", *header, *[0] * (HEADER_WORDS - len(header))) + payload
-            + data + bytes(-len(data) % 4))
+    return (
+        struct.pack(f"<{HEADER_WORDS}i", *header, *[0] * (HEADER_WORDS - len(header)))
+        + payload
+        + data
+        + bytes(-len(data) % 4)
+    )
 
 
 def lut_cases(rng, count: int) -> list[tuple[bytes, np.ndarray]]:
@@ -714,16 +896,23 @@ def lut_cases(rng, count: int) -> list[tuple[bytes, np.ndarray]]:
         desc = lut_desc(random_table(rng), size)
         x = random_int8(rng, size)
         flags = IN_PLACE if k % 3 == 0 else 0
-        cases.append((record("lut", x, [size], desc["table"], flags, int(rng.integers(4)), int(rng.integers(4))),
-                      lut_s8(x, desc)))
+        cases.append(
+            (
+                record("lut", x, [size], desc["table"], flags, int(rng.integers(4)), int(rng.integers(4))),
+                lut_s8(x, desc),
+            )
+        )
     return cases
 
 
 def softmax_cases(rng, count: int) -> list[tuple[bytes, np.ndarray]]:
     cases = []
     for k in range(count):
-        shape = (int(rng.integers(1, 4)), int(rng.choice([1, 2, 5, 17, int(rng.integers(1, 600))])),
-                 int(rng.choice([1, 1, 2, 3, 8])))
+        shape = (
+            int(rng.integers(1, 4)),
+            int(rng.choice([1, 2, 5, 17, int(rng.integers(1, 600))])),
+            int(rng.choice([1, 1, 2, 3, 8])),
+        )
         x = random_tensor(int(rng.integers(2**32)), shape)
         scale = float(10.0 ** rng.uniform(-4, 1.5))
         if k % 2:
@@ -742,17 +931,24 @@ def bench_cases(rng) -> list[tuple[bytes, np.ndarray]]:
     x = random_int8(rng, BENCH_SIZE)
     rows = random_tensor(1, (16, 64))
     axis = softmax_axis_desc(rows.shape, -1, 0.05)
-    return [(record("lut", x, [BENCH_SIZE], desc["table"], BENCH), lut_s8(x, desc)),
-            (record("softmax_rows", rows, list(axis.values()), flags=BENCH), softmax_axis_s8(rows, axis)),
-            (record("softmax_axis", rows, list(axis.values()), flags=BENCH), softmax_axis_s8(rows, axis))]
+    return [
+        (record("lut", x, [BENCH_SIZE], desc["table"], BENCH), lut_s8(x, desc)),
+        (record("softmax_rows", rows, list(axis.values()), flags=BENCH), softmax_axis_s8(rows, axis)),
+        (record("softmax_axis", rows, list(axis.values()), flags=BENCH), softmax_axis_s8(rows, axis)),
+    ]
 
 
 def run_cases(target: str, flags: list[str], cases, tmp_path: Path) -> tuple[list, list[int]]:
     """Builds the driver for `target` with `flags`, runs `cases` with the instruction-count
     plugin; returns [(status, guard intact, output)] and the bench regions' counts."""
     tmp_path.mkdir(parents=True, exist_ok=True)
-    elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [ROOT / "runtime_c" / "include"], tmp_path / "lut.elf",
-                                  extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic", *flags])
+    elf = toolchain.cross_compile(
+        target,
+        [DRIVER, *SOURCES],
+        [ROOT / "runtime_c" / "include"],
+        tmp_path / "lut.elf",
+        extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic", *flags],
+    )
     (tmp_path / "cases.bin").write_bytes(b"".join(data for data, _ in cases))
     counts = toolchain.count_instructions(target, elf, timeout=120, cwd=tmp_path)
     data, at, results = (tmp_path / "results.bin").read_bytes(), 0, []
@@ -765,9 +961,11 @@ def run_cases(target: str, flags: list[str], cases, tmp_path: Path) -> tuple[lis
 
 
 def check_results(cases, results) -> None:
-    failures = [f"case {k}: status {status}, guard {guard}, {np.count_nonzero(out != expected.ravel())} bytes differ"
-                for k, ((_, expected), (status, guard, out)) in enumerate(zip(cases, results))
-                if status != EDGEC_OK or not guard or not np.array_equal(out, expected.ravel())]
+    failures = [
+        f"case {k}: status {status}, guard {guard}, {np.count_nonzero(out != expected.ravel())} bytes differ"
+        for k, ((_, expected), (status, guard, out)) in enumerate(zip(cases, results))
+        if status != EDGEC_OK or not guard or not np.array_equal(out, expected.ravel())
+    ]
     assert not failures, "\n".join(failures[:10])
 
 

@@ -11,6 +11,7 @@ Three layers, as for the other kernel families:
   3. QEMU: the same kernels cross-compiled for cortex-m4 and cortex-m55 against the golden, with
      their instruction counts on an attention-sized case.
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -23,10 +24,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgec.targets import toolchain
 from edgec.ops.layer_norm import layer_norm_desc, layer_norm_s8
 from edgec.ops.matmul import batch_matmul_desc, batch_matmul_s8
-from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from edgec.targets import toolchain
+from tests.device_support import ROOT, needs_toolchain
 from tests.kernel_lib import BatchMatmulDesc, LayerNormDesc, struct_from_desc
 
 EDGEC_OK, EDGEC_ARG_ERROR = 0, -1
@@ -56,8 +57,10 @@ def c_matmul(lib, desc: dict, lhs: np.ndarray, rhs: np.ndarray, size: int):
     keep: list = []
     c_desc = struct_from_desc(BatchMatmulDesc, desc, keep)
     lhs, rhs = (np.ascontiguousarray(a, dtype=np.int8).ravel() for a in (lhs, rhs))
-    return _guarded_call(lambda out: lib.edgec_batch_matmul_s8(C.byref(c_desc), lhs.ctypes.data_as(P8),
-                                                               rhs.ctypes.data_as(P8), out), size)
+    return _guarded_call(
+        lambda out: lib.edgec_batch_matmul_s8(C.byref(c_desc), lhs.ctypes.data_as(P8), rhs.ctypes.data_as(P8), out),
+        size,
+    )
 
 
 def c_layer_norm(lib, desc: dict, x: np.ndarray):
@@ -68,6 +71,7 @@ def c_layer_norm(lib, desc: dict, x: np.ndarray):
 
 
 # -- slow independent references ---------------------------------------------------------------
+
 
 def _srdhm(a: int, b: int) -> int:
     """gemmlowp SaturatingRoundingDoublingHighMul, as written there (int32 in, int32 out)."""
@@ -129,13 +133,14 @@ def slow_layer_norm(x: np.ndarray, desc: dict) -> np.ndarray:
             t += 1
         r = math.isqrt(v * 4**t) if v else 0
         for i, e in enumerate(d):
-            u = (e * 2**(t + fraction) * ((2**61 - 1) // r) + 2**36) // 2**37 if v else 0
-            y = (u * int(desc["scale"][i]) + offsets[i] + 2**(desc["shift"] - 1)) // 2**desc["shift"]
+            u = (e * 2 ** (t + fraction) * ((2**61 - 1) // r) + 2**36) // 2**37 if v else 0
+            y = (u * int(desc["scale"][i]) + offsets[i] + 2 ** (desc["shift"] - 1)) // 2 ** desc["shift"]
             out.append(min(max(y + desc["output_offset"], desc["act_min"]), desc["act_max"]))
     return np.array(out, dtype=np.int8)
 
 
 # -- random cases ------------------------------------------------------------------------------
+
 
 def int8_data(rng, shape) -> np.ndarray:
     return rng.integers(-128, 128, size=shape, dtype=np.int64).astype(np.int8)
@@ -146,7 +151,7 @@ def random_matmul(rng, extreme: bool = False):
     rank = int(rng.integers(0, 4))
     batch = [int(v) for v in rng.integers(1, 4, rank)]
     lhs_batch = [1 if rng.random() < 0.3 else b for b in batch]
-    rhs_batch = [1 if rng.random() < 0.3 else b for b in batch][int(rng.integers(0, rank + 1)):]
+    rhs_batch = [1 if rng.random() < 0.3 else b for b in batch][int(rng.integers(0, rank + 1)) :]
     transposed = bool(rng.random() < 0.5)
     lhs = int8_data(rng, lhs_batch + [rows, depth])
     rhs_logical = int8_data(rng, rhs_batch + [depth, cols])
@@ -155,8 +160,16 @@ def random_matmul(rng, extreme: bool = False):
     scales = [float(2.0 ** rng.uniform(-8, 0)) for _ in range(2)]
     out_scale = scales[0] * scales[1] * float(2.0 ** rng.uniform(4 if extreme else 6, 14))
     lo = int(rng.integers(-128, 0)) if rng.random() < 0.2 else -128
-    desc = batch_matmul_desc(lhs.shape, rhs_stored.shape, (scales[0], zps[0]), (scales[1], zps[1]),
-                             (out_scale, zps[2]), lo, 127, rhs_transposed=transposed)
+    desc = batch_matmul_desc(
+        lhs.shape,
+        rhs_stored.shape,
+        (scales[0], zps[0]),
+        (scales[1], zps[1]),
+        (out_scale, zps[2]),
+        lo,
+        127,
+        rhs_transposed=transposed,
+    )
     return desc, lhs, rhs_stored, rhs_logical
 
 
@@ -166,7 +179,9 @@ def random_layer_norm(rng, extreme: bool = False):
     if rng.random() < 0.2:
         x[0] = x[0, 0]  # a constant row: only eps keeps the variance positive
     s_x, s_y = float(2.0 ** rng.uniform(-8, 0)), float(2.0 ** rng.uniform(-7, -2))
-    zp_x, zp_y = (int(rng.choice([-128, 127])) for _ in range(2)) if extreme else (int(v) for v in rng.integers(-128, 128, 2))
+    zp_x, zp_y = (
+        (int(rng.choice([-128, 127])) for _ in range(2)) if extreme else (int(v) for v in rng.integers(-128, 128, 2))
+    )
     gamma = rng.uniform(-2, 2, features) * (100.0 if extreme and rng.random() < 0.5 else 1.0)
     beta = rng.uniform(-1, 1, features)
     eps = float(rng.choice([0.0, 1e-5, 1e-2]))
@@ -175,6 +190,7 @@ def random_layer_norm(rng, extreme: bool = False):
 
 
 # -- 1. golden against the slow references and float -------------------------------------------
+
 
 def test_batch_matmul_golden_matches_tflite_reference():
     rng = np.random.default_rng(0)
@@ -192,8 +208,11 @@ def test_batch_matmul_golden_matches_torch_in_float():
     (s1, z1), (s2, z2), (s3, z3) = (0.02, 3), (0.05, -7), (0.5, 1)
     desc = batch_matmul_desc(lhs.shape, rhs.shape, (s1, z1), (s2, z2), (s3, z3))
     got = (batch_matmul_s8(lhs, rhs, desc).astype(np.float64) - z3) * s3
-    want = torch.matmul(torch.tensor((lhs.astype(np.float64) - z1) * s1),
-                        torch.tensor((rhs.astype(np.float64) - z2) * s2)).numpy().ravel()
+    want = (
+        torch.matmul(torch.tensor((lhs.astype(np.float64) - z1) * s1), torch.tensor((rhs.astype(np.float64) - z2) * s2))
+        .numpy()
+        .ravel()
+    )
     assert np.abs(got - np.clip(want, (-128 - z3) * s3, (127 - z3) * s3)).max() <= 0.5 * s3 + 1e-9
 
 
@@ -211,8 +230,13 @@ def test_layer_norm_golden_is_within_one_step_of_float():
     exact = total = 0
     for _ in range(100):
         desc, x, (gamma, beta, eps, s_x, zp_x, s_y, zp_y) = random_layer_norm(rng)
-        real = torch.nn.functional.layer_norm(torch.tensor((x.astype(np.float64) - zp_x) * s_x), (x.shape[1],),
-                                              torch.tensor(gamma), torch.tensor(beta), eps).numpy()
+        real = torch.nn.functional.layer_norm(
+            torch.tensor((x.astype(np.float64) - zp_x) * s_x),
+            (x.shape[1],),
+            torch.tensor(gamma),
+            torch.tensor(beta),
+            eps,
+        ).numpy()
         want = np.clip(np.floor(real / s_y + 0.5) + zp_y, -128, 127).ravel()
         got = layer_norm_s8(x, desc).astype(np.float64)
         defined = np.isfinite(want)  # float gives NaN for a constant row with eps 0 (edgec: beta)
@@ -233,6 +257,7 @@ def test_layer_norm_desc_limits():
 
 
 # -- 2. golden == C ----------------------------------------------------------------------------
+
 
 @SETTINGS
 @given(seed=st.integers(0, 2**32 - 1), extreme=st.booleans())
@@ -262,7 +287,10 @@ def test_layer_norm_largest_row_and_extremes(lib):
     rng = np.random.default_rng(4)
     x = np.tile(np.array([-128, 127], np.int8), (1, 2048))
     desc = layer_norm_desc(1, 4096, rng.uniform(-1, 1, 4096), rng.uniform(-1, 1, 4096), 0.0, (1.0, 0), (2**-5, 0))
-    for data, d in ((x, desc), (np.full((2, 8), 7, np.int8), layer_norm_desc(2, 8, None, None, 0.0, (1.0, 7), (0.1, 0)))):
+    for data, d in (
+        (x, desc),
+        (np.full((2, 8), 7, np.int8), layer_norm_desc(2, 8, None, None, 0.0, (1.0, 7), (0.1, 0))),
+    ):
         expected = layer_norm_s8(data, d)
         assert np.array_equal(expected, slow_layer_norm(data, d))
         status, out = c_layer_norm(lib, d, data)
@@ -272,15 +300,28 @@ def test_layer_norm_largest_row_and_extremes(lib):
 def test_invalid_descriptors_are_refused(lib):
     rng = np.random.default_rng(5)
     desc, lhs, rhs, _ = random_matmul(rng)
-    for field, value in (("rows", 0), ("depth", -1), ("batch_rank", 5), ("lhs_offset", 300), ("shift", 40),
-                         ("act_min", 100), ("rhs_col_stride", -1)):
+    for field, value in (
+        ("rows", 0),
+        ("depth", -1),
+        ("batch_rank", 5),
+        ("lhs_offset", 300),
+        ("shift", 40),
+        ("act_min", 100),
+        ("rhs_col_stride", -1),
+    ):
         bad = dict(desc, **{field: value})
         if field == "act_min":
             bad["act_max"] = 0
         assert c_matmul(lib, bad, lhs, rhs, 1)[0] == EDGEC_ARG_ERROR, field
     ln, x, _ = random_layer_norm(rng)
-    for field, value in (("rows", 0), ("features", 5000), ("shift", 31), ("shift", 63), ("eps_term_hi", -1),
-                         ("output_offset", 200)):
+    for field, value in (
+        ("rows", 0),
+        ("features", 5000),
+        ("shift", 31),
+        ("shift", 63),
+        ("eps_term_hi", -1),
+        ("output_offset", 200),
+    ):
         assert c_layer_norm(lib, dict(ln, **{field: value}), x)[0] == EDGEC_ARG_ERROR, field
     too_big = dict(ln, offset_hi=np.full_like(ln["offset_hi"], 1 << 25))
     assert c_layer_norm(lib, too_big, x)[0] == EDGEC_ARG_ERROR
@@ -289,8 +330,10 @@ def test_invalid_descriptors_are_refused(lib):
 # -- 3. QEMU: cortex-m4 and cortex-m55 ---------------------------------------------------------
 
 DRIVER = ROOT / "tests" / "data" / "port" / "attention_kernels.c"
-SOURCES = [ROOT / "runtime_c" / "src" / "matmul" / "edgec_batch_matmul_s8.c",
-           ROOT / "runtime_c" / "src" / "norm" / "edgec_layer_norm_s8.c"]
+SOURCES = [
+    ROOT / "runtime_c" / "src" / "matmul" / "edgec_batch_matmul_s8.c",
+    ROOT / "runtime_c" / "src" / "norm" / "edgec_layer_norm_s8.c",
+]
 HEADER_WORDS = 40
 
 
@@ -339,10 +382,16 @@ def device_cases(seed: int) -> list:
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 def test_attention_kernels_on_device(target, tmp_path, capsys):
     cases = device_cases(seed=12)
-    elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [ROOT / "runtime_c" / "include"],
-                                  tmp_path / "attention.elf", extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
-    (tmp_path / "cases.bin").write_bytes(b"".join(record(kind, desc, arrays, expected.size)
-                                                  for _, kind, desc, arrays, expected in cases))
+    elf = toolchain.cross_compile(
+        target,
+        [DRIVER, *SOURCES],
+        [ROOT / "runtime_c" / "include"],
+        tmp_path / "attention.elf",
+        extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"],
+    )
+    (tmp_path / "cases.bin").write_bytes(
+        b"".join(record(kind, desc, arrays, expected.size) for _, kind, desc, arrays, expected in cases)
+    )
     counts = toolchain.count_instructions(target, elf, timeout=300, cwd=tmp_path)
     data, at, failures = (tmp_path / "results.bin").read_bytes(), 0, []
     for name, _, desc, _, expected in cases:
@@ -354,5 +403,9 @@ def test_attention_kernels_on_device(target, tmp_path, capsys):
     assert at == len(data) and len(counts["insns"]) == len(cases)
     assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures[:10])
     with capsys.disabled():
-        print(f"\n{target} instructions: " + ", ".join(
-            f"{case[0]} {count}" for case, count in zip(cases, counts["insns"]) if case[0].startswith("bench")))
+        print(
+            f"\n{target} instructions: "
+            + ", ".join(
+                f"{case[0]} {count}" for case, count in zip(cases, counts["insns"]) if case[0].startswith("bench")
+            )
+        )

@@ -10,6 +10,7 @@ Three layers, as for the other kernel families:
   3. QEMU: the same kernels cross-compiled for cortex-m4 and cortex-m55 (Helium runs) against the
      golden, plus their instruction counts on a channel shuffle and a channel concatenation.
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -22,7 +23,6 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from edgec.targets import toolchain
 from edgec.numerics import quantize_multiplier
 from edgec.ops.movement import (
     MAX_DIMS,
@@ -43,19 +43,22 @@ from edgec.ops.movement import (
     upsample_nearest_desc,
     upsample_nearest_s8,
 )
-from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
-from tests.kernel_lib import (CopyDesc, PadDesc, ReduceDesc, ResizeBilinearDesc, UpsampleNearestDesc,
-                              struct_from_desc)
+from edgec.targets import toolchain
+from tests.device_support import ROOT, needs_toolchain
+from tests.kernel_lib import CopyDesc, PadDesc, ReduceDesc, ResizeBilinearDesc, UpsampleNearestDesc, struct_from_desc
 
 EDGEC_OK, EDGEC_ARG_ERROR = 0, -1
 GUARD = 16
 GUARD_BYTE = 0x5A
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 P8 = C.POINTER(C.c_int8)
-KERNELS = {"copy": ("edgec_copy_s8", CopyDesc), "pad": ("edgec_pad_s8", PadDesc),
-           "upsample_nearest": ("edgec_upsample_nearest_s8", UpsampleNearestDesc),
-           "resize_bilinear": ("edgec_resize_bilinear_s8", ResizeBilinearDesc),
-           "reduce": ("edgec_reduce_s8", ReduceDesc)}
+KERNELS = {
+    "copy": ("edgec_copy_s8", CopyDesc),
+    "pad": ("edgec_pad_s8", PadDesc),
+    "upsample_nearest": ("edgec_upsample_nearest_s8", UpsampleNearestDesc),
+    "resize_bilinear": ("edgec_resize_bilinear_s8", ResizeBilinearDesc),
+    "reduce": ("edgec_reduce_s8", ReduceDesc),
+}
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +100,7 @@ seeds = st.integers(0, 2**32 - 1)
 
 
 # --- strided copy --------------------------------------------------------------------------------
+
 
 @SETTINGS
 @given(shape=shapes, data=st.data(), seed=seeds)
@@ -196,8 +200,15 @@ def test_any_valid_strided_copy(lib, shape, data, seed):
     x = int8_data(rng, input_start + high + 1 + data.draw(st.integers(0, 3)))
     output_start = data.draw(st.integers(0, 5))
     output_elements = output_start + step + data.draw(st.integers(0, 5))
-    desc = copy_desc(shape, in_strides, out_strides, input_start=input_start, output_start=output_start,
-                     input_elements=x.size, output_elements=output_elements)
+    desc = copy_desc(
+        shape,
+        in_strides,
+        out_strides,
+        input_start=input_start,
+        output_start=output_start,
+        input_elements=x.size,
+        output_elements=output_elements,
+    )
     before = int8_data(rng, output_elements)
     expected = before.copy()
     for index in np.ndindex(*shape):
@@ -208,11 +219,18 @@ def test_any_valid_strided_copy(lib, shape, data, seed):
 
 def test_simplifier_leaves_long_inner_runs():
     shuffle = copy_desc_for_permute((1, 16, 16, 2, 32), (0, 1, 2, 4, 3))
-    assert (shuffle["dims"], shuffle["input_strides"], shuffle["output_strides"]) == \
-        ((256, 2, 32), (64, 32, 1), (64, 1, 2))
+    assert (shuffle["dims"], shuffle["input_strides"], shuffle["output_strides"]) == (
+        (256, 2, 32),
+        (64, 32, 1),
+        (64, 1, 2),
+    )
     first, second = copy_descs_for_cat([(1, 16, 16, 32)] * 2, 3)
-    assert (second["dims"], second["input_strides"], second["output_strides"], second["output_start"]) == \
-        ((256, 32), (32, 1), (64, 1), 32)
+    assert (second["dims"], second["input_strides"], second["output_strides"], second["output_start"]) == (
+        (256, 32),
+        (32, 1),
+        (64, 1),
+        32,
+    )
     channel_slice = copy_desc_for_slice((1, 8, 8, 16), 3, 4, 12)
     assert channel_slice["dims"] == (64, 8) and channel_slice["input_strides"] == (16, 1)
     assert copy_desc_for_permute((2, 3, 4), (0, 1, 2))["dims"] == (24,)
@@ -231,9 +249,16 @@ def test_copy_descriptor_checks():
 def test_copy_refuses_bad_descriptors(lib):
     good = copy_desc_for_permute((2, 3), (1, 0))
     x = np.arange(6, dtype=np.int8)
-    bad = [dict(good, rank=0), dict(good, rank=7), dict(good, dims=(3, 0)), dict(good, input_elements=5),
-           dict(good, output_start=1), dict(good, input_start=-1), dict(good, input_strides=(1, -3)),
-           dict(good, dims=(3, 2**30), input_strides=(1, 4), output_elements=2**31 - 1)]
+    bad = [
+        dict(good, rank=0),
+        dict(good, rank=7),
+        dict(good, dims=(3, 0)),
+        dict(good, input_elements=5),
+        dict(good, output_start=1),
+        dict(good, input_start=-1),
+        dict(good, input_strides=(1, -3)),
+        dict(good, dims=(3, 2**30), input_strides=(1, 4), output_elements=2**31 - 1),
+    ]
     for desc in bad:
         status, out = run_c(lib, "copy", desc, x, np.full(6, GUARD_BYTE, np.int8))
         assert status == EDGEC_ARG_ERROR and (out == GUARD_BYTE).all(), desc
@@ -246,6 +271,7 @@ def test_copy_refuses_bad_descriptors(lib):
 
 
 # --- padding -------------------------------------------------------------------------------------
+
 
 @SETTINGS
 @given(shape=shapes, data=st.data(), fill=st.integers(-128, 127), seed=seeds)
@@ -273,8 +299,14 @@ def test_pad_matches_torch_and_merges_unpadded_dims(lib):
 def test_pad_refuses_bad_descriptors(lib):
     good = pad_desc((2, 3), (1, 0), (0, 2), 0)
     x = np.zeros(6, np.int8)
-    for desc in [dict(good, rank=0), dict(good, rank=7), dict(good, input_dims=(0, 3)), dict(good, pad_after=(0, -1)),
-                 dict(good, fill=128), dict(good, input_dims=(2**16, 2**16))]:
+    for desc in [
+        dict(good, rank=0),
+        dict(good, rank=7),
+        dict(good, input_dims=(0, 3)),
+        dict(good, pad_after=(0, -1)),
+        dict(good, fill=128),
+        dict(good, input_dims=(2**16, 2**16)),
+    ]:
         status, out = run_c(lib, "pad", desc, x, np.full(15, GUARD_BYTE, np.int8))
         assert status == EDGEC_ARG_ERROR and (out == GUARD_BYTE).all(), desc
     with pytest.raises(ValueError, match=">= 0"):
@@ -282,6 +314,7 @@ def test_pad_refuses_bad_descriptors(lib):
 
 
 # --- nearest upsampling --------------------------------------------------------------------------
+
 
 def tflite_nearest_index(y: int, in_size: int, out_size: int) -> int:
     """TFLite reference_ops::GetNearestNeighbor, align_corners and half_pixel_centers false,
@@ -291,8 +324,15 @@ def tflite_nearest_index(y: int, in_size: int, out_size: int) -> int:
 
 
 @SETTINGS
-@given(n=st.integers(1, 2), h=st.integers(1, 6), w=st.integers(1, 6), c=st.integers(1, 9),
-       sh=st.integers(1, 4), sw=st.integers(1, 4), seed=seeds)
+@given(
+    n=st.integers(1, 2),
+    h=st.integers(1, 6),
+    w=st.integers(1, 6),
+    c=st.integers(1, 9),
+    sh=st.integers(1, 4),
+    sw=st.integers(1, 4),
+    seed=seeds,
+)
 def test_upsample_nearest(lib, n, h, w, c, sh, sw, seed):
     x = int8_data(np.random.default_rng(seed), (n, h, w, c))
     desc = upsample_nearest_desc(x.shape, (h * sh, w * sw))
@@ -309,8 +349,9 @@ def test_upsample_nearest(lib, n, h, w, c, sh, sw, seed):
 def test_tflite_nearest_index_is_integer_division_at_integer_scales():
     for scale in range(1, 9):
         for size in list(range(1, 130)) + [255, 256, 333, 1000]:
-            assert [tflite_nearest_index(y, size, size * scale) for y in range(size * scale)] == \
-                [y // scale for y in range(size * scale)]
+            assert [tflite_nearest_index(y, size, size * scale) for y in range(size * scale)] == [
+                y // scale for y in range(size * scale)
+            ]
 
 
 def test_upsample_nearest_refuses(lib):
@@ -323,6 +364,7 @@ def test_upsample_nearest_refuses(lib):
 
 
 # --- bilinear resize -----------------------------------------------------------------------------
+
 
 def c_div(a: int, b: int) -> int:
     q = abs(a) // abs(b)
@@ -352,10 +394,12 @@ def tflite_resize_bilinear_integer(x: np.ndarray, out_hw, align_corners: bool, h
             for xx in range(ow):
                 input_x, x0, x1 = interpolation(xx, width_scale, w)
                 for ch in range(c):
-                    v = (int(x[b, y0, x0, ch]) * (ONE - (input_y - ONE * y0)) * (ONE - (input_x - ONE * x0))
-                         + int(x[b, y1, x0, ch]) * (input_y - ONE * y0) * (ONE - (input_x - ONE * x0))
-                         + int(x[b, y0, x1, ch]) * (ONE - (input_y - ONE * y0)) * (input_x - ONE * x0)
-                         + int(x[b, y1, x1, ch]) * (input_y - ONE * y0) * (input_x - ONE * x0))
+                    v = (
+                        int(x[b, y0, x0, ch]) * (ONE - (input_y - ONE * y0)) * (ONE - (input_x - ONE * x0))
+                        + int(x[b, y1, x0, ch]) * (input_y - ONE * y0) * (ONE - (input_x - ONE * x0))
+                        + int(x[b, y0, x1, ch]) * (ONE - (input_y - ONE * y0)) * (input_x - ONE * x0)
+                        + int(x[b, y1, x1, ch]) * (input_y - ONE * y0) * (input_x - ONE * x0)
+                    )
                     rounding = (1 << 19) if v > 0 else -(1 << 19)
                     out[b, y, xx, ch] = c_div(v + rounding, 1 << 20)
     return out
@@ -365,8 +409,16 @@ MODES = st.sampled_from([(False, True), (True, False), (False, False)])  # (alig
 
 
 @SETTINGS
-@given(n=st.integers(1, 2), h=st.integers(1, 7), w=st.integers(1, 7), c=st.integers(1, 5),
-       oh=st.integers(1, 15), ow=st.integers(1, 15), mode=MODES, seed=seeds)
+@given(
+    n=st.integers(1, 2),
+    h=st.integers(1, 7),
+    w=st.integers(1, 7),
+    c=st.integers(1, 5),
+    oh=st.integers(1, 15),
+    ow=st.integers(1, 15),
+    mode=MODES,
+    seed=seeds,
+)
 def test_resize_bilinear(lib, n, h, w, c, oh, ow, mode, seed):
     x = int8_data(np.random.default_rng(seed), (n, h, w, c))
     align_corners, half_pixel = mode
@@ -379,8 +431,12 @@ def test_resize_bilinear(lib, n, h, w, c, oh, ow, mode, seed):
 
 def test_resize_bilinear_large_upscale_and_extremes(lib):
     rng = np.random.default_rng(3)
-    for shape, out_hw, mode in [((1, 2, 3, 16), (32, 48), (False, True)), ((1, 5, 4, 3), (2, 1), (False, True)),
-                                ((2, 1, 1, 7), (9, 4), (True, False)), ((1, 30, 30, 1), (7, 61), (False, True))]:
+    for shape, out_hw, mode in [
+        ((1, 2, 3, 16), (32, 48), (False, True)),
+        ((1, 5, 4, 3), (2, 1), (False, True)),
+        ((2, 1, 1, 7), (9, 4), (True, False)),
+        ((1, 30, 30, 1), (7, 61), (False, True)),
+    ]:
         for x in (int8_data(rng, shape), np.full(shape, -128, np.int8), np.full(shape, 127, np.int8)):
             desc = resize_bilinear_desc(shape, out_hw, align_corners=mode[0], half_pixel_centers=mode[1])
             golden = resize_bilinear_s8(desc, x)
@@ -396,21 +452,25 @@ def test_resize_bilinear_tables_and_refusals(lib):
         bilinear_axis_table(2, 3000, align_corners=False, half_pixel_centers=True)
     good = resize_bilinear_desc((1, 2, 2, 1), (3, 3))
     x = np.zeros(4, np.int8)
-    for desc in [dict(good, channels=0), dict(good, y_table=np.array([0, 2, 0] * 3, np.int16)),
-                 dict(good, x_table=np.array([0, 0, 1025] * 3, np.int16)),
-                 dict(good, x_table=np.array([-1, 0, 0] * 3, np.int16)),
-                 dict(good, x_table=np.array([0, 1, -1] * 3, np.int16))]:  # extrapolation
+    for desc in [
+        dict(good, channels=0),
+        dict(good, y_table=np.array([0, 2, 0] * 3, np.int16)),
+        dict(good, x_table=np.array([0, 0, 1025] * 3, np.int16)),
+        dict(good, x_table=np.array([-1, 0, 0] * 3, np.int16)),
+        dict(good, x_table=np.array([0, 1, -1] * 3, np.int16)),
+    ]:  # extrapolation
         status, out = run_c(lib, "resize_bilinear", desc, x, np.full(9, GUARD_BYTE, np.int8))
         assert status == EDGEC_ARG_ERROR and (out == GUARD_BYTE).all()
 
 
 # --- reductions ----------------------------------------------------------------------------------
 
+
 def gemmlowp_multiply(x: int, multiplier: int, shift: int) -> int:
     """TFLite MultiplyByQuantizedMultiplier (int32, double rounding) from gemmlowp's definitions:
     SaturatingRoundingDoublingHighMul then RoundingDivideByPOT, in Python integers."""
     left, right = max(shift, 0), max(-shift, 0)
-    a = max(-2**31, min(2**31 - 1, x * (1 << left)))  # saturated (UB in TFLite's C++)
+    a = max(-(2**31), min(2**31 - 1, x * (1 << left)))  # saturated (UB in TFLite's C++)
     if a == multiplier == -(2**31):
         high = 2**31 - 1
     else:
@@ -441,8 +501,9 @@ def tflm_reduce(x: np.ndarray, axes, op, s_in, zp_in, s_out, zp_out) -> np.ndarr
     if op == "mean":
         k = min(63 - (64 - count.bit_length()), 32, 31 + shift)  # 63 - CountLeadingZeros(uint64 n)
         multiplier, shift = (multiplier << k) // count, shift - k
-    out = [min(max(gemmlowp_multiply(int(s) - zp_in * count, multiplier, shift) + zp_out, -128), 127)
-           for s in acc.ravel()]
+    out = [
+        min(max(gemmlowp_multiply(int(s) - zp_in * count, multiplier, shift) + zp_out, -128), 127) for s in acc.ravel()
+    ]
     return np.array(out, dtype=np.int8)
 
 
@@ -452,15 +513,25 @@ SCALES = st.floats(2.0**-12, 1.0) | st.sampled_from([2.0**-12, 1.0])
 
 
 @SETTINGS
-@given(shape=shapes, data=st.data(), op=OPS, s_in=SCALES, zp_in=ZERO_POINTS, ratio=st.floats(2.0**-8, 2.0**6),
-       zp_out=ZERO_POINTS, same=st.booleans(), seed=seeds)
+@given(
+    shape=shapes,
+    data=st.data(),
+    op=OPS,
+    s_in=SCALES,
+    zp_in=ZERO_POINTS,
+    ratio=st.floats(2.0**-8, 2.0**6),
+    zp_out=ZERO_POINTS,
+    same=st.booleans(),
+    seed=seeds,
+)
 def test_reduce_any_axes(lib, shape, data, op, s_in, zp_in, ratio, zp_out, same, seed):
     axes = data.draw(st.sets(st.integers(-len(shape), len(shape) - 1), min_size=1))
     assume(len({a % len(shape) for a in axes}) == len(axes))
     x = int8_data(np.random.default_rng(seed), shape)
     s_out, zp_out = (s_in, zp_in) if same or op in ("max", "min") else (s_in * ratio, zp_out)
-    desc = reduce_desc(shape, axes, op, input_scale=s_in, input_zero_point=zp_in, output_scale=s_out,
-                       output_zero_point=zp_out)
+    desc = reduce_desc(
+        shape, axes, op, input_scale=s_in, input_zero_point=zp_in, output_scale=s_out, output_zero_point=zp_out
+    )
     golden = reduce_s8(desc, x)
     np.testing.assert_array_equal(golden, tflm_reduce(x, axes, op, s_in, zp_in, s_out, zp_out))
     if op in ("max", "min"):
@@ -470,8 +541,14 @@ def test_reduce_any_axes(lib, shape, data, op, s_in, zp_in, ratio, zp_out, same,
 
 
 @SETTINGS
-@given(op=OPS, act=st.tuples(st.integers(-128, 127), st.integers(-128, 127)), seed=seeds,
-       shift=st.integers(-31, 30), multiplier=st.integers(0, 2**31 - 1), zp_out=ZERO_POINTS)
+@given(
+    op=OPS,
+    act=st.tuples(st.integers(-128, 127), st.integers(-128, 127)),
+    seed=seeds,
+    shift=st.integers(-31, 30),
+    multiplier=st.integers(0, 2**31 - 1),
+    zp_out=ZERO_POINTS,
+)
 def test_reduce_extreme_constants_and_clamps(lib, op, act, seed, shift, multiplier, zp_out):
     """Any multiplier and shift (left shifts of the sum included), clamp bounds, big reductions."""
     rng = np.random.default_rng(seed)
@@ -480,8 +557,11 @@ def test_reduce_extreme_constants_and_clamps(lib, op, act, seed, shift, multipli
     lo, hi = sorted(act)
     desc = reduce_desc(shape, axes, op, act_min=lo, act_max=hi, input_zero_point=zp_out, output_zero_point=zp_out)
     if op in ("sum", "mean"):
-        desc.update(multiplier=multiplier, shift=shift, sum_offset=int(rng.integers(-128, 128)) * math.prod(
-            shape[a] for a in axes))
+        desc.update(
+            multiplier=multiplier,
+            shift=shift,
+            sum_offset=int(rng.integers(-128, 128)) * math.prod(shape[a] for a in axes),
+        )
     check_c(lib, "reduce", desc, x, reduce_s8(desc, x))
 
 
@@ -501,10 +581,17 @@ def test_reduce_simplifies_axis_sets():
 def test_reduce_refuses_bad_descriptors(lib):
     good = reduce_desc((2, 3), (1,), "sum")
     x = np.zeros(6, np.int8)
-    for desc in [dict(good, op=3), dict(good, kept_rank=7), dict(good, reduced_dims=(0,)),
-                 dict(good, kept_strides=(-3,)),
-                 dict(good, reduced_dims=(2**23 + 1,)), dict(good, shift=32), dict(good, multiplier=-1),
-                 dict(good, act_min=5, act_max=4), dict(good, act_max=128)]:
+    for desc in [
+        dict(good, op=3),
+        dict(good, kept_rank=7),
+        dict(good, reduced_dims=(0,)),
+        dict(good, kept_strides=(-3,)),
+        dict(good, reduced_dims=(2**23 + 1,)),
+        dict(good, shift=32),
+        dict(good, multiplier=-1),
+        dict(good, act_min=5, act_max=4),
+        dict(good, act_max=128),
+    ]:
         status, out = run_c(lib, "reduce", desc, x, np.full(2, GUARD_BYTE, np.int8))
         assert status == EDGEC_ARG_ERROR and (out == GUARD_BYTE).all(), desc
 
@@ -513,8 +600,9 @@ def test_reduce_refuses_bad_descriptors(lib):
 
 DRIVER = ROOT / "tests" / "data" / "port" / "movement_kernels.c"
 RUNTIME = ROOT / "runtime_c"
-SOURCES = [RUNTIME / "src" / "movement" / f for f in ("edgec_movement_s8.c", "edgec_resize_bilinear_s8.c",
-                                                       "edgec_reduce_s8.c")]
+SOURCES = [
+    RUNTIME / "src" / "movement" / f for f in ("edgec_movement_s8.c", "edgec_resize_bilinear_s8.c", "edgec_reduce_s8.c")
+]
 KIND_CODE = {"copy": 1, "pad": 2, "upsample_nearest": 3, "resize_bilinear": 4, "reduce": 5}
 HEADER_WORDS = 48
 
@@ -548,34 +636,71 @@ def device_cases(seed: int) -> list[tuple[str, str, dict, np.ndarray, np.ndarray
         cases.append((name, kind, desc, x, before, np.asarray(expected, np.int8).ravel()))
 
     x = int8_data(rng, (1, 16, 16, 64))
-    add("shuffle_g2", "copy", copy_desc_for_permute((1, 16, 16, 2, 32), (0, 1, 2, 4, 3)), x,
-        x.reshape(1, 16, 16, 2, 32).transpose(0, 1, 2, 4, 3))
-    add("shuffle_g4", "copy", copy_desc_for_permute((1, 16, 16, 4, 16), (0, 1, 2, 4, 3)), x,
-        x.reshape(1, 16, 16, 4, 16).transpose(0, 1, 2, 4, 3))
+    add(
+        "shuffle_g2",
+        "copy",
+        copy_desc_for_permute((1, 16, 16, 2, 32), (0, 1, 2, 4, 3)),
+        x,
+        x.reshape(1, 16, 16, 2, 32).transpose(0, 1, 2, 4, 3),
+    )
+    add(
+        "shuffle_g4",
+        "copy",
+        copy_desc_for_permute((1, 16, 16, 4, 16), (0, 1, 2, 4, 3)),
+        x,
+        x.reshape(1, 16, 16, 4, 16).transpose(0, 1, 2, 4, 3),
+    )
     parts = [int8_data(rng, (1, 16, 16, 32)) for _ in range(2)]
     before = np.full(x.size, GUARD_BYTE, np.int8)
     for i, (desc, part) in enumerate(zip(copy_descs_for_cat([p.shape for p in parts], 3), parts)):
         after = copy_s8(desc, part, before)
         add(f"cat_c_{i}", "copy", desc, part, after, before)
         before = after
-    add("pad_hw", "pad", pad_desc((1, 16, 16, 32), (0, 1, 1, 0), (0, 1, 1, 0), -3), parts[0],
-        np.pad(parts[0], [(0, 0), (1, 1), (1, 1), (0, 0)], constant_values=-3))
-    add("upsample_2x", "upsample_nearest", upsample_nearest_desc((1, 8, 8, 32), (16, 16)), parts[0][:, :8, :8],
-        parts[0][:, :8, :8].repeat(2, 1).repeat(2, 2))
+    add(
+        "pad_hw",
+        "pad",
+        pad_desc((1, 16, 16, 32), (0, 1, 1, 0), (0, 1, 1, 0), -3),
+        parts[0],
+        np.pad(parts[0], [(0, 0), (1, 1), (1, 1), (0, 0)], constant_values=-3),
+    )
+    add(
+        "upsample_2x",
+        "upsample_nearest",
+        upsample_nearest_desc((1, 8, 8, 32), (16, 16)),
+        parts[0][:, :8, :8],
+        parts[0][:, :8, :8].repeat(2, 1).repeat(2, 2),
+    )
     desc = resize_bilinear_desc((1, 8, 8, 32), (16, 16))
     add("bilinear_2x", "resize_bilinear", desc, parts[0][:, :8, :8], resize_bilinear_s8(desc, parts[0][:, :8, :8]))
-    desc = reduce_desc((1, 16, 16, 32), (1, 2), "mean", input_scale=0.02, input_zero_point=-5, output_scale=0.01,
-                       output_zero_point=3)
+    desc = reduce_desc(
+        (1, 16, 16, 32), (1, 2), "mean", input_scale=0.02, input_zero_point=-5, output_scale=0.01, output_zero_point=3
+    )
     add("mean_hw_requant", "reduce", desc, parts[0], reduce_s8(desc, parts[0]))
 
     for n in (1, 3, 4, 15, 16, 17, 20, 31, 32, 33, 47, 64):  # runs and fills at every alignment
         for input_start, output_start in ((0, 0), (4, 8), (1, 0), (0, 3), (2, 1)):
             x = int8_data(rng, input_start + n)
             before = int8_data(rng, output_start + n + 2)
-            for desc in (copy_desc([n], [1], [1], input_start=input_start, output_start=output_start,
-                                   input_elements=x.size, output_elements=before.size),
-                         copy_desc([n], [0], [1], input_start=input_start, output_start=output_start,
-                                   input_elements=x.size, output_elements=before.size)):
+            for desc in (
+                copy_desc(
+                    [n],
+                    [1],
+                    [1],
+                    input_start=input_start,
+                    output_start=output_start,
+                    input_elements=x.size,
+                    output_elements=before.size,
+                ),
+                copy_desc(
+                    [n],
+                    [0],
+                    [1],
+                    input_start=input_start,
+                    output_start=output_start,
+                    input_elements=x.size,
+                    output_elements=before.size,
+                ),
+            ):
                 add("run", "copy", desc, x, copy_s8(desc, x, before), before)
     for _ in range(60):
         shape = [int(v) for v in rng.integers(1, 6, int(rng.integers(1, MAX_DIMS + 1)))]
@@ -597,8 +722,13 @@ def device_cases(seed: int) -> list[tuple[str, str, dict, np.ndarray, np.ndarray
             add("cat", "copy", desc, part, after, before)
             before = after
         small = [1 if rng.random() < 0.5 else d for d in shape]
-        add("expand", "copy", copy_desc_for_expand(small, shape), x.reshape(-1)[:math.prod(small)].reshape(small),
-            np.broadcast_to(x.reshape(-1)[:math.prod(small)].reshape(small), shape))
+        add(
+            "expand",
+            "copy",
+            copy_desc_for_expand(small, shape),
+            x.reshape(-1)[: math.prod(small)].reshape(small),
+            np.broadcast_to(x.reshape(-1)[: math.prod(small)].reshape(small), shape),
+        )
         pads = rng.integers(0, 3, (2, len(shape)))
         fill = int(rng.integers(-128, 128))
         add("pad", "pad", pad_desc(shape, pads[0], pads[1], fill), x, np.pad(x, list(zip(*pads)), constant_values=fill))
@@ -607,24 +737,34 @@ def device_cases(seed: int) -> list[tuple[str, str, dict, np.ndarray, np.ndarray
         desc = upsample_nearest_desc(nhwc.shape, (nhwc.shape[1] * scales[0], nhwc.shape[2] * scales[1]))
         add("upsample", "upsample_nearest", desc, nhwc, upsample_nearest_s8(desc, nhwc))
         align = bool(rng.random() < 0.3)
-        desc = resize_bilinear_desc(nhwc.shape, [int(v) for v in rng.integers(1, 12, 2)], align_corners=align,
-                                    half_pixel_centers=not align)
+        desc = resize_bilinear_desc(
+            nhwc.shape, [int(v) for v in rng.integers(1, 12, 2)], align_corners=align, half_pixel_centers=not align
+        )
         add("bilinear", "resize_bilinear", desc, nhwc, resize_bilinear_s8(desc, nhwc))
         op = str(rng.choice(["max", "min", "sum", "mean"]))
         axes = [a for a in range(len(shape)) if rng.random() < 0.5] or [0]
         zp_in = int(rng.choice([-128, 127, int(rng.integers(-128, 128))]))
         s_in = float(2.0 ** rng.uniform(-10, 0))
-        s_out, zp_out = (s_in, zp_in) if op in ("max", "min") else (s_in * float(2.0 ** rng.uniform(-6, 6)),
-                                                                    int(rng.integers(-128, 128)))
-        desc = reduce_desc(shape, axes, op, input_scale=s_in, input_zero_point=zp_in, output_scale=s_out,
-                           output_zero_point=zp_out)
+        s_out, zp_out = (
+            (s_in, zp_in)
+            if op in ("max", "min")
+            else (s_in * float(2.0 ** rng.uniform(-6, 6)), int(rng.integers(-128, 128)))
+        )
+        desc = reduce_desc(
+            shape, axes, op, input_scale=s_in, input_zero_point=zp_in, output_scale=s_out, output_zero_point=zp_out
+        )
         add("reduce", "reduce", desc, x, reduce_s8(desc, x))
     return cases
 
 
 def run_on_target(target: str, cases, tmp_path) -> tuple[list, list[int]]:
-    elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [RUNTIME / "include"], tmp_path / "movement.elf",
-                                  extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
+    elf = toolchain.cross_compile(
+        target,
+        [DRIVER, *SOURCES],
+        [RUNTIME / "include"],
+        tmp_path / "movement.elf",
+        extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"],
+    )
     records = (record(kind, desc, x, before) for _, kind, desc, x, before, _ in cases)
     (tmp_path / "cases.bin").write_bytes(b"".join(records))
     counts = toolchain.count_instructions(target, elf, timeout=300, cwd=tmp_path)
@@ -639,8 +779,16 @@ def run_on_target(target: str, cases, tmp_path) -> tuple[list, list[int]]:
     return results, counts["insns"]
 
 
-BENCHMARKS = ("shuffle_g2", "shuffle_g4", "cat_c_0", "cat_c_1", "pad_hw", "upsample_2x", "bilinear_2x",
-              "mean_hw_requant")
+BENCHMARKS = (
+    "shuffle_g2",
+    "shuffle_g4",
+    "cat_c_0",
+    "cat_c_1",
+    "pad_hw",
+    "upsample_2x",
+    "bilinear_2x",
+    "mean_hw_requant",
+)
 # Instructions per input byte on cortex-m4, a little above the measured 1.92 and 0.94.
 M4_BUDGET = {"shuffle_g2": 2.0, "cat_c_0": 1.0, "cat_c_1": 1.0}
 
@@ -651,14 +799,21 @@ M4_BUDGET = {"shuffle_g2": 2.0, "cat_c_0": 1.0, "cat_c_1": 1.0}
 def test_movement_kernels_on_device(target, tmp_path, capsys):
     cases = device_cases(seed=11)
     results, insns = run_on_target(target, cases, tmp_path)
-    failures = [f"{name} ({kind}): status {status}, guard {guard}, {desc}"
-                for (name, kind, desc, _, _, expected), (status, guard, out) in zip(cases, results)
-                if status != EDGEC_OK or not guard or not np.array_equal(out, expected)]
+    failures = [
+        f"{name} ({kind}): status {status}, guard {guard}, {desc}"
+        for (name, kind, desc, _, _, expected), (status, guard, out) in zip(cases, results)
+        if status != EDGEC_OK or not guard or not np.array_equal(out, expected)
+    ]
     assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures[:10])
     with capsys.disabled():  # the benchmark layers' counts, for the record
-        print(f"\n{target} instructions: " + ", ".join(
-            f"{case[0]} {count} ({count / case[3].size:.2f}/input byte)"
-            for case, count in zip(cases, insns) if case[0] in BENCHMARKS))
+        print(
+            f"\n{target} instructions: "
+            + ", ".join(
+                f"{case[0]} {count} ({count / case[3].size:.2f}/input byte)"
+                for case, count in zip(cases, insns)
+                if case[0] in BENCHMARKS
+            )
+        )
     if target == "cortex-m4":
         for i, (name, *_rest) in enumerate(cases):
             if name in M4_BUDGET:

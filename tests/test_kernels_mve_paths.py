@@ -10,6 +10,7 @@ path runs many times (tests/test_kernels_arm.py's random mix reaches some of the
 
 Each output equals the golden kernel's byte for byte, with the guards around it intact.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 
 from edgec.ops.kernel_layout import MVE
-from tests.device_support import edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from tests.device_support import needs_toolchain
 from tests.test_kernels_arm import add_case, conv_case, depthwise_case, describe, pointwise_case, run_on_target
 
 CASES = 60  # per path
@@ -29,9 +30,14 @@ def _fives_depthwise(case) -> bool:
     shifts are all <= 0 (fields: see depthwise_case)."""
     f = case.fields
     channels, width, shifts = f[15], f[22], case.arrays[4]
-    groups = [shifts[i:i + 4] for i in range(0, channels - 3, 4)]
-    return ((f[17], f[18]) == (3, 3) and (f[2], f[3]) == (1, 1) and (f[6], f[7]) == (1, 1) and width >= 5
-            and any((g <= 0).all() for g in groups))
+    groups = [shifts[i : i + 4] for i in range(0, channels - 3, 4)]
+    return (
+        (f[17], f[18]) == (3, 3)
+        and (f[2], f[3]) == (1, 1)
+        and (f[6], f[7]) == (1, 1)
+        and width >= 5
+        and any((g <= 0).all() for g in groups)
+    )
 
 
 def _k(case) -> int:
@@ -66,15 +72,18 @@ def test_helium_fast_paths_match_golden(opt, tmp_path: Path):
     rng = np.random.default_rng(11 if opt == "-O2" else 12)
     depthwise = _draw(depthwise_case, _fives_depthwise, CASES, rng)
     rows = [c for c in depthwise if c.fields[22] % 5 == 0]
-    convs = _draw(lambda r, isa: conv_case(r, isa) if r.random() < 0.5 else pointwise_case(r, isa),
-                  _quads_conv, CASES, rng)
+    convs = _draw(
+        lambda r, isa: conv_case(r, isa) if r.random() < 0.5 else pointwise_case(r, isa), _quads_conv, CASES, rng
+    )
     adds = _draw(add_case, _right_shift_add, CASES, rng)
     assert rows and any(c.fields[22] % 5 for c in depthwise)
     assert any((_k(c) + 15) // 16 // 2 % 2 for c in convs) and any((_k(c) + 15) // 16 // 2 % 2 == 0 for c in convs)
     cases = depthwise + convs + adds
     results = run_on_target("cortex-m55", cases, tmp_path, opt)
-    failures = [f"status {status}, guards {guards}, {int(np.count_nonzero(out != c.expected.ravel()))} bytes "
-                f"differ: {describe(c)}"
-                for c, (status, guards, out) in zip(cases, results)
-                if status != c.status or not guards or not np.array_equal(out, c.expected.ravel())]
+    failures = [
+        f"status {status}, guards {guards}, {int(np.count_nonzero(out != c.expected.ravel()))} bytes "
+        f"differ: {describe(c)}"
+        for c, (status, guards, out) in zip(cases, results)
+        if status != c.status or not guards or not np.array_equal(out, c.expected.ravel())
+    ]
     assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures[:10])

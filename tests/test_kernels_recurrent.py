@@ -10,6 +10,7 @@
 3. QEMU: the same random cases on cortex-m4 and cortex-m55 (tests/data/port/recurrent_kernels.c),
    and the instruction count of the keyword spotter's LSTM and GRU layers (49 x 10 -> 64).
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -21,25 +22,39 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from edgec.ops.recurrent import (
+    DESC_FIELDS,
+    GRU_GATES,
+    LSTM_GATES,
+    SIGMOID,
+    TANH,
+    activation_s16,
+    recurrent_desc,
+    recurrent_s8,
+    sigmoid_table,
+)
 from edgec.targets import toolchain
-from edgec.ops.recurrent import (DESC_FIELDS, GRU_GATES, LSTM_GATES, SIGMOID, TANH, activation_s16,
-                                 recurrent_desc, recurrent_s8, sigmoid_table)
-from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from tests.device_support import ROOT, needs_toolchain
 from tests.kernel_lib import RecurrentDesc, struct_from_desc
 
 EDGEC_OK, ARG_ERROR = 0, -1
 GUARD = 0x5A
 SCRATCH = lambda hidden: 16 * hidden  # noqa: E731  (EDGEC_RECURRENT_SCRATCH_BYTES)
-INT_FIELDS = [f for f in DESC_FIELDS if f not in ("input_weights", "hidden_weights", "input_bias", "hidden_bias",
-                                                  "sigmoid_table")]
+INT_FIELDS = [
+    f for f in DESC_FIELDS if f not in ("input_weights", "hidden_weights", "input_bias", "hidden_bias", "sigmoid_table")
+]
 
 
 def random_desc(rng, cell: int | None = None, sizes: tuple | None = None) -> dict:
     """A random descriptor: random integer constants, not derived from float weights, with
     extremes mixed in (the kernel must be exact whatever its constants)."""
     cell = cell or int(rng.choice([LSTM_GATES, GRU_GATES]))
-    batches, steps, inputs, hidden = sizes or (int(rng.choice([1, 1, 2, 3])), int(rng.choice([1, 2, 3, 5])),
-                                               int(rng.choice([1, 2, 3, 7, 10, 17])), int(rng.choice([1, 2, 3, 5, 8, 13])))
+    batches, steps, inputs, hidden = sizes or (
+        int(rng.choice([1, 1, 2, 3])),
+        int(rng.choice([1, 2, 3, 5])),
+        int(rng.choice([1, 2, 3, 7, 10, 17])),
+        int(rng.choice([1, 2, 3, 5, 8, 13])),
+    )
 
     def multiplier():
         return int(rng.choice([2**31 - 1, 2**30, int(rng.integers(2**30, 2**31))]))
@@ -59,18 +74,31 @@ def random_desc(rng, cell: int | None = None, sizes: tuple | None = None) -> dic
 
     rows = cell * hidden
     values = {
-        "cell": cell, "batches": batches, "time_steps": steps, "input_size": inputs, "hidden_size": hidden,
-        "time_major": int(rng.integers(2)), "reset_state": int(rng.integers(2)),
-        "input_weights": weights(rows, inputs), "hidden_weights": weights(rows, hidden),
-        "input_bias": bias(rows), "hidden_bias": bias(rows),
-        "input_multiplier": [multiplier() for _ in range(4)], "input_shift": [shift(-31, 1) for _ in range(4)],
-        "hidden_multiplier": [multiplier() for _ in range(4)], "hidden_shift": [shift(-31, 1) for _ in range(4)],
-        "forget_cell_multiplier": multiplier(), "forget_cell_shift": shift(-20, 2),
-        "input_cell_multiplier": multiplier(), "input_cell_shift": shift(-20, 8),
+        "cell": cell,
+        "batches": batches,
+        "time_steps": steps,
+        "input_size": inputs,
+        "hidden_size": hidden,
+        "time_major": int(rng.integers(2)),
+        "reset_state": int(rng.integers(2)),
+        "input_weights": weights(rows, inputs),
+        "hidden_weights": weights(rows, hidden),
+        "input_bias": bias(rows),
+        "hidden_bias": bias(rows),
+        "input_multiplier": [multiplier() for _ in range(4)],
+        "input_shift": [shift(-31, 1) for _ in range(4)],
+        "hidden_multiplier": [multiplier() for _ in range(4)],
+        "hidden_shift": [shift(-31, 1) for _ in range(4)],
+        "forget_cell_multiplier": multiplier(),
+        "forget_cell_shift": shift(-20, 2),
+        "input_cell_multiplier": multiplier(),
+        "input_cell_shift": shift(-20, 8),
         "cell_tanh_shift": int(rng.choice([-3, -1, 0, 1, 3, 14, int(rng.integers(-31, 15))])),
-        "output_multiplier": multiplier(), "output_shift": shift(-31, 0),
+        "output_multiplier": multiplier(),
+        "output_shift": shift(-31, 0),
         "output_offset": int(rng.choice([-128, 127, 0, int(rng.integers(-128, 128))])),
-        "hidden_q15_multiplier": multiplier(), "hidden_q15_shift": shift(-4, 9),
+        "hidden_q15_multiplier": multiplier(),
+        "hidden_q15_shift": shift(-4, 9),
         "last_step_only": int(rng.random() < 0.25),
         "tanh_linear": int(rng.random() < 0.3),
         "sigmoid_table": sigmoid_table(),
@@ -80,9 +108,12 @@ def random_desc(rng, cell: int | None = None, sizes: tuple | None = None) -> dic
 
 def random_state(rng, desc):
     shape = (desc["batches"], desc["hidden_size"])
-    return (rng.integers(-128, 128, shape, dtype=np.int8),
-            rng.choice(np.array([-32768, 32767, 0, 1, -1], np.int16), shape) if rng.random() < 0.2
-            else rng.integers(-32768, 32768, shape, dtype=np.int16))
+    return (
+        rng.integers(-128, 128, shape, dtype=np.int8),
+        rng.choice(np.array([-32768, 32767, 0, 1, -1], np.int16), shape)
+        if rng.random() < 0.2
+        else rng.integers(-32768, 32768, shape, dtype=np.int16),
+    )
 
 
 def run_c(lib, desc, x, hidden, cell, *, expect=EDGEC_OK, kernel: int | None = None):
@@ -97,14 +128,25 @@ def run_c(lib, desc, x, hidden, cell, *, expect=EDGEC_OK, kernel: int | None = N
     s = struct_from_desc(RecurrentDesc, desc, keep)
     P8 = C.POINTER(C.c_int8)
     if (kernel or desc["cell"]) == LSTM_GATES:
-        status = lib.edgec_lstm_s8(C.byref(s), x.ctypes.data_as(P8), out.ctypes.data_as(P8), hidden.ctypes.data_as(P8),
-                                   cell.ctypes.data_as(C.POINTER(C.c_int16)), scratch.ctypes.data_as(C.c_void_p))
+        status = lib.edgec_lstm_s8(
+            C.byref(s),
+            x.ctypes.data_as(P8),
+            out.ctypes.data_as(P8),
+            hidden.ctypes.data_as(P8),
+            cell.ctypes.data_as(C.POINTER(C.c_int16)),
+            scratch.ctypes.data_as(C.c_void_p),
+        )
     else:
-        status = lib.edgec_gru_s8(C.byref(s), x.ctypes.data_as(P8), out.ctypes.data_as(P8), hidden.ctypes.data_as(P8),
-                                  scratch.ctypes.data_as(C.c_void_p))
+        status = lib.edgec_gru_s8(
+            C.byref(s),
+            x.ctypes.data_as(P8),
+            out.ctypes.data_as(P8),
+            hidden.ctypes.data_as(P8),
+            scratch.ctypes.data_as(C.c_void_p),
+        )
     assert status == expect
     assert (out[-16:].view(np.uint8) == GUARD).all(), "wrote past the output"
-    assert (scratch[SCRATCH(hs) // 4:] == 0x5A5A5A5A).all(), "wrote past the scratch"
+    assert (scratch[SCRATCH(hs) // 4 :] == 0x5A5A5A5A).all(), "wrote past the scratch"
     return out[:-16], hidden, cell
 
 
@@ -114,6 +156,7 @@ def _shaped(desc, x):
 
 
 # -- 1. golden vs C ----------------------------------------------------------------------------
+
 
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
@@ -137,12 +180,22 @@ def test_recurrent_from_float_weights_golden_equals_c(kernel_lib, seed, cell):
     rng = np.random.default_rng(seed)
     gates = LSTM_GATES if cell == "lstm" else GRU_GATES
     inputs, hidden, steps = int(rng.integers(1, 12)), int(rng.integers(1, 12)), int(rng.integers(1, 6))
-    desc = recurrent_desc(cell, batches=1, time_steps=steps, time_major=bool(rng.integers(2)), reset_state=True,
-                          w_ih=rng.normal(0, 0.5, (gates * hidden, inputs)), w_hh=rng.normal(0, 0.5, (gates * hidden, hidden)),
-                          b_ih=rng.normal(0, 1, gates * hidden), b_hh=rng.normal(0, 1, gates * hidden),
-                          input_scale=float(2 ** rng.uniform(-8, -2)), input_zp=int(rng.choice([-128, 127, 3])),
-                          hidden_scale=float(2 ** rng.uniform(-8, -6)), hidden_zp=int(rng.choice([-128, 127, 0])),
-                          cell_power=int(rng.integers(-15, 3)))
+    desc = recurrent_desc(
+        cell,
+        batches=1,
+        time_steps=steps,
+        time_major=bool(rng.integers(2)),
+        reset_state=True,
+        w_ih=rng.normal(0, 0.5, (gates * hidden, inputs)),
+        w_hh=rng.normal(0, 0.5, (gates * hidden, hidden)),
+        b_ih=rng.normal(0, 1, gates * hidden),
+        b_hh=rng.normal(0, 1, gates * hidden),
+        input_scale=float(2 ** rng.uniform(-8, -2)),
+        input_zp=int(rng.choice([-128, 127, 3])),
+        hidden_scale=float(2 ** rng.uniform(-8, -6)),
+        hidden_zp=int(rng.choice([-128, 127, 0])),
+        cell_power=int(rng.integers(-15, 3)),
+    )
     x = rng.integers(-128, 128, steps * inputs, dtype=np.int8)
     state = (np.zeros((1, hidden), np.int8), np.zeros((1, hidden), np.int16))
     out, h, _ = run_c(kernel_lib, desc, x, *state)
@@ -181,10 +234,19 @@ def test_recurrent_rejects_bad_arguments(kernel_lib):
     good = random_desc(rng, LSTM_GATES, (1, 2, 3, 4))
     x = np.zeros(2 * 3, np.int8)
     state = random_state(rng, good)
-    for bad in (dict(good, batches=0), dict(good, time_steps=0), dict(good, input_size=0), dict(good, hidden_size=-1),
-                dict(good, cell=5), dict(good, output_offset=128),
-                dict(good, cell_tanh_shift=15), dict(good, input_shift=[32, 0, 0, 0]),
-                dict(good, hidden_shift=[0, 0, 0, -32]), dict(good, output_shift=32), dict(good, input_size=70000)):
+    for bad in (
+        dict(good, batches=0),
+        dict(good, time_steps=0),
+        dict(good, input_size=0),
+        dict(good, hidden_size=-1),
+        dict(good, cell=5),
+        dict(good, output_offset=128),
+        dict(good, cell_tanh_shift=15),
+        dict(good, input_shift=[32, 0, 0, 0]),
+        dict(good, hidden_shift=[0, 0, 0, -32]),
+        dict(good, output_shift=32),
+        dict(good, input_size=70000),
+    ):
         run_c(kernel_lib, bad, x, *state, expect=ARG_ERROR)
     gru = random_desc(rng, GRU_GATES, (1, 2, 3, 4))
     run_c(kernel_lib, dict(gru, hidden_q15_shift=-32), x, *state, expect=ARG_ERROR)
@@ -193,6 +255,7 @@ def test_recurrent_rejects_bad_arguments(kernel_lib):
 
 
 # -- 2. slow independent reference ---------------------------------------------------------------
+
 
 def ref_multiply(x: int, multiplier: int, shift: int) -> int:
     """TFLite MultiplyByQuantizedMultiplier (the left shift saturating, as edgec defines it)."""
@@ -243,9 +306,15 @@ def ref_step(desc, x, h, c):
         xs, hs_ = [], []
         for k in range(hs):
             row = gate * hs + k
-            acc_x = wrap32(int(desc["input_bias"][row]) + sum(int(w) * int(v) for w, v in zip(desc["input_weights"][row], x)))
-            acc_h = wrap32(int(desc["hidden_bias"][row]) + sum(int(w) * int(v) for w, v in zip(desc["hidden_weights"][row], h)))
-            xs.append(sat(ref_multiply(acc_x, desc["input_multiplier"][gate], desc["input_shift"][gate]), -32768, 32767))
+            acc_x = wrap32(
+                int(desc["input_bias"][row]) + sum(int(w) * int(v) for w, v in zip(desc["input_weights"][row], x))
+            )
+            acc_h = wrap32(
+                int(desc["hidden_bias"][row]) + sum(int(w) * int(v) for w, v in zip(desc["hidden_weights"][row], h))
+            )
+            xs.append(
+                sat(ref_multiply(acc_x, desc["input_multiplier"][gate], desc["input_shift"][gate]), -32768, 32767)
+            )
             hs_.append(ref_multiply(acc_h, desc["hidden_multiplier"][gate], desc["hidden_shift"][gate]))
         x_parts.append(xs)
         h_parts.append(hs_)
@@ -255,8 +324,12 @@ def ref_step(desc, x, h, c):
         if desc["cell"] == LSTM_GATES:
             i, f, o = (ref_activation(pre[g], 0, SIGMOID, table) for g in (0, 1, 3))
             g = pre[2] if desc["tanh_linear"] else ref_activation(pre[2], 0, TANH, table)
-            cell = sat(ref_multiply(f * int(c[k]), desc["forget_cell_multiplier"], desc["forget_cell_shift"]), -32768, 32767)
-            cell = sat(ref_multiply(i * g, desc["input_cell_multiplier"], desc["input_cell_shift"]) + cell, -32768, 32767)
+            cell = sat(
+                ref_multiply(f * int(c[k]), desc["forget_cell_multiplier"], desc["forget_cell_shift"]), -32768, 32767
+            )
+            cell = sat(
+                ref_multiply(i * g, desc["input_cell_multiplier"], desc["input_cell_shift"]) + cell, -32768, 32767
+            )
             t = cell if desc["tanh_linear"] else ref_activation(cell, desc["cell_tanh_shift"], TANH, table)
             out = ref_multiply(o * t, desc["output_multiplier"], desc["output_shift"]) + desc["output_offset"]
             c_new.append(cell)
@@ -266,9 +339,17 @@ def ref_step(desc, x, h, c):
             rh = sat(ref_multiply(r * hn, desc["forget_cell_multiplier"], desc["forget_cell_shift"]), -32768, 32767)
             pre_n = sat(x_parts[2][k] + rh, -32768, 32767)
             n = pre_n if desc["tanh_linear"] else ref_activation(pre_n, 0, TANH, table)
-            hq = sat(ref_multiply(int(h[k]) - desc["output_offset"], desc["hidden_q15_multiplier"], desc["hidden_q15_shift"]),
-                     -32768, 32767)
-            out = ref_multiply((32768 - z) * n + z * hq, desc["output_multiplier"], desc["output_shift"]) + desc["output_offset"]
+            hq = sat(
+                ref_multiply(
+                    int(h[k]) - desc["output_offset"], desc["hidden_q15_multiplier"], desc["hidden_q15_shift"]
+                ),
+                -32768,
+                32767,
+            )
+            out = (
+                ref_multiply((32768 - z) * n + z * hq, desc["output_multiplier"], desc["output_shift"])
+                + desc["output_offset"]
+            )
         h_new.append(sat(out, -128, 127))
     return h_new, c_new
 
@@ -317,8 +398,16 @@ def record(desc, x, hidden, cell, flags: int = 0) -> bytes:
         value = desc[name]
         ints.extend(value if isinstance(value, list) else [value])
     header = struct.pack(f"<{HEADER_WORDS}i", flags, *ints, *[0] * (HEADER_WORDS - 1 - len(ints)))
-    arrays = [desc["input_weights"], desc["hidden_weights"], desc["input_bias"], desc["hidden_bias"],
-              desc["sigmoid_table"], x, hidden, cell]
+    arrays = [
+        desc["input_weights"],
+        desc["hidden_weights"],
+        desc["input_bias"],
+        desc["hidden_bias"],
+        desc["sigmoid_table"],
+        x,
+        hidden,
+        cell,
+    ]
     payload = b""
     for array in arrays:
         data = np.ascontiguousarray(array).tobytes()
@@ -331,10 +420,22 @@ def kws_cases(rng):
     cases = []
     for cell in ("lstm", "gru"):
         gates = LSTM_GATES if cell == "lstm" else GRU_GATES
-        desc = recurrent_desc(cell, batches=1, time_steps=49, time_major=False, reset_state=True,
-                              w_ih=rng.normal(0, 0.3, (gates * 64, 10)), w_hh=rng.normal(0, 0.1, (gates * 64, 64)),
-                              b_ih=rng.normal(0, 0.1, gates * 64), b_hh=rng.normal(0, 0.1, gates * 64),
-                              input_scale=0.03, input_zp=3, hidden_scale=0.006, hidden_zp=-2, cell_power=-13)
+        desc = recurrent_desc(
+            cell,
+            batches=1,
+            time_steps=49,
+            time_major=False,
+            reset_state=True,
+            w_ih=rng.normal(0, 0.3, (gates * 64, 10)),
+            w_hh=rng.normal(0, 0.1, (gates * 64, 64)),
+            b_ih=rng.normal(0, 0.1, gates * 64),
+            b_hh=rng.normal(0, 0.1, gates * 64),
+            input_scale=0.03,
+            input_zp=3,
+            hidden_scale=0.006,
+            hidden_zp=-2,
+            cell_power=-13,
+        )
         cases.append(desc)
     return cases
 
@@ -352,8 +453,13 @@ def test_recurrent_on_cortex_m(target, tmp_path):
     for desc in kws_cases(rng):
         x = rng.integers(-128, 128, 49 * 10, dtype=np.int8)
         cases.append((desc, x, np.zeros((1, 64), np.int8), np.zeros((1, 64), np.int16), FLAG_BENCH))
-    elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [ROOT / "runtime_c" / "include"], tmp_path / "rec.elf",
-                                  extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
+    elf = toolchain.cross_compile(
+        target,
+        [DRIVER, *SOURCES],
+        [ROOT / "runtime_c" / "include"],
+        tmp_path / "rec.elf",
+        extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"],
+    )
     (tmp_path / "cases.bin").write_bytes(b"".join(record(*case[:4], case[4]) for case in cases))
     counts = toolchain.count_instructions(target, elf, timeout=300, cwd=tmp_path)
     data, at = (tmp_path / "results.bin").read_bytes(), 0

@@ -7,6 +7,7 @@ accumulator, int64 bias, MultiplyByQuantizedMultiplier(int64) with its reduced m
 and the portable ones run under QEMU on cortex-m4 and cortex-m55 (test_s16_arm at the end; driver
 tests/data/port/s16_kernels.c), which also prints instruction counts.
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -20,14 +21,32 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgec.targets import toolchain
-from edgec.numerics import (INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN, add_bias_s64, quantize_bias_s64,
-                            quantize_multiplier, requantize_s64)
+from edgec.numerics import (
+    INT16_MAX,
+    INT16_MIN,
+    INT32_MAX,
+    INT32_MIN,
+    add_bias_s64,
+    quantize_bias_s64,
+    quantize_multiplier,
+    requantize_s64,
+)
 from edgec.ops import int16
 from edgec.ops.pool import pool_output_size
-from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
-from tests.kernel_lib import (BinaryS16Desc, ConvS16Desc, DepthwiseConvS16Desc, FullyConnectedS16Desc, LutS16Desc,
-                              PoolS16Desc, RequantizeS16Desc, SoftmaxS16Desc, ptr, struct_from_desc)
+from edgec.targets import toolchain
+from tests.device_support import ROOT, needs_toolchain
+from tests.kernel_lib import (
+    BinaryS16Desc,
+    ConvS16Desc,
+    DepthwiseConvS16Desc,
+    FullyConnectedS16Desc,
+    LutS16Desc,
+    PoolS16Desc,
+    RequantizeS16Desc,
+    SoftmaxS16Desc,
+    ptr,
+    struct_from_desc,
+)
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GUARD = 16
@@ -38,6 +57,7 @@ ARG_ERROR = -1
 # --------------------------------------------------------------------------------------------
 # Slow independent reference (TFLite reference_integer_ops, int16 overloads)
 # --------------------------------------------------------------------------------------------
+
 
 def tflite_multiply_by_quantized_multiplier_s64(x: int, multiplier: int, shift: int) -> int:
     """TFLite MultiplyByQuantizedMultiplier(int64_t x, int32_t quantized_multiplier, int shift),
@@ -64,8 +84,11 @@ def reference_conv(desc: dict, x: np.ndarray, depthwise: bool = False) -> np.nda
     c_out = c * d["ch_mult"] if depthwise else d["output_c"]
     groups = c if depthwise else d["groups"]
     cg, og = c // groups, c_out // groups
-    filt = d["filter"].reshape(d["kernel_h"], d["kernel_w"], c_out) if depthwise else \
-        d["filter"].reshape(c_out, d["kernel_h"], d["kernel_w"], cg)
+    filt = (
+        d["filter"].reshape(d["kernel_h"], d["kernel_w"], c_out)
+        if depthwise
+        else d["filter"].reshape(c_out, d["kernel_h"], d["kernel_w"], cg)
+    )
     out = np.zeros((n_, d["output_h"], d["output_w"], c_out), dtype=np.int16)
     for n in range(n_):
         for oy in range(d["output_h"]):
@@ -99,11 +122,12 @@ def reference_fc(desc: dict, x: np.ndarray) -> np.ndarray:
 # Cases
 # --------------------------------------------------------------------------------------------
 
+
 @dataclass
 class Case:
-    kind: str        # "conv", "depthwise", "fc", "add" or "mul"
+    kind: str  # "conv", "depthwise", "fc", "add" or "mul"
     desc: dict
-    x: np.ndarray    # int16
+    x: np.ndarray  # int16
     x2: np.ndarray | None = None  # add, mul: the second input
 
     def golden(self) -> np.ndarray:
@@ -194,8 +218,9 @@ def random_case(rng, kind: str, *, max_hw: int = 5, max_c: int = 9, quant_overri
         c_in, c_out = int(rng.integers(1, 3 * max_c)), int(rng.integers(1, max_c + 1))
         weight = int8_array(rng, (c_out, c_in))
         s_in, s_w, s_out = scales(rng, c_in)
-        desc = int16.fully_connected_s16_desc(n, weight, bias_for(rng, c_out, s_in, s_w, s_out), s_in, s_w, s_out,
-                                              act_min=act_min, act_max=act_max)
+        desc = int16.fully_connected_s16_desc(
+            n, weight, bias_for(rng, c_out, s_in, s_w, s_out), s_in, s_w, s_out, act_min=act_min, act_max=act_max
+        )
         x = int16_array(rng, (n, c_in))
     else:
         kernel, stride, dilation, pad, (h, w) = geometry(rng, max_hw)
@@ -210,8 +235,11 @@ def random_case(rng, kind: str, *, max_hw: int = 5, max_c: int = 9, quant_overri
         s_in, s_w, s_out = scales(rng, weight[0].size)
         args = ((n, h, w, c_in), weight, bias_for(rng, c_out, s_in, s_w, s_out), s_in, s_w, s_out)
         attrs = dict(stride=stride, pad=pad, dilation=dilation, act_min=act_min, act_max=act_max)
-        desc = int16.conv_s16_desc(*args, groups=groups, **attrs) if kind == "conv" else \
-            int16.depthwise_conv_s16_desc(*args, **attrs)
+        desc = (
+            int16.conv_s16_desc(*args, groups=groups, **attrs)
+            if kind == "conv"
+            else int16.depthwise_conv_s16_desc(*args, **attrs)
+        )
         x = int16_array(rng, (n, h, w, c_in))
     if quant_override:
         override_quant(rng, desc)
@@ -222,8 +250,11 @@ def random_case(rng, kind: str, *, max_hw: int = 5, max_c: int = 9, quant_overri
 # ctypes
 # --------------------------------------------------------------------------------------------
 
-CTYPES = {"conv": (ConvS16Desc, "edgec_conv_s16"), "depthwise": (DepthwiseConvS16Desc, "edgec_depthwise_conv_s16"),
-          "fc": (FullyConnectedS16Desc, "edgec_fully_connected_s16")}
+CTYPES = {
+    "conv": (ConvS16Desc, "edgec_conv_s16"),
+    "depthwise": (DepthwiseConvS16Desc, "edgec_depthwise_conv_s16"),
+    "fc": (FullyConnectedS16Desc, "edgec_fully_connected_s16"),
+}
 
 
 def run_c(lib, kind: str, desc: dict, x: np.ndarray, output_size: int) -> tuple[int, np.ndarray]:
@@ -250,6 +281,7 @@ def check_c_matches(lib, case: Case) -> None:
 # --------------------------------------------------------------------------------------------
 # Golden vs C (portable, UBSan)
 # --------------------------------------------------------------------------------------------
+
 
 @settings(max_examples=300, **SETTINGS)
 @given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(["conv", "depthwise", "fc"]))
@@ -293,11 +325,24 @@ def test_large_reduction_is_exact(kernel_lib):
 def _invalid_variants(desc: dict, kind: str) -> list[dict]:
     """Descriptors the kernels must refuse."""
     bad = []
-    for name, value in (("act_min", INT16_MIN - 1), ("act_max", INT16_MAX + 1), ("act_max", desc["act_min"] - 1),
-                        ("batches", 0), ("filter", None), ("multiplier", None), ("shift", None),
-                        ("input_c", 0), ("output_c", -1), ("groups", 0), ("groups", desc.get("input_c", 0) + 1),
-                        ("stride_h", 0),
-                        ("dilation_w", 0), ("pad_top", -1), ("ch_mult", 0), ("kernel_w", 0)):
+    for name, value in (
+        ("act_min", INT16_MIN - 1),
+        ("act_max", INT16_MAX + 1),
+        ("act_max", desc["act_min"] - 1),
+        ("batches", 0),
+        ("filter", None),
+        ("multiplier", None),
+        ("shift", None),
+        ("input_c", 0),
+        ("output_c", -1),
+        ("groups", 0),
+        ("groups", desc.get("input_c", 0) + 1),
+        ("stride_h", 0),
+        ("dilation_w", 0),
+        ("pad_top", -1),
+        ("ch_mult", 0),
+        ("kernel_w", 0),
+    ):
         if name in desc:
             bad.append({**desc, name: value})
     bad.append({**desc, "shift": np.full_like(desc["shift"], 8)})
@@ -322,6 +367,7 @@ def test_invalid_descriptors_are_refused(kernel_lib, kind):
 # --------------------------------------------------------------------------------------------
 # Golden vs the slow reference; the arithmetic pieces
 # --------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", ["conv", "depthwise", "fc"])
 def test_golden_matches_slow_reference(kind):
@@ -355,6 +401,7 @@ def test_desc_refuses_a_scale_beyond_shift_7():
 # add and mul
 # --------------------------------------------------------------------------------------------
 
+
 def tflite_multiply_by_quantized_multiplier(x: int, multiplier: int, shift: int) -> int:
     """TFLite MultiplyByQuantizedMultiplier (int32): SaturatingRoundingDoublingHighMul (nudge,
     then division truncating toward zero) of x * 2^max(shift, 0) by the multiplier, then
@@ -376,10 +423,12 @@ def reference_binary(op: str, x1: np.ndarray, x2: np.ndarray, d: dict) -> np.nda
     for index in np.ndindex(a.shape):
         v1, v2 = int(a[index]), int(b[index])
         if op == "add":
-            s1 = tflite_multiply_by_quantized_multiplier(v1 * 2 ** d["left_shift"], d["input1_multiplier"],
-                                                         d["input1_shift"])
-            s2 = tflite_multiply_by_quantized_multiplier(v2 * 2 ** d["left_shift"], d["input2_multiplier"],
-                                                         d["input2_shift"])
+            s1 = tflite_multiply_by_quantized_multiplier(
+                v1 * 2 ** d["left_shift"], d["input1_multiplier"], d["input1_shift"]
+            )
+            s2 = tflite_multiply_by_quantized_multiplier(
+                v2 * 2 ** d["left_shift"], d["input2_multiplier"], d["input2_shift"]
+            )
             y = tflite_multiply_by_quantized_multiplier(s1 + s2, d["output_multiplier"], d["output_shift"])
         else:
             y = tflite_multiply_by_quantized_multiplier(v1 * v2, d["output_multiplier"], d["output_shift"])
@@ -387,8 +436,10 @@ def reference_binary(op: str, x1: np.ndarray, x2: np.ndarray, d: dict) -> np.nda
     return out
 
 
-BINARY = {"add": (int16.add_s16_desc, int16.add_s16, "edgec_add_s16"),
-          "mul": (int16.mul_s16_desc, int16.mul_s16, "edgec_mul_s16")}
+BINARY = {
+    "add": (int16.add_s16_desc, int16.add_s16, "edgec_add_s16"),
+    "mul": (int16.mul_s16_desc, int16.mul_s16, "edgec_mul_s16"),
+}
 
 
 def broadcast_shapes(rng) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -397,7 +448,7 @@ def broadcast_shapes(rng) -> tuple[tuple[int, ...], tuple[int, ...]]:
     shapes = []
     for _ in range(2):
         shape = [1 if rng.random() < 0.3 else d for d in out]
-        shapes.append(tuple(shape[int(rng.integers(0, rank)) if rng.random() < 0.3 else 0:]) or (1,))
+        shapes.append(tuple(shape[int(rng.integers(0, rank)) if rng.random() < 0.3 else 0 :]) or (1,))
     return shapes[0], shapes[1]
 
 
@@ -410,8 +461,9 @@ def random_binary(rng, op: str):
     act_min, act_max = act_range(rng)
     desc = BINARY[op][0](shape1, shape2, s1, s2, s_out, act_min=act_min, act_max=act_max)
     if rng.random() < 0.15:
-        desc.update(output_multiplier=int(rng.choice([2**31 - 1, 2**30, 0])),
-                    output_shift=int(rng.choice([-31, 0, 15, 31])))
+        desc.update(
+            output_multiplier=int(rng.choice([2**31 - 1, 2**30, 0])), output_shift=int(rng.choice([-31, 0, 15, 31]))
+        )
     return int16_array(rng, shape1), int16_array(rng, shape2), desc
 
 
@@ -434,8 +486,8 @@ def test_binary_golden_matches_c(kernel_lib, seed, op):
     expected = BINARY[op][1](x1, x2, desc)
     status, out = run_binary_c(kernel_lib, op, desc, x1, x2, expected.size)
     assert status == 0
-    assert (out[expected.size:] == GUARD_VALUE).all()
-    np.testing.assert_array_equal(out[:expected.size].reshape(expected.shape), expected)
+    assert (out[expected.size :] == GUARD_VALUE).all()
+    np.testing.assert_array_equal(out[: expected.size].reshape(expected.shape), expected)
 
 
 @pytest.mark.parametrize("op", ["add", "mul"])
@@ -456,10 +508,20 @@ def test_binary_in_place_and_refusals(kernel_lib, op):
     status, _ = run_binary_c(kernel_lib, op, desc, buffer, x2, 0, out=buffer)
     assert status == 0
     np.testing.assert_array_equal(buffer, expected)
-    for name, value in (("num_dims", 0), ("num_dims", 7), ("left_shift", 17), ("left_shift", -1),
-                        ("output_multiplier", -1), ("output_shift", 32), ("input1_shift", -32), ("act_min", -32769),
-                        ("act_max", 32768), ("dims", (0, 5, 1, 1, 1, 1)), ("strides1", (-5, 1, 0, 0, 0, 0)),
-                        ("dims", (2**16, 2**16, 1, 1, 1, 1))):
+    for name, value in (
+        ("num_dims", 0),
+        ("num_dims", 7),
+        ("left_shift", 17),
+        ("left_shift", -1),
+        ("output_multiplier", -1),
+        ("output_shift", 32),
+        ("input1_shift", -32),
+        ("act_min", -32769),
+        ("act_max", 32768),
+        ("dims", (0, 5, 1, 1, 1, 1)),
+        ("strides1", (-5, 1, 0, 0, 0, 0)),
+        ("dims", (2**16, 2**16, 1, 1, 1, 1)),
+    ):
         status, out = run_binary_c(kernel_lib, op, {**desc, name: value}, x1, x2, 8)
         assert status == ARG_ERROR, (name, value)
         assert (out == GUARD_VALUE).all()
@@ -491,8 +553,9 @@ def random_pool(rng, kind: str) -> Case:
     if kind == "avg_pool":
         divisor = ["in_bounds", "include_pad", int(rng.integers(1, 40)), 2**23][int(rng.choice([0, 0, 1, 1, 2, 3]))]
     act_min, act_max = act_range(rng)
-    desc = int16.pool_s16_desc(shape, kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, divisor=divisor,
-                               act_min=act_min, act_max=act_max)
+    desc = int16.pool_s16_desc(
+        shape, kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, divisor=divisor, act_min=act_min, act_max=act_max
+    )
     return Case(kind, desc, int16_array(rng, shape))
 
 
@@ -513,8 +576,9 @@ def reference_pool(case: Case) -> np.ndarray:
                 if d["divisor_override"]:
                     count = d["divisor_override"]
                 elif d["count_include_pad"]:
-                    count = (min(y_origin + d["filter_h"], h + d["pad_top"]) - y_origin) * \
-                        (min(x_origin + d["filter_w"], w + d["pad_left"]) - x_origin)
+                    count = (min(y_origin + d["filter_h"], h + d["pad_top"]) - y_origin) * (
+                        min(x_origin + d["filter_w"], w + d["pad_left"]) - x_origin
+                    )
                 for ch in range(c):
                     values = [x[n][iy][ix][ch] for iy in ys for ix in xs]
                     if case.kind == "max_pool":
@@ -544,8 +608,8 @@ def test_pool_golden_matches_c(kernel_lib, seed, kind):
     expected = case.golden()
     status, out = run_pool_c(kernel_lib, kind, case.desc, case.x, expected.size)
     assert status == 0
-    assert (out[expected.size:] == GUARD_VALUE).all()
-    np.testing.assert_array_equal(out[:expected.size].reshape(expected.shape), expected)
+    assert (out[expected.size :] == GUARD_VALUE).all()
+    np.testing.assert_array_equal(out[: expected.size].reshape(expected.shape), expected)
 
 
 @pytest.mark.parametrize("kind", ["max_pool", "avg_pool"])
@@ -561,9 +625,19 @@ def test_pool_refusals(kernel_lib, kind):
     desc = int16.pool_s16_desc((1, 4, 4, 3), kernel=(2, 2), stride=(2, 2), pad=(1, 1), out_hw=(3, 3))
     x = np.zeros((1, 4, 4, 3), np.int16)
     assert run_pool_c(kernel_lib, kind, desc, x, 27)[0] == 0
-    for name, value in (("batches", 0), ("channels", 0), ("pad_top", 2), ("output_h", 4), ("stride_w", 0),
-                        ("count_include_pad", 2), ("divisor_override", -1), ("divisor_override", 2**23 + 1),
-                        ("act_min", -32769), ("act_max", 32768), ("filter_h", 0)):
+    for name, value in (
+        ("batches", 0),
+        ("channels", 0),
+        ("pad_top", 2),
+        ("output_h", 4),
+        ("stride_w", 0),
+        ("count_include_pad", 2),
+        ("divisor_override", -1),
+        ("divisor_override", 2**23 + 1),
+        ("act_min", -32769),
+        ("act_max", 32768),
+        ("filter_h", 0),
+    ):
         status, out = run_pool_c(kernel_lib, kind, {**desc, name: value}, x, 8)
         assert status == ARG_ERROR, (name, value)
         assert (out == GUARD_VALUE).all()
@@ -572,6 +646,7 @@ def test_pool_refusals(kernel_lib, kind):
 # --------------------------------------------------------------------------------------------
 # lookup tables and softmax
 # --------------------------------------------------------------------------------------------
+
 
 def _int16(v: int) -> int:
     """static_cast<int16_t> of an int (two's complement)."""
@@ -596,8 +671,9 @@ def reference_softmax(desc: dict, x: np.ndarray) -> np.ndarray:
         max_in_row = max(row)
         exps = []
         for v in row:
-            scaled = tflite_multiply_by_quantized_multiplier(v - max_in_row, desc["input_multiplier"],
-                                                             desc["input_left_shift"])
+            scaled = tflite_multiply_by_quantized_multiplier(
+                v - max_in_row, desc["input_multiplier"], desc["input_left_shift"]
+            )
             exps.append(reference_lut_lookup(min(max(scaled + 32767, -32768), 32767), desc["exp_lut"]))
         total = sum(exps)
         headroom_plus_one = 32 - total.bit_length()
@@ -634,8 +710,10 @@ def random_softmax(rng) -> Case:
 
 
 # input scales (and a beta) for softmax: multipliers with right and left shifts
-SOFTMAX_DESCS = [int16.softmax_s16_desc(1, 1, 1, s, beta) for s, beta in
-                 ((2.0**-12, 1.0), (1 / 3000, 1.0), (2.0**-8, 1.0), (0.01, 0.5), (1e-6, 1.0), (0.5, 1.0))]
+SOFTMAX_DESCS = [
+    int16.softmax_s16_desc(1, 1, 1, s, beta)
+    for s, beta in ((2.0**-12, 1.0), (1 / 3000, 1.0), (2.0**-8, 1.0), (0.01, 0.5), (1e-6, 1.0), (0.5, 1.0))
+]
 
 
 def run_table_c(lib, case: Case, out=None):
@@ -659,8 +737,8 @@ def test_table_kernels_golden_match_c(kernel_lib, seed, kind):
     expected = case.golden()
     status, out = run_table_c(kernel_lib, case)
     assert status == 0
-    assert (out[expected.size:] == GUARD_VALUE).all()
-    np.testing.assert_array_equal(out[:expected.size], expected)
+    assert (out[expected.size :] == GUARD_VALUE).all()
+    np.testing.assert_array_equal(out[: expected.size], expected)
     in_place = case.x.copy()
     assert run_table_c(kernel_lib, Case(case.kind, case.desc, in_place), out=in_place)[0] == 0
     np.testing.assert_array_equal(in_place, expected)
@@ -686,19 +764,25 @@ def gelu_f32(v):
 # detail::LUTPopulateInt16<float> (tensorflow/lite/kernels/internal/common.h, tflite-micro
 # 90b983c2b3f1480642e040bbd2ddb37b998f3424) wrote when compiled with g++ and glibc on x86-64.
 TFLITE_TABLE_HASHES = {
-    "softmax exp": "1f064505e52b5558", "softmax 1/(1+x)": "36dabd62f9189220",
-    "sigmoid 2^-11 -> 2^-15": "aefc1bf0dd758ce5", "tanh 2^-12 -> 2^-15": "76e4822c005d334c",
-    "sigmoid 0.003f -> 0.0007f": "caccb336b8098e93", "gelu 2^-10 -> 2^-11": "7871a357c36bf1f7"}
+    "softmax exp": "1f064505e52b5558",
+    "softmax 1/(1+x)": "36dabd62f9189220",
+    "sigmoid 2^-11 -> 2^-15": "aefc1bf0dd758ce5",
+    "tanh 2^-12 -> 2^-15": "76e4822c005d334c",
+    "sigmoid 0.003f -> 0.0007f": "caccb336b8098e93",
+    "gelu 2^-10 -> 2^-11": "7871a357c36bf1f7",
+}
 
 
 def test_tables_equal_tflite_lut_populate():
     softmax = int16.softmax_s16_desc(1, 1, 1, 1 / 256)
-    tables = {"softmax exp": softmax["exp_lut"], "softmax 1/(1+x)": softmax["one_over_one_plus_x_lut"],
-              "sigmoid 2^-11 -> 2^-15": int16.lut_s16_desc(1, "sigmoid", 2**-11, 2**-15)["table"],
-              "tanh 2^-12 -> 2^-15": int16.lut_s16_desc(1, "tanh", 2**-12, 2**-15)["table"],
-              "sigmoid 0.003f -> 0.0007f": int16.lut_s16_desc(1, "sigmoid", np.float32(0.003),
-                                                              np.float32(0.0007))["table"],
-              "gelu 2^-10 -> 2^-11": int16.lut_s16_desc(1, gelu_f32, 2**-10, 2**-11)["table"]}
+    tables = {
+        "softmax exp": softmax["exp_lut"],
+        "softmax 1/(1+x)": softmax["one_over_one_plus_x_lut"],
+        "sigmoid 2^-11 -> 2^-15": int16.lut_s16_desc(1, "sigmoid", 2**-11, 2**-15)["table"],
+        "tanh 2^-12 -> 2^-15": int16.lut_s16_desc(1, "tanh", 2**-12, 2**-15)["table"],
+        "sigmoid 0.003f -> 0.0007f": int16.lut_s16_desc(1, "sigmoid", np.float32(0.003), np.float32(0.0007))["table"],
+        "gelu 2^-10 -> 2^-11": int16.lut_s16_desc(1, gelu_f32, 2**-10, 2**-11)["table"],
+    }
     for name, table in tables.items():
         assert hashlib.sha256(table.astype("<i2").tobytes()).hexdigest()[:16] == TFLITE_TABLE_HASHES[name], name
 
@@ -707,8 +791,11 @@ def test_lut_tables_approximate_their_functions():
     """sigmoid, tanh and GELU through the 513-entry tables (segments of 128 input steps) stay within
     7 output steps of float64 (tanh over [-8, 8): 6), and within 1 on average."""
     x = np.arange(INT16_MIN, INT16_MAX + 1, dtype=np.int16)
-    for function, exact, s_in, s_out in (("sigmoid", lambda v: 1 / (1 + np.exp(-v)), 2.0**-11, 2.0**-15),
-                                         ("tanh", np.tanh, 2.0**-12, 2.0**-15), (gelu, None, 2.0**-11, 2.0**-11)):
+    for function, exact, s_in, s_out in (
+        ("sigmoid", lambda v: 1 / (1 + np.exp(-v)), 2.0**-11, 2.0**-15),
+        ("tanh", np.tanh, 2.0**-12, 2.0**-15),
+        (gelu, None, 2.0**-11, 2.0**-11),
+    ):
         desc = int16.lut_s16_desc(x.size, function, s_in, s_out)
         got = int16.lut_s16(desc, x).astype(np.float64) * s_out
         real = x * s_in
@@ -736,9 +823,18 @@ def test_table_kernels_refuse_bad_descriptors(kernel_lib):
     softmax = random_softmax(np.random.default_rng(2))
     negative, zero_top = softmax.desc["exp_lut"].copy(), softmax.desc["exp_lut"].copy()
     negative[3], zero_top[511:] = -1, 0
-    for name, value in (("outer", 0), ("axis_size", 0), ("axis_size", 65537), ("inner", 0), ("input_multiplier", -1),
-                        ("input_left_shift", 32), ("exp_lut", None), ("one_over_one_plus_x_lut", None),
-                        ("exp_lut", negative), ("exp_lut", zero_top)):
+    for name, value in (
+        ("outer", 0),
+        ("axis_size", 0),
+        ("axis_size", 65537),
+        ("inner", 0),
+        ("input_multiplier", -1),
+        ("input_left_shift", 32),
+        ("exp_lut", None),
+        ("one_over_one_plus_x_lut", None),
+        ("exp_lut", negative),
+        ("exp_lut", zero_top),
+    ):
         status, out = run_table_c(kernel_lib, Case("softmax", {**softmax.desc, name: value}, softmax.x))
         assert status == ARG_ERROR, name
         assert (out == GUARD_VALUE).all()
@@ -748,8 +844,10 @@ def test_table_kernels_refuse_bad_descriptors(kernel_lib):
 # int8 <-> int16 requantization
 # --------------------------------------------------------------------------------------------
 
-REQUANTIZE = {"s8_s16": (int16.requantize_s8_s16, "edgec_requantize_s8_s16", np.int8, np.int16, C.c_int8, C.c_int16),
-              "s16_s8": (int16.requantize_s16_s8, "edgec_requantize_s16_s8", np.int16, np.int8, C.c_int16, C.c_int8)}
+REQUANTIZE = {
+    "s8_s16": (int16.requantize_s8_s16, "edgec_requantize_s8_s16", np.int8, np.int16, C.c_int8, C.c_int16),
+    "s16_s8": (int16.requantize_s16_s8, "edgec_requantize_s16_s8", np.int16, np.int8, C.c_int16, C.c_int8),
+}
 
 
 def random_requantize(rng, kind: str) -> Case:
@@ -772,8 +870,17 @@ def reference_requantize(case: Case) -> list[int]:
     """TFLite reference_ops::Requantize, element by element."""
     lo, hi = (-32768, 32767) if case.kind == "s8_s16" else (-128, 127)
     d = case.desc
-    return [min(max(tflite_multiply_by_quantized_multiplier(v + d["input_offset"], d["multiplier"], d["shift"])
-                    + d["output_offset"], lo), hi) for v in case.x.tolist()]
+    return [
+        min(
+            max(
+                tflite_multiply_by_quantized_multiplier(v + d["input_offset"], d["multiplier"], d["shift"])
+                + d["output_offset"],
+                lo,
+            ),
+            hi,
+        )
+        for v in case.x.tolist()
+    ]
 
 
 def run_requantize_c(lib, case: Case, size: int):
@@ -795,8 +902,8 @@ def test_requantize_golden_matches_c_and_reference(kernel_lib, seed, kind):
     assert expected.tolist() == reference_requantize(case)
     status, out = run_requantize_c(kernel_lib, case, expected.size)
     assert status == 0
-    assert (out[expected.size:] == 0x5A).all()
-    np.testing.assert_array_equal(out[:expected.size], expected)
+    assert (out[expected.size :] == 0x5A).all()
+    np.testing.assert_array_equal(out[: expected.size], expected)
 
 
 @pytest.mark.parametrize("kind", sorted(REQUANTIZE))
@@ -804,9 +911,16 @@ def test_requantize_refusals(kernel_lib, kind):
     case = random_requantize(np.random.default_rng(5), kind)
     in_limit = 128 if kind == "s8_s16" else 32768
     out_limit = 32768 if kind == "s8_s16" else 128
-    for name, value in (("size", 0), ("input_offset", in_limit + 1), ("input_offset", -in_limit),
-                        ("output_offset", out_limit), ("output_offset", -out_limit - 1), ("multiplier", -1),
-                        ("shift", 32), ("shift", -32)):
+    for name, value in (
+        ("size", 0),
+        ("input_offset", in_limit + 1),
+        ("input_offset", -in_limit),
+        ("output_offset", out_limit),
+        ("output_offset", -out_limit - 1),
+        ("multiplier", -1),
+        ("shift", 32),
+        ("shift", -32),
+    ):
         status, out = run_requantize_c(kernel_lib, Case(kind, {**case.desc, name: value}, case.x), 8)
         assert status == ARG_ERROR, (name, value)
         assert (out == 0x5A).all()
@@ -817,18 +931,31 @@ def test_requantize_refusals(kernel_lib, kind):
 # --------------------------------------------------------------------------------------------
 
 DRIVER = ROOT / "tests" / "data" / "port" / "s16_kernels.c"
-SOURCES = [ROOT / "runtime_c" / "src" / "conv" / "edgec_conv_s16.c",
-           ROOT / "runtime_c" / "src" / "eltwise" / "edgec_binary_s16.c",
-           ROOT / "runtime_c" / "src" / "pool" / "edgec_pool_s16.c",
-           ROOT / "runtime_c" / "src" / "activation" / "edgec_lut_s16.c",
-           ROOT / "runtime_c" / "src" / "softmax" / "edgec_softmax_s16.c",
-           ROOT / "runtime_c" / "src" / "eltwise" / "edgec_requantize_s16.c",
-           ROOT / "runtime_c" / "src" / "depthwise" / "edgec_depthwise_conv_s16.c",
-           ROOT / "runtime_c" / "src" / "fc" / "edgec_fully_connected_s16.c"]
-KERNEL_CODE = {("conv", "portable"): 0, ("conv", "dsp"): 1, ("depthwise", "portable"): 2, ("fc", "portable"): 3,
-               ("fc", "dsp"): 4, ("add", "portable"): 5, ("mul", "portable"): 6,
-               ("max_pool", "portable"): 7, ("avg_pool", "portable"): 8, ("lut", "portable"): 9,
-               ("softmax", "portable"): 10, ("s8_s16", "portable"): 11, ("s16_s8", "portable"): 12}
+SOURCES = [
+    ROOT / "runtime_c" / "src" / "conv" / "edgec_conv_s16.c",
+    ROOT / "runtime_c" / "src" / "eltwise" / "edgec_binary_s16.c",
+    ROOT / "runtime_c" / "src" / "pool" / "edgec_pool_s16.c",
+    ROOT / "runtime_c" / "src" / "activation" / "edgec_lut_s16.c",
+    ROOT / "runtime_c" / "src" / "softmax" / "edgec_softmax_s16.c",
+    ROOT / "runtime_c" / "src" / "eltwise" / "edgec_requantize_s16.c",
+    ROOT / "runtime_c" / "src" / "depthwise" / "edgec_depthwise_conv_s16.c",
+    ROOT / "runtime_c" / "src" / "fc" / "edgec_fully_connected_s16.c",
+]
+KERNEL_CODE = {
+    ("conv", "portable"): 0,
+    ("conv", "dsp"): 1,
+    ("depthwise", "portable"): 2,
+    ("fc", "portable"): 3,
+    ("fc", "dsp"): 4,
+    ("add", "portable"): 5,
+    ("mul", "portable"): 6,
+    ("max_pool", "portable"): 7,
+    ("avg_pool", "portable"): 8,
+    ("lut", "portable"): 9,
+    ("softmax", "portable"): 10,
+    ("s8_s16", "portable"): 11,
+    ("s16_s8", "portable"): 12,
+}
 HEADER_FIELDS, MAX_FIELDS = 9, 32
 TARGETS = ("cortex-m4", "cortex-m55")
 
@@ -840,8 +967,11 @@ def _padded(data: bytes) -> bytes:
 def scratch_bytes(case: Case, isa: str) -> int:
     if isa == "portable":
         return 0
-    return int16.conv_s16_dsp_scratch_bytes(case.desc) if case.kind == "conv" else \
-        int16.fully_connected_s16_dsp_scratch_bytes(case.desc)
+    return (
+        int16.conv_s16_dsp_scratch_bytes(case.desc)
+        if case.kind == "conv"
+        else int16.fully_connected_s16_dsp_scratch_bytes(case.desc)
+    )
 
 
 def record(case: Case, isa: str, output_bytes: int, skew: int = 0) -> bytes:
@@ -849,8 +979,12 @@ def record(case: Case, isa: str, output_bytes: int, skew: int = 0) -> bytes:
     filter bytes, bias count (0: NULL), channels, scratch skew, the descriptor's int fields) then
     x, filter, bias, multiplier, shift, each padded to 8 bytes."""
     d = case.desc
-    ints = [int(v) for value in d.values() if not isinstance(value, np.ndarray) and value is not None
-            for v in (value if isinstance(value, tuple) else (value,))]
+    ints = [
+        int(v)
+        for value in d.values()
+        if not isinstance(value, np.ndarray) and value is not None
+        for v in (value if isinstance(value, tuple) else (value,))
+    ]
     if case.kind in BINARY:
         arrays, second, bias_count, channels = [case.x, case.x2], case.x2.nbytes, 0, 0
     elif case.kind in POOL or case.kind in REQUANTIZE:
@@ -863,10 +997,22 @@ def record(case: Case, isa: str, output_bytes: int, skew: int = 0) -> bytes:
         arrays, second = [case.x, d["filter"], d["bias"], d["multiplier"], d["shift"]], d["filter"].nbytes
         bias_count, channels = 0 if d["bias"] is None else len(d["bias"]), len(d["multiplier"])
     payload = b"".join(_padded(np.ascontiguousarray(a).tobytes()) for a in arrays if a is not None)
-    header = [KERNEL_CODE[case.kind, isa], len(payload), output_bytes, scratch_bytes(case, isa), case.x.nbytes,
-              second, bias_count, channels, skew, *ints]
-    return struct.pack(f"<{HEADER_FIELDS + MAX_FIELDS}i", *header, *[0] * (HEADER_FIELDS + MAX_FIELDS - len(header))) \
+    header = [
+        KERNEL_CODE[case.kind, isa],
+        len(payload),
+        output_bytes,
+        scratch_bytes(case, isa),
+        case.x.nbytes,
+        second,
+        bias_count,
+        channels,
+        skew,
+        *ints,
+    ]
+    return (
+        struct.pack(f"<{HEADER_FIELDS + MAX_FIELDS}i", *header, *[0] * (HEADER_FIELDS + MAX_FIELDS - len(header)))
         + payload
+    )
 
 
 BENCH = {"conv": "Conv2d(16, 16, 3, pad 1) on 8x8x16", "fc": "Linear(256, 64)"}
@@ -876,8 +1022,11 @@ def bench_cases(rng) -> list[Case]:
     x = int16_array(rng, (1, 8, 8, 16))
     weight = int8_array(rng, (16, 16, 3, 3))
     s_in, s_w, s_out = scales(rng, 144)
-    conv = Case("conv", int16.conv_s16_desc(x.shape, weight, bias_for(rng, 16, s_in, s_w, s_out), s_in, s_w, s_out,
-                                            pad=(1, 1)), x)
+    conv = Case(
+        "conv",
+        int16.conv_s16_desc(x.shape, weight, bias_for(rng, 16, s_in, s_w, s_out), s_in, s_w, s_out, pad=(1, 1)),
+        x,
+    )
     weight = int8_array(rng, (64, 256))
     s_in, s_w, s_out = scales(rng, 256)
     fc = Case("fc", int16.fully_connected_s16_desc(1, weight, None, s_in, s_w, s_out), int16_array(rng, (1, 256)))
@@ -917,10 +1066,16 @@ def arm_cases() -> list[tuple[Case, str, bool, int]]:
 def test_s16_arm(target, tmp_path):
     cases = arm_cases()
     expected = [case.golden().ravel() for case, _, _, _ in cases]
-    elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [ROOT / "runtime_c" / "include"],
-                                  tmp_path / "kernels.elf", extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
-    (tmp_path / "cases.bin").write_bytes(b"".join(record(c, isa, e.nbytes, skew)
-                                                   for (c, isa, _, skew), e in zip(cases, expected)))
+    elf = toolchain.cross_compile(
+        target,
+        [DRIVER, *SOURCES],
+        [ROOT / "runtime_c" / "include"],
+        tmp_path / "kernels.elf",
+        extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"],
+    )
+    (tmp_path / "cases.bin").write_bytes(
+        b"".join(record(c, isa, e.nbytes, skew) for (c, isa, _, skew), e in zip(cases, expected))
+    )
     counts = toolchain.count_instructions(target, elf, timeout=180, cwd=tmp_path)
     assert len(counts["insns"]) == len(cases)
     data, at, failures, bench = (tmp_path / "results.bin").read_bytes(), 0, [], {}
@@ -949,5 +1104,13 @@ def macs(case: Case) -> int:
     d = case.desc
     if case.kind == "fc":
         return d["batches"] * d["input_c"] * d["output_c"]
-    return d["batches"] * d["output_h"] * d["output_w"] * d["output_c"] * d["kernel_h"] * d["kernel_w"] * \
-        d["input_c"] // d["groups"]
+    return (
+        d["batches"]
+        * d["output_h"]
+        * d["output_w"]
+        * d["output_c"]
+        * d["kernel_h"]
+        * d["kernel_w"]
+        * d["input_c"]
+        // d["groups"]
+    )

@@ -5,6 +5,7 @@ through ctypes (UBSan host build) on hypothesis-drawn shapes, weights, offsets a
 the packing is checked against CMSIS-NN's nibble arithmetic ((int8_t)(b << 4) >> 4, b >> 4) and the
 fully connected golden against a slow per-element reference reading the packed bytes.
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -27,8 +28,11 @@ ARG_ERROR = -1
 
 FullyConnectedS4Desc, ConvS4Desc, DepthwiseConvS4Desc = (ctypes_struct(s) for s in int4.STRUCTS)
 
-CTYPES = {"fc": (FullyConnectedS4Desc, "edgec_fully_connected_s4"), "conv": (ConvS4Desc, "edgec_conv_s4"),
-          "depthwise": (DepthwiseConvS4Desc, "edgec_depthwise_conv_s4")}
+CTYPES = {
+    "fc": (FullyConnectedS4Desc, "edgec_fully_connected_s4"),
+    "conv": (ConvS4Desc, "edgec_conv_s4"),
+    "depthwise": (DepthwiseConvS4Desc, "edgec_depthwise_conv_s4"),
+}
 GOLDEN = {"fc": linear.fully_connected_s4, "conv": conv.conv_s4, "depthwise": depthwise.depthwise_conv_s4}
 
 
@@ -36,13 +40,14 @@ GOLDEN = {"fc": linear.fully_connected_s4, "conv": conv.conv_s4, "depthwise": de
 # Packing
 # --------------------------------------------------------------------------------------------
 
+
 def cmsis_nn_nibbles(packed: np.ndarray, count: int) -> list[int]:
     """The values CMSIS-NN's _s4 kernels read: (int8_t)(b << 4) >> 4 for even elements, b >> 4
     (arithmetic) for odd ones, element i in byte i / 2."""
     values = []
     for i in range(count):
         b = int(packed[i // 2])  # int8
-        low = ((b << 4) & 0xFF)
+        low = (b << 4) & 0xFF
         values.append((low - 256 if low >= 128 else low) >> 4 if i % 2 == 0 else b >> 4)
     return values
 
@@ -66,6 +71,7 @@ def test_packing_refuses_values_beyond_int4():
 # Cases
 # --------------------------------------------------------------------------------------------
 
+
 def int8_array(rng, shape) -> np.ndarray:
     if rng.random() < 0.15:
         return rng.choice(np.array([-128, 127], dtype=np.int8), shape)
@@ -87,9 +93,15 @@ def output_stage(rng, c_out: int, terms: int) -> dict:
         a["multiplier"] = rng.choice(np.array([2**31 - 1, 2**30, 0, 1], np.int32), c_out)
         a["shift"] = rng.choice(np.array([-31, -5, 0, 3, 31], np.int32), c_out)
     style = rng.integers(4)
-    a["bias"] = None if style == 0 else (
-        rng.choice(np.array([2**31 - 1, -(2**31)], np.int64), c_out).astype(np.int32) if style == 1
-        else rng.integers(-(2**14), 2**14, c_out).astype(np.int32))
+    a["bias"] = (
+        None
+        if style == 0
+        else (
+            rng.choice(np.array([2**31 - 1, -(2**31)], np.int64), c_out).astype(np.int32)
+            if style == 1
+            else rng.integers(-(2**14), 2**14, c_out).astype(np.int32)
+        )
+    )
     lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2))
     a["act_min"], a["act_max"] = [(-128, 127), (-128, 127), (0, 127), (lo, hi)][int(rng.integers(4))]
     return a
@@ -114,7 +126,9 @@ def random_case(rng, kind: str, max_hw: int = 5, max_c: int = 9) -> tuple[dict, 
         a = {"weight": int4_weights(rng, (c_out, c_in)), **output_stage(rng, c_out, c_in)}
         return int4.fully_connected_s4_desc(a, input_zp, output_zp, n), int8_array(rng, (n, c_in))
     kernel, stride, dilation, pad, (h, w) = geometry(rng, max_hw)
-    out_hw = tuple(conv_output_size(s, k, st_, p, p, d) for s, k, st_, p, d in zip((h, w), kernel, stride, pad, dilation))
+    out_hw = tuple(
+        conv_output_size(s, k, st_, p, p, d) for s, k, st_, p, d in zip((h, w), kernel, stride, pad, dilation)
+    )
     geometry_attrs = {"stride": stride, "pad": (*pad, *pad), "dilation": dilation}
     if kind == "conv":
         groups = int(rng.choice([1, 1, 1, 2, 3]))
@@ -125,8 +139,12 @@ def random_case(rng, kind: str, max_hw: int = 5, max_c: int = 9) -> tuple[dict, 
     else:
         c_in = int(rng.integers(1, max_c + 1))
         ch_mult = int(rng.choice([1, 1, 2, 3]))
-        a = {"weight": int4_weights(rng, (1, *kernel, c_in * ch_mult)), "ch_mult": ch_mult, **geometry_attrs,
-             **output_stage(rng, c_in * ch_mult, kernel[0] * kernel[1])}
+        a = {
+            "weight": int4_weights(rng, (1, *kernel, c_in * ch_mult)),
+            "ch_mult": ch_mult,
+            **geometry_attrs,
+            **output_stage(rng, c_in * ch_mult, kernel[0] * kernel[1]),
+        }
         desc = int4.depthwise_conv_s4_desc(a, (n, h, w, c_in), (n, *out_hw, c_in * ch_mult), input_zp, output_zp)
     return desc, int8_array(rng, (n, h, w, c_in))
 
@@ -134,6 +152,7 @@ def random_case(rng, kind: str, max_hw: int = 5, max_c: int = 9) -> tuple[dict, 
 # --------------------------------------------------------------------------------------------
 # ctypes
 # --------------------------------------------------------------------------------------------
+
 
 def run_c(lib, kind: str, desc: dict, x: np.ndarray, output_size: int) -> tuple[int, np.ndarray]:
     cls, name = CTYPES[kind]
@@ -160,6 +179,7 @@ def check_c_matches(lib, kind: str, desc: dict, x: np.ndarray) -> None:
 # Golden vs C (portable, UBSan)
 # --------------------------------------------------------------------------------------------
 
+
 @settings(max_examples=200, **SETTINGS)
 @given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(["conv", "depthwise", "fc"]))
 def test_golden_matches_c(kernel_lib, seed, kind):
@@ -184,8 +204,14 @@ def test_fully_connected_golden_is_the_packed_arithmetic(seed):
 def test_invalid_descriptors_are_refused(kernel_lib, kind):
     desc, x = random_case(np.random.default_rng(7), kind)
     size = GOLDEN[kind](desc, x).size
-    for field, value in (("filter", None), ("multiplier", None), ("input_offset", 129), ("output_offset", 128),
-                         ("act_min", 5), ("batches", 0)):
+    for field, value in (
+        ("filter", None),
+        ("multiplier", None),
+        ("input_offset", 129),
+        ("output_offset", 128),
+        ("act_min", 5),
+        ("batches", 0),
+    ):
         bad = dict(desc, **{field: value})
         if field == "act_min":
             bad["act_max"] = 4

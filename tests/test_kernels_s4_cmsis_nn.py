@@ -11,6 +11,7 @@ filter, padding 1: the corner output uses the second tap's weight instead of the
 it agrees in unclipped windows -- a CMSIS-NN defect, not followed. Skipped without a checkout
 (CI cannot reach GitHub; edgec never copies Arm's code).
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -27,12 +28,21 @@ from edgec.ops import conv, depthwise, linear
 from tests.test_kernels_s4 import random_case
 
 CHECKOUT = os.environ.get("CMSIS_NN_DIR")
-pytestmark = pytest.mark.skipif(not CHECKOUT, reason="CMSIS_NN_DIR is not set: no CMSIS-NN checkout to build "
-                                "(git clone https://github.com/ARM-software/CMSIS-NN)")
-SOURCES = ("FullyConnectedFunctions/arm_fully_connected_s4.c", "NNSupportFunctions/arm_nn_vec_mat_mult_t_s4.c",
-           "ConvolutionFunctions/arm_convolve_s4.c", "ConvolutionFunctions/arm_convolve_get_buffer_sizes_s4.c",
-           "NNSupportFunctions/arm_nn_mat_mult_nt_t_s4.c", "ConvolutionFunctions/arm_depthwise_conv_s4.c",
-           "NNSupportFunctions/arm_q7_to_q15_with_offset.c", "ConvolutionFunctions/arm_nn_mat_mult_kernel_s4_s16.c")
+pytestmark = pytest.mark.skipif(
+    not CHECKOUT,
+    reason="CMSIS_NN_DIR is not set: no CMSIS-NN checkout to build "
+    "(git clone https://github.com/ARM-software/CMSIS-NN)",
+)
+SOURCES = (
+    "FullyConnectedFunctions/arm_fully_connected_s4.c",
+    "NNSupportFunctions/arm_nn_vec_mat_mult_t_s4.c",
+    "ConvolutionFunctions/arm_convolve_s4.c",
+    "ConvolutionFunctions/arm_convolve_get_buffer_sizes_s4.c",
+    "NNSupportFunctions/arm_nn_mat_mult_nt_t_s4.c",
+    "ConvolutionFunctions/arm_depthwise_conv_s4.c",
+    "NNSupportFunctions/arm_q7_to_q15_with_offset.c",
+    "ConvolutionFunctions/arm_nn_mat_mult_kernel_s4_s16.c",
+)
 
 
 class Tile(C.Structure):
@@ -52,18 +62,35 @@ class Context(C.Structure):
 
 
 class ConvParams(C.Structure):
-    _fields_ = [("input_offset", C.c_int32), ("output_offset", C.c_int32), ("stride", Tile), ("padding", Tile),
-                ("dilation", Tile), ("activation", Activation)]
+    _fields_ = [
+        ("input_offset", C.c_int32),
+        ("output_offset", C.c_int32),
+        ("stride", Tile),
+        ("padding", Tile),
+        ("dilation", Tile),
+        ("activation", Activation),
+    ]
 
 
 class DwConvParams(C.Structure):
-    _fields_ = [("input_offset", C.c_int32), ("output_offset", C.c_int32), ("ch_mult", C.c_int32), ("stride", Tile),
-                ("padding", Tile), ("dilation", Tile), ("activation", Activation)]
+    _fields_ = [
+        ("input_offset", C.c_int32),
+        ("output_offset", C.c_int32),
+        ("ch_mult", C.c_int32),
+        ("stride", Tile),
+        ("padding", Tile),
+        ("dilation", Tile),
+        ("activation", Activation),
+    ]
 
 
 class FcParams(C.Structure):
-    _fields_ = [("input_offset", C.c_int32), ("filter_offset", C.c_int32), ("output_offset", C.c_int32),
-                ("activation", Activation)]
+    _fields_ = [
+        ("input_offset", C.c_int32),
+        ("filter_offset", C.c_int32),
+        ("output_offset", C.c_int32),
+        ("activation", Activation),
+    ]
 
 
 class PerChannelQuant(C.Structure):
@@ -78,9 +105,22 @@ class PerTensorQuant(C.Structure):
 def cmsis_nn(tmp_path_factory):
     root = Path(CHECKOUT)
     lib = tmp_path_factory.mktemp("cmsis_nn_s4") / "libcmsis_nn_s4.so"
-    subprocess.run(["cc", "-std=c99", "-O1", "-fPIC", "-shared", f"-I{root / 'Include'}",
-                    *[str(root / "Source" / source) for source in SOURCES], "-o", str(lib)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            "cc",
+            "-std=c99",
+            "-O1",
+            "-fPIC",
+            "-shared",
+            f"-I{root / 'Include'}",
+            *[str(root / "Source" / source) for source in SOURCES],
+            "-o",
+            str(lib),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return C.CDLL(str(lib))
 
 
@@ -97,21 +137,33 @@ def _run(cmsis_nn, kind: str, d: dict, x: np.ndarray) -> np.ndarray:
     if kind == "fc":
         out = np.zeros((d["batches"], d["output_c"]), dtype=np.int8)
         status = cmsis_nn.arm_fully_connected_s4(
-            C.byref(Context(None, 0)), C.byref(FcParams(d["input_offset"], 0, d["output_offset"], activation)),
-            C.byref(PerTensorQuant(int(multiplier[0]), int(shift[0]))), C.byref(Dims(d["batches"], 1, 1, d["input_c"])),
-            _ptr(x, C.c_int8), C.byref(Dims(d["input_c"], 1, 1, d["output_c"])), _ptr(packed, C.c_int8),
-            C.byref(Dims(1, 1, 1, d["output_c"])), bias_ptr, C.byref(Dims(d["batches"], 1, 1, d["output_c"])),
-            _ptr(out, C.c_int8))
+            C.byref(Context(None, 0)),
+            C.byref(FcParams(d["input_offset"], 0, d["output_offset"], activation)),
+            C.byref(PerTensorQuant(int(multiplier[0]), int(shift[0]))),
+            C.byref(Dims(d["batches"], 1, 1, d["input_c"])),
+            _ptr(x, C.c_int8),
+            C.byref(Dims(d["input_c"], 1, 1, d["output_c"])),
+            _ptr(packed, C.c_int8),
+            C.byref(Dims(1, 1, 1, d["output_c"])),
+            bias_ptr,
+            C.byref(Dims(d["batches"], 1, 1, d["output_c"])),
+            _ptr(out, C.c_int8),
+        )
         assert status == 0
         return out
     c_out = d["output_c"] if kind == "conv" else d["input_c"] * d["ch_mult"]
     out = np.zeros((d["batches"], d["output_h"], d["output_w"], c_out), dtype=np.int8)
     input_dims = Dims(d["batches"], d["input_h"], d["input_w"], d["input_c"])
-    filter_dims = Dims(c_out if kind == "conv" else 1, d["kernel_h"], d["kernel_w"],
-                       d["input_c"] if kind == "conv" else c_out)
+    filter_dims = Dims(
+        c_out if kind == "conv" else 1, d["kernel_h"], d["kernel_w"], d["input_c"] if kind == "conv" else c_out
+    )
     output_dims = Dims(d["batches"], d["output_h"], d["output_w"], c_out)
-    geometry = (Tile(d["stride_w"], d["stride_h"]), Tile(d["pad_left"], d["pad_top"]),
-                Tile(d["dilation_w"], d["dilation_h"]), activation)
+    geometry = (
+        Tile(d["stride_w"], d["stride_h"]),
+        Tile(d["pad_left"], d["pad_top"]),
+        Tile(d["dilation_w"], d["dilation_h"]),
+        activation,
+    )
     scratch = np.zeros(4 * d["kernel_h"] * d["kernel_w"] * d["input_c"] + 64, dtype=np.int8)
     quant = PerChannelQuant(_ptr(multiplier, C.c_int32), _ptr(shift, C.c_int32))
     if kind == "conv":
@@ -119,10 +171,19 @@ def _run(cmsis_nn, kind: str, d: dict, x: np.ndarray) -> np.ndarray:
     else:
         params = DwConvParams(d["input_offset"], d["output_offset"], d["ch_mult"], *geometry)
         function = cmsis_nn.arm_depthwise_conv_s4
-    status = function(C.byref(Context(scratch.ctypes.data_as(C.c_void_p), scratch.size)), C.byref(params),
-                      C.byref(quant), C.byref(input_dims), _ptr(x, C.c_int8), C.byref(filter_dims),
-                      _ptr(packed, C.c_int8), C.byref(Dims(1, 1, 1, c_out)), bias_ptr, C.byref(output_dims),
-                      _ptr(out, C.c_int8))
+    status = function(
+        C.byref(Context(scratch.ctypes.data_as(C.c_void_p), scratch.size)),
+        C.byref(params),
+        C.byref(quant),
+        C.byref(input_dims),
+        _ptr(x, C.c_int8),
+        C.byref(filter_dims),
+        _ptr(packed, C.c_int8),
+        C.byref(Dims(1, 1, 1, c_out)),
+        bias_ptr,
+        C.byref(output_dims),
+        _ptr(out, C.c_int8),
+    )
     assert status == 0
     return out
 
@@ -135,7 +196,9 @@ def _cmsis_nn_case(seed: int, kind: str) -> tuple[dict, np.ndarray]:
             continue
         # CMSIS-NN's left shift x * (1 << shift) and an int32 accumulator from a bias near int32's limits
         # overflow (undefined behaviour there); edgec saturates the shift and wraps the sum modulo 2^32.
-        if np.any(desc["shift"] > 0) or (desc["bias"] is not None and np.any(np.abs(desc["bias"].astype(np.int64)) >= 2**30)):
+        if np.any(desc["shift"] > 0) or (
+            desc["bias"] is not None and np.any(np.abs(desc["bias"].astype(np.int64)) >= 2**30)
+        ):
             continue
         if kind == "fc":  # CMSIS-NN's s4 fully connected layer requantizes per tensor
             desc["multiplier"] = np.full_like(desc["multiplier"], desc["multiplier"][0])

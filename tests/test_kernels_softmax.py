@@ -9,6 +9,7 @@ Layers of checks:
   3. hypothesis property tests over random shapes, scales, betas and row styles: golden == C;
   4. argument validation of the C kernel. Every C output buffer has a guard tail that must survive.
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -51,7 +52,7 @@ def run_c(lib, x: np.ndarray, params: dict) -> np.ndarray:
     out = np.full(rows * n + GUARD, GUARD_BYTE, dtype=np.uint8).view(np.int8)
     status = lib.edgec_softmax_s8(C.byref(c_desc(params, rows, n)), ptr(x, C.c_int8), ptr(out, C.c_int8))
     assert status == EDGEC_OK
-    assert (out[rows * n:].view(np.uint8) == GUARD_BYTE).all(), "C kernel wrote past its output"
+    assert (out[rows * n :].view(np.uint8) == GUARD_BYTE).all(), "C kernel wrote past its output"
     return out[: rows * n].reshape(rows, n)
 
 
@@ -93,7 +94,7 @@ def ref_saturating_mul_pot(x: int, e: int) -> int:
 
 def ref_exp_on_interval_minus_quarter_to_0(a: int) -> int:
     """exp(a) for a in [-1/4, 0), Q0.31 -> Q0.31: Taylor series around -1/8."""
-    x = _i32(a + (1 << 28))                    # a + 1/8
+    x = _i32(a + (1 << 28))  # a + 1/8
     x2 = ref_srdhm(x, x)
     x3 = ref_srdhm(x2, x)
     x4 = ref_srdhm(x2, x2)
@@ -109,7 +110,7 @@ def ref_exp_on_negative_values(a: int) -> int:
     a_mod = _i32((a & (quarter - 1)) - quarter)
     result = ref_exp_on_interval_minus_quarter_to_0(ref_saturating_mul_pot(a_mod, 5))
     remainder = _i32(a_mod - a)
-    for exponent in range(-2, 5):              # the barrel shifter: multiply by exp(-2^exponent)
+    for exponent in range(-2, 5):  # the barrel shifter: multiply by exp(-2^exponent)
         if remainder & (1 << (26 + exponent)):
             result = ref_srdhm(result, _const(math.exp(-(2.0**exponent)), 31))
     return I32_MAX if a == 0 else result
@@ -117,7 +118,7 @@ def ref_exp_on_negative_values(a: int) -> int:
 
 def ref_one_over_one_plus_x(a: int) -> int:
     """gemmlowp one_over_one_plus_x_for_x_in_0_1: Newton-Raphson in Q2.29."""
-    s = a + I32_MAX                            # RoundingHalfSum(a, One): (s + sign) / 2, truncated
+    s = a + I32_MAX  # RoundingHalfSum(a, One): (s + sign) / 2, truncated
     half = _i32(int((s + (1 if s >= 0 else -1)) / 2))
     x = _i32(_const(48 / 17, 29) + ref_srdhm(half, _const(-32 / 17, 29)))
     for _ in range(3):
@@ -168,12 +169,16 @@ def float_softmax_q(x: np.ndarray, scale: float, beta: float) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # TFLite-generated reference data from CMSIS-NN's unit tests (TestData/softmax).
 CMSIS_CASES = [
-    ({"input_multiplier": 1077952576, "input_left_shift": 23, "diff_min": -248},
-     [[-80, -48, 16, 0, -96]],
-     [[-128, -125, 56, -60, -128]]),
-    ({"input_multiplier": 1077952640, "input_left_shift": 19, "diff_min": -3968},
-     [[101, 49, 6, -34, -75], [-79, -38, 120, -55, 115]],
-     [[-57, -70, -79, -86, -92], [-94, -88, -54, -91, -56]]),
+    (
+        {"input_multiplier": 1077952576, "input_left_shift": 23, "diff_min": -248},
+        [[-80, -48, 16, 0, -96]],
+        [[-128, -125, 56, -60, -128]],
+    ),
+    (
+        {"input_multiplier": 1077952640, "input_left_shift": 19, "diff_min": -3968},
+        [[101, 49, 6, -34, -75], [-79, -38, 120, -55, 115]],
+        [[-57, -70, -79, -86, -92], [-94, -88, -54, -91, -56]],
+    ),
 ]
 
 
@@ -197,15 +202,19 @@ def test_params_match_tflite():
     assert softmax_params(32.0) == {"input_multiplier": I32_MAX, "input_left_shift": 31, "diff_min": 0}
     assert softmax_params(1e6) == softmax_params(32.0)
     with pytest.raises(ValueError):
-        softmax_params(1e-9)                   # beta*scale*2^26 <= 1: TFLite rejects it too
+        softmax_params(1e-9)  # beta*scale*2^26 <= 1: TFLite rejects it too
 
 
 # Outputs of the scalar reference above, pinned (inputs: TFLite Micro's softmax_test data
 # 1..5 and -1..-5 quantized at scale 0.1, plus a dominant-max row and a uniform row).
 PINNED_SCALE = 0.1
 PINNED_X = [[10, 20, 30, 40, 50], [-10, -20, -30, -40, -50], [127, -128, -128, 0, 100], [7, 7, 7, 7, 7]]
-PINNED_Y = [[-125, -120, -106, -68, 35], [35, -68, -106, -120, -125], [112, -128, -128, -128, -112],
-            [-77, -77, -77, -77, -77]]
+PINNED_Y = [
+    [-125, -120, -106, -68, 35],
+    [35, -68, -106, -120, -125],
+    [112, -128, -128, -128, -112],
+    [-77, -77, -77, -77, -77],
+]
 
 
 def test_pinned_vectors(lib):
@@ -223,7 +232,7 @@ def test_uniform_rows_around_the_shift_limit(lib, n):
     (TFLite aborts there; the exact rounding of the last step is 0, i.e. -128)."""
     params = softmax_params(0.05)
     x = np.full((2, n), 3, dtype=np.int8)
-    x[1, 0] = 4                                 # a second row with a (slightly) larger first value
+    x[1, 0] = 4  # a second row with a (slightly) larger first value
     golden = softmax_s8(x, params)
     np.testing.assert_array_equal(golden, ref_softmax(x, params))
     np.testing.assert_array_equal(run_c(lib, x, params), golden)
@@ -249,7 +258,7 @@ def test_exp_building_block_against_math_exp():
     a = -np.unique(np.concatenate([np.arange(0, 1 << 20, 997), np.linspace(0, 31 * 2**26, 200_001).astype(np.int64)]))
     got = _exp_on_negative_values(a) / 2.0**31
     want = np.exp(a / 2.0**26)
-    assert np.abs(got - want).max() < 3e-7     # 4th-order Taylor series: (1/8)^5 / 120 = 2.5e-7
+    assert np.abs(got - want).max() < 3e-7  # 4th-order Taylor series: (1/8)^5 / 120 = 2.5e-7
     for v in [0, -1, -(1 << 24), -(1 << 24) - 1, -5 * 2**26 - 12345, -31 * 2**26]:
         assert _exp_on_negative_values(np.array([v]))[0] == ref_exp_on_negative_values(v)
 
@@ -366,8 +375,12 @@ def test_c_rejects_bad_arguments(lib):
     assert call(good, x_ptr=None) == EDGEC_ARG_ERROR
     assert call(good, out_ptr=None) == EDGEC_ARG_ERROR
     assert f(None, ptr(x, C.c_int8), ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
-    for bad in (dict(good, input_left_shift=32), dict(good, input_left_shift=-1),
-                dict(good, input_multiplier=-5), dict(good, diff_min=good["diff_min"] - 1)):
+    for bad in (
+        dict(good, input_left_shift=32),
+        dict(good, input_left_shift=-1),
+        dict(good, input_multiplier=-5),
+        dict(good, diff_min=good["diff_min"] - 1),
+    ):
         assert call(bad) == EDGEC_ARG_ERROR, bad
         with pytest.raises(ValueError):
             softmax_s8(x, bad)
@@ -381,11 +394,16 @@ def test_c_rejects_bad_arguments(lib):
 @pytest.mark.parametrize("left_shift", [0, 1, 26, 30, 31])
 @pytest.mark.parametrize("diff_min_kind", ["radius", "minus_one", "zero"])
 def test_extreme_params_golden_equals_c(lib, multiplier, left_shift, diff_min_kind):
-    radius = ((31 << 26) >> left_shift)
+    radius = (31 << 26) >> left_shift
     diff_min = {"radius": -radius, "minus_one": -min(1, radius), "zero": 0}[diff_min_kind]
     params = dict(input_multiplier=multiplier, input_left_shift=left_shift, diff_min=diff_min)
     rng = np.random.default_rng(left_shift)
-    x = np.concatenate([np.array([[-128, 127, -128, 127, 127], [127] * 5, [-128] * 5, [-128, -127, 126, 127, 0]],
-                                 np.int8).repeat(120, axis=1),
-                        rng.choice(np.array([-128, 127], np.int8), (2, 600))])
+    x = np.concatenate(
+        [
+            np.array([[-128, 127, -128, 127, 127], [127] * 5, [-128] * 5, [-128, -127, 126, 127, 0]], np.int8).repeat(
+                120, axis=1
+            ),
+            rng.choice(np.array([-128, 127], np.int8), (2, 600)),
+        ]
+    )
     np.testing.assert_array_equal(run_c(lib, x, params), softmax_s8(x, params))

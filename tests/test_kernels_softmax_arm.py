@@ -7,6 +7,7 @@ output catch writes past it.
 The same run counts each call's instructions: issue #23's goals for a 2-class softmax per pixel
 (a segmentation or detection head, 144 rows of 2) and an attention softmax (65 rows of 65).
 """
+
 from __future__ import annotations
 
 import struct
@@ -15,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgec.targets import toolchain
 from edgec.ops.softmax import softmax_params, softmax_s8
-from tests.device_support import ROOT, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from edgec.targets import toolchain
+from tests.device_support import ROOT, needs_toolchain
 
 DRIVER = ROOT / "tests" / "data" / "port" / "softmax_kernels.c"
 RUNTIME = ROOT / "runtime_c"
@@ -51,19 +52,29 @@ def record(params: dict, x: np.ndarray) -> bytes:
 
 def all_cases(seed: int) -> list[tuple[str, dict, np.ndarray]]:
     rng = np.random.default_rng(seed)
-    cases = [("", *case(rng, int(rng.integers(1, 7)), int(rng.choice([1, 2, 3, 5, 8, 15, 16, 17, 33, 64]))))
-             for _ in range(80)]
+    cases = [
+        ("", *case(rng, int(rng.integers(1, 7)), int(rng.choice([1, 2, 3, 5, 8, 15, 16, 17, 33, 64]))))
+        for _ in range(80)
+    ]
     cases += [("", *case(rng, int(rng.integers(16, 80)), int(rng.choice([2, 5, 16, 17, 65])))) for _ in range(12)]
     two_class = np.random.default_rng(1).integers(-60, 60, (144, 2)).astype(np.int8)
     attention = np.random.default_rng(2).normal(0, 30, (65, 65)).clip(-128, 127).astype(np.int8)
-    return cases + [("2-class x144", softmax_params(0.1), two_class),
-                    ("attention 65x65", softmax_params(0.08), attention)]
+    return cases + [
+        ("2-class x144", softmax_params(0.1), two_class),
+        ("attention 65x65", softmax_params(0.08), attention),
+    ]
 
 
 def run(target: str, opt: str, tmp_path: Path):
     cases = all_cases(seed=len(opt))
-    elf = toolchain.cross_compile(target, [DRIVER, *SOURCES], [RUNTIME / "include"], tmp_path / "softmax.elf",
-                                  opt=opt, extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"])
+    elf = toolchain.cross_compile(
+        target,
+        [DRIVER, *SOURCES],
+        [RUNTIME / "include"],
+        tmp_path / "softmax.elf",
+        opt=opt,
+        extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"],
+    )
     (tmp_path / "cases.bin").write_bytes(b"".join(record(p, x) for _, p, x in cases))
     counts = toolchain.count_instructions(target, elf, timeout=120, cwd=tmp_path)
     data, at, failures, insns = (tmp_path / "results.bin").read_bytes(), 0, [], {}
@@ -81,8 +92,9 @@ def run(target: str, opt: str, tmp_path: Path):
 
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
-@pytest.mark.parametrize("target,opt", [("cortex-m4", "-O2"), ("cortex-m4", "-Os"), ("cortex-m4", "-O0"),
-                                        ("cortex-m55", "-O2")])
+@pytest.mark.parametrize(
+    "target,opt", [("cortex-m4", "-O2"), ("cortex-m4", "-Os"), ("cortex-m4", "-O0"), ("cortex-m55", "-O2")]
+)
 def test_softmax_matches_golden_on_cortex_m(target, opt, tmp_path):
     failures, insns = run(target, opt, tmp_path)
     assert not failures, f"{len(failures)} cases fail:\n" + "\n".join(failures[:5])

@@ -1,6 +1,7 @@
 """RAM on the device, for real (generated C, arm-none-eabi-gcc, QEMU, host ASan/UBSan builds):
 the reference models need at most 1 KiB besides the arena, with nothing per layer in RAM; test
 builds check every layer's writes against the plan and catch a plan the kernels do not keep."""
+
 from __future__ import annotations
 
 import re
@@ -8,15 +9,15 @@ from dataclasses import replace
 
 import pytest
 
-from edgec.targets import device
-from edgec.zoo import mlperf
+from edgec.backend.plan import check_plan
 from edgec.errors import EdgecError
 from edgec.ops.conv import is_pointwise
 from edgec.pipeline import compile_model, emit
-from edgec.backend.plan import check_plan
+from edgec.targets import device
 from edgec.tools.verify import compare, golden_outputs, quantized_inputs, run_on
+from edgec.zoo import mlperf
 from tests.data.models import all_ops_samples
-from tests.device_support import ALL_OPS, edgec_cache, needs_toolchain  # noqa: F401
+from tests.device_support import ALL_OPS, needs_toolchain
 
 RAM_BEYOND_ARENA_GOAL = 1024
 
@@ -25,8 +26,12 @@ RAM_BEYOND_ARENA_GOAL = 1024
 @pytest.mark.usefixtures("edgec_cache")
 @pytest.mark.parametrize("model", sorted(mlperf.ZOO))
 def test_ram_beyond_the_arena_is_under_1_kib_and_nothing_per_layer_is_in_ram(model, tmp_path):
-    compiled = compile_model(f"{mlperf.__file__}:{model}", calibration=mlperf.calibration_data(model, 8, seed=0),
-                             target="cortex-m4", warn=lambda _: None)
+    compiled = compile_model(
+        f"{mlperf.__file__}:{model}",
+        calibration=mlperf.calibration_data(model, 8, seed=0),
+        target="cortex-m4",
+        warn=lambda _: None,
+    )
     emit(compiled, tmp_path / "model", "model")
     sample = quantized_inputs(compiled.graph, mlperf.calibration_data(model, 1, seed=1))[0]
 
@@ -56,8 +61,11 @@ def _written_byte(error: EdgecError, layer: int) -> int:
 
 
 def _in_place_pointwise(compiled):
-    return next(op for op in compiled.graph.ops
-                if op.name in compiled.plan.in_place and op.kind == "conv2d" and is_pointwise(op.attrs))
+    return next(
+        op
+        for op in compiled.graph.ops
+        if op.name in compiled.plan.in_place and op.kind == "conv2d" and is_pointwise(op.attrs)
+    )
 
 
 @pytest.mark.parametrize("target", ["host", pytest.param("cortex-m4", marks=needs_toolchain)])
@@ -68,7 +76,8 @@ def test_a_scratch_smaller_than_the_kernel_writes_is_caught(target, tmp_path):
     offset, size = compiled.plan.scratch[op.name]
     compiled.plan.scratch[op.name] = (offset, size - 8)
     assert check_plan(compiled.graph, compiled.plan, compiled.target) == [
-        f"{op.name} needs {size} bytes of scratch, planned {size - 8}"]
+        f"{op.name} needs {size} bytes of scratch, planned {size - 8}"
+    ]
 
     with pytest.raises(EdgecError) as failure:
         _run(compiled, tmp_path)

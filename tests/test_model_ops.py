@@ -2,6 +2,7 @@
 padding (F.pad, nn.ReflectionPad2d / ReplicationPad2d, Conv padding_mode). Each model is exported
 by torch.export, bit-exact on the host (golden == C), passes verify's layer check against its Q/DQ
 program, and its int8 output follows the float module."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,10 +12,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from edgec import sim
-from edgec.tools import verify
 from edgec.errors import EdgecError
 from edgec.ir import to_torch_order
 from edgec.pipeline import compile_model, emit
+from edgec.tools import verify
 
 
 class EdgePads(nn.Module):
@@ -33,8 +34,10 @@ def check_model(tmp_path, constructor: str, shape, *, sqnr: float = 30.0, sample
     """Compile `constructor` (an expression over this file's classes), check golden == host C
     byte for byte and verify's layer check, and return (compiled, SQNR of each output vs float)."""
     path = tmp_path / "model.py"
-    path.write_text(f"import torch\nfrom tests.test_model_ops import *  # noqa: F403\n\n"
-                    f"def factory():\n    torch.manual_seed(0)\n    return {constructor}.eval(), (torch.zeros{tuple(shape)},)\n")
+    path.write_text(
+        f"import torch\nfrom tests.test_model_ops import *  # noqa: F403\n\n"
+        f"def factory():\n    torch.manual_seed(0)\n    return {constructor}.eval(), (torch.zeros{tuple(shape)},)\n"
+    )
     if samples is None:
         samples = np.random.default_rng(0).standard_normal((24, *shape[1:])).astype(np.float32)
     compiled = compile_model(f"{path}:factory", calibration=samples[:16])
@@ -48,8 +51,10 @@ def check_model(tmp_path, constructor: str, shape, *, sqnr: float = 30.0, sample
     module = eval(constructor).eval()
     with torch.no_grad():
         expected = [module(torch.from_numpy(x[None])) for x in samples[16:]]
-    expected = [np.stack([(e if isinstance(e, tuple) else (e,))[k].numpy() for e in expected])
-                for k in range(len(compiled.graph.outputs))]
+    expected = [
+        np.stack([(e if isinstance(e, tuple) else (e,))[k].numpy() for e in expected])
+        for k in range(len(compiled.graph.outputs))
+    ]
     sqnrs = []
     for k, name in enumerate(compiled.graph.outputs):
         out = compiled.graph.tensors[name]
@@ -160,8 +165,10 @@ def test_argmax_outputs_int32_indices(tmp_path):
     shape = (1, 3, 5, 6)
     samples = np.random.default_rng(0).standard_normal((24, *shape[1:])).astype(np.float32)
     path = tmp_path / "model.py"
-    path.write_text("import torch\nfrom tests.test_model_ops import *  # noqa: F403\n\n"
-                    f"def factory():\n    torch.manual_seed(0)\n    return Segmenter().eval(), (torch.zeros{shape},)\n")
+    path.write_text(
+        "import torch\nfrom tests.test_model_ops import *  # noqa: F403\n\n"
+        f"def factory():\n    torch.manual_seed(0)\n    return Segmenter().eval(), (torch.zeros{shape},)\n"
+    )
     compiled = compile_model(f"{path}:factory", calibration=samples[:16])
     emit(compiled, tmp_path / "out", "m")
     inputs = verify.quantized_inputs(compiled.graph, samples[16:])

@@ -1,13 +1,14 @@
 """End to end on the reference architectures: real torch.export, PT2E quantization, generated C
 compiled by the host compiler with ASan/UBSan, and 0 LSB against the golden simulator."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from edgec.pipeline import compile_model, emit
 from edgec.tools import verify
 from edgec.zoo import mlperf
-from edgec.pipeline import compile_model, emit
 
 SAMPLES = 20
 # int8 vs float floors measured on these random-weight models (see the closing notes); they guard
@@ -48,6 +49,7 @@ def test_int8_output_is_close_to_float(built):
 def test_report_matches_the_mlperf_architecture(built):
     name, compiled, out_dir = built
     import json
+
     report = json.loads((out_dir / "report.json").read_text())
     expected_macs = {"ds_cnn": 2.66e6, "mobilenet_v1_025": 7.49e6, "resnet8": 12.5e6, "fc_autoencoder": 0.264e6}
     assert report["macs"] == pytest.approx(expected_macs[name], rel=0.01)

@@ -5,6 +5,7 @@ linked into one bare-metal application through edgec.mk and through CMake, run u
 Cortex-M4 and Cortex-M55. Two instances of the detector run interleaved (the simple form on the
 model's own arena and state, the instance form on the application's): every output equals its
 model's golden simulator, byte for byte."""
+
 from __future__ import annotations
 
 import json
@@ -16,14 +17,14 @@ import pytest
 import torch
 from torch import nn
 
-from edgec.targets import toolchain
-from edgec.tools import verify as checks
 from edgec.backend.codegen import runtime_symbol
 from edgec.errors import EdgecError
 from edgec.ops.recurrent import reset_state
 from edgec.pipeline import compile_for, emit, emit_many, quantize_model
+from edgec.targets import toolchain
 from edgec.targets.cores import get_target
-from tests.device_support import ROOT, edgec_cache, needs_toolchain, require_tools  # noqa: F401
+from edgec.tools import verify as checks
+from tests.device_support import ROOT, needs_toolchain, require_tools
 
 PORT = ROOT / "runtime_c" / "port"
 TOOLCHAIN_FILE = ROOT / "examples" / "firmware" / "arm-none-eabi.cmake"
@@ -61,8 +62,9 @@ class Anomaly(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 8), nn.ReLU(),
-                                 nn.Linear(8, 16))
+        self.net = nn.Sequential(
+            nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 16)
+        )
 
     def forward(self, x):
         return self.net(x)
@@ -80,9 +82,13 @@ def quantized():
     for name, (make, shape) in MODELS.items():
         torch.manual_seed(0)
         calibration = rng.standard_normal((16, *shape[1:]), dtype=np.float32)
-        result[name] = quantize_model(make().eval(), calibration=calibration,
-                                      example_inputs=(torch.from_numpy(calibration[:1]),), progress=None,
-                                      warn=lambda message: None)
+        result[name] = quantize_model(
+            make().eval(),
+            calibration=calibration,
+            example_inputs=(torch.from_numpy(calibration[:1]),),
+            progress=None,
+            warn=lambda message: None,
+        )
     return result
 
 
@@ -170,9 +176,12 @@ int main(void)
 def write_application(app: Path, runs: dict) -> None:
     app.mkdir(parents=True, exist_ok=True)
     (app / "main.c").write_text(MAIN)
-    arrays = "".join(f"static const int8_t {label}_inputs[{STEPS}][{inputs.shape[1]}] = {{\n"
-                     + "".join("    {" + ", ".join(str(int(v)) for v in row) + "},\n" for row in inputs.view(np.int8))
-                     + "};\n" for label, (inputs, _) in runs.items())
+    arrays = "".join(
+        f"static const int8_t {label}_inputs[{STEPS}][{inputs.shape[1]}] = {{\n"
+        + "".join("    {" + ", ".join(str(int(v)) for v in row) + "},\n" for row in inputs.view(np.int8))
+        + "};\n"
+        for label, (inputs, _) in runs.items()
+    )
     (app / "workload.h").write_text(f"#include <stdint.h>\n#define STEPS {STEPS}\n{arrays}")
 
 
@@ -185,7 +194,8 @@ def build_with_make(app: Path, model_dirs: list[Path], target) -> Path:
         f"$(EDGEC_CFLAGS) -I{PORT} -I.\n"
         f"app.elf: main.c {PORT}/startup.c {PORT}/semihost.c $(EDGEC_SRCS)\n"
         f"\tarm-none-eabi-gcc $(CFLAGS) $^ -nostartfiles --specs=nano.specs -Wl,--gc-sections "
-        f"-T {linker_script(target)} -o $@\n")
+        f"-T {linker_script(target)} -o $@\n"
+    )
     run(["make", "-C", app])
     return app / "app.elf"
 
@@ -201,8 +211,9 @@ def build_with_cmake(app: Path, model_dirs: list[Path], target) -> Path:
         f'add_executable(app.elf main.c "{PORT}/startup.c" "{PORT}/semihost.c")\n'
         f'target_include_directories(app.elf PRIVATE "{PORT}" "${{CMAKE_CURRENT_SOURCE_DIR}}")\n'
         "target_link_libraries(app.elf PRIVATE edgec_kws edgec_vad edgec_anomaly)\n"
-        f'target_link_options(app.elf PRIVATE -nostartfiles --specs=nano.specs -Wl,--gc-sections '
-        f'-T "{linker_script(target)}")\n')
+        f"target_link_options(app.elf PRIVATE -nostartfiles --specs=nano.specs -Wl,--gc-sections "
+        f'-T "{linker_script(target)}")\n'
+    )
     build = app / "build"
     run(["cmake", "-S", app, "-B", build, f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN_FILE}"])
     run(["cmake", "--build", build])
@@ -237,19 +248,25 @@ def writable_runtime_sections(target, model_dir: Path) -> list[str]:
     header's "the kernels keep no state of their own")."""
     from elftools.elf.constants import SH_FLAGS
     from elftools.elf.elffile import ELFFile
-    objects = toolchain.compile_objects(target, sorted((model_dir / "runtime" / "src").rglob("*.c")),
-                                        include_dirs=[model_dir / "runtime" / "include"])
+
+    objects = toolchain.compile_objects(
+        target, sorted((model_dir / "runtime" / "src").rglob("*.c")), include_dirs=[model_dir / "runtime" / "include"]
+    )
     found = []
     for path in objects:
         with open(path, "rb") as f:
-            found += [f"{path.name}:{s.name}" for s in ELFFile(f).iter_sections()
-                      if s["sh_flags"] & SH_FLAGS.SHF_ALLOC and s["sh_flags"] & SH_FLAGS.SHF_WRITE and s["sh_size"]]
+            found += [
+                f"{path.name}:{s.name}"
+                for s in ELFFile(f).iter_sections()
+                if s["sh_flags"] & SH_FLAGS.SHF_ALLOC and s["sh_flags"] & SH_FLAGS.SHF_WRITE and s["sh_size"]
+            ]
     return found
 
 
 def arena_symbols(elf: Path) -> dict[str, int]:
     """Every arena in the program: symbol -> bytes."""
     from elftools.elf.elffile import ELFFile
+
     with open(elf, "rb") as f:
         symbols = ELFFile(f).get_section_by_name(".symtab")
         return {s.name: s["st_size"] for s in symbols.iter_symbols() if s.name.endswith("_arena") and s["st_size"]}
@@ -269,8 +286,12 @@ def test_three_models_two_instances_link_and_run(quantized, target_name, tmp_pat
     together = tmp_path / "together"
     summary = emit_many([(c, name) for name, c in compiled.items()], together, shared_arena=True)
 
-    for build, dirs in ((build_with_make, separate), (build_with_cmake, separate), (build_with_make, [together]),
-                        (build_with_cmake, [together])):
+    for build, dirs in (
+        (build_with_make, separate),
+        (build_with_cmake, separate),
+        (build_with_make, [together]),
+        (build_with_cmake, [together]),
+    ):
         app = tmp_path / f"{build.__name__}_{dirs[0].parent.name}"
         write_application(app, runs)
         elf = build(app, dirs, target)
@@ -310,17 +331,33 @@ def test_directories_of_different_runtimes_do_not_mix(quantized, tmp_path):
     (tmp_path / "cmake").mkdir()
     (tmp_path / "cmake" / "CMakeLists.txt").write_text(
         f'cmake_minimum_required(VERSION 3.20)\nproject(mix C)\nadd_subdirectory("{ours}" kws)\n'
-        f'add_subdirectory("{other}" anomaly)\n')
-    result = subprocess.run(["cmake", "-S", str(tmp_path / "cmake"), "-B", str(tmp_path / "cmake" / "build")],
-                            capture_output=True, text=True)
+        f'add_subdirectory("{other}" anomaly)\n'
+    )
+    result = subprocess.run(
+        ["cmake", "-S", str(tmp_path / "cmake"), "-B", str(tmp_path / "cmake" / "build")],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode != 0 and "their kernels differ" in " ".join(result.stderr.split())  # CMake wraps
 
     main = tmp_path / "main.c"
     main.write_text('#include "anomaly.h"\nint main(void) { return anomaly_invoke(); }\n')
     runtime = {p.relative_to(d / "runtime"): p for d in (other, ours) for p in (d / "runtime" / "src").rglob("*.c")}
     sources = [other / "anomaly.c", other / "anomaly_weights.c", *runtime.values()]  # ours where both have one
-    result = subprocess.run(["cc", "-std=c99", f"-I{other}", f"-I{ours / 'runtime' / 'include'}", str(main),
-                             *map(str, sources), "-o", str(tmp_path / "mixed")], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            "cc",
+            "-std=c99",
+            f"-I{other}",
+            f"-I{ours / 'runtime' / 'include'}",
+            str(main),
+            *map(str, sources),
+            "-o",
+            str(tmp_path / "mixed"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode != 0 and "edgec_runtime_0123456789ab" in result.stderr
 
 
@@ -337,42 +374,83 @@ def test_build_several_models_into_one_directory(tmp_path, capsys):
     """`edgec build a b --shared-arena`: one directory, one runtime, one arena; its C compiles
     warning-free on the host and both models run there on the shared arena."""
     from tests.test_cli import DIGITS, run_cli, write_model
+
     out, calib = tmp_path / "out", tmp_path / "net_calib.npy"
     np.save(calib, np.random.default_rng(0).standard_normal((8, 1, 6, 6), dtype=np.float32))
-    code, stdout, err = run_cli("build", DIGITS / "digits.pt2", f"{write_model(tmp_path)}:factory", "--name", "digits",
-                                "--name", "net", "--calib", DIGITS / "calib.npy", "--calib", calib, "--shared-arena",
-                                "-o", out, "--quiet", capsys=capsys)
+    code, stdout, err = run_cli(
+        "build",
+        DIGITS / "digits.pt2",
+        f"{write_model(tmp_path)}:factory",
+        "--name",
+        "digits",
+        "--name",
+        "net",
+        "--calib",
+        DIGITS / "calib.npy",
+        "--calib",
+        calib,
+        "--shared-arena",
+        "-o",
+        out,
+        "--quiet",
+        capsys=capsys,
+    )
     assert code == 0, err
     summary = json.loads((out / "report.json").read_text())
     arenas = {model["name"]: model["arena_bytes"] for model in summary["models"]}
-    assert summary["shared_arena_bytes"] == max(arenas.values()) and f"shared arena {max(arenas.values()):,} B" in stdout
-    assert {"digits.h", "net.h", "edgec_shared_arena.h", "edgec.mk", "CMakeLists.txt", "runtime"} <= \
-        {p.name for p in out.iterdir()}
+    assert (
+        summary["shared_arena_bytes"] == max(arenas.values()) and f"shared arena {max(arenas.values()):,} B" in stdout
+    )
+    assert {"digits.h", "net.h", "edgec_shared_arena.h", "edgec.mk", "CMakeLists.txt", "runtime"} <= {
+        p.name for p in out.iterdir()
+    }
     code, _, err = run_cli("report", out, capsys=capsys)
     assert code == 2 and err.startswith("edgec: error: the directory holds several models (digits, net)")
     main = tmp_path / "main.c"
-    main.write_text('#include "digits.h"\n#include "net.h"\n'
-                    "int main(void) { return digits_invoke() != 0 || net_invoke() != 0; }\n")
+    main.write_text(
+        '#include "digits.h"\n#include "net.h"\nint main(void) { return digits_invoke() != 0 || net_invoke() != 0; }\n'
+    )
     sources = [*out.glob("*.c"), *(out / "runtime" / "src").rglob("*.c")]
-    run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{out}", f"-I{out / 'runtime' / 'include'}",
-         main, *sources, "-o", tmp_path / "prog"])
+    run(
+        [
+            "cc",
+            "-std=c99",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            f"-I{out}",
+            f"-I{out / 'runtime' / 'include'}",
+            main,
+            *sources,
+            "-o",
+            tmp_path / "prog",
+        ]
+    )
     run([tmp_path / "prog"])
 
 
 def test_build_refuses_a_name_short_of_the_models(tmp_path, capsys):
     from tests.test_cli import DIGITS, run_cli
-    code, _, err = run_cli("build", DIGITS / "digits.pt2", DIGITS / "digits.pt2", "--name", "a", "-o", tmp_path / "out",
-                           capsys=capsys)
-    assert code == 2 and err.strip() == ("edgec: error: --name given once for 2 models: give it once per model, "
-                                         "in the order of the models")
+
+    code, _, err = run_cli(
+        "build", DIGITS / "digits.pt2", DIGITS / "digits.pt2", "--name", "a", "-o", tmp_path / "out", capsys=capsys
+    )
+    assert code == 2 and err.strip() == (
+        "edgec: error: --name given once for 2 models: give it once per model, in the order of the models"
+    )
     assert not (tmp_path / "out").exists()
 
 
 def test_save_writes_several_compiled_models(tmp_path):
     """The Python API's equivalent: edgec.save([...]) of edgec.compile() results."""
     import edgec
-    models = [edgec.compile(make().eval(), torch.randn(*shape), name=name, target="host", progress=False)
-              for name, (make, shape) in MODELS.items() if name not in STREAMING]
+
+    models = [
+        edgec.compile(make().eval(), torch.randn(*shape), name=name, target="host", progress=False)
+        for name, (make, shape) in MODELS.items()
+        if name not in STREAMING
+    ]
     summary = edgec.save(models, tmp_path / "out", shared_arena=True)
     assert [model["name"] for model in summary["models"]] == ["kws", "anomaly"]
     assert "edgec_kws edgec_anomaly" in (tmp_path / "out" / "CMakeLists.txt").read_text()
@@ -482,14 +560,40 @@ def test_two_threads_run_instances_at_the_same_time(quantized, tmp_path):
     emit_many([(c, name) for name, c in compiled.items()], out)
     write_application(app, runs)
     (app / "threads.c").write_text(THREADS)
-    sources = [out / "kws.c", out / "kws_weights.c", out / "vad.c", out / "vad_weights.c",
-               *(out / "runtime" / "src").rglob("*.c")]
-    run(["cc", "-std=c99", "-O1", "-g", "-pthread", "-fsanitize=thread", "-Wall", "-Wextra", "-Werror", "-pedantic",
-         f"-I{out}", f"-I{out / 'runtime' / 'include'}", f"-I{app}", app / "threads.c", *sources, "-o", app / "threads"])
+    sources = [
+        out / "kws.c",
+        out / "kws_weights.c",
+        out / "vad.c",
+        out / "vad_weights.c",
+        *(out / "runtime" / "src").rglob("*.c"),
+    ]
+    run(
+        [
+            "cc",
+            "-std=c99",
+            "-O1",
+            "-g",
+            "-pthread",
+            "-fsanitize=thread",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            f"-I{out}",
+            f"-I{out / 'runtime' / 'include'}",
+            f"-I{app}",
+            app / "threads.c",
+            *sources,
+            "-o",
+            app / "threads",
+        ]
+    )
     result = run([app / "threads"], env={"TSAN_OPTIONS": "halt_on_error=1"})
     assert "ThreadSanitizer" not in result.stderr
-    printed = {(label, int(step)): bytes.fromhex(data)
-               for label, step, data in (line.split() for line in result.stdout.splitlines())}
+    printed = {
+        (label, int(step)): bytes.fromhex(data)
+        for label, step, data in (line.split() for line in result.stdout.splitlines())
+    }
     for step in range(STEPS):
         for thread in "ab":
             assert printed[f"kws_{thread}", step] == runs["kws"][1][step].tobytes()

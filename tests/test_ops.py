@@ -1,14 +1,15 @@
 """Every operator family of the coverage work, end to end: real torch.export and PT2E, then the
 generated C on the host (ASan/UBSan, every layer's arena writes checked), Cortex-M4 and Cortex-M55
 under QEMU, byte for byte equal to the golden simulator; int8 close to float."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from edgec.tools import verify
 from edgec.pipeline import quantize_model
-from tests.device_support import ROOT, compile_and_run, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from edgec.tools import verify
+from tests.device_support import ROOT, compile_and_run, needs_toolchain
 
 MODELS = ROOT / "tests" / "data" / "op_models.py"
 # The op kinds each model must lower to (so a regression to another kernel cannot pass silently).
@@ -17,11 +18,25 @@ KINDS = {
     "resampling": {"conv_transpose2d", "conv2d", "max_pool2d", "avg_pool2d"},
     "data_movement": {"copy", "resize", "constant_pad", "reduce", "avg_pool2d"},
     "channels_last_movement": {"copy", "reduce"},
-    "attention": {"batch_matmul", "layer_norm", "fully_connected", "softmax", "lut", "reduce", "constant_pad",
-                  "binary", "add"},
+    "attention": {
+        "batch_matmul",
+        "layer_norm",
+        "fully_connected",
+        "softmax",
+        "lut",
+        "reduce",
+        "constant_pad",
+        "binary",
+        "add",
+    },
 }
-MIN_SQNR_DB = {"activations": 30.0, "resampling": 35.0, "data_movement": 25.0, "channels_last_movement": 35.0,
-               "attention": 20.0}
+MIN_SQNR_DB = {
+    "activations": 30.0,
+    "resampling": 35.0,
+    "data_movement": 25.0,
+    "channels_last_movement": 35.0,
+    "attention": 20.0,
+}
 
 
 def _floats(quantized, count, seed):

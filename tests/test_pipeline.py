@@ -1,4 +1,5 @@
 """Lowering and fusion of every supported op form, and programs that arrive already quantized."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,9 +9,9 @@ import torch.nn.functional as F
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 from edgec import sim
-from edgec.tools import verify
-from edgec.pipeline import compile_model, emit
 from edgec.frontend.quantize import EdgecQuantizer
+from edgec.pipeline import compile_model, emit
+from edgec.tools import verify
 
 
 class AllOps(nn.Module):
@@ -70,7 +71,8 @@ def _factory_file(tmp_path, cls_name: str, shape: tuple = (1, 3, 13, 9)) -> str:
     path = tmp_path / "allops.py"
     path.write_text(
         f"import torch\nfrom tests.test_pipeline import {cls_name}\n\n"
-        f"def factory():\n    torch.manual_seed(0)\n    return {cls_name}().eval(), (torch.randn{shape},)\n")
+        f"def factory():\n    torch.manual_seed(0)\n    return {cls_name}().eval(), (torch.randn{shape},)\n"
+    )
     return f"{path}:factory"
 
 
@@ -111,7 +113,9 @@ def test_prequantized_program_keeps_its_qparams_exactly(tmp_path):
     converted = convert_pt2e(prepared, fold_quantize=True)
     path = tmp_path / "quantized.pt2"
     torch.export.save(torch.export.export(converted, example), path)
-    input_q = next(n for n in converted.graph.nodes if "quantize_per_tensor" in str(n.target) and n.args[0].op == "placeholder")
+    input_q = next(
+        n for n in converted.graph.nodes if "quantize_per_tensor" in str(n.target) and n.args[0].op == "placeholder"
+    )
 
     warnings = []
     compiled = compile_model(str(path), calibration=None, warn=warnings.append)
@@ -119,7 +123,9 @@ def test_prequantized_program_keeps_its_qparams_exactly(tmp_path):
     assert compiled.float_module is None
     tensor = compiled.graph.tensors[compiled.graph.inputs[0]]
     assert (tensor.scale, tensor.zero_point) == (input_q.args[1], input_q.args[2])
-    assert _bit_exact(compiled, tmp_path / "out", tmp_path, np.random.default_rng(3).standard_normal((5, 3, 13, 9))).exact
+    assert _bit_exact(
+        compiled, tmp_path / "out", tmp_path, np.random.default_rng(3).standard_normal((5, 3, 13, 9))
+    ).exact
 
 
 class MeanHead(nn.Module):
@@ -207,7 +213,9 @@ class Spectrum(nn.Module):
 
 def test_unary_math_runs_as_tables(tmp_path):
     rng = np.random.default_rng(7)
-    compiled = compile_model(_factory_file(tmp_path, "Spectrum", (1, 1, 64)), calibration=rng.standard_normal((8, 1, 64)))
+    compiled = compile_model(
+        _factory_file(tmp_path, "Spectrum", (1, 1, 64)), calibration=rng.standard_normal((8, 1, 64))
+    )
     functions = sorted(op.attrs["function"] for op in compiled.graph.ops if op.kind == "lut")
     assert functions == ["log", "pow", "pow", "reciprocal", "rsqrt", "sqrt"]
     assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((5, 1, 64))).exact
@@ -235,11 +243,15 @@ def test_build_warns_on_collapsed_weights_and_saturated_biases():
     from types import SimpleNamespace
 
     from edgec.pipeline import quantization_warnings
-    layer = SimpleNamespace(name="conv2d_0", source="m.py:3: y = self.conv(x)",
-                            attrs={"weight": np.array([[1, 0], [0, -2]], np.int8),
-                                   "bias": np.array([5, -(2**31)], np.int32)})
+
+    layer = SimpleNamespace(
+        name="conv2d_0",
+        source="m.py:3: y = self.conv(x)",
+        attrs={"weight": np.array([[1, 0], [0, -2]], np.int8), "bias": np.array([5, -(2**31)], np.int32)},
+    )
     dead = SimpleNamespace(name="fc_1", source="", attrs={"weight": np.zeros((2, 3), np.int8), "bias": None})
     assert quantization_warnings(SimpleNamespace(ops=[layer, dead])) == [
         "WARNING: m.py:3: y = self.conv(x) (conv2d_0): the int32 bias saturates in output channels [1] (too large "
         "for the layer's input and weight scales)",
-        "WARNING: fc_1 (fc_1): every weight quantizes to 0; the layer outputs its bias alone"]
+        "WARNING: fc_1 (fc_1): every weight quantizes to 0; the layer outputs its bias alone",
+    ]

@@ -1,6 +1,7 @@
 """The memory planner: reaches the liveness bound on the reference models, in place where the ops
 allow it, is optimal on small random graphs, never overlaps live buffers other than a declared
 in-place pair (checked by plan.check_plan's own liveness), and is deterministic."""
+
 from __future__ import annotations
 
 import copy
@@ -16,10 +17,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgec.zoo import mlperf
-from edgec.ir import Graph, InPlace, Op, Tensor
-from edgec.ops import KINDS
-from edgec.pipeline import compile_model
 from edgec.backend.plan import (
     ALIGNMENT,
     Block,
@@ -32,6 +29,10 @@ from edgec.backend.plan import (
     place,
     plan_memory,
 )
+from edgec.ir import Graph, InPlace, Op, Tensor
+from edgec.ops import KINDS
+from edgec.pipeline import compile_model
+from edgec.zoo import mlperf
 
 ROOT = Path(__file__).resolve().parents[1]
 DIGITS = ROOT / "examples" / "digits"
@@ -49,8 +50,12 @@ CORTEX_M4_GOALS = {"ds_cnn": 8_500, "mobilenet_v1_025": 46_000, "resnet8": 49_20
 def _compile(name: str, target: str = "host"):
     if name == "digits":
         return compile_model(str(DIGITS / "digits.pt2"), calibration=np.load(DIGITS / "calib.npy")[:8], target=target)
-    return compile_model(f"{mlperf.__file__}:{name}", calibration=mlperf.calibration_data(name, 8, seed=0), target=target,
-                         warn=lambda _: None)
+    return compile_model(
+        f"{mlperf.__file__}:{name}",
+        calibration=mlperf.calibration_data(name, 8, seed=0),
+        target=target,
+        warn=lambda _: None,
+    )
 
 
 @pytest.fixture(scope="module", params=[*sorted(EXPECTED_ARENA), "digits"])
@@ -103,6 +108,7 @@ def test_depthwise_separable_chains_run_in_place():
 
 
 # --- the checker ------------------------------------------------------------------------------
+
 
 def _chain(kind: str = "softmax") -> Graph:
     """x -> a -> b (a view of a) -> c; every tensor 16 bytes."""
@@ -168,12 +174,17 @@ def test_in_place_add_writes_over_the_input_that_dies():
     assert "add" in plan.in_place and plan.arena_bytes == plan.lower_bound_bytes == 128
     assert plan.offsets["s"] in (plan.offsets["x"], plan.offsets["a"])
     assert check_plan(graph, plan) == []
-    both = Graph(inputs=["x"], outputs=["s"], tensors={n: Tensor(n, (64,)) for n in ("x", "s")},
-                 ops=[Op("add", "add", ["x", "x"], ["s"])])
+    both = Graph(
+        inputs=["x"],
+        outputs=["s"],
+        tensors={n: Tensor(n, (64,)) for n in ("x", "s")},
+        ops=[Op("add", "add", ["x", "x"], ["s"])],
+    )
     assert plan_memory(both, None).in_place == {}  # the kernel reads x twice per element
 
 
 # --- random graphs ----------------------------------------------------------------------------
+
 
 @st.composite
 def graphs(draw, max_ops: int = 24) -> Graph:
@@ -205,9 +216,13 @@ def _optimal_arena(items: list[Buffer]) -> int:
         placed: list[tuple[Buffer, int]] = []
         for item in order:
             offset = 0
-            while any(item.first <= other.last and other.first <= item.last
-                      and offset < start + other.size and start < offset + item.size
-                      for other, start in placed):
+            while any(
+                item.first <= other.last
+                and other.first <= item.last
+                and offset < start + other.size
+                and start < offset + item.size
+                for other, start in placed
+            ):
                 offset += ALIGNMENT
             placed.append((item, offset))
         arena = max(-(-(start + b.size) // ALIGNMENT) * ALIGNMENT for b, start in placed)
@@ -241,12 +256,21 @@ def test_small_random_graph_plans_are_optimal(graph):
 
 # --- the search -------------------------------------------------------------------------------
 
+
 def test_search_reaches_the_bound_where_every_greedy_order_fails():
     # The digits model's buffers: the greedy orders give 832 or 1,024 bytes.
-    items = [Block.of(b) for b in (
-        Buffer("input", 64, -1, 0), Buffer("relu", 512, 0, 1), Buffer("relu_1", 256, 1, 2),
-        Buffer("relu_2", 256, 2, 3), Buffer("relu_3", 512, 3, 4), Buffer("pool", 32, 4, 6),
-        Buffer("linear", 10, 6, 7))]
+    items = [
+        Block.of(b)
+        for b in (
+            Buffer("input", 64, -1, 0),
+            Buffer("relu", 512, 0, 1),
+            Buffer("relu_1", 256, 1, 2),
+            Buffer("relu_2", 256, 2, 3),
+            Buffer("relu_3", 512, 3, 4),
+            Buffer("pool", 32, 4, 6),
+            Buffer("linear", 10, 6, 7),
+        )
+    ]
     strategy, offsets = place(items, 7)
     assert strategy == "skyline search"
     assert arena_size(items, offsets) == liveness_lower_bound(items, 7) == 768
@@ -254,8 +278,19 @@ def test_search_reaches_the_bound_where_every_greedy_order_fails():
 
 def test_search_finds_the_optimum_when_the_bound_is_unreachable():
     # No plan fits the 48-byte liveness bound; 52 bytes is optimal (proven with an ILP solver).
-    spans = [(8, 0, 0), (4, 6, 6), (28, 4, 6), (8, 3, 4), (20, 5, 5), (20, 0, 0), (20, 0, 2), (8, 1, 4), (4, 2, 4),
-             (12, 1, 3), (4, 1, 3)]
+    spans = [
+        (8, 0, 0),
+        (4, 6, 6),
+        (28, 4, 6),
+        (8, 3, 4),
+        (20, 5, 5),
+        (20, 0, 0),
+        (20, 0, 2),
+        (8, 1, 4),
+        (4, 2, 4),
+        (12, 1, 3),
+        (4, 1, 3),
+    ]
     items = [Block.of(Buffer(f"b{i}", size, first, last)) for i, (size, first, last) in enumerate(spans)]
     _, offsets = place(items, 7)
     assert liveness_lower_bound(items, 7) == 48
@@ -275,12 +310,22 @@ def test_search_places_an_in_place_block_around_a_buffer():
 
 def test_plan_does_not_depend_on_the_hash_seed():
     # Buffers on which the greedy orders miss the bound, so the search (which uses sets) decides.
-    script = ("import random; from edgec.backend.plan import Block, Buffer, place; rng = random.Random(0); "
-              "items = [Block.of(Buffer(f'b{i}', rng.randrange(1, 200), a, a + rng.randrange(0, 5))) "
-              "for i, a in enumerate(rng.randrange(-1, 20) for _ in range(30))]; "
-              "strategy, offsets = place(items, 24); assert strategy == 'skyline search'; "
-              "print(sorted(offsets.items()))")
-    outputs = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT,
-                              env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": seed}).stdout
-               for seed in ("1", "2")}
+    script = (
+        "import random; from edgec.backend.plan import Block, Buffer, place; rng = random.Random(0); "
+        "items = [Block.of(Buffer(f'b{i}', rng.randrange(1, 200), a, a + rng.randrange(0, 5))) "
+        "for i, a in enumerate(rng.randrange(-1, 20) for _ in range(30))]; "
+        "strategy, offsets = place(items, 24); assert strategy == 'skyline search'; "
+        "print(sorted(offsets.items()))"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    }
     assert len(outputs) == 1

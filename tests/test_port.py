@@ -2,6 +2,7 @@
 
 Programs live in tests/data/port/. Each QEMU run takes about 50 ms; objects are cached per session.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,9 @@ def cache_dir(tmp_path_factory):
 
 
 def build(target, program, out_dir, cache_dir, **kwargs):
-    return toolchain.cross_compile(target, [DATA / program], [], out_dir / f"{target}.elf",
-                                   cache_dir=cache_dir, **kwargs)
+    return toolchain.cross_compile(
+        target, [DATA / program], [], out_dir / f"{target}.elf", cache_dir=cache_dir, **kwargs
+    )
 
 
 def expected_output(data: bytes) -> bytes:
@@ -41,8 +43,7 @@ def expected_output(data: bytes) -> bytes:
 @needs_toolchain
 @pytest.mark.parametrize("target", RUNNABLE)
 def test_file_io_exit_status_and_startup(target, tmp_path, cache_dir):
-    elf = build(target, "xor_file.c", tmp_path, cache_dir,
-                extra_cflags=["-Wall", "-Wextra", "-Werror"])
+    elf = build(target, "xor_file.c", tmp_path, cache_dir, extra_cflags=["-Wall", "-Wextra", "-Werror"])
     data = np.random.default_rng(1).integers(0, 256, 1003, dtype=np.uint8).tobytes()
     (tmp_path / "input.bin").write_bytes(data)
 
@@ -65,10 +66,10 @@ def test_instruction_counts_are_exact_and_linear(target, tmp_path, cache_dir):
     assert first["regions"] == second["regions"] and first["total"] == second["total"]
     once, twice, thrice, empty = first["insns"]
     per_n = twice - once
-    assert per_n > 0 and thrice - twice == per_n   # N more iterations cost the same each time
-    assert per_n % n == 0                           # a whole number of instructions per iteration
-    assert once >= per_n                            # region 0 holds N iterations plus overhead
-    assert empty == 2                               # only `movs r0, #3` and `bl bench_end`
+    assert per_n > 0 and thrice - twice == per_n  # N more iterations cost the same each time
+    assert per_n % n == 0  # a whole number of instructions per iteration
+    assert once >= per_n  # region 0 holds N iterations plus overhead
+    assert empty == 2  # only `movs r0, #3` and `bl bench_end`
     assert first["total"] > once + twice + thrice
 
 
@@ -76,8 +77,14 @@ def test_instruction_counts_are_exact_and_linear(target, tmp_path, cache_dir):
 @pytest.mark.parametrize("target", ["cortex-m3", "cortex-m33"])
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_fault_exits_instead_of_hanging(target, kind, tmp_path, cache_dir):
-    elf = build(target, "fault.c", tmp_path, cache_dir, defines={"FAULT_KIND": FAULT_KINDS.index(kind)},
-                extra_cflags=["-Wall", "-Wextra", "-Werror"])
+    elf = build(
+        target,
+        "fault.c",
+        tmp_path,
+        cache_dir,
+        defines={"FAULT_KIND": FAULT_KINDS.index(kind)},
+        extra_cflags=["-Wall", "-Wextra", "-Werror"],
+    )
 
     result = toolchain.run_qemu(target, elf, timeout=10)
 
@@ -90,8 +97,14 @@ def test_fault_exits_instead_of_hanging(target, kind, tmp_path, cache_dir):
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 def test_stack_used_by_a_function_is_measured(target, tmp_path, cache_dir):
     frame = 512
-    elf = build(target, "stack_depth.c", tmp_path, cache_dir, defines={"EDGEC_REPORT_STACK": None, "FRAME_BYTES": frame},
-                extra_cflags=["-Wall", "-Wextra", "-Werror"])
+    elf = build(
+        target,
+        "stack_depth.c",
+        tmp_path,
+        cache_dir,
+        defines={"EDGEC_REPORT_STACK": None, "FRAME_BYTES": frame},
+        extra_cflags=["-Wall", "-Wextra", "-Werror"],
+    )
 
     result = toolchain.run_qemu(target, elf, timeout=10)
 
@@ -102,8 +115,7 @@ def test_stack_used_by_a_function_is_measured(target, tmp_path, cache_dir):
 
 @needs_toolchain
 def test_cortex_m0plus_compiles_and_links_but_does_not_run(tmp_path, cache_dir):
-    elf = build("cortex-m0plus", "xor_file.c", tmp_path, cache_dir,
-                extra_cflags=["-Wall", "-Wextra", "-Werror"])
+    elf = build("cortex-m0plus", "xor_file.c", tmp_path, cache_dir, extra_cflags=["-Wall", "-Wextra", "-Werror"])
 
     header = elf.read_bytes()[:20]
     assert header[:4] == b"\x7fELF" and int.from_bytes(header[18:20], "little") == 40  # EM_ARM
@@ -123,11 +135,14 @@ def test_elf_memory_counts_sections_and_stack(tmp_path, cache_dir):
         "const uint8_t table[5000] = {1, 2, 3, 4};\n"
         "uint8_t arena[10000];\n"
         "uint32_t counter = 3;\n"
-        "int main(void) { arena[counter] = table[counter]; return arena[3]; }\n")
-    small = toolchain.cross_compile("cortex-m4", [source], [], tmp_path / "small.elf",
-                                    cache_dir=cache_dir, stack_size=4096)
-    large = toolchain.cross_compile("cortex-m4", [source], [], tmp_path / "large.elf",
-                                    cache_dir=cache_dir, stack_size=8192)
+        "int main(void) { arena[counter] = table[counter]; return arena[3]; }\n"
+    )
+    small = toolchain.cross_compile(
+        "cortex-m4", [source], [], tmp_path / "small.elf", cache_dir=cache_dir, stack_size=4096
+    )
+    large = toolchain.cross_compile(
+        "cortex-m4", [source], [], tmp_path / "large.elf", cache_dir=cache_dir, stack_size=8192
+    )
 
     small_memory, large_memory = toolchain.elf_memory(small), toolchain.elf_memory(large)
     assert small_memory["rodata"] >= 5000 and small_memory["bss"] >= 10000
@@ -196,8 +211,24 @@ FAKE_TRACE_COUNTS = "total 20\nbegin 3\nend 7\nbegin 7\nend 15\n"
 
 def fake_host(api: int, tmp_path: Path) -> Path:
     host = tmp_path / f"host{api}"
-    subprocess.run([toolchain.require_host_cc(), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-rdynamic",
-                    f"-DHOST_API={api}", str(FAKE_HOST), "-o", str(host), "-ldl"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            toolchain.require_host_cc(),
+            "-std=c99",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-rdynamic",
+            f"-DHOST_API={api}",
+            str(FAKE_HOST),
+            "-o",
+            str(host),
+            "-ldl",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return host
 
 
@@ -205,21 +236,30 @@ def fake_host(api: int, tmp_path: Path) -> Path:
 def test_plugin_declares_the_api_version_its_qemu_accepts_and_counts_alike(api, version, tmp_path, cache_dir):
     plugin = toolchain.build_insn_plugin(cache_dir)
     out, pcs = tmp_path / "counts.txt", tmp_path / "pcs.txt"
-    result = subprocess.run([fake_host(api, tmp_path), plugin, "begin=0x100", "end=0x200", f"out={out}", f"pcs={pcs}"],
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [fake_host(api, tmp_path), plugin, "begin=0x100", "end=0x200", f"out={out}", f"pcs={pcs}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"version {version}\n"
     assert out.read_text() == FAKE_TRACE_COUNTS
     assert toolchain.parse_plugin_output(out.read_text())["insns"] == [4, 8]
     assert sorted(pcs.read_text().split("\n")[:-1]) == sorted(
-        ["0x10 1", "0x12 1", "0x14 1", "0x100 2", "0x20 3", "0x22 3", "0x24 3", "0x26 3", "0x200 2", "0x30 1"])
+        ["0x10 1", "0x12 1", "0x14 1", "0x100 2", "0x20 3", "0x22 3", "0x24 3", "0x26 3", "0x200 2", "0x30 1"]
+    )
 
 
 def test_plugin_refuses_a_qemu_without_either_api_in_one_line(tmp_path, cache_dir):
     plugin = toolchain.build_insn_plugin(cache_dir)
-    result = subprocess.run([fake_host(0, tmp_path), plugin, "begin=0x100", "end=0x200", f"out={tmp_path / 'x'}"],
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [fake_host(0, tmp_path), plugin, "begin=0x100", "end=0x200", f"out={tmp_path / 'x'}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 3
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith("edgec insn plugin: unsupported QEMU plugin API (versions 0 to 1)")
@@ -234,9 +274,11 @@ def test_a_qemu_that_refuses_the_plugin_is_one_clear_error(tmp_path, cache_dir, 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake_qemu = bin_dir / "qemu-system-arm"
-    fake_qemu.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "QEMU emulator version 11.0.0"; exit 0; fi\n'
-                         'echo "qemu-system-arm: -plugin x: Could not load plugin x: plugin requires API version 2, '
-                         'but this QEMU supports only a minimum version of 3" >&2\nexit 1\n')
+    fake_qemu.write_text(
+        '#!/bin/sh\nif [ "$1" = --version ]; then echo "QEMU emulator version 11.0.0"; exit 0; fi\n'
+        'echo "qemu-system-arm: -plugin x: Could not load plugin x: plugin requires API version 2, '
+        'but this QEMU supports only a minimum version of 3" >&2\nexit 1\n'
+    )
     fake_qemu.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
 
@@ -244,5 +286,7 @@ def test_a_qemu_that_refuses_the_plugin_is_one_clear_error(tmp_path, cache_dir, 
         toolchain.count_instructions("cortex-m4", elf, timeout=20, cache_dir=cache_dir)
     message = str(error.value)
     assert "\n" not in message
-    assert message.startswith("QEMU 11.0.0 cannot run edgec's instruction-count plugin (qemu-system-arm: -plugin x: "
-                              "Could not load plugin x: plugin requires API version 2")
+    assert message.startswith(
+        "QEMU 11.0.0 cannot run edgec's instruction-count plugin (qemu-system-arm: -plugin x: "
+        "Could not load plugin x: plugin requires API version 2"
+    )

@@ -1,19 +1,19 @@
 """Program forms that used to end in an internal error or a bare OK: a PT2E program whose add
 with a constant leaves its output to float operators (one clear line, exit 2), and a model whose
 output does not follow its input (verify warns)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 from edgec.errors import EdgecError
+from edgec.frontend.quantize import EdgecQuantizer
 from edgec.ops.qspec import ANNOTATION_KEY
 from edgec.pipeline import compile_model
-from edgec.frontend.quantize import EdgecQuantizer
 from tests.test_cli import run_cli
 
 SHAPE = (1, 3, 6, 6)
@@ -86,8 +86,16 @@ def alive():
 def test_verify_warns_when_the_output_does_not_follow_the_input(tmp_path, capsys, factory, warned):
     (tmp_path / "nets.py").write_text(MODELS)
     np.save(tmp_path / "calib.npy", np.random.default_rng(0).standard_normal((8, 3, 6, 6)).astype(np.float32))
-    code, out, err = run_cli("verify", f"{tmp_path / 'nets.py'}:{factory}", "--calib", tmp_path / "calib.npy",
-                             "--samples", "4", "--quiet", capsys=capsys)
+    code, out, err = run_cli(
+        "verify",
+        f"{tmp_path / 'nets.py'}:{factory}",
+        "--calib",
+        tmp_path / "calib.npy",
+        "--samples",
+        "4",
+        "--quiet",
+        capsys=capsys,
+    )
     assert code == 0, err
     assert "OK: 4 samples" in out
     assert ("output 'relu' is the same on all 4 samples" in err) == warned, err

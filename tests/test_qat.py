@@ -1,16 +1,16 @@
 """The documented QAT path (examples/digits/qat.py: edgec.frontend.quantize.prepare_qat -> fine-tune ->
 convert_qat -> edgec build), run for a couple of steps: the program edgec compiles from it is
 bit-exact on the host and keeps the float model's accuracy on the held-out digits."""
+
 from __future__ import annotations
 
-import re
-
 import importlib.util
+import re
 
 import numpy as np
 
-from edgec.tools import verify
 from edgec.pipeline import compile_model
+from edgec.tools import verify
 from tests.device_support import DIGITS
 from tests.test_cli import run_cli
 

@@ -2,6 +2,7 @@
 PT2E program's quantize_per_tensor multiplies by float32(1/scale) and rounds halves to even; a
 program read the TFLite way quantizes as TFLite's QUANTIZE (x / scale, halves away from zero).
 Tie values are where the two differ, so they are the test's inputs."""
+
 from __future__ import annotations
 
 import subprocess
@@ -32,8 +33,10 @@ FEATURES = 16
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     path = tmp_path_factory.mktemp("model") / "model.py"
-    path.write_text("import torch\n\ndef factory():\n    torch.manual_seed(0)\n"
-                    f"    return torch.nn.Linear({FEATURES}, 3).eval(), (torch.zeros(1, {FEATURES}),)\n")
+    path.write_text(
+        "import torch\n\ndef factory():\n    torch.manual_seed(0)\n"
+        f"    return torch.nn.Linear({FEATURES}, 3).eval(), (torch.zeros(1, {FEATURES}),)\n"
+    )
     rng = np.random.default_rng(0)
     return compile_model(f"{path}:factory", calibration=rng.uniform(-1.3, 1.1, (8, 1, FEATURES)).astype(np.float32))
 
@@ -41,6 +44,7 @@ def compiled(tmp_path_factory):
 def _scaling_to(targets, scale: float, rounding: str) -> np.ndarray:
     """float32 inputs whose scaled value (float32 x * float32(1/scale), or x / float32(scale)) is
     exactly one of `targets` (float32), where such an input exists."""
+
     def scaled(x):
         return x * np.float32(1.0 / scale) if rounding == "multiply" else x / np.float32(scale)
 
@@ -60,9 +64,23 @@ def _c_quantize(compiled, tmp_path, values: np.ndarray) -> np.ndarray:
     emit(compiled, tmp_path / "out", "m")
     (tmp_path / "main.c").write_text(DRIVER)
     out = tmp_path / "out"
-    sources = [str(p) for p in sorted(out.glob("*.c"))] + [str(p) for p in sorted((out / "runtime" / "src").rglob("*.c"))]
-    subprocess.run(["cc", *HOST_CFLAGS, *SANITIZE_FLAGS, f"-I{out}", f"-I{out / 'runtime' / 'include'}",
-                    str(tmp_path / "main.c"), *sources, "-o", str(tmp_path / "q")], check=True)
+    sources = [str(p) for p in sorted(out.glob("*.c"))] + [
+        str(p) for p in sorted((out / "runtime" / "src").rglob("*.c"))
+    ]
+    subprocess.run(
+        [
+            "cc",
+            *HOST_CFLAGS,
+            *SANITIZE_FLAGS,
+            f"-I{out}",
+            f"-I{out / 'runtime' / 'include'}",
+            str(tmp_path / "main.c"),
+            *sources,
+            "-o",
+            str(tmp_path / "q"),
+        ],
+        check=True,
+    )
     rows = values.reshape(-1, FEATURES)
     result = subprocess.run([str(tmp_path / "q")], input=rows.tobytes(), capture_output=True, check=True)
     return np.frombuffer(result.stdout, dtype=np.int8).reshape(rows.shape)
@@ -93,7 +111,8 @@ def test_a_pt2e_program_quantizes_its_input_as_quantize_per_tensor(compiled, tmp
     assert len(_ties(tensor.scale, "multiply")) > 200  # enough ties to tell the roundings apart
     finite = np.isfinite(values)
     expected = torch.ops.quantized_decomposed.quantize_per_tensor(
-        torch.from_numpy(values[finite]), tensor.scale, tensor.zero_point, -128, 127, torch.int8).numpy()
+        torch.from_numpy(values[finite]), tensor.scale, tensor.zero_point, -128, 127, torch.int8
+    ).numpy()
     simulated = _sim_quantize(compiled, values)
     assert np.array_equal(simulated.reshape(-1)[finite], expected)
     assert np.array_equal(_c_quantize(compiled, tmp_path, values), simulated)

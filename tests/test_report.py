@@ -1,4 +1,5 @@
 """report.json's memory fields and the HTML memory report made from a real compiled model."""
+
 from __future__ import annotations
 
 import json
@@ -7,9 +8,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from edgec.zoo import mlperf
 from edgec.pipeline import compile_model, emit
 from edgec.tools.report import write_html_report
+from edgec.zoo import mlperf
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -54,8 +55,9 @@ def test_report_json_shows_in_place_layers_and_scratch(report):
         assert output["first_layer"] == source["last_layer"]  # written over it by the layer that reads it last
         assert layer["arena_offset"] == output["offset"]
     assert report["scratch_bytes"] == sum(layer["scratch_bytes"] for layer in report["layers"])
-    assert all(by_name[f"{layer['name']}.scratch"]["kind"] == "scratch"
-               for layer in report["layers"] if layer["scratch_bytes"])
+    assert all(
+        by_name[f"{layer['name']}.scratch"]["kind"] == "scratch" for layer in report["layers"] if layer["scratch_bytes"]
+    )
 
 
 def test_html_report_draws_one_rectangle_per_buffer(report, build_dir, tmp_path):
@@ -94,6 +96,8 @@ def test_report_kernel_is_the_function_each_layer_calls(report, build_dir):
     sections = {section.split(":", 1)[0]: section for section in re.split(r"/\* layer \d+, ", source)[1:]}
     for layer in report["layers"]:
         if layer["op"] == "reshape":  # a view: no code
-            assert layer["kernel"] == "" and layer["kernel_reason"].startswith("a view") and layer["name"] not in sections
+            assert (
+                layer["kernel"] == "" and layer["kernel_reason"].startswith("a view") and layer["name"] not in sections
+            )
         else:
             assert f"{layer['kernel']}(" in sections[layer["name"]] and layer["kernel_reason"], layer

@@ -5,6 +5,7 @@ memory timeline and the time, flash and SQNR plots per layer.
 
 Chromium comes from `make toolchain` (Debian's chromium package); without it this test skips,
 and fails with EDGEC_REQUIRE_TOOLCHAIN=1 (CI), like the Cortex-M tests."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,8 @@ from pathlib import Path
 import pytest
 
 import edgec
-from edgec.zoo import mlperf
 from edgec.tools.report import write_html_report
+from edgec.zoo import mlperf
 from tests.device_support import needs_toolchain, require_tools
 
 CHROMIUM_INSTALL = "apt-get install -y --no-install-recommends chromium (make toolchain)"
@@ -34,9 +35,19 @@ def chromium() -> str:
 
 def headless(page: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     """Chromium on `page`, headless, no network (every host name resolves nowhere)."""
-    command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-               "--host-resolver-rules=MAP * ~NOTFOUND", "--enable-logging=stderr", "--v=0",
-               f"--user-data-dir={cwd / 'profile'}", *args, page.as_uri()]
+    command = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--enable-logging=stderr",
+        "--v=0",
+        f"--user-data-dir={cwd / 'profile'}",
+        *args,
+        page.as_uri(),
+    ]
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
@@ -44,8 +55,14 @@ def headless(page: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
 def vww(tmp_path_factory):
     """MobileNetV1-0.25 compiled for the Cortex-M4, benchmarked under QEMU, saved and reported."""
     model, example = mlperf.mobilenet_v1_025()
-    compiled = edgec.compile(model, example, calibration=mlperf.calibration_data("mobilenet_v1_025", 8, seed=0),
-                             target="cortex-m4", name="vww", progress=False)
+    compiled = edgec.compile(
+        model,
+        example,
+        calibration=mlperf.calibration_data("mobilenet_v1_025", 8, seed=0),
+        target="cortex-m4",
+        name="vww",
+        progress=False,
+    )
     bench = compiled.bench()
     out = tmp_path_factory.mktemp("vww")
     compiled.save(out / "vww")
@@ -66,8 +83,12 @@ def test_vww_report_in_headless_chromium(vww, tmp_path):
     dom = headless(page, "--dump-dom", cwd=tmp_path)
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert not [line for line in dom.stderr.splitlines() if CONSOLE_LINE.search(line)]
-    for css_class in ('class="timeline"', 'class="bars bars-time"', 'class="bars bars-flash"',
-                      'class="bars bars-sqnr"'):
+    for css_class in (
+        'class="timeline"',
+        'class="bars bars-time"',
+        'class="bars bars-flash"',
+        'class="bars bars-sqnr"',
+    ):
         assert css_class in dom.stdout, css_class  # the browser parsed the inline SVG plots
 
 

@@ -1,6 +1,7 @@
 """CI cannot go green by skipping: with EDGEC_REQUIRE_TOOLCHAIN=1 a test whose Cortex-M toolchain,
 emulator or build tool is missing fails instead of skipping (tests/device_support.py). Checked on
 a tiny pytest session in a subprocess whose PATH has none of those tools."""
+
 from __future__ import annotations
 
 import os
@@ -9,7 +10,7 @@ import sys
 
 from tests.device_support import REQUIRE_TOOLCHAIN, ROOT, needs_toolchain
 
-SESSION = '''
+SESSION = """
 import pytest
 
 from tests.device_support import needs_toolchain, require_tools
@@ -31,20 +32,39 @@ def test_needs_nothing():
 @pytest.mark.parametrize("target", ["host", pytest.param("cortex-m4", marks=needs_toolchain)])
 def test_on_a_target(target):
     pass
-'''
+"""
 
 
 def run_session(tmp_path, *, path: str, require: bool) -> subprocess.CompletedProcess:
     (tmp_path / "test_tiny.py").write_text(SESSION)
-    env = {key: value for key, value in os.environ.items()
-           if key != REQUIRE_TOOLCHAIN and not key.startswith(("PYTEST_", "PYTHONPATH"))}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key != REQUIRE_TOOLCHAIN and not key.startswith(("PYTEST_", "PYTHONPATH"))
+    }
     env.update(PATH=path, PYTHONPATH=str(ROOT))
     if require:
         env[REQUIRE_TOOLCHAIN] = "1"
     # -p: the hooks behind needs_toolchain, as tests/conftest.py installs them
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p",
-                           "tests.device_support", "test_tiny.py"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "tests.device_support",
+            "test_tiny.py",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_missing_tools_skip_with_a_reason_and_fail_when_required(tmp_path):

@@ -1,21 +1,23 @@
 """Operator scheduling: on ResNet-8 and random branching graphs the chosen order plans into no
 more bytes than the given one, and its peak is the lowest of all topological orders."""
+
 from __future__ import annotations
 
 import copy
 
 from hypothesis import HealthCheck, given, settings
 
-from edgec.zoo import mlperf
-from edgec.ir import Graph
-from edgec.pipeline import compile_model
 from edgec.backend.plan import blocks, buffers, check_plan, in_place_choices, liveness_lower_bound, plan_memory
 from edgec.backend.schedule import peak_minimising_order, schedule_and_plan
+from edgec.ir import Graph
+from edgec.pipeline import compile_model
+from edgec.zoo import mlperf
 from tests.test_plan import graphs
 
 
 def _topological_orders(graph: Graph):
     """Every order of graph.ops in which each op comes after the producers of its inputs."""
+
     def extend(done: list, available: set):
         if len(done) == len(graph.ops):
             yield list(done)
@@ -23,6 +25,7 @@ def _topological_orders(graph: Graph):
         for op in graph.ops:
             if op not in done and all(name in available for name in op.inputs):
                 yield from extend(done + [op], available | set(op.outputs))
+
     yield from extend([], set(graph.inputs))
 
 
@@ -80,4 +83,5 @@ def test_schedule_has_the_lowest_liveness_bound_of_all_orders(graph):
     order = peak_minimising_order(graph, None)
     assert _is_topological(graph, order)
     assert _in_place_bound(_in_order(graph, order)) == min(
-        _in_place_bound(_in_order(graph, o)) for o in _topological_orders(graph))
+        _in_place_bound(_in_order(graph, o)) for o in _topological_orders(graph)
+    )

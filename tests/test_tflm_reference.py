@@ -7,6 +7,7 @@ from the same program. scripts/make_tflm_reference.py made them (it needs the pe
 this test does not). edgec builds each stored program and must give TFLite Micro's bytes: golden
 simulator, host C and Cortex-M4 under QEMU, 0 mismatching bytes.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -15,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgec.tools import verify
 from edgec.ir import to_stored, to_torch_order
 from edgec.pipeline import compile_for, emit, quantize_model
-from tests.device_support import edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from edgec.tools import verify
+from tests.device_support import needs_toolchain
 
 DATA = Path(__file__).resolve().parent / "data" / "tflm"
 MODELS = ("ds_cnn", "fc_autoencoder", "mobilenet_v1_025", "resnet8")
@@ -47,8 +48,14 @@ def _torch_order(compiled, outputs: np.ndarray, name: str | None = None) -> np.n
 
 def _check_qparams(compiled, reference: dict) -> None:
     graph = compiled.graph
-    for tensor, key in ((graph.tensors[graph.inputs[0]], "input_qparams"), (graph.tensors[graph.outputs[0]], "output_qparams")):
-        assert (np.float32(tensor.scale), tensor.zero_point) == (np.float32(reference[key][0]), int(reference[key][1])), key
+    for tensor, key in (
+        (graph.tensors[graph.inputs[0]], "input_qparams"),
+        (graph.tensors[graph.outputs[0]], "output_qparams"),
+    ):
+        assert (np.float32(tensor.scale), tensor.zero_point) == (
+            np.float32(reference[key][0]),
+            int(reference[key][1]),
+        ), key
 
 
 def _logits_tensor(compiled) -> str | None:
@@ -106,6 +113,7 @@ def test_the_comparison_sees_an_unfused_activation(monkeypatch):
     """The check is sharp: reading FC-AE's `linear -> Q/DQ -> relu -> Q` without fusing the
     requantize into the linear (an extra rounding at the linear's own qparams) moves bytes."""
     from edgec.passes import fuse
+
     monkeypatch.setattr(fuse, "_absorb_requantize_after_activations", lambda graph: None)
     _quantized.cache_clear()
     try:

@@ -4,6 +4,7 @@ figure is worked out by hand from the table it names (see docs/timing-model.md f
 
 Every region holds its body plus the call site of bench_end (`movs r0, #0` + `bl`); the `empty`
 region measures that call site, which is subtracted (and checked itself)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -16,10 +17,25 @@ from tests.device_support import needs_toolchain
 
 DATA = Path(__file__).resolve().parent / "data" / "port"
 SOURCES = [DATA / "timing_micro_main.c", DATA / "timing_micro.S"]
-REGIONS = ["empty", "ldr_independent", "ldr_chase", "ldr_use", "ldrd_x4",
-           *(f"ldm_stm_{n}" for n in range(1, 9)), "branch_taken", "branch_untaken", "smlad_chain",
-           "mul_umull_sdiv", "alu_independent", "alu_chain", "flash_fetch", "flash_fetch_again", "flash_data",
-           "str_immediate", "str_register"]
+REGIONS = [
+    "empty",
+    "ldr_independent",
+    "ldr_chase",
+    "ldr_use",
+    "ldrd_x4",
+    *(f"ldm_stm_{n}" for n in range(1, 9)),
+    "branch_taken",
+    "branch_untaken",
+    "smlad_chain",
+    "mul_umull_sdiv",
+    "alu_independent",
+    "alu_chain",
+    "flash_fetch",
+    "flash_fetch_again",
+    "flash_data",
+    "str_immediate",
+    "str_register",
+]
 HELIUM_REGIONS = ["helium_overlap", "helium_no_overlap", "helium_straight"]
 
 M4_TABLE = "M4 TRM table 3-1"
@@ -33,13 +49,17 @@ M4_EXPECTED = {
     "ldrd_x4": (4 * (1 + 2), f"{M4_TABLE}: LDRD 1+N, N=2"),
     # A one-register LDM/STM is assembled as LDR/STR: LDR 2, then the STR pipelines (1).
     "ldm_stm_1": (2 + 1, f"{M4_TABLE} footnote b / {M4_LS}"),
-    **{f"ldm_stm_{n}": (2 * (1 + n), f"{M4_TABLE}: LDM 1+N, STM 1+N (no pipelining with neighbours)")
-       for n in range(2, 9)},
+    **{
+        f"ldm_stm_{n}": (2 * (1 + n), f"{M4_TABLE}: LDM 1+N, STM 1+N (no pipelining with neighbours)")
+        for n in range(2, 9)
+    },
     "branch_taken": (4 * (1 + P) + 1, f"{M4_TABLE}: B taken 1+P (P=2: 16-bit aligned targets), then a NOP"),
     "branch_untaken": (1 + 4 * 1 + 1, f"{M4_TABLE}: CMP 1, B<cond> not taken 1 (footnote a), NOP 1"),
     "smlad_chain": (8 * 1, f"{M4_TABLE}: SMLAD 1, back to back"),
-    "mul_umull_sdiv": (2 + 1 + 1 + 1 + 1 + 7 + 7, f"{M4_TABLE}: MOV 1, MUL 1, MLA 1, UMULL 1, SMLAL 1; SDIV/UDIV "
-                       "2-12, modelled 7 (operand values unseen)"),
+    "mul_umull_sdiv": (
+        2 + 1 + 1 + 1 + 1 + 7 + 7,
+        f"{M4_TABLE}: MOV 1, MUL 1, MLA 1, UMULL 1, SMLAL 1; SDIV/UDIV 2-12, modelled 7 (operand values unseen)",
+    ),
     "alu_independent": (8, f"{M4_TABLE}: ADD 1"),
     "alu_chain": (8, f"{M4_TABLE}: ADD 1"),
     "flash_fetch": (32, f"{M4_TABLE}: ADD.W 1"),
@@ -77,7 +97,9 @@ M7_EXPECTED = {  # the documented dual-issue approximation (timing.CORES["cortex
 def run(target: str, tmp_path_factory, flash_wait: int | None, part: str | None = None) -> dict:
     out = tmp_path_factory.mktemp(f"timing-{target}")
     elf = toolchain.cross_compile(target, SOURCES, [], out / "micro.elf")
-    counts = toolchain.count_instructions(target, elf, timing=timing.setup_for(target, flash_wait=flash_wait, part=part))
+    counts = toolchain.count_instructions(
+        target, elf, timing=timing.setup_for(target, flash_wait=flash_wait, part=part)
+    )
     names = REGIONS + (HELIUM_REGIONS if target == "cortex-m55" else [])
     assert len(counts["cycles"]) == len(names)
     assert counts["untimed"] == 0
@@ -94,6 +116,7 @@ def results(tmp_path_factory):
         if (target, flash_wait, part) not in cache:
             cache[target, flash_wait, part] = run(target, tmp_path_factory, flash_wait, part)
         return cache[target, flash_wait, part]
+
     return get
 
 
@@ -200,8 +223,19 @@ def test_timed_plugin_under_both_plugin_api_versions(api, tmp_path):
     table = tmp_path / "timing.txt"
     table.write_text("param refill 2\n" + "".join(f"{a:x} 2 {timing.ALU} 1 0 0 0\n" for a in addresses))
     out = tmp_path / "counts.txt"
-    result = subprocess.run([fake_host(api, tmp_path), toolchain.build_insn_plugin(), "begin=0x100", "end=0x200",
-                             f"out={out}", f"timing={table}"], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [
+            fake_host(api, tmp_path),
+            toolchain.build_insn_plugin(),
+            "begin=0x100",
+            "end=0x200",
+            f"out={out}",
+            f"timing={table}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
     assert result.returncode == 0, result.stderr
     assert out.read_text() == "total 20\ncycles 36\nuntimed 0\nbegin 3 5\nend 7 11\nbegin 7 11\nend 15 23\n"
@@ -236,11 +270,24 @@ def _fake_trace_cycles(tmp_path, **memory) -> int:
     addresses = [0x10, 0x12, 0x14, 0x100, 0x20, 0x22, 0x24, 0x26, 0x200, 0x30]
     params = {"refill": 2, "flash_start": 0, "flash_end": 0x1000, "flash_wait": 5, "line_bytes": 16, **memory}
     table = tmp_path / "timing.txt"
-    table.write_text("".join(f"param {k} {v}\n" for k, v in params.items())
-                     + "".join(f"{a:x} 2 {timing.ALU} 1 0 0 0\n" for a in addresses))
+    table.write_text(
+        "".join(f"param {k} {v}\n" for k, v in params.items())
+        + "".join(f"{a:x} 2 {timing.ALU} 1 0 0 0\n" for a in addresses)
+    )
     out = tmp_path / "counts.txt"
-    result = subprocess.run([fake_host(1, tmp_path), toolchain.build_insn_plugin(), "begin=0x100", "end=0x200",
-                             f"out={out}", f"timing={table}"], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [
+            fake_host(1, tmp_path),
+            toolchain.build_insn_plugin(),
+            "begin=0x100",
+            "end=0x200",
+            f"out={out}",
+            f"timing={table}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     return toolchain.parse_plugin_output(out.read_text())["total_cycles"]
 
@@ -261,6 +308,7 @@ def test_named_parts_are_the_published_ones_with_their_documented_memory():
 def test_a_part_of_another_core_or_unknown_is_one_clear_error():
     from edgec.errors import EdgecError
     from edgec.targets.cores import get_target
+
     with pytest.raises(EdgecError, match="a cortex-m4 part, not a cortex-m7 one"):
         timing.on_part(get_target("cortex-m7"), "stm32l4r5")
     with pytest.raises(EdgecError, match="expected one of stm32l4r5"):
@@ -273,7 +321,10 @@ def test_sensitivity_reruns_only_what_can_change_the_estimate():
     by_name = {a.name: a for a in timing.SENSITIVITY}
     zero_wait = timing.TimingSetup("cortex-m55", 400, 0, None)
     assert [a.name for a in timing.SENSITIVITY if zero_wait.changed_by(a)] == [
-        "IT folded (0 cycles)", "branch refill 1", "branch refill 3"]
+        "IT folded (0 cycles)",
+        "branch refill 1",
+        "branch refill 3",
+    ]
     f407 = timing.TimingSetup("cortex-m4", 168, 5, None)  # its ART is modelled direct-mapped already
     assert not f407.changed_by(by_name["caches direct-mapped"]) and f407.changed_by(by_name["caches fully associative"])
     assert not f407.changed_by(by_name["branch refill 1"].__class__("refill 2", refill=2))

@@ -7,6 +7,7 @@ lowering that computes something else. Each mutation below edits one model's low
 way a lowering bug would (a channel's weights, bias, shift; a zero point; a layout; a gate order;
 a broadcast) and must make the check fail. Each test prints its mutation score.
 """
+
 from __future__ import annotations
 
 import copy
@@ -15,17 +16,24 @@ import dataclasses
 import numpy as np
 import pytest
 
-from edgec.tools import verify
 from edgec.errors import EdgecError
 from edgec.ops import unit_of
 from edgec.pipeline import compile_for, emit, quantize_model
+from edgec.tools import verify
 from tests.data import mutation_models
-from tests.device_support import edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from tests.device_support import needs_toolchain
 
 SAMPLES = 20  # as many as verify takes by default
 CHANNEL = 5
-WEIGHT_CHANNEL_AXIS = {"conv2d": 0, "conv2d_s16": 0, "fully_connected": 0, "fully_connected_s16": 0,
-                       "depthwise_conv2d": 3, "depthwise_conv2d_s16": 3, "conv_transpose2d": 1}
+WEIGHT_CHANNEL_AXIS = {
+    "conv2d": 0,
+    "conv2d_s16": 0,
+    "fully_connected": 0,
+    "fully_connected_s16": 0,
+    "depthwise_conv2d": 3,
+    "depthwise_conv2d_s16": 3,
+    "conv_transpose2d": 1,
+}
 
 
 def _samples(name: str, count: int, seed: int) -> list[np.ndarray]:
@@ -36,8 +44,11 @@ def _samples(name: str, count: int, seed: int) -> list[np.ndarray]:
 
 def _quantized(name: str, activations: str = "int8"):
     calibration = _samples(name, 16, 0)
-    return quantize_model(f"{mutation_models.__file__}:{name}", calibration=calibration[0] if len(calibration) == 1
-                          else calibration, activations=activations)
+    return quantize_model(
+        f"{mutation_models.__file__}:{name}",
+        calibration=calibration[0] if len(calibration) == 1 else calibration,
+        activations=activations,
+    )
 
 
 def _op(graph, kind: str, index: int = -1):
@@ -45,6 +56,7 @@ def _op(graph, kind: str, index: int = -1):
 
 
 # -- the mutations: each edits the lowered graph in place -------------------------------------------
+
 
 def _parts(op) -> dict:
     """The arrays the golden kernel computes with: the op's attrs, or an int16 op's descriptor."""
@@ -72,7 +84,9 @@ def swap_channels(op, graph, c=CHANNEL):
     a = _parts(op)
     for key, axis in (("weight", WEIGHT_CHANNEL_AXIS[unit_of(op).kind]), ("bias", 0), ("multiplier", 0), ("shift", 0)):
         if np.shape(a[key])[axis] > 1:
-            a[key][:] = np.swapaxes(np.swapaxes(a[key], 0, axis)[[*range(c), c + 1, c, *range(c + 2, np.shape(a[key])[axis])]], 0, axis)
+            a[key][:] = np.swapaxes(
+                np.swapaxes(a[key], 0, axis)[[*range(c), c + 1, c, *range(c + 2, np.shape(a[key])[axis])]], 0, axis
+            )
 
 
 def shift_off(op, graph, c=CHANNEL):
@@ -117,7 +131,7 @@ def columns_unpermuted(op, graph, c=None):
     """A linear layer after a flatten of channels-last data reading its columns in NCHW order."""
     w = op.attrs["weight"]
     h = w.shape[1] // 4
-    side = int(round(h ** 0.5))
+    side = int(round(h**0.5))
     w[:] = w.reshape(w.shape[0], 4, side, side).transpose(0, 2, 3, 1).reshape(w.shape)
 
 
@@ -181,24 +195,30 @@ def softmax_beta_halved(op, graph, c=None):
 CHANNEL_FAULTS = (zero_channel, negate_channel, swap_channels, shift_off, bias_off, input_zero_point_off)
 MUTATIONS = {
     "conv": [("conv2d", i, m) for i in (0, 1) for m in CHANNEL_FAULTS] + [("conv2d", 1, kernel_transposed)],
-    "conv1x1_128": [("conv2d", 0, lambda op, g: zero_channel(op, g, 77))] +
-                   [("conv2d", 0, m) for m in (negate_channel, swap_channels, shift_off, bias_off)],
+    "conv1x1_128": [("conv2d", 0, lambda op, g: zero_channel(op, g, 77))]
+    + [("conv2d", 0, m) for m in (negate_channel, swap_channels, shift_off, bias_off)],
     "depthwise": [("depthwise_conv2d", 0, m) for m in CHANNEL_FAULTS] + [("depthwise_conv2d", 0, kernel_transposed)],
     "fully_connected": [("fully_connected", i, m) for i in (0, 1) for m in CHANNEL_FAULTS],
     "transposed_conv": [("conv_transpose2d", 0, m) for m in CHANNEL_FAULTS],
     "conv_flatten_linear": [("fully_connected", 0, columns_unpermuted)],
-    "binary_broadcast": [("binary", 1, broadcast_axes_swapped), ("binary", 0, channel_broadcast_rolled),
-                         ("binary", 0, output_offset_off), ("binary", 1, output_offset_off),
-                         ("reduce", 0, output_offset_off)],
+    "binary_broadcast": [
+        ("binary", 1, broadcast_axes_swapped),
+        ("binary", 0, channel_broadcast_rolled),
+        ("binary", 0, output_offset_off),
+        ("binary", 1, output_offset_off),
+        ("reduce", 0, output_offset_off),
+    ],
     "lstm": [("recurrent", 0, m) for m in (gates_swapped, gate_row_zeroed, recurrent_weights_halved)],
     "gru": [("recurrent", 0, m) for m in (gates_swapped, gate_row_zeroed, recurrent_weights_halved)],
     "layer_norm": [("layer_norm", 0, m) for m in (norm_feature_negated, output_offset_off)],
-    "matmul": [("batch_matmul", i, m) for i in (0, 1) for m in (output_offset_off, desc_multiplier_halved)] +
-              [("softmax", 0, softmax_beta_halved)],
+    "matmul": [("batch_matmul", i, m) for i in (0, 1) for m in (output_offset_off, desc_multiplier_halved)]
+    + [("softmax", 0, softmax_beta_halved)],
     "tables": [("lut", i, table_rolled) for i in (0, 2)],
 }
-INT16_MUTATIONS = {"conv": [("conv2d_s16", i, m) for i in (0, 1) for m in CHANNEL_FAULTS],
-                   "fully_connected": [("fully_connected_s16", i, m) for i in (0, 1) for m in CHANNEL_FAULTS]}
+INT16_MUTATIONS = {
+    "conv": [("conv2d_s16", i, m) for i in (0, 1) for m in CHANNEL_FAULTS],
+    "fully_connected": [("fully_connected_s16", i, m) for i in (0, 1) for m in CHANNEL_FAULTS],
+}
 
 
 def _survivors(compiled, floats, mutations) -> list[str]:
@@ -238,8 +258,10 @@ def test_every_planted_bug_in_an_int16_layer_fails_the_layer_check(name):
 
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
-@pytest.mark.parametrize("name, mutation", [("conv1x1_128", ("conv2d", 0, lambda op, g: zero_channel(op, g, 77))),
-                                            ("lstm", ("recurrent", 0, gates_swapped))])
+@pytest.mark.parametrize(
+    "name, mutation",
+    [("conv1x1_128", ("conv2d", 0, lambda op, g: zero_channel(op, g, 77))), ("lstm", ("recurrent", 0, gates_swapped))],
+)
 def test_a_planted_bug_runs_identically_on_cortex_m4_and_fails_the_layer_check(name, mutation, tmp_path):
     """On the device the mutated program's C equals its golden byte for byte (both run the same
     wrong program); only the layer check tells."""
@@ -260,12 +282,15 @@ def test_a_computing_layer_without_a_float_counterpart_fails_unless_allowed():
     first = _op(compiled.graph, "fully_connected", 0)
     compiled.graph.tensors[first.outputs[0]].source = ""  # as if the lowering lost track of it
     floats = _samples("fully_connected", 4, 1)
-    with pytest.raises(EdgecError, match=r"could not check 2 computing layer.*fully_connected_0.*no float counterpart"
-                                         r".*its input is fully_connected_0's result"):
+    with pytest.raises(
+        EdgecError,
+        match=r"could not check 2 computing layer.*fully_connected_0.*no float counterpart"
+        r".*its input is fully_connected_0's result",
+    ):
         verify.check_against_reference(compiled, floats)
     result = verify.check_against_reference(compiled, floats, allow_unchecked=True)
     assert (result.checked, result.total) == (0, len(compiled.graph.ops)), result
-    assert f"fully_connected_0 (fully_connected): no float counterpart of its output; " in str(result), result
+    assert "fully_connected_0 (fully_connected): no float counterpart of its output; " in str(result), result
     assert str(result).startswith(f"checked 0 of {len(compiled.graph.ops)} layers (skipped "), result
 
 
@@ -311,11 +336,13 @@ def test_a_tensor_whose_zero_point_moved_fails_the_layer_check():
 def test_a_recurrent_layer_over_several_steps_is_checked(tmp_path):
     """An LSTM-only model over 4 time steps: its one layer is checked (every step's hidden state)."""
     path = tmp_path / "rnn.py"
-    path.write_text("import torch\nfrom torch import nn\n\n"
-                    "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-                    "        self.rnn = nn.LSTM(6, 20, batch_first=True)\n\n"
-                    "    def forward(self, x):\n        return self.rnn(x)[0]\n\n"
-                    "def lstm():\n    torch.manual_seed(0)\n    return M().eval(), (torch.randn(1, 4, 6),)\n")
+    path.write_text(
+        "import torch\nfrom torch import nn\n\n"
+        "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.rnn = nn.LSTM(6, 20, batch_first=True)\n\n"
+        "    def forward(self, x):\n        return self.rnn(x)[0]\n\n"
+        "def lstm():\n    torch.manual_seed(0)\n    return M().eval(), (torch.randn(1, 4, 6),)\n"
+    )
     unit = np.random.default_rng(0).standard_normal((16, 4, 6)).astype(np.float32)
     lstm = compile_for(quantize_model(f"{path}:lstm", calibration=unit), "host")
     result = verify.check_against_reference(lstm, unit[:8])

@@ -8,6 +8,7 @@ installed twice; run the tests from the interpreter `make install-test` set up, 
 venv) and has no pip or setuptools of its own (this interpreter's pip installs into it, and torch
 needs a newer setuptools than venv's). The wheel is installed with its dependencies but without an
 index, so it installs only if its declared ranges accept the torch and torchao installed here."""
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.device_support import DIGITS, ROOT, edgec_cache, needs_toolchain, small_digits_calib  # noqa: F401
+from tests.device_support import DIGITS, ROOT, needs_toolchain
 
 PACKAGE_DATA = ("templates", "runtime_c")  # at the checkout's top level; edgec/<folder> in the wheel
 SDIST_SOURCES = ("pyproject.toml", "README.md", "edgec", *PACKAGE_DATA)
@@ -34,8 +35,12 @@ def run(command: list, **kwargs) -> subprocess.CompletedProcess:
 
 def package_data_files() -> list[str]:
     """Every file of templates/ and runtime_c/, relative to the checkout."""
-    return sorted(path.relative_to(ROOT).as_posix() for folder in PACKAGE_DATA for path in (ROOT / folder).rglob("*")
-                  if path.is_file() and "__pycache__" not in path.parts)
+    return sorted(
+        path.relative_to(ROOT).as_posix()
+        for folder in PACKAGE_DATA
+        for path in (ROOT / folder).rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    )
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +56,15 @@ def dists(tmp_path_factory) -> tuple[Path, Path, str]:
             shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(ROOT / name, source / name)
-    run([sys.executable, "-c", "import sys; from setuptools import build_meta; build_meta.build_sdist(sys.argv[1])", out],
-        cwd=source)
+    run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from setuptools import build_meta; build_meta.build_sdist(sys.argv[1])",
+            out,
+        ],
+        cwd=source,
+    )
     [sdist] = out.glob("edgec-*.tar.gz")
     built = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v", "-w", out, sdist])
     [wheel] = out.glob("edgec-*.whl")
@@ -77,8 +89,9 @@ def test_the_sdist_and_the_wheel_hold_the_templates_and_the_runtime(dists):
 
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
-def test_the_wheel_in_a_fresh_venv_builds_verifies_and_benches_from_an_empty_directory(dists, tmp_path,
-                                                                                        small_digits_calib):
+def test_the_wheel_in_a_fresh_venv_builds_verifies_and_benches_from_an_empty_directory(
+    dists, tmp_path, small_digits_calib
+):
     _, wheel, _ = dists
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv])

@@ -1,4 +1,5 @@
 """The model zoo and the bundled digits example: export cleanly, right shapes, MLPerf-sized."""
+
 from pathlib import Path
 
 import numpy as np

@@ -1,5 +1,6 @@
 """edgec.zoo.cnn: the public-architecture test models export, rebuild identically, fit a Cortex-M4
 board, and really contain the pieces (blocks, operators, attributes) they are in the zoo for."""
+
 import functools
 import math
 
@@ -8,10 +9,21 @@ import pytest
 import torch
 from torch import nn
 
+from edgec.zoo.cnn import (
+    DISTINCTIVE_OPS,
+    ZOO_CNN,
+    BasicBlock,
+    Fire,
+    MBConv,
+    MnasNetBlock,
+    MobileNetV3Block,
+    ShuffleBlock,
+    SqueezeExcitation,
+    StochasticDepth,
+    calibration_data,
+    estimate_int8_activation_peak,
+)
 from edgec.zoo.mlperf import count_macs
-from edgec.zoo.cnn import (DISTINCTIVE_OPS, ZOO_CNN, BasicBlock, Fire, MBConv, MnasNetBlock, MobileNetV3Block,
-                           ShuffleBlock, SqueezeExcitation, StochasticDepth, calibration_data,
-                           estimate_int8_activation_peak)
 
 aten = torch.ops.aten
 
@@ -32,8 +44,19 @@ SIZES = {
     "two_heads": (26_426, 703_104),
 }
 OUTPUT_SHAPES = {
-    **{name: [(1, 10)] for name in ("mobilenet_v3_small", "efficientnet_b0", "squeezenet1_1", "shufflenet_v2_x0_5",
-                                    "resnet18", "mnasnet0_5", "lenet5_tanh", "mlp_log_softmax")},
+    **{
+        name: [(1, 10)]
+        for name in (
+            "mobilenet_v3_small",
+            "efficientnet_b0",
+            "squeezenet1_1",
+            "shufflenet_v2_x0_5",
+            "resnet18",
+            "mnasnet0_5",
+            "lenet5_tanh",
+            "mlp_log_softmax",
+        )
+    },
     "unet_nearest": [(1, 3, 32, 32)],
     "unet_transposed": [(1, 3, 32, 32)],
     "kws_conv1d": [(1, 12)],
@@ -63,14 +86,30 @@ MODULE_COUNTS = {
 # How many times each distinctive operator appears in the exported graph.
 GRAPH_OP_COUNTS = {
     # 7 residuals at width 0.5 (6 at width 1.0: the 5th 40->48 block becomes 24->24).
-    "mobilenet_v3_small": {aten.hardsigmoid.default: 9, aten.mul.Tensor: 9, aten.add_.Tensor: 7,
-                           aten.hardswish_.default: 19, aten.relu.default: 9},
+    "mobilenet_v3_small": {
+        aten.hardsigmoid.default: 9,
+        aten.mul.Tensor: 9,
+        aten.add_.Tensor: 7,
+        aten.hardswish_.default: 19,
+        aten.relu.default: 9,
+    },
     # Stochastic depth leaves no operator at inference.
-    "efficientnet_b0": {aten.sigmoid.default: 10, aten.mul.Tensor: 10, aten.add_.Tensor: 3, aten.silu_.default: 31,
-                        aten.bernoulli_.float: 0},
+    "efficientnet_b0": {
+        aten.sigmoid.default: 10,
+        aten.mul.Tensor: 10,
+        aten.add_.Tensor: 3,
+        aten.silu_.default: 31,
+        aten.bernoulli_.float: 0,
+    },
     "squeezenet1_1": {aten.cat.default: 8, aten.max_pool2d.default: 3},
-    "shufflenet_v2_x0_5": {aten.chunk.default: 13, aten.cat.default: 16, aten.transpose.int: 16,
-                           aten.contiguous.default: 16, aten.view.default: 32, aten.mean.dim: 1},
+    "shufflenet_v2_x0_5": {
+        aten.chunk.default: 13,
+        aten.cat.default: 16,
+        aten.transpose.int: 16,
+        aten.contiguous.default: 16,
+        aten.view.default: 32,
+        aten.mean.dim: 1,
+    },
     "resnet18": {aten.add_.Tensor: 8, aten.relu_.default: 17},
     "mnasnet0_5": {aten.add.Tensor: 10, aten.mean.dim: 1},
     "unet_nearest": {aten.upsample_nearest2d.vec: 2, aten.cat.default: 2},
@@ -178,13 +217,16 @@ def test_block_and_operator_counts(built):
 
 # --- per-model details -----------------------------------------------------------------------
 
+
 def _build(name: str) -> nn.Module:
     return _build_and_export(name)[0]
 
 
 def test_squeeze_excitation_gates():
-    for name, activation, gate in (("mobilenet_v3_small", nn.ReLU, nn.Hardsigmoid),
-                                   ("efficientnet_b0", nn.SiLU, nn.Sigmoid)):
+    for name, activation, gate in (
+        ("mobilenet_v3_small", nn.ReLU, nn.Hardsigmoid),
+        ("efficientnet_b0", nn.SiLU, nn.Sigmoid),
+    ):
         for se in _modules(_build(name), SqueezeExcitation):
             assert type(se.activation) is activation and type(se.scale_activation) is gate
             assert isinstance(se.avgpool, nn.AdaptiveAvgPool2d)

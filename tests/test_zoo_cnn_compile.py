@@ -6,20 +6,31 @@ Each model is quantized once and compiled for every target. The int8-vs-float fl
 measured SQNR less a margin; these are random-weight networks, whose quantization noise grows with
 depth (PyTorch's own Q/DQ simulation of the same program is as far from float: see the closing
 notes), so the floors guard against regressions, not the LSB (that must be zero)."""
+
 from __future__ import annotations
 
 import pytest
 
-from edgec.tools import verify
-from edgec.zoo import cnn
 from edgec.pipeline import quantize_model
 from edgec.targets.cores import get_target
-from tests.device_support import compile_and_run, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from edgec.tools import verify
+from edgec.zoo import cnn
+from tests.device_support import compile_and_run, needs_toolchain
 
 MIN_SQNR_DB = {
-    "binary_classifier": 20, "efficientnet_b0": 6, "kws_conv1d": 26, "lenet5_tanh": 26, "mlp_log_softmax": 21,
-    "mnasnet0_5": 3, "mobilenet_v3_small": 7, "resnet18": 16, "shufflenet_v2_x0_5": 6, "squeezenet1_1": 27,
-    "two_heads": 29, "unet_nearest": 15, "unet_transposed": 17,
+    "binary_classifier": 20,
+    "efficientnet_b0": 6,
+    "kws_conv1d": 26,
+    "lenet5_tanh": 26,
+    "mlp_log_softmax": 21,
+    "mnasnet0_5": 3,
+    "mobilenet_v3_small": 7,
+    "resnet18": 16,
+    "shufflenet_v2_x0_5": 6,
+    "squeezenet1_1": 27,
+    "two_heads": 29,
+    "unet_nearest": 15,
+    "unet_transposed": 17,
 }
 # mnasnet0_5's weights are past the Cortex-M4 part's 1 MiB flash even as int8: it gets --flash 2M
 # (the board has 4 MiB). The others build with the default --opt auto, which at the part's 5 wait

@@ -7,6 +7,7 @@ between invokes outside the arena. Its output after step t must equal the whole-
 on the first t + 1 frames (the same quantized program compiled for t + 1 steps), the golden's,
 and after <name>_reset_state() the first output again.
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -18,14 +19,14 @@ import torch
 
 from edgec import sim
 from edgec.backend import codegen
-from edgec.tools import verify
-from edgec.zoo import seq
 from edgec.errors import EdgecError
 from edgec.ops import unit_of
 from edgec.ops.recurrent import reset_state, with_time_steps
 from edgec.pipeline import compile_for, emit, quantize_model
 from edgec.targets.cores import get_target
-from tests.device_support import compile_and_run, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from edgec.tools import verify
+from edgec.zoo import seq
+from tests.device_support import compile_and_run, needs_toolchain
 
 # Measured output SQNR less a margin (random-weight models; the floors guard regressions).
 MIN_SQNR_DB = {"lstm_kws": 32, "gru_kws": 25, "conv_gru_kws": 33}
@@ -78,6 +79,7 @@ def test_zoo_seq_model_is_bit_exact_on_cortex_m(quantized, target, tmp_path):
 
 # -- streaming --------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def streaming():
     name = sorted(seq.STREAMING)[0]
@@ -118,11 +120,33 @@ def test_stream_equals_whole_sequence_step_by_step_and_resets(streaming, tmp_pat
     compiled = compile_for(q, "host", stream=True)
     emit(compiled, tmp_path / name, name)
     out_dir = tmp_path / name
-    sources = [out_dir / f"{name}.c", out_dir / f"{name}_weights.c", *sorted((out_dir / "runtime" / "src").rglob("*.c"))]
+    sources = [
+        out_dir / f"{name}.c",
+        out_dir / f"{name}_weights.c",
+        *sorted((out_dir / "runtime" / "src").rglob("*.c")),
+    ]
     lib_path = tmp_path / "model.so"
-    subprocess.run(["cc", "-std=c99", "-O1", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", "-pedantic",
-                    "-fsanitize=undefined", "-fno-sanitize-recover=undefined", f"-I{out_dir}",
-                    f"-I{out_dir / 'runtime' / 'include'}", *map(str, sources), "-o", str(lib_path)], check=True)
+    subprocess.run(
+        [
+            "cc",
+            "-std=c99",
+            "-O1",
+            "-shared",
+            "-fPIC",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-fsanitize=undefined",
+            "-fno-sanitize-recover=undefined",
+            f"-I{out_dir}",
+            f"-I{out_dir / 'runtime' / 'include'}",
+            *map(str, sources),
+            "-o",
+            str(lib_path),
+        ],
+        check=True,
+    )
     lib = C.CDLL(str(lib_path))
     model_input, model_output = getattr(lib, f"{name}_input"), getattr(lib, f"{name}_output")
     invoke, reset = getattr(lib, f"{name}_invoke"), getattr(lib, f"{name}_reset_state")
@@ -145,8 +169,10 @@ def test_stream_equals_whole_sequence_step_by_step_and_resets(streaming, tmp_pat
     np.testing.assert_array_equal(np.ctypeslib.as_array(model_output(), (12,)), outputs[0])
 
 
-@pytest.mark.parametrize("target", ["host", pytest.param("cortex-m4", marks=needs_toolchain),
-                                    pytest.param("cortex-m55", marks=needs_toolchain)])
+@pytest.mark.parametrize(
+    "target",
+    ["host", pytest.param("cortex-m4", marks=needs_toolchain), pytest.param("cortex-m55", marks=needs_toolchain)],
+)
 @pytest.mark.usefixtures("edgec_cache")
 def test_stream_of_a_whole_sequence_equals_the_whole_model(streaming, target, tmp_path):
     """All 49 frames, one per invoke (the driver's samples), on the target: == the streaming
@@ -159,8 +185,9 @@ def test_stream_of_a_whole_sequence_equals_the_whole_model(streaming, target, tm
     outputs = verify.run_on(stream, tmp_path / "stream", name, inputs, tmp_path / "build_stream")
     reset_state(stream.graph)
     assert verify.compare(verify.golden_outputs(stream.graph, inputs), outputs).exact
-    whole_out = verify.run_on(whole, tmp_path / "whole", name, verify.quantized_inputs(whole.graph, frames[None]),
-                              tmp_path / "build_whole")
+    whole_out = verify.run_on(
+        whole, tmp_path / "whole", name, verify.quantized_inputs(whole.graph, frames[None]), tmp_path / "build_whole"
+    )
     np.testing.assert_array_equal(outputs[-1], whole_out[0])
 
 
@@ -173,6 +200,7 @@ def test_stream_refuses_a_conv_front_end():
 @pytest.mark.parametrize("factory", ["cells", "time_major_lstm"])
 def test_cells_and_time_major_layers_on_host(factory, tmp_path):
     from tests.data import recurrent_models
+
     _, (example,) = getattr(recurrent_models, factory)()
     calibration = np.random.default_rng(0).standard_normal((16, *example.shape[1:])).astype(np.float32)
     q = quantize_model(f"{recurrent_models.__file__}:{factory}", calibration=calibration)
@@ -191,10 +219,13 @@ def test_cli_build_and_verify_stream(tmp_path, capsys):
     """edgec build --stream writes <name>_reset_state and reports the state; edgec verify --stream
     checks the stream against the golden and the whole-sequence model."""
     from tests.test_cli import run_cli
+
     calib = tmp_path / "calib.npy"
     np.save(calib, seq.calibration_data("lstm_kws", 8, seed=0))
     model = f"{seq.__file__}:lstm_kws"
-    code, out, err = run_cli("build", model, "-o", tmp_path / "out", "--calib", calib, "--stream", "--quiet", capsys=capsys)
+    code, out, err = run_cli(
+        "build", model, "-o", tmp_path / "out", "--calib", calib, "--stream", "--quiet", capsys=capsys
+    )
     assert code == 0, err
     assert "streaming state 192 B outside the arena" in out
     assert "void lstm_kws_reset_state(void)" in (tmp_path / "out" / "lstm_kws.c").read_text()
@@ -206,12 +237,16 @@ def test_cli_build_and_verify_stream(tmp_path, capsys):
 def test_stream_refuses_reading_other_steps(tmp_path):
     """output[:, 0] would be the current frame's output in a stream, not the first frame's."""
     path = tmp_path / "first_step.py"
-    path.write_text("import torch\nfrom torch import nn\n\n"
-                    "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-                    "        self.rnn = nn.GRU(4, 6, batch_first=True)\n\n"
-                    "    def forward(self, x):\n        return self.rnn(x)[0][:, 0]\n\n"
-                    "def model():\n    torch.manual_seed(0)\n    return M().eval(), (torch.randn(1, 5, 4),)\n")
-    q = quantize_model(f"{path}:model", calibration=np.random.default_rng(0).standard_normal((4, 5, 4)).astype(np.float32))
+    path.write_text(
+        "import torch\nfrom torch import nn\n\n"
+        "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.rnn = nn.GRU(4, 6, batch_first=True)\n\n"
+        "    def forward(self, x):\n        return self.rnn(x)[0][:, 0]\n\n"
+        "def model():\n    torch.manual_seed(0)\n    return M().eval(), (torch.randn(1, 5, 4),)\n"
+    )
+    q = quantize_model(
+        f"{path}:model", calibration=np.random.default_rng(0).standard_normal((4, 5, 4)).astype(np.float32)
+    )
     with pytest.raises(EdgecError, match="reads time steps other than the last"):
         compile_for(q, "host", stream=True)
     compile_for(q, "host")  # the whole-sequence model is fine

@@ -4,16 +4,17 @@ embedding, token mean) and PT2E, then the generated C on the host (ASan/UBSan, a
 checked), on Cortex-M4 and on Cortex-M55 under QEMU, byte for byte equal to the golden simulator;
 every layer within its tolerance of the Q/DQ program; int8 close to float (floors = the measured
 SQNR less a margin: random-weight networks)."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
-from edgec.tools import verify
-from edgec.zoo import seq
 from edgec.pipeline import quantize_model
 from edgec.targets.cores import get_target
-from tests.device_support import compile_and_run, edgec_cache, needs_toolchain  # noqa: F401 (fixture)
+from edgec.tools import verify
+from edgec.zoo import seq
+from tests.device_support import compile_and_run, needs_toolchain
 
 TRANSFORMERS = sorted(seq.ZOO_TRANSFORMERS)
 MIN_SQNR_DB = {"vit_tiny": 20, "kws_transformer": 23}
@@ -40,8 +41,14 @@ def test_transformer_exports_attention_as_expected():
     model, example = seq.vit_tiny()
     targets = {node.target for node in torch.export.export(model, example).graph.nodes}
     aten = torch.ops.aten
-    assert {aten.scaled_dot_product_attention.default, aten.layer_norm.default, aten.gelu.default,
-            aten.cat.default, aten.select.int, aten.unflatten.int} <= targets
+    assert {
+        aten.scaled_dot_product_attention.default,
+        aten.layer_norm.default,
+        aten.gelu.default,
+        aten.cat.default,
+        aten.select.int,
+        aten.unflatten.int,
+    } <= targets
 
 
 def test_transformer_is_bit_exact_on_host(quantized, tmp_path):

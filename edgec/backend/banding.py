@@ -9,15 +9,16 @@ set-up, argument checks, the packed kernels' row caching), each byte a window sh
 MOVE_CYCLES_PER_BYTE. No row is computed twice, so no MAC is added. A model within budget is not
 touched: its graph and plan are exactly the layer-by-layer ones.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from edgec.backend.plan import MemoryPlan, blocks, buffers, in_place_choices, liveness_lower_bound, occupied_bytes
+from edgec.backend.schedule import schedule_and_plan
 from edgec.ir import Graph, Op
 from edgec.ops import unit_of
 from edgec.ops.band import can_band, make_stage
-from edgec.backend.plan import MemoryPlan, blocks, buffers, in_place_choices, liveness_lower_bound, occupied_bytes
-from edgec.backend.schedule import schedule_and_plan
 
 CHUNKS = (1, 2, 3, 4, 6, 8, 12, 16)  # rows per kernel call tried
 # Fitted to `edgec bench --target cortex-m4` (estimated cycles, 5 flash wait states) of MobileNetV1 0.25
@@ -33,6 +34,7 @@ PLANS_TRIED = 6  # full plans per step over budget, cheapest (or smallest) candi
 @dataclass
 class Banding:
     """What fitting the budget did, for the build's output and report.json."""
+
     budget: int
     layer_by_layer_bytes: int
     arena_bytes: int
@@ -41,23 +43,37 @@ class Banding:
 
     def summary(self) -> str:
         if not self.stages:
-            return (f"RAM budget {self.budget:,} B: no band stage lowers the arena below "
-                    f"{self.layer_by_layer_bytes:,} B")
+            return f"RAM budget {self.budget:,} B: no band stage lowers the arena below {self.layer_by_layer_bytes:,} B"
         added = sum(stage["added_cycles"] for stage in self.stages)
-        parts = "; ".join(f"{s['first']}..{s['last']} ({s['layers']} layers) in bands of {s['chunk']} "
-                          f"row{'s' if s['chunk'] > 1 else ''}" for s in self.stages)
+        parts = "; ".join(
+            f"{s['first']}..{s['last']} ({s['layers']} layers) in bands of {s['chunk']} "
+            f"row{'s' if s['chunk'] > 1 else ''}"
+            for s in self.stages
+        )
         verdict = "fits" if self.fits else "still over budget"
-        curves = "; ".join(f"{s['first']}..{s['last']}: " + ", ".join(
-            f"{p['chunk']} row{'s' if p['chunk'] > 1 else ''} {p['stage_bytes']:,} B +{p['added_cycles']:,}"
-            for p in s["trade_off"]) for s in self.stages)
-        return (f"RAM budget {self.budget:,} B: arena {self.layer_by_layer_bytes:,} B layer by layer -> "
-                f"{self.arena_bytes:,} B depth-first ({verdict}); {parts}; about {added:,} estimated cycles "
-                f"added (kernel calls and window shifts; no MAC recomputed)\n"
-                f"  band height -> bytes live in the stage, estimated cycles added: {curves}")
+        curves = "; ".join(
+            f"{s['first']}..{s['last']}: "
+            + ", ".join(
+                f"{p['chunk']} row{'s' if p['chunk'] > 1 else ''} {p['stage_bytes']:,} B +{p['added_cycles']:,}"
+                for p in s["trade_off"]
+            )
+            for s in self.stages
+        )
+        return (
+            f"RAM budget {self.budget:,} B: arena {self.layer_by_layer_bytes:,} B layer by layer -> "
+            f"{self.arena_bytes:,} B depth-first ({verdict}); {parts}; about {added:,} estimated cycles "
+            f"added (kernel calls and window shifts; no MAC recomputed)\n"
+            f"  band height -> bytes live in the stage, estimated cycles added: {curves}"
+        )
 
     def to_json(self) -> dict:
-        return {"budget_bytes": self.budget, "layer_by_layer_arena_bytes": self.layer_by_layer_bytes,
-                "arena_bytes": self.arena_bytes, "fits": self.fits, "stages": self.stages}
+        return {
+            "budget_bytes": self.budget,
+            "layer_by_layer_arena_bytes": self.layer_by_layer_bytes,
+            "arena_bytes": self.arena_bytes,
+            "fits": self.fits,
+            "stages": self.stages,
+        }
 
 
 def added_cycles(stage: Op) -> int:
@@ -78,8 +94,13 @@ def chains(graph: Graph) -> list[list[int]]:
         if not can_band(op, graph):
             continue
         previous = graph.ops[index - 1] if index else None
-        if (runs and runs[-1][-1] == index - 1 and previous.outputs[0] in op.inputs
-                and readers.get(previous.outputs[0]) == 1 and previous.outputs[0] not in outputs):
+        if (
+            runs
+            and runs[-1][-1] == index - 1
+            and previous.outputs[0] in op.inputs
+            and readers.get(previous.outputs[0]) == 1
+            and previous.outputs[0] not in outputs
+        ):
             runs[-1].append(index)
         else:
             runs.append([index])
@@ -88,21 +109,34 @@ def chains(graph: Graph) -> list[list[int]]:
 
 def _with_stage(graph: Graph, first: int, last: int, chunk: int) -> tuple[Graph, Op] | None:
     try:
-        stage = make_stage(graph.ops[first:last + 1], graph, chunk)
+        stage = make_stage(graph.ops[first : last + 1], graph, chunk)
     except ValueError:
         return None
-    banded = Graph(graph.tensors, graph.ops[:first] + [stage] + graph.ops[last + 1:], graph.inputs, graph.outputs,
-                   graph.input_rounding)
+    banded = Graph(
+        graph.tensors,
+        graph.ops[:first] + [stage] + graph.ops[last + 1 :],
+        graph.inputs,
+        graph.outputs,
+        graph.input_rounding,
+    )
     return banded, stage
 
 
 def _stage_entry(stage: Op, graph: Graph, target) -> dict:
     layers = stage.attrs["ops"]
-    return {"name": stage.name, "first": layers[0].name, "last": layers[-1].name, "layers": len(layers),
-            "chunk": stage.attrs["chunk"], "window_rows": stage.attrs["window_rows"],
-            "scratch_bytes": unit_of(stage).scratch_bytes(stage, graph, target),
-            "kernel_calls": len(stage.attrs["actions"]), "moved_bytes": stage.attrs["moved_bytes"],
-            "added_cycles": added_cycles(stage), "trade_off": trade_off(layers, graph, target)}
+    return {
+        "name": stage.name,
+        "first": layers[0].name,
+        "last": layers[-1].name,
+        "layers": len(layers),
+        "chunk": stage.attrs["chunk"],
+        "window_rows": stage.attrs["window_rows"],
+        "scratch_bytes": unit_of(stage).scratch_bytes(stage, graph, target),
+        "kernel_calls": len(stage.attrs["actions"]),
+        "moved_bytes": stage.attrs["moved_bytes"],
+        "added_cycles": added_cycles(stage),
+        "trade_off": trade_off(layers, graph, target),
+    }
 
 
 def trade_off(layers: list[Op], graph: Graph, target) -> list[dict]:
@@ -115,8 +149,10 @@ def trade_off(layers: list[Op], graph: Graph, target) -> list[dict]:
         except ValueError:
             continue
         point = {"chunk": chunk, "stage_bytes": _stage_floor(stage, graph, target), "added_cycles": added_cycles(stage)}
-        if not points or (points[-1]["stage_bytes"], points[-1]["added_cycles"]) != (point["stage_bytes"],
-                                                                                    point["added_cycles"]):
+        if not points or (points[-1]["stage_bytes"], points[-1]["added_cycles"]) != (
+            point["stage_bytes"],
+            point["added_cycles"],
+        ):
             points.append(point)
     return points
 

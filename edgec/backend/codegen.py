@@ -5,6 +5,7 @@ The directory holds <name>.h/.c (the model), <name>_weights.h/.c (flash constant
 identity), edgec.mk, CMakeLists.txt and report.json. The same graphs always render to
 byte-identical files.
 """
+
 from __future__ import annotations
 
 import functools
@@ -17,18 +18,24 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from edgec.targets import cmsis_nn
-from edgec.version import __version__
+from edgec.backend.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_buffer_name
 from edgec.ir import Graph, Op
 from edgec.ops import unit_of
 from edgec.ops.band import banded_layers
-from edgec.backend.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_buffer_name
 from edgec.resources import data_dir
+from edgec.targets import cmsis_nn
+from edgec.version import __version__
 
 TEMPLATES = data_dir("templates")
 RUNTIME = data_dir("runtime_c")
-C_TYPES = {"int8_t": np.int8, "int16_t": np.int16, "int32_t": np.int32, "int64_t": np.int64, "uint8_t": np.uint8,
-           "uint16_t": np.uint16}
+C_TYPES = {
+    "int8_t": np.int8,
+    "int16_t": np.int16,
+    "int32_t": np.int32,
+    "int64_t": np.int64,
+    "uint8_t": np.uint8,
+    "uint16_t": np.uint16,
+}
 SHARED_RUNTIME_FILES = ("include/edgec_nn.h", "src/support/edgec_support.h")
 # Generated into runtime/src: defines runtime_symbol(), which every model's invoke reads.
 RUNTIME_IDENTITY_SOURCE = "edgec_runtime.c"
@@ -38,6 +45,7 @@ SHARED_ARENA_FILES = ("edgec_shared_arena.h", "edgec_shared_arena.c")
 @dataclass
 class Names:
     """How the generated C refers to a graph's buffers and per-layer symbols."""
+
     model: str
     graph: Graph
     plan: MemoryPlan
@@ -88,8 +96,12 @@ class _UnplannedNames(Names):
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True, trim_blocks=False)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=False,
+    )
     env.filters["c_comment"] = c_comment
     return env
 
@@ -106,14 +118,14 @@ def _float_literal(value: float) -> str:
 
 def _array_body(values: np.ndarray) -> str:
     flat = [str(int(v)) for v in np.asarray(values).ravel()]
-    return "\n".join("    " + ", ".join(flat[i:i + 16]) + "," for i in range(0, len(flat), 16))
+    return "\n".join("    " + ", ".join(flat[i : i + 16]) + "," for i in range(0, len(flat), 16))
 
 
 C_TYPE_OF = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t"}  # int32: argmax indices (outputs)
 # <name>_quantize_input clips the scaled value to +-this before converting it to an integer, so the
 # conversion is always defined; beyond the dtype's range, then saturated (edgec.sim does the same).
 QUANTIZE_CLIP = {"int8": 300, "int16": 70000, "int32": 0}  # int32: outputs only
-INT_RANGE = {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (-2**31, 2**31 - 1)}
+INT_RANGE = {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (-(2**31), 2**31 - 1)}
 
 
 def io_entry(graph: Graph, plan: MemoryPlan, index: int, name: str) -> dict:
@@ -121,20 +133,37 @@ def io_entry(graph: Graph, plan: MemoryPlan, index: int, name: str) -> dict:
     tensor = graph.tensors[name]
     channels_last = tensor.perm is not None and len(tensor.shape) == 4
     axes = ("N", "H", "W", "C") if channels_last else tuple(f"DIM{i}" for i in range(len(tensor.shape)))
-    return {"index": index, "torch_name": tensor.source or name, "dtype": tensor.dtype, "ctype": C_TYPE_OF[tensor.dtype],
-            "layout": "NHWC" if channels_last else "stored as " + ("permuted " + str(list(tensor.perm)) if tensor.perm else "in PyTorch order"),
-            "shape": list(tensor.shape), "torch_shape": list(tensor.torch_shape), "perm": list(tensor.perm) if tensor.perm else None,
-            "scale": tensor.scale, "scale_literal": _float_literal(tensor.scale), "zero_point": tensor.zero_point,
-            "size": tensor.elements, "bytes": tensor.nbytes, "dims": list(zip(axes, tensor.shape)),
-            "offset": offset_of(plan, graph, name), "clip": QUANTIZE_CLIP[tensor.dtype],
-            "reciprocal_literal": _float_literal(1.0 / tensor.scale),
-            "qmin": INT_RANGE[tensor.dtype][0], "qmax": INT_RANGE[tensor.dtype][1]}
+    return {
+        "index": index,
+        "torch_name": tensor.source or name,
+        "dtype": tensor.dtype,
+        "ctype": C_TYPE_OF[tensor.dtype],
+        "layout": "NHWC"
+        if channels_last
+        else "stored as " + ("permuted " + str(list(tensor.perm)) if tensor.perm else "in PyTorch order"),
+        "shape": list(tensor.shape),
+        "torch_shape": list(tensor.torch_shape),
+        "perm": list(tensor.perm) if tensor.perm else None,
+        "scale": tensor.scale,
+        "scale_literal": _float_literal(tensor.scale),
+        "zero_point": tensor.zero_point,
+        "size": tensor.elements,
+        "bytes": tensor.nbytes,
+        "dims": list(zip(axes, tensor.shape)),
+        "offset": offset_of(plan, graph, name),
+        "clip": QUANTIZE_CLIP[tensor.dtype],
+        "reciprocal_literal": _float_literal(1.0 / tensor.scale),
+        "qmin": INT_RANGE[tensor.dtype][0],
+        "qmax": INT_RANGE[tensor.dtype][1],
+    }
 
 
 def io_entries(graph: Graph, plan: MemoryPlan) -> dict:
-    return {"input_rounding": graph.input_rounding,
-            "inputs": [io_entry(graph, plan, i, name) for i, name in enumerate(graph.inputs)],
-            "outputs": [io_entry(graph, plan, i, name) for i, name in enumerate(graph.outputs)]}
+    return {
+        "input_rounding": graph.input_rounding,
+        "inputs": [io_entry(graph, plan, i, name) for i, name in enumerate(graph.inputs)],
+        "outputs": [io_entry(graph, plan, i, name) for i, name in enumerate(graph.outputs)],
+    }
 
 
 def allowed_writes(op: Op, graph: Graph, plan: MemoryPlan) -> list[tuple[int, int]]:
@@ -151,8 +180,14 @@ def allowed_writes(op: Op, graph: Graph, plan: MemoryPlan) -> list[tuple[int, in
 
 def runtime_sources(graph: Graph) -> list[str]:
     """The runtime_c/src files the model's kernels need, in a stable order."""
-    return sorted({source for op in graph.ops for layer in banded_layers(op)
-                   for source in unit_of(layer).runtime_sources_of(layer)})
+    return sorted(
+        {
+            source
+            for op in graph.ops
+            for layer in banded_layers(op)
+            for source in unit_of(layer).runtime_sources_of(layer)
+        }
+    )
 
 
 def state_layout(graph: Graph) -> tuple[dict[str, int], int]:
@@ -175,25 +210,43 @@ def report(graph: Graph, plan: MemoryPlan, name: str, target, weights_bytes: int
     overwritten = _overwritten(graph, plan)
     for index, (op, call) in enumerate(zip(graph.ops, calls)):
         out = graph.tensors[op.outputs[0]]
-        layers.append({
-            "kernel": call.function or op.kernel.function,
-            "kernel_reason": op.kernel.reason + ("; runs in place over its input" if op.name in plan.in_place else ""),
-            "constants_bytes": constants_bytes(call.constants),
-            "name": op.name, "op": op.kind, "macs": unit_of(op).macs(op, graph),
-            "input_shape": list(graph.tensors[op.inputs[0]].shape), "output_shape": list(out.shape),
-            "arena_offset": offset_of(plan, graph, op.outputs[0]),
-            "output_bytes": 0 if out.alias_of else out.nbytes,
-            "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1], "source": op.source,
-            "in_place": overwritten.get(graph.storage(op.outputs[0])) if op.name in plan.in_place else None,
-            "live_bytes": occupied_bytes(plan, index)})
-    return {"name": name, "target": target.name, "macs": sum(layer["macs"] for layer in layers), **io_entries(graph, plan),
-            "arena_bytes": plan.arena_bytes, "state_bytes": state_layout(graph)[1],
-            "ram_bytes": plan.arena_bytes + state_layout(graph)[1], "lower_bound_bytes": plan.lower_bound_bytes,
-            "lower_bound_without_in_place_bytes": plan.lower_bound_without_in_place_bytes,
-            "in_place_layers": len(plan.in_place), "scratch_bytes": sum(size for _, size in plan.scratch.values()),
-            "weights_bytes": weights_bytes, "planner": plan.strategy, "layers": layers,
-            "buffers": [_buffer_entry(buffer, plan, len(graph.ops), overwritten) for buffer in plan.buffers],
-            **({"banding": plan.banding} if plan.banding else {})}
+        layers.append(
+            {
+                "kernel": call.function or op.kernel.function,
+                "kernel_reason": op.kernel.reason
+                + ("; runs in place over its input" if op.name in plan.in_place else ""),
+                "constants_bytes": constants_bytes(call.constants),
+                "name": op.name,
+                "op": op.kind,
+                "macs": unit_of(op).macs(op, graph),
+                "input_shape": list(graph.tensors[op.inputs[0]].shape),
+                "output_shape": list(out.shape),
+                "arena_offset": offset_of(plan, graph, op.outputs[0]),
+                "output_bytes": 0 if out.alias_of else out.nbytes,
+                "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1],
+                "source": op.source,
+                "in_place": overwritten.get(graph.storage(op.outputs[0])) if op.name in plan.in_place else None,
+                "live_bytes": occupied_bytes(plan, index),
+            }
+        )
+    return {
+        "name": name,
+        "target": target.name,
+        "macs": sum(layer["macs"] for layer in layers),
+        **io_entries(graph, plan),
+        "arena_bytes": plan.arena_bytes,
+        "state_bytes": state_layout(graph)[1],
+        "ram_bytes": plan.arena_bytes + state_layout(graph)[1],
+        "lower_bound_bytes": plan.lower_bound_bytes,
+        "lower_bound_without_in_place_bytes": plan.lower_bound_without_in_place_bytes,
+        "in_place_layers": len(plan.in_place),
+        "scratch_bytes": sum(size for _, size in plan.scratch.values()),
+        "weights_bytes": weights_bytes,
+        "planner": plan.strategy,
+        "layers": layers,
+        "buffers": [_buffer_entry(buffer, plan, len(graph.ops), overwritten) for buffer in plan.buffers],
+        **({"banding": plan.banding} if plan.banding else {}),
+    }
 
 
 def cmsis_nn_library(target) -> dict | None:
@@ -221,8 +274,11 @@ def layer_constants_bytes(op: Op, graph: Graph) -> int:
 
 def _overwritten(graph: Graph, plan: MemoryPlan) -> dict[str, str]:
     """In-place output buffer -> the input buffer it is written over."""
-    return {graph.storage(op.outputs[0]): graph.storage(op.inputs[plan.in_place[op.name].input])
-            for op in graph.ops if op.name in plan.in_place}
+    return {
+        graph.storage(op.outputs[0]): graph.storage(op.inputs[plan.in_place[op.name].input])
+        for op in graph.ops
+        if op.name in plan.in_place
+    }
 
 
 def _buffer_entry(buffer: Buffer, plan: MemoryPlan, steps: int, overwritten: dict[str, str]) -> dict:
@@ -230,8 +286,15 @@ def _buffer_entry(buffer: Buffer, plan: MemoryPlan, steps: int, overwritten: dic
     live before the first / after the last layer (the model's input / output)."""
     scratch = buffer.name in {scratch_buffer_name(op) for op in plan.scratch}
     kind = "scratch" if scratch else "input" if buffer.first < 0 else "output" if buffer.last >= steps else "activation"
-    return {"name": buffer.name, "kind": kind, "offset": plan.offsets[buffer.name], "bytes": buffer.size,
-            "first_layer": buffer.first, "last_layer": buffer.last, "overwrites": overwritten.get(buffer.name)}
+    return {
+        "name": buffer.name,
+        "kind": kind,
+        "offset": plan.offsets[buffer.name],
+        "bytes": buffer.size,
+        "first_layer": buffer.first,
+        "last_layer": buffer.last,
+        "overwrites": overwritten.get(buffer.name),
+    }
 
 
 @functools.cache
@@ -253,6 +316,7 @@ def runtime_symbol() -> str:
 @dataclass
 class _Model:
     """One model's files in a directory (what the build files list) and its report."""
+
     name: str
     report: dict
     runtime_sources: list[str]
@@ -276,13 +340,19 @@ def emit_many(models: list[tuple], out_dir: Path, *, target, shared_arena: bool)
     for all of them (edgec_shared_arena.h), sized by the largest. Returns the directory's report:
     {"models": each model's report, "runtime": runtime_id(), "shared_arena_bytes": (or None),
     "arena_bytes": the RAM of the arenas, shared or each model's own}."""
-    emitted = [_emit_model(graph, plan, out_dir, name=name, target=target, origin=origin, shared_arena=shared_arena)
-               for graph, plan, name, origin in models]
+    emitted = [
+        _emit_model(graph, plan, out_dir, name=name, target=target, origin=origin, shared_arena=shared_arena)
+        for graph, plan, name, origin in models
+    ]
     largest = max(model.report["arena_bytes"] for model in emitted)
     _emit_runtime_and_build_files(out_dir, emitted, target, shared_arena_bytes=largest if shared_arena else None)
-    summary = {"models": [model.report for model in emitted], "target": target.name, "runtime": runtime_id(),
-               "shared_arena_bytes": largest if shared_arena else None,
-               "arena_bytes": largest if shared_arena else sum(model.report["arena_bytes"] for model in emitted)}
+    summary = {
+        "models": [model.report for model in emitted],
+        "target": target.name,
+        "runtime": runtime_id(),
+        "shared_arena_bytes": largest if shared_arena else None,
+        "arena_bytes": largest if shared_arena else sum(model.report["arena_bytes"] for model in emitted),
+    }
     (out_dir / "report.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
@@ -296,14 +366,23 @@ def _emit_runtime_and_build_files(out_dir: Path, models: list[_Model], target, s
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(RUNTIME / relative, destination)
     env = _environment()
-    context = {"version": __version__, "runtime_id": runtime_id(), "runtime_symbol": runtime_symbol(),
-               "target": target.name, "target_cflags": " ".join(target.cflags), "cmsis_nn": cmsis_nn_library(target),
-               "models": models, "KEY": "_".join(model.name.upper() for model in models),
-               "runtime_sources": [RUNTIME_IDENTITY_SOURCE, *runtime], "shared_arena_bytes": shared_arena_bytes,
-               "sources": [source for model in models for source in model.sources]
-               + (["edgec_shared_arena.c"] if shared_arena_bytes else [])}
+    context = {
+        "version": __version__,
+        "runtime_id": runtime_id(),
+        "runtime_symbol": runtime_symbol(),
+        "target": target.name,
+        "target_cflags": " ".join(target.cflags),
+        "cmsis_nn": cmsis_nn_library(target),
+        "models": models,
+        "KEY": "_".join(model.name.upper() for model in models),
+        "runtime_sources": [RUNTIME_IDENTITY_SOURCE, *runtime],
+        "shared_arena_bytes": shared_arena_bytes,
+        "sources": [source for model in models for source in model.sources]
+        + (["edgec_shared_arena.c"] if shared_arena_bytes else []),
+    }
     (out_dir / "runtime" / "src" / RUNTIME_IDENTITY_SOURCE).write_text(
-        env.get_template("edgec_runtime.c.j2").render(**context))
+        env.get_template("edgec_runtime.c.j2").render(**context)
+    )
     outputs = [("edgec.mk.j2", "edgec.mk"), ("CMakeLists.txt.j2", "CMakeLists.txt")]
     if shared_arena_bytes:
         outputs += [(f"{filename}.j2", filename) for filename in SHARED_ARENA_FILES]
@@ -311,33 +390,68 @@ def _emit_runtime_and_build_files(out_dir: Path, models: list[_Model], target, s
         (out_dir / filename).write_text(env.get_template(template).render(**context))
 
 
-def _emit_model(graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, origin: str,
-                shared_arena: bool) -> _Model:
+def _emit_model(
+    graph: Graph, plan: MemoryPlan, out_dir: Path, *, name: str, target, origin: str, shared_arena: bool
+) -> _Model:
     """One model's header, C file and constants; its report."""
     state_offsets, state_bytes = state_layout(graph)
     names = Names(name, graph, plan, state_offsets)
     calls = [unit_of(op).emit(op, graph, names) for op in graph.ops]
-    constants = [{"ctype": ctype, "symbol": symbol, "count": int(np.asarray(values).size),
-                  "body": _array_body(np.asarray(values).astype(C_TYPES[ctype]))}
-                 for call in calls for ctype, symbol, values in call.constants]
+    constants = [
+        {
+            "ctype": ctype,
+            "symbol": symbol,
+            "count": int(np.asarray(values).size),
+            "body": _array_body(np.asarray(values).astype(C_TYPES[ctype])),
+        }
+        for call in calls
+        for ctype, symbol, values in call.constants
+    ]
     weights_bytes = sum(constants_bytes(call.constants) for call in calls)
-    layers = [{"index": i, "name": op.name, "op": op.kind, "code": call.code, "params": call.params,
-               "shape": "x".join(str(v) for v in graph.tensors[op.outputs[0]].shape), "source": op.source,
-               "writes": allowed_writes(op, graph, plan), "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1],
-               "scratch_required": call.scratch_required}
-              for i, (op, call) in enumerate(zip(graph.ops, calls))]
+    layers = [
+        {
+            "index": i,
+            "name": op.name,
+            "op": op.kind,
+            "code": call.code,
+            "params": call.params,
+            "shape": "x".join(str(v) for v in graph.tensors[op.outputs[0]].shape),
+            "source": op.source,
+            "writes": allowed_writes(op, graph, plan),
+            "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1],
+            "scratch_required": call.scratch_required,
+        }
+        for i, (op, call) in enumerate(zip(graph.ops, calls))
+    ]
     library = cmsis_nn_library(target)
-    context = {"name": name, "NAME": name.upper(), "version": __version__, "origin": Path(origin).name,
-               "target": target.name, "opt": target.opt, "target_cflags": " ".join(target.cflags), "arena_bytes": plan.arena_bytes,
-               "dsp": target.dsp, "mve": target.mve,
-               "macs": sum(unit_of(op).macs(op, graph) for op in graph.ops),
-               **io_entries(graph, plan),
-               "layers": layers, "constants": constants, "state_bytes": state_bytes,
-               "state_reset": [call.state_reset for call in calls if call.state_reset], "cmsis_nn": library,
-               "shared_arena": shared_arena, "runtime_symbol": runtime_symbol()}
+    context = {
+        "name": name,
+        "NAME": name.upper(),
+        "version": __version__,
+        "origin": Path(origin).name,
+        "target": target.name,
+        "opt": target.opt,
+        "target_cflags": " ".join(target.cflags),
+        "arena_bytes": plan.arena_bytes,
+        "dsp": target.dsp,
+        "mve": target.mve,
+        "macs": sum(unit_of(op).macs(op, graph) for op in graph.ops),
+        **io_entries(graph, plan),
+        "layers": layers,
+        "constants": constants,
+        "state_bytes": state_bytes,
+        "state_reset": [call.state_reset for call in calls if call.state_reset],
+        "cmsis_nn": library,
+        "shared_arena": shared_arena,
+        "runtime_symbol": runtime_symbol(),
+    }
     env = _environment()
-    for template, filename in (("model.h.j2", f"{name}.h"), ("model.c.j2", f"{name}.c"),
-                               ("weights.h.j2", f"{name}_weights.h"), ("weights.c.j2", f"{name}_weights.c")):
+    for template, filename in (
+        ("model.h.j2", f"{name}.h"),
+        ("model.c.j2", f"{name}.c"),
+        ("weights.h.j2", f"{name}_weights.h"),
+        ("weights.c.j2", f"{name}_weights.c"),
+    ):
         (out_dir / filename).write_text(env.get_template(template).render(**context))
     summary = report(graph, plan, name, target, weights_bytes, calls)
     summary["cmsis_nn"] = library

@@ -14,6 +14,7 @@ that already equals the liveness lower bound, a branch-and-bound search over pla
 (SkylineSearch) that stops at the lower bound or when its node budget is spent. Both stages are
 deterministic: the same graph always gets the same offsets. `check_plan` re-verifies a plan.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -47,6 +48,7 @@ class Buffer:
 class Block:
     """Buffers placed as one piece, each at a fixed offset (aligned, >= 0) from the block's start:
     an in-place chain x -> y -> z (each written over the one before), or a single buffer."""
+
     members: tuple[tuple[Buffer, int], ...]
 
     @classmethod
@@ -117,8 +119,7 @@ def buffers(graph: Graph, target, in_place: dict[str, InPlace] | None = None) ->
         for name in op.inputs:
             storage = graph.storage(name)
             last[storage] = max(last.get(storage, index), index)
-    result = [Buffer(name, graph.tensors[name].nbytes, first[name], last.get(name, first[name]))
-              for name in first]
+    result = [Buffer(name, graph.tensors[name].nbytes, first[name], last.get(name, first[name])) for name in first]
     for index, op in enumerate(graph.ops):
         size = _scratch_size(op, graph, target, in_place.get(op.name))
         if size:
@@ -140,6 +141,7 @@ def in_place_span(input_bytes: int, output_bytes: int, input_offset: int) -> int
 
 
 # --- in place ---------------------------------------------------------------------------------
+
 
 def in_place_choices(graph: Graph, target) -> dict[str, InPlace]:
     """The ops that run in place, and how: each op's first in-place form whose input dies at the
@@ -189,6 +191,7 @@ def blocks(graph: Graph, items: list[Buffer], in_place: dict[str, InPlace]) -> l
 
 # --- bounds -----------------------------------------------------------------------------------
 
+
 def _height(block: Block, step: int) -> int:
     extent = block.extent(step)
     return 0 if extent is None else _align(extent[1]) - extent[0]
@@ -218,13 +221,16 @@ def occupied_bytes(plan: MemoryPlan, step: int) -> int:
 
 # --- greedy placement -------------------------------------------------------------------------
 
+
 def forbidden_starts(item: Block, placed: Block, placed_offset: int) -> list[tuple[int, int]]:
     """The open ranges (low, high) of start offsets at which `item` would share a byte with
     `placed` (at `placed_offset`) at some step."""
-    return [(placed_offset + low - item_high, placed_offset + high - item_low)
-            for item_first, item_last, item_low, item_high in item.segments
-            for first, last, low, high in placed.segments
-            if item_first <= last and first <= item_last]
+    return [
+        (placed_offset + low - item_high, placed_offset + high - item_low)
+        for item_first, item_last, item_low, item_high in item.segments
+        for first, last, low, high in placed.segments
+        if item_first <= last and first <= item_last
+    ]
 
 
 def lowest_fit(forbidden: list[tuple[int, int]]) -> int:
@@ -269,12 +275,16 @@ def place_in_order(order: list[Block], fit: Callable[[list[tuple[int, int]]], in
 
 def best_greedy(items: list[Block]) -> tuple[str, dict[str, int]]:
     """The smallest arena over every ordering x fit rule; ties go to the first in table order."""
-    candidates = [(f"greedy, {order}, {rule}", place_in_order(sorted(items, key=key), fit))
-                  for order, key in GREEDY_ORDERS.items() for rule, fit in FIT_RULES.items()]
+    candidates = [
+        (f"greedy, {order}, {rule}", place_in_order(sorted(items, key=key), fit))
+        for order, key in GREEDY_ORDERS.items()
+        for rule, fit in FIT_RULES.items()
+    ]
     return min(candidates, key=lambda candidate: arena_size(items, candidate[1]))
 
 
 # --- search -----------------------------------------------------------------------------------
+
 
 class SkylineSearch:
     """Depth-first search for a plan that fits a given arena capacity.
@@ -421,12 +431,24 @@ def _plan(graph: Graph, target, in_place: dict[str, InPlace]) -> MemoryPlan:
     grouped = blocks(graph, items, in_place)
     strategy, block_offsets = place(grouped, steps)
     offsets = {buffer.name: block_offsets[block.name] + offset for block in grouped for buffer, offset in block.members}
-    scratch = {op.name: (offsets[scratch_buffer_name(op.name)], b.size)
-               for op in graph.ops for b in items if b.name == scratch_buffer_name(op.name)}
+    scratch = {
+        op.name: (offsets[scratch_buffer_name(op.name)], b.size)
+        for op in graph.ops
+        for b in items
+        if b.name == scratch_buffer_name(op.name)
+    }
     without = liveness_lower_bound([Block.of(b) for b in buffers(graph, target)], steps) if in_place else None
     bound = liveness_lower_bound(grouped, steps)
-    return MemoryPlan(offsets, max(arena_size(grouped, block_offsets), ALIGNMENT), bound, items, scratch, strategy,
-                      in_place, bound if without is None else without)
+    return MemoryPlan(
+        offsets,
+        max(arena_size(grouped, block_offsets), ALIGNMENT),
+        bound,
+        items,
+        scratch,
+        strategy,
+        in_place,
+        bound if without is None else without,
+    )
 
 
 def offset_of(plan: MemoryPlan, graph: Graph, tensor: str) -> int:
@@ -434,6 +456,7 @@ def offset_of(plan: MemoryPlan, graph: Graph, tensor: str) -> int:
 
 
 # --- the checker ------------------------------------------------------------------------------
+
 
 def check_plan(graph: Graph, plan: MemoryPlan, target=None) -> list[str]:
     """What is wrong with `plan` for `graph` (nothing: []), checked from scratch without the
@@ -460,6 +483,7 @@ def _owner(graph: Graph, name: str) -> str:
 def _occupied_regions(graph: Graph, plan: MemoryPlan) -> tuple[list[list[tuple[str, int, int]]], list[set[str]]]:
     """Per step (graph inputs, each op, graph outputs): the (name, start, stop) byte ranges in use;
     and per op, the buffers still needed after it."""
+
     def region(name: str) -> tuple[str, int, int]:
         owner = _owner(graph, name)
         start = plan.offsets.get(owner)
@@ -497,7 +521,9 @@ def _allowed_overlap(graph: Graph, plan: MemoryPlan, op: Op) -> frozenset | None
     if pair is None or any(name not in plan.offsets for name in pair):
         return None
     source, result = pair
-    return frozenset(pair) if plan.offsets[source] - plan.offsets[result] == plan.in_place[op.name].input_offset else None
+    return (
+        frozenset(pair) if plan.offsets[source] - plan.offsets[result] == plan.in_place[op.name].input_offset else None
+    )
 
 
 def _in_place_problems(graph: Graph, plan: MemoryPlan, op: Op, needed_after: set[str], target) -> list[str]:
@@ -514,8 +540,9 @@ def _in_place_problems(graph: Graph, plan: MemoryPlan, op: Op, needed_after: set
     if sum(_owner(graph, name) == source for name in op.inputs) > 1:
         problems.append(f"{op.name} runs in place over {source}, which it reads twice")
     if _allowed_overlap(graph, plan, op) is None:
-        problems.append(f"{op.name} runs in place, but {source} does not start {form.input_offset} bytes "
-                        f"after {result}")
+        problems.append(
+            f"{op.name} runs in place, but {source} does not start {form.input_offset} bytes after {result}"
+        )
     return problems
 
 
@@ -525,8 +552,9 @@ def _scratch_problems(graph: Graph, plan: MemoryPlan, op: Op, target) -> list[st
     return [f"{op.name} needs {needed} bytes of scratch, planned {planned}"] if planned < needed else []
 
 
-def _region_problems(step: int, regions: list[tuple[str, int, int]], arena: int,
-                     allowed_overlap: frozenset | None) -> list[str]:
+def _region_problems(
+    step: int, regions: list[tuple[str, int, int]], arena: int, allowed_overlap: frozenset | None
+) -> list[str]:
     problems = []
     placed: list[tuple[str, int, int]] = []
     for name, start, stop in sorted(regions, key=lambda region: region[1:]):
@@ -539,6 +567,8 @@ def _region_problems(step: int, regions: list[tuple[str, int, int]], arena: int,
             problems.append(f"{name} [{start}, {stop}) ends past the {arena}-byte arena")
         for other, other_start, other_stop in placed:
             if start < other_stop and other_start < stop and frozenset((name, other)) != allowed_overlap:
-                problems.append(f"at step {step}: {name} [{start}, {stop}) overlaps {other} [{other_start}, {other_stop})")
+                problems.append(
+                    f"at step {step}: {name} [{start}, {stop}) overlaps {other} [{other_start}, {other_stop})"
+                )
         placed.append((name, start, stop))
     return problems

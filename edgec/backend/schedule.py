@@ -10,13 +10,14 @@ chain has one downset per op; a graph of b independent branches of length n has 
 SCHEDULE_STATE_BUDGET sets, or on very long graphs, the given order stays. Ties keep the given
 order, so a graph the given order already suits is not reordered.
 """
+
 from __future__ import annotations
 
 import sys
 
+from edgec.backend.plan import ALIGNMENT, MemoryPlan, in_place_span, plan_memory
 from edgec.ir import Graph, Op
 from edgec.ops import unit_of
-from edgec.backend.plan import ALIGNMENT, MemoryPlan, in_place_span, plan_memory
 
 SCHEDULE_STATE_BUDGET = 20_000  # deterministic bound on scheduling time (about a second)
 SCHEDULE_MAX_OPS = sys.getrecursionlimit() // 2  # the dynamic program recurses once per op
@@ -62,8 +63,9 @@ class _Scheduler:
         ops = graph.ops
         producer = {name: index for index, op in enumerate(ops) for name in op.outputs}
         # A set: an op may read one tensor twice (x + x), which must not add its producer's bit twice.
-        self.needs = [sum(1 << index for index in {producer[name] for name in op.inputs if name in producer})
-                      for op in ops]
+        self.needs = [
+            sum(1 << index for index in {producer[name] for name in op.inputs if name in producer}) for op in ops
+        ]
         self.kept = {graph.storage(name) for name in graph.outputs}
         self.sizes = {name: _align(graph.tensors[name].nbytes) for name in graph.tensors}
         self.readers: dict[str, int] = {}
@@ -109,8 +111,11 @@ class _Scheduler:
 
     def _live_before(self, done: int) -> list[str]:
         """The storages written by `done` (or graph inputs) that a later op, or the caller, reads."""
-        return [name for name, born in self.born.items()
-                if born & done == born and (name in self.kept or self.readers.get(name, 0) & ~done)]
+        return [
+            name
+            for name, born in self.born.items()
+            if born & done == born and (name in self.kept or self.readers.get(name, 0) & ~done)
+        ]
 
     def _bytes_during(self, done: int, index: int) -> int:
         """Bytes live while op `index` runs after the ops in `done`: what is live before it, its new

@@ -11,6 +11,7 @@ All but minmax keep torchao's 2048-bin histogram of every activation. Weights ar
 (symmetric, per output channel for convolutions). The range always contains 0 (torchao's
 _calculate_qparams), so a zero pad or a ReLU's floor is exact.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -87,6 +88,7 @@ def observer(method: str):
     """The activation observer constructor for `--calibration method`."""
     if method not in CALIBRATIONS:
         from edgec.errors import EdgecError
+
         raise EdgecError(f"unknown calibration '{method}' (one of {', '.join(CALIBRATIONS)})")
     return CALIBRATIONS[method].with_args(eps=EPS)
 
@@ -115,9 +117,11 @@ def range_warnings(samples: list[tuple], example_inputs: tuple) -> list[str]:
             continue
         integers = magnitude > 1 and all(bool(torch.equal(x[index], x[index].round())) for x in samples)
         which = f" for input {index}" if len(example_inputs) > 1 else ""
-        warnings.append(f"WARNING: the calibration data{which} spans [{low:.4g}, {high:.4g}]"
-                        f"{' in integer values' if integers else ''}, over {RANGE_MISMATCH:g}x "
-                        f"{'larger' if magnitude > example_magnitude else 'smaller'} than the example input's "
-                        f"[{example_low:.4g}, {example_high:.4g}]: the int8 ranges are chosen from it, so prepare it "
-                        f"as the model's input (e.g. normalised as in training)")
+        warnings.append(
+            f"WARNING: the calibration data{which} spans [{low:.4g}, {high:.4g}]"
+            f"{' in integer values' if integers else ''}, over {RANGE_MISMATCH:g}x "
+            f"{'larger' if magnitude > example_magnitude else 'smaller'} than the example input's "
+            f"[{example_low:.4g}, {example_high:.4g}]: the int8 ranges are chosen from it, so prepare it "
+            f"as the model's input (e.g. normalised as in training)"
+        )
     return warnings

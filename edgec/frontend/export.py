@@ -6,6 +6,7 @@ in-memory `nn.Module` with its example inputs, or an `ExportedProgram` (float or
 Pickled modules (`torch.save(model)`) run arbitrary code when loaded, so they are refused with
 instructions instead of being loaded.
 """
+
 from __future__ import annotations
 
 import copy
@@ -22,8 +23,10 @@ from torch.fx import GraphModule, Node
 
 from edgec.errors import EdgecError
 
-HOW_TO_EXPORT = ("export it instead: torch.export.save(torch.export.export(model.eval(), "
-                 "(example_input,)), 'model.pt2'), or pass 'file.py:factory'")
+HOW_TO_EXPORT = (
+    "export it instead: torch.export.save(torch.export.export(model.eval(), "
+    "(example_input,)), 'model.pt2'), or pass 'file.py:factory'"
+)
 
 
 @dataclass
@@ -31,7 +34,9 @@ class LoadedModel:
     module: GraphModule  # exported graph module (training IR), parameters as get_attr
     example_inputs: tuple  # the graph's inputs: tensors only (Python scalars are bound into the graph)
     origin: str  # what the user passed, for messages
-    notes: list[str] = field(default_factory=list)  # one line each: what edgec decided for the user (specialised shapes)
+    notes: list[str] = field(
+        default_factory=list
+    )  # one line each: what edgec decided for the user (specialised shapes)
 
 
 def load(model, example_inputs=None) -> LoadedModel:
@@ -42,13 +47,16 @@ def load(model, example_inputs=None) -> LoadedModel:
     if isinstance(model, torch.nn.Module):
         origin = type(model).__name__
         if example_inputs is None:
-            raise EdgecError(f"{origin}: an nn.Module needs example inputs (a tensor shaped like one batch, "
-                             f"or a tuple of them)")
+            raise EdgecError(
+                f"{origin}: an nn.Module needs example inputs (a tensor shaped like one batch, or a tuple of them)"
+            )
         example = as_example_inputs(example_inputs, origin)
         return LoadedModel(export(model, example, origin), tensors_of(example), origin)
     if not isinstance(model, (str, Path)):
-        raise EdgecError(f"cannot compile a {type(model).__name__}: expected an nn.Module, an ExportedProgram, "
-                         f"a .pt2 path or 'file.py:factory'")
+        raise EdgecError(
+            f"cannot compile a {type(model).__name__}: expected an nn.Module, an ExportedProgram, "
+            f"a .pt2 path or 'file.py:factory'"
+        )
     spec = str(model)
     file_part, separator, factory = spec.rpartition(":")
     if separator and file_part.endswith(".py"):
@@ -64,8 +72,10 @@ def _load_program(path: Path) -> LoadedModel:
     with zipfile.ZipFile(path) as archive:
         names = archive.namelist()
     if any(name.endswith("data.pkl") for name in names) and not any(n.endswith("archive_format") for n in names):
-        raise EdgecError(f"{path}: is a pickled module (torch.save), which edgec will not unpickle "
-                         f"because loading it runs arbitrary code; {HOW_TO_EXPORT}")
+        raise EdgecError(
+            f"{path}: is a pickled module (torch.save), which edgec will not unpickle "
+            f"because loading it runs arbitrary code; {HOW_TO_EXPORT}"
+        )
     try:
         program = torch.export.load(str(path))
     except Exception as exc:  # torch raises many types for a corrupt archive
@@ -86,9 +96,12 @@ def _from_program(program, example_inputs, origin: str) -> LoadedModel:
     dynamic = dynamic_inputs(program)
     if not dynamic and all(isinstance(x, torch.Tensor) for x in example):
         return LoadedModel(program.module(), example, origin)
-    notes = [f"note: {origin}: input {index} has dynamic dimensions {shape}; compiled for the example input's "
-             f"{list(example[index].shape)} (one static shape per build)" for index, shape in dynamic.items()
-             if index < len(example) and isinstance(example[index], torch.Tensor)]
+    notes = [
+        f"note: {origin}: input {index} has dynamic dimensions {shape}; compiled for the example input's "
+        f"{list(example[index].shape)} (one static shape per build)"
+        for index, shape in dynamic.items()
+        if index < len(example) and isinstance(example[index], torch.Tensor)
+    ]
     return LoadedModel(export_static(program.module(), example, origin), tensors_of(example), origin, notes)
 
 
@@ -109,8 +122,9 @@ def as_example_inputs(example_inputs, origin: str) -> tuple:
     (and None) stay as they are: torch.export makes them constants of the graph."""
     items = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     try:
-        return tuple(x if isinstance(x, (torch.Tensor, bool, int, float)) or x is None else torch.as_tensor(x)
-                     for x in items)
+        return tuple(
+            x if isinstance(x, (torch.Tensor, bool, int, float)) or x is None else torch.as_tensor(x) for x in items
+        )
     except (TypeError, RuntimeError, ValueError) as exc:
         raise EdgecError(f"{origin}: example inputs must be tensors or arrays ({_first_line(exc)})") from None
 
@@ -132,8 +146,10 @@ def _example_from_signature(program, origin: str) -> tuple:
             continue
         hints = [d if isinstance(d, int) else d.node.hint for d in value.shape]
         if any(hint is None for hint in hints):
-            raise EdgecError(f"{origin}: input {node.name} has dynamic dimensions {list(value.shape)} and the program "
-                             f"carries no example inputs; export it with a static example input")
+            raise EdgecError(
+                f"{origin}: input {node.name} has dynamic dimensions {list(value.shape)} and the program "
+                f"carries no example inputs; export it with a static example input"
+            )
         example.append(torch.zeros(hints))
     return tuple(example)
 
@@ -196,19 +212,28 @@ def bind_scalars(model: torch.nn.Module, example_inputs: tuple) -> torch.nn.Modu
         given = iter(tensors)
         return forward(*(scalars[i] if i in scalars else next(given) for i in range(len(example_inputs))))
 
-    names = [p for p in inspect.signature(forward).parameters.values() if p.kind in (p.POSITIONAL_ONLY,
-                                                                                    p.POSITIONAL_OR_KEYWORD)]
+    names = [
+        p
+        for p in inspect.signature(forward).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
     if len(names) >= len(example_inputs):  # the graph's inputs keep the user's names (x, not tensors_0)
         forward_tensors.__signature__ = inspect.Signature(
-            [names[i].replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD, default=inspect.Parameter.empty)
-             for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor)])
+            [
+                names[i].replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD, default=inspect.Parameter.empty)
+                for i, x in enumerate(example_inputs)
+                if isinstance(x, torch.Tensor)
+            ]
+        )
     bound.forward = forward_tensors
     return bound
 
 
 # Where the frames of an exception's traceback are not the user's: torch, edgec, Python's library.
-_NOT_USER_CODE = tuple(f"{Path(folder).resolve()}/" for folder in (Path(torch.__file__).parent, Path(__file__).parent.parent,
-                                                                   sysconfig.get_paths()["stdlib"]))
+_NOT_USER_CODE = tuple(
+    f"{Path(folder).resolve()}/"
+    for folder in (Path(torch.__file__).parent, Path(__file__).parent.parent, sysconfig.get_paths()["stdlib"])
+)
 
 
 def user_error(exc: BaseException) -> str:
@@ -222,18 +247,24 @@ def user_error(exc: BaseException) -> str:
         cause = cause.__cause__ or cause.__context__
     for raised in reversed(chain):  # the original exception first: its traceback is the deepest
         for frame in reversed(traceback.extract_tb(raised.__traceback__)):
-            if not frame.filename.startswith("<") and \
-                    not str(Path(frame.filename).resolve()).startswith(_NOT_USER_CODE):
-                return f"{type(exc).__name__}: {_first_line(exc)} (at {Path(frame.filename).name}:{frame.lineno}: " \
-                       f"{(frame.line or '').strip()})"
+            if not frame.filename.startswith("<") and not str(Path(frame.filename).resolve()).startswith(
+                _NOT_USER_CODE
+            ):
+                return (
+                    f"{type(exc).__name__}: {_first_line(exc)} (at {Path(frame.filename).name}:{frame.lineno}: "
+                    f"{(frame.line or '').strip()})"
+                )
     return f"{type(exc).__name__}: {_first_line(exc)}"
 
 
 def source_line(node: Node) -> str:
     """'file.py:LINE: code' of the user's frame that created `node` (skipping torch's own frames)."""
     lines = (node.meta.get("stack_trace") or "").strip().splitlines()
-    frames = [(lines[i].strip(), lines[i + 1].strip() if i + 1 < len(lines) else "")
-              for i in range(len(lines)) if lines[i].strip().startswith('File "')]
+    frames = [
+        (lines[i].strip(), lines[i + 1].strip() if i + 1 < len(lines) else "")
+        for i in range(len(lines))
+        if lines[i].strip().startswith('File "')
+    ]
     user_frames = [f for f in frames if "/torch/" not in f[0]]
     if not user_frames:  # e.g. inside nn.Sequential: name the submodule instead
         if module_path(node) is not None:

@@ -7,6 +7,7 @@ walks the nodes in order and keeps one map from FX nodes to what they mean in th
   - a constant (numpy array, with scales when it is a quantized weight).
 Each compute node is lowered by the op unit registered for its target.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,9 +18,9 @@ from torch.fx import GraphModule, Node
 
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
+from edgec.frontend.torch_ops import GETITEM, module_attribute
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops import KINDS, OPS
-from edgec.frontend.torch_ops import GETITEM, module_attribute
 
 ACTIVATION_DTYPES = {np.dtype(np.int8): "int8", np.dtype(np.int16): "int16"}  # the activation dtypes edgec runs
 QUANTIZE = {"quantize_per_tensor", "quantize_per_channel"}
@@ -30,6 +31,7 @@ DEQUANTIZE = {"dequantize_per_tensor", "dequantize_per_channel"}
 class Constant:
     """A compile-time value: float, or integer (int8 weights, int32 biases) with per-channel (or
     per-tensor) scales and zero points: real = scales * (value - zero_points) along `axis`."""
+
     value: np.ndarray
     scales: np.ndarray | None = None
     zero_points: np.ndarray | None = None
@@ -44,6 +46,7 @@ class Constant:
 @dataclass(frozen=True)
 class QuantizeArgs:
     """The parameters of a quantized_decomposed quantize/dequantize node."""
+
     scale: np.ndarray  # float64, one entry (per tensor) or one per channel
     zero_point: np.ndarray  # int64, likewise
     axis: int | None  # the channel axis of a per-channel node
@@ -79,8 +82,9 @@ class LoweringContext:
     def tensor(self, node: Node) -> Tensor:
         value = self.values.get(node.name) if isinstance(node, Node) else None
         if not isinstance(value, Tensor):
-            raise EdgecError(f"{source_line(node) if isinstance(node, Node) else node}: "
-                             f"expected a quantized activation here")
+            raise EdgecError(
+                f"{source_line(node) if isinstance(node, Node) else node}: expected a quantized activation here"
+            )
         return value
 
     def is_tensor(self, node) -> bool:
@@ -105,8 +109,14 @@ class LoweringContext:
         return tensor
 
     def add_op(self, kind: str, node: Node, inputs: list[Tensor], outputs: list[Tensor], **attrs) -> Op:
-        op = Op(f"{kind}_{len(self.graph.ops)}", kind, [t.name for t in inputs],
-                [t.name for t in outputs], attrs, source_line(node))
+        op = Op(
+            f"{kind}_{len(self.graph.ops)}",
+            kind,
+            [t.name for t in inputs],
+            [t.name for t in outputs],
+            attrs,
+            source_line(node),
+        )
         self.graph.ops.append(op)
         return op
 
@@ -124,8 +134,9 @@ class LoweringContext:
         """`arg`'s tensor at other qparams, for `node` alone (a cat reading each input at its
         output's qparams); its float reference is `arg`'s value, the one the program holds."""
         source = self.tensor(arg)
-        out = self.graph.add_tensor(Tensor(f"{arg.name}_as_{node.name}", source.shape, scale, zero_point,
-                                           source=arg.name, dtype=dtype))
+        out = self.graph.add_tensor(
+            Tensor(f"{arg.name}_as_{node.name}", source.shape, scale, zero_point, source=arg.name, dtype=dtype)
+        )
         self.add_op("lut", node, [source], [out], function="requantize", function_attrs={})
         return out
 
@@ -156,8 +167,9 @@ class LoweringContext:
             outputs = node.args[0] if isinstance(node.args[0], (tuple, list)) else [node.args[0]]
             names = [self.tensor(arg).name for arg in outputs]
             if len(set(names)) != len(names) or set(names) & set(self.graph.inputs):
-                raise EdgecError("the model returns the same tensor twice, or returns an input unchanged; "
-                                 "return each output once")
+                raise EdgecError(
+                    "the model returns the same tensor twice, or returns an input unchanged; return each output once"
+                )
             self.graph.outputs = names
         elif _qop_name(node) in QUANTIZE:
             self._quantize(node)
@@ -190,13 +202,19 @@ class LoweringContext:
         names = ("scales", "zero_points", "axis") if per_channel else ("scale", "zero_point")
         values = [_node_arg(node, 1 + i, name) for i, name in enumerate(names)]
         rest = [_node_arg(node, 1 + len(names) + i, name) for i, name in enumerate(("quant_min", "quant_max", "dtype"))]
-        scale, zero_point = (np.atleast_1d(np.asarray(self._scalar_or_array(v), dtype=t)).ravel()
-                             for v, t in zip(values, (np.float64, np.int64)))
+        scale, zero_point = (
+            np.atleast_1d(np.asarray(self._scalar_or_array(v), dtype=t)).ravel()
+            for v, t in zip(values, (np.float64, np.int64))
+        )
         dtype = {torch.int8: np.int8, torch.uint8: np.uint8, torch.int16: np.int16, torch.int32: np.int32}.get(rest[2])
         if dtype is None or not np.all(np.isfinite(scale)) or np.any(scale <= 0):
-            raise EdgecError(f"{source_line(node)}: {node.name}: unsupported quantization "
-                             f"(dtype {rest[2]}, scale {scale.tolist()[:4]})")
-        return QuantizeArgs(scale, zero_point, int(values[2]) if per_channel else None, int(rest[0]), int(rest[1]), np.dtype(dtype))
+            raise EdgecError(
+                f"{source_line(node)}: {node.name}: unsupported quantization "
+                f"(dtype {rest[2]}, scale {scale.tolist()[:4]})"
+            )
+        return QuantizeArgs(
+            scale, zero_point, int(values[2]) if per_channel else None, int(rest[0]), int(rest[1]), np.dtype(dtype)
+        )
 
     def _scalar_or_array(self, arg):
         if isinstance(arg, Node):
@@ -214,9 +232,11 @@ class LoweringContext:
             return
         dtype = ACTIVATION_DTYPES.get(args.dtype)
         if args.axis is not None or dtype is None or (dtype == "int16" and int(args.zero_point[0]) != 0):
-            raise EdgecError(f"{source_line(node)}: activations must be quantized per tensor to int8, or to "
-                             f"symmetric int16 ({node.name}: {args.dtype}, zero point {int(args.zero_point[0])}"
-                             f"{', per channel' if args.axis is not None else ''})")
+            raise EdgecError(
+                f"{source_line(node)}: activations must be quantized per tensor to int8, or to "
+                f"symmetric int16 ({node.name}: {args.dtype}, zero point {int(args.zero_point[0])}"
+                f"{', per channel' if args.axis is not None else ''})"
+            )
         scale, zero_point = float(args.scale[0]), int(args.zero_point[0])
         if not source.quantized:
             self._quantize_backwards(source, scale, zero_point, dtype)
@@ -235,15 +255,17 @@ class LoweringContext:
             tensor.scale, tensor.zero_point, tensor.dtype = scale, zero_point, dtype
             producer = self.graph.producer(tensor.name)
             if producer is not None and KINDS[producer.kind].keeps_qparams:
-                pending += [self.graph.tensors[name] for name in producer.inputs
-                            if not self.graph.tensors[name].quantized]
+                pending += [
+                    self.graph.tensors[name] for name in producer.inputs if not self.graph.tensors[name].quantized
+                ]
 
     def requantize(self, node: Node, source: Tensor, scale: float, zero_point: int, dtype: str = "int8") -> Tensor:
         """A new tensor holding `source` at other qparams (TFLite's int8 QUANTIZE, as a table), or in
         the other of int8 and int16 (edgec.ops.int16_units runs those)."""
         # Its float reference is the value the program requantizes: the dequantize feeding `node`.
-        out = self.graph.add_tensor(Tensor(node.name, source.shape, scale, zero_point, source=node.args[0].name,
-                                           dtype=dtype))
+        out = self.graph.add_tensor(
+            Tensor(node.name, source.shape, scale, zero_point, source=node.args[0].name, dtype=dtype)
+        )
         self.add_op("lut", node, [source], [out], function="requantize", function_attrs={})
         return out
 
@@ -254,12 +276,19 @@ class LoweringContext:
             return
         args = self._quantize_args(node)
         value = np.asarray(source.value)
-        if source.quantized or value.dtype != args.dtype or value.min(initial=args.quant_min) < args.quant_min \
-                or value.max(initial=args.quant_max) > args.quant_max:
-            raise EdgecError(f"{source_line(node)}: {node.name}: constant of dtype {value.dtype} "
-                             f"does not match its dequantize ({args.dtype}, [{args.quant_min}, {args.quant_max}])")
-        self.values[node.name] = Constant(value, args.scale, args.zero_point, args.axis or 0,
-                                          (args.quant_min, args.quant_max))
+        if (
+            source.quantized
+            or value.dtype != args.dtype
+            or value.min(initial=args.quant_min) < args.quant_min
+            or value.max(initial=args.quant_max) > args.quant_max
+        ):
+            raise EdgecError(
+                f"{source_line(node)}: {node.name}: constant of dtype {value.dtype} "
+                f"does not match its dequantize ({args.dtype}, [{args.quant_min}, {args.quant_max}])"
+            )
+        self.values[node.name] = Constant(
+            value, args.scale, args.zero_point, args.axis or 0, (args.quant_min, args.quant_max)
+        )
 
 
 def quantize_constant(source: Constant, args: QuantizeArgs, node: Node) -> np.ndarray:
@@ -271,8 +300,10 @@ def quantize_constant(source: Constant, args: QuantizeArgs, node: Node) -> np.nd
     if not np.all(np.isfinite(value)):
         raise EdgecError(f"{source_line(node)}: {node.name} quantizes a constant holding NaN or infinity")
     if args.axis is not None and (value.ndim <= args.axis or value.shape[args.axis] != len(args.scale)):
-        raise EdgecError(f"{source_line(node)}: {node.name}: {len(args.scale)} scales for axis {args.axis} "
-                         f"of a constant shaped {list(value.shape)}")
+        raise EdgecError(
+            f"{source_line(node)}: {node.name}: {len(args.scale)} scales for axis {args.axis} "
+            f"of a constant shaped {list(value.shape)}"
+        )
     scaled = value.astype(np.float64) / args.broadcast(value, args.scale)
     rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5) + args.broadcast(value, args.zero_point)
     return np.clip(rounded, args.quant_min, args.quant_max).astype(args.dtype)
@@ -301,8 +332,9 @@ def lower(module: GraphModule, converter_semantics: bool = False) -> Graph:
     if not graph.inputs or not graph.outputs:
         raise EdgecError("the model has no tensor input or no tensor output")
     if all(op.kind == "reshape" for op in graph.ops):
-        raise EdgecError("the model computes nothing (its outputs are its inputs, reshaped at most); "
-                         "there is nothing to compile")
+        raise EdgecError(
+            "the model computes nothing (its outputs are its inputs, reshaped at most); there is nothing to compile"
+        )
     for name in graph.inputs + graph.outputs:
         if not graph.tensors[name].quantized:
             raise EdgecError(f"model {'input' if name in graph.inputs else 'output'} '{name}' is not quantized")

@@ -1,6 +1,7 @@
 """Quantize a float exported program with torchao's PT2E flow and edgec's own Quantizer, which asks
 each op unit how its node is quantized (OpDef.annotate; the specs are in edgec.ops.qspec).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -8,22 +9,33 @@ from typing import Callable, Iterable
 
 import torch
 from torch.fx import GraphModule, Interpreter
-from torchao.quantization.pt2e import (MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver,
-                                       PerChannelMinMaxObserver)
+from torchao.quantization.pt2e import (
+    MovingAverageMinMaxObserver,
+    MovingAveragePerChannelMinMaxObserver,
+    PerChannelMinMaxObserver,
+)
 from torchao.quantization.pt2e.fake_quantize import FusedMovingAvgObsFakeQuantize
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
 from torchao.quantization.pt2e.quantizer import Quantizer
 
-from edgec.frontend import calibration as calibration_methods
 from edgec.errors import EdgecError
+from edgec.frontend import calibration as calibration_methods
 from edgec.frontend.export import module_paths, node_location
+from edgec.frontend.weight_rounding import INT4_SCALES_KEY
 from edgec.ops import OPS
 from edgec.ops.base import OpDef
 from edgec.ops.int16_units import INT16_CAPABLE_KINDS
-from edgec.frontend.weight_rounding import INT4_SCALES_KEY
-from edgec.ops.qspec import (ACTIVATION_QSPEC, ANNOTATION_KEY, CONV_WEIGHT_QSPEC, INT16_ACTIVATION_QSPEC,
-                             INT4_WEIGHT_QSPEC, LINEAR_WEIGHT_QSPEC, PER_CHANNEL_LINEAR_WEIGHT_QSPEC,
-                             fused_activations, select_int16)
+from edgec.ops.qspec import (
+    ACTIVATION_QSPEC,
+    ANNOTATION_KEY,
+    CONV_WEIGHT_QSPEC,
+    INT4_WEIGHT_QSPEC,
+    INT16_ACTIVATION_QSPEC,
+    LINEAR_WEIGHT_QSPEC,
+    PER_CHANNEL_LINEAR_WEIGHT_QSPEC,
+    fused_activations,
+    select_int16,
+)
 
 ACTIVATION_DTYPES = ("int8", "int16")
 WEIGHT_DTYPES = ("int8", "int4")
@@ -49,9 +61,17 @@ class EdgecQuantizer(Quantizer):
     output channel, edgec.ops.int4) for every linear and convolution layer, `int4_layers`: for the
     listed paths' layers."""
 
-    def __init__(self, calibration: str = calibration_methods.DEFAULT, per_channel_linear: bool = False,
-                 qat: bool = False, *, activations: str = "int8", int16_layers: Iterable[str] = (),
-                 weights: str = "int8", int4_layers: Iterable[str] = ()):
+    def __init__(
+        self,
+        calibration: str = calibration_methods.DEFAULT,
+        per_channel_linear: bool = False,
+        qat: bool = False,
+        *,
+        activations: str = "int8",
+        int16_layers: Iterable[str] = (),
+        weights: str = "int8",
+        int4_layers: Iterable[str] = (),
+    ):
         super().__init__()
         if activations not in ACTIVATION_DTYPES:
             raise EdgecError(f"activations must be one of {', '.join(ACTIVATION_DTYPES)}, got {activations!r}")
@@ -66,17 +86,24 @@ class EdgecQuantizer(Quantizer):
         if calibration != calibration_methods.DEFAULT:
             for spec in (ACTIVATION_QSPEC, INT16_ACTIVATION_QSPEC):
                 self.replacements[id(spec)] = dataclasses.replace(
-                    spec, observer_or_fake_quant_ctr=calibration_methods.observer(calibration))
+                    spec, observer_or_fake_quant_ctr=calibration_methods.observer(calibration)
+                )
         if per_channel_linear:
             self.replacements[id(LINEAR_WEIGHT_QSPEC)] = PER_CHANNEL_LINEAR_WEIGHT_QSPEC
         if qat:  # the same int8 grids, fake-quantized in training (moving-average ranges)
             for spec in (ACTIVATION_QSPEC, CONV_WEIGHT_QSPEC, LINEAR_WEIGHT_QSPEC, PER_CHANNEL_LINEAR_WEIGHT_QSPEC):
                 current = self.replacements.get(id(spec), spec)
-                observer = (MovingAveragePerChannelMinMaxObserver if current.qscheme == torch.per_channel_symmetric
-                            else MovingAverageMinMaxObserver)
+                observer = (
+                    MovingAveragePerChannelMinMaxObserver
+                    if current.qscheme == torch.per_channel_symmetric
+                    else MovingAverageMinMaxObserver
+                )
                 self.replacements[id(spec)] = dataclasses.replace(
-                    current, observer_or_fake_quant_ctr=FusedMovingAvgObsFakeQuantize.with_args(
-                        observer=observer, eps=calibration_methods.EPS))
+                    current,
+                    observer_or_fake_quant_ctr=FusedMovingAvgObsFakeQuantize.with_args(
+                        observer=observer, eps=calibration_methods.EPS
+                    ),
+                )
 
     def annotate(self, model: GraphModule) -> GraphModule:
         for node in model.graph.nodes:
@@ -124,8 +151,10 @@ class EdgecQuantizer(Quantizer):
         if unused:
             raise EdgecError(f"--int16-layers: no module named {', '.join(sorted(unused))} in the model")
         if refused:
-            raise EdgecError("these operators have no int16 kernel; keep these layers int8 (--int16-layers):\n"
-                             + "\n".join(dict.fromkeys(refused)))
+            raise EdgecError(
+                "these operators have no int16 kernel; keep these layers int8 (--int16-layers):\n"
+                + "\n".join(dict.fromkeys(refused))
+            )
 
     def _matches(self, node) -> set[str]:
         """The int16_layers names whose module (or a submodule of which) traced `node`."""
@@ -165,8 +194,10 @@ def int4_weight_nodes(model: GraphModule, every: bool, names: Iterable[str]) -> 
     if set(names) - used:
         raise EdgecError(f"--int4-layers: no module named {', '.join(sorted(set(names) - used))} in the model")
     if used - capable:
-        raise EdgecError(f"--int4-layers: {', '.join(sorted(used - capable))} has no linear or convolution layer "
-                         f"(int4 weights are for nn.Linear, Conv1d/Conv2d and depthwise convolutions)")
+        raise EdgecError(
+            f"--int4-layers: {', '.join(sorted(used - capable))} has no linear or convolution layer "
+            f"(int4 weights are for nn.Linear, Conv1d/Conv2d and depthwise convolutions)"
+        )
     return chosen
 
 
@@ -187,36 +218,48 @@ def int4_weight_qspec(node, qat: bool = False):
     """INT4_WEIGHT_QSPEC, at the scales edgec.frontend.weight_rounding chose for `node` if it did; for QAT
     fake-quantized on the int4 grid (moving-average per-channel ranges)."""
     if qat:
-        return dataclasses.replace(INT4_WEIGHT_QSPEC, observer_or_fake_quant_ctr=FusedMovingAvgObsFakeQuantize.with_args(
-            observer=MovingAveragePerChannelMinMaxObserver, eps=calibration_methods.EPS))
+        return dataclasses.replace(
+            INT4_WEIGHT_QSPEC,
+            observer_or_fake_quant_ctr=FusedMovingAvgObsFakeQuantize.with_args(
+                observer=MovingAveragePerChannelMinMaxObserver, eps=calibration_methods.EPS
+            ),
+        )
     scales = node.meta.get(INT4_SCALES_KEY)
     if scales is None:
         return INT4_WEIGHT_QSPEC
-    return dataclasses.replace(INT4_WEIGHT_QSPEC, observer_or_fake_quant_ctr=_FixedScalesObserver.with_args(
-        eps=2**-20, scales=tuple(float(v) for v in scales)))
+    return dataclasses.replace(
+        INT4_WEIGHT_QSPEC,
+        observer_or_fake_quant_ctr=_FixedScalesObserver.with_args(eps=2**-20, scales=tuple(float(v) for v in scales)),
+    )
 
 
 def is_quantized(module: GraphModule) -> bool:
     """True when the graph already carries Q/DQ nodes (a user's PT2E or QAT result)."""
-    return any(node.op == "call_function" and "quantize_per_" in str(node.target)
-               for node in module.graph.nodes)
+    return any(node.op == "call_function" and "quantize_per_" in str(node.target) for node in module.graph.nodes)
 
 
-def quantize(module: GraphModule, calibration: Iterable[tuple], progress: Callable | None = None,
-             quantizer: Quantizer | None = None) -> GraphModule:
+def quantize(
+    module: GraphModule,
+    calibration: Iterable[tuple],
+    progress: Callable | None = None,
+    quantizer: Quantizer | None = None,
+) -> GraphModule:
     """prepare_pt2e -> run calibration samples -> convert_pt2e; returns the Q/DQ graph module."""
     prepared = prepare_pt2e(module, quantizer or EdgecQuantizer())
     run = _ObservingInterpreter(prepared).run if _observing_nodes(prepared) else prepared
     with torch.no_grad():
-        for sample in (progress(calibration) if progress else calibration):
+        for sample in progress(calibration) if progress else calibration:
             run(*sample)
     return convert_pt2e(prepared, fold_quantize=True)
 
 
 def _observing_nodes(module: GraphModule) -> set:
     """The nodes whose unit has a calibration hook (OpDef.observe)."""
-    return {node for node in module.graph.nodes if node.op == "call_function" and node.target in OPS
-            and type(OPS[node.target]).observe is not OpDef.observe}
+    return {
+        node
+        for node in module.graph.nodes
+        if node.op == "call_function" and node.target in OPS and type(OPS[node.target]).observe is not OpDef.observe
+    }
 
 
 class _ObservingInterpreter(Interpreter):
@@ -235,8 +278,9 @@ class _ObservingInterpreter(Interpreter):
         return result
 
 
-def prepare_qat(spec: str, per_channel_linear: bool = False, weights: str = "int8",
-                int4_layers: Iterable[str] = ()) -> tuple[GraphModule, tuple]:
+def prepare_qat(
+    spec: str, per_channel_linear: bool = False, weights: str = "int8", int4_layers: Iterable[str] = ()
+) -> tuple[GraphModule, tuple]:
     """(module, example inputs): the float model `spec` (.pt2 or file.py:factory) ready for
     quantization-aware training with edgec's quantizer: exported, BatchNorm folded into its
     conv/linear (the folded weights made trainable parameters), fake-quantized wherever edgec's
@@ -253,12 +297,15 @@ def prepare_qat(spec: str, per_channel_linear: bool = False, weights: str = "int
         if "." not in name and value.is_floating_point() and name.startswith("_edgec_folded"):
             del module._buffers[name]
             module.register_parameter(name, torch.nn.Parameter(value.detach().clone()))
-    quantizer = EdgecQuantizer(per_channel_linear=per_channel_linear, qat=True, weights=weights, int4_layers=int4_layers)
+    quantizer = EdgecQuantizer(
+        per_channel_linear=per_channel_linear, qat=True, weights=weights, int4_layers=int4_layers
+    )
     return prepare_qat_pt2e(module, quantizer), loaded.example_inputs
 
 
 def convert_qat(module: GraphModule, example_inputs: tuple) -> torch.export.ExportedProgram:
     """The fine-tuned fake-quantized module as an int8 Q/DQ program (save it with torch.export.save)."""
     from torchao.quantization.pt2e import move_exported_model_to_eval
+
     converted = convert_pt2e(move_exported_model_to_eval(module), fold_quantize=True)
     return torch.export.export(converted, tuple(example_inputs))

@@ -3,6 +3,7 @@
 Both spellings are listed where torch.export's training IR and the decomposed core-ATen IR differ
 (a user's own PT2E program may come in either).
 """
+
 import operator
 
 import torch
@@ -41,42 +42,96 @@ def _(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
 
 MASKED_SOFTMAXES = {torch.ops.edgec.masked_softmax.default}
 ARGMAXES = {aten.argmax.default}
-ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
-               aten.hardtanh_.default, aten.clamp.default}
-MAX_POOLS = {aten.max_pool1d.default, aten.max_pool2d.default, aten.max_pool2d_with_indices.default,
-             aten.max_pool1d_with_indices.default}
+ACTIVATIONS = {
+    aten.relu.default,
+    aten.relu_.default,
+    aten.relu6.default,
+    aten.hardtanh.default,
+    aten.hardtanh_.default,
+    aten.clamp.default,
+}
+MAX_POOLS = {
+    aten.max_pool1d.default,
+    aten.max_pool2d.default,
+    aten.max_pool2d_with_indices.default,
+    aten.max_pool1d_with_indices.default,
+}
 AVG_POOLS = {aten.avg_pool1d.default, aten.avg_pool2d.default}
 ADAPTIVE_POOLS = {aten.adaptive_avg_pool1d.default, aten.adaptive_avg_pool2d.default}
 MEANS = {aten.mean.dim}
 POOLS = MAX_POOLS | AVG_POOLS | ADAPTIVE_POOLS | MEANS
-VIEWS = {aten.flatten.using_ints, aten.view.default, aten.reshape.default, aten._unsafe_view.default,
-         aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.unflatten.int}
+VIEWS = {
+    aten.flatten.using_ints,
+    aten.view.default,
+    aten.reshape.default,
+    aten._unsafe_view.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.unsqueeze.default,
+    aten.unflatten.int,
+}
 PADS = {aten.pad.default, aten.constant_pad_nd.default}
 # Ops whose output keeps the input's qparams because their kernel does not requantize.
 SHARED_QPARAMS = POOLS | VIEWS | PADS | {aten.dropout.default}
 BATCH_NORMS = {aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default}
 # Ops that vanish at inference (passes/normalize.py removes them before anything else runs).
-IDENTITIES = {aten.dropout.default, aten.feature_dropout.default, aten.alpha_dropout.default,
-              aten.feature_alpha_dropout.default, aten.clone.default, aten.contiguous.default,
-              aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default}
+IDENTITIES = {
+    aten.dropout.default,
+    aten.feature_dropout.default,
+    aten.alpha_dropout.default,
+    aten.feature_alpha_dropout.default,
+    aten.clone.default,
+    aten.contiguous.default,
+    aten.alias.default,
+    aten.detach.default,
+    aten.lift_fresh_copy.default,
+}
 GETITEM = operator.getitem
 # Operators passes/normalize.py rewrites into the primitives edgec lowers (layer norm, batch norm,
 # matmul, softmax).
 GROUP_NORMS = {aten.group_norm.default, aten.instance_norm.default}
 DECOMPOSED = GROUP_NORMS | {aten.scaled_dot_product_attention.default, aten.topk.default}  # topk: k=1 only
 # Other spellings of one operator (passes/normalize.py renames them): torch.clip, torch.max(a, b).
-ALIASES = {aten.clip.default: aten.clamp.default, aten.clip.Tensor: aten.clamp.Tensor,
-           aten.max.other: aten.maximum.default, aten.min.other: aten.minimum.default}
+ALIASES = {
+    aten.clip.default: aten.clamp.default,
+    aten.clip.Tensor: aten.clamp.Tensor,
+    aten.max.other: aten.maximum.default,
+    aten.min.other: aten.minimum.default,
+}
 
 # Data movement run as strided copies (edgec.ops.movement.Copy); the multi-output ones return a
 # tuple that getitem nodes pick from.
-MULTI_OUTPUT_COPIES = {aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.unbind.int,
-                       aten.tensor_split.sections, aten.tensor_split.indices}
-COPIES = {aten.cat.default, aten.concat.default, aten.stack.default, aten.permute.default, aten.transpose.int,
-          aten.t.default, aten.slice.Tensor, aten.select.int, aten.narrow.default, aten.expand.default,
-          aten.repeat.default, aten.flip.default, aten.roll.default, aten.pixel_shuffle.default,
-          aten.pixel_unshuffle.default, aten.channel_shuffle.default, aten.movedim.int, aten.swapaxes.default,
-          aten.tile.default, aten.hstack.default, aten.vstack.default} | MULTI_OUTPUT_COPIES
+MULTI_OUTPUT_COPIES = {
+    aten.split.Tensor,
+    aten.split_with_sizes.default,
+    aten.chunk.default,
+    aten.unbind.int,
+    aten.tensor_split.sections,
+    aten.tensor_split.indices,
+}
+COPIES = {
+    aten.cat.default,
+    aten.concat.default,
+    aten.stack.default,
+    aten.permute.default,
+    aten.transpose.int,
+    aten.t.default,
+    aten.slice.Tensor,
+    aten.select.int,
+    aten.narrow.default,
+    aten.expand.default,
+    aten.repeat.default,
+    aten.flip.default,
+    aten.roll.default,
+    aten.pixel_shuffle.default,
+    aten.pixel_unshuffle.default,
+    aten.channel_shuffle.default,
+    aten.movedim.int,
+    aten.swapaxes.default,
+    aten.tile.default,
+    aten.hstack.default,
+    aten.vstack.default,
+} | MULTI_OUTPUT_COPIES
 NEAREST_RESIZES = {aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default}
 RESIZES = NEAREST_RESIZES | {aten.upsample_bilinear2d.vec, aten.upsample_bilinear2d.default}
 REDUCTIONS = {aten.sum.dim_IntList, aten.amax.default, aten.amin.default}

@@ -19,6 +19,7 @@ int4 grid, scale * q), and the chosen scales are recorded on the node
 exactly the chosen integers. The layer inputs are the float model's (statistics gathered in one
 pass over the calibration samples: H and E[x] per group of the layer, never the samples).
 """
+
 from __future__ import annotations
 
 import copy
@@ -57,8 +58,11 @@ def round_int4_weights(module: GraphModule, nodes: list, samples: list[tuple], m
         h, mean = stats[node.name]
         rows = w.reshape(groups, w.shape[0] // groups, -1)
         scales = _search_scales(rows, h)
-        q = _gptq(rows, h, scales.reshape(groups, -1)) if method == "gptq" else \
-            _round(rows, scales.reshape(groups, -1, 1))
+        q = (
+            _gptq(rows, h, scales.reshape(groups, -1))
+            if method == "gptq"
+            else _round(rows, scales.reshape(groups, -1, 1))
+        )
         chosen = (q * scales.reshape(groups, -1, 1)).reshape(w.shape)
         if bias is not None:
             error = np.einsum("gok,gk->go", (rows - chosen.reshape(rows.shape)), mean).reshape(-1)
@@ -81,8 +85,9 @@ def _parameter(module: GraphModule, arg) -> torch.Tensor | None:
 
 def _geometry(node):
     """(stride, padding, dilation) as pairs, and groups; a linear layer's is (None, None, None, 1)."""
-    from edgec.ops.conv import conv_attrs
     from edgec.frontend.torch_ops import LINEARS
+    from edgec.ops.conv import conv_attrs
+
     if node.target in LINEARS:
         return None, None, None, 1
     stride, padding, dilation, groups = conv_attrs(node)
@@ -153,8 +158,10 @@ def _tapped_batches(tapped: GraphModule, samples: list[tuple]):
             stacked = tapped(*(torch.cat(inputs) for inputs in zip(*samples)))
         except Exception:  # a program whose shapes are fixed to one sample (e.g. a view to [1, K])
             stacked = None
-        expected = [(len(samples) * value.shape[0], *value.shape[1:]) if index % 2 == 0 else tuple(value.shape)
-                    for index, value in enumerate(single)]  # inputs stack, weights stay
+        expected = [
+            (len(samples) * value.shape[0], *value.shape[1:]) if index % 2 == 0 else tuple(value.shape)
+            for index, value in enumerate(single)
+        ]  # inputs stack, weights stay
         if stacked is not None and [tuple(value.shape) for value in stacked] == expected:
             yield stacked
             return
@@ -199,5 +206,5 @@ def _gptq(rows: np.ndarray, h: np.ndarray, scales: np.ndarray) -> np.ndarray:
     for i in range(k):
         q[:, :, i] = _round(w[:, :, i], scales)
         error = (w[:, :, i] - q[:, :, i] * scales) / upper[:, i, i][:, None]
-        w[:, :, i + 1:] -= error[:, :, None] * upper[:, None, i, i + 1:]
+        w[:, :, i + 1 :] -= error[:, :, None] * upper[:, None, i, i + 1 :]
     return q

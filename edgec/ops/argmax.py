@@ -2,23 +2,26 @@
 from the int8 activations (quantization keeps their order; ties the int8 grid makes take the
 first), runtime_c/src/movement/edgec_argmax_s8.c. The input is read in PyTorch's axis order (a
 channels-last tensor goes through a copy), the output written so."""
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
+from edgec.frontend.torch_ops import ARGMAXES
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.kernel import Field, Struct, ints
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate
-from edgec.frontend.torch_ops import ARGMAXES
-
 
 # The C struct of this unit's kernel (edgec.ops.kernel); edgec_nn.h's is generated from it.
-ARGMAX_DESC = Struct("edgec_argmax_desc", (
-    Field("outer", doc="the input viewed as [outer][axis_size][inner], contiguous"),
-    *ints("axis_size inner"),
-))
+ARGMAX_DESC = Struct(
+    "edgec_argmax_desc",
+    (
+        Field("outer", doc="the input viewed as [outer][axis_size][inner], contiguous"),
+        *ints("axis_size inner"),
+    ),
+)
 STRUCTS = (ARGMAX_DESC,)
 
 
@@ -26,7 +29,7 @@ def argmax_desc(shape, axis: int) -> dict:
     """Fields of the C struct edgec_argmax_desc: the input viewed as [outer][axis_size][inner]."""
     shape = tuple(int(d) for d in shape)
     axis = axis % len(shape)
-    return {"outer": math.prod(shape[:axis]), "axis_size": shape[axis], "inner": math.prod(shape[axis + 1:])}
+    return {"outer": math.prod(shape[:axis]), "axis_size": shape[axis], "inner": math.prod(shape[axis + 1 :])}
 
 
 def argmax_s8(x: np.ndarray, desc: dict) -> np.ndarray:
@@ -71,7 +74,8 @@ class ArgMax(OpDef):
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
         call = descriptor(ARGMAX_DESC, p, op.attrs["desc"])
-        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, (int32_t *)(void *){names.ptr(op.outputs[0])});"
+        output = f"(int32_t *)(void *){names.ptr(op.outputs[0])}"
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {output});"
         return call
 
 

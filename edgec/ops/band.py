@@ -19,6 +19,7 @@ same thing.
 The stage's output may be written over its input (InPlace at `input_offset`): an output row is
 stored only after every input row below the first one a later chunk reads is dead.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -45,6 +46,7 @@ def _align(value: int) -> int:
 @dataclass(frozen=True)
 class RowGeometry:
     """How a layer's output rows read its input rows."""
+
     kernel: int
     stride: int
     pad_top: int
@@ -67,8 +69,9 @@ def row_geometry(op: Op, graph: Graph) -> RowGeometry:
         kernel, stride, pad, dilation = a["weight"].shape[1], a["stride"][0], a["pad"][0], a["dilation"][0]
     else:
         kernel, stride, pad, dilation = a["kernel"][0], a["stride"][0], a["pad"][0], 1
-    return RowGeometry(kernel, stride, pad, dilation, graph.tensors[op.inputs[0]].shape[1],
-                       graph.tensors[op.outputs[0]].shape[1])
+    return RowGeometry(
+        kernel, stride, pad, dilation, graph.tensors[op.inputs[0]].shape[1], graph.tensors[op.outputs[0]].shape[1]
+    )
 
 
 def can_band(op: Op, graph: Graph) -> bool:
@@ -81,8 +84,13 @@ def can_band(op: Op, graph: Graph) -> bool:
     if op.kind == "avg_pool2d" and op.attrs.get("divisor") != "in_bounds":
         return False
     x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    return (len(x.shape) == 4 and x.shape[0] == 1 and x.dtype == y.dtype == "int8" and x.alias_of is None
-            and y.alias_of is None)
+    return (
+        len(x.shape) == 4
+        and x.shape[0] == 1
+        and x.dtype == y.dtype == "int8"
+        and x.alias_of is None
+        and y.alias_of is None
+    )
 
 
 def chain_input(layers: list[Op], index: int) -> str:
@@ -96,8 +104,9 @@ def check_chain(layers: list[Op]) -> None:
     reads the stage's input."""
     for index, layer in enumerate(layers):
         others = [name for name in layer.inputs if name != chain_input(layers, index)]
-        if len(others) == len(layer.inputs) or (others and (index != len(layers) - 1 or
-                                                             set(others) != {layers[0].inputs[0]})):
+        if len(others) == len(layer.inputs) or (
+            others and (index != len(layers) - 1 or set(others) != {layers[0].inputs[0]})
+        ):
             raise ValueError(f"{layer.name} does not continue the chain")
 
 
@@ -260,7 +269,7 @@ class BandStage(OpDef):
         d = op.attrs["input_offset"]
         out_at, in_at = max(0, -d), max(0, d)
         region = np.zeros(max(out_at + y_t.nbytes, in_at + x_t.nbytes), dtype=np.int8)
-        region[in_at:in_at + x_t.nbytes] = np.asarray(inputs[0], dtype=np.int8).ravel()
+        region[in_at : in_at + x_t.nbytes] = np.asarray(inputs[0], dtype=np.int8).ravel()
         windows = [np.zeros(size, dtype=np.int8) for _, size in self.windows(op, graph)]
         storage = [region[in_at:]] + windows + [region[out_at:]]
         for index, shift_from, shift_rows, in_row, in_rows, pad_top, out_row, out_rows in op.attrs["actions"].tolist():
@@ -268,17 +277,17 @@ class BandStage(OpDef):
             src_rb, dst_rb = row_bytes(graph, chain), row_bytes(graph, layer.outputs[0])
             if shift_rows:
                 window = storage[index + 1]
-                window[:shift_rows * dst_rb] = window[shift_from * dst_rb:(shift_from + shift_rows) * dst_rb].copy()
+                window[: shift_rows * dst_rb] = window[shift_from * dst_rb : (shift_from + shift_rows) * dst_rb].copy()
             band_op, band_graph = band_layer(layer, graph, chain, in_rows, out_rows, pad_top)
             # The chain input from its storage; a residual add's other input: the stage input's rows.
-            rows = {chain: storage[index][in_row * src_rb:(in_row + in_rows) * src_rb]}
+            rows = {chain: storage[index][in_row * src_rb : (in_row + in_rows) * src_rb]}
             for name in layer.inputs:
                 if name != chain:
-                    rows[name] = storage[0][out_row * src_rb:(out_row + out_rows) * src_rb]
+                    rows[name] = storage[0][out_row * src_rb : (out_row + out_rows) * src_rb]
             values = [rows[name].reshape(band_graph.tensors[name].shape).copy() for name in layer.inputs]
             y = unit_of(layer).golden(band_op, band_graph, values)
-            storage[index + 1][out_row * dst_rb:(out_row + out_rows) * dst_rb] = np.asarray(y, np.int8).ravel()
-        return region[out_at:out_at + y_t.nbytes].reshape(y_t.shape).copy()
+            storage[index + 1][out_row * dst_rb : (out_row + out_rows) * dst_rb] = np.asarray(y, np.int8).ravel()
+        return region[out_at : out_at + y_t.nbytes].reshape(y_t.shape).copy()
 
     def emit(self, op, graph, names) -> CCall:
         """A loop over the action table; each layer's case calls its kernel with copies of its
@@ -288,8 +297,11 @@ class BandStage(OpDef):
         windows = self.windows(op, graph)
         scratch = names.scratch(op)
         kernel_scratch = f"({scratch} + {self.kernel_scratch_offset(op, graph)})"
-        storage = [names.ptr(op.inputs[0])] + [f"({scratch} + {offset})" for offset, _ in windows] + \
-            [names.ptr(op.outputs[0])]
+        storage = (
+            [names.ptr(op.inputs[0])]
+            + [f"({scratch} + {offset})" for offset, _ in windows]
+            + [names.ptr(op.outputs[0])]
+        )
         constants, params, cases, required = [("int16_t", table, op.attrs["actions"])], [], [], []
         for index, layer in enumerate(layers):
             chain = chain_input(layers, index)
@@ -297,37 +309,48 @@ class BandStage(OpDef):
             ptrs = {name: "band_in" if name == chain else "band_skip" for name in layer.inputs}
             ptrs[layer.outputs[0]] = "band_y"
             body, layer_constants, layer_params, layer_required = (
-                _elementwise_calls if layer.kind in ELEMENTWISE_KINDS else _windowed_call)(
-                    layer, graph, _BandNames(names, ptrs, kernel_scratch), op.attrs["actions"], index)
+                _elementwise_calls if layer.kind in ELEMENTWISE_KINDS else _windowed_call
+            )(layer, graph, _BandNames(names, ptrs, kernel_scratch), op.attrs["actions"], index)
             constants += layer_constants
             params += layer_params
             required += layer_required
             shift = ""
             if index < len(layers) - 1:
-                shift = (f"            if (a[2] > 0) {{\n"
-                         f"                memmove(band_window, band_window + a[1] * {dst_rb}, (size_t)a[2] * {dst_rb}u);\n"
-                         f"            }}\n")
+                shift = (
+                    f"            if (a[2] > 0) {{\n"
+                    f"                memmove(band_window, band_window + a[1] * {dst_rb}, (size_t)a[2] * {dst_rb}u);\n"
+                    f"            }}\n"
+                )
             cases.append(
                 f"        case {index}: {{ /* {layer.name}: {layer.kind} */\n"
                 f"            int8_t *const band_in = {storage[index]} + a[3] * {src_rb};\n"
                 f"            int8_t *const band_window = {storage[index + 1]};\n"
                 f"            int8_t *const band_y = band_window + a[6] * {dst_rb};\n"
-                + (f"            int8_t *const band_skip = {storage[0]} + a[6] * {dst_rb};\n"
-                   if "band_skip" in ptrs.values() else "") +
-                f"{shift}{body}"
+                + (
+                    f"            int8_t *const band_skip = {storage[0]} + a[6] * {dst_rb};\n"
+                    if "band_skip" in ptrs.values()
+                    else ""
+                )
+                + f"{shift}{body}"
                 f"            break;\n"
-                f"        }}\n")
+                f"        }}\n"
+            )
         count = len(op.attrs["actions"])
         layer_id = names.graph.ops.index(op) if op in names.graph.ops else 0
         # Test builds check the writes of every band, not only of the whole stage.
-        check = (f"#ifdef EDGEC_CHECK_WRITES\n        status |= {names.model}_check_writes(arena, {layer_id});\n"
-                 f"        {names.model}_snapshot_arena(arena);\n#endif\n")
-        code = (f"{{\n    int32_t band_step;\n"
-                f"    for (band_step = 0; band_step < {count} && status == EDGEC_OK; ++band_step) {{\n"
-                f"        const int16_t *const a = &{table}[band_step * {len(ACTION_FIELDS)}];\n"
-                f"        switch (a[0]) {{\n" + "".join(cases) +
-                f"        default:\n            status = EDGEC_ARG_ERROR;\n            break;\n        }}\n"
-                f"{check}    }}\n}}")
+        check = (
+            f"#ifdef EDGEC_CHECK_WRITES\n        status |= {names.model}_check_writes(arena, {layer_id});\n"
+            f"        {names.model}_snapshot_arena(arena);\n#endif\n"
+        )
+        code = (
+            f"{{\n    int32_t band_step;\n"
+            f"    for (band_step = 0; band_step < {count} && status == EDGEC_OK; ++band_step) {{\n"
+            f"        const int16_t *const a = &{table}[band_step * {len(ACTION_FIELDS)}];\n"
+            f"        switch (a[0]) {{\n"
+            + "".join(cases)
+            + f"        default:\n            status = EDGEC_ARG_ERROR;\n            break;\n        }}\n"
+            f"{check}    }}\n}}"
+        )
         largest = "0"
         for expression in required:
             largest = f"(({expression}) > ({largest}) ? ({expression}) : ({largest}))"
@@ -340,14 +363,19 @@ def _windowed_call(layer: Op, graph: Graph, names: "_BandNames", actions: np.nda
     call = unit_of(layer).emit(layer, graph, names)
     p = names.symbol(layer, "")
     ctype = next(ctype for ctype, symbol, _ in call.params if symbol == f"{p}params")
-    code = (call.code.replace(f"&{p}params", "&band_params").replace(f"&{p}input_dims", "&band_input_dims")
-            .replace(f"&{p}output_dims", "&band_output_dims"))
-    body = (f"            {ctype} band_params = {p}params;\n"
-            f"            edgec_dims band_input_dims = {p}input_dims, band_output_dims = {p}output_dims;\n"
-            f"            band_params.pad_top = a[5];\n"
-            f"            band_input_dims.h = a[4];\n"
-            f"            band_output_dims.h = a[7];\n"
-            f"            {code}\n")
+    code = (
+        call.code.replace(f"&{p}params", "&band_params")
+        .replace(f"&{p}input_dims", "&band_input_dims")
+        .replace(f"&{p}output_dims", "&band_output_dims")
+    )
+    body = (
+        f"            {ctype} band_params = {p}params;\n"
+        f"            edgec_dims band_input_dims = {p}input_dims, band_output_dims = {p}output_dims;\n"
+        f"            band_params.pad_top = a[5];\n"
+        f"            band_input_dims.h = a[4];\n"
+        f"            band_output_dims.h = a[7];\n"
+        f"            {code}\n"
+    )
     return body, call.constants, call.params, [call.scratch_required] if call.scratch_required else []
 
 
@@ -398,13 +426,26 @@ def make_stage(ops: list[Op], graph: Graph, chunk: int) -> Op:
     """The band stage op that runs `ops` (a chain, each reading the one before) `chunk` rows per call."""
     check_chain(ops)
     schedule = band_schedule(ops, graph, chunk)
-    stage = Op(f"band_{ops[0].name}", BandStage.kind, [ops[0].inputs[0]], [ops[-1].outputs[0]],
-               {"ops": list(ops), "chunk": chunk, "actions": schedule.actions, "window_rows": schedule.window_rows,
-                "moved_bytes": schedule.moved_bytes, "input_offset": input_offset(ops, graph, schedule.actions)},
-               source=ops[0].source)
-    stage.kernel = KernelChoice(UNIT.kernel_function(stage), "band",
-                                f"band stage (--ram): {', '.join(op.name for op in ops)} run depth-first, "
-                                f"{chunk} rows per kernel call")
+    stage = Op(
+        f"band_{ops[0].name}",
+        BandStage.kind,
+        [ops[0].inputs[0]],
+        [ops[-1].outputs[0]],
+        {
+            "ops": list(ops),
+            "chunk": chunk,
+            "actions": schedule.actions,
+            "window_rows": schedule.window_rows,
+            "moved_bytes": schedule.moved_bytes,
+            "input_offset": input_offset(ops, graph, schedule.actions),
+        },
+        source=ops[0].source,
+    )
+    stage.kernel = KernelChoice(
+        UNIT.kernel_function(stage),
+        "band",
+        f"band stage (--ram): {', '.join(op.name for op in ops)} run depth-first, {chunk} rows per kernel call",
+    )
     return stage
 
 

@@ -6,6 +6,7 @@ constants it needs, how the golden kernel runs it, which C call it emits and whi
 sources that call needs, what memory it uses besides its input and output, and whether it can
 run in place.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,8 +15,6 @@ import numpy as np
 
 from edgec.ir import Graph, InPlace, KernelChoice, Op
 from edgec.ops.kernel import Struct
-
-
 
 # Every unit by IR kind, filled by edgec.ops (whose __init__ lists the units): a unit that runs
 # others (a band stage's layers, an int16 unit's int8 counterpart) looks them up here, without
@@ -28,9 +27,11 @@ def unit_of(op: Op) -> "OpDef":
     CMSIS-NN unit, chosen after lowering)."""
     return KINDS[op.kernel.unit if op.kernel is not None and op.kernel.unit else op.kind]
 
+
 @dataclass
 class CCall:
     """One layer of generated C: the kernel call, the flash constants it references."""
+
     code: str  # C statement(s) ending in ';' -- they set `status`
     constants: list  # [(c_type, symbol, np.ndarray)] emitted const into the weights file
     params: list  # [(c_type, symbol, initializer)] emitted static const into the model file
@@ -44,8 +45,14 @@ class CCall:
     function: str = ""
 
 
-C_ARRAY_TYPES = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dtype(np.int32): "int32_t",
-                 np.dtype(np.int64): "int64_t", np.dtype(np.uint8): "uint8_t", np.dtype(np.uint16): "uint16_t"}
+C_ARRAY_TYPES = {
+    np.dtype(np.int8): "int8_t",
+    np.dtype(np.int16): "int16_t",
+    np.dtype(np.int32): "int32_t",
+    np.dtype(np.int64): "int64_t",
+    np.dtype(np.uint8): "uint8_t",
+    np.dtype(np.uint16): "uint16_t",
+}
 
 
 def descriptor(struct: Struct, symbol: str, fields: dict) -> CCall:

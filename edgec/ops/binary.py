@@ -12,6 +12,7 @@ need one or two loop levels: same shape [N] (strides 1, 1), a scalar operand [N]
 per-channel operand over pixels, NHWC [1,H,W,C] * [1,1,1,C]: [H*W, C] with strides (C, 1) and
 (0, 1). The small operand is read in place, never copied.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,23 +23,23 @@ from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
+from edgec.frontend.torch_ops import aten
 from edgec.ir import InPlace, Tensor, same_bytes, stored_shape, to_stored
 from edgec.numerics import (
     INT8_MAX,
     INT8_MIN,
     activation_bounds,
-    round_half_away,
     quantize_multiplier,
     requantize,
+    round_half_away,
     saturate_int8,
     wrap_int32,
 )
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.eltwise import add_params, require_quantized
+from edgec.ops.kernel import Const, Field, Struct, ints
 from edgec.ops.kernel_layout import kernel_isa, packed_choice
 from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, annotate_with_output
-from edgec.frontend.torch_ops import aten
-from edgec.ops.kernel import Const, Field, ints, Struct
 
 # Op codes of edgec_binary_desc.op (enum edgec_binary_op in edgec_nn.h).
 BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "minimum": 3, "maximum": 4}
@@ -46,46 +47,66 @@ BINARY_MAX_DIMS = 6  # EDGEC_BINARY_MAX_DIMS
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
 BINARY_DIMS = Const("EDGEC_BINARY_MAX_DIMS", BINARY_MAX_DIMS)
-BINARY_DESC = Struct("edgec_binary_desc", (
-    Field('op', doc='an edgec_binary_op'),
-    Field('num_dims', doc='1..EDGEC_BINARY_MAX_DIMS'),
-    Field('dims', doc='output dims, each >= 1', count=BINARY_DIMS),
-    Field('strides1', doc='input1 element strides, >= 0', count=BINARY_DIMS),
-    Field('strides2', doc='input2 element strides, >= 0', count=BINARY_DIMS),
-    Field('input1_offset', doc='-zero_point of input 1, in [-127, 128]'),
-    Field('input1_multiplier', doc='add/sub; all multipliers >= 0'),
-    *ints("input1_shift"),
-    Field('input2_offset', doc='-zero_point of input 2, in [-127, 128]'),
-    Field('input2_multiplier', doc='add/sub'),
-    *ints("input2_shift"),
-    Field('left_shift', doc='add/sub: 20; 0..23'),
-    Field('output_offset', doc='output zero point, in [-128, 127]'),
-    *ints("output_multiplier"),
-    Field('output_shift', doc='shifts: -31..31, positive to the left'),
-    *ints("act_min act_max"),
-))
-PRELU_DESC = Struct("edgec_prelu_desc", (
-    *ints("num_dims"),
-    Field('dims', count=BINARY_DIMS),
-    Field('input_strides', count=BINARY_DIMS),
-    Field('alpha_strides', count=BINARY_DIMS),
-    Field('input_offset', doc='-zero_point of the input, in [-127, 128]'),
-    Field('alpha_offset', doc='-zero_point of alpha, in [-127, 128]'),
-    Field('output_offset', doc='in [-128, 127]'),
-    Field('identity_multiplier', doc='QuantizeMultiplier(s_in / s_out), >= 0'),
-    *ints("identity_shift"),
-    Field('alpha_multiplier', doc='QuantizeMultiplier(s_in * s_alpha / s_out), >= 0'),
-    Field('alpha_shift', doc='shifts: -31..31'),
-    Field('act_min', doc="-128 and 127 for TFLite's PRELU"),
-    *ints("act_max"),
-))
-STRUCTS = (BINARY_DESC, PRELU_DESC,)
+BINARY_DESC = Struct(
+    "edgec_binary_desc",
+    (
+        Field("op", doc="an edgec_binary_op"),
+        Field("num_dims", doc="1..EDGEC_BINARY_MAX_DIMS"),
+        Field("dims", doc="output dims, each >= 1", count=BINARY_DIMS),
+        Field("strides1", doc="input1 element strides, >= 0", count=BINARY_DIMS),
+        Field("strides2", doc="input2 element strides, >= 0", count=BINARY_DIMS),
+        Field("input1_offset", doc="-zero_point of input 1, in [-127, 128]"),
+        Field("input1_multiplier", doc="add/sub; all multipliers >= 0"),
+        *ints("input1_shift"),
+        Field("input2_offset", doc="-zero_point of input 2, in [-127, 128]"),
+        Field("input2_multiplier", doc="add/sub"),
+        *ints("input2_shift"),
+        Field("left_shift", doc="add/sub: 20; 0..23"),
+        Field("output_offset", doc="output zero point, in [-128, 127]"),
+        *ints("output_multiplier"),
+        Field("output_shift", doc="shifts: -31..31, positive to the left"),
+        *ints("act_min act_max"),
+    ),
+)
+PRELU_DESC = Struct(
+    "edgec_prelu_desc",
+    (
+        *ints("num_dims"),
+        Field("dims", count=BINARY_DIMS),
+        Field("input_strides", count=BINARY_DIMS),
+        Field("alpha_strides", count=BINARY_DIMS),
+        Field("input_offset", doc="-zero_point of the input, in [-127, 128]"),
+        Field("alpha_offset", doc="-zero_point of alpha, in [-127, 128]"),
+        Field("output_offset", doc="in [-128, 127]"),
+        Field("identity_multiplier", doc="QuantizeMultiplier(s_in / s_out), >= 0"),
+        *ints("identity_shift"),
+        Field("alpha_multiplier", doc="QuantizeMultiplier(s_in * s_alpha / s_out), >= 0"),
+        Field("alpha_shift", doc="shifts: -31..31"),
+        Field("act_min", doc="-128 and 127 for TFLite's PRELU"),
+        *ints("act_max"),
+    ),
+)
+STRUCTS = (
+    BINARY_DESC,
+    PRELU_DESC,
+)
 
 # edgec_binary_desc's quantization fields, after op and the layout (edgec_add_params' names and
 # order, so add and sub fill them straight from add_params).
-_QUANT_FIELDS = ("input1_offset", "input1_multiplier", "input1_shift", "input2_offset",
-                 "input2_multiplier", "input2_shift", "left_shift", "output_offset",
-                 "output_multiplier", "output_shift", "act_min", "act_max")
+_QUANT_FIELDS = (
+    "input1_offset",
+    "input1_multiplier",
+    "input1_shift",
+    "input2_offset",
+    "input2_multiplier",
+    "input2_shift",
+    "left_shift",
+    "output_offset",
+    "output_multiplier",
+    "output_shift",
+    "act_min",
+    "act_max",
+)
 
 
 def broadcast_layout(shape1, shape2) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
@@ -105,7 +126,7 @@ def broadcast_layout(shape1, shape2) -> tuple[tuple[int, ...], tuple[int, ...], 
     strides = []
     for shape in (shape1, shape2):
         padded = (1,) * (rank - len(shape)) + shape
-        contiguous = [int(np.prod(padded[d + 1:], dtype=np.int64)) for d in range(rank)]
+        contiguous = [int(np.prod(padded[d + 1 :], dtype=np.int64)) for d in range(rank)]
         strides.append([0 if size == 1 else step for size, step in zip(padded, contiguous)])
     dims, merged1, merged2 = [], [], []
     for d in range(rank):
@@ -128,15 +149,29 @@ def _layout_fields(shape1, shape2, stride_names: tuple[str, str]) -> dict:
     strides with 0; the kernels read only the first num_dims)."""
     dims, strides1, strides2 = broadcast_layout(shape1, shape2)
     if len(dims) > BINARY_MAX_DIMS:
-        raise ValueError(f"broadcasting {tuple(shape1)} with {tuple(shape2)} needs {len(dims)} loop levels, "
-                         f"more than {BINARY_MAX_DIMS}")
+        raise ValueError(
+            f"broadcasting {tuple(shape1)} with {tuple(shape2)} needs {len(dims)} loop levels, "
+            f"more than {BINARY_MAX_DIMS}"
+        )
     pad = BINARY_MAX_DIMS - len(dims)
-    return {"num_dims": len(dims), "dims": dims + (1,) * pad,
-            stride_names[0]: strides1 + (0,) * pad, stride_names[1]: strides2 + (0,) * pad}
+    return {
+        "num_dims": len(dims),
+        "dims": dims + (1,) * pad,
+        stride_names[0]: strides1 + (0,) * pad,
+        stride_names[1]: strides2 + (0,) * pad,
+    }
 
 
-def binary_desc(op: str, shape1, shape2, q1: tuple[float, int], q2: tuple[float, int],
-                q_out: tuple[float, int], act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> dict:
+def binary_desc(
+    op: str,
+    shape1,
+    shape2,
+    q1: tuple[float, int],
+    q2: tuple[float, int],
+    q_out: tuple[float, int],
+    act_min: int = INT8_MIN,
+    act_max: int = INT8_MAX,
+) -> dict:
     """Fields of the C struct edgec_binary_desc (same names, same order) for y = op(x1, x2) with
     NumPy broadcasting; q1, q2, q_out are (scale, zero_point). Tuple values are the C arrays.
 
@@ -155,19 +190,33 @@ def binary_desc(op: str, shape1, shape2, q1: tuple[float, int], q2: tuple[float,
     elif op == "mul":
         multiplier, shift = quantize_multiplier(float(s1) * float(s2) / float(s_out))
         quant = dict.fromkeys(_QUANT_FIELDS, 0)
-        quant.update(input1_offset=-int(zp1), input2_offset=-int(zp2), output_offset=int(zp_out),
-                     output_multiplier=multiplier, output_shift=shift)
+        quant.update(
+            input1_offset=-int(zp1),
+            input2_offset=-int(zp2),
+            output_offset=int(zp_out),
+            output_multiplier=multiplier,
+            output_shift=shift,
+        )
     else:
         if not (float(s1), int(zp1)) == (float(s2), int(zp2)) == (float(s_out), int(zp_out)):
-            raise ValueError(f"{op} compares raw int8 values: its inputs and output need the same scale and "
-                             f"zero point, got {q1}, {q2} and {q_out}")
+            raise ValueError(
+                f"{op} compares raw int8 values: its inputs and output need the same scale and "
+                f"zero point, got {q1}, {q2} and {q_out}"
+            )
         quant = dict.fromkeys(_QUANT_FIELDS, 0)
     quant["act_min"], quant["act_max"] = int(act_min), int(act_max)
     return {**desc, **{name: quant[name] for name in _QUANT_FIELDS}}
 
 
-def prelu_desc(input_shape, alpha_shape, q_in: tuple[float, int], q_alpha: tuple[float, int],
-               q_out: tuple[float, int], act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> dict:
+def prelu_desc(
+    input_shape,
+    alpha_shape,
+    q_in: tuple[float, int],
+    q_alpha: tuple[float, int],
+    q_out: tuple[float, int],
+    act_min: int = INT8_MIN,
+    act_max: int = INT8_MAX,
+) -> dict:
     """Fields of the C struct edgec_prelu_desc (same names, same order) for y = x if x >= 0 else
     alpha * x, alpha broadcast against x (NHWC per channel: alpha [C] over [1,H,W,C]; or one
     alpha). TFLite's int8 PRELU (CalculatePreluParams): identity multiplier
@@ -177,11 +226,18 @@ def prelu_desc(input_shape, alpha_shape, q_in: tuple[float, int], q_alpha: tuple
     (s_in, zp_in), (s_alpha, zp_alpha), (s_out, zp_out) = q_in, q_alpha, q_out
     identity_multiplier, identity_shift = quantize_multiplier(float(s_in) / float(s_out))
     alpha_multiplier, alpha_shift = quantize_multiplier(float(s_in) * float(s_alpha) / float(s_out))
-    return {**_layout_fields(input_shape, alpha_shape, ("input_strides", "alpha_strides")),
-            "input_offset": -int(zp_in), "alpha_offset": -int(zp_alpha), "output_offset": int(zp_out),
-            "identity_multiplier": identity_multiplier, "identity_shift": identity_shift,
-            "alpha_multiplier": alpha_multiplier, "alpha_shift": alpha_shift,
-            "act_min": int(act_min), "act_max": int(act_max)}
+    return {
+        **_layout_fields(input_shape, alpha_shape, ("input_strides", "alpha_strides")),
+        "input_offset": -int(zp_in),
+        "alpha_offset": -int(zp_alpha),
+        "output_offset": int(zp_out),
+        "identity_multiplier": identity_multiplier,
+        "identity_shift": identity_shift,
+        "alpha_multiplier": alpha_multiplier,
+        "alpha_shift": alpha_shift,
+        "act_min": int(act_min),
+        "act_max": int(act_max),
+    }
 
 
 def _gathered(x1: np.ndarray, x2: np.ndarray, desc: dict, stride_names: tuple[str, str]):
@@ -191,13 +247,13 @@ def _gathered(x1: np.ndarray, x2: np.ndarray, desc: dict, stride_names: tuple[st
         if np.asarray(x).dtype != np.int8:
             raise TypeError(f"binary kernels expect int8 inputs, got {np.asarray(x).dtype}")
     out_shape = np.broadcast_shapes(np.shape(x1), np.shape(x2))
-    dims = desc["dims"][:desc["num_dims"]]
+    dims = desc["dims"][: desc["num_dims"]]
     if int(np.prod(dims, dtype=np.int64)) != int(np.prod(out_shape, dtype=np.int64)):
         raise ValueError(f"descriptor dims {dims} do not cover the broadcast shape {out_shape}")
     flat = []
     for x, name in zip((x1, x2), stride_names):
         index = np.zeros((), dtype=np.int64)
-        for size, stride in zip(dims, desc[name][:desc["num_dims"]]):
+        for size, stride in zip(dims, desc[name][: desc["num_dims"]]):
             index = index[..., None] + np.arange(size, dtype=np.int64) * stride
         flat.append(np.ascontiguousarray(x).reshape(-1).astype(np.int64)[index.reshape(-1)])
     return flat[0], flat[1], out_shape
@@ -256,17 +312,22 @@ def prelu_s8(x, alpha, desc: dict) -> np.ndarray:
     return saturate_int8(y, desc["act_min"], desc["act_max"]).reshape(out_shape)
 
 
-
 # -- the op units ---------------------------------------------------------------------------------
 
 # torch target -> (binary op, operands swapped, the constant operand is a divisor)
 _TARGETS = {
-    aten.add.Tensor: ("add", False, False), aten.add.Scalar: ("add", False, False),
-    aten.sub.Tensor: ("sub", False, False), aten.sub.Scalar: ("sub", False, False),
-    aten.rsub.Tensor: ("sub", True, False), aten.rsub.Scalar: ("sub", True, False),
-    aten.mul.Tensor: ("mul", False, False), aten.mul.Scalar: ("mul", False, False),
-    aten.div.Tensor: ("mul", False, True), aten.div.Scalar: ("mul", False, True),
-    aten.minimum.default: ("minimum", False, False), aten.maximum.default: ("maximum", False, False),
+    aten.add.Tensor: ("add", False, False),
+    aten.add.Scalar: ("add", False, False),
+    aten.sub.Tensor: ("sub", False, False),
+    aten.sub.Scalar: ("sub", False, False),
+    aten.rsub.Tensor: ("sub", True, False),
+    aten.rsub.Scalar: ("sub", True, False),
+    aten.mul.Tensor: ("mul", False, False),
+    aten.mul.Scalar: ("mul", False, False),
+    aten.div.Tensor: ("mul", False, True),
+    aten.div.Scalar: ("mul", False, True),
+    aten.minimum.default: ("minimum", False, False),
+    aten.maximum.default: ("maximum", False, False),
 }
 _SHARED_QPARAMS = ("minimum", "maximum")  # they compare raw int8: inputs and output share qparams
 
@@ -275,6 +336,7 @@ _SHARED_QPARAMS = ("minimum", "maximum")  # they compare raw int8: inputs and ou
 class ConstantOperand:
     """A binary op's compile-time operand: int8 values (in PyTorch axis order until relayout, then
     stored like the output) with their qparams."""
+
     index: int  # which operand (0 or 1)
     values: np.ndarray
     scale: float
@@ -303,13 +365,16 @@ class Binary(OpDef):
     activations or an activation and a constant (a tensor or a Python scalar). The same-shape add
     of two activations runs edgec_add_s8 (kind 'add', edgec.ops.eltwise); everything else
     edgec_binary_s8, whose descriptor reads a broadcast operand in place."""
+
     kind = "binary"
     targets = frozenset(_TARGETS)
     runtime_sources = ("eltwise/edgec_binary_s8.c",)
     fuses_activation = True
     layout_follows_input = True
-    limits = ("alpha 1; division by a constant only, without rounding_mode; broadcasting within "
-              f"{BINARY_MAX_DIMS} loop levels")
+    limits = (
+        "alpha 1; division by a constant only, without rounding_mode; broadcasting within "
+        f"{BINARY_MAX_DIMS} loop levels"
+    )
 
     def annotate(self, node) -> None:
         op = _TARGETS[node.target][0]
@@ -332,7 +397,10 @@ class Binary(OpDef):
         shapes = [tuple(a.meta["val"].shape) if isinstance(a, Node) and "val" in a.meta else () for a in node.args[:2]]
         try:
             if len(broadcast_layout(*shapes)[0]) > BINARY_MAX_DIMS:
-                return f"{node.target} broadcasting {list(shapes[0])} with {list(shapes[1])} (more than {BINARY_MAX_DIMS} loop levels)"
+                return (
+                    f"{node.target} broadcasting {list(shapes[0])} with {list(shapes[1])} "
+                    f"(more than {BINARY_MAX_DIMS} loop levels)"
+                )
         except ValueError:
             return f"{node.target} of shapes {list(shapes[0])} and {list(shapes[1])} that do not broadcast"
         return None
@@ -353,8 +421,16 @@ class Binary(OpDef):
         if op == "add" and constant is None and tensors[0].shape == tensors[1].shape == out.shape:
             ctx.add_op("add", node, live, [out], clamp=(None, None))
             return
-        ctx.add_op(self.kind, node, live, [out], op=op, constant=constant, clamp=(None, None),
-                   torch_shapes=[tuple(like.shape) if t is None else None for t in tensors])
+        ctx.add_op(
+            self.kind,
+            node,
+            live,
+            [out],
+            op=op,
+            constant=constant,
+            clamp=(None, None),
+            torch_shapes=[tuple(like.shape) if t is None else None for t in tensors],
+        )
 
     @staticmethod
     def _constant(ctx, node, index, arg, op, divisor, like) -> ConstantOperand:
@@ -362,9 +438,13 @@ class Binary(OpDef):
             value = ctx.constant(arg)
             # An int16 constant (of an int16 layer) is refused with the layers that have no int16 kernel.
             if not value.quantized or value.value.dtype not in (np.int8, np.int16) or len(value.scales) != 1:
-                raise EdgecError(f"{source_line(node)}: the constant operand of {op} must be quantized per tensor to int8")
+                raise EdgecError(
+                    f"{source_line(node)}: the constant operand of {op} must be quantized per tensor to int8"
+                )
             if divisor:
-                raise EdgecError(f"{source_line(node)}: division by a constant tensor is not supported; multiply by its inverse")
+                raise EdgecError(
+                    f"{source_line(node)}: division by a constant tensor is not supported; multiply by its inverse"
+                )
             return ConstantOperand(index, value.value, float(value.scales[0]), int(value.zero_points[0]))
         scalar = float(arg)
         if divisor:
@@ -382,15 +462,19 @@ class Binary(OpDef):
         for index in range(2):
             if constant is not None and constant.index == index:
                 shape = _broadcast_stored(constant.values.shape, out)
-                padded = constant.values.reshape((1,) * (len(out.torch_shape) - constant.values.ndim) + constant.values.shape)
+                padded = constant.values.reshape(
+                    (1,) * (len(out.torch_shape) - constant.values.ndim) + constant.values.shape
+                )
                 constant.values = to_stored(out, padded).reshape(shape)
             else:
                 tensor = graph.tensors[next(live)]
                 shape = _broadcast_stored(tensor.torch_shape, out)
                 padded = (1,) * (len(out.torch_shape) - len(tensor.torch_shape)) + tensor.torch_shape
                 if not same_bytes(tensor.torch_shape, tensor.perm, padded, out.perm):
-                    raise EdgecError(f"{op.source}: {op.attrs['op']} broadcasts an operand stored as "
-                                     f"{list(tensor.shape)} against {list(out.shape)}; edgec cannot read it in place")
+                    raise EdgecError(
+                        f"{op.source}: {op.attrs['op']} broadcasts an operand stored as "
+                        f"{list(tensor.shape)} against {list(out.shape)}; edgec cannot read it in place"
+                    )
             shapes.append(shape)
         op.attrs["shapes"] = shapes
 
@@ -409,15 +493,17 @@ class Binary(OpDef):
         out = graph.tensors[op.outputs[0]]
         bounds = activation_bounds(out.zero_point, out.scale, *op.attrs["clamp"])
         try:
-            op.attrs["desc"] = binary_desc(op.attrs["op"], *op.attrs["shapes"], *self._qparams(op, graph),
-                                           (out.scale, out.zero_point), *bounds)
+            op.attrs["desc"] = binary_desc(
+                op.attrs["op"], *op.attrs["shapes"], *self._qparams(op, graph), (out.scale, out.zero_point), *bounds
+            )
         except ValueError as exc:
             raise EdgecError(f"{op.source}: {exc}") from None
 
     def _operands(self, op, inputs):
         constant, live = op.attrs["constant"], iter(inputs)
-        return [constant.values if constant is not None and constant.index == index else next(live)
-                for index in range(2)]
+        return [
+            constant.values if constant is not None and constant.index == index else next(live) for index in range(2)
+        ]
 
     def golden(self, op, graph, inputs):
         x1, x2 = (np.asarray(x).reshape(shape) for x, shape in zip(self._operands(op, inputs), op.attrs["shapes"]))
@@ -453,6 +539,7 @@ class Binary(OpDef):
 class Prelu(OpDef):
     """nn.PReLU: per-channel (or one) slope, TFLite's int8 PRELU arithmetic, the slopes read in
     place per channel."""
+
     kind, c_function = "prelu", "edgec_prelu_s8"
     targets = frozenset({aten.prelu.default, aten._prelu_kernel.default})
     runtime_sources = ("eltwise/edgec_binary_s8.c",)
@@ -471,8 +558,14 @@ class Prelu(OpDef):
         shape = [1] * len(x.shape)
         if slopes.size > 1:
             shape[1 if len(x.shape) > 1 else 0] = slopes.size
-        ctx.add_op(self.kind, node, [x], [ctx.output(node)], clamp=(None, None),
-                   alpha=ConstantOperand(1, slopes.reshape(shape), float(alpha.scales[0]), int(alpha.zero_points[0])))
+        ctx.add_op(
+            self.kind,
+            node,
+            [x],
+            [ctx.output(node)],
+            clamp=(None, None),
+            alpha=ConstantOperand(1, slopes.reshape(shape), float(alpha.scales[0]), int(alpha.zero_points[0])),
+        )
 
     def relayout(self, op, graph) -> None:
         out = graph.tensors[op.outputs[0]]
@@ -483,8 +576,14 @@ class Prelu(OpDef):
     def finalize(self, op, graph) -> None:
         x, out, alpha = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]], op.attrs["alpha"]
         bounds = activation_bounds(out.zero_point, out.scale, *op.attrs["clamp"])
-        op.attrs["desc"] = prelu_desc(x.shape, alpha.values.shape, (x.scale, x.zero_point),
-                                      (alpha.scale, alpha.zero_point), (out.scale, out.zero_point), *bounds)
+        op.attrs["desc"] = prelu_desc(
+            x.shape,
+            alpha.values.shape,
+            (x.scale, x.zero_point),
+            (alpha.scale, alpha.zero_point),
+            (out.scale, out.zero_point),
+            *bounds,
+        )
 
     def golden(self, op, graph, inputs):
         return prelu_s8(inputs[0], op.attrs["alpha"].values, op.attrs["desc"])
@@ -494,7 +593,9 @@ class Prelu(OpDef):
         call = descriptor(PRELU_DESC, p, op.attrs["desc"])
         symbol = names.symbol(op, "alpha")
         call.constants.append(("int8_t", symbol, op.attrs["alpha"].values.ravel()))
-        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {symbol}, {names.ptr(op.outputs[0])});"
+        call.code = (
+            f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {symbol}, {names.ptr(op.outputs[0])});"
+        )
         return call
 
     def in_place(self, op, graph, target):

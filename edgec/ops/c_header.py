@@ -6,6 +6,7 @@ and is that unit's description printed as C; the doc comments of the functions a
 hand-written. `python3 -m edgec.ops.c_header` rewrites the regions, `--check` exits 1 (naming the
 regions) when the header differs from the schema (tests/test_kernel_schema.py runs it).
 """
+
 from __future__ import annotations
 
 import re
@@ -24,9 +25,11 @@ def header_path():
 def regenerate(text: str) -> str:
     """`text` (the header) with every generated region printed anew from the schema; KeyError
     for a region the schema does not describe."""
+
     def region(match: re.Match) -> str:
         item, module = SCHEMA[match.group(2)]
         return f"/* generated from {module}: {match.group(2)} */\n{item}\n/* end of {match.group(2)} */"
+
     return REGION.sub(region, text)
 
 
@@ -41,8 +44,10 @@ def main(argv: list[str]) -> int:
     if "--check" in argv:
         stale = [m.group(2) for m, n in zip(REGION.finditer(text), REGION.finditer(new)) if m.group(0) != n.group(0)]
         if stale:
-            print(f"{path} differs from the kernel schema in {', '.join(stale)}: run python3 -m edgec.ops.c_header",
-                  file=sys.stderr)
+            print(
+                f"{path} differs from the kernel schema in {', '.join(stale)}: run python3 -m edgec.ops.c_header",
+                file=sys.stderr,
+            )
             return 1
         return 0
     if new != text:

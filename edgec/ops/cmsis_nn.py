@@ -14,12 +14,11 @@ the Helium fully connected kernel's per-row sums (arm_vector_sum_s8's bias + inp
 row's weight sum, which TFLite Micro computes once at Prepare) are computed here at compile time
 and kept in flash.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from edgec.targets import cmsis_nn_build as library
-from edgec.targets.cmsis_nn import commit
 from edgec.ir import Graph, KernelChoice, Op
 from edgec.numerics import wrap_int32
 from edgec.ops.base import CCall
@@ -30,6 +29,8 @@ from edgec.ops.int16_units import VIEW_KINDS
 from edgec.ops.linear import FullyConnected
 from edgec.ops.pool import AvgPool2d, MaxPool2d
 from edgec.ops.softmax import Softmax
+from edgec.targets import cmsis_nn_build as library
+from edgec.targets.cmsis_nn import commit
 
 PREFIX = "cmsis_nn_"
 
@@ -58,9 +59,11 @@ def _context(names, op: Op, size_check: str | None) -> str:
     size = op.attrs["cmsis_nn_buffer"]
     lines = [f"const cmsis_nn_context ctx = {{{names.scratch(op) if size else 'NULL'}, {size}}};"]
     if size_check is not None:
-        lines += ["#if defined(EDGEC_CHECK_WRITES)",
-                  f"    if ({size_check} > {size}) {{ status |= EDGEC_ARG_ERROR; }}",
-                  "#endif"]
+        lines += [
+            "#if defined(EDGEC_CHECK_WRITES)",
+            f"    if ({size_check} > {size}) {{ status |= EDGEC_ARG_ERROR; }}",
+            "#endif",
+        ]
     return "\n    ".join(lines)
 
 
@@ -81,6 +84,7 @@ def _bias(p: str, op: Op, channels: int) -> tuple:
 class _ContextBuffer:
     """A CMSIS-NN layer whose context buffer (op.attrs["cmsis_nn_buffer"] bytes) is its scratch;
     it never runs in place. By default it takes every layer of its kind and needs no buffer."""
+
     c_function = ""
 
     def kernel_function(self, op: Op) -> str:
@@ -103,6 +107,7 @@ class _ContextBuffer:
 class _Convolution(_ContextBuffer):
     """What arm_convolve_wrapper_s8 and arm_depthwise_conv_wrapper_s8 share: their arguments, and
     a params struct that differs only by the depthwise channel multiplier."""
+
     params_type = ""
     depthwise = False
 
@@ -117,8 +122,14 @@ class _Convolution(_ContextBuffer):
     def buffer_bytes(self, root, op, graph, target) -> int:
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         sizing = library.depthwise_buffer_bytes if self.depthwise else library.conv_buffer_bytes
-        return sizing(root, target, self._ctypes_params(op, graph), library.dims(x_t.shape),
-                      library.dims(op.attrs["weight"].shape), library.dims(out_t.shape))
+        return sizing(
+            root,
+            target,
+            self._ctypes_params(op, graph),
+            library.dims(x_t.shape),
+            library.dims(op.attrs["weight"].shape),
+            library.dims(out_t.shape),
+        )
 
     def emit(self, op, graph, names) -> CCall:
         a, x_t, out_t = op.attrs, graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -127,22 +138,31 @@ class _Convolution(_ContextBuffer):
         constants.insert(0, ("int8_t", f"{p}weights", a["weight"]))
         constants.append(_bias(p, op, out_t.shape[3]))
         multiplier = f".ch_mult = {a['ch_mult']}, " if self.depthwise else ""
-        params += [(self.params_type, f"{p}params",
-                    f"{{.input_offset = {-x_t.zero_point}, .output_offset = {out_t.zero_point}, {multiplier}"
-                    f".stride = {_tile(a['stride'])}, .padding = {_tile(a['pad'][:2])}, .dilation = {_tile(a['dilation'])}, "
-                    f".activation = {_activation(a)}}}"),
-                   ("cmsis_nn_dims", f"{p}input_dims", _dims(x_t.shape)),
-                   ("cmsis_nn_dims", f"{p}filter_dims", _dims(a["weight"].shape)),
-                   ("cmsis_nn_dims", f"{p}bias_dims", _dims((1, 1, 1, out_t.shape[3]))),
-                   ("cmsis_nn_dims", f"{p}output_dims", _dims(out_t.shape))]
+        params += [
+            (
+                self.params_type,
+                f"{p}params",
+                f"{{.input_offset = {-x_t.zero_point}, .output_offset = {out_t.zero_point}, {multiplier}"
+                f".stride = {_tile(a['stride'])}, .padding = {_tile(a['pad'][:2])}, "
+                f".dilation = {_tile(a['dilation'])}, "
+                f".activation = {_activation(a)}}}",
+            ),
+            ("cmsis_nn_dims", f"{p}input_dims", _dims(x_t.shape)),
+            ("cmsis_nn_dims", f"{p}filter_dims", _dims(a["weight"].shape)),
+            ("cmsis_nn_dims", f"{p}bias_dims", _dims((1, 1, 1, out_t.shape[3]))),
+            ("cmsis_nn_dims", f"{p}output_dims", _dims(out_t.shape)),
+        ]
         size = f"{self.c_function}_get_buffer_size(&{p}params, &{p}input_dims, &{p}filter_dims, &{p}output_dims)"
-        call = (f"{self.c_function}(&ctx, &{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
-                f"&{p}filter_dims, {p}weights, &{p}bias_dims, {p}bias, &{p}output_dims, {names.ptr(op.outputs[0])})")
+        call = (
+            f"{self.c_function}(&ctx, &{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
+            f"&{p}filter_dims, {p}weights, &{p}bias_dims, {p}bias, &{p}output_dims, {names.ptr(op.outputs[0])})"
+        )
         return CCall(f"{{\n    {_context(names, op, size)}\n    {_checked(call)}\n    }}", constants, params)
 
 
 class CmsisConv2d(_Convolution, Conv2d):
     """arm_convolve_wrapper_s8 (it picks 1x1, 1xN or the general kernel): ungrouped convolutions."""
+
     kind = PREFIX + "conv2d"
     targets = frozenset()
     runtime_sources = ()
@@ -155,6 +175,7 @@ class CmsisConv2d(_Convolution, Conv2d):
 
 class CmsisDepthwiseConv2d(_Convolution, DepthwiseConv2d):
     """arm_depthwise_conv_wrapper_s8 (3x3, the DSP/Helium 'opt' kernel or the generic one)."""
+
     kind = PREFIX + "depthwise_conv2d"
     targets = frozenset()
     runtime_sources = ()
@@ -168,6 +189,7 @@ class CmsisDepthwiseConv2d(_Convolution, DepthwiseConv2d):
 class CmsisFullyConnected(_ContextBuffer, FullyConnected):
     """arm_fully_connected_s8 (one multiplier) or arm_fully_connected_per_channel_s8; every leading
     index of the input is a batch."""
+
     kind = PREFIX + "fully_connected"
     targets = frozenset()
     runtime_sources = ()
@@ -190,27 +212,42 @@ class CmsisFullyConnected(_ContextBuffer, FullyConnected):
         p = names.symbol(op, "")
         per_channel = len(a["multiplier"]) > 1
         constants = [("int8_t", f"{p}weights", a["weight"]), _bias(p, op, rows)]
-        params = [("cmsis_nn_fc_params", f"{p}params",
-                   f"{{.input_offset = {-x_t.zero_point}, .filter_offset = 0, .output_offset = {out_t.zero_point}, "
-                   f".activation = {_activation(a)}}}"),
-                  ("cmsis_nn_dims", f"{p}input_dims", _dims((batches, 1, 1, cols))),
-                  ("cmsis_nn_dims", f"{p}filter_dims", _dims((cols, 1, 1, rows))),
-                  ("cmsis_nn_dims", f"{p}bias_dims", _dims((1, 1, 1, rows))),
-                  ("cmsis_nn_dims", f"{p}output_dims", _dims((batches, 1, 1, rows)))]
+        params = [
+            (
+                "cmsis_nn_fc_params",
+                f"{p}params",
+                f"{{.input_offset = {-x_t.zero_point}, .filter_offset = 0, .output_offset = {out_t.zero_point}, "
+                f".activation = {_activation(a)}}}",
+            ),
+            ("cmsis_nn_dims", f"{p}input_dims", _dims((batches, 1, 1, cols))),
+            ("cmsis_nn_dims", f"{p}filter_dims", _dims((cols, 1, 1, rows))),
+            ("cmsis_nn_dims", f"{p}bias_dims", _dims((1, 1, 1, rows))),
+            ("cmsis_nn_dims", f"{p}output_dims", _dims((batches, 1, 1, rows))),
+        ]
         if per_channel:
             quant_constants, quant_params = _quant(p, op)
             constants += quant_constants
             params += quant_params
         else:
-            params.append(("cmsis_nn_per_tensor_quant_params", f"{p}quant",
-                           f"{{.multiplier = {int(a['multiplier'][0])}, .shift = {int(a['shift'][0])}}}"))
+            params.append(
+                (
+                    "cmsis_nn_per_tensor_quant_params",
+                    f"{p}quant",
+                    f"{{.multiplier = {int(a['multiplier'][0])}, .shift = {int(a['shift'][0])}}}",
+                )
+            )
         buffer = "NULL, 0"
         if a.get("cmsis_nn_kernel_sums"):
             constants.append(("int32_t", f"{p}kernel_sums", kernel_sums(a["weight"], constants[1][2], -x_t.zero_point)))
             buffer = f"(void *){p}kernel_sums, {4 * rows}"
-        call = (f"{op.kernel.function}(&ctx, &{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, &{p}filter_dims, "
-                f"{p}weights, &{p}bias_dims, {p}bias, &{p}output_dims, {names.ptr(op.outputs[0])})")
-        return CCall(f"{{\n    const cmsis_nn_context ctx = {{{buffer}}};\n    {_checked(call)}\n    }}", constants, params)
+        call = (
+            f"{op.kernel.function}(&ctx, &{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
+            f"&{p}filter_dims, "
+            f"{p}weights, &{p}bias_dims, {p}bias, &{p}output_dims, {names.ptr(op.outputs[0])})"
+        )
+        return CCall(
+            f"{{\n    const cmsis_nn_context ctx = {{{buffer}}};\n    {_checked(call)}\n    }}", constants, params
+        )
 
 
 def kernel_sums(weight: np.ndarray, bias: np.ndarray, input_offset: int) -> np.ndarray:
@@ -222,6 +259,7 @@ def kernel_sums(weight: np.ndarray, bias: np.ndarray, input_offset: int) -> np.n
 
 class CmsisAvgPool2d(_ContextBuffer, AvgPool2d):
     """arm_avgpool_s8: TFLite's divisor (the in-bounds taps)."""
+
     kind, c_function = PREFIX + "avg_pool2d", "arm_avgpool_s8"
     targets = frozenset()
     runtime_sources = ()
@@ -235,13 +273,18 @@ class CmsisAvgPool2d(_ContextBuffer, AvgPool2d):
         return library.avgpool_buffer_bytes(root, target, wo, c)
 
     def emit(self, op, graph, names) -> CCall:
-        return _emit_pool(op, graph, names,
-                          size=f"arm_avgpool_s8_get_buffer_size({graph.tensors[op.outputs[0]].shape[2]}, "
-                               f"{graph.tensors[op.outputs[0]].shape[3]})")
+        return _emit_pool(
+            op,
+            graph,
+            names,
+            size=f"arm_avgpool_s8_get_buffer_size({graph.tensors[op.outputs[0]].shape[2]}, "
+            f"{graph.tensors[op.outputs[0]].shape[3]})",
+        )
 
 
 class CmsisMaxPool2d(_ContextBuffer, MaxPool2d):
     """arm_max_pool_s8."""
+
     kind, c_function = PREFIX + "max_pool2d", "arm_max_pool_s8"
     targets = frozenset()
     runtime_sources = ()
@@ -253,33 +296,56 @@ class CmsisMaxPool2d(_ContextBuffer, MaxPool2d):
 def _emit_pool(op, graph, names, size: str | None) -> CCall:
     a, x_t, out_t = op.attrs, graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     p = names.symbol(op, "")
-    params = [("cmsis_nn_pool_params", f"{p}params",
-               f"{{.stride = {_tile(a['stride'])}, .padding = {_tile(a['pad'][:2])}, .activation = {_activation(a)}}}"),
-              ("cmsis_nn_dims", f"{p}input_dims", _dims(x_t.shape)),
-              ("cmsis_nn_dims", f"{p}filter_dims", _dims((1, *a["kernel"], 1))),
-              ("cmsis_nn_dims", f"{p}output_dims", _dims(out_t.shape))]
-    call = (f"{op.kernel.function}(&ctx, &{p}params, &{p}input_dims, {names.ptr(op.inputs[0])}, &{p}filter_dims, "
-            f"&{p}output_dims, {names.ptr(op.outputs[0])})")
+    params = [
+        (
+            "cmsis_nn_pool_params",
+            f"{p}params",
+            f"{{.stride = {_tile(a['stride'])}, .padding = {_tile(a['pad'][:2])}, .activation = {_activation(a)}}}",
+        ),
+        ("cmsis_nn_dims", f"{p}input_dims", _dims(x_t.shape)),
+        ("cmsis_nn_dims", f"{p}filter_dims", _dims((1, *a["kernel"], 1))),
+        ("cmsis_nn_dims", f"{p}output_dims", _dims(out_t.shape)),
+    ]
+    call = (
+        f"{op.kernel.function}(&ctx, &{p}params, &{p}input_dims, {names.ptr(op.inputs[0])}, &{p}filter_dims, "
+        f"&{p}output_dims, {names.ptr(op.outputs[0])})"
+    )
     return CCall(f"{{\n    {_context(names, op, size)}\n    {_checked(call)}\n    }}", [], params)
 
 
 class CmsisAdd(_ContextBuffer, Add):
     """arm_elementwise_add_s8: the same-shape add (TFLite's ADD arithmetic, left shift 20)."""
+
     kind, c_function = PREFIX + "add", "arm_elementwise_add_s8"
     runtime_sources = ()
 
     def emit(self, op, graph, names) -> CCall:
         q = op.attrs["params"]
-        arguments = ", ".join(str(int(q[k])) for k in ("input1_offset", "input1_multiplier", "input1_shift",
-                                                       "input2_offset", "input2_multiplier", "input2_shift", "left_shift"))
-        outputs = ", ".join(str(int(q[k])) for k in ("output_offset", "output_multiplier", "output_shift", "act_min", "act_max"))
-        call = (f"{op.kernel.function}({names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, {arguments}, "
-                f"{names.ptr(op.outputs[0])}, {outputs}, {graph.tensors[op.outputs[0]].elements})")
+        arguments = ", ".join(
+            str(int(q[k]))
+            for k in (
+                "input1_offset",
+                "input1_multiplier",
+                "input1_shift",
+                "input2_offset",
+                "input2_multiplier",
+                "input2_shift",
+                "left_shift",
+            )
+        )
+        outputs = ", ".join(
+            str(int(q[k])) for k in ("output_offset", "output_multiplier", "output_shift", "act_min", "act_max")
+        )
+        call = (
+            f"{op.kernel.function}({names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, {arguments}, "
+            f"{names.ptr(op.outputs[0])}, {outputs}, {graph.tensors[op.outputs[0]].elements})"
+        )
         return CCall(_checked(call), [], [])
 
 
 class CmsisSoftmax(_ContextBuffer, Softmax):
     """arm_softmax_s8 over rows: softmax along the stored last axis."""
+
     kind, c_function = PREFIX + "softmax", "arm_softmax_s8"
     targets = frozenset()
     runtime_sources = ()
@@ -290,13 +356,24 @@ class CmsisSoftmax(_ContextBuffer, Softmax):
 
     def emit(self, op, graph, names) -> CCall:
         d = op.attrs["desc"]
-        return CCall(f"{op.kernel.function}({names.ptr(op.inputs[0])}, {d['outer']}, {d['axis_size']}, {d['input_multiplier']}, "
-                     f"{d['input_left_shift']}, {d['diff_min']}, {names.ptr(op.outputs[0])});", [], [])
+        return CCall(
+            f"{op.kernel.function}({names.ptr(op.inputs[0])}, {d['outer']}, {d['axis_size']}, {d['input_multiplier']}, "
+            f"{d['input_left_shift']}, {d['diff_min']}, {names.ptr(op.outputs[0])});",
+            [],
+            [],
+        )
 
 
-UNITS = (CmsisConv2d(), CmsisDepthwiseConv2d(), CmsisFullyConnected(), CmsisAvgPool2d(), CmsisMaxPool2d(),
-         CmsisAdd(), CmsisSoftmax())
-_BY_EDGEC_KIND = {unit.kind[len(PREFIX):]: unit for unit in UNITS}
+UNITS = (
+    CmsisConv2d(),
+    CmsisDepthwiseConv2d(),
+    CmsisFullyConnected(),
+    CmsisAvgPool2d(),
+    CmsisMaxPool2d(),
+    CmsisAdd(),
+    CmsisSoftmax(),
+)
+_BY_EDGEC_KIND = {unit.kind[len(PREFIX) :]: unit for unit in UNITS}
 
 
 def select_cmsis_nn_kernels(graph: Graph, target, root) -> list[str]:
@@ -311,10 +388,14 @@ def select_cmsis_nn_kernels(graph: Graph, target, root) -> list[str]:
             continue
         op.attrs["cmsis_nn_buffer"] = unit.buffer_bytes(root, op, graph, target)
         op.attrs["isa"], op.attrs["wide"] = None, False
-        op.kernel = KernelChoice(unit.kernel_function(op), "cmsis-nn", "Arm's CMSIS-NN kernel (--kernels cmsis-nn)",
-                                 unit=unit.kind)
+        op.kernel = KernelChoice(
+            unit.kernel_function(op), "cmsis-nn", "Arm's CMSIS-NN kernel (--kernels cmsis-nn)", unit=unit.kind
+        )
         chosen.append(op)
-    line = f"--kernels cmsis-nn: {len(chosen)} of {len(chosen) + sum(kept.values())} layers call CMSIS-NN ({commit(root)[:12]})"
+    total = len(chosen) + sum(kept.values())
+    line = f"--kernels cmsis-nn: {len(chosen)} of {total} layers call CMSIS-NN ({commit(root)[:12]})"
     if kept:
-        line += "; edgec's kernels for the rest: " + ", ".join(f"{kind} x{count}" for kind, count in sorted(kept.items()))
+        line += "; edgec's kernels for the rest: " + ", ".join(
+            f"{kind} x{count}" for kind, count in sorted(kept.items())
+        )
     return [line]

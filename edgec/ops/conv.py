@@ -3,6 +3,7 @@
 The golden kernel is the specification the C kernels (runtime_c/src/conv/) are tested against,
 byte for byte. Arithmetic: docs/numerics.md, "Convolution".
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -11,6 +12,7 @@ import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
+from edgec.frontend.torch_ops import CONVS, aten
 from edgec.ir import ARENA_ALIGNMENT, InPlace, KernelChoice
 from edgec.numerics import (
     INT8_MAX,
@@ -26,33 +28,50 @@ from edgec.numerics import (
 )
 from edgec.ops import int4
 from edgec.ops.base import CCall, OpDef
+from edgec.ops.kernel import Field, Scratch, Struct, ints
+from edgec.ops.kernel_layout import (
+    DSP,
+    MVE,
+    RowBlocking,
+    blocked_bias,
+    dsp_channel_table,
+    interleave_rows,
+    kernel_isa,
+    packed_choice,
+    widen_taps,
+)
 from edgec.ops.qspec import ACTIVATION_QSPEC, CONV_WEIGHT_QSPEC, annotate_with_output
-from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, blocked_bias, dsp_channel_table, interleave_rows,
-                                     kernel_isa, packed_choice, widen_taps)
-from edgec.frontend.torch_ops import CONVS, aten
-from edgec.ops.kernel import Field, ints, Scratch, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
-DIMS = Struct("edgec_dims", (
-    *ints("n h w c"),
-))
-PER_CHANNEL_QUANT = Struct("edgec_per_channel_quant", (
-    Field('multiplier', 'const int32_t *'),
-    Field('shift', 'const int32_t *'),
-))
-CONV_PARAMS = Struct("edgec_conv_params", (
-    Field('input_offset', doc='-input_zero_point, in [-127, 128]'),
-    Field('output_offset', doc='output_zero_point, in [-128, 127]'),
-    *ints("stride_h stride_w pad_top pad_left dilation_h dilation_w"),
-    Field('groups', doc='conv: C_in and C_out are divisible by groups'),
-    Field('ch_mult', doc='depthwise: C_out = C_in * ch_mult'),
-    *ints("act_min act_max"),
-))
-STRUCTS = (DIMS, PER_CHANNEL_QUANT, CONV_PARAMS,)
+DIMS = Struct("edgec_dims", (*ints("n h w c"),))
+PER_CHANNEL_QUANT = Struct(
+    "edgec_per_channel_quant",
+    (
+        Field("multiplier", "const int32_t *"),
+        Field("shift", "const int32_t *"),
+    ),
+)
+CONV_PARAMS = Struct(
+    "edgec_conv_params",
+    (
+        Field("input_offset", doc="-input_zero_point, in [-127, 128]"),
+        Field("output_offset", doc="output_zero_point, in [-128, 127]"),
+        *ints("stride_h stride_w pad_top pad_left dilation_h dilation_w"),
+        Field("groups", doc="conv: C_in and C_out are divisible by groups"),
+        Field("ch_mult", doc="depthwise: C_out = C_in * ch_mult"),
+        *ints("act_min act_max"),
+    ),
+)
+STRUCTS = (
+    DIMS,
+    PER_CHANNEL_QUANT,
+    CONV_PARAMS,
+)
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
-CONV_DSP_SCRATCH = Scratch("EDGEC_CONV_S8_DSP_SCRATCH_BYTES", ('k', 'c_in'),
-                           "(((c_in) % 4 == 0 ? 24 : 28) * (((k) + 3) / 4))")
-CONV_MVE_SCRATCH = Scratch("EDGEC_CONV_S8_MVE_SCRATCH_BYTES", ('k',), "(32 * (((k) + 15) / 16))")
+CONV_DSP_SCRATCH = Scratch(
+    "EDGEC_CONV_S8_DSP_SCRATCH_BYTES", ("k", "c_in"), "(((c_in) % 4 == 0 ? 24 : 28) * (((k) + 3) / 4))"
+)
+CONV_MVE_SCRATCH = Scratch("EDGEC_CONV_S8_MVE_SCRATCH_BYTES", ("k",), "(32 * (((k) + 15) / 16))")
 SCRATCH = (CONV_DSP_SCRATCH, CONV_MVE_SCRATCH)
 
 # The largest |product| of an int8 weight and an offset-corrected int8 activation:
@@ -68,40 +87,53 @@ CONV_BLOCKING = {DSP: RowBlocking(rows=2, group=4), MVE: RowBlocking(rows=4, gro
 _FLOAT64_EXACT = 2**53
 
 
-def conv_output_size(in_size: int, kernel: int, stride: int, pad_before: int, pad_after: int,
-                     dilation: int) -> int:
+def conv_output_size(in_size: int, kernel: int, stride: int, pad_before: int, pad_after: int, dilation: int) -> int:
     """Output length along one axis (PyTorch/TFLite floor convention)."""
     span = dilation * (kernel - 1) + 1
     out = (in_size + pad_before + pad_after - span) // stride + 1
     if out < 1:
-        raise ValueError(f"empty conv output: in={in_size} kernel={kernel} stride={stride} "
-                         f"pad=({pad_before},{pad_after}) dilation={dilation}")
+        raise ValueError(
+            f"empty conv output: in={in_size} kernel={kernel} stride={stride} "
+            f"pad=({pad_before},{pad_after}) dilation={dilation}"
+        )
     return out
 
 
-def padded_input(x: np.ndarray, zero_point: int, pad: tuple[int, int], kernel: tuple[int, int],
-                     stride: tuple[int, int], dilation: tuple[int, int],
-                     out_hw: tuple[int, int]) -> np.ndarray:
+def padded_input(
+    x: np.ndarray,
+    zero_point: int,
+    pad: tuple[int, int],
+    kernel: tuple[int, int],
+    stride: tuple[int, int],
+    dilation: tuple[int, int],
+    out_hw: tuple[int, int],
+) -> np.ndarray:
     """x - zero_point as int32, zero-padded top/left by `pad` and bottom/right as far as the taps
     of an `out_hw` output reach (so padded taps contribute 0, and excess input rows are unused)."""
     n, h, w, c = x.shape
     need_h = (out_hw[0] - 1) * stride[0] + (kernel[0] - 1) * dilation[0] + 1
     need_w = (out_hw[1] - 1) * stride[1] + (kernel[1] - 1) * dilation[1] + 1
     xp = np.zeros((n, max(need_h, pad[0] + h), max(need_w, pad[1] + w), c), dtype=np.int32)
-    xp[:, pad[0]:pad[0] + h, pad[1]:pad[1] + w, :] = x.astype(np.int32) - np.int32(zero_point)
+    xp[:, pad[0] : pad[0] + h, pad[1] : pad[1] + w, :] = x.astype(np.int32) - np.int32(zero_point)
     return xp
 
 
-def tap_view(xp: np.ndarray, ky: int, kx: int, stride: tuple[int, int], dilation: tuple[int, int],
-         out_hw: tuple[int, int]) -> np.ndarray:
+def tap_view(
+    xp: np.ndarray, ky: int, kx: int, stride: tuple[int, int], dilation: tuple[int, int], out_hw: tuple[int, int]
+) -> np.ndarray:
     """The [N, Ho, Wo, C] view of the padded input that kernel tap (ky, kx) multiplies."""
     y0, x0 = ky * dilation[0], kx * dilation[1]
-    return xp[:, y0:y0 + (out_hw[0] - 1) * stride[0] + 1:stride[0],
-              x0:x0 + (out_hw[1] - 1) * stride[1] + 1:stride[1], :]
+    return xp[
+        :,
+        y0 : y0 + (out_hw[0] - 1) * stride[0] + 1 : stride[0],
+        x0 : x0 + (out_hw[1] - 1) * stride[1] + 1 : stride[1],
+        :,
+    ]
 
 
-def conv_output_stage(acc: np.ndarray, bias, multiplier, shift, output_zp: int, act_min: int,
-                  act_max: int) -> np.ndarray:
+def conv_output_stage(
+    acc: np.ndarray, bias, multiplier, shift, output_zp: int, act_min: int, act_max: int
+) -> np.ndarray:
     """bias add, int32 wrap (the C accumulator), per-channel requantize, offset, clamp."""
     if bias is not None:
         acc = acc + np.asarray(bias, dtype=np.int64)
@@ -110,8 +142,9 @@ def conv_output_stage(acc: np.ndarray, bias, multiplier, shift, output_zp: int, 
     return saturate_int8(y + output_zp, act_min, act_max)
 
 
-def check_conv_args(x, multiplier, shift, bias, c_out, input_zp, output_zp, stride, pad, dilation,
-                    out_hw, act_min, act_max):
+def check_conv_args(
+    x, multiplier, shift, bias, c_out, input_zp, output_zp, stride, pad, dilation, out_hw, act_min, act_max
+):
     """ValueError for arguments the C kernels would reject (EDGEC_ARG_ERROR)."""
     if x.ndim != 4 or x.dtype != np.int8:
         raise ValueError("x must be int8 NHWC")
@@ -129,9 +162,23 @@ def check_conv_args(x, multiplier, shift, bias, c_out, input_zp, output_zp, stri
         raise ValueError("need -128 <= act_min <= act_max <= 127")
 
 
-def conv2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *, input_zp: int,
-              output_zp: int, stride=(1, 1), pad=(0, 0), dilation=(1, 1), groups: int = 1,
-              out_hw, act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> np.ndarray:
+def conv2d_s8(
+    x: np.ndarray,
+    w: np.ndarray,
+    bias,
+    multiplier,
+    shift,
+    *,
+    input_zp: int,
+    output_zp: int,
+    stride=(1, 1),
+    pad=(0, 0),
+    dilation=(1, 1),
+    groups: int = 1,
+    out_hw,
+    act_min: int = INT8_MIN,
+    act_max: int = INT8_MAX,
+) -> np.ndarray:
     """Golden int8 conv. x int8 NHWC, w int8 OHWI [C_out, KH, KW, C_in/groups], bias int32 [C_out]
     or None, multiplier/shift [C_out]; pad = (pad_top, pad_left), bottom/right implied by out_hw.
     Returns int8 [N, Ho, Wo, C_out] (edgec_conv_s8 / edgec_conv_1x1_s8 bit for bit)."""
@@ -139,8 +186,9 @@ def conv2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *, input_zp
     w = np.asarray(w)
     c_out, kh, kw, cin_g = w.shape
     n, _, _, c_in = x.shape
-    check_conv_args(x, multiplier, shift, bias, c_out, input_zp, output_zp, stride, pad, dilation,
-                    out_hw, act_min, act_max)
+    check_conv_args(
+        x, multiplier, shift, bias, c_out, input_zp, output_zp, stride, pad, dilation, out_hw, act_min, act_max
+    )
     if w.dtype != np.int8 or groups < 1 or c_in != cin_g * groups or c_out % groups:
         raise ValueError(f"int8 OHWI filter {w.shape} does not fit C_in={c_in}, groups={groups}")
     if kh * kw * cin_g * _MAX_ABS_PRODUCT >= _FLOAT64_EXACT:
@@ -164,6 +212,7 @@ def conv2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *, input_zp
 
 # -- the op unit ------------------------------------------------------------------------------
 
+
 def conv_attrs(node) -> tuple:
     """(stride, padding, dilation, groups) of aten.conv1d / conv2d / convolution, as tuples."""
     if node.target == aten.convolution.default:
@@ -171,7 +220,8 @@ def conv_attrs(node) -> tuple:
     else:
         stride, padding, dilation, groups = (
             node_arg(node, index, name, default)
-            for index, name, default in ((3, "stride", 1), (4, "padding", 0), (5, "dilation", 1), (6, "groups", 1)))
+            for index, name, default in ((3, "stride", 1), (4, "padding", 0), (5, "dilation", 1), (6, "groups", 1))
+        )
     if isinstance(padding, str):
         raise EdgecError(f"{source_line(node)}: padding='{padding}' is not supported; give explicit padding")
     return _pair(stride), _pair(padding), _pair(dilation), int(groups)
@@ -197,17 +247,22 @@ def weighted_operands(ctx, node, what: str, channel_axis: int = 0):
     if weight is None or not weight.quantized:
         raise EdgecError(f"{source_line(node)}: {what} weight is not quantized")
     if weight.value.dtype != np.int8 or np.any(weight.zero_points != 0):
-        raise EdgecError(f"{source_line(node)}: {what} weight must be int8 and symmetric (zero point 0), "
-                         f"got {weight.value.dtype} with zero points {sorted(set(weight.zero_points.tolist()))[:4]}")
+        raise EdgecError(
+            f"{source_line(node)}: {what} weight must be int8 and symmetric (zero point 0), "
+            f"got {weight.value.dtype} with zero points {sorted(set(weight.zero_points.tolist()))[:4]}"
+        )
     if len(weight.scales) > 1 and weight.axis != channel_axis:
-        raise EdgecError(f"{source_line(node)}: {what} weight is quantized per channel along axis "
-                         f"{weight.axis}; edgec needs the output-channel axis {channel_axis}")
+        raise EdgecError(
+            f"{source_line(node)}: {what} weight is quantized per channel along axis "
+            f"{weight.axis}; edgec needs the output-channel axis {channel_axis}"
+        )
     return x, weights_for_bias(weight, bias, x.scale, channel_axis), bias
 
 
 def weight_bits_attr(weight) -> dict:
     """{"weight_bits": 4} for a weight quantized within int4's range (edgec.ops.int4), else {}."""
     return {"weight_bits": 4} if int4.weight_bits(weight.quant_range) == 4 else {}
+
 
 # The largest |int32 bias| weights_for_bias leaves: half of int32, so bias plus the weighted sum of
 # the (then near-zero) weights of such a channel stays far inside int32.
@@ -237,8 +292,9 @@ def weights_for_bias(weight, bias, input_scale: float, channel_axis: int):
     real = weight.value.astype(np.float64) * ratio
     limit = int4.INT4_QUANT_RANGE[1] if int4.weight_bits(weight.quant_range) == 4 else 127
     values = np.clip(np.sign(real) * np.floor(np.abs(real) + 0.5), -limit, limit).astype(np.int8)
-    return replace(weight, value=values, scales=new_scales, zero_points=np.zeros(channels, dtype=np.int64),
-                   axis=channel_axis)
+    return replace(
+        weight, value=values, scales=new_scales, zero_points=np.zeros(channels, dtype=np.int64), axis=channel_axis
+    )
 
 
 def conv_s4(desc: dict, x: np.ndarray) -> np.ndarray:
@@ -248,11 +304,22 @@ def conv_s4(desc: dict, x: np.ndarray) -> np.ndarray:
     w = int4.unpack_int4(d["filter"], d["output_c"] * d["kernel_h"] * d["kernel_w"] * cin_g)
     w = w.reshape(d["output_c"], d["kernel_h"], d["kernel_w"], cin_g)
     x = np.asarray(x).reshape(d["batches"], d["input_h"], d["input_w"], d["input_c"])
-    return conv2d_s8(x, w, d["bias"], d["multiplier"], d["shift"], input_zp=-d["input_offset"],
-                     output_zp=d["output_offset"], stride=(d["stride_h"], d["stride_w"]),
-                     pad=(d["pad_top"], d["pad_left"]), dilation=(d["dilation_h"], d["dilation_w"]),
-                     groups=d["groups"], out_hw=(d["output_h"], d["output_w"]), act_min=d["act_min"],
-                     act_max=d["act_max"])
+    return conv2d_s8(
+        x,
+        w,
+        d["bias"],
+        d["multiplier"],
+        d["shift"],
+        input_zp=-d["input_offset"],
+        output_zp=d["output_offset"],
+        stride=(d["stride_h"], d["stride_w"]),
+        pad=(d["pad_top"], d["pad_left"]),
+        dilation=(d["dilation_h"], d["dilation_w"]),
+        groups=d["groups"],
+        out_hw=(d["output_h"], d["output_w"]),
+        act_min=d["act_min"],
+        act_max=d["act_max"],
+    )
 
 
 class Conv2d(OpDef):
@@ -261,8 +328,10 @@ class Conv2d(OpDef):
     runtime_sources = ("conv/edgec_conv_s8.c", "conv/edgec_conv_1x1_s8.c")
     fuses_activation = True
     spatial = True
-    limits = ("1-D and 2-D; every output channel's worst-case accumulator (bias + sum |w| * max |x - zp|) "
-              "within int32, checked once calibrated")
+    limits = (
+        "1-D and 2-D; every output channel's worst-case accumulator (bias + sum |w| * max |x - zp|) "
+        "within int32, checked once calibrated"
+    )
 
     def annotate(self, node) -> None:
         annotate_with_output(node, {node.args[0]: ACTIVATION_QSPEC, node.args[1]: CONV_WEIGHT_QSPEC})
@@ -270,8 +339,9 @@ class Conv2d(OpDef):
     def lower(self, ctx, node) -> None:
         x, weight, bias = weighted_operands(ctx, node, "conv")
         if len(x.shape) not in (3, 4) or weight.value.ndim != len(x.shape):
-            raise EdgecError(f"{source_line(node)}: only 1-D and 2-D convolution on NCL/NCHW input is supported, "
-                             f"got {list(x.shape)}")
+            raise EdgecError(
+                f"{source_line(node)}: only 1-D and 2-D convolution on NCL/NCHW input is supported, got {list(x.shape)}"
+            )
         stride, padding, dilation, groups = conv_attrs(node)
         if len(x.shape) == 3:  # Conv1d: a 2-D convolution with H = 1 (its tensors are stored N,1,L,C)
             stride, padding, dilation = (1, stride[1]), (0, padding[1]), (1, dilation[1])
@@ -279,14 +349,26 @@ class Conv2d(OpDef):
         weight_scales = np.broadcast_to(weight.scales, (c_out,)).astype(np.float64)
         depthwise = groups == c_in and groups > 1
         out = ctx.output(node)
-        ctx.add_op("depthwise_conv2d" if depthwise else "conv2d", node, [x], [out],
-                   weight=weight.value, weight_scales=weight_scales,
-                   bias=quantized_bias(bias, x.scale, weight_scales, source_line(node)),
-                   stride=stride, pad=(padding[0], padding[1], padding[0], padding[1]),
-                   dilation=dilation, groups=groups, clamp=(None, None), **weight_bits_attr(weight))
+        ctx.add_op(
+            "depthwise_conv2d" if depthwise else "conv2d",
+            node,
+            [x],
+            [out],
+            weight=weight.value,
+            weight_scales=weight_scales,
+            bias=quantized_bias(bias, x.scale, weight_scales, source_line(node)),
+            stride=stride,
+            pad=(padding[0], padding[1], padding[0], padding[1]),
+            dilation=dilation,
+            groups=groups,
+            clamp=(None, None),
+            **weight_bits_attr(weight),
+        )
 
     def relayout(self, op, graph) -> None:
-        op.attrs["weight"] = np.ascontiguousarray(as_2d_filter(op.attrs["weight"]).transpose(0, 2, 3, 1))  # OIHW -> OHWI
+        op.attrs["weight"] = np.ascontiguousarray(
+            as_2d_filter(op.attrs["weight"]).transpose(0, 2, 3, 1)
+        )  # OIHW -> OHWI
 
     def finalize(self, op, graph) -> None:
         finalize_output_stage(op, graph)
@@ -296,10 +378,22 @@ class Conv2d(OpDef):
             return conv_s4(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         a = op.attrs
-        return conv2d_s8(inputs[0], a["weight"], a["bias"], a["multiplier"], a["shift"],
-                         input_zp=x_t.zero_point, output_zp=out_t.zero_point, stride=a["stride"],
-                         pad=a["pad"][:2], dilation=a["dilation"], groups=a["groups"],
-                         out_hw=out_t.shape[1:3], act_min=a["act_min"], act_max=a["act_max"])
+        return conv2d_s8(
+            inputs[0],
+            a["weight"],
+            a["bias"],
+            a["multiplier"],
+            a["shift"],
+            input_zp=x_t.zero_point,
+            output_zp=out_t.zero_point,
+            stride=a["stride"],
+            pad=a["pad"][:2],
+            dilation=a["dilation"],
+            groups=a["groups"],
+            out_hw=out_t.shape[1:3],
+            act_min=a["act_min"],
+            act_max=a["act_max"],
+        )
 
     def specialize(self, op, graph, target) -> None:
         """Ungrouped convolutions run the target's packed kernel, if it has one: 1x1 ones too, whose
@@ -321,8 +415,9 @@ class Conv2d(OpDef):
             function = f"edgec_conv_s8_{a['isa']}" + ("_wide" if a["wide"] else "")
         else:
             function = "edgec_conv_1x1_s8" if is_pointwise(a) else "edgec_conv_s8"
-        return packed_choice(function, a["isa"], target, a,
-                             "portable kernel: grouped convolutions have no packed kernel")
+        return packed_choice(
+            function, a["isa"], target, a, "portable kernel: grouped convolutions have no packed kernel"
+        )
 
     def scratch_bytes(self, op, graph, target) -> int:
         isa = op.attrs.get("isa")
@@ -396,8 +491,12 @@ def packed_conv_scratch_bytes(isa: str, weight_shape) -> int:
 
 def is_pointwise(attrs) -> bool:
     """A 1x1 ungrouped, unpadded, undilated convolution: edgec_conv_1x1_s8's case."""
-    return attrs["weight"].shape[1:3] == (1, 1) and attrs["groups"] == 1 and not any(attrs["pad"]) \
+    return (
+        attrs["weight"].shape[1:3] == (1, 1)
+        and attrs["groups"] == 1
+        and not any(attrs["pad"])
         and attrs["dilation"] == (1, 1)
+    )
 
 
 def emit_packed_conv_call(op, graph, names) -> CCall:
@@ -412,12 +511,22 @@ def emit_packed_conv_call(op, graph, names) -> CCall:
     bias = ("folded_bias", blocked_bias(a["bias"], rows, zero_point, blocking.rows))
     if a.get("wide"):
         weights = ("wide_weights", widen_taps(weights[1]))
-        bias = ("channel_table", dsp_channel_table(bias[1], a["multiplier"], a["shift"],
-                                                   graph.tensors[op.outputs[0]].zero_point))
+        bias = (
+            "channel_table",
+            dsp_channel_table(bias[1], a["multiplier"], a["shift"], graph.tensors[op.outputs[0]].zero_point),
+        )
     k, c_in = int(np.prod(a["weight"].shape[1:])), a["weight"].shape[3]
     required = CONV_DSP_SCRATCH.call(k, c_in) if a["isa"] == DSP else CONV_MVE_SCRATCH.call(k)
-    return emit_conv_call(op.kernel.function, op, graph, names, filter_dims=a["weight"].shape, weights=weights,
-                          bias=bias, scratch_required=required)
+    return emit_conv_call(
+        op.kernel.function,
+        op,
+        graph,
+        names,
+        filter_dims=a["weight"].shape,
+        weights=weights,
+        bias=bias,
+        scratch_required=required,
+    )
 
 
 def pointwise_input_pixels(input_shape, output_shape, stride) -> np.ndarray:
@@ -479,8 +588,10 @@ def finalize_output_stage(op, graph, weight_rows: np.ndarray | None = None) -> N
     # A ratio of 2^29 or more moves the output by >= 2^29 steps per accumulator unit: every non-zero
     # accumulator saturates (int8 and int16 alike), so 2^29 computes the same bytes and stays
     # representable (an output range collapsed by clamps with disjoint bounds reaches 1e9).
-    pairs = [quantize_multiplier(min(x_t.scale * float(s) / out_t.scale, SATURATING_RATIO))
-             for s in op.attrs["weight_scales"]]
+    pairs = [
+        quantize_multiplier(min(x_t.scale * float(s) / out_t.scale, SATURATING_RATIO))
+        for s in op.attrs["weight_scales"]
+    ]
     op.attrs["multiplier"] = np.array([m for m, _ in pairs], dtype=np.int32)
     op.attrs["shift"] = np.array([s for _, s in pairs], dtype=np.int32)
     op.attrs["act_min"], op.attrs["act_max"] = activation_bounds(out_t.zero_point, out_t.scale, *op.attrs["clamp"])
@@ -499,13 +610,16 @@ def check_accumulator_range(op, input_zp: int, weight_rows: np.ndarray) -> None:
     if over.size:
         c = int(over[0])
         others = f" (and {over.size - 1} more channels)" if over.size > 1 else ""
-        raise EdgecError(f"{op.source or op.name}: the int32 accumulator of output channel {c}{others} can overflow: "
-                         f"bias {bias[c]} +- worst-case weighted sum {taps[c]} leaves int32; the bias is too large "
-                         f"for the layer's input and weight scales")
+        raise EdgecError(
+            f"{op.source or op.name}: the int32 accumulator of output channel {c}{others} can overflow: "
+            f"bias {bias[c]} +- worst-case weighted sum {taps[c]} leaves int32; the bias is too large "
+            f"for the layer's input and weight scales"
+        )
 
 
-def emit_conv_call(kernel: str, op, graph, names, filter_dims, *, weights=None, bias=None,
-                   scratch_required: str | None = None) -> CCall:
+def emit_conv_call(
+    kernel: str, op, graph, names, filter_dims, *, weights=None, bias=None, scratch_required: str | None = None
+) -> CCall:
     """The call shared by the conv family: params, per-channel quant, dims, arena pointers.
     `weights` and `bias`, (symbol suffix, array), replace op.attrs' for a packed kernel;
     `scratch_required` is CCall's."""
@@ -514,10 +628,20 @@ def emit_conv_call(kernel: str, op, graph, names, filter_dims, *, weights=None, 
     bias = bias or (None if a["bias"] is None else ("bias", a["bias"]))
     x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     p = names.symbol(op, "")
-    conv_params = dict(input_offset=-x_t.zero_point, output_offset=out_t.zero_point, stride_h=a["stride"][0],
-                       stride_w=a["stride"][1], pad_top=a["pad"][0], pad_left=a["pad"][1], dilation_h=a["dilation"][0],
-                       dilation_w=a["dilation"][1], groups=a.get("groups", 1), ch_mult=a.get("ch_mult", 1),
-                       act_min=a["act_min"], act_max=a["act_max"])
+    conv_params = dict(
+        input_offset=-x_t.zero_point,
+        output_offset=out_t.zero_point,
+        stride_h=a["stride"][0],
+        stride_w=a["stride"][1],
+        pad_top=a["pad"][0],
+        pad_left=a["pad"][1],
+        dilation_h=a["dilation"][0],
+        dilation_w=a["dilation"][1],
+        groups=a.get("groups", 1),
+        ch_mult=a.get("ch_mult", 1),
+        act_min=a["act_min"],
+        act_max=a["act_max"],
+    )
     params = [
         (CONV_PARAMS.name, f"{p}params", CONV_PARAMS.positional(conv_params)),
         per_channel_quant(p),
@@ -526,9 +650,11 @@ def emit_conv_call(kernel: str, op, graph, names, filter_dims, *, weights=None, 
         (DIMS.name, f"{p}output_dims", c_dims(out_t.shape)),
     ]
     constants, bias_arg = weighted_constants(p, a, weights, bias)
-    code = (f"status |= {kernel}(&{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
-            f"&{p}filter_dims, {p}{weights[0]}, {bias_arg}, &{p}output_dims, {names.ptr(op.outputs[0])}, "
-            f"{names.scratch(op)});")
+    code = (
+        f"status |= {kernel}(&{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
+        f"&{p}filter_dims, {p}{weights[0]}, {bias_arg}, &{p}output_dims, {names.ptr(op.outputs[0])}, "
+        f"{names.scratch(op)});"
+    )
     return CCall(code, constants, params, scratch_required, function=kernel)
 
 
@@ -536,9 +662,11 @@ def weighted_constants(prefix: str, attrs: dict, weights: tuple, bias: tuple | N
     """The flash constants of a conv/linear layer -- weights, multipliers, shifts and the optional
     bias, each given as (symbol suffix, array) -- and the C expression for the bias argument."""
     weight_type = "int16_t" if np.asarray(weights[1]).dtype == np.int16 else "int8_t"
-    constants = [(weight_type, f"{prefix}{weights[0]}", weights[1]),
-                 ("int32_t", f"{prefix}multiplier", attrs["multiplier"]),
-                 ("int32_t", f"{prefix}shift", attrs["shift"])]
+    constants = [
+        (weight_type, f"{prefix}{weights[0]}", weights[1]),
+        ("int32_t", f"{prefix}multiplier", attrs["multiplier"]),
+        ("int32_t", f"{prefix}shift", attrs["shift"]),
+    ]
     if bias is None:
         return constants, "NULL"
     constants.append(("int32_t", f"{prefix}{bias[0]}", bias[1]))
@@ -553,8 +681,11 @@ def c_dims(shape) -> str:
 def per_channel_quant(prefix: str) -> tuple[str, str, str]:
     """The edgec_per_channel_quant param of a layer whose multipliers and shifts are the flash
     arrays <prefix>multiplier and <prefix>shift."""
-    return PER_CHANNEL_QUANT.name, f"{prefix}quant", PER_CHANNEL_QUANT.positional(
-        dict(multiplier=f"{prefix}multiplier", shift=f"{prefix}shift"))
+    return (
+        PER_CHANNEL_QUANT.name,
+        f"{prefix}quant",
+        PER_CHANNEL_QUANT.positional(dict(multiplier=f"{prefix}multiplier", shift=f"{prefix}shift")),
+    )
 
 
 UNIT = Conv2d()

@@ -24,6 +24,7 @@ consecutive taps of that list read input pixels dilation / gcd(stride, dilation)
 filter is re-laid per phase (r_h, r_w) as rows [C_out][taps_h * taps_w * C_in/groups] so that an
 output pixel's gather is one contiguous dot product per channel, as a convolution's would be.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,38 +34,49 @@ from torchao.quantization.pt2e.quantizer import QuantizationSpec
 
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
+from edgec.frontend.torch_ops import CONV_TRANSPOSES
 from edgec.numerics import INT8_MAX, INT8_MIN
 from edgec.ops.base import CCall, OpDef, descriptor
-from edgec.ops.conv import (CONV_BLOCKING, conv_output_stage, finalize_output_stage, node_arg, quantized_bias,
-                            weighted_operands)
+from edgec.ops.conv import (
+    CONV_BLOCKING,
+    conv_output_stage,
+    finalize_output_stage,
+    node_arg,
+    quantized_bias,
+    weighted_operands,
+)
+from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.kernel_layout import DSP, MVE, RowBlocking, blocked_bias, interleave_rows, kernel_isa, packed_choice
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
-from edgec.frontend.torch_ops import CONV_TRANSPOSES
-from edgec.ops.kernel import Field, ints, Scratch, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
-CONV_TRANSPOSE_DESC = Struct("edgec_conv_transpose_desc", (
-    *ints("batches input_h input_w input_c"),
-    Field('output_h', doc='(input_h - 1) * stride_h - 2 * pad_h + dilation_h * (kernel_h - 1) + output_padding_h + 1'),
-    Field('output_w', doc='likewise along w'),
-    *ints("output_c kernel_h kernel_w stride_h stride_w"),
-    Field('pad_h', doc='PyTorch padding: removed from both ends of the output'),
-    *ints("pad_w"),
-    Field('output_padding_h', doc='0 <= output_padding < max(stride, dilation), as PyTorch'),
-    *ints("output_padding_w dilation_h dilation_w"),
-    Field('groups', doc='divides C_in and C_out; depthwise: groups == C_in'),
-    Field('input_offset', doc='-input zero point, in [-127, 128]'),
-    Field('output_offset', doc='output zero point, in [-128, 127]'),
-    *ints("act_min act_max"),
-    Field('filter', 'const int8_t *', doc='per phase (r_h, r_w) in raster order: [C_out][K_phase] rows'),
-    Field('bias', 'const int32_t *', doc='portable: [C_out] or NULL; _dsp/_mve: folded per phase'),
-    Field('multiplier', 'const int32_t *', doc='[C_out]'),
-    Field('shift', 'const int32_t *', doc='[C_out], -31..31'),
-))
+CONV_TRANSPOSE_DESC = Struct(
+    "edgec_conv_transpose_desc",
+    (
+        *ints("batches input_h input_w input_c"),
+        Field(
+            "output_h", doc="(input_h - 1) * stride_h - 2 * pad_h + dilation_h * (kernel_h - 1) + output_padding_h + 1"
+        ),
+        Field("output_w", doc="likewise along w"),
+        *ints("output_c kernel_h kernel_w stride_h stride_w"),
+        Field("pad_h", doc="PyTorch padding: removed from both ends of the output"),
+        *ints("pad_w"),
+        Field("output_padding_h", doc="0 <= output_padding < max(stride, dilation), as PyTorch"),
+        *ints("output_padding_w dilation_h dilation_w"),
+        Field("groups", doc="divides C_in and C_out; depthwise: groups == C_in"),
+        Field("input_offset", doc="-input zero point, in [-127, 128]"),
+        Field("output_offset", doc="output zero point, in [-128, 127]"),
+        *ints("act_min act_max"),
+        Field("filter", "const int8_t *", doc="per phase (r_h, r_w) in raster order: [C_out][K_phase] rows"),
+        Field("bias", "const int32_t *", doc="portable: [C_out] or NULL; _dsp/_mve: folded per phase"),
+        Field("multiplier", "const int32_t *", doc="[C_out]"),
+        Field("shift", "const int32_t *", doc="[C_out], -31..31"),
+    ),
+)
 STRUCTS = (CONV_TRANSPOSE_DESC,)
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
-DSP_SCRATCH = Scratch("EDGEC_CONV_TRANSPOSE_S8_DSP_SCRATCH_BYTES", ('k',), "(5 * (((k) + 3) / 4 * 4))")
-MVE_SCRATCH = Scratch("EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES", ('k',), "(2 * (((k) + 15) / 16 * 16))")
+DSP_SCRATCH = Scratch("EDGEC_CONV_TRANSPOSE_S8_DSP_SCRATCH_BYTES", ("k",), "(5 * (((k) + 3) / 4 * 4))")
+MVE_SCRATCH = Scratch("EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES", ("k",), "(2 * (((k) + 15) / 16 * 16))")
 SCRATCH = (DSP_SCRATCH, MVE_SCRATCH)
 
 PORTABLE = "portable"
@@ -75,16 +87,18 @@ _PLAIN = RowBlocking(rows=1, group=1)
 _FLOAT64_EXACT = 2**53
 
 
-def conv_transpose_output_size(in_size: int, kernel: int, stride: int, pad: int, output_padding: int,
-                               dilation: int) -> int:
+def conv_transpose_output_size(
+    in_size: int, kernel: int, stride: int, pad: int, output_padding: int, dilation: int
+) -> int:
     """PyTorch's ConvTranspose output length along one axis; ValueError for a geometry PyTorch
     rejects (output_padding must be smaller than stride or dilation) or an empty output."""
     if in_size < 1 or kernel < 1 or stride < 1 or dilation < 1 or pad < 0 or output_padding < 0:
-        raise ValueError(f"bad transposed conv geometry: in={in_size} kernel={kernel} stride={stride} "
-                         f"pad={pad} dilation={dilation} output_padding={output_padding}")
+        raise ValueError(
+            f"bad transposed conv geometry: in={in_size} kernel={kernel} stride={stride} "
+            f"pad={pad} dilation={dilation} output_padding={output_padding}"
+        )
     if output_padding >= max(stride, dilation):
-        raise ValueError(f"output_padding {output_padding} must be smaller than stride {stride} or "
-                         f"dilation {dilation}")
+        raise ValueError(f"output_padding {output_padding} must be smaller than stride {stride} or dilation {dilation}")
     out = (in_size - 1) * stride - 2 * pad + dilation * (kernel - 1) + output_padding + 1
     if out < 1:
         raise ValueError(f"empty transposed conv output along an axis: {out}")
@@ -128,21 +142,28 @@ def conv_transpose_filter(w: np.ndarray, *, stride, dilation, groups: int = 1, i
     out by interleave_rows with the generic conv's blocking (DSP: 2 rows, groups of 4 bytes; MVE:
     4 rows, groups of 16 bytes). Flat int8."""
     blocking = _blocking(isa, groups)
-    parts = [interleave_rows(rows, blocking) for rows in
-             conv_transpose_phase_rows(w, stride=stride, dilation=dilation, groups=groups)]
+    parts = [
+        interleave_rows(rows, blocking)
+        for rows in conv_transpose_phase_rows(w, stride=stride, dilation=dilation, groups=groups)
+    ]
     return np.concatenate(parts).astype(np.int8)
 
 
-def conv_transpose_bias(bias, w: np.ndarray, input_zp: int, *, stride, dilation, groups: int = 1,
-                        isa: str = PORTABLE) -> np.ndarray | None:
+def conv_transpose_bias(
+    bias, w: np.ndarray, input_zp: int, *, stride, dilation, groups: int = 1, isa: str = PORTABLE
+) -> np.ndarray | None:
     """The bias the kernel reads: the portable kernel's is the int32 bias itself (or None); the
     _dsp/_mve kernels' is folded per phase: for each phase, bias[co] - input_zp * (the sum of
     co's taps in that phase), wrapped to int32 and zero-padded to whole blocks (blocked_bias)."""
     blocking = _blocking(isa, groups)
     if isa == PORTABLE:
         return None if bias is None else np.ascontiguousarray(bias, dtype=np.int32)
-    return np.concatenate([blocked_bias(bias, rows, input_zp, blocking.rows) for rows in
-                           conv_transpose_phase_rows(w, stride=stride, dilation=dilation, groups=groups)])
+    return np.concatenate(
+        [
+            blocked_bias(bias, rows, input_zp, blocking.rows)
+            for rows in conv_transpose_phase_rows(w, stride=stride, dilation=dilation, groups=groups)
+        ]
+    )
 
 
 def _blocking(isa: str, groups: int) -> RowBlocking:
@@ -169,12 +190,25 @@ def conv_transpose_scratch_bytes(isa: str, weight_shape, *, stride, dilation) ->
 def largest_phase_taps(weight_shape, stride, dilation) -> int:
     """K of the largest phase: C_in times its taps along H and along W (groups 1)."""
     c_in, _, kh, kw = weight_shape
-    return c_in * max(len(t) for t in conv_transpose_phase_taps(kh, stride[0], dilation[0])) * \
-        max(len(t) for t in conv_transpose_phase_taps(kw, stride[1], dilation[1]))
+    return (
+        c_in
+        * max(len(t) for t in conv_transpose_phase_taps(kh, stride[0], dilation[0]))
+        * max(len(t) for t in conv_transpose_phase_taps(kw, stride[1], dilation[1]))
+    )
 
 
-def conv_transpose_accumulator(x: np.ndarray, w: np.ndarray, *, input_zp: int, stride=(1, 1), pad=(0, 0),
-                               output_padding=(0, 0), dilation=(1, 1), groups: int = 1, out_hw) -> np.ndarray:
+def conv_transpose_accumulator(
+    x: np.ndarray,
+    w: np.ndarray,
+    *,
+    input_zp: int,
+    stride=(1, 1),
+    pad=(0, 0),
+    output_padding=(0, 0),
+    dilation=(1, 1),
+    groups: int = 1,
+    out_hw,
+) -> np.ndarray:
     """The exact (unwrapped, int64) sums sum (x - input_zp) * w of a transposed conv, [N, Ho, Wo,
     C_out], in scatter form: each tap (ky, kx) adds the [N, H, W, C_out] products of every input
     pixel at o = i * stride - pad + k * dilation (one exact float64 matmul per tap and group), into
@@ -186,14 +220,18 @@ def conv_transpose_accumulator(x: np.ndarray, w: np.ndarray, *, input_zp: int, s
     if x.dtype != np.int8 or w.dtype != np.int8 or c_in_w != c_in:
         raise ValueError(f"need int8 NHWC x and int8 [C_in, C_out/groups, KH, KW] w, got {x.shape}, {w.shape}")
     _check_groups(c_in, cout_g * groups, groups)
-    expected = tuple(conv_transpose_output_size(*a) for a in zip((h, wd), (kh, kw), stride, pad, output_padding, dilation))
+    expected = tuple(
+        conv_transpose_output_size(*a) for a in zip((h, wd), (kh, kw), stride, pad, output_padding, dilation)
+    )
     if tuple(out_hw) != expected:
         raise ValueError(f"out_hw {tuple(out_hw)} is not the ConvTranspose2d output size {expected}")
     cin_g = c_in // groups
     if cin_g * 128 * 255 * kh * kw >= _FLOAT64_EXACT:
         raise ValueError("reduction too long for the exact float64 accumulation")
-    full = [(size - 1) * s + d * (k - 1) + 1 + op
-            for size, s, d, k, op in zip((h, wd), stride, dilation, (kh, kw), output_padding)]
+    full = [
+        (size - 1) * s + d * (k - 1) + 1 + op
+        for size, s, d, k, op in zip((h, wd), stride, dilation, (kh, kw), output_padding)
+    ]
     acc = np.zeros((n, full[0], full[1], groups, cout_g), dtype=np.int64)
     xg = (x.astype(np.float64) - input_zp).reshape(n, h, wd, groups, cin_g)
     wg = w.reshape(groups, cin_g, cout_g, kh, kw).astype(np.float64)
@@ -201,14 +239,31 @@ def conv_transpose_accumulator(x: np.ndarray, w: np.ndarray, *, input_zp: int, s
         for kx in range(kw):
             products = np.einsum("nhwgi,gio->nhwgo", xg, wg[..., ky, kx]).astype(np.int64)
             y0, x0 = ky * dilation[0], kx * dilation[1]
-            acc[:, y0:y0 + (h - 1) * stride[0] + 1:stride[0], x0:x0 + (wd - 1) * stride[1] + 1:stride[1]] += products
+            acc[:, y0 : y0 + (h - 1) * stride[0] + 1 : stride[0], x0 : x0 + (wd - 1) * stride[1] + 1 : stride[1]] += (
+                products
+            )
     acc = acc.reshape(n, full[0], full[1], groups * cout_g)
-    return acc[:, pad[0]:pad[0] + out_hw[0], pad[1]:pad[1] + out_hw[1]]
+    return acc[:, pad[0] : pad[0] + out_hw[0], pad[1] : pad[1] + out_hw[1]]
 
 
-def conv_transpose2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *, input_zp: int,
-                        output_zp: int, stride=(1, 1), pad=(0, 0), output_padding=(0, 0), dilation=(1, 1),
-                        groups: int = 1, out_hw, act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> np.ndarray:
+def conv_transpose2d_s8(
+    x: np.ndarray,
+    w: np.ndarray,
+    bias,
+    multiplier,
+    shift,
+    *,
+    input_zp: int,
+    output_zp: int,
+    stride=(1, 1),
+    pad=(0, 0),
+    output_padding=(0, 0),
+    dilation=(1, 1),
+    groups: int = 1,
+    out_hw,
+    act_min: int = INT8_MIN,
+    act_max: int = INT8_MAX,
+) -> np.ndarray:
     """Golden int8 transposed convolution, bit-exact with edgec_conv_transpose_s8 (and _dsp/_mve).
 
     x int8 NHWC [N, H, W, C_in]; w int8 in PyTorch's ConvTranspose2d layout [C_in, C_out/groups,
@@ -226,14 +281,38 @@ def conv_transpose2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *
         raise ValueError("zero points must be int8")
     if not INT8_MIN <= act_min <= act_max <= INT8_MAX:
         raise ValueError("need -128 <= act_min <= act_max <= 127")
-    acc = conv_transpose_accumulator(x, w, input_zp=input_zp, stride=stride, pad=pad, output_padding=output_padding,
-                                     dilation=dilation, groups=groups, out_hw=out_hw)
+    acc = conv_transpose_accumulator(
+        x,
+        w,
+        input_zp=input_zp,
+        stride=stride,
+        pad=pad,
+        output_padding=output_padding,
+        dilation=dilation,
+        groups=groups,
+        out_hw=out_hw,
+    )
     return conv_output_stage(acc, bias, multiplier, shift, output_zp, act_min, act_max)
 
 
-def conv_transpose_desc(input_shape, w: np.ndarray, bias, multiplier, shift, *, input_zp: int, output_zp: int,
-                        stride=(1, 1), pad=(0, 0), output_padding=(0, 0), dilation=(1, 1), groups: int = 1,
-                        act_min: int = INT8_MIN, act_max: int = INT8_MAX, isa: str = PORTABLE) -> dict:
+def conv_transpose_desc(
+    input_shape,
+    w: np.ndarray,
+    bias,
+    multiplier,
+    shift,
+    *,
+    input_zp: int,
+    output_zp: int,
+    stride=(1, 1),
+    pad=(0, 0),
+    output_padding=(0, 0),
+    dilation=(1, 1),
+    groups: int = 1,
+    act_min: int = INT8_MIN,
+    act_max: int = INT8_MAX,
+    isa: str = PORTABLE,
+) -> dict:
     """The field values of edgec_conv_transpose_desc, in declaration order, for the kernel of
     `isa` (PORTABLE: edgec_conv_transpose_s8, DSP/MVE: its _dsp/_mve forms): ints, and numpy
     arrays for the pointer fields (filter re-laid by conv_transpose_filter, bias by
@@ -241,19 +320,38 @@ def conv_transpose_desc(input_shape, w: np.ndarray, bias, multiplier, shift, *, 
     n, h, wd, c_in = (int(v) for v in input_shape)
     w = np.asarray(w)
     _, cout_g, kh, kw = w.shape
-    out_h, out_w = (conv_transpose_output_size(*a) for a in zip((h, wd), (kh, kw), stride, pad, output_padding, dilation))
+    out_h, out_w = (
+        conv_transpose_output_size(*a) for a in zip((h, wd), (kh, kw), stride, pad, output_padding, dilation)
+    )
     layout = dict(stride=stride, dilation=dilation, groups=groups, isa=isa)
     return dict(
-        batches=n, input_h=h, input_w=wd, input_c=c_in, output_h=out_h, output_w=out_w, output_c=cout_g * groups,
-        kernel_h=kh, kernel_w=kw, stride_h=stride[0], stride_w=stride[1], pad_h=pad[0], pad_w=pad[1],
-        output_padding_h=output_padding[0], output_padding_w=output_padding[1],
-        dilation_h=dilation[0], dilation_w=dilation[1], groups=groups,
-        input_offset=-int(input_zp), output_offset=int(output_zp), act_min=int(act_min), act_max=int(act_max),
+        batches=n,
+        input_h=h,
+        input_w=wd,
+        input_c=c_in,
+        output_h=out_h,
+        output_w=out_w,
+        output_c=cout_g * groups,
+        kernel_h=kh,
+        kernel_w=kw,
+        stride_h=stride[0],
+        stride_w=stride[1],
+        pad_h=pad[0],
+        pad_w=pad[1],
+        output_padding_h=output_padding[0],
+        output_padding_w=output_padding[1],
+        dilation_h=dilation[0],
+        dilation_w=dilation[1],
+        groups=groups,
+        input_offset=-int(input_zp),
+        output_offset=int(output_zp),
+        act_min=int(act_min),
+        act_max=int(act_max),
         filter=conv_transpose_filter(w, **layout),
         bias=conv_transpose_bias(bias, w, input_zp, **layout),
         multiplier=np.ascontiguousarray(multiplier, dtype=np.int32),
-        shift=np.ascontiguousarray(shift, dtype=np.int32))
-
+        shift=np.ascontiguousarray(shift, dtype=np.int32),
+    )
 
 
 # -- the op unit ----------------------------------------------------------------------------------
@@ -261,7 +359,11 @@ def conv_transpose_desc(input_shape, w: np.ndarray, bias, multiplier, shift, *, 
 # ConvTranspose weights are [C_in, C_out/groups, ...]: per output channel is axis 1 when groups
 # is 1; grouped layers (depthwise included) share one scale per tensor.
 WEIGHT_QSPEC = QuantizationSpec(
-    dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric, ch_axis=1,
+    dtype=torch.int8,
+    quant_min=-127,
+    quant_max=127,
+    qscheme=torch.per_channel_symmetric,
+    ch_axis=1,
     observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
 )
 
@@ -269,8 +371,15 @@ WEIGHT_QSPEC = QuantizationSpec(
 def transpose_attrs(node) -> tuple:
     """(stride, padding, output_padding, dilation, groups) of a transposed convolution node."""
     stride, padding, output_padding, groups, dilation = (
-        node_arg(node, index, name, default) for index, name, default in
-        ((3, "stride", 1), (4, "padding", 0), (5, "output_padding", 0), (6, "groups", 1), (7, "dilation", 1)))
+        node_arg(node, index, name, default)
+        for index, name, default in (
+            (3, "stride", 1),
+            (4, "padding", 0),
+            (5, "output_padding", 0),
+            (6, "groups", 1),
+            (7, "dilation", 1),
+        )
+    )
     return stride, padding, output_padding, dilation, int(groups)
 
 
@@ -301,13 +410,29 @@ class ConvTranspose(OpDef):
         x, weight, bias = weighted_operands(ctx, node, "transposed conv", channel_axis=1)
         if len(x.shape) not in (3, 4) or weight.value.ndim != len(x.shape):
             raise EdgecError(f"{source_line(node)}: transposed convolution on {list(x.shape)} is not supported")
-        stride, padding, output_padding, dilation = _pairs(node, (stride, padding, output_padding, dilation), len(x.shape))
+        stride, padding, output_padding, dilation = _pairs(
+            node, (stride, padding, output_padding, dilation), len(x.shape)
+        )
         c_out = weight.value.shape[1] * groups
-        scales = np.broadcast_to(np.repeat(weight.scales, groups) if len(weight.scales) > 1 else weight.scales, (c_out,))
+        scales = np.broadcast_to(
+            np.repeat(weight.scales, groups) if len(weight.scales) > 1 else weight.scales, (c_out,)
+        )
         scales = scales.astype(np.float64)
-        ctx.add_op(self.kind, node, [x], [ctx.output(node)], weight=weight.value, weight_scales=scales,
-                   bias=quantized_bias(bias, x.scale, scales, source_line(node)), stride=stride, pad=padding,
-                   output_padding=output_padding, dilation=dilation, groups=groups, clamp=(None, None))
+        ctx.add_op(
+            self.kind,
+            node,
+            [x],
+            [ctx.output(node)],
+            weight=weight.value,
+            weight_scales=scales,
+            bias=quantized_bias(bias, x.scale, scales, source_line(node)),
+            stride=stride,
+            pad=padding,
+            output_padding=output_padding,
+            dilation=dilation,
+            groups=groups,
+            clamp=(None, None),
+        )
 
     def relayout(self, op, graph) -> None:
         weight = op.attrs["weight"]  # [C_in, C_out/groups, (KH,) KW]
@@ -324,36 +449,67 @@ class ConvTranspose(OpDef):
     def specialize(self, op, graph, target) -> None:
         isa = kernel_isa(target) if op.attrs["groups"] == 1 else None
         op.attrs["isa"] = PORTABLE if isa is None else isa
-        op.kernel = packed_choice("edgec_conv_transpose_s8" + ("" if isa is None else f"_{isa}"), isa, target, op.attrs,
-                                  "portable kernel: grouped convolutions have no packed kernel")
+        op.kernel = packed_choice(
+            "edgec_conv_transpose_s8" + ("" if isa is None else f"_{isa}"),
+            isa,
+            target,
+            op.attrs,
+            "portable kernel: grouped convolutions have no packed kernel",
+        )
 
     def _geometry(self, op) -> dict:
         a = op.attrs
-        return dict(stride=a["stride"], pad=a["pad"], output_padding=a["output_padding"], dilation=a["dilation"],
-                    groups=a["groups"], act_min=a["act_min"], act_max=a["act_max"])
+        return dict(
+            stride=a["stride"],
+            pad=a["pad"],
+            output_padding=a["output_padding"],
+            dilation=a["dilation"],
+            groups=a["groups"],
+            act_min=a["act_min"],
+            act_max=a["act_max"],
+        )
 
     def golden(self, op, graph, inputs):
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         a = op.attrs
-        return conv_transpose2d_s8(inputs[0], a["weight"], a["bias"], a["multiplier"], a["shift"],
-                                   input_zp=x_t.zero_point, output_zp=out_t.zero_point,
-                                   out_hw=out_t.shape[1:3], **self._geometry(op))
+        return conv_transpose2d_s8(
+            inputs[0],
+            a["weight"],
+            a["bias"],
+            a["multiplier"],
+            a["shift"],
+            input_zp=x_t.zero_point,
+            output_zp=out_t.zero_point,
+            out_hw=out_t.shape[1:3],
+            **self._geometry(op),
+        )
 
     def scratch_bytes(self, op, graph, target) -> int:
         a = op.attrs
-        return conv_transpose_scratch_bytes(a.get("isa", PORTABLE), a["weight"].shape, stride=a["stride"],
-                                            dilation=a["dilation"])
+        return conv_transpose_scratch_bytes(
+            a.get("isa", PORTABLE), a["weight"].shape, stride=a["stride"], dilation=a["dilation"]
+        )
 
     def emit(self, op, graph, names) -> CCall:
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         a = op.attrs
-        desc = conv_transpose_desc(x_t.shape, a["weight"], a["bias"], a["multiplier"], a["shift"],
-                                   input_zp=x_t.zero_point, output_zp=out_t.zero_point, isa=a["isa"],
-                                   **self._geometry(op))
+        desc = conv_transpose_desc(
+            x_t.shape,
+            a["weight"],
+            a["bias"],
+            a["multiplier"],
+            a["shift"],
+            input_zp=x_t.zero_point,
+            output_zp=out_t.zero_point,
+            isa=a["isa"],
+            **self._geometry(op),
+        )
         p = names.symbol(op, "desc")
         call = descriptor(CONV_TRANSPOSE_DESC, p, desc)
         scratch = "" if a["isa"] == PORTABLE else f", {names.scratch(op)}"
-        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}{scratch});"
+        call.code = (
+            f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}{scratch});"
+        )
         if a["isa"] != PORTABLE:
             k = largest_phase_taps(a["weight"].shape, a["stride"], a["dilation"])
             call.scratch_required = (DSP_SCRATCH if a["isa"] == DSP else MVE_SCRATCH).call(k)

@@ -3,6 +3,7 @@
 The golden kernel is the specification edgec_depthwise_conv_s8 (runtime_c/src/depthwise/) is
 tested against, byte for byte. Arithmetic: docs/numerics.md, "Depthwise".
 """
+
 from __future__ import annotations
 
 from math import lcm
@@ -31,16 +32,32 @@ IN_PLACE_CHANNELS = 4
 # edgec_depthwise_conv_s8_packed's limits (edgec_nn.h): filter rows, bytes per cached pixel.
 PACKED_MAX_K = 16
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
-IN_PLACE_SCRATCH = Scratch("EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES", ("pixels", "c"),
-                           "((pixels) * ((c) < EDGEC_DEPTHWISE_IN_PLACE_CHANNELS ? (c) : EDGEC_DEPTHWISE_IN_PLACE_CHANNELS))")
+IN_PLACE_SCRATCH = Scratch(
+    "EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES",
+    ("pixels", "c"),
+    "((pixels) * ((c) < EDGEC_DEPTHWISE_IN_PLACE_CHANNELS ? (c) : EDGEC_DEPTHWISE_IN_PLACE_CHANNELS))",
+)
 SCRATCH = (IN_PLACE_SCRATCH,)
 PACKED_PIXEL_BYTES = {DSP: 8}  # int16 pairs; Helium and portable C cache the 4 int8
 
 
-def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *, input_zp: int,
-                        output_zp: int, stride=(1, 1), pad=(0, 0), dilation=(1, 1),
-                        ch_mult: int = 1, out_hw, act_min: int = INT8_MIN,
-                        act_max: int = INT8_MAX) -> np.ndarray:
+def depthwise_conv2d_s8(
+    x: np.ndarray,
+    w: np.ndarray,
+    bias,
+    multiplier,
+    shift,
+    *,
+    input_zp: int,
+    output_zp: int,
+    stride=(1, 1),
+    pad=(0, 0),
+    dilation=(1, 1),
+    ch_mult: int = 1,
+    out_hw,
+    act_min: int = INT8_MIN,
+    act_max: int = INT8_MAX,
+) -> np.ndarray:
     """Golden int8 depthwise conv. x int8 NHWC [N,H,W,C_in], w int8 [1, KH, KW, C_in*ch_mult]
     (output channel ic*ch_mult + m reads input channel ic), bias int32 [C_out] or None,
     multiplier/shift [C_out]; pad = (pad_top, pad_left), bottom/right implied by out_hw.
@@ -48,8 +65,9 @@ def depthwise_conv2d_s8(x: np.ndarray, w: np.ndarray, bias, multiplier, shift, *
     x = np.asarray(x)
     w = np.asarray(w)
     _, kh, kw, c_out = w.shape
-    check_conv_args(x, multiplier, shift, bias, c_out, input_zp, output_zp, stride, pad, dilation,
-                    out_hw, act_min, act_max)
+    check_conv_args(
+        x, multiplier, shift, bias, c_out, input_zp, output_zp, stride, pad, dilation, out_hw, act_min, act_max
+    )
     if w.dtype != np.int8 or w.shape[0] != 1 or ch_mult < 1 or c_out != x.shape[3] * ch_mult:
         raise ValueError(f"int8 filter {w.shape} does not fit C_in={x.shape[3]}, ch_mult={ch_mult}")
     xp = padded_input(x, input_zp, pad, (kh, kw), stride, dilation, out_hw)
@@ -68,16 +86,30 @@ def depthwise_conv_s4(desc: dict, x: np.ndarray) -> np.ndarray:
     """Golden edgec_depthwise_conv_s4: int8 NHWC x -> int8 [N, Ho, Wo, C_in * ch_mult]."""
     d = desc
     c_out = d["input_c"] * d["ch_mult"]
-    w = int4.unpack_int4(d["filter"], d["kernel_h"] * d["kernel_w"] * c_out).reshape(1, d["kernel_h"], d["kernel_w"], c_out)
+    w = int4.unpack_int4(d["filter"], d["kernel_h"] * d["kernel_w"] * c_out).reshape(
+        1, d["kernel_h"], d["kernel_w"], c_out
+    )
     x = np.asarray(x).reshape(d["batches"], d["input_h"], d["input_w"], d["input_c"])
-    return depthwise_conv2d_s8(x, w, d["bias"], d["multiplier"], d["shift"], input_zp=-d["input_offset"],
-                               output_zp=d["output_offset"], stride=(d["stride_h"], d["stride_w"]),
-                               pad=(d["pad_top"], d["pad_left"]), dilation=(d["dilation_h"], d["dilation_w"]),
-                               ch_mult=d["ch_mult"], out_hw=(d["output_h"], d["output_w"]),
-                               act_min=d["act_min"], act_max=d["act_max"])
+    return depthwise_conv2d_s8(
+        x,
+        w,
+        d["bias"],
+        d["multiplier"],
+        d["shift"],
+        input_zp=-d["input_offset"],
+        output_zp=d["output_offset"],
+        stride=(d["stride_h"], d["stride_w"]),
+        pad=(d["pad_top"], d["pad_left"]),
+        dilation=(d["dilation_h"], d["dilation_w"]),
+        ch_mult=d["ch_mult"],
+        out_hw=(d["output_h"], d["output_w"]),
+        act_min=d["act_min"],
+        act_max=d["act_max"],
+    )
 
 
 # -- the op unit (lowered from torch by conv.Conv2d when groups == C_in) ------------------------
+
 
 class DepthwiseConv2d(OpDef):
     kind = "depthwise_conv2d"
@@ -99,11 +131,22 @@ class DepthwiseConv2d(OpDef):
             return depthwise_conv_s4(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         a = op.attrs
-        return depthwise_conv2d_s8(inputs[0], a["weight"], a["bias"], a["multiplier"], a["shift"],
-                                   input_zp=x_t.zero_point, output_zp=out_t.zero_point,
-                                   stride=a["stride"], pad=a["pad"][:2], dilation=a["dilation"],
-                                   ch_mult=a["ch_mult"], out_hw=out_t.shape[1:3],
-                                   act_min=a["act_min"], act_max=a["act_max"])
+        return depthwise_conv2d_s8(
+            inputs[0],
+            a["weight"],
+            a["bias"],
+            a["multiplier"],
+            a["shift"],
+            input_zp=x_t.zero_point,
+            output_zp=out_t.zero_point,
+            stride=a["stride"],
+            pad=a["pad"][:2],
+            dilation=a["dilation"],
+            ch_mult=a["ch_mult"],
+            out_hw=out_t.shape[1:3],
+            act_min=a["act_min"],
+            act_max=a["act_max"],
+        )
 
     def specialize(self, op, graph, target) -> None:
         """On cores with the DSP extension or Helium a ch_mult-1 layer runs the packed kernel."""
@@ -111,17 +154,22 @@ class DepthwiseConv2d(OpDef):
             return int4.specialize(op, graph, target)
         fits = op.attrs["ch_mult"] == 1 and op.attrs["weight"].shape[1] <= PACKED_MAX_K
         isa = op.attrs["isa"] = kernel_isa(target) if fits else None
-        op.kernel = packed_choice("edgec_depthwise_conv_s8" + ("" if isa is None else "_packed"), isa, target, op.attrs,
-                                  f"portable kernel: the packed one needs channel multiplier 1 and a filter at most "
-                                  f"{PACKED_MAX_K} rows high")
+        op.kernel = packed_choice(
+            "edgec_depthwise_conv_s8" + ("" if isa is None else "_packed"),
+            isa,
+            target,
+            op.attrs,
+            f"portable kernel: the packed one needs channel multiplier 1 and a filter at most {PACKED_MAX_K} rows high",
+        )
 
     def scratch_bytes(self, op, graph, target) -> int:
         isa = op.attrs.get("isa")
         if isa is None:
             return 0
         out_w = graph.tensors[op.outputs[0]].shape[2]
-        return packed_scratch_bytes(isa, op.attrs["weight"].shape, out_w, op.attrs["stride"][1],
-                                    op.attrs["dilation"][1])
+        return packed_scratch_bytes(
+            isa, op.attrs["weight"].shape, out_w, op.attrs["stride"][1], op.attrs["dilation"][1]
+        )
 
     def runtime_sources_of(self, op) -> tuple[str, ...]:
         return int4.runtime_sources(op) if int4.is_int4(op) else self.runtime_sources
@@ -135,18 +183,32 @@ class DepthwiseConv2d(OpDef):
         planes = IN_PLACE_SCRATCH.call(n * ho * wo, c)
         if a.get("isa") is None:
             suffix = "" if form is None else "_in_place"
-            return emit_conv_call(op.kernel.function + suffix, op, graph, names, a["weight"].shape,
-                                  scratch_required=planes if suffix else None)
+            return emit_conv_call(
+                op.kernel.function + suffix,
+                op,
+                graph,
+                names,
+                a["weight"].shape,
+                scratch_required=planes if suffix else None,
+            )
         # The plain packed kernel runs unstaged in place too; the staged form's scratch adds the planes.
         suffix = "" if form is None or form.scratch_bytes == self.scratch_bytes(op, graph, None) else "_in_place"
         _, kh, kw, _ = a["weight"].shape
-        rows = (f"EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES({kh}, EDGEC_DEPTHWISE_PACKED_ROW_PIXELS({wo}, "
-                f"{a['stride'][1]}, {kw}, {a['dilation'][1]}))")
+        rows = (
+            f"EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES({kh}, EDGEC_DEPTHWISE_PACKED_ROW_PIXELS({wo}, "
+            f"{a['stride'][1]}, {kw}, {a['dilation'][1]}))"
+        )
         zero_point = graph.tensors[op.inputs[0]].zero_point
-        return emit_conv_call(op.kernel.function + suffix, op, graph, names, a["weight"].shape,
-                              weights=("packed_weights", packed_depthwise_filter(a["weight"])),
-                              bias=("folded_bias", packed_depthwise_bias(a["bias"], a["weight"], zero_point)),
-                              scratch_required=f"{rows} + {planes}" if suffix else rows)
+        return emit_conv_call(
+            op.kernel.function + suffix,
+            op,
+            graph,
+            names,
+            a["weight"].shape,
+            weights=("packed_weights", packed_depthwise_filter(a["weight"])),
+            bias=("folded_bias", packed_depthwise_bias(a["bias"], a["weight"], zero_point)),
+            scratch_required=f"{rows} + {planes}" if suffix else rows,
+        )
 
     def in_place(self, op, graph, target):
         """With one output channel per input channel (ch_mult 1), output and input element (p, c)
@@ -164,7 +226,9 @@ class DepthwiseConv2d(OpDef):
         step = lcm(x_t.shape[3], ARENA_ALIGNMENT)
         n, ho, wo, channels = out_t.shape
         scratch = self.scratch_bytes(op, graph, target)
-        staged = InPlace(0, (out_t.nbytes - x_t.nbytes) // step * step, n * ho * wo * min(IN_PLACE_CHANNELS, channels) + scratch)
+        staged = InPlace(
+            0, (out_t.nbytes - x_t.nbytes) // step * step, n * ho * wo * min(IN_PLACE_CHANNELS, channels) + scratch
+        )
         if op.attrs.get("isa") is None:
             return (staged,)
         return (self._unstaged(op, x_t, out_t, step, scratch), staged)

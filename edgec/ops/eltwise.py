@@ -2,11 +2,13 @@
 
 C kernels: runtime_c/src/eltwise/edgec_add_s8.c and edgec_clamp_s8.c.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from edgec.errors import EdgecError
+from edgec.frontend.torch_ops import ACTIVATIONS, aten
 from edgec.ir import InPlace
 from edgec.numerics import (
     ADD_LEFT_SHIFT,
@@ -19,28 +21,38 @@ from edgec.numerics import (
     wrap_int32,
 )
 from edgec.ops.base import CCall, OpDef
-from edgec.ops.qspec import annotate_shared
+from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.kernel_layout import kernel_isa, packed_choice
-from edgec.frontend.torch_ops import ACTIVATIONS, aten
-from edgec.ops.kernel import Field, ints, Scratch, Struct
+from edgec.ops.qspec import annotate_shared
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
-ADD_PARAMS = Struct("edgec_add_params", (
-    Field('input1_offset', doc='-zero_point of input 1'),
-    *ints("input1_multiplier input1_shift"),
-    Field('input2_offset', doc='-zero_point of input 2'),
-    *ints("input2_multiplier input2_shift"),
-    Field('left_shift', doc='20'),
-    *ints("output_offset output_multiplier output_shift act_min act_max"),
-))
+ADD_PARAMS = Struct(
+    "edgec_add_params",
+    (
+        Field("input1_offset", doc="-zero_point of input 1"),
+        *ints("input1_multiplier input1_shift"),
+        Field("input2_offset", doc="-zero_point of input 2"),
+        *ints("input2_multiplier input2_shift"),
+        Field("left_shift", doc="20"),
+        *ints("output_offset output_multiplier output_shift act_min act_max"),
+    ),
+)
 STRUCTS = (ADD_PARAMS,)
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
 ADD_SCRATCH = Scratch("EDGEC_ADD_S8_SCRATCH_BYTES", (), "(2 * 256 * 4)")
 SCRATCH = (ADD_SCRATCH,)
 
 
-def add_params(s1: float, zp1: int, s2: float, zp2: int, s_out: float, zp_out: int,
-               act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> dict:
+def add_params(
+    s1: float,
+    zp1: int,
+    s2: float,
+    zp2: int,
+    s_out: float,
+    zp_out: int,
+    act_min: int = INT8_MIN,
+    act_max: int = INT8_MAX,
+) -> dict:
     """Fields of the C struct edgec_add_params (same names, same order) for y = x1 + x2.
 
     TFLite/CMSIS-NN scheme: twice_max = 2 * max(s1, s2); inputs are rescaled by s_i / twice_max
@@ -73,9 +85,11 @@ def require_quantized(op, graph, what: str) -> None:
         tensor = graph.tensors[name]
         if not tensor.quantized:
             role = "output" if name in op.outputs else "input"
-            raise EdgecError(f"{op.source}: the program leaves the {role} of this {what} ('{tensor.source}') in float; "
-                             f"edgec runs it in int8: quantize it in the program (a quantize/dequantize pair), "
-                             f"or give edgec the float model to quantize")
+            raise EdgecError(
+                f"{op.source}: the program leaves the {role} of this {what} ('{tensor.source}') in float; "
+                f"edgec runs it in int8: quantize it in the program (a quantize/dequantize pair), "
+                f"or give edgec the float model to quantize"
+            )
 
 
 def add_s8(x1, x2, params: dict) -> np.ndarray:
@@ -113,6 +127,7 @@ ADD_SCRATCH_BYTES = 2 * 256 * 4
 
 class Add(OpDef):
     """The same-shape add of two activations (lowered by edgec.ops.binary.Binary)."""
+
     kind = "add"
     runtime_sources = ("eltwise/edgec_add_s8.c",)
     fuses_activation = True
@@ -122,8 +137,9 @@ class Add(OpDef):
         require_quantized(op, graph, "add")
         a, b, out = (graph.tensors[n] for n in op.inputs + op.outputs)
         bounds = activation_bounds(out.zero_point, out.scale, *op.attrs["clamp"])
-        op.attrs["params"] = add_params(a.scale, a.zero_point, b.scale, b.zero_point, out.scale,
-                                        out.zero_point, *bounds)
+        op.attrs["params"] = add_params(
+            a.scale, a.zero_point, b.scale, b.zero_point, out.scale, out.zero_point, *bounds
+        )
 
     def golden(self, op, graph, inputs):
         return add_s8(inputs[0], inputs[1], op.attrs["params"])
@@ -140,10 +156,11 @@ class Add(OpDef):
         isa = op.attrs.get("isa")
         values = ADD_PARAMS.positional(op.attrs["params"])
         scratch = "" if isa is None else f", {names.scratch(op)}"
-        code = (f"status |= {op.kernel.function}(&{p}params, {names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, "
-                f"{names.ptr(op.outputs[0])}, {graph.tensors[op.outputs[0]].elements}{scratch});")
-        return CCall(code, [], [(ADD_PARAMS.name, f"{p}params", values)],
-                     None if isa is None else ADD_SCRATCH.call())
+        code = (
+            f"status |= {op.kernel.function}(&{p}params, {names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, "
+            f"{names.ptr(op.outputs[0])}, {graph.tensors[op.outputs[0]].elements}{scratch});"
+        )
+        return CCall(code, [], [(ADD_PARAMS.name, f"{p}params", values)], None if isa is None else ADD_SCRATCH.call())
 
     def in_place(self, op, graph, target):
         # Every add kernel reads element i of both inputs before writing element i of the output
@@ -159,7 +176,9 @@ def clamp_bounds(node) -> tuple[float | None, float | None]:
     if node.target == aten.relu6.default:
         return 0.0, 6.0
     if node.target in (aten.hardtanh.default, aten.hardtanh_.default):
-        return (float(node.args[1]) if len(node.args) > 1 else -1.0), (float(node.args[2]) if len(node.args) > 2 else 1.0)
+        return (float(node.args[1]) if len(node.args) > 1 else -1.0), (
+            float(node.args[2]) if len(node.args) > 2 else 1.0
+        )
     low = node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
     high = node.args[2] if len(node.args) > 2 else node.kwargs.get("max")
     if low is not None and high is not None and low > high:
@@ -171,6 +190,7 @@ class Clamp(OpDef):
     """A ReLU/ReLU6/hardtanh/clamp. Usually fused into its producer; runs alone only when it
     cannot be (its producer has other users). The kernel clamps in place: the output is a copy of
     the input clamped, unless the plan puts it over its input."""
+
     kind, c_function = "clamp", "edgec_clamp_s8"
     targets = frozenset(ACTIVATIONS)
     runtime_sources = ("eltwise/edgec_clamp_s8.c",)
@@ -197,7 +217,11 @@ class Clamp(OpDef):
         size = graph.tensors[op.outputs[0]].elements
         src, dst = names.ptr(op.inputs[0]), names.ptr(op.outputs[0])
         copy = "" if src == dst else f"memcpy({dst}, {src}, {size}); "
-        return CCall(f"{copy}status |= {op.kernel.function}({dst}, {size}, {op.attrs['act_min']}, {op.attrs['act_max']});", [], [])
+        return CCall(
+            f"{copy}status |= {op.kernel.function}({dst}, {size}, {op.attrs['act_min']}, {op.attrs['act_max']});",
+            [],
+            [],
+        )
 
     def in_place(self, op, graph, target):
         return (InPlace(0, 0),)  # edgec_clamp_s8 works in place: planned so, the copy disappears

@@ -11,70 +11,110 @@ values from float scales and op attributes (a dict whose keys are the C struct's
 declaration order; numpy arrays for pointer fields, None for a NULL one) and a golden numpy
 function taking that same dict and the input(s), so C and golden provably use the same constants.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from edgec.numerics import (INT8_MAX, INT8_MIN, INT16_MAX, INT16_MIN, S64_SHIFT_MAX, add_bias_s64,
-                            quantize_multiplier, requantize, requantize_s64, saturate_int16, wrap_int32)
+from edgec.numerics import (
+    INT8_MAX,
+    INT8_MIN,
+    INT16_MAX,
+    INT16_MIN,
+    S64_SHIFT_MAX,
+    add_bias_s64,
+    quantize_multiplier,
+    requantize,
+    requantize_s64,
+    saturate_int16,
+    wrap_int32,
+)
 from edgec.ops.binary import BINARY_DIMS, _layout_fields
+from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.pool import _check_axis, _divisor
-from edgec.ops.kernel import Field, ints, Scratch, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
-CONV_S16_DESC = Struct("edgec_conv_s16_desc", (
-    *ints("batches input_h input_w input_c output_h output_w output_c kernel_h kernel_w stride_h"),
-    *ints("stride_w pad_top pad_left dilation_h dilation_w groups act_min act_max"),
-    Field('filter', 'const int8_t *', doc='[output_c][kernel_h][kernel_w][input_c / groups]'),
-    Field('bias', 'const int64_t *', doc='[output_c] or NULL'),
-    Field('multiplier', 'const int32_t *', doc='[output_c]'),
-    Field('shift', 'const int32_t *', doc='[output_c]'),
-))
-DEPTHWISE_CONV_S16_DESC = Struct("edgec_depthwise_conv_s16_desc", (
-    *ints("batches input_h input_w input_c output_h output_w ch_mult kernel_h kernel_w stride_h"),
-    *ints("stride_w pad_top pad_left dilation_h dilation_w act_min act_max"),
-    Field('filter', 'const int8_t *', doc='[kernel_h][kernel_w][input_c * ch_mult]'),
-    Field('bias', 'const int64_t *', doc='[input_c * ch_mult] or NULL'),
-    Field('multiplier', 'const int32_t *', doc='[input_c * ch_mult]'),
-    Field('shift', 'const int32_t *', doc='[input_c * ch_mult]'),
-))
-FULLY_CONNECTED_S16_DESC = Struct("edgec_fully_connected_s16_desc", (
-    *ints("batches input_c output_c act_min act_max"),
-    Field('filter', 'const int8_t *', doc='[output_c][input_c]'),
-    Field('bias', 'const int64_t *', doc='[output_c] or NULL'),
-    Field('multiplier', 'const int32_t *', doc='[output_c]'),
-    Field('shift', 'const int32_t *', doc='[output_c]'),
-))
-BINARY_S16_DESC = Struct("edgec_binary_s16_desc", (
-    *ints("num_dims"),
-    Field('dims', count=BINARY_DIMS),
-    Field('strides1', count=BINARY_DIMS),
-    Field('strides2', count=BINARY_DIMS),
-    *ints("input1_multiplier input1_shift input2_multiplier input2_shift left_shift"),
-    *ints("output_multiplier output_shift act_min act_max"),
-))
-POOL_S16_DESC = Struct("edgec_pool_s16_desc", (
-    *ints("batches input_h input_w channels output_h output_w filter_h filter_w stride_h stride_w"),
-    *ints("pad_top pad_left count_include_pad divisor_override act_min act_max"),
-))
-LUT_S16_DESC = Struct("edgec_lut_s16_desc", (
-    Field('size', doc='elements'),
-    Field('table', 'const int16_t *', doc='EDGEC_LUT_S16_SIZE entries'),
-))
-SOFTMAX_S16_DESC = Struct("edgec_softmax_s16_desc", (
-    *ints("outer axis_size inner input_multiplier input_left_shift"),
-    Field('exp_lut', 'const int16_t *', doc='EDGEC_LUT_S16_SIZE entries'),
-    Field('one_over_one_plus_x_lut', 'const int16_t *', doc='EDGEC_LUT_S16_SIZE entries'),
-))
-REQUANTIZE_S16_DESC = Struct("edgec_requantize_s16_desc", (
-    *ints("size input_offset multiplier shift output_offset"),
-))
-STRUCTS = (CONV_S16_DESC, DEPTHWISE_CONV_S16_DESC, FULLY_CONNECTED_S16_DESC, BINARY_S16_DESC,
-           POOL_S16_DESC, LUT_S16_DESC, SOFTMAX_S16_DESC, REQUANTIZE_S16_DESC)
+CONV_S16_DESC = Struct(
+    "edgec_conv_s16_desc",
+    (
+        *ints("batches input_h input_w input_c output_h output_w output_c kernel_h kernel_w stride_h"),
+        *ints("stride_w pad_top pad_left dilation_h dilation_w groups act_min act_max"),
+        Field("filter", "const int8_t *", doc="[output_c][kernel_h][kernel_w][input_c / groups]"),
+        Field("bias", "const int64_t *", doc="[output_c] or NULL"),
+        Field("multiplier", "const int32_t *", doc="[output_c]"),
+        Field("shift", "const int32_t *", doc="[output_c]"),
+    ),
+)
+DEPTHWISE_CONV_S16_DESC = Struct(
+    "edgec_depthwise_conv_s16_desc",
+    (
+        *ints("batches input_h input_w input_c output_h output_w ch_mult kernel_h kernel_w stride_h"),
+        *ints("stride_w pad_top pad_left dilation_h dilation_w act_min act_max"),
+        Field("filter", "const int8_t *", doc="[kernel_h][kernel_w][input_c * ch_mult]"),
+        Field("bias", "const int64_t *", doc="[input_c * ch_mult] or NULL"),
+        Field("multiplier", "const int32_t *", doc="[input_c * ch_mult]"),
+        Field("shift", "const int32_t *", doc="[input_c * ch_mult]"),
+    ),
+)
+FULLY_CONNECTED_S16_DESC = Struct(
+    "edgec_fully_connected_s16_desc",
+    (
+        *ints("batches input_c output_c act_min act_max"),
+        Field("filter", "const int8_t *", doc="[output_c][input_c]"),
+        Field("bias", "const int64_t *", doc="[output_c] or NULL"),
+        Field("multiplier", "const int32_t *", doc="[output_c]"),
+        Field("shift", "const int32_t *", doc="[output_c]"),
+    ),
+)
+BINARY_S16_DESC = Struct(
+    "edgec_binary_s16_desc",
+    (
+        *ints("num_dims"),
+        Field("dims", count=BINARY_DIMS),
+        Field("strides1", count=BINARY_DIMS),
+        Field("strides2", count=BINARY_DIMS),
+        *ints("input1_multiplier input1_shift input2_multiplier input2_shift left_shift"),
+        *ints("output_multiplier output_shift act_min act_max"),
+    ),
+)
+POOL_S16_DESC = Struct(
+    "edgec_pool_s16_desc",
+    (
+        *ints("batches input_h input_w channels output_h output_w filter_h filter_w stride_h stride_w"),
+        *ints("pad_top pad_left count_include_pad divisor_override act_min act_max"),
+    ),
+)
+LUT_S16_DESC = Struct(
+    "edgec_lut_s16_desc",
+    (
+        Field("size", doc="elements"),
+        Field("table", "const int16_t *", doc="EDGEC_LUT_S16_SIZE entries"),
+    ),
+)
+SOFTMAX_S16_DESC = Struct(
+    "edgec_softmax_s16_desc",
+    (
+        *ints("outer axis_size inner input_multiplier input_left_shift"),
+        Field("exp_lut", "const int16_t *", doc="EDGEC_LUT_S16_SIZE entries"),
+        Field("one_over_one_plus_x_lut", "const int16_t *", doc="EDGEC_LUT_S16_SIZE entries"),
+    ),
+)
+REQUANTIZE_S16_DESC = Struct("edgec_requantize_s16_desc", (*ints("size input_offset multiplier shift output_offset"),))
+STRUCTS = (
+    CONV_S16_DESC,
+    DEPTHWISE_CONV_S16_DESC,
+    FULLY_CONNECTED_S16_DESC,
+    BINARY_S16_DESC,
+    POOL_S16_DESC,
+    LUT_S16_DESC,
+    SOFTMAX_S16_DESC,
+    REQUANTIZE_S16_DESC,
+)
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
-CONV_S16_DSP_SCRATCH = Scratch("EDGEC_CONV_S16_DSP_SCRATCH_BYTES", ('k',), "(4 * (((k) + 1) / 2))")
-FULLY_CONNECTED_S16_DSP_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES", ('input_c',),
-                                          "(4 * (((input_c) + 1) / 2))")
+CONV_S16_DSP_SCRATCH = Scratch("EDGEC_CONV_S16_DSP_SCRATCH_BYTES", ("k",), "(4 * (((k) + 1) / 2))")
+FULLY_CONNECTED_S16_DSP_SCRATCH = Scratch(
+    "EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES", ("input_c",), "(4 * (((input_c) + 1) / 2))"
+)
 SCRATCH = (CONV_S16_DSP_SCRATCH, FULLY_CONNECTED_S16_DSP_SCRATCH)
 
 
@@ -84,8 +124,10 @@ def s16_multipliers(input_scale: float, weight_scales, output_scale: float) -> t
     pairs = [quantize_multiplier(input_scale * float(s) / output_scale) for s in np.atleast_1d(weight_scales)]
     shifts = np.array([s for _, s in pairs], dtype=np.int32)
     if (shifts > S64_SHIFT_MAX).any():
-        raise ValueError("an int16 layer's effective scale s_in * s_w / s_out must be below 2^7 "
-                         f"(requantize_s64's shift <= {S64_SHIFT_MAX})")
+        raise ValueError(
+            "an int16 layer's effective scale s_in * s_w / s_out must be below 2^7 "
+            f"(requantize_s64's shift <= {S64_SHIFT_MAX})"
+        )
     return np.array([m for m, _ in pairs], dtype=np.int32), shifts
 
 
@@ -124,30 +166,57 @@ def _patches(x: np.ndarray, desc: dict):
     pt, pl = desc["pad_top"], desc["pad_left"]
     span_h, span_w = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
     padded = np.zeros((n, max(span_h, pt + h), max(span_w, pl + w), c), dtype=np.int64)
-    padded[:, pt:pt + h, pl:pl + w, :] = x.reshape(n, h, w, c)
+    padded[:, pt : pt + h, pl : pl + w, :] = x.reshape(n, h, w, c)
     for ky in range(kh):
         for kx in range(kw):
             y0, x0 = ky * dh, kx * dw
-            yield ky, kx, padded[:, y0:y0 + (oh - 1) * sh + 1:sh, x0:x0 + (ow - 1) * sw + 1:sw, :]
+            yield ky, kx, padded[:, y0 : y0 + (oh - 1) * sh + 1 : sh, x0 : x0 + (ow - 1) * sw + 1 : sw, :]
 
 
 # ---- convolution -------------------------------------------------------------------------------
 
-def conv_s16_desc(input_shape, weight: np.ndarray, bias, input_scale: float, weight_scales, output_scale: float, *,
-                  stride=(1, 1), pad=(0, 0), dilation=(1, 1), groups: int = 1, output_hw=None,
-                  act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> dict:
+
+def conv_s16_desc(
+    input_shape,
+    weight: np.ndarray,
+    bias,
+    input_scale: float,
+    weight_scales,
+    output_scale: float,
+    *,
+    stride=(1, 1),
+    pad=(0, 0),
+    dilation=(1, 1),
+    groups: int = 1,
+    output_hw=None,
+    act_min: int = INT16_MIN,
+    act_max: int = INT16_MAX,
+) -> dict:
     """edgec_conv_s16_desc's fields. input_shape NHWC; weight int8 [C_out, C_in/groups, KH, KW]
     (PyTorch), stored OHWI; bias int64 [C_out] (numerics.quantize_bias_s64) or None; pad =
     (top, left), the output size PyTorch's for that padding on both sides unless output_hw says
     otherwise (TFLite SAME)."""
     c_out, _, kh, kw = weight.shape
     multiplier, shift = s16_multipliers(input_scale, np.broadcast_to(weight_scales, (c_out,)), output_scale)
-    return dict(**_window_fields(input_shape, (kh, kw), stride, pad, dilation, output_hw), output_c=int(c_out),
-                kernel_h=int(kh), kernel_w=int(kw), stride_h=int(stride[0]), stride_w=int(stride[1]),
-                pad_top=int(pad[0]), pad_left=int(pad[1]), dilation_h=int(dilation[0]), dilation_w=int(dilation[1]),
-                groups=int(groups), act_min=int(act_min), act_max=int(act_max),
-                filter=np.ascontiguousarray(np.transpose(weight, (0, 2, 3, 1)), dtype=np.int8),
-                bias=_bias_field(bias), multiplier=multiplier, shift=shift)
+    return dict(
+        **_window_fields(input_shape, (kh, kw), stride, pad, dilation, output_hw),
+        output_c=int(c_out),
+        kernel_h=int(kh),
+        kernel_w=int(kw),
+        stride_h=int(stride[0]),
+        stride_w=int(stride[1]),
+        pad_top=int(pad[0]),
+        pad_left=int(pad[1]),
+        dilation_h=int(dilation[0]),
+        dilation_w=int(dilation[1]),
+        groups=int(groups),
+        act_min=int(act_min),
+        act_max=int(act_max),
+        filter=np.ascontiguousarray(np.transpose(weight, (0, 2, 3, 1)), dtype=np.int8),
+        bias=_bias_field(bias),
+        multiplier=multiplier,
+        shift=shift,
+    )
 
 
 def conv_s16(desc: dict, x: np.ndarray) -> np.ndarray:
@@ -165,7 +234,9 @@ def conv_s16(desc: dict, x: np.ndarray) -> np.ndarray:
     acc = np.zeros((desc["batches"], desc["output_h"], desc["output_w"], c_out), dtype=np.int64)
     for ky, kx, patch in _patches(x, desc):
         for g in range(groups):
-            acc[..., g * og:(g + 1) * og] += patch[..., g * cg:(g + 1) * cg] @ filt[g * og:(g + 1) * og, ky, kx, :].T
+            acc[..., g * og : (g + 1) * og] += (
+                patch[..., g * cg : (g + 1) * cg] @ filt[g * og : (g + 1) * og, ky, kx, :].T
+            )
     return _output_stage(acc, desc)
 
 
@@ -176,9 +247,22 @@ def conv_s16_dsp_scratch_bytes(desc: dict) -> int:
 
 # ---- depthwise convolution ---------------------------------------------------------------------
 
-def depthwise_conv_s16_desc(input_shape, weight: np.ndarray, bias, input_scale: float, weight_scales,
-                            output_scale: float, *, stride=(1, 1), pad=(0, 0), dilation=(1, 1), output_hw=None,
-                            act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> dict:
+
+def depthwise_conv_s16_desc(
+    input_shape,
+    weight: np.ndarray,
+    bias,
+    input_scale: float,
+    weight_scales,
+    output_scale: float,
+    *,
+    stride=(1, 1),
+    pad=(0, 0),
+    dilation=(1, 1),
+    output_hw=None,
+    act_min: int = INT16_MIN,
+    act_max: int = INT16_MAX,
+) -> dict:
     """edgec_depthwise_conv_s16_desc's fields. weight int8 [C_in * ch_mult, 1, KH, KW] (PyTorch,
     groups = C_in), stored [KH][KW][C_out] as TFLite's depthwise filter; the rest as conv_s16_desc."""
     c_out, _, kh, kw = weight.shape
@@ -186,12 +270,24 @@ def depthwise_conv_s16_desc(input_shape, weight: np.ndarray, bias, input_scale: 
     if c_out % c_in:
         raise ValueError(f"depthwise: {c_out} output channels is not a multiple of {c_in} input channels")
     multiplier, shift = s16_multipliers(input_scale, np.broadcast_to(weight_scales, (c_out,)), output_scale)
-    return dict(**_window_fields(input_shape, (kh, kw), stride, pad, dilation, output_hw), ch_mult=c_out // c_in,
-                kernel_h=int(kh), kernel_w=int(kw), stride_h=int(stride[0]), stride_w=int(stride[1]),
-                pad_top=int(pad[0]), pad_left=int(pad[1]), dilation_h=int(dilation[0]), dilation_w=int(dilation[1]),
-                act_min=int(act_min), act_max=int(act_max),
-                filter=np.ascontiguousarray(np.transpose(weight[:, 0], (1, 2, 0)), dtype=np.int8),
-                bias=_bias_field(bias), multiplier=multiplier, shift=shift)
+    return dict(
+        **_window_fields(input_shape, (kh, kw), stride, pad, dilation, output_hw),
+        ch_mult=c_out // c_in,
+        kernel_h=int(kh),
+        kernel_w=int(kw),
+        stride_h=int(stride[0]),
+        stride_w=int(stride[1]),
+        pad_top=int(pad[0]),
+        pad_left=int(pad[1]),
+        dilation_h=int(dilation[0]),
+        dilation_w=int(dilation[1]),
+        act_min=int(act_min),
+        act_max=int(act_max),
+        filter=np.ascontiguousarray(np.transpose(weight[:, 0], (1, 2, 0)), dtype=np.int8),
+        bias=_bias_field(bias),
+        multiplier=multiplier,
+        shift=shift,
+    )
 
 
 def depthwise_conv_s16(desc: dict, x: np.ndarray) -> np.ndarray:
@@ -211,15 +307,33 @@ def depthwise_conv_s16(desc: dict, x: np.ndarray) -> np.ndarray:
 
 # ---- fully connected ---------------------------------------------------------------------------
 
-def fully_connected_s16_desc(batches: int, weight: np.ndarray, bias, input_scale: float, weight_scales,
-                             output_scale: float, *, act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> dict:
+
+def fully_connected_s16_desc(
+    batches: int,
+    weight: np.ndarray,
+    bias,
+    input_scale: float,
+    weight_scales,
+    output_scale: float,
+    *,
+    act_min: int = INT16_MIN,
+    act_max: int = INT16_MAX,
+) -> dict:
     """edgec_fully_connected_s16_desc's fields. weight int8 [C_out, C_in] (PyTorch Linear); per
     output channel (or one broadcast) weight scale; bias int64 [C_out] or None."""
     c_out, c_in = weight.shape
     multiplier, shift = s16_multipliers(input_scale, np.broadcast_to(weight_scales, (c_out,)), output_scale)
-    return dict(batches=int(batches), input_c=int(c_in), output_c=int(c_out), act_min=int(act_min),
-                act_max=int(act_max), filter=np.ascontiguousarray(weight, dtype=np.int8), bias=_bias_field(bias),
-                multiplier=multiplier, shift=shift)
+    return dict(
+        batches=int(batches),
+        input_c=int(c_in),
+        output_c=int(c_out),
+        act_min=int(act_min),
+        act_max=int(act_max),
+        filter=np.ascontiguousarray(weight, dtype=np.int8),
+        bias=_bias_field(bias),
+        multiplier=multiplier,
+        shift=shift,
+    )
 
 
 def fully_connected_s16(desc: dict, x: np.ndarray) -> np.ndarray:
@@ -241,8 +355,9 @@ def fully_connected_s16_dsp_scratch_bytes(desc: dict) -> int:
 ADD_S16_LEFT_SHIFT = 15  # TFLite CalculateOpDataAdd: left_shift = 15 for int16 outputs (20 for int8)
 
 
-def add_s16_desc(shape1, shape2, s1: float, s2: float, s_out: float, *, act_min: int = INT16_MIN,
-                 act_max: int = INT16_MAX) -> dict:
+def add_s16_desc(
+    shape1, shape2, s1: float, s2: float, s_out: float, *, act_min: int = INT16_MIN, act_max: int = INT16_MAX
+) -> dict:
     """edgec_binary_s16_desc's fields for y = x1 + x2 with NumPy broadcasting (layout as
     edgec.ops.binary.binary_desc). TFLite-micro CalculateOpDataAdd for int16: twice_max = 2 max(s1, s2),
     inputs rescaled by s_i / twice_max after a left shift of 15, the sum by twice_max / (2^15 s_out)."""
@@ -250,19 +365,38 @@ def add_s16_desc(shape1, shape2, s1: float, s2: float, s_out: float, *, act_min:
     m1, sh1 = quantize_multiplier(float(s1) / twice_max)
     m2, sh2 = quantize_multiplier(float(s2) / twice_max)
     mo, sho = quantize_multiplier(twice_max / ((1 << ADD_S16_LEFT_SHIFT) * float(s_out)))
-    return {**_layout_fields(shape1, shape2, ("strides1", "strides2")), "input1_multiplier": m1, "input1_shift": sh1,
-            "input2_multiplier": m2, "input2_shift": sh2, "left_shift": ADD_S16_LEFT_SHIFT, "output_multiplier": mo,
-            "output_shift": sho, "act_min": int(act_min), "act_max": int(act_max)}
+    return {
+        **_layout_fields(shape1, shape2, ("strides1", "strides2")),
+        "input1_multiplier": m1,
+        "input1_shift": sh1,
+        "input2_multiplier": m2,
+        "input2_shift": sh2,
+        "left_shift": ADD_S16_LEFT_SHIFT,
+        "output_multiplier": mo,
+        "output_shift": sho,
+        "act_min": int(act_min),
+        "act_max": int(act_max),
+    }
 
 
-def mul_s16_desc(shape1, shape2, s1: float, s2: float, s_out: float, *, act_min: int = INT16_MIN,
-                 act_max: int = INT16_MAX) -> dict:
+def mul_s16_desc(
+    shape1, shape2, s1: float, s2: float, s_out: float, *, act_min: int = INT16_MIN, act_max: int = INT16_MAX
+) -> dict:
     """edgec_binary_s16_desc's fields for y = x1 * x2 with NumPy broadcasting: the output multiplier
     QuantizeMultiplier(s1 * s2 / s_out) (TFLite-micro CalculateOpDataMul), the input fields 0."""
     mo, sho = quantize_multiplier(float(s1) * float(s2) / float(s_out))
-    return {**_layout_fields(shape1, shape2, ("strides1", "strides2")), "input1_multiplier": 0, "input1_shift": 0,
-            "input2_multiplier": 0, "input2_shift": 0, "left_shift": 0, "output_multiplier": mo, "output_shift": sho,
-            "act_min": int(act_min), "act_max": int(act_max)}
+    return {
+        **_layout_fields(shape1, shape2, ("strides1", "strides2")),
+        "input1_multiplier": 0,
+        "input1_shift": 0,
+        "input2_multiplier": 0,
+        "input2_shift": 0,
+        "left_shift": 0,
+        "output_multiplier": mo,
+        "output_shift": sho,
+        "act_min": int(act_min),
+        "act_max": int(act_max),
+    }
 
 
 def _operands(x1, x2, desc: dict) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
@@ -304,8 +438,18 @@ def mul_s16(x1, x2, desc: dict) -> np.ndarray:
 
 # ---- pooling -----------------------------------------------------------------------------------
 
-def pool_s16_desc(input_shape, *, kernel, stride, pad, out_hw, divisor: str | int = "in_bounds",
-                  act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> dict:
+
+def pool_s16_desc(
+    input_shape,
+    *,
+    kernel,
+    stride,
+    pad,
+    out_hw,
+    divisor: str | int = "in_bounds",
+    act_min: int = INT16_MIN,
+    act_max: int = INT16_MAX,
+) -> dict:
     """edgec_pool_s16_desc's fields for max_pool_s16 / avg_pool_s16: NHWC input_shape,
     kernel, stride, pad = (top, left), out_hw as edgec.ops.pool.avg_pool2d_desc; divisor (average
     only) "in_bounds" (TFLite / CMSIS-NN), "include_pad" (PyTorch count_include_pad) or an int
@@ -314,11 +458,24 @@ def pool_s16_desc(input_shape, *, kernel, stride, pad, out_hw, divisor: str | in
     _check_axis("height", h, int(out_hw[0]), int(kernel[0]), int(stride[0]), int(pad[0]))
     _check_axis("width", w, int(out_hw[1]), int(kernel[1]), int(stride[1]), int(pad[1]))
     _divisor(divisor, np.zeros((1, 1), np.int64), (h, w), kernel, stride, pad, (1, 1))  # validates it
-    return dict(batches=n, input_h=h, input_w=w, channels=c, output_h=int(out_hw[0]), output_w=int(out_hw[1]),
-                filter_h=int(kernel[0]), filter_w=int(kernel[1]), stride_h=int(stride[0]), stride_w=int(stride[1]),
-                pad_top=int(pad[0]), pad_left=int(pad[1]), count_include_pad=int(divisor == "include_pad"),
-                divisor_override=divisor if isinstance(divisor, (int, np.integer)) else 0,
-                act_min=int(act_min), act_max=int(act_max))
+    return dict(
+        batches=n,
+        input_h=h,
+        input_w=w,
+        channels=c,
+        output_h=int(out_hw[0]),
+        output_w=int(out_hw[1]),
+        filter_h=int(kernel[0]),
+        filter_w=int(kernel[1]),
+        stride_h=int(stride[0]),
+        stride_w=int(stride[1]),
+        pad_top=int(pad[0]),
+        pad_left=int(pad[1]),
+        count_include_pad=int(divisor == "include_pad"),
+        divisor_override=divisor if isinstance(divisor, (int, np.integer)) else 0,
+        act_min=int(act_min),
+        act_max=int(act_max),
+    )
 
 
 def _pool_taps(desc: dict, x: np.ndarray):
@@ -354,9 +511,15 @@ def avg_pool_s16(desc: dict, x: np.ndarray) -> np.ndarray:
         total = total + np.where(valid[None, :, :, None], values, 0)
         count = count + valid.astype(np.int64)
     divisor = "include_pad" if desc["count_include_pad"] else (desc["divisor_override"] or "in_bounds")
-    n = _divisor(divisor, count, (desc["input_h"], desc["input_w"]), (desc["filter_h"], desc["filter_w"]),
-                 (desc["stride_h"], desc["stride_w"]), (desc["pad_top"], desc["pad_left"]),
-                 (desc["output_h"], desc["output_w"]))[None, :, :, None]
+    n = _divisor(
+        divisor,
+        count,
+        (desc["input_h"], desc["input_w"]),
+        (desc["filter_h"], desc["filter_w"]),
+        (desc["stride_h"], desc["stride_w"]),
+        (desc["pad_top"], desc["pad_left"]),
+        (desc["output_h"], desc["output_w"]),
+    )[None, :, :, None]
     num = np.where(total > 0, total + n // 2, total - n // 2)
     return saturate_int16(np.sign(num) * (np.abs(num) // n), desc["act_min"], desc["act_max"])
 
@@ -440,8 +603,9 @@ def _sigmoid(v: np.float32) -> np.float32:
 LUT_FUNCTIONS = {"sigmoid": _sigmoid, "tanh": _tanhf}
 
 
-def lut_s16_desc(size: int, function, input_scale: float, output_scale: float, *, input_zp: int = 0,
-                 output_zp: int = 0) -> dict:
+def lut_s16_desc(
+    size: int, function, input_scale: float, output_scale: float, *, input_zp: int = 0, output_zp: int = 0
+) -> dict:
     """edgec_lut_s16_desc's fields: `size` elements, the 513-entry table of `function` ("sigmoid",
     "tanh" or any float -> float callable, e.g. GELU) by lut_populate_s16."""
     transform = LUT_FUNCTIONS[function] if isinstance(function, str) else function
@@ -450,10 +614,11 @@ def lut_s16_desc(size: int, function, input_scale: float, output_scale: float, *
 
 def lut_s16(desc: dict, x: np.ndarray) -> np.ndarray:
     """edgec_lut_s16: y = lut_lookup_s16(x, table) per element (TFLite's int16 LUT activations)."""
-    return lut_lookup_s16(np.asarray(x).reshape(-1)[:desc["size"]], desc["table"])
+    return lut_lookup_s16(np.asarray(x).reshape(-1)[: desc["size"]], desc["table"])
 
 
 # ---- softmax -----------------------------------------------------------------------------------
+
 
 def softmax_s16_desc(outer: int, axis_size: int, inner: int, input_scale: float, beta: float = 1.0) -> dict:
     """edgec_softmax_s16_desc's fields (TFLite-micro CalculateSoftmaxParams / InitializeLutForInt16
@@ -461,14 +626,25 @@ def softmax_s16_desc(outer: int, axis_size: int, inner: int, input_scale: float,
     (the float32 scale and beta in double); exp_lut = LUTPopulate(10/65535, 32767, 2/65535, 0, exp)
     over [-10, 0], one_over_one_plus_x_lut = LUTPopulate(1/65535, -32768, 2/65535, 0, 1/(1+x))
     over [0, 1]. The output's scale is 1/32768, zero point 0."""
-    multiplier, shift = quantize_multiplier(float(np.float32(input_scale)) * float(np.float32(beta)) /
-                                            (10.0 / 65535.0))
+    multiplier, shift = quantize_multiplier(float(np.float32(input_scale)) * float(np.float32(beta)) / (10.0 / 65535.0))
     lut_range = np.float32(65535)
     exp_lut = lut_populate_s16(_expf, np.float32(10.0) / lut_range, 32767, np.float32(2.0) / lut_range, 0)
-    one_over = lut_populate_s16(lambda v: np.float32(1.0) / (np.float32(1.0) + v), np.float32(1.0) / lut_range,
-                                -32768, np.float32(2.0) / lut_range, 0)
-    return dict(outer=int(outer), axis_size=int(axis_size), inner=int(inner), input_multiplier=multiplier,
-                input_left_shift=shift, exp_lut=exp_lut, one_over_one_plus_x_lut=one_over)
+    one_over = lut_populate_s16(
+        lambda v: np.float32(1.0) / (np.float32(1.0) + v),
+        np.float32(1.0) / lut_range,
+        -32768,
+        np.float32(2.0) / lut_range,
+        0,
+    )
+    return dict(
+        outer=int(outer),
+        axis_size=int(axis_size),
+        inner=int(inner),
+        input_multiplier=multiplier,
+        input_left_shift=shift,
+        exp_lut=exp_lut,
+        one_over_one_plus_x_lut=one_over,
+    )
 
 
 def softmax_s16(desc: dict, x: np.ndarray) -> np.ndarray:
@@ -498,16 +674,18 @@ def softmax_s16(desc: dict, x: np.ndarray) -> np.ndarray:
 
 # ---- int8 <-> int16 requantization -------------------------------------------------------------
 
+
 def requantize_s16_desc(size: int, input_scale: float, input_zp: int, output_scale: float, output_zp: int) -> dict:
     """edgec_requantize_s16_desc's fields (both directions): TFLite-micro quantize_common.cc,
     QuantizeMultiplier(s_in / s_out) of the float32 scales in double."""
     multiplier, shift = quantize_multiplier(float(np.float32(input_scale)) / float(np.float32(output_scale)))
-    return dict(size=int(size), input_offset=-int(input_zp), multiplier=multiplier, shift=shift,
-                output_offset=int(output_zp))
+    return dict(
+        size=int(size), input_offset=-int(input_zp), multiplier=multiplier, shift=shift, output_offset=int(output_zp)
+    )
 
 
 def _requantize_elements(desc: dict, x: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    x = np.asarray(x, dtype=np.int64).reshape(-1)[:desc["size"]]
+    x = np.asarray(x, dtype=np.int64).reshape(-1)[: desc["size"]]
     y = requantize(x + desc["input_offset"], desc["multiplier"], desc["shift"]) + desc["output_offset"]
     return np.clip(y, lo, hi)
 

@@ -8,6 +8,7 @@ tensor its int16 unit below (op.kernel.unit; the op keeps its kind, and the unit
 unit's lowering and layout work, already done by then), or refuses the model naming the layer
 when no int16 kernel exists.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -43,6 +44,7 @@ class S16Unit(OpDef):
     """What every int16 unit shares: a descriptor call `kernel(&desc, inputs..., output)`; no
     in-place forms unless the unit gives its own (the int8 units' byte-offset proofs assume one
     byte per element)."""
+
     kernel = ""
     base_kind = ""  # the int8 unit whose lowering and layout the op went through
 
@@ -53,14 +55,19 @@ class S16Unit(OpDef):
         return self.kernel
 
     def specialize(self, op, graph, target) -> None:
-        op.kernel = KernelChoice(self.kernel_function(op), "int16", f"{INT16}: portable kernel (the only one this op has)",
-                                 unit=self.kind)
+        op.kernel = KernelChoice(
+            self.kernel_function(op), "int16", f"{INT16}: portable kernel (the only one this op has)", unit=self.kind
+        )
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
         call = descriptor(self.desc_type, p, op.attrs["desc"])
-        args = ", ".join([*(f"(const {_C_TYPE[graph.tensors[n].dtype]} *){names.ptr(n)}" for n in op.inputs),
-                          *(f"({_C_TYPE[graph.tensors[n].dtype]} *){names.ptr(n)}" for n in op.outputs)])
+        args = ", ".join(
+            [
+                *(f"(const {_C_TYPE[graph.tensors[n].dtype]} *){names.ptr(n)}" for n in op.inputs),
+                *(f"({_C_TYPE[graph.tensors[n].dtype]} *){names.ptr(n)}" for n in op.outputs),
+            ]
+        )
         scratch = f", (int16_t *){names.scratch(op)}" if op.attrs.get("dsp") else ""
         call.code = f"status |= {op.kernel.function}(&{p}, {args}{scratch});"
         call.scratch_required = self.scratch_macro(op)
@@ -88,8 +95,7 @@ def _desc(op, build, *args, **kwargs) -> dict:
     try:
         return build(*args, **kwargs)
     except ValueError as exc:
-        raise EdgecError(f"{op.source or op.name}: {op.kind}: {exc}; keep this layer int8 "
-                         f"(--int16-layers)") from None
+        raise EdgecError(f"{op.source or op.name}: {op.kind}: {exc}; keep this layer int8 (--int16-layers)") from None
 
 
 class Conv2dS16(S16Unit):
@@ -101,16 +107,34 @@ class Conv2dS16(S16Unit):
         a = op.attrs
         bounds = int16_bounds(out_t.scale, *a["clamp"])
         filters = a["weight"].transpose(0, 3, 1, 2)  # OHWI -> PyTorch's OIHW
-        a["desc"] = _weighted_desc(op, s16.conv_s16_desc, x_t.shape, filters, a["bias"], x_t.scale,
-                                   a["weight_scales"], out_t.scale, stride=a["stride"], pad=a["pad"][:2],
-                                   dilation=a["dilation"], groups=a["groups"], output_hw=out_t.shape[1:3],
-                                   act_min=bounds[0], act_max=bounds[1])
+        a["desc"] = _weighted_desc(
+            op,
+            s16.conv_s16_desc,
+            x_t.shape,
+            filters,
+            a["bias"],
+            x_t.scale,
+            a["weight_scales"],
+            out_t.scale,
+            stride=a["stride"],
+            pad=a["pad"][:2],
+            dilation=a["dilation"],
+            groups=a["groups"],
+            output_hw=out_t.shape[1:3],
+            act_min=bounds[0],
+            act_max=bounds[1],
+        )
 
     def specialize(self, op, graph, target) -> None:
         op.attrs["dsp"] = bool(target.dsp)
-        reason = (f"{INT16}: {target.name} has the DSP extension (SMLALD)" if target.dsp
-                  else f"{INT16}: portable kernel: {target.name} has no DSP extension")
-        op.kernel = KernelChoice(self.kernel_function(op), "int16 dsp" if target.dsp else "int16", reason, unit=self.kind)
+        reason = (
+            f"{INT16}: {target.name} has the DSP extension (SMLALD)"
+            if target.dsp
+            else f"{INT16}: portable kernel: {target.name} has no DSP extension"
+        )
+        op.kernel = KernelChoice(
+            self.kernel_function(op), "int16 dsp" if target.dsp else "int16", reason, unit=self.kind
+        )
 
     def kernel_function(self, op) -> str:
         return self.kernel + ("_dsp" if op.attrs.get("dsp") else "")
@@ -137,10 +161,22 @@ class DepthwiseConv2dS16(S16Unit):
         a = op.attrs
         bounds = int16_bounds(out_t.scale, *a["clamp"])
         filters = a["weight"].transpose(3, 0, 1, 2)  # [1, KH, KW, C_out] -> PyTorch's [C_out, 1, KH, KW]
-        a["desc"] = _weighted_desc(op, s16.depthwise_conv_s16_desc, x_t.shape, filters, a["bias"], x_t.scale,
-                                   a["weight_scales"], out_t.scale, stride=a["stride"], pad=a["pad"][:2],
-                                   dilation=a["dilation"], output_hw=out_t.shape[1:3], act_min=bounds[0],
-                                   act_max=bounds[1])
+        a["desc"] = _weighted_desc(
+            op,
+            s16.depthwise_conv_s16_desc,
+            x_t.shape,
+            filters,
+            a["bias"],
+            x_t.scale,
+            a["weight_scales"],
+            out_t.scale,
+            stride=a["stride"],
+            pad=a["pad"][:2],
+            dilation=a["dilation"],
+            output_hw=out_t.shape[1:3],
+            act_min=bounds[0],
+            act_max=bounds[1],
+        )
 
     def golden(self, op, graph, inputs):
         return s16.depthwise_conv_s16(op.attrs["desc"], inputs[0])
@@ -156,8 +192,18 @@ class FullyConnectedS16(Conv2dS16):
         a = op.attrs
         bounds = int16_bounds(out_t.scale, *a["clamp"])
         rows = x_t.elements // x_t.shape[-1]  # linear over the last axis: every leading index is a row
-        a["desc"] = _weighted_desc(op, s16.fully_connected_s16_desc, rows, a["weight"], a["bias"], x_t.scale,
-                                   a["weight_scales"], out_t.scale, act_min=bounds[0], act_max=bounds[1])
+        a["desc"] = _weighted_desc(
+            op,
+            s16.fully_connected_s16_desc,
+            rows,
+            a["weight"],
+            a["bias"],
+            x_t.scale,
+            a["weight_scales"],
+            out_t.scale,
+            act_min=bounds[0],
+            act_max=bounds[1],
+        )
 
     def golden(self, op, graph, inputs):
         return s16.fully_connected_s16(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
@@ -180,12 +226,23 @@ class PoolS16(S16Unit):
             raise EdgecError(f"{op.source}: pooling must keep its input's qparams")
         a = op.attrs
         if a.get("divisor") == "adaptive":
-            raise EdgecError(f"{op.source}: adaptive average pooling with uneven windows has no int16 kernel; "
-                             f"keep it int8 with --int16-layers")
+            raise EdgecError(
+                f"{op.source}: adaptive average pooling with uneven windows has no int16 kernel; "
+                f"keep it int8 with --int16-layers"
+            )
         bounds = int16_bounds(out_t.scale, *a["clamp"])
-        a["desc"] = _desc(op, s16.pool_s16_desc, x_t.shape, kernel=a["kernel"], stride=a["stride"], pad=a["pad"][:2],
-                          out_hw=out_t.shape[1:3], divisor=a.get("divisor", "in_bounds"),
-                          act_min=bounds[0], act_max=bounds[1])
+        a["desc"] = _desc(
+            op,
+            s16.pool_s16_desc,
+            x_t.shape,
+            kernel=a["kernel"],
+            stride=a["stride"],
+            pad=a["pad"][:2],
+            out_hw=out_t.shape[1:3],
+            divisor=a.get("divisor", "in_bounds"),
+            act_min=bounds[0],
+            act_max=bounds[1],
+        )
 
 
 class AvgPoolS16(PoolS16):
@@ -205,6 +262,7 @@ class MaxPoolS16(PoolS16):
 class ClampS16(S16Unit):
     """A standalone ReLU/ReLU6/clamp of an int16 tensor: edgec_max_pool_s16 over 1x1 windows of
     the flat tensor, its act bounds the clamp (y = clamp(x, act_min, act_max) exactly)."""
+
     kind, base_kind, kernel, desc_type = "clamp_s16", "clamp", "edgec_max_pool_s16", s16.POOL_S16_DESC
     runtime_sources = ("pool/edgec_pool_s16.c",)
 
@@ -213,8 +271,15 @@ class ClampS16(S16Unit):
         if (x_t.scale, x_t.zero_point) != (out_t.scale, out_t.zero_point):
             raise EdgecError(f"{op.source}: a standalone activation must keep its input's qparams")
         bounds = int16_bounds(out_t.scale, *op.attrs["clamp"])
-        op.attrs["desc"] = s16.pool_s16_desc((1, 1, out_t.elements, 1), kernel=(1, 1), stride=(1, 1), pad=(0, 0),
-                                             out_hw=(1, out_t.elements), act_min=bounds[0], act_max=bounds[1])
+        op.attrs["desc"] = s16.pool_s16_desc(
+            (1, 1, out_t.elements, 1),
+            kernel=(1, 1),
+            stride=(1, 1),
+            pad=(0, 0),
+            out_hw=(1, out_t.elements),
+            act_min=bounds[0],
+            act_max=bounds[1],
+        )
 
     def golden(self, op, graph, inputs):
         return s16.max_pool_s16(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
@@ -222,6 +287,7 @@ class ClampS16(S16Unit):
 
 class BinaryS16(S16Unit):
     """add and mul of two int16 activations (same shape: kind 'add'; broadcast: kind 'binary')."""
+
     kind, base_kind, desc_type = "binary_s16", "binary", s16.BINARY_S16_DESC
     runtime_sources = ("eltwise/edgec_binary_s16.c",)
 
@@ -255,8 +321,10 @@ class SoftmaxS16(S16Unit):
     def finalize(self, op, graph) -> None:
         x_t, out_t = _io_tensors(op, graph)
         if (out_t.scale, out_t.zero_point) != FIXED_OUTPUT:
-            raise EdgecError(f"{op.source}: an int16 softmax output must be quantized with scale 1/32768 and "
-                             f"zero point 0, got ({out_t.scale}, {out_t.zero_point})")
+            raise EdgecError(
+                f"{op.source}: an int16 softmax output must be quantized with scale 1/32768 and "
+                f"zero point 0, got ({out_t.scale}, {out_t.zero_point})"
+            )
         outer, axis_size, inner = outer_axis_inner(x_t.shape, op.attrs["stored_dim"])
         op.attrs["desc"] = _desc(op, s16.softmax_s16_desc, outer, axis_size, inner, x_t.scale)
 
@@ -270,6 +338,7 @@ class SoftmaxS16(S16Unit):
 class LutS16(S16Unit):
     """An elementwise float function (sigmoid, tanh, GELU, ...) as TFLite's interpolated 513-entry
     int16 table (sigmoid and tanh as TFLite's own transforms)."""
+
     kind, base_kind, kernel, desc_type = "lut_s16", "lut", "edgec_lut_s16", s16.LUT_S16_DESC
     runtime_sources = ("activation/edgec_lut_s16.c",)
 
@@ -279,11 +348,21 @@ class LutS16(S16Unit):
         if function in s16.LUT_FUNCTIONS and not attrs:
             transform = function
         else:
+
             def transform(v, f=FLOAT_FUNCTIONS[function]):
                 with np.errstate(over="ignore"):
                     return np.float32(f(np.array([np.float64(v)]), **attrs)[0])
-        op.attrs["desc"] = _desc(op, s16.lut_s16_desc, out_t.elements, transform, x_t.scale, out_t.scale,
-                                 input_zp=x_t.zero_point, output_zp=out_t.zero_point)
+
+        op.attrs["desc"] = _desc(
+            op,
+            s16.lut_s16_desc,
+            out_t.elements,
+            transform,
+            x_t.scale,
+            out_t.scale,
+            input_zp=x_t.zero_point,
+            output_zp=out_t.zero_point,
+        )
 
     def in_place(self, op, graph, target):
         return (InPlace(0, 0),)  # edgec_lut_s16 reads element i before writing it
@@ -294,13 +373,15 @@ class LutS16(S16Unit):
 
 class RequantizeS16(S16Unit):
     """int8 <-> int16 at new qparams (TFLite's QUANTIZE / Requantize between the two dtypes)."""
+
     kind, base_kind, desc_type = "requantize_s16", "lut", s16.REQUANTIZE_S16_DESC
     runtime_sources = ("eltwise/edgec_requantize_s16.c",)
 
     def finalize(self, op, graph) -> None:
         x_t, out_t = _io_tensors(op, graph)
-        op.attrs["desc"] = _desc(op, s16.requantize_s16_desc, out_t.elements, x_t.scale, x_t.zero_point,
-                                 out_t.scale, out_t.zero_point)
+        op.attrs["desc"] = _desc(
+            op, s16.requantize_s16_desc, out_t.elements, x_t.scale, x_t.zero_point, out_t.scale, out_t.zero_point
+        )
 
     def kernel_function(self, op) -> str:
         return "edgec_requantize_s8_s16" if op.attrs["widen"] else "edgec_requantize_s16_s8"
@@ -314,6 +395,7 @@ class CopyS16(S16Unit):
     """Data movement of int16 tensors (permute, slice, cat, expand...): edgec_copy_s8 on their
     bytes, each element copy two byte copies (an innermost loop of 2, or a contiguous run twice
     as long)."""
+
     kind, base_kind, kernel = "copy_s16", "copy", "edgec_copy_s8"
     runtime_sources = ("movement/edgec_movement_s8.c",)
 
@@ -332,8 +414,9 @@ class CopyS16(S16Unit):
         for number, (index, desc) in enumerate(op.attrs["copies"]):
             p = names.symbol(op, f"desc{number}")
             call.params += descriptor(COPY_DESC, p, desc).params
-            call.code += (" " if call.code else "") + \
-                f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[index])}, {names.ptr(op.outputs[0])});"
+            call.code += (
+                " " if call.code else ""
+            ) + f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[index])}, {names.ptr(op.outputs[0])});"
         return call
 
 
@@ -341,22 +424,46 @@ def _byte_copy(op, desc: dict) -> dict:
     """An element copy descriptor of int16 data as the copy of its bytes: an innermost loop over
     each element's 2 bytes, merged into a contiguous run where there is one (simplify_copy)."""
     try:
-        return copy_desc([*desc["dims"], 2], [2 * s for s in desc["input_strides"]] + [1],
-                         [2 * s for s in desc["output_strides"]] + [1],
-                         input_elements=2 * desc["input_elements"], output_elements=2 * desc["output_elements"],
-                         input_start=2 * desc["input_start"], output_start=2 * desc["output_start"])
+        return copy_desc(
+            [*desc["dims"], 2],
+            [2 * s for s in desc["input_strides"]] + [1],
+            [2 * s for s in desc["output_strides"]] + [1],
+            input_elements=2 * desc["input_elements"],
+            output_elements=2 * desc["output_elements"],
+            input_start=2 * desc["input_start"],
+            output_start=2 * desc["output_start"],
+        )
     except ValueError as exc:
         raise EdgecError(f"{op.source}: int16 data movement: {exc}; keep this layer int8 (--int16-layers)") from None
 
 
-UNITS = (CopyS16(), ClampS16(), Conv2dS16(), DepthwiseConv2dS16(), FullyConnectedS16(), AvgPoolS16(), MaxPoolS16(),
-         BinaryS16(), SoftmaxS16(), LutS16(), RequantizeS16())
+UNITS = (
+    CopyS16(),
+    ClampS16(),
+    Conv2dS16(),
+    DepthwiseConv2dS16(),
+    FullyConnectedS16(),
+    AvgPoolS16(),
+    MaxPoolS16(),
+    BinaryS16(),
+    SoftmaxS16(),
+    LutS16(),
+    RequantizeS16(),
+)
 # The int8 kind of each unit that has an int16 counterpart.
-INT16_KIND = {"conv2d": "conv2d_s16", "depthwise_conv2d": "depthwise_conv2d_s16",
-              "fully_connected": "fully_connected_s16", "avg_pool2d": "avg_pool2d_s16",
-              "max_pool2d": "max_pool2d_s16", "add": "binary_s16", "binary": "binary_s16",
-              "softmax": "softmax_s16", "lut": "lut_s16", "copy": "copy_s16",
-              "clamp": "clamp_s16"}
+INT16_KIND = {
+    "conv2d": "conv2d_s16",
+    "depthwise_conv2d": "depthwise_conv2d_s16",
+    "fully_connected": "fully_connected_s16",
+    "avg_pool2d": "avg_pool2d_s16",
+    "max_pool2d": "max_pool2d_s16",
+    "add": "binary_s16",
+    "binary": "binary_s16",
+    "softmax": "softmax_s16",
+    "lut": "lut_s16",
+    "copy": "copy_s16",
+    "clamp": "clamp_s16",
+}
 
 
 def _problem(op: Op, graph: Graph) -> str | None:

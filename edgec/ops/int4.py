@@ -14,6 +14,7 @@ nibble 0. Arithmetic: exactly the int8 kernels' (acc = bias + sum w * (x + input
 per-channel requantize, offset, clamp), as CMSIS-NN's _s4 kernels compute it; so the goldens
 unpack and run the int8 goldens.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,81 +27,100 @@ INT4_MIN, INT4_MAX = -8, 7
 # edgec's own quantizer: symmetric, narrow range (zero point 0, -8 never used), as TFLite's.
 INT4_QUANT_RANGE = (-7, 7)
 
-KERNELS = {"fully_connected": "edgec_fully_connected_s4", "conv2d": "edgec_conv_s4",
-           "depthwise_conv2d": "edgec_depthwise_conv_s4"}
-SOURCES = {"fully_connected": "fc/edgec_fully_connected_s4.c", "conv2d": "conv/edgec_conv_s4.c",
-           "depthwise_conv2d": "depthwise/edgec_depthwise_conv_s4.c"}
+KERNELS = {
+    "fully_connected": "edgec_fully_connected_s4",
+    "conv2d": "edgec_conv_s4",
+    "depthwise_conv2d": "edgec_depthwise_conv_s4",
+}
+SOURCES = {
+    "fully_connected": "fc/edgec_fully_connected_s4.c",
+    "conv2d": "conv/edgec_conv_s4.c",
+    "depthwise_conv2d": "depthwise/edgec_depthwise_conv_s4.c",
+}
 
 
 # The C structs of the int4 kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
-FULLY_CONNECTED_S4_DESC = Struct("edgec_fully_connected_s4_desc", (
-    Field('batches'),
-    Field('input_c'),
-    Field('output_c'),
-    Field('input_offset'),
-    Field('output_offset'),
-    Field('act_min'),
-    Field('act_max'),
-    Field('filter', 'const int8_t *', doc='packed int4 [output_c][input_c]'),
-    Field('bias', 'const int32_t *', doc='[output_c] or NULL'),
-    Field('multiplier', 'const int32_t *', doc='[output_c]'),
-    Field('shift', 'const int32_t *', doc='[output_c]'),
-))
-CONV_S4_DESC = Struct("edgec_conv_s4_desc", (
-    Field('batches'),
-    Field('input_h'),
-    Field('input_w'),
-    Field('input_c'),
-    Field('output_h'),
-    Field('output_w'),
-    Field('output_c'),
-    Field('kernel_h'),
-    Field('kernel_w'),
-    Field('stride_h'),
-    Field('stride_w'),
-    Field('pad_top'),
-    Field('pad_left'),
-    Field('dilation_h'),
-    Field('dilation_w'),
-    Field('groups'),
-    Field('input_offset'),
-    Field('output_offset'),
-    Field('act_min'),
-    Field('act_max'),
-    Field('filter', 'const int8_t *', doc='packed int4 [output_c][kernel_h][kernel_w][input_c / groups]'),
-    Field('bias', 'const int32_t *', doc='[output_c] or NULL'),
-    Field('multiplier', 'const int32_t *', doc='[output_c]'),
-    Field('shift', 'const int32_t *', doc='[output_c]'),
-))
-DEPTHWISE_CONV_S4_DESC = Struct("edgec_depthwise_conv_s4_desc", (
-    Field('batches'),
-    Field('input_h'),
-    Field('input_w'),
-    Field('input_c'),
-    Field('output_h'),
-    Field('output_w'),
-    Field('ch_mult'),
-    Field('kernel_h'),
-    Field('kernel_w'),
-    Field('stride_h'),
-    Field('stride_w'),
-    Field('pad_top'),
-    Field('pad_left'),
-    Field('dilation_h'),
-    Field('dilation_w'),
-    Field('input_offset'),
-    Field('output_offset'),
-    Field('act_min'),
-    Field('act_max'),
-    Field('filter', 'const int8_t *', doc='packed int4 [kernel_h][kernel_w][input_c * ch_mult]'),
-    Field('bias', 'const int32_t *', doc='[input_c * ch_mult] or NULL'),
-    Field('multiplier', 'const int32_t *', doc='[input_c * ch_mult]'),
-    Field('shift', 'const int32_t *', doc='[input_c * ch_mult]'),
-))
+FULLY_CONNECTED_S4_DESC = Struct(
+    "edgec_fully_connected_s4_desc",
+    (
+        Field("batches"),
+        Field("input_c"),
+        Field("output_c"),
+        Field("input_offset"),
+        Field("output_offset"),
+        Field("act_min"),
+        Field("act_max"),
+        Field("filter", "const int8_t *", doc="packed int4 [output_c][input_c]"),
+        Field("bias", "const int32_t *", doc="[output_c] or NULL"),
+        Field("multiplier", "const int32_t *", doc="[output_c]"),
+        Field("shift", "const int32_t *", doc="[output_c]"),
+    ),
+)
+CONV_S4_DESC = Struct(
+    "edgec_conv_s4_desc",
+    (
+        Field("batches"),
+        Field("input_h"),
+        Field("input_w"),
+        Field("input_c"),
+        Field("output_h"),
+        Field("output_w"),
+        Field("output_c"),
+        Field("kernel_h"),
+        Field("kernel_w"),
+        Field("stride_h"),
+        Field("stride_w"),
+        Field("pad_top"),
+        Field("pad_left"),
+        Field("dilation_h"),
+        Field("dilation_w"),
+        Field("groups"),
+        Field("input_offset"),
+        Field("output_offset"),
+        Field("act_min"),
+        Field("act_max"),
+        Field("filter", "const int8_t *", doc="packed int4 [output_c][kernel_h][kernel_w][input_c / groups]"),
+        Field("bias", "const int32_t *", doc="[output_c] or NULL"),
+        Field("multiplier", "const int32_t *", doc="[output_c]"),
+        Field("shift", "const int32_t *", doc="[output_c]"),
+    ),
+)
+DEPTHWISE_CONV_S4_DESC = Struct(
+    "edgec_depthwise_conv_s4_desc",
+    (
+        Field("batches"),
+        Field("input_h"),
+        Field("input_w"),
+        Field("input_c"),
+        Field("output_h"),
+        Field("output_w"),
+        Field("ch_mult"),
+        Field("kernel_h"),
+        Field("kernel_w"),
+        Field("stride_h"),
+        Field("stride_w"),
+        Field("pad_top"),
+        Field("pad_left"),
+        Field("dilation_h"),
+        Field("dilation_w"),
+        Field("input_offset"),
+        Field("output_offset"),
+        Field("act_min"),
+        Field("act_max"),
+        Field("filter", "const int8_t *", doc="packed int4 [kernel_h][kernel_w][input_c * ch_mult]"),
+        Field("bias", "const int32_t *", doc="[input_c * ch_mult] or NULL"),
+        Field("multiplier", "const int32_t *", doc="[input_c * ch_mult]"),
+        Field("shift", "const int32_t *", doc="[input_c * ch_mult]"),
+    ),
+)
 STRUCTS = (FULLY_CONNECTED_S4_DESC, CONV_S4_DESC, DEPTHWISE_CONV_S4_DESC)
 FC_DSP_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES", ("input_c",), "(2 * ((input_c) / 8 * 8))")
 SCRATCH = (FC_DSP_SCRATCH,)
-STRUCT_OF = {"fully_connected": FULLY_CONNECTED_S4_DESC, "conv2d": CONV_S4_DESC, "depthwise_conv2d": DEPTHWISE_CONV_S4_DESC}
+STRUCT_OF = {
+    "fully_connected": FULLY_CONNECTED_S4_DESC,
+    "conv2d": CONV_S4_DESC,
+    "depthwise_conv2d": DEPTHWISE_CONV_S4_DESC,
+}
 
 
 def is_int4(op) -> bool:
@@ -119,7 +139,7 @@ def pack_int4(values: np.ndarray) -> np.ndarray:
     if flat.dtype != np.int8 or flat.min(initial=0) < INT4_MIN or flat.max(initial=0) > INT4_MAX:
         raise ValueError("pack_int4 needs int8 values in [-8, 7]")
     nibbles = np.zeros(flat.size + flat.size % 2, dtype=np.uint8)
-    nibbles[:flat.size] = flat.astype(np.uint8) & 0x0F
+    nibbles[: flat.size] = flat.astype(np.uint8) & 0x0F
     return (nibbles[0::2] | (nibbles[1::2] << 4)).view(np.int8)
 
 
@@ -135,44 +155,92 @@ def unpack_int4(packed: np.ndarray, count: int) -> np.ndarray:
 
 # -- descriptors (the dicts edgec.ops.base.descriptor emits; field order = the C structs') ------
 
+
 def _quant_fields(a: dict) -> dict:
-    return {"bias": None if a["bias"] is None else np.asarray(a["bias"], np.int32),
-            "multiplier": np.asarray(a["multiplier"], np.int32), "shift": np.asarray(a["shift"], np.int32)}
+    return {
+        "bias": None if a["bias"] is None else np.asarray(a["bias"], np.int32),
+        "multiplier": np.asarray(a["multiplier"], np.int32),
+        "shift": np.asarray(a["shift"], np.int32),
+    }
 
 
 def fully_connected_s4_desc(a: dict, input_zp: int, output_zp: int, batches: int) -> dict:
     output_c, input_c = a["weight"].shape
-    return {"batches": batches, "input_c": input_c, "output_c": output_c, "input_offset": -input_zp,
-            "output_offset": output_zp, "act_min": a["act_min"], "act_max": a["act_max"],
-            "filter": pack_int4(a["weight"]), **_quant_fields(a)}
+    return {
+        "batches": batches,
+        "input_c": input_c,
+        "output_c": output_c,
+        "input_offset": -input_zp,
+        "output_offset": output_zp,
+        "act_min": a["act_min"],
+        "act_max": a["act_max"],
+        "filter": pack_int4(a["weight"]),
+        **_quant_fields(a),
+    }
 
 
 def conv_s4_desc(a: dict, input_shape, output_shape, input_zp: int, output_zp: int) -> dict:
     n, h, w, c = input_shape
     c_out, kh, kw, _ = a["weight"].shape
-    return {"batches": n, "input_h": h, "input_w": w, "input_c": c, "output_h": output_shape[1],
-            "output_w": output_shape[2], "output_c": c_out, "kernel_h": kh, "kernel_w": kw,
-            "stride_h": a["stride"][0], "stride_w": a["stride"][1], "pad_top": a["pad"][0], "pad_left": a["pad"][1],
-            "dilation_h": a["dilation"][0], "dilation_w": a["dilation"][1], "groups": a["groups"],
-            "input_offset": -input_zp, "output_offset": output_zp, "act_min": a["act_min"], "act_max": a["act_max"],
-            "filter": pack_int4(a["weight"]), **_quant_fields(a)}
+    return {
+        "batches": n,
+        "input_h": h,
+        "input_w": w,
+        "input_c": c,
+        "output_h": output_shape[1],
+        "output_w": output_shape[2],
+        "output_c": c_out,
+        "kernel_h": kh,
+        "kernel_w": kw,
+        "stride_h": a["stride"][0],
+        "stride_w": a["stride"][1],
+        "pad_top": a["pad"][0],
+        "pad_left": a["pad"][1],
+        "dilation_h": a["dilation"][0],
+        "dilation_w": a["dilation"][1],
+        "groups": a["groups"],
+        "input_offset": -input_zp,
+        "output_offset": output_zp,
+        "act_min": a["act_min"],
+        "act_max": a["act_max"],
+        "filter": pack_int4(a["weight"]),
+        **_quant_fields(a),
+    }
 
 
 def depthwise_conv_s4_desc(a: dict, input_shape, output_shape, input_zp: int, output_zp: int) -> dict:
     n, h, w, c = input_shape
     _, kh, kw, _ = a["weight"].shape
-    return {"batches": n, "input_h": h, "input_w": w, "input_c": c, "output_h": output_shape[1],
-            "output_w": output_shape[2], "ch_mult": a["ch_mult"], "kernel_h": kh, "kernel_w": kw,
-            "stride_h": a["stride"][0], "stride_w": a["stride"][1], "pad_top": a["pad"][0], "pad_left": a["pad"][1],
-            "dilation_h": a["dilation"][0], "dilation_w": a["dilation"][1],
-            "input_offset": -input_zp, "output_offset": output_zp, "act_min": a["act_min"], "act_max": a["act_max"],
-            "filter": pack_int4(a["weight"]), **_quant_fields(a)}
+    return {
+        "batches": n,
+        "input_h": h,
+        "input_w": w,
+        "input_c": c,
+        "output_h": output_shape[1],
+        "output_w": output_shape[2],
+        "ch_mult": a["ch_mult"],
+        "kernel_h": kh,
+        "kernel_w": kw,
+        "stride_h": a["stride"][0],
+        "stride_w": a["stride"][1],
+        "pad_top": a["pad"][0],
+        "pad_left": a["pad"][1],
+        "dilation_h": a["dilation"][0],
+        "dilation_w": a["dilation"][1],
+        "input_offset": -input_zp,
+        "output_offset": output_zp,
+        "act_min": a["act_min"],
+        "act_max": a["act_max"],
+        "filter": pack_int4(a["weight"]),
+        **_quant_fields(a),
+    }
 
 
 # -- goldens (of a descriptor: what the C kernel reads) ------------------------------------------
 
 
 # -- what the int8 units delegate to for an int4 op ------------------------------------------------
+
 
 def layer_desc(op, graph) -> dict:
     """The descriptor of int4 op `op` (built once, after finalize, in `specialize`)."""
@@ -190,8 +258,9 @@ def specialize(op, graph, target) -> None:
     with the DSP extension (op.attrs["dsp"]); the rest the portable kernels."""
     op.attrs["isa"], op.attrs["wide"] = None, False
     op.attrs["desc"] = desc = layer_desc(op, graph)
-    op.attrs["dsp"] = op.kind == "fully_connected" and bool(target.dsp) and desc["input_c"] % 2 == 0 \
-        and desc["input_c"] >= 8
+    op.attrs["dsp"] = (
+        op.kind == "fully_connected" and bool(target.dsp) and desc["input_c"] % 2 == 0 and desc["input_c"] >= 8
+    )
     function = KERNELS[op.kind] + ("_dsp" if op.attrs["dsp"] else "")
     reason = "int4 weights, CMSIS-NN's s4 packing" + ("; DSP extension (SMLAD)" if op.attrs["dsp"] else "")
     op.kernel = KernelChoice(function, "int4 dsp" if op.attrs["dsp"] else "int4", reason)

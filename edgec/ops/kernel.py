@@ -20,6 +20,7 @@ with `descriptor(X_DESC, symbol, values)`; tests call the C with `ctypes_struct(
 
 This module is a leaf: it imports nothing of edgec.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Const:
     """A compile-time constant of the header (a #define its structs size arrays with)."""
+
     name: str
     value: int
 
@@ -37,6 +39,7 @@ class Const:
 class Field:
     """One member of a descriptor: int32_t unless `ctype` says otherwise (a const pointer to
     flash, e.g. "const int8_t *"); `count`: a fixed array of that many entries."""
+
     name: str
     ctype: str = "int32_t"
     doc: str = ""
@@ -64,6 +67,7 @@ def ints(names: str, **docs: str) -> tuple[Field, ...]:
 @dataclass(frozen=True)
 class Struct:
     """A C struct a kernel takes (its descriptor), field by field in declaration order."""
+
     name: str
     fields: tuple[Field, ...]
 
@@ -106,6 +110,7 @@ class Struct:
 @dataclass(frozen=True)
 class Scratch:
     """A kernel's scratch-size rule as the header's macro: MACRO(args) = expr (C)."""
+
     macro: str
     args: tuple[str, ...]
     expr: str

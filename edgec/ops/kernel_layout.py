@@ -4,6 +4,7 @@ Those kernels (edgec_conv_s8_dsp/_mve, edgec_fully_connected_s8_dsp/_mve in runt
 filter re-laid into the order their inner loops consume it, and a bias with the input offset
 folded in. Neither changes the arithmetic: the golden kernels stay the specification.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ ISA_NAMES = {DSP: "DSP extension (SMLAD)", MVE: "Helium (MVE)"}
 class RowBlocking:
     """How a micro-kernel walks a [rows, K] filter: `rows` output rows at once, `group` bytes of
     each row per step (a word of 4 int8 for SXTB16/SMLAD, a 16-byte vector for VMLADAVA)."""
+
     rows: int
     group: int
 
@@ -42,8 +44,9 @@ def kernel_isa(target) -> str | None:
     return None
 
 
-def packed_choice(function: str, isa: str | None, target, attrs: dict,
-                  portable_reason: str = "portable kernel") -> KernelChoice:
+def packed_choice(
+    function: str, isa: str | None, target, attrs: dict, portable_reason: str = "portable kernel"
+) -> KernelChoice:
     """The record of a family with packed kernels choosing `function`: the packed one for `isa`
     (with the DSP filter widened to int16 or not where attrs has "wide", and why: --opt and
     attrs["layout_reason"]), else the portable one, for `portable_reason` when the target has a
@@ -52,8 +55,9 @@ def packed_choice(function: str, isa: str | None, target, attrs: dict,
         reason = f"packed kernel: {target.name} has the {ISA_NAMES[isa]}"
         if isa == DSP and "wide" in attrs:
             why = f"--opt {target.opt}" + (f": {attrs['layout_reason']}" if "layout_reason" in attrs else "")
-            reason += (f"; filter widened to int16 ({why}; twice the flash)" if attrs["wide"]
-                       else f"; int8 filter ({why})")
+            reason += (
+                f"; filter widened to int16 ({why}; twice the flash)" if attrs["wide"] else f"; int8 filter ({why})"
+            )
         return KernelChoice(function, isa + (" wide" if attrs.get("wide") else ""), reason)
     if not (target.dsp or target.mve):
         portable_reason = f"portable kernel: {target.name} has neither the DSP extension nor Helium"
@@ -93,7 +97,9 @@ def widen_taps(packed: np.ndarray) -> np.ndarray:
     return np.asarray(packed, dtype=np.int8).reshape(-1, 4)[:, [0, 2, 1, 3]].astype(np.int16).reshape(-1)
 
 
-def dsp_channel_table(folded: np.ndarray, multiplier: np.ndarray, shift: np.ndarray, output_zero_point: int) -> np.ndarray:
+def dsp_channel_table(
+    folded: np.ndarray, multiplier: np.ndarray, shift: np.ndarray, output_zero_point: int
+) -> np.ndarray:
     """edgec_conv_s8_dsp_wide's channel table: per channel pair, its two folded biases,
     multipliers, round_high = (1 + 2 * zp_out) * 2^(r-2) and r - 1 (r = -shift) of the short
     requantization (edgec_dsp_requant; zeros where a channel does not admit it), so one LDRD and
@@ -101,9 +107,13 @@ def dsp_channel_table(folded: np.ndarray, multiplier: np.ndarray, shift: np.ndar
     pairs = len(folded) // 2
     m = np.zeros(2 * pairs, dtype=np.int64)
     s = np.zeros(2 * pairs, dtype=np.int64)
-    m[:len(multiplier)], s[:len(shift)] = multiplier, shift
+    m[: len(multiplier)], s[: len(shift)] = multiplier, shift
     short = (m >= 1 << 30) & (s <= -2) & (s >= -24)
     r = np.where(short, -s, 2)
     round_high = wrap_int32(np.where(short, (1 + 2 * int(output_zero_point)) * 2 ** (r - 2), 0))
     columns = [folded, np.where(short, m, 0), round_high, np.where(short, r - 1, 0)]
-    return np.stack([np.asarray(c, dtype=np.int64).reshape(pairs, 2) for c in columns], axis=1).reshape(-1).astype(np.int32)
+    return (
+        np.stack([np.asarray(c, dtype=np.int64).reshape(pairs, 2) for c in columns], axis=1)
+        .reshape(-1)
+        .astype(np.int32)
+    )

@@ -32,6 +32,7 @@ rounded to 0, V = 42); the rounding of eps is now at most 2^-(2F+1) units (a row
 has it >= n (n - 1), so for n > 512, F = 0 loses less than 2^-20 of V). eps_term reaches its cap
 2^60 only where eps / s_x^2 > 2^30, below the activation observer's smallest scale for eps <= 1e-3.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,25 +41,28 @@ import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
+from edgec.frontend.torch_ops import aten
 from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, round_half_away, saturate_int8
 from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.kernel import Field, Struct, ints
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate_with_output
-from edgec.frontend.torch_ops import aten
-from edgec.ops.kernel import Field, ints, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
-LAYER_NORM_DESC = Struct("edgec_layer_norm_desc", (
-    *ints("rows features eps_term_hi eps_term_lo shift output_offset act_min act_max"),
-    Field('scale', 'const int32_t *', doc='[features]'),
-    Field('offset_hi', 'const int32_t *', doc='[features]'),
-    Field('offset_lo', 'const int32_t *', doc='[features]'),
-))
+LAYER_NORM_DESC = Struct(
+    "edgec_layer_norm_desc",
+    (
+        *ints("rows features eps_term_hi eps_term_lo shift output_offset act_min act_max"),
+        Field("scale", "const int32_t *", doc="[features]"),
+        Field("offset_hi", "const int32_t *", doc="[features]"),
+        Field("offset_lo", "const int32_t *", doc="[features]"),
+    ),
+)
 STRUCTS = (LAYER_NORM_DESC,)
 
 LAYER_NORM_MAX_FEATURES = 4096  # EDGEC_LAYER_NORM_MAX_FEATURES
 _EPS_TERM_MAX = 1 << 60
 _OFFSET_MAX = 1 << 56
-_U_BITS = 24        # fractional bits of u_i
+_U_BITS = 24  # fractional bits of u_i
 _U_SHIFT = 61 - _U_BITS  # d 2^t g / 2^37 = 2^24 d / sqrt(V): g is 1/r in Q61
 
 
@@ -72,34 +76,51 @@ def round_shift(v, shift):
     return (v + (1 << (shift - 1))) >> shift
 
 
-def layer_norm_desc(rows: int, features: int, gamma, beta, eps: float, input_qparams, output_qparams,
-                    act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> dict:
+def layer_norm_desc(
+    rows: int,
+    features: int,
+    gamma,
+    beta,
+    eps: float,
+    input_qparams,
+    output_qparams,
+    act_min: int = INT8_MIN,
+    act_max: int = INT8_MAX,
+) -> dict:
     """edgec_layer_norm_desc fields (declaration order); gamma/beta float [features] or None."""
     if not 1 <= features <= LAYER_NORM_MAX_FEATURES or rows < 1:
         raise ValueError(f"layer_norm over {features} features (1..{LAYER_NORM_MAX_FEATURES}) and {rows} rows")
     (s_x, _), (s_y, zp_y) = input_qparams, output_qparams
     gamma = np.ones(features) if gamma is None else np.asarray(gamma, dtype=np.float64).ravel()
     beta = np.zeros(features) if beta is None else np.asarray(beta, dtype=np.float64).ravel()
-    real_scale = gamma * math.sqrt(features) / s_y          # per unit of u / 2^24
+    real_scale = gamma * math.sqrt(features) / s_y  # per unit of u / 2^24
     real_offset = beta / s_y
     if np.abs(real_offset).max(initial=0) >= 2.0**54:
         raise ValueError("layer_norm beta / output scale is too large")
     largest = np.abs(real_scale).max(initial=0)
     shift = 62
-    while shift > 31 and (largest * 2.0**(shift - _U_BITS) >= 2**31 - 1 or
-                         np.abs(real_offset).max(initial=0) * 2.0**shift > _OFFSET_MAX):
+    while shift > 31 and (
+        largest * 2.0 ** (shift - _U_BITS) >= 2**31 - 1 or np.abs(real_offset).max(initial=0) * 2.0**shift > _OFFSET_MAX
+    ):
         shift -= 1
     if shift < 32:  # the C takes the high word of the 64-bit sum, then shifts it by S - 32
         raise ValueError("layer_norm gamma / output scale or beta / output scale is too large")
-    scale = np.array([round_half_away(float(v) * 2.0**(shift - _U_BITS)) for v in real_scale], dtype=np.int32)
+    scale = np.array([round_half_away(float(v) * 2.0 ** (shift - _U_BITS)) for v in real_scale], dtype=np.int32)
     offset = np.array([round_half_away(float(v) * 2.0**shift) for v in real_offset], dtype=np.int64)
-    eps_term = min(_EPS_TERM_MAX, round_half_away(float(eps) * features**3 * 4.0**eps_fraction_bits(features)
-                                                  / (s_x * s_x)))
+    eps_term = min(
+        _EPS_TERM_MAX, round_half_away(float(eps) * features**3 * 4.0 ** eps_fraction_bits(features) / (s_x * s_x))
+    )
     return {
-        "rows": int(rows), "features": int(features), "eps_term_hi": int(eps_term >> 32),
+        "rows": int(rows),
+        "features": int(features),
+        "eps_term_hi": int(eps_term >> 32),
         "eps_term_lo": int(eps_term & 0xFFFFFFFF) - (1 << 32 if eps_term & 0x80000000 else 0),
-        "shift": int(shift), "output_offset": int(zp_y), "act_min": int(act_min), "act_max": int(act_max),
-        "scale": scale, "offset_hi": (offset >> 32).astype(np.int32),
+        "shift": int(shift),
+        "output_offset": int(zp_y),
+        "act_min": int(act_min),
+        "act_max": int(act_max),
+        "scale": scale,
+        "offset_hi": (offset >> 32).astype(np.int32),
         "offset_lo": (offset & 0xFFFFFFFF).astype(np.uint32).view(np.int32),
     }
 
@@ -135,6 +156,7 @@ def layer_norm_s8(x: np.ndarray, desc: dict) -> np.ndarray:
 
 # -- the op unit ------------------------------------------------------------------------------
 
+
 class LayerNorm(OpDef):
     kind, c_function = "layer_norm", "edgec_layer_norm_s8"
     targets = frozenset({aten.layer_norm.default})
@@ -160,9 +182,17 @@ class LayerNorm(OpDef):
                 raise EdgecError(f"{source_line(node)}: layer_norm {what} must stay float")
         eps = node.kwargs.get("eps", args[4] if args[4] is not None else 1e-5)
         features = math.prod(node.args[1])
-        ctx.add_op(self.kind, node, [x], [ctx.output(node)], features=features, eps=float(eps), clamp=(None, None),
-                   gamma=None if weight is None else np.asarray(weight.value, dtype=np.float64),
-                   beta=None if bias is None else np.asarray(bias.value, dtype=np.float64))
+        ctx.add_op(
+            self.kind,
+            node,
+            [x],
+            [ctx.output(node)],
+            features=features,
+            eps=float(eps),
+            clamp=(None, None),
+            gamma=None if weight is None else np.asarray(weight.value, dtype=np.float64),
+            beta=None if bias is None else np.asarray(bias.value, dtype=np.float64),
+        )
 
     def torch_order_tensors(self, op, graph) -> list[str]:
         return [*op.inputs, *op.outputs]
@@ -171,9 +201,16 @@ class LayerNorm(OpDef):
         x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         bounds = activation_bounds(out.zero_point, out.scale, *op.attrs["clamp"])
         try:
-            op.attrs["desc"] = layer_norm_desc(x.elements // op.attrs["features"], op.attrs["features"],
-                                               op.attrs["gamma"], op.attrs["beta"], op.attrs["eps"],
-                                               (x.scale, x.zero_point), (out.scale, out.zero_point), *bounds)
+            op.attrs["desc"] = layer_norm_desc(
+                x.elements // op.attrs["features"],
+                op.attrs["features"],
+                op.attrs["gamma"],
+                op.attrs["beta"],
+                op.attrs["eps"],
+                (x.scale, x.zero_point),
+                (out.scale, out.zero_point),
+                *bounds,
+            )
         except ValueError as exc:
             raise EdgecError(f"{op.source}: {exc}") from None
 

@@ -2,35 +2,54 @@
 
 C kernel: runtime_c/src/fc/edgec_fully_connected_s8.c (edgec_fully_connected_s8).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from edgec.ir import KernelChoice, stored_offsets
 from edgec.frontend.export import source_line
+from edgec.frontend.torch_ops import LINEARS
+from edgec.ir import KernelChoice, stored_offsets
 from edgec.numerics import INT8_MAX, INT8_MIN, requantize, saturate_int8, wrap_int32
 from edgec.ops import int4
 from edgec.ops.base import CCall, OpDef
+from edgec.ops.conv import (
+    finalize_output_stage,
+    per_channel_quant,
+    quantized_bias,
+    weight_bits_attr,
+    weighted_constants,
+    weighted_operands,
+)
+from edgec.ops.kernel import Field, Struct, ints
+from edgec.ops.kernel_layout import (
+    DSP,
+    MVE,
+    RowBlocking,
+    folded_bias,
+    interleave_rows,
+    kernel_isa,
+    packed_choice,
+    widen_taps,
+)
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
-from edgec.ops.conv import (finalize_output_stage, per_channel_quant, quantized_bias, weight_bits_attr,
-                             weighted_constants, weighted_operands)
-from edgec.ops.kernel_layout import (DSP, MVE, RowBlocking, folded_bias, interleave_rows, kernel_isa, packed_choice,
-                                     widen_taps)
-from edgec.frontend.torch_ops import LINEARS
-from edgec.ops.kernel import Field, ints, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
-FC_PARAMS = Struct("edgec_fc_params", (
-    Field('input_offset', doc='-input_zero_point'),
-    Field('output_offset', doc='output_zero_point'),
-    Field('per_channel', doc='0: quant arrays hold one entry for all outputs'),
-    *ints("act_min act_max"),
-))
+FC_PARAMS = Struct(
+    "edgec_fc_params",
+    (
+        Field("input_offset", doc="-input_zero_point"),
+        Field("output_offset", doc="output_zero_point"),
+        Field("per_channel", doc="0: quant arrays hold one entry for all outputs"),
+        *ints("act_min act_max"),
+    ),
+)
 STRUCTS = (FC_PARAMS,)
 
 
-def fully_connected_s8(x, w, bias, multiplier, shift, *, input_zp: int, output_zp: int,
-                       act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> np.ndarray:
+def fully_connected_s8(
+    x, w, bias, multiplier, shift, *, input_zp: int, output_zp: int, act_min: int = INT8_MIN, act_max: int = INT8_MAX
+) -> np.ndarray:
     """Golden int8 fully connected layer, bit-exact with edgec_fully_connected_s8.
 
     x: int8 [B, IN]; w: int8 [OUT, IN] (nn.Linear.weight layout); bias: int32 [OUT] or None.
@@ -68,9 +87,17 @@ def fully_connected_s4(desc: dict, x: np.ndarray) -> np.ndarray:
     """Golden edgec_fully_connected_s4: int8 x [batches, input_c] -> int8 [batches, output_c]."""
     d = desc
     w = int4.unpack_int4(d["filter"], d["output_c"] * d["input_c"]).reshape(d["output_c"], d["input_c"])
-    return fully_connected_s8(np.asarray(x).reshape(d["batches"], d["input_c"]), w, d["bias"], d["multiplier"],
-                              d["shift"], input_zp=-d["input_offset"], output_zp=d["output_offset"],
-                              act_min=d["act_min"], act_max=d["act_max"])
+    return fully_connected_s8(
+        np.asarray(x).reshape(d["batches"], d["input_c"]),
+        w,
+        d["bias"],
+        d["multiplier"],
+        d["shift"],
+        input_zp=-d["input_offset"],
+        output_zp=d["output_offset"],
+        act_min=d["act_min"],
+        act_max=d["act_max"],
+    )
 
 
 class FullyConnected(OpDef):
@@ -86,9 +113,17 @@ class FullyConnected(OpDef):
         x, weight, bias = weighted_operands(ctx, node, "linear")  # x: [..., features], any rank
         out = ctx.output(node)
         scales = np.asarray(weight.scales, dtype=np.float64)
-        ctx.add_op(self.kind, node, [x], [out], weight=weight.value, weight_scales=scales,
-                   bias=quantized_bias(bias, x.scale, np.broadcast_to(scales, (weight.value.shape[0],)), source_line(node)),
-                   clamp=(None, None), **weight_bits_attr(weight))
+        ctx.add_op(
+            self.kind,
+            node,
+            [x],
+            [out],
+            weight=weight.value,
+            weight_scales=scales,
+            bias=quantized_bias(bias, x.scale, np.broadcast_to(scales, (weight.value.shape[0],)), source_line(node)),
+            clamp=(None, None),
+            **weight_bits_attr(weight),
+        )
 
     def torch_order_tensors(self, op, graph) -> list[str]:
         """Over the last axis of a tensor of rank 3 or more: PyTorch's order."""
@@ -117,9 +152,17 @@ class FullyConnected(OpDef):
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         a = op.attrs
         rows = x_t.elements // x_t.shape[-1]  # linear over the last axis: every leading index is a row
-        return fully_connected_s8(inputs[0].reshape(rows, -1), a["weight"], a["bias"], per_tensor_or_channel(a["multiplier"]),
-                                  per_tensor_or_channel(a["shift"]), input_zp=x_t.zero_point,
-                                  output_zp=out_t.zero_point, act_min=a["act_min"], act_max=a["act_max"]).reshape(out_t.shape)
+        return fully_connected_s8(
+            inputs[0].reshape(rows, -1),
+            a["weight"],
+            a["bias"],
+            per_tensor_or_channel(a["multiplier"]),
+            per_tensor_or_channel(a["shift"]),
+            input_zp=x_t.zero_point,
+            output_zp=out_t.zero_point,
+            act_min=a["act_min"],
+            act_max=a["act_max"],
+        ).reshape(out_t.shape)
 
     def specialize(self, op, graph, target) -> None:
         if int4.is_int4(op):
@@ -150,8 +193,13 @@ class FullyConnected(OpDef):
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         p = names.symbol(op, "")
         per_channel = int(len(a["multiplier"]) > 1)
-        fc_params = dict(input_offset=-x_t.zero_point, output_offset=out_t.zero_point, per_channel=per_channel,
-                         act_min=a["act_min"], act_max=a["act_max"])
+        fc_params = dict(
+            input_offset=-x_t.zero_point,
+            output_offset=out_t.zero_point,
+            per_channel=per_channel,
+            act_min=a["act_min"],
+            act_max=a["act_max"],
+        )
         params = [(FC_PARAMS.name, f"{p}params", FC_PARAMS.positional(fc_params)), per_channel_quant(p)]
         if isa is None:
             weights, bias = ("weights", a["weight"]), (None if a["bias"] is None else ("bias", a["bias"]))
@@ -163,8 +211,10 @@ class FullyConnected(OpDef):
         constants, bias_arg = weighted_constants(p, a, weights, bias)
         in_size = x_t.shape[-1]
         batches = x_t.elements // in_size
-        code = (f"status |= {op.kernel.function}(&{p}params, &{p}quant, {batches}, {in_size}, {names.ptr(op.inputs[0])}, "
-                f"{out_t.shape[-1]}, {p}{weights[0]}, {bias_arg}, {names.ptr(op.outputs[0])});")
+        code = (
+            f"status |= {op.kernel.function}(&{p}params, &{p}quant, {batches}, {in_size}, {names.ptr(op.inputs[0])}, "
+            f"{out_t.shape[-1]}, {p}{weights[0]}, {bias_arg}, {names.ptr(op.outputs[0])});"
+        )
         return CCall(code, constants, params)
 
     def macs(self, op, graph) -> int:

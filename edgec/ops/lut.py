@@ -28,6 +28,7 @@ Output qparams: FIXED_OUTPUT_QPARAMS lists the functions whose int8 output TFLit
 hardsigmoid, fixed the same way as sigmoid: its range is [0, 1] too). Every other function needs
 observed output qparams (OBSERVED_OUTPUT_FUNCTIONS).
 """
+
 from __future__ import annotations
 
 import math
@@ -36,18 +37,21 @@ from typing import Callable
 import numpy as np
 
 from edgec.errors import EdgecError
+from edgec.frontend.torch_ops import aten
 from edgec.ir import InPlace
 from edgec.numerics import INT8_MAX, INT8_MIN, INT32_MAX, quantize_multiplier, requantize
 from edgec.ops.base import CCall, OpDef, descriptor
-from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, fixed_qspec
-from edgec.frontend.torch_ops import aten
 from edgec.ops.kernel import Field, Struct
+from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, fixed_qspec
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
-LUT_DESC = Struct("edgec_lut_desc", (
-    Field('size', doc='number of elements, >= 1'),
-    Field('table', 'const int8_t *', doc='256 entries in flash: entry x + 128 is the output for input x'),
-))
+LUT_DESC = Struct(
+    "edgec_lut_desc",
+    (
+        Field("size", doc="number of elements, >= 1"),
+        Field("table", "const int8_t *", doc="256 entries in flash: entry x + 128 is the output for input x"),
+    ),
+)
 STRUCTS = (LUT_DESC,)
 
 LUT_SIZE = 256
@@ -64,6 +68,7 @@ FIXED_OUTPUT_QPARAMS: dict[str, tuple[float, int]] = {
 
 
 # -- float functions (float64, as PyTorch defines them) ----------------------------------------
+
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
@@ -171,8 +176,10 @@ def _tflite_multiplier(real: float, largest_input: int, what: str) -> tuple[int,
     """TFLite QuantizeMultiplier of a positive double, refusing multipliers whose left shift
     makes TFLite's int32 `x * (1 << shift)` overflow for an |x| up to largest_input."""
     if real >= 2.0**30 or largest_input << max(quantize_multiplier(real)[1], 0) > INT32_MAX:
-        raise ValueError(f"{what} multiplier {real} is too large: TFLite's int32 arithmetic "
-                         f"overflows for an input {largest_input} away from its zero point")
+        raise ValueError(
+            f"{what} multiplier {real} is too large: TFLite's int32 arithmetic "
+            f"overflows for an input {largest_input} away from its zero point"
+        )
     return quantize_multiplier(real)
 
 
@@ -193,9 +200,11 @@ def leaky_relu_multipliers(s_in: float, zp_in: int, s_out: float, negative_slope
     f32 = np.float32
     identity = float(f32(s_in) / f32(s_out))
     alpha = float(f32(f32(s_in) * f32(negative_slope)) / f32(s_out))
-    return {"identity": _tflite_multiplier(identity, INT8_MAX - zp_in, "leaky_relu identity"),
-            "alpha": _tflite_multiplier(abs(alpha), zp_in - INT8_MIN, "leaky_relu alpha"),
-            "alpha_negative": alpha < 0}
+    return {
+        "identity": _tflite_multiplier(identity, INT8_MAX - zp_in, "leaky_relu identity"),
+        "alpha": _tflite_multiplier(abs(alpha), zp_in - INT8_MIN, "leaky_relu alpha"),
+        "alpha_negative": alpha < 0,
+    }
 
 
 def leaky_relu_table(s_in: float, zp_in: int, s_out: float, zp_out: int, negative_slope: float = 0.01) -> np.ndarray:
@@ -242,6 +251,7 @@ def lut_table(function: str, s_in: float, zp_in: int, s_out: float, zp_out: int,
 
 
 # -- the kernel ---------------------------------------------------------------------------------
+
 
 def lut_desc(table: np.ndarray, size: int) -> dict:
     """Fields of the C struct edgec_lut_desc (same names, same order): `size` elements through
@@ -301,6 +311,7 @@ def _attribute(node, name: str, index: int | None, default):
 class Lut(OpDef):
     """Any int8 -> int8 elementwise function as a 256-entry table, run in place; also the requantize
     op lowering inserts where an activation's qparams change (function 'requantize')."""
+
     kind, c_function = "lut", "edgec_lut_s8"
     targets = frozenset(_FUNCTIONS)
     runtime_sources = ("activation/edgec_lut_s8.c",)
@@ -313,7 +324,9 @@ class Lut(OpDef):
         annotate(node, activation_inputs(node, 1), ACTIVATION_QSPEC if fixed is None else fixed_qspec(*fixed))
 
     def check(self, node) -> str | None:
-        if node.target == aten.elu.default and any(_attribute(node, n, i, 1) != 1 for n, i in (("scale", 2), ("input_scale", 3))):
+        if node.target == aten.elu.default and any(
+            _attribute(node, n, i, 1) != 1 for n, i in (("scale", 2), ("input_scale", 3))
+        ):
             return "elu with scale or input_scale other than 1 (selu/celu)"
         return None
 
@@ -326,8 +339,14 @@ class Lut(OpDef):
     def finalize(self, op, graph) -> None:
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         try:
-            table = lut_table(op.attrs["function"], x_t.scale, x_t.zero_point, out_t.scale, out_t.zero_point,
-                              **op.attrs["function_attrs"])
+            table = lut_table(
+                op.attrs["function"],
+                x_t.scale,
+                x_t.zero_point,
+                out_t.scale,
+                out_t.zero_point,
+                **op.attrs["function_attrs"],
+            )
         except ValueError as exc:
             raise EdgecError(f"{op.source}: {op.attrs['function']}: {exc}") from None
         op.attrs["desc"] = lut_desc(table, out_t.elements)

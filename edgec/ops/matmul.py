@@ -11,10 +11,12 @@ both operands carry zero points, there is no bias, and one multiplier for the wh
 
 with lhs_offset = -lhs_zp, rhs_offset = -rhs_zp, (multiplier, shift) = QuantizeMultiplier(s_lhs *
 s_rhs * alpha / s_out) (alpha = 1, or a positive constant factor that followed the product, such as
-attention's 1/sqrt(d), taken in by fold_output_scales) and requantize = arm_nn_requantize (edgec.numerics.requantize). The batch
-dimensions broadcast like NumPy's (a broadcast operand is read in place with stride 0); the right
-operand is read through two strides, so a transposed operand (q @ k^T) needs no copy.
+attention's 1/sqrt(d), taken in by fold_output_scales) and requantize = arm_nn_requantize
+(edgec.numerics.requantize). The batch dimensions broadcast like NumPy's (a broadcast operand is
+read in place with stride 0); the right operand is read through two strides, so a transposed
+operand (q @ k^T) needs no copy.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,36 +26,57 @@ from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
-from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, quantize_multiplier, requantize, saturate_int8, wrap_int32
+from edgec.frontend.torch_ops import SOFTMAXES, aten
+from edgec.ir import stored_shape
+from edgec.numerics import (
+    INT8_MAX,
+    INT8_MIN,
+    activation_bounds,
+    quantize_multiplier,
+    requantize,
+    saturate_int8,
+    wrap_int32,
+)
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.binary import broadcast_layout
-from edgec.ir import stored_shape
+from edgec.ops.kernel import Const, Field, Struct, ints
 from edgec.ops.movement import gathered_ids
 from edgec.ops.qspec import activation_inputs, annotate_with_output
-from edgec.frontend.torch_ops import SOFTMAXES, aten
-from edgec.ops.kernel import Const, Field, ints, Struct
 
 MATMUL_MAX_BATCH_DIMS = 4  # EDGEC_MATMUL_MAX_BATCH_DIMS
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
 MATMUL_BATCH_DIMS = Const("EDGEC_MATMUL_MAX_BATCH_DIMS", MATMUL_MAX_BATCH_DIMS)
-BATCH_MATMUL_DESC = Struct("edgec_batch_matmul_desc", (
-    *ints("batch_rank"),
-    Field('batch_dims', count=MATMUL_BATCH_DIMS),
-    Field('lhs_batch_strides', count=MATMUL_BATCH_DIMS),
-    Field('rhs_batch_strides', count=MATMUL_BATCH_DIMS),
-    *ints("rows cols depth rhs_depth_stride rhs_col_stride"),
-    Field('lhs_offset', doc='-lhs zero point'),
-    Field('rhs_offset', doc='-rhs zero point'),
-    Field('output_offset', doc='output zero point'),
-    *ints("multiplier shift act_min act_max"),
-))
+BATCH_MATMUL_DESC = Struct(
+    "edgec_batch_matmul_desc",
+    (
+        *ints("batch_rank"),
+        Field("batch_dims", count=MATMUL_BATCH_DIMS),
+        Field("lhs_batch_strides", count=MATMUL_BATCH_DIMS),
+        Field("rhs_batch_strides", count=MATMUL_BATCH_DIMS),
+        *ints("rows cols depth rhs_depth_stride rhs_col_stride"),
+        Field("lhs_offset", doc="-lhs zero point"),
+        Field("rhs_offset", doc="-rhs zero point"),
+        Field("output_offset", doc="output zero point"),
+        *ints("multiplier shift act_min act_max"),
+    ),
+)
 STRUCTS = (BATCH_MATMUL_DESC,)
 
 
-def batch_matmul_desc(lhs_shape, rhs_shape, lhs_qparams, rhs_qparams, out_qparams,
-                      act_min: int = INT8_MIN, act_max: int = INT8_MAX, *, rhs_transposed: bool = False,
-                      rhs_strides=None, alpha: float = 1.0) -> dict:
+def batch_matmul_desc(
+    lhs_shape,
+    rhs_shape,
+    lhs_qparams,
+    rhs_qparams,
+    out_qparams,
+    act_min: int = INT8_MIN,
+    act_max: int = INT8_MAX,
+    *,
+    rhs_transposed: bool = False,
+    rhs_strides=None,
+    alpha: float = 1.0,
+) -> dict:
     """edgec_batch_matmul_desc fields (declaration order) for lhs [..., M, K] @ rhs [..., K, N],
     lhs contiguous. The right operand is contiguous too, or stored [..., N, K] with rhs_transposed
     (its transpose is multiplied), or read in place from another tensor with `rhs_strides` (one
@@ -62,8 +85,9 @@ def batch_matmul_desc(lhs_shape, rhs_shape, lhs_qparams, rhs_qparams, out_qparam
     Raises ValueError beyond the kernel."""
     lhs_shape, rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
     if rhs_strides is not None:
-        return _strided_desc(lhs_shape, rhs_shape, tuple(rhs_strides), lhs_qparams, rhs_qparams, out_qparams,
-                             act_min, act_max, alpha)
+        return _strided_desc(
+            lhs_shape, rhs_shape, tuple(rhs_strides), lhs_qparams, rhs_qparams, out_qparams, act_min, act_max, alpha
+        )
     if len(lhs_shape) < 2 or len(rhs_shape) < 2:
         raise ValueError("matmul needs operands of rank 2 or more")
     rows, depth = lhs_shape[-2:]
@@ -84,17 +108,24 @@ def batch_matmul_desc(lhs_shape, rhs_shape, lhs_qparams, rhs_qparams, out_qparam
         "batch_dims": tuple(dims) + pad,
         "lhs_batch_strides": tuple(s * rows * depth for s in lhs_strides) + pad,
         "rhs_batch_strides": tuple(s * depth * cols for s in rhs_strides) + pad,
-        "rows": rows, "cols": cols, "depth": depth,
+        "rows": rows,
+        "cols": cols,
+        "depth": depth,
         "rhs_depth_stride": 1 if rhs_transposed else cols,
         "rhs_col_stride": depth if rhs_transposed else 1,
-        "lhs_offset": -int(lhs_qparams[1]), "rhs_offset": -int(rhs_qparams[1]),
-        "output_offset": int(out_qparams[1]), "multiplier": multiplier, "shift": shift,
-        "act_min": int(act_min), "act_max": int(act_max),
+        "lhs_offset": -int(lhs_qparams[1]),
+        "rhs_offset": -int(rhs_qparams[1]),
+        "output_offset": int(out_qparams[1]),
+        "multiplier": multiplier,
+        "shift": shift,
+        "act_min": int(act_min),
+        "act_max": int(act_max),
     }
 
 
-def _strided_desc(lhs_shape, rhs_shape, rhs_strides, lhs_qparams, rhs_qparams, out_qparams, act_min, act_max,
-                  alpha) -> dict:
+def _strided_desc(
+    lhs_shape, rhs_shape, rhs_strides, lhs_qparams, rhs_qparams, out_qparams, act_min, act_max, alpha
+) -> dict:
     """batch_matmul_desc for a right operand read through explicit strides (no batch merging)."""
     rank = max(len(lhs_shape), len(rhs_shape))
     lhs_batch = (1,) * (rank - len(lhs_shape)) + lhs_shape[:-2]
@@ -109,14 +140,20 @@ def _strided_desc(lhs_shape, rhs_shape, rhs_strides, lhs_qparams, rhs_qparams, o
             dims.append(max(size_l, size_r))
             lhs_steps.append(step_l if size_l > 1 else 0)
             rhs_steps.append(step_r if size_r > 1 else 0)
-    desc = batch_matmul_desc(lhs_shape[-2:], rhs_shape[-2:], lhs_qparams, rhs_qparams, out_qparams, act_min, act_max,
-                             alpha=alpha)
+    desc = batch_matmul_desc(
+        lhs_shape[-2:], rhs_shape[-2:], lhs_qparams, rhs_qparams, out_qparams, act_min, act_max, alpha=alpha
+    )
     if len(dims) > MATMUL_MAX_BATCH_DIMS:
         raise ValueError(f"matmul batch broadcast needs {len(dims)} loop levels (at most {MATMUL_MAX_BATCH_DIMS})")
     pad = (0,) * (MATMUL_MAX_BATCH_DIMS - len(dims))
-    desc.update(batch_rank=len(dims), batch_dims=tuple(dims) + pad, lhs_batch_strides=tuple(lhs_steps) + pad,
-                rhs_batch_strides=tuple(rhs_steps) + pad, rhs_depth_stride=rhs_strides[-2],
-                rhs_col_stride=rhs_strides[-1])
+    desc.update(
+        batch_rank=len(dims),
+        batch_dims=tuple(dims) + pad,
+        lhs_batch_strides=tuple(lhs_steps) + pad,
+        rhs_batch_strides=tuple(rhs_steps) + pad,
+        rhs_depth_stride=rhs_strides[-2],
+        rhs_col_stride=rhs_strides[-1],
+    )
     return desc
 
 
@@ -139,9 +176,12 @@ def batch_matmul_s8(lhs: np.ndarray, rhs: np.ndarray, desc: dict) -> np.ndarray:
     lhs_base = batch_index @ np.asarray(desc["lhs_batch_strides"][:rank], dtype=np.int64)
     rhs_base = batch_index @ np.asarray(desc["rhs_batch_strides"][:rank], dtype=np.int64)
     m, k, n = np.arange(rows), np.arange(depth), np.arange(cols)
-    lhs_at = lhs_base[:, None, None] + m[None, :, None] * depth + k[None, None, :]                  # [B, M, K]
-    rhs_at = rhs_base[:, None, None] + k[None, :, None] * desc["rhs_depth_stride"] \
-        + n[None, None, :] * desc["rhs_col_stride"]                                                 # [B, K, N]
+    lhs_at = lhs_base[:, None, None] + m[None, :, None] * depth + k[None, None, :]  # [B, M, K]
+    rhs_at = (
+        rhs_base[:, None, None]
+        + k[None, :, None] * desc["rhs_depth_stride"]
+        + n[None, None, :] * desc["rhs_col_stride"]
+    )  # [B, K, N]
     a = np.asarray(lhs, dtype=np.int64).ravel()[lhs_at] + desc["lhs_offset"]
     b = np.asarray(rhs, dtype=np.int64).ravel()[rhs_at] + desc["rhs_offset"]
     acc = wrap_int32(np.matmul(a, b))
@@ -151,8 +191,10 @@ def batch_matmul_s8(lhs: np.ndarray, rhs: np.ndarray, desc: dict) -> np.ndarray:
 
 # -- the op unit ------------------------------------------------------------------------------
 
+
 class MatMul(OpDef):
     """torch.matmul / bmm of two activations of rank >= 2 (a constant operand is a linear layer)."""
+
     kind, c_function = "batch_matmul", "edgec_batch_matmul_s8"
     family = "matmul"
     targets = frozenset({aten.matmul.default, aten.bmm.default})
@@ -190,15 +232,22 @@ class MatMul(OpDef):
         bounds = activation_bounds(out.zero_point, out.scale, *op.attrs["clamp"])
         rhs_shape, rhs_strides = op.attrs.get("rhs_view", (rhs.shape, None))
         try:
-            op.attrs["desc"] = batch_matmul_desc(lhs.shape, rhs_shape, (lhs.scale, lhs.zero_point),
-                                                 (rhs.scale, rhs.zero_point), (out.scale, out.zero_point), *bounds,
-                                                 rhs_transposed=op.attrs.get("rhs_transposed", False),
-                                                 rhs_strides=rhs_strides, alpha=op.attrs.get("alpha", 1.0))
+            op.attrs["desc"] = batch_matmul_desc(
+                lhs.shape,
+                rhs_shape,
+                (lhs.scale, lhs.zero_point),
+                (rhs.scale, rhs.zero_point),
+                (out.scale, out.zero_point),
+                *bounds,
+                rhs_transposed=op.attrs.get("rhs_transposed", False),
+                rhs_strides=rhs_strides,
+                alpha=op.attrs.get("alpha", 1.0),
+            )
         except ValueError as exc:
             raise EdgecError(f"{op.source}: {exc}") from None
 
     def golden(self, op, graph, inputs):
-        rhs = np.asarray(inputs[1]).ravel()[op.attrs.get("rhs_start", 0):]
+        rhs = np.asarray(inputs[1]).ravel()[op.attrs.get("rhs_start", 0) :]
         return batch_matmul_s8(inputs[0], rhs, op.attrs["desc"]).reshape(graph.tensors[op.outputs[0]].shape)
 
     def emit(self, op, graph, names) -> CCall:
@@ -206,15 +255,16 @@ class MatMul(OpDef):
         call = descriptor(BATCH_MATMUL_DESC, p, op.attrs["desc"])
         start = op.attrs.get("rhs_start", 0)
         rhs = names.ptr(op.inputs[1]) + (f" + {start}" if start else "")
-        call.code = (f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {rhs}, "
-                     f"{names.ptr(op.outputs[0])});")
+        call.code = (
+            f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {rhs}, {names.ptr(op.outputs[0])});"
+        )
         return call
 
     def macs(self, op, graph) -> int:
         d = op.attrs.get("desc")
         if d is None:
             return 0
-        return int(math.prod(d["batch_dims"][:d["batch_rank"]]) * d["rows"] * d["cols"] * d["depth"])
+        return int(math.prod(d["batch_dims"][: d["batch_rank"]]) * d["rows"] * d["cols"] * d["depth"])
 
 
 def fold_output_scales(graph) -> None:
@@ -227,8 +277,14 @@ def fold_output_scales(graph) -> None:
             continue
         factor = constant.scale * (int(constant.values.reshape(-1)[0]) - constant.zero_point)
         matmul = graph.producer(mul.inputs[0])
-        if factor <= 0 or matmul is None or matmul.kind != MatMul.kind or matmul.attrs["clamp"] != (None, None) \
-                or graph.consumers(mul.inputs[0]) != [mul] or mul.inputs[0] in graph.outputs:
+        if (
+            factor <= 0
+            or matmul is None
+            or matmul.kind != MatMul.kind
+            or matmul.attrs["clamp"] != (None, None)
+            or graph.consumers(mul.inputs[0]) != [mul]
+            or mul.inputs[0] in graph.outputs
+        ):
             continue
         matmul.attrs.update(alpha=matmul.attrs.get("alpha", 1.0) * factor, clamp=mul.attrs["clamp"])
         matmul.outputs = list(mul.outputs)
@@ -275,9 +331,14 @@ def _operand_chain(graph, op):
     shape = graph.tensors[name].shape
     while True:
         producer = graph.producer(name)
-        if producer is None or graph.consumers(name) != [views[-1] if views else op] or name in graph.outputs \
-                or graph.tensors[name].perm is not None or len(graph.tensors[name].shape) < 2 \
-                or graph.tensors[name].shape[-2:] != shape[-2:]:
+        if (
+            producer is None
+            or graph.consumers(name) != [views[-1] if views else op]
+            or name in graph.outputs
+            or graph.tensors[name].perm is not None
+            or len(graph.tensors[name].shape) < 2
+            or graph.tensors[name].shape[-2:] != shape[-2:]
+        ):
             return None
         if producer.kind == "copy":
             return (producer, views) if len(producer.inputs) == 1 else None
@@ -299,8 +360,10 @@ def affine_strides(ids: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
         strides.append(step)
     if min(strides, default=0) < 0:
         return None
-    expected = start + sum(np.arange(size).reshape([-1 if d == axis else 1 for d in range(ids.ndim)]) * step
-                           for axis, (size, step) in enumerate(zip(ids.shape, strides)))
+    expected = start + sum(
+        np.arange(size).reshape([-1 if d == axis else 1 for d in range(ids.ndim)]) * step
+        for axis, (size, step) in enumerate(zip(ids.shape, strides))
+    )
     return (start, tuple(strides)) if np.array_equal(ids, np.broadcast_to(expected, ids.shape)) else None
 
 

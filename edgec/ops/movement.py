@@ -16,6 +16,7 @@ the golden function takes that same dict, so C and golden provably run on the sa
 Tensors are flat contiguous buffers described by the descriptor's dims and strides; strides and
 offsets are in elements (= bytes, int8).
 """
+
 from __future__ import annotations
 
 import math
@@ -30,54 +31,80 @@ from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
-from edgec.ir import Op, Tensor, same_bytes, to_stored, to_torch_order
-from edgec.numerics import (INT8_MAX, INT8_MIN, activation_bounds, quantize_multiplier, requantize, round_half_away,
-                            saturate_int8, wrap_int32)
-from edgec.ops.base import CCall, OpDef, descriptor
-from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, annotate_shared
 from edgec.frontend.torch_ops import COPIES, MULTI_OUTPUT_COPIES, NEAREST_RESIZES, REDUCTIONS, RESIZES, aten
-from edgec.ops.kernel import Const, Field, ints, Struct
+from edgec.ir import Op, Tensor, same_bytes, to_stored, to_torch_order
+from edgec.numerics import (
+    INT8_MAX,
+    INT8_MIN,
+    activation_bounds,
+    quantize_multiplier,
+    requantize,
+    round_half_away,
+    saturate_int8,
+    wrap_int32,
+)
+from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.kernel import Const, Field, Struct, ints
+from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, annotate_shared
 
 MAX_DIMS = 6  # EDGEC_MAX_DIMS: the rank of a descriptor after simplification
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
 MOVEMENT_DIMS = Const("EDGEC_MAX_DIMS", MAX_DIMS)
-COPY_DESC = Struct("edgec_copy_desc", (
-    *ints("rank"),
-    Field('dims', count=MOVEMENT_DIMS),
-    Field('input_strides', count=MOVEMENT_DIMS),
-    Field('output_strides', count=MOVEMENT_DIMS),
-    *ints("input_start output_start"),
-    Field('input_elements', doc='size of the input buffer'),
-    Field('output_elements', doc='size of the output buffer'),
-))
-PAD_DESC = Struct("edgec_pad_desc", (
-    *ints("rank"),
-    Field('input_dims', count=MOVEMENT_DIMS),
-    Field('pad_before', count=MOVEMENT_DIMS),
-    Field('pad_after', count=MOVEMENT_DIMS),
-    *ints("fill"),
-))
-UPSAMPLE_NEAREST_DESC = Struct("edgec_upsample_nearest_desc", (
-    *ints("batches input_h input_w channels scale_h scale_w"),
-))
-RESIZE_BILINEAR_DESC = Struct("edgec_resize_bilinear_desc", (
-    *ints("batches input_h input_w channels output_h output_w"),
-    Field('y_table', 'const int16_t *', doc='output_h * 3'),
-    Field('x_table', 'const int16_t *', doc='output_w * 3'),
-))
-REDUCE_DESC = Struct("edgec_reduce_desc", (
-    *ints("op kept_rank"),
-    Field('kept_dims', count=MOVEMENT_DIMS),
-    Field('kept_strides', count=MOVEMENT_DIMS),
-    *ints("reduced_rank"),
-    Field('reduced_dims', count=MOVEMENT_DIMS),
-    Field('reduced_strides', count=MOVEMENT_DIMS),
-    *ints("sum_offset multiplier shift"),
-    Field('output_offset', doc='output zero point (sum)'),
-    *ints("act_min act_max"),
-))
-STRUCTS = (COPY_DESC, PAD_DESC, UPSAMPLE_NEAREST_DESC, RESIZE_BILINEAR_DESC, REDUCE_DESC,)
+COPY_DESC = Struct(
+    "edgec_copy_desc",
+    (
+        *ints("rank"),
+        Field("dims", count=MOVEMENT_DIMS),
+        Field("input_strides", count=MOVEMENT_DIMS),
+        Field("output_strides", count=MOVEMENT_DIMS),
+        *ints("input_start output_start"),
+        Field("input_elements", doc="size of the input buffer"),
+        Field("output_elements", doc="size of the output buffer"),
+    ),
+)
+PAD_DESC = Struct(
+    "edgec_pad_desc",
+    (
+        *ints("rank"),
+        Field("input_dims", count=MOVEMENT_DIMS),
+        Field("pad_before", count=MOVEMENT_DIMS),
+        Field("pad_after", count=MOVEMENT_DIMS),
+        *ints("fill"),
+    ),
+)
+UPSAMPLE_NEAREST_DESC = Struct(
+    "edgec_upsample_nearest_desc", (*ints("batches input_h input_w channels scale_h scale_w"),)
+)
+RESIZE_BILINEAR_DESC = Struct(
+    "edgec_resize_bilinear_desc",
+    (
+        *ints("batches input_h input_w channels output_h output_w"),
+        Field("y_table", "const int16_t *", doc="output_h * 3"),
+        Field("x_table", "const int16_t *", doc="output_w * 3"),
+    ),
+)
+REDUCE_DESC = Struct(
+    "edgec_reduce_desc",
+    (
+        *ints("op kept_rank"),
+        Field("kept_dims", count=MOVEMENT_DIMS),
+        Field("kept_strides", count=MOVEMENT_DIMS),
+        *ints("reduced_rank"),
+        Field("reduced_dims", count=MOVEMENT_DIMS),
+        Field("reduced_strides", count=MOVEMENT_DIMS),
+        *ints("sum_offset multiplier shift"),
+        Field("output_offset", doc="output zero point (sum)"),
+        *ints("act_min act_max"),
+    ),
+)
+STRUCTS = (
+    COPY_DESC,
+    PAD_DESC,
+    UPSAMPLE_NEAREST_DESC,
+    RESIZE_BILINEAR_DESC,
+    REDUCE_DESC,
+)
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -97,6 +124,7 @@ def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
 
 
 # -- strided copy ---------------------------------------------------------------------------------
+
 
 def simplify_copy(dims, input_strides, output_strides) -> tuple[list[int], list[int], list[int]]:
     """The same element mapping in the fewest, longest loops.
@@ -145,8 +173,16 @@ def _disjoint(dims, strides) -> bool:
     return True
 
 
-def copy_desc(dims, input_strides, output_strides, *, input_elements: int, output_elements: int,
-              input_start: int = 0, output_start: int = 0) -> dict:
+def copy_desc(
+    dims,
+    input_strides,
+    output_strides,
+    *,
+    input_elements: int,
+    output_elements: int,
+    input_start: int = 0,
+    output_start: int = 0,
+) -> dict:
     """edgec_copy_desc for: output[output_start + sum_k i_k * output_strides[k]] =
     input[input_start + sum_k i_k * input_strides[k]] for every index i < dims, simplified
     (simplify_copy). Input strides may be anything (0 broadcasts, negative reverses); the output
@@ -160,14 +196,23 @@ def copy_desc(dims, input_strides, output_strides, *, input_elements: int, outpu
         raise ValueError(f"the copy needs {len(d)} loops, more than {MAX_DIMS}: {d}")
     if not _disjoint(d, o_s):
         raise ValueError(f"the output must be written once per element: dims {d}, strides {o_s}")
-    for name, strides, start, size in (("input", i_s, input_start, input_elements),
-                                       ("output", o_s, output_start, output_elements)):
+    for name, strides, start, size in (
+        ("input", i_s, input_start, input_elements),
+        ("output", o_s, output_start, output_elements),
+    ):
         low, high = _span(d, strides, start)
         if low < 0 or high >= size:
             raise ValueError(f"the copy reaches {name} elements {low}..{high} of {size}")
-    return dict(rank=len(d), dims=tuple(d), input_strides=tuple(i_s), output_strides=tuple(o_s),
-                input_start=int(input_start), output_start=int(output_start),
-                input_elements=int(input_elements), output_elements=int(output_elements))
+    return dict(
+        rank=len(d),
+        dims=tuple(d),
+        input_strides=tuple(i_s),
+        output_strides=tuple(o_s),
+        input_start=int(input_start),
+        output_start=int(output_start),
+        input_elements=int(input_elements),
+        output_elements=int(output_elements),
+    )
 
 
 def copy_desc_for_permute(shape, perm) -> dict:
@@ -177,8 +222,13 @@ def copy_desc_for_permute(shape, perm) -> dict:
         raise ValueError(f"{perm} is not a permutation of {len(shape)} axes")
     out_shape = [shape[p] for p in perm]
     strides = contiguous_strides(shape)
-    return copy_desc(out_shape, [strides[p] for p in perm], contiguous_strides(out_shape),
-                     input_elements=math.prod(shape), output_elements=math.prod(shape))
+    return copy_desc(
+        out_shape,
+        [strides[p] for p in perm],
+        contiguous_strides(out_shape),
+        input_elements=math.prod(shape),
+        output_elements=math.prod(shape),
+    )
 
 
 def copy_desc_for_slice(shape, axis: int, start: int | None, stop: int | None, step: int = 1) -> dict:
@@ -196,8 +246,14 @@ def copy_desc_for_slice(shape, axis: int, start: int | None, stop: int | None, s
     strides = list(contiguous_strides(shape))
     input_start = first * strides[axis]
     strides[axis] *= step
-    return copy_desc(out_shape, strides, contiguous_strides(out_shape), input_start=input_start,
-                     input_elements=math.prod(shape), output_elements=math.prod(out_shape))
+    return copy_desc(
+        out_shape,
+        strides,
+        contiguous_strides(out_shape),
+        input_start=input_start,
+        input_elements=math.prod(shape),
+        output_elements=math.prod(out_shape),
+    )
 
 
 def copy_descs_for_cat(shapes, axis: int) -> list[dict]:
@@ -206,15 +262,23 @@ def copy_descs_for_cat(shapes, axis: int) -> list[dict]:
     shapes = [_check_shape(s) for s in shapes]
     rank = len(shapes[0])
     axis = range(rank)[axis]
-    if any(len(s) != rank or s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:] for s in shapes):
+    if any(len(s) != rank or s[:axis] + s[axis + 1 :] != shapes[0][:axis] + shapes[0][axis + 1 :] for s in shapes):
         raise ValueError(f"cannot concatenate {shapes} along axis {axis}")
     out_shape = list(shapes[0])
     out_shape[axis] = sum(s[axis] for s in shapes)
     out_strides = contiguous_strides(out_shape)
     descs, at = [], 0
     for shape in shapes:
-        descs.append(copy_desc(shape, contiguous_strides(shape), out_strides, output_start=at * out_strides[axis],
-                               input_elements=math.prod(shape), output_elements=math.prod(out_shape)))
+        descs.append(
+            copy_desc(
+                shape,
+                contiguous_strides(shape),
+                out_strides,
+                output_start=at * out_strides[axis],
+                input_elements=math.prod(shape),
+                output_elements=math.prod(out_shape),
+            )
+        )
         at += shape[axis]
     return descs
 
@@ -232,8 +296,13 @@ def copy_desc_for_expand(shape, out_shape) -> dict:
         raise ValueError(f"cannot expand {list(shape)} to {list(out_shape)}")
     strides = (0,) * lead + contiguous_strides(shape)
     in_strides = [0 if s == 1 else st for s, st in zip(padded, strides)]
-    return copy_desc(out_shape, in_strides, contiguous_strides(out_shape),
-                     input_elements=math.prod(shape), output_elements=math.prod(out_shape))
+    return copy_desc(
+        out_shape,
+        in_strides,
+        contiguous_strides(out_shape),
+        input_elements=math.prod(shape),
+        output_elements=math.prod(out_shape),
+    )
 
 
 def _offsets(dims, strides, start) -> np.ndarray:
@@ -253,12 +322,14 @@ def copy_s8(desc: dict, x: np.ndarray, output: np.ndarray) -> np.ndarray:
     if x.size != desc["input_elements"] or result.size != desc["output_elements"]:
         raise ValueError("buffer sizes differ from the descriptor's")
     dims = desc["dims"]
-    result[_offsets(dims, desc["output_strides"], desc["output_start"])] = \
-        x[_offsets(dims, desc["input_strides"], desc["input_start"])]
+    result[_offsets(dims, desc["output_strides"], desc["output_start"])] = x[
+        _offsets(dims, desc["input_strides"], desc["input_start"])
+    ]
     return result
 
 
 # -- constant padding ------------------------------------------------------------------------------
+
 
 def pad_desc(shape, pad_before, pad_after, fill: int) -> dict:
     """edgec_pad_desc for constant padding of a contiguous tensor (torch.nn.functional.pad with
@@ -284,8 +355,13 @@ def pad_desc(shape, pad_before, pad_after, fill: int) -> dict:
     groups = groups or [[1, 0, 0]]
     if len(groups) > MAX_DIMS:
         raise ValueError(f"padding needs {len(groups)} loops, more than {MAX_DIMS}")
-    return dict(rank=len(groups), input_dims=tuple(g[0] for g in groups), pad_before=tuple(g[1] for g in groups),
-                pad_after=tuple(g[2] for g in groups), fill=int(fill))
+    return dict(
+        rank=len(groups),
+        input_dims=tuple(g[0] for g in groups),
+        pad_before=tuple(g[1] for g in groups),
+        pad_after=tuple(g[2] for g in groups),
+        fill=int(fill),
+    )
 
 
 def pad_s8(desc: dict, x: np.ndarray) -> np.ndarray:
@@ -296,6 +372,7 @@ def pad_s8(desc: dict, x: np.ndarray) -> np.ndarray:
 
 
 # -- nearest upsampling ----------------------------------------------------------------------------
+
 
 def upsample_nearest_desc(shape, out_hw) -> dict:
     """edgec_upsample_nearest_desc for an NHWC tensor `shape` resized to out_hw = (H*sh, W*sw),
@@ -340,8 +417,9 @@ def _scale_10(in_size: int, out_size: int, align_corners: bool, scale_factor: fl
     return (ONE * in_size + out_size // 2) // out_size
 
 
-def bilinear_axis_table(in_size: int, out_size: int, align_corners: bool, half_pixel_centers: bool,
-                        scale_factor: float | None = None) -> np.ndarray:
+def bilinear_axis_table(
+    in_size: int, out_size: int, align_corners: bool, half_pixel_centers: bool, scale_factor: float | None = None
+) -> np.ndarray:
     """For each output position: (lower, upper, fraction) as TFLite's
     ComputeInterpolationValuesInteger gives them: scaled = y*s (+ s/2 - 512 with half-pixel
     centres), lower = max(scaled / 1024, 0), upper = min(ceil(scaled / 1024), in - 1) (C division),
@@ -358,8 +436,9 @@ def bilinear_axis_table(in_size: int, out_size: int, align_corners: bool, half_p
     return np.stack([lower, upper, scaled - ONE * lower], axis=1).astype(np.int16)
 
 
-def resize_bilinear_desc(shape, out_hw, *, align_corners: bool = False, half_pixel_centers: bool = True,
-                         scale_factors=(None, None)) -> dict:
+def resize_bilinear_desc(
+    shape, out_hw, *, align_corners: bool = False, half_pixel_centers: bool = True, scale_factors=(None, None)
+) -> dict:
     """edgec_resize_bilinear_desc for an NHWC tensor resized to out_hw, TFLite's int8
     RESIZE_BILINEAR. PyTorch interpolate(mode='bilinear', align_corners=False) is
     half_pixel_centers=True (the default here); align_corners=True is align_corners=True,
@@ -371,9 +450,16 @@ def resize_bilinear_desc(shape, out_hw, *, align_corners: bool = False, half_pix
         raise ValueError(f"bad output size {out_hw}")
     if align_corners and half_pixel_centers:
         raise ValueError("half_pixel_centers needs align_corners=False (as in TFLite)")
-    return dict(batches=n, input_h=h, input_w=w, channels=c, output_h=oh, output_w=ow,
-                y_table=bilinear_axis_table(h, oh, align_corners, half_pixel_centers, scale_factors[0]).ravel(),
-                x_table=bilinear_axis_table(w, ow, align_corners, half_pixel_centers, scale_factors[1]).ravel())
+    return dict(
+        batches=n,
+        input_h=h,
+        input_w=w,
+        channels=c,
+        output_h=oh,
+        output_w=ow,
+        y_table=bilinear_axis_table(h, oh, align_corners, half_pixel_centers, scale_factors[0]).ravel(),
+        x_table=bilinear_axis_table(w, ow, align_corners, half_pixel_centers, scale_factors[1]).ravel(),
+    )
 
 
 def resize_bilinear_s8(desc: dict, x: np.ndarray) -> np.ndarray:
@@ -387,16 +473,26 @@ def resize_bilinear_s8(desc: dict, x: np.ndarray) -> np.ndarray:
     n, h, w, c = desc["batches"], desc["input_h"], desc["input_w"], desc["channels"]
     for name, size in (("y_table", h), ("x_table", w)):
         lower, upper, fraction = np.asarray(desc[name], np.int64).reshape(-1, 3).T
-        if ((lower < 0) | (lower >= size) | (upper < 0) | (upper >= size) | (np.abs(fraction) > ONE)
-                | ((fraction < 0) & (lower != upper))).any():
+        if (
+            (lower < 0)
+            | (lower >= size)
+            | (upper < 0)
+            | (upper >= size)
+            | (np.abs(fraction) > ONE)
+            | ((fraction < 0) & (lower != upper))
+        ).any():
             raise ValueError(f"{name} is not a table of bilinear_axis_table's form")
     x = np.asarray(x, dtype=np.int8).reshape(n, h, w, c).astype(np.int64)
     y0, y1, fy = np.asarray(desc["y_table"], np.int64).reshape(-1, 3).T
     x0, x1, fx = np.asarray(desc["x_table"], np.int64).reshape(-1, 3).T
     fy, fx = fy[None, :, None, None], fx[None, None, :, None]
     top, bottom = x[:, y0], x[:, y1]
-    v = (top[:, :, x0] * (ONE - fy) * (ONE - fx) + bottom[:, :, x0] * fy * (ONE - fx)
-         + top[:, :, x1] * (ONE - fy) * fx + bottom[:, :, x1] * fy * fx)
+    v = (
+        top[:, :, x0] * (ONE - fy) * (ONE - fx)
+        + bottom[:, :, x0] * fy * (ONE - fx)
+        + top[:, :, x1] * (ONE - fy) * fx
+        + bottom[:, :, x1] * fy * fx
+    )
     half = 1 << (2 * FRACTION_BITS - 1)
     return _c_div(np.where(v > 0, v + half, v - half), 1 << (2 * FRACTION_BITS)).astype(np.int8).ravel()
 
@@ -428,9 +524,20 @@ def nearest_table_desc(shape, rows, cols) -> dict:
     for which TFLite's bilinear arithmetic returns the input value exactly (x * 2^20, rounded
     back by 2^20)."""
     n, h, w, c = _check_shape(shape)
-    table = lambda sources: np.array([(s, s, 0) for s in sources], np.int16).ravel()
-    return dict(batches=n, input_h=h, input_w=w, channels=c, output_h=len(rows), output_w=len(cols),
-                y_table=table(rows), x_table=table(cols))
+
+    def table(sources):
+        return np.array([(s, s, 0) for s in sources], np.int16).ravel()
+
+    return dict(
+        batches=n,
+        input_h=h,
+        input_w=w,
+        channels=c,
+        output_h=len(rows),
+        output_w=len(cols),
+        y_table=table(rows),
+        x_table=table(cols),
+    )
 
 
 # -- reductions ------------------------------------------------------------------------------------
@@ -461,9 +568,18 @@ def simplify_reduce(shape, axes) -> tuple[list[tuple[int, int]], list[tuple[int,
     return [tuple(k) for k in kept], [tuple(r) for r in reduced]
 
 
-def reduce_desc(shape, axes, op: str, *, input_scale: float = 1.0, input_zero_point: int = 0,
-                output_scale: float = 1.0, output_zero_point: int = 0, act_min: int = INT8_MIN,
-                act_max: int = INT8_MAX) -> dict:
+def reduce_desc(
+    shape,
+    axes,
+    op: str,
+    *,
+    input_scale: float = 1.0,
+    input_zero_point: int = 0,
+    output_scale: float = 1.0,
+    output_zero_point: int = 0,
+    act_min: int = INT8_MIN,
+    act_max: int = INT8_MAX,
+) -> dict:
     """edgec_reduce_desc for torch.amax/amin/sum/mean (any keepdim: the output bytes are the same)
     over `axes` of a contiguous int8 tensor.
 
@@ -497,12 +613,21 @@ def reduce_desc(shape, axes, op: str, *, input_scale: float = 1.0, input_zero_po
             k = min(count.bit_length() - 1, 32, 31 + shift)
             multiplier, shift = (multiplier << k) // count, shift - k
         sum_offset = -int(input_zero_point) * count
-    return dict(op=REDUCE_OPS[op], kept_rank=len(kept), kept_dims=tuple(k[0] for k in kept),
-                kept_strides=tuple(k[1] for k in kept), reduced_rank=len(reduced),
-                reduced_dims=tuple(r[0] for r in reduced), reduced_strides=tuple(r[1] for r in reduced),
-                sum_offset=sum_offset, multiplier=int(multiplier), shift=int(shift),
-                output_offset=int(output_zero_point),
-                act_min=int(act_min), act_max=int(act_max))
+    return dict(
+        op=REDUCE_OPS[op],
+        kept_rank=len(kept),
+        kept_dims=tuple(k[0] for k in kept),
+        kept_strides=tuple(k[1] for k in kept),
+        reduced_rank=len(reduced),
+        reduced_dims=tuple(r[0] for r in reduced),
+        reduced_strides=tuple(r[1] for r in reduced),
+        sum_offset=sum_offset,
+        multiplier=int(multiplier),
+        shift=int(shift),
+        output_offset=int(output_zero_point),
+        act_min=int(act_min),
+        act_max=int(act_max),
+    )
 
 
 def reduce_s8(desc: dict, x: np.ndarray) -> np.ndarray:
@@ -533,6 +658,7 @@ def reduce_s8(desc: dict, x: np.ndarray) -> np.ndarray:
 # stack, expand, repeat, flip, pixel_shuffle and a reshape that reorders bytes all run the same
 # kernel, in any stored layout, and consecutive copies compose into one (passes/fuse.fuse_copies).
 
+
 def _substitute(args, activations: list, ctx, node):
     """`args` with every activation Node replaced by a slot marker (collected in `activations`)."""
     if isinstance(args, (list, tuple)):
@@ -559,6 +685,7 @@ def _fill(args, tensors):
 @dataclass(frozen=True)
 class Gather:
     """An ATen call on the op's inputs (then item `item` of its result, for split-like ops)."""
+
     target: object
     args: tuple
     kwargs: dict
@@ -572,14 +699,15 @@ class Gather:
 @dataclass(frozen=True)
 class Composed:
     """`outer` with its input `slot` computed by `inner` from `count` inputs in its place."""
+
     outer: object
     slot: int
     inner: object
     count: int
 
     def __call__(self, *tensors):
-        inner = self.inner(*tensors[self.slot:self.slot + self.count])
-        return self.outer(*tensors[:self.slot], inner, *tensors[self.slot + self.count:])
+        inner = self.inner(*tensors[self.slot : self.slot + self.count])
+        return self.outer(*tensors[: self.slot], inner, *tensors[self.slot + self.count :])
 
 
 def compose_at(outer, slot: int, inner, count: int) -> Composed:
@@ -591,6 +719,7 @@ class EdgePad:
     """F.pad(mode='reflect' | 'replicate') along one torch axis, as a cat of three views of the
     same input (one per op input, so each is one strided copy: a flipped slice or a repeated edge,
     the input, and the other edge). Inputs: the tensor once per non-empty piece, in order."""
+
     axis: int
     before: int
     after: int
@@ -602,13 +731,19 @@ class EdgePad:
         pieces = []
         if self.before:
             x = copies.pop(0)
-            pieces.append(x.narrow(self.axis, 1, self.before).flip(self.axis) if self.mode == "reflect"
-                          else x.narrow(self.axis, 0, 1).repeat_interleave(self.before, self.axis))
+            pieces.append(
+                x.narrow(self.axis, 1, self.before).flip(self.axis)
+                if self.mode == "reflect"
+                else x.narrow(self.axis, 0, 1).repeat_interleave(self.before, self.axis)
+            )
         pieces.append(copies.pop(0))
         if self.after:
             x = copies.pop(0)
-            pieces.append(x.narrow(self.axis, length - 1 - self.after, self.after).flip(self.axis) if self.mode == "reflect"
-                          else x.narrow(self.axis, length - 1, 1).repeat_interleave(self.after, self.axis))
+            pieces.append(
+                x.narrow(self.axis, length - 1 - self.after, self.after).flip(self.axis)
+                if self.mode == "reflect"
+                else x.narrow(self.axis, length - 1, 1).repeat_interleave(self.after, self.axis)
+            )
         return torch.cat(pieces, self.axis)
 
 
@@ -626,8 +761,13 @@ def lower_edge_pad(ctx, node, x: Tensor, pad: list[int], mode: str) -> None:
     for number, (axis, before, after) in enumerate(axes):
         shape[axis] += before + after
         last = number == len(axes) - 1
-        out = ctx.output(node, qparams_of=x) if last else ctx.graph.add_tensor(
-            Tensor(f"{node.name}_axis{axis}", tuple(shape), x.scale, x.zero_point, dtype=x.dtype))
+        out = (
+            ctx.output(node, qparams_of=x)
+            if last
+            else ctx.graph.add_tensor(
+                Tensor(f"{node.name}_axis{axis}", tuple(shape), x.scale, x.zero_point, dtype=x.dtype)
+            )
+        )
         inputs = [current] * (1 + (before > 0) + (after > 0))
         ctx.add_op("copy", node, inputs, [out], gather=EdgePad(axis, before, after, mode))
         current = out
@@ -646,14 +786,26 @@ def in_torch_order(op, graph, inputs, output: bool) -> None:
         tensor = graph.tensors[name]
         if tensor.perm is None or same_bytes(tensor.torch_shape, tensor.perm, tensor.torch_shape, None):
             continue
-        rows = graph.add_tensor(Tensor(f"{op.name}_rows{'_out' if index is None else index}", tensor.torch_shape,
-                                       tensor.scale, tensor.zero_point, source=tensor.source, dtype=tensor.dtype))
+        rows = graph.add_tensor(
+            Tensor(
+                f"{op.name}_rows{'_out' if index is None else index}",
+                tensor.torch_shape,
+                tensor.scale,
+                tensor.zero_point,
+                source=tensor.source,
+                dtype=tensor.dtype,
+            )
+        )
         if index is None:
-            graph.ops.insert(graph.ops.index(op) + 1, relayout_copy(f"{op.name}_output_copy", rows.name, name, graph, op.source))
+            graph.ops.insert(
+                graph.ops.index(op) + 1, relayout_copy(f"{op.name}_output_copy", rows.name, name, graph, op.source)
+            )
             op.outputs[0] = rows.name
         else:
-            graph.ops.insert(graph.ops.index(op), relayout_copy(f"{op.name}_input_copy{index or ''}", name, rows.name, graph,
-                                                                op.source))
+            graph.ops.insert(
+                graph.ops.index(op),
+                relayout_copy(f"{op.name}_input_copy{index or ''}", name, rows.name, graph, op.source),
+            )
             op.inputs[index] = rows.name
 
 
@@ -695,15 +847,20 @@ def fit_loops(outputs: np.ndarray, inputs: np.ndarray) -> tuple[list[int], list[
     while len(outputs) > 1:
         steps = (int(outputs[1] - outputs[0]), int(inputs[1] - inputs[0]))
         run = 1
-        while run < len(outputs) and outputs[run] - outputs[run - 1] == steps[0] and inputs[run] - inputs[run - 1] == steps[1]:
+        while (
+            run < len(outputs)
+            and outputs[run] - outputs[run - 1] == steps[0]
+            and inputs[run] - inputs[run - 1] == steps[1]
+        ):
             run += 1
         for length in range(run, 1, -1):
             if len(outputs) % length:
                 continue
             rows_out, rows_in = outputs.reshape(-1, length), inputs.reshape(-1, length)
             expected = np.arange(length, dtype=np.int64)
-            if np.array_equal(rows_out, rows_out[:, :1] + expected * steps[0]) and \
-                    np.array_equal(rows_in, rows_in[:, :1] + expected * steps[1]):
+            if np.array_equal(rows_out, rows_out[:, :1] + expected * steps[0]) and np.array_equal(
+                rows_in, rows_in[:, :1] + expected * steps[1]
+            ):
                 break
         else:
             return None
@@ -783,12 +940,19 @@ def strided_copies(op, graph) -> list[tuple[int, dict]]:
         for part_positions, part_sources in strided_parts(positions, sources, op, boxes):
             dims, out_strides, in_strides = fit_loops(part_positions, part_sources)
             try:
-                desc = copy_desc(dims, in_strides, out_strides, input_elements=size, output_elements=out.elements,
-                                 input_start=int(part_sources[0]), output_start=int(part_positions[0]))
+                desc = copy_desc(
+                    dims,
+                    in_strides,
+                    out_strides,
+                    input_elements=size,
+                    output_elements=out.elements,
+                    input_start=int(part_sources[0]),
+                    output_start=int(part_positions[0]),
+                )
             except ValueError as exc:
                 raise EdgecError(f"{op.source}: {exc}") from None
             copies.append((index, desc))
-    if sum(int(np.prod(desc["dims"][:desc["rank"]])) for _, desc in copies) != out.elements:
+    if sum(int(np.prod(desc["dims"][: desc["rank"]])) for _, desc in copies) != out.elements:
         raise EdgecError(f"{op.source}: the data movement leaves output bytes unwritten")
     return copies
 
@@ -876,14 +1040,14 @@ class Copy(OpDef):
             p = names.symbol(op, f"desc{number}")
             part = descriptor(COPY_DESC, p, desc)
             call.params += part.params
-            call.code += (" " if call.code else "") + \
-                f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[index])}, {names.ptr(op.outputs[0])});"
+            call.code += (
+                " " if call.code else ""
+            ) + f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[index])}, {names.ptr(op.outputs[0])});"
         return call
 
 
 # Copies that join several tensors into one: quantized at their own output's range.
-JOINS = frozenset({aten.cat.default, aten.concat.default, aten.stack.default, aten.hstack.default,
-                   aten.vstack.default})
+JOINS = frozenset({aten.cat.default, aten.concat.default, aten.stack.default, aten.hstack.default, aten.vstack.default})
 
 
 def _annotate_join(node, sources) -> None:
@@ -892,8 +1056,9 @@ def _annotate_join(node, sources) -> None:
     cat's scale, no requantize), an input read elsewhere too keeps its producer's own qparams and
     is requantized once to the cat's (Copy._join_qparams). Sharing one scale across all inputs and
     their producers instead gives a narrow tensor that other layers read the widest input's steps."""
-    inputs = {source: SharedQuantizationSpec(node) if len(source.users) == 1 else ACTIVATION_QSPEC
-              for source in sources}
+    inputs = {
+        source: SharedQuantizationSpec(node) if len(source.users) == 1 else ACTIVATION_QSPEC for source in sources
+    }
     annotate(node, inputs, ACTIVATION_QSPEC)
 
 
@@ -914,6 +1079,7 @@ def make_copy(op, graph, gather: Gather) -> None:
 
 class ConstantPad(OpDef):
     """A constant pad that no convolution absorbs (passes/fuse.fold_pad folds the others)."""
+
     kind, c_function = "constant_pad", "edgec_pad_s8"
     runtime_sources = ("movement/edgec_movement_s8.c",)
     layout_follows_input = True
@@ -948,6 +1114,7 @@ class Resize(OpDef):
     downsampling by integer factors (a strided copy), nearest by any other factor (PyTorch's source
     rows and columns as edgec_resize_bilinear_s8's tables, fraction 0: an exact copy) and bilinear
     (TFLite's integer RESIZE_BILINEAR), NHWC."""
+
     kind = "resize"
     targets = frozenset(RESIZES)
     runtime_sources = ("movement/edgec_movement_s8.c", "movement/edgec_resize_bilinear_s8.c")
@@ -966,15 +1133,31 @@ class Resize(OpDef):
             if not any(o % i for o, i in zip(out.shape[2:], x.shape[2:])):
                 ctx.add_op(self.kind, node, [x], [out], mode="nearest")
             elif not any(i % o for o, i in zip(out.shape[2:], x.shape[2:])):  # integer downsampling: a strided copy
-                ctx.add_op("copy", node, [x], [out], gather=Gather(node.target, (_Slot(0), *node.args[1:]), dict(node.kwargs)))
+                ctx.add_op(
+                    "copy", node, [x], [out], gather=Gather(node.target, (_Slot(0), *node.args[1:]), dict(node.kwargs))
+                )
             else:  # any other factor: PyTorch's source rows and columns, as the bilinear kernel's tables
-                ctx.add_op(self.kind, node, [x], [out], mode="nearest_rows",
-                           sources=nearest_sources(Gather(node.target, (_Slot(0), *node.args[1:]), dict(node.kwargs)),
-                                                   x.torch_shape))
+                ctx.add_op(
+                    self.kind,
+                    node,
+                    [x],
+                    [out],
+                    mode="nearest_rows",
+                    sources=nearest_sources(
+                        Gather(node.target, (_Slot(0), *node.args[1:]), dict(node.kwargs)), x.torch_shape
+                    ),
+                )
             return
         align_corners = bool(node.args[2]) if len(node.args) > 2 else bool(node.kwargs.get("align_corners", False))
-        ctx.add_op(self.kind, node, [x], [out], mode="bilinear", align_corners=align_corners,
-                   scale_factors=_scale_factors(node))
+        ctx.add_op(
+            self.kind,
+            node,
+            [x],
+            [out],
+            mode="bilinear",
+            align_corners=align_corners,
+            scale_factors=_scale_factors(node),
+        )
 
     def finalize(self, op, graph) -> None:
         x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -985,8 +1168,13 @@ class Resize(OpDef):
                 op.attrs["desc"] = nearest_table_desc(x.shape, *op.attrs["sources"])
             else:
                 align = op.attrs["align_corners"]
-                op.attrs["desc"] = resize_bilinear_desc(x.shape, out.shape[1:3], align_corners=align, half_pixel_centers=not align,
-                                                        scale_factors=op.attrs.get("scale_factors", (None, None)))
+                op.attrs["desc"] = resize_bilinear_desc(
+                    x.shape,
+                    out.shape[1:3],
+                    align_corners=align,
+                    half_pixel_centers=not align,
+                    scale_factors=op.attrs.get("scale_factors", (None, None)),
+                )
         except ValueError as exc:
             raise EdgecError(f"{op.source}: {exc}") from None
 
@@ -1008,6 +1196,7 @@ class Resize(OpDef):
 
 class Reduce(OpDef):
     """sum, mean (other than over the spatial axes: a pool), amax, amin over any axes."""
+
     kind, c_function = "reduce", "edgec_reduce_s8"
     targets = frozenset(REDUCTIONS)
     runtime_sources = ("movement/edgec_reduce_s8.c",)
@@ -1029,8 +1218,15 @@ class Reduce(OpDef):
         x = ctx.tensor(node.args[0])
         op = {aten.amax.default: "max", aten.amin.default: "min", aten.sum.dim_IntList: "sum"}.get(node.target, "mean")
         dims = node.args[1] if len(node.args) > 1 and node.args[1] not in (None, []) else list(range(len(x.shape)))
-        ctx.add_op(self.kind, node, [x], [ctx.output(node)], reduction=op,
-                   dims=sorted({int(d) % len(x.shape) for d in dims}), clamp=(None, None))
+        ctx.add_op(
+            self.kind,
+            node,
+            [x],
+            [ctx.output(node)],
+            reduction=op,
+            dims=sorted({int(d) % len(x.shape) for d in dims}),
+            clamp=(None, None),
+        )
 
     def layout_ties(self, op, graph) -> list[str]:
         """Channels-last data reduced over spatial axes only (not batch or channels) stays channels
@@ -1043,15 +1239,20 @@ class Reduce(OpDef):
     def lower_mean(self, ctx, node, x, dims: list[int]) -> None:
         """A mean over `dims` standing for another op (a global average pool), at its input's
         qparams unless a quantize follows."""
-        ctx.add_op(self.kind, node, [x], [ctx.output(node, qparams_of=x)], reduction="mean", dims=dims,
-                   clamp=(None, None))
+        ctx.add_op(
+            self.kind, node, [x], [ctx.output(node, qparams_of=x)], reduction="mean", dims=dims, clamp=(None, None)
+        )
 
     def relayout(self, op, graph) -> None:
         x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         op.attrs["stored_dims"] = [x.stored_axis(d) for d in op.attrs["dims"]]
         kept = [axis for axis in (x.perm or range(len(x.shape))) if axis is not None and axis not in op.attrs["dims"]]
         if len(out.torch_shape) == len(x.torch_shape):  # keepdim
-            order = [axis for axis in (out.perm or range(len(out.shape))) if axis is not None and axis not in op.attrs["dims"]]
+            order = [
+                axis
+                for axis in (out.perm or range(len(out.shape)))
+                if axis is not None and axis not in op.attrs["dims"]
+            ]
         else:
             renumber = [axis for axis in range(len(x.torch_shape)) if axis not in op.attrs["dims"]]
             order = [renumber[axis] for axis in (out.perm or range(len(out.shape))) if axis is not None]
@@ -1062,9 +1263,17 @@ class Reduce(OpDef):
         x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         bounds = activation_bounds(out.zero_point, out.scale, *op.attrs["clamp"])
         try:
-            op.attrs["desc"] = reduce_desc(x.shape, op.attrs["stored_dims"], op.attrs["reduction"],
-                                           input_scale=x.scale, input_zero_point=x.zero_point, output_scale=out.scale,
-                                           output_zero_point=out.zero_point, act_min=bounds[0], act_max=bounds[1])
+            op.attrs["desc"] = reduce_desc(
+                x.shape,
+                op.attrs["stored_dims"],
+                op.attrs["reduction"],
+                input_scale=x.scale,
+                input_zero_point=x.zero_point,
+                output_scale=out.scale,
+                output_zero_point=out.zero_point,
+                act_min=bounds[0],
+                act_max=bounds[1],
+            )
         except ValueError as exc:
             raise EdgecError(f"{op.source}: {exc}") from None
 

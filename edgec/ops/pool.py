@@ -4,6 +4,7 @@ C kernels: runtime_c/src/pool/edgec_avgpool_s8.c and edgec_maxpool_s8.c. Padding
 are explicit, bottom/right padding is implied by out_hw; padded taps never contribute. Every
 output window must overlap the input (the C kernels reject other geometries with EDGEC_ARG_ERROR).
 """
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -12,32 +13,39 @@ import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
+from edgec.frontend.torch_ops import ADAPTIVE_POOLS, AVG_POOLS, GETITEM, MAX_POOLS, MEANS, POOLS
 from edgec.ir import Tensor
 from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, saturate_int8
+from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.conv import DIMS, c_dims
+from edgec.ops.kernel import Field, Struct, ints
+from edgec.ops.qspec import annotate_shared
 
 MAX_DIVISOR = 1 << 23  # EDGEC_AVG_POOL2D_MAX_DIVISOR: (divisor - taps) * zero point stays inside int32
-from edgec.ops.base import CCall, OpDef, descriptor
-from edgec.ops.qspec import annotate_shared
-from edgec.ops.conv import DIMS, c_dims
-from edgec.frontend.torch_ops import ADAPTIVE_POOLS, AVG_POOLS, GETITEM, MAX_POOLS, MEANS, POOLS
-from edgec.ops.kernel import Field, ints, Struct
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
-POOL_PARAMS = Struct("edgec_pool_params", (
-    *ints("stride_h stride_w pad_top pad_left filter_h filter_w act_min act_max"),
-))
-AVG_POOL2D_DESC = Struct("edgec_avg_pool2d_desc", (
-    *ints("batches input_h input_w channels output_h output_w filter_h filter_w stride_h stride_w"),
-    *ints("pad_top pad_left"),
-    Field('count_include_pad', doc='0 or 1'),
-    Field('divisor_override', doc='0: none; at most EDGEC_AVG_POOL2D_MAX_DIVISOR'),
-    Field('zero_point', doc="input's (and output's): taps outside the input count as it (real 0)"),
-    *ints("act_min act_max"),
-))
-ADAPTIVE_AVG_POOL_DESC = Struct("edgec_adaptive_avg_pool_desc", (
-    *ints("batches input_h input_w channels output_h output_w act_min act_max"),
-))
-STRUCTS = (POOL_PARAMS, AVG_POOL2D_DESC, ADAPTIVE_AVG_POOL_DESC,)
+POOL_PARAMS = Struct(
+    "edgec_pool_params", (*ints("stride_h stride_w pad_top pad_left filter_h filter_w act_min act_max"),)
+)
+AVG_POOL2D_DESC = Struct(
+    "edgec_avg_pool2d_desc",
+    (
+        *ints("batches input_h input_w channels output_h output_w filter_h filter_w stride_h stride_w"),
+        *ints("pad_top pad_left"),
+        Field("count_include_pad", doc="0 or 1"),
+        Field("divisor_override", doc="0: none; at most EDGEC_AVG_POOL2D_MAX_DIVISOR"),
+        Field("zero_point", doc="input's (and output's): taps outside the input count as it (real 0)"),
+        *ints("act_min act_max"),
+    ),
+)
+ADAPTIVE_AVG_POOL_DESC = Struct(
+    "edgec_adaptive_avg_pool_desc", (*ints("batches input_h input_w channels output_h output_w act_min act_max"),)
+)
+STRUCTS = (
+    POOL_PARAMS,
+    AVG_POOL2D_DESC,
+    ADAPTIVE_AVG_POOL_DESC,
+)
 
 
 def _check_axis(name: str, in_size: int, out_size: int, k: int, s: int, p: int) -> None:
@@ -45,8 +53,10 @@ def _check_axis(name: str, in_size: int, out_size: int, k: int, s: int, p: int) 
     if in_size < 1 or out_size < 1 or k < 1 or s < 1 or p < 0:
         raise ValueError(f"bad pool {name} geometry: in={in_size} out={out_size} kernel={k} stride={s} pad={p}")
     if p >= k or (out_size - 1) * s - p >= in_size:
-        raise ValueError(f"pool {name}: some output window lies entirely in padding "
-                         f"(in={in_size} out={out_size} kernel={k} stride={s} pad={p})")
+        raise ValueError(
+            f"pool {name}: some output window lies entirely in padding "
+            f"(in={in_size} out={out_size} kernel={k} stride={s} pad={p})"
+        )
 
 
 def _taps(x: np.ndarray, kernel, stride, pad, out_hw) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -74,8 +84,18 @@ def _taps(x: np.ndarray, kernel, stride, pad, out_hw) -> Iterator[tuple[np.ndarr
             yield rows[:, :, np.clip(ix, 0, w - 1)], valid_y[:, None] & valid_x[None, :]
 
 
-def avg_pool2d_s8(x, *, kernel, stride, pad, out_hw, act_min: int = INT8_MIN,
-                  act_max: int = INT8_MAX, divisor: str | int = "in_bounds", zero_point: int = 0) -> np.ndarray:
+def avg_pool2d_s8(
+    x,
+    *,
+    kernel,
+    stride,
+    pad,
+    out_hw,
+    act_min: int = INT8_MIN,
+    act_max: int = INT8_MAX,
+    divisor: str | int = "in_bounds",
+    zero_point: int = 0,
+) -> np.ndarray:
     """Golden int8 average pool, bit-exact with edgec_avgpool_s8 (divisor "in_bounds") and
     edgec_avg_pool2d_s8 (any divisor).
 
@@ -120,7 +140,7 @@ def adaptive_avg_pool2d_s8(x, *, out_hw, act_min: int = INT8_MIN, act_max: int =
     out = np.zeros((x.shape[0], len(hs), len(ws), x.shape[3]), np.int64)
     for i in range(len(hs)):
         for j in range(len(ws)):
-            total = x[:, hs[i]:he[i], ws[j]:we[j]].astype(np.int64).sum(axis=(1, 2))
+            total = x[:, hs[i] : he[i], ws[j] : we[j]].astype(np.int64).sum(axis=(1, 2))
             n = (he[i] - hs[i]) * (we[j] - ws[j])
             num = np.where(total > 0, total + n // 2, total - n // 2)
             out[:, i, j] = np.sign(num) * (np.abs(num) // n)
@@ -130,8 +150,16 @@ def adaptive_avg_pool2d_s8(x, *, out_hw, act_min: int = INT8_MIN, act_max: int =
 def adaptive_avg_pool2d_desc(input_shape, *, out_hw, act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> dict:
     """The field values of edgec_adaptive_avg_pool_desc in declaration order (NHWC input_shape)."""
     n, h, w, c = (int(v) for v in input_shape)
-    return dict(batches=n, input_h=h, input_w=w, channels=c, output_h=int(out_hw[0]), output_w=int(out_hw[1]),
-                act_min=int(act_min), act_max=int(act_max))
+    return dict(
+        batches=n,
+        input_h=h,
+        input_w=w,
+        channels=c,
+        output_h=int(out_hw[0]),
+        output_w=int(out_hw[1]),
+        act_min=int(act_min),
+        act_max=int(act_max),
+    )
 
 
 def _divisor(divisor, in_bounds: np.ndarray, in_hw, kernel, stride, pad, out_hw) -> np.ndarray:
@@ -159,21 +187,44 @@ def pool_output_size(in_size: int, kernel: int, stride: int, pad: int, ceil_mode
     return out
 
 
-def avg_pool2d_desc(input_shape, *, kernel, stride, pad, out_hw, divisor: str | int = "in_bounds",
-                    act_min: int = INT8_MIN, act_max: int = INT8_MAX, zero_point: int = 0) -> dict:
+def avg_pool2d_desc(
+    input_shape,
+    *,
+    kernel,
+    stride,
+    pad,
+    out_hw,
+    divisor: str | int = "in_bounds",
+    act_min: int = INT8_MIN,
+    act_max: int = INT8_MAX,
+    zero_point: int = 0,
+) -> dict:
     """The field values of edgec_avg_pool2d_desc in declaration order, for avg_pool2d_s8's
     arguments (NHWC input_shape; divisor as there)."""
     n, h, w, c = (int(v) for v in input_shape)
     _divisor(divisor, np.zeros((1, 1), np.int64), (h, w), kernel, stride, pad, (1, 1))  # validates it
-    return dict(batches=n, input_h=h, input_w=w, channels=c, output_h=int(out_hw[0]), output_w=int(out_hw[1]),
-                filter_h=int(kernel[0]), filter_w=int(kernel[1]), stride_h=int(stride[0]), stride_w=int(stride[1]),
-                pad_top=int(pad[0]), pad_left=int(pad[1]), count_include_pad=int(divisor == "include_pad"),
-                divisor_override=divisor if isinstance(divisor, (int, np.integer)) else 0,
-                zero_point=int(zero_point), act_min=int(act_min), act_max=int(act_max))
+    return dict(
+        batches=n,
+        input_h=h,
+        input_w=w,
+        channels=c,
+        output_h=int(out_hw[0]),
+        output_w=int(out_hw[1]),
+        filter_h=int(kernel[0]),
+        filter_w=int(kernel[1]),
+        stride_h=int(stride[0]),
+        stride_w=int(stride[1]),
+        pad_top=int(pad[0]),
+        pad_left=int(pad[1]),
+        count_include_pad=int(divisor == "include_pad"),
+        divisor_override=divisor if isinstance(divisor, (int, np.integer)) else 0,
+        zero_point=int(zero_point),
+        act_min=int(act_min),
+        act_max=int(act_max),
+    )
 
 
-def max_pool2d_s8(x, *, kernel, stride, pad, out_hw, act_min: int = INT8_MIN,
-                  act_max: int = INT8_MAX) -> np.ndarray:
+def max_pool2d_s8(x, *, kernel, stride, pad, out_hw, act_min: int = INT8_MIN, act_max: int = INT8_MAX) -> np.ndarray:
     """Golden int8 max pool, bit-exact with edgec_maxpool_s8: max over in-bounds taps, then clamp.
     Arguments as avg_pool2d_s8."""
     x = np.asarray(x)
@@ -186,6 +237,7 @@ def max_pool2d_s8(x, *, kernel, stride, pad, out_hw, act_min: int = INT8_MIN,
 
 
 # -- the op units -------------------------------------------------------------------------------
+
 
 def _pair(v, default=None) -> tuple[int, int]:
     if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
@@ -200,6 +252,7 @@ def _arg(node, index, default):
 class Pool2d(OpDef):
     """avg/max pooling in 2-D and 1-D (as H = 1), global average (adaptive pooling to 1, mean over
     the spatial axes) included. A mean over other axes is a reduction (edgec.ops.movement)."""
+
     targets = frozenset(POOLS)
     family = "max_pool2d / avg_pool2d"
     runtime_sources = ("pool/edgec_avgpool_s8.c", "pool/edgec_maxpool_s8.c")
@@ -236,8 +289,12 @@ class Pool2d(OpDef):
         if len(x.shape) not in (3, 4):
             raise EdgecError(f"{source_line(node)}: pooling needs an NCL or NCHW input, got {list(x.shape)}")
         kind, kernel, stride, padding, divisor = self._window(node, x.shape)
-        if ctx.converter_semantics and len(x.shape) == 4 and node.target in MEANS | ADAPTIVE_POOLS \
-                and tuple(kernel) == tuple(x.shape[2:]):
+        if (
+            ctx.converter_semantics
+            and len(x.shape) == 4
+            and node.target in MEANS | ADAPTIVE_POOLS
+            and tuple(kernel) == tuple(x.shape[2:])
+        ):
             # The TFLite converter makes a global average (a mean over H, W or an adaptive pool to
             # 1x1) a MEAN, whose int8 arithmetic is edgec's mean reduction, not AVERAGE_POOL_2D's.
             return reduction_unit().lower_mean(ctx, node, x, dims=[2, 3])
@@ -246,10 +303,20 @@ class Pool2d(OpDef):
             out = ctx.output(node, qparams_of=x)
         else:  # mean without keepdim: pool to [N,C,1(,1)], then view it as [N,C] for free
             pooled_shape = (*x.shape[:2], *(1,) * (len(x.shape) - 2))
-            out = ctx.graph.add_tensor(Tensor(f"{node.name}_pooled", pooled_shape, x.scale, x.zero_point,
-                                              source=node.name, dtype=x.dtype))
-        ctx.add_op(kind, node, [x], [out], kernel=kernel, stride=stride,
-                   pad=(padding[0], padding[1], padding[0], padding[1]), divisor=divisor, clamp=(None, None))
+            out = ctx.graph.add_tensor(
+                Tensor(f"{node.name}_pooled", pooled_shape, x.scale, x.zero_point, source=node.name, dtype=x.dtype)
+            )
+        ctx.add_op(
+            kind,
+            node,
+            [x],
+            [out],
+            kernel=kernel,
+            stride=stride,
+            pad=(padding[0], padding[1], padding[0], padding[1]),
+            divisor=divisor,
+            clamp=(None, None),
+        )
         if not keep_dims:
             view = ctx.output(node, alias_of=out.name, qparams_of=x)
             ctx.add_op("reshape", node, [out], [view])
@@ -276,31 +343,46 @@ class Pool2d(OpDef):
         if node.target in ADAPTIVE_POOLS:
             out = pair(node.args[1], 1)
             if out[0] > spatial[0] or out[1] > spatial[1]:  # PyTorch repeats input pixels there
-                raise EdgecError(f"{source_line(node)}: adaptive average pooling from {spatial} to the larger "
-                                 f"{out} is not supported")
+                raise EdgecError(
+                    f"{source_line(node)}: adaptive average pooling from {spatial} to the larger {out} is not supported"
+                )
             uniform = [_uniform_window(size, o) for size, o in zip(spatial, out)]
             if None not in uniform:  # every window one size, evenly spaced: a plain average pool
                 return "avg_pool2d", (uniform[0][0], uniform[1][0]), (uniform[0][1], uniform[1][1]), (0, 0), "in_bounds"
-            widest = tuple(int(max(end - start)) for start, end in (adaptive_windows(size, o) for size, o in zip(spatial, out)))
+            widest = tuple(
+                int(max(end - start)) for start, end in (adaptive_windows(size, o) for size, o in zip(spatial, out))
+            )
             return "avg_pool2d", widest, (1, 1), (0, 0), "adaptive"
         return "avg_pool2d", spatial, spatial, (0, 0), "in_bounds"  # mean over the spatial axes
 
     def finalize(self, op, graph) -> None:
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         if (x_t.scale, x_t.zero_point) != (out_t.scale, out_t.zero_point):
-            raise EdgecError(f"{op.source}: pooling must keep its input's qparams "
-                             f"({x_t.scale}, {x_t.zero_point}) != ({out_t.scale}, {out_t.zero_point})")
+            raise EdgecError(
+                f"{op.source}: pooling must keep its input's qparams "
+                f"({x_t.scale}, {x_t.zero_point}) != ({out_t.scale}, {out_t.zero_point})"
+            )
         op.attrs["act_min"], op.attrs["act_max"] = activation_bounds(out_t.zero_point, out_t.scale, *op.attrs["clamp"])
 
     def golden(self, op, graph, inputs):
         a = op.attrs
-        window = dict(kernel=a["kernel"], stride=a["stride"], pad=a["pad"][:2], out_hw=graph.tensors[op.outputs[0]].shape[1:3],
-                      act_min=a["act_min"], act_max=a["act_max"])
+        window = dict(
+            kernel=a["kernel"],
+            stride=a["stride"],
+            pad=a["pad"][:2],
+            out_hw=graph.tensors[op.outputs[0]].shape[1:3],
+            act_min=a["act_min"],
+            act_max=a["act_max"],
+        )
         if self.pooling == "max":
             return max_pool2d_s8(inputs[0], **window)
         if a["divisor"] == "adaptive":
-            return adaptive_avg_pool2d_s8(inputs[0], out_hw=window["out_hw"], act_min=a["act_min"], act_max=a["act_max"])
-        return avg_pool2d_s8(inputs[0], divisor=a["divisor"], zero_point=graph.tensors[op.inputs[0]].zero_point, **window)
+            return adaptive_avg_pool2d_s8(
+                inputs[0], out_hw=window["out_hw"], act_min=a["act_min"], act_max=a["act_max"]
+            )
+        return avg_pool2d_s8(
+            inputs[0], divisor=a["divisor"], zero_point=graph.tensors[op.inputs[0]].zero_point, **window
+        )
 
     def kernel_function(self, op) -> str:
         divisor = op.attrs.get("divisor")
@@ -315,25 +397,54 @@ class Pool2d(OpDef):
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         if a["divisor"] == "adaptive":  # PyTorch's uneven adaptive windows
             p = names.symbol(op, "desc")
-            call = descriptor(ADAPTIVE_AVG_POOL_DESC, p, adaptive_avg_pool2d_desc(
-                x_t.shape, out_hw=out_t.shape[1:3], act_min=a["act_min"], act_max=a["act_max"]))
+            call = descriptor(
+                ADAPTIVE_AVG_POOL_DESC,
+                p,
+                adaptive_avg_pool2d_desc(
+                    x_t.shape, out_hw=out_t.shape[1:3], act_min=a["act_min"], act_max=a["act_max"]
+                ),
+            )
             call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
             return call
         if self.pooling == "avg" and a["divisor"] != "in_bounds":  # PyTorch's divisors
             p = names.symbol(op, "desc")
-            call = descriptor(AVG_POOL2D_DESC, p, avg_pool2d_desc(
-                x_t.shape, kernel=a["kernel"], stride=a["stride"], pad=a["pad"][:2], out_hw=out_t.shape[1:3],
-                divisor=a["divisor"], act_min=a["act_min"], act_max=a["act_max"], zero_point=x_t.zero_point))
+            call = descriptor(
+                AVG_POOL2D_DESC,
+                p,
+                avg_pool2d_desc(
+                    x_t.shape,
+                    kernel=a["kernel"],
+                    stride=a["stride"],
+                    pad=a["pad"][:2],
+                    out_hw=out_t.shape[1:3],
+                    divisor=a["divisor"],
+                    act_min=a["act_min"],
+                    act_max=a["act_max"],
+                    zero_point=x_t.zero_point,
+                ),
+            )
             call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
             return call
         p = names.symbol(op, "")
-        values = dict(stride_h=a["stride"][0], stride_w=a["stride"][1], pad_top=a["pad"][0], pad_left=a["pad"][1],
-                      filter_h=a["kernel"][0], filter_w=a["kernel"][1], act_min=a["act_min"], act_max=a["act_max"])
-        params = [(POOL_PARAMS.name, f"{p}params", POOL_PARAMS.positional(values)),
-                  (DIMS.name, f"{p}input_dims", c_dims(x_t.shape)),
-                  (DIMS.name, f"{p}output_dims", c_dims(out_t.shape))]
-        code = (f"status |= {op.kernel.function}(&{p}params, &{p}input_dims, {names.ptr(op.inputs[0])}, "
-                f"&{p}output_dims, {names.ptr(op.outputs[0])});")
+        values = dict(
+            stride_h=a["stride"][0],
+            stride_w=a["stride"][1],
+            pad_top=a["pad"][0],
+            pad_left=a["pad"][1],
+            filter_h=a["kernel"][0],
+            filter_w=a["kernel"][1],
+            act_min=a["act_min"],
+            act_max=a["act_max"],
+        )
+        params = [
+            (POOL_PARAMS.name, f"{p}params", POOL_PARAMS.positional(values)),
+            (DIMS.name, f"{p}input_dims", c_dims(x_t.shape)),
+            (DIMS.name, f"{p}output_dims", c_dims(out_t.shape)),
+        ]
+        code = (
+            f"status |= {op.kernel.function}(&{p}params, &{p}input_dims, {names.ptr(op.inputs[0])}, "
+            f"&{p}output_dims, {names.ptr(op.outputs[0])});"
+        )
         return CCall(code, [], params)
 
 
@@ -355,6 +466,7 @@ def is_spatial_mean(node, rank: int) -> bool:
 
 def reduction_unit():
     from edgec.ops.movement import REDUCE  # movement does not import pooling
+
     return REDUCE
 
 

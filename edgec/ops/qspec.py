@@ -12,6 +12,7 @@ Each op unit's `annotate(node)` says how its torch node is quantized (numerics: 
     ...) is one quantized unit with them (`annotate_with_output`), so the activations become
     clamp bounds of the producer, with the qparams observed after the last of them.
 """
+
 from __future__ import annotations
 
 import torch
@@ -29,35 +30,59 @@ from edgec.frontend.torch_ops import ACTIVATIONS
 ANNOTATION_KEY = "quantization_annotation"
 
 ACTIVATION_QSPEC = QuantizationSpec(
-    dtype=torch.int8, quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine,
+    dtype=torch.int8,
+    quant_min=-128,
+    quant_max=127,
+    qscheme=torch.per_tensor_affine,
     observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
 )
 CONV_WEIGHT_QSPEC = QuantizationSpec(
-    dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric, ch_axis=0,
+    dtype=torch.int8,
+    quant_min=-127,
+    quant_max=127,
+    qscheme=torch.per_channel_symmetric,
+    ch_axis=0,
     observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
 )
 LINEAR_WEIGHT_QSPEC = QuantizationSpec(
-    dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_tensor_symmetric,
+    dtype=torch.int8,
+    quant_min=-127,
+    quant_max=127,
+    qscheme=torch.per_tensor_symmetric,
     observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
 )
 
 PER_CHANNEL_LINEAR_WEIGHT_QSPEC = QuantizationSpec(  # --per-channel-linear
-    dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric, ch_axis=0,
+    dtype=torch.int8,
+    quant_min=-127,
+    quant_max=127,
+    qscheme=torch.per_channel_symmetric,
+    ch_axis=0,
     observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
 )
 
 # --weights int4 / --int4-layers (edgec.ops.int4): symmetric per output channel in [-7, 7], as
 # TFLite's int4 weights; stored int8 by PT2E, packed two per byte at emit.
 INT4_WEIGHT_QSPEC = QuantizationSpec(
-    dtype=torch.int8, quant_min=-7, quant_max=7, qscheme=torch.per_channel_symmetric, ch_axis=0,
+    dtype=torch.int8,
+    quant_min=-7,
+    quant_max=7,
+    qscheme=torch.per_channel_symmetric,
+    ch_axis=0,
     observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
 )
 
 
 def fixed_qspec(scale: float, zero_point: int) -> FixedQParamsQuantizationSpec:
     """An int8 output whose qparams do not depend on data (softmax, sigmoid, tanh)."""
-    return FixedQParamsQuantizationSpec(dtype=torch.int8, scale=scale, zero_point=zero_point, quant_min=-128,
-                                        quant_max=127, qscheme=torch.per_tensor_affine)
+    return FixedQParamsQuantizationSpec(
+        dtype=torch.int8,
+        scale=scale,
+        zero_point=zero_point,
+        quant_min=-128,
+        quant_max=127,
+        qscheme=torch.per_tensor_affine,
+    )
 
 
 def annotate(node: Node, inputs: dict, output) -> None:
@@ -106,7 +131,10 @@ def annotate_shared(node: Node) -> None:
 # ---- int16 activations (the 16x8 scheme, edgec.ops.int16) -----------------------------------------
 
 INT16_ACTIVATION_QSPEC = QuantizationSpec(
-    dtype=torch.int16, quant_min=-32767, quant_max=32767, qscheme=torch.per_tensor_symmetric,
+    dtype=torch.int16,
+    quant_min=-32767,
+    quant_max=32767,
+    qscheme=torch.per_tensor_symmetric,
     observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
 )
 
@@ -118,8 +146,14 @@ def as_int16(qspec):
     if qspec is ACTIVATION_QSPEC:
         return INT16_ACTIVATION_QSPEC
     if isinstance(qspec, FixedQParamsQuantizationSpec) and qspec.dtype == torch.int8:
-        return FixedQParamsQuantizationSpec(dtype=torch.int16, scale=1.0 / 32768, zero_point=0, quant_min=-32768,
-                                            quant_max=32767, qscheme=torch.per_tensor_affine)
+        return FixedQParamsQuantizationSpec(
+            dtype=torch.int16,
+            scale=1.0 / 32768,
+            zero_point=0,
+            quant_min=-32768,
+            quant_max=32767,
+            qscheme=torch.per_tensor_affine,
+        )
     return qspec
 
 
@@ -131,8 +165,9 @@ def select_int16(node: Node) -> None:
         annotation = owner.meta.get(ANNOTATION_KEY)
         if annotation is None:
             continue
-        annotation.input_qspec_map = {arg: _fixed_output(arg) or as_int16(spec)
-                                      for arg, spec in annotation.input_qspec_map.items()}
+        annotation.input_qspec_map = {
+            arg: _fixed_output(arg) or as_int16(spec) for arg, spec in annotation.input_qspec_map.items()
+        }
         annotation.output_qspec = as_int16(annotation.output_qspec)
 
 

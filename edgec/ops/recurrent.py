@@ -21,58 +21,64 @@ Calibration: the cell state's range and the hidden range of a layer feeding anot
 tensors either, so the unit's `observe` hook re-runs the float recurrence on each calibration
 sample (edgec.frontend.quantize runs the hooks) and records them in the node's meta (OBSERVED_KEY).
 """
+
 from __future__ import annotations
 
 import math
-
-import numpy as np
-
 import operator
 
+import numpy as np
 import torch
 from torch.fx import Node
+from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
 from edgec.ir import Tensor
 from edgec.numerics import quantize_multiplier, requantize, wrap_int32
 from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.movement import Gather, _flatten_args, _Slot, in_torch_order
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate
-from edgec.ops.kernel import Field, ints, Scratch, Struct
-from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
-RECURRENT_DESC = Struct("edgec_recurrent_desc", (
-    Field('cell', doc='EDGEC_RECURRENT_LSTM or EDGEC_RECURRENT_GRU: the number of gates'),
-    *ints("batches time_steps input_size hidden_size"),
-    Field('time_major', doc='1: [T, B, features]; 0: [B, T, features]'),
-    Field('reset_state', doc='1: start from a zero state (whole sequence); 0: continue (stream)'),
-    Field('input_weights', 'const int8_t *', doc='[cell * H, I], gate blocks in PyTorch order'),
-    Field('hidden_weights', 'const int8_t *', doc='[cell * H, H]'),
-    Field('input_bias', 'const int32_t *', doc='[cell * H]'),
-    Field('hidden_bias', 'const int32_t *', doc='[cell * H]'),
-    Field('input_multiplier', doc='per gate: s_x * s_wx / 2^-12', count=4),
-    Field('input_shift', count=4),
-    Field('hidden_multiplier', doc='per gate: s_h * s_wh / 2^-12', count=4),
-    Field('hidden_shift', count=4),
-    Field('forget_cell_multiplier', doc='LSTM f * c: 2^-15; GRU r * hn: 2^-15'),
-    *ints("forget_cell_shift"),
-    Field('input_cell_multiplier', doc='LSTM i * g: 2^-30 / s_c'),
-    *ints("input_cell_shift"),
-    Field('cell_tanh_shift', doc='LSTM: log2(s_c) + 12'),
-    Field('output_multiplier', doc='2^-30 / s_h'),
-    *ints("output_shift"),
-    Field('output_offset', doc="the hidden state's (= output's) zero point"),
-    Field('hidden_q15_multiplier', doc='GRU: s_h / 2^-15, the hidden state in Q0.15'),
-    *ints("hidden_q15_shift"),
-    Field('last_step_only', doc='1: output holds only the last step ([1, B, H] / [B, 1, H])'),
-    Field('tanh_linear', doc="1: the tanh gates are the identity (GRU: n = sat16(xn + rh); LSTM: g = pre_g, tanh(c') = c'), at the finer scales the multipliers give: a layer whose values stay where tanh(x) = x"),
-    Field('sigmoid_table', 'const uint16_t *', doc='256 entries'),
-))
+RECURRENT_DESC = Struct(
+    "edgec_recurrent_desc",
+    (
+        Field("cell", doc="EDGEC_RECURRENT_LSTM or EDGEC_RECURRENT_GRU: the number of gates"),
+        *ints("batches time_steps input_size hidden_size"),
+        Field("time_major", doc="1: [T, B, features]; 0: [B, T, features]"),
+        Field("reset_state", doc="1: start from a zero state (whole sequence); 0: continue (stream)"),
+        Field("input_weights", "const int8_t *", doc="[cell * H, I], gate blocks in PyTorch order"),
+        Field("hidden_weights", "const int8_t *", doc="[cell * H, H]"),
+        Field("input_bias", "const int32_t *", doc="[cell * H]"),
+        Field("hidden_bias", "const int32_t *", doc="[cell * H]"),
+        Field("input_multiplier", doc="per gate: s_x * s_wx / 2^-12", count=4),
+        Field("input_shift", count=4),
+        Field("hidden_multiplier", doc="per gate: s_h * s_wh / 2^-12", count=4),
+        Field("hidden_shift", count=4),
+        Field("forget_cell_multiplier", doc="LSTM f * c: 2^-15; GRU r * hn: 2^-15"),
+        *ints("forget_cell_shift"),
+        Field("input_cell_multiplier", doc="LSTM i * g: 2^-30 / s_c"),
+        *ints("input_cell_shift"),
+        Field("cell_tanh_shift", doc="LSTM: log2(s_c) + 12"),
+        Field("output_multiplier", doc="2^-30 / s_h"),
+        *ints("output_shift"),
+        Field("output_offset", doc="the hidden state's (= output's) zero point"),
+        Field("hidden_q15_multiplier", doc="GRU: s_h / 2^-15, the hidden state in Q0.15"),
+        *ints("hidden_q15_shift"),
+        Field("last_step_only", doc="1: output holds only the last step ([1, B, H] / [B, 1, H])"),
+        Field(
+            "tanh_linear",
+            doc="1: the tanh gates are the identity (GRU: n = sat16(xn + rh); LSTM: g = pre_g, tanh(c') = c'), "
+            "at the finer scales the multipliers give: a layer whose values stay where tanh(x) = x",
+        ),
+        Field("sigmoid_table", "const uint16_t *", doc="256 entries"),
+    ),
+)
 STRUCTS = (RECURRENT_DESC,)
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
-RECURRENT_SCRATCH = Scratch("EDGEC_RECURRENT_SCRATCH_BYTES", ('hidden_size',), "(16 * (hidden_size))")
+RECURRENT_SCRATCH = Scratch("EDGEC_RECURRENT_SCRATCH_BYTES", ("hidden_size",), "(16 * (hidden_size))")
 SCRATCH = (RECURRENT_SCRATCH,)
 
 INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
@@ -138,10 +144,18 @@ def _matmul_s16(x, weights, bias, multiplier, shift, accumulate):
 def _gate_pre(desc: dict, x, h, gate: int) -> tuple[np.ndarray, np.ndarray]:
     """Gate `gate`'s input part (sat16, Q3.12) and recurrent part requantized (not yet added)."""
     rows = slice(gate * desc["hidden_size"], (gate + 1) * desc["hidden_size"])
-    x_part = _matmul_s16(x, desc["input_weights"][rows], desc["input_bias"][rows].astype(np.int64),
-                         desc["input_multiplier"][gate], desc["input_shift"][gate], 0)
-    h_acc = wrap_int32(desc["hidden_bias"][rows].astype(np.int64)
-                       + desc["hidden_weights"][rows].astype(np.int64) @ np.asarray(h, np.int64))
+    x_part = _matmul_s16(
+        x,
+        desc["input_weights"][rows],
+        desc["input_bias"][rows].astype(np.int64),
+        desc["input_multiplier"][gate],
+        desc["input_shift"][gate],
+        0,
+    )
+    h_acc = wrap_int32(
+        desc["hidden_bias"][rows].astype(np.int64)
+        + desc["hidden_weights"][rows].astype(np.int64) @ np.asarray(h, np.int64)
+    )
     return x_part, requantize(h_acc, desc["hidden_multiplier"][gate], desc["hidden_shift"][gate])
 
 
@@ -198,15 +212,19 @@ def gru_step(desc: dict, x: np.ndarray, h: np.ndarray) -> np.ndarray:
     hn = _sat16(h_n)
     rh = _sat16(requantize(r * hn, desc["forget_cell_multiplier"], desc["forget_cell_shift"]))
     n = _sat16(x_n + rh) if desc["tanh_linear"] else activation_s16(_sat16(x_n + rh), 0, TANH, table)
-    h_q15 = _sat16(requantize(np.asarray(h, np.int64) - desc["output_offset"], desc["hidden_q15_multiplier"],
-                              desc["hidden_q15_shift"]))
+    h_q15 = _sat16(
+        requantize(
+            np.asarray(h, np.int64) - desc["output_offset"], desc["hidden_q15_multiplier"], desc["hidden_q15_shift"]
+        )
+    )
     mixed = (32768 - z) * n + z * h_q15
     out = requantize(mixed, desc["output_multiplier"], desc["output_shift"]) + desc["output_offset"]
     return np.clip(out, -128, 127).astype(np.int8)
 
 
-def recurrent_s8(desc: dict, x: np.ndarray, hidden: np.ndarray | None = None,
-                 cell: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def recurrent_s8(
+    desc: dict, x: np.ndarray, hidden: np.ndarray | None = None, cell: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Golden edgec_lstm_s8 / edgec_gru_s8 over a whole sequence (desc["cell"] says which).
 
     x: int8 [T, B, I] (time_major) or [B, T, I]. hidden int8 [B, H] / cell int16 [B, H]: the state
@@ -219,7 +237,10 @@ def recurrent_s8(desc: dict, x: np.ndarray, hidden: np.ndarray | None = None,
     if desc["reset_state"] or hidden is None:
         hidden = np.full((batches, hidden_size), desc["output_offset"], np.int8)
         cell = np.zeros((batches, hidden_size), np.int16)
-    hidden, cell = np.array(hidden, np.int8).reshape(batches, hidden_size), np.array(cell, np.int16).reshape(batches, hidden_size)
+    hidden, cell = (
+        np.array(hidden, np.int8).reshape(batches, hidden_size),
+        np.array(cell, np.int16).reshape(batches, hidden_size),
+    )
     out = np.zeros(x.shape[:2] + (hidden_size,), np.int8)
     for t in range(steps):
         for b in range(batches):
@@ -289,7 +310,10 @@ def float_step(cell: str, x, h, c, weights, cell_limit: float):
         e_c = np.abs(c) * e_f + e_i + e_g + cell_round
         e_h = e_o + e_c + PRE_ROUNDING / 2 + TANH_TABLE_ERROR
         return sig(o) * np.tanh(c_new), c_new, e_h
-    (xr, xz, xn), (hr, hz, hn) = gx.reshape(len(x), 3, -1).transpose(1, 0, 2), gh.reshape(len(x), 3, -1).transpose(1, 0, 2)
+    (xr, xz, xn), (hr, hz, hn) = (
+        gx.reshape(len(x), 3, -1).transpose(1, 0, 2),
+        gh.reshape(len(x), 3, -1).transpose(1, 0, 2),
+    )
     e_r, e_z, _ = (e.reshape(1, -1) for e in np.split(e_sig, 3))
     e_xn = np.split(PRE_ROUNDING / 2 + e_bias, 3)[2].reshape(1, -1)
     r, z = sig(xr + hr), sig(xz + hz)
@@ -311,18 +335,47 @@ def reference_weights(cell: str, w_ih, w_hh, b_ih, b_hh, input_scale: float, hid
     wh = qh.astype(np.float64) * np.repeat(sh, rows // gates)[:, None]
     zeros = np.zeros(rows)
     e_bias = 0.5 * (np.repeat(sx, rows // gates) * input_scale + np.repeat(sh, rows // gates) * hidden_scale)
-    return (wx, wh, zeros if b_ih is None else np.asarray(b_ih, np.float64),
-            zeros if b_hh is None else np.asarray(b_hh, np.float64), e_bias)
+    return (
+        wx,
+        wh,
+        zeros if b_ih is None else np.asarray(b_ih, np.float64),
+        zeros if b_hh is None else np.asarray(b_hh, np.float64),
+        e_bias,
+    )
 
 
 # -- descriptors --------------------------------------------------------------------------------
 
-DESC_FIELDS = ("cell", "batches", "time_steps", "input_size", "hidden_size", "time_major", "reset_state",
-               "input_weights", "hidden_weights", "input_bias", "hidden_bias", "input_multiplier", "input_shift",
-               "hidden_multiplier", "hidden_shift", "forget_cell_multiplier", "forget_cell_shift",
-               "input_cell_multiplier", "input_cell_shift", "cell_tanh_shift", "output_multiplier",
-               "output_shift", "output_offset", "hidden_q15_multiplier", "hidden_q15_shift", "last_step_only",
-               "tanh_linear", "sigmoid_table")
+DESC_FIELDS = (
+    "cell",
+    "batches",
+    "time_steps",
+    "input_size",
+    "hidden_size",
+    "time_major",
+    "reset_state",
+    "input_weights",
+    "hidden_weights",
+    "input_bias",
+    "hidden_bias",
+    "input_multiplier",
+    "input_shift",
+    "hidden_multiplier",
+    "hidden_shift",
+    "forget_cell_multiplier",
+    "forget_cell_shift",
+    "input_cell_multiplier",
+    "input_cell_shift",
+    "cell_tanh_shift",
+    "output_multiplier",
+    "output_shift",
+    "output_offset",
+    "hidden_q15_multiplier",
+    "hidden_q15_shift",
+    "last_step_only",
+    "tanh_linear",
+    "sigmoid_table",
+)
 
 
 def quantize_weights(w: np.ndarray, gates: int) -> tuple[np.ndarray, np.ndarray]:
@@ -347,7 +400,9 @@ def _multipliers(scales) -> tuple[list[int], list[int]]:
     return [m for m, _ in pairs] + [0] * (4 - len(pairs)), [s for _, s in pairs] + [0] * (4 - len(pairs))
 
 
-def _folded_bias(bias_real: np.ndarray, scales: np.ndarray, weights: np.ndarray, zero_point: int, in_scale: float) -> np.ndarray:
+def _folded_bias(
+    bias_real: np.ndarray, scales: np.ndarray, weights: np.ndarray, zero_point: int, in_scale: float
+) -> np.ndarray:
     """bias / (s_in * s_w) rounded half away, minus zp * sum of the row: the effective bias."""
     gates = len(scales)
     per_row = np.repeat(np.asarray(scales, np.float64), weights.shape[0] // gates) * in_scale
@@ -357,10 +412,25 @@ def _folded_bias(bias_real: np.ndarray, scales: np.ndarray, weights: np.ndarray,
     return np.clip(folded, -(2**31), 2**31 - 1).astype(np.int32)
 
 
-def recurrent_desc(cell: str, *, batches: int, time_steps: int, time_major: bool, reset_state: bool,
-                   w_ih: np.ndarray, w_hh: np.ndarray, b_ih: np.ndarray | None, b_hh: np.ndarray | None,
-                   input_scale: float, input_zp: int, hidden_scale: float, hidden_zp: int,
-                   cell_power: int = 0, last_step_only: bool = False, n_power: int | None = None) -> dict:
+def recurrent_desc(
+    cell: str,
+    *,
+    batches: int,
+    time_steps: int,
+    time_major: bool,
+    reset_state: bool,
+    w_ih: np.ndarray,
+    w_hh: np.ndarray,
+    b_ih: np.ndarray | None,
+    b_hh: np.ndarray | None,
+    input_scale: float,
+    input_zp: int,
+    hidden_scale: float,
+    hidden_zp: int,
+    cell_power: int = 0,
+    last_step_only: bool = False,
+    n_power: int | None = None,
+) -> dict:
     """The descriptor of edgec_lstm_s8 (cell "lstm") / edgec_gru_s8 ("gru") from float PyTorch
     weights (weight_ih [G*H, I], weight_hh [G*H, H], biases [G*H] or None) and the qparams of the
     input and hidden state (and the LSTM cell state's scale power; a GRU's linear n gate's scale
@@ -393,13 +463,45 @@ def recurrent_desc(cell: str, *, batches: int, time_steps: int, time_major: bool
         fc_m, fc_s = quantize_multiplier(GATE_OUTPUT_SCALE * GATE_INPUT_SCALE / GATE_INPUT_SCALE)  # r * hn -> Q3.12
         ic_m, ic_s, tanh_shift = 0, 0, 0
     hq_m, hq_s = quantize_multiplier(hidden_scale / n_scale) if cell == "gru" else (0, 0)
-    t_scale = n_scale if cell == "gru" else GATE_OUTPUT_SCALE if n_power is None else 2.0**cell_power  # what o (z) multiplies
+    t_scale = (
+        n_scale if cell == "gru" else GATE_OUTPUT_SCALE if n_power is None else 2.0**cell_power
+    )  # what o (z) multiplies
     out_m, out_s = quantize_multiplier(GATE_OUTPUT_SCALE * t_scale / hidden_scale)
-    return dict(zip(DESC_FIELDS, (
-        gates, batches, time_steps, w_ih.shape[1], hidden_size, int(time_major), int(reset_state),
-        wx, wh, _folded_bias(x_bias, sx, wx, input_zp, input_scale), _folded_bias(h_bias, sh, wh, hidden_zp, hidden_scale),
-        in_m, in_s, h_m, h_s, fc_m, fc_s, ic_m, ic_s, tanh_shift, out_m, out_s, hidden_zp, hq_m, hq_s, int(last_step_only),
-        int(n_power is not None), sigmoid_table())))
+    return dict(
+        zip(
+            DESC_FIELDS,
+            (
+                gates,
+                batches,
+                time_steps,
+                w_ih.shape[1],
+                hidden_size,
+                int(time_major),
+                int(reset_state),
+                wx,
+                wh,
+                _folded_bias(x_bias, sx, wx, input_zp, input_scale),
+                _folded_bias(h_bias, sh, wh, hidden_zp, hidden_scale),
+                in_m,
+                in_s,
+                h_m,
+                h_s,
+                fc_m,
+                fc_s,
+                ic_m,
+                ic_s,
+                tanh_shift,
+                out_m,
+                out_s,
+                hidden_zp,
+                hq_m,
+                hq_s,
+                int(last_step_only),
+                int(n_power is not None),
+                sigmoid_table(),
+            ),
+        )
+    )
 
 
 def lstm_linear_powers(g_pre_max: float, cell_max: float, hidden_scale: float) -> tuple[int, int] | None:
@@ -408,7 +510,7 @@ def lstm_linear_powers(g_pre_max: float, cell_max: float, hidden_scale: float) -
     power leaving a factor 2 of headroom in int16; None (the tables, TFLite's cell) otherwise or
     where the cell would be no finer than 2^-15."""
     reach = 1.5 * max(g_pre_max, cell_max)
-    if reach ** 3 / 3 > hidden_scale / 4:
+    if reach**3 / 3 > hidden_scale / 4:
         return None
     g_power, cell_power = (math.ceil(math.log2(max(3 * v, 2.0**-40))) - 15 for v in (g_pre_max, cell_max))
     return (g_power, cell_power) if max(g_power, cell_power) < -15 else None
@@ -420,7 +522,7 @@ def linear_tanh_power(tanh_pre_max: float, hidden_scale: float, hidden_zp: int) 
     1.5 times the calibrated max|xn + r*hn| (|x^3| / 3 bounds x - tanh(x)) and Q3.12 would be the
     coarser grid; P leaves n and the hidden state (hq) a factor 2 of headroom in int16."""
     reach = 1.5 * tanh_pre_max
-    if reach ** 3 / 3 > hidden_scale / 4:
+    if reach**3 / 3 > hidden_scale / 4:
         return None
     hidden_max = hidden_scale * max(abs(-128 - hidden_zp), abs(127 - hidden_zp))
     power = math.ceil(math.log2(max(2 * reach, 2 * hidden_max, 2.0**-40))) - 15
@@ -441,17 +543,35 @@ def _parse(node: Node) -> dict:
         x, hx, params, has_biases, layers, _dropout, _train, bidirectional, batch_first = node.args[:9]
         per_layer = 4 if has_biases else 2
         runs = int(layers) * (2 if bidirectional else 1)  # PyTorch's order: layer 0 forward, reverse, layer 1 ...
-        weights = [tuple(params[l * per_layer:(l + 1) * per_layer]) + ((None, None) if not has_biases else ())
-                   for l in range(runs)]
-        return {"cell": SEQUENCES[node.target], "x": x, "hx": list(hx) if isinstance(hx, (list, tuple)) else [hx],
-                "weights": weights, "layers": int(layers), "bidirectional": bool(bidirectional),
-                "batch_first": bool(batch_first), "sequence": True, "proj": len(params) != runs * per_layer}
+        weights = [
+            tuple(params[run * per_layer : (run + 1) * per_layer]) + ((None, None) if not has_biases else ())
+            for run in range(runs)
+        ]
+        return {
+            "cell": SEQUENCES[node.target],
+            "x": x,
+            "hx": list(hx) if isinstance(hx, (list, tuple)) else [hx],
+            "weights": weights,
+            "layers": int(layers),
+            "bidirectional": bool(bidirectional),
+            "batch_first": bool(batch_first),
+            "sequence": True,
+            "proj": len(params) != runs * per_layer,
+        }
     x, hx, w_ih, w_hh = node.args[:4]
     b_ih = node.args[4] if len(node.args) > 4 else None
     b_hh = node.args[5] if len(node.args) > 5 else None
-    return {"cell": CELLS[node.target], "x": x, "hx": list(hx) if isinstance(hx, (list, tuple)) else [hx],
-            "weights": [(w_ih, w_hh, b_ih, b_hh)], "layers": 1, "bidirectional": False, "batch_first": False,
-            "sequence": False, "proj": False}
+    return {
+        "cell": CELLS[node.target],
+        "x": x,
+        "hx": list(hx) if isinstance(hx, (list, tuple)) else [hx],
+        "weights": [(w_ih, w_hh, b_ih, b_hh)],
+        "layers": 1,
+        "bidirectional": False,
+        "batch_first": False,
+        "sequence": False,
+        "proj": False,
+    }
 
 
 def _is_zero_state(arg) -> bool:
@@ -468,7 +588,9 @@ def float_statistics(cell: str, x: torch.Tensor, weights: list, time_major: bool
     for layer in range(len(weights) // directions):
         outputs = []
         for direction in range(directions):
-            run, run_stats = _float_run(cell, seq.flip(0) if direction else seq, weights[layer * directions + direction])
+            run, run_stats = _float_run(
+                cell, seq.flip(0) if direction else seq, weights[layer * directions + direction]
+            )
             outputs.append(run.flip(0) if direction else run)
             stats.append(run_stats)
         seq = torch.cat(outputs, -1)
@@ -498,8 +620,12 @@ def _float_run(cell: str, seq: torch.Tensor, weights: tuple) -> tuple[torch.Tens
             h = (1 - z) * n + z * h
         outputs.append(h)
     seq = torch.stack(outputs)
-    return seq, {"cell_max": cell_max, "hidden_min": float(seq.min()), "hidden_max": float(seq.max()),
-                 "tanh_pre_max": tanh_pre_max}
+    return seq, {
+        "cell_max": cell_max,
+        "hidden_min": float(seq.min()),
+        "hidden_max": float(seq.max()),
+        "tanh_pre_max": tanh_pre_max,
+    }
 
 
 class RecurrentResult:
@@ -542,20 +668,25 @@ class Recurrent(OpDef):
     family = "recurrent (LSTM, GRU)"
     targets = frozenset(SEQUENCES) | frozenset(CELLS)
     runtime_sources = ("recurrent/edgec_recurrent_s8.c",)
-    limits = ("no proj_size, zero initial state, batched input; an LSTM's cell state c not read; "
-              "bidirectional: its output sequence (not h_n), no --stream")
+    limits = (
+        "no proj_size, zero initial state, batched input; an LSTM's cell state c not read; "
+        "bidirectional: its output sequence (not h_n), no --stream"
+    )
 
     def check(self, node) -> str | None:
         spec = _parse(node)
-        if spec["bidirectional"] and any(u.target is operator.getitem and u.args[1] == 1 and u.users for u in node.users):
+        if spec["bidirectional"] and any(
+            u.target is operator.getitem and u.args[1] == 1 and u.users for u in node.users
+        ):
             return "reading h_n of a bidirectional recurrent layer (its output sequence is supported)"
         if spec["proj"]:
             return "LSTM with proj_size"
         if not all(_is_zero_state(h) for h in spec["hx"]):
             return "a recurrent layer with a non-zero initial state (h0/c0 must be omitted or zeros)"
         cell_item = 2 if spec["sequence"] else 1
-        if spec["cell"] == "lstm" and any(u.target is operator.getitem and u.args[1] == cell_item and u.users
-                                          for u in node.users):
+        if spec["cell"] == "lstm" and any(
+            u.target is operator.getitem and u.args[1] == cell_item and u.users for u in node.users
+        ):
             return "reading an LSTM's cell state c (only its hidden state h is int8)"
         rank = len(node.args[0].meta["val"].shape)
         if rank != (3 if spec["sequence"] else 2):
@@ -582,8 +713,13 @@ class Recurrent(OpDef):
         values = {id(n): v for n, v in zip(_flatten_args(node.args), _flatten_args(args))}
         weights = [tuple(None if w is None else values[id(w)] for w in layer) for layer in spec["weights"]]
         x = args[0] if spec["sequence"] else args[0].unsqueeze(0)
-        stats = float_statistics(spec["cell"], x.detach().float(), weights, time_major=not spec["batch_first"] or not spec["sequence"],
-                                 directions=2 if spec["bidirectional"] else 1)
+        stats = float_statistics(
+            spec["cell"],
+            x.detach().float(),
+            weights,
+            time_major=not spec["batch_first"] or not spec["sequence"],
+            directions=2 if spec["bidirectional"] else 1,
+        )
         seen = node.meta.setdefault(OBSERVED_KEY, stats)
         for old, new in zip(seen, stats):
             old["cell_max"] = max(old["cell_max"], new["cell_max"])
@@ -596,13 +732,17 @@ class Recurrent(OpDef):
         x = ctx.tensor(spec["x"])
         observed = node.meta.get(OBSERVED_KEY)
         if observed is None:
-            raise EdgecError(f"{source_line(node)}: this recurrent layer was not calibrated by edgec (a program "
-                             f"quantized elsewhere has no cell-state or inner-layer ranges); compile the float model")
+            raise EdgecError(
+                f"{source_line(node)}: this recurrent layer was not calibrated by edgec (a program "
+                f"quantized elsewhere has no cell-state or inner-layer ranges); compile the float model"
+            )
         time_major = not spec["batch_first"] or not spec["sequence"]  # a cell: one step, [B, features]
         # the float node holding the last layer's output (verify compares the two)
         sequence_node = next((u.name for u in node.users if u.target is operator.getitem and u.args[1] == 0), "")
         # h_n stacks every layer's last step in one copy: then all layers share the output's qparams
-        h_n_used = spec["sequence"] and any(u.target is operator.getitem and u.args[1] == 1 and u.users for u in node.users)
+        h_n_used = spec["sequence"] and any(
+            u.target is operator.getitem and u.args[1] == 1 and u.users for u in node.users
+        )
         if spec["bidirectional"]:
             outputs = self._lower_bidirectional(ctx, node, spec, x, observed, time_major, sequence_node)
             if node.target != aten.gru_cell.default:
@@ -615,14 +755,21 @@ class Recurrent(OpDef):
             if last and not spec["sequence"] and node.target == aten.gru_cell.default:
                 out = ctx.output(node, source.shape[:-1] + (_hidden(ctx, names),))
             else:
-                out = ctx.graph.add_tensor(Tensor(f"{node.name}_layer{layer}", source.shape[:-1] + (_hidden(ctx, names),),
-                                                  source=sequence_node if last else ""))
+                out = ctx.graph.add_tensor(
+                    Tensor(
+                        f"{node.name}_layer{layer}",
+                        source.shape[:-1] + (_hidden(ctx, names),),
+                        source=sequence_node if last else "",
+                    )
+                )
                 if not last and not h_n_used:
-                    out.scale, out.zero_point = _asymmetric_qparams(observed[layer]["hidden_min"], observed[layer]["hidden_max"])
+                    out.scale, out.zero_point = _asymmetric_qparams(
+                        observed[layer]["hidden_min"], observed[layer]["hidden_max"]
+                    )
             self._add_run(ctx, node, spec, layer, source, out, observed, time_major)
             outputs.append(out)
             source = out
-        for op in ctx.graph.ops[-len(outputs):]:  # where a layer without qparams takes them (finalize)
+        for op in ctx.graph.ops[-len(outputs) :]:  # where a layer without qparams takes them (finalize)
             op.attrs["final_output"] = outputs[-1].name
         if node.target != aten.gru_cell.default:
             ctx.alias(node, RecurrentResult(self, node, outputs, spec))
@@ -630,16 +777,34 @@ class Recurrent(OpDef):
     def _add_run(self, ctx, node, spec: dict, run: int, source: Tensor, out: Tensor, observed: list, time_major: bool):
         """The op of one run (a layer, or one direction of a bidirectional layer: index `run` of
         spec["weights"], whose float weights verify reads by it)."""
-        w_ih, w_hh, b_ih, b_hh = (None if n is None else np.asarray(ctx.constant(n).value, np.float64)
-                                  for n in spec["weights"][run])
+        w_ih, w_hh, b_ih, b_hh = (
+            None if n is None else np.asarray(ctx.constant(n).value, np.float64) for n in spec["weights"][run]
+        )
         shape = out.shape
         cell_power = cell_scale_power(observed[run]["cell_max"]) if spec["cell"] == "lstm" else 0
         steps, batches = (1, shape[0]) if not spec["sequence"] else shape[:2] if time_major else shape[1::-1]
-        return ctx.add_op(self.kind, node, [source], [out], cell=spec["cell"], layer=run, time_major=time_major,
-                          float_node=node.name, batches=batches, time_steps=steps, w_ih=w_ih, w_hh=w_hh, b_ih=b_ih,
-                          b_hh=b_hh, cell_power=cell_power, cell_max=observed[run]["cell_max"],
-                          tanh_pre_max=observed[run]["tanh_pre_max"], stream=False, last_step_only=False,
-                          bidirectional=spec["bidirectional"])
+        return ctx.add_op(
+            self.kind,
+            node,
+            [source],
+            [out],
+            cell=spec["cell"],
+            layer=run,
+            time_major=time_major,
+            float_node=node.name,
+            batches=batches,
+            time_steps=steps,
+            w_ih=w_ih,
+            w_hh=w_hh,
+            b_ih=b_ih,
+            b_hh=b_hh,
+            cell_power=cell_power,
+            cell_max=observed[run]["cell_max"],
+            tanh_pre_max=observed[run]["tanh_pre_max"],
+            stream=False,
+            last_step_only=False,
+            bidirectional=spec["bidirectional"],
+        )
 
     def _lower_bidirectional(self, ctx, node, spec, x, observed, time_major, sequence_node) -> list[Tensor]:
         """Each layer: the forward run on its input, the reverse run on its input reversed in time
@@ -659,12 +824,15 @@ class Recurrent(OpDef):
             name = f"{node.name}_layer{layer}"
             runs = []
             for direction in (0, 1):
-                run_in = source if direction == 0 else _time_flip(ctx, node, source, time_axis, f"{name}_reversed_input")
+                run_in = (
+                    source if direction == 0 else _time_flip(ctx, node, source, time_axis, f"{name}_reversed_input")
+                )
                 out = ctx.graph.add_tensor(Tensor(f"{name}_{'reverse' if direction else 'forward'}", shape, *qparams))
                 ops.append(self._add_run(ctx, node, spec, 2 * layer + direction, run_in, out, observed, time_major))
                 runs.append(out if direction == 0 else _time_flip(ctx, node, out, time_axis, f"{name}_reverse_in_time"))
-            joined = ctx.graph.add_tensor(Tensor(name, shape[:-1] + (2 * hidden,), *qparams,
-                                                 source=sequence_node if last else ""))
+            joined = ctx.graph.add_tensor(
+                Tensor(name, shape[:-1] + (2 * hidden,), *qparams, source=sequence_node if last else "")
+            )
             ctx.add_op("copy", node, runs, [joined], gather=Gather(torch.cat, ([_Slot(0), _Slot(1)], -1), {}))
             outputs.append(joined)
             source = joined
@@ -682,19 +850,34 @@ class Recurrent(OpDef):
         _take_output_qparams(graph, op.outputs[0], a["final_output"])
         x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         if a["cell"] == "lstm" and not -15 <= a["cell_power"] <= 2:
-            raise EdgecError(f"{op.source}: the LSTM cell state reaches {2.0 ** (a['cell_power'] + 15):g}; "
-                             f"edgec's int16 cell state holds |c| <= 128")
+            raise EdgecError(
+                f"{op.source}: the LSTM cell state reaches {2.0 ** (a['cell_power'] + 15):g}; "
+                f"edgec's int16 cell state holds |c| <= 128"
+            )
         cell_power, n_power = a["cell_power"], None
         if a["cell"] == "gru":
             n_power = linear_tanh_power(a["tanh_pre_max"], out.scale, out.zero_point)
         elif (powers := lstm_linear_powers(a["tanh_pre_max"], a["cell_max"], out.scale)) is not None:
             n_power, cell_power = powers
         a["state_cell_power"] = cell_power  # the int16 cell state's scale the kernel runs at (verify reads it)
-        a["desc"] = recurrent_desc(a["cell"], batches=a["batches"], time_steps=a["time_steps"],
-                                   time_major=a["time_major"], reset_state=not a["stream"], w_ih=a["w_ih"],
-                                   w_hh=a["w_hh"], b_ih=a["b_ih"], b_hh=a["b_hh"], input_scale=x.scale,
-                                   input_zp=x.zero_point, hidden_scale=out.scale, hidden_zp=out.zero_point,
-                                   cell_power=cell_power, last_step_only=a["last_step_only"], n_power=n_power)
+        a["desc"] = recurrent_desc(
+            a["cell"],
+            batches=a["batches"],
+            time_steps=a["time_steps"],
+            time_major=a["time_major"],
+            reset_state=not a["stream"],
+            w_ih=a["w_ih"],
+            w_hh=a["w_hh"],
+            b_ih=a["b_ih"],
+            b_hh=a["b_hh"],
+            input_scale=x.scale,
+            input_zp=x.zero_point,
+            hidden_scale=out.scale,
+            hidden_zp=out.zero_point,
+            cell_power=cell_power,
+            last_step_only=a["last_step_only"],
+            n_power=n_power,
+        )
 
     def golden(self, op, graph, inputs):
         a = op.attrs
@@ -729,8 +912,10 @@ class Recurrent(OpDef):
             base = f"({scratch} + {16 * hidden})"
         cell_arg = f"(int16_t *)(void *){base}, " if a["cell"] == "lstm" else ""
         hidden_arg = f"({base} + {2 * elements if a['cell'] == 'lstm' else 0})"
-        call.code = (f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}, "
-                     f"{hidden_arg}, {cell_arg}{scratch});")
+        call.code = (
+            f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}, "
+            f"{hidden_arg}, {cell_arg}{scratch});"
+        )
         call.scratch_required = RECURRENT_SCRATCH.call(hidden)
         if a["stream"]:  # real zero: the cell state 0, the hidden state its zero point
             cell_reset = f"memset({base}, 0, {2 * elements}); " if a["cell"] == "lstm" else ""
@@ -744,6 +929,7 @@ class Recurrent(OpDef):
 
 # -- streaming ------------------------------------------------------------------------------------
 
+
 def recurrent_ops(graph) -> list:
     return [op for op in graph.ops if op.kind == Recurrent.kind]
 
@@ -754,13 +940,17 @@ def with_time_steps(graph, steps: int) -> None:
     layer must not depend on the sequence length (its last step, h_n), else EdgecError."""
     ops = recurrent_ops(graph)
     if any(op.attrs.get("bidirectional") for op in ops):
-        raise EdgecError(f"{ops[0].source}: --stream cannot run a bidirectional recurrent layer: its reverse "
-                         f"direction starts from the end of the whole sequence")
+        raise EdgecError(
+            f"{ops[0].source}: --stream cannot run a bidirectional recurrent layer: its reverse "
+            f"direction starts from the end of the whole sequence"
+        )
     firsts = [op for op in ops if op.attrs["layer"] == 0]
     for op in firsts:
         if op.inputs[0] not in graph.inputs:
-            raise EdgecError(f"{op.source}: --stream needs the recurrent layer to read a model input "
-                             f"[batch, time, features] directly (one frame per invoke)")
+            raise EdgecError(
+                f"{op.source}: --stream needs the recurrent layer to read a model input "
+                f"[batch, time, features] directly (one frame per invoke)"
+            )
     if len(graph.inputs) != len(firsts) or any(len(graph.consumers(name)) != 1 for name in graph.inputs):
         raise EdgecError("--stream needs every model input to be read by one recurrent layer only")
     for op in ops:
@@ -769,7 +959,7 @@ def with_time_steps(graph, steps: int) -> None:
         for name in names:
             tensor = graph.tensors[name]
             if len(tensor.shape) == 3:
-                tensor.shape = tensor.shape[:axis] + (steps,) + tensor.shape[axis + 1:]
+                tensor.shape = tensor.shape[:axis] + (steps,) + tensor.shape[axis + 1 :]
         op.attrs["time_steps"] = steps if len(graph.tensors[op.inputs[0]].shape) == 3 else 1
 
 
@@ -777,6 +967,7 @@ def _reads_other_steps(graph, op, layers: dict) -> bool:
     """Whether copy `op` reads time steps other than the last of the recurrent outputs it reads
     (found on its gathered element ids)."""
     from edgec.ops.movement import gathered_ids
+
     ids, start = gathered_ids(op, graph), 0
     for name in op.inputs:
         tensor = graph.tensors[name]
@@ -799,11 +990,15 @@ def _check_reads_last_step(graph, ops) -> None:
         if op.kind == Recurrent.kind or not set(op.inputs) & set(layers):
             continue
         if op.kind != "copy":
-            raise EdgecError(f"{op.source}: --stream: {op.kind} reads the whole output sequence of a recurrent "
-                             f"layer; a streaming model may read only its last step (output[:, -1] or h_n)")
+            raise EdgecError(
+                f"{op.source}: --stream: {op.kind} reads the whole output sequence of a recurrent "
+                f"layer; a streaming model may read only its last step (output[:, -1] or h_n)"
+            )
         if _reads_other_steps(graph, op, layers):
-            raise EdgecError(f"{op.source}: --stream: this reads time steps other than the last of a "
-                             f"recurrent layer's output; a streaming model may read only the last")
+            raise EdgecError(
+                f"{op.source}: --stream: this reads time steps other than the last of a "
+                f"recurrent layer's output; a streaming model may read only the last"
+            )
 
 
 def keep_last_steps(graph) -> None:
@@ -814,11 +1009,16 @@ def keep_last_steps(graph) -> None:
     for op in ops:
         out = graph.tensors[op.outputs[0]]
         readers = graph.consumers(op.outputs[0])
-        if (len(out.shape) != 3 or op.attrs["time_steps"] == 1 or op.outputs[0] in graph.outputs or not readers
-                or any(r.kind != "copy" or _reads_other_steps(graph, r, layers) for r in readers)):
+        if (
+            len(out.shape) != 3
+            or op.attrs["time_steps"] == 1
+            or op.outputs[0] in graph.outputs
+            or not readers
+            or any(r.kind != "copy" or _reads_other_steps(graph, r, layers) for r in readers)
+        ):
             continue
         axis = 0 if op.attrs["time_major"] else 1
-        out.shape = out.shape[:axis] + (1,) + out.shape[axis + 1:]
+        out.shape = out.shape[:axis] + (1,) + out.shape[axis + 1 :]
         op.attrs["last_step_only"] = True
 
 
@@ -847,8 +1047,11 @@ def _take_output_qparams(graph, name: str, final: str) -> None:
     layer's; a last layer whose sequence nothing reads takes those of h_n, copied from it."""
     tensor, source = graph.tensors[name], graph.tensors[final]
     if not source.quantized:
-        quantized = [graph.tensors[c.outputs[0]] for c in graph.consumers(final)
-                     if c.kind == "copy" and graph.tensors[c.outputs[0]].quantized]
+        quantized = [
+            graph.tensors[c.outputs[0]]
+            for c in graph.consumers(final)
+            if c.kind == "copy" and graph.tensors[c.outputs[0]].quantized
+        ]
         if not quantized:
             raise EdgecError(f"recurrent output {final} has no quantization parameters")
         source.scale, source.zero_point = quantized[0].scale, quantized[0].zero_point
@@ -874,6 +1077,7 @@ def _asymmetric_qparams(low: float, high: float) -> tuple[float, int]:
 
 class Zeros(OpDef):
     """aten.zeros: a recurrent layer's default initial state (a constant; only they read it)."""
+
     kind = "zeros"
     family = "zeros (a recurrent layer's initial state)"
     targets = frozenset({aten.zeros.default})

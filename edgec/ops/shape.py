@@ -3,15 +3,16 @@
 A view's output tensor aliases its input's bytes, so it costs no RAM and no code. Padding is
 folded into the following convolution by passes/fuse.py and never reaches the device.
 """
+
 from __future__ import annotations
 
 from edgec.errors import EdgecError
-from edgec.ir import KernelChoice, same_bytes
-from edgec.ops.movement import lower_edge_pad, make_copy, reshape_gather
 from edgec.frontend.export import source_line
-from edgec.ops.base import CCall, OpDef
-from edgec.ops.qspec import annotate_shared
 from edgec.frontend.torch_ops import PADS, VIEWS, aten
+from edgec.ir import KernelChoice, same_bytes
+from edgec.ops.base import CCall, OpDef
+from edgec.ops.movement import lower_edge_pad, make_copy, reshape_gather
+from edgec.ops.qspec import annotate_shared
 
 
 class Reshape(OpDef):
@@ -47,6 +48,7 @@ class Pad(OpDef):
     """Constant padding: folded into the convolutions it feeds (passes/fuse.fold_pad) when it pads
     with zeros along the spatial axes only, else a constant_pad op (edgec.ops.movement). Reflect
     and replicate padding are strided copies, one per padded axis (movement.lower_edge_pad)."""
+
     kind = "pad"
     targets = frozenset(PADS)
     keeps_qparams = True
@@ -64,8 +66,13 @@ class Pad(OpDef):
         if _mode(node) in EDGE_PAD_MODES:
             lower_edge_pad(ctx, node, x, pad, _mode(node))
             return
-        value = node.args[3] if node.target == aten.pad.default and len(node.args) > 3 else \
-            node.args[2] if node.target != aten.pad.default and len(node.args) > 2 else node.kwargs.get("value")
+        value = (
+            node.args[3]
+            if node.target == aten.pad.default and len(node.args) > 3
+            else node.args[2]
+            if node.target != aten.pad.default and len(node.args) > 2
+            else node.kwargs.get("value")
+        )
         if min(pad, default=0) < 0:
             raise EdgecError(f"{source_line(node)}: negative padding (a crop) is not supported; slice instead")
         ctx.add_op(self.kind, node, [x], [ctx.output(node, qparams_of=x)], torch_pad=pad, value=float(value or 0.0))
@@ -87,8 +94,12 @@ def is_free_view(op, graph) -> bool:
     if same_bytes(source.torch_shape, source.perm, target.torch_shape, target.perm):
         return True
     consumers = graph.consumers(op.outputs[0])
-    return (len(target.shape) == 2 and op.outputs[0] not in graph.outputs and bool(consumers)
-            and all(c.kind == "fully_connected" for c in consumers))
+    return (
+        len(target.shape) == 2
+        and op.outputs[0] not in graph.outputs
+        and bool(consumers)
+        and all(c.kind == "fully_connected" for c in consumers)
+    )
 
 
 UNITS = (Reshape(), Pad())

@@ -22,6 +22,7 @@ exact value of that final division is 0 there, so the whole row outputs -128 (ev
 below 1/512, which rounds to 0 at scale 1/256). A sum of 0 (only with a diff_min > 0, which
 CMSIS-NN's tests use as "invalid") also gives -128 everywhere.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,42 +30,59 @@ import math
 import numpy as np
 
 from edgec.errors import EdgecError
-from edgec.numerics import (INT8_MAX, INT8_MIN, INT32_MAX, INT32_MIN, divide_by_power_of_two, quantize_multiplier,
-                            requantize, round_half_away)
-from edgec.ops.base import CCall, OpDef, descriptor
-from edgec.ops.qspec import activation_inputs, annotate, fixed_qspec
 from edgec.frontend.torch_ops import LOG_SOFTMAXES, MASKED_SOFTMAXES, SOFTMAXES
-from edgec.ops.kernel import Field, ints, Struct
+from edgec.numerics import (
+    INT8_MAX,
+    INT8_MIN,
+    INT32_MAX,
+    INT32_MIN,
+    divide_by_power_of_two,
+    quantize_multiplier,
+    requantize,
+    round_half_away,
+)
+from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.kernel import Field, Struct, ints
+from edgec.ops.qspec import activation_inputs, annotate, fixed_qspec
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
-SOFTMAX_DESC = Struct("edgec_softmax_desc", (
-    *ints("outer axis_size inner"),
-    Field('input_multiplier', doc='edgec.ops.softmax.softmax_params: the three fields'),
-    *ints("input_left_shift diff_min"),
-))
-LOG_SOFTMAX_DESC = Struct("edgec_log_softmax_desc", (
-    *ints("outer"),
-    Field('axis_size', doc="1..4095: TFLite's Q12.19 sum of exps overflows at 4096"),
-    *ints("inner"),
-    Field('input_multiplier', doc='PreprocessLogSoftmaxScalingExp (beta 1, 5 integer bits)'),
-    *ints("input_left_shift reverse_scaling_divisor reverse_scaling_right_shift"),
-    Field('diff_min', doc='-CalculateInputRadius(5, input_left_shift)'),
-))
-MASKED_SOFTMAX_DESC = Struct("edgec_masked_softmax_desc", (
-    Field("rows", doc="contiguous rows of row_size int8 values"),
-    *ints("row_size"),
-    Field("mask_rows", doc="row r reads mask row r % mask_rows; rows % mask_rows == 0"),
-    Field("mask", "const uint8_t *", doc="[mask_rows][row_size] in flash: non-zero where the element takes part"),
-    Field("input_multiplier", doc="edgec.ops.softmax.softmax_params: the three fields"),
-    *ints("input_left_shift diff_min"),
-))
+SOFTMAX_DESC = Struct(
+    "edgec_softmax_desc",
+    (
+        *ints("outer axis_size inner"),
+        Field("input_multiplier", doc="edgec.ops.softmax.softmax_params: the three fields"),
+        *ints("input_left_shift diff_min"),
+    ),
+)
+LOG_SOFTMAX_DESC = Struct(
+    "edgec_log_softmax_desc",
+    (
+        *ints("outer"),
+        Field("axis_size", doc="1..4095: TFLite's Q12.19 sum of exps overflows at 4096"),
+        *ints("inner"),
+        Field("input_multiplier", doc="PreprocessLogSoftmaxScalingExp (beta 1, 5 integer bits)"),
+        *ints("input_left_shift reverse_scaling_divisor reverse_scaling_right_shift"),
+        Field("diff_min", doc="-CalculateInputRadius(5, input_left_shift)"),
+    ),
+)
+MASKED_SOFTMAX_DESC = Struct(
+    "edgec_masked_softmax_desc",
+    (
+        Field("rows", doc="contiguous rows of row_size int8 values"),
+        *ints("row_size"),
+        Field("mask_rows", doc="row r reads mask row r % mask_rows; rows % mask_rows == 0"),
+        Field("mask", "const uint8_t *", doc="[mask_rows][row_size] in flash: non-zero where the element takes part"),
+        Field("input_multiplier", doc="edgec.ops.softmax.softmax_params: the three fields"),
+        *ints("input_left_shift diff_min"),
+    ),
+)
 STRUCTS = (SOFTMAX_DESC, LOG_SOFTMAX_DESC, MASKED_SOFTMAX_DESC)
 
 SOFTMAX_OUTPUT_SCALE = 1.0 / 256.0
 SOFTMAX_OUTPUT_ZERO_POINT = -128
-SCALED_DIFF_INTEGER_BITS = 5      # exp() input is Q5.26
-ACCUM_INTEGER_BITS = 12           # sum of exps is Q12.19
-_SUM_LIMIT = 1 << 28              # sum >= this gives a final shift > 31 (see module docstring)
+SCALED_DIFF_INTEGER_BITS = 5  # exp() input is Q5.26
+ACCUM_INTEGER_BITS = 12  # sum of exps is Q12.19
+_SUM_LIMIT = 1 << 28  # sum >= this gives a final shift > 31 (see module docstring)
 
 
 def softmax_params(input_scale: float, beta: float = 1.0) -> dict:
@@ -73,11 +91,12 @@ def softmax_params(input_scale: float, beta: float = 1.0) -> dict:
     Returns {"input_multiplier", "input_left_shift", "diff_min"} (edgec_softmax_desc's last three fields).
     For bit-exact parity with a TFLite model pass the float32 scale and beta (as Python floats).
     """
-    real = min(float(beta) * float(input_scale) * float(1 << (31 - SCALED_DIFF_INTEGER_BITS)),
-               float(INT32_MAX))
+    real = min(float(beta) * float(input_scale) * float(1 << (31 - SCALED_DIFF_INTEGER_BITS)), float(INT32_MAX))
     if not real > 1.0 or not math.isfinite(real):
-        raise ValueError(f"softmax beta * input_scale = {beta * input_scale} is too small "
-                         "(QuantizeMultiplierGreaterThanOne needs beta*scale*2^26 > 1)")
+        raise ValueError(
+            f"softmax beta * input_scale = {beta * input_scale} is too small "
+            "(QuantizeMultiplierGreaterThanOne needs beta*scale*2^26 > 1)"
+        )
     # QuantizeMultiplier (double-rounding build). The cap at 2^31-1 can give shift 31, which
     # edgec.numerics.quantize_multiplier rejects for requantization, so it is inlined here.
     q, shift = math.frexp(real)
@@ -114,7 +133,7 @@ def _saturating_shift_left(x: np.ndarray, exponent) -> np.ndarray:
 
 def _exp_on_negative_values(a: np.ndarray) -> np.ndarray:
     """gemmlowp exp_on_negative_values: Q5.26 input <= 0 -> Q0.31 output."""
-    quarter = 1 << 24                                     # 1/4 in Q5.26
+    quarter = 1 << 24  # 1/4 in Q5.26
     a_mod_quarter_minus_quarter = (a & (quarter - 1)) - quarter
     # exp on [-1/4, 0): Taylor series around -1/8, argument rescaled to Q0.31 (<< 5).
     x = (a_mod_quarter_minus_quarter << 5) + (1 << 28)
@@ -123,7 +142,7 @@ def _exp_on_negative_values(a: np.ndarray) -> np.ndarray:
     x4 = _srdhm(x2, x2)
     x4_over_4 = divide_by_power_of_two(x4, 2)
     poly = divide_by_power_of_two(_srdhm(x4_over_4 + x3, 715827883) + x2, 1)
-    result = 1895147668 + _srdhm(1895147668, x + poly)   # exp(-1/8) * (1 + x + ...)
+    result = 1895147668 + _srdhm(1895147668, x + poly)  # exp(-1/8) * (1 + x + ...)
     # Barrel shifter: multiply by exp(-2^k) for each set bit of the remaining whole quarters.
     remainder = a_mod_quarter_minus_quarter - a
     for bit, multiplier in enumerate((1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242)):
@@ -140,7 +159,7 @@ def _rounding_half_sum(a: np.ndarray, b) -> np.ndarray:
 
 def _one_over_one_plus_x_for_x_in_0_1(a: np.ndarray) -> np.ndarray:
     """gemmlowp one_over_one_plus_x_for_x_in_0_1: Q0.31 in [0, 1) -> Q0.31 1/(1+a)."""
-    half_denominator = _rounding_half_sum(a, INT32_MAX)   # RoundingHalfSum(a, One)
+    half_denominator = _rounding_half_sum(a, INT32_MAX)  # RoundingHalfSum(a, One)
     # Newton-Raphson in Q2.29, starting from 48/17 - 32/17 * d.
     x = 1515870810 + _srdhm(half_denominator, -1010580540)
     for _ in range(3):
@@ -184,9 +203,9 @@ def softmax_s8(x: np.ndarray, params: dict, keep: np.ndarray | None = None) -> n
 
     usable = (total > 0) & (total < _SUM_LIMIT)
     safe_total = np.where(usable, total, 1 << 20)
-    headroom = 32 - _bit_length(safe_total)               # clz of a 32-bit value
+    headroom = 32 - _bit_length(safe_total)  # clz of a 32-bit value
     reciprocal = _one_over_one_plus_x_for_x_in_0_1((safe_total << headroom) - (1 << 31))
-    exponent = (ACCUM_INTEGER_BITS - headroom) + 31 - 8   # num_bits_over_unit + 31 - output bits
+    exponent = (ACCUM_INTEGER_BITS - headroom) + 31 - 8  # num_bits_over_unit + 31 - output bits
     out = divide_by_power_of_two(_srdhm(reciprocal[:, None], exp), exponent[:, None]) + INT8_MIN
     out = np.clip(out, INT8_MIN, INT8_MAX)
     out = np.where(valid & usable[:, None], out, INT8_MIN)
@@ -195,11 +214,12 @@ def softmax_s8(x: np.ndarray, params: dict, keep: np.ndarray | None = None) -> n
 
 # -- any axis -----------------------------------------------------------------------------------
 
+
 def outer_axis_inner(shape, axis: int) -> tuple[int, int, int]:
     """(outer, axis_size, inner) of a contiguous tensor reduced over `axis`."""
     shape = tuple(int(d) for d in shape)
     axis = axis % len(shape)
-    return int(np.prod(shape[:axis])), shape[axis], int(np.prod(shape[axis + 1:]))
+    return int(np.prod(shape[:axis])), shape[axis], int(np.prod(shape[axis + 1 :]))
 
 
 def _rows(x: np.ndarray, desc: dict) -> np.ndarray:
@@ -259,7 +279,7 @@ def softmax_axis_s8(x: np.ndarray, desc: dict) -> np.ndarray:
 LOG_SOFTMAX_OUTPUT_SCALE = 16.0 / 256.0
 LOG_SOFTMAX_OUTPUT_ZERO_POINT = 127
 LOG_SOFTMAX_MAX_AXIS = 4095
-_LOG_OUTPUT_SHIFT = 31 - SCALED_DIFF_INTEGER_BITS - 4      # Q5.26 -> units of 1/16 (4 integer bits)
+_LOG_OUTPUT_SHIFT = 31 - SCALED_DIFF_INTEGER_BITS - 4  # Q5.26 -> units of 1/16 (4 integer bits)
 
 # log_x_for_x_greater_than_or_equal_to_1 constants (Q0.31), as in TFLite's common.h.
 _LOG_2 = 1488522236
@@ -278,26 +298,45 @@ def log_softmax_params(input_scale: float) -> dict:
     multiplier, left_shift = forward["input_multiplier"], forward["input_left_shift"]
     reverse = float(1 << (31 - left_shift)) / float(multiplier)
     if not 0.0 < reverse < 1.0:
-        raise ValueError(f"log_softmax reverse scaling {reverse} is not in (0, 1) "
-                         f"(TFLite's QuantizeMultiplierSmallerThanOneExp check)")
+        raise ValueError(
+            f"log_softmax reverse scaling {reverse} is not in (0, 1) "
+            f"(TFLite's QuantizeMultiplierSmallerThanOneExp check)"
+        )
     divisor, shift = quantize_multiplier(reverse)
     if shift > 0:
         raise ValueError(f"log_softmax reverse scaling {reverse} rounds up to 1")
-    return {"input_multiplier": multiplier, "input_left_shift": left_shift,
-            "reverse_scaling_divisor": divisor, "reverse_scaling_right_shift": -shift,
-            "diff_min": forward["diff_min"]}
+    return {
+        "input_multiplier": multiplier,
+        "input_left_shift": left_shift,
+        "reverse_scaling_divisor": divisor,
+        "reverse_scaling_right_shift": -shift,
+        "diff_min": forward["diff_min"],
+    }
 
 
 def log_softmax_desc(shape, axis: int, input_scale: float) -> dict:
     """Fields of the C struct edgec_log_softmax_desc (same names, same order)."""
     outer, axis_size, inner = outer_axis_inner(shape, axis)
     if axis_size > LOG_SOFTMAX_MAX_AXIS:
-        raise ValueError(f"log_softmax over {axis_size} elements: TFLite's int8 sum of exps "
-                         f"overflows beyond {LOG_SOFTMAX_MAX_AXIS}")
+        raise ValueError(
+            f"log_softmax over {axis_size} elements: TFLite's int8 sum of exps overflows beyond {LOG_SOFTMAX_MAX_AXIS}"
+        )
     params = log_softmax_params(input_scale)
-    return {"outer": outer, "axis_size": axis_size, "inner": inner,
-            **{key: params[key] for key in ("input_multiplier", "input_left_shift", "reverse_scaling_divisor",
-                                            "reverse_scaling_right_shift", "diff_min")}}
+    return {
+        "outer": outer,
+        "axis_size": axis_size,
+        "inner": inner,
+        **{
+            key: params[key]
+            for key in (
+                "input_multiplier",
+                "input_left_shift",
+                "reverse_scaling_divisor",
+                "reverse_scaling_right_shift",
+                "diff_min",
+            )
+        },
+    }
 
 
 def _log_x_for_x_ge_1(z: np.ndarray) -> np.ndarray:
@@ -311,7 +350,7 @@ def _log_x_for_x_ge_1(z: np.ndarray) -> np.ndarray:
     headroom_b = 32 - _bit_length(z_b) - 1
     r_a = _saturating_shift_left(_srdhm(_saturating_shift_left(z, clz_a - 1), _SQRT_HALF), 1)
     r_b = _saturating_shift_left(z, headroom_b)
-    quarter_q6 = 1 << 23                                  # 1/4 in Q6.25
+    quarter_q6 = 1 << 23  # 1/4 in Q6.25
     pow_2_a = ((ACCUM_INTEGER_BITS - clz_a) << 25) + quarter_q6
     pow_2_b = ((ACCUM_INTEGER_BITS - headroom_b) << 25) - quarter_q6
     r = np.minimum(r_a, r_b)
@@ -329,9 +368,14 @@ def _log_x_for_x_ge_1(z: np.ndarray) -> np.ndarray:
 def _log_softmax_desc_valid(desc: dict) -> bool:
     """The C kernel's check: as softmax's, plus the reverse scaling, diff_min <= 0 and the row limit."""
     shift = int(desc["input_left_shift"])
-    return (0 <= shift <= 31 and desc["input_multiplier"] >= 0 and desc["reverse_scaling_divisor"] >= 0
-            and 0 <= desc["reverse_scaling_right_shift"] <= 31 and -_input_radius(shift) <= desc["diff_min"] <= 0
-            and desc["axis_size"] <= LOG_SOFTMAX_MAX_AXIS)
+    return (
+        0 <= shift <= 31
+        and desc["input_multiplier"] >= 0
+        and desc["reverse_scaling_divisor"] >= 0
+        and 0 <= desc["reverse_scaling_right_shift"] <= 31
+        and -_input_radius(shift) <= desc["diff_min"] <= 0
+        and desc["axis_size"] <= LOG_SOFTMAX_MAX_AXIS
+    )
 
 
 def log_softmax_s8(x: np.ndarray, desc: dict) -> np.ndarray:
@@ -356,9 +400,11 @@ def log_softmax_s8(x: np.ndarray, desc: dict) -> np.ndarray:
 
 # -- the op unit ------------------------------------------------------------------------------
 
+
 class Softmax(OpDef):
     """softmax and log_softmax over any axis: the row kernel when the axis is stored last (the
     channel axis of channels-last data), the strided one otherwise."""
+
     kind = "softmax"
     targets = frozenset(SOFTMAXES)
     runtime_sources = ("softmax/edgec_softmax_s8.c",)
@@ -383,8 +429,10 @@ class Softmax(OpDef):
     def finalize(self, op, graph) -> None:
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         if (out_t.scale, out_t.zero_point) != self.output_qparams:
-            raise EdgecError(f"{op.source}: {self.kind} output must be quantized with scale {self.output_qparams[0]} "
-                             f"and zero point {self.output_qparams[1]}, got ({out_t.scale}, {out_t.zero_point})")
+            raise EdgecError(
+                f"{op.source}: {self.kind} output must be quantized with scale {self.output_qparams[0]} "
+                f"and zero point {self.output_qparams[1]}, got ({out_t.scale}, {out_t.zero_point})"
+            )
         op.attrs["desc"] = self.descriptor(x_t.shape, op.attrs["stored_dim"], x_t.scale, op)
 
     def descriptor(self, shape, axis, scale, op) -> dict:
@@ -430,14 +478,22 @@ class LogSoftmax(Softmax):
 
 # -- masked softmax (attention with a constant mask) ------------------------------------------------
 
+
 def masked_softmax_desc(rows: int, row_size: int, keep: np.ndarray, input_scale: float) -> dict:
     """Fields of the C struct edgec_masked_softmax_desc (same names, same order): softmax over each
     of `rows` contiguous rows of `row_size` among the elements whose mask byte is 1; `keep` is the
     bool mask of every row, stored once per distinct block (row r reads mask row r % mask_rows)."""
     keep = np.asarray(keep, bool).reshape(rows, row_size)
-    mask_rows = next(n for n in range(1, rows + 1) if rows % n == 0 and (keep.reshape(-1, n, row_size) == keep[:n]).all())
-    return {"rows": rows, "row_size": row_size, "mask_rows": mask_rows, "mask": keep[:mask_rows].astype(np.uint8).ravel(),
-            **softmax_params(input_scale)}
+    mask_rows = next(
+        n for n in range(1, rows + 1) if rows % n == 0 and (keep.reshape(-1, n, row_size) == keep[:n]).all()
+    )
+    return {
+        "rows": rows,
+        "row_size": row_size,
+        "mask_rows": mask_rows,
+        "mask": keep[:mask_rows].astype(np.uint8).ravel(),
+        **softmax_params(input_scale),
+    }
 
 
 def masked_softmax_s8(x: np.ndarray, desc: dict) -> np.ndarray:
@@ -451,6 +507,7 @@ def masked_softmax_s8(x: np.ndarray, desc: dict) -> np.ndarray:
 class MaskedSoftmax(Softmax):
     """Attention's softmax with a constant mask (SDPA's attn_mask or is_causal, normalize.py): over
     the last axis, rows in PyTorch order."""
+
     kind = "masked_softmax"
     family = "masked_softmax (attention with a constant mask or is_causal)"
     targets = frozenset(MASKED_SOFTMAXES)

@@ -22,6 +22,7 @@ those whose filter bytes are each read the fewest times per inference first (wei
 `--opt size` is never refused by `--opt auto`. The wait states are the target's typical part's
 (edgec.targets.timing.MEMORY) unless `--flash-wait` gives the user's (Target.flash_wait).
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -45,14 +46,17 @@ NAMES_SHOWN = 6
 class Widening(NamedTuple):
     """Whether a layer's filter is widened to int16, and why, in a phrase shared by the layers the
     same reason decides."""
+
     wide: bool
     reason: str
 
 
-def widening(kind: str, filter_bytes: int, out_channels: int, target: str, flash_wait: int,
-              part: str | None = None) -> Widening:
+def widening(
+    kind: str, filter_bytes: int, out_channels: int, target: str, flash_wait: int, part: str | None = None
+) -> Widening:
     """Whether widening a DSP layer's filter saves estimated cycles on `target`'s part (`part`,
-    edgec.targets.timing.PARTS; None: the typical one) with `flash_wait` flash wait states. `filter_bytes` is its compact (packed int8) filter's size.
+    edgec.targets.timing.PARTS; None: the typical one) with `flash_wait` flash wait states.
+    `filter_bytes` is its compact (packed int8) filter's size.
 
     The DSP convolution streams its whole filter and channel table from flash once per pair of
     output pixels; widened, that is twice the filter bytes. Without wait states a flash read costs
@@ -66,35 +70,50 @@ def widening(kind: str, filter_bytes: int, out_channels: int, target: str, flash
     fully_connected = kind == "fully_connected"
     if flash_wait == 0:
         if fully_connected and CORES[target].dual_issue:
-            return Widening(False, "fully connected on a dual-issue core: estimated slower widened even without "
-                                   "wait states")
+            return Widening(
+                False, "fully connected on a dual-issue core: estimated slower widened even without wait states"
+            )
         return Widening(True, "no flash wait states: fewer instructions, and twice the filter bytes cost no wait")
     if cache == 0:
-        return Widening(False, f"no flash data cache on the part: every widened filter read pays the {flash_wait} "
-                               f"wait states")
+        return Widening(
+            False, f"no flash data cache on the part: every widened filter read pays the {flash_wait} wait states"
+        )
     if fully_connected:
-        return Widening(False, "fully connected: each filter byte is read once, so twice the bytes cost more wait "
-                               "states than the instructions saved")
+        return Widening(
+            False,
+            "fully connected: each filter byte is read once, so twice the bytes cost more wait "
+            "states than the instructions saved",
+        )
     if 2 * filter_bytes + CHANNEL_TABLE_BYTES * out_channels <= cache:
         return Widening(True, f"widened filter and channel table fit the {cache:,} B flash data cache")
     if flash_wait <= FEW_WAIT_STATES:
-        return Widening(True, f"at most {FEW_WAIT_STATES} wait states: the instructions saved outweigh twice the "
-                              f"flash reads")
+        return Widening(
+            True, f"at most {FEW_WAIT_STATES} wait states: the instructions saved outweigh twice the flash reads"
+        )
     short_rows = filter_bytes <= SHORT_ROW_BYTES * out_channels
     if short_rows and flash_wait <= SHORT_ROW_WAIT_STATES:
-        return Widening(True, f"at most {SHORT_ROW_BYTES} B of filter per output channel: up to "
-                              f"{SHORT_ROW_WAIT_STATES} wait states the instructions saved outweigh twice the "
-                              f"flash reads")
-    beyond = (f"{SHORT_ROW_BYTES} B per output channel" if flash_wait <= SHORT_ROW_WAIT_STATES
-              else f"{SHORT_ROW_WAIT_STATES} wait states")
-    return Widening(False, f"widened filter over the {cache:,} B flash data cache, and over {beyond}: twice the "
-                           f"flash reads cost more than the instructions saved")
+        return Widening(
+            True,
+            f"at most {SHORT_ROW_BYTES} B of filter per output channel: up to "
+            f"{SHORT_ROW_WAIT_STATES} wait states the instructions saved outweigh twice the "
+            f"flash reads",
+        )
+    beyond = (
+        f"{SHORT_ROW_BYTES} B per output channel"
+        if flash_wait <= SHORT_ROW_WAIT_STATES
+        else f"{SHORT_ROW_WAIT_STATES} wait states"
+    )
+    return Widening(
+        False,
+        f"widened filter over the {cache:,} B flash data cache, and over {beyond}: twice the "
+        f"flash reads cost more than the instructions saved",
+    )
 
 
 def choose_constant_layouts(graph: Graph, target) -> list[str]:
     """Sets op.attrs["wide"] (and op.attrs["layout_reason"]: why) for `--opt auto` (ops were
-    specialized as for speed), and records the kernel that makes op.kernel; returns what it chose and why, one line each (nothing when no layer
-    has a choice)."""
+    specialized as for speed), and records the kernel that makes op.kernel; returns what it chose
+    and why, one line each (nothing when no layer has a choice)."""
     choosable = [op for op in graph.ops if op.attrs.get("wide")]
     if target.opt != "auto" or not choosable:
         return []
@@ -105,8 +124,14 @@ def choose_constant_layouts(graph: Graph, target) -> list[str]:
         op.attrs["wide"] = False
         compact = layer_constants(op, graph)
         extra[op.name] = sizes[op.name] - constants_bytes(compact)
-        verdict = widening(op.kind, packed_filter_bytes(compact), op.attrs["weight"].shape[0], target.name,
-                           flash_wait, target.timing_part)
+        verdict = widening(
+            op.kind,
+            packed_filter_bytes(compact),
+            op.attrs["weight"].shape[0],
+            target.name,
+            flash_wait,
+            target.timing_part,
+        )
         op.attrs["wide"], op.attrs["layout_reason"] = verdict.wide, verdict.reason
         verdicts[op.name] = verdict
         if not verdict.wide:
@@ -125,9 +150,11 @@ def choose_constant_layouts(graph: Graph, target) -> list[str]:
     wide = [op for op in choosable if op.attrs["wide"]]
     narrowed_names = {op.name for op in narrowed}
     source = "--flash-wait" if target.flash_wait is not None else "the typical part's; set yours with --flash-wait"
-    lines = [f"--opt auto: {len(wide)} of {len(choosable)} DSP layers with int16-widened filters, chosen by the "
-             f"cycles estimated on {target.name} at {flash_wait} flash wait states ({source}); constants {total:,} B"
-             + (f" of the {budget:,} B flash budget" if budget is not None else "")]
+    lines = [
+        f"--opt auto: {len(wide)} of {len(choosable)} DSP layers with int16-widened filters, chosen by the "
+        f"cycles estimated on {target.name} at {flash_wait} flash wait states ({source}); constants {total:,} B"
+        + (f" of the {budget:,} B flash budget" if budget is not None else "")
+    ]
     for wide_now, label in ((True, "widened"), (False, "kept compact")):
         groups: dict[str, list[str]] = {}
         for op in choosable:
@@ -135,8 +162,10 @@ def choose_constant_layouts(graph: Graph, target) -> list[str]:
                 groups.setdefault(verdicts[op.name].reason, []).append(op.name)
         lines += [f"  {label} ({len(names)}): {reason}: {_names(names)}" for reason, names in groups.items()]
     if narrowed:
-        lines.append(f"  kept compact ({len(narrowed)}) to fit the {budget:,} B flash budget, those whose filter "
-                     f"bytes are read the fewest times per inference first: {_names([op.name for op in narrowed])}")
+        lines.append(
+            f"  kept compact ({len(narrowed)}) to fit the {budget:,} B flash budget, those whose filter "
+            f"bytes are read the fewest times per inference first: {_names([op.name for op in narrowed])}"
+        )
     return lines
 
 
@@ -153,4 +182,6 @@ def weight_reuse(op, graph: Graph) -> float:
 
 
 def _names(names: list[str]) -> str:
-    return ", ".join(names[:NAMES_SHOWN]) + (f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
+    return ", ".join(names[:NAMES_SHOWN]) + (
+        f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else ""
+    )

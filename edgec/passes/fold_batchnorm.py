@@ -5,6 +5,7 @@ the per-channel affine it is, a 1x1 depthwise convolution.
 This runs before quantization on purpose: the weights that get quantized (and whose per-channel
 scales are chosen) must be the folded ones, or the int8 model would not match the float one.
 """
+
 from __future__ import annotations
 
 import torch
@@ -30,9 +31,13 @@ def fold_batchnorm(module: GraphModule) -> GraphModule:
 
 
 def _foldable(producer) -> bool:
-    return (isinstance(producer, Node) and producer.op == "call_function"
-            and producer.target in CONVS | CONV_TRANSPOSES | LINEARS and len(producer.users) == 1
-            and all(isinstance(a, Node) and a.op == "get_attr" for a in producer.args[1:2]))
+    return (
+        isinstance(producer, Node)
+        and producer.op == "call_function"
+        and producer.target in CONVS | CONV_TRANSPOSES | LINEARS
+        and len(producer.users) == 1
+        and all(isinstance(a, Node) and a.op == "get_attr" for a in producer.args[1:2])
+    )
 
 
 def _affine(module: GraphModule, bn: Node, channels: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -89,7 +94,9 @@ def _as_depthwise(module: GraphModule, bn: Node) -> None:
     graph, x = module.graph, bn.args[0]
     with graph.inserting_before(bn):
         if value.dim() == 2:
-            x = _node(graph, bn, aten.reshape.default, (x, [value.shape[0], channels, 1]), value.reshape(-1, channels, 1))
+            x = _node(
+                graph, bn, aten.reshape.default, (x, [value.shape[0], channels, 1]), value.reshape(-1, channels, 1)
+            )
         rank = x.meta["val"].dim()
         weight = _constant(module, bn, "weight", factor.reshape(channels, 1, *([1] * (rank - 2))))
         bias = _constant(module, bn, "bias", shift)

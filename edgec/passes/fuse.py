@@ -4,6 +4,7 @@ After these passes a zero `pad` before convolutions is part of their padding, a 
 survives only where its producer has other users (then it runs alone, in place on a copy), and no
 copy feeds only another copy.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,14 @@ def fold_pad(graph: Graph) -> None:
         consumers = graph.consumers(pad.outputs[0])
         rank = len(graph.tensors[pad.inputs[0]].shape)
         torch_pad = pad.attrs["torch_pad"] + [0] * (2 * (rank - 2) - len(pad.attrs["torch_pad"]))
-        foldable = (pad.attrs["value"] == 0.0 and rank in (3, 4) and len(torch_pad) == 2 * (rank - 2) and consumers
-                    and all(op.kind in CONV_KINDS for op in consumers) and pad.outputs[0] not in graph.outputs)
+        foldable = (
+            pad.attrs["value"] == 0.0
+            and rank in (3, 4)
+            and len(torch_pad) == 2 * (rank - 2)
+            and consumers
+            and all(op.kind in CONV_KINDS for op in consumers)
+            and pad.outputs[0] not in graph.outputs
+        )
         if not foldable:
             pad.kind = "constant_pad"
             continue
@@ -52,7 +59,7 @@ def fuse_copies(graph: Graph) -> None:
                 continue
             slot = second.inputs.index(first.outputs[0])
             second.attrs["gather"] = compose_at(second.attrs["gather"], slot, first.attrs["gather"], len(first.inputs))
-            second.inputs[slot:slot + 1] = first.inputs
+            second.inputs[slot : slot + 1] = first.inputs
             graph.ops.remove(first)
             changed = True
             break
@@ -64,8 +71,12 @@ def fuse_activations(graph: Graph) -> None:
     for clamp in [op for op in graph.ops if op.kind == "clamp"]:
         source = clamp.inputs[0]
         producer = graph.producer(source)
-        fusable = (producer is not None and KINDS[producer.kind].fuses_activation
-                   and len(graph.consumers(source)) == 1 and source not in graph.outputs)
+        fusable = (
+            producer is not None
+            and KINDS[producer.kind].fuses_activation
+            and len(graph.consumers(source)) == 1
+            and source not in graph.outputs
+        )
         if fusable:
             producer.attrs["clamp"] = _compose(producer.attrs["clamp"], clamp.attrs["clamp"])
             producer.outputs = list(clamp.outputs)
@@ -84,12 +95,20 @@ def _absorb_requantize_after_activations(graph: Graph) -> None:
         clamp = graph.producer(requantize.inputs[0])
         if graph.tensors[requantize.inputs[0]].dtype != graph.tensors[requantize.outputs[0]].dtype:
             continue  # int8 <-> int16: the int16 kernels read and write one dtype
-        if clamp is None or clamp.kind != "clamp" or len(graph.consumers(clamp.outputs[0])) != 1 \
-                or clamp.outputs[0] in graph.outputs:
+        if (
+            clamp is None
+            or clamp.kind != "clamp"
+            or len(graph.consumers(clamp.outputs[0])) != 1
+            or clamp.outputs[0] in graph.outputs
+        ):
             continue
         producer = graph.producer(clamp.inputs[0])
-        if producer is None or not KINDS[producer.kind].fuses_activation \
-                or len(graph.consumers(clamp.inputs[0])) != 1 or clamp.inputs[0] in graph.outputs:
+        if (
+            producer is None
+            or not KINDS[producer.kind].fuses_activation
+            or len(graph.consumers(clamp.inputs[0])) != 1
+            or clamp.inputs[0] in graph.outputs
+        ):
             continue
         clamp.outputs = list(requantize.outputs)
         graph.ops.remove(requantize)
@@ -99,6 +118,7 @@ def _compose(first, then):
     """The one clamp equal to clamping to `first`, then to `then` ((low, high), None: unbounded):
     both bounds of `first` clamped into `then`. Overlapping intervals give their intersection,
     disjoint ones a constant (an empty intersection would be an invalid act_min > act_max)."""
+
     def into_then(value: float) -> float:
         if then[0] is not None:
             value = max(value, then[0])

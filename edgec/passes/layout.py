@@ -1,19 +1,21 @@
 """Layout: choose how each activation is stored, then let every op re-lay its constants to match.
 
-Spatial ops (convolutions, pooling: OpDef.spatial) run on channels-last data: NHWC for a 4-D
-tensor, and a 3-D (N, C, L) one stored as N, 1, L, C, so the 2-D kernels run 1-D layers as H = 1. Ops whose output is laid out like their inputs (elementwise ops,
-activations: OpDef.layout_follows_input, or OpDef.layout_ties) tie their tensors into one group; a group that
-touches a spatial op is stored channels last, any other tensor in PyTorch's order -- except that
-a group fed by a reshape of channels-last data is stored channels last too when that keeps the
-reshape free. Ops that work along the last PyTorch axis (layer norm, matmul, linear on N-D data:
-OpDef.torch_order_tensors) pin their tensors' groups to PyTorch's order; a copy (which can move
-bytes from any layout to any other) ties its output to its input only when neither group is pinned,
-and channels last does not spread into a pinned group. A reshape is a free view when the two tensors' stored bytes coincide element for
+Spatial ops (convolutions, pooling: OpDef.spatial) run on channels-last data: NHWC for a 4-D tensor,
+and a 3-D (N, C, L) one stored as N, 1, L, C, so the 2-D kernels run 1-D layers as H = 1. Ops whose
+output is laid out like their inputs (elementwise ops, activations: OpDef.layout_follows_input, or
+OpDef.layout_ties) tie their tensors into one group; a group that touches a spatial op is stored
+channels last, any other tensor in PyTorch's order -- except that a group fed by a reshape of
+channels-last data is stored channels last too when that keeps the reshape free. Ops that work along
+the last PyTorch axis (layer norm, matmul, linear on N-D data: OpDef.torch_order_tensors) pin their
+tensors' groups to PyTorch's order; a copy (which can move bytes from any layout to any other) ties
+its output to its input only when neither group is pinned, and channels last does not spread into a
+pinned group. A reshape is a free view when the two tensors' stored bytes coincide element for
 element; a flatten of channels-last data feeding only linear layers is free as well, the linear
 layers permuting their weight columns. Where a spatial op's tensor falls into a pinned group (a mean
-over the last axis of a linear's rank-3 output, a Conv1d's output under a layer norm), the spatial op
-gets a copy of its own in between that moves the bytes to channels last (or back).
+over the last axis of a linear's rank-3 output, a Conv1d's output under a layer norm), the spatial
+op gets a copy of its own in between that moves the bytes to channels last (or back).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -34,8 +36,7 @@ def assign_layouts(graph: Graph) -> None:
     groups = _Groups(graph)
     while _separate_spatial_from_pinned(graph, groups):
         groups = _Groups(graph)
-    spatial = {groups.find(name) for op in graph.ops if KINDS[op.kind].spatial
-               for name in _spatial_tensors(op, graph)}
+    spatial = {groups.find(name) for op in graph.ops if KINDS[op.kind].spatial for name in _spatial_tensors(op, graph)}
     changed = True
     while changed:  # across a reshape, channels last spreads where it keeps the reshape free
         changed = False
@@ -44,8 +45,12 @@ def assign_layouts(graph: Graph) -> None:
                 continue
             a, b = (graph.tensors[name].shape for name in (op.inputs[0], op.outputs[0]))
             ends = (groups.find(op.inputs[0]), groups.find(op.outputs[0]))
-            if (ends[0] in spatial) != (ends[1] in spatial) and not set(ends) & groups.pinned and None not in (channels_last(len(a)), channels_last(len(b))) \
-                    and same_bytes(a, channels_last(len(a)), b, channels_last(len(b))):
+            if (
+                (ends[0] in spatial) != (ends[1] in spatial)
+                and not set(ends) & groups.pinned
+                and None not in (channels_last(len(a)), channels_last(len(b)))
+                and same_bytes(a, channels_last(len(a)), b, channels_last(len(b)))
+            ):
                 spatial.update(ends)
                 changed = True
     for name, tensor in graph.tensors.items():

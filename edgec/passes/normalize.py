@@ -9,6 +9,7 @@ constants alone (the expand of a class token) are folded into constants; a cat t
 rows before or after live ones (a class token) becomes a pad of the live part plus the constant
 padded with zeros, and that add merges with a following add of a constant (positional embedding).
 """
+
 from __future__ import annotations
 
 import math
@@ -72,7 +73,7 @@ def functional_form(target):
     schema = getattr(target, "_schema", None)
     if schema is None or not schema.is_mutable or not schema.name.startswith("aten::") or not schema.name.endswith("_"):
         return None
-    packet = getattr(aten, schema.name[len("aten::"):-1], None)
+    packet = getattr(aten, schema.name[len("aten::") : -1], None)
     return getattr(packet, target._overloadname, None) if packet is not None else None
 
 
@@ -90,14 +91,20 @@ def _make_functional(module: GraphModule, node: Node, functional) -> None:
 
 # -- no-ops --------------------------------------------------------------------------------------
 
+
 def _drop_no_ops(module: GraphModule) -> bool:
     """Ops that leave their input's values as they are vanish before any kernel is chosen (so they
     never cost a layer or block int16): views and pads that keep the shape, identity permutes and
     transposes; a reduction over axes of size 1 becomes the view it is."""
     changed = False
     for node in list(module.graph.nodes):
-        if node.op != "call_function" or not node.args or not isinstance(node.args[0], Node) \
-                or "val" not in node.meta or not isinstance(node.meta["val"], torch.Tensor):
+        if (
+            node.op != "call_function"
+            or not node.args
+            or not isinstance(node.args[0], Node)
+            or "val" not in node.meta
+            or not isinstance(node.meta["val"], torch.Tensor)
+        ):
             continue
         source, result = node.args[0], node.meta["val"]
         if _keeps_values(node) and tuple(result.shape) == tuple(source.meta["val"].shape):
@@ -139,9 +146,19 @@ def _reduces_size_one_axes(node: Node) -> bool:
 
 SDPA = {aten.scaled_dot_product_attention.default}
 # Ops evaluated at compile time when all their tensor arguments are constants.
-_FOLDABLE = {aten.expand.default, aten.reshape.default, aten.view.default, aten.permute.default,
-             aten.transpose.int, aten.unsqueeze.default, aten.squeeze.dim, aten.flatten.using_ints,
-             aten.repeat.default, aten.slice.Tensor, aten.select.int}
+_FOLDABLE = {
+    aten.expand.default,
+    aten.reshape.default,
+    aten.view.default,
+    aten.permute.default,
+    aten.transpose.int,
+    aten.unsqueeze.default,
+    aten.squeeze.dim,
+    aten.flatten.using_ints,
+    aten.repeat.default,
+    aten.slice.Tensor,
+    aten.select.int,
+}
 # Ops with a tuple result (read by getitem) folded alike: nn.MultiheadAttention splits its packed
 # in-projection weight and bias with split_with_sizes when the key/value source is not the query.
 _FOLDABLE_SPLITS = {aten.split_with_sizes.default, aten.split.Tensor, aten.chunk.default, aten.unbind.int}
@@ -227,8 +244,10 @@ def _decompose_attention(module: GraphModule) -> bool:
             if keep is None:
                 weights = graph.call_function(aten.softmax.int, (scaled, -1))
             else:
-                weights = graph.call_function(torch.ops.edgec.masked_softmax.default,
-                                              (scaled, _new_constant(module, node, keep, "attention_keep")))
+                weights = graph.call_function(
+                    torch.ops.edgec.masked_softmax.default,
+                    (scaled, _new_constant(module, node, keep, "attention_keep")),
+                )
             out = graph.call_function(aten.matmul.default, (weights, v))
         for new in (key_t, scores, scaled, weights, out):
             _derived(new, node)
@@ -267,8 +286,11 @@ def _top1_as_max_and_argmax(module: GraphModule) -> bool:
             continue
         options = dict(zip(("k", "dim", "largest", "sorted"), node.args[1:]), **node.kwargs)
         users = list(node.users)
-        if options["k"] != 1 or not options.get("largest", True) or \
-                any(user.target is not operator.getitem for user in users):
+        if (
+            options["k"] != 1
+            or not options.get("largest", True)
+            or any(user.target is not operator.getitem for user in users)
+        ):
             continue  # left for check_supported to report
         dim = options.get("dim", -1)
         graph = module.graph
@@ -317,11 +339,24 @@ def _decompose_group_norms(module: GraphModule) -> bool:
                 mean, var = running
             if weight is not None or bias is not None or running is not None:
                 channels = shape[1]
-                constant = lambda arg, fill, hint: arg if arg is not None else _new_constant(  # noqa: E731
-                    module, node, torch.full((channels,), fill), hint)
-                affine = graph.call_function(aten.batch_norm.default, (
-                    x, constant(weight, 1.0, "norm_weight"), constant(bias, 0.0, "norm_bias"),
-                    constant(mean, 0.0, "norm_mean"), constant(var, 1.0, "norm_var"), False, 0.0, float(eps), False))
+
+                def constant(arg, fill, hint):
+                    return arg if arg is not None else _new_constant(module, node, torch.full((channels,), fill), hint)
+
+                affine = graph.call_function(
+                    aten.batch_norm.default,
+                    (
+                        x,
+                        constant(weight, 1.0, "norm_weight"),
+                        constant(bias, 0.0, "norm_bias"),
+                        constant(mean, 0.0, "norm_mean"),
+                        constant(var, 1.0, "norm_var"),
+                        False,
+                        0.0,
+                        float(eps),
+                        False,
+                    ),
+                )
                 new.append(affine)
                 x = affine
         for created in new:
@@ -351,7 +386,7 @@ def _constant_cat_as_pad_and_add(module: GraphModule) -> bool:
         rank = node.meta["val"].dim()
         dim = dim % rank
         sizes = [p.meta["val"].shape[dim] for p in parts]
-        before, after = sum(sizes[:live[0]]), sum(sizes[live[-1] + 1:])
+        before, after = sum(sizes[: live[0]]), sum(sizes[live[-1] + 1 :])
         zeros = [torch.zeros(tuple(p.meta["val"].shape), dtype=p.meta["val"].dtype) for p in parts]
         filler = torch.cat([_constant_value(module, p) if c else z for p, c, z in zip(parts, constant, zeros)], dim)
         graph = module.graph
@@ -382,15 +417,24 @@ def _merge_constant_adds(module: GraphModule) -> bool:
         if _constant_value(module, outer_constant) is None:
             inner, outer_constant = outer_constant, inner
         c2 = _constant_value(module, outer_constant)
-        if c2 is None or not isinstance(inner, Node) or inner.target != aten.add.Tensor or len(inner.users) != 1 \
-                or len(inner.args) != 2 or inner.kwargs:
+        if (
+            c2 is None
+            or not isinstance(inner, Node)
+            or inner.target != aten.add.Tensor
+            or len(inner.users) != 1
+            or len(inner.args) != 2
+            or inner.kwargs
+        ):
             continue
         x, inner_constant = inner.args
         if _constant_value(module, inner_constant) is None:
             x, inner_constant = inner_constant, x
         c1 = _constant_value(module, inner_constant)
-        if c1 is None or not isinstance(x, Node) or tuple(torch.broadcast_shapes(c1.shape, c2.shape, x.meta["val"].shape)) \
-                != tuple(node.meta["val"].shape):
+        if (
+            c1 is None
+            or not isinstance(x, Node)
+            or tuple(torch.broadcast_shapes(c1.shape, c2.shape, x.meta["val"].shape)) != tuple(node.meta["val"].shape)
+        ):
             continue
         merged = _new_constant(module, node, c1 + c2, "merged")
         node.args = (x, merged)

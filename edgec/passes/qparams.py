@@ -3,6 +3,7 @@ pooling, views, copies, padding, standalone clamps) gets inputs at its output's 
 program quantized them differently (another tool's choice, or shared qparams the quantizer could
 not impose), a requantize op (TFLite's int8 QUANTIZE, as a table) is inserted before the op.
 """
+
 from __future__ import annotations
 
 from edgec.ir import Graph, Op, Tensor
@@ -23,8 +24,18 @@ def unify_qparams(graph: Graph) -> None:
 def _requantized(graph: Graph, before: Op, source: Tensor, like: Tensor) -> Tensor:
     name = f"{source.name}_as_{before.name}"
     tensor = graph.tensors.get(name) or graph.add_tensor(
-        Tensor(name, source.shape, like.scale, like.zero_point, source=source.source, dtype=like.dtype))
+        Tensor(name, source.shape, like.scale, like.zero_point, source=source.source, dtype=like.dtype)
+    )
     if graph.producer(name) is None:
-        graph.ops.insert(graph.ops.index(before), Op(f"requantize_{len(graph.ops)}", "lut", [source.name], [name],
-                                                     {"function": "requantize", "function_attrs": {}}, before.source))
+        graph.ops.insert(
+            graph.ops.index(before),
+            Op(
+                f"requantize_{len(graph.ops)}",
+                "lut",
+                [source.name],
+                [name],
+                {"function": "requantize", "function_attrs": {}},
+                before.source,
+            ),
+        )
     return tensor

@@ -5,6 +5,7 @@ generated directory records its path and commit, and every build (edgec.mk, CMak
 bench) compiles its integer sources from there. The context-buffer sizes come from the same
 checkout (edgec.targets.cmsis_nn_build). This module only finds the checkout and names its sources.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,10 +19,12 @@ CLONE = "git clone https://github.com/ARM-software/CMSIS-NN"
 # The integer kernels edgec calls live in these sources; the float ones (_f16, _f32) need build
 # options of their own (ARM_NN_ENABLE_F32/F16) and are left out.
 FLOAT_SUFFIXES = ("_f16.c", "_f32.c")
-SIZE_SOURCES = ("ConvolutionFunctions/arm_convolve_get_buffer_sizes_s8.c",
-                "ConvolutionFunctions/arm_depthwise_conv_get_buffer_sizes_s8.c",
-                "FullyConnectedFunctions/arm_fully_connected_get_buffer_sizes_s8.c",
-                "PoolingFunctions/arm_avgpool_get_buffer_sizes_s8.c")
+SIZE_SOURCES = (
+    "ConvolutionFunctions/arm_convolve_get_buffer_sizes_s8.c",
+    "ConvolutionFunctions/arm_depthwise_conv_get_buffer_sizes_s8.c",
+    "FullyConnectedFunctions/arm_fully_connected_get_buffer_sizes_s8.c",
+    "PoolingFunctions/arm_avgpool_get_buffer_sizes_s8.c",
+)
 
 
 def checkout(path: str | os.PathLike | None = None) -> Path:
@@ -37,9 +40,11 @@ def checkout(path: str | os.PathLike | None = None) -> Path:
 
 def commit(root: Path) -> str:
     """The checkout's git commit (with '-dirty' if it has local changes), or 'unknown' outside git."""
+
     def git(*args: str) -> str:
         result = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
         return result.stdout.strip() if result.returncode == 0 else ""
+
     head = git("rev-parse", "HEAD")
     if not head:
         return "unknown"

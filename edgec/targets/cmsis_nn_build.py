@@ -3,6 +3,7 @@ target, and its `*_get_buffer_size_{dsp,mve}` functions (exactly what the kernel
 core) compiled for the host into a small library and called through ctypes at compile time, so no
 size formula is copied by hand.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -12,20 +13,20 @@ import os
 import subprocess
 from pathlib import Path
 
+from edgec.errors import EdgecError
 from edgec.targets import toolchain
 from edgec.targets.cmsis_nn import SIZE_SOURCES, sources
-from edgec.errors import EdgecError
 
 
 def objects(target, root: Path) -> list[Path]:
     """The library compiled for `target` at its cmsis_nn_opt (-O2, or -Ofast as Arm recommends for
     CMSIS-NN), cached like edgec's own objects. Without -Werror: the warnings are Arm's, and its
     code is not edgec's to change."""
-    return toolchain.compile_objects(target, sources(root), include_dirs=[root / "Include"],
-                                     opt=target.cmsis_nn_opt)
+    return toolchain.compile_objects(target, sources(root), include_dirs=[root / "Include"], opt=target.cmsis_nn_opt)
 
 
 # -- context-buffer sizes, from the checkout's own functions --------------------------------------
+
 
 class Tile(ctypes.Structure):
     _fields_ = [("w", ctypes.c_int32), ("h", ctypes.c_int32)]
@@ -40,13 +41,26 @@ class Dims(ctypes.Structure):
 
 
 class ConvParams(ctypes.Structure):
-    _fields_ = [("input_offset", ctypes.c_int32), ("output_offset", ctypes.c_int32), ("stride", Tile),
-                ("padding", Tile), ("dilation", Tile), ("activation", Activation)]
+    _fields_ = [
+        ("input_offset", ctypes.c_int32),
+        ("output_offset", ctypes.c_int32),
+        ("stride", Tile),
+        ("padding", Tile),
+        ("dilation", Tile),
+        ("activation", Activation),
+    ]
 
 
 class DwConvParams(ctypes.Structure):
-    _fields_ = [("input_offset", ctypes.c_int32), ("output_offset", ctypes.c_int32), ("ch_mult", ctypes.c_int32),
-                ("stride", Tile), ("padding", Tile), ("dilation", Tile), ("activation", Activation)]
+    _fields_ = [
+        ("input_offset", ctypes.c_int32),
+        ("output_offset", ctypes.c_int32),
+        ("ch_mult", ctypes.c_int32),
+        ("stride", Tile),
+        ("padding", Tile),
+        ("dilation", Tile),
+        ("activation", Activation),
+    ]
 
 
 def _size_library(root: Path) -> ctypes.CDLL:
@@ -60,12 +74,23 @@ def _size_library(root: Path) -> ctypes.CDLL:
     if not library.exists():
         library.parent.mkdir(parents=True, exist_ok=True)
         partial = library.with_suffix(f".{os.getpid()}.tmp")
-        command = [toolchain.require_host_cc(), "-std=c99", "-O1", "-fPIC", "-shared", f"-I{root / 'Include'}",
-                   *map(str, files), "-o", str(partial)]
+        command = [
+            toolchain.require_host_cc(),
+            "-std=c99",
+            "-O1",
+            "-fPIC",
+            "-shared",
+            f"-I{root / 'Include'}",
+            *map(str, files),
+            "-o",
+            str(partial),
+        ]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
-            raise EdgecError(f"building CMSIS-NN's buffer-size functions from {root} failed: "
-                             f"{(result.stderr.strip().splitlines() or [''])[0]}")
+            raise EdgecError(
+                f"building CMSIS-NN's buffer-size functions from {root} failed: "
+                f"{(result.stderr.strip().splitlines() or [''])[0]}"
+            )
         os.replace(partial, library)
     return ctypes.CDLL(str(library))
 
@@ -92,18 +117,34 @@ def dims(shape) -> Dims:
     return Dims(*(int(v) for v in shape))
 
 
-def conv_buffer_bytes(root: Path, target, params: ConvParams, input_dims: Dims, filter_dims: Dims,
-                      output_dims: Dims) -> int:
+def conv_buffer_bytes(
+    root: Path, target, params: ConvParams, input_dims: Dims, filter_dims: Dims, output_dims: Dims
+) -> int:
     """arm_convolve_wrapper_s8's context buffer on `target`."""
-    return _call(root, "arm_convolve_wrapper_s8_get_buffer_size", target, ctypes.byref(params),
-                 ctypes.byref(input_dims), ctypes.byref(filter_dims), ctypes.byref(output_dims))
+    return _call(
+        root,
+        "arm_convolve_wrapper_s8_get_buffer_size",
+        target,
+        ctypes.byref(params),
+        ctypes.byref(input_dims),
+        ctypes.byref(filter_dims),
+        ctypes.byref(output_dims),
+    )
 
 
-def depthwise_buffer_bytes(root: Path, target, params: DwConvParams, input_dims: Dims, filter_dims: Dims,
-                           output_dims: Dims) -> int:
+def depthwise_buffer_bytes(
+    root: Path, target, params: DwConvParams, input_dims: Dims, filter_dims: Dims, output_dims: Dims
+) -> int:
     """arm_depthwise_conv_wrapper_s8's context buffer on `target`."""
-    return _call(root, "arm_depthwise_conv_wrapper_s8_get_buffer_size", target, ctypes.byref(params),
-                 ctypes.byref(input_dims), ctypes.byref(filter_dims), ctypes.byref(output_dims))
+    return _call(
+        root,
+        "arm_depthwise_conv_wrapper_s8_get_buffer_size",
+        target,
+        ctypes.byref(params),
+        ctypes.byref(input_dims),
+        ctypes.byref(filter_dims),
+        ctypes.byref(output_dims),
+    )
 
 
 def fully_connected_buffer_bytes(root: Path, target, filter_dims: Dims) -> int:

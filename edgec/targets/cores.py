@@ -4,6 +4,7 @@ Memory budgets are those of a typical part with that core (named per entry), so 
 checked against a real device; the QEMU boards themselves have far more memory. `cortex-m0plus`
 has no QEMU board: it is compiled and linked (to measure sizes) but never run.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,18 +17,18 @@ from edgec.resources import data_dir
 @dataclass(frozen=True)
 class Target:
     name: str
-    cflags: tuple[str, ...]      # code-generation flags for gcc (empty for the host compiler)
-    dsp: bool                    # ARMv7E-M/ARMv8-M DSP extension (SMLAD, SSAT, ...)
-    mve: bool                    # Helium (M-profile Vector Extension)
-    fpu: bool                    # hardware floating point
-    qemu_machine: str | None     # `qemu-system-arm -M` board; None: cannot be run
-    qemu_cpu: str | None         # `qemu-system-arm -cpu`
-    linker_script: str | None    # file name in runtime_c/port/; None for the host
-    ram_bytes: int | None        # RAM budget of the typical part; None: no budget (host)
-    flash_bytes: int | None      # flash budget of the typical part; None: no budget (host)
-    part: str = ""               # the typical part the budgets come from
-    opt: str = "auto"            # `edgec build --opt` (OPT_LEVELS)
-    kernels: str = "edgec"       # `edgec build --kernels` (KERNEL_LIBRARIES)
+    cflags: tuple[str, ...]  # code-generation flags for gcc (empty for the host compiler)
+    dsp: bool  # ARMv7E-M/ARMv8-M DSP extension (SMLAD, SSAT, ...)
+    mve: bool  # Helium (M-profile Vector Extension)
+    fpu: bool  # hardware floating point
+    qemu_machine: str | None  # `qemu-system-arm -M` board; None: cannot be run
+    qemu_cpu: str | None  # `qemu-system-arm -cpu`
+    linker_script: str | None  # file name in runtime_c/port/; None for the host
+    ram_bytes: int | None  # RAM budget of the typical part; None: no budget (host)
+    flash_bytes: int | None  # flash budget of the typical part; None: no budget (host)
+    part: str = ""  # the typical part the budgets come from
+    opt: str = "auto"  # `edgec build --opt` (OPT_LEVELS)
+    kernels: str = "edgec"  # `edgec build --kernels` (KERNEL_LIBRARIES)
     cmsis_nn_dir: str | None = None  # the CMSIS-NN checkout linked with --kernels cmsis-nn
     # Flash wait states of the user's part (--flash-wait): what --opt auto chooses for and bench's
     # cycles are modelled at; None: those of the typical part (edgec.targets.timing.MEMORY).
@@ -56,9 +57,12 @@ class Target:
         typical part's figure)."""
         if ram is None and flash is None:
             return self
-        return replace(self, ram_bytes=self.ram_bytes if ram is None else ram,
-                       flash_bytes=self.flash_bytes if flash is None else flash,
-                       part="budget from --ram/--flash")
+        return replace(
+            self,
+            ram_bytes=self.ram_bytes if ram is None else ram,
+            flash_bytes=self.flash_bytes if flash is None else flash,
+            part="budget from --ram/--flash",
+        )
 
     def with_flash_wait(self, flash_wait: int | None) -> "Target":
         """This target on a part with `flash_wait` flash wait states (None keeps the typical part's)."""
@@ -92,6 +96,7 @@ class Target:
         if kernels == "edgec":
             return replace(self, kernels=kernels, cmsis_nn_dir=None)
         from edgec.targets import cmsis_nn
+
         return replace(self, kernels=kernels, cmsis_nn_dir=str(cmsis_nn.checkout(cmsis_nn_dir)))
 
 
@@ -107,12 +112,33 @@ CMSIS_NN_OPTS = ("-O2", "-Ofast")
 OPT_LEVELS = ("auto", "speed", "size")
 
 
-def _arm(name: str, cflags: str, *, dsp: bool = False, mve: bool = False, fpu: bool = False,
-         machine: str | None, linker_script: str, ram: str, flash: str, part: str) -> Target:
+def _arm(
+    name: str,
+    cflags: str,
+    *,
+    dsp: bool = False,
+    mve: bool = False,
+    fpu: bool = False,
+    machine: str | None,
+    linker_script: str,
+    ram: str,
+    flash: str,
+    part: str,
+) -> Target:
     cpu = name if machine is not None else None
-    return Target(name=name, cflags=tuple(cflags.split()), dsp=dsp, mve=mve, fpu=fpu,
-                  qemu_machine=machine, qemu_cpu=cpu, linker_script=linker_script,
-                  ram_bytes=parse_size(ram), flash_bytes=parse_size(flash), part=part)
+    return Target(
+        name=name,
+        cflags=tuple(cflags.split()),
+        dsp=dsp,
+        mve=mve,
+        fpu=fpu,
+        qemu_machine=machine,
+        qemu_cpu=cpu,
+        linker_script=linker_script,
+        ram_bytes=parse_size(ram),
+        flash_bytes=parse_size(flash),
+        part=part,
+    )
 
 
 def parse_size(size: str | int) -> int:
@@ -129,29 +155,84 @@ def parse_size(size: str | int) -> int:
 
 
 _TARGET_LIST = (
-    Target(name="host", cflags=(), dsp=False, mve=False, fpu=True, qemu_machine=None,
-           qemu_cpu=None, linker_script=None, ram_bytes=None, flash_bytes=None,
-           part="the machine running edgec (native build, for verification)"),
+    Target(
+        name="host",
+        cflags=(),
+        dsp=False,
+        mve=False,
+        fpu=True,
+        qemu_machine=None,
+        qemu_cpu=None,
+        linker_script=None,
+        ram_bytes=None,
+        flash_bytes=None,
+        part="the machine running edgec (native build, for verification)",
+    ),
     # Never run: links with the generic layout of mps2_an385.ld (flash at 0, RAM at 0x20000000)
     # only so that flash and RAM sizes can be measured.
-    _arm("cortex-m0plus", "-mcpu=cortex-m0plus -mthumb -mfloat-abi=soft", machine=None,
-         linker_script="mps2_an385.ld", ram="32K", flash="256K",
-         part="Microchip ATSAMD21G18A (32 KiB SRAM, 256 KiB flash)"),
-    _arm("cortex-m3", "-mcpu=cortex-m3 -mthumb -mfloat-abi=soft", machine="mps2-an385",
-         linker_script="mps2_an385.ld", ram="64K", flash="256K",
-         part="NXP LPC1766 (64 KiB SRAM, 256 KiB flash)"),
-    _arm("cortex-m4", "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16", dsp=True,
-         fpu=True, machine="mps2-an386", linker_script="mps2_an386.ld", ram="128K", flash="1M",
-         part="ST STM32F407VG (128 KiB SRAM1+SRAM2, CCM not counted; 1 MiB flash)"),
-    _arm("cortex-m7", "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16", dsp=True,
-         fpu=True, machine="mps2-an500", linker_script="mps2_an500.ld", ram="512K", flash="2M",
-         part="ST STM32F767ZI (512 KiB SRAM, 2 MiB flash)"),
-    _arm("cortex-m33", "-mcpu=cortex-m33 -mthumb -mfloat-abi=hard -mfpu=fpv5-sp-d16", dsp=True,
-         fpu=True, machine="mps2-an505", linker_script="mps2_an505.ld", ram="256K", flash="1M",
-         part="Nordic nRF9160 (256 KiB SRAM, 1 MiB flash)"),
-    _arm("cortex-m55", "-mcpu=cortex-m55 -mthumb -mfloat-abi=hard", dsp=True, mve=True,
-         fpu=True, machine="mps3-an547", linker_script="mps3_an547.ld", ram="512K", flash="2M",
-         part="Arm Corstone-300 class (512 KiB DTCM; 2 MiB code and weights)"),
+    _arm(
+        "cortex-m0plus",
+        "-mcpu=cortex-m0plus -mthumb -mfloat-abi=soft",
+        machine=None,
+        linker_script="mps2_an385.ld",
+        ram="32K",
+        flash="256K",
+        part="Microchip ATSAMD21G18A (32 KiB SRAM, 256 KiB flash)",
+    ),
+    _arm(
+        "cortex-m3",
+        "-mcpu=cortex-m3 -mthumb -mfloat-abi=soft",
+        machine="mps2-an385",
+        linker_script="mps2_an385.ld",
+        ram="64K",
+        flash="256K",
+        part="NXP LPC1766 (64 KiB SRAM, 256 KiB flash)",
+    ),
+    _arm(
+        "cortex-m4",
+        "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16",
+        dsp=True,
+        fpu=True,
+        machine="mps2-an386",
+        linker_script="mps2_an386.ld",
+        ram="128K",
+        flash="1M",
+        part="ST STM32F407VG (128 KiB SRAM1+SRAM2, CCM not counted; 1 MiB flash)",
+    ),
+    _arm(
+        "cortex-m7",
+        "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16",
+        dsp=True,
+        fpu=True,
+        machine="mps2-an500",
+        linker_script="mps2_an500.ld",
+        ram="512K",
+        flash="2M",
+        part="ST STM32F767ZI (512 KiB SRAM, 2 MiB flash)",
+    ),
+    _arm(
+        "cortex-m33",
+        "-mcpu=cortex-m33 -mthumb -mfloat-abi=hard -mfpu=fpv5-sp-d16",
+        dsp=True,
+        fpu=True,
+        machine="mps2-an505",
+        linker_script="mps2_an505.ld",
+        ram="256K",
+        flash="1M",
+        part="Nordic nRF9160 (256 KiB SRAM, 1 MiB flash)",
+    ),
+    _arm(
+        "cortex-m55",
+        "-mcpu=cortex-m55 -mthumb -mfloat-abi=hard",
+        dsp=True,
+        mve=True,
+        fpu=True,
+        machine="mps3-an547",
+        linker_script="mps3_an547.ld",
+        ram="512K",
+        flash="2M",
+        part="Arm Corstone-300 class (512 KiB DTCM; 2 MiB code and weights)",
+    ),
 )
 
 TARGETS: dict[str, Target] = {t.name: t for t in _TARGET_LIST}
@@ -168,8 +249,7 @@ def get_target(name: str | Target) -> Target:
     try:
         return TARGETS[name]
     except (KeyError, TypeError):
-        raise UnknownTargetError(f"unknown target {name!r}; valid targets: "
-                                 f"{', '.join(TARGETS)}") from None
+        raise UnknownTargetError(f"unknown target {name!r}; valid targets: {', '.join(TARGETS)}") from None
 
 
 def board_memory_map(target: Target | str) -> dict[str, tuple[int, int]]:
@@ -178,5 +258,7 @@ def board_memory_map(target: Target | str) -> dict[str, tuple[int, int]]:
     if target.linker_script is None:
         return {}
     text = (data_dir("runtime_c") / "port" / target.linker_script).read_text()
-    regions = re.findall(r"^\s*(\w+)\s*\([a-z]+\)\s*:\s*ORIGIN\s*=\s*(\w+)\s*,\s*LENGTH\s*=\s*(\w+)", text, re.MULTILINE)
+    regions = re.findall(
+        r"^\s*(\w+)\s*\([a-z]+\)\s*:\s*ORIGIN\s*=\s*(\w+)\s*,\s*LENGTH\s*=\s*(\w+)", text, re.MULTILINE
+    )
     return {name: (int(origin, 0), parse_size(length)) for name, origin, length in regions}

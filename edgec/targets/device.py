@@ -7,6 +7,7 @@ Samples travel as host files over semihosting: the driver reads int8 inputs from
 writes int8 outputs to OUTPUTS_FILE, both in the build directory (QEMU's working directory), so
 one QEMU run serves any number of samples. Imports nothing of torch.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,9 +19,9 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from edgec.targets import cmsis_nn_build, timing, toolchain
 from edgec.backend.codegen import TEMPLATES
 from edgec.errors import EdgecError
+from edgec.targets import cmsis_nn_build, timing, toolchain
 from edgec.targets.cores import TARGETS, Target
 from edgec.targets.timing import TimingSetup
 
@@ -33,19 +34,22 @@ QEMU_MIN_TIMEOUT = 30.0
 LAYER_MARKER = re.compile(r"EDGEC_LAYER_BEGIN\((\d+)\);")
 PROFILE_ROWS = 15  # functions format_table lists with a profile
 # How the counts are taken, for every bench report.
-COUNTED = ("instructions executed inside each layer's EDGEC_LAYER_BEGIN/END markers during one "
-           "invoke, summed: kernel calls and their argument set-up; start-up, the test driver and "
-           "the few instructions of invoke's own prologue are not counted")
+COUNTED = (
+    "instructions executed inside each layer's EDGEC_LAYER_BEGIN/END markers during one "
+    "invoke, summed: kernel calls and their argument set-up; start-up, the test driver and "
+    "the few instructions of invoke's own prologue are not counted"
+)
 # What the cycles are, for every bench report with them.
-CYCLE_MODEL = ("an estimate: the same instructions timed by edgec's model of the core and its memory system "
-               "(docs/timing-model.md); instructions are the exact, model-free figure")
+CYCLE_MODEL = (
+    "an estimate: the same instructions timed by edgec's model of the core and its memory system "
+    "(docs/timing-model.md); instructions are the exact, model-free figure"
+)
 
 
 def require_runnable(target: Target) -> None:
     if not target.can_run:
         runnable = ", ".join(t.name for t in TARGETS.values() if t.can_run)
-        raise EdgecError(f"{target.name} has no emulated board to run on (targets that run under "
-                         f"QEMU: {runnable})")
+        raise EdgecError(f"{target.name} has no emulated board to run on (targets that run under QEMU: {runnable})")
 
 
 def model_sources(model_dir: Path, name: str) -> list[Path]:
@@ -69,8 +73,10 @@ def library_objects(target: Target, report: dict) -> list[Path]:
         return []
     root = Path(library["dir"])
     if not (root / "Include" / "arm_nnfunctions.h").is_file():
-        raise EdgecError(f"the model was generated with --kernels cmsis-nn from {root}, which is gone; "
-                         f"regenerate it with CMSIS_NN_DIR set to a CMSIS-NN checkout")
+        raise EdgecError(
+            f"the model was generated with --kernels cmsis-nn from {root}, which is gone; "
+            f"regenerate it with CMSIS_NN_DIR set to a CMSIS-NN checkout"
+        )
     return cmsis_nn_build.objects(target, root)
 
 
@@ -80,23 +86,35 @@ BUILD_DEFINES = {"verify": ("EDGEC_CHECK_WRITES",), "bench": ("EDGEC_BENCH",), "
 INVOKE_STACK = re.compile(r"invoke_stack_bytes (\d+)")
 
 
-def build_program(target: Target, model_dir: Path, name: str, build_dir: Path, *,
-                  purpose: str = "verify") -> Path:
+def build_program(target: Target, model_dir: Path, name: str, build_dir: Path, *, purpose: str = "verify") -> Path:
     """The model directory and the semihosting driver, cross-compiled and linked into one ELF
     built for `purpose` (a BUILD_DEFINES key)."""
     build_dir.mkdir(parents=True, exist_ok=True)
     driver = build_dir / "target_main.c"
-    template = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-                                  undefined=jinja2.StrictUndefined,
-                                  keep_trailing_newline=True).get_template("target_main.c.j2")
+    template = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
+    ).get_template("target_main.c.j2")
     report = read_report(model_dir)
-    driver.write_text(template.render(name=name, NAME=name.upper(), inputs_file=INPUTS_FILE,
-                                      outputs_file=OUTPUTS_FILE, inputs=report["inputs"], outputs=report["outputs"]))
+    driver.write_text(
+        template.render(
+            name=name,
+            NAME=name.upper(),
+            inputs_file=INPUTS_FILE,
+            outputs_file=OUTPUTS_FILE,
+            inputs=report["inputs"],
+            outputs=report["outputs"],
+        )
+    )
     try:
-        return toolchain.cross_compile(target, [driver, *model_sources(model_dir, name)],
-                                       model_include_dirs(model_dir, report), build_dir / f"{name}_{purpose}.elf",
-                                       defines=BUILD_DEFINES[purpose], extra_cflags=WARNING_FLAGS,
-                                       extra_ldflags=[str(o) for o in library_objects(target, report)])
+        return toolchain.cross_compile(
+            target,
+            [driver, *model_sources(model_dir, name)],
+            model_include_dirs(model_dir, report),
+            build_dir / f"{name}_{purpose}.elf",
+            defines=BUILD_DEFINES[purpose],
+            extra_cflags=WARNING_FLAGS,
+            extra_ldflags=[str(o) for o in library_objects(target, report)],
+        )
     except toolchain.ToolchainError as exc:
         overflow = REGION_OVERFLOW.search(str(exc))
         if overflow is None:
@@ -113,10 +131,15 @@ def board_overflow_message(target: Target, region: str, excess: int) -> str:
     `target` (which may be smaller than a --ram/--flash budget, made for a real part)."""
     size = toolchain.board_regions(target).get(region)
     budget = target.ram_bytes if region == "RAM" else target.flash_bytes
-    beyond = (f"; the budget of {budget:,} B (--ram/--flash) is larger than the board, which can only run "
-              f"models that fit it" if budget is not None and size is not None and budget > size else "")
-    return (f"the model program does not fit QEMU's {target.qemu_machine} board for {target.name}: its {region} "
-            f"({size:,} B) overflows by {excess:,} B{beyond}")
+    beyond = (
+        f"; the budget of {budget:,} B (--ram/--flash) is larger than the board, which can only run models that fit it"
+        if budget is not None and size is not None and budget > size
+        else ""
+    )
+    return (
+        f"the model program does not fit QEMU's {target.qemu_machine} board for {target.name}: its {region} "
+        f"({size:,} B) overflows by {excess:,} B{beyond}"
+    )
 
 
 def qemu_timeout(macs: int, samples: int) -> float:
@@ -156,9 +179,11 @@ def run_model(target: Target, model_dir: Path, name: str, inputs: np.ndarray, bu
 # ---------------------------------------------------------------------------------------------
 # RAM besides the arena
 
+
 @dataclass
 class RamBeyondArena:
     """What a model needs in RAM on a target besides its arena."""
+
     invoke_stack_bytes: int  # the deepest stack one invoke used (QEMU, painted stack; up to 64 B high)
     data_bytes: int  # .data of the generated code and kernels (copied from flash at reset)
     bss_bytes: int  # .bss of the generated code and kernels, the arena excepted
@@ -169,8 +194,12 @@ class RamBeyondArena:
         return self.invoke_stack_bytes + self.data_bytes + self.bss_bytes
 
     def to_json(self) -> dict:
-        return {"invoke_stack_bytes": self.invoke_stack_bytes, "data_bytes": self.data_bytes,
-                "bss_bytes": self.bss_bytes, "total_bytes": self.total_bytes}
+        return {
+            "invoke_stack_bytes": self.invoke_stack_bytes,
+            "data_bytes": self.data_bytes,
+            "bss_bytes": self.bss_bytes,
+            "total_bytes": self.total_bytes,
+        }
 
 
 def ram_beyond_arena(target: Target, model_dir: Path, name: str, sample: np.ndarray, build_dir: Path) -> RamBeyondArena:
@@ -187,10 +216,12 @@ def ram_beyond_arena(target: Target, model_dir: Path, name: str, sample: np.ndar
         raise EdgecError(f"the stack-measuring program printed no invoke_stack_bytes: {result.stderr[:300]}")
     sections = writable_sections(target, model_dir, name)
     arena = f".bss.{name}_arena"
-    return RamBeyondArena(int(stack.group(1)),
-                          sum(size for section, (size, nobits) in sections.items() if not nobits),
-                          sum(size for section, (size, nobits) in sections.items() if nobits and section != arena),
-                          sorted(sections))
+    return RamBeyondArena(
+        int(stack.group(1)),
+        sum(size for section, (size, nobits) in sections.items() if not nobits),
+        sum(size for section, (size, nobits) in sections.items() if nobits and section != arena),
+        sorted(sections),
+    )
 
 
 def writable_sections(target: Target, model_dir: Path, name: str) -> dict[str, tuple[int, bool]]:
@@ -199,9 +230,13 @@ def writable_sections(target: Target, model_dir: Path, name: str) -> dict[str, t
     from elftools.elf.constants import SH_FLAGS
     from elftools.elf.elffile import ELFFile
 
-    objects = toolchain.compile_objects(target, model_sources(model_dir, name),
-                                        include_dirs=model_include_dirs(model_dir, read_report(model_dir)),
-                                        defines=BUILD_DEFINES["memory"], extra_cflags=WARNING_FLAGS)
+    objects = toolchain.compile_objects(
+        target,
+        model_sources(model_dir, name),
+        include_dirs=model_include_dirs(model_dir, read_report(model_dir)),
+        defines=BUILD_DEFINES["memory"],
+        extra_cflags=WARNING_FLAGS,
+    )
     sections: dict[str, tuple[int, bool]] = {}
     for path in objects:
         with open(path, "rb") as f:
@@ -225,6 +260,7 @@ def output_size(model_dir: Path, name: str) -> int:
 # ---------------------------------------------------------------------------------------------
 # Benchmarks
 
+
 @dataclass
 class LayerCount:
     name: str
@@ -238,12 +274,12 @@ class LayerCount:
 class Bench:
     target: str
     layers: list[LayerCount]  # the layers that emit code, in execution order
-    flash_bytes: int           # the whole bench program: text + rodata + data
-    ram_bytes: int             # data + bss (the arena) + stack
-    memory: dict               # toolchain.elf_memory of the bench program
+    flash_bytes: int  # the whole bench program: text + rodata + data
+    ram_bytes: int  # data + bss (the arena) + stack
+    memory: dict  # toolchain.elf_memory of the bench program
     arena_bytes: int
     weights_bytes: int
-    output: np.ndarray         # the model's int8 output for the benchmarked sample
+    output: np.ndarray  # the model's int8 output for the benchmarked sample
     ram_beyond_arena: RamBeyondArena  # of the model alone, measured apart from the bench program
     functions: dict[str, int] | None = None  # with a profile: instructions per function, whole run
     timing: TimingSetup | None = None  # the clock and memory system the cycles were modelled for
@@ -269,18 +305,37 @@ class Bench:
     def to_json(self) -> dict:
         """The fields of earlier versions first, in their order; then, with a timing model, the
         modelled cycles (total and per layer) and milliseconds at the clock given."""
-        layers = [{"name": l.name, "op": l.op, "macs": l.macs, "instructions": l.instructions,
-                   **({} if l.cycles is None else {"cycles": l.cycles})} for l in self.layers]
-        result = {"target": self.target, "total_instructions": self.total_instructions, "macs": self.macs,
-                  "flash_bytes": self.flash_bytes, "ram_bytes": self.ram_bytes,
-                  "ram_beyond_arena": self.ram_beyond_arena.to_json(), "layers": layers,
-                  **({} if self.functions is None else {"functions": self.functions})}
+        layers = [
+            {
+                "name": layer.name,
+                "op": layer.op,
+                "macs": layer.macs,
+                "instructions": layer.instructions,
+                **({} if layer.cycles is None else {"cycles": layer.cycles}),
+            }
+            for layer in self.layers
+        ]
+        result = {
+            "target": self.target,
+            "total_instructions": self.total_instructions,
+            "macs": self.macs,
+            "flash_bytes": self.flash_bytes,
+            "ram_bytes": self.ram_bytes,
+            "ram_beyond_arena": self.ram_beyond_arena.to_json(),
+            "layers": layers,
+            **({} if self.functions is None else {"functions": self.functions}),
+        }
         if self.timing is not None:
-            result.update(total_cycles=self.total_cycles, ms=round(self.milliseconds, 4),
-                          clock_mhz=self.timing.mhz, flash_wait_states=self.timing.flash_wait,
-                          cycle_model=CYCLE_MODEL, part=self.timing.part_name,
-                          **({} if self.timing.part is None else {"part_name": self.timing.part}),
-                          **({} if self.sensitivity is None else {"sensitivity": self.sensitivity}))
+            result.update(
+                total_cycles=self.total_cycles,
+                ms=round(self.milliseconds, 4),
+                clock_mhz=self.timing.mhz,
+                flash_wait_states=self.timing.flash_wait,
+                cycle_model=CYCLE_MODEL,
+                part=self.timing.part_name,
+                **({} if self.timing.part is None else {"part_name": self.timing.part}),
+                **({} if self.sensitivity is None else {"sensitivity": self.sensitivity}),
+            )
         return result
 
     def by_op(self) -> dict[str, tuple[int, int]]:
@@ -298,8 +353,16 @@ def marker_layers(model_c: Path) -> list[int]:
     return [int(index) for index in LAYER_MARKER.findall(model_c.read_text())]
 
 
-def bench(target: Target, model_dir: Path, name: str, sample: np.ndarray, build_dir: Path,
-          profile: bool = False, mhz: float | None = None, sensitivity: bool = False) -> Bench:
+def bench(
+    target: Target,
+    model_dir: Path,
+    name: str,
+    sample: np.ndarray,
+    build_dir: Path,
+    profile: bool = False,
+    mhz: float | None = None,
+    sensitivity: bool = False,
+) -> Bench:
     """One invoke on `sample` (int8, one row) under QEMU with the instruction-count plugin; with
     `profile`, also the instructions of each function over the whole run. On a core with a timing
     model (edgec.targets.timing), also the modelled cycles at `mhz` (default: the target's typical part)
@@ -310,69 +373,133 @@ def bench(target: Target, model_dir: Path, name: str, sample: np.ndarray, build_
     report = read_report(model_dir)
     elf = build_program(target, model_dir, name, build_dir, purpose="bench")
     _write_inputs(build_dir, sample.reshape(1, -1))
-    setup = (timing.setup_for(target.name, mhz, target.flash_wait, target.timing_part)
-             if timing.has_model(target.name) else None)
-    counts = toolchain.count_instructions(target, elf, timeout=qemu_timeout(report["macs"], 1),
-                                          cwd=build_dir, expect_status=None, profile=profile, timing=setup)
+    setup = (
+        timing.setup_for(target.name, mhz, target.flash_wait, target.timing_part)
+        if timing.has_model(target.name)
+        else None
+    )
+    counts = toolchain.count_instructions(
+        target,
+        elf,
+        timeout=qemu_timeout(report["macs"], 1),
+        cwd=build_dir,
+        expect_status=None,
+        profile=profile,
+        timing=setup,
+    )
     _check_exit(counts["result"], target)
     indices = marker_layers(model_dir / f"{name}.c")
     if len(counts["insns"]) != len(indices):
         raise EdgecError(f"{len(counts['insns'])} measured regions for {len(indices)} bracketed layers")
     cycles = counts.get("cycles", [None] * len(indices))
-    layers = [LayerCount(report["layers"][i]["name"], report["layers"][i]["op"], report["layers"][i]["macs"], n, c)
-              for i, n, c in zip(indices, counts["insns"], cycles)]
+    layers = [
+        LayerCount(report["layers"][i]["name"], report["layers"][i]["op"], report["layers"][i]["macs"], n, c)
+        for i, n, c in zip(indices, counts["insns"], cycles)
+    ]
     memory = toolchain.elf_memory(elf)
     output = _read_outputs(build_dir, 1, output_size(model_dir, name))[0]
     varied = None
     if sensitivity and setup is not None:  # an assumption that cannot change the estimate is not rerun
-        varied = {a.name: sum(toolchain.count_instructions(target, elf, timeout=qemu_timeout(report["macs"], 1),
-                                                           cwd=build_dir, expect_status=None,
-                                                           timing=setup.varied(a))["cycles"])
-                  if setup.changed_by(a) else sum(layer.cycles for layer in layers)
-                  for a in timing.SENSITIVITY}
-    return Bench(target.name, layers, memory["flash_bytes"], memory["ram_bytes"], memory,
-                 report["arena_bytes"], report["weights_bytes"], output,
-                 ram_beyond_arena(target, model_dir, name, sample, build_dir), counts.get("functions"), setup, varied)
+        varied = {
+            a.name: sum(
+                toolchain.count_instructions(
+                    target,
+                    elf,
+                    timeout=qemu_timeout(report["macs"], 1),
+                    cwd=build_dir,
+                    expect_status=None,
+                    timing=setup.varied(a),
+                )["cycles"]
+            )
+            if setup.changed_by(a)
+            else sum(layer.cycles for layer in layers)
+            for a in timing.SENSITIVITY
+        }
+    return Bench(
+        target.name,
+        layers,
+        memory["flash_bytes"],
+        memory["ram_bytes"],
+        memory,
+        report["arena_bytes"],
+        report["weights_bytes"],
+        output,
+        ram_beyond_arena(target, model_dir, name, sample, build_dir),
+        counts.get("functions"),
+        setup,
+        varied,
+    )
 
 
 def format_table(result: Bench, model: str) -> str:
     """The human-readable form of a bench result."""
+
     def per_mac(insns: int, macs: int) -> str:
         return f"{insns / macs:9.2f}" if macs else f"{'-':>9}"
 
     timed = result.timing is not None
     cycles = (lambda n: f" {n:>14,}") if timed else (lambda n: "")
-    lines = [f"{model} on {result.target} (QEMU, exact instruction counts"
-             + (f"; cycles modelled at {result.timing.mhz:g} MHz, {result.timing.flash_wait} flash wait states)"
-                if timed else ")"),
-             f"{'layer':<28} {'op':<18} {'MACs':>12}" + (f" {'cycles':>14}" if timed else "")
-             + f" {'instructions':>14} {'insn/MAC':>9}"]
-    lines += [f"{l.name:<28} {l.op:<18} {l.macs:>12,}{cycles(l.cycles)} {l.instructions:>14,} "
-              f"{per_mac(l.instructions, l.macs)}" for l in result.layers]
-    lines.append(f"{'total':<47} {result.macs:>12,}{cycles(result.total_cycles)} {result.total_instructions:>14,} "
-                 f"{per_mac(result.total_instructions, result.macs)}")
+    lines = [
+        f"{model} on {result.target} (QEMU, exact instruction counts"
+        + (
+            f"; cycles modelled at {result.timing.mhz:g} MHz, {result.timing.flash_wait} flash wait states)"
+            if timed
+            else ")"
+        ),
+        f"{'layer':<28} {'op':<18} {'MACs':>12}"
+        + (f" {'cycles':>14}" if timed else "")
+        + f" {'instructions':>14} {'insn/MAC':>9}",
+    ]
+    lines += [
+        f"{layer.name:<28} {layer.op:<18} {layer.macs:>12,}{cycles(layer.cycles)} {layer.instructions:>14,} "
+        f"{per_mac(layer.instructions, layer.macs)}"
+        for layer in result.layers
+    ]
+    lines.append(
+        f"{'total':<47} {result.macs:>12,}{cycles(result.total_cycles)} {result.total_instructions:>14,} "
+        f"{per_mac(result.total_instructions, result.macs)}"
+    )
     if timed:
         lines.append(f"part: {result.timing.part_name}")
-        lines.append(f"time: {result.milliseconds:.3f} ms at {result.timing.mhz:g} MHz "
-                     f"({result.total_cycles / max(result.total_instructions, 1):.2f} cycles/instruction); "
-                     f"cycles are {CYCLE_MODEL}")
+        lines.append(
+            f"time: {result.milliseconds:.3f} ms at {result.timing.mhz:g} MHz "
+            f"({result.total_cycles / max(result.total_instructions, 1):.2f} cycles/instruction); "
+            f"cycles are {CYCLE_MODEL}"
+        )
     if result.sensitivity:
-        lines.append("sensitivity (estimated total cycles, one assumption varied at a time): " + ", ".join(
-            f"{name} {cycles:,} ({cycles / result.total_cycles - 1:+.1%})" for name, cycles in result.sensitivity.items()))
-    lines.append("by op: " + ", ".join(f"{op} {insns:,} ({per_mac(insns, macs).strip()}/MAC)"
-                                       for op, (macs, insns) in result.by_op().items()))
+        lines.append(
+            "sensitivity (estimated total cycles, one assumption varied at a time): "
+            + ", ".join(
+                f"{name} {cycles:,} ({cycles / result.total_cycles - 1:+.1%})"
+                for name, cycles in result.sensitivity.items()
+            )
+        )
+    lines.append(
+        "by op: "
+        + ", ".join(
+            f"{op} {insns:,} ({per_mac(insns, macs).strip()}/MAC)" for op, (macs, insns) in result.by_op().items()
+        )
+    )
     m = result.memory
-    lines.append(f"flash {result.flash_bytes:,} B (text {m['text']:,} + rodata {m['rodata']:,} + data {m['data']:,}; "
-                 f"model constants {result.weights_bytes:,})")
-    lines.append(f"RAM {result.ram_bytes:,} B (data {m['data']:,} + bss {m['bss']:,} + stack {m['stack']:,}; "
-                 f"arena {result.arena_bytes:,})")
+    lines.append(
+        f"flash {result.flash_bytes:,} B (text {m['text']:,} + rodata {m['rodata']:,} + data {m['data']:,}; "
+        f"model constants {result.weights_bytes:,})"
+    )
+    lines.append(
+        f"RAM {result.ram_bytes:,} B (data {m['data']:,} + bss {m['bss']:,} + stack {m['stack']:,}; "
+        f"arena {result.arena_bytes:,})"
+    )
     extra = result.ram_beyond_arena
-    lines.append(f"the model's RAM besides the arena: {extra.total_bytes:,} B (invoke stack {extra.invoke_stack_bytes:,} "
-                 f"+ data {extra.data_bytes:,} + bss {extra.bss_bytes:,})")
+    lines.append(
+        f"the model's RAM besides the arena: {extra.total_bytes:,} B (invoke stack {extra.invoke_stack_bytes:,} "
+        f"+ data {extra.data_bytes:,} + bss {extra.bss_bytes:,})"
+    )
     lines.append(f"counted: {COUNTED}; flash and RAM are those of the whole bench program.")
     if result.functions is not None:
         whole = sum(result.functions.values())
         lines.append("instructions by function, whole run (start-up and test driver included):")
-        lines += [f"  {count:>14,} {100 * count / whole:5.1f}%  {function}"
-                  for function, count in list(result.functions.items())[:PROFILE_ROWS]]
+        lines += [
+            f"  {count:>14,} {100 * count / whole:5.1f}%  {function}"
+            for function, count in list(result.functions.items())[:PROFILE_ROWS]
+        ]
     return "\n".join(lines)

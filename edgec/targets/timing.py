@@ -16,6 +16,7 @@ emits. The plugin reads one line per instruction address (write_timing_table).
 COSTS below is the one place every cost is written down, with its source; docs/timing-model.md
 is generated from it (`python scripts/write_timing_doc.py`). These are estimates: see LEFT_OUT.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,14 +30,15 @@ from edgec.targets.cores import Target, board_memory_map
 
 # Instruction kinds, shared with the plugin (enum insn_kind in qemu_insn_plugin.c).
 ALU, LOAD, STORE, MULTI, BRANCH, DIV, MAC, VMEM, VALU, VMAC, LOOP_END, LOOP_START = range(12)
-KIND_NAMES = ("alu", "load", "store", "multi", "branch", "div", "mac", "vmem", "valu", "vmac", "loop_end",
-              "loop_start")
+KIND_NAMES = ("alu", "load", "store", "multi", "branch", "div", "mac", "vmem", "valu", "vmac", "loop_end", "loop_start")
 
 M4_TRM = "Cortex-M4 TRM (DDI 0439B) table 3-1, Processor instruction timings"
 M4_TRM_LS = "Cortex-M4 TRM (DDI 0439B) section 3.3.2, Load/store timings"
 M4_FPU_TRM = "Cortex-M4 TRM (DDI 0439B) table 7-1, FPU instruction set (VLDR 2, VLDM/VPUSH/VPOP 1+N)"
-M55_BEATS = ("Armv8.1-M Architecture Reference Manual (DDI 0553) B5.3 beat-wise execution, and the Cortex-M55 "
-             "TRM (101051) 'dual-beat' MVE: 4 beats per 128-bit instruction, 2 per cycle")
+M55_BEATS = (
+    "Armv8.1-M Architecture Reference Manual (DDI 0553) B5.3 beat-wise execution, and the Cortex-M55 "
+    "TRM (101051) 'dual-beat' MVE: 4 beats per 128-bit instruction, 2 per cycle"
+)
 APPROX = "approximation (no public per-instruction table for this core)"
 
 
@@ -44,103 +46,238 @@ APPROX = "approximation (no public per-instruction table for this core)"
 class Cost:
     """Cycles of one instruction class on each core, as base + per_reg * N (N registers in the
     list; rounded up) -- the cost when the instruction does not branch and nothing overlaps."""
+
     name: str
     kind: int
-    mnemonics: str           # regular expression over the mnemonic (condition and .w/.n stripped)
+    mnemonics: str  # regular expression over the mnemonic (condition and .w/.n stripped)
     m4: tuple[float, float] | None  # (base, per register); Cortex-M33 uses the M4 figures (see CORES);
     m7: tuple[float, float] | None  #   None: the core does not have the instruction
     m55: tuple[float, float] | None
     source: str
-    operands: str = ""       # if given, a regular expression the operands must contain for this row
+    operands: str = ""  # if given, a regular expression the operands must contain for this row
 
 
-_DP = (r"adcs?|adds?|addw|adr|ands?|asrs?|bics?|bfc|bfi|clz|cmn|cmp|eors?|lsls?|lsrs?|movs?|movw|movt|mvns?|negs?|"
-       r"orns?|orrs?|rbit|rev|rev16|revsh|rors?|rrxs?|rsbs?|sbcs?|sbfx|subs?|subw|teq|tst|ubfx|"
-       r"[su]xt[bh]|[su]xtb16|[su]xta[bh]|[su]xtab16|pkhbt|pkhtb|sel|ssat|usat|ssat16|usat16|"
-       r"[su]?q?h?(add|sub)(8|16)|[su]?q?h?(asx|sax)|q(d)?(add|sub)|usada?8|nop|it[te]{0,3}|"
-       r"cps(ie|id)|mrs|msr|dmb|dsb|isb|sev|wfe|wfi|yield|bkpt|svc|udf|vmov|vmrs|vmsr|csel|csinc|csinv|csneg|"
-       r"cset|csetm|cinc|cinv|cneg|sqrshr|uqrshl|sqshl|uqshl|srshr|urshr|asrl|lsll|lsrl|sqrshrl|uqrshll|"
-       r"sqshll|uqshll|srshrl|urshrl|vctp(8|16|32|64)?|vpst[te]{0,3}")
-_MUL = (r"muls?|mla|mls|[su]mull|[su]mlal|umaal|smul[bt][bt]|smulw[bt]|smla[bt][bt]|smlaw[bt]|smlal[bt][bt]|"
-        r"smla[dl]?dx?|smlsl?dx?|smmulr?|smmlar?|smmlsr?|smuadx?|smusdx?|smlald|smlaldx|smlsld|smlsldx")
+_DP = (
+    r"adcs?|adds?|addw|adr|ands?|asrs?|bics?|bfc|bfi|clz|cmn|cmp|eors?|lsls?|lsrs?|movs?|movw|movt|mvns?|negs?|"
+    r"orns?|orrs?|rbit|rev|rev16|revsh|rors?|rrxs?|rsbs?|sbcs?|sbfx|subs?|subw|teq|tst|ubfx|"
+    r"[su]xt[bh]|[su]xtb16|[su]xta[bh]|[su]xtab16|pkhbt|pkhtb|sel|ssat|usat|ssat16|usat16|"
+    r"[su]?q?h?(add|sub)(8|16)|[su]?q?h?(asx|sax)|q(d)?(add|sub)|usada?8|nop|it[te]{0,3}|"
+    r"cps(ie|id)|mrs|msr|dmb|dsb|isb|sev|wfe|wfi|yield|bkpt|svc|udf|vmov|vmrs|vmsr|csel|csinc|csinv|csneg|"
+    r"cset|csetm|cinc|cinv|cneg|sqrshr|uqrshl|sqshl|uqshl|srshr|urshr|asrl|lsll|lsrl|sqrshrl|uqrshll|"
+    r"sqshll|uqshll|srshrl|urshrl|vctp(8|16|32|64)?|vpst[te]{0,3}"
+)
+_MUL = (
+    r"muls?|mla|mls|[su]mull|[su]mlal|umaal|smul[bt][bt]|smulw[bt]|smla[bt][bt]|smlaw[bt]|smlal[bt][bt]|"
+    r"smla[dl]?dx?|smlsl?dx?|smmulr?|smmlar?|smmlsr?|smuadx?|smusdx?|smlald|smlaldx|smlsld|smlsldx"
+)
 
 COSTS = (
-    Cost("data processing, saturating, packing, parallel add/sub, IT, VMOV", ALU, _DP,
-         (1, 0), (1, 0), (1, 0), f"{M4_TRM}: 1 (IT may fold to 0 on the M4: charged 1)"),
-    Cost("multiply, multiply-accumulate, long multiply, DSP multiply (SMLAD, SMLAxy...)", MAC, _MUL,
-         (1, 0), (1, 0), (1, 0), f"{M4_TRM}: MUL/MLA/MLS 1, SMULL/UMULL/SMLAL/UMLAL 1, DSP multiplies 1"),
-    Cost("divide SDIV/UDIV", DIV, r"[su]div",
-         (7, 0), (7, 0), (7, 0), f"{M4_TRM}: 2 to 12, early termination on the operands' leading bits; "
-         "the plugin cannot read operand values (QEMU 7.2's plugin API has no register reads): fixed 7, "
-         "the middle of the range (error up to +-5 per divide)"),
-    Cost("load single LDR/LDRB/LDRH/LDRSB/LDRSH/LDREX, VLDR (FP)", LOAD,
-         r"ldr(b|h|sb|sh|ex|exb|exh|t|bt|ht|sbt|sht)?|vldr|lda(b|h|ex|exb|exh)?",
-         (2, 0), (1, 0), (1, 0), f"{M4_TRM}: 2; {M4_TRM_LS}: 1 when it follows a load single whose destination "
-         "it does not use as an address (pipelined); M7/M55: 1 issue + 1 load-use stall, " + APPROX),
-    Cost("store single with an immediate offset STR/STRB/STRH Rt, [Rn, #imm]", STORE,
-         r"str(b|h|t|bt|ht)?|vstr",
-         (1, 0), (1, 0), (1, 0), f"{M4_TRM_LS}: 'STR Rx,[Ry,#imm] is always one cycle' (the store completes "
-         "while the next instruction executes); M7/M55: 1, " + APPROX, operands=r"\[\s*\w+\s*(,\s*#[^\]]*)?\]"),
-    Cost("store single, other addressing (register offset, STREX...)", STORE,
-         r"str(b|h|ex|exb|exh|t|bt|ht)?|vstr|stl(b|h|ex|exb|exh)?",
-         (2, 0), (1, 0), (1, 0), f"{M4_TRM}: 2; {M4_TRM_LS}: 1 when it follows a load single (nothing "
-         "pipelines after a store); M7/M55: 1, " + APPROX),
-    Cost("load/store double LDRD/STRD", MULTI, r"ldrd|strd",
-         (3, 0), (1, 0), (1, 0), f"{M4_TRM}: 1+N with N = 2; M7/M55 64-bit data path: 1, " + APPROX),
-    Cost("load/store multiple LDM/STM/PUSH/POP, VLDM/VSTM/VPUSH/VPOP", MULTI,
-         r"ldm(ia|db|fd|ea)?|stm(ia|db|fd|ea)?|push|pop|vldm(ia|db)?|vstm(ia|db)?|vpush|vpop",
-         (1, 1), (1, 0.5), (1, 0.5), f"{M4_TRM}: 1+N (N registers; +P when PC is loaded); {M4_FPU_TRM}; "
-         "M7/M55: 1+N/2 (two registers a cycle on the 64-bit path), " + APPROX),
-    Cost("branch B/BL/BX/BLX/CBZ/CBNZ; any instruction writing PC", BRANCH, r"b|bl|bx|blx|cbn?z|bxns|blxns",
-         (1, 0), (1, 0), (1, 0), f"{M4_TRM}: 1 not taken, 1+P taken (P = refill, see CORES)"),
-    Cost("table branch TBB/TBH", BRANCH, r"tb[bh]",
-         (2, 0), (2, 0), (2, 0), f"{M4_TRM}: 2+P; {M4_TRM_LS} says at least 6 with the refill"),
-    Cost("low-overhead loop start DLS/DLSTP/WLS/WLSTP", LOOP_START, r"dlstp(\.\d+)?|dls|wlstp(\.\d+)?|wls",
-         None, None, (1, 0), "Cortex-M55: 1 (+P when WLS skips the loop), " + APPROX),
-    Cost("low-overhead loop end LE/LETP", LOOP_END, r"le|letp",
-         None, None, (1, 0), "Cortex-M55 TRM loop cache: 0 when the loop end is cached (the previous LE "
-         "executed was this one), else 1 (+P when it loops); " + APPROX),
-    Cost("Helium load/store VLDRB/H/W, VSTRB/H/W, VLD2x/VLD4x, VST2x/VST4x", VMEM,
-         r"vldr[bhwd](\.\w+)?|vstr[bhwd](\.\w+)?|vld[24][0-3](\.\w+)?|vst[24][0-3](\.\w+)?",
-         None, None, (2, 0), f"{M55_BEATS}: 2 cycles; overlaps the previous vector instruction of another "
-         "class by 1"),
-    Cost("Helium multiply / multiply-accumulate (VMLA, VMLADAV, VMUL, VQDMULH...)", VMAC,
-         r"v(r?mla|mls|r?mlal|mlsl|rmlal)[a-z]*|vq?r?d?mul[a-z]*|vq?r?dml[as][a-z]*|vfm[as]|vfmas|vmul",
-         None, None, (2, 0), f"{M55_BEATS}: 2 cycles; overlaps the previous vector instruction of another "
-         "class by 1"),
-    Cost("Helium other vector instructions (add, shift, compare, move, reduce, VPT...)", VALU, r"v[a-z0-9]+",
-         None, None, (2, 0), f"{M55_BEATS}: 2 cycles; overlaps the previous vector instruction of another "
-         "class by 1"),
+    Cost(
+        "data processing, saturating, packing, parallel add/sub, IT, VMOV",
+        ALU,
+        _DP,
+        (1, 0),
+        (1, 0),
+        (1, 0),
+        f"{M4_TRM}: 1 (IT may fold to 0 on the M4: charged 1)",
+    ),
+    Cost(
+        "multiply, multiply-accumulate, long multiply, DSP multiply (SMLAD, SMLAxy...)",
+        MAC,
+        _MUL,
+        (1, 0),
+        (1, 0),
+        (1, 0),
+        f"{M4_TRM}: MUL/MLA/MLS 1, SMULL/UMULL/SMLAL/UMLAL 1, DSP multiplies 1",
+    ),
+    Cost(
+        "divide SDIV/UDIV",
+        DIV,
+        r"[su]div",
+        (7, 0),
+        (7, 0),
+        (7, 0),
+        f"{M4_TRM}: 2 to 12, early termination on the operands' leading bits; "
+        "the plugin cannot read operand values (QEMU 7.2's plugin API has no register reads): fixed 7, "
+        "the middle of the range (error up to +-5 per divide)",
+    ),
+    Cost(
+        "load single LDR/LDRB/LDRH/LDRSB/LDRSH/LDREX, VLDR (FP)",
+        LOAD,
+        r"ldr(b|h|sb|sh|ex|exb|exh|t|bt|ht|sbt|sht)?|vldr|lda(b|h|ex|exb|exh)?",
+        (2, 0),
+        (1, 0),
+        (1, 0),
+        f"{M4_TRM}: 2; {M4_TRM_LS}: 1 when it follows a load single whose destination "
+        "it does not use as an address (pipelined); M7/M55: 1 issue + 1 load-use stall, " + APPROX,
+    ),
+    Cost(
+        "store single with an immediate offset STR/STRB/STRH Rt, [Rn, #imm]",
+        STORE,
+        r"str(b|h|t|bt|ht)?|vstr",
+        (1, 0),
+        (1, 0),
+        (1, 0),
+        f"{M4_TRM_LS}: 'STR Rx,[Ry,#imm] is always one cycle' (the store completes "
+        "while the next instruction executes); M7/M55: 1, " + APPROX,
+        operands=r"\[\s*\w+\s*(,\s*#[^\]]*)?\]",
+    ),
+    Cost(
+        "store single, other addressing (register offset, STREX...)",
+        STORE,
+        r"str(b|h|ex|exb|exh|t|bt|ht)?|vstr|stl(b|h|ex|exb|exh)?",
+        (2, 0),
+        (1, 0),
+        (1, 0),
+        f"{M4_TRM}: 2; {M4_TRM_LS}: 1 when it follows a load single (nothing "
+        "pipelines after a store); M7/M55: 1, " + APPROX,
+    ),
+    Cost(
+        "load/store double LDRD/STRD",
+        MULTI,
+        r"ldrd|strd",
+        (3, 0),
+        (1, 0),
+        (1, 0),
+        f"{M4_TRM}: 1+N with N = 2; M7/M55 64-bit data path: 1, " + APPROX,
+    ),
+    Cost(
+        "load/store multiple LDM/STM/PUSH/POP, VLDM/VSTM/VPUSH/VPOP",
+        MULTI,
+        r"ldm(ia|db|fd|ea)?|stm(ia|db|fd|ea)?|push|pop|vldm(ia|db)?|vstm(ia|db)?|vpush|vpop",
+        (1, 1),
+        (1, 0.5),
+        (1, 0.5),
+        f"{M4_TRM}: 1+N (N registers; +P when PC is loaded); {M4_FPU_TRM}; "
+        "M7/M55: 1+N/2 (two registers a cycle on the 64-bit path), " + APPROX,
+    ),
+    Cost(
+        "branch B/BL/BX/BLX/CBZ/CBNZ; any instruction writing PC",
+        BRANCH,
+        r"b|bl|bx|blx|cbn?z|bxns|blxns",
+        (1, 0),
+        (1, 0),
+        (1, 0),
+        f"{M4_TRM}: 1 not taken, 1+P taken (P = refill, see CORES)",
+    ),
+    Cost(
+        "table branch TBB/TBH",
+        BRANCH,
+        r"tb[bh]",
+        (2, 0),
+        (2, 0),
+        (2, 0),
+        f"{M4_TRM}: 2+P; {M4_TRM_LS} says at least 6 with the refill",
+    ),
+    Cost(
+        "low-overhead loop start DLS/DLSTP/WLS/WLSTP",
+        LOOP_START,
+        r"dlstp(\.\d+)?|dls|wlstp(\.\d+)?|wls",
+        None,
+        None,
+        (1, 0),
+        "Cortex-M55: 1 (+P when WLS skips the loop), " + APPROX,
+    ),
+    Cost(
+        "low-overhead loop end LE/LETP",
+        LOOP_END,
+        r"le|letp",
+        None,
+        None,
+        (1, 0),
+        "Cortex-M55 TRM loop cache: 0 when the loop end is cached (the previous LE "
+        "executed was this one), else 1 (+P when it loops); " + APPROX,
+    ),
+    Cost(
+        "Helium load/store VLDRB/H/W, VSTRB/H/W, VLD2x/VLD4x, VST2x/VST4x",
+        VMEM,
+        r"vldr[bhwd](\.\w+)?|vstr[bhwd](\.\w+)?|vld[24][0-3](\.\w+)?|vst[24][0-3](\.\w+)?",
+        None,
+        None,
+        (2, 0),
+        f"{M55_BEATS}: 2 cycles; overlaps the previous vector instruction of another class by 1",
+    ),
+    Cost(
+        "Helium multiply / multiply-accumulate (VMLA, VMLADAV, VMUL, VQDMULH...)",
+        VMAC,
+        r"v(r?mla|mls|r?mlal|mlsl|rmlal)[a-z]*|vq?r?d?mul[a-z]*|vq?r?dml[as][a-z]*|vfm[as]|vfmas|vmul",
+        None,
+        None,
+        (2, 0),
+        f"{M55_BEATS}: 2 cycles; overlaps the previous vector instruction of another class by 1",
+    ),
+    Cost(
+        "Helium other vector instructions (add, shift, compare, move, reduce, VPT...)",
+        VALU,
+        r"v[a-z0-9]+",
+        None,
+        None,
+        (2, 0),
+        f"{M55_BEATS}: 2 cycles; overlaps the previous vector instruction of another class by 1",
+    ),
 )
 
 
 @dataclass(frozen=True)
 class Core:
     """The dynamic rules of one core, passed to the plugin."""
+
     name: str
-    costs: str              # which column of COSTS
-    refill: int             # P: cycles added when a branch is taken
-    load_pipelining: bool   # M4 TRM 3.3.2: a load/store single right after a load single costs 1 less
-    load_use_stall: int     # cycles an instruction waits for the register a load single just wrote
-    dual_issue: bool        # two adjacent independent instructions may issue in one cycle
-    beat_overlap: bool      # Helium: a vector instruction overlaps the previous one of another class
+    costs: str  # which column of COSTS
+    refill: int  # P: cycles added when a branch is taken
+    load_pipelining: bool  # M4 TRM 3.3.2: a load/store single right after a load single costs 1 less
+    load_use_stall: int  # cycles an instruction waits for the register a load single just wrote
+    dual_issue: bool  # two adjacent independent instructions may issue in one cycle
+    beat_overlap: bool  # Helium: a vector instruction overlaps the previous one of another class
     source: str
 
 
 CORES = {
-    "cortex-m4": Core("cortex-m4", "m4", 2, True, 0, False, False,
-                      f"{M4_TRM}: P is 1 to 3 'depending on the alignment and width of the target instruction'; "
-                      "modelled as 2, plus 1 when the target is a 32-bit instruction not 4-byte aligned"),
-    "cortex-m33": Core("cortex-m33", "m4", 2, True, 0, False, False,
-                       "Cortex-M33 TRM (100230) gives no per-instruction timings; its 3-stage pipeline is "
-                       "modelled with the Cortex-M4 table (its limited dual issue of 16-bit pairs is not modelled)"),
-    "cortex-m7": Core("cortex-m7", "m7", 1, False, 1, True, False,
-                      "Cortex-M7 TRM (DDI 0489) gives no per-instruction timings; approximation: dual issue of two "
-                      "adjacent independent instructions (not two memory, not two multiplies, the second not "
-                      "reading the first's result, no LDM/STM/divide/taken branch in the pair), load-use 1, "
-                      "predicted taken branch 1 extra (mispredictions not modelled)"),
-    "cortex-m55": Core("cortex-m55", "m55", 2, False, 1, False, True,
-                       f"{M55_BEATS}; scalar: 1 cycle, load-use 1, taken branch P=2 ({APPROX})"),
+    "cortex-m4": Core(
+        "cortex-m4",
+        "m4",
+        2,
+        True,
+        0,
+        False,
+        False,
+        f"{M4_TRM}: P is 1 to 3 'depending on the alignment and width of the target instruction'; "
+        "modelled as 2, plus 1 when the target is a 32-bit instruction not 4-byte aligned",
+    ),
+    "cortex-m33": Core(
+        "cortex-m33",
+        "m4",
+        2,
+        True,
+        0,
+        False,
+        False,
+        "Cortex-M33 TRM (100230) gives no per-instruction timings; its 3-stage pipeline is "
+        "modelled with the Cortex-M4 table (its limited dual issue of 16-bit pairs is not modelled)",
+    ),
+    "cortex-m7": Core(
+        "cortex-m7",
+        "m7",
+        1,
+        False,
+        1,
+        True,
+        False,
+        "Cortex-M7 TRM (DDI 0489) gives no per-instruction timings; approximation: dual issue of two "
+        "adjacent independent instructions (not two memory, not two multiplies, the second not "
+        "reading the first's result, no LDM/STM/divide/taken branch in the pair), load-use 1, "
+        "predicted taken branch 1 extra (mispredictions not modelled)",
+    ),
+    "cortex-m55": Core(
+        "cortex-m55",
+        "m55",
+        2,
+        False,
+        1,
+        False,
+        True,
+        f"{M55_BEATS}; scalar: 1 cycle, load-use 1, taken branch P=2 ({APPROX})",
+    ),
 }
 
 
@@ -150,6 +287,7 @@ class Memory:
     (an instruction cache, a data cache for constants read from flash, sequential prefetch);
     SRAM/TCM data is zero-wait. Caches are set-associative with LRU replacement (1 way: direct-
     mapped); `unified`: constants read from flash go through the instruction cache (no data cache)."""
+
     mhz: float
     flash_wait: int
     icache_lines: int
@@ -165,15 +303,46 @@ class Memory:
 # The clock, flash wait states and flash accelerator of each target's typical part (Target.part).
 # The ART accelerators' associativity is not documented: modelled direct-mapped (see SENSITIVITY).
 MEMORY = {
-    "cortex-m4": Memory(168, 5, 64, 8, True, "STM32F407VG at 168 MHz: 5 wait states, ART accelerator (64 x 128-bit "
-                        "instruction lines, 8 data lines, prefetch; RM0090 3.5)"),
-    "cortex-m33": Memory(64, 0, 0, 0, False, "nRF9160 at 64 MHz: its datasheet gives no flash wait states (code "
-                         "runs through its instruction cache); modelled zero-wait"),
-    "cortex-m7": Memory(216, 7, 512, 512, True, "STM32F767ZI at 216 MHz: 7 wait states behind the Cortex-M7's 16 KiB "
-                        "L1 instruction cache (2-way) and 16 KiB data cache (4-way), 32-byte lines (Cortex-M7 TRM "
-                        "DDI 0489 5.1/6.1), ART prefetch", line_bytes=32, icache_ways=2, dcache_ways=4),
-    "cortex-m55": Memory(400, 0, 0, 0, False, "a Corstone-300 class part (e.g. Alif Ensemble E7 high-performance core "
-                         "at 400 MHz) running from zero-wait ITCM/DTCM"),
+    "cortex-m4": Memory(
+        168,
+        5,
+        64,
+        8,
+        True,
+        "STM32F407VG at 168 MHz: 5 wait states, ART accelerator (64 x 128-bit "
+        "instruction lines, 8 data lines, prefetch; RM0090 3.5)",
+    ),
+    "cortex-m33": Memory(
+        64,
+        0,
+        0,
+        0,
+        False,
+        "nRF9160 at 64 MHz: its datasheet gives no flash wait states (code "
+        "runs through its instruction cache); modelled zero-wait",
+    ),
+    "cortex-m7": Memory(
+        216,
+        7,
+        512,
+        512,
+        True,
+        "STM32F767ZI at 216 MHz: 7 wait states behind the Cortex-M7's 16 KiB "
+        "L1 instruction cache (2-way) and 16 KiB data cache (4-way), 32-byte lines (Cortex-M7 TRM "
+        "DDI 0489 5.1/6.1), ART prefetch",
+        line_bytes=32,
+        icache_ways=2,
+        dcache_ways=4,
+    ),
+    "cortex-m55": Memory(
+        400,
+        0,
+        0,
+        0,
+        False,
+        "a Corstone-300 class part (e.g. Alif Ensemble E7 high-performance core "
+        "at 400 MHz) running from zero-wait ITCM/DTCM",
+    ),
 }
 
 
@@ -181,6 +350,7 @@ MEMORY = {
 class Part:
     """A named part (`--part`): the core it has, its memory system at the clock it was run at,
     and its SRAM and flash (the memory budget a build on it is checked against)."""
+
     target: str
     memory: Memory
     ram_bytes: int | None = None
@@ -191,19 +361,58 @@ class Part:
 # so that a comparison with them is made under their memory conditions. Wait states: the reference
 # manual's flash latency table at that clock and voltage range.
 PARTS = {
-    "stm32l4r5": Part("cortex-m4", Memory(
-        120, 5, 32, 8, True, "STM32L4R5 at 120 MHz (Range 1 boost): 5 wait states (RM0432 flash latency table), "
-        "ART accelerator: 32 instruction lines and 8 data lines of 4 x 64 bits, prefetch; associativity not "
-        "documented, modelled direct-mapped", line_bytes=32), 640 * 1024, 2048 * 1024),
-    "stm32u575": Part("cortex-m33", Memory(
-        160, 4, 512, 0, True, "STM32U575 at 160 MHz (Range 1): 4 wait states (RM0456 flash latency table), 8 KiB "
-        "ICACHE, 2-way, 16-byte lines, on the C-bus that carries both instruction fetches and literal/constant "
-        "reads (modelled unified), flash prefetch on", icache_ways=2, unified=True), 768 * 1024, 2048 * 1024),
-    "stm32h7a3": Part("cortex-m7", Memory(
-        280, 6, 512, 512, False, "STM32H7A3 at 280 MHz (VOS0): 6 wait states (RM0455 flash latency table), Cortex-M7 "
-        "16 KiB L1 instruction cache (2-way) and 16 KiB data cache (4-way), 32-byte lines; a line fill is charged "
-        "the wait states once (the flash word is 128 bits: a second flash access per 32-byte line is not "
-        "charged); no flash prefetch", line_bytes=32, icache_ways=2, dcache_ways=4), 1376 * 1024, 2048 * 1024),
+    "stm32l4r5": Part(
+        "cortex-m4",
+        Memory(
+            120,
+            5,
+            32,
+            8,
+            True,
+            "STM32L4R5 at 120 MHz (Range 1 boost): 5 wait states (RM0432 flash latency table), "
+            "ART accelerator: 32 instruction lines and 8 data lines of 4 x 64 bits, prefetch; associativity not "
+            "documented, modelled direct-mapped",
+            line_bytes=32,
+        ),
+        640 * 1024,
+        2048 * 1024,
+    ),
+    "stm32u575": Part(
+        "cortex-m33",
+        Memory(
+            160,
+            4,
+            512,
+            0,
+            True,
+            "STM32U575 at 160 MHz (Range 1): 4 wait states (RM0456 flash latency table), 8 KiB "
+            "ICACHE, 2-way, 16-byte lines, on the C-bus that carries both instruction fetches and literal/constant "
+            "reads (modelled unified), flash prefetch on",
+            icache_ways=2,
+            unified=True,
+        ),
+        768 * 1024,
+        2048 * 1024,
+    ),
+    "stm32h7a3": Part(
+        "cortex-m7",
+        Memory(
+            280,
+            6,
+            512,
+            512,
+            False,
+            "STM32H7A3 at 280 MHz (VOS0): 6 wait states (RM0455 flash latency table), Cortex-M7 "
+            "16 KiB L1 instruction cache (2-way) and 16 KiB data cache (4-way), 32-byte lines; a line fill is charged "
+            "the wait states once (the flash word is 128 bits: a second flash access per 32-byte line is not "
+            "charged); no flash prefetch",
+            line_bytes=32,
+            icache_ways=2,
+            dcache_ways=4,
+        ),
+        1376 * 1024,
+        2048 * 1024,
+    ),
 }
 
 
@@ -214,8 +423,9 @@ def part_for(target: str, part: str | None) -> Part:
     if part not in PARTS:
         raise EdgecError(f"--part {part!r}: expected one of {', '.join(PARTS)}")
     if PARTS[part].target != target:
-        raise EdgecError(f"--part {part}: a {PARTS[part].target} part, not a {target} one (use --target "
-                         f"{PARTS[part].target})")
+        raise EdgecError(
+            f"--part {part}: a {PARTS[part].target} part, not a {target} one (use --target {PARTS[part].target})"
+        )
     return PARTS[part]
 
 
@@ -225,20 +435,25 @@ def on_part(target: Target, part: str | None) -> Target:
     if part is None:
         return target
     named = part_for(target.name, part)  # a clear error for an unknown part or another core's
-    return replace(target, timing_part=part, ram_bytes=named.ram_bytes, flash_bytes=named.flash_bytes,
-                   part=f"ST {part.upper()} ({named.ram_bytes // 1024} KiB SRAM, "
-                        f"{named.flash_bytes // (1024 * 1024)} MiB flash)")
+    return replace(
+        target,
+        timing_part=part,
+        ram_bytes=named.ram_bytes,
+        flash_bytes=named.flash_bytes,
+        part=f"ST {part.upper()} ({named.ram_bytes // 1024} KiB SRAM, {named.flash_bytes // (1024 * 1024)} MiB flash)",
+    )
 
 
 @dataclass(frozen=True)
 class Assumption:
     """One way the model's uncertain parts could be instead: what `bench --sensitivity` reruns."""
+
     name: str
     associativity: str | None = None  # "direct" or "full": every cache with 1 way / all ways
-    prefetch: bool | None = None      # sequential prefetch on/off instead of the part's
-    free_fetch: bool = False          # instruction fetches never stall (a perfect prefetcher)
-    it_cycles: int | None = None      # cycles of IT (0: always folded)
-    refill: int | None = None         # taken-branch refill P instead of the core's
+    prefetch: bool | None = None  # sequential prefetch on/off instead of the part's
+    free_fetch: bool = False  # instruction fetches never stall (a perfect prefetcher)
+    it_cycles: int | None = None  # cycles of IT (0: always folded)
+    refill: int | None = None  # taken-branch refill P instead of the core's
 
 
 # The model's uncertain parts, each varied alone (the documented model is the reference):
@@ -255,13 +470,15 @@ SENSITIVITY = (
 )
 
 
-LEFT_OUT = ("interrupts and exceptions, bus contention and AHB/AXI latency beyond the flash wait states, "
-            "unaligned-access penalties, IT folding (IT is charged 1; `--sensitivity` shows 0), operand-dependent "
-            "divide times, the M7's branch mispredictions and its caches' write-back traffic, the caches' own "
-            "replacement policies (LRU is modelled; `--sensitivity` bounds associativity), a cache line fill's "
-            "second flash access where the line is wider than the flash word, the M33's 16-bit dual issue, FPU "
-            "timings beyond loads/stores, and Helium's exceptions to overlap (e.g. cross-beat dependencies of VLDR "
-            "gathers)")
+LEFT_OUT = (
+    "interrupts and exceptions, bus contention and AHB/AXI latency beyond the flash wait states, "
+    "unaligned-access penalties, IT folding (IT is charged 1; `--sensitivity` shows 0), operand-dependent "
+    "divide times, the M7's branch mispredictions and its caches' write-back traffic, the caches' own "
+    "replacement policies (LRU is modelled; `--sensitivity` bounds associativity), a cache line fill's "
+    "second flash access where the line is wider than the flash word, the M33's 16-bit dual issue, FPU "
+    "timings beyond loads/stores, and Helium's exceptions to overlap (e.g. cross-beat dependencies of VLDR "
+    "gathers)"
+)
 
 _CONDITIONS = ("eq", "ne", "cs", "hs", "cc", "lo", "mi", "pl", "vs", "vc", "hi", "ls", "ge", "lt", "gt", "le", "al")
 _COMPILED = [(cost, re.compile(f"(?:{cost.mnemonics})")) for cost in COSTS]
@@ -287,7 +504,7 @@ def _mask(names) -> int:
 
 def _register_list(operands: str) -> list[str]:
     """The registers of a {r4, r5-r7, lr} list, ranges expanded."""
-    inside = operands[operands.index("{") + 1:operands.index("}")]
+    inside = operands[operands.index("{") + 1 : operands.index("}")]
     names: list[str] = []
     for part in inside.split(","):
         part = part.strip()
@@ -320,14 +537,15 @@ def cost_of(mnemonic: str, operands: str = "") -> Cost | None:
 @dataclass(frozen=True)
 class Timed:
     """One decoded instruction, as the plugin reads it."""
+
     address: int
     size: int
     kind: int
     cycles: int
-    dst: int    # registers written (bit i = ri); not a base register's writeback, which the address
-                #   stage computes early (M4 TRM 3.3.2 delays only on a load's destination)
-    src: int    # registers read
-    addr: int   # registers forming a memory address
+    dst: int  # registers written (bit i = ri); not a base register's writeback, which the address
+    #   stage computes early (M4 TRM 3.3.2 delays only on a load's destination)
+    src: int  # registers read
+    addr: int  # registers forming a memory address
     it: bool = False  # an IT instruction (which the M4 may fold: SENSITIVITY)
 
 
@@ -358,7 +576,7 @@ def classify(address: int, size: int, mnemonic: str, operands: str, core: Core) 
             listed = []
         else:
             count = len(listed)
-        outside = _REGISTER.findall(operands[:operands.index("{")])
+        outside = _REGISTER.findall(operands[: operands.index("{")])
         loads = mnemonic.lower().startswith(("ldm", "pop", "vldm", "vpop"))
         dst = _mask(listed) if loads else 0
         src = _mask(outside) | (0 if loads else _mask(listed))
@@ -367,14 +585,14 @@ def classify(address: int, size: int, mnemonic: str, operands: str, core: Core) 
             src |= 1 << 13
         cycles = math.ceil(base + per_reg * count)
     else:
-        inside = operands[operands.index("["):] if "[" in operands else ""
+        inside = operands[operands.index("[") :] if "[" in operands else ""
         addr = _mask(_REGISTER.findall(inside))
         cycles = math.ceil(base)
         if kind in (VMEM, VALU, VMAC):  # Q registers are not tracked; a reduction writes a scalar
             dst = _mask(registers[:1]) if kind != VMEM and re.match(r"\s*r", operands) else 0
             src = _mask(registers)
         elif kind in (LOAD, MULTI) and mnemonic.lower().startswith(("ldr", "vldr", "lda")):
-            written = _REGISTER.findall(operands[:operands.index("[")] if "[" in operands else operands)
+            written = _REGISTER.findall(operands[: operands.index("[")] if "[" in operands else operands)
             dst, src = _mask(written), addr
         elif kind in (STORE, MULTI, BRANCH) or mnemonic.lower().startswith(("cmp", "cmn", "tst", "teq", "it")):
             dst, src = 0, _mask(registers)
@@ -394,16 +612,19 @@ def classify(address: int, size: int, mnemonic: str, operands: str, core: Core) 
     return Timed(address, size, kind, cycles, dst & 0xFFFF, src & 0xFFFF, addr & 0xFFFF, it)
 
 
-_TWO_OPERAND_READS_DST = re.compile(r"(adcs?|adds?|ands?|asrs?|bics?|eors?|lsls?|lsrs?|muls?|orrs?|rors?|sbcs?|"
-                                    r"subs?)(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al)?")
+_TWO_OPERAND_READS_DST = re.compile(
+    r"(adcs?|adds?|ands?|asrs?|bics?|eors?|lsls?|lsrs?|muls?|orrs?|rors?|sbcs?|"
+    r"subs?)(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al)?"
+)
 _OBJDUMP_LINE = re.compile(r"^\s*([0-9a-f]+):\s+((?:[0-9a-f]{4}\s?){1,2})\s+(\S+)\s*(.*)$")
 
 
 def decode_elf(elf: Path, target: str) -> list[Timed]:
     """Every instruction of `elf`'s executable sections, decoded for `target`'s core."""
     core = CORES[target]
-    result = subprocess.run(["arm-none-eabi-objdump", "-d", "-m", "armv8.1-m.main", str(elf)],
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        ["arm-none-eabi-objdump", "-d", "-m", "armv8.1-m.main", str(elf)], capture_output=True, text=True, check=True
+    )
     decoded = []
     for line in result.stdout.splitlines():
         match = _OBJDUMP_LINE.match(line)
@@ -418,11 +639,12 @@ def decode_elf(elf: Path, target: str) -> list[Timed]:
 class TimingSetup:
     """What a timed run needs: the core, the memory system, the flash address range and the
     assumption the uncertain parts are modelled with (None: the documented model)."""
+
     target: str
     mhz: float
     flash_wait: int
     flash: tuple[int, int] | None  # [start, end) of the flash the code and constants sit in
-    part: str | None = None        # a PARTS name; None: the target's typical part (MEMORY)
+    part: str | None = None  # a PARTS name; None: the target's typical part (MEMORY)
     assumption: Assumption | None = None
 
     @property
@@ -444,24 +666,30 @@ class TimingSetup:
             if self.flash_wait == 0:
                 return False
         if assumption.associativity is not None:
-            return any(_ways(lines, ways, assumption) != ways for lines, ways in
-                       ((memory.icache_lines, memory.icache_ways), (memory.dcache_lines, memory.dcache_ways)))
+            return any(
+                _ways(lines, ways, assumption) != ways
+                for lines, ways in (
+                    (memory.icache_lines, memory.icache_ways),
+                    (memory.dcache_lines, memory.dcache_ways),
+                )
+            )
         if assumption.prefetch is not None:
             return assumption.prefetch != memory.prefetch
         return assumption.refill is None or assumption.refill != core.refill
 
 
-def setup_for(target: str, mhz: float | None = None, flash_wait: int | None = None,
-              part: str | None = None) -> TimingSetup:
+def setup_for(
+    target: str, mhz: float | None = None, flash_wait: int | None = None, part: str | None = None
+) -> TimingSetup:
     """The timing of `part` (PARTS; None: `target`'s typical part, MEMORY), with the user's clock
     and wait states if given. Flash is every region of the board's linker script but RAM: code and
     constants."""
-    spans = [(origin, origin + length) for name, (origin, length) in board_memory_map(target).items()
-             if name != "RAM"]
+    spans = [(origin, origin + length) for name, (origin, length) in board_memory_map(target).items() if name != "RAM"]
     flash = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
     memory = part_for(target, part).memory
-    return TimingSetup(target, memory.mhz if mhz is None else mhz, flash_wait_states(target, flash_wait, part),
-                       flash, part)
+    return TimingSetup(
+        target, memory.mhz if mhz is None else mhz, flash_wait_states(target, flash_wait, part), flash, part
+    )
 
 
 def flash_wait_states(target: str, flash_wait: int | None = None, part: str | None = None) -> int:
@@ -488,17 +716,24 @@ def write_timing_table(elf: Path, setup: TimingSetup, path: Path) -> Path:
     then one `ADDRESS SIZE KIND CYCLES DST SRC ADDR` line per instruction (hex masks)."""
     core, memory, varied = CORES[setup.target], setup.memory, setup.assumption or Assumption("documented")
     start, end = setup.flash or (0, 0)
-    params = {"refill": core.refill if varied.refill is None else varied.refill,
-              "load_pipelining": int(core.load_pipelining),
-              "load_use_stall": core.load_use_stall, "dual_issue": int(core.dual_issue),
-              "beat_overlap": int(core.beat_overlap), "flash_start": start, "flash_end": end,
-              "flash_wait": setup.flash_wait, "icache_lines": memory.icache_lines,
-              "dcache_lines": memory.dcache_lines,
-              "icache_ways": _ways(memory.icache_lines, memory.icache_ways, varied),
-              "dcache_ways": _ways(memory.dcache_lines, memory.dcache_ways, varied),
-              "unified": int(memory.unified),
-              "prefetch": int(memory.prefetch if varied.prefetch is None else varied.prefetch),
-              "free_fetch": int(varied.free_fetch), "line_bytes": memory.line_bytes}
+    params = {
+        "refill": core.refill if varied.refill is None else varied.refill,
+        "load_pipelining": int(core.load_pipelining),
+        "load_use_stall": core.load_use_stall,
+        "dual_issue": int(core.dual_issue),
+        "beat_overlap": int(core.beat_overlap),
+        "flash_start": start,
+        "flash_end": end,
+        "flash_wait": setup.flash_wait,
+        "icache_lines": memory.icache_lines,
+        "dcache_lines": memory.dcache_lines,
+        "icache_ways": _ways(memory.icache_lines, memory.icache_ways, varied),
+        "dcache_ways": _ways(memory.dcache_lines, memory.dcache_ways, varied),
+        "unified": int(memory.unified),
+        "prefetch": int(memory.prefetch if varied.prefetch is None else varied.prefetch),
+        "free_fetch": int(varied.free_fetch),
+        "line_bytes": memory.line_bytes,
+    }
     lines = [f"param {name} {value}" for name, value in params.items()]
     for t in decode_elf(elf, setup.target):
         if varied.it_cycles is not None and t.it:
@@ -514,69 +749,108 @@ def milliseconds(cycles: int, mhz: float) -> float:
 
 def document() -> str:
     """docs/timing-model.md: COSTS, CORES and MEMORY as tables."""
+
     def cycles(pair: tuple[float, float] | None) -> str:
         if pair is None:
             return "-"
         base, per_reg = pair
         return f"{base:g}" if not per_reg else f"{base:g}+{'N' if per_reg == 1 else f'N*{per_reg:g}'}"
 
-    lines = ["# The timing model of `edgec bench`", "",
-             "Generated from `edgec/targets/timing.py` by `python scripts/write_timing_doc.py`; do not edit.", "",
-             "`edgec bench` counts instructions exactly (QEMU executes them) and estimates cycles with this model,",
-             "run by edgec's QEMU plugin (`runtime_c/port/qemu_insn_plugin.c`) over the executed instruction",
-             "stream. Instructions are decoded from the ELF with `arm-none-eabi-objdump -m armv8.1-m.main`",
-             "(QEMU 7.2's own disassembler, Capstone 4, does not know Helium or the loop instructions).", "",
-             "## Cycles per instruction class", "",
-             "Cost when the instruction does not branch and does not overlap; N = registers in the list.",
-             "Cortex-M33 uses the Cortex-M4 column.", "",
-             "| class | M4 / M33 | M7 | M55 | source |", "|---|---:|---:|---:|---|"]
+    lines = [
+        "# The timing model of `edgec bench`",
+        "",
+        "Generated from `edgec/targets/timing.py` by `python scripts/write_timing_doc.py`; do not edit.",
+        "",
+        "`edgec bench` counts instructions exactly (QEMU executes them) and estimates cycles with this model,",
+        "run by edgec's QEMU plugin (`runtime_c/port/qemu_insn_plugin.c`) over the executed instruction",
+        "stream. Instructions are decoded from the ELF with `arm-none-eabi-objdump -m armv8.1-m.main`",
+        "(QEMU 7.2's own disassembler, Capstone 4, does not know Helium or the loop instructions).",
+        "",
+        "## Cycles per instruction class",
+        "",
+        "Cost when the instruction does not branch and does not overlap; N = registers in the list.",
+        "Cortex-M33 uses the Cortex-M4 column.",
+        "",
+        "| class | M4 / M33 | M7 | M55 | source |",
+        "|---|---:|---:|---:|---|",
+    ]
     lines += [f"| {c.name} | {cycles(c.m4)} | {cycles(c.m7)} | {cycles(c.m55)} | {c.source} |" for c in COSTS]
-    lines += ["", "## Dynamic rules per core", "",
-              "- **taken branch**: the next executed address is not pc + size; adds the refill P",
-              "  (+1 when the target is a 32-bit instruction at an address = 2 mod 4).",
-              "- **load pipelining** (M4/M33): a load/store single right after a load single costs 1 less, unless",
-              "  its address uses the register that load wrote (M4 TRM 3.3.2).",
-              "- **load-use** (M7/M55): an instruction reading the register a load single just wrote waits.",
-              "- **dual issue** (M7): see its source below.",
-              "- **beat overlap** (M55): a Helium instruction right after one of another class (memory,",
-              "  multiply, other) starts in the previous one's second cycle: it costs 1 less. Tail-predicated",
-              "  iterations cost full beats (inactive lanes still take their beat).",
-              "- **loop end** (M55): LE/LETP cost 0 when the loop cache holds them (the previous LE executed).", "",
-              "| core | P | load pipelining | load-use | dual issue | beat overlap | source |",
-              "|---|---:|---|---:|---|---|---|"]
-    lines += [f"| {c.name} | {c.refill} | {'yes' if c.load_pipelining else 'no'} | {c.load_use_stall} "
-              f"| {'yes' if c.dual_issue else 'no'} | {'yes' if c.beat_overlap else 'no'} | {c.source} |"
-              for c in CORES.values()]
-    lines += ["", "## Memory system", "",
-              "Code and constants in flash: an instruction fetch or data read of a line (the part's line size)",
-              "missing the part's cache costs the flash wait states; with prefetch, the next sequential line is",
-              "fetched in the background while the current one executes (a fetch that finds it on the way waits",
-              "only for the rest). Caches are set-associative with LRU replacement (1 way: direct-mapped); a",
-              "unified cache also holds the constants read from flash. SRAM/TCM data reads and all stores are",
-              "zero-wait. `--part` selects a named part below; `--flash-wait` and `--mhz` override its figures.", "",
-              "The same wait states and data cache decide `--opt auto`'s constant layouts (`edgec build`, `verify`",
-              "and `bench` all take `--flash-wait` and `--part`): a DSP convolution's filter is widened to int16",
-              "(fewer instructions, twice the flash reads) without wait states, when the widened filter and its",
-              "channel table fit the data cache, or at few wait states; never on a part without a data cache once",
-              "it has wait states; a fully connected layer's only without wait states, and then not on the",
-              "dual-issue M7. The measured thresholds are in edgec/passes/constant_layouts.py.", ""]
+    lines += [
+        "",
+        "## Dynamic rules per core",
+        "",
+        "- **taken branch**: the next executed address is not pc + size; adds the refill P",
+        "  (+1 when the target is a 32-bit instruction at an address = 2 mod 4).",
+        "- **load pipelining** (M4/M33): a load/store single right after a load single costs 1 less, unless",
+        "  its address uses the register that load wrote (M4 TRM 3.3.2).",
+        "- **load-use** (M7/M55): an instruction reading the register a load single just wrote waits.",
+        "- **dual issue** (M7): see its source below.",
+        "- **beat overlap** (M55): a Helium instruction right after one of another class (memory,",
+        "  multiply, other) starts in the previous one's second cycle: it costs 1 less. Tail-predicated",
+        "  iterations cost full beats (inactive lanes still take their beat).",
+        "- **loop end** (M55): LE/LETP cost 0 when the loop cache holds them (the previous LE executed).",
+        "",
+        "| core | P | load pipelining | load-use | dual issue | beat overlap | source |",
+        "|---|---:|---|---:|---|---|---|",
+    ]
+    lines += [
+        f"| {c.name} | {c.refill} | {'yes' if c.load_pipelining else 'no'} | {c.load_use_stall} "
+        f"| {'yes' if c.dual_issue else 'no'} | {'yes' if c.beat_overlap else 'no'} | {c.source} |"
+        for c in CORES.values()
+    ]
+    lines += [
+        "",
+        "## Memory system",
+        "",
+        "Code and constants in flash: an instruction fetch or data read of a line (the part's line size)",
+        "missing the part's cache costs the flash wait states; with prefetch, the next sequential line is",
+        "fetched in the background while the current one executes (a fetch that finds it on the way waits",
+        "only for the rest). Caches are set-associative with LRU replacement (1 way: direct-mapped); a",
+        "unified cache also holds the constants read from flash. SRAM/TCM data reads and all stores are",
+        "zero-wait. `--part` selects a named part below; `--flash-wait` and `--mhz` override its figures.",
+        "",
+        "The same wait states and data cache decide `--opt auto`'s constant layouts (`edgec build`, `verify`",
+        "and `bench` all take `--flash-wait` and `--part`): a DSP convolution's filter is widened to int16",
+        "(fewer instructions, twice the flash reads) without wait states, when the widened filter and its",
+        "channel table fit the data cache, or at few wait states; never on a part without a data cache once",
+        "it has wait states; a fully connected layer's only without wait states, and then not on the",
+        "dual-issue M7. The measured thresholds are in edgec/passes/constant_layouts.py.",
+        "",
+    ]
 
     def memory_row(name: str, target: str, m: Memory) -> str:
         def cache(lines: int, ways: int) -> str:
             return "-" if not lines else f"{lines} x {m.line_bytes} B, {'direct' if ways == 1 else f'{ways}-way'}"
+
         data = "unified" if m.unified else cache(m.dcache_lines, m.dcache_ways)
-        return (f"| {name} | {target} | {m.mhz:g} | {m.flash_wait} | {cache(m.icache_lines, m.icache_ways)} | {data} "
-                f"| {'yes' if m.prefetch else 'no'} | {m.part} |")
-    header = ["| {} | core | MHz | flash wait states | I-cache | D-cache | prefetch | part |",
-              "|---|---|---:|---:|---|---|---|---|"]
+        return (
+            f"| {name} | {target} | {m.mhz:g} | {m.flash_wait} | {cache(m.icache_lines, m.icache_ways)} | {data} "
+            f"| {'yes' if m.prefetch else 'no'} | {m.part} |"
+        )
+
+    header = [
+        "| {} | core | MHz | flash wait states | I-cache | D-cache | prefetch | part |",
+        "|---|---|---:|---:|---|---|---|---|",
+    ]
     lines += ["Typical parts (the default of each target):", "", header[0].format("target"), header[1]]
     lines += [memory_row(t, t, m) for t, m in MEMORY.items()]
-    lines += ["", "Named parts (`--part NAME`): the parts of the fastest published MLPerf Tiny results, at their",
-              "published clocks.", "", header[0].format("--part"), header[1]]
+    lines += [
+        "",
+        "Named parts (`--part NAME`): the parts of the fastest published MLPerf Tiny results, at their",
+        "published clocks.",
+        "",
+        header[0].format("--part"),
+        header[1],
+    ]
     lines += [memory_row(name, p.target, p.memory) for name, p in PARTS.items()]
-    lines += ["", "## Sensitivity", "",
-              "`edgec bench --sensitivity` reruns the estimate with each uncertain part of the model varied alone",
-              "and reports every total; BENCHMARKS.md gives each headline ratio's range over them:", ""]
+    lines += [
+        "",
+        "## Sensitivity",
+        "",
+        "`edgec bench --sensitivity` reruns the estimate with each uncertain part of the model varied alone",
+        "and reports every total; BENCHMARKS.md gives each headline ratio's range over them:",
+        "",
+    ]
     lines += [f"- {a.name}" for a in SENSITIVITY]
     lines += ["", "## Left out", "", f"Cycles are an estimate. The model leaves out {LEFT_OUT}.", ""]
     return "\n".join(lines)

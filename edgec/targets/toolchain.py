@@ -7,6 +7,7 @@ a build. Imports nothing of torch.
 Objects are cached (see compile_object): a test session that builds many programs compiles the
 shared runtime and port sources once per target and flag set.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -32,16 +33,14 @@ PORT_DIR = data_dir("runtime_c") / "port"
 PORT_SOURCES = (PORT_DIR / "startup.c", PORT_DIR / "semihost.c")
 PLUGIN_SOURCE = PORT_DIR / "qemu_insn_plugin.c"
 
-APT_INSTALL = ("apt-get install -y --no-install-recommends "
-               "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm")
+APT_INSTALL = "apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
 CLANG_APT_INSTALL = "apt-get install -y --no-install-recommends clang lld"
 BASE_CFLAGS = ("-std=c99", "-ffunction-sections", "-fdata-sections")
 LINK_FLAGS = ("-nostartfiles", "--specs=nano.specs", "-Wl,--gc-sections")
 # clang links with ld.lld and no start files or libraries of its own (it has no newlib or
 # compiler-rt for arm-none-eabi): newlib-nano's libc and libgcc come from the GCC toolchain.
 CLANG_LINK_FLAGS = ("-fuse-ld=lld", "-nostdlib", "-Wl,--gc-sections")
-QEMU_FLAGS = ("-nographic", "-monitor", "none", "-serial", "none",
-              "-semihosting-config", "enable=on,target=native")
+QEMU_FLAGS = ("-nographic", "-monitor", "none", "-serial", "none", "-semihosting-config", "enable=on,target=native")
 FAULT_STATUS = 3  # SEMIHOST_FAULT_STATUS in runtime_c/port/semihost.h
 
 
@@ -55,6 +54,7 @@ class QemuTimeout(ToolchainError):
 
 # ---------------------------------------------------------------------------------------------
 # Finding the tools
+
 
 def find_arm_gcc() -> str | None:
     """Path of arm-none-eabi-gcc, or None."""
@@ -78,8 +78,7 @@ def require_cross_toolchain() -> str:
     """Path of arm-none-eabi-gcc; a ToolchainError saying how to install it if missing."""
     gcc = find_arm_gcc()
     if gcc is None:
-        raise ToolchainError(f"arm-none-eabi-gcc not found; install the Arm toolchain (Debian/"
-                             f"Ubuntu): {APT_INSTALL}")
+        raise ToolchainError(f"arm-none-eabi-gcc not found; install the Arm toolchain (Debian/Ubuntu): {APT_INSTALL}")
     return gcc
 
 
@@ -87,8 +86,7 @@ def require_qemu() -> str:
     """Path of qemu-system-arm; a ToolchainError saying how to install it if missing."""
     qemu = find_qemu()
     if qemu is None:
-        raise ToolchainError(f"qemu-system-arm not found; install it (Debian/Ubuntu): "
-                             f"{APT_INSTALL}")
+        raise ToolchainError(f"qemu-system-arm not found; install it (Debian/Ubuntu): {APT_INSTALL}")
     return qemu
 
 
@@ -96,8 +94,9 @@ def require_clang() -> str:
     """Path of clang (and ld.lld, which it links with); a ToolchainError saying how to install them."""
     clang = shutil.which("clang")
     if clang is None or shutil.which("ld.lld") is None:
-        raise ToolchainError(f"clang and ld.lld are needed for a clang build; install them (Debian/Ubuntu): "
-                             f"{CLANG_APT_INSTALL}")
+        raise ToolchainError(
+            f"clang and ld.lld are needed for a clang build; install them (Debian/Ubuntu): {CLANG_APT_INSTALL}"
+        )
     return clang
 
 
@@ -154,6 +153,7 @@ def default_cache_dir() -> Path:
 # ---------------------------------------------------------------------------------------------
 # Compiling with an object cache
 
+
 def _sha256_file(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -161,8 +161,7 @@ def _sha256_file(path: Path) -> str:
 def _define_flags(defines: Mapping[str, object] | Iterable[str]) -> list[str]:
     """-D flags from {"N": 4} or ["N=4", "FLAG"]."""
     if isinstance(defines, Mapping):
-        return [f"-D{name}" if value is None else f"-D{name}={value}"
-                for name, value in defines.items()]
+        return [f"-D{name}" if value is None else f"-D{name}={value}" for name, value in defines.items()]
     return [f"-D{d}" for d in defines]
 
 
@@ -195,9 +194,15 @@ def _cached_object_is_fresh(obj: Path, manifest: Path) -> bool:
         return False
 
 
-def compile_object(target: Target | str, source: Path, include_dirs: Sequence[Path] = (),
-                   defines: Mapping[str, object] | Iterable[str] = (), opt: str = "-O2",
-                   extra_cflags: Sequence[str] = (), cache_dir: Path | None = None) -> Path:
+def compile_object(
+    target: Target | str,
+    source: Path,
+    include_dirs: Sequence[Path] = (),
+    defines: Mapping[str, object] | Iterable[str] = (),
+    opt: str = "-O2",
+    extra_cflags: Sequence[str] = (),
+    cache_dir: Path | None = None,
+) -> Path:
     """Compile one C file for `target`, or reuse the cached object.
 
     The cache key covers the compiler and its version, the target, all flags (include dirs,
@@ -208,10 +213,17 @@ def compile_object(target: Target | str, source: Path, include_dirs: Sequence[Pa
     target = get_target(target)
     source = Path(source).resolve()
     compiler = _compiler_for(target)
-    flags = [*target.cflags, *BASE_CFLAGS, opt, *_define_flags(defines),
-             *(f"-I{Path(d).resolve()}" for d in (*include_dirs, PORT_DIR)), *extra_cflags]
-    key_text = "\0".join([_compiler_identity(compiler[0]), *compiler[1:], target.name, *flags, str(source),
-                          _sha256_file(source)])
+    flags = [
+        *target.cflags,
+        *BASE_CFLAGS,
+        opt,
+        *_define_flags(defines),
+        *(f"-I{Path(d).resolve()}" for d in (*include_dirs, PORT_DIR)),
+        *extra_cflags,
+    ]
+    key_text = "\0".join(
+        [_compiler_identity(compiler[0]), *compiler[1:], target.name, *flags, str(source), _sha256_file(source)]
+    )
     key = hashlib.sha256(key_text.encode()).hexdigest()[:24]
     obj_dir = Path(cache_dir or default_cache_dir()) / "obj" / target.name
     obj = obj_dir / f"{source.stem}-{key}.o"
@@ -233,8 +245,9 @@ def compile_object(target: Target | str, source: Path, include_dirs: Sequence[Pa
 def _run_build(cmd: list[str], what: str) -> None:
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        raise ToolchainError(f"{what} failed (exit {result.returncode}):\n  {' '.join(cmd)}\n"
-                             f"{result.stdout}{result.stderr}")
+        raise ToolchainError(
+            f"{what} failed (exit {result.returncode}):\n  {' '.join(cmd)}\n{result.stdout}{result.stderr}"
+        )
 
 
 def compile_objects(target: Target | str, sources: Sequence[Path], **kwargs) -> list[Path]:
@@ -246,11 +259,19 @@ def compile_objects(target: Target | str, sources: Sequence[Path], **kwargs) -> 
         return list(pool.map(lambda s: compile_object(target, s, **kwargs), sources))
 
 
-def cross_compile(target: Target | str, sources: Sequence[Path], include_dirs: Sequence[Path],
-                  out_elf: Path, defines: Mapping[str, object] | Iterable[str] = (),
-                  opt: str = "-O2", extra_cflags: Sequence[str] = (), *,
-                  cache_dir: Path | None = None, stack_size: int | None = None,
-                  extra_ldflags: Sequence[str] = ()) -> Path:
+def cross_compile(
+    target: Target | str,
+    sources: Sequence[Path],
+    include_dirs: Sequence[Path],
+    out_elf: Path,
+    defines: Mapping[str, object] | Iterable[str] = (),
+    opt: str = "-O2",
+    extra_cflags: Sequence[str] = (),
+    *,
+    cache_dir: Path | None = None,
+    stack_size: int | None = None,
+    extra_ldflags: Sequence[str] = (),
+) -> Path:
     """Compile `sources` (one of them defines main()) and link them into `out_elf`.
 
     Arm targets link with the port (startup.c, semihost.c; runtime_c/port is always on the
@@ -275,11 +296,27 @@ def cross_compile(target: Target | str, sources: Sequence[Path], include_dirs: S
             link_flags.append(f"-Wl,--defsym=__stack_size={int(stack_size)}")
         if clang:
             libraries += [str(library) for library in newlib_for(target.cflags)[1:]]
-    objects = compile_objects(target, all_sources, include_dirs=include_dirs, defines=defines,
-                              opt=opt, extra_cflags=extra_cflags, cache_dir=cache_dir)
+    objects = compile_objects(
+        target,
+        all_sources,
+        include_dirs=include_dirs,
+        defines=defines,
+        opt=opt,
+        extra_cflags=extra_cflags,
+        cache_dir=cache_dir,
+    )
     out_elf.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [*_compiler_for(target), *target.cflags, opt, *map(str, objects), *link_flags,
-           *extra_ldflags, *libraries, "-o", str(out_elf)]
+    cmd = [
+        *_compiler_for(target),
+        *target.cflags,
+        opt,
+        *map(str, objects),
+        *link_flags,
+        *extra_ldflags,
+        *libraries,
+        "-o",
+        str(out_elf),
+    ]
     _run_build(cmd, f"linking {out_elf} for {target.name}")
     return out_elf
 
@@ -293,9 +330,11 @@ def board_regions(target: Target | str) -> dict[str, int]:
 # ---------------------------------------------------------------------------------------------
 # Running under QEMU
 
+
 @dataclass
 class QemuResult:
     """Like subprocess.CompletedProcess. Semihosting text (SYS_WRITE0) arrives on stderr."""
+
     args: list[str]
     returncode: int
     stdout: str
@@ -308,9 +347,16 @@ def _qemu_option_value(text: str) -> str:
     return str(text).replace(",", ",,")
 
 
-def run_qemu(target: Target | str, elf: Path, timeout: float = 60, cwd: Path | None = None,
-             plugin_out: Path | None = None, cache_dir: Path | None = None,
-             profile_out: Path | None = None, timing_table: Path | None = None) -> QemuResult:
+def run_qemu(
+    target: Target | str,
+    elf: Path,
+    timeout: float = 60,
+    cwd: Path | None = None,
+    plugin_out: Path | None = None,
+    cache_dir: Path | None = None,
+    profile_out: Path | None = None,
+    timing_table: Path | None = None,
+) -> QemuResult:
     """Run `elf` on the target's QEMU board; semihosting file paths are relative to `cwd`.
 
     The exit status is main's return value (3 after a fault). With `plugin_out`, edgec's
@@ -321,23 +367,26 @@ def run_qemu(target: Target | str, elf: Path, timeout: float = 60, cwd: Path | N
     """
     target = get_target(target)
     if target.qemu_machine is None:
-        raise ToolchainError(f"target {target.name} has no QEMU board; it can be compiled but "
-                             f"not run")
+        raise ToolchainError(f"target {target.name} has no QEMU board; it can be compiled but not run")
     elf = Path(elf).resolve()
-    cmd = [require_qemu(), "-M", target.qemu_machine, "-cpu", target.qemu_cpu, *QEMU_FLAGS,
-           "-kernel", str(elf)]
+    cmd = [require_qemu(), "-M", target.qemu_machine, "-cpu", target.qemu_cpu, *QEMU_FLAGS, "-kernel", str(elf)]
     if plugin_out is not None:
-        cmd += ["-plugin", _plugin_option(elf, Path(plugin_out).resolve(), cache_dir, profile_out, timing_table),
-                "-d", "plugin"]
+        cmd += [
+            "-plugin",
+            _plugin_option(elf, Path(plugin_out).resolve(), cache_dir, profile_out, timing_table),
+            "-d",
+            "plugin",
+        ]
     start = time.monotonic()
     try:
-        result = subprocess.run(cmd, capture_output=True, stdin=subprocess.DEVNULL, cwd=cwd,
-                                timeout=timeout, check=False)
+        result = subprocess.run(
+            cmd, capture_output=True, stdin=subprocess.DEVNULL, cwd=cwd, timeout=timeout, check=False
+        )
     except subprocess.TimeoutExpired as exc:
-        raise QemuTimeout(f"{elf.name} on {target.name} did not exit within {timeout} s "
-                          f"(killed). Output so far: {_text(exc.stderr)}") from None
-    return QemuResult(cmd, result.returncode, _text(result.stdout), _text(result.stderr),
-                      time.monotonic() - start)
+        raise QemuTimeout(
+            f"{elf.name} on {target.name} did not exit within {timeout} s (killed). Output so far: {_text(exc.stderr)}"
+        ) from None
+    return QemuResult(cmd, result.returncode, _text(result.stdout), _text(result.stderr), time.monotonic() - start)
 
 
 def _text(data: bytes | None) -> str:
@@ -346,6 +395,7 @@ def _text(data: bytes | None) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Instruction counts
+
 
 def build_insn_plugin(cache_dir: Path | None = None) -> Path:
     """The instruction-count plugin as a shared library, compiled once per plugin source."""
@@ -356,9 +406,23 @@ def build_insn_plugin(cache_dir: Path | None = None) -> Path:
     lib.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=lib.parent, prefix=".build-") as tmp:
         tmp_lib = Path(tmp) / lib.name
-        _run_build([require_host_cc(), "-shared", "-fPIC", "-O2", "-std=c99", "-Wall", "-Wextra",
-                    "-Werror", "-fvisibility=hidden", str(PLUGIN_SOURCE), "-o", str(tmp_lib)],
-                   "building the QEMU instruction-count plugin")
+        _run_build(
+            [
+                require_host_cc(),
+                "-shared",
+                "-fPIC",
+                "-O2",
+                "-std=c99",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-fvisibility=hidden",
+                str(PLUGIN_SOURCE),
+                "-o",
+                str(tmp_lib),
+            ],
+            "building the QEMU instruction-count plugin",
+        )
         os.replace(tmp_lib, lib)
     return lib
 
@@ -372,8 +436,10 @@ def qemu_version() -> str:
 
 # What QEMU or the plugin print when the plugin cannot be loaded or installed: an API version
 # outside the QEMU build's range, a QEMU without plugin support, or the plugin refusing the API.
-_PLUGIN_LOAD_FAILURE = re.compile(r"API version|[Cc]ould not load plugin|TCG plugin|unsupported QEMU plugin API|"
-                                  r"-plugin")
+_PLUGIN_LOAD_FAILURE = re.compile(
+    r"API version|[Cc]ould not load plugin|TCG plugin|unsupported QEMU plugin API|"
+    r"-plugin"
+)
 
 
 def plugin_load_failure(stderr: str) -> str | None:
@@ -395,8 +461,9 @@ def elf_function(elf: Path, name: str) -> tuple[int, int] | None:
     return None
 
 
-def _plugin_option(elf: Path, out: Path, cache_dir: Path | None, profile_out: Path | None = None,
-                   timing_table: Path | None = None) -> str:
+def _plugin_option(
+    elf: Path, out: Path, cache_dir: Path | None, profile_out: Path | None = None, timing_table: Path | None = None
+) -> str:
     parts = [_qemu_option_value(build_insn_plugin(cache_dir)), f"out={_qemu_option_value(out)}"]
     if profile_out is not None:
         parts.append(f"pcs={_qemu_option_value(Path(profile_out).resolve())}")
@@ -441,14 +508,24 @@ def parse_plugin_output(text: str) -> dict:
     if "cycles" in totals:
         if len(event_cycles) != len(events):
             raise ToolchainError("the plugin's timed output lacks the cycles of some marker entries")
-        counts.update(total_cycles=totals["cycles"], untimed=totals.get("untimed", 0),
-                      cycles=[event_cycles[i + 1] - event_cycles[i] for i in range(0, len(events), 2)])
+        counts.update(
+            total_cycles=totals["cycles"],
+            untimed=totals.get("untimed", 0),
+            cycles=[event_cycles[i + 1] - event_cycles[i] for i in range(0, len(events), 2)],
+        )
     return counts
 
 
-def count_instructions(target: Target | str, elf: Path, timeout: float = 60,
-                       cwd: Path | None = None, cache_dir: Path | None = None,
-                       expect_status: int | None = 0, profile: bool = False, timing=None) -> dict:
+def count_instructions(
+    target: Target | str,
+    elf: Path,
+    timeout: float = 60,
+    cwd: Path | None = None,
+    cache_dir: Path | None = None,
+    expect_status: int | None = 0,
+    profile: bool = False,
+    timing=None,
+) -> dict:
     """Run `elf` under QEMU with the instruction-count plugin.
 
     Returns {"total": all instructions executed, "regions": [(begin, end), ...] the counts at
@@ -467,17 +544,29 @@ def count_instructions(target: Target | str, elf: Path, timeout: float = 60,
         table = None
         if timing is not None:
             from edgec.targets.timing import write_timing_table
+
             table = write_timing_table(elf, timing, Path(tmp) / "timing.txt")
-        result = run_qemu(target, elf, timeout=timeout, cwd=cwd, plugin_out=out,
-                          cache_dir=cache_dir, profile_out=pcs, timing_table=table)
+        result = run_qemu(
+            target,
+            elf,
+            timeout=timeout,
+            cwd=cwd,
+            plugin_out=out,
+            cache_dir=cache_dir,
+            profile_out=pcs,
+            timing_table=table,
+        )
         refused = None if out.exists() else plugin_load_failure(result.stderr)
         if refused is not None:
-            raise ToolchainError(f"QEMU {qemu_version()} cannot run edgec's instruction-count plugin "
-                                 f"({refused}); it supports QEMU's plugin API versions 1 (QEMU 7.2 to 8.2) "
-                                 f"and 2 on (QEMU 9.x)")
+            raise ToolchainError(
+                f"QEMU {qemu_version()} cannot run edgec's instruction-count plugin "
+                f"({refused}); it supports QEMU's plugin API versions 1 (QEMU 7.2 to 8.2) "
+                f"and 2 on (QEMU 9.x)"
+            )
         if expect_status is not None and result.returncode != expect_status:
-            raise ToolchainError(f"{Path(elf).name} exited with {result.returncode}, expected "
-                                 f"{expect_status}:\n{result.stderr}")
+            raise ToolchainError(
+                f"{Path(elf).name} exited with {result.returncode}, expected {expect_status}:\n{result.stderr}"
+            )
         if not out.exists():
             raise ToolchainError(f"instruction-count plugin wrote nothing:\n{result.stderr}")
         counts = parse_plugin_output(out.read_text())
@@ -494,8 +583,11 @@ def instructions_by_function(elf: Path, pcs: str) -> dict[str, int]:
 
     with open(elf, "rb") as f:
         symtab = ELFFile(f).get_section_by_name(".symtab")
-        functions = sorted((sym["st_value"] & ~1, sym["st_size"], sym.name) for sym in symtab.iter_symbols()
-                           if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"] > 0)
+        functions = sorted(
+            (sym["st_value"] & ~1, sym["st_size"], sym.name)
+            for sym in symtab.iter_symbols()
+            if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"] > 0
+        )
     starts = [start for start, _, _ in functions]
     totals: dict[str, int] = {}
     for line in pcs.split("\n"):
@@ -511,6 +603,7 @@ def instructions_by_function(elf: Path, pcs: str) -> dict[str, int]:
 
 # ---------------------------------------------------------------------------------------------
 # Sizes
+
 
 def elf_memory(elf: Path) -> dict:
     """Flash and RAM bytes of a linked bare-metal ELF, from its allocated sections.
@@ -540,5 +633,8 @@ def elf_memory(elf: Path) -> dict:
             else:
                 kind = "rodata"
             sizes[kind] += section["sh_size"]
-    return {"flash_bytes": sizes["text"] + sizes["rodata"] + sizes["data"],
-            "ram_bytes": sizes["data"] + sizes["bss"] + sizes["stack"], **sizes}
+    return {
+        "flash_bytes": sizes["text"] + sizes["rodata"] + sizes["data"],
+        "ram_bytes": sizes["data"] + sizes["bss"] + sizes["stack"],
+        **sizes,
+    }

@@ -5,20 +5,22 @@ before it calibrates), then every operator node is listed, grouped by operator: 
 with the unit that lowers them, its usage limits (OpDef.limits) and any use beyond them
 (OpDef.check), unsupported ones with every place they are used (module path and source line).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from edgec.frontend import export
+from edgec.frontend.torch_ops import GETITEM
 from edgec.ops import OPS
 from edgec.passes.fold_batchnorm import fold_batchnorm
 from edgec.passes.normalize import normalize
-from edgec.frontend.torch_ops import GETITEM
 
 
 @dataclass
 class OperatorUses:
     """Every use of one operator in the model."""
+
     operator: str
     unit: str | None  # the edgec unit (family) lowering it; None: unsupported
     limits: str = ""  # the unit's usage limits (OpDef.limits)
@@ -55,9 +57,12 @@ class Inspection:
     def __str__(self) -> str:
         uses = sum(op.uses for op in self.operators)
         bad = sum(op.uses for op in self.unsupported) + sum(sum(op.beyond.values()) for op in self.beyond_limits)
-        lines = [*self.notes, f"{self.origin}: inputs {', '.join(map(str, self.input_shapes))}; {uses} operator uses of "
-                 f"{len(self.operators)} operators; "
-                 + ("all supported" if self.ok else f"{bad} use{'s' if bad != 1 else ''} cannot be compiled")]
+        lines = [
+            *self.notes,
+            f"{self.origin}: inputs {', '.join(map(str, self.input_shapes))}; {uses} operator uses of "
+            f"{len(self.operators)} operators; "
+            + ("all supported" if self.ok else f"{bad} use{'s' if bad != 1 else ''} cannot be compiled"),
+        ]
         if self.unsupported:
             lines.append(f"UNSUPPORTED ({len(self.unsupported)} operators):")
             for op in self.unsupported:
@@ -67,12 +72,18 @@ class Inspection:
         for op in self.operators:
             if not op.supported:
                 continue
-            limits = "within its limits" if not op.beyond else \
-                f"{op.within_limits} within its limits, {op.uses - op.within_limits} beyond"
-            lines.append(f"  {op.operator} x{op.uses} -> {op.unit}: {limits}"
-                         + (f" (limits: {op.limits})" if op.limits else ""))
-            lines += [f"    BEYOND LIMITS: {problem}{f' (x{count})' if count > 1 else ''}: {where}"
-                      for (problem, where), count in op.beyond.items()]
+            limits = (
+                "within its limits"
+                if not op.beyond
+                else f"{op.within_limits} within its limits, {op.uses - op.within_limits} beyond"
+            )
+            lines.append(
+                f"  {op.operator} x{op.uses} -> {op.unit}: {limits}" + (f" (limits: {op.limits})" if op.limits else "")
+            )
+            lines += [
+                f"    BEYOND LIMITS: {problem}{f' (x{count})' if count > 1 else ''}: {where}"
+                for (problem, where), count in op.beyond.items()
+            ]
         return "\n".join(lines)
 
 
@@ -86,8 +97,9 @@ def inspect_model(model, example_inputs=None) -> Inspection:
             continue
         unit = OPS.get(node.target)
         described = None if unit is None else unit.describe(node)
-        entry = groups.setdefault(f"{node.target} {described}", OperatorUses(str(node.target), described,
-                                                                            "" if unit is None else unit.limits))
+        entry = groups.setdefault(
+            f"{node.target} {described}", OperatorUses(str(node.target), described, "" if unit is None else unit.limits)
+        )
         entry.uses += 1
         where = export.node_location(node)
         entry.locations[where] = entry.locations.get(where, 0) + 1

@@ -8,6 +8,7 @@ float SQNR when measured) and the per-layer table with the kernel each layer run
 that runs in place hands its input's bytes over to its output in the middle of its column (a
 dashed line marks it), and a chain of such layers, one block of the plan, keeps one colour.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,9 +20,9 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from edgec.version import __version__
 from edgec.errors import EdgecError
 from edgec.resources import data_dir
+from edgec.version import __version__
 
 TEMPLATE = data_dir("templates") / "report.html.j2"
 
@@ -33,8 +34,9 @@ KIND_COLOURS = {"input": "#8da0cb", "output": "#66c2a5", "scratch": "#fc8d62"}
 ACTIVATION_COLOURS = ("#fdd49e", "#c6dbef", "#d9f0d3", "#f2d7ee", "#fee391", "#d4e6f1", "#e5d8bd", "#ccebc5")
 
 
-def write_html_report(report: dict | str | Path, out_html: str | Path, *, bench: dict | None = None,
-                      sqnr: list[dict] | None = None) -> Path:
+def write_html_report(
+    report: dict | str | Path, out_html: str | Path, *, bench: dict | None = None, sqnr: list[dict] | None = None
+) -> Path:
     """Writes the HTML report for `report` (a report.json dict, the path of a report.json, or a
     build directory holding one) to `out_html`, with the per-layer measurements given (`bench`:
     `edgec bench --json`'s result; `sqnr`: rows of layer, sqnr_db); returns that path."""
@@ -44,8 +46,9 @@ def write_html_report(report: dict | str | Path, out_html: str | Path, *, bench:
     return out_html
 
 
-def merge_measurements(report: dict, *, bench: dict | None = None, sqnr: list[dict] | None = None,
-                       outputs: list[dict] | None = None) -> dict:
+def merge_measurements(
+    report: dict, *, bench: dict | None = None, sqnr: list[dict] | None = None, outputs: list[dict] | None = None
+) -> dict:
     """A copy of `report` whose layers carry what was measured: instructions (and cycles, when the
     bench has them) by layer name from a bench result, sqnr_db from per-layer SQNR rows; and with
     `outputs` (verify's per-output SQNR, max |error|, top-1 agreement) as output_accuracy."""
@@ -81,20 +84,27 @@ def expensive_layers(report: dict, count: int = 3) -> tuple[str, list[dict]]:
 def text_summary(report: dict) -> str:
     """The lines `edgec build` prints: size, memory, in-place layers, the most expensive layers."""
     layers = report["layers"]
-    lines = [f"{report['name']} for {report['target']}: {len(layers)} layers, {report['macs']:,} MACs, "
-             f"constants {report['weights_bytes']:,} B (flash)",
-             f"arena {report['arena_bytes']:,} B (RAM; liveness bound {report['lower_bound_bytes']:,} B); "
-             f"{peak_breakdown(report)}",
-             f"in place: {report['in_place_layers']} layers (liveness bound without: "
-             f"{report['lower_bound_without_in_place_bytes']:,} B); kernel scratch {report['scratch_bytes']:,} B "
-             f"in {sum(1 for layer in layers if layer['scratch_bytes'])} layers"]
+    lines = [
+        f"{report['name']} for {report['target']}: {len(layers)} layers, {report['macs']:,} MACs, "
+        f"constants {report['weights_bytes']:,} B (flash)",
+        f"arena {report['arena_bytes']:,} B (RAM; liveness bound {report['lower_bound_bytes']:,} B); "
+        f"{peak_breakdown(report)}",
+        f"in place: {report['in_place_layers']} layers (liveness bound without: "
+        f"{report['lower_bound_without_in_place_bytes']:,} B); kernel scratch {report['scratch_bytes']:,} B "
+        f"in {sum(1 for layer in layers if layer['scratch_bytes'])} layers",
+    ]
     measure, top = expensive_layers(report)
     if top:
         total = sum(layer.get(measure, 0) for layer in layers) or 1
         unit = "instructions" if measure == "instructions" else "MACs"
         note = "" if measure == "instructions" else "; edgec bench counts instructions"
-        lines.append(f"most expensive layers (by {unit}{note}): " + ", ".join(
-            f"{layer['name']} ({layer['op']}, {layer[measure]:,}, {100 * layer[measure] / total:.0f}%)" for layer in top))
+        lines.append(
+            f"most expensive layers (by {unit}{note}): "
+            + ", ".join(
+                f"{layer['name']} ({layer['op']}, {layer[measure]:,}, {100 * layer[measure] / total:.0f}%)"
+                for layer in top
+            )
+        )
     return "\n".join(lines)
 
 
@@ -104,8 +114,10 @@ def peak_breakdown(report: dict) -> str:
         return "no layers"
     step = max(range(len(report["layers"])), key=lambda i: report["layers"][i]["live_bytes"])
     live = [b for b in report["buffers"] if b["first_layer"] <= step <= b["last_layer"]]
-    parts = " + ".join(f"{b['name']} {b['bytes']:,}" + (f" (over {b['overwrites']})" if b["overwrites"] else "")
-                       for b in sorted(live, key=lambda b: -b["bytes"]))
+    parts = " + ".join(
+        f"{b['name']} {b['bytes']:,}" + (f" (over {b['overwrites']})" if b["overwrites"] else "")
+        for b in sorted(live, key=lambda b: -b["bytes"])
+    )
     return f"peak {report['layers'][step]['live_bytes']:,} B at {report['layers'][step]['name']}: {parts}"
 
 
@@ -115,27 +127,36 @@ def load_report(report: dict | str | Path) -> dict:
         report = json.loads((path / "report.json" if path.is_dir() else path).read_text())
     if "models" in report:
         names = ", ".join(model["name"] for model in report["models"])
-        raise EdgecError(f"the directory holds several models ({names}): its report.json lists each one's report; "
-                         f"edgec build --report writes one page per model")
+        raise EdgecError(
+            f"the directory holds several models ({names}): its report.json lists each one's report; "
+            f"edgec build --report writes one page per model"
+        )
     if "buffers" not in report:
         raise EdgecError("report.json has no buffer lifetimes (it predates the memory report): rebuild the model")
     return report
 
 
 def render_html_report(report: dict) -> str:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE.parent)), autoescape=True,
-                             undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATE.parent)), autoescape=True, undefined=jinja2.StrictUndefined
+    )
     env.filters["thousands"] = lambda value: f"{value:,}"
     env.filters["kib"] = kib
     arena, bound = report["arena_bytes"], report["lower_bound_bytes"]
     measure, top = expensive_layers(report)
     return env.get_template(TEMPLATE.name).render(
-        report=report, version=__version__, timeline=Markup(timeline_svg(report)),
+        report=report,
+        version=__version__,
+        timeline=Markup(timeline_svg(report)),
         over_bound=(arena - bound) / bound * 100 if bound else 0.0,
-        charts=[(title, Markup(chart)) for title, chart in layer_charts(report)], measure=measure, top=top,
+        charts=[(title, Markup(chart)) for title, chart in layer_charts(report)],
+        measure=measure,
+        top=top,
         has_instructions=measure == "instructions",
         has_cycles=any("cycles" in layer for layer in report["layers"]),
-        has_sqnr=any("sqnr_db" in layer for layer in report["layers"]), inf=float("inf"))
+        has_sqnr=any("sqnr_db" in layer for layer in report["layers"]),
+        inf=float("inf"),
+    )
 
 
 def kib(size: int) -> str:
@@ -144,9 +165,11 @@ def kib(size: int) -> str:
 
 # --- the timeline -----------------------------------------------------------------------------
 
+
 @dataclass
 class Axes:
     """Maps (step, byte offset) to SVG coordinates; step -1 is the model input, len(layers) its output."""
+
     steps: int  # layers
     top_bytes: float
     column: float
@@ -173,34 +196,43 @@ def timeline_svg(report: dict) -> str:
     height = PLOT_TOP + PLOT_HEIGHT + 16 + longest_name * CHAR_WIDTH
     live = [occupied_bytes(buffers, step) for step in range(-1, steps + 1)]
     overwritten_by = {b["overwrites"]: b["name"] for b in buffers if b.get("overwrites")}
-    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-              f'viewBox="0 0 {width:.0f} {height:.0f}" class="timeline" role="img" aria-label="arena timeline">'),
-             _defs(),
-             _peak_bands(axes, live),
-             _y_grid(axes, arena),
-             *(_buffer_rect(axes, buffer, layers, _block_colour(buffer, buffers), overwritten_by)
-               for buffer in buffers),
-             *(_handover(axes, buffer, buffers, layers) for buffer in buffers if buffer.get("overwrites")),
-             _live_curve(axes, live),
-             *(_buffer_label(axes, buffer, overwritten_by) for buffer in buffers),  # over the curve, to stay legible
-             _limit_lines(axes, arena, bound),
-             _x_labels(axes, layers),
-             (f'<rect x="{PLOT_LEFT}" y="{PLOT_TOP}" width="{axes.right - PLOT_LEFT:.1f}" height="{PLOT_HEIGHT}" '
-              f'class="frame"/>'),
-             "</svg>"]
+    parts = [
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+            f'viewBox="0 0 {width:.0f} {height:.0f}" class="timeline" role="img" aria-label="arena timeline">'
+        ),
+        _defs(),
+        _peak_bands(axes, live),
+        _y_grid(axes, arena),
+        *(_buffer_rect(axes, buffer, layers, _block_colour(buffer, buffers), overwritten_by) for buffer in buffers),
+        *(_handover(axes, buffer, buffers, layers) for buffer in buffers if buffer.get("overwrites")),
+        _live_curve(axes, live),
+        *(_buffer_label(axes, buffer, overwritten_by) for buffer in buffers),  # over the curve, to stay legible
+        _limit_lines(axes, arena, bound),
+        _x_labels(axes, layers),
+        (
+            f'<rect x="{PLOT_LEFT}" y="{PLOT_TOP}" width="{axes.right - PLOT_LEFT:.1f}" height="{PLOT_HEIGHT}" '
+            f'class="frame"/>'
+        ),
+        "</svg>",
+    ]
     return "\n".join(part for part in parts if part)
 
 
 def _defs() -> str:
-    return ('<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
-            'patternTransform="rotate(45)"><rect width="6" height="6" fill="#fdd0b8"/>'
-            f'<line x1="0" y1="0" x2="0" y2="6" stroke="{KIND_COLOURS["scratch"]}" stroke-width="3"/></pattern></defs>')
+    return (
+        '<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
+        'patternTransform="rotate(45)"><rect width="6" height="6" fill="#fdd0b8"/>'
+        f'<line x1="0" y1="0" x2="0" y2="6" stroke="{KIND_COLOURS["scratch"]}" stroke-width="3"/></pattern></defs>'
+    )
 
 
 def occupied_bytes(buffers: list[dict], step: int) -> int:
     """Arena bytes in use at `step`: the union of the live buffers' byte ranges (so an in-place
     layer's input and output count once), as report.json's live_bytes."""
-    ranges = sorted((b["offset"], b["offset"] + b["bytes"]) for b in buffers if b["first_layer"] <= step <= b["last_layer"])
+    ranges = sorted(
+        (b["offset"], b["offset"] + b["bytes"]) for b in buffers if b["first_layer"] <= step <= b["last_layer"]
+    )
     total, covered = 0, 0
     for start, stop in ranges:
         total += max(0, stop - max(start, covered))
@@ -238,9 +270,11 @@ def _buffer_rect(axes: Axes, buffer: dict, layers: list[dict], fill: str, overwr
     x0, x1, y0, height = _buffer_box(axes, buffer, overwritten_by)
     first = buffer["first_layer"]
     writer = f"#layer-{first}" if 0 <= first < len(layers) else "#layers"
-    return (f'<a href="{writer}" class="buffer"><title>{escape(_buffer_tooltip(buffer, layers))}</title>'
-            f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{height:.1f}" rx="2" '
-            f'fill="{fill}"/></a>')
+    return (
+        f'<a href="{writer}" class="buffer"><title>{escape(_buffer_tooltip(buffer, layers))}</title>'
+        f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{height:.1f}" rx="2" '
+        f'fill="{fill}"/></a>'
+    )
 
 
 def _handover(axes: Axes, output: dict, buffers: list[dict], layers: list[dict]) -> str:
@@ -249,10 +283,13 @@ def _handover(axes: Axes, output: dict, buffers: list[dict], layers: list[dict])
     x = axes.x(output["first_layer"]) + axes.column / 2
     low = min(source["offset"], output["offset"])
     high = max(source["offset"] + source["bytes"], output["offset"] + output["bytes"])
-    tooltip = (f"{_step_name(output['first_layer'], layers)} runs in place: it writes {output['name']} "
-               f"over {source['name']}")
-    return (f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{axes.y(high):.1f}" y2="{axes.y(low):.1f}" class="handover">'
-            f'<title>{escape(tooltip)}</title></line>')
+    tooltip = (
+        f"{_step_name(output['first_layer'], layers)} runs in place: it writes {output['name']} over {source['name']}"
+    )
+    return (
+        f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{axes.y(high):.1f}" y2="{axes.y(low):.1f}" class="handover">'
+        f"<title>{escape(tooltip)}</title></line>"
+    )
 
 
 def _buffer_label(axes: Axes, buffer: dict, overwritten_by: dict[str, str]) -> str:
@@ -263,13 +300,17 @@ def _buffer_label(axes: Axes, buffer: dict, overwritten_by: dict[str, str]) -> s
     text_length = len(buffer["name"]) * CHAR_WIDTH + 8
     cx, cy = (x0 + x1) / 2, y0 + height / 2
     if width >= text_length and height >= 30:
-        return (f'<text x="{cx:.1f}" y="{cy - 2:.1f}" class="label">{name}</text>'
-                f'<text x="{cx:.1f}" y="{cy + 11:.1f}" class="sublabel">{kib(buffer["bytes"])}</text>')
+        return (
+            f'<text x="{cx:.1f}" y="{cy - 2:.1f}" class="label">{name}</text>'
+            f'<text x="{cx:.1f}" y="{cy + 11:.1f}" class="sublabel">{kib(buffer["bytes"])}</text>'
+        )
     if width >= text_length and height >= 14:
         return f'<text x="{cx:.1f}" y="{cy + 4:.1f}" class="label">{name}</text>'
     if height >= text_length and width >= 14:
-        return (f'<text x="{cx + 4:.1f}" y="{cy:.1f}" class="label" '
-                f'transform="rotate(-90 {cx + 4:.1f} {cy:.1f})">{name}</text>')
+        return (
+            f'<text x="{cx + 4:.1f}" y="{cy:.1f}" class="label" '
+            f'transform="rotate(-90 {cx + 4:.1f} {cy:.1f})">{name}</text>'
+        )
     return ""
 
 
@@ -284,17 +325,22 @@ def _step_name(step: int, layers: list[dict]) -> str:
 def _buffer_tooltip(buffer: dict, layers: list[dict]) -> str:
     start, size = buffer["offset"], buffer["bytes"]
     over = f"\nwritten in place over {buffer['overwrites']}" if buffer.get("overwrites") else ""
-    return (f"{buffer['name']} ({buffer['kind']}): {size:,} B at [{start:,}, {start + size:,})\n"
-            f"live from {_step_name(buffer['first_layer'], layers)} to {_step_name(buffer['last_layer'], layers)}"
-            f"{over}")
+    return (
+        f"{buffer['name']} ({buffer['kind']}): {size:,} B at [{start:,}, {start + size:,})\n"
+        f"live from {_step_name(buffer['first_layer'], layers)} to {_step_name(buffer['last_layer'], layers)}"
+        f"{over}"
+    )
 
 
 def _peak_bands(axes: Axes, live: list[int]) -> str:
     """Shades the steps at which the live bytes peak: the steps that set the lower bound."""
     peak = max(live, default=0)
-    return "".join(f'<rect x="{axes.x(step - 1):.1f}" y="{PLOT_TOP}" width="{axes.column:.1f}" '
-                   f'height="{PLOT_HEIGHT}" class="peak-band"><title>peak: {peak:,} B live</title></rect>'
-                   for step, value in enumerate(live) if peak and value == peak)
+    return "".join(
+        f'<rect x="{axes.x(step - 1):.1f}" y="{PLOT_TOP}" width="{axes.column:.1f}" '
+        f'height="{PLOT_HEIGHT}" class="peak-band"><title>peak: {peak:,} B live</title></rect>'
+        for step, value in enumerate(live)
+        if peak and value == peak
+    )
 
 
 def _nice_step(top: float, ticks: int = 6) -> int:
@@ -310,11 +356,15 @@ def _y_grid(axes: Axes, arena: int) -> str:
     for value in range(0, int(axes.top_bytes) + 1, step):
         y = axes.y(value)
         text = f"{value // 1024:,} KiB" if unit == 1024 else f"{value:,} B"
-        lines.append(f'<line x1="{PLOT_LEFT}" x2="{axes.right:.1f}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
-                     f'<text x="{PLOT_LEFT - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{text}</text>')
+        lines.append(
+            f'<line x1="{PLOT_LEFT}" x2="{axes.right:.1f}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+            f'<text x="{PLOT_LEFT - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{text}</text>'
+        )
     label_y = PLOT_TOP + PLOT_HEIGHT / 2
-    lines.append(f'<text x="14" y="{label_y:.1f}" class="axis-title" '
-                 f'transform="rotate(-90 14 {label_y:.1f})">arena offset</text>')
+    lines.append(
+        f'<text x="14" y="{label_y:.1f}" class="axis-title" '
+        f'transform="rotate(-90 14 {label_y:.1f})">arena offset</text>'
+    )
     return "".join(lines)
 
 
@@ -333,13 +383,17 @@ def _limit_lines(axes: Axes, arena: int, bound: int) -> str:
     label_x = axes.right + 8
     arena_line = _horizontal(axes, y_arena, "arena-line")
     if arena == bound:
-        return (f'{arena_line}<text x="{label_x:.1f}" y="{y_arena - 2:.1f}" class="line-label arena-text">'
-                f'arena {arena:,} B</text><text x="{label_x:.1f}" y="{y_arena + 12:.1f}" class="line-label bound-text">'
-                f'= liveness bound</text>')
-    return (f'{_horizontal(axes, y_bound, "bound-line")}{arena_line}'
-            f'<text x="{label_x:.1f}" y="{y_arena + 4:.1f}" class="line-label arena-text">arena {arena:,} B</text>'
-            f'<text x="{label_x:.1f}" y="{max(y_bound + 4, y_arena + 18):.1f}" class="line-label bound-text">'
-            f'liveness bound {bound:,} B</text>')
+        return (
+            f'{arena_line}<text x="{label_x:.1f}" y="{y_arena - 2:.1f}" class="line-label arena-text">'
+            f'arena {arena:,} B</text><text x="{label_x:.1f}" y="{y_arena + 12:.1f}" class="line-label bound-text">'
+            f"= liveness bound</text>"
+        )
+    return (
+        f"{_horizontal(axes, y_bound, 'bound-line')}{arena_line}"
+        f'<text x="{label_x:.1f}" y="{y_arena + 4:.1f}" class="line-label arena-text">arena {arena:,} B</text>'
+        f'<text x="{label_x:.1f}" y="{max(y_bound + 4, y_arena + 18):.1f}" class="line-label bound-text">'
+        f"liveness bound {bound:,} B</text>"
+    )
 
 
 def _horizontal(axes: Axes, y: float, css_class: str) -> str:
@@ -355,8 +409,10 @@ def _x_labels(axes: Axes, layers: list[dict]) -> str:
         if step not in (-1, len(layers)) and step % every:
             continue
         x = axes.x(step) + axes.column / 2 + 4
-        labels.append(f'<text x="{x:.1f}" y="{top:.1f}" class="tick" text-anchor="end" '
-                      f'transform="rotate(-90 {x:.1f} {top:.1f})">{escape(_column_name(step, layers))}</text>')
+        labels.append(
+            f'<text x="{x:.1f}" y="{top:.1f}" class="tick" text-anchor="end" '
+            f'transform="rotate(-90 {x:.1f} {top:.1f})">{escape(_column_name(step, layers))}</text>'
+        )
     return "".join(labels)
 
 
@@ -377,17 +433,30 @@ def layer_charts(report: dict) -> list[tuple[str, str]]:
     (instructions, else MACs), flash constants, and int8-vs-float SQNR (when measured)."""
     layers = [layer for layer in report["layers"] if layer["op"] != "reshape"]
     measure, _ = expensive_layers(report)
-    time_title = ("Time per layer: instructions executed (edgec bench, QEMU)" if measure == "instructions"
-                  else "Work per layer: MACs (run bench() or edgec bench for instructions)")
-    charts = [bar_chart("time", time_title, [(layer, layer.get(measure, 0)) for layer in layers],
-                        lambda v: f"{v:,}"),
-              bar_chart("flash", "Flash per layer: constant bytes (weights, bias, requantization, tables)",
-                        [(layer, layer.get("constants_bytes", 0)) for layer in layers], lambda v: kib(int(v)))]
+    time_title = (
+        "Time per layer: instructions executed (edgec bench, QEMU)"
+        if measure == "instructions"
+        else "Work per layer: MACs (run bench() or edgec bench for instructions)"
+    )
+    charts = [
+        bar_chart("time", time_title, [(layer, layer.get(measure, 0)) for layer in layers], lambda v: f"{v:,}"),
+        bar_chart(
+            "flash",
+            "Flash per layer: constant bytes (weights, bias, requantization, tables)",
+            [(layer, layer.get("constants_bytes", 0)) for layer in layers],
+            lambda v: kib(int(v)),
+        ),
+    ]
     measured = [(layer, layer["sqnr_db"]) for layer in layers if "sqnr_db" in layer]
     if measured:
-        charts.append(bar_chart("sqnr", "Accuracy per layer: int8 vs float SQNR (dB; higher is better)",
-                                [(layer, min(value, 99.0)) for layer, value in measured],
-                                lambda v: "exact" if v >= 99.0 else f"{v:.1f} dB"))
+        charts.append(
+            bar_chart(
+                "sqnr",
+                "Accuracy per layer: int8 vs float SQNR (dB; higher is better)",
+                [(layer, min(value, 99.0)) for layer, value in measured],
+                lambda v: "exact" if v >= 99.0 else f"{v:.1f} dB",
+            )
+        )
     return charts
 
 
@@ -397,19 +466,23 @@ def bar_chart(kind: str, title: str, rows: list[tuple[dict, float]], fmt) -> tup
     height = len(rows) * (BAR_HEIGHT + BAR_GAP) + 8
     width = BAR_LABEL_WIDTH + BAR_WIDTH + BAR_VALUE_WIDTH
     top = max((value for _, value in rows), default=0) or 1
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" '
-             f'class="bars bars-{kind}" role="img" aria-label="{escape(title)}">']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" '
+        f'class="bars bars-{kind}" role="img" aria-label="{escape(title)}">'
+    ]
     for row, (layer, value) in enumerate(rows):
         y = 4 + row * (BAR_HEIGHT + BAR_GAP)
         bar = max(0.0, value) / top * BAR_WIDTH
         label = layer["name"]
-        parts.append(f'<g><title>{escape(label)} ({escape(layer["op"])}): {escape(fmt(value))}</title>'
-                     f'<text x="{BAR_LABEL_WIDTH - 8}" y="{y + BAR_HEIGHT - 3}" class="bar-label" text-anchor="end">'
-                     f'{escape(label)}</text>'
-                     f'<rect x="{BAR_LABEL_WIDTH}" y="{y}" width="{bar:.1f}" height="{BAR_HEIGHT}" rx="2" '
-                     f'fill="{CHART_COLOURS[kind]}"/>'
-                     f'<text x="{BAR_LABEL_WIDTH + bar + 6:.1f}" y="{y + BAR_HEIGHT - 3}" class="bar-value">'
-                     f'{escape(fmt(value))}</text></g>')
+        parts.append(
+            f"<g><title>{escape(label)} ({escape(layer['op'])}): {escape(fmt(value))}</title>"
+            f'<text x="{BAR_LABEL_WIDTH - 8}" y="{y + BAR_HEIGHT - 3}" class="bar-label" text-anchor="end">'
+            f"{escape(label)}</text>"
+            f'<rect x="{BAR_LABEL_WIDTH}" y="{y}" width="{bar:.1f}" height="{BAR_HEIGHT}" rx="2" '
+            f'fill="{CHART_COLOURS[kind]}"/>'
+            f'<text x="{BAR_LABEL_WIDTH + bar + 6:.1f}" y="{y + BAR_HEIGHT - 3}" class="bar-value">'
+            f"{escape(fmt(value))}</text></g>"
+        )
     parts.append("</svg>")
     return title, "".join(parts)

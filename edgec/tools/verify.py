@@ -8,6 +8,7 @@ the same samples on QEMU. Every output byte is compared with edgec.sim, each out
 against the float model, and every layer against the program's own Q/DQ graph (the layer check;
 docs/numerics.md, "What verify checks").
 """
+
 from __future__ import annotations
 
 import json
@@ -19,13 +20,13 @@ import jinja2
 import numpy as np
 
 from edgec import sim
-from edgec.targets import device
 from edgec.backend.codegen import TEMPLATES
 from edgec.errors import EdgecError
 from edgec.ir import Graph, to_torch_order
 from edgec.ops import unit_of
 from edgec.ops.recurrent import reset_state
 from edgec.pipeline import compile_for, emit
+from edgec.targets import device
 from edgec.targets.cores import get_target
 
 HOST_CFLAGS = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic")
@@ -55,24 +56,41 @@ def build_host(out_dir: Path, name: str, build_dir: Path, sanitize: bool = False
     template = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES))).get_template("host_main.c.j2")
     report = json.loads((out_dir / "report.json").read_text())
     driver.write_text(template.render(name=name, NAME=name.upper(), inputs=report["inputs"], outputs=report["outputs"]))
-    sources = [str(p) for p in sorted(out_dir.glob("*.c"))] + [str(p) for p in sorted((out_dir / "runtime" / "src").rglob("*.c"))]
+    sources = [str(p) for p in sorted(out_dir.glob("*.c"))] + [
+        str(p) for p in sorted((out_dir / "runtime" / "src").rglob("*.c"))
+    ]
     exe = build_dir / f"{name}_host"
     includes = [f"-I{d}" for d in device.model_include_dirs(out_dir, report)]
     # A linked library (CMSIS-NN) is compiled apart: without edgec's -Werror and sanitizers (its code is Arm's).
     library = [str(o) for o in device.library_objects(get_target("host"), report)]
-    command = ["cc", *HOST_CFLAGS, CHECK_WRITES, *(SANITIZE_FLAGS if sanitize else ()), *includes,
-               str(driver), *sources, *library, "-o", str(exe)]
+    command = [
+        "cc",
+        *HOST_CFLAGS,
+        CHECK_WRITES,
+        *(SANITIZE_FLAGS if sanitize else ()),
+        *includes,
+        str(driver),
+        *sources,
+        *library,
+        "-o",
+        str(exe),
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        raise EdgecError(f"host compile of {out_dir} failed: {result.stderr.strip().splitlines()[0] if result.stderr else ''}")
+        raise EdgecError(
+            f"host compile of {out_dir} failed: {result.stderr.strip().splitlines()[0] if result.stderr else ''}"
+        )
     return exe
 
 
 def run_host(exe: Path, inputs: np.ndarray, output_size: int) -> np.ndarray:
-    result = subprocess.run([str(exe)], input=np.ascontiguousarray(inputs, dtype=np.int8).tobytes(),
-                            capture_output=True, timeout=600)
+    result = subprocess.run(
+        [str(exe)], input=np.ascontiguousarray(inputs, dtype=np.int8).tobytes(), capture_output=True, timeout=600
+    )
     if result.returncode != 0:
-        raise EdgecError(f"{exe.name} failed (exit {result.returncode}): {result.stderr.decode(errors='replace').strip()[:500]}")
+        raise EdgecError(
+            f"{exe.name} failed (exit {result.returncode}): {result.stderr.decode(errors='replace').strip()[:500]}"
+        )
     return np.frombuffer(result.stdout, dtype=np.int8).reshape(len(inputs), output_size)
 
 
@@ -91,7 +109,9 @@ def unpack(graph: Graph, row: np.ndarray, names: list[str]) -> list[np.ndarray]:
     data, arrays, start = np.ascontiguousarray(row, dtype=np.int8).tobytes(), [], 0
     for name in names:
         tensor = graph.tensors[name]
-        arrays.append(np.frombuffer(data[start:start + tensor.nbytes], dtype=sim.INT_DTYPES[tensor.dtype]).reshape(tensor.shape))
+        arrays.append(
+            np.frombuffer(data[start : start + tensor.nbytes], dtype=sim.INT_DTYPES[tensor.dtype]).reshape(tensor.shape)
+        )
         start += tensor.nbytes
     return arrays
 
@@ -119,7 +139,7 @@ def constant_outputs(graph: Graph, outputs: np.ndarray) -> list[str]:
     constant, start = [], 0
     for name in graph.outputs:
         size = graph.tensors[name].nbytes
-        if (outputs[:, start:start + size] == outputs[:1, start:start + size]).all():
+        if (outputs[:, start : start + size] == outputs[:1, start : start + size]).all():
             constant.append(name)
         start += size
     return constant
@@ -134,8 +154,12 @@ def quantized_inputs(graph: Graph, float_samples) -> np.ndarray:
     """Float samples (PyTorch layout; one array, or one per model input) -> [samples, input bytes]
     rows of every input's stored integer tensor in order, as the drivers read them."""
     per = per_input(float_samples)
-    return np.stack([_pack([sim.quantize_input(graph, arrays[sample][None], index) for index, arrays in enumerate(per)])
-                     for sample in range(len(per[0]))])
+    return np.stack(
+        [
+            _pack([sim.quantize_input(graph, arrays[sample][None], index) for index, arrays in enumerate(per)])
+            for sample in range(len(per[0]))
+        ]
+    )
 
 
 def run_on(compiled, out_dir: Path, name: str, inputs: np.ndarray, build_dir: Path) -> np.ndarray:
@@ -150,6 +174,7 @@ class StreamComparison:
     """The streaming build (one time step per invoke) against the golden simulator, over one
     stream of every sample's frames; and its output after the first sample's last frame against
     the whole-sequence model's on that sample."""
+
     steps: int  # invokes: every sample's frames
     sequence_steps: int  # frames per sample
     mismatched_bytes: int
@@ -158,7 +183,9 @@ class StreamComparison:
 
 def stream_frames(stream, floats) -> list[np.ndarray]:
     """Whole-sequence float samples [N, 1, T, F] (batch first) as the stream's frames [N*T, F]."""
-    return [x.reshape((-1,) + stream.graph.tensors[name].torch_shape[2:]) for x, name in zip(floats, stream.graph.inputs)]
+    return [
+        x.reshape((-1,) + stream.graph.tensors[name].torch_shape[2:]) for x, name in zip(floats, stream.graph.inputs)
+    ]
 
 
 def compare_stream(whole, floats, whole_inputs: np.ndarray, name: str, work_dir: Path) -> StreamComparison:
@@ -207,8 +234,10 @@ def float_reference(compiled, float_samples) -> list[dict[str, np.ndarray]]:
 def _node_values_per_sample(compiled, module, float_samples) -> list[dict[str, np.ndarray]]:
     per = per_input(float_samples)
     shapes = [tuple(example.shape) for example in compiled.example_inputs]
-    return [float_node_values(module, tuple(arrays[i].reshape(shape) for arrays, shape in zip(per, shapes)))
-            for i in range(len(per[0]))]
+    return [
+        float_node_values(module, tuple(arrays[i].reshape(shape) for arrays, shape in zip(per, shapes)))
+        for i in range(len(per[0]))
+    ]
 
 
 def final_nodes(compiled) -> list:
@@ -242,19 +271,33 @@ def accuracy_summary(compiled, float_values: list[dict], int_outputs: np.ndarray
     max_abs_error the largest, top1_agreement the first class-score output's (None: none)."""
     graph = compiled.graph
     tensors = [graph.tensors[name] for name in graph.outputs]
-    reference = [np.stack([sim.stored(t, _output_value(values, node)).ravel() for values in float_values])
-                 for t, node in zip(tensors, final_nodes(compiled))]
+    reference = [
+        np.stack([sim.stored(t, _output_value(values, node)).ravel() for values in float_values])
+        for t, node in zip(tensors, final_nodes(compiled))
+    ]
     unpacked = [unpack(graph, row, graph.outputs) for row in int_outputs]
-    approximation = [np.stack([t.dequantize(outputs[i]).ravel() for outputs in unpacked]) for i, t in enumerate(tensors)]
+    approximation = [
+        np.stack([t.dequantize(outputs[i]).ravel() for outputs in unpacked]) for i, t in enumerate(tensors)
+    ]
     scores = class_score_outputs(compiled) if class_outputs is None else list(class_outputs)
     outputs = []
     for index, (ref, got) in enumerate(zip(reference, approximation)):
-        outputs.append({"output": index, "shape": list(tensors[index].torch_shape), "sqnr_db": sim.sqnr_db(ref, got),
-                        "max_abs_error": float(np.max(np.abs(ref - got))),
-                        "top1_agreement": float(np.mean(ref.argmax(axis=1) == got.argmax(axis=1))) if index in scores else None})
+        outputs.append(
+            {
+                "output": index,
+                "shape": list(tensors[index].torch_shape),
+                "sqnr_db": sim.sqnr_db(ref, got),
+                "max_abs_error": float(np.max(np.abs(ref - got))),
+                "top1_agreement": float(np.mean(ref.argmax(axis=1) == got.argmax(axis=1))) if index in scores else None,
+            }
+        )
     top1 = next((o["top1_agreement"] for o in outputs if o["top1_agreement"] is not None), None)
-    return {"output_sqnr_db": min(o["sqnr_db"] for o in outputs), "top1_agreement": top1,
-            "max_abs_error": max(o["max_abs_error"] for o in outputs), "outputs": outputs}
+    return {
+        "output_sqnr_db": min(o["sqnr_db"] for o in outputs),
+        "top1_agreement": top1,
+        "max_abs_error": max(o["max_abs_error"] for o in outputs),
+        "outputs": outputs,
+    }
 
 
 def describe_outputs(summary: dict) -> str:
@@ -274,11 +317,11 @@ def _output_value(values: dict, node) -> np.ndarray:
     return values[node.name]
 
 
-
 def activation_precision(graph) -> str:
     """The activations' integer dtypes, as verify names the quantized model: "int8", "int16", or
     "int16/int8" for a mixed one."""
     return "/".join(sorted({t.dtype for t in graph.tensors.values()} & {"int8", "int16"})) or "int8"
+
 
 # How far one layer may be from the program's own Q/DQ arithmetic (docs/numerics.md,
 # "What verify checks"): both round the same real value to the same integer grid, by different but
@@ -320,8 +363,9 @@ def element_tolerance(op, shape: tuple[int, ...]) -> np.ndarray:
     return np.broadcast_to(LAYER_TOLERANCE_STEPS + np.floor(0.5 * scale).astype(np.int64), shape)
 
 
-def judge(diff: np.ndarray, tolerance: np.ndarray, free: np.ndarray | None = None,
-          expected: np.ndarray | None = None) -> str | None:
+def judge(
+    diff: np.ndarray, tolerance: np.ndarray, free: np.ndarray | None = None, expected: np.ndarray | None = None
+) -> str | None:
     """Why a layer's differences [samples, ..., channels] (got - reference, in steps) with per
     element `tolerance` break the rule above, or None. `free`: the elements neither side holds at
     the layer's clamp bounds (the mean is taken over those: a clamped value shows no offset).
@@ -338,8 +382,10 @@ def judge(diff: np.ndarray, tolerance: np.ndarray, free: np.ndarray | None = Non
     widest = int(tolerance.max(initial=0))
     reason = _judge_capped(diff, np.minimum(tolerance, LAYER_MAX_TOLERANCE_STEPS), free)
     if reason is not None and widest > LAYER_MAX_TOLERANCE_STEPS:
-        reason += (f" (its tolerance, {widest} steps, is capped at {LAYER_MAX_TOLERANCE_STEPS}: its output step is "
-                   f"finer than its arithmetic resolves, a collapsed output scale)")
+        reason += (
+            f" (its tolerance, {widest} steps, is capped at {LAYER_MAX_TOLERANCE_STEPS}: its output step is "
+            f"finer than its arithmetic resolves, a collapsed output scale)"
+        )
     return reason
 
 
@@ -348,8 +394,10 @@ def _judge_capped(diff: np.ndarray, tolerance: np.ndarray, free: np.ndarray) -> 
     far = np.abs(diff) > tolerance + 1
     if far.any():
         channel = int(np.nonzero(far.any(axis=0))[0][0])
-        return (f"{int(far.sum())} values more than tolerance + 1 steps off (channel {channel}: up to "
-                f"{int(np.abs(diff[:, channel]).max())} steps)")
+        return (
+            f"{int(far.sum())} values more than tolerance + 1 steps off (channel {channel}: up to "
+            f"{int(np.abs(diff[:, channel]).max())} steps)"
+        )
     beyond = (np.abs(diff) > tolerance).mean(axis=0)
     if beyond.max(initial=0.0) > CHANNEL_MAX_BEYOND_FRACTION:
         channel = int(beyond.argmax())
@@ -386,7 +434,8 @@ def _skip_reason(tensor, values: dict) -> str:
         return "its output is not quantized"
     if tensor.source not in values:
         return "no float counterpart of its output"
-    return f"its float counterpart is shaped {list(np.shape(values[tensor.source]))}, its output {list(tensor.torch_shape)}"
+    shape = list(np.shape(values[tensor.source]))
+    return f"its float counterpart is shaped {shape}, its output {list(tensor.torch_shape)}"
 
 
 def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
@@ -413,17 +462,26 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
     skipped: dict[str, str] = {}
     for op in graph.ops:
         out = graph.tensors[op.outputs[0]]
-        from_layers = [inexact[graph.storage(name)] for name in op.inputs
-                       if not _has_reference(graph.tensors[graph.storage(name)], float_values[0])
-                       and graph.storage(name) in inexact]
+        from_layers = [
+            inexact[graph.storage(name)]
+            for name in op.inputs
+            if not _has_reference(graph.tensors[graph.storage(name)], float_values[0])
+            and graph.storage(name) in inexact
+        ]
         for name in op.outputs:
-            if not _has_reference(graph.tensors[name], float_values[0]) and (from_layers or op.kind not in DATA_MOVEMENT):
+            if not _has_reference(graph.tensors[name], float_values[0]) and (
+                from_layers or op.kind not in DATA_MOVEMENT
+            ):
                 inexact[name] = from_layers[0] if from_layers else op.name
         for sample, values in enumerate(float_values):
             inputs = []
             for name in op.inputs:
                 base = graph.tensors[graph.storage(name)]
-                value = _quantized(base, _reference(base, values)) if _has_reference(base, values) else chained[sample].get(name)
+                value = (
+                    _quantized(base, _reference(base, values))
+                    if _has_reference(base, values)
+                    else chained[sample].get(name)
+                )
                 if value is None:
                     value = chained[sample][graph.storage(name)]
                 inputs.append(np.asarray(value).reshape(graph.tensors[name].shape))
@@ -441,7 +499,9 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
                 free = np.ones(diff.shape, bool)  # the hidden state has no fused clamp
             elif _has_reference(out, values):
                 diff, tolerance, free = _differences(graph, op, inputs, got, values)
-                expecteds[op.name].append((np.asarray(got, np.int64) - diff).reshape(-1, diff.shape[-1] if diff.ndim else 1))
+                expecteds[op.name].append(
+                    (np.asarray(got, np.int64) - diff).reshape(-1, diff.shape[-1] if diff.ndim else 1)
+                )
             else:
                 skipped[op.name] = _skip_reason(out, values)
                 continue
@@ -452,17 +512,30 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
     program = program_qparams(compiled)
     rows = []
     for op in graph.ops:
-        row = {"layer": op.name, "op": op.kind, "source": op.source, "checked": bool(diffs[op.name]),
-               "skipped": "a view" if op.kind == "reshape" else skipped.get(op.name), "failure": None,
-               "beyond_fraction": 0.0, "max_steps": 0, "tolerance": LAYER_TOLERANCE_STEPS}
+        row = {
+            "layer": op.name,
+            "op": op.kind,
+            "source": op.source,
+            "checked": bool(diffs[op.name]),
+            "skipped": "a view" if op.kind == "reshape" else skipped.get(op.name),
+            "failure": None,
+            "beyond_fraction": 0.0,
+            "max_steps": 0,
+            "tolerance": LAYER_TOLERANCE_STEPS,
+        }
         if diffs[op.name]:
             diff, tolerance = np.concatenate(diffs[op.name]), np.tile(tolerances[op.name], (len(diffs[op.name]), 1))
             expected = np.concatenate(expecteds[op.name]) if expecteds[op.name] else None
-            row.update(failure=judge(diff, tolerance, np.concatenate(frees[op.name]), expected), beyond_fraction=float(np.mean(np.abs(diff) > tolerance)),
-                       max_steps=int(np.abs(diff).max(initial=0)), tolerance=int(tolerance.max(initial=0)))
+            row.update(
+                failure=judge(diff, tolerance, np.concatenate(frees[op.name]), expected),
+                beyond_fraction=float(np.mean(np.abs(diff) > tolerance)),
+                max_steps=int(np.abs(diff).max(initial=0)),
+                tolerance=int(tolerance.max(initial=0)),
+            )
         names = op.outputs + [name for name in op.inputs if name in graph.inputs]
-        row["failure"] = next(filter(None, (_qparams_departure(graph.tensors[name], program) for name in names)),
-                              row["failure"])
+        row["failure"] = next(
+            filter(None, (_qparams_departure(graph.tensors[name], program) for name in names)), row["failure"]
+        )
         rows.append(row)
     return rows
 
@@ -488,8 +561,13 @@ def program_qparams(compiled) -> dict[str, list[tuple[float, int]]]:
     found: dict[str, list[tuple[float, int]]] = {}
     for node in compiled.quantized_module.graph.nodes:
         target = str(node.target)
-        if node.op == "call_function" and "quantize_per_tensor" in target and "dequantize" not in target \
-                and hasattr(node.args[0], "name") and isinstance(node.args[1], (int, float)):
+        if (
+            node.op == "call_function"
+            and "quantize_per_tensor" in target
+            and "dequantize" not in target
+            and hasattr(node.args[0], "name")
+            and isinstance(node.args[1], (int, float))
+        ):
             found.setdefault(node.args[0].name, []).append((float(node.args[1]), int(node.args[2])))
     return found
 
@@ -500,12 +578,16 @@ def _qparams_departure(tensor, program: dict) -> str | None:
     tell), or None."""
     if not tensor.quantized or tensor.source not in program:
         return None
-    if any(np.isclose(scale, tensor.scale, rtol=1e-6, atol=0) and zero_point == tensor.zero_point
-           for scale, zero_point in program[tensor.source]):
+    if any(
+        np.isclose(scale, tensor.scale, rtol=1e-6, atol=0) and zero_point == tensor.zero_point
+        for scale, zero_point in program[tensor.source]
+    ):
         return None
     scale, zero_point = program[tensor.source][0]
-    return (f"{tensor.name} holds scale {tensor.scale:.6g}, zero point {tensor.zero_point}; the program quantizes "
-            f"{tensor.source} at scale {scale:.6g}, zero point {zero_point}")
+    return (
+        f"{tensor.name} holds scale {tensor.scale:.6g}, zero point {tensor.zero_point}; the program quantizes "
+        f"{tensor.source} at scale {scale:.6g}, zero point {zero_point}"
+    )
 
 
 def _clamp_bounds(op, out) -> tuple[int, int]:
@@ -525,32 +607,43 @@ def recurrent_differences(compiled, op, x: np.ndarray, got: np.ndarray, values: 
     hidden state, and of the steps the layer writes, with their tolerances (1 + the bound of
     recurrent.float_step in output steps)."""
     from edgec.ops import recurrent
+
     graph, a = compiled.graph, op.attrs
     desc = a["desc"]
     x_t, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    weights = recurrent.reference_weights(a["cell"], *_float_recurrent_weights(compiled, op, values),
-                                          x_t.scale, out.scale)
+    weights = recurrent.reference_weights(
+        a["cell"], *_float_recurrent_weights(compiled, op, values), x_t.scale, out.scale
+    )
     before, after, cells = recurrent.integer_steps(desc, x)
-    xs = np.asarray(x, np.int8).reshape((desc["time_steps"], desc["batches"], -1) if desc["time_major"]
-                                        else (desc["batches"], desc["time_steps"], -1))
+    xs = np.asarray(x, np.int8).reshape(
+        (desc["time_steps"], desc["batches"], -1) if desc["time_major"] else (desc["batches"], desc["time_steps"], -1)
+    )
     xs = xs if desc["time_major"] else xs.transpose(1, 0, 2)
     cell_scale = 2.0 ** a["state_cell_power"]  # a linear LSTM's cell runs finer than the tables' 2^cell_power
     expected, bounds = [], []
     for t in range(desc["time_steps"]):
-        h, _, bound = recurrent.float_step(a["cell"], x_t.dequantize(xs[t]), out.dequantize(before[t]),
-                                           cells[t].astype(np.float64) * cell_scale, weights, 32767 * cell_scale)
+        h, _, bound = recurrent.float_step(
+            a["cell"],
+            x_t.dequantize(xs[t]),
+            out.dequantize(before[t]),
+            cells[t].astype(np.float64) * cell_scale,
+            weights,
+            32767 * cell_scale,
+        )
         expected.append(np.clip(np.round(h / out.scale) + out.zero_point, -128, 127))
         bounds.append(np.broadcast_to(bound, h.shape))
     expected, bounds = np.stack(expected), np.stack(bounds)
     tolerance = LAYER_TOLERANCE_STEPS + np.floor(bounds / out.scale).astype(np.int64)
     written = after[-1:] if desc["last_step_only"] else after
-    got_steps = np.asarray(got, np.int64).reshape(written.shape[:2][::-1] + written.shape[2:] if not desc["time_major"]
-                                                  else written.shape)
+    got_steps = np.asarray(got, np.int64).reshape(
+        written.shape[:2][::-1] + written.shape[2:] if not desc["time_major"] else written.shape
+    )
     got_steps = got_steps if desc["time_major"] else got_steps.transpose(1, 0, 2)
     steps = expected[-1:] if desc["last_step_only"] else expected
     step_tolerance = tolerance[-1:] if desc["last_step_only"] else tolerance
-    diff = np.concatenate([(after - expected).reshape(-1, after.shape[-1]),
-                           (got_steps - steps).reshape(-1, after.shape[-1])])
+    diff = np.concatenate(
+        [(after - expected).reshape(-1, after.shape[-1]), (got_steps - steps).reshape(-1, after.shape[-1])]
+    )
     return diff, np.concatenate([tolerance.reshape(-1, after.shape[-1]), step_tolerance.reshape(-1, after.shape[-1])])
 
 
@@ -558,11 +651,17 @@ def _float_recurrent_weights(compiled, op, values: dict) -> tuple:
     """The layer's float weights (w_ih, w_hh, b_ih, b_hh) as the program's graph holds them (PyTorch's
     gate order), not as the lowering arranged them."""
     from edgec.ops import recurrent
+
     node = next(n for n in compiled.quantized_module.graph.nodes if n.name == op.attrs["float_node"])
     names = recurrent._parse(node)["weights"][op.attrs["layer"]]
-    return tuple(None if n is None else np.asarray(values[n.name] if n.name in values else
-                                                   _attribute(compiled.quantized_module, n.target), np.float64)
-                 for n in names)
+    return tuple(
+        None
+        if n is None
+        else np.asarray(
+            values[n.name] if n.name in values else _attribute(compiled.quantized_module, n.target), np.float64
+        )
+        for n in names
+    )
 
 
 def _attribute(module, target: str):
@@ -575,10 +674,16 @@ def _quantized(tensor, value: np.ndarray) -> np.ndarray:
     """`value` quantized exactly as the program's quantize nodes do (float32, half to even): a
     rounding one step off here would move the layer's output by up to |M * w| steps."""
     import torch
+
     info = np.iinfo(sim.INT_DTYPES[tensor.dtype])
     q = torch.ops.quantized_decomposed.quantize_per_tensor(
-        torch.from_numpy(np.ascontiguousarray(value, dtype=np.float32)), tensor.scale, tensor.zero_point,
-        int(info.min), int(info.max), getattr(torch, tensor.dtype))
+        torch.from_numpy(np.ascontiguousarray(value, dtype=np.float32)),
+        tensor.scale,
+        tensor.zero_point,
+        int(info.min),
+        int(info.max),
+        getattr(torch, tensor.dtype),
+    )
     return sim.stored(tensor, q.numpy())
 
 
@@ -595,6 +700,7 @@ def unchecked_layers(rows: list[dict]) -> list[dict]:
 @dataclass
 class LayerCheck:
     """What the layer check found: `checked` of `total` layers, the skipped ones with why."""
+
     checked: int
     total: int
     skipped: list[dict]  # the skipped layers but views, each with why
@@ -622,10 +728,14 @@ def check_against_reference(compiled, float_samples, allow_unchecked: bool = Fal
         raise EdgecError(f"the integer model departs from its quantized program at {described}{more}")
     unchecked = unchecked_layers(rows)
     if unchecked and not allow_unchecked:
-        described = "; ".join(f"{row['layer']} ({row['op']}, {row['source']}): {row['skipped']}" for row in unchecked[:3])
+        described = "; ".join(
+            f"{row['layer']} ({row['op']}, {row['source']}): {row['skipped']}" for row in unchecked[:3]
+        )
         more = f" and {len(unchecked) - 3} more" if len(unchecked) > 3 else ""
-        raise EdgecError(f"verify could not check {len(unchecked)} computing layer(s) against the quantized program: "
-                         f"{described}{more} (--allow-unchecked / allow_unchecked=True to accept)")
+        raise EdgecError(
+            f"verify could not check {len(unchecked)} computing layer(s) against the quantized program: "
+            f"{described}{more} (--allow-unchecked / allow_unchecked=True to accept)"
+        )
     skipped = [row for row in rows if not row["checked"] and row["op"] != "reshape"]
     return LayerCheck(sum(row["checked"] for row in rows), len(rows), skipped)
 

@@ -12,6 +12,7 @@ sigmoid, GELU/log_softmax, and two outputs.
 Conventions are those of `edgec.zoo.mlperf`: each factory returns `(model.eval(), example_inputs)` with
 batch 1, random deterministic weights, BatchNorm statistics measured on `calibration_data`.
 """
+
 from __future__ import annotations
 
 import math
@@ -54,22 +55,55 @@ DISTINCTIVE_OPS: dict[str, frozenset] = {
     # hardswish_ (in-place) and hardsigmoid, SE: adaptive_avg_pool2d -> 1x1 convs -> relu (not in
     # place) -> gate, broadcast mul; `result += x` residual as add_; classifier
     # Linear-Hardswish-Dropout-Linear.
-    "mobilenet_v3_small": frozenset({aten.hardswish_.default, aten.hardsigmoid.default, aten.mul.Tensor,
-                                     aten.adaptive_avg_pool2d.default, aten.relu.default, aten.add_.Tensor,
-                                     aten.linear.default, aten.dropout_.default}),
+    "mobilenet_v3_small": frozenset(
+        {
+            aten.hardswish_.default,
+            aten.hardsigmoid.default,
+            aten.mul.Tensor,
+            aten.adaptive_avg_pool2d.default,
+            aten.relu.default,
+            aten.add_.Tensor,
+            aten.linear.default,
+            aten.dropout_.default,
+        }
+    ),
     # silu_ everywhere, SE gate sigmoid, broadcast mul, 5x5 depthwise, `result += x` as add_.
-    "efficientnet_b0": frozenset({aten.silu_.default, aten.sigmoid.default, aten.mul.Tensor,
-                                  aten.adaptive_avg_pool2d.default, aten.add_.Tensor, aten.dropout_.default}),
+    "efficientnet_b0": frozenset(
+        {
+            aten.silu_.default,
+            aten.sigmoid.default,
+            aten.mul.Tensor,
+            aten.adaptive_avg_pool2d.default,
+            aten.add_.Tensor,
+            aten.dropout_.default,
+        }
+    ),
     # Fire: channel cat of two expand branches; max_pool2d ceil_mode=True; conv classifier then pool.
-    "squeezenet1_1": frozenset({aten.cat.default, aten.max_pool2d.default, aten.relu_.default,
-                                aten.adaptive_avg_pool2d.default, aten.dropout.default}),
+    "squeezenet1_1": frozenset(
+        {
+            aten.cat.default,
+            aten.max_pool2d.default,
+            aten.relu_.default,
+            aten.adaptive_avg_pool2d.default,
+            aten.dropout.default,
+        }
+    ),
     # chunk + cat, channel shuffle as view -> transpose -> contiguous -> view, global mean.
-    "shufflenet_v2_x0_5": frozenset({aten.chunk.default, aten.cat.default, aten.view.default,
-                                     aten.transpose.int, aten.contiguous.default, aten.mean.dim,
-                                     aten.max_pool2d.default}),
+    "shufflenet_v2_x0_5": frozenset(
+        {
+            aten.chunk.default,
+            aten.cat.default,
+            aten.view.default,
+            aten.transpose.int,
+            aten.contiguous.default,
+            aten.mean.dim,
+            aten.max_pool2d.default,
+        }
+    ),
     # `out += identity` (add_), shared in-place ReLU, 7x7/2 stem, padded max pool, 1x1/2 downsample.
-    "resnet18": frozenset({aten.add_.Tensor, aten.relu_.default, aten.max_pool2d.default,
-                           aten.adaptive_avg_pool2d.default}),
+    "resnet18": frozenset(
+        {aten.add_.Tensor, aten.relu_.default, aten.max_pool2d.default, aten.adaptive_avg_pool2d.default}
+    ),
     # `self.layers(x) + x` (an out-of-place add), global mean, in-place dropout.
     "mnasnet0_5": frozenset({aten.add.Tensor, aten.mean.dim, aten.dropout_.default}),
     # nearest 2x upsampling and skip concatenation.
@@ -101,10 +135,22 @@ def _build(name: str, make_model: Callable[[], nn.Module], seed: int) -> ModelAn
 
 # Ops that need no buffer of their own: views of their input, inference no-ops, and BatchNorm
 # (folded into the convolution before it).
-_NO_NEW_BUFFER = {aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.flatten.using_ints,
-                  aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.transpose.int,
-                  aten.chunk.default, operator.getitem, aten.dropout.default, aten.alias.default,
-                  aten.detach.default, aten.batch_norm.default}
+_NO_NEW_BUFFER = {
+    aten.view.default,
+    aten.reshape.default,
+    aten._unsafe_view.default,
+    aten.flatten.using_ints,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.unsqueeze.default,
+    aten.transpose.int,
+    aten.chunk.default,
+    operator.getitem,
+    aten.dropout.default,
+    aten.alias.default,
+    aten.detach.default,
+    aten.batch_norm.default,
+}
 
 
 def estimate_int8_activation_peak(program: ExportedProgram) -> int:
@@ -141,6 +187,7 @@ def estimate_int8_activation_peak(program: ExportedProgram) -> int:
 
 # --- shared pieces ---------------------------------------------------------------------------
 
+
 def make_divisible(value: float, divisor: int = 8) -> int:
     """Channels rounded to the nearest multiple of `divisor`, at least `divisor` and never more than
     10% below `value` (the MobileNet / EfficientNet channel rule)."""
@@ -152,8 +199,16 @@ class ConvNormActivation(nn.Sequential):
     """Conv2d without bias, `norm`, then an optional in-place activation; children 0, 1, 2 as in
     torchvision's Conv2dNormActivation. Padding keeps the size for odd kernels at stride 1."""
 
-    def __init__(self, in_ch: int, out_ch: int, kernel_size: int = 3, stride: int = 1, groups: int = 1,
-                 activation: type[nn.Module] | None = nn.ReLU, norm: Callable[[int], nn.Module] = nn.BatchNorm2d):
+    def __init__(
+        self,
+        in_ch: int,
+        out_ch: int,
+        kernel_size: int = 3,
+        stride: int = 1,
+        groups: int = 1,
+        activation: type[nn.Module] | None = nn.ReLU,
+        norm: Callable[[int], nn.Module] = nn.BatchNorm2d,
+    ):
         layers: list[nn.Module] = [
             nn.Conv2d(in_ch, out_ch, kernel_size, stride, padding=(kernel_size - 1) // 2, groups=groups, bias=False),
             norm(out_ch),
@@ -166,8 +221,9 @@ class ConvNormActivation(nn.Sequential):
 class SqueezeExcitation(nn.Module):
     """Channel gate: global average pool, 1x1 conv down, activation, 1x1 conv up, gate, multiply."""
 
-    def __init__(self, channels: int, squeeze_channels: int, activation: Callable[[], nn.Module],
-                 gate: Callable[[], nn.Module]):
+    def __init__(
+        self, channels: int, squeeze_channels: int, activation: Callable[[], nn.Module], gate: Callable[[], nn.Module]
+    ):
         super().__init__()
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.fc1 = nn.Conv2d(channels, squeeze_channels, 1)
@@ -204,8 +260,9 @@ class MobileNetV3Block(nn.Module):
     """Inverted residual: 1x1 expand (skipped when it would not widen), depthwise, optional SE
     (hard-sigmoid gate, squeeze to a quarter), linear 1x1 projection, `+=` shortcut when shapes match."""
 
-    def __init__(self, in_ch: int, kernel: int, expanded: int, out_ch: int, use_se: bool, use_hardswish: bool,
-                 stride: int):
+    def __init__(
+        self, in_ch: int, kernel: int, expanded: int, out_ch: int, use_se: bool, use_hardswish: bool, stride: int
+    ):
         super().__init__()
         activation = nn.Hardswish if use_hardswish else nn.ReLU
         conv = partial(ConvNormActivation, norm=_MOBILENET_V3_NORM)
@@ -234,11 +291,15 @@ class MobileNetV3Small(nn.Module):
             return make_divisible(count * width_mult)
 
         first_ch = channels(_MOBILENET_V3_SMALL_BLOCKS[0][0])
-        layers: list[nn.Module] = [ConvNormActivation(3, first_ch, 3, 2, activation=nn.Hardswish,
-                                                      norm=_MOBILENET_V3_NORM)]
+        layers: list[nn.Module] = [
+            ConvNormActivation(3, first_ch, 3, 2, activation=nn.Hardswish, norm=_MOBILENET_V3_NORM)
+        ]
         for in_ch, kernel, expanded, out_ch, use_se, use_hardswish, stride in _MOBILENET_V3_SMALL_BLOCKS:
-            layers.append(MobileNetV3Block(channels(in_ch), kernel, channels(expanded), channels(out_ch), use_se,
-                                           use_hardswish, stride))
+            layers.append(
+                MobileNetV3Block(
+                    channels(in_ch), kernel, channels(expanded), channels(out_ch), use_se, use_hardswish, stride
+                )
+            )
         last_in = channels(_MOBILENET_V3_SMALL_BLOCKS[-1][3])
         last_conv = 6 * last_in
         layers.append(ConvNormActivation(last_in, last_conv, 1, activation=nn.Hardswish, norm=_MOBILENET_V3_NORM))
@@ -246,7 +307,9 @@ class MobileNetV3Small(nn.Module):
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         hidden = channels(1024)
         self.classifier = nn.Sequential(
-            nn.Linear(last_conv, hidden), nn.Hardswish(inplace=True), nn.Dropout(dropout, inplace=True),
+            nn.Linear(last_conv, hidden),
+            nn.Hardswish(inplace=True),
+            nn.Dropout(dropout, inplace=True),
             nn.Linear(hidden, num_classes),
         )
 
@@ -294,8 +357,9 @@ class MBConv(nn.Module):
     """Mobile inverted bottleneck: 1x1 expand (not at ratio 1), depthwise, SE (SiLU, sigmoid gate,
     squeeze to a quarter of the block input), linear 1x1 projection, stochastic depth, `+=` shortcut."""
 
-    def __init__(self, expand_ratio: int, kernel: int, stride: int, in_ch: int, out_ch: int,
-                 stochastic_depth_prob: float):
+    def __init__(
+        self, expand_ratio: int, kernel: int, stride: int, in_ch: int, out_ch: int, stochastic_depth_prob: float
+    ):
         super().__init__()
         expanded = make_divisible(in_ch * expand_ratio)
         layers: list[nn.Module] = []
@@ -320,12 +384,26 @@ class EfficientNet(nn.Module):
     """EfficientNet-B0 scaled by `width_mult` (channels, make_divisible) and `depth_mult` (repeats,
     rounded up); stochastic depth grows linearly with the block index up to `stochastic_depth_prob`."""
 
-    def __init__(self, width_mult: float = 1.0, depth_mult: float = 1.0, num_classes: int = 1000,
-                 dropout: float = 0.2, stochastic_depth_prob: float = 0.2):
+    def __init__(
+        self,
+        width_mult: float = 1.0,
+        depth_mult: float = 1.0,
+        num_classes: int = 1000,
+        dropout: float = 0.2,
+        stochastic_depth_prob: float = 0.2,
+    ):
         super().__init__()
-        stages = [(ratio, kernel, stride, make_divisible(in_ch * width_mult), make_divisible(out_ch * width_mult),
-                   math.ceil(repeats * depth_mult))
-                  for ratio, kernel, stride, in_ch, out_ch, repeats in _EFFICIENTNET_B0_STAGES]
+        stages = [
+            (
+                ratio,
+                kernel,
+                stride,
+                make_divisible(in_ch * width_mult),
+                make_divisible(out_ch * width_mult),
+                math.ceil(repeats * depth_mult),
+            )
+            for ratio, kernel, stride, in_ch, out_ch, repeats in _EFFICIENTNET_B0_STAGES
+        ]
         layers: list[nn.Module] = [ConvNormActivation(3, stages[0][3], 3, 2, activation=nn.SiLU)]
         total_blocks = sum(stage[-1] for stage in stages)
         block_index = 0
@@ -333,8 +411,16 @@ class EfficientNet(nn.Module):
             blocks = []
             for repeat in range(repeats):
                 first = repeat == 0
-                blocks.append(MBConv(ratio, kernel, stride if first else 1, in_ch if first else out_ch, out_ch,
-                                     stochastic_depth_prob * block_index / total_blocks))
+                blocks.append(
+                    MBConv(
+                        ratio,
+                        kernel,
+                        stride if first else 1,
+                        in_ch if first else out_ch,
+                        out_ch,
+                        stochastic_depth_prob * block_index / total_blocks,
+                    )
+                )
                 block_index += 1
             layers.append(nn.Sequential(*blocks))
         last_in = stages[-1][4]
@@ -356,6 +442,7 @@ def efficientnet_b0(seed: int = 0) -> ModelAndInputs:
 
 # --- SqueezeNet 1.1 (Iandola et al. 2016) ----------------------------------------------------
 
+
 class Fire(nn.Module):
     """1x1 squeeze + ReLU, then 1x1 and 3x3 expands (each + ReLU) concatenated on channels."""
 
@@ -370,8 +457,9 @@ class Fire(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.squeeze_activation(self.squeeze(x))
-        return torch.cat([self.expand1x1_activation(self.expand1x1(x)),
-                          self.expand3x3_activation(self.expand3x3(x))], 1)
+        return torch.cat(
+            [self.expand1x1_activation(self.expand1x1(x)), self.expand3x3_activation(self.expand3x3(x))], 1
+        )
 
 
 class SqueezeNet11(nn.Module):
@@ -379,13 +467,25 @@ class SqueezeNet11(nn.Module):
         super().__init__()
         pool = partial(nn.MaxPool2d, kernel_size=3, stride=2, ceil_mode=True)
         self.features = nn.Sequential(
-            nn.Conv2d(3, 64, 3, stride=2), nn.ReLU(inplace=True), pool(),
-            Fire(64, 16, 64, 64), Fire(128, 16, 64, 64), pool(),
-            Fire(128, 32, 128, 128), Fire(256, 32, 128, 128), pool(),
-            Fire(256, 48, 192, 192), Fire(384, 48, 192, 192), Fire(384, 64, 256, 256), Fire(512, 64, 256, 256),
+            nn.Conv2d(3, 64, 3, stride=2),
+            nn.ReLU(inplace=True),
+            pool(),
+            Fire(64, 16, 64, 64),
+            Fire(128, 16, 64, 64),
+            pool(),
+            Fire(128, 32, 128, 128),
+            Fire(256, 32, 128, 128),
+            pool(),
+            Fire(256, 48, 192, 192),
+            Fire(384, 48, 192, 192),
+            Fire(384, 64, 256, 256),
+            Fire(512, 64, 256, 256),
         )
         self.classifier = nn.Sequential(
-            nn.Dropout(dropout), nn.Conv2d(512, num_classes, 1), nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d((1, 1)),
+            nn.Dropout(dropout),
+            nn.Conv2d(512, num_classes, 1),
+            nn.ReLU(inplace=True),
+            nn.AdaptiveAvgPool2d((1, 1)),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -398,6 +498,7 @@ def squeezenet1_1(seed: int = 0) -> ModelAndInputs:
 
 
 # --- ShuffleNet V2 (Ma et al. 2018) ----------------------------------------------------------
+
 
 def channel_shuffle(x: torch.Tensor, groups: int) -> torch.Tensor:
     """Interleave the channel groups: [g0c0, g0c1, .., g1c0, ..] -> [g0c0, g1c0, .., g0c1, ..]."""
@@ -417,15 +518,23 @@ class ShuffleBlock(nn.Module):
         half = out_ch // 2
         if stride > 1:
             self.branch1 = nn.Sequential(
-                nn.Conv2d(in_ch, in_ch, 3, stride, 1, groups=in_ch, bias=False), nn.BatchNorm2d(in_ch),
-                nn.Conv2d(in_ch, half, 1, bias=False), nn.BatchNorm2d(half), nn.ReLU(inplace=True),
+                nn.Conv2d(in_ch, in_ch, 3, stride, 1, groups=in_ch, bias=False),
+                nn.BatchNorm2d(in_ch),
+                nn.Conv2d(in_ch, half, 1, bias=False),
+                nn.BatchNorm2d(half),
+                nn.ReLU(inplace=True),
             )
         else:
             self.branch1 = nn.Sequential()
         self.branch2 = nn.Sequential(
-            nn.Conv2d(in_ch if stride > 1 else half, half, 1, bias=False), nn.BatchNorm2d(half), nn.ReLU(inplace=True),
-            nn.Conv2d(half, half, 3, stride, 1, groups=half, bias=False), nn.BatchNorm2d(half),
-            nn.Conv2d(half, half, 1, bias=False), nn.BatchNorm2d(half), nn.ReLU(inplace=True),
+            nn.Conv2d(in_ch if stride > 1 else half, half, 1, bias=False),
+            nn.BatchNorm2d(half),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(half, half, 3, stride, 1, groups=half, bias=False),
+            nn.BatchNorm2d(half),
+            nn.Conv2d(half, half, 1, bias=False),
+            nn.BatchNorm2d(half),
+            nn.ReLU(inplace=True),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -440,19 +549,29 @@ class ShuffleBlock(nn.Module):
 class ShuffleNetV2(nn.Module):
     """ShuffleNet V2; the default channels are those of the x0.5 model."""
 
-    def __init__(self, stage_repeats: tuple[int, ...] = (4, 8, 4),
-                 stage_channels: tuple[int, ...] = (24, 48, 96, 192, 1024), num_classes: int = 1000):
+    def __init__(
+        self,
+        stage_repeats: tuple[int, ...] = (4, 8, 4),
+        stage_channels: tuple[int, ...] = (24, 48, 96, 192, 1024),
+        num_classes: int = 1000,
+    ):
         super().__init__()
-        self.conv1 = nn.Sequential(nn.Conv2d(3, stage_channels[0], 3, 2, 1, bias=False),
-                                   nn.BatchNorm2d(stage_channels[0]), nn.ReLU(inplace=True))
+        self.conv1 = nn.Sequential(
+            nn.Conv2d(3, stage_channels[0], 3, 2, 1, bias=False),
+            nn.BatchNorm2d(stage_channels[0]),
+            nn.ReLU(inplace=True),
+        )
         self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
         in_ch = stage_channels[0]
         for index, (repeats, out_ch) in enumerate(zip(stage_repeats, stage_channels[1:-1]), start=2):
             blocks = [ShuffleBlock(in_ch, out_ch, 2)] + [ShuffleBlock(out_ch, out_ch, 1) for _ in range(repeats - 1)]
             setattr(self, f"stage{index}", nn.Sequential(*blocks))
             in_ch = out_ch
-        self.conv5 = nn.Sequential(nn.Conv2d(in_ch, stage_channels[-1], 1, bias=False),
-                                   nn.BatchNorm2d(stage_channels[-1]), nn.ReLU(inplace=True))
+        self.conv5 = nn.Sequential(
+            nn.Conv2d(in_ch, stage_channels[-1], 1, bias=False),
+            nn.BatchNorm2d(stage_channels[-1]),
+            nn.ReLU(inplace=True),
+        )
         self.fc = nn.Linear(stage_channels[-1], num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -468,6 +587,7 @@ def shufflenet_v2_x0_5(seed: int = 0) -> ModelAndInputs:
 
 
 # --- ResNet-18 (He et al. 2016) --------------------------------------------------------------
+
 
 class BasicBlock(nn.Module):
     """conv3x3-BN-ReLU-conv3x3-BN, `out += identity` (1x1 conv + BN shortcut when the shape
@@ -504,8 +624,9 @@ class ResNet18(nn.Module):
         in_ch = widths[0]
         for index, out_ch in enumerate(widths, start=1):
             stride = 1 if index == 1 else 2
-            setattr(self, f"layer{index}", nn.Sequential(BasicBlock(in_ch, out_ch, stride),
-                                                         BasicBlock(out_ch, out_ch, 1)))
+            setattr(
+                self, f"layer{index}", nn.Sequential(BasicBlock(in_ch, out_ch, stride), BasicBlock(out_ch, out_ch, 1))
+            )
             in_ch = out_ch
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
         self.fc = nn.Linear(in_ch, num_classes)
@@ -543,10 +664,14 @@ class MnasNetBlock(nn.Module):
         bn = partial(nn.BatchNorm2d, momentum=_MNASNET_BN_MOMENTUM)
         self.apply_residual = in_ch == out_ch and stride == 1
         self.layers = nn.Sequential(
-            nn.Conv2d(in_ch, mid, 1, bias=False), bn(mid), nn.ReLU(inplace=True),
-            nn.Conv2d(mid, mid, kernel, stride, padding=kernel // 2, groups=mid, bias=False), bn(mid),
+            nn.Conv2d(in_ch, mid, 1, bias=False),
+            bn(mid),
             nn.ReLU(inplace=True),
-            nn.Conv2d(mid, out_ch, 1, bias=False), bn(out_ch),
+            nn.Conv2d(mid, mid, kernel, stride, padding=kernel // 2, groups=mid, bias=False),
+            bn(mid),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(mid, out_ch, 1, bias=False),
+            bn(out_ch),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -561,10 +686,14 @@ class MNASNet(nn.Module):
         depths = _mnasnet_depths(alpha)
         bn = partial(nn.BatchNorm2d, momentum=_MNASNET_BN_MOMENTUM)
         layers: list[nn.Module] = [
-            nn.Conv2d(3, depths[0], 3, padding=1, stride=2, bias=False), bn(depths[0]), nn.ReLU(inplace=True),
-            nn.Conv2d(depths[0], depths[0], 3, padding=1, groups=depths[0], bias=False), bn(depths[0]),
+            nn.Conv2d(3, depths[0], 3, padding=1, stride=2, bias=False),
+            bn(depths[0]),
             nn.ReLU(inplace=True),
-            nn.Conv2d(depths[0], depths[1], 1, bias=False), bn(depths[1]),
+            nn.Conv2d(depths[0], depths[0], 3, padding=1, groups=depths[0], bias=False),
+            bn(depths[0]),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(depths[0], depths[1], 1, bias=False),
+            bn(depths[1]),
         ]
         for (kernel, stride, expansion, repeats), in_ch, out_ch in zip(_MNASNET_STACKS, depths[1:], depths[2:]):
             blocks = [MnasNetBlock(in_ch, out_ch, kernel, stride, expansion)]
@@ -585,6 +714,7 @@ def mnasnet0_5(seed: int = 0) -> ModelAndInputs:
 
 # --- U-Nets (Ronneberger et al. 2015), three levels ------------------------------------------
 
+
 def _double_conv(in_ch: int, out_ch: int) -> nn.Sequential:
     return nn.Sequential(ConvNormActivation(in_ch, out_ch), ConvNormActivation(out_ch, out_ch))
 
@@ -595,8 +725,9 @@ class UNet(nn.Module):
     or "transposed" (ConvTranspose2d halving channels: kernel 2 stride 2 at the deeper level,
     kernel 3 stride 2 padding 1 output_padding 1 at the shallower one)."""
 
-    def __init__(self, upsampling: str, widths: tuple[int, int, int] = (16, 32, 64), in_ch: int = 3,
-                 num_classes: int = 3):
+    def __init__(
+        self, upsampling: str, widths: tuple[int, int, int] = (16, 32, 64), in_ch: int = 3, num_classes: int = 3
+    ):
         super().__init__()
         w1, w2, w3 = widths
         self.enc1 = _double_conv(in_ch, w1)
@@ -638,11 +769,16 @@ def unet_transposed(seed: int = 0) -> ModelAndInputs:
 
 # --- small single-purpose models -------------------------------------------------------------
 
-def _conv1d_bn_relu(in_ch: int, out_ch: int, kernel: int, stride: int = 1, dilation: int = 1,
-                    groups: int = 1) -> list[nn.Module]:
+
+def _conv1d_bn_relu(
+    in_ch: int, out_ch: int, kernel: int, stride: int = 1, dilation: int = 1, groups: int = 1
+) -> list[nn.Module]:
     padding = (kernel - 1) // 2 * dilation
-    return [nn.Conv1d(in_ch, out_ch, kernel, stride, padding, dilation, groups, bias=False),
-            nn.BatchNorm1d(out_ch), nn.ReLU()]
+    return [
+        nn.Conv1d(in_ch, out_ch, kernel, stride, padding, dilation, groups, bias=False),
+        nn.BatchNorm1d(out_ch),
+        nn.ReLU(),
+    ]
 
 
 def kws_conv1d(seed: int = 0) -> ModelAndInputs:
@@ -651,14 +787,16 @@ def kws_conv1d(seed: int = 0) -> ModelAndInputs:
 
     def make() -> nn.Module:
         return nn.Sequential(
-            *_conv1d_bn_relu(40, 64, 3),                      # 49 frames
-            *_conv1d_bn_relu(64, 64, 3, dilation=2),          # 49
-            nn.MaxPool1d(2),                                  # 24
-            *_conv1d_bn_relu(64, 96, 3, stride=2),            # 12
-            *_conv1d_bn_relu(96, 96, 3, dilation=4),          # 12
-            *_conv1d_bn_relu(96, 96, 5, groups=96),           # 12, depthwise
-            *_conv1d_bn_relu(96, 128, 1),                     # 12, pointwise
-            nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(128, 12),
+            *_conv1d_bn_relu(40, 64, 3),  # 49 frames
+            *_conv1d_bn_relu(64, 64, 3, dilation=2),  # 49
+            nn.MaxPool1d(2),  # 24
+            *_conv1d_bn_relu(64, 96, 3, stride=2),  # 12
+            *_conv1d_bn_relu(96, 96, 3, dilation=4),  # 12
+            *_conv1d_bn_relu(96, 96, 5, groups=96),  # 12, depthwise
+            *_conv1d_bn_relu(96, 128, 1),  # 12, pointwise
+            nn.AdaptiveAvgPool1d(1),
+            nn.Flatten(),
+            nn.Linear(128, 12),
         )
 
     return _build("kws_conv1d", make, seed)
@@ -669,10 +807,18 @@ def lenet5_tanh(seed: int = 0) -> ModelAndInputs:
 
     def make() -> nn.Module:
         return nn.Sequential(
-            nn.Conv2d(1, 6, 5), nn.Tanh(), nn.AvgPool2d(2),
-            nn.Conv2d(6, 16, 5), nn.Tanh(), nn.AvgPool2d(2),
+            nn.Conv2d(1, 6, 5),
+            nn.Tanh(),
+            nn.AvgPool2d(2),
+            nn.Conv2d(6, 16, 5),
+            nn.Tanh(),
+            nn.AvgPool2d(2),
             nn.Flatten(),
-            nn.Linear(400, 120), nn.Tanh(), nn.Linear(120, 84), nn.Tanh(), nn.Linear(84, 10),
+            nn.Linear(400, 120),
+            nn.Tanh(),
+            nn.Linear(120, 84),
+            nn.Tanh(),
+            nn.Linear(84, 10),
         )
 
     return _build("lenet5_tanh", make, seed)
@@ -681,9 +827,12 @@ def lenet5_tanh(seed: int = 0) -> ModelAndInputs:
 def _separable_prelu(in_ch: int, out_ch: int, stride: int) -> nn.Sequential:
     """Depthwise 3x3 + BN + per-channel PReLU, pointwise 1x1 + BN + LeakyReLU(0.1)."""
     return nn.Sequential(
-        nn.Conv2d(in_ch, in_ch, 3, stride, 1, groups=in_ch, bias=False), nn.BatchNorm2d(in_ch),
+        nn.Conv2d(in_ch, in_ch, 3, stride, 1, groups=in_ch, bias=False),
+        nn.BatchNorm2d(in_ch),
         nn.PReLU(num_parameters=in_ch),
-        nn.Conv2d(in_ch, out_ch, 1, bias=False), nn.BatchNorm2d(out_ch), nn.LeakyReLU(0.1, inplace=True),
+        nn.Conv2d(in_ch, out_ch, 1, bias=False),
+        nn.BatchNorm2d(out_ch),
+        nn.LeakyReLU(0.1, inplace=True),
     )
 
 
@@ -692,11 +841,16 @@ def binary_classifier(seed: int = 0) -> ModelAndInputs:
 
     def make() -> nn.Module:
         return nn.Sequential(
-            nn.Conv2d(1, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.LeakyReLU(0.1, inplace=True),  # 16x16
+            nn.Conv2d(1, 16, 3, 2, 1, bias=False),
+            nn.BatchNorm2d(16),
+            nn.LeakyReLU(0.1, inplace=True),  # 16x16
             _separable_prelu(16, 32, 1),
-            _separable_prelu(32, 64, 2),                                                               # 8x8
-            _separable_prelu(64, 64, 2),                                                               # 4x4
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 1), nn.Sigmoid(),
+            _separable_prelu(32, 64, 2),  # 8x8
+            _separable_prelu(64, 64, 2),  # 4x4
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(64, 1),
+            nn.Sigmoid(),
         )
 
     return _build("binary_classifier", make, seed)
@@ -722,8 +876,11 @@ class _TwoHeads(nn.Module):
     def __init__(self, num_classes: int = 10, embedding: int = 32):
         super().__init__()
         self.trunk = nn.Sequential(
-            ConvNormActivation(3, 16, 3, 2), ConvNormActivation(16, 32, 3, 2), ConvNormActivation(32, 64, 3, 2),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+            ConvNormActivation(3, 16, 3, 2),
+            ConvNormActivation(16, 32, 3, 2),
+            ConvNormActivation(32, 64, 3, 2),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
         )
         self.classifier = nn.Linear(64, num_classes)
         self.embedding = nn.Linear(64, embedding)

@@ -7,6 +7,7 @@ layer's output is roughly zero-mean / unit-scale before the affine step. That ke
 well-scaled through 13+ layers, which random running statistics alone would not (scales would
 drift geometrically and make int8 quantization tests meaningless).
 """
+
 from __future__ import annotations
 
 import math
@@ -79,6 +80,7 @@ def count_macs(module: nn.Module, example_inputs: tuple[torch.Tensor, ...]) -> i
 
 # --- building blocks -------------------------------------------------------------------------
 
+
 def _conv_bn(in_ch: int, out_ch: int, kernel, stride=1, padding=0, groups=1) -> list[nn.Module]:
     return [
         nn.Conv2d(in_ch, out_ch, kernel, stride=stride, padding=padding, groups=groups, bias=False),
@@ -89,8 +91,10 @@ def _conv_bn(in_ch: int, out_ch: int, kernel, stride=1, padding=0, groups=1) -> 
 def _depthwise_separable(in_ch: int, out_ch: int, stride: int, activation: type[nn.Module]) -> nn.Sequential:
     """Depthwise 3x3 + BN + act, then pointwise 1x1 + BN + act."""
     return nn.Sequential(
-        *_conv_bn(in_ch, in_ch, 3, stride=stride, padding=1, groups=in_ch), activation(),
-        *_conv_bn(in_ch, out_ch, 1), activation(),
+        *_conv_bn(in_ch, in_ch, 3, stride=stride, padding=1, groups=in_ch),
+        activation(),
+        *_conv_bn(in_ch, out_ch, 1),
+        activation(),
     )
 
 
@@ -104,7 +108,8 @@ class _ResidualStack(nn.Module):
     def __init__(self, in_ch: int, out_ch: int, stride: int):
         super().__init__()
         self.main = nn.Sequential(
-            *_conv_bn(in_ch, out_ch, 3, stride=stride, padding=1), nn.ReLU(),
+            *_conv_bn(in_ch, out_ch, 3, stride=stride, padding=1),
+            nn.ReLU(),
             *_conv_bn(out_ch, out_ch, 3, padding=1),
         )
         self.shortcut = nn.Identity() if stride == 1 and in_ch == out_ch else nn.Conv2d(in_ch, out_ch, 1, stride=stride)
@@ -119,6 +124,7 @@ def _dense_bn_relu(in_features: int, out_features: int) -> list[nn.Module]:
 
 
 # --- randomisation ---------------------------------------------------------------------------
+
 
 def _randomise_parameters(model: nn.Module) -> None:
     """He-normal weights (keeps activation scale through ReLU layers), small biases, random BN affine,
@@ -149,8 +155,9 @@ def _measure_batchnorm_statistics(model: nn.Module, inputs: torch.Tensor) -> Non
         bn.momentum = momentum
 
 
-def build_model(make_model: Callable[[], nn.Module], calibration: Callable[[int, int], np.ndarray],
-                seed: int) -> ModelAndInputs:
+def build_model(
+    make_model: Callable[[], nn.Module], calibration: Callable[[int, int], np.ndarray], seed: int
+) -> ModelAndInputs:
     """Make a model with random deterministic weights and measured BatchNorm statistics.
 
     `calibration(n, seed)` gives the model's float inputs; its sample `seed` is the example input.
@@ -168,6 +175,7 @@ def build_model(make_model: Callable[[], nn.Module], calibration: Callable[[int,
 
 # --- the four MLPerf Tiny models -------------------------------------------------------------
 
+
 def ds_cnn(seed: int = 0) -> ModelAndInputs:
     """Keyword spotting DS-CNN: [1,1,49,10] MFCCs -> 12 class probabilities (~2.66 M MACs)."""
 
@@ -175,7 +183,8 @@ def ds_cnn(seed: int = 0) -> ModelAndInputs:
         return nn.Sequential(
             # TF 'same' padding for a 10x4 stride-2 kernel on 49x10: 4 top, 5 bottom, 1 left, 1 right.
             nn.ZeroPad2d((1, 1, 4, 5)),
-            *_conv_bn(1, 64, (10, 4), stride=2), nn.ReLU(),
+            *_conv_bn(1, 64, (10, 4), stride=2),
+            nn.ReLU(),
             *[_depthwise_separable(64, 64, 1, nn.ReLU) for _ in range(4)],
             nn.AvgPool2d((25, 5)),
             nn.Flatten(),
@@ -188,8 +197,19 @@ def ds_cnn(seed: int = 0) -> ModelAndInputs:
 
 # (output channels, stride) of MobileNetV1's 13 depthwise-separable blocks at width 0.25.
 _MOBILENET_V1_025_BLOCKS = [
-    (16, 1), (32, 2), (32, 1), (64, 2), (64, 1), (128, 2),
-    (128, 1), (128, 1), (128, 1), (128, 1), (128, 1), (256, 2), (256, 1),
+    (16, 1),
+    (32, 2),
+    (32, 1),
+    (64, 2),
+    (64, 1),
+    (128, 2),
+    (128, 1),
+    (128, 1),
+    (128, 1),
+    (128, 1),
+    (128, 1),
+    (256, 2),
+    (256, 1),
 ]
 
 
@@ -213,7 +233,8 @@ def resnet8(seed: int = 0) -> ModelAndInputs:
 
     def make() -> nn.Module:
         return nn.Sequential(
-            *_conv_bn(3, 16, 3, padding=1), nn.ReLU(),
+            *_conv_bn(3, 16, 3, padding=1),
+            nn.ReLU(),
             _ResidualStack(16, 16, 1),
             _ResidualStack(16, 32, 2),
             _ResidualStack(32, 64, 2),

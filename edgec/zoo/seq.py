@@ -4,6 +4,7 @@ models for the recurrent and attention operators.
 Conventions are those of `edgec.zoo.mlperf`: each factory returns `(model.eval(), example_inputs)` with
 batch 1, random deterministic weights, BatchNorm statistics measured on `calibration_data`.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -85,12 +86,24 @@ def _register(name: str, make: Callable[[], nn.Module], ops: set, doc: str) -> N
     globals()[name] = factory
 
 
-_register("lstm_kws", partial(_RecurrentKws, nn.LSTM), {aten.lstm.input, aten.zeros.default, aten.select.int},
-          "LSTM keyword spotter: [1,49,10] MFCCs -> LSTM(64) -> output[:, -1] -> 12 logits.")
-_register("gru_kws", partial(_RecurrentKws, nn.GRU, last="h_n"), {aten.gru.input, aten.zeros.default, aten.select.int},
-          "GRU keyword spotter: [1,49,10] MFCCs -> GRU(64) -> h_n[-1] -> 12 logits.")
-_register("conv_gru_kws", _ConvGruKws, {aten.conv1d.default, aten.gru.input, aten.transpose.int},
-          "Temporal conv + GRU keyword spotter: [1,49,10] -> Conv1d(32, k5) -> 2-layer GRU(64) -> 12 logits.")
+_register(
+    "lstm_kws",
+    partial(_RecurrentKws, nn.LSTM),
+    {aten.lstm.input, aten.zeros.default, aten.select.int},
+    "LSTM keyword spotter: [1,49,10] MFCCs -> LSTM(64) -> output[:, -1] -> 12 logits.",
+)
+_register(
+    "gru_kws",
+    partial(_RecurrentKws, nn.GRU, last="h_n"),
+    {aten.gru.input, aten.zeros.default, aten.select.int},
+    "GRU keyword spotter: [1,49,10] MFCCs -> GRU(64) -> h_n[-1] -> 12 logits.",
+)
+_register(
+    "conv_gru_kws",
+    _ConvGruKws,
+    {aten.conv1d.default, aten.gru.input, aten.transpose.int},
+    "Temporal conv + GRU keyword spotter: [1,49,10] -> Conv1d(32, k5) -> 2-layer GRU(64) -> 12 logits.",
+)
 
 # The streaming model: lstm_kws compiled with --stream runs one frame per invoke (edgec.pipeline).
 STREAMING = {"lstm_kws"}
@@ -98,10 +111,12 @@ STREAMING = {"lstm_kws"}
 
 # --- transformers ----------------------------------------------------------------------------
 
-_INPUTS.update({
-    "vit_tiny": ((1, 3, 32, 32), "unit"),
-    "kws_transformer": ((1, 49, 10), "normal"),  # 49 MFCC frames x 10 coefficients
-})
+_INPUTS.update(
+    {
+        "vit_tiny": ((1, 3, 32, 32), "unit"),
+        "kws_transformer": ((1, 49, 10), "normal"),  # 49 MFCC frames x 10 coefficients
+    }
+)
 
 
 class TransformerBlock(nn.Module):
@@ -139,8 +154,16 @@ class VisionTransformer(nn.Module):
     """ViT (Dosovitskiy et al. 2021) in miniature: patch embedding by a strided convolution, a
     class token, learned positional embeddings, pre-norm blocks, classifier on the class token."""
 
-    def __init__(self, image: int = 32, patch: int = 4, dim: int = 32, depth: int = 2, heads: int = 2,
-                 classes: int = 10, channels: int = 3):
+    def __init__(
+        self,
+        image: int = 32,
+        patch: int = 4,
+        dim: int = 32,
+        depth: int = 2,
+        heads: int = 2,
+        classes: int = 10,
+        channels: int = 3,
+    ):
         super().__init__()
         tokens = (image // patch) ** 2
         self.patch_embed = nn.Conv2d(channels, dim, patch, patch)
@@ -151,7 +174,7 @@ class VisionTransformer(nn.Module):
         self.head = nn.Linear(dim, classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.patch_embed(x).flatten(2).transpose(1, 2)          # [B, tokens, dim]
+        x = self.patch_embed(x).flatten(2).transpose(1, 2)  # [B, tokens, dim]
         x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
         x = self.norm(self.blocks(x))
         return self.head(x[:, 0])
@@ -168,8 +191,9 @@ class KeywordTransformer(nn.Module):
     (linear embedding of its 10 coefficients), learned positional embeddings, pre-norm blocks,
     classifier on the mean over tokens."""
 
-    def __init__(self, frames: int = 49, coefficients: int = 10, dim: int = 32, depth: int = 2, heads: int = 2,
-                 classes: int = 12):
+    def __init__(
+        self, frames: int = 49, coefficients: int = 10, dim: int = 32, depth: int = 2, heads: int = 2, classes: int = 12
+    ):
         super().__init__()
         self.embed = nn.Linear(coefficients, dim)
         self.pos_embed = nn.Parameter(0.02 * torch.randn(1, frames, dim))

@@ -10,6 +10,7 @@
 Conventions are those of `edgec.zoo.mlperf`: `(model.eval(), example_inputs)`, batch 1, random
 deterministic weights, BatchNorm statistics measured on `calibration_data`.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -18,8 +19,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from edgec.zoo.mlperf import ModelAndInputs, build_model, random_inputs
 from edgec.zoo.cnn import ConvNormActivation, make_divisible
+from edgec.zoo.mlperf import ModelAndInputs, build_model, random_inputs
 
 _INPUTS: dict[str, tuple[tuple[int, ...], str]] = {
     "mobilenet_v2_035": ((1, 3, 96, 96), "unit"),
@@ -44,8 +45,11 @@ class InvertedResidual(nn.Module):
         layers: list[nn.Module] = []
         if expand_ratio != 1:
             layers.append(ConvNormActivation(inp, hidden, kernel_size=1, activation=nn.ReLU6))
-        layers += [ConvNormActivation(hidden, hidden, stride=stride, groups=hidden, activation=nn.ReLU6),
-                   nn.Conv2d(hidden, oup, 1, 1, 0, bias=False), nn.BatchNorm2d(oup)]
+        layers += [
+            ConvNormActivation(hidden, hidden, stride=stride, groups=hidden, activation=nn.ReLU6),
+            nn.Conv2d(hidden, oup, 1, 1, 0, bias=False),
+            nn.BatchNorm2d(oup),
+        ]
         self.conv = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -55,8 +59,15 @@ class InvertedResidual(nn.Module):
 
 
 # torchvision's inverted residual setting: expansion t, channels c, repeats n, first stride s.
-_MOBILENET_V2_SETTING = [[1, 16, 1, 1], [6, 24, 2, 2], [6, 32, 3, 2], [6, 64, 4, 2], [6, 96, 3, 1],
-                         [6, 160, 3, 2], [6, 320, 1, 1]]
+_MOBILENET_V2_SETTING = [
+    [1, 16, 1, 1],
+    [6, 24, 2, 2],
+    [6, 32, 3, 2],
+    [6, 64, 4, 2],
+    [6, 96, 3, 1],
+    [6, 160, 3, 2],
+    [6, 320, 1, 1],
+]
 
 
 class MobileNetV2(nn.Module):
@@ -82,17 +93,23 @@ class MobileNetV2(nn.Module):
 
 def mobilenet_v2_035(seed: int = 0) -> ModelAndInputs:
     """MobileNetV2 width 0.35 on 96x96, 10 classes (112,896 B arena layer by layer on cortex-m4)."""
-    return build_model(lambda: MobileNetV2(num_classes=10, width_mult=0.35),
-                       partial(calibration_data, "mobilenet_v2_035"), seed)
+    return build_model(
+        lambda: MobileNetV2(num_classes=10, width_mult=0.35), partial(calibration_data, "mobilenet_v2_035"), seed
+    )
 
 
 class PNet(nn.Module):
     def __init__(self):
         super().__init__()
         self.body = nn.Sequential(
-            nn.Conv2d(3, 10, 3), nn.PReLU(10), nn.MaxPool2d(2, 2, ceil_mode=True),
-            nn.Conv2d(10, 16, 3), nn.PReLU(16),
-            nn.Conv2d(16, 32, 3), nn.PReLU(32))
+            nn.Conv2d(3, 10, 3),
+            nn.PReLU(10),
+            nn.MaxPool2d(2, 2, ceil_mode=True),
+            nn.Conv2d(10, 16, 3),
+            nn.PReLU(16),
+            nn.Conv2d(16, 32, 3),
+            nn.PReLU(32),
+        )
         self.face = nn.Conv2d(32, 2, 1)
         self.box = nn.Conv2d(32, 4, 1)
 

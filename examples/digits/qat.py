@@ -12,6 +12,7 @@ The flow (edgec.frontend.quantize.prepare_qat / convert_qat; torchao's PT2E QAT 
   4. convert_pt2e -> an int8 Q/DQ program, saved with torch.export.save: edgec compiles it as it
      is (its qparams are the ones training settled on).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,6 +35,7 @@ RANGE_SAMPLES = 64
 def training_split() -> tuple[torch.Tensor, torch.Tensor]:
     sys.path.insert(0, str(HERE))
     from train import load_splits
+
     x_train, _, y_train, _ = load_splits()
     return torch.from_numpy(x_train), torch.from_numpy(y_train)
 
@@ -47,7 +49,7 @@ def fine_tune(module, x: torch.Tensor, y: torch.Tensor, steps: int) -> None:
     for _ in range(steps):
         optimizer.zero_grad()
         for i in torch.randint(len(x), (BATCH_SIZE,), generator=generator):
-            (loss_fn(module(x[i:i + 1]), y[i:i + 1]) / BATCH_SIZE).backward()
+            (loss_fn(module(x[i : i + 1]), y[i : i + 1]) / BATCH_SIZE).backward()
         optimizer.step()
 
 
@@ -55,20 +57,26 @@ def main(argv=None) -> Path:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--out", type=Path, default=Path("build") / "digits_qat.pt2")
-    parser.add_argument("--weights", choices=["int8", "int4"], default="int8",
-                        help="int4: 4-bit weights fake-quantized in training (docs/int4.md)")
+    parser.add_argument(
+        "--weights",
+        choices=["int8", "int4"],
+        default="int8",
+        help="int4: 4-bit weights fake-quantized in training (docs/int4.md)",
+    )
     args = parser.parse_args(argv)
     torch.manual_seed(SEED)
     module, example = prepare_qat(str(HERE / "digits.pt2"), weights=args.weights)
     x, y = training_split()
     with torch.no_grad():  # a first pass over some samples sets the fake quantizers' ranges
         for i in range(RANGE_SAMPLES):
-            module(x[i:i + 1])
+            module(x[i : i + 1])
     fine_tune(module, x, y, args.steps)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     torch.export.save(convert_qat(module, example), args.out)
-    print(f"{args.out}: {args.weights}-weight QAT program after {args.steps} steps; build it with edgec build "
-          f"{args.out} -o DIR")
+    print(
+        f"{args.out}: {args.weights}-weight QAT program after {args.steps} steps; build it with edgec build "
+        f"{args.out} -o DIR"
+    )
     return args.out
 
 

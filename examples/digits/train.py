@@ -7,6 +7,7 @@ Writes next to this file:
 
 Deterministic: fixed seeds, one thread, deterministic algorithms.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -78,8 +78,14 @@ typedef struct {
     size_t offset;
 } qemu_plugin_u64;
 
-enum qemu_plugin_cb_flags { QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_CB_R_REGS, QEMU_PLUGIN_CB_RW_REGS };
-enum qemu_plugin_op { QEMU_PLUGIN_INLINE_ADD_U64 };
+enum qemu_plugin_cb_flags {
+    QEMU_PLUGIN_CB_NO_REGS,
+    QEMU_PLUGIN_CB_R_REGS,
+    QEMU_PLUGIN_CB_RW_REGS
+};
+enum qemu_plugin_op {
+    QEMU_PLUGIN_INLINE_ADD_U64
+};
 
 typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
 typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
@@ -90,43 +96,44 @@ void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, qemu_plugin_vcpu
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
 struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
 uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
-void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn,
-                                            qemu_plugin_vcpu_udata_cb_t cb,
+void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_udata_cb_t cb,
                                             enum qemu_plugin_cb_flags flags, void *userdata);
-void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb,
-                                    void *userdata);
+void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void *userdata);
 void qemu_plugin_outs(const char *string);
 
 /* API version 1 only. */
 #define WEAK __attribute__((weak))
-WEAK void qemu_plugin_register_vcpu_insn_exec_inline(struct qemu_plugin_insn *insn,
-                                                     enum qemu_plugin_op op, void *ptr,
+WEAK void qemu_plugin_register_vcpu_insn_exec_inline(struct qemu_plugin_insn *insn, enum qemu_plugin_op op, void *ptr,
                                                      uint64_t imm);
 /* API version 2 on. */
 WEAK struct qemu_plugin_scoreboard *qemu_plugin_scoreboard_new(size_t element_size);
-WEAK void qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(struct qemu_plugin_insn *insn,
-                                                              enum qemu_plugin_op op,
+WEAK void qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(struct qemu_plugin_insn *insn, enum qemu_plugin_op op,
                                                               qemu_plugin_u64 entry, uint64_t imm);
 WEAK uint64_t qemu_plugin_u64_sum(qemu_plugin_u64 entry);
 /* Used only with timing=PATH (the cycle model, below); weak like the others, so that a host
  * without them still loads the plugin for plain counting. Unchanged from API version 1 on. */
 typedef uint32_t qemu_plugin_meminfo_t;
-enum qemu_plugin_mem_rw { QEMU_PLUGIN_MEM_R = 1, QEMU_PLUGIN_MEM_W, QEMU_PLUGIN_MEM_RW };
-typedef void (*qemu_plugin_vcpu_mem_cb_t)(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
-                                          uint64_t vaddr, void *userdata);
+enum qemu_plugin_mem_rw {
+    QEMU_PLUGIN_MEM_R = 1,
+    QEMU_PLUGIN_MEM_W,
+    QEMU_PLUGIN_MEM_RW
+};
+typedef void (*qemu_plugin_vcpu_mem_cb_t)(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr,
+                                          void *userdata);
 WEAK void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_mem_cb_t cb,
-                                           enum qemu_plugin_cb_flags flags, enum qemu_plugin_mem_rw rw,
-                                           void *userdata);
+                                           enum qemu_plugin_cb_flags flags, enum qemu_plugin_mem_rw rw, void *userdata);
 WEAK size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 
 #define PLUGIN_EXPORT __attribute__((visibility("default")))
-enum { API_PLAIN_COUNTERS = 1, API_SCOREBOARDS = 2 };
+enum {
+    API_PLAIN_COUNTERS = 1,
+    API_SCOREBOARDS = 2
+};
 PLUGIN_EXPORT int qemu_plugin_version = API_PLAIN_COUNTERS;
 
 static int scoreboard_api_present(void)
 {
-    return qemu_plugin_scoreboard_new != NULL &&
-           qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu != NULL &&
+    return qemu_plugin_scoreboard_new != NULL && qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu != NULL &&
            qemu_plugin_u64_sum != NULL;
 }
 
@@ -177,8 +184,7 @@ static counter counter_at(const counter_block *block, size_t index)
 static void count_executions(struct qemu_plugin_insn *insn, counter c)
 {
     if (qemu_plugin_version == API_SCOREBOARDS) {
-        qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(insn, QEMU_PLUGIN_INLINE_ADD_U64,
-                                                            c.entry, 1);
+        qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(insn, QEMU_PLUGIN_INLINE_ADD_U64, c.entry, 1);
     } else {
         qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, c.plain, 1);
     }
@@ -197,7 +203,11 @@ typedef struct {
     const char *label;
 } marker;
 
-enum { MARKER_BEGIN, MARKER_END, MARKER_COUNT };
+enum {
+    MARKER_BEGIN,
+    MARKER_END,
+    MARKER_COUNT
+};
 
 typedef struct {
     const char *label;
@@ -206,15 +216,19 @@ typedef struct {
 } marker_event;
 
 static marker markers[MARKER_COUNT] = {
-    {UINT64_MAX, 2, "begin"},
-    {UINT64_MAX, 2, "end"},
+    { UINT64_MAX, 2, "begin" },
+    { UINT64_MAX, 2, "end" },
 };
-enum { COUNTED_INSNS, MARKER_INSNS, TOTALS };
-static counter_block totals;   /* all instructions outside / inside the marker functions */
+enum {
+    COUNTED_INSNS,
+    MARKER_INSNS,
+    TOTALS
+};
+static counter_block totals; /* all instructions outside / inside the marker functions */
 static counter counted_insns;
 static counter marker_insns;
 static const char *out_path;
-static const char *pcs_path;    /* pcs=PATH: also count every instruction address (a profile) */
+static const char *pcs_path; /* pcs=PATH: also count every instruction address (a profile) */
 static marker_event *events;
 static size_t event_count;
 static size_t event_capacity;
@@ -239,7 +253,9 @@ static int append_event(const char *label, uint64_t count, uint64_t cycles)
 
 /* Per-address counters for pcs=PATH, in chunks that never move (inline ops refer to them). A
  * block translated twice gets two counters per address; the reader sums them. */
-enum { PC_CHUNK = 4096 };
+enum {
+    PC_CHUNK = 4096
+};
 typedef struct pc_chunk {
     struct pc_chunk *next;
     size_t used;
@@ -296,8 +312,18 @@ static const marker *marker_containing(uint64_t vaddr)
  * whether it branched (next address != address + size). Cycles of marker instructions are
  * tallied apart, like their instruction counts. Single vCPU (the boards have one). */
 enum insn_kind {
-    KIND_ALU, KIND_LOAD, KIND_STORE, KIND_MULTI, KIND_BRANCH, KIND_DIV, KIND_MAC,
-    KIND_VMEM, KIND_VALU, KIND_VMAC, KIND_LOOP_END, KIND_LOOP_START
+    KIND_ALU,
+    KIND_LOAD,
+    KIND_STORE,
+    KIND_MULTI,
+    KIND_BRANCH,
+    KIND_DIV,
+    KIND_MAC,
+    KIND_VMEM,
+    KIND_VALU,
+    KIND_VMAC,
+    KIND_LOOP_END,
+    KIND_LOOP_START
 };
 
 typedef struct {
@@ -305,17 +331,17 @@ typedef struct {
     uint32_t size;
     uint32_t kind;
     uint32_t cycles;
-    uint32_t dst;   /* registers written, bit i = ri */
-    uint32_t src;   /* registers read */
-    uint32_t addr;  /* registers forming the address */
+    uint32_t dst;  /* registers written, bit i = ri */
+    uint32_t src;  /* registers read */
+    uint32_t addr; /* registers forming the address */
 } timed_insn;
 
 typedef struct {
     uint64_t refill, load_pipelining, load_use_stall, dual_issue, beat_overlap;
     uint64_t flash_start, flash_end, flash_wait, icache_lines, dcache_lines, prefetch, line_bytes;
     uint64_t icache_ways, dcache_ways; /* set-associative, LRU (1: direct-mapped) */
-    uint64_t unified;    /* constants read from flash go through the instruction cache */
-    uint64_t free_fetch; /* instruction fetches never stall (a sensitivity bound) */
+    uint64_t unified;                  /* constants read from flash go through the instruction cache */
+    uint64_t free_fetch;               /* instruction fetches never stall (a sensitivity bound) */
 } timing_params;
 
 /* A set-associative cache of line tags (line number + 1, 0: empty); each set's ways are kept
@@ -333,7 +359,10 @@ typedef struct {
     int untimed; /* missing from the table: charged 1 cycle */
 } exec_site;
 
-enum { SITE_CHUNK = 4096, PC_REGISTER = 15 };
+enum {
+    SITE_CHUNK = 4096,
+    PC_REGISTER = 15
+};
 typedef struct site_chunk {
     struct site_chunk *next;
     size_t used;
@@ -348,13 +377,13 @@ static size_t table_size;
 static site_chunk *site_chunks;
 
 static struct {
-    uint64_t cycles[2];         /* [0]: counted instructions, [1]: marker instructions */
-    uint64_t untimed;           /* executed instructions missing from the table (cost 1) */
-    const exec_site *prev;      /* the instruction whose cost is not settled yet */
-    int prev_paired;            /* dual issue: prev issued with the one before it */
-    int prev_cached_loop;       /* prev is a loop end the loop cache held */
-    uint64_t loop_end;          /* the loop end the loop cache holds */
-    uint64_t fetch_line;        /* the flash line of the last instruction fetched */
+    uint64_t cycles[2];    /* [0]: counted instructions, [1]: marker instructions */
+    uint64_t untimed;      /* executed instructions missing from the table (cost 1) */
+    const exec_site *prev; /* the instruction whose cost is not settled yet */
+    int prev_paired;       /* dual issue: prev issued with the one before it */
+    int prev_cached_loop;  /* prev is a loop end the loop cache held */
+    uint64_t loop_end;     /* the loop end the loop cache holds */
+    uint64_t fetch_line;   /* the flash line of the last instruction fetched */
     uint64_t prefetch_line, prefetch_ready;
     cache icache, dcache;
 } t;
@@ -372,12 +401,15 @@ static int by_address(const void *a, const void *b)
 
 static int set_param(const char *name, uint64_t value)
 {
-    static const struct { const char *name; size_t offset; } known[] = {
-#define PARAM(field) {#field, offsetof(timing_params, field)}
-        PARAM(refill), PARAM(load_pipelining), PARAM(load_use_stall), PARAM(dual_issue),
-        PARAM(beat_overlap), PARAM(flash_start), PARAM(flash_end), PARAM(flash_wait),
-        PARAM(icache_lines), PARAM(dcache_lines), PARAM(prefetch), PARAM(line_bytes),
-        PARAM(icache_ways), PARAM(dcache_ways), PARAM(unified), PARAM(free_fetch),
+    static const struct {
+        const char *name;
+        size_t offset;
+    } known[] = {
+#define PARAM(field) { #field, offsetof(timing_params, field) }
+        PARAM(refill),       PARAM(load_pipelining), PARAM(load_use_stall), PARAM(dual_issue),
+        PARAM(beat_overlap), PARAM(flash_start),     PARAM(flash_end),      PARAM(flash_wait),
+        PARAM(icache_lines), PARAM(dcache_lines),    PARAM(prefetch),       PARAM(line_bytes),
+        PARAM(icache_ways),  PARAM(dcache_ways),     PARAM(unified),        PARAM(free_fetch),
 #undef PARAM
     };
     size_t i;
@@ -458,7 +490,9 @@ static int load_timing(void)
         return -1;
     }
     return cache_init(&t.icache, params.icache_lines, params.icache_ways) ||
-           cache_init(&t.dcache, params.dcache_lines, params.dcache_ways) ? -1 : 0;
+                   cache_init(&t.dcache, params.dcache_lines, params.dcache_ways)
+               ? -1
+               : 0;
 }
 
 static const timed_insn *timing_of(uint64_t vaddr)
@@ -711,8 +745,7 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         }
         count_executions(insn, marker_insns);
         if (vaddr == m->address && !timing_path) { /* with timing, on_exec records the entry */
-            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_marker_entry, QEMU_PLUGIN_CB_NO_REGS,
-                                                   (void *)m);
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_marker_entry, QEMU_PLUGIN_CB_NO_REGS, (void *)m);
         }
     }
 }
@@ -762,8 +795,7 @@ static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
     f = fopen(out_path, "w");
     if (!f) {
         char message[512];
-        snprintf(message, sizeof(message), "edgec insn plugin: cannot write %s: %s\n", out_path,
-                 strerror(errno));
+        snprintf(message, sizeof(message), "edgec insn plugin: cannot write %s: %s\n", out_path, strerror(errno));
         qemu_plugin_outs(message);
         return;
     }
@@ -824,23 +856,26 @@ static int parse_arg(const char *arg)
     return -1;
 }
 
-PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
-                                      char **argv)
+PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv)
 {
     int i;
     if (qemu_plugin_version == API_PLAIN_COUNTERS && !qemu_plugin_register_vcpu_insn_exec_inline) {
         char message[256];
-        snprintf(message, sizeof(message), "edgec insn plugin: unsupported QEMU plugin API (versions "
+        snprintf(message, sizeof(message),
+                 "edgec insn plugin: unsupported QEMU plugin API (versions "
                  "%d to %d): it has neither plain-counter (version 1) nor scoreboard (version 2) "
-                 "inline operations\n", info->version.min, info->version.cur);
+                 "inline operations\n",
+                 info->version.min, info->version.cur);
         qemu_plugin_outs(message);
         return -1;
     }
     for (i = 0; i < argc; ++i) {
         if (parse_arg(argv[i]) != 0) {
             char message[512];
-            snprintf(message, sizeof(message), "edgec insn plugin: bad argument '%s' (expected "
-                     "begin=ADDR,end=ADDR,out=PATH[,begin_size=N,end_size=N,pcs=PATH,timing=PATH])\n", argv[i]);
+            snprintf(message, sizeof(message),
+                     "edgec insn plugin: bad argument '%s' (expected "
+                     "begin=ADDR,end=ADDR,out=PATH[,begin_size=N,end_size=N,pcs=PATH,timing=PATH])\n",
+                     argv[i]);
             qemu_plugin_outs(message);
             return -1;
         }

@@ -71,11 +71,11 @@ void semihost_write_hex(unsigned long value)
 void semihost_exit(int status)
 {
     /* SYS_EXIT_EXTENDED passes the full status; plain SYS_EXIT on AArch32 only tells 0 from 1. */
-    const uint32_t block[2] = {ADP_STOPPED_APPLICATION_EXIT, (uint32_t)status};
+    const uint32_t block[2] = { ADP_STOPPED_APPLICATION_EXIT, (uint32_t)status };
     (void)semihost_call(SYS_EXIT_EXTENDED, block);
     /* Only reached on a host without SYS_EXIT_EXTENDED. */
-    (void)semihost_call(SYS_EXIT, (const void *)(uintptr_t)(status == 0
-        ? ADP_STOPPED_APPLICATION_EXIT : ADP_STOPPED_RUNTIME_ERROR_UNKNOWN));
+    (void)semihost_call(SYS_EXIT, (const void *)(uintptr_t)(status == 0 ? ADP_STOPPED_APPLICATION_EXIT
+                                                                        : ADP_STOPPED_RUNTIME_ERROR_UNKNOWN));
     for (;;) {
     }
 }
@@ -91,8 +91,7 @@ static int string_length(const char *text)
 
 int semihost_open(const char *path, int mode)
 {
-    const uint32_t block[3] = {(uint32_t)(uintptr_t)path, (uint32_t)mode,
-                               (uint32_t)string_length(path)};
+    const uint32_t block[3] = { (uint32_t)(uintptr_t)path, (uint32_t)mode, (uint32_t)string_length(path) };
     return semihost_call(SYS_OPEN, block);
 }
 
@@ -107,19 +106,19 @@ static int bytes_transferred(int len, int not_transferred)
 
 int semihost_read(int fd, void *buf, int len)
 {
-    const uint32_t block[3] = {(uint32_t)fd, (uint32_t)(uintptr_t)buf, (uint32_t)len};
+    const uint32_t block[3] = { (uint32_t)fd, (uint32_t)(uintptr_t)buf, (uint32_t)len };
     return bytes_transferred(len, semihost_call(SYS_READ, block));
 }
 
 int semihost_write(int fd, const void *buf, int len)
 {
-    const uint32_t block[3] = {(uint32_t)fd, (uint32_t)(uintptr_t)buf, (uint32_t)len};
+    const uint32_t block[3] = { (uint32_t)fd, (uint32_t)(uintptr_t)buf, (uint32_t)len };
     return bytes_transferred(len, semihost_call(SYS_WRITE, block));
 }
 
 int semihost_close(int fd)
 {
-    const uint32_t block[1] = {(uint32_t)fd};
+    const uint32_t block[1] = { (uint32_t)fd };
     return semihost_call(SYS_CLOSE, block) == 0 ? 0 : -1;
 }
 

@@ -44,8 +44,7 @@
 #define PORT_HAS_FAULT_STATUS 0
 #endif
 
-#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__) || \
-    defined(__ARM_ARCH_8M_BASE__)
+#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__) || defined(__ARM_ARCH_8M_BASE__)
 #define PORT_HAS_STACK_LIMIT 1
 #else
 #define PORT_HAS_STACK_LIMIT 0
@@ -203,11 +202,10 @@ void Reset_Handler(void)
  */
 void Fault_Handler(void)
 {
-    __asm__ volatile(
-        "ldr r0, =__stack_top\n\t"
-        "mov sp, r0\n\t"
-        "bl port_report_fault\n\t"
-        ".ltorg");
+    __asm__ volatile("ldr r0, =__stack_top\n\t"
+                     "mov sp, r0\n\t"
+                     "bl port_report_fault\n\t"
+                     ".ltorg");
 }
 
 void port_report_fault(void)
@@ -238,20 +236,20 @@ typedef union {
 
 /* Entries 0-15: the architecture's system exceptions (entry 7 is SecureFault on ARMv8-M). */
 __attribute__((section(".vectors"), used)) const vector_entry port_vector_table[16] = {
-    {.stack_top = __stack_top},
-    {.handler = Reset_Handler},
-    {.handler = Default_Handler}, /* NMI */
-    {.handler = Fault_Handler},   /* HardFault */
-    {.handler = Fault_Handler},   /* MemManage */
-    {.handler = Fault_Handler},   /* BusFault */
-    {.handler = Fault_Handler},   /* UsageFault */
-    {.handler = Fault_Handler},   /* SecureFault */
-    {.handler = 0},
-    {.handler = 0},
-    {.handler = 0},
-    {.handler = Default_Handler}, /* SVCall */
-    {.handler = Default_Handler}, /* DebugMonitor */
-    {.handler = 0},
-    {.handler = Default_Handler}, /* PendSV */
-    {.handler = Default_Handler}, /* SysTick */
+    { .stack_top = __stack_top },
+    { .handler = Reset_Handler },
+    { .handler = Default_Handler }, /* NMI */
+    { .handler = Fault_Handler },   /* HardFault */
+    { .handler = Fault_Handler },   /* MemManage */
+    { .handler = Fault_Handler },   /* BusFault */
+    { .handler = Fault_Handler },   /* UsageFault */
+    { .handler = Fault_Handler },   /* SecureFault */
+    { .handler = 0 },
+    { .handler = 0 },
+    { .handler = 0 },
+    { .handler = Default_Handler }, /* SVCall */
+    { .handler = Default_Handler }, /* DebugMonitor */
+    { .handler = 0 },
+    { .handler = Default_Handler }, /* PendSV */
+    { .handler = Default_Handler }, /* SysTick */
 };

@@ -1,4 +1,5 @@
 """Small models exercising graph generality, as `file.py:factory` specs."""
+
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,5 @@
 """Small models for int16 activations (tests/test_int16.py), as `file.py:factory` specs."""
+
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,5 @@
 """Small models for target tests, as `file.py:factory` specs: each returns (model, example_inputs)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,6 @@
 """Small models whose lowered programs tests/test_verify_mutations.py plants lowering bugs into:
 one per layer family the layer check must guard (each factory returns (model, example inputs))."""
+
 import torch
 from torch import nn
 
@@ -10,7 +11,9 @@ def _seeded(module: nn.Module, *example: torch.Tensor):
 
 def conv():
     torch.manual_seed(0)
-    return _seeded(nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3)), torch.randn(1, 3, 8, 8))
+    return _seeded(
+        nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3)), torch.randn(1, 3, 8, 8)
+    )
 
 
 def conv1x1_128():
@@ -21,7 +24,9 @@ def conv1x1_128():
 
 def depthwise():
     torch.manual_seed(0)
-    return _seeded(nn.Sequential(nn.Conv2d(4, 16, 1), nn.Conv2d(16, 16, 3, padding=1, groups=16)), torch.randn(1, 4, 6, 6))
+    return _seeded(
+        nn.Sequential(nn.Conv2d(4, 16, 1), nn.Conv2d(16, 16, 3, padding=1, groups=16)), torch.randn(1, 4, 6, 6)
+    )
 
 
 def fully_connected():

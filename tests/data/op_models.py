@@ -1,4 +1,5 @@
 """Small models that use every operator family of the coverage work, as `file.py:factory` specs."""
+
 from __future__ import annotations
 
 import torch
@@ -92,8 +93,14 @@ class ChannelsLastMovement(nn.Module):
 
     def forward(self, x):
         y = self.conv(x)
-        return (torch.roll(y, 2, 3), torch.roll(y, (-1, 3), (2, 3)), torch.roll(y, 5), torch.flip(y, [1, 3]),
-                y.mean(2), y.amax(3, keepdim=True))
+        return (
+            torch.roll(y, 2, 3),
+            torch.roll(y, (-1, 3), (2, 3)),
+            torch.roll(y, 5),
+            torch.flip(y, [1, 3]),
+            y.mean(2),
+            y.amax(3, keepdim=True),
+        )
 
 
 class Attention(nn.Module):
@@ -117,7 +124,7 @@ class Attention(nn.Module):
         x = x + self.attn(*(self.norm(x),) * 3, need_weights=False)[0]
         q, k, v = self.qkv(x).view(1, -1, 2, 3 * 8).transpose(1, 2).chunk(3, dim=-1)
         y = F.scaled_dot_product_attention(q, k, v, scale=0.3).transpose(1, 2).reshape(x.shape)
-        gram = torch.bmm(y, y.transpose(1, 2))                       # [1, 7, 7]
+        gram = torch.bmm(y, y.transpose(1, 2))  # [1, 7, 7]
         mixed = torch.matmul(F.softmax(gram, dim=-1), x.unsqueeze(1).expand(1, 2, 7, 16)[:, 0])
         z = F.gelu(self.bare_norm(x + mixed), approximate="tanh")
         return self.fc(z.mean(dim=1)), z[:, 0]
@@ -127,6 +134,7 @@ def _seeded(cls, shape):
     def factory():
         torch.manual_seed(0)
         return cls().eval(), (torch.randn(*shape),)
+
     return factory
 
 

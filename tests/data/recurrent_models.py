@@ -1,4 +1,5 @@
 """Small recurrent models for tests/test_zoo_seq.py: cells, time-major and multi-layer forms."""
+
 import torch
 from torch import nn
 

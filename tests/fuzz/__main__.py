@@ -1,4 +1,5 @@
 """python -m tests.fuzz run|rerun|show|minimise (from the repository root; `make fuzz` runs `run`)."""
+
 from __future__ import annotations
 
 import argparse
@@ -18,13 +19,21 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--start", type=int, default=0)
     run.add_argument("--target", default="host")
     run.add_argument("--opt", choices=("speed", "size"), default="speed", help="edgec build --opt")
-    run.add_argument("--mode", choices=MODES, default="int8",
-                     help="int16: some layers built with --int16-layers; stream: recurrent models built with --stream, "
-                          "checked as a stream; multi: models with several outputs")
+    run.add_argument(
+        "--mode",
+        choices=MODES,
+        default="int8",
+        help="int16: some layers built with --int16-layers; stream: recurrent models built with --stream, "
+        "checked as a stream; multi: models with several outputs",
+    )
     run.add_argument("--out", type=Path, help="default build/fuzz/<target>[-size][-<mode>]")
     run.add_argument("--minimise", action="store_true", help="also minimise every failure (slow)")
-    run.add_argument("--min-sqnr", type=float, default=runner.MIN_SQNR_DB,
-                     help="output SQNR (dB) below which a bit-exact model counts as inaccurate")
+    run.add_argument(
+        "--min-sqnr",
+        type=float,
+        default=runner.MIN_SQNR_DB,
+        help="output SQNR (dB) below which a bit-exact model counts as inaccurate",
+    )
 
     rerun = commands.add_parser("rerun", help="check a model file (a reproducer) again")
     rerun.add_argument("file", type=Path)
@@ -52,8 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         mode = "" if args.mode == "int8" else f"-{args.mode}"
         out = args.out or Path("build/fuzz") / (args.target + ("-size" if size else "") + mode)
-        batch = runner.run_batch(range(args.start, args.start + args.seeds), target, out, mode=args.mode,
-                                 minimise_failures=args.minimise, min_sqnr_db=args.min_sqnr)
+        batch = runner.run_batch(
+            range(args.start, args.start + args.seeds),
+            target,
+            out,
+            mode=args.mode,
+            minimise_failures=args.minimise,
+            min_sqnr_db=args.min_sqnr,
+        )
         print((out / "summary.txt").read_text(), end="")
         return 1 if any(o.failed for o in batch.outcomes.values()) else 0
     if args.command == "rerun":
@@ -67,8 +82,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     small, small_outcome = runner.minimise(spec, target, work, outcome, args.budget, log=print)
     path = runner.write_reproducer(small, small_outcome, target, args.out)
-    print(f"{len(small.layers)} layers, input {small.input_shape}: {small_outcome.verdict} at "
-          f"{small_outcome.phase}: {small_outcome.message}\nwrote {path}")
+    print(
+        f"{len(small.layers)} layers, input {small.input_shape}: {small_outcome.verdict} at "
+        f"{small_outcome.phase}: {small_outcome.message}\nwrote {path}"
+    )
     return 0
 
 

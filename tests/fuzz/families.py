@@ -11,6 +11,7 @@ call `register(YourFamily())` at the bottom of this file. Parameters must be pla
 below (channel counts, activations, extreme weights, batch norm, conv geometry) are shared.
 Bump generator.GENERATOR_VERSION with any change that alters the model an old seed gives.
 """
+
 from __future__ import annotations
 
 import random
@@ -24,6 +25,7 @@ MAX_LAYER_MACS = 600_000
 
 
 # -- shared pieces ------------------------------------------------------------------------------
+
 
 def sample_activation(rng: random.Random, none_probability: float = 0.4) -> dict | None:
     """A ReLU / ReLU6 / hardtanh / clamp in one of its spellings, or None."""
@@ -48,12 +50,21 @@ def render_activation(code: Code, act: dict | None) -> None:
     keywords = ", ".join(f"{k}={v}" for k, v in (("min", low), ("max", high)) if v is not None)
     spellings = {
         "relu": (lambda: f"F.relu({x})", lambda: f"torch.relu({x})", lambda: f"{code.module('nn.ReLU()')}({x})"),
-        "relu6": (lambda: f"F.relu6({x})", lambda: f"F.hardtanh({x}, 0.0, 6.0)",
-                  lambda: f"{code.module('nn.ReLU6()')}({x})"),
-        "hardtanh": (lambda: f"F.hardtanh({x}, {low}, {high})", lambda: f"torch.clamp({x}, {low}, {high})",
-                     lambda: f"{code.module(f'nn.Hardtanh({low}, {high})')}({x})"),
-        "clamp": (lambda: f"torch.clamp({x}, {keywords})", lambda: f"{x}.clamp({keywords})",
-                  lambda: f"torch.clamp({x}, {low}, {high})"),
+        "relu6": (
+            lambda: f"F.relu6({x})",
+            lambda: f"F.hardtanh({x}, 0.0, 6.0)",
+            lambda: f"{code.module('nn.ReLU6()')}({x})",
+        ),
+        "hardtanh": (
+            lambda: f"F.hardtanh({x}, {low}, {high})",
+            lambda: f"torch.clamp({x}, {low}, {high})",
+            lambda: f"{code.module(f'nn.Hardtanh({low}, {high})')}({x})",
+        ),
+        "clamp": (
+            lambda: f"torch.clamp({x}, {keywords})",
+            lambda: f"{x}.clamp({keywords})",
+            lambda: f"torch.clamp({x}, {low}, {high})",
+        ),
     }
     code.let(spellings["clamp" if kind.startswith("clamp") else kind][act["style"]]())
 
@@ -76,8 +87,9 @@ def sample_weights(rng: random.Random) -> dict | None:
     return extremes or {"zero_channel": 0}
 
 
-def render_weights(code: Code, module: str, extremes: dict | None, out_channels: int, bias: bool,
-                   channel_index: str = "[{}]") -> None:
+def render_weights(
+    code: Code, module: str, extremes: dict | None, out_channels: int, bias: bool, channel_index: str = "[{}]"
+) -> None:
     """`channel_index` selects one output channel of the weight ("[:, {}]" for a transposed
     convolution, whose weight is [C_in, C_out / groups, ...]); out_channels counts them."""
     if not extremes:
@@ -100,8 +112,11 @@ def sample_batch_norm(rng: random.Random, probability: float = 0.25) -> dict | N
         return None
     affine = rng.random() < 0.8
     extremes = ("tiny_var", "huge_var") + (("zero_gamma",) if affine else ())
-    return {"affine": affine, "extreme": rng.choice(extremes) if rng.random() < 0.3 else None,
-            "channel": rng.randrange(64)}
+    return {
+        "affine": affine,
+        "extreme": rng.choice(extremes) if rng.random() < 0.3 else None,
+        "channel": rng.randrange(64),
+    }
 
 
 def render_batch_norm(code: Code, bn: dict | None, channels: int, dims: int) -> None:
@@ -113,9 +128,12 @@ def render_batch_norm(code: Code, bn: dict | None, channels: int, dims: int) -> 
     if bn["affine"]:
         code.setup += [f"{module}.weight.uniform_(-1.5, 1.5)", f"{module}.bias.uniform_(-1.0, 1.0)"]
     channel = bn.get("channel", 0) % channels
-    code.setup += {None: [], "tiny_var": [f"{module}.running_var[{channel}] = 1e-6"],
-                   "huge_var": [f"{module}.running_var[{channel}] = 1e6"],
-                   "zero_gamma": [f"{module}.weight[{channel}] = 0.0"]}[bn.get("extreme")]
+    code.setup += {
+        None: [],
+        "tiny_var": [f"{module}.running_var[{channel}] = 1e-6"],
+        "huge_var": [f"{module}.running_var[{channel}] = 1e6"],
+        "zero_gamma": [f"{module}.weight[{channel}] = 0.0"],
+    }[bn.get("extreme")]
     code.let(f"{module}({code.x})")
 
 
@@ -149,6 +167,7 @@ def _divisors(n: int) -> list[int]:
 
 # -- convolutions -----------------------------------------------------------------------------
 
+
 def sample_conv_geometry(rng: random.Random, h: int, w: int, *, tall_kernels: bool = False) -> dict | None:
     """Kernel, stride, dilation, symmetric padding and an optional asymmetric F.pad for an
     H x W input, with a non-empty output."""
@@ -165,8 +184,13 @@ def sample_conv_geometry(rng: random.Random, h: int, w: int, *, tall_kernels: bo
         if rng.random() < 0.3:
             padding = [dilations[0] * (kh - 1) // 2, dilations[1] * (kw - 1) // 2]  # "same" for odd kernels
         pre_pad = [rng.randint(0, 2) for _ in range(4)] if rng.random() < 0.2 else None
-        geometry = {"kernel": [kh, kw], "stride": strides, "padding": padding, "dilation": dilations,
-                    "pre_pad": pre_pad}
+        geometry = {
+            "kernel": [kh, kw],
+            "stride": strides,
+            "padding": padding,
+            "dilation": dilations,
+            "pre_pad": pre_pad,
+        }
         if min(conv_output_hw(geometry, h, w)) >= 1:
             return geometry
     return None
@@ -174,8 +198,10 @@ def sample_conv_geometry(rng: random.Random, h: int, w: int, *, tall_kernels: bo
 
 def conv_output_hw(p: dict, h: int, w: int) -> tuple[int, int]:
     left, right, top, bottom = p["pre_pad"] or (0, 0, 0, 0)
-    return (conv_out(h, p["kernel"][0], p["stride"][0], top + bottom + 2 * p["padding"][0], p["dilation"][0]),
-            conv_out(w, p["kernel"][1], p["stride"][1], left + right + 2 * p["padding"][1], p["dilation"][1]))
+    return (
+        conv_out(h, p["kernel"][0], p["stride"][0], top + bottom + 2 * p["padding"][0], p["dilation"][0]),
+        conv_out(w, p["kernel"][1], p["stride"][1], left + right + 2 * p["padding"][1], p["dilation"][1]),
+    )
 
 
 def render_conv(code: Code, p: dict, shape: tuple, groups: int, out_channels: int) -> tuple:
@@ -189,10 +215,15 @@ def render_conv(code: Code, p: dict, shape: tuple, groups: int, out_channels: in
         code.let(f"F.pad({code.x}, {tuple(p['pre_pad'])})")
     module = code.module(
         f"nn.Conv2d({c}, {out_channels}, {_pair_text(p['kernel'])}"
-        + _kwargs(stride=None if p["stride"] == [1, 1] else _pair_text(p["stride"]),
-                  padding=None if p["padding"] == [0, 0] else _pair_text(p["padding"]),
-                  dilation=None if p["dilation"] == [1, 1] else _pair_text(p["dilation"]),
-                  groups=None if groups == 1 else groups, bias=None if p["bias"] else False) + ")")
+        + _kwargs(
+            stride=None if p["stride"] == [1, 1] else _pair_text(p["stride"]),
+            padding=None if p["padding"] == [0, 0] else _pair_text(p["padding"]),
+            dilation=None if p["dilation"] == [1, 1] else _pair_text(p["dilation"]),
+            groups=None if groups == 1 else groups,
+            bias=None if p["bias"] else False,
+        )
+        + ")"
+    )
     render_weights(code, module, p.get("weights"), out_channels, p["bias"])
     code.let(f"{module}({code.x})")
     code.macs += oh * ow * out_channels * p["kernel"][0] * p["kernel"][1] * (c // groups)
@@ -208,6 +239,7 @@ def _conv_macs(p: dict, shape: tuple, groups: int, out_channels: int) -> int:
 
 class Conv(Family):
     """nn.Conv2d, ungrouped or grouped (a group count dividing both channel counts)."""
+
     name = "conv"
     int16 = True
     weight = 4.0
@@ -223,8 +255,15 @@ class Conv(Family):
             if rng.random() < 0.2:
                 common = [d for d in _divisors(c) if d > 1 and d < c and out_channels % d == 0]
                 groups = rng.choice(common) if common else 1
-            p = {**geometry, "out_channels": out_channels, "groups": groups, "bias": rng.random() < 0.7,
-                 "bn": sample_batch_norm(rng), "act": sample_activation(rng), "weights": sample_weights(rng)}
+            p = {
+                **geometry,
+                "out_channels": out_channels,
+                "groups": groups,
+                "bias": rng.random() < 0.7,
+                "bn": sample_batch_norm(rng),
+                "act": sample_activation(rng),
+                "weights": sample_weights(rng),
+            }
             if _conv_macs(p, shape, groups, out_channels) <= MAX_LAYER_MACS:
                 return p
         return None
@@ -236,6 +275,7 @@ class Conv(Family):
 class Depthwise(Family):
     """Depthwise nn.Conv2d (groups = input channels) with a channel multiplier; now and then a
     filter taller than the packed kernels' 16 rows."""
+
     name = "depthwise"
     int16 = True
     weight = 2.0
@@ -245,8 +285,14 @@ class Depthwise(Family):
         geometry = sample_conv_geometry(rng, h, w, tall_kernels=True)
         if geometry is None:
             return None
-        return {**geometry, "multiplier": rng.choice((1, 1, 1, 2, 3)), "bias": rng.random() < 0.7,
-                "bn": sample_batch_norm(rng), "act": sample_activation(rng), "weights": sample_weights(rng)}
+        return {
+            **geometry,
+            "multiplier": rng.choice((1, 1, 1, 2, 3)),
+            "bias": rng.random() < 0.7,
+            "bn": sample_batch_norm(rng),
+            "act": sample_activation(rng),
+            "weights": sample_weights(rng),
+        }
 
     def render(self, code, p, shape):
         return render_conv(code, p, shape, shape[0], shape[0] * p["multiplier"])
@@ -254,10 +300,12 @@ class Depthwise(Family):
 
 # -- pooling ------------------------------------------------------------------------------------
 
+
 class Pool(Family):
     """max_pool2d / avg_pool2d: kernel, stride, padding, ceil_mode, PyTorch's average divisors
     (count_include_pad, divisor_override); functional or module spelling; now and then a fused
     activation."""
+
     name = "pool"
     weight = 2.0
 
@@ -271,11 +319,17 @@ class Pool(Family):
             if stride is not None:
                 stride[1] = stride[0] if rng.random() < 0.8 else rng.randint(1, 3)
             padding = [rng.randint(0, kernel[0] // 2), rng.randint(0, kernel[1] // 2)] if rng.random() < 0.4 else [0, 0]
-            p = {"kind": kind, "kernel": kernel, "stride": stride, "padding": padding,
-                 "ceil_mode": rng.random() < 0.3, "module": rng.random() < 0.3,
-                 "count_include_pad": rng.random() < 0.5,
-                 "divisor_override": rng.choice((1, 3, 7, 16)) if kind == "avg" and rng.random() < 0.1 else None,
-                 "act": sample_activation(rng, none_probability=0.85)}
+            p = {
+                "kind": kind,
+                "kernel": kernel,
+                "stride": stride,
+                "padding": padding,
+                "ceil_mode": rng.random() < 0.3,
+                "module": rng.random() < 0.3,
+                "count_include_pad": rng.random() < 0.5,
+                "divisor_override": rng.choice((1, 3, 7, 16)) if kind == "avg" and rng.random() < 0.1 else None,
+                "act": sample_activation(rng, none_probability=0.85),
+            }
             if min(self._out_hw(p, h, w)) >= 1:
                 return p
         return None
@@ -283,8 +337,9 @@ class Pool(Family):
     @staticmethod
     def _out_hw(p, h, w):
         stride = p["stride"] or p["kernel"]
-        return tuple(pool_out(size, p["kernel"][i], stride[i], p["padding"][i], p["ceil_mode"])
-                     for i, size in enumerate((h, w)))
+        return tuple(
+            pool_out(size, p["kernel"][i], stride[i], p["padding"][i], p["ceil_mode"]) for i, size in enumerate((h, w))
+        )
 
     def render(self, code, p, shape):
         c, h, w = shape
@@ -295,9 +350,12 @@ class Pool(Family):
             padding=None if p["padding"] == [0, 0] else _pair_text(p["padding"]),
             ceil_mode=p["ceil_mode"] or None,
             count_include_pad=False if p["kind"] == "avg" and not p["count_include_pad"] else None,
-            divisor_override=p.get("divisor_override") if p["kind"] == "avg" else None)
+            divisor_override=p.get("divisor_override") if p["kind"] == "avg" else None,
+        )
         if p["module"]:
-            code.let(f"{code.module(('nn.MaxPool2d(' if p['kind'] == 'max' else 'nn.AvgPool2d(') + args + ')')}({code.x})")
+            code.let(
+                f"{code.module(('nn.MaxPool2d(' if p['kind'] == 'max' else 'nn.AvgPool2d(') + args + ')')}({code.x})"
+            )
         else:
             code.let(f"F.{p['kind']}_pool2d({code.x}, {args})")
         render_activation(code, p.get("act"))
@@ -307,6 +365,7 @@ class Pool(Family):
 class GlobalPool(Family):
     """adaptive_avg_pool2d to any size up to H x W (PyTorch's windows, uneven where the size does
     not divide), or mean over H and W (keepdim or not)."""
+
     name = "global_pool"
     weight = 1.0
 
@@ -315,8 +374,12 @@ class GlobalPool(Family):
         if rng.random() < 0.5:
             size = [1, 1] if rng.random() < 0.5 else [rng.randint(1, h), rng.randint(1, w)]
             return {"kind": "adaptive", "size": size, "module": rng.random() < 0.3}
-        return {"kind": "mean", "dims": rng.choice(([2, 3], [-1, -2], [3, 2], [-2, -1])),
-                "keepdim": rng.random() < 0.4, "style": rng.randrange(2)}
+        return {
+            "kind": "mean",
+            "dims": rng.choice(([2, 3], [-1, -2], [3, 2], [-2, -1])),
+            "keepdim": rng.random() < 0.4,
+            "style": rng.randrange(2),
+        }
 
     def render(self, code, p, shape):
         c, h, w = shape
@@ -325,8 +388,11 @@ class GlobalPool(Family):
             if oh > h or ow > w:
                 raise Unfit(f"adaptive pool to {p['size']} from {h}x{w}")
             size = _pair_text(p["size"])
-            call = f"{code.module(f'nn.AdaptiveAvgPool2d({size})')}({code.x})" if p["module"] else \
-                f"F.adaptive_avg_pool2d({code.x}, {size})"
+            call = (
+                f"{code.module(f'nn.AdaptiveAvgPool2d({size})')}({code.x})"
+                if p["module"]
+                else f"F.adaptive_avg_pool2d({code.x}, {size})"
+            )
             code.let(call)
             return (c, oh, ow)
         dims = tuple(p["dims"])
@@ -337,13 +403,21 @@ class GlobalPool(Family):
 
 # -- flatten, linear, unsqueeze ------------------------------------------------------------------
 
+
 def sample_linear(rng: random.Random, out_features: int | None = None) -> dict:
-    return {"out_features": out_features or rng.choice(FEATURES), "bias": rng.random() < 0.75,
-            "bn": sample_batch_norm(rng, 0.15), "act": sample_activation(rng), "weights": sample_weights(rng)}
+    return {
+        "out_features": out_features or rng.choice(FEATURES),
+        "bias": rng.random() < 0.75,
+        "bn": sample_batch_norm(rng, 0.15),
+        "act": sample_activation(rng),
+        "weights": sample_weights(rng),
+    }
 
 
 def render_linear(code: Code, p: dict, features: int) -> tuple:
-    module = code.module(f"nn.Linear({features}, {p['out_features']}" + _kwargs(bias=None if p["bias"] else False) + ")")
+    module = code.module(
+        f"nn.Linear({features}, {p['out_features']}" + _kwargs(bias=None if p["bias"] else False) + ")"
+    )
     render_weights(code, module, p.get("weights"), p["out_features"], p["bias"])
     code.let(f"{module}({code.x})")
     code.macs += features * p["out_features"]
@@ -355,10 +429,16 @@ def render_linear(code: Code, p: dict, features: int) -> tuple:
 class Flatten(Family):
     """[1, C, H, W] -> [1, C*H*W] (flatten / view / reshape / nn.Flatten / squeeze), then nothing,
     one linear layer, or two whose outputs are added."""
+
     name = "flatten"
     weight = 1.0
-    STYLES = ("torch.flatten({x}, 1)", "{x}.flatten(1)", "{x}.view({x}.size(0), -1)", "{x}.reshape(1, -1)",
-              "{module}({x})")
+    STYLES = (
+        "torch.flatten({x}, 1)",
+        "{x}.flatten(1)",
+        "{x}.view({x}.size(0), -1)",
+        "{x}.reshape(1, -1)",
+        "{module}({x})",
+    )
 
     def sample(self, rng, shape):
         c, h, w = shape
@@ -367,8 +447,11 @@ class Flatten(Family):
         out_features = rng.choice(FEATURES)
         if c * h * w * heads * out_features > MAX_LAYER_MACS:
             return None
-        return {"style": style, "heads": [sample_linear(rng, out_features) for _ in range(heads)],
-                "post_act": sample_activation(rng, 0.6) if heads == 2 else None}
+        return {
+            "style": style,
+            "heads": [sample_linear(rng, out_features) for _ in range(heads)],
+            "post_act": sample_activation(rng, 0.6) if heads == 2 else None,
+        }
 
     def render(self, code, p, shape):
         c, h, w = shape
@@ -418,11 +501,16 @@ class Linear(Family):
 
 class Unsqueeze(Family):
     """[1, F] -> [1, F, 1, 1] (view / reshape / indexing / unsqueeze), so convolutions follow."""
+
     name = "unsqueeze"
     ranks = (2,)
     weight = 0.5
-    STYLES = ("{x}.view(1, {f}, 1, 1)", "{x}.reshape(1, -1, 1, 1)", "{x}[:, :, None, None]",
-              "{x}.unsqueeze(-1).unsqueeze(-1)")
+    STYLES = (
+        "{x}.view(1, {f}, 1, 1)",
+        "{x}.reshape(1, -1, 1, 1)",
+        "{x}[:, :, None, None]",
+        "{x}.unsqueeze(-1).unsqueeze(-1)",
+    )
 
     def sample(self, rng, shape):
         return {"style": rng.randrange(len(self.STYLES))}
@@ -434,9 +522,11 @@ class Unsqueeze(Family):
 
 # -- elementwise --------------------------------------------------------------------------------
 
+
 class Activation(Family):
     """A ReLU / ReLU6 / hardtanh / clamp on its own: fused into the op before it when that op
     can take it and has no other user, else a standalone clamp."""
+
     name = "activation"
     ranks = (4, 3, 2)
     weight = 1.0
@@ -460,6 +550,7 @@ class Add(Family):
     H x W, an F.pad for even kernels), a pool, a linear layer (2-D), an activation -- which runs
     standalone when x has another user. Covers residual blocks (two convolutions, or depthwise
     then pointwise), x + x, and binary ops between two computed branches."""
+
     name = "add"
     ranks = (4, 2)
     weight = 2.0
@@ -468,8 +559,9 @@ class Add(Family):
 
     def sample(self, rng, shape):
         kinds = self.STEPS_4D if len(shape) == 3 else self.STEPS_2D
-        branches = [[self._step(rng, rng.choice(kinds), shape) for _ in range(rng.choice((0, 0, 1, 1, 1, 2)))]
-                    for _ in range(2)]
+        branches = [
+            [self._step(rng, rng.choice(kinds), shape) for _ in range(rng.choice((0, 0, 1, 1, 1, 2)))] for _ in range(2)
+        ]
         op = "add" if rng.random() < 0.6 else rng.choice(("sub", "mul", "minimum", "maximum"))
         return {"branches": branches, "op": op, "style": rng.randrange(3), "post_act": sample_activation(rng, 0.5)}
 
@@ -479,9 +571,18 @@ class Add(Family):
             k = rng.choice((1, 2, 3, 3, 5))
             dilation = rng.choice((1, 1, 2))
             span = dilation * (k - 1)
-            step = {"kind": kind, "kernel": [k, k], "stride": [1, 1], "dilation": [dilation, dilation],
-                    "padding": [span // 2] * 2, "pre_pad": None, "bias": rng.random() < 0.7,
-                    "bn": sample_batch_norm(rng), "act": sample_activation(rng), "weights": sample_weights(rng)}
+            step = {
+                "kind": kind,
+                "kernel": [k, k],
+                "stride": [1, 1],
+                "dilation": [dilation, dilation],
+                "padding": [span // 2] * 2,
+                "pre_pad": None,
+                "bias": rng.random() < 0.7,
+                "bn": sample_batch_norm(rng),
+                "act": sample_activation(rng),
+                "weights": sample_weights(rng),
+            }
             if span % 2:  # an even receptive field: "same" needs one more pixel on one side
                 step["padding"] = [0, 0]
                 step["pre_pad"] = [span // 2, span - span // 2, span // 2, span - span // 2]
@@ -489,8 +590,12 @@ class Add(Family):
                 step["groups"] = rng.choice([d for d in _divisors(shape[0]) if d < shape[0]] or [1])
             return step
         if kind == "pool":
-            return {"kind": "pool", "pool": rng.choice(("max", "avg")), "kernel": rng.choice((1, 3)),
-                    "act": sample_activation(rng, 0.8)}
+            return {
+                "kind": "pool",
+                "pool": rng.choice(("max", "avg")),
+                "kernel": rng.choice((1, 3)),
+                "act": sample_activation(rng, 0.8),
+            }
         if kind == "linear":
             return {"kind": "linear", **sample_linear(rng, shape[0])}
         return {"kind": "activation", "act": sample_activation(rng, 0.0)}
@@ -504,11 +609,15 @@ class Add(Family):
             outputs.append(code.x)
         a, b = outputs
         op = p.get("op", "add")
-        code.let({"add": (f"{a} + {b}", f"torch.add({a}, {b})", f"{b} + {a}"),
-                  "sub": (f"{a} - {b}", f"torch.sub({a}, {b})", f"{b} - {a}"),
-                  "mul": (f"{a} * {b}", f"torch.mul({a}, {b})", f"{b} * {a}"),
-                  "minimum": (f"torch.minimum({a}, {b})",) * 3, "maximum": (f"torch.maximum({a}, {b})",) * 3,
-                  }[op][p["style"]])
+        code.let(
+            {
+                "add": (f"{a} + {b}", f"torch.add({a}, {b})", f"{b} + {a}"),
+                "sub": (f"{a} - {b}", f"torch.sub({a}, {b})", f"{b} - {a}"),
+                "mul": (f"{a} * {b}", f"torch.mul({a}, {b})", f"{b} * {a}"),
+                "minimum": (f"torch.minimum({a}, {b})",) * 3,
+                "maximum": (f"torch.maximum({a}, {b})",) * 3,
+            }[op][p["style"]]
+        )
         render_activation(code, p.get("post_act"))
         return shape
 
@@ -526,7 +635,11 @@ class Add(Family):
             if len(shape) != 3:
                 raise Unfit("a pool step needs a 4-D input")
             k = step["kernel"]
-            extra = "" if k == 1 else f", stride=1, padding={k // 2}" + (", count_include_pad=False" if step["pool"] == "avg" else "")
+            extra = (
+                ""
+                if k == 1
+                else f", stride=1, padding={k // 2}" + (", count_include_pad=False" if step["pool"] == "avg" else "")
+            )
             code.let(f"F.{step['pool']}_pool2d({code.x}, {k}{extra})")
             render_activation(code, step.get("act"))
         elif kind == "linear":
@@ -540,10 +653,10 @@ class Add(Family):
         yield from super().simpler(params)
         for i, branch in enumerate(params["branches"]):
             for j, step in enumerate(branch):
-                yield self._with_branch(params, i, branch[:j] + branch[j + 1:])
+                yield self._with_branch(params, i, branch[:j] + branch[j + 1 :])
                 for key in ("act", "bn", "weights"):  # not pre_pad: an even kernel's "same" padding
                     if step.get(key) is not None and not (step["kind"] == "activation" and key == "act"):
-                        yield self._with_branch(params, i, branch[:j] + [{**step, key: None}] + branch[j + 1:])
+                        yield self._with_branch(params, i, branch[:j] + [{**step, key: None}] + branch[j + 1 :])
 
     @staticmethod
     def _with_branch(params, index, branch):
@@ -554,6 +667,7 @@ class Add(Family):
 
 class Softmax(Family):
     """softmax or log_softmax over any axis, as a head or in the middle of a model."""
+
     name = "softmax"
     ranks = (4, 3, 2)
     weight = 0.3
@@ -566,14 +680,19 @@ class Softmax(Family):
     def render(self, code, p, shape):
         x, dim, name = code.x, p["dim"], "log_softmax" if p.get("log") else "softmax"
         module = "LogSoftmax" if p.get("log") else "Softmax"
-        spellings = (lambda: f"torch.{name}({x}, dim={dim})", lambda: f"F.{name}({x}, dim={dim})",
-                     lambda: f"{x}.{name}({dim})", lambda: f"{code.module(f'nn.{module}(dim={dim})')}({x})")
+        spellings = (
+            lambda: f"torch.{name}({x}, dim={dim})",
+            lambda: f"F.{name}({x}, dim={dim})",
+            lambda: f"{x}.{name}({dim})",
+            lambda: f"{code.module(f'nn.{module}(dim={dim})')}({x})",
+        )
         code.let(spellings[p["style"]]())
         return shape
 
 
 class Identity(Family):
     """Ops that vanish at inference: clone, contiguous, dropout in eval mode."""
+
     name = "identity"
     ranks = (4, 3, 2)
     weight = 0.3
@@ -592,20 +711,29 @@ class Identity(Family):
 # -- the operator families added with edgec's wider operator coverage ------------------------------
 
 LUT_FUNCTIONS = {  # name -> (functional spelling, module spelling); {x} is the input
-    "sigmoid": ("torch.sigmoid({x})", "nn.Sigmoid()"), "tanh": ("torch.tanh({x})", "nn.Tanh()"),
-    "hardswish": ("F.hardswish({x})", "nn.Hardswish()"), "hardsigmoid": ("F.hardsigmoid({x})", "nn.Hardsigmoid()"),
-    "silu": ("F.silu({x})", "nn.SiLU()"), "gelu": ("F.gelu({x})", "nn.GELU()"),
+    "sigmoid": ("torch.sigmoid({x})", "nn.Sigmoid()"),
+    "tanh": ("torch.tanh({x})", "nn.Tanh()"),
+    "hardswish": ("F.hardswish({x})", "nn.Hardswish()"),
+    "hardsigmoid": ("F.hardsigmoid({x})", "nn.Hardsigmoid()"),
+    "silu": ("F.silu({x})", "nn.SiLU()"),
+    "gelu": ("F.gelu({x})", "nn.GELU()"),
     "gelu_tanh": ("F.gelu({x}, approximate='tanh')", "nn.GELU(approximate='tanh')"),
-    "elu": ("F.elu({x}, alpha=0.7)", "nn.ELU(alpha=0.7)"), "softplus": ("F.softplus({x})", "nn.Softplus()"),
-    "mish": ("F.mish({x})", "nn.Mish()"), "leaky_relu": ("F.leaky_relu({x}, 0.1)", "nn.LeakyReLU(0.1)"),
-    "log_sigmoid": ("F.logsigmoid({x})", "nn.LogSigmoid()"), "abs": ("torch.abs({x})", None),
-    "neg": ("-{x}", None), "sin": ("torch.sin({x})", None), "cos": ("torch.cos({x})", None),
+    "elu": ("F.elu({x}, alpha=0.7)", "nn.ELU(alpha=0.7)"),
+    "softplus": ("F.softplus({x})", "nn.Softplus()"),
+    "mish": ("F.mish({x})", "nn.Mish()"),
+    "leaky_relu": ("F.leaky_relu({x}, 0.1)", "nn.LeakyReLU(0.1)"),
+    "log_sigmoid": ("F.logsigmoid({x})", "nn.LogSigmoid()"),
+    "abs": ("torch.abs({x})", None),
+    "neg": ("-{x}", None),
+    "sin": ("torch.sin({x})", None),
+    "cos": ("torch.cos({x})", None),
     "erf": ("torch.erf({x})", None),
 }
 
 
 class LutActivation(Family):
     """A lookup-table activation (sigmoid, tanh, hardswish, SiLU, GELU, ELU, ...)."""
+
     name = "lut"
     ranks = (4, 3, 2)
     weight = 1.0
@@ -624,6 +752,7 @@ class LutActivation(Family):
 
 class ScalarOp(Family):
     """x op c with a Python scalar: +, -, * (also c - x), / by a constant."""
+
     name = "scalar_op"
     ranks = (4, 3, 2)
     weight = 0.7
@@ -641,14 +770,18 @@ class Broadcast(Family):
     """A binary op against a broadcast operand: a per-channel gate computed from x (squeeze and
     excitation: mean, 1x1 conv, sigmoid, then x * gate), or a constant tensor of shape [C, 1, 1],
     [1, H, W] or [1, 1, W] (an nn.Parameter), or a PReLU."""
+
     name = "broadcast"
     weight = 1.0
 
     def sample(self, rng, shape):
-        return {"kind": rng.choice(("gate", "constant", "constant", "prelu")),
-                "op": rng.choice(("mul", "add", "sub", "minimum", "maximum")),
-                "operand": rng.choice(("channel", "plane", "row")), "per_channel": rng.random() < 0.5,
-                "reduction": rng.choice((1, 2, 4))}
+        return {
+            "kind": rng.choice(("gate", "constant", "constant", "prelu")),
+            "op": rng.choice(("mul", "add", "sub", "minimum", "maximum")),
+            "operand": rng.choice(("channel", "plane", "row")),
+            "per_channel": rng.random() < 0.5,
+            "reduction": rng.choice((1, 2, 4)),
+        }
 
     def render(self, code, p, shape):
         c, h, w = shape
@@ -668,8 +801,15 @@ class Broadcast(Family):
             name = code.module(f"nn.Parameter(torch.randn{dims})")
             other = name
         op = p["op"]
-        code.let({"mul": f"{x} * {other}", "add": f"{x} + {other}", "sub": f"{other} - {x}",
-                  "minimum": f"torch.minimum({x}, {other})", "maximum": f"torch.maximum({x}, {other})"}[op])
+        code.let(
+            {
+                "mul": f"{x} * {other}",
+                "add": f"{x} + {other}",
+                "sub": f"{other} - {x}",
+                "minimum": f"torch.minimum({x}, {other})",
+                "maximum": f"torch.maximum({x}, {other})",
+            }[op]
+        )
         return shape
 
 
@@ -678,16 +818,35 @@ class Movement(Family):
     channel slices, strided slices,
     flip, transpose of H and W, permute (the axes move: the next layers see the new shape),
     channel and pixel shuffles, roll, and constant padding with a value."""
+
     name = "movement"
     weight = 1.0
-    KINDS = ("cat", "slice", "stride_slice", "flip", "transpose", "permute", "channel_shuffle", "pixel_shuffle",
-             "roll", "pad_value", "chunk_swap", "cat_self", "stack_self")
+    KINDS = (
+        "cat",
+        "slice",
+        "stride_slice",
+        "flip",
+        "transpose",
+        "permute",
+        "channel_shuffle",
+        "pixel_shuffle",
+        "roll",
+        "pad_value",
+        "chunk_swap",
+        "cat_self",
+        "stack_self",
+    )
 
     def sample(self, rng, shape):
         c, h, w = shape
         kind = rng.choice(self.KINDS)
-        p = {"kind": kind, "dim": rng.choice((1, 2, 3)), "value": rng.choice((0.0, -1.0, 0.5)),
-             "pads": [rng.randint(0, 2) for _ in range(4)], "perm": rng.choice(([0, 2, 3, 1], [0, 3, 1, 2], [0, 1, 3, 2]))}
+        p = {
+            "kind": kind,
+            "dim": rng.choice((1, 2, 3)),
+            "value": rng.choice((0.0, -1.0, 0.5)),
+            "pads": [rng.randint(0, 2) for _ in range(4)],
+            "perm": rng.choice(([0, 2, 3, 1], [0, 3, 1, 2], [0, 1, 3, 2])),
+        }
         if kind == "channel_shuffle" and not [g for g in _divisors(c) if 1 < g < c]:
             return None
         if kind == "pixel_shuffle" and c % 4:
@@ -703,8 +862,11 @@ class Movement(Family):
         size = shape[dim - 1]
         if kind in ("cat", "cat_self", "stack_self"):
             other = code.let(f"torch.relu({x})") if kind == "cat" else x
-            code.let(f"torch.cat([{x}, {other}], dim={dim})" if kind != "stack_self" else
-                     f"torch.stack([{x}, {other}], dim={dim + 1}).flatten({dim}, {dim + 1})")
+            code.let(
+                f"torch.cat([{x}, {other}], dim={dim})"
+                if kind != "stack_self"
+                else f"torch.stack([{x}, {other}], dim={dim + 1}).flatten({dim}, {dim + 1})"
+            )
             out = list(shape)
             out[dim - 1] *= 2
             return tuple(out)
@@ -758,6 +920,7 @@ class Movement(Family):
 class Resize(Family):
     """F.interpolate: nearest or bilinear (align_corners either way), by a scale factor (integer or
     not) or to a size."""
+
     name = "resize"
     weight = 0.6
 
@@ -765,9 +928,12 @@ class Resize(Family):
         _, h, w = shape
         if h * w > 144:
             return None
-        return {"mode": rng.choice(("nearest", "bilinear")), "align": rng.random() < 0.3,
-                "scale": rng.choice(([2, 2], [2, 1], [3, 3], [1.5, 1.5], [1.5, 2])) if rng.random() < 0.7 else None,
-                "size": [rng.randint(1, 2 * h + 1), rng.randint(1, 2 * w + 1)]}
+        return {
+            "mode": rng.choice(("nearest", "bilinear")),
+            "align": rng.random() < 0.3,
+            "scale": rng.choice(([2, 2], [2, 1], [3, 3], [1.5, 1.5], [1.5, 2])) if rng.random() < 0.7 else None,
+            "size": [rng.randint(1, 2 * h + 1), rng.randint(1, 2 * w + 1)],
+        }
 
     def render(self, code, p, shape):
         c, h, w = shape
@@ -779,6 +945,7 @@ class Resize(Family):
 
 class ConvTranspose(Family):
     """nn.ConvTranspose2d: kernel, stride, padding, output_padding, dilation, groups, bias."""
+
     name = "conv_transpose"
     weight = 0.8
 
@@ -792,9 +959,18 @@ class ConvTranspose(Family):
             output_padding = rng.randint(0, max(stride, dilation) - 1)
             groups = rng.choice([g for g in _divisors(c)][:3])
             out_channels = groups * rng.choice((1, 2, 3, 8))
-            p = {"kernel": k, "stride": stride, "padding": padding, "output_padding": output_padding,
-                 "dilation": dilation, "groups": groups, "out_channels": out_channels, "bias": rng.random() < 0.7,
-                 "act": sample_activation(rng), "weights": sample_weights(rng)}
+            p = {
+                "kernel": k,
+                "stride": stride,
+                "padding": padding,
+                "output_padding": output_padding,
+                "dilation": dilation,
+                "groups": groups,
+                "out_channels": out_channels,
+                "bias": rng.random() < 0.7,
+                "act": sample_activation(rng),
+                "weights": sample_weights(rng),
+            }
             oh, ow = self._out_hw(p, h, w)
             if min(oh, ow) >= 1 and oh * ow * out_channels * k * k * c // groups <= MAX_LAYER_MACS and oh * ow <= 2500:
                 return p
@@ -802,8 +978,10 @@ class ConvTranspose(Family):
 
     @staticmethod
     def _out_hw(p, h, w):
-        return tuple((size - 1) * p["stride"] - 2 * p["padding"] + p["dilation"] * (p["kernel"] - 1)
-                     + p["output_padding"] + 1 for size in (h, w))
+        return tuple(
+            (size - 1) * p["stride"] - 2 * p["padding"] + p["dilation"] * (p["kernel"] - 1) + p["output_padding"] + 1
+            for size in (h, w)
+        )
 
     def render(self, code, p, shape):
         c, h, w = shape
@@ -812,9 +990,16 @@ class ConvTranspose(Family):
             raise Unfit(f"conv transpose {p} on {shape}")
         module = code.module(
             f"nn.ConvTranspose2d({c}, {p['out_channels']}, {p['kernel']}"
-            + _kwargs(stride=p["stride"] if p["stride"] > 1 else None, padding=p["padding"] or None,
-                      output_padding=p["output_padding"] or None, groups=p["groups"] if p["groups"] > 1 else None,
-                      bias=None if p["bias"] else False, dilation=p["dilation"] if p["dilation"] > 1 else None) + ")")
+            + _kwargs(
+                stride=p["stride"] if p["stride"] > 1 else None,
+                padding=p["padding"] or None,
+                output_padding=p["output_padding"] or None,
+                groups=p["groups"] if p["groups"] > 1 else None,
+                bias=None if p["bias"] else False,
+                dilation=p["dilation"] if p["dilation"] > 1 else None,
+            )
+            + ")"
+        )
         render_weights(code, module, p.get("weights"), p["out_channels"] // p["groups"], p["bias"], "[:, {}]")
         code.let(f"{module}({code.x})")
         code.macs += h * w * p["out_channels"] * p["kernel"] ** 2 * (c // p["groups"])
@@ -825,6 +1010,7 @@ class ConvTranspose(Family):
 class Reduce(Family):
     """sum / amax / amin / mean over one axis or two, keepdim or not (4-D kept: the reduced axes
     stay as size 1, so the model goes on)."""
+
     name = "reduce"
     weight = 0.5
 
@@ -837,7 +1023,6 @@ class Reduce(Family):
         return tuple(1 if i + 1 in dims else size for i, size in enumerate(shape))
 
 
-
 # -- sequences: [1, T, F] tokens (rank 3) ------------------------------------------------------------
 
 MAX_TOKENS = 32
@@ -848,6 +1033,7 @@ class Tokens(Family):
     """Into a token sequence [1, T, F]: an image's pixels as tokens (x.flatten(2).transpose(1, 2):
     T = H*W, F = C), its channels as tokens (x.flatten(2): the operand a convolution stores
     channels last), or a feature vector cut into T tokens (view)."""
+
     name = "tokens"
     ranks = (4, 2)
     weight = 3.0
@@ -878,14 +1064,19 @@ class Tokens(Family):
 
 class TokenLinear(Family):
     """nn.Linear over the last axis of the tokens (and an activation)."""
+
     name = "token_linear"
     int16 = True
     ranks = (3,)
     weight = 2.0
 
     def sample(self, rng, shape):
-        return {"out_features": rng.choice(TOKEN_FEATURES), "bias": rng.random() < 0.75, "act": sample_activation(rng),
-                "weights": sample_weights(rng)}
+        return {
+            "out_features": rng.choice(TOKEN_FEATURES),
+            "bias": rng.random() < 0.75,
+            "act": sample_activation(rng),
+            "weights": sample_weights(rng),
+        }
 
     def render(self, code, p, shape):
         t, f = shape
@@ -899,6 +1090,7 @@ class TokenLinear(Family):
 
 class LayerNorm(Family):
     """nn.LayerNorm / F.layer_norm over the token features, with or without affine parameters."""
+
     name = "layer_norm"
     ranks = (3,)
     weight = 1.5
@@ -909,7 +1101,9 @@ class LayerNorm(Family):
     def render(self, code, p, shape):
         f = shape[-1]
         if p["module"]:
-            module = code.module(f"nn.LayerNorm({f}, eps={p['eps']}" + ("" if p["affine"] else ", elementwise_affine=False") + ")")
+            module = code.module(
+                f"nn.LayerNorm({f}, eps={p['eps']}" + ("" if p["affine"] else ", elementwise_affine=False") + ")"
+            )
             if p["affine"]:
                 code.setup += [f"{module}.weight.uniform_(-1.5, 1.5)", f"{module}.bias.uniform_(-1.0, 1.0)"]
             code.let(f"{module}({code.x})")
@@ -921,20 +1115,27 @@ class LayerNorm(Family):
 class Recurrent(Family):
     """nn.LSTM / nn.GRU (batch_first) over every token (T >= 1), with or without biases, one or two
     layers: then all steps' outputs, the last step's, or the final hidden state."""
+
     name = "recurrent"
     ranks = (3,)
     weight = 2.0
 
     def sample(self, rng, shape):
-        return {"cell": rng.choice(("LSTM", "GRU")), "hidden": rng.choice((1, 3, 4, 8, 16, 20, 32)),
-                "bias": rng.random() < 0.6, "layers": rng.choice((1, 1, 1, 2)),
-                "output": rng.choice(("sequence", "sequence", "last", "hidden"))}
+        return {
+            "cell": rng.choice(("LSTM", "GRU")),
+            "hidden": rng.choice((1, 3, 4, 8, 16, 20, 32)),
+            "bias": rng.random() < 0.6,
+            "layers": rng.choice((1, 1, 1, 2)),
+            "output": rng.choice(("sequence", "sequence", "last", "hidden")),
+        }
 
     def render(self, code, p, shape):
         t, f = shape
-        module = code.module(f"nn.{p['cell']}({f}, {p['hidden']}, batch_first=True"
-                             + _kwargs(num_layers=p["layers"] if p["layers"] > 1 else None,
-                                       bias=None if p["bias"] else False) + ")")
+        module = code.module(
+            f"nn.{p['cell']}({f}, {p['hidden']}, batch_first=True"
+            + _kwargs(num_layers=p["layers"] if p["layers"] > 1 else None, bias=None if p["bias"] else False)
+            + ")"
+        )
         gates = 4 if p["cell"] == "LSTM" else 3
         code.macs += t * gates * p["hidden"] * (f + p["hidden"] + (p["layers"] - 1) * 2 * p["hidden"])
         if p["output"] == "sequence":
@@ -958,13 +1159,17 @@ class Recurrent(Family):
 class MatMul(Family):
     """matmul / bmm of two activations: the tokens' Gram matrix (x @ x^T), scores of two
     projections (q @ k^T, scaled), or a whole attention head (softmax(q k^T) @ v)."""
+
     name = "matmul"
     ranks = (3,)
     weight = 1.0
 
     def sample(self, rng, shape):
-        return {"form": rng.choice(("gram", "scores", "head")), "style": rng.randrange(3),
-                "width": rng.choice(TOKEN_FEATURES)}
+        return {
+            "form": rng.choice(("gram", "scores", "head")),
+            "style": rng.randrange(3),
+            "width": rng.choice(TOKEN_FEATURES),
+        }
 
     def render(self, code, p, shape):
         t, f = shape
@@ -980,10 +1185,10 @@ class MatMul(Family):
         product = (f"torch.matmul({q}, {kt})", f"{q} @ {kt}", f"torch.bmm({q}, {kt})")[p["style"]]
         code.macs += t * t * width + 2 * t * f * width
         if p["form"] != "head":
-            code.let(product if p["form"] == "gram" else f"{product} * {1 / width ** 0.5:.4f}")
+            code.let(product if p["form"] == "gram" else f"{product} * {1 / width**0.5:.4f}")
             return (t, t)
         v = code.let(f"{code.module(f'nn.Linear({f}, {width})')}({x})")
-        scores = code.let(f"torch.softmax({product} * {1 / width ** 0.5:.4f}, dim=-1)")
+        scores = code.let(f"torch.softmax({product} * {1 / width**0.5:.4f}, dim=-1)")
         code.let(f"torch.matmul({scores}, {v})")
         code.macs += t * t * width + t * f * width
         return (t, width)
@@ -992,14 +1197,17 @@ class MatMul(Family):
 class Attention(Family):
     """nn.MultiheadAttention(batch_first=True) as self-attention or as cross-attention (key and
     value from another tensor than the query), or F.scaled_dot_product_attention."""
+
     name = "attention"
     ranks = (3,)
     weight = 1.0
 
     def sample(self, rng, shape):
         f = shape[-1]
-        return {"kind": rng.choice(("self", "self", "cross", "sdpa")),
-                "heads": rng.choice([h for h in (1, 2, 4) if f % h == 0])}
+        return {
+            "kind": rng.choice(("self", "self", "cross", "sdpa")),
+            "heads": rng.choice([h for h in (1, 2, 4) if f % h == 0]),
+        }
 
     def render(self, code, p, shape):
         t, f = shape
@@ -1020,6 +1228,7 @@ class Attention(Family):
 class TokenReduce(Family):
     """Out of the token sequence into a feature vector: the mean over the tokens (or over the
     features), the first token, or all of them flattened."""
+
     name = "token_reduce"
     ranks = (3,)
     weight = 0.7
@@ -1043,8 +1252,31 @@ class TokenReduce(Family):
         return (t * f,)
 
 
-for _family in (Conv(), Depthwise(), Pool(), GlobalPool(), Flatten(), Linear(), Unsqueeze(), Activation(),
-                Add(), Softmax(), Identity(), LutActivation(), ScalarOp(), Broadcast(), Movement(), Resize(),
-                ConvTranspose(), Reduce(), Tokens(), TokenLinear(), LayerNorm(), Recurrent(), MatMul(), Attention(),
-                TokenReduce()):
+for _family in (
+    Conv(),
+    Depthwise(),
+    Pool(),
+    GlobalPool(),
+    Flatten(),
+    Linear(),
+    Unsqueeze(),
+    Activation(),
+    Add(),
+    Softmax(),
+    Identity(),
+    LutActivation(),
+    ScalarOp(),
+    Broadcast(),
+    Movement(),
+    Resize(),
+    ConvTranspose(),
+    Reduce(),
+    Tokens(),
+    TokenLinear(),
+    LayerNorm(),
+    Recurrent(),
+    MatMul(),
+    Attention(),
+    TokenReduce(),
+):
     register(_family)

@@ -8,6 +8,7 @@ small (a MAC budget) and writes the file. Everything is deterministic from the s
 GENERATOR_VERSION: change the version whenever a change to the engine or a family makes an old
 seed produce a different model.
 """
+
 from __future__ import annotations
 
 import copy
@@ -64,6 +65,7 @@ class Code:
     """What layers render into: module constructors (self.mN = ...), set-up statements run
     under torch.no_grad() once all modules exist (weight scaling, BN statistics), and the
     forward pass as straight-line assignments. `x` names the current activation."""
+
     modules: list = field(default_factory=list)
     setup: list = field(default_factory=list)
     forward: list = field(default_factory=list)
@@ -88,6 +90,7 @@ class Code:
 class Family:
     """One operator family. Subclasses set `name`, `ranks` and `weight` and implement sample
     and render; register them with families.register."""
+
     name = ""
     ranks: tuple[int, ...] = (4,)  # input ranks accepted: 4 is [1, C, H, W], 3 is [1, T, F], 2 is [1, F]
     weight = 1.0  # relative frequency among the families that accept the current input
@@ -137,10 +140,13 @@ def sample_input_shape(rng: random.Random) -> tuple:
 def sample_data(rng: random.Random) -> dict:
     """Input samples are offset + scale * noise: non-zero means and scales far from 1 move the
     input zero point and scale away from the easy case."""
-    return {"distribution": rng.choice(("normal", "normal", "uniform", "positive")),
-            "offset": round(rng.uniform(-3, 3), 3) if rng.random() < 0.5 else 0.0,
-            "scale": float(f"{10 ** rng.uniform(-2, 2):.3g}"),
-            "calibration": CALIBRATION_SAMPLES, "verification": VERIFICATION_SAMPLES}
+    return {
+        "distribution": rng.choice(("normal", "normal", "uniform", "positive")),
+        "offset": round(rng.uniform(-3, 3), 3) if rng.random() < 0.5 else 0.0,
+        "scale": float(f"{10 ** rng.uniform(-2, 2):.3g}"),
+        "calibration": CALIBRATION_SAMPLES,
+        "verification": VERIFICATION_SAMPLES,
+    }
 
 
 # The fuzzer's modes (python -m tests.fuzz run --mode): int8 models; int16, some layers' modules
@@ -171,7 +177,7 @@ def generate(seed: int, mode: str = "int8") -> ModelSpec:
             spec.int16 = [i for i in capable if rng.random() < INT16_PROBABILITY] or [rng.choice(capable)]
         if mode == "multi":
             computes = [FAMILIES[layer.family].name not in VIEW_FAMILIES for layer in spec.layers]
-            branches = [i for i in range(len(spec.layers) - 1) if computes[i] and any(computes[i + 1:])]
+            branches = [i for i in range(len(spec.layers) - 1) if computes[i] and any(computes[i + 1 :])]
             if not branches:
                 continue
             spec.outputs = sorted(rng.sample(branches, min(len(branches), rng.choice((1, 1, 2)))))
@@ -183,6 +189,7 @@ def _generate_stream(rng: random.Random, seed: int) -> ModelSpec:
     """A recurrent layer reading the model input [1, T, F], read at its last step (what --stream
     builds), then a rank-2 body (and maybe a head)."""
     from tests.fuzz.families import TOKEN_FEATURES
+
     input_shape = (rng.choice(STREAM_STEPS), rng.choice(TOKEN_FEATURES))
     recurrent = FAMILIES["recurrent"]
     params = {**recurrent.sample(rng, input_shape), "output": rng.choice(("last", "hidden"))}
@@ -197,14 +204,26 @@ def _generate(rng: random.Random, seed: int) -> ModelSpec:
     return _grow(rng, seed, input_shape, Code(), input_shape, [], rng.randint(1, MAX_BODY_LAYERS))
 
 
-def _grow(rng: random.Random, seed: int, input_shape: tuple, code: Code, shape: tuple, layers: list,
-          count: int, rank_limit: int = 4) -> ModelSpec:
+def _grow(
+    rng: random.Random,
+    seed: int,
+    input_shape: tuple,
+    code: Code,
+    shape: tuple,
+    layers: list,
+    count: int,
+    rank_limit: int = 4,
+) -> ModelSpec:
     """`count` more body layers after `layers`, maybe a head; the input data's recipe. Only
     families whose outputs stay within `rank_limit` (a stream's body stays [1, F]: a second
     recurrent layer over a split vector does not read the model input)."""
     for _ in range(count):
-        layer = _next_layer(rng, code, shape, [f for f in FAMILIES.values() if rank(shape) in f.ranks
-                                               and (rank_limit >= 4 or f.name != "tokens")])
+        layer = _next_layer(
+            rng,
+            code,
+            shape,
+            [f for f in FAMILIES.values() if rank(shape) in f.ranks and (rank_limit >= 4 or f.name != "tokens")],
+        )
         if layer is None:
             break
         layers.append(layer)
@@ -313,14 +332,28 @@ def model_source(spec: ModelSpec, header: str = "") -> str:
     init = [f"self.{name} = {constructor}" for name, constructor in code.modules]
     if code.setup:
         init += ["with torch.no_grad():", *(f"    {line}" for line in code.setup)]
-    label = f"seed {spec.seed}" + (f" ({spec.note})" if spec.note else "") + ("" if spec.mode == "int8" else f", {spec.mode} mode")
-    build = {**({"int16_layers": code.int16_layers} if code.int16_layers else {}),
-             **({"stream": True} if spec.mode == "stream" else {})}
+    label = (
+        f"seed {spec.seed}"
+        + (f" ({spec.note})" if spec.note else "")
+        + ("" if spec.mode == "int8" else f", {spec.mode} mode")
+    )
+    build = {
+        **({"int16_layers": code.int16_layers} if code.int16_layers else {}),
+        **({"stream": True} if spec.mode == "stream" else {}),
+    }
     return MODEL_FILE.format(
-        label=label, version=spec.version, header=header.rstrip(), seed=spec.seed,
-        input_shape=(1, *spec.input_shape), data=repr(spec.data), build=repr(build),
-        init=_indent(init or ["pass"], 8), forward=_indent(code.forward, 8), output=", ".join(code.outputs),
-        spec=pprint.pformat(spec.to_literal(), width=100, sort_dicts=False))
+        label=label,
+        version=spec.version,
+        header=header.rstrip(),
+        seed=spec.seed,
+        input_shape=(1, *spec.input_shape),
+        data=repr(spec.data),
+        build=repr(build),
+        init=_indent(init or ["pass"], 8),
+        forward=_indent(code.forward, 8),
+        output=", ".join(code.outputs),
+        spec=pprint.pformat(spec.to_literal(), width=100, sort_dicts=False),
+    )
 
 
 def _indent(lines: list[str], spaces: int) -> str:

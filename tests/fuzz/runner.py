@@ -32,6 +32,7 @@ edgec.targets.device.run_model under QEMU, whose program is built for "verify" (
 violation fails the run). Every model is written to a file first and compiled from it
 (`file.py:factory`), so a failing model's file is its reproducer.
 """
+
 from __future__ import annotations
 
 import copy
@@ -51,14 +52,15 @@ import numpy as np
 import torch
 
 from edgec import sim
-from edgec.targets import device, toolchain
-from edgec.tools import verify
 from edgec.backend.codegen import TEMPLATES
 from edgec.errors import EdgecError
+from edgec.ops import unit_of
 from edgec.ops.movement import ONE
 from edgec.ops.recurrent import reset_state
 from edgec.pipeline import compile_for, compile_model, emit
+from edgec.targets import device, toolchain
 from edgec.targets.cores import get_target
+from edgec.tools import verify
 from tests.fuzz.generator import FAMILIES, GENERATOR_VERSION, ModelSpec, Unfit, generate, model_source
 
 FAILURES = ("refused", "mismatch", "departs", "crash", "invalid")
@@ -70,11 +72,13 @@ COMPILED = ("ok", "inaccurate", "bounded", "mismatch", "departs")  # compiled (a
 # (docs/numerics.md, "Log-softmax": TFLite's int8 sum of exps overflows); a model that computes
 # nothing (only views of its input: there is no program to emit); an int16 layer whose
 # s_in*s_w/s_out reaches 2^7 (README, --activations int16: TFLite's int16 output stage).
-DOCUMENTED_LIMITS = (re.compile(r"the model program does not fit QEMU's"),
-                     re.compile(r"^model does not fit [\w-]+: .* budget"),
-                     re.compile(r"log_softmax over \d+ elements( \(at most 4095\)|: TFLite's int8 sum of exps overflows beyond 4095)"),
-                     re.compile(r"the model computes nothing"),
-                     re.compile(r"an int16 layer's effective scale s_in \* s_w / s_out must be below 2\^7"))
+DOCUMENTED_LIMITS = (
+    re.compile(r"the model program does not fit QEMU's"),
+    re.compile(r"^model does not fit [\w-]+: .* budget"),
+    re.compile(r"log_softmax over \d+ elements( \(at most 4095\)|: TFLite's int8 sum of exps overflows beyond 4095)"),
+    re.compile(r"the model computes nothing"),
+    re.compile(r"an int16 layer's effective scale s_in \* s_w / s_out must be below 2\^7"),
+)
 MIN_SQNR_DB = 10.0
 EPS_SCALE = 2.0**-20 * 1.001  # edgec.frontend.quantize's activation observer eps (and a rounding margin)
 INT32_MAX = 2**31 - 1
@@ -105,6 +109,7 @@ class Outcome:
 
 
 # -- one model ----------------------------------------------------------------------------------
+
 
 def load_model_file(path: Path):
     module_spec = importlib.util.spec_from_file_location(f"fuzz_{Path(path).stem}", path)
@@ -156,8 +161,13 @@ def _check(path: Path, target, work: Path, min_sqnr_db: float) -> Outcome:
 
     phase, compiled = "compile", None
     try:
-        compiled = compile_model(f"{path}:factory", calibration=calibration, target=target, warn=lambda _: None,
-                                 int16_layers=build.get("int16_layers", ()))
+        compiled = compile_model(
+            f"{path}:factory",
+            calibration=calibration,
+            target=target,
+            warn=lambda _: None,
+            int16_layers=build.get("int16_layers", ()),
+        )
         phase = "emit"
         out_dir = work / "c"  # one path for every model: the object cache then reuses the kernels
         emit(compiled, out_dir, MODEL_NAME)
@@ -203,10 +213,14 @@ def _check(path: Path, target, work: Path, min_sqnr_db: float) -> Outcome:
     if departing:
         message = "departs from its quantized program: " + "; ".join(
             f"{row['layer']} ({row['op']}): {row['failure']} (up to {row['max_steps']} steps"
-            + ("" if bounds[row["layer"]] is None else f", bound {bounds[row['layer']]}") + ")" for row in departing)
+            + ("" if bounds[row["layer"]] is None else f", bound {bounds[row['layer']]}")
+            + ")"
+            for row in departing
+        )
         if unexplained:
-            return Outcome("departs", "agreement", message, notes=known_losses(compiled.graph), kinds=kinds,
-                           kernels=kernels)
+            return Outcome(
+                "departs", "agreement", message, notes=known_losses(compiled.graph), kinds=kinds, kernels=kernels
+            )
         return Outcome("bounded", "agreement", message, kinds=kinds, kernels=kernels)
     try:
         references = verify.float_reference(compiled, floats[:typical])
@@ -215,10 +229,19 @@ def _check(path: Path, target, work: Path, min_sqnr_db: float) -> Outcome:
     except Exception as exc:
         return _crash("crash", "accuracy", exc, compiled, kernels)
     if sqnr >= min_sqnr_db:
-        return Outcome("ok", "accuracy", f"output SQNR {sqnr:.1f} dB", sqnr_db=round(sqnr, 2), kinds=kinds,
-                       kernels=kernels)
-    return Outcome("inaccurate", "accuracy", f"output SQNR {sqnr:.1f} dB", sqnr_db=round(sqnr, 2),
-                   worst_layers=low, notes=known_losses(compiled.graph), kinds=kinds, kernels=kernels)
+        return Outcome(
+            "ok", "accuracy", f"output SQNR {sqnr:.1f} dB", sqnr_db=round(sqnr, 2), kinds=kinds, kernels=kernels
+        )
+    return Outcome(
+        "inaccurate",
+        "accuracy",
+        f"output SQNR {sqnr:.1f} dB",
+        sqnr_db=round(sqnr, 2),
+        worst_layers=low,
+        notes=known_losses(compiled.graph),
+        kinds=kinds,
+        kernels=kernels,
+    )
 
 
 def build_and_run(compiled, target, out_dir: Path, inputs: np.ndarray, build_dir: Path) -> np.ndarray:
@@ -232,13 +255,16 @@ def build_and_run(compiled, target, out_dir: Path, inputs: np.ndarray, build_dir
 
 def _mismatch_message(comparison, what: str = "samples") -> str:
     sample, byte = np.argwhere(comparison.golden != comparison.device)[0]
-    return (f"{comparison.mismatched_samples} of {comparison.samples} {what} differ in {comparison.mismatched_bytes} "
-            f"bytes; first: {what[:-1]} {sample} byte {byte}, golden {comparison.golden[sample, byte]}, "
-            f"C {comparison.device[sample, byte]}")
+    return (
+        f"{comparison.mismatched_samples} of {comparison.samples} {what} differ in {comparison.mismatched_bytes} "
+        f"bytes; first: {what[:-1]} {sample} byte {byte}, golden {comparison.golden[sample, byte]}, "
+        f"C {comparison.device[sample, byte]}"
+    )
 
 
-def _check_stream(whole, target, floats: np.ndarray, whole_inputs: np.ndarray, whole_golden: np.ndarray,
-                  work: Path) -> Outcome | None:
+def _check_stream(
+    whole, target, floats: np.ndarray, whole_inputs: np.ndarray, whole_golden: np.ndarray, work: Path
+) -> Outcome | None:
     """--stream: the streaming build of the same quantized model (one time step per invoke), fed
     every sample's frames as one stream, must equal the golden simulator's stream byte for byte,
     and its output after the first sample's last frame the whole-sequence model's on that sample
@@ -265,8 +291,12 @@ def _check_stream(whole, target, floats: np.ndarray, whole_inputs: np.ndarray, w
     steps = len(inputs) // len(whole_inputs)
     if not np.array_equal(golden[steps - 1], whole_golden[0]):
         differ = int(np.sum(golden[steps - 1] != whole_golden[0]))
-        return Outcome("mismatch", "stream", f"--stream: the output after the first sample's {steps} frames differs "
-                       f"from the whole-sequence model's in {differ} bytes")
+        return Outcome(
+            "mismatch",
+            "stream",
+            f"--stream: the output after the first sample's {steps} frames differs "
+            f"from the whole-sequence model's in {differ} bytes",
+        )
     return None
 
 
@@ -290,8 +320,11 @@ def known_losses(graph) -> list[str]:
     """Possible causes of a departure or a low SQNR, noted in reproducers (they excuse nothing):
     a tensor at the activation observer's smallest scale (its values are below ~1e-4 or
     constant), an int32 bias saturated, an output step finer than the accumulator's."""
-    notes = [f"{name}: scale at the observer's eps" for name, t in graph.tensors.items()
-             if t.quantized and t.alias_of is None and t.scale <= EPS_SCALE]
+    notes = [
+        f"{name}: scale at the observer's eps"
+        for name, t in graph.tensors.items()
+        if t.quantized and t.alias_of is None and t.scale <= EPS_SCALE
+    ]
     return notes + [note for op in graph.ops for note in layer_losses(op)]
 
 
@@ -326,8 +359,10 @@ def departure_bound(op, graph, program: list[dict]) -> int | None:
     x = graph.tensors[op.inputs[0]]
     desc, align = op.attrs["desc"], op.attrs["align_corners"]
     factors = op.attrs.get("scale_factors", (None, None))
-    errors = [_position_error(np.asarray(desc[table], np.int64).reshape(-1, 3), size, align, factor)
-              for table, size, factor in (("y_table", desc["input_h"], factors[0]), ("x_table", desc["input_w"], factors[1]))]
+    errors = [
+        _position_error(np.asarray(desc[table], np.int64).reshape(-1, 3), size, align, factor)
+        for table, size, factor in (("y_table", desc["input_h"], factors[0]), ("x_table", desc["input_w"], factors[1]))
+    ]
     steps = [np.rint(values[x.source].astype(np.float64) / x.scale) for values in program]  # zero point cancels
     d_h = max(float(np.abs(np.diff(q, axis=-2)).max(initial=0)) for q in steps)
     d_w = max(float(np.abs(np.diff(q, axis=-1)).max(initial=0)) for q in steps)
@@ -350,12 +385,19 @@ def _position_error(table: np.ndarray, in_size: int, align_corners: bool, scale_
 
 
 def _kinds(compiled) -> list:
-    return [] if compiled is None else [op.kind for op in compiled.graph.ops]
+    """The unit compiling each layer (an int16 layer's is its int16 unit: conv2d_s16, ...)."""
+    return [] if compiled is None else [unit_of(op).kind for op in compiled.graph.ops]
 
 
 def _crash(verdict: str, phase: str, exc: BaseException, compiled=None, kernels=()) -> Outcome:
-    return Outcome(verdict, phase, f"{type(exc).__name__}: {_first_line(exc)}", detail=traceback.format_exc(),
-                   kinds=_kinds(compiled), kernels=list(kernels))
+    return Outcome(
+        verdict,
+        phase,
+        f"{type(exc).__name__}: {_first_line(exc)}",
+        detail=traceback.format_exc(),
+        kinds=_kinds(compiled),
+        kernels=list(kernels),
+    )
 
 
 def _one_line(exc: BaseException) -> str:
@@ -375,16 +417,23 @@ def build_host_sanitized(out_dir: Path, build_dir: Path) -> Path:
     driver = build_dir / "host_main.c"
     template = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES))).get_template("host_main.c.j2")
     report = json.loads((out_dir / "report.json").read_text())
-    driver.write_text(template.render(name=MODEL_NAME, NAME=MODEL_NAME.upper(), inputs=report["inputs"],
-                                      outputs=report["outputs"]))
+    driver.write_text(
+        template.render(name=MODEL_NAME, NAME=MODEL_NAME.upper(), inputs=report["inputs"], outputs=report["outputs"])
+    )
     sources = [driver, *sorted(out_dir.glob("*.c")), *sorted((out_dir / "runtime" / "src").rglob("*.c"))]
-    return toolchain.cross_compile(get_target("host"), sources, [out_dir, out_dir / "runtime" / "include"],
-                                   build_dir / f"{MODEL_NAME}_host", defines=[verify.CHECK_WRITES[2:]],
-                                   extra_cflags=(*verify.HOST_CFLAGS, *verify.SANITIZE_FLAGS),
-                                   extra_ldflags=verify.SANITIZE_FLAGS)
+    return toolchain.cross_compile(
+        get_target("host"),
+        sources,
+        [out_dir, out_dir / "runtime" / "include"],
+        build_dir / f"{MODEL_NAME}_host",
+        defines=[verify.CHECK_WRITES[2:]],
+        extra_cflags=(*verify.HOST_CFLAGS, *verify.SANITIZE_FLAGS),
+        extra_ldflags=verify.SANITIZE_FLAGS,
+    )
 
 
 # -- reproducers and minimisation -----------------------------------------------------------------
+
 
 def rerun_command(path: Path, target: str) -> str:
     return f"python -m tests.fuzz rerun {path} {target_options(target)}"
@@ -395,14 +444,17 @@ def write_reproducer(spec: ModelSpec, outcome: Outcome, target: str, out_dir: Pa
     path = out_dir / outcome.verdict / f"seed_{spec.seed}{'_min' if spec.note else ''}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     detail = "\n".join(f"    {line}" for line in outcome.detail.strip().splitlines()[-20:])
-    header = (f"\nResult on {target}: {outcome.verdict} at {outcome.phase}: {outcome.message}\n"
-              + (f"{detail}\n" if detail else "")
-              + (f"Layers below {MIN_SQNR_DB} dB: {outcome.worst_layers}\n" if outcome.worst_layers else "")
-              + (f"Known losses: {'; '.join(outcome.notes)}\n" if outcome.notes else "")
-              + f"Op kinds: {' '.join(outcome.kinds)}\n"
-              + f"Rerun (from the repository root): {rerun_command(path, target)}\n"
-              + f"Regenerate: python -m tests.fuzz show {spec.seed}{_mode_option(spec.mode)}  (generator version {spec.version})\n"
-              + f"Minimise:   python -m tests.fuzz minimise {path} {target_options(target)}\n")
+    header = (
+        f"\nResult on {target}: {outcome.verdict} at {outcome.phase}: {outcome.message}\n"
+        + (f"{detail}\n" if detail else "")
+        + (f"Layers below {MIN_SQNR_DB} dB: {outcome.worst_layers}\n" if outcome.worst_layers else "")
+        + (f"Known losses: {'; '.join(outcome.notes)}\n" if outcome.notes else "")
+        + f"Op kinds: {' '.join(outcome.kinds)}\n"
+        + f"Rerun (from the repository root): {rerun_command(path, target)}\n"
+        + f"Regenerate: python -m tests.fuzz show {spec.seed}{_mode_option(spec.mode)}"
+        + f"  (generator version {spec.version})\n"
+        + f"Minimise:   python -m tests.fuzz minimise {path} {target_options(target)}\n"
+    )
     path.write_text(model_source(spec, header.replace('"""', "'''")))
     return path
 
@@ -425,8 +477,9 @@ def same_failure(a: Outcome, b: Outcome) -> bool:
     return a.verdict != "crash" or a.message.split(":")[0] == b.message.split(":")[0]
 
 
-def minimise(spec: ModelSpec, target: str, work: Path, outcome: Outcome, budget: int = 150,
-             log=lambda _: None) -> tuple[ModelSpec, Outcome]:
+def minimise(
+    spec: ModelSpec, target: str, work: Path, outcome: Outcome, budget: int = 150, log=lambda _: None
+) -> tuple[ModelSpec, Outcome]:
     """Greedy reduction: drop layers, simplify each layer's parameters (family.simpler), shrink
     the input and the samples, as long as the failure stays the same (same_failure)."""
     best, best_outcome, trials = copy.deepcopy(spec), outcome, 0
@@ -452,8 +505,12 @@ def minimise(spec: ModelSpec, target: str, work: Path, outcome: Outcome, budget:
 
 def _candidates(spec: ModelSpec, accuracy: bool):
     for i in reversed(range(len(spec.layers))):
-        yield _replace(spec, layers=spec.layers[:i] + spec.layers[i + 1:], outputs=_without(spec.outputs, i),
-                       int16=_without(spec.int16, i))
+        yield _replace(
+            spec,
+            layers=spec.layers[:i] + spec.layers[i + 1 :],
+            outputs=_without(spec.outputs, i),
+            int16=_without(spec.int16, i),
+        )
     for i in spec.int16 if len(spec.int16) > 1 else ():
         yield _replace(spec, int16=[j for j in spec.int16 if j != i])
     for i, layer in enumerate(spec.layers):
@@ -489,6 +546,7 @@ def _replace(spec: ModelSpec, **changes) -> ModelSpec:
 
 # -- batches ------------------------------------------------------------------------------------
 
+
 @dataclass
 class Batch:
     target: str
@@ -505,20 +563,41 @@ class Batch:
         refusals = Counter(normalise_message(o.message) for o in self.outcomes.values() if o.verdict == "refused")
         limits = Counter(normalise_message(o.message) for o in self.outcomes.values() if o.verdict == "limit")
         checked = [o for o in self.outcomes.values() if o.verdict in COMPILED]
-        return {"target": self.target, "mode": self.mode, "generator_version": GENERATOR_VERSION, "models": len(self.outcomes),
-                "seeds": [min(self.outcomes, default=0), max(self.outcomes, default=-1)], "counts": self.counts(),
-                "failures": {str(s): {"verdict": o.verdict, "phase": o.phase, "message": o.message, "notes": o.notes,
-                                      "reproducer": str(self.reproducers.get(s, ""))}
-                             for s, o in self.outcomes.items() if o.failed},
-                "inaccurate": {str(s): {"message": o.message, "layers": o.worst_layers, "notes": o.notes,
-                                        "reproducer": str(self.reproducers.get(s, ""))}
-                               for s, o in self.outcomes.items() if o.verdict == "inaccurate"},
-                "refusals": dict(refusals.most_common()), "limits": dict(limits.most_common()),
-                "families": self.family_rates(),
-                "op_kinds": dict(Counter(k for o in checked for k in o.kinds).most_common()),
-                "kernels": dict(Counter(k for o in checked for k in o.kernels).most_common()),
-                "seconds": round(sum(o.seconds for o in self.outcomes.values()), 1)}
-
+        return {
+            "target": self.target,
+            "mode": self.mode,
+            "generator_version": GENERATOR_VERSION,
+            "models": len(self.outcomes),
+            "seeds": [min(self.outcomes, default=0), max(self.outcomes, default=-1)],
+            "counts": self.counts(),
+            "failures": {
+                str(s): {
+                    "verdict": o.verdict,
+                    "phase": o.phase,
+                    "message": o.message,
+                    "notes": o.notes,
+                    "reproducer": str(self.reproducers.get(s, "")),
+                }
+                for s, o in self.outcomes.items()
+                if o.failed
+            },
+            "inaccurate": {
+                str(s): {
+                    "message": o.message,
+                    "layers": o.worst_layers,
+                    "notes": o.notes,
+                    "reproducer": str(self.reproducers.get(s, "")),
+                }
+                for s, o in self.outcomes.items()
+                if o.verdict == "inaccurate"
+            },
+            "refusals": dict(refusals.most_common()),
+            "limits": dict(limits.most_common()),
+            "families": self.family_rates(),
+            "op_kinds": dict(Counter(k for o in checked for k in o.kinds).most_common()),
+            "kernels": dict(Counter(k for o in checked for k in o.kernels).most_common()),
+            "seconds": round(sum(o.seconds for o in self.outcomes.values()), 1),
+        }
 
     def family_rates(self) -> dict:
         """Per family: the models using it, how many compiled, were refused, hit a documented limit."""
@@ -542,10 +621,18 @@ def normalise_message(message: str) -> str:
     return re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "N", message)
 
 
-def run_batch(seeds, target: str, out_dir: Path, *, mode: str = "int8", minimise_failures: bool = False,
-              min_sqnr_db: float = MIN_SQNR_DB, log=print) -> Batch:
-    """Check every seed (generated in `mode`, generator.MODES); write reproducers of failures and inaccurate models, summary.json,
-    summary.txt and results.jsonl (one line per seed) to out_dir."""
+def run_batch(
+    seeds,
+    target: str,
+    out_dir: Path,
+    *,
+    mode: str = "int8",
+    minimise_failures: bool = False,
+    min_sqnr_db: float = MIN_SQNR_DB,
+    log=print,
+) -> Batch:
+    """Check every seed (generated in `mode`, generator.MODES); write reproducers of failures and
+    inaccurate models, summary.json, summary.txt and results.jsonl (one line per seed) to out_dir."""
     out_dir = Path(out_dir).resolve()
     for verdict in (*FAILURES, "inaccurate"):  # the reproducers of an earlier run
         shutil.rmtree(out_dir / verdict, ignore_errors=True)
@@ -574,22 +661,31 @@ def run_batch(seeds, target: str, out_dir: Path, *, mode: str = "int8", minimise
 
 
 def format_summary(summary: dict) -> str:
-    lines = [f"edgec fuzz: {summary['models']} models (seeds {summary['seeds'][0]}..{summary['seeds'][1]}, generator "
-             f"v{summary['generator_version']}, {summary.get('mode', 'int8')} mode) on {summary['target']} in {summary['seconds']} s",
-             "counts: " + ", ".join(f"{k} {v}" for k, v in summary["counts"].items())]
+    lines = [
+        f"edgec fuzz: {summary['models']} models (seeds {summary['seeds'][0]}..{summary['seeds'][1]}, generator "
+        f"v{summary['generator_version']}, {summary.get('mode', 'int8')} mode) on {summary['target']} "
+        f"in {summary['seconds']} s",
+        "counts: " + ", ".join(f"{k} {v}" for k, v in summary["counts"].items()),
+    ]
     for title, key in (("failures", "failures"), ("inaccurate (bit-exact, low SQNR)", "inaccurate")):
         if summary[key]:
             lines.append(f"{title}:")
-            lines += [f"  seed {seed}: {entry.get('verdict', '')} {entry.get('phase', '')} {entry['message']}"
-                      + (f" [{'; '.join(entry['notes'])}]" if entry.get("notes") else "")
-                      + f"  -> {entry['reproducer']}" for seed, entry in summary[key].items()]
+            lines += [
+                f"  seed {seed}: {entry.get('verdict', '')} {entry.get('phase', '')} {entry['message']}"
+                + (f" [{'; '.join(entry['notes'])}]" if entry.get("notes") else "")
+                + f"  -> {entry['reproducer']}"
+                for seed, entry in summary[key].items()
+            ]
     for title, key in (("refusals (failures)", "refusals"), ("documented limits", "limits")):
         if summary[key]:
             lines.append(f"{title}:")
             lines += [f"  {count:4d}  {message}" for message, count in summary[key].items()]
     lines.append("families (models: compiled / refused / limit):")
-    lines += [f"  {family:15s} {row['models']:5d}: {row['compiled']:5d} / {row['refused']:4d} / {row['limit']:4d}"
-              f"  ({row['compiled'] / row['models']:.0%} compiled)" for family, row in summary["families"].items()]
+    lines += [
+        f"  {family:15s} {row['models']:5d}: {row['compiled']:5d} / {row['refused']:4d} / {row['limit']:4d}"
+        f"  ({row['compiled'] / row['models']:.0%} compiled)"
+        for family, row in summary["families"].items()
+    ]
     lines.append("op kinds checked: " + ", ".join(f"{k} {v}" for k, v in summary["op_kinds"].items()))
     lines.append("kernels checked: " + ", ".join(f"{k} {v}" for k, v in summary["kernels"].items()))
     return "\n".join(lines) + "\n"
@@ -598,6 +694,7 @@ def format_summary(summary: dict) -> str:
 def rerun_main(path: str, argv: list[str] | None = None) -> int:
     """A reproducer run as a script: check it again and print the outcome (exit 1 on failure)."""
     import argparse
+
     parser = argparse.ArgumentParser(description=f"rerun the fuzz model {path}")
     parser.add_argument("--target", default="host")
     parser.add_argument("--opt", choices=("speed", "size"), default="speed")

@@ -25,27 +25,24 @@ static int pointwise_layout_valid(const edgec_conv_params *params, const edgec_d
                                   const edgec_dims *filter_dims, const edgec_dims *output_dims)
 {
     return filter_dims->h == 1 && filter_dims->w == 1 && filter_dims->c == input_dims->c &&
-           filter_dims->n == output_dims->c && params->groups == 1 && params->pad_top == 0 &&
-           params->pad_left == 0 && params->dilation_h == 1 && params->dilation_w == 1 &&
+           filter_dims->n == output_dims->c && params->groups == 1 && params->pad_top == 0 && params->pad_left == 0 &&
+           params->dilation_h == 1 && params->dilation_w == 1 &&
            (int64_t)(output_dims->h - 1) * params->stride_h < input_dims->h &&
            (int64_t)(output_dims->w - 1) * params->stride_w < input_dims->w;
 }
 
-static int pointwise_args_valid(const edgec_conv_params *params,
-                                const edgec_per_channel_quant *quant, const edgec_dims *input_dims,
-                                const int8_t *input, const edgec_dims *filter_dims,
-                                const int8_t *filter, const edgec_dims *output_dims,
-                                const int8_t *output)
+static int pointwise_args_valid(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                                const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                                const int8_t *filter, const edgec_dims *output_dims, const int8_t *output)
 {
-    return edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter,
-                                 output_dims, output) &&
+    return edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims, output) &&
            pointwise_layout_valid(params, input_dims, filter_dims, output_dims);
 }
 
 /* The C_out outputs of one pixel from its C_in input channels. */
-static void pointwise_pixel(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                            const int8_t *filter, const int32_t *bias, int32_t in_c, int32_t out_c,
-                            edgec_output_stage stage, const int8_t *in_px, int8_t *out_px)
+static void pointwise_pixel(const edgec_conv_params *params, const edgec_per_channel_quant *quant, const int8_t *filter,
+                            const int32_t *bias, int32_t in_c, int32_t out_c, edgec_output_stage stage,
+                            const int8_t *in_px, int8_t *out_px)
 {
     const int8_t *w_row = filter;
     for (int32_t oc = 0; oc < out_c; oc++) {
@@ -54,8 +51,7 @@ static void pointwise_pixel(const edgec_conv_params *params, const edgec_per_cha
             acc += (uint32_t)(((int32_t)in_px[ic] + params->input_offset) * (int32_t)w_row[ic]);
         }
         w_row += in_c;
-        out_px[oc] =
-            edgec_requantize_s8((int32_t)acc, quant->multiplier[oc], quant->shift[oc], stage);
+        out_px[oc] = edgec_requantize_s8((int32_t)acc, quant->multiplier[oc], quant->shift[oc], stage);
     }
 }
 
@@ -64,15 +60,13 @@ static void pointwise_pixel(const edgec_conv_params *params, const edgec_per_cha
  * of C_out bytes, a pixel's outputs are stored only after all of them are computed.
  */
 static void pointwise_layer(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                            const edgec_dims *input_dims, const int8_t *input,
-                            const int8_t *filter, const int32_t *bias,
-                            const edgec_dims *output_dims, int8_t *output, int8_t *staging)
+                            const edgec_dims *input_dims, const int8_t *input, const int8_t *filter,
+                            const int32_t *bias, const edgec_dims *output_dims, int8_t *output, int8_t *staging)
 {
     const int32_t in_c = input_dims->c;
     const int32_t in_row_len = input_dims->w * in_c;
     const int32_t out_c = output_dims->c;
-    const edgec_output_stage stage =
-        edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    const edgec_output_stage stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
     int8_t *out = output;
 
     for (int32_t b = 0; b < output_dims->n; b++) {
@@ -91,31 +85,25 @@ static void pointwise_layer(const edgec_conv_params *params, const edgec_per_cha
     }
 }
 
-edgec_status edgec_conv_1x1_s8(const edgec_conv_params *params,
-                               const edgec_per_channel_quant *quant,
-                               const edgec_dims *input_dims, const int8_t *input,
-                               const edgec_dims *filter_dims, const int8_t *filter,
-                               const int32_t *bias, const edgec_dims *output_dims, int8_t *output,
+edgec_status edgec_conv_1x1_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                               const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                               const int8_t *filter, const int32_t *bias, const edgec_dims *output_dims, int8_t *output,
                                int8_t *scratch)
 {
     (void)scratch; /* the portable path needs none */
-    if (!pointwise_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims,
-                              output)) {
+    if (!pointwise_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims, output)) {
         return EDGEC_ARG_ERROR;
     }
     pointwise_layer(params, quant, input_dims, input, filter, bias, output_dims, output, NULL);
     return EDGEC_OK;
 }
 
-edgec_status edgec_conv_1x1_s8_in_place(const edgec_conv_params *params,
-                                        const edgec_per_channel_quant *quant,
+edgec_status edgec_conv_1x1_s8_in_place(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
                                         const edgec_dims *input_dims, const int8_t *input,
-                                        const edgec_dims *filter_dims, const int8_t *filter,
-                                        const int32_t *bias, const edgec_dims *output_dims,
-                                        int8_t *output, int8_t *scratch)
+                                        const edgec_dims *filter_dims, const int8_t *filter, const int32_t *bias,
+                                        const edgec_dims *output_dims, int8_t *output, int8_t *scratch)
 {
-    if (!pointwise_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims,
-                              output) ||
+    if (!pointwise_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims, output) ||
         scratch == NULL) {
         return EDGEC_ARG_ERROR;
     }

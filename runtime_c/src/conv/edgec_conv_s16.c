@@ -14,10 +14,9 @@ static int conv_s16_valid(const edgec_conv_s16_desc *d, const int16_t *input, co
     if (!d || !input || !output || !d->filter || !d->multiplier || !d->shift) {
         return 0;
     }
-    if (d->batches < 1 || d->input_h < 1 || d->input_w < 1 || d->input_c < 1 || d->output_h < 1 ||
-        d->output_w < 1 || d->output_c < 1 || d->kernel_h < 1 || d->kernel_w < 1 || d->groups < 1 ||
-        d->stride_h < 1 || d->stride_w < 1 || d->dilation_h < 1 || d->dilation_w < 1 ||
-        d->pad_top < 0 || d->pad_left < 0 || d->input_c % d->groups != 0 ||
+    if (d->batches < 1 || d->input_h < 1 || d->input_w < 1 || d->input_c < 1 || d->output_h < 1 || d->output_w < 1 ||
+        d->output_c < 1 || d->kernel_h < 1 || d->kernel_w < 1 || d->groups < 1 || d->stride_h < 1 || d->stride_w < 1 ||
+        d->dilation_h < 1 || d->dilation_w < 1 || d->pad_top < 0 || d->pad_left < 0 || d->input_c % d->groups != 0 ||
         d->output_c % d->groups != 0) {
         return 0;
     }
@@ -26,10 +25,8 @@ static int conv_s16_valid(const edgec_conv_s16_desc *d, const int16_t *input, co
         (int64_t)d->output_c * d->kernel_h * d->kernel_w * (d->input_c / d->groups) > INT32_MAX) {
         return 0;
     }
-    return edgec_conv_axis_valid(d->input_h, d->output_h, d->kernel_h, d->stride_h, d->pad_top,
-                                 d->dilation_h) &&
-           edgec_conv_axis_valid(d->input_w, d->output_w, d->kernel_w, d->stride_w, d->pad_left,
-                                 d->dilation_w) &&
+    return edgec_conv_axis_valid(d->input_h, d->output_h, d->kernel_h, d->stride_h, d->pad_top, d->dilation_h) &&
+           edgec_conv_axis_valid(d->input_w, d->output_w, d->kernel_w, d->stride_w, d->pad_left, d->dilation_w) &&
            edgec_s16_output_valid(d->multiplier, d->shift, d->output_c, d->act_min, d->act_max);
 }
 
@@ -46,11 +43,10 @@ edgec_status edgec_conv_s16(const edgec_conv_s16_desc *desc, const int16_t *inpu
     for (int32_t n = 0; n < d.batches; n++) {
         const int16_t *image = input + n * d.input_h * d.input_w * d.input_c;
         for (int32_t oy = 0; oy < d.output_h; oy++) {
-            const edgec_tap_range ty =
-                edgec_conv_taps(oy, d.stride_h, d.pad_top, d.dilation_h, d.kernel_h, d.input_h);
+            const edgec_tap_range ty = edgec_conv_taps(oy, d.stride_h, d.pad_top, d.dilation_h, d.kernel_h, d.input_h);
             for (int32_t ox = 0; ox < d.output_w; ox++) {
-                const edgec_tap_range tx = edgec_conv_taps(ox, d.stride_w, d.pad_left, d.dilation_w,
-                                                           d.kernel_w, d.input_w);
+                const edgec_tap_range tx =
+                    edgec_conv_taps(ox, d.stride_w, d.pad_left, d.dilation_w, d.kernel_w, d.input_w);
                 for (int32_t o = 0; o < d.output_c; o++) {
                     const int32_t channel0 = (o / og) * cg;
                     const int8_t *row = d.filter + o * k_size;
@@ -66,8 +62,7 @@ edgec_status edgec_conv_s16(const edgec_conv_s16_desc *desc, const int16_t *inpu
                             }
                         }
                     }
-                    *out++ = edgec_output_s16(acc, d.bias, d.multiplier, d.shift, o, d.act_min,
-                                              d.act_max);
+                    *out++ = edgec_output_s16(acc, d.bias, d.multiplier, d.shift, o, d.act_min, d.act_max);
                 }
             }
         }
@@ -78,8 +73,8 @@ edgec_status edgec_conv_s16(const edgec_conv_s16_desc *desc, const int16_t *inpu
 #if defined(__ARM_FEATURE_DSP)
 /* The window's K inputs of group g at one output pixel, zero for taps outside the input, then
  * put in the SMLALD order (edgec_s16_dsp_reorder). */
-static void conv_s16_gather(const edgec_conv_s16_desc *d, const int16_t *image, edgec_tap_range ty,
-                            edgec_tap_range tx, int32_t channel0, int16_t *column)
+static void conv_s16_gather(const edgec_conv_s16_desc *d, const int16_t *image, edgec_tap_range ty, edgec_tap_range tx,
+                            int32_t channel0, int16_t *column)
 {
     const int32_t cg = d->input_c / d->groups;
     int16_t *dst = column;
@@ -103,8 +98,8 @@ static void conv_s16_gather(const edgec_conv_s16_desc *d, const int16_t *image, 
     edgec_s16_dsp_reorder(column, d->kernel_h * d->kernel_w * cg);
 }
 
-edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *input,
-                                int16_t *output, int16_t *scratch)
+edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *input, int16_t *output,
+                                int16_t *scratch)
 {
     if (!conv_s16_valid(desc, input, output) || !scratch || !edgec_word_aligned(scratch)) {
         return EDGEC_ARG_ERROR;
@@ -117,15 +112,14 @@ edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *
     for (int32_t n = 0; n < d.batches; n++) {
         const int16_t *image = input + n * d.input_h * d.input_w * d.input_c;
         for (int32_t oy = 0; oy < d.output_h; oy++) {
-            const edgec_tap_range ty =
-                edgec_conv_taps(oy, d.stride_h, d.pad_top, d.dilation_h, d.kernel_h, d.input_h);
+            const edgec_tap_range ty = edgec_conv_taps(oy, d.stride_h, d.pad_top, d.dilation_h, d.kernel_h, d.input_h);
             for (int32_t ox = 0; ox < d.output_w; ox++) {
-                const edgec_tap_range tx = edgec_conv_taps(ox, d.stride_w, d.pad_left, d.dilation_w,
-                                                           d.kernel_w, d.input_w);
+                const edgec_tap_range tx =
+                    edgec_conv_taps(ox, d.stride_w, d.pad_left, d.dilation_w, d.kernel_w, d.input_w);
                 for (int32_t g = 0; g < d.groups; g++) {
                     conv_s16_gather(&d, image, ty, tx, g * cg, scratch);
-                    edgec_s16_dsp_rows(scratch, d.filter, k_size, g * og, og, d.bias, d.multiplier,
-                                       d.shift, d.act_min, d.act_max, out);
+                    edgec_s16_dsp_rows(scratch, d.filter, k_size, g * og, og, d.bias, d.multiplier, d.shift, d.act_min,
+                                       d.act_max, out);
                     out += og;
                 }
             }

@@ -12,11 +12,10 @@ static int conv_s4_valid(const edgec_conv_s4_desc *d, const int8_t *input, const
     if (!d || !input || !output || !d->filter || !d->multiplier || !d->shift) {
         return 0;
     }
-    if (d->batches < 1 || d->input_h < 1 || d->input_w < 1 || d->input_c < 1 || d->output_h < 1 ||
-        d->output_w < 1 || d->output_c < 1 || d->kernel_h < 1 || d->kernel_w < 1 ||
-        d->stride_h < 1 || d->stride_w < 1 || d->dilation_h < 1 || d->dilation_w < 1 ||
-        d->pad_top < 0 || d->pad_left < 0 || d->groups < 1 || d->input_c % d->groups != 0 ||
-        d->output_c % d->groups != 0) {
+    if (d->batches < 1 || d->input_h < 1 || d->input_w < 1 || d->input_c < 1 || d->output_h < 1 || d->output_w < 1 ||
+        d->output_c < 1 || d->kernel_h < 1 || d->kernel_w < 1 || d->stride_h < 1 || d->stride_w < 1 ||
+        d->dilation_h < 1 || d->dilation_w < 1 || d->pad_top < 0 || d->pad_left < 0 || d->groups < 1 ||
+        d->input_c % d->groups != 0 || d->output_c % d->groups != 0) {
         return 0;
     }
     if ((int64_t)d->batches * d->input_h * d->input_w * d->input_c > INT32_MAX ||
@@ -24,12 +23,9 @@ static int conv_s4_valid(const edgec_conv_s4_desc *d, const int8_t *input, const
         (int64_t)d->output_c * d->kernel_h * d->kernel_w * (d->input_c / d->groups) > INT32_MAX) {
         return 0;
     }
-    return edgec_conv_axis_valid(d->input_h, d->output_h, d->kernel_h, d->stride_h, d->pad_top,
-                                 d->dilation_h) &&
-           edgec_conv_axis_valid(d->input_w, d->output_w, d->kernel_w, d->stride_w, d->pad_left,
-                                 d->dilation_w) &&
-           edgec_s4_output_valid(d->input_offset, d->output_offset, d->act_min, d->act_max,
-                                 d->shift, d->output_c);
+    return edgec_conv_axis_valid(d->input_h, d->output_h, d->kernel_h, d->stride_h, d->pad_top, d->dilation_h) &&
+           edgec_conv_axis_valid(d->input_w, d->output_w, d->kernel_w, d->stride_w, d->pad_left, d->dilation_w) &&
+           edgec_s4_output_valid(d->input_offset, d->output_offset, d->act_min, d->act_max, d->shift, d->output_c);
 }
 
 edgec_status edgec_conv_s4(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output)
@@ -43,8 +39,7 @@ edgec_status edgec_conv_s4(const edgec_conv_s4_desc *desc, const int8_t *input, 
     const int32_t cout_g = d.output_c / d.groups;
     for (int32_t n = 0; n < d.batches; n++) {
         for (int32_t oy = 0; oy < d.output_h; oy++) {
-            const edgec_tap_range ty =
-                edgec_conv_taps(oy, d.stride_h, d.pad_top, d.dilation_h, d.kernel_h, d.input_h);
+            const edgec_tap_range ty = edgec_conv_taps(oy, d.stride_h, d.pad_top, d.dilation_h, d.kernel_h, d.input_h);
             for (int32_t ox = 0; ox < d.output_w; ox++) {
                 const edgec_tap_range tx =
                     edgec_conv_taps(ox, d.stride_w, d.pad_left, d.dilation_w, d.kernel_w, d.input_w);
@@ -56,10 +51,9 @@ edgec_status edgec_conv_s4(const edgec_conv_s4_desc *desc, const int8_t *input, 
                         const int32_t iy = ty.base + ky * d.dilation_h;
                         for (int32_t kx = tx.first; kx < tx.last; kx++) {
                             const int32_t ix = tx.base + kx * d.dilation_w;
-                            const int8_t *x = input + ((n * d.input_h + iy) * d.input_w + ix) * d.input_c +
-                                              g * cin_g;
-                            acc = edgec_s4_dot(d.filter, ((o * d.kernel_h + ky) * d.kernel_w + kx) * cin_g,
-                                               x, cin_g, d.input_offset, acc);
+                            const int8_t *x = input + ((n * d.input_h + iy) * d.input_w + ix) * d.input_c + g * cin_g;
+                            acc = edgec_s4_dot(d.filter, ((o * d.kernel_h + ky) * d.kernel_w + kx) * cin_g, x, cin_g,
+                                               d.input_offset, acc);
                         }
                     }
                     out[o] = edgec_requantize_s8((int32_t)acc, d.multiplier[o], d.shift[o], stage);

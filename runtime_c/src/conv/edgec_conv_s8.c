@@ -34,14 +34,12 @@ static int conv_layout_valid(const edgec_conv_params *params, const edgec_dims *
 }
 
 edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                           const edgec_dims *input_dims, const int8_t *input,
-                           const edgec_dims *filter_dims, const int8_t *filter,
-                           const int32_t *bias, const edgec_dims *output_dims, int8_t *output,
+                           const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                           const int8_t *filter, const int32_t *bias, const edgec_dims *output_dims, int8_t *output,
                            int8_t *scratch)
 {
     (void)scratch; /* the portable path needs none */
-    if (!edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims,
-                               output) ||
+    if (!edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims, output) ||
         !conv_layout_valid(params, input_dims, filter_dims, output_dims)) {
         return EDGEC_ARG_ERROR;
     }
@@ -54,8 +52,7 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
     const int32_t out_c = output_dims->c;
     const int32_t cout_g = out_c / params->groups;
     const int32_t input_offset = params->input_offset;
-    const edgec_output_stage stage =
-        edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    const edgec_output_stage stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
     const int32_t in_row_len = in_w * in_c;
     const int32_t filter_len = k_h * k_w * cin_g; /* one output channel's filter */
     int8_t *out = output;
@@ -63,11 +60,11 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
     for (int32_t b = 0; b < output_dims->n; b++) {
         const int8_t *in_batch = input + b * in_h * in_row_len;
         for (int32_t oy = 0; oy < output_dims->h; oy++) {
-            const edgec_tap_range ty = edgec_conv_taps(oy, params->stride_h, params->pad_top,
-                                                       params->dilation_h, k_h, in_h);
+            const edgec_tap_range ty =
+                edgec_conv_taps(oy, params->stride_h, params->pad_top, params->dilation_h, k_h, in_h);
             for (int32_t ox = 0; ox < output_dims->w; ox++) {
-                const edgec_tap_range tx = edgec_conv_taps(ox, params->stride_w, params->pad_left,
-                                                           params->dilation_w, k_w, in_w);
+                const edgec_tap_range tx =
+                    edgec_conv_taps(ox, params->stride_w, params->pad_left, params->dilation_w, k_w, in_w);
                 for (int32_t oc = 0; oc < out_c; oc++) {
                     /* This channel's group of input channels, and its OHWI filter. */
                     const int8_t *in_group = in_batch + (oc / cout_g) * cin_g;
@@ -83,13 +80,11 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
                             const int8_t *in_tap = in_y + ix * in_c;
                             const int8_t *w_tap = w_y + kx * cin_g;
                             for (int32_t ic = 0; ic < cin_g; ic++) {
-                                acc += (uint32_t)(((int32_t)in_tap[ic] + input_offset) *
-                                                  (int32_t)w_tap[ic]);
+                                acc += (uint32_t)(((int32_t)in_tap[ic] + input_offset) * (int32_t)w_tap[ic]);
                             }
                         }
                     }
-                    *out++ = edgec_requantize_s8((int32_t)acc, quant->multiplier[oc],
-                                                 quant->shift[oc], stage);
+                    *out++ = edgec_requantize_s8((int32_t)acc, quant->multiplier[oc], quant->shift[oc], stage);
                 }
             }
         }
@@ -107,21 +102,16 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
  * and filter offsets (up to 28 bytes a group of 4 taps) fit int32. (edgec_conv_args_valid's int8
  * zero points matter here too: padding taps read the input zero point.)
  */
-static int packed_conv_args_valid(const edgec_conv_params *params,
-                                  const edgec_per_channel_quant *quant,
-                                  const edgec_dims *input_dims, const int8_t *input,
-                                  const edgec_dims *filter_dims, const int8_t *filter,
-                                  const int32_t *bias, const edgec_dims *output_dims,
+static int packed_conv_args_valid(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                                  const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                                  const int8_t *filter, const int32_t *bias, const edgec_dims *output_dims,
                                   const int8_t *output, const int8_t *scratch)
 {
-    return edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims,
-                                 output) &&
-           edgec_conv_window_valid(params, input_dims, filter_dims, output_dims) &&
-           params->groups == 1 && filter_dims->c == input_dims->c &&
-           filter_dims->n == output_dims->c &&
-           (int64_t)filter_dims->h * filter_dims->w * filter_dims->c <= EDGEC_CONV_S8_PACKED_MAX_K &&
-           bias != NULL && scratch != NULL &&
-           edgec_word_aligned(filter) && edgec_word_aligned(bias) && edgec_word_aligned(scratch);
+    return edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims, output) &&
+           edgec_conv_window_valid(params, input_dims, filter_dims, output_dims) && params->groups == 1 &&
+           filter_dims->c == input_dims->c && filter_dims->n == output_dims->c &&
+           (int64_t)filter_dims->h * filter_dims->w * filter_dims->c <= EDGEC_CONV_S8_PACKED_MAX_K && bias != NULL &&
+           scratch != NULL && edgec_word_aligned(filter) && edgec_word_aligned(bias) && edgec_word_aligned(scratch);
 }
 
 /* ---- im2col: one output pixel's receptive field, in filter order ------------------------- */
@@ -132,8 +122,8 @@ typedef struct {
     int32_t last;
 } inside_range;
 
-static inside_range inside_positions(int32_t out_size, int32_t stride, int32_t pad,
-                                     int32_t dilation, int32_t kernel, int32_t in_size)
+static inside_range inside_positions(int32_t out_size, int32_t stride, int32_t pad, int32_t dilation, int32_t kernel,
+                                     int32_t in_size)
 {
     /* o * stride - pad >= 0 and o * stride - pad + (kernel - 1) * dilation <= in_size - 1 */
     const int32_t span_end = in_size - 1 + pad - (kernel - 1) * dilation;
@@ -158,9 +148,8 @@ typedef struct {
     int8_t pad_value;      /* the input zero point: what taps outside the input read */
 } conv_window;
 
-static conv_window conv_window_make(const edgec_conv_params *params, const edgec_dims *input_dims,
-                                    const int8_t *input, const edgec_dims *filter_dims,
-                                    const edgec_dims *output_dims)
+static conv_window conv_window_make(const edgec_conv_params *params, const edgec_dims *input_dims, const int8_t *input,
+                                    const edgec_dims *filter_dims, const edgec_dims *output_dims)
 {
     conv_window win;
     win.params = params;
@@ -171,10 +160,10 @@ static conv_window conv_window_make(const edgec_conv_params *params, const edgec
     win.in_row_len = input_dims->w * input_dims->c;
     win.run_len = filter_dims->w * input_dims->c;
     win.row_step = params->dilation_h * win.in_row_len;
-    win.inside_y = inside_positions(output_dims->h, params->stride_h, params->pad_top,
-                                    params->dilation_h, filter_dims->h, input_dims->h);
-    win.inside_x = inside_positions(output_dims->w, params->stride_w, params->pad_left,
-                                    params->dilation_w, filter_dims->w, input_dims->w);
+    win.inside_y = inside_positions(output_dims->h, params->stride_h, params->pad_top, params->dilation_h,
+                                    filter_dims->h, input_dims->h);
+    win.inside_x = inside_positions(output_dims->w, params->stride_w, params->pad_left, params->dilation_w,
+                                    filter_dims->w, input_dims->w);
     if (params->dilation_w != 1) {
         win.inside_x.last = 0;
     }
@@ -273,7 +262,7 @@ static void fill_run(int8_t *dst, int8_t value, int32_t n)
 }
 #endif
 
-static const im2col_sink int8_row = {copy_run, fill_run, 1};
+static const im2col_sink int8_row = { copy_run, fill_run, 1 };
 
 /*
  * The first byte of output pixel px's receptive field if its window lies inside the input: then
@@ -281,8 +270,8 @@ static const im2col_sink int8_row = {copy_run, fill_run, 1};
  */
 static inline const int8_t *window_inside(const conv_window *win, pixel_cursor px)
 {
-    if (px.oy < win->inside_y.first || px.oy >= win->inside_y.last ||
-        px.ox < win->inside_x.first || px.ox >= win->inside_x.last) {
+    if (px.oy < win->inside_y.first || px.oy >= win->inside_y.last || px.ox < win->inside_x.first ||
+        px.ox >= win->inside_x.last) {
         return NULL;
     }
     const edgec_conv_params *p = win->params;
@@ -296,15 +285,12 @@ static inline const int8_t *window_inside(const conv_window *win, pixel_cursor p
  * Taps outside the input read the input zero point: with the input offset folded into the bias
  * they then add nothing, exactly as the golden kernel's zero padding of (x - zero point).
  */
-static void im2col_pixel(int8_t *dst, const im2col_sink *sink, const conv_window *win,
-                         pixel_cursor px)
+static void im2col_pixel(int8_t *dst, const im2col_sink *sink, const conv_window *win, pixel_cursor px)
 {
     const edgec_conv_params *p = win->params;
     const edgec_dims *in = win->input_dims;
-    const edgec_tap_range ty =
-        edgec_conv_taps(px.oy, p->stride_h, p->pad_top, p->dilation_h, win->k_h, in->h);
-    const edgec_tap_range tx =
-        edgec_conv_taps(px.ox, p->stride_w, p->pad_left, p->dilation_w, win->k_w, in->w);
+    const edgec_tap_range ty = edgec_conv_taps(px.oy, p->stride_h, p->pad_top, p->dilation_h, win->k_h, in->h);
+    const edgec_tap_range tx = edgec_conv_taps(px.ox, p->stride_w, p->pad_left, p->dilation_w, win->k_w, in->w);
     /* edgec_conv_taps may put an empty range past the last tap. */
     const int32_t first = EDGEC_MIN(tx.first, win->k_w);
     const int32_t last = EDGEC_MIN(tx.last, win->k_w);
@@ -321,17 +307,14 @@ static void im2col_pixel(int8_t *dst, const im2col_sink *sink, const conv_window
             sink->fill(dst, win->pad_value, first * in->c);
         }
         if (p->dilation_w == 1) {
-            sink->copy(dst + first * in->c * sink->scale, in_y + (tx.base + first) * in->c,
-                       (last - first) * in->c);
+            sink->copy(dst + first * in->c * sink->scale, in_y + (tx.base + first) * in->c, (last - first) * in->c);
         } else {
             for (int32_t kx = first; kx < last; kx++) {
-                sink->copy(dst + kx * in->c * sink->scale,
-                           in_y + (tx.base + kx * p->dilation_w) * in->c, in->c);
+                sink->copy(dst + kx * in->c * sink->scale, in_y + (tx.base + kx * p->dilation_w) * in->c, in->c);
             }
         }
         if (last < win->k_w) {
-            sink->fill(dst + last * in->c * sink->scale, win->pad_value,
-                       (win->k_w - last) * in->c);
+            sink->fill(dst + last * in->c * sink->scale, win->pad_value, (win->k_w - last) * in->c);
         }
     }
 }
@@ -395,7 +378,7 @@ static void dsp_fill_widened(int8_t *cols, int8_t value, int32_t n)
 }
 
 /* im2col straight into a column: when C_in is a multiple of 4, every run starts on a group. */
-static const im2col_sink dsp_column = {dsp_widen, dsp_fill_widened, DSP_COLUMN_BYTES / 4};
+static const im2col_sink dsp_column = { dsp_widen, dsp_fill_widened, DSP_COLUMN_BYTES / 4 };
 
 static void dsp_im2col_column(int8_t *cols, const conv_window *win, pixel_cursor px)
 {
@@ -478,101 +461,88 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 24 && offsetof
 /* One group: the pair's filter words (r8 channel 0, r10 channel 1) widened into r8/r9 and
  * r10/r11, each pixel's widened column loaded in turn into r12/lr; sums r2..r4 channel 0 at
  * pixels a, b, c, r5..r7 channel 1; cols r0, filter r1. */
-#define DSP_GROUP_2X3                                                                              \
-    "ldr r8, [r1], #4\n\tldr r10, [r1], #4\n\tldr r12, [r0], #4\n\tldr lr, [r0], #4\n\t"           \
-    "sxtb16 r9, r8, ror #8\n\tsxtb16 r8, r8\n\tsxtb16 r11, r10, ror #8\n\tsxtb16 r10, r10\n\t"      \
-    DSP_PIXEL_MACS("r2", "r5") "ldm r0!, {r12, lr}\n\t"                                            \
-    DSP_PIXEL_MACS("r3", "r6") "ldm r0!, {r12, lr}\n\t"                                            \
-    DSP_PIXEL_MACS("r4", "r7")
+#define DSP_GROUP_2X3                                                                                                 \
+    "ldr r8, [r1], #4\n\tldr r10, [r1], #4\n\tldr r12, [r0], #4\n\tldr lr, [r0], #4\n\t"                              \
+    "sxtb16 r9, r8, ror #8\n\tsxtb16 r8, r8\n\tsxtb16 r11, r10, ror #8\n\tsxtb16 r10, r10\n\t" DSP_PIXEL_MACS(        \
+        "r2", "r5") "ldm r0!, {r12, lr}\n\t" DSP_PIXEL_MACS("r3", "r6") "ldm r0!, {r12, lr}\n\t" DSP_PIXEL_MACS("r4", \
+                                                                                                                "r7")
 /* ... of a wide filter: each channel's taps loaded already widened. */
-#define DSP_GROUP_2X3_WIDE                                                                         \
-    "ldr r8, [r1], #4\n\tldr r9, [r1], #4\n\tldr r10, [r1], #4\n\tldr r11, [r1], #4\n\t"           \
-    "ldr r12, [r0], #4\n\tldr lr, [r0], #4\n\t"                                                    \
-    DSP_PIXEL_MACS("r2", "r5") "ldm r0!, {r12, lr}\n\t"                                            \
-    DSP_PIXEL_MACS("r3", "r6") "ldm r0!, {r12, lr}\n\t"                                            \
-    DSP_PIXEL_MACS("r4", "r7")
-#define DSP_PIXEL_MACS(c0, c1)                                                                     \
-    "smlad " c0 ", r8, r12, " c0 "\n\tsmlad " c0 ", r9, lr, " c0 "\n\t"                             \
+#define DSP_GROUP_2X3_WIDE                                                                                          \
+    "ldr r8, [r1], #4\n\tldr r9, [r1], #4\n\tldr r10, [r1], #4\n\tldr r11, [r1], #4\n\t"                            \
+    "ldr r12, [r0], #4\n\tldr lr, [r0], #4\n\t" DSP_PIXEL_MACS("r2", "r5") "ldm r0!, {r12, lr}\n\t" DSP_PIXEL_MACS( \
+        "r3", "r6") "ldm r0!, {r12, lr}\n\t" DSP_PIXEL_MACS("r4", "r7")
+#define DSP_PIXEL_MACS(c0, c1)                                          \
+    "smlad " c0 ", r8, r12, " c0 "\n\tsmlad " c0 ", r9, lr, " c0 "\n\t" \
     "smlad " c1 ", r10, r12, " c1 "\n\tsmlad " c1 ", r11, lr, " c1 "\n\t"
 
 /* edgec_dsp_requantize_ssat8 of acc: multiplier r8, r - 1 in r9, round_high r10; r11, lr scratch. */
-#define DSP_REQUANT(acc)                                                                           \
+#define DSP_REQUANT(acc)                                                                              \
     "and r11, " acc ", #0x80000000\n\torr r11, r11, #0x40000000\n\tadd lr, r10, " acc ", asr #31\n\t" \
     "smlal r11, lr, " acc ", r8\n\tasr " acc ", lr, r9\n\tssat " acc ", #8, " acc "\n\t"
 
 /* A pair's biases into every pixel's sums (r12 holds the run): from the bias array, advanced ... */
-#define DSP_BIASES                                                                                 \
-    "ldr r8, [r12, #12]\n\tldrd r2, r5, [r8], #8\n\tstr r8, [r12, #12]\n\t"                          \
+#define DSP_BIASES                                                          \
+    "ldr r8, [r12, #12]\n\tldrd r2, r5, [r8], #8\n\tstr r8, [r12, #12]\n\t" \
     "mov r3, r2\n\tmov r4, r2\n\tmov r6, r5\n\tmov r7, r5\n\t"
 /* ... or from the channel table (edgec_conv_s8_dsp_wide), advanced with the output constants. */
-#define DSP_TABLE_BIASES                                                                           \
-    "ldr r8, [r12, #12]\n\tldrd r2, r5, [r8]\n\t"                                                  \
+#define DSP_TABLE_BIASES                          \
+    "ldr r8, [r12, #12]\n\tldrd r2, r5, [r8]\n\t" \
     "mov r3, r2\n\tmov r4, r2\n\tmov r6, r5\n\tmov r7, r5\n\t"
 /* After the taps, the requantization of both channels (r12 holds the run): the multiplier and
  * shift arrays and the round base ... */
-#define DSP_REQUANT_PAIR                                                                           \
-    "ldr r0, [r12, #16]\n\tldr r1, [r12, #20]\n\tldr r11, [r12, #44]\n\t"                          \
-    "ldr r8, [r0], #4\n\tldr r9, [r1], #4\n\tmvn r9, r9\n\tsub r10, r9, #1\n\tlsl r10, r11, r10\n\t" \
-    DSP_REQUANT("r2") DSP_REQUANT("r3") DSP_REQUANT("r4")                                          \
-    "ldr r11, [r12, #44]\n\t"                                                                      \
-    "ldr r8, [r0], #4\n\tldr r9, [r1], #4\n\tmvn r9, r9\n\tsub r10, r9, #1\n\tlsl r10, r11, r10\n\t" \
-    DSP_REQUANT("r5") DSP_REQUANT("r6") DSP_REQUANT("r7")                                          \
-    "str r0, [r12, #16]\n\tstr r1, [r12, #20]\n\t" /* 1 cycle each; STRD 3 */
+#define DSP_REQUANT_PAIR                                                                                               \
+    "ldr r0, [r12, #16]\n\tldr r1, [r12, #20]\n\tldr r11, [r12, #44]\n\t"                                              \
+    "ldr r8, [r0], #4\n\tldr r9, [r1], #4\n\tmvn r9, r9\n\tsub r10, r9, #1\n\tlsl r10, r11, r10\n\t" DSP_REQUANT("r2") \
+        DSP_REQUANT("r3")                                                                                              \
+            DSP_REQUANT("r4") "ldr r11, [r12, #44]\n\t"                                                                \
+                              "ldr r8, [r0], #4\n\tldr r9, [r1], #4\n\tmvn r9, r9\n\tsub r10, r9, #1\n\tlsl r10, "     \
+                              "r11, r10\n\t" DSP_REQUANT("r5") DSP_REQUANT("r6") DSP_REQUANT(                          \
+                                  "r7") "str r0, [r12, #16]\n\tstr r1, [r12, #20]\n\t" /* 1 cycle each; STRD 3 */
 /* ... or the channel table's (multipliers at words 2-3, round_high 4-5, r - 1 6-7). */
-#define DSP_TABLE_REQUANT_PAIR                                                                     \
-    "ldr r0, [r12, #12]\n\t"                                                                       \
-    "ldr r8, [r0, #8]\n\tldr r10, [r0, #16]\n\tldr r9, [r0, #24]\n\t"                              \
-    DSP_REQUANT("r2") DSP_REQUANT("r3") DSP_REQUANT("r4")                                          \
-    "ldr r8, [r0, #12]\n\tldr r10, [r0, #20]\n\tldr r9, [r0, #28]\n\t"                             \
-    DSP_REQUANT("r5") DSP_REQUANT("r6") DSP_REQUANT("r7")                                          \
-    "add r0, r0, #32\n\tstr r0, [r12, #12]\n\t"
+#define DSP_TABLE_REQUANT_PAIR                                                                                 \
+    "ldr r0, [r12, #12]\n\t"                                                                                   \
+    "ldr r8, [r0, #8]\n\tldr r10, [r0, #16]\n\tldr r9, [r0, #24]\n\t" DSP_REQUANT("r2") DSP_REQUANT("r3")      \
+        DSP_REQUANT("r4") "ldr r8, [r0, #12]\n\tldr r10, [r0, #20]\n\tldr r9, [r0, #28]\n\t" DSP_REQUANT("r5") \
+            DSP_REQUANT("r6") DSP_REQUANT("r7") "add r0, r0, #32\n\tstr r0, [r12, #12]\n\t"
 
 /* The routine for one group form; r0 holds the run on entry, kept at [sp, #4] under cols_end. */
-#define DSP_BLOCKS_2X3(group, biases, requant)                                                     \
-    __asm__ volatile(                                                                              \
-        ".syntax unified\n\t"                                                                      \
-        "push {r0, r4-r11, lr}\n\t"                                                                \
-        "ldr r8, [r0, #4]\n\t"                                                                     \
-        "push {r8}\n\t"                                                                            \
-        "ldr r12, [sp, #4]\n"     /* the run: r12 keeps it from the output stage on */            \
-        "1:\n\t"                                                                                   \
-        "ldr r0, [r12, #0]\n\t"                                                                    \
-        "ldr r1, [r12, #8]\n\t"                                                                    \
-        biases                                                                                     \
-        "ldr r8, [r12, #52]\n\t"                                                                   \
-        "cmp r8, #2\n\t"                                                                           \
-        "beq 7f\n\t"                                                                               \
-        "bhi 6f\n\t"                                                                               \
-        "cmp r8, #1\n\t"                                                                           \
-        "beq 3f\n\t"                                                                               \
-        ".p2align 2\n"                                                                             \
-        "2:\n\t" group                                                                             \
-        "6:\n\t" group                                                                             \
-        "7:\n\t" group                                                                             \
-        "3:\n\t" group                                                                             \
-        "ldr r8, [sp]\n\t"                                                                         \
-        "cmp r0, r8\n\t"                                                                           \
-        "bne 2b\n\t"                                                                               \
-        "ldr r12, [sp, #4]\n\t"                                                                    \
-        "str r1, [r12, #8]\n\t"                                                                    \
-        requant                                                                                    \
-        "bfi r2, r5, #8, #8\n\tbfi r2, r3, #16, #8\n\tbfi r2, r6, #24, #8\n\tbfi r4, r7, #8, #8\n\t" \
-        "ldrd r8, r9, [r12, #36]\n\t"                                                              \
-        "ssub8 lr, r2, r8\n\tsel r2, r2, r8\n\tssub8 lr, r2, r9\n\tsel r2, r9, r2\n\t"             \
-        "ssub8 lr, r4, r8\n\tsel r4, r4, r8\n\tssub8 lr, r4, r9\n\tsel r4, r9, r4\n\t"             \
-        "ldrd r8, r9, [r12, #24]\n\t"                                                              \
-        "ldr r10, [r12, #32]\n\t"                                                                  \
-        "ldr lr, [r12, #48]\n\t" /* pipelined behind the load before */                           \
-        "strh r2, [r8]\n\t"                                                                        \
-        "lsr r2, r2, #16\n\t"                                                                      \
-        "strh r2, [r8, r9]\n\t"                                                                    \
-        "strh r4, [r8, r10]\n\t"                                                                   \
-        "add r8, r8, #2\n\t"                                                                       \
-        "str r8, [r12, #24]\n\t"                                                                   \
-        "cmp r8, lr\n\t"                                                                           \
-        "bne 1b\n\t"                                                                               \
-        "add sp, sp, #4\n\t"                                                                       \
-        "pop {r0, r4-r11, pc}\n\t")
+#define DSP_BLOCKS_2X3(group, biases, requant)                                                                    \
+    __asm__ volatile(".syntax unified\n\t"                                                                        \
+                     "push {r0, r4-r11, lr}\n\t"                                                                  \
+                     "ldr r8, [r0, #4]\n\t"                                                                       \
+                     "push {r8}\n\t"                                                                              \
+                     "ldr r12, [sp, #4]\n" /* the run: r12 keeps it from the output stage on */                   \
+                     "1:\n\t"                                                                                     \
+                     "ldr r0, [r12, #0]\n\t"                                                                      \
+                     "ldr r1, [r12, #8]\n\t" biases "ldr r8, [r12, #52]\n\t"                                      \
+                     "cmp r8, #2\n\t"                                                                             \
+                     "beq 7f\n\t"                                                                                 \
+                     "bhi 6f\n\t"                                                                                 \
+                     "cmp r8, #1\n\t"                                                                             \
+                     "beq 3f\n\t"                                                                                 \
+                     ".p2align 2\n"                                                                               \
+                     "2:\n\t" group "6:\n\t" group "7:\n\t" group "3:\n\t" group "ldr r8, [sp]\n\t"               \
+                     "cmp r0, r8\n\t"                                                                             \
+                     "bne 2b\n\t"                                                                                 \
+                     "ldr r12, [sp, #4]\n\t"                                                                      \
+                     "str r1, [r12, #8]\n\t" requant                                                              \
+                     "bfi r2, r5, #8, #8\n\tbfi r2, r3, #16, #8\n\tbfi r2, r6, #24, #8\n\tbfi r4, r7, #8, #8\n\t" \
+                     "ldrd r8, r9, [r12, #36]\n\t"                                                                \
+                     "ssub8 lr, r2, r8\n\tsel r2, r2, r8\n\tssub8 lr, r2, r9\n\tsel r2, r9, r2\n\t"               \
+                     "ssub8 lr, r4, r8\n\tsel r4, r4, r8\n\tssub8 lr, r4, r9\n\tsel r4, r9, r4\n\t"               \
+                     "ldrd r8, r9, [r12, #24]\n\t"                                                                \
+                     "ldr r10, [r12, #32]\n\t"                                                                    \
+                     "ldr lr, [r12, #48]\n\t" /* pipelined behind the load before */                              \
+                     "strh r2, [r8]\n\t"                                                                          \
+                     "lsr r2, r2, #16\n\t"                                                                        \
+                     "strh r2, [r8, r9]\n\t"                                                                      \
+                     "strh r4, [r8, r10]\n\t"                                                                     \
+                     "add r8, r8, #2\n\t"                                                                         \
+                     "str r8, [r12, #24]\n\t"                                                                     \
+                     "cmp r8, lr\n\t"                                                                             \
+                     "bne 1b\n\t"                                                                                 \
+                     "add sp, sp, #4\n\t"                                                                         \
+                     "pop {r0, r4-r11, pc}\n\t")
 
 #if EDGEC_UNALIGNED_ASM
 static __attribute__((naked, noinline)) void dsp_blocks_2x3(dsp_block_run *run __attribute__((unused)))
@@ -590,8 +560,8 @@ static __attribute__((naked, noinline)) void dsp_blocks_2x3_wide(dsp_block_run *
 typedef struct {
     const edgec_per_channel_quant *quant;
     edgec_output_stage stage;
-    int short_requant; /* every channel admits the short requantization */
-    int wide;          /* the filter's taps are widened to int16 pairs (edgec_conv_s8_dsp_wide) */
+    int short_requant;  /* every channel admits the short requantization */
+    int wide;           /* the filter's taps are widened to int16 pairs (edgec_conv_s8_dsp_wide) */
     dsp_block_run *run; /* its per-call fields set */
 } dsp_output;
 
@@ -613,8 +583,8 @@ static void dsp_store_2x3(const int32_t sums[6], const dsp_output *o, int32_t c,
 
 /* Every output channel of a step's pixels (out[0] pixel a; out[1], out[2] NULL: a repeat). */
 static DSP_ALWAYS_INLINE void dsp_conv_pixels(const int8_t *cols, int32_t groups, const int8_t *filter,
-                            const int32_t *bias, const dsp_output *o, int32_t out_c,
-                            int8_t *const out[DSP_PIXELS])
+                                              const int32_t *bias, const dsp_output *o, int32_t out_c,
+                                              int8_t *const out[DSP_PIXELS])
 {
     int32_t c = 0;
 #if EDGEC_UNALIGNED_ASM
@@ -652,8 +622,7 @@ static DSP_ALWAYS_INLINE void dsp_conv_pixels(const int8_t *cols, int32_t groups
  * dsp_conv's loop. Not inlined: dsp_conv's general loop keeps its registers. */
 static EDGEC_NOINLINE void dsp_pointwise_steps(int8_t *cols, const int8_t *input, int32_t k, int32_t groups,
                                                const int8_t *packed_filter, const int32_t *folded_bias,
-                                               const dsp_output *o, int32_t out_c, int8_t *output,
-                                               int32_t pixels)
+                                               const dsp_output *o, int32_t out_c, int8_t *output, int32_t pixels)
 {
     for (int32_t p = 0; p < pixels; p += DSP_PIXELS) {
         int8_t *out[DSP_PIXELS];
@@ -668,13 +637,12 @@ static EDGEC_NOINLINE void dsp_pointwise_steps(int8_t *cols, const int8_t *input
 /* edgec_conv_s8_dsp and _wide: packed_filter holds int8 taps and folded_bias the biases, or with
  * `wide` int16 taps and the channel table. */
 static edgec_status dsp_conv(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                             const edgec_dims *input_dims, const int8_t *input,
-                             const edgec_dims *filter_dims, const int8_t *packed_filter,
-                             const int32_t *folded_bias, const edgec_dims *output_dims,
+                             const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                             const int8_t *packed_filter, const int32_t *folded_bias, const edgec_dims *output_dims,
                              int8_t *output, int8_t *scratch, int wide)
 {
-    if (!packed_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter,
-                                folded_bias, output_dims, output, scratch)) {
+    if (!packed_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims,
+                                output, scratch)) {
         return EDGEC_ARG_ERROR;
     }
     const int32_t k = filter_dims->h * filter_dims->w * filter_dims->c;
@@ -692,7 +660,7 @@ static edgec_status dsp_conv(const edgec_conv_params *params, const edgec_per_ch
     const int direct = filter_dims->c % 4 == 0;
     int8_t *cols = scratch;
     int8_t *row = cols + DSP_COLUMN_BYTES * groups;
-    pixel_cursor px = {0, 0, 0};
+    pixel_cursor px = { 0, 0, 0 };
     dsp_block_run run;
     run.lows = edgec_dsp_bytes(params->act_min);
     run.highs = edgec_dsp_bytes(params->act_max);
@@ -733,23 +701,19 @@ static edgec_status dsp_conv(const edgec_conv_params *params, const edgec_per_ch
     return EDGEC_OK;
 }
 
-edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
-                               const edgec_per_channel_quant *quant,
-                               const edgec_dims *input_dims, const int8_t *input,
-                               const edgec_dims *filter_dims, const int8_t *packed_filter,
-                               const int32_t *folded_bias, const edgec_dims *output_dims,
+edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                               const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                               const int8_t *packed_filter, const int32_t *folded_bias, const edgec_dims *output_dims,
                                int8_t *output, int8_t *scratch)
 {
-    return dsp_conv(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias,
-                    output_dims, output, scratch, 0);
+    return dsp_conv(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims, output,
+                    scratch, 0);
 }
 
-edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_params *params,
-                                    const edgec_per_channel_quant *quant,
-                                    const edgec_dims *input_dims, const int8_t *input,
-                                    const edgec_dims *filter_dims, const int16_t *wide_filter,
-                                    const int32_t *channel_table, const edgec_dims *output_dims,
-                                    int8_t *output, int8_t *scratch)
+edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                                    const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                                    const int16_t *wide_filter, const int32_t *channel_table,
+                                    const edgec_dims *output_dims, int8_t *output, int8_t *scratch)
 {
     return dsp_conv(params, quant, input_dims, input, filter_dims, (const int8_t *)(const void *)wide_filter,
                     channel_table, output_dims, output, scratch, 1);
@@ -768,8 +732,7 @@ edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_params *params,
  * int32 accumulator. mve_blocks_4x2 runs it, in assembly, for every full block of an optimised
  * build; this C form the rest.
  */
-static void mve_mac_4x2(const int8_t *filter, const int8_t *row_a, const int8_t *row_b,
-                        int32_t groups, int32_t sums[8])
+static void mve_mac_4x2(const int8_t *filter, const int8_t *row_a, const int8_t *row_b, int32_t groups, int32_t sums[8])
 {
     for (int32_t i = 0; i < 4; i++) {
         sums[4 + i] = sums[i];
@@ -793,8 +756,8 @@ static void mve_mac_4x2(const int8_t *filter, const int8_t *row_a, const int8_t 
  * multiple of 4, and every block of an unoptimised build.
  */
 static void mve_store_block(const int32_t sums[8], int32_t c, int32_t count, int has_b,
-                           const edgec_per_channel_quant *quant, edgec_output_stage stage,
-                           int8_t *out_a, int32_t out_c)
+                            const edgec_per_channel_quant *quant, edgec_output_stage stage, int8_t *out_a,
+                            int32_t out_c)
 {
     for (int32_t i = 0; i < count; i++) {
         const int32_t m = quant->multiplier[c + i];
@@ -827,41 +790,42 @@ typedef struct {
     int32x4_t hi;              /* 64: act_max - offset */
 } mve_block_run;
 
-typedef char mve_block_run_layout[offsetof(mve_block_run, multiplier) == 16 &&
-                                          offsetof(mve_block_run, filter) == 40 &&
-                                          offsetof(mve_block_run, lo) == 48 ? 1 : -1];
+typedef char mve_block_run_layout[offsetof(mve_block_run, multiplier) == 16 && offsetof(mve_block_run, filter) == 40 &&
+                                          offsetof(mve_block_run, lo) == 48
+                                      ? 1
+                                      : -1];
 
 /* One group of 16 taps on its own: xa/xb in q0/q1, the four filter rows through q2/q3; each load
  * placed between two VMLADAVA (Helium overlaps instructions of different kinds). Its last load
  * is the next group's xa into q0, which MVE_GROUP_PAIRS expects there: past a block's last group
  * it reads the 16 bytes after row a, which are still scratch (row b's). */
-#define MVE_GROUP                                                                                  \
-    "vldrb.u8 q0, [r3], #16\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r0, q2, q0\n\t"               \
-    "vldrb.u8 q1, [r5], #16\n\tvmladava.s8 r8, q2, q1\n\tvldrb.u8 q3, [r1], #16\n\t"               \
-    "vmladava.s8 r2, q3, q0\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r10, q3, q1\n\t"              \
-    "vldrb.u8 q3, [r1], #16\n\tvmladava.s8 r4, q2, q0\n\tvmladava.s8 r12, q2, q1\n\t"              \
+#define MVE_GROUP                                                                     \
+    "vldrb.u8 q0, [r3], #16\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r0, q2, q0\n\t"  \
+    "vldrb.u8 q1, [r5], #16\n\tvmladava.s8 r8, q2, q1\n\tvldrb.u8 q3, [r1], #16\n\t"  \
+    "vmladava.s8 r2, q3, q0\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r10, q3, q1\n\t" \
+    "vldrb.u8 q3, [r1], #16\n\tvmladava.s8 r4, q2, q0\n\tvmladava.s8 r12, q2, q1\n\t" \
     "vmladava.s8 r6, q3, q0\n\tvldrb.u8 q0, [r3], #16\n\tvmladava.s8 lr, q3, q1\n\t"
 
 /* Two groups per iteration (r9 counts them down), the first's xa already in q0, the second's
  * rows (q4, q5) and first filter row issued among the first's last VMLADAVA, and the next
  * iteration's xa loaded into q0 between two VMLADAVA (as in MVE_GROUP, past the last group it
  * reads row b's first bytes). */
-#define MVE_PAIR_BODY(count)                                                                       \
-    "vldrb.u8 q2, [r1], #16\n\tvmladava.s8 r0, q2, q0\n\t"                                         \
-    "vldrb.u8 q1, [r5], #16\n\tvmladava.s8 r8, q2, q1\n\tvldrb.u8 q3, [r1], #16\n\t"               \
-    "vmladava.s8 r2, q3, q0\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r10, q3, q1\n\t"              \
-    "vldrb.u8 q3, [r1], #16\n\tvmladava.s8 r4, q2, q0\n\tvldrb.u8 q4, [r3], #16\n\t"               \
-    "vmladava.s8 r12, q2, q1\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r6, q3, q0\n\t"              \
-    "vldrb.u8 q5, [r5], #16\n\tvmladava.s8 lr, q3, q1\n\tvldrb.u8 q0, [r3], #16\n\t"               \
-    "vmladava.s8 r0, q2, q4\n\tvldrb.u8 q1, [r1], #16\n\tvmladava.s8 r8, q2, q5\n\t"               \
-    "vldrb.u8 q2, [r1], #16\n\tvmladava.s8 r2, q1, q4\n\tvldrb.u8 q3, [r1], #16\n\t"               \
-    "vmladava.s8 r10, q1, q5\n\tvmladava.s8 r4, q2, q4\n\t" count                                  \
+#define MVE_PAIR_BODY(count)                                                          \
+    "vldrb.u8 q2, [r1], #16\n\tvmladava.s8 r0, q2, q0\n\t"                            \
+    "vldrb.u8 q1, [r5], #16\n\tvmladava.s8 r8, q2, q1\n\tvldrb.u8 q3, [r1], #16\n\t"  \
+    "vmladava.s8 r2, q3, q0\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r10, q3, q1\n\t" \
+    "vldrb.u8 q3, [r1], #16\n\tvmladava.s8 r4, q2, q0\n\tvldrb.u8 q4, [r3], #16\n\t"  \
+    "vmladava.s8 r12, q2, q1\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r6, q3, q0\n\t" \
+    "vldrb.u8 q5, [r5], #16\n\tvmladava.s8 lr, q3, q1\n\tvldrb.u8 q0, [r3], #16\n\t"  \
+    "vmladava.s8 r0, q2, q4\n\tvldrb.u8 q1, [r1], #16\n\tvmladava.s8 r8, q2, q5\n\t"  \
+    "vldrb.u8 q2, [r1], #16\n\tvmladava.s8 r2, q1, q4\n\tvldrb.u8 q3, [r1], #16\n\t"  \
+    "vmladava.s8 r10, q1, q5\n\tvmladava.s8 r4, q2, q4\n\t" count                     \
     "vmladava.s8 r12, q2, q5\n\tvmladava.s8 r6, q3, q4\n\tvmladava.s8 lr, q3, q5\n\t"
 #define MVE_GROUP_PAIRS "1:\n\t" MVE_PAIR_BODY("subs r9, r9, #1\n\t") "bne 1b\n"
 /* The pairs two per iteration (a taken branch costs more than the count), for r9 >= 2: an odd
  * count enters at the second. */
-#define MVE_GROUP_QUADS                                                                            \
-    "lsrs r9, r9, #1\n\tadc r9, r9, #0\n\tbcs 4f\n"                                                \
+#define MVE_GROUP_QUADS                             \
+    "lsrs r9, r9, #1\n\tadc r9, r9, #0\n\tbcs 4f\n" \
     "1:\n\t" MVE_PAIR_BODY("") "4:\n\t" MVE_PAIR_BODY("subs r9, r9, #1\n\t") "bne 1b\n"
 
 /* Odd groups per block: one group first, then the pairs (none for a single group). */
@@ -877,22 +841,22 @@ typedef char mve_block_run_layout[offsetof(mve_block_run, multiplier) == 16 &&
  * instructions of different kinds). _RIGHT: every shift <= 0, so the shift is its own right
  * part and there is no left shift; _STRICT: every shift < 0, so the rounding fixup's AND with
  * the shift keeps just the sign bit (a shift right by 31 alone). */
-#define MVE_OUTPUT_HEAD                                                                            \
-    "vqrdmulh.s32 q0, q0, q2\n\tvand q4, q0, q3\n\tvqrdmulh.s32 q1, q1, q2\n\t"                   \
+#define MVE_OUTPUT_HEAD                                                         \
+    "vqrdmulh.s32 q0, q0, q2\n\tvand q4, q0, q3\n\tvqrdmulh.s32 q1, q1, q2\n\t" \
     "vshr.s32 q4, q4, #31\n\tvand q5, q1, q3\n\tvqadd.s32 q0, q0, q4\n\tvshr.s32 q5, q5, #31\n\t"
-#define MVE_OUTPUT_HEAD_STRICT                                                                     \
-    "vqrdmulh.s32 q0, q0, q2\n\tvshr.s32 q4, q0, #31\n\tvqrdmulh.s32 q1, q1, q2\n\t"              \
+#define MVE_OUTPUT_HEAD_STRICT                                                       \
+    "vqrdmulh.s32 q0, q0, q2\n\tvshr.s32 q4, q0, #31\n\tvqrdmulh.s32 q1, q1, q2\n\t" \
     "vshr.s32 q5, q1, #31\n\tvqadd.s32 q0, q0, q4\n\t"
-#define MVE_OUTPUT_TAIL                                                                            \
-    "vrshl.s32 q0, q0, q3\n\tvqadd.s32 q1, q1, q5\n\tvmax.s32 q0, q0, q6\n\t"                      \
-    "vrshl.s32 q1, q1, q3\n\tvmin.s32 q0, q0, q7\n\tvmax.s32 q1, q1, q6\n\t"                       \
-    "vadd.i32 q0, q0, r6\n\tvmin.s32 q1, q1, q7\n\tvstrb.32 q0, [r3], #4\n\t"                      \
+#define MVE_OUTPUT_TAIL                                                       \
+    "vrshl.s32 q0, q0, q3\n\tvqadd.s32 q1, q1, q5\n\tvmax.s32 q0, q0, q6\n\t" \
+    "vrshl.s32 q1, q1, q3\n\tvmin.s32 q0, q0, q7\n\tvmax.s32 q1, q1, q6\n\t"  \
+    "vadd.i32 q0, q0, r6\n\tvmin.s32 q1, q1, q7\n\tvstrb.32 q0, [r3], #4\n\t" \
     "vadd.i32 q1, q1, r6\n\tvstrb.32 q1, [r4], #4\n\t"
 #define MVE_OUTPUT_RIGHT MVE_OUTPUT_HEAD MVE_OUTPUT_TAIL
 #define MVE_OUTPUT_STRICT MVE_OUTPUT_HEAD_STRICT MVE_OUTPUT_TAIL
 /* the general form: q3 = min(shift, 0) and q5 = max(shift, 0), the saturating left shift first */
-#define MVE_OUTPUT                                                                                 \
-    "vmov.i32 q4, #0\n\tvmax.s32 q5, q3, q4\n\tvmin.s32 q3, q3, q4\n\t"                             \
+#define MVE_OUTPUT                                                      \
+    "vmov.i32 q4, #0\n\tvmax.s32 q5, q3, q4\n\tvmin.s32 q3, q3, q4\n\t" \
     "vqshl.s32 q0, q0, q5\n\tvqshl.s32 q1, q1, q5\n\t" MVE_OUTPUT_RIGHT
 
 /*
@@ -902,33 +866,29 @@ typedef char mve_block_run_layout[offsetof(mve_block_run, multiplier) == 16 &&
  * The filter pointer stays in r1, the others are advanced in the run (r7, which may be the frame
  * pointer, is left alone). groups: MVE_GROUPS_ODD/_EVEN; output: MVE_OUTPUT/_RIGHT.
  */
-#define MVE_BLOCKS_4X2(groups, output)                                                             \
-    __asm__ volatile("vldrw.u32 q6, [%[run], #48]\n\t"                                             \
-                     "vldrw.u32 q7, [%[run], #64]\n\t"                                             \
-                     "ldr r1, [%[run], #40]\n"                                                    \
-                     "2:\n\t"                                                                      \
-                     "ldm %[run], {r3, r5, r9}\n\t"                                                \
-                     "ldm r9, {r8, r10, r12, lr}\n\t"                                              \
-                     "ldm r9!, {r0, r2, r4, r6}\n\t"                                               \
-                     "str r9, [%[run], #8]\n\t"                                                    \
-                     "ldr r9, [%[run], #12]\n\t"                                                   \
-                     groups                                                                        \
-                     "vmov q0[2], q0[0], r0, r4\n\t"                                               \
-                     "vmov q0[3], q0[1], r2, r6\n\t"                                               \
-                     "add r9, %[run], #16\n\t"                                                     \
-                     "ldm r9, {r0, r2, r3, r4, r5, r6}\n\t"                                        \
-                     "vldrw.u32 q2, [r0], #16\n\t"                                                 \
-                     "vmov q1[2], q1[0], r8, r12\n\t"                                              \
-                     "vldrw.u32 q3, [r2], #16\n\t"                                                 \
-                     "vmov q1[3], q1[1], r10, lr\n\t"                                              \
-                     output                                                                        \
-                     "subs r5, r5, #1\n\t"                                                         \
-                     "stm r9, {r0, r2, r3, r4, r5}\n\t"                                            \
-                     "bne 2b"                                                                      \
-                     :                                                                             \
-                     : [run] "r"(run)                                                              \
-                     : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr",   \
-                       "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc")
+#define MVE_BLOCKS_4X2(groups, output)                                                                             \
+    __asm__ volatile("vldrw.u32 q6, [%[run], #48]\n\t"                                                             \
+                     "vldrw.u32 q7, [%[run], #64]\n\t"                                                             \
+                     "ldr r1, [%[run], #40]\n"                                                                     \
+                     "2:\n\t"                                                                                      \
+                     "ldm %[run], {r3, r5, r9}\n\t"                                                                \
+                     "ldm r9, {r8, r10, r12, lr}\n\t"                                                              \
+                     "ldm r9!, {r0, r2, r4, r6}\n\t"                                                               \
+                     "str r9, [%[run], #8]\n\t"                                                                    \
+                     "ldr r9, [%[run], #12]\n\t" groups "vmov q0[2], q0[0], r0, r4\n\t"                            \
+                     "vmov q0[3], q0[1], r2, r6\n\t"                                                               \
+                     "add r9, %[run], #16\n\t"                                                                     \
+                     "ldm r9, {r0, r2, r3, r4, r5, r6}\n\t"                                                        \
+                     "vldrw.u32 q2, [r0], #16\n\t"                                                                 \
+                     "vmov q1[2], q1[0], r8, r12\n\t"                                                              \
+                     "vldrw.u32 q3, [r2], #16\n\t"                                                                 \
+                     "vmov q1[3], q1[1], r10, lr\n\t" output "subs r5, r5, #1\n\t"                                 \
+                     "stm r9, {r0, r2, r3, r4, r5}\n\t"                                                            \
+                     "bne 2b"                                                                                      \
+                     :                                                                                             \
+                     : [run] "r"(run)                                                                              \
+                     : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr", "q0", "q1", "q2", \
+                       "q3", "q4", "q5", "q6", "q7", "memory", "cc")
 
 static void mve_blocks_4x2_odd(mve_block_run *run)
 {
@@ -991,15 +951,13 @@ static void mve_im2col_row(int8_t *row, const conv_window *win, pixel_cursor px)
     }
 }
 
-edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
-                               const edgec_per_channel_quant *quant,
-                               const edgec_dims *input_dims, const int8_t *input,
-                               const edgec_dims *filter_dims, const int8_t *packed_filter,
-                               const int32_t *folded_bias, const edgec_dims *output_dims,
+edgec_status edgec_conv_s8_mve(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                               const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                               const int8_t *packed_filter, const int32_t *folded_bias, const edgec_dims *output_dims,
                                int8_t *output, int8_t *scratch)
 {
-    if (!packed_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter,
-                                folded_bias, output_dims, output, scratch)) {
+    if (!packed_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims,
+                                output, scratch)) {
         return EDGEC_ARG_ERROR;
     }
     const int32_t k = filter_dims->h * filter_dims->w * filter_dims->c;
@@ -1008,11 +966,10 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
     const int32_t out_c = output_dims->c;
     const int32_t pixels = output_dims->n * output_dims->h * output_dims->w;
     const conv_window win = conv_window_make(params, input_dims, input, filter_dims, output_dims);
-    const edgec_output_stage stage =
-        edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    const edgec_output_stage stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
     int8_t *row_a = scratch; /* two receptive fields of row_len int8 */
     int8_t *row_b = scratch + row_len;
-    pixel_cursor px = {0, 0, 0};
+    pixel_cursor px = { 0, 0, 0 };
 #if defined(__OPTIMIZE__)
     mve_block_run run;
     run.lo = vdupq_n_s32(stage.lo);
@@ -1028,11 +985,13 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
     }
     const int quads = strict_right_shifts && groups / 2 >= 2;
     void (*const blocks_4x2)(mve_block_run *) =
-        quads ? (groups % 2 != 0 ? mve_blocks_4x2_odd_strict_quads : mve_blocks_4x2_even_strict_quads) :
-        groups % 2 != 0 ? (strict_right_shifts ? mve_blocks_4x2_odd_strict
-                           : right_shifts_only ? mve_blocks_4x2_odd_right : mve_blocks_4x2_odd)
-                        : (strict_right_shifts ? mve_blocks_4x2_even_strict
-                           : right_shifts_only ? mve_blocks_4x2_even_right : mve_blocks_4x2_even);
+        quads             ? (groups % 2 != 0 ? mve_blocks_4x2_odd_strict_quads : mve_blocks_4x2_even_strict_quads)
+        : groups % 2 != 0 ? (strict_right_shifts ? mve_blocks_4x2_odd_strict
+                             : right_shifts_only ? mve_blocks_4x2_odd_right
+                                                 : mve_blocks_4x2_odd)
+                          : (strict_right_shifts ? mve_blocks_4x2_even_strict
+                             : right_shifts_only ? mve_blocks_4x2_even_right
+                                                 : mve_blocks_4x2_even);
 #endif
 
     fill_run(row_a + k, 0, row_len - k); /* the filter is zero there */

@@ -32,8 +32,7 @@ typedef struct {
     int32_t start; /* the first output of the phase: o >= 0 with (o + pad) % stride == r */
 } phase_taps;
 
-static phase_taps phase_taps_make(int32_t r, int32_t kernel, int32_t stride, int32_t dilation,
-                                  int32_t pad)
+static phase_taps phase_taps_make(int32_t r, int32_t kernel, int32_t stride, int32_t dilation, int32_t pad)
 {
     phase_taps t;
     int32_t step = 1;
@@ -62,8 +61,8 @@ typedef struct {
     int32_t last;
 } gather_range;
 
-static inline gather_range gather_range_make(int32_t o, const phase_taps *t, int32_t stride,
-                                             int32_t dilation, int32_t pad, int32_t in_size)
+static inline gather_range gather_range_make(int32_t o, const phase_taps *t, int32_t stride, int32_t dilation,
+                                             int32_t pad, int32_t in_size)
 {
     gather_range g;
     g.origin = (o + pad - t->first * dilation) / stride;
@@ -74,33 +73,28 @@ static inline gather_range gather_range_make(int32_t o, const phase_taps *t, int
 }
 
 /* One axis: PyTorch's output size, with every uncropped position inside int32. */
-static int axis_valid(int32_t in, int32_t out, int32_t kernel, int32_t stride, int32_t pad,
-                      int32_t output_padding, int32_t dilation)
+static int axis_valid(int32_t in, int32_t out, int32_t kernel, int32_t stride, int32_t pad, int32_t output_padding,
+                      int32_t dilation)
 {
-    if (in < 1 || out < 1 || kernel < 1 || stride < 1 || dilation < 1 || pad < 0 ||
-        output_padding < 0 || output_padding >= EDGEC_MAX(stride, dilation)) {
+    if (in < 1 || out < 1 || kernel < 1 || stride < 1 || dilation < 1 || pad < 0 || output_padding < 0 ||
+        output_padding >= EDGEC_MAX(stride, dilation)) {
         return 0;
     }
-    const int64_t full = (int64_t)(in - 1) * stride + (int64_t)dilation * (kernel - 1) +
-                         output_padding + 1;
+    const int64_t full = (int64_t)(in - 1) * stride + (int64_t)dilation * (kernel - 1) + output_padding + 1;
     return full <= INT32_MAX && full - 2 * (int64_t)pad == out;
 }
 
 static int desc_valid(const edgec_conv_transpose_desc *d, const int8_t *input, const int8_t *output)
 {
-    if (d == NULL || input == NULL || output == NULL || d->filter == NULL ||
-        d->multiplier == NULL || d->shift == NULL) {
+    if (d == NULL || input == NULL || output == NULL || d->filter == NULL || d->multiplier == NULL ||
+        d->shift == NULL) {
         return 0;
     }
-    if (d->batches < 1 || d->input_c < 1 || d->output_c < 1 || d->groups < 1 ||
-        d->input_c % d->groups != 0 || d->output_c % d->groups != 0 ||
-        d->input_offset < -INT8_MAX || d->input_offset > -INT8_MIN ||
-        d->output_offset < INT8_MIN || d->output_offset > INT8_MAX ||
-        !edgec_act_range_valid(d->act_min, d->act_max) ||
-        !axis_valid(d->input_h, d->output_h, d->kernel_h, d->stride_h, d->pad_h,
-                    d->output_padding_h, d->dilation_h) ||
-        !axis_valid(d->input_w, d->output_w, d->kernel_w, d->stride_w, d->pad_w,
-                    d->output_padding_w, d->dilation_w)) {
+    if (d->batches < 1 || d->input_c < 1 || d->output_c < 1 || d->groups < 1 || d->input_c % d->groups != 0 ||
+        d->output_c % d->groups != 0 || d->input_offset < -INT8_MAX || d->input_offset > -INT8_MIN ||
+        d->output_offset < INT8_MIN || d->output_offset > INT8_MAX || !edgec_act_range_valid(d->act_min, d->act_max) ||
+        !axis_valid(d->input_h, d->output_h, d->kernel_h, d->stride_h, d->pad_h, d->output_padding_h, d->dilation_h) ||
+        !axis_valid(d->input_w, d->output_w, d->kernel_w, d->stride_w, d->pad_w, d->output_padding_w, d->dilation_w)) {
         return 0;
     }
     for (int32_t c = 0; c < d->output_c; c++) {
@@ -161,8 +155,7 @@ static int8_t *output_pixel(const edgec_conv_transpose_desc *d, int8_t *output, 
 
 /* ---- Portable C ------------------------------------------------------------------------------ */
 
-edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, const int8_t *input,
-                                     int8_t *output)
+edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output)
 {
     if (!desc_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
@@ -177,12 +170,12 @@ edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, cons
     for (int32_t r_h = 0; r_h < d->stride_h; r_h++) {
         for (int32_t r_w = 0; r_w < d->stride_w; r_w++) {
             const phase p = phase_make(d, r_h, r_w);
-            pixel px = {0, p.th.start, p.tw.start};
+            pixel px = { 0, p.th.start, p.tw.start };
             for (int32_t n = phase_pixels(d, &p); n > 0; n--, pixel_next(&px, d, &p)) {
-                const gather_range gy = gather_range_make(px.oy, &p.th, d->stride_h, d->dilation_h,
-                                                           d->pad_h, d->input_h);
-                const gather_range gx = gather_range_make(px.ox, &p.tw, d->stride_w, d->dilation_w,
-                                                           d->pad_w, d->input_w);
+                const gather_range gy =
+                    gather_range_make(px.oy, &p.th, d->stride_h, d->dilation_h, d->pad_h, d->input_h);
+                const gather_range gx =
+                    gather_range_make(px.ox, &p.tw, d->stride_w, d->dilation_w, d->pad_w, d->input_w);
                 const int8_t *in_batch = input + px.b * d->input_h * in_row_len;
                 int8_t *out = output_pixel(d, output, px);
                 for (int32_t co = 0; co < d->output_c; co++) {
@@ -212,12 +205,11 @@ edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, cons
 /* ==== Packed paths: Arm DSP extension and Helium ============================================= */
 #if defined(__ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
 
-static int packed_desc_valid(const edgec_conv_transpose_desc *d, const int8_t *input,
-                             const int8_t *output, const int8_t *scratch)
+static int packed_desc_valid(const edgec_conv_transpose_desc *d, const int8_t *input, const int8_t *output,
+                             const int8_t *scratch)
 {
     return desc_valid(d, input, output) && d->groups == 1 && d->bias != NULL && scratch != NULL &&
-           edgec_word_aligned(d->filter) && edgec_word_aligned(d->bias) &&
-           edgec_word_aligned(scratch);
+           edgec_word_aligned(d->filter) && edgec_word_aligned(d->bias) && edgec_word_aligned(scratch);
 }
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
@@ -255,8 +247,8 @@ static inline void fill_bytes(int8_t *dst, int8_t value, int32_t n)
  * taps outside the image read the input zero point (the folded bias expects it), and row's bytes
  * from K_phase to padded_k are zero (the filter is zero there).
  */
-static void gather_row(int8_t *row, const edgec_conv_transpose_desc *d, const phase *p,
-                       const int8_t *input, pixel px, int32_t padded_k)
+static void gather_row(int8_t *row, const edgec_conv_transpose_desc *d, const phase *p, const int8_t *input, pixel px,
+                       int32_t padded_k)
 {
     const gather_range gy = gather_range_make(px.oy, &p->th, d->stride_h, d->dilation_h, d->pad_h, d->input_h);
     const gather_range gx = gather_range_make(px.ox, &p->tw, d->stride_w, d->dilation_w, d->pad_w, d->input_w);
@@ -332,8 +324,8 @@ static void dsp_mac_2x2(const int8_t *filter, const int8_t *cols, int32_t groups
  * a group of 4): straight from the input into pixel slot `cols` (dsp_widen_row's layout), taps
  * outside the image as the zero point's pairs. K_phase is then a multiple of 4: no tail.
  */
-static void dsp_gather_columns(int8_t *cols, const edgec_conv_transpose_desc *d, const phase *p,
-                               const int8_t *input, pixel px)
+static void dsp_gather_columns(int8_t *cols, const edgec_conv_transpose_desc *d, const phase *p, const int8_t *input,
+                               pixel px)
 {
     const gather_range gy = gather_range_make(px.oy, &p->th, d->stride_h, d->dilation_h, d->pad_h, d->input_h);
     const gather_range gx = gather_range_make(px.ox, &p->tw, d->stride_w, d->dilation_w, d->pad_w, d->input_w);
@@ -362,8 +354,8 @@ static void dsp_gather_columns(int8_t *cols, const edgec_conv_transpose_desc *d,
 }
 
 /* One pixel's gathered input widened into its slot of the columns (see dsp_widen_row). */
-static void dsp_gather(int8_t *cols, int8_t *row, const edgec_conv_transpose_desc *d,
-                       const phase *p, const int8_t *input, pixel px, int32_t padded_k)
+static void dsp_gather(int8_t *cols, int8_t *row, const edgec_conv_transpose_desc *d, const phase *p,
+                       const int8_t *input, pixel px, int32_t padded_k)
 {
     if (d->input_c % 4 == 0) {
         dsp_gather_columns(cols, d, p, input, px);
@@ -375,9 +367,9 @@ static void dsp_gather(int8_t *cols, int8_t *row, const edgec_conv_transpose_des
 
 /* Output y of channel c at pixels a and b from their sums: the short requantization (made once
  * for both pixels) when every channel admits it, else the general one. */
-static inline void dsp_store_channel(int32_t sum_a, int32_t sum_b, const edgec_conv_transpose_desc *d,
-                                     int32_t c, int short_form, int32_t round_base,
-                                     edgec_output_stage stage, int8_t *out_a, int8_t *out_b)
+static inline void dsp_store_channel(int32_t sum_a, int32_t sum_b, const edgec_conv_transpose_desc *d, int32_t c,
+                                     int short_form, int32_t round_base, edgec_output_stage stage, int8_t *out_a,
+                                     int8_t *out_b)
 {
     const int32_t m = d->multiplier[c];
     const int32_t shift = d->shift[c];
@@ -393,8 +385,8 @@ static inline void dsp_store_channel(int32_t sum_a, int32_t sum_b, const edgec_c
     }
 }
 
-edgec_status edgec_conv_transpose_s8_dsp(const edgec_conv_transpose_desc *desc,
-                                         const int8_t *input, int8_t *output, int8_t *scratch)
+edgec_status edgec_conv_transpose_s8_dsp(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output,
+                                         int8_t *scratch)
 {
     if (!packed_desc_valid(desc, input, output, scratch)) {
         return EDGEC_ARG_ERROR;
@@ -412,9 +404,9 @@ edgec_status edgec_conv_transpose_s8_dsp(const edgec_conv_transpose_desc *desc,
         for (int32_t r_w = 0; r_w < d->stride_w; r_w++) {
             const phase p = phase_make(d, r_h, r_w);
             const int32_t padded_k = (p.k + 3) / 4 * 4;
-            int8_t *row = scratch;                /* padded_k int8 */
-            int8_t *cols = scratch + padded_k;    /* 4 * padded_k: two pixels' int16 columns */
-            pixel px = {0, p.th.start, p.tw.start};
+            int8_t *row = scratch;             /* padded_k int8 */
+            int8_t *cols = scratch + padded_k; /* 4 * padded_k: two pixels' int16 columns */
+            pixel px = { 0, p.th.start, p.tw.start };
             for (int32_t n = phase_pixels(d, &p); n > 0; n -= 2) {
                 const pixel px_a = px;
                 pixel px_b = px; /* a lone last pixel is its own pixel b */
@@ -428,7 +420,7 @@ edgec_status edgec_conv_transpose_s8_dsp(const edgec_conv_transpose_desc *desc,
                 dsp_gather(cols, row, d, &p, input, px_a, padded_k);
                 dsp_gather(cols + 8, row, d, &p, input, px_b, padded_k);
                 for (int32_t c = 0; c < out_c; c += 2) {
-                    int32_t s[4] = {phase_bias[c], phase_bias[c], phase_bias[c + 1], phase_bias[c + 1]};
+                    int32_t s[4] = { phase_bias[c], phase_bias[c], phase_bias[c + 1], phase_bias[c + 1] };
                     dsp_mac_2x2(phase_filter + c * padded_k, cols, padded_k / 4, s);
                     dsp_store_channel(s[0], s[1], d, c, short_form, round_base, stage, out_a, out_b);
                     if (c + 1 < out_c) {
@@ -453,8 +445,8 @@ edgec_status edgec_conv_transpose_s8_dsp(const edgec_conv_transpose_desc *desc,
  * the two rows' 16 bytes are loaded once each, 128 MACs in 6 loads and 8 VMLADAVA (wrapping
  * modulo 2^32). bias holds the block's 4 folded biases; sums_a/sums_b get the pixels' sums.
  */
-static void mve_mac_4x2(const int8_t *filter, const int8_t *row_a, const int8_t *row_b,
-                        int32_t groups, const int32_t *bias, int32_t sums_a[4], int32_t sums_b[4])
+static void mve_mac_4x2(const int8_t *filter, const int8_t *row_a, const int8_t *row_b, int32_t groups,
+                        const int32_t *bias, int32_t sums_a[4], int32_t sums_b[4])
 {
     int32_t a0 = bias[0], a1 = bias[1], a2 = bias[2], a3 = bias[3];
     int32_t b0 = a0, b1 = a1, b2 = a2, b3 = a3;
@@ -485,8 +477,8 @@ static void mve_mac_4x2(const int8_t *filter, const int8_t *row_a, const int8_t 
 }
 
 /* Channels c .. c + 3 (those below C_out) of one pixel from its sums, four lanes at once. */
-static inline void mve_store(int8_t *out, const int32_t sums[4], const edgec_conv_transpose_desc *d,
-                             int32_t c, edgec_output_stage stage)
+static inline void mve_store(int8_t *out, const int32_t sums[4], const edgec_conv_transpose_desc *d, int32_t c,
+                             edgec_output_stage stage)
 {
     const mve_pred16_t lanes = vctp32q((uint32_t)(d->output_c - c));
     const int32x4_t m = vldrwq_z_s32(d->multiplier + c, lanes);
@@ -495,8 +487,8 @@ static inline void mve_store(int8_t *out, const int32_t sums[4], const edgec_con
     vstrbq_p_s32(out + c, y, lanes);
 }
 
-edgec_status edgec_conv_transpose_s8_mve(const edgec_conv_transpose_desc *desc,
-                                         const int8_t *input, int8_t *output, int8_t *scratch)
+edgec_status edgec_conv_transpose_s8_mve(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output,
+                                         int8_t *scratch)
 {
     if (!packed_desc_valid(desc, input, output, scratch)) {
         return EDGEC_ARG_ERROR;
@@ -514,7 +506,7 @@ edgec_status edgec_conv_transpose_s8_mve(const edgec_conv_transpose_desc *desc,
             const int32_t padded_k = (p.k + 15) / 16 * 16;
             int8_t *row_a = scratch;
             int8_t *row_b = scratch + padded_k;
-            pixel px = {0, p.th.start, p.tw.start};
+            pixel px = { 0, p.th.start, p.tw.start };
             for (int32_t n = phase_pixels(d, &p); n > 0; n -= 2) {
                 int8_t *out_a = output_pixel(d, output, px);
                 gather_row(row_a, d, &p, input, px, padded_k);
@@ -527,8 +519,8 @@ edgec_status edgec_conv_transpose_s8_mve(const edgec_conv_transpose_desc *desc,
                 }
                 for (int32_t c = 0; c < out_c; c += 4) {
                     int32_t sums_a[4], sums_b[4];
-                    mve_mac_4x2(phase_filter + c * padded_k, row_a, out_b != NULL ? row_b : row_a,
-                                padded_k / 16, phase_bias + c, sums_a, sums_b);
+                    mve_mac_4x2(phase_filter + c * padded_k, row_a, out_b != NULL ? row_b : row_a, padded_k / 16,
+                                phase_bias + c, sums_a, sums_b);
                     mve_store(out_a, sums_a, d, c, stage);
                     if (out_b != NULL) {
                         mve_store(out_b, sums_b, d, c, stage);

@@ -6,16 +6,14 @@
  */
 #include "../support/edgec_support.h"
 
-static int depthwise_conv_s16_valid(const edgec_depthwise_conv_s16_desc *d, const int16_t *input,
-                                    const int16_t *output)
+static int depthwise_conv_s16_valid(const edgec_depthwise_conv_s16_desc *d, const int16_t *input, const int16_t *output)
 {
     if (!d || !input || !output || !d->filter || !d->multiplier || !d->shift) {
         return 0;
     }
-    if (d->batches < 1 || d->input_h < 1 || d->input_w < 1 || d->input_c < 1 || d->output_h < 1 ||
-        d->output_w < 1 || d->ch_mult < 1 || d->kernel_h < 1 || d->kernel_w < 1 ||
-        d->stride_h < 1 || d->stride_w < 1 || d->dilation_h < 1 || d->dilation_w < 1 ||
-        d->pad_top < 0 || d->pad_left < 0) {
+    if (d->batches < 1 || d->input_h < 1 || d->input_w < 1 || d->input_c < 1 || d->output_h < 1 || d->output_w < 1 ||
+        d->ch_mult < 1 || d->kernel_h < 1 || d->kernel_w < 1 || d->stride_h < 1 || d->stride_w < 1 ||
+        d->dilation_h < 1 || d->dilation_w < 1 || d->pad_top < 0 || d->pad_left < 0) {
         return 0;
     }
     const int64_t output_c = (int64_t)d->input_c * d->ch_mult;
@@ -24,16 +22,12 @@ static int depthwise_conv_s16_valid(const edgec_depthwise_conv_s16_desc *d, cons
         (int64_t)d->kernel_h * d->kernel_w * output_c > INT32_MAX) {
         return 0;
     }
-    return edgec_conv_axis_valid(d->input_h, d->output_h, d->kernel_h, d->stride_h, d->pad_top,
-                                 d->dilation_h) &&
-           edgec_conv_axis_valid(d->input_w, d->output_w, d->kernel_w, d->stride_w, d->pad_left,
-                                 d->dilation_w) &&
-           edgec_s16_output_valid(d->multiplier, d->shift, (int32_t)output_c, d->act_min,
-                                  d->act_max);
+    return edgec_conv_axis_valid(d->input_h, d->output_h, d->kernel_h, d->stride_h, d->pad_top, d->dilation_h) &&
+           edgec_conv_axis_valid(d->input_w, d->output_w, d->kernel_w, d->stride_w, d->pad_left, d->dilation_w) &&
+           edgec_s16_output_valid(d->multiplier, d->shift, (int32_t)output_c, d->act_min, d->act_max);
 }
 
-edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
-                                      const int16_t *input, int16_t *output)
+edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc, const int16_t *input, int16_t *output)
 {
     if (!depthwise_conv_s16_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
@@ -44,11 +38,10 @@ edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
     for (int32_t n = 0; n < d.batches; n++) {
         const int16_t *image = input + n * d.input_h * d.input_w * d.input_c;
         for (int32_t oy = 0; oy < d.output_h; oy++) {
-            const edgec_tap_range ty =
-                edgec_conv_taps(oy, d.stride_h, d.pad_top, d.dilation_h, d.kernel_h, d.input_h);
+            const edgec_tap_range ty = edgec_conv_taps(oy, d.stride_h, d.pad_top, d.dilation_h, d.kernel_h, d.input_h);
             for (int32_t ox = 0; ox < d.output_w; ox++) {
-                const edgec_tap_range tx = edgec_conv_taps(ox, d.stride_w, d.pad_left, d.dilation_w,
-                                                           d.kernel_w, d.input_w);
+                const edgec_tap_range tx =
+                    edgec_conv_taps(ox, d.stride_w, d.pad_left, d.dilation_w, d.kernel_w, d.input_w);
                 for (int32_t o = 0; o < output_c; o++) {
                     const int32_t c = o / d.ch_mult;
                     int64_t acc = 0;
@@ -60,8 +53,7 @@ edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
                                    d.filter[(ky * d.kernel_w + kx) * output_c + o];
                         }
                     }
-                    *out++ = edgec_output_s16(acc, d.bias, d.multiplier, d.shift, o, d.act_min,
-                                              d.act_max);
+                    *out++ = edgec_output_s16(acc, d.bias, d.multiplier, d.shift, o, d.act_min, d.act_max);
                 }
             }
         }

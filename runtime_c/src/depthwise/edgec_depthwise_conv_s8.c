@@ -55,17 +55,13 @@ typedef struct {
 static int depthwise_layout_valid(const edgec_conv_params *params, const edgec_dims *input_dims,
                                   const edgec_dims *filter_dims, const edgec_dims *output_dims)
 {
-    return edgec_conv_window_valid(params, input_dims, filter_dims, output_dims) &&
-           params->ch_mult >= 1 &&
-           filter_dims->n == 1 && filter_dims->c == input_dims->c * params->ch_mult &&
-           output_dims->c == filter_dims->c;
+    return edgec_conv_window_valid(params, input_dims, filter_dims, output_dims) && params->ch_mult >= 1 &&
+           filter_dims->n == 1 && filter_dims->c == input_dims->c * params->ch_mult && output_dims->c == filter_dims->c;
 }
 
-static depthwise_layer depthwise_layer_make(const edgec_conv_params *params,
-                                            const edgec_per_channel_quant *quant,
-                                            const edgec_dims *input_dims,
-                                            const edgec_dims *filter_dims, const int8_t *filter,
-                                            const int32_t *bias, const edgec_dims *output_dims)
+static depthwise_layer depthwise_layer_make(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                                            const edgec_dims *input_dims, const edgec_dims *filter_dims,
+                                            const int8_t *filter, const int32_t *bias, const edgec_dims *output_dims)
 {
     depthwise_layer layer;
     layer.params = params;
@@ -91,8 +87,8 @@ static depthwise_layer depthwise_layer_make(const edgec_conv_params *params,
  * Output channel oc (reading input channel ic) at the output pixel whose in-bounds taps are
  * ty x tx, from one batch's input. Pointers are formed for in-bounds taps only.
  */
-static int8_t depthwise_value(const depthwise_layer *layer, const int8_t *in_batch,
-                              edgec_tap_range ty, edgec_tap_range tx, int32_t ic, int32_t oc)
+static int8_t depthwise_value(const depthwise_layer *layer, const int8_t *in_batch, edgec_tap_range ty,
+                              edgec_tap_range tx, int32_t ic, int32_t oc)
 {
     uint32_t acc = layer->bias != NULL ? (uint32_t)layer->bias[oc] : 0u;
     for (int32_t ky = ty.first; ky < ty.last; ky++) {
@@ -101,12 +97,11 @@ static int8_t depthwise_value(const depthwise_layer *layer, const int8_t *in_bat
         const int8_t *w_y = layer->filter + ky * layer->filter_row_len + oc;
         for (int32_t kx = tx.first; kx < tx.last; kx++) {
             const int32_t ix = tx.base + kx * layer->dilation_w;
-            acc += (uint32_t)(((int32_t)in_y[ix * layer->in_c] + layer->input_offset) *
-                              (int32_t)w_y[kx * layer->out_c]);
+            acc +=
+                (uint32_t)(((int32_t)in_y[ix * layer->in_c] + layer->input_offset) * (int32_t)w_y[kx * layer->out_c]);
         }
     }
-    return edgec_requantize_s8((int32_t)acc, layer->quant->multiplier[oc],
-                               layer->quant->shift[oc], layer->stage);
+    return edgec_requantize_s8((int32_t)acc, layer->quant->multiplier[oc], layer->quant->shift[oc], layer->stage);
 }
 
 static edgec_tap_range row_taps(const depthwise_layer layer, int32_t oy)
@@ -133,19 +128,16 @@ static const int8_t *filter_tap(const depthwise_layer *layer, int32_t ky, int32_
     return layer->filter + ky * layer->filter_row_len + kx * layer->in_c + first;
 }
 
-static void depthwise_groups(const depthwise_layer *layer, const edgec_dims *output_dims,
-                             const int8_t *input, int8_t *output, int8_t *staging);
+static void depthwise_groups(const depthwise_layer *layer, const edgec_dims *output_dims, const int8_t *input,
+                             int8_t *output, int8_t *staging);
 
-edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params,
-                                     const edgec_per_channel_quant *quant,
-                                     const edgec_dims *input_dims, const int8_t *input,
-                                     const edgec_dims *filter_dims, const int8_t *filter,
-                                     const int32_t *bias, const edgec_dims *output_dims,
+edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                                     const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                                     const int8_t *filter, const int32_t *bias, const edgec_dims *output_dims,
                                      int8_t *output, int8_t *scratch)
 {
     (void)scratch; /* the portable path needs none */
-    if (!edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims,
-                               output) ||
+    if (!edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims, output) ||
         !depthwise_layout_valid(params, input_dims, filter_dims, output_dims)) {
         return EDGEC_ARG_ERROR;
     }
@@ -180,9 +172,8 @@ edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params,
  * order, into `out`, whose pixels are `pixel_step` bytes apart: count for the in-place kernel's
  * scratch planes ([pixels][count]), C for the output itself (out = output + first).
  */
-static void depthwise_channels(const depthwise_layer *layer, const edgec_dims *output_dims,
-                               const int8_t *input, int32_t first, int32_t count, int8_t *out,
-                               int32_t pixel_step)
+static void depthwise_channels(const depthwise_layer *layer, const edgec_dims *output_dims, const int8_t *input,
+                               int32_t first, int32_t count, int8_t *out, int32_t pixel_step)
 {
     for (int32_t b = 0; b < output_dims->n; b++) {
         const int8_t *in_batch = input + b * layer->in_h * layer->in_w * layer->in_c;
@@ -213,8 +204,8 @@ typedef struct {
 } four_group;
 
 /* One tap of four adjacent channels: acc_k += (in[k] + offset) * w[k], modulo 2^32. */
-static inline void tap_four(const int8_t *in, const int8_t *w, int32_t offset, uint32_t *a0,
-                            uint32_t *a1, uint32_t *a2, uint32_t *a3)
+static inline void tap_four(const int8_t *in, const int8_t *w, int32_t offset, uint32_t *a0, uint32_t *a1, uint32_t *a2,
+                            uint32_t *a3)
 {
     *a0 += (uint32_t)(((int32_t)in[0] + offset) * (int32_t)w[0]);
     *a1 += (uint32_t)(((int32_t)in[1] + offset) * (int32_t)w[1]);
@@ -229,8 +220,7 @@ static void four_group_make(four_group *g)
     }
 }
 
-static inline void store_four(const four_group *g, uint32_t a0, uint32_t a1, uint32_t a2,
-                              uint32_t a3, int8_t *out)
+static inline void store_four(const four_group *g, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, int8_t *out)
 {
     const int32_t *mult = g->layer->quant->multiplier + g->first;
     const int32_t *shift = g->layer->quant->shift + g->first;
@@ -241,8 +231,8 @@ static inline void store_four(const four_group *g, uint32_t a0, uint32_t a1, uin
 }
 
 /* One pixel's taps_y x taps_x taps from `in` and `w` (its first in-bounds tap), then its outputs. */
-static inline void four_taps_store(const four_group *g, const int8_t *in, const int8_t *w,
-                                   int32_t taps_y, int32_t taps_x, int8_t *out)
+static inline void four_taps_store(const four_group *g, const int8_t *in, const int8_t *w, int32_t taps_y,
+                                   int32_t taps_x, int8_t *out)
 {
     const int32_t offset = g->layer->input_offset;
     uint32_t a0 = g->bias[0], a1 = g->bias[1], a2 = g->bias[2], a3 = g->bias[3];
@@ -262,15 +252,15 @@ static inline void four_taps_store(const four_group *g, const int8_t *in, const 
     store_four(g, a0, a1, a2, a3, out);
 }
 
-static EDGEC_NOINLINE void four_pixel(const four_group *g, const int8_t *in, const int8_t *w,
-                                      int32_t taps_y, int32_t taps_x, int8_t *out)
+static EDGEC_NOINLINE void four_pixel(const four_group *g, const int8_t *in, const int8_t *w, int32_t taps_y,
+                                      int32_t taps_x, int8_t *out)
 {
     four_taps_store(g, in, w, taps_y, taps_x, out);
 }
 
 /* The general loop, inlined here: a call per pixel would cost more than its taps save. */
-static EDGEC_NOINLINE void four_inside_run(const four_group *g, const int8_t *in, int32_t count,
-                                           int32_t in_step, int8_t *out, int32_t out_step)
+static EDGEC_NOINLINE void four_inside_run(const four_group *g, const int8_t *in, int32_t count, int32_t in_step,
+                                           int8_t *out, int32_t out_step)
 {
     const int8_t *w = filter_tap(g->layer, 0, 0, g->first);
     for (int32_t p = 0; p < count; p++, in += in_step, out += out_step) {
@@ -297,9 +287,8 @@ static void inside_columns(const depthwise_layer *layer, int32_t out_w, int32_t 
  * four_pixel with its in-bounds taps. Indices are only formed for in-bounds taps (no pointer is
  * stepped past the buffer).
  */
-static void depthwise_four_channels(const depthwise_layer *layer, const edgec_dims *output_dims,
-                                    const int8_t *input, int32_t first, int8_t *out,
-                                    int32_t pixel_step)
+static void depthwise_four_channels(const depthwise_layer *layer, const edgec_dims *output_dims, const int8_t *input,
+                                    int32_t first, int8_t *out, int32_t pixel_step)
 {
     four_group g;
     g.layer = layer;
@@ -322,8 +311,8 @@ static void depthwise_four_channels(const depthwise_layer *layer, const edgec_di
             const int inside_row = inside_runs && ty.first == 0 && ty.last == 3;
             for (int32_t ox = 0; ox < output_dims->w; ox++) {
                 if (inside_row && ox == lo && lo < hi) {
-                    const int8_t *in = in_batch + ty.base * layer->in_row_len +
-                                       column_taps(*layer, lo).base * layer->in_c;
+                    const int8_t *in =
+                        in_batch + ty.base * layer->in_row_len + column_taps(*layer, lo).base * layer->in_c;
                     four_inside_run(&g, in, hi - lo, in_step, out, pixel_step);
                     out += (hi - lo) * pixel_step;
                     ox = hi - 1;
@@ -332,8 +321,7 @@ static void depthwise_four_channels(const depthwise_layer *layer, const edgec_di
                 const edgec_tap_range tx = column_taps(*layer, ox);
                 if (ty.first < ty.last && tx.first < tx.last) {
                     /* First in-bounds tap of the window, in the input and in the filter. */
-                    const int8_t *in = in_batch +
-                                       (ty.base + ty.first * layer->dilation_h) * layer->in_row_len +
+                    const int8_t *in = in_batch + (ty.base + ty.first * layer->dilation_h) * layer->in_row_len +
                                        (tx.base + tx.first * layer->dilation_w) * layer->in_c;
                     four_pixel(&g, in, filter_tap(layer, ty.first, tx.first, first), ty.last - ty.first,
                                tx.last - tx.first, out);
@@ -352,8 +340,8 @@ static void depthwise_four_channels(const depthwise_layer *layer, const edgec_di
  * (in place) into staging first, then into the output: every read of a group's input channels
  * happens before any of their bytes is stored.
  */
-static void depthwise_groups(const depthwise_layer *layer, const edgec_dims *output_dims,
-                             const int8_t *input, int8_t *output, int8_t *staging)
+static void depthwise_groups(const depthwise_layer *layer, const edgec_dims *output_dims, const int8_t *input,
+                             int8_t *output, int8_t *staging)
 {
     const int32_t pixels = output_dims->n * output_dims->h * output_dims->w;
 
@@ -379,17 +367,14 @@ static void depthwise_groups(const depthwise_layer *layer, const edgec_dims *out
     }
 }
 
-edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params,
-                                              const edgec_per_channel_quant *quant,
+edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
                                               const edgec_dims *input_dims, const int8_t *input,
-                                              const edgec_dims *filter_dims, const int8_t *filter,
-                                              const int32_t *bias, const edgec_dims *output_dims,
-                                              int8_t *output, int8_t *scratch)
+                                              const edgec_dims *filter_dims, const int8_t *filter, const int32_t *bias,
+                                              const edgec_dims *output_dims, int8_t *output, int8_t *scratch)
 {
-    if (!edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims,
-                               output) ||
-        !depthwise_layout_valid(params, input_dims, filter_dims, output_dims) ||
-        params->ch_mult != 1 || scratch == NULL) {
+    if (!edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims, output) ||
+        !depthwise_layout_valid(params, input_dims, filter_dims, output_dims) || params->ch_mult != 1 ||
+        scratch == NULL) {
         return EDGEC_ARG_ERROR;
     }
     const depthwise_layer layer =

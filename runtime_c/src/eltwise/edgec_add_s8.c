@@ -20,27 +20,25 @@
 
 static int add_params_valid(const edgec_add_params *p)
 {
-    return p->input1_offset >= -127 && p->input1_offset <= 128 &&
-           p->input2_offset >= -127 && p->input2_offset <= 128 &&
-           p->output_offset >= -128 && p->output_offset <= 127 &&
-           p->left_shift >= 0 && p->left_shift <= ADD_MAX_LEFT_SHIFT &&
-           edgec_shift_valid(p->input1_shift) && edgec_shift_valid(p->input2_shift) &&
-           edgec_shift_valid(p->output_shift) && edgec_act_range_valid(p->act_min, p->act_max);
+    return p->input1_offset >= -127 && p->input1_offset <= 128 && p->input2_offset >= -127 && p->input2_offset <= 128 &&
+           p->output_offset >= -128 && p->output_offset <= 127 && p->left_shift >= 0 &&
+           p->left_shift <= ADD_MAX_LEFT_SHIFT && edgec_shift_valid(p->input1_shift) &&
+           edgec_shift_valid(p->input2_shift) && edgec_shift_valid(p->output_shift) &&
+           edgec_act_range_valid(p->act_min, p->act_max);
 }
 
 /*
  * Element loop. Each iteration reads input1[i] and input2[i] before writing output[i], so the
  * output may alias either input exactly (no `restrict` anywhere on purpose).
  */
-edgec_status edgec_add_s8(const edgec_add_params *params, const int8_t *input1, const int8_t *input2,
-                          int8_t *output, int32_t size)
+edgec_status edgec_add_s8(const edgec_add_params *params, const int8_t *input1, const int8_t *input2, int8_t *output,
+                          int32_t size)
 {
     int32_t i;
     int32_t scale;
     edgec_output_stage stage;
 
-    if (params == NULL || input1 == NULL || input2 == NULL || output == NULL || size < 0 ||
-        !add_params_valid(params)) {
+    if (params == NULL || input1 == NULL || input2 == NULL || output == NULL || size < 0 || !add_params_valid(params)) {
         return EDGEC_ARG_ERROR;
     }
     /* Multiplying by 2^left_shift instead of `<<`: left-shifting a negative value is UB in C99. */
@@ -70,17 +68,15 @@ edgec_status edgec_add_s8(const edgec_add_params *params, const int8_t *input1, 
  */
 #define ADD_TABLE_ENTRIES 256
 
-static int add_args_valid(const edgec_add_params *params, const int8_t *input1,
-                          const int8_t *input2, const int8_t *output, int32_t size,
-                          const int8_t *scratch)
+static int add_args_valid(const edgec_add_params *params, const int8_t *input1, const int8_t *input2,
+                          const int8_t *output, int32_t size, const int8_t *scratch)
 {
     return params != NULL && input1 != NULL && input2 != NULL && output != NULL && size >= 0 &&
            add_params_valid(params) && scratch != NULL && edgec_word_aligned(scratch);
 }
 
 /* The rescaled input, requantize((x + offset) * 2^left_shift, multiplier, shift), of x = (int8)u. */
-static int32_t add_rescaled(int32_t u, int32_t offset, int32_t left_shift, int32_t multiplier,
-                            int32_t shift)
+static int32_t add_rescaled(int32_t u, int32_t offset, int32_t left_shift, int32_t multiplier, int32_t shift)
 {
     const int32_t x = (int32_t)(int8_t)(uint8_t)u;
     return edgec_requantize((x + offset) * ((int32_t)1 << left_shift), multiplier, shift);
@@ -91,8 +87,7 @@ static int32_t add_rescaled(int32_t u, int32_t offset, int32_t left_shift, int32
 /* ==== Arm DSP extension ====================================================================== */
 #if defined(__ARM_FEATURE_DSP)
 
-static void dsp_add_table(int8_t *table, int32_t offset, int32_t left_shift, int32_t multiplier,
-                          int32_t shift)
+static void dsp_add_table(int8_t *table, int32_t offset, int32_t left_shift, int32_t multiplier, int32_t shift)
 {
     for (int32_t u = 0; u < ADD_TABLE_ENTRIES; u++) {
         const int32_t value = add_rescaled(u, offset, left_shift, multiplier, shift);
@@ -102,8 +97,7 @@ static void dsp_add_table(int8_t *table, int32_t offset, int32_t left_shift, int
 
 /* a + b of element i, wrapped to int32 like the golden kernel. The inputs are read as uint8,
  * the tables' index. */
-static inline int32_t dsp_add_sum(const int8_t *tables, const uint8_t *input1,
-                                  const uint8_t *input2, int32_t i)
+static inline int32_t dsp_add_sum(const int8_t *tables, const uint8_t *input1, const uint8_t *input2, int32_t i)
 {
     int32_t a, b;
     memcpy(&a, tables + 4 * input1[i], 4);
@@ -111,16 +105,15 @@ static inline int32_t dsp_add_sum(const int8_t *tables, const uint8_t *input1,
     return (int32_t)((uint32_t)a + (uint32_t)b);
 }
 
-static inline int32_t dsp_add_short_one(const int8_t *tables, const uint8_t *input1,
-                                        const uint8_t *input2, int32_t i, edgec_dsp_requant q)
+static inline int32_t dsp_add_short_one(const int8_t *tables, const uint8_t *input1, const uint8_t *input2, int32_t i,
+                                        edgec_dsp_requant q)
 {
     return edgec_dsp_requantize_ssat8(dsp_add_sum(tables, input1, input2, i), q);
 }
 
 /* The elements through the short requantization, four per word. */
-static void dsp_add_short(const int8_t *tables, const uint8_t *input1, const uint8_t *input2,
-                          int8_t *output, int32_t size, edgec_dsp_requant q,
-                          edgec_output_stage stage)
+static void dsp_add_short(const int8_t *tables, const uint8_t *input1, const uint8_t *input2, int8_t *output,
+                          int32_t size, edgec_dsp_requant q, edgec_output_stage stage)
 {
     const int32_t act_min = stage.lo + stage.offset;
     const int32_t act_max = stage.hi + stage.offset;
@@ -129,10 +122,8 @@ static void dsp_add_short(const int8_t *tables, const uint8_t *input1, const uin
     int32_t i = 0;
     for (; i + 4 <= size; i += 4) {
         const uint32_t packed = edgec_dsp_pack_s8x4(
-            dsp_add_short_one(tables, input1, input2, i, q),
-            dsp_add_short_one(tables, input1, input2, i + 1, q),
-            dsp_add_short_one(tables, input1, input2, i + 2, q),
-            dsp_add_short_one(tables, input1, input2, i + 3, q));
+            dsp_add_short_one(tables, input1, input2, i, q), dsp_add_short_one(tables, input1, input2, i + 1, q),
+            dsp_add_short_one(tables, input1, input2, i + 2, q), dsp_add_short_one(tables, input1, input2, i + 3, q));
         const uint32_t clamped = edgec_dsp_clamp_s8x4(packed, lows, highs);
         memcpy(output + i, &clamped, 4); /* after reading all four: output may alias an input */
     }
@@ -142,18 +133,16 @@ static void dsp_add_short(const int8_t *tables, const uint8_t *input1, const uin
     }
 }
 
-edgec_status edgec_add_s8_dsp(const edgec_add_params *params, const int8_t *input1,
-                              const int8_t *input2, int8_t *output, int32_t size, int8_t *scratch)
+edgec_status edgec_add_s8_dsp(const edgec_add_params *params, const int8_t *input1, const int8_t *input2,
+                              int8_t *output, int32_t size, int8_t *scratch)
 {
     if (!add_args_valid(params, input1, input2, output, size, scratch)) {
         return EDGEC_ARG_ERROR;
     }
-    const edgec_output_stage stage =
-        edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
-    dsp_add_table(scratch, params->input1_offset, params->left_shift, params->input1_multiplier,
-                  params->input1_shift);
-    dsp_add_table(scratch + 4 * ADD_TABLE_ENTRIES, params->input2_offset, params->left_shift,
-                  params->input2_multiplier, params->input2_shift);
+    const edgec_output_stage stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    dsp_add_table(scratch, params->input1_offset, params->left_shift, params->input1_multiplier, params->input1_shift);
+    dsp_add_table(scratch + 4 * ADD_TABLE_ENTRIES, params->input2_offset, params->left_shift, params->input2_multiplier,
+                  params->input2_shift);
     const uint8_t *bytes1 = (const uint8_t *)input1;
     const uint8_t *bytes2 = (const uint8_t *)input2;
     if (edgec_dsp_requant_short(params->output_multiplier, params->output_shift)) {
@@ -164,8 +153,8 @@ edgec_status edgec_add_s8_dsp(const edgec_add_params *params, const int8_t *inpu
         return EDGEC_OK;
     }
     for (int32_t i = 0; i < size; i++) {
-        output[i] = edgec_requantize_s8(dsp_add_sum(scratch, bytes1, bytes2, i),
-                                        params->output_multiplier, params->output_shift, stage);
+        output[i] = edgec_requantize_s8(dsp_add_sum(scratch, bytes1, bytes2, i), params->output_multiplier,
+                                        params->output_shift, stage);
     }
     return EDGEC_OK;
 }
@@ -176,8 +165,7 @@ edgec_status edgec_add_s8_dsp(const edgec_add_params *params, const int8_t *inpu
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 
 /* The table of one input, four entries per step (edgec_mve_requantize on (x + offset) << shift). */
-static void mve_add_table(int32_t *table, int32_t offset, int32_t left_shift, int32_t multiplier,
-                          int32_t shift)
+static void mve_add_table(int32_t *table, int32_t offset, int32_t left_shift, int32_t multiplier, int32_t shift)
 {
     const int32x4_t m = vdupq_n_s32(multiplier);
     const int32x4_t sh = vdupq_n_s32(shift);
@@ -201,9 +189,8 @@ static void mve_add_table(int32_t *table, int32_t offset, int32_t left_shift, in
  * four bytes are read before its four outputs are written, and the second group's before the
  * first's are: the output may alias an input exactly.
  */
-static EDGEC_NOINLINE void mve_add_right_shift(const int32_t *table1, const int32_t *table2,
-                                               const int8_t *input1, const int8_t *input2,
-                                               int8_t *output, int32_t n, int32_t multiplier,
+static EDGEC_NOINLINE void mve_add_right_shift(const int32_t *table1, const int32_t *table2, const int8_t *input1,
+                                               const int8_t *input2, int8_t *output, int32_t n, int32_t multiplier,
                                                int32_t shift, const int32_t *bounds, int32_t offset)
 {
     __asm__ volatile("vldrw.u32 q6, [%[bounds]]\n\t"
@@ -238,14 +225,14 @@ static EDGEC_NOINLINE void mve_add_right_shift(const int32_t *table1, const int3
                      "vstrb.32 q4, [%[out]], #4\n\t"
                      "le lr, 1b"
                      : [in1] "+l"(input1), [in2] "+l"(input2), [out] "+l"(output)
-                     : [t1] "r"(table1), [t2] "r"(table2), [n] "r"(n), [m] "r"(multiplier),
-                       [shift] "r"(shift), [bounds] "r"(bounds), [offset] "r"(offset)
+                     : [t1] "r"(table1), [t2] "r"(table2), [n] "r"(n), [m] "r"(multiplier), [shift] "r"(shift),
+                       [bounds] "r"(bounds), [offset] "r"(offset)
                      : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory");
 }
 #endif
 
-edgec_status edgec_add_s8_mve(const edgec_add_params *params, const int8_t *input1,
-                              const int8_t *input2, int8_t *output, int32_t size, int8_t *scratch)
+edgec_status edgec_add_s8_mve(const edgec_add_params *params, const int8_t *input1, const int8_t *input2,
+                              int8_t *output, int32_t size, int8_t *scratch)
 {
     if (!add_args_valid(params, input1, input2, output, size, scratch)) {
         return EDGEC_ARG_ERROR;
@@ -254,31 +241,27 @@ edgec_status edgec_add_s8_mve(const edgec_add_params *params, const int8_t *inpu
      * loads and stores. */
     int32_t *table1 = (int32_t *)(void *)scratch;
     int32_t *table2 = table1 + ADD_TABLE_ENTRIES;
-    const edgec_output_stage stage =
-        edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    const edgec_output_stage stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
     const int32x4_t m = vdupq_n_s32(params->output_multiplier);
     const int32x4_t sh = vdupq_n_s32(params->output_shift);
 
-    mve_add_table(table1, params->input1_offset, params->left_shift, params->input1_multiplier,
-                  params->input1_shift);
-    mve_add_table(table2, params->input2_offset, params->left_shift, params->input2_multiplier,
-                  params->input2_shift);
+    mve_add_table(table1, params->input1_offset, params->left_shift, params->input1_multiplier, params->input1_shift);
+    mve_add_table(table2, params->input2_offset, params->left_shift, params->input2_multiplier, params->input2_shift);
     int32_t i = 0;
 #if defined(__OPTIMIZE__)
     if (params->output_shift < 0 && size >= 8) {
-        const int32_t bounds[8] = {stage.lo, stage.lo, stage.lo, stage.lo,
-                                   stage.hi, stage.hi, stage.hi, stage.hi};
+        const int32_t bounds[8] = { stage.lo, stage.lo, stage.lo, stage.lo, stage.hi, stage.hi, stage.hi, stage.hi };
         i = size / 8 * 8;
-        mve_add_right_shift(table1, table2, input1, input2, output, size / 8,
-                            params->output_multiplier, params->output_shift, bounds, stage.offset);
+        mve_add_right_shift(table1, table2, input1, input2, output, size / 8, params->output_multiplier,
+                            params->output_shift, bounds, stage.offset);
     }
 #endif
     for (; i < size; i += 4) {
         const mve_pred16_t lanes = vctp32q((uint32_t)(size - i));
         const uint32x4_t u1 = vldrbq_z_u32((const uint8_t *)input1 + i, lanes);
         const uint32x4_t u2 = vldrbq_z_u32((const uint8_t *)input2 + i, lanes);
-        const int32x4_t sum = vaddq_s32(vldrwq_gather_shifted_offset_s32(table1, u1),
-                                        vldrwq_gather_shifted_offset_s32(table2, u2));
+        const int32x4_t sum =
+            vaddq_s32(vldrwq_gather_shifted_offset_s32(table1, u1), vldrwq_gather_shifted_offset_s32(table2, u2));
         vstrbq_p_s32(output + i, edgec_mve_output(edgec_mve_requantize(sum, m, sh), stage), lanes);
     }
     return EDGEC_OK;

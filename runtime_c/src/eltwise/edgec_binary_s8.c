@@ -26,8 +26,7 @@
 
 /* No more than INT32_MAX output elements, and no input read beyond INT32_MAX elements from its
  * start, so every index and offset below fits int32. */
-static int layout_valid(int32_t num_dims, const int32_t *dims, const int32_t *strides1,
-                        const int32_t *strides2)
+static int layout_valid(int32_t num_dims, const int32_t *dims, const int32_t *strides1, const int32_t *strides2)
 {
     int64_t size = 1;
     int64_t last1 = 0;
@@ -59,8 +58,8 @@ typedef struct {
 
 /* Move to the next plane (odometer order over dims[0 .. outer-1], the last fastest). The offsets
  * stay within the inputs' validated extents. */
-static void next_plane(plane_walk *walk, int32_t outer, const int32_t *dims,
-                       const int32_t *strides1, const int32_t *strides2)
+static void next_plane(plane_walk *walk, int32_t outer, const int32_t *dims, const int32_t *strides1,
+                       const int32_t *strides2)
 {
     for (int32_t d = outer - 1; d >= 0; d--) {
         if (walk->index[d] + 1 < dims[d]) {
@@ -99,17 +98,17 @@ typedef struct {
 /* Computes a plane. Every plane function reads element i of a row of both inputs (or, packed,
  * elements i..i+k) before it writes output element i (i..i+k), row after row, so the output
  * may be an unbroadcast input exactly. */
-typedef void (*binary_plane_fn)(const binary_ctx *ctx, const binary_plane *plane,
-                                const int8_t *in1, const int8_t *in2, int8_t *out);
+typedef void (*binary_plane_fn)(const binary_ctx *ctx, const binary_plane *plane, const int8_t *in1, const int8_t *in2,
+                                int8_t *out);
 
 /* One row of a plane: out[i] = op(in1[i * step1], in2[i * step2]) for i < n. */
-typedef void (*binary_row_fn)(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                              const int8_t *in2, int32_t step2, int8_t *out, int32_t n);
+typedef void (*binary_row_fn)(const binary_ctx *ctx, const int8_t *in1, int32_t step1, const int8_t *in2, int32_t step2,
+                              int8_t *out, int32_t n);
 
 /* A plane as rows of `row` (a constant where this is inlined). The offsets r * outer stay within
  * the inputs' validated extents. */
-static inline void plane_rows(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
-                              const int8_t *in2, int8_t *out, binary_row_fn row)
+static inline void plane_rows(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1, const int8_t *in2,
+                              int8_t *out, binary_row_fn row)
 {
     for (int32_t r = 0; r < p->rows; r++) {
         row(ctx, in1 + r * p->outer1, p->step1, in2 + r * p->outer2, p->step2, out + r * p->n, p->n);
@@ -119,10 +118,9 @@ static inline void plane_rows(const binary_ctx *ctx, const binary_plane *p, cons
 static int binary_desc_valid(const edgec_binary_desc *d)
 {
     return d->op >= EDGEC_BINARY_ADD && d->op <= EDGEC_BINARY_MAXIMUM &&
-           layout_valid(d->num_dims, d->dims, d->strides1, d->strides2) &&
-           d->input1_offset >= -127 && d->input1_offset <= 128 && d->input2_offset >= -127 &&
-           d->input2_offset <= 128 && d->output_offset >= -128 && d->output_offset <= 127 &&
-           d->left_shift >= 0 && d->left_shift <= BINARY_MAX_LEFT_SHIFT &&
+           layout_valid(d->num_dims, d->dims, d->strides1, d->strides2) && d->input1_offset >= -127 &&
+           d->input1_offset <= 128 && d->input2_offset >= -127 && d->input2_offset <= 128 && d->output_offset >= -128 &&
+           d->output_offset <= 127 && d->left_shift >= 0 && d->left_shift <= BINARY_MAX_LEFT_SHIFT &&
            d->input1_multiplier >= 0 && d->input2_multiplier >= 0 && d->output_multiplier >= 0 &&
            edgec_shift_valid(d->input1_shift) && edgec_shift_valid(d->input2_shift) &&
            edgec_shift_valid(d->output_shift) && edgec_act_range_valid(d->act_min, d->act_max);
@@ -130,23 +128,20 @@ static int binary_desc_valid(const edgec_binary_desc *d)
 
 /* An add/sub operand on the common grid: requantize((x + offset) * 2^left_shift, m, shift).
  * Multiplying by scale instead of `<<`: left-shifting a negative value is UB in C99. */
-static inline int32_t rescaled(int32_t x, int32_t offset, int32_t scale, int32_t multiplier,
-                               int32_t shift)
+static inline int32_t rescaled(int32_t x, int32_t offset, int32_t scale, int32_t multiplier, int32_t shift)
 {
     return edgec_requantize((x + offset) * scale, multiplier, shift);
 }
 
-static inline void add_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                           const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+static inline void add_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1, const int8_t *in2, int32_t step2,
+                           int8_t *out, int32_t n)
 {
     const edgec_binary_desc d = *ctx->desc; /* in registers: stores through out may alias *desc */
     const edgec_output_stage stage = ctx->stage;
     const int32_t scale = ctx->scale;
     for (int32_t i = 0; i < n; i++) {
-        const int32_t a = rescaled(in1[i * step1], d.input1_offset, scale,
-                                   d.input1_multiplier, d.input1_shift);
-        const int32_t b = rescaled(in2[i * step2], d.input2_offset, scale,
-                                   d.input2_multiplier, d.input2_shift);
+        const int32_t a = rescaled(in1[i * step1], d.input1_offset, scale, d.input1_multiplier, d.input1_shift);
+        const int32_t b = rescaled(in2[i * step2], d.input2_offset, scale, d.input2_multiplier, d.input2_shift);
         /* through uint32_t: a + b may exceed int32 with arbitrary multipliers, which the golden
          * models as a two's-complement wrap */
         const int32_t sum = (int32_t)((uint32_t)a + (uint32_t)b);
@@ -154,25 +149,23 @@ static inline void add_row(const binary_ctx *ctx, const int8_t *in1, int32_t ste
     }
 }
 
-static inline void sub_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                           const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+static inline void sub_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1, const int8_t *in2, int32_t step2,
+                           int8_t *out, int32_t n)
 {
     const edgec_binary_desc d = *ctx->desc; /* in registers: stores through out may alias *desc */
     const edgec_output_stage stage = ctx->stage;
     const int32_t scale = ctx->scale;
     for (int32_t i = 0; i < n; i++) {
-        const int32_t a = rescaled(in1[i * step1], d.input1_offset, scale,
-                                   d.input1_multiplier, d.input1_shift);
-        const int32_t b = rescaled(in2[i * step2], d.input2_offset, scale,
-                                   d.input2_multiplier, d.input2_shift);
+        const int32_t a = rescaled(in1[i * step1], d.input1_offset, scale, d.input1_multiplier, d.input1_shift);
+        const int32_t b = rescaled(in2[i * step2], d.input2_offset, scale, d.input2_multiplier, d.input2_shift);
         const int32_t difference = (int32_t)((uint32_t)a - (uint32_t)b);
         out[i] = edgec_requantize_s8(difference, d.output_multiplier, d.output_shift, stage);
     }
 }
 
 /* (x1 + o1) * (x2 + o2) is within 255 * 255: no overflow. */
-static inline void mul_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                           const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+static inline void mul_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1, const int8_t *in2, int32_t step2,
+                           int8_t *out, int32_t n)
 {
     const edgec_binary_desc d = *ctx->desc; /* in registers: stores through out may alias *desc */
     const edgec_output_stage stage = ctx->stage;
@@ -182,8 +175,8 @@ static inline void mul_row(const binary_ctx *ctx, const int8_t *in1, int32_t ste
     }
 }
 
-static inline void minimum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                               const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+static inline void minimum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1, const int8_t *in2,
+                               int32_t step2, int8_t *out, int32_t n)
 {
     const edgec_binary_desc d = *ctx->desc; /* in registers: stores through out may alias *desc */
     for (int32_t i = 0; i < n; i++) {
@@ -191,8 +184,8 @@ static inline void minimum_row(const binary_ctx *ctx, const int8_t *in1, int32_t
     }
 }
 
-static inline void maximum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1,
-                               const int8_t *in2, int32_t step2, int8_t *out, int32_t n)
+static inline void maximum_row(const binary_ctx *ctx, const int8_t *in1, int32_t step1, const int8_t *in2,
+                               int32_t step2, int8_t *out, int32_t n)
 {
     const edgec_binary_desc d = *ctx->desc; /* in registers: stores through out may alias *desc */
     for (int32_t i = 0; i < n; i++) {
@@ -200,40 +193,36 @@ static inline void maximum_row(const binary_ctx *ctx, const int8_t *in1, int32_t
     }
 }
 
-static void add_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
-                      const int8_t *in2, int8_t *out)
+static void add_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1, const int8_t *in2, int8_t *out)
 {
     plane_rows(ctx, p, in1, in2, out, add_row);
 }
 
-static void sub_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
-                      const int8_t *in2, int8_t *out)
+static void sub_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1, const int8_t *in2, int8_t *out)
 {
     plane_rows(ctx, p, in1, in2, out, sub_row);
 }
 
-static void mul_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
-                      const int8_t *in2, int8_t *out)
+static void mul_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1, const int8_t *in2, int8_t *out)
 {
     plane_rows(ctx, p, in1, in2, out, mul_row);
 }
 
-static void minimum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
-                          const int8_t *in2, int8_t *out)
+static void minimum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1, const int8_t *in2,
+                          int8_t *out)
 {
     plane_rows(ctx, p, in1, in2, out, minimum_row);
 }
 
-static void maximum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
-                          const int8_t *in2, int8_t *out)
+static void maximum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1, const int8_t *in2,
+                          int8_t *out)
 {
     plane_rows(ctx, p, in1, in2, out, maximum_row);
 }
 
 static binary_plane_fn portable_plane(int32_t op)
 {
-    static const binary_plane_fn planes[] = {add_plane, sub_plane, mul_plane, minimum_plane,
-                                             maximum_plane};
+    static const binary_plane_fn planes[] = { add_plane, sub_plane, mul_plane, minimum_plane, maximum_plane };
     return planes[op];
 }
 
@@ -263,9 +252,9 @@ static binary_plane layout_plane(int32_t num_dims, const int32_t *dims, const in
 }
 
 /* Every plane of a layout through `plane_fn`. */
-static void binary_planes(const binary_ctx *ctx, binary_plane_fn plane_fn, int32_t num_dims,
-                          const int32_t *dims, const int32_t *strides1, const int32_t *strides2,
-                          const int8_t *input1, const int8_t *input2, int8_t *output)
+static void binary_planes(const binary_ctx *ctx, binary_plane_fn plane_fn, int32_t num_dims, const int32_t *dims,
+                          const int32_t *strides1, const int32_t *strides2, const int8_t *input1, const int8_t *input2,
+                          int8_t *output)
 {
     const binary_plane plane = layout_plane(num_dims, dims, strides1, strides2);
     const int32_t outer = EDGEC_MAX(num_dims - 2, 0);
@@ -284,23 +273,20 @@ static void binary_planes(const binary_ctx *ctx, binary_plane_fn plane_fn, int32
 }
 
 /* binary_planes over a binary descriptor's layout. */
-static void binary_desc_planes(const binary_ctx *ctx, binary_plane_fn plane_fn,
-                               const int8_t *input1, const int8_t *input2, int8_t *output)
+static void binary_desc_planes(const binary_ctx *ctx, binary_plane_fn plane_fn, const int8_t *input1,
+                               const int8_t *input2, int8_t *output)
 {
     const edgec_binary_desc *d = ctx->desc;
-    binary_planes(ctx, plane_fn, d->num_dims, d->dims, d->strides1, d->strides2, input1, input2,
-                  output);
+    binary_planes(ctx, plane_fn, d->num_dims, d->dims, d->strides1, d->strides2, input1, input2, output);
 }
 
-static int binary_args_valid(const edgec_binary_desc *desc, const int8_t *input1,
-                             const int8_t *input2, const int8_t *output)
+static int binary_args_valid(const edgec_binary_desc *desc, const int8_t *input1, const int8_t *input2,
+                             const int8_t *output)
 {
-    return desc != NULL && input1 != NULL && input2 != NULL && output != NULL &&
-           binary_desc_valid(desc);
+    return desc != NULL && input1 != NULL && input2 != NULL && output != NULL && binary_desc_valid(desc);
 }
 
-edgec_status edgec_binary_s8(const edgec_binary_desc *desc, const int8_t *input1,
-                             const int8_t *input2, int8_t *output)
+edgec_status edgec_binary_s8(const edgec_binary_desc *desc, const int8_t *input1, const int8_t *input2, int8_t *output)
 {
     if (!binary_args_valid(desc, input1, input2, output)) {
         return EDGEC_ARG_ERROR;
@@ -329,8 +315,7 @@ static int unit_steps(int32_t step1, int32_t step2)
 static binary_plane_fn isa_plane(const edgec_binary_desc *d, binary_plane_fn packed)
 {
     const int32_t inner = d->num_dims - 1;
-    return packed != NULL && unit_steps(d->strides1[inner], d->strides2[inner]) ? packed
-                                                                              : portable_plane(d->op);
+    return packed != NULL && unit_steps(d->strides1[inner], d->strides2[inner]) ? packed : portable_plane(d->op);
 }
 
 /*
@@ -348,8 +333,7 @@ typedef struct {
     int32_t other_offset;
 } commuted_plane;
 
-static commuted_plane commute(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
-                              const int8_t *in2)
+static commuted_plane commute(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1, const int8_t *in2)
 {
     const int swap = p->step1 == 0;
     commuted_plane c;
@@ -447,8 +431,8 @@ static inline int32_t dsp_mul_output(int32_t doubled_product, const dsp_mul_cons
  * where this is inlined), from (x + offset) of elements 0..3 of the vector operand and twice that
  * of the other as int16 pairs: even = (element 0, element 2), odd = (element 1, element 3). The
  * products fit SMULBB/SMULTT (|x + offset| <= 255). */
-static inline uint32_t dsp_mul_four(int32_t a_even, int32_t a_odd, int32_t b2_even,
-                                    int32_t b2_odd, const dsp_mul_consts *c, int clamp)
+static inline uint32_t dsp_mul_four(int32_t a_even, int32_t a_odd, int32_t b2_even, int32_t b2_odd,
+                                    const dsp_mul_consts *c, int clamp)
 {
     const int32_t y0 = dsp_mul_output(dsp_mul_bottoms(a_even, b2_even), c);
     const int32_t y1 = dsp_mul_output(dsp_mul_bottoms(a_odd, b2_odd), c);
@@ -460,10 +444,9 @@ static inline uint32_t dsp_mul_four(int32_t a_even, int32_t a_odd, int32_t b2_ev
 
 /* One MUL row, four elements per step (other_step, 0 or 1, and clamp are constants where this
  * is inlined), the last n % 4 one by one. */
-static BINARY_ALWAYS_INLINE void dsp_mul_row(const int8_t *vector, const int8_t *other, int32_t other_step,
-                               int8_t *out, int32_t n, const dsp_mul_consts *c, int clamp,
-                               int32_t vector_offset, int32_t other_offset, int32_t act_min,
-                               int32_t act_max)
+static BINARY_ALWAYS_INLINE void dsp_mul_row(const int8_t *vector, const int8_t *other, int32_t other_step, int8_t *out,
+                                             int32_t n, const dsp_mul_consts *c, int clamp, int32_t vector_offset,
+                                             int32_t other_offset, int32_t act_min, int32_t act_max)
 {
     const int32_t single2 = dsp_pair(2 * (other[0] + other_offset));
     int32_t i = 0;
@@ -479,8 +462,7 @@ static BINARY_ALWAYS_INLINE void dsp_mul_row(const int8_t *vector, const int8_t 
             memcpy(&x2, other + i, 4);
             const int32_t b_even = __sxtab16(c->other_pair, x2);
             const int32_t b_odd = dsp_sxtab16_ror8(c->other_pair, x2);
-            y = dsp_mul_four(a_even, a_odd, __sadd16(b_even, b_even), __sadd16(b_odd, b_odd), c,
-                             clamp);
+            y = dsp_mul_four(a_even, a_odd, __sadd16(b_even, b_even), __sadd16(b_odd, b_odd), c, clamp);
         }
         memcpy(out + i, &y, 4); /* after reading: out may be the vector operand */
     }
@@ -492,13 +474,12 @@ static BINARY_ALWAYS_INLINE void dsp_mul_row(const int8_t *vector, const int8_t 
 
 /* The rows of a MUL plane (other_step and clamp constants where this is inlined). */
 static BINARY_ALWAYS_INLINE void dsp_mul_rows(const commuted_plane *m, const binary_plane *p, int8_t *out,
-                                const dsp_mul_consts *c, int32_t other_step, int clamp,
-                                const edgec_binary_desc *d)
+                                              const dsp_mul_consts *c, int32_t other_step, int clamp,
+                                              const edgec_binary_desc *d)
 {
     for (int32_t r = 0; r < p->rows; r++) {
-        dsp_mul_row(m->vector + r * m->vector_outer, m->other + r * m->other_outer, other_step,
-                    out + r * p->n, p->n, c, clamp, m->vector_offset, m->other_offset, d->act_min,
-                    d->act_max);
+        dsp_mul_row(m->vector + r * m->vector_outer, m->other + r * m->other_outer, other_step, out + r * p->n, p->n, c,
+                    clamp, m->vector_offset, m->other_offset, d->act_min, d->act_max);
     }
 }
 
@@ -506,8 +487,8 @@ static BINARY_ALWAYS_INLINE void dsp_mul_rows(const commuted_plane *m, const bin
  * MUL plane on unit steps with output_shift -1..-24: both operands widened with their offsets by
  * SXTAB16 (the other one doubled by SADD16), products by SMULBB/SMULTT, then dsp_mul_output.
  */
-static void dsp_mul_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
-                          const int8_t *in2, int8_t *out)
+static void dsp_mul_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1, const int8_t *in2,
+                          int8_t *out)
 {
     const edgec_binary_desc *d = ctx->desc;
     const commuted_plane m = commute(ctx, p, in1, in2);
@@ -547,8 +528,8 @@ static inline uint32_t dsp_select4(uint32_t a, uint32_t b, int maximum)
 
 /* MINIMUM/MAXIMUM plane on unit steps, four bytes per step (a single-value operand in every byte
  * of its word). */
-static BINARY_ALWAYS_INLINE void dsp_select_plane(const binary_ctx *ctx, const binary_plane *p,
-                                    const int8_t *in1, const int8_t *in2, int8_t *out, int maximum)
+static BINARY_ALWAYS_INLINE void dsp_select_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                                                  const int8_t *in2, int8_t *out, int maximum)
 {
     const edgec_binary_desc *d = ctx->desc;
     const commuted_plane m = commute(ctx, p, in1, in2);
@@ -578,20 +559,20 @@ static BINARY_ALWAYS_INLINE void dsp_select_plane(const binary_ctx *ctx, const b
     }
 }
 
-static void dsp_minimum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
-                              const int8_t *in2, int8_t *out)
+static void dsp_minimum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1, const int8_t *in2,
+                              int8_t *out)
 {
     dsp_select_plane(ctx, p, in1, in2, out, 0);
 }
 
-static void dsp_maximum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
-                              const int8_t *in2, int8_t *out)
+static void dsp_maximum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1, const int8_t *in2,
+                              int8_t *out)
 {
     dsp_select_plane(ctx, p, in1, in2, out, 1);
 }
 
-edgec_status edgec_binary_s8_dsp(const edgec_binary_desc *desc, const int8_t *input1,
-                                 const int8_t *input2, int8_t *output)
+edgec_status edgec_binary_s8_dsp(const edgec_binary_desc *desc, const int8_t *input1, const int8_t *input2,
+                                 int8_t *output)
 {
     if (!binary_args_valid(desc, input1, input2, output)) {
         return EDGEC_ARG_ERROR;
@@ -636,8 +617,7 @@ static inline int32x4_t mve_requantize_right(int32x4_t x, int32_t multiplier, in
 /* requantize by mve_requantize_left or _right (`left`: a constant where this is inlined). */
 static inline int32x4_t mve_requantize(int32x4_t x, int32_t multiplier, int32_t shift, int left)
 {
-    return left ? mve_requantize_left(x, multiplier, shift)
-                : mve_requantize_right(x, multiplier, shift);
+    return left ? mve_requantize_left(x, multiplier, shift) : mve_requantize_right(x, multiplier, shift);
 }
 
 /* What the Helium MUL rows keep in registers. */
@@ -667,39 +647,37 @@ static inline int16x8_t mve_mul_eight(int16x8_t a, int16x8_t b, const mve_mul_co
 
 /* One MUL row: whole steps of eight unpredicated, then one predicated step for the rest
  * (other_step and left are constants where this is inlined). */
-static BINARY_ALWAYS_INLINE void mve_mul_row(const int8_t *vector, const int8_t *other, int32_t other_step,
-                               int8_t *out, int32_t n, const mve_mul_consts *c, int left)
+static BINARY_ALWAYS_INLINE void mve_mul_row(const int8_t *vector, const int8_t *other, int32_t other_step, int8_t *out,
+                                             int32_t n, const mve_mul_consts *c, int left)
 {
     const int16x8_t single = vdupq_n_s16((int16_t)(other[0] + c->other_offset));
     int32_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const int16x8_t a = vaddq_n_s16(vldrbq_s16(vector + i), c->vector_offset);
-        const int16x8_t b =
-            other_step ? vaddq_n_s16(vldrbq_s16(other + i), c->other_offset) : single;
+        const int16x8_t b = other_step ? vaddq_n_s16(vldrbq_s16(other + i), c->other_offset) : single;
         vstrbq_s16(out + i, mve_mul_eight(a, b, c, left));
     }
     if (i < n) {
         const mve_pred16_t lanes = vctp16q((uint32_t)(n - i));
         const int16x8_t a = vaddq_n_s16(vldrbq_z_s16(vector + i, lanes), c->vector_offset);
-        const int16x8_t b =
-            other_step ? vaddq_n_s16(vldrbq_z_s16(other + i, lanes), c->other_offset) : single;
+        const int16x8_t b = other_step ? vaddq_n_s16(vldrbq_z_s16(other + i, lanes), c->other_offset) : single;
         vstrbq_p_s16(out + i, mve_mul_eight(a, b, c, left), lanes);
     }
 }
 
 /* The rows of a MUL plane (other_step and left constants where this is inlined). */
 static BINARY_ALWAYS_INLINE void mve_mul_rows(const commuted_plane *m, const binary_plane *p, int8_t *out,
-                                const mve_mul_consts *c, int32_t other_step, int left)
+                                              const mve_mul_consts *c, int32_t other_step, int left)
 {
     for (int32_t r = 0; r < p->rows; r++) {
-        mve_mul_row(m->vector + r * m->vector_outer, m->other + r * m->other_outer, other_step,
-                    out + r * p->n, p->n, c, left);
+        mve_mul_row(m->vector + r * m->vector_outer, m->other + r * m->other_outer, other_step, out + r * p->n, p->n, c,
+                    left);
     }
 }
 
 /* MUL plane on unit steps, eight elements per step. */
-static void mve_mul_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
-                          const int8_t *in2, int8_t *out)
+static void mve_mul_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1, const int8_t *in2,
+                          int8_t *out)
 {
     const edgec_binary_desc *d = ctx->desc;
     const commuted_plane m = commute(ctx, p, in1, in2);
@@ -746,8 +724,7 @@ typedef struct {
 
 static int mve_add_sub_fits(const edgec_binary_desc *d)
 {
-    return d->left_shift + EDGEC_MAX(d->input1_shift, 0) <= 31 &&
-           d->left_shift + EDGEC_MAX(d->input2_shift, 0) <= 31;
+    return d->left_shift + EDGEC_MAX(d->input1_shift, 0) <= 31 && d->left_shift + EDGEC_MAX(d->input2_shift, 0) <= 31;
 }
 
 /* An add/sub operand's four lanes rescaled onto the common grid (rescaled() on each lane). */
@@ -758,66 +735,57 @@ static inline int32x4_t mve_rescaled(int32x4_t x, int32_t offset, int32_t left, 
 }
 
 /* Four ADD/SUB outputs from the operands on the common grid. */
-static inline int32x4_t mve_add_sub_four(int32x4_t a, int32x4_t b, const mve_add_consts *c,
-                                         int subtract)
+static inline int32x4_t mve_add_sub_four(int32x4_t a, int32x4_t b, const mve_add_consts *c, int subtract)
 {
     /* VADD/VSUB wrap like the portable path's uint32_t arithmetic */
     const int32x4_t total = vqshlq_r_s32(subtract ? vsubq_s32(a, b) : vaddq_s32(a, b), c->left_out);
-    return edgec_mve_output(mve_requantize_high(total, c->multiplier_out, c->minus_right_out),
-                            c->stage);
+    return edgec_mve_output(mve_requantize_high(total, c->multiplier_out, c->minus_right_out), c->stage);
 }
 
 /* One ADD/SUB row, four elements per step (step1, step2 and subtract constants where this is
  * inlined); a single-value operand (step 0) is rescaled once. */
-static BINARY_ALWAYS_INLINE void mve_add_sub_row(const int8_t *in1, int32_t step1, const int8_t *in2,
-                                   int32_t step2, int8_t *out, int32_t n, const mve_add_consts *c,
-                                   int subtract)
+static BINARY_ALWAYS_INLINE void mve_add_sub_row(const int8_t *in1, int32_t step1, const int8_t *in2, int32_t step2,
+                                                 int8_t *out, int32_t n, const mve_add_consts *c, int subtract)
 {
-    const int32x4_t single1 =
-        mve_rescaled(vdupq_n_s32(in1[0]), c->offset1, c->left1, c->multiplier1, c->minus_right1);
-    const int32x4_t single2 =
-        mve_rescaled(vdupq_n_s32(in2[0]), c->offset2, c->left2, c->multiplier2, c->minus_right2);
+    const int32x4_t single1 = mve_rescaled(vdupq_n_s32(in1[0]), c->offset1, c->left1, c->multiplier1, c->minus_right1);
+    const int32x4_t single2 = mve_rescaled(vdupq_n_s32(in2[0]), c->offset2, c->left2, c->multiplier2, c->minus_right2);
     int32_t i = 0;
     for (; i + 4 <= n; i += 4) {
-        const int32x4_t a = step1 ? mve_rescaled(vldrbq_s32(in1 + i), c->offset1, c->left1,
-                                                 c->multiplier1, c->minus_right1)
-                                  : single1;
-        const int32x4_t b = step2 ? mve_rescaled(vldrbq_s32(in2 + i), c->offset2, c->left2,
-                                                 c->multiplier2, c->minus_right2)
-                                  : single2;
+        const int32x4_t a =
+            step1 ? mve_rescaled(vldrbq_s32(in1 + i), c->offset1, c->left1, c->multiplier1, c->minus_right1) : single1;
+        const int32x4_t b =
+            step2 ? mve_rescaled(vldrbq_s32(in2 + i), c->offset2, c->left2, c->multiplier2, c->minus_right2) : single2;
         vstrbq_s32(out + i, mve_add_sub_four(a, b, c, subtract));
     }
     if (i < n) {
         const mve_pred16_t lanes = vctp32q((uint32_t)(n - i));
-        const int32x4_t a = step1 ? mve_rescaled(vldrbq_z_s32(in1 + i, lanes), c->offset1,
-                                                 c->left1, c->multiplier1, c->minus_right1)
-                                  : single1;
-        const int32x4_t b = step2 ? mve_rescaled(vldrbq_z_s32(in2 + i, lanes), c->offset2,
-                                                 c->left2, c->multiplier2, c->minus_right2)
-                                  : single2;
+        const int32x4_t a =
+            step1 ? mve_rescaled(vldrbq_z_s32(in1 + i, lanes), c->offset1, c->left1, c->multiplier1, c->minus_right1)
+                  : single1;
+        const int32x4_t b =
+            step2 ? mve_rescaled(vldrbq_z_s32(in2 + i, lanes), c->offset2, c->left2, c->multiplier2, c->minus_right2)
+                  : single2;
         vstrbq_p_s32(out + i, mve_add_sub_four(a, b, c, subtract), lanes);
     }
 }
 
 /* The rows of an ADD/SUB plane (step1, step2, subtract constants where this is inlined). */
 static BINARY_ALWAYS_INLINE void mve_add_sub_rows(const binary_plane *p, const int8_t *in1, int32_t step1,
-                                    const int8_t *in2, int32_t step2, int8_t *out,
-                                    const mve_add_consts *c, int subtract)
+                                                  const int8_t *in2, int32_t step2, int8_t *out,
+                                                  const mve_add_consts *c, int subtract)
 {
     const int32_t rows = p->rows;
     const int32_t n = p->n;
     const int32_t outer1 = p->outer1;
     const int32_t outer2 = p->outer2;
     for (int32_t r = 0; r < rows; r++) {
-        mve_add_sub_row(in1 + r * outer1, step1, in2 + r * outer2, step2, out + r * n, n, c,
-                        subtract);
+        mve_add_sub_row(in1 + r * outer1, step1, in2 + r * outer2, step2, out + r * n, n, c, subtract);
     }
 }
 
 /* ADD/SUB plane on unit steps (mve_add_sub_fits: else the portable plane). */
-static BINARY_ALWAYS_INLINE void mve_add_sub_plane(const binary_ctx *ctx, const binary_plane *p,
-                                     const int8_t *in1, const int8_t *in2, int8_t *out,
-                                     int subtract)
+static BINARY_ALWAYS_INLINE void mve_add_sub_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                                                   const int8_t *in2, int8_t *out, int subtract)
 {
     const edgec_binary_desc *d = ctx->desc;
     if (!mve_add_sub_fits(d)) {
@@ -846,14 +814,14 @@ static BINARY_ALWAYS_INLINE void mve_add_sub_plane(const binary_ctx *ctx, const 
     }
 }
 
-static void mve_add_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
-                          const int8_t *in2, int8_t *out)
+static void mve_add_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1, const int8_t *in2,
+                          int8_t *out)
 {
     mve_add_sub_plane(ctx, p, in1, in2, out, 0);
 }
 
-static void mve_sub_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
-                          const int8_t *in2, int8_t *out)
+static void mve_sub_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1, const int8_t *in2,
+                          int8_t *out)
 {
     mve_add_sub_plane(ctx, p, in1, in2, out, 1);
 }
@@ -861,7 +829,7 @@ static void mve_sub_plane(const binary_ctx *ctx, const binary_plane *p, const in
 /* One MINIMUM/MAXIMUM row, sixteen bytes per step (other_step and maximum constants where this
  * is inlined). */
 static BINARY_ALWAYS_INLINE void mve_select_row(const int8_t *vector, const int8_t *other, int32_t other_step,
-                                  int8_t *out, int32_t n, int8x16_t lo, int8x16_t hi, int maximum)
+                                                int8_t *out, int32_t n, int8x16_t lo, int8x16_t hi, int maximum)
 {
     const int8x16_t single = vdupq_n_s8(other[0]);
     int32_t i = 0;
@@ -882,19 +850,19 @@ static BINARY_ALWAYS_INLINE void mve_select_row(const int8_t *vector, const int8
 
 /* The rows of a MINIMUM/MAXIMUM plane (other_step and maximum constants where inlined). */
 static BINARY_ALWAYS_INLINE void mve_select_rows(const commuted_plane *m, const binary_plane *p, int8_t *out,
-                                   int32_t other_step, int8x16_t lo, int8x16_t hi, int maximum)
+                                                 int32_t other_step, int8x16_t lo, int8x16_t hi, int maximum)
 {
     const int32_t rows = p->rows;
     const int32_t n = p->n;
     for (int32_t r = 0; r < rows; r++) {
-        mve_select_row(m->vector + r * m->vector_outer, m->other + r * m->other_outer, other_step,
-                       out + r * n, n, lo, hi, maximum);
+        mve_select_row(m->vector + r * m->vector_outer, m->other + r * m->other_outer, other_step, out + r * n, n, lo,
+                       hi, maximum);
     }
 }
 
 /* MINIMUM/MAXIMUM plane on unit steps. */
-static BINARY_ALWAYS_INLINE void mve_select_plane(const binary_ctx *ctx, const binary_plane *p,
-                                    const int8_t *in1, const int8_t *in2, int8_t *out, int maximum)
+static BINARY_ALWAYS_INLINE void mve_select_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
+                                                  const int8_t *in2, int8_t *out, int maximum)
 {
     const commuted_plane m = commute(ctx, p, in1, in2);
     const int8x16_t lo = vdupq_n_s8((int8_t)ctx->desc->act_min);
@@ -906,23 +874,23 @@ static BINARY_ALWAYS_INLINE void mve_select_plane(const binary_ctx *ctx, const b
     }
 }
 
-static void mve_minimum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
-                              const int8_t *in2, int8_t *out)
+static void mve_minimum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1, const int8_t *in2,
+                              int8_t *out)
 {
     mve_select_plane(ctx, p, in1, in2, out, 0);
 }
 
-static void mve_maximum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1,
-                              const int8_t *in2, int8_t *out)
+static void mve_maximum_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *in1, const int8_t *in2,
+                              int8_t *out)
 {
     mve_select_plane(ctx, p, in1, in2, out, 1);
 }
 
-edgec_status edgec_binary_s8_mve(const edgec_binary_desc *desc, const int8_t *input1,
-                                 const int8_t *input2, int8_t *output)
+edgec_status edgec_binary_s8_mve(const edgec_binary_desc *desc, const int8_t *input1, const int8_t *input2,
+                                 int8_t *output)
 {
-    static const binary_plane_fn planes[] = {mve_add_plane, mve_sub_plane, mve_mul_plane,
-                                             mve_minimum_plane, mve_maximum_plane};
+    static const binary_plane_fn planes[] = { mve_add_plane, mve_sub_plane, mve_mul_plane, mve_minimum_plane,
+                                              mve_maximum_plane };
     if (!binary_args_valid(desc, input1, input2, output)) {
         return EDGEC_ARG_ERROR;
     }
@@ -937,28 +905,25 @@ edgec_status edgec_binary_s8_mve(const edgec_binary_desc *desc, const int8_t *in
 
 static int prelu_desc_valid(const edgec_prelu_desc *d)
 {
-    return layout_valid(d->num_dims, d->dims, d->input_strides, d->alpha_strides) &&
-           d->input_offset >= -127 && d->input_offset <= 128 && d->alpha_offset >= -127 &&
-           d->alpha_offset <= 128 && d->output_offset >= -128 && d->output_offset <= 127 &&
-           d->identity_multiplier >= 0 && d->alpha_multiplier >= 0 &&
+    return layout_valid(d->num_dims, d->dims, d->input_strides, d->alpha_strides) && d->input_offset >= -127 &&
+           d->input_offset <= 128 && d->alpha_offset >= -127 && d->alpha_offset <= 128 && d->output_offset >= -128 &&
+           d->output_offset <= 127 && d->identity_multiplier >= 0 && d->alpha_multiplier >= 0 &&
            edgec_shift_valid(d->identity_shift) && edgec_shift_valid(d->alpha_shift) &&
            edgec_act_range_valid(d->act_min, d->act_max);
 }
 
 /* PReLU of one input value: v * (alpha + offset) is within 255 * 255. */
-static inline int8_t prelu_value(const edgec_prelu_desc *d, edgec_output_stage stage, int32_t x,
-                                 int32_t alpha)
+static inline int8_t prelu_value(const edgec_prelu_desc *d, edgec_output_stage stage, int32_t x, int32_t alpha)
 {
     const int32_t v = x + d->input_offset;
     const int32_t r = v >= 0 ? edgec_requantize(v, d->identity_multiplier, d->identity_shift)
-                             : edgec_requantize(v * (alpha + d->alpha_offset), d->alpha_multiplier,
-                                                d->alpha_shift);
+                             : edgec_requantize(v * (alpha + d->alpha_offset), d->alpha_multiplier, d->alpha_shift);
     return edgec_output_s8(stage, r);
 }
 
 /* One row of PReLU, a binary_row_fn (input as input1, alpha as input2). */
-static inline void prelu_row(const binary_ctx *ctx, const int8_t *input, int32_t input_step,
-                             const int8_t *alpha, int32_t alpha_step, int8_t *out, int32_t n)
+static inline void prelu_row(const binary_ctx *ctx, const int8_t *input, int32_t input_step, const int8_t *alpha,
+                             int32_t alpha_step, int8_t *out, int32_t n)
 {
     const edgec_prelu_desc d = *ctx->prelu; /* in registers: stores through out may alias it */
     const edgec_output_stage stage = ctx->stage;
@@ -976,12 +941,12 @@ static inline void prelu_row(const binary_ctx *ctx, const int8_t *input, int32_t
  */
 typedef struct {
     int8_t entry[256]; /* entry[x + 128] */
-    int32_t negatives;  /* entries 0 .. negatives-1 are the v < 0 inputs */
+    int32_t negatives; /* entries 0 .. negatives-1 are the v < 0 inputs */
 } prelu_table;
 
 /* entry[k] for k in [from, to) under `alpha` (inlined: the hot loop of the table path's set-up). */
-static inline void prelu_table_fill(prelu_table *t, const edgec_prelu_desc *d, edgec_output_stage stage,
-                                    int32_t alpha, int32_t from, int32_t to)
+static inline void prelu_table_fill(prelu_table *t, const edgec_prelu_desc *d, edgec_output_stage stage, int32_t alpha,
+                                    int32_t from, int32_t to)
 {
     for (int32_t k = from; k < to; k++) {
         t->entry[k] = prelu_value(d, stage, k - 128, alpha);
@@ -994,8 +959,8 @@ static int32_t prelu_negatives(const edgec_prelu_desc *d)
 }
 
 /* out[r * out_step] = table[in[r * in_step]] for r < rows, four at a time. */
-static void prelu_table_apply(const int8_t *table, const int8_t *in, int32_t in_step, int8_t *out,
-                              int32_t out_step, int32_t rows)
+static void prelu_table_apply(const int8_t *table, const int8_t *in, int32_t in_step, int8_t *out, int32_t out_step,
+                              int32_t rows)
 {
     const int8_t *const t = table + 128;
     int32_t r = 0;
@@ -1049,8 +1014,8 @@ static int prelu_half_table_pays(const edgec_prelu_desc *d, const binary_plane *
 }
 
 /* Reads each element before writing the same position (in place when input is output). */
-static void prelu_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *input,
-                        const int8_t *alpha, int8_t *out)
+static void prelu_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *input, const int8_t *alpha,
+                        int8_t *out)
 {
     const edgec_prelu_desc d = *ctx->prelu;
     const int whole = p->outer2 == 0 && prelu_table_pays(&d, p);
@@ -1078,8 +1043,7 @@ static void prelu_plane(const binary_ctx *ctx, const binary_plane *p, const int8
     }
 }
 
-edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input,
-                            const int8_t *alpha, int8_t *output)
+edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input, const int8_t *alpha, int8_t *output)
 {
     if (desc == NULL || input == NULL || alpha == NULL || output == NULL || !prelu_desc_valid(desc)) {
         return EDGEC_ARG_ERROR;
@@ -1088,7 +1052,7 @@ edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input,
     memset(&ctx, 0, sizeof(ctx));
     ctx.prelu = desc;
     ctx.stage = edgec_output_stage_make(desc->output_offset, desc->act_min, desc->act_max);
-    binary_planes(&ctx, prelu_plane, desc->num_dims, desc->dims, desc->input_strides,
-                  desc->alpha_strides, input, alpha, output);
+    binary_planes(&ctx, prelu_plane, desc->num_dims, desc->dims, desc->input_strides, desc->alpha_strides, input, alpha,
+                  output);
     return EDGEC_OK;
 }

@@ -12,15 +12,13 @@ static int fully_connected_s16_valid(const edgec_fully_connected_s16_desc *d, co
     if (!d || !input || !output || !d->filter || !d->multiplier || !d->shift) {
         return 0;
     }
-    return d->batches >= 1 && d->input_c >= 1 && d->output_c >= 1 &&
-           (int64_t)d->batches * d->input_c <= INT32_MAX &&
-           (int64_t)d->batches * d->output_c <= INT32_MAX &&
-           (int64_t)d->input_c * d->output_c <= INT32_MAX &&
+    return d->batches >= 1 && d->input_c >= 1 && d->output_c >= 1 && (int64_t)d->batches * d->input_c <= INT32_MAX &&
+           (int64_t)d->batches * d->output_c <= INT32_MAX && (int64_t)d->input_c * d->output_c <= INT32_MAX &&
            edgec_s16_output_valid(d->multiplier, d->shift, d->output_c, d->act_min, d->act_max);
 }
 
-edgec_status edgec_fully_connected_s16(const edgec_fully_connected_s16_desc *desc,
-                                       const int16_t *input, int16_t *output)
+edgec_status edgec_fully_connected_s16(const edgec_fully_connected_s16_desc *desc, const int16_t *input,
+                                       int16_t *output)
 {
     if (!fully_connected_s16_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
@@ -34,20 +32,17 @@ edgec_status edgec_fully_connected_s16(const edgec_fully_connected_s16_desc *des
             for (int32_t k = 0; k < d.input_c; k++) {
                 acc += (int32_t)x[k] * w[k];
             }
-            output[b * d.output_c + o] =
-                edgec_output_s16(acc, d.bias, d.multiplier, d.shift, o, d.act_min, d.act_max);
+            output[b * d.output_c + o] = edgec_output_s16(acc, d.bias, d.multiplier, d.shift, o, d.act_min, d.act_max);
         }
     }
     return EDGEC_OK;
 }
 
 #if defined(__ARM_FEATURE_DSP)
-edgec_status edgec_fully_connected_s16_dsp(const edgec_fully_connected_s16_desc *desc,
-                                           const int16_t *input, int16_t *output,
-                                           int16_t *scratch)
+edgec_status edgec_fully_connected_s16_dsp(const edgec_fully_connected_s16_desc *desc, const int16_t *input,
+                                           int16_t *output, int16_t *scratch)
 {
-    if (!fully_connected_s16_valid(desc, input, output) || !scratch ||
-        !edgec_word_aligned(scratch)) {
+    if (!fully_connected_s16_valid(desc, input, output) || !scratch || !edgec_word_aligned(scratch)) {
         return EDGEC_ARG_ERROR;
     }
     const edgec_fully_connected_s16_desc d = *desc;
@@ -57,8 +52,8 @@ edgec_status edgec_fully_connected_s16_dsp(const edgec_fully_connected_s16_desc 
             scratch[k] = x[k];
         }
         edgec_s16_dsp_reorder(scratch, d.input_c);
-        edgec_s16_dsp_rows(scratch, d.filter, d.input_c, 0, d.output_c, d.bias, d.multiplier,
-                           d.shift, d.act_min, d.act_max, output + b * d.output_c);
+        edgec_s16_dsp_rows(scratch, d.filter, d.input_c, 0, d.output_c, d.bias, d.multiplier, d.shift, d.act_min,
+                           d.act_max, output + b * d.output_c);
     }
     return EDGEC_OK;
 }

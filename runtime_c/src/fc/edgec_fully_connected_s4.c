@@ -7,22 +7,17 @@
  */
 #include "../support/edgec_support.h"
 
-static int fully_connected_s4_valid(const edgec_fully_connected_s4_desc *d, const int8_t *input,
-                                    const int8_t *output)
+static int fully_connected_s4_valid(const edgec_fully_connected_s4_desc *d, const int8_t *input, const int8_t *output)
 {
     if (!d || !input || !output || !d->filter || !d->multiplier || !d->shift) {
         return 0;
     }
-    return d->batches >= 1 && d->input_c >= 1 && d->output_c >= 1 &&
-           (int64_t)d->batches * d->input_c <= INT32_MAX &&
-           (int64_t)d->batches * d->output_c <= INT32_MAX &&
-           (int64_t)d->input_c * d->output_c <= INT32_MAX &&
-           edgec_s4_output_valid(d->input_offset, d->output_offset, d->act_min, d->act_max,
-                                 d->shift, d->output_c);
+    return d->batches >= 1 && d->input_c >= 1 && d->output_c >= 1 && (int64_t)d->batches * d->input_c <= INT32_MAX &&
+           (int64_t)d->batches * d->output_c <= INT32_MAX && (int64_t)d->input_c * d->output_c <= INT32_MAX &&
+           edgec_s4_output_valid(d->input_offset, d->output_offset, d->act_min, d->act_max, d->shift, d->output_c);
 }
 
-edgec_status edgec_fully_connected_s4(const edgec_fully_connected_s4_desc *desc,
-                                      const int8_t *input, int8_t *output)
+edgec_status edgec_fully_connected_s4(const edgec_fully_connected_s4_desc *desc, const int8_t *input, int8_t *output)
 {
     if (!fully_connected_s4_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
@@ -34,8 +29,7 @@ edgec_status edgec_fully_connected_s4(const edgec_fully_connected_s4_desc *desc,
         for (int32_t o = 0; o < d.output_c; o++) {
             const uint32_t bias = d.bias ? (uint32_t)d.bias[o] : 0u;
             const uint32_t acc = edgec_s4_dot(d.filter, o * d.input_c, x, d.input_c, d.input_offset, bias);
-            output[b * d.output_c + o] =
-                edgec_requantize_s8((int32_t)acc, d.multiplier[o], d.shift[o], stage);
+            output[b * d.output_c + o] = edgec_requantize_s8((int32_t)acc, d.multiplier[o], d.shift[o], stage);
         }
     }
     return EDGEC_OK;
@@ -54,7 +48,7 @@ edgec_status edgec_fully_connected_s4(const edgec_fully_connected_s4_desc *desc,
  */
 static void fc_s4_widen_input(const int8_t *x, int32_t blocks, int32_t offset, int16_t *scratch)
 {
-    static const int8_t order[8] = {0, 4, 2, 6, 1, 5, 3, 7};
+    static const int8_t order[8] = { 0, 4, 2, 6, 1, 5, 3, 7 };
     for (int32_t b = 0; b < blocks; b++) {
         for (int32_t i = 0; i < 8; i++) {
             scratch[8 * b + i] = (int16_t)((int32_t)x[8 * b + order[i]] + offset);
@@ -63,8 +57,7 @@ static void fc_s4_widen_input(const int8_t *x, int32_t blocks, int32_t offset, i
 }
 
 /* acc += the SMLAD pair products of one weight word (eight weights) and its four input pairs. */
-static inline int32_t fc_s4_smlad8(int32_t w, int32_t x04, int32_t x26, int32_t x15, int32_t x37,
-                                   int32_t acc)
+static inline int32_t fc_s4_smlad8(int32_t w, int32_t x04, int32_t x26, int32_t x15, int32_t x37, int32_t acc)
 {
     const int32_t lows = (int32_t)(((uint32_t)w << 4) & 0xF0F0F0F0u);
     const int32_t highs = (int32_t)((uint32_t)w & 0xF0F0F0F0u);
@@ -76,8 +69,8 @@ static inline int32_t fc_s4_smlad8(int32_t w, int32_t x04, int32_t x26, int32_t 
 
 /* 16 * the dot products of the widened blocks with row w (acc[0]) and, for rows == 2, with the
  * row row_bytes after it (acc[1]); the two-row loop has no branch but its own. */
-static EDGEC_NOINLINE void fc_s4_rows16(const int16_t *scratch, const int8_t *w, int32_t row_bytes,
-                                        int32_t blocks, int32_t rows, int32_t acc[2])
+static EDGEC_NOINLINE void fc_s4_rows16(const int16_t *scratch, const int8_t *w, int32_t row_bytes, int32_t blocks,
+                                        int32_t rows, int32_t acc[2])
 {
     const int8_t *x = (const int8_t *)scratch;
     const int8_t *const w_end = w + 4 * blocks;
@@ -105,8 +98,8 @@ static EDGEC_NOINLINE void fc_s4_rows16(const int16_t *scratch, const int8_t *w,
     acc[1] = acc1;
 }
 
-edgec_status edgec_fully_connected_s4_dsp(const edgec_fully_connected_s4_desc *desc,
-                                          const int8_t *input, int8_t *output, int16_t *scratch)
+edgec_status edgec_fully_connected_s4_dsp(const edgec_fully_connected_s4_desc *desc, const int8_t *input,
+                                          int8_t *output, int16_t *scratch)
 {
     if (!fully_connected_s4_valid(desc, input, output) || desc->input_c % 2 != 0 || desc->input_c < 8 || !scratch ||
         !edgec_word_aligned(scratch)) {
@@ -133,8 +126,8 @@ edgec_status edgec_fully_connected_s4_dsp(const edgec_fully_connected_s4_desc *d
             for (int32_t r = 0; r < rows; r++) {
                 uint32_t acc = (d.bias ? (uint32_t)d.bias[o + r] : 0u) + (uint32_t)(acc16[r] / 16);
                 if (tail < d.input_c) {
-                    acc = edgec_s4_dot(d.filter, (o + r) * d.input_c + tail, x + tail, d.input_c - tail,
-                                       d.input_offset, acc);
+                    acc = edgec_s4_dot(d.filter, (o + r) * d.input_c + tail, x + tail, d.input_c - tail, d.input_offset,
+                                       acc);
                 }
                 int8_t *y = output + b * d.output_c + o + r;
                 if (short_requant) {

@@ -18,18 +18,17 @@
 #include "edgec_nn.h"
 #include "../support/edgec_support.h"
 
-static int fc_args_valid(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
-                         int32_t batches, int32_t input_size, const int8_t *input,
-                         int32_t output_size, const int8_t *filter, const int8_t *output)
+static int fc_args_valid(const edgec_fc_params *params, const edgec_per_channel_quant *quant, int32_t batches,
+                         int32_t input_size, const int8_t *input, int32_t output_size, const int8_t *filter,
+                         const int8_t *output)
 {
-    if (params == NULL || quant == NULL || quant->multiplier == NULL || quant->shift == NULL ||
-        input == NULL || filter == NULL || output == NULL) {
+    if (params == NULL || quant == NULL || quant->multiplier == NULL || quant->shift == NULL || input == NULL ||
+        filter == NULL || output == NULL) {
         return 0;
     }
     /* Every index into the input, filter and output fits int32. */
-    if (batches < 1 || input_size < 1 || output_size < 1 ||
-        (int64_t)batches * input_size > INT32_MAX || (int64_t)batches * output_size > INT32_MAX ||
-        (int64_t)output_size * input_size > INT32_MAX) {
+    if (batches < 1 || input_size < 1 || output_size < 1 || (int64_t)batches * input_size > INT32_MAX ||
+        (int64_t)batches * output_size > INT32_MAX || (int64_t)output_size * input_size > INT32_MAX) {
         return 0;
     }
     /* The offset ranges keep x + input_offset and the products far from int32 overflow. */
@@ -46,8 +45,8 @@ static int fc_args_valid(const edgec_fc_params *params, const edgec_per_channel_
  * Two dot products against the same input row at once: each (x + offset) is loaded and offset
  * once and used twice, which roughly halves the loads per MAC on a core without a data cache.
  */
-static void fc_dot2(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n,
-                    int32_t input_offset, uint32_t *acc0, uint32_t *acc1)
+static void fc_dot2(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, int32_t input_offset,
+                    uint32_t *acc0, uint32_t *acc1)
 {
     uint32_t sum0 = *acc0;
     uint32_t sum1 = *acc1;
@@ -72,9 +71,8 @@ static uint32_t fc_dot1(const int8_t *x, const int8_t *w, int32_t n, int32_t inp
 }
 
 edgec_status edgec_fully_connected_s8(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
-                                      int32_t batches, int32_t input_size, const int8_t *input,
-                                      int32_t output_size, const int8_t *filter, const int32_t *bias,
-                                      int8_t *output)
+                                      int32_t batches, int32_t input_size, const int8_t *input, int32_t output_size,
+                                      const int8_t *filter, const int32_t *bias, int8_t *output)
 {
     int32_t b;
     int32_t input_offset, quant_step;
@@ -122,13 +120,12 @@ edgec_status edgec_fully_connected_s8(const edgec_fc_params *params, const edgec
 #if defined(__ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
 
 /* The packed paths' arguments: fc_args_valid's, plus a folded bias and a word-aligned filter. */
-static int packed_fc_args_valid(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
-                                int32_t batches, int32_t input_size, const int8_t *input,
-                                int32_t output_size, const int8_t *filter, const int32_t *bias,
-                                const int8_t *output)
+static int packed_fc_args_valid(const edgec_fc_params *params, const edgec_per_channel_quant *quant, int32_t batches,
+                                int32_t input_size, const int8_t *input, int32_t output_size, const int8_t *filter,
+                                const int32_t *bias, const int8_t *output)
 {
-    return fc_args_valid(params, quant, batches, input_size, input, output_size, filter, output) &&
-           bias != NULL && edgec_word_aligned(filter);
+    return fc_args_valid(params, quant, batches, input_size, input, output_size, filter, output) && bias != NULL &&
+           edgec_word_aligned(filter);
 }
 
 #endif /* packed paths */
@@ -139,8 +136,7 @@ static int packed_fc_args_valid(const edgec_fc_params *params, const edgec_per_c
 /* One step of dsp_mac_4x1: 4 inputs, widened here, against the block's 4 rows of 4 filter bytes
  * (wide: their taps already widened, 8 bytes a row); with rows 2, the first two rows only (a
  * last block of 1 or 2 outputs: the others are zero). */
-static inline void dsp_mac_4x1_group(const int8_t **filter, int32_t x, int32_t sums[4], int wide,
-                                     int rows)
+static inline void dsp_mac_4x1_group(const int8_t **filter, int32_t x, int32_t sums[4], int wide, int rows)
 {
     const int32_t x_even = __sxtb16(x);
     const int32_t x_odd = edgec_sxtb16_ror8(x);
@@ -184,10 +180,9 @@ static inline void dsp_mac_4x1_group(const int8_t **filter, int32_t x, int32_t s
  * partial group reads only the input bytes there are (the filter is zero past them). SMLAD wraps
  * modulo 2^32, as the golden kernel's int32 accumulator. rows 2: sums[0..1] only.
  */
-static inline void dsp_mac_4x1(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4], int wide,
-                               int rows)
+static inline void dsp_mac_4x1(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4], int wide, int rows)
 {
-    int32_t s[4] = {sums[0], sums[1], sums[2], sums[3]};
+    int32_t s[4] = { sums[0], sums[1], sums[2], sums[3] };
     const int8_t *const full_end = x + (n & ~3);
     while (x < full_end) {
         int32_t group;
@@ -248,20 +243,20 @@ static EDGEC_NOINLINE void dsp_mac_2x1_wide(const int8_t *filter, const int8_t *
  * naked functions, so that all 14 registers are theirs at every optimisation level.
  */
 typedef struct {
-    const int8_t *x;            /*  0: the input row */
-    const int8_t *x_end;        /*  4: past its last whole group of 4 */
-    const int8_t *filter;       /*  8: the next block's (advanced) */
-    const int32_t *bias;        /* 12: the next block's folded biases (advanced) */
-    const int32_t *multiplier;  /* 16: the next block's 4 multipliers (advanced by quant_step) */
-    const int32_t *shift;       /* 20: ... and shifts */
-    int32_t quant_step;         /* 24: bytes from a block's multipliers to the next's: 16 or 0 */
-    int32_t round_base;         /* 28: edgec_dsp_round_base of the output offset */
-    uint32_t lows;              /* 32: act_min in every byte */
-    uint32_t highs;             /* 36: act_max in every byte */
-    int8_t *y;                  /* 40: the next block's outputs (advanced) */
-    int8_t *y_end;              /* 44: past the last whole block's */
-    int32_t tail;               /* 48: the input's last n % 4 bytes, zero-extended to a word */
-    int32_t has_tail;           /* 52: n % 4 != 0 */
+    const int8_t *x;           /*  0: the input row */
+    const int8_t *x_end;       /*  4: past its last whole group of 4 */
+    const int8_t *filter;      /*  8: the next block's (advanced) */
+    const int32_t *bias;       /* 12: the next block's folded biases (advanced) */
+    const int32_t *multiplier; /* 16: the next block's 4 multipliers (advanced by quant_step) */
+    const int32_t *shift;      /* 20: ... and shifts */
+    int32_t quant_step;        /* 24: bytes from a block's multipliers to the next's: 16 or 0 */
+    int32_t round_base;        /* 28: edgec_dsp_round_base of the output offset */
+    uint32_t lows;             /* 32: act_min in every byte */
+    uint32_t highs;            /* 36: act_max in every byte */
+    int8_t *y;                 /* 40: the next block's outputs (advanced) */
+    int8_t *y_end;             /* 44: past the last whole block's */
+    int32_t tail;              /* 48: the input's last n % 4 bytes, zero-extended to a word */
+    int32_t has_tail;          /* 52: n % 4 != 0 */
 } dsp_fc_run;
 
 typedef char dsp_fc_run_layout[offsetof(dsp_fc_run, quant_step) == 24 && offsetof(dsp_fc_run, y) == 40 &&
@@ -271,80 +266,262 @@ typedef char dsp_fc_run_layout[offsetof(dsp_fc_run, quant_step) == 24 && offseto
 
 /* One group of 4 inputs against the block's 4 rows: `xload` puts the input word in r8; the sums
  * are r4..r7, the filter pointer r1; r0 and r9..r12, lr are scratch. */
-#define DSP_FC_GROUP(xload)                                                                        \
-    xload "\n\t"                                                                                   \
-    "ldr r10, [r1], #4\n\tldr r11, [r1], #4\n\tldr r12, [r1], #4\n\tldr lr, [r1], #4\n\t"          \
-    "sxtb16 r9, r8, ror #8\n\tsxtb16 r8, r8\n\t"                                                   \
-    "sxtb16 r0, r10, ror #8\n\tsxtb16 r10, r10\n\tsmlad r4, r10, r8, r4\n\tsmlad r4, r0, r9, r4\n\t" \
-    "sxtb16 r0, r11, ror #8\n\tsxtb16 r11, r11\n\tsmlad r5, r11, r8, r5\n\tsmlad r5, r0, r9, r5\n\t" \
-    "sxtb16 r0, r12, ror #8\n\tsxtb16 r12, r12\n\tsmlad r6, r12, r8, r6\n\tsmlad r6, r0, r9, r6\n\t" \
-    "sxtb16 r0, lr, ror #8\n\tsxtb16 lr, lr\n\tsmlad r7, lr, r8, r7\n\tsmlad r7, r0, r9, r7\n\t"
+#define DSP_FC_GROUP(xload)                                                                                \
+    xload "\n\t"                                                                                           \
+          "ldr r10, [r1], #4\n\tldr r11, [r1], #4\n\tldr r12, [r1], #4\n\tldr lr, [r1], #4\n\t"            \
+          "sxtb16 r9, r8, ror #8\n\tsxtb16 r8, r8\n\t"                                                     \
+          "sxtb16 r0, r10, ror #8\n\tsxtb16 r10, r10\n\tsmlad r4, r10, r8, r4\n\tsmlad r4, r0, r9, r4\n\t" \
+          "sxtb16 r0, r11, ror #8\n\tsxtb16 r11, r11\n\tsmlad r5, r11, r8, r5\n\tsmlad r5, r0, r9, r5\n\t" \
+          "sxtb16 r0, r12, ror #8\n\tsxtb16 r12, r12\n\tsmlad r6, r12, r8, r6\n\tsmlad r6, r0, r9, r6\n\t" \
+          "sxtb16 r0, lr, ror #8\n\tsxtb16 lr, lr\n\tsmlad r7, lr, r8, r7\n\tsmlad r7, r0, r9, r7\n\t"
 /* ... of a wide filter: each row's taps already widened, (w0, w2) then (w1, w3). */
-#define DSP_FC_GROUP_WIDE(xload)                                                                   \
-    xload "\n\t"                                                                                   \
-    "ldr r10, [r1], #4\n\tldr r11, [r1], #4\n\tldr r12, [r1], #4\n\tldr lr, [r1], #4\n\t"          \
-    "sxtb16 r9, r8, ror #8\n\tsxtb16 r8, r8\n\t"                                                   \
-    "smlad r4, r10, r8, r4\n\tsmlad r4, r11, r9, r4\n\tsmlad r5, r12, r8, r5\n\tsmlad r5, lr, r9, r5\n\t" \
-    "ldm r1!, {r10, r11, r12, lr}\n\t"                                                             \
-    "smlad r6, r10, r8, r6\n\tsmlad r6, r11, r9, r6\n\tsmlad r7, r12, r8, r7\n\tsmlad r7, lr, r9, r7\n\t"
+#define DSP_FC_GROUP_WIDE(xload)                                                                                \
+    xload "\n\t"                                                                                                \
+          "ldr r10, [r1], #4\n\tldr r11, [r1], #4\n\tldr r12, [r1], #4\n\tldr lr, [r1], #4\n\t"                 \
+          "sxtb16 r9, r8, ror #8\n\tsxtb16 r8, r8\n\t"                                                          \
+          "smlad r4, r10, r8, r4\n\tsmlad r4, r11, r9, r4\n\tsmlad r5, r12, r8, r5\n\tsmlad r5, lr, r9, r5\n\t" \
+          "ldm r1!, {r10, r11, r12, lr}\n\t"                                                                    \
+          "smlad r6, r10, r8, r6\n\tsmlad r6, r11, r9, r6\n\tsmlad r7, r12, r8, r7\n\tsmlad r7, lr, r9, r7\n\t"
 /* edgec_dsp_requantize_ssat8 of the sum in `acc`, its multiplier and shift at byte `at` of the
  * block's arrays (r2, r3); r10 holds the round base, r8, r9, r11, r12 and lr are scratch. */
-#define DSP_FC_REQUANT(acc, at)                                                                    \
-    "ldr r8, [r2, #" at "]\n\tldr r9, [r3, #" at "]\n\tmvn r9, r9\n\tsub r11, r9, #1\n\t"           \
-    "lsl r11, r10, r11\n\t"                                                                        \
+#define DSP_FC_REQUANT(acc, at)                                                                       \
+    "ldr r8, [r2, #" at "]\n\tldr r9, [r3, #" at "]\n\tmvn r9, r9\n\tsub r11, r9, #1\n\t"             \
+    "lsl r11, r10, r11\n\t"                                                                           \
     "and r12, " acc ", #0x80000000\n\torr r12, r12, #0x40000000\n\tadd lr, r11, " acc ", asr #31\n\t" \
     "smlal r12, lr, " acc ", r8\n\tasr " acc ", lr, r9\n\tssat " acc ", #8, " acc "\n\t"
 
 /* The routine, for DSP_FC_GROUP or _WIDE; r0 holds the run on entry, kept at [sp]. */
-#define DSP_FC_BLOCKS(group)                                                                       \
-    __asm__ volatile(                                                                              \
-        ".syntax unified\n\t"                                                                      \
-        "push {r0, r4-r11, lr}\n"                                                                  \
-        "1:\n\t"                                                                                   \
-        "ldr r0, [sp]\n\t"                                                                         \
-        "ldrd r2, r3, [r0, #0]\n\t"                                                                \
-        "ldrd r1, r8, [r0, #8]\n\t"                                                                \
-        "ldm r8!, {r4, r5, r6, r7}\n\t"                                                            \
-        "str r8, [r0, #12]\n\t"                                                                    \
-        "subs r9, r3, r2\n\t"                                                                      \
-        "beq 4f\n\t"                                                                               \
-        "ands r9, r9, #12\n\t"                                                                     \
-        "beq 2f\n\t"                                                                               \
-        "cmp r9, #8\n\t"                                                                           \
-        "beq 7f\n\t"                                                                               \
-        "bhi 6f\n\t"                                                                               \
-        "b 3f\n\t"                                                                                 \
-        ".p2align 2\n"                                                                             \
-        "2:\n\t" group("ldr r8, [r2], #4")                                                         \
-        "6:\n\t" group("ldr r8, [r2], #4")                                                         \
-        "7:\n\t" group("ldr r8, [r2], #4")                                                         \
-        "3:\n\t" group("ldr r8, [r2], #4")                                                         \
-        "cmp r2, r3\n\t"                                                                           \
-        "bne 2b\n"                                                                                 \
-        "4:\n\t"                                                                                   \
-        "ldr r0, [sp]\n\t"                                                                         \
-        "ldr r3, [r0, #52]\n\t"                                                                    \
-        "cmp r3, #0\n\t"                                                                           \
-        "beq 5f\n\t" group("ldr r8, [r0, #48]")                                                    \
-        "5:\n\t"                                                                                   \
-        "ldr r0, [sp]\n\t"                                                                         \
-        "str r1, [r0, #8]\n\t"                                                                     \
-        "ldrd r2, r3, [r0, #16]\n\t"                                                               \
-        "ldr r10, [r0, #28]\n\t"                                                                   \
-        DSP_FC_REQUANT("r4", "0") DSP_FC_REQUANT("r5", "4")                                        \
-        DSP_FC_REQUANT("r6", "8") DSP_FC_REQUANT("r7", "12")                                       \
-        "bfi r4, r5, #8, #8\n\tbfi r4, r6, #16, #8\n\tbfi r4, r7, #24, #8\n\t"                     \
-        "ldrd r8, r9, [r0, #32]\n\t"                                                               \
-        "ssub8 r12, r4, r8\n\tsel r4, r4, r8\n\tssub8 r12, r4, r9\n\tsel r4, r9, r4\n\t"           \
-        "ldr r12, [r0, #24]\n\t"                                                                   \
-        "add r2, r2, r12\n\tadd r3, r3, r12\n\t"                                                   \
-        "strd r2, r3, [r0, #16]\n\t"                                                               \
-        "ldrd r8, r9, [r0, #40]\n\t"                                                               \
-        "str r4, [r8], #4\n\t"                                                                     \
-        "str r8, [r0, #40]\n\t"                                                                    \
-        "cmp r8, r9\n\t"                                                                           \
-        "bne 1b\n\t"                                                                               \
-        "pop {r0, r4-r11, pc}\n\t")
+#define DSP_FC_BLOCKS(group)                                                                                            \
+    __asm__ volatile(                                                                                                   \
+        ".syntax unified\n\t"                                                                                           \
+        "push {r0, r4-r11, lr}\n"                                                                                       \
+        "1:\n\t"                                                                                                        \
+        "ldr r0, [sp]\n\t"                                                                                              \
+        "ldrd r2, r3, [r0, #0]\n\t"                                                                                     \
+        "ldrd r1, r8, [r0, #8]\n\t"                                                                                     \
+        "ldm r8!, {r4, r5, r6, r7}\n\t"                                                                                 \
+        "str r8, [r0, #12]\n\t"                                                                                         \
+        "subs r9, r3, r2\n\t"                                                                                           \
+        "beq 4f\n\t"                                                                                                    \
+        "ands r9, r9, #12\n\t"                                                                                          \
+        "beq 2f\n\t"                                                                                                    \
+        "cmp r9, #8\n\t"                                                                                                \
+        "beq 7f\n\t"                                                                                                    \
+        "bhi 6f\n\t"                                                                                                    \
+        "b 3f\n\t"                                                                                                      \
+        ".p2align 2\n"                                                                                                  \
+        "2:\n\t" group("ldr r8, [r2], #4") "6:\n\t" group("ldr r8, [r2], #4") "7:\n\t" group(                           \
+            "ldr r8, [r2], #4") "3:\n\t" group("ldr r8, [r2], #4") "cmp r2, r3\n\t"                                     \
+                                                                   "bne 2b\n"                                           \
+                                                                   "4:\n\t"                                             \
+                                                                   "ldr r0, [sp]\n\t"                                   \
+                                                                   "ldr r3, [r0, #52]\n\t"                              \
+                                                                   "cmp r3, #0\n\t"                                     \
+                                                                   "beq 5f\n\t" group(                                  \
+                                                                       "ldr r8, [r0, #48]") "5:\n\t"                    \
+                                                                                            "ldr r0, [sp]\n\t"          \
+                                                                                            "str r1, [r0, #8]\n\t"      \
+                                                                                            "ldrd r2, r3, [r0, "        \
+                                                                                            "#16]\n\t"                  \
+                                                                                            "ldr r10, [r0, "            \
+                                                                                            "#28]\n\t" DSP_FC_REQUANT(  \
+                                                                                                "r4", "0")              \
+                                                                                                DSP_FC_REQUANT("r5",    \
+                                                                                                               "4")     \
+                                                                                                    DSP_FC_REQUANT(     \
+                                                                                                        "r6", "8")      \
+                                                                                                        DSP_FC_REQUANT( \
+                                                                                                            "r7",       \
+                                                                                                            "12") "bf"  \
+                                                                                                                  "i "  \
+                                                                                                                  "r4"  \
+                                                                                                                  ", "  \
+                                                                                                                  "r5"  \
+                                                                                                                  ", "  \
+                                                                                                                  "#8"  \
+                                                                                                                  ", "  \
+                                                                                                                  "#8"  \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "bf"  \
+                                                                                                                  "i "  \
+                                                                                                                  "r4"  \
+                                                                                                                  ", "  \
+                                                                                                                  "r6"  \
+                                                                                                                  ", "  \
+                                                                                                                  "#1"  \
+                                                                                                                  "6,"  \
+                                                                                                                  " #"  \
+                                                                                                                  "8"   \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "bf"  \
+                                                                                                                  "i "  \
+                                                                                                                  "r4"  \
+                                                                                                                  ", "  \
+                                                                                                                  "r7"  \
+                                                                                                                  ", "  \
+                                                                                                                  "#2"  \
+                                                                                                                  "4,"  \
+                                                                                                                  " #"  \
+                                                                                                                  "8"   \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "ld"  \
+                                                                                                                  "rd"  \
+                                                                                                                  " r"  \
+                                                                                                                  "8,"  \
+                                                                                                                  " r"  \
+                                                                                                                  "9,"  \
+                                                                                                                  " ["  \
+                                                                                                                  "r0"  \
+                                                                                                                  ", "  \
+                                                                                                                  "#3"  \
+                                                                                                                  "2]"  \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "ss"  \
+                                                                                                                  "ub"  \
+                                                                                                                  "8 "  \
+                                                                                                                  "r1"  \
+                                                                                                                  "2,"  \
+                                                                                                                  " r"  \
+                                                                                                                  "4,"  \
+                                                                                                                  " r"  \
+                                                                                                                  "8"   \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "se"  \
+                                                                                                                  "l "  \
+                                                                                                                  "r4"  \
+                                                                                                                  ", "  \
+                                                                                                                  "r4"  \
+                                                                                                                  ", "  \
+                                                                                                                  "r8"  \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "ss"  \
+                                                                                                                  "ub"  \
+                                                                                                                  "8 "  \
+                                                                                                                  "r1"  \
+                                                                                                                  "2,"  \
+                                                                                                                  " r"  \
+                                                                                                                  "4,"  \
+                                                                                                                  " r"  \
+                                                                                                                  "9"   \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "se"  \
+                                                                                                                  "l "  \
+                                                                                                                  "r4"  \
+                                                                                                                  ", "  \
+                                                                                                                  "r9"  \
+                                                                                                                  ", "  \
+                                                                                                                  "r4"  \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "ld"  \
+                                                                                                                  "r "  \
+                                                                                                                  "r1"  \
+                                                                                                                  "2,"  \
+                                                                                                                  " ["  \
+                                                                                                                  "r0"  \
+                                                                                                                  ", "  \
+                                                                                                                  "#2"  \
+                                                                                                                  "4]"  \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "ad"  \
+                                                                                                                  "d "  \
+                                                                                                                  "r2"  \
+                                                                                                                  ", "  \
+                                                                                                                  "r2"  \
+                                                                                                                  ", "  \
+                                                                                                                  "r1"  \
+                                                                                                                  "2"   \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "ad"  \
+                                                                                                                  "d "  \
+                                                                                                                  "r3"  \
+                                                                                                                  ", "  \
+                                                                                                                  "r3"  \
+                                                                                                                  ", "  \
+                                                                                                                  "r1"  \
+                                                                                                                  "2"   \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "st"  \
+                                                                                                                  "rd"  \
+                                                                                                                  " r"  \
+                                                                                                                  "2,"  \
+                                                                                                                  " r"  \
+                                                                                                                  "3,"  \
+                                                                                                                  " ["  \
+                                                                                                                  "r0"  \
+                                                                                                                  ", "  \
+                                                                                                                  "#1"  \
+                                                                                                                  "6]"  \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "ld"  \
+                                                                                                                  "rd"  \
+                                                                                                                  " r"  \
+                                                                                                                  "8,"  \
+                                                                                                                  " r"  \
+                                                                                                                  "9,"  \
+                                                                                                                  " ["  \
+                                                                                                                  "r0"  \
+                                                                                                                  ", "  \
+                                                                                                                  "#4"  \
+                                                                                                                  "0]"  \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "st"  \
+                                                                                                                  "r "  \
+                                                                                                                  "r4"  \
+                                                                                                                  ", "  \
+                                                                                                                  "[r"  \
+                                                                                                                  "8]"  \
+                                                                                                                  ", "  \
+                                                                                                                  "#4"  \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "st"  \
+                                                                                                                  "r "  \
+                                                                                                                  "r8"  \
+                                                                                                                  ", "  \
+                                                                                                                  "[r"  \
+                                                                                                                  "0,"  \
+                                                                                                                  " #"  \
+                                                                                                                  "40"  \
+                                                                                                                  "]"   \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "cm"  \
+                                                                                                                  "p "  \
+                                                                                                                  "r8"  \
+                                                                                                                  ", "  \
+                                                                                                                  "r9"  \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "bn"  \
+                                                                                                                  "e "  \
+                                                                                                                  "1b"  \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t"  \
+                                                                                                                  "po"  \
+                                                                                                                  "p "  \
+                                                                                                                  "{r"  \
+                                                                                                                  "0,"  \
+                                                                                                                  " r"  \
+                                                                                                                  "4-"  \
+                                                                                                                  "r1"  \
+                                                                                                                  "1,"  \
+                                                                                                                  " p"  \
+                                                                                                                  "c}"  \
+                                                                                                                  "\n"  \
+                                                                                                                  "\t")
 
 #if EDGEC_UNALIGNED_ASM
 static __attribute__((naked, noinline)) void dsp_fc_blocks_int8(dsp_fc_run *run __attribute__((unused)))
@@ -360,8 +537,8 @@ static __attribute__((naked, noinline)) void dsp_fc_blocks_wide(dsp_fc_run *run 
 /* Runs the whole blocks of input row x through dsp_fc_blocks_int8/_wide; returns their outputs'
  * count (a multiple of 4). `run` holds the per-call fields. */
 static int32_t dsp_fc_whole_blocks(dsp_fc_run *run, const int8_t *x, int32_t input_size, int32_t output_size,
-                                   const int8_t *packed_filter, const int32_t *folded_bias,
-                                   const int32_t *multiplier, const int32_t *shift, int8_t *y, int wide)
+                                   const int8_t *packed_filter, const int32_t *folded_bias, const int32_t *multiplier,
+                                   const int32_t *shift, int8_t *y, int wide)
 {
     const int32_t whole = output_size / 4 * 4;
     uint32_t tail = 0;
@@ -384,11 +561,11 @@ static int32_t dsp_fc_whole_blocks(dsp_fc_run *run, const int8_t *x, int32_t inp
 #endif
 
 /* requantize(acc) + offset of output o by the short form, saturated to int8. */
-static inline int32_t dsp_fc_output_short(int32_t acc, const edgec_per_channel_quant *quant,
-                                          int32_t quant_index, int32_t round_base)
+static inline int32_t dsp_fc_output_short(int32_t acc, const edgec_per_channel_quant *quant, int32_t quant_index,
+                                          int32_t round_base)
 {
-    const edgec_dsp_requant q = edgec_dsp_requant_make(quant->multiplier[quant_index],
-                                                       quant->shift[quant_index], round_base);
+    const edgec_dsp_requant q =
+        edgec_dsp_requant_make(quant->multiplier[quant_index], quant->shift[quant_index], round_base);
     return edgec_dsp_requantize_ssat8(acc, q);
 }
 
@@ -398,18 +575,17 @@ static inline int32_t dsp_fc_output_short(int32_t acc, const edgec_per_channel_q
  * inlined, for the same reason as dsp_mac_4x1.
  */
 static __attribute__((noinline)) void dsp_fc_output_block(const int32_t sums[4], int32_t valid,
-                                                          const edgec_per_channel_quant *quant,
-                                                          int32_t quant_step, int32_t o,
-                                                          int short_requant,
-                                                          edgec_output_stage stage, int8_t *y)
+                                                          const edgec_per_channel_quant *quant, int32_t quant_step,
+                                                          int32_t o, int short_requant, edgec_output_stage stage,
+                                                          int8_t *y)
 {
     if (short_requant && valid == 4) {
         const int32_t round_base = edgec_dsp_round_base(stage.offset);
-        const uint32_t packed = edgec_dsp_pack_s8x4(
-            dsp_fc_output_short(sums[0], quant, o * quant_step, round_base),
-            dsp_fc_output_short(sums[1], quant, (o + 1) * quant_step, round_base),
-            dsp_fc_output_short(sums[2], quant, (o + 2) * quant_step, round_base),
-            dsp_fc_output_short(sums[3], quant, (o + 3) * quant_step, round_base));
+        const uint32_t packed =
+            edgec_dsp_pack_s8x4(dsp_fc_output_short(sums[0], quant, o * quant_step, round_base),
+                                dsp_fc_output_short(sums[1], quant, (o + 1) * quant_step, round_base),
+                                dsp_fc_output_short(sums[2], quant, (o + 2) * quant_step, round_base),
+                                dsp_fc_output_short(sums[3], quant, (o + 3) * quant_step, round_base));
         const uint32_t clamped = edgec_dsp_clamp_s8x4(packed, edgec_dsp_bytes(stage.lo + stage.offset),
                                                       edgec_dsp_bytes(stage.hi + stage.offset));
         memcpy(y + o, &clamped, 4);
@@ -422,28 +598,26 @@ static __attribute__((noinline)) void dsp_fc_output_block(const int32_t sums[4],
 }
 
 /* edgec_fully_connected_s8_dsp and _wide: packed_filter holds int8 taps, or with `wide` int16. */
-static edgec_status dsp_fc(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
-                           int32_t batches, int32_t input_size, const int8_t *input,
-                           int32_t output_size, const int8_t *packed_filter,
+static edgec_status dsp_fc(const edgec_fc_params *params, const edgec_per_channel_quant *quant, int32_t batches,
+                           int32_t input_size, const int8_t *input, int32_t output_size, const int8_t *packed_filter,
                            const int32_t *folded_bias, int8_t *output, int wide)
 {
-    if (!packed_fc_args_valid(params, quant, batches, input_size, input, output_size,
-                              packed_filter, folded_bias, output)) {
+    if (!packed_fc_args_valid(params, quant, batches, input_size, input, output_size, packed_filter, folded_bias,
+                              output)) {
         return EDGEC_ARG_ERROR;
     }
     const int32_t groups = (input_size + 3) / 4;
     const int32_t quant_step = params->per_channel ? 1 : 0;
     const int short_requant =
         edgec_dsp_requant_all_short(quant->multiplier, quant->shift, params->per_channel ? output_size : 1);
-    const edgec_output_stage stage =
-        edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    const edgec_output_stage stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
 
     /* The assembly routine's per-call fields; per-tensor quantization repeats the one multiplier
      * and shift for the 4 outputs of a block (quant_step 0). */
 #if EDGEC_UNALIGNED_ASM
     dsp_fc_run run;
-    const int32_t m4[4] = {quant->multiplier[0], quant->multiplier[0], quant->multiplier[0], quant->multiplier[0]};
-    const int32_t s4[4] = {quant->shift[0], quant->shift[0], quant->shift[0], quant->shift[0]};
+    const int32_t m4[4] = { quant->multiplier[0], quant->multiplier[0], quant->multiplier[0], quant->multiplier[0] };
+    const int32_t s4[4] = { quant->shift[0], quant->shift[0], quant->shift[0], quant->shift[0] };
     run.quant_step = params->per_channel ? 16 : 0;
     run.round_base = edgec_dsp_round_base(stage.offset);
     run.lows = edgec_dsp_bytes(stage.lo + stage.offset);
@@ -455,15 +629,15 @@ static edgec_status dsp_fc(const edgec_fc_params *params, const edgec_per_channe
         int32_t o = 0;
 #if EDGEC_UNALIGNED_ASM
         if (short_requant && output_size >= 4) {
-            o = dsp_fc_whole_blocks(&run, input + b * input_size, input_size, output_size, packed_filter,
-                                    folded_bias, params->per_channel ? quant->multiplier : m4,
+            o = dsp_fc_whole_blocks(&run, input + b * input_size, input_size, output_size, packed_filter, folded_bias,
+                                    params->per_channel ? quant->multiplier : m4,
                                     params->per_channel ? quant->shift : s4, output + b * output_size, wide);
             filter += (wide ? 8 : 4) * groups * o;
         }
 #endif
         for (; o < output_size; o += 4, filter += (wide ? 32 : 16) * groups) {
             const int32_t valid = EDGEC_MIN(4, output_size - o); /* the rest are zero rows */
-            int32_t sums[4] = {0, 0, 0, 0};
+            int32_t sums[4] = { 0, 0, 0, 0 };
             if (valid == 4) { /* a fixed-size copy is inlined, a variable one is a call */
                 memcpy(sums, folded_bias + o, sizeof(sums));
             } else {
@@ -472,31 +646,26 @@ static edgec_status dsp_fc(const edgec_fc_params *params, const edgec_per_channe
             const dsp_fc_micro_kernel mac = valid <= 2 ? (wide ? dsp_mac_2x1_wide : dsp_mac_2x1_int8)
                                                        : (wide ? dsp_mac_4x1_wide : dsp_mac_4x1_int8);
             mac(filter, input + b * input_size, input_size, sums);
-            dsp_fc_output_block(sums, valid, quant, quant_step, o, short_requant, stage,
-                                output + b * output_size);
+            dsp_fc_output_block(sums, valid, quant, quant_step, o, short_requant, stage, output + b * output_size);
         }
     }
     return EDGEC_OK;
 }
 
-edgec_status edgec_fully_connected_s8_dsp(const edgec_fc_params *params,
-                                          const edgec_per_channel_quant *quant, int32_t batches,
-                                          int32_t input_size, const int8_t *input,
-                                          int32_t output_size, const int8_t *packed_filter,
-                                          const int32_t *folded_bias, int8_t *output)
+edgec_status edgec_fully_connected_s8_dsp(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
+                                          int32_t batches, int32_t input_size, const int8_t *input, int32_t output_size,
+                                          const int8_t *packed_filter, const int32_t *folded_bias, int8_t *output)
 {
-    return dsp_fc(params, quant, batches, input_size, input, output_size, packed_filter, folded_bias,
-                  output, 0);
+    return dsp_fc(params, quant, batches, input_size, input, output_size, packed_filter, folded_bias, output, 0);
 }
 
-edgec_status edgec_fully_connected_s8_dsp_wide(const edgec_fc_params *params,
-                                               const edgec_per_channel_quant *quant, int32_t batches,
-                                               int32_t input_size, const int8_t *input,
+edgec_status edgec_fully_connected_s8_dsp_wide(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
+                                               int32_t batches, int32_t input_size, const int8_t *input,
                                                int32_t output_size, const int16_t *wide_filter,
                                                const int32_t *folded_bias, int8_t *output)
 {
-    return dsp_fc(params, quant, batches, input_size, input, output_size,
-                  (const int8_t *)(const void *)wide_filter, folded_bias, output, 1);
+    return dsp_fc(params, quant, batches, input_size, input, output_size, (const int8_t *)(const void *)wide_filter,
+                  folded_bias, output, 1);
 }
 
 #endif /* __ARM_FEATURE_DSP */
@@ -526,19 +695,16 @@ static int32x4_t mve_mac_4x1(const int8_t *filter, const int8_t *x, int32_t n)
     return vsetq_lane_s32(s3, sums, 3);
 }
 
-edgec_status edgec_fully_connected_s8_mve(const edgec_fc_params *params,
-                                          const edgec_per_channel_quant *quant, int32_t batches,
-                                          int32_t input_size, const int8_t *input,
-                                          int32_t output_size, const int8_t *packed_filter,
-                                          const int32_t *folded_bias, int8_t *output)
+edgec_status edgec_fully_connected_s8_mve(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
+                                          int32_t batches, int32_t input_size, const int8_t *input, int32_t output_size,
+                                          const int8_t *packed_filter, const int32_t *folded_bias, int8_t *output)
 {
-    if (!packed_fc_args_valid(params, quant, batches, input_size, input, output_size,
-                              packed_filter, folded_bias, output)) {
+    if (!packed_fc_args_valid(params, quant, batches, input_size, input, output_size, packed_filter, folded_bias,
+                              output)) {
         return EDGEC_ARG_ERROR;
     }
     const int32_t block_bytes = 64 * ((input_size + 15) / 16);
-    const edgec_output_stage stage =
-        edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    const edgec_output_stage stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
     int32x4_t m = vdupq_n_s32(quant->multiplier[0]);
     int32x4_t shift = vdupq_n_s32(quant->shift[0]);
 

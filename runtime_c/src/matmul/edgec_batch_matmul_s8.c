@@ -62,7 +62,7 @@ static int batch_matmul_desc_valid(const edgec_batch_matmul_desc *d)
  * loaded and offset once for two products (2 x 2 register block; pointers may alias when the
  * caller has one row or one column left, then the duplicate sums are simply not stored). */
 static void dot_2x2_portable(const edgec_batch_matmul_desc *d, const int8_t *r0, const int8_t *r1, const int8_t *c0,
-                    const int8_t *c1, uint32_t acc[4])
+                             const int8_t *c1, uint32_t acc[4])
 {
     const ptrdiff_t step = d->rhs_depth_stride;
     const int32_t lhs_offset = d->lhs_offset, rhs_offset = d->rhs_offset;
@@ -85,7 +85,6 @@ static void dot_2x2_portable(const edgec_batch_matmul_desc *d, const int8_t *r0,
     acc[2] = s10;
     acc[3] = s11;
 }
-
 
 /* requantize + output stage of one accumulator: DSP cores take the 6-instruction short form
  * (edgec_dsp_requantize) where the multiplier and shift allow it, as the other kernels do. */
@@ -161,8 +160,8 @@ static inline void dot_1x2_tail(const edgec_batch_matmul_desc *d, const int8_t *
  * |a + oa|, |b + ob| <= 255 fit the int16 halves (SXTAB16 adds the offsets while widening), and
  * SMLAD's accumulation wraps modulo 2^32 like the portable uint32 sums.
  */
-static inline void dot_1x2_dsp(const edgec_batch_matmul_desc *d, const int8_t *r, const int8_t *c0,
-                               const int8_t *c1, uint32_t *acc0, uint32_t *acc1)
+static inline void dot_1x2_dsp(const edgec_batch_matmul_desc *d, const int8_t *r, const int8_t *c0, const int8_t *c1,
+                               uint32_t *acc0, uint32_t *acc1)
 {
     const int32_t lhs_pair = (int32_t)((uint32_t)(uint16_t)d->lhs_offset * 0x10001u);
     const int32_t rhs_pair = (int32_t)((uint32_t)(uint16_t)d->rhs_offset * 0x10001u);
@@ -292,7 +291,7 @@ static void matmul_one(const edgec_batch_matmul_desc *d, const int8_t *lhs, cons
 edgec_status edgec_batch_matmul_s8(const edgec_batch_matmul_desc *desc, const int8_t *lhs, const int8_t *rhs,
                                    int8_t *output)
 {
-    int32_t index[EDGEC_MATMUL_MAX_BATCH_DIMS] = {0};
+    int32_t index[EDGEC_MATMUL_MAX_BATCH_DIMS] = { 0 };
     ptrdiff_t lhs_at = 0, rhs_at = 0;
     const ptrdiff_t out_step = (ptrdiff_t)desc->rows * desc->cols;
     int32_t level;

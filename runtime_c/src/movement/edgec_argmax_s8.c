@@ -10,9 +10,8 @@ edgec_status edgec_argmax_s8(const edgec_argmax_desc *desc, const int8_t *input,
 {
     int32_t o;
 
-    if (desc == NULL || input == NULL || output == NULL || desc->outer < 1 || desc->axis_size < 1
-            || desc->inner < 1 || desc->inner > INT32_MAX / desc->axis_size
-            || desc->outer > INT32_MAX / (desc->axis_size * desc->inner)) {
+    if (desc == NULL || input == NULL || output == NULL || desc->outer < 1 || desc->axis_size < 1 || desc->inner < 1 ||
+        desc->inner > INT32_MAX / desc->axis_size || desc->outer > INT32_MAX / (desc->axis_size * desc->inner)) {
         return EDGEC_ARG_ERROR;
     }
     for (o = 0; o < desc->outer; ++o) {

@@ -215,13 +215,18 @@ static int span_valid(const int32_t *dims, const int32_t *strides, int32_t rank,
     return low >= 0 && high < elements;
 }
 
-typedef enum { ROW_COPY, ROW_FILL, ROW_ZIP, ROW_STRIDED } row_kind;
+typedef enum {
+    ROW_COPY,
+    ROW_FILL,
+    ROW_ZIP,
+    ROW_STRIDED
+} row_kind;
 
 /* How one row (the innermost loop, or the last two for ROW_ZIP) is moved. */
 typedef struct {
     row_kind kind;
-    int32_t n;          /* elements of the innermost loop */
-    int32_t in_stride;  /* ROW_ZIP: the distance between the two input runs */
+    int32_t n;         /* elements of the innermost loop */
+    int32_t in_stride; /* ROW_ZIP: the distance between the two input runs */
     int32_t out_stride;
 } row_plan;
 
@@ -233,32 +238,32 @@ static void copy_rows(const row_plan *plan, int8_t *dst, int32_t dst_step, const
     int32_t d = 0;
     int32_t s = 0;
     switch (plan->kind) {
-    case ROW_COPY:
-        for (int32_t r = 0; r < rows; ++r, d += dst_step, s += src_step) {
-            copy_run(dst + d, src + s, n);
-        }
-        break;
-    case ROW_FILL:
-        for (int32_t r = 0; r < rows; ++r, d += dst_step, s += src_step) {
-            fill_run(dst + d, src[s], n);
-        }
-        break;
-    case ROW_ZIP:
-        for (int32_t r = 0; r < rows; ++r, d += dst_step, s += src_step) {
-            zip_pairs(dst + d, src + s, src + s + plan->in_stride, n);
-        }
-        break;
-    default:
-        for (int32_t r = 0; r < rows; ++r, d += dst_step, s += src_step) {
-            copy_strided(dst + d, plan->out_stride, src + s, plan->in_stride, n);
-        }
-        break;
+        case ROW_COPY:
+            for (int32_t r = 0; r < rows; ++r, d += dst_step, s += src_step) {
+                copy_run(dst + d, src + s, n);
+            }
+            break;
+        case ROW_FILL:
+            for (int32_t r = 0; r < rows; ++r, d += dst_step, s += src_step) {
+                fill_run(dst + d, src[s], n);
+            }
+            break;
+        case ROW_ZIP:
+            for (int32_t r = 0; r < rows; ++r, d += dst_step, s += src_step) {
+                zip_pairs(dst + d, src + s, src + s + plan->in_stride, n);
+            }
+            break;
+        default:
+            for (int32_t r = 0; r < rows; ++r, d += dst_step, s += src_step) {
+                copy_strided(dst + d, plan->out_stride, src + s, plan->in_stride, n);
+            }
+            break;
     }
 }
 
 edgec_status edgec_copy_s8(const edgec_copy_desc *desc, const int8_t *input, int8_t *output)
 {
-    int32_t index[EDGEC_MAX_DIMS] = {0};
+    int32_t index[EDGEC_MAX_DIMS] = { 0 };
     int32_t rank, inner, in_off, out_off, row_loop;
     const int32_t *dims, *in_s, *out_s;
     row_plan plan;
@@ -327,7 +332,7 @@ edgec_status edgec_copy_s8(const edgec_copy_desc *desc, const int8_t *input, int
 
 edgec_status edgec_pad_s8(const edgec_pad_desc *desc, const int8_t *input, int8_t *output)
 {
-    int32_t index[EDGEC_MAX_DIMS] = {0};
+    int32_t index[EDGEC_MAX_DIMS] = { 0 };
     int32_t block[EDGEC_MAX_DIMS]; /* output elements per index of dim k: the product of the later output dims */
     int32_t rank, last, pending, row;
     int64_t total = 1;
@@ -387,15 +392,14 @@ edgec_status edgec_pad_s8(const edgec_pad_desc *desc, const int8_t *input, int8_
 
 /* ---- nearest upsampling ---------------------------------------------------------------------- */
 
-edgec_status edgec_upsample_nearest_s8(const edgec_upsample_nearest_desc *desc, const int8_t *input,
-                                       int8_t *output)
+edgec_status edgec_upsample_nearest_s8(const edgec_upsample_nearest_desc *desc, const int8_t *input, int8_t *output)
 {
     int32_t channels, scale_w, row_bytes;
 
     if (desc == NULL || input == NULL || output == NULL || desc->batches < 1 || desc->input_h < 1 ||
         desc->input_w < 1 || desc->channels < 1 || desc->scale_h < 1 || desc->scale_w < 1 ||
-        (int64_t)desc->batches * desc->input_h * desc->scale_h * desc->input_w * desc->scale_w *
-                desc->channels > INT32_MAX) {
+        (int64_t)desc->batches * desc->input_h * desc->scale_h * desc->input_w * desc->scale_w * desc->channels >
+            INT32_MAX) {
         return EDGEC_ARG_ERROR;
     }
     channels = desc->channels;

@@ -65,7 +65,7 @@ static int32_t min_run(const int8_t *p, int32_t n, int32_t stride, int32_t best)
 /* The sum, max or min of the elements the reduced loops reach from p. */
 static int32_t reduce_one(const edgec_reduce_desc *desc, const int8_t *p)
 {
-    int32_t index[EDGEC_MAX_DIMS] = {0};
+    int32_t index[EDGEC_MAX_DIMS] = { 0 };
     const int32_t rank = desc->reduced_rank;
     const int32_t n = rank > 0 ? desc->reduced_dims[rank - 1] : 1;
     const int32_t stride = rank > 0 ? desc->reduced_strides[rank - 1] : 0;
@@ -74,15 +74,9 @@ static int32_t reduce_one(const edgec_reduce_desc *desc, const int8_t *p)
     for (;;) {
         int32_t k;
         switch (desc->op) {
-        case EDGEC_REDUCE_SUM:
-            acc = sum_run(p + off, n, stride, acc);
-            break;
-        case EDGEC_REDUCE_MAX:
-            acc = max_run(p + off, n, stride, acc);
-            break;
-        default:
-            acc = min_run(p + off, n, stride, acc);
-            break;
+            case EDGEC_REDUCE_SUM: acc = sum_run(p + off, n, stride, acc); break;
+            case EDGEC_REDUCE_MAX: acc = max_run(p + off, n, stride, acc); break;
+            default: acc = min_run(p + off, n, stride, acc); break;
         }
         for (k = rank - 2; k >= 0; --k) {
             if (++index[k] < desc->reduced_dims[k]) {
@@ -100,7 +94,7 @@ static int32_t reduce_one(const edgec_reduce_desc *desc, const int8_t *p)
 
 edgec_status edgec_reduce_s8(const edgec_reduce_desc *desc, const int8_t *input, int8_t *output)
 {
-    int32_t index[EDGEC_MAX_DIMS] = {0};
+    int32_t index[EDGEC_MAX_DIMS] = { 0 };
     int64_t outputs, reduced, reach = 0;
     int32_t off = 0;
     edgec_output_stage stage;

@@ -14,8 +14,8 @@
 #include "edgec_nn.h"
 #include "../support/edgec_support.h"
 
-#define ONE 1024         /* 1.0 in TFLite's 10-bit positions */
-#define HALF (1 << 19)   /* 0.5 of the 20-bit product */
+#define ONE 1024       /* 1.0 in TFLite's 10-bit positions */
+#define HALF (1 << 19) /* 0.5 of the 20-bit product */
 
 /* Every (lower, upper, fraction) triple indexes the input, and its fraction lies in 0..ONE, or in
  * -ONE..ONE with lower == upper (TFLite's first half-pixel positions): the blend of a pair is then
@@ -42,15 +42,13 @@ static inline int8_t round_20(int32_t v)
     return (int8_t)((v + HALF - (v <= 0 ? 1 : 0)) >> 20);
 }
 
-edgec_status edgec_resize_bilinear_s8(const edgec_resize_bilinear_desc *desc, const int8_t *input,
-                                      int8_t *output)
+edgec_status edgec_resize_bilinear_s8(const edgec_resize_bilinear_desc *desc, const int8_t *input, int8_t *output)
 {
     int32_t channels, row_bytes;
 
     if (desc == NULL || input == NULL || output == NULL || desc->y_table == NULL || desc->x_table == NULL ||
-        desc->batches < 1 || desc->input_h < 1 || desc->input_w < 1 || desc->channels < 1 ||
-        desc->output_h < 1 || desc->output_w < 1 ||
-        (int64_t)desc->batches * desc->input_h * desc->input_w * desc->channels > INT32_MAX ||
+        desc->batches < 1 || desc->input_h < 1 || desc->input_w < 1 || desc->channels < 1 || desc->output_h < 1 ||
+        desc->output_w < 1 || (int64_t)desc->batches * desc->input_h * desc->input_w * desc->channels > INT32_MAX ||
         (int64_t)desc->batches * desc->output_h * desc->output_w * desc->channels > INT32_MAX ||
         !table_valid(desc->y_table, desc->output_h, desc->input_h) ||
         !table_valid(desc->x_table, desc->output_w, desc->input_w)) {

@@ -26,8 +26,8 @@
 #define AVGPOOL_FLATTEN
 #endif
 
-static int avgpool_args_valid(const edgec_pool_params *params, const edgec_dims *input_dims,
-                              const int8_t *input, const edgec_dims *output_dims, const int8_t *output)
+static int avgpool_args_valid(const edgec_pool_params *params, const edgec_dims *input_dims, const int8_t *input,
+                              const edgec_dims *output_dims, const int8_t *output)
 {
     int64_t max_taps;
     if (!edgec_pool_args_valid(params, input_dims, input, output_dims, output)) {
@@ -56,8 +56,8 @@ static int32_t window_sum(const int8_t *p, int32_t rows, int32_t cols, int32_t r
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 /* window_sum of `lanes` channels at once (lane = channel; the others read nothing). */
-static int32x4_t window_sum_four(const int8_t *p, int32_t rows, int32_t cols, int32_t row_stride,
-                                 int32_t col_stride, mve_pred16_t lanes)
+static int32x4_t window_sum_four(const int8_t *p, int32_t rows, int32_t cols, int32_t row_stride, int32_t col_stride,
+                                 mve_pred16_t lanes)
 {
     int32x4_t sum = vdupq_n_s32(0);
     for (int32_t r = 0; r < rows; ++r, p += row_stride) {
@@ -73,8 +73,8 @@ static int32x4_t window_sum_four(const int8_t *p, int32_t rows, int32_t cols, in
 
 /* window_sum of channels 0..3 at p at once: each tap's four int8 added into two registers of
  * int16 halves (channels 0/2 and 1/3) by SXTAB16, for windows of at most DSP_MAX_TAPS taps. */
-static void window_sum_four(const int8_t *p, int32_t rows, int32_t cols, int32_t row_stride,
-                            int32_t col_stride, int32_t sums[4])
+static void window_sum_four(const int8_t *p, int32_t rows, int32_t cols, int32_t row_stride, int32_t col_stride,
+                            int32_t sums[4])
 {
     int32_t even = 0;
     int32_t odd = 0;
@@ -116,9 +116,9 @@ static int32_t rounded_mean(int32_t sum, int32_t count)
  * gains (divisor - in-bounds taps) * zero_point.
  * Inlined with constant modes, so edgec_avgpool_s8 compiles to the loop it always had.
  */
-static inline void avgpool(const edgec_pool_params *params, const edgec_dims *input_dims,
-                           const int8_t *input, const edgec_dims *output_dims, int8_t *output,
-                           int32_t count_include_pad, int32_t divisor_override, int32_t zero_point)
+static inline void avgpool(const edgec_pool_params *params, const edgec_dims *input_dims, const int8_t *input,
+                           const edgec_dims *output_dims, int8_t *output, int32_t count_include_pad,
+                           int32_t divisor_override, int32_t zero_point)
 {
     int32_t n, oy, ox, c;
     int32_t in_h, in_w, channels, out_h, out_w, row_stride;
@@ -173,7 +173,8 @@ static inline void avgpool(const edgec_pool_params *params, const edgec_dims *in
 #endif
                 for (; c < channels; ++c) {
                     const int32_t sum = window_sum(window + c, y1 - y0, x1 - x0, row_stride, channels);
-                    *output++ = edgec_clamp_to_s8(rounded_mean(sum + correction, divisor), params->act_min, params->act_max);
+                    *output++ =
+                        edgec_clamp_to_s8(rounded_mean(sum + correction, divisor), params->act_min, params->act_max);
                 }
             }
         }
@@ -181,7 +182,7 @@ static inline void avgpool(const edgec_pool_params *params, const edgec_dims *in
 }
 
 AVGPOOL_FLATTEN edgec_status edgec_avgpool_s8(const edgec_pool_params *params, const edgec_dims *input_dims,
-                              const int8_t *input, const edgec_dims *output_dims, int8_t *output)
+                                              const int8_t *input, const edgec_dims *output_dims, int8_t *output)
 {
     if (!avgpool_args_valid(params, input_dims, input, output_dims, output)) {
         return EDGEC_ARG_ERROR;
@@ -219,7 +220,8 @@ AVGPOOL_FLATTEN edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *de
     /* The count_include_pad divisor, at most the padded extents' product, is bounded like an override. */
     if (desc->count_include_pad &&
         (int64_t)EDGEC_MIN(desc->filter_h, (int64_t)desc->input_h + 2 * (int64_t)desc->pad_top) *
-            EDGEC_MIN(desc->filter_w, (int64_t)desc->input_w + 2 * (int64_t)desc->pad_left) > EDGEC_AVG_POOL2D_MAX_DIVISOR) {
+                EDGEC_MIN(desc->filter_w, (int64_t)desc->input_w + 2 * (int64_t)desc->pad_left) >
+            EDGEC_AVG_POOL2D_MAX_DIVISOR) {
         return EDGEC_ARG_ERROR;
     }
     avgpool(&params, &input_dims, input, &output_dims, output, desc->count_include_pad, desc->divisor_override,
@@ -238,8 +240,8 @@ edgec_status edgec_adaptive_avg_pool_s8(const edgec_adaptive_avg_pool_desc *desc
 {
     int32_t b, oy, ox, ch;
     if (desc == NULL || input == NULL || output == NULL || desc->batches < 1 || desc->channels < 1 ||
-        desc->output_h < 1 || desc->output_w < 1 || desc->input_h < desc->output_h ||
-        desc->input_w < desc->output_w || (int64_t)desc->input_h * desc->input_w > ((int64_t)1 << 23) ||
+        desc->output_h < 1 || desc->output_w < 1 || desc->input_h < desc->output_h || desc->input_w < desc->output_w ||
+        (int64_t)desc->input_h * desc->input_w > ((int64_t)1 << 23) ||
         !edgec_act_range_valid(desc->act_min, desc->act_max)) {
         return EDGEC_ARG_ERROR;
     }

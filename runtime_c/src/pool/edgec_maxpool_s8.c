@@ -31,8 +31,8 @@ static int32_t window_max(const int8_t *p, int32_t rows, int32_t cols, int32_t r
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 /* The clamped window maxima of `channels` channels into out, sixteen lanes at a time. */
-static void window_max_channels(const int8_t *window, int32_t rows, int32_t cols, int32_t row_stride,
-                                int32_t channels, int32_t act_min, int32_t act_max, int8_t *out)
+static void window_max_channels(const int8_t *window, int32_t rows, int32_t cols, int32_t row_stride, int32_t channels,
+                                int32_t act_min, int32_t act_max, int8_t *out)
 {
     const int8x16_t lows = vdupq_n_s8((int8_t)act_min), highs = vdupq_n_s8((int8_t)act_max);
     for (int32_t c = 0; c < channels; c += 16) {
@@ -66,8 +66,8 @@ static inline uint32_t max_s8x4(uint32_t a, uint32_t b)
 
 /* The clamped window maxima of `channels` channels into out: eight, then four at a time (words of
  * each tap), then one by one. */
-static void window_max_channels(const int8_t *window, int32_t rows, int32_t cols, int32_t row_stride,
-                                int32_t channels, int32_t act_min, int32_t act_max, int8_t *out)
+static void window_max_channels(const int8_t *window, int32_t rows, int32_t cols, int32_t row_stride, int32_t channels,
+                                int32_t act_min, int32_t act_max, int8_t *out)
 {
     const uint32_t lows = edgec_dsp_bytes(act_min), highs = edgec_dsp_bytes(act_max);
     int32_t c = 0;
@@ -103,8 +103,8 @@ static void window_max_channels(const int8_t *window, int32_t rows, int32_t cols
     }
 }
 #else
-static void window_max_channels(const int8_t *window, int32_t rows, int32_t cols, int32_t row_stride,
-                                int32_t channels, int32_t act_min, int32_t act_max, int8_t *out)
+static void window_max_channels(const int8_t *window, int32_t rows, int32_t cols, int32_t row_stride, int32_t channels,
+                                int32_t act_min, int32_t act_max, int8_t *out)
 {
     for (int32_t c = 0; c < channels; ++c) {
         out[c] = edgec_clamp_to_s8(window_max(window + c, rows, cols, row_stride, channels), act_min, act_max);
@@ -112,8 +112,8 @@ static void window_max_channels(const int8_t *window, int32_t rows, int32_t cols
 }
 #endif
 
-edgec_status edgec_maxpool_s8(const edgec_pool_params *params, const edgec_dims *input_dims,
-                              const int8_t *input, const edgec_dims *output_dims, int8_t *output)
+edgec_status edgec_maxpool_s8(const edgec_pool_params *params, const edgec_dims *input_dims, const int8_t *input,
+                              const edgec_dims *output_dims, int8_t *output)
 {
     int32_t n, oy, ox;
     int32_t in_h, in_w, channels, out_h, out_w, row_stride;
@@ -139,8 +139,8 @@ edgec_status edgec_maxpool_s8(const edgec_pool_params *params, const edgec_dims 
                 const int8_t *window;
                 edgec_pool_window(ox, params->stride_w, params->pad_left, params->filter_w, in_w, &x0, &x1);
                 window = image + y0 * row_stride + x0 * channels;
-                window_max_channels(window, y1 - y0, x1 - x0, row_stride, channels, params->act_min,
-                                    params->act_max, output);
+                window_max_channels(window, y1 - y0, x1 - x0, row_stride, channels, params->act_min, params->act_max,
+                                    output);
                 output += channels;
             }
         }

@@ -19,21 +19,19 @@ static int pool_s16_valid(const edgec_pool_s16_desc *d, const int16_t *input, co
     return edgec_pool_axis_valid(d->input_h, d->output_h, d->filter_h, d->stride_h, d->pad_top) &&
            edgec_pool_axis_valid(d->input_w, d->output_w, d->filter_w, d->stride_w, d->pad_left) &&
            d->count_include_pad >= 0 && d->count_include_pad <= 1 && d->divisor_override >= 0 &&
-           d->divisor_override <= EDGEC_AVG_POOL2D_MAX_DIVISOR && d->act_min >= INT16_MIN &&
-           d->act_max <= INT16_MAX && d->act_min <= d->act_max;
+           d->divisor_override <= EDGEC_AVG_POOL2D_MAX_DIVISOR && d->act_min >= INT16_MIN && d->act_max <= INT16_MAX &&
+           d->act_min <= d->act_max;
 }
 
 /* PyTorch's count_include_pad extent along one axis: the window clipped to the padded input. */
-static int32_t padded_extent(int32_t o, int32_t stride, int32_t pad, int32_t filter,
-                             int32_t in_size)
+static int32_t padded_extent(int32_t o, int32_t stride, int32_t pad, int32_t filter, int32_t in_size)
 {
     const int32_t start = o * stride - pad;
     return EDGEC_MIN(start + filter, in_size + pad) - start;
 }
 
 /* max (is_max) or the rounded average of every output element. */
-static void pool_s16(const edgec_pool_s16_desc *d, const int16_t *input, int16_t *output,
-                     int is_max)
+static void pool_s16(const edgec_pool_s16_desc *d, const int16_t *input, int16_t *output, int is_max)
 {
     for (int32_t n = 0; n < d->batches; n++) {
         const int16_t *image = input + n * d->input_h * d->input_w * d->channels;
@@ -49,8 +47,7 @@ static void pool_s16(const edgec_pool_s16_desc *d, const int16_t *input, int16_t
                 if (d->divisor_override > 0) {
                     divisor = d->divisor_override;
                 } else if (d->count_include_pad) {
-                    divisor = (int64_t)padded_extent(oy, d->stride_h, d->pad_top, d->filter_h,
-                                                     d->input_h) *
+                    divisor = (int64_t)padded_extent(oy, d->stride_h, d->pad_top, d->filter_h, d->input_h) *
                               padded_extent(ox, d->stride_w, d->pad_left, d->filter_w, d->input_w);
                 }
                 for (int32_t c = 0; c < d->channels; c++) {
@@ -77,8 +74,7 @@ static void pool_s16(const edgec_pool_s16_desc *d, const int16_t *input, int16_t
     }
 }
 
-edgec_status edgec_max_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *input,
-                                int16_t *output)
+edgec_status edgec_max_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *input, int16_t *output)
 {
     if (!pool_s16_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
@@ -87,8 +83,7 @@ edgec_status edgec_max_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *
     return EDGEC_OK;
 }
 
-edgec_status edgec_avg_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *input,
-                                int16_t *output)
+edgec_status edgec_avg_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *input, int16_t *output)
 {
     if (!pool_s16_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;

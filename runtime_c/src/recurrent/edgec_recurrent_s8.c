@@ -145,8 +145,8 @@ static void matmul_rows(const int8_t *x, const int8_t *w, const int32_t *bias, i
 
 /* Gate `gate`'s input part, saturated to int16, in x_part; its recurrent part (requantized,
  * not saturated) in h_part; both hidden_size long. */
-static void gate_parts(const edgec_recurrent_desc *d, const int8_t *x, const int8_t *h, int32_t gate,
-                       int32_t *x_part, int32_t *h_part)
+static void gate_parts(const edgec_recurrent_desc *d, const int8_t *x, const int8_t *h, int32_t gate, int32_t *x_part,
+                       int32_t *h_part)
 {
     const int32_t hs = d->hidden_size;
     const size_t rows = (size_t)gate * (size_t)hs;
@@ -155,8 +155,8 @@ static void gate_parts(const edgec_recurrent_desc *d, const int8_t *x, const int
     for (int32_t k = 0; k < hs; k++) {
         x_part[k] = sat16(x_part[k]);
     }
-    matmul_rows(h, d->hidden_weights + rows * (size_t)hs, d->hidden_bias + rows, hs, hs,
-                d->hidden_multiplier[gate], d->hidden_shift[gate], h_part);
+    matmul_rows(h, d->hidden_weights + rows * (size_t)hs, d->hidden_bias + rows, hs, hs, d->hidden_multiplier[gate],
+                d->hidden_shift[gate], h_part);
 }
 
 /* One LSTM step of one batch row; scratch: 2 * hidden_size int32 + 4 * hidden_size int16. */
@@ -168,10 +168,10 @@ static void lstm_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h,
         gate_parts(d, x, h, gate, parts, parts + hs);
         for (int32_t k = 0; k < hs; k++) {
             const int32_t pre = sat16((int64_t)parts[hs + k] + parts[k]);
-            gates[gate * hs + k] = gate == 2 && d->tanh_linear
-                                       ? (int16_t)pre
-                                       : activation_s16(pre, 0, gate == 2 ? RECURRENT_TANH : RECURRENT_SIGMOID,
-                                                        d->sigmoid_table);
+            gates[gate * hs + k] =
+                gate == 2 && d->tanh_linear
+                    ? (int16_t)pre
+                    : activation_s16(pre, 0, gate == 2 ? RECURRENT_TANH : RECURRENT_SIGMOID, d->sigmoid_table);
         }
     }
     for (int32_t k = 0; k < hs; k++) {
@@ -179,7 +179,8 @@ static void lstm_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h,
         int32_t cell = sat16(edgec_requantize(f * (int32_t)c[k], d->forget_cell_multiplier, d->forget_cell_shift));
         cell = sat16((int64_t)edgec_requantize(i * g, d->input_cell_multiplier, d->input_cell_shift) + cell);
         c[k] = (int16_t)cell;
-        const int32_t t = d->tanh_linear ? cell : activation_s16(cell, d->cell_tanh_shift, RECURRENT_TANH, d->sigmoid_table);
+        const int32_t t =
+            d->tanh_linear ? cell : activation_s16(cell, d->cell_tanh_shift, RECURRENT_TANH, d->sigmoid_table);
         h[k] = sat8((int64_t)edgec_requantize(o * t, d->output_multiplier, d->output_shift) + d->output_offset);
     }
 }
@@ -191,8 +192,8 @@ static void gru_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h, 
     for (int32_t gate = 0; gate < 2; gate++) { /* r, z */
         gate_parts(d, x, h, gate, parts, parts + hs);
         for (int32_t k = 0; k < hs; k++) {
-            gates[gate * hs + k] = activation_s16(sat16((int64_t)parts[hs + k] + parts[k]), 0, RECURRENT_SIGMOID,
-                                                  d->sigmoid_table);
+            gates[gate * hs + k] =
+                activation_s16(sat16((int64_t)parts[hs + k] + parts[k]), 0, RECURRENT_SIGMOID, d->sigmoid_table);
         }
     }
     gate_parts(d, x, h, 2, parts, parts + hs); /* n: x part and h part kept apart */
@@ -205,25 +206,23 @@ static void gru_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h, 
     }
     for (int32_t k = 0; k < hs; k++) {
         const int32_t z = gates[hs + k], n = gates[2 * hs + k];
-        const int32_t h_q15 = sat16(edgec_requantize((int32_t)h[k] - d->output_offset, d->hidden_q15_multiplier,
-                                                     d->hidden_q15_shift));
+        const int32_t h_q15 =
+            sat16(edgec_requantize((int32_t)h[k] - d->output_offset, d->hidden_q15_multiplier, d->hidden_q15_shift));
         const int32_t mixed = (32768 - z) * n + z * h_q15;
         h[k] = sat8((int64_t)edgec_requantize(mixed, d->output_multiplier, d->output_shift) + d->output_offset);
     }
 }
 
-static int recurrent_desc_valid(const edgec_recurrent_desc *d, int32_t cell, const int8_t *input,
-                                const int8_t *output, const int8_t *hidden, const int16_t *cell_state,
-                                const void *scratch)
+static int recurrent_desc_valid(const edgec_recurrent_desc *d, int32_t cell, const int8_t *input, const int8_t *output,
+                                const int8_t *hidden, const int16_t *cell_state, const void *scratch)
 {
-    if (d == NULL || input == NULL || output == NULL || hidden == NULL || scratch == NULL ||
-        d->input_weights == NULL || d->hidden_weights == NULL || d->input_bias == NULL ||
-        d->hidden_bias == NULL || d->sigmoid_table == NULL || d->cell != cell ||
-        (cell == EDGEC_RECURRENT_LSTM && cell_state == NULL)) {
+    if (d == NULL || input == NULL || output == NULL || hidden == NULL || scratch == NULL || d->input_weights == NULL ||
+        d->hidden_weights == NULL || d->input_bias == NULL || d->hidden_bias == NULL || d->sigmoid_table == NULL ||
+        d->cell != cell || (cell == EDGEC_RECURRENT_LSTM && cell_state == NULL)) {
         return 0;
     }
-    if (d->batches < 1 || d->time_steps < 1 || d->input_size < 1 || d->hidden_size < 1 ||
-        d->input_size > 65535 || d->hidden_size > 65535 ||
+    if (d->batches < 1 || d->time_steps < 1 || d->input_size < 1 || d->hidden_size < 1 || d->input_size > 65535 ||
+        d->hidden_size > 65535 ||
         (int64_t)d->batches * d->time_steps * EDGEC_MAX(d->input_size, d->hidden_size) > INT32_MAX ||
         (int64_t)4 * d->hidden_size * EDGEC_MAX(d->input_size, d->hidden_size) > INT32_MAX) {
         return 0;
@@ -239,8 +238,8 @@ static int recurrent_desc_valid(const edgec_recurrent_desc *d, int32_t cell, con
     return 1;
 }
 
-static edgec_status recurrent_run(const edgec_recurrent_desc *d, int32_t cell, const int8_t *input,
-                                  int8_t *output, int8_t *hidden, int16_t *cell_state, void *scratch)
+static edgec_status recurrent_run(const edgec_recurrent_desc *d, int32_t cell, const int8_t *input, int8_t *output,
+                                  int8_t *hidden, int16_t *cell_state, void *scratch)
 {
     if (!recurrent_desc_valid(d, cell, input, output, hidden, cell_state, scratch)) {
         return EDGEC_ARG_ERROR;
@@ -274,14 +273,14 @@ static edgec_status recurrent_run(const edgec_recurrent_desc *d, int32_t cell, c
     return EDGEC_OK;
 }
 
-edgec_status edgec_lstm_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output,
-                           int8_t *hidden, int16_t *cell, void *scratch)
+edgec_status edgec_lstm_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output, int8_t *hidden,
+                           int16_t *cell, void *scratch)
 {
     return recurrent_run(desc, EDGEC_RECURRENT_LSTM, input, output, hidden, cell, scratch);
 }
 
-edgec_status edgec_gru_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output,
-                          int8_t *hidden, void *scratch)
+edgec_status edgec_gru_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output, int8_t *hidden,
+                          void *scratch)
 {
     return recurrent_run(desc, EDGEC_RECURRENT_GRU, input, output, hidden, NULL, scratch);
 }

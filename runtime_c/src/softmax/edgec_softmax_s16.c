@@ -28,14 +28,12 @@ static int32_t count_leading_zeros(uint32_t x)
     return n;
 }
 
-edgec_status edgec_softmax_s16(const edgec_softmax_s16_desc *desc, const int16_t *input,
-                               int16_t *output)
+edgec_status edgec_softmax_s16(const edgec_softmax_s16_desc *desc, const int16_t *input, int16_t *output)
 {
-    if (!desc || !input || !output || !desc->exp_lut || !desc->one_over_one_plus_x_lut ||
-        desc->outer < 1 || desc->axis_size < 1 || desc->axis_size > EDGEC_SOFTMAX_S16_MAX_AXIS ||
-        desc->inner < 1 || (int64_t)desc->outer * desc->axis_size * desc->inner > INT32_MAX ||
-        desc->input_multiplier < 0 || !edgec_shift_valid(desc->input_left_shift) ||
-        !exp_lut_valid(desc->exp_lut)) {
+    if (!desc || !input || !output || !desc->exp_lut || !desc->one_over_one_plus_x_lut || desc->outer < 1 ||
+        desc->axis_size < 1 || desc->axis_size > EDGEC_SOFTMAX_S16_MAX_AXIS || desc->inner < 1 ||
+        (int64_t)desc->outer * desc->axis_size * desc->inner > INT32_MAX || desc->input_multiplier < 0 ||
+        !edgec_shift_valid(desc->input_left_shift) || !exp_lut_valid(desc->exp_lut)) {
         return EDGEC_ARG_ERROR;
     }
     const int32_t inner = desc->inner;
@@ -51,8 +49,8 @@ edgec_status edgec_softmax_s16(const edgec_softmax_s16_desc *desc, const int16_t
             /* the exps are cached in the output (read before written: in place is fine) */
             int32_t sum = 0;
             for (int32_t a = 0; a < desc->axis_size; a++) {
-                const int32_t scaled = edgec_requantize(x[a * inner] - max, desc->input_multiplier,
-                                                        desc->input_left_shift);
+                const int32_t scaled =
+                    edgec_requantize(x[a * inner] - max, desc->input_multiplier, desc->input_left_shift);
                 /* scaled <= 0 (multiplier >= 0): the sum with 32767 cannot overflow */
                 const int32_t symmetric = EDGEC_MAX(scaled + INT16_MAX, INT16_MIN);
                 y[a * inner] = edgec_lut_lookup_s16((int16_t)symmetric, desc->exp_lut);
@@ -61,8 +59,7 @@ edgec_status edgec_softmax_s16(const edgec_softmax_s16_desc *desc, const int16_t
             const int32_t headroom = count_leading_zeros((uint32_t)sum); /* 1..31 */
             const int64_t shifted = (((int64_t)sum << (headroom - 1)) + (1 << 13)) >> 14;
             const int64_t symmetric_sum = EDGEC_MIN(shifted - 98304, (int64_t)INT16_MAX);
-            const int32_t reciprocal =
-                edgec_lut_lookup_s16((int16_t)symmetric_sum, desc->one_over_one_plus_x_lut);
+            const int32_t reciprocal = edgec_lut_lookup_s16((int16_t)symmetric_sum, desc->one_over_one_plus_x_lut);
             const int32_t right_shift = 31 - headroom;
             const int64_t round = right_shift > 0 ? (int64_t)1 << (right_shift - 1) : 0;
             for (int32_t a = 0; a < desc->axis_size; a++) {

@@ -59,9 +59,9 @@ static inline int32_t softmax_saturating_shift_left(int32_t x, int32_t exponent)
 static int32_t softmax_exp_on_negative_values(int32_t a)
 {
     /* exp(-2^k / 4) in Q0.31 for k = 0..6 (exp(-1/4) ... exp(-16)). */
-    static const int32_t barrel[7] = {1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242};
+    static const int32_t barrel[7] = { 1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242 };
     const int32_t quarter = (int32_t)1 << 24; /* 1/4 in Q5.26 */
-    if (a == 0) { /* the row's maximum: gemmlowp's result for 0, without the polynomial */
+    if (a == 0) {                             /* the row's maximum: gemmlowp's result for 0, without the polynomial */
         return INT32_MAX;
     }
     const int32_t a_mod_quarter_minus_quarter = (a & (quarter - 1)) - quarter;
@@ -130,8 +130,7 @@ static inline int32_t softmax_scaled_diff(int32_t multiplier, int32_t left_shift
 /* exp(beta * s_in * diff) in Q0.31 for a diff that passed the diff_min test. */
 static int32_t softmax_exp_of_diff(const edgec_softmax_desc *desc, int32_t diff)
 {
-    return softmax_exp_on_negative_values(
-        softmax_scaled_diff(desc->input_multiplier, desc->input_left_shift, diff));
+    return softmax_exp_on_negative_values(softmax_scaled_diff(desc->input_multiplier, desc->input_left_shift, diff));
 }
 
 /* Forces the strided row into its two callers, so the contiguous one (edgec_softmax_s8's, stride
@@ -169,9 +168,8 @@ static inline int32_t softmax_row_exp(const edgec_softmax_desc *desc, int32_t *t
 }
 
 /* One softmax row of row_size elements `stride` bytes apart (input and output alike). */
-static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_desc *desc,
-                                                      const int8_t *input, int32_t row_size,
-                                                      int32_t stride, int8_t *output, int32_t *table)
+static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_desc *desc, const int8_t *input,
+                                                      int32_t row_size, int32_t stride, int8_t *output, int32_t *table)
 {
     int32_t max = input[0];
     int32_t sum = 0;
@@ -222,8 +220,8 @@ static SOFTMAX_ALWAYS_INLINE void softmax_strided_row(const edgec_softmax_desc *
     }
 }
 
-static void softmax_row(const edgec_softmax_desc *desc, const int8_t *input, int32_t row_size,
-                        int8_t *output, int32_t *table)
+static void softmax_row(const edgec_softmax_desc *desc, const int8_t *input, int32_t row_size, int8_t *output,
+                        int32_t *table)
 {
     softmax_strided_row(desc, input, row_size, 1, output, table);
 }
@@ -237,8 +235,8 @@ static void softmax_table_clear(int32_t *table)
 }
 
 /* A large call's rows, with the exp() table in this frame (only large calls use the stack). */
-static EDGEC_NOINLINE void softmax_rows_tabled(const edgec_softmax_desc *desc, const int8_t *input,
-                                               int32_t num_rows, int32_t row_size, int8_t *output)
+static EDGEC_NOINLINE void softmax_rows_tabled(const edgec_softmax_desc *desc, const int8_t *input, int32_t num_rows,
+                                               int32_t row_size, int8_t *output)
 {
     int32_t table[SOFTMAX_TABLE_SIZE];
     softmax_table_clear(table);
@@ -248,8 +246,7 @@ static EDGEC_NOINLINE void softmax_rows_tabled(const edgec_softmax_desc *desc, c
 }
 
 /* The strided rows of edgec_softmax_axis_s8 (inner > 1), with the exp() table when large. */
-static EDGEC_NOINLINE void softmax_axis_tabled(const edgec_softmax_desc *desc, const int8_t *input,
-                                               int8_t *output)
+static EDGEC_NOINLINE void softmax_axis_tabled(const edgec_softmax_desc *desc, const int8_t *input, int8_t *output)
 {
     int32_t table[SOFTMAX_TABLE_SIZE];
     softmax_table_clear(table);
@@ -348,8 +345,8 @@ edgec_status edgec_softmax_axis_s8(const edgec_softmax_desc *desc, const int8_t 
 
 /* ---- log_softmax ------------------------------------------------------------------------------ */
 
-#define LOG_SOFTMAX_MAX_AXIS 4095     /* 4096 exps of 1.0 in Q12.19 make 2^31 */
-#define LOG_SOFTMAX_OUTPUT_SHIFT 22   /* Q5.26 -> units of 1/16: 31 - 5 input - 4 output integer bits */
+#define LOG_SOFTMAX_MAX_AXIS 4095   /* 4096 exps of 1.0 in Q12.19 make 2^31 */
+#define LOG_SOFTMAX_OUTPUT_SHIFT 22 /* Q5.26 -> units of 1/16: 31 - 5 input - 4 output integer bits */
 #define LOG_SOFTMAX_OUTPUT_ZERO_POINT 127
 
 /*
@@ -373,7 +370,7 @@ static int32_t log_softmax_rounding_half_sum(int32_t a, int32_t b)
  */
 static int32_t log_softmax_log_of_sum(int32_t z)
 {
-    const int32_t log_2 = 1488522236;          /* Q0.31 constants of the TFLite source */
+    const int32_t log_2 = 1488522236; /* Q0.31 constants of the TFLite source */
     const int32_t sqrt_sqrt_half = 1805811301;
     const int32_t sqrt_half = 1518500250;
     const int32_t alpha_n = 117049297;
@@ -384,8 +381,8 @@ static int32_t log_softmax_log_of_sum(int32_t z)
     const int32_t clz_a = softmax_clz((uint32_t)z);
     const int32_t z_b = softmax_srdhm(z, sqrt_half);
     const int32_t headroom_b = softmax_clz((uint32_t)z_b) - 1;
-    const int32_t r_a = softmax_saturating_shift_left(
-        softmax_srdhm(softmax_saturating_shift_left(z, clz_a - 1), sqrt_half), 1);
+    const int32_t r_a =
+        softmax_saturating_shift_left(softmax_srdhm(softmax_saturating_shift_left(z, clz_a - 1), sqrt_half), 1);
     const int32_t r_b = softmax_saturating_shift_left(z, headroom_b);
     /* (12 - headroom) << 25: the integer part in Q6.25; 12 is the sum's integer bits. */
     const int32_t pow_2_a = (12 - clz_a) * ((int32_t)1 << 25) + quarter_q6;
@@ -400,12 +397,10 @@ static int32_t log_softmax_log_of_sum(int32_t z)
         softmax_srdhm(p, alpha_i + q + softmax_srdhm(alpha_d, common_sq)) + softmax_srdhm(alpha_f, q);
     const int32_t recip_denom = softmax_one_over_one_plus_x(denom_minus_one);
     const int32_t num_q6 = edgec_divide_by_power_of_two(num, 6);
-    return softmax_saturating_shift_left(
-        softmax_srdhm(z_pow_2_adj, log_2) + softmax_srdhm(num_q6, recip_denom), 1);
+    return softmax_saturating_shift_left(softmax_srdhm(z_pow_2_adj, log_2) + softmax_srdhm(num_q6, recip_denom), 1);
 }
 
-static void log_softmax_row(const edgec_log_softmax_desc *desc, const int8_t *input, int32_t stride,
-                            int8_t *output)
+static void log_softmax_row(const edgec_log_softmax_desc *desc, const int8_t *input, int32_t stride, int8_t *output)
 {
     const int32_t multiplier = desc->input_multiplier;
     const int32_t left_shift = desc->input_left_shift;
@@ -429,9 +424,9 @@ static void log_softmax_row(const edgec_log_softmax_desc *desc, const int8_t *in
     log_sum = log_softmax_log_of_sum(sum);
     /* Differences whose Q5.26 value minus log_sum would fall below INT32_MIN are cut off: the
      * reverse-scaled threshold (log_sum >= 0, so log_sum + INT32_MIN cannot wrap). */
-    adjusted_diff_min = EDGEC_MAX(desc->diff_min - 1,
-                                  edgec_requantize(log_sum + INT32_MIN, desc->reverse_scaling_divisor,
-                                                   -desc->reverse_scaling_right_shift));
+    adjusted_diff_min =
+        EDGEC_MAX(desc->diff_min - 1, edgec_requantize(log_sum + INT32_MIN, desc->reverse_scaling_divisor,
+                                                       -desc->reverse_scaling_right_shift));
     for (a = 0; a < desc->axis_size; ++a) {
         const int32_t diff = input[a * stride] - max;
         int32_t y = -128;
@@ -450,8 +445,7 @@ static void log_softmax_row(const edgec_log_softmax_desc *desc, const int8_t *in
 static int log_softmax_desc_valid(const edgec_log_softmax_desc *desc)
 {
     int32_t radius;
-    if (!softmax_shape_valid(desc->outer, desc->axis_size, desc->inner) ||
-        desc->axis_size > LOG_SOFTMAX_MAX_AXIS) {
+    if (!softmax_shape_valid(desc->outer, desc->axis_size, desc->inner) || desc->axis_size > LOG_SOFTMAX_MAX_AXIS) {
         return 0;
     }
     if (desc->input_left_shift < 0 || desc->input_left_shift > 31 || desc->input_multiplier < 0 ||
@@ -530,8 +524,8 @@ edgec_status edgec_masked_softmax_s8(const edgec_masked_softmax_desc *desc, cons
     edgec_softmax_desc params; /* the row's arithmetic: edgec_softmax_s8's, on rows of row_size */
     int32_t row;
 
-    if (desc == NULL || input == NULL || output == NULL || desc->mask == NULL || desc->mask_rows < 1
-            || desc->rows % desc->mask_rows != 0 || !softmax_shape_valid(desc->rows, desc->row_size, 1)) {
+    if (desc == NULL || input == NULL || output == NULL || desc->mask == NULL || desc->mask_rows < 1 ||
+        desc->rows % desc->mask_rows != 0 || !softmax_shape_valid(desc->rows, desc->row_size, 1)) {
         return EDGEC_ARG_ERROR;
     }
     params.outer = desc->rows;

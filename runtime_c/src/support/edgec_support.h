@@ -106,8 +106,7 @@ typedef struct {
     int32_t offset; /* the output zero point */
 } edgec_output_stage;
 
-static inline edgec_output_stage edgec_output_stage_make(int32_t offset, int32_t act_min,
-                                                         int32_t act_max)
+static inline edgec_output_stage edgec_output_stage_make(int32_t offset, int32_t act_min, int32_t act_max)
 {
     edgec_output_stage stage;
     stage.lo = act_min - offset;
@@ -124,8 +123,7 @@ static inline int8_t edgec_output_s8(edgec_output_stage stage, int32_t r)
 }
 
 /* requantize, then the output stage: the last step of conv, depthwise, fully connected and add. */
-static inline int8_t edgec_requantize_s8(int32_t acc, int32_t multiplier, int32_t shift,
-                                         edgec_output_stage stage)
+static inline int8_t edgec_requantize_s8(int32_t acc, int32_t multiplier, int32_t shift, edgec_output_stage stage)
 {
     return edgec_output_s8(stage, edgec_requantize(acc, multiplier, shift));
 }
@@ -167,8 +165,7 @@ static inline int edgec_offsets_valid(int32_t input_offset, int32_t output_offse
 /* Positive dimensions whose element count fits int32, so that every index into the tensor does. */
 static inline int edgec_dims_valid(const edgec_dims *d)
 {
-    return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0 &&
-           (int64_t)d->n * d->h * d->w * d->c <= INT32_MAX;
+    return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0 && (int64_t)d->n * d->h * d->w * d->c <= INT32_MAX;
 }
 
 /* p is on a 4-byte boundary, as LDRD, LDM and vector word loads of packed constants or scratch
@@ -184,22 +181,19 @@ static inline int edgec_word_aligned(const void *p)
  * stride >= 1, int8 zero points, an int8 activation range and a valid shift per output channel.
  * Each kernel then checks its filter and window (edgec_conv_window_valid or stricter).
  */
-static inline int edgec_conv_args_valid(const edgec_conv_params *params,
-                                        const edgec_per_channel_quant *quant,
+static inline int edgec_conv_args_valid(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
                                         const edgec_dims *input_dims, const int8_t *input,
                                         const edgec_dims *filter_dims, const int8_t *filter,
                                         const edgec_dims *output_dims, const int8_t *output)
 {
-    if (!params || !quant || !quant->multiplier || !quant->shift || !input_dims || !input ||
-        !filter_dims || !filter || !output_dims || !output) {
+    if (!params || !quant || !quant->multiplier || !quant->shift || !input_dims || !input || !filter_dims || !filter ||
+        !output_dims || !output) {
         return 0;
     }
-    return edgec_dims_valid(input_dims) && edgec_dims_valid(filter_dims) &&
-           edgec_dims_valid(output_dims) && output_dims->n == input_dims->n &&
-           params->stride_h >= 1 && params->stride_w >= 1 &&
+    return edgec_dims_valid(input_dims) && edgec_dims_valid(filter_dims) && edgec_dims_valid(output_dims) &&
+           output_dims->n == input_dims->n && params->stride_h >= 1 && params->stride_w >= 1 &&
            edgec_offsets_valid(params->input_offset, params->output_offset) &&
-           edgec_act_range_valid(params->act_min, params->act_max) &&
-           edgec_shifts_valid(quant->shift, output_dims->c);
+           edgec_act_range_valid(params->act_min, params->act_max) && edgec_shifts_valid(quant->shift, output_dims->c);
 }
 
 /*
@@ -207,25 +201,22 @@ static inline int edgec_conv_args_valid(const edgec_conv_params *params,
  * o * stride - pad + k * dilation for every output o and tap k, and edgec_conv_taps the sums of
  * in_size, pad, stride and dilation. Computed in 64 bits because the arguments are untrusted.
  */
-static inline int edgec_conv_axis_valid(int32_t in_size, int32_t out_size, int32_t kernel,
-                                        int32_t stride, int32_t pad, int32_t dilation)
+static inline int edgec_conv_axis_valid(int32_t in_size, int32_t out_size, int32_t kernel, int32_t stride, int32_t pad,
+                                        int32_t dilation)
 {
     const int64_t span = (int64_t)(out_size - 1) * stride + (int64_t)(kernel - 1) * dilation + 1;
     return span <= INT32_MAX && (int64_t)in_size + pad + stride + dilation <= INT32_MAX;
 }
 
 /* A general convolution window: dilation >= 1, padding >= 0, index arithmetic within int32. */
-static inline int edgec_conv_window_valid(const edgec_conv_params *params,
-                                          const edgec_dims *input_dims,
-                                          const edgec_dims *filter_dims,
-                                          const edgec_dims *output_dims)
+static inline int edgec_conv_window_valid(const edgec_conv_params *params, const edgec_dims *input_dims,
+                                          const edgec_dims *filter_dims, const edgec_dims *output_dims)
 {
-    return params->dilation_h >= 1 && params->dilation_w >= 1 && params->pad_top >= 0 &&
-           params->pad_left >= 0 &&
-           edgec_conv_axis_valid(input_dims->h, output_dims->h, filter_dims->h, params->stride_h,
-                                 params->pad_top, params->dilation_h) &&
-           edgec_conv_axis_valid(input_dims->w, output_dims->w, filter_dims->w, params->stride_w,
-                                 params->pad_left, params->dilation_w);
+    return params->dilation_h >= 1 && params->dilation_w >= 1 && params->pad_top >= 0 && params->pad_left >= 0 &&
+           edgec_conv_axis_valid(input_dims->h, output_dims->h, filter_dims->h, params->stride_h, params->pad_top,
+                                 params->dilation_h) &&
+           edgec_conv_axis_valid(input_dims->w, output_dims->w, filter_dims->w, params->stride_w, params->pad_left,
+                                 params->dilation_w);
 }
 
 /* ---- int4 weights (CMSIS-NN's packing: element i in byte i / 2, low nibble first) ----------- */
@@ -250,8 +241,8 @@ static inline int32_t edgec_s4_at(const int8_t *packed, int32_t i)
 
 /* acc + sum_{k < count} packed[start + k] * (x[k] + offset), modulo 2^32 (the int32 wrap of the
  * golden): a run starting at an odd element takes its first weight from a high nibble. */
-static inline uint32_t edgec_s4_dot(const int8_t *packed, int32_t start, const int8_t *x,
-                                    int32_t count, int32_t offset, uint32_t acc)
+static inline uint32_t edgec_s4_dot(const int8_t *packed, int32_t start, const int8_t *x, int32_t count, int32_t offset,
+                                    uint32_t acc)
 {
     const int8_t *w = packed + (start >> 1);
     int32_t k = 0;
@@ -271,12 +262,11 @@ static inline uint32_t edgec_s4_dot(const int8_t *packed, int32_t start, const i
 }
 
 /* The int8 output stage's arguments of an int4 kernel are valid (edgec_nn.h, int4 section). */
-static inline int edgec_s4_output_valid(int32_t input_offset, int32_t output_offset,
-                                        int32_t act_min, int32_t act_max, const int32_t *shift,
-                                        int32_t count)
+static inline int edgec_s4_output_valid(int32_t input_offset, int32_t output_offset, int32_t act_min, int32_t act_max,
+                                        const int32_t *shift, int32_t count)
 {
-    return edgec_offsets_valid(input_offset, output_offset) &&
-           edgec_act_range_valid(act_min, act_max) && edgec_shifts_valid(shift, count);
+    return edgec_offsets_valid(input_offset, output_offset) && edgec_act_range_valid(act_min, act_max) &&
+           edgec_shifts_valid(shift, count);
 }
 
 /* ---- Convolution windows -------------------------------------------------------------------- */
@@ -293,8 +283,8 @@ typedef struct {
     int32_t last;
 } edgec_tap_range;
 
-static inline edgec_tap_range edgec_conv_taps(int32_t o, int32_t stride, int32_t pad,
-                                              int32_t dilation, int32_t kernel, int32_t in_size)
+static inline edgec_tap_range edgec_conv_taps(int32_t o, int32_t stride, int32_t pad, int32_t dilation, int32_t kernel,
+                                              int32_t in_size)
 {
     edgec_tap_range taps;
     int32_t lo = 0;
@@ -320,8 +310,7 @@ static inline edgec_tap_range edgec_conv_taps(int32_t o, int32_t stride, int32_t
  * the index arithmetic in the kernel cannot overflow. Windows move monotonically, so checking the
  * first and the last is enough. Computed in 64 bits because the arguments are untrusted.
  */
-static inline int edgec_pool_axis_valid(int32_t in_size, int32_t out_size, int32_t filter,
-                                        int32_t stride, int32_t pad)
+static inline int edgec_pool_axis_valid(int32_t in_size, int32_t out_size, int32_t filter, int32_t stride, int32_t pad)
 {
     int64_t last_origin;
     if (in_size < 1 || out_size < 1 || filter < 1 || stride < 1 || pad < 0 || pad >= filter) {
@@ -332,27 +321,24 @@ static inline int edgec_pool_axis_valid(int32_t in_size, int32_t out_size, int32
 }
 
 /* The checks shared by max and average pooling. */
-static inline int edgec_pool_args_valid(const edgec_pool_params *params,
-                                        const edgec_dims *input_dims, const int8_t *input,
-                                        const edgec_dims *output_dims, const int8_t *output)
+static inline int edgec_pool_args_valid(const edgec_pool_params *params, const edgec_dims *input_dims,
+                                        const int8_t *input, const edgec_dims *output_dims, const int8_t *output)
 {
     if (!params || !input_dims || !input || !output_dims || !output) {
         return 0;
     }
-    if (!edgec_dims_valid(input_dims) || !edgec_dims_valid(output_dims) ||
-        output_dims->n != input_dims->n || output_dims->c != input_dims->c) {
+    if (!edgec_dims_valid(input_dims) || !edgec_dims_valid(output_dims) || output_dims->n != input_dims->n ||
+        output_dims->c != input_dims->c) {
         return 0;
     }
     return edgec_act_range_valid(params->act_min, params->act_max) &&
-           edgec_pool_axis_valid(input_dims->h, output_dims->h, params->filter_h, params->stride_h,
-                                 params->pad_top) &&
-           edgec_pool_axis_valid(input_dims->w, output_dims->w, params->filter_w, params->stride_w,
-                                 params->pad_left);
+           edgec_pool_axis_valid(input_dims->h, output_dims->h, params->filter_h, params->stride_h, params->pad_top) &&
+           edgec_pool_axis_valid(input_dims->w, output_dims->w, params->filter_w, params->stride_w, params->pad_left);
 }
 
 /* In-bounds input range [*start, *end) of the window at output index o along one axis. */
-static inline void edgec_pool_window(int32_t o, int32_t stride, int32_t pad, int32_t filter,
-                                     int32_t in_size, int32_t *start, int32_t *end)
+static inline void edgec_pool_window(int32_t o, int32_t stride, int32_t pad, int32_t filter, int32_t in_size,
+                                     int32_t *start, int32_t *end)
 {
     const int32_t origin = o * stride - pad;
     *start = EDGEC_MAX(origin, 0);
@@ -418,8 +404,7 @@ static inline int edgec_dsp_requant_short(int32_t multiplier, int32_t shift)
 }
 
 /* 1 if each of the `count` (multiplier, shift) pairs admits the short requantization. */
-static inline int edgec_dsp_requant_all_short(const int32_t *multiplier, const int32_t *shift,
-                                              int32_t count)
+static inline int edgec_dsp_requant_all_short(const int32_t *multiplier, const int32_t *shift, int32_t count)
 {
     for (int32_t i = 0; i < count; i++) {
         if (!edgec_dsp_requant_short(multiplier[i], shift[i])) {
@@ -436,8 +421,7 @@ static inline int32_t edgec_dsp_round_base(int32_t offset)
 }
 
 /* Only for (multiplier, shift) that edgec_dsp_requant_short accepts. */
-static inline edgec_dsp_requant edgec_dsp_requant_make(int32_t multiplier, int32_t shift,
-                                                       int32_t round_base)
+static inline edgec_dsp_requant edgec_dsp_requant_make(int32_t multiplier, int32_t shift, int32_t round_base)
 {
     edgec_dsp_requant q;
     q.multiplier = multiplier;
@@ -547,8 +531,8 @@ static inline int64_t edgec_add_bias_s64(int64_t acc, int64_t bias)
 /* arm_nn_requantize_s64 (numerics.requantize_s64) for x in [-2^47, 2^47), 0 <= reduced <= 2^15,
  * shift in [-31, 7]: the product fits int64; the result is clamped straight to the int16
  * activation range (which equals saturating to int32 first). */
-static inline int16_t edgec_requantize_s64_clamp(int64_t x, int32_t reduced, int32_t shift,
-                                                 int32_t act_min, int32_t act_max)
+static inline int16_t edgec_requantize_s64_clamp(int64_t x, int32_t reduced, int32_t shift, int32_t act_min,
+                                                 int32_t act_max)
 {
     const int64_t high = (x * reduced) >> (14 - shift);
     const int64_t result = (high + 1) >> 1;
@@ -557,18 +541,16 @@ static inline int16_t edgec_requantize_s64_clamp(int64_t x, int32_t reduced, int
 
 /* The 16x8 output stage of channel c: bias (may be NULL), requantize_s64, clamp. */
 static inline int16_t edgec_output_s16(int64_t acc, const int64_t *bias, const int32_t *multiplier,
-                                       const int32_t *shift, int32_t c, int32_t act_min,
-                                       int32_t act_max)
+                                       const int32_t *shift, int32_t c, int32_t act_min, int32_t act_max)
 {
     const int64_t x = edgec_add_bias_s64(acc, bias ? bias[c] : 0);
-    return edgec_requantize_s64_clamp(x, edgec_reduce_multiplier(multiplier[c]), shift[c], act_min,
-                                      act_max);
+    return edgec_requantize_s64_clamp(x, edgec_reduce_multiplier(multiplier[c]), shift[c], act_min, act_max);
 }
 
 /* An int16 activation range (non-empty) and `count` (multiplier >= 0, shift in [-31, 7]) pairs,
  * as TFLite's int64 MultiplyByQuantizedMultiplier requires them. */
-static inline int edgec_s16_output_valid(const int32_t *multiplier, const int32_t *shift,
-                                         int32_t count, int32_t act_min, int32_t act_max)
+static inline int edgec_s16_output_valid(const int32_t *multiplier, const int32_t *shift, int32_t count,
+                                         int32_t act_min, int32_t act_max)
 {
     if (act_min < INT16_MIN || act_max > INT16_MAX || act_min > act_max) {
         return 0;
@@ -634,8 +616,8 @@ static inline int32_t edgec_s16_dsp_load_weights(const int8_t *w)
 
 /* acc[r] += sum_k x[k] * w_r[k] over k < count for the rows w_0 = w and w_1 = w + row_step, x
  * in the DSP order (word-aligned): each LDRD of inputs feeds four SMLALD, exact in int64. */
-static inline void edgec_s16_dsp_dot2(const int16_t *x, const int8_t *w, int32_t row_step,
-                                      int32_t count, int64_t acc[2])
+static inline void edgec_s16_dsp_dot2(const int16_t *x, const int8_t *w, int32_t row_step, int32_t count,
+                                      int64_t acc[2])
 {
     int64_t acc0 = 0;
     int64_t acc1 = 0;
@@ -684,9 +666,8 @@ static inline int64_t edgec_s16_dsp_dot(const int16_t *x, const int8_t *w, int32
  * Every output row o < rows of a 16x8 layer from one column x (already in the DSP order):
  * out[o * out_step] = edgec_output_s16(x . w[o * count ...]), two rows at a time.
  */
-static inline void edgec_s16_dsp_rows(const int16_t *x, const int8_t *w, int32_t count,
-                                      int32_t first_row, int32_t rows, const int64_t *bias,
-                                      const int32_t *multiplier, const int32_t *shift,
+static inline void edgec_s16_dsp_rows(const int16_t *x, const int8_t *w, int32_t count, int32_t first_row, int32_t rows,
+                                      const int64_t *bias, const int32_t *multiplier, const int32_t *shift,
                                       int32_t act_min, int32_t act_max, int16_t *out)
 {
     int32_t r = 0;
