@@ -86,7 +86,7 @@ def test_widening_rule_reads_the_parts_memory_facts(monkeypatch):
 @pytest.fixture(scope="module")
 def ds_cnn():
     return quantize_model(
-        f"{ROOT / 'edgec' / 'mlperf.py'}:ds_cnn",
+        f"{ROOT / 'edgec' / 'zoo' / 'mlperf.py'}:ds_cnn",
         calibration=mlperf.calibration_data("ds_cnn", 16, 0),
         warn=lambda _: None,
     )

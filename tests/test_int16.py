@@ -30,7 +30,7 @@ from edgec.zoo import mlperf
 from tests.device_support import ROOT, needs_toolchain
 from tests.test_cli import run_cli
 
-ZOO = ROOT / "edgec" / "mlperf.py"
+ZOO = ROOT / "edgec" / "zoo" / "mlperf.py"
 MODELS = ROOT / "tests" / "data" / "int16_models.py"
 CALIBRATION_SAMPLES = 32
 SAMPLES = 4

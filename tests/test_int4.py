@@ -35,7 +35,7 @@ from edgec.zoo import mlperf
 from tests.device_support import ROOT, needs_toolchain
 from tests.test_cli import run_cli
 
-ZOO = ROOT / "edgec" / "mlperf.py"
+ZOO = ROOT / "edgec" / "zoo" / "mlperf.py"
 DIGITS = ROOT / "examples" / "digits"
 SAMPLES = 4
 VERIFY_SAMPLES = 20  # `edgec verify`'s default: its per-channel mean rule is statistical

@@ -23,7 +23,7 @@ from tests.data.models import all_ops_samples
 from tests.device_support import ALL_OPS, DIGITS, ROOT, needs_toolchain
 from tests.test_cli import run_cli
 
-SPECS = {"all_ops": ALL_OPS, **{name: f"{ROOT / 'edgec' / 'mlperf.py'}:{name}" for name in mlperf.ZOO}}
+SPECS = {"all_ops": ALL_OPS, **{name: f"{ROOT / 'edgec' / 'zoo' / 'mlperf.py'}:{name}" for name in mlperf.ZOO}}
 SAMPLES = 8
 CALIBRATION_SAMPLES = 16
 EVERY_TARGET_MODELS = ("all_ops", "ds_cnn")
