@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edgec.ops import conv, depthwise, linear
+from edgec.targets.cmsis_nn_build import Activation, ConvParams, Dims, DwConvParams, Tile
 from tests.test_kernels_s4 import random_case
 
 CHECKOUT = os.environ.get("CMSIS_NN_DIR")
@@ -45,43 +46,8 @@ SOURCES = (
 )
 
 
-class Tile(C.Structure):
-    _fields_ = [("w", C.c_int32), ("h", C.c_int32)]
-
-
-class Activation(C.Structure):
-    _fields_ = [("min", C.c_int32), ("max", C.c_int32)]
-
-
-class Dims(C.Structure):
-    _fields_ = [("n", C.c_int32), ("h", C.c_int32), ("w", C.c_int32), ("c", C.c_int32)]
-
-
 class Context(C.Structure):
     _fields_ = [("buf", C.c_void_p), ("size", C.c_int32)]
-
-
-class ConvParams(C.Structure):
-    _fields_ = [
-        ("input_offset", C.c_int32),
-        ("output_offset", C.c_int32),
-        ("stride", Tile),
-        ("padding", Tile),
-        ("dilation", Tile),
-        ("activation", Activation),
-    ]
-
-
-class DwConvParams(C.Structure):
-    _fields_ = [
-        ("input_offset", C.c_int32),
-        ("output_offset", C.c_int32),
-        ("ch_mult", C.c_int32),
-        ("stride", Tile),
-        ("padding", Tile),
-        ("dilation", Tile),
-        ("activation", Activation),
-    ]
 
 
 class FcParams(C.Structure):

@@ -21,7 +21,7 @@ import numpy as np
 
 from edgec.ir import KernelChoice
 from edgec.ops.base import CCall, descriptor
-from edgec.ops.kernel import Field, Scratch, Struct
+from edgec.ops.kernel import Field, Scratch, Struct, ints
 
 INT4_MIN, INT4_MAX = -8, 7
 # edgec's own quantizer: symmetric, narrow range (zero point 0, -8 never used), as TFLite's.
@@ -39,78 +39,35 @@ SOURCES = {
 }
 
 
+def _weights(filter_doc: str, channels: str) -> tuple[Field, ...]:
+    """The constant fields every int4 descriptor ends with: the packed filter, bias, requantization."""
+    return (
+        Field("filter", "const int8_t *", doc=f"packed int4 {filter_doc}"),
+        Field("bias", "const int32_t *", doc=f"[{channels}] or NULL"),
+        Field("multiplier", "const int32_t *", doc=f"[{channels}]"),
+        Field("shift", "const int32_t *", doc=f"[{channels}]"),
+    )
+
+
 # The C structs of the int4 kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
+_QUANT = "input_offset output_offset act_min act_max"
+_WINDOW = "kernel_h kernel_w stride_h stride_w pad_top pad_left dilation_h dilation_w"
 FULLY_CONNECTED_S4_DESC = Struct(
     "edgec_fully_connected_s4_desc",
-    (
-        Field("batches"),
-        Field("input_c"),
-        Field("output_c"),
-        Field("input_offset"),
-        Field("output_offset"),
-        Field("act_min"),
-        Field("act_max"),
-        Field("filter", "const int8_t *", doc="packed int4 [output_c][input_c]"),
-        Field("bias", "const int32_t *", doc="[output_c] or NULL"),
-        Field("multiplier", "const int32_t *", doc="[output_c]"),
-        Field("shift", "const int32_t *", doc="[output_c]"),
-    ),
+    (*ints(f"batches input_c output_c {_QUANT}"), *_weights("[output_c][input_c]", "output_c")),
 )
 CONV_S4_DESC = Struct(
     "edgec_conv_s4_desc",
     (
-        Field("batches"),
-        Field("input_h"),
-        Field("input_w"),
-        Field("input_c"),
-        Field("output_h"),
-        Field("output_w"),
-        Field("output_c"),
-        Field("kernel_h"),
-        Field("kernel_w"),
-        Field("stride_h"),
-        Field("stride_w"),
-        Field("pad_top"),
-        Field("pad_left"),
-        Field("dilation_h"),
-        Field("dilation_w"),
-        Field("groups"),
-        Field("input_offset"),
-        Field("output_offset"),
-        Field("act_min"),
-        Field("act_max"),
-        Field("filter", "const int8_t *", doc="packed int4 [output_c][kernel_h][kernel_w][input_c / groups]"),
-        Field("bias", "const int32_t *", doc="[output_c] or NULL"),
-        Field("multiplier", "const int32_t *", doc="[output_c]"),
-        Field("shift", "const int32_t *", doc="[output_c]"),
+        *ints(f"batches input_h input_w input_c output_h output_w output_c {_WINDOW} groups {_QUANT}"),
+        *_weights("[output_c][kernel_h][kernel_w][input_c / groups]", "output_c"),
     ),
 )
 DEPTHWISE_CONV_S4_DESC = Struct(
     "edgec_depthwise_conv_s4_desc",
     (
-        Field("batches"),
-        Field("input_h"),
-        Field("input_w"),
-        Field("input_c"),
-        Field("output_h"),
-        Field("output_w"),
-        Field("ch_mult"),
-        Field("kernel_h"),
-        Field("kernel_w"),
-        Field("stride_h"),
-        Field("stride_w"),
-        Field("pad_top"),
-        Field("pad_left"),
-        Field("dilation_h"),
-        Field("dilation_w"),
-        Field("input_offset"),
-        Field("output_offset"),
-        Field("act_min"),
-        Field("act_max"),
-        Field("filter", "const int8_t *", doc="packed int4 [kernel_h][kernel_w][input_c * ch_mult]"),
-        Field("bias", "const int32_t *", doc="[input_c * ch_mult] or NULL"),
-        Field("multiplier", "const int32_t *", doc="[input_c * ch_mult]"),
-        Field("shift", "const int32_t *", doc="[input_c * ch_mult]"),
+        *ints(f"batches input_h input_w input_c output_h output_w ch_mult {_WINDOW} {_QUANT}"),
+        *_weights("[kernel_h][kernel_w][input_c * ch_mult]", "input_c * ch_mult"),
     ),
 )
 STRUCTS = (FULLY_CONNECTED_S4_DESC, CONV_S4_DESC, DEPTHWISE_CONV_S4_DESC)
