@@ -4,8 +4,8 @@ A layer's weights are int4 when its quantize node's range lies within [-8, 7] (e
 makes them symmetric per output channel in [-7, 7], as TFLite's int4 scheme; a user's PT2E
 program may use the whole [-8, 7]). Lowering records it as op.attrs["weight_bits"] = 4 on the
 int8 unit's op (op.kind stays fully_connected / conv2d / depthwise_conv2d), which keeps the
-weights unpacked (int8 values in [-8, 7]) for every pass and delegates golden, emit, scratch and
-in-place here.
+weights unpacked (int8 values in [-8, 7]) for every pass and delegates the kernel choice, emit,
+scratch and in-place here (each family keeps its int4 golden beside its int8 one).
 
 Packing (CMSIS-NN's _s4 kernels, TFLite's int4 tensors): the filter in the int8 kernel's order
 ([C_out][C_in] for fully connected, OHWI for convolution, [KH][KW][C_out] for depthwise) as one
@@ -191,9 +191,6 @@ def depthwise_conv_s4_desc(a: dict, input_shape, output_shape, input_zp: int, ou
         "filter": pack_int4(a["weight"]),
         **_quant_fields(a),
     }
-
-
-# -- goldens (of a descriptor: what the C kernel reads) ------------------------------------------
 
 
 # -- what the int8 units delegate to for an int4 op ------------------------------------------------
