@@ -415,6 +415,7 @@ def compile(
     weights: str = "int8",
     int4_layers=(),
     int4_rounding: str = "gptq",
+    stream_input: bool = False,
 ) -> CompiledModel:
     """Quantize and compile `model` for `target`, as `edgec build` does.
 
@@ -448,6 +449,9 @@ def compile(
         <name>_invoke(), its state kept between invokes. run() and evaluate() still take whole
         sequences (the model's meaning); verify() also checks the streaming build, as
         `edgec verify --stream` does, and bench() counts one time step, as `edgec bench --stream`.
+    stream_input: as `edgec build --stream-input`: the generated C takes the image input in row
+        bands from the application (<name>_invoke_streamed; docs/band-stages.md), so under a `ram`
+        budget a band stage at the input never holds it whole.
     """
     target_info = (
         on_part(get_target(target), part)
@@ -455,6 +459,7 @@ def compile(
         .with_opt(opt)
         .with_flash_wait(flash_wait)
         .with_kernels(kernels)
+        .with_stream_input(stream_input)
     )
     name = check_name(name or default_name(model))
     with _quiet_torch():

@@ -84,6 +84,12 @@ def _target_options(command):
     command = click.option(
         "--flash", callback=_size, help="flash budget for the constants, e.g. 1M (default: a typical part's)"
     )(command)
+    command = click.option(
+        "--stream-input",
+        is_flag=True,
+        help="the application hands the image input in row bands (<name>_invoke_streamed, "
+        "docs/band-stages.md): under --ram, a band stage at the input never holds it whole",
+    )(command)
     return click.option(
         "--ram", callback=_size, help="RAM budget for the arena, e.g. 256K (default: a typical part's)"
     )(command)
@@ -158,6 +164,7 @@ def _target(
     flash_wait: int | None = None,
     kernels: str = "edgec",
     part: str | None = None,
+    stream_input: bool = False,
 ):
     from edgec.targets.cores import get_target
     from edgec.targets.timing import on_part
@@ -168,6 +175,7 @@ def _target(
         .with_opt(opt)
         .with_flash_wait(flash_wait)
         .with_kernels(kernels)
+        .with_stream_input(stream_input)
     )
 
 
@@ -283,6 +291,7 @@ def build(
     flash_wait,
     part,
     kernels,
+    stream_input,
     method,
     per_channel_linear,
     activations,
@@ -310,7 +319,7 @@ def build(
     from edgec.pipeline import check_output_dir, emit, emit_many, quantization_warnings
 
     check_output_dir(Path(out_dir))
-    target_info = _target(target, ram, flash, opt, flash_wait, kernels, part)
+    target_info = _target(target, ram, flash, opt, flash_wait, kernels, part, stream_input)
     compiled = []
     for model, model_calib in zip(models, calib or [None] * len(models)):
         compiled.append(
@@ -442,6 +451,7 @@ def verify(
     flash_wait,
     part,
     kernels,
+    stream_input,
     quiet,
     per_layer,
     layers_json,
@@ -466,7 +476,7 @@ def verify(
     from edgec.tools import verify as checks
 
     name = check_name(name or default_name(model))
-    target_info = _target(target, ram, flash, opt, flash_wait, kernels, part)
+    target_info = _target(target, ram, flash, opt, flash_wait, kernels, part, stream_input)
     if not target_info.is_host:
         device.require_runnable(target_info)
     compiled = _compile(
@@ -589,6 +599,7 @@ def bench(
     flash_wait,
     part,
     kernels,
+    stream_input,
     out_dir,
     as_json,
     quiet,
@@ -616,7 +627,9 @@ def bench(
     from edgec.tools import verify as checks
 
     name = check_name(name or default_name(model))
-    target_info = _target(target, ram, flash, opt, flash_wait, kernels, part).with_cmsis_nn_opt(f"-{cmsis_nn_opt}")
+    target_info = _target(target, ram, flash, opt, flash_wait, kernels, part, stream_input).with_cmsis_nn_opt(
+        f"-{cmsis_nn_opt}"
+    )
     device.require_runnable(target_info)
     compiled = _compile(
         model,

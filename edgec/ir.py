@@ -150,6 +150,9 @@ class Graph:
     # does: "multiply" (PT2E's quantize_per_tensor, also ExecuTorch's: x * float32(1/scale),
     # halves to even) or "divide" (TFLite's QUANTIZE: x / scale, halves away from zero).
     input_rounding: str = "multiply"
+    # Inputs the application hands in row by row (a band stage's streamed input, --stream-input):
+    # never whole in the arena, so the plan gives them no bytes.
+    streamed_inputs: list[str] = field(default_factory=list)
 
     def add_tensor(self, tensor: Tensor) -> Tensor:
         if tensor.name in self.tensors:

@@ -19,7 +19,7 @@ import torch
 from torch.fx import GraphModule
 
 from edgec.backend import codegen
-from edgec.backend.banding import fit_budget
+from edgec.backend.banding import check_stream_input, fit_budget
 from edgec.backend.plan import MemoryPlan
 from edgec.backend.schedule import schedule_and_plan
 from edgec.errors import EdgecError
@@ -226,6 +226,7 @@ def compile_for(quantized: Quantized, target: str | Target = "host", *, stream: 
     if target_info.kernels == "cmsis-nn":
         choices += select_cmsis_nn_kernels(graph, target_info, Path(target_info.cmsis_nn_dir))
     choices += choose_constant_layouts(graph, target_info)
+    check_stream_input(graph, target_info, stream)
     plan, banding = fit_budget(graph, target_info, schedule_and_plan(graph, target_info))
     if banding is not None:
         plan.banding = banding.to_json()

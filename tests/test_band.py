@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from edgec import sim
-from edgec.backend.banding import chains, fit_budget
+from edgec.backend.banding import _stage_outputs, chains, fit_budget
 from edgec.backend.plan import check_plan
 from edgec.backend.schedule import schedule_and_plan
 from edgec.ops import KINDS
@@ -70,8 +70,9 @@ class Residual(nn.Module):
 
 
 class Detector(nn.Module):
-    """PNet-shaped: unpadded convs with PReLU (elementwise layers, one descriptor per band height)
-    and a ceil-mode max pool whose last window hangs over the bottom edge."""
+    """PNet-shaped: unpadded convs with PReLU (elementwise layers, one descriptor per band height),
+    a ceil-mode max pool whose last window hangs over the bottom edge, and two heads reading one
+    map (a branch inside the stage: two stage outputs)."""
 
     def __init__(self):
         super().__init__()
@@ -79,9 +80,11 @@ class Detector(nn.Module):
             nn.Conv2d(3, 8, 3), nn.PReLU(8), nn.MaxPool2d(2, 2, ceil_mode=True), nn.Conv2d(8, 12, 3), nn.PReLU(12)
         )
         self.head = nn.Conv2d(12, 4, 1)
+        self.boxes = nn.Conv2d(12, 2, 3, padding=1)
 
     def forward(self, x):
-        return self.head(self.body(x))
+        y = self.body(x)
+        return self.head(y), self.boxes(y)
 
 
 SHAPES = {Chain: (1, 3, 21, 16), Residual: (1, 3, 21, 16), Detector: (1, 3, 20, 15)}  # uneven last bands
@@ -116,14 +119,17 @@ def detector():
     return _compiled(Detector)
 
 
-def _banded(compiled, first: int, last: int, chunk: int):
-    """A copy of `compiled` with ops first..last as one band stage of `chunk` rows, planned."""
+def _banded(compiled, first: int, last: int, chunk: int, stream: bool = False):
+    """A copy of `compiled` with ops first..last as one band stage of `chunk` rows (writing what
+    the rest of the graph reads; with `stream`, its input handed in rows), planned."""
     banded = copy.copy(compiled)
     graph = copy.copy(compiled.graph)
-    stage = make_stage(graph.ops[first : last + 1], graph, chunk)
+    stage = make_stage(graph.ops[first : last + 1], graph, chunk, _stage_outputs(graph, first, last), stream)
     graph.ops = graph.ops[:first] + [stage] + graph.ops[last + 1 :]
-    banded.graph, banded.plan = graph, schedule_and_plan(graph, compiled.target)
-    assert check_plan(graph, banded.plan, compiled.target) == []
+    graph.streamed_inputs = list(graph.inputs) if stream else []
+    banded.target = compiled.target.with_stream_input(stream)
+    banded.graph, banded.plan = graph, schedule_and_plan(graph, banded.target)
+    assert check_plan(graph, banded.plan, banded.target) == []
     return banded
 
 
@@ -133,40 +139,80 @@ def _sample(compiled, seed=1):
 
 
 @pytest.mark.parametrize(
-    "model,first,last", [("chain", 0, 4), ("chain", 1, 3), ("chain", 2, 4), ("detector", 0, 5), ("residual", 1, 4)]
+    "model,first,last,stream",
+    [
+        ("chain", 0, 4, False),
+        ("chain", 1, 3, False),
+        ("chain", 2, 4, False),
+        ("chain", 0, 3, True),
+        ("detector", 0, 6, False),
+        ("detector", 0, 6, True),
+        ("detector", 3, 6, False),
+        ("residual", 1, 4, False),
+    ],
 )
 @pytest.mark.parametrize("chunk", [1, 2, 4, 7])
-def test_banded_golden_equals_layer_by_layer(request, model, first, last, chunk):
+def test_banded_golden_equals_layer_by_layer(request, model, first, last, stream, chunk):
+    """Chains, streamed inputs (fetched row by row into a window) and branches (two heads, two
+    stage outputs) at every chunk height."""
     chain = request.getfixturevalue(model)
     graph = chain.graph
     x = _sample(chain)
     whole = golden_outputs(graph, x)
     values = sim.run(graph, [x[0].reshape(graph.tensors[graph.inputs[0]].shape)])
-    stage = make_stage(graph.ops[first : last + 1], graph, chunk)
+    stage = make_stage(graph.ops[first : last + 1], graph, chunk, _stage_outputs(graph, first, last), stream)
     banded = KINDS[stage.kind].golden(stage, graph, [values[stage.inputs[0]]])
-    assert np.array_equal(banded, values[stage.outputs[0]])
-    assert np.array_equal(golden_outputs(_banded(chain, first, last, chunk).graph, x), whole)
+    banded = banded if isinstance(banded, list) else [banded]
+    assert len(banded) == len(stage.outputs) == (2 if model == "detector" else 1)
+    for result, name in zip(banded, stage.outputs):
+        assert np.array_equal(result, values[name])
+    assert np.array_equal(golden_outputs(_banded(chain, first, last, chunk, stream).graph, x), whole)
 
 
-def test_chains_stop_at_a_tensor_read_twice(residual):
+def test_a_streamed_input_is_fetched_in_order_once_and_never_whole():
+    """The fetch actions ask for every input row once, in order; the input gets no arena bytes."""
+    compiled = _compiled(Chain)
+    banded = _banded(compiled, 0, 4, 2, stream=True)
+    stage = banded.graph.ops[0]
+    fetches = stage.attrs["actions"][stage.attrs["actions"][:, 0] == -1]
+    assert fetches[:, 3].tolist() == np.concatenate([[0], np.cumsum(fetches[:, 4])[:-1]]).tolist()
+    assert fetches[:, 4].sum() == SHAPES[Chain][2]
+    assert banded.graph.inputs[0] not in banded.plan.offsets
+    assert stage.attrs["window_rows"][0] < SHAPES[Chain][2] // 2
+
+
+def test_chains_take_branches_and_stop_at_layers_that_cannot_band(residual, detector):
     graph = residual.graph
     kinds = [[graph.ops[i].kind for i in run] for run in chains(graph)]
-    # the block (with its residual add and the pool after it), not the stem feeding the add too
-    assert ["conv2d", "depthwise_conv2d", "conv2d", "add", "avg_pool2d"] in kinds
+    # the stem, the block with its residual add, the pool after it (the stem's output, read twice,
+    # is an output of any stage ending inside the block)
+    assert ["conv2d", "conv2d", "depthwise_conv2d", "conv2d", "add", "avg_pool2d"] in kinds
+    assert [len(run) for run in chains(detector.graph)] == [7]  # both heads
+    assert sorted(_stage_outputs(detector.graph, 0, 6)) == sorted(detector.graph.outputs)
 
 
 @pytest.mark.parametrize(
-    "model,first,last,chunk", [("chain", 0, 4, 1), ("chain", 0, 3, 4), ("residual", 1, 4, 3), ("detector", 0, 5, 2)]
+    "model,first,last,chunk,stream",
+    [
+        ("chain", 0, 4, 1, False),
+        ("chain", 0, 3, 4, False),
+        ("chain", 0, 4, 3, True),
+        ("residual", 1, 4, 3, False),
+        ("detector", 0, 6, 2, False),
+        ("detector", 0, 6, 1, True),
+    ],
 )
-def test_host_c_equals_golden_with_every_write_checked(request, tmp_path, model, first, last, chunk):
+def test_host_c_equals_golden_with_every_write_checked(request, tmp_path, model, first, last, chunk, stream):
+    """With a streamed input the host driver hands the rows in through <name>_invoke_streamed and
+    fails unless they are asked for in order, each once, all of them."""
     compiled = request.getfixturevalue(model)
     kinds = {
         "residual": ["conv2d", "depthwise_conv2d", "conv2d", "add"],
-        "detector": ["conv2d", "prelu", "max_pool2d", "conv2d", "prelu", "conv2d"],
+        "detector": ["conv2d", "prelu", "max_pool2d", "conv2d", "prelu", "conv2d", "conv2d"],
     }
     if model in kinds:
         assert [op.kind for op in compiled.graph.ops[first : last + 1]] == kinds[model]
-    banded = _banded(compiled, first, last, chunk)
+    banded = _banded(compiled, first, last, chunk, stream)
     emit(banded, tmp_path / "out", "m")
     x = _sample(compiled)
     exe = build_host(tmp_path / "out", "m", tmp_path / "build", sanitize=True)
@@ -218,9 +264,18 @@ def test_an_unreachable_budget_is_one_line_with_the_smallest_arena(tmp_path, cap
 
 
 @needs_toolchain
-def test_qemu_cortex_m4_equals_golden(tmp_path):
-    compiled = _compiled(Residual, "cortex-m4")
-    banded = _banded(compiled, 1, 4, 2)
+@pytest.mark.parametrize(
+    "model,target,first,last,chunk,stream",
+    [
+        (Residual, "cortex-m4", 1, 4, 2, False),
+        (Chain, "cortex-m4", 0, 4, 3, True),
+        (Detector, "cortex-m55", 0, 6, 2, True),
+    ],
+)
+def test_qemu_equals_golden(tmp_path, model, target, first, last, chunk, stream):
+    """A residual block on M4; a streamed input on M4; branches with a streamed input on M55 (Helium)."""
+    compiled = _compiled(model, target)
+    banded = _banded(compiled, first, last, chunk, stream)
     emit(banded, tmp_path / "out", "m")
     x = _sample(compiled)
     assert np.array_equal(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from edgec.backend.plan import MemoryPlan, blocks, buffers, in_place_choices, liveness_lower_bound, occupied_bytes
 from edgec.backend.schedule import schedule_and_plan
+from edgec.errors import EdgecError
 from edgec.ir import Graph, Op
 from edgec.ops import unit_of
 from edgec.ops.band import can_band, make_stage
@@ -27,6 +28,9 @@ CHUNKS = (1, 2, 3, 4, 6, 8, 12, 16)  # rows per kernel call tried
 # KH rows per call), about 4,500 cycles; newlib-nano's memmove moves a byte in about 4.
 CALL_CYCLES = 4_500
 MOVE_CYCLES_PER_BYTE = 4
+# A streamed input's fetch: the call of the application's read_rows and its copy's start (its bytes
+# count as moved).
+FETCH_CYCLES = 300
 MAX_STAGE_OPS = 12
 PLANS_TRIED = 6  # full plans per step over budget, cheapest (or smallest) candidates first
 
@@ -77,39 +81,77 @@ class Banding:
 
 
 def added_cycles(stage: Op) -> int:
-    calls = len(stage.attrs["actions"]) - len(stage.attrs["ops"])
-    return int(calls * CALL_CYCLES + stage.attrs["moved_bytes"] * MOVE_CYCLES_PER_BYTE)
+    """Kernel calls beyond one per layer, window shifts, and a streamed input's fetches (a call of
+    the application's read_rows, its rows copied in)."""
+    actions = stage.attrs["actions"]
+    fetches = actions[actions[:, 0] < 0]
+    calls = len(actions) - len(fetches) - len(stage.attrs["ops"])
+    return int(
+        calls * CALL_CYCLES
+        + len(fetches) * FETCH_CYCLES
+        + (stage.attrs["moved_bytes"] + stage.attrs["fetched_bytes"]) * MOVE_CYCLES_PER_BYTE
+    )
+
+
+def check_stream_input(graph: Graph, target, stream: bool) -> None:
+    """One line unless a --stream-input build has one int8 image input (batch 1, NHWC) and no
+    recurrent time step per invoke (--stream)."""
+    if not target.stream_input:
+        return
+    tensors = [graph.tensors[name] for name in graph.inputs]
+    if (
+        stream
+        or len(tensors) != 1
+        or len(tensors[0].shape) != 4
+        or tensors[0].shape[0] != 1
+        or tensors[0].dtype != "int8"
+    ):
+        shapes = ", ".join(f"{t.dtype} {list(t.shape)}" for t in tensors)
+        raise EdgecError(
+            f"--stream-input needs one int8 image input (batch 1, NHWC) and no --stream; the model takes {shapes}"
+            + (" with --stream" if stream else "")
+        )
 
 
 def chains(graph: Graph) -> list[list[int]]:
-    """Maximal runs of consecutive ops that can run banded, each reading the one before (a residual
-    add also another tensor), whose outputs (but the last's) nothing else reads."""
+    """Maximal runs of consecutive ops that can run banded, each reading an output of an earlier op
+    of the run (a residual add also another tensor): the candidates of band stages, branches
+    inside them included (two heads reading one map)."""
     runs: list[list[int]] = []
-    readers: dict[str, int] = {}
-    for op in graph.ops:
-        for name in op.inputs:
-            readers[graph.storage(name)] = readers.get(graph.storage(name), 0) + 1
-    outputs = {graph.storage(name) for name in graph.outputs}
     for index, op in enumerate(graph.ops):
         if not can_band(op, graph):
             continue
-        previous = graph.ops[index - 1] if index else None
-        if (
-            runs
-            and runs[-1][-1] == index - 1
-            and previous.outputs[0] in op.inputs
-            and readers.get(previous.outputs[0]) == 1
-            and previous.outputs[0] not in outputs
-        ):
+        produced = {graph.ops[i].outputs[0] for i in runs[-1]} if runs and runs[-1][-1] == index - 1 else set()
+        if produced & set(op.inputs):
             runs[-1].append(index)
         else:
             runs.append([index])
     return [run for run in runs if len(run) > 1]
 
 
-def _with_stage(graph: Graph, first: int, last: int, chunk: int) -> tuple[Graph, Op] | None:
+def _stage_outputs(graph: Graph, first: int, last: int) -> list[str]:
+    """The outputs of ops first..last that the rest of the graph reads (or the graph's outputs)."""
+    outside = {graph.storage(name) for op in graph.ops[:first] + graph.ops[last + 1 :] for name in op.inputs}
+    outside |= {graph.storage(name) for name in graph.outputs}
+    return [op.outputs[0] for op in graph.ops[first : last + 1] if op.outputs[0] in outside]
+
+
+def _streams(graph: Graph, first: int, target) -> bool:
+    """Whether a stage starting at op `first` takes the model's input in rows (--stream-input): it
+    reads the one input, which nothing else reads."""
+    name = graph.ops[first].inputs[0]
+    return (
+        target.stream_input
+        and graph.inputs == [name]
+        and name not in graph.outputs
+        and sum(name in op.inputs for op in graph.ops) == 1
+    )
+
+
+def _with_stage(graph: Graph, first: int, last: int, chunk: int, target) -> tuple[Graph, Op] | None:
+    stream = _streams(graph, first, target)
     try:
-        stage = make_stage(graph.ops[first : last + 1], graph, chunk)
+        stage = make_stage(graph.ops[first : last + 1], graph, chunk, _stage_outputs(graph, first, last), stream)
     except ValueError:
         return None
     banded = Graph(
@@ -118,6 +160,7 @@ def _with_stage(graph: Graph, first: int, last: int, chunk: int) -> tuple[Graph,
         graph.inputs,
         graph.outputs,
         graph.input_rounding,
+        list(graph.inputs) if stream else list(graph.streamed_inputs),
     )
     return banded, stage
 
@@ -130,25 +173,28 @@ def _stage_entry(stage: Op, graph: Graph, target) -> dict:
         "last": layers[-1].name,
         "layers": len(layers),
         "chunk": stage.attrs["chunk"],
+        "outputs": list(stage.outputs),
+        "streamed_input": stage.attrs["layout"].stream,
         "window_rows": stage.attrs["window_rows"],
         "scratch_bytes": unit_of(stage).scratch_bytes(stage, graph, target),
         "kernel_calls": len(stage.attrs["actions"]),
         "moved_bytes": stage.attrs["moved_bytes"],
         "added_cycles": added_cycles(stage),
-        "trade_off": trade_off(layers, graph, target),
+        "trade_off": trade_off(stage, graph, target),
     }
 
 
-def trade_off(layers: list[Op], graph: Graph, target) -> list[dict]:
+def trade_off(stage: Op, graph: Graph, target) -> list[dict]:
     """Points of the RAM / work curve of one stage: per chunk height, the bytes live while it runs
     (input and output as in place, windows, kernel scratch) and the estimated cycles it adds."""
     points = []
+    layers, outputs, stream = stage.attrs["ops"], stage.outputs, stage.attrs["layout"].stream
     for chunk in CHUNKS:
         try:
-            stage = make_stage(layers, graph, chunk)
+            other = make_stage(layers, graph, chunk, outputs, stream)
         except ValueError:
             continue
-        point = {"chunk": chunk, "stage_bytes": _stage_floor(stage, graph, target), "added_cycles": added_cycles(stage)}
+        point = {"chunk": chunk, "stage_bytes": _stage_floor(other, graph, target), "added_cycles": added_cycles(other)}
         if not points or (points[-1]["stage_bytes"], points[-1]["added_cycles"]) != (
             point["stage_bytes"],
             point["added_cycles"],
@@ -170,7 +216,7 @@ def fit_budget(graph: Graph, target, plan: MemoryPlan) -> tuple[MemoryPlan, Band
         if found is None:
             break
         banded, stage, banded_plan = found
-        graph.ops = banded.ops
+        graph.ops, graph.streamed_inputs = banded.ops, banded.streamed_inputs
         plan = banded_plan
         stages.append(stage)
     entries = [_stage_entry(stage, graph, target) for stage in stages]
@@ -189,7 +235,7 @@ def _best_stage(graph: Graph, target, plan: MemoryPlan, budget: int):
                 if last <= first or last - first + 1 > MAX_STAGE_OPS or not first <= over <= last:
                     continue
                 for chunk in CHUNKS:
-                    made = _with_stage(graph, first, last, chunk)
+                    made = _with_stage(graph, first, last, chunk, target)
                     if made is None:
                         continue
                     banded, stage = made
@@ -199,13 +245,13 @@ def _best_stage(graph: Graph, target, plan: MemoryPlan, budget: int):
                     candidates.append((floor > budget, added_cycles(stage), floor, first, last, chunk))
     fitting = sorted(c[1:] for c in candidates if not c[0])[:PLANS_TRIED]
     for _, _, first, last, chunk in fitting:
-        banded, stage = _with_stage(graph, first, last, chunk)
+        banded, stage = _with_stage(graph, first, last, chunk, target)
         banded_plan = schedule_and_plan(banded, target)
         if banded_plan.arena_bytes <= budget:
             return banded, stage, banded_plan
     best = None
     for _, _, first, last, chunk in sorted((c[2], c[1], *c[3:]) for c in candidates)[:PLANS_TRIED]:
-        banded, stage = _with_stage(graph, first, last, chunk)
+        banded, stage = _with_stage(graph, first, last, chunk, target)
         banded_plan = schedule_and_plan(banded, target)
         if banded_plan.arena_bytes < (plan.arena_bytes if best is None else best[2].arena_bytes):
             best = (banded, stage, banded_plan)
@@ -220,8 +266,10 @@ def _liveness_bound(graph: Graph, target) -> int:
 
 
 def _stage_floor(stage: Op, graph: Graph, target) -> int:
-    """Bytes live while the stage runs, at least: its input and output (overlapping as in place) and
-    its scratch."""
-    x, y = graph.tensors[stage.inputs[0]].nbytes, graph.tensors[stage.outputs[0]].nbytes
+    """Bytes live while the stage runs, at least: its input (unless streamed) and outputs (a single
+    output overlapping the input as in place) and its scratch."""
+    x = 0 if stage.attrs["layout"].stream else graph.tensors[stage.inputs[0]].nbytes
+    y = sum(graph.tensors[name].nbytes for name in stage.outputs)
     d = stage.attrs["input_offset"]
-    return max(y, d + x) - min(0, d) + unit_of(stage).scratch_bytes(stage, graph, target)
+    arrays = x + y if d is None else max(y, d + x) - min(0, d)
+    return arrays + unit_of(stage).scratch_bytes(stage, graph, target)

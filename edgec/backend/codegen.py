@@ -150,7 +150,7 @@ def io_entry(graph: Graph, plan: MemoryPlan, index: int, name: str) -> dict:
         "size": tensor.elements,
         "bytes": tensor.nbytes,
         "dims": list(zip(axes, tensor.shape)),
-        "offset": offset_of(plan, graph, name),
+        "offset": None if name in graph.streamed_inputs else offset_of(plan, graph, name),
         "clip": QUANTIZE_CLIP[tensor.dtype],
         "reciprocal_literal": _float_literal(1.0 / tensor.scale),
         "qmin": INT_RANGE[tensor.dtype][0],
@@ -166,16 +166,34 @@ def io_entries(graph: Graph, plan: MemoryPlan) -> dict:
     }
 
 
-def allowed_writes(op: Op, graph: Graph, plan: MemoryPlan) -> list[tuple[int, int]]:
-    """The arena bytes layer `op` may change: its output's and its scratch's [start, end), in
-    address order after (0, 0) fillers, so there are always two (checked by EDGEC_CHECK_WRITES)."""
-    out = graph.tensors[op.outputs[0]]
-    start = offset_of(plan, graph, op.outputs[0])
-    ranges = [] if out.alias_of else [(start, start + out.nbytes)]  # a view writes nothing
+def allowed_writes(op: Op, graph: Graph, plan: MemoryPlan, count: int = 2) -> list[tuple[int, int]]:
+    """The arena bytes layer `op` may change: its outputs' and its scratch's [start, end), in
+    address order after (0, 0) fillers, so there are always `count` (checked by EDGEC_CHECK_WRITES)."""
+    ranges = []
+    for name in op.outputs:
+        out = graph.tensors[name]
+        start = offset_of(plan, graph, name)
+        ranges += [] if out.alias_of else [(start, start + out.nbytes)]  # a view writes nothing
     if op.name in plan.scratch:
         offset, size = plan.scratch[op.name]
         ranges.append((offset, offset + size))
-    return [(0, 0)] * (2 - len(ranges)) + sorted(ranges)
+    return [(0, 0)] * (count - len(ranges)) + sorted(ranges)
+
+
+def write_ranges(graph: Graph) -> int:
+    """How many arena ranges a layer may write, at most (outputs and scratch; at least 2)."""
+    return max([2] + [len(op.outputs) + 1 for op in graph.ops])
+
+
+def stream_input(graph: Graph, plan: MemoryPlan, target) -> dict | None:
+    """A --stream-input build's input rows (report.json, header, drivers): rows, bytes per row, and
+    its arena offset if no band stage streams it (then it is read whole before the first layer)."""
+    if not target.stream_input:
+        return None
+    name = graph.inputs[0]
+    _, rows, width, channels = graph.tensors[name].shape
+    offset = None if name in graph.streamed_inputs else offset_of(plan, graph, name)
+    return {"rows": rows, "row_bytes": width * channels, "offset": offset}
 
 
 def runtime_sources(graph: Graph) -> list[str]:
@@ -246,6 +264,7 @@ def report(graph: Graph, plan: MemoryPlan, name: str, target, weights_bytes: int
         "layers": layers,
         "buffers": [_buffer_entry(buffer, plan, len(graph.ops), overwritten) for buffer in plan.buffers],
         **({"banding": plan.banding} if plan.banding else {}),
+        **({"stream_input": stream_input(graph, plan, target)} if target.stream_input else {}),
     }
 
 
@@ -417,7 +436,7 @@ def _emit_model(
             "params": call.params,
             "shape": "x".join(str(v) for v in graph.tensors[op.outputs[0]].shape),
             "source": op.source,
-            "writes": allowed_writes(op, graph, plan),
+            "writes": allowed_writes(op, graph, plan, write_ranges(graph)),
             "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1],
             "scratch_required": call.scratch_required,
         }
@@ -444,6 +463,8 @@ def _emit_model(
         "cmsis_nn": library,
         "shared_arena": shared_arena,
         "runtime_symbol": runtime_symbol(),
+        "write_ranges": write_ranges(graph),
+        "stream_input": stream_input(graph, plan, target),
     }
     env = _environment()
     for template, filename in (

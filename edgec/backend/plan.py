@@ -111,13 +111,15 @@ def buffers(graph: Graph, target, in_place: dict[str, InPlace] | None = None) ->
     gets the scratch its in-place kernel needs instead of its usual one."""
     in_place = in_place or {}
     end = len(graph.ops)
-    first: dict[str, int] = {graph.storage(name): -1 for name in graph.inputs}
+    first: dict[str, int] = {graph.storage(name): -1 for name in graph.inputs if name not in graph.streamed_inputs}
     last: dict[str, int] = {graph.storage(name): end for name in graph.outputs}
     for index, op in enumerate(graph.ops):
         for name in op.outputs:
             first.setdefault(graph.storage(name), index)
         for name in op.inputs:
             storage = graph.storage(name)
+            if storage in graph.streamed_inputs:
+                continue
             last[storage] = max(last.get(storage, index), index)
     result = [Buffer(name, graph.tensors[name].nbytes, first[name], last.get(name, first[name])) for name in first]
     for index, op in enumerate(graph.ops):
@@ -484,8 +486,10 @@ def _occupied_regions(graph: Graph, plan: MemoryPlan) -> tuple[list[list[tuple[s
     """Per step (graph inputs, each op, graph outputs): the (name, start, stop) byte ranges in use;
     and per op, the buffers still needed after it."""
 
-    def region(name: str) -> tuple[str, int, int]:
+    def region(name: str) -> tuple[str, int, int] | None:
         owner = _owner(graph, name)
+        if owner in graph.streamed_inputs:
+            return None
         start = plan.offsets.get(owner)
         return (owner, -1, -1) if start is None else (owner, start, start + graph.tensors[owner].nbytes)
 
@@ -494,14 +498,14 @@ def _occupied_regions(graph: Graph, plan: MemoryPlan) -> tuple[list[list[tuple[s
     for op in reversed(graph.ops):
         written = {_owner(graph, name) for name in op.outputs}
         read = {_owner(graph, name) for name in op.inputs}
-        regions = [region(name) for name in sorted(live_after | written | read)]
+        regions = [r for r in map(region, sorted(live_after | written | read)) if r is not None]
         if op.name in plan.scratch:
             offset, size = plan.scratch[op.name]
             regions.append((scratch_buffer_name(op.name), offset, offset + size))
         during_ops.insert(0, regions)
         needed_after.insert(0, set(live_after))
         live_after = (live_after - written) | read
-    inputs = [region(name) for name in sorted({_owner(graph, name) for name in graph.inputs})]
+    inputs = [r for r in map(region, sorted({_owner(graph, name) for name in graph.inputs})) if r is not None]
     outputs = [region(name) for name in sorted({_owner(graph, name) for name in graph.outputs})]
     return [inputs, *during_ops, outputs], needed_after
 

@@ -93,21 +93,27 @@ def can_band(op: Op, graph: Graph) -> bool:
     )
 
 
-def chain_input(layers: list[Op], index: int) -> str:
-    """The input of layer `index` that the stage computes: the output of the layer before it (the
-    stage's input for the first)."""
+def map_name(layers: list[Op], index: int) -> str:
+    """The tensor of map `index` of a stage: 0 its input, i + 1 layer i's output."""
     return layers[index - 1].outputs[0] if index else layers[0].inputs[0]
 
 
-def check_chain(layers: list[Op]) -> None:
-    """ValueError unless each layer reads the one before, and only the last (a residual add) also
-    reads the stage's input."""
+def stage_sources(layers: list[Op]) -> list[int]:
+    """Per layer, the map its rows are computed from (its chain input): the output of the latest
+    earlier layer it reads, else the stage's input. ValueError unless every other input is a
+    residual add's second read of the stage's input, and every layer reads an earlier one's map."""
+    produced = {layer.outputs[0]: index + 1 for index, layer in enumerate(layers)}
+    sources = []
     for index, layer in enumerate(layers):
-        others = [name for name in layer.inputs if name != chain_input(layers, index)]
-        if len(others) == len(layer.inputs) or (
-            others and (index != len(layers) - 1 or set(others) != {layers[0].inputs[0]})
+        inside = [produced[name] for name in layer.inputs if produced.get(name, index + 1) <= index]
+        source = max(inside) if inside else 0
+        others = [name for name in layer.inputs if name != map_name(layers, source)]
+        if (not inside and layers[0].inputs[0] not in layer.inputs) or (
+            others and (layer.kind != "add" or set(others) != {layers[0].inputs[0]})
         ):
-            raise ValueError(f"{layer.name} does not continue the chain")
+            raise ValueError(f"{layer.name} does not continue the stage")
+        sources.append(source)
+    return sources
 
 
 def row_bytes(graph: Graph, name: str) -> int:
@@ -115,54 +121,91 @@ def row_bytes(graph: Graph, name: str) -> int:
     return w * c
 
 
+@dataclass(frozen=True)
+class StageLayout:
+    """What a stage's layers read and where its maps live: per layer its source map (stage_sources),
+    the layers whose maps are the stage's outputs (in the op's output order), and whether the input
+    is streamed (handed in by the application row by row, held in a window like an intermediate)."""
+
+    sources: tuple[int, ...]
+    outputs: tuple[int, ...]  # layer indices
+    stream: bool = False
+
+    def windowed(self, index: int) -> bool:
+        """Whether map `index` lives in a window of the stage's scratch (else in the arena, whole)."""
+        return self.stream if index == 0 else index - 1 not in self.outputs
+
+
 @dataclass
 class Schedule:
     actions: np.ndarray  # int16 [A, len(ACTION_FIELDS)]
-    window_rows: list[int]  # per intermediate map (layer i's output, i < last): rows its window holds
+    window_rows: list[int]  # per map (0: the input, i + 1: layer i's output): rows its window holds (0: none)
     moved_bytes: int  # bytes the windows' shifts move per run
 
 
-def band_actions(ops: list[Op], graph: Graph, chunk: int, window_rows: list[int] | None = None) -> Schedule:
-    """The stage's run, rows computed on demand `chunk` rows per call. With `window_rows` None the
-    windows are sized to the most rows held at once; else a window shifts only when full."""
+def band_actions(
+    ops: list[Op], graph: Graph, chunk: int, layout: StageLayout, window_rows: list[int] | None = None
+) -> Schedule:
+    """The stage's run, rows computed on demand `chunk` rows per call (a streamed input's rows
+    fetched as soon as a call reads them, each once, in order), the stage's outputs advanced
+    together. With `window_rows` None the windows are sized to the most rows held at once; else a
+    window shifts only when full."""
     geometry = [row_geometry(op, graph) for op in ops]
-    last = len(ops) - 1
-    done = [0] * len(ops)  # rows of each layer's output computed so far
-    first_held = [0] * len(ops)  # first row of each window
-    needed_from = [0] * len(ops)  # first row of each window its consumer still reads
-    sizes = [0] * last
+    maps = len(ops) + 1
+    height = [graph.tensors[map_name(ops, index)].shape[1] for index in range(maps)]
+    consumers = [[i for i, source in enumerate(layout.sources) if source == index] for index in range(maps)]
+    done = [0 if layout.stream else height[0]] + [0] * len(ops)  # rows of each map present so far
+    first_held = [0] * maps  # first row of each window
+    reads_from = [0] * len(ops)  # first row of its source map each layer still reads
+    sizes = [0] * maps
     actions, moved = [], 0
 
-    def ensure(index: int, stop: int) -> None:
-        """Compute layer `index`'s output rows up to `stop`."""
+    def store(index: int, first: int, end: int) -> tuple[int, int, int]:
+        """(shift from, shift rows, row in storage) of rows [first, end) of map `index`."""
         nonlocal moved
+        if not layout.windowed(index):
+            return 0, 0, first
+        shift_from = shift_rows = 0
+        capacity = None if window_rows is None else window_rows[index]
+        if capacity is None or end - first_held[index] > capacity:
+            keep_from = min([reads_from[i] for i in consumers[index]] + [first])
+            shift_from, shift_rows = keep_from - first_held[index], max(0, first - keep_from)
+            if shift_from == 0:
+                shift_rows = 0
+            moved += shift_rows * row_bytes(graph, map_name(ops, index))
+            first_held[index] = keep_from
+        sizes[index] = max(sizes[index], end - first_held[index])
+        return shift_from, shift_rows, first - first_held[index]
+
+    def ensure(index: int, stop: int) -> None:
+        """Make rows up to `stop` of map `index` present (the input's: fetched; a layer's: computed)."""
         while done[index] < stop:
             first = done[index]
-            end = min(first + chunk, geometry[index].out_rows)
-            lo, hi = geometry[index].reads(first, end)
-            if index > 0:
-                needed_from[index - 1] = lo
-                ensure(index - 1, hi)
-            shift_from = shift_rows = 0
-            if index < last:
-                capacity = None if window_rows is None else window_rows[index]
-                if capacity is None or end - first_held[index] > capacity:
-                    keep_from = min(needed_from[index], first)
-                    shift_from, shift_rows = keep_from - first_held[index], max(0, first - keep_from)
-                    if shift_from == 0:
-                        shift_rows = 0
-                    moved += shift_rows * row_bytes(graph, ops[index].outputs[0])
-                    first_held[index] = keep_from
-                sizes[index] = max(sizes[index], end - first_held[index])
-                out_row = first - first_held[index]
-            else:
-                out_row = first
-            in_row = lo if index == 0 else lo - first_held[index - 1]
-            pad_top = max(geometry[index].pad_top - first * geometry[index].stride, 0)
-            actions.append((index, shift_from, shift_rows, in_row, hi - lo, pad_top, out_row, end - first))
+            if index == 0:  # the streamed input: every row read next, in one fetch
+                shift_from, shift_rows, row = store(0, first, stop)
+                actions.append((-1, shift_from, shift_rows, first, stop - first, 0, row, stop - first))
+                done[0] = stop
+                continue
+            layer = index - 1
+            end = min(first + chunk, geometry[layer].out_rows)
+            lo, hi = geometry[layer].reads(first, end)
+            source = layout.sources[layer]
+            reads_from[layer] = lo
+            ensure(source, hi)
+            shift_from, shift_rows, out_row = store(index, first, end)
+            in_row = lo - first_held[source]
+            pad_top = max(geometry[layer].pad_top - first * geometry[layer].stride, 0)
+            actions.append((layer, shift_from, shift_rows, in_row, hi - lo, pad_top, out_row, end - first))
             done[index] = end
 
-    ensure(last, geometry[last].out_rows)
+    while True:  # the output furthest behind (as a fraction of its rows) advances one chunk
+        behind = [
+            (done[i + 1] / height[i + 1], n, i) for n, i in enumerate(layout.outputs) if done[i + 1] < height[i + 1]
+        ]
+        if not behind:
+            break
+        layer = min(behind)[2]
+        ensure(layer + 1, min(done[layer + 1] + chunk, height[layer + 1]))
     table = np.array(actions, dtype=np.int64)
     if np.any(table[:, 4] < 1):
         raise ValueError("a chunk reads no input row (only padding)")
@@ -171,21 +214,24 @@ def band_actions(ops: list[Op], graph: Graph, chunk: int, window_rows: list[int]
     return Schedule(table.astype(np.int16), sizes if window_rows is None else list(window_rows), moved)
 
 
-def band_schedule(ops: list[Op], graph: Graph, chunk: int) -> Schedule:
+def band_schedule(ops: list[Op], graph: Graph, chunk: int, layout: StageLayout) -> Schedule:
     """The run with windows just large enough, shifted only when full."""
-    return band_actions(ops, graph, chunk, band_actions(ops, graph, chunk).window_rows)
+    return band_actions(ops, graph, chunk, layout, band_actions(ops, graph, chunk, layout).window_rows)
 
 
-def input_offset(ops: list[Op], graph: Graph, actions: np.ndarray) -> int:
+def input_offset(ops: list[Op], graph: Graph, layout: StageLayout, actions: np.ndarray) -> int | None:
     """The smallest aligned offset of the input after the output's start at which storing every
     output chunk overwrites only input rows no later chunk reads (InPlace.input_offset), at least
-    output bytes - input bytes (the two end together)."""
-    in_row, out_row = row_bytes(graph, ops[0].inputs[0]), row_bytes(graph, ops[-1].outputs[0])
-    last = len(ops) - 1
-    needed = graph.tensors[ops[-1].outputs[0]].nbytes - graph.tensors[ops[0].inputs[0]].nbytes
+    output bytes - input bytes (the two end together); None for a stage with a streamed input or
+    several outputs (not run in place)."""
+    if layout.stream or len(layout.outputs) != 1 or len(ops) < 2:
+        return None
+    last = layout.outputs[0]
+    in_row, out_row = row_bytes(graph, ops[0].inputs[0]), row_bytes(graph, ops[last].outputs[0])
+    needed = graph.tensors[ops[last].outputs[0]].nbytes - graph.tensors[ops[0].inputs[0]].nbytes
     # A residual add reads input row r as it writes output row r, element by element, reading
     # before writing: safe when the input does not start before the output.
-    skip = last > 0 and ops[0].inputs[0] in ops[-1].inputs
+    skip = ops[0].inputs[0] in ops[last].inputs and layout.sources[last] != 0
     if skip:
         needed = max(needed, 0)
     later_reads = graph.tensors[ops[0].inputs[0]].shape[1]  # first input row read after each action
@@ -194,7 +240,7 @@ def input_offset(ops: list[Op], graph: Graph, actions: np.ndarray) -> int:
             needed = max(needed, (row + rows) * out_row - later_reads * in_row)
             if skip:
                 later_reads = min(later_reads, row)
-        if layer == 0:
+        if layer >= 0 and layout.sources[layer] == 0:
             later_reads = min(later_reads, first_read)
     return _align(needed)
 
@@ -230,28 +276,33 @@ class BandStage(OpDef):
     def layers(op: Op) -> list[Op]:
         return op.attrs["ops"]
 
+    @staticmethod
+    def layout(op: Op) -> StageLayout:
+        return op.attrs["layout"]
+
     def kernel_function(self, op: Op) -> str:
         """The kernels the stage's loop calls: each of its specialised layers' (once, in order)."""
         return " + ".join(dict.fromkeys(layer.kernel.function for layer in self.layers(op) if layer.kernel))
 
-    def windows(self, op: Op, graph: Graph) -> list[tuple[int, int]]:
-        """(scratch offset, bytes) of each intermediate map's window; the kernels' scratch follows."""
-        result, offset = [], 0
-        for layer, rows in zip(self.layers(op)[:-1], op.attrs["window_rows"]):
-            size = _align(rows * row_bytes(graph, layer.outputs[0]))
-            result.append((offset, size))
-            offset += size
+    def windows(self, op: Op, graph: Graph) -> dict[int, tuple[int, int]]:
+        """Map -> (scratch offset, bytes) of each windowed map; the kernels' scratch follows."""
+        result, offset = {}, 0
+        for index, rows in enumerate(op.attrs["window_rows"]):
+            if self.layout(op).windowed(index):
+                size = _align(rows * row_bytes(graph, map_name(self.layers(op), index)))
+                result[index] = (offset, size)
+                offset += size
         return result
 
     def kernel_scratch_offset(self, op, graph) -> int:
-        return sum(size for _, size in self.windows(op, graph))
+        return sum(size for _, size in self.windows(op, graph).values())
 
     def scratch_bytes(self, op, graph, target) -> int:
         kernels = max((unit_of(layer).scratch_bytes(layer, graph, target) for layer in self.layers(op)), default=0)
         return self.kernel_scratch_offset(op, graph) + _align(kernels)
 
     def in_place(self, op, graph, target):
-        if len(self.layers(op)) < 2:
+        if op.attrs["input_offset"] is None:
             return ()
         return (InPlace(0, op.attrs["input_offset"], self.scratch_bytes(op, graph, target)),)
 
@@ -262,49 +313,81 @@ class BandStage(OpDef):
         """The layers are finalized before they are banded."""
 
     def golden(self, op, graph, inputs):
-        """The action table replayed on a flat copy of the stage's memory: the output and the
-        input overlapping at `input_offset` (as in place), and each window."""
-        layers = self.layers(op)
-        x_t, y_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        """The action table replayed on flat copies of the stage's memory: the input (whole, or
+        fetched into its window), each window, the outputs -- a single output overlapping the input
+        at `input_offset` (as in place)."""
+        layers, layout = self.layers(op), self.layout(op)
+        x = np.asarray(inputs[0], dtype=np.int8).ravel()
+        storage = {index: np.zeros(size, dtype=np.int8) for index, (_, size) in self.windows(op, graph).items()}
         d = op.attrs["input_offset"]
-        out_at, in_at = max(0, -d), max(0, d)
-        region = np.zeros(max(out_at + y_t.nbytes, in_at + x_t.nbytes), dtype=np.int8)
-        region[in_at : in_at + x_t.nbytes] = np.asarray(inputs[0], dtype=np.int8).ravel()
-        windows = [np.zeros(size, dtype=np.int8) for _, size in self.windows(op, graph)]
-        storage = [region[in_at:]] + windows + [region[out_at:]]
+        if d is not None:
+            y_t = graph.tensors[op.outputs[0]]
+            out_at, in_at = max(0, -d), max(0, d)
+            region = np.zeros(max(out_at + y_t.nbytes, in_at + x.size), dtype=np.int8)
+            region[in_at : in_at + x.size] = x
+            storage[0], storage[layout.outputs[0] + 1] = region[in_at:], region[out_at:]
+        else:
+            if not layout.stream:
+                storage[0] = x.copy()
+            for layer in layout.outputs:
+                storage[layer + 1] = np.zeros(graph.tensors[layers[layer].outputs[0]].nbytes, dtype=np.int8)
         for index, shift_from, shift_rows, in_row, in_rows, pad_top, out_row, out_rows in op.attrs["actions"].tolist():
-            layer, chain = layers[index], chain_input(layers, index)
-            src_rb, dst_rb = row_bytes(graph, chain), row_bytes(graph, layer.outputs[0])
+            source = 0 if index < 0 else layout.sources[index]
+            src_rb, dst_rb = row_bytes(graph, map_name(layers, source)), row_bytes(graph, map_name(layers, index + 1))
             if shift_rows:
                 window = storage[index + 1]
                 window[: shift_rows * dst_rb] = window[shift_from * dst_rb : (shift_from + shift_rows) * dst_rb].copy()
+            if index < 0:  # a streamed input's rows, as the application hands them in
+                storage[0][out_row * dst_rb : (out_row + out_rows) * dst_rb] = x[
+                    in_row * dst_rb : (in_row + in_rows) * dst_rb
+                ]
+                continue
+            layer, chain = layers[index], map_name(layers, source)
             band_op, band_graph = band_layer(layer, graph, chain, in_rows, out_rows, pad_top)
             # The chain input from its storage; a residual add's other input: the stage input's rows.
-            rows = {chain: storage[index][in_row * src_rb : (in_row + in_rows) * src_rb]}
+            rows = {chain: storage[source][in_row * src_rb : (in_row + in_rows) * src_rb]}
+            skip_rb = row_bytes(graph, map_name(layers, 0))
             for name in layer.inputs:
                 if name != chain:
-                    rows[name] = storage[0][out_row * src_rb : (out_row + out_rows) * src_rb]
+                    rows[name] = storage[0][out_row * skip_rb : (out_row + out_rows) * skip_rb]
             values = [rows[name].reshape(band_graph.tensors[name].shape).copy() for name in layer.inputs]
             y = unit_of(layer).golden(band_op, band_graph, values)
             storage[index + 1][out_row * dst_rb : (out_row + out_rows) * dst_rb] = np.asarray(y, np.int8).ravel()
-        return region[out_at : out_at + y_t.nbytes].reshape(y_t.shape).copy()
+        results = [
+            storage[layer + 1][: graph.tensors[name].nbytes].reshape(graph.tensors[name].shape).copy()
+            for layer, name in zip(layout.outputs, op.outputs)
+        ]
+        return results[0] if len(results) == 1 else results
 
     def emit(self, op, graph, names) -> CCall:
         """A loop over the action table; each layer's case calls its kernel with copies of its
-        params and dims whose pad_top and heights are the action's."""
-        layers = self.layers(op)
+        params and dims whose pad_top and heights are the action's; a streamed input's case asks
+        the application for the next rows (read_rows, a parameter of the streamed invoke)."""
+        layers, layout = self.layers(op), self.layout(op)
         table = names.symbol(op, "actions")
-        windows = self.windows(op, graph)
         scratch = names.scratch(op)
         kernel_scratch = f"({scratch} + {self.kernel_scratch_offset(op, graph)})"
-        storage = (
-            [names.ptr(op.inputs[0])]
-            + [f"({scratch} + {offset})" for offset, _ in windows]
-            + [names.ptr(op.outputs[0])]
-        )
+        storage = {index: f"({scratch} + {offset})" for index, (offset, _) in self.windows(op, graph).items()}
+        if not layout.stream:
+            storage[0] = names.ptr(op.inputs[0])
+        for layer, name in zip(layout.outputs, op.outputs):
+            storage[layer + 1] = names.ptr(name)
         constants, params, cases, required = [("int16_t", table, op.attrs["actions"])], [], [], []
+        if layout.stream:
+            rb = row_bytes(graph, map_name(layers, 0))
+            cases.append(
+                f"        case -1: {{ /* the input's next rows, from the application */\n"
+                f"            int8_t *const band_window = {storage[0]};\n"
+                + _shift(rb)
+                + f"            if (read_rows(read_rows_context, band_window + a[6] * {rb}, a[3], a[4]) != 0) {{\n"
+                f"                status = EDGEC_ARG_ERROR;\n"
+                f"            }}\n"
+                f"            break;\n"
+                f"        }}\n"
+            )
         for index, layer in enumerate(layers):
-            chain = chain_input(layers, index)
+            source = layout.sources[index]
+            chain = map_name(layers, source)
             src_rb, dst_rb = row_bytes(graph, chain), row_bytes(graph, layer.outputs[0])
             ptrs = {name: "band_in" if name == chain else "band_skip" for name in layer.inputs}
             ptrs[layer.outputs[0]] = "band_y"
@@ -314,16 +397,9 @@ class BandStage(OpDef):
             constants += layer_constants
             params += layer_params
             required += layer_required
-            shift = ""
-            if index < len(layers) - 1:
-                shift = (
-                    f"            if (a[2] > 0) {{\n"
-                    f"                memmove(band_window, band_window + a[1] * {dst_rb}, (size_t)a[2] * {dst_rb}u);\n"
-                    f"            }}\n"
-                )
             cases.append(
                 f"        case {index}: {{ /* {layer.name}: {layer.kind} */\n"
-                f"            int8_t *const band_in = {storage[index]} + a[3] * {src_rb};\n"
+                f"            int8_t *const band_in = {storage[source]} + a[3] * {src_rb};\n"
                 f"            int8_t *const band_window = {storage[index + 1]};\n"
                 f"            int8_t *const band_y = band_window + a[6] * {dst_rb};\n"
                 + (
@@ -331,7 +407,8 @@ class BandStage(OpDef):
                     if "band_skip" in ptrs.values()
                     else ""
                 )
-                + f"{shift}{body}"
+                + (_shift(dst_rb) if layout.windowed(index + 1) else "")
+                + f"{body}"
                 f"            break;\n"
                 f"        }}\n"
             )
@@ -355,6 +432,15 @@ class BandStage(OpDef):
         for expression in required:
             largest = f"(({expression}) > ({largest}) ? ({expression}) : ({largest}))"
         return CCall(code, constants, params, f"{self.kernel_scratch_offset(op, graph)} + {largest}")
+
+
+def _shift(row_bytes: int) -> str:
+    """C: the action's window shift (a[2] rows from row a[1] to the window's top)."""
+    return (
+        f"            if (a[2] > 0) {{\n"
+        f"                memmove(band_window, band_window + a[1] * {row_bytes}, (size_t)a[2] * {row_bytes}u);\n"
+        f"            }}\n"
+    )
 
 
 def _windowed_call(layer: Op, graph: Graph, names: "_BandNames", actions: np.ndarray, index: int):
@@ -422,29 +508,46 @@ class _BandNames:
         return None
 
 
-def make_stage(ops: list[Op], graph: Graph, chunk: int) -> Op:
-    """The band stage op that runs `ops` (a chain, each reading the one before) `chunk` rows per call."""
-    check_chain(ops)
-    schedule = band_schedule(ops, graph, chunk)
+def make_stage(ops: list[Op], graph: Graph, chunk: int, outputs: list[str] | None = None, stream: bool = False) -> Op:
+    """The band stage op that runs `ops` (each reading an earlier one or the stage's input)
+    `chunk` rows per call, writing `outputs` (default: the last layer's) to the arena; with
+    `stream`, its input is handed in by the application row by row (never whole in the arena)."""
+    sources = stage_sources(ops)
+    outputs = [ops[-1].outputs[0]] if outputs is None else list(outputs)
+    produced = {layer.outputs[0]: index for index, layer in enumerate(ops)}
+    if any(name not in produced for name in outputs):
+        raise ValueError("a stage output is no output of its layers")
+    out_layers = tuple(produced[name] for name in outputs)
+    for index, layer in enumerate(ops):
+        if index not in out_layers and index + 1 not in sources:
+            raise ValueError(f"{layer.name}'s output is read by no layer of the stage and is no stage output")
+    if stream and any(ops[0].inputs[0] in layer.inputs and sources[i] != 0 for i, layer in enumerate(ops)):
+        raise ValueError("a residual add of a streamed input")
+    layout = StageLayout(tuple(sources), out_layers, stream)
+    schedule = band_schedule(ops, graph, chunk, layout)
     stage = Op(
         f"band_{ops[0].name}",
         BandStage.kind,
         [ops[0].inputs[0]],
-        [ops[-1].outputs[0]],
+        outputs,
         {
             "ops": list(ops),
             "chunk": chunk,
+            "layout": layout,
             "actions": schedule.actions,
             "window_rows": schedule.window_rows,
             "moved_bytes": schedule.moved_bytes,
-            "input_offset": input_offset(ops, graph, schedule.actions),
+            "fetched_bytes": graph.tensors[ops[0].inputs[0]].nbytes if stream else 0,
+            "input_offset": input_offset(ops, graph, layout, schedule.actions),
         },
         source=ops[0].source,
     )
+    streamed = "; its input streamed in rows" if stream else ""
     stage.kernel = KernelChoice(
         UNIT.kernel_function(stage),
         "band",
-        f"band stage (--ram): {', '.join(op.name for op in ops)} run depth-first, {chunk} rows per kernel call",
+        f"band stage (--ram): {', '.join(op.name for op in ops)} run depth-first, {chunk} rows per kernel call"
+        + streamed,
     )
     return stage
 

@@ -42,6 +42,9 @@ class Target:
     # The cross compiler edgec's own builds of the target (verify, bench) use: "gcc"
     # (arm-none-eabi-gcc) or "clang" (edgec.targets.toolchain). Generated code takes the application's.
     compiler: str = "gcc"
+    # --stream-input: the application hands the model's image input in row bands
+    # (<name>_invoke_streamed), so a band stage starting at the input never holds it whole.
+    stream_input: bool = False
 
     @property
     def is_host(self) -> bool:
@@ -63,6 +66,10 @@ class Target:
             flash_bytes=self.flash_bytes if flash is None else flash,
             part="budget from --ram/--flash",
         )
+
+    def with_stream_input(self, stream_input: bool) -> "Target":
+        """This target with the input handed in row bands (--stream-input) or not."""
+        return replace(self, stream_input=bool(stream_input))
 
     def with_flash_wait(self, flash_wait: int | None) -> "Target":
         """This target on a part with `flash_wait` flash wait states (None keeps the typical part's)."""

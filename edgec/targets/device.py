@@ -103,6 +103,7 @@ def build_program(target: Target, model_dir: Path, name: str, build_dir: Path, *
             outputs_file=OUTPUTS_FILE,
             inputs=report["inputs"],
             outputs=report["outputs"],
+            stream_input=report.get("stream_input"),
         )
     )
     try:

@@ -55,7 +55,15 @@ def build_host(out_dir: Path, name: str, build_dir: Path, sanitize: bool = False
     driver = build_dir / "host_main.c"
     template = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES))).get_template("host_main.c.j2")
     report = json.loads((out_dir / "report.json").read_text())
-    driver.write_text(template.render(name=name, NAME=name.upper(), inputs=report["inputs"], outputs=report["outputs"]))
+    driver.write_text(
+        template.render(
+            name=name,
+            NAME=name.upper(),
+            inputs=report["inputs"],
+            outputs=report["outputs"],
+            stream_input=report.get("stream_input"),
+        )
+    )
     sources = [str(p) for p in sorted(out_dir.glob("*.c"))] + [
         str(p) for p in sorted((out_dir / "runtime" / "src").rglob("*.c"))
     ]
