@@ -115,6 +115,8 @@ endif
 	$(call bench_runs,mlperf,mobilenet_v1_025,$(BENCH_ZOO_TARGETS),--ram 32K,-ram32K)
 	$(call bench_runs,vision,mobilenet_v2_035,$(BENCH_ZOO_TARGETS),--ram 48K,-ram48K)
 	$(call bench_runs,vision,pnet,$(BENCH_ZOO_TARGETS),--ram 46K,-ram46K)
+	$(call bench_runs,mlperf,mobilenet_v1_025,$(BENCH_ZOO_TARGETS),--ram 24K --stream-input,-ram24K-stream)
+	$(call bench_runs,vision,pnet,$(BENCH_ZOO_TARGETS),--ram 26K --stream-input,-ram26K-stream)
 	$(call bench_calibration,seq,$(BENCH_SEQ_MODELS))
 	$(call bench_runs,seq,$(BENCH_SEQ_MODELS),$(BENCH_ZOO_TARGETS),,)
 	@for target in $(BENCH_ZOO_TARGETS); do \
