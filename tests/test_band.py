@@ -187,6 +187,10 @@ def test_chains_take_branches_and_stop_at_layers_that_cannot_band(residual, dete
     # the stem, the block with its residual add, the pool after it (the stem's output, read twice,
     # is an output of any stage ending inside the block)
     assert ["conv2d", "conv2d", "depthwise_conv2d", "conv2d", "add", "avg_pool2d"] in kinds
+    # a stage ending after the add: the add writes where it reads the stage's input, so it must be an output
+    assert [op.kind for op in graph.ops[1:6]][-2:] == ["add", "avg_pool2d"]
+    with pytest.raises(ValueError, match="residual add"):
+        make_stage(graph.ops[1:6], graph, 2)
     assert [len(run) for run in chains(detector.graph)] == [7]  # both heads
     assert sorted(_stage_outputs(detector.graph, 0, 6)) == sorted(detector.graph.outputs)
 
@@ -333,8 +337,9 @@ def _random_chain(rng) -> tuple:
 
 def test_random_chains_banded_equal_layer_by_layer():
     """Random geometries (kernels 1-5, strides, dilations, padding at both edges, odd heights) at
-    every chunk height: the banded golden -- which replays the C's actions on the output written over
-    the input at the planned offset -- equals the layers run whole."""
+    several chunk heights, half with a streamed input: the banded golden -- which replays the C's
+    actions on the output written over the input at the planned offset, or on the fetched input
+    rows -- equals the layers run whole."""
     rng = np.random.default_rng(24)
     checked = 0
     for _ in range(60):
@@ -342,12 +347,12 @@ def test_random_chains_banded_equal_layer_by_layer():
         if len(graph.ops) < 2:
             continue
         whole = sim.run(graph, [x])
-        for chunk in (1, 2, 3, 5):
+        for chunk, stream in ((1, False), (2, True), (3, False), (5, True)):
             try:
-                stage = make_stage(graph.ops, graph, chunk)
+                stage = make_stage(graph.ops, graph, chunk, stream=stream)
             except ValueError:  # a chunk reading only padding
                 continue
             banded = KINDS[stage.kind].golden(stage, graph, [x])
-            assert np.array_equal(banded, whole[graph.outputs[0]]), ([op.kind for op in graph.ops], chunk)
+            assert np.array_equal(banded, whole[graph.outputs[0]]), ([op.kind for op in graph.ops], chunk, stream)
             checked += 1
     assert checked >= 100

@@ -1,10 +1,13 @@
-"""Depth-first execution of a stage: a chain of spatial layers run over row bands (op unit).
+"""Depth-first execution of a stage: consecutive spatial layers run over row bands (op unit).
 
 Layer by layer, a whole activation map of the widest early layer must sit in the arena at once.
-A band stage replaces a chain of spatial layers (convolution, depthwise, pooling, with their fused
-activations) by one op that computes the chain a few rows at a time: each intermediate map keeps
-only a window of the rows its consumer still needs (a line buffer in the op's scratch), and rows
-are computed on demand, from the stage's last layer back to its first. No row is computed twice,
+A band stage replaces consecutive spatial layers (convolution, depthwise, pooling, with their fused
+activations; each reading the stage's input or an earlier layer's map: a chain, or branches such
+as two heads on one map) by one op that computes them a few rows at a time: each map the rest of
+the model does not read keeps only a window of the rows its consumers still need (a line buffer in
+the op's scratch), and rows are computed on demand, from the stage's outputs back to its input. A
+streamed input (--stream-input) is one more window, its rows fetched from the application
+(read_rows) in order, each once. No row is computed twice,
 so the MACs are those of the layers; what is added is kernel calls (one per chunk of rows) and the
 row shifts of the windows (memmove).
 
@@ -16,8 +19,8 @@ one table of actions (band_actions), which the C walks and the golden simulator 
 copy of the same memory (windows, input and output overlapping exactly as planned), so both do the
 same thing.
 
-The stage's output may be written over its input (InPlace at `input_offset`): an output row is
-stored only after every input row below the first one a later chunk reads is dead.
+A single output may be written over the stage's input (InPlace at `input_offset`): an output row
+is stored only after every input row below the first one a later chunk reads is dead.
 """
 
 from __future__ import annotations
@@ -521,8 +524,10 @@ def make_stage(ops: list[Op], graph: Graph, chunk: int, outputs: list[str] | Non
     for index, layer in enumerate(ops):
         if index not in out_layers and index + 1 not in sources:
             raise ValueError(f"{layer.name}'s output is read by no layer of the stage and is no stage output")
-    if stream and any(ops[0].inputs[0] in layer.inputs and sources[i] != 0 for i, layer in enumerate(ops)):
-        raise ValueError("a residual add of a streamed input")
+    for index, layer in enumerate(ops):
+        # A residual add reads the stage input's rows where it writes its own: whole maps both.
+        if ops[0].inputs[0] in layer.inputs and sources[index] != 0 and (stream or index not in out_layers):
+            raise ValueError(f"{layer.name}: a residual add of the stage's input must be a stage output, not streamed")
     layout = StageLayout(tuple(sources), out_layers, stream)
     schedule = band_schedule(ops, graph, chunk, layout)
     stage = Op(
