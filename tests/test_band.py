@@ -192,6 +192,16 @@ def test_chains_take_branches_and_stop_at_layers_that_cannot_band(residual, dete
     with pytest.raises(ValueError, match="residual add"):
         make_stage(graph.ops[1:6], graph, 2)
     assert [len(run) for run in chains(detector.graph)] == [7]  # both heads
+
+
+def test_a_prelu_runs_over_its_convolutions_window(detector):
+    """PReLU, the only reader of a convolution's map, writes over that map's window rows (no window
+    of its own): the maps 2 and 5 (PReLU outputs) live in the windows of maps 1 and 4."""
+    graph = detector.graph
+    stage = make_stage(graph.ops[:7], graph, 2, _stage_outputs(graph, 0, 6), stream=True)
+    assert stage.attrs["layout"].shared == ((2, 1), (5, 4))
+    assert [stage.attrs["window_rows"][index] for index in (2, 5)] == [0, 0]
+    assert sorted(KINDS[stage.kind].windows(stage, graph)) == [0, 1, 3, 4]
     assert sorted(_stage_outputs(detector.graph, 0, 6)) == sorted(detector.graph.outputs)
 
 

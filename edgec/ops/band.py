@@ -133,10 +133,23 @@ class StageLayout:
     sources: tuple[int, ...]
     outputs: tuple[int, ...]  # layer indices
     stream: bool = False
+    # Maps computed over their source's window rows (a PReLU, the only reader of a windowed map:
+    # elementwise, in place), as (map, the map whose window it shares).
+    shared: tuple[tuple[int, int], ...] = ()
 
     def windowed(self, index: int) -> bool:
         """Whether map `index` lives in a window of the stage's scratch (else in the arena, whole)."""
         return self.stream if index == 0 else index - 1 not in self.outputs
+
+    def home(self, index: int) -> int:
+        """The map whose window holds map `index`'s rows (itself, unless shared)."""
+        homes = dict(self.shared)
+        while index in homes:
+            index = homes[index]
+        return index
+
+    def own_window(self, index: int) -> bool:
+        return self.windowed(index) and self.home(index) == index
 
 
 @dataclass
@@ -156,7 +169,10 @@ def band_actions(
     geometry = [row_geometry(op, graph) for op in ops]
     maps = len(ops) + 1
     height = [graph.tensors[map_name(ops, index)].shape[1] for index in range(maps)]
-    consumers = [[i for i, source in enumerate(layout.sources) if source == index] for index in range(maps)]
+    # The readers of each window: of its own map and of the maps sharing it.
+    consumers = [
+        [i for i, source in enumerate(layout.sources) if layout.home(source) == index] for index in range(maps)
+    ]
     done = [0 if layout.stream else height[0]] + [0] * len(ops)  # rows of each map present so far
     first_held = [0] * maps  # first row of each window
     reads_from = [0] * len(ops)  # first row of its source map each layer still reads
@@ -168,6 +184,8 @@ def band_actions(
         nonlocal moved
         if not layout.windowed(index):
             return 0, 0, first
+        if not layout.own_window(index):  # written over its source's rows, where they are
+            return 0, 0, first - first_held[layout.home(index)]
         shift_from = shift_rows = 0
         capacity = None if window_rows is None else window_rows[index]
         if capacity is None or end - first_held[index] > capacity:
@@ -196,7 +214,7 @@ def band_actions(
             reads_from[layer] = lo
             ensure(source, hi)
             shift_from, shift_rows, out_row = store(index, first, end)
-            in_row = lo - first_held[source]
+            in_row = lo - first_held[layout.home(source)]
             pad_top = max(geometry[layer].pad_top - first * geometry[layer].stride, 0)
             actions.append((layer, shift_from, shift_rows, in_row, hi - lo, pad_top, out_row, end - first))
             done[index] = end
@@ -291,7 +309,7 @@ class BandStage(OpDef):
         """Map -> (scratch offset, bytes) of each windowed map; the kernels' scratch follows."""
         result, offset = {}, 0
         for index, rows in enumerate(op.attrs["window_rows"]):
-            if self.layout(op).windowed(index):
+            if self.layout(op).own_window(index):
                 size = _align(rows * row_bytes(graph, map_name(self.layers(op), index)))
                 result[index] = (offset, size)
                 offset += size
@@ -334,6 +352,8 @@ class BandStage(OpDef):
                 storage[0] = x.copy()
             for layer in layout.outputs:
                 storage[layer + 1] = np.zeros(graph.tensors[layers[layer].outputs[0]].nbytes, dtype=np.int8)
+        for index, home in layout.shared:
+            storage[index] = storage[home]
         for index, shift_from, shift_rows, in_row, in_rows, pad_top, out_row, out_rows in op.attrs["actions"].tolist():
             source = 0 if index < 0 else layout.sources[index]
             src_rb, dst_rb = row_bytes(graph, map_name(layers, source)), row_bytes(graph, map_name(layers, index + 1))
@@ -375,6 +395,8 @@ class BandStage(OpDef):
             storage[0] = names.ptr(op.inputs[0])
         for layer, name in zip(layout.outputs, op.outputs):
             storage[layer + 1] = names.ptr(name)
+        for index, home in layout.shared:
+            storage[index] = storage[home]
         constants, params, cases, required = [("int16_t", table, op.attrs["actions"])], [], [], []
         if layout.stream:
             rb = row_bytes(graph, map_name(layers, 0))
@@ -410,7 +432,7 @@ class BandStage(OpDef):
                     if "band_skip" in ptrs.values()
                     else ""
                 )
-                + (_shift(dst_rb) if layout.windowed(index + 1) else "")
+                + (_shift(dst_rb) if layout.own_window(index + 1) else "")
                 + f"{body}"
                 f"            break;\n"
                 f"        }}\n"
@@ -528,7 +550,16 @@ def make_stage(ops: list[Op], graph: Graph, chunk: int, outputs: list[str] | Non
         # A residual add reads the stage input's rows where it writes its own: whole maps both.
         if ops[0].inputs[0] in layer.inputs and sources[index] != 0 and (stream or index not in out_layers):
             raise ValueError(f"{layer.name}: a residual add of the stage's input must be a stage output, not streamed")
-    layout = StageLayout(tuple(sources), out_layers, stream)
+    shared = tuple(
+        (index + 1, sources[index])
+        for index, layer in enumerate(ops)
+        if layer.kind == "prelu"
+        and index not in out_layers
+        and sources[index] > 0
+        and sources[index] - 1 not in out_layers
+        and sources.count(sources[index]) == 1
+    )
+    layout = StageLayout(tuple(sources), out_layers, stream, shared)
     schedule = band_schedule(ops, graph, chunk, layout)
     stage = Op(
         f"band_{ops[0].name}",
