@@ -1,9 +1,11 @@
 """Band stages (edgec.ops.band, edgec.backend.banding): chains of spatial layers run depth-first over row
 bands equal the layer-by-layer run byte for byte -- in the golden simulator (which replays the C's
 action table on the same overlapping memory) and in the generated C (host, sanitizers and every
-layer's arena writes checked; one QEMU Cortex-M4 run) -- for chunks of 1 row, uneven last chunks,
-stride 2, dilation, padding at both edges, a residual block and a stage ending in a pool; and a RAM
-budget is met with them, or refused in one line with the smallest arena they reach."""
+layer's arena writes checked; QEMU Cortex-M4 and M55 runs) -- for chunks of 1 row, uneven last
+chunks, stride 2, dilation, padding at both edges, a residual block, a stage ending in a pool, two
+heads reading one map (branches, two stage outputs) and a streamed input (rows handed in by the
+application, in order, each once); and a RAM budget is met with them, or refused in one line with
+the smallest arena they reach."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import torch
 from torch import nn
 
 from edgec import sim
-from edgec.backend.banding import _stage_outputs, chains, fit_budget
+from edgec.backend.banding import chains, fit_budget, stage_outputs
 from edgec.backend.plan import check_plan
 from edgec.backend.schedule import schedule_and_plan
 from edgec.ops import KINDS
@@ -124,7 +126,7 @@ def _banded(compiled, first: int, last: int, chunk: int, stream: bool = False):
     the rest of the graph reads; with `stream`, its input handed in rows), planned."""
     banded = copy.copy(compiled)
     graph = copy.copy(compiled.graph)
-    stage = make_stage(graph.ops[first : last + 1], graph, chunk, _stage_outputs(graph, first, last), stream)
+    stage = make_stage(graph.ops[first : last + 1], graph, chunk, stage_outputs(graph, first, last), stream)
     graph.ops = graph.ops[:first] + [stage] + graph.ops[last + 1 :]
     graph.streamed_inputs = list(graph.inputs) if stream else []
     banded.target = compiled.target.with_stream_input(stream)
@@ -160,7 +162,7 @@ def test_banded_golden_equals_layer_by_layer(request, model, first, last, stream
     x = _sample(chain)
     whole = golden_outputs(graph, x)
     values = sim.run(graph, [x[0].reshape(graph.tensors[graph.inputs[0]].shape)])
-    stage = make_stage(graph.ops[first : last + 1], graph, chunk, _stage_outputs(graph, first, last), stream)
+    stage = make_stage(graph.ops[first : last + 1], graph, chunk, stage_outputs(graph, first, last), stream)
     banded = KINDS[stage.kind].golden(stage, graph, [values[stage.inputs[0]]])
     banded = banded if isinstance(banded, list) else [banded]
     assert len(banded) == len(stage.outputs) == (2 if model == "detector" else 1)
@@ -198,11 +200,11 @@ def test_a_prelu_runs_over_its_convolutions_window(detector):
     """PReLU, the only reader of a convolution's map, writes over that map's window rows (no window
     of its own): the maps 2 and 5 (PReLU outputs) live in the windows of maps 1 and 4."""
     graph = detector.graph
-    stage = make_stage(graph.ops[:7], graph, 2, _stage_outputs(graph, 0, 6), stream=True)
+    stage = make_stage(graph.ops[:7], graph, 2, stage_outputs(graph, 0, 6), stream=True)
     assert stage.attrs["layout"].shared == ((2, 1), (5, 4))
     assert [stage.attrs["window_rows"][index] for index in (2, 5)] == [0, 0]
     assert sorted(KINDS[stage.kind].windows(stage, graph)) == [0, 1, 3, 4]
-    assert sorted(_stage_outputs(detector.graph, 0, 6)) == sorted(detector.graph.outputs)
+    assert sorted(stage_outputs(detector.graph, 0, 6)) == sorted(detector.graph.outputs)
 
 
 @pytest.mark.parametrize(
@@ -243,6 +245,18 @@ def test_a_budget_is_met_with_band_stages_and_a_model_that_fits_is_untouched(cha
     assert banding.fits and plan.arena_bytes <= budget < chain.plan.arena_bytes
     assert any(op.kind == "band_stage" for op in graph.ops) and check_plan(graph, plan, target) == []
     assert banding.summary().startswith(f"RAM budget {budget:,} B: arena {chain.plan.arena_bytes:,} B layer by layer")
+
+
+def test_a_streamed_input_meets_a_budget_the_whole_input_cannot(chain):
+    """Chain's smallest arena with its input in the arena is 2,192 B (below); streamed, 1,900 B fits,
+    the stage at the input streams it and the input has no bytes in the plan."""
+    target = get_target("host").with_budget(1900)
+    graph = copy.copy(chain.graph)
+    plan, banding = fit_budget(graph, target.with_stream_input(True), chain.plan)
+    assert banding.fits and plan.arena_bytes <= 1900 and graph.streamed_inputs == graph.inputs
+    assert graph.ops[0].kind == "band_stage" and graph.ops[0].attrs["layout"].stream
+    assert graph.inputs[0] not in plan.offsets and check_plan(graph, plan, target) == []
+    assert "the input streamed" in banding.summary()
 
 
 def test_an_unreachable_budget_is_one_line_with_the_smallest_arena(tmp_path, capsys):

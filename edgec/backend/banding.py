@@ -50,7 +50,8 @@ class Banding:
             return f"RAM budget {self.budget:,} B: no band stage lowers the arena below {self.layer_by_layer_bytes:,} B"
         added = sum(stage["added_cycles"] for stage in self.stages)
         parts = "; ".join(
-            f"{s['first']}..{s['last']} ({s['layers']} layers) in bands of {s['chunk']} "
+            f"{s['first']}..{s['last']} ({s['layers']} layers{', the input streamed' if s['streamed_input'] else ''}) "
+            f"in bands of {s['chunk']} "
             f"row{'s' if s['chunk'] > 1 else ''}"
             for s in self.stages
         )
@@ -129,7 +130,7 @@ def chains(graph: Graph) -> list[list[int]]:
     return [run for run in runs if len(run) > 1]
 
 
-def _stage_outputs(graph: Graph, first: int, last: int) -> list[str]:
+def stage_outputs(graph: Graph, first: int, last: int) -> list[str]:
     """The outputs of ops first..last that the rest of the graph reads (or the graph's outputs)."""
     outside = {graph.storage(name) for op in graph.ops[:first] + graph.ops[last + 1 :] for name in op.inputs}
     outside |= {graph.storage(name) for name in graph.outputs}
@@ -151,7 +152,7 @@ def _streams(graph: Graph, first: int, target) -> bool:
 def _with_stage(graph: Graph, first: int, last: int, chunk: int, target) -> tuple[Graph, Op] | None:
     stream = _streams(graph, first, target)
     try:
-        stage = make_stage(graph.ops[first : last + 1], graph, chunk, _stage_outputs(graph, first, last), stream)
+        stage = make_stage(graph.ops[first : last + 1], graph, chunk, stage_outputs(graph, first, last), stream)
     except ValueError:
         return None
     banded = Graph(
