@@ -291,6 +291,25 @@ def test_an_unreachable_budget_is_one_line_with_the_smallest_arena(tmp_path, cap
     assert "RAM budget (band stages)" in (tmp_path / "fits" / "report.html").read_text()
 
 
+def test_stream_input_of_a_model_without_an_image_input_is_one_line(tmp_path, capsys):
+    model = tmp_path / "dense.py"
+    model.write_text(
+        "import torch\n\ndef factory():\n    torch.manual_seed(0)\n"
+        "    return torch.nn.Linear(8, 2).eval(), (torch.rand(1, 8),)\n"
+    )
+    code, _, err = run_cli(
+        "build", f"{model}:factory", "-o", tmp_path / "out", "--stream-input", "--quiet", capsys=capsys
+    )
+    assert code == 2 and not (tmp_path / "out").exists()
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .endswith(
+            "--stream-input needs one int8 image input (batch 1, NHWC) and no --stream; the model takes int8 [1, 8]"
+        )
+    )
+
+
 @needs_toolchain
 @pytest.mark.parametrize(
     "model,target,first,last,chunk,stream",
