@@ -5,7 +5,7 @@ STAMP := .make
 # The development versions, tested by `make test`; pyproject.toml declares the supported ranges.
 TORCH_PINS := torch==2.13.0 torchao==0.18.0
 
-.PHONY: demo test lint install install-test toolchain bench bench-part fuzz clean
+.PHONY: demo test lint install install-test toolchain bench bench-runs fuzz clean
 
 # torch and torchao are installed first and pinned, so nothing can pull another (multi-GB CUDA) build.
 $(STAMP)/install: pyproject.toml
@@ -72,65 +72,66 @@ BENCH_VISION_MODELS := mobilenet_v2_035 pnet
 # Sequence models (edgec.zoo.seq); lstm_kws also streaming (one time step per invoke).
 BENCH_SEQ_MODELS := lstm_kws gru_kws conv_gru_kws kws_transformer vit_tiny
 export CMSIS_NN_DIR
-# $(call bench_calibration,MODULE,MODELS): MODULE.calibration_data(model, 32) saved as BENCH_DIR/model.npy.
+# Bench runs are independent (exact instruction counts do not depend on what else runs), so they run
+# as parallel make jobs: BENCH_JOBS of them at once (default: one per core).
+BENCH_JOBS ?= $(shell nproc)
+# $(call bench_calibration,MODULE,MODEL): the rule making BENCH_DIR/MODEL.npy, MODULE.calibration_data(MODEL, 32).
 define bench_calibration
-	@for model in $(2); do \
-		$(PYTHON) -c "import numpy, sys; from edgec.zoo import $(1); numpy.save(sys.argv[1], $(1).calibration_data(sys.argv[2], 32))" \
-			$(BENCH_DIR)/$$model.npy $$model || exit 1; \
-	done
+$(BENCH_DIR)/$(2).npy:
+	@mkdir -p $$(@D)
+	@$(PYTHON) -c "import numpy, sys; from edgec.zoo import $(1); numpy.save(sys.argv[1], $(1).calibration_data(sys.argv[2], 32))" $$@ $(2)
+endef
+# $(call bench_run,MODULE,MODEL,TARGET,FLAGS,SUFFIX,NAME_SUFFIX): the rule making
+# BENCH_DIR/TARGET SUFFIX/MODEL NAME_SUFFIX.json (and its build directory beside it), added to BENCH_RESULTS.
+define bench_run
+BENCH_RESULTS += $(BENCH_DIR)/$(3)$(5)/$(2)$(6).json
+$(BENCH_DIR)/$(3)$(5)/$(2)$(6).json: $(BENCH_DIR)/$(2).npy
+	@echo "edgec bench $(2) --target $(3) $(4)"; mkdir -p $$(@D)
+	@$(PYTHON) -m edgec.cli bench edgec/zoo/$(1).py:$(2) --calib $$< --target $(3) $(4) --json --quiet \
+		-o $$(basename $$@) > $$@.partial && mv $$@.partial $$@
 endef
 # $(call bench_runs,MODULE,MODELS,TARGETS,FLAGS,SUFFIX): edgec bench of each model of edgec/zoo/MODULE.py
 # on each target with FLAGS, into BENCH_DIR/<target>SUFFIX/<model>(.json).
-define bench_runs
-	@for model in $(2); do \
-		for target in $(3); do \
-			echo "edgec bench $$model --target $$target $(4)"; mkdir -p $(BENCH_DIR)/$$target$(5); \
-			$(PYTHON) -m edgec.cli bench edgec/zoo/$(1).py:$$model --calib $(BENCH_DIR)/$$model.npy \
-				--target $$target $(4) --json --quiet -o $(BENCH_DIR)/$$target$(5)/$$model \
-				> $(BENCH_DIR)/$$target$(5)/$$model.json || exit 1; \
-		done; \
-	done
-endef
-bench: $(STAMP)/install toolchain
-	@mkdir -p $(BENCH_DIR)
-	@rm -rf $(BENCH_DIR)/*-cmsis-nn $(BENCH_DIR)/*-cmsis-nn-ofast
-	$(call bench_calibration,mlperf,$(BENCH_MODELS))
-	$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGETS),--sensitivity,)
-	@for pair in $(BENCH_PARTS); do \
-		target=$${pair%%:*}; part=$${pair#*:}; \
-		$(MAKE) --no-print-directory bench-part BENCH_TARGET=$$target BENCH_PART=$$part || exit 1; \
-	done
-	$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_SIZE_TARGETS),--opt size,-size)
-	$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_SPEED_TARGETS),--opt speed,-speed)
+bench_runs = $(foreach model,$(2),$(foreach target,$(3),$(eval $(call bench_run,$(1),$(model),$(target),$(4),$(5),))))
+part_target = $(word 1,$(subst :, ,$(1)))
+part_name = $(word 2,$(subst :, ,$(1)))
+
+$(foreach model,$(BENCH_MODELS),$(eval $(call bench_calibration,mlperf,$(model))))
+$(foreach model,$(BENCH_CNN_MODELS),$(eval $(call bench_calibration,cnn,$(model))))
+$(foreach model,$(BENCH_VISION_MODELS),$(eval $(call bench_calibration,vision,$(model))))
+$(foreach model,$(BENCH_SEQ_MODELS),$(eval $(call bench_calibration,seq,$(model))))
+$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGETS),--sensitivity,)
+# The published parts: edgec's kernels with --part.
+$(foreach pair,$(BENCH_PARTS),$(call bench_runs,mlperf,$(BENCH_MODELS),$(call part_target,$(pair)),\
+	--part $(call part_name,$(pair)) --sensitivity,-$(call part_name,$(pair))))
+$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_SIZE_TARGETS),--opt size,-size)
+$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_SPEED_TARGETS),--opt speed,-speed)
 ifneq ($(CMSIS_NN_DIR),)
-	$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --sensitivity,-cmsis-nn)
-	$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --cmsis-nn-opt Ofast --sensitivity,-cmsis-nn-ofast)
-else
+$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --sensitivity,-cmsis-nn)
+$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --cmsis-nn-opt Ofast --sensitivity,-cmsis-nn-ofast)
+endif
+$(call bench_runs,cnn,$(BENCH_CNN_MODELS),$(BENCH_ZOO_TARGETS),--opt size,)
+$(call bench_runs,vision,$(BENCH_VISION_MODELS),$(BENCH_ZOO_TARGETS),,)
+$(call bench_runs,mlperf,mobilenet_v1_025,$(BENCH_ZOO_TARGETS),--ram 32K,-ram32K)
+$(call bench_runs,vision,mobilenet_v2_035,$(BENCH_ZOO_TARGETS),--ram 48K,-ram48K)
+$(call bench_runs,vision,pnet,$(BENCH_ZOO_TARGETS),--ram 46K,-ram46K)
+$(call bench_runs,mlperf,mobilenet_v1_025,$(BENCH_ZOO_TARGETS),--ram 24K --stream-input,-ram24K-stream)
+$(call bench_runs,vision,pnet,$(BENCH_ZOO_TARGETS),--ram 26K --stream-input,-ram26K-stream)
+$(call bench_runs,seq,$(BENCH_SEQ_MODELS),$(BENCH_ZOO_TARGETS),,)
+# lstm_kws also streaming (one time step per invoke).
+$(foreach target,$(BENCH_ZOO_TARGETS),$(eval $(call bench_run,seq,lstm_kws,$(target),--stream,,-stream)))
+
+bench: $(STAMP)/install toolchain
+	@rm -rf $(BENCH_DIR)
+ifeq ($(CMSIS_NN_DIR),)
 	@echo "CMSIS_NN_DIR is not set: the CMSIS-NN columns of BENCHMARKS.md will say 'not measured'"
 endif
-	$(call bench_calibration,cnn,$(BENCH_CNN_MODELS))
-	$(call bench_runs,cnn,$(BENCH_CNN_MODELS),$(BENCH_ZOO_TARGETS),--opt size,)
-	$(call bench_calibration,vision,$(BENCH_VISION_MODELS))
-	$(call bench_runs,vision,$(BENCH_VISION_MODELS),$(BENCH_ZOO_TARGETS),,)
-	$(call bench_runs,mlperf,mobilenet_v1_025,$(BENCH_ZOO_TARGETS),--ram 32K,-ram32K)
-	$(call bench_runs,vision,mobilenet_v2_035,$(BENCH_ZOO_TARGETS),--ram 48K,-ram48K)
-	$(call bench_runs,vision,pnet,$(BENCH_ZOO_TARGETS),--ram 46K,-ram46K)
-	$(call bench_runs,mlperf,mobilenet_v1_025,$(BENCH_ZOO_TARGETS),--ram 24K --stream-input,-ram24K-stream)
-	$(call bench_runs,vision,pnet,$(BENCH_ZOO_TARGETS),--ram 26K --stream-input,-ram26K-stream)
-	$(call bench_calibration,seq,$(BENCH_SEQ_MODELS))
-	$(call bench_runs,seq,$(BENCH_SEQ_MODELS),$(BENCH_ZOO_TARGETS),,)
-	@for target in $(BENCH_ZOO_TARGETS); do \
-		echo "edgec bench lstm_kws --stream --target $$target"; \
-		$(PYTHON) -m edgec.cli bench edgec/zoo/seq.py:lstm_kws --calib $(BENCH_DIR)/lstm_kws.npy --stream \
-			--target $$target --json --quiet -o $(BENCH_DIR)/$$target/lstm_kws-stream \
-			> $(BENCH_DIR)/$$target/lstm_kws-stream.json || exit 1; \
-	done
+	@$(MAKE) --no-print-directory -j$(BENCH_JOBS) bench-runs
 	$(PYTHON) scripts/write_benchmarks.py $(BENCH_DIR) > BENCHMARKS.md
 	@echo "wrote BENCHMARKS.md"
 
-# One published part (make bench runs it for each of BENCH_PARTS): edgec's kernels with --part.
-bench-part:
-	$(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGET),--part $(BENCH_PART) --sensitivity,-$(BENCH_PART))
+# Every bench run (make bench runs them in parallel, then writes BENCHMARKS.md from them).
+bench-runs: $(BENCH_RESULTS)
 
 # -rs lists every skipped test and why; with EDGEC_REQUIRE_TOOLCHAIN=1 (.ci/run) a test whose
 # tool is missing fails instead of skipping.
