@@ -33,10 +33,23 @@ static int conv_layout_valid(const edgec_conv_params *params, const edgec_dims *
            filter_dims->c * params->groups == input_dims->c && filter_dims->n == output_dims->c;
 }
 
-edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                           const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
-                           const int8_t *filter, const int32_t *bias, const edgec_dims *output_dims, int8_t *output,
-                           int8_t *scratch)
+/* Unpacks a conv descriptor (NULL: EDGEC_ARG_ERROR) and runs `kernel` on its layer with `filter`
+ * and `bias` (the descriptor's, or the wide one's), then the kernel's own further arguments. */
+#define CONV_ENTRY(desc, kernel, filter, bias, input, output, ...)                                                     \
+    do {                                                                                                               \
+        edgec_conv_layer l;                                                                                            \
+        if ((desc) == NULL) {                                                                                          \
+            return EDGEC_ARG_ERROR;                                                                                    \
+        }                                                                                                              \
+        EDGEC_CONV_LAYER_OF(desc, l);                                                                                  \
+        return kernel(&l.params, &l.quant, &l.input_dims, input, &l.filter_dims, filter, bias, &l.output_dims, output, \
+                      __VA_ARGS__);                                                                                    \
+    } while (0)
+
+static edgec_status conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                            const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                            const int8_t *filter, const int32_t *bias, const edgec_dims *output_dims, int8_t *output,
+                            int8_t *scratch)
 {
     (void)scratch; /* the portable path needs none */
     if (!edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims, output) ||
@@ -90,6 +103,11 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
         }
     }
     return EDGEC_OK;
+}
+
+edgec_status edgec_conv_s8(const edgec_conv_desc *desc, const int8_t *input, int8_t *output)
+{
+    CONV_ENTRY(desc, conv_s8, desc->filter, desc->bias, input, output, NULL);
 }
 
 /* ==== Packed paths: Arm DSP extension and Helium ============================================= */
@@ -701,22 +719,16 @@ static edgec_status dsp_conv(const edgec_conv_params *params, const edgec_per_ch
     return EDGEC_OK;
 }
 
-edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                               const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
-                               const int8_t *packed_filter, const int32_t *folded_bias, const edgec_dims *output_dims,
-                               int8_t *output, int8_t *scratch)
+edgec_status edgec_conv_s8_dsp(const edgec_conv_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch)
 {
-    return dsp_conv(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims, output,
-                    scratch, 0);
+    CONV_ENTRY(desc, dsp_conv, desc->filter, desc->bias, input, output, scratch, 0);
 }
 
-edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                                    const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
-                                    const int16_t *wide_filter, const int32_t *channel_table,
-                                    const edgec_dims *output_dims, int8_t *output, int8_t *scratch)
+edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_dsp_wide_desc *desc, const int8_t *input, int8_t *output,
+                                    int8_t *scratch)
 {
-    return dsp_conv(params, quant, input_dims, input, filter_dims, (const int8_t *)(const void *)wide_filter,
-                    channel_table, output_dims, output, scratch, 1);
+    CONV_ENTRY(desc, dsp_conv, (const int8_t *)(const void *)desc->wide_filter, desc->channel_table, input, output,
+               scratch, 1);
 }
 
 #endif /* __ARM_FEATURE_DSP */
@@ -951,10 +963,10 @@ static void mve_im2col_row(int8_t *row, const conv_window *win, pixel_cursor px)
     }
 }
 
-edgec_status edgec_conv_s8_mve(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                               const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
-                               const int8_t *packed_filter, const int32_t *folded_bias, const edgec_dims *output_dims,
-                               int8_t *output, int8_t *scratch)
+static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                             const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                             const int8_t *packed_filter, const int32_t *folded_bias, const edgec_dims *output_dims,
+                             int8_t *output, int8_t *scratch)
 {
     if (!packed_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims,
                                 output, scratch)) {
@@ -1030,6 +1042,11 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params, const edgec_per_
         }
     }
     return EDGEC_OK;
+}
+
+edgec_status edgec_conv_s8_mve(const edgec_conv_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch)
+{
+    CONV_ENTRY(desc, mve_conv, desc->filter, desc->bias, input, output, scratch);
 }
 
 #endif /* __ARM_FEATURE_MVE */

@@ -1387,22 +1387,26 @@ static edgec_status packed_depthwise(const edgec_conv_params *params, const edge
     return EDGEC_OK;
 }
 
-edgec_status edgec_depthwise_conv_s8_packed(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                                            const edgec_dims *input_dims, const int8_t *input,
-                                            const edgec_dims *filter_dims, const int8_t *packed_filter,
-                                            const int32_t *folded_bias, const edgec_dims *output_dims, int8_t *output,
-                                            int8_t *scratch)
+/* Both entry points: the layer of `desc` (NULL: EDGEC_ARG_ERROR). */
+static edgec_status packed_entry(const edgec_depthwise_conv_desc *desc, const int8_t *input, int8_t *output,
+                                 int8_t *scratch, int staged)
 {
-    return packed_depthwise(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims,
-                            output, scratch, 0);
+    if (desc == NULL) {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_layer l = edgec_depthwise_layer_of(desc);
+    return packed_depthwise(&l.params, &l.quant, &l.input_dims, input, &l.filter_dims, desc->filter, desc->bias,
+                            &l.output_dims, output, scratch, staged);
 }
 
-edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_conv_params *params,
-                                                     const edgec_per_channel_quant *quant, const edgec_dims *input_dims,
-                                                     const int8_t *input, const edgec_dims *filter_dims,
-                                                     const int8_t *packed_filter, const int32_t *folded_bias,
-                                                     const edgec_dims *output_dims, int8_t *output, int8_t *scratch)
+edgec_status edgec_depthwise_conv_s8_packed(const edgec_depthwise_conv_desc *desc, const int8_t *input, int8_t *output,
+                                            int8_t *scratch)
 {
-    return packed_depthwise(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims,
-                            output, scratch, 1);
+    return packed_entry(desc, input, output, scratch, 0);
+}
+
+edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_depthwise_conv_desc *desc, const int8_t *input,
+                                                     int8_t *output, int8_t *scratch)
+{
+    return packed_entry(desc, input, output, scratch, 1);
 }
