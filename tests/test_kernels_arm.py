@@ -277,6 +277,12 @@ def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw) -> Case
     return Case("conv", isa, fields + [1, input_at, output_at], arrays, block, scratch)
 
 
+def desc_field(case: Case, name: str) -> int:
+    """Descriptor field `name` of a conv, pointwise or depthwise case (its header words)."""
+    struct = DEPTHWISE_CONV_DESC if case.kind == "depthwise" else CONV_DESC
+    return case.fields[[f.name for f in struct.fields if not f.pointer].index(name)]
+
+
 def desc_words(struct, **values) -> list[int]:
     """A descriptor's (edgec.ops.kernel.Struct) int32 fields as header words, in its order: the
     driver copies them into the C struct."""

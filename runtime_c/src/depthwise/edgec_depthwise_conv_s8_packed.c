@@ -1356,10 +1356,12 @@ static packed_layer packed_layer_make(const edgec_conv_params *params, const edg
 
 /* Every group straight into the output, or with `staged` into scratch after the cache first
  * (its input channels are read until its last row), then into the output. */
-static edgec_status packed_depthwise(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                                     const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
-                                     const int8_t *packed_filter, const int32_t *folded_bias,
-                                     const edgec_dims *output_dims, int8_t *output, int8_t *scratch, int staged)
+static EDGEC_NOINLINE edgec_status packed_depthwise(const edgec_conv_params *params,
+                                                    const edgec_per_channel_quant *quant, const edgec_dims *input_dims,
+                                                    const int8_t *input, const edgec_dims *filter_dims,
+                                                    const int8_t *packed_filter, const int32_t *folded_bias,
+                                                    const edgec_dims *output_dims, int8_t *output, int8_t *scratch,
+                                                    int staged)
 {
     if (!packed_args_valid(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims,
                            output, scratch)) {
