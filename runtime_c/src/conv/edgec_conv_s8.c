@@ -652,13 +652,32 @@ static EDGEC_NOINLINE void dsp_pointwise_steps(int8_t *cols, const int8_t *input
     }
 }
 
-/* edgec_conv_s8_dsp and _wide: packed_filter holds int8 taps and folded_bias the biases, or with
- * `wide` int16 taps and the channel table. */
-static edgec_status dsp_conv(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                             const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
-                             const int8_t *packed_filter, const int32_t *folded_bias, const edgec_dims *output_dims,
-                             int8_t *output, int8_t *scratch, int wide)
+/* edgec_conv_s8_dsp (narrow) and _wide (wide_desc): packed_filter holds int8 taps and folded_bias
+ * the biases, or with `wide` int16 taps and the channel table. The layer is unpacked here, in the
+ * frame the pixels run under, not in the entry points (no stack of their own). */
+static edgec_status dsp_conv(const edgec_conv_desc *narrow, const edgec_conv_dsp_wide_desc *wide_desc,
+                             const int8_t *input, int8_t *output, int8_t *scratch)
 {
+    edgec_conv_layer l;
+    const int8_t *packed_filter;
+    const int32_t *folded_bias;
+    const int wide = wide_desc != NULL;
+    if (narrow != NULL) {
+        EDGEC_CONV_LAYER_OF(narrow, l);
+        packed_filter = narrow->filter;
+        folded_bias = narrow->bias;
+    } else if (wide_desc != NULL) {
+        EDGEC_CONV_LAYER_OF(wide_desc, l);
+        packed_filter = (const int8_t *)(const void *)wide_desc->wide_filter;
+        folded_bias = wide_desc->channel_table;
+    } else {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_params *params = &l.params;
+    const edgec_per_channel_quant *quant = &l.quant;
+    const edgec_dims *input_dims = &l.input_dims;
+    const edgec_dims *filter_dims = &l.filter_dims;
+    const edgec_dims *output_dims = &l.output_dims;
     if (!packed_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims,
                                 output, scratch)) {
         return EDGEC_ARG_ERROR;
@@ -721,14 +740,13 @@ static edgec_status dsp_conv(const edgec_conv_params *params, const edgec_per_ch
 
 edgec_status edgec_conv_s8_dsp(const edgec_conv_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch)
 {
-    CONV_ENTRY(desc, dsp_conv, desc->filter, desc->bias, input, output, scratch, 0);
+    return desc == NULL ? EDGEC_ARG_ERROR : dsp_conv(desc, NULL, input, output, scratch);
 }
 
 edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_dsp_wide_desc *desc, const int8_t *input, int8_t *output,
                                     int8_t *scratch)
 {
-    CONV_ENTRY(desc, dsp_conv, (const int8_t *)(const void *)desc->wide_filter, desc->channel_table, input, output,
-               scratch, 1);
+    return desc == NULL ? EDGEC_ARG_ERROR : dsp_conv(NULL, desc, input, output, scratch);
 }
 
 #endif /* __ARM_FEATURE_DSP */
