@@ -290,8 +290,8 @@ class BandStage(OpDef):
         return region[out_at : out_at + y_t.nbytes].reshape(y_t.shape).copy()
 
     def emit(self, op, graph, names) -> CCall:
-        """A loop over the action table; each layer's case calls its kernel with copies of its
-        params and dims whose pad_top and heights are the action's."""
+        """A loop over the action table; each layer's case calls its kernel with a copy of its
+        descriptor (or params and dims) whose pad_top and heights are the action's."""
         layers = self.layers(op)
         table = names.symbol(op, "actions")
         windows = self.windows(op, graph)

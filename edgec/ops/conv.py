@@ -671,7 +671,7 @@ def emit_desc_call(
 
 
 def weighted_constants(prefix: str, attrs: dict, weights: tuple, bias: tuple | None) -> tuple[list, str]:
-    """The flash constants of a conv/linear layer -- weights, multipliers, shifts and the optional
+    """The flash constants of a linear layer -- weights, multipliers, shifts and the optional
     bias, each given as (symbol suffix, array) -- and the C expression for the bias argument."""
     weight_type = "int16_t" if np.asarray(weights[1]).dtype == np.int16 else "int8_t"
     constants = [
