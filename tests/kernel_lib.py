@@ -16,6 +16,7 @@ from edgec.ops import (
     binary,
     conv,
     conv_transpose,
+    depthwise,
     eltwise,
     int16,
     layer_norm,
@@ -66,7 +67,9 @@ def ctypes_struct(struct: Struct) -> type:
     return type(struct.name, (C.Structure,), {"_fields_": fields})
 
 
-Dims, PerChannelQuant, ConvParams = (ctypes_struct(s) for s in (conv.DIMS, conv.PER_CHANNEL_QUANT, conv.CONV_PARAMS))
+Dims, PerChannelQuant = ctypes_struct(conv.DIMS), ctypes_struct(conv.PER_CHANNEL_QUANT)
+ConvDesc, ConvDspWideDesc = ctypes_struct(conv.CONV_DESC), ctypes_struct(conv.CONV_DSP_WIDE_DESC)
+DepthwiseConvDesc = ctypes_struct(depthwise.DEPTHWISE_CONV_DESC)
 FcParams, AddParams = ctypes_struct(linear.FC_PARAMS), ctypes_struct(eltwise.ADD_PARAMS)
 PoolParams, AvgPool2dDesc = ctypes_struct(pool.POOL_PARAMS), ctypes_struct(pool.AVG_POOL2D_DESC)
 SoftmaxDesc, LogSoftmaxDesc = (ctypes_struct(s) for s in softmax.STRUCTS[:2])

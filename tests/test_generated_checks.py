@@ -149,10 +149,11 @@ def test_invoke_returns_the_first_failing_layer(digits_dirs, tmp_path):
     source = model_c.read_text()
     layer = re.findall(r"EDGEC_LAYER_BEGIN\((\d+)\);\n    status \|= edgec_depthwise", source)
     assert layer == [str(index)]
-    # Crossed activation bounds in its parameters (the last two fields): its kernel refuses them.
+    # Crossed activation bounds in its descriptor: its kernel refuses them.
     corrupted = re.sub(
-        r"(static const edgec_conv_params digits_depthwise_conv2d_\w+_params = \{[^}]*), -?\d+, -?\d+\}",
-        r"\1, 10, -10}",
+        r"(static const edgec_depthwise_conv_desc digits_depthwise_conv2d_\w+_desc = \{[^}]*)"
+        r"\.act_min = -?\d+, \.act_max = -?\d+",
+        r"\1.act_min = 10, .act_max = -10",
         source,
     )
     assert corrupted != source

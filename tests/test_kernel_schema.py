@@ -13,7 +13,7 @@ import pytest
 from edgec.ops import KINDS, SCHEMA, binary, conv
 from edgec.ops.base import OpDef, descriptor
 from edgec.ops.c_header import REGION, header_path, regenerate
-from tests.kernel_lib import ROOT, BinaryDesc, ConvParams, ctypes_struct
+from tests.kernel_lib import ROOT, BinaryDesc, ConvDesc, ConvDspWideDesc, DepthwiseConvDesc, ctypes_struct
 
 
 def test_header_is_the_schema():
@@ -63,7 +63,12 @@ def test_descriptor_refuses_fields_out_of_order():
 
 def test_ctypes_mirror_has_the_c_layout(tmp_path):
     """sizeof and offsetof of the C structs, compiled against the header, equal the ctypes mirrors'."""
-    probes = {"edgec_conv_params": (ConvParams, "act_max"), "edgec_binary_desc": (BinaryDesc, "output_shift")}
+    probes = {
+        "edgec_conv_desc": (ConvDesc, "shift"),
+        "edgec_conv_dsp_wide_desc": (ConvDspWideDesc, "channel_table"),
+        "edgec_depthwise_conv_desc": (DepthwiseConvDesc, "act_max"),
+        "edgec_binary_desc": (BinaryDesc, "output_shift"),
+    }
     lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "edgec_nn.h"', "int main(void) {"]
     lines += [
         f'    printf("%zu %zu\\n", sizeof({name}), offsetof({name}, {field}));' for name, (_, field) in probes.items()

@@ -25,14 +25,20 @@ from edgec.ir import Graph, Op, Tensor
 from edgec.numerics import quantize_multiplier
 from edgec.ops.conv import (
     CONV_BLOCKING,
+    CONV_DESC,
     conv2d_s8,
     conv_output_size,
     packed_conv_scratch_bytes,
     window_first_pixels,
 )
 from edgec.ops.conv import UNIT as CONV
+from edgec.ops.depthwise import (
+    DEPTHWISE_CONV_DESC,
+    depthwise_conv2d_s8,
+    packed_depthwise_bias,
+    packed_depthwise_filter,
+)
 from edgec.ops.depthwise import UNIT as DEPTHWISE
-from edgec.ops.depthwise import depthwise_conv2d_s8, packed_depthwise_bias, packed_depthwise_filter
 from edgec.ops.eltwise import ADD_SCRATCH_BYTES, add_params, add_s8
 from edgec.ops.kernel_layout import (
     DSP,
@@ -70,6 +76,10 @@ KIND = {"conv": 1, "fc": 2, "add": 3, "depthwise": 5, "avgpool": 6, "maxpool": 7
 WIDE = "dsp_wide"  # edgec_conv_s8_dsp_wide, edgec_fully_connected_s8_dsp_wide (--opt speed)
 ISA_CODE = {DSP: 1, MVE: 2, WIDE: 3}
 HEADER_WORDS = 48
+# Header words of a conv / depthwise record before its extra words (in_place, input_at, ...): the
+# descriptor's int32 fields (the driver copies them into its edgec_conv_desc / _depthwise_conv_desc).
+CONV_INTS = sum(not f.pointer for f in CONV_DESC.fields)
+DEPTHWISE_INTS = sum(not f.pointer for f in DEPTHWISE_CONV_DESC.fields)
 ARG_ERROR = -1
 GUARD_BYTE = 0x5A  # the driver's GUARD_VALUE: it fills every output and scratch buffer with it first
 ISAS = {"cortex-m4": (DSP, WIDE), "cortex-m55": (MVE, DSP)}
@@ -244,8 +254,9 @@ def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw) -> Case
         act_max=act_max,
     )
     rows = weights.reshape(c_out, -1)
-    params = [-zp_in, zp_out, *stride, *pad[:2], *dilation, 1, 1, act_min, act_max]
-    fields = params + [n, h, w, c_in] + [c_out, kh, kw, c_in] + [n, *out_hw, c_out]
+    quant = dict(input_offset=-zp_in, output_offset=zp_out, act_min=act_min, act_max=act_max)
+    geometry = _geometry(x.shape, out_hw, (kh, kw), stride, pad, dilation)
+    fields = desc_words(CONV_DESC, **geometry, **quant, output_c=c_out, groups=1)
     family = DSP if isa == WIDE else isa
     packed = interleave_rows(rows, CONV_BLOCKING[family])
     folded = blocked_bias(bias, rows, zp_in, CONV_BLOCKING[family].rows)
@@ -264,6 +275,38 @@ def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw) -> Case
     offset = [planned.input_offset, lowest, -x.size][int(rng.integers(3))]
     input_at, output_at, block = in_place_block(x, expected, offset)
     return Case("conv", isa, fields + [1, input_at, output_at], arrays, block, scratch)
+
+
+def desc_field(case: Case, name: str) -> int:
+    """Descriptor field `name` of a conv, pointwise or depthwise case (its header words)."""
+    struct = DEPTHWISE_CONV_DESC if case.kind == "depthwise" else CONV_DESC
+    return case.fields[[f.name for f in struct.fields if not f.pointer].index(name)]
+
+
+def desc_words(struct, **values) -> list[int]:
+    """A descriptor's (edgec.ops.kernel.Struct) int32 fields as header words, in its order: the
+    driver copies them into the C struct."""
+    return [int(values[f.name]) for f in struct.fields if not f.pointer]
+
+
+def _geometry(x_shape, out_hw, kernel, stride, pad, dilation) -> dict:
+    n, h, w, c = x_shape
+    return dict(
+        batches=n,
+        input_h=h,
+        input_w=w,
+        input_c=c,
+        output_h=out_hw[0],
+        output_w=out_hw[1],
+        kernel_h=kernel[0],
+        kernel_w=kernel[1],
+        stride_h=stride[0],
+        stride_w=stride[1],
+        pad_top=pad[0],
+        pad_left=pad[1],
+        dilation_h=dilation[0],
+        dilation_w=dilation[1],
+    )
 
 
 def in_place_block(x: np.ndarray, output: np.ndarray, input_offset: int) -> tuple[int, int, np.ndarray]:
@@ -364,8 +407,9 @@ def depthwise_case(rng, isa: str) -> Case:
         (False, -x.size),
     ][int(rng.integers(6))]
     input_at, output_at, block = in_place_block(x, golden, offset)
-    params = [-zp_in, zp_out, *stride, *pad, *dilation, 1, 1, act_min, act_max]
-    fields = params + [n, h, w, c] + [1, kh, kw, c] + list(golden.shape) + [1, input_at, output_at, int(plain)]
+    quant = dict(input_offset=-zp_in, output_offset=zp_out, act_min=act_min, act_max=act_max)
+    geometry = _geometry(x.shape, out_hw, (kh, kw), stride, pad, dilation)
+    fields = desc_words(DEPTHWISE_CONV_DESC, **geometry, **quant, ch_mult=1) + [1, input_at, output_at, int(plain)]
     arrays = [x, packed_depthwise_filter(weights), packed_depthwise_bias(bias, weights, zp_in), m, s]
     scratch = unstaged.scratch_bytes if plain else staged.scratch_bytes
     return Case("depthwise", isa, fields, arrays, block, scratch)
@@ -481,7 +525,8 @@ def misaligned_scratch(case: Case) -> Case:
     untouched = np.full(case.expected.size, GUARD_BYTE, dtype=np.int8)
     if case.kind == "depthwise":  # its block holds the input
         x = case.arrays[0].ravel()
-        untouched[case.fields[25] : case.fields[25] + x.size] = x
+        at = DEPTHWISE_INTS + 1  # input_at
+        untouched[case.fields[at] : case.fields[at] + x.size] = x
     return Case(
         case.kind, case.isa, case.fields, case.arrays, untouched, case.scratch_bytes, scratch_skew=1, status=ARG_ERROR
     )
@@ -500,7 +545,7 @@ def all_cases(target: str, seed: int, divisor: int = 1) -> list[Case]:
         if (kind not in ("depthwise", "avgpool", "maxpool") or isa == ISAS[target][0])  # -mcpu picks the path
         and (isa != WIDE or kind in ("conv", "pointwise", "fc"))
     ]
-    refusable = [c for c in cases if c.kind != "conv" or not c.fields[24]]
+    refusable = [c for c in cases if c.kind != "conv" or not c.fields[CONV_INTS]]
     refused = [
         misaligned_scratch(c)
         for isa in ISAS[target]

@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 from edgec.errors import EdgecError
 from edgec.ir import Graph, Op, Tensor
 from edgec.numerics import quantize_multiplier
+from edgec.ops.conv import CONV_DESC, conv2d_s8, conv_output_size
 from edgec.ops.conv import UNIT as CONV
-from edgec.ops.conv import conv2d_s8, conv_output_size
+from edgec.ops.depthwise import DEPTHWISE_CONV_DESC, depthwise_conv2d_s8
 from edgec.ops.depthwise import UNIT as DEPTHWISE
-from edgec.ops.depthwise import depthwise_conv2d_s8
 from edgec.ops.linear import UNIT as LINEAR
-from tests.kernel_lib import ConvParams, Dims, PerChannelQuant, dims, per_channel_quant, ptr
+from tests.kernel_lib import ConvDesc, DepthwiseConvDesc, ptr, struct_from_desc
 
 MAX_ABS_PRODUCT = 128 * 255  # |w * (x - zp)|
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -36,24 +36,13 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # ctypes binding
 # --------------------------------------------------------------------------------------------
 
-_CONV_ARGTYPES = [
-    C.POINTER(ConvParams),
-    C.POINTER(PerChannelQuant),
-    C.POINTER(Dims),
-    C.POINTER(C.c_int8),
-    C.POINTER(Dims),
-    C.POINTER(C.c_int8),
-    C.POINTER(C.c_int32),
-    C.POINTER(Dims),
-    C.POINTER(C.c_int8),
-    C.POINTER(C.c_int8),
-]
 _GUARD = 16  # canary bytes after the output: a kernel writing past its output fails the test
 
 
-def _bind(lib, name):
+def _bind(lib, name, desc_type, scratch: bool = False):
+    """Kernel `name`: (const desc *, const int8_t *input, int8_t *output[, int8_t *scratch])."""
     fn = getattr(lib, name)
-    fn.argtypes = _CONV_ARGTYPES
+    fn.argtypes = [C.POINTER(desc_type), C.POINTER(C.c_int8), C.POINTER(C.c_int8)] + [C.POINTER(C.c_int8)] * scratch
     fn.restype = C.c_int
     return fn
 
@@ -101,12 +90,22 @@ class Case:
         return conv2d_s8(self.x, self.w, self.bias, self.multiplier, self.shift, groups=self.groups, **common)
 
 
-def run_c(lib, name: str, case: Case, **overrides) -> tuple[int, np.ndarray]:
-    """Call one C conv kernel on `case`; returns (status, int8 output [N, Ho, Wo, C_out])."""
-    keep: list = []
-    p = dict(
-        input_offset=-case.input_zp,
-        output_offset=case.output_zp,
+def case_desc(case: Case, keep: list, filter=None, bias=None, **overrides):
+    """(ctypes descriptor, its type) of `case`: edgec_conv_desc or edgec_depthwise_conv_desc, with
+    `filter` and `bias` instead of case.w and case.bias when given (a packed kernel's; the kernel
+    size stays case.w's) and fields replaced by `overrides`."""
+    x, w = case.x, case.w
+    values = dict(
+        batches=x.shape[0],
+        input_h=x.shape[1],
+        input_w=x.shape[2],
+        input_c=x.shape[3],
+        output_h=case.out_hw[0],
+        output_w=case.out_hw[1],
+        output_c=case.c_out,
+        ch_mult=case.ch_mult,
+        kernel_h=w.shape[1],
+        kernel_w=w.shape[2],
         stride_h=case.stride[0],
         stride_w=case.stride[1],
         pad_top=case.pad[0],
@@ -114,32 +113,31 @@ def run_c(lib, name: str, case: Case, **overrides) -> tuple[int, np.ndarray]:
         dilation_h=case.dilation[0],
         dilation_w=case.dilation[1],
         groups=case.groups,
-        ch_mult=case.ch_mult,
+        input_offset=-case.input_zp,
+        output_offset=case.output_zp,
         act_min=case.act_min,
         act_max=case.act_max,
+        filter=np.asarray(w if filter is None else filter),
+        bias=case.bias if filter is None else bias,
+        multiplier=np.asarray(case.multiplier),
+        shift=np.asarray(case.shift),
     )
-    p.update(overrides)
-    params = ConvParams(**p)
-    quant = per_channel_quant(case.multiplier, case.shift, keep)
+    values.update(overrides)
+    struct, desc_type = (DEPTHWISE_CONV_DESC, DepthwiseConvDesc) if case.is_depthwise else (CONV_DESC, ConvDesc)
+    return struct_from_desc(desc_type, {field: values[field] for field in struct.names}, keep), desc_type
+
+
+def run_c(lib, name: str, case: Case, **overrides) -> tuple[int, np.ndarray]:
+    """Call one C conv kernel on `case` (its descriptor's fields replaced by `overrides`); returns
+    (status, int8 output [N, Ho, Wo, C_out])."""
+    keep: list = []
     x = np.ascontiguousarray(case.x)
-    w = np.ascontiguousarray(case.w)
     x_before = x.copy()
     out_shape = (x.shape[0], *case.out_hw, case.c_out)
+    desc, desc_type = case_desc(case, keep, **overrides)
     size = int(np.prod(out_shape))
     buf = np.full(size + _GUARD, 0x5A, dtype=np.int8)
-    bias = None if case.bias is None else np.ascontiguousarray(case.bias, dtype=np.int32)
-    status = _bind(lib, name)(
-        C.byref(params),
-        C.byref(quant),
-        C.byref(dims(x.shape)),
-        ptr(x, C.c_int8),
-        C.byref(dims(w.shape)),
-        ptr(w, C.c_int8),
-        None if bias is None else ptr(bias, C.c_int32),
-        C.byref(dims(out_shape)),
-        ptr(buf, C.c_int8),
-        None,
-    )
+    status = _bind(lib, name, desc_type)(C.byref(desc), ptr(x, C.c_int8), ptr(buf, C.c_int8))
     assert np.all(buf[size:] == 0x5A), "kernel wrote past the end of its output"
     np.testing.assert_array_equal(x, x_before)
     return status, buf[:size].reshape(out_shape)
@@ -601,7 +599,7 @@ def test_grouped_conv_golden_rejects_bad_groups():
         case.golden()
 
 
-def test_depthwise_rejects_channel_mismatch(kernel_lib):
+def test_depthwise_rejects_bad_channel_multipliers(kernel_lib):
     rng = np.random.default_rng(2)
     case = Case(
         x=rng.integers(-128, 128, (1, 4, 4, 3)).astype(np.int8),
@@ -621,8 +619,10 @@ def test_depthwise_rejects_channel_mismatch(kernel_lib):
         is_depthwise=True,
     )
     assert run_c(kernel_lib, "edgec_depthwise_conv_s8", case)[0] == 0
-    assert run_c(kernel_lib, "edgec_depthwise_conv_s8", case, ch_mult=3)[0] == -1
     assert run_c(kernel_lib, "edgec_depthwise_conv_s8", case, ch_mult=0)[0] == -1
+    assert run_c(kernel_lib, "edgec_depthwise_conv_s8", case, ch_mult=-2)[0] == -1
+    # input_c * ch_mult past int32: refused, without overflowing
+    assert run_c(kernel_lib, "edgec_depthwise_conv_s8", case, ch_mult=2**30)[0] == -1
 
 
 # --------------------------------------------------------------------------------------------

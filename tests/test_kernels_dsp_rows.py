@@ -38,11 +38,13 @@ def test_long_depthwise_rows_match_golden(opt, tmp_path, monkeypatch):
     monkeypatch.setattr(arm, "_padded_image", wide_image)
     rng = np.random.default_rng(11 if opt == "-O2" else 12)
     cases = [arm.depthwise_case(rng, arm.DSP) for _ in range(CASES)]
-    # 3x3 undilated, stride_w 1 or 2, out_w >= 8 (the fields' layout: see arm.depthwise_case)
+    # 3x3 undilated, stride_w 1 or 2, out_w >= 8
     paired = [
         c
         for c in cases
-        if c.fields[17:19] == [3, 3] and c.fields[6:8] == [1, 1] and c.fields[3] in (1, 2) and c.fields[-6] >= 8
+        if [arm.desc_field(c, f) for f in ("kernel_h", "kernel_w", "dilation_h", "dilation_w")] == [3, 3, 1, 1]
+        and arm.desc_field(c, "stride_w") in (1, 2)
+        and arm.desc_field(c, "output_w") >= 8
     ]
     assert len(paired) >= CASES // 8, "too few cases reach the pair routines"
     results = arm.run_on_target("cortex-m4", cases, tmp_path, opt)

@@ -22,16 +22,18 @@ from edgec.ops.conv import is_pointwise, pointwise_input_pixels, window_first_pi
 from edgec.ops.depthwise import UNIT as DEPTHWISE
 from edgec.ops.depthwise import packed_depthwise_bias, packed_depthwise_filter
 from edgec.ops.kernel_layout import MVE
-from tests.kernel_lib import ConvParams, dims, per_channel_quant, ptr
+from tests.kernel_lib import ptr
 from tests.test_kernels_conv import (
-    _CONV_ARGTYPES,
     EXTREME_CASES,
     SETTINGS,
     Case,
+    _bind,
     _data_mode,
     _geometry,
     _int8,
     _qparams,
+    _small_conv_case,
+    case_desc,
     conv_cases,
     extreme_case,
     pointwise_cases,
@@ -39,13 +41,6 @@ from tests.test_kernels_conv import (
 
 GUARD = 16
 GUARD_BYTE = 0x5A
-
-
-def _kernel(lib, name):
-    fn = getattr(lib, name)
-    fn.argtypes = _CONV_ARGTYPES
-    fn.restype = C.c_int
-    return fn
 
 
 def _at(buffer: np.ndarray, offset: int):
@@ -74,32 +69,10 @@ def run_in_place(
     block[input_at : input_at + x.size] = x.ravel()
     scratch = np.full(scratch_bytes + GUARD, GUARD_BYTE, dtype=np.int8)
     keep: list = []
-    params = ConvParams(
-        -case.input_zp,
-        case.output_zp,
-        *case.stride,
-        *case.pad,
-        *case.dilation,
-        case.groups,
-        case.ch_mult,
-        case.act_min,
-        case.act_max,
-    )
-    quant = per_channel_quant(case.multiplier, case.shift, keep)
-    w, bias = packed or (case.w, case.bias)
-    w = np.ascontiguousarray(w)
-    bias = None if bias is None else np.ascontiguousarray(bias, dtype=np.int32)
-    status = _kernel(lib, name)(
-        C.byref(params),
-        C.byref(quant),
-        C.byref(dims(x.shape)),
-        _at(block, input_at),
-        C.byref(dims(case.w.shape)),
-        ptr(w, C.c_int8),
-        None if bias is None else ptr(bias, C.c_int32),
-        C.byref(dims(out_shape)),
-        _at(block, output_at),
-        ptr(scratch, C.c_int8),
+    desc, desc_type = case_desc(case, keep, *(packed or ()))
+    scratch_arg = [] if name == "edgec_conv_s8" else [ptr(scratch, C.c_int8)]  # the portable kernel needs none
+    status = _bind(lib, name, desc_type, bool(scratch_arg))(
+        C.byref(desc), _at(block, input_at), _at(block, output_at), *scratch_arg
     )
     untouched = np.ones(block.size, dtype=bool)
     untouched[output_at : output_at + out_size] = False
@@ -318,28 +291,12 @@ def test_in_place_kernels_need_scratch_and_depthwise_needs_ch_mult_1(kernel_lib)
     )
     status, _ = run_in_place(kernel_lib, "edgec_depthwise_conv_s8_in_place", case, -case.x.size, 9)
     assert status == -1
-    fn = _kernel(kernel_lib, "edgec_conv_1x1_s8_in_place")
     x = np.zeros((1, 2, 2, 4), np.int8)
-    w = np.zeros((4, 1, 1, 4), np.int8)
     out = np.zeros(16, np.int8)
     keep: list = []
-    params = ConvParams(0, 0, 1, 1, 0, 0, 1, 1, 1, 1, -128, 127)
-    quant = per_channel_quant(np.full(4, 2**30), np.zeros(4), keep)
-    assert (
-        fn(
-            C.byref(params),
-            C.byref(quant),
-            C.byref(dims(x.shape)),
-            ptr(x, C.c_int8),
-            C.byref(dims(w.shape)),
-            ptr(w, C.c_int8),
-            None,
-            C.byref(dims((1, 2, 2, 4))),
-            ptr(out, C.c_int8),
-            None,
-        )
-        == -1
-    )
+    desc, desc_type = case_desc(_small_conv_case(), keep)
+    fn = _bind(kernel_lib, "edgec_conv_1x1_s8_in_place", desc_type, scratch=True)
+    assert fn(C.byref(desc), ptr(x, C.c_int8), ptr(out, C.c_int8), None) == -1
 
 
 @pytest.mark.parametrize("zero_points,multiplier,shifts", EXTREME_CASES)

@@ -13,6 +13,7 @@ Each output equals the golden kernel's byte for byte, with the guards around it 
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -20,36 +21,43 @@ import pytest
 
 from edgec.ops.kernel_layout import MVE
 from tests.device_support import needs_toolchain
-from tests.test_kernels_arm import add_case, conv_case, depthwise_case, describe, pointwise_case, run_on_target
+from tests.test_kernels_arm import (
+    add_case,
+    conv_case,
+    depthwise_case,
+    desc_field,
+    describe,
+    pointwise_case,
+    run_on_target,
+)
 
 CASES = 60  # per path
 
 
 def _fives_depthwise(case) -> bool:
     """A 3x3 undilated stride-1 layer at least five pixels wide with a full group of channels whose
-    shifts are all <= 0 (fields: see depthwise_case)."""
-    f = case.fields
-    channels, width, shifts = f[15], f[22], case.arrays[4]
+    shifts are all <= 0."""
+    f = partial(desc_field, case)
+    channels, shifts = f("input_c"), case.arrays[4]
     groups = [shifts[i : i + 4] for i in range(0, channels - 3, 4)]
     return (
-        (f[17], f[18]) == (3, 3)
-        and (f[2], f[3]) == (1, 1)
-        and (f[6], f[7]) == (1, 1)
-        and width >= 5
+        (f("kernel_h"), f("kernel_w")) == (3, 3)
+        and (f("stride_h"), f("stride_w")) == (1, 1)
+        and (f("dilation_h"), f("dilation_w")) == (1, 1)
+        and f("output_w") >= 5
         and any((g <= 0).all() for g in groups)
     )
 
 
 def _k(case) -> int:
-    """KH * KW * C_in of a conv case (fields: see _conv_case)."""
-    f = case.fields
-    return f[17] * f[18] * f[19]
+    """KH * KW * C_in of a conv case."""
+    return desc_field(case, "kernel_h") * desc_field(case, "kernel_w") * desc_field(case, "input_c")
 
 
 def _quads_conv(case) -> bool:
     """At least one full block of 4 output channels, 4 groups of 16 taps or more (two group pairs)
     and every shift negative."""
-    return case.fields[16] >= 4 and _k(case) > 48 and bool((case.arrays[4] < 0).all())
+    return desc_field(case, "output_c") >= 4 and _k(case) > 48 and bool((case.arrays[4] < 0).all())
 
 
 def _right_shift_add(case) -> bool:
@@ -71,12 +79,12 @@ def _draw(make, keep, count: int, rng) -> list:
 def test_helium_fast_paths_match_golden(opt, tmp_path: Path):
     rng = np.random.default_rng(11 if opt == "-O2" else 12)
     depthwise = _draw(depthwise_case, _fives_depthwise, CASES, rng)
-    rows = [c for c in depthwise if c.fields[22] % 5 == 0]
+    rows = [c for c in depthwise if desc_field(c, "output_w") % 5 == 0]
     convs = _draw(
         lambda r, isa: conv_case(r, isa) if r.random() < 0.5 else pointwise_case(r, isa), _quads_conv, CASES, rng
     )
     adds = _draw(add_case, _right_shift_add, CASES, rng)
-    assert rows and any(c.fields[22] % 5 for c in depthwise)
+    assert rows and any(desc_field(c, "output_w") % 5 for c in depthwise)
     assert any((_k(c) + 15) // 16 // 2 % 2 for c in convs) and any((_k(c) + 15) // 16 // 2 % 2 == 0 for c in convs)
     cases = depthwise + convs + adds
     results = run_on_target("cortex-m55", cases, tmp_path, opt)

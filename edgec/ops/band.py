@@ -36,7 +36,7 @@ from edgec.ops.base import CCall, OpDef, unit_of
 # none), its input (row of the first row read in its storage, rows read, pad_top), its output (row
 # in its storage, rows).
 ACTION_FIELDS = ("layer", "shift_from", "shift_rows", "in_row", "in_rows", "pad_top", "out_row", "out_rows")
-WINDOWED_KINDS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")  # params with pad_top + dims
+WINDOWED_KINDS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")  # pad_top + heights settable
 # Elementwise layers, whose descriptor describes the whole shape: emitted once per band height.
 ELEMENTWISE_KINDS = ("prelu", "add")  # add: a residual add, the stage's last layer, over its input
 BAND_KINDS = WINDOWED_KINDS + ELEMENTWISE_KINDS
@@ -79,7 +79,7 @@ def row_geometry(op: Op, graph: Graph) -> RowGeometry:
 
 def can_band(op: Op, graph: Graph) -> bool:
     """Whether `op` can run on row windows: a spatial int8 layer of one image whose C kernel takes
-    (params with pad_top, input dims, output dims) and whose golden reads the window shapes."""
+    (a descriptor or params with pad_top and the heights) and whose golden reads the window shapes."""
     if op.kind not in BAND_KINDS or len(op.inputs) != (2 if op.kind == "add" else 1) or len(op.outputs) != 1:
         return False
     if op.kind == "add" and len({graph.tensors[name].shape for name in op.inputs + op.outputs}) != 1:
@@ -383,9 +383,10 @@ class BandStage(OpDef):
         return results[0] if len(results) == 1 else results
 
     def emit(self, op, graph, names) -> CCall:
-        """A loop over the action table; each layer's case calls its kernel with copies of its
-        params and dims whose pad_top and heights are the action's; a streamed input's case asks
-        the application for the next rows (read_rows, a parameter of the streamed invoke)."""
+        """A loop over the action table; each layer's case calls its kernel with a copy of its
+        descriptor (or params and dims) whose pad_top and heights are the action's; a streamed
+        input's case asks the application for the next rows (read_rows, a parameter of the streamed
+        invoke)."""
         layers, layout = self.layers(op), self.layout(op)
         table = names.symbol(op, "actions")
         scratch = names.scratch(op)
@@ -469,18 +470,29 @@ def _shift(row_bytes: int) -> str:
 
 
 def _windowed_call(layer: Op, graph: Graph, names: "_BandNames", actions: np.ndarray, index: int):
-    """(C, constants, params, scratch required) of a layer whose params take pad_top and whose
-    dims the heights: its call on copies of them, set from the action."""
+    """(C, constants, params, scratch required) of a layer whose descriptor (or params) takes
+    pad_top and whose descriptor (or dims) the heights: its call on a copy of them, set from the
+    action."""
     call = unit_of(layer).emit(layer, graph, names)
     p = names.symbol(layer, "")
-    ctype = next(ctype for ctype, symbol, _ in call.params if symbol == f"{p}params")
+    ctypes = {symbol: ctype for ctype, symbol, _ in call.params}
+    if f"{p}desc" in ctypes:
+        code = call.code.replace(f"&{p}desc", "&band_desc")
+        body = (
+            f"            {ctypes[f'{p}desc']} band_desc = {p}desc;\n"
+            f"            band_desc.pad_top = a[5];\n"
+            f"            band_desc.input_h = a[4];\n"
+            f"            band_desc.output_h = a[7];\n"
+            f"            {code}\n"
+        )
+        return body, call.constants, call.params, [call.scratch_required] if call.scratch_required else []
     code = (
         call.code.replace(f"&{p}params", "&band_params")
         .replace(f"&{p}input_dims", "&band_input_dims")
         .replace(f"&{p}output_dims", "&band_output_dims")
     )
     body = (
-        f"            {ctype} band_params = {p}params;\n"
+        f"            {ctypes[f'{p}params']} band_params = {p}params;\n"
         f"            edgec_dims band_input_dims = {p}input_dims, band_output_dims = {p}output_dims;\n"
         f"            band_params.pad_top = a[5];\n"
         f"            band_input_dims.h = a[4];\n"

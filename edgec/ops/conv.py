@@ -27,7 +27,7 @@ from edgec.numerics import (
     wrap_int32,
 )
 from edgec.ops import int4
-from edgec.ops.base import CCall, OpDef
+from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.kernel_layout import (
     DSP,
@@ -51,21 +51,41 @@ PER_CHANNEL_QUANT = Struct(
         Field("shift", "const int32_t *"),
     ),
 )
-CONV_PARAMS = Struct(
-    "edgec_conv_params",
+# The int32 fields of the conv kernels' descriptors, in order.
+CONV_DESC_INTS = ints(
+    "batches input_h input_w input_c output_h output_w output_c kernel_h kernel_w stride_h stride_w pad_top pad_left "
+    "dilation_h dilation_w groups input_offset output_offset act_min act_max",
+    groups="divides input_c and output_c (1 for every kernel but edgec_conv_s8)",
+    input_offset="-input_zero_point, in [-127, 128]",
+    output_offset="output_zero_point, in [-128, 127]",
+)
+QUANT_FIELDS = (
+    Field("multiplier", "const int32_t *", "[output_c]"),
+    Field("shift", "const int32_t *", "[output_c]"),
+)
+CONV_DESC = Struct(
+    "edgec_conv_desc",
     (
-        Field("input_offset", doc="-input_zero_point, in [-127, 128]"),
-        Field("output_offset", doc="output_zero_point, in [-128, 127]"),
-        *ints("stride_h stride_w pad_top pad_left dilation_h dilation_w"),
-        Field("groups", doc="conv: C_in and C_out are divisible by groups"),
-        Field("ch_mult", doc="depthwise: C_out = C_in * ch_mult"),
-        *ints("act_min act_max"),
+        *CONV_DESC_INTS,
+        Field("filter", "const int8_t *", "OHWI, or the packed kernels' layout"),
+        Field("bias", "const int32_t *", "[output_c] or NULL; packed kernels: the folded bias"),
+        *QUANT_FIELDS,
+    ),
+)
+CONV_DSP_WIDE_DESC = Struct(
+    "edgec_conv_dsp_wide_desc",
+    (
+        *CONV_DESC_INTS,
+        Field("wide_filter", "const int16_t *", "the packed filter widened to int16 pairs"),
+        Field("channel_table", "const int32_t *", "8 words per channel pair"),
+        *QUANT_FIELDS,
     ),
 )
 STRUCTS = (
     DIMS,
     PER_CHANNEL_QUANT,
-    CONV_PARAMS,
+    CONV_DESC,
+    CONV_DSP_WIDE_DESC,
 )
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
 CONV_DSP_SCRATCH = Scratch(
@@ -432,8 +452,15 @@ class Conv2d(OpDef):
             return int4.emit(op, graph, names)
         if a.get("isa") is not None:
             return emit_packed_conv_call(op, graph, names)
-        kernel = op.kernel.function + ("_in_place" if is_pointwise(a) and names.in_place(op) else "")
-        return emit_conv_call(kernel, op, graph, names, filter_dims=a["weight"].shape)
+        in_place = is_pointwise(a) and names.in_place(op)
+        return emit_desc_call(
+            CONV_DESC,
+            op.kernel.function + ("_in_place" if in_place else ""),
+            op,
+            names,
+            conv_desc(op, graph, a["weight"], a["bias"]),
+            scratch=in_place,
+        )
 
     def in_place(self, op, graph, target):
         """A portable 1x1 conv runs in place: edgec_conv_1x1_s8_in_place computes output pixel q (C_out
@@ -507,24 +534,21 @@ def emit_packed_conv_call(op, graph, names) -> CCall:
     blocking = CONV_BLOCKING[a["isa"]]
     rows = a["weight"].reshape(a["weight"].shape[0], -1)
     zero_point = graph.tensors[op.inputs[0]].zero_point
-    weights = ("packed_weights", interleave_rows(rows, blocking))
-    bias = ("folded_bias", blocked_bias(a["bias"], rows, zero_point, blocking.rows))
+    weights, bias = interleave_rows(rows, blocking), blocked_bias(a["bias"], rows, zero_point, blocking.rows)
+    struct = CONV_DESC
     if a.get("wide"):
-        weights = ("wide_weights", widen_taps(weights[1]))
-        bias = (
-            "channel_table",
-            dsp_channel_table(bias[1], a["multiplier"], a["shift"], graph.tensors[op.outputs[0]].zero_point),
-        )
+        struct = CONV_DSP_WIDE_DESC
+        weights = widen_taps(weights)
+        bias = dsp_channel_table(bias, a["multiplier"], a["shift"], graph.tensors[op.outputs[0]].zero_point)
     k, c_in = int(np.prod(a["weight"].shape[1:])), a["weight"].shape[3]
     required = CONV_DSP_SCRATCH.call(k, c_in) if a["isa"] == DSP else CONV_MVE_SCRATCH.call(k)
-    return emit_conv_call(
+    return emit_desc_call(
+        struct,
         op.kernel.function,
         op,
-        graph,
         names,
-        filter_dims=a["weight"].shape,
-        weights=weights,
-        bias=bias,
+        conv_desc(op, graph, weights, bias, struct),
+        scratch=True,
         scratch_required=required,
     )
 
@@ -617,49 +641,37 @@ def check_accumulator_range(op, input_zp: int, weight_rows: np.ndarray) -> None:
         )
 
 
-def emit_conv_call(
-    kernel: str, op, graph, names, filter_dims, *, weights=None, bias=None, scratch_required: str | None = None
-) -> CCall:
-    """The call shared by the conv family: params, per-channel quant, dims, arena pointers.
-    `weights` and `bias`, (symbol suffix, array), replace op.attrs' for a packed kernel;
-    `scratch_required` is CCall's."""
+def conv_desc(op, graph, weights: np.ndarray, bias: np.ndarray | None, struct: Struct = CONV_DESC) -> dict:
+    """The values of a conv layer's descriptor (edgec_conv_desc, or `struct`: the wide one): its
+    geometry and quantization from op.attrs, the given filter and bias arrays (op.attrs' own, or
+    a packed kernel's layout of them)."""
     a = op.attrs
-    weights = weights or ("weights", a["weight"])
-    bias = bias or (None if a["bias"] is None else ("bias", a["bias"]))
     x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    p = names.symbol(op, "")
-    conv_params = dict(
-        input_offset=-x_t.zero_point,
-        output_offset=out_t.zero_point,
-        stride_h=a["stride"][0],
-        stride_w=a["stride"][1],
-        pad_top=a["pad"][0],
-        pad_left=a["pad"][1],
-        dilation_h=a["dilation"][0],
-        dilation_w=a["dilation"][1],
-        groups=a.get("groups", 1),
-        ch_mult=a.get("ch_mult", 1),
-        act_min=a["act_min"],
-        act_max=a["act_max"],
+    n, h, w, c_in = x_t.shape
+    _, kh, kw, _ = a["weight"].shape
+    ints = (
+        (n, h, w, c_in, *out_t.shape[1:], kh, kw, *a["stride"], *a["pad"][:2], *a["dilation"], a.get("groups", 1))
+        + (-x_t.zero_point, out_t.zero_point, a["act_min"], a["act_max"])
+        + (weights, bias, a["multiplier"], a["shift"])
     )
-    params = [
-        (CONV_PARAMS.name, f"{p}params", CONV_PARAMS.positional(conv_params)),
-        per_channel_quant(p),
-        (DIMS.name, f"{p}input_dims", c_dims(x_t.shape)),
-        (DIMS.name, f"{p}filter_dims", c_dims(filter_dims)),
-        (DIMS.name, f"{p}output_dims", c_dims(out_t.shape)),
-    ]
-    constants, bias_arg = weighted_constants(p, a, weights, bias)
-    code = (
-        f"status |= {kernel}(&{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
-        f"&{p}filter_dims, {p}{weights[0]}, {bias_arg}, &{p}output_dims, {names.ptr(op.outputs[0])}, "
-        f"{names.scratch(op)});"
-    )
-    return CCall(code, constants, params, scratch_required, function=kernel)
+    return dict(zip(struct.names, ints, strict=True))
+
+
+def emit_desc_call(
+    struct: Struct, kernel: str, op, names, desc: dict, *, scratch: bool = False, scratch_required: str | None = None
+) -> CCall:
+    """The call of a conv or depthwise kernel: `kernel(&desc, input, output[, scratch])`, its
+    descriptor a static const `struct` of `desc`'s values (edgec.ops.base.descriptor)."""
+    symbol = names.symbol(op, "desc")
+    call = descriptor(struct, symbol, desc)
+    args = [f"&{symbol}", names.ptr(op.inputs[0]), names.ptr(op.outputs[0])] + ([names.scratch(op)] if scratch else [])
+    call.code = f"status |= {kernel}({', '.join(args)});"
+    call.scratch_required, call.function = scratch_required, kernel
+    return call
 
 
 def weighted_constants(prefix: str, attrs: dict, weights: tuple, bias: tuple | None) -> tuple[list, str]:
-    """The flash constants of a conv/linear layer -- weights, multipliers, shifts and the optional
+    """The flash constants of a linear layer -- weights, multipliers, shifts and the optional
     bias, each given as (symbol suffix, array) -- and the C expression for the bias argument."""
     weight_type = "int16_t" if np.asarray(weights[1]).dtype == np.int16 else "int8_t"
     constants = [

@@ -15,30 +15,61 @@ from edgec.numerics import INT8_MAX, INT8_MIN
 from edgec.ops import int4
 from edgec.ops.base import CCall, OpDef
 from edgec.ops.conv import (
+    QUANT_FIELDS,
     as_2d_filter,
     check_conv_args,
     conv_output_stage,
-    emit_conv_call,
+    emit_desc_call,
     finalize_output_stage,
     padded_input,
     tap_view,
 )
-from edgec.ops.kernel import Scratch
+from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.kernel_layout import DSP, blocked_bias, kernel_isa, packed_choice
 
+# The depthwise kernels' descriptor (edgec.ops.kernel); edgec_nn.h's is generated from it.
+DEPTHWISE_CONV_DESC = Struct(
+    "edgec_depthwise_conv_desc",
+    (
+        *ints(
+            "batches input_h input_w input_c output_h output_w ch_mult kernel_h kernel_w stride_h stride_w pad_top "
+            "pad_left dilation_h dilation_w input_offset output_offset act_min act_max",
+            ch_mult="output_c = input_c * ch_mult",
+            input_offset="-input_zero_point, in [-127, 128]",
+            output_offset="output_zero_point, in [-128, 127]",
+        ),
+        Field("filter", "const int8_t *", "[kernel_h][kernel_w][output_c], or the packed layout"),
+        Field("bias", "const int32_t *", "[output_c] or NULL; packed kernels: the folded bias"),
+        *QUANT_FIELDS,
+    ),
+)
+STRUCTS = (DEPTHWISE_CONV_DESC,)
 # Channels edgec_depthwise_conv_s8_in_place computes per pass (EDGEC_DEPTHWISE_IN_PLACE_CHANNELS in
 # edgec_nn.h), each into its own N*Ho*Wo-byte scratch plane; the packed kernels' group too.
 IN_PLACE_CHANNELS = 4
-# edgec_depthwise_conv_s8_packed's limits (edgec_nn.h): filter rows, bytes per cached pixel.
+# edgec_depthwise_conv_s8_packed's limit on filter rows (EDGEC_DEPTHWISE_PACKED_MAX_K).
 PACKED_MAX_K = 16
-# The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
+# Bytes per cached pixel of the packed kernels (EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES, by the build's
+# -mcpu): DSP builds cache 4 channels as int16 pairs; Helium and portable C the 4 int8.
+PACKED_PIXEL_BYTES = {DSP: 8}
+# The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these, and
+# packed_scratch_bytes evaluates the packed kernels' two.
 IN_PLACE_SCRATCH = Scratch(
     "EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES",
     ("pixels", "c"),
     "((pixels) * ((c) < EDGEC_DEPTHWISE_IN_PLACE_CHANNELS ? (c) : EDGEC_DEPTHWISE_IN_PLACE_CHANNELS))",
 )
-SCRATCH = (IN_PLACE_SCRATCH,)
-PACKED_PIXEL_BYTES = {DSP: 8}  # int16 pairs; Helium and portable C cache the 4 int8
+PACKED_ROW_PIXELS = Scratch(
+    "EDGEC_DEPTHWISE_PACKED_ROW_PIXELS",
+    ("out_w", "stride_w", "k_w", "dilation_w"),
+    "(((out_w) - 1) * (stride_w) + ((k_w) - 1) * (dilation_w) + 1)",
+)
+PACKED_SCRATCH = Scratch(
+    "EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES",
+    ("k_h", "row_pixels"),
+    "((k_h) * (row_pixels) * EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES)",
+)
+SCRATCH = (IN_PLACE_SCRATCH, PACKED_ROW_PIXELS, PACKED_SCRATCH)
 
 
 def depthwise_conv2d_s8(
@@ -182,32 +213,35 @@ class DepthwiseConv2d(OpDef):
         n, ho, wo, c = graph.tensors[op.outputs[0]].shape
         planes = IN_PLACE_SCRATCH.call(n * ho * wo, c)
         if a.get("isa") is None:
-            suffix = "" if form is None else "_in_place"
-            return emit_conv_call(
-                op.kernel.function + suffix,
+            staged = form is not None
+            return emit_desc_call(
+                DEPTHWISE_CONV_DESC,
+                op.kernel.function + ("_in_place" if staged else ""),
                 op,
-                graph,
                 names,
-                a["weight"].shape,
-                scratch_required=planes if suffix else None,
+                depthwise_desc(op, graph, a["weight"], a["bias"]),
+                scratch=staged,
+                scratch_required=planes if staged else None,
             )
         # The plain packed kernel runs unstaged in place too; the staged form's scratch adds the planes.
-        suffix = "" if form is None or form.scratch_bytes == self.scratch_bytes(op, graph, None) else "_in_place"
+        staged = form is not None and form.scratch_bytes != self.scratch_bytes(op, graph, None)
         _, kh, kw, _ = a["weight"].shape
-        rows = (
-            f"EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES({kh}, EDGEC_DEPTHWISE_PACKED_ROW_PIXELS({wo}, "
-            f"{a['stride'][1]}, {kw}, {a['dilation'][1]}))"
-        )
+        rows = PACKED_SCRATCH.call(kh, PACKED_ROW_PIXELS.call(wo, a["stride"][1], kw, a["dilation"][1]))
         zero_point = graph.tensors[op.inputs[0]].zero_point
-        return emit_conv_call(
-            op.kernel.function + suffix,
+        desc = depthwise_desc(
             op,
             graph,
+            packed_depthwise_filter(a["weight"]),
+            packed_depthwise_bias(a["bias"], a["weight"], zero_point),
+        )
+        return emit_desc_call(
+            DEPTHWISE_CONV_DESC,
+            op.kernel.function + ("_in_place" if staged else ""),
+            op,
             names,
-            a["weight"].shape,
-            weights=("packed_weights", packed_depthwise_filter(a["weight"])),
-            bias=("folded_bias", packed_depthwise_bias(a["bias"], a["weight"], zero_point)),
-            scratch_required=f"{rows} + {planes}" if suffix else rows,
+            desc,
+            scratch=True,
+            scratch_required=f"{rows} + {planes}" if staged else rows,
         )
 
     def in_place(self, op, graph, target):
@@ -277,8 +311,22 @@ def packed_depthwise_bias(bias, weight: np.ndarray, input_zero_point: int) -> np
 def packed_scratch_bytes(isa: str, weight_shape, out_w: int, stride_w: int, dilation_w: int) -> int:
     """EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES: a cached input row per filter row."""
     _, kh, kw, _ = weight_shape
-    row_pixels = (out_w - 1) * stride_w + (kw - 1) * dilation_w + 1
-    return kh * row_pixels * PACKED_PIXEL_BYTES.get(isa, 4)
+    row_pixels = PACKED_ROW_PIXELS.value(out_w, stride_w, kw, dilation_w)
+    return PACKED_SCRATCH.value(kh, row_pixels, EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES=PACKED_PIXEL_BYTES.get(isa, 4))
+
+
+def depthwise_desc(op, graph, weights: np.ndarray, bias: np.ndarray | None) -> dict:
+    """The values of a depthwise layer's edgec_depthwise_conv_desc: its geometry and quantization
+    from op.attrs, the given filter and bias arrays (op.attrs' own, or the packed layout)."""
+    a = op.attrs
+    x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    _, kh, kw, _ = a["weight"].shape
+    ints = (
+        (*x_t.shape, *out_t.shape[1:3], a["ch_mult"], kh, kw, *a["stride"], *a["pad"][:2], *a["dilation"])
+        + (-x_t.zero_point, out_t.zero_point, a["act_min"], a["act_max"])
+        + (weights, bias, a["multiplier"], a["shift"])
+    )
+    return dict(zip(DEPTHWISE_CONV_DESC.names, ints, strict=True))
 
 
 UNIT = DepthwiseConv2d()

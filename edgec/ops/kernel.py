@@ -120,6 +120,14 @@ class Scratch:
         head = f"#define {self.macro}" + (f"({', '.join(self.args)})" if self.args else "")
         return f"{head} {self.expr}" if len(head) + len(self.expr) < 100 else f"{head} \\\n    {self.expr}"
 
+    def value(self, *values, **constants) -> int:
+        """The macro's value for a layer's integer arguments, its C expression evaluated as Python
+        (`constants`: the header's constants it names): only for a rule of +, - and * on ints,
+        where C's int arithmetic and Python's agree (ValueError for any other)."""
+        if any(symbol in self.expr for symbol in "/%?<>&|^"):
+            raise ValueError(f"{self.macro}: only a rule of +, - and * evaluates in Python")
+        return int(eval(self.expr, {"__builtins__": {}}, {**dict(zip(self.args, values)), **constants}))
+
     def call(self, *values) -> str:
         """The macro applied to a layer's values: CCall.scratch_required's C expression."""
         return f"{self.macro}({', '.join(str(v) for v in values)})" if self.args else self.macro

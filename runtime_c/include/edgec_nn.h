@@ -58,23 +58,6 @@ typedef struct {
 } edgec_per_channel_quant;
 /* end of edgec_per_channel_quant */
 
-/* generated from edgec/ops/conv.py: edgec_conv_params */
-typedef struct {
-    int32_t input_offset;  /* -input_zero_point, in [-127, 128] */
-    int32_t output_offset; /* output_zero_point, in [-128, 127] */
-    int32_t stride_h;
-    int32_t stride_w;
-    int32_t pad_top;
-    int32_t pad_left;
-    int32_t dilation_h;
-    int32_t dilation_w;
-    int32_t groups;        /* conv: C_in and C_out are divisible by groups */
-    int32_t ch_mult;       /* depthwise: C_out = C_in * ch_mult */
-    int32_t act_min;
-    int32_t act_max;
-} edgec_conv_params;
-/* end of edgec_conv_params */
-
 /* generated from edgec/ops/linear.py: edgec_fc_params */
 typedef struct {
     int32_t input_offset;  /* -input_zero_point */
@@ -116,13 +99,50 @@ typedef struct {
 /* end of edgec_add_params */
 
 
+/* ==== Convolution (runtime_c/src/conv/; golden: edgec.ops.conv.conv2d_s8) ==================== */
+
+/*
+ * The convolution kernels' descriptor (all but edgec_conv_s8_dsp_wide, which takes its filter
+ * widened to int16): the layer's geometry, quantization and constants, in flash. Tensors are
+ * NHWC: input [batches][input_h][input_w][input_c], output [batches][output_h][output_w]
+ * [output_c]; the filter OHWI [output_c][kernel_h][kernel_w][input_c / groups] (edgec_conv_s8,
+ * edgec_conv_1x1_s8) or laid out for the packed kernels (see edgec_conv_s8_dsp).
+ * Values: edgec.ops.conv.conv_desc.
+ */
+/* generated from edgec/ops/conv.py: edgec_conv_desc */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t input_c;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t output_c;
+    int32_t kernel_h;
+    int32_t kernel_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t groups;            /* divides input_c and output_c (1 for every kernel but edgec_conv_s8) */
+    int32_t input_offset;      /* -input_zero_point, in [-127, 128] */
+    int32_t output_offset;     /* output_zero_point, in [-128, 127] */
+    int32_t act_min;
+    int32_t act_max;
+    const int8_t *filter;      /* OHWI, or the packed kernels' layout */
+    const int32_t *bias;       /* [output_c] or NULL; packed kernels: the folded bias */
+    const int32_t *multiplier; /* [output_c] */
+    const int32_t *shift;      /* [output_c] */
+} edgec_conv_desc;
+/* end of edgec_conv_desc */
+
 /*
  * Generic 2-D convolution, any kernel size, stride, dilation, padding and groups.
  *   acc = bias[c] + sum w[c,ky,kx,ic] * (x + input_offset); y = clamp(requant(acc) + output_offset)
- * input_dims: [N,H,W,C_in]; filter_dims: [C_out, KH, KW, C_in/groups] (n=C_out, h=KH, w=KW,
- * c=C_in/groups); output_dims: [N,H_out,W_out,C_out]. Scratch: none (may be NULL).
- * Any output size is accepted: taps outside the input contribute 0 (implied bottom/right pad).
- * The accumulator wraps modulo 2^32 (see the conventions above).
+ * Scratch: none. Any output size is accepted: taps outside the input contribute 0 (implied
+ * bottom/right pad). The accumulator wraps modulo 2^32 (see the conventions above).
  * In place: the output may overlap the input when it starts d >= 0 bytes before it and every
  * output pixel q (raster order, batch first) ends at or below the first byte of its own receptive
  * field: (q+1)*C_out <= d + first(q)*C_in, first(q) being the pixel index of the field's top-left
@@ -131,118 +151,158 @@ typedef struct {
  * d = (W+2)*C suffices.) The _dsp/_mve paths below copy each block of fields into scratch before
  * writing its pixels, so for them q*C_out <= d + first(q)*C_in is enough (1x1, C_out <= C_in: d=0).
  * EDGEC_ARG_ERROR: NULL pointer (bias excepted), non-positive dims, stride/dilation/groups < 1,
- * negative padding, groups not dividing C_in/C_out or not matching filter_dims, act bounds
- * outside int8 or crossed, zero points outside int8, a shift outside [-31, 31], or a geometry
- * whose index arithmetic ((H_out-1)*stride + (KH-1)*dilation + 1, H + pad + stride + dilation,
- * likewise for W) or element counts exceed int32.
+ * negative padding, groups not dividing input_c/output_c, act bounds outside int8 or crossed,
+ * zero points outside int8, a shift outside [-31, 31], or a geometry whose index arithmetic
+ * ((H_out-1)*stride + (KH-1)*dilation + 1, H + pad + stride + dilation, likewise for W) or
+ * element counts exceed int32.
  */
-edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                           const edgec_dims *input_dims, const int8_t *input,
-                           const edgec_dims *filter_dims, const int8_t *filter,
-                           const int32_t *bias, const edgec_dims *output_dims, int8_t *output,
-                           int8_t *scratch);
+edgec_status edgec_conv_s8(const edgec_conv_desc *desc, const int8_t *input, int8_t *output);
 
 /*
  * edgec_conv_s8 on Arm cores with the DSP extension (Cortex-M4/M7/M33/M55) or Helium (Cortex-M55),
  * from constants edgec lays out at compile time (edgec.ops.kernel_layout). The arithmetic and the
- * other arguments are edgec_conv_s8's, except:
+ * descriptor are edgec_conv_s8's, except:
  *  - groups must be 1 (grouped convolutions use edgec_conv_s8), -input_offset must be int8 and
- *    K = KH*KW*C_in at most EDGEC_CONV_S8_PACKED_MAX_K;
- *  - packed_filter: each output channel's K = KH*KW*C_in OHWI weights, zero-padded to a multiple
- *    of G bytes, in blocks of R channels (C_out zero-padded to a multiple of R) whose rows
+ *    K = kernel_h*kernel_w*input_c at most EDGEC_CONV_S8_PACKED_MAX_K;
+ *  - filter: the packed filter: each output channel's K OHWI weights, zero-padded to a multiple
+ *    of G bytes, in blocks of R channels (output_c zero-padded to a multiple of R) whose rows
  *    interleave every G bytes: block, then group of G taps, then channel. DSP: R = 2, G = 4;
  *    MVE: R = 4, G = 16. Word-aligned;
- *  - folded_bias (required): bias[c] + input_offset * sum_k w[c][k], wrapped to int32, so the
- *    inner loops need no input offset, then zeros up to a multiple of R entries. Word-aligned;
- *  - scratch (required, word-aligned): EDGEC_CONV_S8_DSP_SCRATCH_BYTES(K, C_in) or
+ *  - bias (required): the folded bias, bias[c] + input_offset * sum_k w[c][k], wrapped to int32,
+ *    so the inner loops need no input offset, then zeros up to a multiple of R entries.
+ *    Word-aligned;
+ *  - scratch (required, word-aligned): EDGEC_CONV_S8_DSP_SCRATCH_BYTES(K, input_c) or
  *    EDGEC_CONV_S8_MVE_SCRATCH_BYTES(K) bytes, for im2col.
  * Declared only where the build's -mcpu has the extension, so calling them elsewhere does not
  * compile.
  */
 #define EDGEC_CONV_S8_PACKED_MAX_K (1 << 26)
+/*
+ * edgec_conv_s8_dsp's descriptor with its constants laid out for speed (edgec build --opt speed);
+ * the other fields as edgec_conv_desc's. Values: edgec.ops.conv.conv_desc (wide).
+ */
+/* generated from edgec/ops/conv.py: edgec_conv_dsp_wide_desc */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t input_c;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t output_c;
+    int32_t kernel_h;
+    int32_t kernel_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t groups;               /* divides input_c and output_c (1 for every kernel but edgec_conv_s8) */
+    int32_t input_offset;         /* -input_zero_point, in [-127, 128] */
+    int32_t output_offset;        /* output_zero_point, in [-128, 127] */
+    int32_t act_min;
+    int32_t act_max;
+    const int16_t *wide_filter;   /* the packed filter widened to int16 pairs */
+    const int32_t *channel_table; /* 8 words per channel pair */
+    const int32_t *multiplier;    /* [output_c] */
+    const int32_t *shift;         /* [output_c] */
+} edgec_conv_dsp_wide_desc;
+/* end of edgec_conv_dsp_wide_desc */
 #if defined(__ARM_FEATURE_DSP)
 /* generated from edgec/ops/conv.py: EDGEC_CONV_S8_DSP_SCRATCH_BYTES */
 #define EDGEC_CONV_S8_DSP_SCRATCH_BYTES(k, c_in) (((c_in) % 4 == 0 ? 24 : 28) * (((k) + 3) / 4))
 /* end of EDGEC_CONV_S8_DSP_SCRATCH_BYTES */
-edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params,
-                               const edgec_per_channel_quant *quant,
-                               const edgec_dims *input_dims, const int8_t *input,
-                               const edgec_dims *filter_dims, const int8_t *packed_filter,
-                               const int32_t *folded_bias, const edgec_dims *output_dims,
-                               int8_t *output, int8_t *scratch);
+edgec_status edgec_conv_s8_dsp(const edgec_conv_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch);
 /*
  * edgec_conv_s8_dsp with constants laid out for speed (edgec build --opt speed), the other
- * arguments as there:
- *  - wide_filter: packed_filter with each group of 4 taps (w0, w1, w2, w3) of a channel as the
- *    int16 values (w0, w2, w1, w3) -- the pairs SXTB16 would make -- so the inner loop loads
+ * fields and arguments as there:
+ *  - wide_filter: the packed filter with each group of 4 taps (w0, w1, w2, w3) of a channel as
+ *    the int16 values (w0, w2, w1, w3) -- the pairs SXTB16 would make -- so the inner loop loads
  *    instead of widening: twice the filter's flash for a fifth fewer instructions per MAC;
- *  - channel_table (instead of folded_bias): per channel pair (c, c + 1), 8 words: folded bias c,
- *    c + 1, multiplier c, c + 1, round_high c, c + 1, r - 1 for c, c + 1, where a channel's
- *    r = -shift and round_high = (1 + 2 * output_offset) * 2^(r-2) (edgec_dsp_requant; zeros for
- *    a channel that does not admit the short requantization), the last pair zero-padded.
+ *  - channel_table (instead of the folded bias): per channel pair (c, c + 1), 8 words: folded
+ *    bias c, c + 1, multiplier c, c + 1, round_high c, c + 1, r - 1 for c, c + 1, where a
+ *    channel's r = -shift and round_high = (1 + 2 * output_offset) * 2^(r-2) (edgec_dsp_requant;
+ *    zeros for a channel that does not admit the short requantization), the last pair
+ *    zero-padded.
  * Both word-aligned.
  */
-edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_params *params,
-                                    const edgec_per_channel_quant *quant,
-                                    const edgec_dims *input_dims, const int8_t *input,
-                                    const edgec_dims *filter_dims, const int16_t *wide_filter,
-                                    const int32_t *channel_table, const edgec_dims *output_dims,
-                                    int8_t *output, int8_t *scratch);
+edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_dsp_wide_desc *desc, const int8_t *input, int8_t *output,
+                                    int8_t *scratch);
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 /* generated from edgec/ops/conv.py: EDGEC_CONV_S8_MVE_SCRATCH_BYTES */
 #define EDGEC_CONV_S8_MVE_SCRATCH_BYTES(k) (32 * (((k) + 15) / 16))
 /* end of EDGEC_CONV_S8_MVE_SCRATCH_BYTES */
-edgec_status edgec_conv_s8_mve(const edgec_conv_params *params,
-                               const edgec_per_channel_quant *quant,
-                               const edgec_dims *input_dims, const int8_t *input,
-                               const edgec_dims *filter_dims, const int8_t *packed_filter,
-                               const int32_t *folded_bias, const edgec_dims *output_dims,
-                               int8_t *output, int8_t *scratch);
+/* edgec_conv_s8_dsp's contract with Helium's layout (R = 4, G = 16) and scratch. */
+edgec_status edgec_conv_s8_mve(const edgec_conv_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch);
 #endif
 
 /*
  * 1x1 convolution fast path of the portable build (on Arm cores with the DSP extension or
  * Helium, edgec_conv_s8_dsp/_mve are faster for 1x1 layers too, and edgec uses them).
- * Constraints: KH = KW = 1, groups = 1, no padding, dilation 1; any stride. Same arithmetic and arguments as edgec_conv_s8. Scratch: none. Not in place (see
- * the next function).
- * EDGEC_ARG_ERROR also when these constraints do not hold or an output pixel would read past
- * the input ((H_out-1)*stride_h >= H or (W_out-1)*stride_w >= W).
+ * Constraints: kernel_h = kernel_w = 1, groups = 1, no padding, dilation 1; any stride. Same
+ * arithmetic and descriptor as edgec_conv_s8. Scratch: none. Not in place (see the next
+ * function). EDGEC_ARG_ERROR also when these constraints do not hold or an output pixel would
+ * read past the input ((H_out-1)*stride_h >= H or (W_out-1)*stride_w >= W).
  */
-edgec_status edgec_conv_1x1_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                               const edgec_dims *input_dims, const int8_t *input,
-                               const edgec_dims *filter_dims, const int8_t *filter,
-                               const int32_t *bias, const edgec_dims *output_dims, int8_t *output,
-                               int8_t *scratch);
+edgec_status edgec_conv_1x1_s8(const edgec_conv_desc *desc, const int8_t *input, int8_t *output);
 
 /*
- * edgec_conv_1x1_s8 with the output allowed to overlap the input. Scratch (required): C_out
- * bytes, apart from both. Output pixel q (NHWC order, C_out bytes) is computed from input pixel
- * r(q) into scratch and stored after that pixel is read in full; r increases with q. So, with the
- * input starting d bytes after the output (d may be negative), the result is exact when the two
- * do not overlap or when d >= q*C_out - r(q)*C_in for every output pixel q >= 1: e.g. d = 0
- * (head-aligned) when C_out <= C_in, or d = P*(C_out - C_in) (tail-aligned: they end together)
- * at stride 1 with P pixels. edgec's planner (edgec.ops.conv.Conv2d.in_place) picks such a d.
+ * edgec_conv_1x1_s8 with the output allowed to overlap the input. Scratch (required): output_c
+ * bytes, apart from both. Output pixel q (NHWC order, output_c bytes) is computed from input
+ * pixel r(q) into scratch and stored after that pixel is read in full; r increases with q. So,
+ * with the input starting d bytes after the output (d may be negative), the result is exact when
+ * the two do not overlap or when d >= q*C_out - r(q)*C_in for every output pixel q >= 1: e.g.
+ * d = 0 (head-aligned) when C_out <= C_in, or d = P*(C_out - C_in) (tail-aligned: they end
+ * together) at stride 1 with P pixels. edgec's planner (edgec.ops.conv.Conv2d.in_place) picks
+ * such a d.
  */
-edgec_status edgec_conv_1x1_s8_in_place(const edgec_conv_params *params,
-                                        const edgec_per_channel_quant *quant,
-                                        const edgec_dims *input_dims, const int8_t *input,
-                                        const edgec_dims *filter_dims, const int8_t *filter,
-                                        const int32_t *bias, const edgec_dims *output_dims,
-                                        int8_t *output, int8_t *scratch);
+edgec_status edgec_conv_1x1_s8_in_place(const edgec_conv_desc *desc, const int8_t *input, int8_t *output,
+                                        int8_t *scratch);
+
+/* ==== Depthwise convolution (runtime_c/src/depthwise/; golden: edgec.ops.depthwise) =========== */
 
 /*
- * Depthwise convolution with channel multiplier params->ch_mult (groups is ignored).
- * filter_dims: n=1, h=KH, w=KW, c=C_in*ch_mult; output channel ic*ch_mult + m.
- * Any stride, dilation and padding. Scratch: none. Not in place (see the next function).
- * The accumulator wraps modulo 2^32. EDGEC_ARG_ERROR as edgec_conv_s8, or
- * when ch_mult < 1, filter_dims->n != 1 or C_out != C_in*ch_mult.
+ * The depthwise kernels' descriptor: output channel o = c * ch_mult + m of output_c =
+ * input_c * ch_mult reads input channel c; the filter is [kernel_h][kernel_w][output_c]
+ * (edgec_depthwise_conv_s8, _in_place) or laid out for the packed kernels (see
+ * edgec_depthwise_conv_s8_packed). Values: edgec.ops.depthwise.depthwise_desc.
  */
-edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                                     const edgec_dims *input_dims, const int8_t *input,
-                                     const edgec_dims *filter_dims, const int8_t *filter,
-                                     const int32_t *bias, const edgec_dims *output_dims, int8_t *output,
-                                     int8_t *scratch);
+/* generated from edgec/ops/depthwise.py: edgec_depthwise_conv_desc */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t input_c;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t ch_mult;           /* output_c = input_c * ch_mult */
+    int32_t kernel_h;
+    int32_t kernel_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t input_offset;      /* -input_zero_point, in [-127, 128] */
+    int32_t output_offset;     /* output_zero_point, in [-128, 127] */
+    int32_t act_min;
+    int32_t act_max;
+    const int8_t *filter;      /* [kernel_h][kernel_w][output_c], or the packed layout */
+    const int32_t *bias;       /* [output_c] or NULL; packed kernels: the folded bias */
+    const int32_t *multiplier; /* [output_c] */
+    const int32_t *shift;      /* [output_c] */
+} edgec_depthwise_conv_desc;
+/* end of edgec_depthwise_conv_desc */
+
+/*
+ * Depthwise convolution with channel multiplier desc->ch_mult: any stride, dilation and padding.
+ * Scratch: none. Not in place (see the next function). The accumulator wraps modulo 2^32.
+ * EDGEC_ARG_ERROR as edgec_conv_s8, or when ch_mult < 1 or input_c * ch_mult exceeds int32.
+ */
+edgec_status edgec_depthwise_conv_s8(const edgec_depthwise_conv_desc *desc, const int8_t *input, int8_t *output);
 
 /*
  * edgec_depthwise_conv_s8 with ch_mult 1 and the output allowed to overlap the input: exact
@@ -259,11 +319,7 @@ edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params, const edge
 #define EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES(pixels, c) \
     ((pixels) * ((c) < EDGEC_DEPTHWISE_IN_PLACE_CHANNELS ? (c) : EDGEC_DEPTHWISE_IN_PLACE_CHANNELS))
 /* end of EDGEC_DEPTHWISE_IN_PLACE_SCRATCH_BYTES */
-edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params,
-                                              const edgec_per_channel_quant *quant,
-                                              const edgec_dims *input_dims, const int8_t *input,
-                                              const edgec_dims *filter_dims, const int8_t *filter,
-                                              const int32_t *bias, const edgec_dims *output_dims,
+edgec_status edgec_depthwise_conv_s8_in_place(const edgec_depthwise_conv_desc *desc, const int8_t *input,
                                               int8_t *output, int8_t *scratch);
 
 /*
@@ -271,12 +327,12 @@ edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params,
  * (edgec.ops.depthwise.packed_depthwise_filter): 4 channels at a time over a cache of the input
  * rows, padded with the zero point, so border pixels cost what inside ones do. Uses the DSP
  * extension or Helium where the build's -mcpu has them, else portable C. The arithmetic and the
- * other arguments are edgec_depthwise_conv_s8's, except:
- *  - packed_filter: per group of 4 channels (C zero-padded to a multiple of 4), its KH*KW taps of
- *    4 bytes each in [KH][KW] order. Word-aligned;
- *  - folded_bias (required): bias[c] + input_offset * the sum of channel c's taps, wrapped to
- *    int32, then zeros up to a multiple of 4 entries. Word-aligned;
- *  - KH <= EDGEC_DEPTHWISE_PACKED_MAX_K;
+ * descriptor are edgec_depthwise_conv_s8's, except:
+ *  - filter: the packed filter: per group of 4 channels (C zero-padded to a multiple of 4), its
+ *    KH*KW taps of 4 bytes each in [KH][KW] order. Word-aligned;
+ *  - bias (required): the folded bias, bias[c] + input_offset * the sum of channel c's taps,
+ *    wrapped to int32, then zeros up to a multiple of 4 entries. Word-aligned;
+ *  - kernel_h <= EDGEC_DEPTHWISE_PACKED_MAX_K;
  *  - scratch (required, word-aligned, apart from input and output):
  *    EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES(KH, EDGEC_DEPTHWISE_PACKED_ROW_PIXELS(W_out, stride_w,
  *    KW, dilation_w)) bytes: KH cached rows of that many pixels.
@@ -296,24 +352,18 @@ edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params,
 #else
 #define EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES 4
 #endif
+/* generated from edgec/ops/depthwise.py: EDGEC_DEPTHWISE_PACKED_ROW_PIXELS */
 #define EDGEC_DEPTHWISE_PACKED_ROW_PIXELS(out_w, stride_w, k_w, dilation_w) \
     (((out_w) - 1) * (stride_w) + ((k_w) - 1) * (dilation_w) + 1)
+/* end of EDGEC_DEPTHWISE_PACKED_ROW_PIXELS */
+/* generated from edgec/ops/depthwise.py: EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES */
 #define EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES(k_h, row_pixels) \
     ((k_h) * (row_pixels) * EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES)
-edgec_status edgec_depthwise_conv_s8_packed(const edgec_conv_params *params,
-                                            const edgec_per_channel_quant *quant,
-                                            const edgec_dims *input_dims, const int8_t *input,
-                                            const edgec_dims *filter_dims, const int8_t *packed_filter,
-                                            const int32_t *folded_bias, const edgec_dims *output_dims,
+/* end of EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES */
+edgec_status edgec_depthwise_conv_s8_packed(const edgec_depthwise_conv_desc *desc, const int8_t *input,
                                             int8_t *output, int8_t *scratch);
-edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_conv_params *params,
-                                                     const edgec_per_channel_quant *quant,
-                                                     const edgec_dims *input_dims, const int8_t *input,
-                                                     const edgec_dims *filter_dims,
-                                                     const int8_t *packed_filter,
-                                                     const int32_t *folded_bias,
-                                                     const edgec_dims *output_dims, int8_t *output,
-                                                     int8_t *scratch);
+edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_depthwise_conv_desc *desc, const int8_t *input,
+                                                     int8_t *output, int8_t *scratch);
 
 /*
  * Fully connected: for each of `batches` rows of `input_size` int8 values,

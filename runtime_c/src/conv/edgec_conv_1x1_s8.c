@@ -85,28 +85,30 @@ static void pointwise_layer(const edgec_conv_params *params, const edgec_per_cha
     }
 }
 
-edgec_status edgec_conv_1x1_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                               const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
-                               const int8_t *filter, const int32_t *bias, const edgec_dims *output_dims, int8_t *output,
-                               int8_t *scratch)
+/* Both entry points: the layer of `desc`, checked, with a staging buffer or none. */
+static edgec_status pointwise(const edgec_conv_desc *desc, const int8_t *input, int8_t *output, int8_t *staging)
 {
-    (void)scratch; /* the portable path needs none */
-    if (!pointwise_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims, output)) {
+    edgec_conv_layer l;
+    if (desc == NULL) {
         return EDGEC_ARG_ERROR;
     }
-    pointwise_layer(params, quant, input_dims, input, filter, bias, output_dims, output, NULL);
+    EDGEC_CONV_LAYER_OF(desc, l);
+    if (!pointwise_args_valid(&l.params, &l.quant, &l.input_dims, input, &l.filter_dims, desc->filter, &l.output_dims,
+                              output)) {
+        return EDGEC_ARG_ERROR;
+    }
+    pointwise_layer(&l.params, &l.quant, &l.input_dims, input, desc->filter, desc->bias, &l.output_dims, output,
+                    staging);
     return EDGEC_OK;
 }
 
-edgec_status edgec_conv_1x1_s8_in_place(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                                        const edgec_dims *input_dims, const int8_t *input,
-                                        const edgec_dims *filter_dims, const int8_t *filter, const int32_t *bias,
-                                        const edgec_dims *output_dims, int8_t *output, int8_t *scratch)
+edgec_status edgec_conv_1x1_s8(const edgec_conv_desc *desc, const int8_t *input, int8_t *output)
 {
-    if (!pointwise_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims, output) ||
-        scratch == NULL) {
-        return EDGEC_ARG_ERROR;
-    }
-    pointwise_layer(params, quant, input_dims, input, filter, bias, output_dims, output, scratch);
-    return EDGEC_OK;
+    return pointwise(desc, input, output, NULL);
+}
+
+edgec_status edgec_conv_1x1_s8_in_place(const edgec_conv_desc *desc, const int8_t *input, int8_t *output,
+                                        int8_t *scratch)
+{
+    return scratch == NULL ? EDGEC_ARG_ERROR : pointwise(desc, input, output, scratch);
 }

@@ -33,10 +33,23 @@ static int conv_layout_valid(const edgec_conv_params *params, const edgec_dims *
            filter_dims->c * params->groups == input_dims->c && filter_dims->n == output_dims->c;
 }
 
-edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                           const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
-                           const int8_t *filter, const int32_t *bias, const edgec_dims *output_dims, int8_t *output,
-                           int8_t *scratch)
+/* Unpacks a conv descriptor (NULL: EDGEC_ARG_ERROR) and runs `kernel` on its layer with `filter`
+ * and `bias` (the descriptor's, or the wide one's), then the kernel's own further arguments. */
+#define CONV_ENTRY(desc, kernel, filter, bias, input, output, ...)                                                     \
+    do {                                                                                                               \
+        edgec_conv_layer l;                                                                                            \
+        if ((desc) == NULL) {                                                                                          \
+            return EDGEC_ARG_ERROR;                                                                                    \
+        }                                                                                                              \
+        EDGEC_CONV_LAYER_OF(desc, l);                                                                                  \
+        return kernel(&l.params, &l.quant, &l.input_dims, input, &l.filter_dims, filter, bias, &l.output_dims, output, \
+                      __VA_ARGS__);                                                                                    \
+    } while (0)
+
+static edgec_status conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                            const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                            const int8_t *filter, const int32_t *bias, const edgec_dims *output_dims, int8_t *output,
+                            int8_t *scratch)
 {
     (void)scratch; /* the portable path needs none */
     if (!edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims, output) ||
@@ -90,6 +103,11 @@ edgec_status edgec_conv_s8(const edgec_conv_params *params, const edgec_per_chan
         }
     }
     return EDGEC_OK;
+}
+
+edgec_status edgec_conv_s8(const edgec_conv_desc *desc, const int8_t *input, int8_t *output)
+{
+    CONV_ENTRY(desc, conv_s8, desc->filter, desc->bias, input, output, NULL);
 }
 
 /* ==== Packed paths: Arm DSP extension and Helium ============================================= */
@@ -634,13 +652,32 @@ static EDGEC_NOINLINE void dsp_pointwise_steps(int8_t *cols, const int8_t *input
     }
 }
 
-/* edgec_conv_s8_dsp and _wide: packed_filter holds int8 taps and folded_bias the biases, or with
- * `wide` int16 taps and the channel table. */
-static edgec_status dsp_conv(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                             const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
-                             const int8_t *packed_filter, const int32_t *folded_bias, const edgec_dims *output_dims,
-                             int8_t *output, int8_t *scratch, int wide)
+/* edgec_conv_s8_dsp (narrow) and _wide (wide_desc): packed_filter holds int8 taps and folded_bias
+ * the biases, or with `wide` int16 taps and the channel table. The layer is unpacked here, in the
+ * frame the pixels run under, not in the entry points (no stack of their own). */
+static edgec_status dsp_conv(const edgec_conv_desc *narrow, const edgec_conv_dsp_wide_desc *wide_desc,
+                             const int8_t *input, int8_t *output, int8_t *scratch)
 {
+    edgec_conv_layer l;
+    const int8_t *packed_filter;
+    const int32_t *folded_bias;
+    const int wide = wide_desc != NULL;
+    if (narrow != NULL) {
+        EDGEC_CONV_LAYER_OF(narrow, l);
+        packed_filter = narrow->filter;
+        folded_bias = narrow->bias;
+    } else if (wide_desc != NULL) {
+        EDGEC_CONV_LAYER_OF(wide_desc, l);
+        packed_filter = (const int8_t *)(const void *)wide_desc->wide_filter;
+        folded_bias = wide_desc->channel_table;
+    } else {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_params *params = &l.params;
+    const edgec_per_channel_quant *quant = &l.quant;
+    const edgec_dims *input_dims = &l.input_dims;
+    const edgec_dims *filter_dims = &l.filter_dims;
+    const edgec_dims *output_dims = &l.output_dims;
     if (!packed_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims,
                                 output, scratch)) {
         return EDGEC_ARG_ERROR;
@@ -701,22 +738,15 @@ static edgec_status dsp_conv(const edgec_conv_params *params, const edgec_per_ch
     return EDGEC_OK;
 }
 
-edgec_status edgec_conv_s8_dsp(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                               const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
-                               const int8_t *packed_filter, const int32_t *folded_bias, const edgec_dims *output_dims,
-                               int8_t *output, int8_t *scratch)
+edgec_status edgec_conv_s8_dsp(const edgec_conv_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch)
 {
-    return dsp_conv(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims, output,
-                    scratch, 0);
+    return desc == NULL ? EDGEC_ARG_ERROR : dsp_conv(desc, NULL, input, output, scratch);
 }
 
-edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                                    const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
-                                    const int16_t *wide_filter, const int32_t *channel_table,
-                                    const edgec_dims *output_dims, int8_t *output, int8_t *scratch)
+edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_dsp_wide_desc *desc, const int8_t *input, int8_t *output,
+                                    int8_t *scratch)
 {
-    return dsp_conv(params, quant, input_dims, input, filter_dims, (const int8_t *)(const void *)wide_filter,
-                    channel_table, output_dims, output, scratch, 1);
+    return desc == NULL ? EDGEC_ARG_ERROR : dsp_conv(NULL, desc, input, output, scratch);
 }
 
 #endif /* __ARM_FEATURE_DSP */
@@ -951,10 +981,10 @@ static void mve_im2col_row(int8_t *row, const conv_window *win, pixel_cursor px)
     }
 }
 
-edgec_status edgec_conv_s8_mve(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                               const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
-                               const int8_t *packed_filter, const int32_t *folded_bias, const edgec_dims *output_dims,
-                               int8_t *output, int8_t *scratch)
+static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                             const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                             const int8_t *packed_filter, const int32_t *folded_bias, const edgec_dims *output_dims,
+                             int8_t *output, int8_t *scratch)
 {
     if (!packed_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims,
                                 output, scratch)) {
@@ -1030,6 +1060,11 @@ edgec_status edgec_conv_s8_mve(const edgec_conv_params *params, const edgec_per_
         }
     }
     return EDGEC_OK;
+}
+
+edgec_status edgec_conv_s8_mve(const edgec_conv_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch)
+{
+    CONV_ENTRY(desc, mve_conv, desc->filter, desc->bias, input, output, scratch);
 }
 
 #endif /* __ARM_FEATURE_MVE */

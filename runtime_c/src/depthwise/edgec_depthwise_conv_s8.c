@@ -131,10 +131,10 @@ static const int8_t *filter_tap(const depthwise_layer *layer, int32_t ky, int32_
 static void depthwise_groups(const depthwise_layer *layer, const edgec_dims *output_dims, const int8_t *input,
                              int8_t *output, int8_t *staging);
 
-edgec_status edgec_depthwise_conv_s8(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                                     const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
-                                     const int8_t *filter, const int32_t *bias, const edgec_dims *output_dims,
-                                     int8_t *output, int8_t *scratch)
+static edgec_status depthwise_conv(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                                   const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                                   const int8_t *filter, const int32_t *bias, const edgec_dims *output_dims,
+                                   int8_t *output, int8_t *scratch)
 {
     (void)scratch; /* the portable path needs none */
     if (!edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims, output) ||
@@ -367,10 +367,10 @@ static void depthwise_groups(const depthwise_layer *layer, const edgec_dims *out
     }
 }
 
-edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                                              const edgec_dims *input_dims, const int8_t *input,
-                                              const edgec_dims *filter_dims, const int8_t *filter, const int32_t *bias,
-                                              const edgec_dims *output_dims, int8_t *output, int8_t *scratch)
+static edgec_status depthwise_in_place(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                                       const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                                       const int8_t *filter, const int32_t *bias, const edgec_dims *output_dims,
+                                       int8_t *output, int8_t *scratch)
 {
     if (!edgec_conv_args_valid(params, quant, input_dims, input, filter_dims, filter, output_dims, output) ||
         !depthwise_layout_valid(params, input_dims, filter_dims, output_dims) || params->ch_mult != 1 ||
@@ -381,4 +381,25 @@ edgec_status edgec_depthwise_conv_s8_in_place(const edgec_conv_params *params, c
         depthwise_layer_make(params, quant, input_dims, filter_dims, filter, bias, output_dims);
     depthwise_groups(&layer, output_dims, input, output, scratch);
     return EDGEC_OK;
+}
+
+edgec_status edgec_depthwise_conv_s8(const edgec_depthwise_conv_desc *desc, const int8_t *input, int8_t *output)
+{
+    if (desc == NULL) {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_layer l = edgec_depthwise_layer_of(desc);
+    return depthwise_conv(&l.params, &l.quant, &l.input_dims, input, &l.filter_dims, desc->filter, desc->bias,
+                          &l.output_dims, output, NULL);
+}
+
+edgec_status edgec_depthwise_conv_s8_in_place(const edgec_depthwise_conv_desc *desc, const int8_t *input,
+                                              int8_t *output, int8_t *scratch)
+{
+    if (desc == NULL) {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_layer l = edgec_depthwise_layer_of(desc);
+    return depthwise_in_place(&l.params, &l.quant, &l.input_dims, input, &l.filter_dims, desc->filter, desc->bias,
+                              &l.output_dims, output, scratch);
 }

@@ -1355,12 +1355,23 @@ static packed_layer packed_layer_make(const edgec_conv_params *params, const edg
 }
 
 /* Every group straight into the output, or with `staged` into scratch after the cache first
- * (its input channels are read until its last row), then into the output. */
-static edgec_status packed_depthwise(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                                     const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
-                                     const int8_t *packed_filter, const int32_t *folded_bias,
-                                     const edgec_dims *output_dims, int8_t *output, int8_t *scratch, int staged)
+ * (its input channels are read until its last row), then into the output. The layer is unpacked
+ * here, in the frame the groups run under, and not in the entry points (their tail calls add no
+ * stack). */
+static EDGEC_NOINLINE edgec_status packed_depthwise(const edgec_depthwise_conv_desc *desc, const int8_t *input,
+                                                    int8_t *output, int8_t *scratch, int staged)
 {
+    if (desc == NULL) {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_layer l = edgec_depthwise_layer_of(desc);
+    const edgec_conv_params *params = &l.params;
+    const edgec_per_channel_quant *quant = &l.quant;
+    const edgec_dims *input_dims = &l.input_dims;
+    const edgec_dims *filter_dims = &l.filter_dims;
+    const edgec_dims *output_dims = &l.output_dims;
+    const int8_t *packed_filter = desc->filter;
+    const int32_t *folded_bias = desc->bias;
     if (!packed_args_valid(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims,
                            output, scratch)) {
         return EDGEC_ARG_ERROR;
@@ -1387,22 +1398,14 @@ static edgec_status packed_depthwise(const edgec_conv_params *params, const edge
     return EDGEC_OK;
 }
 
-edgec_status edgec_depthwise_conv_s8_packed(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
-                                            const edgec_dims *input_dims, const int8_t *input,
-                                            const edgec_dims *filter_dims, const int8_t *packed_filter,
-                                            const int32_t *folded_bias, const edgec_dims *output_dims, int8_t *output,
+edgec_status edgec_depthwise_conv_s8_packed(const edgec_depthwise_conv_desc *desc, const int8_t *input, int8_t *output,
                                             int8_t *scratch)
 {
-    return packed_depthwise(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims,
-                            output, scratch, 0);
+    return packed_depthwise(desc, input, output, scratch, 0);
 }
 
-edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_conv_params *params,
-                                                     const edgec_per_channel_quant *quant, const edgec_dims *input_dims,
-                                                     const int8_t *input, const edgec_dims *filter_dims,
-                                                     const int8_t *packed_filter, const int32_t *folded_bias,
-                                                     const edgec_dims *output_dims, int8_t *output, int8_t *scratch)
+edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_depthwise_conv_desc *desc, const int8_t *input,
+                                                     int8_t *output, int8_t *scratch)
 {
-    return packed_depthwise(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims,
-                            output, scratch, 1);
+    return packed_depthwise(desc, input, output, scratch, 1);
 }

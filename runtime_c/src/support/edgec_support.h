@@ -176,6 +176,100 @@ static inline int edgec_word_aligned(const void *p)
 }
 
 /*
+ * The convolution kernels' view of their descriptor (edgec_conv_desc, edgec_depthwise_conv_desc):
+ * the scalars the loops read, the three tensors' dims and the requantization arrays. Each entry
+ * point unpacks its descriptor into one on its stack (EDGEC_CONV_LAYER_OF,
+ * edgec_depthwise_layer_of); the kernels below it take the pieces.
+ */
+typedef struct {
+    int32_t input_offset;
+    int32_t output_offset;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t groups;  /* conv: C_in and C_out are divisible by groups; depthwise: 1 (unused) */
+    int32_t ch_mult; /* depthwise: C_out = C_in * ch_mult; conv: 1 (unused) */
+    int32_t act_min;
+    int32_t act_max;
+} edgec_conv_params;
+
+typedef struct {
+    edgec_conv_params params;
+    edgec_per_channel_quant quant;
+    edgec_dims input_dims;
+    edgec_dims filter_dims; /* conv: [C_out, KH, KW, C_in/groups]; depthwise: [1, KH, KW, C_out] */
+    edgec_dims output_dims;
+} edgec_conv_layer;
+
+static inline edgec_conv_params edgec_conv_params_of(int32_t input_offset, int32_t output_offset, int32_t stride_h,
+                                                     int32_t stride_w, int32_t pad_top, int32_t pad_left,
+                                                     int32_t dilation_h, int32_t dilation_w, int32_t act_min,
+                                                     int32_t act_max)
+{
+    edgec_conv_params p;
+    p.input_offset = input_offset;
+    p.output_offset = output_offset;
+    p.stride_h = stride_h;
+    p.stride_w = stride_w;
+    p.pad_top = pad_top;
+    p.pad_left = pad_left;
+    p.dilation_h = dilation_h;
+    p.dilation_w = dilation_w;
+    p.groups = 1;
+    p.ch_mult = 1;
+    p.act_min = act_min;
+    p.act_max = act_max;
+    return p;
+}
+
+static inline edgec_dims edgec_dims_of(int32_t n, int32_t h, int32_t w, int32_t c)
+{
+    edgec_dims d;
+    d.n = n;
+    d.h = h;
+    d.w = w;
+    d.c = c;
+    return d;
+}
+
+/* A conv descriptor's layer (d not NULL). groups < 1 leaves the filter's C 0 (invalid dims), so the
+ * kernel's checks refuse it without dividing by it. Wide: multiplier and shift as edgec_conv_desc's. */
+#define EDGEC_CONV_LAYER_OF(d, layer)                                                                               \
+    do {                                                                                                            \
+        (layer).params =                                                                                            \
+            edgec_conv_params_of((d)->input_offset, (d)->output_offset, (d)->stride_h, (d)->stride_w, (d)->pad_top, \
+                                 (d)->pad_left, (d)->dilation_h, (d)->dilation_w, (d)->act_min, (d)->act_max);      \
+        (layer).params.groups = (d)->groups;                                                                        \
+        (layer).quant.multiplier = (d)->multiplier;                                                                 \
+        (layer).quant.shift = (d)->shift;                                                                           \
+        (layer).input_dims = edgec_dims_of((d)->batches, (d)->input_h, (d)->input_w, (d)->input_c);                 \
+        (layer).filter_dims = edgec_dims_of((d)->output_c, (d)->kernel_h, (d)->kernel_w,                            \
+                                            (d)->groups >= 1 ? (d)->input_c / (d)->groups : 0);                     \
+        (layer).output_dims = edgec_dims_of((d)->batches, (d)->output_h, (d)->output_w, (d)->output_c);             \
+    } while (0)
+
+/* A depthwise descriptor's layer (d not NULL); output_c = input_c * ch_mult, or 0 (invalid dims)
+ * when that product leaves int32 or ch_mult < 1. */
+static inline edgec_conv_layer edgec_depthwise_layer_of(const edgec_depthwise_conv_desc *d)
+{
+    const int64_t out_c = (int64_t)d->input_c * d->ch_mult;
+    const int32_t c = d->ch_mult >= 1 && out_c <= INT32_MAX ? (int32_t)out_c : 0;
+    edgec_conv_layer layer;
+    layer.params = edgec_conv_params_of(d->input_offset, d->output_offset, d->stride_h, d->stride_w, d->pad_top,
+                                        d->pad_left, d->dilation_h, d->dilation_w, d->act_min, d->act_max);
+    layer.params.ch_mult = d->ch_mult;
+    layer.quant.multiplier = d->multiplier;
+    layer.quant.shift = d->shift;
+    layer.input_dims = edgec_dims_of(d->batches, d->input_h, d->input_w, d->input_c);
+    layer.filter_dims = edgec_dims_of(1, d->kernel_h, d->kernel_w, c);
+    layer.output_dims = edgec_dims_of(d->batches, d->output_h, d->output_w, c);
+    return layer;
+}
+
+/*
  * The checks every convolution kernel (conv, 1x1, depthwise) starts with: no NULL pointer,
  * positive input, filter and output dimensions whose element counts fit int32, one batch size,
  * stride >= 1, int8 zero points, an int8 activation range and a valid shift per output channel.

@@ -7,6 +7,7 @@
  * after the output and after the scratch are untouched), then `output_bytes` output bytes.
  * Exit status 0 after all records, 2 on an I/O or size error.
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -17,13 +18,14 @@ enum { KIND_CONV = 1, KIND_FC = 2, KIND_ADD = 3, KIND_DEPTHWISE = 5, KIND_AVGPOO
 enum { ISA_DSP = 1, ISA_MVE = 2, ISA_DSP_WIDE = 3 }; /* DSP_WIDE: conv and fc, the int16 filter */
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
-/* Header words. conv: params (12), input, filter, output dims (4 each). fc: params (5), batches,
- * input_size, output_size. add: params (12), size. conv also in_place, input_at, output_at:
+/* Header words. conv: edgec_conv_desc's int32 fields (20), then in_place, input_at, output_at:
  * in place, the output buffer is one block holding both tensors, the input (copied there from the
- * payload) at byte input_at and the output at byte output_at. depthwise: conv's fields, then
- * plain: edgec_depthwise_conv_s8_packed_in_place (always given one block), or with plain
- * edgec_depthwise_conv_s8_packed (the tensors apart), whose DSP or Helium path the build's -mcpu
- * chooses, not the ISA word; the packed filter and folded bias of edgec_nn.h. avgpool: params (8),
+ * payload) at byte input_at and the output at byte output_at. fc: params (5), batches,
+ * input_size, output_size. add: params (12), size. depthwise: edgec_depthwise_conv_desc's int32
+ * fields (19), then 1, input_at, output_at and plain: edgec_depthwise_conv_s8_packed_in_place
+ * (always given one block), or with plain edgec_depthwise_conv_s8_packed (the tensors apart),
+ * whose DSP or Helium path the build's -mcpu chooses, not the ISA word; the packed filter and
+ * folded bias of edgec_nn.h. avgpool: params (8),
  * input and output dims (4 each); edgec_avgpool_s8 (Helium or portable C by the build). maxpool:
  * the same fields; edgec_maxpool_s8 (Helium, DSP or portable C by the build). */
 enum {
@@ -65,55 +67,55 @@ static edgec_dims dims_at(const int32_t *words)
     return d;
 }
 
+/* The header words of a conv record: the descriptor's int32 fields, then in_place, input_at,
+ * output_at. */
+enum { CONV_INTS = offsetof(edgec_conv_desc, filter) / 4 };
+
 static int32_t run_conv(const int32_t *h, payload_cursor *cursor, int8_t *block, int8_t *scratch)
 {
     const int32_t *f = h + H_FIELDS;
-    edgec_conv_params params;
-    memcpy(&params, f, sizeof(params));
-    const edgec_dims input_dims = dims_at(f + 12);
-    const edgec_dims filter_dims = dims_at(f + 16);
-    const edgec_dims output_dims = dims_at(f + 20);
+    edgec_conv_desc desc;
+    memcpy(&desc, f, offsetof(edgec_conv_desc, filter));
     const int32_t isa = h[H_ISA];
-    const int32_t c_out = output_dims.c;
+    const int32_t c_out = desc.output_c;
     const int32_t blocking = isa == ISA_MVE ? 4 : 2; /* channels per micro-kernel block */
     const int32_t rows = (c_out + blocking - 1) / blocking * blocking;
     const int32_t group = isa == ISA_MVE ? 16 : 4;
-    const int32_t k = filter_dims.h * filter_dims.w * filter_dims.c;
-    const int32_t input_bytes = input_dims.n * input_dims.h * input_dims.w * input_dims.c;
+    const int32_t k = desc.kernel_h * desc.kernel_w * desc.input_c;
+    const int32_t input_bytes = desc.batches * desc.input_h * desc.input_w * desc.input_c;
     const int8_t *input = take(cursor, input_bytes);
     const int32_t tap_bytes = isa == ISA_DSP_WIDE ? 2 : 1;
-    const int8_t *filter = take(cursor, tap_bytes * rows * ((k + group - 1) / group * group));
+    desc.filter = take(cursor, tap_bytes * rows * ((k + group - 1) / group * group));
     /* the folded bias, or (DSP_WIDE) the channel table: 8 words per channel pair */
-    const int32_t *bias = (const int32_t *)(void *)take(cursor, (isa == ISA_DSP_WIDE ? 16 : 4) * rows);
-    edgec_per_channel_quant quant;
-    quant.multiplier = (const int32_t *)(void *)take(cursor, 4 * c_out);
-    quant.shift = (const int32_t *)(void *)take(cursor, 4 * c_out);
+    desc.bias = (const int32_t *)(void *)take(cursor, (isa == ISA_DSP_WIDE ? 16 : 4) * rows);
+    desc.multiplier = (const int32_t *)(void *)take(cursor, 4 * c_out);
+    desc.shift = (const int32_t *)(void *)take(cursor, 4 * c_out);
     int8_t *output = block;
-    if (f[24]) { /* in place: the generic kernels need no variant, only a safe offset */
-        memcpy(block + f[25], input, (size_t)input_bytes);
-        input = block + f[25];
-        output = block + f[26];
+    if (f[CONV_INTS]) { /* in place: the generic kernels need no variant, only a safe offset */
+        memcpy(block + f[CONV_INTS + 1], input, (size_t)input_bytes);
+        input = block + f[CONV_INTS + 1];
+        output = block + f[CONV_INTS + 2];
     }
 #if defined(__ARM_FEATURE_DSP)
     if (isa == ISA_DSP) {
-        return edgec_conv_s8_dsp(&params, &quant, &input_dims, input, &filter_dims, filter, bias,
-                                 &output_dims, output, scratch);
+        return edgec_conv_s8_dsp(&desc, input, output, scratch);
     }
     if (isa == ISA_DSP_WIDE) {
-        return edgec_conv_s8_dsp_wide(&params, &quant, &input_dims, input, &filter_dims,
-                                      (const int16_t *)(const void *)filter, bias, &output_dims,
-                                      output, scratch);
+        edgec_conv_dsp_wide_desc wide;
+        memcpy(&wide, &desc, offsetof(edgec_conv_dsp_wide_desc, wide_filter));
+        wide.wide_filter = (const int16_t *)(const void *)desc.filter;
+        wide.channel_table = desc.bias;
+        wide.multiplier = desc.multiplier;
+        wide.shift = desc.shift;
+        return edgec_conv_s8_dsp_wide(&wide, input, output, scratch);
     }
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
     if (isa == ISA_MVE) {
-        return edgec_conv_s8_mve(&params, &quant, &input_dims, input, &filter_dims, filter, bias,
-                                 &output_dims, output, scratch);
+        return edgec_conv_s8_mve(&desc, input, output, scratch);
     }
 #endif
     (void)input;
-    (void)filter;
-    (void)bias;
     (void)output;
     (void)scratch;
     return UNSUPPORTED;
@@ -162,28 +164,27 @@ static int32_t run_fc(const int32_t *h, payload_cursor *cursor, int8_t *output)
     return UNSUPPORTED;
 }
 
+/* The header words of a depthwise record: the descriptor's int32 fields, then 1, input_at,
+ * output_at, plain. */
+enum { DEPTHWISE_INTS = offsetof(edgec_depthwise_conv_desc, filter) / 4 };
+
 static int32_t run_depthwise(const int32_t *h, payload_cursor *cursor, int8_t *block,
                              int8_t *scratch)
 {
     const int32_t *f = h + H_FIELDS;
-    edgec_conv_params params;
-    memcpy(&params, f, sizeof(params));
-    const edgec_dims input_dims = dims_at(f + 12);
-    const edgec_dims filter_dims = dims_at(f + 16);
-    const edgec_dims output_dims = dims_at(f + 20);
-    const int32_t c = output_dims.c;
+    edgec_depthwise_conv_desc desc;
+    memcpy(&desc, f, offsetof(edgec_depthwise_conv_desc, filter));
+    const int32_t c = desc.input_c;
     const int32_t padded_c = (c + 3) / 4 * 4;
-    const int32_t input_bytes = input_dims.n * input_dims.h * input_dims.w * input_dims.c;
+    const int32_t input_bytes = desc.batches * desc.input_h * desc.input_w * c;
     const int8_t *payload_input = take(cursor, input_bytes);
-    const int8_t *filter = take(cursor, filter_dims.h * filter_dims.w * padded_c);
-    const int32_t *bias = (const int32_t *)(void *)take(cursor, 4 * padded_c);
-    edgec_per_channel_quant quant;
-    quant.multiplier = (const int32_t *)(void *)take(cursor, 4 * c);
-    quant.shift = (const int32_t *)(void *)take(cursor, 4 * c);
-    memcpy(block + f[25], payload_input, (size_t)input_bytes);
-    return (f[27] ? edgec_depthwise_conv_s8_packed : edgec_depthwise_conv_s8_packed_in_place)(
-        &params, &quant, &input_dims, block + f[25], &filter_dims, filter, bias, &output_dims,
-        block + f[26], scratch);
+    desc.filter = take(cursor, desc.kernel_h * desc.kernel_w * padded_c);
+    desc.bias = (const int32_t *)(void *)take(cursor, 4 * padded_c);
+    desc.multiplier = (const int32_t *)(void *)take(cursor, 4 * c);
+    desc.shift = (const int32_t *)(void *)take(cursor, 4 * c);
+    memcpy(block + f[DEPTHWISE_INTS + 1], payload_input, (size_t)input_bytes);
+    return (f[DEPTHWISE_INTS + 3] ? edgec_depthwise_conv_s8_packed : edgec_depthwise_conv_s8_packed_in_place)(
+        &desc, block + f[DEPTHWISE_INTS + 1], block + f[DEPTHWISE_INTS + 2], scratch);
 }
 
 static int32_t run_add(const int32_t *h, payload_cursor *cursor, int8_t *output, int8_t *scratch)
