@@ -67,8 +67,9 @@ def ctypes_struct(struct: Struct) -> type:
 
 
 Dims, PerChannelQuant, ConvParams = (ctypes_struct(s) for s in (conv.DIMS, conv.PER_CHANNEL_QUANT, conv.CONV_PARAMS))
-FcParams, AddParams = ctypes_struct(linear.FC_PARAMS), ctypes_struct(eltwise.ADD_PARAMS)
-PoolParams, AvgPool2dDesc = ctypes_struct(pool.POOL_PARAMS), ctypes_struct(pool.AVG_POOL2D_DESC)
+FullyConnectedS8Desc = ctypes_struct(linear.FULLY_CONNECTED_S8_DESC)
+AddS8Desc, ClampS8Desc = (ctypes_struct(s) for s in eltwise.STRUCTS)
+Pool2dDesc = ctypes_struct(pool.POOL2D_DESC)
 SoftmaxDesc, LogSoftmaxDesc = (ctypes_struct(s) for s in softmax.STRUCTS[:2])
 ConvTransposeDesc = ctypes_struct(conv_transpose.CONV_TRANSPOSE_DESC)
 CONV_TRANSPOSE_INT_FIELDS = tuple(f.name for f in conv_transpose.CONV_TRANSPOSE_DESC.fields if not f.pointer)

@@ -33,7 +33,8 @@ from edgec.ops.base import CCall, OpDef, unit_of
 # none), its input (row of the first row read in its storage, rows read, pad_top), its output (row
 # in its storage, rows).
 ACTION_FIELDS = ("layer", "shift_from", "shift_rows", "in_row", "in_rows", "pad_top", "out_row", "out_rows")
-WINDOWED_KINDS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")  # params with pad_top + dims
+# params with pad_top + dims, or a descriptor with pad_top, input_h and output_h (pooling)
+WINDOWED_KINDS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")
 # Elementwise layers, whose descriptor describes the whole shape: emitted once per band height.
 ELEMENTWISE_KINDS = ("prelu", "add")  # add: a residual add, the stage's last layer, over its input
 BAND_KINDS = WINDOWED_KINDS + ELEMENTWISE_KINDS
@@ -76,7 +77,8 @@ def row_geometry(op: Op, graph: Graph) -> RowGeometry:
 
 def can_band(op: Op, graph: Graph) -> bool:
     """Whether `op` can run on row windows: a spatial int8 layer of one image whose C kernel takes
-    (params with pad_top, input dims, output dims) and whose golden reads the window shapes."""
+    (params with pad_top, input dims, output dims; or one descriptor with them) and whose golden
+    reads the window shapes."""
     if op.kind not in BAND_KINDS or len(op.inputs) != (2 if op.kind == "add" else 1) or len(op.outputs) != 1:
         return False
     if op.kind == "add" and len({graph.tensors[name].shape for name in op.inputs + op.outputs}) != 1:
@@ -358,10 +360,21 @@ class BandStage(OpDef):
 
 
 def _windowed_call(layer: Op, graph: Graph, names: "_BandNames", actions: np.ndarray, index: int):
-    """(C, constants, params, scratch required) of a layer whose params take pad_top and whose
-    dims the heights: its call on copies of them, set from the action."""
+    """(C, constants, params, scratch required) of a layer whose params (or descriptor) take
+    pad_top and whose dims (or descriptor) the heights: its call on copies of them, set from the
+    action."""
     call = unit_of(layer).emit(layer, graph, names)
     p = names.symbol(layer, "")
+    desc = next((ctype for ctype, symbol, _ in call.params if symbol == f"{p}desc"), None)
+    if desc is not None:  # one descriptor holding the window, input_h and output_h (pooling)
+        body = (
+            f"            {desc} band_desc = {p}desc;\n"
+            f"            band_desc.pad_top = a[5];\n"
+            f"            band_desc.input_h = a[4];\n"
+            f"            band_desc.output_h = a[7];\n"
+            f"            {call.code.replace(f'&{p}desc', '&band_desc')}\n"
+        )
+        return body, call.constants, call.params, [call.scratch_required] if call.scratch_required else []
     ctype = next(ctype for ctype, symbol, _ in call.params if symbol == f"{p}params")
     code = (
         call.code.replace(f"&{p}params", "&band_params")

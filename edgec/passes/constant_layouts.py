@@ -171,8 +171,9 @@ def choose_constant_layouts(graph: Graph, target) -> list[str]:
 
 def packed_filter_bytes(constants: list) -> int:
     """The bytes of a DSP layer's compact filter among its constants (as layer_constants gives
-    them): packed int8, rows and taps zero-padded for the micro-kernel."""
-    [values] = [values for _, symbol, values in constants if symbol.endswith("packed_weights")]
+    them): packed int8, rows and taps zero-padded for the micro-kernel; a descriptor's `filter`
+    array (edgec.ops.base.descriptor names it <symbol>_filter) or the older calls' packed_weights."""
+    [values] = [values for _, symbol, values in constants if symbol.endswith(("packed_weights", "_desc_filter"))]
     return int(values.size)
 
 
