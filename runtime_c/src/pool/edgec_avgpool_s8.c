@@ -120,6 +120,8 @@ static inline void avgpool(const edgec_pool2d_desc *desc, const int8_t *input, i
 {
     int32_t n, oy, ox, c;
     int32_t in_h, in_w, channels, out_h, out_w, row_stride;
+    /* Read once: the int8 stores below may alias the descriptor as far as C knows. */
+    const int32_t act_min = desc->act_min, act_max = desc->act_max;
 
     in_h = desc->input_h;
     in_w = desc->input_w;
@@ -155,8 +157,7 @@ static inline void avgpool(const edgec_pool2d_desc *desc, const int8_t *input, i
                     vstrwq_s32(sums, window_sum_four(window + c, y1 - y0, x1 - x0, row_stride, channels,
                                                      vctp32q((uint32_t)(channels - c))));
                     for (int32_t i = 0; i < EDGEC_MIN(4, channels - c); ++i) {
-                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i] + correction, divisor), desc->act_min,
-                                                      desc->act_max);
+                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i] + correction, divisor), act_min, act_max);
                     }
                 }
 #elif defined(__ARM_FEATURE_DSP)
@@ -164,15 +165,13 @@ static inline void avgpool(const edgec_pool2d_desc *desc, const int8_t *input, i
                     int32_t sums[4];
                     window_sum_four(window + c, y1 - y0, x1 - x0, row_stride, channels, sums);
                     for (int32_t i = 0; i < 4; ++i) {
-                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i] + correction, divisor), desc->act_min,
-                                                      desc->act_max);
+                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i] + correction, divisor), act_min, act_max);
                     }
                 }
 #endif
                 for (; c < channels; ++c) {
                     const int32_t sum = window_sum(window + c, y1 - y0, x1 - x0, row_stride, channels);
-                    *output++ =
-                        edgec_clamp_to_s8(rounded_mean(sum + correction, divisor), desc->act_min, desc->act_max);
+                    *output++ = edgec_clamp_to_s8(rounded_mean(sum + correction, divisor), act_min, act_max);
                 }
             }
         }
