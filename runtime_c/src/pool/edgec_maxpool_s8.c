@@ -120,6 +120,8 @@ edgec_status edgec_maxpool_s8(const edgec_pool2d_desc *desc, const int8_t *input
     if (!edgec_pool_args_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
     }
+    /* Read once: the int8 stores below may alias the descriptor as far as C knows. */
+    const int32_t act_min = desc->act_min, act_max = desc->act_max;
     in_h = desc->input_h;
     in_w = desc->input_w;
     channels = desc->channels;
@@ -138,8 +140,7 @@ edgec_status edgec_maxpool_s8(const edgec_pool2d_desc *desc, const int8_t *input
                 const int8_t *window;
                 edgec_pool_window(ox, desc->stride_w, desc->pad_left, desc->filter_w, in_w, &x0, &x1);
                 window = image + y0 * row_stride + x0 * channels;
-                window_max_channels(window, y1 - y0, x1 - x0, row_stride, channels, desc->act_min, desc->act_max,
-                                    output);
+                window_max_channels(window, y1 - y0, x1 - x0, row_stride, channels, act_min, act_max, output);
                 output += channels;
             }
         }
