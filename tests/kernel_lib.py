@@ -67,11 +67,11 @@ def ctypes_struct(struct: Struct) -> type:
     return type(struct.name, (C.Structure,), {"_fields_": fields})
 
 
-Dims, PerChannelQuant = ctypes_struct(conv.DIMS), ctypes_struct(conv.PER_CHANNEL_QUANT)
 ConvDesc, ConvDspWideDesc = ctypes_struct(conv.CONV_DESC), ctypes_struct(conv.CONV_DSP_WIDE_DESC)
 DepthwiseConvDesc = ctypes_struct(depthwise.DEPTHWISE_CONV_DESC)
-FcParams, AddParams = ctypes_struct(linear.FC_PARAMS), ctypes_struct(eltwise.ADD_PARAMS)
-PoolParams, AvgPool2dDesc = ctypes_struct(pool.POOL_PARAMS), ctypes_struct(pool.AVG_POOL2D_DESC)
+FullyConnectedS8Desc = ctypes_struct(linear.FULLY_CONNECTED_S8_DESC)
+AddS8Desc, ClampS8Desc = (ctypes_struct(s) for s in eltwise.STRUCTS)
+Pool2dDesc = ctypes_struct(pool.POOL2D_DESC)
 SoftmaxDesc, LogSoftmaxDesc = (ctypes_struct(s) for s in softmax.STRUCTS[:2])
 ConvTransposeDesc = ctypes_struct(conv_transpose.CONV_TRANSPOSE_DESC)
 CONV_TRANSPOSE_INT_FIELDS = tuple(f.name for f in conv_transpose.CONV_TRANSPOSE_DESC.fields if not f.pointer)
@@ -128,14 +128,3 @@ def ptr(array: np.ndarray, ctype):
     """Pointer to a C-contiguous numpy array's data (the array must outlive the call)."""
     assert array.flags["C_CONTIGUOUS"]
     return array.ctypes.data_as(C.POINTER(ctype))
-
-
-def dims(shape) -> Dims:
-    return Dims(*[int(v) for v in shape])
-
-
-def per_channel_quant(multiplier: np.ndarray, shift: np.ndarray, keep: list) -> PerChannelQuant:
-    m = np.ascontiguousarray(multiplier, dtype=np.int32)
-    s = np.ascontiguousarray(shift, dtype=np.int32)
-    keep.extend([m, s])
-    return PerChannelQuant(ptr(m, C.c_int32), ptr(s, C.c_int32))

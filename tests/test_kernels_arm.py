@@ -39,7 +39,7 @@ from edgec.ops.depthwise import (
     packed_depthwise_filter,
 )
 from edgec.ops.depthwise import UNIT as DEPTHWISE
-from edgec.ops.eltwise import ADD_SCRATCH_BYTES, add_params, add_s8
+from edgec.ops.eltwise import ADD_SCRATCH_BYTES, add_desc, add_params, add_s8
 from edgec.ops.kernel_layout import (
     DSP,
     MVE,
@@ -51,7 +51,7 @@ from edgec.ops.kernel_layout import (
     widen_taps,
 )
 from edgec.ops.linear import FC_BLOCKING, fully_connected_s8
-from edgec.ops.pool import avg_pool2d_s8, max_pool2d_s8
+from edgec.ops.pool import avg_pool2d_s8, max_pool2d_s8, pool2d_desc
 from edgec.pipeline import compile_model, emit
 from edgec.targets import toolchain
 from edgec.targets.cores import Target, get_target
@@ -344,7 +344,7 @@ def fc_case(rng, isa: str) -> Case:
         act_min=act_min,
         act_max=act_max,
     )
-    fields = [-zp_in, zp_out, int(per_channel), act_min, act_max, batches, in_size, out_size]
+    fields = [batches, in_size, out_size, -zp_in, zp_out, int(per_channel), act_min, act_max]  # the desc's
     packed = interleave_rows(weights, FC_BLOCKING[DSP if isa == WIDE else isa])
     arrays = [x, widen_taps(packed) if isa == WIDE else packed, folded_bias(bias, weights, zp_in), m, s]
     return Case("fc", isa, fields, arrays, expected, scratch_bytes=0)
@@ -470,7 +470,7 @@ def add_case(rng, isa: str) -> Case:
         )
         params["act_min"], params["act_max"] = act_bounds(rng)
     expected = add_s8(x1, x2, params)
-    return Case("add", isa, list(params.values()) + [size], [x1, x2], expected, ADD_SCRATCH_BYTES)
+    return Case("add", isa, list(add_desc(size, params).values()), [x1, x2], expected, ADD_SCRATCH_BYTES)
 
 
 def avgpool_case(rng, isa: str) -> Case:
@@ -488,8 +488,8 @@ def avgpool_case(rng, isa: str) -> Case:
     x = int8_array(rng, (n, h, w, c))
     act_min, act_max = act_bounds(rng)
     expected = avg_pool2d_s8(x, kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, act_min=act_min, act_max=act_max)
-    fields = [*stride, *pad, *kernel, act_min, act_max, n, h, w, c, n, *out_hw, c]
-    return Case("avgpool", isa, fields, [x], expected, 0)
+    desc = pool2d_desc(x.shape, kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, act_min=act_min, act_max=act_max)
+    return Case("avgpool", isa, list(desc.values()), [x], expected, 0)
 
 
 def maxpool_case(rng, isa: str) -> Case:
@@ -504,8 +504,8 @@ def maxpool_case(rng, isa: str) -> Case:
     x = int8_array(rng, (n, h, w, c))
     act_min, act_max = act_bounds(rng)
     expected = max_pool2d_s8(x, kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, act_min=act_min, act_max=act_max)
-    fields = [*stride, *pad, *kernel, act_min, act_max, n, h, w, c, n, *out_hw, c]
-    return Case("maxpool", isa, fields, [x], expected, 0)
+    desc = pool2d_desc(x.shape, kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, act_min=act_min, act_max=act_max)
+    return Case("maxpool", isa, list(desc.values()), [x], expected, 0)
 
 
 MAKERS = {

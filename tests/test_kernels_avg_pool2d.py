@@ -26,13 +26,13 @@ from hypothesis import strategies as st
 from edgec.ops.pool import (
     adaptive_avg_pool2d_desc,
     adaptive_avg_pool2d_s8,
-    avg_pool2d_desc,
     avg_pool2d_s8,
+    pool2d_desc,
     pool_output_size,
 )
 from edgec.targets import toolchain
 from tests.device_support import ROOT, needs_toolchain
-from tests.kernel_lib import AvgPool2dDesc, PoolParams, dims, ptr
+from tests.kernel_lib import Pool2dDesc, ptr
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GUARD = 16
@@ -94,7 +94,7 @@ def golden(case: dict) -> np.ndarray:
 
 
 def desc_values(case: dict) -> dict:
-    return avg_pool2d_desc(
+    return pool2d_desc(
         case["x"].shape,
         kernel=case["kernel"],
         stride=case["stride"],
@@ -109,11 +109,11 @@ def desc_values(case: dict) -> dict:
 
 def run_c(lib, values: dict, x: np.ndarray, output_size: int) -> tuple[int, np.ndarray]:
     fn = lib.edgec_avg_pool2d_s8
-    fn.argtypes = [C.POINTER(AvgPool2dDesc), C.POINTER(C.c_int8), C.POINTER(C.c_int8)]
+    fn.argtypes = [C.POINTER(Pool2dDesc), C.POINTER(C.c_int8), C.POINTER(C.c_int8)]
     fn.restype = C.c_int
     x = np.ascontiguousarray(x)
     out = np.full(output_size + GUARD, 0x5A, dtype=np.int8)
-    status = fn(C.byref(AvgPool2dDesc(**values)), ptr(x, C.c_int8), ptr(out, C.c_int8))
+    status = fn(C.byref(Pool2dDesc(**values)), ptr(x, C.c_int8), ptr(out, C.c_int8))
     assert (out[output_size:] == 0x5A).all(), "wrote past its output"
     return status, out[:output_size]
 
@@ -139,17 +139,8 @@ def test_in_bounds_divisor_is_edgec_avgpool_s8(kernel_lib):
         status, out = run_c(kernel_lib, desc_values(case), case["x"], expected.size)
         x = np.ascontiguousarray(case["x"])
         old = np.zeros(expected.size, dtype=np.int8)
-        params = PoolParams(*case["stride"], *case["pad"], *case["kernel"], case["act_min"], case["act_max"])
-        assert (
-            fn(
-                C.byref(params),
-                C.byref(dims(x.shape)),
-                ptr(x, C.c_int8),
-                C.byref(dims(expected.shape)),
-                ptr(old, C.c_int8),
-            )
-            == 0
-        )
+        fn.argtypes = [C.POINTER(Pool2dDesc), C.POINTER(C.c_int8), C.POINTER(C.c_int8)]
+        assert fn(C.byref(Pool2dDesc(**desc_values(case))), ptr(x, C.c_int8), ptr(old, C.c_int8)) == 0
         assert status == 0
         np.testing.assert_array_equal(out, old)
         np.testing.assert_array_equal(
@@ -197,7 +188,7 @@ def test_invalid_descriptors_are_refused(kernel_lib):
     fn = kernel_lib.edgec_avg_pool2d_s8
     assert fn(None, ptr(np.zeros(1, np.int8), C.c_int8), ptr(np.zeros(1, np.int8), C.c_int8)) == ARG_ERROR
     with pytest.raises(ValueError):
-        avg_pool2d_desc(case["x"].shape, kernel=(2, 2), stride=(1, 1), pad=(0, 0), out_hw=(1, 1), divisor=0)
+        pool2d_desc(case["x"].shape, kernel=(2, 2), stride=(1, 1), pad=(0, 0), out_hw=(1, 1), divisor=0)
 
 
 # --------------------------------------------------------------------------------------------

@@ -334,7 +334,7 @@ def test_binary_desc_fields_and_refusals():
     assert desc["num_dims"] == 2 and desc["dims"] == (64, 64, 1, 1, 1, 1)
     assert desc["strides1"] == (64, 1, 0, 0, 0, 0) and desc["strides2"] == (0, 1, 0, 0, 0, 0)
     assert (desc["output_multiplier"], desc["output_shift"]) == ref_quantize_multiplier(0.05 / 256 / 0.04)
-    assert list(desc)[5:] == list(add_params(1, 0, 1, 0, 1, 0))  # edgec_add_params' fields and order
+    assert list(desc)[5:] == list(add_params(1, 0, 1, 0, 1, 0))  # edgec_add_s8_desc's quantization fields, in order
     add = binary_desc("sub", (5,), (5,), (0.1, 1), (0.3, 2), (0.2, 3))
     assert {k: add[k] for k in list(add)[5:]} == add_params(0.1, 1, 0.3, 2, 0.2, 3)
     with pytest.raises(ValueError, match="same scale"):

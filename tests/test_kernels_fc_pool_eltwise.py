@@ -19,10 +19,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from edgec.numerics import quantize_multiplier
-from edgec.ops.eltwise import add_params, add_s8, clamp_s8
+from edgec.ops.eltwise import add_desc, add_params, add_s8, clamp_s8
 from edgec.ops.linear import fully_connected_s8
-from edgec.ops.pool import avg_pool2d_s8, max_pool2d_s8
-from tests.kernel_lib import AddParams, FcParams, PoolParams, dims, per_channel_quant, ptr
+from edgec.ops.pool import avg_pool2d_s8, max_pool2d_s8, pool2d_desc
+from tests.kernel_lib import AddS8Desc, ClampS8Desc, FullyConnectedS8Desc, Pool2dDesc, ptr, struct_from_desc
 
 EDGEC_OK, EDGEC_ARG_ERROR = 0, -1
 GUARD = 16
@@ -37,22 +37,12 @@ P8, P32 = C.POINTER(C.c_int8), C.POINTER(C.c_int32)
 @pytest.fixture(scope="module")
 def lib(kernel_lib):
     """kernel_lib with argtypes/restype set for the kernels under test."""
-    kernel_lib.edgec_fully_connected_s8.argtypes = [
-        C.POINTER(FcParams),
-        C.c_void_p,
-        C.c_int32,
-        C.c_int32,
-        P8,
-        C.c_int32,
-        P8,
-        P32,
-        P8,
-    ]
-    pool_args = [C.POINTER(PoolParams), C.c_void_p, P8, C.c_void_p, P8]
+    kernel_lib.edgec_fully_connected_s8.argtypes = [C.c_void_p, P8, P8]
+    pool_args = [C.POINTER(Pool2dDesc), P8, P8]
     kernel_lib.edgec_avgpool_s8.argtypes = pool_args
     kernel_lib.edgec_maxpool_s8.argtypes = pool_args
-    kernel_lib.edgec_add_s8.argtypes = [C.POINTER(AddParams), P8, P8, P8, C.c_int32]
-    kernel_lib.edgec_clamp_s8.argtypes = [P8, C.c_int32, C.c_int32, C.c_int32]
+    kernel_lib.edgec_add_s8.argtypes = [C.POINTER(AddS8Desc), P8, P8, P8]
+    kernel_lib.edgec_clamp_s8.argtypes = [C.POINTER(ClampS8Desc), P8]
     for name in ("edgec_fully_connected_s8", "edgec_avgpool_s8", "edgec_maxpool_s8", "edgec_add_s8", "edgec_clamp_s8"):
         getattr(kernel_lib, name).restype = C.c_int
     return kernel_lib
@@ -73,39 +63,52 @@ def c_fully_connected(
     x = np.ascontiguousarray(x, dtype=np.int8)
     w = np.ascontiguousarray(w, dtype=np.int8)
     (batches, n_in), n_out = x.shape, w.shape[0]
-    keep = []
     if per_channel is None:
         per_channel = np.ndim(multiplier) > 0
-    quant = per_channel_quant(np.atleast_1d(multiplier), np.atleast_1d(shift), keep)
-    params = FcParams(-input_zp, output_zp, int(per_channel), act_min, act_max)
-    bias_ptr = None
-    if bias is not None:
-        bias = np.ascontiguousarray(bias, dtype=np.int32)
-        bias_ptr = ptr(bias, C.c_int32)
-    out = guarded(batches * n_out)
-    status = lib.edgec_fully_connected_s8(
-        C.byref(params),
-        C.byref(quant),
-        batches,
-        n_in,
-        ptr(x, C.c_int8),
-        n_out,
-        ptr(w, C.c_int8),
-        bias_ptr,
-        ptr(out, C.c_int8),
+    keep = []
+    desc = fc_desc(
+        batches, n_in, n_out, input_zp, output_zp, per_channel, act_min, act_max, w, bias, multiplier, shift, keep
     )
+    out = guarded(batches * n_out)
+    status = lib.edgec_fully_connected_s8(C.byref(desc), ptr(x, C.c_int8), ptr(out, C.c_int8))
     check_guard(out, batches * n_out)
     return status, out[: batches * n_out].reshape(batches, n_out)
+
+
+def fc_desc(batches, n_in, n_out, input_zp, output_zp, per_channel, act_min, act_max, w, bias, mult, shift, keep):
+    """An edgec_fully_connected_s8_desc (its arrays kept alive in `keep`); None: a NULL pointer."""
+    return struct_from_desc(
+        FullyConnectedS8Desc,
+        dict(
+            batches=batches,
+            input_size=n_in,
+            output_size=n_out,
+            input_offset=-input_zp,
+            output_offset=output_zp,
+            per_channel=int(per_channel),
+            act_min=act_min,
+            act_max=act_max,
+            filter=w,
+            bias=None if bias is None else np.asarray(bias),
+            multiplier=None if mult is None else np.atleast_1d(mult),
+            shift=None if shift is None else np.atleast_1d(shift),
+        ),
+        keep,
+    )
+
+
+def pool_desc(shape, **window) -> Pool2dDesc:
+    """An edgec_pool2d_desc of the in-bounds divisor (edgec_avgpool_s8's, edgec_maxpool_s8's)."""
+    return Pool2dDesc(**pool2d_desc(shape, **window))
 
 
 def c_pool(fn, x, *, kernel, stride, pad, out_hw, act_min=-128, act_max=127):
     x = np.ascontiguousarray(x, dtype=np.int8)
     n, _, _, c = x.shape
-    params = PoolParams(stride[0], stride[1], pad[0], pad[1], kernel[0], kernel[1], act_min, act_max)
-    in_dims, out_dims = dims(x.shape), dims((n, out_hw[0], out_hw[1], c))
+    desc = pool_desc(x.shape, kernel=kernel, stride=stride, pad=pad, out_hw=out_hw, act_min=act_min, act_max=act_max)
     size = n * out_hw[0] * out_hw[1] * c
     out = guarded(max(size, 0))
-    status = fn(C.byref(params), C.byref(in_dims), ptr(x, C.c_int8), C.byref(out_dims), ptr(out, C.c_int8))
+    status = fn(C.byref(desc), ptr(x, C.c_int8), ptr(out, C.c_int8))
     check_guard(out, max(size, 0))
     return status, (out[:size].reshape(n, out_hw[0], out_hw[1], c) if status == EDGEC_OK else None)
 
@@ -114,9 +117,8 @@ def c_add(lib, x1, x2, params: dict):
     x1 = np.ascontiguousarray(x1, dtype=np.int8)
     x2 = np.ascontiguousarray(x2, dtype=np.int8)
     out = guarded(x1.size)
-    status = lib.edgec_add_s8(
-        C.byref(AddParams(**params)), ptr(x1, C.c_int8), ptr(x2, C.c_int8), ptr(out, C.c_int8), x1.size
-    )
+    desc = AddS8Desc(**add_desc(x1.size, params))
+    status = lib.edgec_add_s8(C.byref(desc), ptr(x1, C.c_int8), ptr(x2, C.c_int8), ptr(out, C.c_int8))
     check_guard(out, x1.size)
     return status, out[: x1.size].reshape(x1.shape)
 
@@ -124,7 +126,7 @@ def c_add(lib, x1, x2, params: dict):
 def c_clamp(lib, x, act_min, act_max):
     buf = guarded(x.size)
     buf[: x.size] = x.ravel()
-    status = lib.edgec_clamp_s8(ptr(buf, C.c_int8), x.size, act_min, act_max)
+    status = lib.edgec_clamp_s8(C.byref(ClampS8Desc(x.size, act_min, act_max)), ptr(buf, C.c_int8))
     check_guard(buf, x.size)
     return status, buf[: x.size].reshape(x.shape)
 
@@ -279,7 +281,7 @@ def test_add_golden_hand_values():
 
 def test_add_params_fields_match_c_struct():
     p = add_params(0.1, 3, 0.2, -4, 0.3, 5, -100, 100)
-    assert list(p) == [name for name, _ in AddParams._fields_]
+    assert ["size", *p] == [name for name, _ in AddS8Desc._fields_]
     assert (p["input1_offset"], p["input2_offset"], p["output_offset"], p["left_shift"]) == (-3, 4, 5, 20)
     assert (p["act_min"], p["act_max"]) == (-100, 100)
 
@@ -572,7 +574,7 @@ def test_add_arbitrary_params_golden_equals_c(lib, seed, size, zp1, zp2, zp_out,
     a + b sum are exercised: C (through uint32, UBSan-checked) and golden must still agree."""
     rng = np.random.default_rng(seed)
     x1, x2 = int8_data(rng, size, mode), int8_data(rng, size, mode)
-    names = [name for name, _ in AddParams._fields_]
+    names = [name for name, _ in AddS8Desc._fields_][1:]
     params = dict(
         zip(
             names,
@@ -605,16 +607,16 @@ def test_add_in_place(lib, alias):
     params = add_params(0.05, -3, 0.11, 17, 0.09, -128, -100, 120)
     expected = add_s8(x1, x2, params)
     buf1, buf2 = x1.copy(), x2.copy()
-    ap = C.byref(AddParams(**params))
+    ap = C.byref(AddS8Desc(**add_desc(x1.size, params)))
     p1, p2 = ptr(buf1, C.c_int8), ptr(buf2, C.c_int8)
     if alias == "input1":
-        status = lib.edgec_add_s8(ap, p1, p2, p1, buf1.size)
+        status = lib.edgec_add_s8(ap, p1, p2, p1)
         result = buf1
     elif alias == "input2":
-        status = lib.edgec_add_s8(ap, p1, p2, p2, buf1.size)
+        status = lib.edgec_add_s8(ap, p1, p2, p2)
         result = buf2
     else:  # x + x in place: all three pointers are one buffer
-        status = lib.edgec_add_s8(ap, p1, p1, p1, buf1.size)
+        status = lib.edgec_add_s8(ap, p1, p1, p1)
         result = buf1
     assert status == EDGEC_OK
     np.testing.assert_array_equal(result, expected)
@@ -656,30 +658,28 @@ def test_pool_rejects_bad_args(lib, kind):
     c_fn = lib.edgec_avgpool_s8 if kind == "avg" else lib.edgec_maxpool_s8
     x = np.zeros((1, 4, 4, 2), dtype=np.int8)
     out = np.zeros(64, dtype=np.int8)
-    good = PoolParams(1, 1, 0, 0, 2, 2, -128, 127)
-    in_dims = dims(x.shape)
-    assert (
-        c_fn(C.byref(good), C.byref(in_dims), ptr(x, C.c_int8), C.byref(dims((1, 3, 3, 2))), ptr(out, C.c_int8))
-        == EDGEC_OK
-    )
-    for out_dims in ((1, 3, 3, 3), (2, 3, 3, 2)):  # channel / batch mismatch
-        assert (
-            c_fn(C.byref(good), C.byref(in_dims), ptr(x, C.c_int8), C.byref(dims(out_dims)), ptr(out, C.c_int8))
-            == EDGEC_ARG_ERROR
-        )
-    bad_act = PoolParams(1, 1, 0, 0, 2, 2, 10, -10)
-    assert (
-        c_fn(C.byref(bad_act), C.byref(in_dims), ptr(x, C.c_int8), C.byref(dims((1, 3, 3, 2))), ptr(out, C.c_int8))
-        == EDGEC_ARG_ERROR
-    )
-    assert (
-        c_fn(C.byref(good), C.byref(in_dims), None, C.byref(dims((1, 3, 3, 2))), ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
-    )
-    huge = PoolParams(2**30, 1, 0, 0, 2**31 - 1, 2, -128, 127)  # index arithmetic would overflow
-    assert (
-        c_fn(C.byref(huge), C.byref(in_dims), ptr(x, C.c_int8), C.byref(dims((1, 2, 3, 2))), ptr(out, C.c_int8))
-        == EDGEC_ARG_ERROR
-    )
+    window = dict(kernel=(2, 2), stride=(1, 1), pad=(0, 0), out_hw=(3, 3))
+    good = pool2d_desc(x.shape, **window)
+    xp, op = ptr(x, C.c_int8), ptr(out, C.c_int8)
+    assert c_fn(C.byref(Pool2dDesc(**good)), xp, op) == EDGEC_OK
+    for field, value in (
+        ("batches", 0),
+        ("channels", 0),
+        ("act_min", -129),
+        ("act_max", -129),
+        ("stride_h", 0),
+        ("output_w", 5),
+    ):
+        assert c_fn(C.byref(Pool2dDesc(**{**good, field: value})), xp, op) == EDGEC_ARG_ERROR, field
+    if kind == "avg":  # PyTorch's divisors are edgec_avg_pool2d_s8's
+        for field in ("count_include_pad", "divisor_override"):
+            assert c_fn(C.byref(Pool2dDesc(**{**good, field: 1})), xp, op) == EDGEC_ARG_ERROR, field
+    assert c_fn(None, xp, op) == EDGEC_ARG_ERROR
+    assert c_fn(C.byref(Pool2dDesc(**good)), None, op) == EDGEC_ARG_ERROR
+    assert c_fn(C.byref(Pool2dDesc(**good)), xp, None) == EDGEC_ARG_ERROR
+    # index arithmetic would overflow
+    huge = {**good, "stride_h": 2**30, "filter_h": 2**31 - 1, "output_h": 2}
+    assert c_fn(C.byref(Pool2dDesc(**huge)), xp, op) == EDGEC_ARG_ERROR
 
 
 def test_fully_connected_rejects_bad_args(lib):
@@ -696,31 +696,14 @@ def test_fully_connected_rejects_bad_args(lib):
     assert (
         c_fully_connected(lib, x, w, None, np.array([2**30, 2**30]), np.array([0, -32]), **base)[0] == EDGEC_ARG_ERROR
     )
-    params = FcParams(0, 0, 0, -128, 127)
     out = np.zeros(2, dtype=np.int8)
-    assert (
-        lib.edgec_fully_connected_s8(
-            C.byref(params), None, 1, 4, ptr(x, C.c_int8), 2, ptr(w, C.c_int8), None, ptr(out, C.c_int8)
-        )
-        == EDGEC_ARG_ERROR
-    )
     keep = []
-    quant = per_channel_quant(np.array([2**30]), np.array([0]), keep)
+    no_quant = fc_desc(1, 4, 2, 0, 0, 0, -128, 127, w, None, None, None, keep)
+    assert lib.edgec_fully_connected_s8(C.byref(no_quant), ptr(x, C.c_int8), ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
+    assert lib.edgec_fully_connected_s8(None, ptr(x, C.c_int8), ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
     for batches, n_in, n_out in ((0, 4, 2), (1, 0, 2), (1, 4, 0), (-1, 4, 2)):
-        assert (
-            lib.edgec_fully_connected_s8(
-                C.byref(params),
-                C.byref(quant),
-                batches,
-                n_in,
-                ptr(x, C.c_int8),
-                n_out,
-                ptr(w, C.c_int8),
-                None,
-                ptr(out, C.c_int8),
-            )
-            == EDGEC_ARG_ERROR
-        )
+        desc = fc_desc(batches, n_in, n_out, 0, 0, 0, -128, 127, w, None, 2**30, 0, keep)
+        assert lib.edgec_fully_connected_s8(C.byref(desc), ptr(x, C.c_int8), ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
 
 
 def test_add_and_clamp_reject_bad_args(lib):
@@ -736,17 +719,15 @@ def test_add_and_clamp_reject_bad_args(lib):
         ("act_min", -129),
     ):
         assert c_add(lib, x, x, {**p, field: value})[0] == EDGEC_ARG_ERROR, field
-    assert (
-        lib.edgec_add_s8(C.byref(AddParams(**p)), ptr(x, C.c_int8), ptr(x, C.c_int8), ptr(x, C.c_int8), -1)
-        == EDGEC_ARG_ERROR
-    )
-    assert (
-        lib.edgec_add_s8(C.byref(AddParams(**p)), ptr(x, C.c_int8), ptr(x, C.c_int8), ptr(x, C.c_int8), 0) == EDGEC_OK
-    )
-    assert lib.edgec_clamp_s8(ptr(x, C.c_int8), 4, 6, 0) == EDGEC_ARG_ERROR
-    assert lib.edgec_clamp_s8(ptr(x, C.c_int8), -1, 0, 6) == EDGEC_ARG_ERROR
-    assert lib.edgec_clamp_s8(None, 4, 0, 6) == EDGEC_ARG_ERROR
-    assert lib.edgec_clamp_s8(ptr(x, C.c_int8), 4, -128, 128) == EDGEC_ARG_ERROR
+    xs = [ptr(x, C.c_int8)] * 3
+    assert lib.edgec_add_s8(C.byref(AddS8Desc(**add_desc(-1, p))), *xs) == EDGEC_ARG_ERROR
+    assert lib.edgec_add_s8(C.byref(AddS8Desc(**add_desc(0, p))), *xs) == EDGEC_OK
+    assert lib.edgec_add_s8(None, *xs) == EDGEC_ARG_ERROR
+    assert lib.edgec_clamp_s8(C.byref(ClampS8Desc(4, 6, 0)), ptr(x, C.c_int8)) == EDGEC_ARG_ERROR
+    assert lib.edgec_clamp_s8(C.byref(ClampS8Desc(-1, 0, 6)), ptr(x, C.c_int8)) == EDGEC_ARG_ERROR
+    assert lib.edgec_clamp_s8(C.byref(ClampS8Desc(4, 0, 6)), None) == EDGEC_ARG_ERROR
+    assert lib.edgec_clamp_s8(None, ptr(x, C.c_int8)) == EDGEC_ARG_ERROR
+    assert lib.edgec_clamp_s8(C.byref(ClampS8Desc(4, -128, 128)), ptr(x, C.c_int8)) == EDGEC_ARG_ERROR
 
 
 # --------------------------------------------------------------------------------------------
@@ -785,7 +766,7 @@ def test_add_extreme_values(lib, zp1, zp_out, multiplier, shift, left_shift):
     """Every input pair of -128/127 against the other input's zero point at the opposite limit."""
     x1 = np.array([-128, -128, 127, 127, 0, -1], np.int8)
     x2 = np.array([-128, 127, -128, 127, 0, 1], np.int8)
-    names = [name for name, _ in AddParams._fields_]
+    names = [name for name, _ in AddS8Desc._fields_][1:]
     for out_shift in (shift, -shift if abs(shift) <= 30 else 0):
         params = dict(
             zip(
@@ -840,25 +821,10 @@ def test_kernels_reject_sizes_past_int32(lib):
     """Element counts or index arithmetic past int32: refused before any index is formed."""
     x = np.zeros((1, 4), dtype=np.int8)
     keep = []
-    quant = per_channel_quant(np.array([2**30]), np.array([0]), keep)
-    params = FcParams(0, 0, 0, -128, 127)
     out = np.zeros(4, dtype=np.int8)
     for batches, n_in, n_out in ((2**20, 2**12, 1), (1, 2**16, 2**16), (2**16, 1, 2**16)):
-        assert (
-            lib.edgec_fully_connected_s8(
-                C.byref(params),
-                C.byref(quant),
-                batches,
-                n_in,
-                ptr(x, C.c_int8),
-                n_out,
-                ptr(x, C.c_int8),
-                None,
-                ptr(out, C.c_int8),
-            )
-            == EDGEC_ARG_ERROR
-        )
-    pool = PoolParams(1, 1, 0, 0, 1, 1, -128, 127)
+        desc = fc_desc(batches, n_in, n_out, 0, 0, 0, -128, 127, x, None, 2**30, 0, keep)
+        assert lib.edgec_fully_connected_s8(C.byref(desc), ptr(x, C.c_int8), ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
     for fn in (lib.edgec_avgpool_s8, lib.edgec_maxpool_s8):
-        big = dims((2**16, 2**8, 2**8, 1))
-        assert fn(C.byref(pool), C.byref(big), ptr(x, C.c_int8), C.byref(big), ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
+        big = pool_desc((2**16, 2**8, 2**8, 1), kernel=(1, 1), stride=(1, 1), pad=(0, 0), out_hw=(2**8, 2**8))
+        assert fn(C.byref(big), ptr(x, C.c_int8), ptr(out, C.c_int8)) == EDGEC_ARG_ERROR

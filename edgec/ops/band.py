@@ -79,7 +79,7 @@ def row_geometry(op: Op, graph: Graph) -> RowGeometry:
 
 def can_band(op: Op, graph: Graph) -> bool:
     """Whether `op` can run on row windows: a spatial int8 layer of one image whose C kernel takes
-    (a descriptor or params with pad_top and the heights) and whose golden reads the window shapes."""
+    a descriptor with pad_top and the heights and whose golden reads the window shapes."""
     if op.kind not in BAND_KINDS or len(op.inputs) != (2 if op.kind == "add" else 1) or len(op.outputs) != 1:
         return False
     if op.kind == "add" and len({graph.tensors[name].shape for name in op.inputs + op.outputs}) != 1:
@@ -384,7 +384,7 @@ class BandStage(OpDef):
 
     def emit(self, op, graph, names) -> CCall:
         """A loop over the action table; each layer's case calls its kernel with a copy of its
-        descriptor (or params and dims) whose pad_top and heights are the action's; a streamed
+        descriptor whose pad_top and heights are the action's; a streamed
         input's case asks the application for the next rows (read_rows, a parameter of the streamed
         invoke)."""
         layers, layout = self.layers(op), self.layout(op)
@@ -470,34 +470,17 @@ def _shift(row_bytes: int) -> str:
 
 
 def _windowed_call(layer: Op, graph: Graph, names: "_BandNames", actions: np.ndarray, index: int):
-    """(C, constants, params, scratch required) of a layer whose descriptor (or params) takes
-    pad_top and whose descriptor (or dims) the heights: its call on a copy of them, set from the
-    action."""
+    """(C, constants, params, scratch required) of a layer whose descriptor takes pad_top and the
+    heights: its call on a copy of it, set from the action."""
     call = unit_of(layer).emit(layer, graph, names)
     p = names.symbol(layer, "")
-    ctypes = {symbol: ctype for ctype, symbol, _ in call.params}
-    if f"{p}desc" in ctypes:
-        code = call.code.replace(f"&{p}desc", "&band_desc")
-        body = (
-            f"            {ctypes[f'{p}desc']} band_desc = {p}desc;\n"
-            f"            band_desc.pad_top = a[5];\n"
-            f"            band_desc.input_h = a[4];\n"
-            f"            band_desc.output_h = a[7];\n"
-            f"            {code}\n"
-        )
-        return body, call.constants, call.params, [call.scratch_required] if call.scratch_required else []
-    code = (
-        call.code.replace(f"&{p}params", "&band_params")
-        .replace(f"&{p}input_dims", "&band_input_dims")
-        .replace(f"&{p}output_dims", "&band_output_dims")
-    )
+    desc = next(ctype for ctype, symbol, _ in call.params if symbol == f"{p}desc")
     body = (
-        f"            {ctypes[f'{p}params']} band_params = {p}params;\n"
-        f"            edgec_dims band_input_dims = {p}input_dims, band_output_dims = {p}output_dims;\n"
-        f"            band_params.pad_top = a[5];\n"
-        f"            band_input_dims.h = a[4];\n"
-        f"            band_output_dims.h = a[7];\n"
-        f"            {code}\n"
+        f"            {desc} band_desc = {p}desc;\n"
+        f"            band_desc.pad_top = a[5];\n"
+        f"            band_desc.input_h = a[4];\n"
+        f"            band_desc.output_h = a[7];\n"
+        f"            {call.code.replace(f'&{p}desc', '&band_desc')}\n"
     )
     return body, call.constants, call.params, [call.scratch_required] if call.scratch_required else []
 

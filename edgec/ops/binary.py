@@ -91,8 +91,8 @@ STRUCTS = (
     PRELU_DESC,
 )
 
-# edgec_binary_desc's quantization fields, after op and the layout (edgec_add_params' names and
-# order, so add and sub fill them straight from add_params).
+# edgec_binary_desc's quantization fields, after op and the layout (edgec_add_s8_desc's names and
+# order after its size, so add and sub fill them straight from add_params).
 _QUANT_FIELDS = (
     "input1_offset",
     "input1_multiplier",

@@ -670,34 +670,4 @@ def emit_desc_call(
     return call
 
 
-def weighted_constants(prefix: str, attrs: dict, weights: tuple, bias: tuple | None) -> tuple[list, str]:
-    """The flash constants of a linear layer -- weights, multipliers, shifts and the optional
-    bias, each given as (symbol suffix, array) -- and the C expression for the bias argument."""
-    weight_type = "int16_t" if np.asarray(weights[1]).dtype == np.int16 else "int8_t"
-    constants = [
-        (weight_type, f"{prefix}{weights[0]}", weights[1]),
-        ("int32_t", f"{prefix}multiplier", attrs["multiplier"]),
-        ("int32_t", f"{prefix}shift", attrs["shift"]),
-    ]
-    if bias is None:
-        return constants, "NULL"
-    constants.append(("int32_t", f"{prefix}{bias[0]}", bias[1]))
-    return constants, f"{prefix}{bias[0]}"
-
-
-def c_dims(shape) -> str:
-    """An edgec_dims initializer of an NHWC shape."""
-    return DIMS.positional(dict(zip(DIMS.names, (int(v) for v in shape), strict=True)))
-
-
-def per_channel_quant(prefix: str) -> tuple[str, str, str]:
-    """The edgec_per_channel_quant param of a layer whose multipliers and shifts are the flash
-    arrays <prefix>multiplier and <prefix>shift."""
-    return (
-        PER_CHANNEL_QUANT.name,
-        f"{prefix}quant",
-        PER_CHANNEL_QUANT.positional(dict(multiplier=f"{prefix}multiplier", shift=f"{prefix}shift")),
-    )
-
-
 UNIT = Conv2d()

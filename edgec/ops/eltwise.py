@@ -20,15 +20,16 @@ from edgec.numerics import (
     saturate_int8,
     wrap_int32,
 )
-from edgec.ops.base import CCall, OpDef
+from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.kernel_layout import kernel_isa, packed_choice
 from edgec.ops.qspec import annotate_shared
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
-ADD_PARAMS = Struct(
-    "edgec_add_params",
+ADD_S8_DESC = Struct(
+    "edgec_add_s8_desc",
     (
+        Field("size", doc="elements of each input and of the output, >= 0"),
         Field("input1_offset", doc="-zero_point of input 1"),
         *ints("input1_multiplier input1_shift"),
         Field("input2_offset", doc="-zero_point of input 2"),
@@ -37,7 +38,8 @@ ADD_PARAMS = Struct(
         *ints("output_offset output_multiplier output_shift act_min act_max"),
     ),
 )
-STRUCTS = (ADD_PARAMS,)
+CLAMP_S8_DESC = Struct("edgec_clamp_s8_desc", (Field("size", doc=">= 0"), *ints("act_min act_max")))
+STRUCTS = (ADD_S8_DESC, CLAMP_S8_DESC)
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
 ADD_SCRATCH = Scratch("EDGEC_ADD_S8_SCRATCH_BYTES", (), "(2 * 256 * 4)")
 SCRATCH = (ADD_SCRATCH,)
@@ -53,7 +55,8 @@ def add_params(
     act_min: int = INT8_MIN,
     act_max: int = INT8_MAX,
 ) -> dict:
-    """Fields of the C struct edgec_add_params (same names, same order) for y = x1 + x2.
+    """The quantization fields of edgec_add_s8_desc (its names and order, after `size`; also
+    edgec_binary_desc's) for y = x1 + x2.
 
     TFLite/CMSIS-NN scheme: twice_max = 2 * max(s1, s2); inputs are rescaled by s_i / twice_max
     with ADD_LEFT_SHIFT (20) bits of headroom, the sum by twice_max / (2^20 * s_out).
@@ -76,6 +79,11 @@ def add_params(
         "act_min": int(act_min),
         "act_max": int(act_max),
     }
+
+
+def add_desc(size: int, params: dict) -> dict:
+    """edgec_add_s8_desc's fields: `size` elements, add_params' constants."""
+    return {"size": int(size), **params}
 
 
 def require_quantized(op, graph, what: str) -> None:
@@ -152,15 +160,16 @@ class Add(OpDef):
         return 0 if op.attrs.get("isa") is None else ADD_SCRATCH_BYTES
 
     def emit(self, op, graph, names) -> CCall:
-        p = names.symbol(op, "")
+        p = names.symbol(op, "desc")
         isa = op.attrs.get("isa")
-        values = ADD_PARAMS.positional(op.attrs["params"])
+        call = descriptor(ADD_S8_DESC, p, add_desc(graph.tensors[op.outputs[0]].elements, op.attrs["params"]))
         scratch = "" if isa is None else f", {names.scratch(op)}"
-        code = (
-            f"status |= {op.kernel.function}(&{p}params, {names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, "
-            f"{names.ptr(op.outputs[0])}, {graph.tensors[op.outputs[0]].elements}{scratch});"
+        call.code = (
+            f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, "
+            f"{names.ptr(op.outputs[0])}{scratch});"
         )
-        return CCall(code, [], [(ADD_PARAMS.name, f"{p}params", values)], None if isa is None else ADD_SCRATCH.call())
+        call.scratch_required = None if isa is None else ADD_SCRATCH.call()
+        return call
 
     def in_place(self, op, graph, target):
         # Every add kernel reads element i of both inputs before writing element i of the output
@@ -216,12 +225,11 @@ class Clamp(OpDef):
     def emit(self, op, graph, names) -> CCall:
         size = graph.tensors[op.outputs[0]].elements
         src, dst = names.ptr(op.inputs[0]), names.ptr(op.outputs[0])
+        p = names.symbol(op, "desc")
+        call = descriptor(CLAMP_S8_DESC, p, dict(size=size, act_min=op.attrs["act_min"], act_max=op.attrs["act_max"]))
         copy = "" if src == dst else f"memcpy({dst}, {src}, {size}); "
-        return CCall(
-            f"{copy}status |= {op.kernel.function}({dst}, {size}, {op.attrs['act_min']}, {op.attrs['act_max']});",
-            [],
-            [],
-        )
+        call.code = f"{copy}status |= {op.kernel.function}(&{p}, {dst});"
+        return call
 
     def in_place(self, op, graph, target):
         return (InPlace(0, 0),)  # edgec_clamp_s8 works in place: planned so, the copy disappears

@@ -451,7 +451,7 @@ def pool_s16_desc(
     act_max: int = INT16_MAX,
 ) -> dict:
     """edgec_pool_s16_desc's fields for max_pool_s16 / avg_pool_s16: NHWC input_shape,
-    kernel, stride, pad = (top, left), out_hw as edgec.ops.pool.avg_pool2d_desc; divisor (average
+    kernel, stride, pad = (top, left), out_hw as edgec.ops.pool.pool2d_desc; divisor (average
     only) "in_bounds" (TFLite / CMSIS-NN), "include_pad" (PyTorch count_include_pad) or an int
     (divisor_override)."""
     n, h, w, c = (int(v) for v in input_shape)

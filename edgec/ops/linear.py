@@ -12,15 +12,8 @@ from edgec.frontend.torch_ops import LINEARS
 from edgec.ir import KernelChoice, stored_offsets
 from edgec.numerics import INT8_MAX, INT8_MIN, requantize, saturate_int8, wrap_int32
 from edgec.ops import int4
-from edgec.ops.base import CCall, OpDef
-from edgec.ops.conv import (
-    finalize_output_stage,
-    per_channel_quant,
-    quantized_bias,
-    weight_bits_attr,
-    weighted_constants,
-    weighted_operands,
-)
+from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.conv import finalize_output_stage, quantized_bias, weight_bits_attr, weighted_operands
 from edgec.ops.kernel import Field, Struct, ints
 from edgec.ops.kernel_layout import (
     DSP,
@@ -35,16 +28,21 @@ from edgec.ops.kernel_layout import (
 from edgec.ops.qspec import ACTIVATION_QSPEC, LINEAR_WEIGHT_QSPEC, annotate_with_output
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
-FC_PARAMS = Struct(
-    "edgec_fc_params",
+FULLY_CONNECTED_S8_DESC = Struct(
+    "edgec_fully_connected_s8_desc",
     (
-        Field("input_offset", doc="-input_zero_point"),
-        Field("output_offset", doc="output_zero_point"),
-        Field("per_channel", doc="0: quant arrays hold one entry for all outputs"),
+        *ints("batches input_size output_size"),
+        Field("input_offset", doc="-input_zero_point, in [-127, 128]"),
+        Field("output_offset", doc="output_zero_point, in [-128, 127]"),
+        Field("per_channel", doc="0: multiplier and shift hold one entry for all outputs"),
         *ints("act_min act_max"),
+        Field("filter", "const int8_t *", doc="[output_size][input_size]; packed paths: re-laid (see below)"),
+        Field("bias", "const int32_t *", doc="[output_size] or NULL; packed paths: the folded bias, required"),
+        Field("multiplier", "const int32_t *", doc="[output_size] if per_channel, else [1]"),
+        Field("shift", "const int32_t *", doc="as multiplier, each in [-31, 31]"),
     ),
 )
-STRUCTS = (FC_PARAMS,)
+STRUCTS = (FULLY_CONNECTED_S8_DESC,)
 
 
 def fully_connected_s8(
@@ -191,31 +189,34 @@ class FullyConnected(OpDef):
         a = op.attrs
         isa = a.get("isa")
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        p = names.symbol(op, "")
-        per_channel = int(len(a["multiplier"]) > 1)
-        fc_params = dict(
-            input_offset=-x_t.zero_point,
-            output_offset=out_t.zero_point,
-            per_channel=per_channel,
-            act_min=a["act_min"],
-            act_max=a["act_max"],
-        )
-        params = [(FC_PARAMS.name, f"{p}params", FC_PARAMS.positional(fc_params)), per_channel_quant(p)]
         if isa is None:
-            weights, bias = ("weights", a["weight"]), (None if a["bias"] is None else ("bias", a["bias"]))
+            weights, bias = a["weight"], a["bias"]
         else:  # the filter re-laid for the micro-kernel, the input offset folded into the bias
-            weights = ("packed_weights", interleave_rows(a["weight"], FC_BLOCKING[isa]))
-            if a.get("wide"):
-                weights = ("wide_weights", widen_taps(weights[1]))
-            bias = ("folded_bias", folded_bias(a["bias"], a["weight"], x_t.zero_point))
-        constants, bias_arg = weighted_constants(p, a, weights, bias)
-        in_size = x_t.shape[-1]
-        batches = x_t.elements // in_size
-        code = (
-            f"status |= {op.kernel.function}(&{p}params, &{p}quant, {batches}, {in_size}, {names.ptr(op.inputs[0])}, "
-            f"{out_t.shape[-1]}, {p}{weights[0]}, {bias_arg}, {names.ptr(op.outputs[0])});"
+            weights = interleave_rows(a["weight"], FC_BLOCKING[isa])
+            if a.get("wide"):  # int16 taps, passed as their (little-endian) bytes
+                weights = widen_taps(weights).astype("<i2").view(np.int8)
+            bias = folded_bias(a["bias"], a["weight"], x_t.zero_point)
+        p = names.symbol(op, "desc")
+        call = descriptor(
+            FULLY_CONNECTED_S8_DESC,
+            p,
+            dict(
+                batches=x_t.elements // x_t.shape[-1],
+                input_size=x_t.shape[-1],
+                output_size=out_t.shape[-1],
+                input_offset=-x_t.zero_point,
+                output_offset=out_t.zero_point,
+                per_channel=int(len(a["multiplier"]) > 1),
+                act_min=a["act_min"],
+                act_max=a["act_max"],
+                filter=np.asarray(weights),
+                bias=None if bias is None else np.asarray(bias, np.int32),
+                multiplier=np.asarray(a["multiplier"], np.int32),
+                shift=np.asarray(a["shift"], np.int32),
+            ),
         )
-        return CCall(code, constants, params)
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        return call
 
     def macs(self, op, graph) -> int:
         x = graph.tensors[op.inputs[0]]

@@ -1,6 +1,7 @@
 """2-D pooling (average and max, NHWC): golden int8 kernels and op units.
 
-C kernels: runtime_c/src/pool/edgec_avgpool_s8.c and edgec_maxpool_s8.c. Padding: pad_top/pad_left
+C kernels: runtime_c/src/pool/edgec_avgpool_s8.c and edgec_maxpool_s8.c, one descriptor
+(edgec_pool2d_desc) for the average and max pools. Padding: pad_top/pad_left
 are explicit, bottom/right padding is implied by out_hw; padded taps never contribute. Every
 output window must overlap the input (the C kernels reject other geometries with EDGEC_ARG_ERROR).
 """
@@ -17,24 +18,20 @@ from edgec.frontend.torch_ops import ADAPTIVE_POOLS, AVG_POOLS, GETITEM, MAX_POO
 from edgec.ir import Tensor
 from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, saturate_int8
 from edgec.ops.base import CCall, OpDef, descriptor
-from edgec.ops.conv import DIMS, c_dims
 from edgec.ops.kernel import Field, Struct, ints
 from edgec.ops.qspec import annotate_shared
 
 MAX_DIVISOR = 1 << 23  # EDGEC_AVG_POOL2D_MAX_DIVISOR: (divisor - taps) * zero point stays inside int32
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
-POOL_PARAMS = Struct(
-    "edgec_pool_params", (*ints("stride_h stride_w pad_top pad_left filter_h filter_w act_min act_max"),)
-)
-AVG_POOL2D_DESC = Struct(
-    "edgec_avg_pool2d_desc",
+POOL2D_DESC = Struct(
+    "edgec_pool2d_desc",
     (
         *ints("batches input_h input_w channels output_h output_w filter_h filter_w stride_h stride_w"),
         *ints("pad_top pad_left"),
-        Field("count_include_pad", doc="0 or 1"),
-        Field("divisor_override", doc="0: none; at most EDGEC_AVG_POOL2D_MAX_DIVISOR"),
-        Field("zero_point", doc="input's (and output's): taps outside the input count as it (real 0)"),
+        Field("count_include_pad", doc="edgec_avg_pool2d_s8: 0 or 1; else 0"),
+        Field("divisor_override", doc="edgec_avg_pool2d_s8: 0 (none) to EDGEC_AVG_POOL2D_MAX_DIVISOR; else 0"),
+        Field("zero_point", doc="edgec_avg_pool2d_s8: the input's, the value of a tap outside it (real 0)"),
         *ints("act_min act_max"),
     ),
 )
@@ -42,8 +39,7 @@ ADAPTIVE_AVG_POOL_DESC = Struct(
     "edgec_adaptive_avg_pool_desc", (*ints("batches input_h input_w channels output_h output_w act_min act_max"),)
 )
 STRUCTS = (
-    POOL_PARAMS,
-    AVG_POOL2D_DESC,
+    POOL2D_DESC,
     ADAPTIVE_AVG_POOL_DESC,
 )
 
@@ -187,7 +183,7 @@ def pool_output_size(in_size: int, kernel: int, stride: int, pad: int, ceil_mode
     return out
 
 
-def avg_pool2d_desc(
+def pool2d_desc(
     input_shape,
     *,
     kernel,
@@ -199,8 +195,8 @@ def avg_pool2d_desc(
     act_max: int = INT8_MAX,
     zero_point: int = 0,
 ) -> dict:
-    """The field values of edgec_avg_pool2d_desc in declaration order, for avg_pool2d_s8's
-    arguments (NHWC input_shape; divisor as there)."""
+    """The field values of edgec_pool2d_desc in declaration order, for avg_pool2d_s8's (or
+    max_pool2d_s8's) arguments (NHWC input_shape; divisor as there)."""
     n, h, w, c = (int(v) for v in input_shape)
     _divisor(divisor, np.zeros((1, 1), np.int64), (h, w), kernel, stride, pad, (1, 1))  # validates it
     return dict(
@@ -395,57 +391,24 @@ class Pool2d(OpDef):
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        bounds = dict(act_min=a["act_min"], act_max=a["act_max"])
         if a["divisor"] == "adaptive":  # PyTorch's uneven adaptive windows
-            p = names.symbol(op, "desc")
-            call = descriptor(
+            struct, values = (
                 ADAPTIVE_AVG_POOL_DESC,
-                p,
-                adaptive_avg_pool2d_desc(
-                    x_t.shape, out_hw=out_t.shape[1:3], act_min=a["act_min"], act_max=a["act_max"]
-                ),
+                adaptive_avg_pool2d_desc(x_t.shape, out_hw=out_t.shape[1:3], **bounds),
             )
-            call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
-            return call
-        if self.pooling == "avg" and a["divisor"] != "in_bounds":  # PyTorch's divisors
-            p = names.symbol(op, "desc")
-            call = descriptor(
-                AVG_POOL2D_DESC,
-                p,
-                avg_pool2d_desc(
-                    x_t.shape,
-                    kernel=a["kernel"],
-                    stride=a["stride"],
-                    pad=a["pad"][:2],
-                    out_hw=out_t.shape[1:3],
-                    divisor=a["divisor"],
-                    act_min=a["act_min"],
-                    act_max=a["act_max"],
-                    zero_point=x_t.zero_point,
-                ),
+        else:
+            window = dict(kernel=a["kernel"], stride=a["stride"], pad=a["pad"][:2], out_hw=out_t.shape[1:3])
+            # PyTorch's divisors count taps outside the input as its zero point; the in-bounds one reads none
+            zero_point = 0 if a["divisor"] == "in_bounds" else x_t.zero_point
+            struct, values = (
+                POOL2D_DESC,
+                pool2d_desc(x_t.shape, divisor=a["divisor"], zero_point=zero_point, **window, **bounds),
             )
-            call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
-            return call
-        p = names.symbol(op, "")
-        values = dict(
-            stride_h=a["stride"][0],
-            stride_w=a["stride"][1],
-            pad_top=a["pad"][0],
-            pad_left=a["pad"][1],
-            filter_h=a["kernel"][0],
-            filter_w=a["kernel"][1],
-            act_min=a["act_min"],
-            act_max=a["act_max"],
-        )
-        params = [
-            (POOL_PARAMS.name, f"{p}params", POOL_PARAMS.positional(values)),
-            (DIMS.name, f"{p}input_dims", c_dims(x_t.shape)),
-            (DIMS.name, f"{p}output_dims", c_dims(out_t.shape)),
-        ]
-        code = (
-            f"status |= {op.kernel.function}(&{p}params, &{p}input_dims, {names.ptr(op.inputs[0])}, "
-            f"&{p}output_dims, {names.ptr(op.outputs[0])});"
-        )
-        return CCall(code, [], params)
+        p = names.symbol(op, "desc")
+        call = descriptor(struct, p, values)
+        call.code = f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+        return call
 
 
 def _uniform_window(in_size: int, out_size: int) -> tuple[int, int] | None:

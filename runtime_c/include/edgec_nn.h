@@ -58,46 +58,6 @@ typedef struct {
 } edgec_per_channel_quant;
 /* end of edgec_per_channel_quant */
 
-/* generated from edgec/ops/linear.py: edgec_fc_params */
-typedef struct {
-    int32_t input_offset;  /* -input_zero_point */
-    int32_t output_offset; /* output_zero_point */
-    int32_t per_channel;   /* 0: quant arrays hold one entry for all outputs */
-    int32_t act_min;
-    int32_t act_max;
-} edgec_fc_params;
-/* end of edgec_fc_params */
-
-/* generated from edgec/ops/pool.py: edgec_pool_params */
-typedef struct {
-    int32_t stride_h;
-    int32_t stride_w;
-    int32_t pad_top;
-    int32_t pad_left;
-    int32_t filter_h;
-    int32_t filter_w;
-    int32_t act_min;
-    int32_t act_max;
-} edgec_pool_params;
-/* end of edgec_pool_params */
-
-/* generated from edgec/ops/eltwise.py: edgec_add_params */
-typedef struct {
-    int32_t input1_offset; /* -zero_point of input 1 */
-    int32_t input1_multiplier;
-    int32_t input1_shift;
-    int32_t input2_offset; /* -zero_point of input 2 */
-    int32_t input2_multiplier;
-    int32_t input2_shift;
-    int32_t left_shift;    /* 20 */
-    int32_t output_offset;
-    int32_t output_multiplier;
-    int32_t output_shift;
-    int32_t act_min;
-    int32_t act_max;
-} edgec_add_params;
-/* end of edgec_add_params */
-
 
 /* ==== Convolution (runtime_c/src/conv/; golden: edgec.ops.conv.conv2d_s8) ==================== */
 
@@ -367,84 +327,177 @@ edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_depthwise_conv_
 
 /*
  * Fully connected: for each of `batches` rows of `input_size` int8 values,
- *   acc[o] = bias[o] + sum_j w[o][j] * (x[j] + input_offset), modulo 2^32.
- * quant arrays hold output_size entries if params->per_channel, else one. Scratch: none.
+ *   acc[o] = bias[o] + sum_j filter[o][j] * (x[j] + input_offset), modulo 2^32,
+ *   y[o]   = clamp(requantize(acc[o], multiplier[o], shift[o]) + output_offset, act_min, act_max),
+ * entry 0 of multiplier and shift for every output unless per_channel. Values: edgec.ops.linear
+ * (FullyConnected.emit); golden: edgec.ops.linear.fully_connected_s8. Scratch: none.
  * EDGEC_ARG_ERROR: NULL pointer (bias excepted), a size < 1, batches*input_size,
  * batches*output_size or output_size*input_size past int32, zero points outside int8, a shift
  * outside [-31, 31], act bounds outside int8 or crossed.
  */
-edgec_status edgec_fully_connected_s8(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
-                                      int32_t batches, int32_t input_size, const int8_t *input,
-                                      int32_t output_size, const int8_t *filter, const int32_t *bias,
-                                      int8_t *output);
+/* generated from edgec/ops/linear.py: edgec_fully_connected_s8_desc */
+typedef struct {
+    int32_t batches;
+    int32_t input_size;
+    int32_t output_size;
+    int32_t input_offset;      /* -input_zero_point, in [-127, 128] */
+    int32_t output_offset;     /* output_zero_point, in [-128, 127] */
+    int32_t per_channel;       /* 0: multiplier and shift hold one entry for all outputs */
+    int32_t act_min;
+    int32_t act_max;
+    const int8_t *filter;      /* [output_size][input_size]; packed paths: re-laid (see below) */
+    const int32_t *bias;       /* [output_size] or NULL; packed paths: the folded bias, required */
+    const int32_t *multiplier; /* [output_size] if per_channel, else [1] */
+    const int32_t *shift;      /* as multiplier, each in [-31, 31] */
+} edgec_fully_connected_s8_desc;
+/* end of edgec_fully_connected_s8_desc */
+
+edgec_status edgec_fully_connected_s8(const edgec_fully_connected_s8_desc *desc, const int8_t *input, int8_t *output);
 
 /*
  * edgec_fully_connected_s8 on Arm cores with the DSP extension (Cortex-M4/M7/M33/M55) or Helium
  * (Cortex-M55), from constants edgec lays out at compile time (edgec.ops.kernel_layout). The
- * arithmetic and the other arguments are edgec_fully_connected_s8's, except:
- *  - packed_filter: each output's input_size weights, zero-padded to a multiple of G bytes, in
- *    blocks of 4 outputs (output_size zero-padded to a multiple of 4) whose rows interleave every
- *    G bytes: block, then group of G inputs, then output. DSP: G = 4; MVE: G = 16. Word-aligned;
- *  - folded_bias (required): bias[o] + input_offset * sum_j w[o][j], wrapped to int32.
+ * arithmetic and the descriptor are edgec_fully_connected_s8's, except:
+ *  - filter: each output's input_size weights, zero-padded to a multiple of G bytes, in blocks of
+ *    4 outputs (output_size zero-padded to a multiple of 4) whose rows interleave every G bytes:
+ *    block, then group of G inputs, then output. DSP: G = 4; MVE: G = 16. Word-aligned;
+ *  - bias (required): the folded bias, bias[o] + input_offset * sum_j w[o][j], wrapped to int32.
  * Scratch: none. Declared only where the build's -mcpu has the extension.
  */
 #if defined(__ARM_FEATURE_DSP)
-edgec_status edgec_fully_connected_s8_dsp(const edgec_fc_params *params,
-                                          const edgec_per_channel_quant *quant, int32_t batches,
-                                          int32_t input_size, const int8_t *input,
-                                          int32_t output_size, const int8_t *packed_filter,
-                                          const int32_t *folded_bias, int8_t *output);
+edgec_status edgec_fully_connected_s8_dsp(const edgec_fully_connected_s8_desc *desc, const int8_t *input,
+                                          int8_t *output);
 /* edgec_fully_connected_s8_dsp with its filter widened like edgec_conv_s8_dsp_wide's (edgec build
- * --opt speed): each group of 4 taps (w0, w1, w2, w3) as the int16 values (w0, w2, w1, w3). */
-edgec_status edgec_fully_connected_s8_dsp_wide(const edgec_fc_params *params,
-                                               const edgec_per_channel_quant *quant, int32_t batches,
-                                               int32_t input_size, const int8_t *input,
-                                               int32_t output_size, const int16_t *wide_filter,
-                                               const int32_t *folded_bias, int8_t *output);
+ * --opt speed): each group of 4 taps (w0, w1, w2, w3) as the int16 values (w0, w2, w1, w3), the
+ * filter field pointing at their bytes (little-endian). */
+edgec_status edgec_fully_connected_s8_dsp_wide(const edgec_fully_connected_s8_desc *desc, const int8_t *input,
+                                               int8_t *output);
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-edgec_status edgec_fully_connected_s8_mve(const edgec_fc_params *params,
-                                          const edgec_per_channel_quant *quant, int32_t batches,
-                                          int32_t input_size, const int8_t *input,
-                                          int32_t output_size, const int8_t *packed_filter,
-                                          const int32_t *folded_bias, int8_t *output);
+/* edgec_fully_connected_s8 on Helium, the filter packed as above with G = 16. */
+edgec_status edgec_fully_connected_s8_mve(const edgec_fully_connected_s8_desc *desc, const int8_t *input,
+                                          int8_t *output);
 #endif
 
 /*
- * Average pool over in-bounds taps (padding excluded from the count), rounding half away from
- * zero; input and output share scale and zero point. Scratch: none.
+ * 2-D pooling, NHWC: one descriptor for the average and max pools (values from
+ * edgec.ops.pool.pool2d_desc), three entry points so that a build links only the arithmetic its
+ * layers use. Windows: output (oy, ox) covers input rows [oy * stride_h - pad_top, + filter_h)
+ * and the columns alike, clipped to the input (bottom/right padding is implied by output_h and
+ * output_w); every window must overlap the input. Input and output share scale and zero point.
+ * Scratch: none. EDGEC_ARG_ERROR: NULL pointer, a size or stride < 1, a pad < 0 or >= its filter,
+ * a window without input, more than INT32_MAX elements, act bounds outside int8 or crossed.
  */
-edgec_status edgec_avgpool_s8(const edgec_pool_params *params, const edgec_dims *input_dims,
-                              const int8_t *input, const edgec_dims *output_dims, int8_t *output);
-
-/* Max pool over in-bounds taps, then clamp; shares qparams in and out. Scratch: none. The build's
- * -mcpu picks the path: Helium (16 channels per VMAX.S8), DSP (8 and 4 per SSUB8/SEL), portable C. */
-edgec_status edgec_maxpool_s8(const edgec_pool_params *params, const edgec_dims *input_dims,
-                              const int8_t *input, const edgec_dims *output_dims, int8_t *output);
+#define EDGEC_AVG_POOL2D_MAX_DIVISOR (1 << 23)
+/* generated from edgec/ops/pool.py: edgec_pool2d_desc */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t channels;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t filter_h;
+    int32_t filter_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t count_include_pad; /* edgec_avg_pool2d_s8: 0 or 1; else 0 */
+    int32_t divisor_override;  /* edgec_avg_pool2d_s8: 0 (none) to EDGEC_AVG_POOL2D_MAX_DIVISOR; else 0 */
+    int32_t zero_point;        /* edgec_avg_pool2d_s8: the input's, the value of a tap outside it (real 0) */
+    int32_t act_min;
+    int32_t act_max;
+} edgec_pool2d_desc;
+/* end of edgec_pool2d_desc */
 
 /*
- * Elementwise add of two int8 tensors of `size` elements with independent qparams
- * (TFLite/CMSIS-NN scheme, left_shift 20). output may alias input1 or input2 (in place).
+ * Average pool over in-bounds taps (TFLite's rule: padding excluded from the count), rounding half
+ * away from zero: y = clamp(trunc_div(sum > 0 ? sum + n/2 : sum - n/2, n), act_min, act_max), n
+ * the window's taps inside the input. Golden: edgec.ops.pool.avg_pool2d_s8 (divisor
+ * "in_bounds"). Paths by the build's -mcpu: Helium (four channels per VADD), DSP (four per two
+ * SXTAB16, windows of up to 256 taps), portable C; bit-exact. zero_point is not read;
+ * count_include_pad and divisor_override must be 0 (the other divisors are edgec_avg_pool2d_s8's)
+ * and a window at most 2^23 taps, else EDGEC_ARG_ERROR.
  */
-edgec_status edgec_add_s8(const edgec_add_params *params, const int8_t *input1, const int8_t *input2,
-                          int8_t *output, int32_t size);
+edgec_status edgec_avgpool_s8(const edgec_pool2d_desc *desc, const int8_t *input, int8_t *output);
+
+/* Max pool over in-bounds taps, then clamp. Golden: edgec.ops.pool.max_pool2d_s8. Reads neither
+ * zero_point nor the divisor fields. The build's -mcpu picks the path: Helium (16 channels per
+ * VMAX.S8), DSP (8 and 4 per SSUB8/SEL), portable C. */
+edgec_status edgec_maxpool_s8(const edgec_pool2d_desc *desc, const int8_t *input, int8_t *output);
+
+/*
+ * Average pooling with PyTorch's divisor rules (and TFLite's): edgec_avgpool_s8's arithmetic,
+ * sum over the taps inside the input, rounded half away from zero,
+ *   y = clamp(trunc_div(sum > 0 ? sum + n/2 : sum - n/2, n), act_min, act_max),
+ * with the divisor n:
+ *  - divisor_override > 0: that value (PyTorch's divisor_override);
+ *  - else count_include_pad = 1: PyTorch's count_include_pad=True, (hend - hstart) * (wend -
+ *    wstart) with hstart = oy * stride_h - pad_top, hend = min(hstart + filter_h, input_h +
+ *    pad_top) (the window clipped to the padded input, not to the input);
+ *  - else (0, 0): the in-bounds taps, as edgec_avgpool_s8 (TFLite's rule).
+ * ceil_mode=True is an output size: any output_h whose last window starts inside the input or
+ * its top/left padding ((output_h - 1) * stride_h - pad_top < input_h) is accepted, which is
+ * PyTorch's rule (it drops a last window that would start in the bottom/right padding); windows
+ * are clipped. Paths (portable, DSP, Helium) as edgec_avgpool_s8, bit-exact.
+ * Golden: edgec.ops.pool.avg_pool2d_s8 (divisor argument); values from edgec.ops.pool.
+ * pool2d_desc. Scratch: none. EDGEC_ARG_ERROR as edgec_avgpool_s8 (bar its divisor fields), and
+ * for a negative divisor_override, count_include_pad outside 0..1, a zero_point outside int8, or
+ * a divisor above EDGEC_AVG_POOL2D_MAX_DIVISOR (2^23: with |zero_point| <= 128 the padded taps'
+ * share of the sum stays inside int32). A divisor that counts taps outside the input counts them
+ * as real 0 (PyTorch pads with zeros): the sum gains (divisor - in-bounds taps) * zero_point.
+ */
+edgec_status edgec_avg_pool2d_s8(const edgec_pool2d_desc *desc, const int8_t *input, int8_t *output);
+
+/*
+ * Elementwise add of two int8 tensors of `size` elements with independent qparams (TFLite/CMSIS-NN
+ * scheme, left_shift 20):
+ *   a = requantize((x1 + input1_offset) * 2^left_shift, input1_multiplier, input1_shift),
+ *   b likewise from input 2; y = clamp(requantize(a + b, output_multiplier, output_shift) +
+ *   output_offset, act_min, act_max), a + b wrapped to int32.
+ * output may alias input1 or input2 (in place). Values: edgec.ops.eltwise.add_desc; golden:
+ * edgec.ops.eltwise.add_s8. Scratch: none. EDGEC_ARG_ERROR: NULL pointer, a negative size, an input
+ * offset outside [-127, 128], an output offset outside int8, left_shift outside 0..23, a shift
+ * outside [-31, 31], act bounds outside int8 or crossed.
+ */
+/* generated from edgec/ops/eltwise.py: edgec_add_s8_desc */
+typedef struct {
+    int32_t size;          /* elements of each input and of the output, >= 0 */
+    int32_t input1_offset; /* -zero_point of input 1 */
+    int32_t input1_multiplier;
+    int32_t input1_shift;
+    int32_t input2_offset; /* -zero_point of input 2 */
+    int32_t input2_multiplier;
+    int32_t input2_shift;
+    int32_t left_shift;    /* 20 */
+    int32_t output_offset;
+    int32_t output_multiplier;
+    int32_t output_shift;
+    int32_t act_min;
+    int32_t act_max;
+} edgec_add_s8_desc;
+/* end of edgec_add_s8_desc */
+
+edgec_status edgec_add_s8(const edgec_add_s8_desc *desc, const int8_t *input1, const int8_t *input2, int8_t *output);
 
 /*
  * edgec_add_s8 on Arm cores with the DSP extension (Cortex-M4/M7/M33/M55) or Helium (Cortex-M55):
- * same arguments and arithmetic, output may alias an input likewise, plus scratch (required,
- * word-aligned): EDGEC_ADD_S8_SCRATCH_BYTES, for the two inputs' rescaled values as lookup tables.
- * Declared only where the build's -mcpu has the extension.
+ * same descriptor and arithmetic, output may alias an input likewise, plus scratch (required,
+ * word-aligned): EDGEC_ADD_S8_SCRATCH_BYTES, for the two inputs' rescaled values as lookup tables
+ * (EDGEC_ARG_ERROR also for a NULL or misaligned scratch). Declared only where the build's -mcpu
+ * has the extension.
  */
 /* generated from edgec/ops/eltwise.py: EDGEC_ADD_S8_SCRATCH_BYTES */
 #define EDGEC_ADD_S8_SCRATCH_BYTES (2 * 256 * 4)
 /* end of EDGEC_ADD_S8_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
-edgec_status edgec_add_s8_dsp(const edgec_add_params *params, const int8_t *input1,
-                              const int8_t *input2, int8_t *output, int32_t size, int8_t *scratch);
+edgec_status edgec_add_s8_dsp(const edgec_add_s8_desc *desc, const int8_t *input1, const int8_t *input2,
+                              int8_t *output, int8_t *scratch);
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-edgec_status edgec_add_s8_mve(const edgec_add_params *params, const int8_t *input1,
-                              const int8_t *input2, int8_t *output, int32_t size, int8_t *scratch);
+edgec_status edgec_add_s8_mve(const edgec_add_s8_desc *desc, const int8_t *input1, const int8_t *input2,
+                              int8_t *output, int8_t *scratch);
 #endif
 
 /* ==== Binary family: elementwise ops with NumPy broadcasting (eltwise/edgec_binary_s8.c) ==== */
@@ -469,7 +522,7 @@ typedef enum {
     EDGEC_BINARY_MAXIMUM = 4
 } edgec_binary_op;
 
-/* Fields from edgec.ops.binary.binary_desc. The quantization fields are edgec_add_params' (the
+/* Fields from edgec.ops.binary.binary_desc. The quantization fields are edgec_add_s8_desc's (the
  * same names and order); each op reads those its arithmetic names below, the others are 0. */
 /* generated from edgec/ops/binary.py: edgec_binary_desc */
 typedef struct {
@@ -572,8 +625,20 @@ edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input,
 
 /* ==== end of the binary family ==== */
 
-/* Clamp `size` int8 values to [act_min, act_max] in place (a standalone ReLU/ReLU6/clamp). */
-edgec_status edgec_clamp_s8(int8_t *data, int32_t size, int32_t act_min, int32_t act_max);
+/*
+ * Clamp `size` int8 values to [act_min, act_max] in place (a standalone ReLU/ReLU6/clamp the
+ * build could not fuse into its producer). Golden: edgec.ops.eltwise.clamp_s8. Scratch: none.
+ * EDGEC_ARG_ERROR: NULL pointer, a negative size, act bounds outside int8 or crossed.
+ */
+/* generated from edgec/ops/eltwise.py: edgec_clamp_s8_desc */
+typedef struct {
+    int32_t size; /* >= 0 */
+    int32_t act_min;
+    int32_t act_max;
+} edgec_clamp_s8_desc;
+/* end of edgec_clamp_s8_desc */
+
+edgec_status edgec_clamp_s8(const edgec_clamp_s8_desc *desc, int8_t *data);
 
 
 /* ==== Transposed convolution and the remaining pooling forms (family: convt) ================= */
@@ -665,53 +730,6 @@ edgec_status edgec_conv_transpose_s8_dsp(const edgec_conv_transpose_desc *desc,
 edgec_status edgec_conv_transpose_s8_mve(const edgec_conv_transpose_desc *desc,
                                          const int8_t *input, int8_t *output, int8_t *scratch);
 #endif
-
-/*
- * Average pooling with PyTorch's divisor rules (and TFLite's): edgec_avgpool_s8's arithmetic,
- * sum over the taps inside the input, rounded half away from zero,
- *   y = clamp(trunc_div(sum > 0 ? sum + n/2 : sum - n/2, n), act_min, act_max),
- * with the divisor n:
- *  - divisor_override > 0: that value (PyTorch's divisor_override);
- *  - else count_include_pad = 1: PyTorch's count_include_pad=True, (hend - hstart) * (wend -
- *    wstart) with hstart = oy * stride_h - pad_top, hend = min(hstart + filter_h, input_h +
- *    pad_top) (the window clipped to the padded input, not to the input);
- *  - else (0, 0): the in-bounds taps, as edgec_avgpool_s8 (TFLite's rule).
- * ceil_mode=True is an output size: any output_h whose last window starts inside the input or
- * its top/left padding ((output_h - 1) * stride_h - pad_top < input_h) is accepted, which is
- * PyTorch's rule (it drops a last window that would start in the bottom/right padding); windows
- * are clipped. Paths (portable, DSP, Helium) as edgec_avgpool_s8, bit-exact.
- * Golden: edgec.ops.pool.avg_pool2d_s8 (divisor argument); values from edgec.ops.pool.
- * avg_pool2d_desc. Scratch: none. EDGEC_ARG_ERROR as edgec_avgpool_s8, and for a negative
- * divisor_override, count_include_pad outside 0..1, a zero_point outside int8, or a divisor
- * above EDGEC_AVG_POOL2D_MAX_DIVISOR (2^23: with |zero_point| <= 128 the padded taps' share of
- * the sum stays inside int32). A divisor that counts taps outside the input counts them as real
- * 0 (PyTorch pads with zeros): the sum gains (divisor - in-bounds taps) * zero_point.
- */
-#define EDGEC_AVG_POOL2D_MAX_DIVISOR (1 << 23)
-/* generated from edgec/ops/pool.py: edgec_avg_pool2d_desc */
-typedef struct {
-    int32_t batches;
-    int32_t input_h;
-    int32_t input_w;
-    int32_t channels;
-    int32_t output_h;
-    int32_t output_w;
-    int32_t filter_h;
-    int32_t filter_w;
-    int32_t stride_h;
-    int32_t stride_w;
-    int32_t pad_top;
-    int32_t pad_left;
-    int32_t count_include_pad; /* 0 or 1 */
-    int32_t divisor_override;  /* 0: none; at most EDGEC_AVG_POOL2D_MAX_DIVISOR */
-    int32_t zero_point;        /* input's (and output's): taps outside the input count as it (real 0) */
-    int32_t act_min;
-    int32_t act_max;
-} edgec_avg_pool2d_desc;
-/* end of edgec_avg_pool2d_desc */
-
-edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *desc, const int8_t *input,
-                                 int8_t *output);
 
 /*
  * Adaptive average pooling with PyTorch's windows, NHWC: output (oy, ox) averages input rows

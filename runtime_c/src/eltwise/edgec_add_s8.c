@@ -7,7 +7,7 @@
  *   a = requantize((x1 + off1) << left_shift, m1, s1)
  *   b = requantize((x2 + off2) << left_shift, m2, s2)
  *   y = clamp(requantize(a + b, mo, so) + output_offset, act_min, act_max)
- * Golden: edgec.ops.eltwise.add_s8 (params from edgec.ops.eltwise.add_params).
+ * Golden: edgec.ops.eltwise.add_s8 (the descriptor from edgec.ops.eltwise.add_desc).
  */
 #include <stddef.h>
 #include <string.h>
@@ -18,7 +18,7 @@
 /* (x + off) is within [-255, 255]; 255 << 23 still fits int32, so 23 is the largest safe shift. */
 #define ADD_MAX_LEFT_SHIFT 23
 
-static int add_params_valid(const edgec_add_params *p)
+static int add_params_valid(const edgec_add_s8_desc *p)
 {
     return p->input1_offset >= -127 && p->input1_offset <= 128 && p->input2_offset >= -127 && p->input2_offset <= 128 &&
            p->output_offset >= -128 && p->output_offset <= 127 && p->left_shift >= 0 &&
@@ -31,29 +31,30 @@ static int add_params_valid(const edgec_add_params *p)
  * Element loop. Each iteration reads input1[i] and input2[i] before writing output[i], so the
  * output may alias either input exactly (no `restrict` anywhere on purpose).
  */
-edgec_status edgec_add_s8(const edgec_add_params *params, const int8_t *input1, const int8_t *input2, int8_t *output,
-                          int32_t size)
+edgec_status edgec_add_s8(const edgec_add_s8_desc *desc, const int8_t *input1, const int8_t *input2, int8_t *output)
 {
     int32_t i;
     int32_t scale;
     edgec_output_stage stage;
 
-    if (params == NULL || input1 == NULL || input2 == NULL || output == NULL || size < 0 || !add_params_valid(params)) {
+    if (desc == NULL || input1 == NULL || input2 == NULL || output == NULL || desc->size < 0 ||
+        !add_params_valid(desc)) {
         return EDGEC_ARG_ERROR;
     }
+    const int32_t size = desc->size;
     /* Multiplying by 2^left_shift instead of `<<`: left-shifting a negative value is UB in C99. */
-    scale = (int32_t)1 << params->left_shift;
-    stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    scale = (int32_t)1 << desc->left_shift;
+    stage = edgec_output_stage_make(desc->output_offset, desc->act_min, desc->act_max);
 
     for (i = 0; i < size; ++i) {
-        const int32_t x1 = ((int32_t)input1[i] + params->input1_offset) * scale;
-        const int32_t x2 = ((int32_t)input2[i] + params->input2_offset) * scale;
-        const int32_t a = edgec_requantize(x1, params->input1_multiplier, params->input1_shift);
-        const int32_t b = edgec_requantize(x2, params->input2_multiplier, params->input2_shift);
+        const int32_t x1 = ((int32_t)input1[i] + desc->input1_offset) * scale;
+        const int32_t x2 = ((int32_t)input2[i] + desc->input2_offset) * scale;
+        const int32_t a = edgec_requantize(x1, desc->input1_multiplier, desc->input1_shift);
+        const int32_t b = edgec_requantize(x2, desc->input2_multiplier, desc->input2_shift);
         /* Sum through uint32_t: with arbitrary multipliers a + b may exceed int32, and the
          * golden models that as a two's-complement wrap rather than undefined behaviour. */
         const int32_t sum = (int32_t)((uint32_t)a + (uint32_t)b);
-        output[i] = edgec_requantize_s8(sum, params->output_multiplier, params->output_shift, stage);
+        output[i] = edgec_requantize_s8(sum, desc->output_multiplier, desc->output_shift, stage);
     }
     return EDGEC_OK;
 }
@@ -68,11 +69,11 @@ edgec_status edgec_add_s8(const edgec_add_params *params, const int8_t *input1, 
  */
 #define ADD_TABLE_ENTRIES 256
 
-static int add_args_valid(const edgec_add_params *params, const int8_t *input1, const int8_t *input2,
-                          const int8_t *output, int32_t size, const int8_t *scratch)
+static int add_args_valid(const edgec_add_s8_desc *desc, const int8_t *input1, const int8_t *input2,
+                          const int8_t *output, const int8_t *scratch)
 {
-    return params != NULL && input1 != NULL && input2 != NULL && output != NULL && size >= 0 &&
-           add_params_valid(params) && scratch != NULL && edgec_word_aligned(scratch);
+    return desc != NULL && input1 != NULL && input2 != NULL && output != NULL && desc->size >= 0 &&
+           add_params_valid(desc) && scratch != NULL && edgec_word_aligned(scratch);
 }
 
 /* The rescaled input, requantize((x + offset) * 2^left_shift, multiplier, shift), of x = (int8)u. */
@@ -133,28 +134,29 @@ static void dsp_add_short(const int8_t *tables, const uint8_t *input1, const uin
     }
 }
 
-edgec_status edgec_add_s8_dsp(const edgec_add_params *params, const int8_t *input1, const int8_t *input2,
-                              int8_t *output, int32_t size, int8_t *scratch)
+edgec_status edgec_add_s8_dsp(const edgec_add_s8_desc *desc, const int8_t *input1, const int8_t *input2, int8_t *output,
+                              int8_t *scratch)
 {
-    if (!add_args_valid(params, input1, input2, output, size, scratch)) {
+    if (!add_args_valid(desc, input1, input2, output, scratch)) {
         return EDGEC_ARG_ERROR;
     }
-    const edgec_output_stage stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
-    dsp_add_table(scratch, params->input1_offset, params->left_shift, params->input1_multiplier, params->input1_shift);
-    dsp_add_table(scratch + 4 * ADD_TABLE_ENTRIES, params->input2_offset, params->left_shift, params->input2_multiplier,
-                  params->input2_shift);
+    const int32_t size = desc->size;
+    const edgec_output_stage stage = edgec_output_stage_make(desc->output_offset, desc->act_min, desc->act_max);
+    dsp_add_table(scratch, desc->input1_offset, desc->left_shift, desc->input1_multiplier, desc->input1_shift);
+    dsp_add_table(scratch + 4 * ADD_TABLE_ENTRIES, desc->input2_offset, desc->left_shift, desc->input2_multiplier,
+                  desc->input2_shift);
     const uint8_t *bytes1 = (const uint8_t *)input1;
     const uint8_t *bytes2 = (const uint8_t *)input2;
-    if (edgec_dsp_requant_short(params->output_multiplier, params->output_shift)) {
+    if (edgec_dsp_requant_short(desc->output_multiplier, desc->output_shift)) {
         dsp_add_short(scratch, bytes1, bytes2, output, size,
-                      edgec_dsp_requant_make(params->output_multiplier, params->output_shift,
-                                             edgec_dsp_round_base(params->output_offset)),
+                      edgec_dsp_requant_make(desc->output_multiplier, desc->output_shift,
+                                             edgec_dsp_round_base(desc->output_offset)),
                       stage);
         return EDGEC_OK;
     }
     for (int32_t i = 0; i < size; i++) {
-        output[i] = edgec_requantize_s8(dsp_add_sum(scratch, bytes1, bytes2, i), params->output_multiplier,
-                                        params->output_shift, stage);
+        output[i] = edgec_requantize_s8(dsp_add_sum(scratch, bytes1, bytes2, i), desc->output_multiplier,
+                                        desc->output_shift, stage);
     }
     return EDGEC_OK;
 }
@@ -231,29 +233,30 @@ static EDGEC_NOINLINE void mve_add_right_shift(const int32_t *table1, const int3
 }
 #endif
 
-edgec_status edgec_add_s8_mve(const edgec_add_params *params, const int8_t *input1, const int8_t *input2,
-                              int8_t *output, int32_t size, int8_t *scratch)
+edgec_status edgec_add_s8_mve(const edgec_add_s8_desc *desc, const int8_t *input1, const int8_t *input2, int8_t *output,
+                              int8_t *scratch)
 {
-    if (!add_args_valid(params, input1, input2, output, size, scratch)) {
+    if (!add_args_valid(desc, input1, input2, output, scratch)) {
         return EDGEC_ARG_ERROR;
     }
+    const int32_t size = desc->size;
     /* The tables are int32 objects in the arena's scratch, written and read only by vector
      * loads and stores. */
     int32_t *table1 = (int32_t *)(void *)scratch;
     int32_t *table2 = table1 + ADD_TABLE_ENTRIES;
-    const edgec_output_stage stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
-    const int32x4_t m = vdupq_n_s32(params->output_multiplier);
-    const int32x4_t sh = vdupq_n_s32(params->output_shift);
+    const edgec_output_stage stage = edgec_output_stage_make(desc->output_offset, desc->act_min, desc->act_max);
+    const int32x4_t m = vdupq_n_s32(desc->output_multiplier);
+    const int32x4_t sh = vdupq_n_s32(desc->output_shift);
 
-    mve_add_table(table1, params->input1_offset, params->left_shift, params->input1_multiplier, params->input1_shift);
-    mve_add_table(table2, params->input2_offset, params->left_shift, params->input2_multiplier, params->input2_shift);
+    mve_add_table(table1, desc->input1_offset, desc->left_shift, desc->input1_multiplier, desc->input1_shift);
+    mve_add_table(table2, desc->input2_offset, desc->left_shift, desc->input2_multiplier, desc->input2_shift);
     int32_t i = 0;
 #if defined(__OPTIMIZE__)
-    if (params->output_shift < 0 && size >= 8) {
+    if (desc->output_shift < 0 && size >= 8) {
         const int32_t bounds[8] = { stage.lo, stage.lo, stage.lo, stage.lo, stage.hi, stage.hi, stage.hi, stage.hi };
         i = size / 8 * 8;
-        mve_add_right_shift(table1, table2, input1, input2, output, size / 8, params->output_multiplier,
-                            params->output_shift, bounds, stage.offset);
+        mve_add_right_shift(table1, table2, input1, input2, output, size / 8, desc->output_multiplier,
+                            desc->output_shift, bounds, stage.offset);
     }
 #endif
     for (; i < size; i += 4) {

@@ -9,17 +9,17 @@
 #include "edgec_nn.h"
 #include "../support/edgec_support.h"
 
-edgec_status edgec_clamp_s8(int8_t *data, int32_t size, int32_t act_min, int32_t act_max)
+edgec_status edgec_clamp_s8(const edgec_clamp_s8_desc *desc, int8_t *data)
 {
     int8_t *end;
     int8_t lo, hi;
 
-    if (data == NULL || size < 0 || !edgec_act_range_valid(act_min, act_max)) {
+    if (desc == NULL || data == NULL || desc->size < 0 || !edgec_act_range_valid(desc->act_min, desc->act_max)) {
         return EDGEC_ARG_ERROR;
     }
-    end = data + size;
-    lo = (int8_t)act_min;
-    hi = (int8_t)act_max;
+    end = data + desc->size;
+    lo = (int8_t)desc->act_min;
+    hi = (int8_t)desc->act_max;
     for (; data < end; ++data) {
         const int8_t v = *data;
         *data = v < lo ? lo : (v > hi ? hi : v);

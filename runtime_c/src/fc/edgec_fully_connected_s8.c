@@ -18,27 +18,26 @@
 #include "edgec_nn.h"
 #include "../support/edgec_support.h"
 
-static int fc_args_valid(const edgec_fc_params *params, const edgec_per_channel_quant *quant, int32_t batches,
-                         int32_t input_size, const int8_t *input, int32_t output_size, const int8_t *filter,
-                         const int8_t *output)
+static int fc_args_valid(const edgec_fully_connected_s8_desc *desc, const int8_t *input, const int8_t *output)
 {
-    if (params == NULL || quant == NULL || quant->multiplier == NULL || quant->shift == NULL || input == NULL ||
-        filter == NULL || output == NULL) {
+    if (desc == NULL || desc->multiplier == NULL || desc->shift == NULL || input == NULL || desc->filter == NULL ||
+        output == NULL) {
         return 0;
     }
+    const int32_t batches = desc->batches, input_size = desc->input_size, output_size = desc->output_size;
     /* Every index into the input, filter and output fits int32. */
     if (batches < 1 || input_size < 1 || output_size < 1 || (int64_t)batches * input_size > INT32_MAX ||
         (int64_t)batches * output_size > INT32_MAX || (int64_t)output_size * input_size > INT32_MAX) {
         return 0;
     }
     /* The offset ranges keep x + input_offset and the products far from int32 overflow. */
-    if (!edgec_offsets_valid(params->input_offset, params->output_offset)) {
+    if (!edgec_offsets_valid(desc->input_offset, desc->output_offset)) {
         return 0;
     }
-    if (!edgec_act_range_valid(params->act_min, params->act_max)) {
+    if (!edgec_act_range_valid(desc->act_min, desc->act_max)) {
         return 0;
     }
-    return edgec_shifts_valid(quant->shift, params->per_channel ? output_size : 1);
+    return edgec_shifts_valid(desc->shift, desc->per_channel ? output_size : 1);
 }
 
 /*
@@ -70,29 +69,30 @@ static uint32_t fc_dot1(const int8_t *x, const int8_t *w, int32_t n, int32_t inp
     return acc;
 }
 
-edgec_status edgec_fully_connected_s8(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
-                                      int32_t batches, int32_t input_size, const int8_t *input, int32_t output_size,
-                                      const int8_t *filter, const int32_t *bias, int8_t *output)
+edgec_status edgec_fully_connected_s8(const edgec_fully_connected_s8_desc *desc, const int8_t *input, int8_t *output)
 {
     int32_t b;
     int32_t input_offset, quant_step;
     edgec_output_stage stage;
 
-    if (!fc_args_valid(params, quant, batches, input_size, input, output_size, filter, output)) {
+    if (!fc_args_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
     }
-    input_offset = params->input_offset;
-    stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    const int32_t batches = desc->batches, input_size = desc->input_size, output_size = desc->output_size;
+    const int8_t *const filter = desc->filter;
+    const int32_t *const bias = desc->bias;
+    input_offset = desc->input_offset;
+    stage = edgec_output_stage_make(desc->output_offset, desc->act_min, desc->act_max);
     /* Per-tensor quantization reads entry 0 for every output: a stride of 0 avoids a branch. */
-    quant_step = params->per_channel ? 1 : 0;
+    quant_step = desc->per_channel ? 1 : 0;
 
     /* (int32_t)acc below, modular -> int32: implementation-defined two's complement wrap on every
      * supported compiler. */
     for (b = 0; b < batches; ++b) {
         const int8_t *const x = input + b * input_size;
         const int8_t *w = filter;
-        const int32_t *mult = quant->multiplier;
-        const int32_t *shift = quant->shift;
+        const int32_t *mult = desc->multiplier;
+        const int32_t *shift = desc->shift;
         int8_t *y = output + b * output_size;
         int32_t o = 0;
 
@@ -120,12 +120,9 @@ edgec_status edgec_fully_connected_s8(const edgec_fc_params *params, const edgec
 #if defined(__ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
 
 /* The packed paths' arguments: fc_args_valid's, plus a folded bias and a word-aligned filter. */
-static int packed_fc_args_valid(const edgec_fc_params *params, const edgec_per_channel_quant *quant, int32_t batches,
-                                int32_t input_size, const int8_t *input, int32_t output_size, const int8_t *filter,
-                                const int32_t *bias, const int8_t *output)
+static int packed_fc_args_valid(const edgec_fully_connected_s8_desc *desc, const int8_t *input, const int8_t *output)
 {
-    return fc_args_valid(params, quant, batches, input_size, input, output_size, filter, output) && bias != NULL &&
-           edgec_word_aligned(filter);
+    return fc_args_valid(desc, input, output) && desc->bias != NULL && edgec_word_aligned(desc->filter);
 }
 
 #endif /* packed paths */
@@ -561,11 +558,11 @@ static int32_t dsp_fc_whole_blocks(dsp_fc_run *run, const int8_t *x, int32_t inp
 #endif
 
 /* requantize(acc) + offset of output o by the short form, saturated to int8. */
-static inline int32_t dsp_fc_output_short(int32_t acc, const edgec_per_channel_quant *quant, int32_t quant_index,
+static inline int32_t dsp_fc_output_short(int32_t acc, const edgec_fully_connected_s8_desc *desc, int32_t quant_index,
                                           int32_t round_base)
 {
     const edgec_dsp_requant q =
-        edgec_dsp_requant_make(quant->multiplier[quant_index], quant->shift[quant_index], round_base);
+        edgec_dsp_requant_make(desc->multiplier[quant_index], desc->shift[quant_index], round_base);
     return edgec_dsp_requantize_ssat8(acc, q);
 }
 
@@ -575,17 +572,17 @@ static inline int32_t dsp_fc_output_short(int32_t acc, const edgec_per_channel_q
  * inlined, for the same reason as dsp_mac_4x1.
  */
 static __attribute__((noinline)) void dsp_fc_output_block(const int32_t sums[4], int32_t valid,
-                                                          const edgec_per_channel_quant *quant, int32_t quant_step,
+                                                          const edgec_fully_connected_s8_desc *desc, int32_t quant_step,
                                                           int32_t o, int short_requant, edgec_output_stage stage,
                                                           int8_t *y)
 {
     if (short_requant && valid == 4) {
         const int32_t round_base = edgec_dsp_round_base(stage.offset);
         const uint32_t packed =
-            edgec_dsp_pack_s8x4(dsp_fc_output_short(sums[0], quant, o * quant_step, round_base),
-                                dsp_fc_output_short(sums[1], quant, (o + 1) * quant_step, round_base),
-                                dsp_fc_output_short(sums[2], quant, (o + 2) * quant_step, round_base),
-                                dsp_fc_output_short(sums[3], quant, (o + 3) * quant_step, round_base));
+            edgec_dsp_pack_s8x4(dsp_fc_output_short(sums[0], desc, o * quant_step, round_base),
+                                dsp_fc_output_short(sums[1], desc, (o + 1) * quant_step, round_base),
+                                dsp_fc_output_short(sums[2], desc, (o + 2) * quant_step, round_base),
+                                dsp_fc_output_short(sums[3], desc, (o + 3) * quant_step, round_base));
         const uint32_t clamped = edgec_dsp_clamp_s8x4(packed, edgec_dsp_bytes(stage.lo + stage.offset),
                                                       edgec_dsp_bytes(stage.hi + stage.offset));
         memcpy(y + o, &clamped, 4);
@@ -593,32 +590,32 @@ static __attribute__((noinline)) void dsp_fc_output_block(const int32_t sums[4],
     }
     for (int32_t i = 0; i < valid; i++) {
         const int32_t q = (o + i) * quant_step;
-        y[o + i] = edgec_requantize_s8(sums[i], quant->multiplier[q], quant->shift[q], stage);
+        y[o + i] = edgec_requantize_s8(sums[i], desc->multiplier[q], desc->shift[q], stage);
     }
 }
 
 /* edgec_fully_connected_s8_dsp and _wide: packed_filter holds int8 taps, or with `wide` int16. */
-static edgec_status dsp_fc(const edgec_fc_params *params, const edgec_per_channel_quant *quant, int32_t batches,
-                           int32_t input_size, const int8_t *input, int32_t output_size, const int8_t *packed_filter,
-                           const int32_t *folded_bias, int8_t *output, int wide)
+static edgec_status dsp_fc(const edgec_fully_connected_s8_desc *desc, const int8_t *input, int8_t *output, int wide)
 {
-    if (!packed_fc_args_valid(params, quant, batches, input_size, input, output_size, packed_filter, folded_bias,
-                              output)) {
+    if (!packed_fc_args_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
     }
+    const int32_t batches = desc->batches, input_size = desc->input_size, output_size = desc->output_size;
+    const int8_t *const packed_filter = desc->filter;
+    const int32_t *const folded_bias = desc->bias;
     const int32_t groups = (input_size + 3) / 4;
-    const int32_t quant_step = params->per_channel ? 1 : 0;
+    const int32_t quant_step = desc->per_channel ? 1 : 0;
     const int short_requant =
-        edgec_dsp_requant_all_short(quant->multiplier, quant->shift, params->per_channel ? output_size : 1);
-    const edgec_output_stage stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+        edgec_dsp_requant_all_short(desc->multiplier, desc->shift, desc->per_channel ? output_size : 1);
+    const edgec_output_stage stage = edgec_output_stage_make(desc->output_offset, desc->act_min, desc->act_max);
 
     /* The assembly routine's per-call fields; per-tensor quantization repeats the one multiplier
      * and shift for the 4 outputs of a block (quant_step 0). */
 #if EDGEC_UNALIGNED_ASM
     dsp_fc_run run;
-    const int32_t m4[4] = { quant->multiplier[0], quant->multiplier[0], quant->multiplier[0], quant->multiplier[0] };
-    const int32_t s4[4] = { quant->shift[0], quant->shift[0], quant->shift[0], quant->shift[0] };
-    run.quant_step = params->per_channel ? 16 : 0;
+    const int32_t m4[4] = { desc->multiplier[0], desc->multiplier[0], desc->multiplier[0], desc->multiplier[0] };
+    const int32_t s4[4] = { desc->shift[0], desc->shift[0], desc->shift[0], desc->shift[0] };
+    run.quant_step = desc->per_channel ? 16 : 0;
     run.round_base = edgec_dsp_round_base(stage.offset);
     run.lows = edgec_dsp_bytes(stage.lo + stage.offset);
     run.highs = edgec_dsp_bytes(stage.hi + stage.offset);
@@ -630,8 +627,8 @@ static edgec_status dsp_fc(const edgec_fc_params *params, const edgec_per_channe
 #if EDGEC_UNALIGNED_ASM
         if (short_requant && output_size >= 4) {
             o = dsp_fc_whole_blocks(&run, input + b * input_size, input_size, output_size, packed_filter, folded_bias,
-                                    params->per_channel ? quant->multiplier : m4,
-                                    params->per_channel ? quant->shift : s4, output + b * output_size, wide);
+                                    desc->per_channel ? desc->multiplier : m4, desc->per_channel ? desc->shift : s4,
+                                    output + b * output_size, wide);
             filter += (wide ? 8 : 4) * groups * o;
         }
 #endif
@@ -646,26 +643,22 @@ static edgec_status dsp_fc(const edgec_fc_params *params, const edgec_per_channe
             const dsp_fc_micro_kernel mac = valid <= 2 ? (wide ? dsp_mac_2x1_wide : dsp_mac_2x1_int8)
                                                        : (wide ? dsp_mac_4x1_wide : dsp_mac_4x1_int8);
             mac(filter, input + b * input_size, input_size, sums);
-            dsp_fc_output_block(sums, valid, quant, quant_step, o, short_requant, stage, output + b * output_size);
+            dsp_fc_output_block(sums, valid, desc, quant_step, o, short_requant, stage, output + b * output_size);
         }
     }
     return EDGEC_OK;
 }
 
-edgec_status edgec_fully_connected_s8_dsp(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
-                                          int32_t batches, int32_t input_size, const int8_t *input, int32_t output_size,
-                                          const int8_t *packed_filter, const int32_t *folded_bias, int8_t *output)
+edgec_status edgec_fully_connected_s8_dsp(const edgec_fully_connected_s8_desc *desc, const int8_t *input,
+                                          int8_t *output)
 {
-    return dsp_fc(params, quant, batches, input_size, input, output_size, packed_filter, folded_bias, output, 0);
+    return dsp_fc(desc, input, output, 0);
 }
 
-edgec_status edgec_fully_connected_s8_dsp_wide(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
-                                               int32_t batches, int32_t input_size, const int8_t *input,
-                                               int32_t output_size, const int16_t *wide_filter,
-                                               const int32_t *folded_bias, int8_t *output)
+edgec_status edgec_fully_connected_s8_dsp_wide(const edgec_fully_connected_s8_desc *desc, const int8_t *input,
+                                               int8_t *output)
 {
-    return dsp_fc(params, quant, batches, input_size, input, output_size, (const int8_t *)(const void *)wide_filter,
-                  folded_bias, output, 1);
+    return dsp_fc(desc, input, output, 1);
 }
 
 #endif /* __ARM_FEATURE_DSP */
@@ -695,27 +688,28 @@ static int32x4_t mve_mac_4x1(const int8_t *filter, const int8_t *x, int32_t n)
     return vsetq_lane_s32(s3, sums, 3);
 }
 
-edgec_status edgec_fully_connected_s8_mve(const edgec_fc_params *params, const edgec_per_channel_quant *quant,
-                                          int32_t batches, int32_t input_size, const int8_t *input, int32_t output_size,
-                                          const int8_t *packed_filter, const int32_t *folded_bias, int8_t *output)
+edgec_status edgec_fully_connected_s8_mve(const edgec_fully_connected_s8_desc *desc, const int8_t *input,
+                                          int8_t *output)
 {
-    if (!packed_fc_args_valid(params, quant, batches, input_size, input, output_size, packed_filter, folded_bias,
-                              output)) {
+    if (!packed_fc_args_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
     }
+    const int32_t batches = desc->batches, input_size = desc->input_size, output_size = desc->output_size;
+    const int8_t *const packed_filter = desc->filter;
+    const int32_t *const folded_bias = desc->bias;
     const int32_t block_bytes = 64 * ((input_size + 15) / 16);
-    const edgec_output_stage stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
-    int32x4_t m = vdupq_n_s32(quant->multiplier[0]);
-    int32x4_t shift = vdupq_n_s32(quant->shift[0]);
+    const edgec_output_stage stage = edgec_output_stage_make(desc->output_offset, desc->act_min, desc->act_max);
+    int32x4_t m = vdupq_n_s32(desc->multiplier[0]);
+    int32x4_t shift = vdupq_n_s32(desc->shift[0]);
 
     for (int32_t b = 0; b < batches; b++) {
         const int8_t *filter = packed_filter;
         int8_t *y = output + b * output_size;
         for (int32_t o = 0; o < output_size; o += 4, filter += block_bytes) {
             const mve_pred16_t lanes = vctp32q((uint32_t)(output_size - o));
-            if (params->per_channel) {
-                m = vldrwq_z_s32(quant->multiplier + o, lanes);
-                shift = vldrwq_z_s32(quant->shift + o, lanes);
+            if (desc->per_channel) {
+                m = vldrwq_z_s32(desc->multiplier + o, lanes);
+                shift = vldrwq_z_s32(desc->shift + o, lanes);
             }
             int32x4_t acc = vaddq_s32(mve_mac_4x1(filter, input + b * input_size, input_size),
                                       vldrwq_z_s32(folded_bias + o, lanes));

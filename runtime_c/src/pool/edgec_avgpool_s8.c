@@ -26,15 +26,14 @@
 #define AVGPOOL_FLATTEN
 #endif
 
-static int avgpool_args_valid(const edgec_pool_params *params, const edgec_dims *input_dims, const int8_t *input,
-                              const edgec_dims *output_dims, const int8_t *output)
+static int avgpool_args_valid(const edgec_pool2d_desc *desc, const int8_t *input, const int8_t *output)
 {
     int64_t max_taps;
-    if (!edgec_pool_args_valid(params, input_dims, input, output_dims, output)) {
+    if (!edgec_pool_args_valid(desc, input, output)) {
         return 0;
     }
     /* |sum| <= 128 * taps (+ taps/2 when rounding) must stay inside int32. */
-    max_taps = (int64_t)EDGEC_MIN(params->filter_h, input_dims->h) * EDGEC_MIN(params->filter_w, input_dims->w);
+    max_taps = (int64_t)EDGEC_MIN(desc->filter_h, desc->input_h) * EDGEC_MIN(desc->filter_w, desc->input_w);
     return max_taps <= ((int64_t)1 << 23);
 }
 
@@ -116,37 +115,38 @@ static int32_t rounded_mean(int32_t sum, int32_t count)
  * gains (divisor - in-bounds taps) * zero_point.
  * Inlined with constant modes, so edgec_avgpool_s8 compiles to the loop it always had.
  */
-static inline void avgpool(const edgec_pool_params *params, const edgec_dims *input_dims, const int8_t *input,
-                           const edgec_dims *output_dims, int8_t *output, int32_t count_include_pad,
-                           int32_t divisor_override, int32_t zero_point)
+static inline void avgpool(const edgec_pool2d_desc *desc, const int8_t *input, int8_t *output,
+                           int32_t count_include_pad, int32_t divisor_override, int32_t zero_point)
 {
     int32_t n, oy, ox, c;
     int32_t in_h, in_w, channels, out_h, out_w, row_stride;
+    /* Read once: the int8 stores below may alias the descriptor as far as C knows. */
+    const int32_t act_min = desc->act_min, act_max = desc->act_max;
 
-    in_h = input_dims->h;
-    in_w = input_dims->w;
-    channels = input_dims->c;
-    out_h = output_dims->h;
-    out_w = output_dims->w;
+    in_h = desc->input_h;
+    in_w = desc->input_w;
+    channels = desc->channels;
+    out_h = desc->output_h;
+    out_w = desc->output_w;
     row_stride = in_w * channels;
 
     /* Outputs are produced in NHWC memory order, so `output` is written sequentially. */
-    for (n = 0; n < input_dims->n; ++n) {
+    for (n = 0; n < desc->batches; ++n) {
         const int8_t *const image = input + n * in_h * row_stride;
         for (oy = 0; oy < out_h; ++oy) {
             int32_t y0, y1;
-            edgec_pool_window(oy, params->stride_h, params->pad_top, params->filter_h, in_h, &y0, &y1);
+            edgec_pool_window(oy, desc->stride_h, desc->pad_top, desc->filter_h, in_h, &y0, &y1);
             for (ox = 0; ox < out_w; ++ox) {
                 int32_t x0, x1, count, divisor, correction;
                 const int8_t *window;
-                edgec_pool_window(ox, params->stride_w, params->pad_left, params->filter_w, in_w, &x0, &x1);
+                edgec_pool_window(ox, desc->stride_w, desc->pad_left, desc->filter_w, in_w, &x0, &x1);
                 count = (y1 - y0) * (x1 - x0);
                 divisor = count;
                 if (divisor_override > 0) {
                     divisor = divisor_override;
                 } else if (count_include_pad) {
-                    divisor = padded_extent(oy, params->stride_h, params->pad_top, params->filter_h, in_h) *
-                              padded_extent(ox, params->stride_w, params->pad_left, params->filter_w, in_w);
+                    divisor = padded_extent(oy, desc->stride_h, desc->pad_top, desc->filter_h, in_h) *
+                              padded_extent(ox, desc->stride_w, desc->pad_left, desc->filter_w, in_w);
                 }
                 correction = (divisor - count) * zero_point;
                 window = image + y0 * row_stride + x0 * channels;
@@ -157,8 +157,7 @@ static inline void avgpool(const edgec_pool_params *params, const edgec_dims *in
                     vstrwq_s32(sums, window_sum_four(window + c, y1 - y0, x1 - x0, row_stride, channels,
                                                      vctp32q((uint32_t)(channels - c))));
                     for (int32_t i = 0; i < EDGEC_MIN(4, channels - c); ++i) {
-                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i] + correction, divisor), params->act_min,
-                                                      params->act_max);
+                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i] + correction, divisor), act_min, act_max);
                     }
                 }
 #elif defined(__ARM_FEATURE_DSP)
@@ -166,55 +165,36 @@ static inline void avgpool(const edgec_pool_params *params, const edgec_dims *in
                     int32_t sums[4];
                     window_sum_four(window + c, y1 - y0, x1 - x0, row_stride, channels, sums);
                     for (int32_t i = 0; i < 4; ++i) {
-                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i] + correction, divisor), params->act_min,
-                                                      params->act_max);
+                        *output++ = edgec_clamp_to_s8(rounded_mean(sums[i] + correction, divisor), act_min, act_max);
                     }
                 }
 #endif
                 for (; c < channels; ++c) {
                     const int32_t sum = window_sum(window + c, y1 - y0, x1 - x0, row_stride, channels);
-                    *output++ =
-                        edgec_clamp_to_s8(rounded_mean(sum + correction, divisor), params->act_min, params->act_max);
+                    *output++ = edgec_clamp_to_s8(rounded_mean(sum + correction, divisor), act_min, act_max);
                 }
             }
         }
     }
 }
 
-AVGPOOL_FLATTEN edgec_status edgec_avgpool_s8(const edgec_pool_params *params, const edgec_dims *input_dims,
-                                              const int8_t *input, const edgec_dims *output_dims, int8_t *output)
+AVGPOOL_FLATTEN edgec_status edgec_avgpool_s8(const edgec_pool2d_desc *desc, const int8_t *input, int8_t *output)
 {
-    if (!avgpool_args_valid(params, input_dims, input, output_dims, output)) {
+    if (!avgpool_args_valid(desc, input, output) || desc->count_include_pad != 0 || desc->divisor_override != 0) {
         return EDGEC_ARG_ERROR;
     }
-    avgpool(params, input_dims, input, output_dims, output, 0, 0, 0);
+    avgpool(desc, input, output, 0, 0, 0);
     return EDGEC_OK;
 }
 
-AVGPOOL_FLATTEN edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *desc, const int8_t *input, int8_t *output)
+AVGPOOL_FLATTEN edgec_status edgec_avg_pool2d_s8(const edgec_pool2d_desc *desc, const int8_t *input, int8_t *output)
 {
-    edgec_pool_params params;
-    edgec_dims input_dims, output_dims;
     if (desc == NULL || desc->divisor_override < 0 || desc->divisor_override > EDGEC_AVG_POOL2D_MAX_DIVISOR ||
         desc->count_include_pad < 0 || desc->count_include_pad > 1 || desc->zero_point < -128 ||
         desc->zero_point > 127) {
         return EDGEC_ARG_ERROR;
     }
-    params.stride_h = desc->stride_h;
-    params.stride_w = desc->stride_w;
-    params.pad_top = desc->pad_top;
-    params.pad_left = desc->pad_left;
-    params.filter_h = desc->filter_h;
-    params.filter_w = desc->filter_w;
-    params.act_min = desc->act_min;
-    params.act_max = desc->act_max;
-    input_dims.n = output_dims.n = desc->batches;
-    input_dims.h = desc->input_h;
-    input_dims.w = desc->input_w;
-    output_dims.h = desc->output_h;
-    output_dims.w = desc->output_w;
-    input_dims.c = output_dims.c = desc->channels;
-    if (!avgpool_args_valid(&params, &input_dims, input, &output_dims, output)) {
+    if (!avgpool_args_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
     }
     /* The count_include_pad divisor, at most the padded extents' product, is bounded like an override. */
@@ -224,8 +204,7 @@ AVGPOOL_FLATTEN edgec_status edgec_avg_pool2d_s8(const edgec_avg_pool2d_desc *de
             EDGEC_AVG_POOL2D_MAX_DIVISOR) {
         return EDGEC_ARG_ERROR;
     }
-    avgpool(&params, &input_dims, input, &output_dims, output, desc->count_include_pad, desc->divisor_override,
-            desc->zero_point);
+    avgpool(desc, input, output, desc->count_include_pad, desc->divisor_override, desc->zero_point);
     return EDGEC_OK;
 }
 

@@ -112,35 +112,35 @@ static void window_max_channels(const int8_t *window, int32_t rows, int32_t cols
 }
 #endif
 
-edgec_status edgec_maxpool_s8(const edgec_pool_params *params, const edgec_dims *input_dims, const int8_t *input,
-                              const edgec_dims *output_dims, int8_t *output)
+edgec_status edgec_maxpool_s8(const edgec_pool2d_desc *desc, const int8_t *input, int8_t *output)
 {
     int32_t n, oy, ox;
     int32_t in_h, in_w, channels, out_h, out_w, row_stride;
 
-    if (!edgec_pool_args_valid(params, input_dims, input, output_dims, output)) {
+    if (!edgec_pool_args_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
     }
-    in_h = input_dims->h;
-    in_w = input_dims->w;
-    channels = input_dims->c;
-    out_h = output_dims->h;
-    out_w = output_dims->w;
+    /* Read once: the int8 stores below may alias the descriptor as far as C knows. */
+    const int32_t act_min = desc->act_min, act_max = desc->act_max;
+    in_h = desc->input_h;
+    in_w = desc->input_w;
+    channels = desc->channels;
+    out_h = desc->output_h;
+    out_w = desc->output_w;
     row_stride = in_w * channels;
 
     /* Outputs are produced in NHWC memory order, so `output` is written sequentially. */
-    for (n = 0; n < input_dims->n; ++n) {
+    for (n = 0; n < desc->batches; ++n) {
         const int8_t *const image = input + n * in_h * row_stride;
         for (oy = 0; oy < out_h; ++oy) {
             int32_t y0, y1;
-            edgec_pool_window(oy, params->stride_h, params->pad_top, params->filter_h, in_h, &y0, &y1);
+            edgec_pool_window(oy, desc->stride_h, desc->pad_top, desc->filter_h, in_h, &y0, &y1);
             for (ox = 0; ox < out_w; ++ox) {
                 int32_t x0, x1;
                 const int8_t *window;
-                edgec_pool_window(ox, params->stride_w, params->pad_left, params->filter_w, in_w, &x0, &x1);
+                edgec_pool_window(ox, desc->stride_w, desc->pad_left, desc->filter_w, in_w, &x0, &x1);
                 window = image + y0 * row_stride + x0 * channels;
-                window_max_channels(window, y1 - y0, x1 - x0, row_stride, channels, params->act_min, params->act_max,
-                                    output);
+                window_max_channels(window, y1 - y0, x1 - x0, row_stride, channels, act_min, act_max, output);
                 output += channels;
             }
         }

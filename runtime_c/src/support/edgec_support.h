@@ -415,19 +415,19 @@ static inline int edgec_pool_axis_valid(int32_t in_size, int32_t out_size, int32
 }
 
 /* The checks shared by max and average pooling. */
-static inline int edgec_pool_args_valid(const edgec_pool_params *params, const edgec_dims *input_dims,
-                                        const int8_t *input, const edgec_dims *output_dims, const int8_t *output)
+static inline int edgec_pool_args_valid(const edgec_pool2d_desc *desc, const int8_t *input, const int8_t *output)
 {
-    if (!params || !input_dims || !input || !output_dims || !output) {
+    if (!desc || !input || !output) {
         return 0;
     }
-    if (!edgec_dims_valid(input_dims) || !edgec_dims_valid(output_dims) || output_dims->n != input_dims->n ||
-        output_dims->c != input_dims->c) {
+    if (desc->batches < 1 || desc->channels < 1 ||
+        (int64_t)desc->batches * desc->input_h * desc->input_w * desc->channels > INT32_MAX ||
+        (int64_t)desc->batches * desc->output_h * desc->output_w * desc->channels > INT32_MAX) {
         return 0;
     }
-    return edgec_act_range_valid(params->act_min, params->act_max) &&
-           edgec_pool_axis_valid(input_dims->h, output_dims->h, params->filter_h, params->stride_h, params->pad_top) &&
-           edgec_pool_axis_valid(input_dims->w, output_dims->w, params->filter_w, params->stride_w, params->pad_left);
+    return edgec_act_range_valid(desc->act_min, desc->act_max) &&
+           edgec_pool_axis_valid(desc->input_h, desc->output_h, desc->filter_h, desc->stride_h, desc->pad_top) &&
+           edgec_pool_axis_valid(desc->input_w, desc->output_w, desc->filter_w, desc->stride_w, desc->pad_left);
 }
 
 /* In-bounds input range [*start, *end) of the window at output index o along one axis. */

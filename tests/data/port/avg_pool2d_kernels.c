@@ -1,7 +1,7 @@
 /*
  * Runs edgec_avg_pool2d_s8 (Helium, DSP or portable C by the build's -mcpu) on cases written by
  * tests/test_kernels_avg_pool2d.py. cases.bin holds records: HEADER_WORDS little-endian int32
- * (payload bytes, output bytes, then edgec_avg_pool2d_desc's fields in order), then the int8
+ * (payload bytes, output bytes, then edgec_pool2d_desc's fields in order), then the int8
  * input. For every record results.bin gets: int32 status, int32 guards_intact (the bytes after
  * the output are untouched), the output bytes. Exit status 0 after all records, 2 on an error.
  */
@@ -35,7 +35,7 @@ static int run_record(int in, int out)
         read_bytes(in, arena, h[H_PAYLOAD]) != h[H_PAYLOAD]) {
         return -1;
     }
-    edgec_avg_pool2d_desc desc;
+    edgec_pool2d_desc desc;
     memcpy(&desc, h + H_FIELDS, sizeof(desc));
     int8_t *output = arena + output_at;
     memset(output, GUARD_VALUE, (size_t)(h[H_OUTPUT_BYTES] + GUARD_BYTES));

@@ -20,13 +20,13 @@ enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have 
 
 /* Header words. conv: edgec_conv_desc's int32 fields (20), then in_place, input_at, output_at:
  * in place, the output buffer is one block holding both tensors, the input (copied there from the
- * payload) at byte input_at and the output at byte output_at. fc: params (5), batches,
- * input_size, output_size. add: params (12), size. depthwise: edgec_depthwise_conv_desc's int32
- * fields (19), then 1, input_at, output_at and plain: edgec_depthwise_conv_s8_packed_in_place
- * (always given one block), or with plain edgec_depthwise_conv_s8_packed (the tensors apart),
- * whose DSP or Helium path the build's -mcpu chooses, not the ISA word; the packed filter and
- * folded bias of edgec_nn.h. avgpool: params (8),
- * input and output dims (4 each); edgec_avgpool_s8 (Helium or portable C by the build). maxpool:
+ * payload) at byte input_at and the output at byte output_at. fc: the 8 int fields of
+ * edgec_fully_connected_s8_desc. add: edgec_add_s8_desc (13 words). depthwise:
+ * edgec_depthwise_conv_desc's int32 fields (19), then 1, input_at, output_at and plain:
+ * edgec_depthwise_conv_s8_packed_in_place (always given one block), or with plain
+ * edgec_depthwise_conv_s8_packed (the tensors apart), whose DSP or Helium path the build's -mcpu
+ * chooses, not the ISA word; the packed filter and folded bias of edgec_nn.h. avgpool:
+ * edgec_pool2d_desc (17 words); edgec_avgpool_s8 (Helium or portable C by the build). maxpool:
  * the same fields; edgec_maxpool_s8 (Helium, DSP or portable C by the build). */
 enum {
     H_KIND,
@@ -124,42 +124,39 @@ static int32_t run_conv(const int32_t *h, payload_cursor *cursor, int8_t *block,
 static int32_t run_fc(const int32_t *h, payload_cursor *cursor, int8_t *output)
 {
     const int32_t *f = h + H_FIELDS;
-    edgec_fc_params params;
-    memcpy(&params, f, sizeof(params));
-    const int32_t batches = f[5];
-    const int32_t input_size = f[6];
-    const int32_t output_size = f[7];
+    edgec_fully_connected_s8_desc desc;
+    desc.batches = f[0];
+    desc.input_size = f[1];
+    desc.output_size = f[2];
+    desc.input_offset = f[3];
+    desc.output_offset = f[4];
+    desc.per_channel = f[5];
+    desc.act_min = f[6];
+    desc.act_max = f[7];
     const int32_t isa = h[H_ISA];
     const int32_t group = isa == ISA_MVE ? 16 : 4;
     const int32_t tap_bytes = isa == ISA_DSP_WIDE ? 2 : 1;
-    const int32_t quant_count = params.per_channel ? output_size : 1;
-    const int8_t *input = take(cursor, batches * input_size);
-    const int8_t *filter =
-        take(cursor, tap_bytes * ((output_size + 3) / 4 * 4) * ((input_size + group - 1) / group * group));
-    const int32_t *bias = (const int32_t *)(void *)take(cursor, 4 * output_size);
-    edgec_per_channel_quant quant;
-    quant.multiplier = (const int32_t *)(void *)take(cursor, 4 * quant_count);
-    quant.shift = (const int32_t *)(void *)take(cursor, 4 * quant_count);
+    const int32_t quant_count = desc.per_channel ? desc.output_size : 1;
+    const int8_t *input = take(cursor, desc.batches * desc.input_size);
+    desc.filter = take(cursor, tap_bytes * ((desc.output_size + 3) / 4 * 4) *
+                                   ((desc.input_size + group - 1) / group * group));
+    desc.bias = (const int32_t *)(void *)take(cursor, 4 * desc.output_size);
+    desc.multiplier = (const int32_t *)(void *)take(cursor, 4 * quant_count);
+    desc.shift = (const int32_t *)(void *)take(cursor, 4 * quant_count);
 #if defined(__ARM_FEATURE_DSP)
     if (isa == ISA_DSP) {
-        return edgec_fully_connected_s8_dsp(&params, &quant, batches, input_size, input,
-                                            output_size, filter, bias, output);
+        return edgec_fully_connected_s8_dsp(&desc, input, output);
     }
     if (isa == ISA_DSP_WIDE) {
-        return edgec_fully_connected_s8_dsp_wide(&params, &quant, batches, input_size, input,
-                                                 output_size, (const int16_t *)(const void *)filter,
-                                                 bias, output);
+        return edgec_fully_connected_s8_dsp_wide(&desc, input, output);
     }
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
     if (isa == ISA_MVE) {
-        return edgec_fully_connected_s8_mve(&params, &quant, batches, input_size, input,
-                                            output_size, filter, bias, output);
+        return edgec_fully_connected_s8_mve(&desc, input, output);
     }
 #endif
     (void)input;
-    (void)filter;
-    (void)bias;
     (void)output;
     return UNSUPPORTED;
 }
@@ -190,19 +187,18 @@ static int32_t run_depthwise(const int32_t *h, payload_cursor *cursor, int8_t *b
 static int32_t run_add(const int32_t *h, payload_cursor *cursor, int8_t *output, int8_t *scratch)
 {
     const int32_t *f = h + H_FIELDS;
-    edgec_add_params params;
-    memcpy(&params, f, sizeof(params));
-    const int32_t size = f[12];
-    const int8_t *input1 = take(cursor, size);
-    const int8_t *input2 = take(cursor, size);
+    edgec_add_s8_desc desc;
+    memcpy(&desc, f, sizeof(desc));
+    const int8_t *input1 = take(cursor, desc.size);
+    const int8_t *input2 = take(cursor, desc.size);
 #if defined(__ARM_FEATURE_DSP)
     if (h[H_ISA] == ISA_DSP) {
-        return edgec_add_s8_dsp(&params, input1, input2, output, size, scratch);
+        return edgec_add_s8_dsp(&desc, input1, input2, output, scratch);
     }
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
     if (h[H_ISA] == ISA_MVE) {
-        return edgec_add_s8_mve(&params, input1, input2, output, size, scratch);
+        return edgec_add_s8_mve(&desc, input1, input2, output, scratch);
     }
 #endif
     (void)input1;
@@ -216,24 +212,18 @@ static int32_t run_add(const int32_t *h, payload_cursor *cursor, int8_t *output,
  * fewer at the end of the file, or -1. */
 static int32_t run_avgpool(const int32_t *h, payload_cursor *cursor, int8_t *output)
 {
-    const int32_t *f = h + H_FIELDS;
-    edgec_pool_params params;
-    memcpy(&params, f, sizeof(params));
-    const edgec_dims input_dims = dims_at(f + 8);
-    const edgec_dims output_dims = dims_at(f + 12);
-    const int8_t *input = take(cursor, input_dims.n * input_dims.h * input_dims.w * input_dims.c);
-    return edgec_avgpool_s8(&params, &input_dims, input, &output_dims, output);
+    edgec_pool2d_desc desc;
+    memcpy(&desc, h + H_FIELDS, sizeof(desc));
+    const int8_t *input = take(cursor, desc.batches * desc.input_h * desc.input_w * desc.channels);
+    return edgec_avgpool_s8(&desc, input, output);
 }
 
 static int32_t run_maxpool(const int32_t *h, payload_cursor *cursor, int8_t *output)
 {
-    const int32_t *f = h + H_FIELDS;
-    edgec_pool_params params;
-    memcpy(&params, f, sizeof(params));
-    const edgec_dims input_dims = dims_at(f + 8);
-    const edgec_dims output_dims = dims_at(f + 12);
-    const int8_t *input = take(cursor, input_dims.n * input_dims.h * input_dims.w * input_dims.c);
-    return edgec_maxpool_s8(&params, &input_dims, input, &output_dims, output);
+    edgec_pool2d_desc desc;
+    memcpy(&desc, h + H_FIELDS, sizeof(desc));
+    const int8_t *input = take(cursor, desc.batches * desc.input_h * desc.input_w * desc.channels);
+    return edgec_maxpool_s8(&desc, input, output);
 }
 
 /* One record: 1 done, 0 end of file, -1 error. */
