@@ -57,16 +57,6 @@ static int8_t *take(payload_cursor *cursor, int32_t bytes)
     return start;
 }
 
-static edgec_dims dims_at(const int32_t *words)
-{
-    edgec_dims d;
-    d.n = words[0];
-    d.h = words[1];
-    d.w = words[2];
-    d.c = words[3];
-    return d;
-}
-
 /* The header words of a conv record: the descriptor's int32 fields, then in_place, input_at,
  * output_at. */
 enum { CONV_INTS = offsetof(edgec_conv_desc, filter) / 4 };
