@@ -377,6 +377,35 @@ static void dsp_fill_widened(int8_t *cols, int8_t value, int32_t n)
     }
 }
 
+/* Three runs of n bytes, row_step apart, one after the other into row. */
+static DSP_ALWAYS_INLINE void dsp_copy_runs3(int8_t *row, const int8_t *src, int32_t row_step, int32_t n)
+{
+    memcpy(row, src, (size_t)n);
+    memcpy(row + n, src + row_step, (size_t)n);
+    memcpy(row + 2 * n, src + 2 * row_step, (size_t)n);
+}
+
+/*
+ * The receptive field of a first convolution (3x3, C_in 1-3) whose window lies inside the input,
+ * as an int8 row: three runs of 3 * C_in bytes copied at constant sizes (im2col_row copies runs of
+ * run-time length; on MobileNet's RGB stem that was a fifth of the layer). 0 in any other case.
+ */
+static DSP_ALWAYS_INLINE int dsp_stem_row(int8_t *row, const conv_window *win, pixel_cursor px)
+{
+    if (win->k_h != 3 || win->k_w != 3 || win->run_len > 9) {
+        return 0;
+    }
+    const int8_t *src = window_inside(win, px);
+    if (src == NULL) {
+        return 0;
+    }
+    switch (win->run_len) {
+        case 9: dsp_copy_runs3(row, src, win->row_step, 9); return 1;
+        case 6: dsp_copy_runs3(row, src, win->row_step, 6); return 1;
+        default: dsp_copy_runs3(row, src, win->row_step, 3); return 1;
+    }
+}
+
 /* im2col straight into a column: when C_in is a multiple of 4, every run starts on a group. */
 static const im2col_sink dsp_column = { dsp_widen, dsp_fill_widened, DSP_COLUMN_BYTES / 4 };
 
@@ -691,7 +720,9 @@ static edgec_status dsp_conv(const edgec_conv_params *params, const edgec_per_ch
             if (direct) {
                 dsp_im2col_column(cols + 8 * column, &win, px);
             } else {
-                im2col_row(row, &win, px);
+                if (!dsp_stem_row(row, &win, px)) {
+                    im2col_row(row, &win, px);
+                }
                 dsp_widen(cols + 8 * column, row, 4 * groups);
             }
         }
