@@ -406,7 +406,7 @@ class Conv2d(OpDef):
         # --opt speed/auto: the DSP kernel reads its filter widened to int16 (twice the flash)
         a["wide"] = a["isa"] == DSP and target.fast_layouts
         # Without a packed kernel, a small receptive field runs one with its window compiled in.
-        small = conv_small.choose(a, a["isa"])
+        small = conv_small.choose(a, a["isa"], target)
         a["small"] = small is not None
         op.kernel = small or self.chosen_kernel(op, target)
 

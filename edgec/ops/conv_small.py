@@ -2,7 +2,7 @@
 
 The conv unit (edgec.ops.conv) asks `choose` whether a layer runs one of these instead of the
 generic portable kernel: a first convolution of an image model (1-3 input channels, 3x3) or a
-pointwise layer of 4-16 channels, on a core without packed kernels (Cortex-M0+, M3). Each C function has its
+pointwise layer of 4-16 channels, on a Cortex-M core without packed kernels (M0+, M3). Each C function has its
 window compiled in (runtime_c/src/conv/edgec_conv_s8_small.c), so im2col and the tap loop unroll;
 the choice, with its reason, is the op's KernelChoice. Design and figures:
 docs/specialised-kernels.md.
@@ -47,12 +47,15 @@ def short_requantization(attrs: dict) -> bool:
     return bool(np.all((m >= 1 << 30) & (s <= -2) & (s >= -24)))
 
 
-def choose(attrs: dict, isa: str | None) -> KernelChoice | None:
+def choose(attrs: dict, isa: str | None, target) -> KernelChoice | None:
     """The specialised kernel for an int8 layer without a packed kernel (`isa` None: Cortex-M0+,
-    M3, the host), or None: ungrouped, undilated, with a window shape of WINDOWS, every channel
-    admitting the short requantization. On the DSP extension the generic packed kernel's
-    assembly stays as fast or faster (docs/specialised-kernels.md), so it keeps those layers."""
-    if isa is not None or attrs["groups"] != 1 or attrs["dilation"] != (1, 1) or window(attrs) not in WINDOWS:
+    M3), or None: ungrouped, undilated, with a window shape of WINDOWS, every channel admitting
+    the short requantization. On the DSP extension the generic packed kernel's assembly stays as
+    fast or faster (docs/specialised-kernels.md), so it keeps those layers; the host keeps the
+    generic portable kernels (the reference the others are tested against; no speed to gain)."""
+    if isa is not None or target.is_host or attrs["groups"] != 1 or attrs["dilation"] != (1, 1):
+        return None
+    if window(attrs) not in WINDOWS:
         return None
     if not short_requantization(attrs):
         return None
