@@ -262,7 +262,7 @@ static SMALL_INLINE edgec_status small_conv(const edgec_conv_small_desc *d, cons
     return EDGEC_OK;
 }
 
-/* One variant: edgec_conv_s8_small_<k_h>x<k_w>x<c_in> (edgec.ops.conv.SMALL_WINDOWS lists them). */
+/* One variant: edgec_conv_s8_small_<k_h>x<k_w>x<c_in> (edgec.ops.conv_small.WINDOWS lists them). */
 #define SMALL_CONV_VARIANT(k_h, k_w, c_in)                                                                          \
     edgec_status edgec_conv_s8_small_##k_h##x##k_w##x##c_in(const edgec_conv_small_desc *desc, const int8_t *input, \
                                                             int8_t *output)                                         \
