@@ -192,6 +192,8 @@ def conv_case(rng, isa: str) -> Case:
     while True:
         c_in = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 12, 16, 17]))
         kh, kw = (int(v) for v in rng.integers(1, 6, 2))
+        if rng.random() < 0.15:  # a first convolution: the DSP kernel's constant-size im2col (dsp_stem_row)
+            c_in, kh, kw = int(rng.integers(1, 4)), 3, 3
         stride, dilation = tuple(int(v) for v in rng.integers(1, 4, 2)), tuple(int(v) for v in rng.integers(1, 3, 2))
         pad, pad_end, (n, h, w), out_hw = _padded_image(rng, (kh, kw), stride, dilation)
         if out_hw is not None:
@@ -628,9 +630,12 @@ def test_each_target_calls_its_kernels(target, opt, suffix, conv_suffix, tmp_pat
     assert f"edgec_fully_connected_s8{conv_suffix}(" in model_c
     assert f"edgec_add_s8{suffix}(" in model_c
     weights_h = (tmp_path / "model" / "model_weights.h").read_text()
-    assert ("const int16_t" in weights_h) == (conv_suffix == "_dsp_wide")
-    # all_ops' 1x1 conv: the portable fast path in place, else the packed generic kernel.
-    assert ("edgec_conv_1x1_s8_in_place(" in model_c) == (suffix == "")
+    # int16 filters: the DSP kernels' widened ones, or the small-window kernels' (no packed kernels).
+    assert ("const int16_t" in weights_h) == (conv_suffix == "_dsp_wide" or suffix == "")
+    # all_ops' RGB stem and 1x1 conv: without packed kernels, kernels with their windows compiled
+    # in (edgec.ops.conv_small), else the packed generic kernel.
+    small = "edgec_conv_s8_small_3x3x3(" in model_c and "edgec_conv_s8_small_1x1x16(" in model_c
+    assert small == (suffix == "")
 
 
 # --- the layouts themselves (host) -------------------------------------------------------------

@@ -7,6 +7,7 @@ from edgec.ops import (
     binary,
     cmsis_nn,
     conv,
+    conv_small,
     conv_transpose,
     depthwise,
     eltwise,
@@ -53,6 +54,7 @@ OPS = {target: unit for unit in _UNITS for target in unit.targets}  # torch op -
 # the generated regions of runtime_c/include/edgec_nn.h (edgec.ops.c_header).
 _SCHEMA_MODULES = (
     conv,
+    conv_small,
     depthwise,
     linear,
     pool,

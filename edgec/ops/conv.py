@@ -26,7 +26,7 @@ from edgec.numerics import (
     saturate_int8,
     wrap_int32,
 )
-from edgec.ops import int4
+from edgec.ops import conv_small, int4
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.kernel_layout import (
@@ -425,7 +425,10 @@ class Conv2d(OpDef):
         a["isa"] = kernel_isa(target) if a["groups"] == 1 else None
         # --opt speed/auto: the DSP kernel reads its filter widened to int16 (twice the flash)
         a["wide"] = a["isa"] == DSP and target.fast_layouts
-        op.kernel = self.chosen_kernel(op, target)
+        # Without a packed kernel, a small receptive field runs one with its window compiled in.
+        small = conv_small.choose(a, a["isa"], target)
+        a["small"] = small is not None
+        op.kernel = small or self.chosen_kernel(op, target)
 
     @staticmethod
     def chosen_kernel(op, target) -> KernelChoice:
@@ -444,12 +447,16 @@ class Conv2d(OpDef):
         return 0 if isa is None else packed_conv_scratch_bytes(isa, op.attrs["weight"].shape)
 
     def runtime_sources_of(self, op) -> tuple[str, ...]:
+        if op.attrs.get("small"):
+            return ("conv/edgec_conv_s8_small.c",)
         return int4.runtime_sources(op) if int4.is_int4(op) else self.runtime_sources
 
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
         if int4.is_int4(op):
             return int4.emit(op, graph, names)
+        if a.get("small"):
+            return conv_small.emit(op, graph, names)
         if a.get("isa") is not None:
             return emit_packed_conv_call(op, graph, names)
         in_place = is_pointwise(a) and names.in_place(op)
@@ -476,7 +483,7 @@ class Conv2d(OpDef):
         if int4.is_int4(op):
             return ()
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        if not is_pointwise(op.attrs) or op.attrs.get("isa") is not None:
+        if not is_pointwise(op.attrs) or op.attrs.get("isa") is not None or op.attrs.get("small"):
             return self._overlapping(op, x_t, out_t, target)
         read = pointwise_input_pixels(x_t.shape, out_t.shape, op.attrs["stride"])
         offset = _safe_offset_nearest_tail(np.arange(1, len(read)), read[1:], x_t, out_t)

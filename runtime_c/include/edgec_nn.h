@@ -1403,6 +1403,61 @@ typedef struct {
 edgec_status edgec_conv_s4(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output);
 
 /*
+ * Convolution with a small receptive field, one function per window shape (kernel_h x kernel_w
+ * x input_c: 3x3x1, 3x3x2, 3x3x3, 1x1x4, 1x1x8, 1x1x12, 1x1x16), NHWC, groups 1, dilation 1:
+ * output[n][oy][ox][o] sums (input[n][oy*stride_h - pad_top + ky][ox*stride_w - pad_left + kx][i]
+ * + input_offset) * w[o][ky][kx][i] (taps outside the input add 0), as edgec_conv_s8. The
+ * window is compiled into each function (the descriptor's kernel_h, kernel_w and input_c must
+ * equal it): the first convolution of an image model and pointwise layers of few channels on cores
+ * without the packed kernels, where edgec_conv_s8 walks each window at run time. Constants
+ * (word-aligned):
+ *  - filter: per output channel its K = kernel_h * kernel_w * input_c taps (OHWI order),
+ *    zero-padded to K4 = a multiple of 4, each group of 4 taps (w0, w1, w2, w3) as the int16
+ *    values (w0, w2, w1, w3): [output_c rounded up to even][K4] int16;
+ *  - channel_table: edgec_conv_s8_dsp_wide's (8 words per channel pair: folded biases,
+ *    multipliers, round_high, r - 1); every channel must admit the short requantization
+ *    (r - 1 in 1..23, else EDGEC_ARG_ERROR), the output offset is in round_high.
+ * Portable C.
+ */
+/* generated from edgec/ops/conv_small.py: edgec_conv_small_desc */
+typedef struct {
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t input_c;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t output_c;
+    int32_t kernel_h;
+    int32_t kernel_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t input_offset;
+    int32_t act_min;
+    int32_t act_max;
+    const int16_t *filter;        /* [output_c, even][K4]: taps widened, (w0, w2, w1, w3) per group of 4 */
+    const int32_t *channel_table; /* 8 words per channel pair (edgec_conv_s8_dsp_wide's) */
+} edgec_conv_small_desc;
+/* end of edgec_conv_small_desc */
+
+edgec_status edgec_conv_s8_small_3x3x1(const edgec_conv_small_desc *desc, const int8_t *input,
+                                       int8_t *output);
+edgec_status edgec_conv_s8_small_3x3x2(const edgec_conv_small_desc *desc, const int8_t *input,
+                                       int8_t *output);
+edgec_status edgec_conv_s8_small_3x3x3(const edgec_conv_small_desc *desc, const int8_t *input,
+                                       int8_t *output);
+edgec_status edgec_conv_s8_small_1x1x4(const edgec_conv_small_desc *desc, const int8_t *input,
+                                       int8_t *output);
+edgec_status edgec_conv_s8_small_1x1x8(const edgec_conv_small_desc *desc, const int8_t *input,
+                                       int8_t *output);
+edgec_status edgec_conv_s8_small_1x1x12(const edgec_conv_small_desc *desc, const int8_t *input,
+                                        int8_t *output);
+edgec_status edgec_conv_s8_small_1x1x16(const edgec_conv_small_desc *desc, const int8_t *input,
+                                        int8_t *output);
+
+/*
  * Depthwise convolution, NHWC: output channel o = c * ch_mult + m (output_c = input_c * ch_mult)
  * sums (input[n][oy*stride_h - pad_top + ky*dilation_h][ox*stride_w - pad_left + kx*dilation_w][c]
  * + input_offset) * filter[ky][kx][o] (taps outside the input add 0).

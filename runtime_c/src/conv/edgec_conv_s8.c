@@ -395,6 +395,33 @@ static void dsp_fill_widened(int8_t *cols, int8_t value, int32_t n)
     }
 }
 
+/* Three runs of n bytes, row_step apart, one after the other into row. */
+static DSP_ALWAYS_INLINE void dsp_copy_runs3(int8_t *row, const int8_t *src, int32_t row_step, int32_t n)
+{
+    memcpy(row, src, (size_t)n);
+    memcpy(row + n, src + row_step, (size_t)n);
+    memcpy(row + 2 * n, src + 2 * row_step, (size_t)n);
+}
+
+/*
+ * The receptive field of output pixel px of a first convolution (3x3, C_in 1-3: run_len 3, 6 or
+ * 9) as an int8 row: inside the input three runs copied at constant sizes (im2col_row copies runs
+ * of run-time length; on MobileNet's RGB stem that was a fifth of the layer), else im2col_row.
+ */
+static DSP_ALWAYS_INLINE void dsp_stem_row(int8_t *row, const conv_window *win, pixel_cursor px)
+{
+    const int8_t *src = window_inside(win, px);
+    if (src == NULL) {
+        im2col_row(row, win, px);
+    } else if (win->run_len == 9) {
+        dsp_copy_runs3(row, src, win->row_step, 9);
+    } else if (win->run_len == 6) {
+        dsp_copy_runs3(row, src, win->row_step, 6);
+    } else {
+        dsp_copy_runs3(row, src, win->row_step, 3);
+    }
+}
+
 /* im2col straight into a column: when C_in is a multiple of 4, every run starts on a group. */
 static const im2col_sink dsp_column = { dsp_widen, dsp_fill_widened, DSP_COLUMN_BYTES / 4 };
 
@@ -652,6 +679,32 @@ static EDGEC_NOINLINE void dsp_pointwise_steps(int8_t *cols, const int8_t *input
     }
 }
 
+/* The steps of a first convolution (3x3, C_in 1-3, dilation 1): each field through dsp_stem_row
+ * and the int8 row, then widened; a short last step repeats its last pixel like dsp_conv's loop.
+ * Not inlined, for the reason dsp_pointwise_steps is not. */
+static EDGEC_NOINLINE void dsp_stem_steps(int8_t *cols, int8_t *row, const conv_window *win, int32_t groups,
+                                          const int8_t *packed_filter, const int32_t *folded_bias, const dsp_output *o,
+                                          const edgec_dims *output_dims, int8_t *output)
+{
+    const int32_t out_c = output_dims->c;
+    const int32_t pixels = output_dims->n * output_dims->h * output_dims->w;
+    pixel_cursor px = { 0, 0, 0 };
+    for (int32_t p = 0; p < pixels; p += DSP_PIXELS) {
+        int8_t *out[DSP_PIXELS];
+        for (int32_t column = 0; column < DSP_PIXELS; column++) {
+            const int real = p + column < pixels;
+            if (column > 0 && real) {
+                pixel_next(&px, output_dims);
+            }
+            out[column] = real ? output + (p + column) * out_c : NULL;
+            dsp_stem_row(row, win, px);
+            dsp_widen(cols + 8 * column, row, 4 * groups);
+        }
+        pixel_next(&px, output_dims);
+        dsp_conv_pixels(cols, groups, packed_filter, folded_bias, o, out_c, out);
+    }
+}
+
 /* edgec_conv_s8_dsp (narrow) and _wide (wide_desc): packed_filter holds int8 taps and folded_bias
  * the biases, or with `wide` int16 taps and the channel table. The layer is unpacked here, in the
  * frame the pixels run under, not in the entry points (no stack of their own). */
@@ -715,6 +768,10 @@ static edgec_status dsp_conv(const edgec_conv_desc *narrow, const edgec_conv_dsp
     }
     if (!direct) {
         fill_run(row + k, 0, 4 * groups - k); /* the filter is zero there: any value does */
+        if (filter_dims->h == 3 && filter_dims->w == 3 && filter_dims->c <= 3 && params->dilation_w == 1) {
+            dsp_stem_steps(cols, row, &win, groups, packed_filter, folded_bias, &o, output_dims, output);
+            return EDGEC_OK;
+        }
     }
     for (int32_t p = 0; p < pixels; p += DSP_PIXELS) {
         int8_t *out[DSP_PIXELS];
