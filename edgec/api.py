@@ -335,7 +335,8 @@ class CompiledModel:
     def _float_samples(self, samples, count: int, what: str) -> list[np.ndarray]:
         example = self.compiled.example_inputs
         if samples is None:
-            return pipeline.random_samples(example, count, seed=1)
+            rows = pipeline.token_rows(self.compiled.quantized_module)
+            return pipeline.random_samples(example, count, seed=1, token_rows=rows)
         return [x[:count] for x in pipeline.per_input_samples(samples, example, what)]
 
     # --- the report ---------------------------------------------------------------------------

@@ -227,7 +227,7 @@ STREAM_HELP = (
 def _quantized_samples(compiled, calib: str | None, count: int):
     """The first `count` --calib samples, else seeded random normal ones: as float samples (one
     array per model input) and as rows of the model's stored input bytes."""
-    from edgec.pipeline import load_samples, per_input_samples, random_samples
+    from edgec.pipeline import load_samples, per_input_samples, random_samples, token_rows
     from edgec.tools.verify import quantized_inputs
 
     if calib:
@@ -235,7 +235,9 @@ def _quantized_samples(compiled, calib: str | None, count: int):
             x[:count] for x in per_input_samples(load_samples(calib), compiled.example_inputs, "verification data")
         ]
     else:
-        floats = random_samples(compiled.example_inputs, count, seed=1)
+        floats = random_samples(
+            compiled.example_inputs, count, seed=1, token_rows=token_rows(compiled.quantized_module)
+        )
     return floats, quantized_inputs(compiled.graph, floats)
 
 

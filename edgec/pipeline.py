@@ -171,7 +171,7 @@ def quantize_loaded(
         ):
             warn(f"WARNING: {loaded.origin} is already quantized; calibration and precision options do not apply")
         return Quantized(loaded.origin, loaded.example_inputs, None, module)
-    samples = calibration_samples(calibration, loaded.example_inputs, warn)
+    samples = calibration_samples(calibration, loaded.example_inputs, warn, module)
     if calibration is not None:
         for line in range_warnings(samples, loaded.example_inputs):
             warn(line)
@@ -410,18 +410,23 @@ def check_supported(module: GraphModule, origin: str) -> None:
         )
 
 
-def calibration_samples(calibration, example_inputs: tuple, warn) -> list[tuple]:
-    """Calibration as one tuple of tensors per sample, each shaped like its example input."""
+def calibration_samples(calibration, example_inputs: tuple, warn, module: GraphModule | None = None) -> list[tuple]:
+    """Calibration as one tuple of tensors per sample, each shaped (and typed: token ids stay
+    integers) like its example input."""
     shapes = [tuple(x.shape) for x in example_inputs]
     if calibration is None:
         warn(
             f"WARNING: no --calib data given: calibrating on {RANDOM_CALIBRATION_SAMPLES} random normal "
             f"samples; int8 accuracy on real data will likely be poor. Pass --calib samples.npy."
         )
-        calibration = random_samples(example_inputs, RANDOM_CALIBRATION_SAMPLES, seed=0)
+        rows = token_rows(module) if module is not None else ()
+        calibration = random_samples(example_inputs, RANDOM_CALIBRATION_SAMPLES, seed=0, token_rows=rows)
     per = per_input_samples(calibration, example_inputs, "calibration data")
     return [
-        tuple(torch.from_numpy(np.ascontiguousarray(x[i])).reshape(shape) for x, shape in zip(per, shapes))
+        tuple(
+            torch.from_numpy(np.ascontiguousarray(x[i])).reshape(shape).to(example.dtype)
+            for x, shape, example in zip(per, shapes, example_inputs)
+        )
         for i in range(len(per[0]))
     ]
 
@@ -434,10 +439,34 @@ def sample_shape(input_shape: tuple) -> tuple:
     return input_shape[1:] if input_shape[:1] == (1,) else input_shape
 
 
-def random_samples(example_inputs: tuple, count: int, seed: int) -> list[np.ndarray]:
-    """`count` seeded standard normal samples per model input, as per_input_samples gives them."""
+def random_samples(example_inputs: tuple, count: int, seed: int, token_rows=()) -> list[np.ndarray]:
+    """`count` seeded standard normal samples per model input, as per_input_samples gives them; for
+    an integer input (token ids), ids drawn uniformly from [0, rows) with rows its entry of
+    `token_rows` (token_rows(module)), as integer-valued floats."""
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal((count, *sample_shape(x.shape)), dtype=np.float32) for x in example_inputs]
+    rows = list(token_rows) + [None] * (len(example_inputs) - len(token_rows))
+    return [
+        rng.integers(0, limit or 2, (count, *sample_shape(x.shape))).astype(np.float32)
+        if not torch.is_floating_point(x)
+        else rng.standard_normal((count, *sample_shape(x.shape)), dtype=np.float32)
+        for x, limit in zip(example_inputs, rows)
+    ]
+
+
+def token_rows(module: GraphModule) -> list[int | None]:
+    """Per model input: the table rows of the embeddings that read it (the fewest), or None."""
+    from edgec.frontend.torch_ops import EMBEDDINGS, module_attribute
+
+    rows = []
+    for node in module.graph.nodes:
+        if node.op == "placeholder":
+            tables = [
+                module_attribute(module, user.args[0].target).shape[0]
+                for user in node.users
+                if user.target in EMBEDDINGS and user.args[0].op == "get_attr"
+            ]
+            rows.append(min(tables) if tables else None)
+    return rows
 
 
 def per_input_samples(data, example_inputs: tuple, what: str) -> list[np.ndarray]:

@@ -158,7 +158,12 @@ class LoweringContext:
             tensor = self.graph.add_tensor(Tensor(node.name, tuple(node.meta["val"].shape), source=node.name))
             self.graph.inputs.append(tensor.name)
             self.values[node.name] = tensor
-            self._widest_input_quantize(node, tensor)
+            if is_token_input(node):  # ids (nn.Embedding): int32 on the device, the values themselves
+                tensor.scale, tensor.zero_point, tensor.dtype = 1.0, 0, "int32"
+            elif is_flag_input(node):  # a bool mask (key_padding_mask): one byte, 0 or 1, per element
+                tensor.scale, tensor.zero_point = 1.0, 0
+            else:
+                self._widest_input_quantize(node, tensor)
         elif node.op == "get_attr":
             self.values[node.name] = Constant(_attr_value(self.module, node.target))
         elif node.op == "call_module":
@@ -307,6 +312,18 @@ def quantize_constant(source: Constant, args: QuantizeArgs, node: Node) -> np.nd
     scaled = value.astype(np.float64) / args.broadcast(value, args.scale)
     rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5) + args.broadcast(value, args.zero_point)
     return np.clip(rounded, args.quant_min, args.quant_max).astype(args.dtype)
+
+
+def is_token_input(node: Node) -> bool:
+    """Whether placeholder `node` holds integers (token ids): the model reads it as int32."""
+    value = node.meta.get("val")
+    return isinstance(value, torch.Tensor) and value.dtype in (torch.int32, torch.int64)
+
+
+def is_flag_input(node: Node) -> bool:
+    """Whether placeholder `node` holds bools (a mask): the model reads one int8 0/1 per element."""
+    value = node.meta.get("val")
+    return isinstance(value, torch.Tensor) and value.dtype == torch.bool
 
 
 def _node_arg(node: Node, index: int, name: str):

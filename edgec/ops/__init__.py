@@ -10,6 +10,7 @@ from edgec.ops import (
     conv_transpose,
     depthwise,
     eltwise,
+    embedding,
     int4,
     int16,
     int16_units,
@@ -44,6 +45,7 @@ _UNITS = (
     *cmsis_nn.UNITS,
     band.UNIT,
     *argmax.UNITS,
+    *embedding.UNITS,
 )
 
 KINDS.update({unit.kind: unit for unit in _UNITS})  # IR op kind -> unit (edgec.ops.base holds the registry)
@@ -67,6 +69,7 @@ _SCHEMA_MODULES = (
     layer_norm,
     recurrent,
     argmax,
+    embedding,
     int4,
 )
 SCHEMA = {
