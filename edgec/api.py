@@ -416,6 +416,7 @@ def compile(
     weights: str = "int8",
     int4_layers=(),
     int4_rounding: str = "gptq",
+    tflite_compatible: bool = False,
 ) -> CompiledModel:
     """Quantize and compile `model` for `target`, as `edgec build` does.
 
@@ -449,6 +450,8 @@ def compile(
         <name>_invoke(), its state kept between invokes. run() and evaluate() still take whole
         sequences (the model's meaning); verify() also checks the streaming build, as
         `edgec verify --stream` does, and bench() counts one time step, as `edgec bench --stream`.
+    tflite_compatible: as `edgec build --tflite-compatible`: where TFLite Micro departs from a
+        pre-quantized program's meaning, compute TFLite Micro's bytes (docs/tflite-compatible.md).
     """
     target_info = (
         on_part(get_target(target), part)
@@ -479,8 +482,12 @@ def compile(
             int4_layers=int4_layers,
             int4_rounding=int4_rounding,
         )
-        compiled = pipeline.compile_for(quantized, target_info)
-        streaming = pipeline.compile_for(quantized, target_info, stream=True) if stream else None
+        compiled = pipeline.compile_for(quantized, target_info, tflite_compatible=tflite_compatible)
+        streaming = (
+            pipeline.compile_for(quantized, target_info, stream=True, tflite_compatible=tflite_compatible)
+            if stream
+            else None
+        )
     samples = None if arrays is None else [x[:REPORT_SAMPLES] for x in arrays]
     module = copy.deepcopy(model).eval() if isinstance(model, torch.nn.Module) else None
     return CompiledModel(compiled, name, samples, module, streaming)

@@ -39,7 +39,7 @@ from edgec.ops.matmul import fold_output_scales, place_right_operands
 from edgec.ops.recurrent import keep_last_steps, make_streaming
 from edgec.passes.constant_layouts import choose_constant_layouts
 from edgec.passes.fold_batchnorm import fold_batchnorm
-from edgec.passes.fuse import fold_pad, fuse_activations, fuse_copies
+from edgec.passes.fuse import fold_double_requantize, fold_pad, fuse_activations, fuse_copies
 from edgec.passes.layout import assign_layouts, relayout
 from edgec.passes.normalize import normalize
 from edgec.passes.qparams import unify_qparams
@@ -82,6 +82,7 @@ def compile_model(
     weights: str = "int8",
     int4_layers: Iterable[str] = (),
     int4_rounding: str = DEFAULT_INT4_ROUNDING,
+    tflite_compatible: bool = False,
 ) -> Compiled:
     return compile_for(
         quantize_model(
@@ -100,6 +101,7 @@ def compile_model(
         ),
         target,
         stream=stream,
+        tflite_compatible=tflite_compatible,
     )
 
 
@@ -200,12 +202,21 @@ def prepare(spec, example_inputs=None) -> tuple[export.LoadedModel, GraphModule]
     return loaded, module
 
 
-def compile_for(quantized: Quantized, target: str | Target = "host", *, stream: bool = False) -> Compiled:
+def compile_for(
+    quantized: Quantized, target: str | Target = "host", *, stream: bool = False, tflite_compatible: bool = False
+) -> Compiled:
     """lower -> (stream: one time step per invoke) -> fuse -> unify qparams -> layout -> fuse
     copies -> finalize -> specialize for `target` -> constant layouts -> schedule + plan -> over the
-    RAM budget: band stages (edgec.backend.banding)."""
+    RAM budget: band stages (edgec.backend.banding). `tflite_compatible`: where TFLite Micro departs
+    from the program's literal meaning, compute what TFLite Micro computes (docs/tflite-compatible.md)."""
     target_info = get_target(target)
-    graph = lower(quantized.quantized_module, converter_semantics=quantized.float_module is None)
+    graph = lower(
+        quantized.quantized_module,
+        converter_semantics=quantized.float_module is None,
+        tflite_compatible=tflite_compatible,
+    )
+    if tflite_compatible:
+        fold_double_requantize(graph)
     if stream:
         make_streaming(graph)
     else:

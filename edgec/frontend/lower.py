@@ -70,8 +70,11 @@ def _qop_name(node: Node) -> str | None:
 
 
 class LoweringContext:
-    def __init__(self, module: GraphModule, converter_semantics: bool = False):
+    def __init__(self, module: GraphModule, converter_semantics: bool = False, tflite_compatible: bool = False):
         self.module = module
+        # --tflite-compatible: where TFLite Micro departs from the program (its TANH writes 1/128
+        # steps whatever the output's declared qparams), compute its bytes instead.
+        self.tflite_compatible = tflite_compatible
         # A program quantized by another tool: ops whose int8 arithmetic the TFLite converter
         # chooses differently from edgec's own (a global average is MEAN) follow the converter.
         self.converter_semantics = converter_semantics
@@ -341,10 +344,10 @@ def _attr_value(module: GraphModule, target: str) -> np.ndarray:
     return np.asarray(value)
 
 
-def lower(module: GraphModule, converter_semantics: bool = False) -> Graph:
+def lower(module: GraphModule, converter_semantics: bool = False, tflite_compatible: bool = False) -> Graph:
     """`converter_semantics`: the program came quantized by another tool (read as TFLite's
-    converter reads it)."""
-    graph = LoweringContext(module, converter_semantics).run()
+    converter reads it); `tflite_compatible`: TFLite Micro's departures from the program followed."""
+    graph = LoweringContext(module, converter_semantics, tflite_compatible).run()
     graph.input_rounding = "divide" if converter_semantics else "multiply"
     if not graph.inputs or not graph.outputs:
         raise EdgecError("the model has no tensor input or no tensor output")
