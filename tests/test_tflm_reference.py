@@ -22,9 +22,9 @@ from edgec.tools import verify
 from tests.device_support import needs_toolchain
 
 DATA = Path(__file__).resolve().parent / "data" / "tflm"
-MODELS = ("ds_cnn", "fc_autoencoder", "mobilenet_v1_025", "resnet8", "lenet5_tanh", "kws_conv1d")
+MODELS = ("ds_cnn", "fc_autoencoder", "mobilenet_v1_025", "resnet8", "lenet5_tanh", "kws_conv1d", "unet_nearest")
 # Programs whose TFLite Micro bytes need the converter's reading (--tflite-compatible): TANH.
-TFLITE_COMPATIBLE = {"lenet5_tanh", "kws_conv1d"}
+TFLITE_COMPATIBLE = {"lenet5_tanh", "kws_conv1d", "unet_nearest"}
 
 
 @lru_cache(maxsize=None)

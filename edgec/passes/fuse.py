@@ -136,12 +136,13 @@ _RESCALING_PRODUCERS = {"reduce", "conv2d", "depthwise_conv2d", "fully_connected
 
 def fold_double_requantize(graph: Graph) -> None:
     """--tflite-compatible: a program that quantizes a rescaling op's output twice (`mean -> Q(a) ->
-    DQ -> flatten -> Q(b)`) lowers as producer -> (views) -> requantize; the TFLite converter drops
-    the first quantize, so the producer writes b's qparams directly (one rounding, not two). The
-    program's literal reading (the default) keeps both roundings."""
+    DQ -> flatten -> Q(b)`, `conv -> Q(a) -> DQ -> upsample -> Q(b) -> cat`) lowers as producer ->
+    (views, ops that keep qparams) -> requantize; the TFLite converter drops the first quantize, so
+    the producer writes b's qparams directly (one rounding, not two) and the ops between keep them.
+    The program's literal reading (the default) keeps both roundings."""
     for requantize in [op for op in graph.ops if op.kind == "lut" and op.attrs["function"] == "requantize"]:
         chain, name = [], requantize.inputs[0]
-        while (view := graph.producer(name)) is not None and view.kind == "reshape":
+        while (view := graph.producer(name)) is not None and len(view.inputs) == 1 and _keeps_qparams(view, graph):
             chain.append(view)
             name = view.inputs[0]
         producer = graph.producer(name)
@@ -159,3 +160,13 @@ def fold_double_requantize(graph: Graph) -> None:
         graph.replace_uses(requantize.outputs[0], requantize.inputs[0])
         graph.ops.remove(requantize)
     graph.remove_unused_tensors()
+
+
+def _keeps_qparams(op, graph: Graph) -> bool:
+    """A view, or an op that keeps qparams on 2-D images (resize, max pool): the converter moves a
+    requantize across those into the producer. On 1-D data (NCL) its TFLite form has a TRANSPOSE
+    around the pool, which keeps a separate QUANTIZE (kws_conv1d's max pool)."""
+    if op.kind == "reshape":
+        return True
+    four_d = len(graph.tensors[op.inputs[0]].torch_shape) == 4
+    return KINDS[op.kind].keeps_qparams and op.attrs.get("function") != "requantize" and four_d
