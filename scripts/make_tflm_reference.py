@@ -4,15 +4,18 @@ Micro computes for them (the oracle of tests/test_tflm_reference.py).
 For each model: torch.export(strict=True) -> litert-torch's PT2EQuantizer (per-channel, its
 HistogramObserver activations) -> prepare_pt2e -> calibrate -> convert_pt2e(fold_quantize=False),
 then (a) litert_torch.convert -> .tflite -> TFLite Micro's Python interpreter runs the int8 inputs;
-(b) the same converted program is saved as <name>.pt2 (what `edgec build` reads). Stored per
-model: <name>.pt2 and <name>.npz (int8 inputs in PyTorch order, TFLite Micro's int8 outputs and,
+(b) the same converted program is saved as <name>.pt2 (what `edgec build` reads; the test compiles
+some with --tflite-compatible, docs/tflite-compatible.md). Stored per model: <name>.pt2 and
+<name>.npz (int8 inputs in PyTorch order, TFLite Micro's int8 outputs and,
 for classifiers, the int8 logits feeding SOFTMAX, the I/O qparams), and versions.json.
 
 The peer stack is NOT an edgec dependency; it is needed only to rerun this script:
     echo torch==2.13.0 > /tmp/torch-pin.txt
     pip install -c /tmp/torch-pin.txt litert-torch==0.10.0 ai-edge-litert==2.3.0 \\
         tflite-micro==0.dev20261023182759 typing_extensions==4.12.2
-    python scripts/make_tflm_reference.py            # all four models; prints edgec's mismatches
+    python scripts/make_tflm_reference.py            # the stored models; prints edgec's mismatches
+    python scripts/make_tflm_reference.py --out /tmp/x --models shufflenet_v2_small   # one more, elsewhere
+(in a venv made with --system-site-packages, so that pip never replaces the system torch).
 """
 
 from __future__ import annotations
@@ -41,9 +44,34 @@ REALISTIC_SAMPLES = 8
 UNIFORM_SAMPLES = 8
 TFLM_ARENA_BYTES = 8 << 20  # generous: TFLM segfaults on a too small arena instead of failing
 PEER_PACKAGES = ("torch", "torchao", "litert-torch", "ai-edge-litert", "tflite-micro")
+
+
+def _reduced(zoo_name: str, make):
+    """A public architecture of edgec.zoo.cnn made smaller (fewer channels or blocks), so that its
+    stored program stays a few hundred KB; its inputs are the full model's."""
+    from functools import partial
+
+    return lambda seed=0: mlperf.build_model(make, partial(cnn.calibration_data, zoo_name), seed)
+
+
+def _reduced_calibration(zoo_name: str):
+    return lambda name, n, seed=0: cnn.calibration_data(zoo_name, n, seed)
+
+
 # name -> (factory, calibration data): the MLPerf Tiny models, then small public architectures
 # (each a few hundred KB as a stored .pt2) covering more TFLite operators.
 ZOO = {
+    "shufflenet_v2_small": (
+        _reduced(
+            "shufflenet_v2_x0_5",
+            lambda: cnn.ShuffleNetV2(stage_repeats=(2, 2, 2), stage_channels=(24, 48, 96, 192, 256), num_classes=10),
+        ),
+        _reduced_calibration("shufflenet_v2_x0_5"),
+    ),
+    "mobilenet_v3_small_025": (
+        _reduced("mobilenet_v3_small", lambda: cnn.MobileNetV3Small(width_mult=0.25, num_classes=10)),
+        _reduced_calibration("mobilenet_v3_small"),
+    ),
     **{name: (factory, mlperf.calibration_data) for name, factory in mlperf.ZOO.items()},
     **{
         name: (cnn.ZOO_CNN[name], cnn.calibration_data)
@@ -183,13 +211,19 @@ def edgec_mismatches(name: str, out_dir: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--models", nargs="*", default=sorted(ZOO))
+    parser.add_argument(
+        "--models", nargs="*", help=f"default: those tests/test_tflm_reference.py checks; any of {', '.join(ZOO)}"
+    )
     parser.add_argument("--run-tflm", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run_tflm:
         tflite, inputs, outputs, logits = args.run_tflm
         run_tflm(Path(tflite), Path(inputs), Path(outputs), int(logits))
         return
+    if not args.models:
+        from tests.test_tflm_reference import MODELS
+
+        args.models = list(MODELS)
     args.out.mkdir(parents=True, exist_ok=True)
     record = {"packages": {p: metadata.version(p) for p in PEER_PACKAGES}, "models": {}}
     with tempfile.TemporaryDirectory(prefix="tflm-reference-") as tmp:

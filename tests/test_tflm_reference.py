@@ -127,3 +127,35 @@ def test_the_comparison_sees_an_unfused_activation(monkeypatch):
     finally:
         _quantized.cache_clear()
     assert not summary.startswith("0 of "), summary
+
+
+@pytest.mark.parametrize("name", sorted(TFLITE_COMPATIBLE))
+def test_the_program_is_followed_by_default(name):
+    """Without --tflite-compatible edgec computes the program as written (TANH at its declared
+    qparams, both roundings of a double requantize), which TFLite Micro does not: bytes differ."""
+    compiled = compile_for(_quantized(DATA, name), "host")
+    reference = _reference(DATA, name)
+    rows = _rows(compiled, reference["inputs"])
+    outputs = _torch_order(compiled, verify.golden_outputs(compiled.graph, rows))
+    assert int(np.sum(outputs != reference["outputs"])) > 0
+
+
+def test_the_cli_takes_tflite_compatible(tmp_path):
+    from click.testing import CliRunner
+
+    from edgec.cli import cli
+
+    result = CliRunner().invoke(
+        cli,
+        [
+            "build",
+            str(DATA / "lenet5_tanh.pt2"),
+            "-o",
+            str(tmp_path / "out"),
+            "--target",
+            "host",
+            "--tflite-compatible",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "lenet5_tanh.h").exists()
