@@ -16,6 +16,7 @@ from edgec.errors import EdgecError
 from edgec.ir import to_torch_order
 from edgec.pipeline import compile_model, emit
 from edgec.tools import verify
+from tests.device_support import needs_toolchain
 
 
 class EdgePads(nn.Module):
@@ -306,3 +307,19 @@ def test_key_padding_mask_given_as_a_model_input(tmp_path):
         [result.dequantize(verify.unpack(compiled.graph, row, compiled.graph.outputs)[0])[0] for row in golden]
     )
     assert sim.sqnr_db(expected, got[:-2]) > 20.0
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+def test_token_ids_and_padding_mask_on_cortex_m4(tmp_path):
+    """The padded token classifier (int32 ids, bool key_padding_mask) under QEMU on Cortex-M4:
+    the device's bytes are the golden simulator's."""
+    torch.manual_seed(0)
+    model = PaddedTokenClassifier().eval()
+    ids, padding = _token_samples(28)[:, :8], _padding_samples(28)
+    example = (torch.zeros(1, 8, dtype=torch.long), torch.zeros(1, 8, dtype=torch.bool))
+    compiled = compile_model(model, example_inputs=example, calibration=[ids[:20], padding[:20]], target="cortex-m4")
+    emit(compiled, tmp_path / "out", "m")
+    inputs = verify.quantized_inputs(compiled.graph, [ids[20:], padding[20:]])
+    device = verify.run_on(compiled, tmp_path / "out", "m", inputs, tmp_path / "build")
+    assert verify.compare(verify.golden_outputs(compiled.graph, inputs), device).exact
