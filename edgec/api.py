@@ -335,7 +335,8 @@ class CompiledModel:
     def _float_samples(self, samples, count: int, what: str) -> list[np.ndarray]:
         example = self.compiled.example_inputs
         if samples is None:
-            return pipeline.random_samples(example, count, seed=1)
+            rows = pipeline.token_rows(self.compiled.quantized_module)
+            return pipeline.random_samples(example, count, seed=1, token_rows=rows)
         return [x[:count] for x in pipeline.per_input_samples(samples, example, what)]
 
     # --- the report ---------------------------------------------------------------------------
@@ -416,6 +417,7 @@ def compile(
     int4_layers=(),
     int4_rounding: str = "gptq",
     stream_input: bool = False,
+    tflite_compatible: bool = False,
 ) -> CompiledModel:
     """Quantize and compile `model` for `target`, as `edgec build` does.
 
@@ -452,6 +454,8 @@ def compile(
     stream_input: as `edgec build --stream-input`: the generated C takes the image input in row
         bands from the application (<name>_invoke_streamed; docs/band-stages.md), so under a `ram`
         budget a band stage at the input never holds it whole.
+    tflite_compatible: as `edgec build --tflite-compatible`: where TFLite Micro departs from a
+        pre-quantized program's meaning, compute TFLite Micro's bytes (docs/tflite-compatible.md).
     """
     target_info = (
         on_part(get_target(target), part)
@@ -483,8 +487,12 @@ def compile(
             int4_layers=int4_layers,
             int4_rounding=int4_rounding,
         )
-        compiled = pipeline.compile_for(quantized, target_info)
-        streaming = pipeline.compile_for(quantized, target_info, stream=True) if stream else None
+        compiled = pipeline.compile_for(quantized, target_info, tflite_compatible=tflite_compatible)
+        streaming = (
+            pipeline.compile_for(quantized, target_info, stream=True, tflite_compatible=tflite_compatible)
+            if stream
+            else None
+        )
     samples = None if arrays is None else [x[:REPORT_SAMPLES] for x in arrays]
     module = copy.deepcopy(model).eval() if isinstance(model, torch.nn.Module) else None
     return CompiledModel(compiled, name, samples, module, streaming)

@@ -205,6 +205,7 @@ def _compile(
     weights: str = "int8",
     int4_layers: str = "",
     int4_rounding: str = "gptq",
+    tflite_compatible: bool = False,
 ):
     from edgec.pipeline import compile_model, load_samples
 
@@ -223,9 +224,14 @@ def _compile(
         weights=weights,
         int4_layers=[n for n in int4_layers.split(",") if n.strip()],
         int4_rounding=int4_rounding,
+        tflite_compatible=tflite_compatible,
     )
 
 
+TFLITE_COMPATIBLE_HELP = (
+    "where TFLite Micro departs from a pre-quantized program's meaning (its TANH writes 1/128 steps "
+    "whatever the output declares), compute TFLite Micro's bytes (docs/tflite-compatible.md)"
+)
 STREAM_HELP = (
     "recurrent models: one time step per <name>_invoke(), the hidden/cell state kept between "
     "invokes outside the arena (<name>_reset_state() starts a new sequence)"
@@ -235,7 +241,7 @@ STREAM_HELP = (
 def _quantized_samples(compiled, calib: str | None, count: int):
     """The first `count` --calib samples, else seeded random normal ones: as float samples (one
     array per model input) and as rows of the model's stored input bytes."""
-    from edgec.pipeline import load_samples, per_input_samples, random_samples
+    from edgec.pipeline import load_samples, per_input_samples, random_samples, token_rows
     from edgec.tools.verify import quantized_inputs
 
     if calib:
@@ -243,7 +249,9 @@ def _quantized_samples(compiled, calib: str | None, count: int):
             x[:count] for x in per_input_samples(load_samples(calib), compiled.example_inputs, "verification data")
         ]
     else:
-        floats = random_samples(compiled.example_inputs, count, seed=1)
+        floats = random_samples(
+            compiled.example_inputs, count, seed=1, token_rows=token_rows(compiled.quantized_module)
+        )
     return floats, quantized_inputs(compiled.graph, floats)
 
 
@@ -273,6 +281,7 @@ def cli():
 @_quantization_options
 @click.option("--report", "html_report", is_flag=True, help="also write report.html (layer table, memory timeline)")
 @click.option("--stream", is_flag=True, help=STREAM_HELP)
+@click.option("--tflite-compatible", is_flag=True, help=TFLITE_COMPATIBLE_HELP)
 @click.option(
     "--shared-arena",
     is_flag=True,
@@ -301,6 +310,7 @@ def build(
     int4_rounding,
     html_report,
     stream,
+    tflite_compatible,
     shared_arena,
     quiet,
 ):
@@ -336,6 +346,7 @@ def build(
                 weights,
                 int4_layers,
                 int4_rounding,
+                tflite_compatible,
             )
         )
         for warning in quantization_warnings(compiled[-1].graph):
@@ -425,6 +436,7 @@ def report(out_dir, html, bench_json, sqnr_json):
     help="write each layer's SQNR (as --per-layer prints it) to this JSON file, for edgec report --sqnr",
 )
 @click.option("--stream", is_flag=True, help=STREAM_HELP + "; the samples' frames run as one stream")
+@click.option("--tflite-compatible", is_flag=True, help=TFLITE_COMPATIBLE_HELP)
 @click.option(
     "--allow-unchecked",
     is_flag=True,
@@ -456,6 +468,7 @@ def verify(
     per_layer,
     layers_json,
     stream,
+    tflite_compatible,
     allow_unchecked,
     class_outputs,
     method,
@@ -491,6 +504,7 @@ def verify(
         weights=weights,
         int4_layers=int4_layers,
         int4_rounding=int4_rounding,
+        tflite_compatible=tflite_compatible,
     )
     floats, inputs = _quantized_samples(compiled, calib, samples)
     if stream:
@@ -574,6 +588,7 @@ def _verify_stream(whole, floats, whole_inputs, name: str, target: str) -> None:
     help="clock for the milliseconds (default: the target's typical part, docs/timing-model.md)",
 )
 @click.option("--stream", is_flag=True, help=STREAM_HELP + "; counts one time step")
+@click.option("--tflite-compatible", is_flag=True, help=TFLITE_COMPATIBLE_HELP)
 @click.option(
     "--sensitivity",
     is_flag=True,
@@ -606,6 +621,7 @@ def bench(
     profile,
     mhz,
     stream,
+    tflite_compatible,
     sensitivity,
     cmsis_nn_opt,
     method,
@@ -643,12 +659,13 @@ def bench(
         weights=weights,
         int4_layers=int4_layers,
         int4_rounding=int4_rounding,
+        tflite_compatible=tflite_compatible,
     )
     floats, sample = _quantized_samples(compiled, calib, 1)
     if stream:
         from edgec.pipeline import compile_for
 
-        compiled = compile_for(compiled, target_info, stream=True)
+        compiled = compile_for(compiled, target_info, stream=True, tflite_compatible=tflite_compatible)
         sample = checks.quantized_inputs(compiled.graph, [x[:1] for x in checks.stream_frames(compiled, floats)])
     with tempfile.TemporaryDirectory(prefix="edgec-bench-") as tmp:
         model_dir = Path(out_dir) if out_dir else Path(tmp) / name

@@ -39,7 +39,7 @@ from edgec.ops.matmul import fold_output_scales, place_right_operands
 from edgec.ops.recurrent import keep_last_steps, make_streaming
 from edgec.passes.constant_layouts import choose_constant_layouts
 from edgec.passes.fold_batchnorm import fold_batchnorm
-from edgec.passes.fuse import fold_pad, fuse_activations, fuse_copies
+from edgec.passes.fuse import fold_double_requantize, fold_pad, fuse_activations, fuse_copies
 from edgec.passes.layout import assign_layouts, relayout
 from edgec.passes.normalize import normalize
 from edgec.passes.qparams import unify_qparams
@@ -82,6 +82,7 @@ def compile_model(
     weights: str = "int8",
     int4_layers: Iterable[str] = (),
     int4_rounding: str = DEFAULT_INT4_ROUNDING,
+    tflite_compatible: bool = False,
 ) -> Compiled:
     return compile_for(
         quantize_model(
@@ -100,6 +101,7 @@ def compile_model(
         ),
         target,
         stream=stream,
+        tflite_compatible=tflite_compatible,
     )
 
 
@@ -171,7 +173,7 @@ def quantize_loaded(
         ):
             warn(f"WARNING: {loaded.origin} is already quantized; calibration and precision options do not apply")
         return Quantized(loaded.origin, loaded.example_inputs, None, module)
-    samples = calibration_samples(calibration, loaded.example_inputs, warn)
+    samples = calibration_samples(calibration, loaded.example_inputs, warn, module)
     if calibration is not None:
         for line in range_warnings(samples, loaded.example_inputs):
             warn(line)
@@ -200,12 +202,21 @@ def prepare(spec, example_inputs=None) -> tuple[export.LoadedModel, GraphModule]
     return loaded, module
 
 
-def compile_for(quantized: Quantized, target: str | Target = "host", *, stream: bool = False) -> Compiled:
+def compile_for(
+    quantized: Quantized, target: str | Target = "host", *, stream: bool = False, tflite_compatible: bool = False
+) -> Compiled:
     """lower -> (stream: one time step per invoke) -> fuse -> unify qparams -> layout -> fuse
     copies -> finalize -> specialize for `target` -> constant layouts -> schedule + plan -> over the
-    RAM budget: band stages (edgec.backend.banding)."""
+    RAM budget: band stages (edgec.backend.banding). `tflite_compatible`: where TFLite Micro departs
+    from the program's literal meaning, compute what TFLite Micro computes (docs/tflite-compatible.md)."""
     target_info = get_target(target)
-    graph = lower(quantized.quantized_module, converter_semantics=quantized.float_module is None)
+    graph = lower(
+        quantized.quantized_module,
+        converter_semantics=quantized.float_module is None,
+        tflite_compatible=tflite_compatible,
+    )
+    if tflite_compatible:
+        fold_double_requantize(graph)
     if stream:
         make_streaming(graph)
     else:
@@ -411,18 +422,23 @@ def check_supported(module: GraphModule, origin: str) -> None:
         )
 
 
-def calibration_samples(calibration, example_inputs: tuple, warn) -> list[tuple]:
-    """Calibration as one tuple of tensors per sample, each shaped like its example input."""
+def calibration_samples(calibration, example_inputs: tuple, warn, module: GraphModule | None = None) -> list[tuple]:
+    """Calibration as one tuple of tensors per sample, each shaped (and typed: token ids stay
+    integers) like its example input."""
     shapes = [tuple(x.shape) for x in example_inputs]
     if calibration is None:
         warn(
             f"WARNING: no --calib data given: calibrating on {RANDOM_CALIBRATION_SAMPLES} random normal "
             f"samples; int8 accuracy on real data will likely be poor. Pass --calib samples.npy."
         )
-        calibration = random_samples(example_inputs, RANDOM_CALIBRATION_SAMPLES, seed=0)
+        rows = token_rows(module) if module is not None else ()
+        calibration = random_samples(example_inputs, RANDOM_CALIBRATION_SAMPLES, seed=0, token_rows=rows)
     per = per_input_samples(calibration, example_inputs, "calibration data")
     return [
-        tuple(torch.from_numpy(np.ascontiguousarray(x[i])).reshape(shape) for x, shape in zip(per, shapes))
+        tuple(
+            torch.from_numpy(np.ascontiguousarray(x[i])).reshape(shape).to(example.dtype)
+            for x, shape, example in zip(per, shapes, example_inputs)
+        )
         for i in range(len(per[0]))
     ]
 
@@ -435,10 +451,34 @@ def sample_shape(input_shape: tuple) -> tuple:
     return input_shape[1:] if input_shape[:1] == (1,) else input_shape
 
 
-def random_samples(example_inputs: tuple, count: int, seed: int) -> list[np.ndarray]:
-    """`count` seeded standard normal samples per model input, as per_input_samples gives them."""
+def random_samples(example_inputs: tuple, count: int, seed: int, token_rows=()) -> list[np.ndarray]:
+    """`count` seeded standard normal samples per model input, as per_input_samples gives them; for
+    an integer input (token ids), ids drawn uniformly from [0, rows) with rows its entry of
+    `token_rows` (token_rows(module)), as integer-valued floats."""
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal((count, *sample_shape(x.shape)), dtype=np.float32) for x in example_inputs]
+    rows = list(token_rows) + [None] * (len(example_inputs) - len(token_rows))
+    return [
+        rng.integers(0, limit or 2, (count, *sample_shape(x.shape))).astype(np.float32)
+        if not torch.is_floating_point(x)
+        else rng.standard_normal((count, *sample_shape(x.shape)), dtype=np.float32)
+        for x, limit in zip(example_inputs, rows)
+    ]
+
+
+def token_rows(module: GraphModule) -> list[int | None]:
+    """Per model input: the table rows of the embeddings that read it (the fewest), or None."""
+    from edgec.frontend.torch_ops import EMBEDDINGS, module_attribute
+
+    rows = []
+    for node in module.graph.nodes:
+        if node.op == "placeholder":
+            tables = [
+                module_attribute(module, user.args[0].target).shape[0]
+                for user in node.users
+                if user.target in EMBEDDINGS and user.args[0].op == "get_attr"
+            ]
+            rows.append(min(tables) if tables else None)
+    return rows
 
 
 def per_input_samples(data, example_inputs: tuple, what: str) -> list[np.ndarray]:

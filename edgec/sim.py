@@ -13,7 +13,7 @@ from edgec.ops import unit_of
 
 # <name>_quantize_input clips the scaled value to +-this before converting it (codegen.QUANTIZE_CLIP).
 QUANTIZE_CLIP = {"int8": np.float32(300.0), "int16": np.float32(70000.0)}
-INT_DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32}  # int32: argmax indices
+INT_DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32}  # int32: token ids, argmax indices
 
 
 stored = to_stored  # a float graph value laid out as a tensor is stored
@@ -25,6 +25,9 @@ def quantize_input(graph: Graph, x_float: np.ndarray, index: int = 0) -> np.ndar
     float32 x * float32(1/scale) rounded half to even, or float32 x / scale rounded half away
     from zero; then saturated (NaN and huge values included)."""
     tensor = graph.tensors[graph.inputs[index]]
+    if tensor.dtype == "int32":  # token ids: the values themselves (halves to even), saturated to int32
+        ids = np.rint(np.asarray(x_float, dtype=np.float64).reshape(tensor.torch_shape))
+        return stored(tensor, np.clip(np.nan_to_num(ids, nan=0.0), -(2**31), 2**31 - 1).astype(np.int32))
     x = np.asarray(x_float, dtype=np.float32).reshape(tensor.torch_shape)
     clip = QUANTIZE_CLIP[tensor.dtype]
     if graph.input_rounding == "multiply":

@@ -16,6 +16,7 @@ from edgec.errors import EdgecError
 from edgec.ir import to_torch_order
 from edgec.pipeline import compile_model, emit
 from edgec.tools import verify
+from tests.device_support import needs_toolchain
 
 
 class EdgePads(nn.Module):
@@ -189,3 +190,136 @@ def test_argmax_outputs_int32_indices(tmp_path):
         agree += [np.mean(pixels == expected[0].numpy()), np.mean(rows == expected[1].numpy())]
         assert (top == rows).all()  # topk(k=1)'s indices are argmax's
     assert np.mean(agree) > 0.9, np.mean(agree)  # float and int8 argmax differ only at near-ties
+
+
+class TokenClassifier(nn.Module):
+    """A tiny text classifier as people write one: nn.Embedding over int64 token ids, learned
+    positions, one nn.MultiheadAttention encoder block, mean over the tokens, a linear head."""
+
+    def __init__(self, vocab: int = 50, dim: int = 16, tokens: int = 8, classes: int = 4):
+        super().__init__()
+        from edgec.zoo.seq import TransformerBlock
+
+        self.embed = nn.Embedding(vocab, dim)
+        self.position = nn.Parameter(torch.randn(1, tokens, dim) * 0.1)
+        self.block = TransformerBlock(dim, 2, native=True)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, ids):
+        return self.head(self.block(self.embed(ids) + self.position).mean(1))
+
+
+def _token_samples(count: int, vocab: int = 50, tokens: int = 8) -> np.ndarray:
+    """Token ids as float rows (edgec's sample arrays), the last two rows with ids outside the table."""
+    ids = np.random.default_rng(0).integers(0, vocab, (count, tokens)).astype(np.float32)
+    ids[-1, :3] = (vocab, vocab + 1000, -3)
+    ids[-2, 5] = 2**31 - 1
+    return ids
+
+
+def test_embedding_over_token_ids(tmp_path):
+    """Token ids are an int32 model input (`m_set_input_0(const int32_t *)`), looked up in a table
+    quantized at the embedding's output qparams: golden == host C (sanitizers) byte for byte, ids
+    outside the table clamped to its nearest row on both, and verify's layer check passes."""
+    torch.manual_seed(0)
+    model = TokenClassifier().eval()
+    samples = _token_samples(40)
+    compiled = compile_model(model, example_inputs=(torch.zeros(1, 8, dtype=torch.long),), calibration=samples[:24])
+    ids = compiled.graph.tensors[compiled.graph.inputs[0]]
+    assert ids.dtype == "int32" and [op.kind for op in compiled.graph.ops][0] == "embedding"
+    emit(compiled, tmp_path / "out", "m")
+    header = (tmp_path / "out" / "m.h").read_text()
+    assert "void m_set_input_0(const int32_t *ids);" in header and "clamped" in header
+    assert "m_quantize_input" not in header
+    inputs = verify.quantized_inputs(compiled.graph, samples[24:])
+    exe = verify.build_host(tmp_path / "out", "m", tmp_path / "build", sanitize=True)
+    golden = verify.golden_outputs(compiled.graph, inputs)
+    assert verify.compare(golden, verify.run_host(exe, inputs, verify.output_bytes(compiled.graph))).exact
+    assert not verify.check_against_reference(compiled, samples[24:]).skipped
+    embedding = compiled.graph.ops[0]
+    values = verify.golden_values(compiled.graph, inputs[-1])
+    table = embedding.attrs["desc"]["table"].reshape(50, 16)
+    np.testing.assert_array_equal(values[embedding.outputs[0]].reshape(8, 16)[:3], table[[49, 49, 0]])
+    # The table row is the program's quantized embedding row, bit for bit.
+    out = compiled.graph.tensors[embedding.outputs[0]]
+    program = torch.ops.quantized_decomposed.quantize_per_tensor(
+        model.embed.weight.detach(), out.scale, out.zero_point, -128, 127, torch.int8
+    )
+    np.testing.assert_array_equal(table, program.numpy())
+    with torch.no_grad():
+        expected = np.stack([model(torch.from_numpy(x[None]).long()).numpy()[0] for x in samples[24:-2]])
+    result = compiled.graph.tensors[compiled.graph.outputs[0]]
+    got = np.stack(
+        [result.dequantize(verify.unpack(compiled.graph, row, compiled.graph.outputs)[0])[0] for row in golden]
+    )
+    assert sim.sqnr_db(expected, got[:-2]) > 20.0
+
+
+class PaddedTokenClassifier(TokenClassifier):
+    """TokenClassifier over a batch of padded sequences: the padding mask (True: a padded token)
+    is a second model input, nn.MultiheadAttention's key_padding_mask."""
+
+    def forward(self, ids, padding):
+        x = self.embed(ids) + self.position
+        y = self.block.norm1(x)
+        x = x + self.block.attn(y, y, y, key_padding_mask=padding, need_weights=False)[0]
+        x = x + self.block.mlp(self.block.norm2(x))
+        return self.head(x.mean(1))
+
+
+def _padding_samples(count: int, tokens: int = 8) -> np.ndarray:
+    """Padding masks as float rows: the last 0..tokens-1 positions of each row padded."""
+    lengths = np.random.default_rng(1).integers(1, tokens + 1, count)
+    return (np.arange(tokens)[None, :] >= lengths[:, None]).astype(np.float32)
+
+
+def test_key_padding_mask_given_as_a_model_input(tmp_path):
+    """MHA's key_padding_mask as a bool model input runs as a softmax reading the mask at run time
+    (edgec_input_masked_softmax_s8): golden == host C (sanitizers) byte for byte, the mask changes
+    the output, verify's layer check passes, and the int8 output follows the float model's."""
+    torch.manual_seed(0)
+    model = PaddedTokenClassifier().eval()
+    ids, padding = _token_samples(40)[:, :8], _padding_samples(40)
+    example = (torch.zeros(1, 8, dtype=torch.long), torch.zeros(1, 8, dtype=torch.bool))
+    compiled = compile_model(model, example_inputs=example, calibration=[ids[:24], padding[:24]])
+    assert [op.kind for op in compiled.graph.ops].count("input_masked_softmax") == 1
+    mask = compiled.graph.tensors[compiled.graph.inputs[1]]
+    assert (mask.dtype, mask.scale, mask.zero_point) == ("int8", 1.0, 0)
+    emit(compiled, tmp_path / "out", "m")
+    inputs = verify.quantized_inputs(compiled.graph, [ids[24:], padding[24:]])
+    exe = verify.build_host(tmp_path / "out", "m", tmp_path / "build", sanitize=True)
+    golden = verify.golden_outputs(compiled.graph, inputs)
+    assert verify.compare(golden, verify.run_host(exe, inputs, verify.output_bytes(compiled.graph))).exact
+    assert not verify.check_against_reference(compiled, [ids[24:], padding[24:]]).skipped
+    unpadded = verify.golden_outputs(
+        compiled.graph, verify.quantized_inputs(compiled.graph, [ids[24:], 0 * padding[24:]])
+    )
+    assert (unpadded != golden).any(axis=1).sum() >= (padding[24:].sum(axis=1) > 0).sum() // 2
+    with torch.no_grad():
+        expected = np.stack(
+            [
+                model(torch.from_numpy(i[None]).long(), torch.from_numpy(p[None]).bool()).numpy()[0]
+                for i, p in zip(ids[24:-2], padding[24:-2])
+            ]
+        )
+    result = compiled.graph.tensors[compiled.graph.outputs[0]]
+    got = np.stack(
+        [result.dequantize(verify.unpack(compiled.graph, row, compiled.graph.outputs)[0])[0] for row in golden]
+    )
+    assert sim.sqnr_db(expected, got[:-2]) > 20.0
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+def test_token_ids_and_padding_mask_on_cortex_m4(tmp_path):
+    """The padded token classifier (int32 ids, bool key_padding_mask) under QEMU on Cortex-M4:
+    the device's bytes are the golden simulator's."""
+    torch.manual_seed(0)
+    model = PaddedTokenClassifier().eval()
+    ids, padding = _token_samples(28)[:, :8], _padding_samples(28)
+    example = (torch.zeros(1, 8, dtype=torch.long), torch.zeros(1, 8, dtype=torch.bool))
+    compiled = compile_model(model, example_inputs=example, calibration=[ids[:20], padding[:20]], target="cortex-m4")
+    emit(compiled, tmp_path / "out", "m")
+    inputs = verify.quantized_inputs(compiled.graph, [ids[20:], padding[20:]])
+    device = verify.run_on(compiled, tmp_path / "out", "m", inputs, tmp_path / "build")
+    assert verify.compare(verify.golden_outputs(compiled.graph, inputs), device).exact

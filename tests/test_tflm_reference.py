@@ -22,7 +22,9 @@ from edgec.tools import verify
 from tests.device_support import needs_toolchain
 
 DATA = Path(__file__).resolve().parent / "data" / "tflm"
-MODELS = ("ds_cnn", "fc_autoencoder", "mobilenet_v1_025", "resnet8")
+MODELS = ("ds_cnn", "fc_autoencoder", "mobilenet_v1_025", "resnet8", "lenet5_tanh", "kws_conv1d", "unet_nearest")
+# Programs whose TFLite Micro bytes need the converter's reading (--tflite-compatible): TANH.
+TFLITE_COMPATIBLE = {"lenet5_tanh", "kws_conv1d", "unet_nearest"}
 
 
 @lru_cache(maxsize=None)
@@ -63,9 +65,13 @@ def _logits_tensor(compiled) -> str | None:
     return softmax[-1].inputs[0] if softmax else None
 
 
+def _compiled(data: Path, name: str, target: str = "host"):
+    return compile_for(_quantized(data, name), target, tflite_compatible=name in TFLITE_COMPATIBLE)
+
+
 def golden_against_tflm(data: Path, name: str) -> str:
     """'N of M output bytes differ (logits: ...)': edgec's golden simulator against TFLite Micro."""
-    compiled = compile_for(_quantized(data, name), "host")
+    compiled = _compiled(data, name)
     reference = _reference(data, name)
     rows = _rows(compiled, reference["inputs"])
     values = [verify.golden_values(compiled.graph, row) for row in rows]
@@ -81,14 +87,14 @@ def golden_against_tflm(data: Path, name: str) -> str:
 
 @pytest.mark.parametrize("name", MODELS)
 def test_golden_equals_tflite_micro(name):
-    compiled = compile_for(_quantized(DATA, name), "host")
+    compiled = _compiled(DATA, name)
     _check_qparams(compiled, _reference(DATA, name))
     summary = golden_against_tflm(DATA, name)
     assert summary.startswith("0 of ") and ("logits" not in summary or "(logits: 0 of" in summary), f"{name}: {summary}"
 
 
 def _run(name: str, target: str, tmp_path) -> tuple[np.ndarray, np.ndarray]:
-    compiled = compile_for(_quantized(DATA, name), target)
+    compiled = _compiled(DATA, name, target)
     reference = _reference(DATA, name)
     emit(compiled, tmp_path / name, name)
     device = verify.run_on(compiled, tmp_path / name, name, _rows(compiled, reference["inputs"]), tmp_path / "build")
@@ -121,3 +127,35 @@ def test_the_comparison_sees_an_unfused_activation(monkeypatch):
     finally:
         _quantized.cache_clear()
     assert not summary.startswith("0 of "), summary
+
+
+@pytest.mark.parametrize("name", sorted(TFLITE_COMPATIBLE))
+def test_the_program_is_followed_by_default(name):
+    """Without --tflite-compatible edgec computes the program as written (TANH at its declared
+    qparams, both roundings of a double requantize), which TFLite Micro does not: bytes differ."""
+    compiled = compile_for(_quantized(DATA, name), "host")
+    reference = _reference(DATA, name)
+    rows = _rows(compiled, reference["inputs"])
+    outputs = _torch_order(compiled, verify.golden_outputs(compiled.graph, rows))
+    assert int(np.sum(outputs != reference["outputs"])) > 0
+
+
+def test_the_cli_takes_tflite_compatible(tmp_path):
+    from click.testing import CliRunner
+
+    from edgec.cli import cli
+
+    result = CliRunner().invoke(
+        cli,
+        [
+            "build",
+            str(DATA / "lenet5_tanh.pt2"),
+            "-o",
+            str(tmp_path / "out"),
+            "--target",
+            "host",
+            "--tflite-compatible",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "lenet5_tanh.h").exists()

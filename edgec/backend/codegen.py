@@ -121,10 +121,10 @@ def _array_body(values: np.ndarray) -> str:
     return "\n".join("    " + ", ".join(flat[i : i + 16]) + "," for i in range(0, len(flat), 16))
 
 
-C_TYPE_OF = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t"}  # int32: argmax indices (outputs)
+C_TYPE_OF = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t"}  # int32: token ids, argmax indices
 # <name>_quantize_input clips the scaled value to +-this before converting it to an integer, so the
 # conversion is always defined; beyond the dtype's range, then saturated (edgec.sim does the same).
-QUANTIZE_CLIP = {"int8": 300, "int16": 70000, "int32": 0}  # int32: outputs only
+QUANTIZE_CLIP = {"int8": 300, "int16": 70000, "int32": 0}  # int32: no quantize (token ids are copied)
 INT_RANGE = {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (-(2**31), 2**31 - 1)}
 
 

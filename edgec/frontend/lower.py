@@ -70,8 +70,11 @@ def _qop_name(node: Node) -> str | None:
 
 
 class LoweringContext:
-    def __init__(self, module: GraphModule, converter_semantics: bool = False):
+    def __init__(self, module: GraphModule, converter_semantics: bool = False, tflite_compatible: bool = False):
         self.module = module
+        # --tflite-compatible: where TFLite Micro departs from the program (its TANH writes 1/128
+        # steps whatever the output's declared qparams), compute its bytes instead.
+        self.tflite_compatible = tflite_compatible
         # A program quantized by another tool: ops whose int8 arithmetic the TFLite converter
         # chooses differently from edgec's own (a global average is MEAN) follow the converter.
         self.converter_semantics = converter_semantics
@@ -158,7 +161,12 @@ class LoweringContext:
             tensor = self.graph.add_tensor(Tensor(node.name, tuple(node.meta["val"].shape), source=node.name))
             self.graph.inputs.append(tensor.name)
             self.values[node.name] = tensor
-            self._widest_input_quantize(node, tensor)
+            if is_token_input(node):  # ids (nn.Embedding): int32 on the device, the values themselves
+                tensor.scale, tensor.zero_point, tensor.dtype = 1.0, 0, "int32"
+            elif is_flag_input(node):  # a bool mask (key_padding_mask): one byte, 0 or 1, per element
+                tensor.scale, tensor.zero_point = 1.0, 0
+            else:
+                self._widest_input_quantize(node, tensor)
         elif node.op == "get_attr":
             self.values[node.name] = Constant(_attr_value(self.module, node.target))
         elif node.op == "call_module":
@@ -309,6 +317,18 @@ def quantize_constant(source: Constant, args: QuantizeArgs, node: Node) -> np.nd
     return np.clip(rounded, args.quant_min, args.quant_max).astype(args.dtype)
 
 
+def is_token_input(node: Node) -> bool:
+    """Whether placeholder `node` holds integers (token ids): the model reads it as int32."""
+    value = node.meta.get("val")
+    return isinstance(value, torch.Tensor) and value.dtype in (torch.int32, torch.int64)
+
+
+def is_flag_input(node: Node) -> bool:
+    """Whether placeholder `node` holds bools (a mask): the model reads one int8 0/1 per element."""
+    value = node.meta.get("val")
+    return isinstance(value, torch.Tensor) and value.dtype == torch.bool
+
+
 def _node_arg(node: Node, index: int, name: str):
     if len(node.args) > index:
         return node.args[index]
@@ -324,10 +344,10 @@ def _attr_value(module: GraphModule, target: str) -> np.ndarray:
     return np.asarray(value)
 
 
-def lower(module: GraphModule, converter_semantics: bool = False) -> Graph:
+def lower(module: GraphModule, converter_semantics: bool = False, tflite_compatible: bool = False) -> Graph:
     """`converter_semantics`: the program came quantized by another tool (read as TFLite's
-    converter reads it)."""
-    graph = LoweringContext(module, converter_semantics).run()
+    converter reads it); `tflite_compatible`: TFLite Micro's departures from the program followed."""
+    graph = LoweringContext(module, converter_semantics, tflite_compatible).run()
     graph.input_rounding = "divide" if converter_semantics else "multiply"
     if not graph.inputs or not graph.outputs:
         raise EdgecError("the model has no tensor input or no tensor output")

@@ -11,6 +11,7 @@ from edgec.ops import (
     conv_transpose,
     depthwise,
     eltwise,
+    embedding,
     int4,
     int16,
     int16_units,
@@ -45,6 +46,7 @@ _UNITS = (
     *cmsis_nn.UNITS,
     band.UNIT,
     *argmax.UNITS,
+    *embedding.UNITS,
 )
 
 KINDS.update({unit.kind: unit for unit in _UNITS})  # IR op kind -> unit (edgec.ops.base holds the registry)
@@ -69,6 +71,7 @@ _SCHEMA_MODULES = (
     layer_norm,
     recurrent,
     argmax,
+    embedding,
     int4,
 )
 SCHEMA = {

@@ -334,17 +334,22 @@ class Lut(OpDef):
         function, attributes = _FUNCTIONS[node.target]
         x = ctx.tensor(node.args[0])
         values = {name: _attribute(node, name, index, default) for name, (index, default) in attributes.items()}
-        ctx.add_op(self.kind, node, [x], [ctx.output(node)], function=function, function_attrs=values)
+        op = ctx.add_op(self.kind, node, [x], [ctx.output(node)], function=function, function_attrs=values)
+        if ctx.tflite_compatible and function == "tanh":
+            # TFLite Micro's int8 TANH writes steps of 1/128 around 0 whatever the output tensor
+            # declares, and its readers take those bytes at the declared qparams.
+            op.attrs["table_qparams"] = FIXED_OUTPUT_QPARAMS["tanh"]
 
     def finalize(self, op, graph) -> None:
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        out_scale, out_zero_point = op.attrs.get("table_qparams", (out_t.scale, out_t.zero_point))
         try:
             table = lut_table(
                 op.attrs["function"],
                 x_t.scale,
                 x_t.zero_point,
-                out_t.scale,
-                out_t.zero_point,
+                out_scale,
+                out_zero_point,
                 **op.attrs["function_attrs"],
             )
         except ValueError as exc:

@@ -285,15 +285,12 @@ class Pool2d(OpDef):
         if len(x.shape) not in (3, 4):
             raise EdgecError(f"{source_line(node)}: pooling needs an NCL or NCHW input, got {list(x.shape)}")
         kind, kernel, stride, padding, divisor = self._window(node, x.shape)
-        if (
-            ctx.converter_semantics
-            and len(x.shape) == 4
-            and node.target in MEANS | ADAPTIVE_POOLS
-            and tuple(kernel) == tuple(x.shape[2:])
-        ):
-            # The TFLite converter makes a global average (a mean over H, W or an adaptive pool to
-            # 1x1) a MEAN, whose int8 arithmetic is edgec's mean reduction, not AVERAGE_POOL_2D's.
-            return reduction_unit().lower_mean(ctx, node, x, dims=[2, 3])
+        spatial = tuple(x.shape[2:]) if len(x.shape) == 4 else (1, x.shape[2])
+        if ctx.converter_semantics and node.target in MEANS | ADAPTIVE_POOLS and tuple(kernel) == spatial:
+            # The TFLite converter makes a global average (a mean over H, W or L, or an adaptive pool
+            # to 1x1 or 1) a MEAN, whose int8 arithmetic is edgec's mean reduction (one rescale), not
+            # AVERAGE_POOL_2D's.
+            return reduction_unit().lower_mean(ctx, node, x, dims=[2, 3] if len(x.shape) == 4 else [2])
         keep_dims = node.target not in MEANS or _arg(node, 2, False)
         if keep_dims:
             out = ctx.output(node, qparams_of=x)

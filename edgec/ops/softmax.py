@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from edgec.errors import EdgecError
-from edgec.frontend.torch_ops import LOG_SOFTMAXES, MASKED_SOFTMAXES, SOFTMAXES
+from edgec.frontend.torch_ops import INPUT_MASKED_SOFTMAXES, LOG_SOFTMAXES, MASKED_SOFTMAXES, SOFTMAXES
 from edgec.numerics import (
     INT8_MAX,
     INT8_MIN,
@@ -76,7 +76,18 @@ MASKED_SOFTMAX_DESC = Struct(
         *ints("input_left_shift diff_min"),
     ),
 )
-STRUCTS = (SOFTMAX_DESC, LOG_SOFTMAX_DESC, MASKED_SOFTMAX_DESC)
+INPUT_MASKED_SOFTMAX_DESC = Struct(
+    "edgec_input_masked_softmax_desc",
+    (
+        Field("rows", doc="contiguous rows of row_size int8 values"),
+        *ints("row_size"),
+        Field("rows_per_mask", doc="row r reads mask row r / rows_per_mask; rows % rows_per_mask == 0"),
+        Field("ignore", doc="1: a non-zero mask byte drops its key (key_padding_mask); 0: it keeps it"),
+        Field("input_multiplier", doc="edgec.ops.softmax.softmax_params: the three fields"),
+        *ints("input_left_shift diff_min"),
+    ),
+)
+STRUCTS = (SOFTMAX_DESC, LOG_SOFTMAX_DESC, MASKED_SOFTMAX_DESC, INPUT_MASKED_SOFTMAX_DESC)
 
 SOFTMAX_OUTPUT_SCALE = 1.0 / 256.0
 SOFTMAX_OUTPUT_ZERO_POINT = -128
@@ -540,4 +551,65 @@ class MaskedSoftmax(Softmax):
         return call
 
 
-UNITS = (Softmax(), LogSoftmax(), MaskedSoftmax())
+# -- softmax with a mask given as a model input (MHA's key_padding_mask) ---------------------------
+
+
+def input_masked_softmax_desc(rows: int, row_size: int, masks: int, ignore: bool, input_scale: float) -> dict:
+    """Fields of the C struct edgec_input_masked_softmax_desc: `rows` rows of `row_size` scores,
+    the first rows / masks reading mask row 0, and so on (scores [B, ..., S], mask [B, S])."""
+    return {
+        "rows": rows,
+        "row_size": row_size,
+        "rows_per_mask": rows // masks,
+        "ignore": int(ignore),
+        **softmax_params(input_scale),
+    }
+
+
+def input_masked_softmax_s8(x: np.ndarray, mask: np.ndarray, desc: dict) -> np.ndarray:
+    """Golden edgec_input_masked_softmax_s8: masked_softmax_s8's rows, each keeping the keys its
+    mask row keeps (a non-zero byte keeps a key, or drops it with `ignore`)."""
+    rows, row_size = desc["rows"], desc["row_size"]
+    flags = np.asarray(mask).reshape(-1, row_size) != 0
+    keep = np.repeat(flags != bool(desc["ignore"]), desc["rows_per_mask"], axis=0)
+    params = {key: desc[key] for key in ("input_multiplier", "input_left_shift", "diff_min")}
+    return softmax_s8(np.asarray(x, np.int8).reshape(rows, row_size), params, keep).reshape(np.shape(x))
+
+
+class InputMaskedSoftmax(MaskedSoftmax):
+    """Attention's softmax with a key mask the model takes as an input ([B, S] bool, one byte per
+    key on the device): nn.MultiheadAttention's key_padding_mask, or SDPA's bool attn_mask."""
+
+    kind = "input_masked_softmax"
+    family = "input_masked_softmax (attention with key_padding_mask given as a model input)"
+    targets = frozenset(INPUT_MASKED_SOFTMAXES)
+    limits = "a bool [batch, keys] model input (key_padding_mask), not combined with is_causal"
+
+    def kernel_function(self, op) -> str:
+        return "edgec_input_masked_softmax_s8"
+
+    def check(self, node) -> str | None:
+        return None  # normalize.py wrote it only for a [batch, keys] bool model input
+
+    def lower(self, ctx, node) -> None:
+        x, mask = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
+        ctx.add_op(self.kind, node, [x, mask], [ctx.output(node)], ignore=bool(node.args[2]), masks=mask.shape[0])
+
+    def torch_order_tensors(self, op, graph) -> list[str]:
+        return [*op.inputs, op.outputs[0]]
+
+    def descriptor(self, shape, axis, scale, op) -> dict:
+        return input_masked_softmax_desc(math.prod(shape[:-1]), shape[-1], op.attrs["masks"], op.attrs["ignore"], scale)
+
+    def golden(self, op, graph, inputs):
+        return input_masked_softmax_s8(inputs[0], inputs[1], op.attrs["desc"])
+
+    def emit(self, op, graph, names) -> CCall:
+        p = names.symbol(op, "desc")
+        call = descriptor(INPUT_MASKED_SOFTMAX_DESC, p, op.attrs["desc"])
+        x, mask, out = names.ptr(op.inputs[0]), names.ptr(op.inputs[1]), names.ptr(op.outputs[0])
+        call.code = f"status |= {op.kernel.function}(&{p}, {x}, {mask}, {out});"
+        return call
+
+
+UNITS = (Softmax(), LogSoftmax(), MaskedSoftmax(), InputMaskedSoftmax())

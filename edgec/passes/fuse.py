@@ -127,3 +127,46 @@ def _compose(first, then):
     low = into_then(-math.inf if first[0] is None else first[0])
     high = into_then(math.inf if first[1] is None else first[1])
     return (None if low == -math.inf else low), (None if high == math.inf else high)
+
+
+# Ops whose kernel rescales to its output's qparams (a multiplier from them, computed at finalize):
+# such a producer can write a following requantize's qparams itself.
+_RESCALING_PRODUCERS = {"reduce", "conv2d", "depthwise_conv2d", "fully_connected"}
+
+
+def fold_double_requantize(graph: Graph) -> None:
+    """--tflite-compatible: a program that quantizes a rescaling op's output twice (`mean -> Q(a) ->
+    DQ -> flatten -> Q(b)`, `conv -> Q(a) -> DQ -> upsample -> Q(b) -> cat`) lowers as producer ->
+    (views, ops that keep qparams) -> requantize; the TFLite converter drops the first quantize, so
+    the producer writes b's qparams directly (one rounding, not two) and the ops between keep them.
+    The program's literal reading (the default) keeps both roundings."""
+    for requantize in [op for op in graph.ops if op.kind == "lut" and op.attrs["function"] == "requantize"]:
+        chain, name = [], requantize.inputs[0]
+        while (view := graph.producer(name)) is not None and len(view.inputs) == 1 and _keeps_qparams(view, graph):
+            chain.append(view)
+            name = view.inputs[0]
+        producer = graph.producer(name)
+        middle = [name] + [view.outputs[0] for view in chain]
+        source, target = graph.tensors[name], graph.tensors[requantize.outputs[0]]
+        if (
+            producer is None
+            or producer.kind not in _RESCALING_PRODUCERS
+            or source.dtype != target.dtype
+            or any(len(graph.consumers(t)) != 1 or t in graph.outputs for t in middle)
+        ):
+            continue
+        for t in middle:
+            graph.tensors[t].scale, graph.tensors[t].zero_point = target.scale, target.zero_point
+        graph.replace_uses(requantize.outputs[0], requantize.inputs[0])
+        graph.ops.remove(requantize)
+    graph.remove_unused_tensors()
+
+
+def _keeps_qparams(op, graph: Graph) -> bool:
+    """A view, or an op that keeps qparams on 2-D images (resize, max pool): the converter moves a
+    requantize across those into the producer. On 1-D data (NCL) its TFLite form has a TRANSPOSE
+    around the pool, which keeps a separate QUANTIZE (kws_conv1d's max pool)."""
+    if op.kind == "reshape":
+        return True
+    four_d = len(graph.tensors[op.inputs[0]].torch_shape) == 4
+    return KINDS[op.kind].keeps_qparams and op.attrs.get("function") != "requantize" and four_d

@@ -231,7 +231,10 @@ def _decompose_attention(module: GraphModule) -> bool:
         q, k, v = node.args[:3]
         options = dict(zip(("attn_mask", "dropout_p", "is_causal"), node.args[3:]), **node.kwargs)
         keep = _attention_keep(module, q, k, options.get("attn_mask"), bool(options.get("is_causal")))
-        if keep is False or options.get("dropout_p", 0.0) != 0.0 or options.get("enable_gqa"):
+        key_mask = None
+        if keep is False and not options.get("is_causal"):
+            key_mask = _input_key_mask(q, k, options.get("attn_mask"))
+        if (keep is False and key_mask is None) or options.get("dropout_p", 0.0) != 0.0 or options.get("enable_gqa"):
             continue  # left for check_supported to report
         scale = options.get("scale")
         if scale is None:
@@ -241,7 +244,9 @@ def _decompose_attention(module: GraphModule) -> bool:
             key_t = graph.call_function(aten.transpose.int, (k, -2, -1))
             scores = graph.call_function(aten.matmul.default, (q, key_t))
             scaled = graph.call_function(aten.mul.Tensor, (scores, float(scale)))
-            if keep is None:
+            if key_mask is not None:  # a padding mask given as a model input, read at run time
+                weights = graph.call_function(torch.ops.edgec.input_masked_softmax.default, (scaled, *key_mask))
+            elif keep is None:
                 weights = graph.call_function(aten.softmax.int, (scaled, -1))
             else:
                 weights = graph.call_function(
@@ -252,9 +257,48 @@ def _decompose_attention(module: GraphModule) -> bool:
         for new in (key_t, scores, scaled, weights, out):
             _derived(new, node)
         node.replace_all_uses_with(out)
+        mask = options.get("attn_mask")
         graph.erase_node(node)
+        if key_mask is not None:
+            _erase_unused_chain(graph, mask)
         changed = True
     return changed
+
+
+_MASK_CHAIN = VIEWS | {aten.expand.default, aten.unsqueeze.default}
+
+
+def _input_key_mask(q: Node, k: Node, mask) -> tuple[Node, bool] | None:
+    """(model input, ignore) when SDPA's attn_mask is a bool model input [B, S] over the keys,
+    only viewed or broadcast: as itself (True keeps a key), or as nn.MultiheadAttention writes its
+    key_padding_mask, zeros masked_fill'ed with -inf where the input is True (True ignores a key)."""
+    while isinstance(mask, Node) and mask.op == "call_function" and mask.target in _MASK_CHAIN:
+        mask = mask.args[0]
+    ignore = False
+    if (
+        isinstance(mask, Node)
+        and mask.target in (aten.masked_fill.Scalar, aten.masked_fill_.Scalar)
+        and getattr(mask.args[0], "target", None) in (aten.zeros_like.default, aten.zeros.default)
+        and mask.args[2] == float("-inf")
+    ):
+        mask, ignore = mask.args[1], True
+    if not isinstance(mask, Node) or mask.op != "placeholder":
+        return None
+    value = mask.meta.get("val")
+    batch, keys = q.meta["val"].shape[0], k.meta["val"].shape[-2]
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.bool or tuple(value.shape) != (batch, keys):
+        return None
+    return mask, ignore
+
+
+def _erase_unused_chain(graph, node) -> None:
+    """Erase `node` and what only it read, back to the model input (the float mask MHA built)."""
+    pending = [node]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, Node) and node.op == "call_function" and not node.users:
+            pending += [arg for arg in node.all_input_nodes]
+            graph.erase_node(node)
 
 
 def _attention_keep(module: GraphModule, q: Node, k: Node, mask, causal: bool):

@@ -865,6 +865,31 @@ typedef struct {
  */
 edgec_status edgec_masked_softmax_s8(const edgec_masked_softmax_desc *desc, const int8_t *input, int8_t *output);
 
+/* Descriptor of edgec_input_masked_softmax_s8 (fields from edgec.ops.softmax.input_masked_softmax_desc). */
+/* generated from edgec/ops/softmax.py: edgec_input_masked_softmax_desc */
+typedef struct {
+    int32_t rows;             /* contiguous rows of row_size int8 values */
+    int32_t row_size;
+    int32_t rows_per_mask;    /* row r reads mask row r / rows_per_mask; rows % rows_per_mask == 0 */
+    int32_t ignore;           /* 1: a non-zero mask byte drops its key (key_padding_mask); 0: it keeps it */
+    int32_t input_multiplier; /* edgec.ops.softmax.softmax_params: the three fields */
+    int32_t input_left_shift;
+    int32_t diff_min;
+} edgec_input_masked_softmax_desc;
+/* end of edgec_input_masked_softmax_desc */
+
+/*
+ * Attention's softmax with a key mask read at run time (nn.MultiheadAttention's key_padding_mask,
+ * or a bool attn_mask, given as a model input of one byte per key): edgec_masked_softmax_s8's
+ * rows, row r reading mask row r / rows_per_mask (scores [B][..][S], mask [B][S]); a key takes part
+ * where its byte is non-zero, or zero with ignore = 1 (key_padding_mask: True pads). Masked
+ * elements -128, a row keeping nothing all -128. EDGEC_ARG_ERROR for NULL pointers, rows or
+ * row_size < 1, rows_per_mask < 1 or not dividing rows, ignore not 0 or 1, and the parameters
+ * edgec_softmax_s8 refuses. Scratch: none.
+ */
+edgec_status edgec_input_masked_softmax_s8(const edgec_input_masked_softmax_desc *desc, const int8_t *input,
+                                           const int8_t *mask, int8_t *output);
+
 /* Descriptor of edgec_argmax_s8 (fields from edgec.ops.argmax.argmax_desc). */
 /* generated from edgec/ops/argmax.py: edgec_argmax_desc */
 typedef struct {
@@ -880,6 +905,24 @@ typedef struct {
  * < 1 or 2^31 elements or more. Scratch: none.
  */
 edgec_status edgec_argmax_s8(const edgec_argmax_desc *desc, const int8_t *input, int32_t *output);
+
+/* Descriptor of edgec_embedding_s8 (fields from edgec.ops.embedding). */
+/* generated from edgec/ops/embedding.py: edgec_embedding_desc */
+typedef struct {
+    int32_t count;       /* ids to look up; the output is [count][dim] */
+    int32_t rows;        /* table rows: an id is clamped to [0, rows - 1] */
+    int32_t dim;         /* int8 values per row */
+    const int8_t *table; /* [rows][dim], quantized at the output's qparams */
+} edgec_embedding_desc;
+/* end of edgec_embedding_desc */
+
+/*
+ * nn.Embedding over int32 token ids: output[i][:] = table[clamp(ids[i], 0, rows - 1)][:] for i <
+ * count (int8 rows of dim values, the table quantized at the output's qparams at compile time). An
+ * id outside [0, rows) reads the nearest row: defined, never outside the table. EDGEC_ARG_ERROR
+ * for NULL pointers or a dimension < 1. Scratch: none.
+ */
+edgec_status edgec_embedding_s8(const edgec_embedding_desc *desc, const int32_t *ids, int8_t *output);
 
 /* ==== end of the lut family ================================================================= */
 

@@ -476,9 +476,10 @@ edgec_status edgec_log_softmax_s8(const edgec_log_softmax_desc *desc, const int8
 
 /* ---- masked softmax ----------------------------------------------------------------------------- */
 
-/* One row of edgec_masked_softmax_s8: softmax_strided_row's arithmetic over the elements whose mask
- * byte is non-zero (the row's maximum among them), every other output -128. */
-static void masked_softmax_row(const edgec_softmax_desc *params, const int8_t *input, const uint8_t *mask,
+/* One row of edgec_masked_softmax_s8 (and _input_): softmax_strided_row's arithmetic over the elements
+ * whose mask byte is non-zero -- zero with `ignore` -- (the row's maximum among them), every other
+ * output -128. */
+static void masked_softmax_row(const edgec_softmax_desc *params, const int8_t *input, const uint8_t *mask, int ignore,
                                int32_t row_size, int8_t *output)
 {
     int32_t max = -128;
@@ -489,13 +490,13 @@ static void masked_softmax_row(const edgec_softmax_desc *params, const int8_t *i
     int32_t col;
 
     for (col = 0; col < row_size; ++col) {
-        if (mask[col] != 0u) {
+        if ((mask[col] != 0u) != ignore) {
             max = EDGEC_MAX(max, (int32_t)input[col]);
         }
     }
     for (col = 0; col < row_size; ++col) {
         const int32_t diff = input[col] - max;
-        if (mask[col] != 0u && diff >= params->diff_min && sum < SOFTMAX_SUM_LIMIT) {
+        if ((mask[col] != 0u) != ignore && diff >= params->diff_min && sum < SOFTMAX_SUM_LIMIT) {
             sum += edgec_divide_by_power_of_two(softmax_exp_of_diff(params, diff), SOFTMAX_ACCUM_BITS);
         }
     }
@@ -510,7 +511,7 @@ static void masked_softmax_row(const edgec_softmax_desc *params, const int8_t *i
     exponent = (SOFTMAX_ACCUM_BITS - headroom) + 31 - 8;
     for (col = 0; col < row_size; ++col) {
         const int32_t diff = input[col] - max;
-        if (mask[col] != 0u && diff >= params->diff_min) {
+        if ((mask[col] != 0u) != ignore && diff >= params->diff_min) {
             const int32_t prob = softmax_srdhm(reciprocal, softmax_exp_of_diff(params, diff));
             output[col] = edgec_clamp_to_s8(edgec_divide_by_power_of_two(prob, exponent) - 128, -128, 127);
         } else {
@@ -539,7 +540,36 @@ edgec_status edgec_masked_softmax_s8(const edgec_masked_softmax_desc *desc, cons
     }
     for (row = 0; row < desc->rows; ++row) {
         const int32_t offset = row * desc->row_size;
-        masked_softmax_row(&params, input + offset, desc->mask + (row % desc->mask_rows) * desc->row_size,
+        masked_softmax_row(&params, input + offset, desc->mask + (row % desc->mask_rows) * desc->row_size, 0,
+                           desc->row_size, output + offset);
+    }
+    return EDGEC_OK;
+}
+
+edgec_status edgec_input_masked_softmax_s8(const edgec_input_masked_softmax_desc *desc, const int8_t *input,
+                                           const int8_t *mask, int8_t *output)
+{
+    edgec_softmax_desc params; /* the row's arithmetic: edgec_softmax_s8's, on rows of row_size */
+    int32_t row;
+
+    if (desc == NULL || input == NULL || mask == NULL || output == NULL || desc->rows_per_mask < 1 ||
+        desc->rows % desc->rows_per_mask != 0 || (desc->ignore != 0 && desc->ignore != 1) ||
+        !softmax_shape_valid(desc->rows, desc->row_size, 1)) {
+        return EDGEC_ARG_ERROR;
+    }
+    params.outer = desc->rows;
+    params.axis_size = desc->row_size;
+    params.inner = 1;
+    params.input_multiplier = desc->input_multiplier;
+    params.input_left_shift = desc->input_left_shift;
+    params.diff_min = desc->diff_min;
+    if (!softmax_params_valid(&params)) {
+        return EDGEC_ARG_ERROR;
+    }
+    for (row = 0; row < desc->rows; ++row) {
+        const int32_t offset = row * desc->row_size;
+        masked_softmax_row(&params, input + offset,
+                           (const uint8_t *)mask + (row / desc->rows_per_mask) * desc->row_size, desc->ignore,
                            desc->row_size, output + offset);
     }
     return EDGEC_OK;
