@@ -428,6 +428,7 @@ def compile(
         input), or any iterable of batches, e.g. a DataLoader (a batch's first items are the inputs,
         labels after them are ignored). None: random data, with a warning.
     target, opt, ram, flash, flash_wait: as `edgec build --target/--opt/--ram/--flash/--flash-wait`
+        (over the flash budget with int8 weights, int4 weights in the layers the chooser picks: docs/int4.md)
         (flash_wait: your part's flash wait states, which opt="auto" chooses the layouts for and
         bench() models the cycles at; None: the target's typical part's).
     part: as `edgec build --part`: a published part of the target's core (edgec.targets.timing.PARTS, e.g.
@@ -464,9 +465,10 @@ def compile(
             if calibration is None
             else pipeline.per_input_samples(calibration, loaded.example_inputs, "calibration data")
         )
-        quantized = pipeline.quantize_loaded(
+        compiled = pipeline.compile_loaded(
             loaded,
             module,
+            target_info,
             calibration=arrays,
             warn=_warn,
             progress=_progress if progress else None,
@@ -478,8 +480,7 @@ def compile(
             int4_layers=int4_layers,
             int4_rounding=int4_rounding,
         )
-        compiled = pipeline.compile_for(quantized, target_info)
-        streaming = pipeline.compile_for(quantized, target_info, stream=True) if stream else None
+        streaming = pipeline.compile_for(compiled, target_info, stream=True) if stream else None
     samples = None if arrays is None else [x[:REPORT_SAMPLES] for x in arrays]
     module = copy.deepcopy(model).eval() if isinstance(model, torch.nn.Module) else None
     return CompiledModel(compiled, name, samples, module, streaming)

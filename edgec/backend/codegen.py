@@ -246,6 +246,7 @@ def report(graph: Graph, plan: MemoryPlan, name: str, target, weights_bytes: int
         "layers": layers,
         "buffers": [_buffer_entry(buffer, plan, len(graph.ops), overwritten) for buffer in plan.buffers],
         **({"banding": plan.banding} if plan.banding else {}),
+        **({"precision": plan.precision} if plan.precision else {}),
     }
 
 
