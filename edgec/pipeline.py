@@ -35,6 +35,7 @@ from edgec.frontend.weight_rounding import DEFAULT as DEFAULT_INT4_ROUNDING
 from edgec.frontend.weight_rounding import round_int4_weights
 from edgec.ir import Graph
 from edgec.ops import OPS, unit_of
+from edgec.ops.band import banded_layers
 from edgec.ops.cmsis_nn import select_cmsis_nn_kernels
 from edgec.ops.int16_units import select_int16_kernels
 from edgec.ops.matmul import fold_output_scales, place_right_operands
@@ -240,8 +241,13 @@ def _finite(value: float) -> float | None:
     return None if math.isinf(value) else round(value, 2)
 
 
+def _layer_level_ops(graph: Graph) -> list:
+    """The graph's ops, a band stage's (edgec.ops.band) in its place."""
+    return [layer for op in graph.ops for layer in banded_layers(op)]
+
+
 def _ops_by_name(graph: Graph) -> dict:
-    return {op.name: op for op in graph.ops}
+    return {op.name: op for op in _layer_level_ops(graph)}
 
 
 def _budget_words(target: Target) -> str:
@@ -255,7 +261,7 @@ def _layer_ops(float_module: GraphModule, layers: list, int4_graph: Graph) -> di
     the layers' nodes, in graph order."""
     order = {node.name: i for i, node in enumerate(float_module.graph.nodes)}
     owners = sorted(((order[name], layer.path) for layer in layers for name in layer.nodes))
-    ops = [op.name for op in int4_graph.ops if op.attrs.get("weight_bits") == 4]
+    ops = [op.name for op in _layer_level_ops(int4_graph) if op.attrs.get("weight_bits") == 4]
     if len(ops) != len(owners):
         raise EdgecError(
             f"--flash: {len(owners)} layers were made int4 but the compiled model has {len(ops)} int4 ops; "

@@ -123,14 +123,38 @@ def _tensor(module: GraphModule, target: str) -> torch.Tensor:
     return value
 
 
-def run_flat(module, samples: list[tuple]) -> list[np.ndarray]:
-    """`module`'s outputs on each sample, flattened to one float64 array per sample."""
-    outputs = []
+def run_flat(module: GraphModule, samples: list[tuple]) -> list[np.ndarray]:
+    """`module`'s outputs on each sample, flattened to one float64 array per sample: in one run of
+    the samples stacked on the batch axis when the program takes that, else one run per sample."""
     with torch.no_grad():
-        for sample in samples:
-            leaves = torch.utils._pytree.tree_leaves(module(*sample))
-            outputs.append(np.concatenate([leaf.detach().double().numpy().reshape(-1) for leaf in leaves]))
-    return outputs
+        single = _flat(module(*samples[0]))
+        if len(samples) > 1:
+            try:
+                stacked = _flat(_unguarded(module)(*(torch.cat(inputs) for inputs in zip(*samples))))
+            except Exception:  # a program whose shapes are fixed to one sample (e.g. a view to [1, K])
+                stacked = None
+            if stacked is not None and all(s.shape[0] == len(samples) * x.shape[0] for s, x in zip(stacked, single)):
+                return [
+                    np.concatenate([leaf.reshape(len(samples), -1)[i] for leaf in stacked]) for i in range(len(samples))
+                ]
+        return [np.concatenate([leaf.reshape(-1) for leaf in _flat(module(*sample))]) for sample in samples]
+
+
+def _flat(outputs) -> list[np.ndarray]:
+    return [leaf.detach().double().numpy() for leaf in torch.utils._pytree.tree_leaves(outputs)]
+
+
+def _unguarded(module: GraphModule) -> GraphModule:
+    """`module` without torch.export's input guards (which pin the batch of one), its parameters
+    shared, taking and returning plain tensors."""
+    graph = copy.deepcopy(module.graph)
+    for node in list(graph.nodes):
+        if node.op == "call_module" and not node.users:
+            graph.erase_node(node)
+    graph._codegen = torch.fx.graph.CodeGen()
+    unguarded = GraphModule(module, graph)
+    unguarded.recompile()
+    return unguarded
 
 
 def relative_noise(reference: list[np.ndarray], outputs: list[np.ndarray]) -> float:
