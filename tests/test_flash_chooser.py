@@ -13,6 +13,7 @@ import json
 import numpy as np
 import pytest
 
+import edgec
 from edgec.frontend.precision import Layer, choose, frontier_points
 from edgec.targets.cores import get_target
 from tests.test_cli import run_cli
@@ -73,3 +74,12 @@ def test_a_model_that_fits_is_built_as_without_a_budget(tmp_path, small_digits_c
                 path
             )
     assert "precision" not in json.loads((tmp_path / "budget" / "report.json").read_text())
+
+
+def test_api_compile_takes_the_flash_budget(small_digits_calib):
+    compiled = edgec.compile(
+        str(DIGITS / "digits.pt2"), calibration=np.load(small_digits_calib), target="host", flash="2400", progress=False
+    )
+    record = compiled.compiled.plan.precision
+    assert record["fits"] and record["constants_bytes"] <= 2400 < record["int8_constants_bytes"]
+    assert compiled.compiled.choices[0].startswith("weights under --flash 2400: ")
