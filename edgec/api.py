@@ -431,6 +431,8 @@ def compile(
         input), or any iterable of batches, e.g. a DataLoader (a batch's first items are the inputs,
         labels after them are ignored). None: random data, with a warning.
     target, opt, ram, flash, flash_wait: as `edgec build --target/--opt/--ram/--flash/--flash-wait`
+        (over a `flash` budget you give with int8 weights, int4 weights in the layers the chooser
+        picks: docs/int4.md)
         (flash_wait: your part's flash wait states, which opt="auto" chooses the layouts for and
         bench() models the cycles at; None: the target's typical part's).
     part: as `edgec build --part`: a published part of the target's core (edgec.targets.timing.PARTS, e.g.
@@ -473,9 +475,10 @@ def compile(
             if calibration is None
             else pipeline.per_input_samples(calibration, loaded.example_inputs, "calibration data")
         )
-        quantized = pipeline.quantize_loaded(
+        compiled = pipeline.compile_loaded(
             loaded,
             module,
+            target_info,
             calibration=arrays,
             warn=_warn,
             progress=_progress if progress else None,
@@ -486,10 +489,10 @@ def compile(
             weights=weights,
             int4_layers=int4_layers,
             int4_rounding=int4_rounding,
+            tflite_compatible=tflite_compatible,
         )
-        compiled = pipeline.compile_for(quantized, target_info, tflite_compatible=tflite_compatible)
         streaming = (
-            pipeline.compile_for(quantized, target_info, stream=True, tflite_compatible=tflite_compatible)
+            pipeline.compile_for(compiled, target_info, stream=True, tflite_compatible=tflite_compatible)
             if stream
             else None
         )

@@ -7,10 +7,11 @@ schedule + plan -> emit.
 from __future__ import annotations
 
 import copy
+import math
 import shutil
 import tempfile
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -20,10 +21,11 @@ from torch.fx import GraphModule
 
 from edgec.backend import codegen
 from edgec.backend.banding import check_stream_input, fit_budget
+from edgec.backend.codegen import layer_constants_bytes
 from edgec.backend.plan import MemoryPlan
 from edgec.backend.schedule import schedule_and_plan
 from edgec.errors import EdgecError
-from edgec.frontend import export
+from edgec.frontend import export, precision
 from edgec.frontend.calibration import DEFAULT as DEFAULT_CALIBRATION
 from edgec.frontend.calibration import range_warnings
 from edgec.frontend.lower import lower
@@ -33,6 +35,7 @@ from edgec.frontend.weight_rounding import DEFAULT as DEFAULT_INT4_ROUNDING
 from edgec.frontend.weight_rounding import round_int4_weights
 from edgec.ir import Graph
 from edgec.ops import OPS, unit_of
+from edgec.ops.band import banded_layers
 from edgec.ops.cmsis_nn import select_cmsis_nn_kernels
 from edgec.ops.int16_units import select_int16_kernels
 from edgec.ops.matmul import fold_output_scales, place_right_operands
@@ -84,25 +87,197 @@ def compile_model(
     int4_rounding: str = DEFAULT_INT4_ROUNDING,
     tflite_compatible: bool = False,
 ) -> Compiled:
-    return compile_for(
-        quantize_model(
-            spec,
-            calibration=calibration,
-            example_inputs=example_inputs,
-            progress=progress,
-            warn=warn,
-            method=method,
-            per_channel_linear=per_channel_linear,
-            activations=activations,
-            int16_layers=int16_layers,
-            weights=weights,
-            int4_layers=int4_layers,
-            int4_rounding=int4_rounding,
-        ),
+    loaded, module = prepare(spec, example_inputs)
+    return compile_loaded(
+        loaded,
+        module,
         target,
+        calibration=calibration,
         stream=stream,
         tflite_compatible=tflite_compatible,
+        progress=progress,
+        warn=warn,
+        method=method,
+        per_channel_linear=per_channel_linear,
+        activations=activations,
+        int16_layers=int16_layers,
+        weights=weights,
+        int4_layers=int4_layers,
+        int4_rounding=int4_rounding,
     )
+
+
+def compile_loaded(
+    loaded: export.LoadedModel,
+    module: GraphModule,
+    target: str | Target,
+    *,
+    calibration,
+    stream: bool = False,
+    tflite_compatible: bool = False,
+    progress: Callable | None = None,
+    warn: Callable[[str], None] = print,
+    **options,
+) -> Compiled:
+    """quantize_loaded (`options`: its precision and calibration keywords) -> compile_for; a model
+    whose int8 constants exceed the flash budget the user gave (--flash) gets int4 weights in the
+    layers the chooser picks (fit_flash_budget). The typical part's budget never changes a
+    model's precision: a user who did not name a budget has not agreed to lose accuracy."""
+    quantized = quantize_loaded(loaded, module, calibration=calibration, progress=progress, warn=warn, **options)
+    compiled = compile_for(quantized, target, stream=stream, tflite_compatible=tflite_compatible)
+    budget = compiled.target.flash_bytes
+    if (
+        budget is None
+        or not compiled.target.flash_budget_given
+        or quantized.float_module is None
+        or options.get("weights", "int8") != "int8"
+        or list(options.get("int4_layers", ()))
+        or constants_total(compiled.graph) <= budget
+    ):
+        return compiled
+    return fit_flash_budget(
+        loaded, compiled, calibration=calibration, stream=stream, tflite_compatible=tflite_compatible, **options
+    )
+
+
+def constants_total(graph: Graph) -> int:
+    """The flash bytes of the graph's constants as specialized now (what emit writes)."""
+    return sum(layer_constants_bytes(op, graph) for op in graph.ops)
+
+
+def fit_flash_budget(
+    loaded: export.LoadedModel, compiled: Compiled, *, calibration, stream: bool, tflite_compatible: bool, **options
+) -> Compiled:
+    """The int8 build `compiled` is over its flash budget: the layers edgec.frontend.precision
+    chooses get int4 weights, the build is redone with them (each chosen layer's kernel reason
+    and plan.precision say why; compiled.choices the choice and the frontier). When even every
+    choosable layer int4 does not fit, `compiled` is returned with plan.precision saying the
+    smallest constants reachable (emit's budget error names them)."""
+    target, budget = compiled.target, compiled.target.flash_bytes
+    rounding = options.get("int4_rounding", DEFAULT_INT4_ROUNDING)
+    samples = calibration_samples(calibration, loaded.example_inputs, lambda _: None)
+    layers = precision.choosable_layers(compiled.float_module)
+    if not layers:
+        return compiled
+    reference = precision.measure_sensitivities(compiled.float_module, layers, samples, rounding)
+    base_noise = precision.relative_noise(reference, precision.run_flat(compiled.quantized_module, samples))
+
+    def build(int4_layers: list[str]) -> Compiled:
+        quantized = quantize_loaded(
+            loaded,
+            copy.deepcopy(compiled.float_module),
+            calibration=calibration,
+            warn=lambda _: None,
+            **{**options, "int4_layers": int4_layers},
+        )
+        return compile_for(quantized, target, stream=stream, tflite_compatible=tflite_compatible)
+
+    smallest = build([layer.path for layer in layers])
+    ops_of = _layer_ops(compiled.float_module, layers, smallest.graph)
+    int8_ops, int4_ops = _ops_by_name(compiled.graph), _ops_by_name(smallest.graph)
+    for layer in layers:
+        layer.int8_bytes = sum(layer_constants_bytes(int8_ops[name], compiled.graph) for name in ops_of[layer.path])
+        layer.int4_bytes = sum(layer_constants_bytes(int4_ops[name], smallest.graph) for name in ops_of[layer.path])
+    int8_bytes = constants_total(compiled.graph)
+    choice = precision.choose(layers, int8_bytes, budget, base_noise)
+    record = {
+        "budget_bytes": budget,
+        "int8_constants_bytes": int8_bytes,
+        "smallest_constants_bytes": constants_total(smallest.graph),
+        "int8_sqnr_db": _finite(precision.sqnr_db(base_noise)),
+    }
+    if choice is None:
+        compiled.plan.precision = {**record, "fits": False}
+        return compiled
+    chosen = build(choice.int4)
+    measured = precision.relative_noise(reference, precision.run_flat(chosen.quantized_module, samples))
+    under, chosen_ops = _budget_words(target), _ops_by_name(chosen.graph)
+    for layer in layers:
+        int4 = layer.path in choice.int4
+        note = (
+            f"{'int4' if int4 else 'int8'}: {'chosen' if int4 else 'kept'} under {under}, sensitivity "
+            f"{layer.sqnr_db:.1f} dB SQNR with its weights int4 alone ({layer.saved:,} B saved at int4)"
+        )
+        for name in ops_of[layer.path]:
+            op = chosen_ops[name]
+            op.kernel = replace(op.kernel, reason=f"{note}; {op.kernel.reason}")
+    chosen.plan.precision = {
+        **record,
+        "fits": True,
+        "constants_bytes": constants_total(chosen.graph),
+        "int4_layers": choice.int4,
+        "estimated_sqnr_db": _finite(choice.estimated_sqnr_db),
+        "measured_sqnr_db": _finite(precision.sqnr_db(measured)),
+        "layers": [
+            {
+                "path": layer.path,
+                "ops": ops_of[layer.path],
+                "weights": "int4" if layer.path in choice.int4 else "int8",
+                "sensitivity_sqnr_db": _finite(layer.sqnr_db),
+                "int8_bytes": layer.int8_bytes,
+                "int4_bytes": layer.int4_bytes,
+            }
+            for layer in layers
+        ],
+        "frontier": [{"constants_bytes": size, "estimated_sqnr_db": _finite(sqnr)} for size, sqnr in choice.frontier],
+    }
+    chosen.choices = precision_summary(chosen.plan.precision, under) + chosen.choices
+    return chosen
+
+
+def precision_summary(record: dict, under: str) -> list[str]:
+    """What `edgec build` prints about the chooser's choice: the choice and a few frontier points."""
+    int4 = record["int4_layers"]
+    points = precision.frontier_points([(p["constants_bytes"], p["estimated_sqnr_db"]) for p in record["frontier"]])
+    return [
+        f"weights under {under}: int8 constants {record['int8_constants_bytes']:,} B -> "
+        f"{record['constants_bytes']:,} B with {len(int4)} of {len(record['layers'])} layers int4 "
+        f"(--int4-layers {','.join(int4)}); SQNR vs float {_db(record['int8_sqnr_db'])} int8 -> "
+        f"{_db(record['measured_sqnr_db'])} (estimated {_db(record['estimated_sqnr_db'])}) on the calibration data",
+        "  frontier (constants, estimated SQNR, the least sensitive layers per byte int4 first): "
+        + ", ".join(f"{size:,} B {_db(sqnr)}" for size, sqnr in points),
+    ]
+
+
+def _db(value: float | None) -> str:
+    return "exact" if value is None else f"{value:.1f} dB"
+
+
+def _finite(value: float) -> float | None:
+    """A dB figure for JSON: None for a noiseless (infinite) one."""
+    return None if math.isinf(value) else round(value, 2)
+
+
+def _layer_level_ops(graph: Graph) -> list:
+    """The graph's ops, a band stage's (edgec.ops.band) in its place."""
+    return [layer for op in graph.ops for layer in banded_layers(op)]
+
+
+def _ops_by_name(graph: Graph) -> dict:
+    return {op.name: op for op in _layer_level_ops(graph)}
+
+
+def _budget_words(target: Target) -> str:
+    size = target.flash_bytes
+    text = f"{size // 2**20}M" if size % 2**20 == 0 else f"{size // 1024}K" if size % 1024 == 0 else f"{size}"
+    return f"--flash {text}" if target.part == "budget from --ram/--flash" else f"the {text} flash of {target.part}"
+
+
+def _layer_ops(float_module: GraphModule, layers: list, int4_graph: Graph) -> dict[str, list[str]]:
+    """Each layer's IR op names: the ops with int4 weights in `int4_graph` (every layer int4) are
+    the layers' nodes, in graph order."""
+    order = {node.name: i for i, node in enumerate(float_module.graph.nodes)}
+    owners = sorted(((order[name], layer.path) for layer in layers for name in layer.nodes))
+    ops = [op.name for op in _layer_level_ops(int4_graph) if op.attrs.get("weight_bits") == 4]
+    if len(ops) != len(owners):
+        raise EdgecError(
+            f"--flash: {len(owners)} layers were made int4 but the compiled model has {len(ops)} int4 ops; "
+            f"cannot tell the layers' flash apart (please report this model)"
+        )
+    result: dict[str, list[str]] = {layer.path: [] for layer in layers}
+    for (_, path), name in zip(owners, ops):
+        result[path].append(name)
+    return result
 
 
 def quantize_model(
@@ -367,6 +542,13 @@ def check_memory_budget(report: dict, target: Target) -> None:
             and not target.mve
         ):
             origin += "; --opt auto or size keeps the DSP kernels' constants smaller"
+        if report["weights_bytes"] > (target.flash_bytes or 0) and not target.flash_budget_given:
+            origin += "; with --flash, edgec may give some layers int4 weights to fit (docs/int4.md)"
+        if report.get("precision") and not report["precision"]["fits"]:
+            origin += (
+                f"; {report['precision']['smallest_constants_bytes']:,} B is the smallest the constants reach "
+                f"with int4 weights in every layer that can take them"
+            )
         if report.get("banding"):
             origin += (
                 f"; {report['arena_bytes']:,} B is the smallest arena band stages reach, from "

@@ -165,7 +165,8 @@ def test_build_refuses_a_model_over_the_budget(tmp_path, small_digits_calib, cap
     # band stages reach (docs/band-stages.md)
     assert re.fullmatch(
         r"edgec: error: model does not fit cortex-m4: arena ([\d,]+) B > RAM budget 512 B; "
-        r"constants [\d,]+ B > flash budget 1,024 B \(budget from --ram/--flash; \1 B is the smallest "
+        r"constants [\d,]+ B > flash budget 1,024 B \(budget from --ram/--flash; [\d,]+ B is the smallest the "
+        r"constants reach with int4 weights in every layer that can take them; \1 B is the smallest "
         r"arena band stages reach, from [\d,]+ B layer by layer\)",
         line,
     ), line
@@ -185,8 +186,10 @@ def test_build_refuses_a_model_over_the_budget(tmp_path, small_digits_calib, cap
         "--quiet",
         capsys=capsys,
     )
-    assert code == 2 and err.strip().endswith(
-        "(budget from --ram/--flash; --opt auto or size keeps the DSP kernels' constants smaller)"
+    assert code == 2 and re.search(
+        r"\(budget from --ram/--flash; --opt auto or size keeps the DSP kernels' constants smaller; [\d,]+ B is "
+        r"the smallest the constants reach with int4 weights in every layer that can take them\)$",
+        err.strip(),
     ), err
     assert sorted(p.name for p in tmp_path.iterdir()) == [small_digits_calib.name]  # no output, no staging left
 

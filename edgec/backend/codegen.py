@@ -265,6 +265,7 @@ def report(graph: Graph, plan: MemoryPlan, name: str, target, weights_bytes: int
         "buffers": [_buffer_entry(buffer, plan, len(graph.ops), overwritten) for buffer in plan.buffers],
         **({"banding": plan.banding} if plan.banding else {}),
         **({"stream_input": stream_input(graph, plan, target)} if target.stream_input else {}),
+        **({"precision": plan.precision} if plan.precision else {}),
     }
 
 

@@ -100,6 +100,7 @@ class MemoryPlan:
     in_place: dict[str, InPlace] = field(default_factory=dict)  # op name -> how its output overwrites an input
     lower_bound_without_in_place_bytes: int = 0  # the liveness bound were no op run in place
     banding: dict | None = None  # how band stages fit a RAM budget (edgec.backend.banding.Banding.to_json)
+    precision: dict | None = None  # how int4 weights fit a flash budget (edgec.pipeline.fit_flash_budget)
 
 
 def scratch_buffer_name(op_name: str) -> str:

@@ -27,6 +27,9 @@ class Target:
     ram_bytes: int | None  # RAM budget of the typical part; None: no budget (host)
     flash_bytes: int | None  # flash budget of the typical part; None: no budget (host)
     part: str = ""  # the typical part the budgets come from
+    # The user gave the flash budget (--flash): over it, the int4 chooser may trade accuracy for
+    # flash (edgec.pipeline.fit_flash_budget); the typical part's budget only refuses.
+    flash_budget_given: bool = False
     opt: str = "auto"  # `edgec build --opt` (OPT_LEVELS)
     kernels: str = "edgec"  # `edgec build --kernels` (KERNEL_LIBRARIES)
     cmsis_nn_dir: str | None = None  # the CMSIS-NN checkout linked with --kernels cmsis-nn
@@ -64,6 +67,7 @@ class Target:
             self,
             ram_bytes=self.ram_bytes if ram is None else ram,
             flash_bytes=self.flash_bytes if flash is None else flash,
+            flash_budget_given=self.flash_budget_given or flash is not None,
             part="budget from --ram/--flash",
         )
 
