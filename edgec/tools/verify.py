@@ -594,6 +594,7 @@ def _requantized_reference(graph, op, x_values: np.ndarray, ranges: dict) -> np.
 # The kernels whose output stage is arm_nn_requantize_s64 on the Q15 REDUCE_MULTIPLIER (16x8 scheme).
 S64_REQUANTIZE_UNITS = frozenset({"conv2d_s16", "depthwise_conv2d_s16", "fully_connected_s16"})
 BIASED_TARGETS = ("conv", "linear")  # program nodes (aten.conv*d, conv_transpose*d, linear) with a bias argument
+FUSED_ACTIVATIONS = ("relu", "hardtanh", "clamp", "quantize")  # what may sit between such a node and its output
 
 
 def known_output_stage(compiled, op, out, values: dict):
@@ -638,6 +639,8 @@ def _program_bias(compiled, out, values: dict) -> np.ndarray | None:
             return None
         if any(name in str(node.target) for name in BIASED_TARGETS):
             break
+        if not any(name in str(node.target) for name in FUSED_ACTIVATIONS):
+            return None  # anything else may have been folded into the stored bias
         node = node.args[0] if node.args else None
     else:
         return None
