@@ -451,9 +451,6 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
     layer breaks judge's rule), max_steps, beyond_fraction, tolerance."""
     graph = compiled.graph
     chained = [{} for _ in float_values]
-    # What the program holds after an int8 <-> int16 requantize: its quantize of the value the
-    # input holds (q16(dq8(x))), not of the float before that; the requantize's readers read this.
-    held = [{} for _ in float_values]
     ranges = program_ranges(compiled)
     # A chained value is exact when data movement made it from the reference's values: comparing
     # what reads it is fair; a value a computing layer made carries that layer's rounding (and a
@@ -481,21 +478,17 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
             inputs = []
             for name in op.inputs:
                 base = graph.tensors[graph.storage(name)]
-                value = held[sample].get(graph.storage(name))
-                if value is None:
-                    value = (
-                        _quantized(base, _reference(base, values), ranges)
-                        if _has_reference(base, values)
-                        else chained[sample].get(name)
-                    )
+                value = (
+                    _quantized(base, _reference(base, values), ranges)
+                    if _has_reference(base, values)
+                    else chained[sample].get(name)
+                )
                 if value is None:
                     value = chained[sample][graph.storage(name)]
                 inputs.append(np.asarray(value).reshape(graph.tensors[name].shape))
             got = unit_of(op).golden(op, graph, inputs)
             for name, result in zip(op.outputs, got if isinstance(got, (list, tuple)) else [got]):
                 chained[sample][name] = result
-            if _is_requantize(op) and _has_reference(out, values):
-                held[sample][op.outputs[0]] = _requantized_reference(graph, op, inputs[0], ranges)
             got = got[0] if isinstance(got, (list, tuple)) else got
             if op.kind == "reshape":
                 continue
@@ -668,17 +661,18 @@ def program_qparams(compiled) -> dict[str, list[tuple[float, int]]]:
     return found
 
 
-def program_ranges(compiled) -> dict[str, tuple[int, int]]:
-    """Per float node of the Q/DQ program, the [quant_min, quant_max] its quantize nodes use (edgec's
+def program_ranges(compiled) -> dict[tuple[str, str], tuple[int, int]]:
+    """Per float node of the Q/DQ program and dtype, the [quant_min, quant_max] its quantize nodes use (edgec's
     own int16 activations: [-32767, 32767], while its int16 kernels, as TFLite's, saturate at -32768:
     the program holds -32767 where a kernel holds -32768, one step that a layer reading it may
     magnify, fuzz seed 13 int16 mode)."""
-    found: dict[str, tuple[int, int]] = {}
+    found: dict[tuple[str, str], tuple[int, int]] = {}
     for node in compiled.quantized_module.graph.nodes:
         target = str(node.target)
         if node.op == "call_function" and "quantize_per_tensor" in target and "dequantize" not in target:
-            if hasattr(node.args[0], "name") and len(node.args) >= 5:
-                found.setdefault(node.args[0].name, (int(node.args[3]), int(node.args[4])))
+            if hasattr(node.args[0], "name") and len(node.args) >= 6:  # a node read at int8 and int16 has two
+                dtype = str(node.args[5]).removeprefix("torch.")
+                found.setdefault((node.args[0].name, dtype), (int(node.args[3]), int(node.args[4])))
     return found
 
 
@@ -787,7 +781,7 @@ def _quantized(tensor, value: np.ndarray, ranges: dict | None = None) -> np.ndar
     import torch
 
     info = np.iinfo(sim.INT_DTYPES[tensor.dtype])
-    low, high = (ranges or {}).get(tensor.source, (int(info.min), int(info.max)))
+    low, high = (ranges or {}).get((tensor.source, tensor.dtype), (int(info.min), int(info.max)))
     q = torch.ops.quantized_decomposed.quantize_per_tensor(
         torch.from_numpy(np.ascontiguousarray(value, dtype=np.float32)),
         tensor.scale,
