@@ -299,22 +299,34 @@ def weights_for_bias(weight, bias, input_scale: float, channel_axis: int):
     if bias is None or bias.quantized or input_scale is None:
         return weight
     channels = weight.value.shape[channel_axis]
-    if np.size(bias.value) != channels:  # a grouped transposed conv: its bias spans every group
-        return weight
-    scales = np.broadcast_to(np.asarray(weight.scales, np.float64), (channels,))
     needed = np.abs(np.asarray(bias.value, np.float64)) / (input_scale * BIAS_LIMIT)
+    if np.size(bias.value) != channels:  # a grouped transposed conv: its bias spans every group
+        if np.size(weight.scales) != 1:
+            return weight
+        needed = needed.max(keepdims=True)  # its one weight scale serves every output channel
+    scales = np.broadcast_to(np.asarray(weight.scales, np.float64), needed.shape)
     raised = np.flatnonzero(needed > scales * (INT32_MAX / BIAS_LIMIT))
     if raised.size == 0:
         return weight
     new_scales = scales.copy()
     new_scales[raised] = needed[raised]
+    if needed.size != channels:  # per tensor
+        return replace(weight, value=_requantized_weight(weight, scales / new_scales), scales=new_scales)
     ratio = np.expand_dims(scales / new_scales, [a for a in range(weight.value.ndim) if a != channel_axis])
+    return replace(
+        weight,
+        value=_requantized_weight(weight, ratio),
+        scales=new_scales,
+        zero_points=np.zeros(channels, dtype=np.int64),
+        axis=channel_axis,
+    )
+
+
+def _requantized_weight(weight, ratio) -> np.ndarray:
+    """weight's int values times `ratio` (old scale / new), rounded half away from zero."""
     real = weight.value.astype(np.float64) * ratio
     limit = int4.INT4_QUANT_RANGE[1] if int4.weight_bits(weight.quant_range) == 4 else 127
-    values = np.clip(np.sign(real) * np.floor(np.abs(real) + 0.5), -limit, limit).astype(np.int8)
-    return replace(
-        weight, value=values, scales=new_scales, zero_points=np.zeros(channels, dtype=np.int64), axis=channel_axis
-    )
+    return np.clip(np.sign(real) * np.floor(np.abs(real) + 0.5), -limit, limit).astype(np.int8)
 
 
 def conv_s4(desc: dict, x: np.ndarray) -> np.ndarray:

@@ -473,6 +473,7 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
     layer breaks judge's rule), max_steps, beyond_fraction, tolerance."""
     graph = compiled.graph
     chained = [{} for _ in float_values]
+    ranges = program_ranges(compiled)
     # A chained value is exact when data movement made it from the reference's values: comparing
     # what reads it is fair; a value a computing layer made carries that layer's rounding (and a
     # recurrent layer's drift over its steps), which its readers must not be blamed for.
@@ -500,7 +501,7 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
             for name in op.inputs:
                 base = graph.tensors[graph.storage(name)]
                 value = (
-                    _quantized(base, _reference(base, values))
+                    _quantized(base, _reference(base, values), ranges)
                     if _has_reference(base, values)
                     else chained[sample].get(name)
                 )
@@ -523,7 +524,7 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
                 diff, tolerance = recurrent_differences(compiled, op, inputs[0], got, values)
                 free = np.ones(diff.shape, bool)  # the hidden state has no fused clamp
             elif _has_reference(out, values):
-                diff, tolerance, free = _differences(graph, op, inputs, got, values)
+                diff, tolerance, free = _differences(compiled, op, inputs, got, values, ranges)
                 expecteds[op.name].append(
                     (np.asarray(got, np.int64) - diff).reshape(-1, diff.shape[-1] if diff.ndim else 1)
                 )
@@ -565,20 +566,108 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
     return rows
 
 
-def _differences(graph, op, inputs: list[np.ndarray], got: np.ndarray, values: dict):
+def _differences(compiled, op, inputs: list[np.ndarray], got: np.ndarray, values: dict, ranges: dict):
     """A layer's output against the reference's, in output steps: (got - expected, the elements'
-    tolerances, the elements neither side holds at the layer's clamp bounds)."""
+    tolerances, the elements neither side holds at the layer's clamp bounds). A weighted layer's
+    reference carries the arithmetic its scheme fixes exactly (known_output_stage): its bias on the
+    accumulator's grid, an int16 layer's Q15 multiplier."""
+    graph = compiled.graph
     out = graph.tensors[op.outputs[0]]
-    expected = _quantized(out, _reference(out, values))
-    if unit_of(op).kind == "lut" and op.attrs["function"] == "requantize":
-        # The program requantizes the value its input holds, not the float before that.
-        x = graph.tensors[op.inputs[0]]
-        held = (inputs[0].astype(np.float64) - x.zero_point) * x.scale
-        expected = _quantized(out, to_torch_order(out, held.reshape(out.shape)))
+    reference = _reference(out, values)
+    expected = _quantized(out, reference, ranges)
+    if _is_requantize(op):
+        expected = _requantized_reference(graph, op, inputs[0], ranges)
     expected = expected.reshape(out.shape).astype(np.int64)
     lo, hi = _clamp_bounds(op, out)
+    tolerance = element_tolerance(op, out.shape)
+    known = known_output_stage(compiled, op, out, values)
+    if known is not None:
+        offset, gain, exact = known
+        shape = [1] * len(out.torch_shape)
+        shape[out.perm[-1] if out.perm is not None else -1] = -1
+        adjusted = (np.asarray(reference, np.float64) + offset.reshape(shape) * out.scale) * gain.reshape(shape)
+        moved = np.clip(_quantized(out, adjusted, ranges).reshape(out.shape).astype(np.int64), lo, hi)
+        # At a clamp bound the program's pre-activation value is gone: edgec may lie anywhere from
+        # the program's clamped value to the adjusted one.
+        clamped = (expected <= lo) | (expected >= hi)
+        got64 = np.asarray(got, np.int64).reshape(out.shape)
+        near = np.clip(got64, np.minimum(expected, moved), np.maximum(expected, moved))
+        expected = np.where(clamped, near, moved)
+        tolerance = np.where(exact, LAYER_TOLERANCE_STEPS, tolerance)
     free = (expected > lo) & (expected < hi) & (got > lo) & (got < hi)
-    return np.asarray(got, np.int64) - expected, element_tolerance(op, out.shape), free
+    return np.asarray(got, np.int64) - expected, tolerance, free
+
+
+def _is_requantize(op) -> bool:
+    return op.kind == "lut" and op.attrs.get("function") == "requantize"
+
+
+def _requantized_reference(graph, op, x_values: np.ndarray, ranges: dict) -> np.ndarray:
+    """A requantize's program value: the value its input holds, quantized at its output's qparams."""
+    x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    value = (np.asarray(x_values).astype(np.float64) - x.zero_point) * x.scale
+    return np.asarray(_quantized(out, to_torch_order(out, value.reshape(out.shape)), ranges)).reshape(out.shape)
+
+
+# The kernels whose output stage is arm_nn_requantize_s64 on the Q15 REDUCE_MULTIPLIER (16x8 scheme).
+S64_REQUANTIZE_UNITS = frozenset({"conv2d_s16", "depthwise_conv2d_s16", "fully_connected_s16"})
+BIASED_TARGETS = ("conv", "linear")  # program nodes (aten.conv*d, conv_transpose*d, linear) with a bias argument
+FUSED_ACTIVATIONS = ("relu", "hardtanh", "clamp", "quantize")  # what may sit between such a node and its output
+
+
+def known_output_stage(compiled, op, out, values: dict):
+    """What a weighted layer's integer output stage does differently from its program's float, fixed
+    by the quantization scheme and computed exactly for this layer (docs/numerics.md, "What verify
+    checks"), or None: (offset [channels] in output steps, gain [channels], exact [channels]).
+
+    - The bias is stored on the accumulator's grid (s_in * s_w[c]): channel c's output moves by
+      offset_c = q_c * M_c - b_c / s_out steps, b_c the program's float bias, q_c the stored one.
+      Only a rounding is fixed: |offset_c| is clipped to M_c / 2 (a bias moved further still shows).
+      Where M_c > 1 this replaces the tolerance's floor(M_c / 2) (`exact`).
+    - An int16 conv / depthwise / fully connected layer multiplies by REDUCE_MULTIPLIER(m_c), m_c
+      rounded to 15 bits: its output is the program's times gain_c = round(m_c / 2^16) * 2^16 / m_c
+      (|gain_c - 1| <= 2^-15, up to one step at full int16 scale)."""
+    from edgec.numerics import reduce_multiplier
+
+    multiplier, shift = op.attrs.get("multiplier"), op.attrs.get("shift")
+    if multiplier is None or shift is None or op.attrs.get("weight") is None or not out.shape:
+        return None
+    if out.perm is not None and out.perm[-1] is None:
+        return None
+    channels = out.shape[-1]
+    m = np.broadcast_to(np.asarray(multiplier, np.float64).ravel(), (channels,))
+    scale = m * 2.0 ** (np.broadcast_to(np.asarray(shift, np.float64).ravel(), (channels,)) - 31)
+    s64 = unit_of(op).kind in S64_REQUANTIZE_UNITS
+    gain = reduce_multiplier(m.astype(np.int64)) * 2.0**16 / np.maximum(m, 1) if s64 else np.ones(channels)
+    bias, stored = _program_bias(compiled, out, values), op.attrs.get("bias")
+    if bias is None or stored is None or not bias.size == channels == np.size(stored):
+        return (np.zeros(channels), gain, np.zeros(channels, bool)) if s64 else None
+    offset = np.asarray(stored, np.float64).ravel() * scale - bias.ravel() / out.scale
+    return np.clip(offset, -scale / 2, scale / 2), gain, scale > 1
+
+
+def _program_bias(compiled, out, values: dict) -> np.ndarray | None:
+    """The float bias of the program's conv / linear node that computes `out` (through a fused
+    activation), as the program holds it, or None."""
+    from torch.fx import Node
+
+    node = next((n for n in compiled.quantized_module.graph.nodes if n.name == out.source), None)
+    for _ in range(3):
+        if not isinstance(node, Node) or node.op != "call_function":
+            return None
+        if any(name in str(node.target) for name in BIASED_TARGETS):
+            break
+        if not any(name in str(node.target) for name in FUSED_ACTIVATIONS):
+            return None  # anything else may have been folded into the stored bias
+        node = node.args[0] if node.args else None
+    else:
+        return None
+    bias = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
+    if not isinstance(bias, Node):
+        return None
+    if bias.name in values:
+        return np.asarray(values[bias.name], np.float64)
+    return np.asarray(_attribute(compiled.quantized_module, bias.target), np.float64) if bias.op == "get_attr" else None
 
 
 def program_qparams(compiled) -> dict[str, list[tuple[float, int]]]:
@@ -594,6 +683,21 @@ def program_qparams(compiled) -> dict[str, list[tuple[float, int]]]:
             and isinstance(node.args[1], (int, float))
         ):
             found.setdefault(node.args[0].name, []).append((float(node.args[1]), int(node.args[2])))
+    return found
+
+
+def program_ranges(compiled) -> dict[tuple[str, str], tuple[int, int]]:
+    """Per float node of the Q/DQ program and dtype, the [quant_min, quant_max] its quantize nodes use (edgec's
+    own int16 activations: [-32767, 32767], while its int16 kernels, as TFLite's, saturate at -32768:
+    the program holds -32767 where a kernel holds -32768, one step that a layer reading it may
+    magnify, fuzz seed 13 int16 mode)."""
+    found: dict[tuple[str, str], tuple[int, int]] = {}
+    for node in compiled.quantized_module.graph.nodes:
+        target = str(node.target)
+        if node.op == "call_function" and "quantize_per_tensor" in target and "dequantize" not in target:
+            if hasattr(node.args[0], "name") and len(node.args) >= 6:  # a node read at int8 and int16 has two
+                dtype = str(node.args[5]).removeprefix("torch.")
+                found.setdefault((node.args[0].name, dtype), (int(node.args[3]), int(node.args[4])))
     return found
 
 
@@ -695,20 +799,22 @@ def _attribute(module, target: str):
     return module.detach().numpy()
 
 
-def _quantized(tensor, value: np.ndarray) -> np.ndarray:
-    """`value` quantized exactly as the program's quantize nodes do (float32, half to even): a
-    rounding one step off here would move the layer's output by up to |M * w| steps."""
+def _quantized(tensor, value: np.ndarray, ranges: dict | None = None) -> np.ndarray:
+    """`value` quantized exactly as the program's quantize nodes do (float32, half to even, within
+    the quant range the program's quantize of it uses, `ranges`: program_ranges): a rounding one
+    step off here would move the layer's output by up to |M * w| steps."""
     import torch
 
     if tensor.dtype == "int32":  # token ids (argmax indices): integers already
         return sim.stored(tensor, np.asarray(value).astype(np.int32))
     info = np.iinfo(sim.INT_DTYPES[tensor.dtype])
+    low, high = (ranges or {}).get((tensor.source, tensor.dtype), (int(info.min), int(info.max)))
     q = torch.ops.quantized_decomposed.quantize_per_tensor(
         torch.from_numpy(np.ascontiguousarray(value, dtype=np.float32)),
         tensor.scale,
         tensor.zero_point,
-        int(info.min),
-        int(info.max),
+        max(int(info.min), low),
+        min(int(info.max), high),
         getattr(torch, tensor.dtype),
     )
     return sim.stored(tensor, q.numpy())

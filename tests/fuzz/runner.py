@@ -206,7 +206,7 @@ def _check(path: Path, target, work: Path, min_sqnr_db: float) -> Outcome:
         program = verify.qdq_reference(compiled, floats[:typical])
         departing = verify.disagreeing_layers(verify.layer_agreement(compiled, program))
         ops = {op.name: op for op in compiled.graph.ops}
-        bounds = {row["layer"]: departure_bound(ops[row["layer"]], compiled.graph, program) for row in departing}
+        bounds = {row["layer"]: departure_bound(ops[row["layer"]], compiled.graph, program, row) for row in departing}
     except Exception as exc:
         return _crash("crash", "agreement", exc, compiled, kernels)
     unexplained = [row for row in departing if bounds[row["layer"]] is None or row["max_steps"] > bounds[row["layer"]]]
@@ -344,9 +344,14 @@ def refusal_verdict(message: str) -> str:
     return "limit" if any(limit.search(message) for limit in DOCUMENTED_LIMITS) else "refused"
 
 
-def departure_bound(op, graph, program: list[dict]) -> int | None:
+def departure_bound(op, graph, program: list[dict], row: dict | None = None) -> int | None:
     """The most steps `op` may depart from its quantized program by a cause documented for that
     exact case, computed for this layer and these values; None if no such cause applies.
+
+    Recurrent layer whose hidden state's step is finer than its int16 gates resolve (docs/numerics.md,
+    "Recurrent layers"): verify caps its tolerance and fails it (the user is told); the fuzzer bounds
+    it by the layer's own computed bound, 1 + floor(e / s_h) steps (recurrent.float_step's e, the
+    largest over the layer's elements, verify's uncapped `tolerance`), plus verify's one step.
 
     Bilinear resize (docs/numerics.md, "Bilinear resize"): edgec samples at TFLite's source
     positions (1/1024 units, the scale rounded), the program at PyTorch's. Along an axis a bilinear
@@ -354,6 +359,8 @@ def departure_bound(op, graph, program: list[dict]) -> int | None:
     neighbouring inputs along that axis (in steps; input and output share qparams); both sides
     round once (half a step each). So |edgec - program| <= e_h * d_h + e_w * d_w + 1, e the largest
     position difference over the output rows (columns)."""
+    if op.kind == "recurrent" and row is not None and row["tolerance"] > verify.LAYER_MAX_TOLERANCE_STEPS:
+        return row["tolerance"] + 1
     if op.kind != "resize" or op.attrs.get("mode") != "bilinear":
         return None
     x = graph.tensors[op.inputs[0]]
