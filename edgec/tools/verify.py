@@ -617,8 +617,9 @@ FUSED_ACTIVATIONS = ("relu", "hardtanh", "clamp", "quantize")  # what may sit be
 
 def known_output_stage(compiled, op, out, values: dict):
     """What a weighted layer's integer output stage does differently from its program's float, fixed
-    by the quantization scheme and computed exactly for this layer (docs/numerics.md, "What verify
-    checks"), or None: (offset [channels] in output steps, gain [channels], exact [channels]).
+    by the quantization scheme and computed exactly for this layer
+    (docs/numerics.md, "What verify checks"), or None: (offset [channels] in output steps, gain
+    [channels], exact [channels]).
 
     - The bias is stored on the accumulator's grid (s_in * s_w[c]): channel c's output moves by
       offset_c = q_c * M_c - b_c / s_out steps, b_c the program's float bias, q_c the stored one.
