@@ -231,7 +231,7 @@ def all_cases(target: str, seed: int) -> list[Case]:
 # 5), plus the tables' build spread over the plane (16 tables of ~130 negative entries per-channel).
 # The lookup kernel (a band stage's PReLU, tables made at compile time) on a 2-row band: the same
 # loop with no tables to build.
-PRELU_GOALS = {"prelu per-channel 48x48x16": 8.0, "prelu scalar 48x48x16": 6.0, "prelu lookup 2x70x10": 8.0}
+PRELU_GOALS = {"prelu per-channel 48x48x16": 8.0, "prelu scalar 48x48x16": 6.0, "prelu lookup 2x70x10": 6.5}
 
 
 def prelu_benchmark_cases() -> list[Case]:

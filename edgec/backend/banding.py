@@ -33,9 +33,9 @@ CHUNKS = (1, 2, 3, 4, 6, 8, 12, 16)  # rows per kernel call tried
 CALL_CYCLES = 4_500
 # An elementwise layer's call (a PReLU through its compile-time tables, edgec_prelu_s8_lookup; a
 # residual add) has no table to build, no rows to cache and little code: its descriptor's checks
-# and loop set-up, a few hundred instructions (tests/test_kernels_binary_arm.py's "prelu lookup
-# 2x70x10" case, minus its elements' loop).
-ELEMENTWISE_CALL_CYCLES = 400
+# and a loop set-up per channel, about 1,000 instructions on PNet's first PReLU's 2-row band
+# (tests/test_kernels_binary_arm.py's "prelu lookup 2x70x10": 8,003 for 1,400 elements at ~5).
+ELEMENTWISE_CALL_CYCLES = 1_000
 MOVE_CYCLES_PER_BYTE = 4
 # A streamed input's fetch: the call of the application's read_rows and its copy's start (its bytes
 # count as moved).

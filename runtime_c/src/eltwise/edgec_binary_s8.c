@@ -1060,11 +1060,18 @@ edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input, c
 /* ==== PReLU through tables made at compile time ============================================== */
 
 /* A plane of the lookup path: `tables` is the plane's first alpha's table (at its entry for input
- * 0), the plane's alpha steps scaled to whole tables by the caller. */
+ * 0), the plane's alpha steps scaled to whole tables by the caller. Reads each element before
+ * writing the same position. */
 static void prelu_lookup_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *input, const int8_t *tables,
                                int8_t *out)
 {
     (void)ctx;
+    if (p->outer2 == 0) { /* one table per column (channel) or for the plane: column after column */
+        for (int32_t i = 0; i < p->n; i++) {
+            prelu_table_apply(tables + i * p->step2 - 128, input + i * p->step1, p->outer1, out + i, p->n, p->rows);
+        }
+        return;
+    }
     for (int32_t r = 0; r < p->rows; r++) {
         const int8_t *in = input + r * p->outer1;
         const int8_t *t = tables + r * p->outer2;
