@@ -41,6 +41,7 @@ WINDOWED_KINDS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")  # p
 # Elementwise layers, whose descriptor describes the whole shape: emitted once per band height.
 ELEMENTWISE_KINDS = ("prelu", "add")  # add: a residual add, the stage's last layer, over its input
 BAND_KINDS = WINDOWED_KINDS + ELEMENTWISE_KINDS
+PRELU_LOOKUP = "edgec_prelu_s8_lookup"  # a PReLU's kernel in a stage: tables made once, at compile time
 
 
 def _align(value: int) -> int:
@@ -303,8 +304,15 @@ class BandStage(OpDef):
         return op.attrs["layout"]
 
     def kernel_function(self, op: Op) -> str:
-        """The kernels the stage's loop calls: each of its specialised layers' (once, in order)."""
-        return " + ".join(dict.fromkeys(layer.kernel.function for layer in self.layers(op) if layer.kernel))
+        """The kernels the stage's loop calls: each of its specialised layers' (once, in order), a
+        PReLU's on its tables (_elementwise_calls)."""
+        return " + ".join(
+            dict.fromkeys(
+                PRELU_LOOKUP if layer.kind == "prelu" else layer.kernel.function
+                for layer in self.layers(op)
+                if layer.kernel
+            )
+        )
 
     def windows(self, op: Op, graph: Graph) -> dict[int, tuple[int, int]]:
         """Map -> (scratch offset, bytes) of each windowed map; the kernels' scratch follows."""
