@@ -18,7 +18,17 @@ import torch
 from torch import nn
 
 from edgec import sim
-from edgec.backend.banding import chains, fit_budget, stage_outputs
+from edgec.backend.banding import (
+    CALL_CYCLES,
+    ELEMENTWISE_CALL_CYCLES,
+    FETCH_CYCLES,
+    MOVE_CYCLES_PER_BYTE,
+    added_cycles,
+    chains,
+    fit_budget,
+    stage_outputs,
+)
+from edgec.backend.codegen import _UnplannedNames
 from edgec.backend.plan import check_plan
 from edgec.backend.schedule import schedule_and_plan
 from edgec.ops import KINDS
@@ -207,6 +217,27 @@ def test_a_prelu_runs_over_its_convolutions_window(detector):
     assert sorted(stage_outputs(detector.graph, 0, 6)) == sorted(detector.graph.outputs)
 
 
+def test_a_banded_prelu_reads_tables_made_once_and_costs_no_window_kernels_set_up(detector, tmp_path):
+    """Each PReLU of a stage calls edgec_prelu_s8_lookup (never edgec_prelu_s8, which would rebuild
+    its tables on every band) on one table constant (256 entries per channel) shared by its band
+    heights; the planner counts its calls at the elementwise set-up cost."""
+    graph = detector.graph
+    stage = make_stage(graph.ops[:7], graph, 2, stage_outputs(graph, 0, 6), stream=True)
+    code = KINDS[stage.kind].emit(stage, graph, _UnplannedNames("m", graph, None))
+    prelus = [layer for layer in graph.ops[:7] if layer.kind == "prelu"]
+    tables = [(symbol, values) for _, symbol, values in code.constants if symbol.endswith("tables")]
+    assert [len(values) for _, values in tables] == [256 * layer.attrs["alpha"].values.size for layer in prelus]
+    assert "edgec_prelu_s8(" not in code.code and code.code.count("edgec_prelu_s8_lookup(") >= len(prelus)
+    actions = stage.attrs["actions"]
+    calls = {i: int(np.count_nonzero(actions[:, 0] == i)) - 1 for i in range(7)}
+    fetches = int(np.count_nonzero(actions[:, 0] < 0))
+    expected = sum(
+        n * (ELEMENTWISE_CALL_CYCLES if graph.ops[i].kind == "prelu" else CALL_CYCLES) for i, n in calls.items()
+    )
+    moved = (stage.attrs["moved_bytes"] + stage.attrs["fetched_bytes"]) * MOVE_CYCLES_PER_BYTE
+    assert added_cycles(stage) == expected + fetches * FETCH_CYCLES + moved
+
+
 @pytest.mark.parametrize(
     "model,first,last,chunk,stream",
     [
@@ -317,10 +348,12 @@ def test_stream_input_of_a_model_without_an_image_input_is_one_line(tmp_path, ca
         (Residual, "cortex-m4", 1, 4, 2, False),
         (Chain, "cortex-m4", 0, 4, 3, True),
         (Detector, "cortex-m55", 0, 6, 2, True),
+        (Detector, "cortex-m4", 0, 6, 3, True),
     ],
 )
 def test_qemu_equals_golden(tmp_path, model, target, first, last, chunk, stream):
-    """A residual block on M4; a streamed input on M4; branches with a streamed input on M55 (Helium)."""
+    """A residual block on M4; a streamed input on M4; branches with a streamed input on M55 (Helium)
+    and on M4 (PReLU through its compile-time tables on both)."""
     compiled = _compiled(model, target)
     banded = _banded(compiled, first, last, chunk, stream)
     emit(banded, tmp_path / "out", "m")

@@ -30,6 +30,8 @@ from edgec.ops.binary import (
     broadcast_layout,
     prelu_desc,
     prelu_s8,
+    prelu_s8_lookup,
+    prelu_tables,
 )
 from edgec.ops.eltwise import add_params, add_s8
 from tests.kernel_lib import BinaryDesc, PreluDesc, ptr, struct_from_desc
@@ -46,7 +48,9 @@ OPS = tuple(BINARY_OPS)
 def lib(kernel_lib):
     kernel_lib.edgec_binary_s8.argtypes = [C.POINTER(BinaryDesc), P8, P8, P8]
     kernel_lib.edgec_prelu_s8.argtypes = [C.POINTER(PreluDesc), P8, P8, P8]
+    kernel_lib.edgec_prelu_s8_lookup.argtypes = [C.POINTER(PreluDesc), P8, P8, P8]
     kernel_lib.edgec_binary_s8.restype = kernel_lib.edgec_prelu_s8.restype = C.c_int
+    kernel_lib.edgec_prelu_s8_lookup.restype = C.c_int
     return kernel_lib
 
 
@@ -499,6 +503,26 @@ def test_c_prelu_in_place_over_its_input(lib):
     )
     assert status == EDGEC_OK
     np.testing.assert_array_equal(x, expected)
+
+
+@pytest.mark.parametrize("alpha_shape", [(16,), (1,), (1, 5, 1, 16)])
+def test_c_prelu_lookup_equals_golden_and_prelu(lib, alpha_shape):
+    """edgec_prelu_s8_lookup on tables made by prelu_tables equals its golden and edgec_prelu_s8's
+    arithmetic on every input byte, also in place."""
+    rng = np.random.default_rng(9)
+    x = np.resize(np.arange(-128, 128, dtype=np.int8), (1, 5, 7, 16))
+    alpha = rng.integers(-128, 128, alpha_shape, dtype=np.int8)
+    desc = prelu_desc(x.shape, alpha.shape, (0.05, -3), (0.01, 4), (0.04, 2), -120, 127)
+    tables = prelu_tables(alpha, desc)
+    expected = prelu_s8(x, alpha, desc)
+    np.testing.assert_array_equal(prelu_s8_lookup(x, tables, desc), expected)
+    status, out = call(lib.edgec_prelu_s8_lookup, PreluDesc, desc, tables, x, x.size)
+    assert status == EDGEC_OK
+    np.testing.assert_array_equal(out.reshape(x.shape), expected)
+    c_desc = struct_from_desc(PreluDesc, desc)
+    assert lib.edgec_prelu_s8_lookup(C.byref(c_desc), ptr(tables, C.c_int8), ptr(x, C.c_int8), ptr(x, C.c_int8)) == 0
+    np.testing.assert_array_equal(x, expected)
+    assert lib.edgec_prelu_s8_lookup(C.byref(c_desc), None, ptr(x, C.c_int8), ptr(x, C.c_int8)) == EDGEC_ARG_ERROR
 
 
 # --------------------------------------------------------------------------------------------

@@ -23,14 +23,14 @@ import numpy as np
 import pytest
 
 from edgec.numerics import quantize_multiplier
-from edgec.ops.binary import BINARY_OPS, binary_desc, binary_s8, prelu_desc, prelu_s8
+from edgec.ops.binary import BINARY_OPS, binary_desc, binary_s8, prelu_desc, prelu_s8, prelu_s8_lookup, prelu_tables
 from edgec.targets import toolchain
 from tests.device_support import ROOT, needs_toolchain
 
 DRIVER = ROOT / "tests" / "data" / "port" / "binary_kernels.c"
 RUNTIME = ROOT / "runtime_c"
 SOURCES = [RUNTIME / "src" / "eltwise" / "edgec_binary_s8.c"]
-KIND = {"binary": 1, "prelu": 2}
+KIND = {"binary": 1, "prelu": 2, "prelu_lookup": 3}
 PORTABLE, DSP, MVE = 0, 1, 2
 ISA_NAMES = {PORTABLE: "portable", DSP: "dsp", MVE: "mve"}
 ISAS = {"cortex-m4": (PORTABLE, DSP), "cortex-m55": (PORTABLE, DSP, MVE)}
@@ -162,6 +162,20 @@ def prelu_case(rng, large: bool = False, medium: bool = False) -> Case:
     return Case("prelu", PORTABLE, desc, x, alpha, prelu_s8(x, alpha, desc), in_place=rng.random() < 0.3)
 
 
+def prelu_lookup_case(rng, rows: int | None = None) -> Case:
+    """edgec_prelu_s8_lookup (a band stage's PReLU) on a prelu_case's layout, its tables made by
+    prelu_tables; `rows`: a 2-row band of PNet's first PReLU, [1,2,70,10] per channel (its speed)."""
+    if rows is None:
+        case = prelu_case(rng, large=rng.random() < 0.3)
+    else:
+        desc = prelu_desc((1, rows, 70, 10), (10,), (0.05, -3), (1 / 128, 0), (0.04, -10), -128, 127)
+        x, alpha = int8_array(rng, (1, rows, 70, 10)), int8_array(rng, (10,))
+        case = Case("prelu", PORTABLE, desc, x, alpha, prelu_s8(x, alpha, desc), label="prelu lookup 2x70x10")
+    tables = prelu_tables(case.x2, case.desc)
+    assert np.array_equal(prelu_s8_lookup(case.x1, tables, case.desc), case.expected)
+    return Case("prelu_lookup", PORTABLE, case.desc, case.x1, tables, case.expected, case.in_place, case.label)
+
+
 def benchmark_cases(isas) -> list[Case]:
     """Each op on each path for a MobileNetV3-like squeeze-excite layout [1,8,8,64] with
     [1,1,1,64] and a same-shape 4096-element one. MUL: a realistic requantization (s1 = 0.05,
@@ -208,13 +222,16 @@ def all_cases(target: str, seed: int) -> list[Case]:
     cases = [binary_case(rng, isa) for isa in ISAS[target] for _ in range(CASES_PER_ISA)]
     cases += [case for isa in ISAS[target] if isa != PORTABLE for case in mul_shift_sweep(rng, isa)]
     cases += [prelu_case(rng, large=k % 3 == 0, medium=k % 3 == 1) for k in range(PRELU_CASES)]
+    cases += [prelu_lookup_case(rng) for _ in range(PRELU_CASES // 3)] + [prelu_lookup_case(rng, rows=2)]
     return cases + benchmark_cases(ISAS[target]) + prelu_benchmark_cases()
 
 
 # Issue #23's goals for PReLU in instructions per element (any core: the table path is portable C)
 # on a face detector's first PReLU, 48x48x16: a load, a table load and a store with the loop (about
 # 5), plus the tables' build spread over the plane (16 tables of ~130 negative entries per-channel).
-PRELU_GOALS = {"prelu per-channel 48x48x16": 8.0, "prelu scalar 48x48x16": 6.0}
+# The lookup kernel (a band stage's PReLU, tables made at compile time) on a 2-row band: the same
+# loop with no tables to build.
+PRELU_GOALS = {"prelu per-channel 48x48x16": 8.0, "prelu scalar 48x48x16": 6.0, "prelu lookup 2x70x10": 6.5}
 
 
 def prelu_benchmark_cases() -> list[Case]:
@@ -307,6 +324,7 @@ def test_benchmark_mul_takes_the_dsp_path():
 def test_prelu_table_and_element_paths_at_other_optimisation_levels(opt, tmp_path):
     rng = np.random.default_rng(17)
     cases = [prelu_case(rng, large=k % 3 == 0, medium=k % 3 == 1) for k in range(18)] + prelu_benchmark_cases()
+    cases += [prelu_lookup_case(rng) for _ in range(6)]
     results = run_on_target("cortex-m4", cases, tmp_path, opt=opt)
     failures = [
         describe(case)

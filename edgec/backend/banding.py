@@ -4,22 +4,26 @@ When the planned arena exceeds the target's RAM budget, the chains of spatial la
 first step over budget are tried as band stages, at several chunk heights; of those whose liveness
 bound fits the budget, the ones with the least added work are planned, and the first whose plan
 fits wins; if none does, the one with the smallest arena is kept and the search repeats at the
-next step over budget. Added work is estimated in cycles: each extra kernel call costs CALL_CYCLES (its
-set-up, argument checks, the packed kernels' row caching), each byte a window shift moves
-MOVE_CYCLES_PER_BYTE. No row is computed twice, so no MAC is added. A model within budget is not
-touched: its graph and plan are exactly the layer-by-layer ones.
+next step over budget. Added work is estimated in cycles: each extra kernel call costs its set-up
+(call_cycles: CALL_CYCLES for a convolution or pooling kernel -- argument checks, the packed
+kernels' row caching; far less for an elementwise one, a PReLU reading tables made at compile
+time), each byte a window shift moves MOVE_CYCLES_PER_BYTE. No row is computed twice, so no MAC
+is added. A model within budget is not touched: its graph and plan are exactly the layer-by-layer
+ones.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from edgec.backend.plan import MemoryPlan, blocks, buffers, in_place_choices, liveness_lower_bound, occupied_bytes
 from edgec.backend.schedule import schedule_and_plan
 from edgec.errors import EdgecError
 from edgec.ir import Graph, Op
 from edgec.ops import unit_of
-from edgec.ops.band import can_band, make_stage
+from edgec.ops.band import ELEMENTWISE_KINDS, can_band, make_stage
 
 CHUNKS = (1, 2, 3, 4, 6, 8, 12, 16)  # rows per kernel call tried
 # Fitted to `edgec bench --target cortex-m4` (estimated cycles, 5 flash wait states) of MobileNetV1 0.25
@@ -27,6 +31,11 @@ CHUNKS = (1, 2, 3, 4, 6, 8, 12, 16)  # rows per kernel call tried
 # tables back through the flash cache and re-reads its first rows (the packed depthwise kernel caches
 # KH rows per call), about 4,500 cycles; newlib-nano's memmove moves a byte in about 4.
 CALL_CYCLES = 4_500
+# An elementwise layer's call (a PReLU through its compile-time tables, edgec_prelu_s8_lookup; a
+# residual add) has no table to build, no rows to cache and little code: its descriptor's checks
+# and a loop set-up per channel, about 1,000 instructions on PNet's first PReLU's 2-row band
+# (tests/test_kernels_binary_arm.py's "prelu lookup 2x70x10": 8,003 for 1,400 elements at ~5).
+ELEMENTWISE_CALL_CYCLES = 1_000
 MOVE_CYCLES_PER_BYTE = 4
 # A streamed input's fetch: the call of the application's read_rows and its copy's start (its bytes
 # count as moved).
@@ -81,14 +90,22 @@ class Banding:
         }
 
 
+def call_cycles(layer: Op) -> int:
+    """The set-up a kernel call of `layer` on a band costs (what a call adds beside its elements'
+    work): a windowed kernel's CALL_CYCLES, an elementwise one's ELEMENTWISE_CALL_CYCLES."""
+    return ELEMENTWISE_CALL_CYCLES if layer.kind in ELEMENTWISE_KINDS else CALL_CYCLES
+
+
 def added_cycles(stage: Op) -> int:
-    """Kernel calls beyond one per layer, window shifts, and a streamed input's fetches (a call of
-    the application's read_rows, its rows copied in)."""
+    """Kernel calls beyond one per layer, each at its layer's set-up cost (call_cycles), window
+    shifts, and a streamed input's fetches (a call of the application's read_rows, its rows copied
+    in)."""
     actions = stage.attrs["actions"]
     fetches = actions[actions[:, 0] < 0]
-    calls = len(actions) - len(fetches) - len(stage.attrs["ops"])
+    layers = stage.attrs["ops"]
+    calls = np.bincount(actions[actions[:, 0] >= 0, 0], minlength=len(layers)) - 1
     return int(
-        calls * CALL_CYCLES
+        sum(int(count) * call_cycles(layer) for count, layer in zip(calls, layers))
         + len(fetches) * FETCH_CYCLES
         + (stage.attrs["moved_bytes"] + stage.attrs["fetched_bytes"]) * MOVE_CYCLES_PER_BYTE
     )

@@ -31,6 +31,7 @@ import numpy as np
 
 from edgec.ir import ARENA_ALIGNMENT, Graph, InPlace, KernelChoice, Op
 from edgec.ops.base import CCall, OpDef, unit_of
+from edgec.ops.binary import prelu_s8_lookup, prelu_tables
 
 # Fields of one action row (int16): the layer, its output window's shift (from row, rows; 0 rows:
 # none), its input (row of the first row read in its storage, rows read, pad_top), its output (row
@@ -40,6 +41,7 @@ WINDOWED_KINDS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")  # p
 # Elementwise layers, whose descriptor describes the whole shape: emitted once per band height.
 ELEMENTWISE_KINDS = ("prelu", "add")  # add: a residual add, the stage's last layer, over its input
 BAND_KINDS = WINDOWED_KINDS + ELEMENTWISE_KINDS
+PRELU_LOOKUP = "edgec_prelu_s8_lookup"  # a PReLU's kernel in a stage: tables made once, at compile time
 
 
 def _align(value: int) -> int:
@@ -302,8 +304,15 @@ class BandStage(OpDef):
         return op.attrs["layout"]
 
     def kernel_function(self, op: Op) -> str:
-        """The kernels the stage's loop calls: each of its specialised layers' (once, in order)."""
-        return " + ".join(dict.fromkeys(layer.kernel.function for layer in self.layers(op) if layer.kernel))
+        """The kernels the stage's loop calls: each of its specialised layers' (once, in order), a
+        PReLU's on its tables (_elementwise_calls)."""
+        return " + ".join(
+            dict.fromkeys(
+                PRELU_LOOKUP if layer.kind == "prelu" else layer.kernel.function
+                for layer in self.layers(op)
+                if layer.kernel
+            )
+        )
 
     def windows(self, op: Op, graph: Graph) -> dict[int, tuple[int, int]]:
         """Map -> (scratch offset, bytes) of each windowed map; the kernels' scratch follows."""
@@ -354,6 +363,11 @@ class BandStage(OpDef):
                 storage[layer + 1] = np.zeros(graph.tensors[layers[layer].outputs[0]].nbytes, dtype=np.int8)
         for index, home in layout.shared:
             storage[index] = storage[home]
+        tables = {
+            index: prelu_tables(layer.attrs["alpha"].values, layer.attrs["desc"])
+            for index, layer in enumerate(layers)
+            if layer.kind == "prelu"
+        }
         for index, shift_from, shift_rows, in_row, in_rows, pad_top, out_row, out_rows in op.attrs["actions"].tolist():
             source = 0 if index < 0 else layout.sources[index]
             src_rb, dst_rb = row_bytes(graph, map_name(layers, source)), row_bytes(graph, map_name(layers, index + 1))
@@ -374,7 +388,10 @@ class BandStage(OpDef):
                 if name != chain:
                     rows[name] = storage[0][out_row * skip_rb : (out_row + out_rows) * skip_rb]
             values = [rows[name].reshape(band_graph.tensors[name].shape).copy() for name in layer.inputs]
-            y = unit_of(layer).golden(band_op, band_graph, values)
+            if layer.kind == "prelu":  # as the C: through tables made once (edgec_prelu_s8_lookup)
+                y = prelu_s8_lookup(values[0], tables[index], band_op.attrs["desc"])
+            else:
+                y = unit_of(layer).golden(band_op, band_graph, values)
             storage[index + 1][out_row * dst_rb : (out_row + out_rows) * dst_rb] = np.asarray(y, np.int8).ravel()
         results = [
             storage[layer + 1][: graph.tensors[name].nbytes].reshape(graph.tensors[name].shape).copy()
@@ -490,9 +507,16 @@ def _elementwise_calls(layer: Op, graph: Graph, names: "_BandNames", actions: np
     it runs at, each with its own descriptor."""
     heights = sorted({int(rows) for rows in actions[actions[:, 0] == index][:, 7]})
     body, constants, params, required = "", [], [], []
+    tables = names.symbol(layer, "tables")
+    if layer.kind == "prelu":  # tables made here, once: a call on a few rows would rebuild its own
+        constants.append(("int8_t", tables, prelu_tables(layer.attrs["alpha"].values, layer.attrs["desc"]).ravel()))
     for number, rows in enumerate(heights):
         band_op, band_graph = band_layer(layer, graph, layer.inputs[0], rows, rows, 0)
-        call = unit_of(layer).emit(band_op, band_graph, names.with_suffix(f"rows{rows}_"))
+        band_names = names.with_suffix(f"rows{rows}_")
+        if layer.kind == "prelu":
+            call = unit_of(layer).emit_lookup(band_op, band_graph, band_names, tables)
+        else:
+            call = unit_of(layer).emit(band_op, band_graph, band_names)
         constants += call.constants
         params += call.params
         required += [call.scratch_required] if call.scratch_required else []

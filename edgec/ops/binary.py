@@ -312,6 +312,28 @@ def prelu_s8(x, alpha, desc: dict) -> np.ndarray:
     return saturate_int8(y, desc["act_min"], desc["act_max"]).reshape(out_shape)
 
 
+def prelu_tables(alpha, desc: dict) -> np.ndarray:
+    """The tables of edgec_prelu_s8_lookup: int8 [alpha.size, 256], row k the outputs of prelu_s8
+    (hence bit-exact by construction) for input bytes -128..127 under alpha element k."""
+    flat = np.ascontiguousarray(alpha, dtype=np.int8).reshape(-1)
+    grid = np.repeat(np.arange(-128, 128, dtype=np.int8)[:, None], flat.size, axis=1)
+    each = {**desc, **_layout_fields(grid.shape, flat.shape, ("input_strides", "alpha_strides"))}
+    return np.ascontiguousarray(prelu_s8(grid, flat, each).T)
+
+
+def prelu_s8_lookup(x, tables: np.ndarray, desc: dict) -> np.ndarray:
+    """Golden edgec_prelu_s8_lookup: element i's output is tables[alpha index of i, x_i + 128], the
+    alpha index and x read through desc's layout (as prelu_s8 reads alpha and x)."""
+    dims = desc["dims"][: desc["num_dims"]]
+    flat_x = np.ascontiguousarray(x).reshape(-1).astype(np.int64)
+    at_x = at_alpha = np.zeros((), dtype=np.int64)
+    for size, sx, sa in zip(dims, desc["input_strides"], desc["alpha_strides"]):
+        at_x = at_x[..., None] + np.arange(size, dtype=np.int64) * sx
+        at_alpha = at_alpha[..., None] + np.arange(size, dtype=np.int64) * sa
+    values = flat_x[at_x.reshape(-1)]
+    return tables[at_alpha.reshape(-1), values + 128].reshape(np.shape(x))
+
+
 # -- the op units ---------------------------------------------------------------------------------
 
 # torch target -> (binary op, operands swapped, the constant operand is a divisor)
@@ -595,6 +617,16 @@ class Prelu(OpDef):
         call.constants.append(("int8_t", symbol, op.attrs["alpha"].values.ravel()))
         call.code = (
             f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {symbol}, {names.ptr(op.outputs[0])});"
+        )
+        return call
+
+    def emit_lookup(self, op, graph, names, tables: str) -> CCall:
+        """The call of edgec_prelu_s8_lookup on the `tables` constant (prelu_tables of the op's
+        alpha): no set-up per call, for a band stage's calls on a few rows."""
+        p = names.symbol(op, "desc")
+        call = descriptor(PRELU_DESC, p, op.attrs["desc"])
+        call.code = (
+            f"status |= edgec_prelu_s8_lookup(&{p}, {tables}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         )
         return call
 

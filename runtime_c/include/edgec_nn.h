@@ -623,6 +623,18 @@ typedef struct {
 edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input,
                             const int8_t *alpha, int8_t *output);
 
+/*
+ * edgec_prelu_s8 with its outputs read from tables made at compile time
+ * (edgec.ops.binary.prelu_tables): for alpha element k, tables[k * 256 + x + 128] is the output
+ * for input byte x, so an element costs a load, a table load and a store, with no set-up per
+ * call (a band stage's PReLU, called on a few rows at a time). The desc's layout is read as
+ * edgec_prelu_s8's (the alpha strides step over tables), its quantization fields only validated.
+ * In place as edgec_prelu_s8. Scratch: none. EDGEC_ARG_ERROR as edgec_prelu_s8's, or when the
+ * tables' extent (alpha extent x 256) exceeds INT32_MAX.
+ */
+edgec_status edgec_prelu_s8_lookup(const edgec_prelu_desc *desc, const int8_t *tables,
+                                   const int8_t *input, int8_t *output);
+
 /* ==== end of the binary family ==== */
 
 /*

@@ -1056,3 +1056,52 @@ edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input, c
                   output);
     return EDGEC_OK;
 }
+
+/* ==== PReLU through tables made at compile time ============================================== */
+
+/* A plane of the lookup path: `tables` is the plane's first alpha's table (at its entry for input
+ * 0), the plane's alpha steps scaled to whole tables by the caller. Reads each element before
+ * writing the same position. */
+static void prelu_lookup_plane(const binary_ctx *ctx, const binary_plane *p, const int8_t *input, const int8_t *tables,
+                               int8_t *out)
+{
+    (void)ctx;
+    if (p->outer2 == 0) { /* one table per column (channel) or for the plane: column after column */
+        for (int32_t i = 0; i < p->n; i++) {
+            prelu_table_apply(tables + i * p->step2 - 128, input + i * p->step1, p->outer1, out + i, p->n, p->rows);
+        }
+        return;
+    }
+    for (int32_t r = 0; r < p->rows; r++) {
+        const int8_t *in = input + r * p->outer1;
+        const int8_t *t = tables + r * p->outer2;
+        int8_t *o = out + r * p->n;
+        for (int32_t i = 0; i < p->n; i++) {
+            o[i] = t[i * p->step2 + in[i * p->step1]];
+        }
+    }
+}
+
+edgec_status edgec_prelu_s8_lookup(const edgec_prelu_desc *desc, const int8_t *tables, const int8_t *input,
+                                   int8_t *output)
+{
+    int32_t table_strides[EDGEC_BINARY_MAX_DIMS];
+    int64_t last_table = 0;
+    if (desc == NULL || tables == NULL || input == NULL || output == NULL || !prelu_desc_valid(desc)) {
+        return EDGEC_ARG_ERROR;
+    }
+    for (int32_t d = 0; d < desc->num_dims; d++) { /* every table offset fits int32 */
+        last_table += (int64_t)(desc->dims[d] - 1) * desc->alpha_strides[d];
+        if (last_table >= INT32_MAX / 256 - 1) {
+            return EDGEC_ARG_ERROR;
+        }
+        /* a dimension of one is never stepped along: its stride may be anything */
+        table_strides[d] = desc->dims[d] > 1 ? desc->alpha_strides[d] * 256 : 0;
+    }
+    binary_ctx ctx;
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.prelu = desc;
+    binary_planes(&ctx, prelu_lookup_plane, desc->num_dims, desc->dims, desc->input_strides, table_strides, input,
+                  tables + 128, output);
+    return EDGEC_OK;
+}

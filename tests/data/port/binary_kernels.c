@@ -1,5 +1,6 @@
 /*
- * Runs edgec's binary-family kernels (edgec_binary_s8 and its _dsp/_mve paths, edgec_prelu_s8)
+ * Runs edgec's binary-family kernels (edgec_binary_s8 and its _dsp/_mve paths, edgec_prelu_s8,
+ * edgec_prelu_s8_lookup: input 2 its tables)
  * on cases written by tests/test_kernels_binary_arm.py.
  *
  * cases.bin holds records, each a header of HEADER_WORDS little-endian int32 then `payload` bytes:
@@ -16,7 +17,7 @@
 #include "edgec_nn.h"
 #include "semihost.h"
 
-enum { KIND_BINARY = 1, KIND_PRELU = 2 };
+enum { KIND_BINARY = 1, KIND_PRELU = 2, KIND_PRELU_LOOKUP = 3 };
 enum { ISA_PORTABLE = 0, ISA_DSP = 1, ISA_MVE = 2 };
 enum { UNSUPPORTED = -100 }; /* the status of a path this build does not have */
 
@@ -65,6 +66,14 @@ static int32_t run_prelu(const int32_t *h, const int8_t *input, const int8_t *al
     return edgec_prelu_s8(&desc, input, alpha, output);
 }
 
+static int32_t run_prelu_lookup(const int32_t *h, const int8_t *input, const int8_t *tables,
+                                int8_t *output)
+{
+    edgec_prelu_desc desc;
+    memcpy(&desc, h + H_FIELDS, sizeof(desc));
+    return edgec_prelu_s8_lookup(&desc, tables, input, output);
+}
+
 /* Reads len bytes (a semihosting read may return fewer before the end of the file): len, or
  * fewer at the end of the file, or -1. */
 /* One record: 1 done, 0 end of file, -1 error. */
@@ -99,6 +108,8 @@ static int run_record(int in, int out, unsigned index)
         result[0] = run_binary(h, input1, input2, output);
     } else if (h[H_KIND] == KIND_PRELU) {
         result[0] = run_prelu(h, input1, input2, output);
+    } else if (h[H_KIND] == KIND_PRELU_LOOKUP) {
+        result[0] = run_prelu_lookup(h, input1, input2, output);
     } else {
         result[0] = UNSUPPORTED;
     }
