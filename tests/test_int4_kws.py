@@ -78,20 +78,28 @@ def _train(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> None:
         schedule.step()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Training and the builds on one thread: deterministic, and under `make test`'s two workers
+    on two cores a second torch thread per worker only waits (several times the CPU time)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def trained_kws(kws_data):
-    """The DS-CNN trained on the synthesized training voices (fixed seeds, one thread, deterministic
+    """The DS-CNN trained on the synthesized training voices (fixed seeds, deterministic
     algorithms): (model, calibration clips, held-out x, y)."""
     x_train, y_train, x_test, y_test = kws_data
-    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    deterministic = torch.are_deterministic_algorithms_enabled()
     torch.manual_seed(SEED)
-    torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     try:
         model = make_model()
         _train(model, torch.from_numpy(x_train), torch.from_numpy(y_train))
     finally:
-        torch.set_num_threads(threads)
         torch.use_deterministic_algorithms(deterministic)
     calibration = x_train[np.random.default_rng(SEED).permutation(len(x_train))[:CALIBRATION_SAMPLES]]
     return model.eval(), calibration, x_test, y_test
@@ -107,46 +115,36 @@ def _top1(compiled, x, y) -> float:
     return float((logits.argmax(1) == y).mean())
 
 
-@pytest.fixture(scope="module")
-def kws_builds(trained_kws):
-    model = trained_kws[0]
+def test_int4_and_the_flash_chooser_on_synthesized_keywords(trained_kws, tmp_path):
+    """int4 with GPTQ rounding within 1.5 points of int8's top-1, the chooser within 0.5 under a
+    budget of FLASH_SHARE % of int8's constants; one test, so that xdist trains the model once."""
+    model, _, x, y = trained_kws
+    with torch.no_grad():
+        float_top1 = float((model(torch.from_numpy(x)).argmax(1).numpy() == y).mean())
     builds = {"int8": compile_for(quantize_model(model, **_options(trained_kws)))}
     for rounding in ("nearest", "gptq"):
         quantized = quantize_model(model, weights="int4", int4_rounding=rounding, **_options(trained_kws))
         builds[f"int4 {rounding}"] = compile_for(quantized)
-    return builds
-
-
-def test_int4_top1_within_1_5_points_of_int8_on_synthesized_keywords(trained_kws, kws_builds, tmp_path):
-    model, _, x, y = trained_kws
-    with torch.no_grad():
-        float_top1 = float((model(torch.from_numpy(x)).argmax(1).numpy() == y).mean())
-    top1 = {name: _top1(compiled, x, y) for name, compiled in kws_builds.items()}
-    constants = {name: constants_total(compiled.graph) for name, compiled in kws_builds.items()}
+    int8_bytes = constants_total(builds["int8"].graph)
+    budget = int8_bytes * FLASH_SHARE // 100
+    builds["chosen"] = compile_model(
+        model, target=get_target("host").with_budget(flash=budget), **_options(trained_kws)
+    )
+    top1 = {name: _top1(compiled, x, y) for name, compiled in builds.items()}
+    constants = {name: constants_total(compiled.graph) for name, compiled in builds.items()}
+    record = builds["chosen"].plan.precision
     print(
         f"keywords top-1 on {len(y)} held-out clips: float {float_top1:.4f}, "
         + ", ".join(f"{name} {top1[name]:.4f} ({constants[name]:,} B)" for name in top1)
+        + f"; --flash {budget} chose {record['int4_layers']}"
     )
     assert top1["int8"] >= float_top1 - 0.01
     assert top1["int4 gptq"] >= top1["int8"] - 0.015
     assert top1["int4 gptq"] >= top1["int4 nearest"]
-    _bit_exact(kws_builds["int4 gptq"], x[:8], tmp_path)
-
-
-def test_chooser_within_half_a_point_of_int8_on_synthesized_keywords(trained_kws, kws_builds, tmp_path):
-    _, _, x, y = trained_kws
-    int8_bytes = constants_total(kws_builds["int8"].graph)
-    smallest = constants_total(kws_builds["int4 gptq"].graph)
-    # every layer int4 keeps the per-channel parameters (12 B a channel): above 60 % of int8's constants
-    assert smallest > int8_bytes * 60 // 100
-    budget = int8_bytes * FLASH_SHARE // 100
-    chosen = compile_model(trained_kws[0], target=get_target("host").with_budget(flash=budget), **_options(trained_kws))
-    record = chosen.plan.precision
-    assert record["fits"] and constants_total(chosen.graph) == record["constants_bytes"] <= budget
-    top1 = {"int8": _top1(kws_builds["int8"], x, y), "chosen": _top1(chosen, x, y)}
-    print(
-        f"keywords, host --flash {budget}: constants {int8_bytes:,} -> {record['constants_bytes']:,} B "
-        f"({record['int4_layers']}; every layer int4: {smallest:,} B), top-1 {top1}"
-    )
+    assert record["fits"] and constants["chosen"] == record["constants_bytes"] <= budget
     assert top1["chosen"] >= top1["int8"] - 0.005
-    _bit_exact(chosen, x[:8], tmp_path)
+    # 60 % of int8's constants is out of reach: every layer int4 keeps the per-channel parameters
+    # (12 B a channel), 63 % of int8's on this model
+    assert record["smallest_constants_bytes"] == constants["int4 gptq"] > int8_bytes * 60 // 100
+    for name in ("int4 gptq", "chosen"):
+        _bit_exact(builds[name], x[:8], tmp_path / name.replace(" ", "_"))
