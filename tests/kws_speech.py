@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 KEYWORDS = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
-# espeak-ng voice + variant; the last four (two accents, each male and female) are held out.
+# espeak-ng voice + variant: the training speakers; the held-out ones are two other accents, male and female.
 TRAIN_VOICES = tuple(
     f"{voice}+{variant}"
     for voice in ("en-us", "en-gb", "en-gb-scotland", "en-gb-x-rp", "en-029", "en-gb-x-gbclan")
@@ -92,12 +92,8 @@ def log_mel(clips: np.ndarray) -> np.ndarray:
 
 
 def _split(voices, rates, draws: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    jobs = [
-        (word, voice, rate, PITCHES[n % len(PITCHES)])
-        for n, (word, voice, rate) in enumerate(
-            (word, voice, rate) for word in KEYWORDS for voice in voices for rate in rates
-        )
-    ]
+    jobs = [(word, voice, rate) for word in KEYWORDS for voice in voices for rate in rates]
+    jobs = [(*job, PITCHES[n % len(PITCHES)]) for n, job in enumerate(jobs)]
     with ThreadPoolExecutor(4) as pool:
         utterances = [_trim(speech) for speech in pool.map(lambda job: _speak(*job), jobs)]
     rng = np.random.default_rng(seed)
