@@ -22,18 +22,19 @@ install: $(STAMP)/install
 install-test: $(STAMP)/install-test toolchain
 
 # The Cortex-M cross compiler and emulator, clang and ld.lld (the clang builds), cmake for the
-# firmware example, headless Chromium for the HTML report's browser test and clang-format for
-# `make lint` (Debian packages).
+# firmware example, headless Chromium for the HTML report's browser test, clang-format for
+# `make lint` and espeak-ng for the keyword spotter's synthesized speech (tests/test_int4_kws.py)
+# (Debian packages).
 toolchain:
 	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null && command -v cmake >/dev/null \
 		&& command -v clang >/dev/null && command -v ld.lld >/dev/null && command -v chromium >/dev/null \
-		&& command -v clang-format >/dev/null; then :; \
+		&& command -v clang-format >/dev/null && command -v espeak-ng >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ]; then \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-			gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang lld clang-format cmake chromium >/dev/null; \
+			gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang lld clang-format cmake chromium espeak-ng >/dev/null; \
 	else \
-		echo "Cortex-M toolchain, clang or Chromium missing; run as root:"; \
-		echo "  apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang lld clang-format cmake chromium"; \
+		echo "Cortex-M toolchain, clang, Chromium or espeak-ng missing; run as root:"; \
+		echo "  apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm clang lld clang-format cmake chromium espeak-ng"; \
 		exit 1; \
 	fi
 
