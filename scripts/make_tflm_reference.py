@@ -129,40 +129,33 @@ class _Differences(nn.Module):
 
 
 class _Unary(nn.Module):
-    """RELU (after a cat), PRELU (one slope), ABS, ELU, each between two convs."""
+    """RELU (after a cat), ABS, each between two convs. Left out: ELU (the converter emits SELECT,
+    which TFLite Micro lacks) and PReLU (PT2EQuantizer leaves its slope float: a float PRELU)."""
 
     def __init__(self):
         super().__init__()
-        self.stem, self.prelu = nn.Conv2d(4, 8, 1), nn.PReLU(1, 0.25)
-        self.convs = nn.ModuleList(nn.Conv2d(16 if i == 0 else 8, 8, 1) for i in range(4))
+        self.stem = nn.Conv2d(4, 8, 1)
+        self.convs = nn.ModuleList(nn.Conv2d(16 if i == 0 else 8, 8, 1) for i in range(2))
 
     def forward(self, x):
         y = self.stem(x)
-        after_relu, after_prelu, after_abs, after_elu = self.convs
-        return (
-            after_relu(F.relu(torch.cat([y, y * y], dim=1)))
-            + after_prelu(self.prelu(y))
-            + after_abs(torch.abs(y))
-            + after_elu(F.elu(y))
-        )
+        after_relu, after_abs = self.convs
+        return after_relu(F.relu(torch.cat([y, y * y], dim=1))) + after_abs(torch.abs(y))
 
 
 class _Lookups(nn.Module):
-    """GATHER (a constant channel permutation), RSQRT of a sigmoid, RELU6 of a cat."""
+    """RSQRT of a sigmoid, RELU6 of a cat (a gather, index_select, edgec does not compile yet)."""
 
     def __init__(self):
         super().__init__()
         self.stem, self.gate = nn.Conv2d(4, 8, 1), nn.Conv2d(8, 8, 1)
-        self.convs = nn.ModuleList(nn.Conv2d(16 if i == 2 else 8, 8, 1) for i in range(3))
-        self.register_buffer("order", torch.tensor([3, 1, 2, 0, 7, 6, 5, 4]))
+        self.convs = nn.ModuleList(nn.Conv2d(16 if i == 1 else 8, 8, 1) for i in range(2))
 
     def forward(self, x):
         y = self.stem(x)
-        after_gather, after_rsqrt, after_relu6 = self.convs
-        return (
-            after_gather(torch.index_select(y, 1, self.order))
-            + after_rsqrt(torch.rsqrt(torch.sigmoid(self.gate(y))))
-            + after_relu6(F.relu6(torch.cat([y, y * y], dim=1)))
+        after_rsqrt, after_relu6 = self.convs
+        return after_rsqrt(torch.rsqrt(torch.sigmoid(self.gate(y)))) + after_relu6(
+            F.relu6(torch.cat([y, y * y], dim=1))
         )
 
 
