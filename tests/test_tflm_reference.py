@@ -33,7 +33,7 @@ ARCHITECTURES = (
     "transformer_block",
 )
 # Tiny programs of one or a few TFLite operators each (scripts/make_tflm_reference.py: OPERATOR_PROGRAMS).
-OPERATOR_PROGRAMS = ("op_gating", "op_activations", "op_slicing", "op_differences", "op_lookups")
+OPERATOR_PROGRAMS = ("op_gating", "op_activations", "op_slicing", "op_differences", "op_lookups", "op_unary")
 MODELS = ARCHITECTURES + OPERATOR_PROGRAMS
 # Programs whose TFLite Micro bytes need the converter's reading (--tflite-compatible): TANH's fixed
 # output step, a double requantize folded (after a conv, a mean or a sigmoid gate).
