@@ -4,7 +4,8 @@ Micro computes for them (the oracle of tests/test_tflm_reference.py).
 Models: public architectures (edgec.zoo) and tiny operator programs (OPERATOR_PROGRAMS: one or a
 few TFLite operators each; a .pt2 of 70-200 KB, mostly the serialized graph, an .npz of a few KB).
 For each: torch.export(strict=True) -> litert-torch's PT2EQuantizer (per-channel, its
-HistogramObserver activations) -> prepare_pt2e -> calibrate -> convert_pt2e(fold_quantize=False), then (a) litert_torch.convert -> .tflite -> TFLite Micro's Python interpreter runs the int8 inputs;
+HistogramObserver activations) -> prepare_pt2e -> calibrate -> convert_pt2e(fold_quantize=False), then
+(a) litert_torch.convert -> .tflite -> TFLite Micro's Python interpreter runs the int8 inputs;
 (b) the same converted program is saved as <name>.pt2 (what `edgec build` reads; the test compiles
 some with --tflite-compatible, docs/tflite-compatible.md). Stored per model: <name>.pt2 and
 <name>.npz (int8 inputs in PyTorch order, TFLite Micro's int8 outputs and,
