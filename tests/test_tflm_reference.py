@@ -122,7 +122,7 @@ def test_host_c_equals_tflite_micro(name, tmp_path):
 
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
-@pytest.mark.parametrize("name", ["ds_cnn", "resnet8"])
+@pytest.mark.parametrize("name", ["ds_cnn", "resnet8", "op_activations", "transformer_block"])
 def test_cortex_m4_equals_tflite_micro(name, tmp_path):
     got, expected = _run(name, "cortex-m4", tmp_path)
     assert int(np.sum(got != expected)) == 0
