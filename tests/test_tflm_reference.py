@@ -31,6 +31,7 @@ ARCHITECTURES = (
     "kws_conv1d",
     "unet_nearest",
     "transformer_block",
+    "mobilenet_v3_small_025",
 )
 # Tiny programs of one or a few TFLite operators each (scripts/make_tflm_reference.py: OPERATOR_PROGRAMS).
 OPERATOR_PROGRAMS = ("op_gating", "op_activations", "op_slicing", "op_differences", "op_lookups", "op_unary")
