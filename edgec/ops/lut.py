@@ -21,7 +21,9 @@ the same bytes:
   * requantize: tflite::reference_ops::Requantize with the multiplier of TFLite Micro's
     quantize_common.cc (PrepareQuantizeReference), the int8 -> int8 QUANTIZE op.
 Both are MultiplyByQuantizedMultiplier (edgec.numerics.requantize, double rounding) of
-x - zp_in, plus zp_out, clamped. TFLite's int32 `x * (1 << left_shift)` overflows (undefined)
+x - zp_in, plus zp_out, clamped. A third, hardswish_tflite_table (reference_ops::HardSwish), is the
+hardswish of a program quantized by another tool (read the TFLite way); edgec's own PTQ keeps the
+correctly rounded float rule. TFLite's int32 `x * (1 << left_shift)` overflows (undefined)
 when a multiplier is at least about 2^23; such qparams are refused with a ValueError.
 
 Output qparams: FIXED_OUTPUT_QPARAMS lists the functions whose int8 output TFLite fixes (and
