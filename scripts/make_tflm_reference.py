@@ -1,9 +1,11 @@
 """Make tests/data/tflm/: edgec's reference models quantized the litert-torch way, and what TFLite
 Micro computes for them (the oracle of tests/test_tflm_reference.py).
 
-For each model: torch.export(strict=True) -> litert-torch's PT2EQuantizer (per-channel, its
-HistogramObserver activations) -> prepare_pt2e -> calibrate -> convert_pt2e(fold_quantize=False),
-then (a) litert_torch.convert -> .tflite -> TFLite Micro's Python interpreter runs the int8 inputs;
+Models: public architectures (edgec.zoo) and tiny operator programs (OPERATOR_PROGRAMS: one or a
+few TFLite operators each; a .pt2 of 70-200 KB, mostly the serialized graph, an .npz of a few KB).
+For each: torch.export(strict=True) -> litert-torch's PT2EQuantizer (per-channel, its
+HistogramObserver activations) -> prepare_pt2e -> calibrate -> convert_pt2e(fold_quantize=False), then
+(a) litert_torch.convert -> .tflite -> TFLite Micro's Python interpreter runs the int8 inputs;
 (b) the same converted program is saved as <name>.pt2 (what `edgec build` reads; the test compiles
 some with --tflite-compatible, docs/tflite-compatible.md). Stored per model: <name>.pt2 and
 <name>.npz (int8 inputs in PyTorch order, TFLite Micro's int8 outputs and,
@@ -30,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -56,6 +60,126 @@ def _reduced(zoo_name: str, make):
 
 def _reduced_calibration(zoo_name: str):
     return lambda name, n, seed=0: cnn.calibration_data(zoo_name, n, seed)
+
+
+# The operator programs: PT2EQuantizer annotates only conv, linear, add, mul, cat, pools, sigmoid and
+# softmax (and lets reshapes, slices, means share their input's qparams), so each other operator
+# sits alone between two annotated ops: DQ -> op -> Q, which the converter makes an int8 op.
+class _Gating(nn.Module):
+    """LOGISTIC and MUL: a squeeze-excite style sigmoid gate."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.gate, self.out = nn.Conv2d(4, 8, 1), nn.Conv2d(8, 8, 1), nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        y = self.stem(x)
+        return self.out(y * torch.sigmoid(self.gate(y)))
+
+
+class _Activations(nn.Module):
+    """HARD_SWISH, LEAKY_RELU, MAXIMUM, MINIMUM, SUB, each between two convs."""
+
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList(nn.Conv2d(8 if i else 4, 8, 1) for i in range(6))
+
+    def forward(self, x):
+        stem, swish, leaky, larger, smaller, difference = self.convs
+        y = stem(x)
+        h, low = swish(F.hardswish(y)), leaky(F.leaky_relu(y, 0.2))
+        return larger(torch.maximum(h, low)) + smaller(torch.minimum(h, low)) + difference(h - low)
+
+
+class _Slicing(nn.Module):
+    """SPLIT / STRIDED_SLICE and PACK: channel halves, cropped, stacked."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.head = nn.Conv2d(4, 8, 1), nn.Linear(2 * 4 * 4 * 6, 10)
+
+    def forward(self, x):
+        first, second = self.stem(x).chunk(2, dim=1)
+        return self.head(torch.stack([first[:, :, 1:5, :], second[:, :, 0:4, :]], dim=1).flatten(1))
+
+
+class _TransformerBlock(nn.Module):
+    """A transformer encoder block without its norms (TFLite Micro runs no quantized LayerNorm):
+    BATCH_MATMUL x2, SOFTMAX, MUL by the 1/sqrt(d) constant, residual ADDs, a ReLU feed-forward."""
+
+    def __init__(self, d=16, hidden=32):
+        super().__init__()
+        self.query, self.key, self.value, self.out = (nn.Linear(d, d) for _ in range(4))
+        self.up, self.down = nn.Linear(d, hidden), nn.Linear(hidden, d)
+
+    def forward(self, x):
+        scores = (self.query(x) @ self.key(x).transpose(1, 2)) * 0.25
+        h = x + self.out(torch.softmax(scores, dim=-1) @ self.value(x))
+        return h + self.down(F.relu(self.up(h)))
+
+
+class _Differences(nn.Module):
+    """SUB then MUL (a squared difference), SUM over tokens."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.head = nn.Linear(16, 16), nn.Linear(16, 16), nn.Linear(16, 4)
+
+    def forward(self, x):
+        difference = self.a(x) - self.b(x)
+        return self.head((difference * difference).sum(dim=1))
+
+
+class _Unary(nn.Module):
+    """RELU (after a cat), ABS, each between two convs. Left out: ELU (the converter emits SELECT,
+    which TFLite Micro lacks) and PReLU (PT2EQuantizer leaves its slope float: a float PRELU)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(4, 8, 1)
+        self.convs = nn.ModuleList(nn.Conv2d(16 if i == 0 else 8, 8, 1) for i in range(2))
+
+    def forward(self, x):
+        y = self.stem(x)
+        after_relu, after_abs = self.convs
+        return after_relu(F.relu(torch.cat([y, y * y], dim=1))) + after_abs(torch.abs(y))
+
+
+class _Lookups(nn.Module):
+    """RSQRT of a sigmoid, RELU6 of a cat (a gather, index_select, edgec does not compile yet)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.gate = nn.Conv2d(4, 8, 1), nn.Conv2d(8, 8, 1)
+        self.convs = nn.ModuleList(nn.Conv2d(16 if i == 1 else 8, 8, 1) for i in range(2))
+
+    def forward(self, x):
+        y = self.stem(x)
+        after_rsqrt, after_relu6 = self.convs
+        return after_rsqrt(torch.rsqrt(torch.sigmoid(self.gate(y)))) + after_relu6(
+            F.relu6(torch.cat([y, y * y], dim=1))
+        )
+
+
+def _operator_program(module: type[nn.Module], shape: tuple[int, ...]):
+    """(factory, calibration data) of a tiny program of one or a few TFLite operators."""
+    from functools import partial
+
+    def calibration(name, n, seed=0):
+        return mlperf.random_inputs(shape, "normal", n, seed)
+
+    return (lambda seed=0: mlperf.build_model(module, partial(calibration, None), seed)), calibration
+
+
+OPERATOR_PROGRAMS = {
+    "op_gating": _operator_program(_Gating, (1, 4, 6, 6)),
+    "op_activations": _operator_program(_Activations, (1, 4, 6, 6)),
+    "op_slicing": _operator_program(_Slicing, (1, 4, 6, 6)),
+    "transformer_block": _operator_program(_TransformerBlock, (1, 8, 16)),
+    "op_differences": _operator_program(_Differences, (1, 8, 16)),
+    "op_unary": _operator_program(_Unary, (1, 4, 6, 6)),
+    "op_lookups": _operator_program(_Lookups, (1, 4, 6, 6)),
+}
 
 
 # name -> (factory, calibration data): the MLPerf Tiny models, then small public architectures
@@ -86,6 +210,7 @@ ZOO = {
     },
     "pnet": (vision.pnet, vision.calibration_data),
     **{name: (seq.ZOO_TRANSFORMERS[name], seq.calibration_data) for name in ("vit_tiny", "kws_transformer")},
+    **OPERATOR_PROGRAMS,
 }
 
 

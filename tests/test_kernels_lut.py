@@ -993,3 +993,21 @@ def test_lut_family_on_cortex_m(target, tmp_path):
     assert per_element["portable"] >= 4.5 and per_element["word"] <= 3.7, per_element
     if target == "cortex-m55":
         assert per_element["mve"] <= 0.35, per_element
+
+
+def test_tflite_hardswish_is_tflite_micros_and_within_one_step_of_the_float_rule():
+    """TFLite's integer HARD_SWISH (what a pre-quantized program gets): TFLite Micro wrote 60 for
+    input 89 at op_activations' qparams (tests/data/tflm), where the correctly rounded table says 61;
+    over random qparams it never moves more than one step from the float rule."""
+    from edgec.ops.lut import hardswish_tflite_table
+
+    qparams = (float(np.float32(0.05428553372621536)), -12, float(np.float32(0.031063569709658623)), -116)
+    assert hardswish_tflite_table(*qparams)[89 + 128] == 60
+    assert lut_table("hardswish", *qparams)[89 + 128] == 61
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        s_in = float(np.float32(10 ** rng.uniform(-3, 0)))
+        s_out = float(np.float32(s_in * 10 ** rng.uniform(-0.5, 0.5)))
+        zp_in, zp_out = (int(v) for v in rng.integers(-128, 128, size=2))
+        tflite = hardswish_tflite_table(s_in, zp_in, s_out, zp_out).astype(int)
+        assert np.abs(tflite - lut_table("hardswish", s_in, zp_in, s_out, zp_out)).max() <= 1

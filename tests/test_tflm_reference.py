@@ -1,6 +1,6 @@
 """Bit-exact with TFLite Micro on programs quantized by litert-torch.
 
-tests/data/tflm/ holds the four reference models quantized the litert-torch way (PT2EQuantizer,
+tests/data/tflm/ holds reference architectures and tiny operator programs quantized the litert-torch way (PT2EQuantizer,
 per-channel; convert_pt2e(fold_quantize=False)) as .pt2 programs, int8 inputs, and the int8
 outputs (and logits before SOFTMAX) TFLite Micro computed for the .tflite litert-torch converted
 from the same program. scripts/make_tflm_reference.py made them (it needs the peer stack, which
@@ -22,9 +22,23 @@ from edgec.tools import verify
 from tests.device_support import needs_toolchain
 
 DATA = Path(__file__).resolve().parent / "data" / "tflm"
-MODELS = ("ds_cnn", "fc_autoencoder", "mobilenet_v1_025", "resnet8", "lenet5_tanh", "kws_conv1d", "unet_nearest")
-# Programs whose TFLite Micro bytes need the converter's reading (--tflite-compatible): TANH.
-TFLITE_COMPATIBLE = {"lenet5_tanh", "kws_conv1d", "unet_nearest"}
+ARCHITECTURES = (
+    "ds_cnn",
+    "fc_autoencoder",
+    "mobilenet_v1_025",
+    "resnet8",
+    "lenet5_tanh",
+    "kws_conv1d",
+    "unet_nearest",
+    "transformer_block",
+    "mobilenet_v3_small_025",
+)
+# Tiny programs of one or a few TFLite operators each (scripts/make_tflm_reference.py: OPERATOR_PROGRAMS).
+OPERATOR_PROGRAMS = ("op_gating", "op_activations", "op_slicing", "op_differences", "op_lookups", "op_unary")
+MODELS = ARCHITECTURES + OPERATOR_PROGRAMS
+# Programs whose TFLite Micro bytes need the converter's reading (--tflite-compatible): TANH's fixed
+# output step, a double requantize folded (after a conv, a mean or a sigmoid gate).
+TFLITE_COMPATIBLE = {"lenet5_tanh", "kws_conv1d", "unet_nearest", "op_gating"}
 
 
 @lru_cache(maxsize=None)
@@ -109,7 +123,7 @@ def test_host_c_equals_tflite_micro(name, tmp_path):
 
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
-@pytest.mark.parametrize("name", ["ds_cnn", "resnet8"])
+@pytest.mark.parametrize("name", ["ds_cnn", "resnet8", "op_activations", "transformer_block"])
 def test_cortex_m4_equals_tflite_micro(name, tmp_path):
     got, expected = _run(name, "cortex-m4", tmp_path)
     assert int(np.sum(got != expected)) == 0

@@ -21,7 +21,9 @@ the same bytes:
   * requantize: tflite::reference_ops::Requantize with the multiplier of TFLite Micro's
     quantize_common.cc (PrepareQuantizeReference), the int8 -> int8 QUANTIZE op.
 Both are MultiplyByQuantizedMultiplier (edgec.numerics.requantize, double rounding) of
-x - zp_in, plus zp_out, clamped. TFLite's int32 `x * (1 << left_shift)` overflows (undefined)
+x - zp_in, plus zp_out, clamped. A third, hardswish_tflite_table (reference_ops::HardSwish), is the
+hardswish of a program quantized by another tool (read the TFLite way); edgec's own PTQ keeps the
+correctly rounded float rule. TFLite's int32 `x * (1 << left_shift)` overflows (undefined)
 when a multiplier is at least about 2^23; such qparams are refused with a ValueError.
 
 Output qparams: FIXED_OUTPUT_QPARAMS lists the functions whose int8 output TFLite fixes (and
@@ -235,6 +237,60 @@ def requantize_table(s_in: float, zp_in: int, s_out: float, zp_out: int) -> np.n
     return _clamped(requantize(INT8_VALUES - int(zp_in), multiplier, shift) + int(zp_out))
 
 
+def _c_divide(x: np.ndarray, divisor: int) -> np.ndarray:
+    """C integer division (truncates toward zero)."""
+    return np.sign(x) * (np.abs(x) // divisor)
+
+
+def _int16_rounding_doubling_high_mul(a: np.ndarray, b: int) -> np.ndarray:
+    """gemmlowp::SaturatingRoundingDoublingHighMul on int16 (b > -32768, so it never saturates)."""
+    product = a * int(b)
+    return _c_divide(product + np.where(product >= 0, 1 << 14, 1 - (1 << 14)), 1 << 15)
+
+
+def _rounding_divide_by_pot(x: np.ndarray, exponent: int) -> np.ndarray:
+    """gemmlowp::RoundingDivideByPOT: x / 2^exponent rounded, ties away from zero."""
+    mask = (1 << exponent) - 1
+    return (x >> exponent) + ((x & mask) > (mask >> 1) + (x < 0))
+
+
+def _int16_multiplier(real: np.float32) -> tuple[int, int]:
+    """QuantizeMultiplier then DownScaleInt32ToInt16Multiplier (TFLite's HardSwishPrepare)."""
+    multiplier, exponent = quantize_multiplier(float(real))
+    return (32767 if multiplier >= INT32_MAX - (1 << 15) else (multiplier + (1 << 15)) >> 16), exponent
+
+
+def hardswish_tflite_table(s_in: float, zp_in: int, s_out: float, zp_out: int) -> np.ndarray:
+    """TFLite int8 HARD_SWISH as a table (reference_ops::HardSwish, the kernel TFLite Micro runs,
+    with HardSwishPrepare's int16 multipliers from float32 ratios): x on a 2^7 finer scale, times
+    a "relu-ish" fixed-point factor in [0, 1] that maps [-3, 3] to [0, 1], rescaled by shifts.
+    It is not correctly rounded: 1 LSB from the float rule on inputs near a rounding tie."""
+    _check_qparams(s_in, zp_in, s_out, zp_out)
+    f32 = np.float32
+    hires_scale = f32(f32(1.0 / 128.0) * f32(s_in))
+    out_multiplier, out_exponent = _int16_multiplier(f32(hires_scale / f32(s_out)))
+    reluish_multiplier, reluish_exponent = _int16_multiplier(f32(hires_scale / f32(3.0 / 32768.0)))
+    if out_exponent > 0:
+        raise ValueError(f"hardswish output scale {s_out} is too small for TFLite's HARD_SWISH")
+
+    def saturating_left_shift(v: np.ndarray, amount: int) -> np.ndarray:
+        return np.clip(v * (1 << amount), -(1 << 15), (1 << 15) - 1)
+
+    hires = (INT8_VALUES - int(zp_in)) * 128
+    preshift_output = _int16_rounding_doubling_high_mul(hires, out_multiplier)
+    reluish = hires
+    if reluish_exponent > 0:
+        reluish = saturating_left_shift(reluish, reluish_exponent - 1)
+    reluish = _int16_rounding_doubling_high_mul(reluish, reluish_multiplier)
+    if reluish_exponent > 0:
+        reluish = saturating_left_shift(reluish, 1)
+    if reluish_exponent < 0:
+        reluish = _rounding_divide_by_pot(reluish, -reluish_exponent)
+    reluish = (reluish + (1 << 15)) >> 1
+    preshift = _c_divide(reluish * preshift_output, 1 << 15)  # SaturatingDoublingHighMul; reluish >= 0
+    return _clamped(_rounding_divide_by_pot(preshift, -out_exponent) + int(zp_out))
+
+
 def lut_table(function: str, s_in: float, zp_in: int, s_out: float, zp_out: int, **attrs) -> np.ndarray:
     """The int8[256] table of `function` (a FLOAT_FUNCTIONS name, 'leaky_relu' or 'requantize')
     for input qparams (s_in, zp_in) and output qparams (s_out, zp_out); entry i is the output
@@ -335,6 +391,9 @@ class Lut(OpDef):
         x = ctx.tensor(node.args[0])
         values = {name: _attribute(node, name, index, default) for name, (index, default) in attributes.items()}
         op = ctx.add_op(self.kind, node, [x], [ctx.output(node)], function=function, function_attrs=values)
+        if ctx.converter_semantics and function == "hardswish":
+            # A program quantized the TFLite way means TFLite's integer HARD_SWISH.
+            op.attrs["table"] = "tflite"
         if ctx.tflite_compatible and function == "tanh":
             # TFLite Micro's int8 TANH writes steps of 1/128 around 0 whatever the output tensor
             # declares, and its readers take those bytes at the declared qparams.
@@ -343,15 +402,12 @@ class Lut(OpDef):
     def finalize(self, op, graph) -> None:
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         out_scale, out_zero_point = op.attrs.get("table_qparams", (out_t.scale, out_t.zero_point))
+        qparams = (x_t.scale, x_t.zero_point, out_scale, out_zero_point)
         try:
-            table = lut_table(
-                op.attrs["function"],
-                x_t.scale,
-                x_t.zero_point,
-                out_scale,
-                out_zero_point,
-                **op.attrs["function_attrs"],
-            )
+            if op.attrs.get("table") == "tflite":
+                table = hardswish_tflite_table(*qparams)
+            else:
+                table = lut_table(op.attrs["function"], *qparams, **op.attrs["function_attrs"])
         except ValueError as exc:
             raise EdgecError(f"{op.source}: {op.attrs['function']}: {exc}") from None
         op.attrs["desc"] = lut_desc(table, out_t.elements)

@@ -148,6 +148,10 @@ def fold_double_requantize(graph: Graph) -> None:
         producer = graph.producer(name)
         middle = [name] + [view.outputs[0] for view in chain]
         source, target = graph.tensors[name], graph.tensors[requantize.outputs[0]]
+        if _reads_fixed_output(requantize, producer, chain, graph):
+            graph.replace_uses(requantize.outputs[0], requantize.inputs[0])
+            graph.ops.remove(requantize)
+            continue
         if (
             producer is None
             or producer.kind not in _RESCALING_PRODUCERS
@@ -160,6 +164,19 @@ def fold_double_requantize(graph: Graph) -> None:
         graph.replace_uses(requantize.outputs[0], requantize.inputs[0])
         graph.ops.remove(requantize)
     graph.remove_unused_tensors()
+
+
+def _reads_fixed_output(requantize, producer, chain, graph: Graph) -> bool:
+    """`sigmoid -> Q(1/256, -128) -> DQ -> Q(b) -> mul` (a squeeze-excite gate): LOGISTIC's output
+    qparams are fixed, so the converter drops Q(b) instead and the consumer reads the sigmoid's bytes."""
+    return (
+        producer is not None
+        and not chain
+        and producer.kind == "lut"
+        and producer.attrs.get("function") == "sigmoid"
+        and graph.tensors[requantize.inputs[0]].dtype == graph.tensors[requantize.outputs[0]].dtype
+        and requantize.outputs[0] not in graph.outputs
+    )
 
 
 def _keeps_qparams(op, graph: Graph) -> bool:
