@@ -600,7 +600,8 @@ def test_int16_layers_may_name_an_activation_fused_into_a_named_layer(tmp_path):
 def test_a_layer_follows_its_program_with_the_arithmetic_its_scheme_fixes(tmp_path, seed, mode, verdicts):
     """Fuzz seeds that departed from their programs with golden == C: verify's reference now carries
     what the quantization scheme fixes exactly for the layer
-    (docs/numerics.md, "What verify checks"): a bias on the accumulator's grid, whose rounding a collapsed output scale magnifies to
+    (docs/numerics.md, "What verify checks"): a bias on the accumulator's grid, whose rounding a
+    collapsed output scale magnifies to
     M / 2 steps (seeds 419, 464, 62 and multi 52 had their tolerance capped at 4 steps), and an
     int16 layer's multiplier rounded to 15 bits (seeds 15, 27, 79: one channel 0.75 step off), the
     program's int16 range [-32767, 32767] (seed 13: its kernels saturate at -32768, as TFLite's).
