@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edgec.ops.eltwise import ADD_S8_DESC
 from edgec.ops.kernel_layout import MVE
 from tests.device_support import needs_toolchain
 from tests.test_kernels_arm import (
@@ -61,16 +62,22 @@ def _quads_conv(case) -> bool:
 
 
 def _right_shift_add(case) -> bool:
-    return case.fields[9] < 0 and case.fields[-1] >= 8
+    """A right-shifting output stage over at least 8 elements (edgec_add_s8_desc's fields by name)."""
+    field = dict(zip([f.name for f in ADD_S8_DESC.fields if not f.pointer], case.fields))
+    return field["output_shift"] < 0 and field["size"] >= 8
 
 
 def _draw(make, keep, count: int, rng) -> list:
+    """`count` valid cases that `keep` accepts; a predicate that stops matching what `make` draws (a
+    descriptor's fields reordered) fails here instead of looping forever."""
     cases = []
-    while len(cases) < count:
+    for _ in range(1000 * count):
         case = make(rng, MVE)
         if case.status == 0 and keep(case):
             cases.append(case)
-    return cases
+            if len(cases) == count:
+                return cases
+    raise AssertionError(f"{keep.__name__} accepted {len(cases)} of {1000 * count} drawn cases")
 
 
 @needs_toolchain
