@@ -520,6 +520,20 @@ static void masked_softmax_row(const edgec_softmax_desc *params, const int8_t *i
     }
 }
 
+/* The row arithmetic of the masked softmaxes: edgec_softmax_s8's, on `rows` rows of `row_size`;
+ * 0 when it is not valid. */
+static int masked_row_params(edgec_softmax_desc *params, int32_t rows, int32_t row_size, int32_t input_multiplier,
+                             int32_t input_left_shift, int32_t diff_min)
+{
+    params->outer = rows;
+    params->axis_size = row_size;
+    params->inner = 1;
+    params->input_multiplier = input_multiplier;
+    params->input_left_shift = input_left_shift;
+    params->diff_min = diff_min;
+    return softmax_params_valid(params);
+}
+
 edgec_status edgec_masked_softmax_s8(const edgec_masked_softmax_desc *desc, const int8_t *input, int8_t *output)
 {
     edgec_softmax_desc params; /* the row's arithmetic: edgec_softmax_s8's, on rows of row_size */
@@ -529,13 +543,8 @@ edgec_status edgec_masked_softmax_s8(const edgec_masked_softmax_desc *desc, cons
         desc->rows % desc->mask_rows != 0 || !softmax_shape_valid(desc->rows, desc->row_size, 1)) {
         return EDGEC_ARG_ERROR;
     }
-    params.outer = desc->rows;
-    params.axis_size = desc->row_size;
-    params.inner = 1;
-    params.input_multiplier = desc->input_multiplier;
-    params.input_left_shift = desc->input_left_shift;
-    params.diff_min = desc->diff_min;
-    if (!softmax_params_valid(&params)) {
+    if (!masked_row_params(&params, desc->rows, desc->row_size, desc->input_multiplier, desc->input_left_shift,
+                           desc->diff_min)) {
         return EDGEC_ARG_ERROR;
     }
     for (row = 0; row < desc->rows; ++row) {
@@ -557,13 +566,8 @@ edgec_status edgec_input_masked_softmax_s8(const edgec_input_masked_softmax_desc
         !softmax_shape_valid(desc->rows, desc->row_size, 1)) {
         return EDGEC_ARG_ERROR;
     }
-    params.outer = desc->rows;
-    params.axis_size = desc->row_size;
-    params.inner = 1;
-    params.input_multiplier = desc->input_multiplier;
-    params.input_left_shift = desc->input_left_shift;
-    params.diff_min = desc->diff_min;
-    if (!softmax_params_valid(&params)) {
+    if (!masked_row_params(&params, desc->rows, desc->row_size, desc->input_multiplier, desc->input_left_shift,
+                           desc->diff_min)) {
         return EDGEC_ARG_ERROR;
     }
     for (row = 0; row < desc->rows; ++row) {
