@@ -64,6 +64,8 @@ SOURCES = [
     RUNTIME / "src" / f
     for f in (
         "conv/edgec_conv_s8.c",
+        "conv/edgec_conv_s8_dsp.c",
+        "conv/edgec_conv_s8_mve.c",
         "conv/edgec_conv_1x1_s8.c",
         "fc/edgec_fully_connected_s8.c",
         "eltwise/edgec_add_s8.c",

@@ -377,11 +377,22 @@ def emit_many(models: list[tuple], out_dir: Path, *, target, shared_arena: bool)
     return summary
 
 
+def private_headers(runtime: list[str]) -> list[str]:
+    """The headers beside the runtime sources: a kernel family's folder may keep the code its
+    variants share (e.g. conv/edgec_conv_s8_packed.h) in a header private to that folder."""
+    folders = sorted({Path(source).parent for source in runtime})
+    return [
+        f"src/{folder.as_posix()}/{h.name}"
+        for folder in folders
+        for h in sorted((RUNTIME / "src" / folder).glob("*.h"))
+    ]
+
+
 def _emit_runtime_and_build_files(out_dir: Path, models: list[_Model], target, shared_arena_bytes: int | None) -> None:
     """runtime/ (the kernels every model calls, once), the shared arena if any, edgec.mk and
     CMakeLists.txt."""
     runtime = sorted({source for model in models for source in model.runtime_sources})
-    for relative in list(SHARED_RUNTIME_FILES) + [f"src/{s}" for s in runtime]:
+    for relative in list(SHARED_RUNTIME_FILES) + [f"src/{s}" for s in runtime] + private_headers(runtime):
         destination = out_dir / "runtime" / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(RUNTIME / relative, destination)

@@ -357,7 +357,12 @@ def conv_s4(desc: dict, x: np.ndarray) -> np.ndarray:
 class Conv2d(OpDef):
     kind = "conv2d"
     targets = frozenset(CONVS)
-    runtime_sources = ("conv/edgec_conv_s8.c", "conv/edgec_conv_1x1_s8.c")
+    runtime_sources = (
+        "conv/edgec_conv_s8.c",
+        "conv/edgec_conv_s8_dsp.c",
+        "conv/edgec_conv_s8_mve.c",
+        "conv/edgec_conv_1x1_s8.c",
+    )
     fuses_activation = True
     spatial = True
     limits = (

@@ -251,6 +251,19 @@ static inline edgec_dims edgec_dims_of(int32_t n, int32_t h, int32_t w, int32_t 
         (layer).output_dims = edgec_dims_of((d)->batches, (d)->output_h, (d)->output_w, (d)->output_c);             \
     } while (0)
 
+/* Unpacks a conv descriptor (NULL: EDGEC_ARG_ERROR) and runs `kernel` on its layer with `filter`
+ * and `bias` (the descriptor's, or the wide one's), then the kernel's own further arguments. */
+#define EDGEC_CONV_ENTRY(desc, kernel, filter, bias, input, output, ...)                                               \
+    do {                                                                                                               \
+        edgec_conv_layer l;                                                                                            \
+        if ((desc) == NULL) {                                                                                          \
+            return EDGEC_ARG_ERROR;                                                                                    \
+        }                                                                                                              \
+        EDGEC_CONV_LAYER_OF(desc, l);                                                                                  \
+        return kernel(&l.params, &l.quant, &l.input_dims, input, &l.filter_dims, filter, bias, &l.output_dims, output, \
+                      __VA_ARGS__);                                                                                    \
+    } while (0)
+
 /* A depthwise descriptor's layer (d not NULL); output_c = input_c * ch_mult, or 0 (invalid dims)
  * when that product leaves int32 or ch_mult < 1. */
 static inline edgec_conv_layer edgec_depthwise_layer_of(const edgec_depthwise_conv_desc *d)

@@ -1,0 +1,477 @@
+/*
+ * edgec_conv_s8_dsp, edgec_conv_s8_dsp_wide -- the int8 convolution on cores with the Arm DSP
+ * extension (SMLAD). Golden kernel: edgec.ops.conv.conv2d_s8; the portable reference is
+ * edgec_conv_s8.c, whose header comment describes the packed filter and folded bias.
+ */
+#include "edgec_nn.h"
+
+/* ==== Arm DSP extension: 2 channels x 3 pixels per SMLAD micro-kernel step ==================== */
+#if defined(__ARM_FEATURE_DSP)
+
+#include "edgec_conv_s8_packed.h"
+
+/* The receptive field of output pixel px as an int8 row. */
+static void im2col_row(int8_t *row, const conv_window *win, pixel_cursor px)
+{
+    const int8_t *src = window_inside(win, px);
+    if (src == NULL) {
+        im2col_pixel(row, &int8_row, win, px);
+        return;
+    }
+    for (int32_t ky = 0; ky < win->k_h; ky++, row += win->run_len, src += win->row_step) {
+        copy_run(row, src, win->run_len);
+    }
+}
+
+/* Output pixels per micro-kernel step. Their receptive fields, widened to int16, interleave per
+ * group of 4 taps: 8 bytes a pixel (the pairs (x0, x2) and (x1, x3)), DSP_COLUMN_BYTES a group. */
+#define DSP_PIXELS 3
+#define DSP_COLUMN_BYTES (8 * DSP_PIXELS)
+
+/*
+ * The receptive field widened to int16 for SMLAD: each group of 4 int8 (x0..x3) becomes the pairs
+ * (x0, x2) and (x1, x3) -- the order SXTB16 widens the filter in, so the pairs line up -- at the
+ * start of every DSP_COLUMN_BYTES bytes: the columns of the step's pixels interleave per group.
+ * Two word stores (1 cycle each on the M4) rather than one STRD (3).
+ */
+/* Keeps dsp_widen and dsp_conv_pixels inside dsp_conv's loop now that dsp_pointwise_steps calls
+ * them too (out of line, the stem conv of MobileNet took 3% more instructions). */
+#if defined(__GNUC__)
+#define DSP_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define DSP_ALWAYS_INLINE inline
+#endif
+
+static DSP_ALWAYS_INLINE void dsp_widen(int8_t *cols, const int8_t *src, int32_t n)
+{
+    for (int32_t i = 0; i < n; i += 4, cols += DSP_COLUMN_BYTES) {
+        int32_t x;
+        memcpy(&x, src + i, 4);
+        const int32_t even = __sxtb16(x);
+        const int32_t odd = edgec_sxtb16_ror8(x);
+        memcpy(cols, &even, 4);
+        memcpy(cols + 4, &odd, 4);
+    }
+}
+
+static void dsp_fill_widened(int8_t *cols, int8_t value, int32_t n)
+{
+    const int32_t pair = (int32_t)((uint16_t)value * 0x00010001u);
+    for (int32_t i = 0; i < n; i += 4, cols += DSP_COLUMN_BYTES) {
+        memcpy(cols, &pair, 4);
+        memcpy(cols + 4, &pair, 4);
+    }
+}
+
+/* Three runs of n bytes, row_step apart, one after the other into row. */
+static DSP_ALWAYS_INLINE void dsp_copy_runs3(int8_t *row, const int8_t *src, int32_t row_step, int32_t n)
+{
+    memcpy(row, src, (size_t)n);
+    memcpy(row + n, src + row_step, (size_t)n);
+    memcpy(row + 2 * n, src + 2 * row_step, (size_t)n);
+}
+
+/*
+ * The receptive field of output pixel px of a first convolution (3x3, C_in 1-3: run_len 3, 6 or
+ * 9) as an int8 row: inside the input three runs copied at constant sizes (im2col_row copies runs
+ * of run-time length; on MobileNet's RGB stem that was a fifth of the layer), else im2col_row.
+ */
+static DSP_ALWAYS_INLINE void dsp_stem_row(int8_t *row, const conv_window *win, pixel_cursor px)
+{
+    const int8_t *src = window_inside(win, px);
+    if (src == NULL) {
+        im2col_row(row, win, px);
+    } else if (win->run_len == 9) {
+        dsp_copy_runs3(row, src, win->row_step, 9);
+    } else if (win->run_len == 6) {
+        dsp_copy_runs3(row, src, win->row_step, 6);
+    } else {
+        dsp_copy_runs3(row, src, win->row_step, 3);
+    }
+}
+
+/* im2col straight into a column: when C_in is a multiple of 4, every run starts on a group. */
+static const im2col_sink dsp_column = { dsp_widen, dsp_fill_widened, DSP_COLUMN_BYTES / 4 };
+
+static void dsp_im2col_column(int8_t *cols, const conv_window *win, pixel_cursor px)
+{
+    const int8_t *src = window_inside(win, px);
+    if (src == NULL) {
+        im2col_pixel(cols, &dsp_column, win, px);
+        return;
+    }
+    for (int32_t ky = 0; ky < win->k_h; ky++, cols += (DSP_COLUMN_BYTES / 4) * win->run_len, src += win->row_step) {
+        dsp_widen(cols, src, win->run_len);
+    }
+}
+
+/* One SMLAD step of the micro-kernel (see dsp_mac_2x3); sums are channel 0 at pixels a, b, c,
+ * then channel 1's. A wide filter holds the taps already widened: two words per channel. */
+static inline void dsp_mac_2x3_group(const int8_t **filter, const int8_t **cols, int32_t sums[6], int wide)
+{
+    int32_t w0_even, w0_odd, w1_even, w1_odd;
+    if (wide) {
+        edgec_dsp_load_2words(filter, &w0_even, &w0_odd);
+        edgec_dsp_load_2words(filter, &w1_even, &w1_odd);
+    } else {
+        int32_t w0, w1;
+        edgec_dsp_load_2words(filter, &w0, &w1);
+        w0_even = __sxtb16(w0);
+        w0_odd = edgec_sxtb16_ror8(w0);
+        w1_even = __sxtb16(w1);
+        w1_odd = edgec_sxtb16_ror8(w1);
+    }
+    for (int32_t px = 0; px < DSP_PIXELS; px++) {
+        int32_t even, odd;
+        edgec_dsp_load_2words(cols, &even, &odd);
+        sums[px] = __smlad(w0_odd, odd, __smlad(w0_even, even, sums[px]));
+        sums[DSP_PIXELS + px] = __smlad(w1_odd, odd, __smlad(w1_even, even, sums[DSP_PIXELS + px]));
+    }
+}
+
+/* The micro-kernel in C: a channel pair at the step's pixels. SMLAD wraps modulo 2^32 like the
+ * golden int32 accumulator. */
+static void dsp_mac_2x3(const int8_t *filter, const int8_t *cols, int32_t groups, int32_t sums[6], int wide)
+{
+    for (; groups > 0; --groups) {
+        dsp_mac_2x3_group(&filter, &cols, sums, wide);
+    }
+}
+
+/*
+ * What dsp_blocks_2x3 reads and advances: every channel pair of the step's pixels whose channels
+ * all take the short requantization, in one assembly routine -- per pair the biases, the
+ * micro-kernel over the groups, the short requantization, one packed clamp per 4 values and a
+ * halfword store per pixel. Per group of 4 taps the pair's 8 filter bytes are widened once
+ * (4 SXTB16) and multiplied with the 3 pixels' columns: 24 MACs in 4 loads in one pipelined run
+ * (Cortex-M4 TRM 3.3.2: a load after a load single issues in 1 cycle) and 2 LDM, and 12 SMLAD;
+ * wide, the taps loaded already widened: 6 loads, 2 LDM and 12 SMLAD. Four groups per loop
+ * iteration, entered at the copy that leaves a whole number of iterations. Naked functions, so
+ * all 14 registers are the routine's at every optimisation level.
+ */
+typedef struct {
+    const int8_t *cols;        /*  0 */
+    const int8_t *cols_end;    /*  4 */
+    const int8_t *filter;      /*  8: the next pair's */
+    const int32_t *bias;       /* 12: the next pair's biases, or (wide) its 8 channel-table words */
+    const int32_t *multiplier; /* 16: the next pair's (not wide) */
+    const int32_t *shift;      /* 20 */
+    int8_t *out;               /* 24: pixel a's next channel pair */
+    int32_t pixel_b;           /* 28: bytes from pixel a to pixel b */
+    int32_t pixel_c;           /* 32: ... to pixel c */
+    uint32_t lows;             /* 36: act_min in every byte */
+    uint32_t highs;            /* 40: act_max in every byte */
+    int32_t round_base;        /* 44: edgec_dsp_round_base of the output offset */
+    int8_t *out_end;           /* 48: past pixel a's last channel pair */
+    int32_t entry;             /* 52: groups % 4 */
+} dsp_block_run;
+
+typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 24 && offsetof(dsp_block_run, lows) == 36 &&
+                                          offsetof(dsp_block_run, entry) == 52
+                                      ? 1
+                                      : -1];
+
+/* One group: the pair's filter words (r8 channel 0, r10 channel 1) widened into r8/r9 and
+ * r10/r11, each pixel's widened column loaded in turn into r12/lr; sums r2..r4 channel 0 at
+ * pixels a, b, c, r5..r7 channel 1; cols r0, filter r1. */
+#define DSP_GROUP_2X3                                                                                                 \
+    "ldr r8, [r1], #4\n\tldr r10, [r1], #4\n\tldr r12, [r0], #4\n\tldr lr, [r0], #4\n\t"                              \
+    "sxtb16 r9, r8, ror #8\n\tsxtb16 r8, r8\n\tsxtb16 r11, r10, ror #8\n\tsxtb16 r10, r10\n\t" DSP_PIXEL_MACS(        \
+        "r2", "r5") "ldm r0!, {r12, lr}\n\t" DSP_PIXEL_MACS("r3", "r6") "ldm r0!, {r12, lr}\n\t" DSP_PIXEL_MACS("r4", \
+                                                                                                                "r7")
+/* ... of a wide filter: each channel's taps loaded already widened. */
+#define DSP_GROUP_2X3_WIDE                                                                                          \
+    "ldr r8, [r1], #4\n\tldr r9, [r1], #4\n\tldr r10, [r1], #4\n\tldr r11, [r1], #4\n\t"                            \
+    "ldr r12, [r0], #4\n\tldr lr, [r0], #4\n\t" DSP_PIXEL_MACS("r2", "r5") "ldm r0!, {r12, lr}\n\t" DSP_PIXEL_MACS( \
+        "r3", "r6") "ldm r0!, {r12, lr}\n\t" DSP_PIXEL_MACS("r4", "r7")
+#define DSP_PIXEL_MACS(c0, c1)                                          \
+    "smlad " c0 ", r8, r12, " c0 "\n\tsmlad " c0 ", r9, lr, " c0 "\n\t" \
+    "smlad " c1 ", r10, r12, " c1 "\n\tsmlad " c1 ", r11, lr, " c1 "\n\t"
+
+/* edgec_dsp_requantize_ssat8 of acc: multiplier r8, r - 1 in r9, round_high r10; r11, lr scratch. */
+#define DSP_REQUANT(acc)                                                                              \
+    "and r11, " acc ", #0x80000000\n\torr r11, r11, #0x40000000\n\tadd lr, r10, " acc ", asr #31\n\t" \
+    "smlal r11, lr, " acc ", r8\n\tasr " acc ", lr, r9\n\tssat " acc ", #8, " acc "\n\t"
+
+/* A pair's biases into every pixel's sums (r12 holds the run): from the bias array, advanced ... */
+#define DSP_BIASES                                                          \
+    "ldr r8, [r12, #12]\n\tldrd r2, r5, [r8], #8\n\tstr r8, [r12, #12]\n\t" \
+    "mov r3, r2\n\tmov r4, r2\n\tmov r6, r5\n\tmov r7, r5\n\t"
+/* ... or from the channel table (edgec_conv_s8_dsp_wide), advanced with the output constants. */
+#define DSP_TABLE_BIASES                          \
+    "ldr r8, [r12, #12]\n\tldrd r2, r5, [r8]\n\t" \
+    "mov r3, r2\n\tmov r4, r2\n\tmov r6, r5\n\tmov r7, r5\n\t"
+/* After the taps, the requantization of both channels (r12 holds the run): the multiplier and
+ * shift arrays and the round base ... */
+#define DSP_REQUANT_PAIR                                                                                               \
+    "ldr r0, [r12, #16]\n\tldr r1, [r12, #20]\n\tldr r11, [r12, #44]\n\t"                                              \
+    "ldr r8, [r0], #4\n\tldr r9, [r1], #4\n\tmvn r9, r9\n\tsub r10, r9, #1\n\tlsl r10, r11, r10\n\t" DSP_REQUANT("r2") \
+        DSP_REQUANT("r3")                                                                                              \
+            DSP_REQUANT("r4") "ldr r11, [r12, #44]\n\t"                                                                \
+                              "ldr r8, [r0], #4\n\tldr r9, [r1], #4\n\tmvn r9, r9\n\tsub r10, r9, #1\n\tlsl r10, "     \
+                              "r11, r10\n\t" DSP_REQUANT("r5") DSP_REQUANT("r6") DSP_REQUANT(                          \
+                                  "r7") "str r0, [r12, #16]\n\tstr r1, [r12, #20]\n\t" /* 1 cycle each; STRD 3 */
+/* ... or the channel table's (multipliers at words 2-3, round_high 4-5, r - 1 6-7). */
+#define DSP_TABLE_REQUANT_PAIR                                                                                 \
+    "ldr r0, [r12, #12]\n\t"                                                                                   \
+    "ldr r8, [r0, #8]\n\tldr r10, [r0, #16]\n\tldr r9, [r0, #24]\n\t" DSP_REQUANT("r2") DSP_REQUANT("r3")      \
+        DSP_REQUANT("r4") "ldr r8, [r0, #12]\n\tldr r10, [r0, #20]\n\tldr r9, [r0, #28]\n\t" DSP_REQUANT("r5") \
+            DSP_REQUANT("r6") DSP_REQUANT("r7") "add r0, r0, #32\n\tstr r0, [r12, #12]\n\t"
+
+/* The routine for one group form; r0 holds the run on entry, kept at [sp, #4] under cols_end. */
+#define DSP_BLOCKS_2X3(group, biases, requant)                                                                    \
+    __asm__ volatile(".syntax unified\n\t"                                                                        \
+                     "push {r0, r4-r11, lr}\n\t"                                                                  \
+                     "ldr r8, [r0, #4]\n\t"                                                                       \
+                     "push {r8}\n\t"                                                                              \
+                     "ldr r12, [sp, #4]\n" /* the run: r12 keeps it from the output stage on */                   \
+                     "1:\n\t"                                                                                     \
+                     "ldr r0, [r12, #0]\n\t"                                                                      \
+                     "ldr r1, [r12, #8]\n\t" biases "ldr r8, [r12, #52]\n\t"                                      \
+                     "cmp r8, #2\n\t"                                                                             \
+                     "beq 7f\n\t"                                                                                 \
+                     "bhi 6f\n\t"                                                                                 \
+                     "cmp r8, #1\n\t"                                                                             \
+                     "beq 3f\n\t"                                                                                 \
+                     ".p2align 2\n"                                                                               \
+                     "2:\n\t" group "6:\n\t" group "7:\n\t" group "3:\n\t" group "ldr r8, [sp]\n\t"               \
+                     "cmp r0, r8\n\t"                                                                             \
+                     "bne 2b\n\t"                                                                                 \
+                     "ldr r12, [sp, #4]\n\t"                                                                      \
+                     "str r1, [r12, #8]\n\t" requant                                                              \
+                     "bfi r2, r5, #8, #8\n\tbfi r2, r3, #16, #8\n\tbfi r2, r6, #24, #8\n\tbfi r4, r7, #8, #8\n\t" \
+                     "ldrd r8, r9, [r12, #36]\n\t"                                                                \
+                     "ssub8 lr, r2, r8\n\tsel r2, r2, r8\n\tssub8 lr, r2, r9\n\tsel r2, r9, r2\n\t"               \
+                     "ssub8 lr, r4, r8\n\tsel r4, r4, r8\n\tssub8 lr, r4, r9\n\tsel r4, r9, r4\n\t"               \
+                     "ldrd r8, r9, [r12, #24]\n\t"                                                                \
+                     "ldr r10, [r12, #32]\n\t"                                                                    \
+                     "ldr lr, [r12, #48]\n\t" /* pipelined behind the load before */                              \
+                     "strh r2, [r8]\n\t"                                                                          \
+                     "lsr r2, r2, #16\n\t"                                                                        \
+                     "strh r2, [r8, r9]\n\t"                                                                      \
+                     "strh r4, [r8, r10]\n\t"                                                                     \
+                     "add r8, r8, #2\n\t"                                                                         \
+                     "str r8, [r12, #24]\n\t"                                                                     \
+                     "cmp r8, lr\n\t"                                                                             \
+                     "bne 1b\n\t"                                                                                 \
+                     "add sp, sp, #4\n\t"                                                                         \
+                     "pop {r0, r4-r11, pc}\n\t")
+
+#if EDGEC_UNALIGNED_ASM
+static __attribute__((naked, noinline)) void dsp_blocks_2x3(dsp_block_run *run __attribute__((unused)))
+{
+    DSP_BLOCKS_2X3(DSP_GROUP_2X3, DSP_BIASES, DSP_REQUANT_PAIR);
+}
+
+static __attribute__((naked, noinline)) void dsp_blocks_2x3_wide(dsp_block_run *run __attribute__((unused)))
+{
+    DSP_BLOCKS_2X3(DSP_GROUP_2X3_WIDE, DSP_TABLE_BIASES, DSP_TABLE_REQUANT_PAIR);
+}
+#endif
+
+/* What the output stage of a step needs besides the sums. */
+typedef struct {
+    const edgec_per_channel_quant *quant;
+    edgec_output_stage stage;
+    int short_requant;  /* every channel admits the short requantization */
+    int wide;           /* the filter's taps are widened to int16 pairs (edgec_conv_s8_dsp_wide) */
+    dsp_block_run *run; /* its per-call fields set */
+} dsp_output;
+
+/* The general output stage: any (multiplier, shift); channel c alone when has_c1 is 0; out[px]
+ * NULL: pixel px is a repeat of an earlier one (a short last step). */
+static void dsp_store_2x3(const int32_t sums[6], const dsp_output *o, int32_t c, int has_c1,
+                          int8_t *const out[DSP_PIXELS])
+{
+    for (int32_t i = 0; i < 1 + has_c1; i++) {
+        const int32_t m = o->quant->multiplier[c + i];
+        const int32_t shift = o->quant->shift[c + i];
+        for (int32_t px = 0; px < DSP_PIXELS; px++) {
+            if (out[px] != NULL) {
+                out[px][c + i] = edgec_requantize_s8(sums[DSP_PIXELS * i + px], m, shift, o->stage);
+            }
+        }
+    }
+}
+
+/* Every output channel of a step's pixels (out[0] pixel a; out[1], out[2] NULL: a repeat). */
+static DSP_ALWAYS_INLINE void dsp_conv_pixels(const int8_t *cols, int32_t groups, const int8_t *filter,
+                                              const int32_t *bias, const dsp_output *o, int32_t out_c,
+                                              int8_t *const out[DSP_PIXELS])
+{
+    int32_t c = 0;
+#if EDGEC_UNALIGNED_ASM
+    if (o->short_requant && out_c >= 2) {
+        dsp_block_run *run = o->run;
+        run->filter = filter;
+        run->bias = bias;
+        run->multiplier = o->quant->multiplier;
+        run->shift = o->quant->shift;
+        run->out = out[0];
+        /* A repeated pixel stores the same bytes twice. */
+        run->pixel_b = out[1] != NULL ? (int32_t)(out[1] - out[0]) : 0;
+        run->pixel_c = out[2] != NULL ? (int32_t)(out[2] - out[0]) : run->pixel_b;
+        run->out_end = out[0] + out_c / 2 * 2;
+        (o->wide ? dsp_blocks_2x3_wide : dsp_blocks_2x3)(run);
+        c = out_c / 2 * 2;
+        filter += (o->wide ? 8 : 4) * groups * c;
+    }
+#endif
+    for (; c < out_c; c += 2, filter += (o->wide ? 16 : 8) * groups) {
+        const int has_c1 = c + 1 < out_c; /* an odd last channel pairs with a zero filter row */
+        const int32_t *pair_bias = o->wide ? bias + 4 * c : bias + c; /* the table: 8 words a pair */
+        int32_t sums[2 * DSP_PIXELS];
+        for (int32_t px = 0; px < DSP_PIXELS; px++) {
+            sums[px] = pair_bias[0];
+            sums[DSP_PIXELS + px] = has_c1 ? pair_bias[1] : 0;
+        }
+        dsp_mac_2x3(filter, cols, groups, sums, o->wide);
+        dsp_store_2x3(sums, o, c, has_c1, out);
+    }
+}
+
+/* The steps of a pointwise layer (1x1, stride 1, unpadded, C_in = k a multiple of 4): output
+ * pixel p reads input pixel p, no window walk; a short last step repeats its last pixel like
+ * dsp_conv's loop. Not inlined: dsp_conv's general loop keeps its registers. */
+static EDGEC_NOINLINE void dsp_pointwise_steps(int8_t *cols, const int8_t *input, int32_t k, int32_t groups,
+                                               const int8_t *packed_filter, const int32_t *folded_bias,
+                                               const dsp_output *o, int32_t out_c, int8_t *output, int32_t pixels)
+{
+    for (int32_t p = 0; p < pixels; p += DSP_PIXELS) {
+        int8_t *out[DSP_PIXELS];
+        for (int32_t column = 0; column < DSP_PIXELS; column++) {
+            out[column] = p + column < pixels ? output + (p + column) * out_c : NULL;
+            dsp_widen(cols + 8 * column, input + EDGEC_MIN(p + column, pixels - 1) * k, k);
+        }
+        dsp_conv_pixels(cols, groups, packed_filter, folded_bias, o, out_c, out);
+    }
+}
+
+/* The steps of a first convolution (3x3, C_in 1-3, dilation 1): each field through dsp_stem_row
+ * and the int8 row, then widened; a short last step repeats its last pixel like dsp_conv's loop.
+ * Not inlined, for the reason dsp_pointwise_steps is not. */
+static EDGEC_NOINLINE void dsp_stem_steps(int8_t *cols, int8_t *row, const conv_window *win, int32_t groups,
+                                          const int8_t *packed_filter, const int32_t *folded_bias, const dsp_output *o,
+                                          const edgec_dims *output_dims, int8_t *output)
+{
+    const int32_t out_c = output_dims->c;
+    const int32_t pixels = output_dims->n * output_dims->h * output_dims->w;
+    pixel_cursor px = { 0, 0, 0 };
+    for (int32_t p = 0; p < pixels; p += DSP_PIXELS) {
+        int8_t *out[DSP_PIXELS];
+        for (int32_t column = 0; column < DSP_PIXELS; column++) {
+            const int real = p + column < pixels;
+            if (column > 0 && real) {
+                pixel_next(&px, output_dims);
+            }
+            out[column] = real ? output + (p + column) * out_c : NULL;
+            dsp_stem_row(row, win, px);
+            dsp_widen(cols + 8 * column, row, 4 * groups);
+        }
+        pixel_next(&px, output_dims);
+        dsp_conv_pixels(cols, groups, packed_filter, folded_bias, o, out_c, out);
+    }
+}
+
+/* edgec_conv_s8_dsp (narrow) and _wide (wide_desc): packed_filter holds int8 taps and folded_bias
+ * the biases, or with `wide` int16 taps and the channel table. The layer is unpacked here, in the
+ * frame the pixels run under, not in the entry points (no stack of their own). */
+static edgec_status dsp_conv(const edgec_conv_desc *narrow, const edgec_conv_dsp_wide_desc *wide_desc,
+                             const int8_t *input, int8_t *output, int8_t *scratch)
+{
+    edgec_conv_layer l;
+    const int8_t *packed_filter;
+    const int32_t *folded_bias;
+    const int wide = wide_desc != NULL;
+    if (narrow != NULL) {
+        EDGEC_CONV_LAYER_OF(narrow, l);
+        packed_filter = narrow->filter;
+        folded_bias = narrow->bias;
+    } else if (wide_desc != NULL) {
+        EDGEC_CONV_LAYER_OF(wide_desc, l);
+        packed_filter = (const int8_t *)(const void *)wide_desc->wide_filter;
+        folded_bias = wide_desc->channel_table;
+    } else {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_params *params = &l.params;
+    const edgec_per_channel_quant *quant = &l.quant;
+    const edgec_dims *input_dims = &l.input_dims;
+    const edgec_dims *filter_dims = &l.filter_dims;
+    const edgec_dims *output_dims = &l.output_dims;
+    if (!packed_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims,
+                                output, scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t k = filter_dims->h * filter_dims->w * filter_dims->c;
+    const int32_t groups = (k + 3) / 4;
+    const int32_t out_c = output_dims->c;
+    const int32_t pixels = output_dims->n * output_dims->h * output_dims->w;
+    const conv_window win = conv_window_make(params, input_dims, input, filter_dims, output_dims);
+    dsp_output o;
+    o.quant = quant;
+    o.stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    o.short_requant = edgec_dsp_requant_all_short(quant->multiplier, quant->shift, out_c);
+    o.wide = wide;
+    /* Scratch: the step's int16 columns, interleaved per group; when C_in is not a multiple of 4
+     * the receptive fields go through an int8 row after them, else straight into the columns. */
+    const int direct = filter_dims->c % 4 == 0;
+    int8_t *cols = scratch;
+    int8_t *row = cols + DSP_COLUMN_BYTES * groups;
+    pixel_cursor px = { 0, 0, 0 };
+    dsp_block_run run;
+    run.lows = edgec_dsp_bytes(params->act_min);
+    run.highs = edgec_dsp_bytes(params->act_max);
+    run.cols = cols;
+    run.cols_end = cols + DSP_COLUMN_BYTES * groups;
+    run.entry = groups & 3;
+    run.round_base = edgec_dsp_round_base(params->output_offset);
+    o.run = &run;
+
+    if (direct && filter_dims->h == 1 && filter_dims->w == 1 && params->stride_h == 1 && params->stride_w == 1 &&
+        params->pad_top == 0 && params->pad_left == 0 && input_dims->h == output_dims->h &&
+        input_dims->w == output_dims->w) {
+        dsp_pointwise_steps(cols, input, k, groups, packed_filter, folded_bias, &o, out_c, output, pixels);
+        return EDGEC_OK;
+    }
+    if (!direct) {
+        fill_run(row + k, 0, 4 * groups - k); /* the filter is zero there: any value does */
+        if (filter_dims->h == 3 && filter_dims->w == 3 && filter_dims->c <= 3 && params->dilation_w == 1) {
+            dsp_stem_steps(cols, row, &win, groups, packed_filter, folded_bias, &o, output_dims, output);
+            return EDGEC_OK;
+        }
+    }
+    for (int32_t p = 0; p < pixels; p += DSP_PIXELS) {
+        int8_t *out[DSP_PIXELS];
+        for (int32_t column = 0; column < DSP_PIXELS; column++) {
+            /* A short last step repeats its last pixel in the remaining columns. */
+            const int real = p + column < pixels;
+            if (column > 0 && real) {
+                pixel_next(&px, output_dims);
+            }
+            out[column] = real ? output + (p + column) * out_c : NULL;
+            if (direct) {
+                dsp_im2col_column(cols + 8 * column, &win, px);
+            } else {
+                im2col_row(row, &win, px);
+                dsp_widen(cols + 8 * column, row, 4 * groups);
+            }
+        }
+        pixel_next(&px, output_dims);
+        dsp_conv_pixels(cols, groups, packed_filter, folded_bias, &o, out_c, out);
+    }
+    return EDGEC_OK;
+}
+
+edgec_status edgec_conv_s8_dsp(const edgec_conv_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch)
+{
+    return desc == NULL ? EDGEC_ARG_ERROR : dsp_conv(desc, NULL, input, output, scratch);
+}
+
+edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_dsp_wide_desc *desc, const int8_t *input, int8_t *output,
+                                    int8_t *scratch)
+{
+    return desc == NULL ? EDGEC_ARG_ERROR : dsp_conv(NULL, desc, input, output, scratch);
+}
+
+#endif /* __ARM_FEATURE_DSP */

@@ -1,0 +1,326 @@
+/*
+ * edgec_conv_s8_mve -- the int8 convolution on cores with Helium (MVE). Golden kernel:
+ * edgec.ops.conv.conv2d_s8; the portable reference is edgec_conv_s8.c, whose header comment
+ * describes the packed filter and folded bias.
+ */
+#include "edgec_nn.h"
+
+/* ==== Helium: 4 channels x 2 pixels per VMLADAVA micro-kernel step ============================ */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+
+#include "edgec_conv_s8_packed.h"
+
+/*
+ * The micro-kernel: a block of 4 channels at a pixel pair. Per group of 16 taps, the block's 64
+ * filter bytes (16 per channel) and the two receptive fields' 16 bytes are loaded once each:
+ * 128 MACs in 6 loads and 8 VMLADAVA. sums[0..3] hold the block's biases on entry; on return
+ * sums[i] is channel i of pixel a, sums[4 + i] of pixel b, wrapped modulo 2^32 like the golden
+ * int32 accumulator. mve_blocks_4x2 runs it, in assembly, for every full block of an optimised
+ * build; this C form the rest.
+ */
+static void mve_mac_4x2(const int8_t *filter, const int8_t *row_a, const int8_t *row_b, int32_t groups, int32_t sums[8])
+{
+    for (int32_t i = 0; i < 4; i++) {
+        sums[4 + i] = sums[i];
+    }
+    do {
+        const int8x16_t xa = vldrbq_s8(row_a);
+        const int8x16_t xb = vldrbq_s8(row_b);
+        for (int32_t i = 0; i < 4; i++, filter += 16) {
+            const int8x16_t w = vldrbq_s8(filter);
+            sums[i] = vmladavaq_s8(sums[i], w, xa);
+            sums[4 + i] = vmladavaq_s8(sums[4 + i], w, xb);
+        }
+        row_a += 16;
+        row_b += 16;
+    } while (--groups > 0);
+}
+
+/*
+ * Channels c .. c + count - 1 (count <= 4) of a pixel pair from mve_mac_4x2's sums, one at a
+ * time (pixel b, out_c bytes after a, only when has_b): the last block of a C_out that is not a
+ * multiple of 4, and every block of an unoptimised build.
+ */
+static void mve_store_block(const int32_t sums[8], int32_t c, int32_t count, int has_b,
+                            const edgec_per_channel_quant *quant, edgec_output_stage stage, int8_t *out_a,
+                            int32_t out_c)
+{
+    for (int32_t i = 0; i < count; i++) {
+        const int32_t m = quant->multiplier[c + i];
+        const int32_t shift = quant->shift[c + i];
+        out_a[c + i] = edgec_requantize_s8(sums[i], m, shift, stage);
+        if (has_b) {
+            out_a[out_c + c + i] = edgec_requantize_s8(sums[4 + i], m, shift, stage);
+        }
+    }
+}
+
+/* The assembly needs registers that an unoptimised build keeps for its frame. */
+#if defined(__OPTIMIZE__)
+/* What the mve_blocks_4x2 functions read and advance; their assembly addresses the fields by
+ * offset and loads the runs of them it needs with one LDM (register order = field order). */
+typedef struct {
+    const int8_t *row_a;       /*  0 */
+    const int8_t *row_b;       /*  4 */
+    const int32_t *bias;       /*  8: the next block's */
+    int32_t pairs;             /* 12: group pairs per block after the odd group, if any */
+    const int32_t *multiplier; /* 16 */
+    const int32_t *shift;      /* 20 */
+    int8_t *out_a;             /* 24 */
+    int8_t *out_b;             /* 28 */
+    int32_t blocks;            /* 32: >= 1 */
+    int32_t offset;            /* 36 */
+    const int8_t *filter;      /* 40: the next block's */
+    int32_t unused;            /* 44 */
+    int32x4_t lo;              /* 48: act_min - offset in every lane */
+    int32x4_t hi;              /* 64: act_max - offset */
+} mve_block_run;
+
+typedef char mve_block_run_layout[offsetof(mve_block_run, multiplier) == 16 && offsetof(mve_block_run, filter) == 40 &&
+                                          offsetof(mve_block_run, lo) == 48
+                                      ? 1
+                                      : -1];
+
+/* One group of 16 taps on its own: xa/xb in q0/q1, the four filter rows through q2/q3; each load
+ * placed between two VMLADAVA (Helium overlaps instructions of different kinds). Its last load
+ * is the next group's xa into q0, which MVE_GROUP_PAIRS expects there: past a block's last group
+ * it reads the 16 bytes after row a, which are still scratch (row b's). */
+#define MVE_GROUP                                                                     \
+    "vldrb.u8 q0, [r3], #16\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r0, q2, q0\n\t"  \
+    "vldrb.u8 q1, [r5], #16\n\tvmladava.s8 r8, q2, q1\n\tvldrb.u8 q3, [r1], #16\n\t"  \
+    "vmladava.s8 r2, q3, q0\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r10, q3, q1\n\t" \
+    "vldrb.u8 q3, [r1], #16\n\tvmladava.s8 r4, q2, q0\n\tvmladava.s8 r12, q2, q1\n\t" \
+    "vmladava.s8 r6, q3, q0\n\tvldrb.u8 q0, [r3], #16\n\tvmladava.s8 lr, q3, q1\n\t"
+
+/* Two groups per iteration (r9 counts them down), the first's xa already in q0, the second's
+ * rows (q4, q5) and first filter row issued among the first's last VMLADAVA, and the next
+ * iteration's xa loaded into q0 between two VMLADAVA (as in MVE_GROUP, past the last group it
+ * reads row b's first bytes). */
+#define MVE_PAIR_BODY(count)                                                          \
+    "vldrb.u8 q2, [r1], #16\n\tvmladava.s8 r0, q2, q0\n\t"                            \
+    "vldrb.u8 q1, [r5], #16\n\tvmladava.s8 r8, q2, q1\n\tvldrb.u8 q3, [r1], #16\n\t"  \
+    "vmladava.s8 r2, q3, q0\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r10, q3, q1\n\t" \
+    "vldrb.u8 q3, [r1], #16\n\tvmladava.s8 r4, q2, q0\n\tvldrb.u8 q4, [r3], #16\n\t"  \
+    "vmladava.s8 r12, q2, q1\n\tvldrb.u8 q2, [r1], #16\n\tvmladava.s8 r6, q3, q0\n\t" \
+    "vldrb.u8 q5, [r5], #16\n\tvmladava.s8 lr, q3, q1\n\tvldrb.u8 q0, [r3], #16\n\t"  \
+    "vmladava.s8 r0, q2, q4\n\tvldrb.u8 q1, [r1], #16\n\tvmladava.s8 r8, q2, q5\n\t"  \
+    "vldrb.u8 q2, [r1], #16\n\tvmladava.s8 r2, q1, q4\n\tvldrb.u8 q3, [r1], #16\n\t"  \
+    "vmladava.s8 r10, q1, q5\n\tvmladava.s8 r4, q2, q4\n\t" count                     \
+    "vmladava.s8 r12, q2, q5\n\tvmladava.s8 r6, q3, q4\n\tvmladava.s8 lr, q3, q5\n\t"
+#define MVE_GROUP_PAIRS "1:\n\t" MVE_PAIR_BODY("subs r9, r9, #1\n\t") "bne 1b\n"
+/* The pairs two per iteration (a taken branch costs more than the count), for r9 >= 2: an odd
+ * count enters at the second. */
+#define MVE_GROUP_QUADS                             \
+    "lsrs r9, r9, #1\n\tadc r9, r9, #0\n\tbcs 4f\n" \
+    "1:\n\t" MVE_PAIR_BODY("") "4:\n\t" MVE_PAIR_BODY("subs r9, r9, #1\n\t") "bne 1b\n"
+
+/* Odd groups per block: one group first, then the pairs (none for a single group). */
+#define MVE_GROUPS_ODD MVE_GROUP "cmp r9, #0\n\tbeq 3f\n" MVE_GROUP_PAIRS "3:\n\t"
+#define MVE_GROUPS_EVEN "vldrb.u8 q0, [r3], #16\n\t" MVE_GROUP_PAIRS
+#define MVE_GROUPS_ODD_QUADS MVE_GROUP MVE_GROUP_QUADS
+#define MVE_GROUPS_EVEN_QUADS "vldrb.u8 q0, [r3], #16\n\t" MVE_GROUP_QUADS
+
+/* edgec_mve_requantize then edgec_mve_output of the block's sums, pixel a in q0, pixel b in q1
+ * (multiplier q2, shift q3, bounds q6/q7, offset r6; q4/q5 scratch), then the stores. Pixel b's
+ * sums move into q1 between the constants' loads, and the two pixels' steps alternate so that
+ * the multiplies and stores issue between the other vector operations (Helium overlaps
+ * instructions of different kinds). _RIGHT: every shift <= 0, so the shift is its own right
+ * part and there is no left shift; _STRICT: every shift < 0, so the rounding fixup's AND with
+ * the shift keeps just the sign bit (a shift right by 31 alone). */
+#define MVE_OUTPUT_HEAD                                                         \
+    "vqrdmulh.s32 q0, q0, q2\n\tvand q4, q0, q3\n\tvqrdmulh.s32 q1, q1, q2\n\t" \
+    "vshr.s32 q4, q4, #31\n\tvand q5, q1, q3\n\tvqadd.s32 q0, q0, q4\n\tvshr.s32 q5, q5, #31\n\t"
+#define MVE_OUTPUT_HEAD_STRICT                                                       \
+    "vqrdmulh.s32 q0, q0, q2\n\tvshr.s32 q4, q0, #31\n\tvqrdmulh.s32 q1, q1, q2\n\t" \
+    "vshr.s32 q5, q1, #31\n\tvqadd.s32 q0, q0, q4\n\t"
+#define MVE_OUTPUT_TAIL                                                       \
+    "vrshl.s32 q0, q0, q3\n\tvqadd.s32 q1, q1, q5\n\tvmax.s32 q0, q0, q6\n\t" \
+    "vrshl.s32 q1, q1, q3\n\tvmin.s32 q0, q0, q7\n\tvmax.s32 q1, q1, q6\n\t"  \
+    "vadd.i32 q0, q0, r6\n\tvmin.s32 q1, q1, q7\n\tvstrb.32 q0, [r3], #4\n\t" \
+    "vadd.i32 q1, q1, r6\n\tvstrb.32 q1, [r4], #4\n\t"
+#define MVE_OUTPUT_RIGHT MVE_OUTPUT_HEAD MVE_OUTPUT_TAIL
+#define MVE_OUTPUT_STRICT MVE_OUTPUT_HEAD_STRICT MVE_OUTPUT_TAIL
+/* the general form: q3 = min(shift, 0) and q5 = max(shift, 0), the saturating left shift first */
+#define MVE_OUTPUT                                                      \
+    "vmov.i32 q4, #0\n\tvmax.s32 q5, q3, q4\n\tvmin.s32 q3, q3, q4\n\t" \
+    "vqshl.s32 q0, q0, q5\n\tvqshl.s32 q1, q1, q5\n\t" MVE_OUTPUT_RIGHT
+
+/*
+ * Every full block of 4 channels of a pixel pair: the biases, the groups (mve_mac_4x2's loop),
+ * then the output stage on one vector per pixel (lane = channel), in one assembly loop over the
+ * blocks -- in C, GCC spilled the loop's pointers and reloaded the stage's constants per block.
+ * The filter pointer stays in r1, the others are advanced in the run (r7, which may be the frame
+ * pointer, is left alone). groups: MVE_GROUPS_ODD/_EVEN; output: MVE_OUTPUT/_RIGHT.
+ */
+#define MVE_BLOCKS_4X2(groups, output)                                                                             \
+    __asm__ volatile("vldrw.u32 q6, [%[run], #48]\n\t"                                                             \
+                     "vldrw.u32 q7, [%[run], #64]\n\t"                                                             \
+                     "ldr r1, [%[run], #40]\n"                                                                     \
+                     "2:\n\t"                                                                                      \
+                     "ldm %[run], {r3, r5, r9}\n\t"                                                                \
+                     "ldm r9, {r8, r10, r12, lr}\n\t"                                                              \
+                     "ldm r9!, {r0, r2, r4, r6}\n\t"                                                               \
+                     "str r9, [%[run], #8]\n\t"                                                                    \
+                     "ldr r9, [%[run], #12]\n\t" groups "vmov q0[2], q0[0], r0, r4\n\t"                            \
+                     "vmov q0[3], q0[1], r2, r6\n\t"                                                               \
+                     "add r9, %[run], #16\n\t"                                                                     \
+                     "ldm r9, {r0, r2, r3, r4, r5, r6}\n\t"                                                        \
+                     "vldrw.u32 q2, [r0], #16\n\t"                                                                 \
+                     "vmov q1[2], q1[0], r8, r12\n\t"                                                              \
+                     "vldrw.u32 q3, [r2], #16\n\t"                                                                 \
+                     "vmov q1[3], q1[1], r10, lr\n\t" output "subs r5, r5, #1\n\t"                                 \
+                     "stm r9, {r0, r2, r3, r4, r5}\n\t"                                                            \
+                     "bne 2b"                                                                                      \
+                     :                                                                                             \
+                     : [run] "r"(run)                                                                              \
+                     : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr", "q0", "q1", "q2", \
+                       "q3", "q4", "q5", "q6", "q7", "memory", "cc")
+
+static void mve_blocks_4x2_odd(mve_block_run *run)
+{
+    MVE_BLOCKS_4X2(MVE_GROUPS_ODD, MVE_OUTPUT);
+}
+
+static void mve_blocks_4x2_even(mve_block_run *run)
+{
+    MVE_BLOCKS_4X2(MVE_GROUPS_EVEN, MVE_OUTPUT);
+}
+
+/* The same for a layer whose shifts are all <= 0: five instructions fewer per block. */
+static void mve_blocks_4x2_odd_right(mve_block_run *run)
+{
+    MVE_BLOCKS_4X2(MVE_GROUPS_ODD, MVE_OUTPUT_RIGHT);
+}
+
+static void mve_blocks_4x2_even_right(mve_block_run *run)
+{
+    MVE_BLOCKS_4X2(MVE_GROUPS_EVEN, MVE_OUTPUT_RIGHT);
+}
+
+/* ... and for one whose shifts are all < 0: two instructions fewer again. */
+static void mve_blocks_4x2_odd_strict(mve_block_run *run)
+{
+    MVE_BLOCKS_4X2(MVE_GROUPS_ODD, MVE_OUTPUT_STRICT);
+}
+
+static void mve_blocks_4x2_even_strict(mve_block_run *run)
+{
+    MVE_BLOCKS_4X2(MVE_GROUPS_EVEN, MVE_OUTPUT_STRICT);
+}
+
+/* ... with at least two group pairs per block: two per iteration. */
+static void mve_blocks_4x2_odd_strict_quads(mve_block_run *run)
+{
+    MVE_BLOCKS_4X2(MVE_GROUPS_ODD_QUADS, MVE_OUTPUT_STRICT);
+}
+
+static void mve_blocks_4x2_even_strict_quads(mve_block_run *run)
+{
+    MVE_BLOCKS_4X2(MVE_GROUPS_EVEN_QUADS, MVE_OUTPUT_STRICT);
+}
+#endif
+
+/* im2col_row with the window's sizes held in locals: copy_run's assembly clobbers memory, so
+ * read through `win` they would be reloaded for every filter row. */
+static void mve_im2col_row(int8_t *row, const conv_window *win, pixel_cursor px)
+{
+    const int8_t *src = window_inside(win, px);
+    if (src == NULL) {
+        im2col_pixel(row, &int8_row, win, px);
+        return;
+    }
+    const int32_t k_h = win->k_h;
+    const int32_t run_len = win->run_len;
+    const int32_t row_step = win->row_step;
+    for (int32_t ky = 0; ky < k_h; ky++, row += run_len, src += row_step) {
+        copy_run(row, src, run_len);
+    }
+}
+
+static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
+                             const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
+                             const int8_t *packed_filter, const int32_t *folded_bias, const edgec_dims *output_dims,
+                             int8_t *output, int8_t *scratch)
+{
+    if (!packed_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims,
+                                output, scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t k = filter_dims->h * filter_dims->w * filter_dims->c;
+    const int32_t groups = (k + 15) / 16;
+    const int32_t row_len = 16 * groups;
+    const int32_t out_c = output_dims->c;
+    const int32_t pixels = output_dims->n * output_dims->h * output_dims->w;
+    const conv_window win = conv_window_make(params, input_dims, input, filter_dims, output_dims);
+    const edgec_output_stage stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
+    int8_t *row_a = scratch; /* two receptive fields of row_len int8 */
+    int8_t *row_b = scratch + row_len;
+    pixel_cursor px = { 0, 0, 0 };
+#if defined(__OPTIMIZE__)
+    mve_block_run run;
+    run.lo = vdupq_n_s32(stage.lo);
+    run.hi = vdupq_n_s32(stage.hi);
+    run.pairs = groups / 2;
+    run.offset = stage.offset;
+    run.unused = 0;
+    int right_shifts_only = 1;
+    int strict_right_shifts = 1;
+    for (int32_t c = 0; c < out_c; c++) {
+        right_shifts_only &= quant->shift[c] <= 0;
+        strict_right_shifts &= quant->shift[c] < 0;
+    }
+    const int quads = strict_right_shifts && groups / 2 >= 2;
+    void (*const blocks_4x2)(mve_block_run *) =
+        quads             ? (groups % 2 != 0 ? mve_blocks_4x2_odd_strict_quads : mve_blocks_4x2_even_strict_quads)
+        : groups % 2 != 0 ? (strict_right_shifts ? mve_blocks_4x2_odd_strict
+                             : right_shifts_only ? mve_blocks_4x2_odd_right
+                                                 : mve_blocks_4x2_odd)
+                          : (strict_right_shifts ? mve_blocks_4x2_even_strict
+                             : right_shifts_only ? mve_blocks_4x2_even_right
+                                                 : mve_blocks_4x2_even);
+#endif
+
+    fill_run(row_a + k, 0, row_len - k); /* the filter is zero there */
+    fill_run(row_b + k, 0, row_len - k);
+    for (int32_t p = 0; p < pixels; p += 2) {
+        const int has_b = p + 1 < pixels;
+        int8_t *out_a = output + p * out_c;
+        mve_im2col_row(row_a, &win, px);
+        pixel_next(&px, output_dims);
+        if (has_b) {
+            mve_im2col_row(row_b, &win, px);
+            pixel_next(&px, output_dims);
+        }
+        int32_t c = 0;
+#if defined(__OPTIMIZE__)
+        if (out_c >= 4) {
+            /* A lone last pixel is its own pixel b: the same bytes stored twice. */
+            run.filter = packed_filter;
+            run.bias = folded_bias;
+            run.multiplier = quant->multiplier;
+            run.shift = quant->shift;
+            run.out_a = out_a;
+            run.out_b = has_b ? out_a + out_c : out_a;
+            run.row_a = row_a;
+            run.row_b = has_b ? row_b : row_a;
+            run.blocks = out_c / 4;
+            blocks_4x2(&run);
+            c = out_c / 4 * 4;
+        }
+#endif
+        for (; c < out_c; c += 4) { /* the filter's rows past C_out are zero */
+            int32_t sums[8];
+            memcpy(sums, folded_bias + c, 4 * sizeof(int32_t)); /* zero-padded to the block */
+            mve_mac_4x2(packed_filter + 16 * groups * c, row_a, has_b ? row_b : row_a, groups, sums);
+            mve_store_block(sums, c, EDGEC_MIN(4, out_c - c), has_b, quant, stage, out_a, out_c);
+        }
+    }
+    return EDGEC_OK;
+}
+
+edgec_status edgec_conv_s8_mve(const edgec_conv_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch)
+{
+    EDGEC_CONV_ENTRY(desc, mve_conv, desc->filter, desc->bias, input, output, scratch);
+}
+
+#endif /* __ARM_FEATURE_MVE */
