@@ -23,6 +23,7 @@ from edgec import sim
 from edgec.backend.codegen import TEMPLATES
 from edgec.errors import EdgecError
 from edgec.ir import Graph, to_torch_order
+from edgec.numerics import divide_by_power_of_two
 from edgec.ops import unit_of
 from edgec.ops.recurrent import reset_state
 from edgec.pipeline import compile_for, emit, token_rows
@@ -582,11 +583,16 @@ def _differences(compiled, op, inputs: list[np.ndarray], got: np.ndarray, values
     tolerance = element_tolerance(op, out.shape)
     known = known_output_stage(compiled, op, out, values)
     if known is not None:
-        offset, gain, exact = known
+        offset, gain, exact, right = known
         shape = [1] * len(out.torch_shape)
         shape[out.perm[-1] if out.perm is not None else -1] = -1
         adjusted = (np.asarray(reference, np.float64) + offset.reshape(shape) * out.scale) * gain.reshape(shape)
-        moved = np.clip(_quantized(out, adjusted, ranges).reshape(out.shape).astype(np.int64), lo, hi)
+        moved = (
+            _quantized(out, adjusted, ranges)
+            if right is None
+            else _rounded_twice(out, adjusted, right.reshape(shape), ranges)
+        )
+        moved = np.clip(moved.reshape(out.shape).astype(np.int64), lo, hi)
         # At a clamp bound the program's pre-activation value is gone: edgec may lie anywhere from
         # the program's clamped value to the adjusted one.
         clamped = (expected <= lo) | (expected >= hi)
@@ -627,7 +633,10 @@ def known_output_stage(compiled, op, out, values: dict):
       Where M_c > 1 this replaces the tolerance's floor(M_c / 2) (`exact`).
     - An int16 conv / depthwise / fully connected layer multiplies by REDUCE_MULTIPLIER(m_c), m_c
       rounded to 15 bits: its output is the program's times gain_c = round(m_c / 2^16) * 2^16 / m_c
-      (|gain_c - 1| <= 2^-15, up to one step at full int16 scale)."""
+      (|gain_c - 1| <= 2^-15, up to one step at full int16 scale).
+    - An int8 layer's output stage rounds twice (the doubling high multiply to 2^-r_c of a step,
+      then the rounding right shift by r_c, each half away from zero): `right` [channels] holds r_c
+      (None for the int16 layers, whose 64-bit output stage rounds once)."""
     from edgec.numerics import reduce_multiplier
 
     multiplier, shift = op.attrs.get("multiplier"), op.attrs.get("shift")
@@ -641,10 +650,11 @@ def known_output_stage(compiled, op, out, values: dict):
     s64 = unit_of(op).kind in S64_REQUANTIZE_UNITS
     gain = reduce_multiplier(m.astype(np.int64)) * 2.0**16 / np.maximum(m, 1) if s64 else np.ones(channels)
     bias, stored = _program_bias(compiled, out, values), op.attrs.get("bias")
+    right = None if s64 else np.maximum(-np.broadcast_to(np.asarray(shift, np.int64).ravel(), (channels,)), 0)
     if bias is None or stored is None or not bias.size == channels == np.size(stored):
-        return (np.zeros(channels), gain, np.zeros(channels, bool)) if s64 else None
+        return np.zeros(channels), gain, np.zeros(channels, bool), right
     offset = np.asarray(stored, np.float64).ravel() * scale - bias.ravel() / out.scale
-    return np.clip(offset, -scale / 2, scale / 2), gain, scale > 1
+    return np.clip(offset, -scale / 2, scale / 2), gain, scale > 1, right
 
 
 def _program_bias(compiled, out, values: dict) -> np.ndarray | None:
@@ -798,6 +808,19 @@ def _attribute(module, target: str):
     for part in target.split("."):
         module = getattr(module, part)
     return module.detach().numpy()
+
+
+def _rounded_twice(tensor, value: np.ndarray, right: np.ndarray, ranges: dict) -> np.ndarray:
+    """`value` quantized as an int8 kernel's output stage rounds it (numerics.requantize): to 2^-right
+    of a step, then to a step, each half away from zero. A value within 2^-right of a tie may land
+    a step from the program's single rounding, and a repeated tie always on the same side: the
+    channel mean would read that as an offset."""
+    steps = np.clip(np.asarray(value, np.float64) / tensor.scale, -(2.0**20), 2.0**20) * 2.0**right
+    first = (np.sign(steps) * np.floor(np.abs(steps) + 0.5)).astype(np.int64)
+    q = divide_by_power_of_two(first, np.broadcast_to(right, first.shape)) + tensor.zero_point
+    info = np.iinfo(sim.INT_DTYPES[tensor.dtype])
+    low, high = ranges.get((tensor.source, tensor.dtype), (int(info.min), int(info.max)))
+    return sim.stored(tensor, np.clip(q, max(int(info.min), low), min(int(info.max), high)).astype(info.dtype))
 
 
 def _quantized(tensor, value: np.ndarray, ranges: dict | None = None) -> np.ndarray:
