@@ -13,6 +13,7 @@ import pytest
 from edgec.ops import KINDS, SCHEMA, binary, conv
 from edgec.ops.base import OpDef, descriptor
 from edgec.ops.c_header import REGION, header_path, regenerate
+from edgec.ops.kernel import Struct, ints
 from tests.kernel_lib import ROOT, BinaryDesc, ConvDesc, ConvDspWideDesc, DepthwiseConvDesc, ctypes_struct
 
 
@@ -54,11 +55,14 @@ def test_array_sizes_are_the_header_constants():
         assert re.search(rf"#define {const.name} {const.value}\b", text), const
 
 
+DIMS = Struct("probe_dims", ints("n h w c"))
+
+
 def test_descriptor_refuses_fields_out_of_order():
     fields = dict(n=1, h=2, w=3, c=4)
-    assert descriptor(conv.DIMS, "d", fields).params == [("edgec_dims", "d", "{.n = 1, .h = 2, .w = 3, .c = 4}")]
-    with pytest.raises(ValueError, match="edgec_dims"):
-        descriptor(conv.DIMS, "d", dict(n=1, w=3, h=2, c=4))
+    assert descriptor(DIMS, "d", fields).params == [("probe_dims", "d", "{.n = 1, .h = 2, .w = 3, .c = 4}")]
+    with pytest.raises(ValueError, match="probe_dims"):
+        descriptor(DIMS, "d", dict(n=1, w=3, h=2, c=4))
 
 
 def test_ctypes_mirror_has_the_c_layout(tmp_path):
@@ -89,7 +93,7 @@ def test_ctypes_mirror_has_the_c_layout(tmp_path):
     out = subprocess.run([str(tmp_path / "probe")], check=True, capture_output=True, text=True).stdout.split("\n")
     for line, (cls, field) in zip(out, probes.values()):
         assert [int(v) for v in line.split()] == [C.sizeof(cls), getattr(cls, field).offset]
-    assert C.sizeof(ctypes_struct(conv.DIMS)) == 16
+    assert C.sizeof(ctypes_struct(DIMS)) == 16
 
 
 def test_every_unit_records_the_function_it_calls():

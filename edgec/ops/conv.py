@@ -43,14 +43,6 @@ from edgec.ops.kernel_layout import (
 from edgec.ops.qspec import ACTIVATION_QSPEC, CONV_WEIGHT_QSPEC, annotate_with_output
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
-DIMS = Struct("edgec_dims", (*ints("n h w c"),))
-PER_CHANNEL_QUANT = Struct(
-    "edgec_per_channel_quant",
-    (
-        Field("multiplier", "const int32_t *"),
-        Field("shift", "const int32_t *"),
-    ),
-)
 # The int32 fields of the conv kernels' descriptors, in order.
 CONV_DESC_INTS = ints(
     "batches input_h input_w input_c output_h output_w output_c kernel_h kernel_w stride_h stride_w pad_top pad_left "
@@ -82,8 +74,6 @@ CONV_DSP_WIDE_DESC = Struct(
     ),
 )
 STRUCTS = (
-    DIMS,
-    PER_CHANNEL_QUANT,
     CONV_DESC,
     CONV_DSP_WIDE_DESC,
 )

@@ -40,25 +40,6 @@ typedef enum {
     EDGEC_ARG_ERROR = -1
 } edgec_status;
 
-/* Tensor dimensions in NHWC order. */
-/* generated from edgec/ops/conv.py: edgec_dims */
-typedef struct {
-    int32_t n;
-    int32_t h;
-    int32_t w;
-    int32_t c;
-} edgec_dims;
-/* end of edgec_dims */
-
-/* Per-output-channel requantization: arrays of C_out entries (in flash). */
-/* generated from edgec/ops/conv.py: edgec_per_channel_quant */
-typedef struct {
-    const int32_t *multiplier;
-    const int32_t *shift;
-} edgec_per_channel_quant;
-/* end of edgec_per_channel_quant */
-
-
 /* ==== Convolution (runtime_c/src/conv/; golden: edgec.ops.conv.conv2d_s8) ==================== */
 
 /*

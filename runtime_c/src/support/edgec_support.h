@@ -16,6 +16,20 @@
 
 #include "edgec_nn.h"
 
+/* Tensor dimensions in NHWC order (the convolution kernels' internal view). */
+typedef struct {
+    int32_t n;
+    int32_t h;
+    int32_t w;
+    int32_t c;
+} edgec_dims;
+
+/* Per-output-channel requantization: arrays of C_out entries (in flash). */
+typedef struct {
+    const int32_t *multiplier;
+    const int32_t *shift;
+} edgec_per_channel_quant;
+
 #define EDGEC_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define EDGEC_MIN(a, b) ((a) < (b) ? (a) : (b))
 
