@@ -1,7 +1,7 @@
 """`--opt auto` (edgec/passes/constant_layouts.py): each DSP layer's filter widened to int16 only
 where the timing model estimates it faster at the part's flash wait states, then narrowed back
-(least reused first) to fit the flash budget; the choice and its reasons printed by `edgec build`;
-and, measured under QEMU, auto's estimated cycles against --opt speed and --opt size."""
+(least reused first) to its widening allowance and the flash budget; the choice and its reasons
+printed by `edgec build`; and, measured under QEMU, auto's estimated cycles against --opt speed and --opt size."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from edgec.backend.codegen import layer_constants_bytes
-from edgec.passes.constant_layouts import weight_reuse, widening
+from edgec.passes import constant_layouts
+from edgec.passes.constant_layouts import WIDENING_ALLOWANCE, WIDENING_FLOOR_BYTES, weight_reuse, widening
 from edgec.pipeline import compile_for, emit, quantize_model
 from edgec.targets import device, timing
 from edgec.targets.cores import get_target
@@ -92,57 +93,85 @@ def ds_cnn():
     )
 
 
-def test_auto_at_the_typical_wait_states_widens_ds_cnns_convolutions_and_says_why(ds_cnn):
+def test_auto_at_the_typical_wait_states_widens_ds_cnns_most_reused_convolutions_within_its_allowance(ds_cnn):
     """At the STM32F407's 5 wait states every DS-CNN convolution has at most 128 B of filter per
-    output channel (measured faster widened), and its classifier is fully connected (compact)."""
+    output channel (measured faster widened), and its classifier is fully connected (compact).
+    Widening all five would add 55 % to the constants: auto widens the most reused ones within its
+    allowance (20 % of the compact constants, at least 8 KiB) and says which it kept compact."""
     auto, size = compile_for(ds_cnn, M4), compile_for(ds_cnn, M4.with_opt("size"))
-    assert constants_bytes(auto) > constants_bytes(size)
+    compact = constants_bytes(size)
+    allowance = compact + max(int(WIDENING_ALLOWANCE * compact), WIDENING_FLOOR_BYTES)
+    assert compact < constants_bytes(auto) <= allowance
     first, *reasons = auto.choices
+    wide = _wide_reuse(auto, True)
+    assert 0 < len(wide) < 5
     assert first.startswith(
-        "--opt auto: 5 of 6 DSP layers with int16-widened filters, chosen by the cycles "
+        f"--opt auto: {len(wide)} of 6 DSP layers with int16-widened filters, chosen by the cycles "
         "estimated on cortex-m4 at 5 flash wait states (the typical part's; set yours with "
         "--flash-wait)"
     ), first
-    assert reasons == [
-        "  widened (5): at most 128 B of filter per output channel: up to 5 wait states the instructions saved "
-        "outweigh twice the flash reads: conv2d_1, conv2d_5, conv2d_9, conv2d_13, conv2d_17",
-        "  kept compact (1): fully connected: each filter byte is read once, so twice the bytes cost more wait states "
-        "than the instructions saved: fully_connected_21",
-    ]
+    assert reasons[0].startswith(
+        f"  widened ({len(wide)}): at most 128 B of filter per output channel: up to 5 wait states the instructions "
+        "saved outweigh twice the flash reads: "
+    )
+    assert reasons[1].startswith("  kept compact (1): fully connected: each filter byte is read once")
+    assert reasons[2].startswith(
+        f"  kept compact ({5 - len(wide)}) within --opt auto's widening allowance ({allowance:,} B of constants)"
+    )
+    assert max(_wide_reuse(auto, False, kind="conv2d")) <= min(wide)
 
 
-def test_auto_without_wait_states_widens_every_layer_then_fits_the_flash_budget(ds_cnn):
-    """At 0 wait states auto widens all (= --opt speed); past the flash budget the layers whose
-    filter bytes are read the fewest times per inference stay compact first, and a model that fits
-    with --opt size is never refused."""
+def test_auto_without_wait_states_widens_the_most_reused_within_its_allowance(ds_cnn):
+    """At 0 wait states every layer is faster widened: auto widens the most reused within its
+    allowance, and a model that fits with --opt size is never refused."""
     zero_wait = M4.with_flash_wait(0)
     flash = {opt: constants_bytes(compile_for(ds_cnn, zero_wait.with_opt(opt))) for opt in ("size", "speed")}
     assert flash["speed"] > flash["size"]
     auto = compile_for(ds_cnn, zero_wait)
-    assert constants_bytes(auto) == flash["speed"]
+    allowance = flash["size"] + max(int(WIDENING_ALLOWANCE * flash["size"]), WIDENING_FLOOR_BYTES)
+    assert flash["size"] < constants_bytes(auto) <= allowance < flash["speed"]
     assert auto.choices[0].startswith(
-        "--opt auto: 6 of 6 DSP layers with int16-widened filters, chosen by the "
+        f"--opt auto: {len(_wide_reuse(auto, True))} of 6 DSP layers with int16-widened filters, chosen by the "
         "cycles estimated on cortex-m4 at 0 flash wait states (--flash-wait)"
     )
-    assert auto.choices[1].startswith("  widened (6): no flash wait states")
+    assert auto.choices[1].startswith("  widened (")
+    assert "no flash wait states" in auto.choices[1]
+    assert max(_wide_reuse(auto, False)) <= min(_wide_reuse(auto, True))
 
-    budget = (flash["size"] + flash["speed"]) // 2
-    tight = compile_for(ds_cnn, zero_wait.with_budget(flash=budget))
-    assert flash["size"] <= constants_bytes(tight) <= budget
-    choosable = [op for op in tight.graph.ops if op.attrs.get("isa") == "dsp" and "wide" in op.attrs]
-    wide = [weight_reuse(op, tight.graph) for op in choosable if op.attrs["wide"]]
-    narrow = [weight_reuse(op, tight.graph) for op in choosable if not op.attrs["wide"]]
-    assert wide and narrow and max(narrow) <= min(wide)
-    assert tight.choices[-1].startswith(f"  kept compact ({len(narrow)}) to fit the {budget:,} B flash budget")
-    assert all(
-        op.attrs["layout_reason"] == f"kept compact to fit the {budget:,} B flash budget"
-        for op in choosable
-        if not op.attrs["wide"]
-    )
     at_size = compile_for(ds_cnn, zero_wait.with_budget(flash=flash["size"]))
     assert constants_bytes(at_size) == flash["size"]
     assert compile_for(ds_cnn, get_target("cortex-m55")).choices == []  # Helium: no layout to choose
     assert compile_for(ds_cnn, M4.with_opt("speed")).choices == []
+
+
+def test_a_flash_budget_below_the_allowance_keeps_the_least_reused_layers_compact(ds_cnn, monkeypatch):
+    """Under a flash budget tighter than the allowance (here made unbounded), the layers whose
+    filter bytes are read the fewest times per inference stay compact first."""
+    monkeypatch.setattr(constant_layouts, "WIDENING_ALLOWANCE", 10.0)
+    zero_wait = M4.with_flash_wait(0)
+    flash = {opt: constants_bytes(compile_for(ds_cnn, zero_wait.with_opt(opt))) for opt in ("size", "speed")}
+    assert constants_bytes(compile_for(ds_cnn, zero_wait)) == flash["speed"]
+    budget = (flash["size"] + flash["speed"]) // 2
+    tight = compile_for(ds_cnn, zero_wait.with_budget(flash=budget))
+    assert flash["size"] <= constants_bytes(tight) <= budget
+    wide, narrow = _wide_reuse(tight, True), _wide_reuse(tight, False)
+    assert wide and narrow and max(narrow) <= min(wide)
+    assert tight.choices[-1].startswith(f"  kept compact ({len(narrow)}) to fit the {budget:,} B flash budget")
+    assert all(
+        op.attrs["layout_reason"] == f"kept compact to fit the {budget:,} B flash budget"
+        for op in tight.graph.ops
+        if op.attrs.get("isa") == "dsp" and "wide" in op.attrs and not op.attrs["wide"]
+    )
+
+
+def _wide_reuse(compiled, wide: bool, kind: str | None = None) -> list[float]:
+    """The weight reuse of the DSP layers whose filter is (or is not) widened."""
+    return [
+        weight_reuse(op, compiled.graph)
+        for op in compiled.graph.ops
+        if op.attrs.get("isa") == "dsp" and "wide" in op.attrs and op.attrs["wide"] == wide
+        if kind is None or op.kind == kind
+    ]
 
 
 def test_build_prints_the_choice_and_the_report_gives_each_layers_reason(tmp_path, small_digits_calib, capsys):
@@ -203,9 +232,10 @@ def test_flash_wait_is_an_option_of_every_compiling_command(command, capsys):
 
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
-def test_auto_is_estimated_no_slower_than_speed_or_size(ds_cnn, tmp_path):
-    """DS-CNN on cortex-m4 at its typical part's wait states: auto's estimated cycles (the bench's
-    total) are within 0.1% of the better of --opt speed and --opt size."""
+def test_auto_is_estimated_between_speed_and_size(ds_cnn, tmp_path):
+    """DS-CNN on cortex-m4 at its typical part's wait states, measured under QEMU: auto's estimated
+    cycles (the bench's total) are no more than --opt size's and no fewer than --opt speed's, which
+    spends 55 % more constants flash on them."""
     sample = quantized_inputs(compile_for(ds_cnn, M4).graph, [mlperf.calibration_data("ds_cnn", 1, 1)])[0]
     cycles = {}
     for opt in ("auto", "speed", "size"):
@@ -214,8 +244,7 @@ def test_auto_is_estimated_no_slower_than_speed_or_size(ds_cnn, tmp_path):
         result = device.bench(compiled.target, tmp_path / opt, "model", sample, tmp_path / f"build_{opt}")
         assert result.timing.flash_wait == timing.MEMORY["cortex-m4"].flash_wait
         cycles[opt] = result.total_cycles
-    assert cycles["speed"] != cycles["size"]
-    assert cycles["auto"] <= min(cycles["speed"], cycles["size"]) * 1.001, cycles
+    assert cycles["speed"] < cycles["auto"] < cycles["size"], cycles
 
 
 def constants_bytes(compiled) -> int:
