@@ -1407,8 +1407,8 @@ edgec_status edgec_fully_connected_s4(const edgec_fully_connected_s4_desc *desc,
 /*
  * edgec_fully_connected_s4 with the DSP extension, for an even input_c of at least 8: each input
  * row is widened into scratch (required, word-aligned, EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES
- * (input_c) bytes) in SMLAD pair order, then four SMLAD per eight packed weights (a word), two
- * rows sharing each scratch load. Same arithmetic and checks (an odd input_c or one below 8, a
+ * (input_c) bytes) in SMLAD pair order, then three rows at a time, four AND and four SMLAD per
+ * eight packed weights (a word). Same arithmetic and checks (an odd input_c or one below 8, a
  * NULL or misaligned scratch: EDGEC_ARG_ERROR).
  */
 /* generated from edgec/ops/int4.py: EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES */
@@ -1418,6 +1418,22 @@ edgec_status edgec_fully_connected_s4(const edgec_fully_connected_s4_desc *desc,
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_fully_connected_s4_dsp(const edgec_fully_connected_s4_desc *desc,
                                           const int8_t *input, int8_t *output, int16_t *scratch);
+#endif
+
+/*
+ * edgec_fully_connected_s4 with Helium, for an even input_c: `bias` (required) holds the input
+ * offset folded in, bias[o] + input_offset * sum_k w[o][k] modulo 2^32 (edgec.ops.int4's
+ * mve_folded_bias); each input row is deinterleaved into scratch (required,
+ * EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES(input_c) bytes), then four rows at a time, per 16
+ * packed bytes of each a VSHL, a VAND and two VMLADAVA. Same arithmetic and checks (an odd
+ * input_c, a NULL bias or scratch: EDGEC_ARG_ERROR).
+ */
+/* generated from edgec/ops/int4.py: EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES */
+#define EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES(input_c) (32 * (((input_c) + 31) / 32))
+/* end of EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_fully_connected_s4_mve(const edgec_fully_connected_s4_desc *desc,
+                                          const int8_t *input, int8_t *output, int8_t *scratch);
 #endif
 
 /*

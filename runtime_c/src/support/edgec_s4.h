@@ -1,0 +1,389 @@
+/*
+ * edgec_s4.h -- the dot products of the int4-weight kernels' DSP and Helium paths, shared by
+ * edgec_fully_connected_s4.c and edgec_conv_s4.c: rows of CMSIS-NN's packed int4 filter (element
+ * i in byte i / 2, low nibble first; each row starts on a byte: an even row length) against one
+ * input column, then bias, per-channel requantization and the output stage.
+ *
+ * Both paths multiply 16 * w rather than w: a packed byte holds w_even in its low nibble and
+ * w_odd in its high one, so masking it with 0xF0 leaves 16 * w_odd and shifting it left by 4
+ * leaves 16 * w_even, each a sign-correct int8 -- two instructions unpack two weights per lane.
+ * The sums are 16 times the dot products, exact while they stay within int32 (row lengths up to
+ * EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT), then shifted right by 4.
+ */
+#ifndef EDGEC_S4_H
+#define EDGEC_S4_H
+
+#include <stddef.h>
+#include <string.h>
+
+#include "edgec_support.h"
+
+/* What every row of one call shares. */
+typedef struct {
+    const int8_t *filter;      /* the first row's packed weights */
+    int32_t count;             /* weights per row (even) */
+    const int8_t *x;           /* the input column, int8 (the DSP path's tail reads it) */
+    int32_t input_offset;      /* added to x on the DSP path; folded into the bias on Helium */
+    const int32_t *bias;       /* the first row's (may be NULL on the DSP path) */
+    const int32_t *multiplier; /* the first row's */
+    const int32_t *shift;      /* the first row's */
+    edgec_output_stage stage;
+} edgec_s4_rows;
+
+/* ---- Arm DSP extension: four SMLAD per packed word (eight weights), three rows at a time ------ */
+#if defined(__ARM_FEATURE_DSP)
+
+/*
+ * A packed word holds eight weights, nibble k of halfword h being weight k + 4h. Shifted left by
+ * 4 * (3 - k) and masked with 0xF000F000, it leaves (4096 w_k, 4096 w_{k+4}) in its halfwords:
+ * one AND (the mask in a register, the shift in the operand) unpacks two weights, one SMLAD
+ * multiplies them by the input pair (x_k, x_{k+4}). The sums are 4096 times the dot products,
+ * exact in int32 over at most EDGEC_S4_DSP_CHUNK inputs (|sum w x| <= 256 * 8 * 255 < 2^19); longer
+ * rows add up their chunks' sums >> 12.
+ */
+#define EDGEC_S4_DSP_CHUNK 256
+
+/* The input column's whole blocks of 8, plus input_offset, as int16 in the pair order above:
+ * (x0, x4), (x1, x5), (x2, x6), (x3, x7). `widened` is word-aligned, 16 bytes per block. SXTAB16
+ * widens two inputs and adds the offset to both, PKHBT / PKHTB pair them. */
+static inline void edgec_s4_dsp_widen(const int8_t *x, int32_t blocks, int32_t offset, int16_t *widened)
+{
+    const uint32_t offsets = ((uint32_t)offset & 0xFFFFu) * 0x10001u;
+    int32_t *out = (int32_t *)(void *)widened;
+    for (int32_t b = 0; b < blocks; b++, x += 8, out += 4) {
+        uint32_t lo, hi;
+        memcpy(&lo, x, 4);
+        memcpy(&hi, x + 4, 4);
+        int32_t x02, x13, x46, x57;
+        __asm__("sxtab16 %0, %4, %5\n\tsxtab16 %1, %4, %5, ror #8\n\t"
+                "sxtab16 %2, %4, %6\n\tsxtab16 %3, %4, %6, ror #8"
+                : "=&r"(x02), "=&r"(x13), "=&r"(x46), "=&r"(x57)
+                : "r"(offsets), "r"(lo), "r"(hi));
+        __asm__("pkhbt %0, %4, %6, lsl #16\n\tpkhbt %1, %5, %7, lsl #16\n\t"
+                "pkhtb %2, %6, %4, asr #16\n\tpkhtb %3, %7, %5, asr #16"
+                : "=&r"(out[0]), "=&r"(out[1]), "=&r"(out[2]), "=&r"(out[3])
+                : "r"(x02), "r"(x13), "r"(x46), "r"(x57));
+    }
+}
+
+/* The per-call fields of edgec_s4_dsp_triples, by offset (a naked function takes no operands). */
+typedef struct {
+    const int16_t *widened;     /*  0: the column's whole blocks ... */
+    const int16_t *widened_end; /*  4: ... and their end (at most EDGEC_S4_DSP_CHUNK inputs) */
+    const int8_t *row;          /*  8: the next three rows' first (advanced) */
+    int32_t row_bytes;          /* 12: 4 * the blocks: no tail */
+    const int32_t *bias;        /* 16: the next rows' (advanced) */
+    const int32_t *multiplier;  /* 20: ... */
+    const int32_t *shift;       /* 24: ... */
+    int32_t round_base;         /* 28: edgec_dsp_round_base of the output offset */
+    int32_t act_min;            /* 32 */
+    int32_t act_max;            /* 36 */
+    int8_t *out;                /* 40: the next rows' outputs (advanced) */
+    int8_t *out_end;            /* 44: past the last whole three's */
+} edgec_s4_dsp_run;
+
+typedef char edgec_s4_dsp_run_layout
+    [offsetof(edgec_s4_dsp_run, round_base) == 28 && offsetof(edgec_s4_dsp_run, out_end) == 44 ? 1 : -1];
+
+#if EDGEC_UNALIGNED_ASM
+/* The word at `at` of a row (r8) against the block's four input pairs (r4..r7), into `acc`: the
+ * mask 0xF000F000 in r12, r9 scratch. */
+#define EDGEC_S4_DSP_ROW(at, acc)                                    \
+    "ldr r8, " at "\n\t"                                             \
+    "and r9, r12, r8, lsl #12\n\tsmlad " acc ", r9, r4, " acc "\n\t" \
+    "and r9, r12, r8, lsl #8\n\tsmlad " acc ", r9, r5, " acc "\n\t"  \
+    "and r9, r12, r8, lsl #4\n\tsmlad " acc ", r9, r6, " acc "\n\t"  \
+    "and r9, r12, r8\n\tsmlad " acc ", r9, r7, " acc "\n\t"
+#define EDGEC_S4_DSP_BLOCK                                                                                          \
+    "ldm r0!, {r4, r5, r6, r7}\n\t" EDGEC_S4_DSP_ROW("[r1, r2, lsl #1]", "r11") EDGEC_S4_DSP_ROW("[r1, r2]", "r10") \
+        EDGEC_S4_DSP_ROW("[r1], #4", "lr")
+
+/*
+ * sums[0..2]: 4096 * the dot products of the widened blocks [widened, widened_end) (at most
+ * EDGEC_S4_DSP_CHUNK inputs) with the rows at row, row + row_step and row + 2 * row_step. A block
+ * is an LDM of the four input pairs, then per row a load, four AND and four SMLAD: 28 instructions
+ * per 24 MACs; two blocks per loop iteration (an odd count enters at the second). A naked
+ * function: all 14 registers are its own at every optimisation level.
+ */
+static __attribute__((naked, noinline, unused)) void
+edgec_s4_dsp_dot3(const int16_t *widened __attribute__((unused)), const int8_t *row __attribute__((unused)),
+                  int32_t row_step __attribute__((unused)), const int16_t *widened_end __attribute__((unused)),
+                  int32_t sums[3] __attribute__((unused)))
+{
+    __asm__ volatile(".syntax unified\n\t"
+                     "push {r4-r11, lr}\n\t"
+                     "mov r12, #0xF000F000\n\t"
+                     "movs r10, #0\n\t"
+                     "movs r11, #0\n\t"
+                     "movs lr, #0\n\t"
+                     "subs r8, r3, r0\n\t"
+                     "tst r8, #16\n\t"
+                     "bne 2f\n"
+                     "1:\n\t" EDGEC_S4_DSP_BLOCK "2:\n\t" EDGEC_S4_DSP_BLOCK "cmp r0, r3\n\t"
+                     "bne 1b\n\t"
+                     "ldr r0, [sp, #36]\n\t"
+                     "str lr, [r0]\n\t"
+                     "strd r10, r11, [r0, #4]\n\t"
+                     "pop {r4-r11, pc}\n\t");
+}
+
+/* edgec_dsp_requantize_ssat8 of the row sum in `acc` (shifted right by 12 and its bias added
+ * before), its multiplier and shift at byte `at` of the arrays at r3 and r1, the round base in r2;
+ * then clamped to [act_min, act_max] (r9, r10). r4..r8 scratch. */
+#define EDGEC_S4_DSP_OUTPUT(acc, at)                                                       \
+    "ldr r4, [r3, #" at "]\n\tldr r5, [r1, #" at "]\n\tmvn r5, r5\n\tsub r6, r5, #1\n\t"   \
+    "lsl r6, r2, r6\n\tand r7, " acc ", #0x80000000\n\torr r7, r7, #0x40000000\n\t"        \
+    "add r8, r6, " acc ", asr #31\n\tsmlal r7, r8, " acc ", r4\n\tasr " acc ", r8, r5\n\t" \
+    "ssat " acc ", #8, " acc "\n\tcmp " acc ", r9\n\tit lt\n\tmovlt " acc ", r9\n\t"       \
+    "cmp " acc ", r10\n\tit gt\n\tmovgt " acc ", r10\n\t"
+
+/*
+ * Every whole three of rows of one call, output stage included (edgec_s4_dsp_dot3's loop, then
+ * per row: the sum >> 12 plus its bias, the short requantization, the clamp, a byte store): for
+ * a column of at most EDGEC_S4_DSP_CHUNK inputs without a tail, channels that all admit the
+ * short requantization, and a bias. The run (r0 on entry) is kept at [sp].
+ */
+static __attribute__((naked, noinline, unused)) void edgec_s4_dsp_triples(edgec_s4_dsp_run *run __attribute__((unused)))
+{
+    __asm__ volatile(".syntax unified\n\t"
+                     "push {r0, r4-r11, lr}\n"
+                     "1:\n\t"
+                     "ldr r12, [sp]\n\t"
+                     "ldrd r0, r3, [r12, #0]\n\t"
+                     "ldrd r1, r2, [r12, #8]\n\t"
+                     "mov r12, #0xF000F000\n\t"
+                     "movs r10, #0\n\t"
+                     "movs r11, #0\n\t"
+                     "movs lr, #0\n\t"
+                     "subs r8, r3, r0\n\t"
+                     "tst r8, #16\n\t"
+                     "bne 3f\n"
+                     "2:\n\t" EDGEC_S4_DSP_BLOCK "3:\n\t" EDGEC_S4_DSP_BLOCK "cmp r0, r3\n\t"
+                     "bne 2b\n\t"
+                     "ldr r0, [sp]\n\t"
+                     "add r1, r1, r2, lsl #1\n\t" /* r1 had passed row 0: now row 3 */
+                     "str r1, [r0, #8]\n\t"
+                     "ldr r2, [r0, #16]\n\t"
+                     "ldr r4, [r2], #4\n\tadd lr, r4, lr, asr #12\n\t"
+                     "ldr r4, [r2], #4\n\tadd r10, r4, r10, asr #12\n\t"
+                     "ldr r4, [r2], #4\n\tadd r11, r4, r11, asr #12\n\t"
+                     "str r2, [r0, #16]\n\t"
+                     "ldrd r3, r1, [r0, #20]\n\t"
+                     "ldr r2, [r0, #28]\n\t"
+                     "ldrd r9, r12, [r0, #32]\n\t"
+                     "mov r0, r10\n\t"
+                     "mov r10, r12\n\t" /* act_max in r10, row 1's sum in r0 */
+                     EDGEC_S4_DSP_OUTPUT("lr", "0") EDGEC_S4_DSP_OUTPUT("r0", "4")
+                         EDGEC_S4_DSP_OUTPUT("r11", "8") "ldr r12, [sp]\n\t"
+                                                         "adds r3, r3, #12\n\t"
+                                                         "adds r1, r1, #12\n\t"
+                                                         "strd r3, r1, [r12, #20]\n\t"
+                                                         "ldr r4, [r12, #40]\n\t"
+                                                         "strb lr, [r4]\n\t"
+                                                         "strb r0, [r4, #1]\n\t"
+                                                         "strb r11, [r4, #2]\n\t"
+                                                         "adds r4, r4, #3\n\t"
+                                                         "str r4, [r12, #40]\n\t"
+                                                         "ldr r5, [r12, #44]\n\t"
+                                                         "cmp r4, r5\n\t"
+                                                         "bne 1b\n\t"
+                                                         "pop {r0, r4-r11, pc}\n\t");
+}
+#undef EDGEC_S4_DSP_OUTPUT
+#undef EDGEC_S4_DSP_ROW
+#undef EDGEC_S4_DSP_BLOCK
+#else
+/* The C form (a build without unaligned access: the rows' words are read byte by byte). */
+static inline int32_t edgec_s4_dsp_smlad8(uint32_t w, const int32_t x[4], int32_t acc)
+{
+    acc = __smlad((int32_t)((w << 12) & 0xF000F000u), x[0], acc);
+    acc = __smlad((int32_t)((w << 8) & 0xF000F000u), x[1], acc);
+    acc = __smlad((int32_t)((w << 4) & 0xF000F000u), x[2], acc);
+    return __smlad((int32_t)(w & 0xF000F000u), x[3], acc);
+}
+
+static void edgec_s4_dsp_dot3(const int16_t *widened, const int8_t *row, int32_t row_step, const int16_t *widened_end,
+                              int32_t sums[3])
+{
+    int32_t acc0 = 0;
+    int32_t acc1 = 0;
+    int32_t acc2 = 0;
+    for (; widened < widened_end; widened += 8, row += 4) {
+        int32_t x[4];
+        memcpy(x, widened, sizeof(x));
+        acc0 = edgec_s4_dsp_smlad8((uint32_t)edgec_s16_dsp_load_weights(row), x, acc0);
+        acc1 = edgec_s4_dsp_smlad8((uint32_t)edgec_s16_dsp_load_weights(row + row_step), x, acc1);
+        acc2 = edgec_s4_dsp_smlad8((uint32_t)edgec_s16_dsp_load_weights(row + 2 * row_step), x, acc2);
+    }
+    sums[0] = acc0;
+    sums[1] = acc1;
+    sums[2] = acc2;
+}
+#endif
+
+/* acc + the weights past the whole blocks of row r (from element `from`) times the input there. */
+static inline uint32_t edgec_s4_tail(const edgec_s4_rows *a, int32_t r, int32_t from, uint32_t acc)
+{
+    return edgec_s4_dot(a->filter, r * a->count + from, a->x + from, a->count - from, a->input_offset, acc);
+}
+
+/* The output stage of channel c for its accumulated sum (bias and tail included). */
+static inline int8_t edgec_s4_dsp_output(const edgec_s4_rows *a, int32_t c, uint32_t sum, int short_requant,
+                                         int32_t round_base)
+{
+    if (short_requant) {
+        const int32_t v =
+            edgec_dsp_requantize_ssat8((int32_t)sum, edgec_dsp_requant_make(a->multiplier[c], a->shift[c], round_base));
+        return (int8_t)EDGEC_MIN(EDGEC_MAX(v, a->stage.lo + a->stage.offset), a->stage.hi + a->stage.offset);
+    }
+    return edgec_requantize_s8((int32_t)sum, a->multiplier[c], a->shift[c], a->stage);
+}
+
+/* The dot products of three rows (row_step apart) with the widened blocks, chunk by chunk. */
+static EDGEC_NOINLINE void edgec_s4_dsp_chunks(const int16_t *widened, const int8_t *row, int32_t row_step,
+                                               int32_t blocks, uint32_t acc[3])
+{
+    acc[0] = acc[1] = acc[2] = 0u;
+    for (int32_t k = 0; k < blocks; k += EDGEC_S4_DSP_CHUNK / 8) {
+        const int32_t n = EDGEC_MIN(EDGEC_S4_DSP_CHUNK / 8, blocks - k);
+        int32_t sums[3];
+        edgec_s4_dsp_dot3(widened + 8 * k, row + 4 * k, row_step, widened + 8 * (k + n), sums);
+        acc[0] += (uint32_t)(sums[0] >> 12);
+        acc[1] += (uint32_t)(sums[1] >> 12);
+        acc[2] += (uint32_t)(sums[2] >> 12);
+    }
+}
+
+/*
+ * out[r] for the `rows` rows of `a`, `widened` holding the column's count / 8 whole blocks
+ * (edgec_s4_dsp_widen); a tail of count % 8 runs the portable loop. short_requant: every row's
+ * multiplier and shift admit edgec_dsp_requantize (round_base: edgec_dsp_round_base).
+ */
+static void edgec_s4_dsp_rows(const edgec_s4_rows *a, const int16_t *widened, int32_t rows, int short_requant,
+                              int32_t round_base, int8_t *out)
+{
+    const int32_t blocks = a->count / 8;
+    const int32_t row_bytes = a->count / 2;
+    const int one_chunk = blocks <= EDGEC_S4_DSP_CHUNK / 8;
+    const int tail = 8 * blocks < a->count;
+    int32_t o = 0;
+#if EDGEC_UNALIGNED_ASM
+    if (one_chunk && !tail && short_requant && a->bias && rows >= 3) {
+        edgec_s4_dsp_run run = { widened,
+                                 widened + 8 * blocks,
+                                 a->filter,
+                                 row_bytes,
+                                 a->bias,
+                                 a->multiplier,
+                                 a->shift,
+                                 round_base,
+                                 a->stage.lo + a->stage.offset,
+                                 a->stage.hi + a->stage.offset,
+                                 out,
+                                 out + rows / 3 * 3 };
+        edgec_s4_dsp_triples(&run);
+        o = rows / 3 * 3;
+    }
+#endif
+    while (o < rows) {
+        /* Three rows per pass, all of them real: a last two start one row early (sums[1], sums[2]),
+         * a last one (or the first of only two) is read three times. */
+        int32_t valid = EDGEC_MIN(3, rows - o);
+        valid = valid == 2 && o == 0 ? 1 : valid;
+        const int32_t first = valid == 2 ? 1 : 0;
+        const int8_t *row = a->filter + (o - first) * row_bytes;
+        const int32_t step = valid == 1 ? 0 : row_bytes;
+        uint32_t acc[3];
+        if (one_chunk) {
+            int32_t sums[3];
+            edgec_s4_dsp_dot3(widened, row, step, widened + 8 * blocks, sums);
+            acc[0] = (uint32_t)(sums[0] >> 12);
+            acc[1] = (uint32_t)(sums[1] >> 12);
+            acc[2] = (uint32_t)(sums[2] >> 12);
+        } else {
+            edgec_s4_dsp_chunks(widened, row, step, blocks, acc);
+        }
+        for (int32_t r = 0; r < valid; r++, o++) {
+            uint32_t sum = (a->bias ? (uint32_t)a->bias[o] : 0u) + acc[first + r];
+            if (tail) {
+                sum = edgec_s4_tail(a, o, 8 * blocks, sum);
+            }
+            out[o] = edgec_s4_dsp_output(a, o, sum, short_requant, round_base);
+        }
+    }
+}
+
+#endif /* __ARM_FEATURE_DSP */
+
+/* ---- Helium: VMLADAVA on 16 packed bytes (32 weights) per row ---------------------------------- */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+
+/* Bytes of the deinterleaved column of `count` inputs (edgec_s4_mve_deinterleave). */
+#define EDGEC_S4_MVE_COLUMN_BYTES(count) (32 * (((count) + 31) / 32))
+
+/*
+ * The input column (int8, no offset: Helium's bias has the offset folded in) in blocks of 32:
+ * the 16 even-indexed inputs, then the 16 odd-indexed ones, zero past `count`. A row's 16 packed
+ * bytes of a block shifted left by 4 give 16 * its even weights, masked with 0xF0 16 * its odd.
+ */
+static inline void edgec_s4_mve_deinterleave(const int8_t *x, int32_t count, int8_t *column)
+{
+    const int32_t bytes = EDGEC_S4_MVE_COLUMN_BYTES(count);
+    for (int32_t i = 0; i < bytes; i++) {
+        const int32_t k = (i & ~31) + 2 * (i & 15) + ((i >> 4) & 1);
+        column[i] = k < count ? x[k] : 0;
+    }
+}
+
+/*
+ * The four rows at row, row + row_step, ... (rows past `valid` repeat the first): 16 * their dot
+ * products with the deinterleaved column. Per block of 32 inputs: two column loads, then per row
+ * one predicated load (the row's last block may end before 16 bytes), VSHL, VAND, two VMLADAVA.
+ */
+static int32x4_t edgec_s4_mve_dot4(const int8_t *column, const int8_t *row, int32_t row_bytes, int32_t valid)
+{
+    const int8_t *w0 = row;
+    const int8_t *w1 = valid > 1 ? row + row_bytes : row;
+    const int8_t *w2 = valid > 2 ? row + 2 * row_bytes : row;
+    const int8_t *w3 = valid > 3 ? row + 3 * row_bytes : row;
+    const int8x16_t mask = vdupq_n_s8((int8_t)0xF0);
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (int32_t i = 0; i < row_bytes; i += 16, column += 32) {
+        const mve_pred16_t p = vctp8q((uint32_t)(row_bytes - i));
+        const int8x16_t even = vldrbq_s8(column);
+        const int8x16_t odd = vldrbq_s8(column + 16);
+        int8x16_t w = vldrbq_z_s8(w0 + i, p);
+        s0 = vmladavaq_s8(s0, vshlq_n_s8(w, 4), even);
+        s0 = vmladavaq_s8(s0, vandq_s8(w, mask), odd);
+        w = vldrbq_z_s8(w1 + i, p);
+        s1 = vmladavaq_s8(s1, vshlq_n_s8(w, 4), even);
+        s1 = vmladavaq_s8(s1, vandq_s8(w, mask), odd);
+        w = vldrbq_z_s8(w2 + i, p);
+        s2 = vmladavaq_s8(s2, vshlq_n_s8(w, 4), even);
+        s2 = vmladavaq_s8(s2, vandq_s8(w, mask), odd);
+        w = vldrbq_z_s8(w3 + i, p);
+        s3 = vmladavaq_s8(s3, vshlq_n_s8(w, 4), even);
+        s3 = vmladavaq_s8(s3, vandq_s8(w, mask), odd);
+    }
+    int32x4_t sums = vdupq_n_s32(s0);
+    sums = vsetq_lane_s32(s1, sums, 1);
+    sums = vsetq_lane_s32(s2, sums, 2);
+    return vsetq_lane_s32(s3, sums, 3);
+}
+
+/* out[r] for the `rows` rows of `a` (a->bias: the folded bias, required), four at a time. */
+static void edgec_s4_mve_rows(const edgec_s4_rows *a, const int8_t *column, int32_t rows, int8_t *out)
+{
+    const int32_t row_bytes = a->count / 2;
+    for (int32_t o = 0; o < rows; o += 4) {
+        const mve_pred16_t lanes = vctp32q((uint32_t)(rows - o));
+        const int32x4_t sums = edgec_s4_mve_dot4(column, a->filter + o * row_bytes, row_bytes, rows - o);
+        int32x4_t acc = vaddq_s32(vshrq_n_s32(sums, 4), vldrwq_z_s32(a->bias + o, lanes));
+        acc = edgec_mve_requantize(acc, vldrwq_z_s32(a->multiplier + o, lanes), vldrwq_z_s32(a->shift + o, lanes));
+        vstrbq_p_s32(out + o, edgec_mve_output(acc, a->stage), lanes);
+    }
+}
+
+#endif /* __ARM_FEATURE_MVE */
+
+#endif /* EDGEC_S4_H */
