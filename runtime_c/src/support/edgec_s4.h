@@ -323,22 +323,38 @@ static void edgec_s4_dsp_rows(const edgec_s4_rows *a, const int16_t *widened, in
 
 /*
  * The input column (int8, no offset: Helium's bias has the offset folded in) in blocks of 32:
- * the 16 even-indexed inputs, then the 16 odd-indexed ones, zero past `count`. A row's 16 packed
- * bytes of a block shifted left by 4 give 16 * its even weights, masked with 0xF0 16 * its odd.
+ * the 16 even-indexed inputs, then the 16 odd-indexed ones (VLD20/VLD21), zero past `count`. A
+ * row's 16 packed bytes of a block shifted left by 4 give 16 * its even weights, masked with 0xF0
+ * 16 * its odd.
  */
 static inline void edgec_s4_mve_deinterleave(const int8_t *x, int32_t count, int8_t *column)
 {
-    const int32_t bytes = EDGEC_S4_MVE_COLUMN_BYTES(count);
-    for (int32_t i = 0; i < bytes; i++) {
-        const int32_t k = (i & ~31) + 2 * (i & 15) + ((i >> 4) & 1);
-        column[i] = k < count ? x[k] : 0;
+    int32_t k = 0;
+    for (; k + 32 <= count; k += 32, column += 32) {
+        const int8x16x2_t pairs = vld2q_s8(x + k);
+        vstrbq_s8(column, pairs.val[0]);
+        vstrbq_s8(column + 16, pairs.val[1]);
+    }
+    if (k < count) {
+        for (int32_t i = 0; i < 32; i++) {
+            const int32_t at = k + 2 * (i & 15) + (i >> 4);
+            column[i] = at < count ? x[at] : 0;
+        }
     }
 }
+
+/* One block of 32 inputs (even, odd) against the 16 packed bytes w of a row, into s. */
+#define EDGEC_S4_MVE_ROW(s, w)                             \
+    do {                                                   \
+        (s) = vmladavaq_s8((s), vshlq_n_s8((w), 4), even); \
+        (s) = vmladavaq_s8((s), vandq_s8((w), mask), odd); \
+    } while (0)
 
 /*
  * The four rows at row, row + row_step, ... (rows past `valid` repeat the first): 16 * their dot
  * products with the deinterleaved column. Per block of 32 inputs: two column loads, then per row
- * one predicated load (the row's last block may end before 16 bytes), VSHL, VAND, two VMLADAVA.
+ * one load, VSHL, VAND and two VMLADAVA; a last block of fewer than 16 bytes a row is read
+ * predicated.
  */
 static int32x4_t edgec_s4_mve_dot4(const int8_t *column, const int8_t *row, int32_t row_bytes, int32_t valid)
 {
@@ -348,28 +364,34 @@ static int32x4_t edgec_s4_mve_dot4(const int8_t *column, const int8_t *row, int3
     const int8_t *w3 = valid > 3 ? row + 3 * row_bytes : row;
     const int8x16_t mask = vdupq_n_s8((int8_t)0xF0);
     int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (int32_t i = 0; i < row_bytes; i += 16, column += 32) {
-        const mve_pred16_t p = vctp8q((uint32_t)(row_bytes - i));
+    for (int32_t n = row_bytes / 16; n > 0; n--) {
         const int8x16_t even = vldrbq_s8(column);
         const int8x16_t odd = vldrbq_s8(column + 16);
-        int8x16_t w = vldrbq_z_s8(w0 + i, p);
-        s0 = vmladavaq_s8(s0, vshlq_n_s8(w, 4), even);
-        s0 = vmladavaq_s8(s0, vandq_s8(w, mask), odd);
-        w = vldrbq_z_s8(w1 + i, p);
-        s1 = vmladavaq_s8(s1, vshlq_n_s8(w, 4), even);
-        s1 = vmladavaq_s8(s1, vandq_s8(w, mask), odd);
-        w = vldrbq_z_s8(w2 + i, p);
-        s2 = vmladavaq_s8(s2, vshlq_n_s8(w, 4), even);
-        s2 = vmladavaq_s8(s2, vandq_s8(w, mask), odd);
-        w = vldrbq_z_s8(w3 + i, p);
-        s3 = vmladavaq_s8(s3, vshlq_n_s8(w, 4), even);
-        s3 = vmladavaq_s8(s3, vandq_s8(w, mask), odd);
+        column += 32;
+        EDGEC_S4_MVE_ROW(s0, vldrbq_s8(w0));
+        EDGEC_S4_MVE_ROW(s1, vldrbq_s8(w1));
+        EDGEC_S4_MVE_ROW(s2, vldrbq_s8(w2));
+        EDGEC_S4_MVE_ROW(s3, vldrbq_s8(w3));
+        w0 += 16;
+        w1 += 16;
+        w2 += 16;
+        w3 += 16;
+    }
+    if (row_bytes % 16 != 0) {
+        const mve_pred16_t p = vctp8q((uint32_t)(row_bytes % 16));
+        const int8x16_t even = vldrbq_s8(column);
+        const int8x16_t odd = vldrbq_s8(column + 16);
+        EDGEC_S4_MVE_ROW(s0, vldrbq_z_s8(w0, p));
+        EDGEC_S4_MVE_ROW(s1, vldrbq_z_s8(w1, p));
+        EDGEC_S4_MVE_ROW(s2, vldrbq_z_s8(w2, p));
+        EDGEC_S4_MVE_ROW(s3, vldrbq_z_s8(w3, p));
     }
     int32x4_t sums = vdupq_n_s32(s0);
     sums = vsetq_lane_s32(s1, sums, 1);
     sums = vsetq_lane_s32(s2, sums, 2);
     return vsetq_lane_s32(s3, sums, 3);
 }
+#undef EDGEC_S4_MVE_ROW
 
 /* out[r] for the `rows` rows of `a` (a->bias: the folded bias, required), four at a time. */
 static void edgec_s4_mve_rows(const edgec_s4_rows *a, const int8_t *column, int32_t rows, int8_t *out)
