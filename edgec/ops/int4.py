@@ -74,7 +74,12 @@ DEPTHWISE_CONV_S4_DESC = Struct(
 STRUCTS = (FULLY_CONNECTED_S4_DESC, CONV_S4_DESC, DEPTHWISE_CONV_S4_DESC)
 FC_DSP_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES", ("input_c",), "(2 * ((input_c) / 8 * 8))")
 FC_MVE_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES", ("input_c",), "(32 * (((input_c) + 31) / 32))")
-SCRATCH = (FC_DSP_SCRATCH, FC_MVE_SCRATCH)
+CONV_DSP_SCRATCH = Scratch("EDGEC_CONV_S4_DSP_SCRATCH_BYTES", ("k",), "(2 * ((k) / 8 * 8) + (k))")
+CONV_MVE_SCRATCH = Scratch("EDGEC_CONV_S4_MVE_SCRATCH_BYTES", ("k",), "(32 * (((k) + 31) / 32) + (k))")
+SCRATCH = (FC_DSP_SCRATCH, FC_MVE_SCRATCH, CONV_DSP_SCRATCH, CONV_MVE_SCRATCH)
+# The DSP and Helium paths' longest rows (their 4096x / 16x sums stay exact; longer fully connected
+# rows run the portable loop, longer convolution rows the portable kernel).
+MAX_ROW = 65536
 STRUCT_OF = {
     "fully_connected": FULLY_CONNECTED_S4_DESC,
     "conv2d": CONV_S4_DESC,
@@ -210,14 +215,14 @@ def layer_desc(op, graph) -> dict:
 
 def specialize(op, graph, target) -> None:
     """No packed int8 layout, no widened filter: the filter stays CMSIS-NN's packing. A fully
-    connected layer with an even input_c runs edgec_fully_connected_s4_mve on Helium cores, with an
-    even input_c of at least 8 edgec_fully_connected_s4_dsp on cores with the DSP extension
-    (op.attrs["s4_isa"]); the rest the portable kernels."""
+    connected or convolution layer whose rows have an even length (K) runs the Helium kernel
+    (`_mve`) on Helium cores, with K of at least 8 the DSP one (`_dsp`) on cores with the DSP
+    extension (op.attrs["s4_isa"]); the rest (depthwise included) the portable kernels."""
     op.attrs["isa"], op.attrs["wide"] = None, False
     op.attrs["desc"] = desc = layer_desc(op, graph)
     isa = None
-    if op.kind == "fully_connected" and desc["input_c"] % 2 == 0:
-        isa = "mve" if target.mve else "dsp" if target.dsp and desc["input_c"] >= 8 else None
+    if op.kind != "depthwise_conv2d" and row_length(desc) % 2 == 0 and row_length(desc) <= MAX_ROW:
+        isa = "mve" if target.mve else "dsp" if target.dsp and row_length(desc) >= 8 else None
     op.attrs["s4_isa"] = isa
     function = KERNELS[op.kind] + ("" if isa is None else f"_{isa}")
     reason = (
@@ -246,9 +251,19 @@ def mve_desc(desc: dict) -> dict:
 
 
 def scratch_bytes(op) -> int:
-    """The DSP path's widened input row, the Helium path's deinterleaved one."""
-    isa, length = op.attrs.get("s4_isa"), row_length(op.attrs["desc"])
-    return {None: 0, "dsp": 2 * (length // 8 * 8), "mve": 32 * ((length + 31) // 32)}[isa]
+    """The DSP path's widened input column, the Helium path's deinterleaved one; a convolution's
+    also its gathered receptive field."""
+    isa, k = op.attrs.get("s4_isa"), row_length(op.attrs["desc"])
+    field = k if op.kind == "conv2d" else 0
+    return {None: 0, "dsp": 2 * (k // 8 * 8) + field, "mve": 32 * ((k + 31) // 32) + field}[isa]
+
+
+_SCRATCH_OF = {
+    ("fully_connected", "dsp"): FC_DSP_SCRATCH,
+    ("fully_connected", "mve"): FC_MVE_SCRATCH,
+    ("conv2d", "dsp"): CONV_DSP_SCRATCH,
+    ("conv2d", "mve"): CONV_MVE_SCRATCH,
+}
 
 
 def emit(op, graph, names) -> CCall:
@@ -261,7 +276,7 @@ def emit(op, graph, names) -> CCall:
         return call
     scratch_type = "int16_t" if isa == "dsp" else "int8_t"
     call.code = f"status |= {op.kernel.function}({args}, ({scratch_type} *){names.scratch(op)});"
-    call.scratch_required = (FC_DSP_SCRATCH if isa == "dsp" else FC_MVE_SCRATCH).call(op.attrs["desc"]["input_c"])
+    call.scratch_required = _SCRATCH_OF[op.kind, isa].call(row_length(op.attrs["desc"]))
     return call
 
 

@@ -1474,6 +1474,37 @@ typedef struct {
 edgec_status edgec_conv_s4(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output);
 
 /*
+ * edgec_conv_s4 with the DSP extension, for K = kernel_h * kernel_w * input_c / groups even and at
+ * least 8: per output pixel and group, the receptive field is gathered into scratch (required,
+ * word-aligned, EDGEC_CONV_S4_DSP_SCRATCH_BYTES(K) bytes) and widened, then
+ * edgec_fully_connected_s4_dsp's rows run over it. Same arithmetic and checks (another K, a NULL or
+ * misaligned scratch: EDGEC_ARG_ERROR).
+ */
+/* generated from edgec/ops/int4.py: EDGEC_CONV_S4_DSP_SCRATCH_BYTES */
+#define EDGEC_CONV_S4_DSP_SCRATCH_BYTES(k) (2 * ((k) / 8 * 8) + (k))
+/* end of EDGEC_CONV_S4_DSP_SCRATCH_BYTES */
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,
+                               int16_t *scratch);
+#endif
+
+/*
+ * edgec_conv_s4 with Helium, for an even K up to EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT: `bias`
+ * (required) holds the input offset folded in over the whole window, bias[o] + input_offset *
+ * sum of row o's weights modulo 2^32 (edgec.ops.int4's mve_folded_bias); per output pixel and group,
+ * the receptive field is gathered into scratch (required, EDGEC_CONV_S4_MVE_SCRATCH_BYTES(K)
+ * bytes) and deinterleaved, then edgec_fully_connected_s4_mve's rows run over it. Same arithmetic
+ * and checks (another K, a NULL bias or scratch: EDGEC_ARG_ERROR).
+ */
+/* generated from edgec/ops/int4.py: EDGEC_CONV_S4_MVE_SCRATCH_BYTES */
+#define EDGEC_CONV_S4_MVE_SCRATCH_BYTES(k) (32 * (((k) + 31) / 32) + (k))
+/* end of EDGEC_CONV_S4_MVE_SCRATCH_BYTES */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,
+                               int8_t *scratch);
+#endif
+
+/*
  * Convolution with a small receptive field, one function per window shape (kernel_h x kernel_w
  * x input_c: 3x3x1, 3x3x2, 3x3x3, 1x1x4, 1x1x8, 1x1x12, 1x1x16), NHWC, groups 1, dilation 1:
  * output[n][oy][ox][o] sums (input[n][oy*stride_h - pad_top + ky][ox*stride_w - pad_left + kx][i]

@@ -2,10 +2,12 @@
  * edgec_conv_s4.c -- convolution (NHWC, any kernel, stride, padding, dilation, groups) with int4
  * weights (packed two per byte, low nibble first) and int8 activations: CMSIS-NN
  * arm_convolve_s4's packing and arithmetic (Source/ConvolutionFunctions/arm_convolve_s4.c) with
- * per-channel requantization; golden: edgec.ops.int4.conv_s4. Each tap's run of input_c / groups
- * weights is read straight from the packed filter (no im2col, no scratch).
+ * per-channel requantization; golden: edgec.ops.int4.conv_s4. The portable kernel reads each tap's
+ * run of input_c / groups weights straight from the packed filter (no im2col, no scratch); the DSP
+ * and Helium ones gather each output pixel's receptive field of a group (its column) into scratch
+ * and run edgec_s4.h's rows over it, as the fully connected kernels do.
  */
-#include "../support/edgec_support.h"
+#include "../support/edgec_s4.h"
 
 static int conv_s4_valid(const edgec_conv_s4_desc *d, const int8_t *input, const int8_t *output)
 {
@@ -63,3 +65,146 @@ edgec_status edgec_conv_s4(const edgec_conv_s4_desc *desc, const int8_t *input, 
     }
     return EDGEC_OK;
 }
+
+#if defined(__ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+/* The column of output pixel (n, oy, ox), group g: the K = kernel_h * kernel_w * input_c / groups
+ * inputs its channels read, in the filter's order; a tap outside the input reads the input zero
+ * point (-input_offset: x + input_offset = 0). A 1x1 window without padding of an ungrouped layer
+ * is the input pixel itself (no copy). */
+static const int8_t *conv_s4_column(const edgec_conv_s4_desc *d, const int8_t *input, int32_t n, int32_t oy, int32_t ox,
+                                    int32_t g, int8_t *column)
+{
+    const int32_t cin_g = d->input_c / d->groups;
+    const int8_t pad = (int8_t)(-d->input_offset);
+    const edgec_tap_range ty = edgec_conv_taps(oy, d->stride_h, d->pad_top, d->dilation_h, d->kernel_h, d->input_h);
+    const edgec_tap_range tx = edgec_conv_taps(ox, d->stride_w, d->pad_left, d->dilation_w, d->kernel_w, d->input_w);
+    const int8_t *image = input + (int64_t)n * d->input_h * d->input_w * d->input_c + g * cin_g;
+    if (d->kernel_h == 1 && d->kernel_w == 1 && d->groups == 1 && ty.last > ty.first && tx.last > tx.first) {
+        return image + (ty.base * d->input_w + tx.base) * d->input_c;
+    }
+    /* A row of taps is one run of kernel_w * input_c bytes when taps are adjacent and ungrouped. */
+    const int contiguous = d->dilation_w == 1 && d->groups == 1;
+    int8_t *at = column;
+    for (int32_t ky = 0; ky < d->kernel_h; ky++) {
+        if (ky < ty.first || ky >= ty.last) {
+            memset(at, pad, (size_t)(d->kernel_w * cin_g));
+            at += d->kernel_w * cin_g;
+            continue;
+        }
+        const int8_t *line = image + (ty.base + ky * d->dilation_h) * d->input_w * d->input_c;
+        memset(at, pad, (size_t)(tx.first * cin_g));
+        at += tx.first * cin_g;
+        if (contiguous) {
+            memcpy(at, line + (tx.base + tx.first) * d->input_c, (size_t)((tx.last - tx.first) * cin_g));
+            at += (tx.last - tx.first) * cin_g;
+        } else {
+            for (int32_t kx = tx.first; kx < tx.last; kx++, at += cin_g) {
+                memcpy(at, line + (tx.base + kx * d->dilation_w) * d->input_c, (size_t)cin_g);
+            }
+        }
+        memset(at, pad, (size_t)((d->kernel_w - tx.last) * cin_g));
+        at += (d->kernel_w - tx.last) * cin_g;
+    }
+    return column;
+}
+
+/* Weights per output channel: K. */
+static int32_t conv_s4_row_length(const edgec_conv_s4_desc *d)
+{
+    return d->kernel_h * d->kernel_w * (d->input_c / d->groups);
+}
+#endif
+
+#if defined(__ARM_FEATURE_DSP)
+/*
+ * The DSP path: per output pixel and group, the column gathered into scratch (int8, K bytes), its
+ * whole blocks of 8 widened after it, then edgec_s4_dsp_rows over the group's output channels.
+ * For an even K of at least 8 (else EDGEC_ARG_ERROR); K beyond
+ * EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT runs the portable kernel.
+ */
+edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int16_t *scratch)
+{
+    if (!conv_s4_valid(desc, input, output) || !scratch || !edgec_word_aligned(scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t k = conv_s4_row_length(desc);
+    if (k % 2 != 0 || k < 8) {
+        return EDGEC_ARG_ERROR;
+    }
+    if (k > EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT) {
+        return edgec_conv_s4(desc, input, output);
+    }
+    const edgec_conv_s4_desc d = *desc;
+    const int32_t cout_g = d.output_c / d.groups;
+    const int short_requant = edgec_dsp_requant_all_short(d.multiplier, d.shift, d.output_c);
+    const int32_t round_base = edgec_dsp_round_base(d.output_offset);
+    int16_t *widened = scratch;
+    int8_t *column = (int8_t *)(scratch + k / 8 * 8);
+    edgec_s4_rows rows = { d.filter, k,
+                           NULL,     d.input_offset,
+                           d.bias,   d.multiplier,
+                           d.shift,  edgec_output_stage_make(d.output_offset, d.act_min, d.act_max) };
+    int8_t *out = output;
+    for (int32_t n = 0; n < d.batches; n++) {
+        for (int32_t oy = 0; oy < d.output_h; oy++) {
+            for (int32_t ox = 0; ox < d.output_w; ox++, out += d.output_c) {
+                for (int32_t g = 0; g < d.groups; g++) {
+                    rows.x = conv_s4_column(&d, input, n, oy, ox, g, column);
+                    rows.filter = d.filter + g * cout_g * (k / 2);
+                    rows.bias = d.bias ? d.bias + g * cout_g : NULL;
+                    rows.multiplier = d.multiplier + g * cout_g;
+                    rows.shift = d.shift + g * cout_g;
+                    edgec_s4_dsp_widen(rows.x, k / 8, d.input_offset, widened);
+                    edgec_s4_dsp_rows(&rows, widened, cout_g, short_requant, round_base, out + g * cout_g);
+                }
+            }
+        }
+    }
+    return EDGEC_OK;
+}
+#endif /* __ARM_FEATURE_DSP */
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/*
+ * The Helium path: `bias` (required) holds the input offset folded in over the whole window
+ * (edgec.ops.int4.mve_folded_bias; a tap outside the input reads the input zero point, so it adds
+ * nothing); per output pixel and group, the column gathered into scratch, deinterleaved after it,
+ * then edgec_s4_mve_rows over the group's output channels. For an even K up to
+ * EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT (else EDGEC_ARG_ERROR).
+ */
+edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch)
+{
+    if (!conv_s4_valid(desc, input, output) || !scratch || !desc->bias) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t k = conv_s4_row_length(desc);
+    if (k % 2 != 0 || k > EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT) {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_s4_desc d = *desc;
+    const int32_t cout_g = d.output_c / d.groups;
+    int8_t *deinterleaved = scratch;
+    int8_t *column = scratch + EDGEC_S4_MVE_COLUMN_BYTES(k);
+    edgec_s4_rows rows = { d.filter, k,
+                           NULL,     0,
+                           d.bias,   d.multiplier,
+                           d.shift,  edgec_output_stage_make(d.output_offset, d.act_min, d.act_max) };
+    int8_t *out = output;
+    for (int32_t n = 0; n < d.batches; n++) {
+        for (int32_t oy = 0; oy < d.output_h; oy++) {
+            for (int32_t ox = 0; ox < d.output_w; ox++, out += d.output_c) {
+                for (int32_t g = 0; g < d.groups; g++) {
+                    const int8_t *x = conv_s4_column(&d, input, n, oy, ox, g, column);
+                    rows.filter = d.filter + g * cout_g * (k / 2);
+                    rows.bias = d.bias + g * cout_g;
+                    rows.multiplier = d.multiplier + g * cout_g;
+                    rows.shift = d.shift + g * cout_g;
+                    edgec_s4_mve_deinterleave(x, k, deinterleaved);
+                    edgec_s4_mve_rows(&rows, deinterleaved, cout_g, out + g * cout_g);
+                }
+            }
+        }
+    }
+    return EDGEC_OK;
+}
+#endif /* __ARM_FEATURE_MVE */
