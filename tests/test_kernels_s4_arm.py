@@ -81,11 +81,25 @@ def _pointwise_case(rng) -> tuple[dict, np.ndarray]:
     return desc, int8_array(rng, (n, h, w, c_in))
 
 
+def short_edges(rng, desc: dict) -> dict:
+    """Now and then every channel at the short requantization's ends: multipliers >= 2^30 and
+    shifts -1 (the int4 form's r = 1), -2 or -24."""
+    if rng.random() < 0.6:
+        return desc
+    c = desc["output_c"]
+    return dict(
+        desc,
+        multiplier=rng.integers(2**30, 2**31, c).astype(np.int32),
+        shift=rng.choice(np.array([-1, -1, -2, -24, -6], np.int32), c),
+    )
+
+
 def scratch_bytes(kind: str, path: str, desc: dict) -> int:
     """The size the op unit gives the planner (int4.scratch_bytes), for this descriptor."""
     k = row_length(desc)
-    field = k if kind == "conv" else 0
-    return {"dsp": 2 * (k // 8 * 8) + field, "mve": 32 * ((k + 31) // 32) + field}[path]
+    if kind == "conv":
+        return {"dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 32 * ((k + 31) // 32) + k}[path]
+    return {"dsp": 2 * (k // 8 * 8), "mve": 32 * ((k + 31) // 32)}[path]
 
 
 def _padded(data: bytes) -> bytes:
@@ -117,6 +131,7 @@ def all_cases(target: str, seed: int, count: int) -> list[tuple[str, str, dict, 
         for kind in ("fc", "conv"):
             for _ in range(count):
                 desc, x = CASE[kind](rng, path)
+                desc = short_edges(rng, desc)
                 cases.append((kind, path, desc, x, GOLDEN[kind](desc, x).reshape(-1)))
     return cases
 

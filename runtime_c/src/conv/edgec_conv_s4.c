@@ -118,9 +118,11 @@ static int32_t conv_s4_row_length(const edgec_conv_s4_desc *d)
 #if defined(__ARM_FEATURE_DSP)
 /*
  * The DSP path: per output pixel and group, the column gathered into scratch (int8, K bytes), its
- * whole blocks of 8 widened after it, then edgec_s4_dsp_rows over the group's output channels.
- * For an even K of at least 8 (else EDGEC_ARG_ERROR); K beyond
- * EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT runs the portable kernel.
+ * whole blocks of 8 widened, then edgec_s4_dsp_rows over the group's output channels. An ungrouped
+ * layer whose K is a multiple of 8 up to 256 (edgec_s4_dsp_rows2_fit) takes two pixels at a time,
+ * each weight word unpacked once for both. For an even K of at least 8 (else EDGEC_ARG_ERROR); K
+ * beyond EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT runs the portable kernel. Scratch: the widened
+ * blocks of two columns, then the two gathered columns.
  */
 edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int16_t *scratch)
 {
@@ -136,29 +138,41 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
     }
     const edgec_conv_s4_desc d = *desc;
     const int32_t cout_g = d.output_c / d.groups;
-    const int short_requant = edgec_dsp_requant_all_short(d.multiplier, d.shift, d.output_c);
+    const int short_requant = edgec_s4_requant_short(d.multiplier, d.shift, d.output_c);
     const int32_t round_base = edgec_dsp_round_base(d.output_offset);
     int16_t *widened = scratch;
-    int8_t *column = (int8_t *)(scratch + k / 8 * 8);
+    int8_t *column_a = (int8_t *)(scratch + 2 * (k / 8 * 8));
+    int8_t *column_b = column_a + k;
     edgec_s4_rows rows = { d.filter, k,
                            NULL,     d.input_offset,
                            d.bias,   d.multiplier,
                            d.shift,  edgec_output_stage_make(d.output_offset, d.act_min, d.act_max) };
-    int8_t *out = output;
-    for (int32_t n = 0; n < d.batches; n++) {
-        for (int32_t oy = 0; oy < d.output_h; oy++) {
-            for (int32_t ox = 0; ox < d.output_w; ox++, out += d.output_c) {
-                for (int32_t g = 0; g < d.groups; g++) {
-                    rows.x = conv_s4_column(&d, input, n, oy, ox, g, column);
-                    rows.filter = d.filter + g * cout_g * (k / 2);
-                    rows.bias = d.bias ? d.bias + g * cout_g : NULL;
-                    rows.multiplier = d.multiplier + g * cout_g;
-                    rows.shift = d.shift + g * cout_g;
-                    edgec_s4_dsp_widen(rows.x, k / 8, d.input_offset, widened);
-                    edgec_s4_dsp_rows(&rows, widened, cout_g, short_requant, round_base, out + g * cout_g);
-                }
-            }
+    const int two = d.groups == 1 && edgec_s4_dsp_rows2_fit(&rows, d.output_c, short_requant);
+    const int32_t pixels = d.batches * d.output_h * d.output_w;
+    for (int32_t p = 0; p < pixels;) {
+        const int32_t ox = p % d.output_w;
+        const int32_t oy = p / d.output_w % d.output_h;
+        const int32_t n = p / d.output_w / d.output_h;
+        int8_t *out = output + p * d.output_c;
+        if (two && p + 1 < pixels) {
+            const int32_t q = p + 1;
+            const int8_t *xa = conv_s4_column(&d, input, n, oy, ox, 0, column_a);
+            const int8_t *xb = conv_s4_column(&d, input, q / d.output_w / d.output_h, q / d.output_w % d.output_h,
+                                              q % d.output_w, 0, column_b);
+            edgec_s4_dsp_rows2(&rows, xa, xb, widened, d.output_c, round_base, out, out + d.output_c);
+            p += 2;
+            continue;
         }
+        for (int32_t g = 0; g < d.groups; g++) {
+            rows.x = conv_s4_column(&d, input, n, oy, ox, g, column_a);
+            rows.filter = d.filter + g * cout_g * (k / 2);
+            rows.bias = d.bias ? d.bias + g * cout_g : NULL;
+            rows.multiplier = d.multiplier + g * cout_g;
+            rows.shift = d.shift + g * cout_g;
+            edgec_s4_dsp_widen(rows.x, k / 8, d.input_offset, widened);
+            edgec_s4_dsp_rows(&rows, widened, cout_g, short_requant, round_base, out + g * cout_g);
+        }
+        p++;
     }
     return EDGEC_OK;
 }

@@ -53,8 +53,8 @@ edgec_status edgec_fully_connected_s4_dsp(const edgec_fully_connected_s4_desc *d
         return edgec_fully_connected_s4(desc, input, output);
     }
     const edgec_fully_connected_s4_desc d = *desc;
-    /* The int8 DSP kernels' short requantization (edgec_dsp_requant) when every channel admits it. */
-    const int short_requant = edgec_dsp_requant_all_short(d.multiplier, d.shift, d.output_c);
+    /* The short requantization (edgec_s4_requantize_short) when every channel admits it. */
+    const int short_requant = edgec_s4_requant_short(d.multiplier, d.shift, d.output_c);
     edgec_s4_rows rows = { d.filter, d.input_c,
                            input,    d.input_offset,
                            d.bias,   d.multiplier,

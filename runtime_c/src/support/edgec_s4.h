@@ -43,30 +43,83 @@ typedef struct {
  */
 #define EDGEC_S4_DSP_CHUNK 256
 
-/* The input column's whole blocks of 8, plus input_offset, as int16 in the pair order above:
- * (x0, x4), (x1, x5), (x2, x6), (x3, x7). `widened` is word-aligned, 16 bytes per block. SXTAB16
- * widens two inputs and adds the offset to both, PKHBT / PKHTB pair them. */
+/* One block of 8 inputs plus the offsets (in both halfwords) as the int16 pairs (x0, x4),
+ * (x1, x5), (x2, x6), (x3, x7), words `stride` apart at out: SXTAB16 widens two inputs and adds
+ * the offset to both, PKHBT / PKHTB pair them. */
+static inline void edgec_s4_dsp_widen_block(const int8_t *x, uint32_t offsets, int32_t *out, int32_t stride)
+{
+    uint32_t lo, hi;
+    int32_t x02, x13, x46, x57, p04, p15, p26, p37;
+    memcpy(&lo, x, 4);
+    memcpy(&hi, x + 4, 4);
+    __asm__("sxtab16 %0, %4, %5\n\tsxtab16 %1, %4, %5, ror #8\n\t"
+            "sxtab16 %2, %4, %6\n\tsxtab16 %3, %4, %6, ror #8"
+            : "=&r"(x02), "=&r"(x13), "=&r"(x46), "=&r"(x57)
+            : "r"(offsets), "r"(lo), "r"(hi));
+    __asm__("pkhbt %0, %4, %6, lsl #16\n\tpkhbt %1, %5, %7, lsl #16\n\t"
+            "pkhtb %2, %6, %4, asr #16\n\tpkhtb %3, %7, %5, asr #16"
+            : "=&r"(p04), "=&r"(p15), "=&r"(p26), "=&r"(p37)
+            : "r"(x02), "r"(x13), "r"(x46), "r"(x57));
+    out[0] = p04;
+    out[stride] = p15;
+    out[2 * stride] = p26;
+    out[3 * stride] = p37;
+}
+
+static inline uint32_t edgec_s4_dsp_offsets(int32_t offset)
+{
+    return ((uint32_t)offset & 0xFFFFu) * 0x10001u;
+}
+
+/* The input column's whole blocks of 8, plus input_offset, in the pair order above: 16 bytes per
+ * block at `widened` (word-aligned). */
 static inline void edgec_s4_dsp_widen(const int8_t *x, int32_t blocks, int32_t offset, int16_t *widened)
 {
-    const uint32_t offsets = ((uint32_t)offset & 0xFFFFu) * 0x10001u;
     int32_t *out = (int32_t *)(void *)widened;
-    for (int32_t b = 0; b < blocks; b++, x += 8, out += 4) {
-        uint32_t lo, hi;
-        memcpy(&lo, x, 4);
-        memcpy(&hi, x + 4, 4);
-        int32_t x02, x13, x46, x57;
-        __asm__("sxtab16 %0, %4, %5\n\tsxtab16 %1, %4, %5, ror #8\n\t"
-                "sxtab16 %2, %4, %6\n\tsxtab16 %3, %4, %6, ror #8"
-                : "=&r"(x02), "=&r"(x13), "=&r"(x46), "=&r"(x57)
-                : "r"(offsets), "r"(lo), "r"(hi));
-        __asm__("pkhbt %0, %4, %6, lsl #16\n\tpkhbt %1, %5, %7, lsl #16\n\t"
-                "pkhtb %2, %6, %4, asr #16\n\tpkhtb %3, %7, %5, asr #16"
-                : "=&r"(out[0]), "=&r"(out[1]), "=&r"(out[2]), "=&r"(out[3])
-                : "r"(x02), "r"(x13), "r"(x46), "r"(x57));
+    for (int32_t b = 0; b < blocks; b++) {
+        edgec_s4_dsp_widen_block(x + 8 * b, edgec_s4_dsp_offsets(offset), out + 4 * b, 1);
     }
 }
 
-/* The per-call fields of edgec_s4_dsp_triples, by offset (a naked function takes no operands). */
+/* Two columns' whole blocks so, interleaved word by word (a's pair, b's pair): 32 bytes per block,
+ * for edgec_s4_dsp_pairs. */
+static inline void edgec_s4_dsp_widen2(const int8_t *a, const int8_t *b, int32_t blocks, int32_t offset,
+                                       int16_t *widened)
+{
+    int32_t *out = (int32_t *)(void *)widened;
+    for (int32_t k = 0; k < blocks; k++) {
+        edgec_s4_dsp_widen_block(a + 8 * k, edgec_s4_dsp_offsets(offset), out + 8 * k, 2);
+        edgec_s4_dsp_widen_block(b + 8 * k, edgec_s4_dsp_offsets(offset), out + 8 * k + 1, 2);
+    }
+}
+
+/*
+ * requantize(x, multiplier, shift) + offset for multiplier >= 2^30 and shift -1..-24
+ * (edgec_s4_requant_short): the int8 DSP kernels' short form (edgec_dsp_requantize, whose
+ * derivation holds for every r = -shift >= 1) with its constant (1 + 2 * offset) * 2^(30 + r)
+ * split over both words of the 64-bit sum, so that r = 1 -- which int4 layers, their weight scales
+ * 16 times int8's, often have -- is included: R = round_base << (r - 1), the high word R >> 1, bit
+ * 31 of the low word R's lowest bit. One ADDS/ADC more than edgec_dsp_requantize.
+ */
+static inline int32_t edgec_s4_requantize_short(int32_t x, int32_t multiplier, int32_t shift, int32_t round_base)
+{
+    const int32_t q = -shift - 1;
+    int64_t t = (int64_t)x * multiplier + ((int64_t)1 << 30) + (int64_t)round_base * ((int64_t)1 << (31 + q));
+    t -= x < 0 ? ((int64_t)1 << 31) : 0;
+    return (int32_t)(t >> 32) >> q;
+}
+
+static inline int edgec_s4_requant_short(const int32_t *multiplier, const int32_t *shift, int32_t count)
+{
+    for (int32_t i = 0; i < count; i++) {
+        if (multiplier[i] < (1 << 30) || shift[i] > -1 || shift[i] < -24) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The per-call fields of edgec_s4_dsp_triples and _pairs, by offset (a naked function takes no operands). */
 typedef struct {
     const int16_t *widened;     /*  0: the column's whole blocks ... */
     const int16_t *widened_end; /*  4: ... and their end (at most EDGEC_S4_DSP_CHUNK inputs) */
@@ -79,11 +132,12 @@ typedef struct {
     int32_t act_min;            /* 32 */
     int32_t act_max;            /* 36 */
     int8_t *out;                /* 40: the next rows' outputs (advanced) */
-    int8_t *out_end;            /* 44: past the last whole three's */
+    int8_t *out_end;            /* 44: past the last whole three's (pairs: two's) */
+    int32_t out_step;           /* 48: pairs: from column a's outputs to column b's */
 } edgec_s4_dsp_run;
 
 typedef char edgec_s4_dsp_run_layout
-    [offsetof(edgec_s4_dsp_run, round_base) == 28 && offsetof(edgec_s4_dsp_run, out_end) == 44 ? 1 : -1];
+    [offsetof(edgec_s4_dsp_run, round_base) == 28 && offsetof(edgec_s4_dsp_run, out_step) == 48 ? 1 : -1];
 
 #if EDGEC_UNALIGNED_ASM
 /* The word at `at` of a row (r8) against the block's four input pairs (r4..r7), into `acc`: the
@@ -127,15 +181,15 @@ edgec_s4_dsp_dot3(const int16_t *widened __attribute__((unused)), const int8_t *
                      "pop {r4-r11, pc}\n\t");
 }
 
-/* edgec_dsp_requantize_ssat8 of the row sum in `acc` (shifted right by 12 and its bias added
- * before), its multiplier and shift at byte `at` of the arrays at r3 and r1, the round base in r2;
- * then clamped to [act_min, act_max] (r9, r10). r4..r8 scratch. */
-#define EDGEC_S4_DSP_OUTPUT(acc, at)                                                       \
-    "ldr r4, [r3, #" at "]\n\tldr r5, [r1, #" at "]\n\tmvn r5, r5\n\tsub r6, r5, #1\n\t"   \
-    "lsl r6, r2, r6\n\tand r7, " acc ", #0x80000000\n\torr r7, r7, #0x40000000\n\t"        \
-    "add r8, r6, " acc ", asr #31\n\tsmlal r7, r8, " acc ", r4\n\tasr " acc ", r8, r5\n\t" \
-    "ssat " acc ", #8, " acc "\n\tcmp " acc ", r9\n\tit lt\n\tmovlt " acc ", r9\n\t"       \
-    "cmp " acc ", r10\n\tit gt\n\tmovgt " acc ", r10\n\t"
+/* edgec_s4_requantize_short's value of the row sum in `acc` (shifted right by 12 and its bias
+ * added before), its multiplier and shift at byte `at` of the arrays at r3 and r1, the round base
+ * in r2; saturated to int8 and clamped to [act_min, act_max] (registers lo, hi). r4..r8 scratch. */
+#define EDGEC_S4_DSP_OUTPUT(acc, at, lo, hi)                                                                 \
+    "ldr r4, [r3, #" at "]\n\tldr r5, [r1, #" at "]\n\tmvn r5, r5\n\tlsl r6, r2, r5\n\t"                     \
+    "and r7, " acc ", #0x80000000\n\torr r7, r7, #0x40000000\n\tadds r7, r7, r6, lsl #31\n\t"                \
+    "asr r8, r6, #1\n\tadc r8, r8, " acc ", asr #31\n\tsmlal r7, r8, " acc ", r4\n\tasr " acc ", r8, r5\n\t" \
+    "ssat " acc ", #8, " acc "\n\tcmp " acc ", " lo "\n\tit lt\n\tmovlt " acc ", " lo "\n\t"                 \
+    "cmp " acc ", " hi "\n\tit gt\n\tmovgt " acc ", " hi "\n\t"
 
 /*
  * Every whole three of rows of one call, output stage included (edgec_s4_dsp_dot3's loop, then
@@ -173,22 +227,91 @@ static __attribute__((naked, noinline, unused)) void edgec_s4_dsp_triples(edgec_
                      "ldrd r9, r12, [r0, #32]\n\t"
                      "mov r0, r10\n\t"
                      "mov r10, r12\n\t" /* act_max in r10, row 1's sum in r0 */
-                     EDGEC_S4_DSP_OUTPUT("lr", "0") EDGEC_S4_DSP_OUTPUT("r0", "4")
-                         EDGEC_S4_DSP_OUTPUT("r11", "8") "ldr r12, [sp]\n\t"
-                                                         "adds r3, r3, #12\n\t"
-                                                         "adds r1, r1, #12\n\t"
-                                                         "strd r3, r1, [r12, #20]\n\t"
-                                                         "ldr r4, [r12, #40]\n\t"
-                                                         "strb lr, [r4]\n\t"
-                                                         "strb r0, [r4, #1]\n\t"
-                                                         "strb r11, [r4, #2]\n\t"
-                                                         "adds r4, r4, #3\n\t"
-                                                         "str r4, [r12, #40]\n\t"
-                                                         "ldr r5, [r12, #44]\n\t"
-                                                         "cmp r4, r5\n\t"
-                                                         "bne 1b\n\t"
-                                                         "pop {r0, r4-r11, pc}\n\t");
+                     EDGEC_S4_DSP_OUTPUT("lr", "0", "r9", "r10") EDGEC_S4_DSP_OUTPUT("r0", "4", "r9", "r10")
+                         EDGEC_S4_DSP_OUTPUT("r11", "8", "r9", "r10") "ldr r12, [sp]\n\t"
+                                                                      "adds r3, r3, #12\n\t"
+                                                                      "adds r1, r1, #12\n\t"
+                                                                      "strd r3, r1, [r12, #20]\n\t"
+                                                                      "ldr r4, [r12, #40]\n\t"
+                                                                      "strb lr, [r4]\n\t"
+                                                                      "strb r0, [r4, #1]\n\t"
+                                                                      "strb r11, [r4, #2]\n\t"
+                                                                      "adds r4, r4, #3\n\t"
+                                                                      "str r4, [r12, #40]\n\t"
+                                                                      "ldr r5, [r12, #44]\n\t"
+                                                                      "cmp r4, r5\n\t"
+                                                                      "bne 1b\n\t"
+                                                                      "pop {r0, r4-r11, pc}\n\t");
 }
+
+/* One nibble position (the shift) of a block: the two columns' input pairs (an LDRD) against the
+ * two rows' words (r4, r5), into r9 (row 0, column a), r10 (row 0, b), r11 (row 1, a), lr (row 1,
+ * b). r6..r8 scratch, the mask in r12. */
+#define EDGEC_S4_DSP_PAIR(shift)                                                     \
+    "ldrd r7, r8, [r0], #8\n\t"                                                      \
+    "and r6, r12, r4" shift "\n\tsmlad r9, r6, r7, r9\n\tsmlad r10, r6, r8, r10\n\t" \
+    "and r6, r12, r5" shift "\n\tsmlad r11, r6, r7, r11\n\tsmlad lr, r6, r8, lr\n\t"
+#define EDGEC_S4_DSP_BLOCK2                                                                                 \
+    "ldr r5, [r1, r2]\n\tldr r4, [r1], #4\n\t" EDGEC_S4_DSP_PAIR(", lsl #12") EDGEC_S4_DSP_PAIR(", lsl #8") \
+        EDGEC_S4_DSP_PAIR(", lsl #4") EDGEC_S4_DSP_PAIR("")
+
+/*
+ * Every whole two of rows against two columns (edgec_s4_dsp_widen2) of one call, output stage
+ * included, under edgec_s4_dsp_triples' conditions: each weight word is unpacked once for both
+ * columns, so a block is 2 loads, 4 LDRD, 8 AND and 16 SMLAD for 32 MACs; two blocks per loop
+ * iteration. Row r's outputs go to out[r] (column a) and out[out_step + r] (column b). The run
+ * (r0 on entry) is kept at [sp].
+ */
+static __attribute__((naked, noinline, unused)) void edgec_s4_dsp_pairs(edgec_s4_dsp_run *run __attribute__((unused)))
+{
+    __asm__ volatile(".syntax unified\n\t"
+                     "push {r0, r4-r11, lr}\n"
+                     "1:\n\t"
+                     "ldr r12, [sp]\n\t"
+                     "ldrd r0, r3, [r12, #0]\n\t"
+                     "ldrd r1, r2, [r12, #8]\n\t"
+                     "mov r12, #0xF000F000\n\t"
+                     "movs r9, #0\n\t"
+                     "movs r10, #0\n\t"
+                     "movs r11, #0\n\t"
+                     "movs lr, #0\n\t"
+                     "subs r8, r3, r0\n\t"
+                     "tst r8, #32\n\t"
+                     "bne 3f\n"
+                     "2:\n\t" EDGEC_S4_DSP_BLOCK2 "3:\n\t" EDGEC_S4_DSP_BLOCK2 "cmp r0, r3\n\t"
+                     "bne 2b\n\t"
+                     "ldr r0, [sp]\n\t"
+                     "add r1, r1, r2\n\t" /* r1 had passed row 0: now row 2 */
+                     "str r1, [r0, #8]\n\t"
+                     "ldr r2, [r0, #16]\n\t"
+                     "ldr r4, [r2], #4\n\tadd r9, r4, r9, asr #12\n\tadd r10, r4, r10, asr #12\n\t"
+                     "ldr r4, [r2], #4\n\tadd r11, r4, r11, asr #12\n\tadd lr, r4, lr, asr #12\n\t"
+                     "str r2, [r0, #16]\n\t"
+                     "ldrd r3, r1, [r0, #20]\n\t"
+                     "ldr r2, [r0, #28]\n\t"
+                     "ldr r12, [r0, #36]\n\t"
+                     "ldr r0, [r0, #32]\n\t" EDGEC_S4_DSP_OUTPUT("r9", "0", "r0", "r12")
+                         EDGEC_S4_DSP_OUTPUT("r10", "0", "r0", "r12") EDGEC_S4_DSP_OUTPUT("r11", "4", "r0", "r12")
+                             EDGEC_S4_DSP_OUTPUT("lr", "4", "r0", "r12") "ldr r0, [sp]\n\t"
+                                                                         "adds r3, r3, #8\n\t"
+                                                                         "adds r1, r1, #8\n\t"
+                                                                         "strd r3, r1, [r0, #20]\n\t"
+                                                                         "ldr r4, [r0, #40]\n\t"
+                                                                         "ldr r5, [r0, #48]\n\t"
+                                                                         "strb r9, [r4]\n\t"
+                                                                         "strb r11, [r4, #1]\n\t"
+                                                                         "adds r6, r4, r5\n\t"
+                                                                         "strb r10, [r6]\n\t"
+                                                                         "strb lr, [r6, #1]\n\t"
+                                                                         "adds r4, r4, #2\n\t"
+                                                                         "str r4, [r0, #40]\n\t"
+                                                                         "ldr r5, [r0, #44]\n\t"
+                                                                         "cmp r4, r5\n\t"
+                                                                         "bne 1b\n\t"
+                                                                         "pop {r0, r4-r11, pc}\n\t");
+}
+#undef EDGEC_S4_DSP_PAIR
+#undef EDGEC_S4_DSP_BLOCK2
 #undef EDGEC_S4_DSP_OUTPUT
 #undef EDGEC_S4_DSP_ROW
 #undef EDGEC_S4_DSP_BLOCK
@@ -202,8 +325,8 @@ static inline int32_t edgec_s4_dsp_smlad8(uint32_t w, const int32_t x[4], int32_
     return __smlad((int32_t)(w & 0xF000F000u), x[3], acc);
 }
 
-static void edgec_s4_dsp_dot3(const int16_t *widened, const int8_t *row, int32_t row_step, const int16_t *widened_end,
-                              int32_t sums[3])
+static inline void edgec_s4_dsp_dot3(const int16_t *widened, const int8_t *row, int32_t row_step,
+                                     const int16_t *widened_end, int32_t sums[3])
 {
     int32_t acc0 = 0;
     int32_t acc1 = 0;
@@ -232,8 +355,7 @@ static inline int8_t edgec_s4_dsp_output(const edgec_s4_rows *a, int32_t c, uint
                                          int32_t round_base)
 {
     if (short_requant) {
-        const int32_t v =
-            edgec_dsp_requantize_ssat8((int32_t)sum, edgec_dsp_requant_make(a->multiplier[c], a->shift[c], round_base));
+        const int32_t v = __ssat(edgec_s4_requantize_short((int32_t)sum, a->multiplier[c], a->shift[c], round_base), 8);
         return (int8_t)EDGEC_MIN(EDGEC_MAX(v, a->stage.lo + a->stage.offset), a->stage.hi + a->stage.offset);
     }
     return edgec_requantize_s8((int32_t)sum, a->multiplier[c], a->shift[c], a->stage);
@@ -257,10 +379,10 @@ static EDGEC_NOINLINE void edgec_s4_dsp_chunks(const int16_t *widened, const int
 /*
  * out[r] for the `rows` rows of `a`, `widened` holding the column's count / 8 whole blocks
  * (edgec_s4_dsp_widen); a tail of count % 8 runs the portable loop. short_requant: every row's
- * multiplier and shift admit edgec_dsp_requantize (round_base: edgec_dsp_round_base).
+ * multiplier and shift admit edgec_s4_requantize_short (round_base: edgec_dsp_round_base).
  */
-static void edgec_s4_dsp_rows(const edgec_s4_rows *a, const int16_t *widened, int32_t rows, int short_requant,
-                              int32_t round_base, int8_t *out)
+static inline void edgec_s4_dsp_rows(const edgec_s4_rows *a, const int16_t *widened, int32_t rows, int short_requant,
+                                     int32_t round_base, int8_t *out)
 {
     const int32_t blocks = a->count / 8;
     const int32_t row_bytes = a->count / 2;
@@ -280,7 +402,8 @@ static void edgec_s4_dsp_rows(const edgec_s4_rows *a, const int16_t *widened, in
                                  a->stage.lo + a->stage.offset,
                                  a->stage.hi + a->stage.offset,
                                  out,
-                                 out + rows / 3 * 3 };
+                                 out + rows / 3 * 3,
+                                 0 };
         edgec_s4_dsp_triples(&run);
         o = rows / 3 * 3;
     }
@@ -311,6 +434,51 @@ static void edgec_s4_dsp_rows(const edgec_s4_rows *a, const int16_t *widened, in
             out[o] = edgec_s4_dsp_output(a, o, sum, short_requant, round_base);
         }
     }
+}
+
+/* 1 where edgec_s4_dsp_rows2 runs: the assembly routines' conditions (edgec_s4_dsp_triples). */
+static inline int edgec_s4_dsp_rows2_fit(const edgec_s4_rows *a, int32_t rows, int short_requant)
+{
+    return EDGEC_UNALIGNED_ASM && a->count % 8 == 0 && a->count <= EDGEC_S4_DSP_CHUNK && short_requant &&
+           a->bias != NULL && rows >= 2;
+}
+
+/*
+ * out_a[r] and out_b[r] for the `rows` rows of `a` against the columns xa and xb (a->x unused),
+ * `widened` their scratch (4 * count bytes, word-aligned): two rows at a time by
+ * edgec_s4_dsp_pairs, an odd last row by the portable loop. Only where edgec_s4_dsp_rows2_fit.
+ */
+static inline void edgec_s4_dsp_rows2(const edgec_s4_rows *a, const int8_t *xa, const int8_t *xb, int16_t *widened,
+                                      int32_t rows, int32_t round_base, int8_t *out_a, int8_t *out_b)
+{
+#if EDGEC_UNALIGNED_ASM
+    const int32_t blocks = a->count / 8;
+    edgec_s4_dsp_widen2(xa, xb, blocks, a->input_offset, widened);
+    edgec_s4_dsp_run run = { widened,
+                             widened + 16 * blocks,
+                             a->filter,
+                             a->count / 2,
+                             a->bias,
+                             a->multiplier,
+                             a->shift,
+                             round_base,
+                             a->stage.lo + a->stage.offset,
+                             a->stage.hi + a->stage.offset,
+                             out_a,
+                             out_a + rows / 2 * 2,
+                             (int32_t)(out_b - out_a) };
+    edgec_s4_dsp_pairs(&run);
+    if (rows % 2 != 0) {
+        const int32_t r = rows - 1;
+        const uint32_t bias = (uint32_t)a->bias[r];
+        out_a[r] = edgec_s4_dsp_output(a, r, edgec_s4_dot(a->filter, r * a->count, xa, a->count, a->input_offset, bias),
+                                       1, round_base);
+        out_b[r] = edgec_s4_dsp_output(a, r, edgec_s4_dot(a->filter, r * a->count, xb, a->count, a->input_offset, bias),
+                                       1, round_base);
+    }
+#else
+    (void)a, (void)xa, (void)xb, (void)widened, (void)rows, (void)round_base, (void)out_a, (void)out_b;
+#endif
 }
 
 #endif /* __ARM_FEATURE_DSP */
@@ -356,7 +524,7 @@ static inline void edgec_s4_mve_deinterleave(const int8_t *x, int32_t count, int
  * one load, VSHL, VAND and two VMLADAVA; a last block of fewer than 16 bytes a row is read
  * predicated.
  */
-static int32x4_t edgec_s4_mve_dot4(const int8_t *column, const int8_t *row, int32_t row_bytes, int32_t valid)
+static inline int32x4_t edgec_s4_mve_dot4(const int8_t *column, const int8_t *row, int32_t row_bytes, int32_t valid)
 {
     const int8_t *w0 = row;
     const int8_t *w1 = valid > 1 ? row + row_bytes : row;
@@ -394,7 +562,7 @@ static int32x4_t edgec_s4_mve_dot4(const int8_t *column, const int8_t *row, int3
 #undef EDGEC_S4_MVE_ROW
 
 /* out[r] for the `rows` rows of `a` (a->bias: the folded bias, required), four at a time. */
-static void edgec_s4_mve_rows(const edgec_s4_rows *a, const int8_t *column, int32_t rows, int8_t *out)
+static inline void edgec_s4_mve_rows(const edgec_s4_rows *a, const int8_t *column, int32_t rows, int8_t *out)
 {
     const int32_t row_bytes = a->count / 2;
     for (int32_t o = 0; o < rows; o += 4) {
