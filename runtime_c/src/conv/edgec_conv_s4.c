@@ -67,12 +67,38 @@ edgec_status edgec_conv_s4(const edgec_conv_s4_desc *desc, const int8_t *input, 
 }
 
 #if defined(__ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+/* n bytes from src to dst, a word at a time while 4 remain (the runs of a receptive field are short:
+ * a memcpy call would cost more than the copy). */
+static inline int8_t *conv_s4_copy(int8_t *dst, const int8_t *src, int32_t n)
+{
+    for (; n >= 4; n -= 4, dst += 4, src += 4) {
+        memcpy(dst, src, 4);
+    }
+    for (; n > 0; n--) {
+        *dst++ = *src++;
+    }
+    return dst;
+}
+
+/* n bytes of value v at dst, so. */
+static inline int8_t *conv_s4_fill(int8_t *dst, int8_t v, int32_t n)
+{
+    const uint32_t word = (uint8_t)v * 0x01010101u;
+    for (; n >= 4; n -= 4, dst += 4) {
+        memcpy(dst, &word, 4);
+    }
+    for (; n > 0; n--) {
+        *dst++ = v;
+    }
+    return dst;
+}
+
 /* The column of output pixel (n, oy, ox), group g: the K = kernel_h * kernel_w * input_c / groups
  * inputs its channels read, in the filter's order; a tap outside the input reads the input zero
  * point (-input_offset: x + input_offset = 0). A 1x1 window without padding of an ungrouped layer
  * is the input pixel itself (no copy). */
-static const int8_t *conv_s4_column(const edgec_conv_s4_desc *d, const int8_t *input, int32_t n, int32_t oy, int32_t ox,
-                                    int32_t g, int8_t *column)
+static const int8_t *conv_s4_column(const edgec_conv_s4_desc *d, const int8_t *input, int32_t n, int32_t oy,
+                                    int32_t ox, int32_t g, int8_t *column)
 {
     const int32_t cin_g = d->input_c / d->groups;
     const int8_t pad = (int8_t)(-d->input_offset);
@@ -84,26 +110,23 @@ static const int8_t *conv_s4_column(const edgec_conv_s4_desc *d, const int8_t *i
     }
     /* A row of taps is one run of kernel_w * input_c bytes when taps are adjacent and ungrouped. */
     const int contiguous = d->dilation_w == 1 && d->groups == 1;
+    const int32_t row = d->kernel_w * cin_g;
     int8_t *at = column;
     for (int32_t ky = 0; ky < d->kernel_h; ky++) {
         if (ky < ty.first || ky >= ty.last) {
-            memset(at, pad, (size_t)(d->kernel_w * cin_g));
-            at += d->kernel_w * cin_g;
+            at = conv_s4_fill(at, pad, row);
             continue;
         }
         const int8_t *line = image + (ty.base + ky * d->dilation_h) * d->input_w * d->input_c;
-        memset(at, pad, (size_t)(tx.first * cin_g));
-        at += tx.first * cin_g;
+        at = conv_s4_fill(at, pad, tx.first * cin_g);
         if (contiguous) {
-            memcpy(at, line + (tx.base + tx.first) * d->input_c, (size_t)((tx.last - tx.first) * cin_g));
-            at += (tx.last - tx.first) * cin_g;
+            at = conv_s4_copy(at, line + (tx.base + tx.first) * d->input_c, (tx.last - tx.first) * cin_g);
         } else {
-            for (int32_t kx = tx.first; kx < tx.last; kx++, at += cin_g) {
-                memcpy(at, line + (tx.base + kx * d->dilation_w) * d->input_c, (size_t)cin_g);
+            for (int32_t kx = tx.first; kx < tx.last; kx++) {
+                at = conv_s4_copy(at, line + (tx.base + kx * d->dilation_w) * d->input_c, cin_g);
             }
         }
-        memset(at, pad, (size_t)((d->kernel_w - tx.last) * cin_g));
-        at += (d->kernel_w - tx.last) * cin_g;
+        at = conv_s4_fill(at, pad, (d->kernel_w - tx.last) * cin_g);
     }
     return column;
 }

@@ -503,11 +503,14 @@ static inline void edgec_s4_mve_deinterleave(const int8_t *x, int32_t count, int
         vstrbq_s8(column, pairs.val[0]);
         vstrbq_s8(column + 16, pairs.val[1]);
     }
-    if (k < count) {
-        for (int32_t i = 0; i < 32; i++) {
-            const int32_t at = k + 2 * (i & 15) + (i >> 4);
-            column[i] = at < count ? x[at] : 0;
-        }
+    if (k < count) { /* the last partial block, through a zero-padded copy */
+        int8_t last[32];
+        vstrbq_s8(last, vdupq_n_s8(0));
+        vstrbq_s8(last + 16, vdupq_n_s8(0));
+        memcpy(last, x + k, (size_t)(count - k));
+        const int8x16x2_t pairs = vld2q_s8(last);
+        vstrbq_s8(column, pairs.val[0]);
+        vstrbq_s8(column + 16, pairs.val[1]);
     }
 }
 
