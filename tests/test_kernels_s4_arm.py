@@ -19,16 +19,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgec.ops import conv, int4, linear
+from edgec.ops import conv, depthwise, int4, linear
 from edgec.targets import toolchain
 from tests.device_support import ROOT, needs_toolchain
 from tests.test_kernels_s4 import int4_weights, int8_array, output_stage, random_case
 
 DRIVER = ROOT / "tests" / "data" / "port" / "s4_kernels.c"
 RUNTIME = ROOT / "runtime_c"
-SOURCES = [RUNTIME / "src" / "fc" / "edgec_fully_connected_s4.c", RUNTIME / "src" / "conv" / "edgec_conv_s4.c"]
+SOURCES = [
+    RUNTIME / "src" / f
+    for f in ("fc/edgec_fully_connected_s4.c", "conv/edgec_conv_s4.c", "depthwise/edgec_depthwise_conv_s4.c")
+]
 HEADER_WORDS = 40
-KIND = {"fc": 1, "conv": 2}
+KIND = {"fc": 1, "conv": 2, "depthwise": 3}
 PATH = {"portable": 0, "dsp": 1, "mve": 2}
 ARG_ERROR = -1
 PATHS = {"cortex-m4": ("dsp",), "cortex-m55": ("mve", "dsp")}
@@ -36,7 +39,11 @@ OPT_CASES = {"-O2": 60, "-Os": 20, "-O0": 20}  # cases per path and kind
 
 
 def row_length(desc: dict) -> int:
-    return int4.row_length(desc)
+    return desc["kernel_h"] * desc["kernel_w"] if "ch_mult" in desc else int4.row_length(desc)
+
+
+def channels_of(desc: dict) -> int:
+    return desc["input_c"] * desc["ch_mult"] if "ch_mult" in desc else desc["output_c"]
 
 
 def fc_case(rng, path: str) -> tuple[dict, np.ndarray]:
@@ -86,7 +93,7 @@ def short_edges(rng, desc: dict) -> dict:
     shifts -1 (the int4 form's r = 1), -2 or -24."""
     if rng.random() < 0.6:
         return desc
-    c = desc["output_c"]
+    c = channels_of(desc)
     return dict(
         desc,
         multiplier=rng.integers(2**30, 2**31, c).astype(np.int32),
@@ -94,8 +101,19 @@ def short_edges(rng, desc: dict) -> dict:
     )
 
 
+def depthwise_case(rng, path: str) -> tuple[dict, np.ndarray]:
+    """A depthwise case the path takes: channel multiplier 1, an even channel count (DSP: divisible
+    by 4; up to 40: more than one block of 8, a partial last one), at most 16 taps."""
+    while True:
+        desc, x = random_case(rng, "depthwise", max_hw=6, max_c=int(rng.choice([9, 40])))
+        if int4.depthwise_fits(desc) and (path == "mve" or desc["input_c"] % 4 == 0):
+            return desc, x
+
+
 def scratch_bytes(kind: str, path: str, desc: dict) -> int:
     """The size the op unit gives the planner (int4.scratch_bytes), for this descriptor."""
+    if kind == "depthwise":
+        return 0
     k = row_length(desc)
     if kind == "conv":
         return {"dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 32 * ((k + 31) // 32) + k}[path]
@@ -108,27 +126,27 @@ def _padded(data: bytes) -> bytes:
 
 def record(kind: str, path: str, desc: dict, x: np.ndarray, out_bytes: int, fold: bool = True) -> bytes:
     """The driver's record; `fold`: a Helium call gets the folded bias its kernel requires."""
-    call_desc = int4.mve_desc(desc) if path == "mve" and fold else desc
+    call_desc = int4.mve_desc(desc) if path == "mve" and fold and kind != "depthwise" else desc
     has_bias = call_desc["bias"] is not None
     arrays = [call_desc["filter"]] + ([call_desc["bias"]] if has_bias else [])
     arrays += [call_desc["multiplier"], call_desc["shift"], x]
     payload = b"".join(_padded(np.ascontiguousarray(a).tobytes()) for a in arrays)
     ints = [v for v in call_desc.values() if not isinstance(v, np.ndarray) and v is not None]
-    channels = desc["output_c"]
+    channels = channels_of(desc)
     header = [KIND[kind], PATH[path], len(payload), out_bytes, scratch_bytes(kind, path, desc), int(has_bias)]
     header += [call_desc["filter"].size, channels, *ints]
     return struct.pack(f"<{HEADER_WORDS}i", *header, *[0] * (HEADER_WORDS - len(header))) + payload
 
 
-GOLDEN = {"fc": linear.fully_connected_s4, "conv": conv.conv_s4}
-CASE = {"fc": fc_case, "conv": conv_case}
+GOLDEN = {"fc": linear.fully_connected_s4, "conv": conv.conv_s4, "depthwise": depthwise.depthwise_conv_s4}
+CASE = {"fc": fc_case, "conv": conv_case, "depthwise": depthwise_case}
 
 
 def all_cases(target: str, seed: int, count: int) -> list[tuple[str, str, dict, np.ndarray, np.ndarray]]:
     rng = np.random.default_rng(seed)
     cases = []
     for path in PATHS[target]:
-        for kind in ("fc", "conv"):
+        for kind in ("fc", "conv", "depthwise"):
             for _ in range(count):
                 desc, x = CASE[kind](rng, path)
                 desc = short_edges(rng, desc)
@@ -143,7 +161,7 @@ def test_cases_reach_the_assembly_routines_and_the_other_branches():
     ks = [row_length(desc) for _, _, desc, _, _ in cases]
     assert any(k % 8 == 0 and k <= 256 for k in ks) and any(k % 8 for k in ks) and any(k > 256 for k in ks)
     assert any(desc["bias"] is None for _, _, desc, _, _ in cases)
-    assert {desc["output_c"] % 3 for _, _, desc, _, _ in cases} == {0, 1, 2}
+    assert {channels_of(desc) % 3 for kind, _, desc, _, _ in cases if kind != "depthwise"} == {0, 1, 2}
 
 
 @needs_toolchain
@@ -183,7 +201,7 @@ def test_s4_arm_paths_match_golden(target, opt, tmp_path: Path):
         if not guards or not ok:
             failures.append(
                 f"case {i}: {kind} {path} status {status} guards {guards} k={row_length(desc)} "
-                f"c_out={desc['output_c']} bias={desc['bias'] is not None}"
+                f"c_out={channels_of(desc)} bias={desc['bias'] is not None}"
             )
     assert at == len(data)
     assert not failures, f"{len(failures)} of {len(everything)} cases fail:\n" + "\n".join(failures[:8])

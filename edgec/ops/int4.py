@@ -217,11 +217,14 @@ def specialize(op, graph, target) -> None:
     """No packed int8 layout, no widened filter: the filter stays CMSIS-NN's packing. A fully
     connected or convolution layer whose rows have an even length (K) runs the Helium kernel
     (`_mve`) on Helium cores, with K of at least 8 the DSP one (`_dsp`) on cores with the DSP
-    extension (op.attrs["s4_isa"]); the rest (depthwise included) the portable kernels."""
+    extension (op.attrs["s4_isa"]); a depthwise layer depthwise_fits takes its Helium kernel, or
+    with a channel count divisible by 4 its DSP one; the rest the portable kernels."""
     op.attrs["isa"], op.attrs["wide"] = None, False
     op.attrs["desc"] = desc = layer_desc(op, graph)
     isa = None
-    if op.kind != "depthwise_conv2d" and row_length(desc) % 2 == 0 and row_length(desc) <= MAX_ROW:
+    if op.kind == "depthwise_conv2d" and depthwise_fits(desc):
+        isa = "mve" if target.mve else "dsp" if target.dsp and desc["input_c"] % 4 == 0 else None
+    elif op.kind != "depthwise_conv2d" and row_length(desc) % 2 == 0 and row_length(desc) <= MAX_ROW:
         isa = "mve" if target.mve else "dsp" if target.dsp and row_length(desc) >= 8 else None
     op.attrs["s4_isa"] = isa
     function = KERNELS[op.kind] + ("" if isa is None else f"_{isa}")
@@ -229,6 +232,12 @@ def specialize(op, graph, target) -> None:
         "int4 weights, CMSIS-NN's s4 packing" + {None: "", "dsp": "; DSP extension (SMLAD)", "mve": "; Helium"}[isa]
     )
     op.kernel = KernelChoice(function, "int4" + ("" if isa is None else f" {isa}"), reason)
+
+
+def depthwise_fits(desc: dict) -> bool:
+    """edgec_depthwise_conv_s4_mve's shapes: channel multiplier 1, an even channel count, at most
+    16 taps (its int16 sums stay exact)."""
+    return desc["ch_mult"] == 1 and desc["input_c"] % 2 == 0 and desc["kernel_h"] * desc["kernel_w"] <= 16
 
 
 def row_length(desc: dict) -> int:
@@ -253,6 +262,8 @@ def mve_desc(desc: dict) -> dict:
 def scratch_bytes(op) -> int:
     """The DSP path's widened input column, the Helium path's deinterleaved one; a convolution's
     also its gathered receptive field (two of each on the DSP path)."""
+    if op.kind == "depthwise_conv2d":
+        return 0
     isa, k = op.attrs.get("s4_isa"), row_length(op.attrs["desc"])
     if op.kind == "conv2d":  # two pixels' columns on the DSP path
         return {None: 0, "dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 32 * ((k + 31) // 32) + k}[isa]
@@ -270,9 +281,10 @@ _SCRATCH_OF = {
 def emit(op, graph, names) -> CCall:
     p = names.symbol(op, "desc")
     isa = op.attrs.get("s4_isa")
-    call = descriptor(STRUCT_OF[op.kind], p, mve_desc(op.attrs["desc"]) if isa == "mve" else op.attrs["desc"])
+    folded = isa == "mve" and op.kind != "depthwise_conv2d"
+    call = descriptor(STRUCT_OF[op.kind], p, mve_desc(op.attrs["desc"]) if folded else op.attrs["desc"])
     args = f"&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}"
-    if isa is None:
+    if isa is None or op.kind == "depthwise_conv2d":
         call.code = f"status |= {op.kernel.function}({args});"
         return call
     scratch_type = "int16_t" if isa == "dsp" else "int8_t"

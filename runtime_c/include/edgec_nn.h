@@ -1596,6 +1596,26 @@ typedef struct {
 edgec_status edgec_depthwise_conv_s4(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input,
                                      int8_t *output);
 
+/*
+ * edgec_depthwise_conv_s4 with the DSP extension, for channel multiplier 1, input_c divisible by 4
+ * and at most 16 taps: four channels at a time, SMLABB/SMLABT on nibbles shifted into halfwords.
+ * Same arithmetic and checks (other shapes: EDGEC_ARG_ERROR). No scratch.
+ */
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_depthwise_conv_s4_dsp(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input,
+                                         int8_t *output);
+#endif
+
+/*
+ * edgec_depthwise_conv_s4 with Helium, for channel multiplier 1, an even input_c and at most 16
+ * taps (kernel_h * kernel_w): eight channels at a time, their sums in int16 lanes (exact within
+ * those bounds). Same arithmetic and checks (other shapes: EDGEC_ARG_ERROR). No scratch.
+ */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_depthwise_conv_s4_mve(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input,
+                                         int8_t *output);
+#endif
+
 /* ==== end of int4-weight kernels ==== */
 
 /* ==== Attention family: batch matmul of two activations, layer norm (matmul/, norm/) ======== */

@@ -97,8 +97,8 @@ static inline int8_t *conv_s4_fill(int8_t *dst, int8_t v, int32_t n)
  * inputs its channels read, in the filter's order; a tap outside the input reads the input zero
  * point (-input_offset: x + input_offset = 0). A 1x1 window without padding of an ungrouped layer
  * is the input pixel itself (no copy). */
-static const int8_t *conv_s4_column(const edgec_conv_s4_desc *d, const int8_t *input, int32_t n, int32_t oy,
-                                    int32_t ox, int32_t g, int8_t *column)
+static const int8_t *conv_s4_column(const edgec_conv_s4_desc *d, const int8_t *input, int32_t n, int32_t oy, int32_t ox,
+                                    int32_t g, int8_t *column)
 {
     const int32_t cin_g = d->input_c / d->groups;
     const int8_t pad = (int8_t)(-d->input_offset);

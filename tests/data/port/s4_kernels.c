@@ -1,6 +1,6 @@
 /*
  * Runs the int4-weight kernels' DSP and Helium paths (edgec_fully_connected_s4_dsp/_mve,
- * edgec_conv_s4_dsp/_mve) and their portable forms on cases written by tests/test_kernels_s4_arm.py.
+ * edgec_conv_s4_dsp/_mve, edgec_depthwise_conv_s4_dsp/_mve) and their portable forms on cases written by tests/test_kernels_s4_arm.py.
  *
  * cases.bin holds records, each a header of HEADER_WORDS little-endian int32 (kind, path, payload
  * bytes, output bytes, scratch bytes, has_bias, filter bytes, channels, then the descriptor's
@@ -86,6 +86,23 @@ static edgec_status run_conv(const int32_t *h, const int8_t *payload, int8_t *ou
     }
 }
 
+static edgec_status run_depthwise(const int32_t *h, const int8_t *payload, int8_t *output, void *scratch)
+{
+    edgec_depthwise_conv_s4_desc d;
+    memcpy(&d, &h[H_DESC], 19 * sizeof(int32_t));
+    const int8_t *input = arrays(h, payload, &d.filter, &d.bias, &d.multiplier, &d.shift);
+    (void)scratch;
+    switch (h[H_PATH]) {
+#if defined(__ARM_FEATURE_DSP)
+        case PATH_DSP: return edgec_depthwise_conv_s4_dsp(&d, input, output);
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+        case PATH_MVE: return edgec_depthwise_conv_s4_mve(&d, input, output);
+#endif
+        default: return edgec_depthwise_conv_s4(&d, input, output);
+    }
+}
+
 /* One record: 1 done, 0 end of file, -1 error. */
 static int run_record(int in, int out)
 {
@@ -104,7 +121,9 @@ static int run_record(int in, int out)
     memset(output, GUARD_VALUE, (size_t)(h[H_OUTPUT] + GUARD_BYTES));
     memset(scratch, GUARD_VALUE, (size_t)(h[H_SCRATCH] + GUARD_BYTES));
     int32_t result[2];
-    result[0] = h[H_KIND] == KIND_FC ? run_fc(h, arena, output, scratch) : run_conv(h, arena, output, scratch);
+    result[0] = h[H_KIND] == KIND_FC     ? run_fc(h, arena, output, scratch)
+                : h[H_KIND] == KIND_CONV ? run_conv(h, arena, output, scratch)
+                                         : run_depthwise(h, arena, output, scratch);
     result[1] = guards_intact(output + h[H_OUTPUT]) && guards_intact(scratch + h[H_SCRATCH]);
     if (semihost_write(out, result, (int)sizeof(result)) != (int)sizeof(result) ||
         semihost_write(out, output, h[H_OUTPUT]) != h[H_OUTPUT]) {
