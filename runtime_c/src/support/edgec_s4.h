@@ -134,10 +134,17 @@ typedef struct {
     int8_t *out;                /* 40: the next rows' outputs (advanced) */
     int8_t *out_end;            /* 44: past the last whole three's (pairs: two's) */
     int32_t out_step;           /* 48: pairs: from column a's outputs to column b's */
+    int32_t clamp;              /* 52: [act_min, act_max] narrower than int8's */
 } edgec_s4_dsp_run;
 
 typedef char edgec_s4_dsp_run_layout
-    [offsetof(edgec_s4_dsp_run, round_base) == 28 && offsetof(edgec_s4_dsp_run, out_step) == 48 ? 1 : -1];
+    [offsetof(edgec_s4_dsp_run, round_base) == 28 && offsetof(edgec_s4_dsp_run, clamp) == 52 ? 1 : -1];
+
+/* 1 when the output stage's clamp is narrower than int8's (the saturation). */
+static inline int32_t edgec_s4_dsp_clamps(const edgec_output_stage *stage)
+{
+    return stage->lo + stage->offset > -128 || stage->hi + stage->offset < 127;
+}
 
 #if EDGEC_UNALIGNED_ASM
 /* The word at `at` of a row (r8) against the block's four input pairs (r4..r7), into `acc`: the
@@ -181,15 +188,19 @@ edgec_s4_dsp_dot3(const int16_t *widened __attribute__((unused)), const int8_t *
                      "pop {r4-r11, pc}\n\t");
 }
 
-/* edgec_s4_requantize_short's value of the row sum in `acc` (shifted right by 12 and its bias
- * added before), its multiplier and shift at byte `at` of the arrays at r3 and r1, the round base
- * in r2; saturated to int8 and clamped to [act_min, act_max] (registers lo, hi). r4..r8 scratch. */
-#define EDGEC_S4_DSP_OUTPUT(acc, at, lo, hi)                                                                 \
-    "ldr r4, [r3, #" at "]\n\tldr r5, [r1, #" at "]\n\tmvn r5, r5\n\tlsl r6, r2, r5\n\t"                     \
+/* edgec_s4_requantize_short of row sums (shifted right by 12, their bias added before), saturated
+ * to int8: EDGEC_S4_DSP_ROW_QUANT loads the row's multiplier (r4) and shift (r5: r - 1) at byte
+ * `at` of the arrays at r3 and r1 and makes R = round base (r2) << (r - 1) (r6); then
+ * EDGEC_S4_DSP_REQUANT per sum of that row (r7, r8 scratch). EDGEC_S4_DSP_CLAMP clamps to
+ * [act_min, act_max] (registers lo, hi); the routines skip it when the range is int8's (run->clamp 0). */
+#define EDGEC_S4_DSP_ROW_QUANT(at) "ldr r4, [r3, #" at "]\n\tldr r5, [r1, #" at "]\n\tmvn r5, r5\n\tlsl r6, r2, r5\n\t"
+#define EDGEC_S4_DSP_REQUANT(acc)                                                                            \
     "and r7, " acc ", #0x80000000\n\torr r7, r7, #0x40000000\n\tadds r7, r7, r6, lsl #31\n\t"                \
     "asr r8, r6, #1\n\tadc r8, r8, " acc ", asr #31\n\tsmlal r7, r8, " acc ", r4\n\tasr " acc ", r8, r5\n\t" \
-    "ssat " acc ", #8, " acc "\n\tcmp " acc ", " lo "\n\tit lt\n\tmovlt " acc ", " lo "\n\t"                 \
-    "cmp " acc ", " hi "\n\tit gt\n\tmovgt " acc ", " hi "\n\t"
+    "ssat " acc ", #8, " acc "\n\t"
+#define EDGEC_S4_DSP_CLAMP(acc, lo, hi)                                                                                \
+    "cmp " acc ", " lo "\n\tit lt\n\tmovlt " acc ", " lo "\n\tcmp " acc ", " hi "\n\tit gt\n\tmovgt " acc ", " hi "\n" \
+                                                                                                                  "\t"
 
 /*
  * Every whole three of rows of one call, output stage included (edgec_s4_dsp_dot3's loop, then
@@ -227,21 +238,26 @@ static __attribute__((naked, noinline, unused)) void edgec_s4_dsp_triples(edgec_
                      "ldrd r9, r12, [r0, #32]\n\t"
                      "mov r0, r10\n\t"
                      "mov r10, r12\n\t" /* act_max in r10, row 1's sum in r0 */
-                     EDGEC_S4_DSP_OUTPUT("lr", "0", "r9", "r10") EDGEC_S4_DSP_OUTPUT("r0", "4", "r9", "r10")
-                         EDGEC_S4_DSP_OUTPUT("r11", "8", "r9", "r10") "ldr r12, [sp]\n\t"
-                                                                      "adds r3, r3, #12\n\t"
-                                                                      "adds r1, r1, #12\n\t"
-                                                                      "strd r3, r1, [r12, #20]\n\t"
-                                                                      "ldr r4, [r12, #40]\n\t"
-                                                                      "strb lr, [r4]\n\t"
-                                                                      "strb r0, [r4, #1]\n\t"
-                                                                      "strb r11, [r4, #2]\n\t"
-                                                                      "adds r4, r4, #3\n\t"
-                                                                      "str r4, [r12, #40]\n\t"
-                                                                      "ldr r5, [r12, #44]\n\t"
-                                                                      "cmp r4, r5\n\t"
-                                                                      "bne 1b\n\t"
-                                                                      "pop {r0, r4-r11, pc}\n\t");
+                     EDGEC_S4_DSP_ROW_QUANT("0") EDGEC_S4_DSP_REQUANT("lr") EDGEC_S4_DSP_ROW_QUANT("4")
+                         EDGEC_S4_DSP_REQUANT("r0") EDGEC_S4_DSP_ROW_QUANT("8")
+                             EDGEC_S4_DSP_REQUANT("r11") "ldr r12, [sp]\n\t"
+                                                         "ldr r4, [r12, #52]\n\t"
+                                                         "cbz r4, 4f\n\t" EDGEC_S4_DSP_CLAMP("lr", "r9", "r10")
+                                                             EDGEC_S4_DSP_CLAMP("r0", "r9", "r10") EDGEC_S4_DSP_CLAMP(
+                                                                 "r11", "r9", "r10") "4:\n\t"
+                                                                                     "adds r3, r3, #12\n\t"
+                                                                                     "adds r1, r1, #12\n\t"
+                                                                                     "strd r3, r1, [r12, #20]\n\t"
+                                                                                     "ldr r4, [r12, #40]\n\t"
+                                                                                     "strb lr, [r4]\n\t"
+                                                                                     "strb r0, [r4, #1]\n\t"
+                                                                                     "strb r11, [r4, #2]\n\t"
+                                                                                     "adds r4, r4, #3\n\t"
+                                                                                     "str r4, [r12, #40]\n\t"
+                                                                                     "ldr r5, [r12, #44]\n\t"
+                                                                                     "cmp r4, r5\n\t"
+                                                                                     "bne 1b\n\t"
+                                                                                     "pop {r0, r4-r11, pc}\n\t");
 }
 
 /* One nibble position (the shift) of a block: the two columns' input pairs (an LDRD) against the
@@ -290,29 +306,37 @@ static __attribute__((naked, noinline, unused)) void edgec_s4_dsp_pairs(edgec_s4
                      "ldrd r3, r1, [r0, #20]\n\t"
                      "ldr r2, [r0, #28]\n\t"
                      "ldr r12, [r0, #36]\n\t"
-                     "ldr r0, [r0, #32]\n\t" EDGEC_S4_DSP_OUTPUT("r9", "0", "r0", "r12")
-                         EDGEC_S4_DSP_OUTPUT("r10", "0", "r0", "r12") EDGEC_S4_DSP_OUTPUT("r11", "4", "r0", "r12")
-                             EDGEC_S4_DSP_OUTPUT("lr", "4", "r0", "r12") "ldr r0, [sp]\n\t"
-                                                                         "adds r3, r3, #8\n\t"
-                                                                         "adds r1, r1, #8\n\t"
-                                                                         "strd r3, r1, [r0, #20]\n\t"
-                                                                         "ldr r4, [r0, #40]\n\t"
-                                                                         "ldr r5, [r0, #48]\n\t"
-                                                                         "strb r9, [r4]\n\t"
-                                                                         "strb r11, [r4, #1]\n\t"
-                                                                         "adds r6, r4, r5\n\t"
-                                                                         "strb r10, [r6]\n\t"
-                                                                         "strb lr, [r6, #1]\n\t"
-                                                                         "adds r4, r4, #2\n\t"
-                                                                         "str r4, [r0, #40]\n\t"
-                                                                         "ldr r5, [r0, #44]\n\t"
-                                                                         "cmp r4, r5\n\t"
-                                                                         "bne 1b\n\t"
-                                                                         "pop {r0, r4-r11, pc}\n\t");
+                     "ldr r0, [r0, #32]\n\t" EDGEC_S4_DSP_ROW_QUANT("0") EDGEC_S4_DSP_REQUANT("r9")
+                         EDGEC_S4_DSP_REQUANT("r10") EDGEC_S4_DSP_ROW_QUANT("4") EDGEC_S4_DSP_REQUANT("r11")
+                             EDGEC_S4_DSP_REQUANT(
+                                 "lr") "ldr r4, [sp]\n\t"
+                                       "ldr r4, [r4, #52]\n\t"
+                                       "cbz r4, 4f\n\t" EDGEC_S4_DSP_CLAMP("r9", "r0", "r12")
+                                           EDGEC_S4_DSP_CLAMP("r10", "r0", "r12") EDGEC_S4_DSP_CLAMP("r11", "r0", "r12")
+                                               EDGEC_S4_DSP_CLAMP("lr", "r0", "r12") "4:\n\t"
+                                                                                     "ldr r0, [sp]\n\t"
+                                                                                     "adds r3, r3, #8\n\t"
+                                                                                     "adds r1, r1, #8\n\t"
+                                                                                     "strd r3, r1, [r0, #20]\n\t"
+                                                                                     "ldr r4, [r0, #40]\n\t"
+                                                                                     "ldr r5, [r0, #48]\n\t"
+                                                                                     "strb r9, [r4]\n\t"
+                                                                                     "strb r11, [r4, #1]\n\t"
+                                                                                     "adds r6, r4, r5\n\t"
+                                                                                     "strb r10, [r6]\n\t"
+                                                                                     "strb lr, [r6, #1]\n\t"
+                                                                                     "adds r4, r4, #2\n\t"
+                                                                                     "str r4, [r0, #40]\n\t"
+                                                                                     "ldr r5, [r0, #44]\n\t"
+                                                                                     "cmp r4, r5\n\t"
+                                                                                     "bne 1b\n\t"
+                                                                                     "pop {r0, r4-r11, pc}\n\t");
 }
 #undef EDGEC_S4_DSP_PAIR
 #undef EDGEC_S4_DSP_BLOCK2
-#undef EDGEC_S4_DSP_OUTPUT
+#undef EDGEC_S4_DSP_ROW_QUANT
+#undef EDGEC_S4_DSP_REQUANT
+#undef EDGEC_S4_DSP_CLAMP
 #undef EDGEC_S4_DSP_ROW
 #undef EDGEC_S4_DSP_BLOCK
 #else
@@ -403,7 +427,8 @@ static inline void edgec_s4_dsp_rows(const edgec_s4_rows *a, const int16_t *wide
                                  a->stage.hi + a->stage.offset,
                                  out,
                                  out + rows / 3 * 3,
-                                 0 };
+                                 0,
+                                 edgec_s4_dsp_clamps(&a->stage) };
         edgec_s4_dsp_triples(&run);
         o = rows / 3 * 3;
     }
@@ -466,7 +491,8 @@ static inline void edgec_s4_dsp_rows2(const edgec_s4_rows *a, const int8_t *xa, 
                              a->stage.hi + a->stage.offset,
                              out_a,
                              out_a + rows / 2 * 2,
-                             (int32_t)(out_b - out_a) };
+                             (int32_t)(out_b - out_a),
+                             edgec_s4_dsp_clamps(&a->stage) };
     edgec_s4_dsp_pairs(&run);
     if (rows % 2 != 0) {
         const int32_t r = rows - 1;
