@@ -75,7 +75,7 @@ STRUCTS = (FULLY_CONNECTED_S4_DESC, CONV_S4_DESC, DEPTHWISE_CONV_S4_DESC)
 FC_DSP_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES", ("input_c",), "(2 * ((input_c) / 8 * 8))")
 FC_MVE_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES", ("input_c",), "(32 * (((input_c) + 31) / 32))")
 CONV_DSP_SCRATCH = Scratch("EDGEC_CONV_S4_DSP_SCRATCH_BYTES", ("k",), "(4 * ((k) / 8 * 8) + 2 * (k))")
-CONV_MVE_SCRATCH = Scratch("EDGEC_CONV_S4_MVE_SCRATCH_BYTES", ("k",), "(32 * (((k) + 31) / 32) + (k))")
+CONV_MVE_SCRATCH = Scratch("EDGEC_CONV_S4_MVE_SCRATCH_BYTES", ("k",), "(64 * (((k) + 31) / 32) + 2 * (k))")
 SCRATCH = (FC_DSP_SCRATCH, FC_MVE_SCRATCH, CONV_DSP_SCRATCH, CONV_MVE_SCRATCH)
 # The DSP and Helium paths' longest rows (their 4096x / 16x sums stay exact; longer fully connected
 # rows run the portable loop, longer convolution rows the portable kernel).
@@ -261,12 +261,12 @@ def mve_desc(desc: dict) -> dict:
 
 def scratch_bytes(op) -> int:
     """The DSP path's widened input column, the Helium path's deinterleaved one; a convolution's
-    also its gathered receptive field (two of each on the DSP path)."""
+    also its gathered receptive fields (two pixels' of each)."""
     if op.kind == "depthwise_conv2d":
         return 0
     isa, k = op.attrs.get("s4_isa"), row_length(op.attrs["desc"])
-    if op.kind == "conv2d":  # two pixels' columns on the DSP path
-        return {None: 0, "dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 32 * ((k + 31) // 32) + k}[isa]
+    if op.kind == "conv2d":  # two pixels' columns
+        return {None: 0, "dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 64 * ((k + 31) // 32) + 2 * k}[isa]
     return {None: 0, "dsp": 2 * (k // 8 * 8), "mve": 32 * ((k + 31) // 32)}[isa]
 
 

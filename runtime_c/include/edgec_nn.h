@@ -1494,11 +1494,12 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
  * (required) holds the input offset folded in over the whole window, bias[o] + input_offset *
  * sum of row o's weights modulo 2^32 (edgec.ops.int4's mve_folded_bias); per output pixel and group,
  * the receptive field is gathered into scratch (required, EDGEC_CONV_S4_MVE_SCRATCH_BYTES(K)
- * bytes) and deinterleaved, then edgec_fully_connected_s4_mve's rows run over it. Same arithmetic
+ * bytes) and deinterleaved, then edgec_fully_connected_s4_mve's rows run over it; an ungrouped
+ * layer takes two pixels at a time. Same arithmetic
  * and checks (another K, a NULL bias or scratch: EDGEC_ARG_ERROR).
  */
 /* generated from edgec/ops/int4.py: EDGEC_CONV_S4_MVE_SCRATCH_BYTES */
-#define EDGEC_CONV_S4_MVE_SCRATCH_BYTES(k) (32 * (((k) + 31) / 32) + (k))
+#define EDGEC_CONV_S4_MVE_SCRATCH_BYTES(k) (64 * (((k) + 31) / 32) + 2 * (k))
 /* end of EDGEC_CONV_S4_MVE_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,

@@ -206,7 +206,8 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
  * The Helium path: `bias` (required) holds the input offset folded in over the whole window
  * (edgec.ops.int4.mve_folded_bias; a tap outside the input reads the input zero point, so it adds
  * nothing); per output pixel and group, the column gathered into scratch, deinterleaved after it,
- * then edgec_s4_mve_rows over the group's output channels. For an even K up to
+ * then edgec_s4_mve_rows over the group's output channels; an ungrouped layer two pixels at a time
+ * (edgec_s4_mve_rows2). For an even K up to
  * EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT (else EDGEC_ARG_ERROR).
  */
 edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch)
@@ -220,27 +221,40 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
     }
     const edgec_conv_s4_desc d = *desc;
     const int32_t cout_g = d.output_c / d.groups;
-    int8_t *deinterleaved = scratch;
-    int8_t *column = scratch + EDGEC_S4_MVE_COLUMN_BYTES(k);
+    int8_t *deinterleaved_a = scratch;
+    int8_t *deinterleaved_b = scratch + EDGEC_S4_MVE_COLUMN_BYTES(k);
+    int8_t *column_a = deinterleaved_b + EDGEC_S4_MVE_COLUMN_BYTES(k);
+    int8_t *column_b = column_a + k;
     edgec_s4_rows rows = { d.filter, k,
                            NULL,     0,
                            d.bias,   d.multiplier,
                            d.shift,  edgec_output_stage_make(d.output_offset, d.act_min, d.act_max) };
-    int8_t *out = output;
-    for (int32_t n = 0; n < d.batches; n++) {
-        for (int32_t oy = 0; oy < d.output_h; oy++) {
-            for (int32_t ox = 0; ox < d.output_w; ox++, out += d.output_c) {
-                for (int32_t g = 0; g < d.groups; g++) {
-                    const int8_t *x = conv_s4_column(&d, input, n, oy, ox, g, column);
-                    rows.filter = d.filter + g * cout_g * (k / 2);
-                    rows.bias = d.bias + g * cout_g;
-                    rows.multiplier = d.multiplier + g * cout_g;
-                    rows.shift = d.shift + g * cout_g;
-                    edgec_s4_mve_deinterleave(x, k, deinterleaved);
-                    edgec_s4_mve_rows(&rows, deinterleaved, cout_g, out + g * cout_g);
-                }
-            }
+    const int32_t pixels = d.batches * d.output_h * d.output_w;
+    for (int32_t p = 0; p < pixels;) {
+        const int32_t ox = p % d.output_w;
+        const int32_t oy = p / d.output_w % d.output_h;
+        const int32_t n = p / d.output_w / d.output_h;
+        int8_t *out = output + p * d.output_c;
+        if (d.groups == 1 && p + 1 < pixels) { /* two pixels: each weight block unpacked once for both */
+            const int32_t q = p + 1;
+            edgec_s4_mve_deinterleave(conv_s4_column(&d, input, n, oy, ox, 0, column_a), k, deinterleaved_a);
+            edgec_s4_mve_deinterleave(conv_s4_column(&d, input, q / d.output_w / d.output_h,
+                                                     q / d.output_w % d.output_h, q % d.output_w, 0, column_b),
+                                      k, deinterleaved_b);
+            edgec_s4_mve_rows2(&rows, deinterleaved_a, deinterleaved_b, d.output_c, out, out + d.output_c);
+            p += 2;
+            continue;
         }
+        for (int32_t g = 0; g < d.groups; g++) {
+            const int8_t *x = conv_s4_column(&d, input, n, oy, ox, g, column_a);
+            rows.filter = d.filter + g * cout_g * (k / 2);
+            rows.bias = d.bias + g * cout_g;
+            rows.multiplier = d.multiplier + g * cout_g;
+            rows.shift = d.shift + g * cout_g;
+            edgec_s4_mve_deinterleave(x, k, deinterleaved_a);
+            edgec_s4_mve_rows(&rows, deinterleaved_a, cout_g, out + g * cout_g);
+        }
+        p++;
     }
     return EDGEC_OK;
 }

@@ -200,7 +200,7 @@ edgec_s4_dsp_dot3(const int16_t *widened __attribute__((unused)), const int8_t *
     "ssat " acc ", #8, " acc "\n\t"
 #define EDGEC_S4_DSP_CLAMP(acc, lo, hi)                                                                                \
     "cmp " acc ", " lo "\n\tit lt\n\tmovlt " acc ", " lo "\n\tcmp " acc ", " hi "\n\tit gt\n\tmovgt " acc ", " hi "\n" \
-                                                                                                                  "\t"
+    "\t"
 
 /*
  * Every whole three of rows of one call, output stage included (edgec_s4_dsp_dot3's loop, then
@@ -602,6 +602,81 @@ static inline void edgec_s4_mve_rows(const edgec_s4_rows *a, const int8_t *colum
         vstrbq_p_s32(out + o, edgec_mve_output(acc, a->stage), lanes);
     }
 }
+
+/* One block of 32 inputs of two columns (ea, oa; eb, ob) against the 16 packed bytes w of a row,
+ * into sa and sb: the unpacked weights serve both columns. */
+#define EDGEC_S4_MVE_ROW2(sa, sb, w)                               \
+    do {                                                           \
+        const int8x16_t lo_ = vshlq_n_s8((w), 4);                  \
+        const int8x16_t hi_ = vandq_s8((w), mask);                 \
+        (sa) = vmladavaq_s8(vmladavaq_s8((sa), lo_, ea), hi_, oa); \
+        (sb) = vmladavaq_s8(vmladavaq_s8((sb), lo_, eb), hi_, ob); \
+    } while (0)
+
+/* Four lanes from four sums. */
+static inline int32x4_t edgec_s4_mve_lanes(int32_t s0, int32_t s1, int32_t s2, int32_t s3)
+{
+    int32x4_t v = vdupq_n_s32(s0);
+    v = vsetq_lane_s32(s1, v, 1);
+    v = vsetq_lane_s32(s2, v, 2);
+    return vsetq_lane_s32(s3, v, 3);
+}
+
+/*
+ * edgec_s4_mve_rows for two columns at once (column_a, column_b: deinterleaved), into out_a and
+ * out_b: each row's 16 packed bytes of a block are loaded and unpacked once for both, and the
+ * requantization constants loaded once for both.
+ */
+static inline void edgec_s4_mve_rows2(const edgec_s4_rows *a, const int8_t *column_a, const int8_t *column_b,
+                                      int32_t rows, int8_t *out_a, int8_t *out_b)
+{
+    const int32_t row_bytes = a->count / 2;
+    const int8x16_t mask = vdupq_n_s8((int8_t)0xF0);
+    for (int32_t o = 0; o < rows; o += 4) {
+        const int32_t valid = rows - o;
+        const int8_t *w0 = a->filter + o * row_bytes;
+        const int8_t *w1 = valid > 1 ? w0 + row_bytes : w0;
+        const int8_t *w2 = valid > 2 ? w0 + 2 * row_bytes : w0;
+        const int8_t *w3 = valid > 3 ? w0 + 3 * row_bytes : w0;
+        const int8_t *ca = column_a;
+        const int8_t *cb = column_b;
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+        for (int32_t n = row_bytes / 16; n > 0; n--) {
+            const int8x16_t ea = vldrbq_s8(ca), oa = vldrbq_s8(ca + 16);
+            const int8x16_t eb = vldrbq_s8(cb), ob = vldrbq_s8(cb + 16);
+            ca += 32;
+            cb += 32;
+            EDGEC_S4_MVE_ROW2(a0, b0, vldrbq_s8(w0));
+            EDGEC_S4_MVE_ROW2(a1, b1, vldrbq_s8(w1));
+            EDGEC_S4_MVE_ROW2(a2, b2, vldrbq_s8(w2));
+            EDGEC_S4_MVE_ROW2(a3, b3, vldrbq_s8(w3));
+            w0 += 16;
+            w1 += 16;
+            w2 += 16;
+            w3 += 16;
+        }
+        if (row_bytes % 16 != 0) {
+            const mve_pred16_t p = vctp8q((uint32_t)(row_bytes % 16));
+            const int8x16_t ea = vldrbq_s8(ca), oa = vldrbq_s8(ca + 16);
+            const int8x16_t eb = vldrbq_s8(cb), ob = vldrbq_s8(cb + 16);
+            EDGEC_S4_MVE_ROW2(a0, b0, vldrbq_z_s8(w0, p));
+            EDGEC_S4_MVE_ROW2(a1, b1, vldrbq_z_s8(w1, p));
+            EDGEC_S4_MVE_ROW2(a2, b2, vldrbq_z_s8(w2, p));
+            EDGEC_S4_MVE_ROW2(a3, b3, vldrbq_z_s8(w3, p));
+        }
+        const mve_pred16_t lanes = vctp32q((uint32_t)valid);
+        const int32x4_t bias = vldrwq_z_s32(a->bias + o, lanes);
+        const int32x4_t m = vldrwq_z_s32(a->multiplier + o, lanes);
+        const int32x4_t shift = vldrwq_z_s32(a->shift + o, lanes);
+        const int32x4_t ya =
+            edgec_mve_requantize(vaddq_s32(vshrq_n_s32(edgec_s4_mve_lanes(a0, a1, a2, a3), 4), bias), m, shift);
+        const int32x4_t yb =
+            edgec_mve_requantize(vaddq_s32(vshrq_n_s32(edgec_s4_mve_lanes(b0, b1, b2, b3), 4), bias), m, shift);
+        vstrbq_p_s32(out_a + o, edgec_mve_output(ya, a->stage), lanes);
+        vstrbq_p_s32(out_b + o, edgec_mve_output(yb, a->stage), lanes);
+    }
+}
+#undef EDGEC_S4_MVE_ROW2
 
 #endif /* __ARM_FEATURE_MVE */
 
