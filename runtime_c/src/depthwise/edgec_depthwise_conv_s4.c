@@ -73,14 +73,15 @@ edgec_status edgec_depthwise_conv_s4(const edgec_depthwise_conv_s4_desc *desc, c
  * packed weights (a halfword, four nibbles). SXTAB16 widens and offsets the inputs in pairs
  * (x0, x2), (x1, x3); each nibble shifted to bits 12..15 of a bottom halfword is 4096 * w, which
  * SMLABB / SMLABT multiply by the pair's bottom / top input. */
-static inline void depthwise_s4_dsp_tap(uint32_t x4, uint32_t w4, uint32_t offsets, int32_t acc[4])
+static inline void depthwise_s4_dsp_tap(uint32_t x4, uint32_t w4, uint32_t offsets, int32_t *a0, int32_t *a1,
+                                        int32_t *a2, int32_t *a3)
 {
     int32_t x02, x13;
     __asm__("sxtab16 %0, %2, %3\n\tsxtab16 %1, %2, %3, ror #8" : "=&r"(x02), "=&r"(x13) : "r"(offsets), "r"(x4));
-    acc[0] = __smlabb((int32_t)(w4 << 12), x02, acc[0]);
-    acc[1] = __smlabb((int32_t)((w4 << 8) & 0xF000u), x13, acc[1]);
-    acc[2] = __smlabt((int32_t)((w4 << 4) & 0xF000u), x02, acc[2]);
-    acc[3] = __smlabt((int32_t)(w4 & 0xF000u), x13, acc[3]);
+    *a0 = __smlabb((int32_t)(w4 << 12), x02, *a0);
+    *a1 = __smlabb((int32_t)((w4 << 8) & 0xF000u), x13, *a1);
+    *a2 = __smlabt((int32_t)((w4 << 4) & 0xF000u), x02, *a2);
+    *a3 = __smlabt((int32_t)(w4 & 0xF000u), x13, *a3);
 }
 
 /* out[c + i] for the four sums (4096 times the dot products): bias, requantization, output stage. */
@@ -127,7 +128,7 @@ edgec_status edgec_depthwise_conv_s4_dsp(const edgec_depthwise_conv_s4_desc *des
                 const edgec_tap_range tx =
                     edgec_conv_taps(ox, d.stride_w, d.pad_left, d.dilation_w, d.kernel_w, d.input_w);
                 for (int32_t c = 0; c < channels; c += 4) {
-                    int32_t acc[4] = { 0, 0, 0, 0 };
+                    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
                     for (int32_t ky = ty.first; ky < ty.last; ky++) {
                         const int8_t *x = image + (ty.base + ky * d.dilation_h) * d.input_w * channels + c +
                                           (tx.base + tx.first * d.dilation_w) * channels;
@@ -137,11 +138,12 @@ edgec_status edgec_depthwise_conv_s4_dsp(const edgec_depthwise_conv_s4_desc *des
                             uint16_t w4;
                             memcpy(&x4, x, 4);
                             memcpy(&w4, w, 2);
-                            depthwise_s4_dsp_tap(x4, w4, offsets, acc);
+                            depthwise_s4_dsp_tap(x4, w4, offsets, &a0, &a1, &a2, &a3);
                             x += d.dilation_w * channels;
                             w += channels / 2;
                         }
                     }
+                    const int32_t acc[4] = { a0, a1, a2, a3 };
                     depthwise_s4_dsp_output(&d, acc, c, short_requant, round_base, stage, out);
                 }
             }

@@ -104,9 +104,14 @@ static inline void edgec_s4_dsp_widen2(const int8_t *a, const int8_t *b, int32_t
 static inline int32_t edgec_s4_requantize_short(int32_t x, int32_t multiplier, int32_t shift, int32_t round_base)
 {
     const int32_t q = -shift - 1;
-    int64_t t = (int64_t)x * multiplier + ((int64_t)1 << 30) + (int64_t)round_base * ((int64_t)1 << (31 + q));
-    t -= x < 0 ? ((int64_t)1 << 31) : 0;
-    return (int32_t)(t >> 32) >> q;
+    const int32_t r = (int32_t)((uint32_t)round_base << q);
+    uint32_t low = ((uint32_t)x & 0x80000000u) | 0x40000000u;
+    int32_t high = (r >> 1) + (x >> 31);
+    const uint32_t half = (uint32_t)r << 31;
+    low += half;
+    high += low < half; /* the carry */
+    __asm__("smlal %0, %1, %2, %3" : "+r"(low), "+r"(high) : "r"(x), "r"(multiplier));
+    return high >> q;
 }
 
 static inline int edgec_s4_requant_short(const int32_t *multiplier, const int32_t *shift, int32_t count)
