@@ -157,34 +157,46 @@ edgec_status edgec_depthwise_conv_s4_dsp(const edgec_depthwise_conv_s4_desc *des
 /* Eight channels' packed weights of one tap (c even) as int16 lanes: a gather reads each byte into
  * two lanes (sign-extended: 16 * w_odd + w_even's nibble), shifts leave w_even in the even lanes,
  * w_odd in the odd ones. */
-static inline int16x8_t depthwise_s4_mve_weights(const int8_t *packed, mve_pred16_t p)
+static inline int16x8_t depthwise_s4_mve_weights(const int8_t *packed, mve_pred16_t p, int full)
 {
     const uint16x8_t bytes = vshrq_n_u16(vidupq_n_u16(0, 1), 1); /* 0, 0, 1, 1, 2, 2, 3, 3 */
     const int16x8_t up = vreinterpretq_s16_u16(vcreateq_u16(0x0000000C0000000Cull, 0x0000000C0000000Cull));
     const int16x8_t down = vreinterpretq_s16_u16(vcreateq_u16(0xFFFCFFF4FFFCFFF4ull, 0xFFFCFFF4FFFCFFF4ull));
-    return vshlq_s16(vshlq_s16(vldrbq_gather_offset_z_s16(packed, bytes, p), up), down);
+    const int16x8_t raw = full ? vldrbq_gather_offset_s16(packed, bytes) : vldrbq_gather_offset_z_s16(packed, bytes, p);
+    return vshlq_s16(vshlq_s16(raw, up), down);
 }
 
-/* out[c + 2i + parity] for the four sums of one parity: bias, requantization, output stage. */
-static inline void depthwise_s4_mve_output(const edgec_depthwise_conv_s4_desc *d, int32x4_t acc, int32_t c,
-                                           mve_pred16_t p, edgec_output_stage stage, int8_t *out)
+/* The int16 sums of eight channels (c..c + 7, `p` their lanes; `full`: all eight, no predication)
+ * of one pixel over its taps. */
+static inline int16x8_t depthwise_s4_mve_sums(const edgec_depthwise_conv_s4_desc *d, const int8_t *image,
+                                              edgec_tap_range ty, edgec_tap_range tx, int32_t c, mve_pred16_t p,
+                                              int full)
 {
-    const uint32x4_t every_other = vidupq_n_u32(0, 2); /* 0, 2, 4, 6 */
-    if (d->bias) {
-        acc = vaddq_s32(acc, vldrwq_gather_shifted_offset_z_s32(d->bias + c, every_other, p));
+    const int32_t channels = d->input_c;
+    int16x8_t acc = vdupq_n_s16(0);
+    for (int32_t ky = ty.first; ky < ty.last; ky++) {
+        const int8_t *x =
+            image + ((ty.base + ky * d->dilation_h) * d->input_w + tx.base + tx.first * d->dilation_w) * channels + c;
+        const int8_t *w = d->filter + ((ky * d->kernel_w + tx.first) * channels + c) / 2;
+        for (int32_t kx = tx.first; kx < tx.last; kx++) {
+            const int16x8_t xs = vaddq_n_s16(full ? vldrbq_s16(x) : vldrbq_z_s16(x, p), (int16_t)d->input_offset);
+            acc = vaddq_s16(acc, vmulq_s16(depthwise_s4_mve_weights(w, p, full), xs));
+            x += d->dilation_w * channels;
+            w += channels / 2;
+        }
     }
-    acc = edgec_mve_requantize(acc, vldrwq_gather_shifted_offset_z_s32(d->multiplier + c, every_other, p),
-                               vldrwq_gather_shifted_offset_z_s32(d->shift + c, every_other, p));
-    vstrbq_scatter_offset_p_s32(out + c, every_other, edgec_mve_output(acc, stage), p);
+    return acc;
 }
 
 /*
  * Helium: channel multiplier 1, an even input_c, at most 16 taps (else EDGEC_ARG_ERROR). Per
  * output pixel, eight channels at a time: per tap in the input, a widening load of their inputs
  * plus the offset, a gather of their four packed bytes unpacked by two shifts, VMUL and VADD into
- * int16 lanes -- exact: |sum| <= 16 * 8 * 255 < 2^15 --, then the even and odd channels' sums
- * widened to int32 and requantized four at a time (gathers and a scatter of every other channel).
+ * int16 lanes -- exact: |sum| <= 16 * 8 * 255 < 2^15 --, stored; then up to
+ * DEPTHWISE_S4_MVE_CHUNK channels' sums widened back four at a time, with their bias,
+ * requantization and output stage read as contiguous vectors.
  */
+#define DEPTHWISE_S4_MVE_CHUNK 64
 edgec_status edgec_depthwise_conv_s4_mve(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input, int8_t *output)
 {
     if (!depthwise_conv_s4_valid(desc, input, output) || desc->ch_mult != 1 || desc->input_c % 2 != 0 ||
@@ -194,6 +206,7 @@ edgec_status edgec_depthwise_conv_s4_mve(const edgec_depthwise_conv_s4_desc *des
     const edgec_depthwise_conv_s4_desc d = *desc;
     const edgec_output_stage stage = edgec_output_stage_make(d.output_offset, d.act_min, d.act_max);
     const int32_t channels = d.input_c;
+    int16_t sums[DEPTHWISE_S4_MVE_CHUNK];
     int8_t *out = output;
     for (int32_t n = 0; n < d.batches; n++) {
         const int8_t *image = input + n * d.input_h * d.input_w * channels;
@@ -202,22 +215,26 @@ edgec_status edgec_depthwise_conv_s4_mve(const edgec_depthwise_conv_s4_desc *des
             for (int32_t ox = 0; ox < d.output_w; ox++, out += channels) {
                 const edgec_tap_range tx =
                     edgec_conv_taps(ox, d.stride_w, d.pad_left, d.dilation_w, d.kernel_w, d.input_w);
-                for (int32_t c = 0; c < channels; c += 8) {
-                    const mve_pred16_t p = vctp16q((uint32_t)(channels - c));
-                    int16x8_t acc = vdupq_n_s16(0);
-                    for (int32_t ky = ty.first; ky < ty.last; ky++) {
-                        const int8_t *row = image + (ty.base + ky * d.dilation_h) * d.input_w * channels + c;
-                        const int8_t *taps = d.filter + (ky * d.kernel_w * channels + c) / 2;
-                        for (int32_t kx = tx.first; kx < tx.last; kx++) {
-                            const int16x8_t x =
-                                vaddq_n_s16(vldrbq_z_s16(row + (tx.base + kx * d.dilation_w) * channels, p),
-                                            (int16_t)d.input_offset);
-                            acc = vaddq_s16(acc, vmulq_s16(depthwise_s4_mve_weights(taps + kx * channels / 2, p), x));
-                        }
+                for (int32_t chunk = 0; chunk < channels; chunk += DEPTHWISE_S4_MVE_CHUNK) {
+                    const int32_t count = EDGEC_MIN(DEPTHWISE_S4_MVE_CHUNK, channels - chunk);
+                    for (int32_t c = 0; c < count; c += 8) {
+                        const mve_pred16_t p = vctp16q((uint32_t)(count - c));
+                        const int16x8_t block = count - c >= 8
+                                                    ? depthwise_s4_mve_sums(&d, image, ty, tx, chunk + c, p, 1)
+                                                    : depthwise_s4_mve_sums(&d, image, ty, tx, chunk + c, p, 0);
+                        vstrhq_p_s16(sums + c, block, p);
                     }
-                    const mve_pred16_t half = vctp32q((uint32_t)(channels - c) / 2);
-                    depthwise_s4_mve_output(&d, vmovlbq_s16(acc), c, half, stage, out);
-                    depthwise_s4_mve_output(&d, vmovltq_s16(acc), c + 1, half, stage, out);
+                    for (int32_t c = 0; c < count; c += 4) {
+                        const int32_t at = chunk + c;
+                        const mve_pred16_t p = vctp32q((uint32_t)(count - c));
+                        int32x4_t acc = vldrhq_z_s32(sums + c, p);
+                        if (d.bias) {
+                            acc = vaddq_s32(acc, vldrwq_z_s32(d.bias + at, p));
+                        }
+                        acc = edgec_mve_requantize(acc, vldrwq_z_s32(d.multiplier + at, p),
+                                                   vldrwq_z_s32(d.shift + at, p));
+                        vstrbq_p_s32(out + at, edgec_mve_output(acc, stage), p);
+                    }
                 }
             }
         }
