@@ -1,14 +1,16 @@
 /*
  * edgec_s4.h -- the dot products of the int4-weight kernels' DSP and Helium paths, shared by
- * edgec_fully_connected_s4.c and edgec_conv_s4.c: rows of CMSIS-NN's packed int4 filter (element
+ * edgec_fully_connected_s4.c and edgec_conv_s4.c (included from runtime/src/support in every
+ * build, like edgec_support.h): rows of CMSIS-NN's packed int4 filter (element
  * i in byte i / 2, low nibble first; each row starts on a byte: an even row length) against one
  * input column, then bias, per-channel requantization and the output stage.
  *
- * Both paths multiply 16 * w rather than w: a packed byte holds w_even in its low nibble and
- * w_odd in its high one, so masking it with 0xF0 leaves 16 * w_odd and shifting it left by 4
- * leaves 16 * w_even, each a sign-correct int8 -- two instructions unpack two weights per lane.
- * The sums are 16 times the dot products, exact while they stay within int32 (row lengths up to
- * EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT), then shifted right by 4.
+ * Both paths multiply a power-of-two multiple of w, which unpacking leaves sign-correct in place
+ * of shifting it down: the DSP path 4096 * w (a nibble moved to the top of a halfword by one
+ * shifted AND, two weights per AND), the Helium path 16 * w (a byte's high nibble masked with
+ * 0xF0, its low one shifted left by 4). The sums are that multiple of the dot products, exact
+ * while they stay within int32 (see each path), then shifted right. The depthwise kernels
+ * (edgec_depthwise_conv_s4.c) use edgec_s4_requantize_short and the widening helpers from here.
  */
 #ifndef EDGEC_S4_H
 #define EDGEC_S4_H
