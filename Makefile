@@ -63,6 +63,8 @@ BENCH_SPEED_TARGETS := cortex-m4
 BENCH_PARTS := cortex-m4:stm32l4r5 cortex-m33:stm32u575 cortex-m7:stm32h7a3
 # The other zoos run on one DSP core and one Helium core.
 BENCH_ZOO_TARGETS := cortex-m4 cortex-m55
+# int4 weights: every fully connected / convolution / depthwise layer int4 (BENCHMARKS.md's int4 section).
+BENCH_INT4_MODELS := ds_cnn fc_autoencoder
 # Public architectures of the operator-coverage work (edgec.zoo.cnn; the last two for issue #23's
 # PReLU and max-pooling figures), with --opt size: EfficientNet's
 # int16-widened DSP filters would not fit the typical M4 part's 1 MiB flash (Helium ignores --opt).
@@ -107,6 +109,8 @@ $(foreach pair,$(BENCH_PARTS),$(call bench_runs,mlperf,$(BENCH_MODELS),$(call pa
 	--part $(call part_name,$(pair)) --sensitivity,-$(call part_name,$(pair))))
 $(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_SIZE_TARGETS),--opt size,-size)
 $(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_SPEED_TARGETS),--opt speed,-speed)
+# int4 weights (#25): the models with int4-capable layers, on a DSP core and a Helium core.
+$(call bench_runs,mlperf,$(BENCH_INT4_MODELS),$(BENCH_ZOO_TARGETS),--weights int4,-int4)
 ifneq ($(CMSIS_NN_DIR),)
 $(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --sensitivity,-cmsis-nn)
 $(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --cmsis-nn-opt Ofast --sensitivity,-cmsis-nn-ofast)

@@ -88,6 +88,11 @@ LAYER_GROUPS = (
     ("pooling", ("avg_pool2d", "max_pool2d")),
     ("softmax", ("softmax",)),
 )
+# int4 weights (issue #25): these models also run with --weights int4 into <dir>/<target>-int4/ on
+# ZOO_TARGETS; the goal is each int4 kernel type's instructions per MAC within INT4_GOAL of int8's.
+INT4_MODELS = ("ds_cnn", "fc_autoencoder")
+INT4 = "-int4"
+INT4_GOAL = 1.3
 MEMORY_TARGET = "cortex-m4"
 # TFLite Micro's published arena for these models (kB): the whole arena, and its activations part.
 TFLM_ARENA_KB = {
@@ -672,6 +677,82 @@ def seq_section(bench_dir: Path) -> list[str]:
     return lines + [""]
 
 
+def int4_kind(layer: dict) -> str | None:
+    """The int4 kernel family of a report layer: fully connected, depthwise, pointwise (1x1 ungrouped)
+    or other convolution; None for a layer without weights."""
+    if layer["op"] == "conv2d":
+        k = layer["macs"] // max(elements(layer["output_shape"]), 1)
+        return "convolution 1x1" if k == layer["input_shape"][-1] else "convolution"
+    return {"depthwise_conv2d": "depthwise", "fully_connected": "fully connected"}.get(layer["op"])
+
+
+def int4_macs_instructions(bench_dir: Path, directory: str, model: str) -> dict[str, tuple[int, int]] | None:
+    """Per int4 kernel family: (MACs, instructions) of the run in <bench_dir>/<directory>, or None."""
+    run = run_in(bench_dir, directory, model)
+    if run is None:
+        return None
+    result, report = run
+    kinds = {layer["name"]: int4_kind(layer) for layer in report["layers"]}
+    totals: dict[str, tuple[int, int]] = {}
+    for layer in result["layers"]:
+        kind = kinds.get(layer["name"])
+        if kind is not None and layer["macs"]:
+            macs, insns = totals.get(kind, (0, 0))
+            totals[kind] = (macs + layer["macs"], insns + layer["instructions"])
+    return totals
+
+
+def int4_section(bench_dir: Path) -> list[str]:
+    """int8 against int4 weights, per kernel family: exact instructions per MAC and the ratio against
+    issue #25's goal; and the constants."""
+    lines = [
+        "## int4 weights",
+        "",
+        "The same models built with `--weights int4` (every fully connected, convolution and depthwise",
+        "layer 4-bit, CMSIS-NN's packing; `build/bench/<target>-int4/`) against their int8 build above:",
+        "exact instructions per MAC summed over each kernel family's layers (`convolution 1x1`: ungrouped",
+        f"pointwise layers), and issue #25's goal, int4 within {INT4_GOAL:g}x of int8. Bit-exact with the",
+        "golden (bench checks each model's output). docs/int4.md describes the kernels.",
+        "",
+        "| model | target | kernels | int8 insn/MAC | int4 insn/MAC | int4 / int8 | goal |",
+        "|---|---|---|---:|---:|---:|---|",
+    ]
+    constants = []
+    for model in INT4_MODELS:
+        for target in ZOO_TARGETS:
+            int8 = int4_macs_instructions(bench_dir, target, model)
+            int4 = int4_macs_instructions(bench_dir, target + INT4, model)
+            if int8 is None or int4 is None:
+                lines.append(f"| {MODELS[model]} | {target} | all | {NOT_MEASURED} | {NOT_MEASURED} | - | - |")
+                continue
+            for kind in sorted(int4):
+                if kind not in int8:
+                    continue
+                (m8, i8), (m4, i4) = int8[kind], int4[kind]
+                ratio8, ratio4 = i8 / m8, i4 / m4
+                met = "met" if ratio4 <= INT4_GOAL * ratio8 else "not met"
+                lines.append(
+                    f"| {MODELS[model]} | {target} | {kind} | {ratio8:.3f} | {ratio4:.3f} "
+                    f"| {ratio4 / ratio8:.2f}x | {met} |"
+                )
+            (r8, rep8), (r4, rep4) = load(bench_dir, target, model), load(bench_dir, target + INT4, model)
+            constants.append(
+                f"| {MODELS[model]} | {target} | {kib(rep8['weights_bytes'])} | {kib(rep4['weights_bytes'])} "
+                f"| {r8['total_instructions']:,} | {r4['total_instructions']:,} "
+                f"| {r4['total_instructions'] / r8['total_instructions']:.2f}x |"
+            )
+    if constants:
+        lines += [
+            "",
+            "Whole models: constants (flash) and exact instructions.",
+            "",
+            "| model | target | int8 constants | int4 constants | int8 insns | int4 insns | int4 / int8 |",
+            "|---|---|---:|---:|---:|---:|---:|",
+            *constants,
+        ]
+    return lines + [""]
+
+
 def render(bench_dir: Path) -> str:
     commits = cmsis_nn_commits(bench_dir)
     side_by_side = (
@@ -697,7 +778,8 @@ def render(bench_dir: Path) -> str:
         "`--kernels cmsis-nn` into `build/bench/<target>-cmsis-nn/` (CMSIS-NN at -O2) and with",
         "`--cmsis-nn-opt Ofast` into `build/bench/<target>-cmsis-nn-ofast/`; the reference models also on the",
         "published parts (`--part`, into `build/bench/<target>-<part>/`), every reference-model run with",
-        "`--sensitivity`; then",
+        "`--sensitivity`; KWS and AD with `--weights int4` on cortex-m4 and cortex-m55",
+        "(`build/bench/<target>-int4/`); then",
         "`python scripts/write_benchmarks.py build/bench > BENCHMARKS.md`.",
         f"Tools: {tool_version('arm-none-eabi-gcc')} at -O2; {tool_version('qemu-system-arm')}.",
         *textwrap.wrap(f"Side by side: {side_by_side}.", 98),
@@ -786,6 +868,7 @@ def render(bench_dir: Path) -> str:
     lines += memory_section(bench_dir)
     lines += ram_budget_section(bench_dir)
     lines += cnn_section(bench_dir)
+    lines += int4_section(bench_dir)
     lines += layer_type_section(bench_dir)
     lines += seq_section(bench_dir)
     return "\n".join(lines)

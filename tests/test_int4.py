@@ -127,7 +127,7 @@ def test_int4_dsp_fully_connected_tails_are_bit_exact_on_cortex_m4(tmp_path):
         weights="int4",
     )
     compiled = compile_for(quantized, "cortex-m4")
-    assert [op.attrs.get("dsp") for op in compiled.graph.ops if op.kind == "fully_connected"] == [True, False]
+    assert [op.attrs.get("s4_isa") for op in compiled.graph.ops if op.kind == "fully_connected"] == ["dsp", None]
     _bit_exact(compiled, rng.standard_normal((4, 3, 20)).astype(np.float32), tmp_path)
 
 

@@ -36,7 +36,7 @@ C_TYPES = {
     "uint8_t": np.uint8,
     "uint16_t": np.uint16,
 }
-SHARED_RUNTIME_FILES = ("include/edgec_nn.h", "src/support/edgec_support.h")
+SHARED_RUNTIME_FILES = ("include/edgec_nn.h", "src/support/edgec_support.h", "src/support/edgec_s4.h")
 # Generated into runtime/src: defines runtime_symbol(), which every model's invoke reads.
 RUNTIME_IDENTITY_SOURCE = "edgec_runtime.c"
 SHARED_ARENA_FILES = ("edgec_shared_arena.h", "edgec_shared_arena.c")

@@ -450,6 +450,8 @@ class Conv2d(OpDef):
         )
 
     def scratch_bytes(self, op, graph, target) -> int:
+        if int4.is_int4(op):
+            return int4.scratch_bytes(op)
         isa = op.attrs.get("isa")
         return 0 if isa is None else packed_conv_scratch_bytes(isa, op.attrs["weight"].shape)
 

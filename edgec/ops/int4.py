@@ -22,6 +22,7 @@ import numpy as np
 from edgec.ir import KernelChoice
 from edgec.ops.base import CCall, descriptor
 from edgec.ops.kernel import Field, Scratch, Struct, ints
+from edgec.ops.kernel_layout import folded_bias
 
 INT4_MIN, INT4_MAX = -8, 7
 # edgec's own quantizer: symmetric, narrow range (zero point 0, -8 never used), as TFLite's.
@@ -72,7 +73,13 @@ DEPTHWISE_CONV_S4_DESC = Struct(
 )
 STRUCTS = (FULLY_CONNECTED_S4_DESC, CONV_S4_DESC, DEPTHWISE_CONV_S4_DESC)
 FC_DSP_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES", ("input_c",), "(2 * ((input_c) / 8 * 8))")
-SCRATCH = (FC_DSP_SCRATCH,)
+FC_MVE_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES", ("input_c",), "(32 * (((input_c) + 31) / 32))")
+CONV_DSP_SCRATCH = Scratch("EDGEC_CONV_S4_DSP_SCRATCH_BYTES", ("k",), "(4 * ((k) / 8 * 8) + 2 * (k))")
+CONV_MVE_SCRATCH = Scratch("EDGEC_CONV_S4_MVE_SCRATCH_BYTES", ("k",), "(64 * (((k) + 31) / 32) + 2 * (k))")
+SCRATCH = (FC_DSP_SCRATCH, FC_MVE_SCRATCH, CONV_DSP_SCRATCH, CONV_MVE_SCRATCH)
+# The DSP and Helium paths' longest rows (their 4096x / 16x sums stay exact; longer fully connected
+# rows run the portable loop, longer convolution rows the portable kernel).
+MAX_ROW = 65536
 STRUCT_OF = {
     "fully_connected": FULLY_CONNECTED_S4_DESC,
     "conv2d": CONV_S4_DESC,
@@ -208,32 +215,81 @@ def layer_desc(op, graph) -> dict:
 
 def specialize(op, graph, target) -> None:
     """No packed int8 layout, no widened filter: the filter stays CMSIS-NN's packing. A fully
-    connected layer with an even input_c of at least 8 runs edgec_fully_connected_s4_dsp on cores
-    with the DSP extension (op.attrs["dsp"]); the rest the portable kernels."""
+    connected or convolution layer whose rows have an even length (K) runs the Helium kernel
+    (`_mve`) on Helium cores, with K of at least 8 the DSP one (`_dsp`) on cores with the DSP
+    extension (op.attrs["s4_isa"]); a depthwise layer depthwise_fits takes its Helium kernel, or
+    with a channel count divisible by 4 its DSP one; the rest the portable kernels."""
     op.attrs["isa"], op.attrs["wide"] = None, False
     op.attrs["desc"] = desc = layer_desc(op, graph)
-    op.attrs["dsp"] = (
-        op.kind == "fully_connected" and bool(target.dsp) and desc["input_c"] % 2 == 0 and desc["input_c"] >= 8
+    isa = None
+    if op.kind == "depthwise_conv2d" and depthwise_fits(desc):
+        isa = "mve" if target.mve else "dsp" if target.dsp and desc["input_c"] % 4 == 0 else None
+    elif op.kind != "depthwise_conv2d" and row_length(desc) % 2 == 0 and row_length(desc) <= MAX_ROW:
+        isa = "mve" if target.mve else "dsp" if target.dsp and row_length(desc) >= 8 else None
+    op.attrs["s4_isa"] = isa
+    function = KERNELS[op.kind] + ("" if isa is None else f"_{isa}")
+    reason = (
+        "int4 weights, CMSIS-NN's s4 packing" + {None: "", "dsp": "; DSP extension (SMLAD)", "mve": "; Helium"}[isa]
     )
-    function = KERNELS[op.kind] + ("_dsp" if op.attrs["dsp"] else "")
-    reason = "int4 weights, CMSIS-NN's s4 packing" + ("; DSP extension (SMLAD)" if op.attrs["dsp"] else "")
-    op.kernel = KernelChoice(function, "int4 dsp" if op.attrs["dsp"] else "int4", reason)
+    op.kernel = KernelChoice(function, "int4" + ("" if isa is None else f" {isa}"), reason)
+
+
+def depthwise_fits(desc: dict) -> bool:
+    """edgec_depthwise_conv_s4_mve's shapes: channel multiplier 1, an even channel count, at most
+    16 taps (its int16 sums stay exact)."""
+    return desc["ch_mult"] == 1 and desc["input_c"] % 2 == 0 and desc["kernel_h"] * desc["kernel_w"] <= 16
+
+
+def row_length(desc: dict) -> int:
+    """Weights per output channel of a fully connected or convolution descriptor."""
+    if "kernel_h" in desc:
+        return desc["kernel_h"] * desc["kernel_w"] * desc["input_c"] // desc["groups"]
+    return desc["input_c"]
+
+
+def mve_folded_bias(desc: dict) -> np.ndarray:
+    """The Helium kernels' bias: bias[o] + input_offset * sum of row o's weights, wrapped to int32."""
+    rows, length = desc["output_c"], row_length(desc)
+    weights = unpack_int4(desc["filter"], rows * length).reshape(rows, length)
+    return folded_bias(desc["bias"], weights, -desc["input_offset"])
+
+
+def mve_desc(desc: dict) -> dict:
+    """The descriptor a Helium kernel takes: the input offset folded into the bias."""
+    return {**desc, "bias": mve_folded_bias(desc)}
 
 
 def scratch_bytes(op) -> int:
-    """EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES: the DSP path's widened input row."""
-    return 2 * (op.attrs["desc"]["input_c"] // 8 * 8) if op.attrs.get("dsp") else 0
+    """The DSP path's widened input column, the Helium path's deinterleaved one; a convolution's
+    also its gathered receptive fields (two pixels' of each)."""
+    if op.kind == "depthwise_conv2d":
+        return 0
+    isa, k = op.attrs.get("s4_isa"), row_length(op.attrs["desc"])
+    if op.kind == "conv2d":  # two pixels' columns
+        return {None: 0, "dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 64 * ((k + 31) // 32) + 2 * k}[isa]
+    return {None: 0, "dsp": 2 * (k // 8 * 8), "mve": 32 * ((k + 31) // 32)}[isa]
+
+
+_SCRATCH_OF = {
+    ("fully_connected", "dsp"): FC_DSP_SCRATCH,
+    ("fully_connected", "mve"): FC_MVE_SCRATCH,
+    ("conv2d", "dsp"): CONV_DSP_SCRATCH,
+    ("conv2d", "mve"): CONV_MVE_SCRATCH,
+}
 
 
 def emit(op, graph, names) -> CCall:
     p = names.symbol(op, "desc")
-    call = descriptor(STRUCT_OF[op.kind], p, op.attrs["desc"])
+    isa = op.attrs.get("s4_isa")
+    folded = isa == "mve" and op.kind != "depthwise_conv2d"
+    call = descriptor(STRUCT_OF[op.kind], p, mve_desc(op.attrs["desc"]) if folded else op.attrs["desc"])
     args = f"&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}"
-    if op.attrs.get("dsp"):
-        call.code = f"status |= {op.kernel.function}({args}, (int16_t *){names.scratch(op)});"
-        call.scratch_required = FC_DSP_SCRATCH.call(op.attrs["desc"]["input_c"])
-    else:
+    if isa is None or op.kind == "depthwise_conv2d":
         call.code = f"status |= {op.kernel.function}({args});"
+        return call
+    scratch_type = "int16_t" if isa == "dsp" else "int8_t"
+    call.code = f"status |= {op.kernel.function}({args}, ({scratch_type} *){names.scratch(op)});"
+    call.scratch_required = _SCRATCH_OF[op.kind, isa].call(row_length(op.attrs["desc"]))
     return call
 
 

@@ -1388,8 +1388,8 @@ edgec_status edgec_fully_connected_s4(const edgec_fully_connected_s4_desc *desc,
 /*
  * edgec_fully_connected_s4 with the DSP extension, for an even input_c of at least 8: each input
  * row is widened into scratch (required, word-aligned, EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES
- * (input_c) bytes) in SMLAD pair order, then four SMLAD per eight packed weights (a word), two
- * rows sharing each scratch load. Same arithmetic and checks (an odd input_c or one below 8, a
+ * (input_c) bytes) in SMLAD pair order, then three rows at a time, four AND and four SMLAD per
+ * eight packed weights (a word). Same arithmetic and checks (an odd input_c or one below 8, a
  * NULL or misaligned scratch: EDGEC_ARG_ERROR).
  */
 /* generated from edgec/ops/int4.py: EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES */
@@ -1399,6 +1399,22 @@ edgec_status edgec_fully_connected_s4(const edgec_fully_connected_s4_desc *desc,
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_fully_connected_s4_dsp(const edgec_fully_connected_s4_desc *desc,
                                           const int8_t *input, int8_t *output, int16_t *scratch);
+#endif
+
+/*
+ * edgec_fully_connected_s4 with Helium, for an even input_c: `bias` (required) holds the input
+ * offset folded in, bias[o] + input_offset * sum_k w[o][k] modulo 2^32 (edgec.ops.int4's
+ * mve_folded_bias); each input row is deinterleaved into scratch (required,
+ * EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES(input_c) bytes), then four rows at a time, per 16
+ * packed bytes of each a VSHL, a VAND and two VMLADAVA. Same arithmetic and checks (an odd
+ * input_c, a NULL bias or scratch: EDGEC_ARG_ERROR).
+ */
+/* generated from edgec/ops/int4.py: EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES */
+#define EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES(input_c) (32 * (((input_c) + 31) / 32))
+/* end of EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_fully_connected_s4_mve(const edgec_fully_connected_s4_desc *desc,
+                                          const int8_t *input, int8_t *output, int8_t *scratch);
 #endif
 
 /*
@@ -1437,6 +1453,39 @@ typedef struct {
 /* end of edgec_conv_s4_desc */
 
 edgec_status edgec_conv_s4(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output);
+
+/*
+ * edgec_conv_s4 with the DSP extension, for K = kernel_h * kernel_w * input_c / groups even and at
+ * least 8: per output pixel and group, the receptive field is gathered into scratch (required,
+ * word-aligned, EDGEC_CONV_S4_DSP_SCRATCH_BYTES(K) bytes) and widened, then
+ * edgec_fully_connected_s4_dsp's rows run over it; an ungrouped layer with K a multiple of 8 up to
+ * 256 takes two pixels at a time. Same arithmetic and checks (another K, a NULL or
+ * misaligned scratch: EDGEC_ARG_ERROR).
+ */
+/* generated from edgec/ops/int4.py: EDGEC_CONV_S4_DSP_SCRATCH_BYTES */
+#define EDGEC_CONV_S4_DSP_SCRATCH_BYTES(k) (4 * ((k) / 8 * 8) + 2 * (k))
+/* end of EDGEC_CONV_S4_DSP_SCRATCH_BYTES */
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,
+                               int16_t *scratch);
+#endif
+
+/*
+ * edgec_conv_s4 with Helium, for an even K up to EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT: `bias`
+ * (required) holds the input offset folded in over the whole window, bias[o] + input_offset *
+ * sum of row o's weights modulo 2^32 (edgec.ops.int4's mve_folded_bias); per output pixel and group,
+ * the receptive field is gathered into scratch (required, EDGEC_CONV_S4_MVE_SCRATCH_BYTES(K)
+ * bytes) and deinterleaved, then edgec_fully_connected_s4_mve's rows run over it; an ungrouped
+ * layer takes two pixels at a time. Same arithmetic
+ * and checks (another K, a NULL bias or scratch: EDGEC_ARG_ERROR).
+ */
+/* generated from edgec/ops/int4.py: EDGEC_CONV_S4_MVE_SCRATCH_BYTES */
+#define EDGEC_CONV_S4_MVE_SCRATCH_BYTES(k) (64 * (((k) + 31) / 32) + 2 * (k))
+/* end of EDGEC_CONV_S4_MVE_SCRATCH_BYTES */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,
+                               int8_t *scratch);
+#endif
 
 /*
  * Convolution with a small receptive field, one function per window shape (kernel_h x kernel_w
@@ -1528,6 +1577,26 @@ typedef struct {
 
 edgec_status edgec_depthwise_conv_s4(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input,
                                      int8_t *output);
+
+/*
+ * edgec_depthwise_conv_s4 with the DSP extension, for channel multiplier 1, input_c divisible by 4
+ * and at most 16 taps: four channels at a time, SMLABB/SMLABT on nibbles shifted into halfwords.
+ * Same arithmetic and checks (other shapes: EDGEC_ARG_ERROR). No scratch.
+ */
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_depthwise_conv_s4_dsp(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input,
+                                         int8_t *output);
+#endif
+
+/*
+ * edgec_depthwise_conv_s4 with Helium, for channel multiplier 1, an even input_c and at most 16
+ * taps (kernel_h * kernel_w): eight channels at a time, their sums in int16 lanes (exact within
+ * those bounds). Same arithmetic and checks (other shapes: EDGEC_ARG_ERROR). No scratch.
+ */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_depthwise_conv_s4_mve(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input,
+                                         int8_t *output);
+#endif
 
 /* ==== end of int4-weight kernels ==== */
 

@@ -2,10 +2,12 @@
  * edgec_conv_s4.c -- convolution (NHWC, any kernel, stride, padding, dilation, groups) with int4
  * weights (packed two per byte, low nibble first) and int8 activations: CMSIS-NN
  * arm_convolve_s4's packing and arithmetic (Source/ConvolutionFunctions/arm_convolve_s4.c) with
- * per-channel requantization; golden: edgec.ops.int4.conv_s4. Each tap's run of input_c / groups
- * weights is read straight from the packed filter (no im2col, no scratch).
+ * per-channel requantization; golden: edgec.ops.int4.conv_s4. The portable kernel reads each tap's
+ * run of input_c / groups weights straight from the packed filter (no im2col, no scratch); the DSP
+ * and Helium ones gather each output pixel's receptive field of a group (its column) into scratch
+ * and run edgec_s4.h's rows over it, as the fully connected kernels do.
  */
-#include "../support/edgec_support.h"
+#include "../support/edgec_s4.h"
 
 static int conv_s4_valid(const edgec_conv_s4_desc *d, const int8_t *input, const int8_t *output)
 {
@@ -63,3 +65,197 @@ edgec_status edgec_conv_s4(const edgec_conv_s4_desc *desc, const int8_t *input, 
     }
     return EDGEC_OK;
 }
+
+#if defined(__ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+/* n bytes from src to dst, a word at a time while 4 remain (the runs of a receptive field are short:
+ * a memcpy call would cost more than the copy). */
+static inline int8_t *conv_s4_copy(int8_t *dst, const int8_t *src, int32_t n)
+{
+    for (; n >= 4; n -= 4, dst += 4, src += 4) {
+        memcpy(dst, src, 4);
+    }
+    for (; n > 0; n--) {
+        *dst++ = *src++;
+    }
+    return dst;
+}
+
+/* n bytes of value v at dst, so. */
+static inline int8_t *conv_s4_fill(int8_t *dst, int8_t v, int32_t n)
+{
+    const uint32_t word = (uint8_t)v * 0x01010101u;
+    for (; n >= 4; n -= 4, dst += 4) {
+        memcpy(dst, &word, 4);
+    }
+    for (; n > 0; n--) {
+        *dst++ = v;
+    }
+    return dst;
+}
+
+/* The column of output pixel (n, oy, ox), group g: the K = kernel_h * kernel_w * input_c / groups
+ * inputs its channels read, in the filter's order; a tap outside the input reads the input zero
+ * point (-input_offset: x + input_offset = 0). A 1x1 window without padding of an ungrouped layer
+ * is the input pixel itself (no copy). */
+static const int8_t *conv_s4_column(const edgec_conv_s4_desc *d, const int8_t *input, int32_t n, int32_t oy, int32_t ox,
+                                    int32_t g, int8_t *column)
+{
+    const int32_t cin_g = d->input_c / d->groups;
+    const int8_t pad = (int8_t)(-d->input_offset);
+    const edgec_tap_range ty = edgec_conv_taps(oy, d->stride_h, d->pad_top, d->dilation_h, d->kernel_h, d->input_h);
+    const edgec_tap_range tx = edgec_conv_taps(ox, d->stride_w, d->pad_left, d->dilation_w, d->kernel_w, d->input_w);
+    const int8_t *image = input + (int64_t)n * d->input_h * d->input_w * d->input_c + g * cin_g;
+    if (d->kernel_h == 1 && d->kernel_w == 1 && d->groups == 1 && ty.last > ty.first && tx.last > tx.first) {
+        return image + (ty.base * d->input_w + tx.base) * d->input_c;
+    }
+    /* A row of taps is one run of kernel_w * input_c bytes when taps are adjacent and ungrouped. */
+    const int contiguous = d->dilation_w == 1 && d->groups == 1;
+    const int32_t row = d->kernel_w * cin_g;
+    int8_t *at = column;
+    for (int32_t ky = 0; ky < d->kernel_h; ky++) {
+        if (ky < ty.first || ky >= ty.last) {
+            at = conv_s4_fill(at, pad, row);
+            continue;
+        }
+        const int8_t *line = image + (ty.base + ky * d->dilation_h) * d->input_w * d->input_c;
+        at = conv_s4_fill(at, pad, tx.first * cin_g);
+        if (contiguous) {
+            at = conv_s4_copy(at, line + (tx.base + tx.first) * d->input_c, (tx.last - tx.first) * cin_g);
+        } else {
+            for (int32_t kx = tx.first; kx < tx.last; kx++) {
+                at = conv_s4_copy(at, line + (tx.base + kx * d->dilation_w) * d->input_c, cin_g);
+            }
+        }
+        at = conv_s4_fill(at, pad, (d->kernel_w - tx.last) * cin_g);
+    }
+    return column;
+}
+
+/* Weights per output channel: K. */
+static int32_t conv_s4_row_length(const edgec_conv_s4_desc *d)
+{
+    return d->kernel_h * d->kernel_w * (d->input_c / d->groups);
+}
+#endif
+
+#if defined(__ARM_FEATURE_DSP)
+/*
+ * The DSP path: per output pixel and group, the column gathered into scratch (int8, K bytes), its
+ * whole blocks of 8 widened, then edgec_s4_dsp_rows over the group's output channels. An ungrouped
+ * layer whose K is a multiple of 8 up to 256 (edgec_s4_dsp_rows2_fit) takes two pixels at a time,
+ * each weight word unpacked once for both. For an even K of at least 8 (else EDGEC_ARG_ERROR); K
+ * beyond EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT runs the portable kernel. Scratch: the widened
+ * blocks of two columns, then the two gathered columns.
+ */
+edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int16_t *scratch)
+{
+    if (!conv_s4_valid(desc, input, output) || !scratch || !edgec_word_aligned(scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t k = conv_s4_row_length(desc);
+    if (k % 2 != 0 || k < 8) {
+        return EDGEC_ARG_ERROR;
+    }
+    if (k > EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT) {
+        return edgec_conv_s4(desc, input, output);
+    }
+    const edgec_conv_s4_desc d = *desc;
+    const int32_t cout_g = d.output_c / d.groups;
+    const int short_requant = edgec_s4_requant_short(d.multiplier, d.shift, d.output_c);
+    const int32_t round_base = edgec_dsp_round_base(d.output_offset);
+    int16_t *widened = scratch;
+    int8_t *column_a = (int8_t *)(scratch + 2 * (k / 8 * 8));
+    int8_t *column_b = column_a + k;
+    edgec_s4_rows rows = { d.filter, k,
+                           NULL,     d.input_offset,
+                           d.bias,   d.multiplier,
+                           d.shift,  edgec_output_stage_make(d.output_offset, d.act_min, d.act_max) };
+    const int two = d.groups == 1 && edgec_s4_dsp_rows2_fit(&rows, d.output_c, short_requant);
+    const int32_t pixels = d.batches * d.output_h * d.output_w;
+    for (int32_t p = 0; p < pixels;) {
+        const int32_t ox = p % d.output_w;
+        const int32_t oy = p / d.output_w % d.output_h;
+        const int32_t n = p / d.output_w / d.output_h;
+        int8_t *out = output + p * d.output_c;
+        if (two && p + 1 < pixels) {
+            const int32_t q = p + 1;
+            const int8_t *xa = conv_s4_column(&d, input, n, oy, ox, 0, column_a);
+            const int8_t *xb = conv_s4_column(&d, input, q / d.output_w / d.output_h, q / d.output_w % d.output_h,
+                                              q % d.output_w, 0, column_b);
+            edgec_s4_dsp_rows2(&rows, xa, xb, widened, d.output_c, round_base, out, out + d.output_c);
+            p += 2;
+            continue;
+        }
+        for (int32_t g = 0; g < d.groups; g++) {
+            rows.x = conv_s4_column(&d, input, n, oy, ox, g, column_a);
+            rows.filter = d.filter + g * cout_g * (k / 2);
+            rows.bias = d.bias ? d.bias + g * cout_g : NULL;
+            rows.multiplier = d.multiplier + g * cout_g;
+            rows.shift = d.shift + g * cout_g;
+            edgec_s4_dsp_widen(rows.x, k / 8, d.input_offset, widened);
+            edgec_s4_dsp_rows(&rows, widened, cout_g, short_requant, round_base, out + g * cout_g);
+        }
+        p++;
+    }
+    return EDGEC_OK;
+}
+#endif /* __ARM_FEATURE_DSP */
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/*
+ * The Helium path: `bias` (required) holds the input offset folded in over the whole window
+ * (edgec.ops.int4.mve_folded_bias; a tap outside the input reads the input zero point, so it adds
+ * nothing); per output pixel and group, the column gathered into scratch, deinterleaved after it,
+ * then edgec_s4_mve_rows over the group's output channels; an ungrouped layer two pixels at a time
+ * (edgec_s4_mve_rows2). For an even K up to
+ * EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT (else EDGEC_ARG_ERROR).
+ */
+edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch)
+{
+    if (!conv_s4_valid(desc, input, output) || !scratch || !desc->bias) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t k = conv_s4_row_length(desc);
+    if (k % 2 != 0 || k > EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT) {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_s4_desc d = *desc;
+    const int32_t cout_g = d.output_c / d.groups;
+    int8_t *deinterleaved_a = scratch;
+    int8_t *deinterleaved_b = scratch + EDGEC_S4_MVE_COLUMN_BYTES(k);
+    int8_t *column_a = deinterleaved_b + EDGEC_S4_MVE_COLUMN_BYTES(k);
+    int8_t *column_b = column_a + k;
+    edgec_s4_rows rows = { d.filter, k,
+                           NULL,     0,
+                           d.bias,   d.multiplier,
+                           d.shift,  edgec_output_stage_make(d.output_offset, d.act_min, d.act_max) };
+    const int32_t pixels = d.batches * d.output_h * d.output_w;
+    for (int32_t p = 0; p < pixels;) {
+        const int32_t ox = p % d.output_w;
+        const int32_t oy = p / d.output_w % d.output_h;
+        const int32_t n = p / d.output_w / d.output_h;
+        int8_t *out = output + p * d.output_c;
+        if (d.groups == 1 && p + 1 < pixels) { /* two pixels: each weight block unpacked once for both */
+            const int32_t q = p + 1;
+            edgec_s4_mve_deinterleave(conv_s4_column(&d, input, n, oy, ox, 0, column_a), k, deinterleaved_a);
+            edgec_s4_mve_deinterleave(conv_s4_column(&d, input, q / d.output_w / d.output_h,
+                                                     q / d.output_w % d.output_h, q % d.output_w, 0, column_b),
+                                      k, deinterleaved_b);
+            edgec_s4_mve_rows2(&rows, deinterleaved_a, deinterleaved_b, d.output_c, out, out + d.output_c);
+            p += 2;
+            continue;
+        }
+        for (int32_t g = 0; g < d.groups; g++) {
+            const int8_t *x = conv_s4_column(&d, input, n, oy, ox, g, column_a);
+            rows.filter = d.filter + g * cout_g * (k / 2);
+            rows.bias = d.bias + g * cout_g;
+            rows.multiplier = d.multiplier + g * cout_g;
+            rows.shift = d.shift + g * cout_g;
+            edgec_s4_mve_deinterleave(x, k, deinterleaved_a);
+            edgec_s4_mve_rows(&rows, deinterleaved_a, cout_g, out + g * cout_g);
+        }
+        p++;
+    }
+    return EDGEC_OK;
+}
+#endif /* __ARM_FEATURE_MVE */

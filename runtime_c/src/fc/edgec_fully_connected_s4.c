@@ -5,7 +5,7 @@
  * per-channel requantization; golden: edgec.ops.int4.fully_connected_s4. A row of an odd
  * input_c starts in the middle of a byte every other row, as in CMSIS-NN's stream.
  */
-#include "../support/edgec_support.h"
+#include "../support/edgec_s4.h"
 
 static int fully_connected_s4_valid(const edgec_fully_connected_s4_desc *d, const int8_t *input, const int8_t *output)
 {
@@ -37,67 +37,11 @@ edgec_status edgec_fully_connected_s4(const edgec_fully_connected_s4_desc *desc,
 
 #if defined(__ARM_FEATURE_DSP)
 /*
- * The DSP path. Each row's packed weights are read a word (eight weights) at a time; masking
- * with 0xF0F0F0F0 (the high nibbles) and after a left shift by 4 (the low ones) leaves each
- * weight times 16 in a byte, which SXTB16 (and SXTB16 ROR #8) widen into int16 pairs:
- * (16w0, 16w4), (16w2, 16w6), (16w1, 16w5), (16w3, 16w7). The input row is widened once into
- * scratch in that pair order, with the offset added, so four SMLAD take eight MACs; two rows share
- * each scratch load. The SMLAD sum is 16 times the dot product, exact while
- * input_c * 255 * 128 < 2^31 (input_c <= EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT; longer rows run
- * the portable loop), then divided by 16; a tail of input_c % 8 runs the portable loop.
+ * The DSP path (edgec_s4.h): the input row's whole blocks of 8 widened once into scratch in SMLAD
+ * pair order, with the offset added, then two rows at a time: four SMLAD per packed word of each.
+ * Rows longer than EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT (the 16x sums could overflow) run the
+ * portable loop.
  */
-static void fc_s4_widen_input(const int8_t *x, int32_t blocks, int32_t offset, int16_t *scratch)
-{
-    static const int8_t order[8] = { 0, 4, 2, 6, 1, 5, 3, 7 };
-    for (int32_t b = 0; b < blocks; b++) {
-        for (int32_t i = 0; i < 8; i++) {
-            scratch[8 * b + i] = (int16_t)((int32_t)x[8 * b + order[i]] + offset);
-        }
-    }
-}
-
-/* acc += the SMLAD pair products of one weight word (eight weights) and its four input pairs. */
-static inline int32_t fc_s4_smlad8(int32_t w, int32_t x04, int32_t x26, int32_t x15, int32_t x37, int32_t acc)
-{
-    const int32_t lows = (int32_t)(((uint32_t)w << 4) & 0xF0F0F0F0u);
-    const int32_t highs = (int32_t)((uint32_t)w & 0xF0F0F0F0u);
-    acc = __smlad(x04, __sxtb16(lows), acc);
-    acc = __smlad(x26, edgec_sxtb16_ror8(lows), acc);
-    acc = __smlad(x15, __sxtb16(highs), acc);
-    return __smlad(x37, edgec_sxtb16_ror8(highs), acc);
-}
-
-/* 16 * the dot products of the widened blocks with row w (acc[0]) and, for rows == 2, with the
- * row row_bytes after it (acc[1]); the two-row loop has no branch but its own. */
-static EDGEC_NOINLINE void fc_s4_rows16(const int16_t *scratch, const int8_t *w, int32_t row_bytes, int32_t blocks,
-                                        int32_t rows, int32_t acc[2])
-{
-    const int8_t *x = (const int8_t *)scratch;
-    const int8_t *const w_end = w + 4 * blocks;
-    int32_t acc0 = 0;
-    int32_t acc1 = 0;
-    int32_t x04;
-    int32_t x26;
-    int32_t x15;
-    int32_t x37;
-    if (rows == 2) {
-        for (; w < w_end; w += 4) {
-            edgec_dsp_load_2words(&x, &x04, &x26);
-            edgec_dsp_load_2words(&x, &x15, &x37);
-            acc0 = fc_s4_smlad8(edgec_s16_dsp_load_weights(w), x04, x26, x15, x37, acc0);
-            acc1 = fc_s4_smlad8(edgec_s16_dsp_load_weights(w + row_bytes), x04, x26, x15, x37, acc1);
-        }
-    } else {
-        for (; w < w_end; w += 4) {
-            edgec_dsp_load_2words(&x, &x04, &x26);
-            edgec_dsp_load_2words(&x, &x15, &x37);
-            acc0 = fc_s4_smlad8(edgec_s16_dsp_load_weights(w), x04, x26, x15, x37, acc0);
-        }
-    }
-    acc[0] = acc0;
-    acc[1] = acc1;
-}
-
 edgec_status edgec_fully_connected_s4_dsp(const edgec_fully_connected_s4_desc *desc, const int8_t *input,
                                           int8_t *output, int16_t *scratch)
 {
@@ -109,37 +53,48 @@ edgec_status edgec_fully_connected_s4_dsp(const edgec_fully_connected_s4_desc *d
         return edgec_fully_connected_s4(desc, input, output);
     }
     const edgec_fully_connected_s4_desc d = *desc;
-    const edgec_output_stage stage = edgec_output_stage_make(d.output_offset, d.act_min, d.act_max);
-    const int32_t blocks = d.input_c / 8;
-    const int32_t tail = 8 * blocks;
-    const int32_t row_bytes = d.input_c / 2;
-    /* The int8 DSP kernels' short requantization (edgec_dsp_requant) when every channel admits it. */
-    const int short_requant = edgec_dsp_requant_all_short(d.multiplier, d.shift, d.output_c);
-    const int32_t round_base = edgec_dsp_round_base(d.output_offset);
+    /* The short requantization (edgec_s4_requantize_short) when every channel admits it. */
+    const int short_requant = edgec_s4_requant_short(d.multiplier, d.shift, d.output_c);
+    edgec_s4_rows rows = { d.filter, d.input_c,
+                           input,    d.input_offset,
+                           d.bias,   d.multiplier,
+                           d.shift,  edgec_output_stage_make(d.output_offset, d.act_min, d.act_max) };
     for (int32_t b = 0; b < d.batches; b++) {
-        const int8_t *x = input + b * d.input_c;
-        fc_s4_widen_input(x, blocks, d.input_offset, scratch);
-        for (int32_t o = 0; o < d.output_c; o += 2) {
-            const int32_t rows = EDGEC_MIN(2, d.output_c - o);
-            int32_t acc16[2];
-            fc_s4_rows16(scratch, d.filter + o * row_bytes, row_bytes, blocks, rows, acc16);
-            for (int32_t r = 0; r < rows; r++) {
-                uint32_t acc = (d.bias ? (uint32_t)d.bias[o + r] : 0u) + (uint32_t)(acc16[r] / 16);
-                if (tail < d.input_c) {
-                    acc = edgec_s4_dot(d.filter, (o + r) * d.input_c + tail, x + tail, d.input_c - tail, d.input_offset,
-                                       acc);
-                }
-                int8_t *y = output + b * d.output_c + o + r;
-                if (short_requant) {
-                    const int32_t v = edgec_dsp_requantize_ssat8(
-                        (int32_t)acc, edgec_dsp_requant_make(d.multiplier[o + r], d.shift[o + r], round_base));
-                    *y = (int8_t)EDGEC_MIN(EDGEC_MAX(v, d.act_min), d.act_max);
-                } else {
-                    *y = edgec_requantize_s8((int32_t)acc, d.multiplier[o + r], d.shift[o + r], stage);
-                }
-            }
-        }
+        rows.x = input + b * d.input_c;
+        edgec_s4_dsp_widen(rows.x, d.input_c / 8, d.input_offset, scratch);
+        edgec_s4_dsp_rows(&rows, scratch, d.output_c, short_requant, edgec_dsp_round_base(d.output_offset),
+                          output + b * d.output_c);
     }
     return EDGEC_OK;
 }
 #endif /* __ARM_FEATURE_DSP */
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/*
+ * The Helium path (edgec_s4.h): the bias holds the input offset folded in (bias[o] + input_offset *
+ * sum_k w[o][k], modulo 2^32), so the int8 input multiplies as it is; each input row is
+ * deinterleaved once into scratch, then four rows at a time, two VMLADAVA per 16 packed bytes of
+ * each. Rows longer than EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT run the portable loop (offset 0).
+ */
+edgec_status edgec_fully_connected_s4_mve(const edgec_fully_connected_s4_desc *desc, const int8_t *input,
+                                          int8_t *output, int8_t *scratch)
+{
+    if (!fully_connected_s4_valid(desc, input, output) || desc->input_c % 2 != 0 || !desc->bias || !scratch) {
+        return EDGEC_ARG_ERROR;
+    }
+    edgec_fully_connected_s4_desc d = *desc;
+    if (d.input_c > EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT) {
+        d.input_offset = 0;
+        return edgec_fully_connected_s4(&d, input, output);
+    }
+    const edgec_s4_rows rows = { d.filter, d.input_c,
+                                 input,    0,
+                                 d.bias,   d.multiplier,
+                                 d.shift,  edgec_output_stage_make(d.output_offset, d.act_min, d.act_max) };
+    for (int32_t b = 0; b < d.batches; b++) {
+        edgec_s4_mve_deinterleave(input + b * d.input_c, d.input_c, scratch);
+        edgec_s4_mve_rows(&rows, scratch, d.output_c, output + b * d.output_c);
+    }
+    return EDGEC_OK;
+}
+#endif /* __ARM_FEATURE_MVE */
