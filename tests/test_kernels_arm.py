@@ -50,7 +50,7 @@ from edgec.ops.kernel_layout import (
     interleave_rows,
     widen_taps,
 )
-from edgec.ops.linear import FC_BLOCKING, fully_connected_s8
+from edgec.ops.linear import fc_packed_filter, fully_connected_s8
 from edgec.ops.pool import avg_pool2d_s8, max_pool2d_s8, pool2d_desc
 from edgec.pipeline import compile_model, emit
 from edgec.targets import toolchain
@@ -349,7 +349,7 @@ def fc_case(rng, isa: str) -> Case:
         act_max=act_max,
     )
     fields = [batches, in_size, out_size, -zp_in, zp_out, int(per_channel), act_min, act_max]  # the desc's
-    packed = interleave_rows(weights, FC_BLOCKING[DSP if isa == WIDE else isa])
+    packed = fc_packed_filter(weights, DSP if isa == WIDE else isa, wide=isa == WIDE)
     arrays = [x, widen_taps(packed) if isa == WIDE else packed, folded_bias(bias, weights, zp_in), m, s]
     return Case("fc", isa, fields, arrays, expected, scratch_bytes=0)
 
