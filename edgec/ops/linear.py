@@ -78,22 +78,21 @@ def fully_connected_s8(
 
 # The packed kernels (edgec_fully_connected_s8_dsp/_mve): outputs per micro-kernel step and filter
 # bytes per output and step. The DSP kernel's int8 filter runs in blocks of 6 outputs (its last
-# block of at most 4 laid out as 4), its widened filter (_dsp_wide) in blocks of 4.
+# block of the rest in one of 2, 4 or 6), its widened filter (_dsp_wide) in blocks of 4.
 FC_BLOCKING = {DSP: RowBlocking(rows=6, group=4), MVE: RowBlocking(rows=4, group=16)}
 FC_WIDE_BLOCKING = RowBlocking(rows=4, group=4)
 
 
 def fc_packed_filter(weights: np.ndarray, isa: str, wide: bool = False) -> np.ndarray:
     """A [rows, K] int8 filter as edgec_fully_connected_s8_dsp (_wide: before widen_taps) or _mve
-    reads it: interleave_rows in blocks; on the DSP int8 path a last block of at most 4 rows is laid
-    out as a block of 4 (the kernel runs it as one)."""
+    reads it: interleave_rows in blocks; on the DSP int8 path the last block of the rest rounded up
+    to an even count of rows."""
     blocking = FC_WIDE_BLOCKING if wide else FC_BLOCKING[isa]
     whole = len(weights) // blocking.rows * blocking.rows
-    if blocking.rows != 6 or not 0 < len(weights) - whole <= 4:
+    if blocking.rows != 6 or whole == len(weights):
         return interleave_rows(weights, blocking)
-    return np.concatenate(
-        [interleave_rows(weights[:whole], blocking), interleave_rows(weights[whole:], FC_WIDE_BLOCKING)]
-    )
+    last = RowBlocking(rows=-(-(len(weights) - whole) // 2) * 2, group=4)
+    return np.concatenate([interleave_rows(weights[:whole], blocking), interleave_rows(weights[whole:], last)])
 
 
 def fully_connected_s4(desc: dict, x: np.ndarray) -> np.ndarray:

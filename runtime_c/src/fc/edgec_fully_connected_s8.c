@@ -130,9 +130,9 @@ static int packed_fc_args_valid(const edgec_fully_connected_s8_desc *desc, const
 /* ==== Arm DSP extension: 6 outputs per SMLAD micro-kernel step (wide filter: 4) ============== */
 #if defined(__ARM_FEATURE_DSP)
 
-/* One step of dsp_mac_rows: 4 inputs, widened here, against the block's 4 rows of 4 filter bytes
- * (wide: their taps already widened, 8 bytes a row); with rows 2, the first two rows only (a
- * last block of 1 or 2 outputs: the others are zero); with rows 6 (int8 only), 6 rows. */
+/* One step of dsp_mac_rows: 4 inputs, widened here, against the block's `rows` rows of 4 filter
+ * bytes (2, 4 or 6), or (wide) of 4 rows of 8 bytes, their taps already widened; wide with rows 2,
+ * the first two of the 4 only (a last block of 1 or 2 outputs: the others are zero). */
 static inline void dsp_mac_group(const int8_t **filter, int32_t x, int32_t sums[6], int wide, int rows)
 {
     const int32_t x_even = __sxtb16(x);
@@ -159,7 +159,6 @@ static inline void dsp_mac_group(const int8_t **filter, int32_t x, int32_t sums[
     sums[1] = __smlad(__sxtb16(w1), x_even, sums[1]);
     sums[1] = __smlad(edgec_sxtb16_ror8(w1), x_odd, sums[1]);
     if (rows == 2) {
-        *filter += 8;
         return;
     }
     edgec_dsp_load_2words(filter, &w2, &w3);
@@ -214,9 +213,9 @@ static inline void dsp_mac_rows(const int8_t *filter, const int8_t *x, int32_t n
     sums[5] = s[5];
 }
 
-/* dsp_mac_rows for each filter form and block: a whole block of 6 (int8) or 4 (wide) outputs,
- * and a last block of at most 4 (int8: laid out as 4 rows) or 2 outputs. Not inlined: GCC then
- * keeps the loop's values in registers instead of spilling the caller's. */
+/* dsp_mac_rows for each filter form and block: int8 blocks of 6, 4 or 2 rows; wide blocks of 4
+ * rows, all or the first 2. Not inlined: GCC then keeps the loop's values in registers instead of
+ * spilling the caller's. */
 typedef void (*dsp_fc_micro_kernel)(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[6]);
 
 static EDGEC_NOINLINE void dsp_mac_6x1_int8(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[6])
@@ -549,12 +548,12 @@ static __attribute__((noinline)) void dsp_fc_output_block(const int32_t sums[6],
     }
 }
 
-/* The rows of the filter's block starting at output o: whole blocks of `block_rows`, then a last
- * block of the rest laid out as 4 rows (at most 4 left) or 6. */
+/* The rows of the filter's block starting at output o: whole blocks of `block_rows`, then (int8,
+ * blocks of 6) a last block of the rest laid out as 2, 4 or 6 rows (wide: 4). */
 static int32_t dsp_fc_block_rows(int32_t o, int32_t output_size, int32_t block_rows)
 {
-    const int32_t whole = output_size / block_rows * block_rows;
-    return o < whole ? block_rows : (output_size - o <= 4 ? 4 : 6);
+    const int32_t rest = output_size - o;
+    return rest >= block_rows || block_rows == 4 ? block_rows : (rest + 1) / 2 * 2;
 }
 
 /* edgec_fully_connected_s8_dsp and _wide: packed_filter holds int8 taps in blocks of 6 rows, or
@@ -605,9 +604,10 @@ static edgec_status dsp_fc(const edgec_fully_connected_s8_desc *desc, const int8
             const int32_t valid = EDGEC_MIN(rows, output_size - o); /* the rest are zero rows */
             int32_t sums[6] = { 0, 0, 0, 0, 0, 0 };
             memcpy(sums, folded_bias + o, (size_t)valid * sizeof(int32_t));
-            const dsp_fc_micro_kernel mac = rows == 6    ? dsp_mac_6x1_int8
-                                            : valid <= 2 ? (wide ? dsp_mac_2x1_wide : dsp_mac_2x1_int8)
-                                                         : (wide ? dsp_mac_4x1_wide : dsp_mac_4x1_int8);
+            const dsp_fc_micro_kernel mac = wide        ? (valid <= 2 ? dsp_mac_2x1_wide : dsp_mac_4x1_wide)
+                                            : rows == 6 ? dsp_mac_6x1_int8
+                                            : rows == 4 ? dsp_mac_4x1_int8
+                                                        : dsp_mac_2x1_int8;
             mac(filter, input + b * input_size, input_size, sums);
             dsp_fc_output_block(sums, valid, desc, quant_step, o, short_requant, stage, output + b * output_size);
             o += rows;
