@@ -287,22 +287,23 @@ typedef char dsp_fc_run_layout[offsetof(dsp_fc_run, quant_step) == 24 && offseto
     "sxtb16 " w ", " w "\n\t"                                                                      \
     "smlad " sum ", " w ", r10, " sum "\n\t"                                                       \
     "smlad " sum ", lr, r11, " sum "\n\t"
-/* One group of 4 inputs against the block's 6 rows: `xload` puts the input word in r10; the sums
- * are r4..r9, the filter pointer r1; r0, r3, r11, r12 and lr are scratch. `endload` may load a
- * word into lr (pipelined after the filter loads) and set the flags; the group leaves them. */
-#define DSP_FC6_GROUP(xload, endload)                                                              \
+/* One group of 4 inputs against the block's 6 rows: `xload` puts the input word in r10, or (with
+ * `widen` empty) the input already widened, (x0, x2) in r10 and (x1, x3) in r11; the sums are
+ * r4..r9, the filter pointer r1; r0, r3, r12 and lr are scratch. `endload` may load a word into
+ * lr (pipelined after the filter loads) and set the flags; the group leaves them. */
+#define DSP_FC6_GROUP(xload, widen, endload)                                                       \
     xload "\n\t"                                                                                   \
     "ldr r0, [r1], #4\n\t"                                                                         \
     "ldr r3, [r1], #4\n\t"                                                                         \
     "ldr r12, [r1], #4\n\t"                                                                        \
     endload                                                                                        \
-    "sxtb16 r11, r10, ror #8\n\t"                                                                  \
-    "sxtb16 r10, r10\n\t"                                                                          \
+    widen                                                                                          \
     DSP_FC6_ROW("r4", "r0") DSP_FC6_ROW("r5", "r3") DSP_FC6_ROW("r6", "r12")                       \
     "ldr r0, [r1], #4\n\t"                                                                         \
     "ldr r3, [r1], #4\n\t"                                                                         \
     "ldr r12, [r1], #4\n\t"                                                                        \
     DSP_FC6_ROW("r7", "r0") DSP_FC6_ROW("r8", "r3") DSP_FC6_ROW("r9", "r12")
+#define DSP_FC_WIDEN_X "sxtb16 r11, r10, ror #8\n\tsxtb16 r10, r10\n\t"
 /* edgec_dsp_requantize_ssat8 of the sum in `acc`, its multiplier and shift at byte `at` of the
  * block's arrays (r2, r3); r10 holds the round base, r1, r11, r12 and lr are scratch. */
 #define DSP_FC6_REQUANT(acc, at)                                                                   \
@@ -324,68 +325,82 @@ typedef char dsp_fc_run_layout[offsetof(dsp_fc_run, quant_step) == 24 && offseto
     "ssub8 r12, " word ", r11\n\t"                                                                 \
     "sel " word ", r11, " word "\n\t"
 
+/* The last partial group of an input row (has_tail), widened here. */
+#define DSP_FC6_TAIL                                                                               \
+    "ldr r0, [sp]\n\t"                                                                             \
+    "ldr r3, [r0, #52]\n\t"                                                                        \
+    "cmp r3, #0\n\t"                                                                               \
+    "beq 5f\n\t"                                                                                   \
+    DSP_FC6_GROUP("ldr r10, [r0, #48]", DSP_FC_WIDEN_X, "")
+/* The 6-row routine, over `mask` + 4 bytes of input a loop iteration (16: int8, widened here; 32:
+ * widened by the caller, the last partial group included: `tail` empty); r0 holds the run on
+ * entry, kept at [sp], its x_end at [sp, #4]. */
+#define DSP_FC6_BLOCKS(xload, widen, mask, half, tail)                                             \
+    __asm__ volatile(                                                                              \
+        ".syntax unified\n\t"                                                                      \
+        "ldr r3, [r0, #4]\n\t"                                                                     \
+        "push {r0, r3, r4-r11, lr}\n"                                                              \
+        "1:\n\t"                                                                                   \
+        "ldr r0, [sp]\n\t"                                                                         \
+        "ldrd r2, r3, [r0, #0]\n\t"                                                                \
+        "ldrd r1, r12, [r0, #8]\n\t"                                                               \
+        "ldm r12!, {r4, r5, r6, r7, r8, r9}\n\t"                                                   \
+        "str r12, [r0, #12]\n\t"                                                                   \
+        "subs r12, r3, r2\n\t"                                                                     \
+        "beq 4f\n\t"                                                                               \
+        "ands r12, r12, #" mask "\n\t"                                                             \
+        "beq 2f\n\t"                                                                               \
+        "cmp r12, #" half "\n\t"                                                                   \
+        "beq 7f\n\t"                                                                               \
+        "bhi 6f\n\t"                                                                               \
+        "b 3f\n\t"                                                                                 \
+        ".p2align 2\n"                                                                             \
+        "2:\n\t"                                                                                   \
+        DSP_FC6_GROUP(xload, widen, "")                                                            \
+        "6:\n\t"                                                                                   \
+        DSP_FC6_GROUP(xload, widen, "")                                                            \
+        "7:\n\t"                                                                                   \
+        DSP_FC6_GROUP(xload, widen, "")                                                            \
+        "3:\n\t"                                                                                   \
+        DSP_FC6_GROUP(xload, widen, "ldr lr, [sp, #4]\n\tcmp r2, lr\n\t")                          \
+        "bne 2b\n"                                                                                 \
+        "4:\n\t"                                                                                   \
+        tail                                                                                       \
+        "5:\n\t"                                                                                   \
+        "ldr r0, [sp]\n\t"                                                                         \
+        "str r1, [r0, #8]\n\t"                                                                     \
+        "ldrd r2, r3, [r0, #16]\n\t"                                                               \
+        "ldr r10, [r0, #28]\n\t"                                                                   \
+        DSP_FC6_REQUANT("r4", "0") DSP_FC6_REQUANT("r5", "4") DSP_FC6_REQUANT("r6", "8")           \
+        DSP_FC6_REQUANT("r7", "12") DSP_FC6_REQUANT("r8", "16") DSP_FC6_REQUANT("r9", "20")        \
+        "bfi r4, r5, #8, #8\n\t"                                                                   \
+        "bfi r4, r6, #16, #8\n\t"                                                                  \
+        "bfi r4, r7, #24, #8\n\t"                                                                  \
+        "bfi r8, r9, #8, #8\n\t"                                                                   \
+        "ldrd r10, r11, [r0, #32]\n\t"                                                             \
+        DSP_FC_CLAMP4("r4") DSP_FC_CLAMP4("r8")                                                    \
+        "ldr r12, [r0, #24]\n\t"                                                                   \
+        "add r2, r2, r12\n\t"                                                                      \
+        "add r3, r3, r12\n\t"                                                                      \
+        "strd r2, r3, [r0, #16]\n\t"                                                               \
+        "ldrd r2, r3, [r0, #40]\n\t"                                                               \
+        "str r4, [r2], #4\n\t"                                                                     \
+        "strh r8, [r2], #2\n\t"                                                                    \
+        "str r2, [r0, #40]\n\t"                                                                    \
+        "cmp r2, r3\n\t"                                                                           \
+        "bne 1b\n\t"                                                                               \
+        "pop {r0, r3, r4-r11, pc}\n\t")
+
 #if EDGEC_UNALIGNED_ASM
-/* The 6-row routine; r0 holds the run on entry, kept at [sp], its x_end at [sp, #4]. */
 static __attribute__((naked, noinline)) void dsp_fc_blocks_int8(dsp_fc_run *run __attribute__((unused)))
 {
-    __asm__ volatile(
-        ".syntax unified\n\t"
-        "ldr r3, [r0, #4]\n\t"
-        "push {r0, r3, r4-r11, lr}\n"
-        "1:\n\t"
-        "ldr r0, [sp]\n\t"
-        "ldrd r2, r3, [r0, #0]\n\t"
-        "ldrd r1, r12, [r0, #8]\n\t"
-        "ldm r12!, {r4, r5, r6, r7, r8, r9}\n\t"
-        "str r12, [r0, #12]\n\t"
-        "subs r12, r3, r2\n\t"
-        "beq 4f\n\t"
-        "ands r12, r12, #12\n\t"
-        "beq 2f\n\t"
-        "cmp r12, #8\n\t"
-        "beq 7f\n\t"
-        "bhi 6f\n\t"
-        "b 3f\n\t"
-        ".p2align 2\n"
-        "2:\n\t"
-        DSP_FC6_GROUP("ldr r10, [r2], #4", "")
-        "6:\n\t"
-        DSP_FC6_GROUP("ldr r10, [r2], #4", "")
-        "7:\n\t"
-        DSP_FC6_GROUP("ldr r10, [r2], #4", "")
-        "3:\n\t"
-        DSP_FC6_GROUP("ldr r10, [r2], #4", "ldr lr, [sp, #4]\n\tcmp r2, lr\n\t")
-        "bne 2b\n"
-        "4:\n\t"
-        "ldr r0, [sp]\n\t"
-        "ldr r3, [r0, #52]\n\t"
-        "cmp r3, #0\n\t"
-        "beq 5f\n\t"
-        DSP_FC6_GROUP("ldr r10, [r0, #48]", "")
-        "5:\n\t"
-        "ldr r0, [sp]\n\t"
-        "str r1, [r0, #8]\n\t"
-        "ldrd r2, r3, [r0, #16]\n\t"
-        "ldr r10, [r0, #28]\n\t"
-        DSP_FC6_REQUANT("r4", "0") DSP_FC6_REQUANT("r5", "4") DSP_FC6_REQUANT("r6", "8")
-        DSP_FC6_REQUANT("r7", "12") DSP_FC6_REQUANT("r8", "16") DSP_FC6_REQUANT("r9", "20")
-        "bfi r4, r5, #8, #8\n\t"
-        "bfi r4, r6, #16, #8\n\t"
-        "bfi r4, r7, #24, #8\n\t"
-        "bfi r8, r9, #8, #8\n\t"
-        "ldrd r10, r11, [r0, #32]\n\t"
-        DSP_FC_CLAMP4("r4") DSP_FC_CLAMP4("r8")
-        "ldr r12, [r0, #24]\n\t"
-        "add r2, r2, r12\n\t"
-        "add r3, r3, r12\n\t"
-        "strd r2, r3, [r0, #16]\n\t"
-        "ldrd r2, r3, [r0, #40]\n\t"
-        "str r4, [r2], #4\n\t"
-        "strh r8, [r2], #2\n\t"
-        "str r2, [r0, #40]\n\t"
-        "cmp r2, r3\n\t"
-        "bne 1b\n\t"
-        "pop {r0, r3, r4-r11, pc}\n\t");
+    DSP_FC6_BLOCKS("ldr r10, [r2], #4", DSP_FC_WIDEN_X, "12", "8", DSP_FC6_TAIL);
+}
+
+/* ... its input already widened (x0, x2), (x1, x3) a group, the last partial group included. */
+static __attribute__((naked, noinline)) void dsp_fc_blocks_int8_widened_x(dsp_fc_run *run __attribute__((unused)))
+{
+    DSP_FC6_BLOCKS("ldr r10, [r2], #4\n\tldr r11, [r2], #4", "", "24", "16", "");
 }
 #endif
 
@@ -486,8 +501,37 @@ static __attribute__((naked, noinline)) void dsp_fc_blocks_wide(dsp_fc_run *run 
 }
 // clang-format on
 
-/* Runs the whole blocks of input row x through dsp_fc_blocks_int8 (blocks of 6) or _wide (of 4);
- * returns their outputs' count. `run` holds the per-call fields. */
+/* Inputs up to which the int8 routine's input row is widened once, on the stack (8 bytes a group of
+ * 4 inputs: at most 2,048 B): dsp_fc_blocks_int8_widened_x then loads a group's input as two words
+ * in the filter's pipelined run of loads instead of one and two SXTB16 (34 estimated cycles a
+ * group instead of 35) and needs no last partial group per block. */
+#define DSP_FC_WIDENED_X_MAX 1024
+
+static EDGEC_NOINLINE void dsp_fc_blocks_widening_x(dsp_fc_run *run, int32_t input_size)
+{
+    int32_t pairs[DSP_FC_WIDENED_X_MAX / 2];
+    const int8_t *const x = run->x;
+    int32_t g = 0;
+    for (; g < input_size / 4; g++) {
+        int32_t word;
+        memcpy(&word, x + 4 * g, 4);
+        pairs[2 * g] = __sxtb16(word);
+        pairs[2 * g + 1] = edgec_sxtb16_ror8(word);
+    }
+    if ((input_size & 3) != 0) {
+        pairs[2 * g] = __sxtb16(run->tail);
+        pairs[2 * g + 1] = edgec_sxtb16_ror8(run->tail);
+        g++;
+    }
+    run->x = (const int8_t *)pairs;
+    run->x_end = (const int8_t *)(pairs + 2 * g);
+    run->has_tail = 0;
+    dsp_fc_blocks_int8_widened_x(run);
+}
+
+/* Runs the whole blocks of input row x through dsp_fc_blocks_int8 (blocks of 6; its input widened
+ * first up to DSP_FC_WIDENED_X_MAX) or _wide (of 4); returns their outputs' count. `run` holds the
+ * per-call fields. */
 static int32_t dsp_fc_whole_blocks(dsp_fc_run *run, const int8_t *x, int32_t input_size, int32_t whole,
                                    const int8_t *packed_filter, const int32_t *folded_bias, const int32_t *multiplier,
                                    const int32_t *shift, int8_t *y, int wide)
@@ -506,7 +550,13 @@ static int32_t dsp_fc_whole_blocks(dsp_fc_run *run, const int8_t *x, int32_t inp
     run->y_end = y + whole;
     run->tail = (int32_t)tail;
     run->has_tail = (input_size & 3) != 0;
-    (wide ? dsp_fc_blocks_wide : dsp_fc_blocks_int8)(run);
+    if (wide) {
+        dsp_fc_blocks_wide(run);
+    } else if (input_size <= DSP_FC_WIDENED_X_MAX && whole >= 12) { /* one block would not repay the widening */
+        dsp_fc_blocks_widening_x(run, input_size);
+    } else {
+        dsp_fc_blocks_int8(run);
+    }
     return whole;
 }
 #endif
