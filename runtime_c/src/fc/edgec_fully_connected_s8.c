@@ -333,21 +333,21 @@ typedef char dsp_fc_run_layout[offsetof(dsp_fc_run, quant_step) == 24 && offseto
     "beq 5f\n\t"                                                                                   \
     DSP_FC6_GROUP("ldr r10, [r0, #48]", DSP_FC_WIDEN_X, "")
 /* The 6-row routine, over `mask` + 4 bytes of input a loop iteration (16: int8, widened here; 32:
- * widened by the caller, the last partial group included: `tail` empty); r0 holds the run on
- * entry, kept at [sp], its x_end at [sp, #4]. */
-#define DSP_FC6_BLOCKS(xload, widen, mask, half, tail)                                             \
+ * widened by the caller, the last partial group included: `tail` empty, and never no whole group:
+ * `empty`, which skips the loop when the flags say so, empty); r0 holds the run on entry, kept at
+ * [sp], its x_end at [sp, #4]. */
+#define DSP_FC6_BLOCKS(xload, widen, mask, half, empty, tail)                                      \
     __asm__ volatile(                                                                              \
         ".syntax unified\n\t"                                                                      \
         "ldr r3, [r0, #4]\n\t"                                                                     \
         "push {r0, r3, r4-r11, lr}\n"                                                              \
-        "1:\n\t"                                                                                   \
-        "ldr r0, [sp]\n\t"                                                                         \
+        "1:\n\t" /* r0: the run, on entry and at the end of each block */                         \
         "ldrd r2, r3, [r0, #0]\n\t"                                                                \
         "ldrd r1, r12, [r0, #8]\n\t"                                                               \
         "ldm r12!, {r4, r5, r6, r7, r8, r9}\n\t"                                                   \
         "str r12, [r0, #12]\n\t"                                                                   \
-        "subs r12, r3, r2\n\t"                                                                     \
-        "beq 4f\n\t"                                                                               \
+        "sub r12, r3, r2\n\t"                                                                      \
+        empty                                                                                      \
         "ands r12, r12, #" mask "\n\t"                                                             \
         "beq 2f\n\t"                                                                               \
         "cmp r12, #" half "\n\t"                                                                   \
@@ -394,13 +394,13 @@ typedef char dsp_fc_run_layout[offsetof(dsp_fc_run, quant_step) == 24 && offseto
 #if EDGEC_UNALIGNED_ASM
 static __attribute__((naked, noinline)) void dsp_fc_blocks_int8(dsp_fc_run *run __attribute__((unused)))
 {
-    DSP_FC6_BLOCKS("ldr r10, [r2], #4", DSP_FC_WIDEN_X, "12", "8", DSP_FC6_TAIL);
+    DSP_FC6_BLOCKS("ldr r10, [r2], #4", DSP_FC_WIDEN_X, "12", "8", "cmp r12, #0\n\tbeq 4f\n\t", DSP_FC6_TAIL);
 }
 
 /* ... its input already widened (x0, x2), (x1, x3) a group, the last partial group included. */
 static __attribute__((naked, noinline)) void dsp_fc_blocks_int8_widened_x(dsp_fc_run *run __attribute__((unused)))
 {
-    DSP_FC6_BLOCKS("ldr r10, [r2], #4\n\tldr r11, [r2], #4", "", "24", "16", "");
+    DSP_FC6_BLOCKS("ldr r10, [r2], #4\n\tldr r11, [r2], #4", "", "24", "16", "", "");
 }
 #endif
 
@@ -502,9 +502,10 @@ static __attribute__((naked, noinline)) void dsp_fc_blocks_wide(dsp_fc_run *run 
 // clang-format on
 
 /* Inputs up to which the int8 routine's input row is widened once, on the stack (8 bytes a group of
- * 4 inputs: at most 2,048 B): dsp_fc_blocks_int8_widened_x then loads a group's input as two words
- * in the filter's pipelined run of loads instead of one and two SXTB16 (34 estimated cycles a
- * group instead of 35) and needs no last partial group per block. */
+ * 4 inputs: at most 2,048 B), when it has 8 whole blocks or more: dsp_fc_blocks_int8_widened_x then
+ * loads a group's input as two words in the filter's pipelined run of loads instead of one and two
+ * SXTB16 (34 estimated cycles a group instead of 35) and needs no last partial group per block;
+ * widening costs about 7 cycles a group, so fewer blocks would not repay it. */
 #define DSP_FC_WIDENED_X_MAX 1024
 
 static EDGEC_NOINLINE void dsp_fc_blocks_widening_x(dsp_fc_run *run, int32_t input_size)
@@ -552,7 +553,7 @@ static int32_t dsp_fc_whole_blocks(dsp_fc_run *run, const int8_t *x, int32_t inp
     run->has_tail = (input_size & 3) != 0;
     if (wide) {
         dsp_fc_blocks_wide(run);
-    } else if (input_size <= DSP_FC_WIDENED_X_MAX && whole >= 12) { /* one block would not repay the widening */
+    } else if (input_size <= DSP_FC_WIDENED_X_MAX && whole >= 48) {
         dsp_fc_blocks_widening_x(run, input_size);
     } else {
         dsp_fc_blocks_int8(run);
