@@ -130,6 +130,13 @@ static int packed_fc_args_valid(const edgec_fully_connected_s8_desc *desc, const
 /* ==== Arm DSP extension: 6 outputs per SMLAD micro-kernel step (wide filter: 4) ============== */
 #if defined(__ARM_FEATURE_DSP)
 
+/* The assembly routines below are one asm statement longer than the 4095 characters C99 promises
+ * a string literal; the assembler takes any length, GCC does not count asm strings, and clang's
+ * -pedantic does. */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Woverlength-strings"
+#endif
+
 /* One step of dsp_mac_rows: 4 inputs, widened here, against the block's `rows` rows of 4 filter
  * bytes (2, 4 or 6), or (wide) of 4 rows of 8 bytes, their taps already widened; wide with rows 2,
  * the first two of the 4 only (a last block of 1 or 2 outputs: the others are zero). */
@@ -502,7 +509,7 @@ static __attribute__((naked, noinline)) void dsp_fc_blocks_wide(dsp_fc_run *run 
 // clang-format on
 
 /* Inputs up to which the int8 routine's input row is widened once, on the stack (8 bytes a group of
- * 4 inputs: at most 2,048 B), when it has 8 whole blocks or more: dsp_fc_blocks_int8_widened_x then
+ * 4 inputs, twice the row: at most 2,048 B), when it has 8 whole blocks or more: dsp_fc_blocks_int8_widened_x then
  * loads a group's input as two words in the filter's pipelined run of loads instead of one and two
  * SXTB16 (34 estimated cycles a group instead of 35) and needs no last partial group per block;
  * widening costs about 7 cycles a group, so fewer blocks would not repay it. */
@@ -510,7 +517,7 @@ static __attribute__((naked, noinline)) void dsp_fc_blocks_wide(dsp_fc_run *run 
 
 static EDGEC_NOINLINE void dsp_fc_blocks_widening_x(dsp_fc_run *run, int32_t input_size)
 {
-    int32_t pairs[DSP_FC_WIDENED_X_MAX / 2];
+    int32_t pairs[2 * ((input_size + 3) / 4)]; /* sized to the row: the stack holds only what it needs */
     const int8_t *const x = run->x;
     int32_t g = 0;
     for (; g < input_size / 4; g++) {
