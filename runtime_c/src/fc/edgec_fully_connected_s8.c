@@ -349,8 +349,10 @@ typedef char dsp_fc_run_layout[offsetof(dsp_fc_run, quant_step) == 24 && offseto
         "ldr r3, [r0, #4]\n\t"                                                                     \
         "push {r0, r3, r4-r11, lr}\n"                                                              \
         "1:\n\t" /* r0: the run, on entry and at the end of each block */                         \
-        "ldrd r2, r3, [r0, #0]\n\t"                                                                \
-        "ldrd r1, r12, [r0, #8]\n\t"                                                               \
+        "ldr r2, [r0, #0]\n\t" /* four loads in one pipelined run: 5 cycles, two LDRD take 6 */  \
+        "ldr r3, [r0, #4]\n\t"                                                                     \
+        "ldr r1, [r0, #8]\n\t"                                                                     \
+        "ldr r12, [r0, #12]\n\t"                                                                   \
         "ldm r12!, {r4, r5, r6, r7, r8, r9}\n\t"                                                   \
         "str r12, [r0, #12]\n\t"                                                                   \
         "sub r12, r3, r2\n\t"                                                                      \
@@ -376,7 +378,8 @@ typedef char dsp_fc_run_layout[offsetof(dsp_fc_run, quant_step) == 24 && offseto
         "5:\n\t"                                                                                   \
         "ldr r0, [sp]\n\t"                                                                         \
         "str r1, [r0, #8]\n\t"                                                                     \
-        "ldrd r2, r3, [r0, #16]\n\t"                                                               \
+        "ldr r2, [r0, #16]\n\t"                                                                    \
+        "ldr r3, [r0, #20]\n\t"                                                                    \
         "ldr r10, [r0, #28]\n\t"                                                                   \
         DSP_FC6_REQUANT("r4", "0") DSP_FC6_REQUANT("r5", "4") DSP_FC6_REQUANT("r6", "8")           \
         DSP_FC6_REQUANT("r7", "12") DSP_FC6_REQUANT("r8", "16") DSP_FC6_REQUANT("r9", "20")        \
@@ -384,17 +387,19 @@ typedef char dsp_fc_run_layout[offsetof(dsp_fc_run, quant_step) == 24 && offseto
         "bfi r4, r6, #16, #8\n\t"                                                                  \
         "bfi r4, r7, #24, #8\n\t"                                                                  \
         "bfi r8, r9, #8, #8\n\t"                                                                   \
-        "ldrd r10, r11, [r0, #32]\n\t"                                                             \
-        DSP_FC_CLAMP4("r4") DSP_FC_CLAMP4("r8")                                                    \
+        "ldr r10, [r0, #32]\n\t" /* lows, highs, quant_step, y, y_end: one pipelined run */       \
+        "ldr r11, [r0, #36]\n\t"                                                                   \
         "ldr r12, [r0, #24]\n\t"                                                                   \
+        "ldr lr, [r0, #40]\n\t"                                                                    \
+        "ldr r1, [r0, #44]\n\t"                                                                    \
         "add r2, r2, r12\n\t"                                                                      \
         "add r3, r3, r12\n\t"                                                                      \
         "strd r2, r3, [r0, #16]\n\t"                                                               \
-        "ldrd r2, r3, [r0, #40]\n\t"                                                               \
-        "str r4, [r2], #4\n\t"                                                                     \
-        "strh r8, [r2], #2\n\t"                                                                    \
-        "str r2, [r0, #40]\n\t"                                                                    \
-        "cmp r2, r3\n\t"                                                                           \
+        DSP_FC_CLAMP4("r4") DSP_FC_CLAMP4("r8")                                                    \
+        "str r4, [lr], #4\n\t"                                                                     \
+        "strh r8, [lr], #2\n\t"                                                                    \
+        "str lr, [r0, #40]\n\t"                                                                    \
+        "cmp lr, r1\n\t"                                                                           \
         "bne 1b\n\t"                                                                               \
         "pop {r0, r3, r4-r11, pc}\n\t")
 
