@@ -33,7 +33,7 @@ from edgec.backend.plan import check_plan
 from edgec.backend.schedule import schedule_and_plan
 from edgec.ops import KINDS
 from edgec.ops.band import make_stage
-from edgec.pipeline import compile_model, emit
+from edgec.pipeline import compile_for, compile_model, emit, quantize_model
 from edgec.targets.cores import get_target
 from edgec.tools.verify import build_host, golden_outputs, output_bytes, quantized_inputs, run_host, run_on
 from tests.device_support import needs_toolchain
@@ -99,7 +99,21 @@ class Detector(nn.Module):
         return self.head(y), self.boxes(y)
 
 
+class PlanePrelu(nn.Module):
+    """A PReLU outside any stage whose plane has as many elements as its tables have bytes (16x16x4,
+    4 slopes of 256 entries)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.prelu = nn.PReLU(4)
+
+    def forward(self, x):
+        return self.prelu(self.conv(x))
+
+
 SHAPES = {Chain: (1, 3, 21, 16), Residual: (1, 3, 21, 16), Detector: (1, 3, 20, 15)}  # uneven last bands
+SHAPES[PlanePrelu] = (1, 3, 16, 16)
 
 
 def _compiled(model_class, target="host", ram=None):
@@ -432,3 +446,32 @@ def test_random_chains_banded_equal_layer_by_layer():
             assert np.array_equal(banded, whole[graph.outputs[0]]), ([op.kind for op in graph.ops], chunk, stream)
             checked += 1
     assert checked >= 100
+
+
+@pytest.fixture(scope="module")
+def plane_prelu():
+    torch.manual_seed(0)
+    return quantize_model(
+        PlanePrelu().eval(),
+        example_inputs=(torch.rand(SHAPES[PlanePrelu]),),
+        calibration=np.random.default_rng(0).random((8, *SHAPES[PlanePrelu][1:]), dtype=np.float32),
+        warn=lambda _: None,
+    )
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("target", ["host", "cortex-m4"])
+def test_a_prelu_outside_a_stage_reads_tables_made_at_compile_time(plane_prelu, tmp_path, target):
+    """Prelu.specialize: a plane with at least as many elements as its tables have bytes calls
+    edgec_prelu_s8_lookup on tables made at compile time, bit-exact; --opt size keeps
+    edgec_prelu_s8 (no tables in flash: it builds them at run time when they pay)."""
+    compiled = compile_for(plane_prelu, target)
+    assert [op.kernel.function for op in compiled.graph.ops if op.kind == "prelu"] == ["edgec_prelu_s8_lookup"]
+    emit(compiled, tmp_path / "out", "m")
+    x = _sample(compiled)
+    assert np.array_equal(
+        run_on(compiled, tmp_path / "out", "m", x, tmp_path / "build"), golden_outputs(compiled.graph, x)
+    )
+    small = compile_for(plane_prelu, get_target(target).with_opt("size"))
+    assert [op.kernel.function for op in small.graph.ops if op.kind == "prelu"] == ["edgec_prelu_s8"]

@@ -50,7 +50,7 @@ from edgec.ops.kernel_layout import (
     interleave_rows,
     widen_taps,
 )
-from edgec.ops.linear import FC_BLOCKING, fully_connected_s8
+from edgec.ops.linear import fc_packed_filter, fully_connected_s8
 from edgec.ops.pool import avg_pool2d_s8, max_pool2d_s8, pool2d_desc
 from edgec.pipeline import compile_model, emit
 from edgec.targets import toolchain
@@ -328,7 +328,8 @@ def in_place_block(x: np.ndarray, output: np.ndarray, input_offset: int) -> tupl
 def fc_case(rng, isa: str) -> Case:
     batches = int(rng.integers(1, 4))
     in_size = int(rng.choice([1, 3, 4, 15, 16, 17, 33, int(rng.integers(1, 300))]))
-    out_size = int(rng.integers(1, 21))
+    # 48 outputs or more: the DSP kernel widens the input row once (8 whole blocks of 6)
+    out_size = int(rng.integers(1, 21)) if rng.random() < 0.8 else int(rng.integers(48, 61))
     per_channel = bool(rng.random() < 0.7)
     x = int8_array(rng, (batches, in_size))
     weights = int8_array(rng, (out_size, in_size))
@@ -349,7 +350,7 @@ def fc_case(rng, isa: str) -> Case:
         act_max=act_max,
     )
     fields = [batches, in_size, out_size, -zp_in, zp_out, int(per_channel), act_min, act_max]  # the desc's
-    packed = interleave_rows(weights, FC_BLOCKING[DSP if isa == WIDE else isa])
+    packed = fc_packed_filter(weights, DSP if isa == WIDE else isa, wide=isa == WIDE)
     arrays = [x, widen_taps(packed) if isa == WIDE else packed, folded_bias(bias, weights, zp_in), m, s]
     return Case("fc", isa, fields, arrays, expected, scratch_bytes=0)
 

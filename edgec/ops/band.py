@@ -31,7 +31,7 @@ import numpy as np
 
 from edgec.ir import ARENA_ALIGNMENT, Graph, InPlace, KernelChoice, Op
 from edgec.ops.base import CCall, OpDef, unit_of
-from edgec.ops.binary import prelu_s8_lookup, prelu_tables
+from edgec.ops.binary import PRELU_LOOKUP, prelu_s8_lookup, prelu_tables
 
 # Fields of one action row (int16): the layer, its output window's shift (from row, rows; 0 rows:
 # none), its input (row of the first row read in its storage, rows read, pad_top), its output (row
@@ -41,7 +41,6 @@ WINDOWED_KINDS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")  # p
 # Elementwise layers, whose descriptor describes the whole shape: emitted once per band height.
 ELEMENTWISE_KINDS = ("prelu", "add")  # add: a residual add, the stage's last layer, over its input
 BAND_KINDS = WINDOWED_KINDS + ELEMENTWISE_KINDS
-PRELU_LOOKUP = "edgec_prelu_s8_lookup"  # a PReLU's kernel in a stage: tables made once, at compile time
 
 
 def _align(value: int) -> int:

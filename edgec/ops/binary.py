@@ -24,7 +24,7 @@ from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
 from edgec.frontend.torch_ops import aten
-from edgec.ir import InPlace, Tensor, same_bytes, stored_shape, to_stored
+from edgec.ir import InPlace, KernelChoice, Tensor, same_bytes, stored_shape, to_stored
 from edgec.numerics import (
     INT8_MAX,
     INT8_MIN,
@@ -68,6 +68,8 @@ BINARY_DESC = Struct(
         *ints("act_min act_max"),
     ),
 )
+PRELU_LOOKUP = "edgec_prelu_s8_lookup"  # PReLU through tables made at compile time (Prelu.specialize)
+
 PRELU_DESC = Struct(
     "edgec_prelu_desc",
     (
@@ -607,10 +609,27 @@ class Prelu(OpDef):
             *bounds,
         )
 
+    def specialize(self, op, graph, target) -> None:
+        """edgec_prelu_s8_lookup on tables made at compile time (256 B of flash per slope) where the
+        output outnumbers their entries and --opt is not size: the run-time kernel would build the
+        same tables on every call (about 30 instructions an entry); else edgec_prelu_s8."""
+        table_bytes = 256 * op.attrs["alpha"].values.size
+        if target.opt == "size" or graph.tensors[op.outputs[0]].elements < table_bytes:
+            super().specialize(op, graph, target)
+            return
+        op.kernel = KernelChoice(
+            PRELU_LOOKUP, "lookup", f"tables made at compile time: {table_bytes:,} B of flash (--opt {target.opt})"
+        )
+
     def golden(self, op, graph, inputs):
         return prelu_s8(inputs[0], op.attrs["alpha"].values, op.attrs["desc"])
 
     def emit(self, op, graph, names) -> CCall:
+        if op.kernel.function == PRELU_LOOKUP:
+            tables = names.symbol(op, "tables")
+            call = self.emit_lookup(op, graph, names, tables)
+            call.constants.append(("int8_t", tables, prelu_tables(op.attrs["alpha"].values, op.attrs["desc"]).ravel()))
+            return call
         p = names.symbol(op, "desc")
         call = descriptor(PRELU_DESC, p, op.attrs["desc"])
         symbol = names.symbol(op, "alpha")
@@ -625,9 +644,7 @@ class Prelu(OpDef):
         alpha): no set-up per call, for a band stage's calls on a few rows."""
         p = names.symbol(op, "desc")
         call = descriptor(PRELU_DESC, p, op.attrs["desc"])
-        call.code = (
-            f"status |= edgec_prelu_s8_lookup(&{p}, {tables}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
-        )
+        call.code = f"status |= {PRELU_LOOKUP}(&{p}, {tables}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
         return call
 
     def in_place(self, op, graph, target):

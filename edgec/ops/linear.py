@@ -77,8 +77,22 @@ def fully_connected_s8(
 # -- the op unit ------------------------------------------------------------------------------
 
 # The packed kernels (edgec_fully_connected_s8_dsp/_mve): outputs per micro-kernel step and filter
-# bytes per output and step.
-FC_BLOCKING = {DSP: RowBlocking(rows=4, group=4), MVE: RowBlocking(rows=4, group=16)}
+# bytes per output and step. The DSP kernel's int8 filter runs in blocks of 6 outputs (its last
+# block of the rest in one of 2, 4 or 6), its widened filter (_dsp_wide) in blocks of 4.
+FC_BLOCKING = {DSP: RowBlocking(rows=6, group=4), MVE: RowBlocking(rows=4, group=16)}
+FC_WIDE_BLOCKING = RowBlocking(rows=4, group=4)
+
+
+def fc_packed_filter(weights: np.ndarray, isa: str, wide: bool = False) -> np.ndarray:
+    """A [rows, K] int8 filter as edgec_fully_connected_s8_dsp (_wide: before widen_taps) or _mve
+    reads it: interleave_rows in blocks; on the DSP int8 path the last block of the rest rounded up
+    to an even count of rows."""
+    blocking = FC_WIDE_BLOCKING if wide else FC_BLOCKING[isa]
+    whole = len(weights) // blocking.rows * blocking.rows
+    if blocking.rows != 6 or whole == len(weights):
+        return interleave_rows(weights, blocking)
+    last = RowBlocking(rows=-(-(len(weights) - whole) // 2) * 2, group=4)
+    return np.concatenate([interleave_rows(weights[:whole], blocking), interleave_rows(weights[whole:], last)])
 
 
 def fully_connected_s4(desc: dict, x: np.ndarray) -> np.ndarray:
@@ -192,7 +206,7 @@ class FullyConnected(OpDef):
         if isa is None:
             weights, bias = a["weight"], a["bias"]
         else:  # the filter re-laid for the micro-kernel, the input offset folded into the bias
-            weights = interleave_rows(a["weight"], FC_BLOCKING[isa])
+            weights = fc_packed_filter(a["weight"], isa, bool(a.get("wide")))
             if a.get("wide"):  # int16 taps, passed as their (little-endian) bytes
                 weights = widen_taps(weights).astype("<i2").view(np.int8)
             bias = folded_bias(a["bias"], a["weight"], x_t.zero_point)

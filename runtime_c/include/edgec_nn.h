@@ -340,10 +340,13 @@ edgec_status edgec_fully_connected_s8(const edgec_fully_connected_s8_desc *desc,
  * (Cortex-M55), from constants edgec lays out at compile time (edgec.ops.kernel_layout). The
  * arithmetic and the descriptor are edgec_fully_connected_s8's, except:
  *  - filter: each output's input_size weights, zero-padded to a multiple of G bytes, in blocks of
- *    4 outputs (output_size zero-padded to a multiple of 4) whose rows interleave every G bytes:
- *    block, then group of G inputs, then output. DSP: G = 4; MVE: G = 16. Word-aligned;
+ *    R outputs whose rows interleave every G bytes: block, then group of G inputs, then output.
+ *    MVE: G = 16, R = 4 (output_size zero-padded to a multiple of 4); DSP: G = 4, R = 6, the
+ *    last block of the rest of 2, 4 or 6 rows (output_size zero-padded to an even count;
+ *    edgec.ops.linear.fc_packed_filter); _dsp_wide: R = 4 as MVE. Word-aligned;
  *  - bias (required): the folded bias, bias[o] + input_offset * sum_j w[o][j], wrapped to int32.
- * Scratch: none. Declared only where the build's -mcpu has the extension.
+ * Scratch: none (the DSP kernel widens an input row of up to 1,024 bytes on its stack: at most
+ * 2,048 B). Declared only where the build's -mcpu has the extension.
  */
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_fully_connected_s8_dsp(const edgec_fully_connected_s8_desc *desc, const int8_t *input,

@@ -112,6 +112,81 @@ static inline int32_t dsp_add_short_one(const int8_t *tables, const uint8_t *inp
     return edgec_dsp_requantize_ssat8(dsp_add_sum(tables, input1, input2, i), q);
 }
 
+#if EDGEC_UNALIGNED_ASM
+/*
+ * The whole words of dsp_add_short in one assembly loop with every constant in a register (GCC
+ * kept the output pointer and the clamp bytes on the stack): per element two byte loads, two
+ * table loads in one pipelined run, the add and the short requantization; per word the clamp
+ * and one store, after all four elements are read (the output may alias an input). The fields:
+ */
+typedef struct {
+    const uint8_t *input1;    /*  0 */
+    const uint8_t *input2;    /*  4 */
+    int8_t *output;           /*  8 */
+    const int8_t *output_end; /* 12: past the last whole word */
+    const int8_t *table1;     /* 16 */
+    const int8_t *table2;     /* 20 */
+    edgec_dsp_requant q;      /* 24: multiplier, round_high, shift */
+    uint32_t lows;            /* 36: act_min in every byte */
+    uint32_t highs;           /* 40: act_max in every byte */
+} dsp_add_run;
+
+typedef char dsp_add_run_layout[offsetof(dsp_add_run, q) == 24 && offsetof(dsp_add_run, highs) == 40 &&
+                                        sizeof(edgec_dsp_requant) == 12 &&
+                                        offsetof(edgec_dsp_requant, round_high) == 4 &&
+                                        offsetof(edgec_dsp_requant, shift) == 8
+                                    ? 1
+                                    : -1];
+
+// clang-format off
+/* Element k of the word: its requantized sum, saturated to int8, into `dst` (r10: the word's first;
+ * then r12, inserted at byte k by `insert`). r0/r1 the inputs, r3/r4 the tables, r5..r7 the
+ * requantization (multiplier, round_high, shift). */
+#define DSP_ADD_ELEMENT(k, dst, insert)                                                            \
+    "ldrb r11, [r0, #" #k "]\n\t"                                                                  \
+    "ldrb r12, [r1, #" #k "]\n\t"                                                                  \
+    "ldr r11, [r3, r11, lsl #2]\n\t"                                                               \
+    "ldr r12, [r4, r12, lsl #2]\n\t"                                                               \
+    "add r11, r11, r12\n\t"                                                                        \
+    "and lr, r11, #0x80000000\n\t"                                                                 \
+    "orr lr, lr, #0x40000000\n\t"                                                                  \
+    "add r12, r6, r11, asr #31\n\t"                                                                \
+    "smlal lr, r12, r11, r5\n\t"                                                                   \
+    "asr r12, r12, r7\n\t"                                                                         \
+    "ssat " dst ", #8, r12\n\t" insert
+
+static __attribute__((naked, noinline)) void dsp_add_words(dsp_add_run *run __attribute__((unused)))
+{
+    __asm__ volatile(
+        ".syntax unified\n\t"
+        "ldr r1, [r0, #12]\n\t"
+        "push {r0, r1, r4-r11, lr}\n\t"
+        "ldrd r3, r4, [r0, #16]\n\t"
+        "add r12, r0, #24\n\t"
+        "ldm r12, {r5, r6, r7, r8, r9}\n\t"
+        "ldrd r1, r2, [r0, #4]\n\t"
+        "ldr r0, [r0, #0]\n\t"
+        ".p2align 2\n"
+        "1:\n\t"
+        DSP_ADD_ELEMENT(0, "r10", "")
+        DSP_ADD_ELEMENT(1, "r12", "bfi r10, r12, #8, #8\n\t")
+        DSP_ADD_ELEMENT(2, "r12", "bfi r10, r12, #16, #8\n\t")
+        DSP_ADD_ELEMENT(3, "r12", "bfi r10, r12, #24, #8\n\t")
+        "adds r0, r0, #4\n\t"
+        "adds r1, r1, #4\n\t"
+        "ssub8 r12, r10, r8\n\t"
+        "sel r10, r10, r8\n\t"
+        "ssub8 r12, r10, r9\n\t"
+        "sel r10, r9, r10\n\t"
+        "str r10, [r2], #4\n\t"
+        "ldr lr, [sp, #4]\n\t"
+        "cmp r2, lr\n\t"
+        "bne 1b\n\t"
+        "pop {r0, r1, r4-r11, pc}\n\t");
+}
+// clang-format on
+#endif
+
 /* The elements through the short requantization, four per word. */
 static void dsp_add_short(const int8_t *tables, const uint8_t *input1, const uint8_t *input2, int8_t *output,
                           int32_t size, edgec_dsp_requant q, edgec_output_stage stage)
@@ -121,6 +196,15 @@ static void dsp_add_short(const int8_t *tables, const uint8_t *input1, const uin
     const uint32_t lows = edgec_dsp_bytes(act_min);
     const uint32_t highs = edgec_dsp_bytes(act_max);
     int32_t i = 0;
+#if EDGEC_UNALIGNED_ASM
+    if (size >= 4) {
+        i = size / 4 * 4;
+        dsp_add_run run = {
+            input1, input2, output, output + i, tables, tables + 4 * ADD_TABLE_ENTRIES, q, lows, highs
+        };
+        dsp_add_words(&run);
+    }
+#endif
     for (; i + 4 <= size; i += 4) {
         const uint32_t packed = edgec_dsp_pack_s8x4(
             dsp_add_short_one(tables, input1, input2, i, q), dsp_add_short_one(tables, input1, input2, i + 1, q),

@@ -127,13 +127,20 @@ static int packed_fc_args_valid(const edgec_fully_connected_s8_desc *desc, const
 
 #endif /* packed paths */
 
-/* ==== Arm DSP extension: 4 outputs per SMLAD micro-kernel step =============================== */
+/* ==== Arm DSP extension: 6 outputs per SMLAD micro-kernel step (wide filter: 4) ============== */
 #if defined(__ARM_FEATURE_DSP)
 
-/* One step of dsp_mac_4x1: 4 inputs, widened here, against the block's 4 rows of 4 filter bytes
- * (wide: their taps already widened, 8 bytes a row); with rows 2, the first two rows only (a
- * last block of 1 or 2 outputs: the others are zero). */
-static inline void dsp_mac_4x1_group(const int8_t **filter, int32_t x, int32_t sums[4], int wide, int rows)
+/* The assembly routines below are one asm statement longer than the 4095 characters C99 promises
+ * a string literal; the assembler takes any length, GCC does not count asm strings, and clang's
+ * -pedantic does. */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Woverlength-strings"
+#endif
+
+/* One step of dsp_mac_rows: 4 inputs, widened here, against the block's `rows` rows of 4 filter
+ * bytes (2, 4 or 6), or (wide) of 4 rows of 8 bytes, their taps already widened; wide with rows 2,
+ * the first two of the 4 only (a last block of 1 or 2 outputs: the others are zero). */
+static inline void dsp_mac_group(const int8_t **filter, int32_t x, int32_t sums[6], int wide, int rows)
 {
     const int32_t x_even = __sxtb16(x);
     const int32_t x_odd = edgec_sxtb16_ror8(x);
@@ -159,7 +166,6 @@ static inline void dsp_mac_4x1_group(const int8_t **filter, int32_t x, int32_t s
     sums[1] = __smlad(__sxtb16(w1), x_even, sums[1]);
     sums[1] = __smlad(edgec_sxtb16_ror8(w1), x_odd, sums[1]);
     if (rows == 2) {
-        *filter += 8;
         return;
     }
     edgec_dsp_load_2words(filter, &w2, &w3);
@@ -167,19 +173,27 @@ static inline void dsp_mac_4x1_group(const int8_t **filter, int32_t x, int32_t s
     sums[2] = __smlad(edgec_sxtb16_ror8(w2), x_odd, sums[2]);
     sums[3] = __smlad(__sxtb16(w3), x_even, sums[3]);
     sums[3] = __smlad(edgec_sxtb16_ror8(w3), x_odd, sums[3]);
+    if (rows == 6) {
+        edgec_dsp_load_2words(filter, &w0, &w1);
+        sums[4] = __smlad(__sxtb16(w0), x_even, sums[4]);
+        sums[4] = __smlad(edgec_sxtb16_ror8(w0), x_odd, sums[4]);
+        sums[5] = __smlad(__sxtb16(w1), x_even, sums[5]);
+        sums[5] = __smlad(edgec_sxtb16_ror8(w1), x_odd, sums[5]);
+    }
 }
 
 /*
- * The micro-kernel: four outputs' dot products with the input row. Per group of 4 inputs, the
+ * The C micro-kernel: a block's dot products with the input row. Per group of 4 inputs, the
  * input word and the block's 16 filter bytes (4 per output) are widened with SXTB16 (pairs
  * (x0, x2) and (x1, x3) on both sides) and multiplied: 16 MACs in 3 loads, 10 SXTB16 and 8
  * SMLAD; a wide filter, its taps widened at compile time: 5 loads, 2 SXTB16 and 8 SMLAD. A last
  * partial group reads only the input bytes there are (the filter is zero past them). SMLAD wraps
- * modulo 2^32, as the golden kernel's int32 accumulator. rows 2: sums[0..1] only.
+ * modulo 2^32, as the golden kernel's int32 accumulator. rows 2: sums[0..1] only; rows 4:
+ * sums[0..3]; rows 6: all.
  */
-static inline void dsp_mac_4x1(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4], int wide, int rows)
+static inline void dsp_mac_rows(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[6], int wide, int rows)
 {
-    int32_t s[4] = { sums[0], sums[1], sums[2], sums[3] };
+    int32_t s[6] = { sums[0], sums[1], sums[2], sums[3], sums[4], sums[5] };
     const int8_t *const full_end = x + (n & ~3);
     while (x < full_end) {
         int32_t group;
@@ -189,64 +203,75 @@ static inline void dsp_mac_4x1(const int8_t *filter, const int8_t *x, int32_t n,
         memcpy(&group, x, 4);
         x += 4;
 #endif
-        dsp_mac_4x1_group(&filter, group, s, wide, rows);
+        dsp_mac_group(&filter, group, s, wide, rows);
     }
     if ((n & 3) != 0) {
         uint32_t group = 0;
         for (int32_t j = (n & 3) - 1; j >= 0; j--) { /* little-endian: input j is byte j */
             group = group << 8 | (uint8_t)x[j];
         }
-        dsp_mac_4x1_group(&filter, (int32_t)group, s, wide, rows);
+        dsp_mac_group(&filter, (int32_t)group, s, wide, rows);
     }
     sums[0] = s[0];
     sums[1] = s[1];
     sums[2] = s[2];
     sums[3] = s[3];
+    sums[4] = s[4];
+    sums[5] = s[5];
 }
 
-/* dsp_mac_4x1 for each filter form, and for a last block of at most 2 outputs. Not inlined: GCC
- * then keeps the loop's 13 values in registers instead of spilling the caller's. */
-typedef void (*dsp_fc_micro_kernel)(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4]);
+/* dsp_mac_rows for each filter form and block: int8 blocks of 6, 4 or 2 rows; wide blocks of 4
+ * rows, all or the first 2. Not inlined: GCC then keeps the loop's values in registers instead of
+ * spilling the caller's. */
+typedef void (*dsp_fc_micro_kernel)(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[6]);
 
-static EDGEC_NOINLINE void dsp_mac_4x1_int8(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4])
+static EDGEC_NOINLINE void dsp_mac_6x1_int8(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[6])
 {
-    dsp_mac_4x1(filter, x, n, sums, 0, 4);
+    dsp_mac_rows(filter, x, n, sums, 0, 6);
 }
 
-static EDGEC_NOINLINE void dsp_mac_4x1_wide(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4])
+static EDGEC_NOINLINE void dsp_mac_4x1_int8(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[6])
 {
-    dsp_mac_4x1(filter, x, n, sums, 1, 4);
+    dsp_mac_rows(filter, x, n, sums, 0, 4);
 }
 
-static EDGEC_NOINLINE void dsp_mac_2x1_int8(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4])
+static EDGEC_NOINLINE void dsp_mac_4x1_wide(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[6])
 {
-    dsp_mac_4x1(filter, x, n, sums, 0, 2);
+    dsp_mac_rows(filter, x, n, sums, 1, 4);
 }
 
-static EDGEC_NOINLINE void dsp_mac_2x1_wide(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[4])
+static EDGEC_NOINLINE void dsp_mac_2x1_int8(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[6])
 {
-    dsp_mac_4x1(filter, x, n, sums, 1, 2);
+    dsp_mac_rows(filter, x, n, sums, 0, 2);
+}
+
+static EDGEC_NOINLINE void dsp_mac_2x1_wide(const int8_t *filter, const int8_t *x, int32_t n, int32_t sums[6])
+{
+    dsp_mac_rows(filter, x, n, sums, 1, 2);
 }
 
 /*
- * The whole blocks of 4 outputs of one input row when every output takes the short
- * requantization: one assembly routine (dsp_fc_blocks_int8 / _wide) runs them all -- biases,
- * dot products, requantization, clamp and a word store per block. The dot product loop keeps
- * the four sums, the input word widened once (x_even, x_odd) and the block's 4 filter words in
- * registers: a group of 4 inputs is 5 loads in one pipelined run (a load single after a load
- * single issues in 1 cycle, Cortex-M4 TRM 3.3.2; LDRD costs 3), 10 SXTB16 and 8 SMLAD (int8),
- * or 5 loads, an LDM of 4, 2 SXTB16 and 8 SMLAD (wide); four groups per loop iteration (entered
- * at the copy that leaves a whole number of iterations). Written as
- * naked functions, so that all 14 registers are theirs at every optimisation level.
+ * The whole blocks of one input row when every output takes the short requantization: one
+ * assembly routine runs them all -- biases, dot products, requantization, clamp and the block's
+ * stores. int8 filter (dsp_fc_blocks_int8), blocks of 6 outputs: the dot product loop keeps the
+ * six sums, the input word widened once (x_even, x_odd) and 3 filter words in registers; a group
+ * of 4 inputs is the input word and 3 filter words in one pipelined run of loads (a load single
+ * after a load single issues in 1 cycle, Cortex-M4 TRM 3.3.2), 3 more in a second, 14 SXTB16 and
+ * 12 SMLAD: 24 MACs in 35 cycles by the timing model, against 16 in 24 in blocks of 4 (the
+ * input's widening and the output stage's set-up shared by 6 outputs; no register is left to
+ * hold more filter words). Wide filter (dsp_fc_blocks_wide), blocks of 4: 5 loads, an LDM of 4,
+ * 2 SXTB16 and 8 SMLAD. Four groups per loop iteration (entered at the copy that leaves a whole
+ * number of iterations). Written as naked functions, so that all 14 registers are theirs at
+ * every optimisation level.
  */
 typedef struct {
     const int8_t *x;           /*  0: the input row */
     const int8_t *x_end;       /*  4: past its last whole group of 4 */
     const int8_t *filter;      /*  8: the next block's (advanced) */
     const int32_t *bias;       /* 12: the next block's folded biases (advanced) */
-    const int32_t *multiplier; /* 16: the next block's 4 multipliers (advanced by quant_step) */
+    const int32_t *multiplier; /* 16: the next block's multipliers (advanced by quant_step) */
     const int32_t *shift;      /* 20: ... and shifts */
-    int32_t quant_step;        /* 24: bytes from a block's multipliers to the next's: 16 or 0 */
+    int32_t quant_step;        /* 24: bytes from a block's multipliers to the next's: 4 * rows or 0 */
     int32_t round_base;        /* 28: edgec_dsp_round_base of the output offset */
     uint32_t lows;             /* 32: act_min in every byte */
     uint32_t highs;            /* 36: act_max in every byte */
@@ -261,283 +286,269 @@ typedef char dsp_fc_run_layout[offsetof(dsp_fc_run, quant_step) == 24 && offseto
                                    ? 1
                                    : -1];
 
-/* One group of 4 inputs against the block's 4 rows: `xload` puts the input word in r8; the sums
- * are r4..r7, the filter pointer r1; r0 and r9..r12, lr are scratch. */
-#define DSP_FC_GROUP(xload)                                                                                \
-    xload "\n\t"                                                                                           \
-          "ldr r10, [r1], #4\n\tldr r11, [r1], #4\n\tldr r12, [r1], #4\n\tldr lr, [r1], #4\n\t"            \
-          "sxtb16 r9, r8, ror #8\n\tsxtb16 r8, r8\n\t"                                                     \
-          "sxtb16 r0, r10, ror #8\n\tsxtb16 r10, r10\n\tsmlad r4, r10, r8, r4\n\tsmlad r4, r0, r9, r4\n\t" \
-          "sxtb16 r0, r11, ror #8\n\tsxtb16 r11, r11\n\tsmlad r5, r11, r8, r5\n\tsmlad r5, r0, r9, r5\n\t" \
-          "sxtb16 r0, r12, ror #8\n\tsxtb16 r12, r12\n\tsmlad r6, r12, r8, r6\n\tsmlad r6, r0, r9, r6\n\t" \
-          "sxtb16 r0, lr, ror #8\n\tsxtb16 lr, lr\n\tsmlad r7, lr, r8, r7\n\tsmlad r7, r0, r9, r7\n\t"
-/* ... of a wide filter: each row's taps already widened, (w0, w2) then (w1, w3). */
-#define DSP_FC_GROUP_WIDE(xload)                                                                                \
-    xload "\n\t"                                                                                                \
-          "ldr r10, [r1], #4\n\tldr r11, [r1], #4\n\tldr r12, [r1], #4\n\tldr lr, [r1], #4\n\t"                 \
-          "sxtb16 r9, r8, ror #8\n\tsxtb16 r8, r8\n\t"                                                          \
-          "smlad r4, r10, r8, r4\n\tsmlad r4, r11, r9, r4\n\tsmlad r5, r12, r8, r5\n\tsmlad r5, lr, r9, r5\n\t" \
-          "ldm r1!, {r10, r11, r12, lr}\n\t"                                                                    \
-          "smlad r6, r10, r8, r6\n\tsmlad r6, r11, r9, r6\n\tsmlad r7, r12, r8, r7\n\tsmlad r7, lr, r9, r7\n\t"
+// clang-format off
+/* One row of a 6-row group: the filter word in `w` against x_even (r10) and x_odd (r11) into
+ * `sum`; lr is scratch. */
+#define DSP_FC6_ROW(sum, w)                                                                        \
+    "sxtb16 lr, " w ", ror #8\n\t"                                                                 \
+    "sxtb16 " w ", " w "\n\t"                                                                      \
+    "smlad " sum ", " w ", r10, " sum "\n\t"                                                       \
+    "smlad " sum ", lr, r11, " sum "\n\t"
+/* One group of 4 inputs against the block's 6 rows: `xload` puts the input word in r10, or (with
+ * `widen` empty) the input already widened, (x0, x2) in r10 and (x1, x3) in r11; the sums are
+ * r4..r9, the filter pointer r1; r0, r3, r12 and lr are scratch. `endload` may load a word into
+ * lr (pipelined after the filter loads) and set the flags; the group leaves them. */
+#define DSP_FC6_GROUP(xload, widen, endload)                                                       \
+    xload "\n\t"                                                                                   \
+    "ldr r0, [r1], #4\n\t"                                                                         \
+    "ldr r3, [r1], #4\n\t"                                                                         \
+    "ldr r12, [r1], #4\n\t"                                                                        \
+    endload                                                                                        \
+    widen                                                                                          \
+    DSP_FC6_ROW("r4", "r0") DSP_FC6_ROW("r5", "r3") DSP_FC6_ROW("r6", "r12")                       \
+    "ldr r0, [r1], #4\n\t"                                                                         \
+    "ldr r3, [r1], #4\n\t"                                                                         \
+    "ldr r12, [r1], #4\n\t"                                                                        \
+    DSP_FC6_ROW("r7", "r0") DSP_FC6_ROW("r8", "r3") DSP_FC6_ROW("r9", "r12")
+#define DSP_FC_WIDEN_X "sxtb16 r11, r10, ror #8\n\tsxtb16 r10, r10\n\t"
 /* edgec_dsp_requantize_ssat8 of the sum in `acc`, its multiplier and shift at byte `at` of the
- * block's arrays (r2, r3); r10 holds the round base, r8, r9, r11, r12 and lr are scratch. */
-#define DSP_FC_REQUANT(acc, at)                                                                       \
-    "ldr r8, [r2, #" at "]\n\tldr r9, [r3, #" at "]\n\tmvn r9, r9\n\tsub r11, r9, #1\n\t"             \
-    "lsl r11, r10, r11\n\t"                                                                           \
-    "and r12, " acc ", #0x80000000\n\torr r12, r12, #0x40000000\n\tadd lr, r11, " acc ", asr #31\n\t" \
-    "smlal r12, lr, " acc ", r8\n\tasr " acc ", lr, r9\n\tssat " acc ", #8, " acc "\n\t"
+ * block's arrays (r2, r3); r10 holds the round base, r1, r11, r12 and lr are scratch. */
+#define DSP_FC6_REQUANT(acc, at)                                                                   \
+    "ldr r11, [r2, #" at "]\n\t"                                                                   \
+    "ldr r1, [r3, #" at "]\n\t"                                                                    \
+    "mvn r1, r1\n\t"                                                                               \
+    "sub r12, r1, #1\n\t"                                                                          \
+    "lsl r12, r10, r12\n\t"                                                                        \
+    "and lr, " acc ", #0x80000000\n\t"                                                             \
+    "orr lr, lr, #0x40000000\n\t"                                                                  \
+    "add r12, r12, " acc ", asr #31\n\t"                                                           \
+    "smlal lr, r12, " acc ", r11\n\t"                                                              \
+    "asr " acc ", r12, r1\n\t"                                                                     \
+    "ssat " acc ", #8, " acc "\n\t"
+/* The clamp of 4 packed bytes in `word` to the run's lows (r10) and highs (r11); r12 scratch. */
+#define DSP_FC_CLAMP4(word)                                                                        \
+    "ssub8 r12, " word ", r10\n\t"                                                                 \
+    "sel " word ", " word ", r10\n\t"                                                              \
+    "ssub8 r12, " word ", r11\n\t"                                                                 \
+    "sel " word ", r11, " word "\n\t"
 
-/* The routine, for DSP_FC_GROUP or _WIDE; r0 holds the run on entry, kept at [sp]. */
-#define DSP_FC_BLOCKS(group)                                                                                            \
-    __asm__ volatile(                                                                                                   \
-        ".syntax unified\n\t"                                                                                           \
-        "push {r0, r4-r11, lr}\n"                                                                                       \
-        "1:\n\t"                                                                                                        \
-        "ldr r0, [sp]\n\t"                                                                                              \
-        "ldrd r2, r3, [r0, #0]\n\t"                                                                                     \
-        "ldrd r1, r8, [r0, #8]\n\t"                                                                                     \
-        "ldm r8!, {r4, r5, r6, r7}\n\t"                                                                                 \
-        "str r8, [r0, #12]\n\t"                                                                                         \
-        "subs r9, r3, r2\n\t"                                                                                           \
-        "beq 4f\n\t"                                                                                                    \
-        "ands r9, r9, #12\n\t"                                                                                          \
-        "beq 2f\n\t"                                                                                                    \
-        "cmp r9, #8\n\t"                                                                                                \
-        "beq 7f\n\t"                                                                                                    \
-        "bhi 6f\n\t"                                                                                                    \
-        "b 3f\n\t"                                                                                                      \
-        ".p2align 2\n"                                                                                                  \
-        "2:\n\t" group("ldr r8, [r2], #4") "6:\n\t" group("ldr r8, [r2], #4") "7:\n\t" group(                           \
-            "ldr r8, [r2], #4") "3:\n\t" group("ldr r8, [r2], #4") "cmp r2, r3\n\t"                                     \
-                                                                   "bne 2b\n"                                           \
-                                                                   "4:\n\t"                                             \
-                                                                   "ldr r0, [sp]\n\t"                                   \
-                                                                   "ldr r3, [r0, #52]\n\t"                              \
-                                                                   "cmp r3, #0\n\t"                                     \
-                                                                   "beq 5f\n\t" group(                                  \
-                                                                       "ldr r8, [r0, #48]") "5:\n\t"                    \
-                                                                                            "ldr r0, [sp]\n\t"          \
-                                                                                            "str r1, [r0, #8]\n\t"      \
-                                                                                            "ldrd r2, r3, [r0, "        \
-                                                                                            "#16]\n\t"                  \
-                                                                                            "ldr r10, [r0, "            \
-                                                                                            "#28]\n\t" DSP_FC_REQUANT(  \
-                                                                                                "r4", "0")              \
-                                                                                                DSP_FC_REQUANT("r5",    \
-                                                                                                               "4")     \
-                                                                                                    DSP_FC_REQUANT(     \
-                                                                                                        "r6", "8")      \
-                                                                                                        DSP_FC_REQUANT( \
-                                                                                                            "r7",       \
-                                                                                                            "12") "bf"  \
-                                                                                                                  "i "  \
-                                                                                                                  "r4"  \
-                                                                                                                  ", "  \
-                                                                                                                  "r5"  \
-                                                                                                                  ", "  \
-                                                                                                                  "#8"  \
-                                                                                                                  ", "  \
-                                                                                                                  "#8"  \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "bf"  \
-                                                                                                                  "i "  \
-                                                                                                                  "r4"  \
-                                                                                                                  ", "  \
-                                                                                                                  "r6"  \
-                                                                                                                  ", "  \
-                                                                                                                  "#1"  \
-                                                                                                                  "6,"  \
-                                                                                                                  " #"  \
-                                                                                                                  "8"   \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "bf"  \
-                                                                                                                  "i "  \
-                                                                                                                  "r4"  \
-                                                                                                                  ", "  \
-                                                                                                                  "r7"  \
-                                                                                                                  ", "  \
-                                                                                                                  "#2"  \
-                                                                                                                  "4,"  \
-                                                                                                                  " #"  \
-                                                                                                                  "8"   \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "ld"  \
-                                                                                                                  "rd"  \
-                                                                                                                  " r"  \
-                                                                                                                  "8,"  \
-                                                                                                                  " r"  \
-                                                                                                                  "9,"  \
-                                                                                                                  " ["  \
-                                                                                                                  "r0"  \
-                                                                                                                  ", "  \
-                                                                                                                  "#3"  \
-                                                                                                                  "2]"  \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "ss"  \
-                                                                                                                  "ub"  \
-                                                                                                                  "8 "  \
-                                                                                                                  "r1"  \
-                                                                                                                  "2,"  \
-                                                                                                                  " r"  \
-                                                                                                                  "4,"  \
-                                                                                                                  " r"  \
-                                                                                                                  "8"   \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "se"  \
-                                                                                                                  "l "  \
-                                                                                                                  "r4"  \
-                                                                                                                  ", "  \
-                                                                                                                  "r4"  \
-                                                                                                                  ", "  \
-                                                                                                                  "r8"  \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "ss"  \
-                                                                                                                  "ub"  \
-                                                                                                                  "8 "  \
-                                                                                                                  "r1"  \
-                                                                                                                  "2,"  \
-                                                                                                                  " r"  \
-                                                                                                                  "4,"  \
-                                                                                                                  " r"  \
-                                                                                                                  "9"   \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "se"  \
-                                                                                                                  "l "  \
-                                                                                                                  "r4"  \
-                                                                                                                  ", "  \
-                                                                                                                  "r9"  \
-                                                                                                                  ", "  \
-                                                                                                                  "r4"  \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "ld"  \
-                                                                                                                  "r "  \
-                                                                                                                  "r1"  \
-                                                                                                                  "2,"  \
-                                                                                                                  " ["  \
-                                                                                                                  "r0"  \
-                                                                                                                  ", "  \
-                                                                                                                  "#2"  \
-                                                                                                                  "4]"  \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "ad"  \
-                                                                                                                  "d "  \
-                                                                                                                  "r2"  \
-                                                                                                                  ", "  \
-                                                                                                                  "r2"  \
-                                                                                                                  ", "  \
-                                                                                                                  "r1"  \
-                                                                                                                  "2"   \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "ad"  \
-                                                                                                                  "d "  \
-                                                                                                                  "r3"  \
-                                                                                                                  ", "  \
-                                                                                                                  "r3"  \
-                                                                                                                  ", "  \
-                                                                                                                  "r1"  \
-                                                                                                                  "2"   \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "st"  \
-                                                                                                                  "rd"  \
-                                                                                                                  " r"  \
-                                                                                                                  "2,"  \
-                                                                                                                  " r"  \
-                                                                                                                  "3,"  \
-                                                                                                                  " ["  \
-                                                                                                                  "r0"  \
-                                                                                                                  ", "  \
-                                                                                                                  "#1"  \
-                                                                                                                  "6]"  \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "ld"  \
-                                                                                                                  "rd"  \
-                                                                                                                  " r"  \
-                                                                                                                  "8,"  \
-                                                                                                                  " r"  \
-                                                                                                                  "9,"  \
-                                                                                                                  " ["  \
-                                                                                                                  "r0"  \
-                                                                                                                  ", "  \
-                                                                                                                  "#4"  \
-                                                                                                                  "0]"  \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "st"  \
-                                                                                                                  "r "  \
-                                                                                                                  "r4"  \
-                                                                                                                  ", "  \
-                                                                                                                  "[r"  \
-                                                                                                                  "8]"  \
-                                                                                                                  ", "  \
-                                                                                                                  "#4"  \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "st"  \
-                                                                                                                  "r "  \
-                                                                                                                  "r8"  \
-                                                                                                                  ", "  \
-                                                                                                                  "[r"  \
-                                                                                                                  "0,"  \
-                                                                                                                  " #"  \
-                                                                                                                  "40"  \
-                                                                                                                  "]"   \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "cm"  \
-                                                                                                                  "p "  \
-                                                                                                                  "r8"  \
-                                                                                                                  ", "  \
-                                                                                                                  "r9"  \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "bn"  \
-                                                                                                                  "e "  \
-                                                                                                                  "1b"  \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t"  \
-                                                                                                                  "po"  \
-                                                                                                                  "p "  \
-                                                                                                                  "{r"  \
-                                                                                                                  "0,"  \
-                                                                                                                  " r"  \
-                                                                                                                  "4-"  \
-                                                                                                                  "r1"  \
-                                                                                                                  "1,"  \
-                                                                                                                  " p"  \
-                                                                                                                  "c}"  \
-                                                                                                                  "\n"  \
-                                                                                                                  "\t")
+/* The last partial group of an input row (has_tail), widened here. */
+#define DSP_FC6_TAIL                                                                               \
+    "ldr r0, [sp]\n\t"                                                                             \
+    "ldr r3, [r0, #52]\n\t"                                                                        \
+    "cmp r3, #0\n\t"                                                                               \
+    "beq 5f\n\t"                                                                                   \
+    DSP_FC6_GROUP("ldr r10, [r0, #48]", DSP_FC_WIDEN_X, "")
+/* The 6-row routine, over `mask` + 4 bytes of input a loop iteration (16: int8, widened here; 32:
+ * widened by the caller, the last partial group included: `tail` empty, and never no whole group:
+ * `empty`, which skips the loop when the flags say so, empty); r0 holds the run on entry, kept at
+ * [sp], its x_end at [sp, #4]. */
+#define DSP_FC6_BLOCKS(xload, widen, mask, half, empty, tail)                                      \
+    __asm__ volatile(                                                                              \
+        ".syntax unified\n\t"                                                                      \
+        "ldr r3, [r0, #4]\n\t"                                                                     \
+        "push {r0, r3, r4-r11, lr}\n"                                                              \
+        "1:\n\t" /* r0: the run, on entry and at the end of each block */                         \
+        "ldr r2, [r0, #0]\n\t" /* four loads in one pipelined run: 5 cycles, two LDRD take 6 */  \
+        "ldr r3, [r0, #4]\n\t"                                                                     \
+        "ldr r1, [r0, #8]\n\t"                                                                     \
+        "ldr r12, [r0, #12]\n\t"                                                                   \
+        "ldm r12!, {r4, r5, r6, r7, r8, r9}\n\t"                                                   \
+        "str r12, [r0, #12]\n\t"                                                                   \
+        "sub r12, r3, r2\n\t"                                                                      \
+        empty                                                                                      \
+        "ands r12, r12, #" mask "\n\t"                                                             \
+        "beq 2f\n\t"                                                                               \
+        "cmp r12, #" half "\n\t"                                                                   \
+        "beq 7f\n\t"                                                                               \
+        "bhi 6f\n\t"                                                                               \
+        "b 3f\n\t"                                                                                 \
+        ".p2align 2\n"                                                                             \
+        "2:\n\t"                                                                                   \
+        DSP_FC6_GROUP(xload, widen, "")                                                            \
+        "6:\n\t"                                                                                   \
+        DSP_FC6_GROUP(xload, widen, "")                                                            \
+        "7:\n\t"                                                                                   \
+        DSP_FC6_GROUP(xload, widen, "")                                                            \
+        "3:\n\t"                                                                                   \
+        DSP_FC6_GROUP(xload, widen, "ldr lr, [sp, #4]\n\tcmp r2, lr\n\t")                          \
+        "bne 2b\n"                                                                                 \
+        "4:\n\t"                                                                                   \
+        tail                                                                                       \
+        "5:\n\t"                                                                                   \
+        "ldr r0, [sp]\n\t"                                                                         \
+        "str r1, [r0, #8]\n\t"                                                                     \
+        "ldr r2, [r0, #16]\n\t"                                                                    \
+        "ldr r3, [r0, #20]\n\t"                                                                    \
+        "ldr r10, [r0, #28]\n\t"                                                                   \
+        DSP_FC6_REQUANT("r4", "0") DSP_FC6_REQUANT("r5", "4") DSP_FC6_REQUANT("r6", "8")           \
+        DSP_FC6_REQUANT("r7", "12") DSP_FC6_REQUANT("r8", "16") DSP_FC6_REQUANT("r9", "20")        \
+        "bfi r4, r5, #8, #8\n\t"                                                                   \
+        "bfi r4, r6, #16, #8\n\t"                                                                  \
+        "bfi r4, r7, #24, #8\n\t"                                                                  \
+        "bfi r8, r9, #8, #8\n\t"                                                                   \
+        "ldr r10, [r0, #32]\n\t" /* lows, highs, quant_step, y, y_end: one pipelined run */       \
+        "ldr r11, [r0, #36]\n\t"                                                                   \
+        "ldr r12, [r0, #24]\n\t"                                                                   \
+        "ldr lr, [r0, #40]\n\t"                                                                    \
+        "ldr r1, [r0, #44]\n\t"                                                                    \
+        "add r2, r2, r12\n\t"                                                                      \
+        "add r3, r3, r12\n\t"                                                                      \
+        "strd r2, r3, [r0, #16]\n\t"                                                               \
+        DSP_FC_CLAMP4("r4") DSP_FC_CLAMP4("r8")                                                    \
+        "str r4, [lr], #4\n\t"                                                                     \
+        "strh r8, [lr], #2\n\t"                                                                    \
+        "str lr, [r0, #40]\n\t"                                                                    \
+        "cmp lr, r1\n\t"                                                                           \
+        "bne 1b\n\t"                                                                               \
+        "pop {r0, r3, r4-r11, pc}\n\t")
 
 #if EDGEC_UNALIGNED_ASM
 static __attribute__((naked, noinline)) void dsp_fc_blocks_int8(dsp_fc_run *run __attribute__((unused)))
 {
-    DSP_FC_BLOCKS(DSP_FC_GROUP);
+    DSP_FC6_BLOCKS("ldr r10, [r2], #4", DSP_FC_WIDEN_X, "12", "8", "cmp r12, #0\n\tbeq 4f\n\t", DSP_FC6_TAIL);
 }
 
+/* ... its input already widened (x0, x2), (x1, x3) a group, the last partial group included. */
+static __attribute__((naked, noinline)) void dsp_fc_blocks_int8_widened_x(dsp_fc_run *run __attribute__((unused)))
+{
+    DSP_FC6_BLOCKS("ldr r10, [r2], #4\n\tldr r11, [r2], #4", "", "24", "16", "", "");
+}
+#endif
+
+/* One group of 4 inputs against a wide block's 4 rows (each row's taps already widened, (w0, w2)
+ * then (w1, w3)): `xload` puts the input word in r8; the sums are r4..r7, the filter pointer r1;
+ * r9..r12 and lr are scratch. */
+#define DSP_FC_GROUP_WIDE(xload)                                                                   \
+    xload "\n\t"                                                                                   \
+    "ldr r10, [r1], #4\n\t"                                                                        \
+    "ldr r11, [r1], #4\n\t"                                                                        \
+    "ldr r12, [r1], #4\n\t"                                                                        \
+    "ldr lr, [r1], #4\n\t"                                                                         \
+    "sxtb16 r9, r8, ror #8\n\t"                                                                    \
+    "sxtb16 r8, r8\n\t"                                                                            \
+    "smlad r4, r10, r8, r4\n\t"                                                                    \
+    "smlad r4, r11, r9, r4\n\t"                                                                    \
+    "smlad r5, r12, r8, r5\n\t"                                                                    \
+    "smlad r5, lr, r9, r5\n\t"                                                                     \
+    "ldm r1!, {r10, r11, r12, lr}\n\t"                                                             \
+    "smlad r6, r10, r8, r6\n\t"                                                                    \
+    "smlad r6, r11, r9, r6\n\t"                                                                    \
+    "smlad r7, r12, r8, r7\n\t"                                                                    \
+    "smlad r7, lr, r9, r7\n\t"
+/* edgec_dsp_requantize_ssat8 of the sum in `acc`, its multiplier and shift at byte `at` of the
+ * block's arrays (r2, r3); r10 holds the round base, r8, r9, r11, r12 and lr are scratch. */
+#define DSP_FC_REQUANT(acc, at)                                                                    \
+    "ldr r8, [r2, #" at "]\n\t"                                                                    \
+    "ldr r9, [r3, #" at "]\n\t"                                                                    \
+    "mvn r9, r9\n\t"                                                                               \
+    "sub r11, r9, #1\n\t"                                                                          \
+    "lsl r11, r10, r11\n\t"                                                                        \
+    "and r12, " acc ", #0x80000000\n\t"                                                            \
+    "orr r12, r12, #0x40000000\n\t"                                                                \
+    "add lr, r11, " acc ", asr #31\n\t"                                                            \
+    "smlal r12, lr, " acc ", r8\n\t"                                                               \
+    "asr " acc ", lr, r9\n\t"                                                                      \
+    "ssat " acc ", #8, " acc "\n\t"
+
+#if EDGEC_UNALIGNED_ASM
+/* The wide 4-row routine; r0 holds the run on entry, kept at [sp]. */
 static __attribute__((naked, noinline)) void dsp_fc_blocks_wide(dsp_fc_run *run __attribute__((unused)))
 {
-    DSP_FC_BLOCKS(DSP_FC_GROUP_WIDE);
+    __asm__ volatile(
+        ".syntax unified\n\t"
+        "push {r0, r4-r11, lr}\n"
+        "1:\n\t"
+        "ldr r0, [sp]\n\t"
+        "ldrd r2, r3, [r0, #0]\n\t"
+        "ldrd r1, r8, [r0, #8]\n\t"
+        "ldm r8!, {r4, r5, r6, r7}\n\t"
+        "str r8, [r0, #12]\n\t"
+        "subs r9, r3, r2\n\t"
+        "beq 4f\n\t"
+        "ands r9, r9, #12\n\t"
+        "beq 2f\n\t"
+        "cmp r9, #8\n\t"
+        "beq 7f\n\t"
+        "bhi 6f\n\t"
+        "b 3f\n\t"
+        ".p2align 2\n"
+        "2:\n\t"
+        DSP_FC_GROUP_WIDE("ldr r8, [r2], #4")
+        "6:\n\t"
+        DSP_FC_GROUP_WIDE("ldr r8, [r2], #4")
+        "7:\n\t"
+        DSP_FC_GROUP_WIDE("ldr r8, [r2], #4")
+        "3:\n\t"
+        DSP_FC_GROUP_WIDE("ldr r8, [r2], #4")
+        "cmp r2, r3\n\t"
+        "bne 2b\n"
+        "4:\n\t"
+        "ldr r0, [sp]\n\t"
+        "ldr r3, [r0, #52]\n\t"
+        "cmp r3, #0\n\t"
+        "beq 5f\n\t"
+        DSP_FC_GROUP_WIDE("ldr r8, [r0, #48]")
+        "5:\n\t"
+        "ldr r0, [sp]\n\t"
+        "str r1, [r0, #8]\n\t"
+        "ldrd r2, r3, [r0, #16]\n\t"
+        "ldr r10, [r0, #28]\n\t"
+        DSP_FC_REQUANT("r4", "0") DSP_FC_REQUANT("r5", "4") DSP_FC_REQUANT("r6", "8") DSP_FC_REQUANT("r7", "12")
+        "bfi r4, r5, #8, #8\n\t"
+        "bfi r4, r6, #16, #8\n\t"
+        "bfi r4, r7, #24, #8\n\t"
+        "ldrd r10, r11, [r0, #32]\n\t"
+        DSP_FC_CLAMP4("r4")
+        "ldr r12, [r0, #24]\n\t"
+        "add r2, r2, r12\n\t"
+        "add r3, r3, r12\n\t"
+        "strd r2, r3, [r0, #16]\n\t"
+        "ldrd r8, r9, [r0, #40]\n\t"
+        "str r4, [r8], #4\n\t"
+        "str r8, [r0, #40]\n\t"
+        "cmp r8, r9\n\t"
+        "bne 1b\n\t"
+        "pop {r0, r4-r11, pc}\n\t");
+}
+// clang-format on
+
+/* Inputs up to which the int8 routine's input row is widened once, on the stack (8 bytes a group of
+ * 4 inputs, twice the row: at most 2,048 B), when it has 8 whole blocks or more: dsp_fc_blocks_int8_widened_x then
+ * loads a group's input as two words in the filter's pipelined run of loads instead of one and two
+ * SXTB16 (34 estimated cycles a group instead of 35) and needs no last partial group per block;
+ * widening costs about 7 cycles a group, so fewer blocks would not repay it. */
+#define DSP_FC_WIDENED_X_MAX 1024
+
+static EDGEC_NOINLINE void dsp_fc_blocks_widening_x(dsp_fc_run *run, int32_t input_size)
+{
+    int32_t pairs[2 * ((input_size + 3) / 4)]; /* sized to the row: the stack holds only what it needs */
+    const int8_t *const x = run->x;
+    int32_t g = 0;
+    for (; g < input_size / 4; g++) {
+        int32_t word;
+        memcpy(&word, x + 4 * g, 4);
+        pairs[2 * g] = __sxtb16(word);
+        pairs[2 * g + 1] = edgec_sxtb16_ror8(word);
+    }
+    if ((input_size & 3) != 0) {
+        pairs[2 * g] = __sxtb16(run->tail);
+        pairs[2 * g + 1] = edgec_sxtb16_ror8(run->tail);
+        g++;
+    }
+    run->x = (const int8_t *)pairs;
+    run->x_end = (const int8_t *)(pairs + 2 * g);
+    run->has_tail = 0;
+    dsp_fc_blocks_int8_widened_x(run);
 }
 
-/* Runs the whole blocks of input row x through dsp_fc_blocks_int8/_wide; returns their outputs'
- * count (a multiple of 4). `run` holds the per-call fields. */
-static int32_t dsp_fc_whole_blocks(dsp_fc_run *run, const int8_t *x, int32_t input_size, int32_t output_size,
+/* Runs the whole blocks of input row x through dsp_fc_blocks_int8 (blocks of 6; its input widened
+ * first up to DSP_FC_WIDENED_X_MAX) or _wide (of 4); returns their outputs' count. `run` holds the
+ * per-call fields. */
+static int32_t dsp_fc_whole_blocks(dsp_fc_run *run, const int8_t *x, int32_t input_size, int32_t whole,
                                    const int8_t *packed_filter, const int32_t *folded_bias, const int32_t *multiplier,
                                    const int32_t *shift, int8_t *y, int wide)
 {
-    const int32_t whole = output_size / 4 * 4;
     uint32_t tail = 0;
     for (int32_t j = input_size - 1; j >= (input_size & ~3); j--) { /* little-endian: byte j % 4 */
         tail = tail << 8 | (uint8_t)x[j];
@@ -552,7 +563,13 @@ static int32_t dsp_fc_whole_blocks(dsp_fc_run *run, const int8_t *x, int32_t inp
     run->y_end = y + whole;
     run->tail = (int32_t)tail;
     run->has_tail = (input_size & 3) != 0;
-    (wide ? dsp_fc_blocks_wide : dsp_fc_blocks_int8)(run);
+    if (wide) {
+        dsp_fc_blocks_wide(run);
+    } else if (input_size <= DSP_FC_WIDENED_X_MAX && whole >= 48) {
+        dsp_fc_blocks_widening_x(run, input_size);
+    } else {
+        dsp_fc_blocks_int8(run);
+    }
     return whole;
 }
 #endif
@@ -567,11 +584,11 @@ static inline int32_t dsp_fc_output_short(int32_t acc, const edgec_fully_connect
 }
 
 /*
- * The output stage of a block of 4 outputs, `valid` of them real. quant_step 0: one
+ * The output stage of a block of up to 6 outputs, `valid` of them real. quant_step 0: one
  * (multiplier, shift) for all outputs. short_requant: every pair admits the short form. Not
- * inlined, for the same reason as dsp_mac_4x1.
+ * inlined, for the same reason as dsp_mac_rows.
  */
-static __attribute__((noinline)) void dsp_fc_output_block(const int32_t sums[4], int32_t valid,
+static __attribute__((noinline)) void dsp_fc_output_block(const int32_t sums[6], int32_t valid,
                                                           const edgec_fully_connected_s8_desc *desc, int32_t quant_step,
                                                           int32_t o, int short_requant, edgec_output_stage stage,
                                                           int8_t *y)
@@ -594,7 +611,16 @@ static __attribute__((noinline)) void dsp_fc_output_block(const int32_t sums[4],
     }
 }
 
-/* edgec_fully_connected_s8_dsp and _wide: packed_filter holds int8 taps, or with `wide` int16. */
+/* The rows of the filter's block starting at output o: whole blocks of `block_rows`, then (int8,
+ * blocks of 6) a last block of the rest laid out as 2, 4 or 6 rows (wide: 4). */
+static int32_t dsp_fc_block_rows(int32_t o, int32_t output_size, int32_t block_rows)
+{
+    const int32_t rest = output_size - o;
+    return rest >= block_rows || block_rows == 4 ? block_rows : (rest + 1) / 2 * 2;
+}
+
+/* edgec_fully_connected_s8_dsp and _wide: packed_filter holds int8 taps in blocks of 6 rows, or
+ * with `wide` int16 taps in blocks of 4. */
 static edgec_status dsp_fc(const edgec_fully_connected_s8_desc *desc, const int8_t *input, int8_t *output, int wide)
 {
     if (!packed_fc_args_valid(desc, input, output)) {
@@ -603,19 +629,23 @@ static edgec_status dsp_fc(const edgec_fully_connected_s8_desc *desc, const int8
     const int32_t batches = desc->batches, input_size = desc->input_size, output_size = desc->output_size;
     const int8_t *const packed_filter = desc->filter;
     const int32_t *const folded_bias = desc->bias;
-    const int32_t groups = (input_size + 3) / 4;
+    const int32_t row_bytes = (wide ? 8 : 4) * ((input_size + 3) / 4); /* a filter row's, laid out */
+    const int32_t block_rows = wide ? 4 : 6;
     const int32_t quant_step = desc->per_channel ? 1 : 0;
     const int short_requant =
         edgec_dsp_requant_all_short(desc->multiplier, desc->shift, desc->per_channel ? output_size : 1);
     const edgec_output_stage stage = edgec_output_stage_make(desc->output_offset, desc->act_min, desc->act_max);
 
     /* The assembly routine's per-call fields; per-tensor quantization repeats the one multiplier
-     * and shift for the 4 outputs of a block (quant_step 0). */
+     * and shift for the outputs of a block (quant_step 0). */
 #if EDGEC_UNALIGNED_ASM
     dsp_fc_run run;
-    const int32_t m4[4] = { desc->multiplier[0], desc->multiplier[0], desc->multiplier[0], desc->multiplier[0] };
-    const int32_t s4[4] = { desc->shift[0], desc->shift[0], desc->shift[0], desc->shift[0] };
-    run.quant_step = desc->per_channel ? 16 : 0;
+    int32_t m6[6], s6[6];
+    for (int32_t i = 0; i < 6; i++) {
+        m6[i] = desc->multiplier[0];
+        s6[i] = desc->shift[0];
+    }
+    run.quant_step = desc->per_channel ? 4 * block_rows : 0;
     run.round_base = edgec_dsp_round_base(stage.offset);
     run.lows = edgec_dsp_bytes(stage.lo + stage.offset);
     run.highs = edgec_dsp_bytes(stage.hi + stage.offset);
@@ -625,25 +655,26 @@ static edgec_status dsp_fc(const edgec_fully_connected_s8_desc *desc, const int8
         const int8_t *filter = packed_filter;
         int32_t o = 0;
 #if EDGEC_UNALIGNED_ASM
-        if (short_requant && output_size >= 4) {
-            o = dsp_fc_whole_blocks(&run, input + b * input_size, input_size, output_size, packed_filter, folded_bias,
-                                    desc->per_channel ? desc->multiplier : m4, desc->per_channel ? desc->shift : s4,
-                                    output + b * output_size, wide);
-            filter += (wide ? 8 : 4) * groups * o;
+        if (short_requant && output_size >= block_rows) {
+            o = dsp_fc_whole_blocks(&run, input + b * input_size, input_size, output_size / block_rows * block_rows,
+                                    packed_filter, folded_bias, desc->per_channel ? desc->multiplier : m6,
+                                    desc->per_channel ? desc->shift : s6, output + b * output_size, wide);
+            filter += row_bytes * o;
         }
 #endif
-        for (; o < output_size; o += 4, filter += (wide ? 32 : 16) * groups) {
-            const int32_t valid = EDGEC_MIN(4, output_size - o); /* the rest are zero rows */
-            int32_t sums[4] = { 0, 0, 0, 0 };
-            if (valid == 4) { /* a fixed-size copy is inlined, a variable one is a call */
-                memcpy(sums, folded_bias + o, sizeof(sums));
-            } else {
-                memcpy(sums, folded_bias + o, (size_t)valid * sizeof(int32_t));
-            }
-            const dsp_fc_micro_kernel mac = valid <= 2 ? (wide ? dsp_mac_2x1_wide : dsp_mac_2x1_int8)
-                                                       : (wide ? dsp_mac_4x1_wide : dsp_mac_4x1_int8);
+        while (o < output_size) {
+            const int32_t rows = dsp_fc_block_rows(o, output_size, block_rows);
+            const int32_t valid = EDGEC_MIN(rows, output_size - o); /* the rest are zero rows */
+            int32_t sums[6] = { 0, 0, 0, 0, 0, 0 };
+            memcpy(sums, folded_bias + o, (size_t)valid * sizeof(int32_t));
+            const dsp_fc_micro_kernel mac = wide        ? (valid <= 2 ? dsp_mac_2x1_wide : dsp_mac_4x1_wide)
+                                            : rows == 6 ? dsp_mac_6x1_int8
+                                            : rows == 4 ? dsp_mac_4x1_int8
+                                                        : dsp_mac_2x1_int8;
             mac(filter, input + b * input_size, input_size, sums);
             dsp_fc_output_block(sums, valid, desc, quant_step, o, short_requant, stage, output + b * output_size);
+            o += rows;
+            filter += row_bytes * rows;
         }
     }
     return EDGEC_OK;

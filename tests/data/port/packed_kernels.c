@@ -128,8 +128,9 @@ static int32_t run_fc(const int32_t *h, payload_cursor *cursor, int8_t *output)
     const int32_t tap_bytes = isa == ISA_DSP_WIDE ? 2 : 1;
     const int32_t quant_count = desc.per_channel ? desc.output_size : 1;
     const int8_t *input = take(cursor, desc.batches * desc.input_size);
-    desc.filter = take(cursor, tap_bytes * ((desc.output_size + 3) / 4 * 4) *
-                                   ((desc.input_size + group - 1) / group * group));
+    /* rows zero-padded to whole blocks of 4, or (DSP int8) to an even count (blocks of 6, the last of 2, 4 or 6) */
+    const int32_t rows = isa == ISA_DSP ? (desc.output_size + 1) / 2 * 2 : (desc.output_size + 3) / 4 * 4;
+    desc.filter = take(cursor, tap_bytes * rows * ((desc.input_size + group - 1) / group * group));
     desc.bias = (const int32_t *)(void *)take(cursor, 4 * desc.output_size);
     desc.multiplier = (const int32_t *)(void *)take(cursor, 4 * quant_count);
     desc.shift = (const int32_t *)(void *)take(cursor, 4 * quant_count);
