@@ -249,8 +249,8 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 24 && offsetof
 
 /* Copies of the group per loop iteration: the loop's compare and taken branch (6 cycles) are paid
  * once per DSP_UNROLL groups. */
-#define DSP_UNROLL 4
-#define DSP_GROUPS_AFTER_FIRST(group) group group group
+#define DSP_UNROLL 8
+#define DSP_GROUPS_AFTER_FIRST(group) group group group group group group group
 
 /* A pair's three halfwords (r2, r3, r4: pixel a's, b's, c's) stored, the output advanced, and the
  * next pair's step taken unless it was the last (r12 holds the run). */
@@ -307,6 +307,10 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 24 && offsetof
                    "ssub8 lr, r4, r8\n\tsel r4, r4, r8\n\tssub8 lr, r4, r9\n\tsel r4, r9, r4\n\t"               \
                    "lsr r3, r2, #16\n\t" DSP_STORE_PAIR)
 
+/* One of the two routines below. The entry points pass theirs down, so that a program links only
+ * the routine of the entry point it calls (each is about 1.1 KB). */
+typedef void (*dsp_blocks_fn)(dsp_block_run *run);
+
 #if EDGEC_UNALIGNED_ASM
 static __attribute__((naked, noinline)) void dsp_blocks_2x3(dsp_block_run *run __attribute__((unused)))
 {
@@ -323,9 +327,10 @@ static __attribute__((naked, noinline)) void dsp_blocks_2x3_wide(dsp_block_run *
 typedef struct {
     const edgec_per_channel_quant *quant;
     edgec_output_stage stage;
-    int short_requant;  /* every channel admits the short requantization */
-    int wide;           /* the filter's taps are widened to int16 pairs (edgec_conv_s8_dsp_wide) */
-    dsp_block_run *run; /* its per-call fields set */
+    int short_requant;    /* every channel admits the short requantization */
+    int wide;             /* the filter's taps are widened to int16 pairs (edgec_conv_s8_dsp_wide) */
+    dsp_blocks_fn blocks; /* dsp_blocks_2x3 or _wide, as `wide`; NULL without the assembly */
+    dsp_block_run *run;   /* its per-call fields set */
 } dsp_output;
 
 /* The general output stage: any (multiplier, shift); channel c alone when has_c1 is 0; out[px]
@@ -351,7 +356,7 @@ static DSP_ALWAYS_INLINE void dsp_conv_pixels(const int8_t *cols, int32_t groups
 {
     int32_t c = 0;
 #if EDGEC_UNALIGNED_ASM
-    if (o->short_requant && out_c >= 2) {
+    if (o->short_requant && out_c >= 2 && o->blocks != NULL) {
         dsp_block_run *run = o->run;
         run->filter = filter;
         run->bias = bias;
@@ -362,7 +367,7 @@ static DSP_ALWAYS_INLINE void dsp_conv_pixels(const int8_t *cols, int32_t groups
         run->pixel_b = out[1] != NULL ? (int32_t)(out[1] - out[0]) : 0;
         run->pixel_c = out[2] != NULL ? (int32_t)(out[2] - out[0]) : run->pixel_b;
         run->out_end = out[0] + out_c / 2 * 2;
-        (o->wide ? dsp_blocks_2x3_wide : dsp_blocks_2x3)(run);
+        o->blocks(run);
         c = out_c / 2 * 2;
         filter += (o->wide ? 8 : 4) * groups * c;
     }
@@ -423,11 +428,19 @@ static EDGEC_NOINLINE void dsp_stem_steps(int8_t *cols, int8_t *row, const conv_
     }
 }
 
+/* One dsp_conv for both entry points, not a copy specialised to each routine (GCC's IPA-CP would
+ * clone it for the constant `blocks`: 2.4 KB more). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define DSP_NOCLONE __attribute__((noinline, noclone))
+#else
+#define DSP_NOCLONE EDGEC_NOINLINE
+#endif
+
 /* edgec_conv_s8_dsp (narrow) and _wide (wide_desc): packed_filter holds int8 taps and folded_bias
  * the biases, or with `wide` int16 taps and the channel table. The layer is unpacked here, in the
  * frame the pixels run under, not in the entry points (no stack of their own). */
-static edgec_status dsp_conv(const edgec_conv_desc *narrow, const edgec_conv_dsp_wide_desc *wide_desc,
-                             const int8_t *input, int8_t *output, int8_t *scratch)
+static DSP_NOCLONE edgec_status dsp_conv(const edgec_conv_desc *narrow, const edgec_conv_dsp_wide_desc *wide_desc,
+                                         dsp_blocks_fn blocks, const int8_t *input, int8_t *output, int8_t *scratch)
 {
     edgec_conv_layer l;
     const int8_t *packed_filter;
@@ -463,6 +476,7 @@ static edgec_status dsp_conv(const edgec_conv_desc *narrow, const edgec_conv_dsp
     o.stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
     o.short_requant = edgec_dsp_requant_all_short(quant->multiplier, quant->shift, out_c);
     o.wide = wide;
+    o.blocks = blocks;
     /* Scratch: the step's int16 columns, interleaved per group; when C_in is not a multiple of 4
      * the receptive fields go through an int8 row after them, else straight into the columns. */
     const int direct = filter_dims->c % 4 == 0;
@@ -514,15 +528,22 @@ static edgec_status dsp_conv(const edgec_conv_desc *narrow, const edgec_conv_dsp
     return EDGEC_OK;
 }
 
+#if EDGEC_UNALIGNED_ASM
+#define DSP_BLOCKS(routine) routine
+#else
+#define DSP_BLOCKS(routine) NULL
+#endif
+
 edgec_status edgec_conv_s8_dsp(const edgec_conv_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch)
 {
-    return desc == NULL ? EDGEC_ARG_ERROR : dsp_conv(desc, NULL, input, output, scratch);
+    return desc == NULL ? EDGEC_ARG_ERROR : dsp_conv(desc, NULL, DSP_BLOCKS(dsp_blocks_2x3), input, output, scratch);
 }
 
 edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_dsp_wide_desc *desc, const int8_t *input, int8_t *output,
                                     int8_t *scratch)
 {
-    return desc == NULL ? EDGEC_ARG_ERROR : dsp_conv(NULL, desc, input, output, scratch);
+    return desc == NULL ? EDGEC_ARG_ERROR
+                        : dsp_conv(NULL, desc, DSP_BLOCKS(dsp_blocks_2x3_wide), input, output, scratch);
 }
 
 #endif /* __ARM_FEATURE_DSP */
