@@ -396,7 +396,12 @@ static EDGEC_NOINLINE void dsp_pointwise_steps(int8_t *cols, const int8_t *input
         int8_t *out[DSP_PIXELS];
         for (int32_t column = 0; column < DSP_PIXELS; column++) {
             out[column] = p + column < pixels ? output + (p + column) * out_c : NULL;
-            dsp_widen(cols + 8 * column, input + EDGEC_MIN(p + column, pixels - 1) * k, k);
+            const int8_t *pixel = input + EDGEC_MIN(p + column, pixels - 1) * k;
+            if (k >= 16) {
+                dsp_widen_run(cols + 8 * column, pixel, k);
+            } else {
+                dsp_widen(cols + 8 * column, pixel, k);
+            }
         }
         dsp_conv_pixels(cols, groups, packed_filter, folded_bias, o, out_c, out);
     }
