@@ -252,7 +252,7 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 24 && offsetof
  * models' convolutions for ~320 B more of each routine (its hot part, ~0.9 KB, still fits the
  * STM32L4R5's 1 KB instruction cache). */
 #define DSP_UNROLL 8
-#define DSP_GROUPS_AFTER_FIRST(group) group group group group group group group
+#define DSP_GROUPS_AFTER_FIRST(group) ".rept 7\n\t" group ".endr\n\t" /* one copy of the text: C99's 4095 */
 
 /* A pair's three halfwords (r2, r3, r4: pixel a's, b's, c's) stored, the output advanced, and the
  * next pair's step taken unless it was the last (r12 holds the run). */
