@@ -14,6 +14,7 @@ their C fallbacks, which must agree too.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +155,13 @@ def multipliers(rng, count: int) -> tuple[np.ndarray, np.ndarray]:
     return (np.array([m for m, _ in pairs], dtype=np.int32), np.array([s for _, s in pairs], dtype=np.int32))
 
 
+def short_multipliers(rng, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(multiplier, shift) pairs that all admit the DSP kernels' short requantization (multiplier
+    >= 2^30, shift -2..-24): a layer whose every channel pair runs the assembly routines."""
+    pairs = [quantize_multiplier(float(v)) for v in 2.0 ** rng.uniform(-24, -2.5, count)]
+    return (np.array([m for m, _ in pairs], dtype=np.int32), np.array([s for _, s in pairs], dtype=np.int32))
+
+
 def bias_values(rng, count: int) -> np.ndarray | None:
     """No bias, typical biases, or (one case in ten) biases at the int32 limits, where the folded
     bias and the sums wrap modulo 2^32 as the golden's."""
@@ -232,16 +240,17 @@ def pointwise_case(rng, isa: str) -> Case:
     )
 
 
-def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw) -> Case:
-    """edgec_conv_s8_dsp/_mve on x and weights with random quantization; half the time in place:
+def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw, act=None, in_place=None) -> Case:
+    """edgec_conv_s8_dsp/_mve on x and weights with random quantization (`act`: these activation
+    bounds and short requantizations only); half the time (`in_place`: always or never) in place:
     the output over its input at the planner's offset (Conv2d.in_place), at the lowest offset the
     packed kernels' contract (edgec_nn.h) allows, or apart from it."""
     n, h, w, c_in = x.shape
     c_out, kh, kw, _ = weights.shape
     bias = bias_values(rng, c_out)
-    m, s = multipliers(rng, c_out)
+    m, s = multipliers(rng, c_out) if act is None else short_multipliers(rng, c_out)
     zp_in, zp_out = zero_point(rng), zero_point(rng)
-    act_min, act_max = act_bounds(rng)
+    act_min, act_max = act_bounds(rng) if act is None else act
     expected = conv2d_s8(
         x,
         weights,
@@ -268,7 +277,7 @@ def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw) -> Case
         packed, folded = widen_taps(packed), dsp_channel_table(folded, m, s, zp_out)
     arrays = [x, packed, folded, m, s]
     scratch = packed_conv_scratch_bytes(family, weights.shape)
-    if rng.random() < 0.5:
+    if not in_place if in_place is not None else rng.random() < 0.5:
         return Case("conv", isa, fields + [0, 0, 0], arrays, expected, scratch)
     op, graph = _conv_op(x.shape, weights, stride, expected.shape, pad, dilation)
     op.attrs["isa"] = family
@@ -609,6 +618,30 @@ def failures(cases: list[Case], results: list[tuple[int, bool, np.ndarray]]) -> 
 def test_packed_kernels_match_golden(target, opt, tmp_path):
     cases = all_cases(target, seed=5 + list(OPT_LEVELS).index(opt), divisor=OPT_LEVELS[opt])
     failed = failures(cases, run_on_target(target, cases, tmp_path, opt))
+    assert not failed, f"{len(failed)} of {len(cases)} cases fail:\n" + "\n".join(failed[:10])
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("opt", list(OPT_LEVELS))
+def test_dsp_conv_routines_enter_at_every_copy_and_take_both_output_tails(opt, tmp_path):
+    """edgec_conv_s8_dsp(_wide)'s assembly pair routines on the Cortex-M4: 1 to 17 groups of 4 taps
+    (every one of the eight loop entries, once and twice round the loop), each without a clamp
+    (one BFI a pixel) and with one (the packed clamp), as a pointwise layer (8 pixels: two steps
+    and a short one) and as a padded 3x3 layer."""
+    rng = np.random.default_rng(11)
+    cases = []
+    for isa, groups, act in itertools.product((DSP, WIDE), range(1, 18), [(-128, 127), (-100, 90)]):
+        x = int8_array(rng, (1, 2, 4, 4 * groups))
+        cases.append(
+            _conv_case(
+                rng, isa, x, int8_array(rng, (6, 1, 1, 4 * groups)), (1, 1), (1, 1), (0,) * 4, (2, 4), act, False
+            )
+        )
+        x = int8_array(rng, (1, 3, 3, groups))  # 9 * groups taps
+        weights = int8_array(rng, (5, 3, 3, groups))
+        cases.append(_conv_case(rng, isa, x, weights, (1, 1), (1, 1), (1, 1, 1, 1), (3, 3), act, False))
+    failed = failures(cases, run_on_target("cortex-m4", cases, tmp_path, opt))
     assert not failed, f"{len(failed)} of {len(cases)} cases fail:\n" + "\n".join(failed[:10])
 
 

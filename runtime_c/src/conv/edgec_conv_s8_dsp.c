@@ -42,16 +42,44 @@ static void im2col_row(int8_t *row, const conv_window *win, pixel_cursor px)
 #define DSP_ALWAYS_INLINE inline
 #endif
 
+/* One group: its 4 bytes widened into the pair of words at cols. */
+static DSP_ALWAYS_INLINE void dsp_widen_group(int8_t *cols, int32_t x)
+{
+    const int32_t even = __sxtb16(x);
+    const int32_t odd = edgec_sxtb16_ror8(x);
+    memcpy(cols, &even, 4);
+    memcpy(cols + 4, &odd, 4);
+}
+
 static DSP_ALWAYS_INLINE void dsp_widen(int8_t *cols, const int8_t *src, int32_t n)
 {
     for (int32_t i = 0; i < n; i += 4, cols += DSP_COLUMN_BYTES) {
         int32_t x;
         memcpy(&x, src + i, 4);
-        const int32_t even = __sxtb16(x);
-        const int32_t odd = edgec_sxtb16_ror8(x);
-        memcpy(cols, &even, 4);
-        memcpy(cols + 4, &odd, 4);
+        dsp_widen_group(cols, x);
     }
+}
+
+/* dsp_widen four groups a loop iteration: their loads pipeline (Cortex-M4 TRM 3.3.2) and the
+ * loop's compare and branch are paid once per 16 bytes (on ResNet-8's 3x3 layers the one-group
+ * loop took 11 cycles a group, estimated, a tenth of the layer). For the general path's runs of
+ * KW * C_in bytes; the pointwise and stem paths' short runs keep dsp_widen (the extra test cost
+ * MobileNet's 8-channel pointwise layer 3 %). */
+static DSP_ALWAYS_INLINE void dsp_widen_run(int8_t *cols, const int8_t *src, int32_t n)
+{
+    int32_t i = 0;
+    for (; i + 16 <= n; i += 16, cols += 4 * DSP_COLUMN_BYTES) {
+        int32_t x0, x1, x2, x3;
+        memcpy(&x0, src + i, 4);
+        memcpy(&x1, src + i + 4, 4);
+        memcpy(&x2, src + i + 8, 4);
+        memcpy(&x3, src + i + 12, 4);
+        dsp_widen_group(cols, x0);
+        dsp_widen_group(cols + DSP_COLUMN_BYTES, x1);
+        dsp_widen_group(cols + 2 * DSP_COLUMN_BYTES, x2);
+        dsp_widen_group(cols + 3 * DSP_COLUMN_BYTES, x3);
+    }
+    dsp_widen(cols, src + i, n - i);
 }
 
 static void dsp_fill_widened(int8_t *cols, int8_t value, int32_t n)
@@ -101,7 +129,7 @@ static void dsp_im2col_column(int8_t *cols, const conv_window *win, pixel_cursor
         return;
     }
     for (int32_t ky = 0; ky < win->k_h; ky++, cols += (DSP_COLUMN_BYTES / 4) * win->run_len, src += win->row_step) {
-        dsp_widen(cols, src, win->run_len);
+        dsp_widen_run(cols, src, win->run_len);
     }
 }
 
@@ -141,13 +169,13 @@ static void dsp_mac_2x3(const int8_t *filter, const int8_t *cols, int32_t groups
 /*
  * What dsp_blocks_2x3 reads and advances: every channel pair of the step's pixels whose channels
  * all take the short requantization, in one assembly routine -- per pair the biases, the
- * micro-kernel over the groups, the short requantization, one packed clamp per 4 values and a
- * halfword store per pixel. Per group of 4 taps the pair's 8 filter bytes are widened once
+ * micro-kernel over the groups, the short requantization, the clamp (packed, 4 values at once,
+ * when the layer has one) and a halfword store per pixel. Per group of 4 taps the pair's 8 filter bytes are widened once
  * (4 SXTB16) and multiplied with the 3 pixels' columns: 24 MACs in 4 loads in one pipelined run
  * (Cortex-M4 TRM 3.3.2: a load after a load single issues in 1 cycle) and 2 LDM, and 12 SMLAD;
- * wide, the taps loaded already widened: 6 loads, 2 LDM and 12 SMLAD. Four groups per loop
- * iteration, entered at the copy that leaves a whole number of iterations. Naked functions, so
- * all 14 registers are the routine's at every optimisation level.
+ * wide, the taps loaded already widened: 6 loads, 2 LDM and 12 SMLAD. DSP_UNROLL groups per
+ * loop iteration, entered at the copy that leaves a whole number of iterations. Naked functions,
+ * so all 14 registers are the routine's at every optimisation level.
  */
 typedef struct {
     const int8_t *cols;        /*  0 */
@@ -163,11 +191,12 @@ typedef struct {
     uint32_t highs;            /* 40: act_max in every byte */
     int32_t round_base;        /* 44: edgec_dsp_round_base of the output offset */
     int8_t *out_end;           /* 48: past pixel a's last channel pair */
-    int32_t entry;             /* 52: groups % 4 */
+    int32_t entry;             /* 52: copies of the group a pair skips: (-groups) mod DSP_UNROLL */
+    int32_t clamp;             /* 56: 0 when act_min is -128 and act_max 127 */
 } dsp_block_run;
 
 typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 24 && offsetof(dsp_block_run, lows) == 36 &&
-                                          offsetof(dsp_block_run, entry) == 52
+                                          offsetof(dsp_block_run, entry) == 52 && offsetof(dsp_block_run, clamp) == 56
                                       ? 1
                                       : -1];
 
@@ -218,44 +247,72 @@ typedef char dsp_block_run_layout[offsetof(dsp_block_run, out) == 24 && offsetof
         DSP_REQUANT("r4") "ldr r8, [r0, #12]\n\tldr r10, [r0, #20]\n\tldr r9, [r0, #28]\n\t" DSP_REQUANT("r5") \
             DSP_REQUANT("r6") DSP_REQUANT("r7") "add r0, r0, #32\n\tstr r0, [r12, #12]\n\t"
 
-/* The routine for one group form; r0 holds the run on entry, kept at [sp, #4] under cols_end. */
-#define DSP_BLOCKS_2X3(group, biases, requant)                                                                    \
-    __asm__ volatile(".syntax unified\n\t"                                                                        \
-                     "push {r0, r4-r11, lr}\n\t"                                                                  \
-                     "ldr r8, [r0, #4]\n\t"                                                                       \
-                     "push {r8}\n\t"                                                                              \
-                     "ldr r12, [sp, #4]\n" /* the run: r12 keeps it from the output stage on */                   \
-                     "1:\n\t"                                                                                     \
-                     "ldr r0, [r12, #0]\n\t"                                                                      \
-                     "ldr r1, [r12, #8]\n\t" biases "ldr r8, [r12, #52]\n\t"                                      \
-                     "cmp r8, #2\n\t"                                                                             \
-                     "beq 7f\n\t"                                                                                 \
-                     "bhi 6f\n\t"                                                                                 \
-                     "cmp r8, #1\n\t"                                                                             \
-                     "beq 3f\n\t"                                                                                 \
-                     ".p2align 2\n"                                                                               \
-                     "2:\n\t" group "6:\n\t" group "7:\n\t" group "3:\n\t" group "ldr r8, [sp]\n\t"               \
-                     "cmp r0, r8\n\t"                                                                             \
-                     "bne 2b\n\t"                                                                                 \
-                     "ldr r12, [sp, #4]\n\t"                                                                      \
-                     "str r1, [r12, #8]\n\t" requant                                                              \
-                     "bfi r2, r5, #8, #8\n\tbfi r2, r3, #16, #8\n\tbfi r2, r6, #24, #8\n\tbfi r4, r7, #8, #8\n\t" \
-                     "ldrd r8, r9, [r12, #36]\n\t"                                                                \
-                     "ssub8 lr, r2, r8\n\tsel r2, r2, r8\n\tssub8 lr, r2, r9\n\tsel r2, r9, r2\n\t"               \
-                     "ssub8 lr, r4, r8\n\tsel r4, r4, r8\n\tssub8 lr, r4, r9\n\tsel r4, r9, r4\n\t"               \
-                     "ldrd r8, r9, [r12, #24]\n\t"                                                                \
-                     "ldr r10, [r12, #32]\n\t"                                                                    \
-                     "ldr lr, [r12, #48]\n\t" /* pipelined behind the load before */                              \
-                     "strh r2, [r8]\n\t"                                                                          \
-                     "lsr r2, r2, #16\n\t"                                                                        \
-                     "strh r2, [r8, r9]\n\t"                                                                      \
-                     "strh r4, [r8, r10]\n\t"                                                                     \
-                     "add r8, r8, #2\n\t"                                                                         \
-                     "str r8, [r12, #24]\n\t"                                                                     \
-                     "cmp r8, lr\n\t"                                                                             \
-                     "bne 1b\n\t"                                                                                 \
-                     "add sp, sp, #4\n\t"                                                                         \
-                     "pop {r0, r4-r11, pc}\n\t")
+/* Copies of the group per loop iteration: the loop's load, compare and taken branch (6 cycles) are
+ * paid once per DSP_UNROLL groups. Eight rather than four: -2 % estimated cycles on the reference
+ * models' convolutions for ~320 B more of each routine (its hot part, ~0.9 KB, still fits the
+ * STM32L4R5's 1 KB instruction cache). */
+#define DSP_UNROLL 8
+#define DSP_GROUPS_AFTER_FIRST(group) ".rept 7\n\t" group ".endr\n\t" /* one copy of the text: C99's 4095 */
+
+/* A pair's three halfwords (r2, r3, r4: pixel a's, b's, c's) stored, the output advanced, and the
+ * next pair's step taken unless it was the last (r12 holds the run). */
+#define DSP_STORE_PAIR                                                                                 \
+    "ldr r8, [r12, #24]\n\t"                                                                           \
+    "ldr r9, [r12, #28]\n\t"                                                                           \
+    "ldr r10, [r12, #32]\n\t"                                                                          \
+    "ldr lr, [r12, #48]\n\t" /* four loads in one pipelined run: 5 cycles (LDRD and two LDR took 6) */ \
+    "strh r3, [r8, r9]\n\t"  /* 1 cycle behind a load single, else 2 (register offset) */              \
+    "strh r2, [r8]\n\t"                                                                                \
+    "strh r4, [r8, r10]\n\t"                                                                           \
+    "add r8, r8, #2\n\t"                                                                               \
+    "str r8, [r12, #24]\n\t"                                                                           \
+    "cmp r8, lr\n\t"                                                                                   \
+    "bne 1b\n\t"                                                                                       \
+    "add sp, sp, #8\n\t"                                                                               \
+    "pop {r0, r4-r11, pc}\n\t"
+
+/*
+ * The routine for one group form; r0 holds the run on entry, kept at [sp, #8] under cols_end and
+ * the entry address: the copy of the group a pair starts at (run->entry copies skipped, so that
+ * whole iterations remain), computed once per call from the distance between the first two
+ * copies, and taken with one load into pc (3 cycles; the compare-and-branch chain it replaces took
+ * 5-7). Without a clamp (act_min -128 and act_max 127: SSAT already saturated) each pixel's two
+ * bytes are packed by one BFI; else by four BFI into two words for the packed clamp.
+ */
+#define DSP_BLOCKS_2X3(group, biases, requant)                                                                  \
+    __asm__ volatile(                                                                                           \
+        ".syntax unified\n\t"                                                                                   \
+        "push {r0, r4-r11, lr}\n\t"                                                                             \
+        "ldr r8, [r0, #4]\n\t"                                                                                  \
+        "ldr r9, [r0, #52]\n\t"                                                                                 \
+        "adr r10, 2f\n\t"                                                                                       \
+        "adr r11, 3f\n\t"                                                                                       \
+        "sub r11, r11, r10\n\t"                                                                                 \
+        "mla r9, r9, r11, r10\n\t"                                                                              \
+        "orr r9, r9, #1\n\t" /* Thumb */                                                                        \
+        "push {r8, r9}\n\t"                                                                                     \
+        "mov r12, r0\n" /* the run: r12 keeps it from the output stage on */                                    \
+        "1:\n\t" biases "ldr r0, [r12, #0]\n\t"                                                                 \
+        "ldr r1, [r12, #8]\n\t"                                                                                 \
+        "ldr pc, [sp, #4]\n\t"                                                                                  \
+        ".p2align 2\n"                                                                                          \
+        "2:\n\t" group "3:\n\t" DSP_GROUPS_AFTER_FIRST(                                                         \
+            group) "ldr r8, [sp]\n\t"                                                                           \
+                   "cmp r0, r8\n\t"                                                                             \
+                   "bne 2b\n\t"                                                                                 \
+                   "ldr r12, [sp, #8]\n\t"                                                                      \
+                   "str r1, [r12, #8]\n\t" requant "ldr r0, [r12, #56]\n\t"                                     \
+                   "cbnz r0, 8f\n\t"                                                                            \
+                   "bfi r2, r5, #8, #8\n\tbfi r3, r6, #8, #8\n\tbfi r4, r7, #8, #8\n\t" DSP_STORE_PAIR "8:\n\t" \
+                   "bfi r2, r5, #8, #8\n\tbfi r2, r3, #16, #8\n\tbfi r2, r6, #24, #8\n\tbfi r4, r7, #8, #8\n\t" \
+                   "ldrd r8, r9, [r12, #36]\n\t"                                                                \
+                   "ssub8 lr, r2, r8\n\tsel r2, r2, r8\n\tssub8 lr, r2, r9\n\tsel r2, r9, r2\n\t"               \
+                   "ssub8 lr, r4, r8\n\tsel r4, r4, r8\n\tssub8 lr, r4, r9\n\tsel r4, r9, r4\n\t"               \
+                   "lsr r3, r2, #16\n\t" DSP_STORE_PAIR)
+
+/* One of the two routines below. The entry points pass theirs down, so that a program links only
+ * the routine of the entry point it calls (each is about 1.1 KB). */
+typedef void (*dsp_blocks_fn)(dsp_block_run *run);
 
 #if EDGEC_UNALIGNED_ASM
 static __attribute__((naked, noinline)) void dsp_blocks_2x3(dsp_block_run *run __attribute__((unused)))
@@ -273,9 +330,10 @@ static __attribute__((naked, noinline)) void dsp_blocks_2x3_wide(dsp_block_run *
 typedef struct {
     const edgec_per_channel_quant *quant;
     edgec_output_stage stage;
-    int short_requant;  /* every channel admits the short requantization */
-    int wide;           /* the filter's taps are widened to int16 pairs (edgec_conv_s8_dsp_wide) */
-    dsp_block_run *run; /* its per-call fields set */
+    int short_requant;    /* every channel admits the short requantization */
+    int wide;             /* the filter's taps are widened to int16 pairs (edgec_conv_s8_dsp_wide) */
+    dsp_blocks_fn blocks; /* dsp_blocks_2x3 or _wide, as `wide`; NULL without the assembly */
+    dsp_block_run *run;   /* its per-call fields set */
 } dsp_output;
 
 /* The general output stage: any (multiplier, shift); channel c alone when has_c1 is 0; out[px]
@@ -301,7 +359,7 @@ static DSP_ALWAYS_INLINE void dsp_conv_pixels(const int8_t *cols, int32_t groups
 {
     int32_t c = 0;
 #if EDGEC_UNALIGNED_ASM
-    if (o->short_requant && out_c >= 2) {
+    if (o->short_requant && out_c >= 2 && o->blocks != NULL) {
         dsp_block_run *run = o->run;
         run->filter = filter;
         run->bias = bias;
@@ -312,7 +370,7 @@ static DSP_ALWAYS_INLINE void dsp_conv_pixels(const int8_t *cols, int32_t groups
         run->pixel_b = out[1] != NULL ? (int32_t)(out[1] - out[0]) : 0;
         run->pixel_c = out[2] != NULL ? (int32_t)(out[2] - out[0]) : run->pixel_b;
         run->out_end = out[0] + out_c / 2 * 2;
-        (o->wide ? dsp_blocks_2x3_wide : dsp_blocks_2x3)(run);
+        o->blocks(run);
         c = out_c / 2 * 2;
         filter += (o->wide ? 8 : 4) * groups * c;
     }
@@ -341,7 +399,12 @@ static EDGEC_NOINLINE void dsp_pointwise_steps(int8_t *cols, const int8_t *input
         int8_t *out[DSP_PIXELS];
         for (int32_t column = 0; column < DSP_PIXELS; column++) {
             out[column] = p + column < pixels ? output + (p + column) * out_c : NULL;
-            dsp_widen(cols + 8 * column, input + EDGEC_MIN(p + column, pixels - 1) * k, k);
+            const int8_t *pixel = input + EDGEC_MIN(p + column, pixels - 1) * k;
+            if (k >= 16) {
+                dsp_widen_run(cols + 8 * column, pixel, k);
+            } else {
+                dsp_widen(cols + 8 * column, pixel, k);
+            }
         }
         dsp_conv_pixels(cols, groups, packed_filter, folded_bias, o, out_c, out);
     }
@@ -373,11 +436,19 @@ static EDGEC_NOINLINE void dsp_stem_steps(int8_t *cols, int8_t *row, const conv_
     }
 }
 
+/* One dsp_conv for both entry points, not a copy specialised to each routine (GCC's IPA-CP would
+ * clone it for the constant `blocks`: 2.4 KB more). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define DSP_NOCLONE __attribute__((noinline, noclone))
+#else
+#define DSP_NOCLONE EDGEC_NOINLINE
+#endif
+
 /* edgec_conv_s8_dsp (narrow) and _wide (wide_desc): packed_filter holds int8 taps and folded_bias
  * the biases, or with `wide` int16 taps and the channel table. The layer is unpacked here, in the
  * frame the pixels run under, not in the entry points (no stack of their own). */
-static edgec_status dsp_conv(const edgec_conv_desc *narrow, const edgec_conv_dsp_wide_desc *wide_desc,
-                             const int8_t *input, int8_t *output, int8_t *scratch)
+static DSP_NOCLONE edgec_status dsp_conv(const edgec_conv_desc *narrow, const edgec_conv_dsp_wide_desc *wide_desc,
+                                         dsp_blocks_fn blocks, const int8_t *input, int8_t *output, int8_t *scratch)
 {
     edgec_conv_layer l;
     const int8_t *packed_filter;
@@ -413,6 +484,7 @@ static edgec_status dsp_conv(const edgec_conv_desc *narrow, const edgec_conv_dsp
     o.stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
     o.short_requant = edgec_dsp_requant_all_short(quant->multiplier, quant->shift, out_c);
     o.wide = wide;
+    o.blocks = blocks;
     /* Scratch: the step's int16 columns, interleaved per group; when C_in is not a multiple of 4
      * the receptive fields go through an int8 row after them, else straight into the columns. */
     const int direct = filter_dims->c % 4 == 0;
@@ -424,7 +496,8 @@ static edgec_status dsp_conv(const edgec_conv_desc *narrow, const edgec_conv_dsp
     run.highs = edgec_dsp_bytes(params->act_max);
     run.cols = cols;
     run.cols_end = cols + DSP_COLUMN_BYTES * groups;
-    run.entry = groups & 3;
+    run.entry = (DSP_UNROLL - groups % DSP_UNROLL) % DSP_UNROLL;
+    run.clamp = params->act_min > INT8_MIN || params->act_max < INT8_MAX;
     run.round_base = edgec_dsp_round_base(params->output_offset);
     o.run = &run;
 
@@ -463,15 +536,22 @@ static edgec_status dsp_conv(const edgec_conv_desc *narrow, const edgec_conv_dsp
     return EDGEC_OK;
 }
 
+#if EDGEC_UNALIGNED_ASM
+#define DSP_BLOCKS(routine) routine
+#else
+#define DSP_BLOCKS(routine) NULL
+#endif
+
 edgec_status edgec_conv_s8_dsp(const edgec_conv_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch)
 {
-    return desc == NULL ? EDGEC_ARG_ERROR : dsp_conv(desc, NULL, input, output, scratch);
+    return desc == NULL ? EDGEC_ARG_ERROR : dsp_conv(desc, NULL, DSP_BLOCKS(dsp_blocks_2x3), input, output, scratch);
 }
 
 edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_dsp_wide_desc *desc, const int8_t *input, int8_t *output,
                                     int8_t *scratch)
 {
-    return desc == NULL ? EDGEC_ARG_ERROR : dsp_conv(NULL, desc, input, output, scratch);
+    return desc == NULL ? EDGEC_ARG_ERROR
+                        : dsp_conv(NULL, desc, DSP_BLOCKS(dsp_blocks_2x3_wide), input, output, scratch);
 }
 
 #endif /* __ARM_FEATURE_DSP */
