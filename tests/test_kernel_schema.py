@@ -56,7 +56,8 @@ def test_array_sizes_are_the_header_constants():
 
 def test_descriptor_refuses_fields_out_of_order():
     fields = dict(n=1, h=2, w=3, c=4)
-    assert descriptor(conv.DIMS, "d", fields).params == [("edgec_dims", "d", "{.n = 1, .h = 2, .w = 3, .c = 4}")]
+    init = "{\n    .n = 1,\n    .h = 2,\n    .w = 3,\n    .c = 4,\n}"  # one field a line, as clang-format keeps it
+    assert descriptor(conv.DIMS, "d", fields).params == [("edgec_dims", "d", init)]
     with pytest.raises(ValueError, match="edgec_dims"):
         descriptor(conv.DIMS, "d", dict(n=1, w=3, h=2, c=4))
 
