@@ -153,7 +153,7 @@ def test_invoke_returns_the_first_failing_layer(digits_dirs, tmp_path):
     # Crossed activation bounds in its descriptor: its kernel refuses them.
     corrupted = re.sub(
         r"(static const edgec_depthwise_conv_desc digits_depthwise_conv2d_\w+_desc = \{[^}]*)"
-        r"\.act_min = -?\d+, \.act_max = -?\d+",
+        r"\.act_min = -?\d+,\s*\.act_max = -?\d+",
         r"\1.act_min = 10, .act_max = -10",
         source,
     )
