@@ -76,6 +76,18 @@ def _statements(line: str) -> list[str]:
     return parts + [line[start:]] if line[start:] else parts
 
 
+def long_lines(source: str) -> str:
+    """A rendered C file with each code line past COLUMNS broken by line() (comments, which
+    clang-format leaves as they are here, and data between `clang-format off` and `on` aside)."""
+    rows, formatting = [], True
+    for row in source.split("\n"):
+        text = row.strip()
+        formatting = {"/* clang-format off */": False, "/* clang-format on */": True}.get(text, formatting)
+        comment = text.startswith(("/*", "*", "//"))
+        rows.append(line(row) if formatting and not comment else row)
+    return "\n".join(rows)
+
+
 def line(text: str, columns: int = COLUMNS) -> str:
     """One statement or declaration, broken where clang-format breaks it if it runs past `columns`:
     an #error's message onto the next line, before its __attribute__, else as call() breaks a call."""
@@ -84,6 +96,8 @@ def line(text: str, columns: int = COLUMNS) -> str:
     indent = " " * (len(text) - len(text.lstrip()) + INDENT)
     if text.startswith("#error "):
         return "#error \\\n" + indent + text[len("#error ") :]
+    if text.startswith("#"):  # a macro is broken with backslashes, which this does not write
+        return text
     attribute = text.find(" __attribute__")
     if attribute > 0 and attribute <= columns and len(indent) + len(text) - attribute <= columns:
         return text[:attribute] + "\n" + indent + text[attribute + 1 :]

@@ -19,7 +19,7 @@ import jinja2
 import numpy as np
 
 from edgec.backend.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_buffer_name
-from edgec.c_format import INDENT, block, braced, commented_rows, line
+from edgec.c_format import INDENT, block, braced, commented_rows, long_lines
 from edgec.ir import Graph, Op
 from edgec.ops import unit_of
 from edgec.ops.band import banded_layers
@@ -104,7 +104,6 @@ def _environment() -> jinja2.Environment:
         trim_blocks=False,
     )
     env.filters["c_comment"] = c_comment
-    env.filters["c_line"] = line
     return env
 
 
@@ -430,13 +429,14 @@ def _emit_runtime_and_build_files(out_dir: Path, models: list[_Model], target, s
         + (["edgec_shared_arena.c"] if shared_arena_bytes else []),
     }
     (out_dir / "runtime" / "src" / RUNTIME_IDENTITY_SOURCE).write_text(
-        env.get_template("edgec_runtime.c.j2").render(**context)
+        long_lines(env.get_template("edgec_runtime.c.j2").render(**context))
     )
     outputs = [("edgec.mk.j2", "edgec.mk"), ("CMakeLists.txt.j2", "CMakeLists.txt")]
     if shared_arena_bytes:
         outputs += [(f"{filename}.j2", filename) for filename in SHARED_ARENA_FILES]
     for template, filename in outputs:
-        (out_dir / filename).write_text(env.get_template(template).render(**context))
+        text = env.get_template(template).render(**context)
+        (out_dir / filename).write_text(long_lines(text) if filename.endswith((".c", ".h")) else text)
 
 
 def _emit_model(
@@ -506,7 +506,7 @@ def _emit_model(
         ("weights.h.j2", f"{name}_weights.h"),
         ("weights.c.j2", f"{name}_weights.c"),
     ):
-        (out_dir / filename).write_text(env.get_template(template).render(**context))
+        (out_dir / filename).write_text(long_lines(env.get_template(template).render(**context)))
     summary = report(graph, plan, name, target, weights_bytes, calls)
     summary["cmsis_nn"] = library
     return _Model(name, summary, runtime_sources(graph))
