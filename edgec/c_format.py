@@ -105,28 +105,33 @@ def line(text: str, columns: int = COLUMNS) -> str:
 
 
 def call(line: str, columns: int = COLUMNS) -> str:
-    """A statement whose first call runs past `columns`, broken as clang-format breaks it: after
-    its assignment if the call then fits on the next line, else its arguments packed, each
-    continuation line aligned after the opening parenthesis (at the indent plus 4 if even the
-    first argument does not fit there)."""
+    """A statement whose first call runs past `columns`, broken as clang-format breaks it, in the
+    fewest lines of: a break after its assignment, then the call's arguments packed and aligned
+    after its parenthesis; no break there, the arguments aligned so; a break at the parenthesis,
+    the arguments packed at the indent plus 4 (the first of them on a tie)."""
     if len(line) <= columns:
         return line
     indent = len(line) - len(line.lstrip())
     opening = _first_call(line)
     if opening < 0:
         return line
-    assignment = _ASSIGNMENT.search(line, indent, opening)
-    if assignment and indent + INDENT + len(line) - assignment.end() <= columns:
-        return line[: assignment.end() - 1] + "\n" + " " * (indent + INDENT) + line[assignment.end() :]
     closing = _matching(line, opening)
-    args = _split_arguments(line[opening + 1 : closing])
-    tail = line[closing:]
-    rows, current = [], line[: opening + 1]
-    column = len(current)
-    if column + len(args[0]) + (1 if len(args) > 1 else len(tail)) > columns:
-        rows.append(current)
-        column = indent + INDENT
-        current = " " * column
+    args, tail = _split_arguments(line[opening + 1 : closing]), line[closing:]
+    head = line[: opening + 1]
+    layouts = []  # clang-format's choice among the layouts that fit: the fewest lines, the first on a tie
+    assignment = _ASSIGNMENT.search(line, indent, opening)
+    if assignment:  # a break after the assignment, the call aligned as on a line of its own
+        callee = " " * (indent + INDENT) + head[assignment.end() :]
+        layouts.append([head[: assignment.end() - 1], *_packed(callee, len(callee), args, tail, columns)])
+    layouts.append(_packed(head, len(head), args, tail, columns))
+    layouts.append([head, *_packed(" " * (indent + INDENT), indent + INDENT, args, tail, columns)])
+    fitting = [rows for rows in layouts if all(len(row) <= columns for row in rows)] or layouts[-1:]
+    return "\n".join(min(fitting, key=len))
+
+
+def _packed(first: str, column: int, args: list[str], tail: str, columns: int) -> list[str]:
+    """`args` (then `tail`) packed after `first`, continuation lines at `column`."""
+    rows, current = [], first
     for number, arg in enumerate(args):
         text = arg + ("," if number < len(args) - 1 else tail)
         if number and len(current) + 1 + len(text) > columns:
@@ -135,7 +140,7 @@ def call(line: str, columns: int = COLUMNS) -> str:
         else:
             current += (" " if number else "") + text
     rows.append(current)
-    return "\n".join(rows)
+    return rows
 
 
 def _first_call(line: str) -> int:
