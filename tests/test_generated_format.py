@@ -4,11 +4,13 @@ itself (edgec/c_format.py), so the output does not depend on clang-format being 
 checks it with clang-format on every generated .c/.h of builds that exercise the emitter's forms:
 a CNN for host, a DSP core and a Helium core, int4 weights, int16 activations, a recurrent model
 streamed step by step, a band stage with streamed input and PReLU tables, a transformer, and a
-directory of two models (one over token ids) sharing an arena. The runtime's own files are
-`make lint`'s (runtime/include/edgec_nn.h, partly generated from the kernel schema, aside)."""
+directory of two models (one over token ids) sharing an arena (with CMSIS_NN_DIR, also the calls of
+Arm's CMSIS-NN kernels). The runtime's own files are `make lint`'s (runtime/include/edgec_nn.h,
+partly generated from the kernel schema, aside)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -63,6 +65,8 @@ def generated(tmp_path_factory) -> Path:
     emit(compile_for(_zoo(seq, "kws_transformer"), "cortex-m55"), out / "transformer", "kws_transformer")
     models = [(compile_for(digits, "cortex-m4"), "digits"), (compile_for(_tokens(), "cortex-m4"), "tokens")]
     emit_many(models, out / "shared-arena", shared_arena=True)
+    if os.environ.get("CMSIS_NN_DIR"):  # Arm's kernels' calls (a checkout, as tests/test_cmsis_nn.py's)
+        emit(compile_for(digits, get_target("cortex-m4").with_kernels("cmsis-nn")), out / "cmsis-nn", "digits")
     shutil.copyfile(ROOT / ".clang-format", out / ".clang-format")
     return out
 
