@@ -68,6 +68,8 @@ def _statements(line: str) -> list[str]:
         return [line]
     parts, depth, start = [], 0, 0
     for i, char in enumerate(line):
+        if line.startswith("/*", i):  # the rest is a comment
+            break
         depth += char in "([{"
         depth -= char in ")]}"
         if char == ";" and depth == 0 and line[i + 1 : i + 2] == " " and not line[i + 1 :].lstrip().startswith("/"):
