@@ -23,8 +23,8 @@ install-test: $(STAMP)/install-test toolchain
 
 # The Cortex-M cross compiler and emulator, clang and ld.lld (the clang builds), cmake for the
 # firmware example, headless Chromium for the HTML report's browser test, clang-format for
-# `make lint` and espeak-ng for the keyword spotter's synthesized speech (tests/test_int4_kws.py)
-# (Debian packages).
+# `make lint` and the generated C's check (tests/test_generated_format.py) and espeak-ng for the
+# keyword spotter's synthesized speech (tests/test_int4_kws.py) (Debian packages).
 toolchain:
 	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null && command -v cmake >/dev/null \
 		&& command -v clang >/dev/null && command -v ld.lld >/dev/null && command -v chromium >/dev/null \

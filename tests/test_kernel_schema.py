@@ -60,7 +60,8 @@ DIMS = Struct("probe_dims", ints("n h w c"))
 
 def test_descriptor_refuses_fields_out_of_order():
     fields = dict(n=1, h=2, w=3, c=4)
-    assert descriptor(DIMS, "d", fields).params == [("probe_dims", "d", "{.n = 1, .h = 2, .w = 3, .c = 4}")]
+    init = "{\n    .n = 1,\n    .h = 2,\n    .w = 3,\n    .c = 4,\n}"  # one field a line, as clang-format keeps it
+    assert descriptor(DIMS, "d", fields).params == [("probe_dims", "d", init)]
     with pytest.raises(ValueError, match="probe_dims"):
         descriptor(DIMS, "d", dict(n=1, w=3, h=2, c=4))
 

@@ -92,7 +92,7 @@ def test_a_wrong_weight_is_caught(tmp_path):
     inputs = quantized_inputs(compiled.graph, float_samples("all_ops", SAMPLES, seed=1))
     emit(compiled, tmp_path / "model", "model")
     weights = tmp_path / "model" / "model_weights.c"
-    first_value = re.compile(r"(= \{\n    )(-?\d+)")
+    first_value = re.compile(r"(= \{\n    /\* clang-format off \*/\n    )(-?\d+)")
     weights.write_text(
         first_value.sub(
             lambda m: m.group(1) + ("-128" if m.group(2) != "-128" else "127"), weights.read_text(), count=1

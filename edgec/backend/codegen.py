@@ -19,6 +19,7 @@ import jinja2
 import numpy as np
 
 from edgec.backend.plan import Buffer, MemoryPlan, occupied_bytes, offset_of, scratch_buffer_name
+from edgec.c_format import INDENT, block, braced, commented_rows, long_lines
 from edgec.ir import Graph, Op
 from edgec.ops import unit_of
 from edgec.ops.band import banded_layers
@@ -117,8 +118,14 @@ def _float_literal(value: float) -> str:
 
 
 def _array_body(values: np.ndarray) -> str:
-    flat = [str(int(v)) for v in np.asarray(values).ravel()]
-    return "\n".join("    " + ", ".join(flat[i : i + 16]) + "," for i in range(0, len(flat), 16))
+    """A constant array's values, 16 a line (fewer where they would pass 120 columns): data, which
+    the weights file keeps out of clang-format's reach (`clang-format off`)."""
+    rows = [[]]
+    for value in (str(int(v)) for v in np.asarray(values).ravel()):
+        if len(rows[-1]) == 16 or 4 + sum(len(v) + 2 for v in rows[-1]) + len(value) + 1 > 120:
+            rows.append([])
+        rows[-1].append(value)
+    return "\n".join("    " + ", ".join(row) + "," for row in rows if row)
 
 
 C_TYPE_OF = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t"}  # int32: token ids, argmax indices
@@ -292,6 +299,16 @@ def layer_constants_bytes(op: Op, graph: Graph) -> int:
     return constants_bytes(layer_constants(op, graph))
 
 
+def scratch_checks(symbol: str, required) -> list[tuple[str, str]]:
+    """A layer's compile-time scratch checks, (symbol, C expression of the bytes required): its
+    one, or for a band stage one per layer ((layer, expression) pairs), each named for it."""
+    if not required:
+        return []
+    if isinstance(required, str):
+        return [(symbol, required)]
+    return [(f"{symbol}_{layer}", expression) for layer, expression in required]
+
+
 def _overwritten(graph: Graph, plan: MemoryPlan) -> dict[str, str]:
     """In-place output buffer -> the input buffer it is written over."""
     return {
@@ -412,13 +429,14 @@ def _emit_runtime_and_build_files(out_dir: Path, models: list[_Model], target, s
         + (["edgec_shared_arena.c"] if shared_arena_bytes else []),
     }
     (out_dir / "runtime" / "src" / RUNTIME_IDENTITY_SOURCE).write_text(
-        env.get_template("edgec_runtime.c.j2").render(**context)
+        long_lines(env.get_template("edgec_runtime.c.j2").render(**context))
     )
     outputs = [("edgec.mk.j2", "edgec.mk"), ("CMakeLists.txt.j2", "CMakeLists.txt")]
     if shared_arena_bytes:
         outputs += [(f"{filename}.j2", filename) for filename in SHARED_ARENA_FILES]
     for template, filename in outputs:
-        (out_dir / filename).write_text(env.get_template(template).render(**context))
+        text = env.get_template(template).render(**context)
+        (out_dir / filename).write_text(long_lines(text) if filename.endswith((".c", ".h")) else text)
 
 
 def _emit_model(
@@ -444,13 +462,13 @@ def _emit_model(
             "index": i,
             "name": op.name,
             "op": op.kind,
-            "code": call.code,
+            "code": block(call.code, 4),
             "params": call.params,
             "shape": "x".join(str(v) for v in graph.tensors[op.outputs[0]].shape),
             "source": op.source,
             "writes": allowed_writes(op, graph, plan, write_ranges(graph)),
             "scratch_bytes": plan.scratch.get(op.name, (0, 0))[1],
-            "scratch_required": call.scratch_required,
+            "scratch_checks": scratch_checks(f"{name}_{op.name}", call.scratch_required),
         }
         for i, (op, call) in enumerate(zip(graph.ops, calls))
     ]
@@ -471,11 +489,14 @@ def _emit_model(
         "layers": layers,
         "constants": constants,
         "state_bytes": state_bytes,
-        "state_reset": [call.state_reset for call in calls if call.state_reset],
+        "state_reset": [block(call.state_reset, 4) for call in calls if call.state_reset],
         "cmsis_nn": library,
         "shared_arena": shared_arena,
         "runtime_symbol": runtime_symbol(),
         "write_ranges": write_ranges(graph),
+        "layer_writes": commented_rows(
+            [(braced(braced(pair) for pair in layer["writes"]) + ",", layer["name"]) for layer in layers], INDENT
+        ),
         "stream_input": stream_input(graph, plan, target),
     }
     env = _environment()
@@ -485,7 +506,7 @@ def _emit_model(
         ("weights.h.j2", f"{name}_weights.h"),
         ("weights.c.j2", f"{name}_weights.c"),
     ):
-        (out_dir / filename).write_text(env.get_template(template).render(**context))
+        (out_dir / filename).write_text(long_lines(env.get_template(template).render(**context)))
     summary = report(graph, plan, name, target, weights_bytes, calls)
     summary["cmsis_nn"] = library
     return _Model(name, summary, runtime_sources(graph))

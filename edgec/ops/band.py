@@ -467,13 +467,11 @@ class BandStage(OpDef):
             f"        const int16_t *const a = &{table}[band_step * {len(ACTION_FIELDS)}];\n"
             f"        switch (a[0]) {{\n"
             + "".join(cases)
-            + f"        default:\n            status = EDGEC_ARG_ERROR;\n            break;\n        }}\n"
+            + "        default: status = EDGEC_ARG_ERROR; break;\n        }\n"
             f"{check}    }}\n}}"
         )
-        largest = "0"
-        for expression in required:
-            largest = f"(({expression}) > ({largest}) ? ({expression}) : ({largest}))"
-        return CCall(code, constants, params, f"{self.kernel_scratch_offset(op, graph)} + {largest}")
+        offset = self.kernel_scratch_offset(op, graph)
+        return CCall(code, constants, params, [(layer, f"{offset} + ({expression})") for layer, expression in required])
 
 
 def _shift(row_bytes: int) -> str:
@@ -498,7 +496,7 @@ def _windowed_call(layer: Op, graph: Graph, names: "_BandNames", actions: np.nda
         f"            band_desc.output_h = a[7];\n"
         f"            {call.code.replace(f'&{p}desc', '&band_desc')}\n"
     )
-    return body, call.constants, call.params, [call.scratch_required] if call.scratch_required else []
+    return body, call.constants, call.params, [(layer.name, call.scratch_required)] if call.scratch_required else []
 
 
 def _elementwise_calls(layer: Op, graph: Graph, names: "_BandNames", actions: np.ndarray, index: int):
@@ -518,7 +516,7 @@ def _elementwise_calls(layer: Op, graph: Graph, names: "_BandNames", actions: np
             call = unit_of(layer).emit(band_op, band_graph, band_names)
         constants += call.constants
         params += call.params
-        required += [call.scratch_required] if call.scratch_required else []
+        required += [(f"{layer.name}_rows{rows}", call.scratch_required)] if call.scratch_required else []
         body += f"            {'} else ' if number else ''}if (a[7] == {rows}) {{\n                {call.code}\n"
     body += "            } else {\n                status = EDGEC_ARG_ERROR;\n            }\n"
     return body, constants, params, required

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgec.c_format import braced, initializer
 from edgec.ir import Graph, InPlace, KernelChoice, Op
 from edgec.ops.kernel import Struct
 
@@ -36,8 +37,9 @@ class CCall:
     constants: list  # [(c_type, symbol, np.ndarray)] emitted const into the weights file
     params: list  # [(c_type, symbol, initializer)] emitted static const into the model file
     # The scratch bytes the kernel needs as a C constant expression of edgec_nn.h's macros (which
-    # follow the compiler's -mcpu), checked at compile time against the plan's; None: no macro.
-    scratch_required: str | None = None
+    # follow the compiler's -mcpu), checked at compile time against the plan's; None: no macro; a
+    # band stage's: [(layer name, expression)], one check per layer its scratch holds the kernel of.
+    scratch_required: str | list[tuple[str, str]] | None = None
     # Streaming: C statements that set this layer's persistent state (Names.state) to its start
     # value, run by <name>_reset_state(); "" for a layer without state.
     state_reset: str = ""
@@ -56,7 +58,7 @@ C_ARRAY_TYPES = {
 
 
 def descriptor(struct: Struct, symbol: str, fields: dict) -> CCall:
-    """A kernel descriptor as a static const struct with designated initializers: integer fields
+    """A kernel descriptor as a static const struct with designated initializers, one a line: integer fields
     as literals, array fields (numpy) as const arrays in flash named `<symbol>_<field>` that the
     field points to. `fields` must be the schema's, in order (ValueError otherwise). Returns the
     CCall's constants and params (its code is the caller's)."""
@@ -70,10 +72,10 @@ def descriptor(struct: Struct, symbol: str, fields: dict) -> CCall:
             values.append(f".{field} = NULL")
         elif isinstance(value, (list, tuple)):
             # An empty list is {0}: C99 has no empty initializer (the fixed-size array is all zero either way).
-            values.append(f".{field} = {{{', '.join(str(int(v)) for v in value) or '0'}}}")
+            values.append(f".{field} = {braced([int(v) for v in value] or [0])}")
         else:
             values.append(f".{field} = {int(value)}")
-    return CCall("", constants, [(struct.name, symbol, "{" + ", ".join(values) + "}")])
+    return CCall("", constants, [(struct.name, symbol, initializer(values))])
 
 
 PORTABLE_ONLY = "portable kernel (the only one this op has)"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec.c_format import braced, initializer
 from edgec.ir import Graph, KernelChoice, Op
 from edgec.numerics import wrap_int32
 from edgec.ops.base import CCall
@@ -36,32 +37,38 @@ PREFIX = "cmsis_nn_"
 
 
 def _tile(pair) -> str:
-    return f"{{.w = {int(pair[1])}, .h = {int(pair[0])}}}"
+    return braced([f".w = {int(pair[1])}", f".h = {int(pair[0])}"])
 
 
 def _activation(attrs) -> str:
-    return f"{{.min = {int(attrs['act_min'])}, .max = {int(attrs['act_max'])}}}"
+    return braced([f".min = {int(attrs['act_min'])}", f".max = {int(attrs['act_max'])}"])
 
 
 def _dims(shape) -> str:
     n, h, w, c = (int(v) for v in shape)
-    return f"{{.n = {n}, .h = {h}, .w = {w}, .c = {c}}}"
+    return initializer([f".n = {n}", f".h = {h}", f".w = {w}", f".c = {c}"])
 
 
 def _checked(call: str) -> str:
-    """A CMSIS-NN call as one edgec statement: any status but success fails the layer."""
-    return f"status |= ({call} == ARM_CMSIS_NN_SUCCESS) ? EDGEC_OK : EDGEC_ARG_ERROR;"
+    """A CMSIS-NN call as edgec statements: any status but success fails the layer."""
+    return (
+        f"const arm_cmsis_nn_status result = {call};\n"
+        "    status |= result == ARM_CMSIS_NN_SUCCESS ? EDGEC_OK : EDGEC_ARG_ERROR;"
+    )
 
 
 def _context(names, op: Op, size_check: str | None) -> str:
     """The cmsis_nn_context over the layer's planned scratch; in a verify build (EDGEC_CHECK_WRITES)
     CMSIS-NN's own get_buffer_size, compiled for the core, first proves the plan big enough."""
     size = op.attrs["cmsis_nn_buffer"]
-    lines = [f"const cmsis_nn_context ctx = {{{names.scratch(op) if size else 'NULL'}, {size}}};"]
+    lines = [f"const cmsis_nn_context ctx = {braced([names.scratch(op) if size else 'NULL', size])};"]
     if size_check is not None:
         lines += [
             "#if defined(EDGEC_CHECK_WRITES)",
-            f"    if ({size_check} > {size}) {{ status |= EDGEC_ARG_ERROR; }}",
+            f"    const int32_t needed = {size_check};",
+            f"    if (needed > {size}) {{",
+            "        status |= EDGEC_ARG_ERROR;",
+            "    }",
             "#endif",
         ]
     return "\n    ".join(lines)
@@ -71,7 +78,13 @@ def _quant(p: str, op: Op) -> tuple[list, list]:
     a = op.attrs
     constants = [("int32_t", f"{p}multiplier", a["multiplier"]), ("int32_t", f"{p}shift", a["shift"])]
     # CMSIS-NN's struct points to non-const arrays it only reads: the flash arrays are cast.
-    params = [("cmsis_nn_per_channel_quant_params", f"{p}quant", f"{{(int32_t *){p}multiplier, (int32_t *){p}shift}}")]
+    params = [
+        (
+            "cmsis_nn_per_channel_quant_params",
+            f"{p}quant",
+            initializer([f"(int32_t *){p}multiplier", f"(int32_t *){p}shift"]),
+        )
+    ]
     return constants, params
 
 
@@ -137,15 +150,16 @@ class _Convolution(_ContextBuffer):
         constants, params = _quant(p, op)
         constants.insert(0, ("int8_t", f"{p}weights", a["weight"]))
         constants.append(_bias(p, op, out_t.shape[3]))
-        multiplier = f".ch_mult = {a['ch_mult']}, " if self.depthwise else ""
+        multiplier = [f".ch_mult = {a['ch_mult']}"] if self.depthwise else []
         params += [
             (
                 self.params_type,
                 f"{p}params",
-                f"{{.input_offset = {-x_t.zero_point}, .output_offset = {out_t.zero_point}, {multiplier}"
-                f".stride = {_tile(a['stride'])}, .padding = {_tile(a['pad'][:2])}, "
-                f".dilation = {_tile(a['dilation'])}, "
-                f".activation = {_activation(a)}}}",
+                initializer(
+                    [f".input_offset = {-x_t.zero_point}", f".output_offset = {out_t.zero_point}", *multiplier]
+                    + [f".stride = {_tile(a['stride'])}", f".padding = {_tile(a['pad'][:2])}"]
+                    + [f".dilation = {_tile(a['dilation'])}", f".activation = {_activation(a)}"]
+                ),
             ),
             ("cmsis_nn_dims", f"{p}input_dims", _dims(x_t.shape)),
             ("cmsis_nn_dims", f"{p}filter_dims", _dims(a["weight"].shape)),
@@ -216,8 +230,10 @@ class CmsisFullyConnected(_ContextBuffer, FullyConnected):
             (
                 "cmsis_nn_fc_params",
                 f"{p}params",
-                f"{{.input_offset = {-x_t.zero_point}, .filter_offset = 0, .output_offset = {out_t.zero_point}, "
-                f".activation = {_activation(a)}}}",
+                initializer(
+                    [f".input_offset = {-x_t.zero_point}", ".filter_offset = 0", f".output_offset = {out_t.zero_point}"]
+                    + [f".activation = {_activation(a)}"]
+                ),
             ),
             ("cmsis_nn_dims", f"{p}input_dims", _dims((batches, 1, 1, cols))),
             ("cmsis_nn_dims", f"{p}filter_dims", _dims((cols, 1, 1, rows))),
@@ -233,20 +249,20 @@ class CmsisFullyConnected(_ContextBuffer, FullyConnected):
                 (
                     "cmsis_nn_per_tensor_quant_params",
                     f"{p}quant",
-                    f"{{.multiplier = {int(a['multiplier'][0])}, .shift = {int(a['shift'][0])}}}",
+                    initializer([f".multiplier = {int(a['multiplier'][0])}", f".shift = {int(a['shift'][0])}"]),
                 )
             )
-        buffer = "NULL, 0"
+        buffer = ["NULL", 0]
         if a.get("cmsis_nn_kernel_sums"):
             constants.append(("int32_t", f"{p}kernel_sums", kernel_sums(a["weight"], constants[1][2], -x_t.zero_point)))
-            buffer = f"(void *){p}kernel_sums, {4 * rows}"
+            buffer = [f"(void *){p}kernel_sums", 4 * rows]
         call = (
             f"{op.kernel.function}(&ctx, &{p}params, &{p}quant, &{p}input_dims, {names.ptr(op.inputs[0])}, "
             f"&{p}filter_dims, "
             f"{p}weights, &{p}bias_dims, {p}bias, &{p}output_dims, {names.ptr(op.outputs[0])})"
         )
         return CCall(
-            f"{{\n    const cmsis_nn_context ctx = {{{buffer}}};\n    {_checked(call)}\n    }}", constants, params
+            f"{{\n    const cmsis_nn_context ctx = {braced(buffer)};\n    {_checked(call)}\n    }}", constants, params
         )
 
 
@@ -300,7 +316,13 @@ def _emit_pool(op, graph, names, size: str | None) -> CCall:
         (
             "cmsis_nn_pool_params",
             f"{p}params",
-            f"{{.stride = {_tile(a['stride'])}, .padding = {_tile(a['pad'][:2])}, .activation = {_activation(a)}}}",
+            initializer(
+                [
+                    f".stride = {_tile(a['stride'])}",
+                    f".padding = {_tile(a['pad'][:2])}",
+                    f".activation = {_activation(a)}",
+                ]
+            ),
         ),
         ("cmsis_nn_dims", f"{p}input_dims", _dims(x_t.shape)),
         ("cmsis_nn_dims", f"{p}filter_dims", _dims((1, *a["kernel"], 1))),

@@ -83,7 +83,7 @@ MIN_SQNR_DB = 10.0
 EPS_SCALE = 2.0**-20 * 1.001  # edgec.frontend.quantize's activation observer eps (and a rounding margin)
 INT32_MAX = 2**31 - 1
 MODEL_NAME = "m"
-KERNEL_CALL = re.compile(r"\b(edgec_\w+?)\(&")
+KERNEL_CALL = re.compile(r"\b(edgec_\w+?)\(\s*&")  # a long call may break after its parenthesis
 
 # Never cache bytecode of model files: a rewritten file of the same size within the same second
 # would otherwise run stale code.
