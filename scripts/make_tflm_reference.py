@@ -16,7 +16,7 @@ The peer stack is NOT an edgec dependency; it is needed only to rerun this scrip
     pip install -c /tmp/torch-pin.txt litert-torch==0.10.0 ai-edge-litert==2.3.0 \\
         tflite-micro==0.dev20261023182759 typing_extensions==4.12.2
     python scripts/make_tflm_reference.py            # the stored models; prints edgec's mismatches
-    python scripts/make_tflm_reference.py --out /tmp/x --models shufflenet_v2_small   # one more, elsewhere
+    python scripts/make_tflm_reference.py --out /tmp/x --models pnet   # one more, elsewhere
 (in a venv made with --system-site-packages, so that pip never replaces the system torch).
 """
 
@@ -161,6 +161,25 @@ class _Lookups(nn.Module):
         )
 
 
+class _Splits(nn.Module):
+    """SLICE x3 twice: a chunk of a conv's output (the program quantizes the split input: one
+    requantize per part) and a chunk after a channel shuffle (it does not: the converter requantizes
+    through the last part's qparams, docs/tflite-compatible.md)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.pair = nn.Conv2d(4, 12, 1), nn.ModuleList(nn.Conv2d(4, 6, 1) for _ in range(2))
+        self.convs = nn.ModuleList(nn.Conv2d(4, 4, 3 if i % 3 == 2 else 1, padding=int(i % 3 == 2)) for i in range(5))
+
+    def forward(self, x):
+        first, second, third = self.stem(x).chunk(3, dim=1)
+        a, b, c, d, e = self.convs
+        y = torch.cat([self.pair[0](x), self.pair[1](x)], dim=1)
+        shuffled = y.view(-1, 2, 6, 6, 6).transpose(1, 2).contiguous().view(-1, 12, 6, 6)
+        p, q, r = shuffled.chunk(3, dim=1)
+        return torch.cat([a(first) + b(second), c(third), p + d(q), e(r)], dim=1)
+
+
 def _operator_program(module: type[nn.Module], shape: tuple[int, ...]):
     """(factory, calibration data) of a tiny program of one or a few TFLite operators."""
     from functools import partial
@@ -179,18 +198,103 @@ OPERATOR_PROGRAMS = {
     "op_differences": _operator_program(_Differences, (1, 8, 16)),
     "op_unary": _operator_program(_Unary, (1, 4, 6, 6)),
     "op_lookups": _operator_program(_Lookups, (1, 4, 6, 6)),
+    "op_splits": _operator_program(_Splits, (1, 4, 6, 6)),
 }
+
+
+def _small_architecture(make, shape: tuple[int, ...]):
+    """(factory, calibration data) of a public architecture built small (few channels, few blocks, a
+    small image), so that its stored program stays well under 1 MB."""
+    from functools import partial
+
+    def calibration(name, n, seed=0):
+        return mlperf.random_inputs(shape, "unit", n, seed)
+
+    return (lambda seed=0: mlperf.build_model(make, partial(calibration, None), seed)), calibration
+
+
+class _MobileNetV2Small(nn.Module):
+    """MobileNetV2 (torchvision's InvertedResidual: ReLU6, linear bottleneck, `x + conv(x)`) with the
+    first four of its seven stages at width 0.35 and a 128-channel last conv."""
+
+    SETTING = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 2, 2), (6, 64, 2, 2))
+
+    def __init__(self, width_mult: float = 0.35, last_channel: int = 128, num_classes: int = 10):
+        super().__init__()
+        channels = cnn.make_divisible(32 * width_mult)
+        layers: list[nn.Module] = [cnn.ConvNormActivation(3, channels, stride=2, activation=nn.ReLU6)]
+        for t, c, n, s in self.SETTING:
+            out = cnn.make_divisible(c * width_mult)
+            for i in range(n):
+                layers.append(vision.InvertedResidual(channels, out, s if i == 0 else 1, t))
+                channels = out
+        layers.append(cnn.ConvNormActivation(channels, last_channel, kernel_size=1, activation=nn.ReLU6))
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Sequential(nn.Dropout(p=0.2), nn.Linear(last_channel, num_classes))
+
+    def forward(self, x):
+        x = F.adaptive_avg_pool2d(self.features(x), (1, 1))
+        return self.classifier(torch.flatten(x, 1))
+
+
+class _SqueezeNetSmall(nn.Module):
+    """SqueezeNet 1.1's layout (stem conv, ceil-mode max pools, Fire modules: 1x1 squeeze, then 1x1
+    and 3x3 expands concatenated; conv classifier, ReLU, global average) at a quarter width."""
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        pool = lambda: nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True)  # noqa: E731
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, stride=2),
+            nn.ReLU(inplace=True),
+            pool(),
+            cnn.Fire(16, 4, 16, 16),
+            cnn.Fire(32, 4, 16, 16),
+            pool(),
+            cnn.Fire(32, 8, 32, 32),
+            cnn.Fire(64, 8, 32, 32),
+        )
+        self.classifier = nn.Sequential(
+            nn.Dropout(0.5), nn.Conv2d(64, num_classes, 1), nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d((1, 1))
+        )
+
+    def forward(self, x):
+        return torch.flatten(self.classifier(self.features(x)), 1)
+
+
+class _EfficientNetSmall(nn.Module):
+    """EfficientNet-B0's first stages at width 0.5 (MBConv: 1x1 expand, depthwise 3x3/5x5, squeeze-
+    excite with SiLU and a sigmoid gate, linear projection, `+=` shortcut), a 96-channel SiLU head
+    conv, pool, FC."""
+
+    STAGES = ((1, 3, 1, 16, 8, 1), (6, 3, 2, 8, 16, 2), (6, 5, 2, 16, 24, 1))
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        layers: list[nn.Module] = [cnn.ConvNormActivation(3, 16, 3, 2, activation=nn.SiLU)]
+        for ratio, kernel, stride, in_ch, out_ch, repeats in self.STAGES:
+            for i in range(repeats):
+                layers.append(
+                    cnn.MBConv(ratio, kernel, stride if i == 0 else 1, in_ch if i == 0 else out_ch, out_ch, 0.0)
+                )
+        layers.append(cnn.ConvNormActivation(24, 96, 1, activation=nn.SiLU))
+        self.features = nn.Sequential(*layers)
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Dropout(0.2, inplace=True), nn.Linear(96, num_classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
 
 
 # name -> (factory, calibration data): the MLPerf Tiny models, then small public architectures
 # (each a few hundred KB as a stored .pt2) covering more TFLite operators.
 ZOO = {
-    "shufflenet_v2_small": (
-        _reduced(
-            "shufflenet_v2_x0_5",
-            lambda: cnn.ShuffleNetV2(stage_repeats=(2, 2, 2), stage_channels=(24, 48, 96, 192, 256), num_classes=10),
-        ),
-        _reduced_calibration("shufflenet_v2_x0_5"),
+    "mobilenet_v2_small": _small_architecture(_MobileNetV2Small, (1, 3, 32, 32)),
+    "squeezenet_small": _small_architecture(_SqueezeNetSmall, (1, 3, 34, 34)),
+    "efficientnet_small": _small_architecture(_EfficientNetSmall, (1, 3, 32, 32)),
+    "shufflenet_v2_tiny": _small_architecture(
+        lambda: cnn.ShuffleNetV2(stage_repeats=(2, 2, 1), stage_channels=(16, 32, 64, 128, 128), num_classes=10),
+        (1, 3, 32, 32),
     ),
     "mobilenet_v3_small_025": (
         _reduced("mobilenet_v3_small", lambda: cnn.MobileNetV3Small(width_mult=0.25, num_classes=10)),
@@ -366,6 +470,14 @@ def main() -> None:
     if versions.exists():  # a run over some models keeps the others' record
         record["models"] = {**json.loads(versions.read_text())["models"], **record["models"]}
     versions.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    if args.out == OUT:
+        from tests.test_tflm_reference import ARCHITECTURES, covered_operators
+
+        operators = covered_operators(args.out)
+        print(
+            f"tests/data/tflm: {len(ARCHITECTURES)} architectures, {len(operators)} TFLite operators:",
+            ", ".join(sorted(operators)),
+        )
 
 
 if __name__ == "__main__":

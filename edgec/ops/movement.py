@@ -1003,7 +1003,9 @@ class Copy(OpDef):
         args = _substitute(node.args, activations, ctx, node)
         joined = self._join_qparams(ctx, node, activations)
         out = ctx.output(result_node, qparams_of=joined or activations[0])
-        ctx.add_op(self.kind, node, activations, [out], gather=Gather(node.target, args, dict(node.kwargs), item))
+        op = ctx.add_op(self.kind, node, activations, [out], gather=Gather(node.target, args, dict(node.kwargs), item))
+        if item is not None:  # a split's part: passes/fuse.py chain_split_requantizes reads this
+            op.attrs["split_of_quantized"] = ctx.is_dequantized(node.args[0])
 
     @staticmethod
     def _join_qparams(ctx, node, activations: list):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from edgec.errors import EdgecError
-from edgec.ir import Graph
+from edgec.ir import Graph, Op, Tensor
 from edgec.ops import KINDS
 from edgec.ops.movement import compose_at
 
@@ -139,7 +139,8 @@ def fold_double_requantize(graph: Graph) -> None:
     DQ -> flatten -> Q(b)`, `conv -> Q(a) -> DQ -> upsample -> Q(b) -> cat`) lowers as producer ->
     (views, ops that keep qparams) -> requantize; the TFLite converter drops the first quantize, so
     the producer writes b's qparams directly (one rounding, not two) and the ops between keep them.
-    The program's literal reading (the default) keeps both roundings."""
+    Where nothing at all stands between the two quantizes (`DQ(a) -> Q(b)`) it drops the second
+    instead (_dropped_by_converter). The program's literal reading (the default) keeps both roundings."""
     for requantize in [op for op in graph.ops if op.kind == "lut" and op.attrs["function"] == "requantize"]:
         chain, name = [], requantize.inputs[0]
         while (view := graph.producer(name)) is not None and len(view.inputs) == 1 and _keeps_qparams(view, graph):
@@ -148,7 +149,7 @@ def fold_double_requantize(graph: Graph) -> None:
         producer = graph.producer(name)
         middle = [name] + [view.outputs[0] for view in chain]
         source, target = graph.tensors[name], graph.tensors[requantize.outputs[0]]
-        if _reads_fixed_output(requantize, producer, chain, graph):
+        if _dropped_by_converter(requantize, graph):
             graph.replace_uses(requantize.outputs[0], requantize.inputs[0])
             graph.ops.remove(requantize)
             continue
@@ -166,17 +167,71 @@ def fold_double_requantize(graph: Graph) -> None:
     graph.remove_unused_tensors()
 
 
-def _reads_fixed_output(requantize, producer, chain, graph: Graph) -> bool:
-    """`sigmoid -> Q(1/256, -128) -> DQ -> Q(b) -> mul` (a squeeze-excite gate): LOGISTIC's output
-    qparams are fixed, so the converter drops Q(b) instead and the consumer reads the sigmoid's bytes."""
+def _dropped_by_converter(requantize, graph: Graph) -> bool:
+    """`Q(a) -> DQ -> Q(b)` with no op between (`sigmoid -> Q(1/256, -128) -> DQ -> Q(b) -> mul` in
+    squeeze-excite; `mean -> Q(a) -> DQ -> flatten -> Q(a) -> DQ -> dropout -> Q(b) -> linear` once
+    the dropout vanished): the converter drops Q(b), and the consumer reads a's bytes at a's qparams."""
     return (
-        producer is not None
-        and not chain
-        and producer.kind == "lut"
-        and producer.attrs.get("function") == "sigmoid"
+        requantize.attrs.get("of_dequantize", False)
         and graph.tensors[requantize.inputs[0]].dtype == graph.tensors[requantize.outputs[0]].dtype
         and requantize.outputs[0] not in graph.outputs
     )
+
+
+def chain_split_requantizes(graph: Graph) -> None:
+    """--tflite-compatible: the parts of a split whose input the program does not quantize itself
+    (ShuffleNetV2: `cat -> Q(c) -> DQ -> view, transpose, view -> chunk`), each requantized to its
+    own qparams. The converter's quantization driver gives the whole split input the qparams of the
+    last part (one requantize from c), then requantizes each other part from those: `c -> b_last ->
+    b_i`, two roundings where the program has one. A split of a tensor the program quantizes (a conv's
+    output) keeps one requantize per part, as the program says (tests/data/tflm: shufflenet_v2_tiny)."""
+    splits: dict[str, list] = {}
+    for op in graph.ops:
+        if op.kind == "copy" and op.attrs.get("split_of_quantized") is False:
+            splits.setdefault(op.inputs[0], []).append(op)
+    for source, parts in splits.items():
+        requantizes = [_sole_requantize(part, graph) for part in parts]
+        if len(parts) < 2 or len(graph.consumers(source)) != len(parts) or None in requantizes:
+            continue
+        last = max(range(len(parts)), key=lambda i: parts[i].attrs["gather"].item)
+        claimed = graph.tensors[requantizes[last].outputs[0]]
+        for part, requantize in zip(parts, requantizes):
+            target = graph.tensors[requantize.outputs[0]]
+            if requantize is requantizes[last] or (target.scale, target.zero_point) == (
+                claimed.scale,
+                claimed.zero_point,
+            ):
+                continue
+            whole = graph.tensors[part.outputs[0]]
+            via = graph.add_tensor(
+                Tensor(
+                    f"{requantize.outputs[0]}_via",
+                    whole.shape,
+                    claimed.scale,
+                    claimed.zero_point,
+                    source=whole.source,
+                    perm=whole.perm,
+                )
+            )
+            graph.ops.insert(
+                graph.ops.index(requantize),
+                Op(
+                    f"{requantize.name}_via", "lut", [whole.name], [via.name], dict(requantize.attrs), requantize.source
+                ),
+            )
+            requantize.inputs = [via.name]
+
+
+def _sole_requantize(op, graph: Graph):
+    """The int8 requantize that alone reads `op`'s output, or None."""
+    readers = graph.consumers(op.outputs[0])
+    if len(readers) != 1 or op.outputs[0] in graph.outputs:
+        return None
+    reader = readers[0]
+    if reader.kind != "lut" or reader.attrs.get("function") != "requantize":
+        return None
+    tensors = (graph.tensors[reader.inputs[0]], graph.tensors[reader.outputs[0]])
+    return reader if all(t.dtype == "int8" for t in tensors) else None
 
 
 def _keeps_qparams(op, graph: Graph) -> bool:
