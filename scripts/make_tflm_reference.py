@@ -180,6 +180,18 @@ class _Splits(nn.Module):
         return torch.cat([a(first) + b(second), c(third), p + d(q), e(r)], dim=1)
 
 
+class _Gather(nn.Module):
+    """GATHER: channels picked by a constant index list (index_select), between two convs."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.head = nn.Conv2d(4, 8, 1), nn.Conv2d(6, 4, 1)
+        self.register_buffer("picked", torch.tensor([5, 1, 2, 3, 7, 5]))
+
+    def forward(self, x):
+        return self.head(self.stem(x).index_select(1, self.picked))
+
+
 def _operator_program(module: type[nn.Module], shape: tuple[int, ...]):
     """(factory, calibration data) of a tiny program of one or a few TFLite operators."""
     from functools import partial
@@ -199,6 +211,7 @@ OPERATOR_PROGRAMS = {
     "op_unary": _operator_program(_Unary, (1, 4, 6, 6)),
     "op_lookups": _operator_program(_Lookups, (1, 4, 6, 6)),
     "op_splits": _operator_program(_Splits, (1, 4, 6, 6)),
+    "op_gather": _operator_program(_Gather, (1, 4, 6, 6)),
 }
 
 

@@ -47,6 +47,7 @@ OPERATOR_PROGRAMS = (
     "op_lookups",
     "op_unary",
     "op_splits",
+    "op_gather",
 )
 MODELS = ARCHITECTURES + OPERATOR_PROGRAMS
 # Programs whose TFLite Micro bytes need the converter's reading (--tflite-compatible): TANH's fixed
