@@ -192,6 +192,22 @@ class _Gather(nn.Module):
         return self.head(self.stem(x).index_select(1, self.picked))
 
 
+class _Prelu(nn.Module):
+    """PReLU with one slope per channel and with a single slope, each between two convs. PT2EQuantizer
+    leaves the slopes float, so the converter keeps each PReLU float: DEQUANTIZE, RELU, MUL, MUL, SUB,
+    QUANTIZE (no int8 PRELU)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.head = nn.Conv2d(4, 8, 1), nn.Conv2d(8, 4, 1)
+        self.per_channel, self.single = nn.PReLU(8), nn.PReLU()
+        self.side = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        y = self.stem(x)
+        return self.head(self.per_channel(y)) + self.side(self.single(y))
+
+
 def _operator_program(module: type[nn.Module], shape: tuple[int, ...]):
     """(factory, calibration data) of a tiny program of one or a few TFLite operators."""
     from functools import partial
@@ -212,6 +228,7 @@ OPERATOR_PROGRAMS = {
     "op_lookups": _operator_program(_Lookups, (1, 4, 6, 6)),
     "op_splits": _operator_program(_Splits, (1, 4, 6, 6)),
     "op_gather": _operator_program(_Gather, (1, 4, 6, 6)),
+    "op_prelu": _operator_program(_Prelu, (1, 4, 6, 6)),
 }
 
 

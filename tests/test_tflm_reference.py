@@ -48,6 +48,7 @@ OPERATOR_PROGRAMS = (
     "op_unary",
     "op_splits",
     "op_gather",
+    "op_prelu",
 )
 MODELS = ARCHITECTURES + OPERATOR_PROGRAMS
 # Programs whose TFLite Micro bytes need the converter's reading (--tflite-compatible): TANH's fixed
@@ -161,7 +162,7 @@ def test_host_c_equals_tflite_micro(name, tmp_path):
 
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
-@pytest.mark.parametrize("name", ["ds_cnn", "resnet8", "op_activations", "transformer_block"])
+@pytest.mark.parametrize("name", ["ds_cnn", "resnet8", "op_activations", "transformer_block", "op_prelu"])
 def test_cortex_m4_equals_tflite_micro(name, tmp_path):
     got, expected = _run(name, "cortex-m4", tmp_path)
     assert int(np.sum(got != expected)) == 0
