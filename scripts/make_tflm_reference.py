@@ -8,7 +8,7 @@ HistogramObserver activations) -> prepare_pt2e -> calibrate -> convert_pt2e(fold
 (a) litert_torch.convert -> .tflite -> TFLite Micro's Python interpreter runs the int8 inputs;
 (b) the same converted program is saved as <name>.pt2 (what `edgec build` reads; the test compiles
 some with --tflite-compatible, docs/tflite-compatible.md). Stored per model: <name>.pt2 and
-<name>.npz (int8 inputs in PyTorch order, TFLite Micro's int8 outputs and,
+<name>.npz (int8 inputs in PyTorch order, or int32 token ids, TFLite Micro's int8 outputs and,
 for classifiers, the int8 logits feeding SOFTMAX, the I/O qparams), and versions.json.
 
 The peer stack is NOT an edgec dependency; it is needed only to rerun this script:
@@ -208,6 +208,23 @@ class _Prelu(nn.Module):
         return self.head(self.per_channel(y)) + self.side(self.single(y))
 
 
+class _Embedding(nn.Module):
+    """EMBEDDING_LOOKUP: token ids (an int32 model input) pick rows of a constant table (float in the
+    program: the converter looks them up in float and QUANTIZEs), then a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.table, self.head = nn.Embedding(20, 8), nn.Linear(8, 4)
+
+    def forward(self, ids):
+        return self.head(self.table(ids))
+
+
+def _token_ids(name, n, seed=0):
+    """Token ids over every row of _Embedding's table (and the first and last rows)."""
+    return np.random.default_rng(seed).integers(0, 20, size=(n, 6)).astype(np.int64)
+
+
 def _operator_program(module: type[nn.Module], shape: tuple[int, ...]):
     """(factory, calibration data) of a tiny program of one or a few TFLite operators."""
     from functools import partial
@@ -229,6 +246,10 @@ OPERATOR_PROGRAMS = {
     "op_splits": _operator_program(_Splits, (1, 4, 6, 6)),
     "op_gather": _operator_program(_Gather, (1, 4, 6, 6)),
     "op_prelu": _operator_program(_Prelu, (1, 4, 6, 6)),
+    "op_embedding": (
+        lambda seed=0: mlperf.build_model(_Embedding, lambda n, s: _token_ids(None, n, s), seed),
+        _token_ids,
+    ),
 }
 
 
@@ -426,14 +447,18 @@ def make(name: str, out_dir: Path, work: Path) -> dict:
 
     interpreter = Interpreter(model_path=str(tflite_path))
     source, sink = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
-    if source["dtype"] != np.int8 or sink["dtype"] != np.int8:
+    if source["dtype"] not in (np.int8, np.int32) or sink["dtype"] != np.int8:
         raise SystemExit(f"{name}: the .tflite has {source['dtype']} -> {sink['dtype']} I/O, not int8")
-    (in_scale,), (in_zp,) = (
-        source["quantization_parameters"]["scales"],
-        source["quantization_parameters"]["zero_points"],
-    )
     (out_scale,), (out_zp,) = sink["quantization_parameters"]["scales"], sink["quantization_parameters"]["zero_points"]
-    inputs = int8_inputs(name, in_scale, in_zp, tuple(example[0].shape))
+    if source["dtype"] == np.int32:  # token ids: the model's own, no qparams
+        in_scale, in_zp = 0.0, 0
+        inputs = ZOO[name][1](name, REALISTIC_SAMPLES + UNIFORM_SAMPLES, seed=1000).astype(np.int32)
+    else:
+        (in_scale,), (in_zp,) = (
+            source["quantization_parameters"]["scales"],
+            source["quantization_parameters"]["zero_points"],
+        )
+        inputs = int8_inputs(name, in_scale, in_zp, tuple(example[0].shape))
     np.save(work / f"{name}_in.npy", inputs)
     logits_index = softmax_input_index(tflite_path)
     subprocess.run(

@@ -19,6 +19,7 @@ import pytest
 
 from edgec.ir import to_stored, to_torch_order
 from edgec.pipeline import compile_for, emit, quantize_model
+from edgec.sim import INT_DTYPES
 from edgec.tools import verify
 from tests.device_support import needs_toolchain
 
@@ -49,6 +50,7 @@ OPERATOR_PROGRAMS = (
     "op_splits",
     "op_gather",
     "op_prelu",
+    "op_embedding",
 )
 MODELS = ARCHITECTURES + OPERATOR_PROGRAMS
 # Programs whose TFLite Micro bytes need the converter's reading (--tflite-compatible): TANH's fixed
@@ -91,9 +93,10 @@ def _reference(data: Path, name: str) -> dict:
 
 
 def _rows(compiled, inputs: np.ndarray) -> np.ndarray:
-    """Stored int8 inputs (PyTorch order) as rows of the model's input bytes."""
+    """Stored inputs (int8, or int32 token ids; PyTorch order) as rows of the model's input bytes."""
     tensor = compiled.graph.tensors[compiled.graph.inputs[0]]
-    return np.stack([to_stored(tensor, x[None]).reshape(-1) for x in inputs]).astype(np.int8)
+    dtype = INT_DTYPES[tensor.dtype]
+    return np.stack([to_stored(tensor, x[None]).astype(dtype).reshape(-1).view(np.int8) for x in inputs])
 
 
 def _torch_order(compiled, outputs: np.ndarray, name: str | None = None) -> np.ndarray:
@@ -103,10 +106,10 @@ def _torch_order(compiled, outputs: np.ndarray, name: str | None = None) -> np.n
 
 def _check_qparams(compiled, reference: dict) -> None:
     graph = compiled.graph
-    for tensor, key in (
-        (graph.tensors[graph.inputs[0]], "input_qparams"),
-        (graph.tensors[graph.outputs[0]], "output_qparams"),
-    ):
+    checked = [graph.tensors[graph.inputs[0]], graph.tensors[graph.outputs[0]]]
+    for tensor, key in zip(checked, ("input_qparams", "output_qparams")):
+        if tensor.dtype == "int32":  # token ids
+            continue
         assert (np.float32(tensor.scale), tensor.zero_point) == (
             np.float32(reference[key][0]),
             int(reference[key][1]),
