@@ -1,4 +1,4 @@
-"""index_select by a constant index tensor (TFLite's GATHER / GATHER_ND): a copy of the picked
+"""index_select or x[:, i] by a constant index tensor (TFLite's GATHER_ND): a copy of the picked
 slices, exact under edgec's own quantization (a litert-torch program: tests/test_tflm_reference.py,
 op_gather); indices the model reads, or picks no strided copies can make, get one clear line."""
 
@@ -22,6 +22,11 @@ class _Picked(nn.Module):
         return self.stem(x).index_select(1, self.picked)
 
 
+class _Indexed(_Picked):
+    def forward(self, x):
+        return self.stem(x)[:, self.picked]
+
+
 class _PickedByInput(nn.Module):
     def __init__(self):
         super().__init__()
@@ -36,8 +41,9 @@ def _compile(model, *example):
     return edgec.compile(model.eval(), example, target="host", progress=False)
 
 
-def test_constant_indices_compile_as_a_copy_and_verify():
-    compiled = _compile(_Picked(torch.tensor([30, 3, 3, 4, 5, 0])), torch.randn(1, 4, 6, 6))
+@pytest.mark.parametrize("form", [_Picked, _Indexed])
+def test_constant_indices_compile_as_a_copy_and_verify(form):
+    compiled = _compile(form(torch.tensor([30, 3, 3, 4, 5, 0])), torch.randn(1, 4, 6, 6))
     assert [op.kind for op in compiled.compiled.graph.ops] == ["conv2d", "copy"]
     result = compiled.verify(count=4)
     assert "golden simulator == host C, 0 LSB" in str(result) and result.layers_checked == 2, result
@@ -53,4 +59,4 @@ def test_constant_indices_compile_as_a_copy_and_verify():
 def test_indices_edgec_cannot_copy_are_one_clear_line(model, example, message):
     with pytest.raises(EdgecError, match=message) as error:
         _compile(model, torch.randn(1, 4, 6, 6), *example)
-    assert "\n" not in str(error.value) and "index_select" in str(error.value)
+    assert "\n" not in str(error.value) and "index_select(1, " in str(error.value)

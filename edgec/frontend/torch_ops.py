@@ -129,7 +129,7 @@ MULTI_OUTPUT_COPIES = {
     aten.tensor_split.indices,
 }
 # Copies that pick elements by a constant index tensor.
-INDEXED_COPIES = {aten.index_select.default}
+INDEXED_COPIES = {aten.index_select.default, aten.index.Tensor}  # x.index_select(d, i), x[:, i]
 COPIES = (
     {
         aten.cat.default,

@@ -685,7 +685,7 @@ def _is_integer(node: Node) -> bool:
 
 
 def _indices(ctx, arg, node) -> torch.Tensor:
-    """A constant integer tensor an op reads as indices (index_select's), as the torch value."""
+    """A constant integer tensor an op reads as indices (index_select's, x[:, i]'s), as the torch value."""
     value = ctx.values.get(arg.name)
     array = getattr(value, "value", None)
     if node.target not in INDEXED_COPIES or array is None or not np.issubdtype(np.asarray(array).dtype, np.integer):
@@ -1022,9 +1022,9 @@ class Copy(OpDef):
         self.lower_copy(ctx, node, node, None)
 
     def lower_copy(self, ctx, node, result_node, item: int | None) -> None:
-        if node.target in INDEXED_COPIES and ctx.is_tensor(node.args[2]):
+        if node.target in INDEXED_COPIES and any(ctx.is_tensor(arg) for arg in _flatten_args(node.args[1:])):
             raise EdgecError(
-                f"{source_line(node)}: index_select by indices the model reads or computes is not supported "
+                f"{source_line(node)}: indexing by indices the model reads or computes is not supported "
                 "(edgec compiles a constant index tensor, e.g. a buffer)"
             )
         activations: list = []
