@@ -149,6 +149,16 @@ def test_golden_equals_tflite_micro(name):
     assert summary.startswith("0 of ") and ("logits" not in summary or "(logits: 0 of" in summary), f"{name}: {summary}"
 
 
+@pytest.mark.parametrize("name", sorted(set(MODELS) - TFLITE_COMPATIBLE))
+def test_the_converters_reading_is_right_where_the_program_needs_none(name):
+    """--tflite-compatible reads every program as the converter does, also those whose default
+    reading already equals TFLite Micro: no converter rule fires where the converter did not apply it."""
+    compiled = compile_for(_quantized(DATA, name), "host", tflite_compatible=True)
+    reference = _reference(DATA, name)
+    outputs = _torch_order(compiled, verify.golden_outputs(compiled.graph, _rows(compiled, reference["inputs"])))
+    assert int(np.sum(outputs != reference["outputs"])) == 0
+
+
 def _run(name: str, target: str, tmp_path) -> tuple[np.ndarray, np.ndarray]:
     compiled = _compiled(DATA, name, target)
     reference = _reference(DATA, name)

@@ -237,8 +237,11 @@ def _sole_requantize(op, graph: Graph):
 def _keeps_qparams(op, graph: Graph) -> bool:
     """A view, or an op that keeps qparams on 2-D images (resize, max pool): the converter moves a
     requantize across those into the producer. On 1-D data (NCL) its TFLite form has a TRANSPOSE
-    around the pool, which keeps a separate QUANTIZE (kws_conv1d's max pool)."""
+    around the pool, which keeps a separate QUANTIZE (kws_conv1d's max pool); an average pool, whose
+    rounding a requantize does not commute with, keeps it too (ds_cnn's AVERAGE_POOL_2D, QUANTIZE)."""
     if op.kind == "reshape":
         return True
     four_d = len(graph.tensors[op.inputs[0]].torch_shape) == 4
-    return KINDS[op.kind].keeps_qparams and op.attrs.get("function") != "requantize" and four_d
+    unit = KINDS[op.kind]
+    averages = getattr(unit, "pooling", "") == "avg"
+    return unit.keeps_qparams and op.attrs.get("function") != "requantize" and four_d and not averages
