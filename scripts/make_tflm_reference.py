@@ -1,8 +1,9 @@
 """Make tests/data/tflm/: edgec's reference models quantized the litert-torch way, and what TFLite
 Micro computes for them (the oracle of tests/test_tflm_reference.py).
 
-Models: public architectures (edgec.zoo) and tiny operator programs (OPERATOR_PROGRAMS: one or a
-few TFLite operators each; a .pt2 of 70-200 KB, mostly the serialized graph, an .npz of a few KB).
+Models: public architectures (edgec.zoo, or built small here: MobileNetV2, SqueezeNet, EfficientNet,
+ShuffleNetV2 at 0.44-0.87 MB each) and tiny operator programs (OPERATOR_PROGRAMS: one or a few TFLite
+operators each; a .pt2 of 70-240 KB, mostly the serialized graph, an .npz of a few KB).
 For each: torch.export(strict=True) -> litert-torch's PT2EQuantizer (per-channel, its
 HistogramObserver activations) -> prepare_pt2e -> calibrate -> convert_pt2e(fold_quantize=False), then
 (a) litert_torch.convert -> .tflite -> TFLite Micro's Python interpreter runs the int8 inputs;
