@@ -206,6 +206,28 @@ def test_the_program_is_followed_by_default(name):
     assert int(np.sum(outputs != reference["outputs"])) > 0
 
 
+def test_verify_checks_a_channel_shuffle_split_against_its_program():
+    """A split's parts held at the split input's qparams, each then requantized to the part's own:
+    steps to the program's qparams, not a departure from them (verify failed ShuffleNetV2 here)."""
+    import edgec
+
+    compiled = edgec.compile(str(DATA / "shufflenet_v2_tiny.pt2"), target="host", progress=False)
+    assert "each within its tolerance" in str(compiled.verify(count=2))
+
+
+def test_verify_leaves_a_layer_reading_a_dropped_requantize_unchecked():
+    """--tflite-compatible: the classifier reads the mean's bytes where the program reads them
+    requantized (saturated); verify says it cannot check that layer against the program (and fails
+    without --allow-unchecked, as for TANH)."""
+    import edgec
+
+    compiled = edgec.compile(
+        str(DATA / "mobilenet_v2_small.pt2"), target="host", progress=False, tflite_compatible=True
+    )
+    result = str(compiled.verify(count=2, allow_unchecked=True))
+    assert "fully_connected" in result and "requantize the converter drops" in result, result
+
+
 def test_the_cli_takes_tflite_compatible(tmp_path):
     from click.testing import CliRunner
 

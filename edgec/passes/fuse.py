@@ -150,6 +150,8 @@ def fold_double_requantize(graph: Graph) -> None:
         middle = [name] + [view.outputs[0] for view in chain]
         source, target = graph.tensors[name], graph.tensors[requantize.outputs[0]]
         if _dropped_by_converter(requantize, graph):
+            for reader in graph.consumers(requantize.outputs[0]):  # verify: the program's reference is not its
+                reader.attrs["tflite_departure"] = "it reads the bytes of a requantize the converter drops"
             graph.replace_uses(requantize.outputs[0], requantize.inputs[0])
             graph.ops.remove(requantize)
             continue
