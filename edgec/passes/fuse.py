@@ -182,46 +182,60 @@ def _dropped_by_converter(requantize, graph: Graph) -> bool:
 
 def chain_split_requantizes(graph: Graph) -> None:
     """--tflite-compatible: the parts of a split whose input the program does not quantize itself
-    (ShuffleNetV2: `cat -> Q(c) -> DQ -> view, transpose, view -> chunk`), each requantized to its
-    own qparams. The converter's quantization driver gives the whole split input the qparams of the
-    last part (one requantize from c), then requantizes each other part from those: `c -> b_last ->
-    b_i`, two roundings where the program has one. A split of a tensor the program quantizes (a conv's
-    output) keeps one requantize per part, as the program says (tests/data/tflm: shufflenet_v2_tiny)."""
+    (ShuffleNetV2: `cat -> Q(c) -> DQ -> view, transpose, view -> chunk`), the last requantized to
+    other qparams. The converter's quantization driver gives the whole split input the last part's
+    qparams (one requantize from c), then requantizes each other part from those: `c -> b_last ->
+    b_i`, two roundings where the program has one, and `c -> b_last -> c` for a part the program
+    reads at c. A split of a tensor the program quantizes (a conv's output) keeps one requantize per
+    part, as the program says (tests/data/tflm: shufflenet_v2_tiny, op_splits)."""
     splits: dict[str, list] = {}
     for op in graph.ops:
         if op.kind == "copy" and op.attrs.get("split_of_quantized") is False:
             splits.setdefault(op.inputs[0], []).append(op)
     for source, parts in splits.items():
-        requantizes = [_sole_requantize(part, graph) for part in parts]
-        if len(parts) < 2 or len(graph.consumers(source)) != len(parts) or None in requantizes:
+        last = max(parts, key=lambda part: part.attrs["gather"].item)
+        claimed_by = _sole_requantize(last, graph)
+        if len(parts) < 2 or len(graph.consumers(source)) != len(parts) or claimed_by is None:
             continue
-        last = max(range(len(parts)), key=lambda i: parts[i].attrs["gather"].item)
-        claimed = graph.tensors[requantizes[last].outputs[0]]
-        for part, requantize in zip(parts, requantizes):
-            target = graph.tensors[requantize.outputs[0]]
-            if requantize is requantizes[last] or (target.scale, target.zero_point) == (
-                claimed.scale,
-                claimed.zero_point,
-            ):
+        claimed = graph.tensors[claimed_by.outputs[0]]
+        for part in parts:
+            requantize = _sole_requantize(part, graph)
+            if part is last or (requantize is None and not _read_as_held(part, graph)):
                 continue
-            whole = graph.tensors[part.outputs[0]]
-            via = graph.add_tensor(
-                Tensor(
-                    f"{requantize.outputs[0]}_via",
-                    whole.shape,
-                    claimed.scale,
-                    claimed.zero_point,
-                    source=whole.source,
-                    perm=whole.perm,
-                )
-            )
-            graph.ops.insert(
-                graph.ops.index(requantize),
-                Op(
-                    f"{requantize.name}_via", "lut", [whole.name], [via.name], dict(requantize.attrs), requantize.source
-                ),
-            )
-            requantize.inputs = [via.name]
+            target = graph.tensors[(requantize or part).outputs[0]]
+            if (target.scale, target.zero_point) == (claimed.scale, claimed.zero_point):
+                continue
+            if requantize is not None:
+                via = _requantize_op(graph, part.outputs[0], claimed, f"{requantize.name}_via", requantize)
+                graph.ops.insert(graph.ops.index(requantize), via)
+                requantize.inputs = [via.outputs[0]]
+                continue
+            held = graph.tensors[part.outputs[0]]  # read at c: c -> b_last -> c
+            there = _requantize_op(graph, held.name, claimed, f"{part.name}_via", claimed_by)
+            back = _requantize_op(graph, there.outputs[0], held, f"{part.name}_back", claimed_by)
+            graph.replace_uses(held.name, back.outputs[0])
+            there.inputs = [held.name]
+            index = graph.ops.index(part) + 1
+            graph.ops[index:index] = [there, back]
+
+
+def _requantize_op(graph: Graph, name: str, qparams, op_name: str, like) -> Op:
+    """A requantize of tensor `name` to `qparams`'s scale and zero point (at `like`'s source line)."""
+    held = graph.tensors[name]
+    out = graph.add_tensor(
+        Tensor(f"{op_name}_out", held.shape, qparams.scale, qparams.zero_point, source=held.source, perm=held.perm)
+    )
+    return Op(op_name, "lut", [name], [out.name], {"function": "requantize", "function_attrs": {}}, like.source)
+
+
+def _read_as_held(op, graph: Graph) -> bool:
+    """Whether no requantize reads `op`'s output (every reader takes it at its qparams)."""
+    readers = graph.consumers(op.outputs[0])
+    return (
+        bool(readers)
+        and op.outputs[0] not in graph.outputs
+        and all(reader.attrs.get("function") != "requantize" for reader in readers)
+    )
 
 
 def _sole_requantize(op, graph: Graph):
