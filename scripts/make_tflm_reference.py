@@ -17,7 +17,7 @@ The peer stack is NOT an edgec dependency; it is needed only to rerun this scrip
     pip install -c /tmp/torch-pin.txt litert-torch==0.10.0 ai-edge-litert==2.3.0 \\
         tflite-micro==0.dev20261023182759 typing_extensions==4.12.2
     python scripts/make_tflm_reference.py            # the stored models; prints edgec's mismatches
-    python scripts/make_tflm_reference.py --out /tmp/x --models pnet   # one more, elsewhere
+    python scripts/make_tflm_reference.py --out /tmp/x --models shufflenet_v2_x0_5   # one more, elsewhere
 (in a venv made with --system-site-packages, so that pip never replaces the system torch).
 """
 
@@ -365,6 +365,8 @@ ZOO = {
         )
     },
     "pnet": (vision.pnet, vision.calibration_data),
+    # Full size, not stored (3-4 MB programs): `--out /tmp/x --models shufflenet_v2_x0_5`.
+    **{name: (cnn.ZOO_CNN[name], cnn.calibration_data) for name in ("shufflenet_v2_x0_5", "efficientnet_b0")},
     **{name: (seq.ZOO_TRANSFORMERS[name], seq.calibration_data) for name in ("vit_tiny", "kws_transformer")},
     **OPERATOR_PROGRAMS,
 }
@@ -487,10 +489,13 @@ def make(name: str, out_dir: Path, work: Path) -> dict:
 
 
 def edgec_mismatches(name: str, out_dir: Path) -> str:
-    """What tests/test_tflm_reference.py checks, for the record: edgec's golden vs TFLite Micro."""
+    """For the record: edgec's golden vs TFLite Micro, by default and with --tflite-compatible."""
     from tests.test_tflm_reference import golden_against_tflm
 
-    return golden_against_tflm(out_dir, name)
+    return "; ".join(
+        f"{reading}: {golden_against_tflm(out_dir, name, option)}"
+        for reading, option in (("default", False), ("--tflite-compatible", True))
+    )
 
 
 def main() -> None:

@@ -121,13 +121,15 @@ def _logits_tensor(compiled) -> str | None:
     return softmax[-1].inputs[0] if softmax else None
 
 
-def _compiled(data: Path, name: str, target: str = "host"):
-    return compile_for(_quantized(data, name), target, tflite_compatible=name in TFLITE_COMPATIBLE)
+def _compiled(data: Path, name: str, target: str = "host", tflite_compatible: bool | None = None):
+    option = name in TFLITE_COMPATIBLE if tflite_compatible is None else tflite_compatible
+    return compile_for(_quantized(data, name), target, tflite_compatible=option)
 
 
-def golden_against_tflm(data: Path, name: str) -> str:
-    """'N of M output bytes differ (logits: ...)': edgec's golden simulator against TFLite Micro."""
-    compiled = _compiled(data, name)
+def golden_against_tflm(data: Path, name: str, tflite_compatible: bool | None = None) -> str:
+    """'N of M output bytes differ (logits: ...)': edgec's golden simulator against TFLite Micro
+    (with --tflite-compatible where TFLITE_COMPATIBLE says, unless `tflite_compatible` is given)."""
+    compiled = _compiled(data, name, tflite_compatible=tflite_compatible)
     reference = _reference(data, name)
     rows = _rows(compiled, reference["inputs"])
     values = [verify.golden_values(compiled.graph, row) for row in rows]
