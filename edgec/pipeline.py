@@ -42,7 +42,7 @@ from edgec.ops.matmul import fold_output_scales, place_right_operands
 from edgec.ops.recurrent import keep_last_steps, make_streaming
 from edgec.passes.constant_layouts import choose_constant_layouts
 from edgec.passes.fold_batchnorm import fold_batchnorm
-from edgec.passes.fuse import fold_double_requantize, fold_pad, fuse_activations, fuse_copies
+from edgec.passes.fuse import chain_split_requantizes, fold_double_requantize, fold_pad, fuse_activations, fuse_copies
 from edgec.passes.layout import assign_layouts, relayout
 from edgec.passes.normalize import normalize
 from edgec.passes.qparams import unify_qparams
@@ -392,6 +392,7 @@ def compile_for(
     )
     if tflite_compatible:
         fold_double_requantize(graph)
+        chain_split_requantizes(graph)
     if stream:
         make_streaming(graph)
     else:

@@ -1,14 +1,15 @@
 """Make tests/data/tflm/: edgec's reference models quantized the litert-torch way, and what TFLite
 Micro computes for them (the oracle of tests/test_tflm_reference.py).
 
-Models: public architectures (edgec.zoo) and tiny operator programs (OPERATOR_PROGRAMS: one or a
-few TFLite operators each; a .pt2 of 70-200 KB, mostly the serialized graph, an .npz of a few KB).
+Models: public architectures (edgec.zoo, or built small here: MobileNetV2, SqueezeNet, EfficientNet,
+ShuffleNetV2 at 0.44-0.87 MB each) and tiny operator programs (OPERATOR_PROGRAMS: one or a few TFLite
+operators each; a .pt2 of 70-240 KB, mostly the serialized graph, an .npz of a few KB).
 For each: torch.export(strict=True) -> litert-torch's PT2EQuantizer (per-channel, its
 HistogramObserver activations) -> prepare_pt2e -> calibrate -> convert_pt2e(fold_quantize=False), then
 (a) litert_torch.convert -> .tflite -> TFLite Micro's Python interpreter runs the int8 inputs;
 (b) the same converted program is saved as <name>.pt2 (what `edgec build` reads; the test compiles
 some with --tflite-compatible, docs/tflite-compatible.md). Stored per model: <name>.pt2 and
-<name>.npz (int8 inputs in PyTorch order, TFLite Micro's int8 outputs and,
+<name>.npz (int8 inputs in PyTorch order, or int32 token ids, TFLite Micro's int8 outputs and,
 for classifiers, the int8 logits feeding SOFTMAX, the I/O qparams), and versions.json.
 
 The peer stack is NOT an edgec dependency; it is needed only to rerun this script:
@@ -16,7 +17,7 @@ The peer stack is NOT an edgec dependency; it is needed only to rerun this scrip
     pip install -c /tmp/torch-pin.txt litert-torch==0.10.0 ai-edge-litert==2.3.0 \\
         tflite-micro==0.dev20261023182759 typing_extensions==4.12.2
     python scripts/make_tflm_reference.py            # the stored models; prints edgec's mismatches
-    python scripts/make_tflm_reference.py --out /tmp/x --models shufflenet_v2_small   # one more, elsewhere
+    python scripts/make_tflm_reference.py --out /tmp/x --models shufflenet_v2_x0_5   # one more, elsewhere
 (in a venv made with --system-site-packages, so that pip never replaces the system torch).
 """
 
@@ -161,6 +162,70 @@ class _Lookups(nn.Module):
         )
 
 
+class _Splits(nn.Module):
+    """SLICE x3 twice: a chunk of a conv's output (the program quantizes the split input: one
+    requantize per part) and a chunk after a channel shuffle (it does not: the converter requantizes
+    through the last part's qparams, docs/tflite-compatible.md)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.pair = nn.Conv2d(4, 12, 1), nn.ModuleList(nn.Conv2d(4, 6, 1) for _ in range(2))
+        self.convs = nn.ModuleList(nn.Conv2d(4, 4, 3 if i % 3 == 2 else 1, padding=int(i % 3 == 2)) for i in range(5))
+
+    def forward(self, x):
+        first, second, third = self.stem(x).chunk(3, dim=1)
+        a, b, c, d, e = self.convs
+        y = torch.cat([self.pair[0](x), self.pair[1](x)], dim=1)
+        shuffled = y.view(-1, 2, 6, 6, 6).transpose(1, 2).contiguous().view(-1, 12, 6, 6)
+        p, q, r = shuffled.chunk(3, dim=1)
+        return torch.cat([a(first) + b(second), c(third), p + d(q), e(r)], dim=1)
+
+
+class _Gather(nn.Module):
+    """GATHER: channels picked by a constant index list (index_select), between two convs."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.head = nn.Conv2d(4, 8, 1), nn.Conv2d(6, 4, 1)
+        self.register_buffer("picked", torch.tensor([5, 1, 2, 3, 7, 5]))
+
+    def forward(self, x):
+        return self.head(self.stem(x).index_select(1, self.picked))
+
+
+class _Prelu(nn.Module):
+    """PReLU with one slope per channel and with a single slope, each between two convs. PT2EQuantizer
+    leaves the slopes float, so the converter keeps each PReLU float: DEQUANTIZE, RELU, MUL, MUL, SUB,
+    QUANTIZE (no int8 PRELU)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.head = nn.Conv2d(4, 8, 1), nn.Conv2d(8, 4, 1)
+        self.per_channel, self.single = nn.PReLU(8), nn.PReLU()
+        self.side = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        y = self.stem(x)
+        return self.head(self.per_channel(y)) + self.side(self.single(y))
+
+
+class _Embedding(nn.Module):
+    """EMBEDDING_LOOKUP: token ids (an int32 model input) pick rows of a constant table (float in the
+    program: the converter looks them up in float and QUANTIZEs), then a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.table, self.head = nn.Embedding(20, 8), nn.Linear(8, 4)
+
+    def forward(self, ids):
+        return self.head(self.table(ids))
+
+
+def _token_ids(name, n, seed=0):
+    """Token ids over every row of _Embedding's table (and the first and last rows)."""
+    return np.random.default_rng(seed).integers(0, 20, size=(n, 6)).astype(np.int64)
+
+
 def _operator_program(module: type[nn.Module], shape: tuple[int, ...]):
     """(factory, calibration data) of a tiny program of one or a few TFLite operators."""
     from functools import partial
@@ -179,18 +244,109 @@ OPERATOR_PROGRAMS = {
     "op_differences": _operator_program(_Differences, (1, 8, 16)),
     "op_unary": _operator_program(_Unary, (1, 4, 6, 6)),
     "op_lookups": _operator_program(_Lookups, (1, 4, 6, 6)),
+    "op_splits": _operator_program(_Splits, (1, 4, 6, 6)),
+    "op_gather": _operator_program(_Gather, (1, 4, 6, 6)),
+    "op_prelu": _operator_program(_Prelu, (1, 4, 6, 6)),
+    "op_embedding": (
+        lambda seed=0: mlperf.build_model(_Embedding, lambda n, s: _token_ids(None, n, s), seed),
+        _token_ids,
+    ),
 }
+
+
+def _small_architecture(make, shape: tuple[int, ...]):
+    """(factory, calibration data) of a public architecture built small (few channels, few blocks, a
+    small image), so that its stored program stays well under 1 MB."""
+    from functools import partial
+
+    def calibration(name, n, seed=0):
+        return mlperf.random_inputs(shape, "unit", n, seed)
+
+    return (lambda seed=0: mlperf.build_model(make, partial(calibration, None), seed)), calibration
+
+
+class _MobileNetV2Small(nn.Module):
+    """MobileNetV2 (torchvision's InvertedResidual: ReLU6, linear bottleneck, `x + conv(x)`) with the
+    first four of its seven stages at width 0.35 and a 128-channel last conv."""
+
+    SETTING = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 2, 2), (6, 64, 2, 2))
+
+    def __init__(self, width_mult: float = 0.35, last_channel: int = 128, num_classes: int = 10):
+        super().__init__()
+        channels = cnn.make_divisible(32 * width_mult)
+        layers: list[nn.Module] = [cnn.ConvNormActivation(3, channels, stride=2, activation=nn.ReLU6)]
+        for t, c, n, s in self.SETTING:
+            out = cnn.make_divisible(c * width_mult)
+            for i in range(n):
+                layers.append(vision.InvertedResidual(channels, out, s if i == 0 else 1, t))
+                channels = out
+        layers.append(cnn.ConvNormActivation(channels, last_channel, kernel_size=1, activation=nn.ReLU6))
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Sequential(nn.Dropout(p=0.2), nn.Linear(last_channel, num_classes))
+
+    def forward(self, x):
+        x = F.adaptive_avg_pool2d(self.features(x), (1, 1))
+        return self.classifier(torch.flatten(x, 1))
+
+
+class _SqueezeNetSmall(nn.Module):
+    """SqueezeNet 1.1's layout (stem conv, ceil-mode max pools, Fire modules: 1x1 squeeze, then 1x1
+    and 3x3 expands concatenated; conv classifier, ReLU, global average) at a quarter width."""
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        pool = lambda: nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True)  # noqa: E731
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, stride=2),
+            nn.ReLU(inplace=True),
+            pool(),
+            cnn.Fire(16, 4, 16, 16),
+            cnn.Fire(32, 4, 16, 16),
+            pool(),
+            cnn.Fire(32, 8, 32, 32),
+            cnn.Fire(64, 8, 32, 32),
+        )
+        self.classifier = nn.Sequential(
+            nn.Dropout(0.5), nn.Conv2d(64, num_classes, 1), nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d((1, 1))
+        )
+
+    def forward(self, x):
+        return torch.flatten(self.classifier(self.features(x)), 1)
+
+
+class _EfficientNetSmall(nn.Module):
+    """EfficientNet-B0's first stages at width 0.5 (MBConv: 1x1 expand, depthwise 3x3/5x5, squeeze-
+    excite with SiLU and a sigmoid gate, linear projection, `+=` shortcut), a 96-channel SiLU head
+    conv, pool, FC."""
+
+    STAGES = ((1, 3, 1, 16, 8, 1), (6, 3, 2, 8, 16, 2), (6, 5, 2, 16, 24, 1))
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        layers: list[nn.Module] = [cnn.ConvNormActivation(3, 16, 3, 2, activation=nn.SiLU)]
+        for ratio, kernel, stride, in_ch, out_ch, repeats in self.STAGES:
+            for i in range(repeats):
+                layers.append(
+                    cnn.MBConv(ratio, kernel, stride if i == 0 else 1, in_ch if i == 0 else out_ch, out_ch, 0.0)
+                )
+        layers.append(cnn.ConvNormActivation(24, 96, 1, activation=nn.SiLU))
+        self.features = nn.Sequential(*layers)
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Dropout(0.2, inplace=True), nn.Linear(96, num_classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
 
 
 # name -> (factory, calibration data): the MLPerf Tiny models, then small public architectures
 # (each a few hundred KB as a stored .pt2) covering more TFLite operators.
 ZOO = {
-    "shufflenet_v2_small": (
-        _reduced(
-            "shufflenet_v2_x0_5",
-            lambda: cnn.ShuffleNetV2(stage_repeats=(2, 2, 2), stage_channels=(24, 48, 96, 192, 256), num_classes=10),
-        ),
-        _reduced_calibration("shufflenet_v2_x0_5"),
+    "mobilenet_v2_small": _small_architecture(_MobileNetV2Small, (1, 3, 32, 32)),
+    "squeezenet_small": _small_architecture(_SqueezeNetSmall, (1, 3, 34, 34)),
+    "efficientnet_small": _small_architecture(_EfficientNetSmall, (1, 3, 32, 32)),
+    "shufflenet_v2_tiny": _small_architecture(
+        lambda: cnn.ShuffleNetV2(stage_repeats=(2, 2, 1), stage_channels=(16, 32, 64, 128, 128), num_classes=10),
+        (1, 3, 32, 32),
     ),
     "mobilenet_v3_small_025": (
         _reduced("mobilenet_v3_small", lambda: cnn.MobileNetV3Small(width_mult=0.25, num_classes=10)),
@@ -209,6 +365,8 @@ ZOO = {
         )
     },
     "pnet": (vision.pnet, vision.calibration_data),
+    # Full size, not stored (3-4 MB programs): `--out /tmp/x --models shufflenet_v2_x0_5`.
+    **{name: (cnn.ZOO_CNN[name], cnn.calibration_data) for name in ("shufflenet_v2_x0_5", "efficientnet_b0")},
     **{name: (seq.ZOO_TRANSFORMERS[name], seq.calibration_data) for name in ("vit_tiny", "kws_transformer")},
     **OPERATOR_PROGRAMS,
 }
@@ -292,14 +450,18 @@ def make(name: str, out_dir: Path, work: Path) -> dict:
 
     interpreter = Interpreter(model_path=str(tflite_path))
     source, sink = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
-    if source["dtype"] != np.int8 or sink["dtype"] != np.int8:
+    if source["dtype"] not in (np.int8, np.int32) or sink["dtype"] != np.int8:
         raise SystemExit(f"{name}: the .tflite has {source['dtype']} -> {sink['dtype']} I/O, not int8")
-    (in_scale,), (in_zp,) = (
-        source["quantization_parameters"]["scales"],
-        source["quantization_parameters"]["zero_points"],
-    )
     (out_scale,), (out_zp,) = sink["quantization_parameters"]["scales"], sink["quantization_parameters"]["zero_points"]
-    inputs = int8_inputs(name, in_scale, in_zp, tuple(example[0].shape))
+    if source["dtype"] == np.int32:  # token ids: the model's own, no qparams
+        in_scale, in_zp = 0.0, 0
+        inputs = ZOO[name][1](name, REALISTIC_SAMPLES + UNIFORM_SAMPLES, seed=1000).astype(np.int32)
+    else:
+        (in_scale,), (in_zp,) = (
+            source["quantization_parameters"]["scales"],
+            source["quantization_parameters"]["zero_points"],
+        )
+        inputs = int8_inputs(name, in_scale, in_zp, tuple(example[0].shape))
     np.save(work / f"{name}_in.npy", inputs)
     logits_index = softmax_input_index(tflite_path)
     subprocess.run(
@@ -327,10 +489,13 @@ def make(name: str, out_dir: Path, work: Path) -> dict:
 
 
 def edgec_mismatches(name: str, out_dir: Path) -> str:
-    """What tests/test_tflm_reference.py checks, for the record: edgec's golden vs TFLite Micro."""
+    """For the record: edgec's golden vs TFLite Micro, by default and with --tflite-compatible."""
     from tests.test_tflm_reference import golden_against_tflm
 
-    return golden_against_tflm(out_dir, name)
+    return "; ".join(
+        f"{reading}: {golden_against_tflm(out_dir, name, option)}"
+        for reading, option in (("default", False), ("--tflite-compatible", True))
+    )
 
 
 def main() -> None:
@@ -366,6 +531,14 @@ def main() -> None:
     if versions.exists():  # a run over some models keeps the others' record
         record["models"] = {**json.loads(versions.read_text())["models"], **record["models"]}
     versions.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    if args.out == OUT:
+        from tests.test_tflm_reference import ARCHITECTURES, covered_operators
+
+        operators = covered_operators(args.out)
+        print(
+            f"tests/data/tflm: {len(ARCHITECTURES)} architectures, {len(operators)} TFLite operators:",
+            ", ".join(sorted(operators)),
+        )
 
 
 if __name__ == "__main__":

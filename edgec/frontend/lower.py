@@ -250,7 +250,15 @@ class LoweringContext:
             self._quantize_backwards(source, scale, zero_point, dtype)
         elif (source.scale, source.zero_point, source.dtype) != (scale, zero_point, dtype):
             source = self.requantize(node, source, scale, zero_point, dtype)
+            # `Q(a) -> DQ -> Q(b)` with no op between (a dropout or clone vanished): the TFLite
+            # converter drops Q(b) (passes/fuse.py: fold_double_requantize).
+            self.graph.producer(source.name).attrs["of_dequantize"] = self.is_dequantized(node.args[0])
         self.values[node.name] = source
+
+    @staticmethod
+    def is_dequantized(node) -> bool:
+        """Whether `node` is a dequantize: a value whose qparams the program itself fixed."""
+        return isinstance(node, Node) and _qop_name(node) in DEQUANTIZE
 
     def _quantize_backwards(self, tensor: Tensor, scale: float, zero_point: int, dtype: str) -> None:
         """`tensor` takes the qparams (and dtype) of the quantize node that first reads it, and so

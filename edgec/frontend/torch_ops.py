@@ -128,29 +128,35 @@ MULTI_OUTPUT_COPIES = {
     aten.tensor_split.sections,
     aten.tensor_split.indices,
 }
-COPIES = {
-    aten.cat.default,
-    aten.concat.default,
-    aten.stack.default,
-    aten.permute.default,
-    aten.transpose.int,
-    aten.t.default,
-    aten.slice.Tensor,
-    aten.select.int,
-    aten.narrow.default,
-    aten.expand.default,
-    aten.repeat.default,
-    aten.flip.default,
-    aten.roll.default,
-    aten.pixel_shuffle.default,
-    aten.pixel_unshuffle.default,
-    aten.channel_shuffle.default,
-    aten.movedim.int,
-    aten.swapaxes.default,
-    aten.tile.default,
-    aten.hstack.default,
-    aten.vstack.default,
-} | MULTI_OUTPUT_COPIES
+# Copies that pick elements by a constant index tensor.
+INDEXED_COPIES = {aten.index_select.default, aten.index.Tensor}  # x.index_select(d, i), x[:, i]
+COPIES = (
+    {
+        aten.cat.default,
+        aten.concat.default,
+        aten.stack.default,
+        aten.permute.default,
+        aten.transpose.int,
+        aten.t.default,
+        aten.slice.Tensor,
+        aten.select.int,
+        aten.narrow.default,
+        aten.expand.default,
+        aten.repeat.default,
+        aten.flip.default,
+        aten.roll.default,
+        aten.pixel_shuffle.default,
+        aten.pixel_unshuffle.default,
+        aten.channel_shuffle.default,
+        aten.movedim.int,
+        aten.swapaxes.default,
+        aten.tile.default,
+        aten.hstack.default,
+        aten.vstack.default,
+    }
+    | MULTI_OUTPUT_COPIES
+    | INDEXED_COPIES
+)
 NEAREST_RESIZES = {aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default}
 RESIZES = NEAREST_RESIZES | {aten.upsample_bilinear2d.vec, aten.upsample_bilinear2d.default}
 REDUCTIONS = {aten.sum.dim_IntList, aten.amax.default, aten.amin.default}

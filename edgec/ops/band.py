@@ -31,7 +31,7 @@ import numpy as np
 
 from edgec.ir import ARENA_ALIGNMENT, Graph, InPlace, KernelChoice, Op
 from edgec.ops.base import CCall, OpDef, unit_of
-from edgec.ops.binary import PRELU_LOOKUP, prelu_s8_lookup, prelu_tables
+from edgec.ops.binary import PRELU_LOOKUP, lookup_tables, prelu_s8_lookup
 
 # Fields of one action row (int16): the layer, its output window's shift (from row, rows; 0 rows:
 # none), its input (row of the first row read in its storage, rows read, pad_top), its output (row
@@ -362,11 +362,7 @@ class BandStage(OpDef):
                 storage[layer + 1] = np.zeros(graph.tensors[layers[layer].outputs[0]].nbytes, dtype=np.int8)
         for index, home in layout.shared:
             storage[index] = storage[home]
-        tables = {
-            index: prelu_tables(layer.attrs["alpha"].values, layer.attrs["desc"])
-            for index, layer in enumerate(layers)
-            if layer.kind == "prelu"
-        }
+        tables = {index: lookup_tables(layer) for index, layer in enumerate(layers) if layer.kind == "prelu"}
         for index, shift_from, shift_rows, in_row, in_rows, pad_top, out_row, out_rows in op.attrs["actions"].tolist():
             source = 0 if index < 0 else layout.sources[index]
             src_rb, dst_rb = row_bytes(graph, map_name(layers, source)), row_bytes(graph, map_name(layers, index + 1))
@@ -506,7 +502,7 @@ def _elementwise_calls(layer: Op, graph: Graph, names: "_BandNames", actions: np
     body, constants, params, required = "", [], [], []
     tables = names.symbol(layer, "tables")
     if layer.kind == "prelu":  # tables made here, once: a call on a few rows would rebuild its own
-        constants.append(("int8_t", tables, prelu_tables(layer.attrs["alpha"].values, layer.attrs["desc"]).ravel()))
+        constants.append(("int8_t", tables, lookup_tables(layer).ravel()))
     for number, rows in enumerate(heights):
         band_op, band_graph = band_layer(layer, graph, layer.inputs[0], rows, rows, 0)
         band_names = names.with_suffix(f"rows{rows}_")

@@ -39,6 +39,7 @@ from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.eltwise import add_params, require_quantized
 from edgec.ops.kernel import Const, Field, Struct, ints
 from edgec.ops.kernel_layout import kernel_isa, packed_choice
+from edgec.ops.lut import round_half_away_exact
 from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, annotate_with_output
 
 # Op codes of edgec_binary_desc.op (enum edgec_binary_op in edgec_nn.h).
@@ -323,6 +324,25 @@ def prelu_tables(alpha, desc: dict) -> np.ndarray:
     return np.ascontiguousarray(prelu_s8(grid, flat, each).T)
 
 
+def float_prelu_tables(slopes, q_in: tuple[float, int], q_out: tuple[float, int], act_min: int, act_max: int):
+    """int8 [slopes.size, 256]: row k the program's float PReLU under slope k for input bytes
+    -128..127 (x = s_in (q - zp_in); y = x if x >= 0 else slope * x in float64, rounded to the output
+    step, halves away from zero: the rule of edgec's float tables, edgec.ops.lut)."""
+    (s_in, zp_in), (s_out, zp_out) = q_in, q_out
+    x = float(s_in) * (np.arange(-128, 128, dtype=np.float64) - int(zp_in))
+    slope = np.asarray(slopes, dtype=np.float64).reshape(-1, 1)
+    y = np.where(x >= 0, x, slope * x)
+    q = round_half_away_exact(np.clip(y / float(s_out), -1024.0, 1024.0)) + int(zp_out)
+    return np.ascontiguousarray(np.clip(q, act_min, act_max).astype(np.int8))
+
+
+def lookup_tables(op) -> np.ndarray:
+    """The tables edgec_prelu_s8_lookup reads for PReLU `op`: its float slopes' (float_prelu_tables,
+    made at finalize) or those of its int8 slopes (prelu_tables)."""
+    tables = op.attrs.get("tables")
+    return prelu_tables(op.attrs["alpha"].values, op.attrs["desc"]) if tables is None else tables
+
+
 def prelu_s8_lookup(x, tables: np.ndarray, desc: dict) -> np.ndarray:
     """Golden edgec_prelu_s8_lookup: element i's output is tables[alpha index of i, x_i + 128], the
     alpha index and x read through desc's layout (as prelu_s8 reads alpha and x)."""
@@ -359,7 +379,7 @@ _SHARED_QPARAMS = ("minimum", "maximum")  # they compare raw int8: inputs and ou
 @dataclass
 class ConstantOperand:
     """A binary op's compile-time operand: int8 values (in PyTorch axis order until relayout, then
-    stored like the output) with their qparams."""
+    stored like the output) with their qparams; a PReLU's float slopes are float64 (scale 1)."""
 
     index: int  # which operand (0 or 1)
     values: np.ndarray
@@ -562,7 +582,9 @@ class Binary(OpDef):
 
 class Prelu(OpDef):
     """nn.PReLU: per-channel (or one) slope, TFLite's int8 PRELU arithmetic, the slopes read in
-    place per channel."""
+    place per channel. A program whose slopes are float (litert-torch's PT2EQuantizer leaves them
+    so; TFLite then runs the PReLU in float) or quantized per channel: the program's float PReLU as
+    one table per slope (float_prelu_tables), run by edgec_prelu_s8_lookup."""
 
     kind, c_function = "prelu", "edgec_prelu_s8"
     targets = frozenset({aten.prelu.default, aten._prelu_kernel.default})
@@ -576,9 +598,13 @@ class Prelu(OpDef):
     def lower(self, ctx, node) -> None:
         x = ctx.tensor(node.args[0])
         alpha = ctx.constant(node.args[1])
-        if not alpha.quantized or alpha.value.dtype != np.int8 or len(alpha.scales) != 1:
-            raise EdgecError(f"{source_line(node)}: PReLU slopes must be quantized per tensor to int8")
-        slopes = alpha.value.reshape(-1)
+        per_tensor = alpha.quantized and alpha.value.dtype == np.int8 and len(alpha.scales) == 1
+        if per_tensor:
+            slopes, scale, zero_point = alpha.value.reshape(-1), float(alpha.scales[0]), int(alpha.zero_points[0])
+        elif not alpha.quantized or alpha.value.dtype == np.int8:
+            slopes, scale, zero_point = _float_slopes(alpha), 1.0, 0
+        else:
+            raise EdgecError(f"{source_line(node)}: PReLU slopes must be float or quantized to int8")
         shape = [1] * len(x.shape)
         if slopes.size > 1:
             shape[1 if len(x.shape) > 1 else 0] = slopes.size
@@ -588,8 +614,12 @@ class Prelu(OpDef):
             [x],
             [ctx.output(node)],
             clamp=(None, None),
-            alpha=ConstantOperand(1, slopes.reshape(shape), float(alpha.scales[0]), int(alpha.zero_points[0])),
+            alpha=ConstantOperand(1, slopes.reshape(shape), scale, zero_point),
+            float_slopes=not per_tensor,
         )
+
+    def kernel_function(self, op) -> str:
+        return "edgec_prelu_s8_lookup" if op.attrs["float_slopes"] else self.c_function
 
     def relayout(self, op, graph) -> None:
         out = graph.tensors[op.outputs[0]]
@@ -608,12 +638,20 @@ class Prelu(OpDef):
             (out.scale, out.zero_point),
             *bounds,
         )
+        if op.attrs["float_slopes"]:
+            op.attrs["tables"] = float_prelu_tables(
+                alpha.values, (x.scale, x.zero_point), (out.scale, out.zero_point), *bounds
+            )
 
     def specialize(self, op, graph, target) -> None:
         """edgec_prelu_s8_lookup on tables made at compile time (256 B of flash per slope) where the
         output outnumbers their entries and --opt is not size: the run-time kernel would build the
-        same tables on every call (about 30 instructions an entry); else edgec_prelu_s8."""
+        same tables on every call (about 30 instructions an entry), and always for float slopes (a
+        program quantized by another tool: no integer kernel computes them); else edgec_prelu_s8."""
         table_bytes = 256 * op.attrs["alpha"].values.size
+        if op.attrs["float_slopes"]:
+            op.kernel = KernelChoice(PRELU_LOOKUP, "lookup", "float slopes: tables made at compile time")
+            return
         if target.opt == "size" or graph.tensors[op.outputs[0]].elements < table_bytes:
             super().specialize(op, graph, target)
             return
@@ -622,13 +660,15 @@ class Prelu(OpDef):
         )
 
     def golden(self, op, graph, inputs):
+        if op.attrs["float_slopes"]:
+            return prelu_s8_lookup(inputs[0], op.attrs["tables"], op.attrs["desc"])
         return prelu_s8(inputs[0], op.attrs["alpha"].values, op.attrs["desc"])
 
     def emit(self, op, graph, names) -> CCall:
         if op.kernel.function == PRELU_LOOKUP:
             tables = names.symbol(op, "tables")
             call = self.emit_lookup(op, graph, names, tables)
-            call.constants.append(("int8_t", tables, prelu_tables(op.attrs["alpha"].values, op.attrs["desc"]).ravel()))
+            call.constants.append(("int8_t", tables, lookup_tables(op).ravel()))
             return call
         p = names.symbol(op, "desc")
         call = descriptor(PRELU_DESC, p, op.attrs["desc"])
@@ -649,6 +689,14 @@ class Prelu(OpDef):
 
     def in_place(self, op, graph, target):
         return (InPlace(0, 0),)
+
+
+def _float_slopes(alpha) -> np.ndarray:
+    """A PReLU's slopes as the program computes with them: float, or dequantized (per channel)."""
+    value = np.asarray(alpha.value, dtype=np.float64).reshape(-1)
+    if not alpha.quantized:
+        return value
+    return (value - np.asarray(alpha.zero_points, np.float64).reshape(-1)) * np.asarray(alpha.scales).reshape(-1)
 
 
 UNITS = (Binary(), Prelu())

@@ -31,7 +31,15 @@ from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
-from edgec.frontend.torch_ops import COPIES, MULTI_OUTPUT_COPIES, NEAREST_RESIZES, REDUCTIONS, RESIZES, aten
+from edgec.frontend.torch_ops import (
+    COPIES,
+    INDEXED_COPIES,
+    MULTI_OUTPUT_COPIES,
+    NEAREST_RESIZES,
+    REDUCTIONS,
+    RESIZES,
+    aten,
+)
 from edgec.ir import Op, Tensor, same_bytes, to_stored, to_torch_order
 from edgec.numerics import (
     INT8_MAX,
@@ -665,10 +673,24 @@ def _substitute(args, activations: list, ctx, node):
         return type(args)(_substitute(a, activations, ctx, node) for a in args)
     if isinstance(args, Node):
         if not ctx.is_tensor(args):
-            raise EdgecError(f"{source_line(node)}: {node.target} of a constant tensor is not supported")
+            return _indices(ctx, args, node)
         activations.append(ctx.tensor(args))
         return _Slot(len(activations) - 1)
     return args
+
+
+def _is_integer(node: Node) -> bool:
+    value = node.meta.get("val")
+    return isinstance(value, torch.Tensor) and not value.dtype.is_floating_point
+
+
+def _indices(ctx, arg, node) -> torch.Tensor:
+    """A constant integer tensor an op reads as indices (index_select's, x[:, i]'s), as the torch value."""
+    value = ctx.values.get(arg.name)
+    array = getattr(value, "value", None)
+    if node.target not in INDEXED_COPIES or array is None or not np.issubdtype(np.asarray(array).dtype, np.integer):
+        raise EdgecError(f"{source_line(node)}: {node.target} of a constant tensor is not supported")
+    return torch.from_numpy(np.asarray(array, dtype=np.int64))
 
 
 @dataclass(frozen=True)
@@ -979,8 +1001,9 @@ class Copy(OpDef):
         """Inputs and output share the first input's qparams (a copy cannot requantize); so do the
         items a split-like op's getitems take. A tensor read more than once (torch.cat([y, y])) is
         annotated once: a second, shared spec of the first input would refer to itself. A join of
-        several tensors is annotated as a join (_annotate_join)."""
-        sources = list(dict.fromkeys(a for a in _flatten_args(node.args) if isinstance(a, Node)))
+        several tensors is annotated as a join (_annotate_join). Index tensors (index_select's) are
+        not activations."""
+        sources = list(dict.fromkeys(a for a in _flatten_args(node.args) if isinstance(a, Node) and not _is_integer(a)))
         if node.target in JOINS and len(sources) > 1:
             _annotate_join(node, sources)
             return
@@ -999,11 +1022,18 @@ class Copy(OpDef):
         self.lower_copy(ctx, node, node, None)
 
     def lower_copy(self, ctx, node, result_node, item: int | None) -> None:
+        if node.target in INDEXED_COPIES and any(ctx.is_tensor(arg) for arg in _flatten_args(node.args[1:])):
+            raise EdgecError(
+                f"{source_line(node)}: indexing by indices the model reads or computes is not supported "
+                "(edgec compiles a constant index tensor, e.g. a buffer)"
+            )
         activations: list = []
         args = _substitute(node.args, activations, ctx, node)
         joined = self._join_qparams(ctx, node, activations)
         out = ctx.output(result_node, qparams_of=joined or activations[0])
-        ctx.add_op(self.kind, node, activations, [out], gather=Gather(node.target, args, dict(node.kwargs), item))
+        op = ctx.add_op(self.kind, node, activations, [out], gather=Gather(node.target, args, dict(node.kwargs), item))
+        if item is not None:  # a split's part: passes/fuse.py chain_split_requantizes reads this
+            op.attrs["split_of_quantized"] = ctx.is_dequantized(node.args[0])
 
     @staticmethod
     def _join_qparams(ctx, node, activations: list):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from edgec.errors import EdgecError
-from edgec.ir import Graph
+from edgec.ir import Graph, Op, Tensor
 from edgec.ops import KINDS
 from edgec.ops.movement import compose_at
 
@@ -139,7 +139,8 @@ def fold_double_requantize(graph: Graph) -> None:
     DQ -> flatten -> Q(b)`, `conv -> Q(a) -> DQ -> upsample -> Q(b) -> cat`) lowers as producer ->
     (views, ops that keep qparams) -> requantize; the TFLite converter drops the first quantize, so
     the producer writes b's qparams directly (one rounding, not two) and the ops between keep them.
-    The program's literal reading (the default) keeps both roundings."""
+    Where nothing at all stands between the two quantizes (`DQ(a) -> Q(b)`) it drops the second
+    instead (_dropped_by_converter). The program's literal reading (the default) keeps both roundings."""
     for requantize in [op for op in graph.ops if op.kind == "lut" and op.attrs["function"] == "requantize"]:
         chain, name = [], requantize.inputs[0]
         while (view := graph.producer(name)) is not None and len(view.inputs) == 1 and _keeps_qparams(view, graph):
@@ -148,7 +149,9 @@ def fold_double_requantize(graph: Graph) -> None:
         producer = graph.producer(name)
         middle = [name] + [view.outputs[0] for view in chain]
         source, target = graph.tensors[name], graph.tensors[requantize.outputs[0]]
-        if _reads_fixed_output(requantize, producer, chain, graph):
+        if _dropped_by_converter(requantize, graph):
+            for reader in graph.consumers(requantize.outputs[0]):  # verify: the program's reference is not its
+                reader.attrs["tflite_departure"] = "it reads the bytes of a requantize the converter drops"
             graph.replace_uses(requantize.outputs[0], requantize.inputs[0])
             graph.ops.remove(requantize)
             continue
@@ -166,24 +169,95 @@ def fold_double_requantize(graph: Graph) -> None:
     graph.remove_unused_tensors()
 
 
-def _reads_fixed_output(requantize, producer, chain, graph: Graph) -> bool:
-    """`sigmoid -> Q(1/256, -128) -> DQ -> Q(b) -> mul` (a squeeze-excite gate): LOGISTIC's output
-    qparams are fixed, so the converter drops Q(b) instead and the consumer reads the sigmoid's bytes."""
+def _dropped_by_converter(requantize, graph: Graph) -> bool:
+    """`Q(a) -> DQ -> Q(b)` with no op between (`sigmoid -> Q(1/256, -128) -> DQ -> Q(b) -> mul` in
+    squeeze-excite; `mean -> Q(a) -> DQ -> flatten -> Q(a) -> DQ -> dropout -> Q(b) -> linear` once
+    the dropout vanished): the converter drops Q(b), and the consumer reads a's bytes at a's qparams."""
     return (
-        producer is not None
-        and not chain
-        and producer.kind == "lut"
-        and producer.attrs.get("function") == "sigmoid"
+        requantize.attrs.get("of_dequantize", False)
         and graph.tensors[requantize.inputs[0]].dtype == graph.tensors[requantize.outputs[0]].dtype
         and requantize.outputs[0] not in graph.outputs
     )
 
 
+def chain_split_requantizes(graph: Graph) -> None:
+    """--tflite-compatible: the parts of a split whose input the program does not quantize itself
+    (ShuffleNetV2: `cat -> Q(c) -> DQ -> view, transpose, view -> chunk`), the last requantized to
+    other qparams. The converter's quantization driver gives the whole split input the last part's
+    qparams (one requantize from c), then requantizes each other part from those: `c -> b_last ->
+    b_i`, two roundings where the program has one, and `c -> b_last -> c` for a part the program
+    reads at c. A split of a tensor the program quantizes (a conv's output) keeps one requantize per
+    part, as the program says (tests/data/tflm: shufflenet_v2_tiny, op_splits)."""
+    splits: dict[str, list] = {}
+    for op in graph.ops:
+        if op.kind == "copy" and op.attrs.get("split_of_quantized") is False:
+            splits.setdefault(op.inputs[0], []).append(op)
+    for source, parts in splits.items():
+        last = max(parts, key=lambda part: part.attrs["gather"].item)
+        claimed_by = _sole_requantize(last, graph)
+        if len(parts) < 2 or len(graph.consumers(source)) != len(parts) or claimed_by is None:
+            continue
+        claimed = graph.tensors[claimed_by.outputs[0]]
+        for part in parts:
+            requantize = _sole_requantize(part, graph)
+            if part is last or (requantize is None and not _read_as_held(part, graph)):
+                continue
+            target = graph.tensors[(requantize or part).outputs[0]]
+            if (target.scale, target.zero_point) == (claimed.scale, claimed.zero_point):
+                continue
+            if requantize is not None:
+                via = _requantize_op(graph, part.outputs[0], claimed, f"{requantize.name}_via", requantize)
+                graph.ops.insert(graph.ops.index(requantize), via)
+                requantize.inputs = [via.outputs[0]]
+                continue
+            held = graph.tensors[part.outputs[0]]  # read at c: c -> b_last -> c
+            there = _requantize_op(graph, held.name, claimed, f"{part.name}_via", claimed_by)
+            back = _requantize_op(graph, there.outputs[0], held, f"{part.name}_back", claimed_by)
+            graph.replace_uses(held.name, back.outputs[0])
+            there.inputs = [held.name]
+            index = graph.ops.index(part) + 1
+            graph.ops[index:index] = [there, back]
+
+
+def _requantize_op(graph: Graph, name: str, qparams, op_name: str, like) -> Op:
+    """A requantize of tensor `name` to `qparams`'s scale and zero point (at `like`'s source line)."""
+    held = graph.tensors[name]
+    out = graph.add_tensor(
+        Tensor(f"{op_name}_out", held.shape, qparams.scale, qparams.zero_point, source=held.source, perm=held.perm)
+    )
+    return Op(op_name, "lut", [name], [out.name], {"function": "requantize", "function_attrs": {}}, like.source)
+
+
+def _read_as_held(op, graph: Graph) -> bool:
+    """Whether no requantize reads `op`'s output (every reader takes it at its qparams)."""
+    readers = graph.consumers(op.outputs[0])
+    return (
+        bool(readers)
+        and op.outputs[0] not in graph.outputs
+        and all(reader.attrs.get("function") != "requantize" for reader in readers)
+    )
+
+
+def _sole_requantize(op, graph: Graph):
+    """The int8 requantize that alone reads `op`'s output, or None."""
+    readers = graph.consumers(op.outputs[0])
+    if len(readers) != 1 or op.outputs[0] in graph.outputs:
+        return None
+    reader = readers[0]
+    if reader.kind != "lut" or reader.attrs.get("function") != "requantize":
+        return None
+    tensors = (graph.tensors[reader.inputs[0]], graph.tensors[reader.outputs[0]])
+    return reader if all(t.dtype == "int8" for t in tensors) else None
+
+
 def _keeps_qparams(op, graph: Graph) -> bool:
     """A view, or an op that keeps qparams on 2-D images (resize, max pool): the converter moves a
     requantize across those into the producer. On 1-D data (NCL) its TFLite form has a TRANSPOSE
-    around the pool, which keeps a separate QUANTIZE (kws_conv1d's max pool)."""
+    around the pool, which keeps a separate QUANTIZE (kws_conv1d's max pool); an average pool, whose
+    rounding a requantize does not commute with, keeps it too (ds_cnn's AVERAGE_POOL_2D, QUANTIZE)."""
     if op.kind == "reshape":
         return True
     four_d = len(graph.tensors[op.inputs[0]].torch_shape) == 4
-    return KINDS[op.kind].keeps_qparams and op.attrs.get("function") != "requantize" and four_d
+    unit = KINDS[op.kind]
+    averages = getattr(unit, "pooling", "") == "avg"
+    return unit.keeps_qparams and op.attrs.get("function") != "requantize" and four_d and not averages
