@@ -102,6 +102,10 @@ MAX_ABS_SHIFT = 31
 # The generic conv's packed kernels (edgec_conv_s8_dsp/_mve): channels per micro-kernel step and
 # filter bytes per channel and step.
 CONV_BLOCKING = {DSP: RowBlocking(rows=2, group=4), MVE: RowBlocking(rows=4, group=16)}
+# Output pixels a conv kernel may have stored, beyond the q before it, when it reads pixel q's
+# field: the portable kernel 1 (it stores q while reading), the Helium one 2 (a pixel pair read in
+# place), the DSP one none (it copies its fields first).
+_WRITTEN_AHEAD = {None: 1, MVE: 2}
 # float64 represents every integer below 2^53 exactly, so a float matmul of integer operands is
 # exact (whatever the BLAS summation order or FMA use) while every partial sum stays below 2^53.
 _FLOAT64_EXACT = 2**53
@@ -514,10 +518,13 @@ class Conv2d(OpDef):
         index of q's first (top-left, clipped) tap: the portable kernel writes pixel q's channels
         while still reading its field, so it needs (q+1)*C_out <= d + first(q)*C_in; the packed
         ones copy a block of fields into scratch before writing those pixels, so q*C_out <= d +
-        first(q)*C_in is enough. As for the 1x1 conv, the safe offset nearest tail alignment is
-        taken; the kernel's scratch stays as it is."""
+        first(q)*C_in is enough -- but the Helium kernel reads the fields of whole pixel pairs in
+        place where it can (mve_direct_4x2), storing up to pixel q+1 while it reads q's field, so
+        its layers get (q+2)*C_out <= d + first(q)*C_in (else it copies: slower, never wrong). As
+        for the 1x1 conv, the safe offset nearest tail alignment is taken; the kernel's scratch
+        stays as it is."""
         first = window_first_pixels(x_t.shape, out_t.shape, op.attrs["stride"], op.attrs["pad"])
-        written = np.arange(len(first)) + (1 if op.attrs.get("isa") is None else 0)
+        written = np.arange(len(first)) + _WRITTEN_AHEAD.get(op.attrs.get("isa"), 0)
         offset = _safe_offset_nearest_tail(written, first, x_t, out_t)
         return (InPlace(0, offset, scratch_bytes=self.scratch_bytes(op, None, target)),)
 
