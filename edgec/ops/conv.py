@@ -102,10 +102,6 @@ MAX_ABS_SHIFT = 31
 # The generic conv's packed kernels (edgec_conv_s8_dsp/_mve): channels per micro-kernel step and
 # filter bytes per channel and step.
 CONV_BLOCKING = {DSP: RowBlocking(rows=2, group=4), MVE: RowBlocking(rows=4, group=16)}
-# Output pixels a conv kernel may have stored, beyond the q before it, when it reads pixel q's
-# field: the portable kernel 1 (it stores q while reading), the Helium one 2 (a pixel pair read in
-# place), the DSP one none (it copies its fields first).
-_WRITTEN_AHEAD = {None: 1, MVE: 2}
 # float64 represents every integer below 2^53 exactly, so a float matmul of integer operands is
 # exact (whatever the BLAS summation order or FMA use) while every partial sum stays below 2^53.
 _FLOAT64_EXACT = 2**53
@@ -518,19 +514,32 @@ class Conv2d(OpDef):
         index of q's first (top-left, clipped) tap: the portable kernel writes pixel q's channels
         while still reading its field, so it needs (q+1)*C_out <= d + first(q)*C_in; the packed
         ones copy a block of fields into scratch before writing those pixels, so q*C_out <= d +
-        first(q)*C_in is enough -- but the Helium kernel reads the fields of whole pixel pairs in
-        place where it can (mve_direct_4x2), storing up to pixel q+1 while it reads q's field, so
-        its layers get (q+2)*C_out <= d + first(q)*C_in (else it copies: slower, never wrong). As
+        first(q)*C_in is enough -- but where the Helium kernel reads the fields of pixel pairs in
+        place (mve_reads_fields_in_place), storing up to pixel q+1 while it reads q's field, the
+        layer gets (q+2)*C_out <= d + first(q)*C_in (else it copies: slower, never wrong). As
         for the 1x1 conv, the safe offset nearest tail alignment is taken; the kernel's scratch
         stays as it is."""
         first = window_first_pixels(x_t.shape, out_t.shape, op.attrs["stride"], op.attrs["pad"])
-        written = np.arange(len(first)) + _WRITTEN_AHEAD.get(op.attrs.get("isa"), 0)
+        isa = op.attrs.get("isa")
+        ahead = 2 if isa == MVE and mve_reads_fields_in_place(op.attrs, x_t.shape, out_t.shape) else int(isa is None)
+        written = np.arange(len(first)) + ahead
         offset = _safe_offset_nearest_tail(written, first, x_t, out_t)
         return (InPlace(0, offset, scratch_bytes=self.scratch_bytes(op, None, target)),)
 
     def macs(self, op, graph) -> int:
         out = graph.tensors[op.outputs[0]].shape
         return int(np.prod(out) * np.prod(op.attrs["weight"].shape[1:]))
+
+
+def mve_reads_fields_in_place(attrs, input_shape, output_shape) -> bool:
+    """Whether edgec_conv_s8_mve reads this layer's receptive fields from the input itself
+    (mve_direct_layer_make): C_out a multiple of 4 and window rows of whole groups of 16 taps
+    (KW * C_in), 1 or 3 of them, undilated along W; a 1x1 stride-1 layer whose output is its
+    input's size is copied a pixel pair at a time instead."""
+    c_out, kh, kw, c_in = attrs["weight"].shape
+    contiguous = (kh, kw) == (1, 1) and attrs["stride"] == (1, 1) and not any(attrs["pad"][:2])
+    contiguous = contiguous and tuple(output_shape[1:3]) == tuple(input_shape[1:3])
+    return not contiguous and c_out % 4 == 0 and kw * c_in % 16 == 0 and kh in (1, 3) and attrs["dilation"][1] == 1
 
 
 def as_2d_filter(weight: np.ndarray) -> np.ndarray:

@@ -232,15 +232,15 @@ static void mve_blocks_4x2_even_strict_quads(mve_block_run *run)
 typedef struct {
     const int8_t *row_a;        /*  0: this pair's fields */
     const int8_t *row_b;        /*  4 */
-    const int32_t *bias;        /*  8: the next block's */
-    int32_t pairs_per_run;      /* 12: group pairs per run after its odd group, if any */
+    int32_t pairs_per_run;      /*  8: group pairs per run after its odd group, if any */
+    int32_t skip;               /* 12: from a run's end to the next run */
     const int32_t *multiplier;  /* 16 */
     const int32_t *shift;       /* 20 */
     int8_t *out_a;              /* 24 */
     int8_t *out_b;              /* 28 */
     int32_t blocks;             /* 32: >= 1 */
     int32_t offset;             /* 36 */
-    int32_t skip;               /* 40: from a run's end to the next run */
+    int32_t unused;             /* 40 */
     int32_t pairs;              /* 44: pixel pairs left, >= 1 */
     int32x4_t lo;               /* 48: act_min - offset in every lane */
     int32x4_t hi;               /* 64: act_max - offset */
@@ -251,11 +251,15 @@ typedef struct {
     int32_t blocks0;            /* 96 */
     int32_t pair_step;          /* 100: from one pair's fields to the next's */
     int32_t out_c;              /* 104 */
+    int32_t copy_bytes;         /* 108: copied from src to row_a at each pair's start, or 0 */
+    const int8_t *src;          /* 112 */
+    int32_t src_step;           /* 116 */
 } mve_direct_run;
 
-typedef char mve_direct_run_layout[offsetof(mve_direct_run, pairs) == 44 && offsetof(mve_direct_run, lo) == 48 &&
+typedef char mve_direct_run_layout[offsetof(mve_direct_run, skip) == 12 && offsetof(mve_direct_run, pairs) == 44 &&
+                                           offsetof(mve_direct_run, lo) == 48 &&
                                            offsetof(mve_direct_run, filter0) == 80 &&
-                                           offsetof(mve_direct_run, out_c) == 104
+                                           offsetof(mve_direct_run, src) == 112
                                        ? 1
                                        : -1];
 
@@ -263,53 +267,65 @@ typedef char mve_direct_run_layout[offsetof(mve_direct_run, pairs) == 44 && offs
  * group pairs after its odd group), which leave r5 at the run's end and r3 16 bytes past it (the
  * preloaded next group: the driver keeps that read inside the input); then both move on by skip. */
 #define MVE_DIRECT_SKIP \
-    "ldr r9, [%[run], #40]\n\tadd r5, r5, r9\n\tsub r9, r9, #16\n\tadd r3, r3, r9\n\tldr r9, [%[run], #12]\n\t"
+    "ldr r9, [%[run], #12]\n\tadd r5, r5, r9\n\tsub r9, r9, #16\n\tadd r3, r3, r9\n\tldr r9, [%[run], #8]\n\t"
 #define MVE_DIRECT_RUNS3(groups) groups MVE_DIRECT_SKIP groups MVE_DIRECT_SKIP groups
 
 /* mve_blocks_4x2's block loop over a run of pixel pairs: after a pair's last block, the next
  * pair's fields, outputs, and the filter and per-channel pointers from their start. */
-#define MVE_DIRECT_4X2(runs, output)                                                                               \
-    __asm__ volatile("vldrw.u32 q6, [%[run], #48]\n\t"                                                             \
-                     "vldrw.u32 q7, [%[run], #64]\n\t"                                                             \
-                     "ldr r1, [%[run], #80]\n"                                                                     \
-                     "2:\n\t"                                                                                      \
-                     "ldm %[run], {r3, r5, r9}\n\t"                                                                \
-                     "ldm r9, {r8, r10, r12, lr}\n\t"                                                              \
-                     "ldm r9!, {r0, r2, r4, r6}\n\t"                                                               \
-                     "str r9, [%[run], #8]\n\t"                                                                    \
-                     "ldr r9, [%[run], #12]\n\t" runs "vmov q0[2], q0[0], r0, r4\n\t"                              \
-                     "vmov q0[3], q0[1], r2, r6\n\t"                                                               \
-                     "add r9, %[run], #16\n\t"                                                                     \
-                     "ldm r9, {r0, r2, r3, r4, r5, r6}\n\t"                                                        \
-                     "vldrw.u32 q2, [r0], #16\n\t"                                                                 \
-                     "vmov q1[2], q1[0], r8, r12\n\t"                                                              \
-                     "vldrw.u32 q3, [r2], #16\n\t"                                                                 \
-                     "vmov q1[3], q1[1], r10, lr\n\t" output "subs r5, r5, #1\n\t"                                 \
-                     "stm r9, {r0, r2, r3, r4, r5}\n\t"                                                            \
-                     "bne 2b\n\t"                                                                                  \
-                     "ldr r0, [%[run], #44]\n\t"                                                                   \
-                     "subs r0, r0, #1\n\t"                                                                         \
-                     "beq 9f\n\t"                                                                                  \
-                     "str r0, [%[run], #44]\n\t"                                                                   \
-                     "add r0, %[run], #80\n\t"                                                                     \
-                     "ldm r0, {r0, r1, r2, r3, r6, r8, r9}\n\t"                                                    \
-                     "ldrd r10, r12, [%[run]]\n\t"                                                                 \
-                     "ldrd r4, r5, [%[run], #24]\n\t"                                                              \
-                     "add r10, r10, r8\n\t"                                                                        \
-                     "add r12, r12, r8\n\t"                                                                        \
-                     "add r4, r4, r9\n\t"                                                                          \
-                     "add r5, r5, r9\n\t"                                                                          \
-                     "strd r10, r12, [%[run]]\n\t"                                                                 \
-                     "str r1, [%[run], #8]\n\t"                                                                    \
-                     "add r8, %[run], #16\n\t"                                                                     \
-                     "stm r8, {r2, r3, r4, r5, r6}\n\t"                                                            \
-                     "mov r1, r0\n\t"                                                                              \
-                     "b 2b\n"                                                                                      \
-                     "9:"                                                                                          \
-                     :                                                                                             \
-                     : [run] "r"(run)                                                                              \
-                     : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr", "q0", "q1", "q2", \
-                       "q3", "q4", "q5", "q6", "q7", "memory", "cc")
+#define MVE_DIRECT_4X2(runs, output)                                                                                \
+    __asm__ volatile("vldrw.u32 q6, [%[run], #48]\n\t"                                                              \
+                     "vldrw.u32 q7, [%[run], #64]\n\t"                                                              \
+                     "ldr r1, [%[run], #80]\n\t"                                                                    \
+                     "ldr r11, [%[run], #84]\n"                                                                     \
+                     "5:\n\t"                                                                                       \
+                     "ldr r0, [%[run], #108]\n\t"                                                                   \
+                     "ldr r2, [%[run], #112]\n\t"                                                                   \
+                     "ldr r3, [%[run]]\n\t"                                                                         \
+                     "wlstp.8 lr, r0, 6f\n"                                                                         \
+                     "7:\n\t"                                                                                       \
+                     "vldrb.u8 q0, [r2], #16\n\t"                                                                   \
+                     "vstrb.8 q0, [r3], #16\n\t"                                                                    \
+                     "letp lr, 7b\n"                                                                                \
+                     "6:\n"                                                                                         \
+                     "2:\n\t"                                                                                       \
+                     "ldm r11, {r8, r10, r12, lr}\n\t"                                                              \
+                     "ldm r11!, {r0, r2, r4, r6}\n\t"                                                               \
+                     "ldm %[run], {r3, r5, r9}\n\t" runs "vmov q0[2], q0[0], r0, r4\n\t"                            \
+                     "vmov q0[3], q0[1], r2, r6\n\t"                                                                \
+                     "add r9, %[run], #16\n\t"                                                                      \
+                     "ldm r9, {r0, r2, r3, r4, r5, r6}\n\t"                                                         \
+                     "vldrw.u32 q2, [r0], #16\n\t"                                                                  \
+                     "vmov q1[2], q1[0], r8, r12\n\t"                                                               \
+                     "vldrw.u32 q3, [r2], #16\n\t"                                                                  \
+                     "vmov q1[3], q1[1], r10, lr\n\t" output "subs r5, r5, #1\n\t"                                  \
+                     "stm r9, {r0, r2, r3, r4, r5}\n\t"                                                             \
+                     "bne 2b\n\t"                                                                                   \
+                     "ldr r0, [%[run], #44]\n\t"                                                                    \
+                     "subs r0, r0, #1\n\t"                                                                          \
+                     "beq 9f\n\t"                                                                                   \
+                     "str r0, [%[run], #44]\n\t"                                                                    \
+                     "add r0, %[run], #80\n\t"                                                                      \
+                     "ldm r0, {r0, r1, r2, r3, r6, r8, r9}\n\t"                                                     \
+                     "ldrd r10, r12, [%[run], #112]\n\t"                                                            \
+                     "add r10, r10, r12\n\t"                                                                        \
+                     "str r10, [%[run], #112]\n\t"                                                                  \
+                     "ldrd r10, r12, [%[run]]\n\t"                                                                  \
+                     "ldrd r4, r5, [%[run], #24]\n\t"                                                               \
+                     "add r10, r10, r8\n\t"                                                                         \
+                     "add r12, r12, r8\n\t"                                                                         \
+                     "add r4, r4, r9\n\t"                                                                           \
+                     "add r5, r5, r9\n\t"                                                                           \
+                     "strd r10, r12, [%[run]]\n\t"                                                                  \
+                     "mov r11, r1\n\t"                                                                              \
+                     "add r8, %[run], #16\n\t"                                                                      \
+                     "stm r8, {r2, r3, r4, r5, r6}\n\t"                                                             \
+                     "mov r1, r0\n\t"                                                                               \
+                     "b 5b\n"                                                                                       \
+                     "9:"                                                                                           \
+                     :                                                                                              \
+                     : [run] "r"(run)                                                                               \
+                     : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "q0", "q1", \
+                       "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc")
 
 #define MVE_DIRECT_VARIANT(name, runs, output) \
     static void name(mve_direct_run *run)      \
@@ -324,6 +340,8 @@ MVE_DIRECT_VARIANT(mve_direct_4x2_odd_runs3, MVE_DIRECT_RUNS3(MVE_GROUPS_ODD), M
 MVE_DIRECT_VARIANT(mve_direct_4x2_even_runs3, MVE_DIRECT_RUNS3(MVE_GROUPS_EVEN), MVE_OUTPUT)
 MVE_DIRECT_VARIANT(mve_direct_4x2_odd_runs3_strict, MVE_DIRECT_RUNS3(MVE_GROUPS_ODD), MVE_OUTPUT_STRICT)
 MVE_DIRECT_VARIANT(mve_direct_4x2_even_runs3_strict, MVE_DIRECT_RUNS3(MVE_GROUPS_EVEN), MVE_OUTPUT_STRICT)
+MVE_DIRECT_VARIANT(mve_direct_4x2_even_strict_quads, MVE_GROUPS_EVEN_QUADS, MVE_OUTPUT_STRICT)
+MVE_DIRECT_VARIANT(mve_direct_4x2_even_runs3_strict_quads, MVE_DIRECT_RUNS3(MVE_GROUPS_EVEN_QUADS), MVE_OUTPUT_STRICT)
 #endif
 
 /* im2col_row with the window's sizes held in locals: copy_run's assembly clobbers memory, so
@@ -347,15 +365,17 @@ static void mve_im2col_row(int8_t *row, const conv_window *win, pixel_cursor px)
 /* How a layer's fields can be read in place (mve_direct_4x2), fixed per layer; runs == 0: never. */
 typedef struct {
     int32_t runs;       /* 1 or 3 */
-    int contiguous;     /* a 1x1 stride-1 unpadded layer: pixel p's field at input + p * C_in */
+    int contiguous;     /* a 1x1 stride-1 unpadded layer: pixel p's field at input + p * C_in, which
+                           the assembly copies, a pair (2 * C_in bytes) at a time, into scratch */
     int32_t b_step;     /* from pixel a's field to pixel b's */
     uintptr_t in_end;   /* the input's end: no read may pass it */
     uintptr_t out_end;  /* the output's end */
     int32_t field_span; /* from pixel a's field start to the end of the pair's reads */
+    int32_t ahead;      /* output pixels stored while a pair's fields are read: 2, or 0 if copied */
 } mve_direct_layer;
 
 static mve_direct_layer mve_direct_layer_make(const conv_window *win, const edgec_dims *input_dims,
-                                              const edgec_dims *output_dims, const int8_t *output, int32_t groups)
+                                              const edgec_dims *output_dims, const int8_t *output)
 {
     const edgec_conv_params *p = win->params;
     const int32_t c_in = input_dims->c;
@@ -371,11 +391,11 @@ static mve_direct_layer mve_direct_layer_make(const conv_window *win, const edge
         }
     }
     d.b_step = d.contiguous ? c_in : p->stride_w * c_in;
+    d.ahead = d.contiguous ? 0 : 2;
     d.in_end = (uintptr_t)(win->input + input_dims->n * input_dims->h * win->in_row_len);
     d.out_end = (uintptr_t)(output + output_dims->n * output_dims->h * output_dims->w * output_dims->c);
-    /* pixel a reads 16 bytes past its last run, pixel b up to its last run's end */
-    d.field_span =
-        (d.contiguous ? 16 * groups : (win->k_h - 1) * win->row_step + win->run_len) + EDGEC_MAX(16, d.b_step);
+    /* pixel a reads 16 bytes past its last run, pixel b up to its last run's end; a copy 2 * C_in */
+    d.field_span = d.contiguous ? 2 * c_in : (win->k_h - 1) * win->row_step + win->run_len + EDGEC_MAX(16, d.b_step);
     return d;
 }
 
@@ -393,8 +413,9 @@ static void pixel_skip(pixel_cursor *px, int32_t n, const edgec_dims *output_dim
  * How many pixel pairs from pixel p (at px, its field at *field) mve_direct_4x2 may run: both
  * pixels of each inside the input (in one output row, unless the layer is contiguous), no read
  * past the input's end, and -- when the output overlaps the input (in place) -- no output byte
- * of a pair stored over input its pair or a later one still reads: the output's end after pair
- * j and pair j's first field byte both grow linearly with j, so the first and last pair decide.
+ * stored over input a pair still reads (pair j's reads start at its first field byte, and the
+ * output ahead of it ends d->ahead pixels after the pair's first; both grow linearly with j, so
+ * the first and last pair decide).
  */
 static int32_t mve_direct_pairs(const mve_direct_layer *d, const conv_window *win, pixel_cursor px, int32_t p,
                                 int32_t pixels, const int8_t *output, int32_t out_c, const int8_t **field)
@@ -416,13 +437,94 @@ static int32_t mve_direct_pairs(const mve_direct_layer *d, const conv_window *wi
     const uintptr_t in0 = (uintptr_t)win->input;
     if (n > 0 && !(d->out_end <= in0 || out0 >= d->in_end)) {
         const int32_t last = n - 1;
-        if (out0 + 2 * out_c > (uintptr_t)start ||
-            out0 + (uintptr_t)(2 * last + 2) * out_c > (uintptr_t)(start + last * pair_step)) {
+        if (out0 + (uintptr_t)d->ahead * out_c > (uintptr_t)start ||
+            out0 + (uintptr_t)(2 * last + d->ahead) * out_c > (uintptr_t)(start + last * pair_step)) {
             n = 0;
         }
     }
     *field = start;
     return n;
+}
+
+/* A layer's direct-read state (runs == 0: none); out of line, so that a layer without keeps
+ * mve_conv's pair loop as it was. */
+typedef struct {
+    int32_t runs;
+    mve_direct_layer layer;
+    mve_direct_run run;
+    void (*blocks)(mve_direct_run *);
+    const conv_window *win;
+    const edgec_dims *output_dims;
+    int8_t *output;
+    int8_t *scratch_row; /* where a contiguous layer's pairs are copied */
+    pixel_cursor px;     /* mve_direct_step's pixel after the pairs it ran */
+} mve_direct_state;
+
+static EDGEC_NOINLINE void mve_direct_setup(mve_direct_state *st, const conv_window *win, const edgec_dims *input_dims,
+                                            const edgec_dims *output_dims, int8_t *output,
+                                            const edgec_per_channel_quant *quant, const int8_t *packed_filter,
+                                            const int32_t *folded_bias, const mve_block_run *blocks,
+                                            int8_t *scratch_row, int strict)
+{
+    const mve_direct_layer d = mve_direct_layer_make(win, input_dims, output_dims, output);
+    const int32_t k = win->k_h * win->run_len;
+    const int32_t run_groups = d.contiguous ? (k + 15) / 16 : win->run_len / 16;
+    const int quads = strict && run_groups / 2 >= 2 && run_groups % 2 == 0;
+    st->runs = d.runs;
+    st->layer = d;
+    st->blocks = d.runs == 3
+                     ? (quads                 ? mve_direct_4x2_even_runs3_strict_quads
+                        : run_groups % 2 != 0 ? (strict ? mve_direct_4x2_odd_runs3_strict : mve_direct_4x2_odd_runs3)
+                                              : (strict ? mve_direct_4x2_even_runs3_strict : mve_direct_4x2_even_runs3))
+                     : (quads                 ? mve_direct_4x2_even_strict_quads
+                        : run_groups % 2 != 0 ? (strict ? mve_direct_4x2_odd_strict : mve_direct_4x2_odd)
+                                              : (strict ? mve_direct_4x2_even_strict : mve_direct_4x2_even));
+    st->win = win;
+    st->output_dims = output_dims;
+    st->output = output;
+    st->scratch_row = scratch_row;
+    mve_direct_run *r = &st->run;
+    r->pairs_per_run = run_groups / 2;
+    r->offset = blocks->offset;
+    r->skip = win->row_step - win->run_len;
+    r->unused = 0;
+    r->lo = blocks->lo;
+    r->hi = blocks->hi;
+    r->filter0 = packed_filter;
+    r->bias0 = folded_bias;
+    r->multiplier0 = quant->multiplier;
+    r->shift0 = quant->shift;
+    r->blocks0 = output_dims->c / 4;
+    r->pair_step = d.contiguous ? 0 : 2 * d.b_step;
+    r->out_c = output_dims->c;
+    r->copy_bytes = d.contiguous ? 2 * input_dims->c : 0;
+    r->src_step = 2 * d.b_step;
+}
+
+/* The pixel pairs from pixel p (at px) run by direct reads, if any: the pixels done (0: none,
+ * the caller copies the pair), st->px the pixel after them. */
+static EDGEC_NOINLINE int32_t mve_direct_step(mve_direct_state *st, pixel_cursor px, int32_t p, int32_t pixels)
+{
+    const int32_t out_c = st->output_dims->c;
+    const int8_t *field;
+    const int32_t n = mve_direct_pairs(&st->layer, st->win, px, p, pixels, st->output, out_c, &field);
+    if (n == 0) {
+        return 0;
+    }
+    mve_direct_run *r = &st->run;
+    r->row_a = st->layer.contiguous ? st->scratch_row : field;
+    r->row_b = r->row_a + st->layer.b_step;
+    r->src = field;
+    r->multiplier = r->multiplier0;
+    r->shift = r->shift0;
+    r->out_a = st->output + p * out_c;
+    r->out_b = r->out_a + out_c;
+    r->blocks = r->blocks0;
+    r->pairs = n;
+    st->blocks(r);
+    pixel_skip(&px, 2 * n, st->output_dims);
+    st->px = px;
+    return 2 * n;
 }
 #endif
 
@@ -467,29 +569,11 @@ static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_ch
                           : (strict_right_shifts ? mve_blocks_4x2_even_strict
                              : right_shifts_only ? mve_blocks_4x2_even_right
                                                  : mve_blocks_4x2_even);
-    const mve_direct_layer direct = mve_direct_layer_make(&win, input_dims, output_dims, output, groups);
-    mve_direct_run drun;
-    const int32_t run_groups = direct.contiguous ? groups : win.run_len / 16;
-    void (*const direct_4x2)(mve_direct_run *) =
-        direct.runs == 3
-            ? (run_groups % 2 != 0
-                   ? (strict_right_shifts ? mve_direct_4x2_odd_runs3_strict : mve_direct_4x2_odd_runs3)
-                   : (strict_right_shifts ? mve_direct_4x2_even_runs3_strict : mve_direct_4x2_even_runs3))
-            : (run_groups % 2 != 0 ? (strict_right_shifts ? mve_direct_4x2_odd_strict : mve_direct_4x2_odd)
-                                   : (strict_right_shifts ? mve_direct_4x2_even_strict : mve_direct_4x2_even));
-    if (direct.runs != 0) {
-        drun.pairs_per_run = run_groups / 2;
-        drun.offset = stage.offset;
-        drun.skip = win.row_step - win.run_len;
-        drun.lo = run.lo;
-        drun.hi = run.hi;
-        drun.filter0 = packed_filter;
-        drun.bias0 = folded_bias;
-        drun.multiplier0 = quant->multiplier;
-        drun.shift0 = quant->shift;
-        drun.blocks0 = out_c / 4;
-        drun.pair_step = 2 * direct.b_step;
-        drun.out_c = out_c;
+    mve_direct_state direct;
+    direct.runs = 0;
+    if (out_c >= 4) {
+        mve_direct_setup(&direct, &win, input_dims, output_dims, output, quant, packed_filter, folded_bias, &run, row_a,
+                         strict_right_shifts);
     }
 #endif
 
@@ -498,21 +582,10 @@ static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_ch
     for (int32_t p = 0; p < pixels; p += 2) {
 #if defined(__OPTIMIZE__)
         if (direct.runs != 0) {
-            const int8_t *field;
-            const int32_t n = mve_direct_pairs(&direct, &win, px, p, pixels, output, out_c, &field);
-            if (n > 0) {
-                drun.row_a = field;
-                drun.row_b = field + direct.b_step;
-                drun.bias = folded_bias;
-                drun.multiplier = quant->multiplier;
-                drun.shift = quant->shift;
-                drun.out_a = output + p * out_c;
-                drun.out_b = drun.out_a + out_c;
-                drun.blocks = out_c / 4;
-                drun.pairs = n;
-                direct_4x2(&drun);
-                pixel_skip(&px, 2 * n, output_dims);
-                p += 2 * n - 2;
+            const int32_t done = mve_direct_step(&direct, px, p, pixels);
+            if (done > 0) {
+                px = direct.px;
+                p += done - 2;
                 continue;
             }
         }
