@@ -8,7 +8,8 @@ path runs many times (tests/test_kernels_arm.py's random mix reaches some of the
   more group pairs per block (the _quads loop, odd and even pair counts);
 - the add's eight-element loop for a right output shift (mve_add_right_shift) and its tail;
 - the convolution's fields read in place (mve_direct_4x2_*): 3x3 and 1xK windows whose rows are
-  whole groups of 16 taps (C_in 16, 32, 48: odd and even groups per run), 1x1 stride-1 layers of
+  whole groups of 16 taps (C_in 16, 32, 48: odd and even groups per run) or 3x3 ones of 9 to 15
+  taps per row (C_in 3, 4, 5: rows padded to 16 taps), 1x1 stride-1 layers of
   any C_in, C_out a multiple of 4, strides, dilations, padding, in place or apart.
 
 Each output equals the golden kernel's byte for byte, with the guards around it intact.
@@ -72,8 +73,8 @@ def direct_conv_case(rng, isa: str):
     of 16 taps, or a 1x1 stride-1 unpadded one of any C_in; C_out a multiple of 4."""
     while True:
         shape = int(rng.integers(3))
-        if shape == 0:
-            (kh, kw), c_in = (3, 3), int(rng.choice([16, 32, 48]))
+        if shape == 0:  # rows of whole groups, or of 9 to 15 taps (padded to 16: mve_padded_runs)
+            (kh, kw), c_in = (3, 3), int(rng.choice([3, 4, 5, 16, 32, 48]))
         elif shape == 1:
             kh, kw = 1, int(rng.choice([1, 2, 4]))
             c_in = 16 * int(rng.integers(1, 4)) // kw

@@ -534,12 +534,21 @@ class Conv2d(OpDef):
 def mve_reads_fields_in_place(attrs, input_shape, output_shape) -> bool:
     """Whether edgec_conv_s8_mve reads this layer's receptive fields from the input itself
     (mve_direct_layer_make): C_out a multiple of 4 and window rows of whole groups of 16 taps
-    (KW * C_in), 1 or 3 of them, undilated along W; a 1x1 stride-1 layer whose output is its
+    (KW * C_in) or padded to 16, 1 or 3 of them, undilated along W; a 1x1 stride-1 layer whose output is its
     input's size is copied a pixel pair at a time instead."""
     c_out, kh, kw, c_in = attrs["weight"].shape
     contiguous = (kh, kw) == (1, 1) and attrs["stride"] == (1, 1) and not any(attrs["pad"][:2])
     contiguous = contiguous and tuple(output_shape[1:3]) == tuple(input_shape[1:3])
-    return not contiguous and c_out % 4 == 0 and kw * c_in % 16 == 0 and kh in (1, 3) and attrs["dilation"][1] == 1
+    rows = kw * c_in % 16 == 0 or mve_padded_runs(attrs["weight"].shape)
+    return not contiguous and c_out % 4 == 0 and rows and kh in (1, 3) and attrs["dilation"][1] == 1
+
+
+def mve_padded_runs(weight_shape) -> bool:
+    """A 3x3 window whose rows are 8 to 15 taps (KW * C_in: an RGB stem): edgec_conv_s8_mve's
+    filter has each row padded to 16 taps (mve_padded_runs in C, the same rule), so a field inside
+    the input is three 16-byte reads."""
+    _, kh, kw, c_in = weight_shape
+    return kh == 3 and 8 <= kw * c_in < 16
 
 
 def as_2d_filter(weight: np.ndarray) -> np.ndarray:
@@ -550,7 +559,7 @@ def as_2d_filter(weight: np.ndarray) -> np.ndarray:
 def packed_conv_scratch_bytes(isa: str, weight_shape) -> int:
     """EDGEC_CONV_S8_DSP/MVE_SCRATCH_BYTES for an OHWI filter: DSP three receptive fields widened
     to int16, plus one as int8 when C_in is not a multiple of 4; MVE two int8 receptive fields."""
-    k = CONV_BLOCKING[isa].padded_k(int(np.prod(weight_shape[1:])))
+    k = CONV_BLOCKING[isa].padded_k(mve_packed_taps(weight_shape) if isa == MVE else int(np.prod(weight_shape[1:])))
     if isa == DSP:
         return 6 * k + (0 if weight_shape[3] % 4 == 0 else k)
     return 2 * k
@@ -574,13 +583,16 @@ def emit_packed_conv_call(op, graph, names) -> CCall:
     blocking = CONV_BLOCKING[a["isa"]]
     rows = a["weight"].reshape(a["weight"].shape[0], -1)
     zero_point = graph.tensors[op.inputs[0]].zero_point
-    weights, bias = interleave_rows(rows, blocking), blocked_bias(a["bias"], rows, zero_point, blocking.rows)
+    bias = blocked_bias(a["bias"], rows, zero_point, blocking.rows)
+    weights = interleave_rows(mve_filter_rows(a["weight"]) if a["isa"] == MVE else rows, blocking)
     struct = CONV_DESC
     if a.get("wide"):
         struct = CONV_DSP_WIDE_DESC
         weights = widen_taps(weights)
         bias = dsp_channel_table(bias, a["multiplier"], a["shift"], graph.tensors[op.outputs[0]].zero_point)
     k, c_in = int(np.prod(a["weight"].shape[1:])), a["weight"].shape[3]
+    if a["isa"] == MVE:
+        k = mve_packed_taps(a["weight"].shape)
     required = CONV_DSP_SCRATCH.call(k, c_in) if a["isa"] == DSP else CONV_MVE_SCRATCH.call(k)
     return emit_desc_call(
         struct,
@@ -591,6 +603,23 @@ def emit_packed_conv_call(op, graph, names) -> CCall:
         scratch=True,
         scratch_required=required,
     )
+
+
+def mve_packed_taps(weight_shape) -> int:
+    """Taps per output channel in edgec_conv_s8_mve's filter: KH * KW * C_in, or KH * 16 where
+    mve_padded_runs."""
+    return 16 * weight_shape[1] if mve_padded_runs(weight_shape) else int(np.prod(weight_shape[1:]))
+
+
+def mve_filter_rows(weight: np.ndarray) -> np.ndarray:
+    """An OHWI filter as [C_out, K] rows of edgec_conv_s8_mve's taps: each window row padded with
+    zeros to 16 taps where mve_padded_runs, else as it is."""
+    c_out, kh, kw, c_in = weight.shape
+    if not mve_padded_runs(weight.shape):
+        return weight.reshape(c_out, -1)
+    padded = np.zeros((c_out, kh, 16), dtype=weight.dtype)
+    padded[:, :, : kw * c_in] = weight.reshape(c_out, kh, kw * c_in)
+    return padded.reshape(c_out, -1)
 
 
 def pointwise_input_pixels(input_shape, output_shape, stride) -> np.ndarray:

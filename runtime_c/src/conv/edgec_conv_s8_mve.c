@@ -344,19 +344,35 @@ MVE_DIRECT_VARIANT(mve_direct_4x2_even_strict_quads, MVE_GROUPS_EVEN_QUADS, MVE_
 MVE_DIRECT_VARIANT(mve_direct_4x2_even_runs3_strict_quads, MVE_DIRECT_RUNS3(MVE_GROUPS_EVEN_QUADS), MVE_OUTPUT_STRICT)
 #endif
 
+/*
+ * A 3x3 window whose rows are 8 to 15 bytes (KW * C_in: an RGB or two-channel stem) has each row
+ * padded to 16 taps in the packed filter (edgec.ops.conv.mve_padded_runs: the same rule), so that
+ * a field inside the input is three 16-byte reads, whatever follows each row (the filter is zero
+ * there). The im2col copies of such a layer place the rows 16 bytes apart.
+ */
+static int mve_padded_runs(const conv_window *win)
+{
+    return win->k_h == 3 && win->run_len >= 8 && win->run_len < 16;
+}
+
 /* im2col_row with the window's sizes held in locals: copy_run's assembly clobbers memory, so
  * read through `win` they would be reloaded for every filter row. */
-static void mve_im2col_row(int8_t *row, const conv_window *win, pixel_cursor px)
+static void mve_im2col_row(int8_t *row, const conv_window *win, pixel_cursor px, int padded)
 {
     const int8_t *src = window_inside(win, px);
+    const int32_t run_len = win->run_len;
     if (src == NULL) {
         im2col_pixel(row, &int8_row, win, px);
+        if (padded) { /* the rows from run_len bytes apart to 16, the last first */
+            copy_run(row + 32, row + 2 * run_len, run_len);
+            copy_run(row + 16, row + run_len, run_len); /* one 16-byte load, then the store */
+        }
         return;
     }
     const int32_t k_h = win->k_h;
-    const int32_t run_len = win->run_len;
+    const int32_t dst_step = padded ? 16 : run_len;
     const int32_t row_step = win->row_step;
-    for (int32_t ky = 0; ky < k_h; ky++, row += run_len, src += row_step) {
+    for (int32_t ky = 0; ky < k_h; ky++, row += dst_step, src += row_step) {
         copy_run(row, src, run_len);
     }
 }
@@ -386,7 +402,8 @@ static mve_direct_layer mve_direct_layer_make(const conv_window *win, const edge
     if (output_dims->c % 4 == 0) {
         if (d.contiguous) {
             d.runs = 1;
-        } else if (win->run_len % 16 == 0 && (win->k_h == 1 || win->k_h == 3) && win->inside_x.last > 0) {
+        } else if ((win->run_len % 16 == 0 || mve_padded_runs(win)) && (win->k_h == 1 || win->k_h == 3) &&
+                   win->inside_x.last > 0) {
             d.runs = win->k_h;
         }
     }
@@ -395,7 +412,8 @@ static mve_direct_layer mve_direct_layer_make(const conv_window *win, const edge
     d.in_end = (uintptr_t)(win->input + input_dims->n * input_dims->h * win->in_row_len);
     d.out_end = (uintptr_t)(output + output_dims->n * output_dims->h * output_dims->w * output_dims->c);
     /* pixel a reads 16 bytes past its last run, pixel b up to its last run's end; a copy 2 * C_in */
-    d.field_span = d.contiguous ? 2 * c_in : (win->k_h - 1) * win->row_step + win->run_len + EDGEC_MAX(16, d.b_step);
+    const int32_t run_reads = mve_padded_runs(win) ? 16 : win->run_len;
+    d.field_span = d.contiguous ? 2 * c_in : (win->k_h - 1) * win->row_step + run_reads + EDGEC_MAX(16, d.b_step);
     return d;
 }
 
@@ -468,7 +486,8 @@ static EDGEC_NOINLINE void mve_direct_setup(mve_direct_state *st, const conv_win
 {
     const mve_direct_layer d = mve_direct_layer_make(win, input_dims, output_dims, output);
     const int32_t k = win->k_h * win->run_len;
-    const int32_t run_groups = d.contiguous ? (k + 15) / 16 : win->run_len / 16;
+    const int32_t run_reads = mve_padded_runs(win) ? 16 : win->run_len;
+    const int32_t run_groups = d.contiguous ? (k + 15) / 16 : run_reads / 16;
     const int quads = strict && run_groups / 2 >= 2 && run_groups % 2 == 0;
     st->runs = d.runs;
     st->layer = d;
@@ -486,7 +505,7 @@ static EDGEC_NOINLINE void mve_direct_setup(mve_direct_state *st, const conv_win
     mve_direct_run *r = &st->run;
     r->pairs_per_run = run_groups / 2;
     r->offset = blocks->offset;
-    r->skip = win->row_step - win->run_len;
+    r->skip = win->row_step - run_reads;
     r->unused = 0;
     r->lo = blocks->lo;
     r->hi = blocks->hi;
@@ -538,11 +557,12 @@ static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_ch
         return EDGEC_ARG_ERROR;
     }
     const int32_t k = filter_dims->h * filter_dims->w * filter_dims->c;
-    const int32_t groups = (k + 15) / 16;
+    const conv_window win = conv_window_make(params, input_dims, input, filter_dims, output_dims);
+    const int padded = mve_padded_runs(&win);
+    const int32_t groups = padded ? 3 : (k + 15) / 16;
     const int32_t row_len = 16 * groups;
     const int32_t out_c = output_dims->c;
     const int32_t pixels = output_dims->n * output_dims->h * output_dims->w;
-    const conv_window win = conv_window_make(params, input_dims, input, filter_dims, output_dims);
     const edgec_output_stage stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
     int8_t *row_a = scratch; /* two receptive fields of row_len int8 */
     int8_t *row_b = scratch + row_len;
@@ -577,8 +597,9 @@ static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_ch
     }
 #endif
 
-    fill_run(row_a + k, 0, row_len - k); /* the filter is zero there */
-    fill_run(row_b + k, 0, row_len - k);
+    const int32_t taps = padded ? 0 : k;       /* the padded rows' gaps: the filter is zero there too */
+    fill_run(row_a + taps, 0, row_len - taps); /* the filter is zero there */
+    fill_run(row_b + taps, 0, row_len - taps);
     for (int32_t p = 0; p < pixels; p += 2) {
 #if defined(__OPTIMIZE__)
         if (direct.runs != 0) {
@@ -592,10 +613,10 @@ static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_ch
 #endif
         const int has_b = p + 1 < pixels;
         int8_t *out_a = output + p * out_c;
-        mve_im2col_row(row_a, &win, px);
+        mve_im2col_row(row_a, &win, px, padded);
         pixel_next(&px, output_dims);
         if (has_b) {
-            mve_im2col_row(row_b, &win, px);
+            mve_im2col_row(row_b, &win, px, padded);
             pixel_next(&px, output_dims);
         }
         int32_t c = 0;
