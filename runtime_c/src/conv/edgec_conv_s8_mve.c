@@ -340,6 +340,9 @@ MVE_DIRECT_VARIANT(mve_direct_4x2_odd_runs3, MVE_DIRECT_RUNS3(MVE_GROUPS_ODD), M
 MVE_DIRECT_VARIANT(mve_direct_4x2_even_runs3, MVE_DIRECT_RUNS3(MVE_GROUPS_EVEN), MVE_OUTPUT)
 MVE_DIRECT_VARIANT(mve_direct_4x2_odd_runs3_strict, MVE_DIRECT_RUNS3(MVE_GROUPS_ODD), MVE_OUTPUT_STRICT)
 MVE_DIRECT_VARIANT(mve_direct_4x2_even_runs3_strict, MVE_DIRECT_RUNS3(MVE_GROUPS_EVEN), MVE_OUTPUT_STRICT)
+/* one group per run (a 16-channel pixel, a padded stem row): no group pairs to count */
+MVE_DIRECT_VARIANT(mve_direct_4x2_single_strict, MVE_GROUP, MVE_OUTPUT_STRICT)
+MVE_DIRECT_VARIANT(mve_direct_4x2_single_runs3_strict, MVE_DIRECT_RUNS3(MVE_GROUP), MVE_OUTPUT_STRICT)
 MVE_DIRECT_VARIANT(mve_direct_4x2_even_strict_quads, MVE_GROUPS_EVEN_QUADS, MVE_OUTPUT_STRICT)
 MVE_DIRECT_VARIANT(mve_direct_4x2_even_runs3_strict_quads, MVE_DIRECT_RUNS3(MVE_GROUPS_EVEN_QUADS), MVE_OUTPUT_STRICT)
 #endif
@@ -489,15 +492,20 @@ static EDGEC_NOINLINE void mve_direct_setup(mve_direct_state *st, const conv_win
     const int32_t run_reads = mve_padded_runs(win) ? 16 : win->run_len;
     const int32_t run_groups = d.contiguous ? (k + 15) / 16 : run_reads / 16;
     const int quads = strict && run_groups / 2 >= 2 && run_groups % 2 == 0;
+    const int single = strict && run_groups == 1;
     st->runs = d.runs;
     st->layer = d;
-    st->blocks = d.runs == 3
-                     ? (quads                 ? mve_direct_4x2_even_runs3_strict_quads
-                        : run_groups % 2 != 0 ? (strict ? mve_direct_4x2_odd_runs3_strict : mve_direct_4x2_odd_runs3)
-                                              : (strict ? mve_direct_4x2_even_runs3_strict : mve_direct_4x2_even_runs3))
-                     : (quads                 ? mve_direct_4x2_even_strict_quads
-                        : run_groups % 2 != 0 ? (strict ? mve_direct_4x2_odd_strict : mve_direct_4x2_odd)
-                                              : (strict ? mve_direct_4x2_even_strict : mve_direct_4x2_even));
+    if (d.runs == 3) {
+        st->blocks = single                ? mve_direct_4x2_single_runs3_strict
+                     : quads               ? mve_direct_4x2_even_runs3_strict_quads
+                     : run_groups % 2 != 0 ? (strict ? mve_direct_4x2_odd_runs3_strict : mve_direct_4x2_odd_runs3)
+                                           : (strict ? mve_direct_4x2_even_runs3_strict : mve_direct_4x2_even_runs3);
+    } else {
+        st->blocks = single                ? mve_direct_4x2_single_strict
+                     : quads               ? mve_direct_4x2_even_strict_quads
+                     : run_groups % 2 != 0 ? (strict ? mve_direct_4x2_odd_strict : mve_direct_4x2_odd)
+                                           : (strict ? mve_direct_4x2_even_strict : mve_direct_4x2_even);
+    }
     st->win = win;
     st->output_dims = output_dims;
     st->output = output;
