@@ -534,13 +534,15 @@ class Conv2d(OpDef):
 def mve_reads_fields_in_place(attrs, input_shape, output_shape) -> bool:
     """Whether edgec_conv_s8_mve reads this layer's receptive fields from the input itself
     (mve_direct_layer_make): C_out a multiple of 4 and window rows of whole groups of 16 taps
-    (KW * C_in) or padded to 16, 1 or 3 of them, undilated along W; a 1x1 stride-1 layer whose output is its
-    input's size is copied a pixel pair at a time instead."""
+    (KW * C_in) or padded to 16, 1 or 3 of them, undilated along W, every requantization shift
+    negative (the direct variants' output stage; a layer not yet quantized counts as such); a
+    1x1 stride-1 layer whose output is its input's size is copied a pixel pair at a time instead."""
     c_out, kh, kw, c_in = attrs["weight"].shape
     contiguous = (kh, kw) == (1, 1) and attrs["stride"] == (1, 1) and not any(attrs["pad"][:2])
     contiguous = contiguous and tuple(output_shape[1:3]) == tuple(input_shape[1:3])
     rows = kw * c_in % 16 == 0 or mve_padded_runs(attrs["weight"].shape)
-    return not contiguous and c_out % 4 == 0 and rows and kh in (1, 3) and attrs["dilation"][1] == 1
+    strict = bool(np.all(np.asarray(attrs.get("shift", -1)) < 0))
+    return not contiguous and strict and c_out % 4 == 0 and rows and kh in (1, 3) and attrs["dilation"][1] == 1
 
 
 def mve_padded_runs(weight_shape) -> bool:

@@ -335,12 +335,8 @@ typedef char mve_direct_run_layout[offsetof(mve_direct_run, skip) == 12 && offse
     {                                          \
         MVE_DIRECT_4X2(runs, output);          \
     }
-MVE_DIRECT_VARIANT(mve_direct_4x2_odd, MVE_GROUPS_ODD, MVE_OUTPUT)
-MVE_DIRECT_VARIANT(mve_direct_4x2_even, MVE_GROUPS_EVEN, MVE_OUTPUT)
 MVE_DIRECT_VARIANT(mve_direct_4x2_odd_strict, MVE_GROUPS_ODD, MVE_OUTPUT_STRICT)
 MVE_DIRECT_VARIANT(mve_direct_4x2_even_strict, MVE_GROUPS_EVEN, MVE_OUTPUT_STRICT)
-MVE_DIRECT_VARIANT(mve_direct_4x2_odd_runs3, MVE_DIRECT_RUNS3(MVE_GROUPS_ODD), MVE_OUTPUT)
-MVE_DIRECT_VARIANT(mve_direct_4x2_even_runs3, MVE_DIRECT_RUNS3(MVE_GROUPS_EVEN), MVE_OUTPUT)
 MVE_DIRECT_VARIANT(mve_direct_4x2_odd_runs3_strict, MVE_DIRECT_RUNS3(MVE_GROUPS_ODD), MVE_OUTPUT_STRICT)
 MVE_DIRECT_VARIANT(mve_direct_4x2_even_runs3_strict, MVE_DIRECT_RUNS3(MVE_GROUPS_EVEN), MVE_OUTPUT_STRICT)
 /* one group per run (a 16-channel pixel, a padded stem row): no group pairs to count */
@@ -488,26 +484,26 @@ static EDGEC_NOINLINE void mve_direct_setup(mve_direct_state *st, const conv_win
                                             const edgec_dims *output_dims, int8_t *output,
                                             const edgec_per_channel_quant *quant, const int8_t *packed_filter,
                                             const int32_t *folded_bias, const mve_block_run *blocks,
-                                            int8_t *scratch_row, int strict)
+                                            int8_t *scratch_row)
 {
     const mve_direct_layer d = mve_direct_layer_make(win, input_dims, output_dims, output);
     const int32_t k = win->k_h * win->run_len;
     const int32_t run_reads = mve_padded_runs(win) ? 16 : win->run_len;
     const int32_t run_groups = d.contiguous ? (k + 15) / 16 : run_reads / 16;
-    const int quads = strict && run_groups / 2 >= 2 && run_groups % 2 == 0;
-    const int single = strict && run_groups == 1;
+    const int quads = run_groups / 2 >= 2 && run_groups % 2 == 0;
+    const int single = run_groups == 1;
     st->runs = d.runs;
     st->layer = d;
     if (d.runs == 3) {
         st->blocks = single                ? mve_direct_4x2_single_runs3_strict
                      : quads               ? mve_direct_4x2_even_runs3_strict_quads
-                     : run_groups % 2 != 0 ? (strict ? mve_direct_4x2_odd_runs3_strict : mve_direct_4x2_odd_runs3)
-                                           : (strict ? mve_direct_4x2_even_runs3_strict : mve_direct_4x2_even_runs3);
+                     : run_groups % 2 != 0 ? mve_direct_4x2_odd_runs3_strict
+                                           : mve_direct_4x2_even_runs3_strict;
     } else {
         st->blocks = single                ? mve_direct_4x2_single_strict
                      : quads               ? mve_direct_4x2_even_strict_quads
-                     : run_groups % 2 != 0 ? (strict ? mve_direct_4x2_odd_strict : mve_direct_4x2_odd)
-                                           : (strict ? mve_direct_4x2_even_strict : mve_direct_4x2_even);
+                     : run_groups % 2 != 0 ? mve_direct_4x2_odd_strict
+                                           : mve_direct_4x2_even_strict;
     }
     st->win = win;
     st->output_dims = output_dims;
@@ -602,9 +598,9 @@ static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_ch
                                                  : mve_blocks_4x2_even);
     mve_direct_state direct;
     direct.runs = 0;
-    if (out_c >= 4) {
-        mve_direct_setup(&direct, &win, input_dims, output_dims, output, quant, packed_filter, folded_bias, &run, row_a,
-                         strict_right_shifts);
+    if (out_c >= 4 && strict_right_shifts) { /* others keep the copies: flash for the rare case */
+        mve_direct_setup(&direct, &win, input_dims, output_dims, output, quant, packed_filter, folded_bias, &run,
+                         row_a);
     }
 #endif
 
