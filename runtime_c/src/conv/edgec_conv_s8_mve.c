@@ -232,7 +232,7 @@ static void mve_blocks_4x2_even_strict_quads(mve_block_run *run)
 typedef struct {
     const int8_t *row_a;        /*  0: this pair's fields */
     const int8_t *row_b;        /*  4 */
-    int32_t pairs_per_run;      /*  8: group pairs per run after its odd group, if any (single: skip) */
+    int32_t pairs_per_run;      /*  8: group pairs per run after its odd group; 1 or 3 groups, 3 runs: skip */
     int32_t skip;               /* 12: from a run's end to the next run */
     const int32_t *multiplier;  /* 16 */
     const int32_t *shift;       /* 20 */
@@ -272,6 +272,10 @@ typedef char mve_direct_run_layout[offsetof(mve_direct_run, skip) == 12 && offse
 /* one group per run counts nothing: r9 holds skip itself */
 #define MVE_DIRECT_SKIP_SINGLE "add r5, r5, r9\n\tadd r3, r3, r9\n\tsub r3, r3, #16\n\t"
 #define MVE_DIRECT_RUNS3_SINGLE MVE_GROUP MVE_DIRECT_SKIP_SINGLE MVE_GROUP MVE_DIRECT_SKIP_SINGLE MVE_GROUP
+/* ... and so do three (a 3x3 window over 16 channels): one group, then one pair, unrolled */
+#define MVE_DIRECT_TRIPLE MVE_GROUP MVE_PAIR_BODY("")
+#define MVE_DIRECT_RUNS3_TRIPLE \
+    MVE_DIRECT_TRIPLE MVE_DIRECT_SKIP_SINGLE MVE_DIRECT_TRIPLE MVE_DIRECT_SKIP_SINGLE MVE_DIRECT_TRIPLE
 
 /* mve_blocks_4x2's block loop over a run of pixel pairs: after a pair's last block, the next
  * pair's fields, outputs, and the filter and per-channel pointers from their start. */
@@ -342,6 +346,7 @@ MVE_DIRECT_VARIANT(mve_direct_4x2_even_runs3_strict, MVE_DIRECT_RUNS3(MVE_GROUPS
 /* one group per run (a 16-channel pixel, a padded stem row): no group pairs to count */
 MVE_DIRECT_VARIANT(mve_direct_4x2_single_strict, MVE_GROUP, MVE_OUTPUT_STRICT)
 MVE_DIRECT_VARIANT(mve_direct_4x2_single_runs3_strict, MVE_DIRECT_RUNS3_SINGLE, MVE_OUTPUT_STRICT)
+MVE_DIRECT_VARIANT(mve_direct_4x2_triple_runs3_strict, MVE_DIRECT_RUNS3_TRIPLE, MVE_OUTPUT_STRICT)
 MVE_DIRECT_VARIANT(mve_direct_4x2_even_strict_quads, MVE_GROUPS_EVEN_QUADS, MVE_OUTPUT_STRICT)
 MVE_DIRECT_VARIANT(mve_direct_4x2_even_runs3_strict_quads, MVE_DIRECT_RUNS3(MVE_GROUPS_EVEN_QUADS), MVE_OUTPUT_STRICT)
 #endif
@@ -496,6 +501,7 @@ static EDGEC_NOINLINE void mve_direct_setup(mve_direct_state *st, const conv_win
     st->layer = d;
     if (d.runs == 3) {
         st->blocks = single                ? mve_direct_4x2_single_runs3_strict
+                     : run_groups == 3     ? mve_direct_4x2_triple_runs3_strict
                      : quads               ? mve_direct_4x2_even_runs3_strict_quads
                      : run_groups % 2 != 0 ? mve_direct_4x2_odd_runs3_strict
                                            : mve_direct_4x2_even_runs3_strict;
@@ -510,7 +516,7 @@ static EDGEC_NOINLINE void mve_direct_setup(mve_direct_state *st, const conv_win
     st->output = output;
     st->scratch_row = scratch_row;
     mve_direct_run *r = &st->run;
-    r->pairs_per_run = single && d.runs == 3 ? win->row_step - run_reads : run_groups / 2;
+    r->pairs_per_run = (single || run_groups == 3) && d.runs == 3 ? win->row_step - run_reads : run_groups / 2;
     r->offset = blocks->offset;
     r->skip = win->row_step - run_reads;
     r->unused = 0;
