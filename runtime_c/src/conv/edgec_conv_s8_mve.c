@@ -541,6 +541,8 @@ static EDGEC_NOINLINE int32_t mve_direct_step(mve_direct_state *st, pixel_cursor
     const int8_t *field;
     const int32_t n = mve_direct_pairs(&st->layer, st->win, px, p, pixels, st->output, out_c, &field);
     if (n == 0) {
+        /* a 1x1 layer's stretch runs from here to its end: none now, none later */
+        st->runs = st->layer.contiguous ? 0 : st->runs;
         return 0;
     }
     mve_direct_run *r = &st->run;
@@ -604,7 +606,7 @@ static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_ch
                                                  : mve_blocks_4x2_even);
     mve_direct_state direct;
     direct.runs = 0;
-    if (out_c >= 4 && strict_right_shifts) { /* others keep the copies: flash for the rare case */
+    if (out_c >= 4 && pixels >= 2 && strict_right_shifts) { /* a shift >= 0 keeps the copies */
         mve_direct_setup(&direct, &win, input_dims, output_dims, output, quant, packed_filter, folded_bias, &run,
                          row_a);
     }
