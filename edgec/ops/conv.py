@@ -546,11 +546,11 @@ def mve_reads_fields_in_place(attrs, input_shape, output_shape) -> bool:
 
 
 def mve_padded_runs(weight_shape) -> bool:
-    """A 3x3 window whose rows are 8 to 15 taps (KW * C_in: an RGB stem): edgec_conv_s8_mve's
-    filter has each row padded to 16 taps (mve_padded_runs in C, the same rule), so a field inside
-    the input is three 16-byte reads."""
-    _, kh, kw, c_in = weight_shape
-    return kh == 3 and 8 <= kw * c_in < 16
+    """A 3x3 window whose rows are 8 to 15 taps (KW * C_in: an RGB stem) and C_out a multiple of 4
+    (the direct reads' blocks): edgec_conv_s8_mve's filter has each row padded to 16 taps
+    (mve_padded_runs in C, the same rule), so a field inside the input is three 16-byte reads."""
+    c_out, kh, kw, c_in = weight_shape
+    return kh == 3 and 8 <= kw * c_in < 16 and c_out % 4 == 0
 
 
 def as_2d_filter(weight: np.ndarray) -> np.ndarray:

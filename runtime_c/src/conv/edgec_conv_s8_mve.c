@@ -352,14 +352,15 @@ MVE_DIRECT_VARIANT(mve_direct_4x2_even_runs3_strict_quads, MVE_DIRECT_RUNS3(MVE_
 #endif
 
 /*
- * A 3x3 window whose rows are 8 to 15 bytes (KW * C_in: an RGB or two-channel stem) has each row
- * padded to 16 taps in the packed filter (edgec.ops.conv.mve_padded_runs: the same rule), so that
- * a field inside the input is three 16-byte reads, whatever follows each row (the filter is zero
- * there). The im2col copies of such a layer place the rows 16 bytes apart.
+ * A 3x3 window whose rows are 8 to 15 bytes (KW * C_in: an RGB or two-channel stem) over a C_out
+ * that is a multiple of 4 has each row padded to 16 taps in the packed filter
+ * (edgec.ops.conv.mve_padded_runs: the same rule), so that a field inside the input is three
+ * 16-byte reads, whatever follows each row (the filter is zero there). The im2col copies of such
+ * a layer place the rows 16 bytes apart. (Other C_out would pay the padding without the reads.)
  */
-static int mve_padded_runs(const conv_window *win)
+static int mve_padded_runs(const conv_window *win, int32_t out_c)
 {
-    return win->k_h == 3 && win->run_len >= 8 && win->run_len < 16;
+    return win->k_h == 3 && win->run_len >= 8 && win->run_len < 16 && out_c % 4 == 0;
 }
 
 /* im2col_row with the window's sizes held in locals: copy_run's assembly clobbers memory, so
@@ -409,8 +410,8 @@ static mve_direct_layer mve_direct_layer_make(const conv_window *win, const edge
     if (output_dims->c % 4 == 0) {
         if (d.contiguous) {
             d.runs = 1;
-        } else if ((win->run_len % 16 == 0 || mve_padded_runs(win)) && (win->k_h == 1 || win->k_h == 3) &&
-                   win->inside_x.last > 0) {
+        } else if ((win->run_len % 16 == 0 || mve_padded_runs(win, output_dims->c)) &&
+                   (win->k_h == 1 || win->k_h == 3) && win->inside_x.last > 0) {
             d.runs = win->k_h;
         }
     }
@@ -419,7 +420,7 @@ static mve_direct_layer mve_direct_layer_make(const conv_window *win, const edge
     d.in_end = (uintptr_t)(win->input + input_dims->n * input_dims->h * win->in_row_len);
     d.out_end = (uintptr_t)(output + output_dims->n * output_dims->h * output_dims->w * output_dims->c);
     /* pixel a reads 16 bytes past its last run, pixel b up to its last run's end; a copy 2 * C_in */
-    const int32_t run_reads = mve_padded_runs(win) ? 16 : win->run_len;
+    const int32_t run_reads = mve_padded_runs(win, output_dims->c) ? 16 : win->run_len;
     d.field_span = d.contiguous ? 2 * c_in : (win->k_h - 1) * win->row_step + run_reads + EDGEC_MAX(16, d.b_step);
     return d;
 }
@@ -493,7 +494,7 @@ static EDGEC_NOINLINE void mve_direct_setup(mve_direct_state *st, const conv_win
 {
     const mve_direct_layer d = mve_direct_layer_make(win, input_dims, output_dims, output);
     const int32_t k = win->k_h * win->run_len;
-    const int32_t run_reads = mve_padded_runs(win) ? 16 : win->run_len;
+    const int32_t run_reads = mve_padded_runs(win, output_dims->c) ? 16 : win->run_len;
     const int32_t run_groups = d.contiguous ? (k + 15) / 16 : run_reads / 16;
     const int quads = run_groups / 2 >= 2 && run_groups % 2 == 0;
     const int single = run_groups == 1;
@@ -573,7 +574,7 @@ static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_ch
     }
     const int32_t k = filter_dims->h * filter_dims->w * filter_dims->c;
     const conv_window win = conv_window_make(params, input_dims, input, filter_dims, output_dims);
-    const int padded = mve_padded_runs(&win);
+    const int padded = mve_padded_runs(&win, output_dims->c);
     const int32_t groups = padded ? 3 : (k + 15) / 16;
     const int32_t row_len = 16 * groups;
     const int32_t out_c = output_dims->c;
