@@ -240,7 +240,7 @@ typedef struct {
     int8_t *out_b;              /* 28 */
     int32_t blocks;             /* 32: >= 1 */
     int32_t offset;             /* 36 */
-    int32_t unused;             /* 40 */
+    const int32_t *bias;        /* 40: the next block's */
     int32_t pairs;              /* 44: pixel pairs left, >= 1 */
     int32x4_t lo;               /* 48: act_min - offset in every lane */
     int32x4_t hi;               /* 64: act_max - offset */
@@ -279,60 +279,61 @@ typedef char mve_direct_run_layout[offsetof(mve_direct_run, skip) == 12 && offse
 
 /* mve_blocks_4x2's block loop over a run of pixel pairs: after a pair's last block, the next
  * pair's fields, outputs, and the filter and per-channel pointers from their start. */
-#define MVE_DIRECT_4X2(runs, output)                                                                                \
-    __asm__ volatile("vldrw.u32 q6, [%[run], #48]\n\t"                                                              \
-                     "vldrw.u32 q7, [%[run], #64]\n\t"                                                              \
-                     "ldr r1, [%[run], #80]\n\t"                                                                    \
-                     "ldr r11, [%[run], #84]\n"                                                                     \
-                     "5:\n\t"                                                                                       \
-                     "ldr r0, [%[run], #108]\n\t"                                                                   \
-                     "ldr r2, [%[run], #112]\n\t"                                                                   \
-                     "ldr r3, [%[run]]\n\t"                                                                         \
-                     "wlstp.8 lr, r0, 6f\n"                                                                         \
-                     "7:\n\t"                                                                                       \
-                     "vldrb.u8 q0, [r2], #16\n\t"                                                                   \
-                     "vstrb.8 q0, [r3], #16\n\t"                                                                    \
-                     "letp lr, 7b\n"                                                                                \
-                     "6:\n"                                                                                         \
-                     "2:\n\t"                                                                                       \
-                     "ldm r11, {r8, r10, r12, lr}\n\t"                                                              \
-                     "ldm r11!, {r0, r2, r4, r6}\n\t"                                                               \
-                     "ldm %[run], {r3, r5, r9}\n\t" runs "vmov q0[2], q0[0], r0, r4\n\t"                            \
-                     "vmov q0[3], q0[1], r2, r6\n\t"                                                                \
-                     "add r9, %[run], #16\n\t"                                                                      \
-                     "ldm r9, {r0, r2, r3, r4, r5, r6}\n\t"                                                         \
-                     "vldrw.u32 q2, [r0], #16\n\t"                                                                  \
-                     "vmov q1[2], q1[0], r8, r12\n\t"                                                               \
-                     "vldrw.u32 q3, [r2], #16\n\t"                                                                  \
-                     "vmov q1[3], q1[1], r10, lr\n\t" output "subs r5, r5, #1\n\t"                                  \
-                     "stm r9, {r0, r2, r3, r4, r5}\n\t"                                                             \
-                     "bne 2b\n\t"                                                                                   \
-                     "ldr r0, [%[run], #44]\n\t"                                                                    \
-                     "subs r0, r0, #1\n\t"                                                                          \
-                     "beq 9f\n\t"                                                                                   \
-                     "str r0, [%[run], #44]\n\t"                                                                    \
-                     "add r0, %[run], #80\n\t"                                                                      \
-                     "ldm r0, {r0, r1, r2, r3, r6, r8, r9}\n\t"                                                     \
-                     "ldrd r10, r12, [%[run], #112]\n\t"                                                            \
-                     "add r10, r10, r12\n\t"                                                                        \
-                     "str r10, [%[run], #112]\n\t"                                                                  \
-                     "ldrd r10, r12, [%[run]]\n\t"                                                                  \
-                     "ldrd r4, r5, [%[run], #24]\n\t"                                                               \
-                     "add r10, r10, r8\n\t"                                                                         \
-                     "add r12, r12, r8\n\t"                                                                         \
-                     "add r4, r4, r9\n\t"                                                                           \
-                     "add r5, r5, r9\n\t"                                                                           \
-                     "strd r10, r12, [%[run]]\n\t"                                                                  \
-                     "mov r11, r1\n\t"                                                                              \
-                     "add r8, %[run], #16\n\t"                                                                      \
-                     "stm r8, {r2, r3, r4, r5, r6}\n\t"                                                             \
-                     "mov r1, r0\n\t"                                                                               \
-                     "b 5b\n"                                                                                       \
-                     "9:"                                                                                           \
-                     :                                                                                              \
-                     : [run] "r"(run)                                                                               \
-                     : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "q0", "q1", \
-                       "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc")
+#define MVE_DIRECT_4X2(runs, output)                                                                               \
+    __asm__ volatile("vldrw.u32 q6, [%[run], #48]\n\t"                                                             \
+                     "vldrw.u32 q7, [%[run], #64]\n\t"                                                             \
+                     "ldr r1, [%[run], #80]\n"                                                                     \
+                     "5:\n\t"                                                                                      \
+                     "ldr r0, [%[run], #108]\n\t"                                                                  \
+                     "ldr r2, [%[run], #112]\n\t"                                                                  \
+                     "ldr r3, [%[run]]\n\t"                                                                        \
+                     "wlstp.8 lr, r0, 6f\n"                                                                        \
+                     "7:\n\t"                                                                                      \
+                     "vldrb.u8 q0, [r2], #16\n\t"                                                                  \
+                     "vstrb.8 q0, [r3], #16\n\t"                                                                   \
+                     "letp lr, 7b\n"                                                                               \
+                     "6:\n"                                                                                        \
+                     "2:\n\t"                                                                                      \
+                     "ldr r9, [%[run], #40]\n\t"                                                                   \
+                     "ldm r9, {r8, r10, r12, lr}\n\t"                                                              \
+                     "ldm r9!, {r0, r2, r4, r6}\n\t"                                                               \
+                     "str r9, [%[run], #40]\n\t"                                                                   \
+                     "ldm %[run], {r3, r5, r9}\n\t" runs "vmov q0[2], q0[0], r0, r4\n\t"                           \
+                     "vmov q0[3], q0[1], r2, r6\n\t"                                                               \
+                     "add r9, %[run], #16\n\t"                                                                     \
+                     "ldm r9, {r0, r2, r3, r4, r5, r6}\n\t"                                                        \
+                     "vldrw.u32 q2, [r0], #16\n\t"                                                                 \
+                     "vmov q1[2], q1[0], r8, r12\n\t"                                                              \
+                     "vldrw.u32 q3, [r2], #16\n\t"                                                                 \
+                     "vmov q1[3], q1[1], r10, lr\n\t" output "subs r5, r5, #1\n\t"                                 \
+                     "stm r9, {r0, r2, r3, r4, r5}\n\t"                                                            \
+                     "bne 2b\n\t"                                                                                  \
+                     "ldr r0, [%[run], #44]\n\t"                                                                   \
+                     "subs r0, r0, #1\n\t"                                                                         \
+                     "beq 9f\n\t"                                                                                  \
+                     "str r0, [%[run], #44]\n\t"                                                                   \
+                     "add r0, %[run], #80\n\t"                                                                     \
+                     "ldm r0, {r0, r1, r2, r3, r6, r8, r9}\n\t"                                                    \
+                     "ldrd r10, r12, [%[run], #112]\n\t"                                                           \
+                     "add r10, r10, r12\n\t"                                                                       \
+                     "str r10, [%[run], #112]\n\t"                                                                 \
+                     "ldrd r10, r12, [%[run]]\n\t"                                                                 \
+                     "ldrd r4, r5, [%[run], #24]\n\t"                                                              \
+                     "add r10, r10, r8\n\t"                                                                        \
+                     "add r12, r12, r8\n\t"                                                                        \
+                     "add r4, r4, r9\n\t"                                                                          \
+                     "add r5, r5, r9\n\t"                                                                          \
+                     "strd r10, r12, [%[run]]\n\t"                                                                 \
+                     "str r1, [%[run], #40]\n\t"                                                                   \
+                     "add r8, %[run], #16\n\t"                                                                     \
+                     "stm r8, {r2, r3, r4, r5, r6}\n\t"                                                            \
+                     "mov r1, r0\n\t"                                                                              \
+                     "b 5b\n"                                                                                      \
+                     "9:"                                                                                          \
+                     :                                                                                             \
+                     : [run] "r"(run)                                                                              \
+                     : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr", "q0", "q1", "q2", \
+                       "q3", "q4", "q5", "q6", "q7", "memory", "cc")
 
 #define MVE_DIRECT_VARIANT(name, runs, output) \
     static void name(mve_direct_run *run)      \
@@ -520,7 +521,6 @@ static EDGEC_NOINLINE void mve_direct_setup(mve_direct_state *st, const conv_win
     r->pairs_per_run = (single || run_groups == 3) && d.runs == 3 ? win->row_step - run_reads : run_groups / 2;
     r->offset = blocks->offset;
     r->skip = win->row_step - run_reads;
-    r->unused = 0;
     r->lo = blocks->lo;
     r->hi = blocks->hi;
     r->filter0 = packed_filter;
@@ -550,6 +550,7 @@ static EDGEC_NOINLINE int32_t mve_direct_step(mve_direct_state *st, pixel_cursor
     r->row_a = st->layer.contiguous ? st->scratch_row : field;
     r->row_b = r->row_a + st->layer.b_step;
     r->src = field;
+    r->bias = r->bias0;
     r->multiplier = r->multiplier0;
     r->shift = r->shift0;
     r->out_a = st->output + p * out_c;
