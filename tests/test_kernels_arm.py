@@ -29,6 +29,7 @@ from edgec.ops.conv import (
     CONV_DESC,
     conv2d_s8,
     conv_output_size,
+    mve_filter_rows,
     packed_conv_scratch_bytes,
     window_first_pixels,
 )
@@ -271,7 +272,7 @@ def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw, act=Non
     geometry = _geometry(x.shape, out_hw, (kh, kw), stride, pad, dilation)
     fields = desc_words(CONV_DESC, **geometry, **quant, output_c=c_out, groups=1)
     family = DSP if isa == WIDE else isa
-    packed = interleave_rows(rows, CONV_BLOCKING[family])
+    packed = interleave_rows(mve_filter_rows(weights) if family == MVE else rows, CONV_BLOCKING[family])
     folded = blocked_bias(bias, rows, zp_in, CONV_BLOCKING[family].rows)
     if isa == WIDE:
         packed, folded = widen_taps(packed), dsp_channel_table(folded, m, s, zp_out)

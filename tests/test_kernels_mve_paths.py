@@ -6,7 +6,11 @@ path runs many times (tests/test_kernels_arm.py's random mix reaches some of the
   pairs and one pixel;
 - the convolution's blocks whose shifts are all negative (mve_blocks_4x2_*_strict), with two or
   more group pairs per block (the _quads loop, odd and even pair counts);
-- the add's eight-element loop for a right output shift (mve_add_right_shift) and its tail.
+- the add's eight-element loop for a right output shift (mve_add_right_shift) and its tail;
+- the convolution's fields read in place (mve_direct_4x2_*): 3x3 and 1xK windows whose rows are
+  whole groups of 16 taps (C_in 16, 32, 48: odd and even groups per run) or 3x3 ones of 9 to 15
+  taps per row (C_in 3, 4, 5: rows padded to 16 taps), 1x1 stride-1 layers of any C_in; C_out a
+  multiple of 4, every shift negative; strides, dilations, padding, in place or apart.
 
 Each output equals the golden kernel's byte for byte, with the guards around it intact.
 """
@@ -23,11 +27,14 @@ from edgec.ops.eltwise import ADD_S8_DESC
 from edgec.ops.kernel_layout import MVE
 from tests.device_support import needs_toolchain
 from tests.test_kernels_arm import (
+    _conv_case,
+    _padded_image,
     add_case,
     conv_case,
     depthwise_case,
     desc_field,
     describe,
+    int8_array,
     pointwise_case,
     run_on_target,
 )
@@ -61,6 +68,34 @@ def _quads_conv(case) -> bool:
     return desc_field(case, "output_c") >= 4 and _k(case) > 48 and bool((case.arrays[4] < 0).all())
 
 
+def direct_conv_case(rng, isa: str):
+    """A convolution mve_direct_4x2 reads in place: a 3x3 or 1xK window whose rows are whole groups
+    of 16 taps, or a 1x1 stride-1 unpadded one of any C_in; C_out a multiple of 4."""
+    while True:
+        shape = int(rng.choice([0, 0, 0, 1, 2]))
+        if shape == 0:  # rows of whole groups, or of 9 to 15 taps (padded to 16: mve_padded_runs)
+            (kh, kw), c_in = (3, 3), int(rng.choice([3, 4, 5, 16, 32, 48]))
+        elif shape == 1:
+            kh, kw = 1, int(rng.choice([1, 2, 4]))
+            c_in = 16 * int(rng.integers(1, 4)) // kw
+        else:
+            kh, kw, c_in = 1, 1, int(rng.integers(1, 40))
+        stride = (1, 1) if shape == 2 else tuple(int(v) for v in rng.integers(1, 3, 2))
+        dilation = (int(rng.integers(1, 3)), 1)
+        pad, pad_end, (n, h, w), out_hw = _padded_image(rng, (kh, kw), stride, dilation)
+        if shape == 2:
+            pad, pad_end, out_hw = (0, 0), (0, 0), (h, w)
+        if out_hw is not None and out_hw[1] >= (4 if shape == 0 else 2):
+            break
+    weights = int8_array(rng, (4 * int(rng.integers(1, 5)), kh, kw, c_in))
+    return _conv_case(rng, isa, int8_array(rng, (n, h, w, c_in)), weights, stride, dilation, (*pad, *pad_end), out_hw)
+
+
+def _strict_shifts(case) -> bool:
+    """Every shift negative: the direct reads' output stage (others keep the copies)."""
+    return bool((case.arrays[4] < 0).all())
+
+
 def _right_shift_add(case) -> bool:
     """A right-shifting output stage over at least 8 elements (edgec_add_s8_desc's fields by name)."""
     field = dict(zip([f.name for f in ADD_S8_DESC.fields if not f.pointer], case.fields))
@@ -91,9 +126,10 @@ def test_helium_fast_paths_match_golden(opt, tmp_path: Path):
         lambda r, isa: conv_case(r, isa) if r.random() < 0.5 else pointwise_case(r, isa), _quads_conv, CASES, rng
     )
     adds = _draw(add_case, _right_shift_add, CASES, rng)
+    direct = _draw(direct_conv_case, _strict_shifts, CASES, rng)
     assert rows and any(desc_field(c, "output_w") % 5 for c in depthwise)
     assert any((_k(c) + 15) // 16 // 2 % 2 for c in convs) and any((_k(c) + 15) // 16 // 2 % 2 == 0 for c in convs)
-    cases = depthwise + convs + adds
+    cases = depthwise + convs + adds + direct
     results = run_on_target("cortex-m55", cases, tmp_path, opt)
     failures = [
         f"status {status}, guards {guards}, {int(np.count_nonzero(out != c.expected.ravel()))} bytes "

@@ -506,16 +506,43 @@ class Conv2d(OpDef):
         index of q's first (top-left, clipped) tap: the portable kernel writes pixel q's channels
         while still reading its field, so it needs (q+1)*C_out <= d + first(q)*C_in; the packed
         ones copy a block of fields into scratch before writing those pixels, so q*C_out <= d +
-        first(q)*C_in is enough. As for the 1x1 conv, the safe offset nearest tail alignment is
-        taken; the kernel's scratch stays as it is."""
+        first(q)*C_in is enough -- but where the Helium kernel reads the fields of pixel pairs in
+        place (mve_reads_fields_in_place), storing up to pixel q+1 while it reads q's field, the
+        layer gets (q+2)*C_out <= d + first(q)*C_in (else it copies: slower, never wrong). As
+        for the 1x1 conv, the safe offset nearest tail alignment is taken; the kernel's scratch
+        stays as it is."""
         first = window_first_pixels(x_t.shape, out_t.shape, op.attrs["stride"], op.attrs["pad"])
-        written = np.arange(len(first)) + (1 if op.attrs.get("isa") is None else 0)
+        isa = op.attrs.get("isa")
+        ahead = 2 if isa == MVE and mve_reads_fields_in_place(op.attrs, x_t.shape, out_t.shape) else int(isa is None)
+        written = np.arange(len(first)) + ahead
         offset = _safe_offset_nearest_tail(written, first, x_t, out_t)
         return (InPlace(0, offset, scratch_bytes=self.scratch_bytes(op, None, target)),)
 
     def macs(self, op, graph) -> int:
         out = graph.tensors[op.outputs[0]].shape
         return int(np.prod(out) * np.prod(op.attrs["weight"].shape[1:]))
+
+
+def mve_reads_fields_in_place(attrs, input_shape, output_shape) -> bool:
+    """Whether edgec_conv_s8_mve reads this layer's receptive fields from the input itself
+    (mve_direct_layer_make): C_out a multiple of 4 and window rows of whole groups of 16 taps
+    (KW * C_in) or padded to 16, 1 or 3 of them, undilated along W, every requantization shift
+    negative (the direct variants' output stage; a layer not yet quantized counts as such); a
+    1x1 stride-1 layer whose output is its input's size is copied a pixel pair at a time instead."""
+    c_out, kh, kw, c_in = attrs["weight"].shape
+    contiguous = (kh, kw) == (1, 1) and attrs["stride"] == (1, 1) and not any(attrs["pad"][:2])
+    contiguous = contiguous and tuple(output_shape[1:3]) == tuple(input_shape[1:3])
+    rows = kw * c_in % 16 == 0 or mve_padded_runs(attrs["weight"].shape)
+    strict = bool(np.all(np.asarray(attrs.get("shift", -1)) < 0))
+    return not contiguous and strict and c_out % 4 == 0 and rows and kh in (1, 3) and attrs["dilation"][1] == 1
+
+
+def mve_padded_runs(weight_shape) -> bool:
+    """A 3x3 window whose rows are 8 to 15 taps (KW * C_in: an RGB stem) and C_out a multiple of 4
+    (the direct reads' blocks): edgec_conv_s8_mve's filter has each row padded to 16 taps
+    (mve_padded_runs in C, the same rule), so a field inside the input is three 16-byte reads."""
+    c_out, kh, kw, c_in = weight_shape
+    return kh == 3 and 8 <= kw * c_in < 16 and c_out % 4 == 0
 
 
 def as_2d_filter(weight: np.ndarray) -> np.ndarray:
@@ -526,7 +553,7 @@ def as_2d_filter(weight: np.ndarray) -> np.ndarray:
 def packed_conv_scratch_bytes(isa: str, weight_shape) -> int:
     """EDGEC_CONV_S8_DSP/MVE_SCRATCH_BYTES for an OHWI filter: DSP three receptive fields widened
     to int16, plus one as int8 when C_in is not a multiple of 4; MVE two int8 receptive fields."""
-    k = CONV_BLOCKING[isa].padded_k(int(np.prod(weight_shape[1:])))
+    k = CONV_BLOCKING[isa].padded_k(mve_packed_taps(weight_shape) if isa == MVE else int(np.prod(weight_shape[1:])))
     if isa == DSP:
         return 6 * k + (0 if weight_shape[3] % 4 == 0 else k)
     return 2 * k
@@ -550,13 +577,16 @@ def emit_packed_conv_call(op, graph, names) -> CCall:
     blocking = CONV_BLOCKING[a["isa"]]
     rows = a["weight"].reshape(a["weight"].shape[0], -1)
     zero_point = graph.tensors[op.inputs[0]].zero_point
-    weights, bias = interleave_rows(rows, blocking), blocked_bias(a["bias"], rows, zero_point, blocking.rows)
+    bias = blocked_bias(a["bias"], rows, zero_point, blocking.rows)
+    weights = interleave_rows(mve_filter_rows(a["weight"]) if a["isa"] == MVE else rows, blocking)
     struct = CONV_DESC
     if a.get("wide"):
         struct = CONV_DSP_WIDE_DESC
         weights = widen_taps(weights)
         bias = dsp_channel_table(bias, a["multiplier"], a["shift"], graph.tensors[op.outputs[0]].zero_point)
     k, c_in = int(np.prod(a["weight"].shape[1:])), a["weight"].shape[3]
+    if a["isa"] == MVE:
+        k = mve_packed_taps(a["weight"].shape)
     required = CONV_DSP_SCRATCH.call(k, c_in) if a["isa"] == DSP else CONV_MVE_SCRATCH.call(k)
     return emit_desc_call(
         struct,
@@ -567,6 +597,23 @@ def emit_packed_conv_call(op, graph, names) -> CCall:
         scratch=True,
         scratch_required=required,
     )
+
+
+def mve_packed_taps(weight_shape) -> int:
+    """Taps per output channel in edgec_conv_s8_mve's filter: KH * KW * C_in, or KH * 16 where
+    mve_padded_runs."""
+    return 16 * weight_shape[1] if mve_padded_runs(weight_shape) else int(np.prod(weight_shape[1:]))
+
+
+def mve_filter_rows(weight: np.ndarray) -> np.ndarray:
+    """An OHWI filter as [C_out, K] rows of edgec_conv_s8_mve's taps: each window row padded with
+    zeros to 16 taps where mve_padded_runs, else as it is."""
+    c_out, kh, kw, c_in = weight.shape
+    if not mve_padded_runs(weight.shape):
+        return weight.reshape(c_out, -1)
+    padded = np.zeros((c_out, kh, 16), dtype=weight.dtype)
+    padded[:, :, : kw * c_in] = weight.reshape(c_out, kh, kw * c_in)
+    return padded.reshape(c_out, -1)
 
 
 def pointwise_input_pixels(input_shape, output_shape, stride) -> np.ndarray:

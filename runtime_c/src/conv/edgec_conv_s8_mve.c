@@ -5,6 +5,13 @@
  */
 #include "edgec_nn.h"
 
+/* The three-row direct-read routines are one asm statement longer than the 4095 characters C99
+ * promises a string literal; the assembler takes any length, GCC does not count asm strings, and
+ * clang's -pedantic does. */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Woverlength-strings"
+#endif
+
 /* ==== Helium: 4 channels x 2 pixels per VMLADAVA micro-kernel step ============================ */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 
@@ -218,24 +225,351 @@ static void mve_blocks_4x2_even_strict_quads(mve_block_run *run)
 {
     MVE_BLOCKS_4X2(MVE_GROUPS_EVEN_QUADS, MVE_OUTPUT_STRICT);
 }
+
+/*
+ * Direct reads: a run of pixel pairs whose receptive fields lie inside the input and need no
+ * im2col copy. Each field is `runs` (1 or 3) runs of run_groups * 16 bytes, `skip` bytes apart
+ * after each run's end (row_step - run_len): a window's rows of KW * C_in bytes when that is a
+ * multiple of 16, or a 1x1 stride-1 layer's pixel (C_in bytes, read on to whole groups: the
+ * filter is zero there). Pixel b's field is a fixed distance after pixel a's, and each pair's
+ * fields pair_step bytes after the previous pair's. The blocks are mve_blocks_4x2's (4 channels,
+ * biases, output stage on one vector per pixel); after a pair's last block the assembly resets
+ * the filter and the per-channel pointers and moves on to the next pair itself.
+ */
+typedef struct {
+    const int8_t *row_a;        /*  0: this pair's fields */
+    const int8_t *row_b;        /*  4 */
+    int32_t pairs_per_run;      /*  8: group pairs per run after its odd group; 1 or 3 groups, 3 runs: skip */
+    int32_t skip;               /* 12: from a run's end to the next run */
+    const int32_t *multiplier;  /* 16 */
+    const int32_t *shift;       /* 20 */
+    int8_t *out_a;              /* 24 */
+    int8_t *out_b;              /* 28 */
+    int32_t blocks;             /* 32: >= 1 */
+    int32_t offset;             /* 36 */
+    const int32_t *bias;        /* 40: the next block's */
+    int32_t pairs;              /* 44: pixel pairs left, >= 1 */
+    int32x4_t lo;               /* 48: act_min - offset in every lane */
+    int32x4_t hi;               /* 64: act_max - offset */
+    const int8_t *filter0;      /* 80: what a pair starts from */
+    const int32_t *bias0;       /* 84 */
+    const int32_t *multiplier0; /* 88 */
+    const int32_t *shift0;      /* 92 */
+    int32_t blocks0;            /* 96 */
+    int32_t pair_step;          /* 100: from one pair's fields to the next's */
+    int32_t out_c;              /* 104 */
+    int32_t copy_bytes;         /* 108: copied from src to row_a at each pair's start, or 0 */
+    const int8_t *src;          /* 112 */
+    int32_t src_step;           /* 116 */
+} mve_direct_run;
+
+typedef char mve_direct_run_layout[offsetof(mve_direct_run, skip) == 12 && offsetof(mve_direct_run, pairs) == 44 &&
+                                           offsetof(mve_direct_run, lo) == 48 &&
+                                           offsetof(mve_direct_run, filter0) == 80 &&
+                                           offsetof(mve_direct_run, src) == 112
+                                       ? 1
+                                       : -1];
+
+/* The runs of a block: each one mve_blocks_4x2's groups (MVE_GROUPS_ODD/_EVEN, r9 = the run's
+ * group pairs after its odd group), which leave r5 at the run's end and r3 16 bytes past it (the
+ * preloaded next group: the driver keeps that read inside the input); then both move on by skip. */
+#define MVE_DIRECT_SKIP \
+    "ldr r9, [%[run], #12]\n\tadd r5, r5, r9\n\tsub r9, r9, #16\n\tadd r3, r3, r9\n\tldr r9, [%[run], #8]\n\t"
+#define MVE_DIRECT_RUNS3(groups) groups MVE_DIRECT_SKIP groups MVE_DIRECT_SKIP groups
+/* one group per run counts nothing: r9 holds skip itself */
+#define MVE_DIRECT_SKIP_SINGLE "add r5, r5, r9\n\tadd r3, r3, r9\n\tsub r3, r3, #16\n\t"
+#define MVE_DIRECT_RUNS3_SINGLE MVE_GROUP MVE_DIRECT_SKIP_SINGLE MVE_GROUP MVE_DIRECT_SKIP_SINGLE MVE_GROUP
+/* ... and so do three (a 3x3 window over 16 channels): one group, then one pair, unrolled */
+#define MVE_DIRECT_TRIPLE MVE_GROUP MVE_PAIR_BODY("")
+#define MVE_DIRECT_RUNS3_TRIPLE \
+    MVE_DIRECT_TRIPLE MVE_DIRECT_SKIP_SINGLE MVE_DIRECT_TRIPLE MVE_DIRECT_SKIP_SINGLE MVE_DIRECT_TRIPLE
+
+/* mve_blocks_4x2's block loop over a run of pixel pairs: after a pair's last block, the next
+ * pair's fields, outputs, and the filter and per-channel pointers from their start. */
+#define MVE_DIRECT_4X2(runs, output)                                                                               \
+    __asm__ volatile("vldrw.u32 q6, [%[run], #48]\n\t"                                                             \
+                     "vldrw.u32 q7, [%[run], #64]\n\t"                                                             \
+                     "ldr r1, [%[run], #80]\n"                                                                     \
+                     "5:\n\t"                                                                                      \
+                     "ldr r0, [%[run], #108]\n\t"                                                                  \
+                     "ldr r2, [%[run], #112]\n\t"                                                                  \
+                     "ldr r3, [%[run]]\n\t"                                                                        \
+                     "wlstp.8 lr, r0, 6f\n"                                                                        \
+                     "7:\n\t"                                                                                      \
+                     "vldrb.u8 q0, [r2], #16\n\t"                                                                  \
+                     "vstrb.8 q0, [r3], #16\n\t"                                                                   \
+                     "letp lr, 7b\n"                                                                               \
+                     "6:\n"                                                                                        \
+                     "2:\n\t"                                                                                      \
+                     "ldr r9, [%[run], #40]\n\t"                                                                   \
+                     "ldm r9, {r8, r10, r12, lr}\n\t"                                                              \
+                     "ldm r9!, {r0, r2, r4, r6}\n\t"                                                               \
+                     "str r9, [%[run], #40]\n\t"                                                                   \
+                     "ldm %[run], {r3, r5, r9}\n\t" runs "vmov q0[2], q0[0], r0, r4\n\t"                           \
+                     "vmov q0[3], q0[1], r2, r6\n\t"                                                               \
+                     "add r9, %[run], #16\n\t"                                                                     \
+                     "ldm r9, {r0, r2, r3, r4, r5, r6}\n\t"                                                        \
+                     "vldrw.u32 q2, [r0], #16\n\t"                                                                 \
+                     "vmov q1[2], q1[0], r8, r12\n\t"                                                              \
+                     "vldrw.u32 q3, [r2], #16\n\t"                                                                 \
+                     "vmov q1[3], q1[1], r10, lr\n\t" output "subs r5, r5, #1\n\t"                                 \
+                     "stm r9, {r0, r2, r3, r4, r5}\n\t"                                                            \
+                     "bne 2b\n\t"                                                                                  \
+                     "ldr r0, [%[run], #44]\n\t"                                                                   \
+                     "subs r0, r0, #1\n\t"                                                                         \
+                     "beq 9f\n\t"                                                                                  \
+                     "str r0, [%[run], #44]\n\t"                                                                   \
+                     "add r0, %[run], #80\n\t"                                                                     \
+                     "ldm r0, {r0, r1, r2, r3, r6, r8, r9}\n\t"                                                    \
+                     "ldrd r10, r12, [%[run], #112]\n\t"                                                           \
+                     "add r10, r10, r12\n\t"                                                                       \
+                     "str r10, [%[run], #112]\n\t"                                                                 \
+                     "ldrd r10, r12, [%[run]]\n\t"                                                                 \
+                     "ldrd r4, r5, [%[run], #24]\n\t"                                                              \
+                     "add r10, r10, r8\n\t"                                                                        \
+                     "add r12, r12, r8\n\t"                                                                        \
+                     "add r4, r4, r9\n\t"                                                                          \
+                     "add r5, r5, r9\n\t"                                                                          \
+                     "strd r10, r12, [%[run]]\n\t"                                                                 \
+                     "str r1, [%[run], #40]\n\t"                                                                   \
+                     "add r8, %[run], #16\n\t"                                                                     \
+                     "stm r8, {r2, r3, r4, r5, r6}\n\t"                                                            \
+                     "mov r1, r0\n\t"                                                                              \
+                     "b 5b\n"                                                                                      \
+                     "9:"                                                                                          \
+                     :                                                                                             \
+                     : [run] "r"(run)                                                                              \
+                     : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr", "q0", "q1", "q2", \
+                       "q3", "q4", "q5", "q6", "q7", "memory", "cc")
+
+#define MVE_DIRECT_VARIANT(name, runs, output) \
+    static void name(mve_direct_run *run)      \
+    {                                          \
+        MVE_DIRECT_4X2(runs, output);          \
+    }
+MVE_DIRECT_VARIANT(mve_direct_4x2_odd_strict, MVE_GROUPS_ODD, MVE_OUTPUT_STRICT)
+MVE_DIRECT_VARIANT(mve_direct_4x2_even_strict, MVE_GROUPS_EVEN, MVE_OUTPUT_STRICT)
+MVE_DIRECT_VARIANT(mve_direct_4x2_odd_runs3_strict, MVE_DIRECT_RUNS3(MVE_GROUPS_ODD), MVE_OUTPUT_STRICT)
+MVE_DIRECT_VARIANT(mve_direct_4x2_even_runs3_strict, MVE_DIRECT_RUNS3(MVE_GROUPS_EVEN), MVE_OUTPUT_STRICT)
+/* one group per run (a 16-channel pixel, a padded stem row): no group pairs to count */
+MVE_DIRECT_VARIANT(mve_direct_4x2_single_strict, MVE_GROUP, MVE_OUTPUT_STRICT)
+MVE_DIRECT_VARIANT(mve_direct_4x2_single_runs3_strict, MVE_DIRECT_RUNS3_SINGLE, MVE_OUTPUT_STRICT)
+MVE_DIRECT_VARIANT(mve_direct_4x2_triple_runs3_strict, MVE_DIRECT_RUNS3_TRIPLE, MVE_OUTPUT_STRICT)
+MVE_DIRECT_VARIANT(mve_direct_4x2_even_strict_quads, MVE_GROUPS_EVEN_QUADS, MVE_OUTPUT_STRICT)
+MVE_DIRECT_VARIANT(mve_direct_4x2_even_runs3_strict_quads, MVE_DIRECT_RUNS3(MVE_GROUPS_EVEN_QUADS), MVE_OUTPUT_STRICT)
 #endif
+
+/*
+ * A 3x3 window whose rows are 8 to 15 bytes (KW * C_in: an RGB or two-channel stem) over a C_out
+ * that is a multiple of 4 has each row padded to 16 taps in the packed filter
+ * (edgec.ops.conv.mve_padded_runs: the same rule), so that a field inside the input is three
+ * 16-byte reads, whatever follows each row (the filter is zero there). The im2col copies of such
+ * a layer place the rows 16 bytes apart. (Other C_out would pay the padding without the reads.)
+ */
+static int mve_padded_runs(const conv_window *win, int32_t out_c)
+{
+    return win->k_h == 3 && win->run_len >= 8 && win->run_len < 16 && out_c % 4 == 0;
+}
 
 /* im2col_row with the window's sizes held in locals: copy_run's assembly clobbers memory, so
  * read through `win` they would be reloaded for every filter row. */
-static void mve_im2col_row(int8_t *row, const conv_window *win, pixel_cursor px)
+static void mve_im2col_row(int8_t *row, const conv_window *win, pixel_cursor px, int padded)
 {
     const int8_t *src = window_inside(win, px);
+    const int32_t run_len = win->run_len;
     if (src == NULL) {
         im2col_pixel(row, &int8_row, win, px);
+        if (padded) { /* the rows from run_len bytes apart to 16, the last first */
+            copy_run(row + 32, row + 2 * run_len, run_len);
+            copy_run(row + 16, row + run_len, run_len); /* one 16-byte load, then the store */
+        }
         return;
     }
     const int32_t k_h = win->k_h;
-    const int32_t run_len = win->run_len;
+    const int32_t dst_step = padded ? 16 : run_len;
     const int32_t row_step = win->row_step;
-    for (int32_t ky = 0; ky < k_h; ky++, row += run_len, src += row_step) {
+    for (int32_t ky = 0; ky < k_h; ky++, row += dst_step, src += row_step) {
         copy_run(row, src, run_len);
     }
 }
+
+#if defined(__OPTIMIZE__)
+/* How a layer's fields can be read in place (mve_direct_4x2), fixed per layer; runs == 0: never. */
+typedef struct {
+    int32_t runs;       /* 1 or 3 */
+    int contiguous;     /* a 1x1 stride-1 unpadded layer: pixel p's field at input + p * C_in, which
+                           the assembly copies, a pair (2 * C_in bytes) at a time, into scratch */
+    int32_t b_step;     /* from pixel a's field to pixel b's */
+    uintptr_t in_end;   /* the input's end: no read may pass it */
+    uintptr_t out_end;  /* the output's end */
+    int32_t field_span; /* from pixel a's field start to the end of the pair's reads */
+    int32_t ahead;      /* output pixels stored while a pair's fields are read: 2, or 0 if copied */
+} mve_direct_layer;
+
+static mve_direct_layer mve_direct_layer_make(const conv_window *win, const edgec_dims *input_dims,
+                                              const edgec_dims *output_dims, const int8_t *output)
+{
+    const edgec_conv_params *p = win->params;
+    const int32_t c_in = input_dims->c;
+    mve_direct_layer d;
+    d.contiguous = win->k_h == 1 && win->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+                   p->pad_left == 0 && output_dims->h == input_dims->h && output_dims->w == input_dims->w;
+    d.runs = 0;
+    if (output_dims->c % 4 == 0) {
+        if (d.contiguous) {
+            d.runs = 1;
+        } else if ((win->run_len % 16 == 0 || mve_padded_runs(win, output_dims->c)) &&
+                   (win->k_h == 1 || win->k_h == 3) && win->inside_x.last > 0) {
+            d.runs = win->k_h;
+        }
+    }
+    d.b_step = d.contiguous ? c_in : p->stride_w * c_in;
+    d.ahead = d.contiguous ? 0 : 2;
+    d.in_end = (uintptr_t)(win->input + input_dims->n * input_dims->h * win->in_row_len);
+    d.out_end = (uintptr_t)(output + output_dims->n * output_dims->h * output_dims->w * output_dims->c);
+    /* pixel a reads 16 bytes past its last run, pixel b up to its last run's end; a copy 2 * C_in */
+    const int32_t run_reads = mve_padded_runs(win, output_dims->c) ? 16 : win->run_len;
+    d.field_span = d.contiguous ? 2 * c_in : (win->k_h - 1) * win->row_step + run_reads + EDGEC_MAX(16, d.b_step);
+    return d;
+}
+
+/* px moved on by n pixels */
+static void pixel_skip(pixel_cursor *px, int32_t n, const edgec_dims *output_dims)
+{
+    const int32_t ox = px->ox + n;
+    const int32_t oy = px->oy + ox / output_dims->w;
+    px->ox = ox % output_dims->w;
+    px->b += oy / output_dims->h;
+    px->oy = oy % output_dims->h;
+}
+
+/*
+ * How many pixel pairs from pixel p (at px, its field at *field) mve_direct_4x2 may run: both
+ * pixels of each inside the input (in one output row, unless the layer is contiguous), no read
+ * past the input's end, and -- when the output overlaps the input (in place) -- no output byte
+ * stored over input a pair still reads (pair j's reads start at its first field byte, and the
+ * output ahead of it ends d->ahead pixels after the pair's first; both grow linearly with j, so
+ * the first and last pair decide).
+ */
+static int32_t mve_direct_pairs(const mve_direct_layer *d, const conv_window *win, pixel_cursor px, int32_t p,
+                                int32_t pixels, const int8_t *output, int32_t out_c, const int8_t **field)
+{
+    int32_t n;
+    const int8_t *start;
+    if (d->contiguous) {
+        n = (pixels - p) / 2;
+        start = win->input + p * win->run_len;
+    } else {
+        start = window_inside(win, px);
+        n = start == NULL ? 0 : (win->inside_x.last - px.ox) / 2;
+    }
+    const int32_t pair_step = 2 * d->b_step;
+    while (n > 0 && (uintptr_t)(start + (n - 1) * pair_step) + d->field_span > d->in_end) {
+        n--;
+    }
+    const uintptr_t out0 = (uintptr_t)(output + p * out_c);
+    const uintptr_t in0 = (uintptr_t)win->input;
+    if (n > 0 && !(d->out_end <= in0 || out0 >= d->in_end)) {
+        const int32_t last = n - 1;
+        if (out0 + (uintptr_t)d->ahead * out_c > (uintptr_t)start ||
+            out0 + (uintptr_t)(2 * last + d->ahead) * out_c > (uintptr_t)(start + last * pair_step)) {
+            n = 0;
+        }
+    }
+    *field = start;
+    return n;
+}
+
+/* A layer's direct-read state (runs == 0: none); out of line, so that a layer without keeps
+ * mve_conv's pair loop as it was. */
+typedef struct {
+    int32_t runs;
+    mve_direct_layer layer;
+    mve_direct_run run;
+    void (*blocks)(mve_direct_run *);
+    const conv_window *win;
+    const edgec_dims *output_dims;
+    int8_t *output;
+    int8_t *scratch_row; /* where a contiguous layer's pairs are copied */
+    pixel_cursor px;     /* mve_direct_step's pixel after the pairs it ran */
+} mve_direct_state;
+
+static EDGEC_NOINLINE void mve_direct_setup(mve_direct_state *st, const conv_window *win, const edgec_dims *input_dims,
+                                            const edgec_dims *output_dims, int8_t *output,
+                                            const edgec_per_channel_quant *quant, const int8_t *packed_filter,
+                                            const int32_t *folded_bias, const mve_block_run *blocks,
+                                            int8_t *scratch_row)
+{
+    const mve_direct_layer d = mve_direct_layer_make(win, input_dims, output_dims, output);
+    const int32_t k = win->k_h * win->run_len;
+    const int32_t run_reads = mve_padded_runs(win, output_dims->c) ? 16 : win->run_len;
+    const int32_t run_groups = d.contiguous ? (k + 15) / 16 : run_reads / 16;
+    const int quads = run_groups / 2 >= 2 && run_groups % 2 == 0;
+    const int single = run_groups == 1;
+    st->runs = d.runs;
+    st->layer = d;
+    if (d.runs == 3) {
+        st->blocks = single                ? mve_direct_4x2_single_runs3_strict
+                     : run_groups == 3     ? mve_direct_4x2_triple_runs3_strict
+                     : quads               ? mve_direct_4x2_even_runs3_strict_quads
+                     : run_groups % 2 != 0 ? mve_direct_4x2_odd_runs3_strict
+                                           : mve_direct_4x2_even_runs3_strict;
+    } else {
+        st->blocks = single                ? mve_direct_4x2_single_strict
+                     : quads               ? mve_direct_4x2_even_strict_quads
+                     : run_groups % 2 != 0 ? mve_direct_4x2_odd_strict
+                                           : mve_direct_4x2_even_strict;
+    }
+    st->win = win;
+    st->output_dims = output_dims;
+    st->output = output;
+    st->scratch_row = scratch_row;
+    mve_direct_run *r = &st->run;
+    r->pairs_per_run = (single || run_groups == 3) && d.runs == 3 ? win->row_step - run_reads : run_groups / 2;
+    r->offset = blocks->offset;
+    r->skip = win->row_step - run_reads;
+    r->lo = blocks->lo;
+    r->hi = blocks->hi;
+    r->filter0 = packed_filter;
+    r->bias0 = folded_bias;
+    r->multiplier0 = quant->multiplier;
+    r->shift0 = quant->shift;
+    r->blocks0 = output_dims->c / 4;
+    r->pair_step = d.contiguous ? 0 : 2 * d.b_step;
+    r->out_c = output_dims->c;
+    r->copy_bytes = d.contiguous ? 2 * input_dims->c : 0;
+    r->src_step = 2 * d.b_step;
+}
+
+/* The pixel pairs from pixel p (at px) run by direct reads, if any: the pixels done (0: none,
+ * the caller copies the pair), st->px the pixel after them. */
+static EDGEC_NOINLINE int32_t mve_direct_step(mve_direct_state *st, pixel_cursor px, int32_t p, int32_t pixels)
+{
+    const int32_t out_c = st->output_dims->c;
+    const int8_t *field;
+    const int32_t n = mve_direct_pairs(&st->layer, st->win, px, p, pixels, st->output, out_c, &field);
+    if (n == 0) {
+        /* a 1x1 layer's stretch runs from here to its end: none now, none later */
+        st->runs = st->layer.contiguous ? 0 : st->runs;
+        return 0;
+    }
+    mve_direct_run *r = &st->run;
+    r->row_a = st->layer.contiguous ? st->scratch_row : field;
+    r->row_b = r->row_a + st->layer.b_step;
+    r->src = field;
+    r->bias = r->bias0;
+    r->multiplier = r->multiplier0;
+    r->shift = r->shift0;
+    r->out_a = st->output + p * out_c;
+    r->out_b = r->out_a + out_c;
+    r->blocks = r->blocks0;
+    r->pairs = n;
+    st->blocks(r);
+    pixel_skip(&px, 2 * n, st->output_dims);
+    st->px = px;
+    return 2 * n;
+}
+#endif
 
 static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
                              const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
@@ -247,11 +581,12 @@ static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_ch
         return EDGEC_ARG_ERROR;
     }
     const int32_t k = filter_dims->h * filter_dims->w * filter_dims->c;
-    const int32_t groups = (k + 15) / 16;
+    const conv_window win = conv_window_make(params, input_dims, input, filter_dims, output_dims);
+    const int padded = mve_padded_runs(&win, output_dims->c);
+    const int32_t groups = padded ? 3 : (k + 15) / 16;
     const int32_t row_len = 16 * groups;
     const int32_t out_c = output_dims->c;
     const int32_t pixels = output_dims->n * output_dims->h * output_dims->w;
-    const conv_window win = conv_window_make(params, input_dims, input, filter_dims, output_dims);
     const edgec_output_stage stage = edgec_output_stage_make(params->output_offset, params->act_min, params->act_max);
     int8_t *row_a = scratch; /* two receptive fields of row_len int8 */
     int8_t *row_b = scratch + row_len;
@@ -278,17 +613,34 @@ static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_ch
                           : (strict_right_shifts ? mve_blocks_4x2_even_strict
                              : right_shifts_only ? mve_blocks_4x2_even_right
                                                  : mve_blocks_4x2_even);
+    mve_direct_state direct;
+    direct.runs = 0;
+    if (out_c >= 4 && pixels >= 2 && strict_right_shifts) { /* a shift >= 0 keeps the copies */
+        mve_direct_setup(&direct, &win, input_dims, output_dims, output, quant, packed_filter, folded_bias, &run,
+                         row_a);
+    }
 #endif
 
-    fill_run(row_a + k, 0, row_len - k); /* the filter is zero there */
-    fill_run(row_b + k, 0, row_len - k);
+    const int32_t taps = padded ? 0 : k;       /* the padded rows' gaps: the filter is zero there too */
+    fill_run(row_a + taps, 0, row_len - taps); /* the filter is zero there */
+    fill_run(row_b + taps, 0, row_len - taps);
     for (int32_t p = 0; p < pixels; p += 2) {
+#if defined(__OPTIMIZE__)
+        if (direct.runs != 0) {
+            const int32_t done = mve_direct_step(&direct, px, p, pixels);
+            if (done > 0) {
+                px = direct.px;
+                p += done - 2;
+                continue;
+            }
+        }
+#endif
         const int has_b = p + 1 < pixels;
         int8_t *out_a = output + p * out_c;
-        mve_im2col_row(row_a, &win, px);
+        mve_im2col_row(row_a, &win, px, padded);
         pixel_next(&px, output_dims);
         if (has_b) {
-            mve_im2col_row(row_b, &win, px);
+            mve_im2col_row(row_b, &win, px, padded);
             pixel_next(&px, output_dims);
         }
         int32_t c = 0;

@@ -71,7 +71,10 @@ static int32_t run_conv(const int32_t *h, payload_cursor *cursor, int8_t *block,
     const int32_t blocking = isa == ISA_MVE ? 4 : 2; /* channels per micro-kernel block */
     const int32_t rows = (c_out + blocking - 1) / blocking * blocking;
     const int32_t group = isa == ISA_MVE ? 16 : 4;
-    const int32_t k = desc.kernel_h * desc.kernel_w * desc.input_c;
+    const int32_t run_len = desc.kernel_w * desc.input_c;
+    /* Helium: a 3x3 window's rows of 8 to 15 taps padded to 16 (edgec.ops.conv.mve_packed_taps) */
+    const int padded = isa == ISA_MVE && desc.kernel_h == 3 && run_len >= 8 && run_len < 16 && c_out % 4 == 0;
+    const int32_t k = padded ? 48 : desc.kernel_h * run_len;
     const int32_t input_bytes = desc.batches * desc.input_h * desc.input_w * desc.input_c;
     const int8_t *input = take(cursor, input_bytes);
     const int32_t tap_bytes = isa == ISA_DSP_WIDE ? 2 : 1;
