@@ -475,3 +475,26 @@ def test_a_prelu_outside_a_stage_reads_tables_made_at_compile_time(plane_prelu, 
     )
     small = compile_for(plane_prelu, get_target(target).with_opt("size"))
     assert [op.kernel.function for op in small.graph.ops if op.kind == "prelu"] == ["edgec_prelu_s8"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_verify_checks_a_stages_layers_one_by_one_and_the_stage_against_them(detector, stream):
+    """verify's layer check judges each layer of a band stage fed the program's values (judged as
+    one, a chain of layers compounds its roundings: PNet's stage under --ram 26K showed 4 steps) and
+    fails a stage that departs from its layers run whole: here one action's pad_top moved."""
+    from edgec.tools.verify import layer_agreement, qdq_reference
+
+    banded = _banded(detector, 0, 6, 2, stream)
+    samples = [np.random.default_rng(seed).random(SHAPES[Detector], dtype=np.float32) for seed in (1, 2)]
+    reference = qdq_reference(banded, samples)
+    rows = layer_agreement(banded, reference)
+    assert [row["layer"] for row in rows] == [op.name for op in detector.graph.ops]
+    assert all(row["checked"] and row["failure"] is None for row in rows if row["op"] != "reshape")
+
+    stage = banded.graph.ops[0]
+    actions = stage.attrs["actions"].copy()
+    first_layer = int(np.nonzero(actions[:, 0] >= 0)[0][0])
+    actions[first_layer, 5] += 1  # that band's pad_top: its rows shift by one
+    stage.attrs = {**stage.attrs, "actions": actions}
+    failures = [row["failure"] for row in layer_agreement(banded, reference) if row["failure"]]
+    assert failures and all("band stage" in failure for failure in failures), failures

@@ -25,6 +25,7 @@ from edgec.errors import EdgecError
 from edgec.ir import Graph, to_torch_order
 from edgec.numerics import divide_by_power_of_two
 from edgec.ops import unit_of
+from edgec.ops.band import BandStage, banded_layers
 from edgec.ops.recurrent import reset_state
 from edgec.pipeline import compile_for, emit, token_rows
 from edgec.targets import device
@@ -470,21 +471,32 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
     without a float counterpart takes the golden value its producer computed here; a recurrent
     layer is compared step by step with the program's float cell (recurrent_differences).
 
+    A band stage's layers are checked one by one like any other (the stage runs a chain of them
+    over row bands: judged as one, their roundings would compound), and the stage itself must
+    equal its layers run one after the other (band_stage_departure).
+
     Each row: layer, op, source, checked (False: `skipped` says why), failure (None or why the
     layer breaks judge's rule), max_steps, beyond_fraction, tolerance."""
     graph = compiled.graph
+    layers = [layer for op in graph.ops for layer in banded_layers(op)]
     chained = [{} for _ in float_values]
     ranges = program_ranges(compiled)
     # A chained value is exact when data movement made it from the reference's values: comparing
     # what reads it is fair; a value a computing layer made carries that layer's rounding (and a
     # recurrent layer's drift over its steps), which its readers must not be blamed for.
     inexact: dict[str, str] = {}
-    diffs: dict[str, list] = {op.name: [] for op in graph.ops}
-    frees: dict[str, list] = {op.name: [] for op in graph.ops}
-    expecteds: dict[str, list] = {op.name: [] for op in graph.ops}  # the reference values (no recurrent)
+    diffs: dict[str, list] = {op.name: [] for op in layers}
+    frees: dict[str, list] = {op.name: [] for op in layers}
+    expecteds: dict[str, list] = {op.name: [] for op in layers}  # the reference values (no recurrent)
     tolerances: dict[str, np.ndarray] = {}
     skipped: dict[str, str] = {}
-    for op in graph.ops:
+    stages = {
+        layer.name: band_stage_departure(op, graph, float_values, ranges)
+        for op in graph.ops
+        if op.kind == BandStage.kind
+        for layer in banded_layers(op)
+    }
+    for op in layers:
         out = graph.tensors[op.outputs[0]]
         from_layers = [
             inexact[graph.storage(name)]
@@ -538,7 +550,7 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
             tolerances[op.name] = np.broadcast_to(tolerance, diff.shape).reshape(-1, width)
     program = program_qparams(compiled)
     rows = []
-    for op in graph.ops:
+    for op in layers:
         row = {
             "layer": op.name,
             "op": op.kind,
@@ -562,12 +574,35 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
         names = [name for name in op.outputs if not _requantized_to_the_program(graph, name)]
         names += [name for name in op.inputs if name in graph.inputs]
         row["failure"] = next(
-            filter(None, (_qparams_departure(graph.tensors[name], program) for name in names)), row["failure"]
+            filter(None, (_qparams_departure(graph.tensors[name], program) for name in names)),
+            stages.get(op.name) or row["failure"],
         )
         if row["failure"] and "tflite_departure" in op.attrs:  # the converter's reading, not the program's
             row.update(failure=None, checked=False, skipped=f"--tflite-compatible: {op.attrs['tflite_departure']}")
         rows.append(row)
     return rows
+
+
+def band_stage_departure(stage, graph, float_values: list[dict], ranges: dict) -> str | None:
+    """Why a band stage's outputs differ from its layers' run one after the other on the whole
+    maps (golden kernels, the reference's input), or None: the stage only reorders the work."""
+    source = graph.tensors[graph.storage(stage.inputs[0])]
+    for values in float_values:
+        if not _has_reference(source, values):
+            return None
+        x = np.asarray(_quantized(source, _reference(source, values), ranges)).reshape(
+            graph.tensors[stage.inputs[0]].shape
+        )
+        maps = {stage.inputs[0]: x}
+        for layer in banded_layers(stage):
+            out = unit_of(layer).golden(layer, graph, [maps[name] for name in layer.inputs])
+            maps[layer.outputs[0]] = np.asarray(out[0] if isinstance(out, (list, tuple)) else out)
+        got = unit_of(stage).golden(stage, graph, [x])
+        for name, result in zip(stage.outputs, got if isinstance(got, (list, tuple)) else [got]):
+            differing = int(np.count_nonzero(np.asarray(result).ravel() != maps[name].ravel()))
+            if differing:
+                return f"its band stage's {name} differs from its layers run whole in {differing} values"
+    return None
 
 
 def _differences(compiled, op, inputs: list[np.ndarray], got: np.ndarray, values: dict, ranges: dict):
