@@ -249,3 +249,33 @@ def test_the_cli_takes_tflite_compatible(tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / "lenet5_tanh.h").exists()
+
+
+def program_outputs(data: Path, name: str) -> np.ndarray:
+    """The program's own int8 outputs for the stored inputs: its Q/DQ graph run in float on the
+    dequantized inputs, the result quantized at the output's qparams (torch's half to even)."""
+    import torch
+
+    module, reference = _quantized(data, name).quantized_module, _reference(data, name)
+    (s_in, z_in), (s_out, z_out) = reference["input_qparams"], reference["output_qparams"]
+    outputs = []
+    for x in reference["inputs"]:
+        dequantized = np.asarray((x.astype(np.float32) - np.float32(z_in)) * np.float32(s_in), np.float32)
+        y = module(torch.from_numpy(dequantized[None]))
+        y = y[0] if isinstance(y, (tuple, list)) else y
+        outputs.append(torch.clamp(torch.round(y / float(s_out)) + int(z_out), -128, 127).detach().numpy().ravel())
+    return np.stack(outputs).astype(np.int64)
+
+
+# kws_conv1d is the one program where edgec's default reading is further from the program than
+# TFLite Micro (mean 0.52 vs 0.30 steps, docs/tflite-compatible.md): left open (issue #27).
+@pytest.mark.parametrize("name", sorted(TFLITE_COMPATIBLE - {"kws_conv1d"}))
+def test_the_default_reading_is_no_further_from_the_program_than_tflite_micro(name):
+    """Where the converter departs from the program (TFLITE_COMPATIBLE), edgec's default reading
+    follows the program: its mean distance from the program's own outputs is at most TFLite Micro's."""
+    program = program_outputs(DATA, name)
+    compiled = _compiled(DATA, name, tflite_compatible=False)
+    reference = _reference(DATA, name)
+    edgec = _torch_order(compiled, verify.golden_outputs(compiled.graph, _rows(compiled, reference["inputs"])))
+    tflm = reference["outputs"].astype(np.int64).reshape(program.shape)
+    assert np.abs(edgec.reshape(program.shape) - program).mean() <= np.abs(tflm - program).mean()
