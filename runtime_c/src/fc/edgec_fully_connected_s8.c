@@ -514,11 +514,12 @@ static __attribute__((naked, noinline)) void dsp_fc_blocks_wide(dsp_fc_run *run 
 // clang-format on
 
 /* Inputs up to which the int8 routine's input row is widened once, on the stack (8 bytes a group of
- * 4 inputs, twice the row: at most 2,048 B), when it has 8 whole blocks or more: dsp_fc_blocks_int8_widened_x then
+ * 4 inputs, twice the row: at most 512 B, so that a model's invoke stack stays under 1 KiB: at 1,024
+ * inputs the AD autoencoder's took 1,644 B), when it has 8 whole blocks or more: dsp_fc_blocks_int8_widened_x then
  * loads a group's input as two words in the filter's pipelined run of loads instead of one and two
  * SXTB16 (34 estimated cycles a group instead of 35) and needs no last partial group per block;
  * widening costs about 7 cycles a group, so fewer blocks would not repay it. */
-#define DSP_FC_WIDENED_X_MAX 1024
+#define DSP_FC_WIDENED_X_MAX 256
 
 static EDGEC_NOINLINE void dsp_fc_blocks_widening_x(dsp_fc_run *run, int32_t input_size)
 {
