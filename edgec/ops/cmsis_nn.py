@@ -362,7 +362,7 @@ class CmsisAdd(_ContextBuffer, Add):
             f"{op.kernel.function}({names.ptr(op.inputs[0])}, {names.ptr(op.inputs[1])}, {arguments}, "
             f"{names.ptr(op.outputs[0])}, {outputs}, {graph.tensors[op.outputs[0]].elements})"
         )
-        return CCall(_checked(call), [], [])
+        return CCall(f"{{\n    {_checked(call)}\n    }}", [], [])  # a block: several adds declare `result`
 
 
 class CmsisSoftmax(_ContextBuffer, Softmax):
