@@ -868,9 +868,15 @@ def _rounded_twice(tensor, value: np.ndarray, right: np.ndarray, ranges: dict) -
     steps = np.clip(np.asarray(value, np.float64) / tensor.scale, -(2.0**20), 2.0**20) * 2.0**right
     first = (np.sign(steps) * np.floor(np.abs(steps) + 0.5)).astype(np.int64)
     q = divide_by_power_of_two(first, np.broadcast_to(right, first.shape)) + tensor.zero_point
+    low, high = _quant_range(tensor, ranges)
+    return sim.stored(tensor, np.clip(q, low, high).astype(sim.INT_DTYPES[tensor.dtype]))
+
+
+def _quant_range(tensor, ranges: dict | None) -> tuple[int, int]:
+    """The range the program's quantize of `tensor` uses (`ranges`: program_ranges), within its dtype's."""
     info = np.iinfo(sim.INT_DTYPES[tensor.dtype])
-    low, high = ranges.get((tensor.source, tensor.dtype), (int(info.min), int(info.max)))
-    return sim.stored(tensor, np.clip(q, max(int(info.min), low), min(int(info.max), high)).astype(info.dtype))
+    low, high = (ranges or {}).get((tensor.source, tensor.dtype), (int(info.min), int(info.max)))
+    return max(int(info.min), low), min(int(info.max), high)
 
 
 def _quantized(tensor, value: np.ndarray, ranges: dict | None = None) -> np.ndarray:
@@ -881,14 +887,13 @@ def _quantized(tensor, value: np.ndarray, ranges: dict | None = None) -> np.ndar
 
     if tensor.dtype == "int32":  # token ids (argmax indices): integers already
         return sim.stored(tensor, np.asarray(value).astype(np.int32))
-    info = np.iinfo(sim.INT_DTYPES[tensor.dtype])
-    low, high = (ranges or {}).get((tensor.source, tensor.dtype), (int(info.min), int(info.max)))
+    low, high = _quant_range(tensor, ranges)
     q = torch.ops.quantized_decomposed.quantize_per_tensor(
         torch.from_numpy(np.ascontiguousarray(value, dtype=np.float32)),
         tensor.scale,
         tensor.zero_point,
-        max(int(info.min), low),
-        min(int(info.max), high),
+        low,
+        high,
         getattr(torch, tensor.dtype),
     )
     return sim.stored(tensor, q.numpy())
