@@ -239,6 +239,30 @@ def test_aliases_compile_as_the_operator_they_name(tmp_path):
     assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((5, 1, 6))).exact
 
 
+class ClampByTensors(nn.Module):
+    """torch.clamp with tensor bounds: a per-feature clip (constants) and a clip to another live tensor."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 6)
+        self.register_buffer("low", -torch.linspace(0.2, 1.0, 6))
+        self.register_buffer("high", torch.linspace(0.3, 1.2, 6))
+
+    def forward(self, x):
+        y = torch.clamp(self.fc(x), self.low, self.high)
+        return y + torch.clip(x, max=y) + x.clamp(min=self.low)
+
+
+def test_clamp_with_tensor_bounds_is_max_then_min(tmp_path):
+    rng = np.random.default_rng(9)
+    compiled = compile_model(
+        _factory_file(tmp_path, "ClampByTensors", (1, 6)), calibration=rng.standard_normal((8, 1, 6))
+    )
+    ops = sorted(op.attrs["op"] for op in compiled.graph.ops if op.kind == "binary" and op.attrs["op"] != "add")
+    assert ops == ["maximum", "maximum", "minimum", "minimum"]
+    assert _bit_exact(compiled, tmp_path / "out", tmp_path, rng.standard_normal((5, 1, 6))).exact
+
+
 def test_build_warns_on_collapsed_weights_and_saturated_biases():
     from types import SimpleNamespace
 

@@ -109,7 +109,11 @@ GETITEM = operator.getitem
 # Operators passes/normalize.py rewrites into the primitives edgec lowers (layer norm, batch norm,
 # matmul, softmax).
 GROUP_NORMS = {aten.group_norm.default, aten.instance_norm.default}
-DECOMPOSED = GROUP_NORMS | {aten.scaled_dot_product_attention.default, aten.topk.default}  # topk: k=1 only
+DECOMPOSED = GROUP_NORMS | {
+    aten.clamp.Tensor,  # max then min
+    aten.scaled_dot_product_attention.default,
+    aten.topk.default,  # k=1 only
+}
 # Other spellings of one operator (passes/normalize.py renames them): torch.clip, torch.max(a, b).
 ALIASES = {
     aten.clip.default: aten.clamp.default,

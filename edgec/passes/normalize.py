@@ -50,6 +50,7 @@ def normalize(module: GraphModule) -> GraphModule:
     changed |= _decompose_attention(module)
     changed |= _decompose_group_norms(module)
     changed |= _top1_as_max_and_argmax(module)
+    changed |= _clamp_by_tensors_as_max_and_min(module)
     changed |= _constant_cat_as_pad_and_add(module)
     changed |= _merge_constant_adds(module)
     if changed:
@@ -345,6 +346,30 @@ def _top1_as_max_and_argmax(module: GraphModule) -> bool:
             _derived(new, node)
             user.replace_all_uses_with(new)
             graph.erase_node(user)
+        graph.erase_node(node)
+        changed = True
+    return changed
+
+
+def _clamp_by_tensors_as_max_and_min(module: GraphModule) -> bool:
+    """torch.clamp(x, lo, hi) with tensor bounds (or torch.clip): min(max(x, lo), hi), an omitted bound
+    omitted, so the bounds broadcast (a per-channel clip) as maximum/minimum's operands do."""
+    changed = False
+    graph = module.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target != aten.clamp.Tensor:
+            continue
+        options = dict(zip(("min", "max"), node.args[1:]), **node.kwargs)
+        value = node.args[0]
+        with graph.inserting_before(node):
+            for bound, target in (
+                (options.get("min"), aten.maximum.default),
+                (options.get("max"), aten.minimum.default),
+            ):
+                if bound is not None:
+                    value = graph.call_function(target, (value, bound))
+                    _derived(value, node)
+        node.replace_all_uses_with(value)
         graph.erase_node(node)
         changed = True
     return changed
