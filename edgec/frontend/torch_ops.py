@@ -112,7 +112,6 @@ GROUP_NORMS = {aten.group_norm.default, aten.instance_norm.default}
 DECOMPOSED = GROUP_NORMS | {
     aten.clamp.Tensor,  # max then min
     aten.scaled_dot_product_attention.default,
-    aten.topk.default,  # k=1 only
 }
 # Other spellings of one operator (passes/normalize.py renames them): torch.clip, torch.max(a, b).
 ALIASES = {

@@ -902,6 +902,26 @@ typedef struct {
  */
 edgec_status edgec_argmax_s8(const edgec_argmax_desc *desc, const int8_t *input, int32_t *output);
 
+/* Descriptor of edgec_topk_s8 (fields from edgec.ops.argmax.topk_desc). */
+/* generated from edgec/ops/argmax.py: edgec_topk_desc */
+typedef struct {
+    int32_t outer;   /* the input viewed as [outer][axis_size][inner], contiguous */
+    int32_t axis_size;
+    int32_t inner;
+    int32_t k;       /* 1..axis_size: the output is [outer][k][inner] */
+    int32_t largest; /* 1: the k largest, in descending order; 0: the k smallest, ascending */
+} edgec_topk_desc;
+/* end of edgec_topk_desc */
+
+/*
+ * torch.topk(x, k, dim, largest) of int8 values: for each [o][i], the k largest (largest = 1, in
+ * descending order) or smallest (0, ascending) values along the axis, equal values in index order;
+ * values[o][j][i] (int8, the input's bytes) and indices[o][j][i] (int32), either pointer NULL when
+ * that output is not wanted. EDGEC_ARG_ERROR for NULL desc/input, both outputs NULL, a dimension
+ * < 1, k outside 1..axis_size, largest not 0 or 1, or 2^31 elements or more. Scratch: none.
+ */
+edgec_status edgec_topk_s8(const edgec_topk_desc *desc, const int8_t *input, int8_t *values, int32_t *indices);
+
 /* Descriptor of edgec_embedding_s8 (fields from edgec.ops.embedding). */
 /* generated from edgec/ops/embedding.py: edgec_embedding_desc */
 typedef struct {
