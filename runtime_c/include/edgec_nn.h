@@ -776,6 +776,24 @@ typedef struct {
  */
 edgec_status edgec_lut_s8(const edgec_lut_desc *desc, const int8_t *input, int8_t *output);
 
+/* Descriptor of edgec_lut_channels_s8 (fields from edgec.ops.lut.lut_channels_desc). */
+/* generated from edgec/ops/lut.py: edgec_lut_channels_desc */
+typedef struct {
+    int32_t pixels;   /* the tensor viewed as [pixels][channels], channels last, contiguous; >= 1 */
+    int32_t channels; /* >= 1: one 256-entry table each */
+} edgec_lut_channels_desc;
+/* end of edgec_lut_channels_desc */
+
+/*
+ * One int8 -> int8 table per channel, channels last: output[p][c] = tables[c][input[p][c] + 128]
+ * for pixels p and channels c (tables: channels x 256 entries, in flash). A per-channel affine (a
+ * BatchNorm no layer absorbs, run as a 1x1 depthwise convolution) through tables made at compile
+ * time from that layer's arithmetic. Each element is read before its output is written, so output
+ * == input is allowed. EDGEC_ARG_ERROR for NULL pointers, pixels or channels < 1. Scratch: none.
+ */
+edgec_status edgec_lut_channels_s8(const edgec_lut_channels_desc *desc, const int8_t *tables, const int8_t *input,
+                                   int8_t *output);
+
 /*
  * Descriptor of edgec_softmax_axis_s8 (fields from edgec.ops.softmax.softmax_axis_desc). The
  * tensor is viewed as [outer][axis_size][inner]: element (o, a, i) is at (o*axis_size + a)*inner + i.
