@@ -177,6 +177,23 @@ edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_dsp_wide_desc *desc, const 
 /* end of EDGEC_CONV_S8_MVE_SCRATCH_BYTES */
 /* edgec_conv_s8_dsp's contract with Helium's layout (R = 4, G = 16) and scratch. */
 edgec_status edgec_conv_s8_mve(const edgec_conv_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch);
+/*
+ * edgec_conv_s8_mve running only the assembly routines named, so that a program links only
+ * those: `blocks`, the layer's block routine (NULL below 4 output channels), and `direct`, its
+ * direct-read routine (or NULL when it reads no field in place; one named that the layer does
+ * not need is not run). EDGEC_ARG_ERROR if the layer needs a routine not named. Which routines a
+ * layer needs: edgec.ops.conv.mve_routines; the variants: their list in edgec_conv_s8_mve.c.
+ */
+typedef struct edgec_conv_mve_routine edgec_conv_mve_routine;
+extern const edgec_conv_mve_routine edgec_conv_mve_blocks_odd, edgec_conv_mve_blocks_even,
+    edgec_conv_mve_blocks_odd_right, edgec_conv_mve_blocks_even_right, edgec_conv_mve_blocks_odd_strict,
+    edgec_conv_mve_blocks_even_strict, edgec_conv_mve_blocks_odd_strict_quads, edgec_conv_mve_blocks_even_strict_quads,
+    edgec_conv_mve_direct_odd, edgec_conv_mve_direct_even, edgec_conv_mve_direct_odd_runs3,
+    edgec_conv_mve_direct_even_runs3, edgec_conv_mve_direct_single, edgec_conv_mve_direct_single_runs3,
+    edgec_conv_mve_direct_triple_runs3, edgec_conv_mve_direct_even_quads, edgec_conv_mve_direct_even_runs3_quads;
+edgec_status edgec_conv_s8_mve_with(const edgec_conv_desc *desc, const edgec_conv_mve_routine *blocks,
+                                    const edgec_conv_mve_routine *direct, const int8_t *input, int8_t *output,
+                                    int8_t *scratch);
 #endif
 
 /*
@@ -484,7 +501,7 @@ edgec_status edgec_add_s8_mve(const edgec_add_s8_desc *desc, const int8_t *input
                               int8_t *scratch);
 #endif
 
-/* ==== Binary family: elementwise ops with NumPy broadcasting (eltwise/edgec_binary_s8.c) ==== */
+/* ==== Binary family: elementwise ops with NumPy broadcasting (eltwise/edgec_binary_s8*.c) === */
 
 /*
  * Broadcasting, shared by edgec_binary_desc and edgec_prelu_desc: the output is a contiguous
