@@ -183,48 +183,20 @@ typedef char mve_block_run_layout[offsetof(mve_block_run, multiplier) == 16 && o
                      : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr", "q0", "q1", "q2", \
                        "q3", "q4", "q5", "q6", "q7", "memory", "cc")
 
-static void mve_blocks_4x2_odd(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_ODD, MVE_OUTPUT);
-}
-
-static void mve_blocks_4x2_even(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_EVEN, MVE_OUTPUT);
-}
-
-/* The same for a layer whose shifts are all <= 0: five instructions fewer per block. */
-static void mve_blocks_4x2_odd_right(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_ODD, MVE_OUTPUT_RIGHT);
-}
-
-static void mve_blocks_4x2_even_right(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_EVEN, MVE_OUTPUT_RIGHT);
-}
-
-/* ... and for one whose shifts are all < 0: two instructions fewer again. */
-static void mve_blocks_4x2_odd_strict(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_ODD, MVE_OUTPUT_STRICT);
-}
-
-static void mve_blocks_4x2_even_strict(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_EVEN, MVE_OUTPUT_STRICT);
-}
-
-/* ... with at least two group pairs per block: two per iteration. */
-static void mve_blocks_4x2_odd_strict_quads(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_ODD_QUADS, MVE_OUTPUT_STRICT);
-}
-
-static void mve_blocks_4x2_even_strict_quads(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_EVEN_QUADS, MVE_OUTPUT_STRICT);
-}
+/* The block routines (the variants' list below says what each serves). */
+#define MVE_BLOCKS_VARIANT(name, groups, output) \
+    static void name(mve_block_run *run)         \
+    {                                            \
+        MVE_BLOCKS_4X2(groups, output);          \
+    }
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_odd, MVE_GROUPS_ODD, MVE_OUTPUT)
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_even, MVE_GROUPS_EVEN, MVE_OUTPUT)
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_odd_right, MVE_GROUPS_ODD, MVE_OUTPUT_RIGHT)
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_even_right, MVE_GROUPS_EVEN, MVE_OUTPUT_RIGHT)
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_odd_strict, MVE_GROUPS_ODD, MVE_OUTPUT_STRICT)
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_even_strict, MVE_GROUPS_EVEN, MVE_OUTPUT_STRICT)
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_odd_strict_quads, MVE_GROUPS_ODD_QUADS, MVE_OUTPUT_STRICT)
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_even_strict_quads, MVE_GROUPS_EVEN_QUADS, MVE_OUTPUT_STRICT)
 
 /*
  * Direct reads: a run of pixel pairs whose receptive fields lie inside the input and need no
