@@ -63,12 +63,12 @@ IN_PLACE_SCRATCH = Scratch(
 PACKED_ROW_PIXELS = Scratch(
     "EDGEC_DEPTHWISE_PACKED_ROW_PIXELS",
     ("out_w", "stride_w", "k_w", "dilation_w"),
-    "(((out_w) - 1) * (stride_w) + ((k_w) - 1) * (dilation_w) + 1)",
+    "(((out_w)-1) * (stride_w) + ((k_w)-1) * (dilation_w) + 1)",  # spaced as clang-format spaces it
 )
 PACKED_SCRATCH = Scratch(
     "EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES",
     ("k_h", "row_pixels"),
-    "((k_h) * (row_pixels) * EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES)",
+    "((k_h) * (row_pixels) * (EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES))",  # parenthesized: not read as a cast
 )
 SCRATCH = (IN_PLACE_SCRATCH, PACKED_ROW_PIXELS, PACKED_SCRATCH)
 
