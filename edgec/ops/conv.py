@@ -81,8 +81,10 @@ STRUCTS = (
 CONV_DSP_SCRATCH = Scratch(
     "EDGEC_CONV_S8_DSP_SCRATCH_BYTES", ("k", "c_in"), "(((c_in) % 4 == 0 ? 24 : 28) * (((k) + 3) / 4))"
 )
+# edgec_conv_s8_dsp_wide_1x1x8: a band of 24 pixels of 8 bytes (its generic path needs 48 bytes)
+CONV_DSP_WIDE_1X1X8_SCRATCH = Scratch("EDGEC_CONV_S8_DSP_WIDE_1X1X8_SCRATCH_BYTES", (), "(8 * 24)")
 CONV_MVE_SCRATCH = Scratch("EDGEC_CONV_S8_MVE_SCRATCH_BYTES", ("k",), "(32 * (((k) + 15) / 16))")
-SCRATCH = (CONV_DSP_SCRATCH, CONV_MVE_SCRATCH)
+SCRATCH = (CONV_DSP_SCRATCH, CONV_DSP_WIDE_1X1X8_SCRATCH, CONV_MVE_SCRATCH)
 
 # The largest |product| of an int8 weight and an offset-corrected int8 activation:
 # w in [-128, 127], x - zp in [-255, 255].
@@ -447,15 +449,27 @@ class Conv2d(OpDef):
             function = f"edgec_conv_s8_{a['isa']}" + ("_wide" if a["wide"] else "")
         else:
             function = "edgec_conv_1x1_s8" if is_pointwise(a) else "edgec_conv_s8"
-        return packed_choice(
+        choice = packed_choice(
             function, a["isa"], target, a, "portable kernel: grouped convolutions have no packed kernel"
         )
+        if dsp_wide_1x1x8(a):
+            return KernelChoice(
+                function + "_1x1x8",
+                choice.variant,
+                choice.reason + "; a 1x1 stride-1 layer of 8 input channels and an even output count: one channel "
+                "at a time over bands of 24 pixels, its taps and requantization in registers (without a clamp and "
+                "with every channel's short requantization; else the pair routine)",
+            )
+        return choice
 
     def scratch_bytes(self, op, graph, target) -> int:
         if int4.is_int4(op):
             return int4.scratch_bytes(op)
         isa = op.attrs.get("isa")
-        return 0 if isa is None else packed_conv_scratch_bytes(isa, op.attrs["weight"].shape)
+        if isa is None:
+            return 0
+        generic = packed_conv_scratch_bytes(isa, op.attrs["weight"].shape)
+        return max(generic, CONV_DSP_WIDE_1X1X8_SCRATCH.value()) if dsp_wide_1x1x8(op.attrs) else generic
 
     def runtime_sources_of(self, op) -> tuple[str, ...]:
         if op.attrs.get("small"):
@@ -561,6 +575,14 @@ def packed_conv_scratch_bytes(isa: str, weight_shape) -> int:
     return 2 * k
 
 
+def dsp_wide_1x1x8(attrs) -> bool:
+    """edgec_conv_s8_dsp_wide_1x1x8's layers: the DSP kernel with a widened filter, 1x1, stride 1,
+    8 input channels, an even output channel count (its band routine stores whole channel pairs)."""
+    c_out, c_in = attrs["weight"].shape[0], attrs["weight"].shape[3]
+    pointwise = is_pointwise(attrs) and attrs["stride"] == (1, 1)
+    return attrs.get("isa") == DSP and bool(attrs.get("wide")) and pointwise and c_in == 8 and c_out % 2 == 0
+
+
 def is_pointwise(attrs) -> bool:
     """A 1x1 ungrouped, unpadded, undilated convolution: edgec_conv_1x1_s8's case."""
     return (
@@ -590,6 +612,8 @@ def emit_packed_conv_call(op, graph, names) -> CCall:
     if a["isa"] == MVE:
         k = mve_packed_taps(a["weight"].shape)
     required = CONV_DSP_SCRATCH.call(k, c_in) if a["isa"] == DSP else CONV_MVE_SCRATCH.call(k)
+    if dsp_wide_1x1x8(a):
+        required = CONV_DSP_WIDE_1X1X8_SCRATCH.call()
     desc = conv_desc(op, graph, weights, bias, struct)
     routines = [f"&{r}" if r else "NULL" for r in mve_routines(desc)] if a["isa"] == MVE else []
     return emit_desc_call(

@@ -170,6 +170,15 @@ edgec_status edgec_conv_s8_dsp(const edgec_conv_desc *desc, const int8_t *input,
  */
 edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_dsp_wide_desc *desc, const int8_t *input, int8_t *output,
                                     int8_t *scratch);
+/* edgec_conv_s8_dsp_wide, the same contract but this scratch, for a 1x1 stride-1 layer of 8 input
+ * channels and an even output count (edgec build picks it): one channel at a time over bands of
+ * 24 pixels when every channel admits the short requantization and act_min/act_max are -128/127,
+ * else as edgec_conv_s8_dsp_wide. */
+/* generated from edgec/ops/conv.py: EDGEC_CONV_S8_DSP_WIDE_1X1X8_SCRATCH_BYTES */
+#define EDGEC_CONV_S8_DSP_WIDE_1X1X8_SCRATCH_BYTES (8 * 24)
+/* end of EDGEC_CONV_S8_DSP_WIDE_1X1X8_SCRATCH_BYTES */
+edgec_status edgec_conv_s8_dsp_wide_1x1x8(const edgec_conv_dsp_wide_desc *desc, const int8_t *input, int8_t *output,
+                                          int8_t *scratch);
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 /* generated from edgec/ops/conv.py: EDGEC_CONV_S8_MVE_SCRATCH_BYTES */
