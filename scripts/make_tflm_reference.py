@@ -367,6 +367,7 @@ ZOO = {
     "pnet": (vision.pnet, vision.calibration_data),
     # Full size, not stored (3-4 MB programs): `--out /tmp/x --models shufflenet_v2_x0_5`.
     **{name: (cnn.ZOO_CNN[name], cnn.calibration_data) for name in ("shufflenet_v2_x0_5", "efficientnet_b0")},
+    "mobilenet_v2": _small_architecture(vision.MobileNetV2, (1, 3, 224, 224)),  # torchvision's, width 1.0, 1000 classes
     **{name: (seq.ZOO_TRANSFORMERS[name], seq.calibration_data) for name in ("vit_tiny", "kws_transformer")},
     **OPERATOR_PROGRAMS,
 }
