@@ -595,7 +595,7 @@ class InputMaskedSoftmax(MaskedSoftmax):
     key on the device): nn.MultiheadAttention's key_padding_mask, or SDPA's bool attn_mask."""
 
     kind = "input_masked_softmax"
-    family = "input_masked_softmax (attention with key_padding_mask given as a model input)"
+    family = "input_masked_softmax (attention with key_padding_mask given as a model input, and a causal mask)"
     targets = frozenset(INPUT_MASKED_SOFTMAXES)
     limits = "a bool [batch, keys] model input (key_padding_mask), alone or with a constant (causal) mask added"
 
