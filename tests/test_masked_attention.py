@@ -58,11 +58,37 @@ class CausalEncoder(nn.Module):
         return self.layer(x, src_mask=self.causal, src_key_padding_mask=padding, is_causal=True)
 
 
+class CausalEncoderStack(nn.Module):
+    """nn.TransformerEncoder of two causal layers over padded tokens."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(DIM, 2, 32, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.register_buffer("causal", _causal(True))
+
+    def forward(self, x, padding):
+        return self.encoder(x, mask=self.causal, src_key_padding_mask=padding, is_causal=True)
+
+
+class PaddedAttentionWithWeights(nn.Module):
+    """key_padding_mask alone, need_weights left at its default (True): softmax(baddbmm(mask, q, k^T))."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(DIM, 2, batch_first=True)
+
+    def forward(self, x, padding):
+        return self.attn(x, x, x, key_padding_mask=padding)[0]
+
+
 MODELS = {
     "mha_bool_mask": lambda: CausalPaddedAttention(),
     "mha_float_mask": lambda: CausalPaddedAttention(float_mask=True),
     "mha_need_weights": lambda: CausalPaddedAttention(need_weights=True),
     "encoder_is_causal": CausalEncoder,
+    "encoder_stack": CausalEncoderStack,
+    "mha_padding_need_weights": PaddedAttentionWithWeights,
 }
 
 
@@ -89,7 +115,9 @@ def test_causal_and_padding_masks_become_one_input_masked_softmax(name):
     module = normalize(export(model, _example(), "test"))
     softmaxes = [n for n in module.graph.nodes if n.target == torch.ops.edgec.input_masked_softmax.default]
     targets = {n.target for n in module.graph.nodes}
-    assert len(softmaxes) == 1 and softmaxes[0].args[3] is not None  # the causal mask kept as a constant
+    causal = name != "mha_padding_need_weights"  # the causal mask kept as a constant
+    assert len(softmaxes) == (2 if name == "encoder_stack" else 1)
+    assert all((n.args[3] is not None) == causal for n in softmaxes)
     assert not targets & {torch.ops.aten.scaled_dot_product_attention.default, torch.ops.aten.baddbmm.default}
     check_supported(module, "test")
     x = torch.randn(5, 1, TOKENS, DIM, generator=torch.Generator().manual_seed(2))
