@@ -18,6 +18,7 @@ The peer stack is NOT an edgec dependency; it is needed only to rerun this scrip
         tflite-micro==0.dev20261023182759 typing_extensions==4.12.2
     python scripts/make_tflm_reference.py            # the stored models; prints edgec's mismatches
     python scripts/make_tflm_reference.py --out /tmp/x --models shufflenet_v2_x0_5   # one more, elsewhere
+    python scripts/make_tflm_reference.py --out /tmp/x --models mobilenet_v2   # full width, 224x224: ~25 min
 (in a venv made with --system-site-packages, so that pip never replaces the system torch).
 """
 
