@@ -907,6 +907,9 @@ typedef struct {
     int32_t row_size;
     int32_t rows_per_mask;    /* row r reads mask row r / rows_per_mask; rows % rows_per_mask == 0 */
     int32_t ignore;           /* 1: a non-zero mask byte drops its key (key_padding_mask); 0: it keeps it */
+    int32_t keep_rows;        /* 0: no constant mask; else row r reads keep row r % keep_rows */
+    /* [keep_rows][row_size] in flash, or NULL: a constant mask (causal) an element must pass too */
+    const uint8_t *keep;
     int32_t input_multiplier; /* edgec.ops.softmax.softmax_params: the three fields */
     int32_t input_left_shift;
     int32_t diff_min;
@@ -917,10 +920,12 @@ typedef struct {
  * Attention's softmax with a key mask read at run time (nn.MultiheadAttention's key_padding_mask,
  * or a bool attn_mask, given as a model input of one byte per key): edgec_masked_softmax_s8's
  * rows, row r reading mask row r / rows_per_mask (scores [B][..][S], mask [B][S]); a key takes part
- * where its byte is non-zero, or zero with ignore = 1 (key_padding_mask: True pads). Masked
- * elements -128, a row keeping nothing all -128. EDGEC_ARG_ERROR for NULL pointers, rows or
- * row_size < 1, rows_per_mask < 1 or not dividing rows, ignore not 0 or 1, and the parameters
- * edgec_softmax_s8 refuses. Scratch: none.
+ * where its byte is non-zero, or zero with ignore = 1 (key_padding_mask: True pads), and, with
+ * keep_rows > 0, where byte col of constant row r % keep_rows of keep is non-zero too (a causal
+ * attn_mask added to the key_padding_mask). Masked elements -128, a row keeping nothing all -128.
+ * EDGEC_ARG_ERROR for NULL pointers (keep: when keep_rows > 0), rows or row_size < 1, rows_per_mask
+ * < 1 or not dividing rows, keep_rows < 0 or not dividing rows, ignore not 0 or 1, and the
+ * parameters edgec_softmax_s8 refuses. Scratch: none.
  */
 edgec_status edgec_input_masked_softmax_s8(const edgec_input_masked_softmax_desc *desc, const int8_t *input,
                                            const int8_t *mask, int8_t *output);
