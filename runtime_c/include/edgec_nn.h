@@ -905,9 +905,9 @@ edgec_status edgec_masked_softmax_s8(const edgec_masked_softmax_desc *desc, cons
 typedef struct {
     int32_t rows; /* contiguous rows of row_size int8 values */
     int32_t row_size;
-    int32_t rows_per_mask;    /* row r reads mask row r / rows_per_mask; rows % rows_per_mask == 0 */
-    int32_t ignore;           /* 1: a non-zero mask byte drops its key (key_padding_mask); 0: it keeps it */
-    int32_t keep_rows;        /* 0: no constant mask; else row r reads keep row r % keep_rows */
+    int32_t rows_per_mask; /* row r reads mask row r / rows_per_mask; rows % rows_per_mask == 0 */
+    int32_t ignore;        /* 1: a non-zero mask byte drops its key (key_padding_mask); 0: it keeps it */
+    int32_t keep_rows;     /* 0: no constant mask; else row r reads keep row r % keep_rows */
     /* [keep_rows][row_size] in flash, or NULL: a constant mask (causal) an element must pass too */
     const uint8_t *keep;
     int32_t input_multiplier; /* edgec.ops.softmax.softmax_params: the three fields */
@@ -949,7 +949,7 @@ edgec_status edgec_argmax_s8(const edgec_argmax_desc *desc, const int8_t *input,
 /* Descriptor of edgec_topk_s8 (fields from edgec.ops.argmax.topk_desc). */
 /* generated from edgec/ops/argmax.py: edgec_topk_desc */
 typedef struct {
-    int32_t outer;   /* the input viewed as [outer][axis_size][inner], contiguous */
+    int32_t outer; /* the input viewed as [outer][axis_size][inner], contiguous */
     int32_t axis_size;
     int32_t inner;
     int32_t k;       /* 1..axis_size: the output is [outer][k][inner] */
