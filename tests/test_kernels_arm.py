@@ -72,6 +72,9 @@ SOURCES = [
         "fc/edgec_fully_connected_s8.c",
         "eltwise/edgec_add_s8.c",
         "depthwise/edgec_depthwise_conv_s8_packed.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_dsp.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_mve.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_portable.c",
         "pool/edgec_avgpool_s8.c",
         "pool/edgec_maxpool_s8.c",
     )

@@ -144,7 +144,13 @@ def depthwise_conv_s4(desc: dict, x: np.ndarray) -> np.ndarray:
 
 class DepthwiseConv2d(OpDef):
     kind = "depthwise_conv2d"
-    runtime_sources = ("depthwise/edgec_depthwise_conv_s8.c", "depthwise/edgec_depthwise_conv_s8_packed.c")
+    runtime_sources = (
+        "depthwise/edgec_depthwise_conv_s8.c",
+        "depthwise/edgec_depthwise_conv_s8_packed.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_dsp.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_mve.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_portable.c",
+    )
     fuses_activation = True
     spatial = True
 
