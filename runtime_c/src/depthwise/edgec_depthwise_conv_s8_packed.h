@@ -93,10 +93,6 @@ void edgec_depthwise_packed_group_outputs(const packed_layer *layer, int32_t bat
  * before it includes this header, and group_make, group_pixel and group_row_3x3 after. ========== */
 #if defined(EDGEC_DEPTHWISE_PACKED_GROUP_CODE)
 
-/* Phase p's slot s holds filter row (s - p) mod 3: phase 0's slot (s - p) mod 3, so phases 1 and 2
- * are phase 0's entries permuted (no division per tap). */
-static const int8_t phase_source_slot[PHASES][3] = { { 0, 1, 2 }, { 2, 0, 1 }, { 1, 2, 0 } };
-
 /* An entry: the group's four channels, widened to int16 pairs (0/2, then 1/3) where the DSP
  * extension multiplies them, else as they are. */
 static inline void cache_entry(int8_t *dst, uint32_t four)
@@ -113,19 +109,43 @@ static void group_make(packed_group *g);
 static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at, int8_t *out);
 static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_t *out, int32_t out_step);
 
-/* The 3x3 taps in each phase's cache order (widened where the entries are). */
+#if EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES == 8
+/*
+ * The 3x3 taps widened like the entries, in each phase's cache order [kx][slot]: phase p keeps
+ * filter row ky in slot (ky + p) mod 3. Each tap is read and widened once and stored into its
+ * three phases (no division per tap, no copy between phases: a group's constants are a fixed cost
+ * that a 3x3 or 6x6 layer pays per 9 or 36 pixels).
+ */
+static void group_phases(packed_group *g)
+{
+    for (int32_t ky = 0; ky < 3; ky++) {
+        const int32_t slot1 = ky == 2 ? 0 : ky + 1; /* (ky + 1) mod 3 */
+        const int32_t slot2 = ky == 0 ? 2 : ky - 1; /* (ky + 2) mod 3 */
+        for (int32_t kx = 0; kx < 3; kx++) {
+            int32_t ws;
+            memcpy(&ws, g->taps + 4 * (ky * 3 + kx), 4);
+            const int32_t even = __sxtb16(ws);
+            const int32_t odd = edgec_sxtb16_ror8(ws);
+            g->w[0][kx * 3 + ky][0] = even;
+            g->w[0][kx * 3 + ky][1] = odd;
+            g->w[1][kx * 3 + slot1][0] = even;
+            g->w[1][kx * 3 + slot1][1] = odd;
+            g->w[2][kx * 3 + slot2][0] = even;
+            g->w[2][kx * 3 + slot2][1] = odd;
+        }
+    }
+}
+#else
+/* Phase p's slot s holds filter row (s - p) mod 3: phase 0's slot (s - p) mod 3, so phases 1 and 2
+ * are phase 0's entries permuted (no division per tap). */
+static const int8_t phase_source_slot[PHASES][3] = { { 0, 1, 2 }, { 2, 0, 1 }, { 1, 2, 0 } };
+
+/* The 3x3 taps in each phase's cache order. */
 static void group_phases(packed_group *g)
 {
     for (int32_t t = 0; t < 9; t++) { /* phase 0: cache order [kx][slot], slot s = filter row s */
         const int8_t *tap = g->taps + 4 * ((t % 3) * 3 + t / 3);
-#if EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES == 8
-        int32_t ws;
-        memcpy(&ws, tap, 4);
-        g->w[0][t][0] = __sxtb16(ws);
-        g->w[0][t][1] = edgec_sxtb16_ror8(ws);
-#else
         memcpy(g->w[0][t], tap, 4);
-#endif
     }
     for (int32_t p = 1; p < PHASES; p++) {
         for (int32_t kx = 0; kx < 3; kx++) {
@@ -135,6 +155,7 @@ static void group_phases(packed_group *g)
         }
     }
 }
+#endif
 
 /* ---- The row cache -------------------------------------------------------------------------- */
 

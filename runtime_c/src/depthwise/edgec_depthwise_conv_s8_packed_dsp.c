@@ -97,12 +97,12 @@ static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at,
 }
 
 /* A row of 3x3 undilated pixels in phase p: nine consecutive entries each. */
-#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
+#if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
 /* What dsp_row_3x3's assembly reads per row besides the group. */
 typedef struct {
     int32_t out_step;
     int32_t x_advance; /* from the entry after a pixel's ninth to the next pixel's first */
-    int32_t pixels;    /* >= 1; counted down */
+    int32_t pixels;    /* >= 1 */
 } dsp_row;
 
 /* A tap: its entry and weights by 4 loads in one run (pipelined: 5 cycles; 2 LDRD take 6). */
@@ -120,7 +120,8 @@ typedef struct {
  */
 static void dsp_row_3x3(const packed_group *g, const int32_t (*w)[2], const int8_t *x, int8_t *out, dsp_row *row)
 {
-    __asm__ volatile(".p2align 2\n" /* the loop's first LDRD is 32-bit: at 2 mod 4 each taken BNE costs a cycle more */
+    __asm__ volatile("ldr r11, [%[row], #8]\n\t" /* the pixels to go, in the one register the loop leaves free */
+                     ".p2align 2\n" /* the loop's first LDRD is 32-bit: at 2 mod 4 each taken BNE costs a cycle more */
                      "1:\n\t"
                      "ldrd r0, r1, [%[g], %[bias]]\n\t"
                      "ldrd r2, r3, [%[g], %[bias2]]\n\t" DSP_TAP(0) DSP_TAP(8) DSP_TAP(16) DSP_TAP(24) DSP_TAP(32)
@@ -144,9 +145,7 @@ static void dsp_row_3x3(const packed_group *g, const int32_t (*w)[2], const int8
                                  "ldrd r8, r9, [%[row]]\n\t"
                                  "add %[out], %[out], r8\n\t"
                                  "add %[x], %[x], r9\n\t"
-                                 "ldr r8, [%[row], #8]\n\t"
-                                 "subs r8, r8, #1\n\t"
-                                 "str r8, [%[row], #8]\n\t"
+                                 "subs r11, r11, #1\n\t"
                                  "bne 1b"
                      : [x] "+r"(x), [out] "+r"(out)
                      : [w] "r"(w), [g] "r"(g), [row] "r"(row), [bias] "i"(offsetof(packed_group, bias)),
@@ -155,7 +154,7 @@ static void dsp_row_3x3(const packed_group *g, const int32_t (*w)[2], const int8
                        [q1s] "i"(offsetof(packed_group, q) + 20), [q2] "i"(offsetof(packed_group, q) + 24),
                        [q2s] "i"(offsetof(packed_group, q) + 32), [q3] "i"(offsetof(packed_group, q) + 36),
                        [q3s] "i"(offsetof(packed_group, q) + 44), [lows] "i"(offsetof(packed_group, lows))
-                     : "r0", "r1", "r2", "r3", "r8", "r9", "r10", "r12", "memory", "cc");
+                     : "r0", "r1", "r2", "r3", "r8", "r9", "r10", "r11", "r12", "memory", "cc");
 }
 
 typedef char dsp_requant_layout[sizeof(edgec_dsp_requant) == 12 && offsetof(edgec_dsp_requant, round_high) == 4 &&
@@ -194,7 +193,7 @@ static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_
     }
 }
 
-#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
+#if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
 /* Pixel pairs of a row (dsp_pairs_3x3_step24/48 after group_outputs, so that the code before
  * keeps its place in the instruction cache: dsp_row_3x3 and group_outputs' row loop as before). */
 typedef struct dsp_pair_run dsp_pair_run;
@@ -202,54 +201,103 @@ typedef void (*dsp_pairs_fn)(dsp_pair_run *run);
 static dsp_pairs_fn dsp_pairs_for(const packed_layer *layer);
 static void dsp_row_3x3_paired(dsp_pairs_fn pairs, const packed_group *g, const int32_t (*w)[2], const int8_t *x,
                                int8_t *out, dsp_row *row);
-static void dsp_group_rows_3x3_paired(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step,
-                                      dsp_pairs_fn pairs);
 
-#if defined(__GNUC__)
-#define DSP_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define DSP_ALWAYS_INLINE inline
-#endif
+/*
+ * n >= 1 columns of a full group into the 3x3 cache, each entry's four channels widened as
+ * cache_entry does: from src on (pixels c bytes apart; c = 0 repeats one word, the pad value),
+ * into the entries at dst, 24 bytes (a column) apart. Two columns a turn, both loaded first (the
+ * second load pipelines), stored by STR immediates (1 cycle each on the M4, where STRD takes 3).
+ */
+static void dsp_widen_columns(int8_t *dst, const int8_t *src, int32_t n, int32_t c)
+{
+    int32_t a;
+    int32_t b;
+    int32_t t;
+    __asm__ volatile("asrs %[n], %[n], #1\n\t" /* the pairs; the carry: an odd column, done first */
+                     "bcc 2f\n\t"
+                     "ldr %[a], [%[src]]\n\t"
+                     "add %[src], %[src], %[c]\n\t"
+                     "sxtb16 %[t], %[a]\n\t"
+                     "sxtb16 %[a], %[a], ror #8\n\t"
+                     "str %[t], [%[dst]]\n\t"
+                     "str %[a], [%[dst], #4]\n\t"
+                     "add %[dst], %[dst], #24\n"
+                     "2:\n\t"
+                     "cmp %[n], #0\n\t"
+                     "beq 3f\n"
+                     "1:\n\t"
+                     "ldr %[a], [%[src]]\n\t"
+                     "ldr %[b], [%[src], %[c]]\n\t"
+                     "add %[src], %[src], %[c], lsl #1\n\t"
+                     "sxtb16 %[t], %[a]\n\t"
+                     "sxtb16 %[a], %[a], ror #8\n\t"
+                     "str %[t], [%[dst]]\n\t"
+                     "str %[a], [%[dst], #4]\n\t"
+                     "sxtb16 %[t], %[b]\n\t"
+                     "sxtb16 %[b], %[b], ror #8\n\t"
+                     "str %[t], [%[dst], #24]\n\t"
+                     "str %[b], [%[dst], #28]\n\t"
+                     "add %[dst], %[dst], #48\n\t"
+                     "subs %[n], %[n], #1\n\t"
+                     "bne 1b\n"
+                     "3:"
+                     : [dst] "+r"(dst), [src] "+r"(src), [n] "+r"(n), [a] "=&r"(a), [b] "=&r"(b), [t] "=&r"(t)
+                     : [c] "r"(c)
+                     : "memory", "cc");
+}
 
 /*
  * Every row of batch b of a full group with a 3x3 undilated window and the short requantization:
- * cache_rows and group_row_3x3 with their bookkeeping cut to the bone (filter row 0 in slot
- * first mod 3, so that is the phase), as a DS-CNN-sized row of 5 pixels spent as much on it as on
- * two of its pixels. `pairs` (dsp_pairs_for) NULL: every row by dsp_row_3x3. Inlined into group_outputs for that
- * case, so that rows without pairs run the same code as before the pairs existed, and into
- * dsp_group_rows_3x3_paired for the other.
+ * cache_rows and group_row_3x3 with their bookkeeping cut to the bone, as a DS-CNN-sized row of 5
+ * pixels spent as much on it as on two of its pixels. The layer's fields are read once into
+ * locals (the cache stores could alias them); filter row 0 is in slot first mod 3, so that is the
+ * phase, counted along; a row enters the cache by dsp_widen_columns, from the image or, above and
+ * below it, the pad word. `pairs` (dsp_pairs_for) NULL: every row by dsp_row_3x3.
  */
-static DSP_ALWAYS_INLINE void dsp_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step,
-                                                 dsp_pairs_fn pairs)
+static EDGEC_NOINLINE void dsp_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step,
+                                              dsp_pairs_fn pairs)
 {
     const packed_layer *layer = g->layer;
     const int32_t entry = (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
-    const int32_t row_bytes = layer->out_w * pixel_step;
+    const int32_t out_h = layer->out_h;
+    const int32_t out_w = layer->out_w;
+    const int32_t row_bytes = out_w * pixel_step;
     const int32_t n = layer->image_end - layer->image_start;
-    int8_t *columns = layer->cache + layer->image_start * layer->column_bytes;
+    const int32_t in_h = layer->in_h;
+    const int32_t pad_top = layer->pad_top;
+    const int32_t c = layer->c;
+    const int32_t stride_h = layer->stride_h;
+    const int32_t phase_step = stride_h % 3;
+    int8_t *cache = layer->cache;
+    /* n > 0 means image_start == pad_left: column image_start is pixel 0 of an image row */
+    int8_t *columns = cache + layer->image_start * layer->column_bytes;
+    const int8_t *image = layer->input + b * in_h * layer->in_w * c + g->first;
+    const int32_t in_row = layer->in_w * c;
+    const int8_t *pad = (const int8_t *)&layer->pad_four;
     dsp_row row;
     row.out_step = pixel_step;
     row.x_advance = 3 * entry * layer->stride_w - 9 * entry;
-    int32_t cached = 0;
-    for (int32_t oy = 0; oy < layer->out_h; oy++) {
-        const int32_t first = oy * layer->stride_h;
-        for (int32_t r = EDGEC_MAX(first, cached); r < first + 3; r++) {
-            const int32_t iy = r - layer->pad_top;
-            if (iy < 0 || iy >= layer->in_h || n <= 0) {
-                fill_row(g, b, r, r % 3); /* the pad value, above or below the image */
-                continue;
+    int32_t next = 0; /* the next padded row to bring in */
+    int32_t slot = 0; /* its slot, next mod 3 */
+    int32_t phase = 0;
+    for (int32_t oy = 0, first = 0; oy < out_h; oy++, first += stride_h, out += row_bytes) {
+        for (; next < first + 3; next++, slot = slot == 2 ? 0 : slot + 1) {
+            const int32_t iy = next - pad_top;
+            if (next < first || n <= 0) {
+                continue; /* a row no output row reads (stride_h > 3), or no image columns */
             }
-            /* an image row: n > 0 means image_start == pad_left, so column image_start is pixel 0 */
-            fill_image_columns(columns + (r % 3) * entry,
-                               layer->input + (b * layer->in_h + iy) * layer->in_w * layer->c + g->first, n, layer->c,
-                               layer->column_bytes);
+            const int inside = iy >= 0 && iy < in_h;
+            dsp_widen_columns(columns + slot * entry, inside ? image + iy * in_row : pad, n, inside ? c : 0);
         }
-        cached = first + 3;
-        row.pixels = layer->out_w;
+        row.pixels = out_w;
         if (pairs != NULL) {
-            dsp_row_3x3_paired(pairs, g, g->w[first % 3], layer->cache, out + oy * row_bytes, &row);
+            dsp_row_3x3_paired(pairs, g, g->w[phase], cache, out, &row);
         } else {
-            dsp_row_3x3(g, g->w[first % 3], layer->cache, out + oy * row_bytes, &row);
+            dsp_row_3x3(g, g->w[phase], cache, out, &row);
+        }
+        phase += phase_step;
+        if (phase >= 3) {
+            phase -= 3;
         }
     }
 }
@@ -265,7 +313,7 @@ void edgec_depthwise_packed_group_outputs(const packed_layer *layer, int32_t bat
         if (layer->unrolled && g.short_requant) {
             int8_t *batch_out = out + b * layer->out_h * layer->out_w * pixel_step;
             const dsp_pairs_fn pairs = dsp_pairs_for(layer);
-            dsp_group_rows_3x3_paired(&g, b, batch_out, pixel_step, pairs);
+            dsp_group_rows_3x3(&g, b, batch_out, pixel_step, pairs);
             continue;
         }
 #endif
@@ -273,7 +321,7 @@ void edgec_depthwise_packed_group_outputs(const packed_layer *layer, int32_t bat
     }
 }
 
-#if defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
+#if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
 /*
  * Pixel pairs of a 3x3 row: the second pixel's entries lie `step` bytes past the first's, and
  * both take each tap's weights from one pair of loads (the first pixel's four SMLAxy, then the
@@ -577,8 +625,14 @@ static __attribute__((naked, noinline)) void dsp_pairs_3x3_step48(dsp_pair_run *
  * DSP_PAIRED_ROW_PIXELS): the pair routine's 880 bytes of code and dsp_row_3x3's do not fit the M4
  * flash accelerator's 1 KiB instruction cache together, and on a short row refetching them cost
  * more than the pairs save (MobileNet's 6-pixel rows at 5 wait states: +2K cycles a layer; its 12-
- * to 48-pixel rows: -3% to -10%). */
+ * to 48-pixel rows: -3% to -10%). An Armv8-M core (M33) pairs every row of four pixels or more:
+ * its parts cache instructions in kilobytes (the STM32U575's ICACHE: 8 KiB), so both routines
+ * stay cached and a DS-CNN row of 5 pixels takes two pairs and one pixel. */
+#if defined(__ARM_ARCH_8M_MAIN__)
+#define DSP_PAIRED_ROW_PIXELS 4
+#else
 #define DSP_PAIRED_ROW_PIXELS 8
+#endif
 static dsp_pairs_fn dsp_pairs_for(const packed_layer *layer)
 {
     if (layer->out_w < DSP_PAIRED_ROW_PIXELS) {
@@ -600,11 +654,6 @@ static EDGEC_NOINLINE void dsp_row_3x3_paired(dsp_pairs_fn pairs, const packed_g
     }
 }
 
-static EDGEC_NOINLINE void dsp_group_rows_3x3_paired(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step,
-                                                     dsp_pairs_fn pairs)
-{
-    dsp_group_rows_3x3(g, b, out, pixel_step, pairs);
-}
 #endif
 
 #endif
