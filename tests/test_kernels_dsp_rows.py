@@ -1,9 +1,9 @@
 """edgec_depthwise_conv_s8_packed's DSP rows (edgec_depthwise_conv_s8_packed_dsp.c) under QEMU
 against the golden kernel: the pixel-pair rows (dsp_pairs_3x3_step24/48: 3x3 rows of at least 8
-pixels at stride 1 or 2 on cortex-m4, of at least 4 on cortex-m33), and the short rows of DS-CNN
-and MobileNet's late layers with dsp_group_rows_3x3's bookkeeping: the cache filled by
-dsp_widen_columns (odd and even column counts, pad rows above and below the image), the phase
-counted along the rows, rows no output row reads skipped (stride 4).
+pixels at stride 1 or 2 on cortex-m4, or an even number from 4; of at least 4 on cortex-m33), and
+the short rows of DS-CNN and MobileNet's late layers with dsp_group_rows_3x3's bookkeeping: the
+cache filled by dsp_widen_columns (odd and even column counts, pad rows above and below the
+image), the phase counted along the rows, rows no output row reads skipped (stride 4).
 
 test_kernels_arm's depthwise cases draw images at most 10 pixels wide, so few of their rows reach
 the pairs, and none at stride 2: these are the same cases (tests.test_kernels_arm.depthwise_case)

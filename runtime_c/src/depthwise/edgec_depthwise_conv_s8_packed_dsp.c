@@ -203,7 +203,7 @@ static void dsp_row_3x3_paired(dsp_pairs_fn pairs, const packed_group *g, const 
                                int8_t *out, dsp_row *row);
 
 /*
- * n >= 1 columns of a full group into the 3x3 cache, each entry's four channels widened as
+ * n >= 0 columns of a full group into the 3x3 cache, each entry's four channels widened as
  * cache_entry does: from src on (pixels c bytes apart; c = 0 repeats one word, the pad value),
  * into the entries at dst, 24 bytes (a column) apart. Two columns a turn, both loaded first (the
  * second load pipelines), stored by STR immediates (1 cycle each on the M4, where STRD takes 3).
@@ -246,13 +246,49 @@ static void dsp_widen_columns(int8_t *dst, const int8_t *src, int32_t n, int32_t
                      : "memory", "cc");
 }
 
+/* What dsp_group_rows_3x3 reads per row: where padded rows enter the cache, and the row routine's
+ * arguments besides the phase and the output. */
+typedef struct {
+    int8_t *columns;     /* the cache's first image column, slot 0 */
+    const int8_t *image; /* the group's first channel at pixel (0, 0) of the batch */
+    const int8_t *pad;   /* the pad word */
+    int32_t in_row;      /* bytes from one image row to the next */
+    int32_t in_h;
+    int32_t pad_top;
+    int32_t n; /* image columns; n > 0 means image_start == pad_left: column 0 is the image's */
+    int32_t c;
+    dsp_pairs_fn pairs;
+    dsp_row row;
+} dsp_rows;
+
+/* Padded row r into slot `slot`: its image columns, or the pad word above and below the image (out
+ * of line: the row loops stay small enough for the M4 flash accelerator to keep them cached). */
+static EDGEC_NOINLINE void dsp_bring_row(const dsp_rows *rows, int32_t r, int32_t slot)
+{
+    const int32_t entry = (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
+    const int32_t iy = r - rows->pad_top;
+    const int inside = iy >= 0 && iy < rows->in_h;
+    dsp_widen_columns(rows->columns + slot * entry, inside ? rows->image + iy * rows->in_row : rows->pad, rows->n,
+                      inside ? rows->c : 0);
+}
+
+/* One output row in phase p: by the pair routine if the layer has one, else by dsp_row_3x3. */
+static inline void dsp_run_row(const packed_group *g, dsp_rows *rows, int32_t p, int8_t *out)
+{
+    rows->row.pixels = g->layer->out_w;
+    if (rows->pairs != NULL) {
+        dsp_row_3x3_paired(rows->pairs, g, g->w[p], g->layer->cache, out, &rows->row);
+    } else {
+        dsp_row_3x3(g, g->w[p], g->layer->cache, out, &rows->row);
+    }
+}
+
 /*
  * Every row of batch b of a full group with a 3x3 undilated window and the short requantization:
  * cache_rows and group_row_3x3 with their bookkeeping cut to the bone, as a DS-CNN-sized row of 5
- * pixels spent as much on it as on two of its pixels. The layer's fields are read once into
- * locals (the cache stores could alias them); filter row 0 is in slot first mod 3, so that is the
- * phase, counted along; a row enters the cache by dsp_widen_columns, from the image or, above and
- * below it, the pad word. `pairs` (dsp_pairs_for) NULL: every row by dsp_row_3x3.
+ * pixels spent as much on it as on two of its pixels. Filter row 0 is in slot first mod 3, so
+ * that is the phase, counted along the rows; at stride 1 each output row oy brings in one padded
+ * row, oy + 2, after rows 0 and 1. `pairs` (dsp_pairs_for) NULL: every row by dsp_row_3x3.
  */
 static EDGEC_NOINLINE void dsp_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step,
                                               dsp_pairs_fn pairs)
@@ -260,41 +296,42 @@ static EDGEC_NOINLINE void dsp_group_rows_3x3(const packed_group *g, int32_t b, 
     const packed_layer *layer = g->layer;
     const int32_t entry = (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
     const int32_t out_h = layer->out_h;
-    const int32_t out_w = layer->out_w;
-    const int32_t row_bytes = out_w * pixel_step;
-    const int32_t n = layer->image_end - layer->image_start;
-    const int32_t in_h = layer->in_h;
-    const int32_t pad_top = layer->pad_top;
-    const int32_t c = layer->c;
+    const int32_t row_bytes = layer->out_w * pixel_step;
     const int32_t stride_h = layer->stride_h;
+    dsp_rows rows;
+    rows.columns = layer->cache + layer->image_start * layer->column_bytes;
+    rows.image = layer->input + b * layer->in_h * layer->in_w * layer->c + g->first;
+    rows.pad = (const int8_t *)&layer->pad_four;
+    rows.in_row = layer->in_w * layer->c;
+    rows.in_h = layer->in_h;
+    rows.pad_top = layer->pad_top;
+    rows.n = layer->image_end - layer->image_start;
+    rows.c = layer->c;
+    rows.pairs = pairs;
+    rows.row.out_step = pixel_step;
+    rows.row.x_advance = 3 * entry * layer->stride_w - 9 * entry;
+    if (stride_h == 1) {
+        dsp_bring_row(&rows, 0, 0);
+        dsp_bring_row(&rows, 1, 1);
+        for (int32_t oy = 0, slot = 2, phase = 0; oy < out_h; oy++, out += row_bytes) {
+            dsp_bring_row(&rows, oy + 2, slot);
+            dsp_run_row(g, &rows, phase, out);
+            slot = slot == 2 ? 0 : slot + 1;
+            phase = phase == 2 ? 0 : phase + 1;
+        }
+        return;
+    }
     const int32_t phase_step = stride_h % 3;
-    int8_t *cache = layer->cache;
-    /* n > 0 means image_start == pad_left: column image_start is pixel 0 of an image row */
-    int8_t *columns = cache + layer->image_start * layer->column_bytes;
-    const int8_t *image = layer->input + b * in_h * layer->in_w * c + g->first;
-    const int32_t in_row = layer->in_w * c;
-    const int8_t *pad = (const int8_t *)&layer->pad_four;
-    dsp_row row;
-    row.out_step = pixel_step;
-    row.x_advance = 3 * entry * layer->stride_w - 9 * entry;
     int32_t next = 0; /* the next padded row to bring in */
     int32_t slot = 0; /* its slot, next mod 3 */
     int32_t phase = 0;
     for (int32_t oy = 0, first = 0; oy < out_h; oy++, first += stride_h, out += row_bytes) {
         for (; next < first + 3; next++, slot = slot == 2 ? 0 : slot + 1) {
-            const int32_t iy = next - pad_top;
-            if (next < first || n <= 0) {
-                continue; /* a row no output row reads (stride_h > 3), or no image columns */
+            if (next >= first) { /* not a row no output row reads (stride_h > 3) */
+                dsp_bring_row(&rows, next, slot);
             }
-            const int inside = iy >= 0 && iy < in_h;
-            dsp_widen_columns(columns + slot * entry, inside ? image + iy * in_row : pad, n, inside ? c : 0);
         }
-        row.pixels = out_w;
-        if (pairs != NULL) {
-            dsp_row_3x3_paired(pairs, g, g->w[phase], cache, out, &row);
-        } else {
-            dsp_row_3x3(g, g->w[phase], cache, out, &row);
-        }
+        dsp_run_row(g, &rows, phase, out);
         phase += phase_step;
         if (phase >= 3) {
             phase -= 3;
@@ -621,13 +658,14 @@ static __attribute__((naked, noinline)) void dsp_pairs_3x3_step48(dsp_pair_run *
     DSP_PAIRS_3X3(48);
 }
 
-/* The pair routine for a layer's 3x3 rows, or NULL (stride above 2, or rows shorter than
- * DSP_PAIRED_ROW_PIXELS): the pair routine's 880 bytes of code and dsp_row_3x3's do not fit the M4
- * flash accelerator's 1 KiB instruction cache together, and on a short row refetching them cost
- * more than the pairs save (MobileNet's 6-pixel rows at 5 wait states: +2K cycles a layer; its 12-
- * to 48-pixel rows: -3% to -10%). An Armv8-M core (M33) pairs every row of four pixels or more:
- * its parts cache instructions in kilobytes (the STM32U575's ICACHE: 8 KiB), so both routines
- * stay cached and a DS-CNN row of 5 pixels takes two pairs and one pixel. */
+/* The pair routine for a layer's 3x3 rows, or NULL (stride above 2, or a short row): the pair
+ * routine's 880 bytes of code and dsp_row_3x3's do not fit the M4 flash accelerator's 1 KiB
+ * instruction cache together, and on a short odd row, which takes both, refetching them costs
+ * more than the pairs save (DS-CNN's 5-pixel rows at 5 wait states: +20K estimated cycles a
+ * layer); rows of DSP_PAIRED_ROW_PIXELS or more, or an even number of pixels from 4 (the pair
+ * routine alone: MobileNet's 6-pixel rows, -3 % a layer), take it. An Armv8-M core (M33) pairs
+ * every row of 4 pixels or more: its parts cache instructions in kilobytes (the STM32U575's
+ * ICACHE: 8 KiB), so both routines stay cached. */
 #if defined(__ARM_ARCH_8M_MAIN__)
 #define DSP_PAIRED_ROW_PIXELS 4
 #else
@@ -635,7 +673,8 @@ static __attribute__((naked, noinline)) void dsp_pairs_3x3_step48(dsp_pair_run *
 #endif
 static dsp_pairs_fn dsp_pairs_for(const packed_layer *layer)
 {
-    if (layer->out_w < DSP_PAIRED_ROW_PIXELS) {
+    const int32_t pixels = layer->out_w;
+    if (pixels < 4 || (pixels < DSP_PAIRED_ROW_PIXELS && pixels % 2 != 0)) {
         return NULL;
     }
     return layer->stride_w == 1 ? dsp_pairs_3x3_step24 : layer->stride_w == 2 ? dsp_pairs_3x3_step48 : NULL;
