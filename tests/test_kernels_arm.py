@@ -73,6 +73,9 @@ SOURCES = [
         "fc/edgec_fully_connected_s8.c",
         "eltwise/edgec_add_s8.c",
         "depthwise/edgec_depthwise_conv_s8_packed.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_dsp.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_mve.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_portable.c",
         "pool/edgec_avgpool_s8.c",
         "pool/edgec_maxpool_s8.c",
     )
@@ -370,17 +373,18 @@ def fc_case(rng, isa: str) -> Case:
     return Case("fc", isa, fields, arrays, expected, scratch_bytes=0)
 
 
-def depthwise_case(rng, isa: str) -> Case:
+def depthwise_case(rng, isa: str, strides: tuple[int, ...] = (1, 1, 2, 3)) -> Case:
     """edgec_depthwise_conv_s8_packed and _in_place (the build's -mcpu picks the path: DSP on
     cortex-m4, Helium on cortex-m55): the plain kernel apart from its input, over it at the
     planner's unstaged offset (DepthwiseConv2d.in_place) and at the lowest multiple of C its
     contract allows; the _in_place kernel at the staged form's offset, head-aligned, or apart.
     Mostly 3x3 with channel counts around the 4-channel group, so full groups, tails,
-    borders and every row phase occur; some other windows, strides, dilations and pads."""
+    borders and every row phase occur; some other windows, strides (drawn from `strides`),
+    dilations and pads."""
     while True:
         c = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, int(rng.integers(1, 40))]))
         kh, kw = (3, 3) if rng.random() < 0.6 else tuple(int(v) for v in rng.integers(1, 6, 2))
-        stride = tuple(int(v) for v in rng.choice([1, 1, 2, 3], 2))
+        stride = tuple(int(v) for v in rng.choice(list(strides), 2))
         dilation = tuple(int(v) for v in rng.choice([1, 1, 1, 2], 2))
         pad, pad_end, (n, h, w), out_hw = _padded_image(rng, (kh, kw), stride, dilation)
         if out_hw is not None:

@@ -206,7 +206,13 @@ def _emit_lookup(op, graph, names) -> CCall:
 
 class DepthwiseConv2d(OpDef):
     kind = "depthwise_conv2d"
-    runtime_sources = ("depthwise/edgec_depthwise_conv_s8.c", "depthwise/edgec_depthwise_conv_s8_packed.c")
+    runtime_sources = (
+        "depthwise/edgec_depthwise_conv_s8.c",
+        "depthwise/edgec_depthwise_conv_s8_packed.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_dsp.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_mve.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_portable.c",
+    )
     fuses_activation = True
     spatial = True
 
