@@ -221,14 +221,14 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
     }
     const edgec_conv_s4_desc d = *desc;
     const int32_t cout_g = d.output_c / d.groups;
-    int8_t *deinterleaved_a = scratch;
-    int8_t *deinterleaved_b = scratch + EDGEC_S4_MVE_COLUMN_BYTES(k);
-    int8_t *column_a = deinterleaved_b + EDGEC_S4_MVE_COLUMN_BYTES(k);
+    int8_t *deinterleaved = scratch; /* one column's blocks, or two columns' (interleaved) */
+    int8_t *column_a = scratch + 2 * EDGEC_S4_MVE_COLUMN_BYTES(k);
     int8_t *column_b = column_a + k;
     edgec_s4_rows rows = { d.filter, k,
                            NULL,     0,
                            d.bias,   d.multiplier,
                            d.shift,  edgec_output_stage_make(d.output_offset, d.act_min, d.act_max) };
+    const int right = edgec_s4_mve_right_shifts(d.shift, d.output_c);
     const int32_t pixels = d.batches * d.output_h * d.output_w;
     for (int32_t p = 0; p < pixels;) {
         const int32_t ox = p % d.output_w;
@@ -237,11 +237,11 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
         int8_t *out = output + p * d.output_c;
         if (d.groups == 1 && p + 1 < pixels) { /* two pixels: each weight block unpacked once for both */
             const int32_t q = p + 1;
-            edgec_s4_mve_deinterleave(conv_s4_column(&d, input, n, oy, ox, 0, column_a), k, deinterleaved_a);
-            edgec_s4_mve_deinterleave(conv_s4_column(&d, input, q / d.output_w / d.output_h,
-                                                     q / d.output_w % d.output_h, q % d.output_w, 0, column_b),
-                                      k, deinterleaved_b);
-            edgec_s4_mve_rows2(&rows, deinterleaved_a, deinterleaved_b, d.output_c, out, out + d.output_c);
+            const int8_t *xa = conv_s4_column(&d, input, n, oy, ox, 0, column_a);
+            const int8_t *xb = conv_s4_column(&d, input, q / d.output_w / d.output_h, q / d.output_w % d.output_h,
+                                              q % d.output_w, 0, column_b);
+            edgec_s4_mve_deinterleave2(xa, xb, k, deinterleaved);
+            edgec_s4_mve_rows2(&rows, deinterleaved, d.output_c, right, out, out + d.output_c);
             p += 2;
             continue;
         }
@@ -251,8 +251,8 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
             rows.bias = d.bias + g * cout_g;
             rows.multiplier = d.multiplier + g * cout_g;
             rows.shift = d.shift + g * cout_g;
-            edgec_s4_mve_deinterleave(x, k, deinterleaved_a);
-            edgec_s4_mve_rows(&rows, deinterleaved_a, cout_g, out + g * cout_g);
+            edgec_s4_mve_deinterleave(x, k, deinterleaved);
+            edgec_s4_mve_rows(&rows, deinterleaved, cout_g, out + g * cout_g);
         }
         p++;
     }
