@@ -122,7 +122,7 @@ def scratch_bytes(kind: str, path: str, desc: dict, target: str) -> int:
         return packed_depthwise_scratch(desc, 8 if target == "cortex-m4" else 4)
     k = row_length(desc)
     if kind == "conv":
-        return {"dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 64 * ((k + 31) // 32) + 2 * k}[path]
+        return {"dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 128 * ((k + 31) // 32)}[path]
     return {"dsp": 2 * (k // 8 * 8), "mve": 32 * ((k + 31) // 32)}[path]
 
 

@@ -75,7 +75,7 @@ STRUCTS = (FULLY_CONNECTED_S4_DESC, CONV_S4_DESC, DEPTHWISE_CONV_S4_DESC)
 FC_DSP_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES", ("input_c",), "(2 * ((input_c) / 8 * 8))")
 FC_MVE_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES", ("input_c",), "(32 * (((input_c) + 31) / 32))")
 CONV_DSP_SCRATCH = Scratch("EDGEC_CONV_S4_DSP_SCRATCH_BYTES", ("k",), "(4 * ((k) / 8 * 8) + 2 * (k))")
-CONV_MVE_SCRATCH = Scratch("EDGEC_CONV_S4_MVE_SCRATCH_BYTES", ("k",), "(64 * (((k) + 31) / 32) + 2 * (k))")
+CONV_MVE_SCRATCH = Scratch("EDGEC_CONV_S4_MVE_SCRATCH_BYTES", ("k",), "(128 * (((k) + 31) / 32))")
 # edgec_depthwise_conv_s4_packed's unpacked filter (edgec_depthwise_conv_s8_packed's layout: per group
 # of 4 channels, C padded, its taps of 4 int8); its row cache follows (the depthwise unit's rule).
 DEPTHWISE_FILTER_SCRATCH = Scratch(
@@ -285,14 +285,14 @@ def depthwise_filter_bytes(desc: dict) -> int:
 
 def scratch_bytes(op, row_cache: int = 0) -> int:
     """The DSP path's widened input column, the Helium path's deinterleaved one; a convolution's
-    also its gathered receptive fields (two pixels' of each); a packed depthwise layer's unpacked
+    also its gathered receptive fields (two pixels' of each; Helium: whole blocks of 32); a packed depthwise layer's unpacked
     filter and the int8 kernel's `row_cache` (the depthwise unit's rule)."""
     isa = op.attrs.get("s4_isa")
     if op.kind == "depthwise_conv2d":
         return 0 if isa is None else depthwise_filter_bytes(op.attrs["desc"]) + row_cache
     k = row_length(op.attrs["desc"])
     if op.kind == "conv2d":  # two pixels' columns
-        return {None: 0, "dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 64 * ((k + 31) // 32) + 2 * k}[isa]
+        return {None: 0, "dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 128 * ((k + 31) // 32)}[isa]
     return {None: 0, "dsp": 2 * (k // 8 * 8), "mve": 32 * ((k + 31) // 32)}[isa]
 
 

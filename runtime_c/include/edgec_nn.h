@@ -1483,7 +1483,7 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
  * and checks (another K, a NULL bias or scratch: EDGEC_ARG_ERROR).
  */
 /* generated from edgec/ops/int4.py: EDGEC_CONV_S4_MVE_SCRATCH_BYTES */
-#define EDGEC_CONV_S4_MVE_SCRATCH_BYTES(k) (64 * (((k) + 31) / 32) + 2 * (k))
+#define EDGEC_CONV_S4_MVE_SCRATCH_BYTES(k) (128 * (((k) + 31) / 32))
 /* end of EDGEC_CONV_S4_MVE_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,

@@ -612,13 +612,26 @@ static inline void edgec_s4_mve_rows(const edgec_s4_rows *a, const int8_t *colum
 
 /*
  * Two columns' blocks of 32 inputs interleaved for edgec_s4_mve_dot4x2: per block, column a's 16
- * even inputs, its 16 odd, then column b's (64 bytes), zero past `count`.
+ * even inputs, its 16 odd, then column b's (64 bytes). `padded`: both columns readable up to
+ * EDGEC_S4_MVE_COLUMN_BYTES(count) (a partial last block read whole; the bytes past count meet
+ * only zero weights, edgec_s4_mve_dot4x2 loading the rows' last bytes predicated); else it is
+ * copied, zero-padded.
  */
-static inline void edgec_s4_mve_deinterleave2(const int8_t *xa, const int8_t *xb, int32_t count, int8_t *columns)
+static inline void edgec_s4_mve_deinterleave2(const int8_t *xa, const int8_t *xb, int32_t count, int padded,
+                                              int8_t *columns)
 {
     for (int32_t k = 0; k < count; k += 32, columns += 64) {
-        edgec_s4_mve_deinterleave(xa + k, EDGEC_MIN(32, count - k), columns);
-        edgec_s4_mve_deinterleave(xb + k, EDGEC_MIN(32, count - k), columns + 32);
+        if (padded || k + 32 <= count) {
+            const int8x16x2_t a = vld2q_s8(xa + k);
+            const int8x16x2_t b = vld2q_s8(xb + k);
+            vstrbq_s8(columns, a.val[0]);
+            vstrbq_s8(columns + 16, a.val[1]);
+            vstrbq_s8(columns + 32, b.val[0]);
+            vstrbq_s8(columns + 48, b.val[1]);
+        } else {
+            edgec_s4_mve_deinterleave(xa + k, count - k, columns);
+            edgec_s4_mve_deinterleave(xb + k, count - k, columns + 32);
+        }
     }
 }
 
@@ -629,12 +642,15 @@ typedef struct {
     int32_t skip;          /* 20: from a row's end of whole blocks to its next group's start */
     int32_t blocks;        /* 24: whole blocks of 16 packed bytes a row */
     int32_t tail;          /* 28: packed bytes past them, 0..15 */
-    int32_t groups;        /* 32: >= 1 (counted down) */
+    int32_t *sums_end;     /* 32: past the last group's sums */
     int32_t *sums;         /* 36: per group rows 0..3 against column a, then b: 8 words (advanced) */
 } edgec_s4_mve_dot_run;
 
-typedef char edgec_s4_mve_dot_run_layout
-    [offsetof(edgec_s4_mve_dot_run, skip) == 20 && offsetof(edgec_s4_mve_dot_run, sums) == 36 ? 1 : -1];
+typedef char edgec_s4_mve_dot_run_layout[offsetof(edgec_s4_mve_dot_run, skip) == 20 &&
+                                                 offsetof(edgec_s4_mve_dot_run, sums_end) == 32 &&
+                                                 offsetof(edgec_s4_mve_dot_run, sums) == 36
+                                             ? 1
+                                             : -1];
 
 /* One row (the packed bytes in q4) against the block's columns (a: q0 even, q1 odd; b: q2, q3),
  * into sa and sb: VSHL #4 leaves 16 * the even weights, VAND 0xF0 (q7) 16 * the odd ones. */
@@ -650,67 +666,59 @@ typedef char edgec_s4_mve_dot_run_layout
 #define EDGEC_S4_MVE_LOAD(w) "vldrb.u8 q4, [" w "], #16\n\t"
 #define EDGEC_S4_MVE_LOAD_TAIL(w) "vpst\n\tvldrbt.u8 q4, [" w "]\n\t" /* the first `tail` bytes, zeros after */
 
+/* A group's whole blocks (r11: the run on entry, then the count): the first one sets the sums
+ * (VMLADAV), the others add; none: the sums start at 0 (label 5). */
+#define EDGEC_S4_MVE_BLOCKS                                                                                     \
+    "ldr r1, [r11]\n\tldr r11, [r11, #24]\n\tcmp r11, #0\n\tbeq 5f\n\t" EDGEC_S4_MVE_COLUMNS EDGEC_S4_MVE_ROWS( \
+        EDGEC_S4_MVE_LOAD, "vmladav.s8") "subs r11, r11, #1\n\tbeq 3f\n2:\n\t" EDGEC_S4_MVE_COLUMNS             \
+    EDGEC_S4_MVE_ROWS(EDGEC_S4_MVE_LOAD, "vmladava.s8") "subs r11, r11, #1\n\t"                                 \
+                                                        "bne 2b\n3:\n\t"
+/* A row's last partial block: its `tail` bytes loaded predicated (VCTP), zeros after. */
+#define EDGEC_S4_MVE_TAIL                                                                                 \
+    "ldr r11, [sp, #64]\n\tldr r11, [r11, #28]\n\tvctp.8 r11\n\t" EDGEC_S4_MVE_COLUMNS EDGEC_S4_MVE_ROWS( \
+        EDGEC_S4_MVE_LOAD_TAIL, "vmladava.s8")
+/* The group's sums stored, the rows moved on to the next group; r11 the run again. */
+#define EDGEC_S4_MVE_GROUP_END                                                                                  \
+    "ldr r11, [sp, #64]\n\tldr r1, [r11, #36]\n\tstm r1!, {r0, r2, r4, r6, r8, r10, r12, lr}\n\tstr r1, [r11, " \
+    "#36]\n\t"                                                                                                  \
+    "ldr r0, [r11, #20]\n\tadd r3, r3, r0\n\tadd r5, r5, r0\n\tadd r7, r7, r0\n\tadd r9, r9, r0\n\t"            \
+    "ldr r0, [r11, #32]\n\tcmp r1, r0\n\tbne 1b\n\t"
+#define EDGEC_S4_MVE_ZERO                                                                                              \
+    "movs r0, #0\n\tmovs r2, #0\n\tmovs r4, #0\n\tmovs r6, #0\n\tmov r8, #0\n\tmov r10, #0\n\tmov r12, #0\n\tmov lr, " \
+    "#0\n\t"
+#define EDGEC_S4_MVE_DOT4X2(tail)                                                                                    \
+    __asm__ volatile(".syntax unified\n\tpush {r0, r4-r11, lr}\n\tvpush {d8-d15}\n\tadd r1, r0, #4\n\t"              \
+                     "ldm r1, {r3, r5, r7, r9}\n\tvmov.i8 q7, #0xf0\n\tmov r11, r0\n1:\n\t" EDGEC_S4_MVE_BLOCKS tail \
+                         EDGEC_S4_MVE_GROUP_END "vpop {d8-d15}\n\tpop {r0, r4-r11, pc}\n5:\n\t" EDGEC_S4_MVE_ZERO    \
+                     "b 3b\n\t")
+
 /*
- * 16 * the dot products of four rows (w[0..3], r3/r5/r7/r9) with two columns, for `groups`
- * groups of four rows: per block of 32 inputs the four column vectors, then per row a load, VSHL,
- * VAND and four VMLADAVA (34 instructions per 256 MACs); a row's last partial block is loaded
- * predicated (the columns are zero there). VMLADAVA accumulates into even registers only: the
- * eight sums live in r0, r2, ..., r12, lr and are stored in that order, the pointers and the
- * count in odd ones. A naked function: all 14 registers are its own at every optimisation level
- * (q4-q7 saved, callee-saved by the AAPCS). Sums stay exact in int32: |16 * w x| <= 16 * 8 * 128
- * per input, over at most EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT inputs.
+ * 16 * the dot products of four rows (w[0..3], r3/r5/r7/r9) with two columns, for each group of
+ * four rows until sums_end: per block of 32 inputs the four column vectors, then per row a load,
+ * VSHL, VAND and four VMLADAVA (34 instructions per 256 MACs); _tail: then a row's last partial
+ * block, its bytes loaded predicated (the weights past it zero, whatever the columns hold there).
+ * VMLADAVA accumulates into even registers only: the eight sums live in r0, r2, ..., r12, lr and
+ * are stored in that order, the pointers and the count in odd ones. Naked functions: all 14
+ * registers are theirs at every optimisation level (q4-q7 saved: callee-saved by the AAPCS). Sums
+ * stay exact in int32: |16 * w x| <= 16 * 8 * 128 per input, over at most
+ * EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT inputs.
  */
 static __attribute__((naked, noinline, unused)) void edgec_s4_mve_dot4x2(edgec_s4_mve_dot_run *run
                                                                          __attribute__((unused)))
 {
-    __asm__ volatile(
-        ".syntax unified\n\t"
-        "push {r0, r4-r11, lr}\n\t"
-        "vpush {d8-d15}\n\t"
-        "add r1, r0, #4\n\t"
-        "ldm r1, {r3, r5, r7, r9}\n\t"
-        "vmov.i8 q7, #0xf0\n"
-        "1:\n\t"
-        "ldr r11, [sp, #64]\n\t"
-        "ldr r1, [r11]\n\t"
-        "ldr r11, [r11, #24]\n\t"
-        "cmp r11, #0\n\t"
-        "beq 5f\n\t" EDGEC_S4_MVE_COLUMNS EDGEC_S4_MVE_ROWS(
-            EDGEC_S4_MVE_LOAD,
-            "vmladav.s8") "subs r11, r11, #1\n\t"
-                          "beq 3f\n"
-                          "2:\n\t" EDGEC_S4_MVE_COLUMNS EDGEC_S4_MVE_ROWS(
-                              EDGEC_S4_MVE_LOAD,
-                              "vmladava.s8") "subs r11, r11, #1\n\t"
-                                             "bne 2b\n"
-                                             "3:\n\t"
-                                             "ldr r11, [sp, #64]\n\t"
-                                             "ldr r11, [r11, #28]\n\t"
-                                             "cmp r11, #0\n\t"
-                                             "beq 4f\n\t"
-                                             "vctp.8 r11\n\t" EDGEC_S4_MVE_COLUMNS EDGEC_S4_MVE_ROWS(
-                                                 EDGEC_S4_MVE_LOAD_TAIL,
-                                                 "vmladava.s8") "4:\n\t"
-                                                                "ldr r11, [sp, #64]\n\t"
-                                                                "ldr r1, [r11, #36]\n\t"
-                                                                "stm r1!, {r0, r2, r4, r6, r8, r10, r12, lr}\n\t"
-                                                                "str r1, [r11, #36]\n\t"
-                                                                "ldr r1, [r11, #20]\n\t"
-                                                                "add r3, r3, r1\n\tadd r5, r5, r1\n\tadd r7, r7, "
-                                                                "r1\n\tadd r9, r9, r1\n\t"
-                                                                "ldr r1, [r11, #32]\n\t"
-                                                                "subs r1, r1, #1\n\t"
-                                                                "str r1, [r11, #32]\n\t"
-                                                                "bne 1b\n\t"
-                                                                "vpop {d8-d15}\n\t"
-                                                                "pop {r0, r4-r11, pc}\n"
-                                                                "5:\n\t" /* no whole block: the sums start at 0 */
-                                                                "movs r0, #0\n\tmovs r2, #0\n\tmovs r4, #0\n\tmovs r6, "
-                                                                "#0\n\t"
-                                                                "mov r8, #0\n\tmov r10, #0\n\tmov r12, #0\n\tmov lr, "
-                                                                "#0\n\t"
-                                                                "b 3b\n\t");
+    EDGEC_S4_MVE_DOT4X2("");
 }
+
+static __attribute__((naked, noinline, unused)) void edgec_s4_mve_dot4x2_tail(edgec_s4_mve_dot_run *run
+                                                                              __attribute__((unused)))
+{
+    EDGEC_S4_MVE_DOT4X2(EDGEC_S4_MVE_TAIL);
+}
+#undef EDGEC_S4_MVE_BLOCKS
+#undef EDGEC_S4_MVE_TAIL
+#undef EDGEC_S4_MVE_GROUP_END
+#undef EDGEC_S4_MVE_ZERO
+#undef EDGEC_S4_MVE_DOT4X2
 #undef EDGEC_S4_MVE_UNPACK_MAC
 #undef EDGEC_S4_MVE_COLUMNS
 #undef EDGEC_S4_MVE_ROWS
@@ -802,9 +810,13 @@ static inline void edgec_s4_mve_rows2(const edgec_s4_rows *a, const int8_t *colu
         for (int32_t i = 0; i < 4; i++) {
             run.w[i] = a->filter + (first + EDGEC_MIN(i, rows - 1)) * row_bytes;
         }
-        run.groups = count;
         run.sums = sums;
-        edgec_s4_mve_dot4x2(&run);
+        run.sums_end = sums + 8 * count;
+        if (run.tail != 0) {
+            edgec_s4_mve_dot4x2_tail(&run);
+        } else {
+            edgec_s4_mve_dot4x2(&run);
+        }
         edgec_s4_mve_outputs2(a, sums, first, count, rows, right, out_a, out_b);
         o = first + 4 * count;
     }
