@@ -667,12 +667,12 @@ typedef char edgec_s4_mve_dot_run_layout[offsetof(edgec_s4_mve_dot_run, skip) ==
 #define EDGEC_S4_MVE_LOAD_TAIL(w) "vpst\n\tvldrbt.u8 q4, [" w "]\n\t" /* the first `tail` bytes, zeros after */
 
 /* A group's whole blocks (r11: the run on entry, then the count): the first one sets the sums
- * (VMLADAV), the others add; none: the sums start at 0 (label 5). */
-#define EDGEC_S4_MVE_BLOCKS                                                                                     \
-    "ldr r1, [r11]\n\tldr r11, [r11, #24]\n\tcmp r11, #0\n\tbeq 5f\n\t" EDGEC_S4_MVE_COLUMNS EDGEC_S4_MVE_ROWS( \
-        EDGEC_S4_MVE_LOAD, "vmladav.s8") "subs r11, r11, #1\n\tbeq 3f\n2:\n\t" EDGEC_S4_MVE_COLUMNS             \
-    EDGEC_S4_MVE_ROWS(EDGEC_S4_MVE_LOAD, "vmladava.s8") "subs r11, r11, #1\n\t"                                 \
-                                                        "bne 2b\n3:\n\t"
+ * (VMLADAV), the others add; `none`: the test for no whole block, whose sums start at 0 (label 5;
+ * only a row with a partial block can have none). */
+#define EDGEC_S4_MVE_BLOCKS(none)                                                                   \
+    "ldr r1, [r11]\n\tldr r11, [r11, #24]\n\t" none EDGEC_S4_MVE_COLUMNS EDGEC_S4_MVE_ROWS(         \
+        EDGEC_S4_MVE_LOAD, "vmladav.s8") "subs r11, r11, #1\n\tbeq 3f\n2:\n\t" EDGEC_S4_MVE_COLUMNS \
+    EDGEC_S4_MVE_ROWS(EDGEC_S4_MVE_LOAD, "vmladava.s8") "subs r11, r11, #1\n\tbne 2b\n3:\n\t"
 /* A row's last partial block: its `tail` bytes loaded predicated (VCTP), zeros after. */
 #define EDGEC_S4_MVE_TAIL                                                                                 \
     "ldr r11, [sp, #64]\n\tldr r11, [r11, #28]\n\tvctp.8 r11\n\t" EDGEC_S4_MVE_COLUMNS EDGEC_S4_MVE_ROWS( \
@@ -686,11 +686,11 @@ typedef char edgec_s4_mve_dot_run_layout[offsetof(edgec_s4_mve_dot_run, skip) ==
 #define EDGEC_S4_MVE_ZERO                                                                                              \
     "movs r0, #0\n\tmovs r2, #0\n\tmovs r4, #0\n\tmovs r6, #0\n\tmov r8, #0\n\tmov r10, #0\n\tmov r12, #0\n\tmov lr, " \
     "#0\n\t"
-#define EDGEC_S4_MVE_DOT4X2(tail)                                                                                    \
-    __asm__ volatile(".syntax unified\n\tpush {r0, r4-r11, lr}\n\tvpush {d8-d15}\n\tadd r1, r0, #4\n\t"              \
-                     "ldm r1, {r3, r5, r7, r9}\n\tvmov.i8 q7, #0xf0\n\tmov r11, r0\n1:\n\t" EDGEC_S4_MVE_BLOCKS tail \
-                         EDGEC_S4_MVE_GROUP_END "vpop {d8-d15}\n\tpop {r0, r4-r11, pc}\n5:\n\t" EDGEC_S4_MVE_ZERO    \
-                     "b 3b\n\t")
+#define EDGEC_S4_MVE_DOT4X2(none, tail)                                                                                \
+    __asm__ volatile(".syntax unified\n\tpush {r0, r4-r11, lr}\n\tvpush {d8-d15}\n\tadd r1, r0, #4\n\t"                \
+                     "ldm r1, {r3, r5, r7, r9}\n\tvmov.i8 q7, #0xf0\n\tmov r11, r0\n1:\n\t" EDGEC_S4_MVE_BLOCKS(none)  \
+                         tail EDGEC_S4_MVE_GROUP_END "vpop {d8-d15}\n\tpop {r0, r4-r11, pc}\n5:\n\t" EDGEC_S4_MVE_ZERO \
+                                                     "b 3b\n\t")
 
 /*
  * 16 * the dot products of four rows (w[0..3], r3/r5/r7/r9) with two columns, for each group of
@@ -706,13 +706,13 @@ typedef char edgec_s4_mve_dot_run_layout[offsetof(edgec_s4_mve_dot_run, skip) ==
 static __attribute__((naked, noinline, unused)) void edgec_s4_mve_dot4x2(edgec_s4_mve_dot_run *run
                                                                          __attribute__((unused)))
 {
-    EDGEC_S4_MVE_DOT4X2("");
+    EDGEC_S4_MVE_DOT4X2("", "");
 }
 
 static __attribute__((naked, noinline, unused)) void edgec_s4_mve_dot4x2_tail(edgec_s4_mve_dot_run *run
                                                                               __attribute__((unused)))
 {
-    EDGEC_S4_MVE_DOT4X2(EDGEC_S4_MVE_TAIL);
+    EDGEC_S4_MVE_DOT4X2("cmp r11, #0\n\tbeq 5f\n\t", EDGEC_S4_MVE_TAIL);
 }
 #undef EDGEC_S4_MVE_BLOCKS
 #undef EDGEC_S4_MVE_TAIL
