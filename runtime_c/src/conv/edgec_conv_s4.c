@@ -108,26 +108,30 @@ static const int8_t *conv_s4_column(const edgec_conv_s4_desc *d, const int8_t *i
     if (d->kernel_h == 1 && d->kernel_w == 1 && d->groups == 1 && ty.last > ty.first && tx.last > tx.first) {
         return image + (ty.base * d->input_w + tx.base) * d->input_c;
     }
-    /* A row of taps is one run of kernel_w * input_c bytes when taps are adjacent and ungrouped. */
+    /* Rows of taps outside the input are one fill each side; a row inside is its left padding, its
+     * taps (one run of kernel_w * input_c bytes when adjacent and ungrouped), its right padding. */
     const int contiguous = d->dilation_w == 1 && d->groups == 1;
     const int32_t row = d->kernel_w * cin_g;
-    int8_t *at = column;
-    for (int32_t ky = 0; ky < d->kernel_h; ky++) {
-        if (ky < ty.first || ky >= ty.last) {
-            at = conv_s4_fill(at, pad, row);
-            continue;
-        }
-        const int8_t *line = image + (ty.base + ky * d->dilation_h) * d->input_w * d->input_c;
-        at = conv_s4_fill(at, pad, tx.first * cin_g);
+    const int32_t left = tx.first * cin_g;
+    const int32_t width = (tx.last - tx.first) * cin_g;
+    const int32_t right = row - left - width;
+    const int32_t step = d->dilation_h * d->input_w * d->input_c;
+    /* the row's first tap inside, from image (an offset: no pointer is formed outside the input) */
+    int32_t first =
+        ((ty.base + ty.first * d->dilation_h) * d->input_w + tx.base + tx.first * d->dilation_w) * d->input_c;
+    int8_t *at = conv_s4_fill(column, pad, ty.first * row);
+    for (int32_t ky = ty.first; ky < ty.last; ky++, first += step) {
+        at = conv_s4_fill(at, pad, left);
         if (contiguous) {
-            at = conv_s4_copy(at, line + (tx.base + tx.first) * d->input_c, (tx.last - tx.first) * cin_g);
+            at = conv_s4_copy(at, image + first, width);
         } else {
-            for (int32_t kx = tx.first; kx < tx.last; kx++) {
-                at = conv_s4_copy(at, line + (tx.base + kx * d->dilation_w) * d->input_c, cin_g);
+            for (int32_t kx = 0; kx < tx.last - tx.first; kx++) {
+                at = conv_s4_copy(at, image + first + kx * d->dilation_w * d->input_c, cin_g);
             }
         }
-        at = conv_s4_fill(at, pad, (d->kernel_w - tx.last) * cin_g);
+        at = conv_s4_fill(at, pad, right);
     }
+    conv_s4_fill(at, pad, (d->kernel_h - EDGEC_MAX(ty.last, ty.first)) * row);
     return column;
 }
 
