@@ -9,8 +9,8 @@
  * of shifting it down: the DSP path 4096 * w (a nibble moved to the top of a halfword by one
  * shifted AND, two weights per AND), the Helium path 16 * w (a byte's high nibble masked with
  * 0xF0, its low one shifted left by 4). The sums are that multiple of the dot products, exact
- * while they stay within int32 (see each path), then shifted right. The depthwise kernels
- * (edgec_depthwise_conv_s4.c) use edgec_s4_requantize_short and the widening helpers from here.
+ * while they stay within int32 (see each path), then shifted right. (The depthwise kernel unpacks
+ * its filter for the int8 packed one: edgec_depthwise_conv_s4.c.)
  */
 #ifndef EDGEC_S4_H
 #define EDGEC_S4_H
@@ -392,6 +392,31 @@ static inline int8_t edgec_s4_dsp_output(const edgec_s4_rows *a, int32_t c, uint
     return edgec_requantize_s8((int32_t)sum, a->multiplier[c], a->shift[c], a->stage);
 }
 
+#if EDGEC_UNALIGNED_ASM
+/* The run of edgec_s4_dsp_triples / _pairs over `a`'s rows from its first: the widened blocks
+ * [widened, end), outputs at out up to out + rows (whole threes / twos), column b's out_step after. */
+static inline edgec_s4_dsp_run edgec_s4_dsp_run_make(const edgec_s4_rows *a, const int16_t *widened, const int16_t *end,
+                                                     int32_t round_base, int8_t *out, int32_t rows, int32_t out_step)
+{
+    edgec_s4_dsp_run run;
+    run.widened = widened;
+    run.widened_end = end;
+    run.row = a->filter;
+    run.row_bytes = a->count / 2;
+    run.bias = a->bias;
+    run.multiplier = a->multiplier;
+    run.shift = a->shift;
+    run.round_base = round_base;
+    run.act_min = a->stage.lo + a->stage.offset;
+    run.act_max = a->stage.hi + a->stage.offset;
+    run.out = out;
+    run.out_end = out + rows;
+    run.out_step = out_step;
+    run.clamp = edgec_s4_dsp_clamps(&a->stage);
+    return run;
+}
+#endif
+
 /* The dot products of three rows (row_step apart) with the widened blocks, chunk by chunk. */
 static EDGEC_NOINLINE void edgec_s4_dsp_chunks(const int16_t *widened, const int8_t *row, int32_t row_step,
                                                int32_t blocks, uint32_t acc[3])
@@ -422,20 +447,8 @@ static inline void edgec_s4_dsp_rows(const edgec_s4_rows *a, const int16_t *wide
     int32_t o = 0;
 #if EDGEC_UNALIGNED_ASM
     if (one_chunk && !tail && short_requant && a->bias && rows >= 3) {
-        edgec_s4_dsp_run run = { widened,
-                                 widened + 8 * blocks,
-                                 a->filter,
-                                 row_bytes,
-                                 a->bias,
-                                 a->multiplier,
-                                 a->shift,
-                                 round_base,
-                                 a->stage.lo + a->stage.offset,
-                                 a->stage.hi + a->stage.offset,
-                                 out,
-                                 out + rows / 3 * 3,
-                                 0,
-                                 edgec_s4_dsp_clamps(&a->stage) };
+        edgec_s4_dsp_run run =
+            edgec_s4_dsp_run_make(a, widened, widened + 8 * blocks, round_base, out, rows / 3 * 3, 0);
         edgec_s4_dsp_triples(&run);
         o = rows / 3 * 3;
     }
@@ -486,20 +499,8 @@ static inline void edgec_s4_dsp_rows2(const edgec_s4_rows *a, const int8_t *xa, 
 #if EDGEC_UNALIGNED_ASM
     const int32_t blocks = a->count / 8;
     edgec_s4_dsp_widen2(xa, xb, blocks, a->input_offset, widened);
-    edgec_s4_dsp_run run = { widened,
-                             widened + 16 * blocks,
-                             a->filter,
-                             a->count / 2,
-                             a->bias,
-                             a->multiplier,
-                             a->shift,
-                             round_base,
-                             a->stage.lo + a->stage.offset,
-                             a->stage.hi + a->stage.offset,
-                             out_a,
-                             out_a + rows / 2 * 2,
-                             (int32_t)(out_b - out_a),
-                             edgec_s4_dsp_clamps(&a->stage) };
+    edgec_s4_dsp_run run = edgec_s4_dsp_run_make(a, widened, widened + 16 * blocks, round_base, out_a, rows / 2 * 2,
+                                                 (int32_t)(out_b - out_a));
     edgec_s4_dsp_pairs(&run);
     if (rows % 2 != 0) {
         const int32_t r = rows - 1;
