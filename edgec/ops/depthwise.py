@@ -205,8 +205,8 @@ class DepthwiseConv2d(OpDef):
         return int4.scratch_bytes(op, rows) if int4.is_int4(op) else rows
 
     def runtime_sources_of(self, op) -> tuple[str, ...]:
-        if int4.is_int4(op):  # the packed int4 kernel runs the int8 packed one
-            return int4.runtime_sources(op) + (self.runtime_sources if op.attrs.get("s4_isa") else ())
+        if int4.is_int4(op):  # edgec_depthwise_conv_s4.c's packed kernel calls the int8 packed one
+            return int4.runtime_sources(op) + self.runtime_sources
         return self.runtime_sources
 
     @staticmethod
