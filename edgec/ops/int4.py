@@ -285,8 +285,8 @@ def depthwise_filter_bytes(desc: dict) -> int:
 
 def scratch_bytes(op, row_cache: int = 0) -> int:
     """The DSP path's widened input column, the Helium path's deinterleaved one; a convolution's
-    also its gathered receptive fields (two pixels' of each; Helium: whole blocks of 32); a packed depthwise layer's unpacked
-    filter and the int8 kernel's `row_cache` (the depthwise unit's rule)."""
+    also its gathered receptive fields (two pixels' of each; Helium: whole blocks of 32); a packed
+    depthwise layer's unpacked filter and the int8 kernel's `row_cache` (the depthwise unit's rule)."""
     isa = op.attrs.get("s4_isa")
     if op.kind == "depthwise_conv2d":
         return 0 if isa is None else depthwise_filter_bytes(op.attrs["desc"]) + row_cache
