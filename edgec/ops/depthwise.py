@@ -275,22 +275,34 @@ class DepthwiseConv2d(OpDef):
         )
 
     def scratch_bytes(self, op, graph, target) -> int:
-        isa = op.attrs.get("isa")
+        # An int4 layer on the packed kernel: its unpacked filter, then this kernel's row cache.
+        isa = op.attrs.get("s4_isa") if int4.is_int4(op) else op.attrs.get("isa")
         if isa is None:
             return 0
         out_w = graph.tensors[op.outputs[0]].shape[2]
-        return packed_scratch_bytes(
+        rows = packed_scratch_bytes(
             isa, op.attrs["weight"].shape, out_w, op.attrs["stride"][1], op.attrs["dilation"][1]
         )
+        return int4.scratch_bytes(op, rows) if int4.is_int4(op) else rows
 
     def runtime_sources_of(self, op) -> tuple[str, ...]:
         if _is_lookup(op):
             return ("activation/edgec_lut_s8.c",)
-        return int4.runtime_sources(op) if int4.is_int4(op) else self.runtime_sources
+        if int4.is_int4(op):  # edgec_depthwise_conv_s4.c's packed kernel calls the int8 packed one
+            return int4.runtime_sources(op) + self.runtime_sources
+        return self.runtime_sources
+
+    @staticmethod
+    def _rows_call(op, graph) -> str:
+        """EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES for the layer (C): the packed kernel's row cache."""
+        a = op.attrs
+        _, kh, kw, _ = a["weight"].shape
+        wo = graph.tensors[op.outputs[0]].shape[2]
+        return PACKED_SCRATCH.call(kh, PACKED_ROW_PIXELS.call(wo, a["stride"][1], kw, a["dilation"][1]))
 
     def emit(self, op, graph, names) -> CCall:
         if int4.is_int4(op):
-            return int4.emit(op, graph, names)
+            return int4.emit(op, graph, names, self._rows_call(op, graph))
         if _is_lookup(op):
             return _emit_lookup(op, graph, names)
         a = op.attrs
@@ -310,8 +322,7 @@ class DepthwiseConv2d(OpDef):
             )
         # The plain packed kernel runs unstaged in place too; the staged form's scratch adds the planes.
         staged = form is not None and form.scratch_bytes != self.scratch_bytes(op, graph, None)
-        _, kh, kw, _ = a["weight"].shape
-        rows = PACKED_SCRATCH.call(kh, PACKED_ROW_PIXELS.call(wo, a["stride"][1], kw, a["dilation"][1]))
+        rows = self._rows_call(op, graph)
         zero_point = graph.tensors[op.inputs[0]].zero_point
         desc = depthwise_desc(
             op,

@@ -1538,7 +1538,7 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
  * and checks (another K, a NULL bias or scratch: EDGEC_ARG_ERROR).
  */
 /* generated from edgec/ops/int4.py: EDGEC_CONV_S4_MVE_SCRATCH_BYTES */
-#define EDGEC_CONV_S4_MVE_SCRATCH_BYTES(k) (64 * (((k) + 31) / 32) + 2 * (k))
+#define EDGEC_CONV_S4_MVE_SCRATCH_BYTES(k) (128 * (((k) + 31) / 32))
 /* end of EDGEC_CONV_S4_MVE_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch);
@@ -1628,22 +1628,21 @@ typedef struct {
 edgec_status edgec_depthwise_conv_s4(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input, int8_t *output);
 
 /*
- * edgec_depthwise_conv_s4 with the DSP extension, for channel multiplier 1, input_c divisible by 4
- * and at most 16 taps: four channels at a time, SMLABB/SMLABT on nibbles shifted into halfwords.
- * Same arithmetic and checks (other shapes: EDGEC_ARG_ERROR). No scratch.
+ * edgec_depthwise_conv_s4 for channel multiplier 1 and kernel_h <= EDGEC_DEPTHWISE_PACKED_MAX_K on
+ * a build with the DSP extension or Helium: the filter is unpacked once per call into scratch in
+ * edgec_depthwise_conv_s8_packed's layout (EDGEC_DEPTHWISE_CONV_S4_FILTER_BYTES(taps, input_c)
+ * bytes, taps = kernel_h * kernel_w), which that kernel then runs. Same arithmetic; `bias`
+ * (required) is edgec_depthwise_conv_s8_packed's folded bias (bias[c] + input_offset * the sum of
+ * channel c's taps, wrapped to int32, zeros up to a multiple of 4 entries). Scratch (required,
+ * word-aligned, apart from input and output): the unpacked filter, then
+ * EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES(kernel_h, EDGEC_DEPTHWISE_PACKED_ROW_PIXELS(output_w,
+ * stride_w, kernel_w, dilation_w)) bytes. Other shapes, a NULL bias or scratch: EDGEC_ARG_ERROR.
  */
-#if defined(__ARM_FEATURE_DSP)
-edgec_status edgec_depthwise_conv_s4_dsp(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input, int8_t *output);
-#endif
-
-/*
- * edgec_depthwise_conv_s4 with Helium, for channel multiplier 1, an even input_c and at most 16
- * taps (kernel_h * kernel_w): eight channels at a time, their sums in int16 lanes (exact within
- * those bounds). Same arithmetic and checks (other shapes: EDGEC_ARG_ERROR). No scratch.
- */
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-edgec_status edgec_depthwise_conv_s4_mve(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input, int8_t *output);
-#endif
+/* generated from edgec/ops/int4.py: EDGEC_DEPTHWISE_CONV_S4_FILTER_BYTES */
+#define EDGEC_DEPTHWISE_CONV_S4_FILTER_BYTES(taps, c) (4 * (((c) + 3) / 4) * (taps))
+/* end of EDGEC_DEPTHWISE_CONV_S4_FILTER_BYTES */
+edgec_status edgec_depthwise_conv_s4_packed(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input,
+                                            int8_t *output, int8_t *scratch);
 
 /* ==== end of int4-weight kernels ==== */
 
