@@ -29,7 +29,7 @@ PITCHES = (30, 50, 70)  # espeak-ng -p, 0..99; one per utterance, in turn
 SAMPLE_RATE = 16000
 FRAME, HOP, FFT, MELS = 480, 320, 512, 20  # 30 ms frames every 20 ms: 49 frames in 1 s
 FRAMES = 1 + (SAMPLE_RATE - FRAME) // HOP
-TRAIN_DRAWS, TEST_DRAWS = 2, 3  # augmented copies (offset, gain, noise) of each utterance
+TRAIN_DRAWS, TEST_DRAWS = 2, 12  # augmented copies (offset, gain, noise) of each utterance
 SNR_DB = (5.0, 25.0)
 
 
