@@ -534,7 +534,7 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
                 skipped[op.name] = f"its input is {from_layers[0]}'s result, which has no float counterpart"
                 continue
             if op.kind == "recurrent":
-                diff, tolerance = recurrent_differences(compiled, op, inputs[0], got, values)
+                diff, tolerance = recurrent_differences(compiled, op, inputs, got, values)
                 free = np.ones(diff.shape, bool)  # the hidden state has no fused clamp
             elif _has_reference(out, values):
                 diff, tolerance, free = _differences(compiled, op, inputs, got, values, ranges)
@@ -789,11 +789,11 @@ def _clamp_bounds(op, out) -> tuple[int, int]:
     return max(int(lo), int(info.min)), min(int(hi), int(info.max))
 
 
-def recurrent_differences(compiled, op, x: np.ndarray, got: np.ndarray, values: dict) -> tuple[np.ndarray, np.ndarray]:
+def recurrent_differences(compiled, op, inputs: list, got: np.ndarray, values: dict) -> tuple[np.ndarray, np.ndarray]:
     """A recurrent layer against the program's float cell (PyTorch's equations on the quantized
     weights, recurrent.reference_weights), step by step: each step's float cell starts from the
-    integer state of the step before, so the comparison measures one step's gate arithmetic, not
-    a drift. Returns the differences [steps * batches, hidden] (in output steps) of every step's
+    integer state of the step before (the first from the caller's h0 / c0 where it gives them), so
+    the comparison measures one step's gate arithmetic, not a drift. Returns the differences [steps * batches, hidden] (in output steps) of every step's
     hidden state, and of the steps the layer writes, with their tolerances (1 + the bound of
     recurrent.float_step in output steps)."""
     from edgec.ops import recurrent
@@ -804,7 +804,8 @@ def recurrent_differences(compiled, op, x: np.ndarray, got: np.ndarray, values: 
     weights = recurrent.reference_weights(
         a["cell"], *_float_recurrent_weights(compiled, op, values), x_t.scale, out.scale
     )
-    before, after, cells = recurrent.integer_steps(desc, x)
+    x = inputs[0]
+    before, after, cells = recurrent.integer_steps(desc, x, *recurrent.initial_state(op, inputs))
     xs = np.asarray(x, np.int8).reshape(
         (desc["time_steps"], desc["batches"], -1) if desc["time_major"] else (desc["batches"], desc["time_steps"], -1)
     )
