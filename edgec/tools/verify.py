@@ -793,9 +793,9 @@ def recurrent_differences(compiled, op, inputs: list, got: np.ndarray, values: d
     """A recurrent layer against the program's float cell (PyTorch's equations on the quantized
     weights, recurrent.reference_weights), step by step: each step's float cell starts from the
     integer state of the step before (the first from the caller's h0 / c0 where it gives them), so
-    the comparison measures one step's gate arithmetic, not a drift. Returns the differences [steps * batches, hidden] (in output steps) of every step's
-    hidden state, and of the steps the layer writes, with their tolerances (1 + the bound of
-    recurrent.float_step in output steps)."""
+    the comparison measures one step's gate arithmetic, not a drift. Returns the differences
+    [steps * batches, hidden] (in output steps) of every step's hidden state, and of the steps the
+    layer writes, with their tolerances (1 + the bound of recurrent.float_step in output steps)."""
     from edgec.ops import recurrent
 
     graph, a = compiled.graph, op.attrs
