@@ -878,6 +878,7 @@ class Recurrent(OpDef):
             cell_max=observed[run]["cell_max"],
             tanh_pre_max=observed[run]["tanh_pre_max"],
             stream=False,
+            sequence=spec["sequence"],
             last_step_only=False,
             bidirectional=spec["bidirectional"],
         )
@@ -1112,11 +1113,79 @@ def make_streaming(graph) -> None:
     ops = recurrent_ops(graph)
     if not ops:
         raise EdgecError("--stream needs a model with a recurrent layer (nn.LSTM, nn.GRU, a cell)")
+    if held_state_io(graph):
+        _keep_held_state(graph)
+        return
     _check_reads_last_step(graph, ops)
     with_time_steps(graph, 1)
     for op in recurrent_ops(graph):
         op.attrs["stream"] = True
     reset_state(graph)
+
+
+def held_state_io(graph) -> list[tuple[str, str | None]]:
+    """The state a caller holds, as (model input, model output) pairs: h0 with h_n (the layer's
+    output step, or the copy of its last step), c0 with c_n; the output None where the model does
+    not return it, the input None (zeros) where it returns a state it is not given."""
+    pairs = []
+    for op in recurrent_ops(graph):
+        a = op.attrs
+        h_n = next(
+            (
+                name
+                for name in graph.outputs
+                if (name == op.outputs[0] and not a["sequence"])
+                or (graph.producer(name) is not None and graph.producer(name).inputs == [op.outputs[0]])
+            ),
+            None,
+        )
+        h0 = op.inputs[a["h0"]] if a.get("h0") is not None else None
+        if h0 is not None and h0 in graph.inputs:
+            pairs.append((h0, h_n))
+        c0 = op.inputs[a["c0"]] if a.get("c0") is not None else None
+        c_n = op.outputs[a["c_n"]] if a.get("c_n") is not None else None
+        if c0 is not None or c_n is not None:
+            pairs.append((c0, c_n))
+    return pairs
+
+
+def _keep_held_state(graph) -> None:
+    """--stream of a model whose caller holds the state (h0/c0 inputs, h_n/c_n outputs): each
+    invoke runs the layers on one input as the model is written, the state in <name>_state instead
+    of the model's state inputs and outputs (dropped: the caller copies nothing; h_n stays an
+    output when it is the model's only one). Records the dropped inputs' positions
+    (attrs "held_inputs") for the stream's frames."""
+    ops = recurrent_ops(graph)
+    if any(not _reads_initial_state(op) and op.attrs.get("c_n") is None for op in ops):
+        raise EdgecError(
+            f"{ops[0].source}: --stream: every recurrent layer of a model that passes its state in "
+            f"and out must do so (or none)"
+        )
+    pairs = held_state_io(graph)
+    dropped = [graph.inputs.index(name) for name, _ in pairs if name is not None]
+    cells = {op.outputs[op.attrs["c_n"]] for op in ops if op.attrs.get("c_n") is not None}
+    for name, out in sorted(pairs, key=lambda pair: pair[1] not in cells):  # c_n first: it always goes
+        if name is not None:
+            graph.inputs.remove(name)
+        if out is not None and (out in cells or len(graph.outputs) > 1):
+            graph.outputs.remove(out)
+    for op in ops:
+        a = op.attrs
+        op.inputs = op.inputs[:1]
+        op.outputs = op.outputs[:1]
+        a.update(h0=None, c0=None, c_n=None, stream=True, held_inputs=sorted(dropped))
+    graph.ops = [op for op in graph.ops if op.kind == Recurrent.kind or _is_read(graph, op)]
+    graph.remove_unused_tensors()
+    reset_state(graph)
+
+
+def _is_read(graph, op) -> bool:
+    return any(name in graph.outputs or graph.consumers(name) for name in op.outputs)
+
+
+def held_inputs(graph) -> list[int]:
+    """A held-state stream's dropped model inputs (positions in the model's), else []."""
+    return next((op.attrs["held_inputs"] for op in recurrent_ops(graph) if "held_inputs" in op.attrs), [])
 
 
 def reset_state(graph) -> None:

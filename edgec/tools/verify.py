@@ -26,7 +26,7 @@ from edgec.ir import Graph, to_torch_order
 from edgec.numerics import divide_by_power_of_two
 from edgec.ops import unit_of
 from edgec.ops.band import BandStage, banded_layers
-from edgec.ops.recurrent import reset_state
+from edgec.ops.recurrent import held_inputs, held_state_io, reset_state
 from edgec.pipeline import compile_for, emit, token_rows
 from edgec.targets import device
 from edgec.targets.cores import get_target
@@ -192,7 +192,11 @@ class StreamComparison:
 
 
 def stream_frames(stream, floats) -> list[np.ndarray]:
-    """Whole-sequence float samples [N, 1, T, F] (batch first) as the stream's frames [N*T, F]."""
+    """Whole-sequence float samples [N, 1, T, F] (batch first) as the stream's frames [N*T, F];
+    for a model whose caller holds the state, the samples of its other inputs, one per invoke."""
+    dropped = held_inputs(stream.graph)
+    if dropped:
+        return [x for index, x in enumerate(floats) if index not in dropped]
     return [
         x.reshape((-1,) + stream.graph.tensors[name].torch_shape[2:]) for x, name in zip(floats, stream.graph.inputs)
     ]
@@ -207,9 +211,31 @@ def compare_stream(whole, floats, whole_inputs: np.ndarray, name: str, work_dir:
     outputs = run_on(stream, work_dir / name, name, inputs, work_dir / "build")
     reset_state(stream.graph)
     mismatched = compare(golden_outputs(stream.graph, inputs), outputs).mismatched_bytes
+    if held_inputs(stream.graph):
+        fed_back = held_state_outputs(whole.graph, stream.graph, whole_inputs)
+        return StreamComparison(len(inputs), len(inputs), mismatched, bool(np.array_equal(outputs, fed_back)))
     steps = len(inputs) // len(whole_inputs)
     first_sequence = golden_outputs(whole.graph, whole_inputs[:1])[0]
     return StreamComparison(len(inputs), steps, mismatched, bool(np.array_equal(outputs[steps - 1], first_sequence)))
+
+
+def held_state_outputs(whole: Graph, stream: Graph, whole_inputs: np.ndarray) -> np.ndarray:
+    """The whole model's golden outputs on its samples one after the other, each given the state
+    the one before returned (the first a zero state), as a caller holding the state runs it: the
+    outputs the stream keeps, packed as its driver writes them."""
+    pairs = held_state_io(whole)
+    state: dict[str, np.ndarray] = {}
+    rows = []
+    for row in whole_inputs:
+        arrays = unpack(whole, row, whole.inputs)
+        for index, name in enumerate(whole.inputs):
+            if any(name == h for h, _ in pairs):
+                tensor = whole.tensors[name]
+                arrays[index] = state.get(name, np.full(tensor.shape, tensor.zero_point, sim.INT_DTYPES[tensor.dtype]))
+        results = dict(zip(whole.outputs, sim.invoke(whole, arrays)))
+        state = {h: results[out].reshape(whole.tensors[h].shape) for h, out in pairs if h is not None and out}
+        rows.append(_pack([results[name] for name in stream.outputs]))
+    return np.stack(rows)
 
 
 def _torch_input(x, dtype):
