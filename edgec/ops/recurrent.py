@@ -17,6 +17,9 @@ The op unit lowers nn.LSTM / nn.GRU (aten.lstm.input / aten.gru.input, any numbe
 batch_first or not, unidirectional, zero initial state) and nn.LSTMCell / nn.GRUCell (one step,
 zero state) to one "recurrent" op per layer. Its hidden state and (LSTM) cell state are not graph
 tensors: in whole-sequence mode they live in the op's scratch and start at zero on every invoke.
+A one-layer layer whose caller holds the state reads h0 / c0 (model inputs: its inputs 1, 2) and
+writes c_n (an int16 model output: its output 1; h_n is the output's last step as always); the C
+copies h0 / c0 into the state before the call, and the kernel keeps the cell state in c_n.
 Calibration: the cell state's range and the hidden range of a layer feeding another are not graph
 tensors either, so the unit's `observe` hook re-runs the float recurrence on each calibration
 sample (edgec.frontend.quantize runs the hooks) and records them in the node's meta (OBSERVED_KEY).
@@ -703,7 +706,7 @@ class Recurrent(OpDef):
     targets = frozenset(SEQUENCES) | frozenset(CELLS)
     runtime_sources = ("recurrent/edgec_recurrent_s8.c",)
     limits = (
-        "no proj_size, zero initial state, batched input; an LSTM's cell state c not read; "
+        "no proj_size, batched input; h0/c0 as model inputs and c_n (int16) returned for one layer only; "
         "bidirectional: its output sequence (not h_n), no --stream"
     )
 
