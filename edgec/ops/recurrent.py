@@ -1137,8 +1137,7 @@ def held_state_io(graph) -> list[tuple[str, str | None]]:
             (
                 name
                 for name in graph.outputs
-                if (name == op.outputs[0] and not a["sequence"])
-                or (graph.producer(name) is not None and graph.producer(name).inputs == [op.outputs[0]])
+                if (name == op.outputs[0] and not a["sequence"]) or _is_last_step_copy(graph, name, op)
             ),
             None,
         )
@@ -1150,6 +1149,18 @@ def held_state_io(graph) -> list[tuple[str, str | None]]:
         if c0 is not None or c_n is not None:
             pairs.append((c0, c_n))
     return pairs
+
+
+def _is_last_step_copy(graph, name: str, op) -> bool:
+    """Whether tensor `name` is h_n of sequence layer `op`: a copy of its output's last step."""
+    producer = graph.producer(name)
+    return (
+        op.attrs["sequence"]
+        and producer is not None
+        and producer.kind == "copy"
+        and producer.inputs == [op.outputs[0]]
+        and not _reads_other_steps(graph, producer, {op.outputs[0]: op})
+    )
 
 
 def _keep_held_state(graph) -> None:

@@ -235,16 +235,30 @@ def stft_basis(n_fft: int = VAD_FFT) -> torch.Tensor:
     return torch.cat([torch.cos(angle) * window, -torch.sin(angle) * window]).float().unsqueeze(1)
 
 
-class SileroStyleVad(nn.Module):
-    """x [1, 576] (context + chunk), h, c [1, 128] -> (speech probability [1, 1], h', c').
-
-    Front end as the shipped model writes it: reflect padding, the STFT as a Conv1d with a fixed
-    basis (a buffer), magnitude sqrt(re ** 2 + im ** 2); encoder Conv1d+ReLU x4 (two strided);
-    decoder ReLU, Conv1d(128, 1, 1), sigmoid, the mean over its time axis."""
+class StftMagnitude(nn.Module):
+    """[1, 576] audio -> [1, 129, 4] magnitudes, as the shipped model writes it: reflect padding,
+    the STFT as a Conv1d with a fixed basis (a buffer), sqrt(re ** 2 + im ** 2)."""
 
     def __init__(self):
         super().__init__()
         self.register_buffer("basis", stft_basis())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.pad(x.unsqueeze(1), (0, VAD_CONTEXT), mode="reflect")
+        spectrum = nn.functional.conv1d(x, self.basis, stride=VAD_HOP)  # [1, 258, 4]
+        bins = VAD_FFT // 2 + 1
+        return torch.sqrt(spectrum[:, :bins] ** 2 + spectrum[:, bins:] ** 2)
+
+
+class SileroStyleVad(nn.Module):
+    """x [1, 576] (context + chunk), h, c [1, 128] -> (speech probability [1, 1], h', c').
+
+    stft (StftMagnitude); encoder Conv1d+ReLU x4 (two strided); rnn LSTMCell(128, 128) on the
+    caller's state; decoder ReLU, Conv1d(128, 1, 1), sigmoid, the mean over its time axis."""
+
+    def __init__(self):
+        super().__init__()
+        self.stft = StftMagnitude()
         bins = VAD_FFT // 2 + 1
         self.encoder = nn.Sequential(
             nn.Conv1d(bins, 128, 3, padding=1),
@@ -260,11 +274,7 @@ class SileroStyleVad(nn.Module):
         self.decoder = nn.Sequential(nn.ReLU(), nn.Conv1d(VAD_HIDDEN, 1, 1), nn.Sigmoid())
 
     def forward(self, x: torch.Tensor, h: torch.Tensor, c: torch.Tensor):
-        x = nn.functional.pad(x.unsqueeze(1), (0, VAD_CONTEXT), mode="reflect")
-        spectrum = nn.functional.conv1d(x, self.basis, stride=VAD_HOP)  # [1, 258, 4]
-        bins = VAD_FFT // 2 + 1
-        magnitude = torch.sqrt(spectrum[:, :bins] ** 2 + spectrum[:, bins:] ** 2)
-        features = self.encoder(magnitude).squeeze(-1)  # [1, 128]
+        features = self.encoder(self.stft(x)).squeeze(-1)  # [1, 128]
         h, c = self.rnn(features, (h, c))
         probability = self.decoder(h.unsqueeze(-1)).mean(dim=2)  # [1, 1]
         return probability, h, c
