@@ -189,6 +189,8 @@ class StreamComparison:
     sequence_steps: int  # frames per sample
     mismatched_bytes: int
     equals_whole_sequence: bool
+    # what the stream was compared with after sequence_steps steps
+    reference: str = "the whole-sequence model"
 
 
 def stream_frames(stream, floats) -> list[np.ndarray]:
@@ -213,7 +215,13 @@ def compare_stream(whole, floats, whole_inputs: np.ndarray, name: str, work_dir:
     mismatched = compare(golden_outputs(stream.graph, inputs), outputs).mismatched_bytes
     if held_inputs(stream.graph):
         fed_back = held_state_outputs(whole.graph, stream.graph, whole_inputs)
-        return StreamComparison(len(inputs), len(inputs), mismatched, bool(np.array_equal(outputs, fed_back)))
+        return StreamComparison(
+            len(inputs),
+            len(inputs),
+            mismatched,
+            bool(np.array_equal(outputs, fed_back)),
+            "the model fed back its own state at every step",
+        )
     steps = len(inputs) // len(whole_inputs)
     first_sequence = golden_outputs(whole.graph, whole_inputs[:1])[0]
     return StreamComparison(len(inputs), steps, mismatched, bool(np.array_equal(outputs[steps - 1], first_sequence)))
