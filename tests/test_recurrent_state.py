@@ -162,6 +162,11 @@ def test_stream_keeps_a_held_state_and_equals_the_model_fed_back_its_state(tmp_p
     assert result.steps == 6 and result.mismatched_bytes == 0 and result.equals_whole_sequence, result
 
 
+def test_stream_refuses_c_n_of_a_layer_starting_from_zero():
+    with pytest.raises(EdgecError, match="c_n returned by a layer that starts from zero"):
+        _compile("c_n", stream=True)
+
+
 @pytest.mark.parametrize(
     ("module", "example", "message"),
     [

@@ -1116,9 +1116,14 @@ def make_streaming(graph) -> None:
     ops = recurrent_ops(graph)
     if not ops:
         raise EdgecError("--stream needs a model with a recurrent layer (nn.LSTM, nn.GRU, a cell)")
-    if held_state_io(graph):
+    if any(_reads_initial_state(op) for op in ops):
         _keep_held_state(graph)
         return
+    if any(op.attrs.get("c_n") is not None for op in ops):
+        raise EdgecError(
+            f"{ops[0].source}: --stream: c_n returned by a layer that starts from zero; give the "
+            f"layer h0 and c0 as model inputs to hold its state (the stream then keeps it)"
+        )
     _check_reads_last_step(graph, ops)
     with_time_steps(graph, 1)
     for op in recurrent_ops(graph):
@@ -1170,11 +1175,13 @@ def _keep_held_state(graph) -> None:
     output when it is the model's only one). Records the dropped inputs' positions
     (attrs "held_inputs") for the stream's frames."""
     ops = recurrent_ops(graph)
-    if any(not _reads_initial_state(op) and op.attrs.get("c_n") is None for op in ops):
-        raise EdgecError(
-            f"{ops[0].source}: --stream: every recurrent layer of a model that passes its state in "
-            f"and out must do so (or none)"
-        )
+    for op in ops:
+        given = [op.inputs[op.attrs[k]] for k in ("h0", "c0") if op.attrs.get(k) is not None]
+        if not given or any(name not in graph.inputs for name in given):
+            raise EdgecError(
+                f"{op.source}: --stream: every recurrent layer of a model that passes its state in "
+                f"must take it as model inputs (h0/c0), or none"
+            )
     pairs = held_state_io(graph)
     dropped = [graph.inputs.index(name) for name, _ in pairs if name is not None]
     cells = {op.outputs[op.attrs["c_n"]] for op in ops if op.attrs.get("c_n") is not None}
