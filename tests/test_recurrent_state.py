@@ -219,3 +219,13 @@ def test_silero_style_vad_is_bit_exact_on_host():
     compiled = edgec.compile(model, example, calibration=seq.vad_samples(model, 12, seed=1), target="host")
     result = compiled.verify(seq.vad_samples(model, 4, seed=2))
     assert "golden simulator == host C, 0 LSB" in str(result)
+
+
+def test_header_says_which_output_feeds_which_state_input(tmp_path):
+    from edgec.pipeline import emit
+
+    compiled, _ = _compile("lstm_cell")
+    emit(compiled.compiled, tmp_path / "cell", "cell")
+    header = (tmp_path / "cell" / "cell.h").read_text()
+    assert " * the hidden state after this invoke: give it back as input 1 */" in header
+    assert " * the LSTM cell state (int16, scale 2^-15) the caller holds: the previous invoke's output 2 */" in header

@@ -1156,6 +1156,25 @@ def held_state_io(graph) -> list[tuple[str, str | None]]:
     return pairs
 
 
+def held_state_notes(graph) -> dict[str, str]:
+    """What the header says of each model input and output that carries a caller-held state."""
+    notes = {}
+    for state_in, state_out in held_state_io(graph):
+        tensor = graph.tensors[state_in or state_out]
+        what = (
+            f"the LSTM cell state (int16, scale 2^{round(math.log2(tensor.scale))})"
+            if tensor.dtype == "int16"
+            else "the hidden state"
+        )
+        if state_in is not None:
+            back = f": the previous invoke's output {graph.outputs.index(state_out)}" if state_out else ""
+            notes[state_in] = f"{what} the caller holds{back}"
+        if state_out is not None:
+            into = f": give it back as input {graph.inputs.index(state_in)}" if state_in else ""
+            notes[state_out] = f"{what} after this invoke{into}"
+    return notes
+
+
 def _is_last_step_copy(graph, name: str, op) -> bool:
     """Whether tensor `name` is h_n of sequence layer `op`: a copy of its output's last step."""
     producer = graph.producer(name)
