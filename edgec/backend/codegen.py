@@ -163,6 +163,7 @@ def io_entry(graph: Graph, plan: MemoryPlan, index: int, name: str) -> dict:
         "reciprocal_literal": _float_literal(1.0 / tensor.scale),
         "qmin": INT_RANGE[tensor.dtype][0],
         "qmax": INT_RANGE[tensor.dtype][1],
+        "note": "",  # io_entries: what a caller-held recurrent state input / output is
     }
 
 
