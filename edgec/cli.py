@@ -566,7 +566,7 @@ def _verify_stream(whole, floats, whole_inputs, name: str, target: str) -> None:
         sys.exit(1)
     click.echo(
         f"OK (stream): {result.steps} steps, golden simulator == {where}, 0 LSB; after "
-        f"{result.sequence_steps} steps == the whole-sequence model"
+        f"{result.sequence_steps} steps == {result.reference}"
     )
 
 

@@ -23,6 +23,7 @@ from edgec.c_format import INDENT, block, braced, commented_rows, long_lines
 from edgec.ir import Graph, Op
 from edgec.ops import unit_of
 from edgec.ops.band import banded_layers
+from edgec.ops.recurrent import held_state_notes
 from edgec.resources import data_dir
 from edgec.targets import cmsis_nn
 from edgec.version import __version__
@@ -162,15 +163,20 @@ def io_entry(graph: Graph, plan: MemoryPlan, index: int, name: str) -> dict:
         "reciprocal_literal": _float_literal(1.0 / tensor.scale),
         "qmin": INT_RANGE[tensor.dtype][0],
         "qmax": INT_RANGE[tensor.dtype][1],
+        "note": "",  # io_entries: what a caller-held recurrent state input / output is
     }
 
 
 def io_entries(graph: Graph, plan: MemoryPlan) -> dict:
-    return {
+    notes = held_state_notes(graph)  # a recurrent state the caller holds: which output feeds which input
+    entries = {
         "input_rounding": graph.input_rounding,
         "inputs": [io_entry(graph, plan, i, name) for i, name in enumerate(graph.inputs)],
         "outputs": [io_entry(graph, plan, i, name) for i, name in enumerate(graph.outputs)],
     }
+    for entry, name in zip(entries["inputs"] + entries["outputs"], graph.inputs + graph.outputs):
+        entry["note"] = notes.get(name, "")
+    return entries
 
 
 def allowed_writes(op: Op, graph: Graph, plan: MemoryPlan, count: int = 2) -> list[tuple[int, int]]:

@@ -487,6 +487,12 @@ def _problem(op: Op, graph: Graph) -> str | None:
 INT16_CAPABLE_KINDS = frozenset(INT16_KIND) | VIEW_KINDS | {"pad"}
 
 
+def _int8_recurrent(op, graph: Graph) -> bool:
+    """An int8 recurrent layer whose int16 tensors are only the LSTM cell state its caller holds
+    (c0, c_n: TFLite's int16 cell state): its own kernel, not an int16 one."""
+    return op.kind == "recurrent" and {graph.tensors[n].dtype for n in (op.inputs[0], op.outputs[0])} == {"int8"}
+
+
 def select_int16_kernels(graph: Graph) -> None:
     """Every op touching an int16 tensor is compiled by its int16 unit (op.kernel.unit; its
     specialize records the kernel); views stay as they are. One EdgecError lists the ops that have
@@ -494,7 +500,7 @@ def select_int16_kernels(graph: Graph) -> None:
     problems = []
     for op in graph.ops:
         dtypes = {graph.tensors[name].dtype for name in (*op.inputs, *op.outputs)}
-        if "int16" not in dtypes or op.kind in VIEW_KINDS:
+        if "int16" not in dtypes or op.kind in VIEW_KINDS or _int8_recurrent(op, graph):
             continue
         problem = _problem(op, graph)
         if problem is not None:

@@ -17,6 +17,9 @@ The op unit lowers nn.LSTM / nn.GRU (aten.lstm.input / aten.gru.input, any numbe
 batch_first or not, unidirectional, zero initial state) and nn.LSTMCell / nn.GRUCell (one step,
 zero state) to one "recurrent" op per layer. Its hidden state and (LSTM) cell state are not graph
 tensors: in whole-sequence mode they live in the op's scratch and start at zero on every invoke.
+A one-layer layer whose caller holds the state reads h0 / c0 (model inputs: its inputs 1, 2) and
+writes c_n (an int16 model output: its output 1; h_n is the output's last step as always); the C
+copies h0 / c0 into the state before the call, and the kernel keeps the cell state in c_n.
 Calibration: the cell state's range and the hidden range of a layer feeding another are not graph
 tensors either, so the unit's `observe` hook re-runs the float recurrence on each calibration
 sample (edgec.frontend.quantize runs the hooks) and records them in the node's meta (OBSERVED_KEY).
@@ -39,7 +42,7 @@ from edgec.numerics import quantize_multiplier, requantize, wrap_int32
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.movement import Gather, _flatten_args, _Slot, in_torch_order
-from edgec.ops.qspec import ACTIVATION_QSPEC, annotate
+from edgec.ops.qspec import ACTIVATION_QSPEC, annotate, fixed_qspec
 
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
 RECURRENT_DESC = Struct(
@@ -239,7 +242,7 @@ def recurrent_s8(
         cell = np.zeros((batches, hidden_size), np.int16)
     hidden, cell = (
         np.array(hidden, np.int8).reshape(batches, hidden_size),
-        np.array(cell, np.int16).reshape(batches, hidden_size),
+        np.zeros((batches, hidden_size), np.int16) if cell is None else np.array(cell, np.int16).reshape(batches, -1),
     )
     out = np.zeros(x.shape[:2] + (hidden_size,), np.int8)
     for t in range(steps):
@@ -268,15 +271,18 @@ TANH_TABLE_ERROR = 2 * (2.0**-17 + (1 / 24) ** 2 / 8 * 0.0963) + GATE_OUTPUT_SCA
 SIGMOID_SATURATION = 1 / (1 + math.exp(8.0))
 
 
-def integer_steps(desc: dict, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The golden step functions over the sequence from a zero state: per step the hidden state
-    before and after it and the cell state before it, [T, B, H] each (int8, int8, int16)."""
+def integer_steps(
+    desc: dict, x: np.ndarray, hidden: np.ndarray | None = None, cell: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The golden step functions over the sequence from a zero state (or from hidden / cell, the
+    caller's): per step the hidden state before and after it and the cell state before it,
+    [T, B, H] each (int8, int8, int16)."""
     batches, steps, size = desc["batches"], desc["time_steps"], desc["hidden_size"]
     x = np.asarray(x, np.int8).reshape((steps, batches, -1) if desc["time_major"] else (batches, steps, -1))
     if not desc["time_major"]:
         x = x.transpose(1, 0, 2)
-    h = np.full((batches, size), desc["output_offset"], np.int8)
-    c = np.zeros((batches, size), np.int16)
+    h = np.full((batches, size), desc["output_offset"], np.int8) if hidden is None else np.array(hidden, np.int8)
+    c = np.zeros((batches, size), np.int16) if cell is None else np.array(cell, np.int16)
     before, after, cells = [], [], []
     for t in range(steps):
         before.append(h.copy())
@@ -578,18 +584,44 @@ def _is_zero_state(arg) -> bool:
     return arg is None or (isinstance(arg, Node) and arg.target == aten.zeros.default)
 
 
-def float_statistics(cell: str, x: torch.Tensor, weights: list, time_major: bool, directions: int = 1) -> list[dict]:
+def _cell_item(node: Node, spec: dict) -> Node | None:
+    """The getitem reading an LSTM's final cell state c_n (item 2 of a sequence, 1 of a cell), if used."""
+    index = 2 if spec["sequence"] else 1
+    if spec["cell"] != "lstm":
+        return None
+    return next((u for u in node.users if u.target is operator.getitem and u.args[1] == index and u.users), None)
+
+
+def _h0_qspec(spec: dict):
+    """A caller-held h0's qspec, which the hidden state shares. A GRU's state stays in [-1, 1]
+    (each step mixes h and tanh) and its kernel reads h in Q0.15: it is held at tanh's int8 steps
+    (1/128, zero point 0), the program clamping an h0 beyond them as the kernel must; an LSTM's
+    is observed (h0 and the outputs together)."""
+    return fixed_qspec(1 / 128, 0) if spec["cell"] == "gru" else ACTIVATION_QSPEC
+
+
+def _initial_state(spec: dict) -> tuple[Node | None, Node | None]:
+    """The nodes of h0 and (LSTM) c0 given to the layer, None where they are omitted or zeros."""
+    h0 = spec["hx"][0] if spec["hx"] else None
+    c0 = spec["hx"][1] if spec["cell"] == "lstm" and len(spec["hx"]) > 1 else None
+    return (None if _is_zero_state(h0) else h0), (None if _is_zero_state(c0) else c0)
+
+
+def float_statistics(
+    cell: str, x: torch.Tensor, weights: list, time_major: bool, directions: int = 1, initial: tuple = (None, None)
+) -> list[dict]:
     """Per run (a layer's direction, in `weights`' order), max|c| (LSTM), what the tanh gate takes
     at most (LSTM: max|pre_g|, GRU: max|xn + r * hn|) and the hidden state's min/max of the float
-    recurrence from a zero state (PyTorch's equations); a reverse run reads the sequence backwards,
-    and the next layer reads the directions' outputs concatenated."""
+    recurrence from a zero state, or from `initial` (h0, c0) of a one-layer run whose caller holds
+    the state (PyTorch's equations); a reverse run reads the sequence backwards, and the next layer
+    reads the directions' outputs concatenated."""
     seq = x if time_major else x.transpose(0, 1)
     stats = []
     for layer in range(len(weights) // directions):
         outputs = []
         for direction in range(directions):
             run, run_stats = _float_run(
-                cell, seq.flip(0) if direction else seq, weights[layer * directions + direction]
+                cell, seq.flip(0) if direction else seq, weights[layer * directions + direction], initial
             )
             outputs.append(run.flip(0) if direction else run)
             stats.append(run_stats)
@@ -597,12 +629,17 @@ def float_statistics(cell: str, x: torch.Tensor, weights: list, time_major: bool
     return stats
 
 
-def _float_run(cell: str, seq: torch.Tensor, weights: tuple) -> tuple[torch.Tensor, dict]:
-    """One direction of one layer over a time-major sequence: its outputs and statistics."""
+def _float_run(
+    cell: str, seq: torch.Tensor, weights: tuple, initial: tuple = (None, None)
+) -> tuple[torch.Tensor, dict]:
+    """One direction of one layer over a time-major sequence (from the state `initial`, (h0, c0),
+    zeros where None): its outputs and statistics (the initial cell state counts in max|c|)."""
     w_ih, w_hh, b_ih, b_hh = weights
     h = torch.zeros(seq.shape[1], w_hh.shape[1])
     c = torch.zeros_like(h)
-    outputs, cell_max, tanh_pre_max = [], 0.0, 0.0
+    h = h if initial[0] is None else initial[0].reshape(h.shape)
+    c = c if initial[1] is None else initial[1].reshape(c.shape)
+    outputs, cell_max, tanh_pre_max = [], float(c.abs().max()), 0.0
     for x_t in seq:
         gx = x_t @ w_ih.T + (0 if b_ih is None else b_ih)
         gh = h @ w_hh.T + (0 if b_hh is None else b_hh)
@@ -643,7 +680,7 @@ class RecurrentResult:
             gather = Gather(_last_steps, (axis, *(_Slot(i) for i in range(len(self.layer_outputs)))), {})
             out = ctx.output(getitem, qparams_of=last)
             ctx.add_op("copy", getitem, self.layer_outputs, [out], gather=gather)
-        # c_n (item 1 of a cell, 2 of a sequence) is left unmapped: a user of it fails to lower
+        # c_n (item 1 of a cell, 2 of a sequence): the layer's int16 output 1, mapped when lowered
 
 
 def _hidden(ctx, names) -> int:
@@ -669,7 +706,7 @@ class Recurrent(OpDef):
     targets = frozenset(SEQUENCES) | frozenset(CELLS)
     runtime_sources = ("recurrent/edgec_recurrent_s8.c",)
     limits = (
-        "no proj_size, zero initial state, batched input; an LSTM's cell state c not read; "
+        "no proj_size, batched input; h0/c0 as model inputs and c_n (int16) returned for one layer only; "
         "bidirectional: its output sequence (not h_n), no --stream"
     )
 
@@ -681,13 +718,19 @@ class Recurrent(OpDef):
             return "reading h_n of a bidirectional recurrent layer (its output sequence is supported)"
         if spec["proj"]:
             return "LSTM with proj_size"
-        if not all(_is_zero_state(h) for h in spec["hx"]):
-            return "a recurrent layer with a non-zero initial state (h0/c0 must be omitted or zeros)"
-        cell_item = 2 if spec["sequence"] else 1
-        if spec["cell"] == "lstm" and any(
-            u.target is operator.getitem and u.args[1] == cell_item and u.users for u in node.users
-        ):
-            return "reading an LSTM's cell state c (only its hidden state h is int8)"
+        held = not all(_is_zero_state(h) for h in spec["hx"]) or _cell_item(node, spec) is not None
+        if held and (spec["layers"] > 1 or spec["bidirectional"]):
+            return (
+                "a caller-held state (h0/c0 as inputs, or c_n read) of a multi-layer or bidirectional "
+                "recurrent layer (one layer only: give each layer its own nn.LSTM/nn.GRU)"
+            )
+        _, c0 = _initial_state(spec)
+        readers = [u for u in c0.users if u.op != "call_module"] if c0 is not None else []  # not export's guard
+        if c0 is not None and (c0.op != "placeholder" or len(readers) != 1):
+            return "an LSTM initial cell state c0 the model computes (c0 must be a model input read by this layer only)"
+        cell_item = _cell_item(node, spec)
+        if cell_item is not None and any(u.op != "output" for u in cell_item.users):
+            return "an LSTM cell state c_n read inside the model (it may only be returned, as an int16 output)"
         rank = len(node.args[0].meta["val"].shape)
         if rank != (3 if spec["sequence"] else 2):
             return "an unbatched recurrent input (give it a batch dimension)"
@@ -697,10 +740,21 @@ class Recurrent(OpDef):
         spec = _parse(node)
         qspec = ACTIVATION_QSPEC
         if node.target == aten.gru_cell.default:  # returns the tensor itself
-            annotate(node, {spec["x"]: ACTIVATION_QSPEC}, qspec)
+            h0, _ = _initial_state(spec)
+            inputs = {spec["x"]: ACTIVATION_QSPEC}
+            if h0 is not None:  # h0 and h' share one observer (the caller feeds h' back as h0)
+                inputs[h0], qspec = _h0_qspec(spec), SharedQuantizationSpec((h0, node))
+            annotate(node, inputs, qspec)
             return
-        annotate(node, {spec["x"]: ACTIVATION_QSPEC}, None)
         items = {user.args[1]: user for user in node.users if user.target is operator.getitem}
+        # h0 is read at the hidden state's qparams (the caller feeds h_n back as h0): one observer,
+        # rooted at h0's edge, which the outputs share
+        h0, _ = _initial_state(spec)
+        inputs = {spec["x"]: ACTIVATION_QSPEC}
+        if h0 is not None:
+            inputs[h0] = _h0_qspec(spec)
+            qspec = SharedQuantizationSpec((h0, node))
+        annotate(node, inputs, None)
         if 0 in items:
             annotate(items[0], {}, qspec)
         if 1 in items and spec["sequence"]:
@@ -713,12 +767,14 @@ class Recurrent(OpDef):
         values = {id(n): v for n, v in zip(_flatten_args(node.args), _flatten_args(args))}
         weights = [tuple(None if w is None else values[id(w)] for w in layer) for layer in spec["weights"]]
         x = args[0] if spec["sequence"] else args[0].unsqueeze(0)
+        h0, c0 = (None if n is None else values[id(n)].detach().float() for n in _initial_state(spec))
         stats = float_statistics(
             spec["cell"],
             x.detach().float(),
             weights,
             time_major=not spec["batch_first"] or not spec["sequence"],
             directions=2 if spec["bidirectional"] else 1,
+            initial=(h0, c0),
         )
         seen = node.meta.setdefault(OBSERVED_KEY, stats)
         for old, new in zip(seen, stats):
@@ -766,13 +822,36 @@ class Recurrent(OpDef):
                     out.scale, out.zero_point = _asymmetric_qparams(
                         observed[layer]["hidden_min"], observed[layer]["hidden_max"]
                     )
-            self._add_run(ctx, node, spec, layer, source, out, observed, time_major)
+            op = self._add_run(ctx, node, spec, layer, source, out, observed, time_major)
             outputs.append(out)
             source = out
+        self._held_state(ctx, node, spec, op)
         for op in ctx.graph.ops[-len(outputs) :]:  # where a layer without qparams takes them (finalize)
             op.attrs["final_output"] = outputs[-1].name
         if node.target != aten.gru_cell.default:
             ctx.alias(node, RecurrentResult(self, node, outputs, spec))
+
+    def _held_state(self, ctx, node, spec: dict, op) -> None:
+        """A one-layer run whose caller holds the state: h0 (int8, the hidden state's qparams) and
+        c0 (int16 at the cell state's power-of-two scale) become its inputs 1 and 2 (attrs
+        "h0"/"c0": their indices), c_n its output 1 (attrs "c_n"); h_n is the output sequence's
+        last step, as without (RecurrentResult)."""
+        h0, c0 = _initial_state(spec)
+        cell_item = _cell_item(node, spec)
+        op.attrs.update(h0=None, c0=None, c_n=None)
+        if h0 is not None:
+            op.attrs["h0"] = len(op.inputs)
+            op.inputs.append(ctx.tensor(h0).name)
+        if c0 is not None:
+            tensor = ctx.tensor(c0)
+            tensor.scale, tensor.zero_point, tensor.dtype = 2.0 ** op.attrs["cell_power"], 0, "int16"
+            op.attrs["c0"] = len(op.inputs)
+            op.inputs.append(tensor.name)
+        if cell_item is not None:
+            tensor = ctx.output(cell_item)
+            tensor.scale, tensor.zero_point, tensor.dtype = 2.0 ** op.attrs["cell_power"], 0, "int16"
+            op.attrs["c_n"] = len(op.outputs)
+            op.outputs.append(tensor.name)
 
     def _add_run(self, ctx, node, spec: dict, run: int, source: Tensor, out: Tensor, observed: list, time_major: bool):
         """The op of one run (a layer, or one direction of a bidirectional layer: index `run` of
@@ -802,6 +881,7 @@ class Recurrent(OpDef):
             cell_max=observed[run]["cell_max"],
             tanh_pre_max=observed[run]["tanh_pre_max"],
             stream=False,
+            sequence=spec["sequence"],
             last_step_only=False,
             bidirectional=spec["bidirectional"],
         )
@@ -860,12 +940,13 @@ class Recurrent(OpDef):
         elif (powers := lstm_linear_powers(a["tanh_pre_max"], a["cell_max"], out.scale)) is not None:
             n_power, cell_power = powers
         a["state_cell_power"] = cell_power  # the int16 cell state's scale the kernel runs at (verify reads it)
+        _check_held_state(op, graph, out, cell_power)
         a["desc"] = recurrent_desc(
             a["cell"],
             batches=a["batches"],
             time_steps=a["time_steps"],
             time_major=a["time_major"],
-            reset_state=not a["stream"],
+            reset_state=not a["stream"] and not _reads_initial_state(op),
             w_ih=a["w_ih"],
             w_hh=a["w_hh"],
             b_ih=a["b_ih"],
@@ -883,10 +964,14 @@ class Recurrent(OpDef):
         a = op.attrs
         state = a.get("state")  # streaming: the persistent state, carried across invokes
         if state is None:
-            out, _, _ = recurrent_s8(a["desc"], inputs[0])
+            out, _, cell = recurrent_s8(a["desc"], inputs[0], *initial_state(op, inputs))
         else:
             out, state["hidden"], state["cell"] = recurrent_s8(a["desc"], inputs[0], state["hidden"], state["cell"])
-        return out.reshape(graph.tensors[op.outputs[0]].shape)
+            cell = state["cell"]
+        out = out.reshape(graph.tensors[op.outputs[0]].shape)
+        if a.get("c_n") is None:
+            return out
+        return [out, cell.reshape(graph.tensors[op.outputs[a["c_n"]]].shape)]
 
     def state_bytes(self, op) -> int:
         """Streaming: the hidden (int8) and cell (int16, LSTM) state persist between invokes."""
@@ -910,9 +995,12 @@ class Recurrent(OpDef):
             base = names.state(op)
         else:
             base = f"({scratch} + {16 * hidden})"
-        cell_arg = f"(int16_t *)(void *){base}, " if a["cell"] == "lstm" else ""
+        # c_n returned: the kernel keeps the cell state in that output, which then holds the final one
+        cell_buffer = names.ptr(op.outputs[a["c_n"]]) if a.get("c_n") is not None else base
+        cell_arg = f"(int16_t *)(void *){cell_buffer}, " if a["cell"] == "lstm" else ""
         hidden_arg = f"({base} + {2 * elements if a['cell'] == 'lstm' else 0})"
         call.code = (
+            f"{_initial_state_code(op, names, hidden_arg, cell_buffer, elements)}"
             f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}, "
             f"{hidden_arg}, {cell_arg}{scratch});"
         )
@@ -1028,11 +1116,116 @@ def make_streaming(graph) -> None:
     ops = recurrent_ops(graph)
     if not ops:
         raise EdgecError("--stream needs a model with a recurrent layer (nn.LSTM, nn.GRU, a cell)")
+    if any(_reads_initial_state(op) for op in ops):
+        _keep_held_state(graph)
+        return
+    if any(op.attrs.get("c_n") is not None for op in ops):
+        raise EdgecError(
+            f"{ops[0].source}: --stream: c_n returned by a layer that starts from zero; give the "
+            f"layer h0 and c0 as model inputs to hold its state (the stream then keeps it)"
+        )
     _check_reads_last_step(graph, ops)
     with_time_steps(graph, 1)
     for op in recurrent_ops(graph):
         op.attrs["stream"] = True
     reset_state(graph)
+
+
+def held_state_io(graph) -> list[tuple[str, str | None]]:
+    """The state a caller holds, as (model input, model output) pairs: h0 with h_n (the layer's
+    output step, or the copy of its last step), c0 with c_n; the output None where the model does
+    not return it, the input None (zeros) where it returns a state it is not given."""
+    pairs = []
+    for op in recurrent_ops(graph):
+        a = op.attrs
+        h_n = next(
+            (
+                name
+                for name in graph.outputs
+                if (name == op.outputs[0] and not a["sequence"]) or _is_last_step_copy(graph, name, op)
+            ),
+            None,
+        )
+        h0 = op.inputs[a["h0"]] if a.get("h0") is not None else None
+        if h0 is not None and h0 in graph.inputs:
+            pairs.append((h0, h_n))
+        c0 = op.inputs[a["c0"]] if a.get("c0") is not None else None
+        c_n = op.outputs[a["c_n"]] if a.get("c_n") is not None else None
+        if c0 is not None or c_n is not None:
+            pairs.append((c0, c_n))
+    return pairs
+
+
+def held_state_notes(graph) -> dict[str, str]:
+    """What the header says of each model input and output that carries a caller-held state."""
+    notes = {}
+    for state_in, state_out in held_state_io(graph):
+        tensor = graph.tensors[state_in or state_out]
+        what = (
+            f"the LSTM cell state (int16, scale 2^{round(math.log2(tensor.scale))})"
+            if tensor.dtype == "int16"
+            else "the hidden state"
+        )
+        if state_in is not None:
+            back = f": the previous invoke's output {graph.outputs.index(state_out)}" if state_out else ""
+            notes[state_in] = f"{what} the caller holds{back}"
+        if state_out is not None:
+            into = f": give it back as input {graph.inputs.index(state_in)}" if state_in else ""
+            notes[state_out] = f"{what} after this invoke{into}"
+    return notes
+
+
+def _is_last_step_copy(graph, name: str, op) -> bool:
+    """Whether tensor `name` is h_n of sequence layer `op`: a copy of its output's last step."""
+    producer = graph.producer(name)
+    return (
+        op.attrs["sequence"]
+        and producer is not None
+        and producer.kind == "copy"
+        and producer.inputs == [op.outputs[0]]
+        and not _reads_other_steps(graph, producer, {op.outputs[0]: op})
+    )
+
+
+def _keep_held_state(graph) -> None:
+    """--stream of a model whose caller holds the state (h0/c0 inputs, h_n/c_n outputs): each
+    invoke runs the layers on one input as the model is written, the state in <name>_state instead
+    of the model's state inputs and outputs (dropped: the caller copies nothing; h_n stays an
+    output when it is the model's only one). Records the dropped inputs' positions
+    (attrs "held_inputs") for the stream's frames."""
+    ops = recurrent_ops(graph)
+    for op in ops:
+        given = [op.inputs[op.attrs[k]] for k in ("h0", "c0") if op.attrs.get(k) is not None]
+        if not given or any(name not in graph.inputs for name in given):
+            raise EdgecError(
+                f"{op.source}: --stream: every recurrent layer of a model that passes its state in "
+                f"must take it as model inputs (h0/c0), or none"
+            )
+    pairs = held_state_io(graph)
+    dropped = [graph.inputs.index(name) for name, _ in pairs if name is not None]
+    cells = {op.outputs[op.attrs["c_n"]] for op in ops if op.attrs.get("c_n") is not None}
+    for name, out in sorted(pairs, key=lambda pair: pair[1] not in cells):  # c_n first: it always goes
+        if name is not None:
+            graph.inputs.remove(name)
+        if out is not None and (out in cells or len(graph.outputs) > 1):
+            graph.outputs.remove(out)
+    for op in ops:
+        a = op.attrs
+        op.inputs = op.inputs[:1]
+        op.outputs = op.outputs[:1]
+        a.update(h0=None, c0=None, c_n=None, stream=True, held_inputs=sorted(dropped))
+    graph.ops = [op for op in graph.ops if op.kind == Recurrent.kind or _is_read(graph, op)]
+    graph.remove_unused_tensors()
+    reset_state(graph)
+
+
+def _is_read(graph, op) -> bool:
+    return any(name in graph.outputs or graph.consumers(name) for name in op.outputs)
+
+
+def held_inputs(graph) -> list[int]:
+    """A held-state stream's dropped model inputs (positions in the model's), else []."""
+    return next((op.attrs["held_inputs"] for op in recurrent_ops(graph) if "held_inputs" in op.attrs), [])
 
 
 def reset_state(graph) -> None:
@@ -1057,6 +1250,61 @@ def _take_output_qparams(graph, name: str, final: str) -> None:
         source.scale, source.zero_point = quantized[0].scale, quantized[0].zero_point
     if not tensor.quantized:
         tensor.scale, tensor.zero_point = source.scale, source.zero_point
+
+
+def _reads_initial_state(op) -> bool:
+    """Whether the layer starts from a state its caller gives (h0 or c0 a model input)."""
+    return op.attrs.get("h0") is not None or op.attrs.get("c0") is not None
+
+
+def initial_state(op, inputs: list) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The golden's starting (hidden int8, cell int16) of a layer reading its caller's state:
+    h0 / c0 where given, real zero (the hidden zero point, cell 0) for the other; (None, None)
+    for a layer that starts from zero."""
+    a = op.attrs
+    if not _reads_initial_state(op):
+        return None, None
+    shape = (a["batches"], a["w_hh"].shape[1])
+    hidden = inputs[a["h0"]] if a.get("h0") is not None else np.full(shape, a["desc"]["output_offset"], np.int8)
+    cell = inputs[a["c0"]] if a.get("c0") is not None else np.zeros(shape, np.int16)
+    return np.asarray(hidden, np.int8).reshape(shape), np.asarray(cell, np.int16).reshape(shape)
+
+
+def _initial_state_code(op, names, hidden: str, cell: str, elements: int) -> str:
+    """The C that puts the caller's h0 / c0 (or real zero for one not given) where the kernel
+    keeps the state, before a call with reset_state 0."""
+    a = op.attrs
+    if a["stream"] or not _reads_initial_state(op):
+        return ""
+    code = (
+        f"memcpy({hidden}, {names.ptr(op.inputs[a['h0']])}, {elements}); "
+        if a.get("h0") is not None
+        else f"memset({hidden}, {a['desc']['output_offset']}, {elements}); "
+    )
+    if a["cell"] == "lstm":
+        code += (
+            f"memcpy({cell}, {names.ptr(op.inputs[a['c0']])}, {2 * elements}); "
+            if a.get("c0") is not None
+            else f"memset({cell}, 0, {2 * elements}); "
+        )
+    return code
+
+
+def _check_held_state(op, graph, out: Tensor, cell_power: int) -> None:
+    """h0 must be at the hidden state's qparams (the caller feeds h_n back as h0); c0 and c_n take
+    the cell state's int16 scale 2^cell_power the kernel runs at."""
+    a = op.attrs
+    if a.get("h0") is not None:
+        h0 = graph.tensors[op.inputs[a["h0"]]]
+        if (h0.scale, h0.zero_point, h0.dtype) != (out.scale, out.zero_point, out.dtype):
+            raise EdgecError(
+                f"{op.source}: the initial hidden state h0 is quantized ({h0.scale:g}, {h0.zero_point}) "
+                f"unlike the hidden state ({out.scale:g}, {out.zero_point}); it must share its qparams"
+            )
+    for key, names in (("c0", op.inputs), ("c_n", op.outputs)):
+        if a.get(key) is not None:
+            tensor = graph.tensors[names[a[key]]]
+            tensor.scale, tensor.zero_point, tensor.dtype = 2.0**cell_power, 0, "int16"
 
 
 def _state_size(op) -> int:

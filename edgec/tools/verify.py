@@ -27,7 +27,7 @@ from edgec.ir import Graph, to_torch_order
 from edgec.numerics import divide_by_power_of_two
 from edgec.ops import unit_of
 from edgec.ops.band import BandStage, banded_layers
-from edgec.ops.recurrent import reset_state
+from edgec.ops.recurrent import held_inputs, held_state_io, reset_state
 from edgec.pipeline import compile_for, emit, token_rows
 from edgec.targets import device
 from edgec.targets.cores import get_target
@@ -190,10 +190,16 @@ class StreamComparison:
     sequence_steps: int  # frames per sample
     mismatched_bytes: int
     equals_whole_sequence: bool
+    # what the stream was compared with after sequence_steps steps
+    reference: str = "the whole-sequence model"
 
 
 def stream_frames(stream, floats) -> list[np.ndarray]:
-    """Whole-sequence float samples [N, 1, T, F] (batch first) as the stream's frames [N*T, F]."""
+    """Whole-sequence float samples [N, 1, T, F] (batch first) as the stream's frames [N*T, F];
+    for a model whose caller holds the state, the samples of its other inputs, one per invoke."""
+    dropped = held_inputs(stream.graph)
+    if dropped:
+        return [x for index, x in enumerate(floats) if index not in dropped]
     return [
         x.reshape((-1,) + stream.graph.tensors[name].torch_shape[2:]) for x, name in zip(floats, stream.graph.inputs)
     ]
@@ -208,9 +214,37 @@ def compare_stream(whole, floats, whole_inputs: np.ndarray, name: str, work_dir:
     outputs = run_on(stream, work_dir / name, name, inputs, work_dir / "build")
     reset_state(stream.graph)
     mismatched = compare(golden_outputs(stream.graph, inputs), outputs).mismatched_bytes
+    if held_inputs(stream.graph):
+        fed_back = held_state_outputs(whole.graph, stream.graph, whole_inputs)
+        return StreamComparison(
+            len(inputs),
+            len(inputs),
+            mismatched,
+            bool(np.array_equal(outputs, fed_back)),
+            "the model fed back its own state at every step",
+        )
     steps = len(inputs) // len(whole_inputs)
     first_sequence = golden_outputs(whole.graph, whole_inputs[:1])[0]
     return StreamComparison(len(inputs), steps, mismatched, bool(np.array_equal(outputs[steps - 1], first_sequence)))
+
+
+def held_state_outputs(whole: Graph, stream: Graph, whole_inputs: np.ndarray) -> np.ndarray:
+    """The whole model's golden outputs on its samples one after the other, each given the state
+    the one before returned (the first a zero state), as a caller holding the state runs it: the
+    outputs the stream keeps, packed as its driver writes them."""
+    pairs = held_state_io(whole)
+    state: dict[str, np.ndarray] = {}
+    rows = []
+    for row in whole_inputs:
+        arrays = unpack(whole, row, whole.inputs)
+        for index, name in enumerate(whole.inputs):
+            if any(name == h for h, _ in pairs):
+                tensor = whole.tensors[name]
+                arrays[index] = state.get(name, np.full(tensor.shape, tensor.zero_point, sim.INT_DTYPES[tensor.dtype]))
+        results = dict(zip(whole.outputs, sim.invoke(whole, arrays)))
+        state = {h: results[out].reshape(whole.tensors[h].shape) for h, out in pairs if h is not None and out}
+        rows.append(_pack([results[name] for name in stream.outputs]))
+    return np.stack(rows)
 
 
 def _torch_input(x, dtype):
@@ -541,7 +575,7 @@ def layer_agreement(compiled, float_values: list[dict]) -> list[dict]:
                 skipped[op.name] = f"its input is {from_layers[0]}'s result, which has no float counterpart"
                 continue
             if op.kind == "recurrent":
-                diff, tolerance = recurrent_differences(compiled, op, inputs[0], got, values)
+                diff, tolerance = recurrent_differences(compiled, op, inputs, got, values)
                 free = np.ones(diff.shape, bool)  # the hidden state has no fused clamp
             elif _has_reference(out, values):
                 diff, tolerance, free = _differences(compiled, op, inputs, got, values, ranges)
@@ -809,13 +843,13 @@ def _clamp_bounds(op, out) -> tuple[int, int]:
     return max(int(lo), int(info.min)), min(int(hi), int(info.max))
 
 
-def recurrent_differences(compiled, op, x: np.ndarray, got: np.ndarray, values: dict) -> tuple[np.ndarray, np.ndarray]:
+def recurrent_differences(compiled, op, inputs: list, got: np.ndarray, values: dict) -> tuple[np.ndarray, np.ndarray]:
     """A recurrent layer against the program's float cell (PyTorch's equations on the quantized
     weights, recurrent.reference_weights), step by step: each step's float cell starts from the
-    integer state of the step before, so the comparison measures one step's gate arithmetic, not
-    a drift. Returns the differences [steps * batches, hidden] (in output steps) of every step's
-    hidden state, and of the steps the layer writes, with their tolerances (1 + the bound of
-    recurrent.float_step in output steps)."""
+    integer state of the step before (the first from the caller's h0 / c0 where it gives them), so
+    the comparison measures one step's gate arithmetic, not a drift. Returns the differences
+    [steps * batches, hidden] (in output steps) of every step's hidden state, and of the steps the
+    layer writes, with their tolerances (1 + the bound of recurrent.float_step in output steps)."""
     from edgec.ops import recurrent
 
     graph, a = compiled.graph, op.attrs
@@ -824,7 +858,8 @@ def recurrent_differences(compiled, op, x: np.ndarray, got: np.ndarray, values: 
     weights = recurrent.reference_weights(
         a["cell"], *_float_recurrent_weights(compiled, op, values), x_t.scale, out.scale
     )
-    before, after, cells = recurrent.integer_steps(desc, x)
+    x = inputs[0]
+    before, after, cells = recurrent.integer_steps(desc, x, *recurrent.initial_state(op, inputs))
     xs = np.asarray(x, np.int8).reshape(
         (desc["time_steps"], desc["batches"], -1) if desc["time_major"] else (desc["batches"], desc["time_steps"], -1)
     )

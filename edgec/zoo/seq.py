@@ -215,3 +215,115 @@ ZOO_TRANSFORMERS: dict[str, Callable[..., ModelAndInputs]] = {
     "vit_tiny": vit_tiny,
     "kws_transformer": kws_transformer,
 }
+
+
+# --- a voice-activity detector as shipped (Silero VAD v5's architecture, our own code) -----------
+# 16 kHz audio in 32 ms chunks: 512 new samples after the previous chunk's last 64 (the context the
+# caller keeps), the LSTM cell's state (h, c) handed in and returned: the caller feeds it back with
+# the next chunk. Sizes as the published 16 kHz model: STFT 256 / hop 128 -> 129 bins, a
+# four-conv encoder to 128 features, LSTMCell(128, 128), a 1x1 conv decoder and a sigmoid.
+VAD_CHUNK, VAD_CONTEXT, VAD_FFT, VAD_HOP, VAD_HIDDEN = 512, 64, 256, 128, 128
+
+
+def stft_basis(n_fft: int = VAD_FFT) -> torch.Tensor:
+    """[2 * (n_fft/2 + 1), 1, n_fft]: Hann-windowed cosines then negated sines, one filter per bin
+    (the real and imaginary parts of the DFT of each frame)."""
+    n = torch.arange(n_fft, dtype=torch.float64)
+    k = torch.arange(n_fft // 2 + 1, dtype=torch.float64)[:, None]
+    window = 0.5 - 0.5 * torch.cos(2 * torch.pi * n / n_fft)
+    angle = 2 * torch.pi * k * n / n_fft
+    return torch.cat([torch.cos(angle) * window, -torch.sin(angle) * window]).float().unsqueeze(1)
+
+
+class StftMagnitude(nn.Module):
+    """[1, 576] audio -> [1, 129, 4] magnitudes, as the shipped model writes it: reflect padding,
+    the STFT as a Conv1d with a fixed basis (a buffer), sqrt(re ** 2 + im ** 2)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("basis", stft_basis())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.pad(x.unsqueeze(1), (0, VAD_CONTEXT), mode="reflect")
+        spectrum = nn.functional.conv1d(x, self.basis, stride=VAD_HOP)  # [1, 258, 4]
+        bins = VAD_FFT // 2 + 1
+        return torch.sqrt(spectrum[:, :bins] ** 2 + spectrum[:, bins:] ** 2)
+
+
+class SileroStyleVad(nn.Module):
+    """x [1, 576] (context + chunk), h, c [1, 128] -> (speech probability [1, 1], h', c').
+
+    stft (StftMagnitude); encoder Conv1d+ReLU x4 (two strided); rnn LSTMCell(128, 128) on the
+    caller's state; decoder ReLU, Conv1d(128, 1, 1), sigmoid, the mean over its time axis."""
+
+    def __init__(self):
+        super().__init__()
+        self.stft = StftMagnitude()
+        bins = VAD_FFT // 2 + 1
+        self.encoder = nn.Sequential(
+            nn.Conv1d(bins, 128, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv1d(128, 64, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv1d(64, 64, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv1d(64, 128, 3, padding=1),
+            nn.ReLU(),
+        )
+        self.rnn = nn.LSTMCell(128, VAD_HIDDEN)
+        self.decoder = nn.Sequential(nn.ReLU(), nn.Conv1d(VAD_HIDDEN, 1, 1), nn.Sigmoid())
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor, c: torch.Tensor):
+        features = self.encoder(self.stft(x)).squeeze(-1)  # [1, 128]
+        h, c = self.rnn(features, (h, c))
+        probability = self.decoder(h.unsqueeze(-1)).mean(dim=2)  # [1, 1]
+        return probability, h, c
+
+
+def vad_audio(chunks: int, seed: int = 0) -> np.ndarray:
+    """A deterministic 16 kHz test signal of `chunks` chunks: quiet noise with bursts of voiced-like
+    harmonics (a 120-220 Hz fundamental and its overtones), [chunks, 576] with each chunk's context."""
+    rng = np.random.default_rng(seed)
+    total = chunks * VAD_CHUNK + VAD_CONTEXT
+    t = np.arange(total) / 16000.0
+    signal = 0.01 * rng.standard_normal(total)
+    for start in range(0, total, 4096):
+        if rng.random() < 0.5:
+            f0 = rng.uniform(120, 220)
+            end = min(start + int(rng.integers(1500, 4096)), total)
+            voiced = sum(np.sin(2 * np.pi * f0 * k * t[start:end]) / k for k in range(1, 6))
+            signal[start:end] += 0.2 * voiced
+    return np.stack([signal[i * VAD_CHUNK : i * VAD_CHUNK + VAD_CHUNK + VAD_CONTEXT] for i in range(chunks)]).astype(
+        np.float32
+    )
+
+
+def vad_samples(model: nn.Module, chunks: int, seed: int = 0) -> list[np.ndarray]:
+    """[x, h, c] for `chunks` consecutive chunks of vad_audio, each with the state the float model
+    returned for the chunk before (the first a zero state): the inputs a caller gives it."""
+    xs = vad_audio(chunks, seed)
+    h = torch.zeros(1, VAD_HIDDEN)
+    c = torch.zeros(1, VAD_HIDDEN)
+    hs, cs = [], []
+    with torch.no_grad():
+        for x in xs:
+            hs.append(h[0].numpy().copy())
+            cs.append(c[0].numpy().copy())
+            _, h, c = model(torch.from_numpy(x)[None], h, c)
+    return [xs, np.stack(hs), np.stack(cs)]
+
+
+def silero_vad(seed: int = 0) -> ModelAndInputs:
+    """Silero-VAD-v5-style detector: ([1, 576] audio, h, c) -> (probability, h', c'); calibrate with
+    vad_samples(model, n), which carries the state from chunk to chunk as a caller does."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = SileroStyleVad()
+        for layer in model.modules():
+            if isinstance(layer, nn.Conv1d):
+                nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+                nn.init.uniform_(layer.bias, -0.1, 0.1)
+        model.encoder[0].weight.data *= 0.2  # the magnitudes reach ~10: keep the encoder's range moderate
+    model.eval()
+    x, h, c = vad_samples(model, 1, seed)
+    return model, (torch.from_numpy(x), torch.from_numpy(h), torch.from_numpy(c))
