@@ -66,20 +66,24 @@ class Broadcast(nn.Module):
 
 
 class ConvThreshold(nn.Module):
-    """A Conv2d output (stored channels last) thresholded per element against a per-channel
-    live tensor and a scalar, then read by another conv."""
+    """Conv2d outputs (stored channels last) thresholded against each other, against their
+    per-channel mean (a live [1, 8, 1, 1] broadcast over the pixels), replaced by a per-channel
+    constant and by a scalar, then read by another conv."""
 
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(3, 8, 3, padding=1)
         self.gate = nn.Conv2d(3, 8, 1)
         self.head = nn.Conv2d(8, 4, 1)
+        self.register_buffer("floor", torch.linspace(-1.0, 0.4, 8).reshape(1, 8, 1, 1))
 
     def forward(self, x):
         y = self.conv(x)
         g = self.gate(x)
         z = torch.where(y <= g, y, g)  # elementwise, both channels last
-        z = torch.where(z != 0.25, z, -1.0)
+        m = z.mean((2, 3), keepdim=True)
+        z = torch.where(z > m, z, m)
+        z = torch.where(z < 0.25, self.floor, z)
         return self.head(z.masked_fill(z > 1.0, 1.0))
 
 
@@ -112,6 +116,26 @@ def test_select_models_verify_on_the_host(name):
     result = compiled.verify()
     print(result)
     assert result.layers_checked == result.layers_total
+
+
+@pytest.mark.parametrize("name", ["scalar_threshold", "masked_fill", "broadcast"])
+def test_a_lone_select_equals_the_quantized_program_exactly(name):
+    """A model whose one layer is the select: the golden's int8 output equals the program's (its
+    Q/DQ graph run by torch) on every element, inputs dense around the thresholds included."""
+    compiled = _compile(name)
+    (layer,) = compiled.graph.ops
+    assert layer.kind == "select"
+    _, shapes = CASES[name]
+    rng = np.random.default_rng(2)
+    grid = np.concatenate([np.linspace(-0.6, 0.6, 241), [0.5, -0.2, 0.5 + 1e-7, -0.2 - 1e-7]])
+    samples = [rng.choice(grid, size=(64, *shape)).astype(np.float32) for shape in shapes]
+    out = compiled.graph.tensors[compiled.graph.outputs[0]]
+    program = compiled.compiled.quantized_module
+    for k in range(64):
+        inputs = [torch.from_numpy(x[k]) for x in samples]
+        expected = np.rint(program(*inputs)[0].detach().numpy() / out.scale) + out.zero_point
+        got = np.rint(compiled.run(*[x[k] for x in samples]) / out.scale) + out.zero_point
+        np.testing.assert_array_equal(got.reshape(expected.shape), expected)
 
 
 def test_select_verifies_under_qemu_cortex_m4():

@@ -194,7 +194,7 @@ class Compare(OpDef):
     """gt, ge, lt, le, eq, ne: the condition of a where or masked_fill (no kernel of its own)."""
 
     kind = "compare"
-    family = "comparison (the condition of where / masked_fill)"
+    family = "comparison (only as the condition of where / masked_fill)"
     targets = frozenset(COMPARISONS)
     limits = "only as the condition of torch.where or masked_fill; compared with a tensor or one value"
 
@@ -241,8 +241,8 @@ class Select(OpDef):
     """torch.where(x1 CMP x2, a, b) and x.masked_fill(x1 CMP x2, v): edgec_select_s8 moves bytes
     of a or b (sharing the output's qparams) by a condition on raw bytes or a 256-entry table."""
 
-    kind = "select"
-    family = "where / masked_fill (ops/select.py: with their comparison)"
+    kind, c_function = "select", "edgec_select_s8"
+    family = "where / masked_fill on a comparison"
     targets = frozenset(SELECTS)
     runtime_sources = ("eltwise/edgec_select_s8.c",)
     layout_follows_input = True
@@ -398,7 +398,7 @@ class Select(OpDef):
 
     def specialize(self, op, graph, target) -> None:
         op.kernel = KernelChoice(
-            "edgec_select_s8", "portable", "portable C on every core: a byte select, no DSP or Helium form yet"
+            self.c_function, "portable", "portable C on every core: a byte select, no DSP or Helium form yet"
         )
 
     def emit(self, op, graph, names) -> CCall:
