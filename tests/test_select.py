@@ -154,15 +154,31 @@ class CompareSummed(nn.Module):
         return torch.where(x > 0, x, 0.0) + (x > 0.3)
 
 
-@pytest.mark.parametrize("cls", [CompareAsOutput, CompareSummed])
-def test_a_comparison_used_otherwise_is_refused_in_one_line(cls):
+class PerElementThreshold(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("t", torch.linspace(-1, 1, 8))
+
+    def forward(self, x):
+        return torch.where(x > self.t, x, 0.0)
+
+
+@pytest.mark.parametrize(
+    "cls, target, problem",
+    [
+        (CompareAsOutput, "aten.gt.Scalar", "used other than as the condition of torch.where or masked_fill"),
+        (CompareSummed, "aten.gt.Scalar", "used other than as the condition of torch.where or masked_fill"),
+        (PerElementThreshold, "aten.gt.Tensor", "with a constant tensor of 8 elements"),
+    ],
+)
+def test_unsupported_comparisons_are_refused_in_one_line(cls, target, problem):
     with pytest.raises(EdgecError) as error:
         edgec.compile(cls().eval(), torch.randn(1, 8), target="host", progress=False)
     message = str(error.value)
-    problem = [line for line in message.splitlines() if "aten.gt.Scalar" in line]
-    assert len(problem) == 1, message
-    assert "used other than as the condition of torch.where or masked_fill" in problem[0]
-    assert "test_select.py" in problem[0]  # the user's source line
+    lines = [line for line in message.splitlines() if target in line]
+    assert len(lines) == 1, message
+    assert problem in lines[0]
+    assert "test_select.py" in lines[0]  # the user's source line
 
 
 # -- the program's arithmetic --------------------------------------------------------------------

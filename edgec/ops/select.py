@@ -17,6 +17,7 @@ broadcast NumPy's way; exact by construction, never rounded:
 
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass
 
@@ -180,6 +181,12 @@ def _shape(arg) -> tuple[int, ...]:
     return tuple(arg.meta["val"].shape) if isinstance(arg, Node) and "val" in arg.meta else ()
 
 
+def _per_element_threshold(node: Node, elements: int) -> str:
+    return (
+        f"{node.target} with a constant tensor of {elements} elements (edgec compares with a live tensor or one value)"
+    )
+
+
 @dataclass
 class Comparison:
     """What a comparison node lowers to: its operands, for the select op that reads it (x1 a
@@ -212,8 +219,11 @@ class Compare(OpDef):
                     f"{node.target} whose result is used other than as the condition of torch.where or "
                     f"masked_fill (edgec computes no bool tensors)"
                 )
-        if not isinstance(comparison(node)[1], Node):
+        _, x1, x2 = comparison(node)
+        if not isinstance(x1, Node):
             return f"{node.target} of two constants (fold it in the model)"
+        if isinstance(x2, Node) and x2.op == "get_attr" and math.prod(_shape(x2)) > 1:
+            return _per_element_threshold(node, math.prod(_shape(x2)))
         return None
 
     def lower(self, ctx, node) -> None:
@@ -227,10 +237,7 @@ class Compare(OpDef):
             constant = ctx.constant(x2)
             value = np.asarray(constant.value, dtype=np.float64)
             if value.size != 1:
-                raise EdgecError(
-                    f"{source_line(node)}: {node.target} with a constant tensor of {value.size} elements; "
-                    f"edgec compares with a live tensor or one value"
-                )
+                raise EdgecError(f"{source_line(node)}: {_per_element_threshold(node, value.size)}")
             if constant.quantized:
                 value = (value - constant.zero_points) * constant.scales
             x2 = value.reshape(-1)[0]
