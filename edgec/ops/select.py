@@ -238,8 +238,8 @@ class Compare(OpDef):
             value = np.asarray(constant.value, dtype=np.float64)
             if value.size != 1:
                 raise EdgecError(f"{source_line(node)}: {_per_element_threshold(node, value.size)}")
-            if constant.quantized:
-                value = (value - constant.zero_points) * constant.scales
+            if constant.quantized:  # as the program dequantizes it: in float32
+                value = np.float32(value - constant.zero_points) * np.float32(constant.scales)
             x2 = value.reshape(-1)[0]
         ctx.alias(node, Comparison(cmp, ctx.tensor(x1), float(x2)))
 
