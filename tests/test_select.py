@@ -97,12 +97,16 @@ CASES = {
 }
 
 
-def _compile(name: str, target: str = "host"):
+def _compile(name: str, target: str = "host", decomposed: bool = False):
+    """CASES[name] compiled; `decomposed`: given as its core-ATen ExportedProgram (a Python scalar
+    operand is then aten.scalar_tensor)."""
     cls, shapes = CASES[name]
     torch.manual_seed(0)
     rng = np.random.default_rng(1)
     model = cls().eval()
     example = tuple(torch.randn(shape) for shape in shapes)
+    if decomposed:
+        model, example = torch.export.export(model, example).run_decompositions(), None
     calibration = [rng.standard_normal((16, *shape)).astype(np.float32) for shape in shapes]
     if len(shapes) == 1:
         calibration = calibration[0]
@@ -119,11 +123,16 @@ def test_select_models_verify_on_the_host(name):
     assert result.layers_checked == result.layers_total
 
 
-@pytest.mark.parametrize("name", ["scalar_threshold", "masked_fill", "broadcast"])
-def test_a_lone_select_equals_the_quantized_program_exactly(name):
+@pytest.mark.parametrize(
+    "name, decomposed",
+    [("scalar_threshold", False), ("masked_fill", False), ("broadcast", False), ("masked_fill", True)],
+)
+def test_a_lone_select_equals_the_quantized_program_exactly(name, decomposed):
     """A model whose one layer is the select: the golden's int8 output equals the program's (its
-    Q/DQ graph run by torch) on every element, inputs dense around the thresholds included."""
-    compiled = _compile(name)
+    Q/DQ graph run by torch) on every element, inputs dense around the thresholds included; also
+    from the core-ATen IR, whose scalar operand is aten.scalar_tensor."""
+    compiled = _compile(name, decomposed=decomposed)
+    assert compiled.verify(count=4).layers_checked == 1
     (layer,) = compiled.graph.ops
     assert layer.kind == "select"
     _, shapes = CASES[name]

@@ -75,6 +75,7 @@ SELECTS = {
     aten.masked_fill.Scalar: "masked_fill",
     aten.masked_fill.Tensor: "masked_fill",
 }
+SCALAR_TENSORS = {aten.scalar_tensor.default}  # the core-ATen IR's spelling of a select's Python scalar
 EMBEDDINGS = {aten.embedding.default}  # token ids (an integer model input) -> rows of a table
 ACTIVATIONS = {
     aten.relu.default,

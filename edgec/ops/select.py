@@ -27,7 +27,7 @@ from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
-from edgec.frontend.torch_ops import COMPARISONS, SELECTS
+from edgec.frontend.torch_ops import COMPARISONS, SCALAR_TENSORS, SELECTS
 from edgec.ir import InPlace, KernelChoice, Tensor, same_bytes, to_stored
 from edgec.numerics import INT8_MAX, INT8_MIN
 from edgec.ops.base import CCall, OpDef, descriptor
@@ -260,7 +260,7 @@ class Select(OpDef):
 
     def annotate(self, node) -> None:
         _, a, b = _select_args(node)
-        operands = [arg for arg in (a, b) if isinstance(arg, Node)]
+        operands = [arg for arg in (a, b) if isinstance(arg, Node) and arg.target not in SCALAR_TENSORS]
         if not operands:
             annotate(node, {}, ACTIVATION_QSPEC)
             return
@@ -319,6 +319,8 @@ class Select(OpDef):
         if not isinstance(arg, Node):
             return float(arg)
         value = ctx.constant(arg)
+        if arg.target in SCALAR_TENSORS:
+            return float(value.value)
         if not value.quantized or value.value.dtype != np.int8 or len(value.scales) != 1:
             raise EdgecError(f"{source_line(node)}: a constant operand of {node.target} must be quantized per tensor")
         return ConstantOperand(0, value.value, float(value.scales[0]), int(value.zero_points[0]))
@@ -432,4 +434,24 @@ class Select(OpDef):
         return tuple(InPlace(i, 0) for i, name in enumerate(op.inputs) if graph.tensors[name].shape == out.shape)
 
 
-UNITS = (Compare(), Select())
+class ScalarTensor(OpDef):
+    """aten.scalar_tensor: how the decomposed core-ATen IR spells where's or masked_fill's Python
+    scalar (where.self(c, x, scalar_tensor(0.0))); the select quantizes it as it does a scalar."""
+
+    kind = "scalar_tensor"
+    family = "scalar_tensor (a Python scalar operand of where / masked_fill)"
+    targets = frozenset(SCALAR_TENSORS)
+
+    def annotate(self, node) -> None:
+        pass
+
+    def check(self, node) -> str | None:
+        if any(user.target not in SELECTS or _select_args(user)[0] is node for user in node.users):
+            return f"{node.target} used other than as a value of torch.where or masked_fill"
+        return None
+
+    def lower(self, ctx, node) -> None:
+        ctx.float_constant(node, np.float32(node.args[0]))
+
+
+UNITS = (Compare(), Select(), ScalarTensor())
