@@ -58,15 +58,20 @@ static void table_row(const int8_t *table, const int8_t *x1, int32_t s1, const i
 }
 
 /* One row of `x1 OP x2 ? a : b` (OP a constant where this is expanded). */
-#define COMPARE_ROW(OP)                                                      \
-    for (int32_t i = 0; i < n; i++) {                                        \
-        out[i] = (x1[i * s[0]] OP x2[i * s[1]]) ? a[i * s[2]] : b[i * s[3]]; \
+#define COMPARE_ROW(OP)                                              \
+    for (int32_t i = 0; i < n; i++) {                                \
+        out[i] = (x1[i * s1] OP x2[i * s2]) ? a[i * sa] : b[i * sb]; \
     }
 
 /* One row by the raw comparison, s[] the innermost strides of x1, x2, a, b; in place as table_row. */
 static void compare_row(int32_t cmp, const int8_t *x1, const int8_t *x2, const int8_t *a, const int8_t *b,
                         const int32_t s[SELECT_OPERANDS], int8_t *out, int32_t n)
 {
+    /* In registers: stores through out may alias s[]. */
+    const int32_t s1 = s[0];
+    const int32_t s2 = s[1];
+    const int32_t sa = s[2];
+    const int32_t sb = s[3];
     switch (cmp) {
         case EDGEC_SELECT_GT: COMPARE_ROW(>) break;
         case EDGEC_SELECT_GE: COMPARE_ROW(>=) break;
@@ -95,30 +100,37 @@ edgec_status edgec_select_s8(const edgec_select_desc *desc, const int8_t *x1, co
     for (int32_t k = 0; k < inner; k++) {
         rows *= desc->dims[k];
     }
-    int32_t step[SELECT_OPERANDS];
+    /* Per dimension and operand: its stride and its wrap (dims - 1) * stride, 0 for an operand not
+     * read, so the odometer below moves all four offsets without tests. */
+    int32_t stride[EDGEC_SELECT_MAX_DIMS][SELECT_OPERANDS];
+    int32_t back[EDGEC_SELECT_MAX_DIMS][SELECT_OPERANDS];
+    for (int32_t k = 0; k <= inner; k++) {
+        for (int32_t j = 0; j < SELECT_OPERANDS; j++) {
+            stride[k][j] = (used & (1 << j)) ? strides[j][k] : 0;
+            back[k][j] = (desc->dims[k] - 1) * stride[k][j];
+        }
+    }
     int32_t offset[SELECT_OPERANDS] = { 0, 0, 0, 0 };
     int32_t index[EDGEC_SELECT_MAX_DIMS] = { 0 };
-    for (int32_t j = 0; j < SELECT_OPERANDS; j++) {
-        step[j] = (used & (1 << j)) ? strides[j][inner] : 0;
-    }
     for (int32_t r = 0; r < rows; r++) {
         int8_t *out = output + r * n;
         if (desc->table != NULL) {
-            table_row(desc->table, x1 + offset[0], step[0], a + offset[2], step[2], b + offset[3], step[3], out, n);
+            table_row(desc->table, x1 + offset[0], stride[inner][0], a + offset[2], stride[inner][2], b + offset[3],
+                      stride[inner][3], out, n);
         } else {
-            compare_row(desc->cmp, x1 + offset[0], x2 + offset[1], a + offset[2], b + offset[3], step, out, n);
+            compare_row(desc->cmp, x1 + offset[0], x2 + offset[1], a + offset[2], b + offset[3], stride[inner], out, n);
         }
         /* The next row: odometer order over the outer dimensions, the last fastest. */
         for (int32_t k = inner - 1; k >= 0; k--) {
-            const int32_t carry = index[k] + 1 < desc->dims[k];
-            for (int32_t j = 0; j < SELECT_OPERANDS; j++) {
-                if (used & (1 << j)) {
-                    offset[j] += carry ? strides[j][k] : -(desc->dims[k] - 1) * strides[j][k];
+            if (++index[k] < desc->dims[k]) {
+                for (int32_t j = 0; j < SELECT_OPERANDS; j++) {
+                    offset[j] += stride[k][j];
                 }
-            }
-            index[k] = carry ? index[k] + 1 : 0;
-            if (carry) {
                 break;
+            }
+            index[k] = 0;
+            for (int32_t j = 0; j < SELECT_OPERANDS; j++) {
+                offset[j] -= back[k][j];
             }
         }
     }
