@@ -26,8 +26,38 @@ def initializer(items: list[str]) -> str:
 
 def commented_rows(rows: list[tuple[str, str]], indent: int) -> str:
     """Table rows (code, comment) at `indent`, their comments aligned (AlignTrailingComments)."""
-    width = max(len(code) for code, _ in rows)
-    return "\n".join(f"{' ' * indent}{code.ljust(width)} /* {comment} */" for code, comment in rows)
+    return "\n".join(trailing_comments([(" " * indent + code, comment) for code, comment in rows]))
+
+
+def trailing_comments(rows: list[tuple[str, str | None]]) -> list[str]:
+    """Consecutive lines (code with its indent, its trailing comment's text or None), the comments
+    aligned as clang-format 14 aligns them (AlignTrailingComments): a line without a comment ends a
+    run; within a run each comment joins the sequence before it while one column suits them all
+    (one space after the longest code, the longest comment still within COLUMNS), else it starts a
+    new sequence; a sequence's comments start one space after its longest code."""
+    lines, sequence = [], []  # sequence: the (code, comment) rows aligned together, in order
+    low, high = 0, COLUMNS
+
+    def flush():
+        lines.extend(f"{code.ljust(low - 1)} {comment}" for code, comment in sequence)
+        sequence.clear()
+
+    for code, text in rows:
+        if text is None:
+            flush()
+            lines.append(code)
+            low, high = 0, COLUMNS
+            continue
+        comment = f"/* {text} */"
+        start, last = len(code) + 1, COLUMNS - len(comment)
+        if sequence and (start > high or last < low):
+            flush()
+        if not sequence:
+            low, high = 0, COLUMNS
+        sequence.append((code, comment))
+        low, high = max(low, start), min(high, last)
+    flush()
+    return lines
 
 
 def block(code: str, indent: int) -> str:

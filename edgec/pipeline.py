@@ -44,7 +44,7 @@ from edgec.passes.constant_layouts import choose_constant_layouts
 from edgec.passes.fold_batchnorm import fold_batchnorm
 from edgec.passes.fuse import chain_split_requantizes, fold_double_requantize, fold_pad, fuse_activations, fuse_copies
 from edgec.passes.layout import assign_layouts, relayout
-from edgec.passes.normalize import normalize
+from edgec.passes.normalize import SDPA, attention_refusal, normalize
 from edgec.passes.qparams import unify_qparams
 from edgec.targets.cores import TARGETS, Target, get_target
 
@@ -589,7 +589,9 @@ def check_supported(module: GraphModule, origin: str) -> None:
     for node in module.graph.nodes:
         if node.op != "call_function" or "quantized_decomposed" in str(node.target):
             continue
-        if node.target not in known:
+        if node.target in SDPA:
+            problem = attention_refusal(node)
+        elif node.target not in known:
             problem = f"{node.target} (unsupported operator)"
         elif node.target == GETITEM or (problem := OPS[node.target].check(node)) is None:
             continue

@@ -18,6 +18,7 @@ The peer stack is NOT an edgec dependency; it is needed only to rerun this scrip
         tflite-micro==0.dev20261023182759 typing_extensions==4.12.2
     python scripts/make_tflm_reference.py            # the stored models; prints edgec's mismatches
     python scripts/make_tflm_reference.py --out /tmp/x --models shufflenet_v2_x0_5   # one more, elsewhere
+    python scripts/make_tflm_reference.py --out /tmp/x --models mobilenet_v2   # full width, 224x224: ~25 min
 (in a venv made with --system-site-packages, so that pip never replaces the system torch).
 """
 
@@ -47,7 +48,9 @@ CALIBRATION_SAMPLES = 64
 # (saturating every layer somewhere: the corners where arithmetic differences show).
 REALISTIC_SAMPLES = 8
 UNIFORM_SAMPLES = 8
-TFLM_ARENA_BYTES = 8 << 20  # generous: TFLM segfaults on a too small arena instead of failing
+# Generous: TFLite Micro segfaults on a too small arena instead of failing, and every tensor is kept
+# (kPreserveAllTensors): the full-width mobilenet_v2 needs more than 8 MB.
+TFLM_ARENA_BYTES = 64 << 20
 PEER_PACKAGES = ("torch", "torchao", "litert-torch", "ai-edge-litert", "tflite-micro")
 
 
@@ -367,6 +370,7 @@ ZOO = {
     "pnet": (vision.pnet, vision.calibration_data),
     # Full size, not stored (3-4 MB programs): `--out /tmp/x --models shufflenet_v2_x0_5`.
     **{name: (cnn.ZOO_CNN[name], cnn.calibration_data) for name in ("shufflenet_v2_x0_5", "efficientnet_b0")},
+    "mobilenet_v2": _small_architecture(vision.MobileNetV2, (1, 3, 224, 224)),  # torchvision's, width 1.0, 1000 classes
     **{name: (seq.ZOO_TRANSFORMERS[name], seq.calibration_data) for name in ("vit_tiny", "kws_transformer")},
     **OPERATOR_PROGRAMS,
 }

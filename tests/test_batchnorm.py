@@ -71,7 +71,20 @@ class AfterTransposed(nn.Module):
         return F.relu(self.bn(self.up(x)))
 
 
+class PitchFrontEnd(nn.Module):
+    """A pitch tracker's first layers on a long signal: the standalone BatchNorm has 122 pixels per
+    channel, enough for its per-channel tables (depthwise.AFFINE_LOOKUP_MIN_PIXELS)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv1d(1, 12, 8, stride=4), _trained_bn(12, 1)
+
+    def forward(self, x):
+        return self.bn(F.relu(self.conv(x)))
+
+
 CASES = {
+    "PitchFrontEnd()": ((1, 1, 492), "depthwise_conv2d"),
     "AfterRelu()": ((1, 2, 6, 5), "depthwise_conv2d"),
     "AfterRelu1d()": ((1, 2, 9), "depthwise_conv2d"),
     "SharedOutput()": ((1, 2, 5, 5), "depthwise_conv2d"),
@@ -107,6 +120,21 @@ def test_batch_norm_anywhere_is_exact_and_means_the_model(tmp_path, constructor)
     with torch.no_grad():
         expected = np.stack([module(torch.from_numpy(x[None])).numpy()[0] for x in samples[16:]])
     assert sim.sqnr_db(expected, int8.reshape(expected.shape)) > 30
+
+
+def test_a_long_standalone_batch_norm_runs_through_channel_tables_on_the_device():
+    """The per-channel affine as one table per channel (edgec_lut_channels_s8), on Cortex-M4 and
+    M55 under QEMU: golden == device and each layer within its tolerance of the program."""
+    torch.manual_seed(0)
+    samples = torch.randn(16, 1, 492)
+    for target in ("cortex-m4", "cortex-m55"):
+        compiled = edgec.compile(
+            PitchFrontEnd().eval(), (samples[:1],), calibration=samples, target=target, progress=False
+        )
+        [affine] = [op for op in compiled.graph.ops if op.kind == "depthwise_conv2d"]
+        assert affine.kernel.function == "edgec_lut_channels_s8", affine.kernel
+        report = compiled.verify(samples[:4])  # raises on any byte differing or a layer off its program
+        assert report.layers_checked == len(compiled.graph.ops) and report.output_sqnr_db > 30, report
 
 
 def test_core_aten_spelling_of_transposed_convolutions_compiles_bit_exact():

@@ -27,6 +27,7 @@ from edgec.numerics import quantize_multiplier
 from edgec.ops.conv import (
     CONV_BLOCKING,
     CONV_DESC,
+    CONV_DSP_WIDE_1X1X8_SCRATCH,
     conv2d_s8,
     conv_output_size,
     mve_filter_rows,
@@ -72,13 +73,17 @@ SOURCES = [
         "fc/edgec_fully_connected_s8.c",
         "eltwise/edgec_add_s8.c",
         "depthwise/edgec_depthwise_conv_s8_packed.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_dsp.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_mve.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_portable.c",
         "pool/edgec_avgpool_s8.c",
         "pool/edgec_maxpool_s8.c",
     )
 ]
 KIND = {"conv": 1, "fc": 2, "add": 3, "depthwise": 5, "avgpool": 6, "maxpool": 7}
 WIDE = "dsp_wide"  # edgec_conv_s8_dsp_wide, edgec_fully_connected_s8_dsp_wide (--opt speed)
-ISA_CODE = {DSP: 1, MVE: 2, WIDE: 3}
+WIDE_1X1X8 = "dsp_wide_1x1x8"  # edgec_conv_s8_dsp_wide_1x1x8: WIDE's layout, its own scratch
+ISA_CODE = {DSP: 1, MVE: 2, WIDE: 3, WIDE_1X1X8: 4}
 HEADER_WORDS = 48
 # Header words of a conv / depthwise record before its extra words (in_place, input_at, ...): the
 # descriptor's int32 fields (the driver copies them into its edgec_conv_desc / _depthwise_conv_desc).
@@ -271,17 +276,20 @@ def _conv_case(rng, isa: str, x, weights, stride, dilation, pad, out_hw, act=Non
     quant = dict(input_offset=-zp_in, output_offset=zp_out, act_min=act_min, act_max=act_max)
     geometry = _geometry(x.shape, out_hw, (kh, kw), stride, pad, dilation)
     fields = desc_words(CONV_DESC, **geometry, **quant, output_c=c_out, groups=1)
-    family = DSP if isa == WIDE else isa
+    family = DSP if isa in (WIDE, WIDE_1X1X8) else isa
     packed = interleave_rows(mve_filter_rows(weights) if family == MVE else rows, CONV_BLOCKING[family])
     folded = blocked_bias(bias, rows, zp_in, CONV_BLOCKING[family].rows)
-    if isa == WIDE:
+    if isa in (WIDE, WIDE_1X1X8):
         packed, folded = widen_taps(packed), dsp_channel_table(folded, m, s, zp_out)
     arrays = [x, packed, folded, m, s]
     scratch = packed_conv_scratch_bytes(family, weights.shape)
+    if isa == WIDE_1X1X8:
+        scratch = max(scratch, CONV_DSP_WIDE_1X1X8_SCRATCH.value())
     if not in_place if in_place is not None else rng.random() < 0.5:
         return Case("conv", isa, fields + [0, 0, 0], arrays, expected, scratch)
     op, graph = _conv_op(x.shape, weights, stride, expected.shape, pad, dilation)
     op.attrs["isa"] = family
+    op.attrs["wide"] = isa == WIDE_1X1X8  # the layers edgec build gives that kernel, and their scratch
     [planned] = CONV.in_place(op, graph, None)
     first = window_first_pixels(x.shape, expected.shape, stride, pad)
     lowest = int((np.arange(len(first)) * c_out - first * c_in).max())  # the packed kernels' bound
@@ -365,17 +373,18 @@ def fc_case(rng, isa: str) -> Case:
     return Case("fc", isa, fields, arrays, expected, scratch_bytes=0)
 
 
-def depthwise_case(rng, isa: str) -> Case:
+def depthwise_case(rng, isa: str, strides: tuple[int, ...] = (1, 1, 2, 3)) -> Case:
     """edgec_depthwise_conv_s8_packed and _in_place (the build's -mcpu picks the path: DSP on
     cortex-m4, Helium on cortex-m55): the plain kernel apart from its input, over it at the
     planner's unstaged offset (DepthwiseConv2d.in_place) and at the lowest multiple of C its
     contract allows; the _in_place kernel at the staged form's offset, head-aligned, or apart.
     Mostly 3x3 with channel counts around the 4-channel group, so full groups, tails,
-    borders and every row phase occur; some other windows, strides, dilations and pads."""
+    borders and every row phase occur; some other windows, strides (drawn from `strides`),
+    dilations and pads."""
     while True:
         c = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, int(rng.integers(1, 40))]))
         kh, kw = (3, 3) if rng.random() < 0.6 else tuple(int(v) for v in rng.integers(1, 6, 2))
-        stride = tuple(int(v) for v in rng.choice([1, 1, 2, 3], 2))
+        stride = tuple(int(v) for v in rng.choice(list(strides), 2))
         dilation = tuple(int(v) for v in rng.choice([1, 1, 1, 2], 2))
         pad, pad_end, (n, h, w), out_hw = _padded_image(rng, (kh, kw), stride, dilation)
         if out_hw is not None:
@@ -646,13 +655,47 @@ def test_dsp_conv_routines_enter_at_every_copy_and_take_both_output_tails(opt, t
     assert not failed, f"{len(failed)} of {len(cases)} cases fail:\n" + "\n".join(failed[:10])
 
 
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("opt", list(OPT_LEVELS))
+def test_dsp_wide_1x1x8_bands_match_golden(opt, tmp_path):
+    """edgec_conv_s8_dsp_wide_1x1x8 on the Cortex-M4: its band routine (no clamp, short
+    requantizations) at 1 to 53 pixels (one band and several, every entry of the 6-copy loop, a
+    short last band) and 2 to 34 output channels, apart and in place (at the planner's offset with
+    its 192-byte scratch, or the lowest one the packed kernels allow); then the layers it hands to
+    edgec_conv_s8_dsp_wide (a clamp, any requantization, an odd output count, 4 or 12 input
+    channels, stride 2) and a misaligned scratch, which it refuses."""
+    rng = np.random.default_rng(23)
+    cases = []
+    for pixels in [*range(1, 14), 17, 23, 24, 25, 29, 30, 47, 48, 49, 53]:
+        c_out = int(rng.choice([2, 4, 6, 16, 18, 34]))
+        x = int8_array(rng, (1, 1, pixels, 8)) if pixels % 2 else int8_array(rng, (2, pixels // 2, 1, 8))
+        w = int8_array(rng, (c_out, 1, 1, 8))
+        cases.append(_conv_case(rng, WIDE_1X1X8, x, w, (1, 1), (1, 1), (0,) * 4, x.shape[1:3], (-128, 127)))
+    for c_in, c_out, stride, act in [
+        (8, 6, 1, None),
+        (8, 6, 1, (-100, 90)),
+        (8, 7, 1, (-128, 127)),
+        (4, 6, 1, (-128, 127)),
+        (12, 6, 1, (-128, 127)),
+        (8, 6, 2, (-128, 127)),
+    ]:
+        x = int8_array(rng, (1, 5, 6, c_in))
+        out_hw = ((5 - 1) // stride + 1, (6 - 1) // stride + 1)
+        w = int8_array(rng, (c_out, 1, 1, c_in))
+        cases.append(_conv_case(rng, WIDE_1X1X8, x, w, (stride,) * 2, (1, 1), (0,) * 4, out_hw, act, False))
+    cases.append(misaligned_scratch(cases[-1]))
+    failed = failures(cases, run_on_target("cortex-m4", cases, tmp_path, opt))
+    assert not failed, f"{len(failed)} of {len(cases)} cases fail:\n" + "\n".join(failed[:10])
+
+
 @pytest.mark.parametrize(
     "target,opt,suffix,conv_suffix",
     [
         ("cortex-m3", "speed", "", ""),
         ("cortex-m4", "speed", "_dsp", "_dsp_wide"),
         ("cortex-m4", "size", "_dsp", "_dsp"),
-        ("cortex-m55", "speed", "_mve", "_mve"),
+        ("cortex-m55", "speed", "_mve", "_mve_with"),  # the Helium conv names its assembly routines
     ],
 )
 def test_each_target_calls_its_kernels(target, opt, suffix, conv_suffix, tmp_path):
@@ -664,7 +707,7 @@ def test_each_target_calls_its_kernels(target, opt, suffix, conv_suffix, tmp_pat
     emit(compiled, tmp_path / "model", "model")
     model_c = (tmp_path / "model" / "model.c").read_text()
     assert f"edgec_conv_s8{conv_suffix}(" in model_c
-    assert f"edgec_fully_connected_s8{conv_suffix}(" in model_c
+    assert f"edgec_fully_connected_s8{conv_suffix.removesuffix('_with')}(" in model_c
     assert f"edgec_add_s8{suffix}(" in model_c
     weights_h = (tmp_path / "model" / "model_weights.h").read_text()
     # int16 filters: the DSP kernels' widened ones, or the small-window kernels' (no packed kernels).

@@ -29,7 +29,7 @@ from tests.device_support import ROOT, needs_toolchain
 
 DRIVER = ROOT / "tests" / "data" / "port" / "binary_kernels.c"
 RUNTIME = ROOT / "runtime_c"
-SOURCES = [RUNTIME / "src" / "eltwise" / "edgec_binary_s8.c"]
+SOURCES = [RUNTIME / "src" / "eltwise" / f"edgec_binary_s8{variant}.c" for variant in ("", "_dsp", "_mve")]
 KIND = {"binary": 1, "prelu": 2, "prelu_lookup": 3}
 PORTABLE, DSP, MVE = 0, 1, 2
 ISA_NAMES = {PORTABLE: "portable", DSP: "dsp", MVE: "mve"}

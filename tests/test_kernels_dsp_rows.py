@@ -1,9 +1,13 @@
-"""edgec_depthwise_conv_s8_packed's DSP pixel-pair rows (dsp_pairs_3x3_step24/48: 3x3 rows of at
-least 8 pixels at stride 1 or 2) on cortex-m4 under QEMU against the golden kernel.
+"""edgec_depthwise_conv_s8_packed's DSP rows (edgec_depthwise_conv_s8_packed_dsp.c) under QEMU
+against the golden kernel: the pixel-pair rows (dsp_pairs_3x3_step24/48: 3x3 rows of at least 8
+pixels at stride 1 or 2 on cortex-m4, or an even number from 4; of at least 4 on cortex-m33), and
+the short rows of DS-CNN and MobileNet's late layers with dsp_group_rows_3x3's bookkeeping: the
+cache filled by dsp_widen_columns (odd and even column counts, pad rows above and below the
+image), the phase counted along the rows, rows no output row reads skipped (stride 4).
 
 test_kernels_arm's depthwise cases draw images at most 10 pixels wide, so few of their rows reach
 the pairs, and none at stride 2: these are the same cases (tests.test_kernels_arm.depthwise_case)
-drawn on images 8 to 40 pixels wide, run by its driver."""
+drawn on images 8 to 40 pixels wide, or 3 to 9, run by its driver."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from tests import test_kernels_arm as arm
 from tests.device_support import needs_toolchain
 
 CASES = 150
+SHORT_CASES = 300  # about one in twenty: a full-group 3x3 layer with rows of 4 to 7 pixels
 
 
 def wide_image(rng, kernel, stride, dilation):
@@ -33,10 +38,10 @@ def wide_image(rng, kernel, stride, dilation):
 
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
-@pytest.mark.parametrize("opt", ["-O2", "-Os"])
+@pytest.mark.parametrize("opt", ["-O2", "-Os", "-O0"])
 def test_long_depthwise_rows_match_golden(opt, tmp_path, monkeypatch):
     monkeypatch.setattr(arm, "_padded_image", wide_image)
-    rng = np.random.default_rng(11 if opt == "-O2" else 12)
+    rng = np.random.default_rng({"-O2": 11, "-Os": 12, "-O0": 13}[opt])
     cases = [arm.depthwise_case(rng, arm.DSP) for _ in range(CASES)]
     # 3x3 undilated, stride_w 1 or 2, out_w >= 8
     paired = [
@@ -48,6 +53,47 @@ def test_long_depthwise_rows_match_golden(opt, tmp_path, monkeypatch):
     ]
     assert len(paired) >= CASES // 8, "too few cases reach the pair routines"
     results = arm.run_on_target("cortex-m4", cases, tmp_path, opt)
+    failures = [
+        arm.describe(case)
+        for case, (status, guards, output) in zip(cases, results)
+        if status != case.status or not guards or (status == 0 and not np.array_equal(output, case.expected.ravel()))
+    ]
+    assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures[:10])
+
+
+def short_image(rng, kernel, stride, dilation):
+    """arm._padded_image's draw with 1 to 12 rows and 3 to 9 columns (DS-CNN's rows are 5 pixels,
+    MobileNet's last ones 3 and 6)."""
+    pad = tuple(int(rng.integers(0, k)) for k in kernel)
+    pad_end = tuple(int(rng.integers(0, k)) for k in kernel)
+    n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 13)), int(rng.integers(3, 10))
+    try:
+        out_hw = tuple(
+            arm.conv_output_size(size, k, s, p, e, d)
+            for size, k, s, p, e, d in zip((h, w), kernel, stride, pad, pad_end, dilation)
+        )
+    except ValueError:
+        out_hw = None
+    return pad, pad_end, (n, h, w), out_hw
+
+
+def _unrolled(case) -> bool:
+    """A 3x3 undilated window: dsp_group_rows_3x3 runs its full groups."""
+    return [arm.desc_field(case, f) for f in ("kernel_h", "kernel_w", "dilation_h", "dilation_w")] == [3, 3, 1, 1]
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("opt", ["-O2", "-Os", "-O0"])
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m33"])
+def test_short_depthwise_rows_match_golden(target, opt, tmp_path, monkeypatch):
+    monkeypatch.setattr(arm, "_padded_image", short_image)
+    rng = np.random.default_rng({"-O2": 21, "-Os": 22, "-O0": 23}[opt] + (10 if target == "cortex-m33" else 0))
+    cases = [arm.depthwise_case(rng, arm.DSP, strides=(1, 1, 2, 3, 4)) for _ in range(SHORT_CASES)]
+    unrolled = [c for c in cases if _unrolled(c) and arm.desc_field(c, "input_c") >= 4]
+    assert sum(4 <= arm.desc_field(c, "output_w") < 8 for c in unrolled) >= SHORT_CASES // 30, "too few short rows"
+    assert sum(arm.desc_field(c, "stride_h") == 4 for c in unrolled) >= SHORT_CASES // 60, "too few rows skipped"
+    results = arm.run_on_target(target, cases, tmp_path, opt)
     failures = [
         arm.describe(case)
         for case, (status, guards, output) in zip(cases, results)

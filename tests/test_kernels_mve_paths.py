@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edgec.ops.conv import mve_routines
 from edgec.ops.eltwise import ADD_S8_DESC
 from edgec.ops.kernel_layout import MVE
 from tests.device_support import needs_toolchain
@@ -138,3 +139,43 @@ def test_helium_fast_paths_match_golden(opt, tmp_path: Path):
         if status != c.status or not guards or not np.array_equal(out, c.expected.ravel())
     ]
     assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures[:10])
+
+
+def _desc(kh, kw, c_in, c_out, stride=1, hw=8, out_hw=None, shift=-3):
+    """The fields mve_routines reads of an edgec_conv_desc (batch 1, square, unpadded)."""
+    out = out_hw or (hw - kh) // stride + 1
+    return dict(
+        batches=1, input_h=hw, input_w=hw, input_c=c_in, output_h=out, output_w=out, output_c=c_out,
+        kernel_h=kh, kernel_w=kw, stride_h=stride, stride_w=stride, pad_top=0, pad_left=0, dilation_w=1,
+        shift=np.full(c_out, shift),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "desc, blocks, direct",
+    [
+        # a 1x1 stride-1 layer over 64 channels (DS-CNN's pointwise): 4 groups, pixels copied in pairs
+        (_desc(1, 1, 64, 64), "even_strict_quads", "even_quads"),
+        # an RGB stem: 3x3 rows of 9 taps padded to 16, one group per run
+        (_desc(3, 3, 3, 8, stride=2), "odd_strict", "single_runs3"),
+        # a 3x3 window over 16 channels: 3 groups per run, 9 per block
+        (_desc(3, 3, 16, 16), "odd_strict_quads", "triple_runs3"),
+        (_desc(3, 3, 32, 16), "even_strict_quads", "even_runs3_quads"),  # 6 groups per run
+        (_desc(3, 2, 16, 16), "even_strict_quads", "even_runs3"),  # 2 groups per run
+        (_desc(1, 2, 40, 8), "odd_strict_quads", "odd"),  # one run of 5 groups
+        (_desc(1, 3, 16, 8), "odd_strict", "odd"),  # one run of 3 groups
+        (_desc(3, 3, 16, 16, shift=0), "odd_right", None),  # the direct reads need every shift < 0
+        (_desc(3, 3, 16, 16, shift=2), "odd", None),
+        (_desc(3, 3, 16, 6), "odd_strict_quads", None),  # C_out not a multiple of 4
+        (_desc(1, 1, 16, 2), None, None),  # below one block of 4 channels: the C form only
+    ],
+)
+def test_mve_routines_name_the_variant_of_the_layer(desc, blocks, direct):
+    """edgec.ops.conv.mve_routines names the routines edgec_conv_s8_mve_with needs (the C returns
+    EDGEC_ARG_ERROR for a layer whose routine is not named: checked on QEMU by the models'
+    tests on cortex-m55)."""
+    named = mve_routines(desc)
+    assert named == (
+        blocks and f"edgec_conv_mve_blocks_{blocks}",
+        direct and f"edgec_conv_mve_direct_{direct}",
+    )

@@ -186,6 +186,64 @@ def test_golden_matches_c(kernel_lib, seed, kind):
     check_c_matches(kernel_lib, kind, *random_case(np.random.default_rng(seed), kind))
 
 
+def packed_depthwise_scratch(desc: dict, pixel_bytes: int = 4) -> int:
+    """edgec_depthwise_conv_s4_packed's scratch, as the op unit declares it: the unpacked filter,
+    then the int8 packed kernel's row cache (pixel_bytes per cached pixel: 8 on DSP-only builds)."""
+    out_w = conv_output_size(
+        desc["input_w"], desc["kernel_w"], desc["stride_w"], desc["pad_left"], desc["pad_left"], desc["dilation_w"]
+    )
+    rows = depthwise.PACKED_ROW_PIXELS.value(out_w, desc["stride_w"], desc["kernel_w"], desc["dilation_w"])
+    return int4.depthwise_filter_bytes(desc) + desc["kernel_h"] * rows * pixel_bytes
+
+
+def run_packed_depthwise(lib, desc: dict, x: np.ndarray, output_size: int, fold: bool = True) -> tuple[int, np.ndarray]:
+    """edgec_depthwise_conv_s4_packed (the host build: the int8 packed kernel's portable C) with
+    guard bytes after its output and its scratch; `fold`: the folded bias it requires."""
+    fn = lib.edgec_depthwise_conv_s4_packed
+    fn.argtypes = [C.POINTER(DepthwiseConvS4Desc), C.POINTER(C.c_int8), C.POINTER(C.c_int8), C.POINTER(C.c_int8)]
+    fn.restype = C.c_int
+    keep: list = []
+    c_desc = struct_from_desc(DepthwiseConvS4Desc, int4.depthwise_packed_desc(desc) if fold else desc, keep)
+    x = np.ascontiguousarray(x, dtype=np.int8)
+    out = np.full(output_size + GUARD, GUARD_VALUE, dtype=np.int8)
+    size = packed_depthwise_scratch(desc)
+    scratch = np.full(size + GUARD + 4, GUARD_VALUE, dtype=np.int8)
+    at = -scratch.ctypes.data % 4  # word-aligned, as the planner gives it
+    status = fn(C.byref(c_desc), ptr(x, C.c_int8), ptr(out, C.c_int8), ptr(scratch[at:], C.c_int8))
+    assert (out[output_size:] == GUARD_VALUE).all(), "wrote past its output"
+    assert (scratch[at + size :] == GUARD_VALUE).all(), "wrote past its scratch"
+    return status, out[:output_size]
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_packed_depthwise_matches_golden(kernel_lib, seed):
+    """The filter unpacked per call (odd and even channel counts, a partial last group of 4) into
+    the int8 packed kernel: golden == C, every channel multiplier 1 shape it takes."""
+    rng = np.random.default_rng(seed)
+    while True:
+        desc, x = random_case(rng, "depthwise", max_c=int(rng.choice([9, 21])))
+        if int4.depthwise_fits(desc):
+            break
+    expected = depthwise.depthwise_conv_s4(desc, x)
+    status, out = run_packed_depthwise(kernel_lib, desc, x, expected.size)
+    assert status == 0
+    np.testing.assert_array_equal(out.reshape(expected.shape), expected)
+
+
+def test_packed_depthwise_refuses_other_shapes(kernel_lib):
+    """Channel multiplier 2, no (folded) bias: refused, the output untouched."""
+    rng = np.random.default_rng(3)
+    desc, x = random_case(rng, "depthwise")
+    while not int4.depthwise_fits(desc):
+        desc, x = random_case(rng, "depthwise")
+    size = depthwise.depthwise_conv_s4(desc, x).size
+    assert run_packed_depthwise(kernel_lib, desc, x, size)[0] == 0
+    for bad, fold in ((dict(desc, ch_mult=2), True), (dict(desc, bias=None), False)):
+        status, out = run_packed_depthwise(kernel_lib, bad, x, size, fold)
+        assert status == ARG_ERROR and (out == GUARD_VALUE).all()
+
+
 @settings(max_examples=30, **SETTINGS)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_fully_connected_golden_is_the_packed_arithmetic(seed):

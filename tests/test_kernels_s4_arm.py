@@ -22,13 +22,18 @@ import pytest
 from edgec.ops import conv, depthwise, int4, linear
 from edgec.targets import toolchain
 from tests.device_support import ROOT, needs_toolchain
-from tests.test_kernels_s4 import int4_weights, int8_array, output_stage, random_case
+from tests.test_kernels_s4 import int4_weights, int8_array, output_stage, packed_depthwise_scratch, random_case
 
 DRIVER = ROOT / "tests" / "data" / "port" / "s4_kernels.c"
 RUNTIME = ROOT / "runtime_c"
 SOURCES = [
     RUNTIME / "src" / f
-    for f in ("fc/edgec_fully_connected_s4.c", "conv/edgec_conv_s4.c", "depthwise/edgec_depthwise_conv_s4.c")
+    for f in (
+        "fc/edgec_fully_connected_s4.c",
+        "conv/edgec_conv_s4.c",
+        "depthwise/edgec_depthwise_conv_s4.c",
+        *depthwise.UNIT.runtime_sources,  # edgec_depthwise_conv_s4_packed runs the int8 packed kernel
+    )
 ]
 HEADER_WORDS = 40
 KIND = {"fc": 1, "conv": 2, "depthwise": 3}
@@ -102,21 +107,22 @@ def short_edges(rng, desc: dict) -> dict:
 
 
 def depthwise_case(rng, path: str) -> tuple[dict, np.ndarray]:
-    """A depthwise case the path takes: channel multiplier 1, an even channel count (DSP: divisible
-    by 4; up to 40: more than one block of 8, a partial last one), at most 16 taps."""
+    """A case edgec_depthwise_conv_s4_packed takes (on either path: the build picks the int8 packed
+    kernel's DSP or Helium form): channel multiplier 1, odd and even channel counts up to 40 (a
+    partial last group of 4)."""
     while True:
         desc, x = random_case(rng, "depthwise", max_hw=6, max_c=int(rng.choice([9, 40])))
-        if int4.depthwise_fits(desc) and (path == "mve" or desc["input_c"] % 4 == 0):
+        if int4.depthwise_fits(desc):
             return desc, x
 
 
-def scratch_bytes(kind: str, path: str, desc: dict) -> int:
+def scratch_bytes(kind: str, path: str, desc: dict, target: str) -> int:
     """The size the op unit gives the planner (int4.scratch_bytes), for this descriptor."""
-    if kind == "depthwise":
-        return 0
+    if kind == "depthwise":  # a cached pixel is 8 bytes on a DSP-only build (int16 pairs), else 4
+        return packed_depthwise_scratch(desc, 8 if target == "cortex-m4" else 4)
     k = row_length(desc)
     if kind == "conv":
-        return {"dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 64 * ((k + 31) // 32) + 2 * k}[path]
+        return {"dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 128 * ((k + 31) // 32)}[path]
     return {"dsp": 2 * (k // 8 * 8), "mve": 32 * ((k + 31) // 32)}[path]
 
 
@@ -124,16 +130,22 @@ def _padded(data: bytes) -> bytes:
     return data + bytes(-len(data) % 4)
 
 
-def record(kind: str, path: str, desc: dict, x: np.ndarray, out_bytes: int, fold: bool = True) -> bytes:
-    """The driver's record; `fold`: a Helium call gets the folded bias its kernel requires."""
-    call_desc = int4.mve_desc(desc) if path == "mve" and fold and kind != "depthwise" else desc
+def record(kind: str, path: str, desc: dict, x: np.ndarray, out_bytes: int, target: str, fold: bool = True) -> bytes:
+    """The driver's record; `fold`: a Helium or packed depthwise call gets the folded bias its kernel
+    requires."""
+    call_desc = desc
+    if fold and kind == "depthwise":
+        call_desc = int4.depthwise_packed_desc(desc)
+    elif fold and path == "mve":
+        call_desc = int4.mve_desc(desc)
     has_bias = call_desc["bias"] is not None
     arrays = [call_desc["filter"]] + ([call_desc["bias"]] if has_bias else [])
     arrays += [call_desc["multiplier"], call_desc["shift"], x]
     payload = b"".join(_padded(np.ascontiguousarray(a).tobytes()) for a in arrays)
     ints = [v for v in call_desc.values() if not isinstance(v, np.ndarray) and v is not None]
     channels = channels_of(desc)
-    header = [KIND[kind], PATH[path], len(payload), out_bytes, scratch_bytes(kind, path, desc), int(has_bias)]
+    bias_words = call_desc["bias"].size if has_bias else 0
+    header = [KIND[kind], PATH[path], len(payload), out_bytes, scratch_bytes(kind, path, desc, target), bias_words]
     header += [call_desc["filter"].size, channels, *ints]
     return struct.pack(f"<{HEADER_WORDS}i", *header, *[0] * (HEADER_WORDS - len(header))) + payload
 
@@ -187,8 +199,8 @@ def test_s4_arm_paths_match_golden(target, opt, tmp_path: Path):
         extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"],
     )
     everything = cases + refusals
-    records = [record(k, p, d, xx, e.size) for k, p, d, xx, e in cases]
-    records += [record(k, p, d, xx, e.size, fold=False) for k, p, d, xx, e in refusals]
+    records = [record(k, p, d, xx, e.size, target) for k, p, d, xx, e in cases]
+    records += [record(k, p, d, xx, e.size, target, fold=False) for k, p, d, xx, e in refusals]
     (tmp_path / "cases.bin").write_bytes(b"".join(records))
     toolchain.count_instructions(target, elf, timeout=600, cwd=tmp_path)
     data, at, failures = (tmp_path / "results.bin").read_bytes(), 0, []

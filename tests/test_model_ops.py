@@ -192,6 +192,59 @@ def test_argmax_outputs_int32_indices(tmp_path):
     assert np.mean(agree) > 0.9, np.mean(agree)  # float and int8 argmax differ only at near-ties
 
 
+class TopClasses(nn.Module):
+    """torch.topk with k > 1: the 3 best classes of a linear head (values and indices), the 2
+    lowest-scoring channels of each pixel of a conv's NHWC output (largest=False)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.linear = nn.Conv2d(3, 5, 3, padding=1), nn.Linear(6, 7)
+
+    def forward(self, x):
+        values, indices = torch.topk(self.linear(x), 3)
+        return values, indices, torch.topk(self.conv(x), 2, dim=1, largest=False).indices
+
+
+def test_topk_outputs_values_and_int32_indices(tmp_path):
+    shape = (1, 3, 5, 6)
+    samples = np.random.default_rng(1).standard_normal((24, *shape[1:])).astype(np.float32)
+    path = tmp_path / "model.py"
+    path.write_text(
+        "import torch\nfrom tests.test_model_ops import *  # noqa: F403\n\n"
+        f"def factory():\n    torch.manual_seed(0)\n    return TopClasses().eval(), (torch.zeros{shape},)\n"
+    )
+    compiled = compile_model(f"{path}:factory", calibration=samples[:16])
+    assert [op.kind for op in compiled.graph.ops].count("topk") == 3
+    emit(compiled, tmp_path / "out", "m")
+    inputs = verify.quantized_inputs(compiled.graph, samples[16:])
+    exe = verify.build_host(tmp_path / "out", "m", tmp_path / "build", sanitize=True)
+    golden = verify.golden_outputs(compiled.graph, inputs)
+    assert verify.compare(golden, verify.run_host(exe, inputs, verify.output_bytes(compiled.graph))).exact
+    verify.check_against_reference(compiled, samples[16:])
+    torch.manual_seed(0)
+    module = TopClasses().eval()
+    agree = []
+    for row, x in zip(golden, samples[16:]):
+        values, indices, lowest = verify.unpack(compiled.graph, row, compiled.graph.outputs)
+        with torch.no_grad():
+            expected = module(torch.from_numpy(x[None]))
+        assert indices.dtype == np.int32 and indices.shape == tuple(expected[1].shape)
+        assert lowest.shape == tuple(expected[2].shape)
+        assert (np.diff(values.astype(int), axis=-1) <= 0).all()  # best first
+        agree += [np.mean(indices == expected[1].numpy()), np.mean(lowest == expected[2].numpy())]
+    assert np.mean(agree) > 0.85, np.mean(agree)  # float and int8 orders differ only at near-ties
+
+
+def test_topk_kernel_orders_ties_by_index():
+    from edgec.ops.argmax import topk_desc, topk_s8
+
+    x = np.array([[3, -1, 3, 7, -1, 3]], np.int8)
+    values, indices = topk_s8(x, topk_desc(x.shape, 1, 4, True))
+    assert values.ravel().tolist() == [7, 3, 3, 3] and indices.ravel().tolist() == [3, 0, 2, 5]
+    values, indices = topk_s8(x, topk_desc(x.shape, 1, 3, False))
+    assert values.ravel().tolist() == [-1, -1, 3] and indices.ravel().tolist() == [1, 4, 0]
+
+
 class TokenClassifier(nn.Module):
     """A tiny text classifier as people write one: nn.Embedding over int64 token ids, learned
     positions, one nn.MultiheadAttention encoder block, mean over the tokens, a linear head."""

@@ -18,7 +18,7 @@ from torch.fx import GraphModule, Node
 
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
-from edgec.frontend.torch_ops import GETITEM, module_attribute
+from edgec.frontend.torch_ops import GETITEM, VIEWS, module_attribute
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops import KINDS, OPS
 
@@ -132,6 +132,13 @@ class LoweringContext:
                 if dtype is not None:
                     return float(args.scale[0]), int(args.zero_point[0]), dtype
         return None
+
+    def quantized_through_views(self, node: Node) -> bool:
+        """Whether the program quantizes `node`'s value, directly or after views only (`mean ->
+        flatten -> Q`), each its one reader: that quantize is then the value's only rounding."""
+        while len(node.users) == 1 and next(iter(node.users)).target in VIEWS:
+            node = next(iter(node.users))
+        return self.quantized_as(node) is not None
 
     def requantize_input(self, node: Node, arg: Node, scale: float, zero_point: int, dtype: str) -> Tensor:
         """`arg`'s tensor at other qparams, for `node` alone (a cat reading each input at its

@@ -44,17 +44,23 @@ MASKED_SOFTMAXES = {torch.ops.edgec.masked_softmax.default}
 
 
 @torch.library.custom_op("edgec::input_masked_softmax", mutates_args=())
-def input_masked_softmax(x: torch.Tensor, mask: torch.Tensor, ignore: bool) -> torch.Tensor:
+def input_masked_softmax(
+    x: torch.Tensor, mask: torch.Tensor, ignore: bool, also: torch.Tensor | None = None
+) -> torch.Tensor:
     """Softmax over the last axis of scores `x` ([B, ..., S]) among the keys a model input `mask`
     ([B, S], bool) keeps: those where it is False when `ignore` (MHA's key_padding_mask), True
-    otherwise (a bool attn_mask); 0 elsewhere, a row keeping nothing all 0 (PyTorch: NaN)."""
+    otherwise (a bool attn_mask); 0 elsewhere, a row keeping nothing all 0 (PyTorch: NaN). `also`:
+    a constant bool mask (broadcast to x) that must keep an element too (a causal attn_mask added
+    to the key_padding_mask, as nn.MultiheadAttention merges them)."""
     keep = (mask != 0) != ignore
     keep = keep.reshape(keep.shape[0], *([1] * (x.dim() - 2)), keep.shape[-1])
+    if also is not None:
+        keep = keep & also
     return torch.nan_to_num(torch.softmax(x.masked_fill(~keep, float("-inf")), -1), nan=0.0)
 
 
 @input_masked_softmax.register_fake
-def _(x: torch.Tensor, mask: torch.Tensor, ignore: bool) -> torch.Tensor:
+def _(x: torch.Tensor, mask: torch.Tensor, ignore: bool, also: torch.Tensor | None = None) -> torch.Tensor:
     return torch.empty_like(x)
 
 
@@ -128,7 +134,6 @@ GROUP_NORMS = {aten.group_norm.default, aten.instance_norm.default}
 DECOMPOSED = GROUP_NORMS | {
     aten.clamp.Tensor,  # max then min
     aten.scaled_dot_product_attention.default,
-    aten.topk.default,  # k=1 only
 }
 # Other spellings of one operator (passes/normalize.py renames them): torch.clip, torch.max(a, b).
 ALIASES = {

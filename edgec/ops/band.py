@@ -83,6 +83,8 @@ def can_band(op: Op, graph: Graph) -> bool:
     a descriptor with pad_top and the heights and whose golden reads the window shapes."""
     if op.kind not in BAND_KINDS or len(op.inputs) != (2 if op.kind == "add" else 1) or len(op.outputs) != 1:
         return False
+    if op.kernel is not None and op.kernel.variant == "lookup" and op.kind == "depthwise_conv2d":
+        return False  # a per-channel affine through its tables (edgec_lut_channels_s8): no row windows
     if op.kind == "add" and len({graph.tensors[name].shape for name in op.inputs + op.outputs}) != 1:
         return False
     if op.kind == "avg_pool2d" and op.attrs.get("divisor") != "in_bounds":

@@ -1,9 +1,11 @@
 """Elementwise binary ops with NumPy broadcasting (add, sub, mul, minimum, maximum, PReLU):
 golden int8 kernels and their descriptors.
 
-C kernels: runtime_c/src/eltwise/edgec_binary_s8.c (edgec_binary_s8, edgec_prelu_s8). The
-same-shape add keeps its own faster kernel, edgec_add_s8 (edgec.ops.eltwise); add and sub here
-take their constants from the same add_params.
+C kernels: runtime_c/src/eltwise/edgec_binary_s8.c (edgec_binary_s8, edgec_prelu_s8), its packed
+variants edgec_binary_s8_dsp.c and edgec_binary_s8_mve.c (a model compiles only the one its layers
+call) and their shared layout walk, edgec_binary_s8_plane.h. The same-shape add keeps its own
+faster kernel, edgec_add_s8 (edgec.ops.eltwise); add and sub here take their constants from the
+same add_params.
 
 Broadcasting is described to the kernels by `broadcast_layout`: the output shape with every size-1
 dimension dropped and adjacent dimensions merged wherever both inputs allow it, plus each input's
@@ -556,6 +558,11 @@ class Binary(OpDef):
     def specialize(self, op, graph, target) -> None:
         isa = op.attrs["isa"] = kernel_isa(target)
         op.kernel = packed_choice("edgec_binary_s8" + ("" if isa is None else f"_{isa}"), isa, target, op.attrs)
+
+    def runtime_sources_of(self, op) -> tuple[str, ...]:
+        """The file of the variant the layer calls (each holds the portable planes it falls back on)."""
+        isa = op.attrs.get("isa")
+        return ("eltwise/edgec_binary_s8.c",) if isa is None else (f"eltwise/edgec_binary_s8_{isa}.c",)
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")

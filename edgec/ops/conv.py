@@ -81,8 +81,10 @@ STRUCTS = (
 CONV_DSP_SCRATCH = Scratch(
     "EDGEC_CONV_S8_DSP_SCRATCH_BYTES", ("k", "c_in"), "(((c_in) % 4 == 0 ? 24 : 28) * (((k) + 3) / 4))"
 )
+# edgec_conv_s8_dsp_wide_1x1x8: a band of 24 pixels of 8 bytes (its generic path needs 48 bytes)
+CONV_DSP_WIDE_1X1X8_SCRATCH = Scratch("EDGEC_CONV_S8_DSP_WIDE_1X1X8_SCRATCH_BYTES", (), "(8 * 24)")
 CONV_MVE_SCRATCH = Scratch("EDGEC_CONV_S8_MVE_SCRATCH_BYTES", ("k",), "(32 * (((k) + 15) / 16))")
-SCRATCH = (CONV_DSP_SCRATCH, CONV_MVE_SCRATCH)
+SCRATCH = (CONV_DSP_SCRATCH, CONV_DSP_WIDE_1X1X8_SCRATCH, CONV_MVE_SCRATCH)
 
 # The largest |product| of an int8 weight and an offset-corrected int8 activation:
 # w in [-128, 127], x - zp in [-255, 255].
@@ -441,19 +443,33 @@ class Conv2d(OpDef):
     def chosen_kernel(op, target) -> KernelChoice:
         """The record of op.attrs' choice (isa, wide: passes/constant_layouts.py may revise it)."""
         a = op.attrs
-        if a["isa"] is not None:
+        if a["isa"] == MVE:  # the layer's assembly routines named (mve_routines): only those are linked
+            function = "edgec_conv_s8_mve_with"
+        elif a["isa"] is not None:
             function = f"edgec_conv_s8_{a['isa']}" + ("_wide" if a["wide"] else "")
         else:
             function = "edgec_conv_1x1_s8" if is_pointwise(a) else "edgec_conv_s8"
-        return packed_choice(
+        choice = packed_choice(
             function, a["isa"], target, a, "portable kernel: grouped convolutions have no packed kernel"
         )
+        if dsp_wide_1x1x8(a):
+            return KernelChoice(
+                function + "_1x1x8",
+                choice.variant,
+                choice.reason + "; a 1x1 stride-1 layer of 8 input channels and an even output count: one channel "
+                "at a time over bands of 24 pixels, its taps and requantization in registers (without a clamp and "
+                "with every channel's short requantization; else the pair routine)",
+            )
+        return choice
 
     def scratch_bytes(self, op, graph, target) -> int:
         if int4.is_int4(op):
             return int4.scratch_bytes(op)
         isa = op.attrs.get("isa")
-        return 0 if isa is None else packed_conv_scratch_bytes(isa, op.attrs["weight"].shape)
+        if isa is None:
+            return 0
+        generic = packed_conv_scratch_bytes(isa, op.attrs["weight"].shape)
+        return max(generic, CONV_DSP_WIDE_1X1X8_SCRATCH.value()) if dsp_wide_1x1x8(op.attrs) else generic
 
     def runtime_sources_of(self, op) -> tuple[str, ...]:
         if op.attrs.get("small"):
@@ -559,6 +575,14 @@ def packed_conv_scratch_bytes(isa: str, weight_shape) -> int:
     return 2 * k
 
 
+def dsp_wide_1x1x8(attrs) -> bool:
+    """edgec_conv_s8_dsp_wide_1x1x8's layers: the DSP kernel with a widened filter, 1x1, stride 1,
+    8 input channels, an even output channel count (its band routine stores whole channel pairs)."""
+    c_out, c_in = attrs["weight"].shape[0], attrs["weight"].shape[3]
+    pointwise = is_pointwise(attrs) and attrs["stride"] == (1, 1)
+    return attrs.get("isa") == DSP and bool(attrs.get("wide")) and pointwise and c_in == 8 and c_out % 2 == 0
+
+
 def is_pointwise(attrs) -> bool:
     """A 1x1 ungrouped, unpadded, undilated convolution: edgec_conv_1x1_s8's case."""
     return (
@@ -588,15 +612,52 @@ def emit_packed_conv_call(op, graph, names) -> CCall:
     if a["isa"] == MVE:
         k = mve_packed_taps(a["weight"].shape)
     required = CONV_DSP_SCRATCH.call(k, c_in) if a["isa"] == DSP else CONV_MVE_SCRATCH.call(k)
+    if dsp_wide_1x1x8(a):
+        required = CONV_DSP_WIDE_1X1X8_SCRATCH.call()
+    desc = conv_desc(op, graph, weights, bias, struct)
+    routines = [f"&{r}" if r else "NULL" for r in mve_routines(desc)] if a["isa"] == MVE else []
     return emit_desc_call(
-        struct,
-        op.kernel.function,
-        op,
-        names,
-        conv_desc(op, graph, weights, bias, struct),
-        scratch=True,
-        scratch_required=required,
+        struct, op.kernel.function, op, names, desc, scratch=True, scratch_required=required, routines=routines
     )
+
+
+def mve_routines(d: dict) -> tuple[str | None, str | None]:
+    """The assembly routines edgec_conv_s8_mve runs for a layer (its descriptor's values), named to
+    edgec_conv_s8_mve_with so that a model links only those: the choice mve_conv and
+    mve_direct_setup make (edgec_conv_s8_mve.c lists the variants). The block routine by the
+    groups of 16 taps per block and the output stage (None below 4 output channels: C only); the
+    direct-read one when the fields may be read in place (None: never; the C checks the rest)."""
+    shift = np.asarray(d["shift"])
+    strict = bool((shift < 0).all())
+    run_len = d["kernel_w"] * d["input_c"]
+    padded = d["kernel_h"] == 3 and 8 <= run_len < 16 and d["output_c"] % 4 == 0  # mve_padded_runs
+    groups = 3 if padded else -(-d["kernel_h"] * run_len // 16)
+    stage = "_strict" if strict else "_right" if (shift <= 0).all() else ""
+    quads = "_quads" if strict and groups // 2 >= 2 else ""
+    blocks = f"edgec_conv_mve_blocks_{'odd' if groups % 2 else 'even'}{stage}{quads}"
+    return (blocks if d["output_c"] >= 4 else None), _mve_direct_routine(d, strict, run_len, padded)
+
+
+def _mve_direct_routine(d: dict, strict: bool, run_len: int, padded: bool) -> str | None:
+    """mve_direct_layer_make's runs and mve_direct_setup's choice (whether a field lies inside the
+    input, inside_x, is left to the C: a routine named but not needed is not run)."""
+    kh, kw = d["kernel_h"], d["kernel_w"]
+    if not strict or d["output_c"] % 4 or d["batches"] * d["output_h"] * d["output_w"] < 2:
+        return None
+    contiguous = (kh, kw, d["stride_h"], d["stride_w"], d["pad_top"], d["pad_left"]) == (1, 1, 1, 1, 0, 0)
+    contiguous = contiguous and (d["output_h"], d["output_w"]) == (d["input_h"], d["input_w"])
+    if contiguous:
+        runs, run_groups = 1, -(-run_len // 16)
+    elif (run_len % 16 == 0 or padded) and kh in (1, 3) and d["dilation_w"] == 1:
+        runs, run_groups = kh, (16 if padded else run_len) // 16
+    else:
+        return None
+    quads = run_groups // 2 >= 2 and run_groups % 2 == 0
+    if run_groups == 1 or (run_groups == 3 and runs == 3):
+        shape = "single" if run_groups == 1 else "triple"
+    else:
+        shape = "even" if quads or run_groups % 2 == 0 else "odd"
+    return f"edgec_conv_mve_direct_{shape}{'_runs3' if runs == 3 else ''}{'_quads' if quads else ''}"
 
 
 def mve_packed_taps(weight_shape) -> int:
@@ -721,13 +782,22 @@ def conv_desc(op, graph, weights: np.ndarray, bias: np.ndarray | None, struct: S
 
 
 def emit_desc_call(
-    struct: Struct, kernel: str, op, names, desc: dict, *, scratch: bool = False, scratch_required: str | None = None
+    struct: Struct,
+    kernel: str,
+    op,
+    names,
+    desc: dict,
+    *,
+    scratch: bool = False,
+    scratch_required: str | None = None,
+    routines: list[str] = (),
 ) -> CCall:
-    """The call of a conv or depthwise kernel: `kernel(&desc, input, output[, scratch])`, its
-    descriptor a static const `struct` of `desc`'s values (edgec.ops.base.descriptor)."""
+    """The call of a conv or depthwise kernel: `kernel(&desc, [routines, ]input, output[, scratch])`,
+    its descriptor a static const `struct` of `desc`'s values (edgec.ops.base.descriptor)."""
     symbol = names.symbol(op, "desc")
     call = descriptor(struct, symbol, desc)
-    args = [f"&{symbol}", names.ptr(op.inputs[0]), names.ptr(op.outputs[0])] + ([names.scratch(op)] if scratch else [])
+    args = [f"&{symbol}", *routines, names.ptr(op.inputs[0]), names.ptr(op.outputs[0])]
+    args += [names.scratch(op)] if scratch else []
     call.code = f"status |= {kernel}({', '.join(args)});"
     call.scratch_required, call.function = scratch_required, kernel
     return call

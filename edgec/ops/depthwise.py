@@ -10,10 +10,10 @@ from math import lcm
 
 import numpy as np
 
-from edgec.ir import ARENA_ALIGNMENT, InPlace
+from edgec.ir import ARENA_ALIGNMENT, InPlace, KernelChoice
 from edgec.numerics import INT8_MAX, INT8_MIN
 from edgec.ops import int4
-from edgec.ops.base import CCall, OpDef
+from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.conv import (
     QUANT_FIELDS,
     as_2d_filter,
@@ -26,6 +26,7 @@ from edgec.ops.conv import (
 )
 from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.kernel_layout import DSP, blocked_bias, kernel_isa, packed_choice
+from edgec.ops.lut import LUT_CHANNELS_DESC, LUT_SIZE
 
 # The depthwise kernels' descriptor (edgec.ops.kernel); edgec_nn.h's is generated from it.
 DEPTHWISE_CONV_DESC = Struct(
@@ -62,12 +63,12 @@ IN_PLACE_SCRATCH = Scratch(
 PACKED_ROW_PIXELS = Scratch(
     "EDGEC_DEPTHWISE_PACKED_ROW_PIXELS",
     ("out_w", "stride_w", "k_w", "dilation_w"),
-    "(((out_w) - 1) * (stride_w) + ((k_w) - 1) * (dilation_w) + 1)",
+    "(((out_w)-1) * (stride_w) + ((k_w)-1) * (dilation_w) + 1)",  # spaced as clang-format spaces it
 )
 PACKED_SCRATCH = Scratch(
     "EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES",
     ("k_h", "row_pixels"),
-    "((k_h) * (row_pixels) * EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES)",
+    "((k_h) * (row_pixels) * (EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES))",  # parenthesized: not read as a cast
 )
 SCRATCH = (IN_PLACE_SCRATCH, PACKED_ROW_PIXELS, PACKED_SCRATCH)
 
@@ -142,9 +143,76 @@ def depthwise_conv_s4(desc: dict, x: np.ndarray) -> np.ndarray:
 # -- the op unit (lowered from torch by conv.Conv2d when groups == C_in) ------------------------
 
 
+AFFINE_LOOKUP = "edgec_lut_channels_s8"  # a per-channel affine through compile-time tables
+# A channel's 256-byte table saves about 30 instructions an element on every core (the 1x1
+# depthwise costs 34 on the M4, the lookup 4-5): from 64 pixels, at least 7.5 instructions per
+# inference for each byte of flash it adds.
+AFFINE_LOOKUP_MIN_PIXELS = 64
+
+
+def _is_affine(op, graph) -> bool:
+    """A 1x1, stride-1, unpadded int8 layer with one output channel per input channel: output
+    element (p, c) depends on input element (p, c) alone, so the layer is one int8 -> int8 table
+    per channel (a BatchNorm no layer absorbs runs as such a layer, passes/fold_batchnorm.py)."""
+    a = op.attrs
+    return (
+        a["ch_mult"] == 1
+        and a["weight"].shape[1:3] == (1, 1)
+        and tuple(a["stride"]) == (1, 1)
+        and not any(a["pad"])
+        and graph.tensors[op.inputs[0]].dtype == graph.tensors[op.outputs[0]].dtype == "int8"
+    )
+
+
+def _is_lookup(op) -> bool:
+    return op.kernel is not None and op.kernel.function == AFFINE_LOOKUP
+
+
+def affine_tables(op, graph) -> np.ndarray:
+    """int8 [C][256]: channel c's output for each input value -128..127, computed by the layer's
+    own golden arithmetic (so the lookup equals it by construction)."""
+    channels = op.attrs["weight"].shape[3]
+    values = np.arange(INT8_MIN, INT8_MAX + 1, dtype=np.int8)
+    x = np.ascontiguousarray(np.broadcast_to(values[:, None], (LUT_SIZE, channels))).reshape(1, 1, LUT_SIZE, channels)
+    a, x_t, out_t = op.attrs, graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    out = depthwise_conv2d_s8(
+        x,
+        a["weight"],
+        a["bias"],
+        a["multiplier"],
+        a["shift"],
+        input_zp=x_t.zero_point,
+        output_zp=out_t.zero_point,
+        stride=(1, 1),
+        pad=(0, 0),
+        dilation=(1, 1),
+        ch_mult=1,
+        out_hw=(1, LUT_SIZE),
+        act_min=a["act_min"],
+        act_max=a["act_max"],
+    )
+    return np.ascontiguousarray(np.asarray(out, np.int8).reshape(LUT_SIZE, channels).T)
+
+
+def _emit_lookup(op, graph, names) -> CCall:
+    out_t = graph.tensors[op.outputs[0]]
+    channels = out_t.shape[3]
+    p, tables = names.symbol(op, "desc"), names.symbol(op, "tables")
+    call = descriptor(LUT_CHANNELS_DESC, p, {"pixels": out_t.elements // channels, "channels": channels})
+    call.constants.append(("int8_t", tables, affine_tables(op, graph).ravel()))
+    call.code = f"status |= {AFFINE_LOOKUP}(&{p}, {tables}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])});"
+    return call
+
+
 class DepthwiseConv2d(OpDef):
     kind = "depthwise_conv2d"
-    runtime_sources = ("depthwise/edgec_depthwise_conv_s8.c", "depthwise/edgec_depthwise_conv_s8_packed.c")
+    runtime_sources = (
+        "depthwise/edgec_depthwise_conv_s8.c",
+        "depthwise/edgec_depthwise_conv_s8_packed.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_dsp.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_mve.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_portable.c",
+    )
     fuses_activation = True
     spatial = True
 
@@ -180,9 +248,22 @@ class DepthwiseConv2d(OpDef):
         )
 
     def specialize(self, op, graph, target) -> None:
-        """On cores with the DSP extension or Helium a ch_mult-1 layer runs the packed kernel."""
+        """On cores with the DSP extension or Helium a ch_mult-1 layer runs the packed kernel. A
+        per-channel affine (_is_affine) runs through one table per channel made at compile time
+        where each channel has at least AFFINE_LOOKUP_MIN_PIXELS pixels and --opt is not size."""
         if int4.is_int4(op):
             return int4.specialize(op, graph, target)
+        channels = op.attrs["weight"].shape[3]
+        pixels = graph.tensors[op.outputs[0]].elements // channels
+        if _is_affine(op, graph) and target.opt != "size" and pixels >= AFFINE_LOOKUP_MIN_PIXELS:
+            op.attrs["isa"] = None
+            op.kernel = KernelChoice(
+                AFFINE_LOOKUP,
+                "lookup",
+                f"a per-channel affine (1x1, stride 1): {channels} tables made at compile time, "
+                f"{LUT_SIZE * channels:,} B of flash (--opt {target.opt})",
+            )
+            return
         fits = op.attrs["ch_mult"] == 1 and op.attrs["weight"].shape[1] <= PACKED_MAX_K
         isa = op.attrs["isa"] = kernel_isa(target) if fits else None
         op.kernel = packed_choice(
@@ -194,20 +275,36 @@ class DepthwiseConv2d(OpDef):
         )
 
     def scratch_bytes(self, op, graph, target) -> int:
-        isa = op.attrs.get("isa")
+        # An int4 layer on the packed kernel: its unpacked filter, then this kernel's row cache.
+        isa = op.attrs.get("s4_isa") if int4.is_int4(op) else op.attrs.get("isa")
         if isa is None:
             return 0
         out_w = graph.tensors[op.outputs[0]].shape[2]
-        return packed_scratch_bytes(
+        rows = packed_scratch_bytes(
             isa, op.attrs["weight"].shape, out_w, op.attrs["stride"][1], op.attrs["dilation"][1]
         )
+        return int4.scratch_bytes(op, rows) if int4.is_int4(op) else rows
 
     def runtime_sources_of(self, op) -> tuple[str, ...]:
-        return int4.runtime_sources(op) if int4.is_int4(op) else self.runtime_sources
+        if _is_lookup(op):
+            return ("activation/edgec_lut_s8.c",)
+        if int4.is_int4(op):  # edgec_depthwise_conv_s4.c's packed kernel calls the int8 packed one
+            return int4.runtime_sources(op) + self.runtime_sources
+        return self.runtime_sources
+
+    @staticmethod
+    def _rows_call(op, graph) -> str:
+        """EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES for the layer (C): the packed kernel's row cache."""
+        a = op.attrs
+        _, kh, kw, _ = a["weight"].shape
+        wo = graph.tensors[op.outputs[0]].shape[2]
+        return PACKED_SCRATCH.call(kh, PACKED_ROW_PIXELS.call(wo, a["stride"][1], kw, a["dilation"][1]))
 
     def emit(self, op, graph, names) -> CCall:
         if int4.is_int4(op):
-            return int4.emit(op, graph, names)
+            return int4.emit(op, graph, names, self._rows_call(op, graph))
+        if _is_lookup(op):
+            return _emit_lookup(op, graph, names)
         a = op.attrs
         form = names.in_place_form(op)
         n, ho, wo, c = graph.tensors[op.outputs[0]].shape
@@ -225,8 +322,7 @@ class DepthwiseConv2d(OpDef):
             )
         # The plain packed kernel runs unstaged in place too; the staged form's scratch adds the planes.
         staged = form is not None and form.scratch_bytes != self.scratch_bytes(op, graph, None)
-        _, kh, kw, _ = a["weight"].shape
-        rows = PACKED_SCRATCH.call(kh, PACKED_ROW_PIXELS.call(wo, a["stride"][1], kw, a["dilation"][1]))
+        rows = self._rows_call(op, graph)
         zero_point = graph.tensors[op.inputs[0]].zero_point
         desc = depthwise_desc(
             op,
@@ -256,6 +352,8 @@ class DepthwiseConv2d(OpDef):
         planes (see _unstaged)."""
         if op.attrs["ch_mult"] != 1 or int4.is_int4(op):
             return ()
+        if _is_lookup(op):
+            return (InPlace(0, 0),)  # element i is read before its output is written
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         step = lcm(x_t.shape[3], ARENA_ALIGNMENT)
         n, ho, wo, channels = out_t.shape

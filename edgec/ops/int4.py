@@ -22,7 +22,7 @@ import numpy as np
 from edgec.ir import KernelChoice
 from edgec.ops.base import CCall, descriptor
 from edgec.ops.kernel import Field, Scratch, Struct, ints
-from edgec.ops.kernel_layout import folded_bias
+from edgec.ops.kernel_layout import blocked_bias, folded_bias
 
 INT4_MIN, INT4_MAX = -8, 7
 # edgec's own quantizer: symmetric, narrow range (zero point 0, -8 never used), as TFLite's.
@@ -75,8 +75,15 @@ STRUCTS = (FULLY_CONNECTED_S4_DESC, CONV_S4_DESC, DEPTHWISE_CONV_S4_DESC)
 FC_DSP_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES", ("input_c",), "(2 * ((input_c) / 8 * 8))")
 FC_MVE_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES", ("input_c",), "(32 * (((input_c) + 31) / 32))")
 CONV_DSP_SCRATCH = Scratch("EDGEC_CONV_S4_DSP_SCRATCH_BYTES", ("k",), "(4 * ((k) / 8 * 8) + 2 * (k))")
-CONV_MVE_SCRATCH = Scratch("EDGEC_CONV_S4_MVE_SCRATCH_BYTES", ("k",), "(64 * (((k) + 31) / 32) + 2 * (k))")
-SCRATCH = (FC_DSP_SCRATCH, FC_MVE_SCRATCH, CONV_DSP_SCRATCH, CONV_MVE_SCRATCH)
+CONV_MVE_SCRATCH = Scratch("EDGEC_CONV_S4_MVE_SCRATCH_BYTES", ("k",), "(128 * (((k) + 31) / 32))")
+# edgec_depthwise_conv_s4_packed's unpacked filter (edgec_depthwise_conv_s8_packed's layout: per group
+# of 4 channels, C padded, its taps of 4 int8); its row cache follows (the depthwise unit's rule).
+DEPTHWISE_FILTER_SCRATCH = Scratch(
+    "EDGEC_DEPTHWISE_CONV_S4_FILTER_BYTES", ("taps", "c"), "(4 * (((c) + 3) / 4) * (taps))"
+)
+SCRATCH = (FC_DSP_SCRATCH, FC_MVE_SCRATCH, CONV_DSP_SCRATCH, CONV_MVE_SCRATCH, DEPTHWISE_FILTER_SCRATCH)
+# edgec_depthwise_conv_s8_packed's limit on filter rows (EDGEC_DEPTHWISE_PACKED_MAX_K).
+DEPTHWISE_PACKED_MAX_K = 16
 # The DSP and Helium paths' longest rows (their 4096x / 16x sums stay exact; longer fully connected
 # rows run the portable loop, longer convolution rows the portable kernel).
 MAX_ROW = 65536
@@ -217,27 +224,31 @@ def specialize(op, graph, target) -> None:
     """No packed int8 layout, no widened filter: the filter stays CMSIS-NN's packing. A fully
     connected or convolution layer whose rows have an even length (K) runs the Helium kernel
     (`_mve`) on Helium cores, with K of at least 8 the DSP one (`_dsp`) on cores with the DSP
-    extension (op.attrs["s4_isa"]); a depthwise layer depthwise_fits takes its Helium kernel, or
-    with a channel count divisible by 4 its DSP one; the rest the portable kernels."""
+    extension; a depthwise layer depthwise_fits, on either, edgec_depthwise_conv_s4_packed (the
+    filter unpacked per call into the int8 packed kernel's layout) (op.attrs["s4_isa"]); the rest
+    the portable kernels."""
     op.attrs["isa"], op.attrs["wide"] = None, False
     op.attrs["desc"] = desc = layer_desc(op, graph)
     isa = None
-    if op.kind == "depthwise_conv2d" and depthwise_fits(desc):
-        isa = "mve" if target.mve else "dsp" if target.dsp and desc["input_c"] % 4 == 0 else None
-    elif op.kind != "depthwise_conv2d" and row_length(desc) % 2 == 0 and row_length(desc) <= MAX_ROW:
+    if op.kind == "depthwise_conv2d":
+        isa = ("mve" if target.mve else "dsp" if target.dsp else None) if depthwise_fits(desc) else None
+    elif row_length(desc) % 2 == 0 and row_length(desc) <= MAX_ROW:
         isa = "mve" if target.mve else "dsp" if target.dsp and row_length(desc) >= 8 else None
     op.attrs["s4_isa"] = isa
-    function = KERNELS[op.kind] + ("" if isa is None else f"_{isa}")
-    reason = (
-        "int4 weights, CMSIS-NN's s4 packing" + {None: "", "dsp": "; DSP extension (SMLAD)", "mve": "; Helium"}[isa]
-    )
+    core = {None: "", "dsp": "DSP extension (SMLAD)", "mve": "Helium"}[isa]
+    if op.kind == "depthwise_conv2d" and isa is not None:
+        function = KERNELS[op.kind] + "_packed"
+        reason = f"int4 weights, CMSIS-NN's s4 packing, unpacked per call for the int8 packed depthwise kernel; {core}"
+    else:
+        function = KERNELS[op.kind] + ("" if isa is None else f"_{isa}")
+        reason = "int4 weights, CMSIS-NN's s4 packing" + ("" if isa is None else f"; {core}")
     op.kernel = KernelChoice(function, "int4" + ("" if isa is None else f" {isa}"), reason)
 
 
 def depthwise_fits(desc: dict) -> bool:
-    """edgec_depthwise_conv_s4_mve's shapes: channel multiplier 1, an even channel count, at most
-    16 taps (its int16 sums stay exact)."""
-    return desc["ch_mult"] == 1 and desc["input_c"] % 2 == 0 and desc["kernel_h"] * desc["kernel_w"] <= 16
+    """edgec_depthwise_conv_s4_packed's shapes (edgec_depthwise_conv_s8_packed's): channel
+    multiplier 1, a filter at most DEPTHWISE_PACKED_MAX_K rows high."""
+    return desc["ch_mult"] == 1 and desc["kernel_h"] <= DEPTHWISE_PACKED_MAX_K
 
 
 def row_length(desc: dict) -> int:
@@ -259,14 +270,29 @@ def mve_desc(desc: dict) -> dict:
     return {**desc, "bias": mve_folded_bias(desc)}
 
 
-def scratch_bytes(op) -> int:
+def depthwise_packed_desc(desc: dict) -> dict:
+    """edgec_depthwise_conv_s4_packed's descriptor: edgec_depthwise_conv_s8_packed's folded bias
+    (bias - zp * the sum of each channel's taps, zero-padded to a multiple of 4 channels)."""
+    taps, channels = desc["kernel_h"] * desc["kernel_w"], desc["input_c"]
+    weights = unpack_int4(desc["filter"], taps * channels).reshape(taps, channels).T
+    return {**desc, "bias": blocked_bias(desc["bias"], weights, -desc["input_offset"], 4)}
+
+
+def depthwise_filter_bytes(desc: dict) -> int:
+    """EDGEC_DEPTHWISE_CONV_S4_FILTER_BYTES: the unpacked filter at the start of the scratch."""
+    return 4 * -(-desc["input_c"] // 4) * desc["kernel_h"] * desc["kernel_w"]
+
+
+def scratch_bytes(op, row_cache: int = 0) -> int:
     """The DSP path's widened input column, the Helium path's deinterleaved one; a convolution's
-    also its gathered receptive fields (two pixels' of each)."""
+    also its gathered receptive fields (two pixels' of each; Helium: whole blocks of 32); a packed
+    depthwise layer's unpacked filter and the int8 kernel's `row_cache` (the depthwise unit's rule)."""
+    isa = op.attrs.get("s4_isa")
     if op.kind == "depthwise_conv2d":
-        return 0
-    isa, k = op.attrs.get("s4_isa"), row_length(op.attrs["desc"])
+        return 0 if isa is None else depthwise_filter_bytes(op.attrs["desc"]) + row_cache
+    k = row_length(op.attrs["desc"])
     if op.kind == "conv2d":  # two pixels' columns
-        return {None: 0, "dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 64 * ((k + 31) // 32) + 2 * k}[isa]
+        return {None: 0, "dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 128 * ((k + 31) // 32)}[isa]
     return {None: 0, "dsp": 2 * (k // 8 * 8), "mve": 32 * ((k + 31) // 32)}[isa]
 
 
@@ -278,18 +304,26 @@ _SCRATCH_OF = {
 }
 
 
-def emit(op, graph, names) -> CCall:
+def emit(op, graph, names, row_cache: str = "") -> CCall:
+    """The call; a packed depthwise layer's scratch adds `row_cache` (the int8 kernel's rule, C)."""
     p = names.symbol(op, "desc")
     isa = op.attrs.get("s4_isa")
-    folded = isa == "mve" and op.kind != "depthwise_conv2d"
-    call = descriptor(STRUCT_OF[op.kind], p, mve_desc(op.attrs["desc"]) if folded else op.attrs["desc"])
+    desc = op.attrs["desc"]
     args = f"&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}"
-    if isa is None or op.kind == "depthwise_conv2d":
+    if isa is None:
+        call = descriptor(STRUCT_OF[op.kind], p, desc)
         call.code = f"status |= {op.kernel.function}({args});"
         return call
+    if op.kind == "depthwise_conv2d":
+        call = descriptor(STRUCT_OF[op.kind], p, depthwise_packed_desc(desc))
+        call.code = f"status |= {op.kernel.function}({args}, (int8_t *){names.scratch(op)});"
+        taps = desc["kernel_h"] * desc["kernel_w"]
+        call.scratch_required = f"{DEPTHWISE_FILTER_SCRATCH.call(taps, desc['input_c'])} + {row_cache}"
+        return call
+    call = descriptor(STRUCT_OF[op.kind], p, mve_desc(desc) if isa == "mve" else desc)
     scratch_type = "int16_t" if isa == "dsp" else "int8_t"
     call.code = f"status |= {op.kernel.function}({args}, ({scratch_type} *){names.scratch(op)});"
-    call.scratch_required = _SCRATCH_OF[op.kind, isa].call(row_length(op.attrs["desc"]))
+    call.scratch_required = _SCRATCH_OF[op.kind, isa].call(row_length(desc))
     return call
 
 

@@ -18,13 +18,15 @@ where the struct goes in edgec_nn.h, then `python3 -m edgec.ops.c_header` prints
 with `descriptor(X_DESC, symbol, values)`; tests call the C with `ctypes_struct(unit.X_DESC)` and
 `struct_from_desc` (tests/kernel_lib.py).
 
-This module is a leaf: it imports nothing of edgec.
+This module is a leaf: it imports nothing of edgec but the C layout (edgec.c_format, a leaf).
 """
 
 from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
+
+from edgec.c_format import COLUMNS, trailing_comments
 
 
 @dataclass(frozen=True)
@@ -86,25 +88,21 @@ class Struct:
         return "{" + ", ".join(str(v) for v in values.values()) + "}"
 
     def typedef(self) -> str:
-        """The C typedef: one member a line, its doc comment aligned after it (or above it when
-        the line would pass 110 columns)."""
-        decls = [f.declaration() for f in self.fields]
-        width = max(len(d) for d, f in zip(decls, self.fields) if f.doc) if any(f.doc for f in self.fields) else 0
-        lines = ["typedef struct {"]
-        for decl, f in zip(decls, self.fields):
-            if not f.doc:
-                lines.append(f"    {decl}")
-            elif 4 + width + 1 + len(f.doc) + 6 <= 110:
-                lines.append(f"    {decl.ljust(width)} /* {f.doc} */")
-            else:
+        """The C typedef as clang-format lays it out: one member a line, its doc comment after it
+        (consecutive ones aligned, trailing_comments) or, when the member's line would pass 110
+        columns, above it."""
+        rows: list[tuple[str, str | None]] = []
+        for f in self.fields:
+            decl = f"    {f.declaration()}"
+            inline = len(decl) + len(f" /* {f.doc} */") <= 110
+            if f.doc and not inline:
                 wrapped = textwrap.wrap(f.doc, 92)
-                lines.append(f"    /* {wrapped[0]}" + ("" if len(wrapped) > 1 else " */"))
-                lines += [f"     * {w}" for w in wrapped[1:-1]]
+                rows.append((f"    /* {wrapped[0]}" + ("" if len(wrapped) > 1 else " */"), None))
+                rows += [(f"     * {w}", None) for w in wrapped[1:-1]]
                 if len(wrapped) > 1:
-                    lines.append(f"     * {wrapped[-1]} */")
-                lines.append(f"    {decl}")
-        lines.append(f"}} {self.name};")
-        return "\n".join(lines)
+                    rows.append((f"     * {wrapped[-1]} */", None))
+            rows.append((decl, f.doc if f.doc and inline else None))
+        return "\n".join(["typedef struct {", *trailing_comments(rows), f"}} {self.name};"])
 
 
 @dataclass(frozen=True)
@@ -116,9 +114,10 @@ class Scratch:
     expr: str
 
     def define(self) -> str:
-        """The #define, its expression on a continuation line when the line would pass 100 columns."""
+        """The #define, on one line as clang-format joins it when it fits in COLUMNS, else its
+        expression on a continuation line."""
         head = f"#define {self.macro}" + (f"({', '.join(self.args)})" if self.args else "")
-        return f"{head} {self.expr}" if len(head) + len(self.expr) < 100 else f"{head} \\\n    {self.expr}"
+        return f"{head} {self.expr}" if len(head) + 1 + len(self.expr) <= COLUMNS else f"{head} \\\n    {self.expr}"
 
     def value(self, *values, **constants) -> int:
         """The macro's value for a layer's integer arguments, its C expression evaluated as Python

@@ -54,7 +54,14 @@ LUT_DESC = Struct(
         Field("table", "const int8_t *", doc="256 entries in flash: entry x + 128 is the output for input x"),
     ),
 )
-STRUCTS = (LUT_DESC,)
+LUT_CHANNELS_DESC = Struct(
+    "edgec_lut_channels_desc",
+    (
+        Field("pixels", doc="the tensor viewed as [pixels][channels], channels last, contiguous; >= 1"),
+        Field("channels", doc=">= 1: one 256-entry table each"),
+    ),
+)
+STRUCTS = (LUT_DESC, LUT_CHANNELS_DESC)
 
 LUT_SIZE = 256
 INT8_VALUES = np.arange(INT8_MIN, INT8_MAX + 1, dtype=np.int64)  # table index i holds q = i - 128
@@ -318,6 +325,12 @@ def lut_desc(table: np.ndarray, size: int) -> dict:
     if size < 1:
         raise ValueError(f"lookup of {size} elements")
     return {"size": int(size), "table": table}
+
+
+def lut_channels_s8(x: np.ndarray, tables: np.ndarray, desc: dict) -> np.ndarray:
+    """Golden edgec_lut_channels_s8: y[p, c] = tables[c, x[p, c] + 128], x viewed as [pixels][channels]."""
+    rows = np.asarray(x, np.int8).reshape(desc["pixels"], desc["channels"]).astype(np.int64)
+    return tables[np.arange(desc["channels"]), rows - INT8_MIN].reshape(np.shape(x))
 
 
 def lut_s8(x: np.ndarray, desc: dict) -> np.ndarray:

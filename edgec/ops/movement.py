@@ -1268,10 +1268,10 @@ class Reduce(OpDef):
 
     def lower_mean(self, ctx, node, x, dims: list[int]) -> None:
         """A mean over `dims` standing for another op (a global average pool), at its input's
-        qparams unless a quantize follows."""
-        ctx.add_op(
-            self.kind, node, [x], [ctx.output(node, qparams_of=x)], reduction="mean", dims=dims, clamp=(None, None)
-        )
+        qparams unless a quantize follows (across views: a program that leaves the mean in float,
+        `mean -> flatten -> Q(b)`, rounds once, at b; kws_conv1d's AdaptiveAvgPool1d)."""
+        out = ctx.output(node, qparams_of=None if ctx.quantized_through_views(node) else x)
+        ctx.add_op(self.kind, node, [x], [out], reduction="mean", dims=dims, clamp=(None, None))
 
     def relayout(self, op, graph) -> None:
         x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]

@@ -83,6 +83,12 @@ INPUT_MASKED_SOFTMAX_DESC = Struct(
         *ints("row_size"),
         Field("rows_per_mask", doc="row r reads mask row r / rows_per_mask; rows % rows_per_mask == 0"),
         Field("ignore", doc="1: a non-zero mask byte drops its key (key_padding_mask); 0: it keeps it"),
+        Field("keep_rows", doc="0: no constant mask; else row r reads keep row r % keep_rows"),
+        Field(
+            "keep",
+            "const uint8_t *",
+            doc="[keep_rows][row_size] in flash, or NULL: a constant mask (causal) an element must pass too",
+        ),
         Field("input_multiplier", doc="edgec.ops.softmax.softmax_params: the three fields"),
         *ints("input_left_shift diff_min"),
     ),
@@ -494,17 +500,16 @@ def masked_softmax_desc(rows: int, row_size: int, keep: np.ndarray, input_scale:
     """Fields of the C struct edgec_masked_softmax_desc (same names, same order): softmax over each
     of `rows` contiguous rows of `row_size` among the elements whose mask byte is 1; `keep` is the
     bool mask of every row, stored once per distinct block (row r reads mask row r % mask_rows)."""
+    mask_rows, mask = _periodic_rows(rows, row_size, keep)
+    return {"rows": rows, "row_size": row_size, "mask_rows": mask_rows, "mask": mask, **softmax_params(input_scale)}
+
+
+def _periodic_rows(rows: int, row_size: int, keep: np.ndarray) -> tuple[int, np.ndarray]:
+    """(n, bytes): the fewest rows n whose repetition gives the bool mask `keep` of every row, and
+    those n rows as uint8 (row r reads row r % n)."""
     keep = np.asarray(keep, bool).reshape(rows, row_size)
-    mask_rows = next(
-        n for n in range(1, rows + 1) if rows % n == 0 and (keep.reshape(-1, n, row_size) == keep[:n]).all()
-    )
-    return {
-        "rows": rows,
-        "row_size": row_size,
-        "mask_rows": mask_rows,
-        "mask": keep[:mask_rows].astype(np.uint8).ravel(),
-        **softmax_params(input_scale),
-    }
+    n = next(n for n in range(1, rows + 1) if rows % n == 0 and (keep.reshape(-1, n, row_size) == keep[:n]).all())
+    return n, keep[:n].astype(np.uint8).ravel()
 
 
 def masked_softmax_s8(x: np.ndarray, desc: dict) -> np.ndarray:
@@ -554,14 +559,20 @@ class MaskedSoftmax(Softmax):
 # -- softmax with a mask given as a model input (MHA's key_padding_mask) ---------------------------
 
 
-def input_masked_softmax_desc(rows: int, row_size: int, masks: int, ignore: bool, input_scale: float) -> dict:
+def input_masked_softmax_desc(
+    rows: int, row_size: int, masks: int, ignore: bool, input_scale: float, keep: np.ndarray | None = None
+) -> dict:
     """Fields of the C struct edgec_input_masked_softmax_desc: `rows` rows of `row_size` scores,
-    the first rows / masks reading mask row 0, and so on (scores [B, ..., S], mask [B, S])."""
+    the first rows / masks reading mask row 0, and so on (scores [B, ..., S], mask [B, S]); `keep`:
+    a constant bool mask of every row (a causal attn_mask) that an element must pass as well."""
+    keep_rows, keep_bytes = (0, None) if keep is None else _periodic_rows(rows, row_size, keep)
     return {
         "rows": rows,
         "row_size": row_size,
         "rows_per_mask": rows // masks,
         "ignore": int(ignore),
+        "keep_rows": keep_rows,
+        "keep": keep_bytes,
         **softmax_params(input_scale),
     }
 
@@ -572,6 +583,9 @@ def input_masked_softmax_s8(x: np.ndarray, mask: np.ndarray, desc: dict) -> np.n
     rows, row_size = desc["rows"], desc["row_size"]
     flags = np.asarray(mask).reshape(-1, row_size) != 0
     keep = np.repeat(flags != bool(desc["ignore"]), desc["rows_per_mask"], axis=0)
+    if desc["keep_rows"]:
+        constant = np.asarray(desc["keep"], bool).reshape(desc["keep_rows"], row_size)
+        keep &= np.tile(constant, (rows // desc["keep_rows"], 1))
     params = {key: desc[key] for key in ("input_multiplier", "input_left_shift", "diff_min")}
     return softmax_s8(np.asarray(x, np.int8).reshape(rows, row_size), params, keep).reshape(np.shape(x))
 
@@ -581,9 +595,9 @@ class InputMaskedSoftmax(MaskedSoftmax):
     key on the device): nn.MultiheadAttention's key_padding_mask, or SDPA's bool attn_mask."""
 
     kind = "input_masked_softmax"
-    family = "input_masked_softmax (attention with key_padding_mask given as a model input)"
+    family = "input_masked_softmax (attention with key_padding_mask given as a model input, and a causal mask)"
     targets = frozenset(INPUT_MASKED_SOFTMAXES)
-    limits = "a bool [batch, keys] model input (key_padding_mask), not combined with is_causal"
+    limits = "a bool [batch, keys] model input (key_padding_mask), alone or with a constant (causal) mask added"
 
     def kernel_function(self, op) -> str:
         return "edgec_input_masked_softmax_s8"
@@ -593,13 +607,18 @@ class InputMaskedSoftmax(MaskedSoftmax):
 
     def lower(self, ctx, node) -> None:
         x, mask = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
-        ctx.add_op(self.kind, node, [x, mask], [ctx.output(node)], ignore=bool(node.args[2]), masks=mask.shape[0])
+        also = node.args[3] if len(node.args) > 3 else None
+        keep = None if also is None else np.broadcast_to(np.asarray(ctx.constant(also).value, bool), x.shape)
+        ctx.add_op(
+            self.kind, node, [x, mask], [ctx.output(node)], ignore=bool(node.args[2]), masks=mask.shape[0], keep=keep
+        )
 
     def torch_order_tensors(self, op, graph) -> list[str]:
         return [*op.inputs, op.outputs[0]]
 
     def descriptor(self, shape, axis, scale, op) -> dict:
-        return input_masked_softmax_desc(math.prod(shape[:-1]), shape[-1], op.attrs["masks"], op.attrs["ignore"], scale)
+        rows, masks, ignore = math.prod(shape[:-1]), op.attrs["masks"], op.attrs["ignore"]
+        return input_masked_softmax_desc(rows, shape[-1], masks, ignore, scale, op.attrs.get("keep"))
 
     def golden(self, op, graph, inputs):
         return input_masked_softmax_s8(inputs[0], inputs[1], op.attrs["desc"])

@@ -19,7 +19,17 @@ import torch
 from torch.fx import GraphModule, Node
 
 from edgec.frontend.export import take_location
-from edgec.frontend.torch_ops import ALIASES, GROUP_NORMS, IDENTITIES, MEANS, PADS, REDUCTIONS, VIEWS, module_attribute
+from edgec.frontend.torch_ops import (
+    ALIASES,
+    GROUP_NORMS,
+    IDENTITIES,
+    MEANS,
+    PADS,
+    REDUCTIONS,
+    SOFTMAXES,
+    VIEWS,
+    module_attribute,
+)
 
 aten = torch.ops.aten
 
@@ -48,6 +58,7 @@ def normalize(module: GraphModule) -> GraphModule:
     changed |= _drop_no_ops(module)
     changed |= _fold_constants(module)
     changed |= _decompose_attention(module)
+    changed |= _decompose_masked_baddbmm(module)
     changed |= _decompose_group_norms(module)
     changed |= _top1_as_max_and_argmax(module)
     changed |= _clamp_by_tensors_as_max_and_min(module)
@@ -224,19 +235,20 @@ def _fold_constants(module: GraphModule) -> bool:
 def _decompose_attention(module: GraphModule) -> bool:
     """F.scaled_dot_product_attention without dropout as matmuls and softmax; with a constant
     attn_mask (bool, or float holding only 0 and -inf) or is_causal, the softmax is the masked
-    softmax of the elements the mask keeps (torch_ops.masked_softmax)."""
+    softmax of the elements the mask keeps (torch_ops.masked_softmax); with a key padding mask given
+    as a model input (and a constant mask added to it, as nn.MultiheadAttention merges attn_mask and
+    key_padding_mask), the softmax reads that input at run time (torch_ops.input_masked_softmax)."""
     changed = False
     for node in list(module.graph.nodes):
         if node.op != "call_function" or node.target not in SDPA:
             continue
         q, k, v = node.args[:3]
         options = dict(zip(("attn_mask", "dropout_p", "is_causal"), node.args[3:]), **node.kwargs)
-        keep = _attention_keep(module, q, k, options.get("attn_mask"), bool(options.get("is_causal")))
-        key_mask = None
-        if keep is False and not options.get("is_causal"):
-            key_mask = _input_key_mask(q, k, options.get("attn_mask"))
-        if (keep is False and key_mask is None) or options.get("dropout_p", 0.0) != 0.0 or options.get("enable_gqa"):
-            continue  # left for check_supported to report
+        mask = options.get("attn_mask")
+        rows, keys = q.meta["val"].shape[-2], k.meta["val"].shape[-2]
+        masking = _attention_mask(module, (q.meta["val"].shape[0], rows, keys), mask, bool(options.get("is_causal")))
+        if masking is None or options.get("dropout_p", 0.0) != 0.0 or options.get("enable_gqa"):
+            continue  # left for check_supported to report (attention_refusal)
         scale = options.get("scale")
         if scale is None:
             scale = 1.0 / math.sqrt(q.meta["val"].shape[-1])
@@ -245,34 +257,124 @@ def _decompose_attention(module: GraphModule) -> bool:
             key_t = graph.call_function(aten.transpose.int, (k, -2, -1))
             scores = graph.call_function(aten.matmul.default, (q, key_t))
             scaled = graph.call_function(aten.mul.Tensor, (scores, float(scale)))
-            if key_mask is not None:  # a padding mask given as a model input, read at run time
-                weights = graph.call_function(torch.ops.edgec.input_masked_softmax.default, (scaled, *key_mask))
-            elif keep is None:
-                weights = graph.call_function(aten.softmax.int, (scaled, -1))
-            else:
-                weights = graph.call_function(
-                    torch.ops.edgec.masked_softmax.default,
-                    (scaled, _new_constant(module, node, keep, "attention_keep")),
-                )
+            weights = _masked_softmax(module, node, scaled, masking)
             out = graph.call_function(aten.matmul.default, (weights, v))
         for new in (key_t, scores, scaled, weights, out):
             _derived(new, node)
         node.replace_all_uses_with(out)
-        mask = options.get("attn_mask")
         graph.erase_node(node)
-        if key_mask is not None:
+        if masking[1] is not None:
             _erase_unused_chain(graph, mask)
         changed = True
     return changed
 
 
+def _decompose_masked_baddbmm(module: GraphModule) -> bool:
+    """nn.MultiheadAttention with need_weights=True (its default) and a mask computes
+    softmax(baddbmm(mask, q * scale, k^T)): the scores as a matmul, the softmax masked as for
+    scaled_dot_product_attention (a constant mask, a key_padding_mask input, or both added)."""
+    changed = False
+    for node in list(module.graph.nodes):
+        if node.op != "call_function" or node.target not in SOFTMAXES or node.args[1] not in (-1, 2):
+            continue
+        scores = node.args[0]
+        if getattr(scores, "target", None) != aten.baddbmm.default or scores.kwargs or len(scores.users) != 1:
+            continue
+        mask, a, b = scores.args
+        shape = scores.meta["val"].shape
+        masking = _attention_mask(module, (shape[0], shape[-2], shape[-1]), mask, False)
+        if masking is None or masking == (None, None):
+            continue
+        graph = module.graph
+        with graph.inserting_before(node):
+            product = graph.call_function(aten.matmul.default, (a, b))
+            weights = _masked_softmax(module, node, product, masking)
+        for new in (product, weights):
+            _derived(new, node)
+        node.replace_all_uses_with(weights)
+        graph.erase_node(node)
+        graph.erase_node(scores)
+        _erase_unused_chain(graph, mask)
+        changed = True
+    return changed
+
+
+def _masked_softmax(module: GraphModule, before: Node, scores: Node, masking) -> Node:
+    """The softmax over the last axis of `scores` that `masking` ((keep, key): _attention_mask) says."""
+    keep, key = masking
+    graph = module.graph
+    constant = None if keep is None else _new_constant(module, before, keep, "attention_keep")
+    if key is not None:  # a padding mask given as a model input, read at run time
+        return graph.call_function(torch.ops.edgec.input_masked_softmax.default, (scores, *key, constant))
+    if keep is None:
+        return graph.call_function(aten.softmax.int, (scores, -1))
+    return graph.call_function(torch.ops.edgec.masked_softmax.default, (scores, constant))
+
+
 _MASK_CHAIN = VIEWS | {aten.expand.default, aten.unsqueeze.default}
 
 
-def _input_key_mask(q: Node, k: Node, mask) -> tuple[Node, bool] | None:
-    """(model input, ignore) when SDPA's attn_mask is a bool model input [B, S] over the keys,
-    only viewed or broadcast: as itself (True keeps a key), or as nn.MultiheadAttention writes its
-    key_padding_mask, zeros masked_fill'ed with -inf where the input is True (True ignores a key)."""
+def _attention_mask(module: GraphModule, scores: tuple[int, int, int], mask, causal: bool):
+    """How attention's softmax is masked, as (keep, key): keep a constant bool mask of the scores
+    (None: none), key (model input, ignore) a key padding mask read at run time (None: none); or
+    None for a mask edgec cannot take. `scores`: their leading size, rows and keys."""
+    batch, rows, keys = scores
+    keep = _attention_keep(module, mask, causal, rows, keys)
+    if keep is not False:
+        return keep, None
+    if causal:
+        return None  # attn_mask with is_causal: PyTorch raises on it (attention_refusal says so)
+    key = _input_key_mask(batch, keys, mask)
+    return (None, key) if key is not None else _key_mask_plus_constant(module, batch, keys, mask)
+
+
+def _key_mask_plus_constant(module: GraphModule, batch: int, keys: int, mask):
+    """(keep, key) for a float mask that adds a constant mask of 0 and -inf (a causal attn_mask) to
+    a key padding mask given as a model input, then views it (nn.MultiheadAttention's merge of
+    attn_mask and key_padding_mask), or None. keep is the constant's bool keep, viewed alike."""
+    chain = []
+    while isinstance(mask, Node) and mask.op == "call_function" and mask.target in _MASK_CHAIN:
+        chain.append(mask)
+        mask = mask.args[0]
+    if not isinstance(mask, Node) or mask.target != aten.add.Tensor or len(mask.args) != 2 or mask.kwargs:
+        return None
+    for key_side, constant_side in (mask.args, mask.args[::-1]):
+        key, value = _input_key_mask(batch, keys, key_side), _computed_constant(module, constant_side)
+        if key is None or value is None or value.dtype == torch.bool:
+            continue
+        if not bool(((value == 0) | (value == float("-inf"))).all()):
+            continue
+        keep = torch.broadcast_to(value == 0, mask.meta["val"].shape)
+        for view in reversed(chain):  # the views SDPA's mask went through after the add
+            keep = view.target(keep, *view.args[1:], **view.kwargs)
+        return keep.contiguous(), key
+    return None
+
+
+# Ops that build a constant mask from constants: data movement, and the bool -> float mask of
+# F._canonical_mask (zeros_like, masked_fill with -inf) that nn.MultiheadAttention applies.
+_CONSTANT_MASK_OPS = _FOLDABLE | {aten.zeros_like.default, aten.masked_fill.Scalar, aten.logical_not.default}
+
+
+def _computed_constant(module: GraphModule, node) -> torch.Tensor | None:
+    """The value of `node` when constants alone compute it by _CONSTANT_MASK_OPS, else None."""
+    if not isinstance(node, Node):
+        return None
+    if node.op == "get_attr":
+        return _constant_value(module, node)
+    if node.op != "call_function" or node.target not in _CONSTANT_MASK_OPS:
+        return None
+    args = [_computed_constant(module, arg) if isinstance(arg, Node) else arg for arg in node.args]
+    if any(value is None for value, arg in zip(args, node.args) if isinstance(arg, Node)):
+        return None
+    return node.target(*args, **node.kwargs)
+
+
+def _input_key_mask(batch: int, keys: int, mask) -> tuple[Node, bool] | None:
+    """(model input, ignore) when an attention mask is a bool model input [B, S] over the keys
+    (`batch` a multiple of B), only viewed or broadcast: as itself (True keeps a key), or as
+    nn.MultiheadAttention writes its key_padding_mask, zeros masked_fill'ed with -inf where the
+    input is True (True ignores a key)."""
     while isinstance(mask, Node) and mask.op == "call_function" and mask.target in _MASK_CHAIN:
         mask = mask.args[0]
     ignore = False
@@ -286,8 +388,9 @@ def _input_key_mask(q: Node, k: Node, mask) -> tuple[Node, bool] | None:
     if not isinstance(mask, Node) or mask.op != "placeholder":
         return None
     value = mask.meta.get("val")
-    batch, keys = q.meta["val"].shape[0], k.meta["val"].shape[-2]
-    if not isinstance(value, torch.Tensor) or value.dtype != torch.bool or tuple(value.shape) != (batch, keys):
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.bool or value.dim() != 2:
+        return None
+    if value.shape[1] != keys or batch % value.shape[0] != 0:
         return None
     return mask, ignore
 
@@ -297,14 +400,15 @@ def _erase_unused_chain(graph, node) -> None:
     pending = [node]
     while pending:
         node = pending.pop()
-        if isinstance(node, Node) and node.op == "call_function" and not node.users:
+        if isinstance(node, Node) and node.op in ("call_function", "get_attr") and not node.users:
             pending += [arg for arg in node.all_input_nodes]
             graph.erase_node(node)
 
 
-def _attention_keep(module: GraphModule, q: Node, k: Node, mask, causal: bool):
+def _attention_keep(module: GraphModule, mask, causal: bool, rows: int, keys: int):
     """The bool [.., L, S] mask of the scores SDPA keeps: None without a mask, False for a mask
-    edgec cannot take (computed from the input, or a float mask with values other than 0 and -inf)."""
+    edgec cannot take as a constant (computed from the input, or a float mask with values other
+    than 0 and -inf)."""
     keep = None
     if mask is not None:
         value = _constant_value(module, mask)
@@ -316,10 +420,27 @@ def _attention_keep(module: GraphModule, q: Node, k: Node, mask, causal: bool):
             value = value == 0
         keep = value
     if causal:
-        rows, columns = q.meta["val"].shape[-2], k.meta["val"].shape[-2]
-        causal_keep = torch.ones(rows, columns, dtype=torch.bool).tril()
+        causal_keep = torch.ones(rows, keys, dtype=torch.bool).tril()
         keep = causal_keep if keep is None else keep & causal_keep
     return keep
+
+
+def attention_refusal(node: Node) -> str:
+    """Why scaled_dot_product_attention `node` was left undecomposed (check_supported's message)."""
+    options = dict(zip(("attn_mask", "dropout_p", "is_causal"), node.args[3:]), **node.kwargs)
+    if options.get("dropout_p", 0.0) != 0.0:
+        return "scaled_dot_product_attention with dropout_p > 0 (training only: pass 0.0 at inference)"
+    if options.get("enable_gqa"):
+        return "scaled_dot_product_attention with enable_gqa (repeat the key/value heads instead)"
+    if options.get("attn_mask") is not None and options.get("is_causal"):
+        return (
+            "scaled_dot_product_attention with both attn_mask and is_causal=True (PyTorch raises on it too): "
+            "put the causal mask into attn_mask"
+        )
+    return (
+        "scaled_dot_product_attention's attn_mask: only a constant mask (bool, or float of 0 and -inf), a bool "
+        "[batch, keys] model input (key_padding_mask) or a constant mask added to it compile"
+    )
 
 
 def _top1_as_max_and_argmax(module: GraphModule) -> bool:

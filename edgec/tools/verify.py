@@ -12,6 +12,7 @@ docs/numerics.md, "What verify checks").
 from __future__ import annotations
 
 import json
+import operator
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -235,14 +236,20 @@ def float_node_values(module, sample: tuple, dtypes=None) -> dict[str, np.ndarra
         def run_node(self, node):
             result = super().run_node(node)
             if isinstance(result, torch.Tensor) and (
-                result.is_floating_point() or node.target in ARGMAXES or node.op == "placeholder"
+                result.is_floating_point() or node.target in ARGMAXES or node.op == "placeholder" or _topk_item(node)
             ):
-                values[node.name] = result.detach().numpy().copy()  # argmax: indices; token ids as given
+                values[node.name] = result.detach().numpy().copy()  # argmax, topk: indices; token ids as given
             return result
 
     with torch.no_grad():
         Recorder(module).run(*(_torch_input(x, dtype) for x, dtype in zip(sample, dtypes or [None] * len(sample))))
     return values
+
+
+def _topk_item(node) -> bool:
+    import torch
+
+    return node.target is operator.getitem and getattr(node.args[0], "target", None) == torch.ops.aten.topk.default
 
 
 def float_reference(compiled, float_samples) -> list[dict[str, np.ndarray]]:
@@ -617,6 +624,8 @@ def _differences(compiled, op, inputs: list[np.ndarray], got: np.ndarray, values
     if _is_requantize(op):
         expected = _requantized_reference(graph, op, inputs[0], ranges)
     expected = expected.reshape(out.shape).astype(np.int64)
+    if op.kind == "topk" and op.attrs["item"] == 1:
+        expected = _tied_indices_accepted(op, graph, inputs[0], got, expected)
     lo, hi = _clamp_bounds(op, out)
     tolerance = element_tolerance(op, out.shape)
     known = known_output_stage(compiled, op, out, values)
@@ -640,6 +649,17 @@ def _differences(compiled, op, inputs: list[np.ndarray], got: np.ndarray, values
         tolerance = np.where(exact, LAYER_TOLERANCE_STEPS, tolerance)
     free = (expected > lo) & (expected < hi) & (got > lo) & (got < hi)
     return np.asarray(got, np.int64) - expected, tolerance, free
+
+
+def _tied_indices_accepted(op, graph, x, got, expected):
+    """topk's indices where they pick the same int8 value as the program's: equal values (ties the
+    int8 grid makes) may come in either order, and torch.topk leaves theirs unspecified."""
+    x = np.asarray(x, np.int64).reshape(graph.tensors[op.inputs[0]].shape)
+    axis = op.attrs["dim"]
+    got = np.asarray(got, np.int64).reshape(expected.shape)
+    picked = np.take_along_axis(x, got, axis)
+    wanted = np.take_along_axis(x, np.clip(expected, 0, x.shape[axis] - 1), axis)
+    return np.where(picked == wanted, got, expected)
 
 
 def _is_requantize(op) -> bool:

@@ -67,9 +67,9 @@ typedef struct {
     int32_t pad_left;
     int32_t dilation_h;
     int32_t dilation_w;
-    int32_t groups;            /* divides input_c and output_c (1 for every kernel but edgec_conv_s8) */
-    int32_t input_offset;      /* -input_zero_point, in [-127, 128] */
-    int32_t output_offset;     /* output_zero_point, in [-128, 127] */
+    int32_t groups;        /* divides input_c and output_c (1 for every kernel but edgec_conv_s8) */
+    int32_t input_offset;  /* -input_zero_point, in [-127, 128] */
+    int32_t output_offset; /* output_zero_point, in [-128, 127] */
     int32_t act_min;
     int32_t act_max;
     const int8_t *filter;      /* OHWI, or the packed kernels' layout */
@@ -139,9 +139,9 @@ typedef struct {
     int32_t pad_left;
     int32_t dilation_h;
     int32_t dilation_w;
-    int32_t groups;               /* divides input_c and output_c (1 for every kernel but edgec_conv_s8) */
-    int32_t input_offset;         /* -input_zero_point, in [-127, 128] */
-    int32_t output_offset;        /* output_zero_point, in [-128, 127] */
+    int32_t groups;        /* divides input_c and output_c (1 for every kernel but edgec_conv_s8) */
+    int32_t input_offset;  /* -input_zero_point, in [-127, 128] */
+    int32_t output_offset; /* output_zero_point, in [-128, 127] */
     int32_t act_min;
     int32_t act_max;
     const int16_t *wide_filter;   /* the packed filter widened to int16 pairs */
@@ -170,6 +170,15 @@ edgec_status edgec_conv_s8_dsp(const edgec_conv_desc *desc, const int8_t *input,
  */
 edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_dsp_wide_desc *desc, const int8_t *input, int8_t *output,
                                     int8_t *scratch);
+/* edgec_conv_s8_dsp_wide, the same contract but this scratch, for a 1x1 stride-1 layer of 8 input
+ * channels and an even output count (edgec build picks it): one channel at a time over bands of
+ * 24 pixels when every channel admits the short requantization and act_min/act_max are -128/127,
+ * else as edgec_conv_s8_dsp_wide. */
+/* generated from edgec/ops/conv.py: EDGEC_CONV_S8_DSP_WIDE_1X1X8_SCRATCH_BYTES */
+#define EDGEC_CONV_S8_DSP_WIDE_1X1X8_SCRATCH_BYTES (8 * 24)
+/* end of EDGEC_CONV_S8_DSP_WIDE_1X1X8_SCRATCH_BYTES */
+edgec_status edgec_conv_s8_dsp_wide_1x1x8(const edgec_conv_dsp_wide_desc *desc, const int8_t *input, int8_t *output,
+                                          int8_t *scratch);
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 /* generated from edgec/ops/conv.py: EDGEC_CONV_S8_MVE_SCRATCH_BYTES */
@@ -177,6 +186,23 @@ edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_dsp_wide_desc *desc, const 
 /* end of EDGEC_CONV_S8_MVE_SCRATCH_BYTES */
 /* edgec_conv_s8_dsp's contract with Helium's layout (R = 4, G = 16) and scratch. */
 edgec_status edgec_conv_s8_mve(const edgec_conv_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch);
+/*
+ * edgec_conv_s8_mve running only the assembly routines named, so that a program links only
+ * those: `blocks`, the layer's block routine (NULL below 4 output channels), and `direct`, its
+ * direct-read routine (or NULL when it reads no field in place; one named that the layer does
+ * not need is not run). EDGEC_ARG_ERROR if the layer needs a routine not named. Which routines a
+ * layer needs: edgec.ops.conv.mve_routines; the variants: their list in edgec_conv_s8_mve.c.
+ */
+typedef struct edgec_conv_mve_routine edgec_conv_mve_routine;
+extern const edgec_conv_mve_routine edgec_conv_mve_blocks_odd, edgec_conv_mve_blocks_even,
+    edgec_conv_mve_blocks_odd_right, edgec_conv_mve_blocks_even_right, edgec_conv_mve_blocks_odd_strict,
+    edgec_conv_mve_blocks_even_strict, edgec_conv_mve_blocks_odd_strict_quads, edgec_conv_mve_blocks_even_strict_quads,
+    edgec_conv_mve_direct_odd, edgec_conv_mve_direct_even, edgec_conv_mve_direct_odd_runs3,
+    edgec_conv_mve_direct_even_runs3, edgec_conv_mve_direct_single, edgec_conv_mve_direct_single_runs3,
+    edgec_conv_mve_direct_triple_runs3, edgec_conv_mve_direct_even_quads, edgec_conv_mve_direct_even_runs3_quads;
+edgec_status edgec_conv_s8_mve_with(const edgec_conv_desc *desc, const edgec_conv_mve_routine *blocks,
+                                    const edgec_conv_mve_routine *direct, const int8_t *input, int8_t *output,
+                                    int8_t *scratch);
 #endif
 
 /*
@@ -218,7 +244,7 @@ typedef struct {
     int32_t input_c;
     int32_t output_h;
     int32_t output_w;
-    int32_t ch_mult;           /* output_c = input_c * ch_mult */
+    int32_t ch_mult; /* output_c = input_c * ch_mult */
     int32_t kernel_h;
     int32_t kernel_w;
     int32_t stride_h;
@@ -227,8 +253,8 @@ typedef struct {
     int32_t pad_left;
     int32_t dilation_h;
     int32_t dilation_w;
-    int32_t input_offset;      /* -input_zero_point, in [-127, 128] */
-    int32_t output_offset;     /* output_zero_point, in [-128, 127] */
+    int32_t input_offset;  /* -input_zero_point, in [-127, 128] */
+    int32_t output_offset; /* output_zero_point, in [-128, 127] */
     int32_t act_min;
     int32_t act_max;
     const int8_t *filter;      /* [kernel_h][kernel_w][output_c], or the packed layout */
@@ -295,14 +321,14 @@ edgec_status edgec_depthwise_conv_s8_in_place(const edgec_depthwise_conv_desc *d
 #endif
 /* generated from edgec/ops/depthwise.py: EDGEC_DEPTHWISE_PACKED_ROW_PIXELS */
 #define EDGEC_DEPTHWISE_PACKED_ROW_PIXELS(out_w, stride_w, k_w, dilation_w) \
-    (((out_w) - 1) * (stride_w) + ((k_w) - 1) * (dilation_w) + 1)
+    (((out_w)-1) * (stride_w) + ((k_w)-1) * (dilation_w) + 1)
 /* end of EDGEC_DEPTHWISE_PACKED_ROW_PIXELS */
 /* generated from edgec/ops/depthwise.py: EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES */
 #define EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES(k_h, row_pixels) \
-    ((k_h) * (row_pixels) * EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES)
+    ((k_h) * (row_pixels) * (EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES))
 /* end of EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES */
-edgec_status edgec_depthwise_conv_s8_packed(const edgec_depthwise_conv_desc *desc, const int8_t *input,
-                                            int8_t *output, int8_t *scratch);
+edgec_status edgec_depthwise_conv_s8_packed(const edgec_depthwise_conv_desc *desc, const int8_t *input, int8_t *output,
+                                            int8_t *scratch);
 edgec_status edgec_depthwise_conv_s8_packed_in_place(const edgec_depthwise_conv_desc *desc, const int8_t *input,
                                                      int8_t *output, int8_t *scratch);
 
@@ -321,9 +347,9 @@ typedef struct {
     int32_t batches;
     int32_t input_size;
     int32_t output_size;
-    int32_t input_offset;      /* -input_zero_point, in [-127, 128] */
-    int32_t output_offset;     /* output_zero_point, in [-128, 127] */
-    int32_t per_channel;       /* 0: multiplier and shift hold one entry for all outputs */
+    int32_t input_offset;  /* -input_zero_point, in [-127, 128] */
+    int32_t output_offset; /* output_zero_point, in [-128, 127] */
+    int32_t per_channel;   /* 0: multiplier and shift hold one entry for all outputs */
     int32_t act_min;
     int32_t act_max;
     const int8_t *filter;      /* [output_size][input_size]; packed paths: re-laid (see below) */
@@ -454,7 +480,7 @@ typedef struct {
     int32_t input2_offset; /* -zero_point of input 2 */
     int32_t input2_multiplier;
     int32_t input2_shift;
-    int32_t left_shift;    /* 20 */
+    int32_t left_shift; /* 20 */
     int32_t output_offset;
     int32_t output_multiplier;
     int32_t output_shift;
@@ -476,15 +502,15 @@ edgec_status edgec_add_s8(const edgec_add_s8_desc *desc, const int8_t *input1, c
 #define EDGEC_ADD_S8_SCRATCH_BYTES (2 * 256 * 4)
 /* end of EDGEC_ADD_S8_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
-edgec_status edgec_add_s8_dsp(const edgec_add_s8_desc *desc, const int8_t *input1, const int8_t *input2,
-                              int8_t *output, int8_t *scratch);
+edgec_status edgec_add_s8_dsp(const edgec_add_s8_desc *desc, const int8_t *input1, const int8_t *input2, int8_t *output,
+                              int8_t *scratch);
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-edgec_status edgec_add_s8_mve(const edgec_add_s8_desc *desc, const int8_t *input1, const int8_t *input2,
-                              int8_t *output, int8_t *scratch);
+edgec_status edgec_add_s8_mve(const edgec_add_s8_desc *desc, const int8_t *input1, const int8_t *input2, int8_t *output,
+                              int8_t *scratch);
 #endif
 
-/* ==== Binary family: elementwise ops with NumPy broadcasting (eltwise/edgec_binary_s8.c) ==== */
+/* ==== Binary family: elementwise ops with NumPy broadcasting (eltwise/edgec_binary_s8*.c) === */
 
 /*
  * Broadcasting, shared by edgec_binary_desc and edgec_prelu_desc: the output is a contiguous
@@ -518,13 +544,13 @@ typedef struct {
     int32_t input1_offset;                   /* -zero_point of input 1, in [-127, 128] */
     int32_t input1_multiplier;               /* add/sub; all multipliers >= 0 */
     int32_t input1_shift;
-    int32_t input2_offset;                   /* -zero_point of input 2, in [-127, 128] */
-    int32_t input2_multiplier;               /* add/sub */
+    int32_t input2_offset;     /* -zero_point of input 2, in [-127, 128] */
+    int32_t input2_multiplier; /* add/sub */
     int32_t input2_shift;
-    int32_t left_shift;                      /* add/sub: 20; 0..23 */
-    int32_t output_offset;                   /* output zero point, in [-128, 127] */
+    int32_t left_shift;    /* add/sub: 20; 0..23 */
+    int32_t output_offset; /* output zero point, in [-128, 127] */
     int32_t output_multiplier;
-    int32_t output_shift;                    /* shifts: -31..31, positive to the left */
+    int32_t output_shift; /* shifts: -31..31, positive to the left */
     int32_t act_min;
     int32_t act_max;
 } edgec_binary_desc;
@@ -548,8 +574,7 @@ typedef struct {
  * dim < 1, a negative stride, more than INT32_MAX output elements or input offsets, a field
  * outside its range above, act bounds outside int8 or crossed.
  */
-edgec_status edgec_binary_s8(const edgec_binary_desc *desc, const int8_t *input1,
-                             const int8_t *input2, int8_t *output);
+edgec_status edgec_binary_s8(const edgec_binary_desc *desc, const int8_t *input1, const int8_t *input2, int8_t *output);
 
 /*
  * edgec_binary_s8 with its innermost two loop levels on the Arm DSP extension (Cortex-M4/M7/M33/
@@ -563,12 +588,12 @@ edgec_status edgec_binary_s8(const edgec_binary_desc *desc, const int8_t *input1
  * build's -mcpu has the extension.
  */
 #if defined(__ARM_FEATURE_DSP)
-edgec_status edgec_binary_s8_dsp(const edgec_binary_desc *desc, const int8_t *input1,
-                                 const int8_t *input2, int8_t *output);
+edgec_status edgec_binary_s8_dsp(const edgec_binary_desc *desc, const int8_t *input1, const int8_t *input2,
+                                 int8_t *output);
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-edgec_status edgec_binary_s8_mve(const edgec_binary_desc *desc, const int8_t *input1,
-                                 const int8_t *input2, int8_t *output);
+edgec_status edgec_binary_s8_mve(const edgec_binary_desc *desc, const int8_t *input1, const int8_t *input2,
+                                 int8_t *output);
 #endif
 
 /* Fields from edgec.ops.binary.prelu_desc; the layout as edgec_binary_desc's, input and alpha in
@@ -584,9 +609,9 @@ typedef struct {
     int32_t output_offset;       /* in [-128, 127] */
     int32_t identity_multiplier; /* QuantizeMultiplier(s_in / s_out), >= 0 */
     int32_t identity_shift;
-    int32_t alpha_multiplier;    /* QuantizeMultiplier(s_in * s_alpha / s_out), >= 0 */
-    int32_t alpha_shift;         /* shifts: -31..31 */
-    int32_t act_min;             /* -128 and 127 for TFLite's PRELU */
+    int32_t alpha_multiplier; /* QuantizeMultiplier(s_in * s_alpha / s_out), >= 0 */
+    int32_t alpha_shift;      /* shifts: -31..31 */
+    int32_t act_min;          /* -128 and 127 for TFLite's PRELU */
     int32_t act_max;
 } edgec_prelu_desc;
 /* end of edgec_prelu_desc */
@@ -604,8 +629,7 @@ typedef struct {
  * computes the negative inputs; the same outputs as the per-element arithmetic, by construction.
  * EDGEC_ARG_ERROR as edgec_binary_s8's.
  */
-edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input,
-                            const int8_t *alpha, int8_t *output);
+edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input, const int8_t *alpha, int8_t *output);
 
 /*
  * edgec_prelu_s8 with its outputs read from tables made at compile time
@@ -616,8 +640,8 @@ edgec_status edgec_prelu_s8(const edgec_prelu_desc *desc, const int8_t *input,
  * In place as edgec_prelu_s8. Scratch: none. EDGEC_ARG_ERROR as edgec_prelu_s8's, or when the
  * tables' extent (alpha extent x 256) exceeds INT32_MAX.
  */
-edgec_status edgec_prelu_s8_lookup(const edgec_prelu_desc *desc, const int8_t *tables,
-                                   const int8_t *input, int8_t *output);
+edgec_status edgec_prelu_s8_lookup(const edgec_prelu_desc *desc, const int8_t *tables, const int8_t *input,
+                                   int8_t *output);
 
 /* ==== end of the binary family ==== */
 
@@ -687,7 +711,6 @@ typedef struct {
 
 edgec_status edgec_clamp_s8(const edgec_clamp_s8_desc *desc, int8_t *data);
 
-
 /* ==== Transposed convolution and the remaining pooling forms (family: convt) ================= */
 
 /*
@@ -711,21 +734,21 @@ typedef struct {
     int32_t input_c;
     /* (input_h - 1) * stride_h - 2 * pad_h + dilation_h * (kernel_h - 1) + output_padding_h + 1 */
     int32_t output_h;
-    int32_t output_w;          /* likewise along w */
+    int32_t output_w; /* likewise along w */
     int32_t output_c;
     int32_t kernel_h;
     int32_t kernel_w;
     int32_t stride_h;
     int32_t stride_w;
-    int32_t pad_h;             /* PyTorch padding: removed from both ends of the output */
+    int32_t pad_h; /* PyTorch padding: removed from both ends of the output */
     int32_t pad_w;
-    int32_t output_padding_h;  /* 0 <= output_padding < max(stride, dilation), as PyTorch */
+    int32_t output_padding_h; /* 0 <= output_padding < max(stride, dilation), as PyTorch */
     int32_t output_padding_w;
     int32_t dilation_h;
     int32_t dilation_w;
-    int32_t groups;            /* divides C_in and C_out; depthwise: groups == C_in */
-    int32_t input_offset;      /* -input zero point, in [-127, 128] */
-    int32_t output_offset;     /* output zero point, in [-128, 127] */
+    int32_t groups;        /* divides C_in and C_out; depthwise: groups == C_in */
+    int32_t input_offset;  /* -input zero point, in [-127, 128] */
+    int32_t output_offset; /* output zero point, in [-128, 127] */
     int32_t act_min;
     int32_t act_max;
     const int8_t *filter;      /* per phase (r_h, r_w) in raster order: [C_out][K_phase] rows */
@@ -748,8 +771,7 @@ typedef struct {
  * C_out, offsets outside their ranges, act bounds outside int8 or crossed, a shift outside -31..31
  * or a negative multiplier.
  */
-edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, const int8_t *input,
-                                     int8_t *output);
+edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output);
 
 /*
  * edgec_conv_transpose_s8 on Arm cores with the DSP extension (2 output channels x 2 output
@@ -770,12 +792,12 @@ edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, cons
 #define EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES(k) (2 * (((k) + 15) / 16 * 16))
 /* end of EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
-edgec_status edgec_conv_transpose_s8_dsp(const edgec_conv_transpose_desc *desc,
-                                         const int8_t *input, int8_t *output, int8_t *scratch);
+edgec_status edgec_conv_transpose_s8_dsp(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output,
+                                         int8_t *scratch);
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-edgec_status edgec_conv_transpose_s8_mve(const edgec_conv_transpose_desc *desc,
-                                         const int8_t *input, int8_t *output, int8_t *scratch);
+edgec_status edgec_conv_transpose_s8_mve(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output,
+                                         int8_t *scratch);
 #endif
 
 /*
@@ -801,8 +823,7 @@ typedef struct {
 } edgec_adaptive_avg_pool_desc;
 /* end of edgec_adaptive_avg_pool_desc */
 
-edgec_status edgec_adaptive_avg_pool_s8(const edgec_adaptive_avg_pool_desc *desc, const int8_t *input,
-                                        int8_t *output);
+edgec_status edgec_adaptive_avg_pool_s8(const edgec_adaptive_avg_pool_desc *desc, const int8_t *input, int8_t *output);
 
 /* ==== end of transposed convolution and pooling forms ========================================= */
 
@@ -826,6 +847,24 @@ typedef struct {
  * needed. Scratch: none. EDGEC_ARG_ERROR: a NULL pointer (desc, table, input, output) or size < 1.
  */
 edgec_status edgec_lut_s8(const edgec_lut_desc *desc, const int8_t *input, int8_t *output);
+
+/* Descriptor of edgec_lut_channels_s8 (fields from edgec.ops.lut.lut_channels_desc). */
+/* generated from edgec/ops/lut.py: edgec_lut_channels_desc */
+typedef struct {
+    int32_t pixels;   /* the tensor viewed as [pixels][channels], channels last, contiguous; >= 1 */
+    int32_t channels; /* >= 1: one 256-entry table each */
+} edgec_lut_channels_desc;
+/* end of edgec_lut_channels_desc */
+
+/*
+ * One int8 -> int8 table per channel, channels last: output[p][c] = tables[c][input[p][c] + 128]
+ * for pixels p and channels c (tables: channels x 256 entries, in flash). A per-channel affine (a
+ * BatchNorm no layer absorbs, run as a 1x1 depthwise convolution) through tables made at compile
+ * time from that layer's arithmetic. Each element is read before its output is written, so output
+ * == input is allowed. EDGEC_ARG_ERROR for NULL pointers, pixels or channels < 1. Scratch: none.
+ */
+edgec_status edgec_lut_channels_s8(const edgec_lut_channels_desc *desc, const int8_t *tables, const int8_t *input,
+                                   int8_t *output);
 
 /*
  * Descriptor of edgec_softmax_axis_s8 (fields from edgec.ops.softmax.softmax_axis_desc). The
@@ -868,13 +907,13 @@ edgec_status edgec_softmax_s8(const edgec_softmax_desc *desc, const int8_t *inpu
 /* generated from edgec/ops/softmax.py: edgec_log_softmax_desc */
 typedef struct {
     int32_t outer;
-    int32_t axis_size;        /* 1..4095: TFLite's Q12.19 sum of exps overflows at 4096 */
+    int32_t axis_size; /* 1..4095: TFLite's Q12.19 sum of exps overflows at 4096 */
     int32_t inner;
     int32_t input_multiplier; /* PreprocessLogSoftmaxScalingExp (beta 1, 5 integer bits) */
     int32_t input_left_shift;
     int32_t reverse_scaling_divisor;
     int32_t reverse_scaling_right_shift;
-    int32_t diff_min;         /* -CalculateInputRadius(5, input_left_shift) */
+    int32_t diff_min; /* -CalculateInputRadius(5, input_left_shift) */
 } edgec_log_softmax_desc;
 /* end of edgec_log_softmax_desc */
 
@@ -893,7 +932,7 @@ edgec_status edgec_log_softmax_s8(const edgec_log_softmax_desc *desc, const int8
 /* Descriptor of edgec_masked_softmax_s8 (fields from edgec.ops.softmax.masked_softmax_desc). */
 /* generated from edgec/ops/softmax.py: edgec_masked_softmax_desc */
 typedef struct {
-    int32_t rows;             /* contiguous rows of row_size int8 values */
+    int32_t rows; /* contiguous rows of row_size int8 values */
     int32_t row_size;
     int32_t mask_rows;        /* row r reads mask row r % mask_rows; rows % mask_rows == 0 */
     const uint8_t *mask;      /* [mask_rows][row_size] in flash: non-zero where the element takes part */
@@ -915,10 +954,13 @@ edgec_status edgec_masked_softmax_s8(const edgec_masked_softmax_desc *desc, cons
 /* Descriptor of edgec_input_masked_softmax_s8 (fields from edgec.ops.softmax.input_masked_softmax_desc). */
 /* generated from edgec/ops/softmax.py: edgec_input_masked_softmax_desc */
 typedef struct {
-    int32_t rows;             /* contiguous rows of row_size int8 values */
+    int32_t rows; /* contiguous rows of row_size int8 values */
     int32_t row_size;
-    int32_t rows_per_mask;    /* row r reads mask row r / rows_per_mask; rows % rows_per_mask == 0 */
-    int32_t ignore;           /* 1: a non-zero mask byte drops its key (key_padding_mask); 0: it keeps it */
+    int32_t rows_per_mask; /* row r reads mask row r / rows_per_mask; rows % rows_per_mask == 0 */
+    int32_t ignore;        /* 1: a non-zero mask byte drops its key (key_padding_mask); 0: it keeps it */
+    int32_t keep_rows;     /* 0: no constant mask; else row r reads keep row r % keep_rows */
+    /* [keep_rows][row_size] in flash, or NULL: a constant mask (causal) an element must pass too */
+    const uint8_t *keep;
     int32_t input_multiplier; /* edgec.ops.softmax.softmax_params: the three fields */
     int32_t input_left_shift;
     int32_t diff_min;
@@ -929,10 +971,12 @@ typedef struct {
  * Attention's softmax with a key mask read at run time (nn.MultiheadAttention's key_padding_mask,
  * or a bool attn_mask, given as a model input of one byte per key): edgec_masked_softmax_s8's
  * rows, row r reading mask row r / rows_per_mask (scores [B][..][S], mask [B][S]); a key takes part
- * where its byte is non-zero, or zero with ignore = 1 (key_padding_mask: True pads). Masked
- * elements -128, a row keeping nothing all -128. EDGEC_ARG_ERROR for NULL pointers, rows or
- * row_size < 1, rows_per_mask < 1 or not dividing rows, ignore not 0 or 1, and the parameters
- * edgec_softmax_s8 refuses. Scratch: none.
+ * where its byte is non-zero, or zero with ignore = 1 (key_padding_mask: True pads), and, with
+ * keep_rows > 0, where byte col of constant row r % keep_rows of keep is non-zero too (a causal
+ * attn_mask added to the key_padding_mask). Masked elements -128, a row keeping nothing all -128.
+ * EDGEC_ARG_ERROR for NULL pointers (keep: when keep_rows > 0), rows or row_size < 1, rows_per_mask
+ * < 1 or not dividing rows, keep_rows < 0 or not dividing rows, ignore not 0 or 1, and the
+ * parameters edgec_softmax_s8 refuses. Scratch: none.
  */
 edgec_status edgec_input_masked_softmax_s8(const edgec_input_masked_softmax_desc *desc, const int8_t *input,
                                            const int8_t *mask, int8_t *output);
@@ -952,6 +996,26 @@ typedef struct {
  * < 1 or 2^31 elements or more. Scratch: none.
  */
 edgec_status edgec_argmax_s8(const edgec_argmax_desc *desc, const int8_t *input, int32_t *output);
+
+/* Descriptor of edgec_topk_s8 (fields from edgec.ops.argmax.topk_desc). */
+/* generated from edgec/ops/argmax.py: edgec_topk_desc */
+typedef struct {
+    int32_t outer; /* the input viewed as [outer][axis_size][inner], contiguous */
+    int32_t axis_size;
+    int32_t inner;
+    int32_t k;       /* 1..axis_size: the output is [outer][k][inner] */
+    int32_t largest; /* 1: the k largest, in descending order; 0: the k smallest, ascending */
+} edgec_topk_desc;
+/* end of edgec_topk_desc */
+
+/*
+ * torch.topk(x, k, dim, largest) of int8 values: for each [o][i], the k largest (largest = 1, in
+ * descending order) or smallest (0, ascending) values along the axis, equal values in index order;
+ * values[o][j][i] (int8, the input's bytes) and indices[o][j][i] (int32), either pointer NULL when
+ * that output is not wanted. EDGEC_ARG_ERROR for NULL desc/input, both outputs NULL, a dimension
+ * < 1, k outside 1..axis_size, largest not 0 or 1, or 2^31 elements or more. Scratch: none.
+ */
+edgec_status edgec_topk_s8(const edgec_topk_desc *desc, const int8_t *input, int8_t *values, int32_t *indices);
 
 /* Descriptor of edgec_embedding_s8 (fields from edgec.ops.embedding). */
 /* generated from edgec/ops/embedding.py: edgec_embedding_desc */
@@ -1047,8 +1111,7 @@ typedef struct {
 } edgec_upsample_nearest_desc;
 /* end of edgec_upsample_nearest_desc */
 
-edgec_status edgec_upsample_nearest_s8(const edgec_upsample_nearest_desc *desc, const int8_t *input,
-                                       int8_t *output);
+edgec_status edgec_upsample_nearest_s8(const edgec_upsample_nearest_desc *desc, const int8_t *input, int8_t *output);
 
 /*
  * Bilinear resize of an NHWC tensor [N][input_h][input_w][C] to [N][output_h][output_w][C], TFLite's
@@ -1074,8 +1137,7 @@ typedef struct {
 } edgec_resize_bilinear_desc;
 /* end of edgec_resize_bilinear_desc */
 
-edgec_status edgec_resize_bilinear_s8(const edgec_resize_bilinear_desc *desc, const int8_t *input,
-                                      int8_t *output);
+edgec_status edgec_resize_bilinear_s8(const edgec_resize_bilinear_desc *desc, const int8_t *input, int8_t *output);
 
 /*
  * Reduction over any set of axes (edgec.ops.movement.reduce_desc): the output, contiguous, has one
@@ -1091,7 +1153,11 @@ edgec_status edgec_resize_bilinear_s8(const edgec_resize_bilinear_desc *desc, co
  * more than 2^23 reduced elements, a shift outside -31..31, a negative multiplier, act bounds
  * outside int8 or crossed.
  */
-enum { EDGEC_REDUCE_MAX = 0, EDGEC_REDUCE_MIN = 1, EDGEC_REDUCE_SUM = 2 };
+enum {
+    EDGEC_REDUCE_MAX = 0,
+    EDGEC_REDUCE_MIN = 1,
+    EDGEC_REDUCE_SUM = 2
+};
 
 /* generated from edgec/ops/movement.py: edgec_reduce_desc */
 typedef struct {
@@ -1163,8 +1229,7 @@ typedef struct {
 } edgec_conv_s16_desc;
 /* end of edgec_conv_s16_desc */
 
-edgec_status edgec_conv_s16(const edgec_conv_s16_desc *desc, const int16_t *input,
-                            int16_t *output);
+edgec_status edgec_conv_s16(const edgec_conv_s16_desc *desc, const int16_t *input, int16_t *output);
 
 /*
  * edgec_conv_s16 with the DSP extension: per output pixel and group, the K = kernel_h*kernel_w*Cg
@@ -1176,8 +1241,8 @@ edgec_status edgec_conv_s16(const edgec_conv_s16_desc *desc, const int16_t *inpu
 #define EDGEC_CONV_S16_DSP_SCRATCH_BYTES(k) (4 * (((k) + 1) / 2))
 /* end of EDGEC_CONV_S16_DSP_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
-edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *input,
-                                int16_t *output, int16_t *scratch);
+edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *input, int16_t *output,
+                                int16_t *scratch);
 #endif
 
 /*
@@ -1213,8 +1278,7 @@ typedef struct {
 } edgec_depthwise_conv_s16_desc;
 /* end of edgec_depthwise_conv_s16_desc */
 
-edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
-                                      const int16_t *input, int16_t *output);
+edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc, const int16_t *input, int16_t *output);
 
 /*
  * Fully connected (CMSIS-NN arm_fully_connected_s16 / arm_nn_vec_mat_mult_t_s16, TFLite
@@ -1235,8 +1299,8 @@ typedef struct {
 } edgec_fully_connected_s16_desc;
 /* end of edgec_fully_connected_s16_desc */
 
-edgec_status edgec_fully_connected_s16(const edgec_fully_connected_s16_desc *desc,
-                                       const int16_t *input, int16_t *output);
+edgec_status edgec_fully_connected_s16(const edgec_fully_connected_s16_desc *desc, const int16_t *input,
+                                       int16_t *output);
 
 /*
  * edgec_fully_connected_s16 with the DSP extension: each input row is copied into scratch
@@ -1247,9 +1311,8 @@ edgec_status edgec_fully_connected_s16(const edgec_fully_connected_s16_desc *des
 #define EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES(input_c) (4 * (((input_c) + 1) / 2))
 /* end of EDGEC_FULLY_CONNECTED_S16_DSP_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
-edgec_status edgec_fully_connected_s16_dsp(const edgec_fully_connected_s16_desc *desc,
-                                           const int16_t *input, int16_t *output,
-                                           int16_t *scratch);
+edgec_status edgec_fully_connected_s16_dsp(const edgec_fully_connected_s16_desc *desc, const int16_t *input,
+                                           int16_t *output, int16_t *scratch);
 #endif
 
 /*
@@ -1286,10 +1349,10 @@ typedef struct {
 } edgec_binary_s16_desc;
 /* end of edgec_binary_s16_desc */
 
-edgec_status edgec_add_s16(const edgec_binary_s16_desc *desc, const int16_t *input1,
-                           const int16_t *input2, int16_t *output);
-edgec_status edgec_mul_s16(const edgec_binary_s16_desc *desc, const int16_t *input1,
-                           const int16_t *input2, int16_t *output);
+edgec_status edgec_add_s16(const edgec_binary_s16_desc *desc, const int16_t *input1, const int16_t *input2,
+                           int16_t *output);
+edgec_status edgec_mul_s16(const edgec_binary_s16_desc *desc, const int16_t *input1, const int16_t *input2,
+                           int16_t *output);
 
 /*
  * Max and average pooling, NHWC (CMSIS-NN arm_max_pool_s16 / arm_avgpool_s16, TFLite
@@ -1326,10 +1389,8 @@ typedef struct {
 } edgec_pool_s16_desc;
 /* end of edgec_pool_s16_desc */
 
-edgec_status edgec_max_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *input,
-                                int16_t *output);
-edgec_status edgec_avg_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *input,
-                                int16_t *output);
+edgec_status edgec_max_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *input, int16_t *output);
+edgec_status edgec_avg_pool_s16(const edgec_pool_s16_desc *desc, const int16_t *input, int16_t *output);
 
 /*
  * Table lookup with linear interpolation (TFLite LUTLookup for int16: TANH, LOGISTIC, GELU... on
@@ -1375,8 +1436,7 @@ typedef struct {
 } edgec_softmax_s16_desc;
 /* end of edgec_softmax_s16_desc */
 
-edgec_status edgec_softmax_s16(const edgec_softmax_s16_desc *desc, const int16_t *input,
-                               int16_t *output);
+edgec_status edgec_softmax_s16(const edgec_softmax_s16_desc *desc, const int16_t *input, int16_t *output);
 
 /*
  * int8 <-> int16 requantization (TFLite QUANTIZE between int8 and int16: reference_ops::Requantize
@@ -1397,13 +1457,10 @@ typedef struct {
 } edgec_requantize_s16_desc;
 /* end of edgec_requantize_s16_desc */
 
-edgec_status edgec_requantize_s8_s16(const edgec_requantize_s16_desc *desc, const int8_t *input,
-                                     int16_t *output);
-edgec_status edgec_requantize_s16_s8(const edgec_requantize_s16_desc *desc, const int16_t *input,
-                                     int8_t *output);
+edgec_status edgec_requantize_s8_s16(const edgec_requantize_s16_desc *desc, const int8_t *input, int16_t *output);
+edgec_status edgec_requantize_s16_s8(const edgec_requantize_s16_desc *desc, const int16_t *input, int8_t *output);
 
 /* ==== end of int16 (16x8) kernels ==== */
-
 
 /* ==== int4-weight kernels (runtime_c/src/{fc,conv,depthwise}/edgec_*_s4.c; golden: edgec/ops/int4.py) ====
  * int8 activations, int4 weights symmetric per output channel (values -8..7), int32 bias:
@@ -1436,8 +1493,7 @@ typedef struct {
 } edgec_fully_connected_s4_desc;
 /* end of edgec_fully_connected_s4_desc */
 
-edgec_status edgec_fully_connected_s4(const edgec_fully_connected_s4_desc *desc,
-                                      const int8_t *input, int8_t *output);
+edgec_status edgec_fully_connected_s4(const edgec_fully_connected_s4_desc *desc, const int8_t *input, int8_t *output);
 
 /*
  * edgec_fully_connected_s4 with the DSP extension, for an even input_c of at least 8: each input
@@ -1451,8 +1507,8 @@ edgec_status edgec_fully_connected_s4(const edgec_fully_connected_s4_desc *desc,
 /* end of EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES */
 #define EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT 65536
 #if defined(__ARM_FEATURE_DSP)
-edgec_status edgec_fully_connected_s4_dsp(const edgec_fully_connected_s4_desc *desc,
-                                          const int8_t *input, int8_t *output, int16_t *scratch);
+edgec_status edgec_fully_connected_s4_dsp(const edgec_fully_connected_s4_desc *desc, const int8_t *input,
+                                          int8_t *output, int16_t *scratch);
 #endif
 
 /*
@@ -1467,8 +1523,8 @@ edgec_status edgec_fully_connected_s4_dsp(const edgec_fully_connected_s4_desc *d
 #define EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES(input_c) (32 * (((input_c) + 31) / 32))
 /* end of EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-edgec_status edgec_fully_connected_s4_mve(const edgec_fully_connected_s4_desc *desc,
-                                          const int8_t *input, int8_t *output, int8_t *scratch);
+edgec_status edgec_fully_connected_s4_mve(const edgec_fully_connected_s4_desc *desc, const int8_t *input,
+                                          int8_t *output, int8_t *scratch);
 #endif
 
 /*
@@ -1520,8 +1576,7 @@ edgec_status edgec_conv_s4(const edgec_conv_s4_desc *desc, const int8_t *input, 
 #define EDGEC_CONV_S4_DSP_SCRATCH_BYTES(k) (4 * ((k) / 8 * 8) + 2 * (k))
 /* end of EDGEC_CONV_S4_DSP_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
-edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,
-                               int16_t *scratch);
+edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int16_t *scratch);
 #endif
 
 /*
@@ -1534,11 +1589,10 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
  * and checks (another K, a NULL bias or scratch: EDGEC_ARG_ERROR).
  */
 /* generated from edgec/ops/int4.py: EDGEC_CONV_S4_MVE_SCRATCH_BYTES */
-#define EDGEC_CONV_S4_MVE_SCRATCH_BYTES(k) (64 * (((k) + 31) / 32) + 2 * (k))
+#define EDGEC_CONV_S4_MVE_SCRATCH_BYTES(k) (128 * (((k) + 31) / 32))
 /* end of EDGEC_CONV_S4_MVE_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,
-                               int8_t *scratch);
+edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch);
 #endif
 
 /*
@@ -1581,20 +1635,13 @@ typedef struct {
 } edgec_conv_small_desc;
 /* end of edgec_conv_small_desc */
 
-edgec_status edgec_conv_s8_small_3x3x1(const edgec_conv_small_desc *desc, const int8_t *input,
-                                       int8_t *output);
-edgec_status edgec_conv_s8_small_3x3x2(const edgec_conv_small_desc *desc, const int8_t *input,
-                                       int8_t *output);
-edgec_status edgec_conv_s8_small_3x3x3(const edgec_conv_small_desc *desc, const int8_t *input,
-                                       int8_t *output);
-edgec_status edgec_conv_s8_small_1x1x4(const edgec_conv_small_desc *desc, const int8_t *input,
-                                       int8_t *output);
-edgec_status edgec_conv_s8_small_1x1x8(const edgec_conv_small_desc *desc, const int8_t *input,
-                                       int8_t *output);
-edgec_status edgec_conv_s8_small_1x1x12(const edgec_conv_small_desc *desc, const int8_t *input,
-                                        int8_t *output);
-edgec_status edgec_conv_s8_small_1x1x16(const edgec_conv_small_desc *desc, const int8_t *input,
-                                        int8_t *output);
+edgec_status edgec_conv_s8_small_3x3x1(const edgec_conv_small_desc *desc, const int8_t *input, int8_t *output);
+edgec_status edgec_conv_s8_small_3x3x2(const edgec_conv_small_desc *desc, const int8_t *input, int8_t *output);
+edgec_status edgec_conv_s8_small_3x3x3(const edgec_conv_small_desc *desc, const int8_t *input, int8_t *output);
+edgec_status edgec_conv_s8_small_1x1x4(const edgec_conv_small_desc *desc, const int8_t *input, int8_t *output);
+edgec_status edgec_conv_s8_small_1x1x8(const edgec_conv_small_desc *desc, const int8_t *input, int8_t *output);
+edgec_status edgec_conv_s8_small_1x1x12(const edgec_conv_small_desc *desc, const int8_t *input, int8_t *output);
+edgec_status edgec_conv_s8_small_1x1x16(const edgec_conv_small_desc *desc, const int8_t *input, int8_t *output);
 
 /*
  * Depthwise convolution, NHWC: output channel o = c * ch_mult + m (output_c = input_c * ch_mult)
@@ -1629,28 +1676,24 @@ typedef struct {
 } edgec_depthwise_conv_s4_desc;
 /* end of edgec_depthwise_conv_s4_desc */
 
-edgec_status edgec_depthwise_conv_s4(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input,
-                                     int8_t *output);
+edgec_status edgec_depthwise_conv_s4(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input, int8_t *output);
 
 /*
- * edgec_depthwise_conv_s4 with the DSP extension, for channel multiplier 1, input_c divisible by 4
- * and at most 16 taps: four channels at a time, SMLABB/SMLABT on nibbles shifted into halfwords.
- * Same arithmetic and checks (other shapes: EDGEC_ARG_ERROR). No scratch.
+ * edgec_depthwise_conv_s4 for channel multiplier 1 and kernel_h <= EDGEC_DEPTHWISE_PACKED_MAX_K on
+ * a build with the DSP extension or Helium: the filter is unpacked once per call into scratch in
+ * edgec_depthwise_conv_s8_packed's layout (EDGEC_DEPTHWISE_CONV_S4_FILTER_BYTES(taps, input_c)
+ * bytes, taps = kernel_h * kernel_w), which that kernel then runs. Same arithmetic; `bias`
+ * (required) is edgec_depthwise_conv_s8_packed's folded bias (bias[c] + input_offset * the sum of
+ * channel c's taps, wrapped to int32, zeros up to a multiple of 4 entries). Scratch (required,
+ * word-aligned, apart from input and output): the unpacked filter, then
+ * EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES(kernel_h, EDGEC_DEPTHWISE_PACKED_ROW_PIXELS(output_w,
+ * stride_w, kernel_w, dilation_w)) bytes. Other shapes, a NULL bias or scratch: EDGEC_ARG_ERROR.
  */
-#if defined(__ARM_FEATURE_DSP)
-edgec_status edgec_depthwise_conv_s4_dsp(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input,
-                                         int8_t *output);
-#endif
-
-/*
- * edgec_depthwise_conv_s4 with Helium, for channel multiplier 1, an even input_c and at most 16
- * taps (kernel_h * kernel_w): eight channels at a time, their sums in int16 lanes (exact within
- * those bounds). Same arithmetic and checks (other shapes: EDGEC_ARG_ERROR). No scratch.
- */
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-edgec_status edgec_depthwise_conv_s4_mve(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input,
-                                         int8_t *output);
-#endif
+/* generated from edgec/ops/int4.py: EDGEC_DEPTHWISE_CONV_S4_FILTER_BYTES */
+#define EDGEC_DEPTHWISE_CONV_S4_FILTER_BYTES(taps, c) (4 * (((c) + 3) / 4) * (taps))
+/* end of EDGEC_DEPTHWISE_CONV_S4_FILTER_BYTES */
+edgec_status edgec_depthwise_conv_s4_packed(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input,
+                                            int8_t *output, int8_t *scratch);
 
 /* ==== end of int4-weight kernels ==== */
 
@@ -1757,50 +1800,53 @@ edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t
  * EDGEC_ARG_ERROR: NULL pointers, non-positive sizes, sizes over 65535, a cell kind that is not the
  * function's, shifts outside -31..31, cell_tanh_shift outside -31..14, output_offset outside int8.
  */
-enum { EDGEC_RECURRENT_GRU = 3, EDGEC_RECURRENT_LSTM = 4 };
+enum {
+    EDGEC_RECURRENT_GRU = 3,
+    EDGEC_RECURRENT_LSTM = 4
+};
 /* generated from edgec/ops/recurrent.py: EDGEC_RECURRENT_SCRATCH_BYTES */
 #define EDGEC_RECURRENT_SCRATCH_BYTES(hidden_size) (16 * (hidden_size))
 /* end of EDGEC_RECURRENT_SCRATCH_BYTES */
 
 /* generated from edgec/ops/recurrent.py: edgec_recurrent_desc */
 typedef struct {
-    int32_t cell;                   /* EDGEC_RECURRENT_LSTM or EDGEC_RECURRENT_GRU: the number of gates */
+    int32_t cell; /* EDGEC_RECURRENT_LSTM or EDGEC_RECURRENT_GRU: the number of gates */
     int32_t batches;
     int32_t time_steps;
     int32_t input_size;
     int32_t hidden_size;
-    int32_t time_major;             /* 1: [T, B, features]; 0: [B, T, features] */
-    int32_t reset_state;            /* 1: start from a zero state (whole sequence); 0: continue (stream) */
-    const int8_t *input_weights;    /* [cell * H, I], gate blocks in PyTorch order */
-    const int8_t *hidden_weights;   /* [cell * H, H] */
-    const int32_t *input_bias;      /* [cell * H] */
-    const int32_t *hidden_bias;     /* [cell * H] */
-    int32_t input_multiplier[4];    /* per gate: s_x * s_wx / 2^-12 */
+    int32_t time_major;           /* 1: [T, B, features]; 0: [B, T, features] */
+    int32_t reset_state;          /* 1: start from a zero state (whole sequence); 0: continue (stream) */
+    const int8_t *input_weights;  /* [cell * H, I], gate blocks in PyTorch order */
+    const int8_t *hidden_weights; /* [cell * H, H] */
+    const int32_t *input_bias;    /* [cell * H] */
+    const int32_t *hidden_bias;   /* [cell * H] */
+    int32_t input_multiplier[4];  /* per gate: s_x * s_wx / 2^-12 */
     int32_t input_shift[4];
-    int32_t hidden_multiplier[4];   /* per gate: s_h * s_wh / 2^-12 */
+    int32_t hidden_multiplier[4]; /* per gate: s_h * s_wh / 2^-12 */
     int32_t hidden_shift[4];
     int32_t forget_cell_multiplier; /* LSTM f * c: 2^-15; GRU r * hn: 2^-15 */
     int32_t forget_cell_shift;
-    int32_t input_cell_multiplier;  /* LSTM i * g: 2^-30 / s_c */
+    int32_t input_cell_multiplier; /* LSTM i * g: 2^-30 / s_c */
     int32_t input_cell_shift;
-    int32_t cell_tanh_shift;        /* LSTM: log2(s_c) + 12 */
-    int32_t output_multiplier;      /* 2^-30 / s_h */
+    int32_t cell_tanh_shift;   /* LSTM: log2(s_c) + 12 */
+    int32_t output_multiplier; /* 2^-30 / s_h */
     int32_t output_shift;
-    int32_t output_offset;          /* the hidden state's (= output's) zero point */
-    int32_t hidden_q15_multiplier;  /* GRU: s_h / 2^-15, the hidden state in Q0.15 */
+    int32_t output_offset;         /* the hidden state's (= output's) zero point */
+    int32_t hidden_q15_multiplier; /* GRU: s_h / 2^-15, the hidden state in Q0.15 */
     int32_t hidden_q15_shift;
-    int32_t last_step_only;         /* 1: output holds only the last step ([1, B, H] / [B, 1, H]) */
+    int32_t last_step_only; /* 1: output holds only the last step ([1, B, H] / [B, 1, H]) */
     /* 1: the tanh gates are the identity (GRU: n = sat16(xn + rh); LSTM: g = pre_g, tanh(c') =
      * c'), at the finer scales the multipliers give: a layer whose values stay where tanh(x) = x */
     int32_t tanh_linear;
-    const uint16_t *sigmoid_table;  /* 256 entries */
+    const uint16_t *sigmoid_table; /* 256 entries */
 } edgec_recurrent_desc;
 /* end of edgec_recurrent_desc */
 
-edgec_status edgec_lstm_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output,
-                           int8_t *hidden, int16_t *cell, void *scratch);
-edgec_status edgec_gru_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output,
-                          int8_t *hidden, void *scratch);
+edgec_status edgec_lstm_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output, int8_t *hidden,
+                           int16_t *cell, void *scratch);
+edgec_status edgec_gru_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output, int8_t *hidden,
+                          void *scratch);
 
 /* ==== end of recurrent cells ==== */
 

@@ -109,3 +109,36 @@ edgec_status edgec_lut_s8(const edgec_lut_desc *desc, const int8_t *input, int8_
     lut_run(desc->table, input, output, desc->size);
     return EDGEC_OK;
 }
+
+edgec_status edgec_lut_channels_s8(const edgec_lut_channels_desc *desc, const int8_t *tables, const int8_t *input,
+                                   int8_t *output)
+{
+    int32_t p;
+
+    if (desc == NULL || tables == NULL || input == NULL || output == NULL || desc->pixels < 1 || desc->channels < 1) {
+        return EDGEC_ARG_ERROR;
+    }
+    for (p = 0; p < desc->pixels; ++p) {
+        const int8_t *table = tables + LUT_CENTRE; /* channel c's entry for x at table[c * 256 + x] */
+        int32_t c = desc->channels;
+        /* Four channels a step, their tables at fixed offsets from one pointer. */
+        for (; c >= 4; c -= 4) {
+            const int8_t y0 = table[input[0]];
+            const int8_t y1 = table[256 + input[1]];
+            const int8_t y2 = table[512 + input[2]];
+            const int8_t y3 = table[768 + input[3]];
+            output[0] = y0;
+            output[1] = y1;
+            output[2] = y2;
+            output[3] = y3;
+            input += 4;
+            output += 4;
+            table += 1024;
+        }
+        for (; c > 0; --c) {
+            *output++ = table[*input++];
+            table += 256;
+        }
+    }
+    return EDGEC_OK;
+}

@@ -108,27 +108,39 @@ static const int8_t *conv_s4_column(const edgec_conv_s4_desc *d, const int8_t *i
     if (d->kernel_h == 1 && d->kernel_w == 1 && d->groups == 1 && ty.last > ty.first && tx.last > tx.first) {
         return image + (ty.base * d->input_w + tx.base) * d->input_c;
     }
-    /* A row of taps is one run of kernel_w * input_c bytes when taps are adjacent and ungrouped. */
+    /* Rows of taps outside the input are one fill each side; a row inside is its left padding, its
+     * taps (one run of kernel_w * input_c bytes when adjacent and ungrouped), its right padding. */
     const int contiguous = d->dilation_w == 1 && d->groups == 1;
     const int32_t row = d->kernel_w * cin_g;
-    int8_t *at = column;
-    for (int32_t ky = 0; ky < d->kernel_h; ky++) {
-        if (ky < ty.first || ky >= ty.last) {
-            at = conv_s4_fill(at, pad, row);
-            continue;
-        }
-        const int8_t *line = image + (ty.base + ky * d->dilation_h) * d->input_w * d->input_c;
-        at = conv_s4_fill(at, pad, tx.first * cin_g);
+    const int32_t left = tx.first * cin_g;
+    const int32_t width = (tx.last - tx.first) * cin_g;
+    const int32_t right = row - left - width;
+    const int32_t step = d->dilation_h * d->input_w * d->input_c;
+    /* the row's first tap inside, from image (an offset: no pointer is formed outside the input) */
+    int32_t first =
+        ((ty.base + ty.first * d->dilation_h) * d->input_w + tx.base + tx.first * d->dilation_w) * d->input_c;
+    int8_t *at = conv_s4_fill(column, pad, ty.first * row);
+    for (int32_t ky = ty.first; ky < ty.last; ky++, first += step) {
+        at = conv_s4_fill(at, pad, left);
         if (contiguous) {
-            at = conv_s4_copy(at, line + (tx.base + tx.first) * d->input_c, (tx.last - tx.first) * cin_g);
+            at = conv_s4_copy(at, image + first, width);
         } else {
-            for (int32_t kx = tx.first; kx < tx.last; kx++) {
-                at = conv_s4_copy(at, line + (tx.base + kx * d->dilation_w) * d->input_c, cin_g);
+            for (int32_t kx = 0; kx < tx.last - tx.first; kx++) {
+                at = conv_s4_copy(at, image + first + kx * d->dilation_w * d->input_c, cin_g);
             }
         }
-        at = conv_s4_fill(at, pad, (d->kernel_w - tx.last) * cin_g);
+        at = conv_s4_fill(at, pad, right);
     }
+    conv_s4_fill(at, pad, (d->kernel_h - EDGEC_MAX(ty.last, ty.first)) * row);
     return column;
+}
+
+/* conv_s4_column of output pixel p (batch, row and column from its index). */
+static const int8_t *conv_s4_pixel_column(const edgec_conv_s4_desc *d, const int8_t *input, int32_t p, int32_t g,
+                                          int8_t *column)
+{
+    return conv_s4_column(d, input, p / d->output_w / d->output_h, p / d->output_w % d->output_h, p % d->output_w, g,
+                          column);
 }
 
 /* Weights per output channel: K. */
@@ -173,21 +185,16 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
     const int two = d.groups == 1 && edgec_s4_dsp_rows2_fit(&rows, d.output_c, short_requant);
     const int32_t pixels = d.batches * d.output_h * d.output_w;
     for (int32_t p = 0; p < pixels;) {
-        const int32_t ox = p % d.output_w;
-        const int32_t oy = p / d.output_w % d.output_h;
-        const int32_t n = p / d.output_w / d.output_h;
         int8_t *out = output + p * d.output_c;
         if (two && p + 1 < pixels) {
-            const int32_t q = p + 1;
-            const int8_t *xa = conv_s4_column(&d, input, n, oy, ox, 0, column_a);
-            const int8_t *xb = conv_s4_column(&d, input, q / d.output_w / d.output_h, q / d.output_w % d.output_h,
-                                              q % d.output_w, 0, column_b);
+            const int8_t *xa = conv_s4_pixel_column(&d, input, p, 0, column_a);
+            const int8_t *xb = conv_s4_pixel_column(&d, input, p + 1, 0, column_b);
             edgec_s4_dsp_rows2(&rows, xa, xb, widened, d.output_c, round_base, out, out + d.output_c);
             p += 2;
             continue;
         }
         for (int32_t g = 0; g < d.groups; g++) {
-            rows.x = conv_s4_column(&d, input, n, oy, ox, g, column_a);
+            rows.x = conv_s4_pixel_column(&d, input, p, g, column_a);
             rows.filter = d.filter + g * cout_g * (k / 2);
             rows.bias = d.bias ? d.bias + g * cout_g : NULL;
             rows.multiplier = d.multiplier + g * cout_g;
@@ -207,7 +214,8 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
  * (edgec.ops.int4.mve_folded_bias; a tap outside the input reads the input zero point, so it adds
  * nothing); per output pixel and group, the column gathered into scratch, deinterleaved after it,
  * then edgec_s4_mve_rows over the group's output channels; an ungrouped layer two pixels at a time
- * (edgec_s4_mve_rows2). For an even K up to
+ * (edgec_s4_mve_rows2). Scratch: two pixels' deinterleaved columns, then their gathered columns,
+ * each EDGEC_S4_MVE_COLUMN_BYTES(K). For an even K up to
  * EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT (else EDGEC_ARG_ERROR).
  */
 edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch)
@@ -221,38 +229,45 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
     }
     const edgec_conv_s4_desc d = *desc;
     const int32_t cout_g = d.output_c / d.groups;
-    int8_t *deinterleaved_a = scratch;
-    int8_t *deinterleaved_b = scratch + EDGEC_S4_MVE_COLUMN_BYTES(k);
-    int8_t *column_a = deinterleaved_b + EDGEC_S4_MVE_COLUMN_BYTES(k);
-    int8_t *column_b = column_a + k;
+    const int32_t padded_k = EDGEC_S4_MVE_COLUMN_BYTES(k);
+    int8_t *deinterleaved = scratch; /* one column's blocks, or two columns' (interleaved) */
+    int8_t *column_a = scratch + 2 * padded_k;
+    int8_t *column_b = column_a + padded_k;
+    if (padded_k > k) { /* defined bytes for the whole last block */
+        memset(column_a + k, 0, (size_t)(padded_k - k));
+        memset(column_b + k, 0, (size_t)(padded_k - k));
+    }
+    /* a 1x1 stride-1 unpadded layer's column is the input pixel itself */
+    const int pointwise = d.kernel_h == 1 && d.kernel_w == 1 && d.stride_h == 1 && d.stride_w == 1 && d.pad_top == 0 &&
+                          d.pad_left == 0 && d.output_h == d.input_h && d.output_w == d.input_w && d.groups == 1;
     edgec_s4_rows rows = { d.filter, k,
                            NULL,     0,
                            d.bias,   d.multiplier,
                            d.shift,  edgec_output_stage_make(d.output_offset, d.act_min, d.act_max) };
+    const int right = edgec_s4_mve_right_shifts(d.shift, d.output_c);
     const int32_t pixels = d.batches * d.output_h * d.output_w;
     for (int32_t p = 0; p < pixels;) {
-        const int32_t ox = p % d.output_w;
-        const int32_t oy = p / d.output_w % d.output_h;
-        const int32_t n = p / d.output_w / d.output_h;
         int8_t *out = output + p * d.output_c;
         if (d.groups == 1 && p + 1 < pixels) { /* two pixels: each weight block unpacked once for both */
-            const int32_t q = p + 1;
-            edgec_s4_mve_deinterleave(conv_s4_column(&d, input, n, oy, ox, 0, column_a), k, deinterleaved_a);
-            edgec_s4_mve_deinterleave(conv_s4_column(&d, input, q / d.output_w / d.output_h,
-                                                     q / d.output_w % d.output_h, q % d.output_w, 0, column_b),
-                                      k, deinterleaved_b);
-            edgec_s4_mve_rows2(&rows, deinterleaved_a, deinterleaved_b, d.output_c, out, out + d.output_c);
+            if (pointwise) {
+                edgec_s4_mve_deinterleave2(input + p * k, input + (p + 1) * k, k, 0, deinterleaved);
+            } else {
+                const int8_t *xa = conv_s4_pixel_column(&d, input, p, 0, column_a);
+                const int8_t *xb = conv_s4_pixel_column(&d, input, p + 1, 0, column_b);
+                edgec_s4_mve_deinterleave2(xa, xb, k, xa == column_a && xb == column_b, deinterleaved);
+            }
+            edgec_s4_mve_rows2(&rows, deinterleaved, d.output_c, right, out, out + d.output_c);
             p += 2;
             continue;
         }
         for (int32_t g = 0; g < d.groups; g++) {
-            const int8_t *x = conv_s4_column(&d, input, n, oy, ox, g, column_a);
+            const int8_t *x = conv_s4_pixel_column(&d, input, p, g, column_a);
             rows.filter = d.filter + g * cout_g * (k / 2);
             rows.bias = d.bias + g * cout_g;
             rows.multiplier = d.multiplier + g * cout_g;
             rows.shift = d.shift + g * cout_g;
-            edgec_s4_mve_deinterleave(x, k, deinterleaved_a);
-            edgec_s4_mve_rows(&rows, deinterleaved_a, cout_g, out + g * cout_g);
+            edgec_s4_mve_deinterleave(x, k, deinterleaved);
+            edgec_s4_mve_rows(&rows, deinterleaved, cout_g, out + g * cout_g);
         }
         p++;
     }

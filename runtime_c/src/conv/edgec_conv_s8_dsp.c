@@ -82,6 +82,27 @@ static DSP_ALWAYS_INLINE void dsp_widen_run(int8_t *cols, const int8_t *src, int
     dsp_widen(cols, src + i, n - i);
 }
 
+/* dsp_widen of an RGB stem's 27 taps (7 groups), unrolled: the loads pipeline and the loop's
+ * compare and branch go (a fifth of a field's widening and copy on MobileNet's stem). */
+static DSP_ALWAYS_INLINE void dsp_widen_28(int8_t *cols, const int8_t *src)
+{
+    int32_t x0, x1, x2, x3, x4, x5, x6;
+    memcpy(&x0, src, 4);
+    memcpy(&x1, src + 4, 4);
+    memcpy(&x2, src + 8, 4);
+    memcpy(&x3, src + 12, 4);
+    memcpy(&x4, src + 16, 4);
+    memcpy(&x5, src + 20, 4);
+    memcpy(&x6, src + 24, 4);
+    dsp_widen_group(cols, x0);
+    dsp_widen_group(cols + DSP_COLUMN_BYTES, x1);
+    dsp_widen_group(cols + 2 * DSP_COLUMN_BYTES, x2);
+    dsp_widen_group(cols + 3 * DSP_COLUMN_BYTES, x3);
+    dsp_widen_group(cols + 4 * DSP_COLUMN_BYTES, x4);
+    dsp_widen_group(cols + 5 * DSP_COLUMN_BYTES, x5);
+    dsp_widen_group(cols + 6 * DSP_COLUMN_BYTES, x6);
+}
+
 static void dsp_fill_widened(int8_t *cols, int8_t value, int32_t n)
 {
     const int32_t pair = (int32_t)((uint16_t)value * 0x00010001u);
@@ -429,12 +450,114 @@ static EDGEC_NOINLINE void dsp_stem_steps(int8_t *cols, int8_t *row, const conv_
             }
             out[column] = real ? output + (p + column) * out_c : NULL;
             dsp_stem_row(row, win, px);
-            dsp_widen(cols + 8 * column, row, 4 * groups);
+            if (groups == 7) {
+                dsp_widen_28(cols + 8 * column, row);
+            } else {
+                dsp_widen(cols + 8 * column, row, 4 * groups);
+            }
         }
         pixel_next(&px, output_dims);
         dsp_conv_pixels(cols, groups, packed_filter, folded_bias, o, out_c, out);
     }
 }
+
+/*
+ * Pointwise layers of 8 input channels (edgec_conv_s8_dsp_wide_1x1x8): at 8 taps an output of
+ * the 2x3 pair routine is mostly its output stage and the pair's set-up (VWW's 8 -> 16 layer at
+ * 48x48: 29 estimated cycles an output at 0 wait states). Here one channel at a time runs over a
+ * band of up to DSP_PW8_BAND pixels with its 4 widened filter words and its 4 channel-table words
+ * (bias, multiplier, round_high, r - 1) held in registers the whole band: per output two words of
+ * the band, 4 SXTB16, 4 SMLAD (the first adds the bias), the short requantization, a byte store.
+ * The band is the input's bytes copied into scratch first, so the layer keeps the generic
+ * kernel's in-place offsets (a band is read whole before any of its pixels is written). Only
+ * without a clamp (act_min -128, act_max 127) and with every channel's short requantization; else
+ * the generic path.
+ */
+#define DSP_PW8_BAND (EDGEC_CONV_S8_DSP_WIDE_1X1X8_SCRATCH_BYTES / 8)
+#define DSP_PW8_UNROLL 6 /* copies of the pixel code per loop iteration */
+
+typedef struct {
+    const int8_t *band;    /*  0: the band's pixels, 8 bytes each */
+    int8_t *out;           /*  4: the next channel at the band's first pixel */
+    const int16_t *filter; /*  8: the next channel's taps: groups at +0 and +16 (a pair is 32 bytes) */
+    const int32_t *table;  /* 12: the next channel's bias; multiplier, round_high, r - 1 at +8, +16, +24 */
+    int8_t *out_end;       /* 16: past the band's first pixel (output_c even) */
+    int32_t stride;        /* 20: output_c */
+    int32_t skip;          /* 24: copies of the pixel code the first iteration skips */
+    const int8_t *end;     /* 28: past the band's last pixel */
+} dsp_pw8_run;
+
+typedef char dsp_pw8_run_layout[offsetof(dsp_pw8_run, out_end) == 16 && offsetof(dsp_pw8_run, end) == 28 ? 1 : -1];
+
+#if EDGEC_UNALIGNED_ASM
+/* One output: the band's pixel (r0, advanced) widened and multiplied with the taps r2..r5 onto the
+ * bias r6; requantized with multiplier r7, round_high r8, r - 1 r9 (as DSP_REQUANT); stored at r1,
+ * which advances by the stride lr. r10 the sum, r11/r12 scratch. */
+#define DSP_PW8_PIXEL                                                                                 \
+    "ldm r0!, {r11, r12}\n\tsxtb16 r10, r11\n\tsmlad r10, r2, r10, r6\n\tsxtb16 r11, r11, ror #8\n\t" \
+    "smlad r10, r3, r11, r10\n\tsxtb16 r11, r12\n\tsmlad r10, r4, r11, r10\n\t"                       \
+    "sxtb16 r12, r12, ror #8\n\tsmlad r10, r5, r12, r10\n\t"                                          \
+    "and r11, r10, #0x80000000\n\torr r11, r11, #0x40000000\n\tadd r12, r8, r10, asr #31\n\t"         \
+    "smlal r11, r12, r10, r7\n\tasr r10, r12, r9\n\tssat r10, #8, r10\n\t"                            \
+    "strb r10, [r1]\n\tadd.w r1, r1, lr\n\t"
+
+/* Every channel of a band: per channel its constants loaded, then the pixel code entered at the
+ * copy that leaves a whole number of iterations (its address computed once per call, taken by
+ * one load into pc), then the next channel's filter and table: +8/+4 into an odd channel, +24/+28
+ * into the next pair (the parity of the channels left: output_c is even). Naked: all 14
+ * registers are the routine's at every optimisation level. */
+static __attribute__((naked, noinline)) void dsp_pw8_band(dsp_pw8_run *run __attribute__((unused)))
+{
+    __asm__ volatile(".syntax unified\n\t"
+                     "push {r4-r11, lr}\n\t"
+                     "ldr r1, [r0, #24]\n\t"
+                     "adr r2, 2f\n\t"
+                     "adr r3, 3f\n\t"
+                     "sub r3, r3, r2\n\t"
+                     "mla r1, r1, r3, r2\n\t"
+                     "orr r1, r1, #1\n\t" /* Thumb */
+                     "ldr r2, [r0, #28]\n\t"
+                     "push {r0, r1, r2}\n" /* the run at [sp], the entry at [sp, #4], the band's end at [sp, #8] */
+                     "1:\n\t"
+                     "ldr r12, [sp]\n\t"
+                     "ldm r12, {r0, r1, r10, r11}\n\t"
+                     "ldr r2, [r10]\n\t"
+                     "ldr r3, [r10, #4]\n\t"
+                     "ldr r4, [r10, #16]\n\t"
+                     "ldr r5, [r10, #20]\n\t"
+                     "ldr r6, [r11]\n\t"
+                     "ldr r7, [r11, #8]\n\t"
+                     "ldr r8, [r11, #16]\n\t"
+                     "ldr r9, [r11, #24]\n\t"
+                     "ldr lr, [r12, #20]\n\t"
+                     "ldr pc, [sp, #4]\n\t"
+                     ".p2align 2\n"
+                     "2:\n\t" DSP_PW8_PIXEL "3:\n\t"
+                     ".rept 5\n\t" DSP_PW8_PIXEL ".endr\n\t"
+                     "ldr r12, [sp, #8]\n\t"
+                     "cmp r0, r12\n\t"
+                     "bne 2b\n\t"
+                     "ldr r12, [sp]\n\t"
+                     "ldm r12, {r0-r4}\n\t" /* r1 out, r2 filter, r3 table, r4 out_end */
+                     "adds r1, r1, #1\n\t"
+                     "subs r0, r4, r1\n\t"
+                     "lsls r0, r0, #31\n\t" /* ne: the next channel is odd */
+                     "ite eq\n\t"
+                     "addeq r2, r2, #24\n\t"
+                     "addne r2, r2, #8\n\t"
+                     "ite eq\n\t"
+                     "addeq r3, r3, #28\n\t"
+                     "addne r3, r3, #4\n\t"
+                     "str r1, [r12, #4]\n\t"
+                     "str r2, [r12, #8]\n\t"
+                     "str r3, [r12, #12]\n\t"
+                     "cmp r1, r4\n\t"
+                     "bne 1b\n\t"
+                     "add sp, sp, #12\n\t"
+                     "pop {r4-r11, pc}\n\t");
+}
+
+#endif
 
 /* One dsp_conv for both entry points, not a copy specialised to each routine (GCC's IPA-CP would
  * clone it for the constant `blocks`: 2.4 KB more). */
@@ -552,6 +675,70 @@ edgec_status edgec_conv_s8_dsp_wide(const edgec_conv_dsp_wide_desc *desc, const 
 {
     return desc == NULL ? EDGEC_ARG_ERROR
                         : dsp_conv(NULL, desc, DSP_BLOCKS(dsp_blocks_2x3_wide), input, output, scratch);
+}
+
+#if EDGEC_UNALIGNED_ASM
+/* The bands of a pointwise layer of 8 input channels: each band's input copied into scratch, then
+ * every channel of its pixels (dsp_pw8_band). Not inlined, for the reason dsp_pointwise_steps is
+ * not. */
+static EDGEC_NOINLINE void dsp_pw8_bands(int8_t *band, const int8_t *input, const int8_t *filter, const int32_t *table,
+                                         int32_t out_c, int8_t *output, int32_t pixels)
+{
+    dsp_pw8_run run;
+    run.band = band;
+    run.stride = out_c;
+    for (int32_t p = 0; p < pixels; p += DSP_PW8_BAND) {
+        const int32_t n = EDGEC_MIN(DSP_PW8_BAND, pixels - p);
+        memcpy(band, input + 8 * p, (size_t)(8 * n));
+        run.out = output + p * out_c;
+        run.out_end = run.out + out_c;
+        run.filter = (const int16_t *)(const void *)filter;
+        run.table = table;
+        run.skip = (DSP_PW8_UNROLL - n % DSP_PW8_UNROLL) % DSP_PW8_UNROLL;
+        run.end = band + 8 * n;
+        dsp_pw8_band(&run);
+    }
+}
+
+/* Whether edgec_conv_s8_dsp_wide_1x1x8's bands take the layer: a valid 1x1, stride-1, unpadded
+ * layer of 8 input channels whose output is its input's size, an even output count, no clamp and
+ * every channel's short requantization. Flattened: with a second call left, GCC would take
+ * packed_conv_args_valid out of dsp_conv (3 more instructions a channel on every other layer). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define DSP_FLATTEN __attribute__((flatten))
+#else
+#define DSP_FLATTEN
+#endif
+DSP_FLATTEN
+static int dsp_pw8_takes(const edgec_conv_dsp_wide_desc *desc, const int8_t *input, const int8_t *output,
+                         const int8_t *scratch)
+{
+    edgec_conv_layer l;
+    EDGEC_CONV_LAYER_OF(desc, l);
+    const edgec_conv_params *p = &l.params;
+    return packed_conv_args_valid(p, &l.quant, &l.input_dims, input, &l.filter_dims,
+                                  (const int8_t *)(const void *)desc->wide_filter, desc->channel_table, &l.output_dims,
+                                  output, scratch) &&
+           l.filter_dims.h == 1 && l.filter_dims.w == 1 && l.filter_dims.c == 8 && p->stride_h == 1 &&
+           p->stride_w == 1 && p->pad_top == 0 && p->pad_left == 0 && l.input_dims.h == l.output_dims.h &&
+           l.input_dims.w == l.output_dims.w && l.output_dims.c % 2 == 0 && p->act_min == INT8_MIN &&
+           p->act_max == INT8_MAX && edgec_dsp_requant_all_short(l.quant.multiplier, l.quant.shift, l.output_dims.c);
+}
+#endif
+
+/* edgec_conv_s8_dsp_wide with the band routine for a pointwise layer of 8 input channels (a
+ * separate entry point: programs without such a layer do not link it). */
+edgec_status edgec_conv_s8_dsp_wide_1x1x8(const edgec_conv_dsp_wide_desc *desc, const int8_t *input, int8_t *output,
+                                          int8_t *scratch)
+{
+#if EDGEC_UNALIGNED_ASM
+    if (desc != NULL && dsp_pw8_takes(desc, input, output, scratch)) {
+        dsp_pw8_bands(scratch, input, (const int8_t *)(const void *)desc->wide_filter, desc->channel_table,
+                      desc->output_c, output, desc->batches * desc->input_h * desc->input_w);
+        return EDGEC_OK;
+    }
+#endif
+    return edgec_conv_s8_dsp_wide(desc, input, output, scratch);
 }
 
 #endif /* __ARM_FEATURE_DSP */

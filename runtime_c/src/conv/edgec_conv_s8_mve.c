@@ -183,48 +183,20 @@ typedef char mve_block_run_layout[offsetof(mve_block_run, multiplier) == 16 && o
                      : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr", "q0", "q1", "q2", \
                        "q3", "q4", "q5", "q6", "q7", "memory", "cc")
 
-static void mve_blocks_4x2_odd(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_ODD, MVE_OUTPUT);
-}
-
-static void mve_blocks_4x2_even(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_EVEN, MVE_OUTPUT);
-}
-
-/* The same for a layer whose shifts are all <= 0: five instructions fewer per block. */
-static void mve_blocks_4x2_odd_right(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_ODD, MVE_OUTPUT_RIGHT);
-}
-
-static void mve_blocks_4x2_even_right(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_EVEN, MVE_OUTPUT_RIGHT);
-}
-
-/* ... and for one whose shifts are all < 0: two instructions fewer again. */
-static void mve_blocks_4x2_odd_strict(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_ODD, MVE_OUTPUT_STRICT);
-}
-
-static void mve_blocks_4x2_even_strict(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_EVEN, MVE_OUTPUT_STRICT);
-}
-
-/* ... with at least two group pairs per block: two per iteration. */
-static void mve_blocks_4x2_odd_strict_quads(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_ODD_QUADS, MVE_OUTPUT_STRICT);
-}
-
-static void mve_blocks_4x2_even_strict_quads(mve_block_run *run)
-{
-    MVE_BLOCKS_4X2(MVE_GROUPS_EVEN_QUADS, MVE_OUTPUT_STRICT);
-}
+/* The block routines (the variants' list below says what each serves). */
+#define MVE_BLOCKS_VARIANT(name, groups, output) \
+    static void name(mve_block_run *run)         \
+    {                                            \
+        MVE_BLOCKS_4X2(groups, output);          \
+    }
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_odd, MVE_GROUPS_ODD, MVE_OUTPUT)
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_even, MVE_GROUPS_EVEN, MVE_OUTPUT)
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_odd_right, MVE_GROUPS_ODD, MVE_OUTPUT_RIGHT)
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_even_right, MVE_GROUPS_EVEN, MVE_OUTPUT_RIGHT)
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_odd_strict, MVE_GROUPS_ODD, MVE_OUTPUT_STRICT)
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_even_strict, MVE_GROUPS_EVEN, MVE_OUTPUT_STRICT)
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_odd_strict_quads, MVE_GROUPS_ODD_QUADS, MVE_OUTPUT_STRICT)
+MVE_BLOCKS_VARIANT(mve_blocks_4x2_even_strict_quads, MVE_GROUPS_EVEN_QUADS, MVE_OUTPUT_STRICT)
 
 /*
  * Direct reads: a run of pixel pairs whose receptive fields lie inside the input and need no
@@ -357,6 +329,104 @@ MVE_DIRECT_VARIANT(mve_direct_4x2_single_runs3_strict, MVE_DIRECT_RUNS3_SINGLE, 
 MVE_DIRECT_VARIANT(mve_direct_4x2_triple_runs3_strict, MVE_DIRECT_RUNS3_TRIPLE, MVE_OUTPUT_STRICT)
 MVE_DIRECT_VARIANT(mve_direct_4x2_even_strict_quads, MVE_GROUPS_EVEN_QUADS, MVE_OUTPUT_STRICT)
 MVE_DIRECT_VARIANT(mve_direct_4x2_even_runs3_strict_quads, MVE_DIRECT_RUNS3(MVE_GROUPS_EVEN_QUADS), MVE_OUTPUT_STRICT)
+#endif
+
+/*
+ * The variants, in one place. A layer runs at most one block routine and one direct-read routine,
+ * both fixed by its shape and shifts (mve_conv and mve_direct_setup choose them by these ids;
+ * edgec.ops.conv.mve_routines makes the same choice at compile time): the generated code names
+ * them to edgec_conv_s8_mve_with, so a model links only the routines its layers run, while
+ * edgec_conv_s8_mve takes them all. An unoptimised build has no assembly: its routines are ids.
+ */
+enum {
+    /* blocks (mve_blocks_4x2_*): every full block of 4 channels of an im2col'd pixel pair, by the
+     * groups of 16 taps per block (odd: one group first, then pairs) and the output stage */
+    MVE_BLOCKS_ODD,               /* some shift > 0: the saturating left shift first */
+    MVE_BLOCKS_EVEN,              /* likewise */
+    MVE_BLOCKS_ODD_RIGHT,         /* every shift <= 0: five instructions fewer per block */
+    MVE_BLOCKS_EVEN_RIGHT,        /* likewise */
+    MVE_BLOCKS_ODD_STRICT,        /* every shift < 0: two fewer again */
+    MVE_BLOCKS_EVEN_STRICT,       /* likewise */
+    MVE_BLOCKS_ODD_STRICT_QUADS,  /* ... and at least two group pairs: two pairs per iteration */
+    MVE_BLOCKS_EVEN_STRICT_QUADS, /* likewise */
+    /* direct reads (mve_direct_4x2_*, every shift < 0): fields read in place, by the runs per
+     * field (1: a 1xK window or a 1x1 stride-1 layer's pixel; 3: a 3x3 window's rows) and the
+     * groups of 16 taps per run */
+    MVE_DIRECT_ODD,              /* one run of an odd number of groups (3 or more) */
+    MVE_DIRECT_EVEN,             /* one run of 2 groups */
+    MVE_DIRECT_ODD_RUNS3,        /* 3 runs of an odd number of groups (5 or more) */
+    MVE_DIRECT_EVEN_RUNS3,       /* 3 runs of 2 groups */
+    MVE_DIRECT_SINGLE,           /* one run of one group (a 16-channel pixel): no pairs to count */
+    MVE_DIRECT_SINGLE_RUNS3,     /* 3 runs of one group (16-tap or padded stem rows) */
+    MVE_DIRECT_TRIPLE_RUNS3,     /* 3 runs of 3 groups (a 3x3 window over 16 channels), unrolled */
+    MVE_DIRECT_EVEN_QUADS,       /* one run of 4, 6, ... groups: two pairs per iteration */
+    MVE_DIRECT_EVEN_RUNS3_QUADS, /* 3 runs of 4, 6, ... groups: likewise */
+    MVE_ROUTINES,
+    MVE_EVERY /* not a routine: every one, from `every` (edgec_conv_s8_mve) */
+};
+
+struct edgec_conv_mve_routine {
+    int32_t id;
+#if defined(__OPTIMIZE__)
+    void (*blocks)(mve_block_run *run);  /* a block routine's */
+    void (*direct)(mve_direct_run *run); /* a direct-read routine's */
+#endif
+    const edgec_conv_mve_routine *const *every; /* MVE_EVERY's: the routines by id */
+};
+
+#if defined(__OPTIMIZE__)
+#define MVE_ROUTINE(id, blocks, direct, every) \
+    {                                          \
+        id, blocks, direct, every              \
+    }
+#else
+#define MVE_ROUTINE(id, blocks, direct, every) \
+    {                                          \
+        id, every                              \
+    }
+#endif
+#define MVE_BLOCKS(id, routine) MVE_ROUTINE(id, routine, NULL, NULL)
+#define MVE_DIRECT(id, routine) MVE_ROUTINE(id, NULL, routine, NULL)
+
+const edgec_conv_mve_routine edgec_conv_mve_blocks_odd = MVE_BLOCKS(MVE_BLOCKS_ODD, mve_blocks_4x2_odd);
+const edgec_conv_mve_routine edgec_conv_mve_blocks_even = MVE_BLOCKS(MVE_BLOCKS_EVEN, mve_blocks_4x2_even);
+const edgec_conv_mve_routine edgec_conv_mve_blocks_odd_right =
+    MVE_BLOCKS(MVE_BLOCKS_ODD_RIGHT, mve_blocks_4x2_odd_right);
+const edgec_conv_mve_routine edgec_conv_mve_blocks_even_right =
+    MVE_BLOCKS(MVE_BLOCKS_EVEN_RIGHT, mve_blocks_4x2_even_right);
+const edgec_conv_mve_routine edgec_conv_mve_blocks_odd_strict =
+    MVE_BLOCKS(MVE_BLOCKS_ODD_STRICT, mve_blocks_4x2_odd_strict);
+const edgec_conv_mve_routine edgec_conv_mve_blocks_even_strict =
+    MVE_BLOCKS(MVE_BLOCKS_EVEN_STRICT, mve_blocks_4x2_even_strict);
+const edgec_conv_mve_routine edgec_conv_mve_blocks_odd_strict_quads =
+    MVE_BLOCKS(MVE_BLOCKS_ODD_STRICT_QUADS, mve_blocks_4x2_odd_strict_quads);
+const edgec_conv_mve_routine edgec_conv_mve_blocks_even_strict_quads =
+    MVE_BLOCKS(MVE_BLOCKS_EVEN_STRICT_QUADS, mve_blocks_4x2_even_strict_quads);
+const edgec_conv_mve_routine edgec_conv_mve_direct_odd = MVE_DIRECT(MVE_DIRECT_ODD, mve_direct_4x2_odd_strict);
+const edgec_conv_mve_routine edgec_conv_mve_direct_even = MVE_DIRECT(MVE_DIRECT_EVEN, mve_direct_4x2_even_strict);
+const edgec_conv_mve_routine edgec_conv_mve_direct_odd_runs3 =
+    MVE_DIRECT(MVE_DIRECT_ODD_RUNS3, mve_direct_4x2_odd_runs3_strict);
+const edgec_conv_mve_routine edgec_conv_mve_direct_even_runs3 =
+    MVE_DIRECT(MVE_DIRECT_EVEN_RUNS3, mve_direct_4x2_even_runs3_strict);
+const edgec_conv_mve_routine edgec_conv_mve_direct_single = MVE_DIRECT(MVE_DIRECT_SINGLE, mve_direct_4x2_single_strict);
+const edgec_conv_mve_routine edgec_conv_mve_direct_single_runs3 =
+    MVE_DIRECT(MVE_DIRECT_SINGLE_RUNS3, mve_direct_4x2_single_runs3_strict);
+const edgec_conv_mve_routine edgec_conv_mve_direct_triple_runs3 =
+    MVE_DIRECT(MVE_DIRECT_TRIPLE_RUNS3, mve_direct_4x2_triple_runs3_strict);
+const edgec_conv_mve_routine edgec_conv_mve_direct_even_quads =
+    MVE_DIRECT(MVE_DIRECT_EVEN_QUADS, mve_direct_4x2_even_strict_quads);
+const edgec_conv_mve_routine edgec_conv_mve_direct_even_runs3_quads =
+    MVE_DIRECT(MVE_DIRECT_EVEN_RUNS3_QUADS, mve_direct_4x2_even_runs3_strict_quads);
+
+#if defined(__OPTIMIZE__)
+/* The routine `id` if `named` is it or every routine, else NULL (the caller named another). */
+static const edgec_conv_mve_routine *mve_routine(const edgec_conv_mve_routine *named, int32_t id)
+{
+    if (named == NULL) {
+        return NULL;
+    }
+    return named->id == MVE_EVERY ? named->every[id] : named->id == id ? named : NULL;
+}
 #endif
 
 /*
@@ -494,11 +564,11 @@ typedef struct {
     pixel_cursor px;     /* mve_direct_step's pixel after the pairs it ran */
 } mve_direct_state;
 
-static EDGEC_NOINLINE void mve_direct_setup(mve_direct_state *st, const conv_window *win, const edgec_dims *input_dims,
-                                            const edgec_dims *output_dims, int8_t *output,
-                                            const edgec_per_channel_quant *quant, const int8_t *packed_filter,
-                                            const int32_t *folded_bias, const mve_block_run *blocks,
-                                            int8_t *scratch_row)
+static EDGEC_NOINLINE int mve_direct_setup(mve_direct_state *st, const conv_window *win, const edgec_dims *input_dims,
+                                           const edgec_dims *output_dims, int8_t *output,
+                                           const edgec_per_channel_quant *quant, const int8_t *packed_filter,
+                                           const int32_t *folded_bias, const mve_block_run *blocks, int8_t *scratch_row,
+                                           const edgec_conv_mve_routine *named)
 {
     const mve_direct_layer d = mve_direct_layer_make(win, input_dims, output_dims, output);
     const int32_t k = win->k_h * win->run_len;
@@ -506,20 +576,22 @@ static EDGEC_NOINLINE void mve_direct_setup(mve_direct_state *st, const conv_win
     const int32_t run_groups = d.contiguous ? (k + 15) / 16 : run_reads / 16;
     const int quads = run_groups / 2 >= 2 && run_groups % 2 == 0;
     const int single = run_groups == 1;
+    const int32_t id = d.runs == 3 ? (single                ? MVE_DIRECT_SINGLE_RUNS3
+                                      : run_groups == 3     ? MVE_DIRECT_TRIPLE_RUNS3
+                                      : quads               ? MVE_DIRECT_EVEN_RUNS3_QUADS
+                                      : run_groups % 2 != 0 ? MVE_DIRECT_ODD_RUNS3
+                                                            : MVE_DIRECT_EVEN_RUNS3)
+                                   : (single                ? MVE_DIRECT_SINGLE
+                                      : quads               ? MVE_DIRECT_EVEN_QUADS
+                                      : run_groups % 2 != 0 ? MVE_DIRECT_ODD
+                                                            : MVE_DIRECT_EVEN);
+    const edgec_conv_mve_routine *const routine = mve_routine(named, id);
+    if (d.runs != 0 && routine == NULL) { /* the caller named another direct-read routine, or none */
+        return 0;
+    }
     st->runs = d.runs;
     st->layer = d;
-    if (d.runs == 3) {
-        st->blocks = single                ? mve_direct_4x2_single_runs3_strict
-                     : run_groups == 3     ? mve_direct_4x2_triple_runs3_strict
-                     : quads               ? mve_direct_4x2_even_runs3_strict_quads
-                     : run_groups % 2 != 0 ? mve_direct_4x2_odd_runs3_strict
-                                           : mve_direct_4x2_even_runs3_strict;
-    } else {
-        st->blocks = single                ? mve_direct_4x2_single_strict
-                     : quads               ? mve_direct_4x2_even_strict_quads
-                     : run_groups % 2 != 0 ? mve_direct_4x2_odd_strict
-                                           : mve_direct_4x2_even_strict;
-    }
+    st->blocks = routine != NULL ? routine->direct : NULL;
     st->win = win;
     st->output_dims = output_dims;
     st->output = output;
@@ -539,6 +611,7 @@ static EDGEC_NOINLINE void mve_direct_setup(mve_direct_state *st, const conv_win
     r->out_c = output_dims->c;
     r->copy_bytes = d.contiguous ? 2 * input_dims->c : 0;
     r->src_step = 2 * d.b_step;
+    return 1;
 }
 
 /* The pixel pairs from pixel p (at px) run by direct reads, if any: the pixels done (0: none,
@@ -574,7 +647,8 @@ static EDGEC_NOINLINE int32_t mve_direct_step(mve_direct_state *st, pixel_cursor
 static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_channel_quant *quant,
                              const edgec_dims *input_dims, const int8_t *input, const edgec_dims *filter_dims,
                              const int8_t *packed_filter, const int32_t *folded_bias, const edgec_dims *output_dims,
-                             int8_t *output, int8_t *scratch)
+                             int8_t *output, int8_t *scratch, const edgec_conv_mve_routine *blocks_named,
+                             const edgec_conv_mve_routine *direct_named)
 {
     if (!packed_conv_args_valid(params, quant, input_dims, input, filter_dims, packed_filter, folded_bias, output_dims,
                                 output, scratch)) {
@@ -605,20 +679,26 @@ static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_ch
         strict_right_shifts &= quant->shift[c] < 0;
     }
     const int quads = strict_right_shifts && groups / 2 >= 2;
-    void (*const blocks_4x2)(mve_block_run *) =
-        quads             ? (groups % 2 != 0 ? mve_blocks_4x2_odd_strict_quads : mve_blocks_4x2_even_strict_quads)
-        : groups % 2 != 0 ? (strict_right_shifts ? mve_blocks_4x2_odd_strict
-                             : right_shifts_only ? mve_blocks_4x2_odd_right
-                                                 : mve_blocks_4x2_odd)
-                          : (strict_right_shifts ? mve_blocks_4x2_even_strict
-                             : right_shifts_only ? mve_blocks_4x2_even_right
-                                                 : mve_blocks_4x2_even);
+    const int odd = groups % 2 != 0;
+    const int32_t blocks_id = quads                 ? (odd ? MVE_BLOCKS_ODD_STRICT_QUADS : MVE_BLOCKS_EVEN_STRICT_QUADS)
+                              : strict_right_shifts ? (odd ? MVE_BLOCKS_ODD_STRICT : MVE_BLOCKS_EVEN_STRICT)
+                              : right_shifts_only   ? (odd ? MVE_BLOCKS_ODD_RIGHT : MVE_BLOCKS_EVEN_RIGHT)
+                                                    : (odd ? MVE_BLOCKS_ODD : MVE_BLOCKS_EVEN);
+    const edgec_conv_mve_routine *const blocks = mve_routine(blocks_named, blocks_id);
+    if (out_c >= 4 && blocks == NULL) { /* the caller named another block routine */
+        return EDGEC_ARG_ERROR;
+    }
+    void (*const blocks_4x2)(mve_block_run *) = blocks != NULL ? blocks->blocks : NULL;
     mve_direct_state direct;
     direct.runs = 0;
-    if (out_c >= 4 && pixels >= 2 && strict_right_shifts) { /* a shift >= 0 keeps the copies */
-        mve_direct_setup(&direct, &win, input_dims, output_dims, output, quant, packed_filter, folded_bias, &run,
-                         row_a);
+    if (out_c >= 4 && pixels >= 2 && strict_right_shifts && /* a shift >= 0 keeps the copies */
+        !mve_direct_setup(&direct, &win, input_dims, output_dims, output, quant, packed_filter, folded_bias, &run,
+                          row_a, direct_named)) {
+        return EDGEC_ARG_ERROR;
     }
+#else
+    (void)blocks_named;
+    (void)direct_named;
 #endif
 
     const int32_t taps = padded ? 0 : k;       /* the padded rows' gaps: the filter is zero there too */
@@ -670,9 +750,37 @@ static edgec_status mve_conv(const edgec_conv_params *params, const edgec_per_ch
     return EDGEC_OK;
 }
 
+edgec_status edgec_conv_s8_mve_with(const edgec_conv_desc *desc, const edgec_conv_mve_routine *blocks,
+                                    const edgec_conv_mve_routine *direct, const int8_t *input, int8_t *output,
+                                    int8_t *scratch)
+{
+    EDGEC_CONV_ENTRY(desc, mve_conv, desc->filter, desc->bias, input, output, scratch, blocks, direct);
+}
+
+/* Every routine: only a program that calls this links them all. */
 edgec_status edgec_conv_s8_mve(const edgec_conv_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch)
 {
-    EDGEC_CONV_ENTRY(desc, mve_conv, desc->filter, desc->bias, input, output, scratch);
+    static const edgec_conv_mve_routine *const table[MVE_ROUTINES] = {
+        [MVE_BLOCKS_ODD] = &edgec_conv_mve_blocks_odd,
+        [MVE_BLOCKS_EVEN] = &edgec_conv_mve_blocks_even,
+        [MVE_BLOCKS_ODD_RIGHT] = &edgec_conv_mve_blocks_odd_right,
+        [MVE_BLOCKS_EVEN_RIGHT] = &edgec_conv_mve_blocks_even_right,
+        [MVE_BLOCKS_ODD_STRICT] = &edgec_conv_mve_blocks_odd_strict,
+        [MVE_BLOCKS_EVEN_STRICT] = &edgec_conv_mve_blocks_even_strict,
+        [MVE_BLOCKS_ODD_STRICT_QUADS] = &edgec_conv_mve_blocks_odd_strict_quads,
+        [MVE_BLOCKS_EVEN_STRICT_QUADS] = &edgec_conv_mve_blocks_even_strict_quads,
+        [MVE_DIRECT_ODD] = &edgec_conv_mve_direct_odd,
+        [MVE_DIRECT_EVEN] = &edgec_conv_mve_direct_even,
+        [MVE_DIRECT_ODD_RUNS3] = &edgec_conv_mve_direct_odd_runs3,
+        [MVE_DIRECT_EVEN_RUNS3] = &edgec_conv_mve_direct_even_runs3,
+        [MVE_DIRECT_SINGLE] = &edgec_conv_mve_direct_single,
+        [MVE_DIRECT_SINGLE_RUNS3] = &edgec_conv_mve_direct_single_runs3,
+        [MVE_DIRECT_TRIPLE_RUNS3] = &edgec_conv_mve_direct_triple_runs3,
+        [MVE_DIRECT_EVEN_QUADS] = &edgec_conv_mve_direct_even_quads,
+        [MVE_DIRECT_EVEN_RUNS3_QUADS] = &edgec_conv_mve_direct_even_runs3_quads,
+    };
+    static const edgec_conv_mve_routine every = MVE_ROUTINE(MVE_EVERY, NULL, NULL, table);
+    return edgec_conv_s8_mve_with(desc, &every, &every, input, output, scratch);
 }
 
 #endif /* __ARM_FEATURE_MVE */

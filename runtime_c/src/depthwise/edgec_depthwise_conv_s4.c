@@ -3,9 +3,9 @@
  * (packed two per byte, low nibble first) and int8 activations: CMSIS-NN
  * arm_depthwise_conv_s4's packing and arithmetic (Source/ConvolutionFunctions/
  * arm_depthwise_conv_s4.c) with per-channel requantization; golden:
- * edgec.ops.int4.depthwise_conv_s4. The DSP path (edgec_depthwise_conv_s4_dsp) runs channel
- * multiplier 1 with a channel count divisible by 4, four channels at a time; the Helium one
- * (edgec_depthwise_conv_s4_mve) with an even channel count, eight at a time.
+ * edgec.ops.int4.depthwise_conv_s4. edgec_depthwise_conv_s4_packed (channel multiplier 1, on
+ * cores with the DSP extension or Helium) unpacks the filter once per call and runs the int8
+ * packed kernel over it: int4 saves flash, not arithmetic.
  */
 #include <string.h>
 
@@ -68,177 +68,61 @@ edgec_status edgec_depthwise_conv_s4(const edgec_depthwise_conv_s4_desc *desc, c
     return EDGEC_OK;
 }
 
-#if defined(__ARM_FEATURE_DSP)
-/* acc[0..3] += 4096 * w * (x + offset) for four channels of one tap: x4 their inputs, w4 their
- * packed weights (a halfword, four nibbles). SXTAB16 widens and offsets the inputs in pairs
- * (x0, x2), (x1, x3); each nibble shifted to bits 12..15 of a bottom halfword is 4096 * w, which
- * SMLABB / SMLABT multiply by the pair's bottom / top input. */
-static inline void depthwise_s4_dsp_tap(uint32_t x4, uint32_t w4, uint32_t offsets, int32_t *a0, int32_t *a1,
-                                        int32_t *a2, int32_t *a3)
+/*
+ * Tap t's channels c .. c + 3 of the packed stream (element t * C + c, c even: two whole bytes) as
+ * four int8: the nibbles spread one per byte ((b0 & F, b0 >> 4, b1 & F, b1 >> 4)), each then
+ * sign-extended in its byte by (n ^ 8) + 0x78, top bit flipped (no carry crosses a byte: at most
+ * 0x87).
+ */
+static inline uint32_t depthwise_s4_unpack4(const int8_t *packed)
 {
-    int32_t x02, x13;
-    __asm__("sxtab16 %0, %2, %3\n\tsxtab16 %1, %2, %3, ror #8" : "=&r"(x02), "=&r"(x13) : "r"(offsets), "r"(x4));
-    *a0 = __smlabb((int32_t)(w4 << 12), x02, *a0);
-    *a1 = __smlabb((int32_t)((w4 << 8) & 0xF000u), x13, *a1);
-    *a2 = __smlabt((int32_t)((w4 << 4) & 0xF000u), x02, *a2);
-    *a3 = __smlabt((int32_t)(w4 & 0xF000u), x13, *a3);
+    const uint32_t v = (uint32_t)(uint8_t)packed[0] | (uint32_t)(uint8_t)packed[1] << 16;
+    const uint32_t n = (v & 0x000F000Fu) | ((v << 4) & 0x0F000F00u);
+    return ((n ^ 0x08080808u) + 0x78787878u) ^ 0x80808080u;
 }
 
-/* out[c + i] for the four sums (4096 times the dot products): bias, requantization, output stage. */
-static inline void depthwise_s4_dsp_output(const edgec_depthwise_conv_s4_desc *d, const int32_t acc[4], int32_t c,
-                                           int short_requant, int32_t round_base, edgec_output_stage stage, int8_t *out)
+/* The flat int4 filter [taps][C] as edgec_depthwise_conv_s8_packed's layout, at `out`: per group
+ * of 4 channels (C zero-padded to a multiple of 4) its taps of 4 int8 each. */
+static void depthwise_s4_unpack(const int8_t *filter, int32_t taps, int32_t channels, int8_t *out)
 {
-    for (int32_t i = 0; i < 4; i++) {
-        const uint32_t sum = (d->bias ? (uint32_t)d->bias[c + i] : 0u) + (uint32_t)(acc[i] >> 12);
-        if (short_requant) {
-            const int32_t v =
-                __ssat(edgec_s4_requantize_short((int32_t)sum, d->multiplier[c + i], d->shift[c + i], round_base), 8);
-            out[c + i] = (int8_t)EDGEC_MIN(EDGEC_MAX(v, d->act_min), d->act_max);
-        } else {
-            out[c + i] = edgec_requantize_s8((int32_t)sum, d->multiplier[c + i], d->shift[c + i], stage);
+    const int32_t groups = (channels + 3) / 4;
+    for (int32_t g = 0; g < groups; g++) {
+        const int32_t c = 4 * g;
+        for (int32_t t = 0; t < taps; t++, out += 4) {
+            if (channels % 2 == 0 && c + 4 <= channels) {
+                const uint32_t four = depthwise_s4_unpack4(filter + (t * channels + c) / 2);
+                memcpy(out, &four, 4);
+                continue;
+            }
+            for (int32_t i = 0; i < 4; i++) { /* an odd C's nibbles, or the padded last group */
+                out[i] = (int8_t)(c + i < channels ? edgec_s4_at(filter, t * channels + c + i) : 0);
+            }
         }
     }
 }
 
 /*
- * The DSP extension: channel multiplier 1, input_c divisible by 4, at most 16 taps (else
- * EDGEC_ARG_ERROR). Per output pixel, four channels at a time: per tap in the input, a word of
- * inputs and a halfword of packed weights, two SXTAB16, four shifts or masks and four
- * SMLABB/SMLABT (sums 4096 times the dot products, exact in int32 within 16 taps); then the short
- * requantization (edgec_s4_requantize_short) when every channel admits it.
+ * Channel multiplier 1, kernel_h <= EDGEC_DEPTHWISE_PACKED_MAX_K: the int4 filter unpacked once
+ * per call into scratch in edgec_depthwise_conv_s8_packed's layout, then that kernel (the DSP
+ * extension's or Helium's, by the build) runs the layer. Its arithmetic is this file's: the int4
+ * values are int8 values in [-8, 7]. bias: the folded bias (edgec_depthwise_conv_s8_packed's).
  */
-edgec_status edgec_depthwise_conv_s4_dsp(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input, int8_t *output)
+edgec_status edgec_depthwise_conv_s4_packed(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input,
+                                            int8_t *output, int8_t *scratch)
 {
-    if (!depthwise_conv_s4_valid(desc, input, output) || desc->ch_mult != 1 || desc->input_c % 4 != 0 ||
-        desc->kernel_h * desc->kernel_w > 16) {
+    if (!depthwise_conv_s4_valid(desc, input, output) || desc->ch_mult != 1 || !desc->bias || !scratch ||
+        !edgec_word_aligned(scratch) || desc->kernel_h > EDGEC_DEPTHWISE_PACKED_MAX_K ||
+        (int64_t)4 * ((desc->input_c + 3) / 4) * desc->kernel_h * desc->kernel_w > INT32_MAX) {
         return EDGEC_ARG_ERROR;
     }
     const edgec_depthwise_conv_s4_desc d = *desc;
-    const edgec_output_stage stage = edgec_output_stage_make(d.output_offset, d.act_min, d.act_max);
-    const int short_requant = edgec_s4_requant_short(d.multiplier, d.shift, d.input_c);
-    const int32_t round_base = edgec_dsp_round_base(d.output_offset);
-    const uint32_t offsets = edgec_s4_dsp_offsets(d.input_offset);
-    const int32_t channels = d.input_c;
-    int8_t *out = output;
-    for (int32_t n = 0; n < d.batches; n++) {
-        const int8_t *image = input + n * d.input_h * d.input_w * channels;
-        for (int32_t oy = 0; oy < d.output_h; oy++) {
-            const edgec_tap_range ty = edgec_conv_taps(oy, d.stride_h, d.pad_top, d.dilation_h, d.kernel_h, d.input_h);
-            for (int32_t ox = 0; ox < d.output_w; ox++, out += channels) {
-                const edgec_tap_range tx =
-                    edgec_conv_taps(ox, d.stride_w, d.pad_left, d.dilation_w, d.kernel_w, d.input_w);
-                for (int32_t c = 0; c < channels; c += 4) {
-                    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-                    for (int32_t ky = ty.first; ky < ty.last; ky++) {
-                        const int8_t *x = image + (ty.base + ky * d.dilation_h) * d.input_w * channels + c +
-                                          (tx.base + tx.first * d.dilation_w) * channels;
-                        const int8_t *w = d.filter + ((ky * d.kernel_w + tx.first) * channels + c) / 2;
-                        for (int32_t kx = tx.first; kx < tx.last; kx++) {
-                            uint32_t x4;
-                            uint16_t w4;
-                            memcpy(&x4, x, 4);
-                            memcpy(&w4, w, 2);
-                            depthwise_s4_dsp_tap(x4, w4, offsets, &a0, &a1, &a2, &a3);
-                            x += d.dilation_w * channels;
-                            w += channels / 2;
-                        }
-                    }
-                    const int32_t acc[4] = { a0, a1, a2, a3 };
-                    depthwise_s4_dsp_output(&d, acc, c, short_requant, round_base, stage, out);
-                }
-            }
-        }
-    }
-    return EDGEC_OK;
+    const int32_t taps = d.kernel_h * d.kernel_w;
+    depthwise_s4_unpack(d.filter, taps, d.input_c, scratch);
+    const edgec_depthwise_conv_desc unpacked = {
+        d.batches,       d.input_h,  d.input_w,  d.input_c, d.output_h, d.output_w,   d.ch_mult,    d.kernel_h,
+        d.kernel_w,      d.stride_h, d.stride_w, d.pad_top, d.pad_left, d.dilation_h, d.dilation_w, d.input_offset,
+        d.output_offset, d.act_min,  d.act_max,  scratch,   d.bias,     d.multiplier, d.shift
+    };
+    return edgec_depthwise_conv_s8_packed(&unpacked, input, output,
+                                          scratch + EDGEC_DEPTHWISE_CONV_S4_FILTER_BYTES(taps, d.input_c));
 }
-#endif /* __ARM_FEATURE_DSP */
-
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-/* Eight channels' packed weights of one tap (c even) as int16 lanes: a gather reads each byte into
- * two lanes (sign-extended: 16 * w_odd + w_even's nibble), shifts leave w_even in the even lanes,
- * w_odd in the odd ones. */
-static inline int16x8_t depthwise_s4_mve_weights(const int8_t *packed, mve_pred16_t p, int full)
-{
-    const uint16x8_t bytes = vshrq_n_u16(vidupq_n_u16(0, 1), 1); /* 0, 0, 1, 1, 2, 2, 3, 3 */
-    const int16x8_t up = vreinterpretq_s16_u16(vcreateq_u16(0x0000000C0000000Cull, 0x0000000C0000000Cull));
-    const int16x8_t down = vreinterpretq_s16_u16(vcreateq_u16(0xFFFCFFF4FFFCFFF4ull, 0xFFFCFFF4FFFCFFF4ull));
-    const int16x8_t raw = full ? vldrbq_gather_offset_s16(packed, bytes) : vldrbq_gather_offset_z_s16(packed, bytes, p);
-    return vshlq_s16(vshlq_s16(raw, up), down);
-}
-
-/* The int16 sums of eight channels (c..c + 7, `p` their lanes; `full`: all eight, no predication)
- * of one pixel over its taps. */
-static inline int16x8_t depthwise_s4_mve_sums(const edgec_depthwise_conv_s4_desc *d, const int8_t *image,
-                                              edgec_tap_range ty, edgec_tap_range tx, int32_t c, mve_pred16_t p,
-                                              int full)
-{
-    const int32_t channels = d->input_c;
-    int16x8_t acc = vdupq_n_s16(0);
-    for (int32_t ky = ty.first; ky < ty.last; ky++) {
-        const int8_t *x =
-            image + ((ty.base + ky * d->dilation_h) * d->input_w + tx.base + tx.first * d->dilation_w) * channels + c;
-        const int8_t *w = d->filter + ((ky * d->kernel_w + tx.first) * channels + c) / 2;
-        for (int32_t kx = tx.first; kx < tx.last; kx++) {
-            const int16x8_t xs = vaddq_n_s16(full ? vldrbq_s16(x) : vldrbq_z_s16(x, p), (int16_t)d->input_offset);
-            acc = vaddq_s16(acc, vmulq_s16(depthwise_s4_mve_weights(w, p, full), xs));
-            x += d->dilation_w * channels;
-            w += channels / 2;
-        }
-    }
-    return acc;
-}
-
-/*
- * Helium: channel multiplier 1, an even input_c, at most 16 taps (else EDGEC_ARG_ERROR). Per
- * output pixel, eight channels at a time: per tap in the input, a widening load of their inputs
- * plus the offset, a gather of their four packed bytes unpacked by two shifts, VMUL and VADD into
- * int16 lanes -- exact: |sum| <= 16 * 8 * 255 < 2^15 --, stored; then up to
- * DEPTHWISE_S4_MVE_CHUNK channels' sums widened back four at a time, with their bias,
- * requantization and output stage read as contiguous vectors.
- */
-#define DEPTHWISE_S4_MVE_CHUNK 64
-edgec_status edgec_depthwise_conv_s4_mve(const edgec_depthwise_conv_s4_desc *desc, const int8_t *input, int8_t *output)
-{
-    if (!depthwise_conv_s4_valid(desc, input, output) || desc->ch_mult != 1 || desc->input_c % 2 != 0 ||
-        desc->kernel_h * desc->kernel_w > 16) {
-        return EDGEC_ARG_ERROR;
-    }
-    const edgec_depthwise_conv_s4_desc d = *desc;
-    const edgec_output_stage stage = edgec_output_stage_make(d.output_offset, d.act_min, d.act_max);
-    const int32_t channels = d.input_c;
-    int16_t sums[DEPTHWISE_S4_MVE_CHUNK];
-    int8_t *out = output;
-    for (int32_t n = 0; n < d.batches; n++) {
-        const int8_t *image = input + n * d.input_h * d.input_w * channels;
-        for (int32_t oy = 0; oy < d.output_h; oy++) {
-            const edgec_tap_range ty = edgec_conv_taps(oy, d.stride_h, d.pad_top, d.dilation_h, d.kernel_h, d.input_h);
-            for (int32_t ox = 0; ox < d.output_w; ox++, out += channels) {
-                const edgec_tap_range tx =
-                    edgec_conv_taps(ox, d.stride_w, d.pad_left, d.dilation_w, d.kernel_w, d.input_w);
-                for (int32_t chunk = 0; chunk < channels; chunk += DEPTHWISE_S4_MVE_CHUNK) {
-                    const int32_t count = EDGEC_MIN(DEPTHWISE_S4_MVE_CHUNK, channels - chunk);
-                    for (int32_t c = 0; c < count; c += 8) {
-                        const mve_pred16_t p = vctp16q((uint32_t)(count - c));
-                        const int16x8_t block = count - c >= 8
-                                                    ? depthwise_s4_mve_sums(&d, image, ty, tx, chunk + c, p, 1)
-                                                    : depthwise_s4_mve_sums(&d, image, ty, tx, chunk + c, p, 0);
-                        vstrhq_p_s16(sums + c, block, p);
-                    }
-                    for (int32_t c = 0; c < count; c += 4) {
-                        const int32_t at = chunk + c;
-                        const mve_pred16_t p = vctp32q((uint32_t)(count - c));
-                        int32x4_t acc = vldrhq_z_s32(sums + c, p);
-                        if (d.bias) {
-                            acc = vaddq_s32(acc, vldrwq_z_s32(d.bias + at, p));
-                        }
-                        acc = edgec_mve_requantize(acc, vldrwq_z_s32(d.multiplier + at, p),
-                                                   vldrwq_z_s32(d.shift + at, p));
-                        vstrbq_p_s32(out + at, edgec_mve_output(acc, stage), p);
-                    }
-                }
-            }
-        }
-    }
-    return EDGEC_OK;
-}
-#endif /* __ARM_FEATURE_MVE */

@@ -476,11 +476,17 @@ edgec_status edgec_log_softmax_s8(const edgec_log_softmax_desc *desc, const int8
 
 /* ---- masked softmax ----------------------------------------------------------------------------- */
 
+/* Whether element `col` of a masked row takes part: its mask byte non-zero (zero with `ignore`), and
+ * its byte of the constant mask `also` non-zero where there is one. */
+static int masked_kept(const uint8_t *mask, int ignore, const uint8_t *also, int32_t col)
+{
+    return ((mask[col] != 0u) != ignore) && (also == NULL || also[col] != 0u);
+}
+
 /* One row of edgec_masked_softmax_s8 (and _input_): softmax_strided_row's arithmetic over the elements
- * whose mask byte is non-zero -- zero with `ignore` -- (the row's maximum among them), every other
- * output -128. */
+ * masked_kept keeps (the row's maximum among them), every other output -128. */
 static void masked_softmax_row(const edgec_softmax_desc *params, const int8_t *input, const uint8_t *mask, int ignore,
-                               int32_t row_size, int8_t *output)
+                               const uint8_t *also, int32_t row_size, int8_t *output)
 {
     int32_t max = -128;
     int32_t sum = 0;
@@ -490,13 +496,13 @@ static void masked_softmax_row(const edgec_softmax_desc *params, const int8_t *i
     int32_t col;
 
     for (col = 0; col < row_size; ++col) {
-        if ((mask[col] != 0u) != ignore) {
+        if (masked_kept(mask, ignore, also, col)) {
             max = EDGEC_MAX(max, (int32_t)input[col]);
         }
     }
     for (col = 0; col < row_size; ++col) {
         const int32_t diff = input[col] - max;
-        if ((mask[col] != 0u) != ignore && diff >= params->diff_min && sum < SOFTMAX_SUM_LIMIT) {
+        if (masked_kept(mask, ignore, also, col) && diff >= params->diff_min && sum < SOFTMAX_SUM_LIMIT) {
             sum += edgec_divide_by_power_of_two(softmax_exp_of_diff(params, diff), SOFTMAX_ACCUM_BITS);
         }
     }
@@ -511,7 +517,7 @@ static void masked_softmax_row(const edgec_softmax_desc *params, const int8_t *i
     exponent = (SOFTMAX_ACCUM_BITS - headroom) + 31 - 8;
     for (col = 0; col < row_size; ++col) {
         const int32_t diff = input[col] - max;
-        if ((mask[col] != 0u) != ignore && diff >= params->diff_min) {
+        if (masked_kept(mask, ignore, also, col) && diff >= params->diff_min) {
             const int32_t prob = softmax_srdhm(reciprocal, softmax_exp_of_diff(params, diff));
             output[col] = edgec_clamp_to_s8(edgec_divide_by_power_of_two(prob, exponent) - 128, -128, 127);
         } else {
@@ -549,7 +555,7 @@ edgec_status edgec_masked_softmax_s8(const edgec_masked_softmax_desc *desc, cons
     }
     for (row = 0; row < desc->rows; ++row) {
         const int32_t offset = row * desc->row_size;
-        masked_softmax_row(&params, input + offset, desc->mask + (row % desc->mask_rows) * desc->row_size, 0,
+        masked_softmax_row(&params, input + offset, desc->mask + (row % desc->mask_rows) * desc->row_size, 0, NULL,
                            desc->row_size, output + offset);
     }
     return EDGEC_OK;
@@ -562,7 +568,8 @@ edgec_status edgec_input_masked_softmax_s8(const edgec_input_masked_softmax_desc
     int32_t row;
 
     if (desc == NULL || input == NULL || mask == NULL || output == NULL || desc->rows_per_mask < 1 ||
-        desc->rows % desc->rows_per_mask != 0 || (desc->ignore != 0 && desc->ignore != 1) ||
+        desc->rows % desc->rows_per_mask != 0 || (desc->ignore != 0 && desc->ignore != 1) || desc->keep_rows < 0 ||
+        (desc->keep_rows > 0 && (desc->keep == NULL || desc->rows % desc->keep_rows != 0)) ||
         !softmax_shape_valid(desc->rows, desc->row_size, 1)) {
         return EDGEC_ARG_ERROR;
     }
@@ -572,8 +579,9 @@ edgec_status edgec_input_masked_softmax_s8(const edgec_input_masked_softmax_desc
     }
     for (row = 0; row < desc->rows; ++row) {
         const int32_t offset = row * desc->row_size;
+        const uint8_t *also = desc->keep_rows > 0 ? desc->keep + (row % desc->keep_rows) * desc->row_size : NULL;
         masked_softmax_row(&params, input + offset,
-                           (const uint8_t *)mask + (row / desc->rows_per_mask) * desc->row_size, desc->ignore,
+                           (const uint8_t *)mask + (row / desc->rows_per_mask) * desc->row_size, desc->ignore, also,
                            desc->row_size, output + offset);
     }
     return EDGEC_OK;

@@ -9,8 +9,8 @@
  * of shifting it down: the DSP path 4096 * w (a nibble moved to the top of a halfword by one
  * shifted AND, two weights per AND), the Helium path 16 * w (a byte's high nibble masked with
  * 0xF0, its low one shifted left by 4). The sums are that multiple of the dot products, exact
- * while they stay within int32 (see each path), then shifted right. The depthwise kernels
- * (edgec_depthwise_conv_s4.c) use edgec_s4_requantize_short and the widening helpers from here.
+ * while they stay within int32 (see each path), then shifted right. (The depthwise kernel unpacks
+ * its filter for the int8 packed one: edgec_depthwise_conv_s4.c.)
  */
 #ifndef EDGEC_S4_H
 #define EDGEC_S4_H
@@ -392,6 +392,31 @@ static inline int8_t edgec_s4_dsp_output(const edgec_s4_rows *a, int32_t c, uint
     return edgec_requantize_s8((int32_t)sum, a->multiplier[c], a->shift[c], a->stage);
 }
 
+#if EDGEC_UNALIGNED_ASM
+/* The run of edgec_s4_dsp_triples / _pairs over `a`'s rows from its first: the widened blocks
+ * [widened, end), outputs at out up to out + rows (whole threes / twos), column b's out_step after. */
+static inline edgec_s4_dsp_run edgec_s4_dsp_run_make(const edgec_s4_rows *a, const int16_t *widened, const int16_t *end,
+                                                     int32_t round_base, int8_t *out, int32_t rows, int32_t out_step)
+{
+    edgec_s4_dsp_run run;
+    run.widened = widened;
+    run.widened_end = end;
+    run.row = a->filter;
+    run.row_bytes = a->count / 2;
+    run.bias = a->bias;
+    run.multiplier = a->multiplier;
+    run.shift = a->shift;
+    run.round_base = round_base;
+    run.act_min = a->stage.lo + a->stage.offset;
+    run.act_max = a->stage.hi + a->stage.offset;
+    run.out = out;
+    run.out_end = out + rows;
+    run.out_step = out_step;
+    run.clamp = edgec_s4_dsp_clamps(&a->stage);
+    return run;
+}
+#endif
+
 /* The dot products of three rows (row_step apart) with the widened blocks, chunk by chunk. */
 static EDGEC_NOINLINE void edgec_s4_dsp_chunks(const int16_t *widened, const int8_t *row, int32_t row_step,
                                                int32_t blocks, uint32_t acc[3])
@@ -422,20 +447,8 @@ static inline void edgec_s4_dsp_rows(const edgec_s4_rows *a, const int16_t *wide
     int32_t o = 0;
 #if EDGEC_UNALIGNED_ASM
     if (one_chunk && !tail && short_requant && a->bias && rows >= 3) {
-        edgec_s4_dsp_run run = { widened,
-                                 widened + 8 * blocks,
-                                 a->filter,
-                                 row_bytes,
-                                 a->bias,
-                                 a->multiplier,
-                                 a->shift,
-                                 round_base,
-                                 a->stage.lo + a->stage.offset,
-                                 a->stage.hi + a->stage.offset,
-                                 out,
-                                 out + rows / 3 * 3,
-                                 0,
-                                 edgec_s4_dsp_clamps(&a->stage) };
+        edgec_s4_dsp_run run =
+            edgec_s4_dsp_run_make(a, widened, widened + 8 * blocks, round_base, out, rows / 3 * 3, 0);
         edgec_s4_dsp_triples(&run);
         o = rows / 3 * 3;
     }
@@ -486,20 +499,8 @@ static inline void edgec_s4_dsp_rows2(const edgec_s4_rows *a, const int8_t *xa, 
 #if EDGEC_UNALIGNED_ASM
     const int32_t blocks = a->count / 8;
     edgec_s4_dsp_widen2(xa, xb, blocks, a->input_offset, widened);
-    edgec_s4_dsp_run run = { widened,
-                             widened + 16 * blocks,
-                             a->filter,
-                             a->count / 2,
-                             a->bias,
-                             a->multiplier,
-                             a->shift,
-                             round_base,
-                             a->stage.lo + a->stage.offset,
-                             a->stage.hi + a->stage.offset,
-                             out_a,
-                             out_a + rows / 2 * 2,
-                             (int32_t)(out_b - out_a),
-                             edgec_s4_dsp_clamps(&a->stage) };
+    edgec_s4_dsp_run run = edgec_s4_dsp_run_make(a, widened, widened + 16 * blocks, round_base, out_a, rows / 2 * 2,
+                                                 (int32_t)(out_b - out_a));
     edgec_s4_dsp_pairs(&run);
     if (rows % 2 != 0) {
         const int32_t r = rows - 1;
@@ -610,80 +611,217 @@ static inline void edgec_s4_mve_rows(const edgec_s4_rows *a, const int8_t *colum
     }
 }
 
-/* One block of 32 inputs of two columns (ea, oa; eb, ob) against the 16 packed bytes w of a row,
- * into sa and sb: the unpacked weights serve both columns. */
-#define EDGEC_S4_MVE_ROW2(sa, sb, w)                               \
-    do {                                                           \
-        const int8x16_t lo_ = vshlq_n_s8((w), 4);                  \
-        const int8x16_t hi_ = vandq_s8((w), mask);                 \
-        (sa) = vmladavaq_s8(vmladavaq_s8((sa), lo_, ea), hi_, oa); \
-        (sb) = vmladavaq_s8(vmladavaq_s8((sb), lo_, eb), hi_, ob); \
-    } while (0)
-
-/* Four lanes from four sums. */
-static inline int32x4_t edgec_s4_mve_lanes(int32_t s0, int32_t s1, int32_t s2, int32_t s3)
+/*
+ * Two columns' blocks of 32 inputs interleaved for edgec_s4_mve_dot4x2: per block, column a's 16
+ * even inputs, its 16 odd, then column b's (64 bytes). `padded`: both columns readable up to
+ * EDGEC_S4_MVE_COLUMN_BYTES(count) (a partial last block read whole; the bytes past count meet
+ * only zero weights, edgec_s4_mve_dot4x2 loading the rows' last bytes predicated); else it is
+ * copied, zero-padded.
+ */
+static inline void edgec_s4_mve_deinterleave2(const int8_t *xa, const int8_t *xb, int32_t count, int padded,
+                                              int8_t *columns)
 {
-    int32x4_t v = vdupq_n_s32(s0);
-    v = vsetq_lane_s32(s1, v, 1);
-    v = vsetq_lane_s32(s2, v, 2);
-    return vsetq_lane_s32(s3, v, 3);
+    for (int32_t k = 0; k < count; k += 32, columns += 64) {
+        if (padded || k + 32 <= count) {
+            const int8x16x2_t a = vld2q_s8(xa + k);
+            const int8x16x2_t b = vld2q_s8(xb + k);
+            vstrbq_s8(columns, a.val[0]);
+            vstrbq_s8(columns + 16, a.val[1]);
+            vstrbq_s8(columns + 32, b.val[0]);
+            vstrbq_s8(columns + 48, b.val[1]);
+        } else {
+            edgec_s4_mve_deinterleave(xa + k, count - k, columns);
+            edgec_s4_mve_deinterleave(xb + k, count - k, columns + 32);
+        }
+    }
+}
+
+/* What edgec_s4_mve_dot4x2 reads, by offset (a naked function takes no operands). */
+typedef struct {
+    const int8_t *columns; /*  0: edgec_s4_mve_deinterleave2's blocks */
+    const int8_t *w[4];    /*  4: the first group's four rows (advanced) */
+    int32_t skip;          /* 20: from a row's end of whole blocks to its next group's start */
+    int32_t blocks;        /* 24: whole blocks of 16 packed bytes a row */
+    int32_t tail;          /* 28: packed bytes past them, 0..15 */
+    int32_t *sums_end;     /* 32: past the last group's sums */
+    int32_t *sums;         /* 36: per group rows 0..3 against column a, then b: 8 words (advanced) */
+} edgec_s4_mve_dot_run;
+
+typedef char edgec_s4_mve_dot_run_layout[offsetof(edgec_s4_mve_dot_run, skip) == 20 &&
+                                                 offsetof(edgec_s4_mve_dot_run, sums_end) == 32 &&
+                                                 offsetof(edgec_s4_mve_dot_run, sums) == 36
+                                             ? 1
+                                             : -1];
+
+/* One row (the packed bytes in q4) against the block's columns (a: q0 even, q1 odd; b: q2, q3),
+ * into sa and sb: VSHL #4 leaves 16 * the even weights, VAND 0xF0 (q7) 16 * the odd ones. */
+#define EDGEC_S4_MVE_UNPACK_MAC(sa, sb, mac)                                                                       \
+    "vshl.i8 q5, q4, #4\n\tvand q6, q4, q7\n\t" mac " " sa ", q5, q0\n\tvmladava.s8 " sa ", q6, q1\n\t" mac " " sb \
+    ", q5, q2\n\tvmladava.s8 " sb ", q6, q3\n\t"
+#define EDGEC_S4_MVE_COLUMNS \
+    "vldrb.u8 q0, [r1], #16\n\tvldrb.u8 q1, [r1], #16\n\tvldrb.u8 q2, [r1], #16\n\tvldrb.u8 q3, [r1], #16\n\t"
+/* The four rows; mac: VMLADAVA, or VMLADAV (no accumulation) in a first block, which so sets the sums. */
+#define EDGEC_S4_MVE_ROWS(load, mac)                                                                         \
+    load("r3") EDGEC_S4_MVE_UNPACK_MAC("r0", "r8", mac) load("r5") EDGEC_S4_MVE_UNPACK_MAC("r2", "r10", mac) \
+        load("r7") EDGEC_S4_MVE_UNPACK_MAC("r4", "r12", mac) load("r9") EDGEC_S4_MVE_UNPACK_MAC("r6", "lr", mac)
+#define EDGEC_S4_MVE_LOAD(w) "vldrb.u8 q4, [" w "], #16\n\t"
+#define EDGEC_S4_MVE_LOAD_TAIL(w) "vpst\n\tvldrbt.u8 q4, [" w "]\n\t" /* the first `tail` bytes, zeros after */
+
+/* A group's whole blocks (r11: the run on entry, then the count): the first one sets the sums
+ * (VMLADAV), the others add; `none`: the test for no whole block, whose sums start at 0 (label 5;
+ * only a row with a partial block can have none). */
+#define EDGEC_S4_MVE_BLOCKS(none)                                                                   \
+    "ldr r1, [r11]\n\tldr r11, [r11, #24]\n\t" none EDGEC_S4_MVE_COLUMNS EDGEC_S4_MVE_ROWS(         \
+        EDGEC_S4_MVE_LOAD, "vmladav.s8") "subs r11, r11, #1\n\tbeq 3f\n2:\n\t" EDGEC_S4_MVE_COLUMNS \
+    EDGEC_S4_MVE_ROWS(EDGEC_S4_MVE_LOAD, "vmladava.s8") "subs r11, r11, #1\n\tbne 2b\n3:\n\t"
+/* A row's last partial block: its `tail` bytes loaded predicated (VCTP), zeros after. */
+#define EDGEC_S4_MVE_TAIL                                                                                 \
+    "ldr r11, [sp, #64]\n\tldr r11, [r11, #28]\n\tvctp.8 r11\n\t" EDGEC_S4_MVE_COLUMNS EDGEC_S4_MVE_ROWS( \
+        EDGEC_S4_MVE_LOAD_TAIL, "vmladava.s8")
+/* The group's sums stored, the rows moved on to the next group; r11 the run again. */
+#define EDGEC_S4_MVE_GROUP_END                                                                                  \
+    "ldr r11, [sp, #64]\n\tldr r1, [r11, #36]\n\tstm r1!, {r0, r2, r4, r6, r8, r10, r12, lr}\n\tstr r1, [r11, " \
+    "#36]\n\t"                                                                                                  \
+    "ldr r0, [r11, #20]\n\tadd r3, r3, r0\n\tadd r5, r5, r0\n\tadd r7, r7, r0\n\tadd r9, r9, r0\n\t"            \
+    "ldr r0, [r11, #32]\n\tcmp r1, r0\n\tbne 1b\n\t"
+#define EDGEC_S4_MVE_ZERO                                                                                              \
+    "movs r0, #0\n\tmovs r2, #0\n\tmovs r4, #0\n\tmovs r6, #0\n\tmov r8, #0\n\tmov r10, #0\n\tmov r12, #0\n\tmov lr, " \
+    "#0\n\t"
+#define EDGEC_S4_MVE_DOT4X2(none, tail)                                                                                \
+    __asm__ volatile(".syntax unified\n\tpush {r0, r4-r11, lr}\n\tvpush {d8-d15}\n\tadd r1, r0, #4\n\t"                \
+                     "ldm r1, {r3, r5, r7, r9}\n\tvmov.i8 q7, #0xf0\n\tmov r11, r0\n1:\n\t" EDGEC_S4_MVE_BLOCKS(none)  \
+                         tail EDGEC_S4_MVE_GROUP_END "vpop {d8-d15}\n\tpop {r0, r4-r11, pc}\n5:\n\t" EDGEC_S4_MVE_ZERO \
+                                                     "b 3b\n\t")
+
+/*
+ * 16 * the dot products of four rows (w[0..3], r3/r5/r7/r9) with two columns, for each group of
+ * four rows until sums_end: per block of 32 inputs the four column vectors, then per row a load,
+ * VSHL, VAND and four VMLADAVA (34 instructions per 256 MACs); _tail: then a row's last partial
+ * block, its bytes loaded predicated (the weights past it zero, whatever the columns hold there).
+ * VMLADAVA accumulates into even registers only: the eight sums live in r0, r2, ..., r12, lr and
+ * are stored in that order, the pointers and the count in odd ones. Naked functions: all 14
+ * registers are theirs at every optimisation level (q4-q7 saved: callee-saved by the AAPCS). Sums
+ * stay exact in int32: |16 * w x| <= 16 * 8 * 128 per input, over at most
+ * EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT inputs.
+ */
+static __attribute__((naked, noinline, unused)) void edgec_s4_mve_dot4x2(edgec_s4_mve_dot_run *run
+                                                                         __attribute__((unused)))
+{
+    EDGEC_S4_MVE_DOT4X2("", "");
+}
+
+static __attribute__((naked, noinline, unused)) void edgec_s4_mve_dot4x2_tail(edgec_s4_mve_dot_run *run
+                                                                              __attribute__((unused)))
+{
+    EDGEC_S4_MVE_DOT4X2("cmp r11, #0\n\tbeq 5f\n\t", EDGEC_S4_MVE_TAIL);
+}
+#undef EDGEC_S4_MVE_BLOCKS
+#undef EDGEC_S4_MVE_TAIL
+#undef EDGEC_S4_MVE_GROUP_END
+#undef EDGEC_S4_MVE_ZERO
+#undef EDGEC_S4_MVE_DOT4X2
+#undef EDGEC_S4_MVE_UNPACK_MAC
+#undef EDGEC_S4_MVE_COLUMNS
+#undef EDGEC_S4_MVE_ROWS
+#undef EDGEC_S4_MVE_LOAD
+#undef EDGEC_S4_MVE_LOAD_TAIL
+
+/* Groups of four rows per edgec_s4_mve_dot4x2 call: their sums wait on the stack (512 bytes). */
+#define EDGEC_S4_MVE_GROUPS 16
+
+/* edgec_mve_requantize for shifts that are all negative: no left shift, and the rounding fixup's
+ * AND with the shift keeps just the sign bit. */
+static inline int32x4_t edgec_s4_mve_requantize_right(int32x4_t x, int32x4_t multiplier, int32x4_t shift)
+{
+    const int32x4_t high = vqrdmulhq_s32(x, multiplier);
+    return vrshlq_s32(vqaddq_s32(high, vshrq_n_s32(high, 31)), shift);
+}
+
+/* Row o's four outputs of both columns from their sums (16 * the dot products, a's then b's). */
+#define EDGEC_S4_MVE_OUTPUT2(load, store, requantize)                                                     \
+    do {                                                                                                  \
+        const int32x4_t bias = load(a->bias + o);                                                         \
+        const int32x4_t m = load(a->multiplier + o);                                                      \
+        const int32x4_t shift = load(a->shift + o);                                                       \
+        const int32x4_t ya = requantize(vaddq_s32(vshrq_n_s32(vldrwq_s32(sums), 4), bias), m, shift);     \
+        const int32x4_t yb = requantize(vaddq_s32(vshrq_n_s32(vldrwq_s32(sums + 4), 4), bias), m, shift); \
+        store(out_a + o, edgec_mve_output(ya, a->stage));                                                 \
+        store(out_b + o, edgec_mve_output(yb, a->stage));                                                 \
+    } while (0)
+#define EDGEC_S4_MVE_LOAD_LANES(at) vldrwq_z_s32((at), lanes)
+#define EDGEC_S4_MVE_STORE_LANES(at, v) vstrbq_p_s32((at), (v), lanes)
+
+/* Rows first .. first + 4 * count - 1's outputs from their sums; with fewer than four rows in all,
+ * rows 0 .. rows - 1 (right: every shift negative). */
+static inline void edgec_s4_mve_outputs2(const edgec_s4_rows *a, const int32_t *sums, int32_t first, int32_t count,
+                                         int32_t rows, int right, int8_t *out_a, int8_t *out_b)
+{
+    if (rows < 4) {
+        const int32_t o = 0;
+        const mve_pred16_t lanes = vctp32q((uint32_t)rows);
+        EDGEC_S4_MVE_OUTPUT2(EDGEC_S4_MVE_LOAD_LANES, EDGEC_S4_MVE_STORE_LANES, edgec_mve_requantize);
+        return;
+    }
+    const int32_t end = first + 4 * count;
+    if (right) {
+        for (int32_t o = first; o < end; o += 4, sums += 8) {
+            EDGEC_S4_MVE_OUTPUT2(vldrwq_s32, vstrbq_s32, edgec_s4_mve_requantize_right);
+        }
+    } else {
+        for (int32_t o = first; o < end; o += 4, sums += 8) {
+            EDGEC_S4_MVE_OUTPUT2(vldrwq_s32, vstrbq_s32, edgec_mve_requantize);
+        }
+    }
+}
+#undef EDGEC_S4_MVE_OUTPUT2
+#undef EDGEC_S4_MVE_LOAD_LANES
+#undef EDGEC_S4_MVE_STORE_LANES
+
+/* 1 when every one of the `count` shifts is negative (edgec_s4_mve_requantize_right). */
+static inline int edgec_s4_mve_right_shifts(const int32_t *shift, int32_t count)
+{
+    for (int32_t i = 0; i < count; i++) {
+        if (shift[i] >= 0) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /*
- * edgec_s4_mve_rows for two columns at once (column_a, column_b: deinterleaved), into out_a and
- * out_b: each row's 16 packed bytes of a block are loaded and unpacked once for both, and the
- * requantization constants loaded once for both.
+ * edgec_s4_mve_rows for two columns at once (`columns`: edgec_s4_mve_deinterleave2's), into out_a
+ * and out_b (right: edgec_s4_mve_right_shifts of every row), by edgec_s4_mve_dot4x2: each row's packed bytes are loaded and unpacked once for both
+ * columns. Groups of four rows; a last partial group is the last four rows (the ones before it
+ * recomputed, the same bytes stored again), or, with fewer than four rows in all, row 0 .. rows - 1
+ * with the last one repeated.
  */
-static inline void edgec_s4_mve_rows2(const edgec_s4_rows *a, const int8_t *column_a, const int8_t *column_b,
-                                      int32_t rows, int8_t *out_a, int8_t *out_b)
+static inline void edgec_s4_mve_rows2(const edgec_s4_rows *a, const int8_t *columns, int32_t rows, int right,
+                                      int8_t *out_a, int8_t *out_b)
 {
     const int32_t row_bytes = a->count / 2;
-    const int8x16_t mask = vdupq_n_s8((int8_t)0xF0);
-    for (int32_t o = 0; o < rows; o += 4) {
-        const int32_t valid = rows - o;
-        const int8_t *w0 = a->filter + o * row_bytes;
-        const int8_t *w1 = valid > 1 ? w0 + row_bytes : w0;
-        const int8_t *w2 = valid > 2 ? w0 + 2 * row_bytes : w0;
-        const int8_t *w3 = valid > 3 ? w0 + 3 * row_bytes : w0;
-        const int8_t *ca = column_a;
-        const int8_t *cb = column_b;
-        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
-        for (int32_t n = row_bytes / 16; n > 0; n--) {
-            const int8x16_t ea = vldrbq_s8(ca), oa = vldrbq_s8(ca + 16);
-            const int8x16_t eb = vldrbq_s8(cb), ob = vldrbq_s8(cb + 16);
-            ca += 32;
-            cb += 32;
-            EDGEC_S4_MVE_ROW2(a0, b0, vldrbq_s8(w0));
-            EDGEC_S4_MVE_ROW2(a1, b1, vldrbq_s8(w1));
-            EDGEC_S4_MVE_ROW2(a2, b2, vldrbq_s8(w2));
-            EDGEC_S4_MVE_ROW2(a3, b3, vldrbq_s8(w3));
-            w0 += 16;
-            w1 += 16;
-            w2 += 16;
-            w3 += 16;
+    int32_t sums[8 * EDGEC_S4_MVE_GROUPS];
+    edgec_s4_mve_dot_run run;
+    run.columns = columns;
+    run.blocks = row_bytes / 16;
+    run.tail = row_bytes % 16;
+    run.skip = 4 * row_bytes - 16 * run.blocks;
+    for (int32_t o = 0; o < rows;) {
+        const int32_t first = rows - o < 4 ? EDGEC_MAX(rows - 4, 0) : o;
+        const int32_t count = EDGEC_MIN(EDGEC_S4_MVE_GROUPS, EDGEC_MAX((rows - first) / 4, 1));
+        for (int32_t i = 0; i < 4; i++) {
+            run.w[i] = a->filter + (first + EDGEC_MIN(i, rows - 1)) * row_bytes;
         }
-        if (row_bytes % 16 != 0) {
-            const mve_pred16_t p = vctp8q((uint32_t)(row_bytes % 16));
-            const int8x16_t ea = vldrbq_s8(ca), oa = vldrbq_s8(ca + 16);
-            const int8x16_t eb = vldrbq_s8(cb), ob = vldrbq_s8(cb + 16);
-            EDGEC_S4_MVE_ROW2(a0, b0, vldrbq_z_s8(w0, p));
-            EDGEC_S4_MVE_ROW2(a1, b1, vldrbq_z_s8(w1, p));
-            EDGEC_S4_MVE_ROW2(a2, b2, vldrbq_z_s8(w2, p));
-            EDGEC_S4_MVE_ROW2(a3, b3, vldrbq_z_s8(w3, p));
+        run.sums = sums;
+        run.sums_end = sums + 8 * count;
+        if (run.tail != 0) {
+            edgec_s4_mve_dot4x2_tail(&run);
+        } else {
+            edgec_s4_mve_dot4x2(&run);
         }
-        const mve_pred16_t lanes = vctp32q((uint32_t)valid);
-        const int32x4_t bias = vldrwq_z_s32(a->bias + o, lanes);
-        const int32x4_t m = vldrwq_z_s32(a->multiplier + o, lanes);
-        const int32x4_t shift = vldrwq_z_s32(a->shift + o, lanes);
-        const int32x4_t ya =
-            edgec_mve_requantize(vaddq_s32(vshrq_n_s32(edgec_s4_mve_lanes(a0, a1, a2, a3), 4), bias), m, shift);
-        const int32x4_t yb =
-            edgec_mve_requantize(vaddq_s32(vshrq_n_s32(edgec_s4_mve_lanes(b0, b1, b2, b3), 4), bias), m, shift);
-        vstrbq_p_s32(out_a + o, edgec_mve_output(ya, a->stage), lanes);
-        vstrbq_p_s32(out_b + o, edgec_mve_output(yb, a->stage), lanes);
+        edgec_s4_mve_outputs2(a, sums, first, count, rows, right, out_a, out_b);
+        o = first + 4 * count;
     }
 }
-#undef EDGEC_S4_MVE_ROW2
 
 #endif /* __ARM_FEATURE_MVE */
 

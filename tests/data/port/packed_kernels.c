@@ -15,7 +15,9 @@
 #include "semihost.h"
 
 enum { KIND_CONV = 1, KIND_FC = 2, KIND_ADD = 3, KIND_DEPTHWISE = 5, KIND_AVGPOOL = 6, KIND_MAXPOOL = 7 };
-enum { ISA_DSP = 1, ISA_MVE = 2, ISA_DSP_WIDE = 3 }; /* DSP_WIDE: conv and fc, the int16 filter */
+/* DSP_WIDE: conv and fc, the int16 filter; DSP_WIDE_1X1X8: conv, the same layout, run by
+ * edgec_conv_s8_dsp_wide_1x1x8 */
+enum { ISA_DSP = 1, ISA_MVE = 2, ISA_DSP_WIDE = 3, ISA_DSP_WIDE_1X1X8 = 4 };
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
 /* Header words. conv: edgec_conv_desc's int32 fields (20), then in_place, input_at, output_at:
@@ -67,6 +69,7 @@ static int32_t run_conv(const int32_t *h, payload_cursor *cursor, int8_t *block,
     edgec_conv_desc desc;
     memcpy(&desc, f, offsetof(edgec_conv_desc, filter));
     const int32_t isa = h[H_ISA];
+    const int wide = isa == ISA_DSP_WIDE || isa == ISA_DSP_WIDE_1X1X8;
     const int32_t c_out = desc.output_c;
     const int32_t blocking = isa == ISA_MVE ? 4 : 2; /* channels per micro-kernel block */
     const int32_t rows = (c_out + blocking - 1) / blocking * blocking;
@@ -77,10 +80,10 @@ static int32_t run_conv(const int32_t *h, payload_cursor *cursor, int8_t *block,
     const int32_t k = padded ? 48 : desc.kernel_h * run_len;
     const int32_t input_bytes = desc.batches * desc.input_h * desc.input_w * desc.input_c;
     const int8_t *input = take(cursor, input_bytes);
-    const int32_t tap_bytes = isa == ISA_DSP_WIDE ? 2 : 1;
+    const int32_t tap_bytes = wide ? 2 : 1;
     desc.filter = take(cursor, tap_bytes * rows * ((k + group - 1) / group * group));
     /* the folded bias, or (DSP_WIDE) the channel table: 8 words per channel pair */
-    desc.bias = (const int32_t *)(void *)take(cursor, (isa == ISA_DSP_WIDE ? 16 : 4) * rows);
+    desc.bias = (const int32_t *)(void *)take(cursor, (wide ? 16 : 4) * rows);
     desc.multiplier = (const int32_t *)(void *)take(cursor, 4 * c_out);
     desc.shift = (const int32_t *)(void *)take(cursor, 4 * c_out);
     int8_t *output = block;
@@ -93,14 +96,15 @@ static int32_t run_conv(const int32_t *h, payload_cursor *cursor, int8_t *block,
     if (isa == ISA_DSP) {
         return edgec_conv_s8_dsp(&desc, input, output, scratch);
     }
-    if (isa == ISA_DSP_WIDE) {
-        edgec_conv_dsp_wide_desc wide;
-        memcpy(&wide, &desc, offsetof(edgec_conv_dsp_wide_desc, wide_filter));
-        wide.wide_filter = (const int16_t *)(const void *)desc.filter;
-        wide.channel_table = desc.bias;
-        wide.multiplier = desc.multiplier;
-        wide.shift = desc.shift;
-        return edgec_conv_s8_dsp_wide(&wide, input, output, scratch);
+    if (wide) {
+        edgec_conv_dsp_wide_desc wide_desc;
+        memcpy(&wide_desc, &desc, offsetof(edgec_conv_dsp_wide_desc, wide_filter));
+        wide_desc.wide_filter = (const int16_t *)(const void *)desc.filter;
+        wide_desc.channel_table = desc.bias;
+        wide_desc.multiplier = desc.multiplier;
+        wide_desc.shift = desc.shift;
+        return isa == ISA_DSP_WIDE ? edgec_conv_s8_dsp_wide(&wide_desc, input, output, scratch)
+                                   : edgec_conv_s8_dsp_wide_1x1x8(&wide_desc, input, output, scratch);
     }
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)

@@ -1,9 +1,10 @@
 /*
  * Runs the int4-weight kernels' DSP and Helium paths (edgec_fully_connected_s4_dsp/_mve,
- * edgec_conv_s4_dsp/_mve, edgec_depthwise_conv_s4_dsp/_mve) and their portable forms on cases written by tests/test_kernels_s4_arm.py.
+ * edgec_conv_s4_dsp/_mve, edgec_depthwise_conv_s4_packed) and their portable forms on cases written by
+ * tests/test_kernels_s4_arm.py.
  *
  * cases.bin holds records, each a header of HEADER_WORDS little-endian int32 (kind, path, payload
- * bytes, output bytes, scratch bytes, has_bias, filter bytes, channels, then the descriptor's
+ * bytes, output bytes, scratch bytes, bias entries (0: none), filter bytes, channels, then the descriptor's
  * integer fields in order) and a payload: the packed filter, the bias (if any), the multipliers,
  * the shifts, then the input, each padded to 4 bytes. For every record the program writes to
  * results.bin: int32 status, int32 guards_intact (after the output and after the scratch), then the
@@ -21,7 +22,7 @@ enum {
     H_PAYLOAD,
     H_OUTPUT,
     H_SCRATCH,
-    H_HAS_BIAS,
+    H_BIAS_WORDS,
     H_FILTER,
     H_CHANNELS,
     H_DESC,
@@ -48,9 +49,9 @@ static const int8_t *arrays(const int32_t *h, const int8_t *at, const int8_t **f
     *filter = at;
     at += align4(h[H_FILTER]);
     *bias = NULL;
-    if (h[H_HAS_BIAS]) {
+    if (h[H_BIAS_WORDS] > 0) {
         *bias = (const int32_t *)(const void *)at;
-        at += 4 * h[H_CHANNELS];
+        at += 4 * h[H_BIAS_WORDS];
     }
     *multiplier = (const int32_t *)(const void *)at;
     at += 4 * h[H_CHANNELS];
@@ -91,16 +92,8 @@ static edgec_status run_depthwise(const int32_t *h, const int8_t *payload, int8_
     edgec_depthwise_conv_s4_desc d;
     memcpy(&d, &h[H_DESC], 19 * sizeof(int32_t));
     const int8_t *input = arrays(h, payload, &d.filter, &d.bias, &d.multiplier, &d.shift);
-    (void)scratch;
-    switch (h[H_PATH]) {
-#if defined(__ARM_FEATURE_DSP)
-        case PATH_DSP: return edgec_depthwise_conv_s4_dsp(&d, input, output);
-#endif
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-        case PATH_MVE: return edgec_depthwise_conv_s4_mve(&d, input, output);
-#endif
-        default: return edgec_depthwise_conv_s4(&d, input, output);
-    }
+    return h[H_PATH] == PATH_PORTABLE ? edgec_depthwise_conv_s4(&d, input, output)
+                                      : edgec_depthwise_conv_s4_packed(&d, input, output, (int8_t *)scratch);
 }
 
 /* One record: 1 done, 0 end of file, -1 error. */

@@ -1,0 +1,442 @@
+/*
+ * edgec_depthwise_conv_s8_packed's groups on cores with Helium (MVE): an entry is a pixel's four
+ * int8 channels, a tap one VLDRB.S32 with the lanes as channels. Golden kernel:
+ * edgec.ops.depthwise.depthwise_conv2d_s8; the driver (edgec_depthwise_conv_s8_packed.c) describes
+ * the row cache.
+ */
+#include "edgec_nn.h"
+
+/* Some assembly routines below are one asm statement longer than the 4095 characters C99 promises
+ * a string literal; the assembler takes any length, GCC does not count asm strings, and clang's
+ * -pedantic does. */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Woverlength-strings"
+#endif
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+
+#define EDGEC_DEPTHWISE_PACKED_GROUP_CODE
+#include "edgec_depthwise_conv_s8_packed.h"
+
+static void group_make(packed_group *g)
+{
+    const packed_layer *layer = g->layer;
+    int32_t mult[4] = { 1 << 30, 1 << 30, 1 << 30, 1 << 30 }; /* unused lanes: any valid pair */
+    int32_t shift[4] = { 0, 0, 0, 0 };
+    memcpy(mult, layer->quant->multiplier + g->first, 4 * (size_t)g->count);
+    memcpy(shift, layer->quant->shift + g->first, 4 * (size_t)g->count);
+    const int32x4_t zero = vdupq_n_s32(0);
+    g->multiplier = vldrwq_s32(mult);
+    g->shift = vldrwq_s32(shift);
+    g->left = vmaxq_s32(g->shift, zero);
+    g->minus_right = vminq_s32(g->shift, zero);
+    g->lo = vdupq_n_s32(layer->stage.lo);
+    g->hi = vdupq_n_s32(layer->stage.hi);
+    g->bias = vldrwq_s32(layer->bias + g->first);
+    g->right_shifts_only = shift[0] <= 0 && shift[1] <= 0 && shift[2] <= 0 && shift[3] <= 0;
+    g->strict_right_shifts = shift[0] < 0 && shift[1] < 0 && shift[2] < 0 && shift[3] < 0;
+}
+
+static inline void group_store(const packed_group *g, int32x4_t acc, int8_t *out)
+{
+    const int32x4_t y = edgec_mve_output(edgec_mve_requantize(acc, g->multiplier, g->shift), g->layer->stage);
+    if (g->count == GROUP) {
+        vstrbq_s32(out, y);
+    } else {
+        vstrbq_p_s32(out, y, vctp32q((uint32_t)g->count));
+    }
+}
+
+/* The output pixel whose window starts at cached column `at`, filter row ky in slot slots[ky]. */
+static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at, int8_t *out)
+{
+    const packed_layer *layer = g->layer;
+    const int8_t *w = g->taps;
+    int32x4_t acc = g->bias;
+    for (int32_t ky = 0; ky < layer->k_h; ky++) {
+        const int8_t *x = layer->cache + at * layer->column_bytes + 4 * slots[ky];
+        for (int32_t kx = 0; kx < layer->k_w; kx++, w += 4, x += layer->dilation_w * layer->column_bytes) {
+            acc = vaddq_s32(acc, vmulq_s32(vldrbq_s32(x), vldrbq_s32(w)));
+        }
+    }
+    group_store(g, acc, out);
+}
+
+/* The assembly needs registers that an unoptimised build keeps for its frame. */
+#if defined(__OPTIMIZE__)
+/*
+ * The rows of a full group in assembly: GCC spills the output stage's constants and reloads them
+ * per pixel (each store may alias them). A tap is VLDRB.S32 of the entry and the weights, VMUL
+ * and VADD; the output stage is edgec_mve_requantize then edgec_mve_output, step for step, with
+ * the constants held in registers, read through one pointer to the group's multiplier .. bias
+ * (layout checked below). VLDRB.S32 and VSTRB.32 address through low registers only ("l").
+ */
+#define MVE_TAP(t)                                                       \
+    "vldrb.s32 q1, [%[x], #" #t "]\n\tvldrb.s32 q2, [%[w], #" #t "]\n\t" \
+    "vmul.i32 q1, q1, q2\n\tvadd.i32 q0, q0, q1\n\t"
+typedef char mve_group_layout[offsetof(packed_group, left) - offsetof(packed_group, multiplier) == 16 &&
+                                      offsetof(packed_group, bias) - offsetof(packed_group, multiplier) == 80
+                                  ? 1
+                                  : -1];
+
+/* one pixel's sums in q0: the bias (80 bytes after the multiplier), then the nine taps */
+#define MVE_PIXEL                                                                                                    \
+    "vldrw.u32 q0, [%[k], #80]\n\t" MVE_TAP(0) MVE_TAP(4) MVE_TAP(8) MVE_TAP(12) MVE_TAP(16) MVE_TAP(20) MVE_TAP(24) \
+        MVE_TAP(28) MVE_TAP(32)
+#define MVE_TAP_PAIR(t)                                                               \
+    "vldrb.s32 q3, [%[w], #" #t "]\n\t"                                               \
+    "vldrb.s32 q2, [%[x], #" #t "]\n\tvmul.i32 q2, q2, q3\n\tvadd.i32 q0, q0, q2\n\t" \
+    "vldrb.s32 q2, [%[x2], #" #t "]\n\tvmul.i32 q2, q2, q3\n\tvadd.i32 q1, q1, q2\n\t"
+/* requantize q (multiplier q4, minus right shift q5; no left shift), clamp to q6..q7, offset */
+#define MVE_RIGHT_SHIFT_OUTPUT(q)                                                               \
+    "vqrdmulh.s32 " q ", " q ", q4\n\tvand q2, " q ", q5\n\tvshr.s32 q2, q2, #31\n\t"           \
+    "vqadd.s32 " q ", " q ", q2\n\tvrshl.s32 " q ", " q ", q5\n\tvmax.s32 " q ", " q ", q6\n\t" \
+    "vmin.s32 " q ", " q ", q7\n\tvadd.i32 " q ", " q ", %[offset]\n\t"
+
+/* n >= 1 pixels, one at a time. */
+static EDGEC_NOINLINE void mve_pixels_3x3(const int32x4_t *constants, const int8_t *x, const int8_t *w, int32_t n,
+                                          int32_t step, int8_t *out, int32_t out_step, int32_t offset)
+{
+    __asm__ volatile(
+        "vldrw.u32 q4, [%[k]]\n\t"
+        "vldrw.u32 q3, [%[k], #16]\n\t"
+        "vldrw.u32 q5, [%[k], #32]\n\t"
+        "vldrw.u32 q6, [%[k], #48]\n\t"
+        "vldrw.u32 q7, [%[k], #64]\n\t"
+        "dls lr, %[n]\n"
+        "1:\n\t" MVE_PIXEL "vqshl.s32 q0, q0, q3\n\t" /* the saturating left shift (q3), then as without one */
+        MVE_RIGHT_SHIFT_OUTPUT("q0") "vstrb.32 q0, [%[out]]\n\t"
+                                     "add %[x], %[x], %[step]\n\t"
+                                     "add %[out], %[out], %[out_step]\n\t"
+                                     "le lr, 1b"
+        : [x] "+l"(x), [out] "+l"(out)
+        : [w] "l"(w), [k] "r"(constants), [n] "r"(n), [step] "r"(step), [out_step] "r"(out_step), [offset] "r"(offset)
+        : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory");
+}
+
+/* The output stage of MVE_RIGHT_SHIFT_OUTPUT on the pixel pair q0/q1 with each constant loaded
+ * from the group where it is first needed (into q2/q3: no callee-saved register to save per row,
+ * and each load issues between two vector operations of another kind), each pixel stored as
+ * soon as it is done. */
+#define MVE_RIGHT_SHIFT_OUTPUT_PAIR                                                               \
+    "vldrw.u32 q2, [%[k]]\n\tvqrdmulh.s32 q0, q0, q2\n\tvqrdmulh.s32 q1, q1, q2\n\t"              \
+    "vldrw.u32 q3, [%[k], #32]\n\tvand q2, q0, q3\n\tvshr.s32 q2, q2, #31\n\t"                    \
+    "vqadd.s32 q0, q0, q2\n\tvand q2, q1, q3\n\tvshr.s32 q2, q2, #31\n\tvqadd.s32 q1, q1, q2\n\t" \
+    "vrshl.s32 q0, q0, q3\n\tvrshl.s32 q1, q1, q3\n\tvldrw.u32 q2, [%[k], #48]\n\t"               \
+    "vmax.s32 q0, q0, q2\n\tvmax.s32 q1, q1, q2\n\tvldrw.u32 q3, [%[k], #64]\n\t"                 \
+    "vmin.s32 q0, q0, q3\n\tvmin.s32 q1, q1, q3\n\tvadd.i32 q0, q0, %[offset]\n\t"                \
+    "vstrb.32 q0, [%[out]]\n\tvadd.i32 q1, q1, %[offset]\n\tvstrb.32 q1, [%[out2]]\n\t"
+/* the same on the lone pixel q0 */
+#define MVE_RIGHT_SHIFT_OUTPUT_ONE                                                                \
+    "vldrw.u32 q2, [%[k]]\n\tvqrdmulh.s32 q0, q0, q2\n\tvldrw.u32 q3, [%[k], #32]\n\t"            \
+    "vand q2, q0, q3\n\tvshr.s32 q2, q2, #31\n\tvqadd.s32 q0, q0, q2\n\tvrshl.s32 q0, q0, q3\n\t" \
+    "vldrw.u32 q2, [%[k], #48]\n\tvmax.s32 q0, q0, q2\n\tvldrw.u32 q3, [%[k], #64]\n\t"           \
+    "vmin.s32 q0, q0, q3\n\tvadd.i32 q0, q0, %[offset]\n\tvstrb.32 q0, [%[out]]\n\t"
+
+/* What mve_pixel_pairs_3x3 reads: fixed for a group but for the row's phase and output. */
+typedef struct {
+    const int32x4_t *constants; /* the group's multiplier .. bias (mve_group_layout) */
+    const int8_t *x;            /* the row's first window in the cache */
+    const int8_t *w;            /* the phase's taps */
+    int8_t *out;
+    int32_t step; /* cache bytes from one window to the next */
+    int32_t out_step;
+    int32_t pairs; /* >= 0 */
+    int32_t odd;   /* one more pixel after the pairs */
+    int32_t offset;
+} mve_row;
+
+/* For a group without left shifts: a row's pixel pairs, each weight load serving both pixels,
+ * then one more pixel when `odd`. Only q0..q3 (caller-saved: no VPUSH per row). */
+static EDGEC_NOINLINE void mve_pixel_pairs_3x3(const mve_row *row)
+{
+    const int8_t *x = row->x;
+    const int8_t *x2 = x + row->step;
+    int8_t *out = row->out;
+    int8_t *out2 = out + row->out_step;
+    __asm__ volatile("wls lr, %[n], 2f\n"
+                     "1:\n\t"
+                     "vldrw.u32 q0, [%[k], #80]\n\t"
+                     "vldrw.u32 q1, [%[k], #80]\n\t" MVE_TAP_PAIR(0) MVE_TAP_PAIR(4) MVE_TAP_PAIR(8) MVE_TAP_PAIR(12)
+                         MVE_TAP_PAIR(16) MVE_TAP_PAIR(20) MVE_TAP_PAIR(24) MVE_TAP_PAIR(28) MVE_TAP_PAIR(32)
+                             MVE_RIGHT_SHIFT_OUTPUT_PAIR "add %[x], %[x], %[step2]\n\t"
+                                                         "add %[x2], %[x2], %[step2]\n\t"
+                                                         "add %[out], %[out], %[out_step2]\n\t"
+                                                         "add %[out2], %[out2], %[out_step2]\n\t"
+                                                         "le lr, 1b\n"
+                                                         "2:\n\t"
+                                                         "cmp %[odd], #0\n\t"
+                                                         "beq 3f\n\t" MVE_PIXEL MVE_RIGHT_SHIFT_OUTPUT_ONE "3:"
+                     : [x] "+l"(x), [x2] "+l"(x2), [out] "+l"(out), [out2] "+l"(out2)
+                     : [w] "l"(row->w), [k] "r"(row->constants), [n] "r"(row->pairs), [odd] "r"(row->odd),
+                       [step2] "r"(2 * row->step), [out_step2] "r"(2 * row->out_step), [offset] "r"(row->offset)
+                     : "lr", "q0", "q1", "q2", "q3", "memory", "cc");
+}
+
+/*
+ * Five pixels per weight load (stride 1, the five windows 12 bytes apart): accumulators q0..q4,
+ * the taps' weights alternating between q5 and q7 (the next tap's loaded between a VMUL and a
+ * VADD, so every load issues next to an instruction of another class), the entry in q6. Tap 0
+ * adds the bias (q7) to its products. The output stage requantizes all five (multiplier q5,
+ * minus right shift q7), then clamps to q5..q7 (lo, hi), adds the offset and stores each.
+ */
+#define MVE_FIVE_PIXEL(q, w, off) \
+    "vldrb.s32 q6, [%[x], #" off "]\n\tvmul.i32 q6, q6, " w "\n\tvadd.i32 " q ", " q ", q6\n\t"
+#define MVE_FIVE_TAP(w, next, o0, o1, o2, o3, o4)                                                                 \
+    "vldrb.s32 q6, [%[x], #" o0 "]\n\tvmul.i32 q6, q6, " w "\n\t" next                                            \
+    "vadd.i32 q0, q0, q6\n\t" MVE_FIVE_PIXEL("q1", w, o1) MVE_FIVE_PIXEL("q2", w, o2) MVE_FIVE_PIXEL("q3", w, o3) \
+        MVE_FIVE_PIXEL("q4", w, o4)
+#define MVE_FIVE_FIRST(q, off) "vldrb.s32 q6, [%[x], #" off "]\n\tvmul.i32 q6, q6, q5\n\tvadd.i32 " q ", q6, q7\n\t"
+#define MVE_FIVE_FIX(q) \
+    "vand q6, " q ", q7\n\tvshr.s32 q6, q6, #31\n\tvqadd.s32 " q ", " q ", q6\n\tvrshl.s32 " q ", " q ", q7\n\t"
+/* every shift < 0: the fixup's AND with the shift keeps just the sign bit */
+#define MVE_FIVE_FIX_STRICT(q) "vshr.s32 q6, " q ", #31\n\tvqadd.s32 " q ", " q ", q6\n\tvrshl.s32 " q ", " q ", q7\n\t"
+#define MVE_FIVE_CLAMP(q) "vmax.s32 " q ", " q ", q5\n\tvmin.s32 " q ", " q ", q7\n\t"
+#define MVE_FIVE_STORE(q) "vstrb.32 " q ", [%[out]]\n\t"
+#define MVE_FIVE_NEXT_OUT "add %[out], %[out], %[out_step]\n\t"
+
+/* the five pixels' sums, then their multiplies with pixel 0's fixup among them */
+#define MVE_FIVE_MACS                                                                                                \
+    "vldrw.u32 q7, [%[k], #80]\n\t"                                                                                  \
+    "vldrb.s32 q5, [%[w]]\n\t" MVE_FIVE_FIRST("q0", "0") MVE_FIVE_FIRST("q1", "12") MVE_FIVE_FIRST("q2", "24")       \
+        MVE_FIVE_FIRST("q3", "36") MVE_FIVE_FIRST("q4", "48") "vldrb.s32 q7, [%[w], #4]\n\t" MVE_FIVE_TAP(           \
+            "q7", "vldrb.s32 q5, [%[w], #8]\n\t", "4", "16", "28", "40",                                             \
+            "52") MVE_FIVE_TAP("q5", "vldrb.s32 q7, [%[w], #12]\n\t", "8", "20", "32", "44", "56")                   \
+            MVE_FIVE_TAP("q7", "vldrb.s32 q5, [%[w], #16]\n\t", "12", "24", "36", "48", "60")                        \
+                MVE_FIVE_TAP("q5", "vldrb.s32 q7, [%[w], #20]\n\t", "16", "28", "40", "52", "64")                    \
+                    MVE_FIVE_TAP("q7", "vldrb.s32 q5, [%[w], #24]\n\t", "20", "32", "44", "56", "68")                \
+                        MVE_FIVE_TAP("q5", "vldrb.s32 q7, [%[w], #28]\n\t", "24", "36", "48", "60", "72")            \
+                            MVE_FIVE_TAP("q7", "vldrb.s32 q5, [%[w], #32]\n\t", "28", "40", "52", "64", "76")        \
+                                MVE_FIVE_TAP("q5", "", "32", "44", "56", "68", "80") "vldrw.u32 q5, [%[k]]\n\t"      \
+                                                                                     "vqrdmulh.s32 q0, q0, q5\n\t"   \
+                                                                                     "vldrw.u32 q7, [%[k], #32]\n\t" \
+                                                                                     "vqrdmulh.s32 q1, q1, q5\n\t"
+#define MVE_FIVE_REQUANTIZE       \
+    MVE_FIVE_MACS                 \
+    "vand q6, q0, q7\n\t"         \
+    "vqrdmulh.s32 q2, q2, q5\n\t" \
+    "vshr.s32 q6, q6, #31\n\t"    \
+    "vqrdmulh.s32 q3, q3, q5\n\t" \
+    "vqadd.s32 q0, q0, q6\n\t"    \
+    "vqrdmulh.s32 q4, q4, q5\n\t" \
+    "vrshl.s32 q0, q0, q7\n\t"    \
+    "vldrw.u32 q5, [%[k], #48]\n\t" MVE_FIVE_FIX("q1") MVE_FIVE_FIX("q2") MVE_FIVE_FIX("q3") MVE_FIVE_FIX("q4")
+#define MVE_FIVE_REQUANTIZE_STRICT                                                                         \
+    MVE_FIVE_MACS                                                                                          \
+    "vshr.s32 q6, q0, #31\n\t"                                                                             \
+    "vqrdmulh.s32 q2, q2, q5\n\t"                                                                          \
+    "vqadd.s32 q0, q0, q6\n\t"                                                                             \
+    "vqrdmulh.s32 q3, q3, q5\n\t"                                                                          \
+    "vrshl.s32 q0, q0, q7\n\t"                                                                             \
+    "vqrdmulh.s32 q4, q4, q5\n\t"                                                                          \
+    "vshr.s32 q6, q1, #31\n\t"                                                                             \
+    "vldrw.u32 q5, [%[k], #48]\n\t"                                                                        \
+    "vqadd.s32 q1, q1, q6\n\tvrshl.s32 q1, q1, q7\n\t" MVE_FIVE_FIX_STRICT("q2") MVE_FIVE_FIX_STRICT("q3") \
+        MVE_FIVE_FIX_STRICT("q4")
+
+/* n >= 1 blocks of five pixels of a group without left shifts at stride 1. */
+#define MVE_FIVES(requantize)                                                                                          \
+    __asm__ volatile(                                                                                                  \
+        "dls lr, %[n]\n"                                                                                               \
+        "1:\n\t" requantize "vldrw.u32 q7, [%[k], #64]\n\t" MVE_FIVE_CLAMP(                                            \
+            "q0") "vadd.i32 q0, q0, %[offset]\n\t"                                                                     \
+                  "vmax.s32 q1, q1, q5\n\t" MVE_FIVE_STORE(                                                            \
+                      "q0") "vmin.s32 q1, q1, q7\n\t" MVE_FIVE_NEXT_OUT "vadd.i32 q1, q1, %[offset]\n\t"               \
+                            "vmax.s32 q2, q2, q5\n\t" MVE_FIVE_STORE(                                                  \
+                                "q1") "vmin.s32 q2, q2, q7\n\t" MVE_FIVE_NEXT_OUT "vadd.i32 q2, q2, %[offset]\n\t"     \
+                                      "vmax.s32 q3, q3, q5\n\t" MVE_FIVE_STORE(                                        \
+                                          "q2") "vmin.s32 q3, q3, q7\n\t" MVE_FIVE_NEXT_OUT                            \
+                                                "vadd.i32 q3, q3, %[offset]\n\t"                                       \
+                                                "vmax.s32 q4, q4, q5\n\t" MVE_FIVE_STORE(                              \
+                                                    "q3") "vmin.s32 q4, q4, q7\n\t" MVE_FIVE_NEXT_OUT                  \
+                                                          "vadd.i32 q4, q4, %[offset]\n\t" MVE_FIVE_STORE(             \
+                                                              "q4") "add %[x], %[x], #60\n\t" MVE_FIVE_NEXT_OUT        \
+                                                                    "le lr, 1b"                                        \
+        : [x] "+l"(x), [out] "+l"(out)                                                                                 \
+        :                                                                                                              \
+        [w] "l"(row->w), [k] "r"(row->constants), [n] "r"(n), [out_step] "r"(row->out_step), [offset] "r"(row->offset) \
+        : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory")
+
+static EDGEC_NOINLINE void mve_pixel_fives_3x3(const mve_row *row, int32_t n)
+{
+    const int8_t *x = row->x;
+    int8_t *out = row->out;
+    MVE_FIVES(MVE_FIVE_REQUANTIZE);
+}
+
+/* The same when every channel's shift is < 0. */
+static EDGEC_NOINLINE void mve_pixel_fives_3x3_strict(const mve_row *row, int32_t n)
+{
+    const int8_t *x = row->x;
+    int8_t *out = row->out;
+    MVE_FIVES(MVE_FIVE_REQUANTIZE_STRICT);
+}
+
+/* A stride-1 row of a group without left shifts: blocks of five pixels, then pairs and one. */
+static void mve_row_3x3(const mve_row *row, int32_t out_w, int strict_right_shifts)
+{
+    const int32_t fives = out_w / 5;
+    if (fives > 0) {
+        if (strict_right_shifts) {
+            mve_pixel_fives_3x3_strict(row, fives);
+        } else {
+            mve_pixel_fives_3x3(row, fives);
+        }
+    }
+    const int32_t rest = out_w - 5 * fives;
+    if (rest > 0) {
+        const mve_row tail = { row->constants, row->x + 5 * fives * row->step,
+                               row->w,         row->out + 5 * fives * row->out_step,
+                               row->step,      row->out_step,
+                               rest / 2,       rest % 2,
+                               row->offset };
+        mve_pixel_pairs_3x3(&tail);
+    }
+}
+
+/* A row of 3x3 undilated pixels of a full group: by pixel pairs when no channel shifts left. */
+static void row_3x3_full(const packed_group *g, const int8_t *x, const int8_t *w, int8_t *out, int32_t out_step)
+{
+    const int32_t offset = g->layer->stage.offset;
+    const int32x4_t *constants = &g->multiplier; /* .. bias: see mve_group_layout */
+    const int32_t step = 12 * g->layer->stride_w;
+    const int32_t out_w = g->layer->out_w;
+    if (g->right_shifts_only) {
+        const mve_row row = { constants, x, w, out, step, out_step, out_w / 2, out_w % 2, offset };
+        mve_pixel_pairs_3x3(&row);
+    } else {
+        mve_pixels_3x3(constants, x, w, out_w, step, out, out_step, offset);
+    }
+}
+
+#endif
+
+/* A row of 3x3 undilated pixels in phase p: nine consecutive entries each, a VLDRB.S32, VMUL
+ * and VADD per tap. */
+static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_t *out, int32_t out_step)
+{
+    const int8_t *x = g->layer->cache;
+    const int32_t step = 12 * g->layer->stride_w;
+    const int8_t *w = g->w[p][0];
+#if defined(__OPTIMIZE__)
+    if (g->count == GROUP) {
+        row_3x3_full(g, x, w, out, out_step);
+        return;
+    }
+#endif
+    for (int32_t ox = 0; ox < g->layer->out_w; ox++, x += step, out += out_step) {
+        int32x4_t acc = g->bias;
+        for (int32_t t = 0; t < 9; t++) {
+            acc = vaddq_s32(acc, vmulq_s32(vldrbq_s32(x + 4 * t), vldrbq_s32(w + 4 * t)));
+        }
+        group_store(g, acc, out);
+    }
+}
+
+#if defined(__OPTIMIZE__)
+/*
+ * Every row of batch b of a full group with a 3x3 undilated window: cache_rows and
+ * group_row_3x3 with their bookkeeping cut to the bone (filter row 0 in slot first mod 3, so that
+ * is the phase), as for a 25x5 layer they cost more than the row's five pixels.
+ */
+static void mve_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step)
+{
+    const packed_layer *layer = g->layer;
+    const int32_t row_bytes = layer->out_w * pixel_step;
+    const int32_t n = layer->image_end - layer->image_start;
+    int8_t *columns = layer->cache + layer->image_start * layer->column_bytes;
+    /* an image row: n > 0 means image_start == pad_left, so column image_start is pixel 0 */
+    const int8_t *image = layer->input + b * layer->in_h * layer->in_w * layer->c + g->first;
+    const int32_t in_row = layer->in_w * layer->c;
+    const int32_t out_w = layer->out_w;
+    mve_row row = { &g->multiplier, layer->cache, g->w[0][0],         out, 12 * layer->stride_w, pixel_step,
+                    out_w / 2,      out_w % 2,    layer->stage.offset };
+    int32_t cached = 0;
+    for (int32_t oy = 0, first = 0; oy < layer->out_h; oy++, first += layer->stride_h) {
+        for (int32_t r = EDGEC_MAX(first, cached); r < first + 3; r++) {
+            const int32_t iy = r - layer->pad_top;
+            if (iy < 0 || iy >= layer->in_h || n <= 0) {
+                fill_row(g, b, r, r % 3); /* the pad value, above or below the image */
+                continue;
+            }
+            fill_image_columns(columns + (r % 3) * 4, image + iy * in_row, n, layer->c, layer->column_bytes);
+        }
+        cached = first + 3;
+        if (!g->right_shifts_only) {
+            row_3x3_full(g, layer->cache, g->w[first % 3][0], out, pixel_step);
+        } else {
+            row.w = g->w[first % 3][0];
+            row.out = out;
+            if (layer->stride_w == 1) {
+                mve_row_3x3(&row, out_w, g->strict_right_shifts);
+            } else {
+                mve_pixel_pairs_3x3(&row);
+            }
+        }
+        out += row_bytes;
+    }
+}
+#endif
+
+#if defined(__OPTIMIZE__)
+/*
+ * mve_group_rows_3x3 for a layer at stride 1 whose output rows are whole blocks of five pixels
+ * (a 25x5 layer) and a group without left shifts: each output row oy brings in one new padded
+ * row oy + 2, whose slot and filter phase cycle through 0, 1, 2 without divisions, then runs
+ * its blocks.
+ */
+static void mve_group_rows_fives(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step)
+{
+    const packed_layer *layer = g->layer;
+    const int32_t row_bytes = layer->out_w * pixel_step;
+    const int32_t n = layer->image_end - layer->image_start;
+    int8_t *columns = layer->cache + layer->image_start * layer->column_bytes;
+    const int8_t *image = layer->input + b * layer->in_h * layer->in_w * layer->c + g->first;
+    const int32_t in_row = layer->in_w * layer->c;
+    const int32_t fives = layer->out_w / 5;
+    void (*const run_fives)(const mve_row *, int32_t) =
+        g->strict_right_shifts ? mve_pixel_fives_3x3_strict : mve_pixel_fives_3x3;
+    mve_row row = { &g->multiplier, layer->cache, g->w[0][0], out, 12, pixel_step, 0, 0, layer->stage.offset };
+    fill_row(g, b, 0, 0);
+    fill_row(g, b, 1, 1);
+    int32_t slot = 2;  /* of padded row oy + 2 */
+    int32_t phase = 0; /* oy mod 3 */
+    for (int32_t oy = 0; oy < layer->out_h; oy++) {
+        const int32_t iy = oy + 2 - layer->pad_top;
+        if (iy >= 0 && iy < layer->in_h && n > 0) {
+            fill_image_columns(columns + 4 * slot, image + iy * in_row, n, layer->c, 12);
+        } else {
+            fill_row(g, b, oy + 2, slot);
+        }
+        row.w = g->w[phase][0];
+        row.out = out;
+        run_fives(&row, fives);
+        out += row_bytes;
+        slot = slot == 2 ? 0 : slot + 1;
+        phase = phase == 2 ? 0 : phase + 1;
+    }
+}
+#endif
+
+void edgec_depthwise_packed_group_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out,
+                                          int32_t pixel_step)
+{
+    packed_group g;
+    group_begin(&g, layer, first);
+    for (int32_t b = 0; b < batches; b++) {
+#if defined(__OPTIMIZE__)
+        if (layer->unrolled && g.count == GROUP && g.right_shifts_only && layer->stride_h == 1 &&
+            layer->stride_w == 1 && layer->out_w % 5 == 0) {
+            mve_group_rows_fives(&g, b, out + b * layer->out_h * layer->out_w * pixel_step, pixel_step);
+            continue;
+        }
+        if (layer->unrolled && g.count == GROUP) {
+            mve_group_rows_3x3(&g, b, out + b * layer->out_h * layer->out_w * pixel_step, pixel_step);
+            continue;
+        }
+#endif
+        out = group_rows(&g, b, out, pixel_step);
+    }
+}
+
+#endif
