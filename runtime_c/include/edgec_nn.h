@@ -675,7 +675,7 @@ typedef struct {
     int32_t x2_strides[EDGEC_SELECT_MAX_DIMS]; /* unread with a table */
     int32_t a_strides[EDGEC_SELECT_MAX_DIMS];
     int32_t b_strides[EDGEC_SELECT_MAX_DIMS];
-    const int8_t *table;                       /* NULL, or the condition (0/1) of x1 at [x1 + 128] */
+    const int8_t *table; /* NULL, or the condition (0/1) of x1 at [x1 + 128] */
 } edgec_select_desc;
 /* end of edgec_select_desc */
 
