@@ -66,6 +66,22 @@ def _(x: torch.Tensor, mask: torch.Tensor, ignore: bool, also: torch.Tensor | No
 
 INPUT_MASKED_SOFTMAXES = {torch.ops.edgec.input_masked_softmax.default}
 ARGMAXES = {aten.argmax.default}
+# torch target -> the comparison (edgec.ops.select: only ever the condition of a select below)
+COMPARISONS = {
+    getattr(getattr(aten, cmp), overload): cmp
+    for cmp in ("gt", "ge", "lt", "le", "eq", "ne")
+    for overload in ("Tensor", "Scalar")
+}
+# torch target -> how it selects: where(cond, a, b), or masked_fill(x, cond, v) = where(cond, v, x)
+SELECTS = {
+    aten.where.self: "where",
+    aten.where.ScalarOther: "where",
+    aten.where.ScalarSelf: "where",
+    aten.where.Scalar: "where",
+    aten.masked_fill.Scalar: "masked_fill",
+    aten.masked_fill.Tensor: "masked_fill",
+}
+SCALAR_TENSORS = {aten.scalar_tensor.default}  # the core-ATen IR's spelling of a select's Python scalar
 EMBEDDINGS = {aten.embedding.default}  # token ids (an integer model input) -> rows of a table
 ACTIVATIONS = {
     aten.relu.default,

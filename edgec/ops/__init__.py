@@ -22,6 +22,7 @@ from edgec.ops import (
     movement,
     pool,
     recurrent,
+    select,
     shape,
     softmax,
 )
@@ -47,6 +48,7 @@ _UNITS = (
     band.UNIT,
     *argmax.UNITS,
     *embedding.UNITS,
+    *select.UNITS,
 )
 
 KINDS.update({unit.kind: unit for unit in _UNITS})  # IR op kind -> unit (edgec.ops.base holds the registry)
@@ -73,6 +75,7 @@ _SCHEMA_MODULES = (
     argmax,
     embedding,
     int4,
+    select,
 )
 SCHEMA = {
     **{

@@ -645,6 +645,57 @@ edgec_status edgec_prelu_s8_lookup(const edgec_prelu_desc *desc, const int8_t *t
 
 /* ==== end of the binary family ==== */
 
+/* ==== Select: torch.where / masked_fill on a comparison (eltwise/edgec_select_s8.c) ==== */
+
+/*
+ * The layout as edgec_binary_desc's, for four operands: the output is a contiguous tensor of
+ * dims[0] x ... x dims[num_dims-1] elements; its element (i_0, ..., i_k) reads operand j at
+ * sum_d i_d * j_strides[d] elements, 0 along a dimension where j is broadcast
+ * (edgec.ops.select.select_layout merges dimensions). Entries from num_dims on are ignored.
+ */
+#define EDGEC_SELECT_MAX_DIMS 6
+
+/* edgec_select_desc.cmp: the comparison of the raw int8 x1 and x2. */
+typedef enum {
+    EDGEC_SELECT_GT = 0,
+    EDGEC_SELECT_GE = 1,
+    EDGEC_SELECT_LT = 2,
+    EDGEC_SELECT_LE = 3,
+    EDGEC_SELECT_EQ = 4,
+    EDGEC_SELECT_NE = 5
+} edgec_select_cmp;
+
+/* Fields from edgec.ops.select.select_desc. */
+/* generated from edgec/ops/select.py: edgec_select_desc */
+typedef struct {
+    int32_t cmp;                               /* an edgec_select_cmp on the raw int8 x1, x2 (table NULL) */
+    int32_t num_dims;                          /* 1..EDGEC_SELECT_MAX_DIMS */
+    int32_t dims[EDGEC_SELECT_MAX_DIMS];       /* output dims, each >= 1 */
+    int32_t x1_strides[EDGEC_SELECT_MAX_DIMS]; /* element strides, >= 0 */
+    int32_t x2_strides[EDGEC_SELECT_MAX_DIMS]; /* unread with a table */
+    int32_t a_strides[EDGEC_SELECT_MAX_DIMS];
+    int32_t b_strides[EDGEC_SELECT_MAX_DIMS];
+    const int8_t *table; /* NULL, or the condition (0/1) of x1 at [x1 + 128] */
+} edgec_select_desc;
+/* end of edgec_select_desc */
+
+/*
+ * output = condition ? a : b elementwise with broadcasting, int8 bytes moved unchanged (a, b and
+ * the output share scale and zero point). The condition: table[x1 + 128] != 0 when table is not
+ * NULL (a comparison of x1 with one value, tabulated at compile time; x2 is not read and may be
+ * NULL), else x1 CMP x2 on the raw int8 values (x1 and x2 share scale and zero point, so this is
+ * the comparison of their values). Golden: edgec.ops.select.select_s8.
+ * In place: output may be any operand that is not broadcast (it has the output's shape,
+ * contiguous). Scratch: none.
+ * EDGEC_ARG_ERROR: NULL pointer (x2 with a table excepted), an unknown cmp, num_dims outside
+ * 1..EDGEC_SELECT_MAX_DIMS, a dim < 1, a negative stride, more than INT32_MAX output elements or
+ * operand offsets.
+ */
+edgec_status edgec_select_s8(const edgec_select_desc *desc, const int8_t *x1, const int8_t *x2, const int8_t *a,
+                             const int8_t *b, int8_t *output);
+
+/* ==== end of select ==== */
+
 /*
  * Clamp `size` int8 values to [act_min, act_max] in place (a standalone ReLU/ReLU6/clamp the
  * build could not fuse into its producer). Golden: edgec.ops.eltwise.clamp_s8. Scratch: none.
