@@ -118,9 +118,21 @@ typedef struct {
  * dsp_store_four's requantization, packing, clamp and store -- GCC spilled the accumulators
  * around a call to it.
  */
+#if defined(__clang__)
+/* clang keeps a frame register and cannot give the loop r11 too: the pixels to go stay in row. */
+#define DSP_ROW_COUNT_START ""
+#define DSP_ROW_COUNT_DOWN "ldr r8, [%[row], #8]\n\tsubs r8, r8, #1\n\tstr r8, [%[row], #8]\n\t"
+#define DSP_ROW_COUNTER
+#else
+/* the pixels to go, in the one register the loop leaves free */
+#define DSP_ROW_COUNT_START "ldr r11, [%[row], #8]\n\t"
+#define DSP_ROW_COUNT_DOWN "subs r11, r11, #1\n\t"
+#define DSP_ROW_COUNTER "r11",
+#endif
+
 static void dsp_row_3x3(const packed_group *g, const int32_t (*w)[2], const int8_t *x, int8_t *out, dsp_row *row)
 {
-    __asm__ volatile("ldr r11, [%[row], #8]\n\t" /* the pixels to go, in the one register the loop leaves free */
+    __asm__ volatile(DSP_ROW_COUNT_START
                      ".p2align 2\n" /* the loop's first LDRD is 32-bit: at 2 mod 4 each taken BNE costs a cycle more */
                      "1:\n\t"
                      "ldrd r0, r1, [%[g], %[bias]]\n\t"
@@ -144,9 +156,7 @@ static void dsp_row_3x3(const packed_group *g, const int32_t (*w)[2], const int8
                                  "str r0, [%[out]]\n\t"
                                  "ldrd r8, r9, [%[row]]\n\t"
                                  "add %[out], %[out], r8\n\t"
-                                 "add %[x], %[x], r9\n\t"
-                                 "subs r11, r11, #1\n\t"
-                                 "bne 1b"
+                                 "add %[x], %[x], r9\n\t" DSP_ROW_COUNT_DOWN "bne 1b"
                      : [x] "+r"(x), [out] "+r"(out)
                      : [w] "r"(w), [g] "r"(g), [row] "r"(row), [bias] "i"(offsetof(packed_group, bias)),
                        [bias2] "i"(offsetof(packed_group, bias) + 8), [q0] "i"(offsetof(packed_group, q)),
@@ -154,7 +164,7 @@ static void dsp_row_3x3(const packed_group *g, const int32_t (*w)[2], const int8
                        [q1s] "i"(offsetof(packed_group, q) + 20), [q2] "i"(offsetof(packed_group, q) + 24),
                        [q2s] "i"(offsetof(packed_group, q) + 32), [q3] "i"(offsetof(packed_group, q) + 36),
                        [q3s] "i"(offsetof(packed_group, q) + 44), [lows] "i"(offsetof(packed_group, lows))
-                     : "r0", "r1", "r2", "r3", "r8", "r9", "r10", "r11", "r12", "memory", "cc");
+                     : "r0", "r1", "r2", "r3", "r8", "r9", "r10", DSP_ROW_COUNTER "r12", "memory", "cc");
 }
 
 typedef char dsp_requant_layout[sizeof(edgec_dsp_requant) == 12 && offsetof(edgec_dsp_requant, round_high) == 4 &&
