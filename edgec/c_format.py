@@ -162,17 +162,34 @@ def call(line: str, columns: int = COLUMNS) -> str:
 
 
 def _packed(first: str, column: int, args: list[str], tail: str, columns: int) -> list[str]:
-    """`args` (then `tail`) packed after `first`, continuation lines at `column`."""
+    """`args` (then `tail`) packed after `first`, continuation lines at `column`; an argument too
+    long for a line of its own is broken after its top-level `+`s, continued 4 columns further in."""
     rows, current = [], first
     for number, arg in enumerate(args):
         text = arg + ("," if number < len(args) - 1 else tail)
         if number and len(current) + 1 + len(text) > columns:
             rows.append(current)
             current = " " * column + text
+            if len(current) > columns and len(sums := _sum_terms(text)) > 1:
+                rows.append(" " * column + sums[0] + " +")
+                rows += [" " * (column + INDENT) + term + " +" for term in sums[1:-1]]
+                current = " " * (column + INDENT) + sums[-1]
         else:
             current += (" " if number else "") + text
     rows.append(current)
     return rows
+
+
+def _sum_terms(text: str) -> list[str]:
+    """`text` split at its top-level ' + ' (outside any parentheses)."""
+    terms, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += char in "([{"
+        depth -= char in ")]}"
+        if depth == 0 and text.startswith(" + ", i):
+            terms.append(text[start:i])
+            start = i + 3
+    return terms + [text[start:]]
 
 
 def _first_call(line: str) -> int:
