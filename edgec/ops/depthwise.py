@@ -168,14 +168,10 @@ def _is_lookup(op) -> bool:
     return op.kernel is not None and op.kernel.function == AFFINE_LOOKUP
 
 
-def affine_tables(op, graph) -> np.ndarray:
-    """int8 [C][256]: channel c's output for each input value -128..127, computed by the layer's
-    own golden arithmetic (so the lookup equals it by construction)."""
-    channels = op.attrs["weight"].shape[3]
-    values = np.arange(INT8_MIN, INT8_MAX + 1, dtype=np.int8)
-    x = np.ascontiguousarray(np.broadcast_to(values[:, None], (LUT_SIZE, channels))).reshape(1, 1, LUT_SIZE, channels)
+def _golden_s8(op, graph, x, out_hw) -> np.ndarray:
+    """The int8 layer's golden kernel on `x`, its output `out_hw` pixels."""
     a, x_t, out_t = op.attrs, graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    out = depthwise_conv2d_s8(
+    return depthwise_conv2d_s8(
         x,
         a["weight"],
         a["bias"],
@@ -183,14 +179,23 @@ def affine_tables(op, graph) -> np.ndarray:
         a["shift"],
         input_zp=x_t.zero_point,
         output_zp=out_t.zero_point,
-        stride=(1, 1),
-        pad=(0, 0),
-        dilation=(1, 1),
-        ch_mult=1,
-        out_hw=(1, LUT_SIZE),
+        stride=a["stride"],
+        pad=a["pad"][:2],
+        dilation=a["dilation"],
+        ch_mult=a["ch_mult"],
+        out_hw=out_hw,
         act_min=a["act_min"],
         act_max=a["act_max"],
     )
+
+
+def affine_tables(op, graph) -> np.ndarray:
+    """int8 [C][256]: channel c's output for each input value -128..127, computed by the layer's
+    own golden arithmetic (so the lookup equals it by construction)."""
+    channels = op.attrs["weight"].shape[3]
+    values = np.arange(INT8_MIN, INT8_MAX + 1, dtype=np.int8)
+    x = np.ascontiguousarray(np.broadcast_to(values[:, None], (LUT_SIZE, channels))).reshape(1, 1, LUT_SIZE, channels)
+    out = _golden_s8(op, graph, x, (1, LUT_SIZE))  # the layer is 1x1, stride 1, unpadded
     return np.ascontiguousarray(np.asarray(out, np.int8).reshape(LUT_SIZE, channels).T)
 
 
@@ -228,24 +233,7 @@ class DepthwiseConv2d(OpDef):
     def golden(self, op, graph, inputs):
         if int4.is_int4(op):
             return depthwise_conv_s4(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
-        x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        a = op.attrs
-        return depthwise_conv2d_s8(
-            inputs[0],
-            a["weight"],
-            a["bias"],
-            a["multiplier"],
-            a["shift"],
-            input_zp=x_t.zero_point,
-            output_zp=out_t.zero_point,
-            stride=a["stride"],
-            pad=a["pad"][:2],
-            dilation=a["dilation"],
-            ch_mult=a["ch_mult"],
-            out_hw=out_t.shape[1:3],
-            act_min=a["act_min"],
-            act_max=a["act_max"],
-        )
+        return _golden_s8(op, graph, inputs[0], graph.tensors[op.outputs[0]].shape[1:3])
 
     def specialize(self, op, graph, target) -> None:
         """On cores with the DSP extension or Helium a ch_mult-1 layer runs the packed kernel. A
