@@ -31,16 +31,16 @@ class EdgePads(nn.Module):
         return self.replicate(self.conv(y)), self.conv1d(F.pad(x.mean(2), (3, 1), mode="reflect"))
 
 
-def check_model(tmp_path, constructor: str, shape, *, sqnr: float = 30.0, samples=None):
-    """Compile `constructor` (an expression over this file's classes), check golden == host C
-    byte for byte and verify's layer check, and return (compiled, SQNR of each output vs float)."""
+def compile_exact(tmp_path, constructor: str, samples):
+    """Compile `constructor` (an expression over this file's classes) calibrated on samples[:16],
+    check golden == host C (sanitized) byte for byte and verify's layer check on samples[16:], and
+    return (compiled, the golden outputs)."""
     path = tmp_path / "model.py"
     path.write_text(
         f"import torch\nfrom tests.test_model_ops import *  # noqa: F403\n\n"
-        f"def factory():\n    torch.manual_seed(0)\n    return {constructor}.eval(), (torch.zeros{tuple(shape)},)\n"
+        f"def factory():\n    torch.manual_seed(0)\n"
+        f"    return {constructor}.eval(), (torch.zeros{(1, *samples.shape[1:])},)\n"
     )
-    if samples is None:
-        samples = np.random.default_rng(0).standard_normal((24, *shape[1:])).astype(np.float32)
     compiled = compile_model(f"{path}:factory", calibration=samples[:16])
     emit(compiled, tmp_path / "out", "m")
     inputs = verify.quantized_inputs(compiled.graph, samples[16:])
@@ -48,6 +48,14 @@ def check_model(tmp_path, constructor: str, shape, *, sqnr: float = 30.0, sample
     golden = verify.golden_outputs(compiled.graph, inputs)
     assert verify.compare(golden, verify.run_host(exe, inputs, verify.output_bytes(compiled.graph))).exact
     verify.check_against_reference(compiled, samples[16:])
+    return compiled, golden
+
+
+def check_model(tmp_path, constructor: str, shape, *, sqnr: float = 30.0, samples=None):
+    """compile_exact, then the SQNR of each output against the float model: (compiled, SQNRs)."""
+    if samples is None:
+        samples = np.random.default_rng(0).standard_normal((24, *shape[1:])).astype(np.float32)
+    compiled, golden = compile_exact(tmp_path, constructor, samples)
     torch.manual_seed(0)
     module = eval(constructor).eval()
     with torch.no_grad():
@@ -163,20 +171,8 @@ class Segmenter(nn.Module):
 
 
 def test_argmax_outputs_int32_indices(tmp_path):
-    shape = (1, 3, 5, 6)
-    samples = np.random.default_rng(0).standard_normal((24, *shape[1:])).astype(np.float32)
-    path = tmp_path / "model.py"
-    path.write_text(
-        "import torch\nfrom tests.test_model_ops import *  # noqa: F403\n\n"
-        f"def factory():\n    torch.manual_seed(0)\n    return Segmenter().eval(), (torch.zeros{shape},)\n"
-    )
-    compiled = compile_model(f"{path}:factory", calibration=samples[:16])
-    emit(compiled, tmp_path / "out", "m")
-    inputs = verify.quantized_inputs(compiled.graph, samples[16:])
-    exe = verify.build_host(tmp_path / "out", "m", tmp_path / "build", sanitize=True)
-    golden = verify.golden_outputs(compiled.graph, inputs)
-    assert verify.compare(golden, verify.run_host(exe, inputs, verify.output_bytes(compiled.graph))).exact
-    verify.check_against_reference(compiled, samples[16:])
+    samples = np.random.default_rng(0).standard_normal((24, 3, 5, 6)).astype(np.float32)
+    compiled, golden = compile_exact(tmp_path, "Segmenter()", samples)
     header = (tmp_path / "out" / "m.h").read_text()
     assert "const int32_t *m_output_0(void);" in header
     torch.manual_seed(0)
@@ -206,21 +202,9 @@ class TopClasses(nn.Module):
 
 
 def test_topk_outputs_values_and_int32_indices(tmp_path):
-    shape = (1, 3, 5, 6)
-    samples = np.random.default_rng(1).standard_normal((24, *shape[1:])).astype(np.float32)
-    path = tmp_path / "model.py"
-    path.write_text(
-        "import torch\nfrom tests.test_model_ops import *  # noqa: F403\n\n"
-        f"def factory():\n    torch.manual_seed(0)\n    return TopClasses().eval(), (torch.zeros{shape},)\n"
-    )
-    compiled = compile_model(f"{path}:factory", calibration=samples[:16])
+    samples = np.random.default_rng(1).standard_normal((24, 3, 5, 6)).astype(np.float32)
+    compiled, golden = compile_exact(tmp_path, "TopClasses()", samples)
     assert [op.kind for op in compiled.graph.ops].count("topk") == 3
-    emit(compiled, tmp_path / "out", "m")
-    inputs = verify.quantized_inputs(compiled.graph, samples[16:])
-    exe = verify.build_host(tmp_path / "out", "m", tmp_path / "build", sanitize=True)
-    golden = verify.golden_outputs(compiled.graph, inputs)
-    assert verify.compare(golden, verify.run_host(exe, inputs, verify.output_bytes(compiled.graph))).exact
-    verify.check_against_reference(compiled, samples[16:])
     torch.manual_seed(0)
     module = TopClasses().eval()
     agree = []
