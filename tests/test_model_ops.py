@@ -1,5 +1,6 @@
 """Operators trained models use as their authors wrote them (issue 27): reflect and replicate
-padding (F.pad, nn.ReflectionPad2d / ReplicationPad2d, Conv padding_mode). Each model is exported
+padding (F.pad, nn.ReflectionPad2d / ReplicationPad2d, Conv padding_mode), padding="same",
+F.glu, torch.gather, F.normalize (TFLite's L2_NORMALIZATION). Each model is exported
 by torch.export, bit-exact on the host (golden == C), passes verify's layer check against its Q/DQ
 program, and its int8 output follows the float module."""
 
@@ -14,6 +15,7 @@ import torch.nn.functional as F
 from edgec import sim
 from edgec.errors import EdgecError
 from edgec.ir import to_torch_order
+from edgec.ops import l2_norm
 from edgec.pipeline import compile_model, emit
 from edgec.tools import verify
 from tests.device_support import needs_toolchain
@@ -89,6 +91,73 @@ def test_circular_padding_is_refused_by_name(tmp_path):
     torch.export.save(torch.export.export(Circular(), (torch.zeros(1, 2, 4),)), path)
     with pytest.raises(EdgecError, match=r"padding mode 'circular'"):
         compile_model(str(path), calibration=None)
+
+
+class StringPadsGluGather(nn.Module):
+    """Conv padding="same" with an even kernel (one more zero after than before) and dilation,
+    padding="valid", F.glu, and torch.gather by a constant index (an audio front end's forms)."""
+
+    def __init__(self):
+        super().__init__()
+        self.same = nn.Conv1d(3, 8, 4, padding="same", dilation=2)
+        self.valid = nn.Conv1d(4, 6, 3, padding="valid")
+        self.same2d = nn.Conv2d(1, 4, (3, 4), padding="same")
+        self.register_buffer("picked", torch.tensor([[[5, 0, 0, 3]] * 6]))
+
+    def forward(self, x):
+        gated = F.glu(self.same(x), dim=1)
+        picked = torch.gather(self.valid(gated), 2, self.picked)
+        return picked, self.same2d(x[:, None])
+
+
+def test_string_padding_glu_and_gather(tmp_path):
+    compiled, _ = check_model(tmp_path, "StringPadsGluGather()", (1, 3, 12))
+    kinds = [op.kind for op in compiled.graph.ops]
+    assert kinds.count("conv2d") == 3 and "copy" in kinds, kinds
+
+
+class L2Normalized(nn.Module):
+    """F.normalize over a conv's channels (stored last), over its width (a strided row) and over a
+    linear's features, and x / x.norm(...) without the clamp."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3, padding=1)
+        self.linear = nn.Linear(3 * 6 * 8, 24)
+
+    def forward(self, x):
+        y = self.conv(x)
+        z = self.linear(x.flatten(1))
+        return F.normalize(y, dim=1), F.normalize(y, dim=3), F.normalize(z, dim=-1), z / z.norm(dim=1, keepdim=True)
+
+
+def test_l2_normalize(tmp_path):
+    compiled, _ = check_model(tmp_path, "L2Normalized()", (1, 3, 6, 8), sqnr=28.0)
+    assert [op.kind for op in compiled.graph.ops].count("l2_norm") == 4
+
+
+def test_l2_normalize_inverse_square_root_follows_tflite():
+    """GetInvSqrtQuantizedMultiplierExp: acc <= 1 gives (2^31 - 1, 0); elsewhere m 2^s / 2^31 is
+    1 / sqrt(acc) to within TFLite's fixed-point Newton-Raphson error, for every bit length."""
+    assert l2_norm.inv_sqrt_multiplier(0) == l2_norm.inv_sqrt_multiplier(1) == (2**31 - 1, 0)
+    for acc in [2, 3, 4, 5, 255**2, 2**27 - 1, 2**27, 2**29 - 1, 2**29, 2**31 - 1, *range(6, 5000, 97)]:
+        multiplier, shift = l2_norm.inv_sqrt_multiplier(acc)
+        assert 0 < multiplier < 2**31
+        assert abs(multiplier * 2.0**shift / 2**31 * acc**0.5 - 1) < 2e-6, acc
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+def test_l2_normalize_on_cortex_m4(tmp_path):
+    torch.manual_seed(0)
+    samples = np.random.default_rng(1).standard_normal((24, 3, 6, 8)).astype(np.float32)
+    compiled = compile_model(
+        L2Normalized().eval(), example_inputs=(torch.zeros(1, 3, 6, 8),), calibration=samples[:16], target="cortex-m4"
+    )
+    emit(compiled, tmp_path / "out", "m")
+    inputs = verify.quantized_inputs(compiled.graph, samples[16:])
+    device = verify.run_on(compiled, tmp_path / "out", "m", inputs, tmp_path / "build")
+    assert verify.compare(verify.golden_outputs(compiled.graph, inputs), device).exact
 
 
 class Norms(nn.Module):

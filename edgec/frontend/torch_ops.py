@@ -65,6 +65,22 @@ def _(x: torch.Tensor, mask: torch.Tensor, ignore: bool, also: torch.Tensor | No
 
 
 INPUT_MASKED_SOFTMAXES = {torch.ops.edgec.input_masked_softmax.default}
+
+
+@torch.library.custom_op("edgec::l2_normalize", mutates_args=())
+def l2_normalize(x: torch.Tensor, dim: int, eps: float) -> torch.Tensor:
+    """F.normalize(x, 2, dim, eps): x over max(its L2 norm along dim, eps) (passes/normalize.py
+    writes the exported norm -> clamp_min -> expand_as -> div chain as this; TFLite's
+    L2_NORMALIZATION)."""
+    return torch.nn.functional.normalize(x, 2.0, dim, eps)
+
+
+@l2_normalize.register_fake
+def _(x: torch.Tensor, dim: int, eps: float) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+L2_NORMALIZES = {torch.ops.edgec.l2_normalize.default}
 ARGMAXES = {aten.argmax.default}
 # torch target -> the comparison (edgec.ops.select: only ever the condition of a select below)
 COMPARISONS = {
@@ -134,6 +150,10 @@ GROUP_NORMS = {aten.group_norm.default, aten.instance_norm.default}
 DECOMPOSED = GROUP_NORMS | {
     aten.clamp.Tensor,  # max then min
     aten.scaled_dot_product_attention.default,
+    aten.conv1d.padding,  # padding="same" / "valid": numbers (and a zero pad where uneven)
+    aten.conv2d.padding,
+    aten.glu.default,  # a slice times the sigmoid of the other
+    aten.linalg_vector_norm.default,  # F.normalize's chain: edgec.l2_normalize
 }
 # Other spellings of one operator (passes/normalize.py renames them): torch.clip, torch.max(a, b).
 ALIASES = {
@@ -154,7 +174,8 @@ MULTI_OUTPUT_COPIES = {
     aten.tensor_split.indices,
 }
 # Copies that pick elements by a constant index tensor.
-INDEXED_COPIES = {aten.index_select.default, aten.index.Tensor}  # x.index_select(d, i), x[:, i]
+# x.index_select(d, i), x[:, i], torch.gather(x, d, i)
+INDEXED_COPIES = {aten.index_select.default, aten.index.Tensor, aten.gather.default}
 COPIES = (
     {
         aten.cat.default,

@@ -62,6 +62,9 @@ def normalize(module: GraphModule) -> GraphModule:
     changed |= _decompose_group_norms(module)
     changed |= _top1_as_max_and_argmax(module)
     changed |= _clamp_by_tensors_as_max_and_min(module)
+    changed |= _string_padding_as_numbers(module)
+    changed |= _glu_as_sigmoid_gate(module)
+    changed |= _l2_normalize_chains(module)
     changed |= _constant_cat_as_pad_and_add(module)
     changed |= _merge_constant_adds(module)
     if changed:
@@ -491,6 +494,99 @@ def _clamp_by_tensors_as_max_and_min(module: GraphModule) -> bool:
                     value = graph.call_function(target, (value, bound))
                     _derived(value, node)
         node.replace_all_uses_with(value)
+        graph.erase_node(node)
+        changed = True
+    return changed
+
+
+_STRING_PADDED_CONVS = {aten.conv1d.padding: aten.conv1d.default, aten.conv2d.padding: aten.conv2d.default}
+
+
+def _string_padding_as_numbers(module: GraphModule) -> bool:
+    """nn.Conv1d/Conv2d(padding="same" | "valid") as numeric padding. "same" pads dilation * (k - 1)
+    per axis, the smaller half before (PyTorch's rule); an odd total pads one more after, which an
+    explicit zero pad in front of the convolution gives (the pad unit runs it, or it folds away)."""
+    changed = False
+    graph = module.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in _STRING_PADDED_CONVS:
+            continue
+        defaults = (None, None, None, 1, "valid", 1, 1)  # the schema's, from bias on
+        names = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
+        x, weight, bias, stride, padding, dilation, groups = (
+            node.args[i] if i < len(node.args) else node.kwargs.get(name, defaults[i]) for i, name in enumerate(names)
+        )
+        kernel = tuple(weight.meta["val"].shape[2:])
+        stride, dilation = ([*v] if isinstance(v, (list, tuple)) else [v] * len(kernel) for v in (stride, dilation))
+        before = [0] * len(kernel)
+        after = [0] * len(kernel)
+        if padding == "same":
+            for axis, (k, d) in enumerate(zip(kernel, dilation)):
+                before[axis] = d * (k - 1) // 2
+                after[axis] = d * (k - 1) - before[axis]
+        symmetric = [min(b, a) for b, a in zip(before, after)]
+        if after != symmetric:
+            # constant_pad_nd lists the last axis first, (before, after) per axis.
+            extra = [v for axis in reversed(range(len(kernel))) for v in (0, after[axis] - symmetric[axis])]
+            with graph.inserting_before(node):
+                x = graph.call_function(aten.constant_pad_nd.default, (x, extra, 0.0))
+            _derived(x, node)
+        node.target = _STRING_PADDED_CONVS[node.target]
+        node.args = (x, weight, bias, stride, symmetric, dilation, groups)
+        changed = True
+    return changed
+
+
+def _glu_as_sigmoid_gate(module: GraphModule) -> bool:
+    """F.glu(x, dim): the first half of x along dim times the sigmoid of the second half."""
+    changed = False
+    graph = module.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target != aten.glu.default:
+            continue
+        x = node.args[0]
+        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", -1)
+        half = x.meta["val"].shape[dim] // 2
+        with graph.inserting_before(node):
+            first = graph.call_function(aten.slice.Tensor, (x, dim, 0, half))
+            second = graph.call_function(aten.slice.Tensor, (x, dim, half, 2 * half))
+            gate = graph.call_function(aten.sigmoid.default, (second,))
+            product = graph.call_function(aten.mul.Tensor, (first, gate))
+        for created in (first, second, gate, product):
+            _derived(created, node)
+        node.replace_all_uses_with(product)
+        graph.erase_node(node)
+        changed = True
+    return changed
+
+
+_EXPANDS = {aten.expand_as.default, aten.expand.default}
+
+
+def _l2_normalize_chains(module: GraphModule) -> bool:
+    """F.normalize(x, dim=d) as torch.export gives it, x / clamp_min(linalg_vector_norm(x, 2, [d],
+    keepdim), eps) (expanded to x's shape or broadcast; with or without the clamp), as one
+    edgec.l2_normalize (TFLite's L2_NORMALIZATION: edgec.ops.l2_norm)."""
+    changed = False
+    graph = module.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target != aten.div.Tensor or not isinstance(node.args[1], Node):
+            continue
+        x, divisor = node.args
+        if divisor.target in _EXPANDS:
+            divisor = divisor.args[0]
+        eps = 0.0
+        if divisor.target == aten.clamp_min.default:
+            divisor, eps = divisor.args
+        if divisor.target != aten.linalg_vector_norm.default or divisor.args[0] is not x:
+            continue
+        order, dims, keepdim = (list(divisor.args[1:]) + [2, None, False][len(divisor.args) - 1 :])[:3]
+        if order != 2 or not keepdim or dims is None or len(dims) != 1:
+            continue
+        with graph.inserting_before(node):
+            normalized = graph.call_function(torch.ops.edgec.l2_normalize.default, (x, int(dims[0]), float(eps)))
+        _derived(normalized, node)
+        node.replace_all_uses_with(normalized)
         graph.erase_node(node)
         changed = True
     return changed

@@ -1770,6 +1770,29 @@ typedef struct {
 
 edgec_status edgec_layer_norm_s8(const edgec_layer_norm_desc *desc, const int8_t *input, int8_t *output);
 
+/*
+ * int8 L2 normalisation along one axis (F.normalize): TFLite Micro's integer L2_NORMALIZATION, bit
+ * for bit (edgec.ops.l2_norm.l2_norm_s8). The input is viewed as [outer][depth][inner]; each of the
+ * outer * inner rows of `depth` values (stride inner) is normalised:
+ *   acc = sum (q - input_zero_point)^2; (m, s) = GetInvSqrtQuantizedMultiplierExp(acc);
+ *   y = clamp(requantize(q - input_zero_point, m, s + 7), -128, 127), at scale 1/128, zero point 0.
+ * May run in place (each row is read before it is written).
+ * EDGEC_ARG_ERROR: NULL pointers, a dimension < 1, depth > EDGEC_L2_NORM_MAX_DEPTH (the int32 sum of
+ * squares), input_zero_point outside int8.
+ */
+#define EDGEC_L2_NORM_MAX_DEPTH 32768
+
+/* generated from edgec/ops/l2_norm.py: edgec_l2_norm_desc */
+typedef struct {
+    int32_t outer;
+    int32_t depth;
+    int32_t inner;
+    int32_t input_zero_point;
+} edgec_l2_norm_desc;
+/* end of edgec_l2_norm_desc */
+
+edgec_status edgec_l2_norm_s8(const edgec_l2_norm_desc *desc, const int8_t *input, int8_t *output);
+
 /* ==== end of the attention family ==== */
 
 /* ==== recurrent cells: LSTM, GRU (runtime_c/src/recurrent/) ==== */
