@@ -203,6 +203,24 @@ def test_bidirectional_lstm_and_gru(tmp_path):
     assert [op.kind for op in compiled.graph.ops].count("recurrent") == 6
 
 
+class LastStepOfABidirectionalStack(nn.Module):
+    """A classifier reading the last step of a two-layer bidirectional GRU: the last layer's cat
+    and the step's select fuse into one copy (it once lost the layer's qparams: KeyError)."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(8, 16, num_layers=2, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(32, 3)
+
+    def forward(self, x):
+        y, _ = self.gru(x)
+        return self.head(y[:, -1])
+
+
+def test_last_step_of_a_bidirectional_stack(tmp_path):
+    check_model(tmp_path, "LastStepOfABidirectionalStack()", (1, 5, 8), sqnr=25.0)
+
+
 class MaskedAttention(nn.Module):
     """Causal self-attention (is_causal), attention with a constant bool mask and with a float
     mask of 0 and -inf (a padding mask held in a buffer)."""

@@ -1238,18 +1238,31 @@ def reset_state(graph) -> None:
 def _take_output_qparams(graph, name: str, final: str) -> None:
     """A layer output without qparams: an inner layer whose stack's h_n is used takes the last
     layer's; a last layer whose sequence nothing reads takes those of h_n, copied from it."""
-    tensor, source = graph.tensors[name], graph.tensors[final]
+    tensor = graph.tensors[name]
+    # A bidirectional stack's last output is a cat that copy fusion may have merged into its reader
+    # (y[:, -1]): then the layer's own output leads, through copies, to the quantized one.
+    source = graph.tensors.get(final) or tensor
     if not source.quantized:
-        quantized = [
-            graph.tensors[c.outputs[0]]
-            for c in graph.consumers(final)
-            if c.kind == "copy" and graph.tensors[c.outputs[0]].quantized
-        ]
-        if not quantized:
+        quantized = _quantized_through_copies(graph, source.name)
+        if quantized is None:
             raise EdgecError(f"recurrent output {final} has no quantization parameters")
-        source.scale, source.zero_point = quantized[0].scale, quantized[0].zero_point
+        source.scale, source.zero_point = quantized.scale, quantized.zero_point
     if not tensor.quantized:
         tensor.scale, tensor.zero_point = source.scale, source.zero_point
+
+
+def _quantized_through_copies(graph, name: str):
+    """The first quantized tensor that copies of `name` (and copies of those) write, or None."""
+    pending = [name]
+    while pending:
+        for consumer in graph.consumers(pending.pop(0)):
+            if consumer.kind != "copy":
+                continue
+            out = graph.tensors[consumer.outputs[0]]
+            if out.quantized:
+                return out
+            pending.append(out.name)
+    return None
 
 
 def _reads_initial_state(op) -> bool:
