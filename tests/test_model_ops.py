@@ -1,6 +1,7 @@
 """Operators trained models use as their authors wrote them (issue 27): reflect and replicate
 padding (F.pad, nn.ReflectionPad2d / ReplicationPad2d, Conv padding_mode), padding="same",
-F.glu, torch.gather, F.normalize (TFLite's L2_NORMALIZATION). Each model is exported
+F.glu, torch.gather, F.normalize (TFLite's L2_NORMALIZATION), 1-D resizing, adaptive max pooling,
+var/std and torch.square. Each model is exported
 by torch.export, bit-exact on the host (golden == C), passes verify's layer check against its Q/DQ
 program, and its int8 output follows the float module."""
 
@@ -114,6 +115,39 @@ def test_string_padding_glu_and_gather(tmp_path):
     compiled, _ = check_model(tmp_path, "StringPadsGluGather()", (1, 3, 12))
     kinds = [op.kind for op in compiled.graph.ops]
     assert kinds.count("conv2d") == 3 and "copy" in kinds, kinds
+
+
+class SignalForms(nn.Module):
+    """1-D resizing (nearest by 2 and by 1.5, linear with and without align_corners), adaptive max
+    pooling (to one value, and by equal windows), variance, standard deviation and torch.square."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(3, 8, 3, padding=1)
+        self.conv2d = nn.Conv2d(1, 4, 3, padding=1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        plane = self.conv2d(x[:, None])
+        resized = (
+            F.interpolate(y, scale_factor=2, mode="nearest"),
+            F.interpolate(y, scale_factor=1.5, mode="nearest"),
+            F.interpolate(y, size=20, mode="linear", align_corners=True),
+            F.interpolate(y, scale_factor=2, mode="linear"),
+        )
+        pooled = (
+            F.adaptive_max_pool2d(plane, 1).flatten(1),
+            F.adaptive_max_pool2d(plane, (3, 4)),
+            F.adaptive_max_pool1d(y, 4),
+        )
+        spread = (y.var(2), y.std(2, unbiased=False, keepdim=True), torch.square(y))
+        return *resized, *pooled, *spread
+
+
+def test_resizing_max_pooling_and_spread_of_signals(tmp_path):
+    compiled, _ = check_model(tmp_path, "SignalForms()", (1, 3, 12), sqnr=30.0)
+    kinds = {op.kind for op in compiled.graph.ops}
+    assert {"resize", "max_pool2d", "reduce"} <= kinds, kinds
 
 
 class L2Normalized(nn.Module):

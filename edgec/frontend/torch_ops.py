@@ -154,6 +154,15 @@ DECOMPOSED = GROUP_NORMS | {
     aten.conv2d.padding,
     aten.glu.default,  # a slice times the sigmoid of the other
     aten.linalg_vector_norm.default,  # F.normalize's chain: edgec.l2_normalize
+    aten.square.default,  # x ** 2
+    aten.upsample_nearest1d.vec,  # the 2-D resize of [N, C, 1, L]
+    aten.upsample_linear1d.vec,
+    aten.adaptive_max_pool1d.default,  # amax, or max pooling by equal windows
+    aten.adaptive_max_pool2d.default,
+    aten.var.dim,  # mean of squared deviations (and its sqrt for std)
+    aten.var.correction,
+    aten.std.dim,
+    aten.std.correction,
 }
 # Other spellings of one operator (passes/normalize.py renames them): torch.clip, torch.max(a, b).
 ALIASES = {

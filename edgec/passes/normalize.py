@@ -65,6 +65,10 @@ def normalize(module: GraphModule) -> GraphModule:
     changed |= _string_padding_as_numbers(module)
     changed |= _glu_as_sigmoid_gate(module)
     changed |= _l2_normalize_chains(module)
+    changed |= _square_as_power(module)
+    changed |= _resize_1d_as_2d(module)
+    changed |= _adaptive_max_as_max(module)
+    changed |= _variance_as_mean_of_squares(module)
     changed |= _constant_cat_as_pad_and_add(module)
     changed |= _merge_constant_adds(module)
     if changed:
@@ -590,6 +594,125 @@ def _l2_normalize_chains(module: GraphModule) -> bool:
         graph.erase_node(node)
         changed = True
     return changed
+
+
+def _replace(module: GraphModule, node: Node, build) -> None:
+    """Replace `node` by the nodes `build(graph)` inserts before it (it returns the last): each takes
+    node's source location and its own value metadata."""
+    graph = module.graph
+    before = set(graph.nodes)
+    with graph.inserting_before(node):
+        result = build(graph)
+    for created in graph.nodes:
+        if created not in before and created.op == "call_function":
+            _derived(created, node)
+    node.replace_all_uses_with(result)
+    graph.erase_node(node)
+
+
+def _square_as_power(module: GraphModule) -> bool:
+    """torch.square(x) as x ** 2 (the table of each int8 value's square, one rounding)."""
+    nodes = [n for n in module.graph.nodes if n.op == "call_function" and n.target == aten.square.default]
+    for node in nodes:
+        _replace(module, node, lambda g, n=node: g.call_function(aten.pow.Tensor_Scalar, (n.args[0], 2)))
+    return bool(nodes)
+
+
+_RESIZES_1D = {aten.upsample_nearest1d.vec, aten.upsample_linear1d.vec}
+
+
+def _resize_1d_as_2d(module: GraphModule) -> bool:
+    """F.interpolate of a [N, C, L] signal (nearest, linear) as the 2-D resize of [N, C, 1, L] by
+    (1, factor); the scale factor is kept when given, since PyTorch's source index uses it."""
+    nodes = [n for n in module.graph.nodes if n.op == "call_function" and n.target in _RESIZES_1D]
+    for node in nodes:
+        nearest = node.target == aten.upsample_nearest1d.vec
+        x, size = node.args[0], node.args[1]
+        scales = node.args[2] if nearest else node.args[3]
+        size2d = None if size is None else [1, *size]
+        scales2d = None if scales is None else [1.0, *scales]
+
+        def build(g, x=x, size2d=size2d, scales2d=scales2d, nearest=nearest, node=node):
+            plane = g.call_function(aten.unsqueeze.default, (x, 2))
+            if nearest:
+                resized = g.call_function(aten.upsample_nearest2d.vec, (plane, size2d, scales2d))
+            else:
+                resized = g.call_function(aten.upsample_bilinear2d.vec, (plane, size2d, node.args[2], scales2d))
+            return g.call_function(aten.squeeze.dim, (resized, 2))
+
+        _replace(module, node, build)
+    return bool(nodes)
+
+
+_ADAPTIVE_MAX_POOLS = {aten.adaptive_max_pool1d.default: 1, aten.adaptive_max_pool2d.default: 2}
+
+
+def _adaptive_max_as_max(module: GraphModule) -> bool:
+    """Adaptive max pooling whose indices nothing reads: to one value per channel, the max over
+    the positions; with equal windows, max pooling by them. Other windows stay (refused by name)."""
+    changed = False
+    for node in list(module.graph.nodes):
+        if node.op != "call_function" or node.target not in _ADAPTIVE_MAX_POOLS:
+            continue
+        if any(u.target is not operator.getitem or (u.args[1] != 0 and u.users) for u in node.users):
+            continue  # the indices are read
+        values = [u for u in node.users if u.args[1] == 0]
+        rank = _ADAPTIVE_MAX_POOLS[node.target]
+        x, size = node.args[0], list(node.args[1])
+        positions = list(x.meta["val"].shape[-rank:])
+        if all(s == 1 for s in size):
+            dims = list(range(-rank, 0))
+            build = lambda g, x=x, dims=dims: g.call_function(aten.amax.default, (x, dims, True))  # noqa: E731
+        elif all(p % s == 0 for p, s in zip(positions, size)):
+            window = [p // s for p, s in zip(positions, size)]
+            pool = aten.max_pool1d.default if rank == 1 else aten.max_pool2d.default
+            build = lambda g, x=x, w=window, pool=pool: g.call_function(pool, (x, w, w))  # noqa: E731
+        else:
+            continue
+        for value in values:
+            _replace(module, value, build)
+        for unused in list(node.users):
+            module.graph.erase_node(unused)
+        module.graph.erase_node(node)
+        changed = True
+    return changed
+
+
+_VARIANCES = {aten.var.dim, aten.var.correction, aten.std.dim, aten.std.correction}
+
+
+def _variance_as_mean_of_squares(module: GraphModule) -> bool:
+    """x.var(dims) / x.std(dims) as mean((x - mean(x))^2) over the dims, times n / (n - correction)
+    (Bessel's by default), and its square root for std: ops edgec quantizes one by one."""
+    nodes = [n for n in module.graph.nodes if n.op == "call_function" and n.target in _VARIANCES]
+    for node in nodes:
+        x = node.args[0]
+        shape = list(x.meta["val"].shape)
+        dims = node.args[1] if len(node.args) > 1 and node.args[1] is not None else list(range(len(shape)))
+        dims = [dims] if isinstance(dims, int) else list(dims)
+        if node.target in (aten.var.dim, aten.std.dim):
+            correction = int(node.args[2] if len(node.args) > 2 else node.kwargs.get("unbiased", True))
+            keepdim = node.args[3] if len(node.args) > 3 else node.kwargs.get("keepdim", False)
+        else:
+            correction = node.kwargs.get("correction")
+            correction = 1 if correction is None else correction
+            keepdim = node.kwargs.get("keepdim", False)
+        count = math.prod(shape[d] for d in dims)
+        factor = count / (count - correction) if count > correction else float("inf")
+
+        def build(
+            g, x=x, dims=dims, keepdim=keepdim, factor=factor, root=node.target in (aten.std.dim, aten.std.correction)
+        ):
+            mean = g.call_function(aten.mean.dim, (x, dims, True))
+            deviation = g.call_function(aten.sub.Tensor, (x, mean))
+            squared = g.call_function(aten.pow.Tensor_Scalar, (deviation, 2))
+            value = g.call_function(aten.mean.dim, (squared, dims, keepdim))
+            if factor != 1.0:
+                value = g.call_function(aten.mul.Tensor, (value, factor))
+            return g.call_function(aten.sqrt.default, (value,)) if root else value
+
+        _replace(module, node, build)
+    return bool(nodes)
 
 
 def _decompose_group_norms(module: GraphModule) -> bool:
