@@ -232,25 +232,6 @@ static inline void conv_s4_mve_runs(int8_t *dst, int32_t dst_step, const int8_t 
     }
 }
 
-/* An output pixel (batch, row, column); conv_s4_next walks them in NHWC order (no division per pixel). */
-typedef struct {
-    int32_t n;
-    int32_t oy;
-    int32_t ox;
-} conv_s4_pixel;
-
-static inline conv_s4_pixel conv_s4_next(const edgec_conv_s4_desc *d, conv_s4_pixel px)
-{
-    if (++px.ox == d->output_w) {
-        px.ox = 0;
-        if (++px.oy == d->output_h) {
-            px.oy = 0;
-            px.n++;
-        }
-    }
-    return px;
-}
-
 /*
  * conv_s4_column of an ungrouped layer with dilation_w 1, where each kernel row's taps inside the
  * input are one run of the input row, into a column of EDGEC_S4_MVE_COLUMN_BYTES(K) bytes: when
@@ -259,17 +240,19 @@ static inline conv_s4_pixel conv_s4_next(const edgec_conv_s4_desc *d, conv_s4_pi
  * rows inside have their runs copied (conv_s4_mve_runs). A 1x1 window inside the input is the
  * input pixel itself (no copy).
  */
-static const int8_t *conv_s4_mve_column(const edgec_conv_s4_desc *d, const int8_t *input, conv_s4_pixel px,
-                                        int8x16_t pad, int8_t *column)
+static const int8_t *conv_s4_mve_column(const edgec_conv_s4_desc *d, const int8_t *input, int32_t p, int8_t *column)
 {
-    const edgec_tap_range ty = edgec_conv_taps(px.oy, d->stride_h, d->pad_top, d->dilation_h, d->kernel_h, d->input_h);
-    const edgec_tap_range tx = edgec_conv_taps(px.ox, d->stride_w, d->pad_left, 1, d->kernel_w, d->input_w);
+    const int32_t ox = p % d->output_w;
+    const int32_t oy = p / d->output_w % d->output_h;
+    const edgec_tap_range ty = edgec_conv_taps(oy, d->stride_h, d->pad_top, d->dilation_h, d->kernel_h, d->input_h);
+    const edgec_tap_range tx = edgec_conv_taps(ox, d->stride_w, d->pad_left, 1, d->kernel_w, d->input_w);
     const int32_t c = d->input_c;
     const int32_t row = d->kernel_w * c;
     const int32_t rows = ty.last - ty.first;
     const int32_t width = (tx.last - tx.first) * c;
     if (rows < d->kernel_h || width < row) {
         const int32_t k = d->kernel_h * row;
+        const int8x16_t pad = vdupq_n_s8((int8_t)(-d->input_offset));
         for (int32_t i = 0; i < k; i += 16) {
             vstrbq_s8(column + i, pad);
         }
@@ -277,7 +260,7 @@ static const int8_t *conv_s4_mve_column(const edgec_conv_s4_desc *d, const int8_
             return column;
         }
     }
-    const int8_t *image = input + (int64_t)px.n * d->input_h * d->input_w * c;
+    const int8_t *image = input + (int64_t)(p / d->output_w / d->output_h) * d->input_h * d->input_w * c;
     /* the first row's first tap inside */
     const int8_t *first = image + ((ty.base + ty.first * d->dilation_h) * d->input_w + tx.base + tx.first) * c;
     if (d->kernel_h == 1 && d->kernel_w == 1) {
@@ -324,24 +307,20 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
                            d.shift,  edgec_output_stage_make(d.output_offset, d.act_min, d.act_max) };
     const int right = edgec_s4_mve_right_shifts(d.shift, d.output_c);
     const int runs = d.groups == 1 && d.dilation_w == 1; /* conv_s4_mve_column's layers */
-    const int8x16_t pad = vdupq_n_s8((int8_t)(-d.input_offset));
     const int32_t pixels = d.batches * d.output_h * d.output_w;
-    conv_s4_pixel px = { 0, 0, 0 }; /* pixel p */
     for (int32_t p = 0; p < pixels;) {
         int8_t *out = output + p * d.output_c;
         if (d.groups == 1 && p + 1 < pixels) { /* two pixels: each weight block unpacked once for both */
-            const conv_s4_pixel pb = conv_s4_next(&d, px);
             if (pointwise) {
                 edgec_s4_mve_deinterleave2(input + p * k, input + (p + 1) * k, k, 0, deinterleaved);
             } else {
-                const int8_t *xa = runs ? conv_s4_mve_column(&d, input, px, pad, column_a)
+                const int8_t *xa = runs ? conv_s4_mve_column(&d, input, p, column_a)
                                         : conv_s4_pixel_column(&d, input, p, 0, column_a);
-                const int8_t *xb = runs ? conv_s4_mve_column(&d, input, pb, pad, column_b)
+                const int8_t *xb = runs ? conv_s4_mve_column(&d, input, p + 1, column_b)
                                         : conv_s4_pixel_column(&d, input, p + 1, 0, column_b);
                 edgec_s4_mve_deinterleave2(xa, xb, k, xa == column_a && xb == column_b, deinterleaved);
             }
             edgec_s4_mve_rows2(&rows, deinterleaved, d.output_c, right, out, out + d.output_c);
-            px = conv_s4_next(&d, pb);
             p += 2;
             continue;
         }
@@ -354,7 +333,6 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
             edgec_s4_mve_deinterleave(x, k, deinterleaved);
             edgec_s4_mve_rows(&rows, deinterleaved, cout_g, out + g * cout_g);
         }
-        px = conv_s4_next(&d, px);
         p++;
     }
     return EDGEC_OK;
