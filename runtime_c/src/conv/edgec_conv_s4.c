@@ -242,8 +242,10 @@ static inline void conv_s4_mve_runs(int8_t *dst, int32_t dst_step, const int8_t 
  */
 static const int8_t *conv_s4_mve_column(const edgec_conv_s4_desc *d, const int8_t *input, int32_t p, int8_t *column)
 {
-    const int32_t ox = p % d->output_w;
-    const int32_t oy = p / d->output_w % d->output_h;
+    const int32_t rest = p / d->output_w; /* n * output_h + oy */
+    const int32_t n = rest / d->output_h;
+    const int32_t ox = p - rest * d->output_w;
+    const int32_t oy = rest - n * d->output_h;
     const edgec_tap_range ty = edgec_conv_taps(oy, d->stride_h, d->pad_top, d->dilation_h, d->kernel_h, d->input_h);
     const edgec_tap_range tx = edgec_conv_taps(ox, d->stride_w, d->pad_left, 1, d->kernel_w, d->input_w);
     const int32_t c = d->input_c;
@@ -260,7 +262,7 @@ static const int8_t *conv_s4_mve_column(const edgec_conv_s4_desc *d, const int8_
             return column;
         }
     }
-    const int8_t *image = input + (int64_t)(p / d->output_w / d->output_h) * d->input_h * d->input_w * c;
+    const int8_t *image = input + (int64_t)n * d->input_h * d->input_w * c;
     /* the first row's first tap inside */
     const int8_t *first = image + ((ty.base + ty.first * d->dilation_h) * d->input_w + tx.base + tx.first) * c;
     if (d->kernel_h == 1 && d->kernel_w == 1) {
