@@ -316,8 +316,8 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
             if (pointwise) {
                 edgec_s4_mve_deinterleave2(input + p * k, input + (p + 1) * k, k, 0, deinterleaved);
             } else {
-                const int8_t *xa = runs ? conv_s4_mve_column(&d, input, p, column_a)
-                                        : conv_s4_pixel_column(&d, input, p, 0, column_a);
+                const int8_t *xa =
+                    runs ? conv_s4_mve_column(&d, input, p, column_a) : conv_s4_pixel_column(&d, input, p, 0, column_a);
                 const int8_t *xb = runs ? conv_s4_mve_column(&d, input, p + 1, column_b)
                                         : conv_s4_pixel_column(&d, input, p + 1, 0, column_b);
                 edgec_s4_mve_deinterleave2(xa, xb, k, xa == column_a && xb == column_b, deinterleaved);
