@@ -272,6 +272,27 @@ static const int8_t *conv_s4_mve_column(const edgec_conv_s4_desc *d, const int8_
     return column;
 }
 
+/* Pixels p and p + 1's columns of an ungrouped layer (conv_s4_mve_column's, or conv_s4_column's
+ * for dilation_w > 1), gathered into column_a and the column after it (EDGEC_S4_MVE_COLUMN_BYTES(K)
+ * bytes each), then interleaved for edgec_s4_mve_rows2. Out of line: the 1x1 layers' pair loop
+ * keeps its registers. */
+static EDGEC_NOINLINE void conv_s4_mve_columns2(const edgec_conv_s4_desc *d, const int8_t *input, int32_t p,
+                                                int8_t *column_a, int8_t *deinterleaved)
+{
+    const int32_t k = conv_s4_row_length(d);
+    int8_t *column_b = column_a + EDGEC_S4_MVE_COLUMN_BYTES(k);
+    const int8_t *xa;
+    const int8_t *xb;
+    if (d->dilation_w == 1) {
+        xa = conv_s4_mve_column(d, input, p, column_a);
+        xb = conv_s4_mve_column(d, input, p + 1, column_b);
+    } else {
+        xa = conv_s4_pixel_column(d, input, p, 0, column_a);
+        xb = conv_s4_pixel_column(d, input, p + 1, 0, column_b);
+    }
+    edgec_s4_mve_deinterleave2(xa, xb, k, xa == column_a && xb == column_b, deinterleaved);
+}
+
 /*
  * The Helium path: `bias` (required) holds the input offset folded in over the whole window
  * (edgec.ops.int4.mve_folded_bias; a tap outside the input reads the input zero point, so it adds
@@ -308,7 +329,6 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
                            d.bias,   d.multiplier,
                            d.shift,  edgec_output_stage_make(d.output_offset, d.act_min, d.act_max) };
     const int right = edgec_s4_mve_right_shifts(d.shift, d.output_c);
-    const int runs = d.groups == 1 && d.dilation_w == 1; /* conv_s4_mve_column's layers */
     const int32_t pixels = d.batches * d.output_h * d.output_w;
     for (int32_t p = 0; p < pixels;) {
         int8_t *out = output + p * d.output_c;
@@ -316,11 +336,7 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
             if (pointwise) {
                 edgec_s4_mve_deinterleave2(input + p * k, input + (p + 1) * k, k, 0, deinterleaved);
             } else {
-                const int8_t *xa =
-                    runs ? conv_s4_mve_column(&d, input, p, column_a) : conv_s4_pixel_column(&d, input, p, 0, column_a);
-                const int8_t *xb = runs ? conv_s4_mve_column(&d, input, p + 1, column_b)
-                                        : conv_s4_pixel_column(&d, input, p + 1, 0, column_b);
-                edgec_s4_mve_deinterleave2(xa, xb, k, xa == column_a && xb == column_b, deinterleaved);
+                conv_s4_mve_columns2(&d, input, p, column_a, deinterleaved);
             }
             edgec_s4_mve_rows2(&rows, deinterleaved, d.output_c, right, out, out + d.output_c);
             p += 2;
