@@ -149,6 +149,52 @@ def random_case(rng, kind: str, max_hw: int = 5, max_c: int = 9) -> tuple[dict, 
     return desc, int8_array(rng, (n, h, w, c_in))
 
 
+# Windows crossing every border (padding top, left, bottom, right, each side its own), odd input
+# widths, strides 1 and 2, 1 and 3 input channels, kernel rows of up to 16 bytes and longer, windows
+# wholly in the padding: the shapes of the Helium convolution's gather (edgec_conv_s4_mve), DS-CNN's
+# 10x4 stride-2 stem among them. (kernel, stride, dilation, (top, left, bottom, right), (H, W), C_in,
+# C_out, batches); every K = KH * KW * C_in is even (the Helium kernel's rows).
+GATHER_SHAPES = [
+    ((10, 4), (2, 2), (1, 1), (4, 1, 5, 1), (49, 10), 1, 64, 1),  # DS-CNN's stem
+    ((10, 4), (2, 2), (1, 1), (4, 1, 5, 1), (13, 9), 1, 6, 2),
+    ((10, 4), (1, 1), (1, 1), (5, 2, 4, 1), (11, 7), 1, 3, 1),
+    ((3, 2), (1, 1), (1, 1), (1, 1, 1, 1), (5, 7), 3, 5, 2),
+    ((3, 2), (2, 2), (1, 1), (2, 0, 0, 1), (6, 9), 3, 8, 1),
+    ((4, 3), (2, 2), (1, 1), (0, 2, 3, 1), (7, 5), 3, 9, 1),
+    ((5, 6), (1, 2), (1, 1), (2, 5, 4, 0), (6, 9), 3, 7, 1),  # rows of 18 bytes
+    ((2, 2), (1, 1), (1, 1), (0, 0, 1, 1), (3, 5), 1, 1, 1),
+    ((1, 2), (2, 1), (1, 1), (0, 1, 0, 1), (5, 3), 1, 2, 2),
+    ((4, 1), (1, 2), (1, 1), (2, 0, 1, 0), (5, 5), 3, 4, 1),  # one tap a row, four rows
+    ((3, 4), (2, 2), (1, 1), (3, 4, 3, 4), (3, 5), 1, 5, 1),  # whole windows in the padding
+    ((3, 2), (1, 1), (2, 1), (2, 1, 2, 1), (7, 5), 3, 4, 1),  # dilated rows
+    ((1, 1), (2, 2), (1, 1), (1, 1, 1, 1), (5, 7), 4, 6, 1),  # a 1x1 window, padded and strided
+]
+
+
+def gather_cases(seed: int) -> list[tuple[dict, np.ndarray]]:
+    """One convolution of each GATHER_SHAPES, weights, zero points and quantization drawn from seed."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for kernel, stride, dilation, (top, left, bottom, right), (h, w), c_in, c_out, n in GATHER_SHAPES:
+        out_hw = (
+            conv_output_size(h, kernel[0], stride[0], top, bottom, dilation[0]),
+            conv_output_size(w, kernel[1], stride[1], left, right, dilation[1]),
+        )
+        weight = int4_weights(rng, (c_out, *kernel, c_in))
+        a = {
+            "weight": weight,
+            "groups": 1,
+            "stride": stride,
+            "pad": (top, left, bottom, right),
+            "dilation": dilation,
+            **output_stage(rng, c_out, weight[0].size),
+        }
+        zp_in, zp_out = (int(v) for v in rng.choice([-128, 127, *rng.integers(-128, 128, 2)], 2))
+        desc = int4.conv_s4_desc(a, (n, h, w, c_in), (n, *out_hw, c_out), zp_in, zp_out)
+        cases.append((desc, int8_array(rng, (n, h, w, c_in))))
+    return cases
+
+
 # --------------------------------------------------------------------------------------------
 # ctypes
 # --------------------------------------------------------------------------------------------
@@ -184,6 +230,12 @@ def check_c_matches(lib, kind: str, desc: dict, x: np.ndarray) -> None:
 @given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(["conv", "depthwise", "fc"]))
 def test_golden_matches_c(kernel_lib, seed, kind):
     check_c_matches(kernel_lib, kind, *random_case(np.random.default_rng(seed), kind))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gather_shapes_golden_matches_c(kernel_lib, seed):
+    for desc, x in gather_cases(seed):
+        check_c_matches(kernel_lib, "conv", desc, x)
 
 
 def packed_depthwise_scratch(desc: dict, pixel_bytes: int = 4) -> int:

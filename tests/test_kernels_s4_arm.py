@@ -22,7 +22,14 @@ import pytest
 from edgec.ops import conv, depthwise, int4, linear
 from edgec.targets import toolchain
 from tests.device_support import ROOT, needs_toolchain
-from tests.test_kernels_s4 import int4_weights, int8_array, output_stage, packed_depthwise_scratch, random_case
+from tests.test_kernels_s4 import (
+    gather_cases,
+    int4_weights,
+    int8_array,
+    output_stage,
+    packed_depthwise_scratch,
+    random_case,
+)
 
 DRIVER = ROOT / "tests" / "data" / "port" / "s4_kernels.c"
 RUNTIME = ROOT / "runtime_c"
@@ -190,6 +197,32 @@ def test_s4_arm_paths_match_golden(target, opt, tmp_path: Path):
     if "mve" in PATHS[target]:
         desc, x = fc_case(rng, "mve")
         refusals.append(("fc", "mve", dict(desc, bias=None), x, np.zeros(desc["output_c"] * x.shape[0], np.int8)))
+    failures = run_on_qemu(target, opt, cases, refusals, tmp_path)
+    assert not failures, f"{len(failures)} of {len(cases) + len(refusals)} cases fail:\n" + "\n".join(failures[:8])
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("opt", list(OPT_CASES))
+def test_s4_mve_gather_shapes_match_golden(opt, tmp_path: Path):
+    """Helium's gather of a convolution's columns (and the DSP path's, on the same core) over
+    GATHER_SHAPES: padding on every side, whole windows in it, odd widths, strides 1 and 2, C_in 1
+    and 3, DS-CNN's stem."""
+    cases = [
+        ("conv", path, desc, x, conv.conv_s4(desc, x).reshape(-1))
+        for seed in (list(OPT_CASES).index(opt), 7)
+        for desc, x in gather_cases(seed)
+        for path in ("mve", "dsp")
+        if path == "mve" or row_length(desc) >= 8
+    ]
+    failures = run_on_qemu("cortex-m55", opt, cases, [], tmp_path)
+    assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures[:8])
+
+
+def run_on_qemu(target: str, opt: str, cases: list, refusals: list, tmp_path: Path) -> list[str]:
+    """The driver built at `opt` runs `cases` (kind, path, descriptor, input, golden output) and
+    `refusals` (the same, each to be refused, passed without the folded bias) under QEMU; one line
+    per case that fails (wrong output or status, a guard byte overwritten)."""
     elf = toolchain.cross_compile(
         target,
         [DRIVER, *SOURCES],
@@ -216,4 +249,4 @@ def test_s4_arm_paths_match_golden(target, opt, tmp_path: Path):
                 f"c_out={channels_of(desc)} bias={desc['bias'] is not None}"
             )
     assert at == len(data)
-    assert not failures, f"{len(failures)} of {len(everything)} cases fail:\n" + "\n".join(failures[:8])
+    return failures

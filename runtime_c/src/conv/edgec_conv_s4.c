@@ -210,6 +210,90 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 /*
+ * `rows` runs of n bytes, src_step apart in the input, to dst_step apart: a run of up to 16 bytes
+ * is one predicated load and store (VCTP), longer ones 16 bytes a vector. No byte past a run is
+ * read or written.
+ */
+static inline void conv_s4_mve_runs(int8_t *dst, int32_t dst_step, const int8_t *src, int32_t src_step, int32_t rows,
+                                    int32_t n)
+{
+    if (n <= 16) {
+        const mve_pred16_t p = vctp8q((uint32_t)n);
+        for (int32_t r = 0; r < rows; r++) {
+            vstrbq_p_s8(dst + r * dst_step, vldrbq_z_s8(src + r * src_step, p), p);
+        }
+        return;
+    }
+    for (int32_t r = 0; r < rows; r++) {
+        for (int32_t i = 0; i < n; i += 16) {
+            const mve_pred16_t p = vctp8q((uint32_t)(n - i));
+            vstrbq_p_s8(dst + r * dst_step + i, vldrbq_z_s8(src + r * src_step + i, p), p);
+        }
+    }
+}
+
+/*
+ * conv_s4_column of an ungrouped layer with dilation_w 1, where each kernel row's taps inside the
+ * input are one run of the input row, into a column of EDGEC_S4_MVE_COLUMN_BYTES(K) bytes: when
+ * the window crosses a border, the whole column is first filled with the input zero point (16
+ * bytes a store, whatever the padding's shape; the bytes past K meet only zero weights), then the
+ * rows inside have their runs copied (conv_s4_mve_runs). A 1x1 window inside the input is the
+ * input pixel itself (no copy).
+ */
+static const int8_t *conv_s4_mve_column(const edgec_conv_s4_desc *d, const int8_t *input, int32_t p, int8_t *column)
+{
+    const int32_t rest = p / d->output_w; /* n * output_h + oy */
+    const int32_t n = rest / d->output_h;
+    const int32_t ox = p - rest * d->output_w;
+    const int32_t oy = rest - n * d->output_h;
+    const edgec_tap_range ty = edgec_conv_taps(oy, d->stride_h, d->pad_top, d->dilation_h, d->kernel_h, d->input_h);
+    const edgec_tap_range tx = edgec_conv_taps(ox, d->stride_w, d->pad_left, 1, d->kernel_w, d->input_w);
+    const int32_t c = d->input_c;
+    const int32_t row = d->kernel_w * c;
+    const int32_t rows = ty.last - ty.first;
+    const int32_t width = (tx.last - tx.first) * c;
+    if (rows < d->kernel_h || width < row) {
+        const int32_t k = d->kernel_h * row;
+        const int8x16_t pad = vdupq_n_s8((int8_t)(-d->input_offset));
+        for (int32_t i = 0; i < k; i += 16) {
+            vstrbq_s8(column + i, pad);
+        }
+        if (rows == 0 || width == 0) { /* no tap inside (the range may lie past the kernel) */
+            return column;
+        }
+    }
+    const int8_t *image = input + (int64_t)n * d->input_h * d->input_w * c;
+    /* the first row's first tap inside */
+    const int8_t *first = image + ((ty.base + ty.first * d->dilation_h) * d->input_w + tx.base + tx.first) * c;
+    if (d->kernel_h == 1 && d->kernel_w == 1) {
+        return first;
+    }
+    conv_s4_mve_runs(column + ty.first * row + tx.first * c, row, first, d->dilation_h * d->input_w * c, rows, width);
+    return column;
+}
+
+/* Pixels p and p + 1's columns of an ungrouped layer (conv_s4_mve_column's, or conv_s4_column's
+ * for dilation_w > 1), gathered into column_a and the column after it (EDGEC_S4_MVE_COLUMN_BYTES(K)
+ * bytes each), then interleaved for edgec_s4_mve_rows2. Out of line: the 1x1 layers' pair loop
+ * keeps its registers. */
+static EDGEC_NOINLINE void conv_s4_mve_columns2(const edgec_conv_s4_desc *d, const int8_t *input, int32_t p,
+                                                int8_t *column_a, int8_t *deinterleaved)
+{
+    const int32_t k = conv_s4_row_length(d);
+    int8_t *column_b = column_a + EDGEC_S4_MVE_COLUMN_BYTES(k);
+    const int8_t *xa;
+    const int8_t *xb;
+    if (d->dilation_w == 1) {
+        xa = conv_s4_mve_column(d, input, p, column_a);
+        xb = conv_s4_mve_column(d, input, p + 1, column_b);
+    } else {
+        xa = conv_s4_pixel_column(d, input, p, 0, column_a);
+        xb = conv_s4_pixel_column(d, input, p + 1, 0, column_b);
+    }
+    edgec_s4_mve_deinterleave2(xa, xb, k, xa == column_a && xb == column_b, deinterleaved);
+}
+
+/*
  * The Helium path: `bias` (required) holds the input offset folded in over the whole window
  * (edgec.ops.int4.mve_folded_bias; a tap outside the input reads the input zero point, so it adds
  * nothing); per output pixel and group, the column gathered into scratch, deinterleaved after it,
@@ -252,9 +336,7 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
             if (pointwise) {
                 edgec_s4_mve_deinterleave2(input + p * k, input + (p + 1) * k, k, 0, deinterleaved);
             } else {
-                const int8_t *xa = conv_s4_pixel_column(&d, input, p, 0, column_a);
-                const int8_t *xb = conv_s4_pixel_column(&d, input, p + 1, 0, column_b);
-                edgec_s4_mve_deinterleave2(xa, xb, k, xa == column_a && xb == column_b, deinterleaved);
+                conv_s4_mve_columns2(&d, input, p, column_a, deinterleaved);
             }
             edgec_s4_mve_rows2(&rows, deinterleaved, d.output_c, right, out, out + d.output_c);
             p += 2;
