@@ -1,7 +1,7 @@
 """Operators trained models use as their authors wrote them (issue 27): reflect and replicate
 padding (F.pad, nn.ReflectionPad2d / ReplicationPad2d, Conv padding_mode), padding="same",
 F.glu, torch.gather, F.normalize (TFLite's L2_NORMALIZATION), 1-D resizing, adaptive max pooling,
-var/std and torch.square. Each model is exported
+var/std, torch.square and torch.einsum. Each model is exported
 by torch.export, bit-exact on the host (golden == C), passes verify's layer check against its Q/DQ
 program, and its int8 output follows the float module."""
 
@@ -148,6 +148,26 @@ def test_resizing_max_pooling_and_spread_of_signals(tmp_path):
     compiled, _ = check_model(tmp_path, "SignalForms()", (1, 3, 12), sqnr=30.0)
     kinds = {op.kind for op in compiled.graph.ops}
     assert {"resize", "max_pool2d", "reduce"} <= kinds, kinds
+
+
+class EinsumAttention(nn.Module):
+    """Attention written with torch.einsum (scores, weighted values) and an outer product (of
+    bounded values: a product of two normal inputs has tails 16 calibration samples miss)."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(8, 24)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).unflatten(-1, (3, 2, 4)).permute(2, 0, 3, 1, 4)  # [1, heads 2, 6, 4] each
+        scores = torch.einsum("bhqd,bhkd->bhqk", q, k) * 0.5
+        attended = torch.einsum("bhqk,bhkd->bqhd", scores.softmax(-1), v).flatten(2)
+        return attended, torch.einsum("bi,bj->bij", torch.tanh(x[:, 0]), torch.tanh(x[:, 1]))
+
+
+def test_einsum(tmp_path):
+    compiled, _ = check_model(tmp_path, "EinsumAttention()", (1, 6, 8))
+    assert [op.kind for op in compiled.graph.ops].count("batch_matmul") == 2
 
 
 class L2Normalized(nn.Module):

@@ -163,6 +163,7 @@ DECOMPOSED = GROUP_NORMS | {
     aten.var.correction,
     aten.std.dim,
     aten.std.correction,
+    aten.einsum.default,  # PyTorch's own permutes, reshapes, bmm, mul and sum
 }
 # Other spellings of one operator (passes/normalize.py renames them): torch.clip, torch.max(a, b).
 ALIASES = {

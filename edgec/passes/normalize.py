@@ -17,6 +17,7 @@ import operator
 
 import torch
 from torch.fx import GraphModule, Node
+from torch.fx.experimental.proxy_tensor import make_fx
 
 from edgec.frontend.export import take_location
 from edgec.frontend.torch_ops import (
@@ -69,6 +70,7 @@ def normalize(module: GraphModule) -> GraphModule:
     changed |= _resize_1d_as_2d(module)
     changed |= _adaptive_max_as_max(module)
     changed |= _variance_as_mean_of_squares(module)
+    changed |= _einsum_as_primitives(module)
     changed |= _constant_cat_as_pad_and_add(module)
     changed |= _merge_constant_adds(module)
     if changed:
@@ -710,6 +712,36 @@ def _variance_as_mean_of_squares(module: GraphModule) -> bool:
             if factor != 1.0:
                 value = g.call_function(aten.mul.Tensor, (value, factor))
             return g.call_function(aten.sqrt.default, (value,)) if root else value
+
+        _replace(module, node, build)
+    return bool(nodes)
+
+
+def _einsum_as_primitives(module: GraphModule) -> bool:
+    """torch.einsum as PyTorch's own implementation runs it (permutes, reshapes, bmm, mul, sum):
+    traced on zeros of the operands' shapes and inlined, each op then quantized as written."""
+    nodes = [n for n in module.graph.nodes if n.op == "call_function" and n.target == aten.einsum.default]
+    for node in nodes:
+        equation, operands = node.args[0], list(node.args[1])
+        zeros = [torch.zeros(o.meta["val"].shape, dtype=o.meta["val"].dtype) for o in operands]
+        traced = make_fx(lambda *xs, eq=equation: torch.einsum(eq, list(xs)))(*zeros)
+
+        def build(g, traced=traced, operands=operands):
+            values, inputs, result = {}, iter(operands), None
+            for sub in traced.graph.nodes:
+                if sub.op == "placeholder":
+                    values[sub] = next(inputs)
+                elif sub.op == "output":
+                    result = values[sub.args[0]]
+                else:
+                    target = (
+                        aten.reshape.default
+                        if sub.target in (aten.view.default, aten._unsafe_view.default)
+                        else sub.target
+                    )
+                    args = torch.fx.node.map_arg(sub.args, values.__getitem__)
+                    values[sub] = g.call_function(target, args, torch.fx.node.map_arg(sub.kwargs, values.__getitem__))
+            return result
 
         _replace(module, node, build)
     return bool(nodes)
