@@ -18,7 +18,7 @@ from torch import nn
 
 from edgec.errors import EdgecError
 from edgec.frontend import precision
-from edgec.pipeline import compile_model, prepare, quantize_model
+from edgec.pipeline import compile_model, constants_total, prepare, quantize_model
 from edgec.targets.cores import get_target
 from edgec.tools.report import write_html_report
 from edgec.tools.verify import golden_outputs, quantized_inputs
@@ -108,6 +108,19 @@ def test_a_ram_budget_of_the_int8_arena_keeps_the_int8_build(digits_auto):
     assert tight.plan.arena_bytes == int8.plan.arena_bytes
     assert "int16" not in {tensor.dtype for tensor in tight.graph.tensors.values()}
     assert len(record["frontier"]) > 1 and record["frontier"][-1]["arena_bytes"] > int8.plan.arena_bytes
+
+
+def test_with_a_flash_budget_the_weights_are_chosen_first_and_int4_layers_keep_int8_activations(trained_digits):  # noqa: F811
+    model, calibration, x, _ = trained_digits
+    options = {"example_inputs": (torch.from_numpy(x[:1]),), "calibration": calibration, "warn": lambda _: None}
+    target = get_target("host").with_budget(flash=2863)  # 92 % of int8's 3,112 B: one layer int4
+    weights_only = compile_model(model, target=target, **options)
+    auto = compile_model(model, target=target, activations="auto", **options)
+    record = auto.plan.precision
+    assert record["int4_layers"] == weights_only.plan.precision["int4_layers"] and record["int4_layers"]
+    assert all(not set(layer["int16_layers"]) & set(record["int4_layers"]) for layer in record["activations"]["layers"])
+    assert record["activations"]["constants_bytes"] == constants_total(auto.graph) <= 2863
+    assert auto.choices[0].startswith("activations auto ") and auto.choices[2].startswith("weights under --flash 2863")
 
 
 def test_cli_prints_the_choice_and_refuses_auto_with_int16_layers(tmp_path, small_digits_calib, capsys):
