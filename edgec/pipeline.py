@@ -310,12 +310,13 @@ def fit_activations(
         candidate = build(paths)
         if paths != chosen and candidate is not None and fits(candidate):
             chosen = paths
-    frontier, prefix = [], ()
-    for move in [None, *order]:
-        prefix = tuple(dict.fromkeys(prefix + (move.paths if move else ())))
-        point = build(prefix)
-        if point is not None:
-            frontier.append((point.plan.arena_bytes, constants_total(point.graph), precision.sqnr_db(estimate(prefix))))
+    frontier = _pareto(
+        [
+            (point.plan.arena_bytes, constants_total(point.graph), precision.sqnr_db(estimate(paths)), paths)
+            for paths, point in builds.items()
+            if point is not None
+        ]
+    )
     result = build(chosen)
     measured = precision.relative_noise(reference, precision.run_flat(result.quantized_module, samples))
     chosen_nodes = precision.int16_nodes(float_module, chosen)
@@ -341,8 +342,13 @@ def fit_activations(
             for move in moves
         ],
         "frontier": [
-            {"arena_bytes": arena, "constants_bytes": size, "estimated_sqnr_db": _finite(sqnr)}
-            for arena, size, sqnr in frontier
+            {
+                "arena_bytes": arena,
+                "constants_bytes": size,
+                "estimated_sqnr_db": _finite(sqnr),
+                "int16_layers": _graph_order(float_module, paths),
+            }
+            for arena, size, sqnr, paths in frontier
         ],
     }
     if result is not compiled:
@@ -357,6 +363,16 @@ def fit_activations(
     result.plan.precision = {**weights, "activations": record}
     result.choices = activation_summary(record, _ram_words(target)) + result.choices
     return result
+
+
+def _pareto(points: list[tuple]) -> list[tuple]:
+    """The (arena, constants, estimated SQNR, paths) points no other point beats: none with an
+    arena as small and a higher SQNR. By arena, then constants; ties in graph order of paths."""
+    frontier = []
+    for point in sorted(points, key=lambda p: (p[0], -p[2], p[1], len(p[3]), p[3])):
+        if not frontier or point[2] > frontier[-1][2]:
+            frontier.append(point)
+    return frontier
 
 
 def _graph_order(module: GraphModule, paths: tuple) -> list[str]:
@@ -381,7 +397,7 @@ def activation_summary(record: dict, under: str) -> list[str]:
         f"(--int16-layers {','.join(int16) if int16 else '(none)'}); "
         f"SQNR vs float {_db(record['int8_sqnr_db'])} int8 -> "
         f"{_db(record['measured_sqnr_db'])} (estimated {_db(record['estimated_sqnr_db'])}) on the calibration data",
-        "  frontier (arena, estimated SQNR, the most accuracy per byte int16 first): "
+        "  frontier (arena, estimated SQNR of the builds tried that no other beats): "
         + ", ".join(f"{size:,} B {_db(sqnr)}" for size, sqnr in points),
     ]
 
