@@ -299,10 +299,10 @@ def fit_activations(
     def estimate(paths: tuple) -> float:
         return max(0.0, base_noise - precision.removed_noise(moves, precision.int16_nodes(float_module, paths)))
 
-    singles = {move.path: build(move.paths) for move in moves}
+    singles = {move.index: build(move.paths) for move in moves}
     order = sorted(
-        (move for move in moves if singles[move.path] is not None),
-        key=lambda move: (-(base_noise - estimate(move.paths)) / max(1, cost(singles[move.path])), move.index),
+        (move for move in moves if singles[move.index] is not None),
+        key=lambda move: (-(base_noise - estimate(move.paths)) / max(1, cost(singles[move.index])), move.index),
     )
     chosen: tuple = ()
     for move in order:
@@ -327,7 +327,7 @@ def fit_activations(
         "arena_bytes": result.plan.arena_bytes,
         "int8_constants_bytes": constants_total(compiled.graph),
         "constants_bytes": constants_total(result.graph),
-        "int16_layers": [path for path in _graph_order(float_module, chosen)],
+        "int16_layers": _graph_order(float_module, chosen),
         "int8_sqnr_db": _finite(precision.sqnr_db(base_noise)),
         "estimated_sqnr_db": _finite(precision.sqnr_db(estimate(chosen))),
         "measured_sqnr_db": _finite(precision.sqnr_db(measured)),
@@ -337,7 +337,7 @@ def fit_activations(
                 "int16_layers": list(move.paths),
                 "activations": "int16" if move.nodes <= chosen_nodes else "int8",
                 "sensitivity_sqnr_db": _finite(move.sqnr_db),
-                "arena_bytes": singles[move.path].plan.arena_bytes if singles[move.path] else None,
+                "arena_bytes": singles[move.index].plan.arena_bytes if singles[move.index] else None,
             }
             for move in moves
         ],
@@ -367,7 +367,7 @@ def fit_activations(
 
 def _pareto(points: list[tuple]) -> list[tuple]:
     """The (arena, constants, estimated SQNR, paths) points no other point beats: none with an
-    arena as small and a higher SQNR. By arena, then constants; ties in graph order of paths."""
+    arena as small and a higher SQNR; of equal ones, the fewest constants, then the fewest paths."""
     frontier = []
     for point in sorted(points, key=lambda p: (p[0], -p[2], p[1], len(p[3]), p[3])):
         if not frontier or point[2] > frontier[-1][2]:
