@@ -445,7 +445,8 @@ def compile(
         calibration data ("minmax", "percentile", "mse" or "histogram").
     per_channel_linear: as `edgec build --per-channel-linear`: linear weights per output channel.
     activations, int16_layers: as `edgec build --activations/--int16-layers` ("int16": the whole
-        model with int16 activations; int16_layers: the nn.Module paths whose layers are int16).
+        model with int16 activations; "auto": the layers the chooser picks within the `ram` and
+        `flash` budgets, docs/precision.md; int16_layers: the nn.Module paths whose layers are int16).
     weights, int4_layers: as `edgec build --weights/--int4-layers` ("int4": every linear and
         convolution layer with int4 weights; int4_layers: the nn.Module paths whose layers are).
     int4_rounding: as `edgec build --int4-rounding` ("gptq", "mse" or "nearest"; docs/int4.md).

@@ -131,11 +131,14 @@ def _quantization_options(command):
     )(command)
     command = click.option(
         "--activations",
-        type=click.Choice(["int8", "int16"]),
+        type=click.Choice(["int8", "int16", "auto"]),
         default="int8",
         show_default=True,
         help="activation precision of the whole model (int16: symmetric, int8 weights, "
-        "int64 bias, CMSIS-NN's _s16 arithmetic)",
+        "int64 bias, CMSIS-NN's _s16 arithmetic); auto: int16 for the layers' outputs where it "
+        "buys the most accuracy on the calibration data per byte, within --ram (the arena) and "
+        "--flash, the model's input and output kept int8; prints the equivalent --int16-layers "
+        "(docs/precision.md)",
     )(command)
     command = click.option(
         "--per-channel-linear", is_flag=True, help="linear weights per output channel (8 B of flash more per output)"

@@ -67,6 +67,7 @@ class Compiled(Quantized):
     plan: MemoryPlan = None
     target: Target = None
     choices: list[str] = field(default_factory=list)  # what target-level choices were made and why
+    notes: dict[str, str] = field(default_factory=dict)  # op name -> why the precision choosers chose its form
 
 
 def compile_model(
@@ -123,10 +124,12 @@ def compile_loaded(
     whose int8 constants exceed the flash budget the user gave (--flash) gets int4 weights in the
     layers the chooser picks (fit_flash_budget). The typical part's budget never changes a
     model's precision: a user who did not name a budget has not agreed to lose accuracy."""
+    if options.get("activations") == "auto" and list(options.get("int16_layers", ())):
+        raise EdgecError("--activations auto chooses the int16 layers itself: drop --int16-layers, or name them all")
     quantized = quantize_loaded(loaded, module, calibration=calibration, progress=progress, warn=warn, **options)
     compiled = compile_for(quantized, target, stream=stream, tflite_compatible=tflite_compatible)
     budget = compiled.target.flash_bytes
-    if (
+    if not (
         budget is None
         or not compiled.target.flash_budget_given
         or quantized.float_module is None
@@ -134,8 +137,12 @@ def compile_loaded(
         or list(options.get("int4_layers", ()))
         or constants_total(compiled.graph) <= budget
     ):
+        compiled = fit_flash_budget(
+            loaded, compiled, calibration=calibration, stream=stream, tflite_compatible=tflite_compatible, **options
+        )
+    if options.get("activations") != "auto" or quantized.float_module is None:
         return compiled
-    return fit_flash_budget(
+    return fit_activations(
         loaded, compiled, calibration=calibration, stream=stream, tflite_compatible=tflite_compatible, **options
     )
 
@@ -191,16 +198,15 @@ def fit_flash_budget(
         return compiled
     chosen = build(choice.int4)
     measured = precision.relative_noise(reference, precision.run_flat(chosen.quantized_module, samples))
-    under, chosen_ops = _budget_words(target), _ops_by_name(chosen.graph)
+    under = _budget_words(target)
     for layer in layers:
         int4 = layer.path in choice.int4
         note = (
             f"{'int4' if int4 else 'int8'}: {'chosen' if int4 else 'kept'} under {under}, sensitivity "
             f"{layer.sqnr_db:.1f} dB SQNR with its weights int4 alone ({layer.saved:,} B saved at int4)"
         )
-        for name in ops_of[layer.path]:
-            op = chosen_ops[name]
-            op.kernel = replace(op.kernel, reason=f"{note}; {op.kernel.reason}")
+        chosen.notes.update({name: note for name in ops_of[layer.path]})
+    _annotate(chosen)
     chosen.plan.precision = {
         **record,
         "fits": True,
@@ -237,6 +243,170 @@ def precision_summary(record: dict, under: str) -> list[str]:
         "  frontier (constants, estimated SQNR, the least sensitive layers per byte int4 first): "
         + ", ".join(f"{size:,} B {_db(sqnr)}" for size, sqnr in points),
     ]
+
+
+def fit_activations(
+    loaded: export.LoadedModel, compiled: Compiled, *, calibration, stream: bool, tflite_compatible: bool, **options
+) -> Compiled:
+    """--activations auto: int16 activations for the layers' outputs where they buy the most
+    accuracy per byte, within the RAM budget (the arena, planned exactly on each candidate build)
+    and the flash budget (docs/precision.md). `compiled` is the int8-activation build (its int4
+    layers, if any, chosen already: they stay int8-activation, the 16x8 kernels take int8 weights).
+    The chosen build's plan.precision["activations"] and compiled.choices say what was chosen."""
+    target, weights = compiled.target, compiled.plan.precision or {}
+    if not weights.get("fits", True):
+        return compiled  # over the flash budget whatever the activations: emit says so
+    samples = calibration_samples(calibration, loaded.example_inputs, lambda _: None)
+    int4 = list(weights.get("int4_layers", options.get("int4_layers", ())))
+    float_module = compiled.float_module
+    moves = [] if options.get("weights") == "int4" else precision.int16_moves(float_module, int4)
+    reference = precision.run_flat(float_module, samples)
+    base_noise = precision.relative_noise(reference, precision.run_flat(compiled.quantized_module, samples))
+    precision.measure_activation_noise(float_module, moves, samples, reference)
+    builds: dict[tuple, Compiled | None] = {(): compiled}
+
+    def build(paths: tuple) -> Compiled | None:
+        """The build with `paths` int16 (None if edgec refuses it or it would change the model's
+        input or output dtype), cached."""
+        key = tuple(sorted(paths))
+        if key not in builds:
+            try:
+                quantized = quantize_loaded(
+                    loaded,
+                    copy.deepcopy(float_module),
+                    calibration=calibration,
+                    warn=lambda _: None,
+                    **{**options, "activations": "int8", "int16_layers": list(key), "int4_layers": int4},
+                )
+                candidate = compile_for(quantized, target, stream=stream, tflite_compatible=tflite_compatible)
+            except EdgecError:
+                candidate = None
+            ends = (*candidate.graph.inputs, *candidate.graph.outputs) if candidate else ()
+            builds[key] = candidate if all(candidate.graph.tensors[n].dtype == "int8" for n in ends) else None
+        return builds[key]
+
+    def fits(candidate: Compiled) -> bool:
+        return (target.ram_bytes is None or candidate.plan.arena_bytes <= target.ram_bytes) and (
+            target.flash_bytes is None or constants_total(candidate.graph) <= target.flash_bytes
+        )
+
+    def cost(candidate: Compiled) -> int:
+        """The RAM and flash bytes a build takes beyond the int8-activation one."""
+        return max(0, candidate.plan.arena_bytes - compiled.plan.arena_bytes) + max(
+            0, constants_total(candidate.graph) - constants_total(compiled.graph)
+        )
+
+    def estimate(paths: tuple) -> float:
+        return max(0.0, base_noise - precision.removed_noise(moves, precision.int16_nodes(float_module, paths)))
+
+    singles = {move.index: build(move.paths) for move in moves}
+    order = sorted(
+        (move for move in moves if singles[move.index] is not None),
+        key=lambda move: (-(base_noise - estimate(move.paths)) / max(1, cost(singles[move.index])), move.index),
+    )
+    chosen: tuple = ()
+    for move in order:
+        paths = tuple(dict.fromkeys(chosen + move.paths))
+        candidate = build(paths)
+        if paths != chosen and candidate is not None and fits(candidate):
+            chosen = paths
+    frontier = _pareto(
+        [
+            (point.plan.arena_bytes, constants_total(point.graph), precision.sqnr_db(estimate(paths)), paths)
+            for paths, point in builds.items()
+            if point is not None
+        ]
+    )
+    result = build(chosen)
+    measured = precision.relative_noise(reference, precision.run_flat(result.quantized_module, samples))
+    chosen_nodes = precision.int16_nodes(float_module, chosen)
+    record = {
+        "ram_budget_bytes": target.ram_bytes,
+        "flash_budget_bytes": target.flash_bytes,
+        "int8_arena_bytes": compiled.plan.arena_bytes,
+        "arena_bytes": result.plan.arena_bytes,
+        "int8_constants_bytes": constants_total(compiled.graph),
+        "constants_bytes": constants_total(result.graph),
+        "int16_layers": _graph_order(float_module, chosen),
+        "int8_sqnr_db": _finite(precision.sqnr_db(base_noise)),
+        "estimated_sqnr_db": _finite(precision.sqnr_db(estimate(chosen))),
+        "measured_sqnr_db": _finite(precision.sqnr_db(measured)),
+        "layers": [
+            {
+                "path": move.path,
+                "int16_layers": list(move.paths),
+                "activations": "int16" if move.nodes <= chosen_nodes else "int8",
+                "sensitivity_sqnr_db": _finite(move.sqnr_db),
+                "arena_bytes": singles[move.index].plan.arena_bytes if singles[move.index] else None,
+            }
+            for move in moves
+        ],
+        "frontier": [
+            {
+                "arena_bytes": arena,
+                "constants_bytes": size,
+                "estimated_sqnr_db": _finite(sqnr),
+                "int16_layers": _graph_order(float_module, paths),
+            }
+            for arena, size, sqnr, paths in frontier
+        ],
+    }
+    if result is not compiled:
+        result.notes = dict(compiled.notes)
+        note = f"int16: chosen by --activations auto {_ram_words(target)}"
+        for op in _layer_level_ops(result.graph):
+            if any(result.graph.tensors[name].dtype == "int16" for name in op.outputs):
+                result.notes[op.name] = f"{note}; {result.notes[op.name]}" if op.name in result.notes else note
+        _annotate(result)
+        weights_chosen = precision_summary(weights, _budget_words(target)) if weights.get("fits") else []
+        result.choices = weights_chosen + result.choices
+    result.plan.precision = {**weights, "activations": record}
+    result.choices = activation_summary(record, _ram_words(target)) + result.choices
+    return result
+
+
+def _pareto(points: list[tuple]) -> list[tuple]:
+    """The (arena, constants, estimated SQNR, paths) points no other point beats: none with an
+    arena as small and a higher SQNR; of equal ones, the fewest constants, then the fewest paths."""
+    frontier = []
+    for point in sorted(points, key=lambda p: (p[0], -p[2], p[1], len(p[3]), p[3])):
+        if not frontier or point[2] > frontier[-1][2]:
+            frontier.append(point)
+    return frontier
+
+
+def _graph_order(module: GraphModule, paths: tuple) -> list[str]:
+    """`paths` in the order of the first node each selects."""
+    order = {node.name: i for i, node in enumerate(module.graph.nodes)}
+    first = {path: min((order[n] for n in precision.int16_nodes(module, (path,))), default=0) for path in paths}
+    return sorted(paths, key=lambda path: (first[path], path))
+
+
+def _ram_words(target: Target) -> str:
+    return "without a RAM budget" if target.ram_bytes is None else f"under the RAM budget {target.ram_bytes:,} B"
+
+
+def activation_summary(record: dict, under: str) -> list[str]:
+    """What `edgec build` prints about --activations auto: the choice and a few frontier points."""
+    int16 = record["int16_layers"]
+    chosen = sum(layer["activations"] == "int16" for layer in record["layers"])
+    points = precision.frontier_points([(p["arena_bytes"], p["estimated_sqnr_db"]) for p in record["frontier"]])
+    return [
+        f"activations auto {under}: arena {record['int8_arena_bytes']:,} B int8 -> "
+        f"{record['arena_bytes']:,} B with {chosen} of {len(record['layers'])} layers' outputs int16 "
+        f"(--int16-layers {','.join(int16) if int16 else '(none)'}); "
+        f"SQNR vs float {_db(record['int8_sqnr_db'])} int8 -> "
+        f"{_db(record['measured_sqnr_db'])} (estimated {_db(record['estimated_sqnr_db'])}) on the calibration data",
+        "  frontier (arena, estimated SQNR of the builds tried that no other beats): "
+        + ", ".join(f"{size:,} B {_db(sqnr)}" for size, sqnr in points),
+    ]
+
+
+def _annotate(compiled: Compiled) -> None:
+    """Each noted layer's kernel reason starts with its note (what the precision choosers decided)."""
+    for op in _layer_level_ops(compiled.graph):
+        if op.name in compiled.notes:
+            op.kernel = replace(op.kernel, reason=f"{compiled.notes[op.name]}; {op.kernel.reason}")
 
 
 def _db(value: float | None) -> str:
@@ -302,6 +472,10 @@ def quantize_model(
     whole model) and `int16_layers` (the nn.Module paths whose layers take int16 activations), and
     `weights` ("int8" or "int4": every linear and convolution layer) and `int4_layers` (the paths
     whose layers take int4 weights), chosen by `int4_rounding` (edgec.frontend.weight_rounding)."""
+    if activations == "auto":
+        raise EdgecError(
+            "activations='auto' chooses int16 layers within a target's budgets: use compile_model / edgec build"
+        )
     loaded, module = prepare(spec, example_inputs)
     return quantize_loaded(
         loaded,
@@ -358,7 +532,7 @@ def quantize_loaded(
     quantizer = EdgecQuantizer(
         method,
         per_channel_linear,
-        activations=activations,
+        activations="int8" if activations == "auto" else activations,  # auto: compile_loaded chooses
         int16_layers=int16_layers,
         weights=weights,
         int4_layers=int4_layers,
@@ -545,7 +719,7 @@ def check_memory_budget(report: dict, target: Target) -> None:
             origin += "; --opt auto or size keeps the DSP kernels' constants smaller"
         if report["weights_bytes"] > (target.flash_bytes or 0) and not target.flash_budget_given:
             origin += "; with --flash, edgec may give some layers int4 weights to fit (docs/int4.md)"
-        if report.get("precision") and not report["precision"]["fits"]:
+        if not report.get("precision", {}).get("fits", True):
             origin += (
                 f"; {report['precision']['smallest_constants_bytes']:,} B is the smallest the constants reach "
                 f"with int4 weights in every layer that can take them"

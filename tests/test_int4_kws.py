@@ -122,6 +122,7 @@ def test_int4_and_the_flash_chooser_on_synthesized_keywords(trained_kws, tmp_pat
     with torch.no_grad():
         float_top1 = float((model(torch.from_numpy(x)).argmax(1).numpy() == y).mean())
     builds = {"int8": compile_for(quantize_model(model, **_options(trained_kws)))}
+    _check_activation_chooser(trained_kws, builds["int8"], tmp_path / "auto")
     for rounding in ("nearest", "gptq"):
         quantized = quantize_model(model, weights="int4", int4_rounding=rounding, **_options(trained_kws))
         builds[f"int4 {rounding}"] = compile_for(quantized)
@@ -148,3 +149,29 @@ def test_int4_and_the_flash_chooser_on_synthesized_keywords(trained_kws, tmp_pat
     assert record["smallest_constants_bytes"] == constants["int4 gptq"] > int8_bytes * 60 // 100
     for name in ("int4 gptq", "chosen"):
         _bit_exact(builds[name], x[:8], tmp_path / name.replace(" ", "_"))
+
+
+def _check_activation_chooser(trained, int8, tmp_path) -> None:
+    """--activations auto under a RAM budget of 5/4 of the int8 arena: some layers' outputs int16 but
+    not all (the first depthwise layer's int16 input, the stem's 25x10 output, would triple the
+    arena), within the budget, SQNR vs float above int8's, top-1 within half a point, bit-exact."""
+    model, _, x, y = trained
+    budget = int8.plan.arena_bytes * 5 // 4
+    auto = compile_model(
+        model, target=get_target("host").with_budget(ram=budget), activations="auto", **_options(trained)
+    )
+    record = auto.plan.precision["activations"]
+    choosable = [layer for layer in record["layers"] if layer["arena_bytes"] is not None]
+    chosen = [layer for layer in choosable if layer["activations"] == "int16"]
+    top1 = {"int8": _top1(int8, x, y), "auto": _top1(auto, x, y)}
+    print(
+        f"keywords --activations auto --ram {budget}: --int16-layers {','.join(record['int16_layers'])} "
+        f"({len(chosen)} of {len(choosable)} choosable outputs), arena {record['int8_arena_bytes']:,} -> "
+        f"{record['arena_bytes']:,} B, SQNR {record['int8_sqnr_db']} -> {record['measured_sqnr_db']} dB "
+        f"(estimated {record['estimated_sqnr_db']}), top-1 {top1}"
+    )
+    assert 0 < len(chosen) < len(choosable) and auto.plan.arena_bytes == record["arena_bytes"] <= budget
+    assert max(layer["arena_bytes"] for layer in choosable) > budget
+    assert record["measured_sqnr_db"] > record["int8_sqnr_db"]
+    assert top1["auto"] >= top1["int8"] - 0.005
+    _bit_exact(auto, x[:8], tmp_path)

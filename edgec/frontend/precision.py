@@ -12,6 +12,14 @@ own noise plus its layers'.
 A choosable layer is a module path whose linear / convolution nodes are exactly the int4-capable
 nodes traced innermost in it (what `--int4-layers PATH` selects): a layer traced in the top-level
 module, or in a module with further int4-capable submodules, stays int8.
+
+The activation-precision chooser (`--activations auto`, docs/precision.md) works on the same
+layers' output tensors: an int8 tensor's rounding goes only when its producer and every layer that
+reads it (through views) are int16, so a candidate ("move") is a layer's output with the module
+paths that make it int16, its producer's and its readers'. Its sensitivity is the relative output
+noise of the float model with that one tensor fake-quantized at int8 (minmax on the calibration
+data, as the int8 build calibrates it) against the float model; what promoting a set of paths buys
+is the sum of the sensitivities of the tensors it makes int16 throughout.
 """
 
 from __future__ import annotations
@@ -24,8 +32,11 @@ import numpy as np
 import torch
 from torch.fx import GraphModule
 
-from edgec.frontend.quantize import int4_capable, int4_weight_nodes
+from edgec.frontend.quantize import int4_capable, int4_weight_nodes, matching_paths
 from edgec.frontend.weight_rounding import round_int4_weights
+from edgec.ops import OPS
+from edgec.ops.int16_units import INT16_CAPABLE_KINDS, VIEW_KINDS
+from edgec.ops.qspec import fused_activations
 
 FRONTIER_POINTS = 6  # the frontier `edgec build` prints (report.json has every point)
 
@@ -203,3 +214,134 @@ def frontier_points(frontier: list[tuple[int, float]], count: int = FRONTIER_POI
         return list(frontier)
     picks = sorted({round(i * (len(frontier) - 1) / (count - 1)) for i in range(count)})
     return [frontier[i] for i in picks]
+
+
+# -- activation precision (--activations auto) --------------------------------------------------
+
+
+@dataclass
+class Move:
+    """One layer's output tensor made int16: the module paths that takes (its producer's, then its
+    readers'), the FX nodes that must then be int16, and its sensitivity."""
+
+    path: str  # the producing layer's path
+    paths: tuple[str, ...]  # what --int16-layers gets for it, graph order
+    tensor: str  # the FX node whose output is quantized (the end of the producer's fused clamps)
+    nodes: frozenset[str]  # the producer and its readers
+    index: int
+    noise: float = 0.0  # relative output noise power with this tensor alone rounded to int8
+
+    @property
+    def sqnr_db(self) -> float:
+        return sqnr_db(self.noise)
+
+
+def int16_moves(module: GraphModule, int4_paths=()) -> list[Move]:
+    """The layers' outputs the chooser may make int16, in graph order: a linear / convolution /
+    depthwise layer with a module path, whose output is read by layers with module paths (through
+    views) and not by the program's output; selecting the paths must make no layer with int4
+    weights (`int4_paths`: the 16x8 kernels take int8 weights) nor one without an int16 kernel int16."""
+    order = {node.name: i for i, node in enumerate(module.graph.nodes)}
+    ops = [node for node in module.graph.nodes if node.op == "call_function" and node.target in OPS]
+    moves = []
+    for node in ops:
+        path = _innermost(node)
+        if not (int4_capable(node) and path):
+            continue
+        end = ([node] + fused_activations(node))[-1]
+        readers = _readers(end)
+        if readers is None:
+            continue
+        paths = tuple(dict.fromkeys([path] + [_innermost(reader) for reader in readers]))
+        selected = [other for other in ops if matching_paths(other, paths)]
+        if any(OPS[other.target].kind not in INT16_CAPABLE_KINDS for other in selected) or any(
+            int4_capable(other) and matching_paths(other, int4_paths) for other in selected
+        ):
+            continue
+        nodes = frozenset([node.name] + [reader.name for reader in readers])
+        moves.append(Move(path, paths, end.name, nodes, order[node.name]))
+    return moves
+
+
+def _innermost(node) -> str:
+    stack = node.meta.get("nn_module_stack") or {}
+    return list(stack.values())[-1][0] if stack else ""
+
+
+def _readers(node) -> list | None:
+    """The ops reading `node`'s output, through views (included); None if the program's output
+    or an op without a module path reads it (a path would make the model's output int16, or
+    none names the reader)."""
+    readers, pending = [], list(node.users)
+    while pending:
+        user = pending.pop(0)
+        if user.op != "call_function" or user.target not in OPS or not _innermost(user):
+            return None
+        readers.append(user)
+        if OPS[user.target].kind in VIEW_KINDS:
+            pending.extend(user.users)
+    return readers or None
+
+
+def int16_nodes(module: GraphModule, paths) -> set[str]:
+    """The FX nodes `--int16-layers paths` makes int16 (the quantizer's rule)."""
+    return {
+        node.name
+        for node in module.graph.nodes
+        if node.op == "call_function" and node.target in OPS and matching_paths(node, paths)
+    }
+
+
+def removed_noise(moves: list[Move], selected: set[str]) -> float:
+    """The estimated noise int16 takes away when the nodes `selected` are int16: the sensitivities
+    of the tensors whose producer and readers all are."""
+    return sum(move.noise for move in moves if move.nodes <= selected)
+
+
+def measure_activation_noise(
+    float_module: GraphModule, moves: list[Move], samples: list[tuple], reference: list[np.ndarray]
+) -> None:
+    """Sets each move's `noise`: the float model with its tensor fake-quantized at int8 (the range
+    minmax calibration observes on `samples`) against `reference`, the float model's outputs."""
+    ranges = _output_ranges(float_module, {move.tensor for move in moves}, samples)
+    for move in moves:
+        probe = copy.deepcopy(float_module)
+        node = next(node for node in probe.graph.nodes if node.name == move.tensor)
+        with probe.graph.inserting_after(node):
+            rounded = probe.graph.call_function(fake_quantize_int8, (node, *ranges[move.tensor]))
+        node.replace_all_uses_with(rounded, delete_user_cb=lambda user: user is not rounded)
+        probe.recompile()
+        move.noise = relative_noise(reference, run_flat(probe, samples))
+
+
+def fake_quantize_int8(x: torch.Tensor, low: float, high: float) -> torch.Tensor:
+    """`x` rounded to the int8 grid edgec's activation observer (MinMaxObserver, affine, eps
+    2^-20) picks for the range [low, high]."""
+    low, high = min(low, 0.0), max(high, 0.0)
+    scale = max((high - low) / 255.0, 2.0**-20)
+    zero_point = int(min(127, max(-128, -128 - round(low / scale))))
+    return torch.fake_quantize_per_tensor_affine(x, scale, zero_point, -128, 127)
+
+
+class _Ranges(torch.fx.Interpreter):
+    """Records the min and max of the named nodes' outputs over the samples it runs."""
+
+    def __init__(self, module: GraphModule, names: set[str]):
+        super().__init__(module)
+        self.names, self.ranges = names, {}
+
+    def run_node(self, node):
+        value = super().run_node(node)
+        if node.name in self.names:
+            low, high = float(value.min()), float(value.max())
+            seen = self.ranges.get(node.name, (low, high))
+            self.ranges[node.name] = (min(low, seen[0]), max(high, seen[1]))
+        return value
+
+
+def _output_ranges(module: GraphModule, names: set[str], samples: list[tuple]) -> dict[str, tuple[float, float]]:
+    recorder = _Ranges(module, names)
+    with torch.no_grad():
+        for sample in samples:
+            recorder.run(*sample)
+    return recorder.ranges
