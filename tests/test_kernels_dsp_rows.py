@@ -11,11 +11,15 @@ drawn on images 8 to 40 pixels wide, or 3 to 9, run by its driver."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from edgec.targets import toolchain
+from edgec.targets.cores import get_target
 from tests import test_kernels_arm as arm
-from tests.device_support import needs_toolchain
+from tests.device_support import needs_toolchain, require_tools
 
 CASES = 150
 SHORT_CASES = 300  # about one in twenty: a full-group 3x3 layer with rows of 4 to 7 pixels
@@ -120,17 +124,16 @@ def _wide_groups(multiplier: np.ndarray, shift: np.ndarray) -> int:
     not edgec_dsp_requant_short): every multiplier >= 2^30, every shift -1 to -24, one of them -1."""
     return sum(
         bool(np.all(m >= 2**30) and np.all((s <= -1) & (s >= -24)) and np.any(s == -1))
-        for m, s in zip(multiplier[: len(multiplier) // 4 * 4].reshape(-1, 4), shift[: len(shift) // 4 * 4].reshape(-1, 4))
+        for m, s in zip(
+            multiplier[: len(multiplier) // 4 * 4].reshape(-1, 4), shift[: len(shift) // 4 * 4].reshape(-1, 4)
+        )
     )
 
 
-@needs_toolchain
-@pytest.mark.usefixtures("edgec_cache")
-@pytest.mark.parametrize("opt", ["-O2", "-Os", "-O0"])
-@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m33"])
-def test_shift_minus_one_and_zero_depthwise_match_golden(target, opt, tmp_path, monkeypatch):
-    """Groups with a shift of -1 (dsp_row_3x3_wide, dsp_store_four_wide) and 0 (the general
-    requantization) on short and long rows, extreme biases among them."""
+def _int4_like_cases(rng, monkeypatch) -> list:
+    """Short and long rows whose groups have shifts of -1 (dsp_row_3x3_wide, dsp_store_four_wide)
+    and 0 (the general requantization), extreme biases among them; asserts that enough of them
+    take each path."""
     drawn = []
 
     def multipliers(rng, count):
@@ -139,7 +142,6 @@ def test_shift_minus_one_and_zero_depthwise_match_golden(target, opt, tmp_path, 
 
     monkeypatch.setattr(arm, "multipliers", multipliers)
     monkeypatch.setattr(arm, "_padded_image", short_image)
-    rng = np.random.default_rng({"-O2": 31, "-Os": 32, "-O0": 33}[opt] + (10 if target == "cortex-m33" else 0))
     cases = [arm.depthwise_case(rng, arm.DSP, strides=(1, 1, 2, 4)) for _ in range(SHORT_CASES // 2)]
     monkeypatch.setattr(arm, "_padded_image", wide_image)
     cases += [arm.depthwise_case(rng, arm.DSP) for _ in range(CASES // 3)]
@@ -148,6 +150,10 @@ def test_shift_minus_one_and_zero_depthwise_match_golden(target, opt, tmp_path, 
     wide_other = [c for c, (m, s) in zip(cases, drawn) if not _unrolled(c) and _wide_groups(m, s)]
     assert len(wide_unrolled) >= len(cases) // 10 and len(wide_other) >= len(cases) // 20, "too few wide groups"
     assert sum(np.any(s == 0) for _, s in drawn) >= len(cases) // 10, "too few shifts of 0"
+    return cases
+
+
+def _run_and_check(target, cases, tmp_path, opt):
     results = arm.run_on_target(target, cases, tmp_path, opt)
     failures = [
         arm.describe(case)
@@ -155,3 +161,23 @@ def test_shift_minus_one_and_zero_depthwise_match_golden(target, opt, tmp_path, 
         if status != case.status or not guards or (status == 0 and not np.array_equal(output, case.expected.ravel()))
     ]
     assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures[:10])
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("opt", ["-O2", "-Os", "-O0"])
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m33"])
+def test_shift_minus_one_and_zero_depthwise_match_golden(target, opt, tmp_path, monkeypatch):
+    rng = np.random.default_rng({"-O2": 31, "-Os": 32, "-O0": 33}[opt] + (10 if target == "cortex-m33" else 0))
+    _run_and_check(target, _int4_like_cases(rng, monkeypatch), tmp_path, opt)
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+def test_shift_minus_one_rows_in_a_clang_build(tmp_path, monkeypatch):
+    """The wide rows' assembly through clang's assembler (-munaligned-access, as
+    tests/test_build_variants.py's clang-unaligned build: clang keeps a frame register)."""
+    require_tools("clang", "ld.lld", install=toolchain.CLANG_APT_INSTALL)
+    base = get_target("cortex-m4")
+    clang = dataclasses.replace(base, compiler="clang", cflags=base.cflags + ("-munaligned-access",))
+    _run_and_check(clang, _int4_like_cases(np.random.default_rng(51), monkeypatch), tmp_path, "-O2")

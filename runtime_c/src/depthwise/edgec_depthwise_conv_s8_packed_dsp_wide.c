@@ -14,17 +14,13 @@
 
 #include "edgec_depthwise_conv_s8_packed_dsp.h"
 
-int edgec_depthwise_packed_wide_make(packed_group *g)
+void edgec_depthwise_packed_wide_make(packed_group *g)
 {
     const int32_t *mult = g->layer->quant->multiplier + g->first;
     const int32_t *shift = g->layer->quant->shift + g->first;
-    if (!edgec_dsp_requant_all_wide(mult, shift, GROUP)) {
-        return 0;
-    }
     for (int32_t k = 0; k < GROUP; k++) {
         g->qw[k] = edgec_dsp_requant_wide_make(mult[k], shift[k], edgec_dsp_round_base(g->layer->stage.offset));
     }
-    return 1;
 }
 
 void edgec_depthwise_packed_store_four_wide(const packed_group *g, int32_t a0, int32_t a1, int32_t a2, int32_t a3,
@@ -46,9 +42,9 @@ void edgec_depthwise_packed_store_four_wide(const packed_group *g, int32_t a0, i
     "and r10, " a ", #0x80000000\n\tadds r12, r12, r10\n\tadc r9, r9, " a ", asr #31\n\t" \
     "smlal r12, r9, " a ", r8\n\tldr r10, [%[g], %[" qs "]]\n\tasr " a ", r9, r10\n\tssat " a ", #8, " a "\n\t"
 
-/* One instruction more per channel than dsp_row_3x3: the load of the fourth constant. */
-void edgec_depthwise_packed_row_3x3_wide(const packed_group *g, const int32_t (*w)[2], const int8_t *x, int8_t *out,
-                                         dsp_row *row)
+/* dsp_row_3x3 by the wide short requantization: one instruction more per channel, the load of
+ * the fourth constant. */
+static void dsp_row_3x3_wide(const packed_group *g, const int32_t (*w)[2], const int8_t *x, int8_t *out, dsp_row *row)
 {
 #define DSP_QW(k, field) (offsetof(packed_group, qw) + (k) * sizeof(edgec_dsp_requant_wide) + (field))
     __asm__ volatile(
@@ -65,6 +61,17 @@ void edgec_depthwise_packed_row_3x3_wide(const packed_group *g, const int32_t (*
           [q3s] "i"(DSP_QW(3, 8)), [q3l] "i"(DSP_QW(3, 12)), [lows] "i"(offsetof(packed_group, lows))
         : "r0", "r1", "r2", "r3", "r8", "r9", "r10", DSP_ROW_COUNTER "r12", "memory", "cc");
 #undef DSP_QW
+}
+
+static void dsp_run_row_wide(const packed_group *g, dsp_rows *rows, int32_t p, int8_t *out)
+{
+    rows->row.pixels = g->layer->out_w;
+    dsp_row_3x3_wide(g, g->w[p], g->layer->cache, out, &rows->row);
+}
+
+void edgec_depthwise_packed_wide_rows_3x3(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step)
+{
+    dsp_rows_3x3(g, b, out, pixel_step, NULL, dsp_run_row_wide);
 }
 
 #endif
