@@ -74,6 +74,7 @@ SOURCES = [
         "eltwise/edgec_add_s8.c",
         "depthwise/edgec_depthwise_conv_s8_packed.c",
         "depthwise/edgec_depthwise_conv_s8_packed_dsp.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_dsp_wide.c",
         "depthwise/edgec_depthwise_conv_s8_packed_mve.c",
         "depthwise/edgec_depthwise_conv_s8_packed_portable.c",
         "pool/edgec_avgpool_s8.c",

@@ -215,6 +215,7 @@ class DepthwiseConv2d(OpDef):
         "depthwise/edgec_depthwise_conv_s8.c",
         "depthwise/edgec_depthwise_conv_s8_packed.c",
         "depthwise/edgec_depthwise_conv_s8_packed_dsp.c",
+        "depthwise/edgec_depthwise_conv_s8_packed_dsp_wide.c",
         "depthwise/edgec_depthwise_conv_s8_packed_mve.c",
         "depthwise/edgec_depthwise_conv_s8_packed_portable.c",
     )

@@ -79,6 +79,10 @@ typedef struct {
 #else
     int8_t w[PHASES][9][4]; /* 3x3 taps in cache order: [kx][slot] */
 #endif
+#if defined(__ARM_FEATURE_DSP) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+    int wide_requant; /* not short_requant, but all four admit the wide form (a shift of -1) */
+    edgec_dsp_requant_wide qw[4];
+#endif
 } packed_group;
 
 /*

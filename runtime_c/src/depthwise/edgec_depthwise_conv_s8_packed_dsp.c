@@ -17,6 +17,7 @@
 
 #define EDGEC_DEPTHWISE_PACKED_GROUP_CODE
 #include "edgec_depthwise_conv_s8_packed.h"
+#include "edgec_depthwise_conv_s8_packed_dsp.h"
 
 /* acc_k += x_k * w_k for the four channels, x and w as int16 pairs (0/2, 1/3); x is the entry at
  * *x, and *x steps to the next one (one LDRD with writeback). */
@@ -63,6 +64,9 @@ static void group_make(packed_group *g)
     for (int32_t k = 0; g->short_requant && k < GROUP; k++) {
         g->q[k] = edgec_dsp_requant_make(mult[k], shift[k], edgec_dsp_round_base(layer->stage.offset));
     }
+    /* its constants are made after group_begin: an out-of-line call taking g here cost GCC's
+     * unrolling of group_phases (23 instructions a group) */
+    g->wide_requant = g->count == GROUP && !g->short_requant && edgec_dsp_requant_all_wide(mult, shift, GROUP);
     g->lows = edgec_dsp_bytes(layer->stage.lo + layer->stage.offset);
     g->highs = edgec_dsp_bytes(layer->stage.hi + layer->stage.offset);
 }
@@ -71,6 +75,10 @@ static inline void group_store(const packed_group *g, int32_t a0, int32_t a1, in
 {
     if (g->short_requant) {
         dsp_store_four(g, a0, a1, a2, a3, out);
+        return;
+    }
+    if (g->wide_requant) {
+        edgec_depthwise_packed_store_four_wide(g, a0, a1, a2, a3, out);
         return;
     }
     const int32_t sums[4] = { a0, a1, a2, a3 };
@@ -98,77 +106,16 @@ static void group_pixel(const packed_group *g, const int32_t *slots, int32_t at,
 
 /* A row of 3x3 undilated pixels in phase p: nine consecutive entries each. */
 #if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
-/* What dsp_row_3x3's assembly reads per row besides the group. */
-typedef struct {
-    int32_t out_step;
-    int32_t x_advance; /* from the entry after a pixel's ninth to the next pixel's first */
-    int32_t pixels;    /* >= 1 */
-} dsp_row;
-
-/* A tap: its entry and weights by 4 loads in one run (pipelined: 5 cycles; 2 LDRD take 6). */
-#define DSP_TAP(t)                                                                                           \
-    "ldr r8, [%[x]], #4\n\tldr r9, [%[x]], #4\n\tldr r10, [%[w], #" #t "]\n\tldr r12, [%[w], #" #t "+4]\n\t" \
-    "smlabb r0, r8, r10, r0\n\tsmlatt r2, r8, r10, r2\n\t"                                                   \
-    "smlabb r1, r9, r12, r1\n\tsmlatt r3, r9, r12, r3\n\t"
-
-/*
- * A row of 3x3 undilated pixels of a full group with the short requantization, in assembly (an
- * optimised build's: the unoptimised one keeps r7 for its frame): per pixel the folded biases,
- * the nine taps of group_row_3x3 (4 loads of the entry and the weights, four SMLAxy), then
- * dsp_store_four's requantization, packing, clamp and store -- GCC spilled the accumulators
- * around a call to it.
- */
-#if defined(__clang__)
-/* clang keeps a frame register and cannot give the loop r11 too: the pixels to go stay in row. */
-#define DSP_ROW_COUNT_START ""
-#define DSP_ROW_COUNT_DOWN "ldr r8, [%[row], #8]\n\tsubs r8, r8, #1\n\tstr r8, [%[row], #8]\n\t"
-#define DSP_ROW_COUNTER
-#else
-/* the pixels to go, in the one register the loop leaves free */
-#define DSP_ROW_COUNT_START "ldr r11, [%[row], #8]\n\t"
-#define DSP_ROW_COUNT_DOWN "subs r11, r11, #1\n\t"
-#define DSP_ROW_COUNTER "r11",
-#endif
-
-static void dsp_row_3x3(const packed_group *g, const int32_t (*w)[2], const int8_t *x, int8_t *out, dsp_row *row)
-{
-    __asm__ volatile(DSP_ROW_COUNT_START
-                     ".p2align 2\n" /* the loop's first LDRD is 32-bit: at 2 mod 4 each taken BNE costs a cycle more */
-                     "1:\n\t"
-                     "ldrd r0, r1, [%[g], %[bias]]\n\t"
-                     "ldrd r2, r3, [%[g], %[bias2]]\n\t" DSP_TAP(0) DSP_TAP(8) DSP_TAP(16) DSP_TAP(24) DSP_TAP(32)
-                         DSP_TAP(40) DSP_TAP(48) DSP_TAP(56) DSP_TAP(
-                             64) "ldrd r8, r9, [%[g], %[q0]]\n\tldr r10, [%[g], %[q0s]]\n\t"
-                                 "and r12, r0, #0x80000000\n\torr r12, r12, #0x40000000\n\tadd r9, r9, r0, asr #31\n\t"
-                                 "smlal r12, r9, r0, r8\n\tasr r0, r9, r10\n\tssat r0, #8, r0\n\t"
-                                 "ldrd r8, r9, [%[g], %[q1]]\n\tldr r10, [%[g], %[q1s]]\n\t"
-                                 "and r12, r1, #0x80000000\n\torr r12, r12, #0x40000000\n\tadd r9, r9, r1, asr #31\n\t"
-                                 "smlal r12, r9, r1, r8\n\tasr r1, r9, r10\n\tssat r1, #8, r1\n\t"
-                                 "ldrd r8, r9, [%[g], %[q2]]\n\tldr r10, [%[g], %[q2s]]\n\t"
-                                 "and r12, r2, #0x80000000\n\torr r12, r12, #0x40000000\n\tadd r9, r9, r2, asr #31\n\t"
-                                 "smlal r12, r9, r2, r8\n\tasr r2, r9, r10\n\tssat r2, #8, r2\n\t"
-                                 "ldrd r8, r9, [%[g], %[q3]]\n\tldr r10, [%[g], %[q3s]]\n\t"
-                                 "and r12, r3, #0x80000000\n\torr r12, r12, #0x40000000\n\tadd r9, r9, r3, asr #31\n\t"
-                                 "smlal r12, r9, r3, r8\n\tasr r3, r9, r10\n\tssat r3, #8, r3\n\t"
-                                 "bfi r0, r1, #8, #8\n\tbfi r0, r2, #16, #8\n\tbfi r0, r3, #24, #8\n\t"
-                                 "ldrd r8, r9, [%[g], %[lows]]\n\t"
-                                 "ssub8 r10, r0, r8\n\tsel r0, r0, r8\n\tssub8 r10, r0, r9\n\tsel r0, r9, r0\n\t"
-                                 "str r0, [%[out]]\n\t"
-                                 "ldrd r8, r9, [%[row]]\n\t"
-                                 "add %[out], %[out], r8\n\t"
-                                 "add %[x], %[x], r9\n\t" DSP_ROW_COUNT_DOWN "bne 1b"
-                     : [x] "+r"(x), [out] "+r"(out)
-                     : [w] "r"(w), [g] "r"(g), [row] "r"(row), [bias] "i"(offsetof(packed_group, bias)),
-                       [bias2] "i"(offsetof(packed_group, bias) + 8), [q0] "i"(offsetof(packed_group, q)),
-                       [q0s] "i"(offsetof(packed_group, q) + 8), [q1] "i"(offsetof(packed_group, q) + 12),
-                       [q1s] "i"(offsetof(packed_group, q) + 20), [q2] "i"(offsetof(packed_group, q) + 24),
-                       [q2s] "i"(offsetof(packed_group, q) + 32), [q3] "i"(offsetof(packed_group, q) + 36),
-                       [q3s] "i"(offsetof(packed_group, q) + 44), [lows] "i"(offsetof(packed_group, lows))
-                     : "r0", "r1", "r2", "r3", "r8", "r9", "r10", DSP_ROW_COUNTER "r12", "memory", "cc");
-}
+/* A row of 3x3 undilated pixels of a full group with the short requantization, in assembly;
+ * defined after dsp_group_rows_3x3, which it follows in the code (see there). */
+static void dsp_row_3x3(const packed_group *g, const int32_t (*w)[2], const int8_t *x, int8_t *out, dsp_row *row);
 
 typedef char dsp_requant_layout[sizeof(edgec_dsp_requant) == 12 && offsetof(edgec_dsp_requant, round_high) == 4 &&
                                         offsetof(edgec_dsp_requant, shift) == 8 &&
+                                        sizeof(edgec_dsp_requant_wide) == 16 &&
+                                        offsetof(edgec_dsp_requant_wide, round_high) == 4 &&
+                                        offsetof(edgec_dsp_requant_wide, shift) == 8 &&
+                                        offsetof(edgec_dsp_requant_wide, low) == 12 &&
                                         offsetof(packed_group, highs) == offsetof(packed_group, lows) + 4
                                     ? 1
                                     : -1];
@@ -206,81 +153,9 @@ static EDGEC_NOINLINE void group_row_3x3(const packed_group *g, int32_t p, int8_
 #if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
 /* Pixel pairs of a row (dsp_pairs_3x3_step24/48 after group_outputs, so that the code before
  * keeps its place in the instruction cache: dsp_row_3x3 and group_outputs' row loop as before). */
-typedef struct dsp_pair_run dsp_pair_run;
-typedef void (*dsp_pairs_fn)(dsp_pair_run *run);
 static dsp_pairs_fn dsp_pairs_for(const packed_layer *layer);
 static void dsp_row_3x3_paired(dsp_pairs_fn pairs, const packed_group *g, const int32_t (*w)[2], const int8_t *x,
                                int8_t *out, dsp_row *row);
-
-/*
- * n >= 0 columns of a full group into the 3x3 cache, each entry's four channels widened as
- * cache_entry does: from src on (pixels c bytes apart; c = 0 repeats one word, the pad value),
- * into the entries at dst, 24 bytes (a column) apart. Two columns a turn, both loaded first (the
- * second load pipelines), stored by STR immediates (1 cycle each on the M4, where STRD takes 3).
- */
-static void dsp_widen_columns(int8_t *dst, const int8_t *src, int32_t n, int32_t c)
-{
-    int32_t a;
-    int32_t b;
-    int32_t t;
-    __asm__ volatile("asrs %[n], %[n], #1\n\t" /* the pairs; the carry: an odd column, done first */
-                     "bcc 2f\n\t"
-                     "ldr %[a], [%[src]]\n\t"
-                     "add %[src], %[src], %[c]\n\t"
-                     "sxtb16 %[t], %[a]\n\t"
-                     "sxtb16 %[a], %[a], ror #8\n\t"
-                     "str %[t], [%[dst]]\n\t"
-                     "str %[a], [%[dst], #4]\n\t"
-                     "add %[dst], %[dst], #24\n"
-                     "2:\n\t"
-                     "cmp %[n], #0\n\t"
-                     "beq 3f\n"
-                     "1:\n\t"
-                     "ldr %[a], [%[src]]\n\t"
-                     "ldr %[b], [%[src], %[c]]\n\t"
-                     "add %[src], %[src], %[c], lsl #1\n\t"
-                     "sxtb16 %[t], %[a]\n\t"
-                     "sxtb16 %[a], %[a], ror #8\n\t"
-                     "str %[t], [%[dst]]\n\t"
-                     "str %[a], [%[dst], #4]\n\t"
-                     "sxtb16 %[t], %[b]\n\t"
-                     "sxtb16 %[b], %[b], ror #8\n\t"
-                     "str %[t], [%[dst], #24]\n\t"
-                     "str %[b], [%[dst], #28]\n\t"
-                     "add %[dst], %[dst], #48\n\t"
-                     "subs %[n], %[n], #1\n\t"
-                     "bne 1b\n"
-                     "3:"
-                     : [dst] "+r"(dst), [src] "+r"(src), [n] "+r"(n), [a] "=&r"(a), [b] "=&r"(b), [t] "=&r"(t)
-                     : [c] "r"(c)
-                     : "memory", "cc");
-}
-
-/* What dsp_group_rows_3x3 reads per row: where padded rows enter the cache, and the row routine's
- * arguments besides the phase and the output. */
-typedef struct {
-    int8_t *columns;     /* the cache's first image column, slot 0 */
-    const int8_t *image; /* the group's first channel at pixel (0, 0) of the batch */
-    const int8_t *pad;   /* the pad word */
-    int32_t in_row;      /* bytes from one image row to the next */
-    int32_t in_h;
-    int32_t pad_top;
-    int32_t n; /* image columns; n > 0 means image_start == pad_left: column 0 is the image's */
-    int32_t c;
-    dsp_pairs_fn pairs;
-    dsp_row row;
-} dsp_rows;
-
-/* Padded row r into slot `slot`: its image columns, or the pad word above and below the image (out
- * of line: the row loops stay small enough for the M4 flash accelerator to keep them cached). */
-static EDGEC_NOINLINE void dsp_bring_row(const dsp_rows *rows, int32_t r, int32_t slot)
-{
-    const int32_t entry = (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
-    const int32_t iy = r - rows->pad_top;
-    const int inside = iy >= 0 && iy < rows->in_h;
-    dsp_widen_columns(rows->columns + slot * entry, inside ? rows->image + iy * rows->in_row : rows->pad, rows->n,
-                      inside ? rows->c : 0);
-}
 
 /* One output row in phase p: by the pair routine if the layer has one, else by dsp_row_3x3. */
 static inline void dsp_run_row(const packed_group *g, dsp_rows *rows, int32_t p, int8_t *out)
@@ -294,60 +169,49 @@ static inline void dsp_run_row(const packed_group *g, dsp_rows *rows, int32_t p,
 }
 
 /*
- * Every row of batch b of a full group with a 3x3 undilated window and the short requantization:
- * cache_rows and group_row_3x3 with their bookkeeping cut to the bone, as a DS-CNN-sized row of 5
- * pixels spent as much on it as on two of its pixels. Filter row 0 is in slot first mod 3, so
- * that is the phase, counted along the rows; at stride 1 each output row oy brings in one padded
- * row, oy + 2, after rows 0 and 1. `pairs` (dsp_pairs_for) NULL: every row by dsp_row_3x3.
+ * Every row of batch b of a full group with a 3x3 undilated window and the short requantization
+ * (dsp_rows_3x3 with dsp_run_row). Emitted first and followed by dsp_row_3x3 (EDGEC_NO_REORDER),
+ * then by dsp_bring_row, whose lines past the first KiB are this routine's setup: in a 1 KiB
+ * direct-mapped instruction cache (the M4 flash accelerator as modelled) no line of the row loops
+ * evicts another, wherever the object lands (GCC's own order, moved by any change to the file, can
+ * put this routine onto dsp_row_3x3's lines: +2 to +5 % estimated cycles a DS-CNN int8 layer).
  */
-static EDGEC_NOINLINE void dsp_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out, int32_t pixel_step,
-                                              dsp_pairs_fn pairs)
+EDGEC_NO_REORDER static EDGEC_NOINLINE void dsp_group_rows_3x3(const packed_group *g, int32_t b, int8_t *out,
+                                                               int32_t pixel_step, dsp_pairs_fn pairs)
 {
-    const packed_layer *layer = g->layer;
-    const int32_t entry = (int32_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES;
-    const int32_t out_h = layer->out_h;
-    const int32_t row_bytes = layer->out_w * pixel_step;
-    const int32_t stride_h = layer->stride_h;
-    dsp_rows rows;
-    rows.columns = layer->cache + layer->image_start * layer->column_bytes;
-    rows.image = layer->input + b * layer->in_h * layer->in_w * layer->c + g->first;
-    rows.pad = (const int8_t *)&layer->pad_four;
-    rows.in_row = layer->in_w * layer->c;
-    rows.in_h = layer->in_h;
-    rows.pad_top = layer->pad_top;
-    rows.n = layer->image_end - layer->image_start;
-    rows.c = layer->c;
-    rows.pairs = pairs;
-    rows.row.out_step = pixel_step;
-    rows.row.x_advance = 3 * entry * layer->stride_w - 9 * entry;
-    if (stride_h == 1) {
-        dsp_bring_row(&rows, 0, 0);
-        dsp_bring_row(&rows, 1, 1);
-        for (int32_t oy = 0, slot = 2, phase = 0; oy < out_h; oy++, out += row_bytes) {
-            dsp_bring_row(&rows, oy + 2, slot);
-            dsp_run_row(g, &rows, phase, out);
-            slot = slot == 2 ? 0 : slot + 1;
-            phase = phase == 2 ? 0 : phase + 1;
-        }
-        return;
-    }
-    const int32_t phase_step = stride_h % 3;
-    int32_t next = 0; /* the next padded row to bring in */
-    int32_t slot = 0; /* its slot, next mod 3 */
-    int32_t phase = 0;
-    for (int32_t oy = 0, first = 0; oy < out_h; oy++, first += stride_h, out += row_bytes) {
-        for (; next < first + 3; next++, slot = slot == 2 ? 0 : slot + 1) {
-            if (next >= first) { /* not a row no output row reads (stride_h > 3) */
-                dsp_bring_row(&rows, next, slot);
-            }
-        }
-        dsp_run_row(g, &rows, phase, out);
-        phase += phase_step;
-        if (phase >= 3) {
-            phase -= 3;
-        }
-    }
+    dsp_rows_3x3(g, b, out, pixel_step, pairs, dsp_run_row);
 }
+
+/* edgec_dsp_requantize_ssat8 of sum `a` by the edgec_dsp_requant at operand q (its shift at qs). */
+#define DSP_ROW_REQUANT(a, q, qs)                                                                \
+    "ldrd r8, r9, [%[g], %[" q "]]\n\tldr r10, [%[g], %[" qs "]]\n\t"                            \
+    "and r12, " a ", #0x80000000\n\torr r12, r12, #0x40000000\n\tadd r9, r9, " a ", asr #31\n\t" \
+    "smlal r12, r9, " a ", r8\n\tasr " a ", r9, r10\n\tssat " a ", #8, " a "\n\t"
+
+/*
+ * A row of 3x3 undilated pixels of a full group with the short requantization, in assembly (an
+ * optimised build's: the unoptimised one keeps r7 for its frame): per pixel the folded biases,
+ * the nine taps of group_row_3x3 (4 loads of the entry and the weights, four SMLAxy), then
+ * dsp_store_four's requantization, packing, clamp and store -- GCC spilled the accumulators
+ * around a call to it.
+ */
+EDGEC_NO_REORDER static void dsp_row_3x3(const packed_group *g, const int32_t (*w)[2], const int8_t *x, int8_t *out,
+                                         dsp_row *row)
+{
+    __asm__ volatile(DSP_ROW_COUNT_START
+                     ".p2align 2\n" /* the loop's first LDRD is 32-bit: at 2 mod 4 each taken BNE costs a cycle more */
+                     "1:\n\t" DSP_ROW_TAPS DSP_ROW_REQUANT("r0", "q0", "q0s") DSP_ROW_REQUANT("r1", "q1", "q1s")
+                         DSP_ROW_REQUANT("r2", "q2", "q2s") DSP_ROW_REQUANT("r3", "q3", "q3s") DSP_ROW_STORE
+                     : [x] "+r"(x), [out] "+r"(out)
+                     : [w] "r"(w), [g] "r"(g), [row] "r"(row), [bias] "i"(offsetof(packed_group, bias)),
+                       [bias2] "i"(offsetof(packed_group, bias) + 8), [q0] "i"(offsetof(packed_group, q)),
+                       [q0s] "i"(offsetof(packed_group, q) + 8), [q1] "i"(offsetof(packed_group, q) + 12),
+                       [q1s] "i"(offsetof(packed_group, q) + 20), [q2] "i"(offsetof(packed_group, q) + 24),
+                       [q2s] "i"(offsetof(packed_group, q) + 32), [q3] "i"(offsetof(packed_group, q) + 36),
+                       [q3s] "i"(offsetof(packed_group, q) + 44), [lows] "i"(offsetof(packed_group, lows))
+                     : "r0", "r1", "r2", "r3", "r8", "r9", "r10", DSP_ROW_COUNTER "r12", "memory", "cc");
+}
+
 #endif
 
 void edgec_depthwise_packed_group_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out,
@@ -355,12 +219,19 @@ void edgec_depthwise_packed_group_outputs(const packed_layer *layer, int32_t bat
 {
     packed_group g;
     group_begin(&g, layer, first);
+    if (g.wide_requant) {
+        edgec_depthwise_packed_wide_make(&g);
+    }
     for (int32_t b = 0; b < batches; b++) {
 #if defined(__OPTIMIZE__) && EDGEC_UNALIGNED_ASM
         if (layer->unrolled && g.short_requant) {
             int8_t *batch_out = out + b * layer->out_h * layer->out_w * pixel_step;
             const dsp_pairs_fn pairs = dsp_pairs_for(layer);
             dsp_group_rows_3x3(&g, b, batch_out, pixel_step, pairs);
+            continue;
+        }
+        if (layer->unrolled && g.wide_requant) {
+            edgec_depthwise_packed_wide_rows_3x3(&g, b, out + b * layer->out_h * layer->out_w * pixel_step, pixel_step);
             continue;
         }
 #endif

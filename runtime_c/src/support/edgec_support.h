@@ -41,6 +41,15 @@ typedef struct {
 #define EDGEC_NOINLINE
 #endif
 
+/* Keeps GCC from reordering the functions so marked against each other: they are emitted in the
+ * order they are defined (the layout a direct-mapped instruction cache sees). clang keeps its own
+ * order. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define EDGEC_NO_REORDER __attribute__((no_reorder))
+#else
+#define EDGEC_NO_REORDER
+#endif
+
 /*
  * 1 where the DSP assembly routines may run: they read and write words and halfwords of int8
  * data at any alignment (LDR, STR, STRH), which Cortex-M allows unless the build forbids it.
@@ -565,6 +574,58 @@ static inline int32_t edgec_dsp_requantize(int32_t x, edgec_dsp_requant q)
 static inline int32_t edgec_dsp_requantize_ssat8(int32_t x, edgec_dsp_requant q)
 {
     return __ssat(edgec_dsp_requantize(x, q), 8);
+}
+
+/*
+ * The short form extended to shift -1 (edgec_s4_requantize_short's arithmetic), which layers with
+ * int4 weights (scales 16 times int8's) often have: the constant (1 + 2 * offset) * 2^(30 + r),
+ * R = (1 + 2 * offset) << (r - 1), goes into the high word as R >> 1 and into bit 31 of the low
+ * word as R's lowest bit (set only for r = 1). The low word's start, 2^30 + that bit, is kept
+ * per channel: an ADDS of it onto x's sign bit carries it into the high word with the ADC that
+ * adds x's sign there, so the sequence is edgec_dsp_requantize's with ADDS/ADC for ORR/ADD.
+ */
+typedef struct {
+    int32_t multiplier;
+    int32_t round_high; /* R >> 1 */
+    int32_t shift;      /* r - 1 */
+    uint32_t low;       /* 2^30 + (R & 1) * 2^31 */
+} edgec_dsp_requant_wide;
+
+static inline int edgec_dsp_requant_wide_ok(int32_t multiplier, int32_t shift)
+{
+    return multiplier >= (1 << 30) && shift <= -1 && shift >= -24;
+}
+
+/* 1 if each of the `count` (multiplier, shift) pairs admits the wide short requantization. */
+static inline int edgec_dsp_requant_all_wide(const int32_t *multiplier, const int32_t *shift, int32_t count)
+{
+    for (int32_t i = 0; i < count; i++) {
+        if (!edgec_dsp_requant_wide_ok(multiplier[i], shift[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Only for (multiplier, shift) that edgec_dsp_requant_wide_ok accepts. */
+static inline edgec_dsp_requant_wide edgec_dsp_requant_wide_make(int32_t multiplier, int32_t shift, int32_t round_base)
+{
+    edgec_dsp_requant_wide q;
+    q.multiplier = multiplier;
+    q.shift = ~shift; /* -shift - 1 */
+    const uint32_t r = (uint32_t)round_base << q.shift;
+    q.round_high = (int32_t)r >> 1;
+    q.low = 0x40000000u | r << 31;
+    return q;
+}
+
+/* requantize(x, multiplier, shift) + offset, saturated to int8, for an edgec_dsp_requant_wide. */
+static inline int32_t edgec_dsp_requantize_wide_ssat8(int32_t x, edgec_dsp_requant_wide q)
+{
+    uint32_t low = ((uint32_t)x & 0x80000000u) + q.low;
+    int32_t high = q.round_high + (x >> 31) + (low < q.low); /* the carry */
+    __asm__("smlal %0, %1, %2, %3" : "+r"(low), "+r"(high) : "r"(x), "r"(q.multiplier));
+    return __ssat(high >> q.shift, 8);
 }
 
 /* Four int8 in one word, bytes in order (three BFI): each y must already be in [-128, 127]. */
