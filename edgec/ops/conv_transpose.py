@@ -27,6 +27,8 @@ output pixel's gather is one contiguous dot product per channel, as a convolutio
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 from torchao.quantization.pt2e import PerChannelMinMaxObserver
@@ -35,7 +37,9 @@ from torchao.quantization.pt2e.quantizer import QuantizationSpec
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
 from edgec.frontend.torch_ops import CONV_TRANSPOSES
+from edgec.ir import KernelChoice
 from edgec.numerics import INT8_MAX, INT8_MIN
+from edgec.ops import int4
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.conv import (
     CONV_BLOCKING,
@@ -43,6 +47,7 @@ from edgec.ops.conv import (
     finalize_output_stage,
     node_arg,
     quantized_bias,
+    weight_bits_attr,
     weighted_operands,
 )
 from edgec.ops.kernel import Field, Scratch, Struct, ints
@@ -67,7 +72,9 @@ CONV_TRANSPOSE_DESC = Struct(
         Field("input_offset", doc="-input zero point, in [-127, 128]"),
         Field("output_offset", doc="output zero point, in [-128, 127]"),
         *ints("act_min act_max"),
-        Field("filter", "const int8_t *", doc="per phase (r_h, r_w) in raster order: [C_out][K_phase] rows"),
+        Field(
+            "filter", "const int8_t *", doc="per phase (r_h, r_w) in raster order: [C_out][K_phase] rows (_s4: packed)"
+        ),
         Field("bias", "const int32_t *", doc="portable: [C_out] or NULL; _dsp/_mve: folded per phase"),
         Field("multiplier", "const int32_t *", doc="[C_out]"),
         Field("shift", "const int32_t *", doc="[C_out], -31..31"),
@@ -122,8 +129,8 @@ def conv_transpose_phase_rows(w: np.ndarray, *, stride, dilation, groups: int) -
     C_in/groups input channels of co's group g). K_phase = taps_h * taps_w * C_in/groups; a phase
     without taps has K_phase = 0."""
     w = np.asarray(w)
-    if w.dtype != np.int8 or w.ndim != 4:
-        raise ValueError(f"expected an int8 [C_in, C_out/groups, KH, KW] filter, got {w.dtype} {w.shape}")
+    if not np.issubdtype(w.dtype, np.integer) or w.ndim != 4:
+        raise ValueError(f"expected an integer (int8) [C_in, C_out/groups, KH, KW] filter, got {w.dtype} {w.shape}")
     c_in, cout_g, kh, kw = w.shape
     _check_groups(c_in, cout_g * groups, groups)
     cin_g = c_in // groups
@@ -354,6 +361,33 @@ def conv_transpose_desc(
     )
 
 
+# -- int4 weights ----------------------------------------------------------------------------------
+
+S4_KERNEL = "edgec_conv_transpose_s4"
+S4_REASON = (
+    "int4 weights: the portable kernel's phase rows packed (edgec.ops.int4), each nibble read in place "
+    "(no filter in RAM)"
+)
+
+
+def conv_transpose_s4_filter(w: np.ndarray, *, stride, dilation, groups: int = 1) -> np.ndarray:
+    """edgec_conv_transpose_s4's filter: conv_transpose_filter's portable phase rows of int4 values
+    w (int8 in [-8, 7], PyTorch's layout) packed by edgec.ops.int4.pack_int4."""
+    return int4.pack_int4(conv_transpose_filter(w, stride=stride, dilation=dilation, groups=groups))
+
+
+def conv_transpose_s4_weights(packed: np.ndarray, weight_shape, *, stride, dilation, groups: int = 1) -> np.ndarray:
+    """The int4 weights in PyTorch's layout [C_in, C_out/groups, KH, KW] read back from the packed
+    phase rows (the inverse of conv_transpose_s4_filter): the golden's unpacking."""
+    c_in, cout_g, kh, kw = weight_shape
+    index = np.arange(int(np.prod(weight_shape))).reshape(weight_shape)
+    rows = conv_transpose_phase_rows(index, stride=stride, dilation=dilation, groups=groups)
+    order = np.concatenate([r.ravel() for r in rows])
+    flat = np.zeros(order.size, np.int8)
+    flat[order] = int4.unpack_int4(packed, order.size)
+    return flat.reshape(weight_shape)
+
+
 # -- the op unit ----------------------------------------------------------------------------------
 
 # ConvTranspose weights are [C_in, C_out/groups, ...]: per output channel is axis 1 when groups
@@ -366,6 +400,13 @@ WEIGHT_QSPEC = QuantizationSpec(
     ch_axis=1,
     observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
 )
+
+
+def int4_transposed_qspec(node) -> QuantizationSpec:
+    """--weights int4 (edgec.ops.int4): symmetric in [-7, 7], per output channel (axis 1) when
+    groups is 1, else one scale for the weight (as the int8 grouped layers)."""
+    weight = WEIGHT_QSPEC if transpose_attrs(node)[4] == 1 else LINEAR_WEIGHT_QSPEC
+    return dataclasses.replace(weight, quant_min=int4.INT4_QUANT_RANGE[0], quant_max=int4.INT4_QUANT_RANGE[1])
 
 
 def transpose_attrs(node) -> tuple:
@@ -432,6 +473,7 @@ class ConvTranspose(OpDef):
             dilation=dilation,
             groups=groups,
             clamp=(None, None),
+            **weight_bits_attr(weight),
         )
 
     def relayout(self, op, graph) -> None:
@@ -447,6 +489,10 @@ class ConvTranspose(OpDef):
         finalize_output_stage(op, graph, rows)
 
     def specialize(self, op, graph, target) -> None:
+        if int4.is_int4(op):
+            op.attrs["isa"] = PORTABLE
+            op.kernel = KernelChoice(S4_KERNEL, "int4", S4_REASON)
+            return
         isa = kernel_isa(target) if op.attrs["groups"] == 1 else None
         op.attrs["isa"] = PORTABLE if isa is None else isa
         op.kernel = packed_choice(
@@ -469,12 +515,21 @@ class ConvTranspose(OpDef):
             act_max=a["act_max"],
         )
 
+    def _s4_filter(self, op) -> np.ndarray:
+        a = op.attrs
+        return conv_transpose_s4_filter(a["weight"], stride=a["stride"], dilation=a["dilation"], groups=a["groups"])
+
     def golden(self, op, graph, inputs):
+        """int4: the packed filter the C reads, unpacked, through the int8 golden."""
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         a = op.attrs
+        w = a["weight"]
+        if int4.is_int4(op):
+            geometry = dict(stride=a["stride"], dilation=a["dilation"], groups=a["groups"])
+            w = conv_transpose_s4_weights(self._s4_filter(op), w.shape, **geometry)
         return conv_transpose2d_s8(
             inputs[0],
-            a["weight"],
+            w,
             a["bias"],
             a["multiplier"],
             a["shift"],
@@ -504,6 +559,8 @@ class ConvTranspose(OpDef):
             isa=a["isa"],
             **self._geometry(op),
         )
+        if int4.is_int4(op):
+            desc["filter"] = self._s4_filter(op)
         p = names.symbol(op, "desc")
         call = descriptor(CONV_TRANSPOSE_DESC, p, desc)
         scratch = "" if a["isa"] == PORTABLE else f", {names.scratch(op)}"

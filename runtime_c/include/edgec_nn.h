@@ -774,6 +774,14 @@ typedef struct {
 edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output);
 
 /*
+ * edgec_conv_transpose_s8 with int4 weights (edgec.ops.int4): filter is the portable kernel's phase
+ * rows packed as one stream of int4 values in [-8, 7], element i in byte i / 2, the low nibble
+ * first (an odd count leaves the last high nibble 0); each weight is read in place, so it needs no
+ * scratch. Same arithmetic, checks and results as edgec_conv_transpose_s8 on the unpacked filter.
+ */
+edgec_status edgec_conv_transpose_s4(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output);
+
+/*
  * edgec_conv_transpose_s8 on Arm cores with the DSP extension (2 output channels x 2 output
  * pixels per SMLAD step) or Helium (4 x 2 per VMLADAVA step): groups must be 1; per phase the
  * [C_out][K_phase] rows are laid out like edgec_conv_s8_dsp/_mve's packed filter (DSP: blocks of

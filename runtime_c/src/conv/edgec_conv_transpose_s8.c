@@ -15,6 +15,12 @@
  * does not depend on the order. The _dsp/_mve paths fold the input offset into a per-phase bias
  * and read taps outside the image as the input zero point, which then adds nothing (modulo 2^32:
  * w * (zp + input_offset) = 0), exactly as edgec_conv_s8_dsp/_mve do.
+ *
+ * edgec_conv_transpose_s4 (int4 weights, edgec.ops.int4's packing of the portable kernel's phase
+ * rows) is the portable kernel reading each weight's nibble where it lies in flash: its filter
+ * needs no RAM at all. Unpacking a whole phase would cost up to C_out * K_phase bytes of scratch
+ * (the whole filter at stride 1), and the walk (pixel, then channel) reads each row once per
+ * pixel, so unpacking a row per pixel costs what the nibble reads cost.
  */
 #include "edgec_nn.h"
 #include "../support/edgec_support.h"
@@ -155,17 +161,42 @@ static int8_t *output_pixel(const edgec_conv_transpose_desc *d, int8_t *output, 
 
 /* ---- Portable C ------------------------------------------------------------------------------ */
 
-edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output)
+/* acc + sum_ic (x[ic] + input_offset) * w[ic] over n int8 weights. */
+static inline uint32_t dot_s8(const int8_t *x, const int8_t *w, int32_t n, int32_t input_offset, uint32_t acc)
 {
-    if (!desc_valid(desc, input, output)) {
+    for (int32_t ic = 0; ic < n; ic++) {
+        acc += (uint32_t)(((int32_t)x[ic] + input_offset) * (int32_t)w[ic]);
+    }
+    return acc;
+}
+
+/* The same over n int4 weights, elements first .. first + n - 1 of a packed stream (element i in
+ * byte i / 2, low nibble first), read in place: no unpacked copy of the filter in RAM. */
+static inline uint32_t dot_s4(const int8_t *x, const int8_t *packed, int32_t first, int32_t n, int32_t input_offset,
+                              uint32_t acc)
+{
+    for (int32_t ic = 0; ic < n; ic++) {
+        const int32_t i = first + ic;
+        const uint32_t byte = (uint8_t)packed[i >> 1];
+        const int32_t w = (int32_t)(((i & 1) ? byte >> 4 : byte & 0xFu) ^ 8u) - 8;
+        acc += (uint32_t)(((int32_t)x[ic] + input_offset) * w);
+    }
+    return acc;
+}
+
+/* The portable kernel over int8 (bits 8) or packed int4 (bits 4) phase rows: the same walk, the
+ * filter element of (phase, co, tap, ic) at the same flat index in either. */
+static edgec_status conv_transpose_portable(const edgec_conv_transpose_desc *d, const int8_t *input, int8_t *output,
+                                            int bits)
+{
+    if (!desc_valid(d, input, output)) {
         return EDGEC_ARG_ERROR;
     }
-    const edgec_conv_transpose_desc *d = desc;
     const int32_t cin_g = d->input_c / d->groups;
     const int32_t cout_g = d->output_c / d->groups;
     const int32_t in_row_len = d->input_w * d->input_c;
     const edgec_output_stage stage = edgec_output_stage_make(d->output_offset, d->act_min, d->act_max);
-    const int8_t *phase_filter = d->filter;
+    int32_t phase_start = 0; /* the phase's first filter element */
 
     for (int32_t r_h = 0; r_h < d->stride_h; r_h++) {
         for (int32_t r_w = 0; r_w < d->stride_w; r_w++) {
@@ -180,26 +211,35 @@ edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, cons
                 int8_t *out = output_pixel(d, output, px);
                 for (int32_t co = 0; co < d->output_c; co++) {
                     const int8_t *in_group = in_batch + (co / cout_g) * cin_g;
-                    const int8_t *w_row = phase_filter + co * p.k;
+                    const int32_t row = phase_start + co * p.k;
                     uint32_t acc = d->bias != NULL ? (uint32_t)d->bias[co] : 0u;
                     /* Pointers are formed for in-bounds taps only. */
                     for (int32_t jh = gy.first; jh < gy.last; jh++) {
                         const int8_t *in_y = in_group + (gy.origin - jh * p.th.in_step) * in_row_len;
                         for (int32_t jw = gx.first; jw < gx.last; jw++) {
                             const int8_t *in_tap = in_y + (gx.origin - jw * p.tw.in_step) * d->input_c;
-                            const int8_t *w_tap = w_row + (jh * p.tw.count + jw) * cin_g;
-                            for (int32_t ic = 0; ic < cin_g; ic++) {
-                                acc += (uint32_t)(((int32_t)in_tap[ic] + d->input_offset) * (int32_t)w_tap[ic]);
-                            }
+                            const int32_t tap = row + (jh * p.tw.count + jw) * cin_g;
+                            acc = bits == 4 ? dot_s4(in_tap, d->filter, tap, cin_g, d->input_offset, acc)
+                                            : dot_s8(in_tap, d->filter + tap, cin_g, d->input_offset, acc);
                         }
                     }
                     out[co] = edgec_requantize_s8((int32_t)acc, d->multiplier[co], d->shift[co], stage);
                 }
             }
-            phase_filter += d->output_c * p.k;
+            phase_start += d->output_c * p.k;
         }
     }
     return EDGEC_OK;
+}
+
+edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output)
+{
+    return conv_transpose_portable(desc, input, output, 8);
+}
+
+edgec_status edgec_conv_transpose_s4(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output)
+{
+    return conv_transpose_portable(desc, input, output, 4);
 }
 
 /* ==== Packed paths: Arm DSP extension and Helium ============================================= */
