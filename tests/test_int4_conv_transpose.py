@@ -20,6 +20,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from edgec.frontend import precision
 from edgec.frontend.quantize import EdgecQuantizer, quantize
 from edgec.ops import OPS, conv_transpose, int4
 from edgec.ops.conv_transpose import PORTABLE, conv_transpose_s4_filter, conv_transpose_s4_weights
@@ -28,6 +29,7 @@ from edgec.pipeline import compile_for, prepare, quantize_model
 from edgec.targets import toolchain
 from edgec.tools.verify import check_against_reference
 from tests.device_support import ROOT, needs_toolchain
+from tests.kernel_lib import CONV_TRANSPOSE_INT_FIELDS, ConvTransposeDesc, ptr
 from tests.test_int4 import _bit_exact, _int4_kinds
 from tests.test_kernels_conv_transpose import (
     DRIVER,
@@ -39,7 +41,6 @@ from tests.test_kernels_conv_transpose import (
     c_desc,
     random_case,
 )
-from tests.kernel_lib import CONV_TRANSPOSE_INT_FIELDS, ConvTransposeDesc, ptr
 
 S4_ISA = 3  # the driver's ISA_S4
 OPTS = ("-O2", "-Os", "-O0")
@@ -237,3 +238,45 @@ def test_pt2e_program_with_int4_transposed_weights_imports_exactly(tmp_path):
     assert min(int(op.attrs["weight"].min()) for op in compiled.graph.ops if "weight_bits" in op.attrs) == -8
     _bit_exact(compiled, _floats(), tmp_path)
     assert check_against_reference(compiled, _floats()).checked == len(compiled.graph.ops)
+
+
+def test_the_chooser_measures_transposed_layers_rounded_to_nearest():
+    """Transposed convolutions are choosable; their sensitivity is that of their nearest-rounded
+    int4 weights (the rounding's statistics are for linear and convolution layers), not zero."""
+    torch.manual_seed(0)
+    _, module = prepare(torch.export.export(Decoder().eval(), (torch.zeros(1, 2, 8, 8),)))
+    layers = precision.choosable_layers(module)
+    assert [layer.path for layer in layers] == ["enc", "up", "grouped", "head"]
+    samples = [(torch.from_numpy(x),) for x in _floats()]
+    for rounding in ("gptq", "nearest"):
+        precision.measure_sensitivities(module, layers, samples, rounding)
+        assert all(0 < layer.noise < 1 for layer in layers), (rounding, [layer.noise for layer in layers])
+
+
+class _Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x, need_weights=False)[0]
+
+
+def test_attention_weights_are_fully_connected_layers_and_its_matmuls_have_none(tmp_path):
+    """Attention's constant weights (the q/k/v and output projections) lower to fully_connected,
+    which --weights int4 covers; its two products (q k^T, weights v) multiply activations, with no
+    constant operand to make int4 (a torch.matmul with a constant operand is refused: a linear layer)."""
+    torch.manual_seed(0)
+    floats = np.random.default_rng(0).standard_normal((8, 1, 5, 16)).astype(np.float32)
+    quantized = quantize_model(
+        _Attention().eval(),
+        example_inputs=(torch.zeros(1, 5, 16),),
+        warn=lambda _: None,
+        calibration=floats,
+        weights="int4",
+    )
+    compiled = compile_for(quantized)
+    assert _int4_kinds(compiled) == {"fully_connected": 2}
+    assert [op.attrs.get("weight_bits") for op in compiled.graph.ops if op.kind == "batch_matmul"] == [None, None]
+    _bit_exact(compiled, floats[:4], tmp_path)
+    assert check_against_reference(compiled, floats[:4]).checked >= 4

@@ -37,14 +37,13 @@ from edgec.ops.qspec import (
     fused_activations,
     select_int16,
 )
+from edgec.ops.recurrent import INT4_KEY as RECURRENT_INT4_KEY
 
 ACTIVATION_DTYPES = ("int8", "int16")
 WEIGHT_DTYPES = ("int8", "int4")
 # The units with int4-weight kernels (edgec.ops.int4): linear, convolution and depthwise, transposed
 # convolution, and the recurrent layers (whose weights the unit quantizes itself: RECURRENT_INT4_KEY).
 INT4_CAPABLE_KINDS = frozenset({"fully_connected", "conv2d", "conv_transpose2d", "recurrent"})
-# A recurrent node's meta: its LSTM / GRU weight matrices int4 (no weight quantize node carries it).
-RECURRENT_INT4_KEY = "edgec_recurrent_int4"
 
 
 def _fuses(node) -> bool:
@@ -121,7 +120,7 @@ class EdgecQuantizer(Quantizer):
         if self.all_int4 or self.int4_layers:
             for node in int4_weight_nodes(model, self.all_int4, self.int4_layers):
                 if OPS[node.target].kind == "recurrent":
-                    node.meta[RECURRENT_INT4_KEY] = True
+                    node.meta[RECURRENT_INT4_KEY] = True  # the unit quantizes them itself
                 else:
                     node.meta[ANNOTATION_KEY].input_qspec_map[node.args[1]] = int4_weight_qspec(node, self.qat)
         return model

@@ -56,7 +56,9 @@ def round_int4_weights(module: GraphModule, nodes: list, samples: list[tuple], m
     if method == "nearest":
         return
     layers = [
-        node for node in nodes if OPS[node.target].kind in ROUNDED_KINDS and _parameter(module, node.args[1]) is not None
+        node
+        for node in nodes
+        if OPS[node.target].kind in ROUNDED_KINDS and _parameter(module, node.args[1]) is not None
     ]
     if not layers:  # weights that are not parameters (computed in the graph) keep nearest rounding
         return
@@ -162,9 +164,9 @@ def _input_statistics(module: GraphModule, layers: list, samples: list[tuple]) -
 def _tapped_batches(tapped: GraphModule, samples: list[tuple]):
     """The tapped values for all samples: in one run of the samples stacked on the batch axis
     when the program takes that (each tapped input then stacks the samples' own; the statistics
-    are sums, so one batch is as good as many runs), else one run per sample."""
+    are sums, so one batch is as good as many runs), else (has_recurrent) one run per sample."""
     single = tapped(*samples[0])
-    if len(samples) > 1:
+    if len(samples) > 1 and not has_recurrent(tapped):
         try:
             stacked = tapped(*(torch.cat(inputs) for inputs in zip(*samples)))
         except Exception:  # a program whose shapes are fixed to one sample (e.g. a view to [1, K])
@@ -179,6 +181,16 @@ def _tapped_batches(tapped: GraphModule, samples: list[tuple]):
     yield single
     for sample in samples[1:]:
         yield tapped(*sample)
+
+
+def has_recurrent(module: GraphModule) -> bool:
+    """Whether `module` runs an LSTM / GRU: then it must not be run on stacked samples (its zero
+    initial state is a constant of the traced batch, which aten.lstm / aten.gru do not check
+    against a larger batch: they corrupt the heap)."""
+    return any(
+        node.op == "call_function" and node.target in OPS and OPS[node.target].kind == "recurrent"
+        for node in module.graph.nodes
+    )
 
 
 def _round(rows: np.ndarray, scales: np.ndarray) -> np.ndarray:

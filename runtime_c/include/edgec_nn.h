@@ -751,7 +751,7 @@ typedef struct {
     int32_t output_offset; /* output zero point, in [-128, 127] */
     int32_t act_min;
     int32_t act_max;
-    const int8_t *filter;      /* per phase (r_h, r_w) in raster order: [C_out][K_phase] rows */
+    const int8_t *filter;      /* per phase (r_h, r_w) in raster order: [C_out][K_phase] rows (_s4: packed) */
     const int32_t *bias;       /* portable: [C_out] or NULL; _dsp/_mve: folded per phase */
     const int32_t *multiplier; /* [C_out] */
     const int32_t *shift;      /* [C_out], -31..31 */
@@ -1848,6 +1848,9 @@ typedef struct {
      * c'), at the finer scales the multipliers give: a layer whose values stay where tanh(x) = x */
     int32_t tanh_linear;
     const uint16_t *sigmoid_table; /* 256 entries */
+    /* 8, or 4: input_weights and hidden_weights are int4 values in [-8, 7] packed as one stream
+     * each (edgec.ops.int4: element i in byte i / 2, the low nibble first) */
+    int32_t weight_bits;
 } edgec_recurrent_desc;
 /* end of edgec_recurrent_desc */
 

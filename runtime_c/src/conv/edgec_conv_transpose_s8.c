@@ -20,7 +20,8 @@
  * rows) is the portable kernel reading each weight's nibble where it lies in flash: its filter
  * needs no RAM at all. Unpacking a whole phase would cost up to C_out * K_phase bytes of scratch
  * (the whole filter at stride 1), and the walk (pixel, then channel) reads each row once per
- * pixel, so unpacking a row per pixel costs what the nibble reads cost.
+ * pixel, so unpacking a row per pixel costs what the nibble reads cost (edgec_s4_dot: a byte, two
+ * weights).
  */
 #include "edgec_nn.h"
 #include "../support/edgec_support.h"
@@ -170,20 +171,6 @@ static inline uint32_t dot_s8(const int8_t *x, const int8_t *w, int32_t n, int32
     return acc;
 }
 
-/* The same over n int4 weights, elements first .. first + n - 1 of a packed stream (element i in
- * byte i / 2, low nibble first), read in place: no unpacked copy of the filter in RAM. */
-static inline uint32_t dot_s4(const int8_t *x, const int8_t *packed, int32_t first, int32_t n, int32_t input_offset,
-                              uint32_t acc)
-{
-    for (int32_t ic = 0; ic < n; ic++) {
-        const int32_t i = first + ic;
-        const uint32_t byte = (uint8_t)packed[i >> 1];
-        const int32_t w = (int32_t)(((i & 1) ? byte >> 4 : byte & 0xFu) ^ 8u) - 8;
-        acc += (uint32_t)(((int32_t)x[ic] + input_offset) * w);
-    }
-    return acc;
-}
-
 /* The portable kernel over int8 (bits 8) or packed int4 (bits 4) phase rows: the same walk, the
  * filter element of (phase, co, tap, ic) at the same flat index in either. */
 static edgec_status conv_transpose_portable(const edgec_conv_transpose_desc *d, const int8_t *input, int8_t *output,
@@ -219,7 +206,7 @@ static edgec_status conv_transpose_portable(const edgec_conv_transpose_desc *d, 
                         for (int32_t jw = gx.first; jw < gx.last; jw++) {
                             const int8_t *in_tap = in_y + (gx.origin - jw * p.tw.in_step) * d->input_c;
                             const int32_t tap = row + (jh * p.tw.count + jw) * cin_g;
-                            acc = bits == 4 ? dot_s4(in_tap, d->filter, tap, cin_g, d->input_offset, acc)
+                            acc = bits == 4 ? edgec_s4_dot(d->filter, tap, in_tap, cin_g, d->input_offset, acc)
                                             : dot_s8(in_tap, d->filter + tap, cin_g, d->input_offset, acc);
                         }
                     }

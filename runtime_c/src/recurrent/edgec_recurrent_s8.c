@@ -13,11 +13,16 @@
  * overflow can happen whatever the bias; products of int16 gates fit int32 (|a * b| <= 2^30).
  * The dot products run two rows at a time: on SMLAD with the DSP extension (Cortex-M4/M7/M33), on
  * Helium's VMLADAVA (Cortex-M55).
+ *
+ * int4 weights (weight_bits 4, per gate block in [-7, 7]): the matrices stay packed and the dot
+ * products read the nibbles in place (dot2_s4), since unpacking a matrix would take its whole
+ * int8 size in RAM (4 * H * (I + H) bytes) and a row once per step costs what reading it does.
  */
 #include <stddef.h>
 #include <string.h>
 
 #include "edgec_nn.h"
+#include "../support/edgec_s4.h"
 #include "../support/edgec_support.h"
 
 #define RECURRENT_SIGMOID 0
@@ -143,20 +148,108 @@ static void matmul_rows(const int8_t *x, const int8_t *w, const int32_t *bias, i
     }
 }
 
+/* ---- int4 weights (weight_bits 4): the packed rows read in place ----------------------------- */
+
+#if defined(__ARM_FEATURE_DSP)
+/*
+ * acc + row . x over n = 8 * blocks weights of a row starting on a byte, two rows against one x.
+ * edgec_s4.h's unpacking: a packed word's nibble k of halfword h (weight k + 4h) shifted left by
+ * 4 * (3 - k) and masked with 0xF000F000 gives (4096 w_k, 4096 w_{k+4}), which one SMLAD
+ * multiplies by x's pair (x_k, x_{k+4}) (edgec_s4_dsp_widen_block, offset 0: the input offset is
+ * in the bias). The block of x is widened once for both rows, in registers (no scratch). The sums
+ * are 4096 times the dot products, exact in int32 over EDGEC_S4_DSP_CHUNK inputs
+ * (256 * 8 * 128 * 4096 = 2^30); each chunk's sum >> 12 is added, wrapping like the golden.
+ */
+static void dot2_s4_blocks(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t blocks, uint32_t *acc0,
+                           uint32_t *acc1)
+{
+    uint32_t u0 = *acc0, u1 = *acc1;
+    while (blocks > 0) {
+        const int32_t chunk = EDGEC_MIN(blocks, EDGEC_S4_DSP_CHUNK / 8);
+        int32_t s0 = 0, s1 = 0;
+        for (int32_t b = 0; b < chunk; b++, x += 8, w0 += 4, w1 += 4) {
+            int32_t pairs[4];
+            uint32_t a, c;
+            edgec_s4_dsp_widen_block(x, 0u, pairs, 1);
+            memcpy(&a, w0, 4);
+            memcpy(&c, w1, 4);
+            s0 = __smlad((int32_t)((a << 12) & 0xF000F000u), pairs[0], s0);
+            s1 = __smlad((int32_t)((c << 12) & 0xF000F000u), pairs[0], s1);
+            s0 = __smlad((int32_t)((a << 8) & 0xF000F000u), pairs[1], s0);
+            s1 = __smlad((int32_t)((c << 8) & 0xF000F000u), pairs[1], s1);
+            s0 = __smlad((int32_t)((a << 4) & 0xF000F000u), pairs[2], s0);
+            s1 = __smlad((int32_t)((c << 4) & 0xF000F000u), pairs[2], s1);
+            s0 = __smlad((int32_t)(a & 0xF000F000u), pairs[3], s0);
+            s1 = __smlad((int32_t)(c & 0xF000F000u), pairs[3], s1);
+        }
+        u0 += (uint32_t)(s0 >> 12);
+        u1 += (uint32_t)(s1 >> 12);
+        blocks -= chunk;
+    }
+    *acc0 = u0;
+    *acc1 = u1;
+}
+#endif
+
+/* acc + row . x for rows first, first + 1 of a packed int4 matrix of `cols` columns (row r's
+ * weights are elements r * cols ..): whole blocks of 8 on SMLAD when the rows start on a byte (an
+ * even cols) and the DSP extension is there, the rest two weights per byte (edgec_s4_dot). */
+static void dot2_s4(const int8_t *x, const int8_t *packed, int32_t first, int32_t cols, uint32_t *acc0, uint32_t *acc1)
+{
+    const int32_t start0 = first * cols, start1 = start0 + cols;
+    int32_t done = 0;
+#if defined(__ARM_FEATURE_DSP)
+    if (cols % 2 == 0) {
+        done = cols / 8 * 8;
+        dot2_s4_blocks(x, packed + start0 / 2, packed + start1 / 2, cols / 8, acc0, acc1);
+    }
+#endif
+    *acc0 = edgec_s4_dot(packed, start0 + done, x + done, cols - done, 0, *acc0);
+    *acc1 = edgec_s4_dot(packed, start1 + done, x + done, cols - done, 0, *acc1);
+}
+
+/* matmul_rows over int4 rows: requantize(bias[r] + sum_j w[r][j] * x[j]) for the `rows` rows
+ * starting at row `first` of the packed matrix. */
+static void matmul_rows_s4(const int8_t *x, const int8_t *packed, int32_t first, const int32_t *bias, int32_t cols,
+                           int32_t rows, int32_t multiplier, int32_t shift, int32_t *out)
+{
+    for (int32_t r = 0; r < rows; r += 2) {
+        const int32_t pair = r + 1 < rows ? first + r : first + r - 1; /* an odd last row: its neighbour's pair */
+        uint32_t acc0 = (uint32_t)bias[pair - first], acc1 = (uint32_t)bias[pair - first + 1];
+        dot2_s4(x, packed, pair, cols, &acc0, &acc1);
+        if (pair == first + r) {
+            out[r] = edgec_requantize((int32_t)acc0, multiplier, shift);
+        }
+        out[pair - first + 1] = edgec_requantize((int32_t)acc1, multiplier, shift);
+    }
+}
+
+/* One gate's matmul: int8 rows, or packed int4 rows (weight_bits 4). */
+static void gate_matmul(const edgec_recurrent_desc *d, const int8_t *x, const int8_t *w, int32_t gate,
+                        const int32_t *bias, int32_t cols, int32_t multiplier, int32_t shift, int32_t *out)
+{
+    const int32_t hs = d->hidden_size;
+    if (d->weight_bits == 4) {
+        matmul_rows_s4(x, w, gate * hs, bias + gate * hs, cols, hs, multiplier, shift, out);
+    } else {
+        matmul_rows(x, w + (size_t)gate * (size_t)hs * (size_t)cols, bias + gate * hs, cols, hs, multiplier, shift,
+                    out);
+    }
+}
+
 /* Gate `gate`'s input part, saturated to int16, in x_part; its recurrent part (requantized,
  * not saturated) in h_part; both hidden_size long. */
 static void gate_parts(const edgec_recurrent_desc *d, const int8_t *x, const int8_t *h, int32_t gate, int32_t *x_part,
                        int32_t *h_part)
 {
     const int32_t hs = d->hidden_size;
-    const size_t rows = (size_t)gate * (size_t)hs;
-    matmul_rows(x, d->input_weights + rows * (size_t)d->input_size, d->input_bias + rows, d->input_size, hs,
-                d->input_multiplier[gate], d->input_shift[gate], x_part);
+    gate_matmul(d, x, d->input_weights, gate, d->input_bias, d->input_size, d->input_multiplier[gate],
+                d->input_shift[gate], x_part);
     for (int32_t k = 0; k < hs; k++) {
         x_part[k] = sat16(x_part[k]);
     }
-    matmul_rows(h, d->hidden_weights + rows * (size_t)hs, d->hidden_bias + rows, hs, hs, d->hidden_multiplier[gate],
-                d->hidden_shift[gate], h_part);
+    gate_matmul(d, h, d->hidden_weights, gate, d->hidden_bias, hs, d->hidden_multiplier[gate], d->hidden_shift[gate],
+                h_part);
 }
 
 /* One LSTM step of one batch row; scratch: 2 * hidden_size int32 + 4 * hidden_size int16. */
@@ -227,7 +320,8 @@ static int recurrent_desc_valid(const edgec_recurrent_desc *d, int32_t cell, con
         (int64_t)4 * d->hidden_size * EDGEC_MAX(d->input_size, d->hidden_size) > INT32_MAX) {
         return 0;
     }
-    if (d->output_offset < -128 || d->output_offset > 127 || d->cell_tanh_shift < -31 || d->cell_tanh_shift > 14) {
+    if (d->output_offset < -128 || d->output_offset > 127 || d->cell_tanh_shift < -31 || d->cell_tanh_shift > 14 ||
+        (d->weight_bits != 8 && d->weight_bits != 4)) {
         return 0;
     }
     if (!edgec_shifts_valid(d->input_shift, cell) || !edgec_shifts_valid(d->hidden_shift, cell) ||
