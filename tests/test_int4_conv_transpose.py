@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from edgec.frontend import precision
 from edgec.frontend.quantize import EdgecQuantizer, quantize
 from edgec.ops import OPS, conv_transpose, int4
-from edgec.ops.conv_transpose import PORTABLE, conv_transpose_s4_filter, conv_transpose_s4_weights
+from edgec.ops.conv_transpose import PORTABLE, conv_transpose_s4_filter, conv_transpose_s4_weights, largest_phase_taps
+from edgec.ops.kernel_layout import DSP
 from edgec.ops.qspec import ANNOTATION_KEY
 from edgec.pipeline import compile_for, prepare, quantize_model
 from edgec.targets import toolchain
@@ -38,11 +39,13 @@ from tests.test_kernels_conv_transpose import (
     SETTINGS,
     Case,
     _padded,
+    bench_layers,
     c_desc,
     random_case,
+    useful_macs,
 )
 
-S4_ISA = 3  # the driver's ISA_S4
+ISA_CODE = {PORTABLE: 3, DSP: 4}  # the driver's ISA_S4, ISA_S4_DSP
 OPTS = ("-O2", "-Os", "-O0")
 
 
@@ -56,29 +59,36 @@ def int4_case(rng, **options) -> Case:
     return dataclasses.replace(case, w=w)
 
 
-def s4_desc(case: Case) -> dict:
+def _layout(case: Case, isa: str) -> dict:
+    return dict(stride=case.stride, dilation=case.dilation, groups=case.groups, isa=isa)
+
+
+def s4_desc(case: Case, isa: str = PORTABLE) -> dict:
     values = case.desc(PORTABLE)
-    values["filter"] = conv_transpose_s4_filter(case.w, stride=case.stride, dilation=case.dilation, groups=case.groups)
+    values["filter"] = conv_transpose_s4_filter(case.w, **_layout(case, isa))
     return values
 
 
-def s4_golden(case: Case) -> np.ndarray:
+def s4_golden(case: Case, isa: str = PORTABLE) -> np.ndarray:
     """Unpack the packed filter, then the int8 golden."""
-    packed = s4_desc(case)["filter"]
-    w = conv_transpose_s4_weights(packed, case.w.shape, stride=case.stride, dilation=case.dilation, groups=case.groups)
+    w = conv_transpose_s4_weights(s4_desc(case, isa)["filter"], case.w.shape, **_layout(case, isa))
     return dataclasses.replace(case, w=w).golden()
+
+
+def s4_scratch(case: Case, isa: str) -> int:
+    k = largest_phase_taps(case.w.shape, case.stride, case.dilation)
+    return 0 if isa == PORTABLE else 5 * (-(-k // 8) * 8)
 
 
 def test_packed_filter_holds_every_weight_once_and_reads_back():
     rng = np.random.default_rng(3)
     for _ in range(50):
-        case = int4_case(rng)
+        case = int4_case(rng, groups_kind="one")
         packed = s4_desc(case)["filter"]
         assert packed.size == (case.w.size + 1) // 2
-        back = conv_transpose_s4_weights(
-            packed, case.w.shape, stride=case.stride, dilation=case.dilation, groups=case.groups
-        )
-        np.testing.assert_array_equal(back, case.w)
+        for isa in (PORTABLE, DSP):
+            back = conv_transpose_s4_weights(s4_desc(case, isa)["filter"], case.w.shape, **_layout(case, isa))
+            np.testing.assert_array_equal(back, case.w)
         # the nibbles are the portable int8 filter's bytes, in its order
         plain = case.desc(PORTABLE)["filter"]
         np.testing.assert_array_equal(int4.unpack_int4(packed, plain.size), plain)
@@ -113,12 +123,12 @@ def test_s4_refuses_what_the_int8_kernel_refuses(kernel_lib):
     assert run_s4(kernel_lib, bad)[0] == -1
 
 
-def s4_record(case: Case, expected_size: int) -> bytes:
-    values = s4_desc(case)
+def s4_record(case: Case, isa: str, expected_size: int) -> bytes:
+    values = s4_desc(case, isa)
     arrays = [case.x, values["filter"], values["bias"], values["multiplier"], values["shift"]]
     payload = b"".join(_padded(np.ascontiguousarray(a).tobytes()) for a in arrays if a is not None)
     bias_words = 0 if values["bias"] is None else len(values["bias"])
-    header = [S4_ISA, len(payload), expected_size, 0, 0, len(values["filter"]), bias_words]
+    header = [ISA_CODE[isa], len(payload), expected_size, s4_scratch(case, isa), 0, len(values["filter"]), bias_words]
     header += [int(values[name]) for name in CONV_TRANSPOSE_INT_FIELDS]
     return struct.pack(f"<{HEADER_WORDS}i", *header, *[0] * (HEADER_WORDS - len(header))) + payload
 
@@ -129,8 +139,11 @@ def s4_record(case: Case, expected_size: int) -> bytes:
 @pytest.mark.parametrize("opt", OPTS)
 def test_s4_on_cortex_m(target, opt, tmp_path):
     rng = np.random.default_rng(len(target) + len(opt))
-    cases = [int4_case(rng, max_c=12) for _ in range(40)]
-    expected = [s4_golden(case).ravel() for case in cases]
+    cases = [(int4_case(rng, max_c=12), PORTABLE) for _ in range(30)]
+    cases += [(int4_case(rng, max_c=40, groups_kind="one"), DSP) for _ in range(60)]
+    cases += [(case, DSP) for case in bench_layers(rng)]  # the two decoder layers (K up to 64 * 4)
+    cases = [(dataclasses.replace(c, w=np.clip(c.w, -8, 7)), isa) for c, isa in cases]
+    expected = [s4_golden(case, isa).ravel() for case, isa in cases]
     elf = toolchain.cross_compile(
         target,
         [DRIVER, ROOT / "runtime_c" / "src" / "conv" / "edgec_conv_transpose_s8.c"],
@@ -139,16 +152,23 @@ def test_s4_on_cortex_m(target, opt, tmp_path):
         opt=opt,
         extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"],
     )
-    (tmp_path / "cases.bin").write_bytes(b"".join(s4_record(c, e.size) for c, e in zip(cases, expected)))
-    toolchain.count_instructions(target, elf, timeout=300, cwd=tmp_path)
+    (tmp_path / "cases.bin").write_bytes(b"".join(s4_record(c, isa, e.size) for (c, isa), e in zip(cases, expected)))
+    counts = toolchain.count_instructions(target, elf, timeout=300, cwd=tmp_path)
     data, at, failures = (tmp_path / "results.bin").read_bytes(), 0, []
-    for case, want in zip(cases, expected):
+    for (case, isa), want in zip(cases, expected):
         status, guards = struct.unpack_from("<2i", data, at)
         out = np.frombuffer(data, np.int8, want.size, at + 8)
         at += 8 + want.size
         if status != 0 or not guards or not np.array_equal(out, want):
-            failures.append(f"status {status} guards {guards}: {case.x.shape} {case.w.shape} stride {case.stride}")
+            failures.append(
+                f"{isa} status {status} guards {guards}: {case.x.shape} {case.w.shape} stride {case.stride}"
+            )
     assert at == len(data)
+    insns = counts["insns"][-2:]
+    print(
+        f"{target} {opt} int4 _dsp decoder layers, instructions per MAC:",
+        [i / useful_macs(c) for i, (c, _) in zip(insns, cases[-2:])],
+    )
     assert not failures, f"{len(failures)} of {len(cases)} fail:\n" + "\n".join(failures[:8])
 
 

@@ -84,7 +84,8 @@ STRUCTS = (CONV_TRANSPOSE_DESC,)
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
 DSP_SCRATCH = Scratch("EDGEC_CONV_TRANSPOSE_S8_DSP_SCRATCH_BYTES", ("k",), "(5 * (((k) + 3) / 4 * 4))")
 MVE_SCRATCH = Scratch("EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES", ("k",), "(2 * (((k) + 15) / 16 * 16))")
-SCRATCH = (DSP_SCRATCH, MVE_SCRATCH)
+S4_DSP_SCRATCH = Scratch("EDGEC_CONV_TRANSPOSE_S4_DSP_SCRATCH_BYTES", ("k",), "(5 * (((k) + 7) / 8 * 8))")
+SCRATCH = (DSP_SCRATCH, MVE_SCRATCH, S4_DSP_SCRATCH)
 
 PORTABLE = "portable"
 # Rows of the portable kernel's filter: one channel's taps after another, no padding.
@@ -368,24 +369,48 @@ S4_REASON = (
     "int4 weights: the portable kernel's phase rows packed (edgec.ops.int4), each nibble read in place "
     "(no filter in RAM)"
 )
+S4_DSP_REASON = (
+    "int4 weights: phase rows packed in words of 8, unpacked in registers for SMLAD against two "
+    "pixels' widened columns; DSP extension (SMLAD)"
+)
+S4_ROW = 8  # the _dsp kernel's rows: whole words of 8 int4 weights
 
 
-def conv_transpose_s4_filter(w: np.ndarray, *, stride, dilation, groups: int = 1) -> np.ndarray:
-    """edgec_conv_transpose_s4's filter: conv_transpose_filter's portable phase rows of int4 values
-    w (int8 in [-8, 7], PyTorch's layout) packed by edgec.ops.int4.pack_int4."""
-    return int4.pack_int4(conv_transpose_filter(w, stride=stride, dilation=dilation, groups=groups))
+def _s4_rows(isa: str, rows: np.ndarray) -> np.ndarray:
+    """A phase's [C_out, K] rows as the int4 kernel reads them: as they are (portable), or each
+    zero-padded to whole words of S4_ROW weights (_dsp)."""
+    if isa == PORTABLE:
+        return rows
+    return np.pad(rows, ((0, 0), (0, -rows.shape[1] % S4_ROW)))
 
 
-def conv_transpose_s4_weights(packed: np.ndarray, weight_shape, *, stride, dilation, groups: int = 1) -> np.ndarray:
+def conv_transpose_s4_filter(w: np.ndarray, *, stride, dilation, groups: int = 1, isa: str = PORTABLE) -> np.ndarray:
+    """edgec_conv_transpose_s4's (_dsp's) filter: the phase rows of int4 values w (int8 in [-8, 7],
+    PyTorch's layout), each phase's [C_out][K_phase] rows (_dsp: padded, _s4_rows) one after
+    another, packed by edgec.ops.int4.pack_int4."""
+    rows = conv_transpose_phase_rows(w, stride=stride, dilation=dilation, groups=groups)
+    return int4.pack_int4(np.concatenate([_s4_rows(isa, r).ravel() for r in rows]).astype(np.int8))
+
+
+def conv_transpose_s4_weights(
+    packed: np.ndarray, weight_shape, *, stride, dilation, groups: int = 1, isa: str = PORTABLE
+) -> np.ndarray:
     """The int4 weights in PyTorch's layout [C_in, C_out/groups, KH, KW] read back from the packed
     phase rows (the inverse of conv_transpose_s4_filter): the golden's unpacking."""
-    c_in, cout_g, kh, kw = weight_shape
-    index = np.arange(int(np.prod(weight_shape))).reshape(weight_shape)
+    size = int(np.prod(weight_shape))
+    index = np.arange(1, size + 1).reshape(weight_shape)  # 0 marks padding
     rows = conv_transpose_phase_rows(index, stride=stride, dilation=dilation, groups=groups)
-    order = np.concatenate([r.ravel() for r in rows])
-    flat = np.zeros(order.size, np.int8)
-    flat[order] = int4.unpack_int4(packed, order.size)
+    order = np.concatenate([_s4_rows(isa, r).ravel() for r in rows])
+    values = int4.unpack_int4(packed, order.size)
+    flat = np.zeros(size, np.int8)
+    flat[order[order > 0] - 1] = values[order > 0]
     return flat.reshape(weight_shape)
+
+
+def s4_isa(groups: int, target) -> str:
+    """The int4 kernel: edgec_conv_transpose_s4_dsp on cores with the DSP extension (groups 1),
+    else the portable edgec_conv_transpose_s4."""
+    return DSP if groups == 1 and target.dsp else PORTABLE
 
 
 # -- the op unit ----------------------------------------------------------------------------------
@@ -490,8 +515,11 @@ class ConvTranspose(OpDef):
 
     def specialize(self, op, graph, target) -> None:
         if int4.is_int4(op):
-            op.attrs["isa"] = PORTABLE
-            op.kernel = KernelChoice(S4_KERNEL, "int4", S4_REASON)
+            op.attrs["isa"] = isa = s4_isa(op.attrs["groups"], target)
+            if isa == DSP:
+                op.kernel = KernelChoice(S4_KERNEL + "_dsp", "int4 dsp", S4_DSP_REASON)
+            else:
+                op.kernel = KernelChoice(S4_KERNEL, "int4", S4_REASON)
             return
         isa = kernel_isa(target) if op.attrs["groups"] == 1 else None
         op.attrs["isa"] = PORTABLE if isa is None else isa
@@ -515,9 +543,12 @@ class ConvTranspose(OpDef):
             act_max=a["act_max"],
         )
 
-    def _s4_filter(self, op) -> np.ndarray:
+    def _s4_layout(self, op) -> dict:
         a = op.attrs
-        return conv_transpose_s4_filter(a["weight"], stride=a["stride"], dilation=a["dilation"], groups=a["groups"])
+        return dict(stride=a["stride"], dilation=a["dilation"], groups=a["groups"], isa=a.get("isa", PORTABLE))
+
+    def _s4_filter(self, op) -> np.ndarray:
+        return conv_transpose_s4_filter(op.attrs["weight"], **self._s4_layout(op))
 
     def golden(self, op, graph, inputs):
         """int4: the packed filter the C reads, unpacked, through the int8 golden."""
@@ -525,8 +556,7 @@ class ConvTranspose(OpDef):
         a = op.attrs
         w = a["weight"]
         if int4.is_int4(op):
-            geometry = dict(stride=a["stride"], dilation=a["dilation"], groups=a["groups"])
-            w = conv_transpose_s4_weights(self._s4_filter(op), w.shape, **geometry)
+            w = conv_transpose_s4_weights(self._s4_filter(op), w.shape, **self._s4_layout(op))
         return conv_transpose2d_s8(
             inputs[0],
             w,
@@ -541,6 +571,9 @@ class ConvTranspose(OpDef):
 
     def scratch_bytes(self, op, graph, target) -> int:
         a = op.attrs
+        if int4.is_int4(op):
+            k = largest_phase_taps(a["weight"].shape, a["stride"], a["dilation"])
+            return 0 if a["isa"] == PORTABLE else 5 * (-(-k // S4_ROW) * S4_ROW)
         return conv_transpose_scratch_bytes(
             a.get("isa", PORTABLE), a["weight"].shape, stride=a["stride"], dilation=a["dilation"]
         )
@@ -556,7 +589,7 @@ class ConvTranspose(OpDef):
             a["shift"],
             input_zp=x_t.zero_point,
             output_zp=out_t.zero_point,
-            isa=a["isa"],
+            isa=PORTABLE if int4.is_int4(op) else a["isa"],  # int4: the plain bias (offset added to x)
             **self._geometry(op),
         )
         if int4.is_int4(op):
@@ -569,7 +602,8 @@ class ConvTranspose(OpDef):
         )
         if a["isa"] != PORTABLE:
             k = largest_phase_taps(a["weight"].shape, a["stride"], a["dilation"])
-            call.scratch_required = (DSP_SCRATCH if a["isa"] == DSP else MVE_SCRATCH).call(k)
+            rule = S4_DSP_SCRATCH if int4.is_int4(op) else DSP_SCRATCH if a["isa"] == DSP else MVE_SCRATCH
+            call.scratch_required = rule.call(k)
         return call
 
     def macs(self, op, graph) -> int:

@@ -782,6 +782,22 @@ edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, cons
 edgec_status edgec_conv_transpose_s4(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output);
 
 /*
+ * edgec_conv_transpose_s4 on Arm cores with the DSP extension, groups 1: per phase each channel's
+ * row zero-padded to a multiple of 8 weights (whole words), then packed as above
+ * (edgec.ops.conv_transpose.conv_transpose_s4_filter, isa "dsp"); bias plain ([C_out] or NULL).
+ * scratch (required, word-aligned, apart from input and output):
+ * EDGEC_CONV_TRANSPOSE_S4_DSP_SCRATCH_BYTES(k) with k the largest K_phase. Same results, bit for
+ * bit. Declared only where the build's -mcpu has the extension.
+ */
+/* generated from edgec/ops/conv_transpose.py: EDGEC_CONV_TRANSPOSE_S4_DSP_SCRATCH_BYTES */
+#define EDGEC_CONV_TRANSPOSE_S4_DSP_SCRATCH_BYTES(k) (5 * (((k) + 7) / 8 * 8))
+/* end of EDGEC_CONV_TRANSPOSE_S4_DSP_SCRATCH_BYTES */
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_conv_transpose_s4_dsp(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output,
+                                         int8_t *scratch);
+#endif
+
+/*
  * edgec_conv_transpose_s8 on Arm cores with the DSP extension (2 output channels x 2 output
  * pixels per SMLAD step) or Helium (4 x 2 per VMLADAVA step): groups must be 1; per phase the
  * [C_out][K_phase] rows are laid out like edgec_conv_s8_dsp/_mve's packed filter (DSP: blocks of

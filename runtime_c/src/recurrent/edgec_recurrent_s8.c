@@ -15,7 +15,7 @@
  * Helium's VMLADAVA (Cortex-M55).
  *
  * int4 weights (weight_bits 4, per gate block in [-7, 7]): the matrices stay packed and the dot
- * products read the nibbles in place (dot2_s4), since unpacking a matrix would take its whole
+ * products read the nibbles in place (matmul_rows_s4), since unpacking a matrix would take its whole
  * int8 size in RAM (4 * H * (I + H) bytes) and a row once per step costs what reading it does.
  */
 #include <stddef.h>
@@ -151,76 +151,88 @@ static void matmul_rows(const int8_t *x, const int8_t *w, const int32_t *bias, i
 /* ---- int4 weights (weight_bits 4): the packed rows read in place ----------------------------- */
 
 #if defined(__ARM_FEATURE_DSP)
+/* Inputs widened at a time: 128, 256 bytes of stack (the recurrent scratch is the gates'). */
+#define S4_DSP_CHUNK_BLOCKS 16
+
 /*
- * acc + row . x over n = 8 * blocks weights of a row starting on a byte, two rows against one x.
- * edgec_s4.h's unpacking: a packed word's nibble k of halfword h (weight k + 4h) shifted left by
- * 4 * (3 - k) and masked with 0xF000F000 gives (4096 w_k, 4096 w_{k+4}), which one SMLAD
- * multiplies by x's pair (x_k, x_{k+4}) (edgec_s4_dsp_widen_block, offset 0: the input offset is
- * in the bias). The block of x is widened once for both rows, in registers (no scratch). The sums
- * are 4096 times the dot products, exact in int32 over EDGEC_S4_DSP_CHUNK inputs
- * (256 * 8 * 128 * 4096 = 2^30); each chunk's sum >> 12 is added, wrapping like the golden.
+ * Rows w0 and w1 (packed, from a byte) against `blocks` widened blocks of 8 inputs: edgec_s4.h's
+ * unpacking, a packed word's nibble k of halfword h (weight k + 4h) shifted left by 4 * (3 - k)
+ * and masked with 0xF000F000 giving (4096 w_k, 4096 w_{k+4}), which one SMLAD multiplies by the
+ * input pair (x_k, x_{k+4}): per block and row a load, 4 AND (the shift in the operand) and 4
+ * SMLAD, the pairs loaded once for both rows. sums: 4096 times the dot products, exact in int32
+ * (128 inputs: 128 * 8 * 128 * 4096 = 2^29).
  */
-static void dot2_s4_blocks(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t blocks, uint32_t *acc0,
-                           uint32_t *acc1)
+static void s4_dsp_dot2(const int32_t *pairs, const int8_t *w0, const int8_t *w1, int32_t blocks, int32_t sums[2])
 {
-    uint32_t u0 = *acc0, u1 = *acc1;
-    while (blocks > 0) {
-        const int32_t chunk = EDGEC_MIN(blocks, EDGEC_S4_DSP_CHUNK / 8);
-        int32_t s0 = 0, s1 = 0;
-        for (int32_t b = 0; b < chunk; b++, x += 8, w0 += 4, w1 += 4) {
-            int32_t pairs[4];
-            uint32_t a, c;
-            edgec_s4_dsp_widen_block(x, 0u, pairs, 1);
-            memcpy(&a, w0, 4);
-            memcpy(&c, w1, 4);
-            s0 = __smlad((int32_t)((a << 12) & 0xF000F000u), pairs[0], s0);
-            s1 = __smlad((int32_t)((c << 12) & 0xF000F000u), pairs[0], s1);
-            s0 = __smlad((int32_t)((a << 8) & 0xF000F000u), pairs[1], s0);
-            s1 = __smlad((int32_t)((c << 8) & 0xF000F000u), pairs[1], s1);
-            s0 = __smlad((int32_t)((a << 4) & 0xF000F000u), pairs[2], s0);
-            s1 = __smlad((int32_t)((c << 4) & 0xF000F000u), pairs[2], s1);
-            s0 = __smlad((int32_t)(a & 0xF000F000u), pairs[3], s0);
-            s1 = __smlad((int32_t)(c & 0xF000F000u), pairs[3], s1);
+    int32_t s0 = 0, s1 = 0;
+    for (; blocks > 0; blocks--, pairs += 4, w0 += 4, w1 += 4) {
+        uint32_t a, c;
+        memcpy(&a, w0, 4);
+        memcpy(&c, w1, 4);
+        s0 = __smlad((int32_t)((a << 12) & 0xF000F000u), pairs[0], s0);
+        s1 = __smlad((int32_t)((c << 12) & 0xF000F000u), pairs[0], s1);
+        s0 = __smlad((int32_t)((a << 8) & 0xF000F000u), pairs[1], s0);
+        s1 = __smlad((int32_t)((c << 8) & 0xF000F000u), pairs[1], s1);
+        s0 = __smlad((int32_t)((a << 4) & 0xF000F000u), pairs[2], s0);
+        s1 = __smlad((int32_t)((c << 4) & 0xF000F000u), pairs[2], s1);
+        s0 = __smlad((int32_t)(a & 0xF000F000u), pairs[3], s0);
+        s1 = __smlad((int32_t)(c & 0xF000F000u), pairs[3], s1);
+    }
+    sums[0] = s0;
+    sums[1] = s1;
+}
+
+/*
+ * acc[r] += row (first + r) . x over the first n inputs (a multiple of 8; cols even, so every row
+ * starts on a byte), for the `rows` rows: x is widened (edgec_s4_dsp_widen_block, offset 0: the
+ * input offset is in the bias) once per chunk of 128 for all rows, then the rows run two at a
+ * time; each chunk's sum >> 12 is added, wrapping like the golden's int32.
+ */
+static void s4_dsp_rows(const int8_t *x, const int8_t *packed, int32_t first, int32_t cols, int32_t rows, int32_t n,
+                        uint32_t *acc)
+{
+    int32_t pairs[4 * S4_DSP_CHUNK_BLOCKS];
+    const int32_t row_bytes = cols / 2;
+    for (int32_t from = 0; from < n; from += 8 * S4_DSP_CHUNK_BLOCKS) {
+        const int32_t blocks = EDGEC_MIN(n - from, 8 * S4_DSP_CHUNK_BLOCKS) / 8;
+        for (int32_t b = 0; b < blocks; b++) {
+            edgec_s4_dsp_widen_block(x + from + 8 * b, 0u, pairs + 4 * b, 1);
         }
-        u0 += (uint32_t)(s0 >> 12);
-        u1 += (uint32_t)(s1 >> 12);
-        blocks -= chunk;
+        const int8_t *row = packed + (size_t)first * (size_t)row_bytes + (size_t)(from / 2);
+        for (int32_t r = 0; r < rows; r += 2, row += 2 * row_bytes) {
+            int32_t sums[2];
+            const int pair = r + 1 < rows; /* the last, odd row: paired with itself */
+            s4_dsp_dot2(pairs, row, pair ? row + row_bytes : row, blocks, sums);
+            acc[r] += (uint32_t)(sums[0] >> 12);
+            if (pair) {
+                acc[r + 1] += (uint32_t)(sums[1] >> 12);
+            }
+        }
     }
-    *acc0 = u0;
-    *acc1 = u1;
 }
 #endif
 
-/* acc + row . x for rows first, first + 1 of a packed int4 matrix of `cols` columns (row r's
- * weights are elements r * cols ..): whole blocks of 8 on SMLAD when the rows start on a byte (an
- * even cols) and the DSP extension is there, the rest two weights per byte (edgec_s4_dot). */
-static void dot2_s4(const int8_t *x, const int8_t *packed, int32_t first, int32_t cols, uint32_t *acc0, uint32_t *acc1)
-{
-    const int32_t start0 = first * cols, start1 = start0 + cols;
-    int32_t done = 0;
-#if defined(__ARM_FEATURE_DSP)
-    if (cols % 2 == 0) {
-        done = cols / 8 * 8;
-        dot2_s4_blocks(x, packed + start0 / 2, packed + start1 / 2, cols / 8, acc0, acc1);
-    }
-#endif
-    *acc0 = edgec_s4_dot(packed, start0 + done, x + done, cols - done, 0, *acc0);
-    *acc1 = edgec_s4_dot(packed, start1 + done, x + done, cols - done, 0, *acc1);
-}
-
-/* matmul_rows over int4 rows: requantize(bias[r] + sum_j w[r][j] * x[j]) for the `rows` rows
- * starting at row `first` of the packed matrix. */
+/* matmul_rows over int4 rows, the packed matrix read in place: requantize(bias[r] + sum_j
+ * w[first + r][j] * x[j]) for the `rows` rows from row `first`; out holds the sums meanwhile.
+ * Whole blocks of 8 on SMLAD where the rows start on a byte (an even cols) and the DSP extension
+ * is there, the rest two weights per byte (edgec_s4_dot). */
 static void matmul_rows_s4(const int8_t *x, const int8_t *packed, int32_t first, const int32_t *bias, int32_t cols,
                            int32_t rows, int32_t multiplier, int32_t shift, int32_t *out)
 {
-    for (int32_t r = 0; r < rows; r += 2) {
-        const int32_t pair = r + 1 < rows ? first + r : first + r - 1; /* an odd last row: its neighbour's pair */
-        uint32_t acc0 = (uint32_t)bias[pair - first], acc1 = (uint32_t)bias[pair - first + 1];
-        dot2_s4(x, packed, pair, cols, &acc0, &acc1);
-        if (pair == first + r) {
-            out[r] = edgec_requantize((int32_t)acc0, multiplier, shift);
-        }
-        out[pair - first + 1] = edgec_requantize((int32_t)acc1, multiplier, shift);
+    uint32_t *acc = (uint32_t *)out;
+    int32_t done = 0;
+    for (int32_t r = 0; r < rows; r++) {
+        acc[r] = (uint32_t)bias[r];
+    }
+#if defined(__ARM_FEATURE_DSP)
+    if (cols % 2 == 0) {
+        done = cols / 8 * 8;
+        s4_dsp_rows(x, packed, first, cols, rows, done, acc);
+    }
+#endif
+    for (int32_t r = 0; r < rows; r++) {
+        const int32_t sum = (int32_t)edgec_s4_dot(packed, (first + r) * cols + done, x + done, cols - done, 0, acc[r]);
+        out[r] = edgec_requantize(sum, multiplier, shift);
     }
 }
 

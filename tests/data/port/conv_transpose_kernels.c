@@ -15,7 +15,7 @@
 #include "edgec_nn.h"
 #include "semihost.h"
 
-enum { ISA_PORTABLE = 0, ISA_DSP = 1, ISA_MVE = 2, ISA_S4 = 3 }; /* S4: edgec_conv_transpose_s4 */
+enum { ISA_PORTABLE = 0, ISA_DSP = 1, ISA_MVE = 2, ISA_S4 = 3, ISA_S4_DSP = 4 }; /* S4: int4 weights */
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
 enum {
@@ -50,6 +50,9 @@ static int32_t run_kernel(int32_t isa, const edgec_conv_transpose_desc *desc, co
 #if defined(__ARM_FEATURE_DSP)
     if (isa == ISA_DSP) {
         status = edgec_conv_transpose_s8_dsp(desc, input, output, scratch);
+    }
+    if (isa == ISA_S4_DSP) {
+        status = edgec_conv_transpose_s4_dsp(desc, input, output, scratch);
     }
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
