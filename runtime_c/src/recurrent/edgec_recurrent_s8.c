@@ -212,24 +212,70 @@ static void s4_dsp_rows(const int8_t *x, const int8_t *packed, int32_t first, in
 }
 #endif
 
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/* The longest row the Helium path takes: its deinterleaved x on the stack (256 bytes). */
+#define S4_MVE_MAX_COLS 256
+
+/*
+ * acc[r] += row (first + r) . x for the `rows` rows of an even length cols <= S4_MVE_MAX_COLS:
+ * x deinterleaved once (edgec_s4_mve_deinterleave), then four rows at a time by edgec_s4.h's
+ * edgec_s4_mve_dot4 (per 32 weights a row: a load, VSHL, VAND and two VMLADAVA), whose sums are
+ * 16 times the dot products: exact in int32 (16 * 256 * 8 * 128 = 2^22).
+ */
+static void s4_mve_rows(const int8_t *x, const int8_t *packed, int32_t first, int32_t cols, int32_t rows, uint32_t *acc)
+{
+    int8_t column[EDGEC_S4_MVE_COLUMN_BYTES(S4_MVE_MAX_COLS)];
+    const int32_t row_bytes = cols / 2;
+    edgec_s4_mve_deinterleave(x, cols, column);
+    for (int32_t r = 0; r < rows; r += 4) {
+        int32_t sums[4];
+        vst1q_s32(sums,
+                  edgec_s4_mve_dot4(column, packed + (size_t)(first + r) * (size_t)row_bytes, row_bytes, rows - r));
+        for (int32_t i = 0; i < 4 && r + i < rows; i++) {
+            acc[r + i] += (uint32_t)(sums[i] >> 4);
+        }
+    }
+}
+#endif
+
+/* acc[r] += row (first + r) . x over the inputs the Helium or DSP path takes (returned: 0, or
+ * all of them, or the whole blocks of 8): rows that start on a byte (an even cols). */
+static int32_t s4_fast_rows(const int8_t *x, const int8_t *packed, int32_t first, int32_t cols, int32_t rows,
+                            uint32_t *acc)
+{
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+    if (cols % 2 == 0 && cols <= S4_MVE_MAX_COLS) {
+        s4_mve_rows(x, packed, first, cols, rows, acc);
+        return cols;
+    }
+#endif
+#if defined(__ARM_FEATURE_DSP)
+    if (cols % 2 == 0) {
+        s4_dsp_rows(x, packed, first, cols, rows, cols / 8 * 8, acc);
+        return cols / 8 * 8;
+    }
+#endif
+    (void)x;
+    (void)packed;
+    (void)first;
+    (void)cols;
+    (void)rows;
+    (void)acc;
+    return 0;
+}
+
 /* matmul_rows over int4 rows, the packed matrix read in place: requantize(bias[r] + sum_j
  * w[first + r][j] * x[j]) for the `rows` rows from row `first`; out holds the sums meanwhile.
- * Whole blocks of 8 on SMLAD where the rows start on a byte (an even cols) and the DSP extension
- * is there, the rest two weights per byte (edgec_s4_dot). */
+ * Rows starting on a byte (an even cols) on Helium (rows up to 256) or SMLAD (whole blocks of
+ * 8), the rest two weights per byte (edgec_s4_dot). */
 static void matmul_rows_s4(const int8_t *x, const int8_t *packed, int32_t first, const int32_t *bias, int32_t cols,
                            int32_t rows, int32_t multiplier, int32_t shift, int32_t *out)
 {
     uint32_t *acc = (uint32_t *)out;
-    int32_t done = 0;
     for (int32_t r = 0; r < rows; r++) {
         acc[r] = (uint32_t)bias[r];
     }
-#if defined(__ARM_FEATURE_DSP)
-    if (cols % 2 == 0) {
-        done = cols / 8 * 8;
-        s4_dsp_rows(x, packed, first, cols, rows, done, acc);
-    }
-#endif
+    const int32_t done = s4_fast_rows(x, packed, first, cols, rows, acc);
     for (int32_t r = 0; r < rows; r++) {
         const int32_t sum = (int32_t)edgec_s4_dot(packed, (first + r) * cols + done, x + done, cols - done, 0, acc[r]);
         out[r] = edgec_requantize(sum, multiplier, shift);
