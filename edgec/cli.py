@@ -99,8 +99,8 @@ def _quantization_options(command):
     """--calibration and --per-channel-linear: how edgec quantizes a float model (docs/quantization.md);
     --activations / --int16-layers: int16 activations (the 16x8 scheme) for the whole model or for
     the listed nn.Module paths (int8 <-> int16 requantize ops where the precisions meet);
-    --weights / --int4-layers: int4 weights for every linear and convolution layer, or for the
-    listed paths' (edgec.ops.int4)."""
+    --weights / --int4-layers: int4 weights for every linear, convolution (transposed too) and
+    LSTM / GRU layer, or for the listed paths' (edgec.ops.int4)."""
     command = click.option(
         "--int4-rounding",
         type=click.Choice(["gptq", "mse", "nearest"]),
@@ -114,15 +114,15 @@ def _quantization_options(command):
     command = click.option(
         "--int4-layers",
         default="",
-        help="comma-separated nn.Module paths whose linear and convolution layers take int4 weights",
+        help="comma-separated nn.Module paths whose linear, convolution and LSTM / GRU layers take int4 weights",
     )(command)
     command = click.option(
         "--weights",
         type=click.Choice(["int8", "int4"]),
         default="int8",
         show_default=True,
-        help="weight precision of every linear and convolution layer (int4: symmetric per "
-        "output channel, two per byte, CMSIS-NN's _s4 packing)",
+        help="weight precision of every linear, convolution and LSTM / GRU layer (int4: symmetric per "
+        "output channel (LSTM / GRU: per gate), two per byte, CMSIS-NN's _s4 packing)",
     )(command)
     command = click.option(
         "--int16-layers",

@@ -139,7 +139,8 @@ def test_int4_layers_selects_by_module_path(quantized):
 
 
 @pytest.mark.parametrize(
-    "layers, message", [(("nope",), "no module named nope"), (("2",), "2 has no linear or convolution layer")]
+    "layers, message",
+    [(("nope",), "no module named nope"), (("2",), "2 has no linear, convolution or recurrent layer")],
 )
 def test_int4_layers_refuses_what_it_cannot_make_int4(layers, message):
     with pytest.raises(EdgecError, match=message):

@@ -102,6 +102,7 @@ def random_desc(rng, cell: int | None = None, sizes: tuple | None = None) -> dic
         "last_step_only": int(rng.random() < 0.25),
         "tanh_linear": int(rng.random() < 0.3),
         "sigmoid_table": sigmoid_table(),
+        "weight_bits": 8,  # int4: tests/test_int4_recurrent.py
     }
     return {name: values[name] for name in DESC_FIELDS}
 

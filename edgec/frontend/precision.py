@@ -33,8 +33,9 @@ import torch
 from torch.fx import GraphModule
 
 from edgec.frontend.quantize import int4_capable, int4_weight_nodes, matching_paths
-from edgec.frontend.weight_rounding import round_int4_weights
-from edgec.ops import OPS
+from edgec.frontend.weight_rounding import INT4_SCALES_KEY, QMAX, has_recurrent, round_int4_weights
+from edgec.ops import OPS, recurrent
+from edgec.ops.conv_transpose import transpose_attrs
 from edgec.ops.int16_units import INT16_CAPABLE_KINDS, VIEW_KINDS
 from edgec.ops.qspec import fused_activations
 
@@ -102,6 +103,12 @@ def measure_sensitivities(
     rounded = copy.deepcopy(float_module)
     nodes = {node.name: node for node in rounded.graph.nodes}
     round_int4_weights(rounded, [nodes[name] for layer in layers for name in layer.nodes], samples, rounding)
+    for layer in layers:
+        for name in layer.nodes:
+            if OPS[nodes[name].target].kind == "recurrent":
+                _round_recurrent(rounded, nodes[name])
+            elif INT4_SCALES_KEY not in nodes[name].meta:  # not chosen by the rounding: nearest
+                _round_nearest(rounded, nodes[name])
     probe = copy.deepcopy(float_module)
     reference = run_flat(probe, samples)
     for layer in layers:
@@ -116,12 +123,46 @@ def measure_sensitivities(
     return reference
 
 
+def _round_nearest(module: GraphModule, node) -> None:
+    """A linear / convolution layer's weights rounded to nearest on the int4 grid of its quantize
+    node (the observer's max |w| / 7 per output channel; a grouped transposed convolution's per
+    tensor), in place: --int4-rounding nearest, and the transposed convolutions whatever the
+    rounding."""
+    if not isinstance(node.args[1], torch.fx.Node) or node.args[1].op != "get_attr":
+        return
+    weight = _tensor(module, node.args[1].target)
+    axis = 0
+    if OPS[node.target].kind == "conv_transpose2d":
+        axis = 1 if transpose_attrs(node)[4] == 1 else None
+    with torch.no_grad():
+        w = weight.detach().double()
+        dims = [d for d in range(w.dim()) if d != axis]
+        scale = w.abs().amax(dim=dims, keepdim=True).clamp(min=2**-20) / QMAX
+        weight.copy_((torch.round(w / scale).clamp(-QMAX, QMAX) * scale).to(weight.dtype))
+
+
+def _round_recurrent(module: GraphModule, node) -> None:
+    """A recurrent layer's weight matrices as its int4 build rounds them (nearest, per gate block:
+    edgec.frontend.weight_rounding's docstring says why), in place."""
+    with torch.no_grad():
+        for w_ih, w_hh in recurrent.weight_nodes(node):
+            tensors = [_tensor(module, w.target) for w in (w_ih, w_hh)]
+            chosen = recurrent.int4_reference(*(t.detach().double().numpy() for t in tensors))
+            for tensor, value in zip(tensors, chosen):
+                tensor.copy_(torch.from_numpy(value).to(tensor.dtype))
+
+
 def _parameter_targets(module: GraphModule, layer: Layer) -> list[str]:
-    """The get_attr targets of the layer's weights and biases."""
+    """The get_attr targets of the layer's weights and biases (a recurrent layer's: its weight
+    matrices)."""
     nodes = {node.name: node for node in module.graph.nodes}
     targets = []
     for name in layer.nodes:
-        for arg in nodes[name].args[1:3]:
+        node = nodes[name]
+        if OPS[node.target].kind == "recurrent":
+            targets += [w.target for pair in recurrent.weight_nodes(node) for w in pair if w.target not in targets]
+            continue
+        for arg in node.args[1:3]:
             if isinstance(arg, torch.fx.Node) and arg.op == "get_attr" and arg.target not in targets:
                 targets.append(arg.target)
     return targets
@@ -136,10 +177,11 @@ def _tensor(module: GraphModule, target: str) -> torch.Tensor:
 
 def run_flat(module: GraphModule, samples: list[tuple]) -> list[np.ndarray]:
     """`module`'s outputs on each sample, flattened to one float64 array per sample: in one run of
-    the samples stacked on the batch axis when the program takes that, else one run per sample."""
+    the samples stacked on the batch axis when the program takes that, else (has_recurrent) one run
+    per sample."""
     with torch.no_grad():
         single = _flat(module(*samples[0]))
-        if len(samples) > 1:
+        if len(samples) > 1 and not has_recurrent(module):
             try:
                 stacked = _flat(_unguarded(module)(*(torch.cat(inputs) for inputs in zip(*samples))))
             except Exception:  # a program whose shapes are fixed to one sample (e.g. a view to [1, K])

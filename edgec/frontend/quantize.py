@@ -24,6 +24,7 @@ from edgec.frontend.export import module_paths, node_location
 from edgec.frontend.weight_rounding import INT4_SCALES_KEY
 from edgec.ops import OPS
 from edgec.ops.base import OpDef
+from edgec.ops.conv_transpose import int4_transposed_qspec
 from edgec.ops.int16_units import INT16_CAPABLE_KINDS
 from edgec.ops.qspec import (
     ACTIVATION_QSPEC,
@@ -36,11 +37,13 @@ from edgec.ops.qspec import (
     fused_activations,
     select_int16,
 )
+from edgec.ops.recurrent import INT4_KEY as RECURRENT_INT4_KEY
 
 ACTIVATION_DTYPES = ("int8", "int16")
 WEIGHT_DTYPES = ("int8", "int4")
-# The units with int4-weight kernels (edgec.ops.int4): linear, convolution and depthwise.
-INT4_CAPABLE_KINDS = frozenset({"fully_connected", "conv2d"})
+# The units with int4-weight kernels (edgec.ops.int4): linear, convolution and depthwise, transposed
+# convolution, and the recurrent layers (whose weights the unit quantizes itself: RECURRENT_INT4_KEY).
+INT4_CAPABLE_KINDS = frozenset({"fully_connected", "conv2d", "conv_transpose2d", "recurrent"})
 
 
 def _fuses(node) -> bool:
@@ -116,7 +119,10 @@ class EdgecQuantizer(Quantizer):
                 self._replace_specs(node.meta.get(ANNOTATION_KEY))
         if self.all_int4 or self.int4_layers:
             for node in int4_weight_nodes(model, self.all_int4, self.int4_layers):
-                node.meta[ANNOTATION_KEY].input_qspec_map[node.args[1]] = int4_weight_qspec(node, self.qat)
+                if OPS[node.target].kind == "recurrent":
+                    node.meta[RECURRENT_INT4_KEY] = True  # the unit quantizes them itself
+                else:
+                    node.meta[ANNOTATION_KEY].input_qspec_map[node.args[1]] = int4_weight_qspec(node, self.qat)
         return model
 
     def _replace_specs(self, annotation) -> None:
@@ -171,8 +177,8 @@ def matching_paths(node, names: Iterable[str]) -> set[str]:
 
 
 def int4_capable(node) -> bool:
-    """A node of the normalised graph (a transposed aten.convolution is aten.conv_transpose* by then,
-    which has no int4 kernel) whose unit has int4 kernels."""
+    """A node of the normalised graph whose unit has int4 kernels (linear, convolution, transposed
+    convolution, LSTM / GRU)."""
     return node.op == "call_function" and node.target in OPS and OPS[node.target].kind in INT4_CAPABLE_KINDS
 
 
@@ -195,8 +201,8 @@ def int4_weight_nodes(model: GraphModule, every: bool, names: Iterable[str]) -> 
         raise EdgecError(f"--int4-layers: no module named {', '.join(sorted(set(names) - used))} in the model")
     if used - capable:
         raise EdgecError(
-            f"--int4-layers: {', '.join(sorted(used - capable))} has no linear or convolution layer "
-            f"(int4 weights are for nn.Linear, Conv1d/Conv2d and depthwise convolutions)"
+            f"--int4-layers: {', '.join(sorted(used - capable))} has no linear, convolution or recurrent layer "
+            f"(int4 weights are for nn.Linear, Conv1d/Conv2d, depthwise and transposed convolutions, LSTM and GRU)"
         )
     return chosen
 
@@ -216,17 +222,23 @@ class _FixedScalesObserver(PerChannelMinMaxObserver):
 
 def int4_weight_qspec(node, qat: bool = False):
     """INT4_WEIGHT_QSPEC, at the scales edgec.frontend.weight_rounding chose for `node` if it did; for QAT
-    fake-quantized on the int4 grid (moving-average per-channel ranges)."""
+    fake-quantized on the int4 grid (moving-average per-channel ranges). A transposed convolution's
+    output channels are its weight's axis 1; a grouped one's weight has one scale (as its int8 one)."""
+    base = INT4_WEIGHT_QSPEC
+    if OPS[node.target].kind == "conv_transpose2d":
+        base = int4_transposed_qspec(node)
     if qat:
+        per_channel = base.qscheme == torch.per_channel_symmetric
         return dataclasses.replace(
-            INT4_WEIGHT_QSPEC,
+            base,
             observer_or_fake_quant_ctr=FusedMovingAvgObsFakeQuantize.with_args(
-                observer=MovingAveragePerChannelMinMaxObserver, eps=calibration_methods.EPS
+                observer=MovingAveragePerChannelMinMaxObserver if per_channel else MovingAverageMinMaxObserver,
+                eps=calibration_methods.EPS,
             ),
         )
     scales = node.meta.get(INT4_SCALES_KEY)
     if scales is None:
-        return INT4_WEIGHT_QSPEC
+        return base
     return dataclasses.replace(
         INT4_WEIGHT_QSPEC,
         observer_or_fake_quant_ctr=_FixedScalesObserver.with_args(eps=2**-20, scales=tuple(float(v) for v in scales)),

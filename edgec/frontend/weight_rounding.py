@@ -18,6 +18,12 @@ int4 grid, scale * q), and the chosen scales are recorded on the node
 (node.meta[INT4_SCALES_KEY]) for the quantizer's fixed-scale observer, so PT2E quantizes them to
 exactly the chosen integers. The layer inputs are the float model's (statistics gathered in one
 pass over the calibration samples: H and E[x] per group of the layer, never the samples).
+
+Transposed convolutions and LSTM / GRU layers round to nearest whatever the method (ROUNDED_KINDS):
+a transposed convolution's output pixels each sum another subset of its taps (its phase), so one
+H per output channel would need the zero-inserted input's receptive fields (not gathered here); a
+recurrent layer's hidden-weight inputs are its own earlier outputs, which change as its weights
+are rounded, and its per-gate-block scales are not the per-channel scales the search chooses.
 """
 
 from __future__ import annotations
@@ -30,9 +36,12 @@ import torch.nn.functional as F
 from torch.fx import GraphModule
 
 from edgec.errors import EdgecError
+from edgec.ops import OPS
 
 METHODS = ("nearest", "mse", "gptq")
 DEFAULT = "gptq"
+# The int4 layers whose weights `mse` and `gptq` choose (the others round to nearest: docstring).
+ROUNDED_KINDS = frozenset({"fully_connected", "conv2d"})
 INT4_SCALES_KEY = "edgec_int4_scales"
 QMAX = 7
 CLIP_RATIOS = np.linspace(0.3, 1.0, 71)
@@ -46,7 +55,11 @@ def round_int4_weights(module: GraphModule, nodes: list, samples: list[tuple], m
         raise EdgecError(f"int4 rounding must be one of {', '.join(METHODS)}, got {method!r}")
     if method == "nearest":
         return
-    layers = [node for node in nodes if _parameter(module, node.args[1]) is not None]
+    layers = [
+        node
+        for node in nodes
+        if OPS[node.target].kind in ROUNDED_KINDS and _parameter(module, node.args[1]) is not None
+    ]
     if not layers:  # weights that are not parameters (computed in the graph) keep nearest rounding
         return
     stats = _input_statistics(module, layers, samples)
@@ -151,9 +164,9 @@ def _input_statistics(module: GraphModule, layers: list, samples: list[tuple]) -
 def _tapped_batches(tapped: GraphModule, samples: list[tuple]):
     """The tapped values for all samples: in one run of the samples stacked on the batch axis
     when the program takes that (each tapped input then stacks the samples' own; the statistics
-    are sums, so one batch is as good as many runs), else one run per sample."""
+    are sums, so one batch is as good as many runs), else (has_recurrent) one run per sample."""
     single = tapped(*samples[0])
-    if len(samples) > 1:
+    if len(samples) > 1 and not has_recurrent(tapped):
         try:
             stacked = tapped(*(torch.cat(inputs) for inputs in zip(*samples)))
         except Exception:  # a program whose shapes are fixed to one sample (e.g. a view to [1, K])
@@ -168,6 +181,16 @@ def _tapped_batches(tapped: GraphModule, samples: list[tuple]):
     yield single
     for sample in samples[1:]:
         yield tapped(*sample)
+
+
+def has_recurrent(module: GraphModule) -> bool:
+    """Whether `module` runs an LSTM / GRU: then it must not be run on stacked samples (its zero
+    initial state is a constant of the traced batch, which aten.lstm / aten.gru do not check
+    against a larger batch: they corrupt the heap)."""
+    return any(
+        node.op == "call_function" and node.target in OPS and OPS[node.target].kind == "recurrent"
+        for node in module.graph.nodes
+    )
 
 
 def _round(rows: np.ndarray, scales: np.ndarray) -> np.ndarray:

@@ -27,6 +27,8 @@ output pixel's gather is one contiguous dot product per channel, as a convolutio
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 from torchao.quantization.pt2e import PerChannelMinMaxObserver
@@ -35,7 +37,9 @@ from torchao.quantization.pt2e.quantizer import QuantizationSpec
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
 from edgec.frontend.torch_ops import CONV_TRANSPOSES
+from edgec.ir import KernelChoice
 from edgec.numerics import INT8_MAX, INT8_MIN
+from edgec.ops import int4
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.conv import (
     CONV_BLOCKING,
@@ -43,6 +47,7 @@ from edgec.ops.conv import (
     finalize_output_stage,
     node_arg,
     quantized_bias,
+    weight_bits_attr,
     weighted_operands,
 )
 from edgec.ops.kernel import Field, Scratch, Struct, ints
@@ -67,7 +72,9 @@ CONV_TRANSPOSE_DESC = Struct(
         Field("input_offset", doc="-input zero point, in [-127, 128]"),
         Field("output_offset", doc="output zero point, in [-128, 127]"),
         *ints("act_min act_max"),
-        Field("filter", "const int8_t *", doc="per phase (r_h, r_w) in raster order: [C_out][K_phase] rows"),
+        Field(
+            "filter", "const int8_t *", doc="per phase (r_h, r_w) in raster order: [C_out][K_phase] rows (_s4: packed)"
+        ),
         Field("bias", "const int32_t *", doc="portable: [C_out] or NULL; _dsp/_mve: folded per phase"),
         Field("multiplier", "const int32_t *", doc="[C_out]"),
         Field("shift", "const int32_t *", doc="[C_out], -31..31"),
@@ -77,7 +84,8 @@ STRUCTS = (CONV_TRANSPOSE_DESC,)
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
 DSP_SCRATCH = Scratch("EDGEC_CONV_TRANSPOSE_S8_DSP_SCRATCH_BYTES", ("k",), "(5 * (((k) + 3) / 4 * 4))")
 MVE_SCRATCH = Scratch("EDGEC_CONV_TRANSPOSE_S8_MVE_SCRATCH_BYTES", ("k",), "(2 * (((k) + 15) / 16 * 16))")
-SCRATCH = (DSP_SCRATCH, MVE_SCRATCH)
+S4_DSP_SCRATCH = Scratch("EDGEC_CONV_TRANSPOSE_S4_DSP_SCRATCH_BYTES", ("k",), "(5 * (((k) + 7) / 8 * 8))")
+SCRATCH = (DSP_SCRATCH, MVE_SCRATCH, S4_DSP_SCRATCH)
 
 PORTABLE = "portable"
 # Rows of the portable kernel's filter: one channel's taps after another, no padding.
@@ -122,8 +130,8 @@ def conv_transpose_phase_rows(w: np.ndarray, *, stride, dilation, groups: int) -
     C_in/groups input channels of co's group g). K_phase = taps_h * taps_w * C_in/groups; a phase
     without taps has K_phase = 0."""
     w = np.asarray(w)
-    if w.dtype != np.int8 or w.ndim != 4:
-        raise ValueError(f"expected an int8 [C_in, C_out/groups, KH, KW] filter, got {w.dtype} {w.shape}")
+    if not np.issubdtype(w.dtype, np.integer) or w.ndim != 4:
+        raise ValueError(f"expected an integer (int8) [C_in, C_out/groups, KH, KW] filter, got {w.dtype} {w.shape}")
     c_in, cout_g, kh, kw = w.shape
     _check_groups(c_in, cout_g * groups, groups)
     cin_g = c_in // groups
@@ -354,6 +362,57 @@ def conv_transpose_desc(
     )
 
 
+# -- int4 weights ----------------------------------------------------------------------------------
+
+S4_KERNEL = "edgec_conv_transpose_s4"
+S4_REASON = (
+    "int4 weights: the portable kernel's phase rows packed (edgec.ops.int4), each nibble read in place "
+    "(no filter in RAM)"
+)
+S4_DSP_REASON = (
+    "int4 weights: phase rows packed in words of 8, unpacked in registers for SMLAD against two "
+    "pixels' widened columns; DSP extension (SMLAD)"
+)
+S4_ROW = 8  # the _dsp kernel's rows: whole words of 8 int4 weights
+
+
+def _s4_rows(isa: str, rows: np.ndarray) -> np.ndarray:
+    """A phase's [C_out, K] rows as the int4 kernel reads them: as they are (portable), or each
+    zero-padded to whole words of S4_ROW weights (_dsp)."""
+    if isa == PORTABLE:
+        return rows
+    return np.pad(rows, ((0, 0), (0, -rows.shape[1] % S4_ROW)))
+
+
+def conv_transpose_s4_filter(w: np.ndarray, *, stride, dilation, groups: int = 1, isa: str = PORTABLE) -> np.ndarray:
+    """edgec_conv_transpose_s4's (_dsp's) filter: the phase rows of int4 values w (int8 in [-8, 7],
+    PyTorch's layout), each phase's [C_out][K_phase] rows (_dsp: padded, _s4_rows) one after
+    another, packed by edgec.ops.int4.pack_int4."""
+    rows = conv_transpose_phase_rows(w, stride=stride, dilation=dilation, groups=groups)
+    return int4.pack_int4(np.concatenate([_s4_rows(isa, r).ravel() for r in rows]).astype(np.int8))
+
+
+def conv_transpose_s4_weights(
+    packed: np.ndarray, weight_shape, *, stride, dilation, groups: int = 1, isa: str = PORTABLE
+) -> np.ndarray:
+    """The int4 weights in PyTorch's layout [C_in, C_out/groups, KH, KW] read back from the packed
+    phase rows (the inverse of conv_transpose_s4_filter): the golden's unpacking."""
+    size = int(np.prod(weight_shape))
+    index = np.arange(1, size + 1).reshape(weight_shape)  # 0 marks padding
+    rows = conv_transpose_phase_rows(index, stride=stride, dilation=dilation, groups=groups)
+    order = np.concatenate([_s4_rows(isa, r).ravel() for r in rows])
+    values = int4.unpack_int4(packed, order.size)
+    flat = np.zeros(size, np.int8)
+    flat[order[order > 0] - 1] = values[order > 0]
+    return flat.reshape(weight_shape)
+
+
+def s4_isa(groups: int, target) -> str:
+    """The int4 kernel: edgec_conv_transpose_s4_dsp on cores with the DSP extension (groups 1),
+    else the portable edgec_conv_transpose_s4."""
+    return DSP if groups == 1 and target.dsp else PORTABLE
+
+
 # -- the op unit ----------------------------------------------------------------------------------
 
 # ConvTranspose weights are [C_in, C_out/groups, ...]: per output channel is axis 1 when groups
@@ -366,6 +425,13 @@ WEIGHT_QSPEC = QuantizationSpec(
     ch_axis=1,
     observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
 )
+
+
+def int4_transposed_qspec(node) -> QuantizationSpec:
+    """--weights int4 (edgec.ops.int4): symmetric in [-7, 7], per output channel (axis 1) when
+    groups is 1, else one scale for the weight (as the int8 grouped layers)."""
+    weight = WEIGHT_QSPEC if transpose_attrs(node)[4] == 1 else LINEAR_WEIGHT_QSPEC
+    return dataclasses.replace(weight, quant_min=int4.INT4_QUANT_RANGE[0], quant_max=int4.INT4_QUANT_RANGE[1])
 
 
 def transpose_attrs(node) -> tuple:
@@ -432,6 +498,7 @@ class ConvTranspose(OpDef):
             dilation=dilation,
             groups=groups,
             clamp=(None, None),
+            **weight_bits_attr(weight),
         )
 
     def relayout(self, op, graph) -> None:
@@ -447,6 +514,13 @@ class ConvTranspose(OpDef):
         finalize_output_stage(op, graph, rows)
 
     def specialize(self, op, graph, target) -> None:
+        if int4.is_int4(op):
+            op.attrs["isa"] = isa = s4_isa(op.attrs["groups"], target)
+            if isa == DSP:
+                op.kernel = KernelChoice(S4_KERNEL + "_dsp", "int4 dsp", S4_DSP_REASON)
+            else:
+                op.kernel = KernelChoice(S4_KERNEL, "int4", S4_REASON)
+            return
         isa = kernel_isa(target) if op.attrs["groups"] == 1 else None
         op.attrs["isa"] = PORTABLE if isa is None else isa
         op.kernel = packed_choice(
@@ -469,12 +543,23 @@ class ConvTranspose(OpDef):
             act_max=a["act_max"],
         )
 
+    def _s4_layout(self, op) -> dict:
+        a = op.attrs
+        return dict(stride=a["stride"], dilation=a["dilation"], groups=a["groups"], isa=a.get("isa", PORTABLE))
+
+    def _s4_filter(self, op) -> np.ndarray:
+        return conv_transpose_s4_filter(op.attrs["weight"], **self._s4_layout(op))
+
     def golden(self, op, graph, inputs):
+        """int4: the packed filter the C reads, unpacked, through the int8 golden."""
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         a = op.attrs
+        w = a["weight"]
+        if int4.is_int4(op):
+            w = conv_transpose_s4_weights(self._s4_filter(op), w.shape, **self._s4_layout(op))
         return conv_transpose2d_s8(
             inputs[0],
-            a["weight"],
+            w,
             a["bias"],
             a["multiplier"],
             a["shift"],
@@ -486,6 +571,9 @@ class ConvTranspose(OpDef):
 
     def scratch_bytes(self, op, graph, target) -> int:
         a = op.attrs
+        if int4.is_int4(op):
+            k = largest_phase_taps(a["weight"].shape, a["stride"], a["dilation"])
+            return 0 if a["isa"] == PORTABLE else 5 * (-(-k // S4_ROW) * S4_ROW)
         return conv_transpose_scratch_bytes(
             a.get("isa", PORTABLE), a["weight"].shape, stride=a["stride"], dilation=a["dilation"]
         )
@@ -501,9 +589,11 @@ class ConvTranspose(OpDef):
             a["shift"],
             input_zp=x_t.zero_point,
             output_zp=out_t.zero_point,
-            isa=a["isa"],
+            isa=PORTABLE if int4.is_int4(op) else a["isa"],  # int4: the plain bias (offset added to x)
             **self._geometry(op),
         )
+        if int4.is_int4(op):
+            desc["filter"] = self._s4_filter(op)
         p = names.symbol(op, "desc")
         call = descriptor(CONV_TRANSPOSE_DESC, p, desc)
         scratch = "" if a["isa"] == PORTABLE else f", {names.scratch(op)}"
@@ -512,7 +602,8 @@ class ConvTranspose(OpDef):
         )
         if a["isa"] != PORTABLE:
             k = largest_phase_taps(a["weight"].shape, a["stride"], a["dilation"])
-            call.scratch_required = (DSP_SCRATCH if a["isa"] == DSP else MVE_SCRATCH).call(k)
+            rule = S4_DSP_SCRATCH if int4.is_int4(op) else DSP_SCRATCH if a["isa"] == DSP else MVE_SCRATCH
+            call.scratch_required = rule.call(k)
         return call
 
     def macs(self, op, graph) -> int:

@@ -39,6 +39,7 @@ from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
 from edgec.ir import Tensor
 from edgec.numerics import quantize_multiplier, requantize, wrap_int32
+from edgec.ops import int4
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.movement import Gather, _flatten_args, _Slot, in_torch_order
@@ -77,6 +78,11 @@ RECURRENT_DESC = Struct(
             "at the finer scales the multipliers give: a layer whose values stay where tanh(x) = x",
         ),
         Field("sigmoid_table", "const uint16_t *", doc="256 entries"),
+        Field(
+            "weight_bits",
+            doc="8, or 4: input_weights and hidden_weights are int4 values in [-8, 7] packed as one stream "
+            "each (edgec.ops.int4: element i in byte i / 2, the low nibble first)",
+        ),
     ),
 )
 STRUCTS = (RECURRENT_DESC,)
@@ -88,6 +94,10 @@ INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 GATE_INPUT_SCALE = 2.0**-12  # Q3.12: what the sigmoid/tanh tables take
 GATE_OUTPUT_SCALE = 2.0**-15  # Q0.15: what they return
 LSTM_GATES, GRU_GATES = 4, 3  # PyTorch's row blocks: LSTM i, f, g, o; GRU r, z, n
+# A recurrent node's meta: its weight matrices int4 (--weights int4 / --int4-layers; the unit
+# quantizes its weights itself, so no weight quantize node carries the choice).
+INT4_KEY = "edgec_recurrent_int4"
+INT4_QMAX = int4.INT4_QUANT_RANGE[1]
 SIGMOID, TANH = 0, 1
 
 
@@ -225,6 +235,19 @@ def gru_step(desc: dict, x: np.ndarray, h: np.ndarray) -> np.ndarray:
     return np.clip(out, -128, 127).astype(np.int8)
 
 
+def unpacked(desc: dict) -> dict:
+    """The descriptor with int4 weight matrices (weight_bits 4: packed, as the C reads them)
+    unpacked to int8 [gates * H, I] / [gates * H, H]: the int8 goldens then run them."""
+    if desc.get("weight_bits", 8) != 4:
+        return desc
+    rows = desc["cell"] * desc["hidden_size"]
+    return {
+        **desc,
+        "input_weights": int4.unpack_int4(desc["input_weights"], rows * desc["input_size"]).reshape(rows, -1),
+        "hidden_weights": int4.unpack_int4(desc["hidden_weights"], rows * desc["hidden_size"]).reshape(rows, -1),
+    }
+
+
 def recurrent_s8(
     desc: dict, x: np.ndarray, hidden: np.ndarray | None = None, cell: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -233,8 +256,10 @@ def recurrent_s8(
     x: int8 [T, B, I] (time_major) or [B, T, I]. hidden int8 [B, H] / cell int16 [B, H]: the state
     before the first step; when desc["reset_state"] (or they are None) it starts at real zero
     (hidden = zp_h, cell = 0). Returns (outputs int8 like x with H features -- only the last step,
-    a time axis of 1, when desc["last_step_only"] --, hidden', cell').
+    a time axis of 1, when desc["last_step_only"] --, hidden', cell'). int4 weights: unpacked, then
+    the same arithmetic.
     """
+    desc = unpacked(desc)
     batches, steps, hidden_size = desc["batches"], desc["time_steps"], desc["hidden_size"]
     x = np.asarray(x, np.int8).reshape((steps, batches, -1) if desc["time_major"] else (batches, steps, -1))
     if desc["reset_state"] or hidden is None:
@@ -277,6 +302,7 @@ def integer_steps(
     """The golden step functions over the sequence from a zero state (or from hidden / cell, the
     caller's): per step the hidden state before and after it and the cell state before it,
     [T, B, H] each (int8, int8, int16)."""
+    desc = unpacked(desc)
     batches, steps, size = desc["batches"], desc["time_steps"], desc["hidden_size"]
     x = np.asarray(x, np.int8).reshape((steps, batches, -1) if desc["time_major"] else (batches, steps, -1))
     if not desc["time_major"]:
@@ -330,13 +356,16 @@ def float_step(cell: str, x, h, c, weights, cell_limit: float):
     return (1 - z) * n + z * h, c, e_h
 
 
-def reference_weights(cell: str, w_ih, w_hh, b_ih, b_hh, input_scale: float, hidden_scale: float) -> tuple:
+def reference_weights(
+    cell: str, w_ih, w_hh, b_ih, b_hh, input_scale: float, hidden_scale: float, weight_bits: int = 8
+) -> tuple:
     """The program's weights: each gate block quantized as recurrent_desc quantizes it, back in
     float; the float biases, with half a step of their int32 grid (the rounding) as an error."""
     gates = LSTM_GATES if cell == "lstm" else GRU_GATES
     rows = np.asarray(w_hh).shape[0]
-    qx, sx = quantize_weights(np.asarray(w_ih, np.float64), gates)
-    qh, sh = quantize_weights(np.asarray(w_hh, np.float64), gates)
+    qmax = INT4_QMAX if weight_bits == 4 else 127
+    qx, sx = quantize_weights(np.asarray(w_ih, np.float64), gates, qmax)
+    qh, sh = quantize_weights(np.asarray(w_hh, np.float64), gates, qmax)
     wx = qx.astype(np.float64) * np.repeat(sx, rows // gates)[:, None]
     wh = qh.astype(np.float64) * np.repeat(sh, rows // gates)[:, None]
     zeros = np.zeros(rows)
@@ -381,16 +410,18 @@ DESC_FIELDS = (
     "last_step_only",
     "tanh_linear",
     "sigmoid_table",
+    "weight_bits",
 )
 
 
-def quantize_weights(w: np.ndarray, gates: int) -> tuple[np.ndarray, np.ndarray]:
+def quantize_weights(w: np.ndarray, gates: int, qmax: int = 127) -> tuple[np.ndarray, np.ndarray]:
     """Float [gates*H, K] -> int8, symmetric per gate block (TFLite: one tensor per gate) in
-    [-127, 127], scale max|w| / 127, rounding half away from zero; returns (int8, scales[gates])."""
+    [-qmax, qmax] (127; int4 weights 7), scale max|w| / qmax, rounding half away from zero;
+    returns (int8, scales[gates])."""
     blocks = np.asarray(w, np.float64).reshape(gates, -1, w.shape[-1])
-    scales = np.maximum(np.abs(blocks).max(axis=(1, 2)), 2**-20) / 127.0
+    scales = np.maximum(np.abs(blocks).max(axis=(1, 2)), 2**-20) / qmax
     scaled = blocks / scales[:, None, None]
-    q = np.clip(np.sign(scaled) * np.floor(np.abs(scaled) + 0.5), -127, 127)
+    q = np.clip(np.sign(scaled) * np.floor(np.abs(scaled) + 0.5), -qmax, qmax)
     return q.reshape(w.shape).astype(np.int8), scales
 
 
@@ -436,18 +467,22 @@ def recurrent_desc(
     cell_power: int = 0,
     last_step_only: bool = False,
     n_power: int | None = None,
+    weight_bits: int = 8,
 ) -> dict:
     """The descriptor of edgec_lstm_s8 (cell "lstm") / edgec_gru_s8 ("gru") from float PyTorch
     weights (weight_ih [G*H, I], weight_hh [G*H, H], biases [G*H] or None) and the qparams of the
     input and hidden state (and the LSTM cell state's scale power; a GRU's linear n gate's scale
-    power, linear_tanh_power, or None for the tanh table); keys = C fields in order."""
+    power, linear_tanh_power, or None for the tanh table); keys = C fields in order. weight_bits
+    4: the weight matrices int4 per gate block in [-7, 7], packed (unpacked(desc) reads them)."""
     gates = LSTM_GATES if cell == "lstm" else GRU_GATES
     hidden_size = w_hh.shape[1]
     zeros = np.zeros(gates * hidden_size)
     b_ih = zeros if b_ih is None else np.asarray(b_ih, np.float64)
     b_hh = zeros if b_hh is None else np.asarray(b_hh, np.float64)
-    wx, sx = quantize_weights(w_ih, gates)
-    wh, sh = quantize_weights(w_hh, gates)
+    qmax = INT4_QMAX if weight_bits == 4 else 127
+    wx, sx = quantize_weights(w_ih, gates, qmax)
+    wh, sh = quantize_weights(w_hh, gates, qmax)
+    stored = int4.pack_int4 if weight_bits == 4 else (lambda w: w)
     if cell == "lstm":
         x_bias, h_bias = b_ih + b_hh, zeros
     else:  # r and z take both biases on the input side; n keeps b_hn inside r * (W_hn h + b_hn)
@@ -484,8 +519,8 @@ def recurrent_desc(
                 hidden_size,
                 int(time_major),
                 int(reset_state),
-                wx,
-                wh,
+                stored(wx),
+                stored(wh),
                 _folded_bias(x_bias, sx, wx, input_zp, input_scale),
                 _folded_bias(h_bias, sh, wh, hidden_zp, hidden_scale),
                 in_m,
@@ -505,6 +540,7 @@ def recurrent_desc(
                 int(last_step_only),
                 int(n_power is not None),
                 sigmoid_table(),
+                weight_bits,
             ),
         )
     )
@@ -578,6 +614,22 @@ def _parse(node: Node) -> dict:
         "sequence": False,
         "proj": False,
     }
+
+
+def weight_nodes(node: Node) -> list[tuple[Node, Node]]:
+    """The (weight_ih, weight_hh) nodes of each run (layer, direction) of a recurrent node."""
+    return [(w_ih, w_hh) for w_ih, w_hh, _, _ in _parse(node)["weights"]]
+
+
+def int4_reference(w_ih: np.ndarray, w_hh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Float weights as the int4 build quantizes them (per gate block in [-7, 7]), back in float:
+    what the --flash chooser measures a recurrent layer's sensitivity with."""
+    gates = w_hh.shape[0] // w_hh.shape[1]
+    rounded = []
+    for w in (w_ih, w_hh):
+        q, scales = quantize_weights(np.asarray(w, np.float64), gates, INT4_QMAX)
+        rounded.append(q * np.repeat(scales, w.shape[0] // gates)[:, None])
+    return rounded[0], rounded[1]
 
 
 def _is_zero_state(arg) -> bool:
@@ -884,6 +936,7 @@ class Recurrent(OpDef):
             sequence=spec["sequence"],
             last_step_only=False,
             bidirectional=spec["bidirectional"],
+            **({"weight_bits": 4} if node.meta.get(INT4_KEY) else {}),
         )
 
     def _lower_bidirectional(self, ctx, node, spec, x, observed, time_major, sequence_node) -> list[Tensor]:
@@ -958,6 +1011,7 @@ class Recurrent(OpDef):
             cell_power=cell_power,
             last_step_only=a["last_step_only"],
             n_power=n_power,
+            weight_bits=a.get("weight_bits", 8),
         )
 
     def golden(self, op, graph, inputs):

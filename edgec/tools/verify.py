@@ -856,7 +856,7 @@ def recurrent_differences(compiled, op, inputs: list, got: np.ndarray, values: d
     desc = a["desc"]
     x_t, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     weights = recurrent.reference_weights(
-        a["cell"], *_float_recurrent_weights(compiled, op, values), x_t.scale, out.scale
+        a["cell"], *_float_recurrent_weights(compiled, op, values), x_t.scale, out.scale, a.get("weight_bits", 8)
     )
     x = inputs[0]
     before, after, cells = recurrent.integer_steps(desc, x, *recurrent.initial_state(op, inputs))

@@ -751,7 +751,7 @@ typedef struct {
     int32_t output_offset; /* output zero point, in [-128, 127] */
     int32_t act_min;
     int32_t act_max;
-    const int8_t *filter;      /* per phase (r_h, r_w) in raster order: [C_out][K_phase] rows */
+    const int8_t *filter;      /* per phase (r_h, r_w) in raster order: [C_out][K_phase] rows (_s4: packed) */
     const int32_t *bias;       /* portable: [C_out] or NULL; _dsp/_mve: folded per phase */
     const int32_t *multiplier; /* [C_out] */
     const int32_t *shift;      /* [C_out], -31..31 */
@@ -772,6 +772,30 @@ typedef struct {
  * or a negative multiplier.
  */
 edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output);
+
+/*
+ * edgec_conv_transpose_s8 with int4 weights (edgec.ops.int4): filter is the portable kernel's phase
+ * rows packed as one stream of int4 values in [-8, 7], element i in byte i / 2, the low nibble
+ * first (an odd count leaves the last high nibble 0); each weight is read in place, so it needs no
+ * scratch. Same arithmetic, checks and results as edgec_conv_transpose_s8 on the unpacked filter.
+ */
+edgec_status edgec_conv_transpose_s4(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output);
+
+/*
+ * edgec_conv_transpose_s4 on Arm cores with the DSP extension, groups 1: per phase each channel's
+ * row zero-padded to a multiple of 8 weights (whole words), then packed as above
+ * (edgec.ops.conv_transpose.conv_transpose_s4_filter, isa "dsp"); bias plain ([C_out] or NULL).
+ * scratch (required, word-aligned, apart from input and output):
+ * EDGEC_CONV_TRANSPOSE_S4_DSP_SCRATCH_BYTES(k) with k the largest K_phase. Same results, bit for
+ * bit. Declared only where the build's -mcpu has the extension.
+ */
+/* generated from edgec/ops/conv_transpose.py: EDGEC_CONV_TRANSPOSE_S4_DSP_SCRATCH_BYTES */
+#define EDGEC_CONV_TRANSPOSE_S4_DSP_SCRATCH_BYTES(k) (5 * (((k) + 7) / 8 * 8))
+/* end of EDGEC_CONV_TRANSPOSE_S4_DSP_SCRATCH_BYTES */
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_conv_transpose_s4_dsp(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output,
+                                         int8_t *scratch);
+#endif
 
 /*
  * edgec_conv_transpose_s8 on Arm cores with the DSP extension (2 output channels x 2 output
@@ -1863,6 +1887,9 @@ typedef struct {
      * c'), at the finer scales the multipliers give: a layer whose values stay where tanh(x) = x */
     int32_t tanh_linear;
     const uint16_t *sigmoid_table; /* 256 entries */
+    /* 8, or 4: input_weights and hidden_weights are int4 values in [-8, 7] packed as one stream
+     * each (edgec.ops.int4: element i in byte i / 2, the low nibble first) */
+    int32_t weight_bits;
 } edgec_recurrent_desc;
 /* end of edgec_recurrent_desc */
 

@@ -15,8 +15,17 @@
  * does not depend on the order. The _dsp/_mve paths fold the input offset into a per-phase bias
  * and read taps outside the image as the input zero point, which then adds nothing (modulo 2^32:
  * w * (zp + input_offset) = 0), exactly as edgec_conv_s8_dsp/_mve do.
+ *
+ * edgec_conv_transpose_s4 (int4 weights, edgec.ops.int4's packing of the portable kernel's phase
+ * rows) is the portable kernel reading each weight's nibble where it lies in flash: its filter
+ * needs no RAM at all. Unpacking a whole phase would cost up to C_out * K_phase bytes of scratch
+ * (the whole filter at stride 1), and the walk (pixel, then channel) reads each row once per
+ * pixel, so unpacking a row per pixel costs what the nibble reads cost (edgec_s4_dot: a byte, two
+ * weights). edgec_conv_transpose_s4_dsp (groups 1) reads each phase row, zero-padded to whole
+ * words of 8 weights, unpacked in registers by edgec_s4.h's masks against two pixels' columns.
  */
 #include "edgec_nn.h"
+#include "../support/edgec_s4.h"
 #include "../support/edgec_support.h"
 
 #include <string.h>
@@ -155,17 +164,28 @@ static int8_t *output_pixel(const edgec_conv_transpose_desc *d, int8_t *output, 
 
 /* ---- Portable C ------------------------------------------------------------------------------ */
 
-edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output)
+/* acc + sum_ic (x[ic] + input_offset) * w[ic] over n int8 weights. */
+static inline uint32_t dot_s8(const int8_t *x, const int8_t *w, int32_t n, int32_t input_offset, uint32_t acc)
 {
-    if (!desc_valid(desc, input, output)) {
+    for (int32_t ic = 0; ic < n; ic++) {
+        acc += (uint32_t)(((int32_t)x[ic] + input_offset) * (int32_t)w[ic]);
+    }
+    return acc;
+}
+
+/* The portable kernel over int8 (bits 8) or packed int4 (bits 4) phase rows: the same walk, the
+ * filter element of (phase, co, tap, ic) at the same flat index in either. */
+static edgec_status conv_transpose_portable(const edgec_conv_transpose_desc *d, const int8_t *input, int8_t *output,
+                                            int bits)
+{
+    if (!desc_valid(d, input, output)) {
         return EDGEC_ARG_ERROR;
     }
-    const edgec_conv_transpose_desc *d = desc;
     const int32_t cin_g = d->input_c / d->groups;
     const int32_t cout_g = d->output_c / d->groups;
     const int32_t in_row_len = d->input_w * d->input_c;
     const edgec_output_stage stage = edgec_output_stage_make(d->output_offset, d->act_min, d->act_max);
-    const int8_t *phase_filter = d->filter;
+    int32_t phase_start = 0; /* the phase's first filter element */
 
     for (int32_t r_h = 0; r_h < d->stride_h; r_h++) {
         for (int32_t r_w = 0; r_w < d->stride_w; r_w++) {
@@ -180,26 +200,35 @@ edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, cons
                 int8_t *out = output_pixel(d, output, px);
                 for (int32_t co = 0; co < d->output_c; co++) {
                     const int8_t *in_group = in_batch + (co / cout_g) * cin_g;
-                    const int8_t *w_row = phase_filter + co * p.k;
+                    const int32_t row = phase_start + co * p.k;
                     uint32_t acc = d->bias != NULL ? (uint32_t)d->bias[co] : 0u;
                     /* Pointers are formed for in-bounds taps only. */
                     for (int32_t jh = gy.first; jh < gy.last; jh++) {
                         const int8_t *in_y = in_group + (gy.origin - jh * p.th.in_step) * in_row_len;
                         for (int32_t jw = gx.first; jw < gx.last; jw++) {
                             const int8_t *in_tap = in_y + (gx.origin - jw * p.tw.in_step) * d->input_c;
-                            const int8_t *w_tap = w_row + (jh * p.tw.count + jw) * cin_g;
-                            for (int32_t ic = 0; ic < cin_g; ic++) {
-                                acc += (uint32_t)(((int32_t)in_tap[ic] + d->input_offset) * (int32_t)w_tap[ic]);
-                            }
+                            const int32_t tap = row + (jh * p.tw.count + jw) * cin_g;
+                            acc = bits == 4 ? edgec_s4_dot(d->filter, tap, in_tap, cin_g, d->input_offset, acc)
+                                            : dot_s8(in_tap, d->filter + tap, cin_g, d->input_offset, acc);
                         }
                     }
                     out[co] = edgec_requantize_s8((int32_t)acc, d->multiplier[co], d->shift[co], stage);
                 }
             }
-            phase_filter += d->output_c * p.k;
+            phase_start += d->output_c * p.k;
         }
     }
     return EDGEC_OK;
+}
+
+edgec_status edgec_conv_transpose_s8(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output)
+{
+    return conv_transpose_portable(desc, input, output, 8);
+}
+
+edgec_status edgec_conv_transpose_s4(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output)
+{
+    return conv_transpose_portable(desc, input, output, 4);
 }
 
 /* ==== Packed paths: Arm DSP extension and Helium ============================================= */
@@ -430,6 +459,101 @@ edgec_status edgec_conv_transpose_s8_dsp(const edgec_conv_transpose_desc *desc, 
             }
             phase_filter += rows * padded_k;
             phase_bias += rows;
+        }
+    }
+    return EDGEC_OK;
+}
+
+/* ---- int4 weights on the DSP extension ------------------------------------------------------ */
+
+/*
+ * Channel row w (packed int4, 8 weights a word) against two pixels' widened columns: per word,
+ * edgec_s4.h's unpacking (nibble k of halfword h, weight k + 4h, shifted left by 4 * (3 - k) and
+ * masked with 0xF000F000: (4096 w_k, 4096 w_{k+4})) once for both pixels, each pair one SMLAD with
+ * the column's (x_k, x_{k+4}) + input offset: 16 MACs in a load, 4 AND, 8 pair loads and 8 SMLAD.
+ * The sums are 4096 times the dot products, exact over EDGEC_S4_DSP_CHUNK taps (256 * 8 * 255 *
+ * 4096 < 2^31); each chunk's >> 12 is added to acc, wrapping like the golden's int32.
+ */
+static void s4_dsp_mac_2px(const int8_t *w, const int32_t *cols_a, const int32_t *cols_b, int32_t blocks,
+                           uint32_t acc[2])
+{
+    while (blocks > 0) {
+        const int32_t chunk = EDGEC_MIN(blocks, EDGEC_S4_DSP_CHUNK / 8);
+        int32_t sa = 0, sb = 0;
+        for (int32_t g = 0; g < chunk; g++, w += 4, cols_a += 4, cols_b += 4) {
+            uint32_t word;
+            memcpy(&word, w, 4);
+            const int32_t w0 = (int32_t)((word << 12) & 0xF000F000u);
+            const int32_t w1 = (int32_t)((word << 8) & 0xF000F000u);
+            const int32_t w2 = (int32_t)((word << 4) & 0xF000F000u);
+            const int32_t w3 = (int32_t)(word & 0xF000F000u);
+            sa = __smlad(w0, cols_a[0], sa);
+            sb = __smlad(w0, cols_b[0], sb);
+            sa = __smlad(w1, cols_a[1], sa);
+            sb = __smlad(w1, cols_b[1], sb);
+            sa = __smlad(w2, cols_a[2], sa);
+            sb = __smlad(w2, cols_b[2], sb);
+            sa = __smlad(w3, cols_a[3], sa);
+            sb = __smlad(w3, cols_b[3], sb);
+        }
+        acc[0] += (uint32_t)(sa >> 12);
+        acc[1] += (uint32_t)(sb >> 12);
+        blocks -= chunk;
+    }
+}
+
+/* One pixel's gathered input (zero point outside the image, zeros past K) widened with the input
+ * offset into `cols`: per block of 8 taps the pairs (x0, x4) .. (x3, x7) (edgec_s4_dsp_widen_block). */
+static void s4_dsp_gather(int32_t *cols, int8_t *row, const edgec_conv_transpose_desc *d, const phase *p,
+                          const int8_t *input, pixel px, int32_t padded_k)
+{
+    gather_row(row, d, p, input, px, padded_k);
+    for (int32_t g = 0; g < padded_k / 8; g++) {
+        edgec_s4_dsp_widen_block(row + 8 * g, edgec_s4_dsp_offsets(d->input_offset), cols + 4 * g, 1);
+    }
+}
+
+edgec_status edgec_conv_transpose_s4_dsp(const edgec_conv_transpose_desc *desc, const int8_t *input, int8_t *output,
+                                         int8_t *scratch)
+{
+    if (!desc_valid(desc, input, output) || desc->groups != 1 || scratch == NULL || !edgec_word_aligned(scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_transpose_desc *d = desc;
+    const int short_form = edgec_dsp_requant_all_short(d->multiplier, d->shift, d->output_c);
+    const int32_t round_base = edgec_dsp_round_base(d->output_offset);
+    const edgec_output_stage stage = edgec_output_stage_make(d->output_offset, d->act_min, d->act_max);
+    const int8_t *phase_filter = d->filter;
+
+    for (int32_t r_h = 0; r_h < d->stride_h; r_h++) {
+        for (int32_t r_w = 0; r_w < d->stride_w; r_w++) {
+            const phase p = phase_make(d, r_h, r_w);
+            const int32_t padded_k = (p.k + 7) / 8 * 8;
+            const int32_t row_bytes = padded_k / 2;
+            int8_t *row = scratch;                                     /* padded_k int8 */
+            int32_t *cols_a = (int32_t *)(void *)(scratch + padded_k); /* padded_k / 2 words a pixel */
+            int32_t *cols_b = cols_a + padded_k / 2;
+            pixel px = { 0, p.th.start, p.tw.start };
+            for (int32_t n = phase_pixels(d, &p); n > 0; n -= 2) {
+                int8_t *out_a = output_pixel(d, output, px);
+                int8_t *out_b = out_a; /* a lone last pixel is its own pixel b */
+                s4_dsp_gather(cols_a, row, d, &p, input, px, padded_k);
+                pixel_next(&px, d, &p);
+                if (n > 1) {
+                    out_b = output_pixel(d, output, px);
+                    s4_dsp_gather(cols_b, row, d, &p, input, px, padded_k);
+                    pixel_next(&px, d, &p);
+                }
+                const int32_t *cols_of_b = n > 1 ? cols_b : cols_a;
+                for (int32_t c = 0; c < d->output_c; c++) {
+                    const uint32_t bias = d->bias != NULL ? (uint32_t)d->bias[c] : 0u;
+                    uint32_t acc[2] = { bias, bias };
+                    s4_dsp_mac_2px(phase_filter + c * row_bytes, cols_a, cols_of_b, padded_k / 8, acc);
+                    dsp_store_channel((int32_t)acc[0], (int32_t)acc[1], d, c, short_form, round_base, stage, out_a,
+                                      out_b);
+                }
+            }
+            phase_filter += d->output_c * row_bytes;
         }
     }
     return EDGEC_OK;

@@ -13,11 +13,16 @@
  * overflow can happen whatever the bias; products of int16 gates fit int32 (|a * b| <= 2^30).
  * The dot products run two rows at a time: on SMLAD with the DSP extension (Cortex-M4/M7/M33), on
  * Helium's VMLADAVA (Cortex-M55).
+ *
+ * int4 weights (weight_bits 4, per gate block in [-7, 7]): the matrices stay packed and the dot
+ * products read the nibbles in place (matmul_rows_s4), since unpacking a matrix would take its whole
+ * int8 size in RAM (4 * H * (I + H) bytes) and a row once per step costs what reading it does.
  */
 #include <stddef.h>
 #include <string.h>
 
 #include "edgec_nn.h"
+#include "../support/edgec_s4.h"
 #include "../support/edgec_support.h"
 
 #define RECURRENT_SIGMOID 0
@@ -143,20 +148,166 @@ static void matmul_rows(const int8_t *x, const int8_t *w, const int32_t *bias, i
     }
 }
 
+/* ---- int4 weights (weight_bits 4): the packed rows read in place ----------------------------- */
+
+#if defined(__ARM_FEATURE_DSP)
+/* Inputs widened at a time: 128, 256 bytes of stack (the recurrent scratch is the gates'). */
+#define S4_DSP_CHUNK_BLOCKS 16
+
+/*
+ * Rows w0 and w1 (packed, from a byte) against `blocks` widened blocks of 8 inputs: edgec_s4.h's
+ * unpacking, a packed word's nibble k of halfword h (weight k + 4h) shifted left by 4 * (3 - k)
+ * and masked with 0xF000F000 giving (4096 w_k, 4096 w_{k+4}), which one SMLAD multiplies by the
+ * input pair (x_k, x_{k+4}): per block and row a load, 4 AND (the shift in the operand) and 4
+ * SMLAD, the pairs loaded once for both rows. sums: 4096 times the dot products, exact in int32
+ * (128 inputs: 128 * 8 * 128 * 4096 = 2^29).
+ */
+static void s4_dsp_dot2(const int32_t *pairs, const int8_t *w0, const int8_t *w1, int32_t blocks, int32_t sums[2])
+{
+    int32_t s0 = 0, s1 = 0;
+    for (; blocks > 0; blocks--, pairs += 4, w0 += 4, w1 += 4) {
+        uint32_t a, c;
+        memcpy(&a, w0, 4);
+        memcpy(&c, w1, 4);
+        s0 = __smlad((int32_t)((a << 12) & 0xF000F000u), pairs[0], s0);
+        s1 = __smlad((int32_t)((c << 12) & 0xF000F000u), pairs[0], s1);
+        s0 = __smlad((int32_t)((a << 8) & 0xF000F000u), pairs[1], s0);
+        s1 = __smlad((int32_t)((c << 8) & 0xF000F000u), pairs[1], s1);
+        s0 = __smlad((int32_t)((a << 4) & 0xF000F000u), pairs[2], s0);
+        s1 = __smlad((int32_t)((c << 4) & 0xF000F000u), pairs[2], s1);
+        s0 = __smlad((int32_t)(a & 0xF000F000u), pairs[3], s0);
+        s1 = __smlad((int32_t)(c & 0xF000F000u), pairs[3], s1);
+    }
+    sums[0] = s0;
+    sums[1] = s1;
+}
+
+/*
+ * acc[r] += row (first + r) . x over the first n inputs (a multiple of 8; cols even, so every row
+ * starts on a byte), for the `rows` rows: x is widened (edgec_s4_dsp_widen_block, offset 0: the
+ * input offset is in the bias) once per chunk of 128 for all rows, then the rows run two at a
+ * time; each chunk's sum >> 12 is added, wrapping like the golden's int32.
+ */
+static void s4_dsp_rows(const int8_t *x, const int8_t *packed, int32_t first, int32_t cols, int32_t rows, int32_t n,
+                        uint32_t *acc)
+{
+    int32_t pairs[4 * S4_DSP_CHUNK_BLOCKS];
+    const int32_t row_bytes = cols / 2;
+    for (int32_t from = 0; from < n; from += 8 * S4_DSP_CHUNK_BLOCKS) {
+        const int32_t blocks = EDGEC_MIN(n - from, 8 * S4_DSP_CHUNK_BLOCKS) / 8;
+        for (int32_t b = 0; b < blocks; b++) {
+            edgec_s4_dsp_widen_block(x + from + 8 * b, 0u, pairs + 4 * b, 1);
+        }
+        const int8_t *row = packed + (size_t)first * (size_t)row_bytes + (size_t)(from / 2);
+        for (int32_t r = 0; r < rows; r += 2, row += 2 * row_bytes) {
+            int32_t sums[2];
+            const int pair = r + 1 < rows; /* the last, odd row: paired with itself */
+            s4_dsp_dot2(pairs, row, pair ? row + row_bytes : row, blocks, sums);
+            acc[r] += (uint32_t)(sums[0] >> 12);
+            if (pair) {
+                acc[r + 1] += (uint32_t)(sums[1] >> 12);
+            }
+        }
+    }
+}
+#endif
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/* The longest row the Helium path takes: its deinterleaved x on the stack (256 bytes). */
+#define S4_MVE_MAX_COLS 256
+
+/*
+ * acc[r] += row (first + r) . x for the `rows` rows of an even length cols <= S4_MVE_MAX_COLS:
+ * x deinterleaved once (edgec_s4_mve_deinterleave), then four rows at a time by edgec_s4.h's
+ * edgec_s4_mve_dot4 (per 32 weights a row: a load, VSHL, VAND and two VMLADAVA), whose sums are
+ * 16 times the dot products: exact in int32 (16 * 256 * 8 * 128 = 2^22).
+ */
+static void s4_mve_rows(const int8_t *x, const int8_t *packed, int32_t first, int32_t cols, int32_t rows, uint32_t *acc)
+{
+    int8_t column[EDGEC_S4_MVE_COLUMN_BYTES(S4_MVE_MAX_COLS)];
+    const int32_t row_bytes = cols / 2;
+    edgec_s4_mve_deinterleave(x, cols, column);
+    for (int32_t r = 0; r < rows; r += 4) {
+        int32_t sums[4];
+        vst1q_s32(sums,
+                  edgec_s4_mve_dot4(column, packed + (size_t)(first + r) * (size_t)row_bytes, row_bytes, rows - r));
+        for (int32_t i = 0; i < 4 && r + i < rows; i++) {
+            acc[r + i] += (uint32_t)(sums[i] >> 4);
+        }
+    }
+}
+#endif
+
+/* acc[r] += row (first + r) . x over the inputs the Helium or DSP path takes (returned: 0, or
+ * all of them, or the whole blocks of 8): rows that start on a byte (an even cols). */
+static int32_t s4_fast_rows(const int8_t *x, const int8_t *packed, int32_t first, int32_t cols, int32_t rows,
+                            uint32_t *acc)
+{
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+    if (cols % 2 == 0 && cols <= S4_MVE_MAX_COLS) {
+        s4_mve_rows(x, packed, first, cols, rows, acc);
+        return cols;
+    }
+#endif
+#if defined(__ARM_FEATURE_DSP)
+    if (cols % 2 == 0) {
+        s4_dsp_rows(x, packed, first, cols, rows, cols / 8 * 8, acc);
+        return cols / 8 * 8;
+    }
+#endif
+    (void)x;
+    (void)packed;
+    (void)first;
+    (void)cols;
+    (void)rows;
+    (void)acc;
+    return 0;
+}
+
+/* matmul_rows over int4 rows, the packed matrix read in place: requantize(bias[r] + sum_j
+ * w[first + r][j] * x[j]) for the `rows` rows from row `first`; out holds the sums meanwhile.
+ * Rows starting on a byte (an even cols) on Helium (rows up to 256) or SMLAD (whole blocks of
+ * 8), the rest two weights per byte (edgec_s4_dot). */
+static void matmul_rows_s4(const int8_t *x, const int8_t *packed, int32_t first, const int32_t *bias, int32_t cols,
+                           int32_t rows, int32_t multiplier, int32_t shift, int32_t *out)
+{
+    uint32_t *acc = (uint32_t *)out;
+    for (int32_t r = 0; r < rows; r++) {
+        acc[r] = (uint32_t)bias[r];
+    }
+    const int32_t done = s4_fast_rows(x, packed, first, cols, rows, acc);
+    for (int32_t r = 0; r < rows; r++) {
+        const int32_t sum = (int32_t)edgec_s4_dot(packed, (first + r) * cols + done, x + done, cols - done, 0, acc[r]);
+        out[r] = edgec_requantize(sum, multiplier, shift);
+    }
+}
+
+/* One gate's matmul: int8 rows, or packed int4 rows (weight_bits 4). */
+static void gate_matmul(const edgec_recurrent_desc *d, const int8_t *x, const int8_t *w, int32_t gate,
+                        const int32_t *bias, int32_t cols, int32_t multiplier, int32_t shift, int32_t *out)
+{
+    const int32_t hs = d->hidden_size;
+    if (d->weight_bits == 4) {
+        matmul_rows_s4(x, w, gate * hs, bias + gate * hs, cols, hs, multiplier, shift, out);
+    } else {
+        matmul_rows(x, w + (size_t)gate * (size_t)hs * (size_t)cols, bias + gate * hs, cols, hs, multiplier, shift,
+                    out);
+    }
+}
+
 /* Gate `gate`'s input part, saturated to int16, in x_part; its recurrent part (requantized,
  * not saturated) in h_part; both hidden_size long. */
 static void gate_parts(const edgec_recurrent_desc *d, const int8_t *x, const int8_t *h, int32_t gate, int32_t *x_part,
                        int32_t *h_part)
 {
     const int32_t hs = d->hidden_size;
-    const size_t rows = (size_t)gate * (size_t)hs;
-    matmul_rows(x, d->input_weights + rows * (size_t)d->input_size, d->input_bias + rows, d->input_size, hs,
-                d->input_multiplier[gate], d->input_shift[gate], x_part);
+    gate_matmul(d, x, d->input_weights, gate, d->input_bias, d->input_size, d->input_multiplier[gate],
+                d->input_shift[gate], x_part);
     for (int32_t k = 0; k < hs; k++) {
         x_part[k] = sat16(x_part[k]);
     }
-    matmul_rows(h, d->hidden_weights + rows * (size_t)hs, d->hidden_bias + rows, hs, hs, d->hidden_multiplier[gate],
-                d->hidden_shift[gate], h_part);
+    gate_matmul(d, h, d->hidden_weights, gate, d->hidden_bias, hs, d->hidden_multiplier[gate], d->hidden_shift[gate],
+                h_part);
 }
 
 /* One LSTM step of one batch row; scratch: 2 * hidden_size int32 + 4 * hidden_size int16. */
@@ -227,7 +378,8 @@ static int recurrent_desc_valid(const edgec_recurrent_desc *d, int32_t cell, con
         (int64_t)4 * d->hidden_size * EDGEC_MAX(d->input_size, d->hidden_size) > INT32_MAX) {
         return 0;
     }
-    if (d->output_offset < -128 || d->output_offset > 127 || d->cell_tanh_shift < -31 || d->cell_tanh_shift > 14) {
+    if (d->output_offset < -128 || d->output_offset > 127 || d->cell_tanh_shift < -31 || d->cell_tanh_shift > 14 ||
+        (d->weight_bits != 8 && d->weight_bits != 4)) {
         return 0;
     }
     if (!edgec_shifts_valid(d->input_shift, cell) || !edgec_shifts_valid(d->hidden_shift, cell) ||

@@ -1,5 +1,5 @@
 /*
- * Runs edgec's transposed convolution kernels (portable, DSP, Helium) on cases written by
+ * Runs edgec's transposed convolution kernels (portable, DSP, Helium, int4 weights) on cases written by
  * tests/test_kernels_conv_transpose.py, each call between bench_begin and bench_end so the QEMU
  * plugin counts its instructions.
  *
@@ -15,7 +15,7 @@
 #include "edgec_nn.h"
 #include "semihost.h"
 
-enum { ISA_PORTABLE = 0, ISA_DSP = 1, ISA_MVE = 2 };
+enum { ISA_PORTABLE = 0, ISA_DSP = 1, ISA_MVE = 2, ISA_S4 = 3, ISA_S4_DSP = 4 }; /* S4: int4 weights */
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
 enum {
@@ -44,9 +44,15 @@ static int32_t run_kernel(int32_t isa, const edgec_conv_transpose_desc *desc, co
     if (isa == ISA_PORTABLE) {
         status = edgec_conv_transpose_s8(desc, input, output);
     }
+    if (isa == ISA_S4) {
+        status = edgec_conv_transpose_s4(desc, input, output);
+    }
 #if defined(__ARM_FEATURE_DSP)
     if (isa == ISA_DSP) {
         status = edgec_conv_transpose_s8_dsp(desc, input, output, scratch);
+    }
+    if (isa == ISA_S4_DSP) {
+        status = edgec_conv_transpose_s4_dsp(desc, input, output, scratch);
     }
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)

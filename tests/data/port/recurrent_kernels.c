@@ -1,9 +1,9 @@
 /*
  * Runs edgec_lstm_s8 / edgec_gru_s8 on cases written by tests/test_kernels_recurrent.py.
  *
- * cases.bin holds records: HEADER_WORDS little-endian int32 (H_FLAGS, then the descriptor's 36
+ * cases.bin holds records: HEADER_WORDS little-endian int32 (H_FLAGS, then the descriptor's 37
  * int32 fields in edgec_recurrent_desc order, its arrays left out), then the arrays, each padded
- * to 4 bytes: input_weights [G*H*I], hidden_weights [G*H*H], input_bias, hidden_bias [G*H int32],
+ * to 4 bytes: input_weights [G*H*I], hidden_weights [G*H*H] (weight_bits 4: packed, half that), input_bias, hidden_bias [G*H int32],
  * sigmoid_table [256 uint16], input [B*T*I], hidden [B*H], cell [B*H int16]. For every record
  * results.bin gets int32 status, int32 guard_intact (the bytes after the output and the scratch
  * untouched), then the output [B*T*H, or B*H with last_step_only], hidden and cell, each padded to 4 bytes. With FLAG_BENCH
@@ -86,12 +86,15 @@ static int run_record(int in, int out)
         d.hidden_q15_shift = f[32];
         d.last_step_only = f[33];
         d.tanh_linear = f[34];
+        d.weight_bits = f[35];
     }
     {
         const int32_t rows = d.cell * d.hidden_size;
         const int32_t state = d.batches * d.hidden_size;
         const int32_t out_bytes = d.batches * (d.last_step_only ? 1 : d.time_steps) * d.hidden_size;
-        const int32_t sizes[8] = {rows * d.input_size, rows * d.hidden_size, rows * 4, rows * 4, 512,
+        const int32_t packed = d.weight_bits == 4; /* int4 weights: two per byte */
+        const int32_t sizes[8] = {(rows * d.input_size + packed) >> packed, (rows * d.hidden_size + packed) >> packed,
+                                  rows * 4, rows * 4, 512,
                                   d.batches * d.time_steps * d.input_size, state, state * 2};
         int8_t *arrays[8];
         int8_t *output;
