@@ -7,11 +7,17 @@ figures and the recipe). Golden == host C (UBSan) on a few clips.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
+from edgec import sim
 from edgec.pipeline import compile_for, compile_model, constants_total, quantize_model
 from edgec.targets.cores import get_target
 from edgec.tools.verify import golden_outputs, quantized_inputs
@@ -19,6 +25,7 @@ from tests import kws_speech
 from tests.device_support import require_tools
 from tests.test_int4 import _bit_exact
 
+ROOT = Path(__file__).resolve().parent.parent
 SEED = 0
 WIDTH = 64  # channels of every layer after the first (MLPerf Tiny's DS-CNN width)
 BLOCKS = 3  # depthwise-separable blocks
@@ -88,19 +95,45 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-@pytest.fixture(scope="module")
-def trained_kws(kws_data):
-    """The DS-CNN trained on the synthesized training voices (fixed seeds, deterministic
-    algorithms): (model, calibration clips, held-out x, y)."""
-    x_train, y_train, x_test, y_test = kws_data
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    torch.manual_seed(SEED)
+# The training runs in a child process whose float arithmetic is the same on every x86 machine:
+# PyTorch's baseline kernels (no AVX2 / AVX-512 dispatch), MKL's compatible code path, no oneDNN,
+# one thread. Trained with the machine's fastest kernels, the model (and so every figure below)
+# differed between machines by more than the goals' half-point margins.
+REFERENCE_ARITHMETIC = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "OMP_NUM_THREADS": "1"}
+
+
+def train_to(data_path: str, weights_path: str) -> None:
+    """The child process's work: train the DS-CNN on the synthesized training voices (fixed seeds,
+    deterministic algorithms) and save its state dict."""
+    torch.backends.mkldnn.enabled = False
+    torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
-    try:
-        model = make_model()
-        _train(model, torch.from_numpy(x_train), torch.from_numpy(y_train))
-    finally:
-        torch.use_deterministic_algorithms(deterministic)
+    torch.manual_seed(SEED)
+    data = np.load(data_path)
+    model = make_model()
+    _train(model, torch.from_numpy(data["x_train"]), torch.from_numpy(data["y_train"]))
+    torch.save(model.state_dict(), weights_path)
+
+
+@pytest.fixture(scope="module")
+def trained_kws(kws_data, tmp_path_factory):
+    """The trained DS-CNN (train_to, in reference arithmetic): (model, calibration clips, held-out x, y)."""
+    x_train, y_train, x_test, y_test = kws_data
+    folder = tmp_path_factory.mktemp("kws_model")
+    np.savez(folder / "train.npz", x_train=x_train, y_train=y_train)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"from tests.test_int4_kws import train_to; train_to({str(folder / 'train.npz')!r}, "
+            f"{str(folder / 'model.pt')!r})",
+        ],
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, **REFERENCE_ARITHMETIC},
+    )
+    model = make_model()
+    model.load_state_dict(torch.load(folder / "model.pt"))
     calibration = x_train[np.random.default_rng(SEED).permutation(len(x_train))[:CALIBRATION_SAMPLES]]
     return model.eval(), calibration, x_test, y_test
 
@@ -110,9 +143,18 @@ def _options(trained) -> dict:
     return {"example_inputs": (torch.from_numpy(x[:1]),), "calibration": calibration, "warn": lambda _: None}
 
 
+def _logits(compiled, x) -> np.ndarray:
+    return golden_outputs(compiled.graph, quantized_inputs(compiled.graph, x)).view(np.int8)
+
+
 def _top1(compiled, x, y) -> float:
-    logits = golden_outputs(compiled.graph, quantized_inputs(compiled.graph, x)).view(np.int8)
-    return float((logits.argmax(1) == y).mean())
+    return float((_logits(compiled, x).argmax(1) == y).mean())
+
+
+def _sqnr(compiled, x, reference: np.ndarray) -> float:
+    """SQNR (dB) of the program's dequantized logits against the float model's."""
+    out = compiled.graph.tensors[compiled.graph.outputs[0]]
+    return sim.sqnr_db(reference, out.dequantize(_logits(compiled, x)).reshape(reference.shape))
 
 
 def test_int4_and_the_flash_chooser_on_synthesized_keywords(trained_kws, tmp_path):
@@ -120,7 +162,8 @@ def test_int4_and_the_flash_chooser_on_synthesized_keywords(trained_kws, tmp_pat
     budget of FLASH_SHARE % of int8's constants; one test, so that xdist trains the model once."""
     model, _, x, y = trained_kws
     with torch.no_grad():
-        float_top1 = float((model(torch.from_numpy(x)).argmax(1).numpy() == y).mean())
+        float_logits = model(torch.from_numpy(x)).numpy()
+    float_top1 = float((float_logits.argmax(1) == y).mean())
     builds = {"int8": compile_for(quantize_model(model, **_options(trained_kws)))}
     _check_activation_chooser(trained_kws, builds["int8"], tmp_path / "auto")
     for rounding in ("nearest", "gptq"):
@@ -141,7 +184,9 @@ def test_int4_and_the_flash_chooser_on_synthesized_keywords(trained_kws, tmp_pat
     )
     assert top1["int8"] >= float_top1 - 0.01
     assert top1["int4 gptq"] >= top1["int8"] - 0.015
-    assert top1["int4 gptq"] >= top1["int4 nearest"]
+    # GPTQ's objective is the layers' output error: on the logits it must beat rounding to nearest
+    # (their top-1 differ by a few of the 960 clips, within this data set's noise)
+    assert _sqnr(builds["int4 gptq"], x, float_logits) > _sqnr(builds["int4 nearest"], x, float_logits)
     assert record["fits"] and constants["chosen"] == record["constants_bytes"] <= budget
     assert top1["chosen"] >= top1["int8"] - 0.005
     # 60 % of int8's constants is out of reach: every layer int4 keeps the per-channel parameters
