@@ -306,6 +306,15 @@ static void conv_s4_mve_odd_column(const edgec_conv_s4_desc *d, const int8_t *in
     column[k + 1] = 0;
 }
 
+/* One parity's rows of an odd-K layer (edgec_s4_mve_rows2_set's alternate form), out of line: one
+ * copy for both parities. */
+static EDGEC_NOINLINE void conv_s4_mve_odd_rows(const edgec_s4_rows *a, int32_t k, const int8_t *columns, int32_t rows,
+                                                int8_t *out_a, int8_t *out_b)
+{
+    const edgec_s4_mve_row_set set = { (k + 1) / 2, k, 1 };
+    edgec_s4_mve_rows2_set(a, set, columns, rows, 0, out_a, out_b);
+}
+
 /*
  * The Helium path for an odd K (ungrouped). Row r's first weight is nibble r * K of the packed
  * stream: a low nibble for even r, a high one for odd r. Each row is read from the byte holding
@@ -328,7 +337,6 @@ static void conv_s4_mve_odd(const edgec_conv_s4_desc *d, const int8_t *input, in
     int8_t *column_a = scratch + 4 * padded;
     int8_t *column_b = column_a + padded + 16;
     memset(column_a, 0, (size_t)(2 * (padded + 16))); /* the leading 0s; defined bytes past K + 1 */
-    const edgec_s4_mve_row_set set = { (k + 1) / 2, k, 1 };
     const edgec_output_stage stage = edgec_output_stage_make(d->output_offset, d->act_min, d->act_max);
     const edgec_s4_rows even = { d->filter, k + 1, NULL, 0, d->bias, d->multiplier, d->shift, stage };
     const edgec_s4_rows odd = { d->filter + (k - 1) / 2, k + 1,        NULL, 0, d->bias + 1,
@@ -342,9 +350,9 @@ static void conv_s4_mve_odd(const edgec_conv_s4_desc *d, const int8_t *input, in
         edgec_s4_mve_deinterleave2(column_a, column_b, k + 1, 1, prepended);
         int8_t *out_a = output + p * d->output_c;
         int8_t *out_b = output + q * d->output_c;
-        edgec_s4_mve_rows2_set(&even, set, appended, (d->output_c + 1) / 2, 0, out_a, out_b);
+        conv_s4_mve_odd_rows(&even, k, appended, (d->output_c + 1) / 2, out_a, out_b);
         if (d->output_c > 1) {
-            edgec_s4_mve_rows2_set(&odd, set, prepended, d->output_c / 2, 0, out_a + 1, out_b + 1);
+            conv_s4_mve_odd_rows(&odd, k, prepended, d->output_c / 2, out_a + 1, out_b + 1);
         }
     }
 }

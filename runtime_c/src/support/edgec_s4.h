@@ -826,10 +826,13 @@ typedef struct {
  * of every row), by edgec_s4_mve_dot4x2: each row's packed bytes are loaded and unpacked once for
  * both columns. Groups of four rows; a last partial group is the last four rows (the ones before
  * it recomputed, the same bytes stored again), or, with fewer than four rows in all, row 0 ..
- * rows - 1 with the last one repeated.
+ * rows - 1 with the last one repeated. Always inlined: with `set` constant, each caller compiles
+ * only its own output stage.
  */
-static inline void edgec_s4_mve_rows2_set(const edgec_s4_rows *a, edgec_s4_mve_row_set set, const int8_t *columns,
-                                          int32_t rows, int right, int8_t *out_a, int8_t *out_b)
+static inline __attribute__((always_inline)) void edgec_s4_mve_rows2_set(const edgec_s4_rows *a,
+                                                                         edgec_s4_mve_row_set set,
+                                                                         const int8_t *columns, int32_t rows, int right,
+                                                                         int8_t *out_a, int8_t *out_b)
 {
     int32_t sums[8 * EDGEC_S4_MVE_GROUPS];
     edgec_s4_mve_dot_run run;
