@@ -131,6 +131,39 @@ def test_int4_dsp_fully_connected_tails_are_bit_exact_on_cortex_m4(tmp_path):
     _bit_exact(compiled, rng.standard_normal((4, 3, 20)).astype(np.float32), tmp_path)
 
 
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+def test_int4_odd_row_convolutions_are_bit_exact_on_cortex_m55(tmp_path):
+    """edgec_conv_s4_mve's odd K in a model, with the planner's scratch: an RGB 3x3 stride-2 stem
+    (K = 27, 6 channels) and a 5x5 on 1 channel (K = 25, 5 channels) run it; a grouped odd K (3x3,
+    3 channels a group) the portable kernel; a 1x1 of 10 channels (even K) the even path."""
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 6, 3, stride=2, padding=1)
+            self.grouped = torch.nn.Conv2d(6, 10, 3, padding=1, groups=2)
+            self.pointwise = torch.nn.Conv2d(10, 1, 1)
+            self.wide = torch.nn.Conv2d(1, 5, 5, padding=2)
+
+        def forward(self, x):
+            y = torch.relu(self.grouped(torch.relu(self.stem(x))))
+            return self.wide(torch.relu(self.pointwise(y)))
+
+    rng = np.random.default_rng(0)
+    quantized = quantize_model(
+        Net().eval(),
+        example_inputs=(torch.zeros(1, 3, 11, 9),),
+        warn=lambda _: None,
+        calibration=rng.standard_normal((16, 1, 3, 11, 9)).astype(np.float32),
+        weights="int4",
+    )
+    compiled = compile_for(quantized, "cortex-m55")
+    assert [op.attrs.get("s4_isa") for op in compiled.graph.ops if op.kind == "conv2d"] == ["mve", None, "mve", "mve"]
+    _bit_exact(compiled, rng.standard_normal((4, 1, 3, 11, 9)).astype(np.float32), tmp_path)
+
+
 def test_int4_layers_selects_by_module_path(quantized):
     compiled = compile_for(quantized("fc_autoencoder", int4_layers=("0", "27"), int4_rounding="nearest"))
     chosen = [op.source for op in compiled.graph.ops if op.attrs.get("weight_bits") == 4]

@@ -171,11 +171,35 @@ GATHER_SHAPES = [
 ]
 
 
-def gather_cases(seed: int) -> list[tuple[dict, np.ndarray]]:
-    """One convolution of each GATHER_SHAPES, weights, zero points and quantization drawn from seed."""
+# Odd row lengths K (GATHER_SHAPES' fields): the Helium convolution reads every other row from a
+# high nibble (edgec_conv_s4_mve's conv_s4_mve_odd). RGB 3x3 stems (K = 27: MobileNet's stride 2,
+# ResNet-8's 16 channels), 3x3 and 5x5 on one channel (K = 9, 25), 3x3x5 (45); odd and even C_out,
+# not a multiple of 4, 1 (no odd rows), more than 16 groups of 4 a parity; odd and even pixel
+# counts, one pixel; padding, dilation (the generic gather), 1x1 windows (the pixel itself, padded);
+# K + 1 a multiple of 32 (no partial block), several blocks with a partial one.
+ODD_K_SHAPES = [
+    ((3, 3), (2, 2), (1, 1), (0, 0, 1, 1), (12, 12), 3, 8, 1),  # MobileNet's stem
+    ((3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (7, 6), 3, 16, 1),  # ResNet-8's
+    ((3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (5, 5), 1, 5, 1),
+    ((5, 5), (1, 1), (1, 1), (2, 2, 2, 2), (6, 5), 1, 7, 2),
+    ((3, 3), (2, 1), (1, 1), (1, 0, 1, 2), (7, 6), 5, 6, 1),
+    ((3, 3), (1, 1), (1, 1), (0, 0, 0, 0), (4, 5), 3, 1, 1),
+    ((3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (5, 5), 3, 2, 1),
+    ((3, 3), (1, 1), (1, 1), (0, 0, 0, 0), (3, 3), 1, 4, 1),  # one pixel
+    ((1, 1), (1, 1), (1, 1), (0, 0, 0, 0), (3, 3), 7, 10, 1),
+    ((1, 1), (2, 2), (1, 1), (1, 1, 1, 1), (5, 5), 3, 3, 1),
+    ((3, 3), (1, 1), (2, 2), (2, 2, 2, 2), (7, 7), 3, 9, 1),
+    ((3, 3), (2, 2), (1, 1), (1, 1, 1, 1), (9, 9), 11, 33, 1),  # K = 99
+    ((7, 9), (1, 1), (1, 1), (3, 4, 3, 4), (8, 9), 1, 12, 1),  # K = 63
+    ((3, 3), (2, 2), (1, 1), (1, 1, 1, 1), (4, 4), 3, 135, 1),
+]
+
+
+def gather_cases(seed: int, shapes: list = GATHER_SHAPES) -> list[tuple[dict, np.ndarray]]:
+    """One convolution of each of `shapes`, weights, zero points and quantization drawn from seed."""
     rng = np.random.default_rng(seed)
     cases = []
-    for kernel, stride, dilation, (top, left, bottom, right), (h, w), c_in, c_out, n in GATHER_SHAPES:
+    for kernel, stride, dilation, (top, left, bottom, right), (h, w), c_in, c_out, n in shapes:
         out_hw = (
             conv_output_size(h, kernel[0], stride[0], top, bottom, dilation[0]),
             conv_output_size(w, kernel[1], stride[1], left, right, dilation[1]),
@@ -234,7 +258,7 @@ def test_golden_matches_c(kernel_lib, seed, kind):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_gather_shapes_golden_matches_c(kernel_lib, seed):
-    for desc, x in gather_cases(seed):
+    for desc, x in gather_cases(seed) + gather_cases(seed, ODD_K_SHAPES):
         check_c_matches(kernel_lib, "conv", desc, x)
 
 

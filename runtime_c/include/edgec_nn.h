@@ -1604,7 +1604,9 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
 #endif
 
 /*
- * edgec_conv_s4 with Helium, for an even K up to EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT: `bias`
+ * edgec_conv_s4 with Helium, for K up to EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT (an odd K: an
+ * ungrouped layer, each row read from the byte of its first nibble against the column with a 0
+ * appended or prepended): `bias`
  * (required) holds the input offset folded in over the whole window, bias[o] + input_offset *
  * sum of row o's weights modulo 2^32 (edgec.ops.int4's mve_folded_bias); per output pixel and group,
  * the receptive field is gathered into scratch (required, EDGEC_CONV_S4_MVE_SCRATCH_BYTES(K)
@@ -1613,7 +1615,7 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
  * and checks (another K, a NULL bias or scratch: EDGEC_ARG_ERROR).
  */
 /* generated from edgec/ops/int4.py: EDGEC_CONV_S4_MVE_SCRATCH_BYTES */
-#define EDGEC_CONV_S4_MVE_SCRATCH_BYTES(k) (128 * (((k) + 31) / 32))
+#define EDGEC_CONV_S4_MVE_SCRATCH_BYTES(k) ((k) % 2 ? 192 * (((k) + 32) / 32) + 32 : 128 * (((k) + 31) / 32))
 /* end of EDGEC_CONV_S4_MVE_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch);

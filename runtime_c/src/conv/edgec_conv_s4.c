@@ -293,14 +293,78 @@ static EDGEC_NOINLINE void conv_s4_mve_columns2(const edgec_conv_s4_desc *d, con
     edgec_s4_mve_deinterleave2(xa, xb, k, xa == column_a && xb == column_b, deinterleaved);
 }
 
+/* Pixel p's column of an odd-K (ungrouped) layer at column + 1, between a 0 at column[0] (set once
+ * by the caller) and one at column[K + 1] (set here: a gather's fill may reach it). */
+static void conv_s4_mve_odd_column(const edgec_conv_s4_desc *d, const int8_t *input, int32_t p, int32_t k,
+                                   int8_t *column)
+{
+    const int8_t *x = d->dilation_w == 1 ? conv_s4_mve_column(d, input, p, column + 1)
+                                         : conv_s4_pixel_column(d, input, p, 0, column + 1);
+    if (x != column + 1) { /* a 1x1 window inside the input: the pixel itself */
+        memcpy(column + 1, x, (size_t)k);
+    }
+    column[k + 1] = 0;
+}
+
+/* One parity's rows of an odd-K layer (edgec_s4_mve_rows2_set's alternate form), out of line: one
+ * copy for both parities. */
+static EDGEC_NOINLINE void conv_s4_mve_odd_rows(const edgec_s4_rows *a, int32_t k, const int8_t *columns, int32_t rows,
+                                                int8_t *out_a, int8_t *out_b)
+{
+    const edgec_s4_mve_row_set set = { (k + 1) / 2, k, 1 };
+    edgec_s4_mve_rows2_set(a, set, columns, rows, 0, out_a, out_b);
+}
+
+/*
+ * The Helium path for an odd K (ungrouped). Row r's first weight is nibble r * K of the packed
+ * stream: a low nibble for even r, a high one for odd r. Each row is read from the byte holding
+ * its first nibble, (K + 1) / 2 bytes, so it has K + 1 weights: an even row's last is the next
+ * row's first, an odd row's first the previous row's last. That extra weight meets a raw 0: the
+ * even rows run against the column with a 0 appended, the odd rows against it with a 0 prepended,
+ * so each sum is the row's own K products, and the folded bias (over the row's own K weights) is
+ * unchanged. Either parity's rows are K bytes apart (edgec_s4_mve_rows2_set), their outputs every
+ * other one. Two pixels a pass, a last odd one paired with itself (its bytes stored twice).
+ * Scratch: the two pixels' appended columns deinterleaved, their prepended ones, then the two
+ * gathered columns (0, K inputs, 0), each EDGEC_S4_MVE_COLUMN_BYTES(K + 1) + 16 bytes (whole
+ * blocks are read from byte 1): 6 * EDGEC_S4_MVE_COLUMN_BYTES(K + 1) + 32 bytes.
+ */
+static void conv_s4_mve_odd(const edgec_conv_s4_desc *d, const int8_t *input, int8_t *output, int8_t *scratch)
+{
+    const int32_t k = conv_s4_row_length(d);
+    const int32_t padded = EDGEC_S4_MVE_COLUMN_BYTES(k + 1);
+    int8_t *appended = scratch;
+    int8_t *prepended = scratch + 2 * padded;
+    int8_t *column_a = scratch + 4 * padded;
+    int8_t *column_b = column_a + padded + 16;
+    memset(column_a, 0, (size_t)(2 * (padded + 16))); /* the leading 0s; defined bytes past K + 1 */
+    const edgec_output_stage stage = edgec_output_stage_make(d->output_offset, d->act_min, d->act_max);
+    const edgec_s4_rows even = { d->filter, k + 1, NULL, 0, d->bias, d->multiplier, d->shift, stage };
+    const edgec_s4_rows odd = { d->filter + (k - 1) / 2, k + 1,        NULL, 0, d->bias + 1,
+                                d->multiplier + 1,       d->shift + 1, stage };
+    const int32_t pixels = d->batches * d->output_h * d->output_w;
+    for (int32_t p = 0; p < pixels; p += 2) {
+        const int32_t q = EDGEC_MIN(p + 1, pixels - 1);
+        conv_s4_mve_odd_column(d, input, p, k, column_a);
+        conv_s4_mve_odd_column(d, input, q, k, column_b);
+        edgec_s4_mve_deinterleave2(column_a + 1, column_b + 1, k + 1, 1, appended);
+        edgec_s4_mve_deinterleave2(column_a, column_b, k + 1, 1, prepended);
+        int8_t *out_a = output + p * d->output_c;
+        int8_t *out_b = output + q * d->output_c;
+        conv_s4_mve_odd_rows(&even, k, appended, (d->output_c + 1) / 2, out_a, out_b);
+        if (d->output_c > 1) {
+            conv_s4_mve_odd_rows(&odd, k, prepended, d->output_c / 2, out_a + 1, out_b + 1);
+        }
+    }
+}
+
 /*
  * The Helium path: `bias` (required) holds the input offset folded in over the whole window
  * (edgec.ops.int4.mve_folded_bias; a tap outside the input reads the input zero point, so it adds
  * nothing); per output pixel and group, the column gathered into scratch, deinterleaved after it,
  * then edgec_s4_mve_rows over the group's output channels; an ungrouped layer two pixels at a time
  * (edgec_s4_mve_rows2). Scratch: two pixels' deinterleaved columns, then their gathered columns,
- * each EDGEC_S4_MVE_COLUMN_BYTES(K). For an even K up to
- * EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT (else EDGEC_ARG_ERROR).
+ * each EDGEC_S4_MVE_COLUMN_BYTES(K). An odd K of an ungrouped layer: conv_s4_mve_odd. For K up to
+ * EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT (else, or an odd K of a grouped layer, EDGEC_ARG_ERROR).
  */
 edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch)
 {
@@ -308,8 +372,12 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
         return EDGEC_ARG_ERROR;
     }
     const int32_t k = conv_s4_row_length(desc);
-    if (k % 2 != 0 || k > EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT) {
+    if ((k % 2 != 0 && desc->groups != 1) || k > EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT) {
         return EDGEC_ARG_ERROR;
+    }
+    if (k % 2 != 0) {
+        conv_s4_mve_odd(desc, input, output, scratch);
+        return EDGEC_OK;
     }
     const edgec_conv_s4_desc d = *desc;
     const int32_t cout_g = d.output_c / d.groups;

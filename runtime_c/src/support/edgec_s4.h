@@ -789,27 +789,62 @@ static inline int edgec_s4_mve_right_shifts(const int32_t *shift, int32_t count)
 }
 
 /*
- * edgec_s4_mve_rows for two columns at once (`columns`: edgec_s4_mve_deinterleave2's), into out_a
- * and out_b (right: edgec_s4_mve_right_shifts of every row), by edgec_s4_mve_dot4x2: each row's packed bytes are loaded and unpacked once for both
- * columns. Groups of four rows; a last partial group is the last four rows (the ones before it
- * recomputed, the same bytes stored again), or, with fewer than four rows in all, row 0 .. rows - 1
- * with the last one repeated.
+ * edgec_s4_mve_outputs2 for rows two apart in `a` (an odd-K layer's rows of one parity, whose
+ * parameters and outputs are every other one): set row o is a's row 2 o, its bias, multiplier
+ * and shift gathered and its outputs scattered two apart.
  */
-static inline void edgec_s4_mve_rows2(const edgec_s4_rows *a, const int8_t *columns, int32_t rows, int right,
-                                      int8_t *out_a, int8_t *out_b)
+static inline void edgec_s4_mve_outputs2_alternate(const edgec_s4_rows *a, const int32_t *sums, int32_t first,
+                                                   int32_t count, int32_t rows, int8_t *out_a, int8_t *out_b)
 {
-    const int32_t row_bytes = a->count / 2;
+    const uint32x4_t alternate = vidupq_n_u32(0, 2);
+    const mve_pred16_t lanes = vctp32q((uint32_t)EDGEC_MIN(rows, 4));
+    const int32_t start = rows < 4 ? 0 : first;
+    const int32_t end = rows < 4 ? 4 : first + 4 * count;
+    for (int32_t o = start; o < end; o += 4, sums += 8) {
+        const int32x4_t bias = vldrwq_gather_shifted_offset_z_s32(a->bias + 2 * o, alternate, lanes);
+        const int32x4_t m = vldrwq_gather_shifted_offset_z_s32(a->multiplier + 2 * o, alternate, lanes);
+        const int32x4_t shift = vldrwq_gather_shifted_offset_z_s32(a->shift + 2 * o, alternate, lanes);
+        const int32x4_t ya = edgec_mve_requantize(vaddq_s32(vshrq_n_s32(vldrwq_s32(sums), 4), bias), m, shift);
+        const int32x4_t yb = edgec_mve_requantize(vaddq_s32(vshrq_n_s32(vldrwq_s32(sums + 4), 4), bias), m, shift);
+        vstrbq_scatter_offset_p_s32(out_a + 2 * o, alternate, edgec_mve_output(ya, a->stage), lanes);
+        vstrbq_scatter_offset_p_s32(out_b + 2 * o, alternate, edgec_mve_output(yb, a->stage), lanes);
+    }
+}
+
+/* How edgec_s4_mve_rows2_set's rows lie: `bytes` packed bytes a row read, `step` bytes from one
+ * row's start to the next's; `alternate`: the rows are every other one of `a` (outputs, bias,
+ * multiplier and shift two apart: edgec_s4_mve_outputs2_alternate). */
+typedef struct {
+    int32_t bytes;
+    int32_t step;
+    int alternate;
+} edgec_s4_mve_row_set;
+
+/*
+ * `rows` rows laid out as `set` says (the first at a->filter) against two columns at once
+ * (`columns`: edgec_s4_mve_deinterleave2's), into out_a and out_b (right: edgec_s4_mve_right_shifts
+ * of every row), by edgec_s4_mve_dot4x2: each row's packed bytes are loaded and unpacked once for
+ * both columns. Groups of four rows; a last partial group is the last four rows (the ones before
+ * it recomputed, the same bytes stored again), or, with fewer than four rows in all, row 0 ..
+ * rows - 1 with the last one repeated. Always inlined: with `set` constant, each caller compiles
+ * only its own output stage.
+ */
+static inline __attribute__((always_inline)) void edgec_s4_mve_rows2_set(const edgec_s4_rows *a,
+                                                                         edgec_s4_mve_row_set set,
+                                                                         const int8_t *columns, int32_t rows, int right,
+                                                                         int8_t *out_a, int8_t *out_b)
+{
     int32_t sums[8 * EDGEC_S4_MVE_GROUPS];
     edgec_s4_mve_dot_run run;
     run.columns = columns;
-    run.blocks = row_bytes / 16;
-    run.tail = row_bytes % 16;
-    run.skip = 4 * row_bytes - 16 * run.blocks;
+    run.blocks = set.bytes / 16;
+    run.tail = set.bytes % 16;
+    run.skip = 4 * set.step - 16 * run.blocks;
     for (int32_t o = 0; o < rows;) {
         const int32_t first = rows - o < 4 ? EDGEC_MAX(rows - 4, 0) : o;
         const int32_t count = EDGEC_MIN(EDGEC_S4_MVE_GROUPS, EDGEC_MAX((rows - first) / 4, 1));
         for (int32_t i = 0; i < 4; i++) {
-            run.w[i] = a->filter + (first + EDGEC_MIN(i, rows - 1)) * row_bytes;
+            run.w[i] = a->filter + (first + EDGEC_MIN(i, rows - 1)) * set.step;
         }
         run.sums = sums;
         run.sums_end = sums + 8 * count;
@@ -818,9 +853,21 @@ static inline void edgec_s4_mve_rows2(const edgec_s4_rows *a, const int8_t *colu
         } else {
             edgec_s4_mve_dot4x2(&run);
         }
-        edgec_s4_mve_outputs2(a, sums, first, count, rows, right, out_a, out_b);
+        if (set.alternate) {
+            edgec_s4_mve_outputs2_alternate(a, sums, first, count, rows, out_a, out_b);
+        } else {
+            edgec_s4_mve_outputs2(a, sums, first, count, rows, right, out_a, out_b);
+        }
         o = first + 4 * count;
     }
+}
+
+/* edgec_s4_mve_rows2_set over a's `rows` rows of a->count (even) weights, one after the other. */
+static inline void edgec_s4_mve_rows2(const edgec_s4_rows *a, const int8_t *columns, int32_t rows, int right,
+                                      int8_t *out_a, int8_t *out_b)
+{
+    const edgec_s4_mve_row_set set = { a->count / 2, a->count / 2, 0 };
+    edgec_s4_mve_rows2_set(a, set, columns, rows, right, out_a, out_b);
 }
 
 #endif /* __ARM_FEATURE_MVE */
