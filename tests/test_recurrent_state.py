@@ -290,8 +290,11 @@ def test_header_says_which_row_is_which_layer_and_direction(tmp_path):
     compiled, _ = _compile("lstm_2_layers_bidirectional_time_major")
     emit(compiled.compiled, tmp_path / "stack", "stack")
     header = (tmp_path / "stack" / "stack.h").read_text()
-    rows = "of 2 layers x 2 directions, row 2 * layer + direction"
-    assert f"{rows} the caller holds: the previous invoke's output 1 */" in header  # h0, and h_n below
-    assert f"{rows} after this invoke: give it back as input 1 */" in header
+    rows = "; row 2 * layer + direction (of 2 layers, 2 directions) */"
+    assert f" the caller holds: the previous invoke's output 1{rows}" in header  # h0, and h_n below
+    assert f" after this invoke: give it back as input 1{rows}" in header
     power = round(math.log2(compiled.graph.tensors["c"].scale))
-    assert f" * the LSTM cell state (int16, scale 2^{power}) {rows} the caller holds" in header
+    assert (
+        f" * the LSTM cell state (int16, scale 2^{power}) the caller holds: the previous invoke's output 2{rows}"
+        in header
+    )

@@ -867,7 +867,8 @@ class Recurrent(OpDef):
         for op in others:
             out = ctx.graph.tensors[op.outputs[0]]
             shape = (op.attrs["batches"], out.shape[-1])
-            part = ctx.graph.add_tensor(Tensor(f"{op.name}_cell", shape, 2.0 ** op.attrs["cell_power"], 0, dtype="int16"))
+            scale = 2.0 ** op.attrs["cell_power"]
+            part = ctx.graph.add_tensor(Tensor(f"{op.name}_cell", shape, scale, 0, dtype="int16"))
             op.attrs["c_part"] = len(op.outputs)
             op.outputs.append(part.name)
         last.attrs["c_parts"] = list(range(len(last.inputs), len(last.inputs) + len(others)))
@@ -938,8 +939,10 @@ class Recurrent(OpDef):
                 out = ctx.graph.add_tensor(Tensor(f"{name}_{'reverse' if direction else 'forward'}", shape, *qparams))
                 ops.append(self._add_run(ctx, node, spec, 2 * layer + direction, run_in, out, observed, time_major))
                 run_outputs.append(out)
-                if direction == 0 or read or not last:
-                    runs.append(out if direction == 0 else _time_flip(ctx, node, out, time_axis, f"{name}_reverse_in_time"))
+                if direction == 0:
+                    runs.append(out)
+                elif read or not last:
+                    runs.append(_time_flip(ctx, node, out, time_axis, f"{name}_reverse_in_time"))
             if last and not read:
                 outputs.append(runs[0])
                 break
@@ -1222,16 +1225,17 @@ def held_state_notes(graph) -> dict[str, str]:
             if tensor.dtype == "int16"
             else f"the hidden state (int8, scale {tensor.scale:.9g}, zero point {tensor.zero_point})"
         )
+        rows = ""
         if len(runs) > 1:  # [layers * directions, B, H], as PyTorch's h0 / h_n
-            directions = 2 if runs[0].attrs["bidirectional"] else 1
-            rows = "2 * layer + direction" if directions == 2 else "the layer"
-            what += f" of {len(runs) // directions} layers x {directions} directions, row {rows}"
+            layers = len(runs) // (2 if runs[0].attrs["bidirectional"] else 1)
+            rows = "; row layer" if layers == len(runs) else "; row 2 * layer + direction"
+            rows += f" (of {layers} layers)" if layers == len(runs) else f" (of {layers} layers, 2 directions)"
         if state_in is not None:
             back = f": the previous invoke's output {graph.outputs.index(state_out)}" if state_out else ""
-            notes[state_in] = f"{what} the caller holds{back}"
+            notes[state_in] = f"{what} the caller holds{back}{rows}"
         if state_out is not None:
             into = f": give it back as input {graph.inputs.index(state_in)}" if state_in else ""
-            notes[state_out] = f"{what} after this invoke{into}"
+            notes[state_out] = f"{what} after this invoke{into}{rows}"
     return notes
 
 
