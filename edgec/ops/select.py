@@ -275,7 +275,7 @@ class Compare(OpDef):
     against a constant tensor a mask computed by edgec_select_s8 (per-element raw thresholds)."""
 
     kind = "compare"
-    family = "comparison (only as a condition of where / masked_fill, or of &, |, ~)"
+    family = "comparison (only as a condition of where / masked_fill, or of logical and / or / not)"
     targets = frozenset(COMPARISONS)
     limits = "only as a condition of torch.where or masked_fill (or combined with &, |, ~)"
 
@@ -329,7 +329,7 @@ class Logical(OpDef):
     (a & b = a ? b : 0, a | b = a ? 1 : b, ~a = a ? 0 : 1)."""
 
     kind = "logical"
-    family = "&, |, ~ of conditions (only as a condition of where / masked_fill)"
+    family = "logical and / or / not of conditions (only as a condition of where / masked_fill)"
     targets = frozenset(LOGICALS)
     limits = "of comparisons and bool model inputs, only as a condition of torch.where or masked_fill"
 
