@@ -298,3 +298,26 @@ def test_header_says_which_row_is_which_layer_and_direction(tmp_path):
         f" * the LSTM cell state (int16, scale 2^{power}) the caller holds: the previous invoke's output 2{rows}"
         in header
     )
+
+
+def test_stacked_small_lstm_runs_linear_at_one_cell_scale():
+    """A held 2-layer LSTM whose gates and cells stay where tanh(x) = x: both runs take the linear
+    form together, at one cell scale (the coarser of theirs), which c0 and c_n carry."""
+    torch.manual_seed(0)
+    model = Stacked("lstm", 2, False, True).eval()
+    with torch.no_grad():
+        for weight in model.parameters():
+            weight.mul_(0.005)
+    rng = np.random.default_rng(0)
+    samples = [
+        (0.005 * rng.standard_normal((16, 1, 5, 8))).astype(np.float32),
+        *(0.001 * rng.standard_normal((2, 16, 2, 1, 6))).astype(np.float32),
+    ]
+    example = tuple(torch.from_numpy(s[0]) for s in samples)
+    compiled = edgec.compile(model, example, calibration=samples, target="host", progress=False)
+    assert "golden simulator == host C, 0 LSB" in str(compiled.verify([s[:4] for s in samples]))
+    graph = compiled.graph
+    ops = [op for op in graph.ops if op.kind == "recurrent"]
+    assert all(op.attrs["desc"]["tanh_linear"] for op in ops)
+    (power,) = {op.attrs["state_cell_power"] for op in ops}
+    assert power < -15 and graph.tensors["c"].scale == graph.tensors[graph.outputs[2]].scale == 2.0**power
