@@ -160,13 +160,10 @@ def _shape(arg) -> tuple[int, ...]:
 
 def is_condition(arg) -> bool:
     """Whether `arg` is a bool the select kernel can take as a condition: a comparison, a
-    combination of conditions (&, |, ~, logical_*), or a bool model input."""
-    if not isinstance(arg, Node):
-        return False
-    if arg.op == "placeholder":
-        value = arg.meta.get("val")
-        return value is not None and value.dtype == torch.bool
-    return arg.op == "call_function" and (arg.target in COMPARISONS or arg.target in LOGICALS)
+    combination of conditions (&, |, ~, logical_*), or a bool model input or a view of one (a
+    comparison's own view is refused by Compare.check)."""
+    value = arg.meta.get("val") if isinstance(arg, Node) else None
+    return isinstance(value, torch.Tensor) and value.dtype == torch.bool
 
 
 def _condition_users_only(node: Node) -> str | None:
@@ -262,7 +259,7 @@ def mask_input_notes(graph) -> dict[str, str]:
     notes = {}
     for op in graph.ops:
         if op.kind == Select.kind and op.attrs.get("mask"):
-            name = op.inputs[op.attrs["sources"]["x1"]]
+            name = graph.storage(op.inputs[op.attrs["sources"]["x1"]])  # the input, or what it views
             if name in graph.inputs:
                 notes[name] = (
                     "a bool mask (torch.bool): one byte per element, 0 false, 1 true (any nonzero reads as true)"
@@ -339,11 +336,17 @@ class Logical(OpDef):
     def check(self, node) -> str | None:
         operands = node.args[: 1 if LOGICALS[node.target] == "not" else 2]
         if not all(is_condition(arg) for arg in operands):
-            return f"{node.target} of values that are not conditions (comparisons, bool model inputs)"
+            return f"{node.target} of values that are not bool (integers: edgec computes no bitwise ops)"
         return _condition_users_only(node)
 
     def lower(self, ctx, node) -> None:
         how = LOGICALS[node.target]
+        operands = node.args[: 1 if how == "not" else 2]
+        if not all(isinstance(ctx.values.get(arg.name), (Comparison, Tensor)) for arg in operands):
+            raise EdgecError(
+                f"{source_line(node)}: {node.target} of a constant bool tensor (edgec combines comparisons "
+                f"and bool model inputs)"
+            )
         first = ctx.values[node.args[0].name]
         if how == "not" and isinstance(first, Comparison):
             ctx.alias(node, Comparison(_NEGATED[first.cmp], first.x1, first.x2))
@@ -410,7 +413,10 @@ class Select(OpDef):
         condition, a, b = _select_args(node)
         compared = ctx.values.get(condition.name)
         if not isinstance(compared, (Comparison, Tensor)):
-            raise EdgecError(f"{source_line(node)}: {node.target} whose condition is not a comparison")
+            raise EdgecError(
+                f"{source_line(node)}: {node.target} whose condition is a constant bool tensor (edgec takes "
+                f"comparisons and bool model inputs)"
+            )
         operands = [ctx.tensor(arg) if ctx.is_tensor(arg) else self._constant(ctx, node, arg) for arg in (a, b)]
         _add_select(ctx, node, compared, *operands, ctx.output(node))
 
