@@ -17,8 +17,9 @@ Other conditions are masks, int8 0 / 1 tensors (scale 1) the select reads as mas
   - x1 CMP a constant tensor t: a select computes the mask, (q CMP' k_i) ? a_i : b_i on raw bytes,
     k, a, b int8 constants from t (per_element_thresholds: the program's float32 comparison of
     each of x1's 256 bytes with each t_i, monotone in q);
-  - &, |, ~ of conditions: ~ of a comparison is the opposite comparison; a & b = a ? b : 0,
-    a | b = a ? 1 : b, ~m = m ? 0 : 1, one select each, a comparison operand fused;
+  - &, |, ~ of conditions: ~ of a comparison is the opposite comparison, ~ of a mask is read the
+    other way round (a and b swapped; m ? 0 : 1 where a mask must be made); a & b = a ? b : 0,
+    a | b = a ? 1 : b, one select each, a comparison operand fused;
   - a bool model input: the caller passes one byte per element, 0 or 1 (edgec.frontend.lower).
 """
 
@@ -201,9 +202,21 @@ def _mask(ctx, node, shape) -> Tensor:
     return ctx.graph.add_tensor(Tensor(f"{node.name}_mask", tuple(shape), 1.0, 0, source=node.name))
 
 
+@dataclass
+class Negated:
+    """~mask of a mask Tensor: no op of its own; a select reading it swaps a and b."""
+
+    mask: Tensor
+
+
+CONDITIONS = (Comparison, Tensor, Negated)  # what a condition node lowers to
+
+
 def _add_select(ctx, node, condition, a, b, out: Tensor, **attrs):
-    """A select op: out = condition ? a : b, the condition a Comparison or a mask Tensor (read as
-    mask != 0), a and b each a Tensor, a float or a ConstantOperand."""
+    """A select op: out = condition ? a : b, the condition a Comparison, a mask Tensor (read as
+    mask != 0) or Negated, a and b each a Tensor, a float or a ConstantOperand."""
+    if isinstance(condition, Negated):
+        condition, a, b = condition.mask, b, a
     if isinstance(condition, Tensor):
         condition, attrs["mask"] = Comparison("ne", condition, 0.0), True
     inputs, sources = [], {}
@@ -223,13 +236,22 @@ def _add_select(ctx, node, condition, a, b, out: Tensor, **attrs):
     )
 
 
+def _negation(condition):
+    """~condition, no op: the opposite comparison, or the mask read the other way round."""
+    if isinstance(condition, Comparison):
+        return Comparison(_NEGATED[condition.cmp], condition.x1, condition.x2)
+    return condition.mask if isinstance(condition, Negated) else Negated(condition)
+
+
 def _as_mask(ctx, node) -> Tensor:
-    """Condition `node` as a mask tensor: a Comparison is computed into one (a select of 1 or 0)."""
+    """Condition `node` as a mask tensor: a Comparison or Negated is computed into one (a select
+    of 1 or 0), which `node` then stands for (its other readers read that mask)."""
     condition = ctx.values[node.name]
     if isinstance(condition, Tensor):
         return condition
     out = _mask(ctx, node, node.meta["val"].shape)
     _add_select(ctx, node, condition, 1.0, 0.0, out)
+    ctx.alias(node, out)
     return out
 
 
@@ -342,20 +364,16 @@ class Logical(OpDef):
     def lower(self, ctx, node) -> None:
         how = LOGICALS[node.target]
         operands = node.args[: 1 if how == "not" else 2]
-        if not all(isinstance(ctx.values.get(arg.name), (Comparison, Tensor)) for arg in operands):
+        if not all(isinstance(ctx.values.get(arg.name), CONDITIONS) for arg in operands):
             raise EdgecError(
                 f"{source_line(node)}: {node.target} of a constant bool tensor (edgec combines comparisons "
                 f"and bool model inputs)"
             )
         first = ctx.values[node.args[0].name]
-        if how == "not" and isinstance(first, Comparison):
-            ctx.alias(node, Comparison(_NEGATED[first.cmp], first.x1, first.x2))
+        if how == "not":
+            ctx.alias(node, _negation(first))
             return
         out = _mask(ctx, node, node.meta["val"].shape)
-        if how == "not":
-            _add_select(ctx, node, first, 0.0, 1.0, out)
-            ctx.alias(node, out)
-            return
         other = node.args[1]
         if isinstance(ctx.values[other.name], Comparison) and not isinstance(first, Comparison):
             first, other = ctx.values[other.name], node.args[0]  # both commute: the comparison is the fused one
@@ -412,7 +430,7 @@ class Select(OpDef):
     def lower(self, ctx, node) -> None:
         condition, a, b = _select_args(node)
         compared = ctx.values.get(condition.name)
-        if not isinstance(compared, (Comparison, Tensor)):
+        if not isinstance(compared, CONDITIONS):
             raise EdgecError(
                 f"{source_line(node)}: {node.target} whose condition is a constant bool tensor (edgec takes "
                 f"comparisons and bool model inputs)"
