@@ -909,8 +909,8 @@ def as_samples(data: np.ndarray, input_shape: tuple, what: str) -> np.ndarray:
     each a whole input, whatever its rank and batch), exactly `input_shape` (one sample), and for
     an input whose first dimension is 1, [N, *input_shape[1:]] (that batch axis as the sample axis)."""
     data = as_array(data)
-    if data.dtype.kind not in "fiu":
-        raise EdgecError(f"{what} must be numeric, got dtype {data.dtype}")
+    if data.dtype.kind not in "fiub":
+        raise EdgecError(f"{what} must be numeric or bool, got dtype {data.dtype}")
     input_shape, per_sample = tuple(input_shape), sample_shape(input_shape)
     if data.shape == input_shape:
         data = data[None]

@@ -99,7 +99,8 @@ def test_ctypes_mirror_has_the_c_layout(tmp_path):
 
 def test_every_unit_records_the_function_it_calls():
     """A unit that emits code names its C function for op.kernel: c_function, or its own
-    kernel_function or specialize (pad, zeros, compare and scalar_tensor are gone before code generation)."""
+    kernel_function or specialize (pad, zeros, compare, logical and scalar_tensor are gone before code
+    generation)."""
     silent = [
         kind
         for kind, unit in KINDS.items()
@@ -107,4 +108,4 @@ def test_every_unit_records_the_function_it_calls():
         and type(unit).kernel_function is OpDef.kernel_function
         and type(unit).specialize is OpDef.specialize
     ]
-    assert sorted(silent) == ["compare", "pad", "scalar_tensor", "zeros"]
+    assert sorted(silent) == ["compare", "logical", "pad", "scalar_tensor", "zeros"]

@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 import edgec
 from edgec.errors import EdgecError
 from edgec.ops import select
-from edgec.ops.binary import broadcast_layout
 from tests.kernel_lib import CFLAGS, RUNTIME, ctypes_struct, ptr, struct_from_desc
 
 SelectDesc = ctypes_struct(select.SELECT_DESC)
@@ -88,13 +87,80 @@ class ConvThreshold(nn.Module):
         return self.head(z.masked_fill(z > 1.0, 1.0))
 
 
+class PerElementThresholds(nn.Module):
+    """Comparisons with constant tensors: per element, broadcast along rows, per channel of a
+    conv's channels-last output, thresholds beyond the input's range (never / always true)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+        self.register_buffer("row", torch.linspace(-1, 1, 8))
+        self.register_buffer("column", torch.tensor([[-0.3], [0.0], [9.0]]))
+        self.register_buffer("channel", torch.tensor([-0.2, 0.1, -9.0, 0.3]).reshape(1, 4, 1, 1))
+
+    def forward(self, x, image):
+        y = torch.where(x > self.row, x, 0.0)
+        z = x.masked_fill(x <= self.column, -0.5)
+        w = torch.where(self.row >= x, x, 0.25)  # the constant first: x <= row
+        c = self.conv(image)
+        return y, z, w, torch.where(c < self.channel, c, 0.0)
+
+
+class Combined(nn.Module):
+    """&, |, ~ and logical_and / _or / _not of comparisons (with a tensor, a value, a constant
+    tensor) and of each other."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("floor", torch.linspace(-0.5, 0.5, 6))
+
+    def forward(self, x, y):
+        inside = (x > -0.5) & ~(x > 0.5)
+        either = torch.logical_or(x < y, torch.logical_not(y > self.floor))
+        both = torch.logical_and(inside, either) | ~(x > 0.8) & (y == y)
+        high = x > 0.3  # read by two combinations: one mask
+        return (
+            torch.where(both, x, y),
+            x.masked_fill(~inside | (y < 0.0), 0.0),
+            torch.where(((x < 0.5) & high) | ((y > 0.0) & high) | (x > 0.9) & ~inside, x, 0.0),
+        )
+
+
+class BoolMask(nn.Module):
+    """A bool model input (a view of it, broadcast over the rows) as the condition, alone, negated,
+    combined with a comparison and compared with 0 (attention code's `mask.unsqueeze(1) == 0`)."""
+
+    def forward(self, x, mask):
+        keep = mask.unsqueeze(1)
+        return (
+            x.masked_fill(keep, 0.0),
+            torch.where(keep & (x > 0), x, 0.5),
+            torch.where(~keep, x, -x),
+            x.masked_fill(keep == 0, 0.25),
+        )
+
+
 CASES = {
     "tensor_threshold": (TensorThreshold, ((1, 8), (1, 8))),
     "scalar_threshold": (ScalarThreshold, ((1, 2, 16),)),
     "masked_fill": (MaskedFill, ((1, 24),)),
     "broadcast": (Broadcast, ((1, 4, 6), (1, 4, 1))),
     "conv": (ConvThreshold, ((1, 3, 6, 5),)),
+    "per_element": (PerElementThresholds, ((1, 3, 8), (1, 3, 4, 5))),
+    "combined": (Combined, ((1, 4, 6), (1, 4, 6))),
+    "bool_mask": (BoolMask, ((1, 3, 6), ("bool", (1, 6)))),
 }
+
+
+def _inputs(shapes, rng, count: int | None = None) -> list:
+    """Samples per input (or one example, count None): floats, or bools for ("bool", shape)."""
+    arrays = []
+    for shape in shapes:
+        if shape[0] == "bool":
+            arrays.append(rng.random((count or 1, *shape[1])) > 0.5)
+        else:
+            arrays.append(rng.standard_normal((count or 1, *shape)).astype(np.float32))
+    return arrays
 
 
 def _compile(name: str, target: str = "host", decomposed: bool = False):
@@ -104,10 +170,10 @@ def _compile(name: str, target: str = "host", decomposed: bool = False):
     torch.manual_seed(0)
     rng = np.random.default_rng(1)
     model = cls().eval()
-    example = tuple(torch.randn(shape) for shape in shapes)
+    example = tuple(torch.from_numpy(x[0]) for x in _inputs(shapes, np.random.default_rng(0)))
     if decomposed:
         model, example = torch.export.export(model, example).run_decompositions(), None
-    calibration = [rng.standard_normal((16, *shape)).astype(np.float32) for shape in shapes]
+    calibration = _inputs(shapes, rng, 16)
     if len(shapes) == 1:
         calibration = calibration[0]
     return edgec.compile(model, example, calibration=calibration, target=target, progress=False)
@@ -120,7 +186,7 @@ def test_select_models_verify_on_the_host(name):
     assert "select" in kinds and "compare" not in kinds
     result = compiled.verify()
     print(result)
-    assert result.layers_checked == result.layers_total
+    assert result.layers_checked == result.layers_total - kinds.count("reshape")  # a view computes nothing
 
 
 @pytest.mark.parametrize(
@@ -148,10 +214,64 @@ def test_a_lone_select_equals_the_quantized_program_exactly(name, decomposed):
         np.testing.assert_array_equal(got.reshape(expected.shape), expected)
 
 
-def test_select_verifies_under_qemu_cortex_m4():
-    result = _compile("conv", target="cortex-m4").verify(count=4)
+@pytest.mark.parametrize("name, exact", [("per_element", 3), ("combined", 3), ("bool_mask", 4)])
+def test_conditions_equal_the_quantized_program_exactly(name, exact):
+    """Constant-tensor thresholds, &, |, ~ and a bool input: the golden's int8 outputs (the first
+    `exact`: those whose selects read the model inputs, not a conv's rounding) equal the program's
+    (its Q/DQ graph run by torch) on every element, inputs dense around the thresholds (the layer
+    check alone would let a mask byte 0 / 1 off pass: its step is 1)."""
+    compiled = _compile(name)
+    if name == "bool_mask":  # ~mask is read the other way round, no mask of its own
+        assert [op.kind for op in compiled.graph.ops].count("select") == 5
+    _, shapes = CASES[name]
+    rng = np.random.default_rng(2)
+    grid = np.concatenate([np.linspace(-0.6, 0.6, 241), [0.5, -0.5, 0.8, 0.0, 0.1, -0.3]])
+    samples = [
+        x if x.dtype == bool else rng.choice(grid, size=x.shape).astype(np.float32) for x in _inputs(shapes, rng, 48)
+    ]
+    graph, program = compiled.graph, compiled.compiled.quantized_module
+    for k in range(48):
+        expected = program(*[torch.from_numpy(x[k]) for x in samples])
+        got = compiled.run(*[x[k] for x in samples])
+        for name_out, e, g in list(zip(graph.outputs, expected, got))[:exact]:
+            out = graph.tensors[name_out]
+            q = lambda v, out=out: np.rint(np.asarray(v, np.float64) / out.scale) + out.zero_point  # noqa: E731
+            np.testing.assert_array_equal(q(g).reshape(e.shape), q(e.detach().numpy()))
+
+
+@pytest.mark.parametrize("cmp", sorted(select.CMP_CODES))
+def test_per_element_thresholds_are_the_programs_float32_comparison(cmp):
+    """(q CMP' k_i) ? a_i : b_i against torch's dequantize and compare of every int8 q with every
+    threshold t_i: on the dequantized grid, next to it, and beyond the range (never, always)."""
+    rng = np.random.default_rng(7)
+    q = torch.arange(-128, 128, dtype=torch.int8)
+    for _ in range(30):
+        scale, zero_point = float(rng.uniform(1e-4, 0.2)), int(rng.integers(-128, 128))
+        dq = torch.ops.quantized_decomposed.dequantize_per_tensor(q, scale, zero_point, -128, 127, torch.int8)
+        on_grid = dq[rng.integers(0, 256, size=6)].numpy().astype(np.float64)
+        t = np.concatenate([on_grid, on_grid + 1e-9, on_grid - 1e-9, [1e3, -1e3, 0.1]]).astype(np.float32)
+        raw, k, a, b = select.per_element_thresholds(cmp, t, scale, zero_point)
+        got = np.where(NUMPY_CMP[raw](q.numpy()[None, :], k[:, None]), a[:, None], b[:, None])
+        expected = getattr(torch, cmp)(dq[None, :], torch.from_numpy(t)[:, None]).numpy()
+        np.testing.assert_array_equal(got, expected.astype(np.int8))
+
+
+def test_header_says_what_the_caller_passes_for_a_bool_mask(tmp_path):
+    from edgec.pipeline import emit
+
+    compiled = _compile("bool_mask")
+    emit(compiled.compiled, tmp_path / "mask", "mask")
+    header = (tmp_path / "mask" / "mask.h").read_text()
+    assert "/* input 1: mask, int8" in header
+    assert " * a bool mask (torch.bool): one byte per element, 0 false, 1 true (any nonzero reads as true) */" in header
+
+
+@pytest.mark.parametrize("name", ["conv", "combined", "per_element", "bool_mask"])
+def test_select_verifies_under_qemu_cortex_m4(name):
+    compiled = _compile(name, target="cortex-m4")
+    result = compiled.verify(count=4)
     print(result)
-    assert result.layers_checked == result.layers_total
+    assert result.layers_checked == result.layers_total - [op.kind for op in compiled.graph.ops].count("reshape")
 
 
 class CompareAsOutput(nn.Module):
@@ -164,13 +284,18 @@ class CompareSummed(nn.Module):
         return torch.where(x > 0, x, 0.0) + (x > 0.3)
 
 
-class PerElementThreshold(nn.Module):
+class ConstantCondition(nn.Module):
     def __init__(self):
         super().__init__()
-        self.register_buffer("t", torch.linspace(-1, 1, 8))
+        self.register_buffer("keep", torch.arange(8) % 3 == 0)
 
     def forward(self, x):
-        return torch.where(x > self.t, x, 0.0)
+        return torch.where(self.keep, x, 0.0)
+
+
+class CombinedSummed(nn.Module):
+    def forward(self, x):
+        return torch.where(x > 0, x, 0.0) + ((x > 0.3) & (x < 0.6))
 
 
 @pytest.mark.parametrize(
@@ -178,7 +303,8 @@ class PerElementThreshold(nn.Module):
     [
         (CompareAsOutput, "aten.gt.Scalar", "used other than as the condition of torch.where or masked_fill"),
         (CompareSummed, "aten.gt.Scalar", "used other than as the condition of torch.where or masked_fill"),
-        (PerElementThreshold, "aten.gt.Tensor", "with a constant tensor of 8 elements"),
+        (CombinedSummed, "aten.__and__.Tensor", "used other than as the condition of torch.where or masked_fill"),
+        (ConstantCondition, "aten.where.ScalarOther", "whose condition is a constant bool tensor"),
     ],
 )
 def test_unsupported_comparisons_are_refused_in_one_line(cls, target, problem):
@@ -218,16 +344,6 @@ def test_scalar_operand_is_quantized_as_the_programs_quantize():
                 torch.tensor([value], dtype=torch.float32), scale, zero_point, -128, 127, torch.int8
             )
             assert select.quantize_scalar(value, scale, zero_point, "multiply") == int(expected[0])
-
-
-def test_select_layout_of_two_operands_is_broadcast_layouts():
-    rng = np.random.default_rng(5)
-    for _ in range(300):
-        out = tuple(int(d) for d in rng.integers(1, 4, size=rng.integers(1, 6)))
-        shapes = [tuple(d if rng.random() < 0.6 else 1 for d in out[rng.integers(0, len(out)) :]) for _ in range(2)]
-        full = np.broadcast_shapes(*shapes)
-        dims, strides = select.select_layout(full, shapes)
-        assert (dims, *strides) == broadcast_layout(*shapes)
 
 
 # -- the C kernel --------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from edgec.ir import Graph, Op
 from edgec.ops import unit_of
 from edgec.ops.band import banded_layers
 from edgec.ops.recurrent import held_state_notes
+from edgec.ops.select import mask_input_notes
 from edgec.resources import data_dir
 from edgec.targets import cmsis_nn
 from edgec.version import __version__
@@ -169,6 +170,7 @@ def io_entry(graph: Graph, plan: MemoryPlan, index: int, name: str) -> dict:
 
 def io_entries(graph: Graph, plan: MemoryPlan) -> dict:
     notes = held_state_notes(graph)  # a recurrent state the caller holds: which output feeds which input
+    notes.update(mask_input_notes(graph))  # a bool condition the caller passes
     entries = {
         "input_rounding": graph.input_rounding,
         "inputs": [io_entry(graph, plan, i, name) for i, name in enumerate(graph.inputs)],

@@ -97,6 +97,17 @@ SELECTS = {
     aten.masked_fill.Scalar: "masked_fill",
     aten.masked_fill.Tensor: "masked_fill",
 }
+# torch target -> how it combines bool conditions (`&`, `|`, `~` on bools are the bitwise ops)
+LOGICALS = {
+    aten.logical_and.default: "and",
+    aten.bitwise_and.Tensor: "and",
+    aten.__and__.Tensor: "and",
+    aten.logical_or.default: "or",
+    aten.bitwise_or.Tensor: "or",
+    aten.__or__.Tensor: "or",
+    aten.logical_not.default: "not",
+    aten.bitwise_not.default: "not",
+}
 SCALAR_TENSORS = {aten.scalar_tensor.default}  # the core-ATen IR's spelling of a select's Python scalar
 EMBEDDINGS = {aten.embedding.default}  # token ids (an integer model input) -> rows of a table
 ACTIVATIONS = {

@@ -126,27 +126,39 @@ def broadcast_layout(shape1, shape2) -> tuple[tuple[int, ...], tuple[int, ...], 
     shape1, shape2 = tuple(int(d) for d in shape1), tuple(int(d) for d in shape2)
     if any(d < 1 for d in shape1 + shape2):
         raise ValueError(f"broadcast_layout needs positive dimensions, got {shape1} and {shape2}")
-    out_shape = np.broadcast_shapes(shape1, shape2)  # raises ValueError when not broadcastable
+    # np.broadcast_shapes raises ValueError when they do not broadcast
+    dims, (strides1, strides2) = broadcast_layouts(np.broadcast_shapes(shape1, shape2), (shape1, shape2))
+    return dims, strides1, strides2
+
+
+def broadcast_layouts(out_shape, shapes) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """(dims, strides per operand) of reading each of `shapes` broadcast to `out_shape`: the rule
+    of broadcast_layout for any number of operands (edgec_select_s8 reads four). A single-element
+    output is ((1,), [(1,), ...]). ValueError when they do not broadcast to `out_shape`."""
+    out_shape = tuple(int(d) for d in out_shape)
     rank = len(out_shape)
+    if np.broadcast_shapes(out_shape, *shapes) != out_shape:
+        raise ValueError(f"operands {[tuple(s) for s in shapes]} do not broadcast to {out_shape}")
     strides = []
-    for shape in (shape1, shape2):
-        padded = (1,) * (rank - len(shape)) + shape
+    for shape in shapes:
+        padded = (1,) * (rank - len(shape)) + tuple(int(d) for d in shape)
         contiguous = [int(np.prod(padded[d + 1 :], dtype=np.int64)) for d in range(rank)]
         strides.append([0 if size == 1 else step for size, step in zip(padded, contiguous)])
-    dims, merged1, merged2 = [], [], []
+    dims, merged = [], [[] for _ in shapes]
     for d in range(rank):
         if out_shape[d] == 1:
             continue
-        if dims and (merged1[-1] == 0) == (strides[0][d] == 0) and (merged2[-1] == 0) == (strides[1][d] == 0):
+        if dims and all((m[-1] == 0) == (s[d] == 0) for m, s in zip(merged, strides)):
             dims[-1] *= out_shape[d]
-            merged1[-1], merged2[-1] = strides[0][d], strides[1][d]  # the inner stride of the run
+            for m, s in zip(merged, strides):
+                m[-1] = s[d]  # the inner stride of the run
             continue
-        dims.append(int(out_shape[d]))
-        merged1.append(strides[0][d])
-        merged2.append(strides[1][d])
+        dims.append(out_shape[d])
+        for m, s in zip(merged, strides):
+            m.append(s[d])
     if not dims:
-        return (1,), (1,), (1,)
-    return tuple(dims), tuple(merged1), tuple(merged2)
+        return (1,), [(1,)] * len(shapes)
+    return tuple(dims), [tuple(m) for m in merged]
 
 
 def _layout_fields(shape1, shape2, stride_names: tuple[str, str]) -> dict:

@@ -86,7 +86,15 @@ def fixed_qspec(scale: float, zero_point: int) -> FixedQParamsQuantizationSpec:
 
 
 def annotate(node: Node, inputs: dict, output) -> None:
+    """`node`'s quantization; a bool (a mask: a view of a bool model input) is never quantized."""
+    inputs = {arg: qspec for arg, qspec in inputs.items() if not _is_bool(arg)}
+    output = None if _is_bool(node) else output
     node.meta[ANNOTATION_KEY] = QuantizationAnnotation(input_qspec_map=inputs, output_qspec=output, _annotated=True)
+
+
+def _is_bool(node) -> bool:
+    value = node.meta.get("val") if isinstance(node, Node) else None
+    return isinstance(value, torch.Tensor) and value.dtype == torch.bool
 
 
 def activation_inputs(node: Node, count: int | None = None) -> dict:

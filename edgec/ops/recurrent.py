@@ -14,12 +14,16 @@ GRU has no TFLite builtin; edgec defines its integer form with the same pieces (
 C kernels: runtime_c/src/recurrent/edgec_recurrent_s8.c (edgec_lstm_s8, edgec_gru_s8).
 
 The op unit lowers nn.LSTM / nn.GRU (aten.lstm.input / aten.gru.input, any number of layers,
-batch_first or not, unidirectional, zero initial state) and nn.LSTMCell / nn.GRUCell (one step,
-zero state) to one "recurrent" op per layer. Its hidden state and (LSTM) cell state are not graph
-tensors: in whole-sequence mode they live in the op's scratch and start at zero on every invoke.
-A one-layer layer whose caller holds the state reads h0 / c0 (model inputs: its inputs 1, 2) and
-writes c_n (an int16 model output: its output 1; h_n is the output's last step as always); the C
-copies h0 / c0 into the state before the call, and the kernel keeps the cell state in c_n.
+batch_first or not, unidirectional or bidirectional) and nn.LSTMCell / nn.GRUCell (one step) to
+one "recurrent" op per run (a layer's direction; a reverse run reads its input flipped in time by a
+copy). Its hidden state and (LSTM) cell state are not graph tensors: in whole-sequence mode they
+live in the op's scratch and start at zero on every invoke. A layer whose caller holds the state
+reads h0 / c0 [runs, B, H] (model inputs, each run's op its row "state_slot": attrs "h0"/"c0" are
+their input indices) and writes c_n (an int16 model output); h_n is each run's last step, stacked
+by a copy as always. The C copies the run's rows of h0 / c0 into its state before the call; the
+kernel keeps the last run's cell state in its row of c_n, the others' in a [B, H] part (output
+"c_part") that the last run copies into c_n after its call (inputs "c_parts"): an int16 tensor
+has no copy op. All runs share one hidden qparams (h0's) and one cell scale (the largest run's).
 Calibration: the cell state's range and the hidden range of a layer feeding another are not graph
 tensors either, so the unit's `observe` hook re-runs the float recurrence on each calibration
 sample (edgec.frontend.quantize runs the hooks) and records them in the node's meta (OBSERVED_KEY).
@@ -664,17 +668,18 @@ def float_statistics(
 ) -> list[dict]:
     """Per run (a layer's direction, in `weights`' order), max|c| (LSTM), what the tanh gate takes
     at most (LSTM: max|pre_g|, GRU: max|xn + r * hn|) and the hidden state's min/max of the float
-    recurrence from a zero state, or from `initial` (h0, c0) of a one-layer run whose caller holds
-    the state (PyTorch's equations); a reverse run reads the sequence backwards, and the next layer
-    reads the directions' outputs concatenated."""
+    recurrence from a zero state, or from `initial` (h0, c0: [runs, B, H], each run its row) where
+    the caller holds the state (PyTorch's equations); a reverse run reads the sequence backwards,
+    and the next layer reads the directions' outputs concatenated."""
     seq = x if time_major else x.transpose(0, 1)
+    rows = [None if state is None else state.reshape(-1, *state.shape[-2:]) for state in initial]
     stats = []
     for layer in range(len(weights) // directions):
         outputs = []
         for direction in range(directions):
-            run, run_stats = _float_run(
-                cell, seq.flip(0) if direction else seq, weights[layer * directions + direction], initial
-            )
+            run = layer * directions + direction
+            start = tuple(None if state is None else state[run] for state in rows)
+            run, run_stats = _float_run(cell, seq.flip(0) if direction else seq, weights[run], start)
             outputs.append(run.flip(0) if direction else run)
             stats.append(run_stats)
         seq = torch.cat(outputs, -1)
@@ -718,10 +723,12 @@ def _float_run(
 
 
 class RecurrentResult:
-    """A recurrent node's tuple result: getitem 0 is the output sequence (or a cell's h), 1 h_n."""
+    """A recurrent node's tuple result: getitem 0 is the output sequence (or a cell's h), 1 h_n:
+    the last step of each run's output (`run_outputs`, a reverse run's in its own time order)."""
 
-    def __init__(self, unit, node, layer_outputs: list[Tensor], spec: dict):
+    def __init__(self, unit, node, layer_outputs: list[Tensor], spec: dict, run_outputs: list[Tensor]):
         self.unit, self.node, self.layer_outputs, self.spec = unit, node, layer_outputs, spec
+        self.run_outputs = run_outputs
 
     def lower_item(self, ctx, getitem, item: int) -> None:
         last = self.layer_outputs[-1]
@@ -729,9 +736,9 @@ class RecurrentResult:
             ctx.alias(getitem, last)
         elif item == 1 and self.spec["sequence"]:
             axis = 1 if self.spec["batch_first"] else 0
-            gather = Gather(_last_steps, (axis, *(_Slot(i) for i in range(len(self.layer_outputs)))), {})
+            gather = Gather(_last_steps, (axis, *(_Slot(i) for i in range(len(self.run_outputs)))), {})
             out = ctx.output(getitem, qparams_of=last)
-            ctx.add_op("copy", getitem, self.layer_outputs, [out], gather=gather)
+            ctx.add_op("copy", getitem, self.run_outputs, [out], gather=gather)
         # c_n (item 1 of a cell, 2 of a sequence): the layer's int16 output 1, mapped when lowered
 
 
@@ -747,9 +754,9 @@ def _time_flip(ctx, node, source: Tensor, axis: int, name: str) -> Tensor:
     return out
 
 
-def _last_steps(axis: int, *layers):
-    """h_n from the layers' output sequences: each one's last step, stacked."""
-    return torch.stack([y.select(axis, -1) for y in layers])
+def _last_steps(axis: int, *runs):
+    """h_n from the runs' output sequences: each one's last step, stacked."""
+    return torch.stack([y.select(axis, -1) for y in runs])
 
 
 class Recurrent(OpDef):
@@ -758,24 +765,14 @@ class Recurrent(OpDef):
     targets = frozenset(SEQUENCES) | frozenset(CELLS)
     runtime_sources = ("recurrent/edgec_recurrent_s8.c",)
     limits = (
-        "no proj_size, batched input; h0/c0 as model inputs and c_n (int16) returned for one layer only; "
-        "bidirectional: its output sequence (not h_n), no --stream"
+        "no proj_size, batched input; c0 a model input read by this layer only and c_n (int16) only returned; "
+        "bidirectional: --stream only with h0/c0 as model inputs"
     )
 
     def check(self, node) -> str | None:
         spec = _parse(node)
-        if spec["bidirectional"] and any(
-            u.target is operator.getitem and u.args[1] == 1 and u.users for u in node.users
-        ):
-            return "reading h_n of a bidirectional recurrent layer (its output sequence is supported)"
         if spec["proj"]:
             return "LSTM with proj_size"
-        held = not all(_is_zero_state(h) for h in spec["hx"]) or _cell_item(node, spec) is not None
-        if held and (spec["layers"] > 1 or spec["bidirectional"]):
-            return (
-                "a caller-held state (h0/c0 as inputs, or c_n read) of a multi-layer or bidirectional "
-                "recurrent layer (one layer only: give each layer its own nn.LSTM/nn.GRU)"
-            )
         _, c0 = _initial_state(spec)
         readers = [u for u in c0.users if u.op != "call_module"] if c0 is not None else []  # not export's guard
         if c0 is not None and (c0.op != "placeholder" or len(readers) != 1):
@@ -847,16 +844,26 @@ class Recurrent(OpDef):
         time_major = not spec["batch_first"] or not spec["sequence"]  # a cell: one step, [B, features]
         # the float node holding the last layer's output (verify compares the two)
         sequence_node = next((u.name for u in node.users if u.target is operator.getitem and u.args[1] == 0), "")
-        # h_n stacks every layer's last step in one copy: then all layers share the output's qparams
-        h_n_used = spec["sequence"] and any(
+        # h_n stacks every run's last step in one copy, and h0 gives every run its state: then all
+        # runs share the output's qparams
+        shared = spec["sequence"] and any(
             u.target is operator.getitem and u.args[1] == 1 and u.users for u in node.users
         )
+        shared = shared or _initial_state(spec)[0] is not None
         if spec["bidirectional"]:
-            outputs = self._lower_bidirectional(ctx, node, spec, x, observed, time_major, sequence_node)
-            if node.target != aten.gru_cell.default:
-                ctx.alias(node, RecurrentResult(self, node, outputs, spec))
-            return
-        outputs = []
+            outputs, runs, ops = self._lower_bidirectional(
+                ctx, node, spec, x, observed, time_major, sequence_node, shared
+            )
+        else:
+            outputs, ops = self._lower_layers(ctx, node, spec, x, observed, time_major, sequence_node, shared)
+            runs = outputs
+        self._held_state(ctx, node, spec, ops)
+        if node.target != aten.gru_cell.default:
+            ctx.alias(node, RecurrentResult(self, node, outputs, spec, runs))
+
+    def _lower_layers(self, ctx, node, spec, x, observed, time_major, sequence_node, shared):
+        """One run per layer, each reading the one before; returns their outputs and ops."""
+        outputs, ops = [], []
         source = x
         for layer, names in enumerate(spec["weights"]):
             last = layer == spec["layers"] - 1
@@ -870,40 +877,58 @@ class Recurrent(OpDef):
                         source=sequence_node if last else "",
                     )
                 )
-                if not last and not h_n_used:
+                if not last and not shared:
                     out.scale, out.zero_point = _asymmetric_qparams(
                         observed[layer]["hidden_min"], observed[layer]["hidden_max"]
                     )
-            op = self._add_run(ctx, node, spec, layer, source, out, observed, time_major)
+            ops.append(self._add_run(ctx, node, spec, layer, source, out, observed, time_major))
             outputs.append(out)
             source = out
-        self._held_state(ctx, node, spec, op)
-        for op in ctx.graph.ops[-len(outputs) :]:  # where a layer without qparams takes them (finalize)
+        for op in ops:  # where a layer without qparams takes them (finalize)
             op.attrs["final_output"] = outputs[-1].name
-        if node.target != aten.gru_cell.default:
-            ctx.alias(node, RecurrentResult(self, node, outputs, spec))
+        return outputs, ops
 
-    def _held_state(self, ctx, node, spec: dict, op) -> None:
-        """A one-layer run whose caller holds the state: h0 (int8, the hidden state's qparams) and
-        c0 (int16 at the cell state's power-of-two scale) become its inputs 1 and 2 (attrs
-        "h0"/"c0": their indices), c_n its output 1 (attrs "c_n"); h_n is the output sequence's
-        last step, as without (RecurrentResult)."""
+    def _held_state(self, ctx, node, spec: dict, ops: list) -> None:
+        """Runs (`ops`, in PyTorch's order) whose caller holds the state: h0 (int8, the hidden
+        state's qparams) and c0 (int16 at the cell state's power-of-two scale, one for all runs:
+        the largest run's) become inputs of every run (attrs "h0"/"c0": their indices; each reads
+        row "state_slot"), c_n an output of the last (attrs "c_n"), the others' final cell states
+        its inputs "c_parts" (each one's output "c_part"); h_n is each run's last step, as without
+        (RecurrentResult)."""
         h0, c0 = _initial_state(spec)
         cell_item = _cell_item(node, spec)
-        op.attrs.update(h0=None, c0=None, c_n=None)
-        if h0 is not None:
-            op.attrs["h0"] = len(op.inputs)
-            op.inputs.append(ctx.tensor(h0).name)
-        if c0 is not None:
-            tensor = ctx.tensor(c0)
-            tensor.scale, tensor.zero_point, tensor.dtype = 2.0 ** op.attrs["cell_power"], 0, "int16"
-            op.attrs["c0"] = len(op.inputs)
-            op.inputs.append(tensor.name)
-        if cell_item is not None:
-            tensor = ctx.output(cell_item)
-            tensor.scale, tensor.zero_point, tensor.dtype = 2.0 ** op.attrs["cell_power"], 0, "int16"
-            op.attrs["c_n"] = len(op.outputs)
-            op.outputs.append(tensor.name)
+        held_cell = c0 is not None or cell_item is not None
+        if held_cell and len(ops) > 1:  # one cell scale and one choice of the tanh form for all
+            cell_power = max(op.attrs["cell_power"] for op in ops)
+            group = [(op.attrs["tanh_pre_max"], op.attrs["cell_max"]) for op in ops]
+            for op in ops:
+                op.attrs.update(cell_power=cell_power, state_group=group)
+        for slot, op in enumerate(ops):
+            op.attrs.update(h0=None, c0=None, c_n=None, c_part=None, c_parts=None, state_slot=slot)
+            if h0 is not None:
+                op.attrs["h0"] = len(op.inputs)
+                op.inputs.append(ctx.tensor(h0).name)
+            if c0 is not None:
+                tensor = ctx.tensor(c0)
+                tensor.scale, tensor.zero_point, tensor.dtype = 2.0 ** op.attrs["cell_power"], 0, "int16"
+                op.attrs["c0"] = len(op.inputs)
+                op.inputs.append(tensor.name)
+        if cell_item is None:
+            return
+        *others, last = ops
+        for op in others:
+            out = ctx.graph.tensors[op.outputs[0]]
+            shape = (op.attrs["batches"], out.shape[-1])
+            scale = 2.0 ** op.attrs["cell_power"]
+            part = ctx.graph.add_tensor(Tensor(f"{op.name}_cell", shape, scale, 0, dtype="int16"))
+            op.attrs["c_part"] = len(op.outputs)
+            op.outputs.append(part.name)
+        last.attrs["c_parts"] = list(range(len(last.inputs), len(last.inputs) + len(others)))
+        last.inputs += [op.outputs[op.attrs["c_part"]] for op in others]
+        tensor = ctx.output(cell_item)
+        tensor.scale, tensor.zero_point, tensor.dtype = 2.0 ** last.attrs["cell_power"], 0, "int16"
+        last.attrs["c_n"] = len(last.outputs)
+        last.outputs.append(tensor.name)
 
     def _add_run(self, ctx, node, spec: dict, run: int, source: Tensor, out: Tensor, observed: list, time_major: bool):
         """The op of one run (a layer, or one direction of a bidirectional layer: index `run` of
@@ -939,21 +964,25 @@ class Recurrent(OpDef):
             **({"weight_bits": 4} if node.meta.get(INT4_KEY) else {}),
         )
 
-    def _lower_bidirectional(self, ctx, node, spec, x, observed, time_major, sequence_node) -> list[Tensor]:
+    def _lower_bidirectional(self, ctx, node, spec, x, observed, time_major, sequence_node, shared):
         """Each layer: the forward run on its input, the reverse run on its input reversed in time
         (a copy) with its output reversed back, both concatenated on the features (a copy), as
         PyTorch's bidirectional layer. Both runs write one qparams (the cat then only moves bytes):
-        the union of their observed ranges, or the sequence output's for the last layer (the
-        quantize that follows gives them through the copies). Returns each layer's output."""
+        the union of their observed ranges, or the sequence output's for the last layer and for
+        all where they are `shared` (the quantize that follows gives them through the copies). A
+        last layer whose sequence nothing reads (h_n only) has no flip back and no cat: its output
+        is its forward run's. Returns each layer's output, each run's (a reverse run's in its own
+        time order), the ops."""
         time_axis = 0 if time_major else 1
-        outputs, source, ops = [], x, []
+        outputs, source, ops, run_outputs = [], x, [], []
+        read = any(u.target is operator.getitem and u.args[1] == 0 and u.users for u in node.users)
         for layer in range(spec["layers"]):
             last = layer == spec["layers"] - 1
             hidden = _hidden(ctx, spec["weights"][2 * layer])
             shape = source.shape[:-1] + (hidden,)
             low = min(observed[2 * layer + d]["hidden_min"] for d in (0, 1))
             high = max(observed[2 * layer + d]["hidden_max"] for d in (0, 1))
-            qparams = (None, 0) if last else _asymmetric_qparams(low, high)
+            qparams = (None, 0) if last or shared else _asymmetric_qparams(low, high)
             name = f"{node.name}_layer{layer}"
             runs = []
             for direction in (0, 1):
@@ -962,7 +991,14 @@ class Recurrent(OpDef):
                 )
                 out = ctx.graph.add_tensor(Tensor(f"{name}_{'reverse' if direction else 'forward'}", shape, *qparams))
                 ops.append(self._add_run(ctx, node, spec, 2 * layer + direction, run_in, out, observed, time_major))
-                runs.append(out if direction == 0 else _time_flip(ctx, node, out, time_axis, f"{name}_reverse_in_time"))
+                run_outputs.append(out)
+                if direction == 0:
+                    runs.append(out)
+                elif read or not last:
+                    runs.append(_time_flip(ctx, node, out, time_axis, f"{name}_reverse_in_time"))
+            if last and not read:
+                outputs.append(runs[0])
+                break
             joined = ctx.graph.add_tensor(
                 Tensor(name, shape[:-1] + (2 * hidden,), *qparams, source=sequence_node if last else "")
             )
@@ -971,7 +1007,7 @@ class Recurrent(OpDef):
             source = joined
         for op in ops:
             op.attrs["final_output"] = outputs[-1].name
-        return outputs
+        return outputs, run_outputs, ops
 
     def relayout(self, op, graph) -> None:
         """The kernel reads and writes rows in PyTorch order: an input or output the layout pass
@@ -981,6 +1017,8 @@ class Recurrent(OpDef):
     def finalize(self, op, graph) -> None:
         a = op.attrs
         _take_output_qparams(graph, op.outputs[0], a["final_output"])
+        if a["bidirectional"]:
+            _give_copies_qparams(graph, op.outputs[0])
         x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         if a["cell"] == "lstm" and not -15 <= a["cell_power"] <= 2:
             raise EdgecError(
@@ -990,7 +1028,7 @@ class Recurrent(OpDef):
         cell_power, n_power = a["cell_power"], None
         if a["cell"] == "gru":
             n_power = linear_tanh_power(a["tanh_pre_max"], out.scale, out.zero_point)
-        elif (powers := lstm_linear_powers(a["tanh_pre_max"], a["cell_max"], out.scale)) is not None:
+        elif (powers := _held_linear_powers(a, out.scale)) is not None:
             n_power, cell_power = powers
         a["state_cell_power"] = cell_power  # the int16 cell state's scale the kernel runs at (verify reads it)
         _check_held_state(op, graph, out, cell_power)
@@ -1023,9 +1061,11 @@ class Recurrent(OpDef):
             out, state["hidden"], state["cell"] = recurrent_s8(a["desc"], inputs[0], state["hidden"], state["cell"])
             cell = state["cell"]
         out = out.reshape(graph.tensors[op.outputs[0]].shape)
-        if a.get("c_n") is None:
+        key = "c_n" if a.get("c_n") is not None else "c_part"
+        if a.get(key) is None:
             return out
-        return [out, cell.reshape(graph.tensors[op.outputs[a["c_n"]]].shape)]
+        cells = [np.asarray(inputs[i], np.int16).ravel() for i in a.get("c_parts") or []] + [cell.ravel()]
+        return [out, np.concatenate(cells).reshape(graph.tensors[op.outputs[a[key]]].shape)]
 
     def state_bytes(self, op) -> int:
         """Streaming: the hidden (int8) and cell (int16, LSTM) state persist between invokes."""
@@ -1049,14 +1089,19 @@ class Recurrent(OpDef):
             base = names.state(op)
         else:
             base = f"({scratch} + {16 * hidden})"
-        # c_n returned: the kernel keeps the cell state in that output, which then holds the final one
-        cell_buffer = names.ptr(op.outputs[a["c_n"]]) if a.get("c_n") is not None else base
+        # c_n returned: the kernel keeps the cell state in that output (the run's row, or its part),
+        # which then holds the final one
+        cell_buffer = base
+        if a.get("c_n") is not None:
+            cell_buffer = f"({names.ptr(op.outputs[a['c_n']])} + {2 * elements * a['state_slot']})"
+        elif a.get("c_part") is not None:
+            cell_buffer = names.ptr(op.outputs[a["c_part"]])
         cell_arg = f"(int16_t *)(void *){cell_buffer}, " if a["cell"] == "lstm" else ""
         hidden_arg = f"({base} + {2 * elements if a['cell'] == 'lstm' else 0})"
         call.code = (
             f"{_initial_state_code(op, names, hidden_arg, cell_buffer, elements)}"
             f"status |= {op.kernel.function}(&{p}, {names.ptr(op.inputs[0])}, {names.ptr(op.outputs[0])}, "
-            f"{hidden_arg}, {cell_arg}{scratch});"
+            f"{hidden_arg}, {cell_arg}{scratch});{_cell_parts_code(op, names, elements)}"
         )
         call.scratch_required = RECURRENT_SCRATCH.call(hidden)
         if a["stream"]:  # real zero: the cell state 0, the hidden state its zero point
@@ -1188,56 +1233,75 @@ def make_streaming(graph) -> None:
 def held_state_io(graph) -> list[tuple[str, str | None]]:
     """The state a caller holds, as (model input, model output) pairs: h0 with h_n (the layer's
     output step, or the copy of its last step), c0 with c_n; the output None where the model does
-    not return it, the input None (zeros) where it returns a state it is not given."""
+    not return it, the input None (zeros) where it returns a state it is not given. One pair of
+    each per layer (its runs share them)."""
+    return [pair for _, *pair in _held_pairs(graph)]
+
+
+def _held_pairs(graph) -> list[tuple]:
+    """held_state_io's pairs, each after the runs of its layer: (runs, model input, model output)."""
     pairs = []
-    for op in recurrent_ops(graph):
-        a = op.attrs
+    for runs in _layers(graph):
+        first, last = runs[0].attrs, runs[-1].attrs
         h_n = next(
             (
                 name
                 for name in graph.outputs
-                if (name == op.outputs[0] and not a["sequence"]) or _is_last_step_copy(graph, name, op)
+                if (name == runs[0].outputs[0] and not first["sequence"]) or _is_last_step_copy(graph, name, runs)
             ),
             None,
         )
-        h0 = op.inputs[a["h0"]] if a.get("h0") is not None else None
+        h0 = runs[0].inputs[first["h0"]] if first.get("h0") is not None else None
         if h0 is not None and h0 in graph.inputs:
-            pairs.append((h0, h_n))
-        c0 = op.inputs[a["c0"]] if a.get("c0") is not None else None
-        c_n = op.outputs[a["c_n"]] if a.get("c_n") is not None else None
+            pairs.append((runs, h0, h_n))
+        c0 = runs[0].inputs[first["c0"]] if first.get("c0") is not None else None
+        c_n = runs[-1].outputs[last["c_n"]] if last.get("c_n") is not None else None
         if c0 is not None or c_n is not None:
-            pairs.append((c0, c_n))
+            pairs.append((runs, c0, c_n))
     return pairs
+
+
+def _layers(graph) -> list[list]:
+    """The recurrent ops grouped by the PyTorch layer they come from (its runs, in order)."""
+    layers: dict[str, list] = {}
+    for op in recurrent_ops(graph):
+        layers.setdefault(op.attrs["float_node"], []).append(op)
+    return list(layers.values())
 
 
 def held_state_notes(graph) -> dict[str, str]:
     """What the header says of each model input and output that carries a caller-held state."""
     notes = {}
-    for state_in, state_out in held_state_io(graph):
+    for runs, state_in, state_out in _held_pairs(graph):
         tensor = graph.tensors[state_in or state_out]
         what = (
             f"the LSTM cell state (int16, scale 2^{round(math.log2(tensor.scale))})"
             if tensor.dtype == "int16"
-            else "the hidden state"
+            else f"the hidden state (int8, scale {tensor.scale:.9g}, zero point {tensor.zero_point})"
         )
+        rows = ""
+        if len(runs) > 1:  # [layers * directions, B, H], as PyTorch's h0 / h_n
+            layers = len(runs) // (2 if runs[0].attrs["bidirectional"] else 1)
+            rows = "; row layer" if layers == len(runs) else "; row 2 * layer + direction"
+            rows += f" (of {layers} layers)" if layers == len(runs) else f" (of {layers} layers, 2 directions)"
         if state_in is not None:
             back = f": the previous invoke's output {graph.outputs.index(state_out)}" if state_out else ""
-            notes[state_in] = f"{what} the caller holds{back}"
+            notes[state_in] = f"{what} the caller holds{back}{rows}"
         if state_out is not None:
             into = f": give it back as input {graph.inputs.index(state_in)}" if state_in else ""
-            notes[state_out] = f"{what} after this invoke{into}"
+            notes[state_out] = f"{what} after this invoke{into}{rows}"
     return notes
 
 
-def _is_last_step_copy(graph, name: str, op) -> bool:
-    """Whether tensor `name` is h_n of sequence layer `op`: a copy of its output's last step."""
+def _is_last_step_copy(graph, name: str, runs: list) -> bool:
+    """Whether tensor `name` is h_n of a sequence layer's `runs`: a copy of their outputs' last steps."""
     producer = graph.producer(name)
     return (
-        op.attrs["sequence"]
+        runs[0].attrs["sequence"]
         and producer is not None
         and producer.kind == "copy"
-        and producer.inputs == [op.outputs[0]]
-        and not _reads_other_steps(graph, producer, {op.outputs[0]: op})
+        and producer.inputs == [op.outputs[0] for op in runs]
+        and not _reads_other_steps(graph, producer, {op.outputs[0]: op for op in runs})
     )
 
 
@@ -1267,7 +1331,7 @@ def _keep_held_state(graph) -> None:
         a = op.attrs
         op.inputs = op.inputs[:1]
         op.outputs = op.outputs[:1]
-        a.update(h0=None, c0=None, c_n=None, stream=True, held_inputs=sorted(dropped))
+        a.update(h0=None, c0=None, c_n=None, c_part=None, c_parts=None, stream=True, held_inputs=sorted(dropped))
     graph.ops = [op for op in graph.ops if op.kind == Recurrent.kind or _is_read(graph, op)]
     graph.remove_unused_tensors()
     reset_state(graph)
@@ -1291,13 +1355,14 @@ def reset_state(graph) -> None:
 
 def _take_output_qparams(graph, name: str, final: str) -> None:
     """A layer output without qparams: an inner layer whose stack's h_n is used takes the last
-    layer's; a last layer whose sequence nothing reads takes those of h_n, copied from it."""
+    layer's; a last layer whose sequence nothing reads takes those of h_n, copied from it (from
+    the layer's output, or from a run's: a bidirectional layer's h_n reads its runs)."""
     tensor = graph.tensors[name]
     # A bidirectional stack's last output is a cat that copy fusion may have merged into its reader
     # (y[:, -1]): then the layer's own output leads, through copies, to the quantized one.
     source = graph.tensors.get(final) or tensor
     if not source.quantized:
-        quantized = _quantized_through_copies(graph, source.name)
+        quantized = _quantized_through_copies(graph, [source.name, name])
         if quantized is None:
             raise EdgecError(f"recurrent output {final} has no quantization parameters")
         source.scale, source.zero_point = quantized.scale, quantized.zero_point
@@ -1305,9 +1370,9 @@ def _take_output_qparams(graph, name: str, final: str) -> None:
         tensor.scale, tensor.zero_point = source.scale, source.zero_point
 
 
-def _quantized_through_copies(graph, name: str):
-    """The first quantized tensor that copies of `name` (and copies of those) write, or None."""
-    pending = [name]
+def _quantized_through_copies(graph, names: list[str]):
+    """The first quantized tensor that copies of `names` (and copies of those) write, or None."""
+    pending = list(names)
     while pending:
         for consumer in graph.consumers(pending.pop(0)):
             if consumer.kind != "copy":
@@ -1317,6 +1382,18 @@ def _quantized_through_copies(graph, name: str):
                 return out
             pending.append(out.name)
     return None
+
+
+def _give_copies_qparams(graph, name: str) -> None:
+    """The copies after a bidirectional run whose layers share one qparams (the flips and the cat
+    of an inner layer, which no quantize reaches) take its output's."""
+    source, pending = graph.tensors[name], [name]
+    while pending:
+        for op in graph.consumers(pending.pop()):
+            out = graph.tensors[op.outputs[0]]
+            if op.kind == "copy" and not out.quantized:
+                out.scale, out.zero_point, out.dtype = source.scale, source.zero_point, source.dtype
+                pending.append(out.name)
 
 
 def _reads_initial_state(op) -> bool:
@@ -1332,9 +1409,11 @@ def initial_state(op, inputs: list) -> tuple[np.ndarray | None, np.ndarray | Non
     if not _reads_initial_state(op):
         return None, None
     shape = (a["batches"], a["w_hh"].shape[1])
+    slot = a["state_slot"]
     hidden = inputs[a["h0"]] if a.get("h0") is not None else np.full(shape, a["desc"]["output_offset"], np.int8)
     cell = inputs[a["c0"]] if a.get("c0") is not None else np.zeros(shape, np.int16)
-    return np.asarray(hidden, np.int8).reshape(shape), np.asarray(cell, np.int16).reshape(shape)
+    rows = (np.asarray(state, dtype).reshape(-1, *shape) for state, dtype in ((hidden, np.int8), (cell, np.int16)))
+    return tuple(row[slot if len(row) > 1 else 0] for row in rows)
 
 
 def _initial_state_code(op, names, hidden: str, cell: str, elements: int) -> str:
@@ -1343,18 +1422,41 @@ def _initial_state_code(op, names, hidden: str, cell: str, elements: int) -> str
     a = op.attrs
     if a["stream"] or not _reads_initial_state(op):
         return ""
+    slot = a["state_slot"]
     code = (
-        f"memcpy({hidden}, {names.ptr(op.inputs[a['h0']])}, {elements}); "
+        f"memcpy({hidden}, {names.ptr(op.inputs[a['h0']])} + {elements * slot}, {elements}); "
         if a.get("h0") is not None
         else f"memset({hidden}, {a['desc']['output_offset']}, {elements}); "
     )
     if a["cell"] == "lstm":
         code += (
-            f"memcpy({cell}, {names.ptr(op.inputs[a['c0']])}, {2 * elements}); "
+            f"memcpy({cell}, {names.ptr(op.inputs[a['c0']])} + {2 * elements * slot}, {2 * elements}); "
             if a.get("c0") is not None
             else f"memset({cell}, 0, {2 * elements}); "
         )
     return code
+
+
+def _cell_parts_code(op, names, elements: int) -> str:
+    """The last run of a layer returning c_n: the other runs' final cell states into their rows."""
+    a = op.attrs
+    if a["stream"] or not a.get("c_parts"):
+        return ""
+    c_n = names.ptr(op.outputs[a["c_n"]])
+    return "".join(
+        f" memcpy({c_n} + {2 * elements * row}, {names.ptr(op.inputs[index])}, {2 * elements});"
+        for row, index in enumerate(a["c_parts"])
+    )
+
+
+def _held_linear_powers(a: dict, hidden_scale: float) -> tuple[int, int] | None:
+    """lstm_linear_powers of a run, or None; runs sharing a held cell state ("state_group") are
+    linear only all together, at the coarsest of their cell powers (one scale for c0 and c_n)."""
+    group = [lstm_linear_powers(t, c, hidden_scale) for t, c in a.get("state_group") or []]
+    own = lstm_linear_powers(a["tanh_pre_max"], a["cell_max"], hidden_scale)
+    if own is None or None in group:
+        return None
+    return own[0], max([own[1]] + [p[1] for p in group])
 
 
 def _check_held_state(op, graph, out: Tensor, cell_power: int) -> None:
@@ -1368,7 +1470,7 @@ def _check_held_state(op, graph, out: Tensor, cell_power: int) -> None:
                 f"{op.source}: the initial hidden state h0 is quantized ({h0.scale:g}, {h0.zero_point}) "
                 f"unlike the hidden state ({out.scale:g}, {out.zero_point}); it must share its qparams"
             )
-    for key, names in (("c0", op.inputs), ("c_n", op.outputs)):
+    for key, names in (("c0", op.inputs), ("c_n", op.outputs), ("c_part", op.outputs)):
         if a.get(key) is not None:
             tensor = graph.tensors[names[a[key]]]
             tensor.scale, tensor.zero_point, tensor.dtype = 2.0**cell_power, 0, "int16"

@@ -1,10 +1,10 @@
-"""Comparisons and selection: torch.where(x1 CMP x2, a, b) and masked_fill, one fused int8 op.
+"""Comparisons and selection: torch.where(condition, a, b) and masked_fill, int8 selects.
 
 C kernel: runtime_c/src/eltwise/edgec_select_s8.c (edgec_select_s8).
 
 A comparison (gt, ge, lt, le, eq, ne) lowers to nothing: its bool result exists only as the
-condition of the where / masked_fill that reads it (check refuses any other use), and the
-select op reads the comparison's operands itself. out = (x1 CMP x2) ? a : b, every operand
+condition of the where / masked_fill (or &, |, ~) that reads it (check refuses any other use), and
+the select op reads the comparison's operands itself. out = (x1 CMP x2) ? a : b, every operand
 broadcast NumPy's way; exact by construction, never rounded:
   - x2 a live tensor: x1 and x2 share scale and zero point (annotated so), and dequantizing is
     strictly increasing, so comparing the raw int8 values is comparing the program's values;
@@ -13,25 +13,33 @@ broadcast NumPy's way; exact by construction, never rounded:
     float32(c)), is a 256-entry 0/1 table the kernel indexes;
   - a and b share the output's qparams (annotated so), so selecting moves bytes; a Python
     scalar a or b is quantized at the output's qparams as the program's own quantize does it.
+Other conditions are masks, int8 0 / 1 tensors (scale 1) the select reads as mask != 0 (a table):
+  - x1 CMP a constant tensor t: a select computes the mask, (q CMP' k_i) ? a_i : b_i on raw bytes,
+    k, a, b int8 constants from t (per_element_thresholds: the program's float32 comparison of
+    each of x1's 256 bytes with each t_i, monotone in q);
+  - &, |, ~ of conditions: ~ of a comparison is the opposite comparison, ~ of a mask is read the
+    other way round (a and b swapped; m ? 0 : 1 where a mask must be made); a & b = a ? b : 0,
+    a | b = a ? 1 : b, one select each, a comparison operand fused;
+  - a bool model input: the caller passes one byte per element, 0 or 1 (edgec.frontend.lower).
 """
 
 from __future__ import annotations
 
-import math
 import operator
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from torch.fx import Node
 from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
-from edgec.frontend.torch_ops import COMPARISONS, SCALAR_TENSORS, SELECTS
+from edgec.frontend.torch_ops import COMPARISONS, LOGICALS, SCALAR_TENSORS, SELECTS
 from edgec.ir import InPlace, KernelChoice, Tensor, same_bytes, to_stored
 from edgec.numerics import INT8_MAX, INT8_MIN
 from edgec.ops.base import CCall, OpDef, descriptor
-from edgec.ops.binary import ConstantOperand, _broadcast_stored
+from edgec.ops.binary import ConstantOperand, _broadcast_stored, broadcast_layouts
 from edgec.ops.eltwise import require_quantized
 from edgec.ops.kernel import Const, Field, Struct
 from edgec.ops.lut import round_half_away_exact
@@ -52,6 +60,7 @@ _CMP_FUNCTIONS = {
     "ne": operator.ne,
 }
 _SWAPPED = {"gt": "lt", "ge": "le", "lt": "gt", "le": "ge", "eq": "eq", "ne": "ne"}  # c CMP x == x SWAPPED c
+_NEGATED = {"gt": "le", "ge": "lt", "lt": "ge", "le": "gt", "eq": "ne", "ne": "eq"}  # not (x CMP y) (no NaN)
 
 SELECT_DESC = Struct(
     "edgec_select_desc",
@@ -67,37 +76,6 @@ SELECT_DESC = Struct(
     ),
 )
 STRUCTS = (SELECT_DESC,)
-
-
-def select_layout(out_shape, shapes) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
-    """(dims, strides per operand) of reading each of `shapes` broadcast to `out_shape`, with the
-    fewest dimensions: edgec.ops.binary.broadcast_layout's rule for any number of operands (that
-    one is for two): size-1 output dims dropped, adjacent dims merged where every operand is
-    broadcast along both or has both. A single-element output is ((1,), [(1,), ...])."""
-    out_shape = tuple(int(d) for d in out_shape)
-    rank = len(out_shape)
-    if np.broadcast_shapes(out_shape, *shapes) != out_shape:
-        raise ValueError(f"operands {[tuple(s) for s in shapes]} do not broadcast to {out_shape}")
-    strides = []
-    for shape in shapes:
-        padded = (1,) * (rank - len(shape)) + tuple(int(d) for d in shape)
-        contiguous = [int(np.prod(padded[d + 1 :], dtype=np.int64)) for d in range(rank)]
-        strides.append([0 if size == 1 else step for size, step in zip(padded, contiguous)])
-    dims, merged = [], [[] for _ in shapes]
-    for d in range(rank):
-        if out_shape[d] == 1:
-            continue
-        if dims and all((m[-1] == 0) == (s[d] == 0) for m, s in zip(merged, strides)):
-            dims[-1] *= out_shape[d]
-            for m, s in zip(merged, strides):
-                m[-1] = s[d]  # the inner stride of the run
-            continue
-        dims.append(out_shape[d])
-        for m, s in zip(merged, strides):
-            m.append(s[d])
-    if not dims:
-        return (1,), [(1,)] * len(shapes)
-    return tuple(dims), [tuple(m) for m in merged]
 
 
 def condition_table(cmp: str, threshold: float, scale: float, zero_point: int) -> np.ndarray:
@@ -124,7 +102,7 @@ def quantize_scalar(value: float, scale: float, zero_point: int, rounding: str) 
 def select_desc(cmp: str, out_shape, shapes: dict, table: np.ndarray | None) -> dict:
     """Fields of the C struct edgec_select_desc (same names, same order): `shapes` the stored shape
     of each operand of ROLES (x2's is ignored with a table), `table` condition_table's or None."""
-    dims, strides = select_layout(out_shape, [shapes[role] for role in ROLES])
+    dims, strides = broadcast_layouts(out_shape, [shapes[role] for role in ROLES])
     if len(dims) > SELECT_MAX_DIMS:
         raise ValueError(f"broadcasting needs {len(dims)} loop levels, more than {SELECT_MAX_DIMS}")
     pad = SELECT_MAX_DIMS - len(dims)
@@ -181,9 +159,30 @@ def _shape(arg) -> tuple[int, ...]:
     return tuple(arg.meta["val"].shape) if isinstance(arg, Node) and "val" in arg.meta else ()
 
 
-def _per_element_threshold(node: Node, elements: int) -> str:
+def is_condition(arg) -> bool:
+    """Whether `arg` is a bool the select kernel can take as a condition: a comparison, a
+    combination of conditions (&, |, ~, logical_*), or a bool model input or a view of one (a
+    comparison's own view is refused by Compare.check)."""
+    value = arg.meta.get("val") if isinstance(arg, Node) else None
+    return isinstance(value, torch.Tensor) and value.dtype == torch.bool
+
+
+def _condition_users_only(node: Node) -> str | None:
+    """Why `node` (a bool) is read other than as a condition of a where / masked_fill or of a
+    logical op, or None."""
+    for user in node.users:
+        if user.op != "call_function":
+            break
+        if user.target in SELECTS and _select_args(user)[0] is node:
+            continue
+        if user.target in LOGICALS:
+            continue
+        break
+    else:
+        return None
     return (
-        f"{node.target} with a constant tensor of {elements} elements (edgec compares with a live tensor or one value)"
+        f"{node.target} whose result is used other than as the condition of torch.where or "
+        f"masked_fill (edgec computes no bool tensors)"
     )
 
 
@@ -197,13 +196,107 @@ class Comparison:
     x2: object
 
 
+def _mask(ctx, node, shape) -> Tensor:
+    """A condition held as a tensor: int8 0 / 1 (scale 1, zero point 0), the float graph's bool
+    `node` its reference (verify compares it as such)."""
+    return ctx.graph.add_tensor(Tensor(f"{node.name}_mask", tuple(shape), 1.0, 0, source=node.name))
+
+
+@dataclass
+class Negated:
+    """~mask of a mask Tensor: no op of its own; a select reading it swaps a and b."""
+
+    mask: Tensor
+
+
+CONDITIONS = (Comparison, Tensor, Negated)  # what a condition node lowers to
+
+
+def _add_select(ctx, node, condition, a, b, out: Tensor, **attrs):
+    """A select op: out = condition ? a : b, the condition a Comparison, a mask Tensor (read as
+    mask != 0) or Negated, a and b each a Tensor, a float or a ConstantOperand."""
+    if isinstance(condition, Negated):
+        condition, a, b = condition.mask, b, a
+    if isinstance(condition, Tensor):
+        condition, attrs["mask"] = Comparison("ne", condition, 0.0), True
+    inputs, sources = [], {}
+    for role, arg in zip(ROLES, (condition.x1, condition.x2, a, b)):
+        if role == "x2" and isinstance(arg, float):
+            sources[role] = None  # compared with one value: the table reads x1 alone
+            continue
+        if not isinstance(arg, Tensor):
+            sources[role] = arg
+            continue
+        if arg not in inputs:
+            inputs.append(arg)
+        sources[role] = inputs.index(arg)
+    threshold = condition.x2 if isinstance(condition.x2, float) else None
+    return ctx.add_op(
+        Select.kind, node, inputs, [out], cmp=condition.cmp, threshold=threshold, sources=sources, **attrs
+    )
+
+
+def _negation(condition):
+    """~condition, no op: the opposite comparison, or the mask read the other way round."""
+    if isinstance(condition, Comparison):
+        return Comparison(_NEGATED[condition.cmp], condition.x1, condition.x2)
+    return condition.mask if isinstance(condition, Negated) else Negated(condition)
+
+
+def _as_mask(ctx, node) -> Tensor:
+    """Condition `node` as a mask tensor: a Comparison or Negated is computed into one (a select
+    of 1 or 0), which `node` then stands for (its other readers read that mask)."""
+    condition = ctx.values[node.name]
+    if isinstance(condition, Tensor):
+        return condition
+    out = _mask(ctx, node, node.meta["val"].shape)
+    _add_select(ctx, node, condition, 1.0, 0.0, out)
+    ctx.alias(node, out)
+    return out
+
+
+def per_element_thresholds(cmp: str, thresholds: np.ndarray, scale: float, zero_point: int):
+    """x CMP t for a constant tensor t, as raw int8 operands of edgec_select_s8: (cmp', k, a, b)
+    such that (q cmp' k_i) ? a_i : b_i is, for every int8 q, the program's float32
+    (q - zp) * scale CMP t_i. Dequantizing is increasing, so the q where it holds are those from
+    some k on (gt, ge: cmp' ge), up to some k (lt, le: le), one or none (eq), all but one or all
+    (ne); a_i = b_i = the answer where it is the same for every q."""
+    values = np.float32(np.arange(INT8_MIN, INT8_MAX + 1) - int(zero_point)) * np.float32(scale)
+    holds = _CMP_FUNCTIONS[cmp](values[None, :], np.float32(thresholds).reshape(-1, 1))  # [elements, 256]
+    raw = {"gt": "ge", "ge": "ge", "lt": "le", "le": "le", "eq": "eq", "ne": "ne"}[cmp]
+    if raw == "le":
+        index = 255 - np.argmax(holds[:, ::-1], axis=1)  # the last q where it holds
+    else:
+        index = np.argmax(holds if raw != "ne" else ~holds, axis=1)  # the first where it holds (ne: fails)
+    k = (index + INT8_MIN).astype(np.int8)
+    always, never = holds.all(axis=1), ~holds.any(axis=1)
+    a = np.where(never, 0, 1).astype(np.int8)
+    b = np.where(always, 1, 0).astype(np.int8)
+    shape = np.shape(thresholds)
+    return raw, k.reshape(shape), a.reshape(shape), b.reshape(shape)
+
+
+def mask_input_notes(graph) -> dict[str, str]:
+    """What the header says of a bool model input that a where / masked_fill reads as its condition."""
+    notes = {}
+    for op in graph.ops:
+        if op.kind == Select.kind and op.attrs.get("mask"):
+            name = graph.storage(op.inputs[op.attrs["sources"]["x1"]])  # the input, or what it views
+            if name in graph.inputs:
+                notes[name] = (
+                    "a bool mask (torch.bool): one byte per element, 0 false, 1 true (any nonzero reads as true)"
+                )
+    return notes
+
+
 class Compare(OpDef):
-    """gt, ge, lt, le, eq, ne: the condition of a where or masked_fill (no kernel of its own)."""
+    """gt, ge, lt, le, eq, ne: the condition of a where or masked_fill (no kernel of its own), or
+    against a constant tensor a mask computed by edgec_select_s8 (per-element raw thresholds)."""
 
     kind = "compare"
-    family = "comparison (only as the condition of where / masked_fill)"
+    family = "comparison (only as a condition of where / masked_fill, or of logical and / or / not)"
     targets = frozenset(COMPARISONS)
-    limits = "only as the condition of torch.where or masked_fill; compared with a tensor or one value"
+    limits = "only as a condition of torch.where or masked_fill (or combined with &, |, ~)"
 
     def annotate(self, node) -> None:
         _, x1, x2 = comparison(node)
@@ -213,17 +306,12 @@ class Compare(OpDef):
         annotate(node, inputs, None)
 
     def check(self, node) -> str | None:
-        for user in node.users:
-            if user.op != "call_function" or user.target not in SELECTS or _select_args(user)[0] is not node:
-                return (
-                    f"{node.target} whose result is used other than as the condition of torch.where or "
-                    f"masked_fill (edgec computes no bool tensors)"
-                )
-        _, x1, x2 = comparison(node)
+        problem = _condition_users_only(node)
+        if problem:
+            return problem
+        _, x1, _ = comparison(node)
         if not isinstance(x1, Node):
             return f"{node.target} of two constants (fold it in the model)"
-        if isinstance(x2, Node) and x2.op == "get_attr" and math.prod(_shape(x2)) > 1:
-            return _per_element_threshold(node, math.prod(_shape(x2)))
         return None
 
     def lower(self, ctx, node) -> None:
@@ -236,26 +324,77 @@ class Compare(OpDef):
         if isinstance(x2, Node):
             constant = ctx.constant(x2)
             value = np.asarray(constant.value, dtype=np.float64)
-            if value.size != 1:
-                raise EdgecError(f"{source_line(node)}: {_per_element_threshold(node, value.size)}")
             if constant.quantized:  # as the program dequantizes it: in float32
                 value = np.float32(value - constant.zero_points) * np.float32(constant.scales)
+            if value.size > 1:
+                self._per_element(ctx, node, cmp, ctx.tensor(x1), np.asarray(value, np.float64))
+                return
             x2 = value.reshape(-1)[0]
         ctx.alias(node, Comparison(cmp, ctx.tensor(x1), float(x2)))
 
+    @staticmethod
+    def _per_element(ctx, node, cmp: str, x1: Tensor, thresholds: np.ndarray) -> None:
+        """x1 CMP a constant tensor: a mask computed by a select whose x2, a and b are constants
+        of the thresholds' shape (per_element_thresholds, at finalize, once x1's qparams are final)."""
+        operands = [ConstantOperand(0, thresholds.copy(), 1.0, 0) for _ in range(3)]
+        out = _mask(ctx, node, node.meta["val"].shape)
+        _add_select(ctx, node, Comparison(cmp, x1, operands[0]), operands[1], operands[2], out, per_element=cmp)
+        ctx.alias(node, out)
+
+
+class Logical(OpDef):
+    """&, |, ~ (and logical_and / _or / _not) of conditions: ~ of a comparison is the opposite
+    comparison; otherwise each is one edgec_select_s8 into a mask, a comparison operand fused
+    (a & b = a ? b : 0, a | b = a ? 1 : b, ~a = a ? 0 : 1)."""
+
+    kind = "logical"
+    family = "logical and / or / not of conditions (only as a condition of where / masked_fill)"
+    targets = frozenset(LOGICALS)
+    limits = "of comparisons and bool model inputs, only as a condition of torch.where or masked_fill"
+
+    def annotate(self, node) -> None:
+        pass
+
+    def check(self, node) -> str | None:
+        operands = node.args[: 1 if LOGICALS[node.target] == "not" else 2]
+        if not all(is_condition(arg) for arg in operands):
+            return f"{node.target} of values that are not bool (integers: edgec computes no bitwise ops)"
+        return _condition_users_only(node)
+
+    def lower(self, ctx, node) -> None:
+        how = LOGICALS[node.target]
+        operands = node.args[: 1 if how == "not" else 2]
+        if not all(isinstance(ctx.values.get(arg.name), CONDITIONS) for arg in operands):
+            raise EdgecError(
+                f"{source_line(node)}: {node.target} of a constant bool tensor (edgec combines comparisons "
+                f"and bool model inputs)"
+            )
+        first = ctx.values[node.args[0].name]
+        if how == "not":
+            ctx.alias(node, _negation(first))
+            return
+        out = _mask(ctx, node, node.meta["val"].shape)
+        other = node.args[1]
+        if isinstance(ctx.values[other.name], Comparison) and not isinstance(first, Comparison):
+            first, other = ctx.values[other.name], node.args[0]  # both commute: the comparison is the fused one
+        mask = _as_mask(ctx, other)
+        a, b = (mask, 0.0) if how == "and" else (1.0, mask)
+        _add_select(ctx, node, first, a, b, out)
+        ctx.alias(node, out)
+
 
 class Select(OpDef):
-    """torch.where(x1 CMP x2, a, b) and x.masked_fill(x1 CMP x2, v): edgec_select_s8 moves bytes
+    """torch.where(condition, a, b) and x.masked_fill(condition, v): edgec_select_s8 moves bytes
     of a or b (sharing the output's qparams) by a condition on raw bytes or a 256-entry table."""
 
     kind, c_function = "select", "edgec_select_s8"
-    family = "where / masked_fill on a comparison"
+    family = "where / masked_fill on a condition"
     targets = frozenset(SELECTS)
     runtime_sources = ("eltwise/edgec_select_s8.c",)
     layout_follows_input = True
     limits = (
-        "the condition a comparison of a tensor with a tensor or one value; broadcasting within "
-        f"{SELECT_MAX_DIMS} loop levels"
+        "the condition a comparison with a tensor, one value or a constant tensor, those combined with "
+        f"&, |, ~, or a bool model input; broadcasting within {SELECT_MAX_DIMS} loop levels"
     )
 
     def annotate(self, node) -> None:
@@ -273,12 +412,15 @@ class Select(OpDef):
 
     def check(self, node) -> str | None:
         condition, a, b = _select_args(node)
-        if not isinstance(condition, Node) or condition.target not in COMPARISONS:
-            return f"{node.target} whose condition is not a comparison (x > y, x < 0.5, ...)"
-        _, x1, x2 = comparison(condition)
-        shapes = [_shape(arg) for arg in (x1, x2, a, b)]
+        if not is_condition(condition):
+            return (
+                f"{node.target} whose condition is not a comparison, a combination of them or a bool "
+                f"model input (x > y, x < 0.5, (x > 0) & m, ...)"
+            )
+        compared = comparison(condition)[1:] if condition.target in COMPARISONS else (condition, None)
+        shapes = [_shape(arg) for arg in (*compared, a, b)]
         try:
-            dims, _ = select_layout(_shape(node), shapes)
+            dims, _ = broadcast_layouts(_shape(node), shapes)
         except ValueError:
             return f"{node.target} of shapes {[list(s) for s in shapes]} that do not broadcast"
         if len(dims) > SELECT_MAX_DIMS:
@@ -288,29 +430,13 @@ class Select(OpDef):
     def lower(self, ctx, node) -> None:
         condition, a, b = _select_args(node)
         compared = ctx.values.get(condition.name)
-        if not isinstance(compared, Comparison):
-            raise EdgecError(f"{source_line(node)}: {node.target} whose condition is not a comparison")
-        inputs, sources = [], {}
-        for role, arg in zip(ROLES, (compared.x1, compared.x2, a, b)):
-            if role == "x2" and not isinstance(arg, Tensor):
-                sources[role] = None  # compared with one value: the table reads x1 alone
-                continue
-            if role in ("a", "b") and not ctx.is_tensor(arg):
-                sources[role] = self._constant(ctx, node, arg)
-                continue
-            tensor = arg if role in ("x1", "x2") else ctx.tensor(arg)
-            if tensor not in inputs:
-                inputs.append(tensor)
-            sources[role] = inputs.index(tensor)
-        ctx.add_op(
-            self.kind,
-            node,
-            inputs,
-            [ctx.output(node)],
-            cmp=compared.cmp,
-            threshold=None if sources["x2"] is not None else compared.x2,
-            sources=sources,
-        )
+        if not isinstance(compared, CONDITIONS):
+            raise EdgecError(
+                f"{source_line(node)}: {node.target} whose condition is a constant bool tensor (edgec takes "
+                f"comparisons and bool model inputs)"
+            )
+        operands = [ctx.tensor(arg) if ctx.is_tensor(arg) else self._constant(ctx, node, arg) for arg in (a, b)]
+        _add_select(ctx, node, compared, *operands, ctx.output(node))
 
     @staticmethod
     def _constant(ctx, node, arg) -> float | ConstantOperand:
@@ -351,6 +477,8 @@ class Select(OpDef):
         require_quantized(op, graph, "where")
         out = graph.tensors[op.outputs[0]]
         sources, constants = op.attrs["sources"], {}
+        if op.attrs.get("per_element"):
+            self._raw_thresholds(op, graph)
         qparams = {}
         for role, source in sources.items():
             if isinstance(source, int):
@@ -370,6 +498,19 @@ class Select(OpDef):
         except ValueError as exc:
             raise EdgecError(f"{op.source}: {exc}") from None
         op.attrs["constants"] = constants
+
+    @staticmethod
+    def _raw_thresholds(op, graph) -> None:
+        """A comparison with a constant tensor: its float thresholds (x2, and a, b in their shape,
+        as relayout stored them) become per_element_thresholds' raw operands at x1's qparams."""
+        sources = op.attrs["sources"]
+        x1, out = graph.tensors[op.inputs[sources["x1"]]], graph.tensors[op.outputs[0]]
+        x2, a, b = (sources[role] for role in ("x2", "a", "b"))
+        raw = per_element_thresholds(op.attrs["per_element"], x2.values, x1.scale, x1.zero_point)
+        op.attrs["cmp"], x2.values, a.values, b.values = raw
+        x2.scale, x2.zero_point = x1.scale, x1.zero_point
+        for operand in (a, b):
+            operand.scale, operand.zero_point = out.scale, out.zero_point
 
     @staticmethod
     def _scalar(value: float, out, graph) -> np.int8:
@@ -454,4 +595,4 @@ class ScalarTensor(OpDef):
         ctx.float_constant(node, np.float32(node.args[0]))
 
 
-UNITS = (Compare(), Select(), ScalarTensor())
+UNITS = (Compare(), Logical(), Select(), ScalarTensor())

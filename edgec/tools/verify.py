@@ -269,7 +269,9 @@ def float_node_values(module, sample: tuple, dtypes=None) -> dict[str, np.ndarra
     class Recorder(Interpreter):
         def run_node(self, node):
             result = super().run_node(node)
-            if isinstance(result, torch.Tensor) and (
+            if isinstance(result, torch.Tensor) and result.dtype == torch.bool:
+                values[node.name] = result.detach().numpy().astype(np.float32)  # a condition, a mask: 0 / 1
+            elif isinstance(result, torch.Tensor) and (
                 result.is_floating_point() or node.target in ARGMAXES or node.op == "placeholder" or _topk_item(node)
             ):
                 values[node.name] = result.detach().numpy().copy()  # argmax, topk: indices; token ids as given
