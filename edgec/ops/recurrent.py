@@ -38,7 +38,15 @@ from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
 from edgec.ir import Tensor
-from edgec.numerics import quantize_multiplier, requantize, wrap_int32
+from edgec.numerics import (
+    S64_SHIFT_MAX,
+    add_bias_s64,
+    quantize_bias_s64,
+    quantize_multiplier,
+    requantize,
+    requantize_s64,
+    wrap_int32,
+)
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.movement import Gather, _flatten_args, _Slot, in_torch_order
@@ -79,10 +87,37 @@ RECURRENT_DESC = Struct(
         Field("sigmoid_table", "const uint16_t *", doc="256 entries"),
     ),
 )
-STRUCTS = (RECURRENT_DESC,)
+# The 16x8 LSTM (edgec_lstm_s16, CMSIS-NN's arm_lstm_unidirectional_s16): int16 input and hidden
+# state (symmetric: no offsets), int8 weights, int64 bias, the same gates and cell state.
+LSTM_S16_DESC = Struct(
+    "edgec_lstm_s16_desc",
+    (
+        *ints("batches time_steps input_size hidden_size"),
+        Field("time_major", doc="1: [T, B, features]; 0: [B, T, features]"),
+        Field("reset_state", doc="1: start from a zero state (whole sequence); 0: continue (stream)"),
+        Field("input_weights", "const int8_t *", doc="[4 * H, I], gate blocks i, f, g, o (PyTorch's order)"),
+        Field("hidden_weights", "const int8_t *", doc="[4 * H, H]"),
+        Field("bias", "const int64_t *", doc="[4 * H]: b_ih + b_hh at s_x * s_wx (the input side's)"),
+        Field("input_multiplier", doc="per gate: s_x * s_wx / 2^-12 (requantize_s64)", count=4),
+        Field("input_shift", count=4),
+        Field("hidden_multiplier", doc="per gate: s_h * s_wh / 2^-12 (requantize_s64)", count=4),
+        Field("hidden_shift", count=4),
+        Field("forget_cell_multiplier", doc="f * c: 2^-15"),
+        *ints("forget_cell_shift"),
+        Field("input_cell_multiplier", doc="i * g: 2^-30 / s_c"),
+        *ints("input_cell_shift"),
+        Field("cell_tanh_shift", doc="log2(s_c) + 12"),
+        Field("output_multiplier", doc="2^-30 / s_h"),
+        *ints("output_shift"),
+        Field("last_step_only", doc="1: output holds only the last step ([1, B, H] / [B, 1, H])"),
+        Field("sigmoid_table", "const uint16_t *", doc="256 entries"),
+    ),
+)
+STRUCTS = (RECURRENT_DESC, LSTM_S16_DESC)
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
 RECURRENT_SCRATCH = Scratch("EDGEC_RECURRENT_SCRATCH_BYTES", ("hidden_size",), "(16 * (hidden_size))")
-SCRATCH = (RECURRENT_SCRATCH,)
+LSTM_S16_SCRATCH = Scratch("EDGEC_LSTM_S16_SCRATCH_BYTES", ("hidden_size",), "(8 * (hidden_size))")
+SCRATCH = (RECURRENT_SCRATCH, LSTM_S16_SCRATCH)
 
 INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 GATE_INPUT_SCALE = 2.0**-12  # Q3.12: what the sigmoid/tanh tables take
@@ -258,6 +293,64 @@ def recurrent_s8(
     return out, hidden, cell
 
 
+def _gate_pre_s16(desc: dict, x, h, gate: int) -> tuple[np.ndarray, np.ndarray]:
+    """arm_nn_lstm_calculate_gate_s16 before the activation (arm_nn_vec_mat_mul_result_acc_s16 twice):
+    gate `gate`'s input part sat16(requantize_s64(bias + Wx x)) and its recurrent part
+    requantize_s64(Wh h) (int32, not yet added); the sums exact in int64."""
+    rows = slice(gate * desc["hidden_size"], (gate + 1) * desc["hidden_size"])
+    x_acc = add_bias_s64(
+        np.asarray(desc["input_weights"][rows], np.int64) @ np.asarray(x, np.int64), desc["bias"][rows]
+    )
+    h_acc = np.asarray(desc["hidden_weights"][rows], np.int64) @ np.asarray(h, np.int64)
+    x_part = _sat16(requantize_s64(x_acc, desc["input_multiplier"][gate], desc["input_shift"][gate]))
+    return x_part, requantize_s64(h_acc, desc["hidden_multiplier"][gate], desc["hidden_shift"][gate])
+
+
+def lstm_step_s16(desc: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One 16x8 time step of one batch row (arm_nn_lstm_step_s16): x int16 [I], h int16 [H],
+    c int16 [H] -> (h', c'). As lstm_step with the matmuls of the 16x8 scheme (int64 sums,
+    requantize_s64 of the Q31 multiplier reduced to Q15) and no offsets:
+
+        gate_k = act_k(sat16(requant_s64(Wh_k h) + sat16(requant_s64(Wx_k x + b_k))))
+        c' = sat16(requant(f * c, m_fc, s_fc));  c' = sat16(requant(i * g, m_ic, s_ic) + c')
+        h' = sat16(requant(o * tanh_s16(c', cell_tanh_shift), m_out, s_out))
+    """
+    gates = []
+    for gate in range(LSTM_GATES):
+        x_part, h_part = _gate_pre_s16(desc, x, h, gate)
+        function = TANH if gate == 2 else SIGMOID
+        gates.append(activation_s16(_sat16(h_part + x_part), 0, function, desc["sigmoid_table"]))
+    i, f, g, o = gates
+    c = _sat16(requantize(f * np.asarray(c, np.int64), desc["forget_cell_multiplier"], desc["forget_cell_shift"]))
+    c = _sat16(requantize(i * g, desc["input_cell_multiplier"], desc["input_cell_shift"]) + c)
+    t = activation_s16(c, desc["cell_tanh_shift"], TANH, desc["sigmoid_table"])
+    h = _sat16(requantize(o * t, desc["output_multiplier"], desc["output_shift"]))
+    return h.astype(np.int16), c.astype(np.int16)
+
+
+def lstm_s16(
+    desc: dict, x: np.ndarray, hidden: np.ndarray | None = None, cell: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Golden edgec_lstm_s16 over a whole sequence, as recurrent_s8 with int16 x, hidden and
+    outputs (a zero state is all zeros: no zero point)."""
+    batches, steps, hidden_size = desc["batches"], desc["time_steps"], desc["hidden_size"]
+    x = np.asarray(x, np.int16).reshape((steps, batches, -1) if desc["time_major"] else (batches, steps, -1))
+    zeros = np.zeros((batches, hidden_size), np.int16)
+    if desc["reset_state"] or hidden is None:
+        hidden, cell = zeros, zeros
+    hidden = np.array(hidden, np.int16).reshape(batches, hidden_size)
+    cell = zeros.copy() if cell is None else np.array(cell, np.int16).reshape(batches, hidden_size)
+    out = np.zeros(x.shape[:2] + (hidden_size,), np.int16)
+    for t in range(steps):
+        for b in range(batches):
+            index = (t, b) if desc["time_major"] else (b, t)
+            hidden[b], cell[b] = lstm_step_s16(desc, x[index], hidden[b], cell[b])
+            out[index] = hidden[b]
+    if desc["last_step_only"]:
+        out = out[-1:] if desc["time_major"] else out[:, -1:]
+    return out, hidden, cell
+
+
 # -- verify's reference: the program's float cell, one step at a time -------------------------------
 
 # How far the integer step may land from the float cell on the same (dequantized) state, in real
@@ -276,19 +369,24 @@ def integer_steps(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The golden step functions over the sequence from a zero state (or from hidden / cell, the
     caller's): per step the hidden state before and after it and the cell state before it,
-    [T, B, H] each (int8, int8, int16)."""
+    [T, B, H] each (int8, int8, int16; the 16x8 LSTM's, LSTM_S16_DESC: int16 throughout)."""
     batches, steps, size = desc["batches"], desc["time_steps"], desc["hidden_size"]
-    x = np.asarray(x, np.int8).reshape((steps, batches, -1) if desc["time_major"] else (batches, steps, -1))
+    s16 = "cell" not in desc  # LSTM_S16_DESC: one cell, no zero points
+    dtype = np.int16 if s16 else np.int8
+    x = np.asarray(x, dtype).reshape((steps, batches, -1) if desc["time_major"] else (batches, steps, -1))
     if not desc["time_major"]:
         x = x.transpose(1, 0, 2)
-    h = np.full((batches, size), desc["output_offset"], np.int8) if hidden is None else np.array(hidden, np.int8)
+    zero = 0 if s16 else desc["output_offset"]
+    h = np.full((batches, size), zero, dtype) if hidden is None else np.array(hidden, dtype)
     c = np.zeros((batches, size), np.int16) if cell is None else np.array(cell, np.int16)
     before, after, cells = [], [], []
     for t in range(steps):
         before.append(h.copy())
         cells.append(c.copy())
         for b in range(batches):
-            if desc["cell"] == LSTM_GATES:
+            if s16:
+                h[b], c[b] = lstm_step_s16(desc, x[t, b], h[b], c[b])
+            elif desc["cell"] == LSTM_GATES:
                 h[b], c[b] = lstm_step(desc, x[t, b], h[b], c[b])
             else:
                 h[b] = gru_step(desc, x[t, b], h[b])
@@ -508,6 +606,75 @@ def recurrent_desc(
             ),
         )
     )
+
+
+def _multipliers_s64(scales) -> tuple[list[int], list[int]]:
+    """_multipliers for requantize_s64, whose shift must be at most S64_SHIFT_MAX (ValueError)."""
+    multipliers, shifts = _multipliers(scales)
+    if max(shifts) > S64_SHIFT_MAX:
+        raise ValueError(
+            f"a gate's effective scale s * s_w / 2^-12 must be below 2^{S64_SHIFT_MAX} (requantize_s64's shift)"
+        )
+    return multipliers, shifts
+
+
+def lstm_s16_desc(
+    *,
+    batches: int,
+    time_steps: int,
+    time_major: bool,
+    reset_state: bool,
+    w_ih: np.ndarray,
+    w_hh: np.ndarray,
+    b_ih: np.ndarray | None,
+    b_hh: np.ndarray | None,
+    input_scale: float,
+    hidden_scale: float,
+    cell_power: int,
+    last_step_only: bool = False,
+) -> dict:
+    """The descriptor of edgec_lstm_s16 from float PyTorch weights and the symmetric int16 scales of
+    the input and hidden state, as TFLite Micro derives its 16x8 LSTM (lstm_eval_common.cc): the
+    gates' matmuls to Q3.12 (s * s_w / 2^-12 per gate, weights per gate block as recurrent_desc's),
+    the bias b_ih + b_hh in int64 at s_x * s_wx (quantize_bias_s64) on the input side, f * c at
+    2^-15, i * g at 2^-30 / s_c, o * tanh(c) at 2^-30 / s_h; keys = C fields in order."""
+    hidden_size = w_hh.shape[1]
+    zeros = np.zeros(LSTM_GATES * hidden_size)
+    bias = (zeros if b_ih is None else np.asarray(b_ih, np.float64)) + (
+        zeros if b_hh is None else np.asarray(b_hh, np.float64)
+    )
+    wx, sx = quantize_weights(w_ih, LSTM_GATES)
+    wh, sh = quantize_weights(w_hh, LSTM_GATES)
+    in_m, in_s = _multipliers_s64(input_scale * sx / GATE_INPUT_SCALE)
+    h_m, h_s = _multipliers_s64(hidden_scale * sh / GATE_INPUT_SCALE)
+    fc_m, fc_s = quantize_multiplier(GATE_OUTPUT_SCALE)
+    ic_m, ic_s = quantize_multiplier(GATE_OUTPUT_SCALE * GATE_OUTPUT_SCALE / 2.0**cell_power)
+    out_m, out_s = quantize_multiplier(GATE_OUTPUT_SCALE * GATE_OUTPUT_SCALE / hidden_scale)
+    values = (
+        batches,
+        time_steps,
+        w_ih.shape[1],
+        hidden_size,
+        int(time_major),
+        int(reset_state),
+        wx,
+        wh,
+        quantize_bias_s64(bias, input_scale, np.repeat(sx, hidden_size)),
+        in_m,
+        in_s,
+        h_m,
+        h_s,
+        fc_m,
+        fc_s,
+        ic_m,
+        ic_s,
+        cell_power + 12,
+        out_m,
+        out_s,
+        int(last_step_only),
+        sigmoid_table(),
+    )
+    return dict(zip(LSTM_S16_DESC.names, values))
 
 
 def lstm_linear_powers(g_pre_max: float, cell_max: float, hidden_scale: float) -> tuple[int, int] | None:
