@@ -337,7 +337,12 @@ class SoftmaxS16(S16Unit):
 
 class LutS16(S16Unit):
     """An elementwise float function (sigmoid, tanh, GELU, ...) as TFLite's interpolated 513-entry
-    int16 table (sigmoid and tanh as TFLite's own transforms)."""
+    int16 table (sigmoid and tanh as TFLite's own transforms).
+
+    _DOMAIN_EDGE: a symmetric int16 input holds negative values even where the float input never
+    is negative (the sqrt of a sum of squares, an STFT magnitude): a function that is not a number
+    below 0 (sqrt, log, a fractional power) takes its value at 0 there; the int8 table, whose
+    asymmetric range starts at the observed minimum, refuses such an input instead."""
 
     kind, base_kind, kernel, desc_type = "lut_s16", "lut", "edgec_lut_s16", s16.LUT_S16_DESC
     runtime_sources = ("activation/edgec_lut_s16.c",)
@@ -350,8 +355,11 @@ class LutS16(S16Unit):
         else:
 
             def transform(v, f=FLOAT_FUNCTIONS[function]):
-                with np.errstate(over="ignore"):
-                    return np.float32(f(np.array([np.float64(v)]), **attrs)[0])
+                with np.errstate(over="ignore", invalid="ignore"):
+                    y = f(np.array([np.float64(v)]), **attrs)[0]
+                    if np.isnan(y) and v < 0:  # sqrt, log of a negative: see _DOMAIN_EDGE
+                        y = f(np.array([0.0]), **attrs)[0]
+                return np.float32(y)
 
         op.attrs["desc"] = _desc(
             op,
@@ -463,6 +471,7 @@ INT16_KIND = {
     "lut": "lut_s16",
     "copy": "copy_s16",
     "clamp": "clamp_s16",
+    "recurrent": "recurrent_s16",  # the LSTM's (edgec.ops.recurrent.RecurrentS16)
 }
 
 
@@ -477,10 +486,15 @@ def _problem(op: Op, graph: Graph) -> str | None:
         return f"{op.attrs['op']}{' with a constant operand' if op.attrs['constant'] is not None else ''}"
     if op.kind == "lut" and op.attrs["function"] not in FLOAT_FUNCTIONS:
         return op.attrs["function"]
+    if op.kind == "recurrent" and op.attrs["cell"] != "lstm":
+        return RECURRENT_INT16_PROBLEM
     if op.kind not in INT16_KIND:
         return op.kind
     return None
 
+
+# Why a GRU cannot be int16 (the quantizer refuses it before lowering; select_int16_kernels after).
+RECURRENT_INT16_PROBLEM = "GRU (the int16 recurrent kernel is the LSTM's; keep the GRU int8)"
 
 # The kinds of the int8 units that have an int16 counterpart or need none: what the quantizer lets
 # a layer selected for int16 be (reductions and unfolded pads are refused after lowering).

@@ -37,7 +37,7 @@ from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
-from edgec.ir import Tensor
+from edgec.ir import KernelChoice, Tensor
 from edgec.numerics import (
     S64_SHIFT_MAX,
     add_bias_s64,
@@ -48,6 +48,7 @@ from edgec.numerics import (
     wrap_int32,
 )
 from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.int16_units import RECURRENT_INT16_PROBLEM
 from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.movement import Gather, _flatten_args, _Slot, in_torch_order
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate, fixed_qspec
@@ -903,6 +904,9 @@ class Recurrent(OpDef):
             return "an unbatched recurrent input (give it a batch dimension)"
         return None
 
+    def int16_problem(self, node) -> str | None:
+        return None if _parse(node)["cell"] == "lstm" else RECURRENT_INT16_PROBLEM
+
     def annotate(self, node) -> None:
         spec = _parse(node)
         qspec = ACTIVATION_QSPEC
@@ -983,11 +987,12 @@ class Recurrent(OpDef):
                         f"{node.name}_layer{layer}",
                         source.shape[:-1] + (_hidden(ctx, names),),
                         source=sequence_node if last else "",
+                        dtype=x.dtype,
                     )
                 )
                 if not last and not h_n_used:
-                    out.scale, out.zero_point = _asymmetric_qparams(
-                        observed[layer]["hidden_min"], observed[layer]["hidden_max"]
+                    out.scale, out.zero_point = _layer_qparams(
+                        observed[layer]["hidden_min"], observed[layer]["hidden_max"], x.dtype
                     )
             op = self._add_run(ctx, node, spec, layer, source, out, observed, time_major)
             outputs.append(out)
@@ -1067,18 +1072,20 @@ class Recurrent(OpDef):
             shape = source.shape[:-1] + (hidden,)
             low = min(observed[2 * layer + d]["hidden_min"] for d in (0, 1))
             high = max(observed[2 * layer + d]["hidden_max"] for d in (0, 1))
-            qparams = (None, 0) if last else _asymmetric_qparams(low, high)
+            qparams = (None, 0) if last else _layer_qparams(low, high, x.dtype)
             name = f"{node.name}_layer{layer}"
             runs = []
             for direction in (0, 1):
                 run_in = (
                     source if direction == 0 else _time_flip(ctx, node, source, time_axis, f"{name}_reversed_input")
                 )
-                out = ctx.graph.add_tensor(Tensor(f"{name}_{'reverse' if direction else 'forward'}", shape, *qparams))
+                out = ctx.graph.add_tensor(
+                    Tensor(f"{name}_{'reverse' if direction else 'forward'}", shape, *qparams, dtype=x.dtype)
+                )
                 ops.append(self._add_run(ctx, node, spec, 2 * layer + direction, run_in, out, observed, time_major))
                 runs.append(out if direction == 0 else _time_flip(ctx, node, out, time_axis, f"{name}_reverse_in_time"))
             joined = ctx.graph.add_tensor(
-                Tensor(name, shape[:-1] + (2 * hidden,), *qparams, source=sequence_node if last else "")
+                Tensor(name, shape[:-1] + (2 * hidden,), *qparams, source=sequence_node if last else "", dtype=x.dtype)
             )
             ctx.add_op("copy", node, runs, [joined], gather=Gather(torch.cat, ([_Slot(0), _Slot(1)], -1), {}))
             outputs.append(joined)
@@ -1180,6 +1187,94 @@ class Recurrent(OpDef):
     def macs(self, op, graph) -> int:
         a = op.attrs
         return int(a["batches"] * a["time_steps"] * (a["w_ih"].size + a["w_hh"].size))
+
+
+class RecurrentS16(Recurrent):
+    """The 16x8 LSTM (int16 activations: --activations int16, --int16-layers): Recurrent's lowering,
+    layout and state handling, edgec_lstm_s16's descriptor, golden and call. Always the tables'
+    gates (TFLite's 16x8 LSTM; no linear tanh mode: int16 holds the fine steps it was for)."""
+
+    kind = "recurrent_s16"
+    targets = frozenset()  # lowered by Recurrent; chosen by edgec.ops.int16_units.select_int16_kernels
+    runtime_sources = ("recurrent/edgec_lstm_s16.c",)
+
+    def finalize(self, op, graph) -> None:
+        a = op.attrs
+        _take_output_qparams(graph, op.outputs[0], a["final_output"])
+        x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if not -15 <= a["cell_power"] <= 2:
+            raise EdgecError(
+                f"{op.source}: the LSTM cell state reaches {2.0 ** (a['cell_power'] + 15):g}; "
+                f"edgec's int16 cell state holds |c| <= 128"
+            )
+        a["state_cell_power"] = a["cell_power"]
+        _check_held_state(op, graph, out, a["cell_power"])
+        try:
+            a["desc"] = lstm_s16_desc(
+                batches=a["batches"],
+                time_steps=a["time_steps"],
+                time_major=a["time_major"],
+                reset_state=not a["stream"] and not _reads_initial_state(op),
+                w_ih=a["w_ih"],
+                w_hh=a["w_hh"],
+                b_ih=a["b_ih"],
+                b_hh=a["b_hh"],
+                input_scale=x.scale,
+                hidden_scale=out.scale,
+                cell_power=a["cell_power"],
+                last_step_only=a["last_step_only"],
+            )
+        except ValueError as exc:
+            raise EdgecError(f"{op.source}: int16 LSTM: {exc}; keep this layer int8 (--int16-layers)") from None
+
+    def specialize(self, op, graph, target) -> None:
+        op.kernel = KernelChoice(
+            "edgec_lstm_s16", "int16", "int16 activations (TFLite's 16x8 kernel): portable kernel", unit=self.kind
+        )
+
+    def kernel_function(self, op) -> str:
+        return "edgec_lstm_s16"
+
+    def golden(self, op, graph, inputs):
+        a = op.attrs
+        state = a.get("state")
+        if state is None:
+            out, _, cell = lstm_s16(a["desc"], inputs[0], *initial_state(op, inputs))
+        else:
+            out, state["hidden"], state["cell"] = lstm_s16(a["desc"], inputs[0], state["hidden"], state["cell"])
+            cell = state["cell"]
+        out = out.reshape(graph.tensors[op.outputs[0]].shape)
+        if a.get("c_n") is None:
+            return out
+        return [out, cell.reshape(graph.tensors[op.outputs[a["c_n"]]].shape)]
+
+    def state_bytes(self, op) -> int:
+        return _state_size(op, 2) if op.attrs["stream"] else 0
+
+    def scratch_bytes(self, op, graph, target) -> int:
+        """The gates' scratch; in whole-sequence mode the state too (after the gates')."""
+        return 8 * op.attrs["w_hh"].shape[1] + (0 if op.attrs["stream"] else _align4(_state_size(op, 2)))
+
+    def emit(self, op, graph, names) -> CCall:
+        a = op.attrs
+        p = names.symbol(op, "desc")
+        call = descriptor(LSTM_S16_DESC, p, a["desc"])
+        hidden = a["w_hh"].shape[1]
+        elements = a["batches"] * hidden
+        scratch = names.scratch(op)
+        base = names.state(op) if a["stream"] else f"({scratch} + {8 * hidden})"
+        cell_buffer = names.ptr(op.outputs[a["c_n"]]) if a.get("c_n") is not None else base
+        hidden_buffer = f"({base} + {2 * elements})"
+        code = _initial_state_code(op, names, hidden_buffer, cell_buffer, elements, hidden_bytes=2)
+        call.code = (
+            f"{code}status |= edgec_lstm_s16(&{p}, (const int16_t *)(const void *){names.ptr(op.inputs[0])}, "
+            f"(int16_t *)(void *){names.ptr(op.outputs[0])}, (int16_t *)(void *){hidden_buffer}, "
+            f"(int16_t *)(void *){cell_buffer}, {scratch});"
+        )
+        call.scratch_required = LSTM_S16_SCRATCH.call(hidden)
+        if a["stream"]:  # the zero state: all zeros (symmetric int16 hidden, int16 cell)
+            call.state_reset = f"memset({base}, 0, {4 * elements});"
+        return call
 
 
 # -- streaming ------------------------------------------------------------------------------------
@@ -1425,28 +1520,33 @@ def _reads_initial_state(op) -> bool:
 
 
 def initial_state(op, inputs: list) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """The golden's starting (hidden int8, cell int16) of a layer reading its caller's state:
-    h0 / c0 where given, real zero (the hidden zero point, cell 0) for the other; (None, None)
+    """The golden's starting (hidden int8, or int16 for the 16x8 LSTM; cell int16) of a layer
+    reading its caller's state: h0 / c0 where given, real zero (the hidden zero point, cell 0) for
+    the other; (None, None)
     for a layer that starts from zero."""
     a = op.attrs
     if not _reads_initial_state(op):
         return None, None
     shape = (a["batches"], a["w_hh"].shape[1])
-    hidden = inputs[a["h0"]] if a.get("h0") is not None else np.full(shape, a["desc"]["output_offset"], np.int8)
+    dtype = np.int8 if "output_offset" in a["desc"] else np.int16  # the 16x8 LSTM's: no zero point
+    zero = a["desc"].get("output_offset", 0)
+    hidden = inputs[a["h0"]] if a.get("h0") is not None else np.full(shape, zero, dtype)
     cell = inputs[a["c0"]] if a.get("c0") is not None else np.zeros(shape, np.int16)
-    return np.asarray(hidden, np.int8).reshape(shape), np.asarray(cell, np.int16).reshape(shape)
+    return np.asarray(hidden, dtype).reshape(shape), np.asarray(cell, np.int16).reshape(shape)
 
 
-def _initial_state_code(op, names, hidden: str, cell: str, elements: int) -> str:
+def _initial_state_code(op, names, hidden: str, cell: str, elements: int, hidden_bytes: int = 1) -> str:
     """The C that puts the caller's h0 / c0 (or real zero for one not given) where the kernel
-    keeps the state, before a call with reset_state 0."""
+    keeps the state, before a call with reset_state 0 (the hidden state int8, or int16 at zero
+    point 0: hidden_bytes 2)."""
     a = op.attrs
     if a["stream"] or not _reads_initial_state(op):
         return ""
+    zero = 0 if hidden_bytes == 2 else a["desc"]["output_offset"]
     code = (
-        f"memcpy({hidden}, {names.ptr(op.inputs[a['h0']])}, {elements}); "
+        f"memcpy({hidden}, {names.ptr(op.inputs[a['h0']])}, {hidden_bytes * elements}); "
         if a.get("h0") is not None
-        else f"memset({hidden}, {a['desc']['output_offset']}, {elements}); "
+        else f"memset({hidden}, {zero}, {hidden_bytes * elements}); "
     )
     if a["cell"] == "lstm":
         code += (
@@ -1474,13 +1574,22 @@ def _check_held_state(op, graph, out: Tensor, cell_power: int) -> None:
             tensor.scale, tensor.zero_point, tensor.dtype = 2.0**cell_power, 0, "int16"
 
 
-def _state_size(op) -> int:
+def _state_size(op, hidden_bytes: int = 1) -> int:
+    """The state's bytes: the hidden state (hidden_bytes an element) and an LSTM's int16 cell."""
     elements = op.attrs["batches"] * op.attrs["w_hh"].shape[1]
-    return elements * (3 if op.attrs["cell"] == "lstm" else 1)
+    return elements * (hidden_bytes + (2 if op.attrs["cell"] == "lstm" else 0))
 
 
 def _align4(n: int) -> int:
     return (n + 3) // 4 * 4
+
+
+def _layer_qparams(low: float, high: float, dtype: str) -> tuple[float, int]:
+    """The qparams of an inner layer's output (no observer of PT2E's sees it): int8 asymmetric,
+    int16 symmetric (max|h| / 32767, zero point 0, as INT16_ACTIVATION_QSPEC's observer)."""
+    if dtype == "int16":
+        return float(np.float32(max(abs(low), abs(high), 2**-20) / 32767)), 0
+    return _asymmetric_qparams(low, high)
 
 
 def _asymmetric_qparams(low: float, high: float) -> tuple[float, int]:
@@ -1504,4 +1613,4 @@ class Zeros(OpDef):
         ctx.float_constant(node, np.zeros(tuple(node.meta["val"].shape), np.float32))
 
 
-UNITS = (Recurrent(), Zeros())
+UNITS = (Recurrent(), RecurrentS16(), Zeros())

@@ -860,7 +860,7 @@ def recurrent_differences(compiled, op, inputs: list, got: np.ndarray, values: d
     )
     x = inputs[0]
     before, after, cells = recurrent.integer_steps(desc, x, *recurrent.initial_state(op, inputs))
-    xs = np.asarray(x, np.int8).reshape(
+    xs = np.asarray(x, sim.INT_DTYPES[x_t.dtype]).reshape(
         (desc["time_steps"], desc["batches"], -1) if desc["time_major"] else (desc["batches"], desc["time_steps"], -1)
     )
     xs = xs if desc["time_major"] else xs.transpose(1, 0, 2)
@@ -875,7 +875,8 @@ def recurrent_differences(compiled, op, inputs: list, got: np.ndarray, values: d
             weights,
             32767 * cell_scale,
         )
-        expected.append(np.clip(np.round(h / out.scale) + out.zero_point, -128, 127))
+        info = np.iinfo(sim.INT_DTYPES[out.dtype])
+        expected.append(np.clip(np.round(h / out.scale) + out.zero_point, info.min, info.max))
         bounds.append(np.broadcast_to(bound, h.shape))
     expected, bounds = np.stack(expected), np.stack(bounds)
     tolerance = LAYER_TOLERANCE_STEPS + np.floor(bounds / out.scale).astype(np.int64)
