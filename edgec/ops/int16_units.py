@@ -498,7 +498,7 @@ RECURRENT_INT16_PROBLEM = "GRU (the int16 recurrent kernel is the LSTM's; keep t
 
 # The kinds of the int8 units that have an int16 counterpart or need none: what the quantizer lets
 # a layer selected for int16 be (reductions and unfolded pads are refused after lowering).
-INT16_CAPABLE_KINDS = frozenset(INT16_KIND) | VIEW_KINDS | {"pad"}
+INT16_CAPABLE_KINDS = frozenset(INT16_KIND) | VIEW_KINDS | {"pad", "zeros"}  # zeros: an LSTM's zero state
 
 
 def _int8_recurrent(op, graph: Graph) -> bool:
