@@ -1411,6 +1411,23 @@ typedef struct {
 edgec_status edgec_lut_s16(const edgec_lut_s16_desc *desc, const int16_t *input, int16_t *output);
 
 /*
+ * Square root of `size` int16 elements, correctly rounded in integers (edgec.ops.int16.sqrt_s16):
+ *   y = min(((isqrt(4 * max(x, 0) * multiplier) >> half_shift) + 1) >> 1, 32767)
+ * = round(sqrt(x * R)) (half up), R = s_in / s_out^2 = multiplier * 4^-half_shift; a negative x
+ * gives 0. May run in place. EDGEC_ARG_ERROR: NULL pointers, size < 1, a negative multiplier,
+ * half_shift outside 0..31.
+ */
+/* generated from edgec/ops/int16.py: edgec_sqrt_s16_desc */
+typedef struct {
+    int32_t size;       /* elements */
+    int32_t multiplier; /* s_in / s_out^2 = multiplier * 4^-half_shift, multiplier in [0, 2^31) */
+    int32_t half_shift; /* 0..31 */
+} edgec_sqrt_s16_desc;
+/* end of edgec_sqrt_s16_desc */
+
+edgec_status edgec_sqrt_s16(const edgec_sqrt_s16_desc *desc, const int16_t *input, int16_t *output);
+
+/*
  * Softmax over the middle axis of [outer, axis_size, inner] (TFLite reference_ops::SoftmaxInt16;
  * CMSIS-NN arm_softmax_s16 where its int32 steps do not overflow;
  * edgec.ops.int16.softmax_s16_desc):
