@@ -26,7 +26,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgec.numerics import reduce_multiplier
-from edgec.ops.recurrent import LSTM_S16_DESC, SIGMOID, TANH, lstm_s16, lstm_s16_desc, sigmoid_table
+from edgec.ops.recurrent import (
+    LSTM_S16_DESC,
+    SIGMOID,
+    TANH,
+    lstm_s16,
+    lstm_s16_desc,
+    lstm_s16_scratch_bytes,
+    sigmoid_table,
+)
 from edgec.targets import toolchain
 from tests.device_support import ROOT, needs_toolchain
 from tests.kernel_lib import LstmS16Desc, struct_from_desc
@@ -34,7 +42,6 @@ from tests.test_kernels_recurrent import ref_activation, ref_multiply, sat
 
 EDGEC_OK, ARG_ERROR = 0, -1
 GUARD = 0x5A
-SCRATCH = lambda hidden: 8 * hidden  # noqa: E731  (EDGEC_LSTM_S16_SCRATCH_BYTES)
 ARRAYS = ("input_weights", "hidden_weights", "bias", "sigmoid_table")
 INT_FIELDS = [name for name in LSTM_S16_DESC.names if name not in ARRAYS]
 
@@ -133,7 +140,8 @@ def run_c(lib, desc, x, hidden, cell, *, expect=EDGEC_OK):
     steps = 1 if desc["last_step_only"] else desc["time_steps"]
     size = desc["batches"] * steps * desc["hidden_size"]
     out = np.full(size + 8, GUARD * 0x101, np.uint16).view(np.int16)
-    scratch = np.full(SCRATCH(desc["hidden_size"]) // 4 + 4, 0x5A5A5A5A, np.uint32)
+    scratch_bytes = lstm_s16_scratch_bytes(desc["input_size"], desc["hidden_size"])
+    scratch = np.full(scratch_bytes // 4 + 4, 0x5A5A5A5A, np.uint32)
     hidden, cell = np.ascontiguousarray(hidden.copy()), np.ascontiguousarray(cell.copy())
     x = np.ascontiguousarray(x, np.int16)
     P16 = C.POINTER(C.c_int16)
@@ -147,7 +155,7 @@ def run_c(lib, desc, x, hidden, cell, *, expect=EDGEC_OK):
     )
     assert status == expect
     assert (out[-8:].view(np.uint16) == GUARD * 0x101).all(), "wrote past the output"
-    assert (scratch[SCRATCH(desc["hidden_size"]) // 4 :] == 0x5A5A5A5A).all(), "wrote past the scratch"
+    assert (scratch[scratch_bytes // 4 :] == 0x5A5A5A5A).all(), "wrote past the scratch"
     return out[:-8], hidden, cell
 
 

@@ -117,10 +117,21 @@ LSTM_S16_DESC = Struct(
 STRUCTS = (RECURRENT_DESC, LSTM_S16_DESC)
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
 RECURRENT_SCRATCH = Scratch("EDGEC_RECURRENT_SCRATCH_BYTES", ("hidden_size",), "(16 * (hidden_size))")
-LSTM_S16_SCRATCH = Scratch("EDGEC_LSTM_S16_SCRATCH_BYTES", ("hidden_size",), "(8 * (hidden_size))")
+LSTM_S16_SCRATCH = Scratch(
+    "EDGEC_LSTM_S16_SCRATCH_BYTES",
+    ("input_size", "hidden_size"),
+    "(8 * (hidden_size) + 4 * (((input_size) + 1) / 2) + 4 * (((hidden_size) + 1) / 2))",
+)
 SCRATCH = (RECURRENT_SCRATCH, LSTM_S16_SCRATCH)
 
 INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
+
+
+def lstm_s16_scratch_bytes(input_size: int, hidden_size: int) -> int:
+    """EDGEC_LSTM_S16_SCRATCH_BYTES: the gates, then x and h as the dot products read them."""
+    return 8 * hidden_size + 4 * ((input_size + 1) // 2) + 4 * ((hidden_size + 1) // 2)
+
+
 GATE_INPUT_SCALE = 2.0**-12  # Q3.12: what the sigmoid/tanh tables take
 GATE_OUTPUT_SCALE = 2.0**-15  # Q0.15: what they return
 LSTM_GATES, GRU_GATES = 4, 3  # PyTorch's row blocks: LSTM i, f, g, o; GRU r, z, n
@@ -1253,7 +1264,8 @@ class RecurrentS16(Recurrent):
 
     def scratch_bytes(self, op, graph, target) -> int:
         """The gates' scratch; in whole-sequence mode the state too (after the gates')."""
-        return 8 * op.attrs["w_hh"].shape[1] + (0 if op.attrs["stream"] else _align4(_state_size(op, 2)))
+        own = lstm_s16_scratch_bytes(op.attrs["w_ih"].shape[1], op.attrs["w_hh"].shape[1])
+        return own + (0 if op.attrs["stream"] else _align4(_state_size(op, 2)))
 
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs
@@ -1262,7 +1274,8 @@ class RecurrentS16(Recurrent):
         hidden = a["w_hh"].shape[1]
         elements = a["batches"] * hidden
         scratch = names.scratch(op)
-        base = names.state(op) if a["stream"] else f"({scratch} + {8 * hidden})"
+        own = lstm_s16_scratch_bytes(a["w_ih"].shape[1], hidden)
+        base = names.state(op) if a["stream"] else f"({scratch} + {own})"
         cell_buffer = names.ptr(op.outputs[a["c_n"]]) if a.get("c_n") is not None else base
         hidden_buffer = f"({base} + {2 * elements})"
         code = _initial_state_code(op, names, hidden_buffer, cell_buffer, elements, hidden_bytes=2)
@@ -1271,7 +1284,7 @@ class RecurrentS16(Recurrent):
             f"(int16_t *)(void *){names.ptr(op.outputs[0])}, (int16_t *)(void *){hidden_buffer}, "
             f"(int16_t *)(void *){cell_buffer}, {scratch});"
         )
-        call.scratch_required = LSTM_S16_SCRATCH.call(hidden)
+        call.scratch_required = LSTM_S16_SCRATCH.call(a["w_ih"].shape[1], hidden)
         if a["stream"]:  # the zero state: all zeros (symmetric int16 hidden, int16 cell)
             call.state_reset = f"memset({base}, 0, {4 * elements});"
         return call

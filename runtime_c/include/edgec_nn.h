@@ -1873,15 +1873,17 @@ edgec_status edgec_gru_s8(const edgec_recurrent_desc *desc, const int8_t *input,
  *   gate_k = sigmoid_s16(pre_k) (tanh for g)                                    Q0.15
  *   c' = sat16(requant(f * c, forget_cell)); c' = sat16(requant(i * g, input_cell) + c')
  *   h' = sat16(requant(o * tanh_s16(c' << cell_tanh_shift), output))
- * The sums are exact in int64; requant_s64 is arm_nn_requantize_s64 of the Q31 multiplier
- * reduced to Q15 (the 16x8 layers'), requant arm_nn_requantize. Layouts and reset_state as
- * edgec_lstm_s8's (a zero state is all zeros). scratch: EDGEC_LSTM_S16_SCRATCH_BYTES(hidden_size)
- * bytes, 4-byte aligned. Not in place. EDGEC_ARG_ERROR: NULL pointers, non-positive sizes, sizes
+ * The sums are exact in int64 (with the DSP extension on SMLALD, x and h reordered into the
+ * scratch); requant_s64 is arm_nn_requantize_s64 of the Q31 multiplier reduced to Q15 (the 16x8
+ * layers'), requant arm_nn_requantize. Layouts and reset_state as edgec_lstm_s8's (a zero state
+ * is all zeros). scratch: EDGEC_LSTM_S16_SCRATCH_BYTES(input_size, hidden_size) bytes, 4-byte
+ * aligned. Not in place. EDGEC_ARG_ERROR: NULL pointers, non-positive sizes, sizes
  * over 65535, a negative matmul multiplier or its shift outside -31..7, other shifts outside
  * -31..31, cell_tanh_shift outside -31..14.
  */
 /* generated from edgec/ops/recurrent.py: EDGEC_LSTM_S16_SCRATCH_BYTES */
-#define EDGEC_LSTM_S16_SCRATCH_BYTES(hidden_size) (8 * (hidden_size))
+#define EDGEC_LSTM_S16_SCRATCH_BYTES(input_size, hidden_size) \
+    (8 * (hidden_size) + 4 * (((input_size) + 1) / 2) + 4 * (((hidden_size) + 1) / 2))
 /* end of EDGEC_LSTM_S16_SCRATCH_BYTES */
 
 /* generated from edgec/ops/recurrent.py: edgec_lstm_s16_desc */

@@ -24,38 +24,80 @@ static int32_t requantize_s64(int64_t x, int32_t multiplier, int32_t shift)
     return (int32_t)EDGEC_MIN(EDGEC_MAX(result, INT32_MIN), INT32_MAX);
 }
 
-/* sum_j w[j] * x[j] over n terms, exact (|sum| < 2^39 for n <= 65535). */
-static int64_t dot_s16(const int16_t *x, const int8_t *w, int32_t n)
+#if defined(__ARM_FEATURE_DSP)
+/* acc[r] = sum_j x[j] * w_r[j] for the rows w_0 = w and w_1 = w + n (only w_0 when !pair), x in
+ * the DSP order (edgec_s16_dsp_reorder): SMLALD on int16 pairs, exact in int64. */
+static void dot_rows(const int16_t *x, const int8_t *w, int32_t n, int pair, int64_t acc[2])
 {
-    int64_t acc = 0;
-    for (int32_t j = 0; j < n; j++) {
-        acc += (int32_t)x[j] * (int32_t)w[j];
+    if (pair) {
+        edgec_s16_dsp_dot2(x, w, n, n, acc);
+    } else {
+        acc[0] = edgec_s16_dsp_dot(x, w, n);
     }
-    return acc;
 }
 
-/* Gate `gate`'s pre-activation (Q3.12) of each of the hidden_size rows into pre[k]. */
+/* The operand the dot products read: `n` int16 of src copied to dst (word-aligned) in the DSP order. */
+static const int16_t *operand(int16_t *dst, const int16_t *src, int32_t n)
+{
+    memcpy(dst, src, (size_t)n * sizeof(int16_t));
+    edgec_s16_dsp_reorder(dst, n);
+    return dst;
+}
+#else
+/* acc[r] = sum_j x[j] * w_r[j] for the rows w_0 = w and w_1 = w + n (only w_0 when !pair), exact
+ * (|sum| < 2^39 for n <= 65535). */
+static void dot_rows(const int16_t *x, const int8_t *w, int32_t n, int pair, int64_t acc[2])
+{
+    int64_t acc0 = 0, acc1 = 0;
+    const int8_t *w1 = pair ? w + n : w;
+    for (int32_t j = 0; j < n; j++) {
+        acc0 += (int32_t)x[j] * (int32_t)w[j];
+        acc1 += (int32_t)x[j] * (int32_t)w1[j];
+    }
+    acc[0] = acc0;
+    acc[1] = acc1;
+}
+
+/* The operand the dot products read: src itself. */
+static const int16_t *operand(int16_t *dst, const int16_t *src, int32_t n)
+{
+    (void)dst;
+    (void)n;
+    return src;
+}
+#endif
+
+/* Gate `gate`'s pre-activation (Q3.12) of each of the hidden_size rows into pre[k], two rows at a
+ * time; x and h as operand() gives them. */
 static void gate_pre(const edgec_lstm_s16_desc *d, const int16_t *x, const int16_t *h, int32_t gate, int16_t *pre)
 {
     const int32_t hs = d->hidden_size;
-    for (int32_t k = 0; k < hs; k++) {
+    for (int32_t k = 0; k < hs; k += 2) {
         const size_t row = (size_t)gate * (size_t)hs + (size_t)k;
-        const int64_t x_acc =
-            edgec_add_bias_s64(dot_s16(x, d->input_weights + row * (size_t)d->input_size, d->input_size), d->bias[row]);
-        const int16_t x_part = edgec_sat16(requantize_s64(x_acc, d->input_multiplier[gate], d->input_shift[gate]));
-        const int32_t h_part = requantize_s64(dot_s16(h, d->hidden_weights + row * (size_t)hs, hs),
-                                              d->hidden_multiplier[gate], d->hidden_shift[gate]);
-        pre[k] = edgec_sat16((int64_t)h_part + x_part);
+        const int pair = k + 1 < hs;
+        int64_t x_acc[2], h_acc[2];
+        dot_rows(x, d->input_weights + row * (size_t)d->input_size, d->input_size, pair, x_acc);
+        dot_rows(h, d->hidden_weights + row * (size_t)hs, hs, pair, h_acc);
+        for (int32_t r = 0; r <= pair; r++) {
+            const int64_t x_sum = edgec_add_bias_s64(x_acc[r], d->bias[row + (size_t)r]);
+            const int16_t x_part = edgec_sat16(requantize_s64(x_sum, d->input_multiplier[gate], d->input_shift[gate]));
+            const int32_t h_part = requantize_s64(h_acc[r], d->hidden_multiplier[gate], d->hidden_shift[gate]);
+            pre[k + r] = edgec_sat16((int64_t)h_part + x_part);
+        }
     }
 }
 
-/* One step of one batch row; gates: 4 * hidden_size int16. */
+/* One step of one batch row; scratch: the gates (4 * hidden_size int16), then room for x and h as
+ * the dot products read them (word-aligned: EDGEC_LSTM_S16_SCRATCH_BYTES). */
 static void lstm_step(const edgec_lstm_s16_desc *d, const int16_t *x, int16_t *h, int16_t *c, int16_t *gates)
 {
     const int32_t hs = d->hidden_size;
+    int16_t *x_room = gates + 4 * hs;
+    const int16_t *xs = operand(x_room, x, d->input_size);
+    const int16_t *hs_ = operand(x_room + 2 * ((d->input_size + 1) / 2), h, hs);
     for (int32_t gate = 0; gate < 4; gate++) {
         int16_t *out = gates + gate * hs;
-        gate_pre(d, x, h, gate, out);
+        gate_pre(d, xs, hs_, gate, out);
         for (int32_t k = 0; k < hs; k++) {
             out[k] =
                 edgec_activation_s16(out[k], 0, gate == 2 ? EDGEC_LSTM_TANH : EDGEC_LSTM_SIGMOID, d->sigmoid_table);

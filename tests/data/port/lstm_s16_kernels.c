@@ -88,7 +88,7 @@ static int run_record(int in, int out)
     const int32_t rows = 4 * d.hidden_size;
     const int32_t state = d.batches * d.hidden_size * 2;
     const int32_t out_bytes = d.batches * (d.last_step_only ? 1 : d.time_steps) * d.hidden_size * 2;
-    const int32_t scratch_bytes = EDGEC_LSTM_S16_SCRATCH_BYTES(d.hidden_size);
+    const int32_t scratch_bytes = EDGEC_LSTM_S16_SCRATCH_BYTES(d.input_size, d.hidden_size);
     const int32_t sizes[7] = {rows * d.input_size, rows * d.hidden_size, rows * 8, 512,
                               d.batches * d.time_steps * d.input_size * 2, state, state};
     int8_t *arrays[7];
