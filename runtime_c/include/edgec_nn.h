@@ -1873,8 +1873,8 @@ edgec_status edgec_gru_s8(const edgec_recurrent_desc *desc, const int8_t *input,
  *   gate_k = sigmoid_s16(pre_k) (tanh for g)                                    Q0.15
  *   c' = sat16(requant(f * c, forget_cell)); c' = sat16(requant(i * g, input_cell) + c')
  *   h' = sat16(requant(o * tanh_s16(c' << cell_tanh_shift), output))
- * The sums are exact in int64 (with the DSP extension on SMLALD, x and h reordered into the
- * scratch); requant_s64 is arm_nn_requantize_s64 of the Q31 multiplier reduced to Q15 (the 16x8
+ * The sums are exact in int64 (Helium: VMLALDAVA; the DSP extension: SMLALD, x and h reordered
+ * into the scratch); requant_s64 is arm_nn_requantize_s64 of the Q31 multiplier reduced to Q15 (the 16x8
  * layers'), requant arm_nn_requantize. Layouts and reset_state as edgec_lstm_s8's (a zero state
  * is all zeros). scratch: EDGEC_LSTM_S16_SCRATCH_BYTES(input_size, hidden_size) bytes, 4-byte
  * aligned. Not in place. EDGEC_ARG_ERROR: NULL pointers, non-positive sizes, sizes

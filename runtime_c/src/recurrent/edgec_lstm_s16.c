@@ -7,7 +7,9 @@
  * arm_nn_lstm_calculate_gate_s16, arm_nn_vec_mat_mul_result_acc_s16, arm_elementwise_mul_s16 /
  * _acc_s16 / _s16_batch_offset, arm_nn_activation_s16): per gate an int16 x int8 matmul of the input
  * (plus the bias) and one of the hidden state, each summed exactly in int64 and brought to Q3.12 by
- * requantize_s64, added with saturation; the gates and the cell state as edgec_lstm_s8's.
+ * requantize_s64, added with saturation; the gates and the cell state as edgec_lstm_s8's. The dot
+ * products run two rows at a time: on Helium's VMLALDAVA (Cortex-M55), on SMLALD with the DSP
+ * extension (x and h reordered into the scratch), else in plain C; all exact in int64.
  * Golden: edgec.ops.recurrent.lstm_step_s16 / lstm_s16.
  */
 #include <stddef.h>
@@ -24,7 +26,34 @@ static int32_t requantize_s64(int64_t x, int32_t multiplier, int32_t shift)
     return (int32_t)EDGEC_MIN(EDGEC_MAX(result, INT32_MIN), INT32_MAX);
 }
 
-#if defined(__ARM_FEATURE_DSP)
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#include <arm_mve.h>
+
+/* acc[r] = sum_j x[j] * w_r[j] for the rows w_0 = w and w_1 = w + n (only w_0 when !pair): eight
+ * int16 x against eight int8 weights widened on load, VMLALDAVA into int64 (exact); the tail
+ * loaded under a VCTP predicate (zeros). */
+static void dot_rows(const int16_t *x, const int8_t *w, int32_t n, int pair, int64_t acc[2])
+{
+    const int8_t *w1 = pair ? w + n : w;
+    int64_t acc0 = 0, acc1 = 0;
+    for (int32_t j = 0; j < n; j += 8) {
+        const mve_pred16_t p = vctp16q((uint32_t)(n - j));
+        const int16x8_t xv = vldrhq_z_s16(x + j, p);
+        acc0 = vmlaldavaq_s16(acc0, xv, vldrbq_z_s16(w + j, p));
+        acc1 = vmlaldavaq_s16(acc1, xv, vldrbq_z_s16(w1 + j, p));
+    }
+    acc[0] = acc0;
+    acc[1] = acc1;
+}
+
+/* The operand the dot products read: src itself. */
+static const int16_t *operand(int16_t *dst, const int16_t *src, int32_t n)
+{
+    (void)dst;
+    (void)n;
+    return src;
+}
+#elif defined(__ARM_FEATURE_DSP)
 /* acc[r] = sum_j x[j] * w_r[j] for the rows w_0 = w and w_1 = w + n (only w_0 when !pair), x in
  * the DSP order (edgec_s16_dsp_reorder): SMLALD on int16 pairs, exact in int64. */
 static void dot_rows(const int16_t *x, const int8_t *w, int32_t n, int pair, int64_t acc[2])
