@@ -340,6 +340,12 @@ def lstm_step_s16(desc: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray) -> tu
     return h.astype(np.int16), c.astype(np.int16)
 
 
+def is_lstm_s16(desc: dict) -> bool:
+    """Whether `desc` is edgec_lstm_s16's (LSTM_S16_DESC: one cell kind, no zero points), not
+    edgec_recurrent_desc's."""
+    return list(desc) == LSTM_S16_DESC.names
+
+
 def lstm_s16(
     desc: dict, x: np.ndarray, hidden: np.ndarray | None = None, cell: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -383,7 +389,7 @@ def integer_steps(
     caller's): per step the hidden state before and after it and the cell state before it,
     [T, B, H] each (int8, int8, int16; the 16x8 LSTM's, LSTM_S16_DESC: int16 throughout)."""
     batches, steps, size = desc["batches"], desc["time_steps"], desc["hidden_size"]
-    s16 = "cell" not in desc  # LSTM_S16_DESC: one cell, no zero points
+    s16 = is_lstm_s16(desc)
     dtype = np.int16 if s16 else np.int8
     x = np.asarray(x, dtype).reshape((steps, batches, -1) if desc["time_major"] else (batches, steps, -1))
     if not desc["time_major"]:
@@ -1541,8 +1547,8 @@ def initial_state(op, inputs: list) -> tuple[np.ndarray | None, np.ndarray | Non
     if not _reads_initial_state(op):
         return None, None
     shape = (a["batches"], a["w_hh"].shape[1])
-    dtype = np.int8 if "output_offset" in a["desc"] else np.int16  # the 16x8 LSTM's: no zero point
-    zero = a["desc"].get("output_offset", 0)
+    dtype = np.int16 if is_lstm_s16(a["desc"]) else np.int8
+    zero = 0 if is_lstm_s16(a["desc"]) else a["desc"]["output_offset"]  # the 16x8 LSTM's: no zero point
     hidden = inputs[a["h0"]] if a.get("h0") is not None else np.full(shape, zero, dtype)
     cell = inputs[a["c0"]] if a.get("c0") is not None else np.zeros(shape, np.int16)
     return np.asarray(hidden, dtype).reshape(shape), np.asarray(cell, np.int16).reshape(shape)
