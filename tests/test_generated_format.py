@@ -5,8 +5,8 @@ checks it with clang-format on every generated .c/.h of builds that exercise the
 a CNN for host, a DSP core and a Helium core, int4 weights, int16 activations, a recurrent model
 streamed step by step, an int16 LSTM holding its caller's state, a band stage with streamed input
 and PReLU tables, a transformer, and a directory of two models (one over token ids) sharing an
-arena (with CMSIS_NN_DIR, also the calls of Arm's CMSIS-NN kernels). The runtime's own files are `make lint`'s (runtime/include/edgec_nn.h,
-partly generated from the kernel schema, aside)."""
+arena (with CMSIS_NN_DIR, also the calls of Arm's CMSIS-NN kernels). The runtime's own files are
+`make lint`'s (runtime/include/edgec_nn.h, partly generated from the kernel schema, aside)."""
 
 from __future__ import annotations
 
