@@ -87,9 +87,10 @@ CopyDesc, PadDesc, UpsampleNearestDesc, ResizeBilinearDesc, ReduceDesc = (ctypes
     LutS16Desc,
     SoftmaxS16Desc,
     RequantizeS16Desc,
+    SqrtS16Desc,
 ) = (ctypes_struct(s) for s in int16.STRUCTS)
 BatchMatmulDesc, LayerNormDesc = ctypes_struct(matmul.BATCH_MATMUL_DESC), ctypes_struct(layer_norm.LAYER_NORM_DESC)
-RecurrentDesc = ctypes_struct(recurrent.RECURRENT_DESC)
+RecurrentDesc, LstmS16Desc = ctypes_struct(recurrent.RECURRENT_DESC), ctypes_struct(recurrent.LSTM_S16_DESC)
 
 
 def struct_from_desc(cls, desc: dict, keep: list | None = None):

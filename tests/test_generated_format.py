@@ -3,10 +3,10 @@ team that formats its tree finds nothing to change in a model directory. edgec w
 itself (edgec/c_format.py), so the output does not depend on clang-format being installed; this
 checks it with clang-format on every generated .c/.h of builds that exercise the emitter's forms:
 a CNN for host, a DSP core and a Helium core, int4 weights, int16 activations, a recurrent model
-streamed step by step, a band stage with streamed input and PReLU tables, a transformer, and a
-directory of two models (one over token ids) sharing an arena (with CMSIS_NN_DIR, also the calls of
-Arm's CMSIS-NN kernels). The runtime's own files are `make lint`'s (runtime/include/edgec_nn.h,
-partly generated from the kernel schema, aside)."""
+streamed step by step, an int16 LSTM holding its caller's state, a band stage with streamed input
+and PReLU tables, a transformer, and a directory of two models (one over token ids) sharing an
+arena (with CMSIS_NN_DIR, also the calls of Arm's CMSIS-NN kernels). The runtime's own files are
+`make lint`'s (runtime/include/edgec_nn.h, partly generated from the kernel schema, aside)."""
 
 from __future__ import annotations
 
@@ -60,6 +60,9 @@ def generated(tmp_path_factory) -> Path:
     int16 = _quantize(str(DIGITS / "digits.pt2"), calibration, activations="int16")
     emit(compile_for(int16, "cortex-m4"), out / "digits-int16", "digits")
     emit(compile_for(_zoo(seq, "lstm_kws"), "cortex-m4", stream=True), out / "lstm-stream", "lstm_kws")
+    model, example = seq.silero_vad()  # the 16x8 LSTM with its caller-held state, int16 sqrt and x ** 2
+    vad = _quantize(model, seq.vad_samples(model, 4), example_inputs=example, activations="int16")
+    emit(compile_for(vad, "cortex-m4"), out / "vad-int16", "vad")
     banded = get_target("cortex-m4").with_budget(26 * 1024).with_stream_input(True)
     emit(compile_for(_zoo(vision, "pnet"), banded), out / "pnet-band", "pnet")
     emit(compile_for(_zoo(seq, "kws_transformer"), "cortex-m55"), out / "transformer", "kws_transformer")

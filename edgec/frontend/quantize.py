@@ -152,6 +152,10 @@ class EdgecQuantizer(Quantizer):
             if OPS[node.target].kind not in INT16_CAPABLE_KINDS:
                 refused.append(f"  {node.target}: {node_location(node)}")
                 continue
+            problem = OPS[node.target].int16_problem(node)
+            if problem is not None:
+                refused.append(f"  {node.target}, {problem}: {node_location(node)}")
+                continue
             select_int16(node)
             selected.add(node)
         if unused:

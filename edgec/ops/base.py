@@ -124,6 +124,10 @@ class OpDef:
         calibration sample, for statistics that no graph tensor carries (e.g. an LSTM's cell
         state); the unit keeps them in node.meta for its `lower`. Units that need none leave it."""
 
+    def int16_problem(self, node) -> str | None:
+        """Why `node` cannot take int16 activations although its kind has int16 kernels, or None."""
+        return None
+
     def check(self, node) -> str | None:
         """What keeps edgec from compiling this use of the operator (e.g. an argument beyond the
         kernel's limits), or None; asked of every node before calibration, so all come at once."""

@@ -100,6 +100,14 @@ SOFTMAX_S16_DESC = Struct(
     ),
 )
 REQUANTIZE_S16_DESC = Struct("edgec_requantize_s16_desc", (*ints("size input_offset multiplier shift output_offset"),))
+SQRT_S16_DESC = Struct(
+    "edgec_sqrt_s16_desc",
+    (
+        Field("size", doc="elements"),
+        Field("multiplier", doc="s_in / s_out^2 = multiplier * 4^-half_shift, multiplier in [0, 2^31)"),
+        Field("half_shift", doc="0..31"),
+    ),
+)
 STRUCTS = (
     CONV_S16_DESC,
     DEPTHWISE_CONV_S16_DESC,
@@ -109,6 +117,7 @@ STRUCTS = (
     LUT_S16_DESC,
     SOFTMAX_S16_DESC,
     REQUANTIZE_S16_DESC,
+    SQRT_S16_DESC,
 )
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
 CONV_S16_DSP_SCRATCH = Scratch("EDGEC_CONV_S16_DSP_SCRATCH_BYTES", ("k",), "(4 * (((k) + 1) / 2))")
@@ -670,6 +679,40 @@ def softmax_s16(desc: dict, x: np.ndarray) -> np.ndarray:
     rounding = np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0)
     y = (e * r.astype(np.int64) + rounding) >> right
     return np.clip(y, 0, INT16_MAX).astype(np.int16).reshape(-1)
+
+
+# ---- square root -------------------------------------------------------------------------------
+
+
+def sqrt_s16_desc(size: int, input_scale: float, output_scale: float) -> dict:
+    """edgec_sqrt_s16_desc's fields: R = s_in / s_out^2 as multiplier * 4^-half_shift, the
+    multiplier as large as stays below 2^31 (31 significant bits), half_shift in 0..31."""
+    ratio = float(input_scale) / float(output_scale) ** 2
+    half_shift = 0
+    while half_shift < 31 and round(ratio * 4.0 ** (half_shift + 1)) < 2**31:
+        half_shift += 1
+    multiplier = round(ratio * 4.0**half_shift)
+    if multiplier >= 2**31:
+        raise ValueError(f"sqrt: s_in / s_out^2 = {ratio:g} is 2^31 or more")
+    return dict(size=int(size), multiplier=int(multiplier), half_shift=half_shift)
+
+
+def _isqrt(n: np.ndarray) -> np.ndarray:
+    """floor(sqrt(n)) of int64 n in [0, 2^62), exact (float64's root corrected by one)."""
+    n = np.asarray(n, dtype=np.int64)
+    r = np.floor(np.sqrt(n.astype(np.float64))).astype(np.int64)
+    r -= (r * r > n).astype(np.int64)
+    return r + ((r + 1) * (r + 1) <= n).astype(np.int64)
+
+
+def sqrt_s16(desc: dict, x: np.ndarray) -> np.ndarray:
+    """edgec_sqrt_s16: y = round_half_up(sqrt(x * R)) in [0, 32767], R = multiplier * 4^-half_shift,
+    exactly: y = ((isqrt(4 * x * multiplier) >> half_shift) + 1) >> 1 (floor(2 sqrt(v)) =
+    isqrt(4 v) for the integer part, and round(u) = (floor(2u) + 1) >> 1); x < 0 gives 0 (the
+    root at the domain's edge, as the int16 tables take it)."""
+    x = np.maximum(np.asarray(x, dtype=np.int64).reshape(-1)[: desc["size"]], 0)
+    y = ((_isqrt(4 * x * desc["multiplier"]) >> desc["half_shift"]) + 1) >> 1
+    return np.minimum(y, INT16_MAX).astype(np.int16)
 
 
 # ---- int8 <-> int16 requantization -------------------------------------------------------------

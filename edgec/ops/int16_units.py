@@ -337,7 +337,12 @@ class SoftmaxS16(S16Unit):
 
 class LutS16(S16Unit):
     """An elementwise float function (sigmoid, tanh, GELU, ...) as TFLite's interpolated 513-entry
-    int16 table (sigmoid and tanh as TFLite's own transforms)."""
+    int16 table (sigmoid and tanh as TFLite's own transforms).
+
+    _DOMAIN_EDGE: a symmetric int16 input holds negative values even where the float input never
+    is negative (the sqrt of a sum of squares, an STFT magnitude): a function that is not a number
+    below 0 (sqrt, log, a fractional power) takes its value at 0 there; the int8 table, whose
+    asymmetric range starts at the observed minimum, refuses such an input instead."""
 
     kind, base_kind, kernel, desc_type = "lut_s16", "lut", "edgec_lut_s16", s16.LUT_S16_DESC
     runtime_sources = ("activation/edgec_lut_s16.c",)
@@ -350,8 +355,11 @@ class LutS16(S16Unit):
         else:
 
             def transform(v, f=FLOAT_FUNCTIONS[function]):
-                with np.errstate(over="ignore"):
-                    return np.float32(f(np.array([np.float64(v)]), **attrs)[0])
+                with np.errstate(over="ignore", invalid="ignore"):
+                    y = f(np.array([np.float64(v)]), **attrs)[0]
+                    if np.isnan(y) and v < 0:  # sqrt, log of a negative: see _DOMAIN_EDGE
+                        y = f(np.array([0.0]), **attrs)[0]
+                return np.float32(y)
 
         op.attrs["desc"] = _desc(
             op,
@@ -369,6 +377,59 @@ class LutS16(S16Unit):
 
     def golden(self, op, graph, inputs):
         return s16.lut_s16(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
+
+
+class SqrtS16(S16Unit):
+    """sqrt of an int16 tensor, correctly rounded in integers (edgec_sqrt_s16): an interpolated
+    table is coarse near 0, where the root is steepest (an STFT magnitude's small bins)."""
+
+    kind, base_kind, kernel, desc_type = "sqrt_s16", "lut", "edgec_sqrt_s16", s16.SQRT_S16_DESC
+    runtime_sources = ("activation/edgec_sqrt_s16.c",)
+
+    def finalize(self, op, graph) -> None:
+        x_t, out_t = _io_tensors(op, graph)
+        op.attrs["desc"] = _desc(op, s16.sqrt_s16_desc, out_t.elements, x_t.scale, out_t.scale)
+
+    def in_place(self, op, graph, target):
+        return (InPlace(0, 0),)  # element i is read before it is written
+
+    def golden(self, op, graph, inputs):
+        return s16.sqrt_s16(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
+
+
+class SquareS16(S16Unit):
+    """x ** 2 of an int16 tensor as edgec_mul_s16 of x by itself (the product requantized): an
+    interpolated table of x^2 lands steps away from the program on a few % of inputs."""
+
+    kind, base_kind, kernel, desc_type = "square_s16", "lut", "edgec_mul_s16", s16.BINARY_S16_DESC
+    runtime_sources = ("eltwise/edgec_binary_s16.c",)
+
+    def finalize(self, op, graph) -> None:
+        x_t, out_t = _io_tensors(op, graph)
+        op.attrs["desc"] = _desc(op, s16.mul_s16_desc, x_t.shape, x_t.shape, x_t.scale, x_t.scale, out_t.scale)
+
+    def emit(self, op, graph, names) -> CCall:
+        p = names.symbol(op, "desc")
+        call = descriptor(self.desc_type, p, op.attrs["desc"])
+        x = f"(const int16_t *){names.ptr(op.inputs[0])}"
+        call.code = f"status |= {self.kernel}(&{p}, {x}, {x}, (int16_t *){names.ptr(op.outputs[0])});"
+        return call
+
+    def in_place(self, op, graph, target):
+        return (InPlace(0, 0),)  # element i of both operands is read before element i is written
+
+    def golden(self, op, graph, inputs):
+        x = np.asarray(inputs[0])
+        return s16.mul_s16(x, x, op.attrs["desc"]).reshape(graph.tensors[op.outputs[0]].shape)
+
+
+def lut_unit(op) -> str:
+    """The int16 unit of a table function: sqrt and x ** 2 computed exactly, the others as tables."""
+    if op.attrs["function"] == "sqrt":
+        return "sqrt_s16"
+    if op.attrs["function"] == "pow" and op.attrs["function_attrs"].get("exponent") == 2:
+        return "square_s16"
+    return "lut_s16"
 
 
 class RequantizeS16(S16Unit):
@@ -448,6 +509,8 @@ UNITS = (
     BinaryS16(),
     SoftmaxS16(),
     LutS16(),
+    SqrtS16(),
+    SquareS16(),
     RequantizeS16(),
 )
 # The int8 kind of each unit that has an int16 counterpart.
@@ -463,6 +526,7 @@ INT16_KIND = {
     "lut": "lut_s16",
     "copy": "copy_s16",
     "clamp": "clamp_s16",
+    "recurrent": "recurrent_s16",  # the LSTM's (edgec.ops.recurrent.RecurrentS16)
 }
 
 
@@ -477,14 +541,19 @@ def _problem(op: Op, graph: Graph) -> str | None:
         return f"{op.attrs['op']}{' with a constant operand' if op.attrs['constant'] is not None else ''}"
     if op.kind == "lut" and op.attrs["function"] not in FLOAT_FUNCTIONS:
         return op.attrs["function"]
+    if op.kind == "recurrent" and op.attrs["cell"] != "lstm":
+        return RECURRENT_INT16_PROBLEM
     if op.kind not in INT16_KIND:
         return op.kind
     return None
 
 
+# Why a GRU cannot be int16 (the quantizer refuses it before lowering; select_int16_kernels after).
+RECURRENT_INT16_PROBLEM = "GRU (the int16 recurrent kernel is the LSTM's; keep the GRU int8)"
+
 # The kinds of the int8 units that have an int16 counterpart or need none: what the quantizer lets
 # a layer selected for int16 be (reductions and unfolded pads are refused after lowering).
-INT16_CAPABLE_KINDS = frozenset(INT16_KIND) | VIEW_KINDS | {"pad"}
+INT16_CAPABLE_KINDS = frozenset(INT16_KIND) | VIEW_KINDS | {"pad", "zeros"}  # zeros: an LSTM's zero state
 
 
 def _int8_recurrent(op, graph: Graph) -> bool:
@@ -510,6 +579,7 @@ def select_int16_kernels(graph: Graph) -> None:
             op.kernel = KernelChoice("", "int16", INT16, unit="requantize_s16")
             op.attrs["widen"] = graph.tensors[op.outputs[0]].dtype == "int16"
         else:
-            op.kernel = KernelChoice("", "int16", INT16, unit=INT16_KIND[op.kind])
+            unit = lut_unit(op) if op.kind == "lut" else INT16_KIND[op.kind]
+            op.kernel = KernelChoice("", "int16", INT16, unit=unit)
     if problems:
         raise EdgecError("these layers have no int16 kernel; keep them int8 (--int16-layers):\n" + "\n".join(problems))

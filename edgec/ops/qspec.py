@@ -15,6 +15,8 @@ Each op unit's `annotate(node)` says how its torch node is quantized (numerics: 
 
 from __future__ import annotations
 
+import operator
+
 import torch
 from torch.fx import Node
 from torchao.quantization.pt2e import MinMaxObserver, PerChannelMinMaxObserver
@@ -169,7 +171,8 @@ def select_int16(node: Node) -> None:
     """Make `node`'s activation qspecs (inputs and output, and the output of the clamp chain fused
     into it) int16; weights keep their int8 specs. PT2E inserts a requantize where an int8 producer
     meets an int16 consumer, or the reverse."""
-    for owner in (node, *fused_activations(node)):
+    items = [user for user in node.users if user.target is operator.getitem]  # a tuple result's (LSTM's h)
+    for owner in (node, *fused_activations(node), *items):
         annotation = owner.meta.get(ANNOTATION_KEY)
         if annotation is None:
             continue

@@ -41,10 +41,19 @@ from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
-from edgec.ir import Tensor
-from edgec.numerics import quantize_multiplier, requantize, wrap_int32
+from edgec.ir import KernelChoice, Tensor
+from edgec.numerics import (
+    S64_SHIFT_MAX,
+    add_bias_s64,
+    quantize_bias_s64,
+    quantize_multiplier,
+    requantize,
+    requantize_s64,
+    wrap_int32,
+)
 from edgec.ops import int4
 from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.int16_units import RECURRENT_INT16_PROBLEM
 from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.movement import Gather, _flatten_args, _Slot, in_torch_order
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate, fixed_qspec
@@ -89,12 +98,50 @@ RECURRENT_DESC = Struct(
         ),
     ),
 )
-STRUCTS = (RECURRENT_DESC,)
+# The 16x8 LSTM (edgec_lstm_s16, CMSIS-NN's arm_lstm_unidirectional_s16): int16 input and hidden
+# state (symmetric: no offsets), int8 weights, int64 bias, the same gates and cell state.
+LSTM_S16_DESC = Struct(
+    "edgec_lstm_s16_desc",
+    (
+        *ints("batches time_steps input_size hidden_size"),
+        Field("time_major", doc="1: [T, B, features]; 0: [B, T, features]"),
+        Field("reset_state", doc="1: start from a zero state (whole sequence); 0: continue (stream)"),
+        Field("input_weights", "const int8_t *", doc="[4 * H, I], gate blocks i, f, g, o (PyTorch's order)"),
+        Field("hidden_weights", "const int8_t *", doc="[4 * H, H]"),
+        Field("bias", "const int64_t *", doc="[4 * H]: b_ih + b_hh at s_x * s_wx (the input side's)"),
+        Field("input_multiplier", doc="per gate: s_x * s_wx / 2^-12 (requantize_s64)", count=4),
+        Field("input_shift", count=4),
+        Field("hidden_multiplier", doc="per gate: s_h * s_wh / 2^-12 (requantize_s64)", count=4),
+        Field("hidden_shift", count=4),
+        Field("forget_cell_multiplier", doc="f * c: 2^-15"),
+        *ints("forget_cell_shift"),
+        Field("input_cell_multiplier", doc="i * g: 2^-30 / s_c"),
+        *ints("input_cell_shift"),
+        Field("cell_tanh_shift", doc="log2(s_c) + 12"),
+        Field("output_multiplier", doc="2^-30 / s_h"),
+        *ints("output_shift"),
+        Field("last_step_only", doc="1: output holds only the last step ([1, B, H] / [B, 1, H])"),
+        Field("sigmoid_table", "const uint16_t *", doc="256 entries"),
+    ),
+)
+STRUCTS = (RECURRENT_DESC, LSTM_S16_DESC)
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these.
 RECURRENT_SCRATCH = Scratch("EDGEC_RECURRENT_SCRATCH_BYTES", ("hidden_size",), "(16 * (hidden_size))")
-SCRATCH = (RECURRENT_SCRATCH,)
+LSTM_S16_SCRATCH = Scratch(
+    "EDGEC_LSTM_S16_SCRATCH_BYTES",
+    ("input_size", "hidden_size"),
+    "(8 * (hidden_size) + 4 * (((input_size) + 1) / 2) + 4 * (((hidden_size) + 1) / 2))",
+)
+SCRATCH = (RECURRENT_SCRATCH, LSTM_S16_SCRATCH)
 
 INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
+
+
+def lstm_s16_scratch_bytes(input_size: int, hidden_size: int) -> int:
+    """EDGEC_LSTM_S16_SCRATCH_BYTES: the gates, then x and h as the dot products read them."""
+    return 8 * hidden_size + 4 * ((input_size + 1) // 2) + 4 * ((hidden_size + 1) // 2)
+
+
 GATE_INPUT_SCALE = 2.0**-12  # Q3.12: what the sigmoid/tanh tables take
 GATE_OUTPUT_SCALE = 2.0**-15  # Q0.15: what they return
 LSTM_GATES, GRU_GATES = 4, 3  # PyTorch's row blocks: LSTM i, f, g, o; GRU r, z, n
@@ -287,6 +334,70 @@ def recurrent_s8(
     return out, hidden, cell
 
 
+def _gate_pre_s16(desc: dict, x, h, gate: int) -> tuple[np.ndarray, np.ndarray]:
+    """arm_nn_lstm_calculate_gate_s16 before the activation (arm_nn_vec_mat_mul_result_acc_s16 twice):
+    gate `gate`'s input part sat16(requantize_s64(bias + Wx x)) and its recurrent part
+    requantize_s64(Wh h) (int32, not yet added); the sums exact in int64."""
+    rows = slice(gate * desc["hidden_size"], (gate + 1) * desc["hidden_size"])
+    x_acc = add_bias_s64(
+        np.asarray(desc["input_weights"][rows], np.int64) @ np.asarray(x, np.int64), desc["bias"][rows]
+    )
+    h_acc = np.asarray(desc["hidden_weights"][rows], np.int64) @ np.asarray(h, np.int64)
+    x_part = _sat16(requantize_s64(x_acc, desc["input_multiplier"][gate], desc["input_shift"][gate]))
+    return x_part, requantize_s64(h_acc, desc["hidden_multiplier"][gate], desc["hidden_shift"][gate])
+
+
+def lstm_step_s16(desc: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One 16x8 time step of one batch row (arm_nn_lstm_step_s16): x int16 [I], h int16 [H],
+    c int16 [H] -> (h', c'). As lstm_step with the matmuls of the 16x8 scheme (int64 sums,
+    requantize_s64 of the Q31 multiplier reduced to Q15) and no offsets:
+
+        gate_k = act_k(sat16(requant_s64(Wh_k h) + sat16(requant_s64(Wx_k x + b_k))))
+        c' = sat16(requant(f * c, m_fc, s_fc));  c' = sat16(requant(i * g, m_ic, s_ic) + c')
+        h' = sat16(requant(o * tanh_s16(c', cell_tanh_shift), m_out, s_out))
+    """
+    gates = []
+    for gate in range(LSTM_GATES):
+        x_part, h_part = _gate_pre_s16(desc, x, h, gate)
+        function = TANH if gate == 2 else SIGMOID
+        gates.append(activation_s16(_sat16(h_part + x_part), 0, function, desc["sigmoid_table"]))
+    i, f, g, o = gates
+    c = _sat16(requantize(f * np.asarray(c, np.int64), desc["forget_cell_multiplier"], desc["forget_cell_shift"]))
+    c = _sat16(requantize(i * g, desc["input_cell_multiplier"], desc["input_cell_shift"]) + c)
+    t = activation_s16(c, desc["cell_tanh_shift"], TANH, desc["sigmoid_table"])
+    h = _sat16(requantize(o * t, desc["output_multiplier"], desc["output_shift"]))
+    return h.astype(np.int16), c.astype(np.int16)
+
+
+def is_lstm_s16(desc: dict) -> bool:
+    """Whether `desc` is edgec_lstm_s16's (LSTM_S16_DESC: one cell kind, no zero points), not
+    edgec_recurrent_desc's."""
+    return list(desc) == LSTM_S16_DESC.names
+
+
+def lstm_s16(
+    desc: dict, x: np.ndarray, hidden: np.ndarray | None = None, cell: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Golden edgec_lstm_s16 over a whole sequence, as recurrent_s8 with int16 x, hidden and
+    outputs (a zero state is all zeros: no zero point)."""
+    batches, steps, hidden_size = desc["batches"], desc["time_steps"], desc["hidden_size"]
+    x = np.asarray(x, np.int16).reshape((steps, batches, -1) if desc["time_major"] else (batches, steps, -1))
+    zeros = np.zeros((batches, hidden_size), np.int16)
+    if desc["reset_state"] or hidden is None:
+        hidden, cell = zeros, zeros
+    hidden = np.array(hidden, np.int16).reshape(batches, hidden_size)
+    cell = zeros.copy() if cell is None else np.array(cell, np.int16).reshape(batches, hidden_size)
+    out = np.zeros(x.shape[:2] + (hidden_size,), np.int16)
+    for t in range(steps):
+        for b in range(batches):
+            index = (t, b) if desc["time_major"] else (b, t)
+            hidden[b], cell[b] = lstm_step_s16(desc, x[index], hidden[b], cell[b])
+            out[index] = hidden[b]
+    if desc["last_step_only"]:
+        out = out[-1:] if desc["time_major"] else out[:, -1:]
+    return out, hidden, cell
+
+
 # -- verify's reference: the program's float cell, one step at a time -------------------------------
 
 # How far the integer step may land from the float cell on the same (dequantized) state, in real
@@ -305,20 +416,25 @@ def integer_steps(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The golden step functions over the sequence from a zero state (or from hidden / cell, the
     caller's): per step the hidden state before and after it and the cell state before it,
-    [T, B, H] each (int8, int8, int16)."""
+    [T, B, H] each (int8, int8, int16; the 16x8 LSTM's, LSTM_S16_DESC: int16 throughout)."""
     desc = unpacked(desc)
     batches, steps, size = desc["batches"], desc["time_steps"], desc["hidden_size"]
-    x = np.asarray(x, np.int8).reshape((steps, batches, -1) if desc["time_major"] else (batches, steps, -1))
+    s16 = is_lstm_s16(desc)
+    dtype = np.int16 if s16 else np.int8
+    x = np.asarray(x, dtype).reshape((steps, batches, -1) if desc["time_major"] else (batches, steps, -1))
     if not desc["time_major"]:
         x = x.transpose(1, 0, 2)
-    h = np.full((batches, size), desc["output_offset"], np.int8) if hidden is None else np.array(hidden, np.int8)
+    zero = 0 if s16 else desc["output_offset"]
+    h = np.full((batches, size), zero, dtype) if hidden is None else np.array(hidden, dtype)
     c = np.zeros((batches, size), np.int16) if cell is None else np.array(cell, np.int16)
     before, after, cells = [], [], []
     for t in range(steps):
         before.append(h.copy())
         cells.append(c.copy())
         for b in range(batches):
-            if desc["cell"] == LSTM_GATES:
+            if s16:
+                h[b], c[b] = lstm_step_s16(desc, x[t, b], h[b], c[b])
+            elif desc["cell"] == LSTM_GATES:
                 h[b], c[b] = lstm_step(desc, x[t, b], h[b], c[b])
             else:
                 h[b] = gru_step(desc, x[t, b], h[b])
@@ -548,6 +664,75 @@ def recurrent_desc(
             ),
         )
     )
+
+
+def _multipliers_s64(scales) -> tuple[list[int], list[int]]:
+    """_multipliers for requantize_s64, whose shift must be at most S64_SHIFT_MAX (ValueError)."""
+    multipliers, shifts = _multipliers(scales)
+    if max(shifts) > S64_SHIFT_MAX:
+        raise ValueError(
+            f"a gate's effective scale s * s_w / 2^-12 must be below 2^{S64_SHIFT_MAX} (requantize_s64's shift)"
+        )
+    return multipliers, shifts
+
+
+def lstm_s16_desc(
+    *,
+    batches: int,
+    time_steps: int,
+    time_major: bool,
+    reset_state: bool,
+    w_ih: np.ndarray,
+    w_hh: np.ndarray,
+    b_ih: np.ndarray | None,
+    b_hh: np.ndarray | None,
+    input_scale: float,
+    hidden_scale: float,
+    cell_power: int,
+    last_step_only: bool = False,
+) -> dict:
+    """The descriptor of edgec_lstm_s16 from float PyTorch weights and the symmetric int16 scales of
+    the input and hidden state, as TFLite Micro derives its 16x8 LSTM (lstm_eval_common.cc): the
+    gates' matmuls to Q3.12 (s * s_w / 2^-12 per gate, weights per gate block as recurrent_desc's),
+    the bias b_ih + b_hh in int64 at s_x * s_wx (quantize_bias_s64) on the input side, f * c at
+    2^-15, i * g at 2^-30 / s_c, o * tanh(c) at 2^-30 / s_h; keys = C fields in order."""
+    hidden_size = w_hh.shape[1]
+    zeros = np.zeros(LSTM_GATES * hidden_size)
+    bias = (zeros if b_ih is None else np.asarray(b_ih, np.float64)) + (
+        zeros if b_hh is None else np.asarray(b_hh, np.float64)
+    )
+    wx, sx = quantize_weights(w_ih, LSTM_GATES)
+    wh, sh = quantize_weights(w_hh, LSTM_GATES)
+    in_m, in_s = _multipliers_s64(input_scale * sx / GATE_INPUT_SCALE)
+    h_m, h_s = _multipliers_s64(hidden_scale * sh / GATE_INPUT_SCALE)
+    fc_m, fc_s = quantize_multiplier(GATE_OUTPUT_SCALE)
+    ic_m, ic_s = quantize_multiplier(GATE_OUTPUT_SCALE * GATE_OUTPUT_SCALE / 2.0**cell_power)
+    out_m, out_s = quantize_multiplier(GATE_OUTPUT_SCALE * GATE_OUTPUT_SCALE / hidden_scale)
+    values = (
+        batches,
+        time_steps,
+        w_ih.shape[1],
+        hidden_size,
+        int(time_major),
+        int(reset_state),
+        wx,
+        wh,
+        quantize_bias_s64(bias, input_scale, np.repeat(sx, hidden_size)),
+        in_m,
+        in_s,
+        h_m,
+        h_s,
+        fc_m,
+        fc_s,
+        ic_m,
+        ic_s,
+        cell_power + 12,
+        out_m,
+        out_s,
+        int(last_step_only),
+        sigmoid_table(),
+    )
+    return dict(zip(LSTM_S16_DESC.names, values))
 
 
 def lstm_linear_powers(g_pre_max: float, cell_max: float, hidden_scale: float) -> tuple[int, int] | None:
@@ -785,6 +970,9 @@ class Recurrent(OpDef):
             return "an unbatched recurrent input (give it a batch dimension)"
         return None
 
+    def int16_problem(self, node) -> str | None:
+        return None if _parse(node)["cell"] == "lstm" else RECURRENT_INT16_PROBLEM
+
     def annotate(self, node) -> None:
         spec = _parse(node)
         qspec = ACTIVATION_QSPEC
@@ -875,11 +1063,12 @@ class Recurrent(OpDef):
                         f"{node.name}_layer{layer}",
                         source.shape[:-1] + (_hidden(ctx, names),),
                         source=sequence_node if last else "",
+                        dtype=x.dtype,
                     )
                 )
                 if not last and not shared:
-                    out.scale, out.zero_point = _asymmetric_qparams(
-                        observed[layer]["hidden_min"], observed[layer]["hidden_max"]
+                    out.scale, out.zero_point = _layer_qparams(
+                        observed[layer]["hidden_min"], observed[layer]["hidden_max"], x.dtype
                     )
             ops.append(self._add_run(ctx, node, spec, layer, source, out, observed, time_major))
             outputs.append(out)
@@ -982,14 +1171,16 @@ class Recurrent(OpDef):
             shape = source.shape[:-1] + (hidden,)
             low = min(observed[2 * layer + d]["hidden_min"] for d in (0, 1))
             high = max(observed[2 * layer + d]["hidden_max"] for d in (0, 1))
-            qparams = (None, 0) if last or shared else _asymmetric_qparams(low, high)
+            qparams = (None, 0) if last or shared else _layer_qparams(low, high, x.dtype)
             name = f"{node.name}_layer{layer}"
             runs = []
             for direction in (0, 1):
                 run_in = (
                     source if direction == 0 else _time_flip(ctx, node, source, time_axis, f"{name}_reversed_input")
                 )
-                out = ctx.graph.add_tensor(Tensor(f"{name}_{'reverse' if direction else 'forward'}", shape, *qparams))
+                out = ctx.graph.add_tensor(
+                    Tensor(f"{name}_{'reverse' if direction else 'forward'}", shape, *qparams, dtype=x.dtype)
+                )
                 ops.append(self._add_run(ctx, node, spec, 2 * layer + direction, run_in, out, observed, time_major))
                 run_outputs.append(out)
                 if direction == 0:
@@ -1000,7 +1191,7 @@ class Recurrent(OpDef):
                 outputs.append(runs[0])
                 break
             joined = ctx.graph.add_tensor(
-                Tensor(name, shape[:-1] + (2 * hidden,), *qparams, source=sequence_node if last else "")
+                Tensor(name, shape[:-1] + (2 * hidden,), *qparams, source=sequence_node if last else "", dtype=x.dtype)
             )
             ctx.add_op("copy", node, runs, [joined], gather=Gather(torch.cat, ([_Slot(0), _Slot(1)], -1), {}))
             outputs.append(joined)
@@ -1112,6 +1303,96 @@ class Recurrent(OpDef):
     def macs(self, op, graph) -> int:
         a = op.attrs
         return int(a["batches"] * a["time_steps"] * (a["w_ih"].size + a["w_hh"].size))
+
+
+class RecurrentS16(Recurrent):
+    """The 16x8 LSTM (int16 activations: --activations int16, --int16-layers): Recurrent's lowering,
+    layout and state handling, edgec_lstm_s16's descriptor, golden and call. Always the tables'
+    gates (TFLite's 16x8 LSTM; no linear tanh mode: int16 holds the fine steps it was for)."""
+
+    kind = "recurrent_s16"
+    targets = frozenset()  # lowered by Recurrent; chosen by edgec.ops.int16_units.select_int16_kernels
+    runtime_sources = ("recurrent/edgec_lstm_s16.c",)
+
+    def finalize(self, op, graph) -> None:
+        a = op.attrs
+        _take_output_qparams(graph, op.outputs[0], a["final_output"])
+        x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if not -15 <= a["cell_power"] <= 2:
+            raise EdgecError(
+                f"{op.source}: the LSTM cell state reaches {2.0 ** (a['cell_power'] + 15):g}; "
+                f"edgec's int16 cell state holds |c| <= 128"
+            )
+        a["state_cell_power"] = a["cell_power"]
+        _check_held_state(op, graph, out, a["cell_power"])
+        try:
+            a["desc"] = lstm_s16_desc(
+                batches=a["batches"],
+                time_steps=a["time_steps"],
+                time_major=a["time_major"],
+                reset_state=not a["stream"] and not _reads_initial_state(op),
+                w_ih=a["w_ih"],
+                w_hh=a["w_hh"],
+                b_ih=a["b_ih"],
+                b_hh=a["b_hh"],
+                input_scale=x.scale,
+                hidden_scale=out.scale,
+                cell_power=a["cell_power"],
+                last_step_only=a["last_step_only"],
+            )
+        except ValueError as exc:
+            raise EdgecError(f"{op.source}: int16 LSTM: {exc}; keep this layer int8 (--int16-layers)") from None
+
+    def specialize(self, op, graph, target) -> None:
+        op.kernel = KernelChoice(
+            "edgec_lstm_s16", "int16", "int16 activations (TFLite's 16x8 kernel): portable kernel", unit=self.kind
+        )
+
+    def kernel_function(self, op) -> str:
+        return "edgec_lstm_s16"
+
+    def golden(self, op, graph, inputs):
+        a = op.attrs
+        state = a.get("state")
+        if state is None:
+            out, _, cell = lstm_s16(a["desc"], inputs[0], *initial_state(op, inputs))
+        else:
+            out, state["hidden"], state["cell"] = lstm_s16(a["desc"], inputs[0], state["hidden"], state["cell"])
+            cell = state["cell"]
+        out = out.reshape(graph.tensors[op.outputs[0]].shape)
+        if a.get("c_n") is None:
+            return out
+        return [out, cell.reshape(graph.tensors[op.outputs[a["c_n"]]].shape)]
+
+    def state_bytes(self, op) -> int:
+        return _state_size(op, 2) if op.attrs["stream"] else 0
+
+    def scratch_bytes(self, op, graph, target) -> int:
+        """The gates' scratch; in whole-sequence mode the state too (after the gates')."""
+        own = lstm_s16_scratch_bytes(op.attrs["w_ih"].shape[1], op.attrs["w_hh"].shape[1])
+        return own + (0 if op.attrs["stream"] else _align4(_state_size(op, 2)))
+
+    def emit(self, op, graph, names) -> CCall:
+        a = op.attrs
+        p = names.symbol(op, "desc")
+        call = descriptor(LSTM_S16_DESC, p, a["desc"])
+        hidden = a["w_hh"].shape[1]
+        elements = a["batches"] * hidden
+        scratch = names.scratch(op)
+        own = lstm_s16_scratch_bytes(a["w_ih"].shape[1], hidden)
+        base = names.state(op) if a["stream"] else f"({scratch} + {own})"
+        cell_buffer = names.ptr(op.outputs[a["c_n"]]) if a.get("c_n") is not None else base
+        hidden_buffer = f"({base} + {2 * elements})"
+        code = _initial_state_code(op, names, hidden_buffer, cell_buffer, elements, hidden_bytes=2)
+        call.code = (
+            f"{code}status |= edgec_lstm_s16(&{p}, (const int16_t *)(const void *){names.ptr(op.inputs[0])}, "
+            f"(int16_t *)(void *){names.ptr(op.outputs[0])}, (int16_t *)(void *){hidden_buffer}, "
+            f"(int16_t *)(void *){cell_buffer}, {scratch});"
+        )
+        call.scratch_required = LSTM_S16_SCRATCH.call(a["w_ih"].shape[1], hidden)
+        if a["stream"]:  # the zero state: all zeros (symmetric int16 hidden, int16 cell)
+            call.state_reset = f"memset({base}, 0, {4 * elements});"
+        return call
 
 
 # -- streaming ------------------------------------------------------------------------------------
@@ -1402,31 +1683,37 @@ def _reads_initial_state(op) -> bool:
 
 
 def initial_state(op, inputs: list) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """The golden's starting (hidden int8, cell int16) of a layer reading its caller's state:
-    h0 / c0 where given, real zero (the hidden zero point, cell 0) for the other; (None, None)
+    """The golden's starting (hidden int8, or int16 for the 16x8 LSTM; cell int16) of a layer
+    reading its caller's state: h0 / c0 where given, real zero (the hidden zero point, cell 0) for
+    the other; (None, None)
     for a layer that starts from zero."""
     a = op.attrs
     if not _reads_initial_state(op):
         return None, None
     shape = (a["batches"], a["w_hh"].shape[1])
     slot = a["state_slot"]
-    hidden = inputs[a["h0"]] if a.get("h0") is not None else np.full(shape, a["desc"]["output_offset"], np.int8)
+    dtype = np.int16 if is_lstm_s16(a["desc"]) else np.int8
+    zero = 0 if is_lstm_s16(a["desc"]) else a["desc"]["output_offset"]  # the 16x8 LSTM's: no zero point
+    hidden = inputs[a["h0"]] if a.get("h0") is not None else np.full(shape, zero, dtype)
     cell = inputs[a["c0"]] if a.get("c0") is not None else np.zeros(shape, np.int16)
-    rows = (np.asarray(state, dtype).reshape(-1, *shape) for state, dtype in ((hidden, np.int8), (cell, np.int16)))
+    rows = (np.asarray(state, kind).reshape(-1, *shape) for state, kind in ((hidden, dtype), (cell, np.int16)))
     return tuple(row[slot if len(row) > 1 else 0] for row in rows)
 
 
-def _initial_state_code(op, names, hidden: str, cell: str, elements: int) -> str:
+def _initial_state_code(op, names, hidden: str, cell: str, elements: int, hidden_bytes: int = 1) -> str:
     """The C that puts the caller's h0 / c0 (or real zero for one not given) where the kernel
-    keeps the state, before a call with reset_state 0."""
+    keeps the state, before a call with reset_state 0 (the hidden state int8, or int16 at zero
+    point 0: hidden_bytes 2)."""
     a = op.attrs
     if a["stream"] or not _reads_initial_state(op):
         return ""
     slot = a["state_slot"]
+    zero = 0 if hidden_bytes == 2 else a["desc"]["output_offset"]
     code = (
-        f"memcpy({hidden}, {names.ptr(op.inputs[a['h0']])} + {elements * slot}, {elements}); "
+        f"memcpy({hidden}, {names.ptr(op.inputs[a['h0']])} + {hidden_bytes * elements * slot}, "
+        f"{hidden_bytes * elements}); "
         if a.get("h0") is not None
-        else f"memset({hidden}, {a['desc']['output_offset']}, {elements}); "
+        else f"memset({hidden}, {zero}, {hidden_bytes * elements}); "
     )
     if a["cell"] == "lstm":
         code += (
@@ -1476,13 +1763,22 @@ def _check_held_state(op, graph, out: Tensor, cell_power: int) -> None:
             tensor.scale, tensor.zero_point, tensor.dtype = 2.0**cell_power, 0, "int16"
 
 
-def _state_size(op) -> int:
+def _state_size(op, hidden_bytes: int = 1) -> int:
+    """The state's bytes: the hidden state (hidden_bytes an element) and an LSTM's int16 cell."""
     elements = op.attrs["batches"] * op.attrs["w_hh"].shape[1]
-    return elements * (3 if op.attrs["cell"] == "lstm" else 1)
+    return elements * (hidden_bytes + (2 if op.attrs["cell"] == "lstm" else 0))
 
 
 def _align4(n: int) -> int:
     return (n + 3) // 4 * 4
+
+
+def _layer_qparams(low: float, high: float, dtype: str) -> tuple[float, int]:
+    """The qparams of an inner layer's output (no observer of PT2E's sees it): int8 asymmetric,
+    int16 symmetric (max|h| / 32767, zero point 0, as INT16_ACTIVATION_QSPEC's observer)."""
+    if dtype == "int16":
+        return float(np.float32(max(abs(low), abs(high), 2**-20) / 32767)), 0
+    return _asymmetric_qparams(low, high)
 
 
 def _asymmetric_qparams(low: float, high: float) -> tuple[float, int]:
@@ -1506,4 +1802,4 @@ class Zeros(OpDef):
         ctx.float_constant(node, np.zeros(tuple(node.meta["val"].shape), np.float32))
 
 
-UNITS = (Recurrent(), Zeros())
+UNITS = (Recurrent(), RecurrentS16(), Zeros())

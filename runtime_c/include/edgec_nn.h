@@ -1435,6 +1435,23 @@ typedef struct {
 edgec_status edgec_lut_s16(const edgec_lut_s16_desc *desc, const int16_t *input, int16_t *output);
 
 /*
+ * Square root of `size` int16 elements, correctly rounded in integers (edgec.ops.int16.sqrt_s16):
+ *   y = min(((isqrt(4 * max(x, 0) * multiplier) >> half_shift) + 1) >> 1, 32767)
+ * = round(sqrt(x * R)) (half up), R = s_in / s_out^2 = multiplier * 4^-half_shift; a negative x
+ * gives 0. May run in place. EDGEC_ARG_ERROR: NULL pointers, size < 1, a negative multiplier,
+ * half_shift outside 0..31.
+ */
+/* generated from edgec/ops/int16.py: edgec_sqrt_s16_desc */
+typedef struct {
+    int32_t size;       /* elements */
+    int32_t multiplier; /* s_in / s_out^2 = multiplier * 4^-half_shift, multiplier in [0, 2^31) */
+    int32_t half_shift; /* 0..31 */
+} edgec_sqrt_s16_desc;
+/* end of edgec_sqrt_s16_desc */
+
+edgec_status edgec_sqrt_s16(const edgec_sqrt_s16_desc *desc, const int16_t *input, int16_t *output);
+
+/*
  * Softmax over the middle axis of [outer, axis_size, inner] (TFLite reference_ops::SoftmaxInt16;
  * CMSIS-NN arm_softmax_s16 where its int32 steps do not overflow;
  * edgec.ops.int16.softmax_s16_desc):
@@ -1899,6 +1916,57 @@ edgec_status edgec_lstm_s8(const edgec_recurrent_desc *desc, const int8_t *input
                            int16_t *cell, void *scratch);
 edgec_status edgec_gru_s8(const edgec_recurrent_desc *desc, const int8_t *input, int8_t *output, int8_t *hidden,
                           void *scratch);
+
+/*
+ * edgec_lstm_s16: the 16x8 LSTM (int16 input and hidden state, symmetric; int8 weights; int64
+ * bias; int16 cell state), TFLite Micro's 16x8 UNIDIRECTIONAL_SEQUENCE_LSTM as CMSIS-NN's
+ * arm_lstm_unidirectional_s16 computes it. Golden: edgec.ops.recurrent.lstm_s16.
+ *   pre_k  = sat16(requant_s64(Wh_k h) + sat16(requant_s64(Wx_k x + bias_k)))   Q3.12
+ *   gate_k = sigmoid_s16(pre_k) (tanh for g)                                    Q0.15
+ *   c' = sat16(requant(f * c, forget_cell)); c' = sat16(requant(i * g, input_cell) + c')
+ *   h' = sat16(requant(o * tanh_s16(c' << cell_tanh_shift), output))
+ * The sums are exact in int64 (Helium: VMLALDAVA; the DSP extension: SMLALD, x and h reordered
+ * into the scratch); requant_s64 is arm_nn_requantize_s64 of the Q31 multiplier reduced to Q15 (the 16x8
+ * layers'), requant arm_nn_requantize. Layouts and reset_state as edgec_lstm_s8's (a zero state
+ * is all zeros). scratch: EDGEC_LSTM_S16_SCRATCH_BYTES(input_size, hidden_size) bytes, 4-byte
+ * aligned. Not in place. EDGEC_ARG_ERROR: NULL pointers, non-positive sizes, sizes
+ * over 65535, a negative matmul multiplier or its shift outside -31..7, other shifts outside
+ * -31..31, cell_tanh_shift outside -31..14.
+ */
+/* generated from edgec/ops/recurrent.py: EDGEC_LSTM_S16_SCRATCH_BYTES */
+#define EDGEC_LSTM_S16_SCRATCH_BYTES(input_size, hidden_size) \
+    (8 * (hidden_size) + 4 * (((input_size) + 1) / 2) + 4 * (((hidden_size) + 1) / 2))
+/* end of EDGEC_LSTM_S16_SCRATCH_BYTES */
+
+/* generated from edgec/ops/recurrent.py: edgec_lstm_s16_desc */
+typedef struct {
+    int32_t batches;
+    int32_t time_steps;
+    int32_t input_size;
+    int32_t hidden_size;
+    int32_t time_major;           /* 1: [T, B, features]; 0: [B, T, features] */
+    int32_t reset_state;          /* 1: start from a zero state (whole sequence); 0: continue (stream) */
+    const int8_t *input_weights;  /* [4 * H, I], gate blocks i, f, g, o (PyTorch's order) */
+    const int8_t *hidden_weights; /* [4 * H, H] */
+    const int64_t *bias;          /* [4 * H]: b_ih + b_hh at s_x * s_wx (the input side's) */
+    int32_t input_multiplier[4];  /* per gate: s_x * s_wx / 2^-12 (requantize_s64) */
+    int32_t input_shift[4];
+    int32_t hidden_multiplier[4]; /* per gate: s_h * s_wh / 2^-12 (requantize_s64) */
+    int32_t hidden_shift[4];
+    int32_t forget_cell_multiplier; /* f * c: 2^-15 */
+    int32_t forget_cell_shift;
+    int32_t input_cell_multiplier; /* i * g: 2^-30 / s_c */
+    int32_t input_cell_shift;
+    int32_t cell_tanh_shift;   /* log2(s_c) + 12 */
+    int32_t output_multiplier; /* 2^-30 / s_h */
+    int32_t output_shift;
+    int32_t last_step_only;        /* 1: output holds only the last step ([1, B, H] / [B, 1, H]) */
+    const uint16_t *sigmoid_table; /* 256 entries */
+} edgec_lstm_s16_desc;
+/* end of edgec_lstm_s16_desc */
+
+edgec_status edgec_lstm_s16(const edgec_lstm_s16_desc *desc, const int16_t *input, int16_t *output, int16_t *hidden,
+                            int16_t *cell, void *scratch);
 
 /* ==== end of recurrent cells ==== */
 

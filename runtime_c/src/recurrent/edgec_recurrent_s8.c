@@ -25,47 +25,9 @@
 #include "../support/edgec_s4.h"
 #include "../support/edgec_support.h"
 
-#define RECURRENT_SIGMOID 0
-#define RECURRENT_TANH 1
-
-/* Sums of a requantized value (any int32) and another are formed in 64 bits, then saturated:
- * int32 addition could overflow (undefined) where CMSIS-NN adds in int32. */
-static int16_t sat16(int64_t x)
-{
-    return (int16_t)EDGEC_MIN(EDGEC_MAX(x, INT16_MIN), INT16_MAX);
-}
-
 static int8_t sat8(int64_t x)
 {
     return (int8_t)EDGEC_MIN(EDGEC_MAX(x, -128), 127);
-}
-
-/* arm_nn_activation_s16: sigmoid or tanh of x * 2^left_shift read as Q3.12, in Q0.15. */
-static int16_t activation_s16(int32_t x, int32_t left_shift, int function, const uint16_t *table)
-{
-    const int32_t multiplier = left_shift < 0 ? 3 : 3 * (1 << left_shift);
-    const int32_t right = left_shift < 0 ? -left_shift : 0;
-    const int32_t rounding = right > 0 ? (1 << (right - 1)) : 0;
-    const int32_t v = (x * multiplier + rounding) >> right;
-    const uint32_t a = (uint32_t)(v > 0 ? v : -v);
-    const uint32_t bits = function == RECURRENT_SIGMOID ? 9u : 8u;
-    const uint32_t u = a >> bits;
-    uint32_t result;
-    if (u >= 255u) {
-        result = function == RECURRENT_SIGMOID ? (0x7FFFu << 10) : (0xFFFFu << 8);
-    } else {
-        const uint32_t ua = table[u];
-        const uint32_t ub = table[u + 1u];
-        result = (ua << bits) + (a & ((1u << bits) - 1u)) * (ub - ua);
-    }
-    if (function == RECURRENT_SIGMOID) {
-        result = v >= 0 ? result + (1u << 9) : (1u << 25) - result + (1u << 9) - 1u;
-        result >>= 10;
-    } else {
-        result = v >= 0 ? (result - (1u << 23)) + (1u << 7) : ((1u << 23) - result) + (1u << 7) - 1u;
-        result >>= 8;
-    }
-    return (int16_t)(result & 0xFFFFu);
 }
 
 /* acc + sum_j w[j] * x[j] over n terms, wrapping like int32 (uint32 arithmetic; SMLAD and
@@ -304,7 +266,7 @@ static void gate_parts(const edgec_recurrent_desc *d, const int8_t *x, const int
     gate_matmul(d, x, d->input_weights, gate, d->input_bias, d->input_size, d->input_multiplier[gate],
                 d->input_shift[gate], x_part);
     for (int32_t k = 0; k < hs; k++) {
-        x_part[k] = sat16(x_part[k]);
+        x_part[k] = edgec_sat16(x_part[k]);
     }
     gate_matmul(d, h, d->hidden_weights, gate, d->hidden_bias, hs, d->hidden_multiplier[gate], d->hidden_shift[gate],
                 h_part);
@@ -318,20 +280,21 @@ static void lstm_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h,
     for (int32_t gate = 0; gate < 4; gate++) {
         gate_parts(d, x, h, gate, parts, parts + hs);
         for (int32_t k = 0; k < hs; k++) {
-            const int32_t pre = sat16((int64_t)parts[hs + k] + parts[k]);
+            const int32_t pre = edgec_sat16((int64_t)parts[hs + k] + parts[k]);
             gates[gate * hs + k] =
                 gate == 2 && d->tanh_linear
                     ? (int16_t)pre
-                    : activation_s16(pre, 0, gate == 2 ? RECURRENT_TANH : RECURRENT_SIGMOID, d->sigmoid_table);
+                    : edgec_activation_s16(pre, 0, gate == 2 ? EDGEC_LSTM_TANH : EDGEC_LSTM_SIGMOID, d->sigmoid_table);
         }
     }
     for (int32_t k = 0; k < hs; k++) {
         const int32_t i = gates[k], f = gates[hs + k], g = gates[2 * hs + k], o = gates[3 * hs + k];
-        int32_t cell = sat16(edgec_requantize(f * (int32_t)c[k], d->forget_cell_multiplier, d->forget_cell_shift));
-        cell = sat16((int64_t)edgec_requantize(i * g, d->input_cell_multiplier, d->input_cell_shift) + cell);
+        int32_t cell =
+            edgec_sat16(edgec_requantize(f * (int32_t)c[k], d->forget_cell_multiplier, d->forget_cell_shift));
+        cell = edgec_sat16((int64_t)edgec_requantize(i * g, d->input_cell_multiplier, d->input_cell_shift) + cell);
         c[k] = (int16_t)cell;
         const int32_t t =
-            d->tanh_linear ? cell : activation_s16(cell, d->cell_tanh_shift, RECURRENT_TANH, d->sigmoid_table);
+            d->tanh_linear ? cell : edgec_activation_s16(cell, d->cell_tanh_shift, EDGEC_LSTM_TANH, d->sigmoid_table);
         h[k] = sat8((int64_t)edgec_requantize(o * t, d->output_multiplier, d->output_shift) + d->output_offset);
     }
 }
@@ -343,22 +306,23 @@ static void gru_step(const edgec_recurrent_desc *d, const int8_t *x, int8_t *h, 
     for (int32_t gate = 0; gate < 2; gate++) { /* r, z */
         gate_parts(d, x, h, gate, parts, parts + hs);
         for (int32_t k = 0; k < hs; k++) {
-            gates[gate * hs + k] =
-                activation_s16(sat16((int64_t)parts[hs + k] + parts[k]), 0, RECURRENT_SIGMOID, d->sigmoid_table);
+            gates[gate * hs + k] = edgec_activation_s16(edgec_sat16((int64_t)parts[hs + k] + parts[k]), 0,
+                                                        EDGEC_LSTM_SIGMOID, d->sigmoid_table);
         }
     }
     gate_parts(d, x, h, 2, parts, parts + hs); /* n: x part and h part kept apart */
     for (int32_t k = 0; k < hs; k++) {
         const int32_t r = gates[k];
-        const int32_t hn = sat16(parts[hs + k]);
-        const int32_t rh = sat16(edgec_requantize(r * hn, d->forget_cell_multiplier, d->forget_cell_shift));
-        const int32_t pre = sat16((int64_t)parts[k] + rh);
-        gates[2 * hs + k] = d->tanh_linear ? (int16_t)pre : activation_s16(pre, 0, RECURRENT_TANH, d->sigmoid_table);
+        const int32_t hn = edgec_sat16(parts[hs + k]);
+        const int32_t rh = edgec_sat16(edgec_requantize(r * hn, d->forget_cell_multiplier, d->forget_cell_shift));
+        const int32_t pre = edgec_sat16((int64_t)parts[k] + rh);
+        gates[2 * hs + k] =
+            d->tanh_linear ? (int16_t)pre : edgec_activation_s16(pre, 0, EDGEC_LSTM_TANH, d->sigmoid_table);
     }
     for (int32_t k = 0; k < hs; k++) {
         const int32_t z = gates[hs + k], n = gates[2 * hs + k];
-        const int32_t h_q15 =
-            sat16(edgec_requantize((int32_t)h[k] - d->output_offset, d->hidden_q15_multiplier, d->hidden_q15_shift));
+        const int32_t h_q15 = edgec_sat16(
+            edgec_requantize((int32_t)h[k] - d->output_offset, d->hidden_q15_multiplier, d->hidden_q15_shift));
         const int32_t mixed = (32768 - z) * n + z * h_q15;
         h[k] = sat8((int64_t)edgec_requantize(mixed, d->output_multiplier, d->output_shift) + d->output_offset);
     }

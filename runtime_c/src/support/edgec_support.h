@@ -689,6 +689,47 @@ static inline int32x4_t edgec_mve_output(int32x4_t r, edgec_output_stage stage)
 }
 #endif /* __ARM_FEATURE_MVE */
 
+/* ---- recurrent cells: the int16 gates of the LSTM and GRU (edgec_recurrent_s8.c, edgec_lstm_s16.c) ---- */
+
+#define EDGEC_LSTM_SIGMOID 0
+#define EDGEC_LSTM_TANH 1
+
+/* Sums of a requantized value (any int32) and another are formed in 64 bits, then saturated:
+ * int32 addition could overflow (undefined) where CMSIS-NN adds in int32. */
+static inline int16_t edgec_sat16(int64_t x)
+{
+    return (int16_t)EDGEC_MIN(EDGEC_MAX(x, INT16_MIN), INT16_MAX);
+}
+
+/* arm_nn_activation_s16: sigmoid or tanh of x * 2^left_shift read as Q3.12, in Q0.15
+ * (edgec.ops.recurrent.activation_s16). */
+static inline int16_t edgec_activation_s16(int32_t x, int32_t left_shift, int function, const uint16_t *table)
+{
+    const int32_t multiplier = left_shift < 0 ? 3 : 3 * (1 << left_shift);
+    const int32_t right = left_shift < 0 ? -left_shift : 0;
+    const int32_t rounding = right > 0 ? (1 << (right - 1)) : 0;
+    const int32_t v = (x * multiplier + rounding) >> right;
+    const uint32_t a = (uint32_t)(v > 0 ? v : -v);
+    const uint32_t bits = function == EDGEC_LSTM_SIGMOID ? 9u : 8u;
+    const uint32_t u = a >> bits;
+    uint32_t result;
+    if (u >= 255u) {
+        result = function == EDGEC_LSTM_SIGMOID ? (0x7FFFu << 10) : (0xFFFFu << 8);
+    } else {
+        const uint32_t ua = table[u];
+        const uint32_t ub = table[u + 1u];
+        result = (ua << bits) + (a & ((1u << bits) - 1u)) * (ub - ua);
+    }
+    if (function == EDGEC_LSTM_SIGMOID) {
+        result = v >= 0 ? result + (1u << 9) : (1u << 25) - result + (1u << 9) - 1u;
+        result >>= 10;
+    } else {
+        result = v >= 0 ? (result - (1u << 23)) + (1u << 7) : ((1u << 23) - result) + (1u << 7) - 1u;
+        result >>= 8;
+    }
+    return (int16_t)(result & 0xFFFFu);
+}
+
 /* ---- int16 activations (16x8): int64 accumulators, requantize_s64 ---------------------------- */
 
 #define EDGEC_S64_REQUANTIZE_LIMIT ((int64_t)1 << 47)
