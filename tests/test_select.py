@@ -140,6 +140,23 @@ class BoolMask(nn.Module):
         )
 
 
+class ConstantMask(nn.Module):
+    """A constant bool tensor (a buffer) as the condition, alone, in masked_fill and combined with a
+    comparison; and a view of a comparison ((x > 0).unsqueeze(1): the view moves to x)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("keep", torch.arange(6) % 3 == 0)
+
+    def forward(self, x):
+        return (
+            torch.where(self.keep, x, 0.0),
+            x.masked_fill(self.keep, -0.5),
+            torch.where(self.keep & (x > 0), x, 0.25),
+            torch.where((x.mean(1) > 0).unsqueeze(1), x, -x),
+        )
+
+
 CASES = {
     "tensor_threshold": (TensorThreshold, ((1, 8), (1, 8))),
     "scalar_threshold": (ScalarThreshold, ((1, 2, 16),)),
@@ -149,6 +166,7 @@ CASES = {
     "per_element": (PerElementThresholds, ((1, 3, 8), (1, 3, 4, 5))),
     "combined": (Combined, ((1, 4, 6), (1, 4, 6))),
     "bool_mask": (BoolMask, ((1, 3, 6), ("bool", (1, 6)))),
+    "constant_mask": (ConstantMask, ((1, 4, 6),)),
 }
 
 
@@ -214,7 +232,7 @@ def test_a_lone_select_equals_the_quantized_program_exactly(name, decomposed):
         np.testing.assert_array_equal(got.reshape(expected.shape), expected)
 
 
-@pytest.mark.parametrize("name, exact", [("per_element", 3), ("combined", 3), ("bool_mask", 4)])
+@pytest.mark.parametrize("name, exact", [("per_element", 3), ("combined", 3), ("bool_mask", 4), ("constant_mask", 3)])
 def test_conditions_equal_the_quantized_program_exactly(name, exact):
     """Constant-tensor thresholds, &, |, ~ and a bool input: the golden's int8 outputs (the first
     `exact`: those whose selects read the model inputs, not a conv's rounding) equal the program's
@@ -284,15 +302,6 @@ class CompareSummed(nn.Module):
         return torch.where(x > 0, x, 0.0) + (x > 0.3)
 
 
-class ConstantCondition(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("keep", torch.arange(8) % 3 == 0)
-
-    def forward(self, x):
-        return torch.where(self.keep, x, 0.0)
-
-
 class CombinedSummed(nn.Module):
     def forward(self, x):
         return torch.where(x > 0, x, 0.0) + ((x > 0.3) & (x < 0.6))
@@ -304,7 +313,6 @@ class CombinedSummed(nn.Module):
         (CompareAsOutput, "aten.gt.Scalar", "used other than as the condition of torch.where or masked_fill"),
         (CompareSummed, "aten.gt.Scalar", "used other than as the condition of torch.where or masked_fill"),
         (CombinedSummed, "aten.__and__.Tensor", "used other than as the condition of torch.where or masked_fill"),
-        (ConstantCondition, "aten.where.ScalarOther", "whose condition is a constant bool tensor"),
     ],
 )
 def test_unsupported_comparisons_are_refused_in_one_line(cls, target, problem):

@@ -20,7 +20,8 @@ Other conditions are masks, int8 0 / 1 tensors (scale 1) the select reads as mas
   - &, |, ~ of conditions: ~ of a comparison is the opposite comparison, ~ of a mask is read the
     other way round (a and b swapped; m ? 0 : 1 where a mask must be made); a & b = a ? b : 0,
     a | b = a ? 1 : b, one select each, a comparison operand fused;
-  - a bool model input: the caller passes one byte per element, 0 or 1 (edgec.frontend.lower).
+  - a bool model input: the caller passes one byte per element, 0 or 1 (edgec.frontend.lower);
+  - a constant bool tensor: its 0 / 1 bytes in flash, compared with 0 through the table.
 """
 
 from __future__ import annotations
@@ -236,6 +237,18 @@ def _add_select(ctx, node, condition, a, b, out: Tensor, **attrs):
     )
 
 
+def condition_of(ctx, node, arg):
+    """What condition `arg` of `node` lowered to; a constant bool tensor (a mask held in a buffer)
+    becomes its 0 / 1 bytes in flash, compared with 0 through the table."""
+    value = ctx.values.get(arg.name)
+    if isinstance(value, CONDITIONS):
+        return value
+    array = getattr(value, "value", None)
+    if array is None or np.asarray(array).dtype != np.bool_:
+        raise EdgecError(f"{source_line(node)}: {node.target} of a condition edgec cannot read ({arg.name})")
+    return Comparison("ne", ConstantOperand(0, np.asarray(array, np.int8), 1.0, 0), 0.0)
+
+
 def _negation(condition):
     """~condition, no op: the opposite comparison, or the mask read the other way round."""
     if isinstance(condition, Comparison):
@@ -363,12 +376,8 @@ class Logical(OpDef):
 
     def lower(self, ctx, node) -> None:
         how = LOGICALS[node.target]
-        operands = node.args[: 1 if how == "not" else 2]
-        if not all(isinstance(ctx.values.get(arg.name), CONDITIONS) for arg in operands):
-            raise EdgecError(
-                f"{source_line(node)}: {node.target} of a constant bool tensor (edgec combines comparisons "
-                f"and bool model inputs)"
-            )
+        for arg in node.args[: 1 if how == "not" else 2]:
+            ctx.alias(arg, condition_of(ctx, node, arg))
         first = ctx.values[node.args[0].name]
         if how == "not":
             ctx.alias(node, _negation(first))
@@ -394,7 +403,7 @@ class Select(OpDef):
     layout_follows_input = True
     limits = (
         "the condition a comparison with a tensor, one value or a constant tensor, those combined with "
-        f"&, |, ~, or a bool model input; broadcasting within {SELECT_MAX_DIMS} loop levels"
+        f"&, |, ~, a bool model input or a constant bool tensor; broadcasting within {SELECT_MAX_DIMS} loop levels"
     )
 
     def annotate(self, node) -> None:
@@ -429,12 +438,7 @@ class Select(OpDef):
 
     def lower(self, ctx, node) -> None:
         condition, a, b = _select_args(node)
-        compared = ctx.values.get(condition.name)
-        if not isinstance(compared, CONDITIONS):
-            raise EdgecError(
-                f"{source_line(node)}: {node.target} whose condition is a constant bool tensor (edgec takes "
-                f"comparisons and bool model inputs)"
-            )
+        compared = condition_of(ctx, node, condition)
         operands = [ctx.tensor(arg) if ctx.is_tensor(arg) else self._constant(ctx, node, arg) for arg in (a, b)]
         _add_select(ctx, node, compared, *operands, ctx.output(node))
 

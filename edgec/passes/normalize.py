@@ -22,6 +22,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from edgec.frontend.export import take_location
 from edgec.frontend.torch_ops import (
     ALIASES,
+    COMPARISONS,
     GROUP_NORMS,
     IDENTITIES,
     MEANS,
@@ -71,6 +72,7 @@ def normalize(module: GraphModule) -> GraphModule:
     changed |= _adaptive_max_as_max(module)
     changed |= _variance_as_mean_of_squares(module)
     changed |= _einsum_as_primitives(module)
+    changed |= _views_before_comparisons(module)
     changed |= _constant_cat_as_pad_and_add(module)
     changed |= _merge_constant_adds(module)
     if changed:
@@ -745,6 +747,30 @@ def _einsum_as_primitives(module: GraphModule) -> bool:
 
         _replace(module, node, build)
     return bool(nodes)
+
+
+def _views_before_comparisons(module: GraphModule) -> bool:
+    """A view of a comparison with one value, (x > 0).unsqueeze(1), as the comparison of the view
+    of x: a condition is never a tensor of its own, so the view moves to the compared values."""
+    changed = False
+    for node in list(module.graph.nodes):
+        if node.op != "call_function" or node.target not in VIEWS:
+            continue
+        compared = node.args[0]
+        if not isinstance(compared, Node) or compared.target not in COMPARISONS or len(compared.users) != 1:
+            continue
+        x, threshold = compared.args[:2]
+        if isinstance(threshold, Node):
+            continue
+
+        def build(g, x=x, threshold=threshold, view=node, compared=compared):
+            viewed = g.call_function(view.target, (x, *view.args[1:]), dict(view.kwargs))
+            return g.call_function(compared.target, (viewed, threshold))
+
+        _replace(module, node, build)
+        module.graph.erase_node(compared)
+        changed = True
+    return changed
 
 
 def _decompose_group_norms(module: GraphModule) -> bool:
