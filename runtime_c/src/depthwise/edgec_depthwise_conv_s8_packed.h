@@ -68,8 +68,11 @@ typedef struct {
 #else
     int32_t bias[4];
 #if defined(__ARM_FEATURE_DSP)
-    int short_requant; /* all four channels admit the short requantization */
-    edgec_dsp_requant q[4];
+    int short_requant;                  /* all four channels admit the short requantization */
+    union {                             /* one or the other: the stack holds a group per call */
+        edgec_dsp_requant q[4];         /* short_requant */
+        edgec_dsp_requant_wide wide[4]; /* wide_requant */
+    } rq;
     uint32_t lows;
     uint32_t highs;
 #endif
@@ -81,7 +84,6 @@ typedef struct {
 #endif
 #if defined(__ARM_FEATURE_DSP) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
     int wide_requant; /* not short_requant, but all four admit the wide form (a shift of -1) */
-    edgec_dsp_requant_wide qw[4];
 #endif
 } packed_group;
 

@@ -48,8 +48,8 @@ static EDGEC_NOINLINE void dsp_store_four(const packed_group *g, int32_t a0, int
                                           int8_t *out)
 {
     const uint32_t packed =
-        edgec_dsp_pack_s8x4(edgec_dsp_requantize_ssat8(a0, g->q[0]), edgec_dsp_requantize_ssat8(a1, g->q[1]),
-                            edgec_dsp_requantize_ssat8(a2, g->q[2]), edgec_dsp_requantize_ssat8(a3, g->q[3]));
+        edgec_dsp_pack_s8x4(edgec_dsp_requantize_ssat8(a0, g->rq.q[0]), edgec_dsp_requantize_ssat8(a1, g->rq.q[1]),
+                            edgec_dsp_requantize_ssat8(a2, g->rq.q[2]), edgec_dsp_requantize_ssat8(a3, g->rq.q[3]));
     const uint32_t clamped = edgec_dsp_clamp_s8x4(packed, g->lows, g->highs);
     memcpy(out, &clamped, sizeof clamped);
 }
@@ -62,7 +62,7 @@ static void group_make(packed_group *g)
     const int32_t *shift = layer->quant->shift + g->first;
     g->short_requant = g->count == GROUP && edgec_dsp_requant_all_short(mult, shift, GROUP);
     for (int32_t k = 0; g->short_requant && k < GROUP; k++) {
-        g->q[k] = edgec_dsp_requant_make(mult[k], shift[k], edgec_dsp_round_base(layer->stage.offset));
+        g->rq.q[k] = edgec_dsp_requant_make(mult[k], shift[k], edgec_dsp_round_base(layer->stage.offset));
     }
     /* its constants are made after group_begin: an out-of-line call taking g here cost GCC's
      * unrolling of group_phases (23 instructions a group) */
@@ -204,11 +204,11 @@ EDGEC_NO_REORDER static void dsp_row_3x3(const packed_group *g, const int32_t (*
                          DSP_ROW_REQUANT("r2", "q2", "q2s") DSP_ROW_REQUANT("r3", "q3", "q3s") DSP_ROW_STORE
                      : [x] "+r"(x), [out] "+r"(out)
                      : [w] "r"(w), [g] "r"(g), [row] "r"(row), [bias] "i"(offsetof(packed_group, bias)),
-                       [bias2] "i"(offsetof(packed_group, bias) + 8), [q0] "i"(offsetof(packed_group, q)),
-                       [q0s] "i"(offsetof(packed_group, q) + 8), [q1] "i"(offsetof(packed_group, q) + 12),
-                       [q1s] "i"(offsetof(packed_group, q) + 20), [q2] "i"(offsetof(packed_group, q) + 24),
-                       [q2s] "i"(offsetof(packed_group, q) + 32), [q3] "i"(offsetof(packed_group, q) + 36),
-                       [q3s] "i"(offsetof(packed_group, q) + 44), [lows] "i"(offsetof(packed_group, lows))
+                       [bias2] "i"(offsetof(packed_group, bias) + 8), [q0] "i"(offsetof(packed_group, rq.q)),
+                       [q0s] "i"(offsetof(packed_group, rq.q) + 8), [q1] "i"(offsetof(packed_group, rq.q) + 12),
+                       [q1s] "i"(offsetof(packed_group, rq.q) + 20), [q2] "i"(offsetof(packed_group, rq.q) + 24),
+                       [q2s] "i"(offsetof(packed_group, rq.q) + 32), [q3] "i"(offsetof(packed_group, rq.q) + 36),
+                       [q3s] "i"(offsetof(packed_group, rq.q) + 44), [lows] "i"(offsetof(packed_group, lows))
                      : "r0", "r1", "r2", "r3", "r8", "r9", "r10", DSP_ROW_COUNTER "r12", "memory", "cc");
 }
 
@@ -262,9 +262,9 @@ typedef char dsp_pair_run_layout[offsetof(dsp_pair_run, x_advance) == 16 && offs
 /* packed_group's fields the routine reads, by offset (a naked function takes no operands). */
 #define DSP_GROUP_BIAS 16
 #define DSP_GROUP_Q 36
-#define DSP_GROUP_LOWS 84
+#define DSP_GROUP_LOWS 100
 typedef char dsp_pair_group_layout[offsetof(packed_group, bias) == DSP_GROUP_BIAS &&
-                                           offsetof(packed_group, q) == DSP_GROUP_Q &&
+                                           offsetof(packed_group, rq.q) == DSP_GROUP_Q &&
                                            offsetof(packed_group, lows) == DSP_GROUP_LOWS
                                        ? 1
                                        : -1];

@@ -19,7 +19,7 @@ void edgec_depthwise_packed_wide_make(packed_group *g)
     const int32_t *mult = g->layer->quant->multiplier + g->first;
     const int32_t *shift = g->layer->quant->shift + g->first;
     for (int32_t k = 0; k < GROUP; k++) {
-        g->qw[k] = edgec_dsp_requant_wide_make(mult[k], shift[k], edgec_dsp_round_base(g->layer->stage.offset));
+        g->rq.wide[k] = edgec_dsp_requant_wide_make(mult[k], shift[k], edgec_dsp_round_base(g->layer->stage.offset));
     }
 }
 
@@ -27,8 +27,8 @@ void edgec_depthwise_packed_store_four_wide(const packed_group *g, int32_t a0, i
                                             int8_t *out)
 {
     const uint32_t packed = edgec_dsp_pack_s8x4(
-        edgec_dsp_requantize_wide_ssat8(a0, g->qw[0]), edgec_dsp_requantize_wide_ssat8(a1, g->qw[1]),
-        edgec_dsp_requantize_wide_ssat8(a2, g->qw[2]), edgec_dsp_requantize_wide_ssat8(a3, g->qw[3]));
+        edgec_dsp_requantize_wide_ssat8(a0, g->rq.wide[0]), edgec_dsp_requantize_wide_ssat8(a1, g->rq.wide[1]),
+        edgec_dsp_requantize_wide_ssat8(a2, g->rq.wide[2]), edgec_dsp_requantize_wide_ssat8(a3, g->rq.wide[3]));
     const uint32_t clamped = edgec_dsp_clamp_s8x4(packed, g->lows, g->highs);
     memcpy(out, &clamped, sizeof clamped);
 }
@@ -46,7 +46,7 @@ void edgec_depthwise_packed_store_four_wide(const packed_group *g, int32_t a0, i
  * the fourth constant. */
 static void dsp_row_3x3_wide(const packed_group *g, const int32_t (*w)[2], const int8_t *x, int8_t *out, dsp_row *row)
 {
-#define DSP_QW(k, field) (offsetof(packed_group, qw) + (k) * sizeof(edgec_dsp_requant_wide) + (field))
+#define DSP_QW(k, field) (offsetof(packed_group, rq.wide) + (k) * sizeof(edgec_dsp_requant_wide) + (field))
     __asm__ volatile(
         DSP_ROW_COUNT_START ".p2align 2\n"
                             "1:\n\t" DSP_ROW_TAPS DSP_ROW_REQUANT_WIDE("r0", "q0", "q0l", "q0s")
