@@ -152,12 +152,101 @@ static int32_t conv_s4_row_length(const edgec_conv_s4_desc *d)
 
 #if defined(__ARM_FEATURE_DSP)
 /*
+ * Rows parity, parity + 2, ... of an odd-K layer (conv_s4_dsp_odd) into out[o], against
+ * `widened`, `blocks` whole blocks of the column with a 0 appended (parity 0) or prepended (1)
+ * and 0s after (0 once the offset is added). Row o is read from byte o * K / 2 of the filter,
+ * 4 * blocks bytes: past its own nibbles lie the next rows', met by those 0s. The rows of one
+ * parity are K bytes apart: three a pass (edgec_s4_dsp_dot3 or _chunks with row step K), a last
+ * one or two the last three of the parity (the rows before recomputed) or, with fewer, one row
+ * read three times. A row whose bytes would run past the filter's end (the last one or two) runs
+ * the portable loop over its own K nibbles.
+ */
+static void conv_s4_dsp_odd_rows(const edgec_s4_rows *a, int32_t parity, const int16_t *widened, int32_t blocks,
+                                 int32_t rows, int short_requant, int32_t round_base, int8_t *out)
+{
+    const int32_t k = a->count;
+    const int32_t filter_bytes = (rows * k + 1) / 2;
+    int32_t safe = rows; /* rows [0, safe) are read within the filter */
+    while (safe > 0 && (safe - 1) * k / 2 + 4 * blocks > filter_bytes) {
+        safe--;
+    }
+    const int32_t count = (EDGEC_MAX(safe - parity, 0) + 1) / 2; /* this parity's safe rows */
+    for (int32_t i = 0; i < count;) {
+        const int32_t valid = EDGEC_MIN(3, count - i);
+        const int32_t first = count >= 3 ? 3 - valid : 0; /* sums[first] is row i */
+        const int32_t step = count >= 3 ? k : 0;
+        const int8_t *row = a->filter + (parity + 2 * (i - first)) * k / 2;
+        uint32_t acc[3];
+        if (blocks <= EDGEC_S4_DSP_CHUNK / 8) {
+            int32_t sums[3];
+            edgec_s4_dsp_dot3(widened, row, step, widened + 8 * blocks, sums);
+            acc[0] = (uint32_t)(sums[0] >> 12);
+            acc[1] = (uint32_t)(sums[1] >> 12);
+            acc[2] = (uint32_t)(sums[2] >> 12);
+        } else {
+            edgec_s4_dsp_chunks(widened, row, step, blocks, acc);
+        }
+        const int32_t n = count >= 3 ? valid : 1;
+        for (int32_t r = 0; r < n; r++, i++) {
+            const int32_t o = parity + 2 * i;
+            out[o] = edgec_s4_dsp_output(a, o, (a->bias ? (uint32_t)a->bias[o] : 0u) + acc[first + r], short_requant,
+                                         round_base);
+        }
+    }
+    for (int32_t o = parity + 2 * count; o < rows; o += 2) {
+        const uint32_t bias = a->bias ? (uint32_t)a->bias[o] : 0u;
+        out[o] = edgec_s4_dsp_output(a, o, edgec_s4_tail(a, o, 0, bias), short_requant, round_base);
+    }
+}
+
+/*
+ * The DSP path for an odd K (ungrouped), as Helium's conv_s4_mve_odd: row o's first weight is
+ * nibble o * K, and it is read from the byte holding it, (K + 1) / 2 bytes and on, so an even
+ * row's weight K + 1 is the next row's first, an odd row's weight 0 the previous row's last. Per
+ * pixel the column is gathered at column + 1 between input zero points (x + input_offset = 0): at
+ * column[0] and from column[K + 1] to the end of the last whole block, so the even rows run
+ * against the widened column + 1 (a 0 appended), the odd rows against the widened column (a 0
+ * prepended), and each sum is the row's own K products. Scratch: the two widened columns, then
+ * the gathered one: 32 * B + 8 * B + 1 bytes, B = (K + 8) / 8 blocks.
+ */
+static void conv_s4_dsp_odd(const edgec_conv_s4_desc *d, const int8_t *input, int8_t *output, int16_t *scratch)
+{
+    const int32_t k = conv_s4_row_length(d);
+    const int32_t blocks = (k + 8) / 8;
+    int16_t *appended = scratch;
+    int16_t *prepended = scratch + 8 * blocks;
+    int8_t *column = (int8_t *)(prepended + 8 * blocks);
+    const int8_t pad = (int8_t)(-d->input_offset);
+    column[0] = pad;
+    memset(column + 1 + k, pad, (size_t)(8 * blocks - k)); /* the gather writes K bytes only */
+    const int short_requant = edgec_s4_requant_short(d->multiplier, d->shift, d->output_c);
+    const int32_t round_base = edgec_dsp_round_base(d->output_offset);
+    edgec_s4_rows rows = { d->filter, k,
+                           column + 1, d->input_offset,
+                           d->bias,   d->multiplier,
+                           d->shift,  edgec_output_stage_make(d->output_offset, d->act_min, d->act_max) };
+    const int32_t pixels = d->batches * d->output_h * d->output_w;
+    for (int32_t p = 0; p < pixels; p++) {
+        const int8_t *x = conv_s4_pixel_column(d, input, p, 0, column + 1);
+        if (x != column + 1) { /* a 1x1 window inside the input: the pixel itself */
+            memcpy(column + 1, x, (size_t)k);
+        }
+        edgec_s4_dsp_widen(column + 1, blocks, d->input_offset, appended);
+        edgec_s4_dsp_widen(column, blocks, d->input_offset, prepended);
+        int8_t *out = output + p * d->output_c;
+        conv_s4_dsp_odd_rows(&rows, 0, appended, blocks, d->output_c, short_requant, round_base, out);
+        conv_s4_dsp_odd_rows(&rows, 1, prepended, blocks, d->output_c, short_requant, round_base, out);
+    }
+}
+
+/*
  * The DSP path: per output pixel and group, the column gathered into scratch (int8, K bytes), its
  * whole blocks of 8 widened, then edgec_s4_dsp_rows over the group's output channels. An ungrouped
  * layer whose K is a multiple of 8 up to 256 (edgec_s4_dsp_rows2_fit) takes two pixels at a time,
- * each weight word unpacked once for both. For an even K of at least 8 (else EDGEC_ARG_ERROR); K
- * beyond EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT runs the portable kernel. Scratch: the widened
- * blocks of two columns, then the two gathered columns.
+ * each weight word unpacked once for both. For an even K of at least 8, or an odd K of an
+ * ungrouped layer (conv_s4_dsp_odd; else EDGEC_ARG_ERROR); K beyond
+ * EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT runs the portable kernel. Scratch: the widened blocks of
+ * two columns, then the two gathered columns.
  */
 edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int16_t *scratch)
 {
@@ -165,11 +254,15 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
         return EDGEC_ARG_ERROR;
     }
     const int32_t k = conv_s4_row_length(desc);
-    if (k % 2 != 0 || k < 8) {
+    if (k % 2 != 0 ? desc->groups != 1 : k < 8) {
         return EDGEC_ARG_ERROR;
     }
     if (k > EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT) {
         return edgec_conv_s4(desc, input, output);
+    }
+    if (k % 2 != 0) {
+        conv_s4_dsp_odd(desc, input, output, scratch);
+        return EDGEC_OK;
     }
     const edgec_conv_s4_desc d = *desc;
     const int32_t cout_g = d.output_c / d.groups;
