@@ -152,50 +152,62 @@ static int32_t conv_s4_row_length(const edgec_conv_s4_desc *d)
 
 #if defined(__ARM_FEATURE_DSP)
 /*
- * Rows parity, parity + 2, ... of an odd-K layer (conv_s4_dsp_odd) into out[o], against
- * `widened`, `blocks` whole blocks of the column with a 0 appended (parity 0) or prepended (1)
- * and 0s after (0 once the offset is added). Row o is read from byte o * K / 2 of the filter,
- * 4 * blocks bytes: past its own nibbles lie the next rows', met by those 0s. The rows of one
- * parity are K bytes apart: three a pass (edgec_s4_dsp_dot3 or _chunks with row step K), a last
- * one or two the last three of the parity (the rows before recomputed) or, with fewer, one row
- * read three times. A row whose bytes would run past the filter's end (the last one or two) runs
- * the portable loop over its own K nibbles.
+ * `count` rows o0, o0 + 2, ... of an odd-K layer (conv_s4_dsp_odd) into out[o], row o0's bytes at
+ * `row`, each next one K bytes on, against `widened`: `blocks` whole blocks of the column with a 0
+ * appended (even rows) or prepended (odd), then 0s (0 once the offset is added). A row is read
+ * 4 * blocks bytes: past its own nibbles lie the next rows', met by those 0s. Three rows a pass
+ * (edgec_s4_dsp_dot3 or _chunks with row step K), a last one or two the run's last three (the
+ * rows before recomputed) or, in a run of fewer than three, one row read three times.
  */
-static void conv_s4_dsp_odd_rows(const edgec_s4_rows *a, int32_t parity, const int16_t *widened, int32_t blocks,
-                                 int32_t rows, int short_requant, int32_t round_base, int8_t *out)
+static void conv_s4_dsp_odd_run(const edgec_s4_rows *a, const int8_t *row, int32_t o0, int32_t count,
+                                const int16_t *widened, int32_t blocks, int short_requant, int32_t round_base,
+                                int8_t *out)
 {
     const int32_t k = a->count;
-    const int32_t filter_bytes = (rows * k + 1) / 2;
-    int32_t safe = rows; /* rows [0, safe) are read within the filter */
-    while (safe > 0 && (safe - 1) * k / 2 + 4 * blocks > filter_bytes) {
-        safe--;
-    }
-    const int32_t count = (EDGEC_MAX(safe - parity, 0) + 1) / 2; /* this parity's safe rows */
     for (int32_t i = 0; i < count;) {
-        const int32_t valid = EDGEC_MIN(3, count - i);
+        const int32_t valid = count >= 3 ? EDGEC_MIN(3, count - i) : 1;
         const int32_t first = count >= 3 ? 3 - valid : 0; /* sums[first] is row i */
+        const int8_t *at = row + (i - first) * k;
         const int32_t step = count >= 3 ? k : 0;
-        const int8_t *row = a->filter + (parity + 2 * (i - first)) * k / 2;
         uint32_t acc[3];
         if (blocks <= EDGEC_S4_DSP_CHUNK / 8) {
             int32_t sums[3];
-            edgec_s4_dsp_dot3(widened, row, step, widened + 8 * blocks, sums);
+            edgec_s4_dsp_dot3(widened, at, step, widened + 8 * blocks, sums);
             acc[0] = (uint32_t)(sums[0] >> 12);
             acc[1] = (uint32_t)(sums[1] >> 12);
             acc[2] = (uint32_t)(sums[2] >> 12);
         } else {
-            edgec_s4_dsp_chunks(widened, row, step, blocks, acc);
+            edgec_s4_dsp_chunks(widened, at, step, blocks, acc);
         }
-        const int32_t n = count >= 3 ? valid : 1;
-        for (int32_t r = 0; r < n; r++, i++) {
-            const int32_t o = parity + 2 * i;
+        for (int32_t r = 0; r < valid; r++, i++) {
+            const int32_t o = o0 + 2 * i;
             out[o] = edgec_s4_dsp_output(a, o, (a->bias ? (uint32_t)a->bias[o] : 0u) + acc[first + r], short_requant,
                                          round_base);
         }
     }
-    for (int32_t o = parity + 2 * count; o < rows; o += 2) {
-        const uint32_t bias = a->bias ? (uint32_t)a->bias[o] : 0u;
-        out[o] = edgec_s4_dsp_output(a, o, edgec_s4_tail(a, o, 0, bias), short_requant, round_base);
+}
+
+/* What conv_s4_dsp_odd's rows share: the first row whose 4 * blocks bytes would pass the filter's
+ * end, and the copy of the filter from that row's first byte (`from`), 0s after. */
+typedef struct {
+    int32_t first;
+    int32_t from;
+    const int8_t *copy;
+} conv_s4_dsp_odd_end;
+
+/* The rows of one parity: those before end->first from the filter, the rest from its copy. */
+static void conv_s4_dsp_odd_rows(const edgec_s4_rows *a, const conv_s4_dsp_odd_end *end, int32_t parity,
+                                 const int16_t *widened, int32_t blocks, int32_t rows, int short_requant,
+                                 int32_t round_base, int8_t *out)
+{
+    const int32_t k = a->count;
+    const int32_t inside = EDGEC_MAX(end->first - parity + 1, 0) / 2;
+    conv_s4_dsp_odd_run(a, a->filter + parity * k / 2, parity, inside, widened, blocks, short_requant, round_base,
+                        out);
+    const int32_t o = parity + 2 * inside;
+    if (o < rows) {
+        conv_s4_dsp_odd_run(a, end->copy + (o * k / 2 - end->from), o, (rows - o + 1) / 2, widened, blocks,
+                            short_requant, round_base, out);
     }
 }
 
@@ -206,8 +218,10 @@ static void conv_s4_dsp_odd_rows(const edgec_s4_rows *a, int32_t parity, const i
  * pixel the column is gathered at column + 1 between input zero points (x + input_offset = 0): at
  * column[0] and from column[K + 1] to the end of the last whole block, so the even rows run
  * against the widened column + 1 (a 0 appended), the odd rows against the widened column (a 0
- * prepended), and each sum is the row's own K products. Scratch: the two widened columns, then
- * the gathered one: 32 * B + 8 * B + 1 bytes, B = (K + 8) / 8 blocks.
+ * prepended), and each sum is the row's own K products. The last rows, whose words would pass the
+ * filter's end, read a copy of it padded with 0s (made once a call: at most 4 * B bytes, read up
+ * to 8 * B + 2). Scratch: the two widened columns (16 * B bytes each), the copy (8 * B + 4), the
+ * gathered column (8 * B + 1): 48 * B + 5 bytes, B = (K + 8) / 8 blocks.
  */
 static void conv_s4_dsp_odd(const edgec_conv_s4_desc *d, const int8_t *input, int8_t *output, int16_t *scratch)
 {
@@ -215,16 +229,27 @@ static void conv_s4_dsp_odd(const edgec_conv_s4_desc *d, const int8_t *input, in
     const int32_t blocks = (k + 8) / 8;
     int16_t *appended = scratch;
     int16_t *prepended = scratch + 8 * blocks;
-    int8_t *column = (int8_t *)(prepended + 8 * blocks);
+    int8_t *copy = (int8_t *)(prepended + 8 * blocks);
+    int8_t *column = copy + 8 * blocks + 4;
+    const int32_t filter_bytes = (d->output_c * k + 1) / 2;
+    conv_s4_dsp_odd_end end = { d->output_c, 0, copy };
+    while (end.first > 0 && (end.first - 1) * k / 2 + 4 * blocks > filter_bytes) {
+        end.first--;
+    }
+    end.from = end.first * k / 2;
+    memset(copy, 0, (size_t)(8 * blocks + 4));
+    if (end.first < d->output_c) {
+        memcpy(copy, d->filter + end.from, (size_t)(filter_bytes - end.from));
+    }
     const int8_t pad = (int8_t)(-d->input_offset);
     column[0] = pad;
     memset(column + 1 + k, pad, (size_t)(8 * blocks - k)); /* the gather writes K bytes only */
     const int short_requant = edgec_s4_requant_short(d->multiplier, d->shift, d->output_c);
     const int32_t round_base = edgec_dsp_round_base(d->output_offset);
-    edgec_s4_rows rows = { d->filter, k,
-                           column + 1, d->input_offset,
-                           d->bias,   d->multiplier,
-                           d->shift,  edgec_output_stage_make(d->output_offset, d->act_min, d->act_max) };
+    const edgec_s4_rows rows = { d->filter, k,
+                                 column + 1, d->input_offset,
+                                 d->bias,   d->multiplier,
+                                 d->shift,  edgec_output_stage_make(d->output_offset, d->act_min, d->act_max) };
     const int32_t pixels = d->batches * d->output_h * d->output_w;
     for (int32_t p = 0; p < pixels; p++) {
         const int8_t *x = conv_s4_pixel_column(d, input, p, 0, column + 1);
@@ -234,8 +259,8 @@ static void conv_s4_dsp_odd(const edgec_conv_s4_desc *d, const int8_t *input, in
         edgec_s4_dsp_widen(column + 1, blocks, d->input_offset, appended);
         edgec_s4_dsp_widen(column, blocks, d->input_offset, prepended);
         int8_t *out = output + p * d->output_c;
-        conv_s4_dsp_odd_rows(&rows, 0, appended, blocks, d->output_c, short_requant, round_base, out);
-        conv_s4_dsp_odd_rows(&rows, 1, prepended, blocks, d->output_c, short_requant, round_base, out);
+        conv_s4_dsp_odd_rows(&rows, &end, 0, appended, blocks, d->output_c, short_requant, round_base, out);
+        conv_s4_dsp_odd_rows(&rows, &end, 1, prepended, blocks, d->output_c, short_requant, round_base, out);
     }
 }
 
