@@ -202,8 +202,7 @@ static void conv_s4_dsp_odd_rows(const edgec_s4_rows *a, const conv_s4_dsp_odd_e
 {
     const int32_t k = a->count;
     const int32_t inside = EDGEC_MAX(end->first - parity + 1, 0) / 2;
-    conv_s4_dsp_odd_run(a, a->filter + parity * k / 2, parity, inside, widened, blocks, short_requant, round_base,
-                        out);
+    conv_s4_dsp_odd_run(a, a->filter + parity * k / 2, parity, inside, widened, blocks, short_requant, round_base, out);
     const int32_t o = parity + 2 * inside;
     if (o < rows) {
         conv_s4_dsp_odd_run(a, end->copy + (o * k / 2 - end->from), o, (rows - o + 1) / 2, widened, blocks,
@@ -246,10 +245,10 @@ static void conv_s4_dsp_odd(const edgec_conv_s4_desc *d, const int8_t *input, in
     memset(column + 1 + k, pad, (size_t)(8 * blocks - k)); /* the gather writes K bytes only */
     const int short_requant = edgec_s4_requant_short(d->multiplier, d->shift, d->output_c);
     const int32_t round_base = edgec_dsp_round_base(d->output_offset);
-    const edgec_s4_rows rows = { d->filter, k,
+    const edgec_s4_rows rows = { d->filter,  k,
                                  column + 1, d->input_offset,
-                                 d->bias,   d->multiplier,
-                                 d->shift,  edgec_output_stage_make(d->output_offset, d->act_min, d->act_max) };
+                                 d->bias,    d->multiplier,
+                                 d->shift,   edgec_output_stage_make(d->output_offset, d->act_min, d->act_max) };
     const int32_t pixels = d->batches * d->output_h * d->output_w;
     for (int32_t p = 0; p < pixels; p++) {
         const int8_t *x = conv_s4_pixel_column(d, input, p, 0, column + 1);
