@@ -133,7 +133,7 @@ def scratch_bytes(kind: str, path: str, desc: dict, target: str) -> int:
     if kind == "conv" and path == "mve" and k % 2:  # two column pairs of K + 1 inputs, two gathered columns
         return 6 * 32 * ((k + 32) // 32) + 32
     if kind == "conv" and path == "dsp" and k % 2:  # two widened columns, the filter's end, one column
-        return 48 * ((k + 8) // 8) + 5
+        return 88 * ((k + 8) // 8) + 2 * k + 12
     if kind == "conv":
         return {"dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 128 * ((k + 31) // 32)}[path]
     return {"dsp": 2 * (k // 8 * 8), "mve": 32 * ((k + 31) // 32)}[path]

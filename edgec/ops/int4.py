@@ -77,7 +77,7 @@ FC_MVE_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES", ("input_c
 # An odd K: the column widened with a 0 appended and with one prepended (B = (K + 8) / 8 blocks
 # each), the filter's last rows padded with 0s (8 * B + 4 bytes), the gathered column (8 * B + 1).
 CONV_DSP_SCRATCH = Scratch(
-    "EDGEC_CONV_S4_DSP_SCRATCH_BYTES", ("k",), "((k) % 2 ? 48 * (((k) + 8) / 8) + 5 : 4 * ((k) / 8 * 8) + 2 * (k))"
+    "EDGEC_CONV_S4_DSP_SCRATCH_BYTES", ("k",), "((k) % 2 ? 88 * (((k) + 8) / 8) + 2 * (k) + 12 : 4 * ((k) / 8 * 8) + 2 * (k))"
 )
 # An odd K (rows read from their first nibble's byte, K + 1 weights each): two pairs of
 # deinterleaved columns of K + 1 inputs, and two gathered columns with a byte before and 16 after.
@@ -305,7 +305,7 @@ def scratch_bytes(op, row_cache: int = 0) -> int:
     if op.kind == "conv2d" and isa == "mve" and k % 2:  # an odd K's two column pairs (K + 1 inputs)
         return 192 * ((k + 32) // 32) + 32
     if op.kind == "conv2d" and isa == "dsp" and k % 2:  # two widened columns, the filter's end, one column
-        return 48 * ((k + 8) // 8) + 5
+        return 88 * ((k + 8) // 8) + 2 * k + 12
     if op.kind == "conv2d":  # two pixels' columns
         return {None: 0, "dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 128 * ((k + 31) // 32)}[isa]
     return {None: 0, "dsp": 2 * (k // 8 * 8), "mve": 32 * ((k + 31) // 32)}[isa]

@@ -1614,7 +1614,7 @@ edgec_status edgec_conv_s4(const edgec_conv_s4_desc *desc, const int8_t *input, 
  * misaligned scratch: EDGEC_ARG_ERROR).
  */
 /* generated from edgec/ops/int4.py: EDGEC_CONV_S4_DSP_SCRATCH_BYTES */
-#define EDGEC_CONV_S4_DSP_SCRATCH_BYTES(k) ((k) % 2 ? 48 * (((k) + 8) / 8) + 5 : 4 * ((k) / 8 * 8) + 2 * (k))
+#define EDGEC_CONV_S4_DSP_SCRATCH_BYTES(k) ((k) % 2 ? 88 * (((k) + 8) / 8) + 2 * (k) + 12 : 4 * ((k) / 8 * 8) + 2 * (k))
 /* end of EDGEC_CONV_S4_DSP_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int16_t *scratch);
