@@ -74,10 +74,13 @@ DEPTHWISE_CONV_S4_DESC = Struct(
 STRUCTS = (FULLY_CONNECTED_S4_DESC, CONV_S4_DESC, DEPTHWISE_CONV_S4_DESC)
 FC_DSP_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES", ("input_c",), "(2 * ((input_c) / 8 * 8))")
 FC_MVE_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES", ("input_c",), "(32 * (((input_c) + 31) / 32))")
-# An odd K: the column widened with a 0 appended and with one prepended (B = (K + 8) / 8 blocks
-# each), the filter's last rows padded with 0s (8 * B + 4 bytes), the gathered column (8 * B + 1).
+# An odd K: two pixels' columns widened with a 0 appended and with one prepended (B = (K + 8) / 8
+# blocks each), the filter's last rows padded with 0s (8 * B + 2 * K + 4 bytes), two gathered
+# columns (8 * B + 4 each).
 CONV_DSP_SCRATCH = Scratch(
-    "EDGEC_CONV_S4_DSP_SCRATCH_BYTES", ("k",), "((k) % 2 ? 88 * (((k) + 8) / 8) + 2 * (k) + 12 : 4 * ((k) / 8 * 8) + 2 * (k))"
+    "EDGEC_CONV_S4_DSP_SCRATCH_BYTES",
+    ("k",),
+    "((k) % 2 ? 88 * (((k) + 8) / 8) + 2 * (k) + 12 : 4 * ((k) / 8 * 8) + 2 * (k))",
 )
 # An odd K (rows read from their first nibble's byte, K + 1 weights each): two pairs of
 # deinterleaved columns of K + 1 inputs, and two gathered columns with a byte before and 16 after.

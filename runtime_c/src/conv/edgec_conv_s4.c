@@ -258,10 +258,28 @@ static void conv_s4_dsp_odd_rows2(const edgec_s4_rows *a, const conv_s4_dsp_odd_
 }
 #endif
 
-/* Pixel p's column at column + 1 (K bytes; the bytes around it are set by the caller). */
+/* Pixel p's column at column + 1 (K bytes; the bytes around it are set by the caller). A window
+ * inside the input with dilation_w 1 is kernel_h runs of kernel_w * input_c bytes, copied as such
+ * (conv_s4_column's fills and per-row ranges cost as much again on an RGB stem). */
 static void conv_s4_dsp_odd_column(const edgec_conv_s4_desc *d, const int8_t *input, int32_t p, int32_t k,
                                    int8_t *column)
 {
+    const int32_t rest = p / d->output_w; /* n * output_h + oy */
+    const int32_t n = rest / d->output_h;
+    const int32_t ox = p - rest * d->output_w;
+    const int32_t oy = rest - n * d->output_h;
+    const int32_t iy = oy * d->stride_h - d->pad_top;
+    const int32_t ix = ox * d->stride_w - d->pad_left;
+    if (d->dilation_w == 1 && iy >= 0 && ix >= 0 && iy + (d->kernel_h - 1) * d->dilation_h < d->input_h &&
+        ix + d->kernel_w <= d->input_w) {
+        const int32_t row = d->kernel_w * d->input_c;
+        const int32_t step = d->dilation_h * d->input_w * d->input_c;
+        const int8_t *src = input + ((int64_t)(n * d->input_h + iy) * d->input_w + ix) * d->input_c;
+        for (int32_t ky = 0; ky < d->kernel_h; ky++) {
+            conv_s4_copy(column + 1 + ky * row, src + ky * step, row);
+        }
+        return;
+    }
     const int8_t *x = conv_s4_pixel_column(d, input, p, 0, column + 1);
     if (x != column + 1) { /* a 1x1 window inside the input: the pixel itself */
         memcpy(column + 1, x, (size_t)k);
