@@ -133,10 +133,12 @@ def test_int4_dsp_fully_connected_tails_are_bit_exact_on_cortex_m4(tmp_path):
 
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
-def test_int4_odd_row_convolutions_are_bit_exact_on_cortex_m55(tmp_path):
-    """edgec_conv_s4_mve's odd K in a model, with the planner's scratch: an RGB 3x3 stride-2 stem
-    (K = 27, 6 channels) and a 5x5 on 1 channel (K = 25, 5 channels) run it; a grouped odd K (3x3,
-    3 channels a group) the portable kernel; a 1x1 of 10 channels (even K) the even path."""
+@pytest.mark.parametrize("target, isa", [("cortex-m55", "mve"), ("cortex-m4", "dsp")])
+def test_int4_odd_row_convolutions_are_bit_exact(target, isa, tmp_path):
+    """edgec_conv_s4_mve's and edgec_conv_s4_dsp's odd K in a model, with the planner's scratch: an
+    RGB 3x3 stride-2 stem (K = 27, 6 channels) and a 5x5 on 1 channel (K = 25, 5 channels) run it;
+    a grouped odd K (3x3, 3 channels a group) the portable kernel; a 1x1 of 10 channels (even K)
+    the even path."""
     torch.manual_seed(0)
 
     class Net(torch.nn.Module):
@@ -159,8 +161,8 @@ def test_int4_odd_row_convolutions_are_bit_exact_on_cortex_m55(tmp_path):
         calibration=rng.standard_normal((16, 1, 3, 11, 9)).astype(np.float32),
         weights="int4",
     )
-    compiled = compile_for(quantized, "cortex-m55")
-    assert [op.attrs.get("s4_isa") for op in compiled.graph.ops if op.kind == "conv2d"] == ["mve", None, "mve", "mve"]
+    compiled = compile_for(quantized, target)
+    assert [op.attrs.get("s4_isa") for op in compiled.graph.ops if op.kind == "conv2d"] == [isa, None, isa, isa]
     _bit_exact(compiled, rng.standard_normal((4, 1, 3, 11, 9)).astype(np.float32), tmp_path)
 
 

@@ -73,8 +73,8 @@ def fc_case(rng, path: str) -> tuple[dict, np.ndarray]:
 
 
 def conv_case(rng, path: str) -> tuple[dict, np.ndarray]:
-    """A convolution case whose row length K the path takes (redrawn until it does: Helium an odd
-    K too when ungrouped); now and then a 1x1 window (the column is the input pixel) or more
+    """A convolution case whose row length K the path takes (redrawn until it does: an odd K
+    when ungrouped); now and then a 1x1 window (the column is the input pixel) or more
     channels."""
     while True:
         if rng.random() < 0.3:
@@ -82,7 +82,7 @@ def conv_case(rng, path: str) -> tuple[dict, np.ndarray]:
         else:
             desc, x = random_case(rng, "conv", max_hw=6, max_c=int(rng.choice([9, 24])))
         k = row_length(desc)
-        if k % 2 == 0 and k >= (8 if path == "dsp" else 2) or k % 2 and path == "mve" and desc["groups"] == 1:
+        if k % 2 == 0 and k >= (8 if path == "dsp" else 2) or k % 2 and desc["groups"] == 1:
             return desc, x
 
 
@@ -132,6 +132,8 @@ def scratch_bytes(kind: str, path: str, desc: dict, target: str) -> int:
     k = row_length(desc)
     if kind == "conv" and path == "mve" and k % 2:  # two column pairs of K + 1 inputs, two gathered columns
         return 6 * 32 * ((k + 32) // 32) + 32
+    if kind == "conv" and path == "dsp" and k % 2:  # two widened columns, the filter's end, one column
+        return 88 * ((k + 8) // 8) + 2 * k + 12
     if kind == "conv":
         return {"dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 128 * ((k + 31) // 32)}[path]
     return {"dsp": 2 * (k // 8 * 8), "mve": 32 * ((k + 31) // 32)}[path]
@@ -193,17 +195,19 @@ def test_cases_reach_the_assembly_routines_and_the_other_branches():
 @pytest.mark.parametrize("opt", list(OPT_CASES))
 def test_s4_arm_paths_match_golden(target, opt, tmp_path: Path):
     cases = all_cases(target, seed=len(opt) + len(target), count=OPT_CASES[opt])
-    # Refused: an odd row length (but an ungrouped Helium convolution's); a Helium call without a bias
-    # (it needs the folded one); a grouped Helium convolution of odd K.
+    # Refused: an odd row length (but an ungrouped convolution's); a Helium call without a bias (it
+    # needs the folded one); a grouped convolution of odd K.
     rng = np.random.default_rng(1)
     odd = {**fc_case(rng, "dsp")[0], "input_c": 9, "output_c": 1, "batches": 1, "bias": np.zeros(1, np.int32)}
     odd.update(filter=int4.pack_int4(np.ones(9, np.int8)), multiplier=odd["multiplier"][:1], shift=odd["shift"][:1])
     refusals = [("fc", path, odd, np.zeros((1, 9), np.int8), np.zeros(1, np.int8)) for path in PATHS[target]]
+    grouped, gx = grouped_odd_case(rng)
+    grouped_out = np.zeros(conv.conv_s4(grouped, gx).size, np.int8)
+    refusals.append(("conv", "dsp", grouped, gx, grouped_out))
     if "mve" in PATHS[target]:
         desc, x = fc_case(rng, "mve")
         refusals.append(("fc", "mve", dict(desc, bias=None), x, np.zeros(desc["output_c"] * x.shape[0], np.int8)))
-        desc, x = grouped_odd_case(rng)
-        refusals.append(("conv", "mve", int4.mve_desc(desc), x, np.zeros(conv.conv_s4(desc, x).size, np.int8)))
+        refusals.append(("conv", "mve", int4.mve_desc(grouped), gx, grouped_out))
     failures = run_on_qemu(target, opt, cases, refusals, tmp_path)
     assert not failures, f"{len(failures)} of {len(cases) + len(refusals)} cases fail:\n" + "\n".join(failures[:8])
 
@@ -228,22 +232,26 @@ def test_s4_mve_gather_shapes_match_golden(opt, tmp_path: Path):
 
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 @pytest.mark.parametrize("opt", list(OPT_CASES))
-def test_s4_mve_odd_row_lengths_match_golden(opt, tmp_path: Path):
-    """Helium's odd-K convolution (rows read from their first nibble's byte) over ODD_K_SHAPES,
-    on three seeds' weights, zero points and quantization (short_edges' shifts -1 among them)."""
+def test_s4_odd_row_lengths_match_golden(target, opt, tmp_path: Path):
+    """The odd-K convolution (rows read from their first nibble's byte) over ODD_K_SHAPES on three
+    seeds' weights, zero points and quantization (short_edges' shifts -1 among them): Helium's on
+    M55, the DSP path's on M4 (its rows three at a time by edgec_s4_dsp_dot3 with row step K, the
+    last rows of a parity portable)."""
+    path = "mve" if target == "cortex-m55" else "dsp"
     cases = [
-        ("conv", "mve", desc, x, conv.conv_s4(desc, x).reshape(-1))
+        ("conv", path, desc, x, conv.conv_s4(desc, x).reshape(-1))
         for seed in (list(OPT_CASES).index(opt), 7, 11)
         for desc, x in ((short_edges(np.random.default_rng(seed), d), x) for d, x in gather_cases(seed, ODD_K_SHAPES))
     ]
     assert all(row_length(desc) % 2 for _, _, desc, _, _ in cases)
-    failures = run_on_qemu("cortex-m55", opt, cases, [], tmp_path)
+    failures = run_on_qemu(target, opt, cases, [], tmp_path)
     assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures[:8])
 
 
 def grouped_odd_case(rng) -> tuple[dict, np.ndarray]:
-    """A grouped convolution of odd K (3x3, 3 channels a group): Helium refuses it."""
+    """A grouped convolution of odd K (3x3, 3 channels a group): the DSP and Helium paths refuse it."""
     a = {
         "weight": int4_weights(rng, (4, 3, 3, 3)),
         "groups": 2,

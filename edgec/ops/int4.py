@@ -74,7 +74,14 @@ DEPTHWISE_CONV_S4_DESC = Struct(
 STRUCTS = (FULLY_CONNECTED_S4_DESC, CONV_S4_DESC, DEPTHWISE_CONV_S4_DESC)
 FC_DSP_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_DSP_SCRATCH_BYTES", ("input_c",), "(2 * ((input_c) / 8 * 8))")
 FC_MVE_SCRATCH = Scratch("EDGEC_FULLY_CONNECTED_S4_MVE_SCRATCH_BYTES", ("input_c",), "(32 * (((input_c) + 31) / 32))")
-CONV_DSP_SCRATCH = Scratch("EDGEC_CONV_S4_DSP_SCRATCH_BYTES", ("k",), "(4 * ((k) / 8 * 8) + 2 * (k))")
+# An odd K: two pixels' columns widened with a 0 appended and with one prepended (B = (K + 8) / 8
+# blocks each), the filter's last rows padded with 0s (8 * B + 2 * K + 4 bytes), two gathered
+# columns (8 * B + 4 each).
+CONV_DSP_SCRATCH = Scratch(
+    "EDGEC_CONV_S4_DSP_SCRATCH_BYTES",
+    ("k",),
+    "((k) % 2 ? 88 * (((k) + 8) / 8) + 2 * (k) + 12 : 4 * ((k) / 8 * 8) + 2 * (k))",
+)
 # An odd K (rows read from their first nibble's byte, K + 1 weights each): two pairs of
 # deinterleaved columns of K + 1 inputs, and two gathered columns with a byte before and 16 after.
 CONV_MVE_SCRATCH = Scratch(
@@ -228,8 +235,8 @@ def specialize(op, graph, target) -> None:
     """No packed int8 layout, no widened filter: the filter stays CMSIS-NN's packing. A fully
     connected or convolution layer whose rows have an even length (K) runs the Helium kernel
     (`_mve`) on Helium cores, with K of at least 8 the DSP one (`_dsp`) on cores with the DSP
-    extension; an ungrouped convolution of odd K the Helium one too (each row read from the byte
-    of its first nibble against the column with a 0 appended or prepended); a depthwise layer
+    extension; an ungrouped convolution of odd K either too (each row read from the byte of its
+    first nibble against the column with a 0 appended or prepended); a depthwise layer
     depthwise_fits, on either, edgec_depthwise_conv_s4_packed (the filter unpacked per call into
     the int8 packed kernel's layout) (op.attrs["s4_isa"]); the rest the portable kernels."""
     op.attrs["isa"], op.attrs["wide"] = None, False
@@ -239,8 +246,8 @@ def specialize(op, graph, target) -> None:
         isa = ("mve" if target.mve else "dsp" if target.dsp else None) if depthwise_fits(desc) else None
     elif row_length(desc) % 2 == 0 and row_length(desc) <= MAX_ROW:
         isa = "mve" if target.mve else "dsp" if target.dsp and row_length(desc) >= 8 else None
-    elif op.kind == "conv2d" and desc["groups"] == 1 and row_length(desc) <= MAX_ROW and target.mve:
-        isa = "mve"
+    elif op.kind == "conv2d" and desc["groups"] == 1 and row_length(desc) <= MAX_ROW:
+        isa = "mve" if target.mve else "dsp" if target.dsp else None
     op.attrs["s4_isa"] = isa
     core = {None: "", "dsp": "DSP extension (SMLAD)", "mve": "Helium"}[isa]
     if op.kind == "depthwise_conv2d" and isa is not None:
@@ -300,6 +307,8 @@ def scratch_bytes(op, row_cache: int = 0) -> int:
     k = row_length(op.attrs["desc"])
     if op.kind == "conv2d" and isa == "mve" and k % 2:  # an odd K's two column pairs (K + 1 inputs)
         return 192 * ((k + 32) // 32) + 32
+    if op.kind == "conv2d" and isa == "dsp" and k % 2:  # two widened columns, the filter's end, one column
+        return 88 * ((k + 8) // 8) + 2 * k + 12
     if op.kind == "conv2d":  # two pixels' columns
         return {None: 0, "dsp": 4 * (k // 8 * 8) + 2 * k, "mve": 128 * ((k + 31) // 32)}[isa]
     return {None: 0, "dsp": 2 * (k // 8 * 8), "mve": 32 * ((k + 31) // 32)}[isa]

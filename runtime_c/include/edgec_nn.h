@@ -1607,14 +1607,15 @@ edgec_status edgec_conv_s4(const edgec_conv_s4_desc *desc, const int8_t *input, 
 
 /*
  * edgec_conv_s4 with the DSP extension, for K = kernel_h * kernel_w * input_c / groups even and at
- * least 8: per output pixel and group, the receptive field is gathered into scratch (required,
- * word-aligned, EDGEC_CONV_S4_DSP_SCRATCH_BYTES(K) bytes) and widened, then
- * edgec_fully_connected_s4_dsp's rows run over it; an ungrouped layer with K a multiple of 8 up to
- * 256 takes two pixels at a time. Same arithmetic and checks (another K, a NULL or
- * misaligned scratch: EDGEC_ARG_ERROR).
+ * least 8, or odd in an ungrouped layer (each row read from the byte of its first nibble against
+ * the column with a 0 appended or prepended): per output pixel and group, the receptive field is
+ * gathered into scratch (required, word-aligned, EDGEC_CONV_S4_DSP_SCRATCH_BYTES(K) bytes) and
+ * widened, then edgec_fully_connected_s4_dsp's rows run over it; an ungrouped layer with K a
+ * multiple of 8 up to 256 (or odd) takes two pixels at a time. Same arithmetic and checks (another
+ * K, a NULL or misaligned scratch: EDGEC_ARG_ERROR).
  */
 /* generated from edgec/ops/int4.py: EDGEC_CONV_S4_DSP_SCRATCH_BYTES */
-#define EDGEC_CONV_S4_DSP_SCRATCH_BYTES(k) (4 * ((k) / 8 * 8) + 2 * (k))
+#define EDGEC_CONV_S4_DSP_SCRATCH_BYTES(k) ((k) % 2 ? 88 * (((k) + 8) / 8) + 2 * (k) + 12 : 4 * ((k) / 8 * 8) + 2 * (k))
 /* end of EDGEC_CONV_S4_DSP_SCRATCH_BYTES */
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int16_t *scratch);

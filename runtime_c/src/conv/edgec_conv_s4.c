@@ -152,12 +152,222 @@ static int32_t conv_s4_row_length(const edgec_conv_s4_desc *d)
 
 #if defined(__ARM_FEATURE_DSP)
 /*
+ * `count` rows o0, o0 + 2, ... of an odd-K layer (conv_s4_dsp_odd) into out[o], row o0's bytes at
+ * `row`, each next one K bytes on, against `widened`: `blocks` whole blocks of the column with a 0
+ * appended (even rows) or prepended (odd), then 0s (0 once the offset is added). A row is read
+ * 4 * blocks bytes: past its own nibbles lie the next rows', met by those 0s. Three rows a pass
+ * (edgec_s4_dsp_dot3 or _chunks with row step K), a last one or two the run's last three (the
+ * rows before recomputed) or, in a run of fewer than three, one row read three times.
+ */
+static void conv_s4_dsp_odd_run(const edgec_s4_rows *a, const int8_t *row, int32_t o0, int32_t count,
+                                const int16_t *widened, int32_t blocks, int short_requant, int32_t round_base,
+                                int8_t *out)
+{
+    const int32_t k = a->count;
+    for (int32_t i = 0; i < count;) {
+        const int32_t valid = count >= 3 ? EDGEC_MIN(3, count - i) : 1;
+        const int32_t first = count >= 3 ? 3 - valid : 0; /* sums[first] is row i */
+        const int8_t *at = row + (i - first) * k;
+        const int32_t step = count >= 3 ? k : 0;
+        uint32_t acc[3];
+        if (blocks <= EDGEC_S4_DSP_CHUNK / 8) {
+            int32_t sums[3];
+            edgec_s4_dsp_dot3(widened, at, step, widened + 8 * blocks, sums);
+            acc[0] = (uint32_t)(sums[0] >> 12);
+            acc[1] = (uint32_t)(sums[1] >> 12);
+            acc[2] = (uint32_t)(sums[2] >> 12);
+        } else {
+            edgec_s4_dsp_chunks(widened, at, step, blocks, acc);
+        }
+        for (int32_t r = 0; r < valid; r++, i++) {
+            const int32_t o = o0 + 2 * i;
+            out[o] = edgec_s4_dsp_output(a, o, (a->bias ? (uint32_t)a->bias[o] : 0u) + acc[first + r], short_requant,
+                                         round_base);
+        }
+    }
+}
+
+/* What conv_s4_dsp_odd's rows share: the first row read from a copy of the filter's end (a
+ * multiple of 4 at or before the first row whose 4 * blocks bytes would pass the filter's end:
+ * each parity's rows before it an even count), the copy's first byte in the filter (`from`), the
+ * copy (0s after the filter's end). */
+typedef struct {
+    int32_t first;
+    int32_t from;
+    const int8_t *copy;
+} conv_s4_dsp_odd_end;
+
+/* The rows of one parity: those before end->first from the filter, the rest from its copy. */
+static void conv_s4_dsp_odd_rows(const edgec_s4_rows *a, const conv_s4_dsp_odd_end *end, int32_t parity,
+                                 const int16_t *widened, int32_t blocks, int32_t rows, int short_requant,
+                                 int32_t round_base, int8_t *out)
+{
+    const int32_t k = a->count;
+    const int32_t inside = EDGEC_MAX(end->first - parity + 1, 0) / 2;
+    conv_s4_dsp_odd_run(a, a->filter + parity * k / 2, parity, inside, widened, blocks, short_requant, round_base, out);
+    const int32_t o = parity + 2 * inside;
+    if (o < rows) {
+        conv_s4_dsp_odd_run(a, end->copy + (o * k / 2 - end->from), o, (rows - o + 1) / 2, widened, blocks,
+                            short_requant, round_base, out);
+    }
+}
+
+#if EDGEC_UNALIGNED_ASM
+/* `count` rows o0, o0 + 2, ... (row o0's bytes at `row`, K apart) against two pixels' columns
+ * (xa, xb raw; `widened` both widened, edgec_s4_dsp_widen2): two rows a pass by
+ * edgec_s4_dsp_pairs_alternate, an odd last one by the portable loop. */
+static void conv_s4_dsp_odd_run2(const edgec_s4_rows *a, const int8_t *row, int32_t o0, int32_t count,
+                                 const int16_t *widened, int32_t blocks, int32_t round_base, const int8_t *xa,
+                                 const int8_t *xb, int8_t *out_a, int8_t *out_b)
+{
+    if (count >= 2) {
+        edgec_s4_rows part = *a;
+        part.filter = row;
+        part.bias = a->bias + o0;
+        part.multiplier = a->multiplier + o0;
+        part.shift = a->shift + o0;
+        edgec_s4_dsp_run run = edgec_s4_dsp_run_make(&part, widened, widened + 16 * blocks, round_base, out_a + o0,
+                                                     count / 2 * 4, (int32_t)(out_b - out_a));
+        run.row_bytes = a->count;
+        edgec_s4_dsp_pairs_alternate(&run);
+    }
+    if (count % 2 != 0) {
+        const int32_t o = o0 + 2 * (count - 1);
+        const uint32_t bias = (uint32_t)a->bias[o];
+        out_a[o] = edgec_s4_dsp_output(a, o, edgec_s4_dot(a->filter, o * a->count, xa, a->count, a->input_offset, bias),
+                                       1, round_base);
+        out_b[o] = edgec_s4_dsp_output(a, o, edgec_s4_dot(a->filter, o * a->count, xb, a->count, a->input_offset, bias),
+                                       1, round_base);
+    }
+}
+
+/* conv_s4_dsp_odd_rows for two pixels (edgec_s4_dsp_pairs_alternate's conditions). */
+static void conv_s4_dsp_odd_rows2(const edgec_s4_rows *a, const conv_s4_dsp_odd_end *end, int32_t parity,
+                                  const int16_t *widened, int32_t blocks, int32_t rows, int32_t round_base,
+                                  const int8_t *xa, const int8_t *xb, int8_t *out_a, int8_t *out_b)
+{
+    const int32_t k = a->count;
+    const int32_t inside = EDGEC_MAX(end->first - parity + 1, 0) / 2;
+    conv_s4_dsp_odd_run2(a, a->filter + parity * k / 2, parity, inside, widened, blocks, round_base, xa, xb, out_a,
+                         out_b);
+    const int32_t o = parity + 2 * inside;
+    if (o < rows) {
+        conv_s4_dsp_odd_run2(a, end->copy + (o * k / 2 - end->from), o, (rows - o + 1) / 2, widened, blocks, round_base,
+                             xa, xb, out_a, out_b);
+    }
+}
+#endif
+
+/* Pixel p's column at column + 1 (K bytes; the bytes around it are set by the caller). A window
+ * inside the input with dilation_w 1 is kernel_h runs of kernel_w * input_c bytes, copied as such
+ * (conv_s4_column's fills and per-row ranges cost as much again on an RGB stem). */
+static void conv_s4_dsp_odd_column(const edgec_conv_s4_desc *d, const int8_t *input, int32_t p, int32_t k,
+                                   int8_t *column)
+{
+    const int32_t rest = p / d->output_w; /* n * output_h + oy */
+    const int32_t n = rest / d->output_h;
+    const int32_t ox = p - rest * d->output_w;
+    const int32_t oy = rest - n * d->output_h;
+    const int32_t iy = oy * d->stride_h - d->pad_top;
+    const int32_t ix = ox * d->stride_w - d->pad_left;
+    if (d->dilation_w == 1 && iy >= 0 && ix >= 0 && iy + (d->kernel_h - 1) * d->dilation_h < d->input_h &&
+        ix + d->kernel_w <= d->input_w) {
+        const int32_t row = d->kernel_w * d->input_c;
+        const int32_t step = d->dilation_h * d->input_w * d->input_c;
+        const int8_t *src = input + ((int64_t)(n * d->input_h + iy) * d->input_w + ix) * d->input_c;
+        for (int32_t ky = 0; ky < d->kernel_h; ky++) {
+            conv_s4_copy(column + 1 + ky * row, src + ky * step, row);
+        }
+        return;
+    }
+    const int8_t *x = conv_s4_pixel_column(d, input, p, 0, column + 1);
+    if (x != column + 1) { /* a 1x1 window inside the input: the pixel itself */
+        memcpy(column + 1, x, (size_t)k);
+    }
+}
+
+/*
+ * The DSP path for an odd K (ungrouped), as Helium's conv_s4_mve_odd: row o's first weight is
+ * nibble o * K, and it is read from the byte holding it, (K + 1) / 2 bytes and on, so an even
+ * row's weight K + 1 is the next row's first, an odd row's weight 0 the previous row's last. Per
+ * pixel the column is gathered at column + 1 between input zero points (x + input_offset = 0): at
+ * column[0] and from column[K + 1] to the end of the last whole block, so the even rows run
+ * against the widened column + 1 (a 0 appended), the odd rows against the widened column (a 0
+ * prepended), and each sum is the row's own K products. The last rows, whose words would pass the
+ * filter's end, read a copy of it padded with 0s (made once a call: from up to 3 rows before the
+ * first such row, at most 4 * B + 2 * K bytes, read up to 8 * B + 2 * K). Under
+ * edgec_s4_dsp_rows2_fit's conditions (K + 1 up to 256), two pixels a pass
+ * (edgec_s4_dsp_pairs_alternate), a last odd one paired with itself; else one (dot3). Scratch: two
+ * pixels' columns widened twice (64 * B bytes), the copy (8 * B + 2 * K + 4), the two gathered
+ * columns (8 * B + 4 each): 88 * B + 2 * K + 12 bytes, B = (K + 8) / 8 blocks.
+ */
+static void conv_s4_dsp_odd(const edgec_conv_s4_desc *d, const int8_t *input, int8_t *output, int16_t *scratch)
+{
+    const int32_t k = conv_s4_row_length(d);
+    const int32_t blocks = (k + 8) / 8;
+    int16_t *appended = scratch;
+    int16_t *prepended = scratch + 16 * blocks;
+    int8_t *copy = (int8_t *)(prepended + 16 * blocks);
+    int8_t *column_a = copy + 8 * blocks + 2 * k + 4;
+    int8_t *column_b = column_a + 8 * blocks + 4;
+    const int32_t filter_bytes = (d->output_c * k + 1) / 2;
+    conv_s4_dsp_odd_end end = { d->output_c, 0, copy };
+    while (end.first > 0 && (end.first - 1) * k / 2 + 4 * blocks > filter_bytes) {
+        end.first--;
+    }
+    end.first = end.first < d->output_c ? end.first / 4 * 4 : end.first;
+    end.from = end.first * k / 2;
+    memset(copy, 0, (size_t)(8 * blocks + 2 * k + 4));
+    if (end.first < d->output_c) {
+        memcpy(copy, d->filter + end.from, (size_t)(filter_bytes - end.from));
+    }
+    const int8_t pad = (int8_t)(-d->input_offset);
+    column_a[0] = column_b[0] = pad;
+    memset(column_a + 1 + k, pad, (size_t)(8 * blocks - k)); /* the gather writes K bytes only */
+    memset(column_b + 1 + k, pad, (size_t)(8 * blocks - k));
+    const int short_requant = edgec_s4_requant_short(d->multiplier, d->shift, d->output_c);
+    const int32_t round_base = edgec_dsp_round_base(d->output_offset);
+    const edgec_s4_rows rows = { d->filter,    k,
+                                 column_a + 1, d->input_offset,
+                                 d->bias,      d->multiplier,
+                                 d->shift,     edgec_output_stage_make(d->output_offset, d->act_min, d->act_max) };
+    const int32_t pixels = d->batches * d->output_h * d->output_w;
+#if EDGEC_UNALIGNED_ASM
+    if (short_requant && d->bias && blocks <= EDGEC_S4_DSP_CHUNK / 8) {
+        for (int32_t p = 0; p < pixels; p += 2) {
+            const int32_t q = EDGEC_MIN(p + 1, pixels - 1);
+            conv_s4_dsp_odd_column(d, input, p, k, column_a);
+            conv_s4_dsp_odd_column(d, input, q, k, column_b);
+            edgec_s4_dsp_widen2(column_a + 1, column_b + 1, blocks, d->input_offset, appended);
+            edgec_s4_dsp_widen2(column_a, column_b, blocks, d->input_offset, prepended);
+            int8_t *out_a = output + p * d->output_c;
+            int8_t *out_b = output + q * d->output_c;
+            conv_s4_dsp_odd_rows2(&rows, &end, 0, appended, blocks, d->output_c, round_base, column_a + 1, column_b + 1,
+                                  out_a, out_b);
+            conv_s4_dsp_odd_rows2(&rows, &end, 1, prepended, blocks, d->output_c, round_base, column_a + 1,
+                                  column_b + 1, out_a, out_b);
+        }
+        return;
+    }
+#endif
+    for (int32_t p = 0; p < pixels; p++) {
+        conv_s4_dsp_odd_column(d, input, p, k, column_a);
+        edgec_s4_dsp_widen(column_a + 1, blocks, d->input_offset, appended);
+        edgec_s4_dsp_widen(column_a, blocks, d->input_offset, prepended);
+        int8_t *out = output + p * d->output_c;
+        conv_s4_dsp_odd_rows(&rows, &end, 0, appended, blocks, d->output_c, short_requant, round_base, out);
+        conv_s4_dsp_odd_rows(&rows, &end, 1, prepended, blocks, d->output_c, short_requant, round_base, out);
+    }
+}
+
+/*
  * The DSP path: per output pixel and group, the column gathered into scratch (int8, K bytes), its
  * whole blocks of 8 widened, then edgec_s4_dsp_rows over the group's output channels. An ungrouped
  * layer whose K is a multiple of 8 up to 256 (edgec_s4_dsp_rows2_fit) takes two pixels at a time,
- * each weight word unpacked once for both. For an even K of at least 8 (else EDGEC_ARG_ERROR); K
- * beyond EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT runs the portable kernel. Scratch: the widened
- * blocks of two columns, then the two gathered columns.
+ * each weight word unpacked once for both. For an even K of at least 8, or an odd K of an
+ * ungrouped layer (conv_s4_dsp_odd; else EDGEC_ARG_ERROR); K beyond
+ * EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT runs the portable kernel. Scratch: the widened blocks of
+ * two columns, then the two gathered columns.
  */
 edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int16_t *scratch)
 {
@@ -165,11 +375,15 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
         return EDGEC_ARG_ERROR;
     }
     const int32_t k = conv_s4_row_length(desc);
-    if (k % 2 != 0 || k < 8) {
+    if (k % 2 != 0 ? desc->groups != 1 : k < 8) {
         return EDGEC_ARG_ERROR;
     }
     if (k > EDGEC_FULLY_CONNECTED_S4_DSP_MAX_INPUT) {
         return edgec_conv_s4(desc, input, output);
+    }
+    if (k % 2 != 0) {
+        conv_s4_dsp_odd(desc, input, output, scratch);
+        return EDGEC_OK;
     }
     const edgec_conv_s4_desc d = *desc;
     const int32_t cout_g = d.output_c / d.groups;

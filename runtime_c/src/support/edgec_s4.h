@@ -279,6 +279,61 @@ static __attribute__((naked, noinline, unused)) void edgec_s4_dsp_triples(edgec_
         EDGEC_S4_DSP_PAIR(", lsl #4") EDGEC_S4_DSP_PAIR("")
 
 /*
+ * The body of edgec_s4_dsp_pairs and _alternate: `next_row` moves r1 (past row 0's blocks; r2 the
+ * row step, r0 the run) to the next two rows; `param` is the step of the bias, multiplier and
+ * shift arrays from one row to the next (one or two channels), `out` that of the outputs.
+ */
+#define EDGEC_S4_DSP_PAIRS(next_row, param, param2, out, out2)                                                  \
+    ".syntax unified\n\t"                                                                                       \
+    "push {r0, r4-r11, lr}\n"                                                                                   \
+    "1:\n\t"                                                                                                    \
+    "ldr r12, [sp]\n\t"                                                                                         \
+    "ldrd r0, r3, [r12, #0]\n\t"                                                                                \
+    "ldrd r1, r2, [r12, #8]\n\t"                                                                                \
+    "mov r12, #0xF000F000\n\t"                                                                                  \
+    "movs r9, #0\n\t"                                                                                           \
+    "movs r10, #0\n\t"                                                                                          \
+    "movs r11, #0\n\t"                                                                                          \
+    "movs lr, #0\n\t"                                                                                           \
+    "subs r8, r3, r0\n\t"                                                                                       \
+    "tst r8, #32\n\t"                                                                                           \
+    "bne 3f\n"                                                                                                  \
+    "2:\n\t" EDGEC_S4_DSP_BLOCK2 "3:\n\t" EDGEC_S4_DSP_BLOCK2 "cmp r0, r3\n\t"                                  \
+    "bne 2b\n\t"                                                                                                \
+    "ldr r0, [sp]\n\t" next_row "str r1, [r0, #8]\n\t"                                                          \
+    "ldr r2, [r0, #16]\n\t"                                                                                     \
+    "ldr r4, [r2], #" param "\n\tadd r9, r4, r9, asr #12\n\tadd r10, r4, r10, asr #12\n\t"                      \
+    "ldr r4, [r2], #" param "\n\tadd r11, r4, r11, asr #12\n\tadd lr, r4, lr, asr #12\n\t"                      \
+    "str r2, [r0, #16]\n\t"                                                                                     \
+    "ldrd r3, r1, [r0, #20]\n\t"                                                                                \
+    "ldr r2, [r0, #28]\n\t"                                                                                     \
+    "ldr r12, [r0, #36]\n\t"                                                                                    \
+    "ldr r0, [r0, #32]\n\t" EDGEC_S4_DSP_ROW_QUANT("0") EDGEC_S4_DSP_REQUANT("r9") EDGEC_S4_DSP_REQUANT("r10")  \
+        EDGEC_S4_DSP_ROW_QUANT(param) EDGEC_S4_DSP_REQUANT("r11") EDGEC_S4_DSP_REQUANT(                         \
+            "lr") "ldr r4, [sp]\n\t"                                                                            \
+                  "ldr r4, [r4, #52]\n\t"                                                                       \
+                  "cbz r4, 4f\n\t" EDGEC_S4_DSP_CLAMP("r9", "r0", "r12") EDGEC_S4_DSP_CLAMP("r10", "r0", "r12") \
+                      EDGEC_S4_DSP_CLAMP("r11", "r0", "r12")                                                    \
+                          EDGEC_S4_DSP_CLAMP("lr", "r0", "r12") "4:\n\t"                                        \
+                                                                "ldr r0, [sp]\n\t"                              \
+                                                                "adds r3, r3, #" param2 "\n\t"                  \
+                                                                "adds r1, r1, #" param2 "\n\t"                  \
+                                                                "strd r3, r1, [r0, #20]\n\t"                    \
+                                                                "ldr r4, [r0, #40]\n\t"                         \
+                                                                "ldr r5, [r0, #48]\n\t"                         \
+                                                                "strb r9, [r4]\n\t"                             \
+                                                                "strb r11, [r4, #" out "]\n\t"                  \
+                                                                "adds r6, r4, r5\n\t"                           \
+                                                                "strb r10, [r6]\n\t"                            \
+                                                                "strb lr, [r6, #" out "]\n\t"                   \
+                                                                "adds r4, r4, #" out2 "\n\t"                    \
+                                                                "str r4, [r0, #40]\n\t"                         \
+                                                                "ldr r5, [r0, #44]\n\t"                         \
+                                                                "cmp r4, r5\n\t"                                \
+                                                                "bne 1b\n\t"                                    \
+                                                                "pop {r0, r4-r11, pc}\n\t"
+
+/*
  * Every whole two of rows against two columns (edgec_s4_dsp_widen2) of one call, output stage
  * included, under edgec_s4_dsp_triples' conditions: each weight word is unpacked once for both
  * columns, so a block is 2 loads, 4 LDRD, 8 AND and 16 SMLAD for 32 MACs; two blocks per loop
@@ -287,58 +342,22 @@ static __attribute__((naked, noinline, unused)) void edgec_s4_dsp_triples(edgec_
  */
 static __attribute__((naked, noinline, unused)) void edgec_s4_dsp_pairs(edgec_s4_dsp_run *run __attribute__((unused)))
 {
-    __asm__ volatile(".syntax unified\n\t"
-                     "push {r0, r4-r11, lr}\n"
-                     "1:\n\t"
-                     "ldr r12, [sp]\n\t"
-                     "ldrd r0, r3, [r12, #0]\n\t"
-                     "ldrd r1, r2, [r12, #8]\n\t"
-                     "mov r12, #0xF000F000\n\t"
-                     "movs r9, #0\n\t"
-                     "movs r10, #0\n\t"
-                     "movs r11, #0\n\t"
-                     "movs lr, #0\n\t"
-                     "subs r8, r3, r0\n\t"
-                     "tst r8, #32\n\t"
-                     "bne 3f\n"
-                     "2:\n\t" EDGEC_S4_DSP_BLOCK2 "3:\n\t" EDGEC_S4_DSP_BLOCK2 "cmp r0, r3\n\t"
-                     "bne 2b\n\t"
-                     "ldr r0, [sp]\n\t"
-                     "add r1, r1, r2\n\t" /* r1 had passed row 0: now row 2 */
-                     "str r1, [r0, #8]\n\t"
-                     "ldr r2, [r0, #16]\n\t"
-                     "ldr r4, [r2], #4\n\tadd r9, r4, r9, asr #12\n\tadd r10, r4, r10, asr #12\n\t"
-                     "ldr r4, [r2], #4\n\tadd r11, r4, r11, asr #12\n\tadd lr, r4, lr, asr #12\n\t"
-                     "str r2, [r0, #16]\n\t"
-                     "ldrd r3, r1, [r0, #20]\n\t"
-                     "ldr r2, [r0, #28]\n\t"
-                     "ldr r12, [r0, #36]\n\t"
-                     "ldr r0, [r0, #32]\n\t" EDGEC_S4_DSP_ROW_QUANT("0") EDGEC_S4_DSP_REQUANT("r9")
-                         EDGEC_S4_DSP_REQUANT("r10") EDGEC_S4_DSP_ROW_QUANT("4") EDGEC_S4_DSP_REQUANT("r11")
-                             EDGEC_S4_DSP_REQUANT(
-                                 "lr") "ldr r4, [sp]\n\t"
-                                       "ldr r4, [r4, #52]\n\t"
-                                       "cbz r4, 4f\n\t" EDGEC_S4_DSP_CLAMP("r9", "r0", "r12")
-                                           EDGEC_S4_DSP_CLAMP("r10", "r0", "r12") EDGEC_S4_DSP_CLAMP("r11", "r0", "r12")
-                                               EDGEC_S4_DSP_CLAMP("lr", "r0", "r12") "4:\n\t"
-                                                                                     "ldr r0, [sp]\n\t"
-                                                                                     "adds r3, r3, #8\n\t"
-                                                                                     "adds r1, r1, #8\n\t"
-                                                                                     "strd r3, r1, [r0, #20]\n\t"
-                                                                                     "ldr r4, [r0, #40]\n\t"
-                                                                                     "ldr r5, [r0, #48]\n\t"
-                                                                                     "strb r9, [r4]\n\t"
-                                                                                     "strb r11, [r4, #1]\n\t"
-                                                                                     "adds r6, r4, r5\n\t"
-                                                                                     "strb r10, [r6]\n\t"
-                                                                                     "strb lr, [r6, #1]\n\t"
-                                                                                     "adds r4, r4, #2\n\t"
-                                                                                     "str r4, [r0, #40]\n\t"
-                                                                                     "ldr r5, [r0, #44]\n\t"
-                                                                                     "cmp r4, r5\n\t"
-                                                                                     "bne 1b\n\t"
-                                                                                     "pop {r0, r4-r11, pc}\n\t");
+    /* r1 had passed row 0 (row_bytes, its step): now row 2 */
+    __asm__ volatile(EDGEC_S4_DSP_PAIRS("add r1, r1, r2\n\t", "4", "8", "1", "2"));
 }
+
+/*
+ * edgec_s4_dsp_pairs over every other row of an odd-K convolution (one parity, conv_s4_dsp_odd):
+ * rows row_bytes (K) apart, each read over the blocks (past its own bytes), their bias,
+ * multiplier, shift and outputs every other one: a pass's rows r and r + 2 go to out[0], out[2]
+ * (column a) and out[out_step], out[out_step + 2] (b); out_end past the last pass's out[0] + 4.
+ */
+static __attribute__((naked, noinline, unused)) void edgec_s4_dsp_pairs_alternate(edgec_s4_dsp_run *run
+                                                                                  __attribute__((unused)))
+{
+    __asm__ volatile(EDGEC_S4_DSP_PAIRS("ldr r1, [r0, #8]\n\tadd r1, r1, r2, lsl #1\n\t", "8", "16", "2", "4"));
+}
+#undef EDGEC_S4_DSP_PAIRS
 #undef EDGEC_S4_DSP_PAIR
 #undef EDGEC_S4_DSP_BLOCK2
 #undef EDGEC_S4_DSP_ROW_QUANT
