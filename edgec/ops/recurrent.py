@@ -58,22 +58,34 @@ from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.movement import Gather, _flatten_args, _Slot, in_torch_order
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate, fixed_qspec
 
+# The fields both recurrent descriptors begin with, and their per-gate requantization of W x and W h.
+_SEQUENCE_FIELDS = (
+    *ints("batches time_steps input_size hidden_size"),
+    Field("time_major", doc="1: [T, B, features]; 0: [B, T, features]"),
+    Field("reset_state", doc="1: start from a zero state (whole sequence); 0: continue (stream)"),
+)
+
+
+def _gate_scale_fields(how: str) -> tuple[Field, ...]:
+    return (
+        Field("input_multiplier", doc=f"per gate: s_x * s_wx / 2^-12{how}", count=4),
+        Field("input_shift", count=4),
+        Field("hidden_multiplier", doc=f"per gate: s_h * s_wh / 2^-12{how}", count=4),
+        Field("hidden_shift", count=4),
+    )
+
+
 # The C structs of this unit's kernels (edgec.ops.kernel); edgec_nn.h's are generated from these.
 RECURRENT_DESC = Struct(
     "edgec_recurrent_desc",
     (
         Field("cell", doc="EDGEC_RECURRENT_LSTM or EDGEC_RECURRENT_GRU: the number of gates"),
-        *ints("batches time_steps input_size hidden_size"),
-        Field("time_major", doc="1: [T, B, features]; 0: [B, T, features]"),
-        Field("reset_state", doc="1: start from a zero state (whole sequence); 0: continue (stream)"),
+        *_SEQUENCE_FIELDS,
         Field("input_weights", "const int8_t *", doc="[cell * H, I], gate blocks in PyTorch order"),
         Field("hidden_weights", "const int8_t *", doc="[cell * H, H]"),
         Field("input_bias", "const int32_t *", doc="[cell * H]"),
         Field("hidden_bias", "const int32_t *", doc="[cell * H]"),
-        Field("input_multiplier", doc="per gate: s_x * s_wx / 2^-12", count=4),
-        Field("input_shift", count=4),
-        Field("hidden_multiplier", doc="per gate: s_h * s_wh / 2^-12", count=4),
-        Field("hidden_shift", count=4),
+        *_gate_scale_fields(""),
         Field("forget_cell_multiplier", doc="LSTM f * c: 2^-15; GRU r * hn: 2^-15"),
         *ints("forget_cell_shift"),
         Field("input_cell_multiplier", doc="LSTM i * g: 2^-30 / s_c"),
@@ -103,16 +115,11 @@ RECURRENT_DESC = Struct(
 LSTM_S16_DESC = Struct(
     "edgec_lstm_s16_desc",
     (
-        *ints("batches time_steps input_size hidden_size"),
-        Field("time_major", doc="1: [T, B, features]; 0: [B, T, features]"),
-        Field("reset_state", doc="1: start from a zero state (whole sequence); 0: continue (stream)"),
+        *_SEQUENCE_FIELDS,
         Field("input_weights", "const int8_t *", doc="[4 * H, I], gate blocks i, f, g, o (PyTorch's order)"),
         Field("hidden_weights", "const int8_t *", doc="[4 * H, H]"),
         Field("bias", "const int64_t *", doc="[4 * H]: b_ih + b_hh at s_x * s_wx (the input side's)"),
-        Field("input_multiplier", doc="per gate: s_x * s_wx / 2^-12 (requantize_s64)", count=4),
-        Field("input_shift", count=4),
-        Field("hidden_multiplier", doc="per gate: s_h * s_wh / 2^-12 (requantize_s64)", count=4),
-        Field("hidden_shift", count=4),
+        *_gate_scale_fields(" (requantize_s64)"),
         Field("forget_cell_multiplier", doc="f * c: 2^-15"),
         *ints("forget_cell_shift"),
         Field("input_cell_multiplier", doc="i * g: 2^-30 / s_c"),

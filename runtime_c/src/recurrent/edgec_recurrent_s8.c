@@ -336,10 +336,7 @@ static int recurrent_desc_valid(const edgec_recurrent_desc *d, int32_t cell, con
         d->cell != cell || (cell == EDGEC_RECURRENT_LSTM && cell_state == NULL)) {
         return 0;
     }
-    if (d->batches < 1 || d->time_steps < 1 || d->input_size < 1 || d->hidden_size < 1 || d->input_size > 65535 ||
-        d->hidden_size > 65535 ||
-        (int64_t)d->batches * d->time_steps * EDGEC_MAX(d->input_size, d->hidden_size) > INT32_MAX ||
-        (int64_t)4 * d->hidden_size * EDGEC_MAX(d->input_size, d->hidden_size) > INT32_MAX) {
+    if (!edgec_recurrent_shape_valid(d->batches, d->time_steps, d->input_size, d->hidden_size)) {
         return 0;
     }
     if (d->output_offset < -128 || d->output_offset > 127 || d->cell_tanh_shift < -31 || d->cell_tanh_shift > 14 ||

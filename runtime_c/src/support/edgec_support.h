@@ -109,6 +109,17 @@ static inline int32_t edgec_requantize(int32_t x, int32_t multiplier, int32_t sh
     return edgec_divide_by_power_of_two(edgec_doubling_high_mult_no_sat(x, multiplier), -shift);
 }
 
+/* A recurrent layer's sizes the kernels index in int32: at most 65535 features, and the sequence
+ * and weight offsets (4 gate blocks) within INT32_MAX. */
+static inline int edgec_recurrent_shape_valid(int32_t batches, int32_t time_steps, int32_t input_size,
+                                              int32_t hidden_size)
+{
+    const int64_t widest = EDGEC_MAX(input_size, hidden_size);
+    return batches >= 1 && time_steps >= 1 && input_size >= 1 && hidden_size >= 1 && input_size <= 65535 &&
+           hidden_size <= 65535 && (int64_t)batches * time_steps * widest <= INT32_MAX &&
+           (int64_t)4 * hidden_size * widest <= INT32_MAX;
+}
+
 static inline int8_t edgec_clamp_to_s8(int32_t x, int32_t act_min, int32_t act_max)
 {
     x = EDGEC_MAX(x, act_min);
