@@ -909,4 +909,72 @@ static inline void edgec_s16_dsp_rows(const int16_t *x, const int8_t *w, int32_t
 }
 #endif /* __ARM_FEATURE_DSP */
 
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/*
+ * Helium form of the 16x8 dot products: eight int16 inputs (VLDRH) meet eight int8 weights
+ * widened to 16-bit lanes by the load (VLDRB.S16), and VMLALDAVA adds the eight products to a
+ * 64-bit accumulator. The sum is exact in int64 whatever the order, so it equals the golden's
+ * bit for bit. The last partial group is predicated (VCTP16): its inactive lanes load nothing and
+ * are zero, so no byte past a row or the input is read.
+ *
+ * acc[r] = sum_k x[k] * w_r[k] over k < count for the four rows w_r = w + r * count: each load
+ * of eight inputs feeds four rows.
+ */
+static inline void edgec_s16_mve_dot4(const int16_t *x, const int8_t *w, int32_t count, int64_t acc[4])
+{
+    int64_t acc0 = 0;
+    int64_t acc1 = 0;
+    int64_t acc2 = 0;
+    int64_t acc3 = 0;
+    const int8_t *w0 = w;
+    for (int32_t k = 0; k < count; k += 8) {
+        const mve_pred16_t p = vctp16q((uint32_t)(count - k));
+        const int16x8_t xv = vldrhq_z_s16(x + k, p);
+        acc0 = vmlaldavaq_s16(acc0, xv, vldrbq_z_s16(w0 + k, p));
+        acc1 = vmlaldavaq_s16(acc1, xv, vldrbq_z_s16(w0 + count + k, p));
+        acc2 = vmlaldavaq_s16(acc2, xv, vldrbq_z_s16(w0 + 2 * count + k, p));
+        acc3 = vmlaldavaq_s16(acc3, xv, vldrbq_z_s16(w0 + 3 * count + k, p));
+    }
+    acc[0] = acc0;
+    acc[1] = acc1;
+    acc[2] = acc2;
+    acc[3] = acc3;
+}
+
+/* One row: sum_k x[k] * w[k], as edgec_s16_mve_dot4. */
+static inline int64_t edgec_s16_mve_dot(const int16_t *x, const int8_t *w, int32_t count)
+{
+    int64_t acc = 0;
+    for (int32_t k = 0; k < count; k += 8) {
+        const mve_pred16_t p = vctp16q((uint32_t)(count - k));
+        acc = vmlaldavaq_s16(acc, vldrhq_z_s16(x + k, p), vldrbq_z_s16(w + k, p));
+    }
+    return acc;
+}
+
+/*
+ * Every output row o < rows of a 16x8 layer from one column x (in order, any int16 alignment):
+ * out[r] = edgec_output_s16(x . w[(first_row + r) * count ...]), four rows at a time.
+ */
+static inline void edgec_s16_mve_rows(const int16_t *x, const int8_t *w, int32_t count, int32_t first_row, int32_t rows,
+                                      const int64_t *bias, const int32_t *multiplier, const int32_t *shift,
+                                      int32_t act_min, int32_t act_max, int16_t *out)
+{
+    int32_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        int64_t acc[4];
+        const int32_t o = first_row + r;
+        edgec_s16_mve_dot4(x, w + o * count, count, acc);
+        for (int32_t i = 0; i < 4; i++) {
+            out[r + i] = edgec_output_s16(acc[i], bias, multiplier, shift, o + i, act_min, act_max);
+        }
+    }
+    for (; r < rows; r++) {
+        const int32_t o = first_row + r;
+        out[r] = edgec_output_s16(edgec_s16_mve_dot(x, w + o * count, count), bias, multiplier, shift, o, act_min,
+                                  act_max);
+    }
+}
+#endif /* __ARM_FEATURE_MVE */
+
 #endif /* EDGEC_SUPPORT_H */
