@@ -1135,10 +1135,22 @@ def one_by_one_padded(rng) -> Case:
     return Case("conv", desc, int16_array(rng, (2, 3, 4, c_in)))
 
 
+def one_d_padded(rng) -> Case:
+    """A 1-D convolution (kernel 1 x 9, stride 4, padded) of 3 channels, as the VAD's encoder:
+    the inner windows are read in place, those over the padding gathered."""
+    c_in, c_out = 3, 6
+    weight = int8_array(rng, (c_out, c_in, 1, 9))
+    s_in, s_w, s_out = scales(rng, 27)
+    desc = int16.conv_s16_desc(
+        (1, 1, 40, c_in), weight, bias_for(rng, c_out, s_in, s_w, s_out), s_in, s_w, s_out, stride=(1, 4), pad=(0, 2)
+    )
+    return Case("conv", desc, int16_array(rng, (1, 1, 40, c_in)))
+
+
 def mve_cases(per_kind: int) -> list[tuple[Case, str, bool, int]]:
     """The Helium paths' cases: random layers of up to 40 channels per group (full blocks of four
     output channels and remainders of 1 to 3, C_in not a multiple of 8, 1x1 and k x k windows,
-    padding, groups), a padded 1x1 layer, K of 3000 and 3600 extreme products, and the benchmark
+    padding, groups), a padded 1x1 and a padded 1-D layer, K of 3000 and 3600 extreme products, and the benchmark
     layers on the DSP and Helium paths."""
     rng = np.random.default_rng(55)
     cases = []
@@ -1147,6 +1159,7 @@ def mve_cases(per_kind: int) -> list[tuple[Case, str, bool, int]]:
             cases.append((random_case(rng, kind, max_c=40), "mve", False, 0))
         cases.append((extreme_case(kind, 3000 if kind == "fc" else 3600), "mve", False, 0))
     cases.append((one_by_one_padded(rng), "mve", False, 0))
+    cases.append((one_d_padded(rng), "mve", False, 0))
     for case in bench_cases(rng):
         for isa in ("dsp", "mve"):
             cases.append((case, isa, True, 0))

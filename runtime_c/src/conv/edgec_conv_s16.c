@@ -132,12 +132,14 @@ edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *
 #endif /* __ARM_FEATURE_DSP */
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-/* The column of group g at one output pixel for the Helium rows: a 1x1 tap inside the input is
- * read in place (its Cg inputs are contiguous), any other window gathered into scratch. */
+/* The column of group g at one output pixel for the Helium rows. A one-row window lying inside
+ * the input is read in place when its K inputs are contiguous there (one tap, or undilated taps
+ * of an ungrouped layer: the 1x1 and 1-D convolutions); any other window is gathered into scratch. */
 static const int16_t *conv_s16_mve_column(const edgec_conv_s16_desc *d, const int16_t *image, edgec_tap_range ty,
                                           edgec_tap_range tx, int32_t channel0, int16_t *scratch)
 {
-    if (d->kernel_h == 1 && d->kernel_w == 1 && ty.first < ty.last && tx.first < tx.last) {
+    const int contiguous = d->kernel_w == 1 || (d->dilation_w == 1 && d->groups == 1);
+    if (d->kernel_h == 1 && contiguous && ty.first < ty.last && tx.first == 0 && tx.last == d->kernel_w) {
         return image + (ty.base * d->input_w + tx.base) * d->input_c + channel0;
     }
     conv_s16_gather(d, image, ty, tx, channel0, scratch);

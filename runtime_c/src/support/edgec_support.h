@@ -961,8 +961,8 @@ static inline void edgec_s16_mve_block4(const int16_t *x, const int8_t *w, int32
                 "vmladava.s16 %[s3], q0, q2\n\t"
                 "subs %[steps], %[steps], #1\n\t"
                 "bne 1b"
-                : [x] "+r"(x), [w0] "+l"(w0), [w1] "+l"(w1), [w2] "+l"(w2), [w3] "+l"(w3), [s0] "+r"(a0),
-                  [s1] "+r"(a1), [s2] "+r"(a2), [s3] "+r"(a3), [steps] "+r"(steps)
+                : [x] "+r"(x), [w0] "+l"(w0), [w1] "+l"(w1), [w2] "+l"(w2), [w3] "+l"(w3), [s0] "+r"(a0), [s1] "+r"(a1),
+                  [s2] "+r"(a2), [s3] "+r"(a3), [steps] "+r"(steps)
                 :
                 : "q0", "q1", "q2", "memory", "cc");
         s0 = a0;
@@ -1053,8 +1053,8 @@ static inline void edgec_s16_mve_rows(const int16_t *x, const int8_t *w, int32_t
     }
     for (; r < rows; r++) {
         const int32_t o = first_row + r;
-        out[r] = edgec_output_s16(edgec_s16_mve_dot(x, w + o * count, count), bias, multiplier, shift, o, act_min,
-                                  act_max);
+        out[r] =
+            edgec_output_s16(edgec_s16_mve_dot(x, w + o * count, count), bias, multiplier, shift, o, act_min, act_max);
     }
 }
 #endif /* __ARM_FEATURE_MVE */
