@@ -13,8 +13,11 @@ from __future__ import annotations
 import ctypes as C
 import hashlib
 import math
+import os
 import struct
+import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -1191,3 +1194,118 @@ def macs(case: Case) -> int:
         * d["input_c"]
         // d["groups"]
     )
+
+
+# --------------------------------------------------------------------------------------------
+# CMSIS-NN's arm_convolve_s16 (plain C, built on the host from CMSIS_NN_DIR)
+# --------------------------------------------------------------------------------------------
+
+
+class _Tile(C.Structure):
+    _fields_ = [("w", C.c_int32), ("h", C.c_int32)]
+
+
+class _ConvParams(C.Structure):
+    _fields_ = [
+        ("input_offset", C.c_int32),
+        ("output_offset", C.c_int32),
+        ("stride", _Tile),
+        ("padding", _Tile),
+        ("dilation", _Tile),
+        ("activation", _Tile),  # cmsis_nn_activation {min, max}: two int32 as a tile's
+    ]
+
+
+class _Dims(C.Structure):
+    _fields_ = [(name, C.c_int32) for name in "nhwc"]
+
+
+class _Context(C.Structure):
+    _fields_ = [("buf", C.c_void_p), ("size", C.c_int32)]
+
+
+class _Quant(C.Structure):
+    _fields_ = [("multiplier", C.c_void_p), ("shift", C.c_void_p)]
+
+
+class _Bias(C.Structure):
+    _fields_ = [("data", C.c_void_p), ("is_int32_bias", C.c_bool)]
+
+
+@pytest.fixture(scope="module")
+def cmsis_conv_s16(tmp_path_factory):
+    checkout = os.environ.get("CMSIS_NN_DIR")
+    if not checkout:
+        pytest.skip(
+            "CMSIS_NN_DIR is not set: no CMSIS-NN checkout to build (git clone https://github.com/ARM-software/CMSIS-NN)"
+        )
+    root, out = Path(checkout), tmp_path_factory.mktemp("cmsis_nn_conv_s16")
+    lib = out / "libcmsis_nn_conv_s16.so"
+    sources = (
+        "ConvolutionFunctions/arm_convolve_s16.c",
+        "ConvolutionFunctions/arm_nn_mat_mult_kernel_s16.c",
+        "NNSupportFunctions/arm_nn_mat_mult_nt_t_s16.c",
+    )
+    subprocess.run(
+        ["cc", "-std=c99", "-O1", "-fPIC", "-shared", f"-I{root / 'Include'}"]
+        + [str(root / "Source" / s) for s in sources]
+        + ["-o", str(lib)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return C.CDLL(str(lib))
+
+
+def run_cmsis_conv(lib, case: Case) -> np.ndarray:
+    """arm_convolve_s16 on an ungrouped case: int64 bias (NULL data: none), per-channel quant."""
+    d, keep = case.desc, []
+
+    def pointer(array, dtype):
+        array = np.ascontiguousarray(array, dtype=dtype)
+        keep.append(array)
+        return array.ctypes.data
+
+    k = d["kernel_h"] * d["kernel_w"] * d["input_c"]
+    buffer = np.zeros(2 * k, np.int16)  # arm_convolve_s16_get_buffer_size: two columns
+    out = np.zeros((d["batches"], d["output_h"], d["output_w"], d["output_c"]), np.int16)
+    params = _ConvParams(
+        0,
+        0,
+        _Tile(d["stride_w"], d["stride_h"]),
+        _Tile(d["pad_left"], d["pad_top"]),
+        _Tile(d["dilation_w"], d["dilation_h"]),
+        _Tile(d["act_min"], d["act_max"]),
+    )
+    bias = _Bias(None if d["bias"] is None else pointer(d["bias"], np.int64), False)
+    status = lib.arm_convolve_s16(
+        C.byref(_Context(buffer.ctypes.data, buffer.nbytes)),
+        C.byref(params),
+        C.byref(_Quant(pointer(d["multiplier"], np.int32), pointer(d["shift"], np.int32))),
+        C.byref(_Dims(d["batches"], d["input_h"], d["input_w"], d["input_c"])),
+        C.c_void_p(pointer(case.x, np.int16)),
+        C.byref(_Dims(d["output_c"], d["kernel_h"], d["kernel_w"], d["input_c"])),
+        C.c_void_p(pointer(d["filter"], np.int8)),
+        C.byref(_Dims(1, 1, 1, d["output_c"])),
+        C.byref(bias),
+        C.byref(_Dims(d["batches"], d["output_h"], d["output_w"], d["output_c"])),
+        C.c_void_p(out.ctypes.data),
+    )
+    assert status == 0
+    return out
+
+
+def test_conv_golden_equals_cmsis_nn(cmsis_conv_s16):
+    """The golden (which every edgec_conv_s16 path equals: the tests above) against CMSIS-NN's own
+    arm_convolve_s16 on ungrouped layers with K < 512 (its plain-C int32 sum is exact there),
+    biases within requantize_s64's input range (CMSIS-NN adds them without saturating) and the
+    layers' own multipliers (an extreme one can take arm_nn_requantize_s64's int64 result past
+    int32, which CMSIS-NN truncates and edgec saturates)."""
+    rng, checked = np.random.default_rng(16), 0
+    while checked < 200:
+        case = random_case(rng, "conv", max_c=12, quant_override=False)
+        bias = case.desc["bias"]
+        if case.desc["groups"] != 1 or (bias is not None and (np.abs(bias) >= 2**40).any()):
+            continue
+        np.testing.assert_array_equal(run_cmsis_conv(cmsis_conv_s16, case), case.golden())
+        checked += 1
