@@ -124,7 +124,7 @@ class KernelChoice:
     planner's choice on top (the emitted CCall names it)."""
 
     function: str  # the C function the layer calls ("" for a view: no code)
-    variant: str  # portable, dsp, dsp wide, mve, int16, int16 dsp, cmsis-nn or view
+    variant: str  # portable, dsp, dsp wide, mve, int16, int16 dsp, int16 mve, cmsis-nn or view
     reason: str  # why, in one phrase
     unit: str = ""  # the kind of the unit that compiles it when not the op's own (int16, CMSIS-NN)
 

@@ -92,8 +92,9 @@ def test_int16_model_is_bit_exact_on_host_and_passes_the_layer_check(model, quan
 @pytest.mark.parametrize("model", ["ds_cnn", "resnet8"])
 def test_int16_model_is_bit_exact_on_target(model, target, quantized, tmp_path):
     compiled = compile_for(quantized(model, "int16"), target)
-    if model == "ds_cnn":  # the DSP-extension conv and FC kernels, with their scratch
-        assert {"edgec_conv_s16_dsp", "edgec_fully_connected_s16_dsp"} <= _kernels(compiled)
+    if model == "ds_cnn":  # the DSP-extension (M4) or Helium (M55) conv and FC kernels
+        isa = "mve" if target == "cortex-m55" else "dsp"
+        assert {f"edgec_conv_s16_{isa}", f"edgec_fully_connected_s16_{isa}"} <= _kernels(compiled)
     _bit_exact(compiled, _samples(model, SAMPLES, 1), tmp_path)
 
 

@@ -13,8 +13,11 @@ from __future__ import annotations
 import ctypes as C
 import hashlib
 import math
+import os
 import struct
+import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -956,6 +959,8 @@ KERNEL_CODE = {
     ("s8_s16", "portable"): 11,
     ("s16_s8", "portable"): 12,
 }
+# The Helium paths (cortex-m55 only; a build without MVE has no such case).
+MVE_CODE = {("conv", "mve"): 13, ("fc", "mve"): 14}
 HEADER_FIELDS, MAX_FIELDS = 9, 32
 TARGETS = ("cortex-m4", "cortex-m55")
 
@@ -965,7 +970,7 @@ def _padded(data: bytes) -> bytes:
 
 
 def scratch_bytes(case: Case, isa: str) -> int:
-    if isa == "portable":
+    if isa == "portable" or (isa, case.kind) == ("mve", "fc"):
         return 0
     return (
         int16.conv_s16_dsp_scratch_bytes(case.desc)
@@ -998,7 +1003,7 @@ def record(case: Case, isa: str, output_bytes: int, skew: int = 0) -> bytes:
         bias_count, channels = 0 if d["bias"] is None else len(d["bias"]), len(d["multiplier"])
     payload = b"".join(_padded(np.ascontiguousarray(a).tobytes()) for a in arrays if a is not None)
     header = [
-        KERNEL_CODE[case.kind, isa],
+        {**KERNEL_CODE, **MVE_CODE}[case.kind, isa],
         len(payload),
         output_bytes,
         scratch_bytes(case, isa),
@@ -1060,23 +1065,23 @@ def arm_cases() -> list[tuple[Case, str, bool, int]]:
     return cases
 
 
-@needs_toolchain
-@pytest.mark.usefixtures("edgec_cache")
-@pytest.mark.parametrize("target", TARGETS)
-def test_s16_arm(target, tmp_path):
-    cases = arm_cases()
+def run_arm(target: str, cases, tmp_path, opt: str = "-O2") -> dict:
+    """Runs (case, isa, is_bench, scratch skew) records under QEMU built at `opt`, asserts every
+    output equals the golden (and every skewed scratch is refused cleanly); returns the benchmark
+    cases' instructions per MAC by (kind, isa)."""
     expected = [case.golden().ravel() for case, _, _, _ in cases]
     elf = toolchain.cross_compile(
         target,
         [DRIVER, *SOURCES],
         [ROOT / "runtime_c" / "include"],
         tmp_path / "kernels.elf",
+        opt=opt,
         extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic"],
     )
     (tmp_path / "cases.bin").write_bytes(
         b"".join(record(c, isa, e.nbytes, skew) for (c, isa, _, skew), e in zip(cases, expected))
     )
-    counts = toolchain.count_instructions(target, elf, timeout=180, cwd=tmp_path)
+    counts = toolchain.count_instructions(target, elf, timeout=300, cwd=tmp_path)
     assert len(counts["insns"]) == len(cases)
     data, at, failures, bench = (tmp_path / "results.bin").read_bytes(), 0, [], {}
     for (case, isa, is_bench, skew), want, insns in zip(cases, expected, counts["insns"]):
@@ -1095,9 +1100,84 @@ def test_s16_arm(target, tmp_path):
             bench[case.kind, isa] = insns / macs(case)
     assert at == len(data)
     assert not failures, f"{len(failures)} of {len(cases)} fail:\n" + "\n".join(failures[:10])
+    return bench
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("target", TARGETS)
+def test_s16_arm(target, tmp_path):
+    bench = run_arm(target, arm_cases(), tmp_path)
     for kind, name in BENCH.items():
         print(f"{target} {name}: portable {bench[kind, 'portable']:.2f}, dsp {bench[kind, 'dsp']:.2f} instructions/MAC")
         assert bench[kind, "dsp"] < bench[kind, "portable"]
+
+
+def extreme_case(kind: str, k: int) -> Case:
+    """Every product at 2^22 over K = k (conv: 3x3 windows over k / 9 channels, padded): int32
+    sums of more than 511 such terms would overflow; the golden's are exact in int64."""
+    if kind == "fc":
+        weight = np.full((6, k), -128, dtype=np.int8)
+        desc = int16.fully_connected_s16_desc(1, weight, None, 2**-10, 2**-7, 2**4)
+        return Case("fc", desc, np.full((1, k), INT16_MIN, dtype=np.int16))
+    c_in = k // 9
+    weight = np.full((5, c_in, 3, 3), -128, dtype=np.int8)
+    desc = int16.conv_s16_desc((1, 3, 3, c_in), weight, None, 2**-10, 2**-7, 2**4, pad=(1, 1))
+    return Case("conv", desc, np.full((1, 3, 3, c_in), INT16_MIN, dtype=np.int16))
+
+
+def one_by_one_padded(rng) -> Case:
+    """A 1x1 convolution with padding: the border pixels' taps lie outside the input (read as
+    zeros from the gathered column), the inner ones in place."""
+    c_in, c_out = 13, 7
+    weight = int8_array(rng, (c_out, c_in, 1, 1))
+    s_in, s_w, s_out = scales(rng, c_in)
+    desc = int16.conv_s16_desc(
+        (2, 3, 4, c_in), weight, bias_for(rng, c_out, s_in, s_w, s_out), s_in, s_w, s_out, pad=(1, 1)
+    )
+    return Case("conv", desc, int16_array(rng, (2, 3, 4, c_in)))
+
+
+def one_d_padded(rng) -> Case:
+    """A 1-D convolution (kernel 1 x 9, stride 4, padded) of 3 channels, as the VAD's encoder:
+    the inner windows are read in place, those over the padding gathered."""
+    c_in, c_out = 3, 6
+    weight = int8_array(rng, (c_out, c_in, 1, 9))
+    s_in, s_w, s_out = scales(rng, 27)
+    desc = int16.conv_s16_desc(
+        (1, 1, 40, c_in), weight, bias_for(rng, c_out, s_in, s_w, s_out), s_in, s_w, s_out, stride=(1, 4), pad=(0, 2)
+    )
+    return Case("conv", desc, int16_array(rng, (1, 1, 40, c_in)))
+
+
+def mve_cases(per_kind: int) -> list[tuple[Case, str, bool, int]]:
+    """The Helium paths' cases: random layers of up to 40 channels per group (full blocks of four
+    output channels and remainders of 1 to 3, C_in not a multiple of 8, 1x1 and k x k windows,
+    padding, groups), a padded 1x1 and a padded 1-D layer, K of 3000 and 3600 extreme products, and the benchmark
+    layers on the DSP and Helium paths."""
+    rng = np.random.default_rng(55)
+    cases = []
+    for kind in ("conv", "fc"):
+        for _ in range(per_kind):
+            cases.append((random_case(rng, kind, max_c=40), "mve", False, 0))
+        cases.append((extreme_case(kind, 3000 if kind == "fc" else 3600), "mve", False, 0))
+    cases.append((one_by_one_padded(rng), "mve", False, 0))
+    cases.append((one_d_padded(rng), "mve", False, 0))
+    for case in bench_cases(rng):
+        for isa in ("dsp", "mve"):
+            cases.append((case, isa, True, 0))
+    return cases
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("opt", ["-O2", "-Os", "-O0"])
+def test_s16_mve_arm(opt, tmp_path):
+    bench = run_arm("cortex-m55", mve_cases(60 if opt == "-O2" else 25), tmp_path, opt)
+    for kind, name in BENCH.items():
+        print(f"cortex-m55 {opt} {name}: dsp {bench[kind, 'dsp']:.2f}, mve {bench[kind, 'mve']:.2f} instructions/MAC")
+        if opt != "-O0":
+            assert bench[kind, "mve"] < bench[kind, "dsp"]
 
 
 def macs(case: Case) -> int:
@@ -1114,3 +1194,118 @@ def macs(case: Case) -> int:
         * d["input_c"]
         // d["groups"]
     )
+
+
+# --------------------------------------------------------------------------------------------
+# CMSIS-NN's arm_convolve_s16 (plain C, built on the host from CMSIS_NN_DIR)
+# --------------------------------------------------------------------------------------------
+
+
+class _Tile(C.Structure):
+    _fields_ = [("w", C.c_int32), ("h", C.c_int32)]
+
+
+class _ConvParams(C.Structure):
+    _fields_ = [
+        ("input_offset", C.c_int32),
+        ("output_offset", C.c_int32),
+        ("stride", _Tile),
+        ("padding", _Tile),
+        ("dilation", _Tile),
+        ("activation", _Tile),  # cmsis_nn_activation {min, max}: two int32 as a tile's
+    ]
+
+
+class _Dims(C.Structure):
+    _fields_ = [(name, C.c_int32) for name in "nhwc"]
+
+
+class _Context(C.Structure):
+    _fields_ = [("buf", C.c_void_p), ("size", C.c_int32)]
+
+
+class _Quant(C.Structure):
+    _fields_ = [("multiplier", C.c_void_p), ("shift", C.c_void_p)]
+
+
+class _Bias(C.Structure):
+    _fields_ = [("data", C.c_void_p), ("is_int32_bias", C.c_bool)]
+
+
+@pytest.fixture(scope="module")
+def cmsis_conv_s16(tmp_path_factory):
+    checkout = os.environ.get("CMSIS_NN_DIR")
+    if not checkout:
+        pytest.skip(
+            "CMSIS_NN_DIR is not set: no CMSIS-NN checkout to build (git clone https://github.com/ARM-software/CMSIS-NN)"
+        )
+    root, out = Path(checkout), tmp_path_factory.mktemp("cmsis_nn_conv_s16")
+    lib = out / "libcmsis_nn_conv_s16.so"
+    sources = (
+        "ConvolutionFunctions/arm_convolve_s16.c",
+        "ConvolutionFunctions/arm_nn_mat_mult_kernel_s16.c",
+        "NNSupportFunctions/arm_nn_mat_mult_nt_t_s16.c",
+    )
+    subprocess.run(
+        ["cc", "-std=c99", "-O1", "-fPIC", "-shared", f"-I{root / 'Include'}"]
+        + [str(root / "Source" / s) for s in sources]
+        + ["-o", str(lib)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return C.CDLL(str(lib))
+
+
+def run_cmsis_conv(lib, case: Case) -> np.ndarray:
+    """arm_convolve_s16 on an ungrouped case: int64 bias (NULL data: none), per-channel quant."""
+    d, keep = case.desc, []
+
+    def pointer(array, dtype):
+        array = np.ascontiguousarray(array, dtype=dtype)
+        keep.append(array)
+        return array.ctypes.data
+
+    k = d["kernel_h"] * d["kernel_w"] * d["input_c"]
+    buffer = np.zeros(2 * k, np.int16)  # arm_convolve_s16_get_buffer_size: two columns
+    out = np.zeros((d["batches"], d["output_h"], d["output_w"], d["output_c"]), np.int16)
+    params = _ConvParams(
+        0,
+        0,
+        _Tile(d["stride_w"], d["stride_h"]),
+        _Tile(d["pad_left"], d["pad_top"]),
+        _Tile(d["dilation_w"], d["dilation_h"]),
+        _Tile(d["act_min"], d["act_max"]),
+    )
+    bias = _Bias(None if d["bias"] is None else pointer(d["bias"], np.int64), False)
+    status = lib.arm_convolve_s16(
+        C.byref(_Context(buffer.ctypes.data, buffer.nbytes)),
+        C.byref(params),
+        C.byref(_Quant(pointer(d["multiplier"], np.int32), pointer(d["shift"], np.int32))),
+        C.byref(_Dims(d["batches"], d["input_h"], d["input_w"], d["input_c"])),
+        C.c_void_p(pointer(case.x, np.int16)),
+        C.byref(_Dims(d["output_c"], d["kernel_h"], d["kernel_w"], d["input_c"])),
+        C.c_void_p(pointer(d["filter"], np.int8)),
+        C.byref(_Dims(1, 1, 1, d["output_c"])),
+        C.byref(bias),
+        C.byref(_Dims(d["batches"], d["output_h"], d["output_w"], d["output_c"])),
+        C.c_void_p(out.ctypes.data),
+    )
+    assert status == 0
+    return out
+
+
+def test_conv_golden_equals_cmsis_nn(cmsis_conv_s16):
+    """The golden (which every edgec_conv_s16 path equals: the tests above) against CMSIS-NN's own
+    arm_convolve_s16 on ungrouped layers with K < 512 (its plain-C int32 sum is exact there),
+    biases within requantize_s64's input range (CMSIS-NN adds them without saturating) and the
+    layers' own multipliers (an extreme one can take arm_nn_requantize_s64's int64 result past
+    int32, which CMSIS-NN truncates and edgec saturates)."""
+    rng, checked = np.random.default_rng(16), 0
+    while checked < 200:
+        case = random_case(rng, "conv", max_c=12, quant_override=False)
+        bias = case.desc["bias"]
+        if case.desc["groups"] != 1 or (bias is not None and (np.abs(bias) >= 2**40).any()):
+            continue
+        np.testing.assert_array_equal(run_cmsis_conv(cmsis_conv_s16, case), case.golden())
+        checked += 1

@@ -68,13 +68,16 @@ class S16Unit(OpDef):
                 *(f"({_C_TYPE[graph.tensors[n].dtype]} *){names.ptr(n)}" for n in op.outputs),
             ]
         )
-        scratch = f", (int16_t *){names.scratch(op)}" if op.attrs.get("dsp") else ""
+        scratch = f", (int16_t *){names.scratch(op)}" if self.takes_scratch(op) else ""
         call.code = f"status |= {op.kernel.function}(&{p}, {args}{scratch});"
         call.scratch_required = self.scratch_macro(op)
         return call
 
     def scratch_macro(self, op) -> str | None:
         return None
+
+    def takes_scratch(self, op) -> bool:
+        return False
 
 
 def _io_tensors(op, graph):
@@ -126,29 +129,33 @@ class Conv2dS16(S16Unit):
         )
 
     def specialize(self, op, graph, target) -> None:
-        op.attrs["dsp"] = bool(target.dsp)
-        reason = (
-            f"{INT16}: {target.name} has the DSP extension (SMLALD)"
-            if target.dsp
-            else f"{INT16}: portable kernel: {target.name} has no DSP extension"
-        )
-        op.kernel = KernelChoice(
-            self.kernel_function(op), "int16 dsp" if target.dsp else "int16", reason, unit=self.kind
-        )
+        isa = "mve" if target.mve else "dsp" if target.dsp else None
+        op.attrs["isa"] = isa
+        reason = {
+            "mve": f"{INT16}: {target.name} has Helium (VMLADAVA on int8 weights widened to 16-bit lanes)",
+            "dsp": f"{INT16}: {target.name} has the DSP extension (SMLALD)",
+            None: f"{INT16}: portable kernel: {target.name} has no DSP extension",
+        }[isa]
+        op.kernel = KernelChoice(self.kernel_function(op), "int16" + (f" {isa}" if isa else ""), reason, unit=self.kind)
 
     def kernel_function(self, op) -> str:
-        return self.kernel + ("_dsp" if op.attrs.get("dsp") else "")
+        isa = op.attrs.get("isa")
+        return self.kernel + (f"_{isa}" if isa else "")
+
+    def takes_scratch(self, op) -> bool:
+        """The DSP kernels reorder their column in scratch, the Helium convolution gathers it there."""
+        return op.attrs.get("isa") is not None
 
     def golden(self, op, graph, inputs):
         return s16.conv_s16(op.attrs["desc"], inputs[0])
 
     def scratch_bytes(self, op, graph, target) -> int:
-        return s16.conv_s16_dsp_scratch_bytes(op.attrs["desc"]) if op.attrs.get("dsp") else 0
+        return s16.conv_s16_dsp_scratch_bytes(op.attrs["desc"]) if self.takes_scratch(op) else 0
 
     def scratch_macro(self, op) -> str | None:
         d = op.attrs["desc"]
         k = d["kernel_h"] * d["kernel_w"] * (d["input_c"] // d["groups"])
-        return s16.CONV_S16_DSP_SCRATCH.call(k) if op.attrs.get("dsp") else None
+        return s16.CONV_S16_DSP_SCRATCH.call(k) if self.takes_scratch(op) else None
 
 
 class DepthwiseConv2dS16(S16Unit):
@@ -209,11 +216,15 @@ class FullyConnectedS16(Conv2dS16):
         return s16.fully_connected_s16(op.attrs["desc"], inputs[0]).reshape(graph.tensors[op.outputs[0]].shape)
 
     def scratch_bytes(self, op, graph, target) -> int:
-        return s16.fully_connected_s16_dsp_scratch_bytes(op.attrs["desc"]) if op.attrs.get("dsp") else 0
+        return s16.fully_connected_s16_dsp_scratch_bytes(op.attrs["desc"]) if self.takes_scratch(op) else 0
 
     def scratch_macro(self, op) -> str | None:
         input_c = op.attrs["desc"]["input_c"]
-        return s16.FULLY_CONNECTED_S16_DSP_SCRATCH.call(input_c) if op.attrs.get("dsp") else None
+        return s16.FULLY_CONNECTED_S16_DSP_SCRATCH.call(input_c) if self.takes_scratch(op) else None
+
+    def takes_scratch(self, op) -> bool:
+        """Only the DSP kernel: Helium reads the input row in place."""
+        return op.attrs.get("isa") == "dsp"
 
 
 class PoolS16(S16Unit):

@@ -1270,6 +1270,17 @@ edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *
 #endif
 
 /*
+ * edgec_conv_s16 with Helium: per output pixel and group, the K inputs are gathered into scratch
+ * (required, EDGEC_CONV_S16_DSP_SCRATCH_BYTES(K) bytes, any int16 alignment; a 1x1 tap inside
+ * the input is read in place), then four output channels at a time take one VLDRH, four VLDRB.S16
+ * and four VMLALDAVA per eight inputs (VCTP16-predicated tail). Same arithmetic and checks.
+ */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_conv_s16_mve(const edgec_conv_s16_desc *desc, const int16_t *input, int16_t *output,
+                                int16_t *scratch);
+#endif
+
+/*
  * Depthwise convolution (CMSIS-NN arm_depthwise_conv_s16, TFLite
  * reference_integer_ops::DepthwiseConvPerChannel int16), NHWC: output channel
  * o = c * ch_mult + m (output_c = input_c * ch_mult) sums
@@ -1337,6 +1348,13 @@ edgec_status edgec_fully_connected_s16(const edgec_fully_connected_s16_desc *des
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_fully_connected_s16_dsp(const edgec_fully_connected_s16_desc *desc, const int16_t *input,
                                            int16_t *output, int16_t *scratch);
+#endif
+
+/* edgec_fully_connected_s16 with Helium: the input row read in place, four output channels at a
+ * time as edgec_conv_s16_mve (no scratch). Same arithmetic and checks. */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_fully_connected_s16_mve(const edgec_fully_connected_s16_desc *desc, const int16_t *input,
+                                           int16_t *output);
 #endif
 
 /*

@@ -70,9 +70,9 @@ edgec_status edgec_conv_s16(const edgec_conv_s16_desc *desc, const int16_t *inpu
     return EDGEC_OK;
 }
 
-#if defined(__ARM_FEATURE_DSP)
-/* The window's K inputs of group g at one output pixel, zero for taps outside the input, then
- * put in the SMLALD order (edgec_s16_dsp_reorder). */
+#if defined(__ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+/* The window's K inputs of group g at one output pixel in filter order, zero for taps outside
+ * the input. */
 static void conv_s16_gather(const edgec_conv_s16_desc *d, const int16_t *image, edgec_tap_range ty, edgec_tap_range tx,
                             int32_t channel0, int16_t *column)
 {
@@ -95,9 +95,10 @@ static void conv_s16_gather(const edgec_conv_s16_desc *d, const int16_t *image, 
             dst += cg;
         }
     }
-    edgec_s16_dsp_reorder(column, d->kernel_h * d->kernel_w * cg);
 }
+#endif
 
+#if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *input, int16_t *output,
                                 int16_t *scratch)
 {
@@ -118,6 +119,7 @@ edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *
                     edgec_conv_taps(ox, d.stride_w, d.pad_left, d.dilation_w, d.kernel_w, d.input_w);
                 for (int32_t g = 0; g < d.groups; g++) {
                     conv_s16_gather(&d, image, ty, tx, g * cg, scratch);
+                    edgec_s16_dsp_reorder(scratch, k_size);
                     edgec_s16_dsp_rows(scratch, d.filter, k_size, g * og, og, d.bias, d.multiplier, d.shift, d.act_min,
                                        d.act_max, out);
                     out += og;
@@ -128,3 +130,49 @@ edgec_status edgec_conv_s16_dsp(const edgec_conv_s16_desc *desc, const int16_t *
     return EDGEC_OK;
 }
 #endif /* __ARM_FEATURE_DSP */
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/* The column of group g at one output pixel for the Helium rows. A one-row window lying inside
+ * the input is read in place when its K inputs are contiguous there (one tap, or undilated taps
+ * of an ungrouped layer: the 1x1 and 1-D convolutions); any other window is gathered into scratch. */
+static const int16_t *conv_s16_mve_column(const edgec_conv_s16_desc *d, const int16_t *image, edgec_tap_range ty,
+                                          edgec_tap_range tx, int32_t channel0, int16_t *scratch)
+{
+    const int contiguous = d->kernel_w == 1 || (d->dilation_w == 1 && d->groups == 1);
+    if (d->kernel_h == 1 && contiguous && ty.first < ty.last && tx.first == 0 && tx.last == d->kernel_w) {
+        return image + (ty.base * d->input_w + tx.base) * d->input_c + channel0;
+    }
+    conv_s16_gather(d, image, ty, tx, channel0, scratch);
+    return scratch;
+}
+
+edgec_status edgec_conv_s16_mve(const edgec_conv_s16_desc *desc, const int16_t *input, int16_t *output,
+                                int16_t *scratch)
+{
+    if (!conv_s16_valid(desc, input, output) || !scratch) {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_s16_desc d = *desc;
+    const int32_t cg = d.input_c / d.groups;
+    const int32_t og = d.output_c / d.groups;
+    const int32_t k_size = d.kernel_h * d.kernel_w * cg;
+    int16_t *out = output;
+    for (int32_t n = 0; n < d.batches; n++) {
+        const int16_t *image = input + n * d.input_h * d.input_w * d.input_c;
+        for (int32_t oy = 0; oy < d.output_h; oy++) {
+            const edgec_tap_range ty = edgec_conv_taps(oy, d.stride_h, d.pad_top, d.dilation_h, d.kernel_h, d.input_h);
+            for (int32_t ox = 0; ox < d.output_w; ox++) {
+                const edgec_tap_range tx =
+                    edgec_conv_taps(ox, d.stride_w, d.pad_left, d.dilation_w, d.kernel_w, d.input_w);
+                for (int32_t g = 0; g < d.groups; g++) {
+                    const int16_t *column = conv_s16_mve_column(&d, image, ty, tx, g * cg, scratch);
+                    edgec_s16_mve_rows(column, d.filter, k_size, g * og, og, d.bias, d.multiplier, d.shift, d.act_min,
+                                       d.act_max, out);
+                    out += og;
+                }
+            }
+        }
+    }
+    return EDGEC_OK;
+}
+#endif /* __ARM_FEATURE_MVE */

@@ -58,3 +58,19 @@ edgec_status edgec_fully_connected_s16_dsp(const edgec_fully_connected_s16_desc 
     return EDGEC_OK;
 }
 #endif /* __ARM_FEATURE_DSP */
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_fully_connected_s16_mve(const edgec_fully_connected_s16_desc *desc, const int16_t *input,
+                                           int16_t *output)
+{
+    if (!fully_connected_s16_valid(desc, input, output)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_fully_connected_s16_desc d = *desc;
+    for (int32_t b = 0; b < d.batches; b++) {
+        edgec_s16_mve_rows(input + b * d.input_c, d.filter, d.input_c, 0, d.output_c, d.bias, d.multiplier, d.shift,
+                           d.act_min, d.act_max, output + b * d.output_c);
+    }
+    return EDGEC_OK;
+}
+#endif /* __ARM_FEATURE_MVE */

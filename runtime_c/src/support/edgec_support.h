@@ -920,4 +920,154 @@ static inline void edgec_s16_dsp_rows(const int16_t *x, const int8_t *w, int32_t
 }
 #endif /* __ARM_FEATURE_DSP */
 
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/*
+ * Helium form of the 16x8 dot products: eight int16 inputs (VLDRH) meet eight int8 weights
+ * widened to 16-bit lanes by the load (VLDRB.S16), and VMLADAVA adds the eight products to a
+ * 32-bit sum. A product is at most 2^22 in magnitude, so a block of EDGEC_S16_MVE_BLOCK (256)
+ * products sums exactly in int32 (|sum| <= 2^30); each block's sum is then added to the int64
+ * total. Every sum is exact, so the result equals the golden's bit for bit whatever the order.
+ * (VMLALDAVA would accumulate in 64 bits directly, but four 64-bit accumulators and five
+ * pointers do not fit the core registers: the compiler spills them every step.) The main steps
+ * are unpredicated; the last partial group of eight is predicated (VCTP16), its inactive lanes
+ * loading nothing and reading as zero, so no byte past a row or the input is read.
+ */
+#define EDGEC_S16_MVE_BLOCK 256
+
+/* sum[r] += x[k] * w_r[k] over k < count (count <= EDGEC_S16_MVE_BLOCK) for the four rows
+ * w_r = w + r * row_step: each load of eight inputs feeds four rows. */
+static inline void edgec_s16_mve_block4(const int16_t *x, const int8_t *w, int32_t row_step, int32_t count,
+                                        int64_t total[4])
+{
+    const int8_t *w0 = w;
+    const int8_t *w1 = w + row_step;
+    const int8_t *w2 = w + 2 * row_step;
+    const int8_t *w3 = w + 3 * row_step;
+    int32_t s0 = 0;
+    int32_t s1 = 0;
+    int32_t s2 = 0;
+    int32_t s3 = 0;
+    int32_t k = count;
+#if defined(__OPTIMIZE__)
+    /* The full steps in assembly: GCC's own loop reloads and re-derives the row pointers from the
+     * stack every step (19 instructions for these 10); an unoptimised build keeps the C loop. */
+    if (k >= 8) {
+        /* VMLADAVA takes an even accumulator register (the sums are pinned to r4, r6, r8, r10) and
+         * the widening VLDRB a low base register (constraint "l"). */
+        register int32_t a0 __asm__("r4") = s0;
+        register int32_t a1 __asm__("r6") = s1;
+        register int32_t a2 __asm__("r8") = s2;
+        register int32_t a3 __asm__("r10") = s3;
+        int32_t steps = k / 8;
+        k -= 8 * steps;
+        __asm__("1:\n\t"
+                "vldrh.16 q0, [%[x]], #16\n\t"
+                "vldrb.s16 q1, [%[w0]], #8\n\t"
+                "vmladava.s16 %[s0], q0, q1\n\t"
+                "vldrb.s16 q2, [%[w1]], #8\n\t"
+                "vmladava.s16 %[s1], q0, q2\n\t"
+                "vldrb.s16 q1, [%[w2]], #8\n\t"
+                "vmladava.s16 %[s2], q0, q1\n\t"
+                "vldrb.s16 q2, [%[w3]], #8\n\t"
+                "vmladava.s16 %[s3], q0, q2\n\t"
+                "subs %[steps], %[steps], #1\n\t"
+                "bne 1b"
+                : [x] "+r"(x), [w0] "+l"(w0), [w1] "+l"(w1), [w2] "+l"(w2), [w3] "+l"(w3), [s0] "+r"(a0), [s1] "+r"(a1),
+                  [s2] "+r"(a2), [s3] "+r"(a3), [steps] "+r"(steps)
+                :
+                : "q0", "q1", "q2", "memory", "cc");
+        s0 = a0;
+        s1 = a1;
+        s2 = a2;
+        s3 = a3;
+    }
+#else
+    for (; k >= 8; k -= 8) {
+        const int16x8_t xv = vldrhq_s16(x);
+        s0 = vmladavaq_s16(s0, xv, vldrbq_s16(w0));
+        s1 = vmladavaq_s16(s1, xv, vldrbq_s16(w1));
+        s2 = vmladavaq_s16(s2, xv, vldrbq_s16(w2));
+        s3 = vmladavaq_s16(s3, xv, vldrbq_s16(w3));
+        x += 8;
+        w0 += 8;
+        w1 += 8;
+        w2 += 8;
+        w3 += 8;
+    }
+#endif
+    if (k > 0) {
+        const mve_pred16_t p = vctp16q((uint32_t)k);
+        const int16x8_t xv = vldrhq_z_s16(x, p);
+        s0 = vmladavaq_s16(s0, xv, vldrbq_z_s16(w0, p));
+        s1 = vmladavaq_s16(s1, xv, vldrbq_z_s16(w1, p));
+        s2 = vmladavaq_s16(s2, xv, vldrbq_z_s16(w2, p));
+        s3 = vmladavaq_s16(s3, xv, vldrbq_z_s16(w3, p));
+    }
+    total[0] += s0;
+    total[1] += s1;
+    total[2] += s2;
+    total[3] += s3;
+}
+
+/* One row, as edgec_s16_mve_block4. */
+static inline int32_t edgec_s16_mve_block(const int16_t *x, const int8_t *w, int32_t count)
+{
+    int32_t sum = 0;
+    int32_t k = count;
+    for (; k >= 8; k -= 8) {
+        sum = vmladavaq_s16(sum, vldrhq_s16(x), vldrbq_s16(w));
+        x += 8;
+        w += 8;
+    }
+    if (k > 0) {
+        const mve_pred16_t p = vctp16q((uint32_t)k);
+        sum = vmladavaq_s16(sum, vldrhq_z_s16(x, p), vldrbq_z_s16(w, p));
+    }
+    return sum;
+}
+
+/* acc[r] = sum_k x[k] * w_r[k] over k < count for the four rows w_r = w + r * count. */
+static inline void edgec_s16_mve_dot4(const int16_t *x, const int8_t *w, int32_t count, int64_t acc[4])
+{
+    acc[0] = acc[1] = acc[2] = acc[3] = 0;
+    for (int32_t k = 0; k < count; k += EDGEC_S16_MVE_BLOCK) {
+        edgec_s16_mve_block4(x + k, w + k, count, EDGEC_MIN(count - k, EDGEC_S16_MVE_BLOCK), acc);
+    }
+}
+
+/* One row: sum_k x[k] * w[k]. */
+static inline int64_t edgec_s16_mve_dot(const int16_t *x, const int8_t *w, int32_t count)
+{
+    int64_t acc = 0;
+    for (int32_t k = 0; k < count; k += EDGEC_S16_MVE_BLOCK) {
+        acc += edgec_s16_mve_block(x + k, w + k, EDGEC_MIN(count - k, EDGEC_S16_MVE_BLOCK));
+    }
+    return acc;
+}
+
+/*
+ * Every output row o < rows of a 16x8 layer from one column x (in order, any int16 alignment):
+ * out[r] = edgec_output_s16(x . w[(first_row + r) * count ...]), four rows at a time.
+ */
+static inline void edgec_s16_mve_rows(const int16_t *x, const int8_t *w, int32_t count, int32_t first_row, int32_t rows,
+                                      const int64_t *bias, const int32_t *multiplier, const int32_t *shift,
+                                      int32_t act_min, int32_t act_max, int16_t *out)
+{
+    int32_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        int64_t acc[4];
+        const int32_t o = first_row + r;
+        edgec_s16_mve_dot4(x, w + o * count, count, acc);
+        for (int32_t i = 0; i < 4; i++) {
+            out[r + i] = edgec_output_s16(acc[i], bias, multiplier, shift, o + i, act_min, act_max);
+        }
+    }
+    for (; r < rows; r++) {
+        const int32_t o = first_row + r;
+        out[r] =
+            edgec_output_s16(edgec_s16_mve_dot(x, w + o * count, count), bias, multiplier, shift, o, act_min, act_max);
+    }
+}
+#endif /* __ARM_FEATURE_MVE */
+
 #endif /* EDGEC_SUPPORT_H */

@@ -30,7 +30,9 @@ enum {
     K_LUT = 9,
     K_SOFTMAX = 10,
     K_REQUANTIZE_S8_S16 = 11,
-    K_REQUANTIZE_S16_S8 = 12
+    K_REQUANTIZE_S16_S8 = 12,
+    K_CONV_MVE = 13,
+    K_FC_MVE = 14
 };
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
@@ -162,6 +164,14 @@ static int32_t run_kernel(const int32_t *h, const int8_t *payload, int8_t *outpu
         break;
     case K_FC_DSP:
         status = edgec_fully_connected_s16_dsp(&fc, input, out16, scratch16);
+        break;
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+    case K_CONV_MVE:
+        status = edgec_conv_s16_mve(&conv, input, out16, scratch16);
+        break;
+    case K_FC_MVE:
+        status = edgec_fully_connected_s16_mve(&fc, input, out16);
         break;
 #endif
     default:
