@@ -224,6 +224,18 @@ class _Embedding(nn.Module):
         return self.head(self.table(ids))
 
 
+class _Normalize(nn.Module):
+    """L2_NORMALIZATION: F.normalize over the features of a linear layer, then another (litert-torch
+    cannot convert it over a conv's channels: "non-NHWC compatible node")."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.head = nn.Linear(16, 12), nn.Linear(12, 4)
+
+    def forward(self, x):
+        return self.head(F.normalize(self.stem(x), dim=-1))
+
+
 def _token_ids(name, n, seed=0):
     """Token ids over every row of _Embedding's table (and the first and last rows)."""
     return np.random.default_rng(seed).integers(0, 20, size=(n, 6)).astype(np.int64)
@@ -250,6 +262,7 @@ OPERATOR_PROGRAMS = {
     "op_splits": _operator_program(_Splits, (1, 4, 6, 6)),
     "op_gather": _operator_program(_Gather, (1, 4, 6, 6)),
     "op_prelu": _operator_program(_Prelu, (1, 4, 6, 6)),
+    "op_l2_norm": _operator_program(_Normalize, (1, 8, 16)),
     "op_embedding": (
         lambda seed=0: mlperf.build_model(_Embedding, lambda n, s: _token_ids(None, n, s), seed),
         _token_ids,

@@ -7,12 +7,13 @@ Micro's reference_integer_ops::L2Normalization, bit for bit: per row of n int8 v
     (m, s) = GetInvSqrtQuantizedMultiplierExp(acc, reverse_shift = -1)     (1 / sqrt(acc) as Q31 * 2^s)
     y_i  = clamp(MultiplyByQuantizedMultiplier(d_i, m, s + 7), -128, 127)
 
-The output is fixed at scale 1/128, zero point 0 (TFLite's spec for the op; the quantizer
-annotates it so). GetInvSqrtQuantizedMultiplierExp normalises acc into [2^27, 2^29) by pairs of
-bits and runs five Newton-Raphson steps of gemmlowp fixed point with 3 integer bits from x = 1
-(inv_sqrt_multiplier below, step by step); acc <= 1 (a zero row, or one step from it) gives
-(2^31 - 1, 0). eps is not an argument of the integer kernel (TFLite's neither): it only guards a
-zero norm, which acc <= 1 covers; an eps that could change a non-zero row is refused.
+The output is fixed at scale 1/128, zero point 0 (TFLite's spec for the op; edgec's quantizer
+annotates it so); a program that quantizes it otherwise gets a requantize to its qparams after.
+GetInvSqrtQuantizedMultiplierExp normalises acc into [2^27, 2^29) by pairs of bits and runs five
+Newton-Raphson steps of gemmlowp fixed point with 3 integer bits from x = 1 (inv_sqrt_multiplier
+below, step by step); acc <= 1 (a zero row, or one step from it) gives (2^31 - 1, 0). eps is not
+an argument of the integer kernel (TFLite's neither): it only guards a zero norm, which acc <= 1
+covers; an eps that could change a non-zero row is refused.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.frontend.torch_ops import L2_NORMALIZES
+from edgec.ir import Tensor
 from edgec.numerics import INT32_MAX, INT32_MIN, requantize, saturate_int8
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.kernel import Struct, ints
@@ -117,8 +119,19 @@ class L2Norm(OpDef):
         return f"F.normalize over {depth} values (at most {MAX_DEPTH})" if depth > MAX_DEPTH else None
 
     def lower(self, ctx, node) -> None:
+        """The kernel writes 1/128 steps; a program that quantizes the result otherwise (litert-torch's
+        PT2E quantizer observes it like any activation) gets it requantized to its own qparams."""
         x = ctx.tensor(node.args[0])
-        ctx.add_op(self.kind, node, [x], [ctx.output(node)], dim=node.args[1] % len(x.shape), eps=node.args[2])
+        attrs = {"dim": node.args[1] % len(x.shape), "eps": node.args[2]}
+        declared = ctx.quantized_as(node)
+        if declared is None or declared == (OUTPUT_SCALE, OUTPUT_ZERO_POINT, "int8"):
+            ctx.add_op(self.kind, node, [x], [ctx.output(node)], **attrs)
+            return
+        steps = ctx.graph.add_tensor(
+            Tensor(f"{node.name}_l2", tuple(node.meta["val"].shape), OUTPUT_SCALE, OUTPUT_ZERO_POINT, source=node.name)
+        )
+        ctx.add_op(self.kind, node, [x], [steps], **attrs)
+        ctx.add_op("lut", node, [steps], [ctx.output(node)], function="requantize", function_attrs={})
 
     def relayout(self, op, graph) -> None:
         op.attrs["stored_dim"] = graph.tensors[op.inputs[0]].stored_axis(op.attrs["dim"])
