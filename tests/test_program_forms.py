@@ -1,5 +1,5 @@
 """Program forms that used to end in an internal error or a bare OK: a PT2E program whose add
-with a constant leaves its output to float operators (one clear line, exit 2), and a model whose
+with a constant, or whose matmul, leaves its output to float operators (one clear line, exit 2), and a model whose
 output does not follow its input (verify warns)."""
 
 from __future__ import annotations
@@ -57,6 +57,40 @@ def test_an_add_left_in_float_is_one_line(tmp_path, capsys):
     code, _, err = run_cli("build", path, "-o", tmp_path / "out", "--quiet", capsys=capsys)
     assert code == 2 and "internal error" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+class MatmulThenFloat(nn.Module):
+    """Attention scores left to a float log_softmax, as litert-torch's quantizer leaves them."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.head = nn.Linear(16, 16), nn.Linear(16, 16), nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(torch.log_softmax(torch.matmul(self.a(x), self.b(x).transpose(1, 2)), -1))
+
+
+class FloatAfterMatmul(EdgecQuantizer):
+    def annotate(self, model):
+        super().annotate(model)
+        for node in model.graph.nodes:
+            if node.target == torch.ops.aten.matmul.default:
+                node.meta[ANNOTATION_KEY].output_qspec = None
+                for user in node.users:
+                    user.meta[ANNOTATION_KEY].output_qspec = None
+                    user.meta[ANNOTATION_KEY].input_qspec_map = {}
+        return model
+
+
+def test_a_matmul_left_in_float_is_one_line():
+    torch.manual_seed(0)
+    model, example = MatmulThenFloat().eval(), (torch.randn(1, 8, 16),)
+    prepared = prepare_pt2e(torch.export.export(model, example).module(), FloatAfterMatmul())
+    for _ in range(4):
+        prepared(torch.randn(1, 8, 16))
+    program = torch.export.export(convert_pt2e(prepared, fold_quantize=True), example)
+    with pytest.raises(EdgecError, match=r"torch\.matmul.*leaves the output of this matmul \('matmul'\) in float"):
+        compile_model(program, calibration=None)
 
 
 MODELS = """

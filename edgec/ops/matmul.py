@@ -39,6 +39,7 @@ from edgec.numerics import (
 )
 from edgec.ops.base import CCall, OpDef, descriptor
 from edgec.ops.binary import broadcast_layout
+from edgec.ops.eltwise import require_quantized
 from edgec.ops.kernel import Const, Field, Struct, ints
 from edgec.ops.movement import gathered_ids
 from edgec.ops.qspec import activation_inputs, annotate_with_output
@@ -227,6 +228,7 @@ class MatMul(OpDef):
         return [*op.inputs, *op.outputs]
 
     def finalize(self, op, graph) -> None:
+        require_quantized(op, graph, "matmul")
         lhs, rhs = (graph.tensors[name] for name in op.inputs)
         out = graph.tensors[op.outputs[0]]
         bounds = activation_bounds(out.zero_point, out.scale, *op.attrs["clamp"])
