@@ -1,6 +1,7 @@
 """Program forms that used to end in an internal error or a bare OK: a PT2E program whose add
-with a constant, or whose matmul, leaves its output to float operators (one clear line, exit 2), and a model whose
-output does not follow its input (verify warns)."""
+with a constant, matmul, convolution, lookup table or layer norm leaves its output to float
+operators (one clear line, exit 2), and a model whose output does not follow its input (verify
+warns)."""
 
 from __future__ import annotations
 
@@ -70,22 +71,55 @@ class MatmulThenFloat(nn.Module):
         return self.head(torch.log_softmax(torch.matmul(self.a(x), self.b(x).transpose(1, 2)), -1))
 
 
-class FloatAfterMatmul(EdgecQuantizer):
-    def annotate(self, model):
-        super().annotate(model)
-        for node in model.graph.nodes:
-            if node.target == torch.ops.aten.matmul.default:
-                node.meta[ANNOTATION_KEY].output_qspec = None
-                for user in node.users:
-                    user.meta[ANNOTATION_KEY].output_qspec = None
-                    user.meta[ANNOTATION_KEY].input_qspec_map = {}
-        return model
+def leaving_float(target):
+    """EdgecQuantizer, but the outputs of `target`'s nodes and of their readers left float (as a tool
+    that keeps part of a graph float does)."""
+
+    class LeavesFloat(EdgecQuantizer):
+        def annotate(self, model):
+            super().annotate(model)
+            for node in model.graph.nodes:
+                if node.target == target:
+                    node.meta[ANNOTATION_KEY].output_qspec = None
+                    for user in node.users:
+                        user.meta[ANNOTATION_KEY].output_qspec = None
+                        user.meta[ANNOTATION_KEY].input_qspec_map = {}
+            return model
+
+    return LeavesFloat()
+
+
+class Chain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.norm, self.head = nn.Conv2d(3, 8, 3, padding=1), nn.LayerNorm(8), nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(torch.log_softmax(self.norm(torch.sigmoid(self.conv(x)).mean((2, 3))), -1))
+
+
+@pytest.mark.parametrize(
+    "target, what",
+    [
+        (torch.ops.aten.conv2d.default, "conv2d"),
+        (torch.ops.aten.sigmoid.default, "sigmoid"),
+        (torch.ops.aten.layer_norm.default, "layer_norm"),
+    ],
+)
+def test_an_output_left_in_float_is_one_line(target, what):
+    torch.manual_seed(0)
+    prepared = prepare_pt2e(torch.export.export(Chain().eval(), (torch.randn(SHAPE),)).module(), leaving_float(target))
+    for _ in range(3):
+        prepared(torch.randn(SHAPE))
+    program = torch.export.export(convert_pt2e(prepared, fold_quantize=True), (torch.randn(SHAPE),))
+    with pytest.raises(EdgecError, match=rf"test_program_forms.py.*leaves the output of this {what} .* in float"):
+        compile_model(program, calibration=None)
 
 
 def test_a_matmul_left_in_float_is_one_line():
     torch.manual_seed(0)
     model, example = MatmulThenFloat().eval(), (torch.randn(1, 8, 16),)
-    prepared = prepare_pt2e(torch.export.export(model, example).module(), FloatAfterMatmul())
+    prepared = prepare_pt2e(torch.export.export(model, example).module(), leaving_float(torch.ops.aten.matmul.default))
     for _ in range(4):
         prepared(torch.randn(1, 8, 16))
     program = torch.export.export(convert_pt2e(prepared, fold_quantize=True), example)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgec.c_format import braced, initializer
+from edgec.errors import EdgecError
 from edgec.ir import Graph, InPlace, KernelChoice, Op
 from edgec.ops.kernel import Struct
 
@@ -27,6 +28,20 @@ def unit_of(op: Op) -> "OpDef":
     """The unit that compiles `op`: its kind's, or the one its kernel choice names (an int16 or
     CMSIS-NN unit, chosen after lowering)."""
     return KINDS[op.kernel.unit if op.kernel is not None and op.kernel.unit else op.kind]
+
+
+def require_quantized(op, graph, what: str) -> None:
+    """One clear line where a program leaves an int8 kernel's operand in float (a float residual
+    chain; an add whose output only float operators read), where add_params would fail on None."""
+    for name in op.inputs + op.outputs:
+        tensor = graph.tensors[name]
+        if not tensor.quantized:
+            role = "output" if name in op.outputs else "input"
+            raise EdgecError(
+                f"{op.source}: the program leaves the {role} of this {what} ('{tensor.source}') in float; "
+                f"edgec runs it in int8: quantize it in the program (a quantize/dequantize pair), "
+                f"or give edgec the float model to quantize"
+            )
 
 
 @dataclass

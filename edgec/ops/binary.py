@@ -37,8 +37,8 @@ from edgec.numerics import (
     saturate_int8,
     wrap_int32,
 )
-from edgec.ops.base import CCall, OpDef, descriptor
-from edgec.ops.eltwise import add_params, require_quantized
+from edgec.ops.base import CCall, OpDef, descriptor, require_quantized
+from edgec.ops.eltwise import add_params
 from edgec.ops.kernel import Const, Field, Struct, ints
 from edgec.ops.kernel_layout import kernel_isa, packed_choice
 from edgec.ops.lut import round_half_away_exact

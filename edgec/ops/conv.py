@@ -27,7 +27,7 @@ from edgec.numerics import (
     wrap_int32,
 )
 from edgec.ops import conv_small, int4
-from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.base import CCall, OpDef, descriptor, require_quantized
 from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.kernel_layout import (
     DSP,
@@ -730,6 +730,7 @@ def finalize_output_stage(op, graph, weight_rows: np.ndarray | None = None) -> N
     """Per-channel (multiplier, shift) of s_in*s_w/s_out, and the fused clamp's int8 bounds, after
     checking that no output channel's accumulator can leave int32 (`weight_rows`: each output
     channel's weights, [C_out, K]; by default op.attrs["weight"] with the output channels first)."""
+    require_quantized(op, graph, op.kind.replace("_", " "))
     x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     rows = op.attrs["weight"] if weight_rows is None else weight_rows
     check_accumulator_range(op, x_t.zero_point, np.asarray(rows).reshape(len(rows), -1))

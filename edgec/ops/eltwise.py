@@ -20,7 +20,7 @@ from edgec.numerics import (
     saturate_int8,
     wrap_int32,
 )
-from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.base import CCall, OpDef, descriptor, require_quantized
 from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.kernel_layout import kernel_isa, packed_choice
 from edgec.ops.qspec import annotate_shared
@@ -84,20 +84,6 @@ def add_params(
 def add_desc(size: int, params: dict) -> dict:
     """edgec_add_s8_desc's fields: `size` elements, add_params' constants."""
     return {"size": int(size), **params}
-
-
-def require_quantized(op, graph, what: str) -> None:
-    """One clear line where a program leaves an int8 kernel's operand in float (a float residual
-    chain; an add whose output only float operators read), where add_params would fail on None."""
-    for name in op.inputs + op.outputs:
-        tensor = graph.tensors[name]
-        if not tensor.quantized:
-            role = "output" if name in op.outputs else "input"
-            raise EdgecError(
-                f"{op.source}: the program leaves the {role} of this {what} ('{tensor.source}') in float; "
-                f"edgec runs it in int8: quantize it in the program (a quantize/dequantize pair), "
-                f"or give edgec the float model to quantize"
-            )
 
 
 def add_s8(x1, x2, params: dict) -> np.ndarray:

@@ -43,7 +43,7 @@ from edgec.errors import EdgecError
 from edgec.frontend.export import source_line
 from edgec.frontend.torch_ops import aten
 from edgec.numerics import INT8_MAX, INT8_MIN, activation_bounds, round_half_away, saturate_int8
-from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.base import CCall, OpDef, descriptor, require_quantized
 from edgec.ops.kernel import Field, Struct, ints
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate_with_output
 
@@ -198,6 +198,7 @@ class LayerNorm(OpDef):
         return [*op.inputs, *op.outputs]
 
     def finalize(self, op, graph) -> None:
+        require_quantized(op, graph, "layer_norm")
         x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         bounds = activation_bounds(out.zero_point, out.scale, *op.attrs["clamp"])
         try:

@@ -42,7 +42,7 @@ from edgec.errors import EdgecError
 from edgec.frontend.torch_ops import aten
 from edgec.ir import InPlace
 from edgec.numerics import INT8_MAX, INT8_MIN, INT32_MAX, quantize_multiplier, requantize
-from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.base import CCall, OpDef, descriptor, require_quantized
 from edgec.ops.kernel import Field, Struct
 from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, fixed_qspec
 
@@ -413,6 +413,7 @@ class Lut(OpDef):
             op.attrs["table_qparams"] = FIXED_OUTPUT_QPARAMS["tanh"]
 
     def finalize(self, op, graph) -> None:
+        require_quantized(op, graph, op.attrs.get("function", "lookup table"))
         x_t, out_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         out_scale, out_zero_point = op.attrs.get("table_qparams", (out_t.scale, out_t.zero_point))
         qparams = (x_t.scale, x_t.zero_point, out_scale, out_zero_point)

@@ -37,9 +37,8 @@ from edgec.numerics import (
     saturate_int8,
     wrap_int32,
 )
-from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.base import CCall, OpDef, descriptor, require_quantized
 from edgec.ops.binary import broadcast_layout
-from edgec.ops.eltwise import require_quantized
 from edgec.ops.kernel import Const, Field, Struct, ints
 from edgec.ops.movement import gathered_ids
 from edgec.ops.qspec import activation_inputs, annotate_with_output

@@ -39,9 +39,8 @@ from edgec.frontend.export import source_line
 from edgec.frontend.torch_ops import COMPARISONS, LOGICALS, SCALAR_TENSORS, SELECTS
 from edgec.ir import InPlace, KernelChoice, Tensor, same_bytes, to_stored
 from edgec.numerics import INT8_MAX, INT8_MIN
-from edgec.ops.base import CCall, OpDef, descriptor
+from edgec.ops.base import CCall, OpDef, descriptor, require_quantized
 from edgec.ops.binary import ConstantOperand, _broadcast_stored, broadcast_layouts
-from edgec.ops.eltwise import require_quantized
 from edgec.ops.kernel import Const, Field, Struct
 from edgec.ops.lut import round_half_away_exact
 from edgec.ops.qspec import ACTIVATION_QSPEC, annotate
