@@ -325,7 +325,7 @@ static void conv_s4_dsp_odd(const edgec_conv_s4_desc *d, const int8_t *input, in
     column_a[0] = column_b[0] = pad;
     memset(column_a + 1 + k, pad, (size_t)(8 * blocks - k)); /* the gather writes K bytes only */
     memset(column_b + 1 + k, pad, (size_t)(8 * blocks - k));
-    const int short_requant = edgec_s4_requant_short(d->multiplier, d->shift, d->output_c);
+    const int short_requant = edgec_dsp_requant_all_wide(d->multiplier, d->shift, d->output_c);
     const int32_t round_base = edgec_dsp_round_base(d->output_offset);
     const edgec_s4_rows rows = { d->filter,    k,
                                  column_a + 1, d->input_offset,
@@ -387,7 +387,7 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
     }
     const edgec_conv_s4_desc d = *desc;
     const int32_t cout_g = d.output_c / d.groups;
-    const int short_requant = edgec_s4_requant_short(d.multiplier, d.shift, d.output_c);
+    const int short_requant = edgec_dsp_requant_all_wide(d.multiplier, d.shift, d.output_c);
     const int32_t round_base = edgec_dsp_round_base(d.output_offset);
     int16_t *widened = scratch;
     int8_t *column_a = (int8_t *)(scratch + 2 * (k / 8 * 8));

@@ -54,7 +54,7 @@ edgec_status edgec_fully_connected_s4_dsp(const edgec_fully_connected_s4_desc *d
     }
     const edgec_fully_connected_s4_desc d = *desc;
     /* The short requantization (edgec_s4_requantize_short) when every channel admits it. */
-    const int short_requant = edgec_s4_requant_short(d.multiplier, d.shift, d.output_c);
+    const int short_requant = edgec_dsp_requant_all_wide(d.multiplier, d.shift, d.output_c);
     edgec_s4_rows rows = { d.filter, d.input_c,
                            input,    d.input_offset,
                            d.bias,   d.multiplier,

@@ -97,7 +97,7 @@ static inline void edgec_s4_dsp_widen2(const int8_t *a, const int8_t *b, int32_t
 
 /*
  * requantize(x, multiplier, shift) + offset for multiplier >= 2^30 and shift -1..-24
- * (edgec_s4_requant_short): the int8 DSP kernels' short form (edgec_dsp_requantize, whose
+ * (edgec_dsp_requant_all_wide): the int8 DSP kernels' short form (edgec_dsp_requantize, whose
  * derivation holds for every r = -shift >= 1) with its constant (1 + 2 * offset) * 2^(30 + r)
  * split over both words of the 64-bit sum, so that r = 1 -- which int4 layers, their weight scales
  * 16 times int8's, often have -- is included: R = round_base << (r - 1), the high word R >> 1, bit
@@ -114,16 +114,6 @@ static inline int32_t edgec_s4_requantize_short(int32_t x, int32_t multiplier, i
     high += low < half; /* the carry */
     __asm__("smlal %0, %1, %2, %3" : "+r"(low), "+r"(high) : "r"(x), "r"(multiplier));
     return high >> q;
-}
-
-static inline int edgec_s4_requant_short(const int32_t *multiplier, const int32_t *shift, int32_t count)
-{
-    for (int32_t i = 0; i < count; i++) {
-        if (multiplier[i] < (1 << 30) || shift[i] > -1 || shift[i] < -24) {
-            return 0;
-        }
-    }
-    return 1;
 }
 
 /* The per-call fields of edgec_s4_dsp_triples and _pairs, by offset (a naked function takes no operands). */
