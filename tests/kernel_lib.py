@@ -7,6 +7,7 @@ numpy kernels byte for byte. The library is built with UBSan so undefined behavi
 from __future__ import annotations
 
 import ctypes as C
+import struct
 import subprocess
 from pathlib import Path
 
@@ -129,3 +130,19 @@ def ptr(array: np.ndarray, ctype):
     """Pointer to a C-contiguous numpy array's data (the array must outlive the call)."""
     assert array.flags["C_CONTIGUOUS"]
     return array.ctypes.data_as(C.POINTER(ctype))
+
+
+def pack_record(flags: int, desc: dict, int_fields, header_words: int, arrays, align: int) -> bytes:
+    """One case of a QEMU kernel driver: a header of header_words int32 (flags, then desc's
+    int_fields in order, lists flattened, zero-padded), then each array's bytes padded to `align`
+    (the driver's pointer alignment for its widest element)."""
+    ints = []
+    for name in int_fields:
+        value = desc[name]
+        ints.extend(value if isinstance(value, list) else [value])
+    header = struct.pack(f"<{header_words}i", flags, *ints, *[0] * (header_words - 1 - len(ints)))
+    payload = b""
+    for array in arrays:
+        data = np.ascontiguousarray(array).tobytes()
+        payload += data + bytes(-len(data) % align)
+    return header + payload

@@ -37,7 +37,7 @@ from edgec.ops.recurrent import (
 )
 from edgec.targets import toolchain
 from tests.device_support import ROOT, needs_toolchain
-from tests.kernel_lib import LstmS16Desc, struct_from_desc
+from tests.kernel_lib import LstmS16Desc, pack_record, struct_from_desc
 from tests.test_kernels_recurrent import ref_activation, ref_multiply, sat
 
 EDGEC_OK, ARG_ERROR = 0, -1
@@ -306,16 +306,7 @@ FLAG_BENCH = 1
 
 
 def record(desc, x, hidden, cell, flags: int = 0) -> bytes:
-    ints = []
-    for name in INT_FIELDS:
-        value = desc[name]
-        ints.extend(value if isinstance(value, list) else [value])
-    header = struct.pack(f"<{HEADER_WORDS}i", flags, *ints, *[0] * (HEADER_WORDS - 1 - len(ints)))
-    payload = b""
-    for array in (*(desc[name] for name in ARRAYS), x, hidden, cell):
-        data = np.ascontiguousarray(array).tobytes()
-        payload += data + bytes(-len(data) % 8)
-    return header + payload
+    return pack_record(flags, desc, INT_FIELDS, HEADER_WORDS, (*(desc[name] for name in ARRAYS), x, hidden, cell), 8)
 
 
 def vad_case(rng):

@@ -35,7 +35,7 @@ from edgec.ops.recurrent import (
 )
 from edgec.targets import toolchain
 from tests.device_support import ROOT, needs_toolchain
-from tests.kernel_lib import RecurrentDesc, struct_from_desc
+from tests.kernel_lib import RecurrentDesc, pack_record, struct_from_desc
 
 EDGEC_OK, ARG_ERROR = 0, -1
 GUARD = 0x5A
@@ -394,26 +394,8 @@ FLAG_BENCH = 1
 
 
 def record(desc, x, hidden, cell, flags: int = 0) -> bytes:
-    ints = []
-    for name in INT_FIELDS:
-        value = desc[name]
-        ints.extend(value if isinstance(value, list) else [value])
-    header = struct.pack(f"<{HEADER_WORDS}i", flags, *ints, *[0] * (HEADER_WORDS - 1 - len(ints)))
-    arrays = [
-        desc["input_weights"],
-        desc["hidden_weights"],
-        desc["input_bias"],
-        desc["hidden_bias"],
-        desc["sigmoid_table"],
-        x,
-        hidden,
-        cell,
-    ]
-    payload = b""
-    for array in arrays:
-        data = np.ascontiguousarray(array).tobytes()
-        payload += data + bytes(-len(data) % 4)
-    return header + payload
+    arrays = ("input_weights", "hidden_weights", "input_bias", "hidden_bias", "sigmoid_table")
+    return pack_record(flags, desc, INT_FIELDS, HEADER_WORDS, (*(desc[name] for name in arrays), x, hidden, cell), 4)
 
 
 def kws_cases(rng):
