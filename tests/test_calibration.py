@@ -103,3 +103,32 @@ def test_unknown_calibration_is_refused(small_digits_calib, capsys):
         "build", DIGITS / "digits.pt2", "-o", small_digits_calib.parent / "out", "--calibration", "kl", capsys=capsys
     )
     assert code != 0 and "kl" in (out + err)
+
+
+def test_non_finite_calibration_values_name_their_op_in_one_line(tmp_path, capsys):
+    """A log of calibration values at or below 0 (random normal data into a log-mel front end) gives
+    nan / -inf: one line naming the op and its source line, exit 2, no output directory, instead
+    of the observer's assertion inside convert_pt2e."""
+    model = tmp_path / "logmel.py"
+    model.write_text(
+        "import torch\n"
+        "class LogMel(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = torch.nn.Linear(8, 2)\n"
+        "    def forward(self, x):\n"
+        "        y = torch.log(x)\n"
+        "        return self.fc(y)\n"
+        "def make():\n"
+        "    return LogMel().eval(), (torch.rand(1, 8),)\n"
+    )
+    samples = tmp_path / "calib.npy"
+    np.save(samples, np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32))
+    out_dir = tmp_path / "out"
+    code, out, err = run_cli("build", f"{model}:make", "--calib", samples, "-o", out_dir, capsys=capsys)
+    errors = [line for line in err.splitlines() if line.startswith("edgec: error")]
+    assert code == 2 and len(errors) == 1, (out, err)
+    assert "logmel.py:7" in errors[0] and "log" in errors[0] and "non-finite" in errors[0]
+    assert "Traceback" not in err and not out_dir.exists()
+    np.save(samples, np.random.default_rng(0).random((8, 8)).astype(np.float32) + 0.1)
+    assert run_cli("build", f"{model}:make", "--calib", samples, "-o", out_dir, capsys=capsys)[0] == 0

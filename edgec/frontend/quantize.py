@@ -266,7 +266,29 @@ def quantize(
     with torch.no_grad():
         for sample in progress(calibration) if progress else calibration:
             run(*sample)
+    _require_finite_ranges(prepared)
     return convert_pt2e(prepared, fold_quantize=True)
+
+
+def _require_finite_ranges(prepared: GraphModule) -> None:
+    """One line naming the first node (in graph order: where it arose) whose calibration values
+    were not finite, e.g. the log of a negative or zero value on unsuitable calibration data,
+    instead of the observer's assertion inside convert_pt2e. An observer no sample reached keeps
+    min +inf > max -inf and is left alone."""
+    for node in prepared.graph.nodes:
+        observer = getattr(prepared, node.target, None) if node.op == "call_module" else None
+        low, high = getattr(observer, "min_val", None), getattr(observer, "max_val", None)
+        if not isinstance(low, torch.Tensor) or not isinstance(high, torch.Tensor) or low.numel() == 0:
+            continue
+        if bool(
+            torch.isnan(low).any() | torch.isnan(high).any() | (low == -torch.inf).any() | (high == torch.inf).any()
+        ):
+            source = node.args[0]
+            raise EdgecError(
+                f"{node_location(source)}: {source.target} gives non-finite values (nan or inf) on the "
+                "calibration data; calibrate with inputs the float model computes finitely (--calib), "
+                "e.g. a log's input above 0"
+            )
 
 
 def _observing_nodes(module: GraphModule) -> set:
