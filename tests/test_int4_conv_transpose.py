@@ -285,7 +285,7 @@ class _Attention(torch.nn.Module):
 def test_attention_weights_are_fully_connected_layers_and_its_matmuls_have_none(tmp_path):
     """Attention's constant weights (the q/k/v and output projections) lower to fully_connected,
     which --weights int4 covers; its two products (q k^T, weights v) multiply activations, with no
-    constant operand to make int4 (a torch.matmul with a constant operand is refused: a linear layer)."""
+    constant operand to make int4 (a torch.matmul with one constant matrix lowers to a linear layer)."""
     torch.manual_seed(0)
     floats = np.random.default_rng(0).standard_normal((8, 1, 5, 16)).astype(np.float32)
     quantized = quantize_model(

@@ -193,8 +193,12 @@ def test_lut_rejects_bad_arguments(lib):
 def _torch_function(function: str, attrs: dict):
     if function == "gelu":
         return lambda t: F.gelu(t, approximate=attrs.get("approximate", "none"))
+    if function == "elu" and "scale" in attrs:
+        return lambda t: torch.ops.aten.elu(t, attrs["alpha"], attrs["scale"], attrs.get("input_scale", 1.0))
     if function == "elu":
         return lambda t: F.elu(t, alpha=attrs.get("alpha", 1.0))
+    if function == "celu":
+        return lambda t: F.celu(t, alpha=attrs.get("alpha", 1.0))
     if function == "softplus":
         return lambda t: F.softplus(t, beta=attrs.get("beta", 1.0), threshold=attrs.get("threshold", 20.0))
     if function == "pow":
@@ -208,6 +212,7 @@ def _torch_function(function: str, attrs: dict):
         "mish": F.mish,
         "exp": torch.exp,
         "abs": torch.abs,
+        "sign": torch.sign,
         "neg": torch.neg,
         "erf": torch.erf,
         "log_sigmoid": F.logsigmoid,
@@ -235,6 +240,9 @@ FUNCTION_CASES = [(name, {}) for name in sorted(FLOAT_FUNCTIONS) if name not in 
     ("gelu", {"approximate": "tanh"}),
     ("elu", {}),
     ("elu", {"alpha": 0.3}),
+    ("elu", {"alpha": 1.6732632423543772, "scale": 1.0507009873554805}),  # selu
+    ("elu", {"alpha": 0.7, "scale": 1.5, "input_scale": 0.5}),
+    ("celu", {"alpha": 0.5}),
     ("softplus", {}),
     ("softplus", {"beta": 2.0, "threshold": 5.0}),
     ("softplus", {"beta": 0.5, "threshold": 1.0}),
@@ -292,6 +300,8 @@ def test_fixed_output_qparams():
         "silu",
         "gelu",
         "elu",
+        "celu",
+        "sign",
         "softplus",
         "mish",
         "exp",

@@ -1,7 +1,8 @@
 """Operators trained models use as their authors wrote them (issue 27): reflect and replicate
 padding (F.pad, nn.ReflectionPad2d / ReplicationPad2d, Conv padding_mode), padding="same",
 F.glu, torch.gather, F.normalize (TFLite's L2_NORMALIZATION), 1-D resizing, adaptive max pooling,
-var/std, torch.square and torch.einsum. Each model is exported
+var/std, torch.square, torch.einsum, matmuls with a constant matrix, torch.max/min over an axis,
+division by an activation, selu/celu/sign. Each model is exported
 by torch.export, bit-exact on the host (golden == C), passes verify's layer check against its Q/DQ
 program, and its int8 output follows the float module."""
 
@@ -168,6 +169,99 @@ class EinsumAttention(nn.Module):
 def test_einsum(tmp_path):
     compiled, _ = check_model(tmp_path, "EinsumAttention()", (1, 6, 8))
     assert [op.kind for op in compiled.graph.ops].count("batch_matmul") == 2
+
+
+class ConstantMatmuls(nn.Module):
+    """An audio front end as shipped: spectrum frames times a mel filterbank buffer (x @ W), a DCT
+    buffer on the left (W @ x), and a constant [1, K, N] matrix through bmm."""
+
+    def __init__(self):
+        super().__init__()
+        generator = torch.Generator().manual_seed(1)
+        self.register_buffer("mel_basis", torch.rand(17, 8, generator=generator) / 4)
+        self.register_buffer("dct", torch.randn(5, 8, generator=generator) / 3)
+        self.register_buffer("mix", torch.randn(1, 6, 3, generator=generator) / 2)
+
+    def forward(self, x):  # [1, 6, 17]
+        mel = torch.matmul(x, self.mel_basis)  # [1, 6, 8]
+        cepstra = self.dct @ mel.transpose(1, 2)  # [1, 5, 6]
+        return cepstra, torch.bmm(cepstra, self.mix)
+
+
+def test_matmuls_with_a_constant_matrix_are_linear_layers(tmp_path):
+    compiled, _ = check_model(tmp_path, "ConstantMatmuls()", (1, 6, 17))
+    kinds = [op.kind for op in compiled.graph.ops]
+    assert kinds.count("fully_connected") == 3 and "batch_matmul" not in kinds, kinds
+
+
+def test_a_stack_of_constant_matrices_is_refused_in_one_line():
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("w", torch.randn(2, 4, 3))
+
+        def forward(self, x):
+            return torch.bmm(x, self.w)
+
+    with pytest.raises(EdgecError, match=r"torch.bmm\(x, self.w\).*2 different constant matrices"):
+        compile_model(
+            Stack().eval(), example_inputs=(torch.zeros(2, 5, 4),), calibration=np.ones((4, 2, 5, 4), np.float32)
+        )
+
+
+class TimeReductions(nn.Module):
+    """A 1-D audio head as written: per-utterance feature normalisation (a division by an
+    activation), max and min over time with torch.max/min(x, dim) (values; max's indices too),
+    selu and celu."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(4, 8, 3, padding=1)
+
+    def forward(self, x):  # [1, 4, 12]
+        x = (x - x.mean(dim=2, keepdim=True)) / (x.std(dim=2, keepdim=True) + 0.1)
+        y = F.selu(self.conv(x))
+        top, where = torch.max(y, dim=2)
+        low = torch.min(F.celu(y, alpha=0.5), 2, keepdim=True).values
+        return top, low, where
+
+
+def test_max_and_min_over_an_axis_division_by_an_activation_selu_celu(tmp_path):
+    samples = (np.random.default_rng(0).standard_normal((24, 4, 12)) * 2 + 1).astype(np.float32)
+    compiled, golden = compile_exact(tmp_path, "TimeReductions()", samples)
+    kinds = [op.kind for op in compiled.graph.ops]
+    assert {"reduce", "argmax", "lut"} <= set(kinds), kinds
+    torch.manual_seed(0)
+    module = TimeReductions().eval()
+    tensors = [compiled.graph.tensors[name] for name in compiled.graph.outputs]
+    got, expected = [[], [], []], [[], [], []]
+    for row, x in zip(golden, samples[16:]):
+        with torch.no_grad():
+            floats = module(torch.from_numpy(x[None]))
+        for k, values in enumerate(verify.unpack(compiled.graph, row, compiled.graph.outputs)):
+            got[k].append(tensors[k].dequantize(values).ravel() if k < 2 else values.ravel())
+            expected[k].append(floats[k].numpy().ravel())
+    sqnrs = [sim.sqnr_db(np.concatenate(expected[k]), np.concatenate(got[k])) for k in range(2)]
+    assert min(sqnrs) > 30, sqnrs
+    assert (np.concatenate(got[2]) == np.concatenate(expected[2])).mean() >= 0.75  # int8 ties pick the first
+
+
+class SignOf(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 5)
+
+    def forward(self, x):
+        return torch.sign(self.fc(x))
+
+
+def test_sign_is_a_table(tmp_path):
+    samples = np.random.default_rng(0).standard_normal((24, 3, 6)).astype(np.float32)
+    compiled, golden = compile_exact(tmp_path, "SignOf()", samples)
+    assert [op.kind for op in compiled.graph.ops][-1] == "lut"
+    out = compiled.graph.tensors[compiled.graph.outputs[0]]
+    values = np.concatenate([out.dequantize(row).ravel() for row in golden])
+    assert np.abs(values - np.sign(values)).max() <= out.scale / 2 and len(np.unique(values)) == 3
 
 
 class L2Normalized(nn.Module):

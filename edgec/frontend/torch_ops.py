@@ -175,6 +175,9 @@ DECOMPOSED = GROUP_NORMS | {
     aten.std.dim,
     aten.std.correction,
     aten.einsum.default,  # PyTorch's own permutes, reshapes, bmm, mul and sum
+    aten.max.dim,  # values amax, indices argmax
+    aten.min.dim,  # values amin (its indices are refused)
+    aten.mm.default,  # with one constant matrix: a linear layer (matmul and bmm likewise)
 }
 # Other spellings of one operator (passes/normalize.py renames them): torch.clip, torch.max(a, b).
 ALIASES = {

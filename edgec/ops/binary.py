@@ -449,7 +449,8 @@ class Binary(OpDef):
         if node.kwargs.get("alpha", node.args[2] if len(node.args) > 2 else 1) != 1:
             return f"{node.target} with alpha other than 1"
         if _TARGETS[node.target][2] and isinstance(node.args[1], Node) and node.args[1].op != "get_attr":
-            return "division by an activation (only by a constant)"
+            # in a float model normalize makes it a reciprocal; a quantized program's stays
+            return "division by an activation in a quantized program (only by a constant)"
         if node.kwargs.get("rounding_mode") is not None:
             return f"{node.target} with rounding_mode"
         shapes = [tuple(a.meta["val"].shape) if isinstance(a, Node) and "val" in a.meta else () for a in node.args[:2]]

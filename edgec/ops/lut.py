@@ -6,7 +6,8 @@ lookup, so the golden, the host C and the Cortex-M C agree by construction; what
 is the table, built here at compile time from the op and both tensors' qparams.
 
 Float functions (sigmoid, tanh, hardswish, hardsigmoid, silu, gelu with approximate 'none' or
-'tanh', elu, softplus, mish, exp, abs, neg, erf, log_sigmoid, softsign, sin, cos, sqrt, rsqrt,
+'tanh', elu (selu and celu as its instances), softplus, mish, exp, abs, sign, neg, erf, log_sigmoid,
+softsign, sin, cos, sqrt, rsqrt,
 reciprocal, log, pow with a scalar exponent) follow one rule, computed in float64:
     y_q = clamp(round_half_away(f(s_in * (q - zp_in)) / s_out) + zp_out, -128, 127)
 with f written as PyTorch defines it (the test checks each table against torch's own float64
@@ -105,8 +106,10 @@ def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     return x * 0.5 * (1.0 + erf)
 
 
-def _elu(x: np.ndarray, alpha: float = 1.0) -> np.ndarray:
-    return np.where(x > 0, x, float(alpha) * np.expm1(np.minimum(x, 0.0)))
+def _elu(x: np.ndarray, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0) -> np.ndarray:
+    """torch's elu: scale * (x if x > 0 else alpha * (exp(input_scale * x) - 1)) (selu and celu
+    are its instances)."""
+    return float(scale) * np.where(x > 0, x, float(alpha) * np.expm1(float(input_scale) * np.minimum(x, 0.0)))
 
 
 def _softplus(x: np.ndarray, beta: float = 1.0, threshold: float = 20.0) -> np.ndarray:
@@ -130,6 +133,8 @@ FLOAT_FUNCTIONS: dict[str, Callable[..., np.ndarray]] = {
     "silu": _silu,
     "gelu": _gelu,
     "elu": _elu,
+    "celu": lambda x, alpha=1.0: _elu(x, alpha, input_scale=1.0 / float(alpha)),
+    "sign": np.sign,
     "softplus": _softplus,
     "mish": _mish,
     "exp": np.exp,
@@ -352,7 +357,10 @@ _FUNCTIONS = {
     aten.hardsigmoid.default: ("hardsigmoid", {}),
     aten.silu.default: ("silu", {}),
     aten.gelu.default: ("gelu", {"approximate": (None, "none")}),
-    aten.elu.default: ("elu", {"alpha": (1, 1.0)}),
+    aten.elu.default: ("elu", {"alpha": (1, 1.0), "scale": (2, 1.0), "input_scale": (3, 1.0)}),
+    aten.selu.default: ("elu", {"alpha": (None, 1.6732632423543772), "scale": (None, 1.0507009873554805)}),
+    aten.celu.default: ("celu", {"alpha": (1, 1.0)}),
+    aten.sign.default: ("sign", {}),
     aten.softplus.default: ("softplus", {"beta": (1, 1.0), "threshold": (2, 20.0)}),
     aten.mish.default: ("mish", {}),
     aten.leaky_relu.default: ("leaky_relu", {"negative_slope": (1, 0.01)}),
@@ -385,19 +393,12 @@ class Lut(OpDef):
     targets = frozenset(_FUNCTIONS)
     runtime_sources = ("activation/edgec_lut_s8.c",)
     layout_follows_input = True
-    limits = "elu with scale and input_scale 1 (not selu/celu)"
+    limits = ""
 
     def annotate(self, node) -> None:
         function = _FUNCTIONS[node.target][0]
         fixed = FIXED_OUTPUT_QPARAMS.get(function)
         annotate(node, activation_inputs(node, 1), ACTIVATION_QSPEC if fixed is None else fixed_qspec(*fixed))
-
-    def check(self, node) -> str | None:
-        if node.target == aten.elu.default and any(
-            _attribute(node, n, i, 1) != 1 for n, i in (("scale", 2), ("input_scale", 3))
-        ):
-            return "elu with scale or input_scale other than 1 (selu/celu)"
-        return None
 
     def lower(self, ctx, node) -> None:
         function, attributes = _FUNCTIONS[node.target]

@@ -193,7 +193,8 @@ def batch_matmul_s8(lhs: np.ndarray, rhs: np.ndarray, desc: dict) -> np.ndarray:
 
 
 class MatMul(OpDef):
-    """torch.matmul / bmm of two activations of rank >= 2 (a constant operand is a linear layer)."""
+    """torch.matmul / bmm of two activations of rank >= 2 (one constant matrix makes it a linear
+    layer before quantization: normalize's _constant_matmul_as_linear)."""
 
     kind, c_function = "batch_matmul", "edgec_batch_matmul_s8"
     family = "matmul"
@@ -218,8 +219,13 @@ class MatMul(OpDef):
         return None
 
     def lower(self, ctx, node) -> None:
-        if not all(ctx.is_tensor(a) for a in node.args[:2]):
-            raise EdgecError(f"{source_line(node)}: matmul with a constant operand; write it as a linear layer")
+        constants = [ctx.constant(a).value.shape for a in node.args[:2] if not ctx.is_tensor(a)]
+        if constants:
+            count = math.prod(constants[0][:-2])
+            raise EdgecError(
+                f"{source_line(node)}: matmul with a constant operand of shape {list(constants[0])}: "
+                f"{count} different constant matrices (one matrix is a linear layer)"
+            )
         lhs, rhs = (ctx.tensor(a) for a in node.args[:2])
         ctx.add_op(self.kind, node, [lhs, rhs], [ctx.output(node)], clamp=(None, None))
 

@@ -72,6 +72,8 @@ def normalize(module: GraphModule) -> GraphModule:
     changed |= _adaptive_max_as_max(module)
     changed |= _variance_as_mean_of_squares(module)
     changed |= _einsum_as_primitives(module)
+    changed |= _constant_matmul_as_linear(module)
+    changed |= _division_by_activation_as_reciprocal(module)
     changed |= _views_before_comparisons(module)
     changed |= _constant_cat_as_pad_and_add(module)
     changed |= _merge_constant_adds(module)
@@ -456,31 +458,48 @@ def attention_refusal(node: Node) -> str:
 
 def _top1_as_max_and_argmax(module: GraphModule) -> bool:
     """torch.topk(x, 1, dim) (largest): its values are amax(x, dim, keepdim), its indices
-    argmax(x, dim, keepdim)."""
+    argmax(x, dim, keepdim); torch.max(x, dim, keepdim) (max over time) likewise, with its keepdim
+    and torch.min(x, dim)'s values amin (its indices stay: refused by name)."""
     changed = False
     for node in list(module.graph.nodes):
-        if node.op != "call_function" or node.target != aten.topk.default:
+        if node.op != "call_function" or (reduced := _top1_form(node)) is None:
             continue
-        options = dict(zip(("k", "dim", "largest", "sorted"), node.args[1:]), **node.kwargs)
+        dim, keepdim, values_target, indices_target = reduced
+        for unread in [user for user in node.users if user.target is operator.getitem and not user.users]:
+            module.graph.erase_node(unread)  # export keeps the getitem of indices nothing reads
         users = list(node.users)
-        if (
-            options["k"] != 1
-            or not options.get("largest", True)
-            or any(user.target is not operator.getitem for user in users)
+        if any(user.target is not operator.getitem for user in users) or (
+            indices_target is None and any(user.args[1] == 1 for user in users)
         ):
             continue  # left for check_supported to report
-        dim = options.get("dim", -1)
         graph = module.graph
         for user in users:
-            target = aten.amax.default if user.args[1] == 0 else aten.argmax.default
+            values = user.args[1] == 0
             with graph.inserting_before(user):
-                new = graph.call_function(target, (node.args[0], [dim] if user.args[1] == 0 else dim, True))
+                new = graph.call_function(
+                    values_target if values else indices_target, (node.args[0], [dim] if values else dim, keepdim)
+                )
             _derived(new, node)
             user.replace_all_uses_with(new)
             graph.erase_node(user)
         graph.erase_node(node)
         changed = True
     return changed
+
+
+def _top1_form(node: Node) -> tuple | None:
+    """(dim, keepdim, values op, indices op or None) of a top-1 reduction, else None."""
+    if node.target in (aten.max.dim, aten.min.dim):
+        dim, keepdim = (*node.args[1:], node.kwargs.get("keepdim", False))[:2]
+        if node.target == aten.max.dim:
+            return dim, keepdim, aten.amax.default, aten.argmax.default
+        return dim, keepdim, aten.amin.default, None
+    if node.target != aten.topk.default:
+        return None
+    options = dict(zip(("k", "dim", "largest", "sorted"), node.args[1:]), **node.kwargs)
+    if options["k"] != 1 or not options.get("largest", True):
+        return None
+    return options.get("dim", -1), True, aten.amax.default, aten.argmax.default
 
 
 def _clamp_by_tensors_as_max_and_min(module: GraphModule) -> bool:
@@ -744,6 +763,67 @@ def _einsum_as_primitives(module: GraphModule) -> bool:
                     args = torch.fx.node.map_arg(sub.args, values.__getitem__)
                     values[sub] = g.call_function(target, args, torch.fx.node.map_arg(sub.kwargs, values.__getitem__))
             return result
+
+        _replace(module, node, build)
+    return bool(nodes)
+
+
+_MATMULS = {aten.matmul.default, aten.mm.default, aten.bmm.default}
+
+
+def _one_matrix(value: torch.Tensor | None, other: Node) -> torch.Tensor | None:
+    """`value` as the [rows, cols] matrix a matmul with `other` applies to every one of other's
+    matrices (its leading axes all 1, other of at least its rank), else None."""
+    if value is None or value.dim() < 2 or any(size != 1 for size in value.shape[:-2]):
+        return None
+    return value.reshape(value.shape[-2:]) if other.meta["val"].dim() >= value.dim() else None
+
+
+def _constant_matmul_as_linear(module: GraphModule) -> bool:
+    """A matmul with one constant matrix is a linear layer (quantized as its weight): x @ W as
+    linear(x, W^T) (a mel filterbank applied to spectrum frames), W @ x as the transpose of
+    linear(x^T, W) (a DCT over the feature axis). A stack of different constant matrices stays a
+    matmul (refused by name)."""
+    changed = False
+    for node in [n for n in module.graph.nodes if n.op == "call_function" and n.target in _MATMULS]:
+        lhs, rhs = node.args[:2]
+        if (right := _one_matrix(_constant_value(module, rhs), lhs)) is not None:
+            weight = _new_constant(module, node, right.t(), "matmul_weight")
+            _replace(module, node, lambda g, x=lhs, w=weight: g.call_function(aten.linear.default, (x, w)))
+        elif (left := _one_matrix(_constant_value(module, lhs), rhs)) is not None:
+            weight = _new_constant(module, node, left, "matmul_weight")
+
+            def build(g, x=rhs, w=weight):
+                rows = g.call_function(aten.transpose.int, (x, -2, -1))
+                return g.call_function(aten.transpose.int, (g.call_function(aten.linear.default, (rows, w)), -2, -1))
+
+            _replace(module, node, build)
+        else:
+            continue
+        changed = True
+    return changed
+
+
+def _division_by_activation_as_reciprocal(module: GraphModule) -> bool:
+    """a / b with b an activation (x / (x.std(...) + eps): feature normalisation inside a model) as
+    a * reciprocal(b): the reciprocal a table over b's int8 values, each op quantized as written.
+    A constant divisor stays a division (folded into the multiplication's constant); a quantized
+    program's division by an activation is refused (binary.py: its program has no qparams for a
+    reciprocal)."""
+    nodes = [
+        n
+        for n in module.graph.nodes
+        if n.op == "call_function"
+        and n.target == aten.div.Tensor
+        and not n.kwargs.get("rounding_mode")
+        and isinstance(n.args[1], Node)
+        and n.args[1].op != "get_attr"
+        and "dequantize" not in str(n.args[1].target)  # a program's own Q/DQ: no reciprocal's qparams
+    ]
+    for node in nodes:
+
+        def build(g, a=node.args[0], b=node.args[1]):
+            return g.call_function(aten.mul.Tensor, (a, g.call_function(aten.reciprocal.default, (b,))))
 
         _replace(module, node, build)
     return bool(nodes)
