@@ -595,3 +595,29 @@ def test_token_ids_and_padding_mask_on_cortex_m4(tmp_path):
     inputs = verify.quantized_inputs(compiled.graph, [ids[20:], padding[20:]])
     device = verify.run_on(compiled, tmp_path / "out", "m", inputs, tmp_path / "build")
     assert verify.compare(verify.golden_outputs(compiled.graph, inputs), device).exact
+
+
+class DetectionGrid(nn.Module):
+    """A YOLO-style head as written: its cell grid built from arange and meshgrid at run time
+    (constants alone: folded), .float(), sigmoid decoding against the grid and anchor buffers."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 2 * 5, 1)
+        self.register_buffer("anchors", torch.tensor([[1.0, 1.5], [2.0, 1.0]]).view(1, 2, 1, 1, 2))
+
+    def forward(self, x):
+        y = self.conv(x)
+        batch, _, rows, cols = y.shape
+        y = y.view(batch, 2, 5, rows, cols).permute(0, 1, 3, 4, 2).sigmoid()
+        grid_y, grid_x = torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij")
+        grid = torch.stack((grid_x, grid_y), 2).view(1, 1, rows, cols, 2).float()
+        xy = y[..., 0:2] * 2 - 0.5 + grid
+        wh = (y[..., 2:4] * 2) ** 2 * self.anchors
+        return xy, wh, y[..., 4:]
+
+
+def test_constants_computed_at_run_time_are_folded(tmp_path):
+    compiled, _ = check_model(tmp_path, "DetectionGrid()", (1, 3, 4, 5), sqnr=30.0)
+    constants = [op for op in compiled.graph.ops if op.kind == "binary" and op.attrs.get("constant") is not None]
+    assert len(constants) >= 2, [op.kind for op in compiled.graph.ops]  # + grid, * anchors

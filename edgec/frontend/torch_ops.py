@@ -153,6 +153,7 @@ IDENTITIES = {
     aten.alias.default,
     aten.detach.default,
     aten.lift_fresh_copy.default,
+    aten._assert_tensor_metadata.default,  # export's check of a .float() / .to(dtype); nothing reads it
 }
 GETITEM = operator.getitem
 # Operators passes/normalize.py rewrites into the primitives edgec lowers (layer norm, batch norm,

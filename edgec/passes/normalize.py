@@ -170,23 +170,6 @@ def _reduces_size_one_axes(node: Node) -> bool:
 # -- attention and constants ---------------------------------------------------------------------
 
 SDPA = {aten.scaled_dot_product_attention.default}
-# Ops evaluated at compile time when all their tensor arguments are constants.
-_FOLDABLE = {
-    aten.expand.default,
-    aten.reshape.default,
-    aten.view.default,
-    aten.permute.default,
-    aten.transpose.int,
-    aten.unsqueeze.default,
-    aten.squeeze.dim,
-    aten.flatten.using_ints,
-    aten.repeat.default,
-    aten.slice.Tensor,
-    aten.select.int,
-}
-# Ops with a tuple result (read by getitem) folded alike: nn.MultiheadAttention splits its packed
-# in-projection weight and bias with split_with_sizes when the key/value source is not the query.
-_FOLDABLE_SPLITS = {aten.split_with_sizes.default, aten.split.Tensor, aten.chunk.default, aten.unbind.int}
 
 
 def _new_constant(module: GraphModule, before: Node, value: torch.Tensor, hint: str) -> Node:
@@ -222,19 +205,35 @@ def _constant_value(module: GraphModule, node) -> torch.Tensor | None:
     return None
 
 
+# Ops on constants alone that stay: units lower them (a recurrent layer's zero initial state, a
+# Python scalar operand of where).
+_KEPT_CONSTANT_OPS = {aten.zeros.default, aten.scalar_tensor.default}
+
+
+def _foldable(module: GraphModule, node: Node) -> bool:
+    """Whether `node` computes a constant from constants alone: an ATen op (not a program's
+    quantize / dequantize of its weights, nor a random one) whose every input is a constant, or
+    which creates a tensor from numbers (arange, ones, full: a detection head's grid)."""
+    target = node.target
+    if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload) or target in _KEPT_CONSTANT_OPS:
+        return False
+    if target.namespace != "aten" or torch.Tag.nondeterministic_seeded in target.tags:
+        return False
+    return all(_constant_value(module, arg) is not None for arg in node.all_input_nodes)
+
+
 def _fold_constants(module: GraphModule) -> bool:
-    """Data movement of constants only (cls_token.expand(...)) runs now, giving a constant."""
+    """Ops on constants alone run now, each giving a constant: data movement of a parameter (a
+    class token's expand), a grid from arange and meshgrid, arithmetic of buffers."""
     changed = False
     for node in list(module.graph.nodes):
-        if node.op != "call_function" or node.target not in _FOLDABLE | _FOLDABLE_SPLITS:
+        if not _foldable(module, node):
             continue
-        value = _constant_value(module, node.args[0])
-        if value is None:
-            continue
-        result = node.target(value, *node.args[1:], **node.kwargs)
-        if node.target in _FOLDABLE:
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda arg: _constant_value(module, arg))
+        result = node.target(*args, **kwargs)
+        if isinstance(result, torch.Tensor):
             node.replace_all_uses_with(_new_constant(module, node, result, "folded"))
-        elif all(user.target is operator.getitem for user in node.users):
+        elif isinstance(result, (tuple, list)) and all(user.target is operator.getitem for user in node.users):
             for user in list(node.users):
                 user.replace_all_uses_with(_new_constant(module, user, result[user.args[1]], "folded"))
                 module.graph.erase_node(user)
@@ -352,7 +351,7 @@ def _key_mask_plus_constant(module: GraphModule, batch: int, keys: int, mask):
     if not isinstance(mask, Node) or mask.target != aten.add.Tensor or len(mask.args) != 2 or mask.kwargs:
         return None
     for key_side, constant_side in (mask.args, mask.args[::-1]):
-        key, value = _input_key_mask(batch, keys, key_side), _computed_constant(module, constant_side)
+        key, value = _input_key_mask(batch, keys, key_side), _constant_value(module, constant_side)
         if key is None or value is None or value.dtype == torch.bool:
             continue
         if not bool(((value == 0) | (value == float("-inf"))).all()):
@@ -362,25 +361,6 @@ def _key_mask_plus_constant(module: GraphModule, batch: int, keys: int, mask):
             keep = view.target(keep, *view.args[1:], **view.kwargs)
         return keep.contiguous(), key
     return None
-
-
-# Ops that build a constant mask from constants: data movement, and the bool -> float mask of
-# F._canonical_mask (zeros_like, masked_fill with -inf) that nn.MultiheadAttention applies.
-_CONSTANT_MASK_OPS = _FOLDABLE | {aten.zeros_like.default, aten.masked_fill.Scalar, aten.logical_not.default}
-
-
-def _computed_constant(module: GraphModule, node) -> torch.Tensor | None:
-    """The value of `node` when constants alone compute it by _CONSTANT_MASK_OPS, else None."""
-    if not isinstance(node, Node):
-        return None
-    if node.op == "get_attr":
-        return _constant_value(module, node)
-    if node.op != "call_function" or node.target not in _CONSTANT_MASK_OPS:
-        return None
-    args = [_computed_constant(module, arg) if isinstance(arg, Node) else arg for arg in node.args]
-    if any(value is None for value, arg in zip(args, node.args) if isinstance(arg, Node)):
-        return None
-    return node.target(*args, **node.kwargs)
 
 
 def _input_key_mask(batch: int, keys: int, mask) -> tuple[Node, bool] | None:
