@@ -148,6 +148,54 @@ static int32_t conv_s4_row_length(const edgec_conv_s4_desc *d)
 {
     return d->kernel_h * d->kernel_w * (d->input_c / d->groups);
 }
+
+/*
+ * Tap `tap` of row o in an int8 packed kernel's filter (edgec.ops.kernel_layout): the row's K
+ * weights in runs of `run` (a window row), each run padded with zeros to `run_step` taps (run =
+ * run_step = K: unpadded), from the int4 filter ([rows][K], packed); 0 in the padding and past
+ * the last row.
+ */
+static inline int8_t conv_s4_unpacked_tap(const int8_t *filter, int32_t rows, int32_t k, int32_t run, int32_t run_step,
+                                          int32_t o, int32_t tap)
+{
+    const int32_t in_run = tap % run_step;
+    const int32_t t = tap / run_step * run + in_run;
+    return (int8_t)(o < rows && in_run < run && t < k ? edgec_s4_at(filter, o * k + t) : 0);
+}
+
+/* The int4 filter as an int8 packed kernel reads it (edgec.ops.kernel_layout.interleave_rows):
+ * rows zero-padded to a multiple of `block`, per block of `block` rows and group of `group` taps
+ * (row_len taps a row, a multiple of group), each row's group; each group of 4 as the int16
+ * values (w0, w2, w1, w3) at `wide` (edgec_conv_s8_dsp_wide's widen_taps), else as int8 at `out`. */
+static void conv_s4_unpack_rows(const int8_t *filter, int32_t rows, int32_t k, int32_t run, int32_t run_step,
+                                int32_t row_len, int32_t block, int32_t group, int8_t *out, int16_t *wide)
+{
+    static const int8_t pairs[4] = { 0, 2, 1, 3 }; /* SXTB16's order */
+    for (int32_t b = 0; b < rows; b += block) {
+        for (int32_t g = 0; g < row_len; g += group) {
+            for (int32_t o = b; o < b + block; o++) {
+                for (int32_t j = 0; j < group; j++) {
+                    const int32_t tap = g + (wide ? j / 4 * 4 + pairs[j % 4] : j);
+                    const int8_t w = conv_s4_unpacked_tap(filter, rows, k, run, run_step, o, tap);
+                    if (wide) {
+                        *wide++ = w;
+                    } else {
+                        *out++ = w;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* 1 when an int8 packed kernel takes the layer (ungrouped, a bias: the folded one) and its filter,
+ * unpacked (row_len taps a row, the rows padded to a multiple of `block`), and scratch stay well
+ * within int32 bytes. */
+static int conv_s4_unpacked_fits(const edgec_conv_s4_desc *d, int32_t row_len, int32_t block)
+{
+    const int64_t rows = (d->output_c + (int64_t)block - 1) / block * block;
+    return d->groups == 1 && d->bias != NULL && (rows + 8) * 2 * row_len <= INT32_MAX;
+}
 #endif
 
 #if defined(__ARM_FEATURE_DSP)
@@ -420,6 +468,33 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
     }
     return EDGEC_OK;
 }
+/*
+ * The filter unpacked once per call into scratch as edgec_conv_s8_dsp_wide's (int16 taps), then
+ * that kernel runs the layer: its arithmetic is edgec_conv_s4's (the int4 values are int8 values).
+ * `bias`: its channel table. Scratch: the unpacked filter, then the int8 kernel's.
+ */
+edgec_status edgec_conv_s4_dsp_unpacked(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,
+                                        int8_t *scratch)
+{
+    if (!conv_s4_valid(desc, input, output) || !scratch || !edgec_word_aligned(scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t k = conv_s4_row_length(desc);
+    const int32_t k4 = (k + 3) / 4 * 4;
+    if (!conv_s4_unpacked_fits(desc, k4, 2)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_s4_desc d = *desc;
+    int16_t *wide = (int16_t *)(void *)scratch;
+    conv_s4_unpack_rows(d.filter, d.output_c, k, k, k, k4, 2, 4, NULL, wide);
+    const edgec_conv_dsp_wide_desc unpacked = {
+        d.batches,   d.input_h,    d.input_w,       d.input_c,  d.output_h, d.output_w,   d.output_c, d.kernel_h,
+        d.kernel_w,  d.stride_h,   d.stride_w,      d.pad_top,  d.pad_left, d.dilation_h, d.dilation_w, 1,
+        d.input_offset, d.output_offset, d.act_min, d.act_max, wide,       d.bias,       d.multiplier, d.shift
+    };
+    return edgec_conv_s8_dsp_wide(&unpacked, input, output,
+                                  scratch + EDGEC_CONV_S4_DSP_UNPACKED_FILTER_BYTES(k, d.output_c));
+}
 #endif /* __ARM_FEATURE_DSP */
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
@@ -636,5 +711,37 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
         p++;
     }
     return EDGEC_OK;
+}
+/*
+ * The filter unpacked once per call into scratch as edgec_conv_s8_mve's (its rows padded per
+ * window row to 16 taps where that kernel's mve_padded_runs holds), then edgec_conv_s8_mve_with
+ * runs the layer with the routines named (edgec.ops.conv.mve_routines of the layer): its
+ * arithmetic is edgec_conv_s4's. `bias`: its folded bias. Scratch: the unpacked filter, then the
+ * int8 kernel's.
+ */
+edgec_status edgec_conv_s4_mve_unpacked(const edgec_conv_s4_desc *desc, const edgec_conv_mve_routine *blocks,
+                                        const edgec_conv_mve_routine *direct, const int8_t *input, int8_t *output,
+                                        int8_t *scratch)
+{
+    if (!conv_s4_valid(desc, input, output) || !scratch || !edgec_word_aligned(scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t k = conv_s4_row_length(desc);
+    const int32_t run = desc->kernel_w * desc->input_c;
+    const int padded = desc->kernel_h == 3 && run >= 8 && run < 16 && desc->output_c % 4 == 0;
+    const int32_t taps = padded ? 48 : k;
+    if (!conv_s4_unpacked_fits(desc, (taps + 15) / 16 * 16, 4)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_s4_desc d = *desc;
+    conv_s4_unpack_rows(d.filter, d.output_c, k, padded ? run : k, padded ? 16 : k, (taps + 15) / 16 * 16, 4, 16,
+                        scratch, NULL);
+    const edgec_conv_desc unpacked = {
+        d.batches,   d.input_h,    d.input_w,       d.input_c,  d.output_h, d.output_w,   d.output_c, d.kernel_h,
+        d.kernel_w,  d.stride_h,   d.stride_w,      d.pad_top,  d.pad_left, d.dilation_h, d.dilation_w, 1,
+        d.input_offset, d.output_offset, d.act_min, d.act_max, scratch,    d.bias,       d.multiplier, d.shift
+    };
+    return edgec_conv_s8_mve_with(&unpacked, blocks, direct, input, output,
+                                  scratch + EDGEC_CONV_S4_MVE_UNPACKED_FILTER_BYTES(taps, d.output_c));
 }
 #endif /* __ARM_FEATURE_MVE */
