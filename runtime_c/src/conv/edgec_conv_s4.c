@@ -150,38 +150,34 @@ static int32_t conv_s4_row_length(const edgec_conv_s4_desc *d)
 }
 
 /*
- * Tap `tap` of row o in an int8 packed kernel's filter (edgec.ops.kernel_layout): the row's K
- * weights in runs of `run` (a window row), each run padded with zeros to `run_step` taps (run =
- * run_step = K: unpadded), from the int4 filter ([rows][K], packed); 0 in the padding and past
- * the last row.
+ * The int4 filter ([rows][K], packed) as an int8 packed kernel reads it
+ * (edgec.ops.kernel_layout.interleave_rows): each row's K weights in runs of `run` (a window
+ * row), each run padded with zeros to `run_step` taps (run = run_step = K: unpadded), then to
+ * row_len taps (a multiple of `group`); rows zero-padded to a multiple of `block`; per block of
+ * `block` rows and group of `group` taps, each row's group. `wide`: int16 taps, each group of 4 as
+ * (w0, w2, w1, w3) (edgec_conv_s8_dsp_wide's widen_taps), else int8. Zeroed, then each weight
+ * stored where it goes. Always inlined: block and group are constants at each call (shifts).
  */
-static inline int8_t conv_s4_unpacked_tap(const int8_t *filter, int32_t rows, int32_t k, int32_t run, int32_t run_step,
-                                          int32_t o, int32_t tap)
+static inline __attribute__((always_inline)) void conv_s4_unpack_rows(const int8_t *filter, int32_t rows, int32_t k,
+                                                                      int32_t run, int32_t run_step, int32_t row_len,
+                                                                      int32_t block, int32_t group, int wide, void *out)
 {
-    const int32_t in_run = tap % run_step;
-    const int32_t t = tap / run_step * run + in_run;
-    return (int8_t)(o < rows && in_run < run && t < k ? edgec_s4_at(filter, o * k + t) : 0);
-}
-
-/* The int4 filter as an int8 packed kernel reads it (edgec.ops.kernel_layout.interleave_rows):
- * rows zero-padded to a multiple of `block`, per block of `block` rows and group of `group` taps
- * (row_len taps a row, a multiple of group), each row's group; each group of 4 as the int16
- * values (w0, w2, w1, w3) at `wide` (edgec_conv_s8_dsp_wide's widen_taps), else as int8 at `out`. */
-static void conv_s4_unpack_rows(const int8_t *filter, int32_t rows, int32_t k, int32_t run, int32_t run_step,
-                                int32_t row_len, int32_t block, int32_t group, int8_t *out, int16_t *wide)
-{
-    static const int8_t pairs[4] = { 0, 2, 1, 3 }; /* SXTB16's order */
-    for (int32_t b = 0; b < rows; b += block) {
-        for (int32_t g = 0; g < row_len; g += group) {
-            for (int32_t o = b; o < b + block; o++) {
-                for (int32_t j = 0; j < group; j++) {
-                    const int32_t tap = g + (wide ? j / 4 * 4 + pairs[j % 4] : j);
-                    const int8_t w = conv_s4_unpacked_tap(filter, rows, k, run, run_step, o, tap);
-                    if (wide) {
-                        *wide++ = w;
-                    } else {
-                        *out++ = w;
-                    }
+    const int32_t padded_rows = (rows + block - 1) / block * block;
+    memset(out, 0, (size_t)padded_rows * (size_t)row_len * (wide ? 2u : 1u));
+    int32_t n = 0; /* the packed stream's element */
+    for (int32_t o = 0; o < rows; o++) {
+        const uint32_t row_at = (uint32_t)(o / block * block * row_len + o % block * group);
+        for (int32_t t = 0, pos = 0; t < k; t += run, pos += run_step) {
+            const int32_t count = EDGEC_MIN(run, k - t);
+            for (int32_t i = 0; i < count; i++) {
+                const uint32_t p = (uint32_t)(pos + i);
+                uint32_t at = row_at + p / (uint32_t)group * (uint32_t)(group * block) + p % (uint32_t)group;
+                const int8_t w = (int8_t)edgec_s4_at(filter, n++);
+                if (wide) { /* taps 1 and 2 of a group of 4 trade places */
+                    at = (at & ~3u) | (at & 1u) << 1 | (at >> 1 & 1u);
+                    ((int16_t *)out)[at] = w;
+                } else {
+                    ((int8_t *)out)[at] = w;
                 }
             }
         }
@@ -486,12 +482,12 @@ edgec_status edgec_conv_s4_dsp_unpacked(const edgec_conv_s4_desc *desc, const in
     }
     const edgec_conv_s4_desc d = *desc;
     int16_t *wide = (int16_t *)(void *)scratch;
-    conv_s4_unpack_rows(d.filter, d.output_c, k, k, k, k4, 2, 4, NULL, wide);
-    const edgec_conv_dsp_wide_desc unpacked = {
-        d.batches,   d.input_h,    d.input_w,       d.input_c,  d.output_h, d.output_w,   d.output_c, d.kernel_h,
-        d.kernel_w,  d.stride_h,   d.stride_w,      d.pad_top,  d.pad_left, d.dilation_h, d.dilation_w, 1,
-        d.input_offset, d.output_offset, d.act_min, d.act_max, wide,       d.bias,       d.multiplier, d.shift
-    };
+    conv_s4_unpack_rows(d.filter, d.output_c, k, k, k, k4, 2, 4, 1, wide);
+    const edgec_conv_dsp_wide_desc unpacked = { d.batches,  d.input_h,      d.input_w,       d.input_c,    d.output_h,
+                                                d.output_w, d.output_c,     d.kernel_h,      d.kernel_w,   d.stride_h,
+                                                d.stride_w, d.pad_top,      d.pad_left,      d.dilation_h, d.dilation_w,
+                                                1,          d.input_offset, d.output_offset, d.act_min,    d.act_max,
+                                                wide,       d.bias,         d.multiplier,    d.shift };
     return edgec_conv_s8_dsp_wide(&unpacked, input, output,
                                   scratch + EDGEC_CONV_S4_DSP_UNPACKED_FILTER_BYTES(k, d.output_c));
 }
@@ -734,13 +730,13 @@ edgec_status edgec_conv_s4_mve_unpacked(const edgec_conv_s4_desc *desc, const ed
         return EDGEC_ARG_ERROR;
     }
     const edgec_conv_s4_desc d = *desc;
-    conv_s4_unpack_rows(d.filter, d.output_c, k, padded ? run : k, padded ? 16 : k, (taps + 15) / 16 * 16, 4, 16,
-                        scratch, NULL);
-    const edgec_conv_desc unpacked = {
-        d.batches,   d.input_h,    d.input_w,       d.input_c,  d.output_h, d.output_w,   d.output_c, d.kernel_h,
-        d.kernel_w,  d.stride_h,   d.stride_w,      d.pad_top,  d.pad_left, d.dilation_h, d.dilation_w, 1,
-        d.input_offset, d.output_offset, d.act_min, d.act_max, scratch,    d.bias,       d.multiplier, d.shift
-    };
+    conv_s4_unpack_rows(d.filter, d.output_c, k, padded ? run : k, padded ? 16 : k, (taps + 15) / 16 * 16, 4, 16, 0,
+                        scratch);
+    const edgec_conv_desc unpacked = { d.batches,  d.input_h,      d.input_w,       d.input_c,    d.output_h,
+                                       d.output_w, d.output_c,     d.kernel_h,      d.kernel_w,   d.stride_h,
+                                       d.stride_w, d.pad_top,      d.pad_left,      d.dilation_h, d.dilation_w,
+                                       1,          d.input_offset, d.output_offset, d.act_min,    d.act_max,
+                                       scratch,    d.bias,         d.multiplier,    d.shift };
     return edgec_conv_s8_mve_with(&unpacked, blocks, direct, input, output,
                                   scratch + EDGEC_CONV_S4_MVE_UNPACKED_FILTER_BYTES(taps, d.output_c));
 }
