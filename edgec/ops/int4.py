@@ -99,7 +99,9 @@ CONV_DSP_UNPACKED_FILTER = Scratch(
     "EDGEC_CONV_S4_DSP_UNPACKED_FILTER_BYTES", ("k", "c_out"), "(4 * (((c_out) + 1) / 2) * (((k) + 3) / 4 * 4))"
 )
 CONV_MVE_UNPACKED_FILTER = Scratch(
-    "EDGEC_CONV_S4_MVE_UNPACKED_FILTER_BYTES", ("taps", "c_out"), "(4 * (((c_out) + 3) / 4) * (((taps) + 15) / 16 * 16))"
+    "EDGEC_CONV_S4_MVE_UNPACKED_FILTER_BYTES",
+    ("taps", "c_out"),
+    "(4 * (((c_out) + 3) / 4) * (((taps) + 15) / 16 * 16))",
 )
 SCRATCH = (
     FC_DSP_SCRATCH,
@@ -307,7 +309,9 @@ def conv_unpacked_fits(desc: dict, isa: str) -> bool:
     most UNPACKED_FILTER_MAX bytes of scratch (RGB and one-channel stems): the int8 kernel runs it
     (edgec_conv_s4_{dsp,mve}_unpacked); a larger one keeps its filter packed (the odd-K walk)."""
     return (
-        desc["groups"] == 1 and row_length(desc) % 2 == 1 and conv_unpacked_filter_bytes(desc, isa) <= UNPACKED_FILTER_MAX
+        desc["groups"] == 1
+        and row_length(desc) % 2 == 1
+        and conv_unpacked_filter_bytes(desc, isa) <= UNPACKED_FILTER_MAX
     )
 
 
