@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -291,6 +292,9 @@ def test_s4_unpacked_odd_row_lengths_match_golden(target, opt, tmp_path: Path):
     drawn = [(short_edges(rng, d), x) for d, x in drawn if row_length(d) % 2][:12]
     cases = [("conv", p, d, x, conv.conv_s4(d, x).reshape(-1)) for p in paths for d, x in shaped + drawn]
     assert all(row_length(desc) % 2 for _, _, desc, _, _ in cases)
+    for _, p, desc, _, _ in cases:  # the size the unit gives the planner is the one tested here
+        op = SimpleNamespace(kind="conv2d", attrs={"desc": desc, "s4_isa": p[:3], "s4_unpacked": True})
+        assert int4.scratch_bytes(op) == scratch_bytes("conv", p, desc, target)
     grouped, gx = grouped_odd_case(rng)
     desc, x = shaped[0]
     refusals = []
