@@ -289,7 +289,7 @@ def specialize(op, graph, target) -> None:
 def conv_unpacked_taps(desc: dict, isa: str) -> int:
     """Taps a row of the int8 packed kernel's filter has before its own padding to a group: K, or
     on Helium 48 where edgec_conv_s8_mve pads each window row to 16 (mve_padded_runs)."""
-    from edgec.ops.conv import mve_padded_runs
+    from edgec.ops.conv import mve_padded_runs  # here: edgec.ops.conv imports this module
 
     shape = (desc["output_c"], desc["kernel_h"], desc["kernel_w"], desc["input_c"])
     return 48 if isa == "mve" and mve_padded_runs(shape) else row_length(desc)
@@ -355,7 +355,8 @@ def depthwise_filter_bytes(desc: dict) -> int:
 
 def scratch_bytes(op, row_cache: int = 0) -> int:
     """The DSP path's widened input column, the Helium path's deinterleaved one; a convolution's
-    also its gathered receptive fields (two pixels' of each; Helium: whole blocks of 32); a packed
+    also its gathered receptive fields (two pixels' of each; Helium: whole blocks of 32), or for an
+    unpacked odd K the int8 packed kernel's filter and scratch; a packed
     depthwise layer's unpacked filter and the int8 kernel's `row_cache` (the depthwise unit's rule)."""
     isa = op.attrs.get("s4_isa")
     if op.kind == "depthwise_conv2d":
@@ -424,7 +425,7 @@ def unpacked_desc(desc: dict, isa: str) -> dict:
 def _emit_unpacked(op, names, p: str, args: str) -> CCall:
     """edgec_conv_s4_{dsp,mve}_unpacked's call: Helium's names the int8 kernel's routines
     (edgec.ops.conv.mve_routines), so that only those are linked."""
-    from edgec.ops.conv import CONV_DSP_SCRATCH, CONV_MVE_SCRATCH, mve_routines
+    from edgec.ops.conv import CONV_DSP_SCRATCH, CONV_MVE_SCRATCH, mve_routines  # (a cycle at import)
 
     isa, desc = op.attrs["s4_isa"], op.attrs["desc"]
     call = descriptor(STRUCT_OF[op.kind], p, unpacked_desc(desc, isa))
