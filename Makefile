@@ -63,8 +63,9 @@ BENCH_SPEED_TARGETS := cortex-m4
 BENCH_PARTS := cortex-m4:stm32l4r5 cortex-m33:stm32u575 cortex-m7:stm32h7a3
 # The other zoos run on one DSP core and one Helium core.
 BENCH_ZOO_TARGETS := cortex-m4 cortex-m55
-# int4 weights: every fully connected / convolution / depthwise layer int4 (BENCHMARKS.md's int4 section).
-BENCH_INT4_MODELS := ds_cnn fc_autoencoder
+# int4 weights: every fully connected / convolution / depthwise layer int4 (BENCHMARKS.md's int4 section;
+# MobileNetV1 0.25 and ResNet-8 for their RGB stems too: 8-16 s a run, four runs).
+BENCH_INT4_MODELS := ds_cnn mobilenet_v1_025 resnet8 fc_autoencoder
 # Public architectures of the operator-coverage work (edgec.zoo.cnn; the last two for issue #23's
 # PReLU and max-pooling figures), with --opt size: EfficientNet's
 # int16-widened DSP filters would not fit the typical M4 part's 1 MiB flash (Helium ignores --opt).

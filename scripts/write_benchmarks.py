@@ -97,7 +97,7 @@ LAYER_GROUPS = (
 )
 # int4 weights (issue #25): these models also run with --weights int4 into <dir>/<target>-int4/ on
 # ZOO_TARGETS; the goal is each int4 kernel type's instructions per MAC within INT4_GOAL of int8's.
-INT4_MODELS = ("ds_cnn", "fc_autoencoder")
+INT4_MODELS = ("ds_cnn", "mobilenet_v1_025", "resnet8", "fc_autoencoder")
 INT4 = "-int4"
 INT4_GOAL = 1.3
 MEMORY_TARGET = "cortex-m4"

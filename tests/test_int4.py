@@ -135,10 +135,12 @@ def test_int4_dsp_fully_connected_tails_are_bit_exact_on_cortex_m4(tmp_path):
 @pytest.mark.usefixtures("edgec_cache")
 @pytest.mark.parametrize("target, isa", [("cortex-m55", "mve"), ("cortex-m4", "dsp")])
 def test_int4_odd_row_convolutions_are_bit_exact(target, isa, tmp_path):
-    """edgec_conv_s4_mve's and edgec_conv_s4_dsp's odd K in a model, with the planner's scratch: an
-    RGB 3x3 stride-2 stem (K = 27, 6 channels) and a 5x5 on 1 channel (K = 25, 5 channels) run it;
-    a grouped odd K (3x3, 3 channels a group) the portable kernel; a 1x1 of 10 channels (even K)
-    the even path."""
+    """Odd K in a model, with the planner's scratch: an RGB 3x3 stride-2 stem (K = 27, 6 channels)
+    and a 5x5 on 1 channel (K = 25, 5 channels) run edgec_conv_s4_{mve,dsp}_unpacked (their filters
+    unpacked for the int8 packed kernel); a 3x3 on 5 channels to 130 (K = 45, its unpacked filter
+    above UNPACKED_FILTER_MAX) edgec_conv_s4_mve's and edgec_conv_s4_dsp's odd-K walk; a grouped
+    odd K (3x3, 3 channels a group) the portable kernel; a 1x1 of 10 channels (even K) the even
+    path."""
     torch.manual_seed(0)
 
     class Net(torch.nn.Module):
@@ -148,10 +150,11 @@ def test_int4_odd_row_convolutions_are_bit_exact(target, isa, tmp_path):
             self.grouped = torch.nn.Conv2d(6, 10, 3, padding=1, groups=2)
             self.pointwise = torch.nn.Conv2d(10, 1, 1)
             self.wide = torch.nn.Conv2d(1, 5, 5, padding=2)
+            self.large = torch.nn.Conv2d(5, 130, 3, padding=1)
 
         def forward(self, x):
             y = torch.relu(self.grouped(torch.relu(self.stem(x))))
-            return self.wide(torch.relu(self.pointwise(y)))
+            return self.large(torch.relu(self.wide(torch.relu(self.pointwise(y)))))
 
     rng = np.random.default_rng(0)
     quantized = quantize_model(
@@ -162,7 +165,9 @@ def test_int4_odd_row_convolutions_are_bit_exact(target, isa, tmp_path):
         weights="int4",
     )
     compiled = compile_for(quantized, target)
-    assert [op.attrs.get("s4_isa") for op in compiled.graph.ops if op.kind == "conv2d"] == [isa, None, isa, isa]
+    convs = [op for op in compiled.graph.ops if op.kind == "conv2d"]
+    assert [op.attrs.get("s4_isa") for op in convs] == [isa, None, isa, isa, isa]
+    assert [op.kernel.function.endswith("_unpacked") for op in convs] == [True, False, False, True, False]
     _bit_exact(compiled, rng.standard_normal((4, 1, 3, 11, 9)).astype(np.float32), tmp_path)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -41,11 +42,21 @@ SOURCES = [
         "conv/edgec_conv_s4.c",
         "depthwise/edgec_depthwise_conv_s4.c",
         *depthwise.UNIT.runtime_sources,  # edgec_depthwise_conv_s4_packed runs the int8 packed kernel
+        *conv.UNIT.runtime_sources,  # so do edgec_conv_s4_dsp_unpacked / _mve_unpacked
     )
 ]
 HEADER_WORDS = 40
 KIND = {"fc": 1, "conv": 2, "depthwise": 3}
-PATH = {"portable": 0, "dsp": 1, "mve": 2}
+PATH = {"portable": 0, "dsp": 1, "mve": 2, "dsp_unpacked": 3, "mve_unpacked": 4}
+# s4_kernels.c's `routines`, in order: edgec_conv_s4_mve_unpacked's (edgec.ops.conv.mve_routines)
+MVE_ROUTINES = [
+    f"edgec_conv_mve_{name}"
+    for name in (
+        *(f"blocks_{p}{s}" for s in ("", "_right", "_strict", "_strict_quads") for p in ("odd", "even")),
+        *("direct_odd", "direct_even", "direct_odd_runs3", "direct_even_runs3", "direct_single"),
+        *("direct_single_runs3", "direct_triple_runs3", "direct_even_quads", "direct_even_runs3_quads"),
+    )
+]
 ARG_ERROR = -1
 PATHS = {"cortex-m4": ("dsp",), "cortex-m55": ("mve", "dsp")}
 OPT_CASES = {"-O2": 60, "-Os": 20, "-O0": 20}  # cases per path and kind
@@ -130,6 +141,12 @@ def scratch_bytes(kind: str, path: str, desc: dict, target: str) -> int:
     if kind == "depthwise":  # a cached pixel is 8 bytes on a DSP-only build (int16 pairs), else 4
         return packed_depthwise_scratch(desc, 8 if target == "cortex-m4" else 4)
     k = row_length(desc)
+    if path.endswith("_unpacked"):  # the int8 packed kernel's filter, then its scratch
+        if path == "dsp_unpacked":  # edgec_conv_s8_dsp_wide's: int16 taps, K to 4, rows to 2
+            return 4 * -(-desc["output_c"] // 2) * -(-k // 4) * 4 + (28 if desc["input_c"] % 4 else 24) * -(-k // 4)
+        shape = (desc["output_c"], desc["kernel_h"], desc["kernel_w"], desc["input_c"])
+        taps = 48 if conv.mve_padded_runs(shape) else k  # edgec_conv_s8_mve's: taps to 16, rows to 4
+        return 4 * -(-desc["output_c"] // 4) * -(-taps // 16) * 16 + 32 * -(-taps // 16)
     if kind == "conv" and path == "mve" and k % 2:  # two column pairs of K + 1 inputs, two gathered columns
         return 6 * 32 * ((k + 32) // 32) + 32
     if kind == "conv" and path == "dsp" and k % 2:  # two widened columns, the filter's end, one column
@@ -146,8 +163,11 @@ def _padded(data: bytes) -> bytes:
 def record(kind: str, path: str, desc: dict, x: np.ndarray, out_bytes: int, target: str, fold: bool = True) -> bytes:
     """The driver's record; `fold`: a Helium or packed depthwise call gets the folded bias its kernel
     requires."""
-    call_desc = desc
-    if fold and kind == "depthwise":
+    call_desc, routines = desc, [-1, -1]
+    if path.endswith("_unpacked"):
+        call_desc = int4.unpacked_desc(desc, path[:3]) if fold else desc
+        routines = [MVE_ROUTINES.index(r) if r else -1 for r in conv.mve_routines(desc)]
+    elif fold and kind == "depthwise":
         call_desc = int4.depthwise_packed_desc(desc)
     elif fold and path == "mve":
         call_desc = int4.mve_desc(desc)
@@ -160,7 +180,8 @@ def record(kind: str, path: str, desc: dict, x: np.ndarray, out_bytes: int, targ
     bias_words = call_desc["bias"].size if has_bias else 0
     header = [KIND[kind], PATH[path], len(payload), out_bytes, scratch_bytes(kind, path, desc, target), bias_words]
     header += [call_desc["filter"].size, channels, *ints]
-    return struct.pack(f"<{HEADER_WORDS}i", *header, *[0] * (HEADER_WORDS - len(header))) + payload
+    header += [0] * (HEADER_WORDS - 2 - len(header)) + routines
+    return struct.pack(f"<{HEADER_WORDS}i", *header) + payload
 
 
 GOLDEN = {"fc": linear.fully_connected_s4, "conv": conv.conv_s4, "depthwise": depthwise.depthwise_conv_s4}
@@ -248,6 +269,41 @@ def test_s4_odd_row_lengths_match_golden(target, opt, tmp_path: Path):
     assert all(row_length(desc) % 2 for _, _, desc, _, _ in cases)
     failures = run_on_qemu(target, opt, cases, [], tmp_path)
     assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures[:8])
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+@pytest.mark.parametrize("opt", list(OPT_CASES))
+def test_s4_unpacked_odd_row_lengths_match_golden(target, opt, tmp_path: Path):
+    """edgec_conv_s4_dsp_unpacked (M4, M55) and _mve_unpacked (M55): the filter unpacked into the
+    int8 packed kernel's layout (Helium's padded stem rows where mve_padded_runs), over
+    ODD_K_SHAPES on three seeds (short_edges' shifts -1 among them: the int8 kernels' general
+    output stage; the Helium routines by each case's shifts) and random odd-K cases; refused: a
+    grouped layer, no bias."""
+    paths = ["dsp_unpacked"] + (["mve_unpacked"] if target == "cortex-m55" else [])
+    rng = np.random.default_rng(len(opt))
+    shaped = [
+        (short_edges(np.random.default_rng(seed), d), x)
+        for seed in (list(OPT_CASES).index(opt), 7, 11)
+        for d, x in gather_cases(seed, ODD_K_SHAPES)
+    ]
+    drawn = [conv_case(rng, "dsp") for _ in range(60)]
+    drawn = [(short_edges(rng, d), x) for d, x in drawn if row_length(d) % 2][:12]
+    cases = [("conv", p, d, x, conv.conv_s4(d, x).reshape(-1)) for p in paths for d, x in shaped + drawn]
+    assert all(row_length(desc) % 2 for _, _, desc, _, _ in cases)
+    for _, p, desc, _, _ in cases:  # the size the unit gives the planner is the one tested here
+        op = SimpleNamespace(kind="conv2d", attrs={"desc": desc, "s4_isa": p[:3], "s4_unpacked": True})
+        assert int4.scratch_bytes(op) == scratch_bytes("conv", p, desc, target)
+    grouped, gx = grouped_odd_case(rng)
+    desc, x = shaped[0]
+    refusals = []
+    for p in paths:
+        grouped_out = np.zeros(conv.conv_s4(grouped, gx).size, np.int8)
+        refusals.append(("conv", p, int4.unpacked_desc(grouped, p[:3]), gx, grouped_out))
+        refusals.append(("conv", p, dict(desc, bias=None), x, np.zeros(conv.conv_s4(desc, x).size, np.int8)))
+    failures = run_on_qemu(target, opt, cases, refusals, tmp_path)
+    assert not failures, f"{len(failures)} of {len(cases) + len(refusals)} cases fail:\n" + "\n".join(failures[:8])
 
 
 def grouped_odd_case(rng) -> tuple[dict, np.ndarray]:

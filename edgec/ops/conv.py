@@ -474,7 +474,9 @@ class Conv2d(OpDef):
     def runtime_sources_of(self, op) -> tuple[str, ...]:
         if op.attrs.get("small"):
             return ("conv/edgec_conv_s8_small.c",)
-        return int4.runtime_sources(op) if int4.is_int4(op) else self.runtime_sources
+        if int4.is_int4(op):  # an unpacked odd-K layer runs the int8 packed kernel
+            return int4.runtime_sources(op) + (self.runtime_sources if op.attrs.get("s4_unpacked") else ())
+        return self.runtime_sources
 
     def emit(self, op, graph, names) -> CCall:
         a = op.attrs

@@ -22,7 +22,7 @@ import numpy as np
 from edgec.ir import KernelChoice
 from edgec.ops.base import CCall, descriptor
 from edgec.ops.kernel import Field, Scratch, Struct, ints
-from edgec.ops.kernel_layout import blocked_bias, folded_bias
+from edgec.ops.kernel_layout import blocked_bias, dsp_channel_table, folded_bias
 
 INT4_MIN, INT4_MAX = -8, 7
 # edgec's own quantizer: symmetric, narrow range (zero point 0, -8 never used), as TFLite's.
@@ -92,9 +92,31 @@ CONV_MVE_SCRATCH = Scratch(
 DEPTHWISE_FILTER_SCRATCH = Scratch(
     "EDGEC_DEPTHWISE_CONV_S4_FILTER_BYTES", ("taps", "c"), "(4 * (((c) + 3) / 4) * (taps))"
 )
-SCRATCH = (FC_DSP_SCRATCH, FC_MVE_SCRATCH, CONV_DSP_SCRATCH, CONV_MVE_SCRATCH, DEPTHWISE_FILTER_SCRATCH)
+# edgec_conv_s4_dsp_unpacked's / _mve_unpacked's filter ahead of the int8 kernel's scratch:
+# edgec_conv_s8_dsp_wide's (int16 taps, K padded to a multiple of 4, rows to a pair) and
+# edgec_conv_s8_mve's (T taps padded to a multiple of 16, rows to a multiple of 4).
+CONV_DSP_UNPACKED_FILTER = Scratch(
+    "EDGEC_CONV_S4_DSP_UNPACKED_FILTER_BYTES", ("k", "c_out"), "(4 * (((c_out) + 1) / 2) * (((k) + 3) / 4 * 4))"
+)
+CONV_MVE_UNPACKED_FILTER = Scratch(
+    "EDGEC_CONV_S4_MVE_UNPACKED_FILTER_BYTES",
+    ("taps", "c_out"),
+    "(4 * (((c_out) + 3) / 4) * (((taps) + 15) / 16 * 16))",
+)
+SCRATCH = (
+    FC_DSP_SCRATCH,
+    FC_MVE_SCRATCH,
+    CONV_DSP_SCRATCH,
+    CONV_MVE_SCRATCH,
+    CONV_DSP_UNPACKED_FILTER,
+    CONV_MVE_UNPACKED_FILTER,
+    DEPTHWISE_FILTER_SCRATCH,
+)
 # edgec_depthwise_conv_s8_packed's limit on filter rows (EDGEC_DEPTHWISE_PACKED_MAX_K).
 DEPTHWISE_PACKED_MAX_K = 16
+# An odd-K convolution's filter unpacked for the int8 packed kernel, in scratch, at most (bytes):
+# MobileNet's RGB stem (8 channels) takes 448 on the DSP path (int16), 384 on Helium.
+UNPACKED_FILTER_MAX = 4096
 # The DSP and Helium paths' longest rows (their 4096x / 16x sums stay exact; longer fully connected
 # rows run the portable loop, longer convolution rows the portable kernel).
 MAX_ROW = 65536
@@ -249,14 +271,48 @@ def specialize(op, graph, target) -> None:
     elif op.kind == "conv2d" and desc["groups"] == 1 and row_length(desc) <= MAX_ROW:
         isa = "mve" if target.mve else "dsp" if target.dsp else None
     op.attrs["s4_isa"] = isa
+    op.attrs["s4_unpacked"] = unpacked = op.kind == "conv2d" and isa is not None and conv_unpacked_fits(desc, isa)
     core = {None: "", "dsp": "DSP extension (SMLAD)", "mve": "Helium"}[isa]
     if op.kind == "depthwise_conv2d" and isa is not None:
         function = KERNELS[op.kind] + "_packed"
         reason = f"int4 weights, CMSIS-NN's s4 packing, unpacked per call for the int8 packed depthwise kernel; {core}"
+    elif unpacked:
+        function = f"{KERNELS[op.kind]}_{isa}_unpacked"
+        int8_kernel = "edgec_conv_s8_dsp_wide" if isa == "dsp" else "edgec_conv_s8_mve_with"
+        reason = f"int4 weights, CMSIS-NN's s4 packing, an odd K unpacked per call for {int8_kernel}; {core}"
     else:
         function = KERNELS[op.kind] + ("" if isa is None else f"_{isa}")
         reason = "int4 weights, CMSIS-NN's s4 packing" + ("" if isa is None else f"; {core}")
     op.kernel = KernelChoice(function, "int4" + ("" if isa is None else f" {isa}"), reason)
+
+
+def conv_unpacked_taps(desc: dict, isa: str) -> int:
+    """Taps a row of the int8 packed kernel's filter has before its own padding to a group: K, or
+    on Helium 48 where edgec_conv_s8_mve pads each window row to 16 (mve_padded_runs)."""
+    from edgec.ops.conv import mve_padded_runs  # here: edgec.ops.conv imports this module
+
+    shape = (desc["output_c"], desc["kernel_h"], desc["kernel_w"], desc["input_c"])
+    return 48 if isa == "mve" and mve_padded_runs(shape) else row_length(desc)
+
+
+def conv_unpacked_filter_bytes(desc: dict, isa: str) -> int:
+    """EDGEC_CONV_S4_{DSP,MVE}_UNPACKED_FILTER_BYTES: edgec_conv_s8_dsp_wide's filter (int16 taps, K
+    padded to a multiple of 4, rows to a pair) or edgec_conv_s8_mve's (taps padded to 16, rows to 4)."""
+    taps, rows = conv_unpacked_taps(desc, isa), desc["output_c"]
+    if isa == "dsp":
+        return 4 * -(-rows // 2) * -(-taps // 4) * 4
+    return 4 * -(-rows // 4) * -(-taps // 16) * 16
+
+
+def conv_unpacked_fits(desc: dict, isa: str) -> bool:
+    """An ungrouped convolution of odd K whose filter, unpacked for the int8 packed kernel, takes at
+    most UNPACKED_FILTER_MAX bytes of scratch (RGB and one-channel stems): the int8 kernel runs it
+    (edgec_conv_s4_{dsp,mve}_unpacked); a larger one keeps its filter packed (the odd-K walk)."""
+    return (
+        desc["groups"] == 1
+        and row_length(desc) % 2 == 1
+        and conv_unpacked_filter_bytes(desc, isa) <= UNPACKED_FILTER_MAX
+    )
 
 
 def depthwise_fits(desc: dict) -> bool:
@@ -299,12 +355,18 @@ def depthwise_filter_bytes(desc: dict) -> int:
 
 def scratch_bytes(op, row_cache: int = 0) -> int:
     """The DSP path's widened input column, the Helium path's deinterleaved one; a convolution's
-    also its gathered receptive fields (two pixels' of each; Helium: whole blocks of 32); a packed
+    also its gathered receptive fields (two pixels' of each; Helium: whole blocks of 32), or for an
+    unpacked odd K the int8 packed kernel's filter and scratch; a packed
     depthwise layer's unpacked filter and the int8 kernel's `row_cache` (the depthwise unit's rule)."""
     isa = op.attrs.get("s4_isa")
     if op.kind == "depthwise_conv2d":
         return 0 if isa is None else depthwise_filter_bytes(op.attrs["desc"]) + row_cache
-    k = row_length(op.attrs["desc"])
+    desc = op.attrs["desc"]
+    k = row_length(desc)
+    if op.attrs.get("s4_unpacked"):  # the unpacked filter, then EDGEC_CONV_S8_{DSP,MVE}_SCRATCH_BYTES
+        taps = conv_unpacked_taps(desc, isa)
+        kernel = (28 if desc["input_c"] % 4 else 24) * -(-k // 4) if isa == "dsp" else 32 * -(-taps // 16)
+        return conv_unpacked_filter_bytes(desc, isa) + kernel
     if op.kind == "conv2d" and isa == "mve" and k % 2:  # an odd K's two column pairs (K + 1 inputs)
         return 192 * ((k + 32) // 32) + 32
     if op.kind == "conv2d" and isa == "dsp" and k % 2:  # two widened columns, the filter's end, one column
@@ -338,10 +400,46 @@ def emit(op, graph, names, row_cache: str = "") -> CCall:
         taps = desc["kernel_h"] * desc["kernel_w"]
         call.scratch_required = f"{DEPTHWISE_FILTER_SCRATCH.call(taps, desc['input_c'])} + {row_cache}"
         return call
+    if op.attrs.get("s4_unpacked"):
+        return _emit_unpacked(op, names, p, args)
     call = descriptor(STRUCT_OF[op.kind], p, mve_desc(desc) if isa == "mve" else desc)
     scratch_type = "int16_t" if isa == "dsp" else "int8_t"
     call.code = f"status |= {op.kernel.function}({args}, ({scratch_type} *){names.scratch(op)});"
     call.scratch_required = _SCRATCH_OF[op.kind, isa].call(row_length(desc))
+    return call
+
+
+def unpacked_desc(desc: dict, isa: str) -> dict:
+    """edgec_conv_s4_{dsp,mve}_unpacked's descriptor: the bias the int8 packed kernel takes, folded
+    over the unpacked rows (edgec_conv_s8_dsp_wide's channel table; edgec_conv_s8_mve's folded
+    bias, zero-padded to a multiple of 4)."""
+    rows, length = desc["output_c"], row_length(desc)
+    weights = unpack_int4(desc["filter"], rows * length).reshape(rows, length)
+    zero_point = -desc["input_offset"]
+    if isa == "mve":
+        return {**desc, "bias": blocked_bias(desc["bias"], weights, zero_point, 4)}
+    folded = blocked_bias(desc["bias"], weights, zero_point, 2)
+    return {**desc, "bias": dsp_channel_table(folded, desc["multiplier"], desc["shift"], desc["output_offset"])}
+
+
+def _emit_unpacked(op, names, p: str, args: str) -> CCall:
+    """edgec_conv_s4_{dsp,mve}_unpacked's call: Helium's names the int8 kernel's routines
+    (edgec.ops.conv.mve_routines), so that only those are linked."""
+    from edgec.ops.conv import CONV_DSP_SCRATCH, CONV_MVE_SCRATCH, mve_routines  # (a cycle at import)
+
+    isa, desc = op.attrs["s4_isa"], op.attrs["desc"]
+    call = descriptor(STRUCT_OF[op.kind], p, unpacked_desc(desc, isa))
+    scratch = f"(int8_t *){names.scratch(op)}"
+    taps = conv_unpacked_taps(desc, isa)
+    if isa == "dsp":
+        call.code = f"status |= {op.kernel.function}({args}, {scratch});"
+        kernel = CONV_DSP_SCRATCH.call(row_length(desc), desc["input_c"])
+        call.scratch_required = f"{CONV_DSP_UNPACKED_FILTER.call(row_length(desc), desc['output_c'])} + {kernel}"
+        return call
+    routines = ", ".join(f"&{r}" if r else "NULL" for r in mve_routines(desc))
+    data = args.split(", ", 1)[1]
+    call.code = f"status |= {op.kernel.function}(&{p}, {routines}, {data}, {scratch});"
+    call.scratch_required = f"{CONV_MVE_UNPACKED_FILTER.call(taps, desc['output_c'])} + {CONV_MVE_SCRATCH.call(taps)}"
     return call
 
 

@@ -5,7 +5,8 @@
  * per-channel requantization; golden: edgec.ops.int4.conv_s4. The portable kernel reads each tap's
  * run of input_c / groups weights straight from the packed filter (no im2col, no scratch); the DSP
  * and Helium ones gather each output pixel's receptive field of a group (its column) into scratch
- * and run edgec_s4.h's rows over it, as the fully connected kernels do.
+ * and run edgec_s4.h's rows over it, as the fully connected kernels do; their _unpacked forms (an
+ * odd K with a small filter: stems) unpack the filter into an int8 packed kernel's layout and run it.
  */
 #include "../support/edgec_s4.h"
 
@@ -147,6 +148,50 @@ static const int8_t *conv_s4_pixel_column(const edgec_conv_s4_desc *d, const int
 static int32_t conv_s4_row_length(const edgec_conv_s4_desc *d)
 {
     return d->kernel_h * d->kernel_w * (d->input_c / d->groups);
+}
+
+/*
+ * The int4 filter ([rows][K], packed) as an int8 packed kernel reads it
+ * (edgec.ops.kernel_layout.interleave_rows): each row's K weights in runs of `run` (a window
+ * row), each run padded with zeros to `run_step` taps (run = run_step = K: unpadded), then to
+ * row_len taps (a multiple of `group`); rows zero-padded to a multiple of `block`; per block of
+ * `block` rows and group of `group` taps, each row's group. `wide`: int16 taps, each group of 4 as
+ * (w0, w2, w1, w3) (edgec_conv_s8_dsp_wide's widen_taps), else int8. Zeroed, then each weight
+ * stored where it goes. Always inlined: block and group are constants at each call (shifts).
+ */
+static inline __attribute__((always_inline)) void conv_s4_unpack_rows(const int8_t *filter, int32_t rows, int32_t k,
+                                                                      int32_t run, int32_t run_step, int32_t row_len,
+                                                                      int32_t block, int32_t group, int wide, void *out)
+{
+    const int32_t padded_rows = (rows + block - 1) / block * block;
+    memset(out, 0, (size_t)padded_rows * (size_t)row_len * (wide ? 2u : 1u));
+    int32_t n = 0; /* the packed stream's element */
+    for (int32_t o = 0; o < rows; o++) {
+        const uint32_t row_at = (uint32_t)(o / block * block * row_len + o % block * group);
+        for (int32_t t = 0, pos = 0; t < k; t += run, pos += run_step) {
+            const int32_t count = EDGEC_MIN(run, k - t);
+            for (int32_t i = 0; i < count; i++) {
+                const uint32_t p = (uint32_t)(pos + i);
+                uint32_t at = row_at + p / (uint32_t)group * (uint32_t)(group * block) + p % (uint32_t)group;
+                const int8_t w = (int8_t)edgec_s4_at(filter, n++);
+                if (wide) { /* taps 1 and 2 of a group of 4 trade places */
+                    at = (at & ~3u) | (at & 1u) << 1 | (at >> 1 & 1u);
+                    ((int16_t *)out)[at] = w;
+                } else {
+                    ((int8_t *)out)[at] = w;
+                }
+            }
+        }
+    }
+}
+
+/* 1 when an int8 packed kernel takes the layer (ungrouped, a bias: the folded one) and its filter,
+ * unpacked (row_len taps a row, the rows padded to a multiple of `block`), and scratch stay well
+ * within int32 bytes. */
+static int conv_s4_unpacked_fits(const edgec_conv_s4_desc *d, int32_t row_len, int32_t block)
+{
+    const int64_t rows = (d->output_c + (int64_t)block - 1) / block * block;
+    return d->groups == 1 && d->bias != NULL && (rows + 8) * 2 * row_len <= INT32_MAX;
 }
 #endif
 
@@ -420,6 +465,33 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
     }
     return EDGEC_OK;
 }
+/*
+ * The filter unpacked once per call into scratch as edgec_conv_s8_dsp_wide's (int16 taps), then
+ * that kernel runs the layer: its arithmetic is edgec_conv_s4's (the int4 values are int8 values).
+ * `bias`: its channel table. Scratch: the unpacked filter, then the int8 kernel's.
+ */
+edgec_status edgec_conv_s4_dsp_unpacked(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,
+                                        int8_t *scratch)
+{
+    if (!conv_s4_valid(desc, input, output) || !scratch || !edgec_word_aligned(scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t k = conv_s4_row_length(desc);
+    const int32_t k4 = (k + 3) / 4 * 4;
+    if (!conv_s4_unpacked_fits(desc, k4, 2)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_s4_desc d = *desc;
+    int16_t *wide = (int16_t *)(void *)scratch;
+    conv_s4_unpack_rows(d.filter, d.output_c, k, k, k, k4, 2, 4, 1, wide);
+    const edgec_conv_dsp_wide_desc unpacked = { d.batches,  d.input_h,      d.input_w,       d.input_c,    d.output_h,
+                                                d.output_w, d.output_c,     d.kernel_h,      d.kernel_w,   d.stride_h,
+                                                d.stride_w, d.pad_top,      d.pad_left,      d.dilation_h, d.dilation_w,
+                                                1,          d.input_offset, d.output_offset, d.act_min,    d.act_max,
+                                                wide,       d.bias,         d.multiplier,    d.shift };
+    return edgec_conv_s8_dsp_wide(&unpacked, input, output,
+                                  scratch + EDGEC_CONV_S4_DSP_UNPACKED_FILTER_BYTES(k, d.output_c));
+}
 #endif /* __ARM_FEATURE_DSP */
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
@@ -636,5 +708,37 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
         p++;
     }
     return EDGEC_OK;
+}
+/*
+ * The filter unpacked once per call into scratch as edgec_conv_s8_mve's (its rows padded per
+ * window row to 16 taps where that kernel's mve_padded_runs holds), then edgec_conv_s8_mve_with
+ * runs the layer with the routines named (edgec.ops.conv.mve_routines of the layer): its
+ * arithmetic is edgec_conv_s4's. `bias`: its folded bias. Scratch: the unpacked filter, then the
+ * int8 kernel's.
+ */
+edgec_status edgec_conv_s4_mve_unpacked(const edgec_conv_s4_desc *desc, const edgec_conv_mve_routine *blocks,
+                                        const edgec_conv_mve_routine *direct, const int8_t *input, int8_t *output,
+                                        int8_t *scratch)
+{
+    if (!conv_s4_valid(desc, input, output) || !scratch || !edgec_word_aligned(scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t k = conv_s4_row_length(desc);
+    const int32_t run = desc->kernel_w * desc->input_c;
+    const int padded = desc->kernel_h == 3 && run >= 8 && run < 16 && desc->output_c % 4 == 0;
+    const int32_t taps = padded ? 48 : k;
+    if (!conv_s4_unpacked_fits(desc, (taps + 15) / 16 * 16, 4)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_s4_desc d = *desc;
+    conv_s4_unpack_rows(d.filter, d.output_c, k, padded ? run : k, padded ? 16 : k, (taps + 15) / 16 * 16, 4, 16, 0,
+                        scratch);
+    const edgec_conv_desc unpacked = { d.batches,  d.input_h,      d.input_w,       d.input_c,    d.output_h,
+                                       d.output_w, d.output_c,     d.kernel_h,      d.kernel_w,   d.stride_h,
+                                       d.stride_w, d.pad_top,      d.pad_left,      d.dilation_h, d.dilation_w,
+                                       1,          d.input_offset, d.output_offset, d.act_min,    d.act_max,
+                                       scratch,    d.bias,         d.multiplier,    d.shift };
+    return edgec_conv_s8_mve_with(&unpacked, blocks, direct, input, output,
+                                  scratch + EDGEC_CONV_S4_MVE_UNPACKED_FILTER_BYTES(taps, d.output_c));
 }
 #endif /* __ARM_FEATURE_MVE */

@@ -1,6 +1,6 @@
 /*
  * Runs the int4-weight kernels' DSP and Helium paths (edgec_fully_connected_s4_dsp/_mve,
- * edgec_conv_s4_dsp/_mve, edgec_depthwise_conv_s4_packed) and their portable forms on cases written by
+ * edgec_conv_s4_dsp/_mve and _unpacked, edgec_depthwise_conv_s4_packed) and their portable forms on cases written by
  * tests/test_kernels_s4_arm.py.
  *
  * cases.bin holds records, each a header of HEADER_WORDS little-endian int32 (kind, path, payload
@@ -26,6 +26,8 @@ enum {
     H_FILTER,
     H_CHANNELS,
     H_DESC,
+    H_BLOCKS = 38, /* edgec_conv_s4_mve_unpacked's routines: indices into `routines`, -1 for NULL */
+    H_DIRECT = 39,
     HEADER_WORDS = 40
 };
 enum {
@@ -35,7 +37,9 @@ enum {
 enum {
     PATH_PORTABLE = 0,
     PATH_DSP = 1,
-    PATH_MVE = 2
+    PATH_MVE = 2,
+    PATH_DSP_UNPACKED = 3,
+    PATH_MVE_UNPACKED = 4
 };
 
 #define ARENA_BYTES (160 * 1024)
@@ -73,6 +77,34 @@ static edgec_status run_fc(const int32_t *h, const int8_t *payload, int8_t *outp
     }
 }
 
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/* edgec_conv_s8_mve_with's routines in the order of tests/test_kernels_s4_arm.py's MVE_ROUTINES. */
+static const edgec_conv_mve_routine *const routines[] = {
+    &edgec_conv_mve_blocks_odd,
+    &edgec_conv_mve_blocks_even,
+    &edgec_conv_mve_blocks_odd_right,
+    &edgec_conv_mve_blocks_even_right,
+    &edgec_conv_mve_blocks_odd_strict,
+    &edgec_conv_mve_blocks_even_strict,
+    &edgec_conv_mve_blocks_odd_strict_quads,
+    &edgec_conv_mve_blocks_even_strict_quads,
+    &edgec_conv_mve_direct_odd,
+    &edgec_conv_mve_direct_even,
+    &edgec_conv_mve_direct_odd_runs3,
+    &edgec_conv_mve_direct_even_runs3,
+    &edgec_conv_mve_direct_single,
+    &edgec_conv_mve_direct_single_runs3,
+    &edgec_conv_mve_direct_triple_runs3,
+    &edgec_conv_mve_direct_even_quads,
+    &edgec_conv_mve_direct_even_runs3_quads,
+};
+
+static const edgec_conv_mve_routine *routine(int32_t i)
+{
+    return i >= 0 && i < (int32_t)(sizeof(routines) / sizeof(routines[0])) ? routines[i] : NULL;
+}
+#endif
+
 static edgec_status run_conv(const int32_t *h, const int8_t *payload, int8_t *output, void *scratch)
 {
     edgec_conv_s4_desc d;
@@ -80,8 +112,12 @@ static edgec_status run_conv(const int32_t *h, const int8_t *payload, int8_t *ou
     const int8_t *input = arrays(h, payload, &d.filter, &d.bias, &d.multiplier, &d.shift);
     switch (h[H_PATH]) {
         case PATH_DSP: return edgec_conv_s4_dsp(&d, input, output, (int16_t *)scratch);
+        case PATH_DSP_UNPACKED: return edgec_conv_s4_dsp_unpacked(&d, input, output, (int8_t *)scratch);
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
         case PATH_MVE: return edgec_conv_s4_mve(&d, input, output, (int8_t *)scratch);
+        case PATH_MVE_UNPACKED:
+            return edgec_conv_s4_mve_unpacked(&d, routine(h[H_BLOCKS]), routine(h[H_DIRECT]), input, output,
+                                              (int8_t *)scratch);
 #endif
         default: return edgec_conv_s4(&d, input, output);
     }
