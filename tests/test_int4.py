@@ -169,6 +169,9 @@ def test_int4_odd_row_convolutions_are_bit_exact(target, isa, tmp_path):
     assert [op.attrs.get("s4_isa") for op in convs] == [isa, None, isa, isa, isa]
     assert [op.kernel.function.endswith("_unpacked") for op in convs] == [True, False, False, True, False]
     _bit_exact(compiled, rng.standard_normal((4, 1, 3, 11, 9)).astype(np.float32), tmp_path)
+    # --opt size: the odd-K walk everywhere (no int8 packed kernel linked for the stems)
+    size = compile_for(quantized, get_target(target).with_opt("size"))
+    assert not any(op.kernel.function.endswith("_unpacked") for op in size.graph.ops if op.kind == "conv2d")
 
 
 def test_int4_layers_selects_by_module_path(quantized):

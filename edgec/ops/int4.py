@@ -271,7 +271,10 @@ def specialize(op, graph, target) -> None:
     elif op.kind == "conv2d" and desc["groups"] == 1 and row_length(desc) <= MAX_ROW:
         isa = "mve" if target.mve else "dsp" if target.dsp else None
     op.attrs["s4_isa"] = isa
-    op.attrs["s4_unpacked"] = unpacked = op.kind == "conv2d" and isa is not None and conv_unpacked_fits(desc, isa)
+    # --opt size keeps the odd-K walk: the int8 packed kernel it would link is 6-8 KiB of code
+    op.attrs["s4_unpacked"] = unpacked = (
+        op.kind == "conv2d" and isa is not None and target.fast_layouts and conv_unpacked_fits(desc, isa)
+    )
     core = {None: "", "dsp": "DSP extension (SMLAD)", "mve": "Helium"}[isa]
     if op.kind == "depthwise_conv2d" and isa is not None:
         function = KERNELS[op.kind] + "_packed"
@@ -364,8 +367,10 @@ def scratch_bytes(op, row_cache: int = 0) -> int:
     desc = op.attrs["desc"]
     k = row_length(desc)
     if op.attrs.get("s4_unpacked"):  # the unpacked filter, then EDGEC_CONV_S8_{DSP,MVE}_SCRATCH_BYTES
+        from edgec.ops.conv import CONV_DSP_SCRATCH, CONV_MVE_SCRATCH  # (a cycle at import)
+
         taps = conv_unpacked_taps(desc, isa)
-        kernel = (28 if desc["input_c"] % 4 else 24) * -(-k // 4) if isa == "dsp" else 32 * -(-taps // 16)
+        kernel = CONV_DSP_SCRATCH.value(k, desc["input_c"]) if isa == "dsp" else CONV_MVE_SCRATCH.value(taps)
         return conv_unpacked_filter_bytes(desc, isa) + kernel
     if op.kind == "conv2d" and isa == "mve" and k % 2:  # an odd K's two column pairs (K + 1 inputs)
         return 192 * ((k + 32) // 32) + 32
