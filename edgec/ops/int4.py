@@ -367,11 +367,10 @@ def scratch_bytes(op, row_cache: int = 0) -> int:
     desc = op.attrs["desc"]
     k = row_length(desc)
     if op.attrs.get("s4_unpacked"):  # the unpacked filter, then EDGEC_CONV_S8_{DSP,MVE}_SCRATCH_BYTES
-        from edgec.ops.conv import CONV_DSP_SCRATCH, CONV_MVE_SCRATCH  # (a cycle at import)
+        from edgec.ops.conv import packed_conv_scratch_bytes  # (a cycle at import)
 
-        taps = conv_unpacked_taps(desc, isa)
-        kernel = CONV_DSP_SCRATCH.value(k, desc["input_c"]) if isa == "dsp" else CONV_MVE_SCRATCH.value(taps)
-        return conv_unpacked_filter_bytes(desc, isa) + kernel
+        shape = (desc["output_c"], desc["kernel_h"], desc["kernel_w"], desc["input_c"])
+        return conv_unpacked_filter_bytes(desc, isa) + packed_conv_scratch_bytes(isa, shape)
     if op.kind == "conv2d" and isa == "mve" and k % 2:  # an odd K's two column pairs (K + 1 inputs)
         return 192 * ((k + 32) // 32) + 32
     if op.kind == "conv2d" and isa == "dsp" and k % 2:  # two widened columns, the filter's end, one column
