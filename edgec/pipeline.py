@@ -24,12 +24,19 @@ from edgec.backend.banding import check_stream_input, fit_budget
 from edgec.backend.codegen import layer_constants_bytes
 from edgec.backend.plan import MemoryPlan
 from edgec.backend.schedule import schedule_and_plan
-from edgec.errors import EdgecError
+from edgec.errors import EdgecError, FloatActivation
 from edgec.frontend import export, precision
 from edgec.frontend.calibration import DEFAULT as DEFAULT_CALIBRATION
 from edgec.frontend.calibration import range_warnings
 from edgec.frontend.lower import lower
-from edgec.frontend.quantize import EdgecQuantizer, int4_weight_nodes, is_quantized, quantize
+from edgec.frontend.quantize import (
+    EdgecQuantizer,
+    float_outputs,
+    int4_weight_nodes,
+    is_quantized,
+    quantize,
+    quantize_float_activations,
+)
 from edgec.frontend.torch_ops import GETITEM
 from edgec.frontend.weight_rounding import DEFAULT as DEFAULT_INT4_ROUNDING
 from edgec.frontend.weight_rounding import round_int4_weights
@@ -127,7 +134,9 @@ def compile_loaded(
     if options.get("activations") == "auto" and list(options.get("int16_layers", ())):
         raise EdgecError("--activations auto chooses the int16 layers itself: drop --int16-layers, or name them all")
     quantized = quantize_loaded(loaded, module, calibration=calibration, progress=progress, warn=warn, **options)
-    compiled = compile_for(quantized, target, stream=stream, tflite_compatible=tflite_compatible)
+    compiled = compile_completing(
+        quantized, calibration, target, warn=warn, stream=stream, tflite_compatible=tflite_compatible
+    )
     budget = compiled.target.flash_bytes
     if not (
         budget is None
@@ -145,6 +154,23 @@ def compile_loaded(
     return fit_activations(
         loaded, compiled, calibration=calibration, stream=stream, tflite_compatible=tflite_compatible, **options
     )
+
+
+def compile_completing(quantized: Quantized, calibration, target, *, warn, **options) -> Compiled:
+    """compile_for; a quantized program that leaves in float an activation edgec runs in int8
+    (torchao's inductor quantizers: a conv's output before float pooling) gets it quantized from
+    the calibration data, one at a time as compiling finds them, when the user gave calibration
+    data (without, the one-line FloatActivation stands); the program's own qparams stay."""
+    completed: set[str] = set()
+    while True:
+        try:
+            return compile_for(quantized, target, **options)
+        except FloatActivation as missing:
+            if quantized.float_module is not None or calibration is None or missing.node in completed:
+                raise
+            samples = calibration_samples(calibration, quantized.example_inputs, warn)
+            quantize_float_activations(quantized.quantized_module, [missing.node], samples, warn)
+            completed.add(missing.node)
 
 
 def constants_total(graph: Graph) -> int:
@@ -521,6 +547,10 @@ def quantize_loaded(
             or list(int4_layers)
         ):
             warn(f"WARNING: {loaded.origin} is already quantized; calibration and precision options do not apply")
+        if calibration is not None and (names := float_outputs(module)):
+            quantize_float_activations(
+                module, names, calibration_samples(calibration, loaded.example_inputs, warn), warn
+            )
         return Quantized(loaded.origin, loaded.example_inputs, None, module)
     samples = calibration_samples(calibration, loaded.example_inputs, warn, module)
     if calibration is not None:

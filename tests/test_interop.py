@@ -17,7 +17,7 @@ from edgec.frontend.torch_ops import CONVS, LINEARS
 from edgec.ops.qspec import ANNOTATION_KEY
 from edgec.pipeline import compile_model
 from edgec.tools import verify
-from tests.test_pipeline import Simple
+from tests.test_pipeline import Simple, _bit_exact
 
 SHAPE = (1, 3, 13, 9)
 
@@ -144,3 +144,35 @@ def test_verify_fails_a_model_whose_weights_collapsed(tmp_path, capsys, monkeypa
     assert code != 0 and "departs from its quantized program" in err and "conv2d" in err, (out, err)
     code, out, err = run_cli("build", path, "-o", tmp_path / "out", "--quiet", capsys=capsys)
     assert code == 0 and "every weight quantizes to 0; the layer outputs its bias alone" in err, err
+
+
+def _inductor_quantizer(name: str):
+    """torchao's own PT2E quantizers for CPUs: X86's quantizes activations to uint8, both leave
+    the last linear's output (and here the conv + add before float pooling) in float."""
+    if name == "x86":
+        from torchao.quantization.pt2e.quantizer import x86_inductor_quantizer as x86
+
+        return x86.X86InductorQuantizer().set_global(x86.get_default_x86_inductor_quantization_config())
+    from torchao.quantization.pt2e.quantizer import arm_inductor_quantizer as arm
+
+    return arm.ArmInductorQuantizer().set_global(arm.get_default_arm_inductor_quantization_config())
+
+
+@pytest.mark.parametrize("name", ["x86", "arm"])
+def test_torchao_inductor_quantizer_programs_are_completed_from_calibration(tmp_path, name):
+    floats = _floats()
+    warnings = []
+    compiled = compile_model(
+        str(_program(tmp_path, _inductor_quantizer(name), True)), calibration=floats, warn=warnings.append
+    )
+    completed = [line for line in warnings if "in float; edgec quantizes it to int8 from the calibration data" in line]
+    assert completed, warnings
+    assert _bit_exact(compiled, tmp_path / "out", tmp_path, floats[:4]).exact
+    assert verify.check_against_reference(compiled, floats).checked >= 4
+    _assert_follows_program(compiled, floats)
+
+
+def test_a_float_output_without_calibration_data_is_one_line(tmp_path):
+    path = _program(tmp_path, _inductor_quantizer("arm"), True)
+    with pytest.raises(EdgecError, match=r"model output 'softmax' is not quantized: give edgec calibration data"):
+        compile_model(str(path), calibration=None)

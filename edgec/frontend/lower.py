@@ -10,7 +10,7 @@ Each compute node is lowered by the op unit registered for its target.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -53,6 +53,7 @@ class QuantizeArgs:
     quant_min: int
     quant_max: int
     dtype: np.dtype
+    from_uint8: bool = False  # the program's uint8 parameters, read as int8 (uint8_as_int8)
 
     def broadcast(self, array: np.ndarray, values: np.ndarray) -> np.ndarray:
         """`values` shaped to broadcast against `array` along the channel axis."""
@@ -227,9 +228,10 @@ class LoweringContext:
                 f"{source_line(node)}: {node.name}: unsupported quantization "
                 f"(dtype {rest[2]}, scale {scale.tolist()[:4]})"
             )
-        return QuantizeArgs(
+        args = QuantizeArgs(
             scale, zero_point, int(values[2]) if per_channel else None, int(rest[0]), int(rest[1]), np.dtype(dtype)
         )
+        return uint8_as_int8(args) if args.dtype == np.uint8 else args
 
     def _scalar_or_array(self, arg):
         if isinstance(arg, Node):
@@ -299,6 +301,8 @@ class LoweringContext:
             return
         args = self._quantize_args(node)
         value = np.asarray(source.value)
+        if args.from_uint8 and value.dtype == np.uint8:
+            value = (value.astype(np.int16) - 128).astype(np.int8)
         if (
             source.quantized
             or value.dtype != args.dtype
@@ -312,6 +316,19 @@ class LoweringContext:
         self.values[node.name] = Constant(
             value, args.scale, args.zero_point, args.axis or 0, (args.quant_min, args.quant_max)
         )
+
+
+def uint8_as_int8(args: QuantizeArgs) -> QuantizeArgs:
+    """uint8 quantization parameters as the int8 ones of the same real values: every integer and
+    zero point minus 128, exactly (torchao's X86InductorQuantizer quantizes activations to uint8)."""
+    return replace(
+        args,
+        zero_point=args.zero_point - 128,
+        quant_min=args.quant_min - 128,
+        quant_max=args.quant_max - 128,
+        dtype=np.dtype(np.int8),
+        from_uint8=True,
+    )
 
 
 def quantize_constant(source: Constant, args: QuantizeArgs, node: Node) -> np.ndarray:
@@ -372,5 +389,7 @@ def lower(module: GraphModule, converter_semantics: bool = False, tflite_compati
         )
     for name in graph.inputs + graph.outputs:
         if not graph.tensors[name].quantized:
-            raise EdgecError(f"model {'input' if name in graph.inputs else 'output'} '{name}' is not quantized")
+            role = "input" if name in graph.inputs else "output"
+            hint = "" if role == "input" else ": give edgec calibration data (--calib) to quantize it"
+            raise EdgecError(f"model {role} '{name}' is not quantized{hint}")
     return graph

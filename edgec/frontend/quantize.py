@@ -8,7 +8,7 @@ import dataclasses
 from typing import Callable, Iterable
 
 import torch
-from torch.fx import GraphModule, Interpreter
+from torch.fx import GraphModule, Interpreter, Node
 from torchao.quantization.pt2e import (
     MovingAverageMinMaxObserver,
     MovingAveragePerChannelMinMaxObserver,
@@ -16,7 +16,7 @@ from torchao.quantization.pt2e import (
 )
 from torchao.quantization.pt2e.fake_quantize import FusedMovingAvgObsFakeQuantize
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
-from torchao.quantization.pt2e.quantizer import Quantizer
+from torchao.quantization.pt2e.quantizer import FixedQParamsQuantizationSpec, Quantizer
 
 from edgec.errors import EdgecError
 from edgec.frontend import calibration as calibration_methods
@@ -347,3 +347,97 @@ def convert_qat(module: GraphModule, example_inputs: tuple) -> torch.export.Expo
 
     converted = convert_pt2e(move_exported_model_to_eval(module), fold_quantize=True)
     return torch.export.export(converted, tuple(example_inputs))
+
+
+def float_outputs(module: GraphModule) -> list[str]:
+    """The model outputs a quantized program leaves in float (torchao's X86InductorQuantizer and
+    ArmInductorQuantizer keep the last linear's output float)."""
+    output = next(node for node in module.graph.nodes if node.op == "output")
+    values = output.args[0] if isinstance(output.args[0], (tuple, list)) else (output.args[0],)
+    return [
+        value.name
+        for value in values
+        if isinstance(value, Node) and "dequantize" not in str(value.target) and _is_float(value)
+    ]
+
+
+def quantize_float_activations(
+    module: GraphModule, names: list[str], calibration: Iterable[tuple], warn: Callable[[str], None]
+) -> None:
+    """Each named node of a quantized program, an activation the program leaves in float where
+    edgec needs int8 (a model output, a conv's output read by float pooling), gets a quantize /
+    dequantize pair after it: edgec's activation scheme (ACTIVATION_QSPEC) over the node's values
+    on the calibration data. Every qparam the program set stays as it is."""
+    spec = ACTIVATION_QSPEC
+    nodes = {node.name: node for node in module.graph.nodes if node.name in names}
+    fixed = {name: qparams for name, node in nodes.items() if (qparams := _fixed_output_qparams(node)) is not None}
+    observers = {
+        name: spec.observer_or_fake_quant_ctr(
+            dtype=spec.dtype, quant_min=spec.quant_min, quant_max=spec.quant_max, qscheme=spec.qscheme
+        )
+        for name in nodes
+        if name not in fixed
+    }
+    recorder = _Recording(module, observers)
+    with torch.no_grad():
+        for sample in calibration if observers else ():
+            recorder.run(*sample)
+    for name, node in nodes.items():
+        scale, zero_point = fixed.get(name) or (float(v) for v in observers[name].calculate_qparams())
+        args = (float(scale), int(zero_point), spec.quant_min, spec.quant_max, spec.dtype)
+        users = list(node.users)
+        with module.graph.inserting_after(node):
+            quantized = module.graph.call_function(
+                torch.ops.quantized_decomposed.quantize_per_tensor.default, (node, *args)
+            )
+        with module.graph.inserting_after(quantized):
+            dequantized = module.graph.call_function(
+                torch.ops.quantized_decomposed.dequantize_per_tensor.default, (quantized, *args)
+            )
+        dequantized.meta["val"] = node.meta.get("val")
+        for user in users:
+            user.replace_input_with(node, dequantized)
+        warn(
+            f"WARNING: the program leaves {name} ({node_location(node)}) in float; edgec quantizes it to "
+            f"int8 from the calibration data (scale {scale:.6g}, zero point {int(zero_point)})"
+        )
+    module.recompile()
+
+
+def _fixed_output_qparams(node: Node) -> tuple[float, int] | None:
+    """The (scale, zero point) edgec's unit fixes for `node`'s output (softmax, sigmoid, tanh),
+    read from the annotation the unit gives it, or None."""
+    unit = OPS.get(node.target)
+    if unit is None:
+        return None
+    kept = {other: other.meta.pop(ANNOTATION_KEY, None) for other in node.graph.nodes}
+    try:
+        unit.annotate(node)  # some units annotate the activations after them too
+        output = node.meta[ANNOTATION_KEY].output_qspec
+    finally:
+        for other, annotation in kept.items():
+            other.meta.pop(ANNOTATION_KEY, None)
+            if annotation is not None:
+                other.meta[ANNOTATION_KEY] = annotation
+    if not isinstance(output, FixedQParamsQuantizationSpec):
+        return None
+    return output.scale, output.zero_point
+
+
+class _Recording(Interpreter):
+    """Runs the program, feeding the observers the values of their nodes."""
+
+    def __init__(self, module: GraphModule, observers: dict):
+        super().__init__(module)
+        self.observers = observers
+
+    def run_node(self, node):
+        result = super().run_node(node)
+        if node.name in self.observers:
+            self.observers[node.name](result.detach())
+        return result
+
+
+def _is_float(node: Node) -> bool:
+    value = node.meta.get("val")
+    return isinstance(value, torch.Tensor) and value.dtype.is_floating_point

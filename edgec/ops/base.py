@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgec.c_format import braced, initializer
-from edgec.errors import EdgecError
+from edgec.errors import FloatActivation
 from edgec.ir import Graph, InPlace, KernelChoice, Op
 from edgec.ops.kernel import Struct
 
@@ -37,10 +37,11 @@ def require_quantized(op, graph, what: str) -> None:
         tensor = graph.tensors[name]
         if not tensor.quantized:
             role = "output" if name in op.outputs else "input"
-            raise EdgecError(
+            raise FloatActivation(
                 f"{op.source}: the program leaves the {role} of this {what} ('{tensor.source}') in float; "
                 f"edgec runs it in int8: quantize it in the program (a quantize/dequantize pair), "
-                f"or give edgec the float model to quantize"
+                f"give edgec calibration data (--calib) to quantize it, or the float model",
+                tensor.source,
             )
 
 

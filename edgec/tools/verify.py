@@ -789,18 +789,12 @@ def _program_bias(compiled, out, values: dict) -> np.ndarray | None:
 
 
 def program_qparams(compiled) -> dict[str, list[tuple[float, int]]]:
-    """Per float node of the Q/DQ program, the (scale, zero point) its quantize nodes use."""
+    """Per float node of the Q/DQ program, the (scale, zero point) its quantize nodes use (uint8
+    ones as edgec reads them: int8, zero point - 128)."""
     found: dict[str, list[tuple[float, int]]] = {}
-    for node in compiled.quantized_module.graph.nodes:
-        target = str(node.target)
-        if (
-            node.op == "call_function"
-            and "quantize_per_tensor" in target
-            and "dequantize" not in target
-            and hasattr(node.args[0], "name")
-            and isinstance(node.args[1], (int, float))
-        ):
-            found.setdefault(node.args[0].name, []).append((float(node.args[1]), int(node.args[2])))
+    for node in _activation_quantizes(compiled):
+        if isinstance(node.args[1], (int, float)):
+            found.setdefault(node.args[0].name, []).append((float(node.args[1]), _int8_quantize(node)[0]))
     return found
 
 
@@ -810,13 +804,33 @@ def program_ranges(compiled) -> dict[tuple[str, str], tuple[int, int]]:
     the program holds -32767 where a kernel holds -32768, one step that a layer reading it may
     magnify, fuzz seed 13 int16 mode)."""
     found: dict[tuple[str, str], tuple[int, int]] = {}
-    for node in compiled.quantized_module.graph.nodes:
-        target = str(node.target)
-        if node.op == "call_function" and "quantize_per_tensor" in target and "dequantize" not in target:
-            if hasattr(node.args[0], "name") and len(node.args) >= 6:  # a node read at int8 and int16 has two
-                dtype = str(node.args[5]).removeprefix("torch.")
-                found.setdefault((node.args[0].name, dtype), (int(node.args[3]), int(node.args[4])))
+    for node in _activation_quantizes(compiled):
+        if len(node.args) >= 6:  # a node read at int8 and int16 has two
+            _, quant_min, quant_max, dtype = _int8_quantize(node)
+            found.setdefault((node.args[0].name, dtype), (quant_min, quant_max))
     return found
+
+
+def _activation_quantizes(compiled) -> list:
+    return [
+        node
+        for node in compiled.quantized_module.graph.nodes
+        if node.op == "call_function"
+        and "quantize_per_tensor" in str(node.target)
+        and "dequantize" not in str(node.target)
+        and hasattr(node.args[0], "name")
+    ]
+
+
+def _int8_quantize(node) -> tuple[int, int, int, str]:
+    """(zero point, quant_min, quant_max, dtype) of a quantize_per_tensor node, a uint8 one as the
+    lowering reads it (edgec.frontend.lower.uint8_as_int8: every integer - 128, int8)."""
+    zero_point = int(node.args[2])
+    quant_min, quant_max = (int(node.args[3]), int(node.args[4])) if len(node.args) >= 6 else (None, None)
+    dtype = str(node.args[5]).removeprefix("torch.") if len(node.args) >= 6 else None
+    if dtype == "uint8":
+        return zero_point - 128, quant_min - 128, quant_max - 128, "int8"
+    return zero_point, quant_min, quant_max, dtype
 
 
 def _requantized_to_the_program(graph, name: str) -> bool:
