@@ -130,38 +130,90 @@ static void lut_run(const int8_t *table, const int8_t *input, int8_t *output, in
     }
 }
 
+#if defined(__ARM_FEATURE_DSP)
+/* base + (int8_t)(w >> ROT) in one SXTAB (GCC spends an SBFX and an ADD on the C expression). */
+#define LUT_INDEX(base, w, ROT)                                                     \
+    __extension__({                                                                 \
+        const int8_t *index_;                                                       \
+        __asm__("sxtab %0, %1, %2, ror #" #ROT : "=r"(index_) : "r"(base), "r"(w)); \
+        index_;                                                                     \
+    })
+#else
+#define LUT_INDEX(base, w, ROT) ((base) + (int8_t)((w) >> (ROT)))
+#endif
+
 /* Four channels of a little-endian input word through their tables, `centre` channel 0's entry
- * for input 0 and channel k's table 256 k bytes on: each index one SXTAB from the pointer. */
+ * for input 0 and channel k's table 256 k bytes on. */
 static inline uint32_t lut_channels_word(const int8_t *centre, uint32_t w)
 {
-    uint32_t y = (uint8_t)centre[3 * LUT_SIZE + (int8_t)(w >> 24)];
-    y = (y << 8) | (uint8_t)centre[2 * LUT_SIZE + (int8_t)(w >> 16)];
-    y = (y << 8) | (uint8_t)centre[LUT_SIZE + (int8_t)(w >> 8)];
-    return (y << 8) | (uint8_t)centre[(int8_t)w];
+    uint32_t y = (uint8_t)LUT_INDEX(centre, w, 24)[3 * LUT_SIZE];
+    y = (y << 8) | (uint8_t)LUT_INDEX(centre, w, 16)[2 * LUT_SIZE];
+    y = (y << 8) | (uint8_t)LUT_INDEX(centre, w, 8)[LUT_SIZE];
+    return (y << 8) | (uint8_t)LUT_INDEX(centre, w, 0)[0];
 }
 
-/* Each pixel's channels a word (four channels, their tables) per load and store, then the rest. */
+/* One channel of every pixel through its table, pixel after pixel (`channels` bytes apart), four a
+ * pass. */
+static void lut_channels_column(const int8_t *centre, const int8_t *input, int8_t *output, int32_t pixels,
+                                int32_t channels)
+{
+    const int32_t two = 2 * channels;
+    const int32_t three = 3 * channels;
+    int32_t p = pixels;
+
+    for (; p >= 4; p -= 4) {
+        const int8_t y0 = centre[input[0]];
+        const int8_t y1 = centre[input[channels]];
+        const int8_t y2 = centre[input[two]];
+        const int8_t y3 = centre[input[three]];
+        output[0] = y0;
+        output[channels] = y1;
+        output[two] = y2;
+        output[three] = y3;
+        input += 4 * channels;
+        output += 4 * channels;
+    }
+    for (; p > 0; --p) {
+        *output = centre[*input];
+        input += channels;
+        output += channels;
+    }
+}
+
+/*
+ * Two orders: a word of four channels (their tables) per load and store, pixel after pixel (about
+ * 3.9 instructions an element and 12 a pixel on Cortex-M4), the last channels % 4 by column; or
+ * every channel by column (about 4.2 an element and 20 a channel): the cheaper for the shape.
+ */
 static void lut_channels_run(const int8_t *tables, const int8_t *input, int8_t *output, int32_t pixels,
                              int32_t channels)
 {
-    int32_t p;
+    const int8_t *const first = tables + LUT_CENTRE;
+    const int by_column = (int64_t)channels * (200 + 3 * (int64_t)pixels) < (int64_t)120 * pixels;
+    const int32_t words = by_column ? 0 : channels / 4;
+    const int8_t *const words_end = first + words * 4 * LUT_SIZE;
+    int32_t c;
 
-    for (p = 0; p < pixels; ++p) {
-        const int8_t *centre = tables + LUT_CENTRE;
-        int32_t c;
-        for (c = 0; c + 4 <= channels; c += 4) {
-            uint32_t w;
-            memcpy(&w, input + c, 4);
-            w = lut_channels_word(centre, w);
-            memcpy(output + c, &w, 4);
-            centre += 4 * LUT_SIZE;
+    if (words > 0) {
+        const int8_t *in = input;
+        int8_t *out = output;
+        int32_t p;
+        for (p = pixels; p > 0; --p) {
+            const int8_t *centre;
+            for (centre = first; centre != words_end; centre += 4 * LUT_SIZE) {
+                uint32_t w;
+                memcpy(&w, in, 4);
+                w = lut_channels_word(centre, w);
+                memcpy(out, &w, 4);
+                in += 4;
+                out += 4;
+            }
+            in += channels - 4 * words;
+            out += channels - 4 * words;
         }
-        for (; c < channels; ++c) {
-            output[c] = centre[input[c]];
-            centre += LUT_SIZE;
-        }
-        input += channels;
-        output += channels;
+    }
+    for (c = 4 * words; c < channels; ++c) {
+        lut_channels_column(first + c * LUT_SIZE, input + c, output + c, pixels, channels);
     }
 }
 
