@@ -83,8 +83,8 @@ PRELU_LOOKUP = "edgec_prelu_s8_lookup"  # PReLU through tables made at compile t
 # The same tables through the lookup kernels of edgec.ops.lut, where the layout is theirs: one slope
 # per channel over channels-last pixels (edgec_lut_channels_s8), or one slope (edgec_lut_s8).
 PRELU_CHANNELS, PRELU_ONE_TABLE = "edgec_lut_channels_s8", "edgec_lut_s8"
-# --opt size: the most flash a PReLU's tables (256 B a slope) may take, 64 slopes; a layer with more
-# builds its tables at run time (edgec_prelu_s8, about 30 instructions an entry on every call).
+# The flash a PReLU's tables (256 B a slope) may take whatever its size, 64 slopes; with --opt size,
+# a layer with more builds them at run time (edgec_prelu_s8, about 30 instructions an entry a call).
 PRELU_TABLES_MAX_BYTES = 64 * LUT_SIZE
 
 PRELU_DESC = Struct(
