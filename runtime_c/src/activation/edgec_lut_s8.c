@@ -14,8 +14,10 @@
  *
  * edgec_lut_channels_s8 (one table per channel, channels last: a per-channel affine, a PReLU) has
  * the same three paths over each pixel's channels: portable C one channel at a time; a word of
- * four channels per load and store, their tables 256 B apart from one pointer; Helium, eight
- * channels per 16-bit byte gather (offset x + 128 + 256 * lane), the pixel's tail by predication.
+ * four channels per load and store, their tables 256 B apart from one pointer, or channel by channel
+ * where many pixels share few channels; Helium, eight
+ * channels per 16-bit byte gather (offset x + 128 + 256 * lane), the pixel's tail by predication
+ * (2, 4 or 8 channels: one loop over all the elements). One channel is edgec_lut_s8's loop.
  */
 #include <stddef.h>
 #include <string.h>
@@ -48,19 +50,20 @@ static void lut_run(const int8_t *table, const int8_t *input, int8_t *output, in
                      : "lr", "q0", "q1", "q2", "memory");
 }
 
+/* lane k's offset from its table's entry for input -128 to its entry for input 0, tables 256 B apart */
+static const uint16_t lane_offsets[8] = { 128, 384, 640, 896, 1152, 1408, 1664, 1920 };
+
 /*
  * Pixel after pixel, a tail-predicated low-overhead loop over its channels, 8 lanes per pass:
- * load 8 input bytes sign-extended to 16 bits, add each lane's table offset (128 + 256 * lane, q1),
+ * load 8 input bytes sign-extended to 16 bits, add each lane's table offset (lane_offsets, q1),
  * gather the 8 entries (byte gather with 16-bit offsets: the 8 tables span 2 KiB), store the low
  * bytes; the table pointer steps 8 tables. The pointers step 8 bytes a pass, the last pass
  * included: `overshoot` takes them back to the next pixel. 6 instructions per 8 elements, 6 more a
  * pixel. pixels, channels >= 1.
  */
-static void lut_channels_run(const int8_t *tables, const int8_t *input, int8_t *output, int32_t pixels,
-                             int32_t channels)
+static void lut_channels_pixels(const int8_t *tables, const int8_t *input, int8_t *output, int32_t pixels,
+                                int32_t channels)
 {
-    /* lane k's offset from its table's entry for input -128 to its entry for input 0 */
-    static const uint16_t lane_offsets[8] = { 128, 384, 640, 896, 1152, 1408, 1664, 1920 };
     const int32_t overshoot = (8 - channels % 8) % 8;
     const int8_t *table;
     /* input and output in low registers: the widening load and narrowing store encode only r0-r7 */
@@ -83,6 +86,43 @@ static void lut_channels_run(const int8_t *tables, const int8_t *input, int8_t *
         : [in] "+l"(input), [out] "+l"(output), [pixels] "+r"(pixels), [table] "=&r"(table)
         : [tables] "r"(tables), [channels] "r"(channels), [overshoot] "r"(overshoot), [offsets] "r"(lane_offsets)
         : "lr", "q0", "q1", "q2", "memory", "cc");
+}
+
+/*
+ * Channels dividing the 8 lanes (2, 4, 8): every pass covers whole pixels and lane k always reads
+ * table k % channels, so one tail-predicated loop runs over all the elements with fixed offsets
+ * (q1) from the first table: 4 instructions per 8 elements. size >= 1.
+ */
+static void lut_channels_flat(const int8_t *tables, const int8_t *input, int8_t *output, int32_t size, int32_t channels)
+{
+    uint16_t offsets[8];
+    int32_t k;
+
+    for (k = 0; k < 8; ++k) {
+        offsets[k] = lane_offsets[k % channels];
+    }
+    /* input and output in low registers, as above */
+    __asm__ volatile("vldrh.u16 q1, [%[offsets]]\n\t"
+                     "dlstp.16 lr, %[size]\n"
+                     "1:\n\t"
+                     "vldrb.s16 q0, [%[in]], #8\n\t"
+                     "vadd.i16 q0, q0, q1\n\t"
+                     "vldrb.u16 q2, [%[tables], q0]\n\t"
+                     "vstrb.16 q2, [%[out]], #8\n\t"
+                     "letp lr, 1b"
+                     : [in] "+l"(input), [out] "+l"(output)
+                     : [tables] "r"(tables), [size] "r"(size), [offsets] "r"(offsets)
+                     : "lr", "q0", "q1", "q2", "memory");
+}
+
+static void lut_channels_run(const int8_t *tables, const int8_t *input, int8_t *output, int32_t pixels,
+                             int32_t channels)
+{
+    if (8 % channels == 0 && pixels <= INT32_MAX / channels) {
+        lut_channels_flat(tables, input, output, pixels * channels, channels);
+    } else {
+        lut_channels_pixels(tables, input, output, pixels, channels);
+    }
 }
 
 #elif defined(__arm__) && defined(__ARM_FEATURE_UNALIGNED)
@@ -264,6 +304,10 @@ edgec_status edgec_lut_channels_s8(const edgec_lut_channels_desc *desc, const in
     if (desc == NULL || tables == NULL || input == NULL || output == NULL || desc->pixels < 1 || desc->channels < 1) {
         return EDGEC_ARG_ERROR;
     }
-    lut_channels_run(tables, input, output, desc->pixels, desc->channels);
+    if (desc->channels == 1) { /* one table: the one-table loop */
+        lut_run(tables, input, output, desc->pixels);
+    } else {
+        lut_channels_run(tables, input, output, desc->pixels, desc->channels);
+    }
     return EDGEC_OK;
 }
