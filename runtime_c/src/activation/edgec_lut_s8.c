@@ -13,11 +13,11 @@
  * Each element is read before its output is written, so output == input is allowed.
  *
  * edgec_lut_channels_s8 (one table per channel, channels last: a per-channel affine, a PReLU) has
- * the same three paths over each pixel's channels: portable C one channel at a time; a word of
- * four channels per load and store, their tables 256 B apart from one pointer, or channel by channel
- * where many pixels share few channels; Helium, eight
- * channels per 16-bit byte gather (offset x + 128 + 256 * lane), the pixel's tail by predication
- * (2, 4 or 8 channels: one loop over all the elements). One channel is edgec_lut_s8's loop.
+ * the same three paths over each pixel's channels: portable C one channel at a time; a word of four
+ * channels per load and store, their tables 256 B apart from one pointer, or channel by channel
+ * where many pixels share few channels; Helium, eight channels per 16-bit byte gather (offset
+ * x + 128 + 256 * lane), the pixel's tail by predication (2, 4 or 8 channels: one loop over all the
+ * elements). One channel is edgec_lut_s8's loop.
  */
 #include <stddef.h>
 #include <string.h>
