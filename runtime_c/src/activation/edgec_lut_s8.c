@@ -16,8 +16,8 @@
  * the same three paths over each pixel's channels: portable C one channel at a time; a word of four
  * channels per load and store, their tables 256 B apart from one pointer, or channel by channel
  * where many pixels share few channels; Helium, eight channels per 16-bit byte gather (offset
- * x + 128 + 256 * lane), the pixel's tail by predication (2, 4 or 8 channels: one loop over all the
- * elements). One channel is edgec_lut_s8's loop.
+ * x + 128 + 256 * lane), the pixel's tail by predication (1, 2, 4 or 8 channels: one loop over
+ * all the elements).
  */
 #include <stddef.h>
 #include <string.h>
@@ -89,7 +89,7 @@ static void lut_channels_pixels(const int8_t *tables, const int8_t *input, int8_
 }
 
 /*
- * Channels dividing the 8 lanes (2, 4, 8): every pass covers whole pixels and lane k always reads
+ * Channels dividing the 8 lanes (1, 2, 4, 8): every pass covers whole pixels and lane k always reads
  * table k % channels, so one tail-predicated loop runs over all the elements with fixed offsets
  * (q1) from the first table: 4 instructions per 8 elements. size >= 1.
  */
@@ -304,10 +304,6 @@ edgec_status edgec_lut_channels_s8(const edgec_lut_channels_desc *desc, const in
     if (desc == NULL || tables == NULL || input == NULL || output == NULL || desc->pixels < 1 || desc->channels < 1) {
         return EDGEC_ARG_ERROR;
     }
-    if (desc->channels == 1) { /* one table: the one-table loop */
-        lut_run(tables, input, output, desc->pixels);
-    } else {
-        lut_channels_run(tables, input, output, desc->pixels, desc->channels);
-    }
+    lut_channels_run(tables, input, output, desc->pixels, desc->channels);
     return EDGEC_OK;
 }
