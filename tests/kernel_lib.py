@@ -76,7 +76,7 @@ Pool2dDesc = ctypes_struct(pool.POOL2D_DESC)
 SoftmaxDesc, LogSoftmaxDesc = (ctypes_struct(s) for s in softmax.STRUCTS[:2])
 ConvTransposeDesc = ctypes_struct(conv_transpose.CONV_TRANSPOSE_DESC)
 CONV_TRANSPOSE_INT_FIELDS = tuple(f.name for f in conv_transpose.CONV_TRANSPOSE_DESC.fields if not f.pointer)
-LutDesc = ctypes_struct(lut.LUT_DESC)
+LutDesc, LutChannelsDesc = ctypes_struct(lut.LUT_DESC), ctypes_struct(lut.LUT_CHANNELS_DESC)
 BinaryDesc, PreluDesc = ctypes_struct(binary.BINARY_DESC), ctypes_struct(binary.PRELU_DESC)
 CopyDesc, PadDesc, UpsampleNearestDesc, ResizeBilinearDesc, ReduceDesc = (ctypes_struct(s) for s in movement.STRUCTS)
 (

@@ -461,20 +461,71 @@ def plane_prelu():
 
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
-@pytest.mark.parametrize("target", ["host", "cortex-m4"])
+@pytest.mark.parametrize("target", ["host", "cortex-m4", "cortex-m55"])
 def test_a_prelu_outside_a_stage_reads_tables_made_at_compile_time(plane_prelu, tmp_path, target):
-    """Prelu.specialize: a plane with at least as many elements as its tables have bytes calls
-    edgec_prelu_s8_lookup on tables made at compile time, bit-exact; --opt size keeps
-    edgec_prelu_s8 (no tables in flash: it builds them at run time when they pay)."""
+    """Prelu.specialize: a per-channel PReLU over a channels-last map runs through one table per
+    slope made at compile time (edgec_lut_channels_s8), bit-exact, --opt size too (4 slopes, 1 KiB
+    of flash: within PRELU_TABLES_MAX_BYTES)."""
     compiled = compile_for(plane_prelu, target)
-    assert [op.kernel.function for op in compiled.graph.ops if op.kind == "prelu"] == ["edgec_prelu_s8_lookup"]
+    assert [op.kernel.function for op in compiled.graph.ops if op.kind == "prelu"] == ["edgec_lut_channels_s8"]
     emit(compiled, tmp_path / "out", "m")
     x = _sample(compiled)
     assert np.array_equal(
         run_on(compiled, tmp_path / "out", "m", x, tmp_path / "build"), golden_outputs(compiled.graph, x)
     )
     small = compile_for(plane_prelu, get_target(target).with_opt("size"))
-    assert [op.kernel.function for op in small.graph.ops if op.kind == "prelu"] == ["edgec_prelu_s8"]
+    assert [op.kernel.function for op in small.graph.ops if op.kind == "prelu"] == ["edgec_lut_channels_s8"]
+
+
+class PreluForms(nn.Module):
+    """A per-channel PReLU of the input, then one slope; with `wide` channels, a 1x1 convolution
+    and a per-channel PReLU of its output (channels last). Without it no layer is spatial and the
+    tensors stay in PyTorch order (channels outer), a layout the lookup kernels of edgec.ops.lut
+    do not take."""
+
+    def __init__(self, wide: int):
+        super().__init__()
+        self.first, self.one = nn.PReLU(3), nn.PReLU()
+        self.tail = nn.Sequential(nn.Conv2d(3, wide, 1), nn.PReLU(wide)) if wide else nn.Identity()
+        with torch.no_grad():
+            self.first.weight.copy_(torch.tensor([0.1, -0.3, 0.7]))
+            if wide:
+                self.tail[1].weight.copy_(torch.linspace(-0.5, 0.5, wide))
+
+    def forward(self, x):
+        return self.tail(self.one(self.first(x)))
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize(
+    "wide,opt,kernels",
+    [
+        (0, "auto", ["edgec_prelu_s8_lookup", "edgec_lut_s8"]),
+        (8, "size", ["edgec_lut_channels_s8", "edgec_lut_s8", "edgec_lut_channels_s8"]),
+        # 65 tables: 16,640 B, above PRELU_TABLES_MAX_BYTES; and more entries than elements (6x5x65)
+        (65, "size", ["edgec_lut_channels_s8", "edgec_lut_s8", "edgec_prelu_s8"]),
+        (65, "auto", ["edgec_lut_channels_s8", "edgec_lut_s8", "edgec_prelu_s8"]),
+    ],
+)
+def test_prelu_kernel_follows_layout_and_flash_bound(tmp_path, wide, opt, kernels):
+    """The per-channel PReLU of a PyTorch-order tensor reads its tables through
+    edgec_prelu_s8_lookup, one slope runs edgec_lut_s8, a channels-last one edgec_lut_channels_s8,
+    and the tables' flash bound sends a wide PReLU to edgec_prelu_s8; each bit-exact on the host
+    (UBSan)."""
+    torch.manual_seed(0)
+    quantized = quantize_model(
+        PreluForms(wide).eval(),
+        example_inputs=(torch.rand(1, 3, 6, 5),),
+        calibration=np.random.default_rng(0).standard_normal((8, 3, 6, 5)).astype(np.float32),
+        warn=lambda _: None,
+    )
+    compiled = compile_for(quantized, get_target("host").with_opt(opt))
+    assert [op.kernel.function for op in compiled.graph.ops if op.kind == "prelu"] == kernels
+    emit(compiled, tmp_path / "out", "m")
+    x = _sample(compiled)
+    exe = build_host(tmp_path / "out", "m", tmp_path / "build", sanitize=True)
+    assert np.array_equal(run_host(exe, x, output_bytes(compiled.graph)), golden_outputs(compiled.graph, x))
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -1,8 +1,9 @@
 """The lut family: lookup-table activations, softmax over any axis, int8 log_softmax.
 
 Layers of checks:
-  1. edgec_lut_s8: golden (the table lookup) == C through ctypes (UBSan), in place and apart, at
-     every byte alignment, random and extreme tables; argument checks;
+  1. edgec_lut_s8 and edgec_lut_channels_s8 (one table per channel): golden (the table lookup) == C
+     through ctypes (UBSan), in place and apart, at every byte alignment, random and extreme tables;
+     argument checks;
   2. the table builders against independent computations: each float function's table against
      torch's own float64 function on the dequantized input, quantized here (equal except at float
      rounding ties, which must be ties to 1e-9); leaky_relu and requantize against a per-element
@@ -13,8 +14,9 @@ Layers of checks:
   4. log_softmax: the golden against a scalar transcription of TFLite's int8 LogSoftmax (with
      gemmlowp's and TFLite's saturating helpers as written there, every int32 intermediate
      range-checked), TFLite Micro's own test vector, loosely against float log_softmax, golden == C;
-  5. QEMU: every path of edgec_lut_s8 (portable, word, Helium) on cortex-m4 and cortex-m55, softmax
-     over an axis and log_softmax, byte for byte with the golden; instruction counts per element.
+  5. QEMU: every path of edgec_lut_s8 and edgec_lut_channels_s8 (portable, word, Helium) on
+     cortex-m4 and cortex-m55 (the channel tables also at -Os and -O0), softmax over an axis and
+     log_softmax, byte for byte with the golden; instruction counts per element.
 """
 
 from __future__ import annotations
@@ -33,7 +35,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import edgec.ops.softmax as softmax_module
-from edgec.ops.lut import FIXED_OUTPUT_QPARAMS, FLOAT_FUNCTIONS, OBSERVED_OUTPUT_FUNCTIONS, lut_desc, lut_s8, lut_table
+from edgec.ops.lut import (
+    FIXED_OUTPUT_QPARAMS,
+    FLOAT_FUNCTIONS,
+    OBSERVED_OUTPUT_FUNCTIONS,
+    lut_channels_s8,
+    lut_desc,
+    lut_s8,
+    lut_table,
+)
 from edgec.ops.softmax import (
     LOG_SOFTMAX_OUTPUT_SCALE,
     LOG_SOFTMAX_OUTPUT_ZERO_POINT,
@@ -48,7 +58,7 @@ from edgec.ops.softmax import (
 )
 from edgec.targets import toolchain
 from tests.device_support import ROOT, needs_toolchain
-from tests.kernel_lib import LogSoftmaxDesc, LutDesc, SoftmaxDesc, ptr
+from tests.kernel_lib import LogSoftmaxDesc, LutChannelsDesc, LutDesc, SoftmaxDesc, ptr
 from tests.test_kernels_softmax import (
     I32_MAX,
     I32_MIN,
@@ -81,6 +91,8 @@ def lib(kernel_lib):
     ):
         getattr(kernel_lib, name).argtypes = [C.POINTER(desc), P8, P8]
         getattr(kernel_lib, name).restype = C.c_int
+    kernel_lib.edgec_lut_channels_s8.argtypes = [C.POINTER(LutChannelsDesc), P8, P8, P8]
+    kernel_lib.edgec_lut_channels_s8.restype = C.c_int
     return kernel_lib
 
 
@@ -185,6 +197,66 @@ def test_lut_rejects_bad_arguments(lib):
         lut_desc(np.zeros(255, dtype=np.int8), 8)
     with pytest.raises(ValueError):
         lut_desc(table, 0)
+
+
+def random_tables(rng, channels: int) -> np.ndarray:
+    return np.stack([random_table(rng) for _ in range(channels)])
+
+
+def run_channels_c(lib, x: np.ndarray, tables: np.ndarray, desc: dict, in_place=False, skew=0) -> np.ndarray:
+    """edgec_lut_channels_s8 on x as run_c calls the one-table kernels (guard, skew, in place)."""
+    x = np.ascontiguousarray(x, dtype=np.int8)
+    tables = np.ascontiguousarray(tables, dtype=np.int8)
+    block = np.full(x.size + skew + GUARD, GUARD_BYTE, dtype=np.uint8).view(np.int8)
+    out = block[skew : skew + x.size]
+    if in_place:
+        out[:] = x.ravel()
+    src = out if in_place else x
+    c_desc = LutChannelsDesc(desc["pixels"], desc["channels"])
+    status = lib.edgec_lut_channels_s8(
+        C.byref(c_desc), ptr(tables, C.c_int8), src.ctypes.data_as(P8), out.ctypes.data_as(P8)
+    )
+    assert status == EDGEC_OK
+    assert (block[skew + x.size :].view(np.uint8) == GUARD_BYTE).all(), "C kernel wrote past its output"
+    return out.copy().reshape(x.shape)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    pixels=st.integers(1, 40),
+    channels=st.one_of(st.integers(1, 20), st.integers(1, 70)),
+    in_place=st.booleans(),
+    skew=st.integers(0, 3),
+)
+def test_lut_channels_golden_equals_c(lib, seed, pixels, channels, in_place, skew):
+    rng = np.random.default_rng(seed)
+    tables = random_tables(rng, channels)
+    desc = {"pixels": pixels, "channels": channels}
+    x = random_int8(rng, pixels * channels).reshape(pixels, channels)
+    expected = lut_channels_s8(x, tables, desc)
+    assert np.array_equal(expected, tables[np.arange(channels), x.astype(int) + 128])
+    np.testing.assert_array_equal(run_channels_c(lib, x, tables, desc, in_place, skew), expected)
+
+
+def test_lut_channels_rejects_bad_arguments(lib):
+    tables, x, out = np.zeros(512, np.int8), np.zeros(8, np.int8), np.zeros(8, np.int8)
+    f = lib.edgec_lut_channels_s8
+
+    def call(pixels=4, channels=2, t=ptr(tables, C.c_int8), x_ptr=ptr(x, C.c_int8), out_ptr=ptr(out, C.c_int8)):
+        return f(C.byref(LutChannelsDesc(pixels, channels)), t, x_ptr, out_ptr)
+
+    assert call() == EDGEC_OK
+    for bad in (
+        dict(pixels=0),
+        dict(channels=0),
+        dict(channels=-1),
+        dict(t=None),
+        dict(x_ptr=None),
+        dict(out_ptr=None),
+    ):
+        assert call(**bad) == EDGEC_ARG_ERROR, bad
+    assert f(None, ptr(tables, C.c_int8), ptr(x, C.c_int8), ptr(out, C.c_int8)) == EDGEC_ARG_ERROR
 
 
 # --------------------------------------------------------------------------------------------
@@ -864,7 +936,8 @@ def test_log_softmax_rejects_bad_descriptors(lib):
 # --------------------------------------------------------------------------------------------
 DRIVER = ROOT / "tests" / "data" / "port" / "lut_kernels.c"
 SOURCES = [ROOT / "runtime_c" / "src" / f for f in ("activation/edgec_lut_s8.c", "softmax/edgec_softmax_s8.c")]
-KIND = {"lut": 1, "softmax_axis": 2, "log_softmax": 3, "softmax_rows": 4}
+KIND = {"lut": 1, "softmax_axis": 2, "log_softmax": 3, "softmax_rows": 4, "lut_channels": 5}
+MAX_TABLES = 64  # the driver's table buffer
 HEADER_WORDS = 16
 IN_PLACE, BENCH = 1, 2
 # Each build's lut path: the -mcpu picks it; undefining the feature macro selects the next one.
@@ -876,7 +949,10 @@ PATHS = {
         "portable": ["-U__ARM_FEATURE_MVE", "-U__ARM_FEATURE_UNALIGNED"],
     },
 }
-BENCH_SIZE = 4096
+BENCH_SIZE, BENCH_CHANNELS = 4096, 16
+# Instructions per element of the 16-channel lookup, measured at -O2: the word path's column order
+# 4.34 (M4) and 3.86 (M55; the portable loop 6.64 and 5.76), Helium 1.14.
+WORD_CHANNELS_PER_ELEMENT, MVE_CHANNELS_PER_ELEMENT = 4.4, 1.2
 
 
 def record(
@@ -915,6 +991,26 @@ def lut_cases(rng, count: int) -> list[tuple[bytes, np.ndarray]]:
     return cases
 
 
+def lut_channels_cases(rng, count: int) -> list[tuple[bytes, np.ndarray]]:
+    """Channel counts around the word (4) and Helium (8) steps and up to the driver's 64 tables."""
+    cases = []
+    for k in range(count):
+        channels = int(
+            rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 31, 33, 64, int(rng.integers(1, MAX_TABLES + 1))])
+        )
+        # many pixels and few channels: the word path walks channel by channel (lut_channels_run)
+        pixels = int(rng.choice([1, 2, 3, int(rng.integers(1, 40)), int(rng.integers(40, 300))]))
+        tables = random_tables(rng, channels)
+        desc = {"pixels": pixels, "channels": channels}
+        x = random_int8(rng, pixels * channels)
+        flags = IN_PLACE if k % 3 == 0 else 0
+        skews = int(rng.integers(4)), int(rng.integers(4))
+        cases.append(
+            (record("lut_channels", x, [pixels, channels], tables, flags, *skews), lut_channels_s8(x, tables, desc))
+        )
+    return cases
+
+
 def softmax_cases(rng, count: int) -> list[tuple[bytes, np.ndarray]]:
     cases = []
     for k in range(count):
@@ -935,20 +1031,27 @@ def softmax_cases(rng, count: int) -> list[tuple[bytes, np.ndarray]]:
 
 
 def bench_cases(rng) -> list[tuple[bytes, np.ndarray]]:
-    """The measured calls: a 4096-element lookup, and the same softmax rows through
-    edgec_softmax_s8 and through edgec_softmax_axis_s8 with inner == 1."""
+    """The measured calls: a 4096-element lookup, the same through 16 channel tables (binary_
+    classifier's first PReLU, 16x16x16), and the same softmax rows through edgec_softmax_s8 and
+    through edgec_softmax_axis_s8 with inner == 1."""
     desc = lut_desc(lut_table("sigmoid", 0.05, 0, 1 / 256, -128), BENCH_SIZE)
     x = random_int8(rng, BENCH_SIZE)
+    tables = random_tables(rng, BENCH_CHANNELS)
+    channels = {"pixels": BENCH_SIZE // BENCH_CHANNELS, "channels": BENCH_CHANNELS}
     rows = random_tensor(1, (16, 64))
     axis = softmax_axis_desc(rows.shape, -1, 0.05)
     return [
         (record("lut", x, [BENCH_SIZE], desc["table"], BENCH), lut_s8(x, desc)),
+        (
+            record("lut_channels", x, list(channels.values()), tables, BENCH),
+            lut_channels_s8(x, tables, channels),
+        ),
         (record("softmax_rows", rows, list(axis.values()), flags=BENCH), softmax_axis_s8(rows, axis)),
         (record("softmax_axis", rows, list(axis.values()), flags=BENCH), softmax_axis_s8(rows, axis)),
     ]
 
 
-def run_cases(target: str, flags: list[str], cases, tmp_path: Path) -> tuple[list, list[int]]:
+def run_cases(target: str, flags: list[str], cases, tmp_path: Path, opt: str = "-O2") -> tuple[list, list[int]]:
     """Builds the driver for `target` with `flags`, runs `cases` with the instruction-count
     plugin; returns [(status, guard intact, output)] and the bench regions' counts."""
     tmp_path.mkdir(parents=True, exist_ok=True)
@@ -957,6 +1060,7 @@ def run_cases(target: str, flags: list[str], cases, tmp_path: Path) -> tuple[lis
         [DRIVER, *SOURCES],
         [ROOT / "runtime_c" / "include"],
         tmp_path / "lut.elf",
+        opt=opt,
         extra_cflags=["-Wall", "-Wextra", "-Werror", "-pedantic", *flags],
     )
     (tmp_path / "cases.bin").write_bytes(b"".join(data for data, _ in cases))
@@ -986,23 +1090,42 @@ def test_lut_family_on_cortex_m(target, tmp_path):
     """Every lut path the target can build, and softmax over an axis and log_softmax, byte for
     byte with the golden. Instructions per element of a 4096-element lookup (at -O2): Helium
     gathers 16 per 5-instruction pass, the word path needs about 3.6, the portable loop 5; the
-    faster path is the one each build picks. Softmax through the axis entry with inner == 1
-    costs only the entry's own checks more than edgec_softmax_s8."""
+    faster path is the one each build picks. Through 16 channel tables (256 pixels): Helium 8 per
+    6-instruction pass and 6 a pixel, the word path channel by channel (four pixels a pass). Softmax
+    through the axis entry with inner == 1 costs only the entry's own checks more than
+    edgec_softmax_s8."""
     rng = np.random.default_rng(17)
-    lut = lut_cases(rng, 250)
+    lut = lut_cases(rng, 250) + lut_channels_cases(rng, 150)
     others = softmax_cases(rng, 120) + bench_cases(rng)
-    per_element = {}
+    per_element, per_channel_element = {}, {}
     for path, flags in PATHS[target].items():
-        cases = lut + (others if not flags else bench_cases(np.random.default_rng(1))[:1])
+        cases = lut + (others if not flags else bench_cases(np.random.default_rng(1))[:2])
         results, insns = run_cases(target, flags, cases, tmp_path / path)
         check_results(cases, results)
-        per_element[path] = insns[0] / BENCH_SIZE
+        per_element[path], per_channel_element[path] = insns[0] / BENCH_SIZE, insns[1] / BENCH_SIZE
         if not flags:
-            rows, axis = insns[1:]
+            rows, axis = insns[2:]
             assert 0 <= axis - rows <= 60, (rows, axis)
     assert per_element["portable"] >= 4.5 and per_element["word"] <= 3.7, per_element
+    assert per_channel_element["word"] <= min(WORD_CHANNELS_PER_ELEMENT, per_channel_element["portable"]), (
+        per_channel_element
+    )
     if target == "cortex-m55":
         assert per_element["mve"] <= 0.35, per_element
+        assert per_channel_element["mve"] <= MVE_CHANNELS_PER_ELEMENT, per_channel_element
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("opt", ["-Os", "-O0"])
+@pytest.mark.parametrize("target", sorted(PATHS))
+def test_lut_channels_paths_at_os_and_o0(target, opt, tmp_path):
+    """edgec_lut_channels_s8's paths (Helium's assembly loop, the word path, the portable loop)
+    byte for byte with the golden when built at -Os and -O0 too."""
+    cases = lut_channels_cases(np.random.default_rng(29), 80)
+    for path, flags in PATHS[target].items():
+        results, _ = run_cases(target, flags, cases, tmp_path / path, opt)
+        check_results(cases, results)
 
 
 def test_tflite_hardswish_is_tflite_micros_and_within_one_step_of_the_float_rule():

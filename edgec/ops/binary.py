@@ -41,7 +41,15 @@ from edgec.ops.base import CCall, OpDef, descriptor, require_quantized
 from edgec.ops.eltwise import add_params
 from edgec.ops.kernel import Const, Field, Struct, ints
 from edgec.ops.kernel_layout import kernel_isa, packed_choice
-from edgec.ops.lut import round_half_away_exact
+from edgec.ops.lut import (
+    LUT_CHANNELS_DESC,
+    LUT_DESC,
+    LUT_SIZE,
+    lut_channels_s8,
+    lut_desc,
+    lut_s8,
+    round_half_away_exact,
+)
 from edgec.ops.qspec import ACTIVATION_QSPEC, activation_inputs, annotate, annotate_with_output
 
 # Op codes of edgec_binary_desc.op (enum edgec_binary_op in edgec_nn.h).
@@ -72,6 +80,12 @@ BINARY_DESC = Struct(
     ),
 )
 PRELU_LOOKUP = "edgec_prelu_s8_lookup"  # PReLU through tables made at compile time (Prelu.specialize)
+# The same tables through the lookup kernels of edgec.ops.lut, where the layout is theirs: one slope
+# per channel over channels-last pixels (edgec_lut_channels_s8), or one slope (edgec_lut_s8).
+PRELU_CHANNELS, PRELU_ONE_TABLE = "edgec_lut_channels_s8", "edgec_lut_s8"
+# The flash a PReLU's tables (256 B a slope) may take whatever its size, 64 slopes; with --opt size,
+# a layer with more builds them at run time (edgec_prelu_s8, about 30 instructions an entry a call).
+PRELU_TABLES_MAX_BYTES = 64 * LUT_SIZE
 
 PRELU_DESC = Struct(
     "edgec_prelu_desc",
@@ -370,6 +384,19 @@ def prelu_s8_lookup(x, tables: np.ndarray, desc: dict) -> np.ndarray:
     return tables[at_alpha.reshape(-1), values + 128].reshape(np.shape(x))
 
 
+def table_layout(desc: dict) -> tuple[int, int] | None:
+    """(pixels, channels) where a PReLU's layout (prelu_desc) is one slope per channel over
+    channels-last pixels, or one slope over every element (channels 1); else None."""
+    dims = tuple(desc["dims"][: desc["num_dims"]])
+    inputs = tuple(desc["input_strides"][: desc["num_dims"]])
+    alphas = tuple(desc["alpha_strides"][: desc["num_dims"]])
+    if len(dims) == 2 and inputs == (dims[1], 1) and alphas == (0, 1):
+        return dims
+    if len(dims) == 1 and inputs == (1,):
+        return (1, dims[0]) if alphas == (1,) else (dims[0], 1)
+    return None
+
+
 # -- the op units ---------------------------------------------------------------------------------
 
 # torch target -> (binary op, operands swapped, the constant operand is a divisor)
@@ -664,27 +691,70 @@ class Prelu(OpDef):
             )
 
     def specialize(self, op, graph, target) -> None:
-        """edgec_prelu_s8_lookup on tables made at compile time (256 B of flash per slope) where the
-        output outnumbers their entries and --opt is not size: the run-time kernel would build the
-        same tables on every call (about 30 instructions an entry), and always for float slopes (a
-        program quantized by another tool: no integer kernel computes them); else edgec_prelu_s8."""
-        table_bytes = 256 * op.attrs["alpha"].values.size
+        """Tables made at compile time (256 B of flash per slope), always for float slopes (a
+        program quantized by another tool: no integer kernel computes them); for int8 slopes where
+        they take at most PRELU_TABLES_MAX_BYTES or, --opt not size, the output outnumbers their
+        entries. Else edgec_prelu_s8, which builds them at run time (about 30 instructions an entry,
+        on every call). The tables run through a lookup kernel of edgec.ops.lut where the layout is
+        its (table_layout), else through edgec_prelu_s8_lookup."""
+        table_bytes = LUT_SIZE * op.attrs["alpha"].values.size
+        elements = graph.tensors[op.outputs[0]].elements
         if op.attrs["float_slopes"]:
-            op.kernel = KernelChoice(PRELU_LOOKUP, "lookup", "float slopes: tables made at compile time")
-            return
-        if target.opt == "size" or graph.tensors[op.outputs[0]].elements < table_bytes:
+            why = "float slopes: tables made at compile time"
+        elif table_bytes <= PRELU_TABLES_MAX_BYTES or (target.opt != "size" and elements >= table_bytes):
+            why = f"tables made at compile time: {table_bytes:,} B of flash (--opt {target.opt})"
+        else:
             super().specialize(op, graph, target)
             return
-        op.kernel = KernelChoice(
-            PRELU_LOOKUP, "lookup", f"tables made at compile time: {table_bytes:,} B of flash (--opt {target.opt})"
-        )
+        layout = table_layout(op.attrs["desc"])
+        if layout is None:
+            function = PRELU_LOOKUP
+        else:
+            function = PRELU_ONE_TABLE if layout[1] == 1 else PRELU_CHANNELS
+        op.kernel = KernelChoice(function, "lookup", why)
+
+    def runtime_sources_of(self, op) -> tuple[str, ...]:
+        """The PReLU kernels' file (a band stage calls edgec_prelu_s8_lookup on any PReLU layer),
+        and the lookup kernels' where the layer alone runs one."""
+        if op.kernel is not None and op.kernel.function in (PRELU_CHANNELS, PRELU_ONE_TABLE):
+            return (*self.runtime_sources, "activation/edgec_lut_s8.c")
+        return self.runtime_sources
 
     def golden(self, op, graph, inputs):
-        if op.attrs["float_slopes"]:
-            return prelu_s8_lookup(inputs[0], op.attrs["tables"], op.attrs["desc"])
+        """The kernel's arithmetic: a lookup in the same tables the C reads, or TFLite's."""
+        function = op.kernel.function if op.kernel is not None else None
+        if function in (PRELU_CHANNELS, PRELU_ONE_TABLE):
+            return self._table_golden(op, inputs[0])
+        if op.attrs["float_slopes"] or function == PRELU_LOOKUP:
+            return prelu_s8_lookup(inputs[0], lookup_tables(op), op.attrs["desc"])
         return prelu_s8(inputs[0], op.attrs["alpha"].values, op.attrs["desc"])
 
+    @staticmethod
+    def _lut_desc(op) -> tuple[Struct, dict]:
+        """The descriptor (struct, fields) of the layer's edgec_lut_channels_s8 or edgec_lut_s8 call."""
+        pixels, channels = table_layout(op.attrs["desc"])
+        if op.kernel.function == PRELU_ONE_TABLE:
+            return LUT_DESC, lut_desc(lookup_tables(op)[0], pixels)
+        return LUT_CHANNELS_DESC, {"pixels": pixels, "channels": channels}
+
+    def _table_golden(self, op, x):
+        struct, desc = self._lut_desc(op)
+        if struct is LUT_DESC:
+            return lut_s8(x, desc)
+        return lut_channels_s8(x, lookup_tables(op), desc)
+
     def emit(self, op, graph, names) -> CCall:
+        if op.kernel.function in (PRELU_CHANNELS, PRELU_ONE_TABLE):
+            p = names.symbol(op, "desc")
+            struct, desc = self._lut_desc(op)
+            call = descriptor(struct, p, desc)
+            pointers = [names.ptr(op.inputs[0]), names.ptr(op.outputs[0])]
+            if struct is LUT_CHANNELS_DESC:
+                tables = names.symbol(op, "tables")
+                call.constants.append(("int8_t", tables, lookup_tables(op).ravel()))
+                pointers.insert(0, tables)
+            call.code = f"status |= {op.kernel.function}(&{p}, {', '.join(pointers)});"
+            return call
         if op.kernel.function == PRELU_LOOKUP:
             tables = names.symbol(op, "tables")
             call = self.emit_lookup(op, graph, names, tables)

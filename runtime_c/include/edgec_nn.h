@@ -883,9 +883,11 @@ typedef struct {
 /*
  * One int8 -> int8 table per channel, channels last: output[p][c] = tables[c][input[p][c] + 128]
  * for pixels p and channels c (tables: channels x 256 entries, in flash). A per-channel affine (a
- * BatchNorm no layer absorbs, run as a 1x1 depthwise convolution) through tables made at compile
- * time from that layer's arithmetic. Each element is read before its output is written, so output
- * == input is allowed. EDGEC_ARG_ERROR for NULL pointers, pixels or channels < 1. Scratch: none.
+ * BatchNorm no layer absorbs, run as a 1x1 depthwise convolution) or a PReLU with one slope per
+ * channel, through tables made at compile time from that layer's arithmetic. Helium gathers eight
+ * channels at a time, Armv7-M reads words of four channels (or walks channel by channel where the
+ * pixels outnumber them). Each element is read before its output is written, so output == input is
+ * allowed. EDGEC_ARG_ERROR for NULL pointers, pixels or channels < 1. Scratch: none.
  */
 edgec_status edgec_lut_channels_s8(const edgec_lut_channels_desc *desc, const int8_t *tables, const int8_t *input,
                                    int8_t *output);
