@@ -67,8 +67,8 @@ BENCH_ZOO_TARGETS := cortex-m4 cortex-m55
 # MobileNetV1 0.25 and ResNet-8 for their RGB stems too: 8-16 s a run, four runs).
 BENCH_INT4_MODELS := ds_cnn mobilenet_v1_025 resnet8 fc_autoencoder
 # Public architectures of the operator-coverage work (edgec.zoo.cnn; the last two for issue #23's
-# PReLU and max-pooling figures), with --opt size: EfficientNet's
-# int16-widened DSP filters would not fit the typical M4 part's 1 MiB flash (Helium ignores --opt).
+# PReLU and max-pooling figures), default options (--opt auto keeps EfficientNet's constants within
+# the typical M4 part's 1 MiB flash).
 BENCH_CNN_MODELS := mobilenet_v3_small efficientnet_b0 binary_classifier unet_nearest
 # RAM budgets (#24): layer by layer, then with --ram (band stages), for the vision models whose
 # activation peak sits in their first layers (edgec.zoo.vision; MobileNetV1 0.25 comes from edgec.zoo.mlperf).
@@ -116,7 +116,7 @@ ifneq ($(CMSIS_NN_DIR),)
 $(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --sensitivity,-cmsis-nn)
 $(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --cmsis-nn-opt Ofast --sensitivity,-cmsis-nn-ofast)
 endif
-$(call bench_runs,cnn,$(BENCH_CNN_MODELS),$(BENCH_ZOO_TARGETS),--opt size,)
+$(call bench_runs,cnn,$(BENCH_CNN_MODELS),$(BENCH_ZOO_TARGETS),,)
 $(call bench_runs,vision,$(BENCH_VISION_MODELS),$(BENCH_ZOO_TARGETS),,)
 $(call bench_runs,mlperf,mobilenet_v1_025,$(BENCH_ZOO_TARGETS),--ram 32K,-ram32K)
 $(call bench_runs,vision,mobilenet_v2_035,$(BENCH_ZOO_TARGETS),--ram 48K,-ram48K)

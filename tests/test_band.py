@@ -464,8 +464,8 @@ def plane_prelu():
 @pytest.mark.parametrize("target", ["host", "cortex-m4", "cortex-m55"])
 def test_a_prelu_outside_a_stage_reads_tables_made_at_compile_time(plane_prelu, tmp_path, target):
     """Prelu.specialize: a per-channel PReLU over a channels-last map runs through one table per
-    slope made at compile time (edgec_lut_channels_s8), bit-exact, --opt size too (4 slopes, 1 KiB
-    of flash: within PRELU_TABLES_MAX_BYTES)."""
+    slope made at compile time (edgec_lut_channels_s8: 4 slopes, 1 KiB of flash, within
+    PRELU_TABLES_MAX_BYTES), bit-exact; --opt size keeps no table in flash (edgec_prelu_s8)."""
     compiled = compile_for(plane_prelu, target)
     assert [op.kernel.function for op in compiled.graph.ops if op.kind == "prelu"] == ["edgec_lut_channels_s8"]
     emit(compiled, tmp_path / "out", "m")
@@ -474,7 +474,7 @@ def test_a_prelu_outside_a_stage_reads_tables_made_at_compile_time(plane_prelu, 
         run_on(compiled, tmp_path / "out", "m", x, tmp_path / "build"), golden_outputs(compiled.graph, x)
     )
     small = compile_for(plane_prelu, get_target(target).with_opt("size"))
-    assert [op.kernel.function for op in small.graph.ops if op.kind == "prelu"] == ["edgec_lut_channels_s8"]
+    assert [op.kernel.function for op in small.graph.ops if op.kind == "prelu"] == ["edgec_prelu_s8"]
 
 
 class PreluForms(nn.Module):
@@ -502,9 +502,9 @@ class PreluForms(nn.Module):
     "wide,opt,kernels",
     [
         (0, "auto", ["edgec_prelu_s8_lookup", "edgec_lut_s8"]),
-        (8, "size", ["edgec_lut_channels_s8", "edgec_lut_s8", "edgec_lut_channels_s8"]),
+        (8, "auto", ["edgec_lut_channels_s8", "edgec_lut_s8", "edgec_lut_channels_s8"]),
+        (8, "size", ["edgec_prelu_s8", "edgec_prelu_s8", "edgec_prelu_s8"]),  # no table in flash
         # 65 tables: 16,640 B, above PRELU_TABLES_MAX_BYTES; and more entries than elements (6x5x65)
-        (65, "size", ["edgec_lut_channels_s8", "edgec_lut_s8", "edgec_prelu_s8"]),
         (65, "auto", ["edgec_lut_channels_s8", "edgec_lut_s8", "edgec_prelu_s8"]),
     ],
 )

@@ -83,8 +83,9 @@ PRELU_LOOKUP = "edgec_prelu_s8_lookup"  # PReLU through tables made at compile t
 # The same tables through the lookup kernels of edgec.ops.lut, where the layout is theirs: one slope
 # per channel over channels-last pixels (edgec_lut_channels_s8), or one slope (edgec_lut_s8).
 PRELU_CHANNELS, PRELU_ONE_TABLE = "edgec_lut_channels_s8", "edgec_lut_s8"
-# The flash a PReLU's tables (256 B a slope) may take whatever its size, 64 slopes; with --opt size,
-# a layer with more builds them at run time (edgec_prelu_s8, about 30 instructions an entry a call).
+# The flash a PReLU's tables (256 B a slope) may take whatever its size, 64 slopes (a larger layer's
+# only where its output outnumbers their entries); --opt size builds them at run time (edgec_prelu_s8,
+# about 30 instructions an entry a call), no flash.
 PRELU_TABLES_MAX_BYTES = 64 * LUT_SIZE
 
 PRELU_DESC = Struct(
@@ -692,8 +693,8 @@ class Prelu(OpDef):
 
     def specialize(self, op, graph, target) -> None:
         """Tables made at compile time (256 B of flash per slope), always for float slopes (a
-        program quantized by another tool: no integer kernel computes them); for int8 slopes where
-        they take at most PRELU_TABLES_MAX_BYTES or, --opt not size, the output outnumbers their
+        program quantized by another tool: no integer kernel computes them); for int8 slopes, --opt
+        not size, where they take at most PRELU_TABLES_MAX_BYTES or the output outnumbers their
         entries. Else edgec_prelu_s8, which builds them at run time (about 30 instructions an entry,
         on every call). The tables run through a lookup kernel of edgec.ops.lut where the layout is
         its (table_layout), else through edgec_prelu_s8_lookup."""
@@ -701,7 +702,7 @@ class Prelu(OpDef):
         elements = graph.tensors[op.outputs[0]].elements
         if op.attrs["float_slopes"]:
             why = "float slopes: tables made at compile time"
-        elif table_bytes <= PRELU_TABLES_MAX_BYTES or (target.opt != "size" and elements >= table_bytes):
+        elif target.opt != "size" and (table_bytes <= PRELU_TABLES_MAX_BYTES or elements >= table_bytes):
             why = f"tables made at compile time: {table_bytes:,} B of flash (--opt {target.opt})"
         else:
             super().specialize(op, graph, target)
