@@ -621,3 +621,25 @@ def test_constants_computed_at_run_time_are_folded(tmp_path):
     compiled, _ = check_model(tmp_path, "DetectionGrid()", (1, 3, 4, 5), sqnr=30.0)
     constants = [op for op in compiled.graph.ops if op.kind == "binary" and op.attrs.get("constant") is not None]
     assert len(constants) >= 2, [op.kind for op in compiled.graph.ops]  # + grid, * anchors
+
+
+class Spectra(nn.Module):
+    """An audio front end computing its spectrum in the model: |torch.stft| of the waveform (a
+    Hann window, export's centre padding) and |torch.fft.rfft| (ortho) of frames."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("window", torch.hann_window(32))
+
+    def forward(self, wave):  # [1, 256]
+        spectrogram = torch.stft(wave, 32, 16, window=self.window, return_complex=True).abs()  # [1, 17, 17]
+        frames = wave.view(1, 8, 32)
+        return spectrogram, torch.fft.rfft(frames, norm="ortho").abs()
+
+
+def test_stft_and_rfft_magnitudes_are_real_ops(tmp_path):
+    samples = np.random.default_rng(0).standard_normal((24, 256)).astype(np.float32)
+    # 27.7 dB on both here: int8 real and imaginary parts, squared and summed, then a square root
+    compiled, _ = check_model(tmp_path, "Spectra()", (1, 256), sqnr=25.0, samples=samples)
+    kinds = [op.kind for op in compiled.graph.ops]
+    assert kinds.count("conv2d") == 2 and kinds.count("fully_connected") == 2, kinds

@@ -179,6 +179,8 @@ DECOMPOSED = GROUP_NORMS | {
     aten.max.dim,  # values amax, indices argmax
     aten.min.dim,  # values amin (its indices are refused)
     aten.mm.default,  # with one constant matrix: a linear layer (matmul and bmm likewise)
+    aten.fft_rfft.default,  # |rfft(x)|: linear layers of DFT rows, sqrt(re^2 + im^2)
+    aten.stft.default,  # |stft(x)|: strided 1-D convolutions of windowed DFT rows, likewise
 }
 # Other spellings of one operator (passes/normalize.py renames them): torch.clip, torch.max(a, b).
 ALIASES = {

@@ -72,6 +72,7 @@ def normalize(module: GraphModule) -> GraphModule:
     changed |= _adaptive_max_as_max(module)
     changed |= _variance_as_mean_of_squares(module)
     changed |= _einsum_as_primitives(module)
+    changed |= _spectrum_magnitudes_as_real(module)
     changed |= _constant_matmul_as_linear(module)
     changed |= _division_by_activation_as_reciprocal(module)
     changed |= _views_before_comparisons(module)
@@ -780,6 +781,86 @@ def _constant_matmul_as_linear(module: GraphModule) -> bool:
             _replace(module, node, build)
         else:
             continue
+        changed = True
+    return changed
+
+
+def _dft_bases(size: int, bins: int, scale: float, window: torch.Tensor | None = None):
+    """The real and imaginary rows of the DFT of `size` samples, `bins` of them: cos(2 pi k t / N)
+    and -sin(2 pi k t / N), times the window and `scale`, in float64 then float32."""
+    t = torch.arange(size, dtype=torch.float64)
+    k = torch.arange(bins, dtype=torch.float64).unsqueeze(1)
+    angle = 2 * math.pi * k * t / size
+    weight = scale * (torch.ones(size, dtype=torch.float64) if window is None else window.to(torch.float64))
+    return (torch.cos(angle) * weight).float(), (-torch.sin(angle) * weight).float()
+
+
+def _rfft_plan(module: GraphModule, node: Node):
+    """torch.fft.rfft(x) over the last axis at its own length: ('linear', cos, sin), else None."""
+    options = dict(zip(("n", "dim", "norm"), node.args[1:]), **node.kwargs)
+    x = node.args[0]
+    rank, size = x.meta["val"].dim(), int(x.meta["val"].shape[-1])
+    if options.get("n") not in (None, size) or options.get("dim", -1) not in (-1, rank - 1):
+        return None
+    scale = {None: 1.0, "backward": 1.0, "ortho": size**-0.5, "forward": 1.0 / size}.get(options.get("norm"))
+    return None if scale is None else ("linear", *_dft_bases(size, size // 2 + 1, scale))
+
+
+def _stft_plan(module: GraphModule, node: Node):
+    """torch.stft(x, n_fft, hop, win_length, window, normalized, onesided) of a real [B, T] or [T]
+    signal, one-sided (export has already padded a centred one): ('conv', cos, sin, hop) with
+    [bins, 1, n_fft] bases holding the window, else None."""
+    names = ("n_fft", "hop_length", "win_length", "window", "normalized", "onesided", "return_complex")
+    options = dict(zip(names, node.args[1:]), **node.kwargs)
+    n_fft = int(options["n_fft"])
+    hop, length = options.get("hop_length") or n_fft // 4, options.get("win_length") or n_fft
+    window = options.get("window")
+    window = None if window is None else _constant_value(module, window)
+    if options.get("onesided") is False or (options.get("window") is not None and window is None):
+        return None
+    if window is not None and length < n_fft:
+        left = (n_fft - length) // 2
+        window = torch.nn.functional.pad(window, (left, n_fft - length - left))
+    scale = n_fft**-0.5 if options.get("normalized") else 1.0
+    cos, sin = _dft_bases(n_fft, n_fft // 2 + 1, scale, window)
+    return "conv", cos.unsqueeze(1), sin.unsqueeze(1), int(hop)
+
+
+def _spectrum_magnitudes_as_real(module: GraphModule) -> bool:
+    """|torch.fft.rfft(x)| and |torch.stft(x, ...)| (an audio front end computing its spectrum in
+    the model) as real ops: the real and imaginary parts are linear layers (rfft) or strided 1-D
+    convolutions (stft) with constant DFT rows, then sqrt(re^2 + im^2), each quantized as written.
+    A spectrum read otherwise than by abs (its phase, .real) stays complex (refused by name)."""
+    plans = {aten.fft_rfft.default: _rfft_plan, aten.stft.default: _stft_plan}
+    changed = False
+    for node in [n for n in module.graph.nodes if n.op == "call_function" and n.target in plans]:
+        users = list(node.users)
+        if not users or any(user.target != aten.abs.default for user in users):
+            continue
+        plan = plans[node.target](module, node)
+        if plan is None:
+            continue
+        kind, cos, sin, *hop = plan
+        parts = [_new_constant(module, node, basis, "dft") for basis in (cos, sin)]
+        x = node.args[0]
+        one_signal = kind == "conv" and x.meta["val"].dim() == 1
+
+        def build(g, x=x, parts=parts, kind=kind, hop=hop, one_signal=one_signal):
+            if kind == "linear":
+                re, im = (g.call_function(aten.linear.default, (x, part)) for part in parts)
+            else:
+                signal = g.call_function(aten.unsqueeze.default, (x, 0)) if one_signal else x
+                signal = g.call_function(aten.unsqueeze.default, (signal, 1))
+                re, im = (g.call_function(aten.conv1d.default, (signal, part, None, hop)) for part in parts)
+            power = g.call_function(
+                aten.add.Tensor, tuple(g.call_function(aten.pow.Tensor_Scalar, (part, 2)) for part in (re, im))
+            )
+            magnitude = g.call_function(aten.sqrt.default, (power,))
+            return g.call_function(aten.squeeze.dim, (magnitude, 0)) if one_signal else magnitude
+
+        for user in users:
+            _replace(module, user, build)
+        module.graph.erase_node(node)
         changed = True
     return changed
 
