@@ -39,6 +39,7 @@ static int packed_args_valid(const edgec_conv_params *params, const edgec_per_ch
            filter_dims->n == 1 && filter_dims->c == input_dims->c && output_dims->c == input_dims->c &&
            filter_dims->h <= EDGEC_DEPTHWISE_PACKED_MAX_K &&
            (int64_t)filter_dims->h * (int64_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES *
+                   EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS *
                    EDGEC_DEPTHWISE_PACKED_ROW_PIXELS(output_dims->w, params->stride_w, filter_dims->w,
                                                      params->dilation_w) <=
                INT32_MAX && /* the row cache's size: the row itself fits (window check) */

@@ -418,8 +418,9 @@ static void mve_group_rows_fives(const packed_group *g, int32_t b, int8_t *out, 
 }
 #endif
 
-void edgec_depthwise_packed_group_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out,
-                                          int32_t pixel_step)
+/* One group of 4 channels, all batches: the rows of the 3x3 paths above, else group_rows. */
+static EDGEC_NOINLINE void group_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out,
+                                         int32_t pixel_step)
 {
     packed_group g;
     group_begin(&g, layer, first);
@@ -437,6 +438,296 @@ void edgec_depthwise_packed_group_outputs(const packed_layer *layer, int32_t bat
 #endif
         out = group_rows(&g, b, out, pixel_step);
     }
+}
+
+#if defined(__OPTIMIZE__)
+/*
+ * Eight channels per pass (two groups), where a layer is a 3x3 undilated window at stride_w 1 or
+ * 2 and the eight channels shift right only: the lanes are int16 (VLDRB.S16 of an entry of 8
+ * channels), VMULLB/VMULLT multiply the even and the odd channels into int32 products, so a tap
+ * of 8 channels is one entry load, two multiplies and two adds where the 4-channel path takes
+ * two loads, two VMULs and two VADDs. The output stage runs edgec_mve_requantize's right-shift
+ * steps on the even and odd sums, then narrows them with saturation into the channels' int16
+ * lanes (VQMOVNB/VQMOVNT) and clamps there: a sum beyond int16 saturates to a value beyond every
+ * bound, so the clamped byte is the golden's.
+ *
+ * The row cache is row-major here: cached row r in slot r mod 3, [padded_w][8] entries, so a
+ * pixel's three filter rows are three pointers and the next pixel's entries are 8 * stride_w
+ * bytes on (no phases: the taps are in filter order). It takes twice the 4-channel cache
+ * (EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS).
+ */
+typedef struct {
+    int8_t w[9][8];           /* 0: the taps [ky][kx], 8 channels each */
+    int8_t unused[8];         /* 72 */
+    int32x4_t bias[2];        /* 80: channels 0, 2, 4, 6; 96: 1, 3, 5, 7 */
+    int32x4_t multiplier[2];  /* 112, 128 */
+    int32x4_t minus_right[2]; /* 144, 160: the shifts (all <= 0) */
+    int16x8_t lo;             /* 176: the output stage's bounds as int16 lanes */
+    int16x8_t hi;             /* 192 */
+} octet_group;
+typedef char octet_layout[offsetof(octet_group, bias) == 80 && offsetof(octet_group, multiplier) == 112 &&
+                                  offsetof(octet_group, minus_right) == 144 && offsetof(octet_group, lo) == 176 &&
+                                  offsetof(octet_group, hi) == 192
+                              ? 1
+                              : -1];
+
+/* What an octet row routine reads: fixed for a group but for the row's pointers. */
+typedef struct {
+    const octet_group *g;
+    int8_t *x[3]; /* the cached rows of filter rows 0, 1, 2, from the row's first window */
+    int8_t *out;
+    int32_t out_step;
+    int32_t pairs; /* >= 0 */
+    int32_t odd;   /* one more pixel after the pairs */
+    int32_t offset;
+} octet_row;
+
+/* Tap (row x, column offset o) of a pixel pair (the second pixel's entry at ob) with weights W
+ * (q4 or q7): sums in q0/q1 (first pixel, even/odd channels) and q2/q3, the entry in q5, the
+ * products in q6; `next` loads the next tap's weights into the other weight register. Every
+ * instruction follows one of another class (beat overlap). */
+#define OCT_PAIR_TAP(x, o, ob, W, next)                                                        \
+    "vldrb.s16 q5, [%[" x "], #" o "]\n\tvmullb.s16 q6, q5, " W "\n\tvadd.i32 q0, q0, q6\n\t"  \
+    "vmullt.s16 q6, q5, " W "\n\tvldrb.s16 q5, [%[" x "], #" ob "]\n\tvadd.i32 q1, q1, q6\n\t" \
+    "vmullb.s16 q6, q5, " W "\n\tvadd.i32 q2, q2, q6\n\tvmullt.s16 q6, q5, " W "\n\t" next "vadd.i32 q3, q3, q6\n\t"
+#define OCT_ONE_TAP(x, o, W, next)                                                            \
+    "vldrb.s16 q5, [%[" x "], #" o "]\n\tvmullb.s16 q6, q5, " W "\n\tvadd.i32 q0, q0, q6\n\t" \
+    "vmullt.s16 q6, q5, " W "\n\t" next "vadd.i32 q1, q1, q6\n\t"
+#define OCT_W(reg, off) "vldrb.s16 " reg ", [%[k], #" off "]\n\t"
+/* the nine taps of a pair, the second pixel's columns at b0, b1, b2 */
+#define OCT_PAIR_TAPS(b0, b1, b2)                         \
+    OCT_PAIR_TAP("x0", "0", b0, "q4", OCT_W("q7", "8"))   \
+    OCT_PAIR_TAP("x0", "8", b1, "q7", OCT_W("q4", "16"))  \
+    OCT_PAIR_TAP("x0", "16", b2, "q4", OCT_W("q7", "24")) \
+    OCT_PAIR_TAP("x1", "0", b0, "q7", OCT_W("q4", "32"))  \
+    OCT_PAIR_TAP("x1", "8", b1, "q4", OCT_W("q7", "40"))  \
+    OCT_PAIR_TAP("x1", "16", b2, "q7", OCT_W("q4", "48")) \
+    OCT_PAIR_TAP("x2", "0", b0, "q4", OCT_W("q7", "56"))  \
+    OCT_PAIR_TAP("x2", "8", b1, "q7", OCT_W("q4", "64")) OCT_PAIR_TAP("x2", "16", b2, "q4", "")
+#define OCT_ONE_TAPS                                 \
+    OCT_ONE_TAP("x0", "0", "q4", OCT_W("q7", "8"))   \
+    OCT_ONE_TAP("x0", "8", "q7", OCT_W("q4", "16"))  \
+    OCT_ONE_TAP("x0", "16", "q4", OCT_W("q7", "24")) \
+    OCT_ONE_TAP("x1", "0", "q7", OCT_W("q4", "32"))  \
+    OCT_ONE_TAP("x1", "8", "q4", OCT_W("q7", "40"))  \
+    OCT_ONE_TAP("x1", "16", "q7", OCT_W("q4", "48")) \
+    OCT_ONE_TAP("x2", "0", "q4", OCT_W("q7", "56"))  \
+    OCT_ONE_TAP("x2", "8", "q7", OCT_W("q4", "64")) OCT_ONE_TAP("x2", "16", "q4", "")
+/* the rounding fixup and right shift of sums q by the shifts s (edgec_mve_requantize), in q6 */
+#define OCT_FIX(q, s)                                                                 \
+    "vand q6, " q ", " s "\n\tvshr.s32 q6, q6, #31\n\tvqadd.s32 " q ", " q ", q6\n\t" \
+    "vrshl.s32 " q ", " q ", " s "\n\t"
+/* every shift < 0: the AND with the shift keeps just the sign bit */
+#define OCT_FIX_STRICT(q, s) \
+    "vshr.s32 q6, " q ", #31\n\tvqadd.s32 " q ", " q ", q6\n\tvrshl.s32 " q ", " q ", " s "\n\t"
+/* the output stage of the pair q0/q1, q2/q3: each pixel's 8 int16 lanes clamped, offset, stored */
+#define OCT_PAIR_OUTPUT(FIX)                                                                                    \
+    "vldrw.u32 q4, [%[k], #112]\n\tvqrdmulh.s32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #128]\n\t"                   \
+    "vqrdmulh.s32 q2, q2, q4\n\tvqrdmulh.s32 q1, q1, q7\n\tvldrw.u32 q4, [%[k], #144]\n\t"                      \
+    "vqrdmulh.s32 q3, q3, q7\n\tvldrw.u32 q7, [%[k], #160]\n\t" FIX("q0", "q4") FIX("q2", "q4") FIX("q1", "q7") \
+        FIX("q3", "q7") "vqmovnb.s32 q5, q0\n\tvqmovnt.s32 q5, q1\n\t"                                          \
+                        "vldrw.u32 q4, [%[k], #176]\n\t"                                                        \
+                        "vqmovnb.s32 q6, q2\n\tvqmovnt.s32 q6, q3\n\t"                                          \
+                        "vldrw.u32 q7, [%[k], #192]\n\t"                                                        \
+                        "vmax.s16 q5, q5, q4\n\tvmax.s16 q6, q6, q4\n\t"                                        \
+                        "vmin.s16 q5, q5, q7\n\tvmin.s16 q6, q6, q7\n\t"                                        \
+                        "vadd.i16 q5, q5, %[offset]\n\tvstrb.16 q5, [%[out]]\n\t"                               \
+                        "add %[out], %[out], %[out_step]\n\t"                                                   \
+                        "vadd.i16 q6, q6, %[offset]\n\tvstrb.16 q6, [%[out]]\n\t"                               \
+                        "add %[out], %[out], %[out_step]\n\t"
+#define OCT_ONE_OUTPUT(FIX)                                                                                   \
+    "vldrw.u32 q4, [%[k], #112]\n\tvqrdmulh.s32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #128]\n\t"                 \
+    "vqrdmulh.s32 q1, q1, q7\n\tvldrw.u32 q4, [%[k], #144]\n\tvldrw.u32 q7, [%[k], #160]\n\t" FIX("q0", "q4") \
+        FIX("q1", "q7") "vqmovnb.s32 q5, q0\n\tvqmovnt.s32 q5, q1\n\t"                                        \
+                        "vldrw.u32 q4, [%[k], #176]\n\tvmax.s16 q5, q5, q4\n\t"                               \
+                        "vldrw.u32 q7, [%[k], #192]\n\tvmin.s16 q5, q5, q7\n\t"                               \
+                        "vadd.i16 q5, q5, %[offset]\n\tvstrb.16 q5, [%[out]]\n\t"
+
+/* A row of an octet group: its pixel pairs (the second pixel's entries at b0..b2, the windows
+ * `advance` bytes on per pair), then one more when `odd`. */
+#define OCTET_ROW(name, b0, b1, b2, advance, FIX)                                                                      \
+    static EDGEC_NOINLINE void name(const octet_row *row)                                                              \
+    {                                                                                                                  \
+        const int8_t *x0 = row->x[0];                                                                                  \
+        const int8_t *x1 = row->x[1];                                                                                  \
+        const int8_t *x2 = row->x[2];                                                                                  \
+        int8_t *out = row->out;                                                                                        \
+        __asm__ volatile("wls lr, %[n], 2f\n"                                                                          \
+                         "1:\n\t"                                                                                      \
+                         "vldrw.u32 q0, [%[k], #80]\n\tvmov q2, q0\n\tvldrw.u32 q1, [%[k], #96]\n\t"                   \
+                         "vmov q3, q1\n\t" OCT_W("q4", "0") OCT_PAIR_TAPS(b0, b1, b2) OCT_PAIR_OUTPUT(                 \
+                             FIX) "add %[x0], %[x0], #" advance "\n\t"                                                 \
+                                  "add %[x1], %[x1], #" advance "\n\t"                                                 \
+                                  "add %[x2], %[x2], #" advance "\n\t"                                                 \
+                                  "le lr, 1b\n"                                                                        \
+                                  "2:\n\t"                                                                             \
+                                  "cmp %[odd], #0\n\t"                                                                 \
+                                  "beq 3f\n\t"                                                                         \
+                                  "vldrw.u32 q0, [%[k], #80]\n\t" OCT_W(                                               \
+                                      "q4", "0") "vldrw.u32 q1, [%[k], #96]\n\t" OCT_ONE_TAPS OCT_ONE_OUTPUT(FIX) "3:" \
+                         : [x0] "+l"(x0), [x1] "+l"(x1), [x2] "+l"(x2), [out] "+l"(out)                                \
+                         : [k] "l"(row->g), [n] "r"(row->pairs), [odd] "r"(row->odd), [out_step] "r"(row->out_step),   \
+                           [offset] "r"(row->offset)                                                                   \
+                         : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc");                      \
+    }
+OCTET_ROW(octet_row_s1, "8", "16", "24", "16", OCT_FIX)
+OCTET_ROW(octet_row_s1_strict, "8", "16", "24", "16", OCT_FIX_STRICT)
+OCTET_ROW(octet_row_s2, "16", "24", "32", "32", OCT_FIX)
+OCTET_ROW(octet_row_s2_strict, "16", "24", "32", "32", OCT_FIX_STRICT)
+
+/* The octet path takes channels first .. first + 7 (first a multiple of 8) of this layer: its
+ * window, straight into the output (not staged), and no left shift among the eight. */
+static int octet_takes(const packed_layer *layer, int32_t first, int32_t pixel_step)
+{
+    if (!layer->unrolled || layer->stride_w > 2 || pixel_step != layer->c || first + 8 > layer->c) {
+        return 0;
+    }
+    for (int32_t i = 0; i < 8; i++) {
+        if (layer->quant->shift[first + i] > 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The group's constants: the taps of its two 4-channel groups side by side, the per-channel
+ * values split into even and odd channels. */
+static int octet_make(octet_group *g, const packed_layer *layer, int32_t first)
+{
+    const int8_t *taps = layer->filter + first * 9; /* groups first / 4 and first / 4 + 1 */
+    for (int32_t t = 0; t < 9; t++) {
+        memcpy(g->w[t], taps + 4 * t, 4);
+        memcpy(g->w[t] + 4, taps + 36 + 4 * t, 4);
+    }
+    memset(g->unused, 0, sizeof g->unused);
+    int32_t v[3][2][4];
+    int strict = 1;
+    for (int32_t i = 0; i < 8; i++) {
+        v[0][i % 2][i / 2] = layer->bias[first + i];
+        v[1][i % 2][i / 2] = layer->quant->multiplier[first + i];
+        v[2][i % 2][i / 2] = layer->quant->shift[first + i];
+        strict = strict && layer->quant->shift[first + i] < 0;
+    }
+    for (int32_t h = 0; h < 2; h++) {
+        g->bias[h] = vldrwq_s32(v[0][h]);
+        g->multiplier[h] = vldrwq_s32(v[1][h]);
+        g->minus_right[h] = vldrwq_s32(v[2][h]);
+    }
+    g->lo = vdupq_n_s16((int16_t)layer->stage.lo);
+    g->hi = vdupq_n_s16((int16_t)layer->stage.hi);
+    return strict;
+}
+
+/* The pad value in the padding columns of the three cached rows: fill_row writes the others. */
+static void octet_pad(const packed_layer *layer)
+{
+    const int16x8_t pad = vdupq_n_s16(layer->pad);
+    for (int32_t slot = 0; slot < 3; slot++) {
+        int8_t *row = layer->cache + slot * layer->padded_w * 8;
+        for (int32_t j = 0; j < layer->image_start; j++) {
+            vstrbq_s16(row + 8 * j, pad);
+        }
+        for (int32_t j = layer->image_end; j < layer->padded_w; j++) {
+            vstrbq_s16(row + 8 * j, pad);
+        }
+    }
+}
+
+/* Padded row r of the image (pixels c bytes apart from `image`, its column 0) into the n image
+ * columns at dst, or the pad value above and below the image. */
+static inline void octet_fill(const packed_layer *layer, int8_t *dst, const int8_t *image, int32_t r, int32_t n)
+{
+    const int32_t c = layer->c;
+    const int32_t iy = r - layer->pad_top;
+    if (iy < 0 || iy >= layer->in_h) {
+        const int16x8_t pad = vdupq_n_s16(layer->pad);
+        for (int32_t k = 0; k < n; k++) {
+            vstrbq_s16(dst + 8 * k, pad);
+        }
+        return;
+    }
+    const int8_t *src = image + iy * layer->in_w * c;
+    for (int32_t k = 0; k < n; k++) {
+        vstrbq_s16(dst + 8 * k, vldrbq_s16(src + k * c));
+    }
+}
+
+/* Every output row of one batch of an octet group. The three cached rows are a ring of slots,
+ * row.x[i] that of padded row top + i: moving down stride_h rows turns it by stride_h and brings
+ * in the rows not cached yet (no division per row). */
+static void octet_rows(const octet_group *g, const packed_layer *layer, void (*run)(const octet_row *),
+                       const int8_t *image, int8_t *out)
+{
+    const int32_t row_bytes = layer->padded_w * 8;
+    const int32_t n = layer->image_end - layer->image_start; /* n > 0: column image_start is pixel 0 */
+    const int32_t columns = layer->image_start * 8;
+    const int32_t stride_h = layer->stride_h;
+    const int32_t turn = stride_h % 3;
+    const int32_t fresh = EDGEC_MIN(stride_h, 3);
+    const int32_t out_row = layer->out_w * layer->c;
+    octet_row row = { g,
+                      { layer->cache, layer->cache + row_bytes, layer->cache + 2 * row_bytes },
+                      out,
+                      layer->c,
+                      layer->out_w / 2,
+                      layer->out_w % 2,
+                      layer->stage.offset };
+    for (int32_t i = 0; i < 3; i++) {
+        octet_fill(layer, row.x[i] + columns, image, i, n);
+    }
+    for (int32_t oy = 0, top = 0;;) {
+        run(&row);
+        if (++oy == layer->out_h) {
+            return;
+        }
+        top += stride_h;
+        row.out += out_row;
+        int8_t *const x0 = row.x[0];
+        if (turn == 1) {
+            row.x[0] = row.x[1];
+            row.x[1] = row.x[2];
+            row.x[2] = x0;
+        } else if (turn == 2) {
+            row.x[0] = row.x[2];
+            row.x[2] = row.x[1];
+            row.x[1] = x0;
+        }
+        for (int32_t i = 3 - fresh; i < 3; i++) {
+            octet_fill(layer, row.x[i] + columns, image, top + i, n);
+        }
+    }
+}
+
+/* Channels first .. first + 7, every batch, into out (pixels C bytes apart). */
+static EDGEC_NOINLINE void octet_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out)
+{
+    octet_group g;
+    const int strict = octet_make(&g, layer, first);
+    void (*const run)(const octet_row *) = layer->stride_w == 1 ? (strict ? octet_row_s1_strict : octet_row_s1)
+                                                                : (strict ? octet_row_s2_strict : octet_row_s2);
+    octet_pad(layer);
+    const int32_t image_bytes = layer->in_h * layer->in_w * layer->c;
+    const int32_t out_bytes = layer->out_h * layer->out_w * layer->c;
+    for (int32_t b = 0; b < batches; b++) {
+        octet_rows(&g, layer, run, layer->input + b * image_bytes + first, out + b * out_bytes);
+    }
+}
+#endif
+
+/* Channels first .. first + 3: an octet's first half runs the octet path, whose second half
+ * is then done; any other group the 4-channel one. */
+void edgec_depthwise_packed_group_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out,
+                                          int32_t pixel_step)
+{
+#if defined(__OPTIMIZE__)
+    if (octet_takes(layer, first - first % 8, pixel_step)) {
+        if (first % 8 == 0) {
+            octet_outputs(layer, batches, first, out);
+        }
+        return;
+    }
+#endif
+    group_outputs(layer, batches, first, out, pixel_step);
 }
 
 #endif
