@@ -457,8 +457,8 @@ static EDGEC_NOINLINE void group_outputs(const packed_layer *layer, int32_t batc
  * (EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS).
  */
 typedef struct {
-    int8_t w[9][8];           /* 0: the taps [ky][kx], 8 channels each */
-    int8_t unused[8];         /* 72 */
+    int32_t w[9][2];          /* 0: the taps [ky][kx], 8 int8 channels each */
+    int32_t unused[2];        /* 72 */
     int32x4_t bias[2];        /* 80: channels 0, 2, 4, 6; 96: 1, 3, 5, 7 */
     int32x4_t multiplier[2];  /* 112, 128 */
     int32x4_t minus_right[2]; /* 144, 160: the shifts (all <= 0) */
@@ -504,6 +504,23 @@ typedef struct {
     OCT_PAIR_TAP("x1", "16", b2, "q7", OCT_W("q4", "48")) \
     OCT_PAIR_TAP("x2", "0", b0, "q4", OCT_W("q7", "56"))  \
     OCT_PAIR_TAP("x2", "8", b1, "q7", OCT_W("q4", "64")) OCT_PAIR_TAP("x2", "16", b2, "q4", "")
+/* Stride 1: the pair's windows share two columns, so a filter row is four entry loads (X0..X3)
+ * and three weight loads: the first pixel takes X0..X2, the second X1..X3. `mac` adds the
+ * products of the entry (q5) and W to the sums lo/hi, `between` issuing before the last add. */
+#define OCT_MAC(lo, hi, W, between)                                                                                  \
+    "vmullb.s16 q6, q5, " W "\n\tvadd.i32 " lo ", " lo ", q6\n\tvmullt.s16 q6, q5, " W "\n\t" between "vadd.i32 " hi \
+    ", " hi ", q6\n\t"
+#define OCT_X(x, o) "vldrb.s16 q5, [%[" x "], #" o "]\n\t"
+/* filter row x with w0 in Wa: w1 (at w1) into Wb, w2 (at w2) into Wa, then `next` */
+#define OCT_SHARED_ROW(x, Wa, Wb, w1, w2, next)                                        \
+    OCT_X(x, "0")                                                                      \
+    OCT_MAC("q0", "q1", Wa, OCT_X(x, "8")) OCT_MAC("q2", "q3", Wa, OCT_W(Wb, w1))      \
+        OCT_MAC("q0", "q1", Wb, OCT_X(x, "16")) OCT_MAC("q2", "q3", Wb, OCT_W(Wa, w2)) \
+            OCT_MAC("q0", "q1", Wa, OCT_X(x, "24")) OCT_MAC("q2", "q3", Wa, next)
+#define OCT_PAIR_TAPS_S1                                            \
+    OCT_SHARED_ROW("x0", "q4", "q7", "8", "16", OCT_W("q7", "24"))  \
+    OCT_SHARED_ROW("x1", "q7", "q4", "32", "40", OCT_W("q4", "48")) \
+    OCT_SHARED_ROW("x2", "q4", "q7", "56", "64", "")
 #define OCT_ONE_TAPS                                 \
     OCT_ONE_TAP("x0", "0", "q4", OCT_W("q7", "8"))   \
     OCT_ONE_TAP("x0", "8", "q7", OCT_W("q4", "16"))  \
@@ -545,7 +562,7 @@ typedef struct {
 
 /* A row of an octet group: its pixel pairs (the second pixel's entries at b0..b2, the windows
  * `advance` bytes on per pair), then one more when `odd`. */
-#define OCTET_ROW(name, b0, b1, b2, advance, FIX)                                                                      \
+#define OCTET_ROW(name, TAPS, advance, FIX)                                                                            \
     static EDGEC_NOINLINE void name(const octet_row *row)                                                              \
     {                                                                                                                  \
         const int8_t *x0 = row->x[0];                                                                                  \
@@ -555,7 +572,7 @@ typedef struct {
         __asm__ volatile("wls lr, %[n], 2f\n"                                                                          \
                          "1:\n\t"                                                                                      \
                          "vldrw.u32 q0, [%[k], #80]\n\tvmov q2, q0\n\tvldrw.u32 q1, [%[k], #96]\n\t"                   \
-                         "vmov q3, q1\n\t" OCT_W("q4", "0") OCT_PAIR_TAPS(b0, b1, b2) OCT_PAIR_OUTPUT(                 \
+                         "vmov q3, q1\n\t" OCT_W("q4", "0") TAPS OCT_PAIR_OUTPUT(                                      \
                              FIX) "add %[x0], %[x0], #" advance "\n\t"                                                 \
                                   "add %[x1], %[x1], #" advance "\n\t"                                                 \
                                   "add %[x2], %[x2], #" advance "\n\t"                                                 \
@@ -570,10 +587,10 @@ typedef struct {
                            [offset] "r"(row->offset)                                                                   \
                          : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc");                      \
     }
-OCTET_ROW(octet_row_s1, "8", "16", "24", "16", OCT_FIX)
-OCTET_ROW(octet_row_s1_strict, "8", "16", "24", "16", OCT_FIX_STRICT)
-OCTET_ROW(octet_row_s2, "16", "24", "32", "32", OCT_FIX)
-OCTET_ROW(octet_row_s2_strict, "16", "24", "32", "32", OCT_FIX_STRICT)
+OCTET_ROW(octet_row_s1, OCT_PAIR_TAPS_S1, "16", OCT_FIX)
+OCTET_ROW(octet_row_s1_strict, OCT_PAIR_TAPS_S1, "16", OCT_FIX_STRICT)
+OCTET_ROW(octet_row_s2, OCT_PAIR_TAPS("16", "24", "32"), "32", OCT_FIX)
+OCTET_ROW(octet_row_s2_strict, OCT_PAIR_TAPS("16", "24", "32"), "32", OCT_FIX_STRICT)
 
 /* The octet path takes channels first .. first + 7 (first a multiple of 8) of this layer: its
  * window, straight into the output (not staged), and no left shift among the eight. */
@@ -590,44 +607,44 @@ static int octet_takes(const packed_layer *layer, int32_t first, int32_t pixel_s
     return 1;
 }
 
-/* The group's constants: the taps of its two 4-channel groups side by side, the per-channel
- * values split into even and odd channels. */
+/* The group's constants: the taps of its two 4-channel groups side by side (VST2 interleaves
+ * their words), the per-channel values split into even and odd channels (VLD2); whether every
+ * shift is < 0. */
 static int octet_make(octet_group *g, const packed_layer *layer, int32_t first)
 {
     const int8_t *taps = layer->filter + first * 9; /* groups first / 4 and first / 4 + 1 */
-    for (int32_t t = 0; t < 9; t++) {
-        memcpy(g->w[t], taps + 4 * t, 4);
-        memcpy(g->w[t] + 4, taps + 36 + 4 * t, 4);
+    for (int32_t t = 0; t < 8; t += 4) {
+        const int32x4x2_t words = { { vreinterpretq_s32_s8(vldrbq_s8(taps + 4 * t)),
+                                      vreinterpretq_s32_s8(vldrbq_s8(taps + 36 + 4 * t)) } };
+        vst2q_s32(g->w[t], words);
     }
-    memset(g->unused, 0, sizeof g->unused);
-    int32_t v[3][2][4];
-    int strict = 1;
-    for (int32_t i = 0; i < 8; i++) {
-        v[0][i % 2][i / 2] = layer->bias[first + i];
-        v[1][i % 2][i / 2] = layer->quant->multiplier[first + i];
-        v[2][i % 2][i / 2] = layer->quant->shift[first + i];
-        strict = strict && layer->quant->shift[first + i] < 0;
-    }
+    memcpy(&g->w[8][0], taps + 32, 4);
+    memcpy(&g->w[8][1], taps + 68, 4);
+    const int32x4x2_t bias = vld2q_s32(layer->bias + first);
+    const int32x4x2_t multiplier = vld2q_s32(layer->quant->multiplier + first);
+    const int32x4x2_t shift = vld2q_s32(layer->quant->shift + first);
     for (int32_t h = 0; h < 2; h++) {
-        g->bias[h] = vldrwq_s32(v[0][h]);
-        g->multiplier[h] = vldrwq_s32(v[1][h]);
-        g->minus_right[h] = vldrwq_s32(v[2][h]);
+        g->bias[h] = bias.val[h];
+        g->multiplier[h] = multiplier.val[h];
+        g->minus_right[h] = shift.val[h];
     }
     g->lo = vdupq_n_s16((int16_t)layer->stage.lo);
     g->hi = vdupq_n_s16((int16_t)layer->stage.hi);
-    return strict;
+    return vmaxvq_s32(INT32_MIN, vmaxq_s32(shift.val[0], shift.val[1])) < 0;
 }
 
-/* The pad value in the padding columns of the three cached rows: fill_row writes the others. */
+/* The pad value in the padding columns of the three cached rows: octet_fill writes the others. */
 static void octet_pad(const packed_layer *layer)
 {
     const int16x8_t pad = vdupq_n_s16(layer->pad);
-    for (int32_t slot = 0; slot < 3; slot++) {
-        int8_t *row = layer->cache + slot * layer->padded_w * 8;
-        for (int32_t j = 0; j < layer->image_start; j++) {
+    const int32_t padded_w = layer->padded_w;
+    const int32_t image_start = layer->image_start;
+    const int32_t image_end = layer->image_end;
+    for (int8_t *row = layer->cache; row < layer->cache + 3 * 8 * padded_w; row += 8 * padded_w) {
+        for (int32_t j = 0; j < image_start; j++) {
             vstrbq_s16(row + 8 * j, pad);
         }
-        for (int32_t j = layer->image_end; j < layer->padded_w; j++) {
+        for (int32_t j = image_end; j < padded_w; j++) {
             vstrbq_s16(row + 8 * j, pad);
         }
     }
