@@ -512,11 +512,11 @@ typedef struct {
     ", " hi ", q6\n\t"
 #define OCT_X(x, o) "vldrb.s16 q5, [%[" x "], #" o "]\n\t"
 /* filter row x with w0 in Wa: w1 (at w1) into Wb, w2 (at w2) into Wa, then `next` */
-#define OCT_SHARED_ROW(x, Wa, Wb, w1, w2, next)                                        \
-    OCT_X(x, "0")                                                                      \
-    OCT_MAC("q0", "q1", Wa, OCT_X(x, "8")) OCT_MAC("q2", "q3", Wa, OCT_W(Wb, w1))      \
-        OCT_MAC("q0", "q1", Wb, OCT_X(x, "16")) OCT_MAC("q2", "q3", Wb, OCT_W(Wa, w2)) \
-            OCT_MAC("q0", "q1", Wa, OCT_X(x, "24")) OCT_MAC("q2", "q3", Wa, next)
+#define OCT_SHARED_ROW(x, Wa, Wb, w1, w2, next)                                    \
+    OCT_X(x, "0")                                                                  \
+    OCT_MAC("q0", "q1", Wa, OCT_X(x, "8"))                                         \
+    OCT_MAC("q2", "q3", Wa, OCT_W(Wb, w1)) OCT_MAC("q0", "q1", Wb, OCT_X(x, "16")) \
+        OCT_MAC("q2", "q3", Wb, OCT_W(Wa, w2)) OCT_MAC("q0", "q1", Wa, OCT_X(x, "24")) OCT_MAC("q2", "q3", Wa, next)
 #define OCT_PAIR_TAPS_S1                                            \
     OCT_SHARED_ROW("x0", "q4", "q7", "8", "16", OCT_W("q7", "24"))  \
     OCT_SHARED_ROW("x1", "q7", "q4", "32", "40", OCT_W("q4", "48")) \
@@ -650,68 +650,83 @@ static void octet_pad(const packed_layer *layer)
     }
 }
 
-/* Padded row r of the image (pixels c bytes apart from `image`, its column 0) into the n image
- * columns at dst, or the pad value above and below the image. */
-static inline void octet_fill(const packed_layer *layer, int8_t *dst, const int8_t *image, int32_t r, int32_t n)
+/* n entries at dst: a row's pixels from src (c bytes apart), or the pad value where src is NULL
+ * (above and below the image). */
+static inline void octet_fill(int8_t *dst, const int8_t *src, int32_t n, int32_t c, int8_t pad)
 {
-    const int32_t c = layer->c;
-    const int32_t iy = r - layer->pad_top;
-    if (iy < 0 || iy >= layer->in_h) {
-        const int16x8_t pad = vdupq_n_s16(layer->pad);
+    if (src == NULL) {
+        const int16x8_t pads = vdupq_n_s16(pad);
         for (int32_t k = 0; k < n; k++) {
-            vstrbq_s16(dst + 8 * k, pad);
+            vstrbq_s16(dst + 8 * k, pads);
         }
         return;
     }
-    const int8_t *src = image + iy * layer->in_w * c;
-    for (int32_t k = 0; k < n; k++) {
-        vstrbq_s16(dst + 8 * k, vldrbq_s16(src + k * c));
+    for (int32_t k = 0; k < n; k++, src += c) {
+        vstrbq_s16(dst + 8 * k, vldrbq_s16(src));
     }
+}
+
+/* The image row of padded row r (`image` is row 0's first pixel), NULL above and below it. */
+static inline const int8_t *octet_source(const packed_layer *layer, const int8_t *image, int32_t r)
+{
+    const int32_t iy = r - layer->pad_top;
+    return iy >= 0 && iy < layer->in_h ? image + iy * layer->in_w * layer->c : NULL;
 }
 
 /* Every output row of one batch of an octet group. The three cached rows are a ring of slots,
  * row.x[i] that of padded row top + i: moving down stride_h rows turns it by stride_h and brings
- * in the rows not cached yet (no division per row). */
+ * in the rows not cached yet (no division per row; at stride 1 one row, kept in locals). */
 static void octet_rows(const octet_group *g, const packed_layer *layer, void (*run)(const octet_row *),
                        const int8_t *image, int8_t *out)
 {
     const int32_t row_bytes = layer->padded_w * 8;
     const int32_t n = layer->image_end - layer->image_start; /* n > 0: column image_start is pixel 0 */
     const int32_t columns = layer->image_start * 8;
+    const int32_t c = layer->c;
+    const int8_t pad = layer->pad;
     const int32_t stride_h = layer->stride_h;
-    const int32_t turn = stride_h % 3;
-    const int32_t fresh = EDGEC_MIN(stride_h, 3);
-    const int32_t out_row = layer->out_w * layer->c;
+    const int32_t out_h = layer->out_h;
+    const int32_t out_row = layer->out_w * c;
     octet_row row = { g,
                       { layer->cache, layer->cache + row_bytes, layer->cache + 2 * row_bytes },
                       out,
-                      layer->c,
+                      c,
                       layer->out_w / 2,
                       layer->out_w % 2,
                       layer->stage.offset };
     for (int32_t i = 0; i < 3; i++) {
-        octet_fill(layer, row.x[i] + columns, image, i, n);
+        octet_fill(row.x[i] + columns, octet_source(layer, image, i), n, c, pad);
     }
-    for (int32_t oy = 0, top = 0;;) {
-        run(&row);
-        if (++oy == layer->out_h) {
-            return;
-        }
-        top += stride_h;
-        row.out += out_row;
-        int8_t *const x0 = row.x[0];
-        if (turn == 1) {
+    run(&row);
+    if (stride_h == 1) {
+        for (int32_t oy = 1; oy < out_h; oy++) {
+            int8_t *const x0 = row.x[0];
             row.x[0] = row.x[1];
             row.x[1] = row.x[2];
             row.x[2] = x0;
-        } else if (turn == 2) {
+            octet_fill(x0 + columns, octet_source(layer, image, oy + 2), n, c, pad);
+            row.out += out_row;
+            run(&row);
+        }
+        return;
+    }
+    const int32_t fresh = EDGEC_MIN(stride_h, 3);
+    for (int32_t oy = 1, top = stride_h; oy < out_h; oy++, top += stride_h) {
+        int8_t *const x0 = row.x[0];
+        if (stride_h % 3 == 1) {
+            row.x[0] = row.x[1];
+            row.x[1] = row.x[2];
+            row.x[2] = x0;
+        } else if (stride_h % 3 == 2) {
             row.x[0] = row.x[2];
             row.x[2] = row.x[1];
             row.x[1] = x0;
         }
         for (int32_t i = 3 - fresh; i < 3; i++) {
-            octet_fill(layer, row.x[i] + columns, image, top + i, n);
+            octet_fill(row.x[i] + columns, octet_source(layer, image, top + i), n, c, pad);
         }
+        row.out += out_row;
+        run(&row);
     }
 }
 
