@@ -54,8 +54,8 @@ PACKED_MAX_K = 16
 # -mcpu): DSP builds cache 4 channels as int16 pairs; Helium and portable C the 4 int8.
 PACKED_PIXEL_BYTES = {DSP: 8}
 # Groups of 4 channels the packed kernels' row cache holds at once (EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS):
-# Helium runs 8 channels a pass where it can.
-PACKED_CACHED_GROUPS = {MVE: 2}
+# Helium runs 16 channels a pass where it can.
+PACKED_CACHED_GROUPS = {MVE: 4}
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these, and
 # packed_scratch_bytes evaluates the packed kernels' two.
 IN_PLACE_SCRATCH = Scratch(

@@ -319,9 +319,9 @@ edgec_status edgec_depthwise_conv_s8_in_place(const edgec_depthwise_conv_desc *d
 #else
 #define EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES 4
 #endif
-/* Groups of 4 channels the row cache holds at once: Helium caches 8 channels where it can. */
+/* Groups of 4 channels the row cache holds at once: Helium caches 16 channels where it can. */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-#define EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS 2
+#define EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS 4
 #else
 #define EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS 1
 #endif

@@ -442,20 +442,22 @@ static EDGEC_NOINLINE void group_outputs(const packed_layer *layer, int32_t batc
 
 #if defined(__OPTIMIZE__)
 /*
- * Eight channels per pass (two groups), where a layer is a 3x3 undilated window at stride_w 1 or
- * 2 and the eight channels shift right only: the lanes are int16 (VLDRB.S16 of an entry of 8
- * channels), VMULLB/VMULLT multiply the even and the odd channels into int32 products, so a tap
- * of 8 channels is one entry load, two multiplies and two adds where the 4-channel path takes
- * two loads, two VMULs and two VADDs. The output stage runs edgec_mve_requantize's right-shift
- * steps on the even and odd sums, then narrows them with saturation into the channels' int16
- * lanes (VQMOVNB/VQMOVNT) and clamps there: a sum beyond int16 saturates to a value beyond every
+ * Eight channels at a time (an octet: two groups), where a layer is a 3x3 undilated window at
+ * stride_w 1 or 2 and the octet shifts right only: the lanes are int16 (VLDRB.S16 of 8 channels),
+ * VMULLB/VMULLT multiply the even and the odd channels into int32 products, so a tap of 8
+ * channels is one entry load, two multiplies and two adds where the 4-channel path takes two
+ * loads, two VMULs and two VADDs. The output stage runs edgec_mve_requantize's right-shift steps
+ * on the even and odd sums, then narrows them with saturation into the channels' int16 lanes
+ * (VQMOVNB/VQMOVNT) and clamps there: a sum beyond int16 saturates to a value beyond every
  * bound, so the clamped byte is the golden's.
  *
- * The row cache is row-major here: cached row r in slot r mod 3, [padded_w][8] entries, so a
- * pixel's three filter rows are three pointers and the next pixel's entries are 8 * stride_w
- * bytes on (no phases: the taps are in filter order). It takes twice the 4-channel cache
- * (EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS).
+ * A pass takes two octets where it can (16 channels): the row cache's entries hold 16 channels,
+ * so one fill, one call and one turn of the row ring serve both. The cache is row-major: a ring
+ * of three cached rows of [padded_w][16] entries, so a pixel's three filter rows are three
+ * pointers and the next pixel's entries 16 * stride_w bytes on (no phases: the taps are in
+ * filter order). It takes four times the 4-channel cache (EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS).
  */
+#define OCTET_ENTRY 16
 typedef struct {
     int32_t w[9][2];          /* 0: the taps [ky][kx], 8 int8 channels each */
     int32_t unused[2];        /* 72 */
@@ -467,20 +469,26 @@ typedef struct {
 } octet_group;
 typedef char octet_layout[offsetof(octet_group, bias) == 80 && offsetof(octet_group, multiplier) == 112 &&
                                   offsetof(octet_group, minus_right) == 144 && offsetof(octet_group, lo) == 176 &&
-                                  offsetof(octet_group, hi) == 192
+                                  offsetof(octet_group, hi) == 192 && sizeof(octet_group) == 208
                               ? 1
                               : -1];
 
-/* What an octet row routine reads: fixed for a group but for the row's pointers. */
+/* What an octet row routine reads (layout checked below: the routine reloads x and out). */
 typedef struct {
-    const octet_group *g;
-    int8_t *x[3]; /* the cached rows of filter rows 0, 1, 2, from the row's first window */
+    const octet_group *g; /* the pass's octets, 208 bytes apart */
+    int8_t *x[3];         /* the cached rows of filter rows 0, 1, 2, from the row's first window */
     int8_t *out;
     int32_t out_step;
     int32_t pairs; /* >= 0 */
     int32_t odd;   /* one more pixel after the pairs */
     int32_t offset;
+    const octet_group *last; /* the pass's last octet */
 } octet_row;
+typedef char octet_row_layout[offsetof(octet_row, x) == 4 && offsetof(octet_row, out) == 16 &&
+                                      offsetof(octet_row, pairs) == 24 && offsetof(octet_row, odd) == 28 &&
+                                      offsetof(octet_row, last) == 36
+                                  ? 1
+                                  : -1];
 
 /* Tap (row x, column offset o) of a pixel pair (the second pixel's entry at ob) with weights W
  * (q4 or q7): sums in q0/q1 (first pixel, even/odd channels) and q2/q3, the entry in q5, the
@@ -494,42 +502,43 @@ typedef struct {
     "vldrb.s16 q5, [%[" x "], #" o "]\n\tvmullb.s16 q6, q5, " W "\n\tvadd.i32 q0, q0, q6\n\t" \
     "vmullt.s16 q6, q5, " W "\n\t" next "vadd.i32 q1, q1, q6\n\t"
 #define OCT_W(reg, off) "vldrb.s16 " reg ", [%[k], #" off "]\n\t"
-/* the nine taps of a pair, the second pixel's columns at b0, b1, b2 */
-#define OCT_PAIR_TAPS(b0, b1, b2)                         \
-    OCT_PAIR_TAP("x0", "0", b0, "q4", OCT_W("q7", "8"))   \
-    OCT_PAIR_TAP("x0", "8", b1, "q7", OCT_W("q4", "16"))  \
-    OCT_PAIR_TAP("x0", "16", b2, "q4", OCT_W("q7", "24")) \
-    OCT_PAIR_TAP("x1", "0", b0, "q7", OCT_W("q4", "32"))  \
-    OCT_PAIR_TAP("x1", "8", b1, "q4", OCT_W("q7", "40"))  \
-    OCT_PAIR_TAP("x1", "16", b2, "q7", OCT_W("q4", "48")) \
-    OCT_PAIR_TAP("x2", "0", b0, "q4", OCT_W("q7", "56"))  \
-    OCT_PAIR_TAP("x2", "8", b1, "q7", OCT_W("q4", "64")) OCT_PAIR_TAP("x2", "16", b2, "q4", "")
+/* Stride 2: the nine taps of a pair, the second pixel's columns two entries on. */
+#define OCT_PAIR_TAPS_S2                                    \
+    OCT_PAIR_TAP("x0", "0", "32", "q4", OCT_W("q7", "8"))   \
+    OCT_PAIR_TAP("x0", "16", "48", "q7", OCT_W("q4", "16")) \
+    OCT_PAIR_TAP("x0", "32", "64", "q4", OCT_W("q7", "24")) \
+    OCT_PAIR_TAP("x1", "0", "32", "q7", OCT_W("q4", "32"))  \
+    OCT_PAIR_TAP("x1", "16", "48", "q4", OCT_W("q7", "40")) \
+    OCT_PAIR_TAP("x1", "32", "64", "q7", OCT_W("q4", "48")) \
+    OCT_PAIR_TAP("x2", "0", "32", "q4", OCT_W("q7", "56"))  \
+    OCT_PAIR_TAP("x2", "16", "48", "q7", OCT_W("q4", "64")) OCT_PAIR_TAP("x2", "32", "64", "q4", "")
 /* Stride 1: the pair's windows share two columns, so a filter row is four entry loads (X0..X3)
- * and three weight loads: the first pixel takes X0..X2, the second X1..X3. `mac` adds the
+ * and three weight loads: the first pixel takes X0..X2, the second X1..X3. OCT_MAC adds the
  * products of the entry (q5) and W to the sums lo/hi, `between` issuing before the last add. */
 #define OCT_MAC(lo, hi, W, between)                                                                                  \
     "vmullb.s16 q6, q5, " W "\n\tvadd.i32 " lo ", " lo ", q6\n\tvmullt.s16 q6, q5, " W "\n\t" between "vadd.i32 " hi \
     ", " hi ", q6\n\t"
 #define OCT_X(x, o) "vldrb.s16 q5, [%[" x "], #" o "]\n\t"
 /* filter row x with w0 in Wa: w1 (at w1) into Wb, w2 (at w2) into Wa, then `next` */
-#define OCT_SHARED_ROW(x, Wa, Wb, w1, w2, next)                                    \
-    OCT_X(x, "0")                                                                  \
-    OCT_MAC("q0", "q1", Wa, OCT_X(x, "8"))                                         \
-    OCT_MAC("q2", "q3", Wa, OCT_W(Wb, w1)) OCT_MAC("q0", "q1", Wb, OCT_X(x, "16")) \
-        OCT_MAC("q2", "q3", Wb, OCT_W(Wa, w2)) OCT_MAC("q0", "q1", Wa, OCT_X(x, "24")) OCT_MAC("q2", "q3", Wa, next)
+#define OCT_SHARED_ROW(x, Wa, Wb, w1, w2, next) \
+    OCT_X(x, "0")                               \
+    OCT_MAC("q0", "q1", Wa, OCT_X(x, "16"))     \
+    OCT_MAC("q2", "q3", Wa, OCT_W(Wb, w1))      \
+    OCT_MAC("q0", "q1", Wb, OCT_X(x, "32"))     \
+    OCT_MAC("q2", "q3", Wb, OCT_W(Wa, w2)) OCT_MAC("q0", "q1", Wa, OCT_X(x, "48")) OCT_MAC("q2", "q3", Wa, next)
 #define OCT_PAIR_TAPS_S1                                            \
     OCT_SHARED_ROW("x0", "q4", "q7", "8", "16", OCT_W("q7", "24"))  \
     OCT_SHARED_ROW("x1", "q7", "q4", "32", "40", OCT_W("q4", "48")) \
     OCT_SHARED_ROW("x2", "q4", "q7", "56", "64", "")
 #define OCT_ONE_TAPS                                 \
     OCT_ONE_TAP("x0", "0", "q4", OCT_W("q7", "8"))   \
-    OCT_ONE_TAP("x0", "8", "q7", OCT_W("q4", "16"))  \
-    OCT_ONE_TAP("x0", "16", "q4", OCT_W("q7", "24")) \
+    OCT_ONE_TAP("x0", "16", "q7", OCT_W("q4", "16")) \
+    OCT_ONE_TAP("x0", "32", "q4", OCT_W("q7", "24")) \
     OCT_ONE_TAP("x1", "0", "q7", OCT_W("q4", "32"))  \
-    OCT_ONE_TAP("x1", "8", "q4", OCT_W("q7", "40"))  \
-    OCT_ONE_TAP("x1", "16", "q7", OCT_W("q4", "48")) \
+    OCT_ONE_TAP("x1", "16", "q4", OCT_W("q7", "40")) \
+    OCT_ONE_TAP("x1", "32", "q7", OCT_W("q4", "48")) \
     OCT_ONE_TAP("x2", "0", "q4", OCT_W("q7", "56"))  \
-    OCT_ONE_TAP("x2", "8", "q7", OCT_W("q4", "64")) OCT_ONE_TAP("x2", "16", "q4", "")
+    OCT_ONE_TAP("x2", "16", "q7", OCT_W("q4", "64")) OCT_ONE_TAP("x2", "32", "q4", "")
 /* the rounding fixup and right shift of sums q by the shifts s (edgec_mve_requantize), in q6 */
 #define OCT_FIX(q, s)                                                                 \
     "vand q6, " q ", " s "\n\tvshr.s32 q6, q6, #31\n\tvqadd.s32 " q ", " q ", q6\n\t" \
@@ -560,54 +569,61 @@ typedef struct {
                         "vldrw.u32 q7, [%[k], #192]\n\tvmin.s16 q5, q5, q7\n\t"                               \
                         "vadd.i16 q5, q5, %[offset]\n\tvstrb.16 q5, [%[out]]\n\t"
 
-/* A row of an octet group: its pixel pairs (the second pixel's entries at b0..b2, the windows
- * `advance` bytes on per pair), then one more when `odd`. */
-#define OCTET_ROW(name, TAPS, advance, FIX)                                                                            \
-    static EDGEC_NOINLINE void name(const octet_row *row)                                                              \
-    {                                                                                                                  \
-        const int8_t *x0 = row->x[0];                                                                                  \
-        const int8_t *x1 = row->x[1];                                                                                  \
-        const int8_t *x2 = row->x[2];                                                                                  \
-        int8_t *out = row->out;                                                                                        \
-        __asm__ volatile("wls lr, %[n], 2f\n"                                                                          \
-                         "1:\n\t"                                                                                      \
-                         "vldrw.u32 q0, [%[k], #80]\n\tvmov q2, q0\n\tvldrw.u32 q1, [%[k], #96]\n\t"                   \
-                         "vmov q3, q1\n\t" OCT_W("q4", "0") TAPS OCT_PAIR_OUTPUT(                                      \
-                             FIX) "add %[x0], %[x0], #" advance "\n\t"                                                 \
-                                  "add %[x1], %[x1], #" advance "\n\t"                                                 \
-                                  "add %[x2], %[x2], #" advance "\n\t"                                                 \
-                                  "le lr, 1b\n"                                                                        \
-                                  "2:\n\t"                                                                             \
-                                  "cmp %[odd], #0\n\t"                                                                 \
-                                  "beq 3f\n\t"                                                                         \
-                                  "vldrw.u32 q0, [%[k], #80]\n\t" OCT_W(                                               \
-                                      "q4", "0") "vldrw.u32 q1, [%[k], #96]\n\t" OCT_ONE_TAPS OCT_ONE_OUTPUT(FIX) "3:" \
-                         : [x0] "+l"(x0), [x1] "+l"(x1), [x2] "+l"(x2), [out] "+l"(out)                                \
-                         : [k] "l"(row->g), [n] "r"(row->pairs), [odd] "r"(row->odd), [out_step] "r"(row->out_step),   \
-                           [offset] "r"(row->offset)                                                                   \
-                         : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc");                      \
+/* A row of a pass: per octet, its pixel pairs (the windows `advance` bytes on per pair), then
+ * one more pixel when `odd`; then the next octet from the row's start, 8 channels on. */
+#define OCTET_ROW(name, TAPS, advance, FIX)                                                                        \
+    static EDGEC_NOINLINE void name(const octet_row *row)                                                          \
+    {                                                                                                              \
+        const int8_t *x0 = row->x[0];                                                                              \
+        const int8_t *x1 = row->x[1];                                                                              \
+        const int8_t *x2 = row->x[2];                                                                              \
+        int8_t *out = row->out;                                                                                    \
+        const octet_group *k = row->g;                                                                             \
+        __asm__ volatile(                                                                                          \
+            "4:\n\t"                                                                                               \
+            "ldr lr, [%[row], #24]\n\t" /* pairs */ "wls lr, lr, 2f\n"                                             \
+            "1:\n\t"                                                                                               \
+            "vldrw.u32 q0, [%[k], #80]\n\tvmov q2, q0\n\tvldrw.u32 q1, [%[k], #96]\n\t"                            \
+            "vmov q3, q1\n\t" OCT_W("q4", "0") TAPS OCT_PAIR_OUTPUT(                                               \
+                FIX) "add %[x0], %[x0], #" advance "\n\t"                                                          \
+                     "add %[x1], %[x1], #" advance "\n\t"                                                          \
+                     "add %[x2], %[x2], #" advance "\n\t"                                                          \
+                     "le lr, 1b\n"                                                                                 \
+                     "2:\n\t"                                                                                      \
+                     "ldr lr, [%[row], #28]\n\t" /* odd */ "cmp lr, #0\n\t"                                        \
+                     "beq 3f\n\t"                                                                                  \
+                     "vldrw.u32 q0, [%[k], #80]\n\t" OCT_W("q4", "0") "vldrw.u32 q1, [%[k], #96]\n\t" OCT_ONE_TAPS \
+                         OCT_ONE_OUTPUT(FIX) "3:\n\t"                                                              \
+                                             "ldr lr, [%[row], #36]\n\t" /* last */ "cmp %[k], lr\n\t"             \
+                                             "beq 5f\n\t"                                                          \
+                                             "ldr %[x0], [%[row], #4]\n\tadd %[x0], %[x0], #8\n\t"                 \
+                                             "ldr %[x1], [%[row], #8]\n\tadd %[x1], %[x1], #8\n\t"                 \
+                                             "ldr %[x2], [%[row], #12]\n\tadd %[x2], %[x2], #8\n\t"                \
+                                             "ldr %[out], [%[row], #16]\n\tadd %[out], %[out], #8\n\t"             \
+                                             "add %[k], %[k], #208\n\t"                                            \
+                                             "b 4b\n"                                                              \
+                                             "5:"                                                                  \
+            : [x0] "+l"(x0), [x1] "+l"(x1), [x2] "+l"(x2), [out] "+l"(out), [k] "+l"(k)                            \
+            : [row] "r"(row), [out_step] "r"(row->out_step), [offset] "r"(row->offset)                             \
+            : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc");                               \
     }
-OCTET_ROW(octet_row_s1, OCT_PAIR_TAPS_S1, "16", OCT_FIX)
-OCTET_ROW(octet_row_s1_strict, OCT_PAIR_TAPS_S1, "16", OCT_FIX_STRICT)
-OCTET_ROW(octet_row_s2, OCT_PAIR_TAPS("16", "24", "32"), "32", OCT_FIX)
-OCTET_ROW(octet_row_s2_strict, OCT_PAIR_TAPS("16", "24", "32"), "32", OCT_FIX_STRICT)
+OCTET_ROW(octet_row_s1, OCT_PAIR_TAPS_S1, "32", OCT_FIX)
+OCTET_ROW(octet_row_s1_strict, OCT_PAIR_TAPS_S1, "32", OCT_FIX_STRICT)
+OCTET_ROW(octet_row_s2, OCT_PAIR_TAPS_S2, "64", OCT_FIX)
+OCTET_ROW(octet_row_s2_strict, OCT_PAIR_TAPS_S2, "64", OCT_FIX_STRICT)
 
-/* The octet path takes channels first .. first + 7 (first a multiple of 8) of this layer: its
+/* The octet path takes channels first .. first + 7 of this layer (first a multiple of 8): its
  * window, straight into the output (not staged), and no left shift among the eight. */
 static int octet_takes(const packed_layer *layer, int32_t first, int32_t pixel_step)
 {
     if (!layer->unrolled || layer->stride_w > 2 || pixel_step != layer->c || first + 8 > layer->c) {
         return 0;
     }
-    for (int32_t i = 0; i < 8; i++) {
-        if (layer->quant->shift[first + i] > 0) {
-            return 0;
-        }
-    }
-    return 1;
+    const int32x4x2_t shift = vld2q_s32(layer->quant->shift + first);
+    return vmaxvq_s32(INT32_MIN, vmaxq_s32(shift.val[0], shift.val[1])) <= 0;
 }
 
-/* The group's constants: the taps of its two 4-channel groups side by side (VST2 interleaves
+/* An octet's constants: the taps of its two 4-channel groups side by side (VST2 interleaves
  * their words), the per-channel values split into even and odd channels (VLD2); whether every
  * shift is < 0. */
 static int octet_make(octet_group *g, const packed_layer *layer, int32_t first)
@@ -636,33 +652,39 @@ static int octet_make(octet_group *g, const packed_layer *layer, int32_t first)
 /* The pad value in the padding columns of the three cached rows: octet_fill writes the others. */
 static void octet_pad(const packed_layer *layer)
 {
-    const int16x8_t pad = vdupq_n_s16(layer->pad);
-    const int32_t padded_w = layer->padded_w;
+    const int8x16_t pad = vdupq_n_s8(layer->pad);
+    const int32_t row_bytes = layer->padded_w * OCTET_ENTRY;
     const int32_t image_start = layer->image_start;
     const int32_t image_end = layer->image_end;
-    for (int8_t *row = layer->cache; row < layer->cache + 3 * 8 * padded_w; row += 8 * padded_w) {
+    for (int8_t *row = layer->cache; row < layer->cache + 3 * row_bytes; row += row_bytes) {
         for (int32_t j = 0; j < image_start; j++) {
-            vstrbq_s16(row + 8 * j, pad);
+            vstrbq_s8(row + OCTET_ENTRY * j, pad);
         }
-        for (int32_t j = image_end; j < padded_w; j++) {
-            vstrbq_s16(row + 8 * j, pad);
+        for (int32_t j = image_end; j < layer->padded_w; j++) {
+            vstrbq_s8(row + OCTET_ENTRY * j, pad);
         }
     }
 }
 
-/* n entries at dst: a row's pixels from src (c bytes apart), or the pad value where src is NULL
- * (above and below the image). */
-static inline void octet_fill(int8_t *dst, const int8_t *src, int32_t n, int32_t c, int8_t pad)
+/* n entries at dst: a row's pixels from src (c bytes apart; 8 * octets channels each), or the
+ * pad value where src is NULL (above and below the image). */
+static inline void octet_fill(int8_t *dst, const int8_t *src, int32_t n, int32_t c, int32_t octets, int8_t pad)
 {
     if (src == NULL) {
-        const int16x8_t pads = vdupq_n_s16(pad);
+        const int8x16_t pads = vdupq_n_s8(pad);
         for (int32_t k = 0; k < n; k++) {
-            vstrbq_s16(dst + 8 * k, pads);
+            vstrbq_s8(dst + OCTET_ENTRY * k, pads);
         }
         return;
     }
-    for (int32_t k = 0; k < n; k++, src += c) {
-        vstrbq_s16(dst + 8 * k, vldrbq_s16(src));
+    if (octets == 2) {
+        for (int32_t k = 0; k < n; k++, src += c) {
+            vstrbq_s8(dst + OCTET_ENTRY * k, vldrbq_s8(src));
+        }
+        return;
+    }
+    for (int32_t k = 0; k < n; k++, src += c) { /* past the octet: not the input's to read */
+        vstrbq_s16(dst + OCTET_ENTRY * k, vldrbq_s16(src));
     }
 }
 
@@ -673,89 +695,99 @@ static inline const int8_t *octet_source(const packed_layer *layer, const int8_t
     return iy >= 0 && iy < layer->in_h ? image + iy * layer->in_w * layer->c : NULL;
 }
 
-/* Every output row of one batch of an octet group. The three cached rows are a ring of slots,
- * row.x[i] that of padded row top + i: moving down stride_h rows turns it by stride_h and brings
- * in the rows not cached yet (no division per row; at stride 1 one row, kept in locals). */
-static void octet_rows(const octet_group *g, const packed_layer *layer, void (*run)(const octet_row *),
-                       const int8_t *image, int8_t *out)
+/* Every output row of one batch of a pass. The three cached rows are a ring of slots, row.x[i]
+ * that of padded row top + i: moving down stride_h rows turns it by stride_h and brings in the
+ * rows not cached yet (no division per row; at stride 1 one row). */
+static void octet_rows(octet_row *row, const packed_layer *layer, void (*run)(const octet_row *), const int8_t *image)
 {
-    const int32_t row_bytes = layer->padded_w * 8;
     const int32_t n = layer->image_end - layer->image_start; /* n > 0: column image_start is pixel 0 */
-    const int32_t columns = layer->image_start * 8;
+    const int32_t columns = layer->image_start * OCTET_ENTRY;
     const int32_t c = layer->c;
+    const int32_t octets = (int32_t)(row->last - row->g) + 1;
     const int8_t pad = layer->pad;
     const int32_t stride_h = layer->stride_h;
     const int32_t out_h = layer->out_h;
     const int32_t out_row = layer->out_w * c;
-    octet_row row = { g,
-                      { layer->cache, layer->cache + row_bytes, layer->cache + 2 * row_bytes },
-                      out,
-                      c,
-                      layer->out_w / 2,
-                      layer->out_w % 2,
-                      layer->stage.offset };
     for (int32_t i = 0; i < 3; i++) {
-        octet_fill(row.x[i] + columns, octet_source(layer, image, i), n, c, pad);
+        octet_fill(row->x[i] + columns, octet_source(layer, image, i), n, c, octets, pad);
     }
-    run(&row);
+    run(row);
     if (stride_h == 1) {
         for (int32_t oy = 1; oy < out_h; oy++) {
-            int8_t *const x0 = row.x[0];
-            row.x[0] = row.x[1];
-            row.x[1] = row.x[2];
-            row.x[2] = x0;
-            octet_fill(x0 + columns, octet_source(layer, image, oy + 2), n, c, pad);
-            row.out += out_row;
-            run(&row);
+            int8_t *const x0 = row->x[0];
+            row->x[0] = row->x[1];
+            row->x[1] = row->x[2];
+            row->x[2] = x0;
+            octet_fill(x0 + columns, octet_source(layer, image, oy + 2), n, c, octets, pad);
+            row->out += out_row;
+            run(row);
         }
         return;
     }
     const int32_t fresh = EDGEC_MIN(stride_h, 3);
     for (int32_t oy = 1, top = stride_h; oy < out_h; oy++, top += stride_h) {
-        int8_t *const x0 = row.x[0];
+        int8_t *const x0 = row->x[0];
         if (stride_h % 3 == 1) {
-            row.x[0] = row.x[1];
-            row.x[1] = row.x[2];
-            row.x[2] = x0;
+            row->x[0] = row->x[1];
+            row->x[1] = row->x[2];
+            row->x[2] = x0;
         } else if (stride_h % 3 == 2) {
-            row.x[0] = row.x[2];
-            row.x[2] = row.x[1];
-            row.x[1] = x0;
+            row->x[0] = row->x[2];
+            row->x[2] = row->x[1];
+            row->x[1] = x0;
         }
         for (int32_t i = 3 - fresh; i < 3; i++) {
-            octet_fill(row.x[i] + columns, octet_source(layer, image, top + i), n, c, pad);
+            octet_fill(row->x[i] + columns, octet_source(layer, image, top + i), n, c, octets, pad);
         }
-        row.out += out_row;
-        run(&row);
+        row->out += out_row;
+        run(row);
     }
 }
 
-/* Channels first .. first + 7, every batch, into out (pixels C bytes apart). */
-static EDGEC_NOINLINE void octet_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out)
+/* Channels first .. first + 8 * octets - 1, every batch, into out (pixels C bytes apart). */
+static EDGEC_NOINLINE void octet_outputs(const packed_layer *layer, int32_t batches, int32_t first, int32_t octets,
+                                         int8_t *out)
 {
-    octet_group g;
-    const int strict = octet_make(&g, layer, first);
+    octet_group g[2];
+    int strict = 1;
+    for (int32_t o = 0; o < octets; o++) {
+        strict = octet_make(&g[o], layer, first + 8 * o) && strict;
+    }
     void (*const run)(const octet_row *) = layer->stride_w == 1 ? (strict ? octet_row_s1_strict : octet_row_s1)
                                                                 : (strict ? octet_row_s2_strict : octet_row_s2);
     octet_pad(layer);
     const int32_t image_bytes = layer->in_h * layer->in_w * layer->c;
     const int32_t out_bytes = layer->out_h * layer->out_w * layer->c;
+    const int32_t row_bytes = layer->padded_w * OCTET_ENTRY;
     for (int32_t b = 0; b < batches; b++) {
-        octet_rows(&g, layer, run, layer->input + b * image_bytes + first, out + b * out_bytes);
+        octet_row row = { g,
+                          { layer->cache, layer->cache + row_bytes, layer->cache + 2 * row_bytes },
+                          out + b * out_bytes,
+                          layer->c,
+                          layer->out_w / 2,
+                          layer->out_w % 2,
+                          layer->stage.offset,
+                          g + octets - 1 };
+        octet_rows(&row, layer, run, layer->input + b * image_bytes + first);
     }
 }
 #endif
 
-/* Channels first .. first + 3: an octet's first half runs the octet path, whose second half
- * is then done; any other group the 4-channel one. */
+/* Channels first .. first + 3. Where their octet takes the octet path, the octet's first group
+ * runs it, with the next octet too when that one also takes it and this one starts a 16-channel
+ * pass (first a multiple of 16); the group after that has nothing left to do. Else the
+ * 4-channel path. */
 void edgec_depthwise_packed_group_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out,
                                           int32_t pixel_step)
 {
 #if defined(__OPTIMIZE__)
-    if (octet_takes(layer, first - first % 8, pixel_step)) {
-        if (first % 8 == 0) {
-            octet_outputs(layer, batches, first, out);
+    const int32_t octet = first - first % 8;
+    if (octet_takes(layer, octet, pixel_step)) {
+        if (first != octet || (octet % 16 == 8 && octet_takes(layer, octet - 8, pixel_step))) {
+            return; /* done with its octet, or with the octet before it */
         }
+        const int32_t octets = octet % 16 == 0 && octet_takes(layer, octet + 8, pixel_step) ? 2 : 1;
+        octet_outputs(layer, batches, octet, octets, out);
         return;
     }
 #endif
