@@ -543,74 +543,92 @@ typedef char octet_row_layout[offsetof(octet_row, x) == 4 && offsetof(octet_row,
 #define OCT_FIX(q, s)                                                                 \
     "vand q6, " q ", " s "\n\tvshr.s32 q6, q6, #31\n\tvqadd.s32 " q ", " q ", q6\n\t" \
     "vrshl.s32 " q ", " q ", " s "\n\t"
-/* every shift < 0: the AND with the shift keeps just the sign bit */
-#define OCT_FIX_STRICT(q, s) \
-    "vshr.s32 q6, " q ", #31\n\tvqadd.s32 " q ", " q ", q6\n\tvrshl.s32 " q ", " q ", " s "\n\t"
-/* the output stage of the pair q0/q1, q2/q3: each pixel's 8 int16 lanes clamped, offset, stored */
-#define OCT_PAIR_OUTPUT(FIX)                                                                                    \
+/* The output stage of the pair q0/q1, q2/q3 where every shift is < 0 (the fixup's AND with the
+ * shift keeps just the sign bit) and the bounds are the int8 range: saturating narrowings to
+ * int16, the offset added with saturation, to int8 (a value beyond int16 stays beyond the bounds
+ * at each step), each pixel's bytes in the bottom of its 16-bit lanes. The fixups interleave with
+ * the multiplies and loads: fewer vector instructions follow one of their own class. */
+#define OCT_PAIR_OUTPUT_FULL                                                                                 \
+    "vldrw.u32 q4, [%[k], #112]\n\tvqrdmulh.s32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #128]\n\t"                \
+    "vqrdmulh.s32 q2, q2, q4\n\tvshr.s32 q6, q0, #31\n\tvqrdmulh.s32 q1, q1, q7\n\tvqadd.s32 q0, q0, q6\n\t" \
+    "vqrdmulh.s32 q3, q3, q7\n\tvldrw.u32 q4, [%[k], #144]\n\tvshr.s32 q6, q2, #31\n\t"                      \
+    "vldrw.u32 q7, [%[k], #160]\n\tvrshl.s32 q0, q0, q4\n\tvqadd.s32 q2, q2, q6\n\tvshr.s32 q6, q1, #31\n\t" \
+    "vrshl.s32 q2, q2, q4\n\tvqadd.s32 q1, q1, q6\n\tvshr.s32 q6, q3, #31\n\tvrshl.s32 q1, q1, q7\n\t"       \
+    "vqadd.s32 q3, q3, q6\n\tvqmovnb.s32 q5, q0\n\tvrshl.s32 q3, q3, q7\n\tvqmovnt.s32 q5, q1\n\t"           \
+    "vqmovnb.s32 q6, q2\n\tvqadd.s16 q5, q5, %[offset]\n\tvqmovnt.s32 q6, q3\n\tvqmovnb.s16 q4, q5\n\t"      \
+    "vqadd.s16 q6, q6, %[offset]\n\tvstrb.16 q4, [%[out]]\n\tvqmovnb.s16 q7, q6\n\t"                         \
+    "add %[out], %[out], %[out_step]\n\tvstrb.16 q7, [%[out]]\n\tadd %[out], %[out], %[out_step]\n\t"
+#define OCT_ONE_OUTPUT_FULL                                                                                     \
     "vldrw.u32 q4, [%[k], #112]\n\tvqrdmulh.s32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #128]\n\t"                   \
-    "vqrdmulh.s32 q2, q2, q4\n\tvqrdmulh.s32 q1, q1, q7\n\tvldrw.u32 q4, [%[k], #144]\n\t"                      \
-    "vqrdmulh.s32 q3, q3, q7\n\tvldrw.u32 q7, [%[k], #160]\n\t" FIX("q0", "q4") FIX("q2", "q4") FIX("q1", "q7") \
-        FIX("q3", "q7") "vqmovnb.s32 q5, q0\n\tvqmovnt.s32 q5, q1\n\t"                                          \
-                        "vldrw.u32 q4, [%[k], #176]\n\t"                                                        \
-                        "vqmovnb.s32 q6, q2\n\tvqmovnt.s32 q6, q3\n\t"                                          \
-                        "vldrw.u32 q7, [%[k], #192]\n\t"                                                        \
-                        "vmax.s16 q5, q5, q4\n\tvmax.s16 q6, q6, q4\n\t"                                        \
-                        "vmin.s16 q5, q5, q7\n\tvmin.s16 q6, q6, q7\n\t"                                        \
-                        "vadd.i16 q5, q5, %[offset]\n\tvstrb.16 q5, [%[out]]\n\t"                               \
-                        "add %[out], %[out], %[out_step]\n\t"                                                   \
-                        "vadd.i16 q6, q6, %[offset]\n\tvstrb.16 q6, [%[out]]\n\t"                               \
-                        "add %[out], %[out], %[out_step]\n\t"
-#define OCT_ONE_OUTPUT(FIX)                                                                                   \
-    "vldrw.u32 q4, [%[k], #112]\n\tvqrdmulh.s32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #128]\n\t"                 \
-    "vqrdmulh.s32 q1, q1, q7\n\tvldrw.u32 q4, [%[k], #144]\n\tvldrw.u32 q7, [%[k], #160]\n\t" FIX("q0", "q4") \
-        FIX("q1", "q7") "vqmovnb.s32 q5, q0\n\tvqmovnt.s32 q5, q1\n\t"                                        \
-                        "vldrw.u32 q4, [%[k], #176]\n\tvmax.s16 q5, q5, q4\n\t"                               \
-                        "vldrw.u32 q7, [%[k], #192]\n\tvmin.s16 q5, q5, q7\n\t"                               \
-                        "vadd.i16 q5, q5, %[offset]\n\tvstrb.16 q5, [%[out]]\n\t"
+    "vshr.s32 q6, q0, #31\n\tvqrdmulh.s32 q1, q1, q7\n\tvqadd.s32 q0, q0, q6\n\tvldrw.u32 q4, [%[k], #144]\n\t" \
+    "vshr.s32 q6, q1, #31\n\tvldrw.u32 q7, [%[k], #160]\n\tvrshl.s32 q0, q0, q4\n\tvqadd.s32 q1, q1, q6\n\t"    \
+    "vrshl.s32 q1, q1, q7\n\tvqmovnb.s32 q5, q0\n\tvqmovnt.s32 q5, q1\n\tvqadd.s16 q5, q5, %[offset]\n\t"       \
+    "vqmovnb.s16 q4, q5\n\tvstrb.16 q4, [%[out]]\n\t"
+/* The general output stage (any shift <= 0, any bounds): edgec_mve_requantize's right-shift
+ * steps, saturating narrowings into the channels' int16 lanes, the clamp there, the offset. */
+#define OCT_PAIR_OUTPUT                                                                                   \
+    "vldrw.u32 q4, [%[k], #112]\n\tvqrdmulh.s32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #128]\n\t"             \
+    "vqrdmulh.s32 q2, q2, q4\n\tvqrdmulh.s32 q1, q1, q7\n\tvldrw.u32 q4, [%[k], #144]\n\t"                \
+    "vqrdmulh.s32 q3, q3, q7\n\tvldrw.u32 q7, [%[k], #160]\n\t" OCT_FIX("q0", "q4") OCT_FIX("q2", "q4")   \
+        OCT_FIX("q1", "q7") OCT_FIX("q3", "q7") "vqmovnb.s32 q5, q0\n\tvqmovnt.s32 q5, q1\n\t"            \
+                                                "vldrw.u32 q4, [%[k], #176]\n\t"                          \
+                                                "vqmovnb.s32 q6, q2\n\tvqmovnt.s32 q6, q3\n\t"            \
+                                                "vldrw.u32 q7, [%[k], #192]\n\t"                          \
+                                                "vmax.s16 q5, q5, q4\n\tvmax.s16 q6, q6, q4\n\t"          \
+                                                "vmin.s16 q5, q5, q7\n\tvmin.s16 q6, q6, q7\n\t"          \
+                                                "vadd.i16 q5, q5, %[offset]\n\tvstrb.16 q5, [%[out]]\n\t" \
+                                                "add %[out], %[out], %[out_step]\n\t"                     \
+                                                "vadd.i16 q6, q6, %[offset]\n\tvstrb.16 q6, [%[out]]\n\t" \
+                                                "add %[out], %[out], %[out_step]\n\t"
+#define OCT_ONE_OUTPUT                                                                                            \
+    "vldrw.u32 q4, [%[k], #112]\n\tvqrdmulh.s32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #128]\n\t"                     \
+    "vqrdmulh.s32 q1, q1, q7\n\tvldrw.u32 q4, [%[k], #144]\n\tvldrw.u32 q7, [%[k], #160]\n\t" OCT_FIX("q0", "q4") \
+        OCT_FIX("q1", "q7") "vqmovnb.s32 q5, q0\n\tvqmovnt.s32 q5, q1\n\t"                                        \
+                            "vldrw.u32 q4, [%[k], #176]\n\tvmax.s16 q5, q5, q4\n\t"                               \
+                            "vldrw.u32 q7, [%[k], #192]\n\tvmin.s16 q5, q5, q7\n\t"                               \
+                            "vadd.i16 q5, q5, %[offset]\n\tvstrb.16 q5, [%[out]]\n\t"
 
 /* A row of a pass: per octet, its pixel pairs (the windows `advance` bytes on per pair), then
  * one more pixel when `odd`; then the next octet from the row's start, 8 channels on. */
-#define OCTET_ROW(name, TAPS, advance, FIX)                                                                        \
-    static EDGEC_NOINLINE void name(const octet_row *row)                                                          \
-    {                                                                                                              \
-        const int8_t *x0 = row->x[0];                                                                              \
-        const int8_t *x1 = row->x[1];                                                                              \
-        const int8_t *x2 = row->x[2];                                                                              \
-        int8_t *out = row->out;                                                                                    \
-        const octet_group *k = row->g;                                                                             \
-        __asm__ volatile(                                                                                          \
-            "4:\n\t"                                                                                               \
-            "ldr lr, [%[row], #24]\n\t" /* pairs */ "wls lr, lr, 2f\n"                                             \
-            "1:\n\t"                                                                                               \
-            "vldrw.u32 q0, [%[k], #80]\n\tvmov q2, q0\n\tvldrw.u32 q1, [%[k], #96]\n\t"                            \
-            "vmov q3, q1\n\t" OCT_W("q4", "0") TAPS OCT_PAIR_OUTPUT(                                               \
-                FIX) "add %[x0], %[x0], #" advance "\n\t"                                                          \
-                     "add %[x1], %[x1], #" advance "\n\t"                                                          \
-                     "add %[x2], %[x2], #" advance "\n\t"                                                          \
-                     "le lr, 1b\n"                                                                                 \
-                     "2:\n\t"                                                                                      \
-                     "ldr lr, [%[row], #28]\n\t" /* odd */ "cmp lr, #0\n\t"                                        \
-                     "beq 3f\n\t"                                                                                  \
-                     "vldrw.u32 q0, [%[k], #80]\n\t" OCT_W("q4", "0") "vldrw.u32 q1, [%[k], #96]\n\t" OCT_ONE_TAPS \
-                         OCT_ONE_OUTPUT(FIX) "3:\n\t"                                                              \
-                                             "ldr lr, [%[row], #36]\n\t" /* last */ "cmp %[k], lr\n\t"             \
-                                             "beq 5f\n\t"                                                          \
-                                             "ldr %[x0], [%[row], #4]\n\tadd %[x0], %[x0], #8\n\t"                 \
-                                             "ldr %[x1], [%[row], #8]\n\tadd %[x1], %[x1], #8\n\t"                 \
-                                             "ldr %[x2], [%[row], #12]\n\tadd %[x2], %[x2], #8\n\t"                \
-                                             "ldr %[out], [%[row], #16]\n\tadd %[out], %[out], #8\n\t"             \
-                                             "add %[k], %[k], #208\n\t"                                            \
-                                             "b 4b\n"                                                              \
-                                             "5:"                                                                  \
-            : [x0] "+l"(x0), [x1] "+l"(x1), [x2] "+l"(x2), [out] "+l"(out), [k] "+l"(k)                            \
-            : [row] "r"(row), [out_step] "r"(row->out_step), [offset] "r"(row->offset)                             \
-            : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc");                               \
+#define OCTET_ROW(name, TAPS, advance, PAIR_OUTPUT, ONE_OUTPUT)                                          \
+    static EDGEC_NOINLINE void name(const octet_row *row)                                                \
+    {                                                                                                    \
+        const int8_t *x0 = row->x[0];                                                                    \
+        const int8_t *x1 = row->x[1];                                                                    \
+        const int8_t *x2 = row->x[2];                                                                    \
+        int8_t *out = row->out;                                                                          \
+        const octet_group *k = row->g;                                                                   \
+        __asm__ volatile("4:\n\t"                                                                        \
+                         "ldr lr, [%[row], #24]\n\t" /* pairs */ "wls lr, lr, 2f\n"                      \
+                         "1:\n\t"                                                                        \
+                         "vldrw.u32 q0, [%[k], #80]\n\tvmov q2, q0\n\tvldrw.u32 q1, [%[k], #96]\n\t"     \
+                         "vmov q3, q1\n\t" OCT_W("q4", "0") TAPS PAIR_OUTPUT                             \
+                         "add %[x0], %[x0], #" advance "\n\t"                                            \
+                         "add %[x1], %[x1], #" advance "\n\t"                                            \
+                         "add %[x2], %[x2], #" advance "\n\t"                                            \
+                         "le lr, 1b\n"                                                                   \
+                         "2:\n\t"                                                                        \
+                         "ldr lr, [%[row], #28]\n\t" /* odd */ "cmp lr, #0\n\t"                          \
+                         "beq 3f\n\t"                                                                    \
+                         "vldrw.u32 q0, [%[k], #80]\n\t" OCT_W(                                          \
+                             "q4", "0") "vldrw.u32 q1, [%[k], #96]\n\t" OCT_ONE_TAPS ONE_OUTPUT "3:\n\t" \
+                                        "ldr lr, [%[row], #36]\n\t" /* last */ "cmp %[k], lr\n\t"        \
+                                        "beq 5f\n\t"                                                     \
+                                        "ldr %[x0], [%[row], #4]\n\tadd %[x0], %[x0], #8\n\t"            \
+                                        "ldr %[x1], [%[row], #8]\n\tadd %[x1], %[x1], #8\n\t"            \
+                                        "ldr %[x2], [%[row], #12]\n\tadd %[x2], %[x2], #8\n\t"           \
+                                        "ldr %[out], [%[row], #16]\n\tadd %[out], %[out], #8\n\t"        \
+                                        "add %[k], %[k], #208\n\t"                                       \
+                                        "b 4b\n"                                                         \
+                                        "5:"                                                             \
+                         : [x0] "+l"(x0), [x1] "+l"(x1), [x2] "+l"(x2), [out] "+l"(out), [k] "+l"(k)     \
+                         : [row] "r"(row), [out_step] "r"(row->out_step), [offset] "r"(row->offset)      \
+                         : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc");        \
     }
-OCTET_ROW(octet_row_s1, OCT_PAIR_TAPS_S1, "32", OCT_FIX)
-OCTET_ROW(octet_row_s1_strict, OCT_PAIR_TAPS_S1, "32", OCT_FIX_STRICT)
-OCTET_ROW(octet_row_s2, OCT_PAIR_TAPS_S2, "64", OCT_FIX)
-OCTET_ROW(octet_row_s2_strict, OCT_PAIR_TAPS_S2, "64", OCT_FIX_STRICT)
+OCTET_ROW(octet_row_s1, OCT_PAIR_TAPS_S1, "32", OCT_PAIR_OUTPUT, OCT_ONE_OUTPUT)
+OCTET_ROW(octet_row_s1_full, OCT_PAIR_TAPS_S1, "32", OCT_PAIR_OUTPUT_FULL, OCT_ONE_OUTPUT_FULL)
+OCTET_ROW(octet_row_s2, OCT_PAIR_TAPS_S2, "64", OCT_PAIR_OUTPUT, OCT_ONE_OUTPUT)
+OCTET_ROW(octet_row_s2_full, OCT_PAIR_TAPS_S2, "64", OCT_PAIR_OUTPUT_FULL, OCT_ONE_OUTPUT_FULL)
 
 /* The octet path takes channels first .. first + 7 of this layer (first a multiple of 8): its
  * window, straight into the output (not staged), and no left shift among the eight. */
@@ -753,8 +771,10 @@ static EDGEC_NOINLINE void octet_outputs(const packed_layer *layer, int32_t batc
     for (int32_t o = 0; o < octets; o++) {
         strict = octet_make(&g[o], layer, first + 8 * o) && strict;
     }
-    void (*const run)(const octet_row *) = layer->stride_w == 1 ? (strict ? octet_row_s1_strict : octet_row_s1)
-                                                                : (strict ? octet_row_s2_strict : octet_row_s2);
+    const int full = strict && layer->stage.lo + layer->stage.offset == INT8_MIN &&
+                     layer->stage.hi + layer->stage.offset == INT8_MAX; /* the bounds clamp nothing */
+    void (*const run)(const octet_row *) =
+        layer->stride_w == 1 ? (full ? octet_row_s1_full : octet_row_s1) : (full ? octet_row_s2_full : octet_row_s2);
     octet_pad(layer);
     const int32_t image_bytes = layer->in_h * layer->in_w * layer->c;
     const int32_t out_bytes = layer->out_h * layer->out_w * layer->c;
