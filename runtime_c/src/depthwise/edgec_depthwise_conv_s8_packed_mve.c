@@ -730,13 +730,15 @@ static void octet_rows(octet_row *row, const packed_layer *layer, void (*run)(co
         octet_fill(row->x[i] + columns, octet_source(layer, image, i), n, c, octets, pad);
     }
     run(row);
-    if (stride_h == 1) {
-        for (int32_t oy = 1; oy < out_h; oy++) {
+    if (stride_h == 1) { /* input row iy = oy + 2 - pad_top, `at` bytes into the image */
+        const int32_t in_h = layer->in_h;
+        const int32_t in_row = layer->in_w * c;
+        for (int32_t oy = 1, iy = 3 - layer->pad_top, at = iy * in_row; oy < out_h; oy++, iy++, at += in_row) {
             int8_t *const x0 = row->x[0];
             row->x[0] = row->x[1];
             row->x[1] = row->x[2];
             row->x[2] = x0;
-            octet_fill(x0 + columns, octet_source(layer, image, oy + 2), n, c, octets, pad);
+            octet_fill(x0 + columns, iy >= 0 && iy < in_h ? image + at : NULL, n, c, octets, pad);
             row->out += out_row;
             run(row);
         }
