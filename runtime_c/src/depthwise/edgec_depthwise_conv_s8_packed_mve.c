@@ -502,15 +502,27 @@ typedef char octet_row_layout[offsetof(octet_row, x) == 4 && offsetof(octet_row,
     "vldrb.s16 q5, [%[" x "], #" o "]\n\tvmullb.s16 q6, q5, " W "\n\tvadd.i32 q0, q0, q6\n\t" \
     "vmullt.s16 q6, q5, " W "\n\t" next "vadd.i32 q1, q1, q6\n\t"
 #define OCT_W(reg, off) "vldrb.s16 " reg ", [%[k], #" off "]\n\t"
+/* A pair's first tap: the products are the sums (the bias is added after the last tap). */
+#define OCT_PAIR_TAP_FIRST(x, o, ob, W, next)                                                      \
+    "vldrb.s16 q5, [%[" x "], #" o "]\n\tvmullb.s16 q0, q5, " W "\n\tvmullt.s16 q1, q5, " W "\n\t" \
+    "vldrb.s16 q5, [%[" x "], #" ob "]\n\tvmullb.s16 q2, q5, " W "\n\t" next "vmullt.s16 q3, q5, " W "\n\t"
+/* The start of a pair's output stage: the bias added to its sums (the first tap wrote them),
+ * the multipliers loaded (q4: even channels, q7: odd) and applied to the first pixel's even sums
+ * and the second's, each instruction next to one of another class. */
+#define OCT_PAIR_HEAD                                                                   \
+    "vldrw.u32 q4, [%[k], #80]\n\tvadd.i32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #96]\n\t" \
+    "vadd.i32 q2, q2, q4\n\tvldrw.u32 q4, [%[k], #112]\n\tvadd.i32 q1, q1, q7\n\t"      \
+    "vqrdmulh.s32 q0, q0, q4\n\tvadd.i32 q3, q3, q7\n\tvldrw.u32 q7, [%[k], #128]\n\t"  \
+    "vqrdmulh.s32 q2, q2, q4\n\t"
 /* Stride 2: the nine taps of a pair, the second pixel's columns two entries on. */
-#define OCT_PAIR_TAPS_S2                                    \
-    OCT_PAIR_TAP("x0", "0", "32", "q4", OCT_W("q7", "8"))   \
-    OCT_PAIR_TAP("x0", "16", "48", "q7", OCT_W("q4", "16")) \
-    OCT_PAIR_TAP("x0", "32", "64", "q4", OCT_W("q7", "24")) \
-    OCT_PAIR_TAP("x1", "0", "32", "q7", OCT_W("q4", "32"))  \
-    OCT_PAIR_TAP("x1", "16", "48", "q4", OCT_W("q7", "40")) \
-    OCT_PAIR_TAP("x1", "32", "64", "q7", OCT_W("q4", "48")) \
-    OCT_PAIR_TAP("x2", "0", "32", "q4", OCT_W("q7", "56"))  \
+#define OCT_PAIR_TAPS_S2                                        \
+    OCT_PAIR_TAP_FIRST("x0", "0", "32", "q4", OCT_W("q7", "8")) \
+    OCT_PAIR_TAP("x0", "16", "48", "q7", OCT_W("q4", "16"))     \
+    OCT_PAIR_TAP("x0", "32", "64", "q4", OCT_W("q7", "24"))     \
+    OCT_PAIR_TAP("x1", "0", "32", "q7", OCT_W("q4", "32"))      \
+    OCT_PAIR_TAP("x1", "16", "48", "q4", OCT_W("q7", "40"))     \
+    OCT_PAIR_TAP("x1", "32", "64", "q7", OCT_W("q4", "48"))     \
+    OCT_PAIR_TAP("x2", "0", "32", "q4", OCT_W("q7", "56"))      \
     OCT_PAIR_TAP("x2", "16", "48", "q7", OCT_W("q4", "64")) OCT_PAIR_TAP("x2", "32", "64", "q4", "")
 /* Stride 1: the pair's windows share two columns, so a filter row is four entry loads (X0..X3)
  * and three weight loads: the first pixel takes X0..X2, the second X1..X3. OCT_MAC adds the
@@ -519,6 +531,8 @@ typedef char octet_row_layout[offsetof(octet_row, x) == 4 && offsetof(octet_row,
     "vmullb.s16 q6, q5, " W "\n\tvadd.i32 " lo ", " lo ", q6\n\tvmullt.s16 q6, q5, " W "\n\t" between "vadd.i32 " hi \
     ", " hi ", q6\n\t"
 #define OCT_X(x, o) "vldrb.s16 q5, [%[" x "], #" o "]\n\t"
+/* OCT_MAC for a pair's first products: they are the sums */
+#define OCT_MAC_FIRST(lo, hi, W, between) "vmullb.s16 " lo ", q5, " W "\n\tvmullt.s16 " hi ", q5, " W "\n\t" between
 /* filter row x with w0 in Wa: w1 (at w1) into Wb, w2 (at w2) into Wa, then `next` */
 #define OCT_SHARED_ROW(x, Wa, Wb, w1, w2, next) \
     OCT_X(x, "0")                               \
@@ -526,10 +540,15 @@ typedef char octet_row_layout[offsetof(octet_row, x) == 4 && offsetof(octet_row,
     OCT_MAC("q2", "q3", Wa, OCT_W(Wb, w1))      \
     OCT_MAC("q0", "q1", Wb, OCT_X(x, "32"))     \
     OCT_MAC("q2", "q3", Wb, OCT_W(Wa, w2)) OCT_MAC("q0", "q1", Wa, OCT_X(x, "48")) OCT_MAC("q2", "q3", Wa, next)
-#define OCT_PAIR_TAPS_S1                                            \
-    OCT_SHARED_ROW("x0", "q4", "q7", "8", "16", OCT_W("q7", "24"))  \
-    OCT_SHARED_ROW("x1", "q7", "q4", "32", "40", OCT_W("q4", "48")) \
-    OCT_SHARED_ROW("x2", "q4", "q7", "56", "64", "")
+#define OCT_PAIR_TAPS_S1                               \
+    OCT_X("x0", "0")                                   \
+    OCT_MAC_FIRST("q0", "q1", "q4", OCT_X("x0", "16")) \
+    OCT_MAC_FIRST("q2", "q3", "q4", OCT_W("q7", "8"))  \
+    OCT_MAC("q0", "q1", "q7", OCT_X("x0", "32"))       \
+    OCT_MAC("q2", "q3", "q7", OCT_W("q4", "16"))       \
+    OCT_MAC("q0", "q1", "q4", OCT_X("x0", "48"))       \
+    OCT_MAC("q2", "q3", "q4", OCT_W("q7", "24"))       \
+    OCT_SHARED_ROW("x1", "q7", "q4", "32", "40", OCT_W("q4", "48")) OCT_SHARED_ROW("x2", "q4", "q7", "56", "64", "")
 #define OCT_ONE_TAPS                                 \
     OCT_ONE_TAP("x0", "0", "q4", OCT_W("q7", "8"))   \
     OCT_ONE_TAP("x0", "16", "q7", OCT_W("q4", "16")) \
@@ -548,16 +567,16 @@ typedef char octet_row_layout[offsetof(octet_row, x) == 4 && offsetof(octet_row,
  * int16, the offset added with saturation, to int8 (a value beyond int16 stays beyond the bounds
  * at each step), each pixel's bytes in the bottom of its 16-bit lanes. The fixups interleave with
  * the multiplies and loads: fewer vector instructions follow one of their own class. */
-#define OCT_PAIR_OUTPUT_FULL                                                                                 \
-    "vldrw.u32 q4, [%[k], #112]\n\tvqrdmulh.s32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #128]\n\t"                \
-    "vqrdmulh.s32 q2, q2, q4\n\tvshr.s32 q6, q0, #31\n\tvqrdmulh.s32 q1, q1, q7\n\tvqadd.s32 q0, q0, q6\n\t" \
-    "vqrdmulh.s32 q3, q3, q7\n\tvldrw.u32 q4, [%[k], #144]\n\tvshr.s32 q6, q2, #31\n\t"                      \
-    "vldrw.u32 q7, [%[k], #160]\n\tvrshl.s32 q0, q0, q4\n\tvqadd.s32 q2, q2, q6\n\tvshr.s32 q6, q1, #31\n\t" \
-    "vrshl.s32 q2, q2, q4\n\tvqadd.s32 q1, q1, q6\n\tvshr.s32 q6, q3, #31\n\tvrshl.s32 q1, q1, q7\n\t"       \
-    "vqadd.s32 q3, q3, q6\n\tvqmovnb.s32 q5, q0\n\tvrshl.s32 q3, q3, q7\n\tvqmovnt.s32 q5, q1\n\t"           \
-    "vqmovnb.s32 q6, q2\n\tvqadd.s16 q5, q5, %[offset]\n\tvqmovnt.s32 q6, q3\n\tvqmovnb.s16 q4, q5\n\t"      \
-    "vqadd.s16 q6, q6, %[offset]\n\tvstrb.16 q4, [%[out]]\n\tvqmovnb.s16 q7, q6\n\t"                         \
-    "add %[out], %[out], %[out_step]\n\tvstrb.16 q7, [%[out]]\n\tadd %[out], %[out], %[out_step]\n\t"
+#define OCT_PAIR_OUTPUT_FULL                                                                                     \
+    OCT_PAIR_HEAD                                                                                                \
+        "vshr.s32 q6, q0, #31\n\tvqrdmulh.s32 q1, q1, q7\n\tvqadd.s32 q0, q0, q6\n\t"                            \
+        "vqrdmulh.s32 q3, q3, q7\n\tvldrw.u32 q4, [%[k], #144]\n\tvshr.s32 q6, q2, #31\n\t"                      \
+        "vldrw.u32 q7, [%[k], #160]\n\tvrshl.s32 q0, q0, q4\n\tvqadd.s32 q2, q2, q6\n\tvshr.s32 q6, q1, #31\n\t" \
+        "vrshl.s32 q2, q2, q4\n\tvqadd.s32 q1, q1, q6\n\tvshr.s32 q6, q3, #31\n\tvrshl.s32 q1, q1, q7\n\t"       \
+        "vqadd.s32 q3, q3, q6\n\tvqmovnb.s32 q5, q0\n\tvrshl.s32 q3, q3, q7\n\tvqmovnt.s32 q5, q1\n\t"           \
+        "vqmovnb.s32 q6, q2\n\tvqadd.s16 q5, q5, %[offset]\n\tvqmovnt.s32 q6, q3\n\tvqmovnb.s16 q4, q5\n\t"      \
+        "vqadd.s16 q6, q6, %[offset]\n\tvstrb.16 q4, [%[out]]\n\tvqmovnb.s16 q7, q6\n\t"                         \
+        "add %[out], %[out], %[out_step]\n\tvstrb.16 q7, [%[out]]\n\tadd %[out], %[out], %[out_step]\n\t"
 #define OCT_ONE_OUTPUT_FULL                                                                                     \
     "vldrw.u32 q4, [%[k], #112]\n\tvqrdmulh.s32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #128]\n\t"                   \
     "vshr.s32 q6, q0, #31\n\tvqrdmulh.s32 q1, q1, q7\n\tvqadd.s32 q0, q0, q6\n\tvldrw.u32 q4, [%[k], #144]\n\t" \
@@ -566,20 +585,20 @@ typedef char octet_row_layout[offsetof(octet_row, x) == 4 && offsetof(octet_row,
     "vqmovnb.s16 q4, q5\n\tvstrb.16 q4, [%[out]]\n\t"
 /* The general output stage (any shift <= 0, any bounds): edgec_mve_requantize's right-shift
  * steps, saturating narrowings into the channels' int16 lanes, the clamp there, the offset. */
-#define OCT_PAIR_OUTPUT                                                                                   \
-    "vldrw.u32 q4, [%[k], #112]\n\tvqrdmulh.s32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #128]\n\t"             \
-    "vqrdmulh.s32 q2, q2, q4\n\tvqrdmulh.s32 q1, q1, q7\n\tvldrw.u32 q4, [%[k], #144]\n\t"                \
-    "vqrdmulh.s32 q3, q3, q7\n\tvldrw.u32 q7, [%[k], #160]\n\t" OCT_FIX("q0", "q4") OCT_FIX("q2", "q4")   \
-        OCT_FIX("q1", "q7") OCT_FIX("q3", "q7") "vqmovnb.s32 q5, q0\n\tvqmovnt.s32 q5, q1\n\t"            \
-                                                "vldrw.u32 q4, [%[k], #176]\n\t"                          \
-                                                "vqmovnb.s32 q6, q2\n\tvqmovnt.s32 q6, q3\n\t"            \
-                                                "vldrw.u32 q7, [%[k], #192]\n\t"                          \
-                                                "vmax.s16 q5, q5, q4\n\tvmax.s16 q6, q6, q4\n\t"          \
-                                                "vmin.s16 q5, q5, q7\n\tvmin.s16 q6, q6, q7\n\t"          \
-                                                "vadd.i16 q5, q5, %[offset]\n\tvstrb.16 q5, [%[out]]\n\t" \
-                                                "add %[out], %[out], %[out_step]\n\t"                     \
-                                                "vadd.i16 q6, q6, %[offset]\n\tvstrb.16 q6, [%[out]]\n\t" \
-                                                "add %[out], %[out], %[out_step]\n\t"
+#define OCT_PAIR_OUTPUT                                                                                               \
+    OCT_PAIR_HEAD "vqrdmulh.s32 q1, q1, q7\n\tvldrw.u32 q4, [%[k], #144]\n\t"                                         \
+                  "vqrdmulh.s32 q3, q3, q7\n\tvldrw.u32 q7, [%[k], #160]\n\t" OCT_FIX("q0", "q4") OCT_FIX("q2", "q4") \
+                      OCT_FIX("q1", "q7")                                                                             \
+                          OCT_FIX("q3", "q7") "vqmovnb.s32 q5, q0\n\tvqmovnt.s32 q5, q1\n\t"                          \
+                                              "vldrw.u32 q4, [%[k], #176]\n\t"                                        \
+                                              "vqmovnb.s32 q6, q2\n\tvqmovnt.s32 q6, q3\n\t"                          \
+                                              "vldrw.u32 q7, [%[k], #192]\n\t"                                        \
+                                              "vmax.s16 q5, q5, q4\n\tvmax.s16 q6, q6, q4\n\t"                        \
+                                              "vmin.s16 q5, q5, q7\n\tvmin.s16 q6, q6, q7\n\t"                        \
+                                              "vadd.i16 q5, q5, %[offset]\n\tvstrb.16 q5, [%[out]]\n\t"               \
+                                              "add %[out], %[out], %[out_step]\n\t"                                   \
+                                              "vadd.i16 q6, q6, %[offset]\n\tvstrb.16 q6, [%[out]]\n\t"               \
+                                              "add %[out], %[out], %[out_step]\n\t"
 #define OCT_ONE_OUTPUT                                                                                            \
     "vldrw.u32 q4, [%[k], #112]\n\tvqrdmulh.s32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #128]\n\t"                     \
     "vqrdmulh.s32 q1, q1, q7\n\tvldrw.u32 q4, [%[k], #144]\n\tvldrw.u32 q7, [%[k], #160]\n\t" OCT_FIX("q0", "q4") \
@@ -600,9 +619,7 @@ typedef char octet_row_layout[offsetof(octet_row, x) == 4 && offsetof(octet_row,
         const octet_group *k = row->g;                                                                   \
         __asm__ volatile("4:\n\t"                                                                        \
                          "ldr lr, [%[row], #24]\n\t" /* pairs */ "wls lr, lr, 2f\n"                      \
-                         "1:\n\t"                                                                        \
-                         "vldrw.u32 q0, [%[k], #80]\n\tvmov q2, q0\n\tvldrw.u32 q1, [%[k], #96]\n\t"     \
-                         "vmov q3, q1\n\t" OCT_W("q4", "0") TAPS PAIR_OUTPUT                             \
+                         "1:\n\t" OCT_W("q4", "0") TAPS PAIR_OUTPUT                                      \
                          "add %[x0], %[x0], #" advance "\n\t"                                            \
                          "add %[x1], %[x1], #" advance "\n\t"                                            \
                          "add %[x2], %[x2], #" advance "\n\t"                                            \
