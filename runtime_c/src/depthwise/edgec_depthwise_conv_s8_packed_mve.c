@@ -483,10 +483,13 @@ typedef struct {
     int32_t odd;   /* one more pixel after the pairs */
     int32_t offset;
     const octet_group *last; /* the pass's last octet */
+    int32_t x_back;          /* from the entries after a row's pairs to the next octet's first */
+    int32_t out_back;        /* from the output after a row's pairs to the next octet's first */
 } octet_row;
 typedef char octet_row_layout[offsetof(octet_row, x) == 4 && offsetof(octet_row, out) == 16 &&
                                       offsetof(octet_row, pairs) == 24 && offsetof(octet_row, odd) == 28 &&
-                                      offsetof(octet_row, last) == 36
+                                      offsetof(octet_row, last) == 36 && offsetof(octet_row, x_back) == 40 &&
+                                      offsetof(octet_row, out_back) == 44
                                   ? 1
                                   : -1];
 
@@ -567,16 +570,16 @@ typedef char octet_row_layout[offsetof(octet_row, x) == 4 && offsetof(octet_row,
  * int16, the offset added with saturation, to int8 (a value beyond int16 stays beyond the bounds
  * at each step), each pixel's bytes in the bottom of its 16-bit lanes. The fixups interleave with
  * the multiplies and loads: fewer vector instructions follow one of their own class. */
-#define OCT_PAIR_OUTPUT_FULL                                                                                     \
-    OCT_PAIR_HEAD                                                                                                \
-        "vshr.s32 q6, q0, #31\n\tvqrdmulh.s32 q1, q1, q7\n\tvqadd.s32 q0, q0, q6\n\t"                            \
-        "vqrdmulh.s32 q3, q3, q7\n\tvldrw.u32 q4, [%[k], #144]\n\tvshr.s32 q6, q2, #31\n\t"                      \
-        "vldrw.u32 q7, [%[k], #160]\n\tvrshl.s32 q0, q0, q4\n\tvqadd.s32 q2, q2, q6\n\tvshr.s32 q6, q1, #31\n\t" \
-        "vrshl.s32 q2, q2, q4\n\tvqadd.s32 q1, q1, q6\n\tvshr.s32 q6, q3, #31\n\tvrshl.s32 q1, q1, q7\n\t"       \
-        "vqadd.s32 q3, q3, q6\n\tvqmovnb.s32 q5, q0\n\tvrshl.s32 q3, q3, q7\n\tvqmovnt.s32 q5, q1\n\t"           \
-        "vqmovnb.s32 q6, q2\n\tvqadd.s16 q5, q5, %[offset]\n\tvqmovnt.s32 q6, q3\n\tvqmovnb.s16 q4, q5\n\t"      \
-        "vqadd.s16 q6, q6, %[offset]\n\tvstrb.16 q4, [%[out]]\n\tvqmovnb.s16 q7, q6\n\t"                         \
-        "add %[out], %[out], %[out_step]\n\tvstrb.16 q7, [%[out]]\n\tadd %[out], %[out], %[out_step]\n\t"
+#define OCT_PAIR_OUTPUT_FULL                                                                                 \
+    OCT_PAIR_HEAD                                                                                            \
+    "vshr.s32 q6, q0, #31\n\tvqrdmulh.s32 q1, q1, q7\n\tvqadd.s32 q0, q0, q6\n\t"                            \
+    "vqrdmulh.s32 q3, q3, q7\n\tvldrw.u32 q4, [%[k], #144]\n\tvshr.s32 q6, q2, #31\n\t"                      \
+    "vldrw.u32 q7, [%[k], #160]\n\tvrshl.s32 q0, q0, q4\n\tvqadd.s32 q2, q2, q6\n\tvshr.s32 q6, q1, #31\n\t" \
+    "vrshl.s32 q2, q2, q4\n\tvqadd.s32 q1, q1, q6\n\tvshr.s32 q6, q3, #31\n\tvrshl.s32 q1, q1, q7\n\t"       \
+    "vqadd.s32 q3, q3, q6\n\tvqmovnb.s32 q5, q0\n\tvrshl.s32 q3, q3, q7\n\tvqmovnt.s32 q5, q1\n\t"           \
+    "vqmovnb.s32 q6, q2\n\tvqadd.s16 q5, q5, %[offset]\n\tvqmovnt.s32 q6, q3\n\tvqmovnb.s16 q4, q5\n\t"      \
+    "vqadd.s16 q6, q6, %[offset]\n\tvstrb.16 q4, [%[out]]\n\tvqmovnb.s16 q7, q6\n\t"                         \
+    "add %[out], %[out], %[out_step]\n\tvstrb.16 q7, [%[out]]\n\tadd %[out], %[out], %[out_step]\n\t"
 #define OCT_ONE_OUTPUT_FULL                                                                                     \
     "vldrw.u32 q4, [%[k], #112]\n\tvqrdmulh.s32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #128]\n\t"                   \
     "vshr.s32 q6, q0, #31\n\tvqrdmulh.s32 q1, q1, q7\n\tvqadd.s32 q0, q0, q6\n\tvldrw.u32 q4, [%[k], #144]\n\t" \
@@ -608,39 +611,40 @@ typedef char octet_row_layout[offsetof(octet_row, x) == 4 && offsetof(octet_row,
                             "vadd.i16 q5, q5, %[offset]\n\tvstrb.16 q5, [%[out]]\n\t"
 
 /* A row of a pass: per octet, its pixel pairs (the windows `advance` bytes on per pair), then
- * one more pixel when `odd`; then the next octet from the row's start, 8 channels on. */
-#define OCTET_ROW(name, TAPS, advance, PAIR_OUTPUT, ONE_OUTPUT)                                          \
-    static EDGEC_NOINLINE void name(const octet_row *row)                                                \
-    {                                                                                                    \
-        const int8_t *x0 = row->x[0];                                                                    \
-        const int8_t *x1 = row->x[1];                                                                    \
-        const int8_t *x2 = row->x[2];                                                                    \
-        int8_t *out = row->out;                                                                          \
-        const octet_group *k = row->g;                                                                   \
-        __asm__ volatile("4:\n\t"                                                                        \
-                         "ldr lr, [%[row], #24]\n\t" /* pairs */ "wls lr, lr, 2f\n"                      \
-                         "1:\n\t" OCT_W("q4", "0") TAPS PAIR_OUTPUT                                      \
-                         "add %[x0], %[x0], #" advance "\n\t"                                            \
-                         "add %[x1], %[x1], #" advance "\n\t"                                            \
-                         "add %[x2], %[x2], #" advance "\n\t"                                            \
-                         "le lr, 1b\n"                                                                   \
-                         "2:\n\t"                                                                        \
-                         "ldr lr, [%[row], #28]\n\t" /* odd */ "cmp lr, #0\n\t"                          \
-                         "beq 3f\n\t"                                                                    \
-                         "vldrw.u32 q0, [%[k], #80]\n\t" OCT_W(                                          \
-                             "q4", "0") "vldrw.u32 q1, [%[k], #96]\n\t" OCT_ONE_TAPS ONE_OUTPUT "3:\n\t" \
-                                        "ldr lr, [%[row], #36]\n\t" /* last */ "cmp %[k], lr\n\t"        \
-                                        "beq 5f\n\t"                                                     \
-                                        "ldr %[x0], [%[row], #4]\n\tadd %[x0], %[x0], #8\n\t"            \
-                                        "ldr %[x1], [%[row], #8]\n\tadd %[x1], %[x1], #8\n\t"            \
-                                        "ldr %[x2], [%[row], #12]\n\tadd %[x2], %[x2], #8\n\t"           \
-                                        "ldr %[out], [%[row], #16]\n\tadd %[out], %[out], #8\n\t"        \
-                                        "add %[k], %[k], #208\n\t"                                       \
-                                        "b 4b\n"                                                         \
-                                        "5:"                                                             \
-                         : [x0] "+l"(x0), [x1] "+l"(x1), [x2] "+l"(x2), [out] "+l"(out), [k] "+l"(k)     \
-                         : [row] "r"(row), [out_step] "r"(row->out_step), [offset] "r"(row->offset)      \
-                         : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc");        \
+ * one more pixel when `odd`; then the next octet from the row's start, 8 channels on (the
+ * pointers stepped back by x_back and out_back). */
+#define OCTET_ROW(name, TAPS, advance, PAIR_OUTPUT, ONE_OUTPUT)                                            \
+    static EDGEC_NOINLINE void name(const octet_row *row)                                                  \
+    {                                                                                                      \
+        const int8_t *x0 = row->x[0];                                                                      \
+        const int8_t *x1 = row->x[1];                                                                      \
+        const int8_t *x2 = row->x[2];                                                                      \
+        int8_t *out = row->out;                                                                            \
+        const octet_group *k = row->g;                                                                     \
+        __asm__ volatile("4:\n\t"                                                                          \
+                         "ldr lr, [%[row], #24]\n\t" /* pairs */ "wls lr, lr, 2f\n"                        \
+                         "1:\n\t" OCT_W("q4", "0") TAPS PAIR_OUTPUT                                        \
+                         "add %[x0], %[x0], #" advance "\n\t"                                              \
+                         "add %[x1], %[x1], #" advance "\n\t"                                              \
+                         "add %[x2], %[x2], #" advance "\n\t"                                              \
+                         "le lr, 1b\n"                                                                     \
+                         "2:\n\t"                                                                          \
+                         "ldr lr, [%[row], #28]\n\t" /* odd */ "cmp lr, #0\n\t"                            \
+                         "beq 3f\n\t"                                                                      \
+                         "vldrw.u32 q0, [%[k], #80]\n\t" OCT_W(                                            \
+                             "q4", "0") "vldrw.u32 q1, [%[k], #96]\n\t" OCT_ONE_TAPS ONE_OUTPUT "3:\n\t"   \
+                                        "ldr lr, [%[row], #36]\n\t" /* last */ "cmp %[k], lr\n\t"          \
+                                        "beq 5f\n\t"                                                       \
+                                        "ldr lr, [%[row], #40]\n\t" /* x_back */                           \
+                                        "sub %[x0], %[x0], lr\n\tsub %[x1], %[x1], lr\n\t"                 \
+                                        "sub %[x2], %[x2], lr\n\tldr lr, [%[row], #44]\n\t" /* out_back */ \
+                                        "sub %[out], %[out], lr\n\t"                                       \
+                                        "add %[k], %[k], #208\n\t"                                         \
+                                        "b 4b\n"                                                           \
+                                        "5:"                                                               \
+                         : [x0] "+l"(x0), [x1] "+l"(x1), [x2] "+l"(x2), [out] "+l"(out), [k] "+l"(k)       \
+                         : [row] "r"(row), [out_step] "r"(row->out_step), [offset] "r"(row->offset)        \
+                         : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc");          \
     }
 OCTET_ROW(octet_row_s1, OCT_PAIR_TAPS_S1, "32", OCT_PAIR_OUTPUT, OCT_ONE_OUTPUT)
 OCTET_ROW(octet_row_s1_full, OCT_PAIR_TAPS_S1, "32", OCT_PAIR_OUTPUT_FULL, OCT_ONE_OUTPUT_FULL)
@@ -806,7 +810,9 @@ static EDGEC_NOINLINE void octet_outputs(const packed_layer *layer, int32_t batc
                           layer->out_w / 2,
                           layer->out_w % 2,
                           layer->stage.offset,
-                          g + octets - 1 };
+                          g + octets - 1,
+                          layer->out_w / 2 * 2 * OCTET_ENTRY * layer->stride_w - 8,
+                          layer->out_w / 2 * 2 * layer->c - 8 };
         octet_rows(&row, layer, run, layer->input + b * image_bytes + first);
     }
 }
