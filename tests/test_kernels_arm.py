@@ -375,7 +375,13 @@ def fc_case(rng, isa: str) -> Case:
 
 
 def depthwise_case(
-    rng, isa: str, strides: tuple[int, ...] = (1, 1, 2, 3), channels=None, square=0.6, dilations=(1, 1, 1, 2), mults=None
+    rng,
+    isa: str,
+    strides: tuple[int, ...] = (1, 1, 2, 3),
+    channels=None,
+    square=0.6,
+    dilations=(1, 1, 1, 2),
+    mults=None,
 ) -> Case:
     """edgec_depthwise_conv_s8_packed and _in_place (the build's -mcpu picks the path: DSP on
     cortex-m4, Helium on cortex-m55): the plain kernel apart from its input, over it at the
