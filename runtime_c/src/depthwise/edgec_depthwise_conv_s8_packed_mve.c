@@ -1,8 +1,9 @@
 /*
  * edgec_depthwise_conv_s8_packed's groups on cores with Helium (MVE): an entry is a pixel's four
- * int8 channels, a tap one VLDRB.S32 with the lanes as channels. Golden kernel:
- * edgec.ops.depthwise.depthwise_conv2d_s8; the driver (edgec_depthwise_conv_s8_packed.c) describes
- * the row cache.
+ * int8 channels, a tap one VLDRB.S32 with the lanes as channels; where a 3x3 layer allows, 8 or
+ * 16 channels a pass in int16 lanes over a cache of its own (the octet path, below). Golden
+ * kernel: edgec.ops.depthwise.depthwise_conv2d_s8; the driver (edgec_depthwise_conv_s8_packed.c)
+ * describes the row cache.
  */
 #include "edgec_nn.h"
 
