@@ -14,6 +14,7 @@ their C fallbacks, which must agree too.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import struct
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ from edgec.pipeline import compile_model, emit
 from edgec.targets import toolchain
 from edgec.targets.cores import Target, get_target
 from tests.data.models import all_ops_samples
-from tests.device_support import ALL_OPS, ROOT, needs_toolchain
+from tests.device_support import ALL_OPS, ROOT, needs_toolchain, require_tools
 
 DRIVER = ROOT / "tests" / "data" / "port" / "packed_kernels.c"
 RUNTIME = ROOT / "runtime_c"
@@ -682,6 +683,20 @@ def test_mve_depthwise_octets_match_golden(opt, tmp_path):
     rng = np.random.default_rng(40 + list(OPT_LEVELS).index(opt))
     cases = [octet_depthwise_case(rng, MVE) for _ in range(300 // OPT_LEVELS[opt])]
     failed = failures(cases, run_on_target("cortex-m55", cases, tmp_path, opt))
+    assert not failed, f"{len(failed)} of {len(cases)} cases fail:\n" + "\n".join(failed[:10])
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+def test_mve_depthwise_octets_in_a_clang_build(tmp_path):
+    """The octet rows' assembly through clang's assembler (-munaligned-access, as
+    tests/test_build_variants.py's clang-unaligned build)."""
+    require_tools("clang", "ld.lld", install=toolchain.CLANG_APT_INSTALL)
+    base = get_target("cortex-m55")
+    clang = dataclasses.replace(base, compiler="clang", cflags=base.cflags + ("-munaligned-access",))
+    rng = np.random.default_rng(47)
+    cases = [octet_depthwise_case(rng, MVE) for _ in range(100)]
+    failed = failures(cases, run_on_target(clang, cases, tmp_path))
     assert not failed, f"{len(failed)} of {len(cases)} cases fail:\n" + "\n".join(failed[:10])
 
 
