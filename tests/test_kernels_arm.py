@@ -14,6 +14,7 @@ their C fallbacks, which must agree too.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import struct
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ from edgec.pipeline import compile_model, emit
 from edgec.targets import toolchain
 from edgec.targets.cores import Target, get_target
 from tests.data.models import all_ops_samples
-from tests.device_support import ALL_OPS, ROOT, needs_toolchain
+from tests.device_support import ALL_OPS, ROOT, needs_toolchain, require_tools
 
 DRIVER = ROOT / "tests" / "data" / "port" / "packed_kernels.c"
 RUNTIME = ROOT / "runtime_c"
@@ -374,26 +375,35 @@ def fc_case(rng, isa: str) -> Case:
     return Case("fc", isa, fields, arrays, expected, scratch_bytes=0)
 
 
-def depthwise_case(rng, isa: str, strides: tuple[int, ...] = (1, 1, 2, 3)) -> Case:
+def depthwise_case(
+    rng,
+    isa: str,
+    strides: tuple[int, ...] = (1, 1, 2, 3),
+    channels=None,
+    square=0.6,
+    dilations=(1, 1, 1, 2),
+    mults=None,
+) -> Case:
     """edgec_depthwise_conv_s8_packed and _in_place (the build's -mcpu picks the path: DSP on
     cortex-m4, Helium on cortex-m55): the plain kernel apart from its input, over it at the
     planner's unstaged offset (DepthwiseConv2d.in_place) and at the lowest multiple of C its
     contract allows; the _in_place kernel at the staged form's offset, head-aligned, or apart.
     Mostly 3x3 with channel counts around the 4-channel group, so full groups, tails,
     borders and every row phase occur; some other windows, strides (drawn from `strides`),
-    dilations and pads."""
+    dilations and pads. `channels`, `square` (the share of 3x3 windows), `dilations` and `mults`
+    (the multiplier maker) narrow the draw to a path."""
     while True:
-        c = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, int(rng.integers(1, 40))]))
-        kh, kw = (3, 3) if rng.random() < 0.6 else tuple(int(v) for v in rng.integers(1, 6, 2))
+        c = int(rng.choice(channels or [1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, int(rng.integers(1, 40))]))
+        kh, kw = (3, 3) if rng.random() < square else tuple(int(v) for v in rng.integers(1, 6, 2))
         stride = tuple(int(v) for v in rng.choice(list(strides), 2))
-        dilation = tuple(int(v) for v in rng.choice([1, 1, 1, 2], 2))
+        dilation = tuple(int(v) for v in rng.choice(list(dilations), 2))
         pad, pad_end, (n, h, w), out_hw = _padded_image(rng, (kh, kw), stride, dilation)
         if out_hw is not None:
             break
     x = int8_array(rng, (n, h, w, c))
     weights = int8_array(rng, (1, kh, kw, c))
     bias = bias_values(rng, c)
-    m, s = multipliers(rng, c)
+    m, s = (mults or multipliers)(rng, c)
     zp_in, zp_out = zero_point(rng), zero_point(rng)
     act_min, act_max = act_bounds(rng)
     golden = depthwise_conv2d_s8(
@@ -438,6 +448,38 @@ def depthwise_case(rng, isa: str, strides: tuple[int, ...] = (1, 1, 2, 3)) -> Ca
     arrays = [x, packed_depthwise_filter(weights), packed_depthwise_bias(bias, weights, zp_in), m, s]
     scratch = unstaged.scratch_bytes if plain else staged.scratch_bytes
     return Case("depthwise", isa, fields, arrays, block, scratch)
+
+
+def right_shift_multipliers(rng, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(multiplier, shift) pairs with no left shift, as Helium's 8-channel depthwise path takes
+    them: realistic ones (all shifts < 0), some with shift 0 or at the limits (multipliers
+    2^31 - 1 and 2^30, shifts 0 and -31), and one case in eight with one channel's shift > 0."""
+    style = int(rng.integers(8))
+    if style == 0:
+        return (
+            rng.choice(np.array([2**31 - 1, 2**30], dtype=np.int32), count),
+            rng.choice(np.array([-31, -24, -1, 0], dtype=np.int32), count),
+        )
+    real = 2.0 ** rng.uniform(-30, -0.01 if style == 1 else -1, count)
+    if style == 2:
+        real[int(rng.integers(count))] = 2.0 ** rng.uniform(0.5, 3)
+    pairs = [quantize_multiplier(float(v)) for v in real]
+    return (np.array([m for m, _ in pairs], dtype=np.int32), np.array([s for _, s in pairs], dtype=np.int32))
+
+
+def octet_depthwise_case(rng, isa: str) -> Case:
+    """Helium's 8-channel depthwise path (3x3, undilated, stride_w 1 or 2, no left shift among
+    8 channels): channel counts of whole octets and with a 4-channel or shorter tail, strides 1
+    and 2 (and 3 vertically), every pad; else as depthwise_case."""
+    return depthwise_case(
+        rng,
+        isa,
+        strides=(1, 1, 2, 3),
+        channels=[8, 8, 12, 13, 16, 20, 24, 64, int(rng.integers(8, 41))],
+        square=0.9,
+        dilations=(1, 1, 1, 1, 1, 2),
+        mults=right_shift_multipliers,
+    )
 
 
 def _conv_op(input_shape, weights, stride, out_shape, pad=(0, 0, 0, 0), dilation=(1, 1)) -> tuple[Op, Graph]:
@@ -629,6 +671,32 @@ def failures(cases: list[Case], results: list[tuple[int, bool, np.ndarray]]) -> 
 def test_packed_kernels_match_golden(target, opt, tmp_path):
     cases = all_cases(target, seed=5 + list(OPT_LEVELS).index(opt), divisor=OPT_LEVELS[opt])
     failed = failures(cases, run_on_target(target, cases, tmp_path, opt))
+    assert not failed, f"{len(failed)} of {len(cases)} cases fail:\n" + "\n".join(failed[:10])
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("opt", list(OPT_LEVELS))
+def test_mve_depthwise_octets_match_golden(opt, tmp_path):
+    """Helium's 8-channel depthwise rows (edgec_depthwise_conv_s8_packed_mve.c's octet path; its
+    C fallback at -O0), apart from and over the input, next to 4-channel groups of the same layer."""
+    rng = np.random.default_rng(40 + list(OPT_LEVELS).index(opt))
+    cases = [octet_depthwise_case(rng, MVE) for _ in range(300 // OPT_LEVELS[opt])]
+    failed = failures(cases, run_on_target("cortex-m55", cases, tmp_path, opt))
+    assert not failed, f"{len(failed)} of {len(cases)} cases fail:\n" + "\n".join(failed[:10])
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+def test_mve_depthwise_octets_in_a_clang_build(tmp_path):
+    """The octet rows' assembly through clang's assembler (-munaligned-access, as
+    tests/test_build_variants.py's clang-unaligned build)."""
+    require_tools("clang", "ld.lld", install=toolchain.CLANG_APT_INSTALL)
+    base = get_target("cortex-m55")
+    clang = dataclasses.replace(base, compiler="clang", cflags=base.cflags + ("-munaligned-access",))
+    rng = np.random.default_rng(47)
+    cases = [octet_depthwise_case(rng, MVE) for _ in range(100)]
+    failed = failures(cases, run_on_target(clang, cases, tmp_path))
     assert not failed, f"{len(failed)} of {len(cases)} cases fail:\n" + "\n".join(failed[:10])
 
 

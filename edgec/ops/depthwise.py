@@ -25,7 +25,7 @@ from edgec.ops.conv import (
     tap_view,
 )
 from edgec.ops.kernel import Field, Scratch, Struct, ints
-from edgec.ops.kernel_layout import DSP, blocked_bias, kernel_isa, packed_choice
+from edgec.ops.kernel_layout import DSP, MVE, blocked_bias, kernel_isa, packed_choice
 from edgec.ops.lut import LUT_CHANNELS_DESC, LUT_SIZE
 
 # The depthwise kernels' descriptor (edgec.ops.kernel); edgec_nn.h's is generated from it.
@@ -53,6 +53,9 @@ PACKED_MAX_K = 16
 # Bytes per cached pixel of the packed kernels (EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES, by the build's
 # -mcpu): DSP builds cache 4 channels as int16 pairs; Helium and portable C the 4 int8.
 PACKED_PIXEL_BYTES = {DSP: 8}
+# Groups of 4 channels the packed kernels' row cache holds at once (EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS):
+# Helium runs 16 channels a pass where it can.
+PACKED_CACHED_GROUPS = {MVE: 4}
 # The scratch-size rules of this unit's kernels: edgec_nn.h's macros are generated from these, and
 # packed_scratch_bytes evaluates the packed kernels' two.
 IN_PLACE_SCRATCH = Scratch(
@@ -68,7 +71,8 @@ PACKED_ROW_PIXELS = Scratch(
 PACKED_SCRATCH = Scratch(
     "EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES",
     ("k_h", "row_pixels"),
-    "((k_h) * (row_pixels) * (EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES))",  # parenthesized: not read as a cast
+    # parenthesized: not read as a cast
+    "((k_h) * (row_pixels) * (EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES) * (EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS))",
 )
 SCRATCH = (IN_PLACE_SCRATCH, PACKED_ROW_PIXELS, PACKED_SCRATCH)
 
@@ -399,7 +403,12 @@ def packed_scratch_bytes(isa: str, weight_shape, out_w: int, stride_w: int, dila
     """EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES: a cached input row per filter row."""
     _, kh, kw, _ = weight_shape
     row_pixels = PACKED_ROW_PIXELS.value(out_w, stride_w, kw, dilation_w)
-    return PACKED_SCRATCH.value(kh, row_pixels, EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES=PACKED_PIXEL_BYTES.get(isa, 4))
+    return PACKED_SCRATCH.value(
+        kh,
+        row_pixels,
+        EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES=PACKED_PIXEL_BYTES.get(isa, 4),
+        EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS=PACKED_CACHED_GROUPS.get(isa, 1),
+    )
 
 
 def depthwise_desc(op, graph, weights: np.ndarray, bias: np.ndarray | None) -> dict:

@@ -319,13 +319,19 @@ edgec_status edgec_depthwise_conv_s8_in_place(const edgec_depthwise_conv_desc *d
 #else
 #define EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES 4
 #endif
+/* Groups of 4 channels the row cache holds at once: Helium caches 16 channels where it can. */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#define EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS 4
+#else
+#define EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS 1
+#endif
 /* generated from edgec/ops/depthwise.py: EDGEC_DEPTHWISE_PACKED_ROW_PIXELS */
 #define EDGEC_DEPTHWISE_PACKED_ROW_PIXELS(out_w, stride_w, k_w, dilation_w) \
     (((out_w)-1) * (stride_w) + ((k_w)-1) * (dilation_w) + 1)
 /* end of EDGEC_DEPTHWISE_PACKED_ROW_PIXELS */
 /* generated from edgec/ops/depthwise.py: EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES */
 #define EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES(k_h, row_pixels) \
-    ((k_h) * (row_pixels) * (EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES))
+    ((k_h) * (row_pixels) * (EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES) * (EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS))
 /* end of EDGEC_DEPTHWISE_PACKED_SCRATCH_BYTES */
 edgec_status edgec_depthwise_conv_s8_packed(const edgec_depthwise_conv_desc *desc, const int8_t *input, int8_t *output,
                                             int8_t *scratch);

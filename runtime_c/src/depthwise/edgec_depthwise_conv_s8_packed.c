@@ -18,7 +18,8 @@
  *
  * An entry holds the group's 4 channels of one pixel: with the DSP extension (M4/M7/M33) widened
  * to int16 pairs, channels 0/2 then 1/3, so a tap is one LDRD and four SMLAxy; with Helium (M55)
- * the 4 int8, one VLDRB.S32 per tap with the lanes as channels; else the 4 int8.
+ * the 4 int8, one VLDRB.S32 per tap with the lanes as channels (3x3 layers take 8 or 16 channels
+ * a pass there where they can: _mve.c); else the 4 int8.
  *
  * The entry points, the argument checks and the layer record are here; a group's constants, taps
  * and rows are per ISA, in the one of edgec_depthwise_conv_s8_packed_mve.c, _dsp.c and
@@ -39,6 +40,7 @@ static int packed_args_valid(const edgec_conv_params *params, const edgec_per_ch
            filter_dims->n == 1 && filter_dims->c == input_dims->c && output_dims->c == input_dims->c &&
            filter_dims->h <= EDGEC_DEPTHWISE_PACKED_MAX_K &&
            (int64_t)filter_dims->h * (int64_t)EDGEC_DEPTHWISE_PACKED_PIXEL_BYTES *
+                   EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS *
                    EDGEC_DEPTHWISE_PACKED_ROW_PIXELS(output_dims->w, params->stride_w, filter_dims->w,
                                                      params->dilation_w) <=
                INT32_MAX && /* the row cache's size: the row itself fits (window check) */

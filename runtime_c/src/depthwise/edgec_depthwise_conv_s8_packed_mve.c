@@ -1,8 +1,9 @@
 /*
  * edgec_depthwise_conv_s8_packed's groups on cores with Helium (MVE): an entry is a pixel's four
- * int8 channels, a tap one VLDRB.S32 with the lanes as channels. Golden kernel:
- * edgec.ops.depthwise.depthwise_conv2d_s8; the driver (edgec_depthwise_conv_s8_packed.c) describes
- * the row cache.
+ * int8 channels, a tap one VLDRB.S32 with the lanes as channels; where a 3x3 layer allows, 8 or
+ * 16 channels a pass in int16 lanes over a cache of its own (the octet path, below). Golden
+ * kernel: edgec.ops.depthwise.depthwise_conv2d_s8; the driver (edgec_depthwise_conv_s8_packed.c)
+ * describes the row cache.
  */
 #include "edgec_nn.h"
 
@@ -418,8 +419,9 @@ static void mve_group_rows_fives(const packed_group *g, int32_t b, int8_t *out, 
 }
 #endif
 
-void edgec_depthwise_packed_group_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out,
-                                          int32_t pixel_step)
+/* One group of 4 channels, all batches: the rows of the 3x3 paths above, else group_rows. */
+static EDGEC_NOINLINE void group_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out,
+                                         int32_t pixel_step)
 {
     packed_group g;
     group_begin(&g, layer, first);
@@ -437,6 +439,405 @@ void edgec_depthwise_packed_group_outputs(const packed_layer *layer, int32_t bat
 #endif
         out = group_rows(&g, b, out, pixel_step);
     }
+}
+
+#if defined(__OPTIMIZE__)
+/*
+ * Eight channels at a time (an octet: two groups), where a layer is a 3x3 undilated window at
+ * stride_w 1 or 2 and the octet shifts right only: the lanes are int16 (VLDRB.S16 of 8 channels),
+ * VMULLB/VMULLT multiply the even and the odd channels into int32 products, so a tap of 8
+ * channels is one entry load, two multiplies and two adds where the 4-channel path takes two
+ * loads, two VMULs and two VADDs. The output stage runs edgec_mve_requantize's right-shift steps
+ * on the even and odd sums, then narrows them with saturation into the channels' int16 lanes
+ * (VQMOVNB/VQMOVNT) and clamps there: a sum beyond int16 saturates to a value beyond every
+ * bound, so the clamped byte is the golden's.
+ *
+ * A pass takes two octets where it can (16 channels): the row cache's entries hold 16 channels,
+ * so one fill, one call and one turn of the row ring serve both. The cache is row-major: a ring
+ * of three cached rows of [padded_w][16] entries, so a pixel's three filter rows are three
+ * pointers and the next pixel's entries 16 * stride_w bytes on (no phases: the taps are in
+ * filter order). It takes four times the 4-channel cache (EDGEC_DEPTHWISE_PACKED_CACHED_GROUPS).
+ */
+#define OCTET_ENTRY 16
+typedef struct {
+    int32_t w[9][2];          /* 0: the taps [ky][kx], 8 int8 channels each */
+    int32_t unused[2];        /* 72 */
+    int32x4_t bias[2];        /* 80: channels 0, 2, 4, 6; 96: 1, 3, 5, 7 */
+    int32x4_t multiplier[2];  /* 112, 128 */
+    int32x4_t minus_right[2]; /* 144, 160: the shifts (all <= 0) */
+    int16x8_t lo;             /* 176: the output stage's bounds as int16 lanes */
+    int16x8_t hi;             /* 192 */
+} octet_group;
+typedef char octet_layout[offsetof(octet_group, bias) == 80 && offsetof(octet_group, multiplier) == 112 &&
+                                  offsetof(octet_group, minus_right) == 144 && offsetof(octet_group, lo) == 176 &&
+                                  offsetof(octet_group, hi) == 192 && sizeof(octet_group) == 208
+                              ? 1
+                              : -1];
+
+/* What an octet row routine reads (layout checked below: the routine reloads x and out). */
+typedef struct {
+    const octet_group *g; /* the pass's octets, 208 bytes apart */
+    int8_t *x[3];         /* the cached rows of filter rows 0, 1, 2, from the row's first window */
+    int8_t *out;
+    int32_t out_step;
+    int32_t pairs; /* >= 0 */
+    int32_t odd;   /* one more pixel after the pairs */
+    int32_t offset;
+    const octet_group *last; /* the pass's last octet */
+    int32_t x_back;          /* from the entries after a row's pairs to the next octet's first */
+    int32_t out_back;        /* from the output after a row's pairs to the next octet's first */
+} octet_row;
+typedef char octet_row_layout[offsetof(octet_row, x) == 4 && offsetof(octet_row, out) == 16 &&
+                                      offsetof(octet_row, pairs) == 24 && offsetof(octet_row, odd) == 28 &&
+                                      offsetof(octet_row, last) == 36 && offsetof(octet_row, x_back) == 40 &&
+                                      offsetof(octet_row, out_back) == 44
+                                  ? 1
+                                  : -1];
+
+/* Tap (row x, column offset o) of a pixel pair (the second pixel's entry at ob) with weights W
+ * (q4 or q7): sums in q0/q1 (first pixel, even/odd channels) and q2/q3, the entry in q5, the
+ * products in q6; `next` loads the next tap's weights into the other weight register. Every
+ * instruction follows one of another class (beat overlap). */
+#define OCT_PAIR_TAP(x, o, ob, W, next)                                                        \
+    "vldrb.s16 q5, [%[" x "], #" o "]\n\tvmullb.s16 q6, q5, " W "\n\tvadd.i32 q0, q0, q6\n\t"  \
+    "vmullt.s16 q6, q5, " W "\n\tvldrb.s16 q5, [%[" x "], #" ob "]\n\tvadd.i32 q1, q1, q6\n\t" \
+    "vmullb.s16 q6, q5, " W "\n\tvadd.i32 q2, q2, q6\n\tvmullt.s16 q6, q5, " W "\n\t" next "vadd.i32 q3, q3, q6\n\t"
+#define OCT_ONE_TAP(x, o, W, next)                                                            \
+    "vldrb.s16 q5, [%[" x "], #" o "]\n\tvmullb.s16 q6, q5, " W "\n\tvadd.i32 q0, q0, q6\n\t" \
+    "vmullt.s16 q6, q5, " W "\n\t" next "vadd.i32 q1, q1, q6\n\t"
+#define OCT_W(reg, off) "vldrb.s16 " reg ", [%[k], #" off "]\n\t"
+/* A pair's first tap: the products are the sums (the bias is added after the last tap). */
+#define OCT_PAIR_TAP_FIRST(x, o, ob, W, next)                                                      \
+    "vldrb.s16 q5, [%[" x "], #" o "]\n\tvmullb.s16 q0, q5, " W "\n\tvmullt.s16 q1, q5, " W "\n\t" \
+    "vldrb.s16 q5, [%[" x "], #" ob "]\n\tvmullb.s16 q2, q5, " W "\n\t" next "vmullt.s16 q3, q5, " W "\n\t"
+/* The start of a pair's output stage: the bias added to its sums (the first tap wrote them),
+ * the multipliers loaded (q4: even channels, q7: odd) and applied to the first pixel's even sums
+ * and the second's, each instruction next to one of another class. */
+#define OCT_PAIR_HEAD                                                                   \
+    "vldrw.u32 q4, [%[k], #80]\n\tvadd.i32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #96]\n\t" \
+    "vadd.i32 q2, q2, q4\n\tvldrw.u32 q4, [%[k], #112]\n\tvadd.i32 q1, q1, q7\n\t"      \
+    "vqrdmulh.s32 q0, q0, q4\n\tvadd.i32 q3, q3, q7\n\tvldrw.u32 q7, [%[k], #128]\n\t"  \
+    "vqrdmulh.s32 q2, q2, q4\n\t"
+/* Stride 2: the nine taps of a pair, the second pixel's columns two entries on. */
+#define OCT_PAIR_TAPS_S2                                        \
+    OCT_PAIR_TAP_FIRST("x0", "0", "32", "q4", OCT_W("q7", "8")) \
+    OCT_PAIR_TAP("x0", "16", "48", "q7", OCT_W("q4", "16"))     \
+    OCT_PAIR_TAP("x0", "32", "64", "q4", OCT_W("q7", "24"))     \
+    OCT_PAIR_TAP("x1", "0", "32", "q7", OCT_W("q4", "32"))      \
+    OCT_PAIR_TAP("x1", "16", "48", "q4", OCT_W("q7", "40"))     \
+    OCT_PAIR_TAP("x1", "32", "64", "q7", OCT_W("q4", "48"))     \
+    OCT_PAIR_TAP("x2", "0", "32", "q4", OCT_W("q7", "56"))      \
+    OCT_PAIR_TAP("x2", "16", "48", "q7", OCT_W("q4", "64")) OCT_PAIR_TAP("x2", "32", "64", "q4", "")
+/* Stride 1: the pair's windows share two columns, so a filter row is four entry loads (X0..X3)
+ * and three weight loads: the first pixel takes X0..X2, the second X1..X3. OCT_MAC adds the
+ * products of the entry (q5) and W to the sums lo/hi, `between` issuing before the last add. */
+#define OCT_MAC(lo, hi, W, between)                                                                                  \
+    "vmullb.s16 q6, q5, " W "\n\tvadd.i32 " lo ", " lo ", q6\n\tvmullt.s16 q6, q5, " W "\n\t" between "vadd.i32 " hi \
+    ", " hi ", q6\n\t"
+#define OCT_X(x, o) "vldrb.s16 q5, [%[" x "], #" o "]\n\t"
+/* OCT_MAC for a pair's first products: they are the sums */
+#define OCT_MAC_FIRST(lo, hi, W, between) "vmullb.s16 " lo ", q5, " W "\n\tvmullt.s16 " hi ", q5, " W "\n\t" between
+/* filter row x with w0 in Wa: w1 (at w1) into Wb, w2 (at w2) into Wa, then `next` */
+#define OCT_SHARED_ROW(x, Wa, Wb, w1, w2, next) \
+    OCT_X(x, "0")                               \
+    OCT_MAC("q0", "q1", Wa, OCT_X(x, "16"))     \
+    OCT_MAC("q2", "q3", Wa, OCT_W(Wb, w1))      \
+    OCT_MAC("q0", "q1", Wb, OCT_X(x, "32"))     \
+    OCT_MAC("q2", "q3", Wb, OCT_W(Wa, w2)) OCT_MAC("q0", "q1", Wa, OCT_X(x, "48")) OCT_MAC("q2", "q3", Wa, next)
+#define OCT_PAIR_TAPS_S1                               \
+    OCT_X("x0", "0")                                   \
+    OCT_MAC_FIRST("q0", "q1", "q4", OCT_X("x0", "16")) \
+    OCT_MAC_FIRST("q2", "q3", "q4", OCT_W("q7", "8"))  \
+    OCT_MAC("q0", "q1", "q7", OCT_X("x0", "32"))       \
+    OCT_MAC("q2", "q3", "q7", OCT_W("q4", "16"))       \
+    OCT_MAC("q0", "q1", "q4", OCT_X("x0", "48"))       \
+    OCT_MAC("q2", "q3", "q4", OCT_W("q7", "24"))       \
+    OCT_SHARED_ROW("x1", "q7", "q4", "32", "40", OCT_W("q4", "48")) OCT_SHARED_ROW("x2", "q4", "q7", "56", "64", "")
+#define OCT_ONE_TAPS                                 \
+    OCT_ONE_TAP("x0", "0", "q4", OCT_W("q7", "8"))   \
+    OCT_ONE_TAP("x0", "16", "q7", OCT_W("q4", "16")) \
+    OCT_ONE_TAP("x0", "32", "q4", OCT_W("q7", "24")) \
+    OCT_ONE_TAP("x1", "0", "q7", OCT_W("q4", "32"))  \
+    OCT_ONE_TAP("x1", "16", "q4", OCT_W("q7", "40")) \
+    OCT_ONE_TAP("x1", "32", "q7", OCT_W("q4", "48")) \
+    OCT_ONE_TAP("x2", "0", "q4", OCT_W("q7", "56"))  \
+    OCT_ONE_TAP("x2", "16", "q7", OCT_W("q4", "64")) OCT_ONE_TAP("x2", "32", "q4", "")
+/* the rounding fixup and right shift of sums q by the shifts s (edgec_mve_requantize), in q6 */
+#define OCT_FIX(q, s)                                                                 \
+    "vand q6, " q ", " s "\n\tvshr.s32 q6, q6, #31\n\tvqadd.s32 " q ", " q ", q6\n\t" \
+    "vrshl.s32 " q ", " q ", " s "\n\t"
+/* The output stage of the pair q0/q1, q2/q3 where every shift is < 0 (the fixup's AND with the
+ * shift keeps just the sign bit) and the bounds are the int8 range: saturating narrowings to
+ * int16, the offset added with saturation, to int8 (a value beyond int16 stays beyond the bounds
+ * at each step), each pixel's bytes in the bottom of its 16-bit lanes. The fixups interleave with
+ * the multiplies and loads: fewer vector instructions follow one of their own class. */
+#define OCT_PAIR_OUTPUT_FULL                                                                                 \
+    OCT_PAIR_HEAD                                                                                            \
+    "vshr.s32 q6, q0, #31\n\tvqrdmulh.s32 q1, q1, q7\n\tvqadd.s32 q0, q0, q6\n\t"                            \
+    "vqrdmulh.s32 q3, q3, q7\n\tvldrw.u32 q4, [%[k], #144]\n\tvshr.s32 q6, q2, #31\n\t"                      \
+    "vldrw.u32 q7, [%[k], #160]\n\tvrshl.s32 q0, q0, q4\n\tvqadd.s32 q2, q2, q6\n\tvshr.s32 q6, q1, #31\n\t" \
+    "vrshl.s32 q2, q2, q4\n\tvqadd.s32 q1, q1, q6\n\tvshr.s32 q6, q3, #31\n\tvrshl.s32 q1, q1, q7\n\t"       \
+    "vqadd.s32 q3, q3, q6\n\tvqmovnb.s32 q5, q0\n\tvrshl.s32 q3, q3, q7\n\tvqmovnt.s32 q5, q1\n\t"           \
+    "vqmovnb.s32 q6, q2\n\tvqadd.s16 q5, q5, %[offset]\n\tvqmovnt.s32 q6, q3\n\tvqmovnb.s16 q4, q5\n\t"      \
+    "vqadd.s16 q6, q6, %[offset]\n\tvstrb.16 q4, [%[out]]\n\tvqmovnb.s16 q7, q6\n\t"                         \
+    "add %[out], %[out], %[out_step]\n\tvstrb.16 q7, [%[out]]\n\tadd %[out], %[out], %[out_step]\n\t"
+#define OCT_ONE_OUTPUT_FULL                                                                                     \
+    "vldrw.u32 q4, [%[k], #112]\n\tvqrdmulh.s32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #128]\n\t"                   \
+    "vshr.s32 q6, q0, #31\n\tvqrdmulh.s32 q1, q1, q7\n\tvqadd.s32 q0, q0, q6\n\tvldrw.u32 q4, [%[k], #144]\n\t" \
+    "vshr.s32 q6, q1, #31\n\tvldrw.u32 q7, [%[k], #160]\n\tvrshl.s32 q0, q0, q4\n\tvqadd.s32 q1, q1, q6\n\t"    \
+    "vrshl.s32 q1, q1, q7\n\tvqmovnb.s32 q5, q0\n\tvqmovnt.s32 q5, q1\n\tvqadd.s16 q5, q5, %[offset]\n\t"       \
+    "vqmovnb.s16 q4, q5\n\tvstrb.16 q4, [%[out]]\n\t"
+/* The general output stage (any shift <= 0, any bounds): edgec_mve_requantize's right-shift
+ * steps, saturating narrowings into the channels' int16 lanes, the clamp there, the offset. */
+#define OCT_PAIR_OUTPUT                                                                                               \
+    OCT_PAIR_HEAD "vqrdmulh.s32 q1, q1, q7\n\tvldrw.u32 q4, [%[k], #144]\n\t"                                         \
+                  "vqrdmulh.s32 q3, q3, q7\n\tvldrw.u32 q7, [%[k], #160]\n\t" OCT_FIX("q0", "q4") OCT_FIX("q2", "q4") \
+                      OCT_FIX("q1", "q7")                                                                             \
+                          OCT_FIX("q3", "q7") "vqmovnb.s32 q5, q0\n\tvqmovnt.s32 q5, q1\n\t"                          \
+                                              "vldrw.u32 q4, [%[k], #176]\n\t"                                        \
+                                              "vqmovnb.s32 q6, q2\n\tvqmovnt.s32 q6, q3\n\t"                          \
+                                              "vldrw.u32 q7, [%[k], #192]\n\t"                                        \
+                                              "vmax.s16 q5, q5, q4\n\tvmax.s16 q6, q6, q4\n\t"                        \
+                                              "vmin.s16 q5, q5, q7\n\tvmin.s16 q6, q6, q7\n\t"                        \
+                                              "vadd.i16 q5, q5, %[offset]\n\tvstrb.16 q5, [%[out]]\n\t"               \
+                                              "add %[out], %[out], %[out_step]\n\t"                                   \
+                                              "vadd.i16 q6, q6, %[offset]\n\tvstrb.16 q6, [%[out]]\n\t"               \
+                                              "add %[out], %[out], %[out_step]\n\t"
+#define OCT_ONE_OUTPUT                                                                                            \
+    "vldrw.u32 q4, [%[k], #112]\n\tvqrdmulh.s32 q0, q0, q4\n\tvldrw.u32 q7, [%[k], #128]\n\t"                     \
+    "vqrdmulh.s32 q1, q1, q7\n\tvldrw.u32 q4, [%[k], #144]\n\tvldrw.u32 q7, [%[k], #160]\n\t" OCT_FIX("q0", "q4") \
+        OCT_FIX("q1", "q7") "vqmovnb.s32 q5, q0\n\tvqmovnt.s32 q5, q1\n\t"                                        \
+                            "vldrw.u32 q4, [%[k], #176]\n\tvmax.s16 q5, q5, q4\n\t"                               \
+                            "vldrw.u32 q7, [%[k], #192]\n\tvmin.s16 q5, q5, q7\n\t"                               \
+                            "vadd.i16 q5, q5, %[offset]\n\tvstrb.16 q5, [%[out]]\n\t"
+
+/* A row of a pass: per octet, its pixel pairs (the windows `advance` bytes on per pair), then
+ * one more pixel when `odd`; then the next octet from the row's start, 8 channels on (the
+ * pointers stepped back by x_back and out_back). */
+#define OCTET_ROW(name, TAPS, advance, PAIR_OUTPUT, ONE_OUTPUT)                                            \
+    static EDGEC_NOINLINE void name(const octet_row *row)                                                  \
+    {                                                                                                      \
+        const int8_t *x0 = row->x[0];                                                                      \
+        const int8_t *x1 = row->x[1];                                                                      \
+        const int8_t *x2 = row->x[2];                                                                      \
+        int8_t *out = row->out;                                                                            \
+        const octet_group *k = row->g;                                                                     \
+        __asm__ volatile("4:\n\t"                                                                          \
+                         "ldr lr, [%[row], #24]\n\t" /* pairs */ "wls lr, lr, 2f\n"                        \
+                         "1:\n\t" OCT_W("q4", "0") TAPS PAIR_OUTPUT                                        \
+                         "add %[x0], %[x0], #" advance "\n\t"                                              \
+                         "add %[x1], %[x1], #" advance "\n\t"                                              \
+                         "add %[x2], %[x2], #" advance "\n\t"                                              \
+                         "le lr, 1b\n"                                                                     \
+                         "2:\n\t"                                                                          \
+                         "ldr lr, [%[row], #28]\n\t" /* odd */ "cmp lr, #0\n\t"                            \
+                         "beq 3f\n\t"                                                                      \
+                         "vldrw.u32 q0, [%[k], #80]\n\t" OCT_W(                                            \
+                             "q4", "0") "vldrw.u32 q1, [%[k], #96]\n\t" OCT_ONE_TAPS ONE_OUTPUT "3:\n\t"   \
+                                        "ldr lr, [%[row], #36]\n\t" /* last */ "cmp %[k], lr\n\t"          \
+                                        "beq 5f\n\t"                                                       \
+                                        "ldr lr, [%[row], #40]\n\t" /* x_back */                           \
+                                        "sub %[x0], %[x0], lr\n\tsub %[x1], %[x1], lr\n\t"                 \
+                                        "sub %[x2], %[x2], lr\n\tldr lr, [%[row], #44]\n\t" /* out_back */ \
+                                        "sub %[out], %[out], lr\n\t"                                       \
+                                        "add %[k], %[k], #208\n\t"                                         \
+                                        "b 4b\n"                                                           \
+                                        "5:"                                                               \
+                         : [x0] "+l"(x0), [x1] "+l"(x1), [x2] "+l"(x2), [out] "+l"(out), [k] "+l"(k)       \
+                         : [row] "r"(row), [out_step] "r"(row->out_step), [offset] "r"(row->offset)        \
+                         : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc");          \
+    }
+OCTET_ROW(octet_row_s1, OCT_PAIR_TAPS_S1, "32", OCT_PAIR_OUTPUT, OCT_ONE_OUTPUT)
+OCTET_ROW(octet_row_s1_full, OCT_PAIR_TAPS_S1, "32", OCT_PAIR_OUTPUT_FULL, OCT_ONE_OUTPUT_FULL)
+OCTET_ROW(octet_row_s2, OCT_PAIR_TAPS_S2, "64", OCT_PAIR_OUTPUT, OCT_ONE_OUTPUT)
+OCTET_ROW(octet_row_s2_full, OCT_PAIR_TAPS_S2, "64", OCT_PAIR_OUTPUT_FULL, OCT_ONE_OUTPUT_FULL)
+
+/* The octet path takes channels first .. first + 7 of this layer (first a multiple of 8): its
+ * window, straight into the output (not staged), and no left shift among the eight. */
+static int octet_takes(const packed_layer *layer, int32_t first, int32_t pixel_step)
+{
+    if (!layer->unrolled || layer->stride_w > 2 || pixel_step != layer->c || first + 8 > layer->c) {
+        return 0;
+    }
+    const int32x4x2_t shift = vld2q_s32(layer->quant->shift + first);
+    return vmaxvq_s32(INT32_MIN, vmaxq_s32(shift.val[0], shift.val[1])) <= 0;
+}
+
+/* An octet's constants: the taps of its two 4-channel groups side by side (VST2 interleaves
+ * their words), the per-channel values split into even and odd channels (VLD2); whether every
+ * shift is < 0. */
+static int octet_make(octet_group *g, const packed_layer *layer, int32_t first)
+{
+    const int8_t *taps = layer->filter + first * 9; /* groups first / 4 and first / 4 + 1 */
+    for (int32_t t = 0; t < 8; t += 4) {
+        const int32x4x2_t words = { { vreinterpretq_s32_s8(vldrbq_s8(taps + 4 * t)),
+                                      vreinterpretq_s32_s8(vldrbq_s8(taps + 36 + 4 * t)) } };
+        vst2q_s32(g->w[t], words);
+    }
+    memcpy(&g->w[8][0], taps + 32, 4);
+    memcpy(&g->w[8][1], taps + 68, 4);
+    const int32x4x2_t bias = vld2q_s32(layer->bias + first);
+    const int32x4x2_t multiplier = vld2q_s32(layer->quant->multiplier + first);
+    const int32x4x2_t shift = vld2q_s32(layer->quant->shift + first);
+    for (int32_t h = 0; h < 2; h++) {
+        g->bias[h] = bias.val[h];
+        g->multiplier[h] = multiplier.val[h];
+        g->minus_right[h] = shift.val[h];
+    }
+    g->lo = vdupq_n_s16((int16_t)layer->stage.lo);
+    g->hi = vdupq_n_s16((int16_t)layer->stage.hi);
+    return vmaxvq_s32(INT32_MIN, vmaxq_s32(shift.val[0], shift.val[1])) < 0;
+}
+
+/* The pad value in the padding columns of the three cached rows: octet_fill writes the others. */
+static void octet_pad(const packed_layer *layer)
+{
+    const int8x16_t pad = vdupq_n_s8(layer->pad);
+    const int32_t row_bytes = layer->padded_w * OCTET_ENTRY;
+    const int32_t image_start = layer->image_start;
+    const int32_t image_end = layer->image_end;
+    for (int8_t *row = layer->cache; row < layer->cache + 3 * row_bytes; row += row_bytes) {
+        for (int32_t j = 0; j < image_start; j++) {
+            vstrbq_s8(row + OCTET_ENTRY * j, pad);
+        }
+        for (int32_t j = image_end; j < layer->padded_w; j++) {
+            vstrbq_s8(row + OCTET_ENTRY * j, pad);
+        }
+    }
+}
+
+/* n entries at dst: a row's pixels from src (c bytes apart; 8 * octets channels each), or the
+ * pad value where src is NULL (above and below the image). */
+static inline void octet_fill(int8_t *dst, const int8_t *src, int32_t n, int32_t c, int32_t octets, int8_t pad)
+{
+    if (src == NULL) {
+        const int8x16_t pads = vdupq_n_s8(pad);
+        for (int32_t k = 0; k < n; k++) {
+            vstrbq_s8(dst + OCTET_ENTRY * k, pads);
+        }
+        return;
+    }
+    if (octets == 2) {
+        for (int32_t k = 0; k < n; k++, src += c) {
+            vstrbq_s8(dst + OCTET_ENTRY * k, vldrbq_s8(src));
+        }
+        return;
+    }
+    for (int32_t k = 0; k < n; k++, src += c) { /* past the octet: not the input's to read */
+        vstrbq_s16(dst + OCTET_ENTRY * k, vldrbq_s16(src));
+    }
+}
+
+/* The image row of padded row r (`image` is row 0's first pixel), NULL above and below it. */
+static inline const int8_t *octet_source(const packed_layer *layer, const int8_t *image, int32_t r)
+{
+    const int32_t iy = r - layer->pad_top;
+    return iy >= 0 && iy < layer->in_h ? image + iy * layer->in_w * layer->c : NULL;
+}
+
+/* Every output row of one batch of a pass. The three cached rows are a ring of slots, row.x[i]
+ * that of padded row top + i: moving down stride_h rows turns it by stride_h and brings in the
+ * rows not cached yet (no division per row; at stride 1 one row). */
+static void octet_rows(octet_row *row, const packed_layer *layer, void (*run)(const octet_row *), const int8_t *image)
+{
+    const int32_t n = layer->image_end - layer->image_start; /* n > 0: column image_start is pixel 0 */
+    const int32_t columns = layer->image_start * OCTET_ENTRY;
+    const int32_t c = layer->c;
+    const int32_t octets = (int32_t)(row->last - row->g) + 1;
+    const int8_t pad = layer->pad;
+    const int32_t stride_h = layer->stride_h;
+    const int32_t out_h = layer->out_h;
+    const int32_t out_row = layer->out_w * c;
+    for (int32_t i = 0; i < 3; i++) {
+        octet_fill(row->x[i] + columns, octet_source(layer, image, i), n, c, octets, pad);
+    }
+    run(row);
+    if (stride_h == 1) { /* input row iy = oy + 2 - pad_top, `at` bytes into the image */
+        const int32_t in_h = layer->in_h;
+        const int32_t in_row = layer->in_w * c;
+        for (int32_t oy = 1, iy = 3 - layer->pad_top, at = iy * in_row; oy < out_h; oy++, iy++, at += in_row) {
+            int8_t *const x0 = row->x[0];
+            row->x[0] = row->x[1];
+            row->x[1] = row->x[2];
+            row->x[2] = x0;
+            octet_fill(x0 + columns, iy >= 0 && iy < in_h ? image + at : NULL, n, c, octets, pad);
+            row->out += out_row;
+            run(row);
+        }
+        return;
+    }
+    const int32_t fresh = EDGEC_MIN(stride_h, 3);
+    for (int32_t oy = 1, top = stride_h; oy < out_h; oy++, top += stride_h) {
+        int8_t *const x0 = row->x[0];
+        if (stride_h % 3 == 1) {
+            row->x[0] = row->x[1];
+            row->x[1] = row->x[2];
+            row->x[2] = x0;
+        } else if (stride_h % 3 == 2) {
+            row->x[0] = row->x[2];
+            row->x[2] = row->x[1];
+            row->x[1] = x0;
+        }
+        for (int32_t i = 3 - fresh; i < 3; i++) {
+            octet_fill(row->x[i] + columns, octet_source(layer, image, top + i), n, c, octets, pad);
+        }
+        row->out += out_row;
+        run(row);
+    }
+}
+
+/* Channels first .. first + 8 * octets - 1, every batch, into out (pixels C bytes apart). */
+static EDGEC_NOINLINE void octet_outputs(const packed_layer *layer, int32_t batches, int32_t first, int32_t octets,
+                                         int8_t *out)
+{
+    octet_group g[2];
+    int strict = 1;
+    for (int32_t o = 0; o < octets; o++) {
+        strict = octet_make(&g[o], layer, first + 8 * o) && strict;
+    }
+    const int full = strict && layer->stage.lo + layer->stage.offset == INT8_MIN &&
+                     layer->stage.hi + layer->stage.offset == INT8_MAX; /* the bounds clamp nothing */
+    void (*const run)(const octet_row *) =
+        layer->stride_w == 1 ? (full ? octet_row_s1_full : octet_row_s1) : (full ? octet_row_s2_full : octet_row_s2);
+    octet_pad(layer);
+    const int32_t image_bytes = layer->in_h * layer->in_w * layer->c;
+    const int32_t out_bytes = layer->out_h * layer->out_w * layer->c;
+    const int32_t row_bytes = layer->padded_w * OCTET_ENTRY;
+    for (int32_t b = 0; b < batches; b++) {
+        octet_row row = { g,
+                          { layer->cache, layer->cache + row_bytes, layer->cache + 2 * row_bytes },
+                          out + b * out_bytes,
+                          layer->c,
+                          layer->out_w / 2,
+                          layer->out_w % 2,
+                          layer->stage.offset,
+                          g + octets - 1,
+                          layer->out_w / 2 * 2 * OCTET_ENTRY * layer->stride_w - 8,
+                          layer->out_w / 2 * 2 * layer->c - 8 };
+        octet_rows(&row, layer, run, layer->input + b * image_bytes + first);
+    }
+}
+#endif
+
+/* Channels first .. first + 3. Where their octet takes the octet path, the octet's first group
+ * runs it, with the next octet too when that one also takes it and this one starts a 16-channel
+ * pass (first a multiple of 16); the group after that has nothing left to do. Else the
+ * 4-channel path. */
+void edgec_depthwise_packed_group_outputs(const packed_layer *layer, int32_t batches, int32_t first, int8_t *out,
+                                          int32_t pixel_step)
+{
+#if defined(__OPTIMIZE__)
+    const int32_t octet = first - first % 8;
+    if (octet_takes(layer, octet, pixel_step)) {
+        if (first != octet || (octet % 16 == 8 && octet_takes(layer, octet - 8, pixel_step))) {
+            return; /* done with its octet, or with the octet before it */
+        }
+        const int32_t octets = octet % 16 == 0 && octet_takes(layer, octet + 8, pixel_step) ? 2 : 1;
+        octet_outputs(layer, batches, octet, octets, out);
+        return;
+    }
+#endif
+    group_outputs(layer, batches, first, out, pixel_step);
 }
 
 #endif
