@@ -112,14 +112,25 @@ def run_c(lib, name: str, cls, x: np.ndarray, desc: dict, in_place: bool = False
     """Calls the kernel on x (output `skew` bytes into a guard-filled block, input copied there
     too when in place); checks the status and the guard tail; returns the output, x's shape."""
     keep: list = []
+    return _guarded(
+        x,
+        in_place,
+        skew,
+        lambda src, out: getattr(lib, name)(
+            C.byref(c_desc(cls, desc, keep)), src.ctypes.data_as(P8), out.ctypes.data_as(P8)
+        ),
+    )
+
+
+def _guarded(x: np.ndarray, in_place: bool, skew: int, call) -> np.ndarray:
+    """`call(src, out)` with out `skew` bytes into a guard-filled block (x copied there when in
+    place); checks the status and the guard tail; returns the output, x's shape."""
     x = np.ascontiguousarray(x, dtype=np.int8)
     block = np.full(x.size + skew + GUARD, GUARD_BYTE, dtype=np.uint8).view(np.int8)
     out = block[skew : skew + x.size]
     if in_place:
         out[:] = x.ravel()
-    src = out if in_place else x
-    status = getattr(lib, name)(C.byref(c_desc(cls, desc, keep)), src.ctypes.data_as(P8), out.ctypes.data_as(P8))
-    assert status == EDGEC_OK
+    assert call(out if in_place else x, out) == EDGEC_OK
     assert (block[skew + x.size :].view(np.uint8) == GUARD_BYTE).all(), "C kernel wrote past its output"
     return out.copy().reshape(x.shape)
 
@@ -205,20 +216,16 @@ def random_tables(rng, channels: int) -> np.ndarray:
 
 def run_channels_c(lib, x: np.ndarray, tables: np.ndarray, desc: dict, in_place=False, skew=0) -> np.ndarray:
     """edgec_lut_channels_s8 on x as run_c calls the one-table kernels (guard, skew, in place)."""
-    x = np.ascontiguousarray(x, dtype=np.int8)
     tables = np.ascontiguousarray(tables, dtype=np.int8)
-    block = np.full(x.size + skew + GUARD, GUARD_BYTE, dtype=np.uint8).view(np.int8)
-    out = block[skew : skew + x.size]
-    if in_place:
-        out[:] = x.ravel()
-    src = out if in_place else x
     c_desc = LutChannelsDesc(desc["pixels"], desc["channels"])
-    status = lib.edgec_lut_channels_s8(
-        C.byref(c_desc), ptr(tables, C.c_int8), src.ctypes.data_as(P8), out.ctypes.data_as(P8)
+    return _guarded(
+        x,
+        in_place,
+        skew,
+        lambda src, out: lib.edgec_lut_channels_s8(
+            C.byref(c_desc), ptr(tables, C.c_int8), src.ctypes.data_as(P8), out.ctypes.data_as(P8)
+        ),
     )
-    assert status == EDGEC_OK
-    assert (block[skew + x.size :].view(np.uint8) == GUARD_BYTE).all(), "C kernel wrote past its output"
-    return out.copy().reshape(x.shape)
 
 
 @settings(max_examples=200, deadline=None)
