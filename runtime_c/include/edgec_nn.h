@@ -1324,6 +1324,17 @@ typedef struct {
 edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc, const int16_t *input, int16_t *output);
 
 /*
+ * edgec_depthwise_conv_s16 with Helium: four channels a vector, each tap one VLDRH.S32, one
+ * VLDRB.S32 and a VMUL.S32 into 32-bit lane sums (exact: ch_mult 1 and windows of at most 511
+ * taps; other layers take the portable loops), then the portable output stage per channel
+ * (VCTP32-predicated last group). Same arithmetic and checks; no scratch.
+ */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_depthwise_conv_s16_mve(const edgec_depthwise_conv_s16_desc *desc, const int16_t *input,
+                                          int16_t *output);
+#endif
+
+/*
  * Fully connected (CMSIS-NN arm_fully_connected_s16 / arm_nn_vec_mat_mult_t_s16, TFLite
  * reference_integer_ops::FullyConnected int16; here per output channel):
  * output[b][o] = requantize_s64(sum_k input[b][k] * filter[o][k]).

@@ -60,3 +60,81 @@ edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
     }
     return EDGEC_OK;
 }
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/*
+ * Helium path (as CMSIS-NN's arm_nn_depthwise_conv_nt_t_s16): four channels a vector, each tap
+ * one VLDRH.S32 of inputs and one VLDRB.S32 of weights multiplied lane by lane (VMUL.S32) and
+ * added to 32-bit lane sums. A product is at most 2^22 in magnitude, so a window of at most
+ * DEPTHWISE_S16_MVE_MAX_TAPS taps sums exactly in int32 (511 * 2^22 < 2^31) and the result equals
+ * the portable kernel's int64 sum; the output stage is the portable one's, per lane.
+ */
+#define DEPTHWISE_S16_MVE_MAX_TAPS 511
+
+/* The sums of the four channels c.. (lanes past `p` zero) over the window's taps inside the
+ * input. */
+static int32x4_t depthwise_s16_mve_sum(const edgec_depthwise_conv_s16_desc *d, const int16_t *image, edgec_tap_range ty,
+                                       edgec_tap_range tx, int32_t c, mve_pred16_t p)
+{
+    const int32_t channels = d->input_c;
+    const int32_t x_step = d->dilation_w * channels;
+    int32x4_t sum = vdupq_n_s32(0);
+    if (tx.first == tx.last) {
+        return sum; /* (no pointer is formed to a row outside the input) */
+    }
+    for (int32_t ky = ty.first; ky < ty.last; ky++) {
+        const int32_t iy = ty.base + ky * d->dilation_h;
+        const int16_t *x = image + (iy * d->input_w + tx.base + tx.first * d->dilation_w) * channels + c;
+        const int8_t *w = d->filter + (ky * d->kernel_w + tx.first) * channels + c;
+        for (int32_t kx = tx.first; kx < tx.last; kx++) {
+            sum = vaddq_s32(sum, vmulq_s32(vldrhq_z_s32(x, p), vldrbq_z_s32(w, p)));
+            x += x_step;
+            w += channels;
+        }
+    }
+    return sum;
+}
+
+/* Every channel of one output pixel, four at a time (the last group VCTP32-predicated: no input
+ * or weight past the channels is read). */
+static void depthwise_s16_mve_pixel(const edgec_depthwise_conv_s16_desc *d, const int16_t *image, edgec_tap_range ty,
+                                    edgec_tap_range tx, int16_t *out)
+{
+    for (int32_t c = 0; c < d->input_c; c += 4) {
+        const int32_t lanes = EDGEC_MIN(d->input_c - c, 4);
+        int32_t sum[4];
+        vstrwq_s32(sum, depthwise_s16_mve_sum(d, image, ty, tx, c, vctp32q((uint32_t)lanes)));
+        for (int32_t i = 0; i < lanes; i++) {
+            out[c + i] = edgec_output_s16(sum[i], d->bias, d->multiplier, d->shift, c + i, d->act_min, d->act_max);
+        }
+    }
+}
+
+edgec_status edgec_depthwise_conv_s16_mve(const edgec_depthwise_conv_s16_desc *desc, const int16_t *input,
+                                          int16_t *output)
+{
+    if (!depthwise_conv_s16_valid(desc, input, output)) {
+        return EDGEC_ARG_ERROR;
+    }
+    /* A channel multiplier reads each input channel for several outputs, and a window past
+     * DEPTHWISE_S16_MVE_MAX_TAPS taps could overflow the lane sums: the portable loops. */
+    if (desc->ch_mult != 1 || (int64_t)desc->kernel_h * desc->kernel_w > DEPTHWISE_S16_MVE_MAX_TAPS) {
+        return edgec_depthwise_conv_s16(desc, input, output);
+    }
+    const edgec_depthwise_conv_s16_desc d = *desc;
+    int16_t *out = output;
+    for (int32_t n = 0; n < d.batches; n++) {
+        const int16_t *image = input + n * d.input_h * d.input_w * d.input_c;
+        for (int32_t oy = 0; oy < d.output_h; oy++) {
+            const edgec_tap_range ty = edgec_conv_taps(oy, d.stride_h, d.pad_top, d.dilation_h, d.kernel_h, d.input_h);
+            for (int32_t ox = 0; ox < d.output_w; ox++) {
+                const edgec_tap_range tx =
+                    edgec_conv_taps(ox, d.stride_w, d.pad_left, d.dilation_w, d.kernel_w, d.input_w);
+                depthwise_s16_mve_pixel(&d, image, ty, tx, out);
+                out += d.input_c;
+            }
+        }
+    }
+    return EDGEC_OK;
+}
+#endif /* __ARM_FEATURE_MVE */
