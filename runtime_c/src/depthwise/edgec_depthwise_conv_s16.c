@@ -67,14 +67,50 @@ edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
  * one VLDRH.S32 of inputs and one VLDRB.S32 of weights multiplied lane by lane (VMUL.S32) and
  * added to 32-bit lane sums. A product is at most 2^22 in magnitude, so a window of at most
  * DEPTHWISE_S16_MVE_MAX_TAPS taps sums exactly in int32 (511 * 2^22 < 2^31) and the result equals
- * the portable kernel's int64 sum; the output stage is the portable one's, per lane.
+ * the portable kernel's int64 sum. The loops run over channel groups, then pixels, so that each
+ * group's output stage is prepared once (depthwise_s16_stage).
  */
 #define DEPTHWISE_S16_MVE_MAX_TAPS 511
 
-/* The sums of the four channels c.. (lanes past `p` zero) over the window's taps inside the
- * input. */
+/*
+ * One channel's output stage for a 32-bit sum: clamp((acc * reduced + offset) >> shift) with
+ * offset = bias * reduced + 2^(shift - 1) and shift = 15 - shift[c]. When |bias| <= 2^47 - 2^31,
+ * acc + bias never reaches edgec_add_bias_s64's saturation, and rounding (x * reduced) >> (shift - 1)
+ * up by one then halving equals adding 2^(shift - 1) before one shift, so this is
+ * edgec_output_s16 exactly; `exact` is 0 for a larger bias, whose channel takes edgec_output_s16.
+ */
+typedef struct {
+    int64_t offset;
+    int32_t reduced;
+    int32_t shift;
+    int32_t exact;
+} depthwise_s16_stage;
+
+static depthwise_s16_stage depthwise_s16_stage_of(const edgec_depthwise_conv_s16_desc *d, int32_t c)
+{
+    const int64_t bias_limit = ((int64_t)1 << 47) - ((int64_t)1 << 31);
+    const int64_t bias = d->bias ? d->bias[c] : 0;
+    depthwise_s16_stage stage;
+    stage.reduced = edgec_reduce_multiplier(d->multiplier[c]);
+    stage.shift = 15 - d->shift[c];
+    stage.exact = bias >= -bias_limit && bias <= bias_limit;
+    stage.offset = (stage.exact ? bias * stage.reduced : 0) + ((int64_t)1 << (stage.shift - 1));
+    return stage;
+}
+
+static int16_t depthwise_s16_output(const edgec_depthwise_conv_s16_desc *d, const depthwise_s16_stage *stage,
+                                    int32_t acc, int32_t c)
+{
+    if (!stage->exact) {
+        return edgec_output_s16(acc, d->bias, d->multiplier, d->shift, c, d->act_min, d->act_max);
+    }
+    const int64_t result = ((int64_t)acc * stage->reduced + stage->offset) >> stage->shift;
+    return (int16_t)EDGEC_MIN(EDGEC_MAX(result, (int64_t)d->act_min), (int64_t)d->act_max);
+}
+
+/* The sums of the four channels c.. over the window's taps inside the input. */
 static int32x4_t depthwise_s16_mve_sum(const edgec_depthwise_conv_s16_desc *d, const int16_t *image, edgec_tap_range ty,
-                                       edgec_tap_range tx, int32_t c, mve_pred16_t p)
+                                       edgec_tap_range tx, int32_t c)
 {
     const int32_t channels = d->input_c;
     const int32_t x_step = d->dilation_w * channels;
@@ -87,7 +123,7 @@ static int32x4_t depthwise_s16_mve_sum(const edgec_depthwise_conv_s16_desc *d, c
         const int16_t *x = image + (iy * d->input_w + tx.base + tx.first * d->dilation_w) * channels + c;
         const int8_t *w = d->filter + (ky * d->kernel_w + tx.first) * channels + c;
         for (int32_t kx = tx.first; kx < tx.last; kx++) {
-            sum = vaddq_s32(sum, vmulq_s32(vldrhq_z_s32(x, p), vldrbq_z_s32(w, p)));
+            sum = vaddq_s32(sum, vmulq_s32(vldrhq_s32(x), vldrbq_s32(w)));
             x += x_step;
             w += channels;
         }
@@ -95,17 +131,31 @@ static int32x4_t depthwise_s16_mve_sum(const edgec_depthwise_conv_s16_desc *d, c
     return sum;
 }
 
-/* Every channel of one output pixel, four at a time (the last group VCTP32-predicated: no input
- * or weight past the channels is read). */
-static void depthwise_s16_mve_pixel(const edgec_depthwise_conv_s16_desc *d, const int16_t *image, edgec_tap_range ty,
-                                    edgec_tap_range tx, int16_t *out)
+/* Channels c + first .. c + 3 of every output pixel (the lanes before `first` belong to the
+ * previous group). */
+static void depthwise_s16_mve_group(const edgec_depthwise_conv_s16_desc *d, const int16_t *input, int32_t c,
+                                    int32_t first, int16_t *output)
 {
-    for (int32_t c = 0; c < d->input_c; c += 4) {
-        const int32_t lanes = EDGEC_MIN(d->input_c - c, 4);
-        int32_t sum[4];
-        vstrwq_s32(sum, depthwise_s16_mve_sum(d, image, ty, tx, c, vctp32q((uint32_t)lanes)));
-        for (int32_t i = 0; i < lanes; i++) {
-            out[c + i] = edgec_output_s16(sum[i], d->bias, d->multiplier, d->shift, c + i, d->act_min, d->act_max);
+    depthwise_s16_stage stage[4];
+    for (int32_t i = first; i < 4; i++) {
+        stage[i] = depthwise_s16_stage_of(d, c + i);
+    }
+    int16_t *out = output + c;
+    for (int32_t n = 0; n < d->batches; n++) {
+        const int16_t *image = input + n * d->input_h * d->input_w * d->input_c;
+        for (int32_t oy = 0; oy < d->output_h; oy++) {
+            const edgec_tap_range ty =
+                edgec_conv_taps(oy, d->stride_h, d->pad_top, d->dilation_h, d->kernel_h, d->input_h);
+            for (int32_t ox = 0; ox < d->output_w; ox++) {
+                const edgec_tap_range tx =
+                    edgec_conv_taps(ox, d->stride_w, d->pad_left, d->dilation_w, d->kernel_w, d->input_w);
+                int32_t sum[4];
+                vstrwq_s32(sum, depthwise_s16_mve_sum(d, image, ty, tx, c));
+                for (int32_t i = first; i < 4; i++) {
+                    out[i] = depthwise_s16_output(d, &stage[i], sum[i], c + i);
+                }
+                out += d->input_c;
+            }
         }
     }
 }
@@ -116,24 +166,18 @@ edgec_status edgec_depthwise_conv_s16_mve(const edgec_depthwise_conv_s16_desc *d
     if (!depthwise_conv_s16_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
     }
-    /* A channel multiplier reads each input channel for several outputs, and a window past
-     * DEPTHWISE_S16_MVE_MAX_TAPS taps could overflow the lane sums: the portable loops. */
-    if (desc->ch_mult != 1 || (int64_t)desc->kernel_h * desc->kernel_w > DEPTHWISE_S16_MVE_MAX_TAPS) {
+    /* A channel multiplier reads each input channel for several outputs, fewer than four
+     * channels fill no vector, and a window past DEPTHWISE_S16_MVE_MAX_TAPS taps could overflow
+     * the lane sums: the portable loops. */
+    if (desc->ch_mult != 1 || desc->input_c < 4 ||
+        (int64_t)desc->kernel_h * desc->kernel_w > DEPTHWISE_S16_MVE_MAX_TAPS) {
         return edgec_depthwise_conv_s16(desc, input, output);
     }
-    const edgec_depthwise_conv_s16_desc d = *desc;
-    int16_t *out = output;
-    for (int32_t n = 0; n < d.batches; n++) {
-        const int16_t *image = input + n * d.input_h * d.input_w * d.input_c;
-        for (int32_t oy = 0; oy < d.output_h; oy++) {
-            const edgec_tap_range ty = edgec_conv_taps(oy, d.stride_h, d.pad_top, d.dilation_h, d.kernel_h, d.input_h);
-            for (int32_t ox = 0; ox < d.output_w; ox++) {
-                const edgec_tap_range tx =
-                    edgec_conv_taps(ox, d.stride_w, d.pad_left, d.dilation_w, d.kernel_w, d.input_w);
-                depthwise_s16_mve_pixel(&d, image, ty, tx, out);
-                out += d.input_c;
-            }
-        }
+    /* A channel count not a multiple of four ends with the group of the last four channels,
+     * overlapping the previous one: every load stays unpredicated and within the channels. */
+    for (int32_t c = 0; c < desc->input_c; c += 4) {
+        const int32_t start = EDGEC_MIN(c, desc->input_c - 4);
+        depthwise_s16_mve_group(desc, input, start, c - start, output);
     }
     return EDGEC_OK;
 }
