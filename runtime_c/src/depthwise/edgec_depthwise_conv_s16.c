@@ -73,73 +73,120 @@ edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
 #define DEPTHWISE_S16_MVE_MAX_TAPS 511
 
 /*
- * One channel's output stage for a 32-bit sum: clamp((acc * reduced + offset) >> shift) with
- * offset = bias * reduced + 2^(shift - 1) and shift = 15 - shift[c]. When |bias| <= 2^47 - 2^31,
- * acc + bias never reaches edgec_add_bias_s64's saturation, and rounding (x * reduced) >> (shift - 1)
- * up by one then halving equals adding 2^(shift - 1) before one shift, so this is
- * edgec_output_s16 exactly; `exact` is 0 for a larger bias, whose channel takes edgec_output_s16.
+ * The output stage of four channels in 32-bit lanes. With s = 15 - shift[c] and
+ * offset = bias * reduced + 2^(s - 1), edgec_output_s16 of a 32-bit sum is
+ * clamp((acc * reduced + offset) >> s) when |bias| <= 2^47 - 2^31 (acc + bias then never reaches
+ * edgec_add_bias_s64's saturation, and rounding (x * reduced) >> (s - 1) up by one then halving
+ * is adding 2^(s - 1) before one shift). The 64-bit acc * reduced + offset is formed as a high and
+ * a low word (VMULH, VMUL, an add with carry) and shifted by s as a pair; when every result fits
+ * int32 (checked for every 32-bit acc) its low word is the result. A group with a lane where
+ * either bound fails (`vector` 0) takes edgec_output_s16 lane by lane.
  */
 typedef struct {
-    int64_t offset;
-    int32_t reduced;
-    int32_t shift;
-    int32_t exact;
+    int32x4_t reduced;
+    int32x4_t left;  /* 32 - s: the high word's shift */
+    int32x4_t right; /* -s: the low word's (logical) shift */
+    uint32x4_t offset_lo;
+    int32x4_t offset_hi;
+    int vector;
 } depthwise_s16_stage;
 
 static depthwise_s16_stage depthwise_s16_stage_of(const edgec_depthwise_conv_s16_desc *d, int32_t c)
 {
     const int64_t bias_limit = ((int64_t)1 << 47) - ((int64_t)1 << 31);
-    const int64_t bias = d->bias ? d->bias[c] : 0;
+    int32_t reduced[4], left[4], right[4], offset_hi[4];
+    uint32_t offset_lo[4];
     depthwise_s16_stage stage;
-    stage.reduced = edgec_reduce_multiplier(d->multiplier[c]);
-    stage.shift = 15 - d->shift[c];
-    stage.exact = bias >= -bias_limit && bias <= bias_limit;
-    stage.offset = (stage.exact ? bias * stage.reduced : 0) + ((int64_t)1 << (stage.shift - 1));
+    stage.vector = 1;
+    for (int32_t i = 0; i < 4; i++) {
+        const int64_t bias = d->bias ? d->bias[c + i] : 0;
+        const int32_t s = 15 - d->shift[c + i];
+        reduced[i] = edgec_reduce_multiplier(d->multiplier[c + i]);
+        const int exact = bias >= -bias_limit && bias <= bias_limit;
+        const int64_t offset = (exact ? bias * reduced[i] : 0) + ((int64_t)1 << (s - 1));
+        const int64_t bound = ((int64_t)reduced[i] << 31) + (offset < 0 ? -offset : offset);
+        stage.vector &= exact && (bound >> s) < INT32_MAX;
+        left[i] = 32 - s;
+        right[i] = -s;
+        offset_lo[i] = (uint32_t)offset;
+        offset_hi[i] = (int32_t)(offset >> 32);
+    }
+    stage.reduced = vldrwq_s32(reduced);
+    stage.left = vldrwq_s32(left);
+    stage.right = vldrwq_s32(right);
+    stage.offset_lo = vldrwq_u32(offset_lo);
+    stage.offset_hi = vldrwq_s32(offset_hi);
     return stage;
 }
 
-static int16_t depthwise_s16_output(const edgec_depthwise_conv_s16_desc *d, const depthwise_s16_stage *stage,
-                                    int32_t acc, int32_t c)
+static int32x4_t depthwise_s16_requantize(int32x4_t acc, const depthwise_s16_stage *stage, int32_t act_min,
+                                          int32_t act_max)
 {
-    if (!stage->exact) {
-        return edgec_output_s16(acc, d->bias, d->multiplier, d->shift, c, d->act_min, d->act_max);
+    const uint32x4_t lo = vreinterpretq_u32_s32(vmulq_s32(acc, stage->reduced));
+    const uint32x4_t lo_sum = vaddq_u32(lo, stage->offset_lo);
+    int32x4_t hi_sum = vaddq_s32(vmulhq_s32(acc, stage->reduced), stage->offset_hi);
+    hi_sum = vaddq_m_n_s32(hi_sum, hi_sum, 1, vcmphiq_u32(lo, lo_sum)); /* the low words' carry */
+    const int32x4_t result =
+        vorrq_s32(vreinterpretq_s32_u32(vshlq_u32(lo_sum, stage->right)), vshlq_s32(hi_sum, stage->left));
+    return vminq_s32(vmaxq_s32(result, vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
+}
+
+/* A window's taps inside the input: rows x cols of them from x and w, the steps between rows and
+ * columns in elements. */
+typedef struct {
+    const int16_t *x;
+    const int8_t *w;
+    int32_t rows;
+    int32_t cols;
+    int32_t x_row;
+    int32_t x_col;
+    int32_t w_row;
+    int32_t w_col;
+} depthwise_s16_window;
+
+/* The four lane sums over the window. Not inlined: inside the pixel loops GCC spills the
+ * pointers and steps of this loop to the stack on every tap. */
+static EDGEC_NOINLINE int32x4_t depthwise_s16_mve_window(const depthwise_s16_window *window)
+{
+    const depthwise_s16_window win = *window;
+    int32x4_t sum = vdupq_n_s32(0);
+    for (int32_t r = 0; r < win.rows; r++) {
+        const int16_t *x = win.x + r * win.x_row;
+        const int8_t *w = win.w + r * win.w_row;
+        for (int32_t k = 0; k < win.cols; k++) {
+            sum = vaddq_s32(sum, vmulq_s32(vldrhq_s32(x + k * win.x_col), vldrbq_s32(w + k * win.w_col)));
+        }
     }
-    const int64_t result = ((int64_t)acc * stage->reduced + stage->offset) >> stage->shift;
-    return (int16_t)EDGEC_MIN(EDGEC_MAX(result, (int64_t)d->act_min), (int64_t)d->act_max);
+    return sum;
 }
 
 /* The sums of the four channels c.. over the window's taps inside the input. */
 static int32x4_t depthwise_s16_mve_sum(const edgec_depthwise_conv_s16_desc *d, const int16_t *image, edgec_tap_range ty,
                                        edgec_tap_range tx, int32_t c)
 {
+    depthwise_s16_window win;
+    win.rows = ty.last - ty.first;
+    win.cols = tx.last - tx.first;
+    if (win.rows == 0 || win.cols == 0) {
+        return vdupq_n_s32(0); /* (no pointer is formed to a pixel outside the input) */
+    }
     const int32_t channels = d->input_c;
-    const int32_t x_step = d->dilation_w * channels;
-    int32x4_t sum = vdupq_n_s32(0);
-    if (tx.first == tx.last) {
-        return sum; /* (no pointer is formed to a row outside the input) */
-    }
-    for (int32_t ky = ty.first; ky < ty.last; ky++) {
-        const int32_t iy = ty.base + ky * d->dilation_h;
-        const int16_t *x = image + (iy * d->input_w + tx.base + tx.first * d->dilation_w) * channels + c;
-        const int8_t *w = d->filter + (ky * d->kernel_w + tx.first) * channels + c;
-        for (int32_t kx = tx.first; kx < tx.last; kx++) {
-            sum = vaddq_s32(sum, vmulq_s32(vldrhq_s32(x), vldrbq_s32(w)));
-            x += x_step;
-            w += channels;
-        }
-    }
-    return sum;
+    const int32_t iy = ty.base + ty.first * d->dilation_h;
+    const int32_t ix = tx.base + tx.first * d->dilation_w;
+    win.x = image + (iy * d->input_w + ix) * channels + c;
+    win.w = d->filter + (ty.first * d->kernel_w + tx.first) * channels + c;
+    win.x_row = d->dilation_h * d->input_w * channels;
+    win.x_col = d->dilation_w * channels;
+    win.w_row = d->kernel_w * channels;
+    win.w_col = channels;
+    return depthwise_s16_mve_window(&win);
 }
 
-/* Channels c + first .. c + 3 of every output pixel (the lanes before `first` belong to the
- * previous group). */
+/* Channels c .. c + 3 of every output pixel. */
 static void depthwise_s16_mve_group(const edgec_depthwise_conv_s16_desc *d, const int16_t *input, int32_t c,
-                                    int32_t first, int16_t *output)
+                                    int16_t *output)
 {
-    depthwise_s16_stage stage[4];
-    for (int32_t i = first; i < 4; i++) {
-        stage[i] = depthwise_s16_stage_of(d, c + i);
-    }
+    const depthwise_s16_stage stage = depthwise_s16_stage_of(d, c);
     int16_t *out = output + c;
     for (int32_t n = 0; n < d->batches; n++) {
         const int16_t *image = input + n * d->input_h * d->input_w * d->input_c;
@@ -149,10 +196,16 @@ static void depthwise_s16_mve_group(const edgec_depthwise_conv_s16_desc *d, cons
             for (int32_t ox = 0; ox < d->output_w; ox++) {
                 const edgec_tap_range tx =
                     edgec_conv_taps(ox, d->stride_w, d->pad_left, d->dilation_w, d->kernel_w, d->input_w);
-                int32_t sum[4];
-                vstrwq_s32(sum, depthwise_s16_mve_sum(d, image, ty, tx, c));
-                for (int32_t i = first; i < 4; i++) {
-                    out[i] = depthwise_s16_output(d, &stage[i], sum[i], c + i);
+                const int32x4_t sum = depthwise_s16_mve_sum(d, image, ty, tx, c);
+                if (stage.vector) {
+                    vstrhq_s32(out, depthwise_s16_requantize(sum, &stage, d->act_min, d->act_max));
+                } else {
+                    int32_t lanes[4];
+                    vstrwq_s32(lanes, sum);
+                    for (int32_t i = 0; i < 4; i++) {
+                        out[i] =
+                            edgec_output_s16(lanes[i], d->bias, d->multiplier, d->shift, c + i, d->act_min, d->act_max);
+                    }
                 }
                 out += d->input_c;
             }
@@ -174,10 +227,10 @@ edgec_status edgec_depthwise_conv_s16_mve(const edgec_depthwise_conv_s16_desc *d
         return edgec_depthwise_conv_s16(desc, input, output);
     }
     /* A channel count not a multiple of four ends with the group of the last four channels,
-     * overlapping the previous one: every load stays unpredicated and within the channels. */
+     * overlapping the previous one (its lanes there are computed again, to the same values): every
+     * load stays unpredicated and within the channels. */
     for (int32_t c = 0; c < desc->input_c; c += 4) {
-        const int32_t start = EDGEC_MIN(c, desc->input_c - 4);
-        depthwise_s16_mve_group(desc, input, start, c - start, output);
+        depthwise_s16_mve_group(desc, input, EDGEC_MIN(c, desc->input_c - 4), output);
     }
     return EDGEC_OK;
 }
