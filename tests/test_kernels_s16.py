@@ -1161,18 +1161,26 @@ def extreme_depthwise(k: int) -> Case:
 def depthwise_beyond_int32() -> Case:
     """Extreme inputs and weights at multiplier 2^31 - 1 and shift 7 (shift 0 in one channel):
     requantized sums of up to 9 * 2^29 that do not fit int32 before the clamp to int16."""
-    weight = np.where(np.arange(6) % 2, 127, -128).astype(np.int8).reshape(6, 1, 1, 1).repeat(3, 2).repeat(3, 3)
-    desc = int16.depthwise_conv_s16_desc((1, 4, 4, 6), weight, None, 2**-10, 2**-7, 2**4, pad=(1, 1))
-    desc["multiplier"] = np.full(6, 2**31 - 1, dtype=np.int32)
-    desc["shift"] = np.array([7, 7, 7, 7, 0, 7], dtype=np.int32)
-    return Case("depthwise", desc, np.full((1, 4, 4, 6), INT16_MIN, dtype=np.int16))
+    c = 10
+    weight = np.where(np.arange(c) % 2, 127, -128).astype(np.int8).reshape(c, 1, 1, 1).repeat(3, 2).repeat(3, 3)
+    desc = int16.depthwise_conv_s16_desc((1, 4, 4, c), weight, None, 2**-10, 2**-7, 2**4, pad=(1, 1))
+    desc["multiplier"] = np.full(c, 2**31 - 1, dtype=np.int32)
+    desc["shift"] = np.where(np.arange(c) == 4, 0, 7).astype(np.int32)
+    return Case("depthwise", desc, np.full((1, 4, 4, c), INT16_MIN, dtype=np.int16))
 
 
-def depthwise_layer(rng, shape, kernel, stride, pad, ch_mult: int = 1) -> Case:
+def depthwise_layer(rng, shape, kernel, stride, pad, ch_mult: int = 1, trained_bias: bool = False) -> Case:
+    """A depthwise layer; trained_bias: a bias as quantization gives it (bias_for's styles
+    otherwise, extremes among them)."""
     c_in = shape[3]
     weight = int8_array(rng, (c_in * ch_mult, 1, *kernel))
     s_in, s_w, s_out = scales(rng, kernel[0] * kernel[1])
-    bias = bias_for(rng, c_in * ch_mult, s_in, s_w, s_out)
+    c_out = c_in * ch_mult
+    bias = (
+        quantize_bias_s64(rng.normal(0, 2**12 * s_out, c_out), s_in, np.broadcast_to(s_w, (c_out,)))
+        if trained_bias
+        else bias_for(rng, c_out, s_in, s_w, s_out)
+    )
     desc = int16.depthwise_conv_s16_desc(shape, weight, bias, s_in, s_w, s_out, stride=stride, pad=pad)
     return Case("depthwise", desc, int16_array(rng, shape))
 
@@ -1186,12 +1194,12 @@ def depthwise_mve_cases(rng, per_kind: int) -> list[tuple[Case, str, bool, int]]
     odd channel counts padded at stride 2, the extreme windows on both sides of 511 taps,
     requantized sums beyond int32, and the DS-CNN layer benchmarked."""
     cases = [(random_case(rng, "depthwise", max_c=19), "mve", False, 0) for _ in range(per_kind)]
-    for c in (1, 3, 7, 13):
+    for c in (1, 3, 7, 8, 13, 21):
         cases.append((depthwise_layer(rng, (2, 7, 6, c), (3, 3), (2, 2), (1, 1)), "mve", False, 0))
     cases.append((depthwise_layer(rng, (1, 6, 5, 5), (3, 2), (2, 1), (2, 1), ch_mult=2), "mve", False, 0))
     cases += [(extreme_depthwise(k), "mve", False, 0) for k in (22, 23)]
     cases.append((depthwise_beyond_int32(), "mve", False, 0))
-    layer = depthwise_layer(rng, (1, 25, 5, 64), (3, 3), (1, 1), (1, 1))
+    layer = depthwise_layer(rng, (1, 25, 5, 64), (3, 3), (1, 1), (1, 1), trained_bias=True)
     cases += [(layer, "portable", True, 0), (layer, "mve", True, 0)]
     return cases
 

@@ -1324,10 +1324,11 @@ typedef struct {
 edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc, const int16_t *input, int16_t *output);
 
 /*
- * edgec_depthwise_conv_s16 with Helium: four channels a vector, each tap one VLDRH.S32, one
- * VLDRB.S32 and a VMUL.S32 into 32-bit lane sums (exact: ch_mult 1 and windows of at most 511
- * taps; other layers take the portable loops), then the portable output stage per channel
- * (VCTP32-predicated last group). Same arithmetic and checks; no scratch.
+ * edgec_depthwise_conv_s16 with Helium: eight channels a group, each tap one VLDRH, one VLDRB.S16
+ * and VMULLB/VMULLT into the 32-bit sums of the even and odd channels (exact for windows of at
+ * most 511 taps), then the 64-bit output stage in 32-bit lanes (exact; extreme biases or
+ * multipliers channel by channel in scalar). ch_mult above 1, fewer than 8 channels or larger
+ * windows take the portable loops. Same arithmetic and checks; no scratch.
  */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 edgec_status edgec_depthwise_conv_s16_mve(const edgec_depthwise_conv_s16_desc *desc, const int16_t *input,

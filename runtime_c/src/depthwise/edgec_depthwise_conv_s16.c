@@ -63,9 +63,9 @@ edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 /*
- * Helium path (as CMSIS-NN's arm_nn_depthwise_conv_nt_t_s16): four channels a vector, each tap
- * one VLDRH.S32 of inputs and one VLDRB.S32 of weights multiplied lane by lane (VMUL.S32) and
- * added to 32-bit lane sums. A product is at most 2^22 in magnitude, so a window of at most
+ * Helium path: eight channels a group, each tap one VLDRH of eight inputs and one VLDRB.S16 of
+ * eight weights, multiplied into the 32-bit sums of the even channels (VMULLB) and the odd ones
+ * (VMULLT). A product is at most 2^22 in magnitude, so a window of at most
  * DEPTHWISE_S16_MVE_MAX_TAPS taps sums exactly in int32 (511 * 2^22 < 2^31) and the result equals
  * the portable kernel's int64 sum. The loops run over channel groups, then pixels, so that each
  * group's output stage is prepared once (depthwise_s16_stage).
@@ -91,6 +91,7 @@ typedef struct {
     int vector;
 } depthwise_s16_stage;
 
+/* The stage of channels c, c + 2, c + 4, c + 6 (the even or the odd lanes of a group). */
 static depthwise_s16_stage depthwise_s16_stage_of(const edgec_depthwise_conv_s16_desc *d, int32_t c)
 {
     const int64_t bias_limit = ((int64_t)1 << 47) - ((int64_t)1 << 31);
@@ -99,9 +100,9 @@ static depthwise_s16_stage depthwise_s16_stage_of(const edgec_depthwise_conv_s16
     depthwise_s16_stage stage;
     stage.vector = 1;
     for (int32_t i = 0; i < 4; i++) {
-        const int64_t bias = d->bias ? d->bias[c + i] : 0;
-        const int32_t s = 15 - d->shift[c + i];
-        reduced[i] = edgec_reduce_multiplier(d->multiplier[c + i]);
+        const int64_t bias = d->bias ? d->bias[c + 2 * i] : 0;
+        const int32_t s = 15 - d->shift[c + 2 * i];
+        reduced[i] = edgec_reduce_multiplier(d->multiplier[c + 2 * i]);
         const int exact = bias >= -bias_limit && bias <= bias_limit;
         const int64_t offset = (exact ? bias * reduced[i] : 0) + ((int64_t)1 << (s - 1));
         const int64_t bound = ((int64_t)reduced[i] << 31) + (offset < 0 ? -offset : offset);
@@ -144,31 +145,41 @@ typedef struct {
     int32_t w_col;
 } depthwise_s16_window;
 
-/* The four lane sums over the window. Not inlined: inside the pixel loops GCC spills the
- * pointers and steps of this loop to the stack on every tap. */
-static EDGEC_NOINLINE int32x4_t depthwise_s16_mve_window(const depthwise_s16_window *window)
+/* The even and the odd channels' sums of a group. */
+typedef struct {
+    int32x4_t even;
+    int32x4_t odd;
+} depthwise_s16_sums;
+
+/* The group's sums over the window. Not inlined: inside the pixel loops GCC spills the pointers
+ * and steps of this loop to the stack on every tap. */
+static EDGEC_NOINLINE depthwise_s16_sums depthwise_s16_mve_window(const depthwise_s16_window *window)
 {
     const depthwise_s16_window win = *window;
-    int32x4_t sum = vdupq_n_s32(0);
+    depthwise_s16_sums sums = { vdupq_n_s32(0), vdupq_n_s32(0) };
     for (int32_t r = 0; r < win.rows; r++) {
         const int16_t *x = win.x + r * win.x_row;
         const int8_t *w = win.w + r * win.w_row;
         for (int32_t k = 0; k < win.cols; k++) {
-            sum = vaddq_s32(sum, vmulq_s32(vldrhq_s32(x + k * win.x_col), vldrbq_s32(w + k * win.w_col)));
+            const int16x8_t xv = vldrhq_s16(x + k * win.x_col);
+            const int16x8_t wv = vldrbq_s16(w + k * win.w_col);
+            sums.even = vaddq_s32(sums.even, vmullbq_int_s16(xv, wv));
+            sums.odd = vaddq_s32(sums.odd, vmulltq_int_s16(xv, wv));
         }
     }
-    return sum;
+    return sums;
 }
 
-/* The sums of the four channels c.. over the window's taps inside the input. */
-static int32x4_t depthwise_s16_mve_sum(const edgec_depthwise_conv_s16_desc *d, const int16_t *image, edgec_tap_range ty,
-                                       edgec_tap_range tx, int32_t c)
+/* The sums of the eight channels c.. over the window's taps inside the input. */
+static depthwise_s16_sums depthwise_s16_mve_sum(const edgec_depthwise_conv_s16_desc *d, const int16_t *image,
+                                                edgec_tap_range ty, edgec_tap_range tx, int32_t c)
 {
     depthwise_s16_window win;
     win.rows = ty.last - ty.first;
     win.cols = tx.last - tx.first;
     if (win.rows == 0 || win.cols == 0) {
-        return vdupq_n_s32(0); /* (no pointer is formed to a pixel outside the input) */
+        const depthwise_s16_sums zero = { vdupq_n_s32(0), vdupq_n_s32(0) };
+        return zero; /* (no pointer is formed to a pixel outside the input) */
     }
     const int32_t channels = d->input_c;
     const int32_t iy = ty.base + ty.first * d->dilation_h;
@@ -182,11 +193,24 @@ static int32x4_t depthwise_s16_mve_sum(const edgec_depthwise_conv_s16_desc *d, c
     return depthwise_s16_mve_window(&win);
 }
 
-/* Channels c .. c + 3 of every output pixel. */
+/* Outputs c .. c + 7 in edgec_output_s16's scalar form. */
+static void depthwise_s16_output_lanes(const edgec_depthwise_conv_s16_desc *d, depthwise_s16_sums sums, int32_t c,
+                                       int16_t *out)
+{
+    int32_t lanes[2][4];
+    vstrwq_s32(lanes[0], sums.even);
+    vstrwq_s32(lanes[1], sums.odd);
+    for (int32_t i = 0; i < 8; i++) {
+        out[i] = edgec_output_s16(lanes[i % 2][i / 2], d->bias, d->multiplier, d->shift, c + i, d->act_min, d->act_max);
+    }
+}
+
+/* Channels c .. c + 7 of every output pixel. */
 static void depthwise_s16_mve_group(const edgec_depthwise_conv_s16_desc *d, const int16_t *input, int32_t c,
                                     int16_t *output)
 {
-    const depthwise_s16_stage stage = depthwise_s16_stage_of(d, c);
+    const depthwise_s16_stage even = depthwise_s16_stage_of(d, c);
+    const depthwise_s16_stage odd = depthwise_s16_stage_of(d, c + 1);
     int16_t *out = output + c;
     for (int32_t n = 0; n < d->batches; n++) {
         const int16_t *image = input + n * d->input_h * d->input_w * d->input_c;
@@ -196,16 +220,15 @@ static void depthwise_s16_mve_group(const edgec_depthwise_conv_s16_desc *d, cons
             for (int32_t ox = 0; ox < d->output_w; ox++) {
                 const edgec_tap_range tx =
                     edgec_conv_taps(ox, d->stride_w, d->pad_left, d->dilation_w, d->kernel_w, d->input_w);
-                const int32x4_t sum = depthwise_s16_mve_sum(d, image, ty, tx, c);
-                if (stage.vector) {
-                    vstrhq_s32(out, depthwise_s16_requantize(sum, &stage, d->act_min, d->act_max));
+                const depthwise_s16_sums sums = depthwise_s16_mve_sum(d, image, ty, tx, c);
+                if (even.vector && odd.vector) {
+                    /* both halves are clamped to int16: narrowing them back into channel order is exact */
+                    int16x8_t result = vdupq_n_s16(0);
+                    result = vmovnbq_s32(result, depthwise_s16_requantize(sums.even, &even, d->act_min, d->act_max));
+                    result = vmovntq_s32(result, depthwise_s16_requantize(sums.odd, &odd, d->act_min, d->act_max));
+                    vstrhq_s16(out, result);
                 } else {
-                    int32_t lanes[4];
-                    vstrwq_s32(lanes, sum);
-                    for (int32_t i = 0; i < 4; i++) {
-                        out[i] =
-                            edgec_output_s16(lanes[i], d->bias, d->multiplier, d->shift, c + i, d->act_min, d->act_max);
-                    }
+                    depthwise_s16_output_lanes(d, sums, c, out);
                 }
                 out += d->input_c;
             }
@@ -219,18 +242,18 @@ edgec_status edgec_depthwise_conv_s16_mve(const edgec_depthwise_conv_s16_desc *d
     if (!depthwise_conv_s16_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
     }
-    /* A channel multiplier reads each input channel for several outputs, fewer than four
-     * channels fill no vector, and a window past DEPTHWISE_S16_MVE_MAX_TAPS taps could overflow
+    /* A channel multiplier reads each input channel for several outputs, fewer than eight
+     * channels fill no group, and a window past DEPTHWISE_S16_MVE_MAX_TAPS taps could overflow
      * the lane sums: the portable loops. */
-    if (desc->ch_mult != 1 || desc->input_c < 4 ||
+    if (desc->ch_mult != 1 || desc->input_c < 8 ||
         (int64_t)desc->kernel_h * desc->kernel_w > DEPTHWISE_S16_MVE_MAX_TAPS) {
         return edgec_depthwise_conv_s16(desc, input, output);
     }
-    /* A channel count not a multiple of four ends with the group of the last four channels,
+    /* A channel count not a multiple of eight ends with the group of the last eight channels,
      * overlapping the previous one (its lanes there are computed again, to the same values): every
      * load stays unpredicated and within the channels. */
-    for (int32_t c = 0; c < desc->input_c; c += 4) {
-        depthwise_s16_mve_group(desc, input, EDGEC_MIN(c, desc->input_c - 4), output);
+    for (int32_t c = 0; c < desc->input_c; c += 8) {
+        depthwise_s16_mve_group(desc, input, EDGEC_MIN(c, desc->input_c - 8), output);
     }
     return EDGEC_OK;
 }
