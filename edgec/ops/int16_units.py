@@ -188,7 +188,7 @@ class DepthwiseConv2dS16(S16Unit):
     def specialize(self, op, graph, target) -> None:
         op.attrs["isa"] = "mve" if target.mve else None
         reason = (
-            f"{INT16}: {target.name} has Helium (VMUL.S32 of four channels into exact 32-bit lane sums)"
+            f"{INT16}: {target.name} has Helium (VMULLB/VMULLT of eight channels into exact 32-bit sums)"
             if target.mve
             else f"{INT16}: portable kernel: {target.name} has no Helium"
         )
