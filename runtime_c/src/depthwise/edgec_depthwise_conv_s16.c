@@ -73,15 +73,16 @@ edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
 #define DEPTHWISE_S16_MVE_MAX_TAPS 511
 
 /*
- * The output stage of four channels (a group's even or odd half) in 32-bit lanes. With s = 15 - shift[c] and
- * offset = bias * reduced + 2^(s - 1), edgec_output_s16 of a 32-bit sum is
+ * The output stage of four channels (a group's even or odd half) in 32-bit lanes. With
+ * s = 15 - shift[c] and offset = bias * reduced + 2^(s - 1), edgec_output_s16 of a 32-bit sum is
  * clamp((acc * reduced + offset) >> s) when |bias| <= 2^47 - 2^31 (acc + bias then never reaches
  * edgec_add_bias_s64's saturation, and rounding (x * reduced) >> (s - 1) up by one then halving
  * is adding 2^(s - 1) before one shift). The 64-bit acc * reduced + offset is formed as a high and
  * a low word (VMULH, VMUL, an add with carry) and shifted by s (8 to 46) as a pair: the low word
  * right by s (VSHL by -s: 0 from 32 on), the high word left by 32 - s (right for s > 32); when
  * every result fits int32 (checked for every 32-bit acc) the pair's low word is the result. A
- * group with a lane where either bound fails (`vector` 0) takes edgec_output_s16 channel by channel.
+ * group with a lane where either bound fails (`vector` 0) takes edgec_output_s16 channel by
+ * channel.
  */
 typedef struct {
     int32x4_t reduced;
