@@ -960,7 +960,7 @@ KERNEL_CODE = {
     ("s16_s8", "portable"): 12,
 }
 # The Helium paths (cortex-m55 only; a build without MVE has no such case).
-MVE_CODE = {("conv", "mve"): 13, ("fc", "mve"): 14}
+MVE_CODE = {("conv", "mve"): 13, ("fc", "mve"): 14, ("depthwise", "mve"): 15}
 HEADER_FIELDS, MAX_FIELDS = 9, 32
 TARGETS = ("cortex-m4", "cortex-m55")
 
@@ -970,7 +970,7 @@ def _padded(data: bytes) -> bytes:
 
 
 def scratch_bytes(case: Case, isa: str) -> int:
-    if isa == "portable" or (isa, case.kind) == ("mve", "fc"):
+    if isa == "portable" or (isa == "mve" and case.kind != "conv"):
         return 0
     return (
         int16.conv_s16_dsp_scratch_bytes(case.desc)
@@ -1150,6 +1150,60 @@ def one_d_padded(rng) -> Case:
     return Case("conv", desc, int16_array(rng, (1, 1, 40, c_in)))
 
 
+def extreme_depthwise(k: int) -> Case:
+    """A k x k window over 5 channels, every product at 2^22: the Helium lane sums are exact up to
+    511 taps (k = 22: 484), a larger window (k = 23: 529) takes the portable loops."""
+    weight = np.full((5, 1, k, k), -128, dtype=np.int8)
+    desc = int16.depthwise_conv_s16_desc((1, k, k, 5), weight, None, 2**-10, 2**-7, 2**6)
+    return Case("depthwise", desc, np.full((1, k, k, 5), INT16_MIN, dtype=np.int16))
+
+
+def depthwise_beyond_int32() -> Case:
+    """Extreme inputs and weights at multiplier 2^31 - 1 and shift 7 (shift 0 in one channel):
+    requantized sums of up to 9 * 2^29 that do not fit int32 before the clamp to int16."""
+    c = 10
+    weight = np.where(np.arange(c) % 2, 127, -128).astype(np.int8).reshape(c, 1, 1, 1).repeat(3, 2).repeat(3, 3)
+    desc = int16.depthwise_conv_s16_desc((1, 4, 4, c), weight, None, 2**-10, 2**-7, 2**4, pad=(1, 1))
+    desc["multiplier"] = np.full(c, 2**31 - 1, dtype=np.int32)
+    desc["shift"] = np.where(np.arange(c) == 4, 0, 7).astype(np.int32)
+    return Case("depthwise", desc, np.full((1, 4, 4, c), INT16_MIN, dtype=np.int16))
+
+
+def depthwise_layer(rng, shape, kernel, stride, pad, ch_mult: int = 1, trained_bias: bool = False) -> Case:
+    """A depthwise layer; trained_bias: a bias as quantization gives it (bias_for's styles
+    otherwise, extremes among them)."""
+    c_in = shape[3]
+    weight = int8_array(rng, (c_in * ch_mult, 1, *kernel))
+    s_in, s_w, s_out = scales(rng, kernel[0] * kernel[1])
+    c_out = c_in * ch_mult
+    bias = (
+        quantize_bias_s64(rng.normal(0, 2**12 * s_out, c_out), s_in, np.broadcast_to(s_w, (c_out,)))
+        if trained_bias
+        else bias_for(rng, c_out, s_in, s_w, s_out)
+    )
+    desc = int16.depthwise_conv_s16_desc(shape, weight, bias, s_in, s_w, s_out, stride=stride, pad=pad)
+    return Case("depthwise", desc, int16_array(rng, shape))
+
+
+# DS-CNN's depthwise layers (64 channels of 25x5, 3x3, padded) on the portable and Helium paths.
+DW_BENCH = "depthwise 3x3 pad 1 on 25x5x64"
+
+
+def depthwise_mve_cases(rng, per_kind: int) -> list[tuple[Case, str, bool, int]]:
+    """Random depthwise layers (channel multipliers 1 to 3: those above 1 take the portable loops),
+    odd channel counts padded at stride 2, the extreme windows on both sides of 511 taps,
+    requantized sums beyond int32, and the DS-CNN layer benchmarked."""
+    cases = [(random_case(rng, "depthwise", max_c=19), "mve", False, 0) for _ in range(per_kind)]
+    for c in (1, 3, 7, 8, 13, 21):
+        cases.append((depthwise_layer(rng, (2, 7, 6, c), (3, 3), (2, 2), (1, 1)), "mve", False, 0))
+    cases.append((depthwise_layer(rng, (1, 6, 5, 5), (3, 2), (2, 1), (2, 1), ch_mult=2), "mve", False, 0))
+    cases += [(extreme_depthwise(k), "mve", False, 0) for k in (22, 23)]
+    cases.append((depthwise_beyond_int32(), "mve", False, 0))
+    layer = depthwise_layer(rng, (1, 25, 5, 64), (3, 3), (1, 1), (1, 1), trained_bias=True)
+    cases += [(layer, "portable", True, 0), (layer, "mve", True, 0)]
+    return cases
+
+
 def mve_cases(per_kind: int) -> list[tuple[Case, str, bool, int]]:
     """The Helium paths' cases: random layers of up to 40 channels per group (full blocks of four
     output channels and remainders of 1 to 3, C_in not a multiple of 8, 1x1 and k x k windows,
@@ -1166,7 +1220,7 @@ def mve_cases(per_kind: int) -> list[tuple[Case, str, bool, int]]:
     for case in bench_cases(rng):
         for isa in ("dsp", "mve"):
             cases.append((case, isa, True, 0))
-    return cases
+    return cases + depthwise_mve_cases(rng, per_kind)
 
 
 @needs_toolchain
@@ -1178,12 +1232,18 @@ def test_s16_mve_arm(opt, tmp_path):
         print(f"cortex-m55 {opt} {name}: dsp {bench[kind, 'dsp']:.2f}, mve {bench[kind, 'mve']:.2f} instructions/MAC")
         if opt != "-O0":
             assert bench[kind, "mve"] < bench[kind, "dsp"]
+    dw = bench["depthwise", "portable"], bench["depthwise", "mve"]
+    print(f"cortex-m55 {opt} {DW_BENCH}: portable {dw[0]:.2f}, mve {dw[1]:.2f} instructions/MAC")
+    assert dw[1] < dw[0]
 
 
 def macs(case: Case) -> int:
     d = case.desc
     if case.kind == "fc":
         return d["batches"] * d["input_c"] * d["output_c"]
+    if case.kind == "depthwise":
+        window = d["kernel_h"] * d["kernel_w"]
+        return d["batches"] * d["output_h"] * d["output_w"] * d["input_c"] * d["ch_mult"] * window
     return (
         d["batches"]
         * d["output_h"]

@@ -185,6 +185,20 @@ class DepthwiseConv2dS16(S16Unit):
             act_max=bounds[1],
         )
 
+    def specialize(self, op, graph, target) -> None:
+        op.attrs["isa"] = "mve" if target.mve else None
+        reason = (
+            f"{INT16}: {target.name} has Helium (VMULLB/VMULLT of eight channels into exact 32-bit sums)"
+            if target.mve
+            else f"{INT16}: portable kernel: {target.name} has no Helium"
+        )
+        op.kernel = KernelChoice(
+            self.kernel_function(op), "int16" + (" mve" if target.mve else ""), reason, unit=self.kind
+        )
+
+    def kernel_function(self, op) -> str:
+        return self.kernel + ("_mve" if op.attrs.get("isa") == "mve" else "")
+
     def golden(self, op, graph, inputs):
         return s16.depthwise_conv_s16(op.attrs["desc"], inputs[0])
 

@@ -1324,6 +1324,18 @@ typedef struct {
 edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc, const int16_t *input, int16_t *output);
 
 /*
+ * edgec_depthwise_conv_s16 with Helium: eight channels a group, each tap one VLDRH, one VLDRB.S16
+ * and VMULLB/VMULLT into the 32-bit sums of the even and odd channels (exact for windows of at
+ * most 511 taps), then the 64-bit output stage in 32-bit lanes (exact; extreme biases or
+ * multipliers channel by channel in scalar). ch_mult above 1, fewer than 8 channels or larger
+ * windows take the portable loops. Same arithmetic and checks; no scratch.
+ */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+edgec_status edgec_depthwise_conv_s16_mve(const edgec_depthwise_conv_s16_desc *desc, const int16_t *input,
+                                          int16_t *output);
+#endif
+
+/*
  * Fully connected (CMSIS-NN arm_fully_connected_s16 / arm_nn_vec_mat_mult_t_s16, TFLite
  * reference_integer_ops::FullyConnected int16; here per output channel):
  * output[b][o] = requantize_s64(sum_k input[b][k] * filter[o][k]).

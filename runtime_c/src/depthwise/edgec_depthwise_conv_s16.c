@@ -60,3 +60,203 @@ edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
     }
     return EDGEC_OK;
 }
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/*
+ * Helium path: eight channels a group, each tap one VLDRH of eight inputs and one VLDRB.S16 of
+ * eight weights, multiplied into the 32-bit sums of the even channels (VMULLB) and the odd ones
+ * (VMULLT). A product is at most 2^22 in magnitude, so a window of at most
+ * DEPTHWISE_S16_MVE_MAX_TAPS taps sums exactly in int32 (511 * 2^22 < 2^31) and the result equals
+ * the portable kernel's int64 sum. The loops run over channel groups, then pixels, so that each
+ * group's output stage is prepared once (depthwise_s16_stage).
+ */
+#define DEPTHWISE_S16_MVE_MAX_TAPS 511
+
+/*
+ * The output stage of four channels (a group's even or odd half) in 32-bit lanes. With
+ * s = 15 - shift[c] and offset = bias * reduced + 2^(s - 1), edgec_output_s16 of a 32-bit sum is
+ * clamp((acc * reduced + offset) >> s) when |bias| <= 2^47 - 2^31 (acc + bias then never reaches
+ * edgec_add_bias_s64's saturation, and rounding (x * reduced) >> (s - 1) up by one then halving
+ * is adding 2^(s - 1) before one shift). The 64-bit acc * reduced + offset is formed as a high and
+ * a low word (VMULH, VMUL, an add with carry) and shifted by s (8 to 46) as a pair: the low word
+ * right by s (VSHL by -s: 0 from 32 on), the high word left by 32 - s (right for s > 32); when
+ * every result fits int32 (checked for every 32-bit acc) the pair's low word is the result. A
+ * group with a lane where either bound fails (`vector` 0) takes edgec_output_s16 channel by
+ * channel.
+ */
+typedef struct {
+    int32x4_t reduced;
+    int32x4_t left;  /* 32 - s: the high word's shift */
+    int32x4_t right; /* -s: the low word's (logical) shift */
+    uint32x4_t offset_lo;
+    int32x4_t offset_hi;
+    int vector;
+} depthwise_s16_stage;
+
+/* The stage of channels c, c + 2, c + 4, c + 6 (the even or the odd lanes of a group). */
+static depthwise_s16_stage depthwise_s16_stage_of(const edgec_depthwise_conv_s16_desc *d, int32_t c)
+{
+    const int64_t bias_limit = ((int64_t)1 << 47) - ((int64_t)1 << 31);
+    int32_t reduced[4], left[4], right[4], offset_hi[4];
+    uint32_t offset_lo[4];
+    depthwise_s16_stage stage;
+    stage.vector = 1;
+    for (int32_t i = 0; i < 4; i++) {
+        const int64_t bias = d->bias ? d->bias[c + 2 * i] : 0;
+        const int32_t s = 15 - d->shift[c + 2 * i];
+        reduced[i] = edgec_reduce_multiplier(d->multiplier[c + 2 * i]);
+        const int exact = bias >= -bias_limit && bias <= bias_limit;
+        const int64_t offset = (exact ? bias * reduced[i] : 0) + ((int64_t)1 << (s - 1));
+        const int64_t bound = ((int64_t)reduced[i] << 31) + (offset < 0 ? -offset : offset);
+        stage.vector &= exact && (bound >> s) < INT32_MAX;
+        left[i] = 32 - s;
+        right[i] = -s;
+        offset_lo[i] = (uint32_t)offset;
+        offset_hi[i] = (int32_t)(offset >> 32);
+    }
+    stage.reduced = vldrwq_s32(reduced);
+    stage.left = vldrwq_s32(left);
+    stage.right = vldrwq_s32(right);
+    stage.offset_lo = vldrwq_u32(offset_lo);
+    stage.offset_hi = vldrwq_s32(offset_hi);
+    return stage;
+}
+
+static int32x4_t depthwise_s16_requantize(int32x4_t acc, const depthwise_s16_stage *stage, int32_t act_min,
+                                          int32_t act_max)
+{
+    const uint32x4_t lo = vreinterpretq_u32_s32(vmulq_s32(acc, stage->reduced));
+    const uint32x4_t lo_sum = vaddq_u32(lo, stage->offset_lo);
+    int32x4_t hi_sum = vaddq_s32(vmulhq_s32(acc, stage->reduced), stage->offset_hi);
+    hi_sum = vaddq_m_n_s32(hi_sum, hi_sum, 1, vcmphiq_u32(lo, lo_sum)); /* the low words' carry */
+    const int32x4_t result =
+        vorrq_s32(vreinterpretq_s32_u32(vshlq_u32(lo_sum, stage->right)), vshlq_s32(hi_sum, stage->left));
+    return vminq_s32(vmaxq_s32(result, vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
+}
+
+/* A window's taps inside the input: rows x cols of them from x and w, the steps between rows and
+ * columns in elements. */
+typedef struct {
+    const int16_t *x;
+    const int8_t *w;
+    int32_t rows;
+    int32_t cols;
+    int32_t x_row;
+    int32_t x_col;
+    int32_t w_row;
+    int32_t w_col;
+} depthwise_s16_window;
+
+/* The even and the odd channels' sums of a group. */
+typedef struct {
+    int32x4_t even;
+    int32x4_t odd;
+} depthwise_s16_sums;
+
+/* The group's sums over the window. Not inlined: inside the pixel loops GCC spills the pointers
+ * and steps of this loop to the stack on every tap. */
+static EDGEC_NOINLINE depthwise_s16_sums depthwise_s16_mve_window(const depthwise_s16_window *window)
+{
+    const depthwise_s16_window win = *window;
+    depthwise_s16_sums sums = { vdupq_n_s32(0), vdupq_n_s32(0) };
+    for (int32_t r = 0; r < win.rows; r++) {
+        const int16_t *x = win.x + r * win.x_row;
+        const int8_t *w = win.w + r * win.w_row;
+        for (int32_t k = 0; k < win.cols; k++) {
+            const int16x8_t xv = vldrhq_s16(x + k * win.x_col);
+            const int16x8_t wv = vldrbq_s16(w + k * win.w_col);
+            sums.even = vaddq_s32(sums.even, vmullbq_int_s16(xv, wv));
+            sums.odd = vaddq_s32(sums.odd, vmulltq_int_s16(xv, wv));
+        }
+    }
+    return sums;
+}
+
+/* The sums of the eight channels c.. over the window's taps inside the input. */
+static depthwise_s16_sums depthwise_s16_mve_sum(const edgec_depthwise_conv_s16_desc *d, const int16_t *image,
+                                                edgec_tap_range ty, edgec_tap_range tx, int32_t c)
+{
+    depthwise_s16_window win;
+    win.rows = ty.last - ty.first;
+    win.cols = tx.last - tx.first;
+    if (win.rows == 0 || win.cols == 0) {
+        const depthwise_s16_sums zero = { vdupq_n_s32(0), vdupq_n_s32(0) };
+        return zero; /* (no pointer is formed to a pixel outside the input) */
+    }
+    const int32_t channels = d->input_c;
+    const int32_t iy = ty.base + ty.first * d->dilation_h;
+    const int32_t ix = tx.base + tx.first * d->dilation_w;
+    win.x = image + (iy * d->input_w + ix) * channels + c;
+    win.w = d->filter + (ty.first * d->kernel_w + tx.first) * channels + c;
+    win.x_row = d->dilation_h * d->input_w * channels;
+    win.x_col = d->dilation_w * channels;
+    win.w_row = d->kernel_w * channels;
+    win.w_col = channels;
+    return depthwise_s16_mve_window(&win);
+}
+
+/* Outputs c .. c + 7 in edgec_output_s16's scalar form. */
+static void depthwise_s16_output_lanes(const edgec_depthwise_conv_s16_desc *d, depthwise_s16_sums sums, int32_t c,
+                                       int16_t *out)
+{
+    int32_t lanes[2][4];
+    vstrwq_s32(lanes[0], sums.even);
+    vstrwq_s32(lanes[1], sums.odd);
+    for (int32_t i = 0; i < 8; i++) {
+        out[i] = edgec_output_s16(lanes[i % 2][i / 2], d->bias, d->multiplier, d->shift, c + i, d->act_min, d->act_max);
+    }
+}
+
+/* Channels c .. c + 7 of every output pixel. */
+static void depthwise_s16_mve_group(const edgec_depthwise_conv_s16_desc *d, const int16_t *input, int32_t c,
+                                    int16_t *output)
+{
+    const depthwise_s16_stage even = depthwise_s16_stage_of(d, c);
+    const depthwise_s16_stage odd = depthwise_s16_stage_of(d, c + 1);
+    int16_t *out = output + c;
+    for (int32_t n = 0; n < d->batches; n++) {
+        const int16_t *image = input + n * d->input_h * d->input_w * d->input_c;
+        for (int32_t oy = 0; oy < d->output_h; oy++) {
+            const edgec_tap_range ty =
+                edgec_conv_taps(oy, d->stride_h, d->pad_top, d->dilation_h, d->kernel_h, d->input_h);
+            for (int32_t ox = 0; ox < d->output_w; ox++) {
+                const edgec_tap_range tx =
+                    edgec_conv_taps(ox, d->stride_w, d->pad_left, d->dilation_w, d->kernel_w, d->input_w);
+                const depthwise_s16_sums sums = depthwise_s16_mve_sum(d, image, ty, tx, c);
+                if (even.vector && odd.vector) {
+                    /* both halves are clamped to int16: narrowing them back into channel order is exact */
+                    int16x8_t result = vdupq_n_s16(0);
+                    result = vmovnbq_s32(result, depthwise_s16_requantize(sums.even, &even, d->act_min, d->act_max));
+                    result = vmovntq_s32(result, depthwise_s16_requantize(sums.odd, &odd, d->act_min, d->act_max));
+                    vstrhq_s16(out, result);
+                } else {
+                    depthwise_s16_output_lanes(d, sums, c, out);
+                }
+                out += d->input_c;
+            }
+        }
+    }
+}
+
+edgec_status edgec_depthwise_conv_s16_mve(const edgec_depthwise_conv_s16_desc *desc, const int16_t *input,
+                                          int16_t *output)
+{
+    if (!depthwise_conv_s16_valid(desc, input, output)) {
+        return EDGEC_ARG_ERROR;
+    }
+    /* A channel multiplier reads each input channel for several outputs, fewer than eight
+     * channels fill no group, and a window past DEPTHWISE_S16_MVE_MAX_TAPS taps could overflow
+     * the lane sums: the portable loops. */
+    if (desc->ch_mult != 1 || desc->input_c < 8 ||
+        (int64_t)desc->kernel_h * desc->kernel_w > DEPTHWISE_S16_MVE_MAX_TAPS) {
+        return edgec_depthwise_conv_s16(desc, input, output);
+    }
+    /* A channel count not a multiple of eight ends with the group of the last eight channels,
+     * overlapping the previous one (its lanes there are computed again, to the same values): every
+     * load stays unpredicated and within the channels. */
+    for (int32_t c = 0; c < desc->input_c; c += 8) {
+        depthwise_s16_mve_group(desc, input, EDGEC_MIN(c, desc->input_c - 8), output);
+    }
+    return EDGEC_OK;
+}
+#endif /* __ARM_FEATURE_MVE */

@@ -32,7 +32,8 @@ enum {
     K_REQUANTIZE_S8_S16 = 11,
     K_REQUANTIZE_S16_S8 = 12,
     K_CONV_MVE = 13,
-    K_FC_MVE = 14
+    K_FC_MVE = 14,
+    K_DEPTHWISE_MVE = 15
 };
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
@@ -172,6 +173,9 @@ static int32_t run_kernel(const int32_t *h, const int8_t *payload, int8_t *outpu
         break;
     case K_FC_MVE:
         status = edgec_fully_connected_s16_mve(&fc, input, out16);
+        break;
+    case K_DEPTHWISE_MVE:
+        status = edgec_depthwise_conv_s16_mve(&depthwise, input, out16);
         break;
 #endif
     default:
