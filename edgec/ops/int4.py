@@ -21,6 +21,7 @@ import numpy as np
 
 from edgec.ir import KernelChoice
 from edgec.ops.base import CCall, descriptor
+from edgec.ops.conv_small import short_requantization
 from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.kernel_layout import blocked_bias, dsp_channel_table, folded_bias
 
@@ -329,13 +330,19 @@ def conv_unpacked_layout(desc: dict, isa: str) -> str | None:
     short rows (a block of 32 or 8 barely filled, a gather and deinterleave per pixel pair). On the
     DSP path int16 taps ("dsp", edgec_conv_s8_dsp_wide: the faster kernel), else int8 ones
     (DSP_NARROW, edgec_conv_s8_dsp: half the bytes). None: the filter stays packed (the odd-K
-    walk, or the even-K rows), and so does a 1x1 layer of 8 input channels on the DSP path, whose
-    int8 layers have a band routine of their own (edgec_conv_s8_dsp_wide_1x1x8): the wide kernel's
-    general path takes 8.8 instructions a MAC there (MobileNetV1 0.25's first pointwise layer), the
-    int4 rows 4.9."""
-    pointwise8 = desc["kernel_h"] == desc["kernel_w"] == 1 and desc["input_c"] == 8
-    if desc["groups"] != 1 or (isa == "dsp" and pointwise8):
+    walk, or the even-K rows). On the DSP path an even K also needs every channel's short
+    requantization (shift -2 .. -24), which the int8 kernel's assembly needs, where the int4 rows
+    take shift -1 too (int4 layers, their weight scales ~16x int8's, often have it: DS-CNN's first
+    pointwise layer ran 2.4x slower unpacked); and a 1x1 layer of 8 input channels keeps the rows:
+    its int8 layers have a band routine of their own (edgec_conv_s8_dsp_wide_1x1x8), the wide
+    kernel's general path takes 8.8 instructions a MAC there (MobileNetV1 0.25's first pointwise
+    layer), the int4 rows 4.9."""
+    if desc["groups"] != 1:
         return None
+    if isa == "dsp" and row_length(desc) % 2 == 0:
+        pointwise8 = desc["kernel_h"] == desc["kernel_w"] == 1 and desc["input_c"] == 8
+        if pointwise8 or not short_requantization(desc):
+            return None
     layouts = ("dsp", DSP_NARROW) if isa == "dsp" else (isa,)
     return next((x for x in layouts if conv_unpacked_filter_bytes(desc, x) <= UNPACKED_FILTER_MAX), None)
 

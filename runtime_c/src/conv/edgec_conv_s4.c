@@ -205,6 +205,18 @@ static inline uint32_t conv_s4_bytes4(uint32_t n)
     return ((spread ^ 0x08080808u) + 0x78787878u) ^ 0x80808080u;
 }
 
+/* Four weights (the nibbles of n) stored at `at` as conv_s4_dsp_unpack_even lays them. */
+static inline void conv_s4_dsp_store4(uint8_t *at, uint32_t n, int wide)
+{
+    const uint32_t w = conv_s4_bytes4(n);
+    if (wide) {
+        const int32_t pairs[2] = { __sxtb16((int32_t)w), edgec_sxtb16_ror8((int32_t)w) };
+        memcpy(at, pairs, sizeof pairs);
+    } else {
+        memcpy(at, &w, sizeof w);
+    }
+}
+
 /*
  * conv_s4_unpack_rows for an even K without window padding (run = run_step = K), into
  * edgec_conv_s8_dsp's layout (rows in pairs, groups of 4 taps; `wide`: edgec_conv_s8_dsp_wide's
@@ -218,20 +230,16 @@ static void conv_s4_dsp_unpack_even(const int8_t *filter, int32_t rows, int32_t 
     if (rows % 2 != 0) { /* the last pair: its second row's taps are 0 */
         memset((int8_t *)out + (rows - 1) * row_len * tap, 0, (size_t)(2 * row_len * tap));
     }
+    const uint8_t *src = (const uint8_t *)filter; /* row o's bytes follow row o - 1's */
     for (int32_t o = 0; o < rows; o++) {
-        const uint8_t *src = (const uint8_t *)filter + o * (k / 2);
         uint8_t *at = (uint8_t *)out + (o / 2 * 2 * row_len + o % 2 * 4) * tap;
-        for (int32_t t = 0; t < row_len; t += 4, at += 8 * tap) {
-            const uint32_t n = t + 4 <= k ? (uint32_t)src[t / 2] | (uint32_t)src[t / 2 + 1] << 8
-                               : t < k    ? (uint32_t)src[t / 2]
-                                          : 0u;
-            const uint32_t w = conv_s4_bytes4(n);
-            if (wide) {
-                const int32_t pairs[2] = { __sxtb16((int32_t)w), edgec_sxtb16_ror8((int32_t)w) };
-                memcpy(at, pairs, sizeof pairs);
-            } else {
-                memcpy(at, &w, sizeof w);
-            }
+        int32_t t = 0;
+        for (; t + 4 <= k; t += 4, src += 2, at += 8 * tap) {
+            conv_s4_dsp_store4(at, (uint32_t)src[0] | (uint32_t)src[1] << 8, wide);
+        }
+        if (t < k) { /* K % 4 = 2: a last byte of two weights, then two 0 taps */
+            conv_s4_dsp_store4(at, src[0], wide);
+            src++;
         }
     }
 }
