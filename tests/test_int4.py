@@ -21,6 +21,7 @@ import torch
 from edgec.errors import EdgecError
 from edgec.frontend import weight_rounding as rounding
 from edgec.frontend.quantize import EdgecQuantizer, int4_capable, quantize
+from edgec.ops import int4
 from edgec.ops.qspec import ANNOTATION_KEY, INT4_WEIGHT_QSPEC
 from edgec.pipeline import compile_for, compile_model, constants_total, emit, prepare, quantize_model
 from edgec.targets.cores import get_target
@@ -140,7 +141,7 @@ def test_int4_odd_row_convolutions_are_bit_exact(target, isa, tmp_path):
     unpacked for the int8 packed kernel); a 3x3 on 5 channels to 130 (K = 45, its unpacked filter
     above UNPACKED_FILTER_MAX) edgec_conv_s4_mve's and edgec_conv_s4_dsp's odd-K walk; a grouped
     odd K (3x3, 3 channels a group) the portable kernel; a 1x1 of 10 channels (even K, a small
-    filter) the unpacked kernel too."""
+    filter) the unpacked kernel too (on the DSP path where its shifts allow)."""
     torch.manual_seed(0)
 
     class Net(torch.nn.Module):
@@ -167,7 +168,11 @@ def test_int4_odd_row_convolutions_are_bit_exact(target, isa, tmp_path):
     compiled = compile_for(quantized, target)
     convs = [op for op in compiled.graph.ops if op.kind == "conv2d"]
     assert [op.attrs.get("s4_isa") for op in convs] == [isa, None, isa, isa, isa]
-    assert [op.kernel.function.endswith("_unpacked") for op in convs] == [True, False, True, True, False]
+    # the pointwise layer's small filter is unpacked, on the DSP path if its shifts admit the int8
+    # kernel's short requantization (test_conv_unpacked_layout_follows_the_int8_kernels_fast_paths)
+    pointwise = int4.conv_unpacked_layout(convs[2].attrs["desc"], isa) is not None
+    assert pointwise or isa == "dsp"
+    assert [op.kernel.function.endswith("_unpacked") for op in convs] == [True, False, pointwise, True, False]
     _bit_exact(compiled, rng.standard_normal((4, 1, 3, 11, 9)).astype(np.float32), tmp_path)
     # --opt size: the odd-K walk everywhere (no int8 packed kernel linked for the stems)
     size = compile_for(quantized, get_target(target).with_opt("size"))
@@ -227,7 +232,6 @@ def test_conv_unpacked_layout_follows_the_int8_kernels_fast_paths():
     outside the int8 kernel's short requantization (shift -1: the int8 assembly would not run)
     and for a 1x1 of 8 input channels; an odd K (stems) is unpacked whatever its shifts; a grouped
     layer or a large filter never."""
-    from edgec.ops import int4
 
     def desc(c_out, kernel, c_in, shift=-5, groups=1):
         return {
