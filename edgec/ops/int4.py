@@ -269,7 +269,9 @@ def specialize(op, graph, target) -> None:
     extension; an ungrouped convolution of odd K either too (each row read from the byte of its
     first nibble against the column with a 0 appended or prepended); a depthwise layer
     depthwise_fits, on either, edgec_depthwise_conv_s4_packed (the filter unpacked per call into
-    the int8 packed kernel's layout) (op.attrs["s4_isa"]); the rest the portable kernels."""
+    the int8 packed kernel's layout) (op.attrs["s4_isa"]); the rest the portable kernels. With
+    --opt auto or speed, a convolution of a small filter (conv_unpacked_layout) is unpacked per
+    call for the int8 packed kernel instead (op.attrs["s4_unpacked"]: the layout)."""
     op.attrs["isa"], op.attrs["wide"] = None, False
     op.attrs["desc"] = desc = layer_desc(op, graph)
     isa = None

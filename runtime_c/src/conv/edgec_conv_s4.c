@@ -5,8 +5,9 @@
  * per-channel requantization; golden: edgec.ops.int4.conv_s4. The portable kernel reads each tap's
  * run of input_c / groups weights straight from the packed filter (no im2col, no scratch); the DSP
  * and Helium ones gather each output pixel's receptive field of a group (its column) into scratch
- * and run edgec_s4.h's rows over it, as the fully connected kernels do; their _unpacked forms (an
- * odd K with a small filter: stems) unpack the filter into an int8 packed kernel's layout and run it.
+ * and run edgec_s4.h's rows over it, as the fully connected kernels do; their _unpacked forms (a
+ * small filter: stems, short pointwise layers, a 3x3 of few channels) unpack the filter into an
+ * int8 packed kernel's layout and run it.
  */
 #include "../support/edgec_s4.h"
 
