@@ -198,11 +198,12 @@ static int conv_s4_unpacked_fits(const edgec_conv_s4_desc *d, int32_t row_len, i
 
 #if defined(__ARM_FEATURE_DSP)
 /* Four int4 weights (the nibbles of n, the first lowest) as four int8 bytes, the first lowest:
- * each nibble moved to its byte, then sign-extended in every byte at once ((v ^ 8) + 0x78, then
- * ^ 0x80, is v - 16 for v >= 8 and v below; no carry crosses a byte). */
+ * the two bytes moved to halfwords, their nibbles to bytes, then each byte sign-extended at once
+ * ((v ^ 8) + 0x78, then ^ 0x80, is v - 16 for v >= 8 and v below; no carry crosses a byte). */
 static inline uint32_t conv_s4_bytes4(uint32_t n)
 {
-    const uint32_t spread = (n & 0xFu) | (n & 0xF0u) << 4 | (n & 0xF00u) << 8 | (n & 0xF000u) << 12;
+    const uint32_t halves = (n | n << 8) & 0x00FF00FFu;
+    const uint32_t spread = (halves | halves << 4) & 0x0F0F0F0Fu;
     return ((spread ^ 0x08080808u) + 0x78787878u) ^ 0x80808080u;
 }
 
@@ -210,9 +211,11 @@ static inline uint32_t conv_s4_bytes4(uint32_t n)
 static inline void conv_s4_dsp_store4(uint8_t *at, uint32_t n, int wide)
 {
     const uint32_t w = conv_s4_bytes4(n);
-    if (wide) {
-        const int32_t pairs[2] = { __sxtb16((int32_t)w), edgec_sxtb16_ror8((int32_t)w) };
-        memcpy(at, pairs, sizeof pairs);
+    if (wide) { /* each word stored on its own: an array would go through the stack */
+        const int32_t even = __sxtb16((int32_t)w);
+        const int32_t odd = edgec_sxtb16_ror8((int32_t)w);
+        memcpy(at, &even, sizeof even);
+        memcpy(at + 4, &odd, sizeof odd);
     } else {
         memcpy(at, &w, sizeof w);
     }
@@ -223,9 +226,11 @@ static inline void conv_s4_dsp_store4(uint8_t *at, uint32_t n, int wide)
  * edgec_conv_s8_dsp's layout (rows in pairs, groups of 4 taps; `wide`: edgec_conv_s8_dsp_wide's
  * int16 taps, each group as SXTB16 makes it, (w0, w2) then (w1, w3)), four weights a step from two
  * packed bytes (conv_s4_bytes4): row o's are bytes o * K / 2 on. Every tap of a row is written
- * (0 past K); a padding row (an odd count) is zeroed first.
+ * (0 past K); a padding row (an odd count) is zeroed first. Always inlined: `wide` is a constant
+ * at each call.
  */
-static void conv_s4_dsp_unpack_even(const int8_t *filter, int32_t rows, int32_t k, int32_t row_len, int wide, void *out)
+static inline __attribute__((always_inline)) void conv_s4_dsp_unpack_even(const int8_t *filter, int32_t rows, int32_t k,
+                                                                          int32_t row_len, int wide, void *out)
 {
     const int32_t tap = wide ? 2 : 1;
     if (rows % 2 != 0) { /* the last pair: its second row's taps are 0 */
