@@ -21,6 +21,7 @@ import torch
 from edgec.errors import EdgecError
 from edgec.frontend import weight_rounding as rounding
 from edgec.frontend.quantize import EdgecQuantizer, int4_capable, quantize
+from edgec.ops import int4
 from edgec.ops.qspec import ANNOTATION_KEY, INT4_WEIGHT_QSPEC
 from edgec.pipeline import compile_for, compile_model, constants_total, emit, prepare, quantize_model
 from edgec.targets.cores import get_target
@@ -139,8 +140,8 @@ def test_int4_odd_row_convolutions_are_bit_exact(target, isa, tmp_path):
     and a 5x5 on 1 channel (K = 25, 5 channels) run edgec_conv_s4_{mve,dsp}_unpacked (their filters
     unpacked for the int8 packed kernel); a 3x3 on 5 channels to 130 (K = 45, its unpacked filter
     above UNPACKED_FILTER_MAX) edgec_conv_s4_mve's and edgec_conv_s4_dsp's odd-K walk; a grouped
-    odd K (3x3, 3 channels a group) the portable kernel; a 1x1 of 10 channels (even K) the even
-    path."""
+    odd K (3x3, 3 channels a group) the portable kernel; a 1x1 of 10 channels (even K, a small
+    filter) the unpacked kernel too (on the DSP path where its shifts allow)."""
     torch.manual_seed(0)
 
     class Net(torch.nn.Module):
@@ -167,11 +168,93 @@ def test_int4_odd_row_convolutions_are_bit_exact(target, isa, tmp_path):
     compiled = compile_for(quantized, target)
     convs = [op for op in compiled.graph.ops if op.kind == "conv2d"]
     assert [op.attrs.get("s4_isa") for op in convs] == [isa, None, isa, isa, isa]
-    assert [op.kernel.function.endswith("_unpacked") for op in convs] == [True, False, False, True, False]
+    # the pointwise layer's small filter is unpacked, on the DSP path if its shifts admit the int8
+    # kernel's short requantization (test_conv_unpacked_layout_follows_the_int8_kernels_fast_paths)
+    pointwise = int4.conv_unpacked_layout(convs[2].attrs["desc"], isa) is not None
+    assert pointwise or isa == "dsp"
+    assert [op.kernel.function.endswith("_unpacked") for op in convs] == [True, False, pointwise, True, False]
     _bit_exact(compiled, rng.standard_normal((4, 1, 3, 11, 9)).astype(np.float32), tmp_path)
     # --opt size: the odd-K walk everywhere (no int8 packed kernel linked for the stems)
     size = compile_for(quantized, get_target(target).with_opt("size"))
     assert not any(op.kernel.function.endswith("_unpacked") for op in size.graph.ops if op.kind == "conv2d")
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("target", ["cortex-m55", "cortex-m4"])
+def test_int4_small_even_filters_are_unpacked_bit_exact(target, tmp_path):
+    """Even K in a model, with the planner's scratch (conv_unpacked_layout): ResNet-8's 3x3 of 16
+    channels (its int16 taps 4,608 B: on the DSP path edgec_conv_s4_dsp_unpacked_narrow) and its
+    1x1 stride-2 shortcut 16 -> 32, a 1x1 32 -> 8, all unpacked for the int8 packed kernel; a 1x1
+    8 -> 16 unpacked on Helium, the int4 rows on the DSP path (edgec_conv_s8_dsp_wide_1x1x8's
+    shape); a 3x3 16 -> 32 (4,608 B even as int8) the int4 rows; --opt size: the int4 rows
+    everywhere."""
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 16, 3, padding=1)
+            self.mid = torch.nn.Conv2d(16, 16, 3, padding=1)
+            self.shortcut = torch.nn.Conv2d(16, 32, 1, stride=2)
+            self.narrow = torch.nn.Conv2d(32, 8, 1)
+            self.eight = torch.nn.Conv2d(8, 16, 1)
+            self.large = torch.nn.Conv2d(16, 32, 3, padding=1)
+
+        def forward(self, x):
+            y = torch.relu(self.shortcut(torch.relu(self.mid(torch.relu(self.stem(x))))))
+            return self.large(torch.relu(self.eight(torch.relu(self.narrow(y)))))
+
+    rng = np.random.default_rng(0)
+    quantized = quantize_model(
+        Net().eval(),
+        example_inputs=(torch.zeros(1, 3, 9, 8),),
+        warn=lambda _: None,
+        calibration=rng.standard_normal((16, 1, 3, 9, 8)).astype(np.float32),
+        weights="int4",
+    )
+    compiled = compile_for(quantized, target)
+    functions = [op.kernel.function for op in compiled.graph.ops if op.kind == "conv2d"]
+    if target == "cortex-m55":
+        assert functions == ["edgec_conv_s4_mve_unpacked"] * 5 + ["edgec_conv_s4_mve"]
+    else:
+        unpacked = ["edgec_conv_s4_dsp_unpacked", "edgec_conv_s4_dsp_unpacked_narrow"]
+        unpacked += ["edgec_conv_s4_dsp_unpacked"] * 2
+        assert functions == unpacked + ["edgec_conv_s4_dsp"] * 2
+    _bit_exact(compiled, rng.standard_normal((4, 1, 3, 9, 8)).astype(np.float32), tmp_path)
+    size = compile_for(quantized, get_target(target).with_opt("size"))
+    assert not any("_unpacked" in op.kernel.function for op in size.graph.ops if op.kind == "conv2d")
+
+
+def test_conv_unpacked_layout_follows_the_int8_kernels_fast_paths():
+    """conv_unpacked_layout: a small even-K filter unpacked (int16 taps on the DSP path while they
+    fit 4 KiB, int8 taps up to 4 KiB, Helium's); the DSP path keeps the int4 rows for a channel
+    outside the int8 kernel's short requantization (shift -1: the int8 assembly would not run)
+    and for a 1x1 of 8 input channels; an odd K (stems) is unpacked whatever its shifts; a grouped
+    layer or a large filter never."""
+
+    def desc(c_out, kernel, c_in, shift=-5, groups=1):
+        return {
+            "output_c": c_out,
+            "kernel_h": kernel,
+            "kernel_w": kernel,
+            "input_c": c_in,
+            "groups": groups,
+            "multiplier": np.full(c_out, 1 << 30, np.int32),
+            "shift": np.full(c_out, shift, np.int32),
+        }
+
+    assert int4.conv_unpacked_layout(desc(32, 1, 16), "dsp") == "dsp"  # 1,024 B of int16 taps
+    assert int4.conv_unpacked_layout(desc(16, 3, 16), "dsp") == int4.DSP_NARROW  # 4,608 B -> 2,304 B
+    assert int4.conv_unpacked_layout(desc(32, 3, 16), "dsp") is None  # 4,608 B even as int8
+    assert int4.conv_unpacked_layout(desc(32, 3, 16), "mve") is None
+    assert int4.conv_unpacked_layout(desc(16, 3, 16), "mve") == "mve"
+    assert int4.conv_unpacked_layout(desc(32, 1, 16, shift=-1), "dsp") is None
+    assert int4.conv_unpacked_layout(desc(32, 1, 16, shift=-1), "mve") == "mve"
+    assert int4.conv_unpacked_layout(desc(16, 1, 8), "dsp") is None
+    assert int4.conv_unpacked_layout(desc(16, 1, 8), "mve") == "mve"
+    assert int4.conv_unpacked_layout(desc(8, 3, 3, shift=-1), "dsp") == "dsp"
+    assert int4.conv_unpacked_layout(desc(16, 1, 16, groups=2), "mve") is None
 
 
 def test_int4_layers_selects_by_module_path(quantized):

@@ -194,6 +194,23 @@ ODD_K_SHAPES = [
     ((3, 3), (2, 2), (1, 1), (1, 1, 1, 1), (4, 4), 3, 135, 1),
 ]
 
+# Even row lengths the unpacked kernels (edgec_conv_s4_{dsp,mve}_unpacked[_narrow]) take: MobileNetV1
+# 0.25's first pointwise layers (8 -> 16, 16 -> 32), ResNet-8's 3x3 of 16 channels (K = 144) and its
+# stride-2 shortcut (1x1, 16 -> 32); K = 2, 6, 18, 34 (a last group of 4 half full, K % 16 = 2), C_out
+# odd, 1, not a multiple of 4 (padding rows); a 3x3 on 4 channels (Helium's padded window rows are
+# for rows of 8 to 15 taps: 12 here, C_out 8).
+EVEN_K_SHAPES = [
+    ((1, 1), (1, 1), (1, 1), (0, 0, 0, 0), (6, 5), 8, 16, 1),
+    ((1, 1), (1, 1), (1, 1), (0, 0, 0, 0), (4, 3), 16, 32, 1),
+    ((3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (5, 6), 16, 16, 1),
+    ((1, 1), (2, 2), (1, 1), (0, 0, 0, 0), (7, 6), 16, 32, 1),
+    ((1, 1), (1, 1), (1, 1), (0, 0, 0, 0), (3, 3), 2, 5, 2),
+    ((1, 1), (2, 1), (1, 1), (1, 0, 1, 0), (5, 4), 6, 3, 1),
+    ((3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (4, 5), 2, 7, 1),
+    ((1, 1), (1, 1), (1, 1), (0, 0, 0, 0), (2, 3), 34, 1, 1),
+    ((3, 3), (2, 2), (1, 1), (1, 1, 1, 1), (6, 6), 4, 8, 1),
+]
+
 
 def gather_cases(seed: int, shapes: list = GATHER_SHAPES) -> list[tuple[dict, np.ndarray]]:
     """One convolution of each of `shapes`, weights, zero points and quantization drawn from seed."""

@@ -24,6 +24,7 @@ from edgec.ops import conv, depthwise, int4, linear
 from edgec.targets import toolchain
 from tests.device_support import ROOT, needs_toolchain
 from tests.test_kernels_s4 import (
+    EVEN_K_SHAPES,
     ODD_K_SHAPES,
     gather_cases,
     int4_weights,
@@ -47,7 +48,9 @@ SOURCES = [
 ]
 HEADER_WORDS = 40
 KIND = {"fc": 1, "conv": 2, "depthwise": 3}
-PATH = {"portable": 0, "dsp": 1, "mve": 2, "dsp_unpacked": 3, "mve_unpacked": 4}
+PATH = {"portable": 0, "dsp": 1, "mve": 2, "dsp_unpacked": 3, "mve_unpacked": 4, "dsp_narrow_unpacked": 5}
+# The unpacked paths' filter layouts (edgec.ops.int4.conv_unpacked_layout's values)
+LAYOUT = {"dsp_unpacked": "dsp", "dsp_narrow_unpacked": int4.DSP_NARROW, "mve_unpacked": "mve"}
 # s4_kernels.c's `routines`, in order: edgec_conv_s4_mve_unpacked's (edgec.ops.conv.mve_routines)
 MVE_ROUTINES = [
     f"edgec_conv_mve_{name}"
@@ -142,8 +145,11 @@ def scratch_bytes(kind: str, path: str, desc: dict, target: str) -> int:
         return packed_depthwise_scratch(desc, 8 if target == "cortex-m4" else 4)
     k = row_length(desc)
     if path.endswith("_unpacked"):  # the int8 packed kernel's filter, then its scratch
-        if path == "dsp_unpacked":  # edgec_conv_s8_dsp_wide's: int16 taps, K to 4, rows to 2
-            return 4 * -(-desc["output_c"] // 2) * -(-k // 4) * 4 + (28 if desc["input_c"] % 4 else 24) * -(-k // 4)
+        if path.startswith("dsp"):  # edgec_conv_s8_dsp_wide's int16 taps or edgec_conv_s8_dsp's int8: K to 4, rows to 2
+            tap = 2 if path == "dsp_unpacked" else 1
+            return 2 * tap * -(-desc["output_c"] // 2) * -(-k // 4) * 4 + (28 if desc["input_c"] % 4 else 24) * -(
+                -k // 4
+            )
         shape = (desc["output_c"], desc["kernel_h"], desc["kernel_w"], desc["input_c"])
         taps = 48 if conv.mve_padded_runs(shape) else k  # edgec_conv_s8_mve's: taps to 16, rows to 4
         return 4 * -(-desc["output_c"] // 4) * -(-taps // 16) * 16 + 32 * -(-taps // 16)
@@ -165,7 +171,7 @@ def record(kind: str, path: str, desc: dict, x: np.ndarray, out_bytes: int, targ
     requires."""
     call_desc, routines = desc, [-1, -1]
     if path.endswith("_unpacked"):
-        call_desc = int4.unpacked_desc(desc, path[:3]) if fold else desc
+        call_desc = int4.unpacked_desc(desc, LAYOUT[path]) if fold else desc
         routines = [MVE_ROUTINES.index(r) if r else -1 for r in conv.mve_routines(desc)]
     elif fold and kind == "depthwise":
         call_desc = int4.depthwise_packed_desc(desc)
@@ -275,32 +281,33 @@ def test_s4_odd_row_lengths_match_golden(target, opt, tmp_path: Path):
 @pytest.mark.usefixtures("edgec_cache")
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 @pytest.mark.parametrize("opt", list(OPT_CASES))
-def test_s4_unpacked_odd_row_lengths_match_golden(target, opt, tmp_path: Path):
-    """edgec_conv_s4_dsp_unpacked (M4, M55) and _mve_unpacked (M55): the filter unpacked into the
-    int8 packed kernel's layout (Helium's padded stem rows where mve_padded_runs), over
-    ODD_K_SHAPES on three seeds (short_edges' shifts -1 among them: the int8 kernels' general
-    output stage; the Helium routines by each case's shifts) and random odd-K cases; refused: a
-    grouped layer, no bias."""
-    paths = ["dsp_unpacked"] + (["mve_unpacked"] if target == "cortex-m55" else [])
+def test_s4_unpacked_match_golden(target, opt, tmp_path: Path):
+    """edgec_conv_s4_dsp_unpacked and _dsp_unpacked_narrow (M4, M55) and _mve_unpacked (M55): the
+    filter unpacked into the int8 packed kernel's layout (Helium's padded stem rows where
+    mve_padded_runs; an even K without them four or sixteen weights a step), over ODD_K_SHAPES and
+    EVEN_K_SHAPES on three seeds (short_edges' shifts -1 among them: the int8 kernels' general
+    output stage; the Helium routines by each case's shifts) and random odd- and even-K cases;
+    refused: a grouped layer, no bias."""
+    paths = ["dsp_unpacked", "dsp_narrow_unpacked"] + (["mve_unpacked"] if target == "cortex-m55" else [])
     rng = np.random.default_rng(len(opt))
     shaped = [
         (short_edges(np.random.default_rng(seed), d), x)
         for seed in (list(OPT_CASES).index(opt), 7, 11)
-        for d, x in gather_cases(seed, ODD_K_SHAPES)
+        for d, x in gather_cases(seed, ODD_K_SHAPES + EVEN_K_SHAPES)
     ]
-    drawn = [conv_case(rng, "dsp") for _ in range(60)]
-    drawn = [(short_edges(rng, d), x) for d, x in drawn if row_length(d) % 2][:12]
+    drawn = [conv_case(rng, "dsp") for _ in range(80)]
+    drawn = [(short_edges(rng, d), x) for d, x in drawn if d["groups"] == 1][:16]
     cases = [("conv", p, d, x, conv.conv_s4(d, x).reshape(-1)) for p in paths for d, x in shaped + drawn]
-    assert all(row_length(desc) % 2 for _, _, desc, _, _ in cases)
+    assert {row_length(desc) % 2 for _, _, desc, _, _ in cases} == {0, 1}
     for _, p, desc, _, _ in cases:  # the size the unit gives the planner is the one tested here
-        op = SimpleNamespace(kind="conv2d", attrs={"desc": desc, "s4_isa": p[:3], "s4_unpacked": True})
+        op = SimpleNamespace(kind="conv2d", attrs={"desc": desc, "s4_isa": p[:3], "s4_unpacked": LAYOUT[p]})
         assert int4.scratch_bytes(op) == scratch_bytes("conv", p, desc, target)
     grouped, gx = grouped_odd_case(rng)
     desc, x = shaped[0]
     refusals = []
     for p in paths:
         grouped_out = np.zeros(conv.conv_s4(grouped, gx).size, np.int8)
-        refusals.append(("conv", p, int4.unpacked_desc(grouped, p[:3]), gx, grouped_out))
+        refusals.append(("conv", p, int4.unpacked_desc(grouped, LAYOUT[p]), gx, grouped_out))
         refusals.append(("conv", p, dict(desc, bias=None), x, np.zeros(conv.conv_s4(desc, x).size, np.int8)))
     failures = run_on_qemu(target, opt, cases, refusals, tmp_path)
     assert not failures, f"{len(failures)} of {len(cases) + len(refusals)} cases fail:\n" + "\n".join(failures[:8])

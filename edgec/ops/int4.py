@@ -21,6 +21,18 @@ import numpy as np
 
 from edgec.ir import KernelChoice
 from edgec.ops.base import CCall, descriptor
+from edgec.ops.conv_packed import (
+    CONV_DSP_SCRATCH as S8_DSP_SCRATCH,
+)
+from edgec.ops.conv_packed import (
+    CONV_MVE_SCRATCH as S8_MVE_SCRATCH,
+)
+from edgec.ops.conv_packed import (
+    mve_padded_runs,
+    mve_routines,
+    packed_conv_scratch_bytes,
+)
+from edgec.ops.conv_small import short_requantization
 from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.kernel_layout import blocked_bias, dsp_channel_table, folded_bias
 
@@ -98,6 +110,10 @@ DEPTHWISE_FILTER_SCRATCH = Scratch(
 CONV_DSP_UNPACKED_FILTER = Scratch(
     "EDGEC_CONV_S4_DSP_UNPACKED_FILTER_BYTES", ("k", "c_out"), "(4 * (((c_out) + 1) / 2) * (((k) + 3) / 4 * 4))"
 )
+# edgec_conv_s4_dsp_unpacked_narrow's: edgec_conv_s8_dsp's (int8 taps, K to a multiple of 4, rows to a pair).
+CONV_DSP_NARROW_FILTER = Scratch(
+    "EDGEC_CONV_S4_DSP_NARROW_FILTER_BYTES", ("k", "c_out"), "(2 * (((c_out) + 1) / 2) * (((k) + 3) / 4 * 4))"
+)
 CONV_MVE_UNPACKED_FILTER = Scratch(
     "EDGEC_CONV_S4_MVE_UNPACKED_FILTER_BYTES",
     ("taps", "c_out"),
@@ -109,14 +125,18 @@ SCRATCH = (
     CONV_DSP_SCRATCH,
     CONV_MVE_SCRATCH,
     CONV_DSP_UNPACKED_FILTER,
+    CONV_DSP_NARROW_FILTER,
     CONV_MVE_UNPACKED_FILTER,
     DEPTHWISE_FILTER_SCRATCH,
 )
 # edgec_depthwise_conv_s8_packed's limit on filter rows (EDGEC_DEPTHWISE_PACKED_MAX_K).
 DEPTHWISE_PACKED_MAX_K = 16
-# An odd-K convolution's filter unpacked for the int8 packed kernel, in scratch, at most (bytes):
-# MobileNet's RGB stem (8 channels) takes 448 on the DSP path (int16), 384 on Helium.
+# A convolution's filter unpacked for the int8 packed kernel, in scratch, at most (bytes):
+# MobileNet's RGB stem (8 channels) takes 448 on the DSP path (int16), 384 on Helium; its 1x1
+# layers up to 32 -> 64 channels (4,096 on the DSP path) or 64 -> 64 (4,096 on Helium).
 UNPACKED_FILTER_MAX = 4096
+# conv_unpacked_layout's int8-tap DSP layout (edgec_conv_s8_dsp's filter), where int16 taps pass the above.
+DSP_NARROW = "dsp_narrow"
 # The DSP and Helium paths' longest rows (their 4096x / 16x sums stay exact; longer fully connected
 # rows run the portable loop, longer convolution rows the portable kernel).
 MAX_ROW = 65536
@@ -260,7 +280,9 @@ def specialize(op, graph, target) -> None:
     extension; an ungrouped convolution of odd K either too (each row read from the byte of its
     first nibble against the column with a 0 appended or prepended); a depthwise layer
     depthwise_fits, on either, edgec_depthwise_conv_s4_packed (the filter unpacked per call into
-    the int8 packed kernel's layout) (op.attrs["s4_isa"]); the rest the portable kernels."""
+    the int8 packed kernel's layout) (op.attrs["s4_isa"]); the rest the portable kernels. With
+    --opt auto or speed, a convolution of a small filter (conv_unpacked_layout) is unpacked per
+    call for the int8 packed kernel instead (op.attrs["s4_unpacked"]: the layout)."""
     op.attrs["isa"], op.attrs["wide"] = None, False
     op.attrs["desc"] = desc = layer_desc(op, graph)
     isa = None
@@ -271,18 +293,22 @@ def specialize(op, graph, target) -> None:
     elif op.kind == "conv2d" and desc["groups"] == 1 and row_length(desc) <= MAX_ROW:
         isa = "mve" if target.mve else "dsp" if target.dsp else None
     op.attrs["s4_isa"] = isa
-    # --opt size keeps the odd-K walk: the int8 packed kernel it would link is 6-8 KiB of code
+    # --opt size keeps the filter packed: the int8 packed kernel it would link is 6-8 KiB of code
     op.attrs["s4_unpacked"] = unpacked = (
-        op.kind == "conv2d" and isa is not None and target.fast_layouts and conv_unpacked_fits(desc, isa)
+        conv_unpacked_layout(desc, isa) if op.kind == "conv2d" and isa is not None and target.fast_layouts else None
     )
     core = {None: "", "dsp": "DSP extension (SMLAD)", "mve": "Helium"}[isa]
     if op.kind == "depthwise_conv2d" and isa is not None:
         function = KERNELS[op.kind] + "_packed"
         reason = f"int4 weights, CMSIS-NN's s4 packing, unpacked per call for the int8 packed depthwise kernel; {core}"
     elif unpacked:
-        function = f"{KERNELS[op.kind]}_{isa}_unpacked"
-        int8_kernel = "edgec_conv_s8_dsp_wide" if isa == "dsp" else "edgec_conv_s8_mve_with"
-        reason = f"int4 weights, CMSIS-NN's s4 packing, an odd K unpacked per call for {int8_kernel}; {core}"
+        function = f"{KERNELS[op.kind]}_{isa}_unpacked" + ("_narrow" if unpacked == DSP_NARROW else "")
+        int8_kernel = {
+            "dsp": "edgec_conv_s8_dsp_wide",
+            DSP_NARROW: "edgec_conv_s8_dsp",
+            "mve": "edgec_conv_s8_mve_with",
+        }[unpacked]
+        reason = f"int4 weights, CMSIS-NN's s4 packing, a small filter unpacked per call for {int8_kernel}; {core}"
     else:
         function = KERNELS[op.kind] + ("" if isa is None else f"_{isa}")
         reason = "int4 weights, CMSIS-NN's s4 packing" + ("" if isa is None else f"; {core}")
@@ -292,30 +318,44 @@ def specialize(op, graph, target) -> None:
 def conv_unpacked_taps(desc: dict, isa: str) -> int:
     """Taps a row of the int8 packed kernel's filter has before its own padding to a group: K, or
     on Helium 48 where edgec_conv_s8_mve pads each window row to 16 (mve_padded_runs)."""
-    from edgec.ops.conv import mve_padded_runs  # here: edgec.ops.conv imports this module
-
     shape = (desc["output_c"], desc["kernel_h"], desc["kernel_w"], desc["input_c"])
     return 48 if isa == "mve" and mve_padded_runs(shape) else row_length(desc)
 
 
-def conv_unpacked_filter_bytes(desc: dict, isa: str) -> int:
-    """EDGEC_CONV_S4_{DSP,MVE}_UNPACKED_FILTER_BYTES: edgec_conv_s8_dsp_wide's filter (int16 taps, K
-    padded to a multiple of 4, rows to a pair) or edgec_conv_s8_mve's (taps padded to 16, rows to 4)."""
-    taps, rows = conv_unpacked_taps(desc, isa), desc["output_c"]
-    if isa == "dsp":
-        return 4 * -(-rows // 2) * -(-taps // 4) * 4
+def conv_unpacked_filter_bytes(desc: dict, layout: str) -> int:
+    """EDGEC_CONV_S4_{DSP,MVE}_UNPACKED_FILTER_BYTES, EDGEC_CONV_S4_DSP_NARROW_FILTER_BYTES:
+    edgec_conv_s8_dsp_wide's filter (layout "dsp": int16 taps, K padded to a multiple of 4, rows to
+    a pair), edgec_conv_s8_dsp's (DSP_NARROW: the same in int8) or edgec_conv_s8_mve's ("mve": taps
+    padded to 16, rows to 4)."""
+    taps, rows = conv_unpacked_taps(desc, layout), desc["output_c"]
+    if layout != "mve":
+        return (4 if layout == "dsp" else 2) * -(-rows // 2) * -(-taps // 4) * 4
     return 4 * -(-rows // 4) * -(-taps // 16) * 16
 
 
-def conv_unpacked_fits(desc: dict, isa: str) -> bool:
-    """An ungrouped convolution of odd K whose filter, unpacked for the int8 packed kernel, takes at
-    most UNPACKED_FILTER_MAX bytes of scratch (RGB and one-channel stems): the int8 kernel runs it
-    (edgec_conv_s4_{dsp,mve}_unpacked); a larger one keeps its filter packed (the odd-K walk)."""
-    return (
-        desc["groups"] == 1
-        and row_length(desc) % 2 == 1
-        and conv_unpacked_filter_bytes(desc, isa) <= UNPACKED_FILTER_MAX
-    )
+def conv_unpacked_layout(desc: dict, isa: str) -> str | None:
+    """The layout an ungrouped convolution's filter is unpacked to once per call, for the int8
+    packed kernel to run the layer (edgec_conv_s4_{dsp,mve}_unpacked[_narrow]), where it takes at
+    most UNPACKED_FILTER_MAX bytes of scratch: RGB and one-channel stems, the first pointwise
+    layers, a 3x3 of few channels. The int8 kernel has none of the int4 paths' per-pixel costs on
+    short rows (a block of 32 or 8 barely filled, a gather and deinterleave per pixel pair). On the
+    DSP path int16 taps ("dsp", edgec_conv_s8_dsp_wide: the faster kernel), else int8 ones
+    (DSP_NARROW, edgec_conv_s8_dsp: half the bytes). None: the filter stays packed (the odd-K
+    walk, or the even-K rows). On the DSP path an even K also needs every channel's short
+    requantization (shift -2 .. -24), which the int8 kernel's assembly needs, where the int4 rows
+    take shift -1 too (int4 layers, their weight scales ~16x int8's, often have it: DS-CNN's first
+    pointwise layer ran 2.4x slower unpacked); and a 1x1 layer of 8 input channels keeps the rows:
+    its int8 layers have a band routine of their own (edgec_conv_s8_dsp_wide_1x1x8), the wide
+    kernel's general path takes 8.8 instructions a MAC there (MobileNetV1 0.25's first pointwise
+    layer), the int4 rows 4.9."""
+    if desc["groups"] != 1:
+        return None
+    if isa == "dsp" and row_length(desc) % 2 == 0:
+        pointwise8 = desc["kernel_h"] == desc["kernel_w"] == 1 and desc["input_c"] == 8
+        if pointwise8 or not short_requantization(desc):
+            return None
+    layouts = ("dsp", DSP_NARROW) if isa == "dsp" else (isa,)
+    return next((x for x in layouts if conv_unpacked_filter_bytes(desc, x) <= UNPACKED_FILTER_MAX), None)
 
 
 def depthwise_fits(desc: dict) -> bool:
@@ -359,18 +399,17 @@ def depthwise_filter_bytes(desc: dict) -> int:
 def scratch_bytes(op, row_cache: int = 0) -> int:
     """The DSP path's widened input column, the Helium path's deinterleaved one; a convolution's
     also its gathered receptive fields (two pixels' of each; Helium: whole blocks of 32), or for an
-    unpacked odd K the int8 packed kernel's filter and scratch; a packed
+    unpacked filter the int8 packed kernel's filter and scratch; a packed
     depthwise layer's unpacked filter and the int8 kernel's `row_cache` (the depthwise unit's rule)."""
     isa = op.attrs.get("s4_isa")
     if op.kind == "depthwise_conv2d":
         return 0 if isa is None else depthwise_filter_bytes(op.attrs["desc"]) + row_cache
     desc = op.attrs["desc"]
     k = row_length(desc)
-    if op.attrs.get("s4_unpacked"):  # the unpacked filter, then EDGEC_CONV_S8_{DSP,MVE}_SCRATCH_BYTES
-        from edgec.ops.conv import packed_conv_scratch_bytes  # (a cycle at import)
-
+    layout = op.attrs.get("s4_unpacked")
+    if layout:  # the unpacked filter, then EDGEC_CONV_S8_{DSP,MVE}_SCRATCH_BYTES
         shape = (desc["output_c"], desc["kernel_h"], desc["kernel_w"], desc["input_c"])
-        return conv_unpacked_filter_bytes(desc, isa) + packed_conv_scratch_bytes(isa, shape)
+        return conv_unpacked_filter_bytes(desc, layout) + packed_conv_scratch_bytes(isa, shape)
     if op.kind == "conv2d" and isa == "mve" and k % 2:  # an odd K's two column pairs (K + 1 inputs)
         return 192 * ((k + 32) // 32) + 32
     if op.kind == "conv2d" and isa == "dsp" and k % 2:  # two widened columns, the filter's end, one column
@@ -413,37 +452,36 @@ def emit(op, graph, names, row_cache: str = "") -> CCall:
     return call
 
 
-def unpacked_desc(desc: dict, isa: str) -> dict:
-    """edgec_conv_s4_{dsp,mve}_unpacked's descriptor: the bias the int8 packed kernel takes, folded
-    over the unpacked rows (edgec_conv_s8_dsp_wide's channel table; edgec_conv_s8_mve's folded
-    bias, zero-padded to a multiple of 4)."""
+def unpacked_desc(desc: dict, layout: str) -> dict:
+    """edgec_conv_s4_{dsp,mve}_unpacked[_narrow]'s descriptor: the bias the int8 packed kernel
+    takes, folded over the unpacked rows (edgec_conv_s8_dsp_wide's channel table; edgec_conv_s8_dsp's
+    folded bias, zero-padded to a pair, edgec_conv_s8_mve's to a multiple of 4)."""
     rows, length = desc["output_c"], row_length(desc)
     weights = unpack_int4(desc["filter"], rows * length).reshape(rows, length)
     zero_point = -desc["input_offset"]
-    if isa == "mve":
-        return {**desc, "bias": blocked_bias(desc["bias"], weights, zero_point, 4)}
+    if layout != "dsp":
+        return {**desc, "bias": blocked_bias(desc["bias"], weights, zero_point, 4 if layout == "mve" else 2)}
     folded = blocked_bias(desc["bias"], weights, zero_point, 2)
     return {**desc, "bias": dsp_channel_table(folded, desc["multiplier"], desc["shift"], desc["output_offset"])}
 
 
 def _emit_unpacked(op, names, p: str, args: str) -> CCall:
     """edgec_conv_s4_{dsp,mve}_unpacked's call: Helium's names the int8 kernel's routines
-    (edgec.ops.conv.mve_routines), so that only those are linked."""
-    from edgec.ops.conv import CONV_DSP_SCRATCH, CONV_MVE_SCRATCH, mve_routines  # (a cycle at import)
-
-    isa, desc = op.attrs["s4_isa"], op.attrs["desc"]
-    call = descriptor(STRUCT_OF[op.kind], p, unpacked_desc(desc, isa))
+    (edgec.ops.conv_packed.mve_routines), so that only those are linked."""
+    isa, layout, desc = op.attrs["s4_isa"], op.attrs["s4_unpacked"], op.attrs["desc"]
+    call = descriptor(STRUCT_OF[op.kind], p, unpacked_desc(desc, layout))
     scratch = f"(int8_t *){names.scratch(op)}"
     taps = conv_unpacked_taps(desc, isa)
     if isa == "dsp":
         call.code = f"status |= {op.kernel.function}({args}, {scratch});"
-        kernel = CONV_DSP_SCRATCH.call(row_length(desc), desc["input_c"])
-        call.scratch_required = f"{CONV_DSP_UNPACKED_FILTER.call(row_length(desc), desc['output_c'])} + {kernel}"
+        kernel = S8_DSP_SCRATCH.call(row_length(desc), desc["input_c"])
+        filter_bytes = CONV_DSP_UNPACKED_FILTER if layout == "dsp" else CONV_DSP_NARROW_FILTER
+        call.scratch_required = f"{filter_bytes.call(row_length(desc), desc['output_c'])} + {kernel}"
         return call
     routines = ", ".join(f"&{r}" if r else "NULL" for r in mve_routines(desc))
     data = args.split(", ", 1)[1]
     call.code = f"status |= {op.kernel.function}(&{p}, {routines}, {data}, {scratch});"
-    call.scratch_required = f"{CONV_MVE_UNPACKED_FILTER.call(taps, desc['output_c'])} + {CONV_MVE_SCRATCH.call(taps)}"
+    call.scratch_required = f"{CONV_MVE_UNPACKED_FILTER.call(taps, desc['output_c'])} + {S8_MVE_SCRATCH.call(taps)}"
     return call
 
 

@@ -1678,8 +1678,9 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
 #endif
 
 /*
- * edgec_conv_s4 through an int8 packed kernel, for an ungrouped layer (edgec builds choose them for
- * an odd K whose unpacked filter is small: RGB and one-channel stems): the filter is unpacked
+ * edgec_conv_s4 through an int8 packed kernel, for an ungrouped layer (edgec builds choose them
+ * where the unpacked filter is small: RGB and one-channel stems, pointwise layers and 3x3 ones of
+ * few channels): the filter is unpacked
  * once per call into scratch in that kernel's layout, which it then runs. Same arithmetic (the
  * int4 values are int8 values); the checks of that kernel and edgec_conv_s4's (groups other than
  * 1, a NULL bias or scratch, a misaligned scratch: EDGEC_ARG_ERROR). Scratch (required,
@@ -1687,6 +1688,9 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
  *  - _dsp_unpacked: edgec_conv_s8_dsp_wide's filter (int16 taps,
  *    EDGEC_CONV_S4_DSP_UNPACKED_FILTER_BYTES(K, output_c) bytes), then
  *    EDGEC_CONV_S8_DSP_SCRATCH_BYTES(K, input_c) bytes; `bias` is that kernel's channel table.
+ *  - _dsp_unpacked_narrow: edgec_conv_s8_dsp's filter (int8 taps,
+ *    EDGEC_CONV_S4_DSP_NARROW_FILTER_BYTES(K, output_c) bytes), then
+ *    EDGEC_CONV_S8_DSP_SCRATCH_BYTES(K, input_c) bytes; `bias` is that kernel's folded bias.
  *  - _mve_unpacked: edgec_conv_s8_mve's filter (EDGEC_CONV_S4_MVE_UNPACKED_FILTER_BYTES(T,
  *    output_c) bytes, T = 48 where its rows are padded per window row (kernel_h 3, kernel_w *
  *    input_c 8 to 15, output_c a multiple of 4), else K), then EDGEC_CONV_S8_MVE_SCRATCH_BYTES(T)
@@ -1695,12 +1699,17 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
 /* generated from edgec/ops/int4.py: EDGEC_CONV_S4_DSP_UNPACKED_FILTER_BYTES */
 #define EDGEC_CONV_S4_DSP_UNPACKED_FILTER_BYTES(k, c_out) (4 * (((c_out) + 1) / 2) * (((k) + 3) / 4 * 4))
 /* end of EDGEC_CONV_S4_DSP_UNPACKED_FILTER_BYTES */
+/* generated from edgec/ops/int4.py: EDGEC_CONV_S4_DSP_NARROW_FILTER_BYTES */
+#define EDGEC_CONV_S4_DSP_NARROW_FILTER_BYTES(k, c_out) (2 * (((c_out) + 1) / 2) * (((k) + 3) / 4 * 4))
+/* end of EDGEC_CONV_S4_DSP_NARROW_FILTER_BYTES */
 /* generated from edgec/ops/int4.py: EDGEC_CONV_S4_MVE_UNPACKED_FILTER_BYTES */
 #define EDGEC_CONV_S4_MVE_UNPACKED_FILTER_BYTES(taps, c_out) (4 * (((c_out) + 3) / 4) * (((taps) + 15) / 16 * 16))
 /* end of EDGEC_CONV_S4_MVE_UNPACKED_FILTER_BYTES */
 #if defined(__ARM_FEATURE_DSP)
 edgec_status edgec_conv_s4_dsp_unpacked(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,
                                         int8_t *scratch);
+edgec_status edgec_conv_s4_dsp_unpacked_narrow(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,
+                                               int8_t *scratch);
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 edgec_status edgec_conv_s4_mve_unpacked(const edgec_conv_s4_desc *desc, const edgec_conv_mve_routine *blocks,

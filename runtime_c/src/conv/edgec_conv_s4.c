@@ -5,8 +5,9 @@
  * per-channel requantization; golden: edgec.ops.int4.conv_s4. The portable kernel reads each tap's
  * run of input_c / groups weights straight from the packed filter (no im2col, no scratch); the DSP
  * and Helium ones gather each output pixel's receptive field of a group (its column) into scratch
- * and run edgec_s4.h's rows over it, as the fully connected kernels do; their _unpacked forms (an
- * odd K with a small filter: stems) unpack the filter into an int8 packed kernel's layout and run it.
+ * and run edgec_s4.h's rows over it, as the fully connected kernels do; their _unpacked forms (a
+ * small filter: stems, short pointwise layers, a 3x3 of few channels) unpack the filter into an
+ * int8 packed kernel's layout and run it.
  */
 #include "../support/edgec_s4.h"
 
@@ -196,6 +197,59 @@ static int conv_s4_unpacked_fits(const edgec_conv_s4_desc *d, int32_t row_len, i
 #endif
 
 #if defined(__ARM_FEATURE_DSP)
+/* Four int4 weights (the nibbles of n, the first lowest) as four int8 bytes, the first lowest:
+ * the two bytes moved to halfwords, their nibbles to bytes, then each byte sign-extended at once
+ * ((v ^ 8) + 0x78, then ^ 0x80, is v - 16 for v >= 8 and v below; no carry crosses a byte). */
+static inline uint32_t conv_s4_bytes4(uint32_t n)
+{
+    const uint32_t halves = (n | n << 8) & 0x00FF00FFu;
+    const uint32_t spread = (halves | halves << 4) & 0x0F0F0F0Fu;
+    return ((spread ^ 0x08080808u) + 0x78787878u) ^ 0x80808080u;
+}
+
+/* Four weights (the nibbles of n) stored at `at` as conv_s4_dsp_unpack_even lays them. */
+static inline void conv_s4_dsp_store4(uint8_t *at, uint32_t n, int wide)
+{
+    const uint32_t w = conv_s4_bytes4(n);
+    if (wide) { /* each word stored on its own: an array would go through the stack */
+        const int32_t even = __sxtb16((int32_t)w);
+        const int32_t odd = edgec_sxtb16_ror8((int32_t)w);
+        memcpy(at, &even, sizeof even);
+        memcpy(at + 4, &odd, sizeof odd);
+    } else {
+        memcpy(at, &w, sizeof w);
+    }
+}
+
+/*
+ * conv_s4_unpack_rows for an even K without window padding (run = run_step = K), into
+ * edgec_conv_s8_dsp's layout (rows in pairs, groups of 4 taps; `wide`: edgec_conv_s8_dsp_wide's
+ * int16 taps, each group as SXTB16 makes it, (w0, w2) then (w1, w3)), four weights a step from two
+ * packed bytes (conv_s4_bytes4): row o's are bytes o * K / 2 on. Every tap of a row is written
+ * (0 past K); a padding row (an odd count) is zeroed first. Always inlined: `wide` is a constant
+ * at each call.
+ */
+static inline __attribute__((always_inline)) void conv_s4_dsp_unpack_even(const int8_t *filter, int32_t rows, int32_t k,
+                                                                          int32_t row_len, int wide, void *out)
+{
+    const int32_t tap = wide ? 2 : 1;
+    if (rows % 2 != 0) { /* the last pair: its second row's taps are 0 */
+        memset((int8_t *)out + (rows - 1) * row_len * tap, 0, (size_t)(2 * row_len * tap));
+    }
+    const uint8_t *src = (const uint8_t *)filter; /* row o's bytes follow row o - 1's */
+    for (int32_t o = 0; o < rows; o++) {
+        uint8_t *at = (uint8_t *)out + (o / 2 * 2 * row_len + o % 2 * 4) * tap;
+        int32_t t = 0;
+        for (; t + 4 <= k; t += 4, src += 2, at += 8 * tap) {
+            conv_s4_dsp_store4(at, (uint32_t)src[0] | (uint32_t)src[1] << 8, wide);
+        }
+        if (t < k) { /* K % 4 = 2: a last byte of two weights, then two 0 taps */
+            conv_s4_dsp_store4(at, src[0], wide);
+            src++;
+        }
+    }
+}
+
 /*
  * `count` rows o0, o0 + 2, ... of an odd-K layer (conv_s4_dsp_odd) into out[o], row o0's bytes at
  * `row`, each next one K bytes on, against `widened`: `blocks` whole blocks of the column with a 0
@@ -483,7 +537,11 @@ edgec_status edgec_conv_s4_dsp_unpacked(const edgec_conv_s4_desc *desc, const in
     }
     const edgec_conv_s4_desc d = *desc;
     int16_t *wide = (int16_t *)(void *)scratch;
-    conv_s4_unpack_rows(d.filter, d.output_c, k, k, k, k4, 2, 4, 1, wide);
+    if (k % 2 == 0) {
+        conv_s4_dsp_unpack_even(d.filter, d.output_c, k, k4, 1, wide);
+    } else {
+        conv_s4_unpack_rows(d.filter, d.output_c, k, k, k, k4, 2, 4, 1, wide);
+    }
     const edgec_conv_dsp_wide_desc unpacked = { d.batches,  d.input_h,      d.input_w,       d.input_c,    d.output_h,
                                                 d.output_w, d.output_c,     d.kernel_h,      d.kernel_w,   d.stride_h,
                                                 d.stride_w, d.pad_top,      d.pad_left,      d.dilation_h, d.dilation_w,
@@ -491,6 +549,37 @@ edgec_status edgec_conv_s4_dsp_unpacked(const edgec_conv_s4_desc *desc, const in
                                                 wide,       d.bias,         d.multiplier,    d.shift };
     return edgec_conv_s8_dsp_wide(&unpacked, input, output,
                                   scratch + EDGEC_CONV_S4_DSP_UNPACKED_FILTER_BYTES(k, d.output_c));
+}
+
+/*
+ * edgec_conv_s4_dsp_unpacked with int8 taps: the filter unpacked once per call into scratch as
+ * edgec_conv_s8_dsp's (half the bytes of the int16 taps: for a filter too large unpacked to
+ * int16), then that kernel runs the layer. `bias`: its folded bias (zero-padded to whole row
+ * pairs). Scratch: the unpacked filter, then the int8 kernel's.
+ */
+edgec_status edgec_conv_s4_dsp_unpacked_narrow(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,
+                                               int8_t *scratch)
+{
+    if (!conv_s4_valid(desc, input, output) || !scratch || !edgec_word_aligned(scratch)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const int32_t k = conv_s4_row_length(desc);
+    const int32_t k4 = (k + 3) / 4 * 4;
+    if (!conv_s4_unpacked_fits(desc, k4, 2)) {
+        return EDGEC_ARG_ERROR;
+    }
+    const edgec_conv_s4_desc d = *desc;
+    if (k % 2 == 0) {
+        conv_s4_dsp_unpack_even(d.filter, d.output_c, k, k4, 0, scratch);
+    } else {
+        conv_s4_unpack_rows(d.filter, d.output_c, k, k, k, k4, 2, 4, 0, scratch);
+    }
+    const edgec_conv_desc unpacked = { d.batches,  d.input_h,      d.input_w,       d.input_c,    d.output_h,
+                                       d.output_w, d.output_c,     d.kernel_h,      d.kernel_w,   d.stride_h,
+                                       d.stride_w, d.pad_top,      d.pad_left,      d.dilation_h, d.dilation_w,
+                                       1,          d.input_offset, d.output_offset, d.act_min,    d.act_max,
+                                       scratch,    d.bias,         d.multiplier,    d.shift };
+    return edgec_conv_s8_dsp(&unpacked, input, output, scratch + EDGEC_CONV_S4_DSP_NARROW_FILTER_BYTES(k, d.output_c));
 }
 #endif /* __ARM_FEATURE_DSP */
 
@@ -710,6 +799,31 @@ edgec_status edgec_conv_s4_mve(const edgec_conv_s4_desc *desc, const int8_t *inp
     return EDGEC_OK;
 }
 /*
+ * conv_s4_unpack_rows for an even K without window padding, into edgec_conv_s8_mve's layout
+ * (rows in fours, groups of 16 taps, row_len taps a row): a group is 8 packed bytes, loaded into
+ * 16-bit lanes (a row's last group predicated: 0 past its bytes), each lane's low nibble
+ * sign-extended to the even bytes and its high one to the odd (VMOVNB, VMOVNT), one store. The
+ * rows padding the last four are zeroed first.
+ */
+static void conv_s4_mve_unpack_even(const int8_t *filter, int32_t rows, int32_t k, int32_t row_len, int8_t *out)
+{
+    if (rows % 4 != 0) {
+        const int32_t last = rows / 4 * 4;
+        memset(out + last * row_len, 0, (size_t)(4 * row_len));
+    }
+    for (int32_t o = 0; o < rows; o++) {
+        const uint8_t *src = (const uint8_t *)filter + o * (k / 2);
+        int8_t *at = out + o / 4 * 4 * row_len + o % 4 * 16;
+        for (int32_t t = 0; t < row_len; t += 16, at += 64) {
+            const mve_pred16_t bytes = vctp16q((uint32_t)EDGEC_MAX(k - t, 0) / 2u);
+            const int16x8_t v = vreinterpretq_s16_u16(vldrbq_z_u16(src + t / 2, bytes));
+            const int8x16_t low = vmovnbq_s16(vdupq_n_s8(0), vshrq_n_s16(vshlq_n_s16(v, 12), 12));
+            vstrbq_s8(at, vmovntq_s16(low, vshrq_n_s16(vshlq_n_s16(v, 8), 12)));
+        }
+    }
+}
+
+/*
  * The filter unpacked once per call into scratch as edgec_conv_s8_mve's (its rows padded per
  * window row to 16 taps where that kernel's mve_padded_runs holds), then edgec_conv_s8_mve_with
  * runs the layer with the routines named (edgec.ops.conv.mve_routines of the layer): its
@@ -731,8 +845,12 @@ edgec_status edgec_conv_s4_mve_unpacked(const edgec_conv_s4_desc *desc, const ed
         return EDGEC_ARG_ERROR;
     }
     const edgec_conv_s4_desc d = *desc;
-    conv_s4_unpack_rows(d.filter, d.output_c, k, padded ? run : k, padded ? 16 : k, (taps + 15) / 16 * 16, 4, 16, 0,
-                        scratch);
+    if (k % 2 == 0 && !padded) {
+        conv_s4_mve_unpack_even(d.filter, d.output_c, k, (taps + 15) / 16 * 16, scratch);
+    } else {
+        conv_s4_unpack_rows(d.filter, d.output_c, k, padded ? run : k, padded ? 16 : k, (taps + 15) / 16 * 16, 4, 16, 0,
+                            scratch);
+    }
     const edgec_conv_desc unpacked = { d.batches,  d.input_h,      d.input_w,       d.input_c,    d.output_h,
                                        d.output_w, d.output_c,     d.kernel_h,      d.kernel_w,   d.stride_h,
                                        d.stride_w, d.pad_top,      d.pad_left,      d.dilation_h, d.dilation_w,

@@ -1,7 +1,7 @@
 /*
  * Runs the int4-weight kernels' DSP and Helium paths (edgec_fully_connected_s4_dsp/_mve,
- * edgec_conv_s4_dsp/_mve and _unpacked, edgec_depthwise_conv_s4_packed) and their portable forms on cases written by
- * tests/test_kernels_s4_arm.py.
+ * edgec_conv_s4_dsp/_mve, _unpacked and _dsp_unpacked_narrow, edgec_depthwise_conv_s4_packed) and
+ * their portable forms on cases written by tests/test_kernels_s4_arm.py.
  *
  * cases.bin holds records, each a header of HEADER_WORDS little-endian int32 (kind, path, payload
  * bytes, output bytes, scratch bytes, bias entries (0: none), filter bytes, channels, then the descriptor's
@@ -39,7 +39,8 @@ enum {
     PATH_DSP = 1,
     PATH_MVE = 2,
     PATH_DSP_UNPACKED = 3,
-    PATH_MVE_UNPACKED = 4
+    PATH_MVE_UNPACKED = 4,
+    PATH_DSP_NARROW_UNPACKED = 5
 };
 
 #define ARENA_BYTES (160 * 1024)
@@ -113,6 +114,7 @@ static edgec_status run_conv(const int32_t *h, const int8_t *payload, int8_t *ou
     switch (h[H_PATH]) {
         case PATH_DSP: return edgec_conv_s4_dsp(&d, input, output, (int16_t *)scratch);
         case PATH_DSP_UNPACKED: return edgec_conv_s4_dsp_unpacked(&d, input, output, (int8_t *)scratch);
+        case PATH_DSP_NARROW_UNPACKED: return edgec_conv_s4_dsp_unpacked_narrow(&d, input, output, (int8_t *)scratch);
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
         case PATH_MVE: return edgec_conv_s4_mve(&d, input, output, (int8_t *)scratch);
         case PATH_MVE_UNPACKED:
