@@ -20,18 +20,9 @@ from __future__ import annotations
 import numpy as np
 
 from edgec.ir import KernelChoice
+from edgec.ops import conv_packed  # the int8 packed kernels small filters run on, unpacked
 from edgec.ops.base import CCall, descriptor
-from edgec.ops.conv_packed import (
-    CONV_DSP_SCRATCH as S8_DSP_SCRATCH,
-)
-from edgec.ops.conv_packed import (
-    CONV_MVE_SCRATCH as S8_MVE_SCRATCH,
-)
-from edgec.ops.conv_packed import (
-    mve_padded_runs,
-    mve_routines,
-    packed_conv_scratch_bytes,
-)
+from edgec.ops.conv_packed import mve_padded_runs, mve_routines, packed_conv_scratch_bytes
 from edgec.ops.conv_small import short_requantization
 from edgec.ops.kernel import Field, Scratch, Struct, ints
 from edgec.ops.kernel_layout import blocked_bias, dsp_channel_table, folded_bias
@@ -474,14 +465,16 @@ def _emit_unpacked(op, names, p: str, args: str) -> CCall:
     taps = conv_unpacked_taps(desc, isa)
     if isa == "dsp":
         call.code = f"status |= {op.kernel.function}({args}, {scratch});"
-        kernel = S8_DSP_SCRATCH.call(row_length(desc), desc["input_c"])
+        kernel = conv_packed.CONV_DSP_SCRATCH.call(row_length(desc), desc["input_c"])
         filter_bytes = CONV_DSP_UNPACKED_FILTER if layout == "dsp" else CONV_DSP_NARROW_FILTER
         call.scratch_required = f"{filter_bytes.call(row_length(desc), desc['output_c'])} + {kernel}"
         return call
     routines = ", ".join(f"&{r}" if r else "NULL" for r in mve_routines(desc))
     data = args.split(", ", 1)[1]
     call.code = f"status |= {op.kernel.function}(&{p}, {routines}, {data}, {scratch});"
-    call.scratch_required = f"{CONV_MVE_UNPACKED_FILTER.call(taps, desc['output_c'])} + {S8_MVE_SCRATCH.call(taps)}"
+    call.scratch_required = (
+        f"{CONV_MVE_UNPACKED_FILTER.call(taps, desc['output_c'])} + {conv_packed.CONV_MVE_SCRATCH.call(taps)}"
+    )
     return call
 
 
