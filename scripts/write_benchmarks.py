@@ -384,14 +384,15 @@ REMAINING_WHY = textwrap.wrap(
     "instructions a MAC: SMLAD blocks of output channels by pixels, whose loads, widening and pointer "
     "updates cost more than the multiplies (0.5 a MAC); ResNet-8 and KWS would need 10-40 % of their "
     "cycles gone, VWW's 1x1 layers almost half (below the published whole-model figure per MAC: VWW "
-    "needs every class faster at once). The depthwise layers run about 4 instructions a MAC: each "
-    "output's requantization is paid over only 9 MACs. The stems (1 or 3 input channels) run 1.6-2.1: a pixel's "
-    "few inputs fill SMLAD pairs poorly. On the L4R5/U575 every instruction costs 1.3-1.4 cycles "
+    "needs every class faster at once). The depthwise layers run about 4 instructions a MAC on the "
+    "DSP cores: each output's requantization is paid over only 9 MACs. The stems (1 or 3 input "
+    "channels) run 1.6-2.1: a pixel's few inputs fill SMLAD pairs poorly. On the L4R5/U575 every "
+    "instruction costs 1.3-1.4 cycles "
     "(cycles / insn): flash wait states behind the parts' small caches, weights and code; the "
     "published stacks pay the same parts' wait states. AD is its fully connected layers, batch 1: "
-    "every weight is loaded for one MAC. On the M55 (Helium) KWS's depthwise layers (1.7 instructions "
-    "a MAC: four int32 lanes a vector, a tap at a time) and IC's stem (3 input channels in 16-lane "
-    "vectors) are the classes furthest from their convolutions' 0.2.",
+    "every weight is loaded for one MAC. On the M55 (Helium) IC remains: its 3x3 convolutions (0.16 "
+    "instructions a MAC) would need 8 % of their cycles gone, or its RGB stem (3 input channels in "
+    "16-lane vectors, 0.53 a MAC) more than half of its.",
     98,
 )
 
