@@ -66,6 +66,8 @@ BENCH_ZOO_TARGETS := cortex-m4 cortex-m55
 # int4 weights: every fully connected / convolution / depthwise layer int4 (BENCHMARKS.md's int4 section;
 # MobileNetV1 0.25 and ResNet-8 for their RGB stems too: 8-16 s a run, four runs).
 BENCH_INT4_MODELS := ds_cnn mobilenet_v1_025 resnet8 fc_autoencoder
+# int16 activations (#23's int16 paths): every layer int16, on a DSP core and a Helium core.
+BENCH_INT16_MODELS := ds_cnn
 # Public architectures of the operator-coverage work (edgec.zoo.cnn; the last two for issue #23's
 # PReLU and max-pooling figures), default options (--opt auto keeps EfficientNet's constants within
 # the typical M4 part's 1 MiB flash).
@@ -112,6 +114,7 @@ $(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_SIZE_TARGETS),--opt size,-size)
 $(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_SPEED_TARGETS),--opt speed,-speed)
 # int4 weights (#25): the models with int4-capable layers, on a DSP core and a Helium core.
 $(call bench_runs,mlperf,$(BENCH_INT4_MODELS),$(BENCH_ZOO_TARGETS),--weights int4,-int4)
+$(call bench_runs,mlperf,$(BENCH_INT16_MODELS),$(BENCH_ZOO_TARGETS),--activations int16,-int16)
 ifneq ($(CMSIS_NN_DIR),)
 $(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --sensitivity,-cmsis-nn)
 $(call bench_runs,mlperf,$(BENCH_MODELS),$(BENCH_TARGETS),--kernels cmsis-nn --cmsis-nn-opt Ofast --sensitivity,-cmsis-nn-ofast)

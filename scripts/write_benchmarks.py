@@ -100,6 +100,11 @@ LAYER_GROUPS = (
 INT4_MODELS = ("ds_cnn", "mobilenet_v1_025", "resnet8", "fc_autoencoder")
 INT4 = "-int4"
 INT4_GOAL = 1.3
+# int16 activations (issue #23's int16 paths): these models also run with --activations int16 into
+# <dir>/<target>-int16/ on ZOO_TARGETS; edgec's goal, each family within INT16_GOAL of int8's.
+INT16_MODELS = ("ds_cnn",)
+INT16 = "-int16"
+INT16_GOAL = 2.0
 MEMORY_TARGET = "cortex-m4"
 # TFLite Micro's published arena for these models (kB): the whole arena, and its activations part.
 TFLM_ARENA_KB = {
@@ -778,22 +783,23 @@ def seq_section(bench_dir: Path) -> list[str]:
     return lines + [""]
 
 
-def int4_kind(layer: dict) -> str | None:
-    """The int4 kernel family of a report layer: fully connected, depthwise, pointwise (1x1 ungrouped)
-    or other convolution; None for a layer without weights."""
+def weight_family(layer: dict) -> str | None:
+    """The kernel family of a report layer with weights: fully connected, depthwise, pointwise (1x1
+    ungrouped) or other convolution; None for a layer without weights."""
     if layer["op"] == "conv2d":
         k = layer["macs"] // max(elements(layer["output_shape"]), 1)
         return "convolution 1x1" if k == layer["input_shape"][-1] else "convolution"
     return {"depthwise_conv2d": "depthwise", "fully_connected": "fully connected"}.get(layer["op"])
 
 
-def int4_macs_instructions(bench_dir: Path, directory: str, model: str) -> dict[str, tuple[int, int]] | None:
-    """Per int4 kernel family: (MACs, instructions) of the run in <bench_dir>/<directory>, or None."""
+def family_macs_instructions(bench_dir: Path, directory: str, model: str) -> dict[str, tuple[int, int]] | None:
+    """Per kernel family (weight_family): (MACs, instructions) of the run in <bench_dir>/<directory>,
+    or None."""
     run = run_in(bench_dir, directory, model)
     if run is None:
         return None
     result, report = run
-    kinds = {layer["name"]: int4_kind(layer) for layer in report["layers"]}
+    kinds = {layer["name"]: weight_family(layer) for layer in report["layers"]}
     totals: dict[str, tuple[int, int]] = {}
     for layer in result["layers"]:
         kind = kinds.get(layer["name"])
@@ -803,9 +809,37 @@ def int4_macs_instructions(bench_dir: Path, directory: str, model: str) -> dict[
     return totals
 
 
+def family_rows(bench_dir: Path, models, suffix: str, goal: float) -> tuple[list[str], list[str]]:
+    """Per model, target and kernel family: int8's and the <target><suffix> build's instructions per
+    MAC, their ratio against `goal`; and per model and target the whole-model figures."""
+    rows, totals = [], []
+    for model in models:
+        for target in ZOO_TARGETS:
+            int8 = family_macs_instructions(bench_dir, target, model)
+            other = family_macs_instructions(bench_dir, target + suffix, model)
+            if int8 is None or other is None:
+                rows.append(f"| {MODELS[model]} | {target} | all | {NOT_MEASURED} | {NOT_MEASURED} | - | - |")
+                continue
+            for kind in sorted(kind for kind in other if kind in int8):
+                (m8, i8), (mo, io) = int8[kind], other[kind]
+                met = "met" if io / mo <= goal * i8 / m8 else "not met"
+                rows.append(
+                    f"| {MODELS[model]} | {target} | {kind} | {i8 / m8:.3f} | {io / mo:.3f} "
+                    f"| {(io / mo) / (i8 / m8):.2f}x | {met} |"
+                )
+            (r8, rep8), (ro, repo) = load(bench_dir, target, model), load(bench_dir, target + suffix, model)
+            totals.append(
+                f"| {MODELS[model]} | {target} | {kib(rep8['weights_bytes'])} | {kib(repo['weights_bytes'])} "
+                f"| {r8['total_instructions']:,} | {ro['total_instructions']:,} "
+                f"| {ro['total_instructions'] / r8['total_instructions']:.2f}x |"
+            )
+    return rows, totals
+
+
 def int4_section(bench_dir: Path) -> list[str]:
     """int8 against int4 weights, per kernel family: exact instructions per MAC and the ratio against
     issue #25's goal; and the constants."""
+    rows, totals = family_rows(bench_dir, INT4_MODELS, INT4, INT4_GOAL)
     lines = [
         "## int4 weights",
         "",
@@ -817,41 +851,41 @@ def int4_section(bench_dir: Path) -> list[str]:
         "",
         "| model | target | kernels | int8 insn/MAC | int4 insn/MAC | int4 / int8 | goal |",
         "|---|---|---|---:|---:|---:|---|",
+        *rows,
     ]
-    constants = []
-    for model in INT4_MODELS:
-        for target in ZOO_TARGETS:
-            int8 = int4_macs_instructions(bench_dir, target, model)
-            int4 = int4_macs_instructions(bench_dir, target + INT4, model)
-            if int8 is None or int4 is None:
-                lines.append(f"| {MODELS[model]} | {target} | all | {NOT_MEASURED} | {NOT_MEASURED} | - | - |")
-                continue
-            for kind in sorted(int4):
-                if kind not in int8:
-                    continue
-                (m8, i8), (m4, i4) = int8[kind], int4[kind]
-                ratio8, ratio4 = i8 / m8, i4 / m4
-                met = "met" if ratio4 <= INT4_GOAL * ratio8 else "not met"
-                lines.append(
-                    f"| {MODELS[model]} | {target} | {kind} | {ratio8:.3f} | {ratio4:.3f} "
-                    f"| {ratio4 / ratio8:.2f}x | {met} |"
-                )
-            (r8, rep8), (r4, rep4) = load(bench_dir, target, model), load(bench_dir, target + INT4, model)
-            constants.append(
-                f"| {MODELS[model]} | {target} | {kib(rep8['weights_bytes'])} | {kib(rep4['weights_bytes'])} "
-                f"| {r8['total_instructions']:,} | {r4['total_instructions']:,} "
-                f"| {r4['total_instructions'] / r8['total_instructions']:.2f}x |"
-            )
-    if constants:
+    if totals:
         lines += [
             "",
             "Whole models: constants (flash) and exact instructions.",
             "",
             "| model | target | int8 constants | int4 constants | int8 insns | int4 insns | int4 / int8 |",
             "|---|---|---:|---:|---:|---:|---:|",
-            *constants,
+            *totals,
         ]
     return lines + [""]
+
+
+def int16_section(bench_dir: Path) -> list[str]:
+    """int8 against int16 activations, per kernel family, against issue #23's int16 goal."""
+    rows, totals = family_rows(bench_dir, INT16_MODELS, INT16, INT16_GOAL)
+    return [
+        "## int16 activations",
+        "",
+        "The same models built with `--activations int16` (every layer; int8 weights, CMSIS-NN's _s16",
+        "arithmetic; `build/bench/<target>-int16/`) against their int8 build: exact instructions per MAC",
+        f"per kernel family, and issue #23's int16 goal as edgec sets it: within {INT16_GOAL:g}x of int8 (an",
+        "int16 activation halves the MACs a SMLAD or Helium multiply-accumulate takes at once). Bit-exact",
+        "with the golden (bench checks each model's output). docs/int16.md describes the kernels.",
+        "",
+        "| model | target | kernels | int8 insn/MAC | int16 insn/MAC | int16 / int8 | goal |",
+        "|---|---|---|---:|---:|---:|---|",
+        *rows,
+        "",
+        "| model | target | int8 constants | int16 constants | int8 insns | int16 insns | int16 / int8 |",
+        "|---|---|---:|---:|---:|---:|---:|",
+        *totals,
+        "",
+    ]
 
 
 def render(bench_dir: Path) -> str:
@@ -879,8 +913,8 @@ def render(bench_dir: Path) -> str:
         "`--kernels cmsis-nn` into `build/bench/<target>-cmsis-nn/` (CMSIS-NN at -O2) and with",
         "`--cmsis-nn-opt Ofast` into `build/bench/<target>-cmsis-nn-ofast/`; the reference models also on the",
         "published parts (`--part`, into `build/bench/<target>-<part>/`), every reference-model run with",
-        "`--sensitivity`; KWS and AD with `--weights int4` on cortex-m4 and cortex-m55",
-        "(`build/bench/<target>-int4/`); then",
+        "`--sensitivity`; the reference models with `--weights int4` on cortex-m4 and cortex-m55",
+        "(`build/bench/<target>-int4/`), KWS with `--activations int16` (`build/bench/<target>-int16/`); then",
         "`python scripts/write_benchmarks.py build/bench > BENCHMARKS.md`.",
         f"Tools: {tool_version('arm-none-eabi-gcc')} at -O2; {tool_version('qemu-system-arm')}.",
         *textwrap.wrap(f"Side by side: {side_by_side}.", 98),
@@ -972,6 +1006,7 @@ def render(bench_dir: Path) -> str:
     lines += ram_budget_section(bench_dir)
     lines += cnn_section(bench_dir)
     lines += int4_section(bench_dir)
+    lines += int16_section(bench_dir)
     lines += layer_type_section(bench_dir)
     lines += seq_section(bench_dir)
     return "\n".join(lines)
