@@ -132,6 +132,17 @@ def test_int4_dsp_fully_connected_tails_are_bit_exact_on_cortex_m4(tmp_path):
     _bit_exact(compiled, rng.standard_normal((4, 3, 20)).astype(np.float32), tmp_path)
 
 
+def _int4_quantized(net: torch.nn.Module, shape: tuple, rng):
+    """`net` quantized with every layer int4, calibrated on 16 normal samples of `shape`."""
+    return quantize_model(
+        net.eval(),
+        example_inputs=(torch.zeros(shape),),
+        warn=lambda _: None,
+        calibration=rng.standard_normal((16, *shape)).astype(np.float32),
+        weights="int4",
+    )
+
+
 @needs_toolchain
 @pytest.mark.usefixtures("edgec_cache")
 @pytest.mark.parametrize("target, isa", [("cortex-m55", "mve"), ("cortex-m4", "dsp")])
@@ -158,13 +169,7 @@ def test_int4_odd_row_convolutions_are_bit_exact(target, isa, tmp_path):
             return self.large(torch.relu(self.wide(torch.relu(self.pointwise(y)))))
 
     rng = np.random.default_rng(0)
-    quantized = quantize_model(
-        Net().eval(),
-        example_inputs=(torch.zeros(1, 3, 11, 9),),
-        warn=lambda _: None,
-        calibration=rng.standard_normal((16, 1, 3, 11, 9)).astype(np.float32),
-        weights="int4",
-    )
+    quantized = _int4_quantized(Net(), (1, 3, 11, 9), rng)
     compiled = compile_for(quantized, target)
     convs = [op for op in compiled.graph.ops if op.kind == "conv2d"]
     assert [op.attrs.get("s4_isa") for op in convs] == [isa, None, isa, isa, isa]
@@ -206,13 +211,7 @@ def test_int4_small_even_filters_are_unpacked_bit_exact(target, tmp_path):
             return self.large(torch.relu(self.eight(torch.relu(self.narrow(y)))))
 
     rng = np.random.default_rng(0)
-    quantized = quantize_model(
-        Net().eval(),
-        example_inputs=(torch.zeros(1, 3, 9, 8),),
-        warn=lambda _: None,
-        calibration=rng.standard_normal((16, 1, 3, 9, 8)).astype(np.float32),
-        weights="int4",
-    )
+    quantized = _int4_quantized(Net(), (1, 3, 9, 8), rng)
     compiled = compile_for(quantized, target)
     functions = [op.kernel.function for op in compiled.graph.ops if op.kind == "conv2d"]
     if target == "cortex-m55":

@@ -524,8 +524,11 @@ edgec_status edgec_conv_s4_dsp(const edgec_conv_s4_desc *desc, const int8_t *inp
  * that kernel runs the layer: its arithmetic is edgec_conv_s4's (the int4 values are int8 values).
  * `bias`: its channel table. Scratch: the unpacked filter, then the int8 kernel's.
  */
-edgec_status edgec_conv_s4_dsp_unpacked(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,
-                                        int8_t *scratch)
+/* The DSP unpacked kernels' common part: the arguments checked, the filter unpacked into scratch
+ * as int16 taps (`wide`) or int8 ones, K padded to a multiple of 4 (inlined: each caller's
+ * unpacking specialised for its tap width). */
+static inline __attribute__((always_inline)) edgec_status
+conv_s4_dsp_unpack(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output, int8_t *scratch, int wide)
 {
     if (!conv_s4_valid(desc, input, output) || !scratch || !edgec_word_aligned(scratch)) {
         return EDGEC_ARG_ERROR;
@@ -535,13 +538,24 @@ edgec_status edgec_conv_s4_dsp_unpacked(const edgec_conv_s4_desc *desc, const in
     if (!conv_s4_unpacked_fits(desc, k4, 2)) {
         return EDGEC_ARG_ERROR;
     }
-    const edgec_conv_s4_desc d = *desc;
-    int16_t *wide = (int16_t *)(void *)scratch;
     if (k % 2 == 0) {
-        conv_s4_dsp_unpack_even(d.filter, d.output_c, k, k4, 1, wide);
+        conv_s4_dsp_unpack_even(desc->filter, desc->output_c, k, k4, wide, scratch);
     } else {
-        conv_s4_unpack_rows(d.filter, d.output_c, k, k, k, k4, 2, 4, 1, wide);
+        conv_s4_unpack_rows(desc->filter, desc->output_c, k, k, k, k4, 2, 4, wide, scratch);
     }
+    return EDGEC_OK;
+}
+
+edgec_status edgec_conv_s4_dsp_unpacked(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,
+                                        int8_t *scratch)
+{
+    const edgec_status status = conv_s4_dsp_unpack(desc, input, output, scratch, 1);
+    if (status != EDGEC_OK) {
+        return status;
+    }
+    const edgec_conv_s4_desc d = *desc;
+    const int32_t k = conv_s4_row_length(desc);
+    const int16_t *wide = (const int16_t *)(const void *)scratch;
     const edgec_conv_dsp_wide_desc unpacked = { d.batches,  d.input_h,      d.input_w,       d.input_c,    d.output_h,
                                                 d.output_w, d.output_c,     d.kernel_h,      d.kernel_w,   d.stride_h,
                                                 d.stride_w, d.pad_top,      d.pad_left,      d.dilation_h, d.dilation_w,
@@ -560,20 +574,12 @@ edgec_status edgec_conv_s4_dsp_unpacked(const edgec_conv_s4_desc *desc, const in
 edgec_status edgec_conv_s4_dsp_unpacked_narrow(const edgec_conv_s4_desc *desc, const int8_t *input, int8_t *output,
                                                int8_t *scratch)
 {
-    if (!conv_s4_valid(desc, input, output) || !scratch || !edgec_word_aligned(scratch)) {
-        return EDGEC_ARG_ERROR;
-    }
-    const int32_t k = conv_s4_row_length(desc);
-    const int32_t k4 = (k + 3) / 4 * 4;
-    if (!conv_s4_unpacked_fits(desc, k4, 2)) {
-        return EDGEC_ARG_ERROR;
+    const edgec_status status = conv_s4_dsp_unpack(desc, input, output, scratch, 0);
+    if (status != EDGEC_OK) {
+        return status;
     }
     const edgec_conv_s4_desc d = *desc;
-    if (k % 2 == 0) {
-        conv_s4_dsp_unpack_even(d.filter, d.output_c, k, k4, 0, scratch);
-    } else {
-        conv_s4_unpack_rows(d.filter, d.output_c, k, k, k, k4, 2, 4, 0, scratch);
-    }
+    const int32_t k = conv_s4_row_length(desc);
     const edgec_conv_desc unpacked = { d.batches,  d.input_h,      d.input_w,       d.input_c,    d.output_h,
                                        d.output_w, d.output_c,     d.kernel_h,      d.kernel_w,   d.stride_h,
                                        d.stride_w, d.pad_top,      d.pad_left,      d.dilation_h, d.dilation_w,
