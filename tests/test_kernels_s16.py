@@ -1162,9 +1162,7 @@ def pointwise_layer(rng, shape, c_out: int, stride=(1, 1), trained_bias: bool = 
         else bias_for(rng, c_out, s_in, s_w, s_out)
     )
     act_min, act_max = act_range(rng)
-    desc = int16.conv_s16_desc(
-        shape, weight, bias, s_in, s_w, s_out, stride=stride, act_min=act_min, act_max=act_max
-    )
+    desc = int16.conv_s16_desc(shape, weight, bias, s_in, s_w, s_out, stride=stride, act_min=act_min, act_max=act_max)
     if not trained_bias:
         override_quant(rng, desc)
     return Case("conv", desc, int16_array(rng, shape))

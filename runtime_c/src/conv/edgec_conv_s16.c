@@ -180,8 +180,8 @@ static EDGEC_NOINLINE void conv_s16_mve_1x1_group(const edgec_conv_s16_desc *d, 
                     vstrhq_s32(out, edgec_s16_mve_requantize(vldrwq_s32(sum), &stage, d->act_min, d->act_max));
                 } else {
                     for (int32_t i = 0; i < 4; i++) {
-                        out[i] = edgec_output_s16(sum[i], d->bias, d->multiplier, d->shift, o + i, d->act_min,
-                                                  d->act_max);
+                        out[i] =
+                            edgec_output_s16(sum[i], d->bias, d->multiplier, d->shift, o + i, d->act_min, d->act_max);
                     }
                 }
                 x += x_col;
