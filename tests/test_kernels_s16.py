@@ -1150,6 +1150,60 @@ def one_d_padded(rng) -> Case:
     return Case("conv", desc, int16_array(rng, (1, 1, 40, c_in)))
 
 
+def pointwise_layer(rng, shape, c_out: int, stride=(1, 1), trained_bias: bool = True) -> Case:
+    """A 1x1 unpadded convolution: the Helium kernel runs it as a fully connected layer over its
+    pixels (K up to 511) by groups of four output channels, the last group overlapping."""
+    c_in = shape[3]
+    weight = int8_array(rng, (c_out, c_in, 1, 1))
+    s_in, s_w, s_out = scales(rng, c_in)
+    bias = (
+        quantize_bias_s64(rng.normal(0, 2**12 * s_out, c_out), s_in, np.broadcast_to(s_w, (c_out,)))
+        if trained_bias
+        else bias_for(rng, c_out, s_in, s_w, s_out)
+    )
+    act_min, act_max = act_range(rng)
+    desc = int16.conv_s16_desc(shape, weight, bias, s_in, s_w, s_out, stride=stride, act_min=act_min, act_max=act_max)
+    if not trained_bias:
+        override_quant(rng, desc)
+    return Case("conv", desc, int16_array(rng, shape))
+
+
+def extreme_pointwise(k: int) -> Case:
+    """A 1x1 layer over K = k channels, every product at +-2^22 (+ in even output channels, - in
+    odd ones): 32-bit sums are exact up to K = 511, a larger K takes the int64 blocks. Shift 7 in
+    channel 5 puts requantized sums beyond int32 (the group of channels 2 to 5 takes the scalar
+    stage, that of 0 to 3 the vector one)."""
+    weight = np.where(np.arange(6) % 2, 127, -128).astype(np.int8).reshape(6, 1, 1, 1).repeat(k, 1)
+    desc = int16.conv_s16_desc((1, 2, 3, k), weight, None, 2**-10, 2**-7, 2**4)
+    desc["shift"] = np.where(np.arange(6) == 5, 7, desc["shift"]).astype(np.int32)
+    return Case("conv", desc, np.full((1, 2, 3, k), INT16_MIN, dtype=np.int16))
+
+
+def pointwise_mve_cases(rng) -> list[tuple[Case, str, bool, int]]:
+    """1x1 layers of 1 to 511 input channels and 1 to 65 outputs (multiples of four and not),
+    strides 1 and 2, batches, trained and extreme biases and quantization, the extreme sums on
+    both sides of 511 terms."""
+    layers = [
+        ((1, 3, 4, 1), 4, (1, 1)),
+        ((2, 5, 3, 3), 5, (2, 2)),
+        ((1, 4, 4, 7), 9, (1, 2)),
+        ((1, 5, 5, 13), 17, (2, 1)),
+        ((1, 3, 3, 16), 16, (1, 1)),
+        ((2, 2, 3, 24), 30, (1, 1)),
+        ((1, 5, 5, 64), 64, (1, 1)),
+        ((1, 2, 2, 100), 6, (2, 2)),
+        ((1, 3, 1, 40), 3, (1, 1)),
+        ((1, 2, 2, 9), 65, (1, 1)),
+        ((1, 1, 2, 511), 7, (1, 1)),
+    ]
+    cases = []
+    for shape, c_out, stride in layers:
+        for trained in (True, False):
+            cases.append((pointwise_layer(rng, shape, c_out, stride, trained), "mve", False, 0))
+    cases += [(extreme_pointwise(k), "mve", False, 0) for k in (511, 512)]
+    return cases
+
+
 def extreme_depthwise(k: int) -> Case:
     """A k x k window over 5 channels, every product at 2^22: the Helium lane sums are exact up to
     511 taps (k = 22: 484), a larger window (k = 23: 529) takes the portable loops."""
@@ -1220,7 +1274,7 @@ def mve_cases(per_kind: int) -> list[tuple[Case, str, bool, int]]:
     for case in bench_cases(rng):
         for isa in ("dsp", "mve"):
             cases.append((case, isa, True, 0))
-    return cases + depthwise_mve_cases(rng, per_kind)
+    return cases + pointwise_mve_cases(rng) + depthwise_mve_cases(rng, per_kind)
 
 
 @needs_toolchain

@@ -146,11 +146,70 @@ static const int16_t *conv_s16_mve_column(const edgec_conv_s16_desc *d, const in
     return scratch;
 }
 
+/* An unpadded, ungrouped 1x1 layer whose every tap lies inside the input, K short enough for
+ * int32 sums (EDGEC_S16_MVE_INT32_TERMS) and at least four output channels: a fully connected
+ * layer over its pixels, each pixel's inputs contiguous. */
+static int conv_s16_mve_pointwise(const edgec_conv_s16_desc *d)
+{
+    return d->kernel_h == 1 && d->kernel_w == 1 && d->groups == 1 && d->pad_top == 0 && d->pad_left == 0 &&
+           (int64_t)(d->output_h - 1) * d->stride_h < d->input_h &&
+           (int64_t)(d->output_w - 1) * d->stride_w < d->input_w && d->input_c <= EDGEC_S16_MVE_INT32_TERMS &&
+           d->output_c >= 4;
+}
+
+/* Output channels o .. o + 3 of every pixel of a pointwise layer: the group's output stage is
+ * prepared once, and each pixel's four sums (one block, exact in int32) are requantized as one
+ * vector. Not inlined: inside the caller GCC spills this loop's pointers to the stack. */
+static EDGEC_NOINLINE void conv_s16_mve_1x1_group(const edgec_conv_s16_desc *d, const int16_t *input, int32_t o,
+                                                  int16_t *output)
+{
+    const edgec_s16_mve_stage stage = edgec_s16_mve_stage_of(d->bias, d->multiplier, d->shift, o, 1);
+    const int32_t count = d->input_c;
+    const int8_t *row = d->filter + o * count;
+    const int32_t x_row = d->stride_h * d->input_w * count;
+    const int32_t x_col = d->stride_w * count;
+    int16_t *out = output + o;
+    for (int32_t n = 0; n < d->batches; n++) {
+        const int16_t *image = input + n * d->input_h * d->input_w * count;
+        for (int32_t oy = 0; oy < d->output_h; oy++) {
+            const int16_t *x = image + oy * x_row;
+            for (int32_t ox = 0; ox < d->output_w; ox++) {
+                int32_t sum[4];
+                edgec_s16_mve_block4(x, row, count, count, sum);
+                if (stage.vector) {
+                    vstrhq_s32(out, edgec_s16_mve_requantize(vldrwq_s32(sum), &stage, d->act_min, d->act_max));
+                } else {
+                    for (int32_t i = 0; i < 4; i++) {
+                        out[i] =
+                            edgec_output_s16(sum[i], d->bias, d->multiplier, d->shift, o + i, d->act_min, d->act_max);
+                    }
+                }
+                x += x_col;
+                out += d->output_c;
+            }
+        }
+    }
+}
+
+/* A pointwise layer by groups of four output channels; a channel count not a multiple of four
+ * ends with the group of the last four, overlapping the previous one (its outputs there are
+ * computed again, to the same values). */
+static void conv_s16_mve_1x1(const edgec_conv_s16_desc *d, const int16_t *input, int16_t *output)
+{
+    for (int32_t o = 0; o < d->output_c; o += 4) {
+        conv_s16_mve_1x1_group(d, input, EDGEC_MIN(o, d->output_c - 4), output);
+    }
+}
+
 edgec_status edgec_conv_s16_mve(const edgec_conv_s16_desc *desc, const int16_t *input, int16_t *output,
                                 int16_t *scratch)
 {
     if (!conv_s16_valid(desc, input, output) || !scratch) {
         return EDGEC_ARG_ERROR;
+    }
+    if (conv_s16_mve_pointwise(desc)) {
+        conv_s16_mve_1x1(desc, input, output);
+        return EDGEC_OK;
     }
     const edgec_conv_s16_desc d = *desc;
     const int32_t cg = d.input_c / d.groups;

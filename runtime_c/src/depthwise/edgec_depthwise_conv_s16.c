@@ -68,71 +68,9 @@ edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
  * (VMULLT). A product is at most 2^22 in magnitude, so a window of at most
  * DEPTHWISE_S16_MVE_MAX_TAPS taps sums exactly in int32 (511 * 2^22 < 2^31) and the result equals
  * the portable kernel's int64 sum. The loops run over channel groups, then pixels, so that each
- * group's output stage is prepared once (depthwise_s16_stage).
+ * group's output stage is prepared once (edgec_s16_mve_stage).
  */
 #define DEPTHWISE_S16_MVE_MAX_TAPS 511
-
-/*
- * The output stage of four channels (a group's even or odd half) in 32-bit lanes. With
- * s = 15 - shift[c] and offset = bias * reduced + 2^(s - 1), edgec_output_s16 of a 32-bit sum is
- * clamp((acc * reduced + offset) >> s) when |bias| <= 2^47 - 2^31 (acc + bias then never reaches
- * edgec_add_bias_s64's saturation, and rounding (x * reduced) >> (s - 1) up by one then halving
- * is adding 2^(s - 1) before one shift). The 64-bit acc * reduced + offset is formed as a high and
- * a low word (VMULH, VMUL, an add with carry) and shifted by s (8 to 46) as a pair: the low word
- * right by s (VSHL by -s: 0 from 32 on), the high word left by 32 - s (right for s > 32); when
- * every result fits int32 (checked for every 32-bit acc) the pair's low word is the result. A
- * group with a lane where either bound fails (`vector` 0) takes edgec_output_s16 channel by
- * channel.
- */
-typedef struct {
-    int32x4_t reduced;
-    int32x4_t left;  /* 32 - s: the high word's shift */
-    int32x4_t right; /* -s: the low word's (logical) shift */
-    uint32x4_t offset_lo;
-    int32x4_t offset_hi;
-    int vector;
-} depthwise_s16_stage;
-
-/* The stage of channels c, c + 2, c + 4, c + 6 (the even or the odd lanes of a group). */
-static depthwise_s16_stage depthwise_s16_stage_of(const edgec_depthwise_conv_s16_desc *d, int32_t c)
-{
-    const int64_t bias_limit = ((int64_t)1 << 47) - ((int64_t)1 << 31);
-    int32_t reduced[4], left[4], right[4], offset_hi[4];
-    uint32_t offset_lo[4];
-    depthwise_s16_stage stage;
-    stage.vector = 1;
-    for (int32_t i = 0; i < 4; i++) {
-        const int64_t bias = d->bias ? d->bias[c + 2 * i] : 0;
-        const int32_t s = 15 - d->shift[c + 2 * i];
-        reduced[i] = edgec_reduce_multiplier(d->multiplier[c + 2 * i]);
-        const int exact = bias >= -bias_limit && bias <= bias_limit;
-        const int64_t offset = (exact ? bias * reduced[i] : 0) + ((int64_t)1 << (s - 1));
-        const int64_t bound = ((int64_t)reduced[i] << 31) + (offset < 0 ? -offset : offset);
-        stage.vector &= exact && (bound >> s) < INT32_MAX;
-        left[i] = 32 - s;
-        right[i] = -s;
-        offset_lo[i] = (uint32_t)offset;
-        offset_hi[i] = (int32_t)(offset >> 32);
-    }
-    stage.reduced = vldrwq_s32(reduced);
-    stage.left = vldrwq_s32(left);
-    stage.right = vldrwq_s32(right);
-    stage.offset_lo = vldrwq_u32(offset_lo);
-    stage.offset_hi = vldrwq_s32(offset_hi);
-    return stage;
-}
-
-static int32x4_t depthwise_s16_requantize(int32x4_t acc, const depthwise_s16_stage *stage, int32_t act_min,
-                                          int32_t act_max)
-{
-    const uint32x4_t lo = vreinterpretq_u32_s32(vmulq_s32(acc, stage->reduced));
-    const uint32x4_t lo_sum = vaddq_u32(lo, stage->offset_lo);
-    int32x4_t hi_sum = vaddq_s32(vmulhq_s32(acc, stage->reduced), stage->offset_hi);
-    hi_sum = vaddq_m_n_s32(hi_sum, hi_sum, 1, vcmphiq_u32(lo, lo_sum)); /* the low words' carry */
-    const int32x4_t result =
-        vorrq_s32(vreinterpretq_s32_u32(vshlq_u32(lo_sum, stage->right)), vshlq_s32(hi_sum, stage->left));
-    return vminq_s32(vmaxq_s32(result, vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
-}
 
 /* A window's taps inside the input: rows x cols of them from x and w, the steps between rows and
  * columns in elements. */
@@ -211,8 +149,8 @@ static void depthwise_s16_output_lanes(const edgec_depthwise_conv_s16_desc *d, d
 static void depthwise_s16_mve_group(const edgec_depthwise_conv_s16_desc *d, const int16_t *input, int32_t c,
                                     int16_t *output)
 {
-    const depthwise_s16_stage even = depthwise_s16_stage_of(d, c);
-    const depthwise_s16_stage odd = depthwise_s16_stage_of(d, c + 1);
+    const edgec_s16_mve_stage even = edgec_s16_mve_stage_of(d->bias, d->multiplier, d->shift, c, 2);
+    const edgec_s16_mve_stage odd = edgec_s16_mve_stage_of(d->bias, d->multiplier, d->shift, c + 1, 2);
     int16_t *out = output + c;
     for (int32_t n = 0; n < d->batches; n++) {
         const int16_t *image = input + n * d->input_h * d->input_w * d->input_c;
@@ -226,8 +164,8 @@ static void depthwise_s16_mve_group(const edgec_depthwise_conv_s16_desc *d, cons
                 if (even.vector && odd.vector) {
                     /* both halves are clamped to int16: narrowing them back into channel order is exact */
                     int16x8_t result = vdupq_n_s16(0);
-                    result = vmovnbq_s32(result, depthwise_s16_requantize(sums.even, &even, d->act_min, d->act_max));
-                    result = vmovntq_s32(result, depthwise_s16_requantize(sums.odd, &odd, d->act_min, d->act_max));
+                    result = vmovnbq_s32(result, edgec_s16_mve_requantize(sums.even, &even, d->act_min, d->act_max));
+                    result = vmovntq_s32(result, edgec_s16_mve_requantize(sums.odd, &odd, d->act_min, d->act_max));
                     vstrhq_s16(out, result);
                 } else {
                     depthwise_s16_output_lanes(d, sums, c, out);

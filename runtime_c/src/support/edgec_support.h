@@ -934,10 +934,10 @@ static inline void edgec_s16_dsp_rows(const int16_t *x, const int8_t *w, int32_t
  */
 #define EDGEC_S16_MVE_BLOCK 256
 
-/* sum[r] += x[k] * w_r[k] over k < count (count <= EDGEC_S16_MVE_BLOCK) for the four rows
+/* sum[r] = x[k] * w_r[k] summed over k < count (exact for count <= 511) for the four rows
  * w_r = w + r * row_step: each load of eight inputs feeds four rows. */
 static inline void edgec_s16_mve_block4(const int16_t *x, const int8_t *w, int32_t row_step, int32_t count,
-                                        int64_t total[4])
+                                        int32_t sum[4])
 {
     const int8_t *w0 = w;
     const int8_t *w1 = w + row_step;
@@ -1003,10 +1003,10 @@ static inline void edgec_s16_mve_block4(const int16_t *x, const int8_t *w, int32
         s2 = vmladavaq_s16(s2, xv, vldrbq_z_s16(w2, p));
         s3 = vmladavaq_s16(s3, xv, vldrbq_z_s16(w3, p));
     }
-    total[0] += s0;
-    total[1] += s1;
-    total[2] += s2;
-    total[3] += s3;
+    sum[0] = s0;
+    sum[1] = s1;
+    sum[2] = s2;
+    sum[3] = s3;
 }
 
 /* One row, as edgec_s16_mve_block4. */
@@ -1031,7 +1031,12 @@ static inline void edgec_s16_mve_dot4(const int16_t *x, const int8_t *w, int32_t
 {
     acc[0] = acc[1] = acc[2] = acc[3] = 0;
     for (int32_t k = 0; k < count; k += EDGEC_S16_MVE_BLOCK) {
-        edgec_s16_mve_block4(x + k, w + k, count, EDGEC_MIN(count - k, EDGEC_S16_MVE_BLOCK), acc);
+        int32_t sum[4];
+        edgec_s16_mve_block4(x + k, w + k, count, EDGEC_MIN(count - k, EDGEC_S16_MVE_BLOCK), sum);
+        acc[0] += sum[0];
+        acc[1] += sum[1];
+        acc[2] += sum[2];
+        acc[3] += sum[3];
     }
 }
 
@@ -1068,6 +1073,75 @@ static inline void edgec_s16_mve_rows(const int16_t *x, const int8_t *w, int32_t
             edgec_output_s16(edgec_s16_mve_dot(x, w + o * count, count), bias, multiplier, shift, o, act_min, act_max);
     }
 }
+
+/*
+ * The 16x8 output stage of four channels in 32-bit lanes, for 32-bit sums. With
+ * s = 15 - shift[c] and offset = bias * reduced + 2^(s - 1), edgec_output_s16 of a 32-bit sum is
+ * clamp((acc * reduced + offset) >> s) when |bias| <= 2^47 - 2^31 (acc + bias then never reaches
+ * edgec_add_bias_s64's saturation, and rounding (x * reduced) >> (s - 1) up by one then halving
+ * is adding 2^(s - 1) before one shift). The 64-bit acc * reduced + offset is formed as a high and
+ * a low word (VMULH, VMUL, an add with carry) and shifted by s (8 to 46) as a pair: the low word
+ * right by s (VSHL by -s: 0 from 32 on), the high word left by 32 - s (right for s > 32); when
+ * every result fits int32 (checked for every 32-bit acc) the pair's low word is the result. A
+ * stage with a lane where either bound fails (`vector` 0) is for edgec_output_s16 channel by
+ * channel.
+ */
+typedef struct {
+    int32x4_t reduced;
+    int32x4_t left;  /* 32 - s: the high word's shift */
+    int32x4_t right; /* -s: the low word's (logical) shift */
+    uint32x4_t offset_lo;
+    int32x4_t offset_hi;
+    int vector;
+} edgec_s16_mve_stage;
+
+/* The stage of channels c, c + step, c + 2 * step, c + 3 * step. */
+static inline edgec_s16_mve_stage edgec_s16_mve_stage_of(const int64_t *bias, const int32_t *multiplier,
+                                                         const int32_t *shift, int32_t c, int32_t step)
+{
+    const int64_t bias_limit = ((int64_t)1 << 47) - ((int64_t)1 << 31);
+    int32_t reduced[4], left[4], right[4], offset_hi[4];
+    uint32_t offset_lo[4];
+    edgec_s16_mve_stage stage;
+    stage.vector = 1;
+    for (int32_t i = 0; i < 4; i++) {
+        const int32_t channel = c + step * i;
+        const int64_t b = bias ? bias[channel] : 0;
+        const int32_t s = 15 - shift[channel];
+        reduced[i] = edgec_reduce_multiplier(multiplier[channel]);
+        const int exact = b >= -bias_limit && b <= bias_limit;
+        const int64_t offset = (exact ? b * reduced[i] : 0) + ((int64_t)1 << (s - 1));
+        const int64_t bound = ((int64_t)reduced[i] << 31) + (offset < 0 ? -offset : offset);
+        stage.vector &= exact && (bound >> s) < INT32_MAX;
+        left[i] = 32 - s;
+        right[i] = -s;
+        offset_lo[i] = (uint32_t)offset;
+        offset_hi[i] = (int32_t)(offset >> 32);
+    }
+    stage.reduced = vldrwq_s32(reduced);
+    stage.left = vldrwq_s32(left);
+    stage.right = vldrwq_s32(right);
+    stage.offset_lo = vldrwq_u32(offset_lo);
+    stage.offset_hi = vldrwq_s32(offset_hi);
+    return stage;
+}
+
+/* The outputs of four 32-bit sums through a `vector` stage, clamped to [act_min, act_max]. */
+static inline int32x4_t edgec_s16_mve_requantize(int32x4_t acc, const edgec_s16_mve_stage *stage, int32_t act_min,
+                                                 int32_t act_max)
+{
+    const uint32x4_t lo = vreinterpretq_u32_s32(vmulq_s32(acc, stage->reduced));
+    const uint32x4_t lo_sum = vaddq_u32(lo, stage->offset_lo);
+    int32x4_t hi_sum = vaddq_s32(vmulhq_s32(acc, stage->reduced), stage->offset_hi);
+    hi_sum = vaddq_m_n_s32(hi_sum, hi_sum, 1, vcmphiq_u32(lo, lo_sum)); /* the low words' carry */
+    const int32x4_t result =
+        vorrq_s32(vreinterpretq_s32_u32(vshlq_u32(lo_sum, stage->right)), vshlq_s32(hi_sum, stage->left));
+    return vminq_s32(vmaxq_s32(result, vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
+}
+
+/* A row length K at most this has 32-bit sums exact (511 * 2^22 < 2^31). */
+#define EDGEC_S16_MVE_INT32_TERMS 511
+
 #endif /* __ARM_FEATURE_MVE */
 
 #endif /* EDGEC_SUPPORT_H */
