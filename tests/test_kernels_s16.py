@@ -961,6 +961,8 @@ KERNEL_CODE = {
 }
 # The Helium paths (cortex-m55 only; a build without MVE has no such case).
 MVE_CODE = {("conv", "mve"): 13, ("fc", "mve"): 14, ("depthwise", "mve"): 15}
+# The DSP depthwise path (tested on its own cases: test_s16_depthwise_dsp_arm).
+DSP_DEPTHWISE_CODE = {("depthwise", "dsp"): 16}
 HEADER_FIELDS, MAX_FIELDS = 9, 32
 TARGETS = ("cortex-m4", "cortex-m55")
 
@@ -970,7 +972,7 @@ def _padded(data: bytes) -> bytes:
 
 
 def scratch_bytes(case: Case, isa: str) -> int:
-    if isa == "portable" or (isa == "mve" and case.kind != "conv"):
+    if isa == "portable" or case.kind == "depthwise" or (isa == "mve" and case.kind != "conv"):
         return 0
     return (
         int16.conv_s16_dsp_scratch_bytes(case.desc)
@@ -1003,7 +1005,7 @@ def record(case: Case, isa: str, output_bytes: int, skew: int = 0) -> bytes:
         bias_count, channels = 0 if d["bias"] is None else len(d["bias"]), len(d["multiplier"])
     payload = b"".join(_padded(np.ascontiguousarray(a).tobytes()) for a in arrays if a is not None)
     header = [
-        {**KERNEL_CODE, **MVE_CODE}[case.kind, isa],
+        {**KERNEL_CODE, **MVE_CODE, **DSP_DEPTHWISE_CODE}[case.kind, isa],
         len(payload),
         output_bytes,
         scratch_bytes(case, isa),
@@ -1205,7 +1207,7 @@ def pointwise_mve_cases(rng) -> list[tuple[Case, str, bool, int]]:
 
 
 def extreme_depthwise(k: int) -> Case:
-    """A k x k window over 5 channels, every product at 2^22: the Helium lane sums are exact up to
+    """A k x k window over 5 channels, every product at 2^22: the DSP and Helium sums are exact up to
     511 taps (k = 22: 484), a larger window (k = 23: 529) takes the portable loops."""
     weight = np.full((5, 1, k, k), -128, dtype=np.int8)
     desc = int16.depthwise_conv_s16_desc((1, k, k, 5), weight, None, 2**-10, 2**-7, 2**6)
@@ -1223,7 +1225,9 @@ def depthwise_beyond_int32() -> Case:
     return Case("depthwise", desc, np.full((1, 4, 4, c), INT16_MIN, dtype=np.int16))
 
 
-def depthwise_layer(rng, shape, kernel, stride, pad, ch_mult: int = 1, trained_bias: bool = False) -> Case:
+def depthwise_layer(
+    rng, shape, kernel, stride, pad, ch_mult: int = 1, trained_bias: bool = False, dilation=(1, 1)
+) -> Case:
     """A depthwise layer; trained_bias: a bias as quantization gives it (bias_for's styles
     otherwise, extremes among them)."""
     c_in = shape[3]
@@ -1235,7 +1239,9 @@ def depthwise_layer(rng, shape, kernel, stride, pad, ch_mult: int = 1, trained_b
         if trained_bias
         else bias_for(rng, c_out, s_in, s_w, s_out)
     )
-    desc = int16.depthwise_conv_s16_desc(shape, weight, bias, s_in, s_w, s_out, stride=stride, pad=pad)
+    desc = int16.depthwise_conv_s16_desc(
+        shape, weight, bias, s_in, s_w, s_out, stride=stride, pad=pad, dilation=dilation
+    )
     return Case("depthwise", desc, int16_array(rng, shape))
 
 
@@ -1275,6 +1281,36 @@ def mve_cases(per_kind: int) -> list[tuple[Case, str, bool, int]]:
         for isa in ("dsp", "mve"):
             cases.append((case, isa, True, 0))
     return cases + pointwise_mve_cases(rng) + depthwise_mve_cases(rng, per_kind)
+
+
+def depthwise_dsp_cases(per_kind: int) -> list[tuple[Case, str, bool, int]]:
+    """The DSP depthwise path's cases: random layers (dilation, padding, channel multipliers 1 to 3:
+    those above 1 take the portable loops), 1 to 70 channels (fewer than four take the portable
+    loops, a count not a multiple of four ends with an overlapping group) at strides 1 and 2,
+    padded and dilated, the extreme windows on both sides of 511 taps, requantized sums beyond
+    int32, and the DS-CNN layer benchmarked on the portable and DSP paths."""
+    rng = np.random.default_rng(16)
+    cases = [(random_case(rng, "depthwise", max_c=19), "dsp", False, 0) for _ in range(per_kind)]
+    for c in (1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 21, 33, 64, 70):
+        cases.append((depthwise_layer(rng, (2, 7, 6, c), (3, 3), (2, 2), (1, 1)), "dsp", False, 0))
+        cases.append((depthwise_layer(rng, (1, 6, 5, c), (3, 3), (1, 1), (1, 1), trained_bias=True), "dsp", False, 0))
+    cases.append((depthwise_layer(rng, (1, 9, 8, 11), (3, 2), (1, 2), (2, 1), dilation=(2, 3)), "dsp", False, 0))
+    cases.append((depthwise_layer(rng, (1, 6, 5, 5), (3, 2), (2, 1), (2, 1), ch_mult=2), "dsp", False, 0))
+    cases += [(extreme_depthwise(k), "dsp", False, 0) for k in (22, 23)]
+    cases.append((depthwise_beyond_int32(), "dsp", False, 0))
+    layer = depthwise_layer(rng, (1, 25, 5, 64), (3, 3), (1, 1), (1, 1), trained_bias=True)
+    cases += [(layer, "portable", True, 0), (layer, "dsp", True, 0)]
+    return cases
+
+
+@needs_toolchain
+@pytest.mark.usefixtures("edgec_cache")
+@pytest.mark.parametrize("opt", ["-O2", "-Os", "-O0"])
+def test_s16_depthwise_dsp_arm(opt, tmp_path):
+    bench = run_arm("cortex-m4", depthwise_dsp_cases(60 if opt == "-O2" else 25), tmp_path, opt)
+    dw = bench["depthwise", "portable"], bench["depthwise", "dsp"]
+    print(f"cortex-m4 {opt} {DW_BENCH}: portable {dw[0]:.2f}, dsp {dw[1]:.2f} instructions/MAC")
+    assert dw[1] < dw[0]
 
 
 @needs_toolchain

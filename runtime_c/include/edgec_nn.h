@@ -1336,6 +1336,18 @@ edgec_status edgec_depthwise_conv_s16_mve(const edgec_depthwise_conv_s16_desc *d
 #endif
 
 /*
+ * edgec_depthwise_conv_s16 with the DSP extension: four channels a group, each tap two words of
+ * int16 inputs and one word of four int8 weights (SXTB16 into pairs) into four SMLABB/SMLATB/
+ * SMLABT/SMLATT 32-bit sums (exact for windows of at most 511 taps), then the portable kernel's
+ * 64-bit output stage channel by channel. ch_mult above 1, fewer than 4 channels or larger
+ * windows take the portable loops. Same arithmetic and checks; no scratch.
+ */
+#if defined(__ARM_FEATURE_DSP)
+edgec_status edgec_depthwise_conv_s16_dsp(const edgec_depthwise_conv_s16_desc *desc, const int16_t *input,
+                                          int16_t *output);
+#endif
+
+/*
  * Fully connected (CMSIS-NN arm_fully_connected_s16 / arm_nn_vec_mat_mult_t_s16, TFLite
  * reference_integer_ops::FullyConnected int16; here per output channel):
  * output[b][o] = requantize_s64(sum_k input[b][k] * filter[o][k]).

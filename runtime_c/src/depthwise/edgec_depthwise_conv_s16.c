@@ -61,16 +61,13 @@ edgec_status edgec_depthwise_conv_s16(const edgec_depthwise_conv_s16_desc *desc,
     return EDGEC_OK;
 }
 
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#if defined(__ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
 /*
- * Helium path: eight channels a group, each tap one VLDRH of eight inputs and one VLDRB.S16 of
- * eight weights, multiplied into the 32-bit sums of the even channels (VMULLB) and the odd ones
- * (VMULLT). A product is at most 2^22 in magnitude, so a window of at most
- * DEPTHWISE_S16_MVE_MAX_TAPS taps sums exactly in int32 (511 * 2^22 < 2^31) and the result equals
- * the portable kernel's int64 sum. The loops run over channel groups, then pixels, so that each
- * group's output stage is prepared once (edgec_s16_mve_stage).
+ * The DSP and Helium paths sum a group of channels in 32-bit lanes. A product is at most 2^22 in
+ * magnitude, so a window of at most DEPTHWISE_S16_MAX_TAPS taps sums exactly in int32
+ * (511 * 2^22 < 2^31) and the result equals the portable kernel's int64 sum.
  */
-#define DEPTHWISE_S16_MVE_MAX_TAPS 511
+#define DEPTHWISE_S16_MAX_TAPS 511
 
 /* A window's taps inside the input: rows x cols of them from x and w, the steps between rows and
  * columns in elements. */
@@ -84,6 +81,44 @@ typedef struct {
     int32_t w_row;
     int32_t w_col;
 } depthwise_s16_window;
+
+/* The taps inside the input of the window at (ty, tx) for the channels from c; rows or cols 0
+ * (and no pointer formed to a pixel outside the input) when there is none. */
+static depthwise_s16_window depthwise_s16_window_of(const edgec_depthwise_conv_s16_desc *d, const int16_t *image,
+                                                    edgec_tap_range ty, edgec_tap_range tx, int32_t c)
+{
+    depthwise_s16_window win = { image, d->filter, ty.last - ty.first, tx.last - tx.first, 0, 0, 0, 0 };
+    if (win.rows == 0 || win.cols == 0) {
+        return win;
+    }
+    const int32_t channels = d->input_c;
+    const int32_t iy = ty.base + ty.first * d->dilation_h;
+    const int32_t ix = tx.base + tx.first * d->dilation_w;
+    win.x = image + (iy * d->input_w + ix) * channels + c;
+    win.w = d->filter + (ty.first * d->kernel_w + tx.first) * channels + c;
+    win.x_row = d->dilation_h * d->input_w * channels;
+    win.x_col = d->dilation_w * channels;
+    win.w_row = d->kernel_w * channels;
+    win.w_col = channels;
+    return win;
+}
+
+/* Whether the group paths apply: a channel multiplier reads each input channel for several
+ * outputs, fewer than `group` channels fill no group, and a window past DEPTHWISE_S16_MAX_TAPS
+ * taps could overflow the lane sums (those take the portable loops). */
+static int depthwise_s16_groups_apply(const edgec_depthwise_conv_s16_desc *d, int32_t group)
+{
+    return d->ch_mult == 1 && d->input_c >= group && (int64_t)d->kernel_h * d->kernel_w <= DEPTHWISE_S16_MAX_TAPS;
+}
+#endif
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+/*
+ * Helium path: eight channels a group, each tap one VLDRH of eight inputs and one VLDRB.S16 of
+ * eight weights, multiplied into the 32-bit sums of the even channels (VMULLB) and the odd ones
+ * (VMULLT). The loops run over channel groups, then pixels, so that each group's output stage is
+ * prepared once (edgec_s16_mve_stage).
+ */
 
 /* The even and the odd channels' sums of a group. */
 typedef struct {
@@ -114,22 +149,11 @@ static EDGEC_NOINLINE depthwise_s16_sums depthwise_s16_mve_window(const depthwis
 static depthwise_s16_sums depthwise_s16_mve_sum(const edgec_depthwise_conv_s16_desc *d, const int16_t *image,
                                                 edgec_tap_range ty, edgec_tap_range tx, int32_t c)
 {
-    depthwise_s16_window win;
-    win.rows = ty.last - ty.first;
-    win.cols = tx.last - tx.first;
+    const depthwise_s16_window win = depthwise_s16_window_of(d, image, ty, tx, c);
     if (win.rows == 0 || win.cols == 0) {
         const depthwise_s16_sums zero = { vdupq_n_s32(0), vdupq_n_s32(0) };
-        return zero; /* (no pointer is formed to a pixel outside the input) */
+        return zero;
     }
-    const int32_t channels = d->input_c;
-    const int32_t iy = ty.base + ty.first * d->dilation_h;
-    const int32_t ix = tx.base + tx.first * d->dilation_w;
-    win.x = image + (iy * d->input_w + ix) * channels + c;
-    win.w = d->filter + (ty.first * d->kernel_w + tx.first) * channels + c;
-    win.x_row = d->dilation_h * d->input_w * channels;
-    win.x_col = d->dilation_w * channels;
-    win.w_row = d->kernel_w * channels;
-    win.w_col = channels;
     return depthwise_s16_mve_window(&win);
 }
 
@@ -182,11 +206,7 @@ edgec_status edgec_depthwise_conv_s16_mve(const edgec_depthwise_conv_s16_desc *d
     if (!depthwise_conv_s16_valid(desc, input, output)) {
         return EDGEC_ARG_ERROR;
     }
-    /* A channel multiplier reads each input channel for several outputs, fewer than eight
-     * channels fill no group, and a window past DEPTHWISE_S16_MVE_MAX_TAPS taps could overflow
-     * the lane sums: the portable loops. */
-    if (desc->ch_mult != 1 || desc->input_c < 8 ||
-        (int64_t)desc->kernel_h * desc->kernel_w > DEPTHWISE_S16_MVE_MAX_TAPS) {
+    if (!depthwise_s16_groups_apply(desc, 8)) {
         return edgec_depthwise_conv_s16(desc, input, output);
     }
     /* A channel count not a multiple of eight ends with the group of the last eight channels,
@@ -198,3 +218,96 @@ edgec_status edgec_depthwise_conv_s16_mve(const edgec_depthwise_conv_s16_desc *d
     return EDGEC_OK;
 }
 #endif /* __ARM_FEATURE_MVE */
+
+#if defined(__ARM_FEATURE_DSP)
+/*
+ * DSP path: four channels c .. c + 3 a group. Per tap, the inputs are two words (x0, x1) and
+ * (x2, x3) (NHWC: adjacent channels), the weights one word of four int8 widened by SXTB16 into
+ * (w0, w2) and, rotated, (w1, w3); SMLABB, SMLATB, SMLABT and SMLATT add the four products into
+ * the channels' 32-bit sums (exact: DEPTHWISE_S16_MAX_TAPS). The output stage is the portable
+ * kernel's, channel by channel.
+ */
+
+/* The word of the int16 pair at p (any int16 alignment; byte loads where the build forbids
+ * unaligned words): the first in the low half. */
+static inline int32_t depthwise_s16_dsp_pair(const int16_t *p)
+{
+    return edgec_s16_dsp_load_weights((const int8_t *)p);
+}
+
+/* The four channels' sums over the window's taps. Not inlined, as the Helium loop, so that the
+ * window's pointers and steps stay in registers. */
+static EDGEC_NOINLINE void depthwise_s16_dsp_window(const depthwise_s16_window *window, int32_t sums[4])
+{
+    const depthwise_s16_window win = *window;
+    int32_t s0 = 0;
+    int32_t s1 = 0;
+    int32_t s2 = 0;
+    int32_t s3 = 0;
+    for (int32_t r = 0; r < win.rows; r++) {
+        const int16_t *x = win.x + r * win.x_row;
+        const int8_t *w = win.w + r * win.w_row;
+        for (int32_t k = 0; k < win.cols; k++) {
+            const int32_t x01 = depthwise_s16_dsp_pair(x);
+            const int32_t x23 = depthwise_s16_dsp_pair(x + 2);
+            const int32_t four = edgec_s16_dsp_load_weights(w);
+            const int32_t w02 = __sxtb16(four);
+            const int32_t w13 = edgec_sxtb16_ror8(four);
+            s0 = __smlabb(x01, w02, s0);
+            s1 = __smlatb(x01, w13, s1);
+            s2 = __smlabt(x23, w02, s2);
+            s3 = __smlatt(x23, w13, s3);
+            x += win.x_col;
+            w += win.w_col;
+        }
+    }
+    sums[0] = s0;
+    sums[1] = s1;
+    sums[2] = s2;
+    sums[3] = s3;
+}
+
+/* Channels c .. c + 3 of every output pixel. */
+static void depthwise_s16_dsp_group(const edgec_depthwise_conv_s16_desc *d, const int16_t *input, int32_t c,
+                                    int16_t *output)
+{
+    int16_t *out = output + c;
+    for (int32_t n = 0; n < d->batches; n++) {
+        const int16_t *image = input + n * d->input_h * d->input_w * d->input_c;
+        for (int32_t oy = 0; oy < d->output_h; oy++) {
+            const edgec_tap_range ty =
+                edgec_conv_taps(oy, d->stride_h, d->pad_top, d->dilation_h, d->kernel_h, d->input_h);
+            for (int32_t ox = 0; ox < d->output_w; ox++) {
+                const edgec_tap_range tx =
+                    edgec_conv_taps(ox, d->stride_w, d->pad_left, d->dilation_w, d->kernel_w, d->input_w);
+                const depthwise_s16_window win = depthwise_s16_window_of(d, image, ty, tx, c);
+                int32_t sums[4] = { 0, 0, 0, 0 };
+                if (win.rows > 0 && win.cols > 0) {
+                    depthwise_s16_dsp_window(&win, sums);
+                }
+                for (int32_t i = 0; i < 4; i++) {
+                    out[i] = edgec_output_s16(sums[i], d->bias, d->multiplier, d->shift, c + i, d->act_min, d->act_max);
+                }
+                out += d->input_c;
+            }
+        }
+    }
+}
+
+edgec_status edgec_depthwise_conv_s16_dsp(const edgec_depthwise_conv_s16_desc *desc, const int16_t *input,
+                                          int16_t *output)
+{
+    if (!depthwise_conv_s16_valid(desc, input, output)) {
+        return EDGEC_ARG_ERROR;
+    }
+    if (!depthwise_s16_groups_apply(desc, 4)) {
+        return edgec_depthwise_conv_s16(desc, input, output);
+    }
+    /* A channel count not a multiple of four ends with the group of the last four channels,
+     * overlapping the previous one (its outputs there are computed again, to the same values). */
+    for (int32_t c = 0; c < desc->input_c; c += 4) {
+        depthwise_s16_dsp_group(desc, input, EDGEC_MIN(c, desc->input_c - 4), output);
+    }
+    return EDGEC_OK;
+}
+#endif /* __ARM_FEATURE_DSP */

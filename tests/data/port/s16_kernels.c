@@ -33,7 +33,8 @@ enum {
     K_REQUANTIZE_S16_S8 = 12,
     K_CONV_MVE = 13,
     K_FC_MVE = 14,
-    K_DEPTHWISE_MVE = 15
+    K_DEPTHWISE_MVE = 15,
+    K_DEPTHWISE_DSP = 16
 };
 enum { UNSUPPORTED = -100 }; /* the status of a kernel this build does not have */
 
@@ -165,6 +166,9 @@ static int32_t run_kernel(const int32_t *h, const int8_t *payload, int8_t *outpu
         break;
     case K_FC_DSP:
         status = edgec_fully_connected_s16_dsp(&fc, input, out16, scratch16);
+        break;
+    case K_DEPTHWISE_DSP:
+        status = edgec_depthwise_conv_s16_dsp(&depthwise, input, out16);
         break;
 #endif
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
