@@ -186,18 +186,18 @@ class DepthwiseConv2dS16(S16Unit):
         )
 
     def specialize(self, op, graph, target) -> None:
-        op.attrs["isa"] = "mve" if target.mve else None
-        reason = (
-            f"{INT16}: {target.name} has Helium (VMULLB/VMULLT of eight channels into exact 32-bit sums)"
-            if target.mve
-            else f"{INT16}: portable kernel: {target.name} has no Helium"
-        )
-        op.kernel = KernelChoice(
-            self.kernel_function(op), "int16" + (" mve" if target.mve else ""), reason, unit=self.kind
-        )
+        isa = "mve" if target.mve else "dsp" if target.dsp else None
+        op.attrs["isa"] = isa
+        reason = {
+            "mve": f"{INT16}: {target.name} has Helium (VMULLB/VMULLT of eight channels into exact 32-bit sums)",
+            "dsp": f"{INT16}: {target.name} has the DSP extension (SMLAxy of four channels into exact 32-bit sums)",
+            None: f"{INT16}: portable kernel: {target.name} has no DSP extension",
+        }[isa]
+        op.kernel = KernelChoice(self.kernel_function(op), "int16" + (f" {isa}" if isa else ""), reason, unit=self.kind)
 
     def kernel_function(self, op) -> str:
-        return self.kernel + ("_mve" if op.attrs.get("isa") == "mve" else "")
+        isa = op.attrs.get("isa")
+        return self.kernel + (f"_{isa}" if isa else "")
 
     def golden(self, op, graph, inputs):
         return s16.depthwise_conv_s16(op.attrs["desc"], inputs[0])

@@ -225,7 +225,7 @@ edgec_status edgec_depthwise_conv_s16_mve(const edgec_depthwise_conv_s16_desc *d
  * (x2, x3) (NHWC: adjacent channels), the weights one word of four int8 widened by SXTB16 into
  * (w0, w2) and, rotated, (w1, w3); SMLABB, SMLATB, SMLABT and SMLATT add the four products into
  * the channels' 32-bit sums (exact: DEPTHWISE_S16_MAX_TAPS). The output stage is the portable
- * kernel's, channel by channel.
+ * kernel's arithmetic, channel by channel, in a shorter exact form where the bias allows it.
  */
 
 /* The word of the int16 pair at p (any int16 alignment; byte loads where the build forbids
@@ -267,10 +267,51 @@ static EDGEC_NOINLINE void depthwise_s16_dsp_window(const depthwise_s16_window *
     sums[3] = s3;
 }
 
+/*
+ * A channel's output stage for 32-bit sums, prepared once per group: as edgec_s16_mve_stage
+ * explains, with s = 15 - shift and offset = bias * reduced + 2^(s - 1), edgec_output_s16 of a
+ * 32-bit sum is clamp((acc * reduced + offset) >> s) when |bias| <= 2^47 - 2^31 (`exact`; one
+ * SMLAL and a 64-bit shift instead of the bias saturation and the two-step rounding). Otherwise
+ * edgec_output_s16 itself.
+ */
+typedef struct {
+    int64_t offset;
+    int32_t reduced;
+    int32_t s;
+    int exact;
+} depthwise_s16_dsp_stage;
+
+static depthwise_s16_dsp_stage depthwise_s16_dsp_stage_of(const edgec_depthwise_conv_s16_desc *d, int32_t c)
+{
+    const int64_t bias_limit = ((int64_t)1 << 47) - ((int64_t)1 << 31);
+    const int64_t b = d->bias ? d->bias[c] : 0;
+    depthwise_s16_dsp_stage stage;
+    stage.reduced = edgec_reduce_multiplier(d->multiplier[c]);
+    stage.s = 15 - d->shift[c];
+    stage.exact = b >= -bias_limit && b <= bias_limit;
+    stage.offset = (stage.exact ? b * stage.reduced : 0) + ((int64_t)1 << (stage.s - 1));
+    return stage;
+}
+
+/* Output channel c of the 32-bit sum acc. */
+static inline int16_t depthwise_s16_dsp_output(const edgec_depthwise_conv_s16_desc *d,
+                                               const depthwise_s16_dsp_stage *stage, int32_t acc, int32_t c)
+{
+    if (!stage->exact) {
+        return edgec_output_s16(acc, d->bias, d->multiplier, d->shift, c, d->act_min, d->act_max);
+    }
+    const int64_t result = ((int64_t)acc * stage->reduced + stage->offset) >> stage->s;
+    return (int16_t)EDGEC_MIN(EDGEC_MAX(result, (int64_t)d->act_min), (int64_t)d->act_max);
+}
+
 /* Channels c .. c + 3 of every output pixel. */
 static void depthwise_s16_dsp_group(const edgec_depthwise_conv_s16_desc *d, const int16_t *input, int32_t c,
                                     int16_t *output)
 {
+    depthwise_s16_dsp_stage stages[4];
+    for (int32_t i = 0; i < 4; i++) {
+        stages[i] = depthwise_s16_dsp_stage_of(d, c + i);
+    }
     int16_t *out = output + c;
     for (int32_t n = 0; n < d->batches; n++) {
         const int16_t *image = input + n * d->input_h * d->input_w * d->input_c;
@@ -286,7 +327,7 @@ static void depthwise_s16_dsp_group(const edgec_depthwise_conv_s16_desc *d, cons
                     depthwise_s16_dsp_window(&win, sums);
                 }
                 for (int32_t i = 0; i < 4; i++) {
-                    out[i] = edgec_output_s16(sums[i], d->bias, d->multiplier, d->shift, c + i, d->act_min, d->act_max);
+                    out[i] = depthwise_s16_dsp_output(d, &stages[i], sums[i], c + i);
                 }
                 out += d->input_c;
             }
