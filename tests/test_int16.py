@@ -92,11 +92,11 @@ def test_int16_model_is_bit_exact_on_host_and_passes_the_layer_check(model, quan
 @pytest.mark.parametrize("model", ["ds_cnn", "resnet8"])
 def test_int16_model_is_bit_exact_on_target(model, target, quantized, tmp_path):
     compiled = compile_for(quantized(model, "int16"), target)
-    if model == "ds_cnn":  # the DSP-extension (M4) or Helium (M55) conv and FC kernels, Helium depthwise
+    if model == "ds_cnn":  # the DSP-extension (M4) or Helium (M55) conv, depthwise and FC kernels
         isa = "mve" if target == "cortex-m55" else "dsp"
-        assert {f"edgec_conv_s16_{isa}", f"edgec_fully_connected_s16_{isa}"} <= _kernels(compiled)
-        depthwise = "edgec_depthwise_conv_s16" + ("_mve" if isa == "mve" else "")
-        assert depthwise in _kernels(compiled)
+        assert {f"edgec_{kind}_s16_{isa}" for kind in ("conv", "depthwise_conv", "fully_connected")} <= _kernels(
+            compiled
+        )
     _bit_exact(compiled, _samples(model, SAMPLES, 1), tmp_path)
 
 
