@@ -28,6 +28,7 @@ from tests.device_support import ALL_OPS, ROOT, needs_toolchain, require_tools
 from tests.test_kernels_arm import all_cases, failures, run_on_target
 from tests.test_kernels_movement import device_cases
 from tests.test_kernels_movement import run_on_target as run_movement_on_target
+from tests.test_kernels_s16 import depthwise_dsp_cases, run_arm
 
 pytestmark = [needs_toolchain, pytest.mark.usefixtures("edgec_cache")]
 
@@ -90,6 +91,14 @@ def test_movement_kernels_match_golden_on_cortex_m4(build, tmp_path):
         if status != 0 or not guard or not np.array_equal(out, expected)
     ]
     assert not failed, f"{len(failed)} of {len(cases)} cases fail:\n" + "\n".join(failed[:10])
+
+
+@pytest.mark.parametrize("build", ["gcc-no-unaligned", "clang-unaligned"])
+def test_s16_depthwise_dsp_matches_golden(build, tmp_path):
+    """The DSP int16 depthwise kernel loads words of int16 pairs and int8 weights at any channel
+    offset: byte loads in a -mno-unaligned-access build (which faults on an unaligned word), words
+    with clang. run_arm asserts every output equals the golden."""
+    run_arm(build_target("cortex-m4", build), depthwise_dsp_cases(25), tmp_path)
 
 
 @pytest.fixture(scope="module")
