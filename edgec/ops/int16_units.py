@@ -51,13 +51,31 @@ class S16Unit(OpDef):
     def macs(self, op, graph) -> int:
         return KINDS[self.base_kind].macs(op, graph)
 
+    # A unit with Helium and DSP kernels (`kernel`_mve, `kernel`_dsp): how each multiplies.
+    isa_ways: dict[str, str] = {}
+
     def kernel_function(self, op) -> str:
-        return self.kernel
+        isa = op.attrs.get("isa") if self.isa_ways else None
+        return self.kernel + (f"_{isa}" if isa else "")
 
     def specialize(self, op, graph, target) -> None:
-        op.kernel = KernelChoice(
-            self.kernel_function(op), "int16", f"{INT16}: portable kernel (the only one this op has)", unit=self.kind
+        if not self.isa_ways:
+            op.kernel = KernelChoice(
+                self.kernel_function(op),
+                "int16",
+                f"{INT16}: portable kernel (the only one this op has)",
+                unit=self.kind,
+            )
+            return
+        isa = "mve" if target.mve else "dsp" if target.dsp else None
+        op.attrs["isa"] = isa
+        core = {"mve": "Helium", "dsp": "the DSP extension"}
+        reason = (
+            f"{INT16}: {target.name} has {core[isa]} ({self.isa_ways[isa]})"
+            if isa
+            else f"{INT16}: portable kernel: {target.name} has no DSP extension"
         )
+        op.kernel = KernelChoice(self.kernel_function(op), "int16" + (f" {isa}" if isa else ""), reason, unit=self.kind)
 
     def emit(self, op, graph, names) -> CCall:
         p = names.symbol(op, "desc")
@@ -128,19 +146,8 @@ class Conv2dS16(S16Unit):
             act_max=bounds[1],
         )
 
-    def specialize(self, op, graph, target) -> None:
-        isa = "mve" if target.mve else "dsp" if target.dsp else None
-        op.attrs["isa"] = isa
-        reason = {
-            "mve": f"{INT16}: {target.name} has Helium (VMLADAVA on int8 weights widened to 16-bit lanes)",
-            "dsp": f"{INT16}: {target.name} has the DSP extension (SMLALD)",
-            None: f"{INT16}: portable kernel: {target.name} has no DSP extension",
-        }[isa]
-        op.kernel = KernelChoice(self.kernel_function(op), "int16" + (f" {isa}" if isa else ""), reason, unit=self.kind)
-
-    def kernel_function(self, op) -> str:
-        isa = op.attrs.get("isa")
-        return self.kernel + (f"_{isa}" if isa else "")
+    # how the Helium and DSP kernels multiply (the kernel choice's reason)
+    isa_ways = {"mve": "VMLADAVA on int8 weights widened to 16-bit lanes", "dsp": "SMLALD"}
 
     def takes_scratch(self, op) -> bool:
         """The DSP kernels reorder their column in scratch, the Helium convolution gathers it there."""
@@ -185,19 +192,10 @@ class DepthwiseConv2dS16(S16Unit):
             act_max=bounds[1],
         )
 
-    def specialize(self, op, graph, target) -> None:
-        isa = "mve" if target.mve else "dsp" if target.dsp else None
-        op.attrs["isa"] = isa
-        reason = {
-            "mve": f"{INT16}: {target.name} has Helium (VMULLB/VMULLT of eight channels into exact 32-bit sums)",
-            "dsp": f"{INT16}: {target.name} has the DSP extension (SMLAxy of four channels into exact 32-bit sums)",
-            None: f"{INT16}: portable kernel: {target.name} has no DSP extension",
-        }[isa]
-        op.kernel = KernelChoice(self.kernel_function(op), "int16" + (f" {isa}" if isa else ""), reason, unit=self.kind)
-
-    def kernel_function(self, op) -> str:
-        isa = op.attrs.get("isa")
-        return self.kernel + (f"_{isa}" if isa else "")
+    isa_ways = {
+        "mve": "VMULLB/VMULLT of eight channels into exact 32-bit sums",
+        "dsp": "SMLAxy of four channels into exact 32-bit sums",
+    }
 
     def golden(self, op, graph, inputs):
         return s16.depthwise_conv_s16(op.attrs["desc"], inputs[0])

@@ -110,6 +110,29 @@ static int depthwise_s16_groups_apply(const edgec_depthwise_conv_s16_desc *d, in
 {
     return d->ch_mult == 1 && d->input_c >= group && (int64_t)d->kernel_h * d->kernel_w <= DEPTHWISE_S16_MAX_TAPS;
 }
+
+/* One group of `group` channels from channel c (depthwise_s16_mve_group, depthwise_s16_dsp_group). */
+typedef void (*depthwise_s16_group_fn)(const edgec_depthwise_conv_s16_desc *d, const int16_t *input, int32_t c,
+                                       int16_t *output);
+
+/* A group path over the layer: the arguments checked, the portable loops where the groups do not
+ * apply; a channel count not a multiple of `group` ends with the group of the last `group`
+ * channels, overlapping the previous one (its outputs there are computed again, to the same
+ * values): every load stays within the channels. */
+static edgec_status depthwise_s16_by_groups(const edgec_depthwise_conv_s16_desc *desc, const int16_t *input,
+                                            int16_t *output, int32_t group, depthwise_s16_group_fn run_group)
+{
+    if (!depthwise_conv_s16_valid(desc, input, output)) {
+        return EDGEC_ARG_ERROR;
+    }
+    if (!depthwise_s16_groups_apply(desc, group)) {
+        return edgec_depthwise_conv_s16(desc, input, output);
+    }
+    for (int32_t c = 0; c < desc->input_c; c += group) {
+        run_group(desc, input, EDGEC_MIN(c, desc->input_c - group), output);
+    }
+    return EDGEC_OK;
+}
 #endif
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
@@ -203,19 +226,7 @@ static void depthwise_s16_mve_group(const edgec_depthwise_conv_s16_desc *d, cons
 edgec_status edgec_depthwise_conv_s16_mve(const edgec_depthwise_conv_s16_desc *desc, const int16_t *input,
                                           int16_t *output)
 {
-    if (!depthwise_conv_s16_valid(desc, input, output)) {
-        return EDGEC_ARG_ERROR;
-    }
-    if (!depthwise_s16_groups_apply(desc, 8)) {
-        return edgec_depthwise_conv_s16(desc, input, output);
-    }
-    /* A channel count not a multiple of eight ends with the group of the last eight channels,
-     * overlapping the previous one (its lanes there are computed again, to the same values): every
-     * load stays unpredicated and within the channels. */
-    for (int32_t c = 0; c < desc->input_c; c += 8) {
-        depthwise_s16_mve_group(desc, input, EDGEC_MIN(c, desc->input_c - 8), output);
-    }
-    return EDGEC_OK;
+    return depthwise_s16_by_groups(desc, input, output, 8, depthwise_s16_mve_group); /* unpredicated loads */
 }
 #endif /* __ARM_FEATURE_MVE */
 
@@ -338,17 +349,6 @@ static void depthwise_s16_dsp_group(const edgec_depthwise_conv_s16_desc *d, cons
 edgec_status edgec_depthwise_conv_s16_dsp(const edgec_depthwise_conv_s16_desc *desc, const int16_t *input,
                                           int16_t *output)
 {
-    if (!depthwise_conv_s16_valid(desc, input, output)) {
-        return EDGEC_ARG_ERROR;
-    }
-    if (!depthwise_s16_groups_apply(desc, 4)) {
-        return edgec_depthwise_conv_s16(desc, input, output);
-    }
-    /* A channel count not a multiple of four ends with the group of the last four channels,
-     * overlapping the previous one (its outputs there are computed again, to the same values). */
-    for (int32_t c = 0; c < desc->input_c; c += 4) {
-        depthwise_s16_dsp_group(desc, input, EDGEC_MIN(c, desc->input_c - 4), output);
-    }
-    return EDGEC_OK;
+    return depthwise_s16_by_groups(desc, input, output, 4, depthwise_s16_dsp_group);
 }
 #endif /* __ARM_FEATURE_DSP */
